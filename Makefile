@@ -1,0 +1,30 @@
+# Two commands on a fresh machine (README): `make demo` runs the main job, `make test` passes the tests.
+# Both create the virtualenv (.venv) from pyproject.toml first; Maven fetches the Kafka jars on first use.
+PY ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/firstfault demo $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.ingest $(ARGS)
+
+clean:
+	-$(BIN)/firstfault kafka stop
+	rm -rf $(VENV) .firstfault *.egg-info

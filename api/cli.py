@@ -1,0 +1,232 @@
+"""The ``firstfault`` command.
+
+Exit codes: 0 success; 1 a runtime failure (broker, lake, unreadable input);
+2 a usage or configuration error; 3 ``diagnose --fail-on`` found an incident
+at or above that severity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
+import typer
+from rich.console import Console
+
+from schemas.settings import Settings, SettingsError, load_settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="firstfault: which GPU, link or host broke first.")
+kafka_app = typer.Typer(no_args_is_help=True, help="The local Apache Kafka broker (KRaft, 127.0.0.1).")
+app.add_typer(kafka_app, name="kafka")
+err = Console(stderr=True)
+out = Console()
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
+                                                   dir_okay=False)]
+
+
+def _settings(config: Path | None, **overrides) -> Settings:
+    try:
+        return load_settings(config, overrides=overrides)
+    except SettingsError as e:
+        err.print(f"[red]configuration error:[/] {e}")
+        raise typer.Exit(2) from None
+
+
+def _parse_symptom(text: str, hosts: list[str]):
+    """``hang``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s)."""
+    from correlate.correlator import Symptom
+
+    kind, _, rest = text.partition("@")
+    host, _, gpus = rest.partition(":")
+    if kind not in ("hang", "failure"):
+        raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")
+    targets = [host] if host else hosts
+    if not targets:
+        raise typer.BadParameter("no host to attach the symptom to; write KIND@HOST", param_hint="--symptom")
+    return [Symptom(host=h, kind=kind, gpus=[g for g in gpus.split(",") if g]) for h in targets]
+
+
+@app.command()
+def diagnose(
+    paths: Annotated[list[Path], typer.Argument(help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
+    format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
+    symptom: Annotated[Optional[list[str]], typer.Option(
+        help="what you know that the logs may not say: hang|failure[@HOST][:GPU,GPU]")] = None,
+    fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)")] = None,
+    fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
+    from api.render import events_json, incidents_table
+    from correlate.correlator import correlate, correlation_settings
+    from ingest.files import decode_paths
+    from ingest.pipeline import Pipeline
+
+    if format not in ("json", "table"):
+        raise typer.BadParameter("json or table", param_hint="--format")
+    s = _settings(config, fleet_config=fleet_config)
+    try:
+        decoded = decode_paths(paths)
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
+        err.print(f"[red]{e}[/]")
+        raise typer.Exit(1) from None
+    batch = Pipeline(tz=s.tzinfo()).run(decoded)
+    hosts = sorted(set(batch.events.column("host").to_pylist())) if batch.events.num_rows else sorted(
+        {seg.host for seg in decoded.segments if seg.host})
+    symptoms = [x for t in (symptom or []) for x in _parse_symptom(t, hosts)]
+    incidents = correlate(batch.events, batch.link_samples, batch.topology, settings=correlation_settings(s),
+                          symptoms=symptoms, now_us=int(time.time() * 1_000_000))
+    for r in decoded.rejects:
+        err.print(f"[yellow]skipped[/] {r.origin}: {r.reason}")
+    if format == "json":
+        sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
+                                             option=orjson.OPT_INDENT_2))
+        sys.stdout.buffer.write(b"\n")
+    else:
+        out.print(f"{batch.lines} lines → {batch.events.num_rows} events from {len(decoded.segments)} segment(s)")
+        out.print(incidents_table(incidents))
+        for inc in incidents:
+            out.print(f"[bold]{inc['id']}[/] {inc['category']} ({inc['severity']}, confidence {inc['confidence']}): "
+                      f"{inc['explanation']}")
+            out.print(f"  [green]next:[/] {inc['next_action']}")
+            for v in inc["verify"]:
+                out.print(f"  [cyan]verify:[/] {v}")
+            for m in inc["missing"]:
+                out.print(f"  [yellow]missing:[/] {m}")
+    if fail_on:
+        from schemas.events import SEVERITY_RANK
+
+        if fail_on not in SEVERITY_RANK:
+            raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
+        if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
+            raise typer.Exit(3)
+
+
+@kafka_app.command("start")
+def kafka_start(config: ConfigOpt = None) -> None:
+    """Resolve the Kafka jars (once), format storage and start the broker; print its address."""
+    from ingest import broker
+
+    s = _settings(config)
+    try:
+        st = broker.start(s.state_dir, log=lambda m: err.print(m))
+        asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic]))
+    except broker.BrokerError as e:
+        err.print(f"[red]{e}[/]")
+        raise typer.Exit(1) from None
+    out.print(st.bootstrap)
+
+
+@kafka_app.command("stop")
+def kafka_stop(config: ConfigOpt = None) -> None:
+    """Stop the local broker (nothing is left running)."""
+    from ingest import broker
+
+    s = _settings(config)
+    err.print("stopped" if broker.stop(s.state_dir) else "not running")
+
+
+@kafka_app.command("status")
+def kafka_status(config: ConfigOpt = None) -> None:
+    """Exit 0 and print the address when the broker answers; exit 1 otherwise."""
+    from ingest import broker
+
+    s = _settings(config)
+    st = broker.status(s.state_dir)
+    if not st:
+        err.print("not running")
+        raise typer.Exit(1)
+    out.print(f"{st.bootstrap} pid={st.pid} data={st.data_dir}")
+
+
+def _bootstrap(s: Settings) -> str:
+    from ingest import broker
+
+    if s.kafka_bootstrap:
+        return s.kafka_bootstrap
+    st = broker.status(s.state_dir)
+    if not st:
+        err.print("[red]no Kafka bootstrap configured and no local broker running[/] "
+                  "(set FIRSTFAULT_KAFKA_BOOTSTRAP or run `firstfault kafka start`)")
+        raise typer.Exit(1)
+    return st.bootstrap
+
+
+@app.command()
+def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing the incidents")] = False,
+         port: Annotated[Optional[int], typer.Option(help="API port (default from settings)")] = None,
+         config: ConfigOpt = None) -> None:
+    """The main job on the embedded default: local broker + bundled real logs -> incidents + API."""
+    from api.demo import run_demo
+    from ingest.broker import BrokerError
+
+    s = _settings(config)
+    try:
+        code = run_demo(s, once=once, port=port, console=err)
+    except BrokerError as e:
+        err.print(f"[red]{e}[/]")
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the topics")] = False,
+        serve: Annotated[bool, typer.Option(help="serve the HTTP API too")] = True,
+        config: ConfigOpt = None) -> None:
+    """The service: ingest + correlate + API in one process (one consumer-group member)."""
+    from api.render import incidents_table
+    from api.service import Service
+
+    s = _settings(config)
+    svc = Service(s, _bootstrap(s))
+
+    async def main() -> None:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, svc.worker.stop.set)
+        await svc.run(once=once, serve=serve,
+                      on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up")))
+
+    asyncio.run(main())
+
+
+@app.command()
+def serve(port: Annotated[Optional[int], typer.Option()] = None, config: ConfigOpt = None) -> None:
+    """Serve the HTTP API over the lake (no ingest)."""
+    import uvicorn
+
+    from api.app import create_app
+
+    s = _settings(config)
+    uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_level="info")
+
+
+@app.command()
+def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = print the views and tables")] = None,
+        format: Annotated[str, typer.Option("--format", "-f", help="table, csv, json or parquet")] = "table",
+        output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json")] = None,
+        config: ConfigOpt = None) -> None:
+    """Read-only DuckDB SQL over the lake's views (events, incidents, incident_evidence, link_samples, topology)."""
+    from api.sql import run_sql
+
+    s = _settings(config)
+    raise typer.Exit(run_sql(s, query, format, output, out, err))
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    app()
+
+
+if __name__ == "__main__":
+    main()

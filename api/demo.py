@@ -1,0 +1,104 @@
+"""The main job on an embedded default: local broker, bundled real logs, incidents, API.
+
+``firstfault demo``: start (or reuse) the local Kafka broker, create the
+topics, produce the sample fleet logs (``samples/fleet``, real cases from
+public bug reports) once, consume them with a fresh consumer group into a
+fresh lake, correlate, print the incidents, and serve the API until Ctrl-C
+(or exit with ``--once``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer
+from rich.console import Console
+
+from api.render import incidents_table
+from api.service import Service
+from ingest import broker
+from ingest.consumer import produce_lines
+from schemas.settings import Settings
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "fleet"
+LINES_PER_MESSAGE = 200
+
+
+def sample_messages(folder: Path = SAMPLES) -> list[tuple[str, str, list[bytes]]]:
+    """(topic, host key, values) per sample file ``<host>.<source>.log``; up to 200 lines per value."""
+    out = []
+    for f in sorted(folder.glob("*.log")):
+        host, source = f.name.split(".")[:2]
+        lines = f.read_bytes().splitlines()
+        values = [b"\n".join(lines[i:i + LINES_PER_MESSAGE]) for i in range(0, len(lines), LINES_PER_MESSAGE)]
+        out.append((f"fleet.{source}", host, values))
+    return out
+
+
+async def topics_empty(bootstrap: str, topics: list[str]) -> bool:
+    c = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await c.start()
+    try:
+        from aiokafka import TopicPartition
+
+        tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or set())]
+        if not tps:
+            await c.topics()
+            tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or set())]
+        ends = await c.end_offsets(tps)
+        return sum(ends.values()) == 0
+    finally:
+        await c.stop()
+
+
+async def produce_samples(bootstrap: str, console: Console) -> int:
+    n = 0
+    for topic, host, values in sample_messages():
+        await produce_lines(bootstrap, topic, host, values)
+        n += sum(v.count(b"\n") + 1 for v in values)
+    console.print(f"produced {n} sample lines from {len(list(SAMPLES.glob('*.log')))} hosts into fleet.*")
+    return n
+
+
+def run_demo(settings: Settings, *, once: bool, port: int | None, console: Console) -> int:
+    """Exit code 0 when incidents were produced from the samples."""
+    t0 = time.monotonic()
+    console.print("[bold]firstfault demo[/]: local Kafka broker, bundled real logs → incidents")
+    st = broker.start(settings.state_dir, log=lambda m: console.print(m))
+    console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir})")
+    topics = settings.topics + [settings.dlq_topic]
+    asyncio.run(broker.ensure_topics(st.bootstrap, topics))
+    if asyncio.run(topics_empty(st.bootstrap, settings.topics)):
+        asyncio.run(produce_samples(st.bootstrap, console))
+    else:
+        console.print("sample logs already in the topics; reading them again with a fresh consumer group")
+    demo_dir = settings.state_dir / "demo"
+    shutil.rmtree(demo_dir, ignore_errors=True)
+    settings = settings.model_copy(update={"lake": str(demo_dir / "lake")})
+    svc = Service(settings, st.bootstrap, group_id=f"firstfault-demo-{int(time.time() * 1000)}")
+    shown: list[dict] = []
+
+    def caught_up(incidents: list[dict]) -> None:
+        shown.extend(incidents)
+        h = svc.health()
+        console.print(f"ingested {h['records']} Kafka records, {h['lines']} lines → {h['events']} events "
+                      f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
+        console.print(incidents_table(incidents, title=f"{len(incidents)} incidents"))
+
+    def serving(server) -> None:
+        host, port_ = settings.api_host, server.servers[0].sockets[0].getsockname()[1]
+        console.print(f"API on http://{host}:{port_}  (docs: http://{host}:{port_}/docs, "
+                      f"incidents: http://{host}:{port_}/incidents) — Ctrl-C to stop")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, svc.worker.stop.set)
+        await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving)
+
+    asyncio.run(main())
+    return 0 if shown else 1

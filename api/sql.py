@@ -1,0 +1,112 @@
+"""Read-only analyst SQL: one checked query on a locked-down DuckDB connection.
+
+Only single ``SELECT`` statements (which includes ``WITH``, ``VALUES``,
+``DESCRIBE``-free reads) are accepted; anything else — ``COPY``, ``ATTACH``,
+``INSTALL``, ``SET``, ``CREATE``, ``INSERT`` … — is refused before it runs.
+The connection itself can read only the lake folder, has external access
+and extension loading off, and its configuration locked (``api.store.connect``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+from rich.table import Table
+
+from api.store import connect
+from ingest.lake import Lake
+from schemas.settings import Settings
+
+ALLOWED = {duckdb.StatementType.SELECT}
+
+
+class SqlRefused(ValueError):
+    """The query is not a single read-only SELECT; the message says why."""
+
+
+def check_read_only(query: str) -> str:
+    """Return the single SELECT statement in ``query`` or raise :class:`SqlRefused`."""
+    try:
+        stmts = duckdb.extract_statements(query)
+    except duckdb.Error as e:
+        raise SqlRefused(f"cannot parse the query: {str(e).splitlines()[0]}") from e
+    if len(stmts) != 1:
+        raise SqlRefused(f"send exactly one statement (got {len(stmts)})")
+    if stmts[0].type not in ALLOWED:
+        raise SqlRefused(f"only SELECT queries are allowed, not {stmts[0].type.name}")
+    return query
+
+
+def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None, out: Console,
+            err: Console) -> int:
+    """CLI body of ``firstfault sql``; returns the exit code."""
+    if fmt not in ("table", "csv", "json", "parquet"):
+        err.print("[red]--format must be table, csv, json or parquet[/]")
+        return 2
+    if query is None:
+        query = ("SELECT table_name AS name, table_type AS type FROM information_schema.tables "
+                 "ORDER BY table_name")
+    try:
+        check_read_only(query)
+    except SqlRefused as e:
+        err.print(f"[red]refused:[/] {e}")
+        return 2
+    con = connect(Lake(settings.lake))
+    try:
+        rel = con.sql(query)
+        if fmt == "parquet" or output is not None:
+            if output is None:
+                err.print("[red]--format parquet needs --output FILE[/]")
+                return 2
+            tbl = rel.arrow()
+            if hasattr(tbl, "read_all"):
+                tbl = tbl.read_all()
+            _write(tbl, fmt, output)
+            err.print(f"wrote {tbl.num_rows} rows to {output}")
+            return 0
+        tbl = rel.arrow()
+        if hasattr(tbl, "read_all"):
+            tbl = tbl.read_all()
+        if fmt == "table":
+            t = Table()
+            for c in tbl.column_names:
+                t.add_column(c, overflow="fold")
+            for row in tbl.to_pylist():
+                t.add_row(*["" if v is None else str(v) for v in row.values()])
+            out.print(t)
+        elif fmt == "csv":
+            import pyarrow.csv as pacsv
+            import sys
+
+            pacsv.write_csv(tbl, sys.stdout.buffer)
+        else:
+            import sys
+
+            import orjson
+
+            for row in tbl.to_pylist():
+                sys.stdout.buffer.write(orjson.dumps(row, default=str) + b"\n")
+        return 0
+    except duckdb.Error as e:
+        err.print(f"[red]query failed:[/] {str(e).splitlines()[0]}")
+        return 1
+    finally:
+        con.close()
+
+
+def _write(tbl, fmt: str, output: Path) -> None:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    if fmt == "parquet":
+        pq.write_table(tbl, output)
+    elif fmt == "csv":
+        pacsv.write_csv(tbl, output)
+    else:
+        import orjson
+
+        with open(output, "wb") as f:
+            for row in tbl.to_pylist():
+                f.write(orjson.dumps(row, default=str) + b"\n")

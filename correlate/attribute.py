@@ -1,0 +1,276 @@
+"""Attribution inside one candidate incident: who explains whom, and who came first.
+
+1. **Subjects**: events are grouped by what reported them (a GPU, a switch, a
+   NIC, a rank, the host). An event that names no device joins the one device
+   of its host that reports the same kind or category (an NVML ECC event with
+   only a handle joins the GPU whose ECC count is non-zero).
+2. **Edges**: every ``explains`` rule is tried on every ordered pair; an edge
+   records the rule and the strongest relation that held.
+3. **Verdict**: the whole-incident patterns (``correlate.patterns``) are tried
+   in the order of ``rules.yaml``; if none recognises the incident, the
+   subjects with unexplained faults are the candidates: one candidate is the
+   initiator; several with no clear first are reported as unknown.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from correlate.model import Ev
+from correlate.rules import RELATION_STRENGTH, Rules, any_holds, relation
+from correlate.topology import Topology
+from correlate.window import Clocks, not_after, within
+from ingest.catalog import Catalog
+
+S = 1_000_000
+ROLE_RANK = {"initiator": 3, "either": 2, "downstream": 1, "application": 0, "context": -1}
+#: xid-catalog.csv category -> incident category
+XID_CATEGORY = {"nvlink": "link_fault", "gpu_memory_ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "gsp": "gsp_error",
+                "pcie": "pcie", "application": "application", "driver": "driver", "thermal_power": "thermal_power",
+                "gpu_engine": "gpu_engine", "c2c": "c2c", "security": "security", "virtualization": "driver",
+                "fabric": "nvswitch_fault", "other": "driver"}
+SYMPTOM = "operator.symptom"
+
+
+@dataclass(slots=True)
+class Edge:
+    cause: Ev
+    effect: Ev
+    rule: str
+    relation: str
+
+
+@dataclass(slots=True)
+class Party:
+    """One subject taking part in an incident, with how it relates to the initiator."""
+
+    key: tuple
+    events: list[Ev]
+    relation: str | None = None
+    rule: str | None = None
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What the attribution concluded about one incident."""
+
+    pattern: str
+    category: str
+    initiator: dict[str, Any]
+    initiator_events: list[Ev]
+    downstream: list[Party] = field(default_factory=list)
+    context: list[Ev] = field(default_factory=list)
+    confidence: float = 0.5
+    explanation: str = ""
+    next_action: str = ""
+    verify: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    severity: str | None = None  # set when the pattern overrides "worst event"
+    edges: list[Edge] = field(default_factory=list)
+
+
+@dataclass
+class Scene:
+    """Everything the patterns look at for one candidate incident."""
+
+    events: list[Ev]
+    topo: Topology
+    catalog: Catalog
+    rules: Rules
+    clocks: Clocks
+    subject: dict[str, tuple] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+
+    # --- roles -------------------------------------------------------------
+    def role(self, e: Ev) -> str:
+        if e.signature == SYMPTOM:
+            return "downstream"
+        if e.xid is not None and e.xid in self.catalog.xids and e.kind in ("xid", "gsp_error"):
+            return self.catalog.xids[e.xid].role
+        c = self.catalog.by_id.get(e.signature)
+        return c.sig.role if c else "either"
+
+    def category_of(self, e: Ev) -> str:
+        if e.kind == "sxid":
+            return "nvswitch_fault"
+        if e.xid is not None and e.xid in self.catalog.xids:
+            return XID_CATEGORY.get(self.catalog.xids[e.xid].category, "driver")
+        c = self.catalog.by_id.get(e.signature)
+        if c and c.sig.category:
+            return c.sig.category
+        return {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang",
+                "ib_port": "ib_port", "fabric_manager": "fabric_manager"}.get(e.kind, "other")
+
+    def is_fault(self, e: Ev) -> bool:
+        """Evidence that something went wrong (not context, not wiring facts)."""
+        if e.signature == SYMPTOM:
+            return True
+        if self.role(e) == "context":
+            return False
+        return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
+
+    def faults(self) -> list[Ev]:
+        return [e for e in self.events if self.is_fault(e)]
+
+    def symptoms(self) -> list[Ev]:
+        return [e for e in self.events if e.signature == SYMPTOM]
+
+    def hardware_faults(self) -> list[Ev]:
+        """Faults of devices (not NCCL/framework reports, not symptoms, not platform software)."""
+        return [e for e in self.faults() if e.source in ("dmesg", "nvml") and e.kind not in ("fabric_manager",)]
+
+    def parties(self) -> dict[tuple, list[Ev]]:
+        out: dict[tuple, list[Ev]] = defaultdict(list)
+        for e in self.events:
+            out[self.subject[e.event_id]].append(e)
+        return out
+
+    def explained(self, e: Ev) -> bool:
+        """An edge from another subject explains ``e``."""
+        me = self.subject[e.event_id]
+        return any(x.effect is e and self.subject[x.cause.event_id] != me for x in self.edges)
+
+
+def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:
+    """event_id -> subject key (module doc, step 1)."""
+    subj: dict[str, tuple] = {}
+    for e in events:
+        host, dtype, dev = e.subject()
+        if dtype in (None, "gpu") and e.device is None and e.gpu_index is not None:
+            dev = topo.index_to_bus.get((host, e.gpu_index), dev)
+        subj[e.event_id] = (host, dtype, dev)
+
+    def cat(e: Ev) -> str | None:
+        c = catalog.by_id.get(e.signature)
+        return c.sig.category if c else None
+
+    for e in events:
+        host, dtype, dev = subj[e.event_id]
+        if dev is not None or e.signature == SYMPTOM:
+            continue
+        same = {subj[o.event_id] for o in events if o.host == host and subj[o.event_id][2] is not None
+                and o.device_type == (e.device_type or o.device_type)
+                and (o.kind == e.kind or (cat(o) and cat(o) == cat(e)))}
+        if len(same) == 1:
+            subj[e.event_id] = same.pop()
+    return subj
+
+
+def find_edges(scene: Scene) -> list[Edge]:
+    """Every (cause, effect, rule, relation) the ``explains`` rules allow (step 2)."""
+    edges: list[Edge] = []
+    evs = scene.events
+    for r in scene.rules.explains:
+        causes = [e for e in evs if any_holds(r.cause, e, scene.catalog)]
+        if not causes:
+            continue
+        effects = [e for e in evs if any_holds(r.effect, e, scene.catalog)]
+        w = int(r.window_s * S)
+        for c in causes:
+            for e in effects:
+                if c is e or not within(c, e, w, scene.clocks) or not not_after(c, e, scene.clocks):
+                    continue
+                rel = next((x for x in r.relations if relation(x, c, e, scene.topo)), None)
+                if rel:
+                    edges.append(Edge(c, e, r.id, rel))
+    return edges
+
+
+def rank_key(scene: Scene, evs: list[Ev]) -> tuple:
+    """Higher is a more likely first fault: role, then severity, then earlier."""
+    return (max(ROLE_RANK.get(scene.role(e), 0) for e in evs), max(e.sev for e in evs),
+            -min(e.start for e in evs))
+
+
+def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
+    """Subjects reachable from ``sources`` over edges: subject -> (relation, rule) of the first hop."""
+    out: dict[tuple, tuple[str, str]] = {}
+    by_cause: dict[str, list[Edge]] = defaultdict(list)
+    for x in scene.edges:
+        by_cause[x.cause.event_id].append(x)
+    q = deque(sources)
+    seen = {e.event_id for e in sources}
+    while q:
+        c = q.popleft()
+        for x in by_cause.get(c.event_id, []):
+            k = scene.subject[x.effect.event_id]
+            out.setdefault(k, (x.relation, x.rule))
+            if x.effect.event_id not in seen:
+                seen.add(x.effect.event_id)
+                q.append(x.effect)
+    return out
+
+
+def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
+    """The DESIGN.md initiator object for a subject and its events."""
+    host, dtype, dev = key
+    main = max(evs, key=lambda e: (ROLE_RANK.get(scene.role(e), 0), e.sev, -e.start))
+    links = sorted({e.link for e in evs if e.link is not None})
+    return {
+        "host": host, "device_type": dtype if dtype != "rank" else None,
+        "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
+        "link": links[0] if links else None,
+        "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid, "peer": main.peer,
+        "gpu_index": main.gpu_index, "links": links or None,
+        "events": [e.event_id for e in sorted(evs, key=lambda e: (e.start, e.event_id))],
+    }
+
+
+def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> tuple[list[Party], list[Ev]]:
+    """Other subjects as downstream (with the relation that reached them) and pure context events."""
+    reached = reach(scene, init_events)
+    parties: list[Party] = []
+    context: list[Ev] = []
+    for key, evs in scene.parties().items():
+        if key == init_key:
+            continue
+        faults = [e for e in evs if scene.is_fault(e)]
+        if not faults:
+            context.extend(evs)
+            continue
+        rel, rule = reached.get(key, ("same_host" if key[0] == init_key[0] else "same_domain", None))
+        parties.append(Party(key, evs, rel, rule))
+    parties.sort(key=lambda p: (min(e.start for e in p.events), p.key[0], str(p.key[2])))
+    return parties, context
+
+
+def roots_verdict(scene: Scene) -> Verdict | None:
+    """Fallback: the subjects whose faults nothing else explains (step 3)."""
+    parties = scene.parties()
+    roots = {k: evs for k, evs in parties.items()
+             if any(scene.is_fault(e) and not scene.explained(e) for e in evs)}
+    if not roots:
+        return None
+    ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)
+    best_key, best_evs = ranked[0]
+    clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
+    category = scene.category_of(max(best_evs, key=lambda e: (ROLE_RANK.get(scene.role(e), 0), e.sev)))
+    if not clear:
+        return unknown_verdict(scene, [k for k, _ in ranked], category)
+    init = initiator_fields(scene, best_key, best_evs)
+    down, ctx = downstream_parties(scene, best_key, best_evs)
+    strengths = [RELATION_STRENGTH.get(p.relation or "", 0.5) for p in down if p.rule]
+    conf = 0.6 + (0.3 * sum(strengths) / len(strengths) if strengths else 0.15)
+    if len(ranked) > 1:
+        conf -= 0.15
+    if ROLE_RANK.get(scene.role(max(best_evs, key=lambda e: e.sev)), 0) >= 3:
+        conf += 0.05
+    return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
+                   downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2))
+
+
+def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: str | None = None) -> Verdict:
+    """No single culprit: the initiator says so (``device_type: null``) and the incident lists candidates."""
+    hosts = sorted({k[0] for k in candidates}) or sorted({e.host for e in scene.events})
+    names = [f"{k[1] or 'host'} {k[2]} on {k[0]}" if k[2] else f"{k[0]}" for k in candidates]
+    down, ctx = downstream_parties(scene, ("", None, None), [])
+    return Verdict(
+        pattern="unknown", category=category,
+        initiator={"host": hosts[0] if len(hosts) == 1 else None, "device_type": None, "device": None,
+                   "link": None, "rank": None, "kind": None, "xid": None, "sxid": None, "peer": None,
+                   "gpu_index": None, "links": None, "events": [], "candidates": names},
+        initiator_events=[], downstream=down, context=ctx, confidence=0.3,
+        explanation=why or (f"{len(candidates)} candidates report faults that nothing here explains: "
+                            + "; ".join(names) + ". The evidence does not say which came first."))

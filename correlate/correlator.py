@@ -1,0 +1,130 @@
+"""Events in, incidents out: the batch correlator that ``diagnose`` and the service share.
+
+:func:`correlate` takes a set of events (Arrow table in ``EVENTS_SCHEMA``)
+plus the link samples and topology facts of the same input, builds the
+topology, groups the events into candidate incidents (``cluster``), attributes
+each (``attribute`` + ``patterns``) and renders the incidents
+(``incident``). An incident is emitted when it holds at least one fault, or
+an operator-reported symptom.
+
+Pure: ``now_us`` is passed in; the same input gives the same incidents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, resolve_subjects, roots_verdict
+from correlate.cluster import components
+from correlate.incident import render
+from correlate.model import Ev, events_from_table
+from correlate.patterns import PATTERNS
+from correlate.rules import Rules, default_rules
+from correlate.topology import HostConfig, Topology, build_topology
+from correlate.window import Clocks
+from ingest.catalog import Catalog, default_catalog
+
+S = 1_000_000
+
+
+@dataclass(slots=True)
+class Symptom:
+    """What the on-call engineer knows and the logs may not say ("the job hung on GPUs 0 and 1").
+
+    ``kind``: ``hang`` or ``failure``; ``ts`` µs or ``None`` (then it joins
+    every event of its host); ``gpus``: indexes or bus ids.
+    """
+
+    host: str
+    kind: str = "failure"
+    ts: int | None = None
+    gpus: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass(slots=True)
+class Settings:
+    """Correlation settings (µs)."""
+
+    clocks: Clocks = field(default_factory=Clocks)
+    resolve_after_us: int = 15 * 60 * S
+    hosts: dict[str, HostConfig] = field(default_factory=dict)
+
+
+def correlation_settings(s) -> Settings:
+    """Correlation settings from the process settings (``schemas.settings.Settings``)."""
+    from correlate.topology import load_fleet_config
+
+    hosts = load_fleet_config(s.fleet_config) if s.fleet_config else {}
+    clocks = Clocks(skew_us={h: int(v * S) for h, v in s.skew_s.items()}, default_skew_us=int(s.skew_default_s * S))
+    return Settings(clocks=clocks, resolve_after_us=int(s.resolve_after_s * S), hosts=hosts)
+
+
+def symptom_events(symptoms: list[Symptom], events: list[Ev]) -> list[Ev]:
+    """Symptoms as events (signature ``operator.symptom``) so they join incidents like evidence."""
+    out = []
+    for i, s in enumerate(symptoms):
+        host_ts = [e.ts for e in events if e.host == s.host]
+        ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else 0)
+        out.append(Ev(event_id=f"symptom-{i}-{s.host}", ts=ts, ts_basis="operator", host=s.host, source="nccl",
+                      kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM, severity="error",
+                      device_type=None, device=None, link=None, xid=None, sxid=None, peer=None, rank=None,
+                      nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
+                      precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
+                                               "untimed": s.ts is None}))
+    return out
+
+
+def attribute(scene: Scene) -> Verdict | None:
+    """The first pattern that recognises the incident, else the candidates nothing explains."""
+    for p in scene.rules.patterns:
+        fn = PATTERNS.get(p.id)
+        if fn is None:
+            raise KeyError(f"rules.yaml names pattern {p.id!r} that correlate/patterns.py does not implement")
+        v = fn(scene)
+        if v is not None:
+            return v
+    return roots_verdict(scene)
+
+
+def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topology: pa.Table | None = None,
+              *, settings: Settings | None = None, symptoms: list[Symptom] | None = None, now_us: int,
+              rules: Rules | None = None, catalog: Catalog | None = None,
+              previous: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Incidents (DESIGN.md shape) for a batch of events, sorted by start."""
+    settings = settings or Settings()
+    rules = rules or default_rules()
+    catalog = catalog or default_catalog()
+    evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
+    evs = _dedup(evs)
+    topo: Topology = build_topology(evs, samples, topology, settings.hosts)
+    evs = evs + symptom_events(symptoms or [], evs)
+    incidents: list[dict[str, Any]] = []
+    history = list(previous or [])
+    for comp in components(evs, rules.links, topo, settings.clocks):
+        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=settings.clocks)
+        if not scene.faults():
+            continue
+        scene.subject = resolve_subjects(comp, topo, catalog)
+        scene.edges = find_edges(scene)
+        v = attribute(scene)
+        if v is None:
+            continue
+        inc = render(scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
+        history.append(inc)
+        incidents.append(inc)
+    return sorted(incidents, key=lambda i: (i["start"], i["id"]))
+
+
+def _dedup(evs: list[Ev]) -> list[Ev]:
+    """One event per event_id (a replay may deliver a line twice)."""
+    seen: set[str] = set()
+    out = []
+    for e in evs:
+        if e.event_id not in seen:
+            seen.add(e.event_id)
+            out.append(e)
+    return out

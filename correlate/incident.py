@@ -1,0 +1,158 @@
+"""Render a verdict as an incident in the DESIGN.md shape (a contract: keep it).
+
+Shape: ``id, start, end, severity, category, initiator{host, device_type,
+device, link, rank, kind, xid, events}, downstream[{…, relation, events}],
+confidence, explanation, next_action, verify, missing, recurrence{previous,
+first_seen}``, plus fields DESIGN.md leaves open: ``version``, ``status``,
+``context`` (events that are part of the story but neither initiator nor
+downstream), ``evidence`` (the rule chain: rule, cause event, effect event,
+relation), ``pattern``. Times are ISO 8601 UTC strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from typing import Any
+
+from correlate.attribute import Scene, Verdict
+from correlate.model import Ev
+from schemas.events import SEVERITY_RANK
+
+_SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
+
+
+def iso(us: int) -> str:
+    """µs since the epoch -> ``2026-11-30T03:12:00.123456Z``."""
+    dt = datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def incident_id(events: list[Ev]) -> str:
+    """Stable id: from the earliest member event (time, then event id). Replays give the same id."""
+    first = min(events, key=lambda e: (e.start, e.event_id))
+    return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
+
+
+def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
+    main = max(evs, key=lambda e: (e.sev, -e.start))
+    links = sorted({e.link for e in evs if e.link is not None})
+    return {"host": host, "device_type": dtype if dtype != "rank" else None,
+            "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
+            "link": main.link if main.link is not None else (links[0] if links else None),
+            "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
+            "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
+            "events": [e.event_id for e in sorted(evs, key=lambda e: (e.start, e.event_id))]}
+
+
+def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
+    """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
+    if not v.initiator_events:
+        return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
+    main = max(v.initiator_events, key=lambda e: (e.sev, -e.start))
+    action = ""
+    if main.xid is not None and main.xid in scene.catalog.xids:
+        action = scene.catalog.xids[main.xid].action
+    elif main.sxid is not None and main.sxid in scene.catalog.sxids:
+        f = scene.catalog.sxids[main.sxid]
+        action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
+    c = scene.catalog.by_id.get(main.signature)
+    if not action and c and c.sig.action:
+        action = c.sig.action
+    verify: list[str] = []
+    if c:
+        vals = {"device": main.device or "<bus id>", "gpu_index": main.gpu_index if main.gpu_index is not None
+                else "<gpu>", "device_short": (main.device or "")[:10], "module": main.details.get("module", "")}
+        for t in c.sig.verify:
+            try:
+                verify.append(t.format(**vals))
+            except (KeyError, IndexError, ValueError):
+                verify.append(t)
+    return action, verify
+
+
+def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
+           previous: list[dict[str, Any]] | None = None, version: int = 1) -> dict[str, Any]:
+    """The incident object for one verdict (see module doc)."""
+    evs = scene.events
+    faults = scene.faults() or evs
+    worst = max(e.sev for e in faults)
+    severity = v.severity or _SEV_NAME[worst]
+    action, verify = default_action(scene, v)
+    start = min(e.start for e in evs)
+    end = max(e.ts for e in evs)
+    explanation = v.explanation or _explain(scene, v)
+    evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
+                for x in v.edges or scene.edges]
+    prev = [p for p in (previous or []) if _same_initiator(p, v.initiator)]
+    init = dict(v.initiator)
+    init.setdefault("fault", _fault(scene, v))
+    return {
+        "id": incident_id(evs),
+        "version": version,
+        "status": "resolved" if now_us - end > resolve_after_us else "open",
+        "start": iso(start),
+        "end": iso(end),
+        "severity": severity,
+        "category": v.category,
+        "initiator": init,
+        "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream],
+        "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
+                    for e in sorted(v.context, key=lambda e: (e.start, e.event_id))],
+        "confidence": v.confidence,
+        "explanation": explanation,
+        "next_action": v.next_action or action,
+        "verify": v.verify or verify,
+        "missing": v.missing,
+        "recurrence": {"previous": [p["id"] for p in prev],
+                       "first_seen": min([p["start"] for p in prev] + [iso(start)])},
+        "pattern": v.pattern,
+        "evidence": evidence,
+    }
+
+
+def _fault(scene: Scene, v: Verdict) -> str | None:
+    """What failed, in one word of the events vocabulary (``nvlink_down`` for a link-down Xid 149)."""
+    k = v.initiator.get("kind")
+    ev = v.initiator_events
+    if k == "xid" and ev:
+        main = max(ev, key=lambda e: (e.sev, -e.start))
+        unit = str(main.details.get("unit", ""))
+        if "LINK_DOWN" in unit or "LINK_EVT" in unit or main.xid == 155:
+            return "nvlink_down"
+        cat = scene.category_of(main)
+        return {"link_fault": "nvlink_errors", "ecc": "ecc", "gpu_off_bus": "gpu_off_bus",
+                "gsp_error": "gsp_error"}.get(cat, "xid")
+    return k
+
+
+def _same_initiator(p: dict[str, Any], init: dict[str, Any]) -> bool:
+    pi = p.get("initiator", {})
+    return (init.get("device_type") is not None and pi.get("host") == init.get("host")
+            and pi.get("device") == init.get("device") and pi.get("device_type") == init.get("device_type")
+            and pi.get("link") == init.get("link"))
+
+
+def _explain(scene: Scene, v: Verdict) -> str:
+    i = v.initiator
+    if not v.initiator_events:
+        return "No single culprit."
+    main = max(v.initiator_events, key=lambda e: (e.sev, -e.start))
+    what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
+    if main.xid is not None and main.xid in scene.catalog.xids:
+        what += f" ({scene.catalog.xids[main.xid].name})"
+    where = (f"{i.get('device_type')} {i['device']}" if i.get("device") else
+             f"GPU index {i['gpu_index']}" if i.get("gpu_index") is not None else
+             f"an unnamed {i['device_type'].upper() if i.get('device_type') == 'gpu' else i.get('device_type')}"
+             if i.get("device_type") else "the host")
+    s = f"{what} on {where} of {i['host']} at {iso(main.ts)} is the earliest fault nothing else explains"
+    if v.downstream:
+        rels = sorted({f"{p.relation}" for p in v.downstream})
+        s += (f"; {len(v.downstream)} other reporter(s) follow it ({', '.join(rels)})")
+        ruled = sorted({p.rule for p in v.downstream if p.rule})
+        if ruled:
+            s += f" by rule{'s' if len(ruled) > 1 else ''} {', '.join(ruled)}"
+    n = len(v.initiator_events)
+    if n > 1:
+        s += f"; it reported {n} lines"
+    return s + "."

@@ -1,0 +1,103 @@
+"""The correlator's view of an event: the events columns it needs, as a small object.
+
+Built from an Arrow events table (``schemas.events.EVENTS_SCHEMA``). Times
+stay integers in µs UTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from schemas.events import SEVERITY_RANK
+
+
+@dataclass(slots=True, eq=False)
+class Ev:
+    # identity equality: two reports of one line are told apart by event_id, not by value
+    """One event. ``ts`` µs UTC; ``precision_us`` the resolution of ``ts``."""
+
+    event_id: str
+    ts: int
+    ts_basis: str
+    host: str
+    source: str
+    kind: str
+    signature: str
+    severity: str
+    device_type: str | None
+    device: str | None
+    link: int | None
+    xid: int | None
+    sxid: int | None
+    peer: str | None
+    rank: int | None
+    nranks: int | None
+    comm: str | None
+    message: str
+    gpu_index: int | None = None
+    pid: int | None = None
+    fatal: bool | None = None
+    cause_xid: int | None = None
+    seq: int | None = None
+    op: str | None = None
+    timeout_ms: int | None = None
+    elapsed_ms: int | None = None
+    precision_us: int = 1
+    count: int = 1
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sev(self) -> int:
+        return SEVERITY_RANK.get(self.severity, 0)
+
+    @property
+    def start(self) -> int:
+        """When the trouble this event reports began (µs).
+
+        A watchdog timeout that "ran for N milliseconds" is placed at its
+        implied start, line time − N, so a 10-minute timeout meets the fault
+        that caused it (DESIGN.md, correlation semantics).
+        """
+        if self.elapsed_ms:
+            return self.ts - self.elapsed_ms * 1000
+        return self.ts
+
+    def subject(self) -> tuple:
+        """What reported it: (host, device_type, device) or the best key we have."""
+        if self.device:
+            return (self.host, self.device_type or "gpu", self.device)
+        if self.gpu_index is not None and self.device_type in (None, "gpu"):
+            return (self.host, "gpu", f"gpu{self.gpu_index}")
+        if self.rank is not None and self.device_type in (None, "gpu"):
+            return (self.host, "rank", f"rank{self.rank}")
+        return (self.host, self.device_type, None)
+
+
+_TS_FIELDS = ("ts",)
+
+
+def events_from_table(table: pa.Table) -> list[Ev]:
+    """Arrow events table -> ``Ev`` objects (timestamps as µs ints)."""
+    if table.num_rows == 0:
+        return []
+    t = table
+    cols = {name: t.column(name) for name in t.column_names}
+    ts = cols["ts"].cast(pa.int64()).to_pylist()
+    rows = t.drop_columns(["ts", "last_ts", "ingest_ts"]).to_pylist()
+    out: list[Ev] = []
+    for r, tsv in zip(rows, ts):
+        details = orjson.loads(r["details"]) if r.get("details") else {}
+        out.append(Ev(
+            event_id=r["event_id"], ts=tsv, ts_basis=r["ts_basis"], host=r["host"], source=r["source"],
+            kind=r["kind"], signature=r["signature"], severity=r["severity"], device_type=r["device_type"],
+            device=r["device"], link=r["link"], xid=r["xid"], sxid=r["sxid"], peer=r["peer"], rank=r["rank"],
+            nranks=r["nranks"], comm=r["comm"], message=r["message"], gpu_index=r["gpu_index"], pid=r["pid"],
+            fatal=r["fatal"], cause_xid=r["cause_xid"], seq=r["seq"], op=r["op"], timeout_ms=r["timeout_ms"],
+            elapsed_ms=r["elapsed_ms"], precision_us=r["ts_precision_us"] or 1, count=r["count"] or 1,
+            details=details,
+        ))
+    return out

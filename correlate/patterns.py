@@ -1,0 +1,462 @@
+"""Whole-incident patterns, one function per ``patterns`` id in rules.yaml.
+
+Each takes a :class:`~correlate.attribute.Scene` and returns a
+:class:`~correlate.attribute.Verdict` when it recognises the incident, else
+``None``. They are tried in the order rules.yaml lists them; each checks that
+no device fault contradicts it before it claims an incident. The sources of
+each pattern are in rules.yaml.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable
+
+from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, downstream_parties, initiator_fields,
+                                 unknown_verdict)
+from correlate.model import Ev
+from correlate.topology import expected_links
+
+PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
+
+
+def _host_initiator(host: str | None, kind: str, events: list[Ev]) -> dict:
+    return {"host": host, "device_type": None, "device": None, "link": None, "rank": None, "kind": kind,
+            "xid": None, "sxid": None, "peer": None, "gpu_index": None, "links": None,
+            "events": [e.event_id for e in sorted(events, key=lambda e: (e.start, e.event_id))]}
+
+
+def _action(scene: Scene, e: Ev) -> str:
+    c = scene.catalog.by_id.get(e.signature)
+    return (c.sig.action or "") if c else ""
+
+
+def _only_host(scene: Scene) -> str | None:
+    hosts = {e.host for e in scene.events}
+    return hosts.pop() if len(hosts) == 1 else None
+
+
+def _serious_device_fault(scene: Scene) -> list[Ev]:
+    """Faults that by themselves mean a device is broken: fatal/initiating Xids, a fall, ECC, fatal SXid."""
+    out = []
+    for e in scene.hardware_faults():
+        if e.kind in ("gpu_off_bus", "ecc", "gpu_init_failed"):
+            out.append(e)
+        elif e.kind in ("xid", "gsp_error") and e.sev >= 2 and scene.role(e) in ("initiator", "either") \
+                and e.fatal is not False:
+            out.append(e)
+        elif e.kind == "sxid" and e.sev >= 3:
+            out.append(e)
+        elif e.kind == "pcie_aer" and e.sev >= 2:
+            out.append(e)
+    return out
+
+
+def _hang(scene: Scene) -> list[Ev]:
+    return [e for e in scene.events if e.kind == "nccl_timeout" or
+            (e.signature == SYMPTOM and e.details.get("symptom") == "hang")]
+
+
+# --- benign -------------------------------------------------------------------------------------
+
+def fabric_manager_not_needed(scene: Scene) -> Verdict | None:
+    ntd = [e for e in scene.events if e.signature == "fm.nothing_to_do"]
+    if not ntd or any(e.kind != "fabric_manager" for e in scene.faults()):
+        return None
+    host = ntd[0].host
+    return Verdict(
+        pattern="benign.fabric_manager_not_needed", category="fabric_manager",
+        initiator=_host_initiator(host, "fabric_manager", ntd), initiator_events=ntd,
+        context=[e for e in scene.events if e not in ntd], confidence=0.9, severity="info",
+        explanation=("Fabric Manager exited with NV_WARN_NOTHING_TO_DO: the NVSwitch driver found no NVSwitch on "
+                     f"{host}. Fabric Manager only manages NVSwitch fabrics; GPUs joined by NVLink bridges or "
+                     "plain PCIe need no Fabric Manager, so its failed unit is not a fault."),
+        next_action=_action(scene, ntd[0]),
+        verify=["nvidia-smi topo -m", "systemctl disable --now nvidia-fabricmanager"])
+
+
+def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
+    faults = scene.faults()
+    if not faults or any(e.kind != "nvlink_down" for e in faults):
+        return None
+    by_gpu: dict[tuple, list[Ev]] = defaultdict(list)
+    for e in faults:
+        by_gpu[scene.subject[e.event_id]].append(e)
+    unknown_model = False
+    for (host, _t, key), evs in by_gpu.items():
+        if key is None or scene.topo.has_nvlink_evidence(host, key):
+            return None
+        model = scene.topo.gpu_model(host, key) or next((e.details.get("model") for e in evs
+                                                          if e.details.get("model")), None)
+        exp = expected_links(model)
+        if exp:
+            return None  # the platform wires NVLinks: "down" is a fault (link.inactive_where_wired)
+        unknown_model |= exp is None
+    (host, _t, key), evs = next(iter(by_gpu.items()))
+    links = sorted({e.link for e in faults if e.link is not None})
+    init = initiator_fields(scene, (host, "gpu", key), evs)
+    return Verdict(
+        pattern="benign.no_nvlink_on_gpu", category="link_fault", initiator=init, initiator_events=evs,
+        confidence=0.6 if unknown_model else 0.85, severity="info",
+        explanation=(f"Every NVLink reported for {key} on {host} is 'down' (links {links}) and nothing shows this "
+                     "GPU has NVLink at all: no link up, no NV# path in topo -m. PCIe GPUs without an NVLink bridge "
+                     "report all links down by design; DCGM flags them anyway (a known false positive)."),
+        next_action=("No action: do not run field diagnostics or RMA for these links. If this GPU should have "
+                     "NVLink, give its platform in the fleet config and re-run."),
+        verify=[f"nvidia-smi nvlink -s -i {init.get('gpu_index') if init.get('gpu_index') is not None else 0}",
+                "nvidia-smi topo -m", "nvidia-smi -q | grep -i 'product name'"],
+        missing=(["the GPU model or the host's expected topology (fleet config, or nvidia-smi nvlink -s from a "
+                  "healthy day) to confirm the GPU has no NVLink"] if unknown_model else []))
+
+
+def application_xid(scene: Scene) -> Verdict | None:
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    if not faults or any(e.kind != "xid" for e in faults):
+        return None
+    app = [e for e in faults if scene.role(e) == "application"]
+    if not app:
+        return None
+    # every other Xid must be a downstream teardown (43, 45, 154) on the same GPU as an application Xid
+    app_gpus = {scene.subject[e.event_id] for e in app}
+    for e in faults:
+        if e in app:
+            continue
+        if scene.role(e) != "downstream" or scene.subject[e.event_id] not in app_gpus:
+            return None
+    first = min(app, key=lambda e: (e.start, e.event_id))
+    key = scene.subject[first.event_id]
+    evs = [e for e in scene.events if scene.subject[e.event_id] == key]
+    xids = sorted({e.xid for e in faults if e.xid is not None})
+    init = initiator_fields(scene, key, evs)
+    init["kind"], init["xid"] = "xid", first.xid
+    down, ctx = downstream_parties(scene, key, evs)
+    return Verdict(
+        pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,
+        downstream=down, context=ctx, confidence=0.8, severity="info",
+        explanation=(f"Xid {', '.join(map(str, xids))} on {key[2]} ({key[0]}) are faults of the program that ran "
+                     f"there (Xid {first.xid}: {scene.catalog.xids[first.xid].name}), not of the GPU: "
+                     "no hardware Xid, ECC or link error accompanies them."),
+        next_action=scene.catalog.xids[first.xid].action + " Do not drain or RMA the GPU for these Xids.",
+        verify=[f"nvidia-smi -q -i {key[2]} | grep -iA3 'Remapped\\|Retired'"])
+
+
+# --- links --------------------------------------------------------------------------------------
+
+def inactive_where_wired(scene: Scene) -> Verdict | None:
+    downs = [e for e in scene.faults() if e.kind == "nvlink_down" and e.link is not None]
+    if not downs or _serious_device_fault(scene):
+        return None
+    by_gpu: dict[tuple, list[Ev]] = defaultdict(list)
+    for e in downs:
+        by_gpu[scene.subject[e.event_id]].append(e)
+    for (host, _t, key), evs in by_gpu.items():
+        if key is None:
+            continue
+        up = scene.topo.links_up(host, key)
+        model = scene.topo.gpu_model(host, key) or next((e.details.get("model") for e in evs
+                                                          if e.details.get("model")), None)
+        exp = expected_links(model)
+        if not up and not exp:
+            continue
+        links = sorted({e.link for e in evs})
+        init = initiator_fields(scene, (host, "gpu", key), evs)
+        init["kind"] = "nvlink_down"
+        down, ctx = downstream_parties(scene, (host, "gpu", key), evs)
+        wired = f"{exp} links on a {model}" if exp else f"{len(up)} other links of this GPU are up"
+        return Verdict(
+            pattern="link.inactive_where_wired", category="link_fault", initiator=init, initiator_events=evs,
+            downstream=down, context=ctx, confidence=0.85 if exp else 0.7, severity="error",
+            explanation=(f"NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, links))} of GPU {key} on {host} "
+                         f"{'are' if len(links) > 1 else 'is'} inactive while the platform wires them ({wired}; up: "
+                         f"{sorted(up) or 'unknown'}). Links inactive where they are wired are a link or GPU fault."),
+            next_action=_action(scene, evs[0]),
+            verify=[f"nvidia-smi nvlink -s -i {init.get('gpu_index') if init.get('gpu_index') is not None else key}",
+                    "nvidia-smi nvlink -e", "dcgmi diag -r 3"],
+            missing=[] if scene.topo.nvlink_peer(host, key, links[0]) else
+            ["nvidia-smi nvlink -R on the host, to name the far end of each inactive link"])
+    return None
+
+
+def both_ends(scene: Scene) -> Verdict | None:
+    if any(e.kind in ("gpu_off_bus", "ecc") for e in scene.faults()):
+        return None
+    nv = [e for e in scene.faults() if e.link is not None and e.xid is not None and e.xid in scene.catalog.xids
+          and scene.catalog.xids[e.xid].nvlink_related]
+    for a in nv:
+        ka = scene.subject[a.event_id][2]
+        far = scene.topo.nvlink_peer(a.host, ka, a.link) if ka else None
+        if not far:
+            continue
+        for b in nv:
+            if b is not a and b.host == a.host and scene.subject[b.event_id][2] == far[0] and b.link == far[1]:
+                evs = [a, b]
+                init = initiator_fields(scene, scene.subject[a.event_id], evs)
+                init.update(device_type="link", device=ka, peer=far[0], link=a.link, links=[a.link])
+                down, ctx = downstream_parties(scene, scene.subject[a.event_id], evs)
+                down = [p for p in down if p.key != scene.subject[b.event_id]]
+                return Verdict(
+                    pattern="link.both_ends", category="link_fault", initiator=init, initiator_events=evs,
+                    downstream=down, context=ctx, confidence=0.9,
+                    explanation=(f"Both ends of one NVLink report errors — {ka} link {a.link} (Xid {a.xid}) and "
+                                 f"{far[0]} link {far[1]} (Xid {b.xid}) — and neither GPU failed otherwise: the "
+                                 "link itself (cable, connector, trace or transceiver) is the first fault."),
+                    next_action=("Drain both GPUs' jobs; reset both GPUs and check the link counters; if the link "
+                                 "errors again, have the NVLink path (bridge/baseboard/cable) repaired."),
+                    verify=[f"nvidia-smi nvlink -e -i {ka}", f"nvidia-smi nvlink -e -i {far[0]}",
+                            f"nvidia-smi nvlink -s -i {ka}"])
+    return None
+
+
+def missing_cause(scene: Scene) -> Verdict | None:
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    unexplained = [e for e in faults if not scene.explained(e)]
+    if not unexplained or any(e.cause_xid is None for e in unexplained):
+        return None
+    present = {(scene.subject[e.event_id], e.xid) for e in scene.events}
+    if any((scene.subject[e.event_id], e.cause_xid) in present for e in unexplained):
+        return None
+    refs: dict[tuple, set[int]] = defaultdict(set)
+    for e in unexplained:
+        refs[scene.subject[e.event_id]].add(e.cause_xid)
+    facts = scene.catalog.xids
+
+    def weight(x: int) -> tuple:
+        f = facts.get(x)
+        return ({"critical": 3, "error": 2, "warning": 1}.get(f.severity, 0) if f else 0,
+                {"initiator": 2, "either": 1}.get(f.role, 0) if f else 0)
+
+    ranked = sorted(refs.items(), key=lambda kv: max(weight(x) for x in kv[1]), reverse=True)
+    hint = ranked[0][0] if len(ranked) == 1 or max(weight(x) for x in ranked[0][1]) > \
+        max(weight(x) for x in ranked[1][1]) else None
+    all_refs = sorted({x for s in refs.values() for x in s})
+    cats = {facts[x].category for x in all_refs if x in facts}
+    category = "link_fault" if "nvlink" in cats else "driver"
+    sev = max((facts[x].severity for x in all_refs if x in facts),
+              key=lambda s: {"critical": 3, "error": 2, "warning": 1, "info": 0}[s], default="error")
+    desc = "; ".join(f"{k[2]} names Xid {', '.join(map(str, sorted(v)))}" for k, v in ranked)
+    v = unknown_verdict(scene, [k for k, _ in ranked], category, why=(
+        f"{len(unexplained)} lines ({', '.join(sorted({f'Xid {e.xid}' for e in unexplained}))}) say they were caused "
+        f"by earlier Xids that are not in these logs: {desc}. "
+        + (f"{hint[2]} is the only GPU whose cause is Xid {max(refs[hint], key=weight)} "
+           f"({facts[max(refs[hint], key=weight)].name}), the likeliest first fault; " if hint else "")
+        + "without the referenced lines the first fault cannot be named."))
+    v.pattern, v.severity = "caused_by.missing_cause", sev
+    v.initiator["referenced_xids"] = all_refs
+    if hint:
+        v.initiator["hint"] = {"host": hint[0], "device": hint[2], "xid": max(refs[hint], key=weight)}
+    v.missing = [f"the kernel lines of Xid {', '.join(map(str, all_refs))} on {', '.join(sorted(str(k[2]) for k in refs))}"
+                 " (full dmesg / journal of the host around these lines)",
+                 "nvidia-smi nvlink -s and -e for the same GPUs"]
+    v.next_action = (f"Collect the full kernel log and nvidia-bug-report.sh from {ranked[0][0][0]}; look for the "
+                     f"Xid {', '.join(map(str, all_refs))} lines to see which GPU and link failed first. "
+                     + (facts[all_refs[0]].action if all_refs and all_refs[0] in facts else ""))
+    return v
+
+
+# --- platform and software ---------------------------------------------------------------------
+
+def fabric_manager(scene: Scene) -> Verdict | None:
+    fm = [e for e in scene.faults() if e.kind == "fabric_manager" and e.sev >= 1]
+    nvls = [e for e in scene.faults() if e.signature.startswith("nccl.nvls.")]
+    if not (fm or nvls) or _serious_device_fault(scene):
+        return None
+    lead = sorted(fm, key=lambda e: (-e.sev, e.start))[:1] or sorted(nvls, key=lambda e: e.start)[:1]
+    host = lead[0].host
+    parts = []
+    if fm:
+        parts.append(f"Fabric Manager on {host} says: “{_payload(fm[0])}”")
+    if nvls:
+        codes = sorted({e.details.get("cuda_error") for e in nvls if e.details.get("cuda_error")})
+        parts.append(f"NCCL could not set up NVLS (NVLink SHARP) multicast"
+                     f"{' (CUDA error ' + ', '.join(codes) + ')' if codes else ''} on "
+                     f"{len({scene.subject[e.event_id] for e in nvls})} GPU(s)")
+    init_events = fm + nvls
+    down, ctx = downstream_parties(scene, (host, None, None), [])
+    down = [p for p in down if not set(p.events) <= set(init_events)]
+    return Verdict(
+        pattern="platform.fabric_manager", category="fabric_manager",
+        initiator=_host_initiator(host, "fabric_manager", init_events), initiator_events=init_events,
+        downstream=down, context=[e for e in ctx if e not in init_events],
+        confidence=0.85 if fm else 0.7, severity="error",
+        explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so the NVLink fabric "
+                     "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
+                     "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards)."),
+        next_action=_action(scene, lead[0]),
+        verify=_verify(scene, lead[0]) or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"],
+        missing=[] if fm else ["the Fabric Manager journal (journalctl -u nvidia-fabricmanager): was it stopped, "
+                                "restarted or failing when the job started?"])
+
+
+def nccl_hang_with_benign_nvlink(scene: Scene) -> Verdict | None:
+    hang = _hang(scene)
+    if not hang or _serious_device_fault(scene):
+        return None
+    nv = [e for e in scene.hardware_faults() if e.xid is not None and e.xid in scene.catalog.xids
+          and scene.catalog.xids[e.xid].nvlink_related]
+    if not nv or any(e.fatal is True or (scene.role(e) != "application" and e.sev >= 3) for e in nv):
+        return None
+    host = _only_host(scene) or hang[0].host
+    links = sorted({e.link for e in nv if e.link is not None})
+    return Verdict(
+        pattern="software.nccl_hang_with_benign_nvlink", category="nccl_software",
+        initiator=_host_initiator(host, "nccl_error", hang), initiator_events=hang,
+        context=[e for e in scene.events if e not in hang], confidence=0.5, severity="error",
+        explanation=(f"Collectives hung on {host}. The only NVLink evidence is non-fatal or privilege-class Xids "
+                     f"({', '.join(sorted({f'Xid {e.xid}' for e in nv}))} on link{'s' if len(links) > 1 else ''} "
+                     f"{', '.join(map(str, links)) or '?'}): they do not take a link down. With no device fault, a "
+                     "software hang (NCCL or the application's use of it) is the first suspect."),
+        next_action=("Treat it as a software hang: rerun with NCCL_DEBUG=INFO and the flight recorder "
+                     "(TORCH_NCCL_TRACE_BUFFER_SIZE), try NCCL_NVLS_ENABLE=0 or another NCCL release; keep the "
+                     "NVLink counters under watch (nvidia-smi nvlink -e)."),
+        verify=["nvidia-smi nvlink -e", "python -c 'import torch; print(torch.cuda.nccl.version())'"],
+        missing=["the NCCL version and NCCL_DEBUG=INFO output of the hung run",
+                 "whether the hang persists with NCCL_NVLS_ENABLE=0 or another NCCL version"])
+
+
+def pcie_p2p_blocked(scene: Scene) -> Verdict | None:
+    hang = _hang(scene)
+    if not hang or scene.hardware_faults():
+        return None
+    host = _only_host(scene) or hang[0].host
+    paths = scene.topo.host_paths(host)
+    pcie = [(a, b, p) for a, b, p in paths if p in PCIE_PATHS]
+    nvlink = [x for x in paths if x[2].startswith("NV")]
+    disabled = [e for e in scene.events if e.kind == "nccl_p2p_fallback" and
+                (e.details.get("p2p_disabled_by") or e.signature == "shell.env.p2p_disable")]
+    models = {e.details.get("model") for e in scene.events if e.details.get("model")}
+    if not ((pcie and not nvlink) or disabled):
+        return None
+    ev: list[str] = []
+    if pcie:
+        ev.append("topo -m shows the GPUs talking over PCIe (" + ", ".join(
+            sorted({f"{a.replace('gpu', 'GPU')}-{b}: {p}" for a, b, p in pcie})) + ") with no NVLink")
+    if disabled:
+        ev.append("the run only works with " + sorted({e.details.get('p2p_disabled_by') or 'NCCL_P2P_DISABLE=1'
+                                                     for e in disabled})[0] + " (P2P switched off)")
+    if models:
+        ev.append("GPUs: " + ", ".join(sorted(m for m in models if m)))
+    return Verdict(
+        pattern="platform.pcie_p2p_blocked", category="pcie_p2p",
+        initiator=_host_initiator(host, "pcie_p2p", hang + disabled), initiator_events=hang + disabled,
+        context=[e for e in scene.events if e not in hang and e not in disabled],
+        confidence=0.6, severity="error",
+        explanation=("Collectives hang with no GPU, link or PCIe error logged; " + "; ".join(ev) + ". GPU-to-GPU P2P "
+                     "over PCIe is not working on this platform: PCIe ACS or the IOMMU (VT-d/AMD-Vi) redirects "
+                     "P2P through the root complex, or the GPUs advertise P2P they do not support. "
+                     "Not a single GPU's fault."),
+        next_action=("Check ACS on the PCIe bridges above the GPUs (lspci -vvv | grep ACSCtl) and the IOMMU setting; "
+                     "disable ACS (setpci, BIOS) or boot with iommu=pt / pci=noacs, then rerun nccl-tests. Until "
+                     "then NCCL_P2P_DISABLE=1 avoids the hang."),
+        verify=["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl", "dmesg | grep -iE 'DMAR|IOMMU|AMD-Vi'",
+                "nvidia-smi topo -p2p r"],
+        missing=["ACS control bits of the bridges above the GPUs, and whether the IOMMU is on"])
+
+
+def silent_rank(scene: Scene) -> Verdict | None:
+    timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
+    if len(timeouts) < 2 or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
+        return None
+    by_seq: dict[int | None, set[int]] = defaultdict(set)
+    for e in timeouts:
+        by_seq[e.seq].add(e.rank)
+    seq, ranks = max(by_seq.items(), key=lambda kv: len(kv[1]))
+    size = max([e.nranks or 0 for e in scene.events] + [n for n in scene.topo.comm_size.values()] or [0])
+    member_ranks = {r for m in scene.topo.comm_ranks.values() for r in m}
+    if size and len(ranks) == size - 1:
+        silent = sorted(set(range(size)) - ranks)[0]
+        where = next(((h, d) for m in scene.topo.comm_ranks.values() for r, (h, d) in m.items() if r == silent),
+                     (None, None))
+        init = {"host": where[0], "device_type": "gpu" if where[1] else None,
+                "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
+                "rank": silent, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
+                "gpu_index": None, "links": None, "events": []}
+        down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
+        return Verdict(
+            pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=[],
+            downstream=down, confidence=0.7,
+            explanation=(f"{len(ranks)} of {size} ranks timed out on SeqNum {seq}; rank {silent} did not. The rank "
+                         "that never reported is the one the others were waiting for."),
+            next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
+                         "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
+            verify=["nvidia-smi", "dmesg -T | tail -100"])
+    lowest = {}
+    for e in timeouts:
+        done = e.details.get("last_completed")
+        if done is not None:
+            lowest[e.rank] = int(done)
+    why = (f"{len(ranks)} rank(s) ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective "
+           f"(SeqNum {seq}); every visible rank waited, so none of them is the cause"
+           + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
+              if lowest and len(set(lowest.values())) == 1 else "")
+           + ". Without the communicator's membership the silent rank cannot be named.")
+    v = unknown_verdict(scene, [], "nccl_hang", why=why)
+    v.pattern = "comm.silent_rank"
+    v.missing = ["NCCL init lines (rank, nranks, commId: NCCL_DEBUG=INFO) of every rank, to see which rank never "
+                 "timed out", "the kernel logs of every host of the job around the implied start of the timeout"
+                 if not member_ranks else "logs of the ranks that did not report"]
+    v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
+                     "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")
+    return v
+
+
+def host_context(scene: Scene) -> Verdict | None:
+    symptoms = scene.symptoms()
+    if not symptoms or scene.hardware_faults():
+        return None
+    host = symptoms[0].host
+    ctx = [e for e in scene.events if e.signature != SYMPTOM and e.host == host]
+    fm = [e for e in ctx if e.kind == "fabric_manager"]
+    if not fm:
+        return None
+    ports = sorted({e.device for e in fm if e.device} | {e.details.get("guid") for e in fm if e.details.get("guid")})
+    return Verdict(
+        pattern="platform.host_context", category="fabric_manager",
+        initiator=_host_initiator(host, "fabric_manager", fm), initiator_events=fm,
+        downstream=[Party((host, None, None), symptoms, "same_host", None)],
+        context=[e for e in ctx if e not in fm], confidence=0.4, severity="error",
+        explanation=(f"A failure was reported on {host} and the only platform activity logged is Fabric Manager's "
+                     f"set-up ({len(fm)} lines{': ' + ', '.join(ports) if ports else ''}); no GPU or link fault is "
+                     "logged. The NVLink fabric set-up is the likeliest cause, but the lines do not say it failed."),
+        next_action=_action(scene, fm[-1]) or "Check that Fabric Manager finished and the GPUs joined the fabric.",
+        verify=["nvidia-smi -q | grep -A3 Fabric", "journalctl -u nvidia-fabricmanager -n 100", "ibstat"],
+        missing=["Fabric Manager / NVLSM log after start-up", "nvidia-smi -q Fabric State and Status of the GPUs"])
+
+
+def _payload(e: Ev) -> str:
+    msg = e.message.splitlines()[0]
+    for marker in ("]: ", ": ", "] "):
+        i = msg.rfind(marker, 0, 120)
+        if 0 <= i < len(msg) - 10:
+            msg = msg[i + len(marker):]
+            break
+    return msg.strip()[:160]
+
+
+def _verify(scene: Scene, e: Ev) -> list[str]:
+    c = scene.catalog.by_id.get(e.signature)
+    if not c:
+        return []
+    vals = {"device": e.device or "", "gpu_index": e.gpu_index if e.gpu_index is not None else "",
+            "module": e.details.get("module", ""), "device_short": (e.device or "")[:10]}
+    out = []
+    for v in c.sig.verify:
+        try:
+            out.append(v.format(**vals))
+        except (KeyError, IndexError, ValueError):
+            out.append(v)
+    return out
+
+
+PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
+    "benign.fabric_manager_not_needed": fabric_manager_not_needed,
+    "benign.no_nvlink_on_gpu": no_nvlink_on_gpu,
+    "benign.application_xid": application_xid,
+    "link.inactive_where_wired": inactive_where_wired,
+    "link.both_ends": both_ends,
+    "caused_by.missing_cause": missing_cause,
+    "platform.fabric_manager": fabric_manager,
+    "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,
+    "platform.pcie_p2p_blocked": pcie_p2p_blocked,
+    "comm.silent_rank": silent_rank,
+    "platform.host_context": host_context,
+}

@@ -1,0 +1,171 @@
+"""Load ``rules.yaml`` and evaluate its predicates and relations.
+
+Predicates test one event; relations test a (cause, effect) pair against the
+topology. Both are small and pure. The Xid facts (role, category, NVLink or
+not) come from the signature catalog's xid-catalog.csv.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from correlate.model import Ev
+from correlate.topology import Topology
+from ingest.catalog import Catalog, default_catalog
+from schemas.events import SEVERITY_RANK
+
+RULES_FILE = Path(__file__).with_name("rules.yaml")
+
+Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
+                   "same_comm", "same_domain"]
+
+#: how much a relation says about causation (used for confidence)
+RELATION_STRENGTH: dict[str, float] = {
+    "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_gpu": 0.9,
+    "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7,
+}
+
+
+class Pred(BaseModel):
+    """Conditions on one event, all of which must hold."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: list[str] | None = None
+    signature: list[str] | None = None
+    xid: list[int] | None = None
+    sxid: bool | None = None
+    xid_role: list[str] | None = None
+    xid_category: list[str] | None = None
+    xid_nvlink: bool | None = None
+    severity_min: str | None = None
+    fatal: bool | None = None
+    has_cause_xid: bool | None = None
+
+
+class LinkRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    relation: Relation
+    window_s: float
+    kinds: list[str] | None = None
+    note: str | None = None
+
+
+class ExplainRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    status: Literal["experimental", "stable"] = "stable"
+    cause: list[Pred]
+    effect: list[Pred]
+    relations: list[Relation]
+    window_s: float
+    source: str
+
+
+class PatternRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    category: str
+    source: str
+
+
+class Rules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    links: list[LinkRule]
+    explains: list[ExplainRule]
+    patterns: list[PatternRef] = Field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> Rules:
+    """The shipped rules, validated once per process (raises ``pydantic.ValidationError``)."""
+    return Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
+
+
+def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
+    """True when every condition of ``p`` holds for ``e``."""
+    cat = catalog or default_catalog()
+    if p.kind is not None and e.kind not in p.kind:
+        return False
+    if p.signature is not None and not any(
+            e.signature == s or (s.endswith("*") and e.signature.startswith(s[:-1])) for s in p.signature):
+        return False
+    if p.xid is not None and e.xid not in p.xid:
+        return False
+    if p.sxid is not None and (e.sxid is not None) != p.sxid:
+        return False
+    if p.severity_min is not None and e.sev < SEVERITY_RANK[p.severity_min]:
+        return False
+    if p.fatal is not None and e.fatal is not p.fatal:
+        return False
+    if p.has_cause_xid is not None and (e.cause_xid is not None) != p.has_cause_xid:
+        return False
+    if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
+        fact = cat.xids.get(e.xid) if e.xid is not None else None
+        if p.xid_role is not None and (fact is None or fact.role not in p.xid_role):
+            # non-Xid hardware events (off bus, ECC) count as initiators
+            if not (fact is None and e.xid is None and "initiator" in p.xid_role):
+                return False
+        if p.xid_category is not None and (fact is None or fact.category not in p.xid_category):
+            return False
+        if p.xid_nvlink is not None and (fact is None or fact.nvlink_related != p.xid_nvlink):
+            return False
+    return True
+
+
+def any_holds(preds: list[Pred], e: Ev, catalog: Catalog | None = None) -> bool:
+    return any(holds(p, e, catalog) for p in preds)
+
+
+def gpu_key(e: Ev, topo: Topology) -> str | None:
+    if e.device_type not in (None, "gpu"):
+        return None
+    return topo.gpu_key(e.host, e.device, e.gpu_index)
+
+
+def comms_of(e: Ev, topo: Topology) -> set[str]:
+    """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines."""
+    out = {e.comm} if e.comm else set()
+    key = gpu_key(e, topo)
+    for comm, ranks in topo.comm_ranks.items():
+        for host, dev in ranks.values():
+            if host == e.host and (key is None or dev is None or dev == key):
+                out.add(comm)
+                break
+    return out
+
+
+def relation(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
+    """Does relation ``rel`` hold between cause ``c`` and effect ``e``?"""
+    if rel == "same_host":
+        return c.host == e.host
+    if rel in ("same_gpu", "same_device"):
+        if c.host != e.host:
+            return False
+        kc, ke = gpu_key(c, topo), gpu_key(e, topo)
+        if kc is not None and ke is not None:
+            return kc == ke
+        return c.subject() == e.subject() and c.subject()[2] is not None
+    if rel == "cause_xid":
+        return e.cause_xid is not None and c.xid == e.cause_xid and relation("same_gpu", c, e, topo)
+    if rel == "nvlink_peer":
+        kc, ke = gpu_key(c, topo), gpu_key(e, topo)
+        if c.host != e.host or kc is None or ke is None or e.link is None:
+            return False
+        far = topo.nvlink_peer(e.host, ke, e.link)
+        return far is not None and far[0] == kc
+    if rel == "same_nvswitch":
+        ke = gpu_key(e, topo)
+        if c.device_type != "nvswitch" or c.host != e.host or ke is None or e.link is None:
+            return False
+        far = topo.nvlink_peer(e.host, ke, e.link)
+        return far is not None and far[0] == c.device
+    if rel == "same_comm":
+        return bool(comms_of(c, topo) & comms_of(e, topo))
+    if rel == "same_domain":
+        return topo.domain(c.host) == topo.domain(e.host)
+    raise ValueError(f"unknown relation {rel!r}")

@@ -1,0 +1,172 @@
+"""Expected and observed wiring: which GPU links exist, where they go, who is in which communicator.
+
+Learned from what hosts said (``nvidia-smi nvlink -s/-R``, ``nvidia-smi topo
+-m``, DCGM, NCCL init and channel lines) and from a fleet config file
+(host -> platform model, NVLink domain, rack). Expected link counts per GPU
+model come from ``platforms.yaml`` (shared/reference/topology.md §1). Links
+inactive by design are not faults (topology.md §6): the queries here say
+what a host is *expected* to have, so the rules can tell "absent" from
+"failed".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import yaml
+
+from correlate.model import Ev
+
+PLATFORMS_FILE = Path(__file__).with_name("platforms.yaml")
+
+
+@lru_cache(maxsize=1)
+def _platforms() -> list[dict[str, Any]]:
+    return yaml.safe_load(PLATFORMS_FILE.read_text(encoding="utf-8"))["platforms"]
+
+
+def expected_links(model: str | None) -> int | None:
+    """NVLinks a GPU of ``model`` has wired; 0 for PCIe cards; ``None`` when unknown."""
+    if not model:
+        return None
+    low = model.lower()
+    for p in _platforms():
+        if p["match"].lower() in low:
+            return p["links"]
+    return None
+
+
+@dataclass(slots=True)
+class HostConfig:
+    """One host of the fleet config file."""
+
+    platform: str | None = None  # GPU model, e.g. "NVIDIA H100 80GB HBM3"
+    domain: str | None = None  # NVLink domain (NVL72 rack / clique) or None
+    rack: str | None = None
+
+
+@dataclass(slots=True)
+class Topology:
+    """What we know of each host's wiring. GPU keys are bus ids or ``gpu<index>``."""
+
+    hosts: dict[str, HostConfig] = field(default_factory=dict)
+    # (host, gpu key) -> link -> state ("up" | "inactive" | "down")
+    link_state: dict[tuple[str, str], dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
+    model: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (host, gpu key) -> peer name -> path ("NV18", "PIX", ...)
+    paths: dict[tuple[str, str], dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    # (host, gpu bus id, link) -> (remote bus id, remote link)
+    remote: dict[tuple[str, str, int], tuple[str, int]] = field(default_factory=dict)
+    # (host, gpu index) -> bus id
+    index_to_bus: dict[tuple[str, int], str] = field(default_factory=dict)
+    # communicator id -> {rank: (host, gpu key)}, and its size
+    comm_ranks: dict[str, dict[int, tuple[str, str | None]]] = field(default_factory=lambda: defaultdict(dict))
+    comm_size: dict[str, int] = field(default_factory=dict)
+
+    # --- building -----------------------------------------------------------
+    def learn_samples(self, samples: pa.Table) -> None:
+        for r in samples.to_pylist():
+            key = self.gpu_key(r["host"], r["device"], r["gpu_index"])
+            if key is None:
+                continue
+            if r["state"] and r["link"] is not None:
+                self.link_state[(r["host"], key)][r["link"]] = r["state"]
+            if r.get("model"):
+                self.model[(r["host"], key)] = r["model"]
+
+    def learn_topology(self, topo: pa.Table) -> None:
+        for r in topo.to_pylist():
+            if r["fact"] == "topo_path" and r["gpu_index"] is not None:
+                self.paths[(r["host"], f"gpu{r['gpu_index']}")][r["peer_name"]] = r["path"]
+            elif r["fact"] == "nvlink_remote" and r["link"] is not None and r["peer_device"]:
+                key = self.gpu_key(r["host"], r["device"], r["gpu_index"])
+                if key:
+                    self.remote[(r["host"], key, r["link"])] = (r["peer_device"], r["peer_link"])
+
+    def learn_events(self, events: list[Ev]) -> None:
+        for e in events:
+            if e.kind in ("nccl_init", "nccl_p2p_fallback") and e.rank is not None:
+                comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
+                if comm:
+                    self.comm_ranks[comm][e.rank] = (e.host, e.device or (f"gpu{e.gpu_index}"
+                                                                         if e.gpu_index is not None else None))
+                    if e.nranks:
+                        self.comm_size[comm] = e.nranks
+            if e.source == "nvml" and e.gpu_index is not None and e.device:
+                self.index_to_bus[(e.host, e.gpu_index)] = e.device
+            if e.details.get("model") and e.gpu_index is not None:
+                self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
+
+    # --- queries -------------------------------------------------------------
+    def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
+        if device:
+            return device
+        if gpu_index is not None:
+            return self.index_to_bus.get((host, gpu_index), f"gpu{gpu_index}")
+        return None
+
+    def links_up(self, host: str, key: str) -> set[int]:
+        return {l for l, s in self.link_state.get((host, key), {}).items() if s == "up"}
+
+    def gpu_model(self, host: str, key: str) -> str | None:
+        m = self.model.get((host, key))
+        if m:
+            return m
+        cfg = self.hosts.get(host)
+        return cfg.platform if cfg else None
+
+    def has_nvlink_evidence(self, host: str, key: str) -> bool:
+        """Any sign this GPU has NVLink: a link up, an ``NV<k>`` path, a remote link."""
+        if self.links_up(host, key):
+            return True
+        if any(p.startswith("NV") for p in self.paths.get((host, key), {}).values()):
+            return True
+        return any(h == host and k == key for (h, k, _l) in self.remote)
+
+    def host_paths(self, host: str) -> list[tuple[str, str, str]]:
+        """(gpu, peer, path) for every GPU pair of ``host`` that ``topo -m`` showed."""
+        return [(k, peer, p) for (h, k), peers in self.paths.items() if h == host
+                for peer, p in peers.items() if peer.startswith("GPU")]
+
+    def domain(self, host: str) -> str:
+        cfg = self.hosts.get(host)
+        return (cfg.domain if cfg and cfg.domain else None) or host
+
+    def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
+        return self.remote.get((host, key, link))
+
+
+def load_fleet_config(path: Path) -> dict[str, HostConfig]:
+    """Fleet config YAML: ``hosts: {node07: {platform: …, domain: …, rack: …}}``.
+
+    Raises ``ValueError`` naming the key when the file does not have that shape.
+    """
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    hosts = doc.get("hosts")
+    if not isinstance(hosts, dict):
+        raise ValueError(f"{path}: expected a mapping 'hosts:'")
+    out: dict[str, HostConfig] = {}
+    for name, cfg in hosts.items():
+        cfg = cfg or {}
+        unknown = set(cfg) - {"platform", "domain", "rack"}
+        if unknown:
+            raise ValueError(f"{path}: host {name}: unknown keys {sorted(unknown)}")
+        out[str(name)] = HostConfig(**cfg)
+    return out
+
+
+def build_topology(events: list[Ev], samples: pa.Table | None, topo: pa.Table | None,
+                   hosts: dict[str, HostConfig] | None = None) -> Topology:
+    """Everything known about wiring, from one batch of inputs."""
+    t = Topology(hosts=dict(hosts or {}))
+    t.learn_events(events)
+    if samples is not None:
+        t.learn_samples(samples)
+    if topo is not None:
+        t.learn_topology(topo)
+    return t

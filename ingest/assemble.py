@@ -1,0 +1,304 @@
+"""Per-segment passes over the hit lines of one segment, in line order.
+
+What one line cannot say alone:
+
+* **time**: a stamp without a year takes the year of the nearest dated line
+  of the same segment (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
+  header); raw ``[  123.456]`` stamps become wall time with the boot time
+  (journald, or a syslog line that printed both), else — in a file — with the
+  file's mtime as the time of its last kernel stamp; a line without any
+  stamp inherits the closest earlier stamped line's time (``inherited``), or
+  the segment's reference time;
+* **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
+  of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
+  the uuid of the Xid that follows; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
+  puts the ranks that follow on the P2P fallback path;
+* **line groups**: an NVSwitch error is printed as up to three SXid lines of
+  one switch and code (Fatal/Non-fatal line, Severity/Engine line, Data
+  line), merged into one event.
+
+Pure: takes the hits, returns rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.catalog import Compiled
+from ingest.decode import Segment
+from ingest.prefix import US, Prefix, parse_prefix, to_us
+from schemas.events import make_event_id
+
+_REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
+_SXID_GROUP_US = 2 * US
+
+
+@dataclass(slots=True)
+class Hit:
+    """One signature occurrence on one logical line."""
+
+    seg: Segment  # the segment (message, record or file) the line came from
+    line: int  # physical line index in the segment (0-based), where the logical line starts
+    sub: int  # occurrence index on that line (multi entries), else 0
+    c: Compiled
+    row: dict[str, Any]
+    prefix: Prefix
+    text: str  # the logical line, as matched
+    message: str  # the original text (newlines kept for joined lines)
+
+    @property
+    def origin(self) -> str:
+        """Source coordinates: ``<segment origin>:<line number>``, plus ``#<n>`` for a line's n-th occurrence."""
+        o = f"{self.seg.origin}:{self.line + self.seg.line_base}"
+        return f"{o}#{self.sub}" if self.sub else o
+
+
+@dataclass(slots=True)
+class Assembled:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    link_samples: list[dict[str, Any]] = field(default_factory=list)
+    topology: list[dict[str, Any]] = field(default_factory=list)
+
+
+_DATE_LINE = re.compile(r"^\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})")
+_MON = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                                     "Dec"], 1)}
+
+
+def _date_line_ts(text: str, tz) -> int | None:
+    from datetime import datetime
+
+    m = _DATE_LINE.match(text)
+    if not m or m.group(1) not in _MON:
+        return None
+    try:
+        return to_us(datetime(int(m.group(6)), _MON[m.group(1)], int(m.group(2)), int(m.group(3)),
+                              int(m.group(4)), int(m.group(5)), tzinfo=tz))
+    except ValueError:
+        return None
+
+
+def resolve_times(hits: list[Hit], tz) -> None:
+    """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc)."""
+    # 1. dated lines of this segment (full stamps, not year-inferred)
+    dated: list[tuple[int, int]] = []
+    for h in hits:
+        if h.c.sig.id == "clock.date_line":
+            t = _date_line_ts(h.text, tz)
+            if t is not None:
+                h.prefix.ts, h.prefix.precision_us = t, US
+        if h.prefix.ts is not None and not h.prefix.year_inferred:
+            dated.append((h.line, h.prefix.ts))
+    # 2. year-less stamps take the year of the nearest dated line
+    if dated:
+        for h in hits:
+            if h.prefix.year_inferred:
+                ref = min(dated, key=lambda d: abs(d[0] - h.line))[1]
+                p = parse_prefix(h.text, ref_us=ref, tz=tz)
+                if p.ts is not None:
+                    h.prefix.ts = p.ts
+    # 3. boot time: envelope (journald), or a line that printed wall time and the kernel stamp
+    boot = next((h.seg.boot_ts for h in hits if h.seg.boot_ts is not None), None)
+    if boot is None:
+        for h in hits:
+            if h.prefix.ts is not None and h.prefix.mono is not None:
+                boot = h.prefix.ts - int(h.prefix.mono * US)
+                break
+    # a file without boot time: its mtime is the time of its last kernel stamp
+    file_boot: dict[int, int] = {}
+    for h in hits:
+        if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis == "file":
+            k = id(h.seg)
+            file_boot[k] = min(file_boot.get(k, h.seg.ref_ts), h.seg.ref_ts - int(h.prefix.mono * US))
+    last: tuple[int, int] | None = None  # (ts, precision) of the closest earlier stamped line
+    for h in hits:
+        p, row, seg = h.prefix, h.row, h.seg
+        if p.ts is not None:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
+        elif p.mono is not None and boot is not None:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = boot + int(p.mono * US), "monotonic+boot", 1
+        elif p.mono is not None and id(seg) in file_boot:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = file_boot[id(seg)] + int(p.mono * US), "file", 1
+        elif last is not None:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = last[0], "inherited", last[1]
+        else:
+            row["ts"], row["ts_basis"] = seg.ref_ts, seg.ref_basis
+            row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
+        if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
+            last = (row["ts"], row["ts_precision_us"])
+
+
+def _p2p_off(h: Hit) -> tuple[str, str] | None:
+    d = h.row["details"]
+    env, val = d.get("env"), str(d.get("env_value", ""))
+    if env == "NCCL_P2P_DISABLE" and val == "1":
+        return env, val
+    if env == "NCCL_P2P_LEVEL" and val.upper() in ("LOC", "0"):
+        return env, val
+    return None
+
+
+def carry_context(hits: list[Hit]) -> None:
+    """Fill fields one line takes from an earlier line of the same segment (module doc)."""
+    gpu_ctx: dict[str, Any] | None = None
+    uuids: dict[str, str] = {}
+    p2p_off: tuple[str, str] | None = None
+    for h in hits:
+        sid, row, d = h.c.sig.id, h.row, h.row["details"]
+        if sid == "nvml.gpu_header":
+            gpu_ctx = {"gpu_index": row.get("gpu_index"), "model": d.get("model"), "uuid": d.get("uuid")}
+            continue
+        if sid == "gpu.preamble" and row.get("device"):
+            uuids[row["device"]] = d.get("uuid", "")
+            continue
+        if h.c.sig.source == "nvml" and gpu_ctx and row.get("gpu_index") is None and sid.startswith("nvml.nvlink"):
+            row["gpu_index"] = gpu_ctx["gpu_index"]
+            for k in ("model", "uuid"):
+                if gpu_ctx.get(k) and k not in d:
+                    d[k] = gpu_ctx[k]
+        if row.get("device") in uuids and "uuid" not in d:
+            d["uuid"] = uuids[row["device"]]
+        off = _p2p_off(h) if sid in ("nccl.env.p2p", "shell.env.p2p_disable") else None
+        if off:
+            p2p_off = off
+        elif p2p_off and row["kind"] == "nccl_init":
+            row["kind"] = "nccl_p2p_fallback"
+            d["p2p_disabled_by"] = f"{p2p_off[0]}={p2p_off[1]}"
+
+
+def merge_sxid_groups(hits: list[Hit]) -> list[Hit]:
+    """Merge the Fatal/Non-fatal, Severity and Data lines of one SXid into one hit.
+
+    A Fatal/Non-fatal (or free-text) line opens a group; a Severity or Data
+    line joins the latest group of the same switch and code within 2 s that
+    lacks that kind of line, else opens its own group (a Data line alone is
+    still an SXid event). The merged hit keeps the first line's position and
+    the header's fields; its message holds every line of the group.
+    """
+    latest: dict[tuple, list[Hit]] = {}
+    ordered: list[Hit | list[Hit]] = []
+    for h in hits:
+        if h.row["kind"] != "sxid" or h.row.get("sxid") is None:
+            ordered.append(h)
+            continue
+        key = (h.row["host"], h.row.get("device"), h.row["sxid"])
+        part, g = _part(h), latest.get(key)
+        if (g is not None and part != "header" and all(_part(x) != part for x in g)
+                and abs(h.row["ts"] - g[0].row["ts"]) <= _SXID_GROUP_US):
+            g.append(h)
+            continue
+        latest[key] = [h]
+        ordered.append(latest[key])
+    return [item if isinstance(item, Hit) else _merge(item) for item in ordered]
+
+
+def _merge(group: list[Hit]) -> Hit:
+    if len(group) == 1:
+        return group[0]
+    head = next((g for g in group if _part(g) == "header"), group[0])
+    row, details = dict(head.row), dict(head.row["details"])
+    for g in group:
+        if g is head:
+            continue
+        for k, v in g.row["details"].items():
+            details.setdefault(k, v)
+        for k in ("link", "fatal"):
+            if row.get(k) is None and g.row.get(k) is not None:
+                row[k] = g.row[k]
+    details["lines"] = len(group)
+    row["details"] = details
+    return Hit(seg=group[0].seg, line=group[0].line, sub=0, c=head.c, row=row, prefix=head.prefix, text=head.text,
+               message="\n".join(g.message for g in group))
+
+
+def _part(h: Hit) -> str:
+    sid = h.c.sig.id
+    return "data" if sid == "sxid.data" else "severity" if sid == "sxid.severity" else "header"
+
+
+_TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
+
+
+def assemble(hits: list[Hit], tz) -> Assembled:
+    """Rows for one stream's hits, in stream order: events, link samples, topology facts."""
+    out = Assembled()
+    resolve_times(hits, tz)
+    for h in hits:
+        # the line's own host claim wins over the envelope, key or file name (DESIGN.md, Inputs)
+        h.row["host"] = h.row.get("host") or h.prefix.host or h.seg.host or "unknown"
+    carry_context(hits)
+    hits = merge_sxid_groups(hits)
+    topo_rows: list[Hit] = []
+    for h in hits:
+        sig, row, p, seg = h.c.sig, h.row, h.prefix, h.seg
+        origin = h.origin
+        if sig.emit == "topology":
+            if sig.id == "nvml.topo_row":
+                topo_rows.append(h)
+            else:
+                out.topology.append({
+                    "host": row["host"], "ts": row["ts"], "fact": "nvlink_remote",
+                    "gpu_index": row.get("gpu_index"), "device": row.get("device"), "link": row.get("link"),
+                    "peer_name": None, "peer_device": row.get("peer"),
+                    "peer_link": _maybe_int(row["details"].get("peer_link")), "path": None, "origin": origin})
+            continue
+        if sig.emit == "link_sample" or sig.id in ("nvml.nvlink_inactive", "dcgm.nvlink_down"):
+            d = row["details"]
+            state = "up" if "gbps" in d else "inactive" if sig.id == "nvml.nvlink_inactive" else \
+                "down" if sig.id == "dcgm.nvlink_down" else None
+            out.link_samples.append({
+                "host": row["host"], "ts": row["ts"], "gpu_index": row.get("gpu_index"),
+                "device": row.get("device"), "link": row.get("link"), "state": state,
+                "gbps": float(d["gbps"]) if "gbps" in d else None, "counter": d.get("counter"),
+                "value": _maybe_int(d.get("value")), "model": d.get("model"), "origin": origin})
+            if sig.emit == "link_sample":
+                continue
+        if sig.emit == "context":
+            continue
+        ev = {
+            "event_id": make_event_id(origin, h.sub),
+            "ts_basis": row["ts_basis"],
+            "source": sig.source,
+            "message": h.message,
+            "origin": origin,
+            "count": 1,
+            "ingest_ts": seg.ingest_ts,
+            "pid": row.get("pid", p.pid),
+            "gpu_index": row.get("gpu_index", p.gpu_index),
+            "rank": row.get("rank", p.rank),
+        }
+        for k, v in row.items():
+            if k not in ev or ev[k] is None:
+                ev[k] = v
+        if p.source_addr:
+            row["details"]["source_addr"] = p.source_addr
+        out.events.append(ev)
+    out.topology.extend(_topology_matrix(topo_rows))
+    return out
+
+
+def _maybe_int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _topology_matrix(rows: list[Hit]) -> list[dict[str, Any]]:
+    """``nvidia-smi topo -m`` rows: the i-th cell of a row is the path to the i-th row's device."""
+    facts: list[dict[str, Any]] = []
+    names = [h.row["details"].get("topo_dev") for h in rows]
+    for h in rows:
+        a = h.row["details"].get("topo_dev")
+        cells = _TOPO_CELL.findall(h.row["details"].get("cells", ""))
+        for j, cell in enumerate(cells):
+            if j >= len(names) or names[j] == a or cell == "X":
+                continue
+            facts.append({
+                "host": h.row["host"], "ts": h.row["ts"], "fact": "topo_path",
+                "gpu_index": int(a[3:]) if a and a.startswith("GPU") else None, "device": None, "link": None,
+                "peer_name": names[j], "peer_device": None, "peer_link": None, "path": cell,
+                "origin": h.origin})
+    return facts

@@ -1,0 +1,194 @@
+"""Load the signature catalog (``ingest/catalog/*.yaml`` plus the Xid/SXid CSVs).
+
+The YAML files follow :mod:`schemas.catalog`; ``xid-catalog.csv`` and
+``sxid-catalog.csv`` are copies of shared/reference/ (column meanings in
+shared/reference/formats.md §13). Loading validates everything and raises
+:class:`CatalogError` with the file and entry named.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from schemas.catalog import CatalogFile, Signature
+
+CATALOG_DIR = Path(__file__).with_name("catalog")
+
+# xid-catalog.csv severity (fleet view) -> event severity
+_XID_SEVERITY = {"fatal": "critical", "error": "error", "warning": "warning", "info": "info"}
+_SXID_SEVERITY = {"fatal": "critical", "non-fatal": "warning", "fatal-or-non-fatal": "error", "unknown": "warning"}
+
+
+class CatalogError(ValueError):
+    """The catalog is invalid; the message names the file and entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class XidFact:
+    """One row of xid-catalog.csv (NVIDIA's catalog plus public sources)."""
+
+    xid: int
+    name: str
+    category: str
+    nvlink_related: bool
+    role: str
+    severity: str  # event severity: critical/error/warning/info
+    action: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SxidFact:
+    """One row of sxid-catalog.csv (driver enum, FM user guide)."""
+
+    sxid: int
+    name: str
+    fatal: str
+    meaning: str
+    severity: str
+    action: str
+    source: str
+
+
+@dataclass(slots=True)
+class Compiled:
+    """A signature with its compiled Python regexes."""
+
+    sig: Signature
+    index: int
+    rx: re.Pattern[str]
+    extras: list[re.Pattern[str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Catalog:
+    """All signatures in load order, plus the per-code Xid/SXid facts."""
+
+    entries: list[Compiled]
+    by_id: dict[str, Compiled]
+    xids: dict[int, XidFact]
+    sxids: dict[int, SxidFact]
+    families: dict[str, str]
+
+    def hyperscan_expressions(self) -> list[bytes]:
+        """Every pattern with named groups made non-capturing (Hyperscan has no captures)."""
+        return [to_hyperscan(c.sig.pattern).encode() for c in self.entries]
+
+
+def to_hyperscan(pattern: str) -> str:
+    """The Hyperscan form of a catalog pattern.
+
+    ``(?P<name>`` becomes ``(?:`` (Hyperscan has no captures). Lines are
+    scanned as one newline-joined buffer, so nothing may match a newline:
+    ``\\s`` outside a class becomes ``[^\\S\\n]`` and every negated class
+    ``[^…]`` gains ``\\n``.
+    """
+    p = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(p):
+        ch = p[i]
+        if ch == "\\" and i + 1 < len(p):
+            tok = p[i : i + 2]
+            out.append("[^\\S\\n]" if tok == "\\s" and not in_class else tok)
+            i += 2
+            continue
+        if not in_class and ch == "[":
+            in_class = True
+            if p.startswith("[^", i):
+                out.append("[^\\n")
+                i += 2
+                if i < len(p) and p[i] == "]":  # "[^]…]": a literal ] first
+                    out.append("\\]")
+                    i += 1
+                continue
+        elif in_class and ch == "]":
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _load_xids(path: Path) -> dict[int, XidFact]:
+    out: dict[int, XidFact] = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            x = int(row["xid"])
+            out[x] = XidFact(
+                xid=x,
+                name=row["name"],
+                category=row["category"],
+                nvlink_related=row["nvlink_related"].strip().lower() == "true",
+                role=row["typical_role"],
+                severity=_XID_SEVERITY[row["severity"]],
+                action=row["recommended_action"],
+                source=row["source"],
+            )
+    return out
+
+
+def _load_sxids(path: Path) -> dict[int, SxidFact]:
+    out: dict[int, SxidFact] = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if not row["numbering"].startswith("current"):
+                continue  # legacy numbers meant something else before 550.40.07
+            x = int(row["sxid"])
+            out[x] = SxidFact(
+                sxid=x,
+                name=row["name"],
+                fatal=row["fatal"],
+                meaning=row["what_it_means"],
+                severity=_SXID_SEVERITY.get(row["fatal"], "warning"),
+                action=row["nvsentinel_action"] or "",
+                source=row["source"],
+            )
+    return out
+
+
+def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
+    """Load and validate every ``*.yaml`` in ``directory`` (sorted by name).
+
+    Raises :class:`CatalogError` on a YAML error, a schema violation, a
+    duplicate id, or a pattern that does not compile.
+    """
+    entries: list[Compiled] = []
+    by_id: dict[str, Compiled] = {}
+    families: dict[str, str] = {}
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise CatalogError(f"no signature files (*.yaml) in {directory}")
+    for path in files:
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = CatalogFile.model_validate(raw)
+        except (yaml.YAMLError, ValidationError) as e:
+            raise CatalogError(f"{path.name}: {e}") from e
+        families[doc.family] = doc.description
+        for sig in doc.signatures:
+            if sig.id in by_id:
+                raise CatalogError(f"{path.name}: duplicate signature id {sig.id!r}")
+            c = Compiled(sig=sig, index=len(entries), rx=re.compile(sig.pattern),
+                         extras=[re.compile(x) for x in sig.extra])
+            entries.append(c)
+            by_id[sig.id] = c
+    return Catalog(
+        entries=entries,
+        by_id=by_id,
+        xids=_load_xids(directory / "xid-catalog.csv"),
+        sxids=_load_sxids(directory / "sxid-catalog.csv"),
+        families=families,
+    )
+
+
+@lru_cache(maxsize=1)
+def default_catalog() -> Catalog:
+    """The shipped catalog, loaded once per process."""
+    return load_catalog()

@@ -1,0 +1,124 @@
+"""Read fields from the lines a signature hit, and turn them into event columns.
+
+Pure functions: :func:`fields` runs one catalog entry's regex (and its
+``extra`` regexes) on one line; :func:`columns` converts the named groups to
+typed events columns (``schemas.events``), keeping anything else in
+``details``. Per-segment passes that need several lines (carried context,
+SXid line groups, time bases) live in ``ingest.assemble``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.catalog import Catalog, Compiled
+from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
+
+_INT_COLUMNS = {"xid", "sxid", "link", "rank", "nranks", "gpu_index", "pid", "seq", "timeout_ms", "cause_xid",
+                "elapsed_ms"}
+_STR_COLUMNS = {"comm", "op", "peer", "device", "process"}
+# groups renamed to a column
+_RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process"}
+_UNKNOWN = {"<unknown>", "'<unknown>'", "", "..."}
+
+
+def fields(c: Compiled, text: str) -> list[dict[str, str]]:
+    """Named groups of ``c`` on ``text``: one dict per occurrence for ``multi``
+    entries, else at most one. ``extra`` regexes add groups not already set."""
+    if c.sig.multi:
+        found = [m.groupdict() for m in c.rx.finditer(text)]
+    else:
+        m = c.rx.search(text)
+        found = [m.groupdict()] if m else []
+    out = []
+    for g in found:
+        f = {k: v for k, v in g.items() if v is not None}
+        for rx in c.extras:
+            m2 = rx.search(text)
+            if m2:
+                for k, v in m2.groupdict().items():
+                    if v is not None and k not in f:
+                        f[k] = v
+        out.append(f)
+    return out
+
+
+def _int(v: str) -> int | None:
+    try:
+        return int(v, 0) if v.lower().startswith("0x") else int(v)
+    except ValueError:
+        return None
+
+
+def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
+    """Typed event columns from one occurrence's groups.
+
+    Returns a dict with events columns (``kind``, ``severity``, ``device`` …)
+    and ``details`` (a dict of the remaining groups). Severity and kind follow
+    the entry, the line's own fatal word, and the Xid/SXid catalogs.
+    """
+    sig = c.sig
+    row: dict[str, Any] = {"signature": sig.id, "kind": sig.kind, "device_type": sig.device_type}
+    details: dict[str, Any] = {}
+    for k, v in f.items():
+        k = _RENAME.get(k, k)
+        if k == "pci":
+            row["device"] = normalize_bus_id(v)
+        elif k == "peer_pci":
+            row["peer"] = normalize_bus_id(v)
+        elif k == "nccl_bus":
+            row["device"] = nccl_bus_id(v)
+        elif k == "nccl_dev":
+            # NCCL <= 2.18.1 prints the busId in hex, later versions the NVML index (formats.md §11.2)
+            if len(v) >= 4:
+                row["device"] = nccl_bus_id(v)
+            else:
+                row["gpu_index"] = int(v, 16) if not v.isdigit() else int(v)
+        elif k == "nccl_peer_dev":
+            if len(v) >= 4:
+                row["peer"] = nccl_bus_id(v)
+            else:
+                details["peer_gpu_index"] = int(v) if v.isdigit() else int(v, 16)
+        elif k == "tests_bus":
+            row["device"] = bus_only(v)
+        elif k == "fatal_word":
+            row["fatal"] = v.lower() == "fatal"
+            details["fatal_word"] = v
+        elif k == "link_signed":
+            n = _int(v)
+            row["link"] = None if n is None or n < 0 else n
+        elif k == "nic":
+            row["device"] = v
+            row["device_type"] = "nic"
+        elif k == "port" and sig.device_type == "nic":
+            row["link"] = _int(v)
+        elif k == "host":
+            row["host"] = v
+        elif k in _INT_COLUMNS:
+            if v in _UNKNOWN:
+                continue
+            n = _int(v.strip("'"))
+            if n is not None:
+                row[k] = n
+        elif k in _STR_COLUMNS:
+            if v not in _UNKNOWN:
+                row[k] = v
+        else:
+            details[k] = v
+    xid = row.get("xid")
+    sev = sig.severity
+    if sig.severity_group and f.get(sig.severity_group, "").lower() in sig.severity_map:
+        sev = sig.severity_map[f[sig.severity_group].lower()]
+    elif sev == "xid_catalog":
+        fact = catalog.xids.get(xid) if xid is not None else None
+        sev = fact.severity if fact else "error"
+    elif sev == "sxid_catalog":
+        sfact = catalog.sxids.get(row.get("sxid", -1))
+        sev = sfact.severity if sfact else "warning"
+    row["severity"] = sev
+    if xid is not None and sig.kind_by_catalog_category:
+        fact = catalog.xids.get(xid)
+        if fact and fact.category in sig.kind_by_catalog_category:
+            row["kind"] = sig.kind_by_catalog_category[fact.category]
+    row["details"] = details
+    return row

@@ -1,0 +1,98 @@
+"""Which signatures hit which lines: one Hyperscan database, one scan per batch.
+
+Lines are scanned as one newline-joined buffer (``HS_FLAG_MULTILINE``, so
+``^``/``$`` bind to line ends); a match's end offset is mapped back to its
+line with a binary search over the newline offsets. Hyperscan has no capture
+groups, so this stage only answers *which* entry hit *which* line; fields are
+read later from the hit lines alone (``ingest.extract``).
+
+:class:`ReferenceMatcher` is the slow, obvious oracle (Python ``re`` over every
+line, every signature); the tests hold the two to the same answers.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import hyperscan
+import numpy as np
+
+from ingest.catalog import Catalog, CatalogError, to_hyperscan
+
+#: line index -> signature indexes that hit it (sorted)
+Hits = dict[int, list[int]]
+
+
+class Matcher(Protocol):
+    def scan(self, buf: bytes) -> Hits: ...
+
+
+def newline_offsets(buf: bytes) -> np.ndarray:
+    """Byte offsets of every ``\\n`` in ``buf`` (int64 array)."""
+    return np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+
+
+class HyperscanMatcher:
+    """Compiled once per catalog; :meth:`scan` is safe to call repeatedly."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        exprs = catalog.hyperscan_expressions()
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        flags = [hyperscan.HS_FLAG_MULTILINE] * len(exprs)
+        try:
+            self._db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        except hyperscan.error as e:  # name the entry that failed
+            for c in catalog.entries:
+                try:
+                    hyperscan.Database().compile(expressions=[to_hyperscan(c.sig.pattern).encode()])
+                except hyperscan.error as e1:
+                    raise CatalogError(f"signature {c.sig.id}: Hyperscan cannot compile its pattern: {e1}") from e
+            raise CatalogError(f"Hyperscan cannot compile the catalog: {e}") from e
+        self._scratch = hyperscan.Scratch(self._db)
+
+    def scan(self, buf: bytes) -> Hits:
+        """Scan a newline-joined buffer; return hits per line index."""
+        ends: list[tuple[int, int]] = []
+        if not buf:
+            return {}
+
+        def on_match(sig: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            ends.append((to, sig))
+
+        self._db.scan(buf, match_event_handler=on_match, scratch=self._scratch)
+        if not ends:
+            return {}
+        nl = newline_offsets(buf)
+        hits: Hits = {}
+        # a match ending at `to` (exclusive) lies on the line holding byte to-1; patterns
+        # never match a newline (see ingest.catalog.to_hyperscan), so that byte is not one.
+        lines = np.searchsorted(nl, np.fromiter((t - 1 for t, _ in ends), dtype=np.int64, count=len(ends)))
+        for line, (_, sig) in zip(lines.tolist(), ends):
+            lst = hits.setdefault(line, [])
+            if sig not in lst:
+                lst.append(sig)
+        for lst in hits.values():
+            lst.sort()
+        return hits
+
+
+class ReferenceMatcher:
+    """Every signature's Python regex on every line. Slow on purpose: the oracle."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def scan(self, buf: bytes) -> Hits:
+        hits: Hits = {}
+        for i, raw in enumerate(buf.split(b"\n")):
+            line = raw.decode("utf-8", "replace")
+            found = [c.index for c in self.catalog.entries if c.rx.search(line)]
+            if found:
+                hits[i] = found
+        return hits
+
+
+def best(catalog: Catalog, sigs: list[int]) -> int:
+    """The signature that wins a line: highest priority, then catalog order."""
+    return max(sigs, key=lambda i: (catalog.entries[i].sig.priority, -i))

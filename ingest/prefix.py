@@ -1,0 +1,282 @@
+"""Read what a line's prefixes say: event time, host, and NCCL / PyTorch ids.
+
+The same payload reaches us wrapped in different prefixes (shared/reference/
+formats.md §1, §7, §11.1, §12.1). :func:`parse_prefix` peels them one layer at
+a time — a ``grep`` file name, a source address, a syslog/journal header, a
+kernel stamp — and returns what each layer said. It runs only on lines that
+a signature matched.
+
+Stamps without a zone are read in ``tz`` (UTC unless configured); stamps
+without a year take the year that puts them at most two days after the
+reference time (formats.md §1.5, "December lines read in January").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+
+US = 1_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+MONTHS = {m: i for i, m in enumerate(
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
+# journalctl honours the locale (formats.md §1.5): "фев 12", "11月 15" appear in public reports.
+MONTHS.update({
+    "янв": 1, "фев": 2, "мар": 3, "апр": 4, "май": 5, "мая": 5, "июн": 6, "июл": 7, "авг": 8,
+    "сен": 9, "окт": 10, "ноя": 11, "дек": 12,
+    "jän": 1, "mär": 3, "mai": 5, "okt": 10, "dez": 12,
+    "janv.": 1, "févr.": 2, "mars": 3, "avr.": 4, "juin": 6, "juil.": 7, "août": 8,
+    "sept.": 9, "oct.": 10, "nov.": 11, "déc.": 12,
+})
+MONTHS.update({f"{i}月": i for i in range(1, 13)})
+
+_MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}月|[a-zéûä]{3,5}\.?)"
+
+
+@dataclass(slots=True)
+class Prefix:
+    """What a line's prefixes say. Times are µs since the epoch, UTC."""
+
+    ts: int | None = None
+    precision_us: int = 1
+    year_inferred: bool = False
+    mono: float | None = None  # raw dmesg seconds since boot
+    host: str | None = None
+    source_addr: str | None = None
+    pid: int | None = None
+    gpu_index: int | None = None  # NCCL cudaDev
+    rank: int | None = None
+    rest: str = ""
+
+
+def to_us(dt: datetime) -> int:
+    """A datetime (aware) to µs since the epoch, exact."""
+    d = dt - _EPOCH
+    return (d.days * 86400 + d.seconds) * US + d.microseconds
+
+
+def from_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def _frac_us(frac: str | None) -> tuple[int, int]:
+    """Fraction digits to (µs, precision µs). '903881913' -> (903881, 1)."""
+    if not frac:
+        return 0, US
+    digits = frac[:6].ljust(6, "0")
+    return int(digits), max(1, 10 ** (6 - min(len(frac), 6)))
+
+
+def _month(tok: str) -> int | None:
+    return MONTHS.get(tok.lower()) or MONTHS.get(tok.lower().rstrip("."))
+
+
+def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us: int | None,
+                 tz: tzinfo) -> int | None:
+    """µs for a stamp without a year: the year of ``ref_us``, or the one before
+    when that would put the stamp more than two days after ``ref_us``."""
+    ref = from_us(ref_us) if ref_us is not None else datetime.now(timezone.utc)
+    for year in (ref.year, ref.year - 1):
+        try:
+            dt = datetime(year, month, day, h, mi, s, us, tzinfo=tz)
+        except ValueError:
+            return None
+        t = to_us(dt)
+        if ref_us is None or t <= ref_us + 2 * 86400 * US:
+            return t
+    return t
+
+
+# --- layers, outermost first -------------------------------------------------
+# "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
+_GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
+# Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
+_ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
+_TALOS = re.compile(r"^(?P<fac>kern|user|daemon|syslog):\s+(?P<lvl>\w+): \[(?P<iso>[^\]]+)\]: ")
+# RFC 5424: "<34>1 2003-10-11T22:14:15.003Z host app procid msgid SD msg"
+_RFC5424 = re.compile(
+    r"^<\d{1,3}>\d{1,2} (?P<iso>\S+) (?P<host>\S+) (?P<app>\S+) (?P<procid>\S+) (?P<msgid>\S+) "
+    r"(?:-|(?:\[(?:[^\]\"\\]|\\.|\"(?:[^\"\\]|\\.)*\")*\])+)(?: |$)(?:\ufeff|BOM)?")
+# RFC 3164 / journalctl short: "Sep 19 16:18:04 node07 kernel: …", "11月 15 14:15:47 node01 nv-fabricmanager[4177]: …",
+# and a shipper that drops the tag: "Jul 20 16:15:36 node01:  …".
+_RFC3164 = re.compile(
+    r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
+    r"(?P<host>[^\s:\[]+)(?::|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+# ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag)
+_ISO = re.compile(
+    r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?"
+    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?\s+(?:(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
+# Go log: "2025/11/25 13:58:49 …"
+_GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
+# NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
+_BRACKET_ISO = re.compile(
+    r"^\[(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
+# dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day
+_CTIME = re.compile(
+    r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] ")
+# Fabric Manager log file: "[May 16 2025 15:10:21] "
+_FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
+# raw dmesg "[  123.456789] " (seconds since boot) and dmesg -H "[  +0.000844] " (relative)
+_MONO = re.compile(r"^\[\s*(?P<mono>\d+\.\d+)\] ")
+_DELTA = re.compile(r"^\[\s*\+\s*\d+\.\d+\] ")
+# c10: "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] " / old "[E ProcessGroupNCCL.cpp:737] "
+_C10 = re.compile(
+    r"^(?:\[rank(?P<rank>\d+)\]:)?\[(?P<lvl>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+) )?\s*[\w.]+:\d+\] ")
+# glog: "I1025 02:19:08.002792       1 health.go:151] "
+_GLOG = re.compile(r"^(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+)\s+\d+ [\w.-]+:\d+\] ")
+# a bare journal tag left over: "kernel: NVRM: …"
+_TAG = re.compile(r"^(?:kernel|kern): ")
+# NCCL: "<host>:<pid>:<tid> [<cudaDev>] " anywhere before "NCCL"; host is the short name (formats.md §11.1)
+_NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+# nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
+
+_HOSTLIKE_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+
+
+def _tzof(tok: str | None, default: tzinfo) -> tzinfo:
+    if not tok:
+        return default
+    if tok == "Z":
+        return timezone.utc
+    sign = 1 if tok[0] == "+" else -1
+    hh, mm = int(tok[1:3]), int(tok[-2:])
+    return timezone(sign * timedelta(hours=hh, minutes=mm))
+
+
+def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz: tzinfo) -> tuple[int, int] | None:
+    us, prec = _frac_us(frac)
+    try:
+        return to_us(datetime(int(y), mo, int(d), int(h), int(mi), int(s), us, tzinfo=tz)), prec
+    except ValueError:
+        return None
+
+
+def parse_iso_us(text: str, tz: tzinfo = timezone.utc) -> int | None:
+    """RFC 3339 / ISO 8601 (comma or dot, up to nanoseconds, ``Z`` or offset) to µs UTC."""
+    m = _ISO.match(text.strip() + " ")
+    if not m:
+        return None
+    r = _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"], _tzof(m["tz"], tz))
+    return r[0] if r else None
+
+
+def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
+    """Peel the prefixes of ``line``; return time, host and NCCL/PyTorch ids.
+
+    ``ref_us`` (µs UTC) resolves stamps without a year. Never raises: an
+    unreadable prefix leaves the fields ``None`` and ``rest`` the line.
+    """
+    p = Prefix()
+    s = line.lstrip("\ufeff")
+    for _ in range(8):  # layers are few; the bound guards against a pathological line
+        m = _GREP_FILE.match(s)
+        if m:
+            s = s[m.end():]
+            continue
+        m = _ADDR.match(s)
+        if m and p.ts is None:
+            p.source_addr = m.group("addr")
+            s = s[m.end():]
+            continue
+        m = _TALOS.match(s)
+        if m:
+            iso = _ISO.match(m.group("iso") + " ")
+            if iso:
+                r = _full(iso["y"], int(iso["mo"]), iso["d"], iso["h"], iso["mi"], iso["s"], iso["frac"],
+                          _tzof(iso["tz"], tz))
+                if r:
+                    p.ts, p.precision_us = r
+            s = s[m.end():]
+            continue
+        if p.ts is None:
+            m = _RFC5424.match(s)
+            if m:
+                iso = _ISO.match(m.group("iso") + " ")
+                if iso:
+                    r = _full(iso["y"], int(iso["mo"]), iso["d"], iso["h"], iso["mi"], iso["s"], iso["frac"],
+                              _tzof(iso["tz"], tz))
+                    if r:
+                        p.ts, p.precision_us = r
+                if m.group("host") != "-":
+                    p.host = m.group("host")
+                s = s[m.end():]
+                continue
+            m = _RFC3164.match(s)
+            if m and (mo := _month(m.group("mon"))):
+                us, prec = _frac_us(m.group("frac"))
+                t = resolve_year(mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us, ref_us, tz)
+                if t is not None:
+                    p.ts, p.precision_us, p.year_inferred = t, prec, True
+                    host = m.group("host")
+                    if _HOSTLIKE_IP.match(host):
+                        p.source_addr = host
+                    else:
+                        p.host = host
+                    if m.group("pid"):
+                        p.pid = int(m.group("pid"))
+                    s = s[m.end():]
+                    continue
+            for rx in (_BRACKET_ISO, _ISO, _GOLOG):
+                m = rx.match(s)
+                if m:
+                    r = _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"],
+                              _tzof(m.groupdict().get("tz"), tz))
+                    if r:
+                        p.ts, p.precision_us = r
+                        if m.groupdict().get("host") and m["tag"]:
+                            p.host = m["host"]
+                    s = s[m.end():]
+                    break
+            else:
+                m = None
+            if m:
+                continue
+            for rx in (_CTIME, _FMTIME):
+                m = rx.match(s)
+                if m and (mo := _month(m["mon"])):
+                    r = _full(m["y"], mo, m["day"], m["h"], m["mi"], m["s"], None, tz)
+                    if r:
+                        p.ts, p.precision_us = r
+                    s = s[m.end():]
+                    break
+            else:
+                m = None
+            if m:
+                continue
+            m = _C10.match(s) or _GLOG.match(s)
+            if m:
+                if m.groupdict().get("rank"):
+                    p.rank = int(m["rank"])
+                if m["mmdd"]:
+                    mmdd = m["mmdd"]
+                    mo, d = int(mmdd[:-2]), int(mmdd[-2:])
+                    us, prec = _frac_us(m["frac"])
+                    t = resolve_year(mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us, ref_us, tz)
+                    if t is not None:
+                        p.ts, p.precision_us, p.year_inferred = t, prec, True
+                s = s[m.end():]
+                continue
+        m = _TAG.match(s)
+        if m:
+            s = s[m.end():]
+            continue
+        m = _MONO.match(s)
+        if m and p.mono is None:
+            p.mono = float(m.group("mono"))
+            s = s[m.end():]
+            continue
+        m = _DELTA.match(s)
+        if m:
+            s = s[m.end():]
+            continue
+        break
+    if "NCCL" in s or "NCCL" in line:
+        m = _NCCL.search(s)
+        if m:
+            p.host = p.host or m.group("host")
+            p.pid = p.pid or int(m.group("pid"))
+            p.gpu_index = int(m.group("dev"))
+    p.rest = s
+    return p

@@ -1,0 +1,149 @@
+"""Format of the signature catalog (``ingest/catalog/*.yaml``).
+
+A signature is data: a stable id, what it means (kind, severity, role,
+category, recommended action), one Python regular expression with named
+groups, real example lines that must match (with where they come from) and
+near misses that must not. The matcher compiles every ``pattern`` into one
+Hyperscan database (named groups become non-capturing groups); the extractor
+re-runs only the hit signature's ``pattern`` with Python ``re`` to read the
+fields. Named groups whose name is an events column (``xid``, ``link``,
+``rank`` …) fill that column; the converters below handle the rest; any
+other group lands in the event's ``details`` JSON.
+
+Validation errors raise :class:`pydantic.ValidationError` naming the file
+and the entry, so a misspelled key stops start-up with a clear message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.events import KINDS, SEVERITIES, SOURCES
+
+Role = Literal["initiator", "downstream", "either", "application", "context"]
+Emit = Literal["event", "link_sample", "topology", "context"]
+Status = Literal["experimental", "stable"]
+
+#: Group names with a special meaning for the extractor.
+SPECIAL_GROUPS = {
+    "pci": "device, from any printed PCI form (schemas.pci.normalize_bus_id)",
+    "peer_pci": "peer, from any printed PCI form",
+    "nccl_bus": "device, from NCCL's hex busId integer",
+    "nccl_peer_bus": "peer, from NCCL's hex busId integer",
+    "tests_bus": "device, from nccl-tests' [0xBB] bus number",
+    "fatal_word": "fatal, from Fatal / Non-fatal / Nonfatal / Correctable",
+    "name": "process",
+    "cause": "cause_xid",
+    "ran_ms": "elapsed_ms",
+    "nic": "device (device_type nic): the RDMA device name, e.g. mlx5_32",
+    "switch": "details.switch (nvswitchN) and device_type nvswitch",
+    "link_signed": "link; the driver prints -1 when no specific link is meant (stored as null)",
+    "uuid": "details.uuid; a context line's uuid is attached to the next event of that device",
+}
+
+
+class Example(BaseModel):
+    """A real line that must match, where it was published, and fields it must give."""
+
+    model_config = ConfigDict(extra="forbid")
+    line: str
+    src: str = Field(description="address of the public page the line was copied from")
+    expect: dict[str, object] = Field(default_factory=dict)
+    constructed: bool = Field(
+        default=False,
+        description="true when the line was assembled from a format string in driver source",
+    )
+
+
+class Signature(BaseModel):
+    """One catalog entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
+    status: Status = "stable"
+    source: str = Field(description="events.source: dmesg, nccl or nvml")
+    kind: str
+    severity: str = Field(
+        description="critical|error|warning|info, or 'xid_catalog' / 'sxid_catalog' to look the code up"
+    )
+    severity_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="group value (lower case) -> severity, overriding `severity` when the group matched",
+    )
+    severity_group: str | None = None
+    kind_by_catalog_category: dict[str, str] = Field(
+        default_factory=dict,
+        description="for Xid/SXid entries: catalog CSV category -> event kind (e.g. gsp -> gsp_error)",
+    )
+    role: Role = "either"
+    category: str | None = Field(default=None, description="incident category this evidence suggests")
+    device_type: str | None = None
+    emit: Emit = "event"
+    priority: int = Field(default=0, description="when several signatures hit one line, the highest wins")
+    multi: bool = Field(default=False, description="one event per occurrence in the line (wrapped tables)")
+    pattern: str
+    extra: list[str] = Field(
+        default_factory=list, description="optional regexes searched on hit lines for more fields"
+    )
+    action: str | None = Field(default=None, description="recommended action for the on-call engineer")
+    verify: list[str] = Field(default_factory=list, description="commands that confirm it on the host")
+    sources: list[str] = Field(default_factory=list, description="documents the pattern comes from")
+    examples: list[Example]
+    near_misses: list[str] = Field(default_factory=list)
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        if v not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, not {v!r}")
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {v!r}")
+        return v
+
+    @field_validator("severity")
+    @classmethod
+    def _severity(cls, v: str) -> str:
+        if v not in SEVERITIES and v not in ("xid_catalog", "sxid_catalog"):
+            raise ValueError(f"severity must be one of {SEVERITIES} or xid_catalog/sxid_catalog, not {v!r}")
+        return v
+
+    @field_validator("pattern", "extra")
+    @classmethod
+    def _compiles(cls, v: str | list[str]) -> str | list[str]:
+        for p in [v] if isinstance(v, str) else v:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ValueError(f"pattern does not compile: {e}: {p!r}") from e
+            if any(t in p for t in ("(?=", "(?!", "(?<=", "(?<!", "(?P=")):
+                raise ValueError(f"look-around and back-references are not supported by Hyperscan: {p!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _checks(self) -> "Signature":
+        if not self.examples:
+            raise ValueError(f"{self.id}: at least one real example line is required")
+        for k, sev in self.severity_map.items():
+            if sev not in SEVERITIES:
+                raise ValueError(f"{self.id}: severity_map[{k!r}] = {sev!r} is not a severity")
+        if self.severity_map and not self.severity_group:
+            raise ValueError(f"{self.id}: severity_map needs severity_group")
+        return self
+
+
+class CatalogFile(BaseModel):
+    """One YAML file of the catalog: a family of signatures."""
+
+    model_config = ConfigDict(extra="forbid")
+    family: str
+    description: str
+    signatures: list[Signature]

@@ -1,0 +1,124 @@
+"""The events table: one row per recognised line or sample.
+
+This is the contract every stage shares (DESIGN.md, "Events"). Columns up to
+``message`` are the minimum DESIGN.md fixes; the rest carry fields that the
+correlator and analysts need and that DESIGN.md leaves open.
+
+Times are UTC microseconds (``timestamp[us, tz=UTC]``). PCI bus ids are
+normalised to ``dddd:bb:dd.f`` lower case (see ``schemas.pci``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+import pyarrow as pa
+
+# Where ``ts`` came from. ``line``: the line's own stamp; ``envelope``: the
+# shipper's record time (Vector ``timestamp``, journald ``__REALTIME_TIMESTAMP``);
+# ``kafka``: the Kafka record's append/create time; ``monotonic+boot``: a raw
+# dmesg ``[  123.456]`` stamp plus the host's boot time; ``file``: a local
+# file's modification time (the ``diagnose`` analogue of ``kafka``);
+# ``inherited``: a line with no stamp of its own took the stamp of the closest
+# earlier stamped line of the same stream (a traceback line, a pasted table).
+TS_BASES: Final = ("line", "envelope", "kafka", "monotonic+boot", "file", "inherited")
+
+SOURCES: Final = ("dmesg", "nccl", "nvml")
+SEVERITIES: Final = ("critical", "error", "warning", "info")
+SEVERITY_RANK: Final = {"info": 0, "warning": 1, "error": 2, "critical": 3}
+DEVICE_TYPES: Final = ("gpu", "nvswitch", "pcie_port", "nic", "link")
+
+# Event kinds (DESIGN.md). Each catalog entry names one.
+KINDS: Final = (
+    "xid",
+    "sxid",
+    "gpu_off_bus",
+    "gpu_init_failed",
+    "nvlink_down",
+    "nvlink_errors",
+    "pcie_aer",
+    "ecc",
+    "gsp_error",
+    "fabric_manager",
+    "ib_port",
+    "nccl_transport",
+    "nccl_p2p_fallback",
+    "nccl_init",
+    "nccl_error",
+    "nccl_timeout",
+    "driver",
+    "other",
+)
+
+EVENTS_SCHEMA: Final = pa.schema(
+    [
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("ts_basis", pa.string(), nullable=False),
+        pa.field("host", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("signature", pa.string(), nullable=False),
+        pa.field("severity", pa.string(), nullable=False),
+        pa.field("device_type", pa.string()),
+        pa.field("device", pa.string()),
+        pa.field("link", pa.int16()),
+        pa.field("xid", pa.int32()),
+        pa.field("sxid", pa.int32()),
+        pa.field("peer", pa.string()),
+        pa.field("rank", pa.int32()),
+        pa.field("nranks", pa.int32()),
+        pa.field("comm", pa.string()),
+        pa.field("message", pa.string(), nullable=False),
+        # --- beyond the DESIGN.md minimum ---
+        # GPU index as the tool printed it: nvidia-smi/NVML index, NCCL cudaDev.
+        pa.field("gpu_index", pa.int16()),
+        pa.field("pid", pa.int32()),
+        pa.field("process", pa.string()),
+        # The line's own fatal/non-fatal word (SXid, NVLink5 Xids), when it has one.
+        pa.field("fatal", pa.bool_()),
+        # "caused by previous Xid N": the driver's own causal link.
+        pa.field("cause_xid", pa.int32()),
+        # PyTorch ProcessGroupNCCL: collective SeqNum / work id, op, timeout, elapsed.
+        pa.field("seq", pa.int64()),
+        pa.field("op", pa.string()),
+        pa.field("timeout_ms", pa.int64()),
+        pa.field("elapsed_ms", pa.int64()),
+        # Resolution of ``ts`` in µs: 1 for µs stamps, 1_000_000 for second stamps.
+        pa.field("ts_precision_us", pa.int64(), nullable=False),
+        # Storm deduplication: how many identical lines this row stands for.
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("last_ts", pa.timestamp("us", tz="UTC")),
+        # When the line reached us: Kafka append time, or the file's mtime.
+        pa.field("ingest_ts", pa.timestamp("us", tz="UTC")),
+        # Source coordinates the event_id was made from (human readable).
+        pa.field("origin", pa.string(), nullable=False),
+        # Other extracted fields, a JSON object (registers, transport, unit, ...).
+        pa.field("details", pa.string()),
+    ]
+)
+
+EVENT_COLUMNS: Final = tuple(EVENTS_SCHEMA.names)
+
+#: Columns DESIGN.md fixes; the JSON output of ``diagnose`` always has them.
+DESIGN_COLUMNS: Final = EVENT_COLUMNS[: EVENT_COLUMNS.index("message") + 1]
+
+
+def make_event_id(origin: str, sub: int = 0) -> str:
+    """Stable event id from source coordinates.
+
+    ``origin`` is e.g. ``kafka:fleet.dmesg/0/1234#2`` (topic, partition,
+    offset, line index) or ``file:node07.dmesg.log:17``. ``sub`` tells apart
+    several events made from one line (rare). Replays give the same id.
+    Returns 24 hex characters (96 bits of BLAKE2b).
+    """
+    h = hashlib.blake2b(origin.encode("utf-8", "surrogatepass"), digest_size=12)
+    if sub:
+        h.update(b"#%d" % sub)
+    return h.hexdigest()
+
+
+def empty_events() -> pa.Table:
+    """An empty events table with :data:`EVENTS_SCHEMA`."""
+    return EVENTS_SCHEMA.empty_table()

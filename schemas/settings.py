@@ -1,0 +1,112 @@
+"""One typed settings object per process, validated at start.
+
+Sources, later wins: defaults, a TOML file (``firstfault.toml`` in the working
+directory, or ``--config PATH`` / ``FIRSTFAULT_CONFIG``), environment variables
+``FIRSTFAULT_<FIELD>`` (upper case). A misspelled key in the file or an
+unknown ``FIRSTFAULT_*`` variable stops start-up with a message naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class SettingsError(ValueError):
+    """The configuration is invalid; the message says which key and why."""
+
+
+class Settings(BaseModel):
+    """Every field is described; see the README's configuration table."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    state_dir: Path = Field(Path(".firstfault"), description="local state: broker data, outbox, cursors")
+    lake: str = Field(".firstfault/lake", description="Parquet lake root: a path, or file:// / s3:// URL")
+    kafka_bootstrap: str = Field("", description="host:port list; empty = the local broker started by "
+                                 "`firstfault kafka start`")
+    topics: list[str] = Field(["fleet.dmesg", "fleet.nccl", "fleet.nvml"], description="raw input topics")
+    dlq_topic: str = Field("fleet.dlq", description="dead-letter topic for input that cannot be read")
+    group_id: str = Field("firstfault-ingest", description="Kafka consumer group of the ingest workers")
+    batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
+    batch_linger_ms: int = Field(200, ge=0, description="wait this long for a batch to fill")
+    skew_default_s: float = Field(2.0, ge=0, description="clock-skew bound for hosts not listed in `skew_s`")
+    skew_s: dict[str, float] = Field(default_factory=dict, description="per-host clock-skew bounds (seconds)")
+    allowed_lateness_s: float = Field(300.0, ge=0, description="late events this old still update incidents")
+    resolve_after_s: float = Field(900.0, ge=0, description="an incident with no new evidence this long is resolved")
+    timezone: str = Field("UTC", description="zone of log stamps that print none (dmesg -T, syslog)")
+    fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
+    api_host: str = Field("127.0.0.1", description="HTTP API listen address")
+    api_port: int = Field(8080, ge=0, le=65535, description="HTTP API port (0 = any free port)")
+    api_token: str | None = Field(None, description="bearer token required by the API; unset = no auth")
+    alertmanager_url: str | None = Field(None, description="Alertmanager base URL for pages, e.g. http://127.0.0.1:9093")
+    pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
+    pagerduty_routing_key: str | None = Field(None, description="PagerDuty integration (routing) key")
+    page_min_severity: str = Field("error", description="page incidents at or above this severity")
+
+    @field_validator("page_min_severity")
+    @classmethod
+    def _sev(cls, v: str) -> str:
+        if v not in ("critical", "error", "warning", "info"):
+            raise ValueError("must be critical, error, warning or info")
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as e:
+            raise ValueError(f"unknown time zone {v!r}") from e
+        return v
+
+    def tzinfo(self):
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(self.timezone)
+
+
+_PREFIX = "FIRSTFAULT_"
+
+
+def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
+                  overrides: dict[str, Any] | None = None) -> Settings:
+    """Defaults < TOML file < environment < ``overrides``. Raises :class:`SettingsError`."""
+    env = dict(os.environ if env is None else env)
+    data: dict[str, Any] = {}
+    path = config or (Path(env[_PREFIX + "CONFIG"]) if env.get(_PREFIX + "CONFIG") else None)
+    if path is None and Path("firstfault.toml").exists():
+        path = Path("firstfault.toml")
+    if path is not None:
+        try:
+            data.update(tomllib.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError as e:
+            raise SettingsError(f"config file not found: {path}") from e
+        except tomllib.TOMLDecodeError as e:
+            raise SettingsError(f"{path}: not valid TOML: {e}") from e
+    fields = Settings.model_fields
+    for k, v in env.items():
+        if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG":
+            continue
+        name = k[len(_PREFIX):].lower()
+        if name not in fields:
+            raise SettingsError(f"unknown setting {k} (known: {', '.join(_PREFIX + f.upper() for f in fields)})")
+        ann = fields[name].annotation
+        if ann in (list[str],):
+            data[name] = [x.strip() for x in v.split(",") if x.strip()]
+        elif ann == dict[str, float]:
+            data[name] = {h: float(s) for h, s in (p.split("=", 1) for p in v.split(",") if p)}
+        else:
+            data[name] = v
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise SettingsError(f"invalid configuration{' in ' + str(path) if path else ''}: {msgs}") from e

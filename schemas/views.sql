@@ -1,0 +1,42 @@
+-- firstfault: the analyst views over the Parquet lake (DuckDB).
+--
+-- Plain duckdb:   duckdb -cmd "SET VARIABLE lake = '.firstfault/lake'" -cmd ".read schemas/views.sql"
+-- firstfault:     firstfault sql  (sets `lake` from the settings, read-only)
+--
+-- Tables (columns in schemas/events.py, schemas/samples.py, schemas/incidents.py):
+--   events             one row per recognised line or sample; one row per event_id (replays deduplicated)
+--   link_samples       NVLink state / speed / error counters per GPU link and sample time
+--   topology           wiring facts: nvlink -R remote ends, topo -m paths
+--   incident_versions  every version of every incident the correlator emitted
+--   incidents          the latest version of each incident; `doc` is the full JSON object
+--   incident_evidence  the events of each incident's latest version, with role and relation
+-- Times are TIMESTAMP WITH TIME ZONE in UTC.
+
+CREATE OR REPLACE VIEW events AS
+SELECT * EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/events/**/*.parquet', hive_partitioning = true, union_by_name = true)
+WHERE kind <> '_schema'
+QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY ingest_ts NULLS LAST) = 1;
+
+CREATE OR REPLACE VIEW link_samples AS
+SELECT * EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/link_samples/**/*.parquet', hive_partitioning = true, union_by_name = true)
+QUALIFY row_number() OVER (PARTITION BY origin, link, counter ORDER BY ts) = 1;
+
+CREATE OR REPLACE VIEW topology AS
+SELECT * EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/topology/**/*.parquet', hive_partitioning = true, union_by_name = true)
+QUALIFY row_number() OVER (PARTITION BY origin, fact, link, peer_name ORDER BY ts) = 1;
+
+CREATE OR REPLACE VIEW incident_versions AS
+SELECT * EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/incidents/**/*.parquet', hive_partitioning = true, union_by_name = true);
+
+CREATE OR REPLACE VIEW incidents AS
+SELECT * FROM incident_versions
+QUALIFY row_number() OVER (PARTITION BY id ORDER BY version DESC, written_at DESC) = 1;
+
+CREATE OR REPLACE VIEW incident_evidence AS
+SELECT e.* EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/incident_evidence/**/*.parquet', hive_partitioning = true, union_by_name = true) e
+SEMI JOIN incidents i ON e.incident_id = i.id AND e.version = i.version;
