@@ -24,8 +24,9 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   help="firstfault: which GPU, link or host broke first.")
 kafka_app = typer.Typer(no_args_is_help=True, help="The local Apache Kafka broker (KRaft, 127.0.0.1).")
 app.add_typer(kafka_app, name="kafka")
-err = Console(stderr=True)
-out = Console()
+# wide enough for the incident table when output is not a terminal (CI logs, pipes)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+out = Console(width=None if sys.stdout.isatty() else 200)
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)]
@@ -64,25 +65,28 @@ def diagnose(
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
+    from api.diagnose import diagnose_paths
     from api.render import events_json, incidents_table
-    from correlate.correlator import correlate, correlation_settings
-    from ingest.files import decode_paths
-    from ingest.pipeline import Pipeline
 
     if format not in ("json", "table"):
         raise typer.BadParameter("json or table", param_hint="--format")
     s = _settings(config, fleet_config=fleet_config)
+    hosts: list[str] = []
+    symptoms = []
+    if symptom:
+        from ingest.files import walk
+        from ingest.decode import host_from_filename
+
+        try:
+            hosts = sorted({host_from_filename(f) for f, _ in walk(paths)})
+        except FileNotFoundError:
+            pass
+        symptoms = [x for t in symptom for x in _parse_symptom(t, hosts)]
     try:
-        decoded = decode_paths(paths)
+        decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms)
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
-    batch = Pipeline(tz=s.tzinfo()).run(decoded)
-    hosts = sorted(set(batch.events.column("host").to_pylist())) if batch.events.num_rows else sorted(
-        {seg.host for seg in decoded.segments if seg.host})
-    symptoms = [x for t in (symptom or []) for x in _parse_symptom(t, hosts)]
-    incidents = correlate(batch.events, batch.link_samples, batch.topology, settings=correlation_settings(s),
-                          symptoms=symptoms, now_us=int(time.time() * 1_000_000))
     for r in decoded.rejects:
         err.print(f"[yellow]skipped[/] {r.origin}: {r.reason}")
     if format == "json":

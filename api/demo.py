@@ -45,10 +45,8 @@ async def topics_empty(bootstrap: str, topics: list[str]) -> bool:
     try:
         from aiokafka import TopicPartition
 
+        await c.topics()  # fetch metadata so the partitions are known
         tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or set())]
-        if not tps:
-            await c.topics()
-            tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or set())]
         ends = await c.end_offsets(tps)
         return sum(ends.values()) == 0
     finally:

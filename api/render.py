@@ -35,15 +35,16 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
     """A rich table: one row per incident, initiator first."""
     t = Table(title=title, show_lines=False)
-    for col in ("start", "severity", "category", "initiator", "downstream", "conf", "next action"):
-        t.add_column(col, overflow="fold")
+    for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
+        t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
+    t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
     style = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
     for inc in incidents:
         i = inc["initiator"]
         who = describe_initiator(i)
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
         t.add_row(inc["start"][:19].replace("T", " "), f"[{style.get(inc['severity'], '')}]{inc['severity']}[/]",
-                  inc["category"], who, down or "-", f"{inc['confidence']:.2f}", inc["next_action"][:160])
+                  inc["category"], who, down or "-", f"{inc['confidence']:.2f}", inc["next_action"])
     return t
 
 

@@ -206,7 +206,7 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
     """The DESIGN.md initiator object for a subject and its events."""
     host, dtype, dev = key
-    main = max(evs, key=lambda e: (ROLE_RANK.get(scene.role(e), 0), e.sev, -e.start))
+    main = min(evs, key=lambda e: (-ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
     links = sorted({e.link for e in evs if e.link is not None})
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,
@@ -214,7 +214,7 @@ def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
         "link": links[0] if links else None,
         "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid, "peer": main.peer,
         "gpu_index": main.gpu_index, "links": links or None,
-        "events": [e.event_id for e in sorted(evs, key=lambda e: (e.start, e.event_id))],
+        "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)],
     }
 
 
@@ -266,7 +266,7 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
     hosts = sorted({k[0] for k in candidates}) or sorted({e.host for e in scene.events})
     names = [f"{k[1] or 'host'} {k[2]} on {k[0]}" if k[2] else f"{k[0]}" for k in candidates]
     down, ctx = downstream_parties(scene, ("", None, None), [])
-    return Verdict(
+    return Verdict(missing=missing_evidence(scene, candidates),
         pattern="unknown", category=category,
         initiator={"host": hosts[0] if len(hosts) == 1 else None, "device_type": None, "device": None,
                    "link": None, "rank": None, "kind": None, "xid": None, "sxid": None, "peer": None,
@@ -274,3 +274,22 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
         initiator_events=[], downstream=down, context=ctx, confidence=0.3,
         explanation=why or (f"{len(candidates)} candidates report faults that nothing here explains: "
                             + "; ".join(names) + ". The evidence does not say which came first."))
+
+
+def missing_evidence(scene: Scene, candidates: list[tuple]) -> list[str]:
+    """What would settle an incident with several candidates (said instead of guessing)."""
+    out = []
+    types = {k[1] for k in candidates}
+    nvlink = any(e.kind in ("sxid", "nvlink_down", "nvlink_errors") or (
+        e.xid is not None and e.xid in scene.catalog.xids and scene.catalog.xids[e.xid].nvlink_related)
+        for e in scene.events)
+    if "nvswitch" in types or nvlink:
+        out.append("nvidia-smi nvlink -R from the host (which GPU link goes to which NVSwitch port), to tell a "
+                   "switch fault from a GPU link fault")
+    if "nvswitch" in types:
+        out.append("the Fabric Manager log (journalctl -u nvidia-fabricmanager) around the first SXid")
+    hosts = sorted({k[0] for k in candidates})
+    if len(hosts) > 1:
+        out.append("clock-skew bounds for " + ", ".join(hosts) + " (NTP/PTP state), to order their events")
+    out.append("kernel log lines from before these (dmesg -T / journalctl -k): the first fault may precede them")
+    return out

@@ -45,7 +45,7 @@ def members(events: list[Ev]) -> list[Ev]:
 
 def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks) -> list[list[Ev]]:
     """Connected components, each sorted by (start, event_id); components sorted by first event."""
-    evs = sorted(members(events), key=lambda e: (e.start, e.event_id))
+    evs = sorted(members(events), key=lambda e: e.order)
     n = len(evs)
     dsu = _DSU(n)
     max_w = max((int(l.window_s * S) for l in links), default=0)
@@ -77,5 +77,5 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     groups: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(evs):
         groups[dsu.find(i)].append(e)
-    return sorted(groups.values(), key=lambda g: (g[0].start, g[0].event_id))
+    return sorted(groups.values(), key=lambda g: g[0].order)
 

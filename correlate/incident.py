@@ -30,26 +30,26 @@ def iso(us: int) -> str:
 
 def incident_id(events: list[Ev]) -> str:
     """Stable id: from the earliest member event (time, then event id). Replays give the same id."""
-    first = min(events, key=lambda e: (e.start, e.event_id))
+    first = min(events, key=lambda e: e.order)
     return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
-    main = max(evs, key=lambda e: (e.sev, -e.start))
+    main = min(evs, key=lambda e: (-e.sev, e.order))
     links = sorted({e.link for e in evs if e.link is not None})
     return {"host": host, "device_type": dtype if dtype != "rank" else None,
             "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
             "link": main.link if main.link is not None else (links[0] if links else None),
             "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
             "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
-            "events": [e.event_id for e in sorted(evs, key=lambda e: (e.start, e.event_id))]}
+            "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)]}
 
 
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
-    main = max(v.initiator_events, key=lambda e: (e.sev, -e.start))
+    main = min(v.initiator_events, key=lambda e: (-e.sev, e.order))
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = scene.catalog.xids[main.xid].action
@@ -98,7 +98,7 @@ def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
         "initiator": init,
         "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream],
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
-                    for e in sorted(v.context, key=lambda e: (e.start, e.event_id))],
+                    for e in sorted(v.context, key=lambda e: e.order)],
         "confidence": v.confidence,
         "explanation": explanation,
         "next_action": v.next_action or action,
@@ -116,7 +116,7 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
     k = v.initiator.get("kind")
     ev = v.initiator_events
     if k == "xid" and ev:
-        main = max(ev, key=lambda e: (e.sev, -e.start))
+        main = min(ev, key=lambda e: (-e.sev, e.order))
         unit = str(main.details.get("unit", ""))
         if "LINK_DOWN" in unit or "LINK_EVT" in unit or main.xid == 155:
             return "nvlink_down"
@@ -137,7 +137,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     i = v.initiator
     if not v.initiator_events:
         return "No single culprit."
-    main = max(v.initiator_events, key=lambda e: (e.sev, -e.start))
+    main = min(v.initiator_events, key=lambda e: (-e.sev, e.order))
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"

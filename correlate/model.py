@@ -49,6 +49,18 @@ class Ev:
     precision_us: int = 1
     count: int = 1
     details: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""
+
+    @property
+    def pos(self) -> int:
+        """Line number within its source (from ``origin`` ``…:<line>[#<n>]``): orders same-time events."""
+        tail = self.origin.rsplit(":", 1)[-1].split("#", 1)[0]
+        return int(tail) if tail.isdigit() else 0
+
+    @property
+    def order(self) -> tuple[int, int, str]:
+        """Sort key: implied start, then position in the stream, then id (ties in one second are common)."""
+        return (self.start, self.pos, self.event_id)
 
     @property
     def sev(self) -> int:
@@ -98,6 +110,6 @@ def events_from_table(table: pa.Table) -> list[Ev]:
             nranks=r["nranks"], comm=r["comm"], message=r["message"], gpu_index=r["gpu_index"], pid=r["pid"],
             fatal=r["fatal"], cause_xid=r["cause_xid"], seq=r["seq"], op=r["op"], timeout_ms=r["timeout_ms"],
             elapsed_ms=r["elapsed_ms"], precision_us=r["ts_precision_us"] or 1, count=r["count"] or 1,
-            details=details,
+            details=details, origin=r.get("origin") or "",
         ))
     return out

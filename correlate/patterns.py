@@ -23,7 +23,7 @@ PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
 def _host_initiator(host: str | None, kind: str, events: list[Ev]) -> dict:
     return {"host": host, "device_type": None, "device": None, "link": None, "rank": None, "kind": kind,
             "xid": None, "sxid": None, "peer": None, "gpu_index": None, "links": None,
-            "events": [e.event_id for e in sorted(events, key=lambda e: (e.start, e.event_id))]}
+            "events": [e.event_id for e in sorted(events, key=lambda e: e.order)]}
 
 
 def _action(scene: Scene, e: Ev) -> str:
@@ -123,7 +123,7 @@ def application_xid(scene: Scene) -> Verdict | None:
             continue
         if scene.role(e) != "downstream" or scene.subject[e.event_id] not in app_gpus:
             return None
-    first = min(app, key=lambda e: (e.start, e.event_id))
+    first = min(app, key=lambda e: e.order)
     key = scene.subject[first.event_id]
     evs = [e for e in scene.events if scene.subject[e.event_id] == key]
     xids = sorted({e.xid for e in faults if e.xid is not None})

@@ -1,0 +1,44 @@
+"""Shared fixtures. The Kafka fixture starts the project's own real broker (ingest.broker) once per
+session, in a private state folder, and stops it at the end; tests marked `kafka` use it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from ingest.catalog import default_catalog
+from ingest.pipeline import Pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return default_catalog()
+
+
+@pytest.fixture(scope="session")
+def pipeline(catalog):
+    return Pipeline(catalog)
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """A real Apache Kafka broker (KRaft, 127.0.0.1): yields its bootstrap address."""
+    from ingest import broker
+
+    state = tmp_path_factory.mktemp("kafka-state")
+    st = broker.start(state, timeout_s=180)
+    try:
+        yield st.bootstrap
+    finally:
+        broker.stop(state)
+        assert broker.status(state) is None
+
+
+def run(coro):
+    return asyncio.run(coro)

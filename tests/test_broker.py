@@ -1,0 +1,41 @@
+"""The project's local broker script: start, status, restart with the same data, stop with nothing left."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from ingest import broker
+
+pytestmark = pytest.mark.kafka
+
+
+def test_start_status_stop_restart(tmp_path):
+    st = broker.start(tmp_path)
+    assert broker.status(tmp_path).pid == st.pid
+    again = broker.start(tmp_path)  # already running: the same broker
+    assert again.pid == st.pid
+    asyncio.run(broker.ensure_topics(st.bootstrap, ["t.one"], partitions=2))
+    asyncio.run(broker.ensure_topics(st.bootstrap, ["t.one"], partitions=2))  # idempotent
+    assert broker.stop(tmp_path)
+    assert broker.status(tmp_path) is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(st.pid, 0)
+    assert not broker.stop(tmp_path)
+    st2 = broker.start(tmp_path)  # same storage, formatted once
+    try:
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        async def topics():
+            a = AIOKafkaAdminClient(bootstrap_servers=st2.bootstrap)
+            await a.start()
+            try:
+                return await a.list_topics()
+            finally:
+                await a.close()
+
+        assert "t.one" in asyncio.run(topics())
+    finally:
+        broker.stop(tmp_path)

@@ -1,0 +1,140 @@
+"""The signature catalog as the service loads it: every entry's real lines match, near misses do not,
+fields come out right, and the Hyperscan matcher agrees with the plain-`re` reference matcher."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ingest.catalog import CatalogError, load_catalog, to_hyperscan
+from ingest.decode import Decoded, Segment
+from ingest.extract import columns, fields
+from ingest.match import HyperscanMatcher, ReferenceMatcher, best
+from ingest.prefix import parse_prefix
+from tests.conftest import CORPUS
+
+from ingest.catalog import default_catalog
+
+CAT = default_catalog()
+EXAMPLES = [(c.sig.id, i, ex) for c in CAT.entries for i, ex in enumerate(c.sig.examples)]
+NEAR = [(c.sig.id, i, line) for c in CAT.entries for i, line in enumerate(c.sig.near_misses)]
+
+
+def test_every_signature_has_real_examples_with_sources():
+    for c in CAT.entries:
+        assert c.sig.examples, c.sig.id
+        for ex in c.sig.examples:
+            assert ex.src.startswith("http"), (c.sig.id, ex.src)
+
+
+@pytest.fixture(scope="module")
+def hsm(catalog):
+    return HyperscanMatcher(catalog)
+
+
+@pytest.mark.parametrize("sid,i,ex", EXAMPLES, ids=[f"{s}#{i}" for s, i, _ in EXAMPLES])
+def test_example_matches_its_signature(sid, i, ex, catalog, hsm):
+    hs = hsm.scan(ex.line.encode())
+    ref = ReferenceMatcher(catalog).scan(ex.line.encode())
+    assert hs == ref
+    assert 0 in hs, f"{sid}: example {i} matched nothing"
+    assert catalog.by_id[sid].index in hs[0], f"{sid}: example {i} matched {[catalog.entries[j].sig.id for j in hs[0]]}"
+
+
+@pytest.mark.parametrize("sid,i,ex", [e for e in EXAMPLES if e[2].expect], ids=[f"{s}#{i}" for s, i, e in EXAMPLES
+                                                                               if e.expect])
+def test_example_fields(sid, i, ex, catalog):
+    """Fields from the pure extraction (entry regex + extras, prefix parser) of the example line."""
+    c = catalog.by_id[sid]
+    found = fields(c, ex.line)
+    assert found, f"{sid}: the full regex does not match {ex.line!r}"
+    row = columns(c, found[0], catalog)
+    p = parse_prefix(ex.line, ref_us=1_700_000_000_000_000)
+    row.setdefault("host", p.host)
+    for k in ("pid", "gpu_index", "rank"):
+        if row.get(k) is None:
+            row[k] = getattr(p, k)
+    row.update({k: v for k, v in row.pop("details").items() if k not in row})
+    for k, v in ex.expect.items():
+        assert row.get(k) == v, f"{sid}#{i}: {k} = {row.get(k)!r}, expected {v!r}"
+
+
+@pytest.mark.parametrize("sid,i,line", NEAR, ids=[f"{s}~{i}" for s, i, _ in NEAR])
+def test_near_miss_does_not_match(sid, i, line, catalog, hsm):
+    hits = hsm.scan(line.encode())
+    assert catalog.by_id[sid].index not in hits.get(0, []), f"{sid}: near miss {i} matched"
+
+
+def _corpus_buffers():
+    for f in sorted(CORPUS.glob("*/input/*")):
+        yield f.read_bytes()
+
+
+def _generated(n: int, seed: int) -> bytes:
+    """Every example and near miss, shuffled with ordinary lines and mangled copies."""
+    rnd = random.Random(seed)
+    base = [ex.line for _, _, ex in EXAMPLES] + [l for _, _, l in NEAR]
+    noise = ["[  12.345678] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+             "node07:1234:1300 [0] NCCL INFO Channel 00/32 :    0   1   2   3",
+             "Epoch 3: 100%|██████████| 512/512 [01:02<00:00, 8.19it/s, loss=1.23]",
+             "systemd[1]: Started Session 42 of user root."]
+    out = []
+    for _ in range(n):
+        line = rnd.choice(base + noise)
+        r = rnd.random()
+        if r < 0.2:
+            k = rnd.randrange(len(line) + 1)
+            line = line[:k] + rnd.choice(["", " ", "x", "0", ":", "(", "]"]) + line[k + 1:]
+        elif r < 0.3:
+            line = line.upper()
+        out.append(line)
+    return "\n".join(out).encode()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_hyperscan_agrees_with_reference(seed, catalog, hsm):
+    hs, ref = hsm, ReferenceMatcher(catalog)
+    for buf in [*_corpus_buffers(), _generated(3000, seed)]:
+        assert hs.scan(buf) == ref.scan(buf)
+
+
+def test_priority_picks_the_specific_signature(catalog, hsm):
+    line = "[2026-06-23 15:45:07] node01:420:437 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'x'."
+    hits = hsm.scan(line.encode())[0]
+    assert len(hits) >= 2
+    assert catalog.entries[best(catalog, hits)].sig.id == "nccl.nvls.bind_failed"
+
+
+def test_hyperscan_form_cannot_cross_lines():
+    assert to_hyperscan(r"a\sb[^,]c[\s:]") == r"a[^\S\n]b[^\n,]c[\s:]"
+
+
+def test_bad_catalog_stops_loading_with_the_entry_named(tmp_path):
+    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
+                                     "    kind: not_a_kind\n    severity: info\n    pattern: 'a'\n"
+                                     "    examples: [{line: a, src: 'http://x'}]\n")
+    for f in ("xid-catalog.csv", "sxid-catalog.csv"):
+        (tmp_path / f).write_bytes((CAT_DIR / f).read_bytes())
+    with pytest.raises(CatalogError, match="(?s)x.yaml.*kind must be one of"):
+        load_catalog(tmp_path)
+
+
+def test_misspelled_key_is_refused(tmp_path):
+    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
+                                     "    kind: xid\n    severity: info\n    patern: 'a'\n"
+                                     "    examples: [{line: a, src: 'http://x'}]\n")
+    with pytest.raises(CatalogError, match="patern"):
+        load_catalog(tmp_path)
+
+
+def test_every_xid_of_the_catalog_is_recognised(pipeline, catalog):
+    """Each code of xid-catalog.csv, in the driver's line format, becomes an Xid event with that code."""
+    lines = [f"NVRM: Xid (PCI:0000:3b:00): {x}, pid=1234, name=python3, some text" for x in sorted(catalog.xids)]
+    seg = Segment(data="\n".join(lines).encode(), origin="t", stream="s", host="h", ref_ts=0, ref_basis="kafka",
+                  ingest_ts=0)
+    got = pipeline.run(Decoded(segments=[seg])).events.column("xid").to_pylist()
+    assert got == sorted(catalog.xids)
+
+
+CAT_DIR = __import__("ingest.catalog", fromlist=["CATALOG_DIR"]).CATALOG_DIR
