@@ -128,6 +128,21 @@ def kafka_start(config: ConfigOpt = None) -> None:
     out.print(st.bootstrap)
 
 
+@kafka_app.command("topics")
+def kafka_topics(partitions: Annotated[int, typer.Option(min=1, help="partitions per new topic")] = 3,
+                 config: ConfigOpt = None) -> None:
+    """Create the configured topics (raw + dead-letter) on the configured broker, if missing."""
+    from ingest import broker
+
+    s = _settings(config)
+    try:
+        asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic], partitions=partitions))
+    except broker.BrokerError as e:
+        err.print(f"[red]{e}[/]")
+        raise typer.Exit(1) from None
+    err.print(f"topics ready: {', '.join(s.topics + [s.dlq_topic])}")
+
+
 @kafka_app.command("stop")
 def kafka_stop(config: ConfigOpt = None) -> None:
     """Stop the local broker (nothing is left running)."""

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from ingest.lake import Lake
+from ingest.lake import Lake, LakeError
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
 
@@ -26,7 +26,10 @@ class StoreError(RuntimeError):
 
 def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckdb.DuckDBPyConnection:
     """A locked-down connection with the analyst views (raises :class:`StoreError`)."""
-    lake.init()
+    try:
+        lake.init()
+    except LakeError:
+        pass  # a read-only mount of a lake the ingest side initialised: the views still read it
     root = str(lake.root)
     con = duckdb.connect(":memory:", config={"threads": threads, "memory_limit": memory_limit})
     try:

@@ -1,0 +1,109 @@
+"""Window, skew and lateness semantics (correlate/window.py) with explicit timestamps (µs)."""
+
+from __future__ import annotations
+
+from correlate.cluster import components
+from correlate.model import Ev
+from correlate.rules import default_rules
+from correlate.stream import StreamCorrelator
+from correlate.topology import Topology
+from correlate.window import Clocks, Watermark, not_after, tolerance, within
+
+S = 1_000_000
+
+
+def ev(eid: str, host: str, ts: int, *, precision: int = 1, elapsed_ms: int | None = None, kind="xid",
+       xid=79, device="0000:01:00.0") -> Ev:
+    return Ev(event_id=eid, ts=ts, ts_basis="line", host=host, source="dmesg", kind=kind, signature="xid",
+              severity="critical", device_type="gpu", device=device, link=None, xid=xid, sxid=None, peer=None,
+              rank=None, nranks=None, comm=None, message="m", precision_us=precision, elapsed_ms=elapsed_ms)
+
+
+CLOCKS = Clocks(skew_us={"a": 2 * S, "b": 1 * S}, default_skew_us=0)
+
+
+def test_same_host_shares_a_clock():
+    a, b = ev("1", "a", 0), ev("2", "a", 10 * S + 2)
+    assert tolerance(a, b, 10 * S, CLOCKS) == 10 * S + 2  # window + both resolutions, no skew
+    assert within(a, b, 10 * S, CLOCKS)
+    assert not within(a, ev("3", "a", 10 * S + 3), 10 * S, CLOCKS)
+
+
+def test_skew_exactly_at_the_bound():
+    a = ev("1", "a", 0)
+    at = ev("2", "b", 10 * S + 3 * S + 2)  # W + skew(a) + skew(b) + r1 + r2
+    past = ev("3", "b", 10 * S + 3 * S + 3)
+    assert within(a, at, 10 * S, CLOCKS)
+    assert not within(a, past, 10 * S, CLOCKS)
+
+
+def test_second_resolution_widens_the_bound():
+    a = ev("1", "a", 0, precision=S)
+    b = ev("2", "a", 11 * S, precision=S)
+    assert within(a, b, 9 * S, CLOCKS) and not within(a, ev("3", "a", 11 * S + 1, precision=S), 9 * S, CLOCKS)
+
+
+def test_watchdog_timeout_joins_at_its_implied_start():
+    fault = ev("1", "a", 100 * S)
+    timeout = ev("2", "a", 100 * S + 600 * S + 20_000, elapsed_ms=600_020, kind="nccl_timeout", xid=None)
+    assert timeout.start == 100 * S
+    assert within(fault, timeout, 1 * S, CLOCKS)
+
+
+def test_cause_may_look_later_only_by_clock_uncertainty():
+    effect = ev("1", "b", 100 * S)
+    assert not_after(ev("2", "a", 100 * S + 3 * S + 2), effect, CLOCKS)
+    assert not not_after(ev("3", "a", 100 * S + 3 * S + 3), effect, CLOCKS)
+
+
+def test_components_out_of_order_duplicates_and_empty():
+    rules = default_rules()
+    topo = Topology()
+    evs = [ev("3", "a", 50 * S), ev("1", "a", 0), ev("2", "a", 60 * S), ev("9", "a", 100_000 * S)]
+    comps = components(list(reversed(evs)), rules.links, topo, Clocks())
+    assert [[e.event_id for e in c] for c in comps] == [["1", "3", "2"], ["9"]]
+    assert components([], rules.links, topo, Clocks()) == []
+
+
+def test_watermark_close_and_lateness():
+    wm = Watermark()
+    clocks = Clocks(default_skew_us=2 * S)
+    assert wm.value(clocks) is None and not wm.closed(0, S, clocks)
+    wm.observe(100 * S)
+    wm.observe(50 * S)  # out of order: the watermark does not go back
+    assert wm.value(clocks) == 98 * S
+    assert wm.closed(97 * S - 1, S, clocks) and not wm.closed(97 * S, S, clocks)
+    assert wm.too_late(98 * S - 10 * S - 1, 10 * S, clocks) and not wm.too_late(88 * S, 10 * S, clocks)
+
+
+def _table(evs):
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    rows = [{"event_id": e.event_id, "ts": e.ts, "ts_basis": "line", "host": e.host, "source": "dmesg",
+             "kind": e.kind, "signature": "xid", "severity": e.severity, "device_type": "gpu",
+             "device": e.device, "xid": e.xid, "message": f"NVRM: Xid {e.xid}", "ts_precision_us": 1,
+             "count": 1, "origin": f"t:{e.event_id}"} for e in evs]
+    return to_table(rows, EVENTS_SCHEMA)
+
+
+def test_stream_emits_when_closed_versions_late_evidence_and_drops_too_late():
+    sc = StreamCorrelator(lateness_us=60 * S, close_after_us=10 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    sc.add(_table([ev("a1", "h1", 1000 * S)]))
+    assert sc.step(now_us=0) == []  # window still open
+    sc.add(_table([ev("b1", "h2", 1020 * S, device="0000:02:00.0")]))  # moves the watermark past a1 + 10 s
+    out = sc.step(now_us=0)
+    assert [i["version"] for i in out] == [1] and out[0]["initiator"]["host"] == "h1"
+    first_id = out[0]["id"]
+    # late evidence within the lateness for h1's incident: a new version, same id
+    sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]))
+    sc.add(_table([ev("c1", "h3", 1040 * S, device="0000:04:00.0")]))
+    out = sc.step(now_us=0)
+    again = [i for i in out if i["id"] == first_id]
+    assert again and again[0]["version"] == 2
+    # far too late: counted, not used
+    assert sc.add(_table([ev("z", "h1", 900 * S, device="0000:09:00.0")])) == 1 and sc.late_events == 1
+    # a duplicate delivery changes nothing
+    sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]))
+    assert all(i["id"] != first_id for i in sc.step(now_us=0))
