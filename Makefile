@@ -20,6 +20,7 @@ demo: $(STAMP)
 	$(BIN)/firstfault demo $(ARGS)
 
 test: $(STAMP)
+	scripts/test-deps.sh
 	$(BIN)/python -m pytest $(ARGS)
 
 bench: $(STAMP)
