@@ -12,7 +12,8 @@ What one line cannot say alone:
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
   the uuid of the Xid that follows; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
-  puts the ranks that follow on the P2P fallback path;
+  puts the ranks that follow on the P2P fallback path; a board serial line names
+  the serial of the GPU of the preamble before it;
 * **line groups**: an NVSwitch error is printed as up to three SXid lines of
   one switch and code (Fatal/Non-fatal line, Severity/Engine line, Data
   line), merged into one event.
@@ -33,6 +34,7 @@ from schemas.events import make_event_id
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
 _SXID_GROUP_US = 2 * US
+STORM_GAP_US = 60 * US
 
 
 @dataclass(slots=True)
@@ -144,6 +146,8 @@ def carry_context(hits: list[Hit]) -> None:
     """Fill fields one line takes from an earlier line of the same segment (module doc)."""
     gpu_ctx: dict[str, Any] | None = None
     uuids: dict[str, str] = {}
+    serials: dict[str, str] = {}
+    last_preamble: str | None = None
     p2p_off: tuple[str, str] | None = None
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
@@ -152,6 +156,11 @@ def carry_context(hits: list[Hit]) -> None:
             continue
         if sid == "gpu.preamble" and row.get("device"):
             uuids[row["device"]] = d.get("uuid", "")
+            last_preamble = row["device"]
+            continue
+        if sid == "gpu.board_serial":
+            if last_preamble:
+                serials[last_preamble] = d.get("board_serial", "")
             continue
         if h.c.sig.source == "nvml" and gpu_ctx and row.get("gpu_index") is None and sid.startswith("nvml.nvlink"):
             row["gpu_index"] = gpu_ctx["gpu_index"]
@@ -160,6 +169,8 @@ def carry_context(hits: list[Hit]) -> None:
                     d[k] = gpu_ctx[k]
         if row.get("device") in uuids and "uuid" not in d:
             d["uuid"] = uuids[row["device"]]
+        if row.get("device") in serials and "board_serial" not in d:
+            d["board_serial"] = serials[row["device"]]
         off = _p2p_off(h) if sid in ("nccl.env.p2p", "shell.env.p2p_disable") else None
         if off:
             p2p_off = off
@@ -231,6 +242,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
+    payloads: dict[str, str] = {}
     for h in hits:
         sig, row, p, seg = h.c.sig, h.row, h.prefix, h.seg
         origin = h.origin
@@ -252,7 +264,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
                 "host": row["host"], "ts": row["ts"], "gpu_index": row.get("gpu_index"),
                 "device": row.get("device"), "link": row.get("link"), "state": state,
                 "gbps": float(d["gbps"]) if "gbps" in d else None, "counter": d.get("counter"),
-                "value": _maybe_int(d.get("value")), "model": d.get("model"), "origin": origin})
+                "value": _maybe_float(d.get("value")), "model": d.get("model"), "origin": origin})
             if sig.emit == "link_sample":
                 continue
         if sig.emit == "context":
@@ -274,9 +286,45 @@ def assemble(hits: list[Hit], tz) -> Assembled:
                 ev[k] = v
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
+        payloads[ev["event_id"]] = p.rest
         out.events.append(ev)
     out.topology.extend(_topology_matrix(topo_rows))
+    out.events = collapse_storms(out.events, payloads)
     return out
+
+
+def collapse_storms(events: list[dict[str, Any]], payloads: dict[str, str],
+                    gap_us: int = STORM_GAP_US) -> list[dict[str, Any]]:
+    """Identical lines repeated in a burst become one event with ``count`` and ``last_ts``.
+
+    A failing node can print one line hundreds of thousands of times (800,000
+    copies of one Xid 95 line have been seen). Lines of one stream are the same
+    when host, signature, device and the text after the time prefix are; a
+    repeat joins the event while it comes within ``gap_us`` of the previous copy.
+    The event keeps the first copy's id, time and message; nothing of the count
+    is lost. ``payloads``: event_id -> text after the prefixes.
+    """
+    out: list[dict[str, Any]] = []
+    open_: dict[tuple, dict[str, Any]] = {}
+    for ev in events:
+        key = (ev["host"], ev["signature"], ev.get("device"), ev.get("link"), payloads.get(ev["event_id"]))
+        cur = open_.get(key)
+        last = (cur.get("last_ts") or cur["ts"]) if cur else None
+        if cur is not None and abs(ev["ts"] - last) <= gap_us:
+            cur["count"] += ev.get("count", 1)
+            cur["last_ts"] = max(last, ev["ts"])
+            cur["ts"] = min(cur["ts"], ev["ts"])
+            continue
+        open_[key] = ev
+        out.append(ev)
+    return out
+
+
+def _maybe_float(v: Any) -> float | None:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def _maybe_int(v: Any) -> int | None:

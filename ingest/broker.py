@@ -248,6 +248,14 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def _reap(pid: int) -> None:
+    """Collect a child's exit status so no zombie is left (the broker is our child when we started it)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
 def _terminate(pid: int, timeout_s: float) -> None:
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -257,11 +265,8 @@ def _terminate(pid: int, timeout_s: float) -> None:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
         if not _alive(pid):
+            _reap(pid)
             return
         time.sleep(0.2)
     try:
@@ -269,6 +274,7 @@ def _terminate(pid: int, timeout_s: float) -> None:
     except ProcessLookupError:
         pass
     time.sleep(0.2)
+    _reap(pid)
 
 
 def stop(state_dir: Path, timeout_s: float = 30.0) -> bool:

@@ -9,7 +9,10 @@ SXid line groups, time bases) live in ``ingest.assemble``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.catalog import Catalog, Compiled
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
@@ -22,9 +25,48 @@ _RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process"}
 _UNKNOWN = {"<unknown>", "'<unknown>'", "", "..."}
 
 
+_DCGM_LINK = re.compile(r"^(?P<counter>DCGM_FI_\w+?)_L(?P<link>\d+)(?:_TOTAL)?$")
+
+
+def prometheus_fields(text: str) -> list[dict[str, str]]:
+    """One dcgm-exporter sample line read with prometheus_client's text-format parser.
+
+    Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``,
+    ``value``, ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
+    ``exporter_host`` (``Hostname``/``hostname``: often the exporter pod, not the node — formats.md §8,
+    so the host comes from the Kafka key or the line's envelope), ``uuid``, ``model`` (``modelName``). Label names
+    per formats.md §10.2 (``Hostname`` renamed ``hostname`` in dcgm-exporter #655).
+    """
+    s = text.strip()
+    i = s.find("DCGM_")
+    if i < 0:
+        return []
+    try:
+        fams = list(text_string_to_metric_families(s[i:] + "\n"))
+    except (ValueError, TypeError, IndexError):
+        return []
+    out = []
+    for fam in fams:
+        for smp in fam.samples:
+            lab = smp.labels
+            f = {"metric": smp.name, "value": repr(smp.value) if smp.value != int(smp.value) else str(int(smp.value))}
+            m = _DCGM_LINK.match(smp.name)
+            f["counter"] = m.group("counter") if m else smp.name
+            if m:
+                f["link"] = m.group("link")
+            for src, dst in (("gpu", "gpu_index"), ("pci_bus_id", "pci"), ("Hostname", "exporter_host"),
+                             ("hostname", "exporter_host"), ("UUID", "uuid"), ("uuid", "uuid"), ("modelName", "model")):
+                if lab.get(src):
+                    f.setdefault(dst, lab[src])
+            out.append(f)
+    return out
+
+
 def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     """Named groups of ``c`` on ``text``: one dict per occurrence for ``multi``
     entries, else at most one. ``extra`` regexes add groups not already set."""
+    if c.sig.parser == "prometheus":
+        return prometheus_fields(text)
     if c.sig.multi:
         found = [m.groupdict() for m in c.rx.finditer(text)]
     else:

@@ -85,6 +85,10 @@ class Signature(BaseModel):
     emit: Emit = "event"
     priority: int = Field(default=0, description="when several signatures hit one line, the highest wins")
     multi: bool = Field(default=False, description="one event per occurrence in the line (wrapped tables)")
+    parser: Literal["regex", "prometheus"] = Field(
+        default="regex",
+        description="how fields are read from a hit line: the entry's regex, or the Prometheus text-format "
+                    "parser of prometheus_client (dcgm-exporter lines: metric name, labels, value)")
     pattern: str
     extra: list[str] = Field(
         default_factory=list, description="optional regexes searched on hit lines for more fields"

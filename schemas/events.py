@@ -47,6 +47,7 @@ KINDS: Final = (
     "nccl_init",
     "nccl_error",
     "nccl_timeout",
+    "cuda_error",
     "driver",
     "other",
 )

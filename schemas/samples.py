@@ -25,7 +25,7 @@ LINK_SAMPLES_SCHEMA: Final = pa.schema([
     pa.field("state", pa.string()),
     pa.field("gbps", pa.float64()),  # per-link rate as nvidia-smi prints it, GB/s
     pa.field("counter", pa.string()),  # e.g. "CRC Errors", "Replay Errors", "Recovery Errors"
-    pa.field("value", pa.int64()),
+    pa.field("value", pa.float64()),  # counter value (counts, or a ratio such as a bit error rate)
     pa.field("model", pa.string()),
     pa.field("origin", pa.string(), nullable=False),
 ])

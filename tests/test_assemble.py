@@ -1,0 +1,90 @@
+"""Per-stream passes: storms, carried context, SXid groups, time bases (ingest/assemble.py)."""
+
+from __future__ import annotations
+
+from ingest.decode import Decoded, Segment
+
+T0 = 1_700_000_000_000_000
+
+
+def run(pipeline, text: str, *, basis="kafka", ref=T0, boot=None):
+    seg = Segment(data=text.encode(), origin="t:x", stream="s", host="node07", ref_ts=ref, ref_basis=basis,
+                  ingest_ts=ref, boot_ts=boot)
+    return pipeline.run(Decoded(segments=[seg]))
+
+
+def test_storm_of_identical_lines_is_one_event_with_its_count(pipeline):
+    line = "NVRM: Xid (PCI:0000:3b:00): 95, pid=1, name=x, Uncontained: FBHUB. RST: Yes, D-RST: No"
+    lines = [f"[Mon Feb  2 22:52:{s:02d} 2026] {line}" for s in range(0, 50)] * 1
+    ev = run(pipeline, "\n".join(lines * 2)).events.to_pylist()
+    # 100 copies within 60 s of each other (the second half re-reads the same seconds)
+    assert len(ev) == 1 and ev[0]["count"] == 100
+    assert ev[0]["last_ts"] is not None and ev[0]["ts"] < ev[0]["last_ts"]
+
+
+def test_repeats_apart_in_time_stay_separate(pipeline):
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
+    ev = run(pipeline, f"[Mon Feb  2 10:00:00 2026] {line}\n[Mon Feb  2 12:00:00 2026] {line}").events
+    assert ev.num_rows == 2 and ev.column("count").to_pylist() == [1, 1]
+
+
+def test_preamble_and_serial_attach_to_the_xid(pipeline):
+    text = ("[Mon Feb 2 22:52:45 2026] NVRM: GPU at PCI:0000:4c:00: GPU-45eab12c-e144-7b1c-26a4-df5d9aa40520\n"
+            "[Mon Feb 2 22:52:45 2026] NVRM: GPU Board Serial Number: 1652724066231\n"
+            "[Mon Feb 2 22:52:45 2026] NVRM: Xid (PCI:0000:4c:00): 79, GPU has fallen off the bus.")
+    import orjson
+
+    ev = run(pipeline, text).events.to_pylist()
+    assert len(ev) == 1
+    d = orjson.loads(ev[0]["details"])
+    assert d["uuid"] == "GPU-45eab12c-e144-7b1c-26a4-df5d9aa40520" and d["board_serial"] == "1652724066231"
+
+
+def test_nvlink_block_header_names_the_gpu_of_its_links(pipeline):
+    text = "GPU 3: Tesla V100-SXM2-32GB (UUID: x)\n         Link 0: 25.781 GB/s\n         Link 3: <inactive>"
+    b = run(pipeline, text)
+    assert b.events.column("gpu_index").to_pylist() == [3]
+    assert b.link_samples.column("state").to_pylist() == ["up", "inactive"]
+    assert b.link_samples.column("gpu_index").to_pylist() == [3, 3]
+
+
+def test_sxid_three_line_group_is_one_event(pipeline):
+    text = ("[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up\n"
+            "[6781753.404848] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Severity 1 Engine instance 48 Sub-engine instance 00\n"
+            "[6781753.406566] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Data {0x10000000, 0x10000000, 0x00000000, 0x10000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000}")
+    ev = run(pipeline, text).events.to_pylist()
+    assert len(ev) == 1 and ev[0]["link"] == 48 and ev[0]["fatal"] is True and ev[0]["message"].count("\n") == 2
+
+
+def test_raw_monotonic_with_journald_boot_time(pipeline):
+    b = run(pipeline, "[  100.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", basis="envelope",
+            boot=T0)
+    assert b.events.column("ts_basis").to_pylist() == ["monotonic+boot"]
+    assert b.events.column("ts").cast("int64").to_pylist() == [T0 + 100_500_000]
+
+
+def test_boot_time_from_a_line_that_printed_both(pipeline):
+    text = ("Sep 19 16:18:04 node07 kernel: [68185.875052] pcieport 0000:00:03.1: AER: Multiple Correctable error "
+            "message received from 0000:00:00.0\n"
+            "[68190.000000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.")
+    ev = run(pipeline, text).events
+    bases = ev.column("ts_basis").to_pylist()
+    assert bases == ["line", "monotonic+boot"]
+    ts = ev.column("ts").cast("int64").to_pylist()
+    assert abs((ts[1] - ts[0]) - (68190_000000 - 68185_875052)) < 2_000_000
+
+
+def test_unstamped_line_inherits_the_previous_stamp(pipeline):
+    text = ("[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got "
+            "async error event: port error\n WorkerProc hit an exception.")
+    ev = run(pipeline, text).events.to_pylist()
+    assert [e["ts_basis"] for e in ev] == ["line", "inherited"] and ev[0]["ts"] == ev[1]["ts"]
+
+
+def test_year_from_the_nearest_dated_line(pipeline):
+    text = ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event: "
+            "{Device:{Handle:0x7f0dcf40bdf8} EventType:2 EventData:0 GpuInstanceId:4294967295 ComputeInstanceId:4294967295}\n"
+            "Fri Oct 25 11:35:11 2024\n"
+            "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |")
+    ev = run(pipeline, text).events.to_pylist()
+    assert [e["ts"].year for e in ev] == [2024, 2024]
