@@ -85,12 +85,7 @@ class Scene:
 
     # --- roles -------------------------------------------------------------
     def role(self, e: Ev) -> str:
-        if e.signature == SYMPTOM:
-            return "downstream"
-        if e.xid is not None and e.xid in self.catalog.xids and e.kind in ("xid", "gsp_error"):
-            return self.catalog.xids[e.xid].role
-        c = self.catalog.by_id.get(e.signature)
-        return c.sig.role if c else "either"
+        return role_of(e, self.catalog)
 
     def category_of(self, e: Ev) -> str:
         if e.kind == "sxid":
@@ -105,11 +100,7 @@ class Scene:
 
     def is_fault(self, e: Ev) -> bool:
         """Evidence that something went wrong (not context, not wiring facts)."""
-        if e.signature == SYMPTOM:
-            return True
-        if self.role(e) == "context":
-            return False
-        return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
+        return is_fault(e, self.catalog)
 
     def faults(self) -> list[Ev]:
         return [e for e in self.events if self.is_fault(e)]
@@ -131,6 +122,26 @@ class Scene:
         """An edge from another subject explains ``e``."""
         me = self.subject[e.event_id]
         return any(x.effect is e and self.subject[x.cause.event_id] != me for x in self.edges)
+
+
+def role_of(e: Ev, catalog: Catalog) -> str:
+    """initiator / either / downstream / application / context, from the Xid catalog or the signature."""
+    if e.signature == SYMPTOM:
+        return "downstream"
+    if e.xid is not None and e.xid in catalog.xids and e.kind in ("xid", "gsp_error"):
+        return catalog.xids[e.xid].role
+    c = catalog.by_id.get(e.signature)
+    return c.sig.role if c else "either"
+
+
+def is_fault(e: Ev, catalog: Catalog) -> bool:
+    """Evidence that something went wrong: a symptom, or a non-context event that is a warning or
+    worse or an Xid/SXid report (an Xid 45 teardown is informational but still part of a failure)."""
+    if e.signature == SYMPTOM:
+        return True
+    if role_of(e, catalog) == "context":
+        return False
+    return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
 
 
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:

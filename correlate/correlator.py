@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, resolve_subjects, roots_verdict
+from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
 from correlate.cluster import components
 from correlate.incident import render
 from correlate.model import Ev, events_from_table
@@ -104,7 +104,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = evs + symptom_events(symptoms or [], evs)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
-    for comp in components(evs, rules.links, topo, settings.clocks):
+    for comp in components(evs, rules.links, topo, settings.clocks, is_fault=lambda e: is_fault(e, catalog)):
         scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=settings.clocks)
         if not scene.faults():
             continue

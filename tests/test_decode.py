@@ -1,0 +1,105 @@
+"""Envelopes and files: Vector, Fluent Bit, Filebeat, journald; gzip/zstd; PCI id forms."""
+
+from __future__ import annotations
+
+import gzip
+
+import orjson
+import pytest
+import zstandard
+
+from ingest.decode import decode_file, decode_message
+from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
+
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+
+
+def msg(value: bytes, key: bytes | None = b"node09", headers=None):
+    return decode_message(value, topic="fleet.dmesg", partition=2, offset=41, key=key, timestamp_ms=1_700_000_000_000,
+                          headers=headers)
+
+
+def test_plain_text_takes_the_key_as_host_and_kafka_time():
+    d = msg(b"line one\n" + XID.encode())
+    (seg,) = d.segments
+    assert (seg.host, seg.ref_basis, seg.ref_ts, seg.origin) == ("node09", "kafka", 1_700_000_000_000_000,
+                                                                  "kafka:fleet.dmesg/2/41")
+
+
+def test_host_header_when_there_is_no_key():
+    (seg,) = msg(XID.encode(), key=None, headers=[("host", b"node11")]).segments
+    assert seg.host == "node11"
+
+
+@pytest.mark.parametrize("record,host,ts", [
+    # Vector
+    ({"host": "node07", "timestamp": "2026-11-30T03:12:00.123456Z", "message": XID}, "node07",
+     1796008320123456),
+    # Fluent Bit: epoch seconds in "date", message in "log"
+    ({"date": 1796008320.5, "hostname": "node08", "log": XID}, "node08", 1796008320500000),
+    # Filebeat / ECS
+    ({"@timestamp": "2026-11-30T03:12:00.000Z", "host": {"name": "node10"}, "message": XID}, "node10",
+     1796008320000000),
+    # journald export JSON: µs strings, MESSAGE possibly a byte array
+    ({"__REALTIME_TIMESTAMP": "1796008320000001", "__MONOTONIC_TIMESTAMP": "449410332316",
+      "_HOSTNAME": "node12", "_BOOT_ID": "0123", "MESSAGE": list(XID.encode())}, "node12", 1796008320000001),
+])
+def test_envelope_presets(record, host, ts):
+    d = msg(orjson.dumps(record) + b"\n" + orjson.dumps(record))
+    assert not d.rejects
+    assert [s.host for s in d.segments] == [host, host]
+    assert [s.ref_ts for s in d.segments] == [ts, ts]
+    assert d.segments[0].data.decode() == XID
+    assert d.segments[0].ref_basis == "envelope"
+
+
+def test_journald_gives_the_boot_time():
+    rec = {"__REALTIME_TIMESTAMP": "1796008320000000", "__MONOTONIC_TIMESTAMP": "1000000", "_HOSTNAME": "n",
+           "MESSAGE": XID}
+    (seg,) = msg(orjson.dumps(rec)).segments
+    assert seg.boot_ts == 1796008320000000 - 1000000
+
+
+def test_a_broken_record_is_rejected_with_a_reason_and_the_rest_goes_on():
+    good = orjson.dumps({"host": "a", "message": XID})
+    d = msg(good + b'\n{"host": "a", "message": \n' + b'{"host": "a", "message": 5}\n' + good)
+    assert len(d.segments) == 2
+    assert [r.error_code for r in d.rejects] == ["bad_envelope", "bad_envelope"]
+    assert "record 1" in d.rejects[0].reason and "not a string" in d.rejects[1].reason
+
+
+def test_tombstone_and_corrupt_compression_are_rejected():
+    assert msg(None).rejects[0].error_code == "empty"
+    assert msg(b"\x1f\x8b\x08\x00garbage").rejects[0].error_code == "bad_compression"
+
+
+def test_gzip_and_zstd_values_and_files(tmp_path):
+    raw = ("[Fri Mar  3 04:44:24 2023] " + XID).encode()
+    for blob in (gzip.compress(raw), zstandard.ZstdCompressor().compress(raw)):
+        (seg,) = msg(blob).segments
+        assert seg.data == raw
+    f = tmp_path / "node05.dmesg.log.zst"
+    f.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    (seg,) = decode_file(f, relname=f.name).segments
+    assert (seg.host, seg.data, seg.ref_basis, seg.line_base) == ("node05", raw, "file", 1)
+
+
+def test_file_name_gives_the_host(tmp_path):
+    f = tmp_path / "node07.dmesg.log"
+    f.write_text(XID)
+    assert decode_file(f, relname=f.name).segments[0].host == "node07"
+
+
+@pytest.mark.parametrize("printed,norm", [
+    ("PCI:0000:18:00", "0000:18:00.0"), ("0000:18:00.0", "0000:18:00.0"), ("00000000:18:00.0", "0000:18:00.0"),
+    ("00000019:01:00.0", "0019:01:00.0"), ("0001:6C:00", "0001:6c:00.0"), ("PCI:...", None), ("", None),
+])
+def test_pci_forms(printed, norm):
+    assert normalize_bus_id(printed) == norm
+
+
+def test_nccl_bus_ids_decode_arithmetically():
+    assert nccl_bus_id("18000") == "0000:18:00.0"
+    assert nccl_bus_id("201c0") == "0000:20:1c.0"
+    assert nccl_bus_id("801000") == "0008:01:00.0"
+    assert bus_only("0x21") == "0000:21:00.0" and bus_only("0x1ff") is None

@@ -1,0 +1,111 @@
+"""Every time/host prefix shape from a real line (shared/reference/formats.md §1, §7, §11.1, §12.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from ingest.prefix import parse_iso_us, parse_prefix, to_us
+
+REF = to_us(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc))
+
+
+def us(*a, tz=timezone.utc):
+    return to_us(datetime(*a, tzinfo=tz))
+
+
+@pytest.mark.parametrize("line,ts,prec,host,rest_start", [
+    # raw dmesg: seconds since boot, no wall time
+    ("[449410.332316] NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>'", None, 1, None, "NVRM: Xid"),
+    # dmesg -T, two spaces and one space before the day
+    ("[Fri Mar  3 04:44:24 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1", us(2023, 3, 3, 4, 44, 24), 1_000_000, None,
+     "NVRM"),
+    ("[Mon Feb 2 22:52:45 2026] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Data {}", us(2026, 2, 2, 22, 52, 45),
+     1_000_000, None, "nvidia-nvswitch1"),
+    # dmesg --time-format iso (comma)
+    ("2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus",
+     us(2025, 5, 27, 4, 18, 56) + 89671, 1, None, "NVRM"),
+    # RFC 3164 with host and tag, kernel stamp inside
+    ("Sep 19 16:18:04 node07 kernel: [68185.875052] pcieport 0000:00:03.1: AER: Multiple Correctable error",
+     us(2026, 9, 19, 16, 18, 4), 1_000_000, "node07", "pcieport"),
+    # RFC 3164 with a localised month (journalctl honours the locale)
+    ("11月 15 14:15:47 node01 nv-fabricmanager[4177]: request to query NVSwitch device information",
+     us(2026, 11, 15, 14, 15, 47), 1_000_000, "node01", "request"),
+    ("фев 12 00:48:02 node02 kernel: NVRM: Xid", us(2026, 2, 12, 0, 48, 2), 1_000_000, "node02", "NVRM"),
+    # a shipper that dropped the tag
+    ("Jul 20 16:15:36 node01:  Detected NVL5+ system", us(2026, 7, 20, 16, 15, 36), 1_000_000, "node01", " Detected"),
+    # RFC 5424
+    ("<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - BOM'su root' failed",
+     us(2003, 10, 11, 22, 14, 15) + 3000, 1000, "mymachine.example.com", "'su root'"),
+    # NCCL >= 2.26 WARN stamp
+    ("[2025-09-17 15:16:23] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async",
+     us(2025, 9, 17, 15, 16, 23), 1_000_000, "node01", "node01:311"),
+    # grep over several files prefixes the file name
+    ("node01.log:[2025-09-17 15:16:23] node01:311:405 [0] NCCL WARN x", us(2025, 9, 17, 15, 16, 23), 1_000_000,
+     "node01", "node01:311"),
+    # c10: month not zero-padded, nanoseconds, no year
+    ("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught",
+     us(2026, 6, 26, 6, 24, 44) + 903881, 1, None, "[Rank 1]"),
+    ("[rank0]:[E1206 18:44:16.994932383 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 0] Timeout",
+     us(2025, 12, 6, 18, 44, 16) + 994932, 1, None, "[PG 1"),
+    # older c10: no time at all
+    ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", None, 1, None, "[Rank 1]"),
+    # glog
+    ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event",
+     us(2026, 10, 25, 2, 19, 8) + 2792, 1, None, "Skipping"),
+    # Talos: source address, facility/level, RFC 3339 with nanoseconds
+    ("192.0.2.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0)",
+     us(2026, 4, 22, 21, 25, 20) + 466440, 1, None, "nvidia-nvswitch1"),
+    # Go log behind a source address
+    ("10.0.0.1: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: using NVSwitch management port",
+     us(2025, 11, 25, 13, 58, 49), 1_000_000, None, "nvidia-fabricmanager-wrapper"),
+    # Fabric Manager's own log file
+    ("[May 16 2025 15:10:21] [INFO] [tid 30042] GPU probe request received", us(2025, 5, 16, 15, 10, 21),
+     1_000_000, None, "[INFO]"),
+    # a bare journal tag, no time
+    ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990", None, 1, None, "NVRM"),
+])
+def test_prefix_shapes(line, ts, prec, host, rest_start):
+    p = parse_prefix(line, ref_us=REF)
+    assert p.ts == ts
+    if ts is not None:
+        assert p.precision_us == prec
+    assert p.host == host
+    assert p.rest.startswith(rest_start), p.rest
+
+
+def test_raw_monotonic_is_kept():
+    assert parse_prefix("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0").mono == 1843.308145
+
+
+def test_nccl_prefix_gives_host_pid_and_cuda_device():
+    p = parse_prefix(" node01:124:209 [4] NCCL INFO Channel 19/0 : 4[4] -> 5[5] via P2P/CUMEM/read")
+    assert (p.host, p.pid, p.gpu_index) == ("node01", 124, 4)
+
+
+def test_year_is_inferred_back_across_new_year():
+    # a December line read on 2 January belongs to the year before
+    jan2 = to_us(datetime(2027, 1, 2, tzinfo=timezone.utc))
+    p = parse_prefix("Dec 31 23:59:59 node07 kernel: NVRM: x", ref_us=jan2)
+    assert datetime.fromtimestamp(p.ts / 1e6, tz=timezone.utc).year == 2026 and p.year_inferred
+
+
+def test_zone_of_stamps_without_one_is_configurable():
+    tz = ZoneInfo("Asia/Shanghai")
+    p = parse_prefix("[Fri Mar  3 04:44:24 2023] NVRM: x", tz=tz)
+    assert p.ts == us(2023, 3, 3, 4, 44, 24, tz=tz)
+
+
+def test_impossible_dates_do_not_raise():
+    for line in ("[Fri Feb 30 04:44:24 2023] NVRM: x", "Feb 30 25:61:99 node07 kernel: x",
+                 "2025-13-45T99:99:99Z NVRM: x", "[rank0]:[E1399 99:99:99.1 x.cpp:1] y"):
+        p = parse_prefix(line, ref_us=REF)
+        assert p.ts is None
+
+
+def test_iso_forms():
+    assert parse_iso_us("2026-04-22T21:25:20.458998481Z") == us(2026, 4, 22, 21, 25, 20) + 458998
+    assert parse_iso_us("2025-05-27T04:18:56,089671+02:00") == us(2025, 5, 27, 2, 18, 56) + 89671
+    assert parse_iso_us("not a time") is None
