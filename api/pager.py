@@ -1,0 +1,552 @@
+"""Pages to the paging system: Prometheus Alertmanager (v2 API) and PagerDuty Events v2, through a durable outbox.
+
+What is paged
+    One page per incident whose severity is at or above ``page_min_severity``.
+    Only incidents are paged: an incident's downstream reporters are named in
+    the page (annotations / ``custom_details``), never sent as pages of their
+    own. Two cases where the streaming correlator's output would otherwise page
+    a reporter separately are handled here:
+
+    * *superseded*: a later incident names, among its events, the initiator
+      events of an open page (late evidence re-rooted the story, so the
+      incident id changed): the old page is resolved, annotated
+      ``superseded_by``;
+    * *inhibited*: a new incident whose initiator events are downstream or
+      context events of an open page is not paged.
+
+    A page, once open, follows its incident whatever its later severity: each
+    new version updates it, a ``resolved`` version resolves it, an ``open``
+    version after a resolve re-triggers it. An incident first seen already
+    resolved (late logs, or firstfault was down longer than ``resolve_after_s``)
+    is still paged, as a trigger followed by its resolve, so no page is lost.
+    The streaming correlator emits a version only when an incident's content
+    changes, never for the passage of time, so an open page whose last
+    evidence (``end``) is older than ``resolve_after_s`` is resolved here —
+    the rule ``correlate.incident.render`` applies.
+
+Receivers and dedup keys
+    The dedup key of an incident is its id. PagerDuty: ``dedup_key`` = id; a
+    trigger with an open key updates that PagerDuty incident, ``resolve``
+    closes it. Alertmanager identifies an alert by its label set, so labels are
+    stable for the life of a page: ``alertname=FirstFaultIncident``,
+    ``incident_id`` and ``severity``/``category``/``host`` *as first paged*
+    (for routing); what changes goes to annotations. A firing alert carries
+    ``endsAt = now + am_hold_s`` and open pages are re-sent every
+    ``am_resend_s`` (default 60 s; hold 240 s, Prometheus's own 4× rule), so
+    Alertmanager keeps them across its restarts (it keeps alerts in memory
+    only) and lets them expire if firstfault stops for good. A resolve sends
+    ``endsAt = now``.
+
+Delivery: the outbox
+    ``<state_dir>/pager/outbox.sqlite`` (SQLite, WAL, ``synchronous=FULL``).
+    ``enqueue`` writes one entry per (incident id, version, receiver, action)
+    — idempotent, so a replayed incident version adds nothing — in the same
+    transaction as the page state. The dispatcher sends each receiver's pending
+    entries oldest first (so an incident's versions arrive in order) and marks
+    an entry done only after a 2xx. A connection error, 408, 429 or 5xx is
+    retried with exponential backoff (equal jitter, ``backoff_base_s`` doubling
+    up to ``backoff_max_s``) for that receiver; other 4xx are deterministic
+    (the payload is wrong), so the entry is marked ``rejected`` and counted.
+
+    Why a restart or an outage loses and duplicates no page: an entry leaves
+    ``pending`` only after the receiver acknowledged it, so a crash before the
+    acknowledgement re-sends it after restart. That re-send carries the same
+    dedup key / label set and the same version's content, which both receivers
+    treat as the same page (PagerDuty: a trigger for an open key is an update;
+    Alertmanager: the same label set is the same alert, and its notification
+    log does not notify an unchanged group again) — at-least-once delivery of
+    idempotent messages, i.e. each incident version becomes a page exactly once.
+
+Metrics: ``firstfault_pages_sent_total`` / ``firstfault_pages_failed_total``
+(label ``receiver``; each acknowledged / failed delivery of an outbox entry)
+and ``firstfault_pages_pending``. Alertmanager re-sends are not pages and are
+not counted; their failures show in ``health()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from prometheus_client import Counter, Gauge
+
+from schemas.events import SEVERITY_RANK
+from schemas.settings import Settings
+
+log = logging.getLogger("firstfault.pager")
+
+SENT = Counter("firstfault_pages_sent_total", "outbox entries (trigger, update, resolve) a receiver acknowledged",
+               ["receiver"])
+FAILED = Counter("firstfault_pages_failed_total", "failed deliveries of outbox entries (every failed attempt)",
+                 ["receiver"])
+PENDING = Gauge("firstfault_pages_pending", "outbox entries waiting for delivery", ["receiver"])
+
+ALERTNAME = "FirstFaultIncident"
+_RETRY_STATUS = {408, 425, 429}
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  incident_id TEXT NOT NULL, version INTEGER NOT NULL, receiver TEXT NOT NULL,
+  action TEXT NOT NULL,                      -- trigger | resolve
+  doc BLOB NOT NULL,                         -- page_view() of the incident version, JSON
+  state TEXT NOT NULL DEFAULT 'pending',     -- pending | done | rejected
+  attempts INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, sent REAL, last_error TEXT,
+  UNIQUE (incident_id, version, receiver, action));
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (receiver, state, seq);
+CREATE TABLE IF NOT EXISTS pages (           -- one row per paged incident: its latest version
+  incident_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+  status TEXT NOT NULL,                      -- open | resolved: the page, not necessarily the incident
+  doc BLOB NOT NULL,                         -- page_view() of the latest version, with page_labels
+  initiator_events BLOB NOT NULL,            -- JSON list: to find pages a later incident supersedes
+  explained_events BLOB NOT NULL);           -- JSON list: downstream + context events (inhibition)
+"""
+
+
+# ---- pure payload builders ------------------------------------------------------------------------------
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _epoch(s: str | None) -> float | None:
+    return datetime.fromisoformat(s).timestamp() if s else None
+
+
+def incident_url(base_url: str, incident_id: str) -> str:
+    return f"{base_url.rstrip('/')}/incidents/{incident_id}"
+
+
+def describe_initiator(inc: dict[str, Any]) -> str:
+    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``no single culprit (node01)``."""
+    i = inc.get("initiator") or {}
+    host = i.get("host") or "unknown host"
+    if not i.get("device_type"):
+        return f"no single culprit ({host})"
+    dtype = {"gpu": "GPU", "nic": "NIC", "nvswitch": "NVSwitch", "pcie_port": "PCIe port",
+             "link": "NVLink"}.get(i["device_type"], i["device_type"])
+    dev = i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "")
+    what = f"{dtype} {dev}".strip()
+    if i.get("link") is not None and i["device_type"] != "link":
+        what = f"{'port' if i['device_type'] in ('nic', 'nvswitch') else 'NVLink'} {i['link']} of {what}"
+    code = (f"Xid {i['xid']}" if i.get("xid") is not None else f"SXid {i['sxid']}" if i.get("sxid") is not None
+            else i.get("fault") or i.get("kind"))
+    return f"{what} on {host}" + (f" ({code})" if code else "")
+
+
+def describe_downstream(inc: dict[str, Any], limit: int = 10) -> str:
+    """``3 downstream reporters: node01 GPU 0000:1b:00.0 xid 74 (nvlink_peer); …`` or ``none``."""
+    ds = inc.get("downstream") or []
+    if not ds:
+        return "none"
+    parts = []
+    for d in ds[:limit]:
+        dev = f" {d['device_type'] or ''} {d['device']}".replace("  ", " ") if d.get("device") else ""
+        rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
+        code = f" Xid {d['xid']}" if d.get("xid") is not None else ""
+        parts.append(f"{d.get('host')}{dev}{rank} {d.get('kind')}{code} ({d.get('relation')})")
+    more = f"; and {len(ds) - limit} more" if len(ds) > limit else ""
+    return f"{len(ds)} downstream reporter{'s' if len(ds) > 1 else ''}: " + "; ".join(parts) + more
+
+
+def page_summary(inc: dict[str, Any], limit: int = 1024) -> str:
+    """One line naming severity, category, initiator and next action (PagerDuty allows 1024 characters)."""
+    s = f"[{inc['severity']}] {inc['category']}: {describe_initiator(inc)}. Next: {inc.get('next_action') or '-'}"
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def alert_labels(inc: dict[str, Any]) -> dict[str, str]:
+    """The label set of an incident's alert; frozen at the first page (see module doc)."""
+    labels = {"alertname": ALERTNAME, "incident_id": inc["id"], "severity": inc.get("severity"),
+              "category": inc.get("category"), "host": (inc.get("initiator") or {}).get("host")}
+    return {k: str(v) for k, v in labels.items() if v not in (None, "")}
+
+
+def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | None = None,
+                       hold_s: float = 240.0, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """One postable alert of the Alertmanager v2 API (``POST /api/v2/alerts`` takes a list of these).
+
+    ``now``: send time, epoch seconds. Firing (status ``open``): ``endsAt = now + hold_s``; resolved:
+    ``endsAt = now``. ``startsAt`` is the incident start, but never after ``now`` (a host clock ahead
+    must not make Alertmanager reject ``endsAt`` before ``startsAt``). ``labels`` default to
+    :func:`alert_labels` of this version; the pager passes the labels of the first page."""
+    now = time.time() if now is None else now
+    url = incident_url(base_url, incident["id"])
+    start = min(_epoch(incident.get("start")) or now, now)
+    resolved = incident.get("status") == "resolved"
+    ann = {
+        "summary": page_summary(incident),
+        "description": incident.get("explanation") or "",
+        "initiator": describe_initiator(incident),
+        "category": str(incident.get("category")),
+        "severity": str(incident.get("severity")),
+        "next_action": incident.get("next_action") or "",
+        "verify": "\n".join(incident.get("verify") or []),
+        "downstream": describe_downstream(incident),
+        "confidence": str(incident.get("confidence")),
+        "version": str(incident.get("version")),
+        "incident_url": url,
+    }
+    if incident.get("superseded_by"):
+        ann["superseded_by"] = incident["superseded_by"]
+    return {"labels": labels or alert_labels(incident), "annotations": ann, "startsAt": _iso(start),
+            "endsAt": _iso(now if resolved else now + hold_s), "generatorURL": url}
+
+
+def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -> dict[str, Any]:
+    """A PagerDuty Events v2 event: ``trigger`` for an open incident, ``resolve`` for a resolved one."""
+    base = {"routing_key": routing_key, "dedup_key": incident["id"]}
+    if incident.get("status") == "resolved":
+        return base | {"event_action": "resolve"}
+    url = incident_url(base_url, incident["id"])
+    init = {k: v for k, v in (incident.get("initiator") or {}).items() if k != "events"}
+    payload = {
+        "summary": page_summary(incident),
+        "source": init.get("host") or "firstfault",
+        "severity": incident.get("severity") if incident.get("severity") in SEVERITY_RANK else "error",
+        "timestamp": incident.get("start"),
+        "component": " ".join(str(x) for x in (init.get("device_type"), init.get("device")) if x) or None,
+        "group": incident.get("category"),
+        "class": init.get("fault") or init.get("kind"),
+        "custom_details": {
+            "incident_id": incident["id"], "version": incident.get("version"),
+            "initiator": describe_initiator(incident), "initiator_fields": init,
+            "downstream": describe_downstream(incident), "explanation": incident.get("explanation"),
+            "next_action": incident.get("next_action"), "verify": incident.get("verify") or [],
+            "missing": incident.get("missing") or [], "confidence": incident.get("confidence"),
+            "start": incident.get("start"), "end": incident.get("end"), "incident_url": url,
+        },
+    }
+    return base | {
+        "event_action": "trigger",
+        "payload": {k: v for k, v in payload.items() if v is not None},  # optional fields: absent, not null
+        "links": [{"href": url, "text": f"firstfault incident {incident['id']}"}],
+        "client": "firstfault",
+        "client_url": url,
+    }
+
+
+def page_view(inc: dict[str, Any]) -> dict[str, Any]:
+    """What a page needs of an incident version: the DESIGN.md shape without event id lists."""
+    keys = ("id", "version", "status", "start", "end", "severity", "category", "confidence", "explanation",
+            "next_action", "verify", "missing", "pattern")
+    view = {k: inc.get(k) for k in keys}
+    view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
+    view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in inc.get("downstream") or []]
+    return view
+
+
+def _members(inc: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(initiator event ids, downstream + context event ids)."""
+    explained = [e for d in inc.get("downstream") or [] for e in d.get("events", [])]
+    explained += [c["event"] for c in inc.get("context") or [] if c.get("event")]
+    return list((inc.get("initiator") or {}).get("events", [])), explained
+
+
+def _plan(paged: str | None, status: str) -> list[str]:
+    """Actions for a new version, given the page's current state (None: never paged)."""
+    if status != "resolved":
+        return ["trigger"]
+    return {None: ["trigger", "resolve"], "open": ["resolve"]}.get(paged, [])
+
+
+# ---- the pager ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Receiver:
+    """A paging endpoint and its delivery state (in memory; the outbox is the durable part)."""
+
+    name: str  # "alertmanager" | "pagerduty"
+    url: str
+    failures: int = 0  # consecutive
+    next_try: float = 0.0  # time.monotonic()
+    last_error: str = ""
+    last_success: float | None = None  # epoch seconds
+    last_refresh: float = float("-inf")  # time.monotonic(), Alertmanager only
+
+
+class Pager:
+    """See module doc. Used from one asyncio loop; ``enqueue`` is synchronous (one SQLite transaction).
+
+    ``public_url``: base URL of the API for incident links (default ``http://{api_host}:{api_port}``).
+    Raises ``ValueError`` when ``pagerduty_url`` is set without ``pagerduty_routing_key``."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time, public_url: str | None = None,
+                 am_resend_s: float = 60.0, am_hold_s: float = 240.0, backoff_base_s: float = 1.0,
+                 backoff_max_s: float = 300.0, timeout_s: float = 10.0, poll_s: float = 1.0) -> None:
+        if settings.pagerduty_url and not settings.pagerduty_routing_key:
+            raise ValueError("pagerduty_url is set but pagerduty_routing_key is not")
+        self.clock = clock
+        self.base_url = public_url or f"http://{settings.api_host}:{settings.api_port}"
+        self.min_rank = SEVERITY_RANK[settings.page_min_severity]
+        self.resolve_after_s = settings.resolve_after_s
+        self.routing_key = settings.pagerduty_routing_key or ""
+        self.am_resend_s, self.am_hold_s = am_resend_s, am_hold_s
+        self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
+        self.timeout_s, self.poll_s = timeout_s, poll_s
+        self.receivers: list[Receiver] = []
+        if settings.alertmanager_url:
+            self.receivers.append(Receiver("alertmanager", settings.alertmanager_url.rstrip("/") + "/api/v2/alerts"))
+        if settings.pagerduty_url:
+            self.receivers.append(Receiver("pagerduty", settings.pagerduty_url))
+        self.inhibited = 0
+        self._wake: asyncio.Event | None = None
+        path = Path(settings.state_dir) / "pager" / "outbox.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # health() may be called from another thread (the API's thread pool): one lock around the connection
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        """One transaction, under the lock."""
+        with self._lock, self.db:
+            yield
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self.db.execute(sql, args).fetchall()
+
+    # -- enqueue (called by the service for every batch of incident versions) --
+
+    def enqueue(self, incidents: list[dict[str, Any]]) -> int:
+        """Record the pages these incident versions call for; return how many outbox entries were added
+        (one per receiver and action; 0 for a version seen before, below the threshold, or inhibited)."""
+        if not self.receivers:
+            return 0
+        added = 0
+        with self._tx():
+            for inc in incidents:
+                added += self._enqueue_one(inc)
+        if added and self._wake is not None:
+            self._wake.set()
+        return added
+
+    def _enqueue_one(self, inc: dict[str, Any]) -> int:
+        row = self.db.execute("SELECT version, status, doc FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone()
+        if row is not None and inc["version"] <= row[0]:
+            return 0  # this version (or a later one) is already in the outbox
+        initiator, explained = _members(inc)
+        if row is None and SEVERITY_RANK.get(inc.get("severity"), 0) < self.min_rank:
+            return 0
+        if (row is None or row[1] == "resolved") and self._explained_by_open_page(inc["id"], initiator):
+            self.inhibited += 1
+            log.info("incident %s not paged: its initiator is a downstream reporter of an open page", inc["id"])
+            return 0
+        view = page_view(inc)
+        view["page_labels"] = orjson.loads(row[2])["page_labels"] if row else alert_labels(inc)
+        actions = _plan(row[1] if row else None, inc["status"])
+        status = "resolved" if inc["status"] == "resolved" else "open"
+        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                        (inc["id"], inc["version"], status, orjson.dumps(view), orjson.dumps(initiator),
+                         orjson.dumps(explained)))
+        n = sum(self._put(view, a) for a in actions)
+        return n + self._supersede(inc["id"], set(initiator) | set(explained))
+
+    def _explained_by_open_page(self, iid: str, initiator: list[str]) -> bool:
+        if not initiator:
+            return False
+        for (ex,) in self.db.execute("SELECT explained_events FROM pages WHERE status = 'open' AND incident_id != ?",
+                                     (iid,)):
+            if set(initiator) & set(orjson.loads(ex)):
+                return True
+        return False
+
+    def _supersede(self, iid: str, members: set[str]) -> int:
+        """Resolve open pages whose initiator is among this incident's events (see module doc)."""
+        n = 0
+        rows = self.db.execute("SELECT incident_id, doc, initiator_events FROM pages "
+                               "WHERE status = 'open' AND incident_id != ?", (iid,)).fetchall()
+        for pid, doc, init in rows:
+            if members & set(orjson.loads(init)):
+                log.info("page %s superseded by incident %s", pid, iid)
+                n += self._resolve_page(pid, orjson.loads(doc), superseded_by=iid)
+        return n
+
+    def _resolve_page(self, pid: str, view: dict[str, Any], **note: Any) -> int:
+        view = view | {"status": "resolved"} | note
+        self.db.execute("UPDATE pages SET status = 'resolved', doc = ? WHERE incident_id = ?",
+                        (orjson.dumps(view), pid))
+        return self._put(view, "resolve")
+
+    def _put(self, view: dict[str, Any], action: str) -> int:
+        n = 0
+        for r in self.receivers:
+            cur = self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
+                                  "VALUES (?, ?, ?, ?, ?, ?)",
+                                  (view["id"], view["version"], r.name, action, orjson.dumps(view), self.clock()))
+            n += cur.rowcount
+        return n
+
+    def _expire(self) -> None:
+        """Resolve open pages whose last evidence is older than ``resolve_after_s`` (see module doc)."""
+        now = self.clock()
+        with self._tx():
+            for pid, doc in self.db.execute("SELECT incident_id, doc FROM pages WHERE status = 'open'").fetchall():
+                view = orjson.loads(doc)
+                end = _epoch(view.get("end"))
+                if end is not None and now - end > self.resolve_after_s:
+                    log.info("page %s resolved: no new evidence for %.0f s", pid, now - end)
+                    self._resolve_page(pid, view)
+
+    # -- dispatch --
+
+    async def run_forever(self, stop: asyncio.Event) -> None:
+        """Deliver pending pages and re-send open Alertmanager alerts until ``stop`` is set."""
+        self._wake = asyncio.Event()
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+                while not stop.is_set():
+                    try:
+                        await self._round(client)
+                    except Exception:  # a dead dispatcher would page nothing: log, wait, try again
+                        log.exception("pager round failed; retrying")
+                    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+                    _, pending = await asyncio.wait(waits, timeout=self._next_due(),
+                                                    return_when=asyncio.FIRST_COMPLETED)
+                    for w in pending:
+                        w.cancel()
+                    self._wake.clear()
+        finally:
+            self._wake = None
+
+    async def flush(self, timeout_s: float = 10.0) -> int:
+        """Send everything pending now, retrying with backoff until done or ``timeout_s`` passes.
+        Returns how many entries are still pending (0: all delivered or rejected)."""
+        deadline = time.monotonic() + timeout_s
+        async with httpx.AsyncClient(timeout=min(self.timeout_s, timeout_s)) as client:
+            while True:
+                await self._round(client, refresh=False)
+                left = self.pending()
+                if left == 0 or time.monotonic() >= deadline:
+                    return left
+                await asyncio.sleep(max(0.0, min(self._next_due(), deadline - time.monotonic())))
+
+    def _next_due(self) -> float:
+        now = time.monotonic()
+        due = [now + self.poll_s]
+        for r in self.receivers:
+            if r.failures:
+                due.append(r.next_try)
+            elif r.name == "alertmanager":
+                due.append(r.last_refresh + self.am_resend_s)
+        return min(max(min(due) - now, 0.01), self.poll_s)
+
+    async def _round(self, client: httpx.AsyncClient, *, refresh: bool = True) -> None:
+        self._expire()
+        for r in self.receivers:
+            if time.monotonic() < r.next_try:
+                continue
+            await self._deliver(client, r)
+            if refresh and r.name == "alertmanager" and not r.failures \
+                    and time.monotonic() - r.last_refresh >= self.am_resend_s:
+                await self._refresh(client, r)
+        for r in self.receivers:
+            PENDING.labels(receiver=r.name).set(self.pending(r.name))
+
+    async def _deliver(self, client: httpx.AsyncClient, r: Receiver) -> None:
+        rows = self._rows("SELECT seq, incident_id, version, action, doc FROM outbox "
+                          "WHERE receiver = ? AND state = 'pending' ORDER BY seq", (r.name,))
+        for seq, iid, version, action, doc in rows:
+            view = orjson.loads(doc) | {"status": "resolved" if action == "resolve" else "open"}
+            ok, retry, err = await self._post(client, r, self._body(r, view))
+            with self._tx():
+                if ok:
+                    self.db.execute("UPDATE outbox SET state = 'done', sent = ?, attempts = attempts + 1 "
+                                    "WHERE seq = ?", (self.clock(), seq))
+                else:
+                    self.db.execute("UPDATE outbox SET state = ?, attempts = attempts + 1, last_error = ? "
+                                    "WHERE seq = ?", ("pending" if retry else "rejected", err, seq))
+            if ok:
+                SENT.labels(receiver=r.name).inc()
+                log.info("page %s v%s %s delivered to %s", iid, version, action, r.name)
+                continue
+            FAILED.labels(receiver=r.name).inc()
+            if retry:
+                log.warning("page %s v%s %s to %s failed (%s); retrying in %.1f s", iid, version, action, r.name,
+                            err, r.next_try - time.monotonic())
+                return  # the receiver is likely down: back off instead of trying the rest now
+            log.error("page %s v%s %s rejected by %s: %s", iid, version, action, r.name, err)
+
+    async def _refresh(self, client: httpx.AsyncClient, r: Receiver) -> None:
+        """Re-send every open page that has nothing pending, so Alertmanager neither expires nor forgets it."""
+        docs = [orjson.loads(d) for (d,) in self._rows(
+            "SELECT doc FROM pages WHERE status = 'open' AND incident_id NOT IN "
+            "(SELECT incident_id FROM outbox WHERE receiver = ? AND state = 'pending')", (r.name,))]
+        if docs:
+            now = self.clock()
+            body = [alertmanager_alert(d, self.base_url, now=now, hold_s=self.am_hold_s, labels=d["page_labels"])
+                    for d in docs]
+            ok, _, err = await self._post(client, r, body)
+            if not ok:
+                log.warning("re-sending %d open alerts to %s failed: %s", len(docs), r.name, err)
+                return
+        r.last_refresh = time.monotonic()
+
+    def _body(self, r: Receiver, view: dict[str, Any]) -> Any:
+        if r.name == "alertmanager":
+            return [alertmanager_alert(view, self.base_url, now=self.clock(), hold_s=self.am_hold_s,
+                                       labels=view.get("page_labels"))]
+        return pagerduty_event(view, self.routing_key, self.base_url)
+
+    async def _post(self, client: httpx.AsyncClient, r: Receiver, body: Any) -> tuple[bool, bool, str]:
+        """POST ``body``; returns (acknowledged, worth retrying, error) and keeps the receiver's backoff."""
+        try:
+            resp = await client.post(r.url, json=body)
+            if 200 <= resp.status_code < 300:
+                r.failures, r.next_try, r.last_error, r.last_success = 0, 0.0, "", self.clock()
+                return True, False, ""
+            err = f"HTTP {resp.status_code}: {resp.text[:300]}"
+            retry = resp.status_code in _RETRY_STATUS or resp.status_code >= 500
+            after = resp.headers.get("retry-after", "")
+        except httpx.HTTPError as e:
+            err, retry, after = f"{type(e).__name__}: {e}", True, ""
+        r.last_error = err
+        if retry:
+            r.failures += 1
+            d = min(self.backoff_max_s, self.backoff_base_s * 2 ** (r.failures - 1))
+            d = d / 2 + random.uniform(0, d / 2)  # equal jitter: grows, yet receivers are not hit in lockstep
+            if after.isdigit():
+                d = max(d, float(after))
+            r.next_try = time.monotonic() + d
+        return False, retry, err
+
+    # -- state --
+
+    def pending(self, receiver: str | None = None) -> int:
+        """Entries waiting for ``receiver`` (default: for any configured receiver)."""
+        names = [receiver] if receiver else [r.name for r in self.receivers]
+        return sum(self._rows("SELECT count(*) FROM outbox WHERE state = 'pending' AND receiver = ?", (n,))[0][0]
+                   for n in names)
+
+    def health(self) -> dict[str, Any]:
+        """``ok`` is false while a receiver is failing; per receiver: pending entries, rejected entries,
+        consecutive failures, the last error and the last success (epoch seconds)."""
+        counts = {(rcv, st): n for rcv, st, n in self._rows(
+            "SELECT receiver, state, count(*) FROM outbox WHERE state != 'done' GROUP BY receiver, state")}
+        recv = {r.name: {"url": r.url, "pending": counts.get((r.name, "pending"), 0),
+                         "rejected": counts.get((r.name, "rejected"), 0), "consecutive_failures": r.failures,
+                         "last_error": r.last_error, "last_success": r.last_success} for r in self.receivers}
+        open_pages = self._rows("SELECT count(*) FROM pages WHERE status = 'open'")[0][0]
+        return {"ok": all(r.failures == 0 for r in self.receivers), "receivers": recv, "open_pages": open_pages,
+                "inhibited": self.inhibited}

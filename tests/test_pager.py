@@ -1,0 +1,369 @@
+"""The pager (api/pager.py): payload builders, the paging rules, the durable outbox, and delivery to real
+receivers on loopback — a local HTTP receiver that behaves like PagerDuty's Events v2 endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+from api.pager import Pager, alert_labels, alertmanager_alert, pagerduty_event
+from schemas.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def incident(iid="inc-a", version=1, status="open", severity="critical", category="link_fault",
+             start=None, end=None, init_events=("e1",), downstream=(), next_action="Reseat the NVLink bridge.",
+             explanation="Xid 74 on GPU 0000:9a:00.0 is the earliest fault nothing else explains."):
+    now = time.time()
+    return {
+        "id": iid, "version": version, "status": status, "start": iso(start or now - 60), "end": iso(end or now - 30),
+        "severity": severity, "category": category,
+        "initiator": {"host": "node07", "device_type": "gpu", "device": "0000:9a:00.0", "link": 3, "rank": None,
+                      "kind": "xid", "xid": 74, "events": list(init_events)},
+        "downstream": [{"host": h, "device_type": "gpu", "device": d, "link": None, "rank": r, "kind": k, "xid": None,
+                        "relation": rel, "events": list(ev)} for h, d, r, k, rel, ev in downstream],
+        "context": [], "confidence": 0.9, "explanation": explanation, "next_action": next_action,
+        "verify": ["nvidia-smi nvlink --status -i 0000:9a:00.0"], "missing": [],
+        "recurrence": {"previous": [], "first_seen": iso(now - 60)}, "pattern": "roots", "evidence": [],
+    }
+
+
+DOWN = [("node07", "0000:1b:00.0", 5, "nccl_error", "same_host", ["d1", "d2"]),
+        ("node08", None, 9, "nccl_timeout", "same_comm", ["d3"])]
+
+
+class Receiver:
+    """A real HTTP server on 127.0.0.1 that records every POST. For PagerDuty's shape it also keeps PagerDuty's
+    dedup semantics: a trigger for a key that is not open is a new page, for an open key an update; a resolve
+    closes the key. ``fail``: answer the next N requests with ``fail_status``; ``delay_s``: hold answers."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.requests: list[tuple[float, str, object]] = []
+        self.fail, self.fail_status, self.delay_s = 0, 500, 0.0
+        self.pages, self.open_keys = 0, set()
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                with owner.lock:
+                    owner.requests.append((time.monotonic(), self.path, body))
+                    status = 202
+                    if owner.fail:
+                        owner.fail -= 1
+                        status = owner.fail_status
+                    elif isinstance(body, dict) and "dedup_key" in body:
+                        owner._pagerduty(body)
+                time.sleep(owner.delay_s)
+                out = json.dumps({"status": "success" if status == 202 else "error"}).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def _pagerduty(self, e: dict) -> None:
+        key = e["dedup_key"]
+        if e["event_action"] == "trigger" and key not in self.open_keys:
+            self.pages += 1
+            self.open_keys.add(key)
+        elif e["event_action"] == "resolve":
+            self.open_keys.discard(key)
+
+    def bodies(self, path: str | None = None) -> list:
+        with self.lock:
+            return [b for _, p, b in self.requests if path is None or p == path]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def pd():
+    r = Receiver()
+    yield r
+    r.stop()
+
+
+def pd_settings(tmp_path: Path, url: str, **kw) -> Settings:
+    return Settings(state_dir=tmp_path, pagerduty_url=url + "/v2/enqueue", pagerduty_routing_key="rk-test",
+                    api_host="127.0.0.1", api_port=8080, **kw)
+
+
+def metric(name: str, receiver: str) -> float:
+    return REGISTRY.get_sample_value(name, {"receiver": receiver}) or 0.0
+
+
+# ---- pure builders ---------------------------------------------------------------------------------------
+
+
+def test_payloads_name_initiator_category_next_action_and_link():
+    inc = incident(downstream=DOWN)
+    base = "https://firstfault.example"
+    a = alertmanager_alert(inc, base, now=1_800_000_000.0, hold_s=240)
+    assert a["labels"] == {"alertname": "FirstFaultIncident", "incident_id": "inc-a", "severity": "critical",
+                           "category": "link_fault", "host": "node07"}
+    ann = a["annotations"]
+    assert "NVLink 3 of GPU 0000:9a:00.0 on node07 (Xid 74)" in ann["summary"]
+    assert "link_fault" in ann["summary"] and "Reseat the NVLink bridge." in ann["summary"]
+    assert ann["next_action"] == "Reseat the NVLink bridge."
+    assert ann["downstream"].startswith("2 downstream reporters: node07 gpu 0000:1b:00.0 rank 5 nccl_error")
+    assert a["generatorURL"] == ann["incident_url"] == "https://firstfault.example/incidents/inc-a"
+    assert all(isinstance(v, str) for v in ann.values())
+    assert a["endsAt"] == iso(1_800_000_240.0)  # firing: held for hold_s unless re-sent
+    assert alertmanager_alert(inc | {"status": "resolved"}, base, now=1_800_000_000.0)["endsAt"] == iso(1.8e9)
+
+    e = pagerduty_event(inc, "rk", base)
+    assert e["event_action"] == "trigger" and e["dedup_key"] == "inc-a" and e["routing_key"] == "rk"
+    p = e["payload"]
+    assert p["severity"] == "critical" and p["source"] == "node07" and p["group"] == "link_fault"
+    assert p["summary"] == ann["summary"] and len(p["summary"]) <= 1024
+    assert p["custom_details"]["next_action"] == "Reseat the NVLink bridge."
+    assert "node08" in p["custom_details"]["downstream"]
+    assert e["links"] == [{"href": "https://firstfault.example/incidents/inc-a", "text": "firstfault incident inc-a"}]
+    assert pagerduty_event(inc | {"status": "resolved"}, "rk", base) == {
+        "routing_key": "rk", "dedup_key": "inc-a", "event_action": "resolve"}
+    long = pagerduty_event(incident(next_action="x" * 5000), "rk", base)["payload"]["summary"]
+    assert len(long) == 1024
+    nobody = incident()
+    nobody["initiator"] = {"host": "node08", "device_type": None, "device": None, "kind": "nccl_timeout",
+                           "events": ["e1"]}
+    p = pagerduty_event(nobody, "rk", base)["payload"]
+    assert "component" not in p and "link_fault: no single culprit (node08)" in p["summary"]  # absent, not null
+
+
+def test_alert_start_never_after_send_time_and_labels_can_be_frozen():
+    now = 1_800_000_000.0
+    ahead = incident(start=now + 600, end=now + 700, severity="error", category="ecc")
+    a = alertmanager_alert(ahead | {"status": "resolved"}, "http://x", now=now, labels=alert_labels(incident()))
+    assert a["startsAt"] <= a["endsAt"] == iso(now)  # else Alertmanager rejects the alert
+    assert a["labels"]["severity"] == "critical" and a["annotations"]["severity"] == "error"
+
+
+def test_payloads_of_a_real_incident(pipeline):
+    from api.diagnose import diagnose_paths
+
+    case = ROOT / "tests/corpus/015-ib-port-flap-kills-vllm-tp-workers/input"
+    [inc] = diagnose_paths([case], Settings(), pipeline=pipeline)[2]
+    inc = inc | {"status": "open"}  # old logs: it is resolved already
+    a = alertmanager_alert(inc, "http://h:1")
+    e = pagerduty_event(inc, "rk", "http://h:1")
+    json.dumps([a, e])
+    assert "mlx5_32" in a["annotations"]["summary"] and "node01" in a["annotations"]["summary"]
+    assert a["annotations"]["downstream"].startswith("1 downstream reporter: node01")
+    assert e["payload"]["component"] == "nic mlx5_32" and e["payload"]["group"] == "ib_port"
+
+
+# ---- paging rules, through a PagerDuty-shaped receiver ------------------------------------------------------
+
+
+def test_one_page_per_incident_above_threshold_and_replays_add_nothing(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url, page_min_severity="error"))
+    below = incident("inc-low", severity="warning")
+    page = incident("inc-a", downstream=DOWN, init_events=["e1"])
+    assert pager.enqueue([below, page]) == 1
+    assert pager.enqueue([below, page]) == 0  # the same versions again (a replayed batch)
+    assert asyncio.run(pager.flush(5)) == 0
+    [e] = pd.bodies()
+    assert e["dedup_key"] == "inc-a" and pd.pages == 1  # downstream reporters are named, never paged
+    assert "node07 gpu 0000:1b:00.0" in e["payload"]["custom_details"]["downstream"]
+    assert pager.enqueue([incident("inc-low", version=2, severity="warning")]) == 0
+    pager.close()
+
+
+def test_updates_resolve_and_reopen_follow_the_incident(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    pager.enqueue([incident(version=1)])
+    pager.enqueue([incident(version=2, severity="error", next_action="Replace the GPU.")])  # below is fine now
+    pager.enqueue([incident(version=3, status="resolved")])
+    assert pager.enqueue([incident(version=3, status="resolved")]) == 0
+    assert asyncio.run(pager.flush(5)) == 0
+    b = pd.bodies()
+    assert [(x["event_action"], x["dedup_key"]) for x in b] == [("trigger", "inc-a")] * 2 + [("resolve", "inc-a")]
+    assert b[1]["payload"]["custom_details"]["next_action"] == "Replace the GPU."
+    assert pd.pages == 1 and not pd.open_keys
+    pager.enqueue([incident(version=4)])  # new evidence after the resolve: the page opens again
+    asyncio.run(pager.flush(5))
+    assert pd.bodies()[-1]["event_action"] == "trigger" and pd.pages == 2
+    pager.close()
+
+
+def test_incident_first_seen_resolved_is_still_paged(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    assert pager.enqueue([incident(status="resolved")]) == 2
+    asyncio.run(pager.flush(5))
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger", "resolve"]
+    pager.close()
+
+
+def test_downstream_reporter_is_superseded_or_inhibited_by_the_incident_that_explains_it(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    # an NCCL error paged on its own before its cause arrived (late) ...
+    pager.enqueue([incident("inc-nccl", init_events=["n1"], category="nccl_error")])
+    # ... then the incident rooted at the cause names it as downstream: the reporter's page resolves
+    pager.enqueue([incident("inc-root", init_events=["x1"], downstream=[("node07", None, 1, "nccl_error",
+                                                                            "same_host", ["n1", "n2"])])])
+    # a reporter of an open page never gets a page of its own
+    assert pager.enqueue([incident("inc-n2", init_events=["n2"])]) == 0
+    asyncio.run(pager.flush(5))
+    b = [(x["event_action"], x["dedup_key"]) for x in pd.bodies()]
+    assert b == [("trigger", "inc-nccl"), ("trigger", "inc-root"), ("resolve", "inc-nccl")]
+    assert pager.health()["inhibited"] == 1 and pager.health()["open_pages"] == 1
+    pager.close()
+
+
+def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
+    clock = [time.time()]
+    pager = Pager(pd_settings(tmp_path, pd.url, resolve_after_s=900), clock=lambda: clock[0])
+    pager.enqueue([incident(end=clock[0] - 10)])
+    asyncio.run(pager.flush(5))
+    clock[0] += 600
+    asyncio.run(pager.flush(5))
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger"]
+    clock[0] += 400  # 990 s after the last evidence: the correlator's own rule says resolved
+    asyncio.run(pager.flush(5))
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger", "resolve"]
+    pager.close()
+
+
+# ---- delivery: outages, restarts, rejects -----------------------------------------------------------------
+
+
+def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd):
+    sent0, failed0 = metric("firstfault_pages_sent_total", "pagerduty"), metric("firstfault_pages_failed_total",
+                                                                                 "pagerduty")
+    pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05, backoff_max_s=1.0)
+    pd.fail = 4  # HTTP 500 four times
+    pager.enqueue([incident()])
+    assert asyncio.run(pager.flush(5)) == 0
+    times = [t for t, _, _ in pd.requests]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert len(times) == 5 and gaps[-1] > 2 * gaps[0]  # the waits grow
+    assert pd.pages == 1
+    assert metric("firstfault_pages_sent_total", "pagerduty") - sent0 == 1
+    assert metric("firstfault_pages_failed_total", "pagerduty") - failed0 == 4
+
+    # the receiver goes away entirely (connection refused), an update is enqueued meanwhile
+    port = pd.port
+    pd.stop()
+    pager.enqueue([incident(version=2, next_action="Drain the node.")])
+    assert asyncio.run(pager.flush(0.3)) == 1
+    h = pager.health()
+    assert not h["ok"] and h["receivers"]["pagerduty"]["pending"] == 1
+    assert "ConnectError" in h["receivers"]["pagerduty"]["last_error"]
+    back = Receiver(port)
+    try:
+        assert asyncio.run(pager.flush(5)) == 0
+        [e] = back.bodies()
+        assert e["payload"]["custom_details"]["next_action"] == "Drain the node."
+        assert pager.health()["ok"]
+    finally:
+        back.stop()
+    pager.close()
+
+
+def test_restart_before_acknowledgement_re_sends_the_same_page(tmp_path, pd):
+    """The receiver got the page but firstfault died before the 2xx: the restarted pager sends it again, with
+    the same dedup key and content, so the receiver still has one page; once acknowledged, never again."""
+    settings = pd_settings(tmp_path, pd.url)
+    pager = Pager(settings)
+    pager.enqueue([incident(downstream=DOWN)])
+    pd.delay_s = 2.0
+
+    async def crash_mid_send():
+        task = asyncio.create_task(pager.flush(10))
+        while not pd.requests:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(crash_mid_send())
+    pager.close()
+    pd.delay_s = 0.0
+    again = Pager(settings)
+    assert again.pending() == 1
+    assert again.enqueue([incident(downstream=DOWN)]) == 0  # the correlator replays the same version
+    assert asyncio.run(again.flush(5)) == 0
+    first, second = pd.bodies()
+    assert first == second and pd.pages == 1
+    again.close()
+    third = Pager(settings)
+    asyncio.run(third.flush(1))
+    assert len(pd.bodies()) == 2
+    third.close()
+
+
+def test_restart_with_pages_never_sent(tmp_path, pd):
+    settings = pd_settings(tmp_path, pd.url)
+    pager = Pager(settings)
+    pager.enqueue([incident("inc-a"), incident("inc-b", init_events=["e9"])])
+    pager.close()  # firstfault stops before sending anything
+    again = Pager(settings)
+    assert asyncio.run(again.flush(5)) == 0
+    assert sorted(b["dedup_key"] for b in pd.bodies()) == ["inc-a", "inc-b"] and pd.pages == 2
+    again.close()
+
+
+def test_rejected_payload_is_not_retried(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05)
+    pd.fail, pd.fail_status = 1, 400
+    pager.enqueue([incident("inc-a"), incident("inc-b", init_events=["e9"])])
+    assert asyncio.run(pager.flush(5)) == 0
+    assert [b["dedup_key"] for b in pd.bodies()] == ["inc-a", "inc-b"]
+    assert pager.health()["receivers"]["pagerduty"]["rejected"] == 1
+    pager.close()
+
+
+def test_configuration(tmp_path):
+    assert Pager(Settings(state_dir=tmp_path)).enqueue([incident()]) == 0  # no receiver: nothing to page
+    with pytest.raises(ValueError, match="routing_key"):
+        Pager(Settings(state_dir=tmp_path, pagerduty_url="http://127.0.0.1:9/v2/enqueue"))
+    p = Pager(pd_settings(tmp_path, "http://127.0.0.1:9"), public_url="https://ff.example/")
+    assert p.base_url == "https://ff.example/"
+    assert alertmanager_alert(incident(), p.base_url)["generatorURL"] == "https://ff.example/incidents/inc-a"
+
+
+def test_run_forever_delivers_in_the_background_and_stops(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url))
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(pager.run_forever(stop))
+        await asyncio.sleep(0.05)
+        pager.enqueue([incident()])  # wakes the dispatcher
+        for _ in range(200):
+            if pd.requests:
+                break
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(task, 2)
+
+    asyncio.run(go())
+    assert len(pd.bodies()) == 1 and pager.pending() == 0
+    pager.close()
