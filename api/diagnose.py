@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from correlate.correlator import Symptom, correlate, correlation_settings
+from ingest.counters import with_counter_events
 from ingest.decode import Decoded
 from ingest.files import decode_paths
 from ingest.pipeline import Batch, Pipeline
@@ -19,7 +20,9 @@ def diagnose_paths(paths: Iterable[Path], settings: Settings, *, symptoms: list[
                    ) -> tuple[Decoded, Batch, list[dict[str, Any]]]:
     """Decode, match, extract and correlate files. Raises ``FileNotFoundError`` for a missing path."""
     decoded = decode_paths(list(paths))
-    batch = (pipeline or Pipeline(tz=settings.tzinfo())).run(decoded)
+    pipe = pipeline or Pipeline(tz=settings.tzinfo())
+    batch = pipe.run(decoded)
+    batch.events = with_counter_events(batch.events, batch.link_samples, pipe.catalog)
     incidents = correlate(batch.events, batch.link_samples, batch.topology, settings=correlation_settings(settings),
                           symptoms=symptoms or [], now_us=now_us or int(time.time() * 1_000_000))
     return decoded, batch, incidents

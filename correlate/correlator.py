@@ -24,7 +24,7 @@ from correlate.model import Ev, events_from_table
 from correlate.patterns import PATTERNS
 from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
-from correlate.window import Clocks
+from correlate.window import Clocks, estimate_skew
 from ingest.catalog import Catalog, default_catalog
 
 S = 1_000_000
@@ -101,11 +101,12 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
     evs = _dedup(evs)
     topo: Topology = build_topology(evs, samples, topology, settings.hosts)
+    clocks = settings.clocks.with_estimates(estimate_skew(evs))
     evs = evs + symptom_events(symptoms or [], evs)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
-    for comp in components(evs, rules.links, topo, settings.clocks, is_fault=lambda e: is_fault(e, catalog)):
-        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=settings.clocks)
+    for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
+        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks)
         if not scene.faults():
             continue
         scene.subject = resolve_subjects(comp, topo, catalog)

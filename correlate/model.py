@@ -50,6 +50,7 @@ class Ev:
     count: int = 1
     details: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
+    ingest_ts: int | None = None  # Kafka append time (µs) when the event came through Kafka
 
     @property
     def pos(self) -> int:
@@ -99,9 +100,10 @@ def events_from_table(table: pa.Table) -> list[Ev]:
     t = table
     cols = {name: t.column(name) for name in t.column_names}
     ts = cols["ts"].cast(pa.int64()).to_pylist()
+    ingest = cols["ingest_ts"].cast(pa.int64()).to_pylist()
     rows = t.drop_columns(["ts", "last_ts", "ingest_ts"]).to_pylist()
     out: list[Ev] = []
-    for r, tsv in zip(rows, ts):
+    for r, tsv, its in zip(rows, ts, ingest):
         details = orjson.loads(r["details"]) if r.get("details") else {}
         out.append(Ev(
             event_id=r["event_id"], ts=tsv, ts_basis=r["ts_basis"], host=r["host"], source=r["source"],
@@ -110,6 +112,6 @@ def events_from_table(table: pa.Table) -> list[Ev]:
             nranks=r["nranks"], comm=r["comm"], message=r["message"], gpu_index=r["gpu_index"], pid=r["pid"],
             fatal=r["fatal"], cause_xid=r["cause_xid"], seq=r["seq"], op=r["op"], timeout_ms=r["timeout_ms"],
             elapsed_ms=r["elapsed_ms"], precision_us=r["ts_precision_us"] or 1, count=r["count"] or 1,
-            details=details, origin=r.get("origin") or "",
+            details=details, origin=r.get("origin") or "", ingest_ts=its,
         ))
     return out

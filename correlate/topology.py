@@ -98,7 +98,9 @@ class Topology:
                     if e.nranks:
                         self.comm_size[comm] = e.nranks
             if e.source == "nvml" and e.gpu_index is not None and e.device:
-                self.index_to_bus[(e.host, e.gpu_index)] = e.device
+                self.index_to_bus[(e.host, e.gpu_index)] = e.device  # nvidia-smi / NVML index
+            elif e.signature == "nccl.init" and e.device and str(e.details.get("nvml_dev", "")).isdigit():
+                self.index_to_bus[(e.host, int(e.details["nvml_dev"]))] = e.device  # NCCL >= 2.18: nvmlDev
             if e.details.get("model") and e.gpu_index is not None:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
 

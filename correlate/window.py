@@ -26,16 +26,52 @@ S = 1_000_000
 
 @dataclass(slots=True)
 class Clocks:
-    """Per-host skew bounds (µs) and the default for hosts not listed."""
+    """Per-host skew bounds (µs): configured, else estimated, else the default.
+
+    ``skew_us``: configured bounds (they win); ``estimated_us``: from
+    :func:`estimate_skew`; an estimate only ever widens the default.
+    """
 
     skew_us: dict[str, int] = field(default_factory=dict)
     default_skew_us: int = 2 * S
+    estimated_us: dict[str, int] = field(default_factory=dict)
 
     def skew(self, host: str) -> int:
-        return self.skew_us.get(host, self.default_skew_us)
+        if host in self.skew_us:
+            return self.skew_us[host]
+        return max(self.default_skew_us, self.estimated_us.get(host, 0))
 
     def max_skew(self) -> int:
-        return max([self.default_skew_us, *self.skew_us.values()])
+        return max([self.default_skew_us, *self.skew_us.values(), *self.estimated_us.values()])
+
+    def with_estimates(self, estimated: dict[str, int]) -> "Clocks":
+        return Clocks(skew_us=dict(self.skew_us), default_skew_us=self.default_skew_us, estimated_us=estimated)
+
+
+def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * S) -> dict[str, int]:
+    """Per-host skew bound (µs) from line time vs Kafka append time.
+
+    For every host with at least ``min_events`` line-stamped events that came
+    through Kafka, ``d = append time − line time`` mixes shipping delay and
+    clock offset. The fleet's median ``d`` is the typical delay; a host's bound
+    is ``|median(d_host) − fleet median|`` plus the spread of its own ``d``
+    (median absolute deviation), capped at ``cap_us``. Hosts without enough
+    evidence get none (the default applies).
+    """
+    per_host: dict[str, list[int]] = {}
+    for e in events:
+        if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
+            per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
+    meds = {h: sorted(d)[len(d) // 2] for h, d in per_host.items() if len(d) >= min_events}
+    if len(meds) < 2:
+        return {}
+    fleet = sorted(meds.values())[len(meds) // 2]
+    out = {}
+    for h, m in meds.items():
+        d = per_host[h]
+        mad = sorted(abs(x - m) for x in d)[len(d) // 2]
+        out[h] = min(cap_us, abs(m - fleet) + mad)
+    return out
 
 
 def tolerance(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from schemas.catalog import CatalogFile, Signature
+from schemas.catalog import CatalogFile, DerivedSignature, Signature
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
@@ -59,11 +59,11 @@ class SxidFact:
 
 @dataclass(slots=True)
 class Compiled:
-    """A signature with its compiled Python regexes."""
+    """A signature with its compiled Python regexes (``rx`` is None for a derived signature)."""
 
-    sig: Signature
+    sig: Signature | DerivedSignature
     index: int
-    rx: re.Pattern[str]
+    rx: re.Pattern[str] | None
     extras: list[re.Pattern[str]] = field(default_factory=list)
 
 
@@ -179,6 +179,13 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
                          extras=[re.compile(x) for x in sig.extra])
             entries.append(c)
             by_id[sig.id] = c
+        for d in doc.derived:
+            if d.id in by_id:
+                raise CatalogError(f"{path.name}: duplicate signature id {d.id!r}")
+            missing = [s for s in d.from_signatures if s not in by_id]
+            if missing:
+                raise CatalogError(f"{path.name}: derived {d.id} names unknown signatures {missing}")
+            by_id[d.id] = Compiled(sig=d, index=-1, rx=None)
     return Catalog(
         entries=entries,
         by_id=by_id,

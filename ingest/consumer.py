@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
+from ingest.counters import with_counter_events
 from ingest.decode import Decoded, decode_message
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
@@ -97,6 +98,7 @@ class IngestWorker:
         self.on_batch = on_batch
         self.max_records, self.linger_ms = max_records, linger_ms
         self.health = Health()
+        self.counter_state: dict = {}
         self.stop = asyncio.Event()
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
@@ -173,6 +175,9 @@ class IngestWorker:
         decoded = decode_records(records)
         loop = asyncio.get_running_loop()
         batch = await loop.run_in_executor(None, self.pipeline.run, decoded)
+        # counters are per link, and links of one host stay on one partition: this worker's state suffices
+        batch.events = with_counter_events(batch.events, batch.link_samples, self.pipeline.catalog,
+                                           self.counter_state)
         await self._dead_letter(batch)
         bid = batch_id(records)
         self.lake.write("events", batch.events, bid)

@@ -144,6 +144,37 @@ class Signature(BaseModel):
         return self
 
 
+class DerivedSignature(BaseModel):
+    """An event made from several samples rather than from one line (a counter that rose).
+
+    It has no pattern: ``ingest.counters`` makes it from the ``link_samples``
+    rows of the signatures named in ``from_signatures``. Its ``message`` is the
+    later sample's line.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
+    status: Status = "stable"
+    source: str
+    kind: str
+    severity: str
+    role: Role = "either"
+    category: str | None = None
+    device_type: str | None = "gpu"
+    from_signatures: list[str]
+    counters: list[str] = Field(description="counter names (lower case substrings) whose increase is an event")
+    action: str | None = None
+    verify: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {v!r}")
+        return v
+
+
 class CatalogFile(BaseModel):
     """One YAML file of the catalog: a family of signatures."""
 
@@ -151,3 +182,4 @@ class CatalogFile(BaseModel):
     family: str
     description: str
     signatures: list[Signature]
+    derived: list[DerivedSignature] = Field(default_factory=list)

@@ -107,3 +107,22 @@ def test_stream_emits_when_closed_versions_late_evidence_and_drops_too_late():
     # a duplicate delivery changes nothing
     sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]))
     assert all(i["id"] != first_id for i in sc.step(now_us=0))
+
+
+def test_skew_is_estimated_from_kafka_append_time():
+    from correlate.window import estimate_skew
+
+    evs = []
+    for h, off in (("a", 0), ("b", 0), ("c", 5 * S)):  # c's clock runs 5 s behind
+        for k in range(6):
+            e = ev(f"{h}{k}", h, 1000 * S + k * S - off)
+            e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", 1000 * S + k * S + 100_000  # 0.1 s shipping delay
+            evs.append(e)
+    est = estimate_skew(evs)
+    assert est["a"] == 0 and est["b"] == 0 and est["c"] == 5 * S
+    clocks = Clocks(default_skew_us=2 * S, skew_us={"b": S}).with_estimates(est)
+    assert (clocks.skew("a"), clocks.skew("b"), clocks.skew("c")) == (2 * S, S, 5 * S)
+    # files carry no append time: no estimate
+    for e in evs:
+        e.origin = "file:x:1"
+    assert estimate_skew(evs) == {}
