@@ -1,16 +1,20 @@
 """The pager (api/pager.py): payload builders, the paging rules, the durable outbox, and delivery to real
-receivers on loopback — a local HTTP receiver that behaves like PagerDuty's Events v2 endpoint."""
+receivers on loopback — a local HTTP receiver that behaves like PagerDuty's Events v2 endpoint, and a real
+Prometheus Alertmanager (Debian's prometheus-alertmanager) started and stopped by the test."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
 import threading
 import time
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 from prometheus_client import REGISTRY
 
@@ -18,6 +22,7 @@ from api.pager import Pager, alert_labels, alertmanager_alert, pagerduty_event
 from schemas.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
+AM_BIN = "/usr/bin/prometheus-alertmanager"
 
 
 def iso(t: float) -> str:
@@ -366,4 +371,143 @@ def test_run_forever_delivers_in_the_background_and_stops(tmp_path, pd):
 
     asyncio.run(go())
     assert len(pd.bodies()) == 1 and pager.pending() == 0
+    pager.close()
+
+
+# ---- a real Alertmanager ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Alertmanager:
+    """Debian's Alertmanager on a free loopback port, clustering off, with its own config and storage."""
+
+    def __init__(self, tmp: Path, hook_url: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.dir = tmp
+        self.config = tmp / "alertmanager.yml"
+        self.config.write_text((ROOT / "tests/data/alertmanager.yml").read_text().replace("HOOK_URL", hook_url))
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.dir / "alertmanager.log", "ab")
+        self.proc = subprocess.Popen(
+            [AM_BIN, f"--config.file={self.config}", f"--storage.path={self.dir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=warn"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, (self.dir / "alertmanager.log").read_text()
+            try:
+                if httpx.get(self.url + "/-/ready", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("Alertmanager did not become ready")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM: Alertmanager snapshots its notification log on the way out
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def alerts(self) -> list[dict]:
+        return httpx.get(self.url + "/api/v2/alerts", timeout=5).json()
+
+
+@pytest.fixture
+def alertmanager(tmp_path):
+    if not Path(AM_BIN).exists():
+        pytest.skip(f"{AM_BIN} missing: run scripts/test-deps.sh (Debian package prometheus-alertmanager)")
+    hook = Receiver()
+    am = Alertmanager(tmp_path, hook.url + "/hook")
+    am.start()
+    try:
+        yield am, hook
+    finally:
+        am.stop()
+        hook.stop()
+
+
+def wait_for(pred, timeout=10.0, what=""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alertmanager):
+    am, hook = alertmanager
+    settings = Settings(state_dir=tmp_path / "state", alertmanager_url=am.url, api_port=8080)
+    pager = Pager(settings, am_resend_s=0.3, backoff_base_s=0.05, backoff_max_s=0.3)
+
+    def ours():
+        return [a for a in am.alerts() if a["labels"].get("alertname") == "FirstFaultIncident"]
+
+    def notified(status):
+        return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"]
+                if a["status"] == status]
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(pager.run_forever(stop))
+        loop = asyncio.get_running_loop()
+
+        async def until(pred, what, timeout=15.0):
+            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
+
+        try:
+            # a page arrives: one alert, one notification, downstream named, not alerted
+            pager.enqueue([incident(downstream=DOWN), incident("inc-low", severity="info", init_events=["i1"])])
+            [a] = await until(ours, "the alert")
+            assert a["labels"] == {"alertname": "FirstFaultIncident", "incident_id": "inc-a", "severity": "critical",
+                                   "category": "link_fault", "host": "node07"}
+            assert "NVLink 3 of GPU 0000:9a:00.0 on node07" in a["annotations"]["summary"]
+            assert a["annotations"]["downstream"].startswith("2 downstream reporters")
+            assert a["generatorURL"] == "http://127.0.0.1:8080/incidents/inc-a"
+            await until(lambda: notified("firing"), "the firing notification")
+
+            # an update: same alert (same labels), new annotations, even though the severity changed
+            pager.enqueue([incident(version=2, severity="error", next_action="Drain node07.", downstream=DOWN)])
+            [a] = await until(lambda: [x for x in ours() if x["annotations"]["version"] == "2"], "version 2")
+            assert a["labels"]["severity"] == "critical" and a["annotations"]["severity"] == "error"
+            assert a["annotations"]["next_action"] == "Drain node07."
+
+            # Alertmanager restarts (it keeps alerts in memory only); an update is enqueued while it is down
+            await loop.run_in_executor(None, am.stop)
+            pager.enqueue([incident(version=3, next_action="Replace the NVLink bridge.", downstream=DOWN)])
+            await until(lambda: not pager.health()["ok"], "the pager to notice the outage")
+            await loop.run_in_executor(None, am.start)
+            [a] = await until(lambda: [x for x in ours() if x["annotations"]["version"] == "3"], "version 3")
+            assert a["annotations"]["next_action"] == "Replace the NVLink bridge."
+            await until(lambda: pager.health()["ok"] and pager.pending() == 0, "the outbox to drain")
+            await asyncio.sleep(1.0)  # past group_wait and group_interval: a re-notification would be here by now
+            assert notified("firing") == ["inc-a"]  # its notification log came back from --storage.path
+
+            # resolve: the alert leaves the active list and the receiver hears "resolved"
+            pager.enqueue([incident(version=4, status="resolved", downstream=DOWN)])
+            await until(lambda: not ours(), "the alert to resolve")
+            await until(lambda: notified("resolved"), "the resolved notification")
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    asyncio.run(go())
+    # one page in all: the restart did not make Alertmanager notify the open alert again
+    assert notified("firing").count("inc-a") == 1 and notified("resolved") == ["inc-a"]
+    assert "inc-low" not in notified("firing")
     pager.close()
