@@ -41,11 +41,11 @@ def _settings(config: Path | None, **overrides) -> Settings:
 
 
 def _parse_symptom(text: str, hosts: list[str]):
-    """``hang``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s)."""
+    """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s)."""
     from correlate.correlator import Symptom
 
-    kind, _, rest = text.partition("@")
-    host, _, gpus = rest.partition(":")
+    head, _, gpus = text.partition(":")
+    kind, _, host = head.partition("@")
     if kind not in ("hang", "failure"):
         raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")
     targets = [host] if host else hosts
@@ -59,7 +59,7 @@ def diagnose(
     paths: Annotated[list[Path], typer.Argument(help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
-        help="what you know that the logs may not say: hang|failure[@HOST][:GPU,GPU]")] = None,
+        help="what you know that the logs may not say: hang|failure[@HOST][:GPU,GPU] (e.g. hang:0,1)")] = None,
     fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)")] = None,
     fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse")] = None,
     config: ConfigOpt = None,
@@ -68,8 +68,16 @@ def diagnose(
     from api.diagnose import diagnose_paths
     from api.render import events_json, incidents_table
 
+    from schemas.events import SEVERITY_RANK
+
     if format not in ("json", "table"):
         raise typer.BadParameter("json or table", param_hint="--format")
+    if fail_on is not None and fail_on not in SEVERITY_RANK:
+        raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        err.print(f"[red]no such file or directory:[/] {', '.join(missing)}")
+        raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
     hosts: list[str] = []
     symptoms = []
@@ -89,6 +97,8 @@ def diagnose(
         raise typer.Exit(1) from None
     for r in decoded.rejects:
         err.print(f"[yellow]skipped[/] {r.origin}: {r.reason}")
+    if not decoded.segments and not decoded.rejects:
+        err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))
@@ -105,10 +115,6 @@ def diagnose(
             for m in inc["missing"]:
                 out.print(f"  [yellow]missing:[/] {m}")
     if fail_on:
-        from schemas.events import SEVERITY_RANK
-
-        if fail_on not in SEVERITY_RANK:
-            raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
 
@@ -188,7 +194,7 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
 
     s = _settings(config)
     try:
-        code = run_demo(s, once=once, port=port, console=err)
+        code = run_demo(s, once=once, port=port, console=err, out=out)
     except BrokerError as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
@@ -226,6 +232,7 @@ def serve(port: Annotated[Optional[int], typer.Option()] = None, config: ConfigO
     from api.app import create_app
 
     s = _settings(config)
+    err.print(f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_level="info")
 
 
@@ -238,6 +245,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = prin
     from api.sql import run_sql
 
     s = _settings(config)
+    err.print(f"[dim]lake: {s.lake}[/]")
     raise typer.Exit(run_sql(s, query, format, output, out, err))
 
 

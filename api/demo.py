@@ -40,13 +40,20 @@ def sample_messages(folder: Path = SAMPLES) -> list[tuple[str, str, list[bytes]]
 
 
 async def topics_empty(bootstrap: str, topics: list[str]) -> bool:
+    """True when none of ``topics`` holds a record (the samples were never produced)."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        desc = await admin.describe_topics(topics)
+    finally:
+        await admin.close()
+    tps = [TopicPartition(t["topic"], p["partition"]) for t in desc for p in t["partitions"]]
     c = AIOKafkaConsumer(bootstrap_servers=bootstrap)
     await c.start()
     try:
-        from aiokafka import TopicPartition
-
-        await c.topics()  # fetch metadata so the partitions are known
-        tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or set())]
         ends = await c.end_offsets(tps)
         return sum(ends.values()) == 0
     finally:
@@ -62,8 +69,10 @@ async def produce_samples(bootstrap: str, console: Console) -> int:
     return n
 
 
-def run_demo(settings: Settings, *, once: bool, port: int | None, console: Console) -> int:
-    """Exit code 0 when incidents were produced from the samples."""
+def run_demo(settings: Settings, *, once: bool, port: int | None, console: Console,
+             out: Console | None = None) -> int:
+    """Progress on ``console`` (stderr), the incidents table on ``out`` (stdout). Exit code 0 when
+    incidents were produced from the samples."""
     t0 = time.monotonic()
     console.print("[bold]firstfault demo[/]: local Kafka broker, bundled real logs → incidents")
     st = broker.start(settings.state_dir, log=lambda m: console.print(m))
@@ -85,7 +94,9 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
         h = svc.health()
         console.print(f"ingested {h['records']} Kafka records, {h['lines']} lines → {h['events']} events "
                       f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
-        console.print(incidents_table(incidents, title=f"{len(incidents)} incidents"))
+        (out or console).print(incidents_table(incidents, title=f"{len(incidents)} incidents"))
+        console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} firstfault sql \"SELECT category, count(*) "
+                      "FROM incidents GROUP BY ALL\"")
 
     def serving(server) -> None:
         host, port_ = settings.api_host, server.servers[0].sockets[0].getsockname()[1]

@@ -34,7 +34,8 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
 
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
     """A rich table: one row per incident, initiator first."""
-    t = Table(title=title, show_lines=False)
+    t = Table(title=title, show_lines=False,
+              caption="~ the log printed no wall-clock time: arrival (Kafka) or file time shown")
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
@@ -43,7 +44,8 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
         i = inc["initiator"]
         who = describe_initiator(i)
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
-        t.add_row(inc["start"][:19].replace("T", " "), f"[{style.get(inc['severity'], '')}]{inc['severity']}[/]",
+        approx = inc.get("start_basis") in ("kafka", "file", "inherited", "envelope", "operator")
+        t.add_row(inc["start"][:19].replace("T", " ") + ("~" if approx else " "), f"[{style.get(inc['severity'], '')}]{inc['severity']}[/]",
                   inc["category"], who, down or "-", f"{inc['confidence']:.2f}", inc["next_action"])
     return t
 

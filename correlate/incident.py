@@ -93,6 +93,9 @@ def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
         "status": "resolved" if now_us - end > resolve_after_us else "open",
         "start": iso(start),
         "end": iso(end),
+        # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
+        # printed no usable time and the arrival or file time stands in
+        "start_basis": min(evs, key=lambda e: e.order).ts_basis,
         "severity": severity,
         "category": v.category,
         "initiator": init,

@@ -8,12 +8,17 @@ can still matter, and after each batch re-correlates them:
   window (or the input ended: ``flush``);
 * when later evidence changes an emitted incident, it is emitted again with
   ``version + 1`` (same id);
+* when late evidence changes which event comes first, the incident's id (made
+  from its first event) changes: the old id gets a last version with status
+  ``superseded`` and ``superseded_by``, so nothing stays open by mistake;
 * an event older than the watermark minus the allowed lateness is too late
   to change incidents: it is counted in ``late_events`` (the lake still has it);
 * events are forgotten once older than the watermark minus the lateness and
   the longest link window.
 
-Re-processing the same input in the same order gives the same incidents.
+Whatever the arrival order, once the input has ended (``flush``) the latest
+versions that are not superseded equal the batch correlator's incidents on
+the same events (same ids, same content but ``version``/``status``).
 """
 
 from __future__ import annotations
@@ -95,7 +100,21 @@ class StreamCorrelator:
             inc["version"] = prev[0] + 1 if prev else 1
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
+            out.extend(self._supersede(inc, members))
         self._prune()
+        return out
+
+    def _supersede(self, inc: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
+        """Earlier incidents whose events now belong to ``inc`` (a late, earlier event changed the
+        incident's first event, hence its id): a last version with status ``superseded``."""
+        out = []
+        mine = set(members)
+        for old_id, (ver, _h, old) in list(self.emitted.items()):
+            if old_id == inc["id"] or old.get("status") == "superseded" or not (set(_member_ids(old)) & mine):
+                continue
+            gone = dict(old, version=ver + 1, status="superseded", superseded_by=inc["id"])
+            self.emitted[old_id] = (ver + 1, _content_hash(gone), gone)
+            out.append(gone)
         return out
 
     def _prune(self) -> None:
@@ -105,6 +124,9 @@ class StreamCorrelator:
         longest = max(int(l.window_s * S) for l in self.rules.links)
         horizon = wm - self.lateness_us - min(longest, 3600 * S)
         self.events = {k: e for k, e in self.events.items() if e.ts >= horizon}
+        # incidents whose events are all forgotten can no longer change
+        self.emitted = {k: v for k, v in self.emitted.items()
+                        if any(m in self.events for m in _member_ids(v[2])) or v[2].get("status") != "superseded"}
 
 
 def _member_ids(inc: dict[str, Any]) -> list[str]:

@@ -201,7 +201,7 @@ def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=
     jvm = [java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={logs}", "-cp", cp]
     if not (data / "meta.properties").exists():
-        r = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+        r = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(props)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise BrokerError(f"formatting Kafka storage failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -243,9 +243,14 @@ async def wait_ready(bootstrap: str, timeout_s: float, proc: subprocess.Popen | 
 
 
 def _cluster_id() -> str:
+    """A Kafka cluster id (URL-safe base64 of 16 random bytes) that does not start with '-':
+    StorageTool's argument parser would read such an id as an option."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if cid[0].isalnum():
+            return cid
 
 
 def _reap(pid: int) -> None:

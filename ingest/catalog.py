@@ -1,4 +1,4 @@
-"""Load the signature catalog (``ingest/catalog/*.yaml`` plus the Xid/SXid CSVs).
+"""Load the signature catalog (``ingest/signatures/*.yaml`` plus the Xid/SXid CSVs).
 
 The YAML files follow :mod:`schemas.catalog`; ``xid-catalog.csv`` and
 ``sxid-catalog.csv`` are copies of shared/reference/ (column meanings in
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from schemas.catalog import CatalogFile, DerivedSignature, Signature
 
-CATALOG_DIR = Path(__file__).with_name("catalog")
+CATALOG_DIR = Path(__file__).with_name("signatures")
 
 # xid-catalog.csv severity (fleet view) -> event severity
 _XID_SEVERITY = {"fatal": "critical", "error": "error", "warning": "warning", "info": "info"}

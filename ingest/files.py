@@ -2,12 +2,14 @@
 
 PATH is a file or a directory (every regular file under it, sorted). Each
 file may hold raw lines or NDJSON envelopes, compressed (gzip, zstd) or not
-(DESIGN.md). Event ids come from the file's path relative to the argument's
-parent plus the line number, so the same files give the same ids anywhere.
+(DESIGN.md). Event ids come from the file's name relative to the argument,
+a digest of its content and the line number: the same file gives the same ids
+wherever it lies, and two different files named alike do not collide.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -29,11 +31,20 @@ def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
             yield f, f"{p.name}/{f.relative_to(p).as_posix()}"
 
 
+def content_digest(f: Path, limit: int = 1 << 20) -> str:
+    """8 hex characters of BLAKE2b over the file's size and first MiB."""
+    h = hashlib.blake2b(digest_size=4)
+    h.update(str(f.stat().st_size).encode())
+    with open(f, "rb") as fh:
+        h.update(fh.read(limit))
+    return h.hexdigest()
+
+
 def decode_paths(paths: Iterable[Path]) -> Decoded:
     """Decode every file under ``paths`` into one batch of segments (and rejects)."""
     out = Decoded()
     for f, rel in walk(paths):
-        d = decode_file(f, relname=rel)
+        d = decode_file(f, relname=f"{rel}@{content_digest(f)}")
         out.segments.extend(d.segments)
         out.rejects.extend(d.rejects)
     return out

@@ -1,4 +1,4 @@
-"""Format of the signature catalog (``ingest/catalog/*.yaml``).
+"""Format of the signature catalog (``ingest/signatures/*.yaml``).
 
 A signature is data: a stable id, what it means (kind, severity, role,
 category, recommended action), one Python regular expression with named
