@@ -10,7 +10,8 @@ What is paged
     * *superseded*: a later incident names, among its events, the initiator
       events of an open page (late evidence re-rooted the story, so the
       incident id changed): the old page is resolved, annotated
-      ``superseded_by``;
+      ``superseded_by`` — whether the pager sees this first or the streaming
+      correlator's last version of the old id with status ``superseded``;
     * *inhibited*: a new incident whose initiator events are downstream or
       context events of an open page is not paged.
 
@@ -95,6 +96,7 @@ PENDING = Gauge("firstfault_pages_pending", "outbox entries waiting for delivery
 
 ALERTNAME = "FirstFaultIncident"
 _RETRY_STATUS = {408, 425, 429}
+_CLOSED = ("resolved", "superseded")  # incident statuses that close a page
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -185,7 +187,7 @@ def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | 
     now = time.time() if now is None else now
     url = incident_url(base_url, incident["id"])
     start = min(_epoch(incident.get("start")) or now, now)
-    resolved = incident.get("status") == "resolved"
+    resolved = incident.get("status") in _CLOSED
     ann = {
         "summary": page_summary(incident),
         "description": incident.get("explanation") or "",
@@ -206,9 +208,10 @@ def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | 
 
 
 def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -> dict[str, Any]:
-    """A PagerDuty Events v2 event: ``trigger`` for an open incident, ``resolve`` for a resolved one."""
+    """A PagerDuty Events v2 event: ``trigger`` for an open incident, ``resolve`` for a resolved (or
+    superseded) one."""
     base = {"routing_key": routing_key, "dedup_key": incident["id"]}
-    if incident.get("status") == "resolved":
+    if incident.get("status") in _CLOSED:
         return base | {"event_action": "resolve"}
     url = incident_url(base_url, incident["id"])
     init = {k: v for k, v in (incident.get("initiator") or {}).items() if k != "events"}
@@ -241,7 +244,7 @@ def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -
 def page_view(inc: dict[str, Any]) -> dict[str, Any]:
     """What a page needs of an incident version: the DESIGN.md shape without event id lists."""
     keys = ("id", "version", "status", "start", "end", "severity", "category", "confidence", "explanation",
-            "next_action", "verify", "missing", "pattern")
+            "next_action", "verify", "missing", "pattern", "superseded_by")
     view = {k: inc.get(k) for k in keys}
     view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
     view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in inc.get("downstream") or []]
@@ -256,10 +259,13 @@ def _members(inc: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def _plan(paged: str | None, status: str) -> list[str]:
-    """Actions for a new version, given the page's current state (None: never paged)."""
-    if status != "resolved":
+    """Actions for a new version, given the page's current state (None: never paged). ``superseded``
+    (correlate.stream: late evidence gave the incident a new id) closes a page but never opens one."""
+    if status not in _CLOSED:
         return ["trigger"]
-    return {None: ["trigger", "resolve"], "open": ["resolve"]}.get(paged, [])
+    if paged == "open":
+        return ["resolve"]
+    return ["trigger", "resolve"] if paged is None and status == "resolved" else []
 
 
 # ---- the pager ------------------------------------------------------------------------------------------
@@ -349,14 +355,16 @@ class Pager:
         initiator, explained = _members(inc)
         if row is None and SEVERITY_RANK.get(inc.get("severity"), 0) < self.min_rank:
             return 0
+        actions = _plan(row[1] if row else None, inc["status"])
+        if row is None and not actions:
+            return 0  # superseded before it was ever paged
         if (row is None or row[1] == "resolved") and self._explained_by_open_page(inc["id"], initiator):
             self.inhibited += 1
             log.info("incident %s not paged: its initiator is a downstream reporter of an open page", inc["id"])
             return 0
         view = page_view(inc)
         view["page_labels"] = orjson.loads(row[2])["page_labels"] if row else alert_labels(inc)
-        actions = _plan(row[1] if row else None, inc["status"])
-        status = "resolved" if inc["status"] == "resolved" else "open"
+        status = "resolved" if inc["status"] in _CLOSED else "open"
         self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
                         (inc["id"], inc["version"], status, orjson.dumps(view), orjson.dumps(initiator),
                          orjson.dumps(explained)))

@@ -242,6 +242,20 @@ def test_downstream_reporter_is_superseded_or_inhibited_by_the_incident_that_exp
     pager.close()
 
 
+def test_superseded_version_closes_the_page_and_never_opens_one(tmp_path, pd):
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    pager.enqueue([incident("inc-old", init_events=["n1"])])
+    gone = incident("inc-old", version=2, init_events=["n1"]) | {"status": "superseded", "superseded_by": "inc-new"}
+    assert pager.enqueue([gone]) == 1
+    assert pager.enqueue([incident("inc-never") | {"status": "superseded", "superseded_by": "inc-new"}]) == 0
+    asyncio.run(pager.flush(5))
+    assert [(x["event_action"], x["dedup_key"]) for x in pd.bodies()] == [("trigger", "inc-old"),
+                                                                           ("resolve", "inc-old")]
+    a = alertmanager_alert(gone, "http://x", now=1.8e9)
+    assert a["endsAt"] == iso(1.8e9) and a["annotations"]["superseded_by"] == "inc-new"
+    pager.close()
+
+
 def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
     clock = [time.time()]
     pager = Pager(pd_settings(tmp_path, pd.url, resolve_after_s=900), clock=lambda: clock[0])
