@@ -1,0 +1,393 @@
+"""The hourly degraded-link report, computed: link samples + incidents in, one report object out (pure).
+
+Input rows are those of the ``link_samples`` view (``schemas/samples.py``)
+with ``ts`` as µs since the epoch, UTC, for the 24 hours that end with the
+report hour, and the incident evidence of incidents overlapping the hour.
+A link is ``(host, gpu_index, link)``; rows without a GPU index or link
+number are skipped (and counted). For the hour ``[start, end)``:
+
+``down``
+    the link's last state sample in the hour is not ``up`` (``inactive`` from
+    ``nvidia-smi nvlink -s``, ``down`` from DCGM) and the topology expects it
+    up: the GPU model's platform wires that link (``correlate/platforms.yaml``,
+    docs/reference/topology.md §1: link number < links per GPU), or the link
+    was seen ``up`` earlier in the window (a baseline, topology.md §9 rule 2).
+    A PCIe card's links (0 expected) never seen up are inactive by design.
+``errors``
+    an error counter rose: every counter whose name says CRC, replay or
+    recovery (``CRC Errors``, ``Replay Errors``, ``Recovery Errors`` of
+    ``nvidia-smi nvlink -e``; DCGM's ``…CRC_FLIT_ERROR…`` etc.).
+    ``delta`` = rises between consecutive samples from the last sample before
+    the hour (the baseline; else the hour's first) to the hour's last sample,
+    so hourly deltas add up without double counting. A value lower than the
+    one before is a reset (``nvidia-smi nvlink -re``, driver reload): the
+    counter restarted from 0, so its new value counts and ``resets`` says so.
+    ``rate_per_hour`` = delta / (time from baseline to last sample, hours).
+``flapped``
+    the link changed between up and not up at least twice, counting from its
+    state just before the hour (up -> inactive -> up is two changes).
+
+Each listed link is ``new`` (not listed in the window's 23 earlier hours),
+``persisting`` (listed in the previous hour) or ``recurring`` (listed earlier,
+not in the previous hour). ``cleared`` lists links of the previous hour's
+report that are not listed now; ``silent_hosts`` hosts that sent samples in
+the window but none in the hour.
+
+Times in the report are ISO 8601 UTC strings; no wall-clock time is read,
+so the same input gives the same report.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final
+
+from correlate.incident import iso
+from correlate.topology import HostConfig, expected_links
+
+US: Final = 1_000_000
+HOUR_US: Final = 3600 * US
+WINDOW_HOURS: Final = 24  # the charts and the new/persisting status look this far back (report hour included)
+CLASSES: Final = ("crc", "replay", "recovery")
+PROBLEMS: Final = ("down", "flapped", "errors")  # worst first
+ROLE_RANK: Final = {"initiator": 0, "downstream": 1, "context": 2}
+
+
+# --- hours ------------------------------------------------------------------------------------------------
+def parse_hour(text: str) -> datetime:
+    """``2026-11-30T03`` (or any ISO 8601 time exactly on an hour; no zone = UTC) -> aware UTC datetime.
+
+    Raises ``ValueError`` with a message fit for the caller.
+    """
+    try:
+        dt = datetime.strptime(text, "%Y-%m-%dT%H")
+    except ValueError:
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"hour must look like 2026-11-30T03 (UTC), not {text!r}") from None
+        if (dt.minute, dt.second, dt.microsecond) != (0, 0, 0):
+            raise ValueError(f"hour must be on the hour (minutes and seconds 0), not {text!r}")
+    dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    return dt
+
+
+def hour_label(start_us: int) -> str:
+    """µs of an hour's start -> ``2026-11-30T03``."""
+    return datetime.fromtimestamp(start_us // US, tz=timezone.utc).strftime("%Y-%m-%dT%H")
+
+
+def to_us(dt: datetime) -> int:
+    """Aware datetime -> µs since the epoch."""
+    return int(dt.timestamp()) * US + dt.microsecond
+
+
+def due_hour(now: datetime, lateness_s: float) -> datetime:
+    """The latest hour whose report can be written at ``now``: it ended at least ``lateness_s`` ago.
+
+    Late samples within the allowed lateness still land in their hour, so the
+    service waits that long after an hour ends before reporting it.
+    """
+    t = now.astimezone(timezone.utc) - timedelta(seconds=lateness_s)
+    return t.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+
+
+def counter_class(name: str | None) -> str | None:
+    """Error class of a counter name: ``CRC Errors`` -> ``crc``, ``…REPLAY_ERROR…`` -> ``replay``, else None."""
+    low = (name or "").lower()
+    return next((c for c in CLASSES if c in low), None)
+
+
+# --- grouping samples per link ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, order=True)
+class LinkKey:
+    host: str
+    gpu_index: int
+    link: int
+
+
+@dataclass(slots=True)
+class Series:
+    """One link's samples in the window, in time order."""
+
+    device: str | None = None
+    states: list[tuple[int, str]] = field(default_factory=list)  # (ts µs, "up" | "inactive" | "down")
+    counters: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # name -> [(ts µs, value)]
+
+
+@dataclass(slots=True)
+class Samples:
+    """The window's samples grouped per link, and the GPU models they named."""
+
+    links: dict[LinkKey, Series]
+    models: dict[tuple[str, int], str]  # (host, gpu_index) -> model of the latest sample naming one
+    skipped: int = 0
+
+
+def group_samples(rows: Iterable[Mapping[str, Any]]) -> Samples:
+    """``link_samples`` rows (``ts`` µs) -> :class:`Samples`. Rows lacking a GPU index or link are skipped."""
+    links: dict[LinkKey, Series] = {}
+    models: dict[tuple[str, int], tuple[int, str]] = {}
+    skipped = 0
+    for r in sorted(rows, key=lambda r: r["ts"]):
+        if r.get("gpu_index") is None or r.get("link") is None:
+            skipped += 1
+            continue
+        key = LinkKey(r["host"], int(r["gpu_index"]), int(r["link"]))
+        s = links.setdefault(key, Series())
+        s.device = r.get("device") or s.device
+        if r.get("model"):
+            models[(key.host, key.gpu_index)] = (r["ts"], r["model"])
+        if r.get("state"):
+            s.states.append((r["ts"], r["state"]))
+        elif r.get("counter") and r.get("value") is not None and counter_class(r["counter"]):
+            s.counters.setdefault(r["counter"], []).append((r["ts"], float(r["value"])))
+    return Samples(links=links, models={k: m for k, (_t, m) in models.items()}, skipped=skipped)
+
+
+# --- one link, one hour ----------------------------------------------------------------------------------------
+def counter_delta(points: list[tuple[int, float]], start: int, end: int) -> dict[str, Any] | None:
+    """The rise of one counter over the hour ``[start, end)`` (see module doc); None without a sample in it."""
+    ts = [t for t, _v in points]
+    i0, i1 = bisect_left(ts, start), bisect_left(ts, end)
+    if i0 == i1:
+        return None
+    seq = points[max(i0 - 1, 0):i1]
+    delta = 0.0
+    resets = 0
+    for (_t0, a), (_t1, b) in zip(seq, seq[1:]):
+        if b >= a:
+            delta += b - a
+        else:
+            delta += b
+            resets += 1
+    span_s = (seq[-1][0] - seq[0][0]) / US
+    return {"from": iso(seq[0][0]), "to": iso(seq[-1][0]), "start_value": _num(seq[0][1]),
+            "end_value": _num(seq[-1][1]), "delta": _num(delta), "resets": resets, "span_s": _num(span_s),
+            "rate_per_hour": round(delta * 3600 / span_s, 3) if span_s > 0 else None}
+
+
+def state_view(states: list[tuple[int, str]], start: int, end: int) -> dict[str, Any] | None:
+    """The link's state over the hour: last state, changes, transitions, since when it is down."""
+    ts = [t for t, _s in states]
+    i0, i1 = bisect_left(ts, start), bisect_left(ts, end)
+    if i0 == i1:
+        return None
+    seq = states[max(i0 - 1, 0):i1]
+    transitions = [{"ts": iso(t1), "from": a, "to": b} for (_t0, a), (t1, b) in zip(seq, seq[1:])
+                   if (a == "up") != (b == "up")]
+    last_ts, last = states[i1 - 1]
+    down_since = None
+    if last != "up":
+        j = i1 - 1
+        while j > 0 and states[j - 1][1] != "up":
+            j -= 1
+        down_since = iso(states[j][0])
+    return {"last": last, "last_ts": iso(last_ts), "samples": i1 - i0, "changes": len(transitions),
+            "transitions": transitions, "down_since": down_since}
+
+
+def expectation(link: int, n_expected: int | None, states: list[tuple[int, str]], end: int) -> str | None:
+    """Why the topology expects ``link`` up: ``platform``, ``baseline`` (seen up before ``end``), or None."""
+    if n_expected is not None and link < n_expected:
+        return "platform"
+    if any(s == "up" for t, s in states if t < end):
+        return "baseline"
+    return None
+
+
+def assess(key: LinkKey, s: Series, n_expected: int | None, start: int, end: int) -> dict[str, Any] | None:
+    """The link's finding for ``[start, end)`` when it is degraded (``problems`` non-empty), else None."""
+    st = state_view(s.states, start, end)
+    expected = expectation(key.link, n_expected, s.states, end)
+    counters = []
+    for name, points in sorted(s.counters.items()):
+        d = counter_delta(points, start, end)
+        if d and d["delta"] > 0:
+            counters.append({"counter": name, "class": counter_class(name), **d})
+    problems = []
+    if st and st["last"] != "up" and expected:
+        problems.append("down")
+    if st and st["changes"] >= 2:
+        problems.append("flapped")
+    if counters:
+        problems.append("errors")
+    if not problems:
+        return None
+    errors = {c: _num(sum(x["delta"] for x in counters if x["class"] == c)) for c in CLASSES}
+    return {"problems": problems, "expected": expected, "state": st, "counters": counters, "errors": errors}
+
+
+def hourly_rates(s: Series, window_start: int, hours: int) -> list[dict[str, Any]]:
+    """Per hour of the window: errors per hour of each counter class (sum over its counters), None if unsampled."""
+    out = []
+    for h in range(hours):
+        a = window_start + h * HOUR_US
+        row: dict[str, Any] = {"hour": hour_label(a)}
+        for c in CLASSES:
+            rates = [counter_delta(p, a, a + HOUR_US) for n, p in s.counters.items() if counter_class(n) == c]
+            got = [r["rate_per_hour"] for r in rates if r and r["rate_per_hour"] is not None]
+            row[c] = round(sum(got), 3) if got else None
+        out.append(row)
+    return out
+
+
+def _num(x: float) -> int | float:
+    """Counts print as integers; ratios stay floats."""
+    return int(x) if float(x).is_integer() else round(x, 6)
+
+
+# --- the report ------------------------------------------------------------------------------------------------
+def match_incidents(key: LinkKey, device: str | None, rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Incidents whose evidence names this link: same host and link number, and same GPU index (or bus id).
+
+    ``rows``: one per (incident, evidence event) with the incident's ``id``,
+    ``category``, ``severity``, ``status``, ``start`` (µs) and the event's
+    ``role``, ``host``, ``gpu_index``, ``device``, ``link``. The strongest role
+    wins (initiator, downstream, context).
+    """
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["host"] != key.host or r["link"] != key.link:
+            continue
+        same_gpu = (r["gpu_index"] == key.gpu_index if r["gpu_index"] is not None
+                    else bool(device) and r["device"] == device)
+        if not same_gpu:
+            continue
+        old = best.get(r["id"])
+        if old is None or ROLE_RANK.get(r["role"], 9) < ROLE_RANK.get(old["role"], 9):
+            best[r["id"]] = {"id": r["id"], "category": r["category"], "severity": r["severity"],
+                             "status": r["status"], "start": iso(r["start"]), "role": r["role"]}
+    return sorted(best.values(), key=lambda i: (i["start"], i["id"]))
+
+
+def gpu_models(samples: Samples, hosts: Mapping[str, HostConfig]) -> dict[tuple[str, int], str | None]:
+    """Model per (host, GPU): the one the GPU reported, else the fleet config's platform of its host."""
+    out = {}
+    for key in samples.links:
+        g = (key.host, key.gpu_index)
+        if g not in out:
+            cfg = hosts.get(key.host)
+            out[g] = samples.models.get(g) or (cfg.platform if cfg else None)
+    return out
+
+
+def listed(samples: Samples, n_expected: Mapping[tuple[str, int], int | None], start: int,
+           end: int) -> dict[LinkKey, dict[str, Any]]:
+    """Every degraded link of ``[start, end)`` with its finding."""
+    out = {}
+    for key, s in samples.links.items():
+        f = assess(key, s, n_expected[(key.host, key.gpu_index)], start, end)
+        if f:
+            out[key] = f
+    return out
+
+
+def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[str, Any]], start: int, *,
+                 hosts: Mapping[str, HostConfig] | None = None) -> dict[str, Any]:
+    """The report of the hour starting at ``start`` (µs UTC, on an hour).
+
+    ``rows``: ``link_samples`` rows of ``[start - 23 h, start + 1 h)``, ``ts`` in
+    µs; ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
+    config (NVLink domain and platform per host). Returns the JSON-ready
+    report (module doc; shape in tests/data/report/expected.json).
+    """
+    hosts = hosts or {}
+    end = start + HOUR_US
+    window_start = end - WINDOW_HOURS * HOUR_US
+    samples = group_samples(r for r in rows if window_start <= r["ts"] < end)
+    models = gpu_models(samples, hosts)
+    n_expected = {g: expected_links(m) for g, m in models.items()}
+
+    def domain(h: str) -> str:
+        cfg = hosts.get(h)
+        return cfg.domain if cfg and cfg.domain else h
+
+    now = listed(samples, n_expected, start, end)
+    previous = listed(samples, n_expected, start - HOUR_US, start)
+    links = []
+    for key, f in sorted(now.items()):
+        s = samples.links[key]
+        # hours back (1 = the previous hour) in which this link was listed too
+        earlier = [h for h in range(1, WINDOW_HOURS) if (key in previous if h == 1 else assess(
+            key, s, n_expected[(key.host, key.gpu_index)], start - h * HOUR_US, start - (h - 1) * HOUR_US))]
+        item = {"host": key.host, "domain": domain(key.host), "gpu_index": key.gpu_index, "link": key.link,
+                "device": s.device, "model": models[(key.host, key.gpu_index)],
+                "expected_links": n_expected[(key.host, key.gpu_index)], **f,
+                "status": "new" if not earlier else "persisting" if 1 in earlier else "recurring",
+                "first_listed": hour_label(start - max(earlier, default=0) * HOUR_US),
+                "hours_listed": 1 + len(earlier),
+                "incidents": match_incidents(key, s.device, incident_rows)}
+        if "errors" in f["problems"]:
+            item["rates_24h"] = hourly_rates(s, window_start, WINDOW_HOURS)
+        links.append(item)
+    cleared = [{"host": k.host, "domain": domain(k.host), "gpu_index": k.gpu_index, "link": k.link,
+                "problems": f["problems"]} for k, f in sorted(previous.items()) if k not in now]
+    host_rows = _hosts(samples, models, n_expected, links, start, end, domain)
+    sampled = {h["host"] for h in host_rows}
+    silent = sorted({k.host for k in samples.links} - sampled)
+    return {
+        "report": "degraded_links",
+        "hour": hour_label(start),
+        "start": iso(start),
+        "end": iso(end),
+        "window_start": iso(window_start),
+        "totals": {**_counts(links), "hosts_sampled": len(host_rows),
+                   "links_sampled": sum(h["links_sampled"] for h in host_rows), "cleared": len(cleared),
+                   "silent_hosts": len(silent), "samples_skipped": samples.skipped},
+        "domains": _domains(host_rows, links),
+        "hosts": host_rows,
+        "links": links,
+        "cleared": cleared,
+        "silent_hosts": silent,
+    }
+
+
+def _counts(links: list[dict[str, Any]]) -> dict[str, Any]:
+    incidents = sorted({i["id"] for x in links for i in x["incidents"]})
+    return {"links_listed": len(links),
+            **{p: sum(p in x["problems"] for x in links) for p in PROBLEMS},
+            **{s: sum(x["status"] == s for x in links) for s in ("new", "persisting", "recurring")},
+            "errors_delta": {c: _num(sum(x["errors"][c] for x in links)) for c in CLASSES},
+            "incidents": incidents}
+
+
+def _hosts(samples: Samples, models: Mapping[tuple[str, int], str | None],
+           n_expected: Mapping[tuple[str, int], int | None], links: list[dict[str, Any]], start: int, end: int,
+           domain: Callable[[str], str]) -> list[dict[str, Any]]:
+    """Per host sampled in the hour: its GPUs (links sampled, links not up) and the counts of its listed links."""
+    gpus: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for key, s in sorted(samples.links.items()):
+        st = state_view(s.states, start, end)
+        has_counter = any(counter_delta(p, start, end) for p in s.counters.values())
+        if st is None and not has_counter:
+            continue
+        g = gpus[key.host].setdefault(key.gpu_index, {
+            "gpu_index": key.gpu_index, "model": models[(key.host, key.gpu_index)],
+            "expected_links": n_expected[(key.host, key.gpu_index)], "sampled": [], "not_up": []})
+        g["sampled"].append(key.link)
+        if st and st["last"] != "up":
+            g["not_up"].append(key.link)
+    out = []
+    for host in sorted(gpus):
+        mine = [x for x in links if x["host"] == host]
+        out.append({"host": host, "domain": domain(host), "links_sampled": sum(len(g["sampled"]) for g in
+                                                                                gpus[host].values()),
+                    **_counts(mine), "gpus": [gpus[host][i] for i in sorted(gpus[host])]})
+    return out
+
+
+def _domains(host_rows: list[dict[str, Any]], links: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by: dict[str, list[str]] = defaultdict(list)
+    for h in host_rows:
+        by[h["domain"]].append(h["host"])
+    for x in links:
+        if x["host"] not in by[x["domain"]]:
+            by[x["domain"]].append(x["host"])
+    return [{"domain": d, "hosts": sorted(hs), "links_sampled": sum(h["links_sampled"] for h in host_rows
+                                                                      if h["domain"] == d),
+             **_counts([x for x in links if x["domain"] == d])} for d, hs in sorted(by.items())]
