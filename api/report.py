@@ -1,0 +1,152 @@
+"""The hourly degraded-link report at the edges: read the lake, write the report files, serve it over HTTP.
+
+The computation is :mod:`api.degraded_links` (pure), the file formats
+:mod:`api.report_render` (pure). Here:
+
+* :func:`load_inputs` reads the window's ``link_samples`` and the evidence of
+  incidents overlapping the hour through the read-only DuckDB views;
+* :func:`degraded_link_report` = load + compute, for one hour;
+* :func:`write_hourly` writes the four formats into
+  ``<lake>/reports/degraded_links/date=YYYY-MM-DD/hour=HH/degraded_links.{json,csv,parquet,html}``
+  (each file atomically), what the service calls once an hour (:func:`due_hour` says which);
+* :func:`report_router` serves ``GET /reports/degraded-links?hour=&format=``, computed from the lake
+  on each request (so late samples show up).
+
+Errors: :class:`api.store.StoreError` when the lake cannot be read; ``ValueError``
+for a bad hour or fleet config; ``OSError`` when a report file cannot be written.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import duckdb
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import Response
+
+from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
+from api.report_render import FORMATS, render
+from api.store import StoreError, connect
+from correlate.topology import HostConfig, load_fleet_config
+from ingest.lake import Lake
+from schemas.settings import Settings
+
+__all__ = ["degraded_link_report", "due_hour", "load_inputs", "report_dir", "report_router", "write_hourly"]
+
+# only state rows and error counters leave DuckDB (DCGM also ships traffic counters per link)
+_SAMPLES_SQL = f"""
+SELECT host, epoch_us(ts) AS ts, gpu_index, device, link, state, counter, value, model
+FROM link_samples
+WHERE ts >= ? AND ts < ?
+  AND (state IS NOT NULL OR {" OR ".join(f"contains(lower(counter), '{c}')" for c in CLASSES)})
+"""
+_INCIDENTS_SQL = """
+SELECT i.id, i.category, i.severity, i.status, epoch_us(i.start) AS start, e.role,
+       ev.host, ev.gpu_index, ev.device, ev.link
+FROM incidents i
+JOIN incident_evidence e ON e.incident_id = i.id
+JOIN events ev ON ev.event_id = e.event_id
+WHERE i.start < ? AND i."end" >= ? AND ev.link IS NOT NULL
+"""
+
+
+def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(link sample rows of the 24 h ending with the hour, incident evidence rows of the hour); ``ts`` in µs."""
+    end = start_us + HOUR_US
+    t = lambda us: datetime.fromtimestamp(us / 1e6, tz=timezone.utc)  # noqa: E731
+    con = connect(lake)
+    try:
+        samples = _rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end)]))
+        incidents = _rows(con.execute(_INCIDENTS_SQL, [t(end), t(start_us)]))
+    except duckdb.Error as e:
+        raise StoreError(str(e).splitlines()[0]) from e
+    finally:
+        con.close()
+    return samples, incidents
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def fleet_hosts(settings: Settings) -> dict[str, HostConfig]:
+    """The fleet config's hosts (NVLink domain, platform), or none. Raises ``ValueError`` on a bad file."""
+    return load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
+
+
+def degraded_link_report(settings: Settings, hour: datetime | str, *,
+                         hosts: dict[str, HostConfig] | None = None) -> dict[str, Any]:
+    """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``."""
+    start = to_us(parse_hour(hour) if isinstance(hour, str) else hour.astimezone(timezone.utc))
+    samples, incidents = load_inputs(Lake(settings.lake), start)
+    return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts)
+
+
+def report_dir(lake_root: Path, hour: str) -> Path:
+    """``<lake>/reports/degraded_links/date=2026-11-30/hour=03`` for hour ``2026-11-30T03``."""
+    return lake_root / "reports" / "degraded_links" / f"date={hour[:10]}" / f"hour={hour[11:13]}"
+
+
+def write_hourly(settings: Settings, hour: datetime | str) -> list[Path]:
+    """Write the hour's report in every format under :func:`report_dir`; return the files (json, csv, parquet, html).
+
+    Each file is written to a temporary name, fsynced and renamed, so readers
+    never see half a report; writing the same hour again replaces it.
+    Blocking (DuckDB, matplotlib): call it from a thread in async code.
+    """
+    report = degraded_link_report(settings, hour)
+    d = report_dir(Lake(settings.lake).root, report["hour"])
+    d.mkdir(parents=True, exist_ok=True)
+    out = []
+    for fmt in ("json", "csv", "parquet", "html"):
+        f = d / f"degraded_links.{fmt}"
+        _atomic_write(f, render(report, fmt))
+        out.append(f)
+    return out
+
+
+def _atomic_write(final: Path, data: bytes) -> None:
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def report_router(settings: Settings) -> APIRouter:
+    """``GET /reports/degraded-links``. Include it with the app's auth dependency (it has none of its own)."""
+    router = APIRouter(tags=["reports"])
+    hosts = fleet_hosts(settings)  # read once, like the correlator: a bad file stops start-up
+
+    @router.get("/reports/degraded-links", response_class=Response, responses={
+        200: {"description": "the report; JSON shape as in tests/data/report/expected.json",
+              "content": {m: {} for m in FORMATS.values()}},
+        422: {"description": "hour or format not understood"},
+        503: {"description": "the lake could not be read"}})
+    def degraded_links(
+        hour: Annotated[str | None, Query(max_length=40, description="UTC hour, e.g. 2026-11-30T03; "
+                                          "default: the last complete hour")] = None,
+        format: Annotated[Literal["json", "html", "csv", "parquet"], Query()] = "json",
+    ) -> Response:
+        """Links down that the topology expects up, error counters that rose, flapping links, per host and domain."""
+        try:
+            dt = parse_hour(hour) if hour else due_hour(datetime.now(timezone.utc), 0)
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from None
+        report = degraded_link_report(settings, dt, hosts=hosts)
+        headers = {}
+        if format in ("csv", "parquet"):
+            headers["Content-Disposition"] = f'attachment; filename="degraded_links-{report["hour"]}.{format}"'
+        return Response(render(report, format), media_type=FORMATS[format], headers=headers)
+
+    return router

@@ -1,0 +1,73 @@
+"""``firstfault report …``: the hourly reports from the command line.
+
+    firstfault report degraded-links --hour 2026-11-30T03 --format html --output links.html
+    firstfault report degraded-links --hour 2026-11-30T03 --store     # all formats into the lake
+
+Exit codes as the main command: 0 ok, 1 the lake could not be read or the
+file not written, 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from schemas.settings import SettingsError, load_settings
+
+report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
+err = Console(stderr=True)
+
+
+@report_app.command("degraded-links")
+def degraded_links(
+    hour: Annotated[Optional[str], typer.Option(help="UTC hour, e.g. 2026-11-30T03; default: the last "
+                                                     "complete hour")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="json, html, csv or parquet")] = "json",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write; default: stdout "
+                                                   "(not for parquet)", dir_okay=False)] = None,
+    store: Annotated[bool, typer.Option("--store", help="write every format into "
+                                        "<lake>/reports/degraded_links/date=…/hour=…/ (what the service "
+                                        "does hourly); print the files")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
+                                                   dir_okay=False)] = None,
+) -> None:
+    """Links down that the topology expects up, error counters that rose, flapping links, for one hour."""
+    from api.degraded_links import due_hour, parse_hour
+    from api.report import degraded_link_report, write_hourly
+    from api.report_render import FORMATS, render
+    from api.store import StoreError
+
+    if format not in FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--format")
+    if format == "parquet" and output is None and not store:
+        raise typer.BadParameter("parquet needs --output FILE", param_hint="--output")
+    try:
+        dt = parse_hour(hour) if hour else due_hour(datetime.now(timezone.utc), 0)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--hour") from None
+    try:
+        settings = load_settings(config)
+    except SettingsError as e:
+        err.print(f"[red]configuration error:[/] {e}")
+        raise typer.Exit(2) from None
+    try:
+        if store:
+            for f in write_hourly(settings, dt):
+                print(f)
+            return
+        data = render(degraded_link_report(settings, dt), format)
+        if output is None:
+            sys.stdout.buffer.write(data)
+        else:
+            output.write_bytes(data)
+    except ValueError as e:  # the fleet config file
+        err.print(f"[red]configuration error:[/] {e}")
+        raise typer.Exit(2) from None
+    except (StoreError, OSError) as e:
+        err.print(f"[red]{e}[/]")
+        raise typer.Exit(1) from None
