@@ -1,0 +1,384 @@
+"""The hourly degraded-link report: pure computation with explicit numbers, then the real thing.
+
+The real thing: NVML poller output (tests/data/report/input, made by make_input.py there) through the
+ingest pipeline into a Parquet lake, read back through the read-only DuckDB views; the JSON compared with
+a golden file; the four formats written by ``write_hourly``; the HTTP route on the real uvicorn server;
+the CLI; and the HTML opened in headless Chromium, its charts checked in the DOM and on a screenshot.
+
+Golden file: UPDATE_GOLDEN=1 rewrites tests/data/report/expected.json; review the diff.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from api.degraded_links import (
+    LinkKey, Series, build_report, counter_class, counter_delta, due_hour, expectation, match_incidents,
+    parse_hour, state_view, to_us,
+)
+from api.report import degraded_link_report, load_inputs, report_router, write_hourly
+from api.report_render import CELL, host_grid, links_table, render
+from ingest.files import decode_paths
+from ingest.lake import Lake
+from ingest.pipeline import Pipeline
+from schemas.incidents import incident_rows
+from schemas.settings import Settings
+
+DATA = Path(__file__).resolve().parent / "data" / "report"
+GOLDEN = DATA / "expected.json"
+HOUR = "2026-11-30T03"
+M = 60 * 1_000_000  # a minute in µs
+H3 = to_us(datetime(2026, 11, 30, 3, tzinfo=timezone.utc))  # start of the report hour
+CHROMIUM = "/usr/bin/chromium"
+_spec = importlib.util.spec_from_file_location("report_make_input", DATA / "make_input.py")
+mk = importlib.util.module_from_spec(_spec)  # event_key, rekey: how incidents.json names its events
+_spec.loader.exec_module(mk)
+
+
+# --- pure: numbers worked out by hand ---------------------------------------------------------------------------
+def test_counter_delta_counts_from_the_sample_before_the_hour():
+    pts = [(H3 - 20 * M, 4.0), (H3, 10.0), (H3 + 20 * M, 25.0), (H3 + 40 * M, 55.0), (H3 + 60 * M, 900.0)]
+    d = counter_delta(pts, H3, H3 + 60 * M)
+    assert (d["start_value"], d["end_value"], d["delta"], d["resets"]) == (4, 55, 51, 0)
+    assert d["span_s"] == 3600 and d["rate_per_hour"] == 51.0  # the 04:00 sample belongs to the next hour
+    assert d["from"] == "2026-11-30T02:40:00.000000Z" and d["to"] == "2026-11-30T03:40:00.000000Z"
+
+
+def test_counter_reset_counts_the_new_value():
+    pts = [(H3 - 20 * M, 100.0), (H3 + 20 * M, 3.0), (H3 + 40 * M, 8.0)]
+    d = counter_delta(pts, H3, H3 + 60 * M)
+    assert (d["delta"], d["resets"], d["rate_per_hour"]) == (8, 1, 8.0)
+
+
+def test_counter_without_baseline_starts_at_the_first_sample_and_none_without_samples():
+    pts = [(H3 + 10 * M, 5.0), (H3 + 40 * M, 11.0)]
+    d = counter_delta(pts, H3, H3 + 60 * M)
+    assert (d["delta"], d["span_s"], d["rate_per_hour"]) == (6, 1800, 12.0)
+    assert counter_delta(pts, H3 + 60 * M, H3 + 120 * M) is None
+    one = counter_delta([(H3 + 10 * M, 5.0)], H3, H3 + 60 * M)
+    assert one["delta"] == 0 and one["rate_per_hour"] is None
+
+
+def test_state_view_counts_changes_from_the_state_before_the_hour():
+    states = [(H3 - 20 * M, "up"), (H3, "up"), (H3 + 20 * M, "inactive"), (H3 + 40 * M, "up")]
+    v = state_view(states, H3, H3 + 60 * M)
+    assert (v["last"], v["changes"], v["samples"], v["down_since"]) == ("up", 2, 3, None)
+    assert [(t["from"], t["to"]) for t in v["transitions"]] == [("up", "inactive"), ("inactive", "up")]
+    down = [(H3 - 120 * M, "up"), (H3 - 60 * M, "inactive"), (H3 + 5 * M, "down")]
+    v = state_view(down, H3, H3 + 60 * M)
+    # inactive -> down is no change of up-ness; the link is down since the first not-up sample
+    assert (v["last"], v["changes"], v["down_since"]) == ("down", 0, "2026-11-30T02:00:00.000000Z")
+
+
+def test_expectation_platform_baseline_or_by_design():
+    up_before = [(H3 - 60 * M, "up"), (H3 + 5 * M, "inactive")]
+    assert expectation(7, 18, [], H3) == "platform"
+    assert expectation(20, 18, up_before, H3 + 60 * M) == "baseline"
+    assert expectation(3, 0, [(H3, "inactive")], H3 + 60 * M) is None  # a PCIe card's link: by design
+    assert expectation(3, None, [(H3 + 70 * M, "up")], H3 + 60 * M) is None  # up only after the hour
+
+
+def test_hours_and_counter_names():
+    assert parse_hour("2026-11-30T03") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
+    assert parse_hour("2026-11-30T05:00:00+02:00") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
+    for bad in ("2026-11-30T3x", "2026-11-30T03:30", "yesterday"):
+        with pytest.raises(ValueError, match="hour"):
+            parse_hour(bad)
+    assert due_hour(datetime(2026, 11, 30, 4, 4, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T02")
+    assert due_hour(datetime(2026, 11, 30, 4, 6, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T03")
+    assert [counter_class(n) for n in ("CRC Errors", "Replay Errors", "Recovery Errors",
+                                       "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT", "Rx Bytes", None)] == \
+        ["crc", "replay", "recovery", "crc", None, None]
+
+
+def test_incidents_match_by_gpu_index_or_bus_id_and_keep_the_strongest_role():
+    base = {"category": "link_fault", "severity": "error", "status": "open", "start": H3, "host": "n1", "link": 7}
+    rows = [{**base, "id": "a", "role": "context", "gpu_index": 2, "device": None},
+            {**base, "id": "a", "role": "initiator", "gpu_index": 2, "device": None},
+            {**base, "id": "b", "role": "downstream", "gpu_index": None, "device": "0000:5d:00.0"},
+            {**base, "id": "c", "role": "downstream", "gpu_index": 3, "device": None},
+            {**base, "id": "d", "role": "downstream", "gpu_index": 2, "device": None, "host": "n2"}]
+    got = match_incidents(LinkKey("n1", 2, 7), "0000:5d:00.0", rows)
+    assert [(i["id"], i["role"]) for i in got] == [("a", "initiator"), ("b", "downstream")]
+    assert [i["id"] for i in match_incidents(LinkKey("n1", 2, 7), None, rows)] == ["a"]
+
+
+def test_build_report_on_rows_status_new_persisting_recurring():
+    """Three links with CRC rises in different hours: status, first listed, hours listed, cleared."""
+    def crc(host, points):
+        return [{"host": host, "ts": t, "gpu_index": 0, "device": None, "link": 1, "state": None,
+                 "counter": "CRC Errors", "value": v, "model": "NVIDIA H100 80GB HBM3"} for t, v in points]
+    rows = (crc("new", [(H3 - 30 * M, 0), (H3 + 10 * M, 2)])
+            + crc("persist", [(H3 - 90 * M, 0), (H3 - 30 * M, 1), (H3 + 10 * M, 2)])
+            + crc("recur", [(H3 - 200 * M, 0), (H3 - 150 * M, 4), (H3 - 30 * M, 4), (H3 + 10 * M, 5)])
+            + crc("gone", [(H3 - 90 * M, 0), (H3 - 30 * M, 1), (H3 + 10 * M, 1)]))
+    r = build_report(rows, [], H3)
+    got = {x["host"]: (x["status"], x["first_listed"], x["hours_listed"], x["errors"]["crc"]) for x in r["links"]}
+    assert got == {"new": ("new", "2026-11-30T03", 1, 2), "persist": ("persisting", "2026-11-30T02", 2, 1),
+                   "recur": ("recurring", "2026-11-30T00", 2, 1)}
+    assert r["cleared"] == [{"host": "gone", "domain": "gone", "gpu_index": 0, "link": 1, "problems": ["errors"]}]
+    assert r["totals"]["hosts_sampled"] == 4 and r["totals"]["errors_delta"]["crc"] == 4
+    rates = next(x for x in r["links"] if x["host"] == "new")["rates_24h"]
+    assert len(rates) == 24 and rates[-1] == {"hour": HOUR, "crc": 3.0, "replay": None, "recovery": None}
+
+
+def test_empty_hour():
+    r = build_report([], [], H3)
+    assert r["totals"]["links_listed"] == 0 and r["hosts"] == [] and r["links"] == []
+    html = render(r, "html").decode()
+    assert "No NVLink samples arrived for this hour" in html
+    assert links_table(r).num_rows == 0 and render(r, "csv").startswith(b'"hour","host"')
+
+
+# --- the real lake ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lake_settings(tmp_path_factory):
+    """The fixed input through the ingest pipeline into a fresh Parquet lake, with the incidents snapshot."""
+    root = tmp_path_factory.mktemp("report-lake")
+    settings = Settings(lake=str(root / "lake"), state_dir=root / "state", fleet_config=DATA / "fleet.yaml")
+    batch = Pipeline().run(decode_paths([DATA / "input"]))
+    lake = Lake(settings.lake)
+    lake.init()
+    lake.write("events", batch.events, "fixture")
+    lake.write("link_samples", batch.link_samples, "fixture")
+    lake.write("topology", batch.topology, "fixture")
+    ids = {mk.event_key(e): e["event_id"] for e in batch.events.to_pylist()}
+    incidents = mk.rekey(json.loads((DATA / "incidents.json").read_text()), ids)
+    inc_t, ev_t = incident_rows(incidents, to_us(datetime(2026, 11, 30, 6, tzinfo=timezone.utc)))
+    lake.write("incidents", inc_t, "fixture")
+    lake.write("incident_evidence", ev_t, "fixture")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def report(lake_settings):
+    return degraded_link_report(lake_settings, HOUR)
+
+
+def _link(report, host, gpu, link):
+    return next(x for x in report["links"] if (x["host"], x["gpu_index"], x["link"]) == (host, gpu, link))
+
+
+def test_golden_json(report):
+    got = render(report, "json")
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_bytes(got)
+    assert got.decode() == GOLDEN.read_text(), "report changed: UPDATE_GOLDEN=1 and review the diff"
+    assert render(report, "json") == got  # the same input gives the same bytes
+
+
+def test_report_values(report):
+    """What make_input.py staged, as a person would read it off the report."""
+    t = report["totals"]
+    assert (t["links_listed"], t["down"], t["errors"], t["flapped"]) == (5, 2, 2, 1)
+    assert (t["new"], t["persisting"], t["recurring"], t["hosts_sampled"], t["links_sampled"]) == (3, 2, 0, 4, 216)
+    assert t["errors_delta"] == {"crc": 59, "replay": 9, "recovery": 1}
+    crc = _link(report, "node07", 1, 5)
+    assert crc["problems"] == ["errors"] and crc["status"] == "persisting" and crc["first_listed"] == "2026-11-30T02"
+    by_name = {c["counter"]: (c["delta"], c["rate_per_hour"]) for c in crc["counters"]}
+    assert by_name == {"CRC Errors": (51, 51.0), "Replay Errors": (9, 9.0), "Recovery Errors": (1, 1.0)}
+    assert crc["rates_24h"][-2]["crc"] == pytest.approx(4 / (400 / 60), abs=1e-3)  # 20:00 -> 02:40, 4 errors
+    down = _link(report, "node07", 2, 7)
+    assert down["problems"] == ["down"] and down["status"] == "new" and down["expected"] == "platform"
+    assert down["state"]["down_since"] == "2026-11-30T03:20:00.000000Z"
+    assert [(i["category"], i["role"]) for i in down["incidents"]][:1] == [("link_fault", "downstream")]
+    flap = _link(report, "node07", 3, 2)
+    assert flap["problems"] == ["flapped"] and flap["state"]["changes"] == 2 and flap["state"]["last"] == "up"
+    always = _link(report, "node08", 0, 11)
+    assert always["state"]["down_since"] == "2026-11-29T08:00:00.000000Z" and always["hours_listed"] == 4
+    assert any(i["role"] == "initiator" for i in always["incidents"])
+    reset = _link(report, "node08", 1, 0)
+    assert reset["counters"][0]["resets"] == 1 and reset["errors"]["crc"] == 8
+    assert report["cleared"] == [{"host": "node09", "domain": "rack14", "gpu_index": 0, "link": 3,
+                                  "problems": ["errors"]}]
+    assert not any(x["host"] == "node10" for x in report["links"])  # PCIe card: inactive by design
+    domains = {d["domain"]: (d["hosts"], d["links_listed"]) for d in report["domains"]}
+    assert domains == {"rack12": (["node07", "node08"], 5), "rack14": (["node09"], 0), "node10": (["node10"], 0)}
+    node10 = next(h for h in report["hosts"] if h["host"] == "node10")
+    assert node10["gpus"][0]["expected_links"] == 0 and node10["gpus"][0]["not_up"] == list(range(12))
+
+
+def test_heatmap_grid(report):
+    host = next(h for h in report["hosts"] if h["host"] == "node07")
+    g = host_grid(host, report["links"])
+    status = {(r["gpu"], c["link"]): c["status"] for r in g["rows"] for c in r["cells"]}
+    assert g["ncols"] == 18 and len(status) == 72
+    assert (status[(1, 5)], status[(2, 7)], status[(3, 2)]) == ("errors", "down", "flapped")
+    assert sum(s == "ok" for s in status.values()) == 69
+    cell = next(c for r in g["rows"] if r["gpu"] == 2 for c in r["cells"] if c["link"] == 7)
+    assert cell["title"] == "GPU 2 link 7: down (inactive since 2026-11-30 03:20)"
+
+
+def test_csv_and_parquet_carry_the_links(report):
+    rows = list(csv.DictReader(io.StringIO(render(report, "csv").decode())))
+    assert [(r["host"], r["gpu_index"], r["link"], r["problems"]) for r in rows] == [
+        ("node07", "1", "5", "errors"), ("node07", "2", "7", "down"), ("node07", "3", "2", "flapped"),
+        ("node08", "0", "11", "down"), ("node08", "1", "0", "errors")]
+    assert rows[0]["crc_delta"] == "51" and rows[0]["replay_rate_per_hour"] == "9"
+    t = pq.read_table(io.BytesIO(render(report, "parquet")))
+    assert t.num_rows == 5 and t.column("incident_ids")[3].as_py() == [i["id"] for i in report["links"][3]["incidents"]]
+    assert t.column("down_since")[1].as_py() == datetime(2026, 11, 30, 3, 20, tzinfo=timezone.utc)
+
+
+def test_load_inputs_reads_the_window_only(lake_settings):
+    samples, incidents = load_inputs(Lake(lake_settings.lake), H3)
+    ts = [r["ts"] for r in samples]
+    assert min(ts) == to_us(datetime(2026, 11, 29, 8, tzinfo=timezone.utc))
+    assert max(ts) == to_us(datetime(2026, 11, 30, 3, 40, tzinfo=timezone.utc))  # 04:00 is the next hour
+    assert all(counter_class(r["counter"]) for r in samples if r["state"] is None)
+    assert {r["host"] for r in incidents} == {"node07", "node08", "node10"}
+
+
+@pytest.fixture(scope="module")
+def stored(lake_settings):
+    """What the service writes once an hour: the report files of the hour in the lake."""
+    return write_hourly(lake_settings, HOUR)
+
+
+def test_write_hourly_writes_every_format(lake_settings, report, stored):
+    d = Lake(lake_settings.lake).root / "reports" / "degraded_links" / "date=2026-11-30" / "hour=03"
+    assert stored == [d / f"degraded_links.{x}" for x in ("json", "csv", "parquet", "html")]
+    assert stored[0].read_bytes() == GOLDEN.read_bytes()
+    assert pq.read_table(stored[2]).num_rows == 5
+    assert stored[3].read_bytes() == render(report, "html")
+    assert not [f for f in d.iterdir() if f.name.startswith(".")]  # no temporary file left
+
+
+# --- HTTP and CLI ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def api(lake_settings):
+    """The app as api/app.py builds it (the report router included), on real uvicorn at 127.0.0.1:0."""
+    import uvicorn
+
+    from api.app import create_app
+
+    app = create_app(lake_settings)
+    wired = "/reports/degraded-links" in app.openapi()["paths"]
+    app.openapi_schema = None  # built again on request, with whatever is included below
+    if not wired:  # an api/app.py that does not include the report router yet
+        app.include_router(report_router(lake_settings))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
+            yield c
+    finally:
+        server.should_exit = True
+        t.join(10)
+
+
+def test_http_route(api, report):
+    r = api.get("/reports/degraded-links", params={"hour": HOUR})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == orjson.loads(GOLDEN.read_bytes())
+    r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "html"})
+    assert r.headers["content-type"] == "text/html; charset=utf-8" and r.content == render(report, "html")
+    r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "csv"})
+    assert r.headers["content-type"].startswith("text/csv") and r.content == render(report, "csv")
+    assert r.headers["content-disposition"] == 'attachment; filename="degraded_links-2026-11-30T03.csv"'
+    r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "parquet"})
+    assert pq.read_table(io.BytesIO(r.content)).num_rows == 5
+    r = api.get("/reports/degraded-links", params={"hour": "2026-11-30T3x"})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert "2026-11-30T03" in r.json()["title"]
+    r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "xml"})
+    assert r.status_code == 422 and r.json()["title"] == "invalid request"
+    assert "/reports/degraded-links" in api.get("/openapi.json").json()["paths"]
+
+
+def test_cli(lake_settings, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from api.report_cli import report_app
+
+    app = typer.Typer()
+    app.add_typer(report_app, name="report")  # as api/cli.py mounts it
+    cfg = tmp_path / "firstfault.toml"
+    cfg.write_text(f'lake = "{lake_settings.lake}"\nfleet_config = "{lake_settings.fleet_config}"\n')
+    out = tmp_path / "r.json"
+    run = CliRunner().invoke
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "--output", str(out), "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == GOLDEN.read_bytes()
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "csv", "--config", str(cfg)])
+    assert res.exit_code == 0 and res.stdout.splitlines()[1].startswith('"2026-11-30T03","node07","rack12",1,5')
+    assert run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "parquet", "--config", str(cfg)]).exit_code == 2
+    assert run(app, ["report", "degraded-links", "--hour", "03h", "--config", str(cfg)]).exit_code == 2
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
+    assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
+
+
+# --- looked at as a person would: headless Chromium -----------------------------------------------------------
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    assert Path(CHROMIUM).exists(), "Debian chromium is needed (scripts/test-deps.sh installs it)"
+    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.iterdir()))}"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--hide-scrollbars", f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, timeout=120, check=True)
+
+
+def _count(img, colour: str, tol: int = 8) -> int:
+    """Pixels of ``img`` (H×W×3 array) within ``tol`` of ``colour`` (#rrggbb) on every channel."""
+    import numpy as np
+
+    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+    return int((np.abs(img.astype(int) - rgb) <= tol).all(axis=2).sum())
+
+
+def test_html_in_chromium(stored, tmp_path):
+    """The stored page, opened from disk (no server, no network): its charts are in the DOM and on screen."""
+    import numpy as np
+    from PIL import Image
+
+    page = stored[3]
+    html = page.read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', html) and "<script" not in html  # nothing to fetch
+    shot = tmp_path / "report.png"
+    dom = _chromium(tmp_path, "--dump-dom", "--window-size=1280,4000", f"--screenshot={shot}",
+                    page.as_uri()).stdout.decode()
+    # one heatmap per host, one square per GPU link, coloured by status
+    assert len(re.findall(r'<svg [^>]*class="heatmap"', dom)) == 4
+    assert len(re.findall(r'<rect id="cell-node07-g\d+-l\d+"', dom)) == 72
+    cell = re.search(r'<rect id="cell-node07-g2-l7" class="cell down"[^>]*fill="([^"]+)"', dom)
+    assert cell and cell.group(1) == CELL["down"][0]
+    # one rate chart per link with rising counters; each counter class a drawn line
+    assert len(re.findall(r'<figure class="chart rate"', dom)) == 2
+    for cls in ("crc", "replay", "recovery"):
+        line = re.search(rf'<g id="rate-node07-g1-l5-{cls}">\s*<path d="([^"]+)"', dom)
+        assert line and line.group(1).count("L") >= 4, f"{cls} line has no data path"
+
+    if os.environ.get("REPORT_SCREENSHOT"):
+        shutil.copy(shot, os.environ["REPORT_SCREENSHOT"])
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    count = {s: _count(img, CELL[s][0]) for s in ("down", "flapped", "errors", "ok", "by_design")}
+    cell_px = 15 * 15  # a cell is 18 px square; letters and borders take some
+    assert count["down"] >= 2 * cell_px  # node07 g2 l7, node08 g0 l11 (plus table badges)
+    assert count["flapped"] >= cell_px and count["errors"] >= 2 * cell_px
+    assert count["ok"] >= 200 * cell_px  # 204 healthy links on 3 hosts
+    assert count["by_design"] >= 24 * cell_px  # node10: 2 GPUs × 12 links
+    # the rate charts' replay line (the CRC line shares its red with 'down')
+    assert _count(img, "#1e88e5", 30) >= 100
