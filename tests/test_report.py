@@ -337,7 +337,7 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / f"chromium-profile-{len(list(tmp_path.iterdir()))}"
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--hide-scrollbars", f"--user-data-dir={profile}", *args]
+           "--hide-scrollbars", "--force-color-profile=srgb", f"--user-data-dir={profile}", *args]
     return subprocess.run(cmd, capture_output=True, timeout=120, check=True)
 
 
