@@ -1,29 +1,34 @@
-"""The HTTP API (FastAPI): incidents, events, health and metrics over the Parquet lake.
+"""The HTTP API (FastAPI): incidents, events, links, hosts, SQL, health and metrics over the Parquet lake.
 
 OpenAPI at ``/openapi.json``, interactive docs at ``/docs``. Responses use the
-DESIGN.md shapes; errors are RFC 9457 ``application/problem+json``. When
-``api_token`` is set every route but ``/healthz`` needs ``Authorization:
-Bearer <token>``.
+DESIGN.md shapes; errors are RFC 9457 ``application/problem+json`` with no
+stack traces. When ``api_token`` is set every route but ``/healthz`` and
+``/metrics`` needs ``Authorization: Bearer <token>``. Request bodies larger than
+``api_max_body_bytes`` get 413; a query over more than ``api_max_scan_days``
+without a host filter gets 422 with what to narrow.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import secrets
-from collections.abc import Callable
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
 import orjson
-
+import pyarrow as pa
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from pydantic import BaseModel, Field
 
-from api.store import Store, StoreError
+from api.sql import SqlRefused, check_read_only
+from api.store import SORTS, Store, StoreError
+from correlate.topology import load_fleet_config
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -42,13 +47,29 @@ class Problem(BaseModel):
 
 
 class IncidentPage(BaseModel):
-    items: list[dict[str, Any]] = Field(description="incidents in the DESIGN.md shape, newest first")
+    items: list[dict[str, Any]] = Field(description="incidents in the DESIGN.md shape")
     next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null on the last page")
 
 
 class EventPage(BaseModel):
     items: list[dict[str, Any]] = Field(description="events with the columns of the events table")
     next_offset: int | None = None
+
+
+class LinkList(BaseModel):
+    items: list[dict[str, Any]] = Field(description="one per host, GPU and link: state, counters, expected, degraded")
+
+
+class HostTimeline(BaseModel):
+    host: str
+    incidents: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
+class SqlRequest(BaseModel):
+    query: str = Field(max_length=20_000, description="one read-only SELECT over the views")
+    format: Literal["json", "arrow"] = Field("json", description="NDJSON rows, or an Arrow IPC stream")
+    max_rows: int | None = Field(None, ge=1, description="at most this many rows (capped by the server)")
 
 
 class Healthz(BaseModel):
@@ -62,22 +83,44 @@ def _problem(status: int, title: str, detail: str | None = None, instance: str |
                         status_code=status, media_type=PROBLEM)
 
 
-def _encode_cursor(inc: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(f"{inc['start']}|{inc['id']}".encode()).decode()
+def _encode_cursor(sort: str, inc: dict[str, Any]) -> str:
+    key = inc.get("_sort_key")
+    if isinstance(key, datetime):
+        key = key.isoformat()
+    return base64.urlsafe_b64encode(orjson.dumps([sort, key, inc["id"]])).decode()
 
 
-def _decode_cursor(c: str) -> tuple[str, str]:
+def _decode_cursor(c: str, sort: str) -> tuple[Any, str]:
     try:
-        start, iid = base64.urlsafe_b64decode(c.encode()).decode().split("|", 1)
-        datetime.fromisoformat(start.replace("Z", "+00:00"))
-        return start, iid
-    except (ValueError, UnicodeDecodeError) as e:
-        raise HTTPException(400, "invalid cursor") from e
+        s, key, iid = orjson.loads(base64.urlsafe_b64decode(c.encode()))
+        if s != sort or not isinstance(iid, str):
+            raise ValueError("cursor of another sort order")
+        if sort in ("start", "end"):
+            key = datetime.fromisoformat(key)
+        elif not isinstance(key, (int, float)):
+            raise ValueError("bad cursor key")
+        return key, iid
+    except (ValueError, TypeError, orjson.JSONDecodeError, UnicodeDecodeError) as e:
+        raise HTTPException(400, "invalid cursor: pass the next_cursor of the previous page unchanged") from e
+
+
+def _event_json(r: dict[str, Any]) -> dict[str, Any]:
+    """A DuckDB events row as JSON: times ISO 8601 UTC, ``details`` parsed."""
+    out = {}
+    for k, v in r.items():
+        if isinstance(v, datetime):
+            out[k] = v.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        elif k == "details" and isinstance(v, str):
+            out[k] = orjson.loads(v)
+        else:
+            out[k] = v
+    return out
 
 
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))
+    fleet = load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
     app = FastAPI(title="firstfault", version="0.1.0",
                   description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
                   responses={401: {"model": Problem}, 422: {"model": Problem}})
@@ -86,8 +129,30 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if not settings.api_token:
             return
         got = request.headers.get("authorization", "")
-        if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:], settings.api_token)):
+        if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:].encode(), settings.api_token.encode())):
             raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+    def limit_scan(since: datetime | None, until: datetime | None, host: str | None) -> None:
+        if host:
+            return
+        now = datetime.now(timezone.utc)
+        lo = since or datetime(1970, 1, 1, tzinfo=timezone.utc)
+        hi = until or now
+        if lo.tzinfo is None:
+            lo = lo.replace(tzinfo=timezone.utc)
+        if hi.tzinfo is None:
+            hi = hi.replace(tzinfo=timezone.utc)
+        if hi - lo > timedelta(days=settings.api_max_scan_days):
+            raise HTTPException(422, f"this query would scan more than {settings.api_max_scan_days:g} days of the "
+                                     "whole fleet: give `since` (and `until`) closer together, or a `host`")
+
+    @app.middleware("http")
+    async def body_limit(request: Request, call_next):
+        n = request.headers.get("content-length")
+        if n is not None and (not n.isdigit() or int(n) > settings.api_max_body_bytes):
+            return _problem(413, "request body too large",
+                            f"at most {settings.api_max_body_bytes} bytes", request.url.path)
+        return await call_next(request)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
@@ -115,45 +180,69 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         h = health() if health else {"ok": True}
         body = Healthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
                        ingest={k: v for k, v in h.items() if k not in ("ok", "reason")})
-        return JSONResponse(body.model_dump(), status_code=200 if body.status == "ok" else 503)
+        return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
+                            status_code=200 if body.status == "ok" else 503)
 
     @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)])
     def list_incidents(
         since: Annotated[datetime | None, Query(description="incidents that ended at or after this time")] = None,
         until: Annotated[datetime | None, Query(description="incidents that started at or before this time")] = None,
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
+        domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config)")] = None,
+        rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config)")] = None,
         device: Annotated[str | None, Query(max_length=64, description="PCI bus id, NIC name …")] = None,
+        comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
         severity: Annotated[list[Severity] | None, Query()] = None,
         category: Annotated[str | None, Query(max_length=64)] = None,
         status: Annotated[Literal["open", "resolved"] | None, Query()] = None,
+        sort: Annotated[Literal["start", "end", "severity", "confidence"], Query(
+            description="descending; ties by id")] = "start",
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(max_length=512)] = None,
     ) -> IncidentPage:
-        """Incidents, newest first, with cursor pagination."""
-        items = store.incidents(since=since, until=until, host=host, severity=severity, category=category,
-                                status=status, device=device, limit=limit + 1,
-                                cursor=_decode_cursor(cursor) if cursor else None)
+        """Incidents (latest versions), with cursor pagination."""
+        hosts_in = None
+        if domain or rack:
+            hosts_in = [h for h, c in fleet.items() if (not domain or c.domain == domain)
+                        and (not rack or c.rack == rack)]
+        items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
+                                category=category, status=status, device=device, comm=comm, sort=sort,
+                                limit=limit + 1, cursor=_decode_cursor(cursor, sort) if cursor else None)
         more = len(items) > limit
         items = items[:limit]
-        return IncidentPage(items=items, next_cursor=_encode_cursor(items[-1]) if more and items else None)
+        nxt = _encode_cursor(sort, items[-1]) if more and items else None
+        for i in items:
+            i.pop("_sort_key", None)
+        return IncidentPage(items=items, next_cursor=nxt)
 
     @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], responses={404: {"model": Problem}})
     def get_incident(incident_id: Annotated[str, PathParam(max_length=64)]) -> dict[str, Any]:
-        """One incident, with its evidence timeline (every event with its raw line) and blast radius."""
+        """One incident with its evidence timeline — every event with its raw line, time basis and
+        skew-adjusted time (line time + the host's estimated clock offset) — and its blast radius."""
         inc = store.incident(incident_id)
         if inc is None:
             raise HTTPException(404, f"no incident {incident_id}")
-        ids = list(inc["initiator"].get("events", []))
+        role: dict[str, tuple[str, str | None]] = {e: ("initiator", None) for e in inc["initiator"].get("events", [])}
         for d in inc["downstream"]:
-            ids.extend(d["events"])
-        ids.extend(c["event"] for c in inc.get("context", []))
-        timeline = store.events_by_id(ids)
+            role.update({e: ("downstream", d.get("relation")) for e in d["events"]})
+        role.update({c["event"]: ("context", None) for c in inc.get("context", [])})
+        clocks = inc.get("clocks", {})
+        timeline = []
+        for e in store.events_by_id(list(role)):
+            j = _event_json(e)
+            off = clocks.get(e["host"], {}).get("offset_s", 0.0)
+            j["skew_adjusted_ts"] = (e["ts"] + timedelta(seconds=off)).astimezone(timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ")
+            j["skew_bound_s"] = clocks.get(e["host"], {}).get("skew_bound_s")
+            j["role"], j["relation"] = role[e["event_id"]]
+            timeline.append(j)
+        timeline.sort(key=lambda j: j["skew_adjusted_ts"])
         inc = dict(inc)
-        inc["timeline"] = [_event_json(e) for e in timeline]
+        inc["timeline"] = timeline
         inc["blast_radius"] = {
             "hosts": sorted({e["host"] for e in timeline} | {inc["initiator"].get("host")} - {None}),
-            "gpus": sorted({f"{e['host']}:{e['device']}" for e in timeline if e.get("device_type") == "gpu"
-                            and e.get("device")}),
+            "gpus": sorted({f"{e['host']}:{e['device']}" for e in timeline
+                            if e.get("device_type") == "gpu" and e.get("device")}),
             "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None}),
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")}),
         }
@@ -165,34 +254,105 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         host: Annotated[str | None, Query(max_length=255)] = None,
         kind: Annotated[str | None, Query(max_length=64)] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
+        sxid: Annotated[int | None, Query(ge=0, le=100000)] = None,
         device: Annotated[str | None, Query(max_length=64)] = None,
         signature: Annotated[str | None, Query(max_length=128)] = None,
         text: Annotated[str | None, Query(max_length=256, description="substring of the raw line")] = None,
+        min_severity: Annotated[Severity | None, Query()] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     ) -> EventPage:
         """Events, newest first."""
-        rows = store.events(since=since, until=until, host=host, kind=kind, xid=xid, device=device,
-                            signature=signature, text=text, limit=limit + 1, offset=offset)
+        limit_scan(since, until, host)
+        rows = store.events(since=since, until=until, host=host, kind=kind, xid=xid, sxid=sxid, device=device,
+                            signature=signature, text=text, min_severity=min_severity, limit=limit + 1,
+                            offset=offset)
         more = len(rows) > limit
         return EventPage(items=[_event_json(r) for r in rows[:limit]], next_offset=offset + limit if more else None)
+
+    @app.get("/links", response_model=LinkList, dependencies=[Depends(auth)])
+    def list_links(host: Annotated[str | None, Query(max_length=255)] = None,
+                   degraded: Annotated[bool, Query(description="only links down where expected up, "
+                                                               "flapping, or with rising error counters")] = False
+                   ) -> LinkList:
+        """NVLink state and error counters per host, GPU and link, against the expected topology."""
+        items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
+        return LinkList(items=items)
+
+    @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)])
+    def host_timeline(host: Annotated[str, PathParam(max_length=255)],
+                      since: datetime | None = None, until: datetime | None = None,
+                      min_severity: Annotated[Severity, Query()] = "warning",
+                      limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
+        """What happened on one host: its incidents and its events (warnings and worse by default)."""
+        incs = store.incidents(host=host, since=since, until=until, limit=limit)
+        for i in incs:
+            i.pop("_sort_key", None)
+        evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
+        return HostTimeline(host=host, incidents=incs, events=[_event_json(e) for e in evs])
+
+    @app.post("/sql", dependencies=[Depends(auth)],
+              responses={200: {"content": {"application/x-ndjson": {}, "application/vnd.apache.arrow.stream": {}}},
+                         400: {"model": Problem}})
+    def post_sql(req: SqlRequest) -> StreamingResponse:
+        """One read-only SELECT over the views; rows streamed as NDJSON or an Arrow IPC stream.
+
+        Writes, COPY, ATTACH, INSTALL, SET and reads outside the lake are refused; results are capped
+        at ``sql_max_rows`` and queries stopped after ``sql_timeout_s``."""
+        try:
+            check_read_only(req.query)
+        except SqlRefused as e:
+            raise HTTPException(400, f"refused: {e}") from None
+        max_rows = min(req.max_rows or settings.sql_max_rows, settings.sql_max_rows)
+        try:
+            schema, batches = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
+        except StoreError as e:
+            raise HTTPException(400, f"query failed: {e}") from None
+        if req.format == "arrow":
+            return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream")
+        return StreamingResponse(_ndjson(batches), media_type="application/x-ndjson")
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics() -> Response:
         """Prometheus text exposition."""
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
+    _include_optional_routers(app, settings, auth)
     return app
 
 
-def _event_json(r: dict[str, Any]) -> dict[str, Any]:
-    """A DuckDB events row as JSON: times ISO 8601 UTC, ``details`` parsed."""
-    out = {}
-    for k, v in r.items():
-        if isinstance(v, datetime):
-            out[k] = v.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        elif k == "details" and isinstance(v, str):
-            out[k] = orjson.loads(v)
-        else:
-            out[k] = v
-    return out
+def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
+    """Surfaces that live in their own modules (the degraded-link report)."""
+    try:
+        from api.report import report_router
+    except ImportError:
+        return
+    app.include_router(report_router(settings), dependencies=[Depends(auth)])
+
+
+def _ndjson(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+    try:
+        for b in batches:
+            for row in b.to_pylist():
+                yield orjson.dumps(row, default=str) + b"\n"
+    except StoreError as e:  # mid-stream: say so in the stream rather than cutting it silently
+        yield orjson.dumps({"error": str(e)}) + b"\n"
+
+
+def _arrow_stream(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+    """Arrow IPC stream, one chunk per record batch as it is read."""
+    buf = io.BytesIO()
+
+    def drain() -> bytes:
+        data = buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        return data
+
+    w = pa.ipc.new_stream(buf, schema)
+    yield drain()
+    for b in batches:
+        w.write_batch(b)
+        yield drain()
+    w.close()
+    yield drain()

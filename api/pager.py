@@ -322,6 +322,7 @@ class Pager:
     def close(self) -> None:
         with self._lock:
             self.db.close()
+            self._closed = True
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
@@ -461,6 +462,14 @@ class Pager:
         return min(max(min(due) - now, 0.01), self.poll_s)
 
     async def _round(self, client: httpx.AsyncClient, *, refresh: bool = True) -> None:
+        # one delivery round at a time: flush() and run_forever() may both be running, and two rounds
+        # reading the same pending rows would send each page twice
+        if not hasattr(self, "_round_lock"):
+            self._round_lock = asyncio.Lock()
+        async with self._round_lock:
+            await self._round_locked(client, refresh=refresh)
+
+    async def _round_locked(self, client: httpx.AsyncClient, *, refresh: bool) -> None:
         self._expire()
         for r in self.receivers:
             if time.monotonic() < r.next_try:
@@ -550,6 +559,8 @@ class Pager:
     def health(self) -> dict[str, Any]:
         """``ok`` is false while a receiver is failing; per receiver: pending entries, rejected entries,
         consecutive failures, the last error and the last success (epoch seconds)."""
+        if getattr(self, "_closed", False):
+            return {"ok": True, "closed": True}
         counts = {(rcv, st): n for rcv, st, n in self._rows(
             "SELECT receiver, state, count(*) FROM outbox WHERE state != 'done' GROUP BY receiver, state")}
         recv = {r.name: {"url": r.url, "pending": counts.get((r.name, "pending"), 0),

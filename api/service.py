@@ -16,11 +16,13 @@ import logging
 import time
 from typing import Any
 
+import orjson
 import uvicorn
 from prometheus_client import Counter, Gauge
 
 from correlate.correlator import correlation_settings
 from correlate.stream import StreamCorrelator
+from api.pager import Pager
 from ingest.consumer import IngestWorker
 from ingest.lake import Lake
 from ingest.pipeline import Batch, Pipeline
@@ -30,16 +32,16 @@ from schemas.settings import Settings
 log = logging.getLogger("firstfault.service")
 S = 1_000_000
 
-LINES = Counter("firstfault_lines_total", "lines read from Kafka")
-EVENTS = Counter("firstfault_events_total", "events stored", ["kind"])
-REJECTS = Counter("firstfault_rejects_total", "records sent to the dead-letter topic")
 INCIDENTS = Counter("firstfault_incident_versions_total", "incident versions emitted", ["category", "severity"])
 OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
 LATE = Counter("firstfault_late_events_total", "events too late to change incidents")
 
 
 class Service:
-    """Wires the worker, the correlator and the lake (see module doc)."""
+    """Wires the worker, the correlator, the pager and the lake (see module doc)."""
+
+    #: how often the correlator runs without new input (incidents that went quiet get resolved)
+    tick_s: float = 5.0
 
     def __init__(self, settings: Settings, bootstrap: str, *, group_id: str | None = None) -> None:
         self.settings = settings
@@ -52,13 +54,47 @@ class Service:
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()), on_batch=self.on_batch,
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms)
         self.incidents: dict[str, dict[str, Any]] = {}
+        self.pager = Pager(settings, public_url=settings.public_url)
+        self._restore()
+
+    def _restore(self) -> None:
+        """After a restart: incident versions and the recent events from the lake (see StreamCorrelator)."""
+        from api.store import Store, StoreError
+
+        try:
+            store = Store(self.lake)
+            docs = [orjson.loads(r["doc"]) for r in store.query("SELECT doc FROM incidents")]
+            horizon = int((self.settings.allowed_lateness_s + 3600) * S)
+            rows = store.query("SELECT max(ts) AS t FROM events")
+        except StoreError as e:
+            log.warning("could not read the lake to restore correlator state: %s", e)
+            return
+        self.correlator.restore(docs)
+        for d in docs:
+            self.incidents[d["id"]] = d
+        if rows and rows[0]["t"] is not None:
+            con_events = self._recent_events(rows[0]["t"], horizon)
+            if con_events is not None:
+                self.correlator.add(con_events)
+
+    def _recent_events(self, last, horizon_us: int):
+        from datetime import timedelta
+
+        from api.store import connect
+
+        con = connect(self.lake)
+        try:
+            t = con.execute("SELECT * FROM events WHERE ts >= ?",
+                            [last - timedelta(microseconds=horizon_us)]).to_arrow_table()
+        finally:
+            con.close()
+        from schemas.events import EVENTS_SCHEMA
+
+        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
 
     def on_batch(self, batch: Batch) -> None:
-        LINES.inc(batch.lines)
-        REJECTS.inc(len(batch.rejects))
-        for k in batch.events.column("kind").to_pylist():
-            EVENTS.labels(kind=k).inc()
-        LATE.inc(self.correlator.add(batch.events, batch.link_samples, batch.topology))
+        LATE.inc(self.correlator.add(batch.events, batch.link_samples, batch.topology,
+                                     now_us=int(time.time() * S)))
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
@@ -71,6 +107,7 @@ class Service:
                               digest_size=10).hexdigest()
         self.lake.write("incidents", inc_t, bid)
         self.lake.write("incident_evidence", ev_t, bid)
+        self.pager.enqueue(incidents)  # pages only for versions durably stored
         for i in incidents:
             self.incidents[i["id"]] = i
             INCIDENTS.labels(category=i["category"], severity=i["severity"]).inc()
@@ -78,9 +115,10 @@ class Service:
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
+        # a paging receiver that is down is reported but does not make ingest unhealthy
         return {"ok": h.ok, "reason": h.reason, "batches": h.batches, "records": h.records, "lines": h.lines,
                 "events": h.events, "rejects": h.rejects, "lag": h.lag, "late_events": self.correlator.late_events,
-                "incidents": len(self.incidents)}
+                "incidents": len(self.incidents), "pager": self.pager.health()}
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
                   on_caught_up=None, on_serving=None) -> list[dict[str, Any]]:
@@ -96,6 +134,9 @@ class Service:
                                  log_level="warning", lifespan="off")
             server = uvicorn.Server(cfg)
             server_task = asyncio.create_task(server.serve())
+        pager_stop = asyncio.Event()
+        pager_task = asyncio.create_task(self.pager.run_forever(pager_stop))
+        tick_task = asyncio.create_task(self._tick(pager_stop))
         await self.worker.start()
         try:
             await self.worker.run(until_caught_up=True)
@@ -103,19 +144,34 @@ class Service:
             self.emit(self.correlator.step(now_us=int(time.time() * S), flush=True))
             if on_caught_up:
                 on_caught_up(self.current())
-            if not once:
+            if once:
+                await self.pager.flush(10)
+            else:
                 if server is not None and on_serving:
                     while not server.started:
                         await asyncio.sleep(0.05)
                     on_serving(server)
                 await self.worker.run()
         finally:
+            pager_stop.set()
+            for t in (pager_task, tick_task):
+                with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                    await asyncio.wait_for(t, 5)
+            self.pager.close()
             await self.worker.close()
             if server is not None:
                 server.should_exit = True
                 with contextlib.suppress(asyncio.CancelledError):
                     await server_task
         return self.current()
+
+    async def _tick(self, stop: asyncio.Event) -> None:
+        """Run the correlator every ``tick_s`` even without input: quiet incidents get resolved."""
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.tick_s)
+            if not stop.is_set():
+                self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def current(self) -> list[dict[str, Any]]:
         return sorted(self.incidents.values(), key=lambda i: (i["start"], i["id"]))

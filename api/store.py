@@ -4,20 +4,27 @@ Each query opens its own in-memory DuckDB connection (cheap) so readers never
 block the ingest workers that write the lake, and see every part written so
 far. External access is limited to the lake folder and the configuration is
 locked after the views are created (DuckDB ``allowed_directories``,
-``enable_external_access``, ``lock_configuration``).
+``enable_external_access``, ``lock_configuration``). Times are UTC.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import orjson
+import pyarrow as pa
 
+from correlate.topology import expected_links
 from ingest.lake import Lake, LakeError
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
+SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END"
+#: sort name -> (SQL expression, python key of the cursor)
+SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence", "end": '"end"'}
 
 
 class StoreError(RuntimeError):
@@ -48,7 +55,7 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
 
 
 class Store:
-    """The queries the API and the CLI need."""
+    """The queries the API and the CLI need (each raises :class:`StoreError` on failure)."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
@@ -64,12 +71,15 @@ class Store:
         finally:
             con.close()
 
+    # --- incidents -------------------------------------------------------------------------------
     def incidents(self, *, since: Any = None, until: Any = None, host: str | None = None,
-                  severity: list[str] | None = None, category: str | None = None, status: str | None = None,
-                  device: str | None = None, limit: int = 50, cursor: tuple[str, str] | None = None
-                  ) -> list[dict[str, Any]]:
-        """Latest versions, newest first; ``cursor`` = (start ISO, id) of the last item already seen."""
-        where, params = ["1=1"], []
+                  hosts_in: list[str] | None = None, severity: list[str] | None = None,
+                  category: str | None = None, status: str | None = None, device: str | None = None,
+                  comm: str | None = None, sort: str = "start", limit: int = 50,
+                  cursor: tuple[Any, str] | None = None) -> list[dict[str, Any]]:
+        """Latest versions, sorted descending by ``sort`` then id; ``cursor`` = (sort value, id) of the
+        last item already seen. ``hosts_in``: incidents touching any of these hosts (a domain or rack)."""
+        where, params = ["status <> 'superseded'"], []
         if since is not None:
             where.append('"end" >= ?')
             params.append(since)
@@ -79,6 +89,9 @@ class Store:
         if host:
             where.append("list_contains(hosts, ?)")
             params.append(host)
+        if hosts_in is not None:
+            where.append("len(list_intersect(hosts, ?)) > 0")
+            params.append(hosts_in)
         if severity:
             where.append("severity IN (" + ",".join("?" * len(severity)) + ")")
             params.extend(severity)
@@ -89,29 +102,42 @@ class Store:
             where.append("status = ?")
             params.append(status)
         if device:
-            where.append("(initiator_device = ? OR doc LIKE ?)")
-            params.extend([device, f"%{device}%"])
+            where.append("(initiator_device = ? OR id IN (SELECT incident_id FROM incident_evidence WHERE device = ?))")
+            params.extend([device, device])
+        if comm:
+            where.append("id IN (SELECT x.incident_id FROM incident_evidence x JOIN events e USING (event_id) "
+                         "WHERE e.comm = ?)")
+            params.append(comm)
+        key = SORTS[sort]
         if cursor:
-            where.append("(start, id) < (CAST(? AS TIMESTAMPTZ), ?)")
+            where.append(f"({key}, id) < (?, ?)")
             params.extend(cursor)
-        sql = (f"SELECT doc FROM incidents WHERE {' AND '.join(where)} ORDER BY start DESC, id DESC LIMIT ?")
+        sql = (f"SELECT doc, {key} AS sort_key FROM incidents WHERE {' AND '.join(where)} "
+               f"ORDER BY {key} DESC, id DESC LIMIT ?")
         params.append(limit)
-        return [orjson.loads(r["doc"]) for r in self.query(sql, params)]
+        out = []
+        for r in self.query(sql, params):
+            d = orjson.loads(r["doc"])
+            d["_sort_key"] = r["sort_key"]
+            out.append(d)
+        return out
 
     def incident(self, incident_id: str) -> dict[str, Any] | None:
         rows = self.query("SELECT doc FROM incidents WHERE id = ?", [incident_id])
         return orjson.loads(rows[0]["doc"]) if rows else None
 
+    # --- events ----------------------------------------------------------------------------------
     def events_by_id(self, ids: list[str]) -> list[dict[str, Any]]:
         if not ids:
             return []
-        return self.query("SELECT * FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY ts", [ids])
+        return self.query("SELECT * FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY ts, origin", [ids])
 
     def events(self, *, since: Any = None, until: Any = None, host: str | None = None, kind: str | None = None,
-               xid: int | None = None, device: str | None = None, signature: str | None = None,
-               text: str | None = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+               xid: int | None = None, sxid: int | None = None, device: str | None = None,
+               signature: str | None = None, text: str | None = None, min_severity: str | None = None,
+               limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         where, params = ["1=1"], []
-        for col, val in (("host", host), ("kind", kind), ("xid", xid), ("device", device),
+        for col, val in (("host", host), ("kind", kind), ("xid", xid), ("sxid", sxid), ("device", device),
                          ("signature", signature)):
             if val is not None:
                 where.append(f"{col} = ?")
@@ -125,5 +151,97 @@ class Store:
         if text:
             where.append("contains(message, ?)")
             params.append(text)
+        if min_severity:
+            where.append(f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}")
+            params.append(min_severity)
         sql = f"SELECT * FROM events WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
         return self.query(sql, params + [limit, offset])
+
+    # --- links -----------------------------------------------------------------------------------
+    def links(self, *, host: str | None = None) -> list[dict[str, Any]]:
+        """Per host, GPU and link: the latest state and speed, the latest error counters and how much
+        each rose over the samples kept, and what the GPU model is expected to have."""
+        where, params = "", []
+        if host:
+            where, params = "WHERE host = ?", [host]
+        states = self.query(
+            f"SELECT host, coalesce(device, 'gpu' || gpu_index::VARCHAR) AS gpu, any_value(gpu_index) AS gpu_index, "
+            f"link, arg_max(state, ts) AS state, arg_max(gbps, ts) AS gbps, max(ts) AS ts, "
+            f"count(*) FILTER (WHERE state = 'up') AS up_samples, "
+            f"count(*) FILTER (WHERE state IN ('inactive', 'down')) AS down_samples, any_value(model) AS model "
+            f"FROM link_samples {where} {'AND' if where else 'WHERE'} state IS NOT NULL GROUP BY ALL", params)
+        counters = self.query(
+            f"SELECT host, coalesce(device, 'gpu' || gpu_index::VARCHAR) AS gpu, link, counter, "
+            f"arg_max(value, ts) AS value, max(value) - arg_min(value, ts) AS rise, max(ts) AS ts "
+            f"FROM link_samples {where} {'AND' if where else 'WHERE'} counter IS NOT NULL GROUP BY ALL", params)
+        out: dict[tuple, dict[str, Any]] = {}
+        for r in states:
+            k = (r["host"], r["gpu"], r["link"])
+            out[k] = {"host": r["host"], "gpu": r["gpu"], "gpu_index": r["gpu_index"], "link": r["link"],
+                      "state": r["state"], "gbps": r["gbps"], "ts": r["ts"], "model": r["model"],
+                      "flapped": bool(r["up_samples"] and r["down_samples"]), "counters": {}}
+        for r in counters:
+            k = (r["host"], r["gpu"], r["link"])
+            d = out.setdefault(k, {"host": r["host"], "gpu": r["gpu"], "gpu_index": None, "link": r["link"],
+                                   "state": None, "gbps": None, "ts": r["ts"], "model": None, "flapped": False,
+                                   "counters": {}})
+            d["counters"][r["counter"]] = {"value": r["value"], "rise": r["rise"]}
+        # expected links per GPU: from the model, or "every link seen up" on that GPU
+        per_gpu: dict[tuple, list[dict[str, Any]]] = {}
+        for d in out.values():
+            per_gpu.setdefault((d["host"], d["gpu"]), []).append(d)
+        for links in per_gpu.values():
+            model = next((l["model"] for l in links if l["model"]), None)
+            exp = expected_links(model)
+            any_up = any(l["state"] == "up" for l in links)
+            for l in links:
+                l["expected_up"] = (l["link"] < exp) if exp else (any_up or None)
+                l["degraded"] = bool(
+                    (l["state"] in ("inactive", "down") and l["expected_up"])
+                    or l["flapped"] or any((c["rise"] or 0) > 0 for c in l["counters"].values()))
+        return sorted(out.values(), key=lambda d: (d["host"], str(d["gpu"]), d["link"] if d["link"] is not None
+                                                  else -1))
+
+    # --- SQL -------------------------------------------------------------------------------------
+    def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float,
+                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """Run one checked read-only query; yield Arrow record batches, at most ``max_rows`` rows.
+
+        The query is interrupted after ``timeout_s``; raises :class:`StoreError`.
+        """
+        con = connect(self.lake)
+        timer = threading.Timer(timeout_s, con.interrupt)
+        timer.start()
+        try:
+            reader = con.sql(sql).to_arrow_reader(batch_rows)
+        except duckdb.Error as e:
+            timer.cancel()
+            con.close()
+            raise StoreError(_short(e, timeout_s)) from e
+
+        def gen() -> Iterator[pa.RecordBatch]:
+            left = max_rows
+            try:
+                while left > 0:
+                    try:
+                        b = reader.read_next_batch()
+                    except StopIteration:
+                        return
+                    except (duckdb.Error, pa.ArrowException) as e:
+                        raise StoreError(_short(e, timeout_s)) from e
+                    if b.num_rows > left:
+                        b = b.slice(0, left)
+                    left -= b.num_rows
+                    yield b
+            finally:
+                timer.cancel()
+                con.close()
+
+        return reader.schema, gen()
+
+
+def _short(e: Exception, timeout_s: float) -> str:
+    msg = str(e).splitlines()[0]
+    if "INTERRUPT" in msg.upper():
+        return f"the query ran longer than {timeout_s:g} s and was stopped"
+    return msg

@@ -24,7 +24,7 @@ from correlate.model import Ev, events_from_table
 from correlate.patterns import PATTERNS
 from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
-from correlate.window import Clocks, estimate_skew
+from correlate.window import Clocks, estimate_offsets, estimate_skew
 from ingest.catalog import Catalog, default_catalog
 
 S = 1_000_000
@@ -102,6 +102,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = _dedup(evs)
     topo: Topology = build_topology(evs, samples, topology, settings.hosts)
     clocks = settings.clocks.with_estimates(estimate_skew(evs))
+    offsets = estimate_offsets(evs)
     evs = evs + symptom_events(symptoms or [], evs)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
@@ -115,6 +116,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
         if v is None:
             continue
         inc = render(scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
+        inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
+                         for h in sorted({e.host for e in comp})}
         history.append(inc)
         incidents.append(inc)
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))

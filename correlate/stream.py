@@ -3,18 +3,22 @@
 Events arrive in batches, in any order. The correlator keeps the events that
 can still matter, and after each batch re-correlates them:
 
-* an incident is **emitted** when its group is closed: the watermark
-  (``correlate.window.Watermark``) has passed its last event by the close
-  window (or the input ended: ``flush``);
+* an incident is **emitted** when its group is closed: the watermark of
+  *each of its hosts* (``correlate.window.Watermark``, one per host, as stream
+  processors keep one per input partition, so a host whose logs run ahead does
+  not close the windows of a host still catching up) has passed its last event
+  by the close window; or none of its hosts has sent anything for ``idle_us``
+  of processing time (a crashed host logs nothing more); or the input ended
+  (``flush``);
 * when later evidence changes an emitted incident, it is emitted again with
   ``version + 1`` (same id);
 * when late evidence changes which event comes first, the incident's id (made
   from its first event) changes: the old id gets a last version with status
   ``superseded`` and ``superseded_by``, so nothing stays open by mistake;
-* an event older than the watermark minus the allowed lateness is too late
+* an event older than its host's watermark minus the allowed lateness is too late
   to change incidents: it is counted in ``late_events`` (the lake still has it);
-* events are forgotten once older than the watermark minus the lateness and
-  the longest link window.
+* events are forgotten once older than their host's watermark minus the
+  lateness and the longest link window (capped at an hour).
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -36,7 +40,9 @@ from correlate.rules import Rules, default_rules
 from correlate.window import Watermark
 
 S = 1_000_000
-_VOLATILE = ("version", "status")
+# a new version is emitted when anything but the version number changes — the status too, so an
+# incident that went quiet (open -> resolved) is emitted again when the service's clock ticks
+_VOLATILE = ("version",)
 
 
 def _content_hash(inc: dict[str, Any]) -> str:
@@ -51,30 +57,47 @@ class StreamCorrelator:
     settings: Settings = field(default_factory=Settings)
     lateness_us: int = 300 * S
     close_after_us: int = 120 * S
+    idle_us: int = 120 * S
     rules: Rules = field(default_factory=default_rules)
     watermark: Watermark = field(default_factory=Watermark)
+    host_watermarks: dict[str, Watermark] = field(default_factory=dict)
+    arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
     events: dict[str, Ev] = field(default_factory=dict)
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
 
-    def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None) -> int:
-        """Take a batch; return how many of its events were too late to use."""
+    def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
+            now_us: int | None = None) -> int:
+        """Take a batch (arrived at processing time ``now_us``); return how many of its events were too
+        late to use."""
         late = 0
         for e in events_from_table(events):
-            if self.watermark.too_late(e.start, self.lateness_us, self.settings.clocks):
+            hw = self.host_watermarks.get(e.host)
+            if hw is not None and hw.too_late(e.start, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
             self.events.setdefault(e.event_id, e)
         for e in events_from_table(events):
             self.watermark.observe(e.ts)
+            self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
+            if now_us is not None:
+                self.arrived_us[e.host] = max(self.arrived_us.get(e.host, 0), now_us)
         if samples is not None and samples.num_rows:
             self.samples.append(samples)
         if topology is not None and topology.num_rows:
             self.topology.append(topology)
         self.late_events += late
         return late
+
+    def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None) -> None:
+        """Continue after a restart: the latest stored version of each incident (so versions keep
+        counting up) and the recent stored events (so open windows are whole again)."""
+        for inc in incidents:
+            self.emitted[inc["id"]] = (int(inc.get("version", 1)), _content_hash(inc), inc)
+        if events is not None and events.num_rows:
+            self.add(events)
 
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
         """Incidents that are new or changed since the last step (each with its version)."""
@@ -89,9 +112,7 @@ class StreamCorrelator:
         out = []
         for inc in incidents:
             members = _member_ids(inc)
-            last = max((by_id[m].start for m in members if m in by_id), default=None)
-            if not flush and (last is None or not self.watermark.closed(last, self.close_after_us,
-                                                                         self.settings.clocks)):
+            if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
                 continue
             h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
@@ -103,6 +124,18 @@ class StreamCorrelator:
             out.extend(self._supersede(inc, members))
         self._prune()
         return out
+
+    def _closed(self, evs: list[Ev], now_us: int) -> bool:
+        if not evs:
+            return False
+        last = max(e.start for e in evs)
+        hosts = {e.host for e in evs}
+        clocks = self.settings.clocks
+        if all(self.host_watermarks[h].closed(last, self.close_after_us, clocks) for h in hosts
+               if h in self.host_watermarks):
+            return True
+        seen = [self.arrived_us[h] for h in hosts if h in self.arrived_us]
+        return bool(seen) and now_us - max(seen) > self.idle_us
 
     def _supersede(self, inc: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
         """Earlier incidents whose events now belong to ``inc`` (a late, earlier event changed the
@@ -118,15 +151,14 @@ class StreamCorrelator:
         return out
 
     def _prune(self) -> None:
-        wm = self.watermark.value(self.settings.clocks)
-        if wm is None:
-            return
+        """Forget events older than their host's watermark minus the lateness and the longest link window
+        (capped at an hour), and emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
-        horizon = wm - self.lateness_us - min(longest, 3600 * S)
-        self.events = {k: e for k, e in self.events.items() if e.ts >= horizon}
-        # incidents whose events are all forgotten can no longer change
-        self.emitted = {k: v for k, v in self.emitted.items()
-                        if any(m in self.events for m in _member_ids(v[2])) or v[2].get("status") != "superseded"}
+        keep = self.lateness_us + min(longest, 3600 * S)
+        horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
+        self.events = {k: e for k, e in self.events.items()
+                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep}
+        self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 
 def _member_ids(inc: dict[str, Any]) -> list[str]:

@@ -48,6 +48,20 @@ class Clocks:
         return Clocks(skew_us=dict(self.skew_us), default_skew_us=self.default_skew_us, estimated_us=estimated)
 
 
+def estimate_offsets(events: list[Ev], *, min_events: int = 5) -> dict[str, int]:
+    """Per-host clock offset (µs, add it to a line time to get fleet time): ``median(d_host) −
+    median over hosts``, with ``d = Kafka append time − line time`` (see :func:`estimate_skew`)."""
+    per_host: dict[str, list[int]] = {}
+    for e in events:
+        if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
+            per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
+    meds = {h: sorted(d)[len(d) // 2] for h, d in per_host.items() if len(d) >= min_events}
+    if len(meds) < 2:
+        return {}
+    fleet = sorted(meds.values())[len(meds) // 2]
+    return {h: m - fleet for h, m in meds.items()}
+
+
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * S) -> dict[str, int]:
     """Per-host skew bound (µs) from line time vs Kafka append time.
 

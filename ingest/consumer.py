@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
+from ingest import metrics
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, decode_message
 from ingest.lake import Lake, LakeError
@@ -54,13 +55,16 @@ class Health:
 
     def fail(self, reason: str) -> None:
         if self.ok or self.reason != reason:
-            log.error("ingest unhealthy: %s", reason)
+            log.error("ingest unhealthy: %s", reason, extra={"stage": "store", "error_code": "store_failed"})
         self.ok, self.reason = False, reason
+        metrics.HEALTHY.set(0)
+        metrics.STORE_FAILURES.inc()
 
     def recover(self) -> None:
         if not self.ok:
             log.info("ingest healthy again")
         self.ok, self.reason = True, ""
+        metrics.HEALTHY.set(1)
 
 
 def batch_id(records: list[ConsumerRecord]) -> str:
@@ -136,6 +140,7 @@ class IngestWorker:
             pos = await self._consumer.position(tp)
             n = max(0, ends[tp] - pos)
             self.health.lag[f"{tp.topic}/{tp.partition}"] = n
+            metrics.LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
             total += n
         return total
 
@@ -188,6 +193,16 @@ class IngestWorker:
             if asyncio.iscoroutine(r):
                 await r
         h = self.health
+        metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
+        metrics.LINES.inc(batch.lines)
+        for r in records:
+            metrics.RECORDS.labels(topic=r.topic).inc()
+            metrics.BYTES.inc(len(r.value or b""))
+        for kind, sig in zip(batch.events.column("kind").to_pylist(), batch.events.column("signature").to_pylist()):
+            metrics.EVENTS.labels(kind=kind).inc()
+            metrics.MATCHES.labels(family=sig.split(".", 1)[0]).inc()
+        for rj in batch.rejects:
+            metrics.REJECTS.labels(error_code=rj.error_code).inc()
         h.batches += 1
         h.records += len(records)
         h.lines += batch.lines

@@ -43,6 +43,14 @@ class Settings(BaseModel):
     api_host: str = Field("127.0.0.1", description="HTTP API listen address")
     api_port: int = Field(8080, ge=0, le=65535, description="HTTP API port (0 = any free port)")
     api_token: str | None = Field(None, description="bearer token required by the API; unset = no auth")
+    api_max_scan_days: float = Field(31.0, gt=0, description="longest time range a query may scan without a "
+                                     "host filter (longer is refused with 422, not left to time out)")
+    api_max_body_bytes: int = Field(65536, ge=1024, description="largest request body the API accepts")
+    sql_max_rows: int = Field(100_000, ge=1, description="rows a POST /sql or `firstfault sql` result may hold")
+    sql_timeout_s: float = Field(30.0, gt=0, description="a SQL query running longer is interrupted")
+    log_format: str = Field("text", description="text or json (one JSON object per log line)")
+    public_url: str | None = Field(None, description="base URL on-call engineers use to reach the API; links in "
+                                   "pages are <public_url>/incidents/<id> (default http://api_host:api_port)")
     alertmanager_url: str | None = Field(None, description="Alertmanager base URL for pages, e.g. http://127.0.0.1:9093")
     pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
     pagerduty_routing_key: str | None = Field(None, description="PagerDuty integration (routing) key")
@@ -53,6 +61,13 @@ class Settings(BaseModel):
     def _sev(cls, v: str) -> str:
         if v not in ("critical", "error", "warning", "info"):
             raise ValueError("must be critical, error, warning or info")
+        return v
+
+    @field_validator("log_format")
+    @classmethod
+    def _logfmt(cls, v: str) -> str:
+        if v not in ("text", "json"):
+            raise ValueError("must be text or json")
         return v
 
     @field_validator("timezone")

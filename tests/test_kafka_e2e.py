@@ -5,7 +5,11 @@ the lake must hold every event exactly once, and the HTTP API must serve them.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import orjson
 
 import httpx
 import pyarrow.parquet as pq
@@ -29,11 +33,36 @@ def signature(inc):
             tuple(sorted((d["host"], str(d.get("device")), d["kind"]) for d in inc["downstream"])))
 
 
+class Receiver(BaseHTTPRequestHandler):
+    """A local PagerDuty Events v2 endpoint (the real service cannot be reached from here)."""
+
+    received: list[dict] = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        Receiver.received.append(orjson.loads(body))
+        self.send_response(202)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
 @pytest.fixture(scope="module")
-def through_kafka(kafka, tmp_path_factory):
+def pagerduty():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v2/enqueue"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def through_kafka(kafka, tmp_path_factory, pagerduty):
     topics = ["fleet.dmesg", "fleet.nccl", "fleet.nvml"]
     settings = Settings(lake=str(tmp_path_factory.mktemp("lake")), topics=topics, dlq_topic="fleet.dlq",
-                        state_dir=tmp_path_factory.mktemp("state"), batch_linger_ms=50)
+                        state_dir=tmp_path_factory.mktemp("state"), batch_linger_ms=50,
+                        pagerduty_url=pagerduty, pagerduty_routing_key="k" * 32, page_min_severity="error")
 
     async def go():
         await ensure_topics(kafka, topics + ["fleet.dlq"])
@@ -64,6 +93,20 @@ def test_every_event_stored_once(through_kafka):
     assert len(ids) == len(set(ids)), "an event was written twice"
     assert len(ids) == batch.events.num_rows
     assert svc.health()["ok"] and svc.health()["rejects"] == 0
+
+
+def test_serious_incidents_were_paged_once(through_kafka):
+    """Pages through the service's outbox: one trigger per incident at or above `error`, keyed by its id,
+    and (these logs are old: every incident is already resolved) one resolve each."""
+    _, _, incidents = through_kafka
+    serious = {i["id"] for i in incidents if i["severity"] in ("error", "critical")}
+    triggers = [e for e in Receiver.received if e["event_action"] == "trigger"]
+    resolves = [e for e in Receiver.received if e["event_action"] == "resolve"]
+    assert {e["dedup_key"] for e in triggers} == serious
+    assert len(triggers) == len(serious)
+    expect_resolved = {i["id"] for i in incidents if i["id"] in serious and i["status"] == "resolved"}
+    assert sorted(e["dedup_key"] for e in resolves) == sorted(expect_resolved)
+    assert all(e["links"][0]["href"].endswith(f"/incidents/{e['dedup_key']}") for e in triggers)
 
 
 def test_api_over_the_lake(through_kafka):
@@ -109,3 +152,4 @@ def test_api_over_the_lake(through_kafka):
     finally:
         server.should_exit = True
         t.join(10)
+

@@ -88,25 +88,32 @@ def _table(evs):
 
 
 def test_stream_emits_when_closed_versions_late_evidence_and_drops_too_late():
-    sc = StreamCorrelator(lateness_us=60 * S, close_after_us=10 * S)
+    sc = StreamCorrelator(lateness_us=600 * S, close_after_us=10 * S, idle_us=60 * S)
     sc.settings.clocks = Clocks(default_skew_us=0)
-    sc.add(_table([ev("a1", "h1", 1000 * S)]))
+    sc.add(_table([ev("a1", "h1", 1000 * S)]), now_us=0)
     assert sc.step(now_us=0) == []  # window still open
-    sc.add(_table([ev("b1", "h2", 1020 * S, device="0000:02:00.0")]))  # moves the watermark past a1 + 10 s
-    out = sc.step(now_us=0)
-    assert [i["version"] for i in out] == [1] and out[0]["initiator"]["host"] == "h1"
+    # another host running ahead does not close h1's window: each host has its own watermark
+    sc.add(_table([ev("b1", "h2", 5000 * S, device="0000:02:00.0")]), now_us=1 * S)
+    assert [i["initiator"]["host"] for i in sc.step(now_us=1 * S)] == []
+    # h1's own later event (a separate incident, 200 s later) moves h1's watermark past a1 + 10 s
+    sc.add(_table([ev("a9", "h1", 1200 * S, device="0000:05:00.0")]), now_us=2 * S)
+    out = sc.step(now_us=2 * S)
+    assert [(i["version"], i["initiator"]["host"]) for i in out] == [(1, "h1")]
     first_id = out[0]["id"]
     # late evidence within the lateness for h1's incident: a new version, same id
-    sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]))
-    sc.add(_table([ev("c1", "h3", 1040 * S, device="0000:04:00.0")]))
-    out = sc.step(now_us=0)
+    sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]), now_us=3 * S)
+    out = sc.step(now_us=3 * S)
     again = [i for i in out if i["id"] == first_id]
     assert again and again[0]["version"] == 2
+    # a host that went silent: its incident closes after idle_us of processing time
+    assert all(i["initiator"]["host"] != "h2" for i in out)
+    out = sc.step(now_us=62 * S)
+    assert "h2" in [i["initiator"]["host"] for i in out]
     # far too late: counted, not used
-    assert sc.add(_table([ev("z", "h1", 900 * S, device="0000:09:00.0")])) == 1 and sc.late_events == 1
+    assert sc.add(_table([ev("z", "h1", 100 * S, device="0000:09:00.0")])) == 1 and sc.late_events == 1
     # a duplicate delivery changes nothing
     sc.add(_table([ev("a2", "h1", 1005 * S, xid=74, device="0000:03:00.0")]))
-    assert all(i["id"] != first_id for i in sc.step(now_us=0))
+    assert all(i["id"] != first_id for i in sc.step(now_us=62 * S))
 
 
 def test_skew_is_estimated_from_kafka_append_time():
