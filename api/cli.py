@@ -24,6 +24,15 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   help="firstfault: which GPU, link or host broke first.")
 kafka_app = typer.Typer(no_args_is_help=True, help="The local Apache Kafka broker (KRaft, 127.0.0.1).")
 app.add_typer(kafka_app, name="kafka")
+
+
+def _add_report_app() -> None:
+    from api.report_cli import report_app
+
+    app.add_typer(report_app, name="report", help="Reports: the hourly degraded-link report.")
+
+
+_add_report_app()
 # wide enough for the incident table when output is not a terminal (CI logs, pipes)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 out = Console(width=None if sys.stdout.isatty() else 200)

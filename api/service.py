@@ -55,6 +55,7 @@ class Service:
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms)
         self.incidents: dict[str, dict[str, Any]] = {}
         self.pager = Pager(settings, public_url=settings.public_url)
+        self._report_hour = None
         self._restore()
 
     def _restore(self) -> None:
@@ -166,12 +167,31 @@ class Service:
         return self.current()
 
     async def _tick(self, stop: asyncio.Event) -> None:
-        """Run the correlator every ``tick_s`` even without input: quiet incidents get resolved."""
+        """Every ``tick_s``, even without input: run the correlator (quiet incidents get resolved) and
+        write the degraded-link report of the last hour once its allowed lateness has passed."""
         while not stop.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.tick_s)
-            if not stop.is_set():
-                self.emit(self.correlator.step(now_us=int(time.time() * S)))
+            if stop.is_set():
+                return
+            self.emit(self.correlator.step(now_us=int(time.time() * S)))
+            await self._hourly_report()
+
+    async def _hourly_report(self) -> None:
+        from datetime import datetime, timezone
+
+        from api.degraded_links import due_hour
+        from api.report import report_dir, write_hourly
+        from api.store import StoreError
+
+        h = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
+        if h == self._report_hour and (report_dir(self.lake.root, f"{h:%Y-%m-%dT%H}") / "degraded_links.html").exists():
+            return
+        try:
+            await asyncio.to_thread(write_hourly, self.settings, h)
+            self._report_hour = h
+        except (StoreError, OSError, ValueError) as e:  # the next tick tries again
+            log.warning("degraded-link report for %s not written: %s", h, e)
 
     def current(self) -> list[dict[str, Any]]:
         return sorted(self.incidents.values(), key=lambda i: (i["start"], i["id"]))
