@@ -73,6 +73,7 @@ class Decoded:
 
 
 _GZIP = b"\x1f\x8b"
+_JSON_OBJECT_START = re.compile(rb'\s*\{\s*["}]')
 _ZSTD = b"\x28\xb5\x2f\xfd"
 
 
@@ -96,9 +97,14 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
 
 
 def looks_ndjson(data: bytes) -> bool:
-    """True when the first non-blank byte opens a JSON object."""
-    s = data.lstrip()
-    return s[:1] == b"{"
+    """True when the value starts with a JSON object: ``{`` and then ``"`` or ``}``.
+
+    Only the opening is looked at, so a broken record still goes to the
+    dead-letter topic. A plain-text line that starts with a Python dict
+    (Hugging Face's trainer prints ``{'loss': 1.23, …}`` on every logging
+    step) is text, not a broken envelope.
+    """
+    return _JSON_OBJECT_START.match(data) is not None
 
 
 def _host_of(rec: dict) -> str | None:
