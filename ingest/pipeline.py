@@ -9,6 +9,7 @@ benchmarks all run this same function.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
@@ -61,7 +62,13 @@ class Pipeline:
         self.matcher = matcher or HyperscanMatcher(self.catalog)
         self.tz = tz
 
-    def run(self, decoded: Decoded) -> Batch:
+    def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
+        """Events, link samples and topology facts of one batch of decoded input.
+
+        ``timings``, when given, accumulates CPU seconds per stage (``frame``,
+        ``match``, ``extract``, ``assemble``, ``arrow``): the benchmark's profile.
+        """
+        clock = _Clock(timings)
         segs = decoded.segments
         framed = [frame(s.data) for s in segs]
         buf = b"\n".join(f.scan for f in framed)
@@ -72,7 +79,9 @@ class Pipeline:
         for f in framed:
             starts.append(n)
             n += f.scan.count(b"\n") + 1
+        clock.lap("frame")
         hits_by_line = self.matcher.scan(buf)
+        clock.lap("match")
         per_stream: dict[str, list[Hit]] = {}
         for line in sorted(hits_by_line):
             si = bisect_right(starts, line) - 1
@@ -95,6 +104,7 @@ class Pipeline:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                 per_stream.setdefault(seg.stream, []).append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row,
                                                                  prefix=prefix, text=text, message=message))
+        clock.lap("extract")
         events, samples, topo = [], [], []
         # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
         for hits in per_stream.values():
@@ -102,7 +112,8 @@ class Pipeline:
             events.extend(out.events)
             samples.extend(out.link_samples)
             topo.extend(out.topology)
-        return Batch(
+        clock.lap("assemble")
+        out_batch = Batch(
             events=to_table(events, EVENTS_SCHEMA),
             link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
             topology=to_table(topo, TOPOLOGY_SCHEMA),
@@ -110,3 +121,21 @@ class Pipeline:
             lines=n if segs else 0,
             bytes=len(buf),
         )
+        clock.lap("arrow")
+        return out_batch
+
+
+class _Clock:
+    """Adds the CPU time since the last lap to ``timings[stage]``; does nothing without ``timings``."""
+
+    __slots__ = ("timings", "t")
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.t = time.process_time() if timings is not None else 0.0
+
+    def lap(self, stage: str) -> None:
+        if self.timings is not None:
+            t = time.process_time()
+            self.timings[stage] = self.timings.get(stage, 0.0) + t - self.t
+            self.t = t

@@ -1,0 +1,156 @@
+"""Child processes of the ingest benchmark: each measures itself and prints one JSON object.
+
+Run apart from the benchmark driver so that CPU time and peak RSS are those of
+the ingest process alone (not of the generator, the broker or the baselines):
+
+* ``ingest``: the project's :class:`ingest.consumer.IngestWorker` (the same
+  decode → pipeline → lake → commit loop as ``firstfault run``) over a
+  backlog, until caught up. The clock starts once the worker is connected
+  (before it joins the group) and stops when the last batch is durable in the
+  lake (``on_batch`` runs after the atomic, fsynced Parquet writes);
+* ``split``: the ceiling — a plain consumer that fetches the same records and
+  splits their values into lines, nothing else;
+* ``diagnose``: :func:`api.diagnose.diagnose_paths` over a folder (decode,
+  match, extract, correlate), as ``firstfault diagnose`` runs it.
+
+CPU time is the process's user + system time (all threads), so it holds on
+a machine shared with the broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+async def _ingest(a: argparse.Namespace) -> dict:
+    from ingest.consumer import IngestWorker
+    from ingest.lake import Lake
+    from ingest.pipeline import Pipeline
+    from schemas.settings import Settings
+
+    s = Settings()
+    pipeline = Pipeline()
+    lake = Lake(a.lake)
+    lake.init()
+    done: list[float] = []
+    events = [0]
+
+    def on_batch(batch) -> None:  # after the lake writes: these events are durable
+        done.append(time.perf_counter())
+        events[0] += batch.events.num_rows
+
+    w = IngestWorker(bootstrap=a.bootstrap, topics=a.topics.split(","), group_id=a.group, lake=lake,
+                     dlq_topic=a.dlq, pipeline=pipeline, on_batch=on_batch,
+                     max_records=a.max_records or s.batch_max_records, linger_ms=s.batch_linger_ms)
+    await w.start()
+    rss0 = _rss_mb()
+    t0, c0 = time.perf_counter(), _cpu()
+    try:
+        # until caught up with the backlog; run() may return before the group has its assignment
+        while w.health.records < a.expect_records and time.perf_counter() - t0 < a.timeout:
+            await w.run(until_caught_up=True, idle_timeout_s=10)
+    finally:
+        c1 = _cpu()
+        await w.close()
+    h = w.health
+    t1 = done[-1] if done else time.perf_counter()
+    return {"lines": h.lines, "records": h.records, "batches": h.batches, "events": events[0], "rejects": h.rejects,
+            "wall_s": t1 - t0, "cpu_s": c1 - c0, "peak_rss_mb": _rss_mb(), "rss_at_start_mb": rss0,
+            "ok": h.ok, "reason": h.reason}
+
+
+async def _split(a: argparse.Namespace) -> dict:
+    from aiokafka import AIOKafkaConsumer
+
+    from schemas.settings import Settings
+
+    s = Settings()
+    c = AIOKafkaConsumer(*a.topics.split(","), bootstrap_servers=a.bootstrap, group_id=a.group,
+                         enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=s.batch_max_records,
+                         fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
+    await c.start()
+    t0, c0 = time.perf_counter(), _cpu()
+    lines = records = nbytes = 0
+    t1 = t0
+    try:
+        while records < a.expect_records and time.perf_counter() - t0 < a.timeout:
+            data = await c.getmany(timeout_ms=s.batch_linger_ms, max_records=s.batch_max_records)
+            for rs in data.values():
+                for r in rs:
+                    lines += len(r.value.split(b"\n"))
+                    nbytes += len(r.value)
+                    records += 1
+            t1 = time.perf_counter()
+    finally:
+        c1 = _cpu()
+        await c.stop()
+    return {"lines": lines, "records": records, "bytes": nbytes, "wall_s": t1 - t0, "cpu_s": c1 - c0,
+            "peak_rss_mb": _rss_mb()}
+
+
+def _diagnose(a: argparse.Namespace) -> dict:
+    from api.diagnose import diagnose_paths
+    from ingest.pipeline import Pipeline
+    from schemas.settings import Settings
+
+    pipeline = Pipeline()  # compiled before the clock starts, as in a running service
+    t0, c0 = time.perf_counter(), _cpu()
+    decoded, batch, incidents = diagnose_paths([Path(a.path)], Settings(), pipeline=pipeline)
+    t1, c1 = time.perf_counter(), _cpu()
+    return {"lines": batch.lines, "bytes": batch.bytes, "events": batch.events.num_rows,
+            "incidents": len(incidents), "rejects": len(decoded.rejects), "wall_s": t1 - t0, "cpu_s": c1 - c0,
+            "peak_rss_mb": _rss_mb()}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.worker")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("ingest", "split"):
+        p = sub.add_parser(name)
+        p.add_argument("--bootstrap", required=True)
+        p.add_argument("--topics", required=True)
+        p.add_argument("--group", required=True)
+        p.add_argument("--lake")
+        p.add_argument("--dlq", default="fleet.dlq")
+        p.add_argument("--max-records", type=int, default=0)
+        p.add_argument("--expect-records", type=int, default=1, help="records in the backlog")
+        p.add_argument("--timeout", type=float, default=1800)
+    p = sub.add_parser("diagnose")
+    p.add_argument("path")
+    return ap
+
+
+def run(argv: list[str]) -> dict:
+    """Run one command (see module doc) in this process; return its measurements."""
+    a = parser().parse_args(argv)
+    if a.cmd == "ingest":
+        return asyncio.run(_ingest(a))
+    if a.cmd == "split":
+        return asyncio.run(_split(a))
+    return _diagnose(a)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import logging
+
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)
+    sys.stdout.write(json.dumps(run(sys.argv[1:] if argv is None else argv)) + "\n")
+
+
+if __name__ == "__main__":
+    main()

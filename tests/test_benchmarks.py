@@ -1,0 +1,63 @@
+"""The ingest benchmark runs end to end in its quick mode (a smoke test: nothing here asserts a speed).
+
+The benchmark's numbers mean something only on a quiet machine with the full input
+(``python -m benchmarks.ingest``, benchmarks/README.md); here we check that every mode
+runs through the real broker, reports the documented keys, and loses no line or event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from benchmarks import ingest as bench
+from benchmarks.generate import generate
+from ingest.catalog import default_catalog
+from ingest.match import HyperscanMatcher, ReferenceMatcher
+
+KEYS = ("lines", "lines_per_s", "mb_per_s", "baseline_re_lines_per_s", "baseline_duckdb_lines_per_s",
+        "read_split_lines_per_s", "peak_rss_mb")
+
+
+def test_generator_mixes_noise_with_one_percent_faults_of_every_family():
+    catalog = default_catalog()
+    c = generate(20_000, seed=3)
+    assert len(c.lines) == 20_000
+    assert 0.005 < c.fault_lines / len(c.lines) < 0.02
+    families = {f.family for f in bench_families()}
+    assert set(c.families) == families
+    # the lines that hit a signature are exactly the fault lines: noise never looks like a fault
+    assert len(HyperscanMatcher(catalog).scan(b"\n".join(c.lines))) == c.fault_lines
+    buf = b"\n".join(c.lines[:3000])
+    assert ReferenceMatcher(catalog).scan(buf) == HyperscanMatcher(catalog).scan(buf)
+    assert generate(2_000, seed=3).lines == generate(2_000, seed=3).lines  # reproducible
+
+
+def bench_families():
+    from benchmarks.generate import fault_templates
+
+    return fault_templates(default_catalog())
+
+
+@pytest.mark.kafka
+def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert bench.main(["--quick", "--json", "--bootstrap", kafka, "--workdir", str(tmp_path)]) == 0
+    r = json.loads(out.getvalue())
+    assert set(r["modes"]) == {"files_diagnose", "kafka_line", "kafka_batch", "kafka_ndjson"}
+    n = r["input"]["lines"]
+    for name, row in r["modes"].items():
+        for k in KEYS:
+            assert row[k] is not None and row[k] > 0, (name, k)
+        if name.startswith("kafka"):
+            assert row["lines"] == n, name
+            assert row["lake_events"] == row["events"] > 0, name  # every event durable, once
+    assert {"decode", "frame", "match", "extract", "assemble", "arrow", "write"} <= set(
+        r["stages"]["batch"]["stage_cpu_s"])
+    assert r["correlator"]["events"] > 0
+    assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core"}
+    assert not list(tmp_path.iterdir())  # the scratch folder is gone
