@@ -67,7 +67,7 @@ class HostTimeline(BaseModel):
 
 
 class SqlRequest(BaseModel):
-    query: str = Field(max_length=20_000, description="one read-only SELECT over the views")
+    query: str = Field(min_length=1, max_length=20_000, description="one read-only SELECT over the views")
     format: Literal["json", "arrow"] = Field("json", description="NDJSON rows, or an Arrow IPC stream")
     max_rows: int | None = Field(None, ge=1, description="at most this many rows (capped by the server)")
 
@@ -198,7 +198,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         sort: Annotated[Literal["start", "end", "severity", "confidence"], Query(
             description="descending; ties by id")] = "start",
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        cursor: Annotated[str | None, Query(max_length=512)] = None,
+        cursor: Annotated[str | None, Query(max_length=512, description="opaque: the next_cursor of the "
+                                                                        "previous page")] = None,
     ) -> IncidentPage:
         """Incidents (latest versions), with cursor pagination."""
         hosts_in = None
@@ -318,7 +319,36 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     _include_optional_routers(app, settings, auth)
+    _problem_openapi(app)
     return app
+
+
+def _problem_openapi(app: FastAPI) -> None:
+    """Document every error response as RFC 9457 ``application/problem+json`` with the Problem schema
+    (what the exception handlers return), on every operation, for 400/401/404/413/422/500/503."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        comps = doc.setdefault("components", {}).setdefault("schemas", {})
+        comps["Problem"] = Problem.model_json_schema()
+        ref = {"$ref": "#/components/schemas/Problem"}
+        for path in doc.get("paths", {}).values():
+            for op in path.values():
+                resps = op.setdefault("responses", {})
+                for code in ("400", "401", "404", "413", "422", "500", "503"):
+                    if code == "401" and op.get("operationId", "").startswith(("healthz", "metrics")):
+                        continue
+                    r = resps.setdefault(code, {"description": Problem.__doc__.strip()})
+                    r["content"] = {PROBLEM: {"schema": ref}}
+        comps.pop("HTTPValidationError", None)
+        comps.pop("ValidationError", None)
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:

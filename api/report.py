@@ -134,7 +134,8 @@ def report_router(settings: Settings) -> APIRouter:
         422: {"description": "hour or format not understood"},
         503: {"description": "the lake could not be read"}})
     def degraded_links(
-        hour: Annotated[str | None, Query(max_length=40, description="UTC hour, e.g. 2026-11-30T03; "
+        hour: Annotated[str | None, Query(max_length=40, pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+                                          r"T([01]\d|2[0-3])$", description="UTC hour, e.g. 2026-11-30T03; "
                                           "default: the last complete hour")] = None,
         format: Annotated[Literal["json", "html", "csv", "parquet"], Query()] = "json",
     ) -> Response:
