@@ -129,7 +129,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if not settings.api_token:
             return
         got = request.headers.get("authorization", "")
-        if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:].encode(), settings.api_token.encode())):
+        want = settings.api_token.get_secret_value().encode()
+        if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:].encode(), want)):
             raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
     def limit_scan(since: datetime | None, until: datetime | None, host: str | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,13 @@ from schemas.settings import Settings
 
 
 def diagnose_paths(paths: Iterable[Path], settings: Settings, *, symptoms: list[Symptom] | None = None,
-                   pipeline: Pipeline | None = None, now_us: int | None = None
+                   pipeline: Pipeline | None = None, now_us: int | None = None,
+                   progress: Callable[[int, int, str], None] | None = None
                    ) -> tuple[Decoded, Batch, list[dict[str, Any]]]:
-    """Decode, match, extract and correlate files. Raises ``FileNotFoundError`` for a missing path."""
-    decoded = decode_paths(list(paths))
+    """Decode, match, extract and correlate files. Raises ``FileNotFoundError`` for a missing path.
+
+    ``progress(done, total, name)`` is called after each file is read."""
+    decoded = decode_paths(list(paths), progress=progress)
     pipe = pipeline or Pipeline(tz=settings.tzinfo())
     batch = pipe.run(decoded)
     batch.events = with_counter_events(batch.events, batch.link_samples, pipe.catalog)

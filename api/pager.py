@@ -299,7 +299,8 @@ class Pager:
         self.base_url = public_url or f"http://{settings.api_host}:{settings.api_port}"
         self.min_rank = SEVERITY_RANK[settings.page_min_severity]
         self.resolve_after_s = settings.resolve_after_s
-        self.routing_key = settings.pagerduty_routing_key or ""
+        self.routing_key = (settings.pagerduty_routing_key.get_secret_value()
+                            if settings.pagerduty_routing_key else "")
         self.am_resend_s, self.am_hold_s = am_resend_s, am_hold_s
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.timeout_s, self.poll_s = timeout_s, poll_s

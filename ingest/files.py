@@ -10,7 +10,7 @@ wherever it lies, and two different files named alike do not collide.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ingest.decode import Decoded, decode_file
@@ -40,11 +40,16 @@ def content_digest(f: Path, limit: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def decode_paths(paths: Iterable[Path]) -> Decoded:
-    """Decode every file under ``paths`` into one batch of segments (and rejects)."""
+def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None] | None = None) -> Decoded:
+    """Decode every file under ``paths`` into one batch of segments (and rejects).
+
+    ``progress(done, total, name)`` is called after each file."""
     out = Decoded()
-    for f, rel in walk(paths):
+    files = list(walk(paths))
+    for n, (f, rel) in enumerate(files, 1):
         d = decode_file(f, relname=f"{rel}@{content_digest(f)}")
+        if progress is not None:
+            progress(n, len(files), rel)
         out.segments.extend(d.segments)
         out.rejects.extend(d.rejects)
     return out

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 
 class SettingsError(ValueError):
@@ -42,7 +42,8 @@ class Settings(BaseModel):
     fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
     api_host: str = Field("127.0.0.1", description="HTTP API listen address")
     api_port: int = Field(8080, ge=0, le=65535, description="HTTP API port (0 = any free port)")
-    api_token: str | None = Field(None, description="bearer token required by the API; unset = no auth")
+    # secrets are SecretStr: never printed by repr, logs or error messages
+    api_token: SecretStr | None = Field(None, description="bearer token required by the API; unset = no auth")
     api_max_scan_days: float = Field(31.0, gt=0, description="longest time range a query may scan without a "
                                      "host filter (longer is refused with 422, not left to time out)")
     api_max_body_bytes: int = Field(65536, ge=1024, description="largest request body the API accepts")
@@ -53,7 +54,7 @@ class Settings(BaseModel):
                                    "pages are <public_url>/incidents/<id> (default http://api_host:api_port)")
     alertmanager_url: str | None = Field(None, description="Alertmanager base URL for pages, e.g. http://127.0.0.1:9093")
     pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
-    pagerduty_routing_key: str | None = Field(None, description="PagerDuty integration (routing) key")
+    pagerduty_routing_key: SecretStr | None = Field(None, description="PagerDuty integration (routing) key")
     page_min_severity: str = Field("error", description="page incidents at or above this severity")
 
     @field_validator("page_min_severity")
