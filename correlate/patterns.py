@@ -207,6 +207,53 @@ def both_ends(scene: Scene) -> Verdict | None:
     return None
 
 
+def nvswitch_common_end(scene: Scene) -> Verdict | None:
+    """Several GPUs report link errors only on links that go to one NVSwitch: the switch is the common end.
+
+    The wiring comes from ``nvidia-smi nvlink -R`` (GPU link -> switch bus id and port); SXids of that
+    switch, when logged, are its own evidence.
+    """
+    if any(e.kind in ("gpu_off_bus", "ecc", "gpu_init_failed") for e in scene.faults()):
+        return None
+    nv = [e for e in scene.faults() if e.link is not None and (
+        e.kind in ("nvlink_down", "nvlink_errors") or
+        (e.xid is not None and e.xid in scene.catalog.xids and scene.catalog.xids[e.xid].nvlink_related))]
+    ends: dict[tuple[str, str], dict[str, list[Ev]]] = defaultdict(lambda: defaultdict(list))
+    unmapped = 0
+    for e in nv:
+        key = scene.subject[e.event_id][2]
+        far = scene.topo.nvlink_peer(e.host, key, e.link) if key else None
+        if far is None:
+            unmapped += 1
+            continue
+        ends[(e.host, far[0])][key].append(e)
+    if len(ends) != 1 or unmapped:
+        return None
+    (host, switch), gpus = next(iter(ends.items()))
+    if len(gpus) < 2:
+        return None
+    sxids = [e for e in scene.faults() if e.kind == "sxid" and e.host == host and e.device == switch]
+    init_events = sxids or []
+    init = {"host": host, "device_type": "nvswitch", "device": switch, "link": None, "rank": None,
+            "kind": "sxid" if sxids else "nvlink_errors", "xid": None, "sxid": sxids[0].sxid if sxids else None,
+            "peer": None, "gpu_index": None, "links": None, "events": [e.event_id for e in init_events]}
+    down = [Party((host, "gpu", k), evs, "same_nvswitch", "nvswitch.common_end") for k, evs in sorted(gpus.items())]
+    down_ids = {e.event_id for p in down for e in p.events} | {e.event_id for e in init_events}
+    ports = sorted({scene.topo.nvlink_peer(host, k, e.link)[1] for k, evs in gpus.items() for e in evs})
+    return Verdict(
+        pattern="nvswitch.common_end", category="nvswitch_fault", initiator=init, initiator_events=init_events,
+        downstream=down, context=[e for e in scene.events if e.event_id not in down_ids],
+        confidence=0.85 if sxids else 0.75, severity=None,
+        explanation=(f"{len(gpus)} GPUs of {host} report NVLink errors, and every one of those links goes to the "
+                     f"NVSwitch {switch} (ports {', '.join(map(str, ports))}, per nvidia-smi nvlink -R); no GPU "
+                     "failed otherwise. The switch they share is the first fault"
+                     + (f"; it logged SXid {sxids[0].sxid} itself." if sxids else ".")),
+        next_action=("Drain the host; collect the Fabric Manager log and nvidia-bug-report.sh; reset the GPUs and "
+                     "NVSwitches (stop FM, nvidia-smi -r, start FM). If the switch errors again, have the "
+                     "baseboard serviced."),
+        verify=["nvidia-smi nvlink -R", "nvidia-smi nvlink -e", "journalctl -u nvidia-fabricmanager -n 200"])
+
+
 def missing_cause(scene: Scene) -> Verdict | None:
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     unexplained = [e for e in faults if not scene.explained(e)]
@@ -453,6 +500,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "benign.application_xid": application_xid,
     "link.inactive_where_wired": inactive_where_wired,
     "link.both_ends": both_ends,
+    "nvswitch.common_end": nvswitch_common_end,
     "caused_by.missing_cause": missing_cause,
     "platform.fabric_manager": fabric_manager,
     "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,

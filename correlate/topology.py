@@ -80,7 +80,11 @@ class Topology:
                 self.model[(r["host"], key)] = r["model"]
 
     def learn_topology(self, topo: pa.Table) -> None:
-        for r in topo.to_pylist():
+        rows = topo.to_pylist()
+        for r in rows:  # index -> bus first, so nvlink -R rows (printed by index) key by bus id
+            if r["fact"] == "gpu_bus" and r["gpu_index"] is not None and r["device"]:
+                self.index_to_bus[(r["host"], r["gpu_index"])] = r["device"]
+        for r in rows:
             if r["fact"] == "topo_path" and r["gpu_index"] is not None:
                 self.paths[(r["host"], f"gpu{r['gpu_index']}")][r["peer_name"]] = r["path"]
             elif r["fact"] == "nvlink_remote" and r["link"] is not None and r["peer_device"]:

@@ -249,6 +249,11 @@ def assemble(hits: list[Hit], tz) -> Assembled:
         if sig.emit == "topology":
             if sig.id == "nvml.topo_row":
                 topo_rows.append(h)
+            elif sig.id in ("nvml.smi_table_row", "nvml.query_gpu_bus"):
+                out.topology.append({
+                    "host": row["host"], "ts": row["ts"], "fact": "gpu_bus", "gpu_index": row.get("gpu_index"),
+                    "device": row.get("device"), "link": None, "peer_name": None, "peer_device": None,
+                    "peer_link": None, "path": None, "origin": origin})
             else:
                 out.topology.append({
                     "host": row["host"], "ts": row["ts"], "fact": "nvlink_remote",

@@ -3,9 +3,10 @@
 ``link_samples``: one row per link per sample (``nvidia-smi nvlink -s/-e``,
 DCGM): state and speed, or one error counter and its value.
 ``topology``: what a host told us about its wiring: ``nvlink_remote`` rows from
-``nvidia-smi nvlink -R`` (GPU link -> remote device and port) and
-``topo_path`` rows from ``nvidia-smi topo -m`` (GPU -> peer, path type
-``NV<k>``/``PIX``/``PXB``/``PHB``/``NODE``/``SYS``).
+``nvidia-smi nvlink -R`` (GPU link -> remote device and port), ``topo_path``
+rows from ``nvidia-smi topo -m`` (GPU -> peer, path type
+``NV<k>``/``PIX``/``PXB``/``PHB``/``NODE``/``SYS``) and ``gpu_bus`` rows (GPU
+index -> PCI bus id, from the ``nvidia-smi`` table or ``--query-gpu``).
 Times are UTC µs.
 """
 
@@ -33,7 +34,7 @@ LINK_SAMPLES_SCHEMA: Final = pa.schema([
 TOPOLOGY_SCHEMA: Final = pa.schema([
     pa.field("host", pa.string(), nullable=False),
     pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
-    pa.field("fact", pa.string(), nullable=False),  # "nvlink_remote" | "topo_path"
+    pa.field("fact", pa.string(), nullable=False),  # "nvlink_remote" | "topo_path" | "gpu_bus"
     pa.field("gpu_index", pa.int16()),
     pa.field("device", pa.string()),
     pa.field("link", pa.int16()),

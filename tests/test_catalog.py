@@ -99,6 +99,14 @@ def test_hyperscan_agrees_with_reference(seed, catalog, hsm):
         assert hs.scan(buf) == ref.scan(buf)
 
 
+def test_hyperscan_keeps_every_match(catalog, hsm):
+    """A case where one Hyperscan database once dropped a match that the patterns found alone."""
+    buf = (b"|   1  NVIDIA H100 80GB HBM3          On  | 00000000:40:00.0 Off |                    0 |\n"
+           b"0, 00000000:18:00.0\n         Link 0: Remote Device 00000000:07:00.0: Link 46")
+    assert hsm.scan(buf) == ReferenceMatcher(catalog).scan(buf)
+    assert catalog.by_id["nvml.query_gpu_bus"].index in hsm.scan(buf)[1]
+
+
 def test_priority_picks_the_specific_signature(catalog, hsm):
     line = "[2026-06-23 15:45:07] node01:420:437 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'x'."
     hits = hsm.scan(line.encode())[0]

@@ -1,0 +1,42 @@
+"""Whole-incident patterns on small hand-made inputs in real line formats (correlate/patterns.py)."""
+
+from __future__ import annotations
+
+from correlate.correlator import correlate
+from ingest.decode import Decoded, Segment
+
+T0 = 1_800_000_000_000_000
+
+
+def run(pipeline, text: str, host="node07"):
+    seg = Segment(data=text.encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
+NVLINK_R = """GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000007)
+         Link 0: Remote Device 00000000:07:00.0: Link 46
+         Link 1: Remote Device 00000000:06:00.0: Link 2
+GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000008)
+         Link 0: Remote Device 00000000:07:00.0: Link 12
+         Link 1: Remote Device 00000000:05:00.0: Link 3
+0, 00000000:18:00.0
+1, 00000000:2a:00.0"""
+XID74 = ("[Mon Nov 30 03:12:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): 74, pid='<unknown>', name=<unknown>, "
+         "NVLink: fatal error detected on link {link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+
+
+def test_gpus_whose_failing_links_share_one_switch_blame_the_switch(pipeline):
+    text = NVLINK_R + "\n" + XID74.format(s=1, bus="18", link=0) + "\n" + XID74.format(s=2, bus="2a", link=0)
+    (inc,) = run(pipeline, text)
+    assert inc["pattern"] == "nvswitch.common_end" and inc["category"] == "nvswitch_fault"
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("nvswitch", "0000:07:00.0")
+    assert sorted(d["device"] for d in inc["downstream"]) == ["0000:18:00.0", "0000:2a:00.0"]
+    assert {d["relation"] for d in inc["downstream"]} == {"same_nvswitch"}
+
+
+def test_links_to_different_switches_are_not_a_switch_fault(pipeline):
+    text = NVLINK_R + "\n" + XID74.format(s=1, bus="18", link=0) + "\n" + XID74.format(s=2, bus="2a", link=1)
+    incs = run(pipeline, text)
+    assert all(i["pattern"] != "nvswitch.common_end" for i in incs)
