@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError
-from correlate.topology import load_fleet_config
+from schemas.fleet import load_fleet_config
 from ingest.lake import Lake
 from schemas.settings import Settings
 

@@ -157,7 +157,7 @@ def kafka_start(config: ConfigOpt = None) -> None:
     s = _settings(config)
     try:
         st = broker.start(s.state_dir, log=lambda m: err.print(m))
-        asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic]))
+        asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic, s.events_topic]))
     except broker.BrokerError as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
@@ -172,11 +172,12 @@ def kafka_topics(partitions: Annotated[int, typer.Option(min=1, help="partitions
 
     s = _settings(config)
     try:
-        asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic], partitions=partitions))
+        asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic, s.events_topic],
+                                         partitions=partitions))
     except broker.BrokerError as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
-    err.print(f"topics ready: {', '.join(s.topics + [s.dlq_topic])}")
+    err.print(f"topics ready: {', '.join(s.topics + [s.dlq_topic, s.events_topic])}")
 
 
 @kafka_app.command("stop")
@@ -250,6 +251,46 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
             loop.add_signal_handler(sig, svc.worker.stop.set)
         await svc.run(once=once, serve=serve,
                       on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up")))
+
+    asyncio.run(main())
+
+
+@app.command()
+def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the raw topics")] = False,
+           config: ConfigOpt = None) -> None:
+    """An ingest worker: raw topics -> lake + fleet.events (keyed by correlation domain). Run many."""
+    from api.service import IngestService
+
+    s = _settings(config)
+    svc = IngestService(s, _bootstrap(s))
+
+    async def main() -> None:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, svc.worker.stop.set)
+        await svc.run(once=once)
+
+    asyncio.run(main())
+
+
+@app.command()
+def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caught up with fleet.events")] = False,
+              config: ConfigOpt = None) -> None:
+    """A correlate worker: fleet.events -> incidents in the lake, pages, hourly report. Run several."""
+    from api.service import CorrelateService
+
+    s = _settings(config)
+    svc = CorrelateService(s, _bootstrap(s))
+
+    async def main() -> None:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, svc.worker.stop.set)
+        await svc.run(once=once)
 
     asyncio.run(main())
 

@@ -47,7 +47,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from correlate.incident import iso
-from correlate.topology import HostConfig, expected_links
+from correlate.topology import expected_links
+from schemas.fleet import HostConfig
 
 US: Final = 1_000_000
 HOUR_US: Final = 3600 * US

@@ -31,7 +31,7 @@ from fastapi.responses import Response
 from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
 from api.report_render import FORMATS, render
 from api.store import StoreError, connect
-from correlate.topology import HostConfig, load_fleet_config
+from schemas.fleet import HostConfig, load_fleet_config
 from ingest.lake import Lake
 from schemas.settings import Settings
 

@@ -1,97 +1,98 @@
-"""The firstfault service in one process: ingest worker + streaming correlator + HTTP API.
+"""The firstfault processes: all in one (``run``), or split for scale (``ingest``, ``correlate``).
 
-``run_service`` consumes the raw topics, stores events in the lake, feeds each
-durable batch to the streaming correlator, stores the incidents it emits,
-and serves the API over the same lake. With ``once`` it stops when ingest
-has caught up with the topics, flushes the correlator (end of input) and
-returns the incidents.
+* :class:`Service` (``firstfault run``, the demo): one ingest worker, the streaming correlator fed
+  in-process with every durable batch, the pager and the HTTP API.
+* :class:`IngestService` (``firstfault ingest``): a consumer-group member over the raw topics that
+  stores events and publishes them to ``fleet.events`` keyed by correlation domain (``ingest.publish``).
+* :class:`CorrelateService` (``firstfault correlate``): a consumer-group member over ``fleet.events``
+  (``correlate.consumer``) that stores incidents, pages, and writes the hourly degraded-link report.
+
+Each runs until its stop event is set; with ``once`` until caught up with its topics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from typing import Any
 
-import orjson
 import uvicorn
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter
 
+from api.sink import IncidentSink
+from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
 from correlate.stream import StreamCorrelator
-from api.pager import Pager
 from ingest.consumer import IngestWorker
 from ingest.lake import Lake
 from ingest.pipeline import Batch, Pipeline
-from schemas.incidents import incident_rows
+from ingest.publish import Domains
+from schemas.fleet import load_fleet_config
 from schemas.settings import Settings
 
 log = logging.getLogger("firstfault.service")
 S = 1_000_000
-
-INCIDENTS = Counter("firstfault_incident_versions_total", "incident versions emitted", ["category", "severity"])
-OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
 LATE = Counter("firstfault_late_events_total", "events too late to change incidents")
 
 
+class Hourly:
+    """Writes the degraded-link report of each finished hour once its allowed lateness has passed."""
+
+    def __init__(self, settings: Settings, lake: Lake) -> None:
+        self.settings, self.lake, self.done = settings, lake, None
+
+    async def maybe_write(self) -> None:
+        from datetime import datetime, timezone
+
+        from api.degraded_links import due_hour
+        from api.report import report_dir, write_hourly
+        from api.store import StoreError
+
+        h = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
+        if h == self.done and (report_dir(self.lake.root, f"{h:%Y-%m-%dT%H}") / "degraded_links.html").exists():
+            return
+        try:
+            await asyncio.to_thread(write_hourly, self.settings, h)
+            self.done = h
+        except (StoreError, OSError, ValueError) as e:  # the next tick tries again
+            log.warning("degraded-link report for %s not written: %s", h, e)
+
+
+async def _stop_tasks(stop: asyncio.Event, *tasks: asyncio.Task) -> None:
+    stop.set()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+            await asyncio.wait_for(t, 5)
+
+
 class Service:
-    """Wires the worker, the correlator, the pager and the lake (see module doc)."""
+    """All in one process: ingest + correlate + pager + API (see module doc)."""
 
     #: how often the correlator runs without new input (incidents that went quiet get resolved)
     tick_s: float = 5.0
 
     def __init__(self, settings: Settings, bootstrap: str, *, group_id: str | None = None) -> None:
         self.settings = settings
-        self.lake = Lake(settings.lake)
-        self.lake.init()
+        self.sink = IncidentSink(settings)
+        self.lake, self.pager = self.sink.lake, self.sink.pager
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
-                                           lateness_us=int(settings.allowed_lateness_s * S))
+                                           lateness_us=int(settings.allowed_lateness_s * S),
+                                           close_after_us=int(settings.close_after_s * S),
+                                           idle_us=int(settings.idle_close_s * S))
         self.worker = IngestWorker(
             bootstrap=bootstrap, topics=settings.topics, group_id=group_id or settings.group_id, lake=self.lake,
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()), on_batch=self.on_batch,
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms)
-        self.incidents: dict[str, dict[str, Any]] = {}
-        self.pager = Pager(settings, public_url=settings.public_url)
-        self._report_hour = None
-        self._restore()
+        self.hourly = Hourly(settings, self.lake)
+        # after a restart: incident versions and the recent events from the lake
+        self.correlator.restore(self.sink.stored(),
+                                self.sink.recent_events(int((settings.allowed_lateness_s + 3600) * S)))
 
-    def _restore(self) -> None:
-        """After a restart: incident versions and the recent events from the lake (see StreamCorrelator)."""
-        from api.store import Store, StoreError
-
-        try:
-            store = Store(self.lake)
-            docs = [orjson.loads(r["doc"]) for r in store.query("SELECT doc FROM incidents")]
-            horizon = int((self.settings.allowed_lateness_s + 3600) * S)
-            rows = store.query("SELECT max(ts) AS t FROM events")
-        except StoreError as e:
-            log.warning("could not read the lake to restore correlator state: %s", e)
-            return
-        self.correlator.restore(docs)
-        for d in docs:
-            self.incidents[d["id"]] = d
-        if rows and rows[0]["t"] is not None:
-            con_events = self._recent_events(rows[0]["t"], horizon)
-            if con_events is not None:
-                self.correlator.add(con_events)
-
-    def _recent_events(self, last, horizon_us: int):
-        from datetime import timedelta
-
-        from api.store import connect
-
-        con = connect(self.lake)
-        try:
-            t = con.execute("SELECT * FROM events WHERE ts >= ?",
-                            [last - timedelta(microseconds=horizon_us)]).to_arrow_table()
-        finally:
-            con.close()
-        from schemas.events import EVENTS_SCHEMA
-
-        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
+    @property
+    def incidents(self) -> dict[str, dict[str, Any]]:
+        return self.sink.incidents
 
     def on_batch(self, batch: Batch) -> None:
         LATE.inc(self.correlator.add(batch.events, batch.link_samples, batch.topology,
@@ -99,20 +100,7 @@ class Service:
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
-        """Store incident versions in the lake (durably) and remember the latest of each."""
-        if not incidents:
-            return
-        now = int(time.time() * S)
-        inc_t, ev_t = incident_rows(incidents, now)
-        bid = hashlib.blake2b("|".join(f"{i['id']}:{i['version']}" for i in incidents).encode(),
-                              digest_size=10).hexdigest()
-        self.lake.write("incidents", inc_t, bid)
-        self.lake.write("incident_evidence", ev_t, bid)
-        self.pager.enqueue(incidents)  # pages only for versions durably stored
-        for i in incidents:
-            self.incidents[i["id"]] = i
-            INCIDENTS.labels(category=i["category"], severity=i["severity"]).inc()
-        OPEN.set(sum(1 for i in self.incidents.values() if i["status"] == "open"))
+        self.sink.emit(incidents)
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
@@ -135,9 +123,9 @@ class Service:
                                  log_level="warning", lifespan="off")
             server = uvicorn.Server(cfg)
             server_task = asyncio.create_task(server.serve())
-        pager_stop = asyncio.Event()
-        pager_task = asyncio.create_task(self.pager.run_forever(pager_stop))
-        tick_task = asyncio.create_task(self._tick(pager_stop))
+        stop = asyncio.Event()
+        pager_task = asyncio.create_task(self.pager.run_forever(stop))
+        tick_task = asyncio.create_task(self._tick(stop))
         await self.worker.start()
         try:
             await self.worker.run(until_caught_up=True)
@@ -154,10 +142,7 @@ class Service:
                     on_serving(server)
                 await self.worker.run()
         finally:
-            pager_stop.set()
-            for t in (pager_task, tick_task):
-                with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-                    await asyncio.wait_for(t, 5)
+            await _stop_tasks(stop, pager_task, tick_task)
             self.pager.close()
             await self.worker.close()
             if server is not None:
@@ -175,23 +160,82 @@ class Service:
             if stop.is_set():
                 return
             self.emit(self.correlator.step(now_us=int(time.time() * S)))
-            await self._hourly_report()
-
-    async def _hourly_report(self) -> None:
-        from datetime import datetime, timezone
-
-        from api.degraded_links import due_hour
-        from api.report import report_dir, write_hourly
-        from api.store import StoreError
-
-        h = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
-        if h == self._report_hour and (report_dir(self.lake.root, f"{h:%Y-%m-%dT%H}") / "degraded_links.html").exists():
-            return
-        try:
-            await asyncio.to_thread(write_hourly, self.settings, h)
-            self._report_hour = h
-        except (StoreError, OSError, ValueError) as e:  # the next tick tries again
-            log.warning("degraded-link report for %s not written: %s", h, e)
+            await self.hourly.maybe_write()
 
     def current(self) -> list[dict[str, Any]]:
-        return sorted(self.incidents.values(), key=lambda i: (i["start"], i["id"]))
+        return self.sink.current()
+
+
+class IngestService:
+    """``firstfault ingest``: raw topics -> lake + ``fleet.events`` (keyed by correlation domain)."""
+
+    def __init__(self, settings: Settings, bootstrap: str) -> None:
+        self.settings = settings
+        hosts = load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
+        self.lake = Lake(settings.lake)
+        self.lake.init()
+        domains = Domains(hosts)
+        self.worker = IngestWorker(
+            bootstrap=bootstrap, topics=settings.topics, group_id=settings.group_id, lake=self.lake,
+            dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()),
+            max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms,
+            events_topic=settings.events_topic, domains=domains,
+            session_timeout_ms=settings.session_timeout_ms)
+        self.worker.on_assigned = lambda: domains.seed(self._memberships())
+
+    def _memberships(self) -> list[tuple[str, int, str]]:
+        """Each host's latest NCCL communicator, from the lake (what the previous owner of its partition saw)."""
+        from api.store import Store, StoreError
+
+        try:
+            rows = Store(self.lake).query(
+                "SELECT host, epoch_us(max(ts)) AS t, arg_max(comm, ts) AS comm FROM events "
+                "WHERE kind IN ('nccl_init', 'nccl_p2p_fallback') AND comm IS NOT NULL GROUP BY host")
+        except StoreError as e:
+            log.warning("could not read communicator memberships from the lake: %s", e)
+            return []
+        return [(r["host"], r["t"], r["comm"]) for r in rows]
+
+    async def run(self, *, once: bool = False) -> None:
+        await self.worker.start()
+        try:
+            await self.worker.run(until_caught_up=once)
+        finally:
+            await self.worker.close()
+
+
+class CorrelateService:
+    """``firstfault correlate``: ``fleet.events`` -> incidents in the lake, pages, hourly report."""
+
+    def __init__(self, settings: Settings, bootstrap: str) -> None:
+        self.settings = settings
+        self.sink = IncidentSink(settings)
+        self.worker = CorrelateWorker(
+            bootstrap=bootstrap, topic=settings.events_topic, group_id=settings.correlate_group_id,
+            settings=correlation_settings(settings), lateness_us=int(settings.allowed_lateness_s * S),
+            on_incidents=self.sink.emit, restore=self.sink.stored,
+            session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
+            idle_us=int(settings.idle_close_s * S))
+        self.hourly = Hourly(settings, self.sink.lake)
+
+    async def run(self, *, once: bool = False) -> list[dict[str, Any]]:
+        stop = asyncio.Event()
+        pager_task = asyncio.create_task(self.sink.pager.run_forever(stop))
+        report_task = asyncio.create_task(self._reports(stop))
+        await self.worker.start()
+        try:
+            await self.worker.run(until_caught_up=once)
+            if once:
+                await self.sink.pager.flush(10)
+        finally:
+            await _stop_tasks(stop, pager_task, report_task)
+            self.sink.pager.close()
+            await self.worker.close()
+        return self.sink.current()
+
+    async def _reports(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 30)
+            if not stop.is_set():
+                await self.hourly.maybe_write()

@@ -56,7 +56,7 @@ class Settings:
 
 def correlation_settings(s) -> Settings:
     """Correlation settings from the process settings (``schemas.settings.Settings``)."""
-    from correlate.topology import load_fleet_config
+    from schemas.fleet import load_fleet_config
 
     hosts = load_fleet_config(s.fleet_config) if s.fleet_config else {}
     clocks = Clocks(skew_us={h: int(v * S) for h, v in s.skew_s.items()}, default_skew_us=int(s.skew_default_s * S))

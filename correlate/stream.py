@@ -43,6 +43,8 @@ S = 1_000_000
 # a new version is emitted when anything but the version number changes — the status too, so an
 # incident that went quiet (open -> resolved) is emitted again when the service's clock ticks
 _VOLATILE = ("version",)
+#: time bases that are the host's own event time; "kafka"/"file" stand in for lines that printed none
+EVENT_TIME_BASES = frozenset({"line", "monotonic+boot", "envelope", "inherited"})
 
 
 def _content_hash(inc: dict[str, Any]) -> str:
@@ -80,6 +82,8 @@ class StreamCorrelator:
                 continue
             self.events.setdefault(e.event_id, e)
         for e in events_from_table(events):
+            if e.ts_basis not in EVENT_TIME_BASES:
+                continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
             self.watermark.observe(e.ts)
             self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
             if now_us is not None:

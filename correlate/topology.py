@@ -21,6 +21,7 @@ import pyarrow as pa
 import yaml
 
 from correlate.model import Ev
+from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
 
 PLATFORMS_FILE = Path(__file__).with_name("platforms.yaml")
 
@@ -39,15 +40,6 @@ def expected_links(model: str | None) -> int | None:
         if p["match"].lower() in low:
             return p["links"]
     return None
-
-
-@dataclass(slots=True)
-class HostConfig:
-    """One host of the fleet config file."""
-
-    platform: str | None = None  # GPU model, e.g. "NVIDIA H100 80GB HBM3"
-    domain: str | None = None  # NVLink domain (NVL72 rack / clique) or None
-    rack: str | None = None
 
 
 @dataclass(slots=True)
@@ -145,25 +137,6 @@ class Topology:
 
     def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
         return self.remote.get((host, key, link))
-
-
-def load_fleet_config(path: Path) -> dict[str, HostConfig]:
-    """Fleet config YAML: ``hosts: {node07: {platform: …, domain: …, rack: …}}``.
-
-    Raises ``ValueError`` naming the key when the file does not have that shape.
-    """
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    hosts = doc.get("hosts")
-    if not isinstance(hosts, dict):
-        raise ValueError(f"{path}: expected a mapping 'hosts:'")
-    out: dict[str, HostConfig] = {}
-    for name, cfg in hosts.items():
-        cfg = cfg or {}
-        unknown = set(cfg) - {"platform", "domain", "rack"}
-        if unknown:
-            raise ValueError(f"{path}: host {name}: unknown keys {sorted(unknown)}")
-        out[str(name)] = HostConfig(**cfg)
-    return out
 
 
 def build_topology(events: list[Ev], samples: pa.Table | None, topo: pa.Table | None,

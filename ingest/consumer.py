@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from ingest import metrics
@@ -34,6 +34,7 @@ from ingest.counters import with_counter_events
 from ingest.decode import Decoded, decode_message
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
+from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
 
 log = logging.getLogger("firstfault.ingest")
 
@@ -95,12 +96,18 @@ class IngestWorker:
 
     def __init__(self, *, bootstrap: str, topics: list[str], group_id: str, lake: Lake, dlq_topic: str,
                  pipeline: Pipeline | None = None, on_batch: OnBatch | None = None, max_records: int = 2000,
-                 linger_ms: int = 200) -> None:
+                 linger_ms: int = 200, events_topic: str | None = None, domains: Domains | None = None,
+                 session_timeout_ms: int = 30000) -> None:
         self.bootstrap, self.topics, self.group_id = bootstrap, topics, group_id
         self.lake, self.dlq_topic = lake, dlq_topic
         self.pipeline = pipeline or Pipeline()
         self.on_batch = on_batch
         self.max_records, self.linger_ms = max_records, linger_ms
+        self.events_topic, self.domains = events_topic, domains or Domains()
+        self.session_timeout_ms = session_timeout_ms
+        #: called after partitions are (re)assigned: a worker that takes over hosts from another
+        #: reloads what it needs to key their events as the previous owner did (ingest.publish.Domains)
+        self.on_assigned: Callable[[], None] | None = None
         self.health = Health()
         self.counter_state: dict = {}
         self.stop = asyncio.Event()
@@ -109,14 +116,16 @@ class IngestWorker:
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
-            *self.topics, bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
+            bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
             auto_offset_reset="earliest", max_poll_records=self.max_records,
             fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024,
-            session_timeout_ms=30000, heartbeat_interval_ms=3000, max_poll_interval_ms=600000,
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_interval_ms=600000,
             retry_backoff_ms=500)
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
                                           enable_idempotence=True, max_request_size=16 * 1024 * 1024)
         await self._producer.start()
+        self._consumer.subscribe(self.topics, listener=_Assigned(self))
         await self._consumer.start()
 
     async def close(self) -> None:
@@ -188,6 +197,8 @@ class IngestWorker:
         self.lake.write("events", batch.events, bid)
         self.lake.write("link_samples", batch.link_samples, bid)
         self.lake.write("topology", batch.topology, bid)
+        if self.events_topic:
+            await self._publish(batch)
         if self.on_batch is not None:
             r = self.on_batch(batch)
             if asyncio.iscoroutine(r):
@@ -210,6 +221,19 @@ class IngestWorker:
         h.rejects += len(batch.rejects)
         h.last_batch_s = time.perf_counter() - t0
 
+    async def _publish(self, batch: Batch) -> None:
+        """Events to the correlators, keyed by correlation domain; acknowledged before offsets move
+        (a replay publishes them again: the correlators keep one copy per event_id)."""
+        assert self._producer is not None
+        futs = []
+        for key, table in split_by_domain(batch.events, self.domains).items():
+            log.debug("publish %d events key=%s hosts=%s", table.num_rows, key,
+                     sorted(set(table.column("host").to_pylist())))
+            futs.append(await self._producer.send(self.events_topic, value=encode(table), key=key.encode(),
+                                                  headers=[("content-type", CONTENT_TYPE)]))
+        for f in futs:
+            await f
+
     async def _dead_letter(self, batch: Batch) -> None:
         assert self._producer is not None
         futs = []
@@ -222,6 +246,18 @@ class IngestWorker:
             log.warning("dead-lettered %s: %s", rj.origin, rj.reason)
         for f in futs:
             await f  # acknowledged by the broker before the offsets move
+
+
+class _Assigned(ConsumerRebalanceListener):
+    def __init__(self, worker: IngestWorker) -> None:
+        self.worker = worker
+
+    async def on_partitions_revoked(self, revoked) -> None:
+        pass
+
+    async def on_partitions_assigned(self, assigned) -> None:
+        if self.worker.on_assigned is not None:
+            await asyncio.to_thread(self.worker.on_assigned)
 
 
 async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes]) -> None:

@@ -32,11 +32,20 @@ class Settings(BaseModel):
     topics: list[str] = Field(["fleet.dmesg", "fleet.nccl", "fleet.nvml"], description="raw input topics")
     dlq_topic: str = Field("fleet.dlq", description="dead-letter topic for input that cannot be read")
     group_id: str = Field("firstfault-ingest", description="Kafka consumer group of the ingest workers")
+    events_topic: str = Field("fleet.events", description="recognised events, keyed by correlation domain, "
+                              "from `firstfault ingest` to `firstfault correlate`")
+    correlate_group_id: str = Field("firstfault-correlate", description="Kafka consumer group of the correlate workers")
+    session_timeout_ms: int = Field(30000, ge=3000, description="Kafka consumer session timeout: how soon a dead "
+                                    "worker's partitions move to another")
     batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
     batch_linger_ms: int = Field(200, ge=0, description="wait this long for a batch to fill")
     skew_default_s: float = Field(2.0, ge=0, description="clock-skew bound for hosts not listed in `skew_s`")
     skew_s: dict[str, float] = Field(default_factory=dict, description="per-host clock-skew bounds (seconds)")
     allowed_lateness_s: float = Field(300.0, ge=0, description="late events this old still update incidents")
+    close_after_s: float = Field(120.0, gt=0, description="an incident is emitted once its hosts' event time has "
+                                 "moved this far past its last event")
+    idle_close_s: float = Field(120.0, gt=0, description="... or when its hosts sent nothing for this long "
+                                "(processing time: a crashed host logs nothing more)")
     resolve_after_s: float = Field(900.0, ge=0, description="an incident with no new evidence this long is resolved")
     timezone: str = Field("UTC", description="zone of log stamps that print none (dmesg -T, syslog)")
     fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
@@ -50,6 +59,7 @@ class Settings(BaseModel):
     sql_max_rows: int = Field(100_000, ge=1, description="rows a POST /sql or `firstfault sql` result may hold")
     sql_timeout_s: float = Field(30.0, gt=0, description="a SQL query running longer is interrupted")
     log_format: str = Field("text", description="text or json (one JSON object per log line)")
+    log_level: str = Field("WARNING", description="DEBUG, INFO, WARNING or ERROR")
     public_url: str | None = Field(None, description="base URL on-call engineers use to reach the API; links in "
                                    "pages are <public_url>/incidents/<id> (default http://api_host:api_port)")
     alertmanager_url: str | None = Field(None, description="Alertmanager base URL for pages, e.g. http://127.0.0.1:9093")
@@ -63,6 +73,13 @@ class Settings(BaseModel):
         if v not in ("critical", "error", "warning", "info"):
             raise ValueError("must be critical, error, warning or info")
         return v
+
+    @field_validator("log_level")
+    @classmethod
+    def _loglevel(cls, v: str) -> str:
+        if v.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ValueError("must be DEBUG, INFO, WARNING or ERROR")
+        return v.upper()
 
     @field_validator("log_format")
     @classmethod

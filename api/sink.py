@@ -1,0 +1,88 @@
+"""Where incident versions go: the lake (durably), then the pager; and what a restart needs back.
+
+Shared by the all-in-one service and the ``firstfault correlate`` workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from prometheus_client import Counter, Gauge
+
+from api.pager import Pager
+from ingest.lake import Lake
+from schemas.events import EVENTS_SCHEMA
+from schemas.incidents import incident_rows
+from schemas.settings import Settings
+
+log = logging.getLogger("firstfault.sink")
+S = 1_000_000
+
+INCIDENTS = Counter("firstfault_incident_versions_total", "incident versions emitted", ["category", "severity"])
+OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
+
+
+class IncidentSink:
+    """``emit`` stores incident versions (one atomic lake part per call, named after the versions, so a
+    replay rewrites the same file) and then enqueues pages; ``incidents`` holds the latest of each."""
+
+    def __init__(self, settings: Settings, lake: Lake | None = None) -> None:
+        self.settings = settings
+        self.lake = lake or Lake(settings.lake)
+        self.lake.init()
+        self.pager = Pager(settings, public_url=settings.public_url)
+        self.incidents: dict[str, dict[str, Any]] = {}
+
+    def emit(self, incidents: list[dict[str, Any]]) -> None:
+        if not incidents:
+            return
+        inc_t, ev_t = incident_rows(incidents, int(time.time() * S))
+        bid = hashlib.blake2b("|".join(f"{i['id']}:{i['version']}" for i in incidents).encode(),
+                              digest_size=10).hexdigest()
+        self.lake.write("incidents", inc_t, bid)
+        self.lake.write("incident_evidence", ev_t, bid)
+        self.pager.enqueue(incidents)  # pages only for versions durably stored
+        for i in incidents:
+            self.incidents[i["id"]] = i
+            INCIDENTS.labels(category=i["category"], severity=i["severity"]).inc()
+        OPEN.set(sum(1 for i in self.incidents.values() if i["status"] == "open"))
+
+    def stored(self) -> list[dict[str, Any]]:
+        """The latest stored version of every incident (for a correlator that starts over)."""
+        from api.store import Store, StoreError
+
+        try:
+            docs = [orjson.loads(r["doc"]) for r in Store(self.lake).query("SELECT doc FROM incidents")]
+        except StoreError as e:
+            log.warning("could not read stored incidents: %s", e)
+            return []
+        for d in docs:
+            self.incidents.setdefault(d["id"], d)
+        return docs
+
+    def recent_events(self, horizon_us: int) -> pa.Table | None:
+        """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart)."""
+        from api.store import StoreError, connect
+
+        try:
+            con = connect(self.lake)
+        except StoreError:
+            return None
+        try:
+            last = con.execute("SELECT max(ts) FROM events").fetchone()[0]
+            if last is None:
+                return None
+            t = con.execute("SELECT * FROM events WHERE ts >= ?", [last - timedelta(microseconds=horizon_us)]
+                            ).to_arrow_table()
+        finally:
+            con.close()
+        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
+
+    def current(self) -> list[dict[str, Any]]:
+        return sorted(self.incidents.values(), key=lambda i: (i["start"], i["id"]))

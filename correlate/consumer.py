@@ -1,0 +1,191 @@
+"""The Kafka edge of correlation: a consumer-group member over ``fleet.events``.
+
+Ingest workers publish recognised events keyed by correlation domain
+(``ingest.publish``), so each domain's events reach one partition and one
+correlate worker. Per batch of records the worker adds the events to its
+:class:`~correlate.stream.StreamCorrelator`, lets it emit closed incidents,
+hands them to ``on_incidents`` (which stores them durably and pages), and then
+commits, per partition, the **safe offset**: the first record whose events the
+correlator still holds. Everything before it is either forgotten (older than
+the host's watermark minus the lateness and the longest window) or already
+reflected in stored incidents.
+
+So after a crash, a restart or a rebalance, the new owner of a partition
+replays from the safe offset and rebuilds the open windows exactly; incident
+versions already stored are restored from the lake by the caller, so a replay
+emits a version only where the content really changes (the correlator's
+content hash). Duplicated deliveries are harmless: events are keyed by
+``event_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+
+from correlate.correlator import Settings
+from correlate.rules import default_rules
+from correlate.stream import StreamCorrelator
+from ingest.publish import decode
+
+log = logging.getLogger("firstfault.correlate")
+S = 1_000_000
+OnIncidents = Callable[[list[dict[str, Any]]], None]
+
+
+@dataclass
+class _Partition:
+    """Records of one partition not yet safe to commit: (offset, event ids)."""
+
+    held: deque = field(default_factory=deque)
+    last: int = -1
+
+
+class CorrelateWorker:
+    """One correlate consumer-group member (see module doc)."""
+
+    def __init__(self, *, bootstrap: str, topic: str, group_id: str, settings: Settings, lateness_us: int,
+                 on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
+                 session_timeout_ms: int = 30000, tick_s: float = 5.0, close_after_us: int = 120 * S,
+                 idle_us: int = 120 * S) -> None:
+        self.bootstrap, self.topic, self.group_id = bootstrap, topic, group_id
+        self.settings, self.lateness_us = settings, lateness_us
+        self.on_incidents, self.restore = on_incidents, restore
+        self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
+        self.close_after_us, self.idle_us = close_after_us, idle_us
+        self.stop = asyncio.Event()
+        self.parts: dict[TopicPartition, _Partition] = {}
+        self.correlator = self._fresh()
+        self.consumer: AIOKafkaConsumer | None = None
+        self.records = 0
+        self.rebalances = 0
+
+    def _fresh(self) -> StreamCorrelator:
+        c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
+                             close_after_us=self.close_after_us, idle_us=self.idle_us)
+        if self.restore is not None:
+            c.restore(self.restore())
+        return c
+
+    async def start(self) -> None:
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
+            auto_offset_reset="earliest", session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_records=1000,
+            fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
+        self.consumer.subscribe([self.topic], listener=_Listener(self))
+        await self.consumer.start()
+
+    async def close(self) -> None:
+        if self.consumer is not None:
+            try:
+                await self.consumer.stop()
+            except KafkaError:
+                pass
+
+    # --- rebalance -------------------------------------------------------------------------------
+    async def revoked(self, revoked: set[TopicPartition]) -> None:
+        """Before partitions move: commit what is safe, then drop all state (it is rebuilt by replay)."""
+        await self._commit_safe(revoked)
+
+    async def assigned(self, assigned: set[TopicPartition]) -> None:
+        """After a rebalance: start over from the safe offsets of every partition now ours."""
+        assert self.consumer is not None
+        self.rebalances += 1
+        self.correlator = self._fresh()
+        self.parts = {}
+        committed = {}
+        for tp in assigned:
+            off = await self.consumer.committed(tp)
+            committed[tp] = off
+            if off is not None:
+                self.consumer.seek(tp, off)
+            else:
+                await self.consumer.seek_to_beginning(tp)
+        log.info("correlate: assigned %s (rebuilding state from the safe offsets)",
+                 sorted(f"{tp.partition}@{committed[tp]}" for tp in assigned))
+
+    # --- main loop -------------------------------------------------------------------------------
+    async def run(self, *, until_caught_up: bool = False) -> None:
+        assert self.consumer is not None
+        last_tick = time.monotonic()
+        while not self.stop.is_set():
+            data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
+            now = int(time.time() * S)
+            for tp, recs in data.items():
+                p = self.parts.setdefault(tp, _Partition())
+                for r in recs:
+                    try:
+                        table = decode(r.value)
+                    except (pa.ArrowInvalid, OSError, TypeError) as e:  # not ours to fix: skip, say so
+                        log.error("correlate: undecodable record %s/%d/%d: %s", tp.topic, tp.partition, r.offset, e,
+                                  extra={"stage": "correlate", "error_code": "bad_events_record"})
+                        table = None
+                    if table is not None and table.num_rows:
+                        self.correlator.add(table, now_us=now)
+                        p.held.append((r.offset, table.column("event_id").to_pylist()))
+                    else:
+                        p.held.append((r.offset, []))
+                    p.last = r.offset
+                    self.records += 1
+            if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
+                last_tick = time.monotonic()
+                self.on_incidents(self.correlator.step(now_us=now))
+                await self._commit_safe(set(self.parts))
+            if until_caught_up and not data and await self._caught_up():
+                self.on_incidents(self.correlator.step(now_us=int(time.time() * S), flush=True))
+                await self._commit_safe(set(self.parts))
+                return
+
+    async def _caught_up(self) -> bool:
+        assert self.consumer is not None
+        parts = self.consumer.assignment()
+        if not parts:
+            return False
+        ends = await self.consumer.end_offsets(list(parts))
+        for tp in parts:
+            if await self.consumer.position(tp) < ends[tp]:
+                return False
+        return True
+
+    def safe_offsets(self, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """Per partition: the first record whose events the correlator still holds (or one past the last)."""
+        keep = self.correlator.events
+        out = {}
+        for tp in tps:
+            p = self.parts.get(tp)
+            if p is None or p.last < 0:
+                continue
+            while p.held and not any(e in keep for e in p.held[0][1]):
+                p.held.popleft()
+            out[tp] = p.held[0][0] if p.held else p.last + 1
+        return out
+
+    async def _commit_safe(self, tps: set[TopicPartition]) -> None:
+        assert self.consumer is not None
+        offsets = self.safe_offsets(tps)
+        if offsets:
+            try:
+                await self.consumer.commit(offsets)
+            except KafkaError as e:  # a rebalance in progress: the next owner replays a little more
+                log.warning("correlate: commit failed (%s); replay will cover it", e)
+
+
+class _Listener(ConsumerRebalanceListener):
+    def __init__(self, worker: CorrelateWorker) -> None:
+        self.worker = worker
+
+    async def on_partitions_revoked(self, revoked):
+        await self.worker.revoked(set(revoked))
+
+    async def on_partitions_assigned(self, assigned):
+        await self.worker.assigned(set(assigned))

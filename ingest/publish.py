@@ -1,0 +1,100 @@
+"""Hand recognised events to the correlators: the ``fleet.events`` topic, keyed by correlation domain.
+
+Ingest workers split the raw topics by host; correlation crosses hosts. So each
+worker publishes its recognised events to a second topic whose key is the
+event's **correlation domain**, and the correlate workers consume that topic
+as their own consumer group: Kafka's partitioner sends every event of one
+domain to one partition, hence to one correlator, whatever ingest worker
+recognised it (DESIGN.md, Scale).
+
+Domain of an event (first that applies):
+
+1. ``domain:<d>`` — the host's NVLink domain from the fleet config (GB200 NVL72
+   rack / clique): multi-node NVLink faults cross hosts inside it;
+2. ``comm:<id>`` — the NCCL communicator the host's GPUs were last seen in
+   (learned from the ``Init COMPLETE`` lines this worker reads for its hosts):
+   a job's ranks and their hosts' device faults meet;
+3. ``host:<h>`` — everything else.
+
+A value is one Arrow IPC stream (``schemas.events.EVENTS_SCHEMA``) holding the
+events of one domain from one batch. A job spanning two NVLink domains is
+correlated within each domain (documented limit).
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.fleet import HostConfig
+from schemas.events import EVENTS_SCHEMA
+
+CONTENT_TYPE = b"application/vnd.apache.arrow.stream"
+
+
+class Domains:
+    """Host -> correlation domain, from the fleet config and the NCCL init lines seen so far."""
+
+    def __init__(self, hosts: dict[str, HostConfig] | None = None) -> None:
+        self.hosts = hosts or {}
+        self.comm_of_host: dict[str, tuple[int, str]] = {}  # host -> (ts µs, commId) of its latest init line
+
+    def seed(self, rows: list[tuple[str, int, str]]) -> None:
+        """(host, ts µs, commId) rows, e.g. read back from the lake after a restart or a rebalance, so a
+        worker that takes over a partition keys its events as the one before it did."""
+        for h, t, c in rows:
+            if h not in self.comm_of_host or self.comm_of_host[h][0] <= t:
+                self.comm_of_host[h] = (t, c)
+
+    def learn(self, events: pa.Table) -> None:
+        """Remember each host's latest communicator (``nccl_init`` events with a commId)."""
+        if events.num_rows == 0:
+            return
+        mask = pc.and_(pc.is_in(events.column("kind"), value_set=pa.array(["nccl_init", "nccl_p2p_fallback"])),
+                       pc.is_valid(events.column("comm")))
+        sub = events.filter(mask)
+        if sub.num_rows == 0:
+            return
+        ts = sub.column("ts").cast(pa.int64()).to_pylist()
+        for h, t, c in zip(sub.column("host").to_pylist(), ts, sub.column("comm").to_pylist()):
+            if h not in self.comm_of_host or self.comm_of_host[h][0] <= t:
+                self.comm_of_host[h] = (t, c)
+
+    def key(self, host: str, comm: str | None = None) -> str:
+        cfg = self.hosts.get(host)
+        if cfg is not None and cfg.domain:
+            return f"domain:{cfg.domain}"
+        if comm:
+            return f"comm:{comm}"
+        if host in self.comm_of_host:
+            return f"comm:{self.comm_of_host[host][1]}"
+        return f"host:{host}"
+
+
+def split_by_domain(events: pa.Table, domains: Domains) -> dict[str, pa.Table]:
+    """The batch's events grouped by correlation domain key."""
+    domains.learn(events)
+    if events.num_rows == 0:
+        return {}
+    keys = [domains.key(h, c) for h, c in zip(events.column("host").to_pylist(), events.column("comm").to_pylist())]
+    idx: dict[str, list[int]] = defaultdict(list)
+    for i, k in enumerate(keys):
+        idx[k].append(i)
+    return {k: events.take(pa.array(v)) for k, v in sorted(idx.items())}
+
+
+def encode(table: pa.Table) -> bytes:
+    """An events table as one Arrow IPC stream."""
+    buf = io.BytesIO()
+    with pa.ipc.new_stream(buf, EVENTS_SCHEMA) as w:
+        w.write_table(table.cast(EVENTS_SCHEMA) if table.schema != EVENTS_SCHEMA else table)
+    return buf.getvalue()
+
+
+def decode(value: bytes) -> pa.Table:
+    """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt."""
+    t = pa.ipc.open_stream(value).read_all()
+    return t.cast(EVENTS_SCHEMA) if t.schema != EVENTS_SCHEMA else t
