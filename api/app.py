@@ -22,6 +22,7 @@ import pyarrow as pa
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from pydantic import BaseModel, Field
@@ -97,7 +98,7 @@ def _decode_cursor(c: str, sort: str) -> tuple[Any, str]:
             raise ValueError("cursor of another sort order")
         if sort in ("start", "end"):
             key = datetime.fromisoformat(key)
-        elif not isinstance(key, (int, float)):
+        elif isinstance(key, bool) or not isinstance(key, (int, float)):
             raise ValueError("bad cursor key")
         return key, iid
     except (ValueError, TypeError, orjson.JSONDecodeError, UnicodeDecodeError) as e:
@@ -155,8 +156,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                             f"at most {settings.api_max_body_bytes} bytes", request.url.path)
         return await call_next(request)
 
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         r = _problem(exc.status_code, str(exc.detail), instance=request.url.path)
         for k, v in (exc.headers or {}).items():
             r.headers[k] = v

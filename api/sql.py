@@ -9,6 +9,7 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -53,9 +54,14 @@ def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None
     except SqlRefused as e:
         err.print(f"[red]refused:[/] {e}")
         return 2
+    if output is not None and not output.parent.is_dir():
+        err.print(f"[red]no such folder for --output:[/] {output.parent}")
+        return 2
     con = connect(Lake(settings.lake))
+    timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
+    timer.start()
     try:
-        rel = con.sql(query)
+        rel = con.sql(query).limit(settings.sql_max_rows)
         if fmt == "parquet" or output is not None:
             if output is None:
                 err.print("[red]--format parquet needs --output FILE[/]")
@@ -77,10 +83,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None
                 t.add_row(*["" if v is None else str(v) for v in row.values()])
             out.print(t)
         elif fmt == "csv":
-            import pyarrow.csv as pacsv
             import sys
 
-            pacsv.write_csv(tbl, sys.stdout.buffer)
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(_flat(tbl), sys.stdout.buffer)
         else:
             import sys
 
@@ -90,10 +97,31 @@ def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None
                 sys.stdout.buffer.write(orjson.dumps(row, default=str) + b"\n")
         return 0
     except duckdb.Error as e:
-        err.print(f"[red]query failed:[/] {str(e).splitlines()[0]}")
+        msg = str(e).splitlines()[0]
+        if "INTERRUPT" in msg.upper():
+            msg = f"the query ran longer than {settings.sql_timeout_s:g} s (sql_timeout_s) and was stopped"
+        err.print(f"[red]query failed:[/] {msg}")
+        return 1
+    except OSError as e:
+        err.print(f"[red]cannot write the output:[/] {e}")
         return 1
     finally:
+        timer.cancel()
         con.close()
+
+
+def _flat(tbl):
+    """CSV has no lists or structs: such columns become JSON text."""
+    import orjson
+    import pyarrow as pa
+
+    cols = {}
+    for name, col in zip(tbl.column_names, tbl.columns):
+        if pa.types.is_nested(col.type):
+            col = pa.array([None if v is None else orjson.dumps(v, default=str).decode() for v in col.to_pylist()],
+                           type=pa.string())
+        cols[name] = col
+    return pa.table(cols)
 
 
 def _write(tbl, fmt: str, output: Path) -> None:
@@ -103,7 +131,7 @@ def _write(tbl, fmt: str, output: Path) -> None:
     if fmt == "parquet":
         pq.write_table(tbl, output)
     elif fmt == "csv":
-        pacsv.write_csv(tbl, output)
+        pacsv.write_csv(_flat(tbl), output)
     else:
         import orjson
 

@@ -82,8 +82,22 @@ def _date_line_ts(text: str, tz) -> int | None:
         return None
 
 
+#: event times outside this range are garbled stamps (far past or future): the arrival time stands in.
+#: Fixed bounds, not "now", so the pipeline stays a pure function of its input.
+EARLIEST_US = 946_684_800 * US  # 2000-01-01T00:00:00Z
+LATEST_US = 4_102_444_800 * US  # 2100-01-01T00:00:00Z
+
+
+def plausible(ts: int | None) -> bool:
+    """A time a real log line of a GPU fleet can carry: from 2000 to 2100."""
+    return ts is not None and EARLIEST_US <= ts <= LATEST_US
+
+
 def resolve_times(hits: list[Hit], tz) -> None:
-    """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc)."""
+    """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
+
+    A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) is not used: the line's
+    arrival time stands in, and ``details.ts_rejected`` keeps what the line said."""
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
@@ -117,6 +131,11 @@ def resolve_times(hits: list[Hit], tz) -> None:
     last: tuple[int, int] | None = None  # (ts, precision) of the closest earlier stamped line
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
+        if p.ts is not None and not plausible(p.ts):
+            row["details"]["ts_rejected"] = p.ts
+            p.ts = None
+        if boot is not None and not plausible(boot):
+            boot = None
         if p.ts is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
         elif p.mono is not None and boot is not None:
@@ -126,7 +145,15 @@ def resolve_times(hits: list[Hit], tz) -> None:
         elif last is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = last[0], "inherited", last[1]
         else:
-            row["ts"], row["ts_basis"] = seg.ref_ts, seg.ref_basis
+            ref_ok = plausible(seg.ref_ts)
+            row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
+            row["ts_basis"] = seg.ref_basis if ref_ok else ("kafka" if seg.origin.startswith("kafka:") else "file")
+            row["ts_precision_us"] = _REF_PRECISION.get(row["ts_basis"], US)
+            if not ref_ok:
+                row["details"]["envelope_ts_rejected"] = seg.ref_ts
+        if not plausible(row["ts"]):  # e.g. a garbled uptime with a good boot time
+            row["details"]["ts_rejected"] = row["ts"]
+            row["ts"], row["ts_basis"] = seg.ingest_ts, seg.ref_basis
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
             last = (row["ts"], row["ts_precision_us"])

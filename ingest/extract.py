@@ -17,8 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from ingest.catalog import Catalog, Compiled
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
 
-_INT_COLUMNS = {"xid", "sxid", "link", "rank", "nranks", "gpu_index", "pid", "seq", "timeout_ms", "cause_xid",
-                "elapsed_ms"}
+# integer columns and the Arrow type bounds they must fit (schemas/events.py); a value outside stays in details
+_I16, _I32, _I64 = (-(2**15), 2**15 - 1), (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+_INT_COLUMNS = {"xid": _I32, "sxid": _I32, "link": _I16, "rank": _I32, "nranks": _I32, "gpu_index": _I16,
+                "pid": _I32, "seq": _I64, "timeout_ms": _I64, "cause_xid": _I32, "elapsed_ms": _I64}
 _STR_COLUMNS = {"comm", "op", "peer", "device", "process"}
 # groups renamed to a column
 _RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process"}
@@ -128,20 +130,24 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             details["fatal_word"] = v
         elif k == "link_signed":
             n = _int(v)
-            row["link"] = None if n is None or n < 0 else n
+            row["link"] = None if n is None or not 0 <= n <= _I16[1] else n
         elif k == "nic":
             row["device"] = v
             row["device_type"] = "nic"
         elif k == "port" and sig.device_type == "nic":
-            row["link"] = _int(v)
+            n = _int(v)
+            row["link"] = n if n is not None and 0 <= n <= _I16[1] else None
         elif k == "host":
             row["host"] = v
         elif k in _INT_COLUMNS:
             if v in _UNKNOWN:
                 continue
             n = _int(v.strip("'"))
-            if n is not None:
+            lo, hi = _INT_COLUMNS[k]
+            if n is not None and lo <= n <= hi:
                 row[k] = n
+            else:  # a number no driver prints (e.g. a 20-digit Xid): keep the text, not a wrong value
+                details[f"{k}_text"] = v[:64]
         elif k in _STR_COLUMNS:
             if v not in _UNKNOWN:
                 row[k] = v

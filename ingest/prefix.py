@@ -78,10 +78,15 @@ def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us:
     """µs for a stamp without a year: the year of ``ref_us``, or the one before
     when that would put the stamp more than two days after ``ref_us``."""
     ref = from_us(ref_us) if ref_us is not None else datetime.now(timezone.utc)
-    for year in (ref.year, ref.year - 1):
+    t = None
+    # the reference year, else earlier ones: a stamp more than two days ahead is from the year before, and
+    # 29 February exists only in leap years (up to 4 years back)
+    for year in range(ref.year, ref.year - 5, -1):
         try:
             dt = datetime(year, month, day, h, mi, s, us, tzinfo=tz)
         except ValueError:
+            if month == 2 and day == 29:
+                continue
             return None
         t = to_us(dt)
         if ref_us is None or t <= ref_us + 2 * 86400 * US:
@@ -135,17 +140,23 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 _HOSTLIKE_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 
 
-def _tzof(tok: str | None, default: tzinfo) -> tzinfo:
+def _tzof(tok: str | None, default: tzinfo) -> tzinfo | None:
+    """A zone from ``Z`` / ``+hh:mm``; ``None`` for an offset no clock has (over 23:59)."""
     if not tok:
         return default
     if tok == "Z":
         return timezone.utc
     sign = 1 if tok[0] == "+" else -1
     hh, mm = int(tok[1:3]), int(tok[-2:])
+    if hh > 23 or mm > 59:
+        return None
     return timezone(sign * timedelta(hours=hh, minutes=mm))
 
 
-def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz: tzinfo) -> tuple[int, int] | None:
+def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz: tzinfo | None
+          ) -> tuple[int, int] | None:
+    if tz is None:
+        return None
     us, prec = _frac_us(frac)
     try:
         return to_us(datetime(int(y), mo, int(d), int(h), int(mi), int(s), us, tzinfo=tz)), prec
@@ -264,7 +275,9 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             continue
         m = _MONO.match(s)
         if m and p.mono is None:
-            p.mono = float(m.group("mono"))
+            mono = float(m.group("mono"))
+            # seconds since boot: a machine up for more than ~300 years is a garbled stamp, not an uptime
+            p.mono = mono if mono < 1e10 else None
             s = s[m.end():]
             continue
         m = _DELTA.match(s)

@@ -1,0 +1,68 @@
+"""Hostile and broken input, through the pure pipeline and the correlator: a correct event or a clear
+rejection, never a crash, never a wrong value (findings of a break-it session)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from correlate.correlator import correlate
+from ingest.decode import Decoded, Segment
+from ingest.prefix import parse_prefix, to_us
+
+T0 = 1_800_000_000_000_000
+
+
+def run(pipeline, *lines: str):
+    seg = Segment(data="\n".join(lines).encode(), origin="t:bad", stream="s", host="node07", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    return b.events.to_pylist(), incidents
+
+
+@pytest.mark.parametrize("line", [
+    "2024-01-01T00:00:00+99:99 NVRM: Xid (PCI:0000:b9:00): 79, pid=1, name=p, x",
+    "[2024-01-01 00:00:00+24:00] node07:1:2 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'x'",
+    "9999-12-31T23:59:59-14:00 NVRM: Xid (PCI:0000:b9:00): 79, pid=1, GPU has fallen off the bus.",
+    "0001-01-01T00:00:01Z NVRM: Xid (PCI:0000:b9:00): 79, pid=1, GPU has fallen off the bus.",
+    "[99999999999999999999.000000] NVRM: Xid (PCI:0000:b9:00): 79, pid=1, GPU has fallen off the bus.",
+])
+def test_garbled_stamps_fall_back_to_arrival_time(pipeline, line):
+    events, incidents = run(pipeline, line)
+    assert len(events) == 1 and events[0]["ts_basis"] == "kafka"
+    assert incidents and incidents[0]["start"].startswith("2027-01-15")
+
+
+@pytest.mark.parametrize("line,column", [
+    ("NVRM: Xid (PCI:0000:18:00): 2147483648, pid=1, name=p, x", "xid"),
+    ("NVRM: Xid (PCI:0000:18:00): 79, pid=99999999999999999999, name=p, GPU has fallen off the bus.", "pid"),
+    ("NVRM: Xid (PCI:0000:18:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link "
+     "40000(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)", "link"),
+    ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=99999999999999999999999, "
+     "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600060 milliseconds before timing out", "seq"),
+])
+def test_numbers_too_big_for_their_column_are_kept_as_text(pipeline, line, column):
+    events, _ = run(pipeline, line)
+    assert len(events) == 1 and events[0][column] is None
+    assert f"{column}_text" in events[0]["details"]
+
+
+def test_february_29_without_a_year_takes_the_last_leap_year():
+    ref = to_us(datetime(2025, 1, 15, tzinfo=timezone.utc))
+    p = parse_prefix("Feb 29 16:18:04 node07 kernel: NVRM: x", ref_us=ref)
+    assert datetime.fromtimestamp(p.ts / 1e6, tz=timezone.utc) == datetime(2024, 2, 29, 16, 18, 4, tzinfo=timezone.utc)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("line", [
+    "NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=p, " + "A" * 60000,
+    "A" * 60000 + " pcieport 0000:00:02.0: AER: Uncorrected (Fatal) error received: id=0010",
+    "NVRM: Xid (PCI:0000:18:00): 137, " + "A B " * 15000 + " interrupt hit on link 4",
+])
+def test_long_adversarial_lines_do_not_hang(pipeline, line):
+    """Field regexes stay linear in the line length (a guard against catastrophic backtracking)."""
+    events, _ = run(pipeline, line)
+    assert len(events) == 1
