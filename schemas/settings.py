@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 
 class SettingsError(ValueError):
@@ -74,6 +74,14 @@ class Settings(BaseModel):
             raise ValueError("must be critical, error, warning or info")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_unset(cls, data: Any) -> Any:
+        """``FIRSTFAULT_API_TOKEN=`` (empty, as compose passes an unset variable) means unset."""
+        if isinstance(data, dict):
+            return {k: (None if v == "" and k in _OPTIONAL else v) for k, v in data.items()}
+        return data
+
     @field_validator("log_level")
     @classmethod
     def _loglevel(cls, v: str) -> str:
@@ -106,6 +114,7 @@ class Settings(BaseModel):
 
 
 _PREFIX = "FIRSTFAULT_"
+_OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pagerduty_url", "pagerduty_routing_key"}
 
 
 def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
