@@ -11,7 +11,8 @@ What one line cannot say alone:
   the segment's reference time;
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
-  the uuid of the Xid that follows; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
+  the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
+  header names the GPU of its Fabric and GPU Recovery Action lines; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
   puts the ranks that follow on the P2P fallback path; a board serial line names
   the serial of the GPU of the preamble before it;
 * **line groups**: an NVSwitch error is printed as up to three SXid lines of
@@ -169,6 +170,10 @@ def _p2p_off(h: Hit) -> tuple[str, str] | None:
     return None
 
 
+#: lines of an ``nvidia-smi -q`` GPU section that name no GPU themselves (formats.md §9.5)
+_Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy", "nvml.recovery_action"})
+
+
 def carry_context(hits: list[Hit]) -> None:
     """Fill fields one line takes from an earlier line of the same segment (module doc)."""
     gpu_ctx: dict[str, Any] | None = None
@@ -176,8 +181,14 @@ def carry_context(hits: list[Hit]) -> None:
     serials: dict[str, str] = {}
     last_preamble: str | None = None
     p2p_off: tuple[str, str] | None = None
+    q_device: str | None = None
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
+        if sid == "nvml.q_gpu_header":
+            q_device = row.get("device")
+            continue
+        if sid in _Q_SECTION_SIGS and q_device and not row.get("device"):
+            row["device"] = q_device
         if sid == "nvml.gpu_header":
             gpu_ctx = {"gpu_index": row.get("gpu_index"), "model": d.get("model"), "uuid": d.get("uuid")}
             continue

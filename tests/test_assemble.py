@@ -88,3 +88,23 @@ def test_year_from_the_nearest_dated_line(pipeline):
             "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |")
     ev = run(pipeline, text).events.to_pylist()
     assert [e["ts"].year for e in ev] == [2024, 2024]
+
+
+def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
+    # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
+    # GPU themselves (formats.md §9.5; lines from Azure/azhpc-images#506, dra-driver-nvidia-gpu#626,
+    # nvidia_gpu_exporter#393). A healthy section gives nothing.
+    text = ("GPU 00000000:18:00.0\n    Fabric\n        State                             : Completed\n"
+            "        Status                            : Success\n"
+            "            Summary                       : Healthy\n"
+            "    GPU Recovery Action                   : None\n"
+            "GPU 00000000:2A:00.0\n    Fabric\n        State                             : Completed\n"
+            "        Status                            : Insufficient Resources\n"
+            "            Summary                       : Unhealthy\n"
+            "    GPU Recovery Action                   : Reset\n")
+    ev = run(pipeline, text).events.to_pylist()
+    assert [(e["signature"], e["device"]) for e in ev] == [
+        ("nvml.fabric_status_error", "0000:2a:00.0"),
+        ("nvml.fabric_unhealthy", "0000:2a:00.0"),
+        ("nvml.recovery_action", "0000:2a:00.0"),
+    ]
