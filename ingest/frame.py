@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import chain, repeat
+
+import numpy as np
 
 _STAMP = re.compile(rb"^\[[^\]\n]{1,40}\] ")
 _TABLE_ROW = re.compile(rb"^\|([^|\n]*)\|([^|\n]*)\|?[^\S\n]*$")
@@ -42,18 +45,18 @@ def _needs_framing(data: bytes) -> bool:
     return b"\n  " in data or b"\n|" in data or data[:1] == b"|"
 
 
-def frame(data: bytes) -> Framed:
-    """Join continuation lines (see module doc). Pure; never raises."""
-    if not _needs_framing(data):
-        return Framed(scan=data)
-    phys = data.split(b"\n")
+def _join_lines(lines: list[bytes]) -> tuple[list[bytes], list[int], list[list[bytes]]]:
+    """The framing rules over consecutive physical lines, from a clean state.
+
+    Returns the logical lines, the index in ``lines`` where each starts, and
+    the physical lines each was made of.
+    """
     out: list[bytes] = []
     first: list[int] = []
-    original: dict[int, str] = {}
     joined_from: list[list[bytes]] = []
     stamp_width = 0
     in_table = False
-    for i, line in enumerate(phys):
+    for i, line in enumerate(lines):
         # dmesg continuation: exactly stamp_width spaces, then text
         if (stamp_width and out and len(line) > stamp_width and line[:stamp_width] == b" " * stamp_width
                 and line[stamp_width:stamp_width + 1] not in (b" ", b"\t")):
@@ -76,9 +79,162 @@ def frame(data: bytes) -> Framed:
             out.append(line)
         first.append(i)
         joined_from.append([line])
-    for j, parts in enumerate(joined_from):
-        if len(parts) > 1 or out[j] is not parts[0]:
-            original[j] = b"\n".join(parts).decode("utf-8", "replace")
-    if not original and len(out) == len(phys) and all(a is b for a, b in zip(out, phys)):
+    return out, first, joined_from
+
+
+def _candidate_starts(data: bytes) -> list[int]:
+    """Byte offsets of the lines that start with two spaces or ``|`` (the first line only with ``|``).
+
+    Only such lines can continue a line or be a table row; any other line
+    passes through unchanged and leaves a clean state (no table, the stamp
+    width of its own stamp) behind it.
+    """
+    starts = []
+    for pat in (b"\n  ", b"\n|"):
+        i = data.find(pat)
+        while i != -1:
+            starts.append(i + 1)
+            i = data.find(pat, i + 1)
+    if data[:1] == b"|":
+        starts.append(0)
+    starts.sort()
+    return starts
+
+
+def _runs(data: bytes, starts: list[int]) -> list[tuple[int, int]]:
+    """Byte spans ``[start, end)`` of the runs of consecutive candidate lines (``starts`` sorted)."""
+    runs: list[tuple[int, int]] = []
+    for p in starts:
+        e = data.find(b"\n", p)
+        e = len(data) if e == -1 else e
+        if runs and runs[-1][1] + 1 == p:
+            runs[-1] = (runs[-1][0], e)
+        else:
+            runs.append((p, e))
+    return runs
+
+
+def frame(data: bytes) -> Framed:
+    """Join continuation lines (see module doc). Pure; never raises.
+
+    Only the runs of candidate lines (and the line before each run, which a
+    continuation joins) go through the rules, so a large segment with a few
+    indented lines costs a few ``find`` calls, not a loop over every line.
+    """
+    if not _needs_framing(data):
         return Framed(scan=data)
-    return Framed(scan=b"\n".join(out), first_line=first, original=original or None)
+    return _frame_runs(data, _runs(data, _candidate_starts(data)))
+
+
+def _frame_runs(data: bytes, runs: list[tuple[int, int]]) -> Framed:
+    # (first physical line, last physical line, logical lines, their first lines, their parts)
+    edits: list[tuple[int, int, list[bytes], list[int], list[list[bytes]]]] = []
+    pos = line_no = 0  # line_no: physical index of the line starting at byte pos
+    for a, b in runs:
+        if a > 0:  # include the line before the run: a continuation joins it
+            a = data.rfind(b"\n", 0, a - 1) + 1
+        line_no += data.count(b"\n", pos, a)
+        pos = a
+        lines = data[a:b].split(b"\n")
+        out, first, parts = _join_lines(lines)
+        if len(out) != len(lines) or any(o is not x for o, x in zip(out, lines)):
+            edits.append((line_no, line_no + len(lines) - 1, out, first, parts))
+    if not edits:
+        return Framed(scan=data)
+    phys = data.split(b"\n")
+    logical: list[bytes] = []
+    first_line: list[int] = []
+    original: dict[int, str] = {}
+    cursor = 0
+    for la, lb, out, first, parts in edits:
+        logical.extend(phys[cursor:la])
+        first_line.extend(range(cursor, la))
+        for o, f, pp in zip(out, first, parts):
+            if len(pp) > 1 or o is not pp[0]:
+                original[len(logical)] = b"\n".join(pp).decode("utf-8", "replace")
+            logical.append(o)
+            first_line.append(la + f)
+        cursor = lb + 1
+    logical.extend(phys[cursor:])
+    first_line.extend(range(cursor, len(phys)))
+    return Framed(scan=b"\n".join(logical), first_line=first_line, original=original or None)
+
+
+def segment_starts(scans: list[bytes]) -> np.ndarray:
+    """Byte offset of each of ``scans`` in ``b"\\n".join(scans)`` (int64 array; no Python loop)."""
+    lens = np.fromiter(map(len, scans), dtype=np.int64, count=len(scans))
+    starts = np.zeros(len(scans), dtype=np.int64)
+    np.cumsum(lens[:-1] + 1, out=starts[1:])
+    return starts
+
+
+def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:
+    """Frame many segments at once.
+
+    Returns their logical lines joined by ``\\n``, the framed segments that
+    changed (the others pass through untouched) and each segment's byte offset
+    in the joined bytes. Candidate lines are found in one Hyperscan pass,
+    whatever the number of segments (one Kafka message per line gives
+    thousands per batch), and only segments holding one are framed. Large
+    segments are scanned where they lie (vectored mode) and joined once, after
+    framing; many small ones are joined first (a vectored scan pays per block).
+    """
+    starts = segment_starts(datas)
+    joined = None
+    if datas and int(starts[-1]) + len(datas[-1]) < _VECTORED_MIN * len(datas):
+        joined = b"\n".join(datas)
+        found = _find_candidates(joined)
+    else:
+        found = _find_candidates(datas)  # (line offset as if joined, is a table row)
+    local: dict[int, list[int]] = {0: [0]} if datas and datas[0][:1] == b"|" else {}
+    if found:
+        seg = np.searchsorted(starts, [p for p, _ in found], side="right") - 1
+        for (p, is_table), si in zip(found, seg.tolist()):
+            off = p - int(starts[si])
+            if off or is_table:  # an indented first line cannot continue anything
+                local.setdefault(si, []).append(off)
+    changed = {}
+    for si, offs in local.items():
+        fr = _frame_runs(datas[si], _runs(datas[si], sorted(offs)))
+        if fr.scan is not datas[si]:
+            changed[si] = fr
+    if not changed:
+        return b"\n".join(datas) if joined is None else joined, {}, starts
+    scans = list(datas)
+    for si, fr in changed.items():
+        scans[si] = fr.scan
+    return b"\n".join(scans), changed, segment_starts(scans)
+
+
+#: mean segment size from which the candidate scan runs vectored over the segments instead of a join
+_VECTORED_MIN = 2048
+_HS: dict[bool, tuple] = {}  # vectored? -> the compiled candidate-line database and its scratch
+
+
+def _find_candidates(data: bytes | list[bytes]) -> list[tuple[int, bool]]:
+    """(line offset, is a table row) of every line after the first starting with two spaces or ``|``.
+
+    ``data``: the joined bytes, or the segments themselves — Hyperscan's
+    vectored mode then scans them with a newline between each, as if joined,
+    without copying them; offsets are those of the joined bytes either way.
+    """
+    if not data:
+        return []
+    vectored = isinstance(data, list)
+    if vectored not in _HS:
+        import hyperscan
+
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED if vectored else hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[b"\\n  ", b"\\n\\|"], ids=[0, 1], elements=2, flags=[0, 0])
+        _HS[vectored] = (db, hyperscan.Scratch(db))
+    db, scratch = _HS[vectored]
+    out: list[tuple[int, bool]] = []
+    add = out.append
+
+    def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+        add((to - 2, False) if pid == 0 else (to - 1, True))
+
+    db.scan(list(chain.from_iterable(zip(data, repeat(b"\n")))) if vectored else data,
+            match_event_handler=on_match, scratch=scratch)
+    out.sort()
+    return out
