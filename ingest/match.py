@@ -2,7 +2,8 @@
 
 Lines are scanned as one newline-joined buffer (``HS_FLAG_MULTILINE``, so
 ``^``/``$`` bind to line ends); a match's end offset is mapped back to its
-line with a binary search over the newline offsets. Hyperscan has no capture
+line's byte span, and lines are numbered by counting newlines between
+consecutive hit lines. Hyperscan has no capture
 groups, so this stage only answers *which* entry hit *which* line; fields are
 read later from the hit lines alone (``ingest.extract``).
 
@@ -21,6 +22,8 @@ from ingest.catalog import Catalog, CatalogError, to_hyperscan
 
 #: line index -> signature indexes that hit it (sorted)
 Hits = dict[int, list[int]]
+#: one hit line: (first byte, end byte (exclusive: its newline or the end), signature indexes sorted)
+LineHit = tuple[int, int, list[int]]
 
 
 class Matcher(Protocol):
@@ -53,28 +56,70 @@ class HyperscanMatcher:
 
     def scan(self, buf: bytes) -> Hits:
         """Scan a newline-joined buffer; return hits per line index."""
-        ends: list[tuple[int, int]] = []
+        hits: Hits = {}
+        line = pos = 0  # `line` is the index of the line that starts at byte `pos`
+        for start, _, sigs in self.hit_lines(buf):
+            line += buf.count(b"\n", pos, start)
+            pos = start
+            hits[line] = sigs
+        return hits
+
+    def hit_lines(self, buf: bytes) -> list[LineHit]:
+        """Scan a newline-joined buffer; return the hit lines in order, as byte spans.
+
+        The match ends are sorted, and each new hit line is found with
+        ``rfind``/``find`` around its first match: no per-line work and no array
+        of every line's offset. Numbering the lines is left to the caller, who
+        can do it in the same pass as whatever else it counts.
+        """
         if not buf:
-            return {}
+            return []
+        ends: list[tuple[int, int]] = []
+        add = ends.append
 
         def on_match(sig: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            ends.append((to, sig))
+            add((to, sig))
 
         self._db.scan(buf, match_event_handler=on_match, scratch=self._scratch)
         if not ends:
-            return {}
-        nl = newline_offsets(buf)
-        hits: Hits = {}
-        # a match ending at `to` (exclusive) lies on the line holding byte to-1; patterns
-        # never match a newline (see ingest.catalog.to_hyperscan), so that byte is not one.
-        lines = np.searchsorted(nl, np.fromiter((t - 1 for t, _ in ends), dtype=np.int64, count=len(ends)))
-        for line, (_, sig) in zip(lines.tolist(), ends):
-            lst = hits.setdefault(line, [])
-            if sig not in lst:
-                lst.append(sig)
-        for lst in hits.values():
-            lst.sort()
-        return hits
+            return []
+        ends.sort()
+        out: list[LineHit] = []
+        end = -1
+        sigs: list[int] = []
+        for to, sig in ends:
+            # a match ending at `to` (exclusive) lies on the line holding byte to-1; patterns
+            # never match a newline (see ingest.catalog.to_hyperscan), so that byte is not one.
+            p = to - 1
+            if p < end:
+                if sig not in sigs:
+                    sigs.append(sig)
+                continue
+            end = buf.find(b"\n", p)
+            if end < 0:
+                end = len(buf)
+            sigs = [sig]
+            out.append((buf.rfind(b"\n", 0, p) + 1, end, sigs))
+        for hit in out:
+            hit[2].sort()
+        return out
+
+
+def hit_lines(matcher: Matcher, buf: bytes) -> list[LineHit]:
+    """Hit lines as byte spans, from any matcher (Hyperscan's own fast path when it has one)."""
+    fast = getattr(matcher, "hit_lines", None)
+    if fast is not None:
+        return fast(buf)
+    hits = matcher.scan(buf)
+    if not hits:
+        return []
+    nl = newline_offsets(buf)
+    out = []
+    for line in sorted(hits):
+        a = int(nl[line - 1]) + 1 if line else 0
+        b = int(nl[line]) if line < len(nl) else len(buf)
+        out.append((a, b, hits[line]))
+    return out
 
 
 class ReferenceMatcher:
