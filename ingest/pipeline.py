@@ -10,10 +10,11 @@ benchmarks all run this same function.
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from dataclasses import dataclass, field
+from operator import attrgetter
 from datetime import timezone, tzinfo
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
@@ -21,11 +22,14 @@ from ingest.assemble import Hit, assemble
 from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject
 from ingest.extract import columns, fields
-from ingest.frame import frame
-from ingest.match import HyperscanMatcher, Matcher, best, newline_offsets
+from ingest.frame import frame_all
+from ingest.match import HyperscanMatcher, Matcher, best, hit_lines
 from ingest.prefix import parse_prefix
 from schemas.events import EVENTS_SCHEMA
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
+
+
+_DATA = attrgetter("data")
 
 
 @dataclass(slots=True)
@@ -65,45 +69,53 @@ class Pipeline:
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
         """Events, link samples and topology facts of one batch of decoded input.
 
-        ``timings``, when given, accumulates CPU seconds per stage (``frame``,
-        ``match``, ``extract``, ``assemble``, ``arrow``): the benchmark's profile.
+        ``timings``, when given, accumulates this thread's CPU seconds per stage
+        (``frame``, ``match``, ``extract``, ``assemble``, ``arrow``): the benchmark's profile.
         """
         clock = _Clock(timings)
         segs = decoded.segments
-        framed = [frame(s.data) for s in segs]
-        buf = b"\n".join(f.scan for f in framed)
-        nl = newline_offsets(buf)
-        # first logical line index of each segment in the joined buffer
-        starts: list[int] = []
-        n = 0
-        for f in framed:
-            starts.append(n)
-            n += f.scan.count(b"\n") + 1
+        buf, framed, starts = frame_all(list(map(_DATA, segs)))
         clock.lap("frame")
-        hits_by_line = self.matcher.scan(buf)
+        hits = hit_lines(self.matcher, buf)
         clock.lap("match")
         per_stream: dict[str, list[Hit]] = {}
-        for line in sorted(hits_by_line):
-            si = bisect_right(starts, line) - 1
-            seg, fr = segs[si], framed[si]
-            local = line - starts[si]
-            a = int(nl[line - 1]) + 1 if line else 0
-            b = int(nl[line]) if line < len(nl) else len(buf)
+        entries = self.catalog.entries
+        seg_of = np.searchsorted(starts, [h[0] for h in hits], side="right").tolist() if hits else []
+        # one pass of newline counting numbers each hit line within its segment and counts all lines
+        pos = newlines = 0  # newlines before byte pos
+        cur, first = -1, 0  # segment of the previous hit; newlines before that segment's start
+        for (a, b, sigs), si in zip(hits, seg_of):
+            si -= 1
+            if si != cur:
+                s0 = int(starts[si])
+                newlines += buf.count(b"\n", pos, s0)
+                cur, first, pos = si, newlines, s0
+            newlines += buf.count(b"\n", pos, a)
+            pos = a
+            local = newlines - first
+            seg, fr = segs[si], framed.get(si)
             raw = buf[a:b]
             text = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
-            phys = fr.first_line[local] if fr.first_line else local
-            message = (fr.original or {}).get(local) or raw.decode("utf-8", "replace")
-            c = self.catalog.entries[best(self.catalog, hits_by_line[line])]
+            c = entries[sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)]
             occurrences = fields(c, text)
             if not occurrences:  # the Hyperscan form matched but the full regex did not
                 continue
+            truncated = len(raw) > MAX_LINE_BYTES
+            message = text if not truncated else raw.decode("utf-8", "replace")
+            phys = local
+            if fr is not None:
+                phys = fr.first_line[local] if fr.first_line else local
+                message = (fr.original or {}).get(local) or message
             prefix = parse_prefix(text, ref_us=seg.ref_ts, tz=self.tz)
+            stream = per_stream.get(seg.stream)
+            if stream is None:
+                stream = per_stream[seg.stream] = []
             for sub, f in enumerate(occurrences):
                 row = columns(c, f, self.catalog)
-                if len(raw) > MAX_LINE_BYTES:
+                if truncated:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
-                per_stream.setdefault(seg.stream, []).append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row,
-                                                                 prefix=prefix, text=text, message=message))
+                stream.append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row, prefix=prefix, text=text,
+                                  message=message))
         clock.lap("extract")
         events, samples, topo = [], [], []
         # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
@@ -118,7 +130,7 @@ class Pipeline:
             link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
             topology=to_table(topo, TOPOLOGY_SCHEMA),
             rejects=list(decoded.rejects),
-            lines=n if segs else 0,
+            lines=newlines + buf.count(b"\n", pos) + 1 if segs else 0,
             bytes=len(buf),
         )
         clock.lap("arrow")
@@ -126,16 +138,16 @@ class Pipeline:
 
 
 class _Clock:
-    """Adds the CPU time since the last lap to ``timings[stage]``; does nothing without ``timings``."""
+    """Adds the thread's CPU time since the last lap to ``timings[stage]``; does nothing without ``timings``."""
 
     __slots__ = ("timings", "t")
 
     def __init__(self, timings: dict[str, float] | None) -> None:
         self.timings = timings
-        self.t = time.process_time() if timings is not None else 0.0
+        self.t = time.thread_time() if timings is not None else 0.0
 
     def lap(self, stage: str) -> None:
         if self.timings is not None:
-            t = time.process_time()
+            t = time.thread_time()
             self.timings[stage] = self.timings.get(stage, 0.0) + t - self.t
             self.t = t
