@@ -330,8 +330,10 @@ def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid
     e2e = child(["ingest", *base, "--group", f"{prefix}.ingest", "--lake", str(lake), "--dlq", f"{prefix}.dlq",
                  "--max-records", str(max_records), "--expect-records", str(_count(corpus, shape))])
     b1 = _proc_cpu(broker_pid)
-    if e2e["lines"] != len(corpus.lines):
-        raise RuntimeError(f"{name}: the worker read {e2e['lines']} lines, not {len(corpus.lines)}")
+    if e2e["records"] != _count(corpus, shape) or e2e["rejects"]:
+        raise RuntimeError(f"{name}: the worker read {e2e['records']} records ({e2e['rejects']} rejected), "
+                           f"not {_count(corpus, shape)}")
+    e2e["logical_lines"], e2e["lines"] = e2e["lines"], len(corpus.lines)  # rates count the input lines
     lake_events = _lake_rows(lake)
     shutil.rmtree(lake, ignore_errors=True)
     return _mode_row(e2e, split, nbytes, broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None,
@@ -359,7 +361,8 @@ def _mode_row(e2e: dict, ceiling: dict, nbytes: int, *, broker_cpu: float | None
         "lines": lines, "bytes": nbytes, "wall_s": round(e2e["wall_s"], 3), "cpu_s": round(e2e["cpu_s"], 3),
         "lines_per_s": round(lines / e2e["wall_s"]), "lines_per_s_per_core": round(per_core),
         "mb_per_s": round(nbytes / e2e["wall_s"] / 1e6, 2), "mb_per_s_per_core": round(nbytes / e2e["cpu_s"] / 1e6, 2),
-        "events": e2e.get("events"), "peak_rss_mb": round(e2e["peak_rss_mb"], 1),
+        "logical_lines": e2e.get("logical_lines"), "events": e2e.get("events"),
+        "peak_rss_mb": round(e2e["peak_rss_mb"], 1),
         "read_split_lines_per_s": round(ceiling["lines"] / max(ceiling["wall_s"], 1e-9)),
         "read_split_lines_per_s_per_core": round(ceil_per_core),
         "e2e_vs_ceiling": round(per_core / ceil_per_core, 3),
@@ -445,6 +448,7 @@ def run(a: argparse.Namespace) -> dict:
             log("files: diagnose …")
             rs = read_split_files(files)
             dg = child(["diagnose", str(work / "data")])
+            dg["logical_lines"], dg["lines"] = dg["lines"], len(corpus.lines)  # rates count the input lines
             modes["files_diagnose"] = _mode_row(dg, rs, corpus.bytes, extra={"incidents": dg["incidents"]})
             save()
 

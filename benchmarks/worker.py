@@ -29,6 +29,19 @@ from pathlib import Path
 
 
 def _rss_mb() -> float:
+    """Peak resident set size of this process, MiB.
+
+    ``VmHWM`` of /proc/self/status, not ``ru_maxrss``: Linux carries the
+    parent's peak into ``ru_maxrss`` across fork and exec, so a child would
+    report the benchmark driver's memory (the whole corpus) as its own.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
@@ -43,9 +56,35 @@ async def _ingest(a: argparse.Namespace) -> dict:
     from ingest.pipeline import Pipeline
     from schemas.settings import Settings
 
+    from ingest import consumer
+
     s = Settings()
-    pipeline = Pipeline()
-    lake = Lake(a.lake)
+    stages: dict[str, float] = {}
+
+    class TimedPipeline(Pipeline):  # the same pipeline, with its per-stage clock on
+        def run(self, decoded, timings=None):
+            return super().run(decoded, timings=stages)
+
+    class TimedLake(Lake):
+        def write(self, table_name, table, batch_id):
+            c0 = time.process_time()  # the parts are written on a few threads: count them all
+            try:
+                return super().write(table_name, table, batch_id)
+            finally:
+                stages["write"] = stages.get("write", 0.0) + time.process_time() - c0
+
+    decode_records = consumer.decode_records
+
+    def timed_decode(records):
+        c0 = time.thread_time()
+        try:
+            return decode_records(records)
+        finally:
+            stages["decode"] = stages.get("decode", 0.0) + time.thread_time() - c0
+
+    consumer.decode_records = timed_decode  # IngestWorker looks it up in its module on every batch
+    pipeline = TimedPipeline()
+    lake = TimedLake(a.lake)
     lake.init()
     done: list[float] = []
     events = [0]
@@ -71,7 +110,7 @@ async def _ingest(a: argparse.Namespace) -> dict:
     t1 = done[-1] if done else time.perf_counter()
     return {"lines": h.lines, "records": h.records, "batches": h.batches, "events": events[0], "rejects": h.rejects,
             "wall_s": t1 - t0, "cpu_s": c1 - c0, "peak_rss_mb": _rss_mb(), "rss_at_start_mb": rss0,
-            "ok": h.ok, "reason": h.reason}
+            "ok": h.ok, "reason": h.reason, "stage_cpu_s": {k: round(v, 4) for k, v in stages.items()}}
 
 
 async def _split(a: argparse.Namespace) -> dict:
