@@ -336,9 +336,23 @@ def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid
     e2e["logical_lines"], e2e["lines"] = e2e["lines"], len(corpus.lines)  # rates count the input lines
     lake_events = _lake_rows(lake)
     shutil.rmtree(lake, ignore_errors=True)
+    asyncio.run(_drop_topics(bootstrap, topics + [f"{prefix}.dlq"]))
     return _mode_row(e2e, split, nbytes, broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None,
                      extra={"messages": _count(corpus, shape), "produce_s": produce_s, "lake_events": lake_events,
-                            "batches": e2e["batches"], "max_records": max_records})
+                            "batches": e2e["batches"], "max_records": max_records,
+                            "stage_cpu_s": e2e.get("stage_cpu_s")})
+
+
+async def _drop_topics(bootstrap: str, topics: list[str]) -> None:
+    """Delete the benchmark's topics (a broker given with --bootstrap keeps no backlog of ours)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    await admin.start()
+    try:
+        await admin.delete_topics(topics)
+    finally:
+        await admin.close()
 
 
 def _count(corpus: Corpus, shape: str) -> int:
@@ -510,8 +524,11 @@ def backlog(corpus: Corpus, n: int, bootstrap: str, broker_pid: int | None, work
                  "--expect-records", str(_count(corpus, "batch") * reps)], timeout=3600)
     b1 = _proc_cpu(broker_pid)
     shutil.rmtree(lake, ignore_errors=True)
+    asyncio.run(_drop_topics(bootstrap, topics + [f"{prefix}.dlq"]))
     row = _mode_row(e2e, {"lines": 1, "cpu_s": 1, "wall_s": 1}, nbytes,
-                    broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None)
+                    broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None,
+                    extra={"max_records": max_records, "records": e2e["records"], "batches": e2e["batches"],
+                           "stage_cpu_s": e2e.get("stage_cpu_s")})
     for k in ("read_split_lines_per_s", "read_split_lines_per_s_per_core", "e2e_vs_ceiling"):
         row.pop(k)
     return row
@@ -568,17 +585,18 @@ def table(out: dict) -> str:
              f"{out['input']['fault_lines']} fault lines ({100 * out['input']['fault_share']:.2f} %) from "
              f"{len(out['input']['families'])} families / {out['input']['signatures']} signatures; "
              f"load average {m['loadavg_start']} -> {m.get('loadavg_end')}", ""]
-    hdr = ("mode", "lines/s", "lines/s/core", "MB/s", "ceiling/core", "e2e/ceil", "peak RSS MB", "events", "broker cpu s")
+    hdr = ("mode", "records/batch", "lines/s", "lines/s/core", "MB/s", "ceiling/core", "e2e/ceil", "peak RSS MB",
+           "events", "broker cpu s")
     rows = [hdr]
     for k, r in out["modes"].items():
-        rows.append((k, _k(r["lines_per_s"]), _k(r["lines_per_s_per_core"]), f"{r['mb_per_s']:.1f}",
-                     _k(r["read_split_lines_per_s_per_core"]), f"{r['e2e_vs_ceiling']:.2f}",
+        rows.append((k, str(r.get("max_records") or "-"), _k(r["lines_per_s"]), _k(r["lines_per_s_per_core"]),
+                     f"{r['mb_per_s']:.1f}", _k(r["read_split_lines_per_s_per_core"]), f"{r['e2e_vs_ceiling']:.2f}",
                      f"{r['peak_rss_mb']:.0f}", str(r["events"]), str(r.get("broker_cpu_s") or "-")))
     if "backlog" in out:
         r = out["backlog"]
-        rows.append((f"backlog {r['lines'] / 1e6:.0f}M", _k(r["lines_per_s"]), _k(r["lines_per_s_per_core"]),
-                     f"{r['mb_per_s']:.1f}", "-", "-", f"{r['peak_rss_mb']:.0f}", str(r["events"]),
-                     str(r.get("broker_cpu_s") or "-")))
+        rows.append((f"backlog {r['lines'] / 1e6:.0f}M", str(r.get("max_records") or "-"), _k(r["lines_per_s"]),
+                     _k(r["lines_per_s_per_core"]), f"{r['mb_per_s']:.1f}", "-", "-", f"{r['peak_rss_mb']:.0f}",
+                     str(r["events"]), str(r.get("broker_cpu_s") or "-")))
     w = [max(len(str(r[i])) for r in rows) for i in range(len(hdr))]
     for r in rows:
         lines.append("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r)))
@@ -617,8 +635,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--re-lines", type=int, default=0, help="lines for the Python re baseline (default: all)")
     ap.add_argument("--max-records", type=int, default=0,
                     help="records per ingest batch, batched shapes (default: the batch_max_records setting)")
-    ap.add_argument("--line-max-records", type=int, default=0,
-                    help="records per ingest batch, one line per message (default: --max-records)")
+    ap.add_argument("--line-max-records", type=int, default=20_000,
+                    help="records per ingest batch with one line per message (default 20,000: 2,000 one-line "
+                         "records are only ~240 KB, and each batch writes a Parquet part per event kind)")
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
                     help="phases to leave out: baselines, stages, files")
     ap.add_argument("--out", help="also write the JSON object to this file, updated after each phase")
@@ -641,7 +660,6 @@ def main(argv: list[str] | None = None) -> int:
         from schemas.settings import Settings
 
         a.max_records = Settings().batch_max_records
-    a.line_max_records = a.line_max_records or a.max_records
     out = run(a)
     if a.json:
         sys.stdout.write(json.dumps(out) + "\n")
