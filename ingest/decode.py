@@ -110,6 +110,8 @@ def looks_ndjson(data: bytes) -> bool:
 def _host_of(rec: dict) -> str | None:
     for k in ("_HOSTNAME", "hostname", "host"):
         v = rec.get(k)
+        if v is None:
+            continue
         if isinstance(v, str) and v:
             return v
         if isinstance(v, dict):  # Filebeat / ECS: {"host": {"name": …}}
@@ -127,6 +129,11 @@ def _time_of(rec: dict) -> int | None:
         v = rec.get(k)
         if v is None:
             continue
+        if type(v) is str:  # the common case first (a str is never a bool or a number)
+            t = _rfc3339_us(v)
+            if t is None:
+                raise ValueError(f"field {k!r} is not an ISO 8601 time: {v[:60]!r}")
+            return t
         if isinstance(v, bool):
             raise ValueError(f"field {k!r} is a boolean, not a time")
         if isinstance(v, (int, float)):
@@ -151,13 +158,21 @@ def _time_of(rec: dict) -> int | None:
 
 
 # Vector and Filebeat stamp every record "2026-11-30T03:12:00.123456789Z": read that shape directly, with
-# the minute's start from a cache (one datetime per minute, not per record); anything else goes to
-# parse_iso_us, which gives the same answer for this shape, only slower.
+# the second's start from a cache (records of one second share it) or else the minute's; anything else
+# goes to parse_iso_us, which gives the same answer for this shape, only slower.
 _RFC3339_Z = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})(?:\.(\d+))?Z")
 _MINUTES: dict[str, int | None] = {}
+_SECONDS: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM:SS" already read -> its µs
 
 
 def _rfc3339_us(v: str) -> int | None:
+    base = _SECONDS.get(v[:19])
+    if base is not None and v[-1:] == "Z":  # the first 19 characters matched the regex before
+        if len(v) == 20:
+            return base
+        frac = v[20:-1]
+        if v[19] == "." and frac.isdecimal():  # isdecimal() is what \d matches in a str pattern
+            return base + int(frac[:6].ljust(6, "0"))
     m = _RFC3339_Z.fullmatch(v)
     if m is None:
         return parse_iso_us(v)
@@ -170,7 +185,10 @@ def _rfc3339_us(v: str) -> int | None:
     s = int(sec)
     if base is None or s > 59:
         return parse_iso_us(v)
-    return base + s * US + (int(frac[:6].ljust(6, "0")) if frac else 0)
+    if len(_SECONDS) >= 4096:
+        _SECONDS.clear()
+    base = _SECONDS[v[:19]] = base + s * US
+    return base + (int(frac[:6].ljust(6, "0")) if frac else 0)
 
 
 def _message_of(rec: dict) -> str:
