@@ -130,7 +130,8 @@ def read_state(state_dir: Path) -> BrokerState | None:
         return None
 
 
-def _properties(port: int, cport: int, data: Path) -> str:
+def _properties(port: int, cport: int, data: Path, overrides: dict[str, str] | None = None) -> str:
+    extra = [f"{k}={v}" for k, v in (overrides or {}).items()]
     return "\n".join([
         "process.roles=broker,controller",
         "node.id=1",
@@ -163,6 +164,7 @@ def _properties(port: int, cport: int, data: Path) -> str:
         "message.max.bytes=134217728",
         "replica.fetch.max.bytes=134217728",
         "socket.request.max.bytes=209715200",
+        *extra,  # a later line wins in a Java properties file
         "",
     ])
 
@@ -175,8 +177,12 @@ def status(state_dir: Path) -> BrokerState | None:
     return None
 
 
-def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=print) -> BrokerState:
-    """Start the broker (or return the one already running). Raises :class:`BrokerError`."""
+def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=print,
+          overrides: dict[str, str] | None = None) -> BrokerState:
+    """Start the broker (or return the one already running). Raises :class:`BrokerError`.
+
+    ``overrides`` are broker properties set over the defaults above (e.g. the scale benchmark's
+    ``group.initial.rebalance.delay.ms``)."""
     state_dir = state_dir.resolve()
     running = status(state_dir)
     if running:
@@ -195,7 +201,7 @@ def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=
         cport = _free_port()
     cluster_id = old.cluster_id if old and (data / "meta.properties").exists() else _cluster_id()
     props = home / "server.properties"
-    props.write_text(_properties(port, cport, data))
+    props.write_text(_properties(port, cport, data, overrides))
     cp = f"{libs}/*"
     java = _java()
     jvm = [java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",

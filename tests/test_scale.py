@@ -105,3 +105,17 @@ def test_three_ingest_two_correlate_workers_one_of_each_killed(kafka, tmp_path):
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
     assert [p.returncode for p in procs[1:3] + procs[4:]] == [0, 0, 0]
+
+
+def test_scale_benchmark_smoke(kafka):
+    """`python -m benchmarks.scale` end to end at a small size (a smoke run: no timing asserted). The same
+    backlog through one and two `firstfault ingest` processes stores the same events."""
+    from benchmarks import scale
+
+    a = scale.argparse.Namespace(lines=20_000, workers=[1, 2], partitions=2, bootstrap=kafka, timeout=240, seed=3)
+    out = scale.run(a)
+    rows = out["rows"]
+    assert [r["workers"] for r in rows] == [1, 2]
+    assert rows[0]["lake_events"] > 0 and rows[0]["lake_events"] == rows[1]["lake_events"]
+    assert all(r["records"] == rows[0]["records"] and r["peak_rss_mb_per_worker"] > 0 for r in rows)
+    assert "| workers |" in scale.table(out)
