@@ -205,6 +205,17 @@ def _generic(answer: str) -> str:
     return re.sub(r"mlx5_\d+", "mlx5_<n>", a)
 
 
+def detail(path: str, s: Scenario, r: Result, incidents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One scenario's outcome on one path, for reading failures (``--details``)."""
+    t = s.truth
+    return {"path": path, "sid": s.sid, "kind": s.kind, "variant": s.variant, "correct": r.correct,
+            "serious": r.serious, "extra_serious": r.extra_serious, "downstream": r.ds,
+            "truth": {k: getattr(t, k) for k in ("host", "device_type", "device", "peer", "link", "rank", "category")},
+            "hosts": {h.name: {"style": h.style, "skew_ms": h.skew // 1000, "envelope": h.envelope,
+                               "nccl": h.nccl_version} for h in s.hosts.values()},
+            "incidents": [brief(i) for i in incidents]}
+
+
 def by_scenario(fleet: Fleet, incidents: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     """Incidents grouped by the scenario whose hosts they name (every scenario has hosts of its own)."""
     hs = fleet.host_scenario()
@@ -265,16 +276,21 @@ class KafkaStats:
     health: dict[str, Any] = field(default_factory=dict)
 
 
-def run_kafka(fleet: Fleet, work: Path, cfg: Path, pace_s: float = 60.0, log=print
+def run_kafka(fleet: Fleet, work: Path, cfg: Path, pace_s: float = 60.0, restart_every: int = 50, log=print
               ) -> tuple[dict[int, list[dict[str, Any]]], KafkaStats]:
     """Produce every expressible scenario's messages to a fresh local broker in delivery order, ``pace_s`` of
-    delivery time at a time, and let the service catch up after each chunk (a live stream; 0 = a backlog)."""
+    delivery time at a time, and let the service catch up after each chunk (a live stream; 0 = a backlog).
+
+    Every ``restart_every`` scenarios the service process is replaced (same consumer group). Each simulated
+    host lives in one scenario only and then falls silent; the service keeps a quiet host's events until its
+    own watermark moves, so one process fed 500 scenarios grows without bound (a property of this simulated
+    fleet, where no host outlives its scenario, more than of a real one)."""
     from ingest import broker
 
     state = work / "kafka-state"
     st = broker.start(state, timeout_s=180, log=log)
     try:
-        incidents, stats = asyncio.run(_kafka(fleet, st.bootstrap, work, cfg, pace_s))
+        incidents, stats = asyncio.run(_kafka(fleet, st.bootstrap, work, cfg, pace_s, restart_every))
     finally:
         broker.stop(state)
     return by_scenario(fleet, incidents), stats
@@ -333,7 +349,7 @@ def chunks(msgs: list, pace_us: int, marks: set[int] | None = None) -> list[list
     return out
 
 
-async def _kafka(fleet: Fleet, bootstrap: str, work: Path, cfg: Path, pace_s: float
+async def _kafka(fleet: Fleet, bootstrap: str, work: Path, cfg: Path, pace_s: float, restart_every: int
                  ) -> tuple[list[dict[str, Any]], KafkaStats]:
     from aiokafka import AIOKafkaProducer, TopicPartition
 
@@ -341,15 +357,16 @@ async def _kafka(fleet: Fleet, bootstrap: str, work: Path, cfg: Path, pace_s: fl
     from schemas.settings import Settings
 
     await _topics(bootstrap)
-    msgs = sorted((m for s in fleet.scenarios if s.kafka_expressible for m in s.messages), key=lambda m: m.deliver)
-    stats = KafkaStats(messages=len(msgs), duplicates=sum(m.duplicate for m in msgs),
-                       bytes=sum(len(m.value) for m in msgs))
+    scen = [s for s in fleet.scenarios if s.kafka_expressible]
+    step = restart_every if restart_every > 0 else len(scen) or 1
+    segments = [scen[i:i + step] for i in range(0, len(scen), step)]
+    stats = KafkaStats()
     settings = Settings(lake=str(work / "lake"), topics=TOPICS, dlq_topic="fleet.dlq", state_dir=work / "state",
                         fleet_config=cfg, batch_linger_ms=50)
-    svc = Service(settings, bootstrap, group_id=f"accuracy-{time.time_ns()}")
+    group = f"accuracy-{time.time_ns()}"
+    incidents: dict[str, dict[str, Any]] = {}
     p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_request_size=16 * 1024 * 1024)
     await p.start()
-    await svc.worker.start()
     try:
         for t in TOPICS:  # wait for the partition leaders of the new topics
             for _ in range(100):
@@ -358,26 +375,38 @@ async def _kafka(fleet: Fleet, bootstrap: str, work: Path, cfg: Path, pace_s: fl
                                  for x in parts):
                     break
                 await asyncio.sleep(0.1)
-        parts = chunks(msgs, int(pace_s * 10**6), eventful(msgs))
-        stats.chunks = len(parts)
-        for chunk in parts:
-            t = time.perf_counter()
-            futs = [await p.send(m.topic, value=m.value, key=m.key.encode(), timestamp_ms=m.timestamp_ms)
-                    for m in chunk]
-            for f in futs:
-                await f
-            stats.produce_s += time.perf_counter() - t
-            t = time.perf_counter()
-            await svc.worker.run(until_caught_up=True)
-            stats.consume_s += time.perf_counter() - t
-        # the input has ended: close every window (what Service.run(once=True) does when caught up)
-        svc.emit(svc.correlator.step(now_us=int(time.time() * 10**6), flush=True))
+        for seg in segments:
+            # one service process per segment, same consumer group: a restart between scenario slots
+            msgs = sorted((m for s in seg for m in s.messages), key=lambda m: m.deliver)
+            stats.messages += len(msgs)
+            stats.duplicates += sum(m.duplicate for m in msgs)
+            stats.bytes += sum(len(m.value) for m in msgs)
+            svc = Service(settings, bootstrap, group_id=group)
+            await svc.worker.start()
+            try:
+                parts = chunks(msgs, int(pace_s * 10**6), eventful(msgs))
+                stats.chunks += len(parts)
+                for chunk in parts:
+                    t = time.perf_counter()
+                    futs = [await p.send(m.topic, value=m.value, key=m.key.encode(), timestamp_ms=m.timestamp_ms)
+                            for m in chunk]
+                    for f in futs:
+                        await f
+                    stats.produce_s += time.perf_counter() - t
+                    t = time.perf_counter()
+                    await svc.worker.run(until_caught_up=True)
+                    stats.consume_s += time.perf_counter() - t
+                # the input has ended: close every window (what Service.run(once=True) does when caught up)
+                svc.emit(svc.correlator.step(now_us=int(time.time() * 10**6), flush=True))
+            finally:
+                await svc.worker.close()
+            stats.late_events += svc.correlator.late_events
+            h = svc.health()
+            stats.health = {k: stats.health.get(k, 0) + (h.get(k) or 0) for k in ("events", "rejects", "records")}
+            incidents.update({i["id"]: i for i in svc.current()})
     finally:
-        await svc.worker.close()
         await p.stop()
-    stats.late_events = svc.correlator.late_events
-    stats.health = svc.health()
-    return svc.current(), stats
+    return list(incidents.values()), stats
 
 
 # --------------------------------------------------------------------------------------------------
@@ -440,11 +469,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the Kafka service path (starts a local broker)")
     ap.add_argument("--quick", action="store_true", help="3 scenarios per kind")
+    ap.add_argument("--restart-every", type=int, default=50,
+                    help="Kafka path: a new service process every N scenarios (0: one process for all)")
     ap.add_argument("--pace", type=float, default=60.0,
                     help="Kafka path: seconds of delivery time produced before the service catches up (0: backlog)")
     ap.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     ap.add_argument("--readme", type=Path, default=None, help=f"update the '{SECTION}' section of this file")
     ap.add_argument("--keep", type=Path, default=None, help="write the simulated files here and keep them")
+    ap.add_argument("--details", type=Path, default=None,
+                    help="write one JSON line per scenario and path: truth, verdict, every incident in brief")
     a = ap.parse_args(argv)
     kinds = [k for k in a.kinds.split(",") if k] or None
     for k in kinds or []:
@@ -466,24 +499,35 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         diag = run_diagnose(fleet, work / "files", cfg)
         res = [score(s, diag.get(s.sid, [])) for s in fleet.scenarios]
+        details = [detail("diagnose", s, r, diag.get(s.sid, [])) for s, r in zip(fleet.scenarios, res)]
         paths["diagnose"], fails["diagnose"] = summarize(res), failures(res)
         meta["diagnose_s"] = round(time.perf_counter() - t, 1)
         log(f"diagnose: {meta['diagnose_s']} s")
         if a.kafka:
-            inc, st = run_kafka(fleet, work, cfg, a.pace, log=log)
+            try:
+                inc, st = run_kafka(fleet, work, cfg, a.pace, a.restart_every, log=log)
+            except Exception as e:  # report the diagnose figures even when the service path breaks
+                meta["kafka_error"] = f"{type(e).__name__}: {e}"
+                log(f"kafka path failed: {meta['kafka_error']}")
+                inc, st = None, None
+        if a.kafka and inc is not None and st is not None:
             exp = [s for s in fleet.scenarios if s.kafka_expressible]
             res = [score(s, inc.get(s.sid, [])) for s in exp]
+            details += [detail("kafka", s, r, inc.get(s.sid, [])) for s, r in zip(exp, res)]
             paths["kafka"], fails["kafka"] = summarize(res), failures(res)
             skipped = Counter(s.kind for s in fleet.scenarios if not s.kafka_expressible)
             meta["kafka"] = {"messages": st.messages, "duplicates": st.duplicates, "bytes": st.bytes,
                              "produce_s": round(st.produce_s, 1), "consume_s": round(st.consume_s, 1),
                              "late_events": st.late_events, "kafka_skipped": dict(skipped), "pace_s": a.pace, "chunks": st.chunks,
+                             "restart_every": a.restart_every,
                              "rejects": st.health.get("rejects"), "events": st.health.get("events")}
             log(f"kafka: {st.messages} messages ({st.duplicates} duplicates), consumed in {st.consume_s:.1f} s, "
                 f"{st.late_events} late events")
     finally:
         if a.keep is None:
             shutil.rmtree(work, ignore_errors=True)
+    if a.details:
+        a.details.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in details))
     cmd = "python -m benchmarks.accuracy " + " ".join(argv if argv is not None else sys.argv[1:])
     if a.json:
         print(orjson.dumps({**paths, "failures": fails, "meta": {**meta, "command": cmd.strip()}},
@@ -503,6 +547,8 @@ def _revision() -> str:
     """The commit measured, ``+dirty`` when the working tree differs from it (others edit concurrently)."""
     import subprocess
 
+    if os.environ.get("FIRSTFAULT_REVISION"):  # a snapshot outside the repository says what it is
+        return os.environ["FIRSTFAULT_REVISION"]
     root = Path(__file__).resolve().parents[1]
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,

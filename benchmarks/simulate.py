@@ -265,6 +265,7 @@ class KafkaMsg:
     timestamp_ms: int  # CreateTime set by the shipper (host clock)
     deliver: int  # true µs at which it reaches the broker (production order)
     duplicate: bool = False
+    sid: int = -1  # the scenario it belongs to (not sent)
 
 
 @dataclass
@@ -1458,11 +1459,11 @@ def to_messages(s: Scenario, rng: random.Random) -> list[KafkaMsg]:
                 else:
                     value = "\n".join(p for _ln, phys in b for p in phys).encode()
                 deliver = read + _delay(rng)
-                m = KafkaMsg(_TOPIC[chan], name, value, (read + h.skew) // MS, deliver)
+                m = KafkaMsg(_TOPIC[chan], name, value, (read + h.skew) // MS, deliver, sid=s.sid)
                 out.append(m)
                 if rng.random() < 0.03:  # at-least-once shippers resend after a lost acknowledgement
                     out.append(KafkaMsg(m.topic, m.key, m.value, m.timestamp_ms,
-                                        deliver + int(rng.uniform(0.5, 20) * S), duplicate=True))
+                                        deliver + int(rng.uniform(0.5, 20) * S), duplicate=True, sid=s.sid))
     return sorted(out, key=lambda m: m.deliver)
 
 
