@@ -234,11 +234,14 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     return out
 
 
-#: (topic, partition, key) -> (host, stream): one Kafka key per host, so a small cache saves the decoding
+#: (topic, partition) -> (origin prefix, source); (topic, partition, key) -> (host, stream). One Kafka key
+#: per host, so two small caches spare every record the same string building.
+_PARTITIONS: dict[tuple[str, int], tuple[str, str | None]] = {}
 _KEYED: dict[tuple[str, int, bytes], tuple[str, str]] = {}
-_KEYED_MAX = 1 << 16
+_CACHE_MAX = 1 << 16
 #: bytes a JSON object may start with (looks_ndjson is only asked when the value starts with one)
 _JSON_FIRST = b"{ \t\n\r\x0b\x0c"
+_new_decoded = Decoded.__new__
 
 
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
@@ -246,10 +249,15 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     """Decode one Kafka record value (plain text or NDJSON, optionally gzip/zstd).
 
     Runs once per Kafka record, so the plain-text path does the least it can:
-    no decompression call unless a magic number says so, the key's host and
-    stream name from a cache.
+    no decompression call unless a magic number says so, the origin's prefix,
+    the key's host and the stream name from caches.
     """
-    origin = f"kafka:{topic}/{partition}/{offset}"
+    tp = _PARTITIONS.get((topic, partition))
+    if tp is None:
+        if len(_PARTITIONS) >= _CACHE_MAX:
+            _PARTITIONS.clear()
+        tp = _PARTITIONS[(topic, partition)] = (f"kafka:{topic}/{partition}/", TOPIC_SOURCE.get(topic))
+    origin = tp[0] + str(offset)
     if value is None:
         return Decoded(rejects=[Reject(origin, "empty value (tombstone)", b"", "empty")])
     if len(value) > MAX_VALUE_BYTES:
@@ -264,7 +272,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if key:
         known = _KEYED.get((topic, partition, key))
         if known is None:
-            if len(_KEYED) >= _KEYED_MAX:
+            if len(_KEYED) >= _CACHE_MAX:
                 _KEYED.clear()
             h = key.decode("utf-8", "replace")
             known = _KEYED[(topic, partition, key)] = (h, f"{topic}/{partition}/{h}")
@@ -276,11 +284,14 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
                 host = v.decode("utf-8", "replace")
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
-    source = TOPIC_SOURCE.get(topic)
+    source = tp[1]
     if data[:1] in _JSON_FIRST and looks_ndjson(data):
         return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                              ingest_ts=ts, source=source)
-    return Decoded([Segment(data, origin, stream, host, ts, "kafka", ts, source)])
+    out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the two assignments
+    out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
+    out.rejects = []
+    return out
 
 
 _HOST_FROM_NAME = re.compile(r"^([^.]+)")
