@@ -200,10 +200,22 @@ def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]
             changed[si] = fr
     if not changed:
         return b"\n".join(datas) if joined is None else joined, {}, starts
-    scans = list(datas)
-    for si, fr in changed.items():
-        scans[si] = fr.scan
-    return b"\n".join(scans), changed, segment_starts(scans)
+    if joined is None:
+        scans = list(datas)
+        for si, fr in changed.items():
+            scans[si] = fr.scan
+        return b"\n".join(scans), changed, segment_starts(scans)
+    # already joined: splice the framed segments in (one copy of the bytes, no second join of every segment)
+    view, pieces, prev = memoryview(joined), [], 0
+    shift = np.zeros(len(datas), dtype=np.int64)
+    for si in sorted(changed):
+        a = int(starts[si])
+        pieces += [view[prev:a], changed[si].scan]
+        prev = a + len(datas[si])
+        if si + 1 < len(datas):
+            shift[si + 1] = len(changed[si].scan) - len(datas[si])
+    pieces.append(view[prev:])
+    return b"".join(pieces), changed, starts + np.cumsum(shift)
 
 
 #: mean segment size from which the candidate scan runs vectored over the segments instead of a join
