@@ -324,7 +324,8 @@ def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid
     log(f"  {name}: produced {len(msgs)} messages ({nbytes / 1e6:.0f} MB) in {produce_s:.1f} s")
     del msgs
     base = ["--bootstrap", bootstrap, "--topics", ",".join(topics)]
-    split = child(["split", *base, "--group", f"{prefix}.split", "--expect-records", str(_count(corpus, shape))])
+    split = child(["split", *base, "--group", f"{prefix}.split", "--expect-records", str(_count(corpus, shape)),
+                   "--max-records", str(max_records)])
     b0 = _proc_cpu(broker_pid)
     lake = work / f"lake-{name}"
     e2e = child(["ingest", *base, "--group", f"{prefix}.ingest", "--lake", str(lake), "--dlq", f"{prefix}.dlq",
@@ -464,6 +465,10 @@ def run(a: argparse.Namespace) -> dict:
             dg = child(["diagnose", str(work / "data")])
             dg["logical_lines"], dg["lines"] = dg["lines"], len(corpus.lines)  # rates count the input lines
             modes["files_diagnose"] = _mode_row(dg, rs, corpus.bytes, extra={"incidents": dg["incidents"]})
+            fi = child(["files", str(work / "data"), "--lake", str(work / "lake-files")])
+            fi["logical_lines"], fi["lines"] = fi["lines"], len(corpus.lines)
+            modes["files_ingest"] = _mode_row(fi, rs, corpus.bytes, extra={"stage_cpu_s": fi["stage_cpu_s"]})
+            shutil.rmtree(work / "lake-files", ignore_errors=True)
             save()
 
         if not a.no_kafka:

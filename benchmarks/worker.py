@@ -11,7 +11,8 @@ the ingest process alone (not of the generator, the broker or the baselines):
 * ``split``: the ceiling — a plain consumer that fetches the same records and
   splits their values into lines, nothing else;
 * ``diagnose``: :func:`api.diagnose.diagnose_paths` over a folder (decode,
-  match, extract, correlate), as ``firstfault diagnose`` runs it.
+  match, extract, correlate), as ``firstfault diagnose`` runs it;
+* ``files``: the same files to durable Parquet events, without correlating.
 
 CPU time is the process's user + system time (all threads), so it holds on
 a machine shared with the broker.
@@ -119,8 +120,9 @@ async def _split(a: argparse.Namespace) -> dict:
     from schemas.settings import Settings
 
     s = Settings()
+    n = a.max_records or s.batch_max_records  # as many records per poll as the worker it is the ceiling of
     c = AIOKafkaConsumer(*a.topics.split(","), bootstrap_servers=a.bootstrap, group_id=a.group,
-                         enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=s.batch_max_records,
+                         enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=n,
                          fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
     await c.start()
     t0, c0 = time.perf_counter(), _cpu()
@@ -128,7 +130,7 @@ async def _split(a: argparse.Namespace) -> dict:
     t1 = t0
     try:
         while records < a.expect_records and time.perf_counter() - t0 < a.timeout:
-            data = await c.getmany(timeout_ms=s.batch_linger_ms, max_records=s.batch_max_records)
+            data = await c.getmany(timeout_ms=s.batch_linger_ms, max_records=n)
             for rs in data.values():
                 for r in rs:
                     lines += len(r.value.split(b"\n"))
@@ -156,6 +158,31 @@ def _diagnose(a: argparse.Namespace) -> dict:
             "peak_rss_mb": _rss_mb()}
 
 
+def _files(a: argparse.Namespace) -> dict:
+    """Files to durable Parquet events with no correlation: what ``diagnose`` spends before correlating."""
+    from ingest.files import decode_paths
+    from ingest.lake import Lake
+    from ingest.pipeline import Pipeline
+
+    pipeline = Pipeline()
+    lake = Lake(a.lake)
+    lake.init()
+    stages: dict[str, float] = {}
+    t0, c0 = time.perf_counter(), _cpu()
+    d0 = time.thread_time()
+    decoded = decode_paths([Path(a.path)])
+    stages["decode"] = time.thread_time() - d0
+    batch = pipeline.run(decoded, timings=stages)
+    w0 = time.process_time()
+    for name in ("events", "link_samples", "topology"):
+        lake.write(name, getattr(batch, name), "files")
+    stages["write"] = time.process_time() - w0
+    t1, c1 = time.perf_counter(), _cpu()
+    return {"lines": batch.lines, "bytes": batch.bytes, "events": batch.events.num_rows,
+            "rejects": len(decoded.rejects), "wall_s": t1 - t0, "cpu_s": c1 - c0, "peak_rss_mb": _rss_mb(),
+            "stage_cpu_s": {k: round(v, 4) for k, v in stages.items()}}
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.worker")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -171,6 +198,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=1800)
     p = sub.add_parser("diagnose")
     p.add_argument("path")
+    p = sub.add_parser("files")
+    p.add_argument("path")
+    p.add_argument("--lake", required=True)
     return ap
 
 
@@ -181,6 +211,8 @@ def run(argv: list[str]) -> dict:
         return asyncio.run(_ingest(a))
     if a.cmd == "split":
         return asyncio.run(_split(a))
+    if a.cmd == "files":
+        return _files(a)
     return _diagnose(a)
 
 

@@ -48,7 +48,7 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     with contextlib.redirect_stdout(out):
         assert bench.main(["--quick", "--json", "--bootstrap", kafka, "--workdir", str(tmp_path)]) == 0
     r = json.loads(out.getvalue())
-    assert set(r["modes"]) == {"files_diagnose", "kafka_line", "kafka_batch", "kafka_ndjson"}
+    assert set(r["modes"]) == {"files_diagnose", "files_ingest", "kafka_line", "kafka_batch", "kafka_ndjson"}
     n = r["input"]["lines"]
     for name, row in r["modes"].items():
         for k in KEYS:
