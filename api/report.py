@@ -18,10 +18,7 @@ for a bad hour or fleet config; ``OSError`` when a report file cannot be written
 
 from __future__ import annotations
 
-import os
-import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import duckdb
@@ -87,40 +84,23 @@ def degraded_link_report(settings: Settings, hour: datetime | str, *,
     return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts)
 
 
-def report_dir(lake_root: Path, hour: str) -> Path:
-    """``<lake>/reports/degraded_links/date=2026-11-30/hour=03`` for hour ``2026-11-30T03``."""
-    return lake_root / "reports" / "degraded_links" / f"date={hour[:10]}" / f"hour={hour[11:13]}"
+def report_dir(hour: str) -> str:
+    """``reports/degraded_links/date=2026-11-30/hour=03`` (relative to the lake) for hour ``2026-11-30T03``."""
+    return f"reports/degraded_links/date={hour[:10]}/hour={hour[11:13]}"
 
 
-def write_hourly(settings: Settings, hour: datetime | str) -> list[Path]:
-    """Write the hour's report in every format under :func:`report_dir`; return the files (json, csv, parquet, html).
+def write_hourly(settings: Settings, hour: datetime | str) -> list[str]:
+    """Write the hour's report in every format under ``<lake>/`` :func:`report_dir`; return the files
+    (json, csv, parquet, html) as paths or ``s3://`` URLs.
 
-    Each file is written to a temporary name, fsynced and renamed, so readers
-    never see half a report; writing the same hour again replaces it.
+    Each file is written atomically (:meth:`ingest.lake.Lake.put_bytes`), so readers never see half a
+    report; writing the same hour again replaces it. Raises :class:`ingest.lake.LakeError`.
     Blocking (DuckDB, matplotlib): call it from a thread in async code.
     """
     report = degraded_link_report(settings, hour)
-    d = report_dir(Lake(settings.lake).root, report["hour"])
-    d.mkdir(parents=True, exist_ok=True)
-    out = []
-    for fmt in ("json", "csv", "parquet", "html"):
-        f = d / f"degraded_links.{fmt}"
-        _atomic_write(f, render(report, fmt))
-        out.append(f)
-    return out
-
-
-def _atomic_write(final: Path, data: bytes) -> None:
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    lake = Lake(settings.lake)
+    d = report_dir(report["hour"])
+    return [lake.put_bytes(f"{d}/degraded_links.{fmt}", render(report, fmt)) for fmt in ("json", "csv", "parquet", "html")]
 
 
 def report_router(settings: Settings) -> APIRouter:

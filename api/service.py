@@ -51,7 +51,7 @@ class Hourly:
         from api.store import StoreError
 
         h = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
-        if h == self.done and (report_dir(self.lake.root, f"{h:%Y-%m-%dT%H}") / "degraded_links.html").exists():
+        if h == self.done and self.lake.exists(f"{report_dir(f'{h:%Y-%m-%dT%H}')}/degraded_links.html"):
             return
         try:
             await asyncio.to_thread(write_hourly, self.settings, h)
@@ -159,7 +159,10 @@ class Service:
                 await asyncio.wait_for(stop.wait(), self.tick_s)
             if stop.is_set():
                 return
-            self.emit(self.correlator.step(now_us=int(time.time() * S)))
+            try:
+                self.emit(self.correlator.step(now_us=int(time.time() * S)))
+            except OSError as e:  # the lake refused them: the sink keeps them for the next emit
+                log.warning("incidents not stored on this tick: %s", e)
             await self.hourly.maybe_write()
 
     def current(self) -> list[dict[str, Any]]:

@@ -37,9 +37,15 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
         lake.init()
     except LakeError:
         pass  # a read-only mount of a lake the ingest side initialised: the views still read it
-    root = str(lake.root)
+    root = lake.location
     con = duckdb.connect(":memory:", config={"threads": threads, "memory_limit": memory_limit})
     try:
+        if lake.remote:
+            # DuckDB reads s3:// through fsspec's s3fs (same AWS environment as the writer); the
+            # allowed_directories lock below still confines queries to the lake's prefix
+            import s3fs
+
+            con.register_filesystem(s3fs.S3FileSystem())
         con.execute("SET allowed_directories = [?]", [root + "/"])
         con.execute("SET enable_external_access = false")
         con.execute("SET autoinstall_known_extensions = false")

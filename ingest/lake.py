@@ -8,8 +8,13 @@ Layout (DESIGN.md, Storage)::
     <lake>/incidents/date=…/hour=…/part-<batch>.parquet
     <lake>/incident_evidence/date=…/hour=…/part-<batch>.parquet
 
-A part is written to a temporary name, fsynced, then renamed into place, so
-readers (DuckDB, analysts) never see half a file. The part name comes from
+The lake is a local folder (a path or ``file://`` URL) or an S3 prefix
+(``s3://bucket/prefix``; credentials, region and endpoint from the standard
+AWS environment: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_REGION``, ``AWS_ENDPOINT_URL`` for S3-compatible stores, or the
+instance role). Locally a part is written to a temporary name, fsynced, then
+renamed into place; on S3 a part is one PUT, which becomes visible whole or
+not at all. Either way readers (DuckDB, analysts) never see half a file. The part name comes from
 the batch's source coordinates, so a batch replayed after a crash rewrites
 the same file instead of adding a duplicate; the DuckDB views also keep one
 row per ``event_id``. Several ingest workers can write at once (each writes
@@ -52,35 +57,75 @@ class LakeError(OSError):
 
 
 def lake_path(root: str) -> Path:
-    """The local folder of a lake URL (``file://…`` or a path)."""
+    """The local folder of a local lake URL (``file://…`` or a path). Raises :class:`LakeError` for other schemes."""
     if root.startswith("file://"):
         return Path(root[len("file://"):])
     if "://" in root:
-        raise LakeError(f"only local lakes are supported by this build: {root}")
+        raise LakeError(f"not a local lake: {root}")
     return Path(root)
 
 
 class Lake:
-    """A local Parquet lake (see module doc). Methods raise :class:`LakeError`."""
+    """A Parquet lake (see module doc) at a local path or ``s3://bucket/prefix``. Methods raise :class:`LakeError`.
+
+    ``location`` is what DuckDB globs read (a folder path, or the ``s3://`` URL);
+    ``root`` is the local folder (``None`` for an S3 lake).
+    """
 
     def __init__(self, root: str | Path) -> None:
-        self.root = lake_path(str(root)).resolve()
+        url = str(root)
+        self.remote = url.startswith("s3://")
+        if self.remote:
+            from pyarrow import fs as pafs
+
+            try:
+                self.fs, path = pafs.FileSystem.from_uri(url.rstrip("/"))
+            except (OSError, ValueError, pa.ArrowException) as e:
+                raise LakeError(f"cannot open the lake {url}: {e}") from e
+            self.base = path.rstrip("/")
+            self.root: Path | None = None
+            self.location = f"s3://{self.base}"
+        else:
+            self.root = lake_path(url).resolve()
+            self.base = str(self.root)
+            self.location = self.base
+
+    def __repr__(self) -> str:
+        return f"Lake({self.location!r})"
 
     def init(self) -> None:
         """Create the table folders with their empty ``_schema`` parts (idempotent)."""
         try:
             for name, schema in TABLES.items():
-                d = self.root / name / "_schema"
-                if name == "events":
-                    d = self.root / name / "kind=_schema" / "date=1970-01-01" / "hour=00"
-                else:
-                    d = self.root / name / "date=1970-01-01" / "hour=00"
-                f = d / "_schema.parquet"
-                if not f.exists():
-                    d.mkdir(parents=True, exist_ok=True)
-                    self._atomic_write(schema.empty_table(), f)
+                rel = f"{name}/kind=_schema/date=1970-01-01/hour=00" if name == "events" \
+                    else f"{name}/date=1970-01-01/hour=00"
+                if not self.exists(f"{rel}/_schema.parquet"):
+                    self._write_part(schema.empty_table(), rel, "_schema.parquet")
         except OSError as e:
-            raise LakeError(f"cannot initialise the lake at {self.root}: {e}") from e
+            raise LakeError(f"cannot initialise the lake at {self.location}: {e}") from e
+
+    # --- whole objects (reports) ---------------------------------------------------------------
+    def exists(self, rel: str) -> bool:
+        """Whether ``<lake>/<rel>`` exists."""
+        if self.remote:
+            from pyarrow import fs as pafs
+
+            return self.fs.get_file_info(f"{self.base}/{rel}").type != pafs.FileType.NotFound
+        return (self.root / rel).exists()
+
+    def put_bytes(self, rel: str, data: bytes) -> str:
+        """Write ``data`` to ``<lake>/<rel>`` atomically (replacing it); return its location. Raises LakeError."""
+        try:
+            if self.remote:
+                with self.fs.open_output_stream(f"{self.base}/{rel}") as f:
+                    f.write(data)
+                return f"s3://{self.base}/{rel}"
+            final = self.root / rel
+            final.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_bytes(data, final)
+            return str(final)
+        except OSError as e:
+            raise LakeError(f"writing {rel} to {self.location} failed: {e}") from e
 
     def write(self, table_name: str, table: pa.Table, batch_id: str) -> list[Path]:
         """Write ``table`` as parts named after ``batch_id``; return the files written.
@@ -95,59 +140,78 @@ class Lake:
             return []
         schema = TABLES[table_name]
         table = table.cast(schema) if table.schema != schema else table
-        jobs: list[tuple[pa.Table, Path]] = []
+        jobs: list[tuple[Lake, pa.Table, str, str]] = []
+        name = f"part-{batch_id}.parquet"
         try:
             for keys, part in _partitions(table_name, table):
-                d = self.root / table_name
-                for k, v in keys:
-                    d = d / f"{k}={v}"
-                d.mkdir(parents=True, exist_ok=True)
-                jobs.append((part, d / f"part-{batch_id}.parquet"))
+                rel = "/".join([table_name, *(f"{k}={v}" for k, v in keys)])
+                jobs.append((self, part, rel, name))
             if len(jobs) == 1:
-                self._atomic_write(*jobs[0])
+                self._write_part(*jobs[0][1:])
             else:
                 errors = [e for e in _POOL.map(_try_write, jobs) if e is not None]
                 if errors:
                     raise errors[0]
         except OSError as e:
-            raise LakeError(f"writing {table_name} batch {batch_id} to {self.root} failed: {e}") from e
-        return [f for _, f in jobs]
+            raise LakeError(f"writing {table_name} batch {batch_id} to {self.location} failed: {e}") from e
+        return [self._path(rel, name) for _, _, rel, name in jobs]
 
-    @staticmethod
-    def _atomic_write(table: pa.Table, final: Path) -> None:
+    def _path(self, rel: str, name: str) -> Path | str:
+        return f"s3://{self.base}/{rel}/{name}" if self.remote else self.root / rel / name
+
+    def _write_part(self, table: pa.Table, rel: str, name: str) -> None:
         # Parquet is encoded in memory by Arrow's native writer (no Python file object in the
-        # loop), then written with one system call. Dictionary pages only pay off on parts with
-        # many rows; on the small parts of a batch they cost ~40 % of the writer's CPU for nothing.
+        # loop), then written with one system call (locally) or one PUT (S3). Dictionary pages only
+        # pay off on parts with many rows; on the small parts of a batch they cost ~40 % of the
+        # writer's CPU for nothing.
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd", use_dictionary=table.num_rows >= _DICTIONARY_ROWS)
-        data = sink.getvalue()
-        tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, final)
-            dfd = os.open(final.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        if self.remote:  # one PUT: the object appears whole or not at all
+            with self.fs.open_output_stream(f"{self.base}/{rel}/{name}") as f:
+                f.write(sink.getvalue())
+            return
+        d = self.root / rel
+        d.mkdir(parents=True, exist_ok=True)
+        _atomic_bytes(sink.getvalue(), d / name)
 
-    def files(self, table_name: str) -> list[Path]:
+    def files(self, table_name: str) -> list[Path] | list[str]:
+        """The Parquet files of a table (paths, or ``s3://`` URLs), sorted."""
+        if self.remote:
+            from pyarrow import fs as pafs
+
+            infos = self.fs.get_file_info(pafs.FileSelector(f"{self.base}/{table_name}", recursive=True,
+                                                            allow_not_found=True))
+            return sorted(f"s3://{i.path}" for i in infos if i.path.endswith(".parquet"))
         return sorted((self.root / table_name).rglob("*.parquet"))
 
 
-def _try_write(job: tuple[pa.Table, Path]) -> OSError | None:
+def _atomic_bytes(data: pa.Buffer | bytes, final: Path) -> None:
+    """Write ``data`` to a temporary name beside ``final``, fsync, rename into place, fsync the folder."""
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:
-        Lake._atomic_write(*job)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+        dfd = os.open(final.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _try_write(job: tuple[Lake, pa.Table, str, str]) -> OSError | None:
+    lake, table, rel, name = job
+    try:
+        lake._write_part(table, rel, name)
     except OSError as e:
         return e
     return None

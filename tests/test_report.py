@@ -247,8 +247,8 @@ def test_load_inputs_reads_the_window_only(lake_settings):
 
 @pytest.fixture(scope="module")
 def stored(lake_settings):
-    """What the service writes once an hour: the report files of the hour in the lake."""
-    return write_hourly(lake_settings, HOUR)
+    """What the service writes once an hour: the report files of the hour in the lake (local paths here)."""
+    return [Path(f) for f in write_hourly(lake_settings, HOUR)]
 
 
 def test_write_hourly_writes_every_format(lake_settings, report, stored):
