@@ -26,7 +26,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     state_dir: Path = Field(Path(".firstfault"), description="local state: broker data, outbox, cursors")
-    lake: str = Field(".firstfault/lake", description="Parquet lake root: a path or file:// URL")
+    lake: str = Field(".firstfault/lake", description="Parquet lake root: a path, file:// URL or "
+                      "s3://bucket/prefix (credentials and endpoint from the AWS_* environment)")
     kafka_bootstrap: str = Field("", description="host:port list; empty = the local broker started by "
                                  "`firstfault kafka start`")
     topics: list[str] = Field(["fleet.dmesg", "fleet.nccl", "fleet.nvml"], description="raw input topics")
