@@ -3,17 +3,42 @@
 One process is one consumer-group member (``settings.group_id``) over the raw
 topics. Per batch of records:
 
-1. decode every value (``ingest.decode``) and run the pure pipeline;
-2. send input that cannot be read to the dead-letter topic, with the reason in
-   headers (``ff-reason``, ``ff-error-code``, ``ff-origin``), and wait for the
-   broker's acknowledgement;
-3. write events, link samples and topology facts to the lake (atomic parts);
-4. hand the batch to ``on_batch`` (the correlator);
-5. only then commit the offsets.
+1. take **chunks**: per partition, the records of one aligned offset range
+   ``[k·C, (k+1)·C)`` (``C = max_records // 8``), whole — or cut short where
+   its decoded text passes ``MAX_CHUNK_BYTES``, or where the partition's
+   available records end (the live edge); a batch is whole chunks of several
+   partitions, up to ``max_records`` records and ``MAX_BATCH_BYTES`` of text;
+2. **begin**: commit, per partition, the batch's first offset again with the
+   batch's last offset in the commit metadata (``ff1:<last>:<batch id>``);
+3. run the pure pipeline. If it raises (a bug, or input nobody foresaw), the
+   batch is run again record by record to find the records that raise; those go
+   to the dead-letter topic with ``error_code`` ``decode_error`` or
+   ``pipeline_error`` and the others are processed together, as usual;
+4. send unreadable input to the dead-letter topic — one record per Kafka value,
+   listing its bad parts (headers ``ff-reason``, ``ff-error-code``, ``ff-origin``,
+   ``ff-parts``, ``ff-count``) — and wait for the broker's acknowledgement;
+5. write events, link samples and topology facts to the lake (atomic parts);
+6. publish the events to ``fleet.events`` and hand the batch to ``on_batch``;
+7. only then commit the offsets (past the batch, metadata cleared).
 
-If step 2 or 3 fails the offsets are not committed: the consumer seeks back to
-the batch's first offsets, reports itself unhealthy, and retries with backoff
-until the fault clears (``health`` says why meanwhile). Decompression or JSON
+Why chunks and step 2: what records yield depends on which records are
+processed together (a storm of one repeated line collapses into one event per
+batch; an unstamped line takes the time of a stamped line before it in the
+batch; the SXid lines of one switch error merge). With aligned chunks, a
+backlog is cut at the same offsets whatever the fetch timing, so two runs over
+the same log — or a run interrupted by crashes — store the same events. A
+chunk cut short at the live edge is the one exception, and step 2 covers it:
+a worker killed between 4 and 7 leaves parts in the lake (and events in
+``fleet.events``) that the replay must rewrite identically, so whoever replays
+the partition — this worker after a restart, or another after a rebalance —
+reads the metadata and rebuilds exactly that batch first: same records, same
+events, same ids, same part files.
+
+If a step from 2 to 7 fails (read-only or full lake, broker unreachable) the
+offsets are not committed: the worker reports itself unhealthy (``health``,
+``firstfault_ingest_healthy``) and retries the same batch from memory with
+backoff, polling the consumer meanwhile so it stays in its group, until the
+fault clears; then it reports itself healthy again. Decompression or JSON
 errors are deterministic, so they go to the DLQ rather than being retried.
 """
 
@@ -26,17 +51,35 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from ingest import metrics
 from ingest.counters import with_counter_events
-from ingest.decode import Decoded, decode_message
+from ingest.decode import Decoded, Reject, decode_message
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
 from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
 
 log = logging.getLogger("firstfault.ingest")
+
+#: decoded text per chunk at most (the chunk is cut after the record that passes it; one record always fits)
+MAX_CHUNK_BYTES = 128 * 1024 * 1024
+#: decoded text per batch: no further chunk is added once a batch holds this much
+MAX_BATCH_BYTES = 256 * 1024 * 1024
+#: chunks per batch when every partition is backlogged (chunk size = max_records // CHUNKS_PER_BATCH)
+CHUNKS_PER_BATCH = 8
+#: how long a batch begun before may take to be read whole again
+REPLAY_WAIT_S = 30.0
+#: a dead-letter record's value and header sizes at most (the value keeps the bad parts, cut to this)
+DLQ_VALUE_BYTES = 8 * 1024 * 1024
+DLQ_HEADER_BYTES = 1000
+#: commit metadata of a batch begun and not yet committed: "ff1:<last offset>:<batch id>"
+INTENT = "ff1"
+#: a broker acknowledgement (commit, send) slower than this marks the worker unhealthy while it waits
+ACK_PATIENCE_S = 10.0
 
 
 @dataclass
@@ -49,7 +92,9 @@ class Health:
     records: int = 0
     lines: int = 0
     events: int = 0
-    rejects: int = 0
+    rejects: int = 0  # dead-letter records sent (one per Kafka value with unreadable parts)
+    fallbacks: int = 0  # batches the pipeline raised on, processed record by record
+    replays: int = 0  # batches rebuilt from their commit metadata after a restart or a rebalance
     last_batch_s: float = 0.0
     since: float = field(default_factory=time.time)
     lag: dict[str, int] = field(default_factory=dict)
@@ -63,7 +108,7 @@ class Health:
 
     def recover(self) -> None:
         if not self.ok:
-            log.info("ingest healthy again")
+            log.warning("ingest healthy again (was: %s)", self.reason)
         self.ok, self.reason = True, ""
         metrics.HEALTHY.set(1)
 
@@ -78,6 +123,7 @@ def batch_id(records: list[ConsumerRecord]) -> str:
 
 
 def decode_records(records: list[ConsumerRecord]) -> Decoded:
+    """Decode Kafka records into one batch of segments and rejects (``ingest.decode.decode_message``)."""
     out = Decoded()
     for r in records:
         d = decode_message(r.value, topic=r.topic, partition=r.partition, offset=r.offset, key=r.key,
@@ -88,7 +134,59 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
     return out
 
 
+def kafka_origin(origin: str) -> str:
+    """``kafka:t/0/17#r3`` -> ``kafka:t/0/17``: the Kafka value a reject came from."""
+    return origin.split("#", 1)[0]
+
+
+def dead_letters(rejects: list[Reject]) -> list[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
+    """(key, value, headers) of the dead-letter records for ``rejects``: **one per Kafka value**.
+
+    A value with 10,000 broken NDJSON records is one dead-letter record, not 10,000: its value is the
+    bad parts joined by newlines (cut at ``DLQ_VALUE_BYTES``), ``ff-parts`` lists them
+    (``r2:bad_envelope,r5:bad_envelope``), ``ff-reason`` says why (the first reasons, cut at
+    ``DLQ_HEADER_BYTES``), ``ff-error-code`` is the first part's code, ``ff-origin`` the value's
+    coordinates (also the key), ``ff-count`` the number of bad parts.
+    """
+    groups: dict[str, list[Reject]] = {}
+    for rj in rejects:
+        groups.setdefault(kafka_origin(rj.origin), []).append(rj)
+    out = []
+    for origin, parts in groups.items():
+        value = b"\n".join(p.data for p in parts) if len(parts) > 1 else parts[0].data
+        names = ",".join(f"{p.origin[len(origin) + 1:] or 'value'}:{p.error_code}" for p in parts)
+        if len(parts) == 1:
+            reason = parts[0].reason
+        else:
+            reason = f"{len(parts)} parts unreadable: " + "; ".join(p.reason for p in parts[:5])
+        headers = [("ff-reason", _cut(reason.encode("utf-8", "replace"))),
+                   ("ff-error-code", parts[0].error_code.encode()),
+                   ("ff-origin", origin.encode()),
+                   ("ff-parts", _cut(names.encode())),
+                   ("ff-count", str(len(parts)).encode())]
+        out.append((origin.encode(), value[:DLQ_VALUE_BYTES], headers))
+    return out
+
+
+def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
+    return b if len(b) <= n else b[:n - 3] + b"..."
+
+
+def _spans(records: list[ConsumerRecord]) -> dict[TopicPartition, tuple[int, int]]:
+    """(first, last) offset per partition of a batch."""
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for r in records:
+        tp = TopicPartition(r.topic, r.partition)
+        a, b = out.get(tp, (r.offset, r.offset))
+        out[tp] = (min(a, r.offset), max(b, r.offset))
+    return out
+
+
 OnBatch = Callable[[Batch], Awaitable[None] | None]
+
+
+class _Abandoned(Exception):
+    """The batch's partitions went to another worker meanwhile: it will replay the batch (module doc)."""
 
 
 class IngestWorker:
@@ -113,6 +211,16 @@ class IngestWorker:
         self.stop = asyncio.Event()
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
+        self._admin: AIOKafkaAdminClient | None = None
+        #: partitions assigned since their commit metadata was last read
+        self._unread: set[TopicPartition] = set()
+        #: batches begun elsewhere (or before a crash) and not committed: tp -> (last offset, batch id)
+        self._intents: dict[TopicPartition, tuple[int, str]] = {}
+        self._intents_since = 0.0
+        #: records fetched and not yet in a batch, per partition, in offset order
+        self._buf: dict[TopicPartition, list[ConsumerRecord]] = {}
+        self.chunk_records = max(1, max_records // CHUNKS_PER_BATCH)
+        self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
@@ -124,9 +232,12 @@ class IngestWorker:
             retry_backoff_ms=500)
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
                                           enable_idempotence=True, max_request_size=16 * 1024 * 1024)
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
         await self._producer.start()
+        await self._admin.start()
         self._consumer.subscribe(self.topics, listener=_Assigned(self))
         await self._consumer.start()
+        metrics.HEALTHY.set(1)
 
     async def close(self) -> None:
         for c in (self._consumer, self._producer):
@@ -135,9 +246,14 @@ class IngestWorker:
                     await c.stop()
                 except KafkaError:
                     pass
+        if self._admin is not None:
+            try:
+                await self._admin.close()
+            except KafkaError:
+                pass
 
     async def lag(self) -> int:
-        """Records behind the end of the assigned partitions (0 when caught up)."""
+        """Records behind the end of the assigned partitions (0 when caught up; -1 with no partitions)."""
         assert self._consumer is not None
         parts = self._consumer.assignment()
         if not parts:
@@ -147,7 +263,7 @@ class IngestWorker:
         self.health.lag = {}
         for tp in parts:
             pos = await self._consumer.position(tp)
-            n = max(0, ends[tp] - pos)
+            n = max(0, ends[tp] - pos) + len(self._buf.get(tp, ()))
             self.health.lag[f"{tp.topic}/{tp.partition}"] = n
             metrics.LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
             total += n
@@ -156,44 +272,107 @@ class IngestWorker:
     async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0) -> None:
         assert self._consumer is not None
         idle_since = time.monotonic()
-        backoff = 0.5
         while not self.stop.is_set():
-            data = await self._consumer.getmany(timeout_ms=self.linger_ms, max_records=self.max_records)
-            records = [r for rs in data.values() for r in rs]
+            records, decoded = await self._next_batch()
             if not records:
                 if until_caught_up:
-                    lag = await self.lag()
-                    if lag == 0:
+                    try:
+                        lag = await self.lag()
+                    except KafkaError as e:  # the broker is away: keep waiting for it
+                        self.health.fail(f"kafka: {type(e).__name__}: {e}")
+                        continue
+                    if lag == 0 and not self._intents:
                         return
                     if time.monotonic() - idle_since > idle_timeout_s and lag < 0:
                         return
                 continue
             idle_since = time.monotonic()
-            first = {tp: rs[0].offset for tp, rs in data.items() if rs}
-            last = {tp: rs[-1].offset for tp, rs in data.items() if rs}
-            try:
-                await self._handle(records)
-            except (LakeError, KafkaError, OSError) as e:
-                self.health.fail(f"{type(e).__name__}: {e}")
-                for tp, off in first.items():  # nothing of this batch is committed: read it again
-                    self._consumer.seek(tp, off)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
-                continue
-            backoff = 0.5
-            await self._consumer.commit({tp: off + 1 for tp, off in last.items()})
-            self.health.recover()
+            await self._one_batch(records, decoded)
 
-    async def _handle(self, records: list[ConsumerRecord]) -> None:
+    # --- one batch -------------------------------------------------------------------------------
+    async def _one_batch(self, records: list[ConsumerRecord], decoded: Decoded) -> None:
         t0 = time.perf_counter()
-        decoded = decode_records(records)
+        spans = _spans(records)
+        bid = batch_id(records)
+        try:
+            await self._retry(lambda: self._commit(
+                {tp: (a, f"{INTENT}:{b}:{bid}") for tp, (a, b) in spans.items()}), spans, "begin the batch")
+            batch = await self._run_pipeline(records, decoded)
+            await self._retry(lambda: self._store(records, batch, bid), spans, "store the batch")
+            await self._retry(lambda: self._commit({tp: (b + 1, "") for tp, (a, b) in spans.items()}), spans,
+                              "commit the batch")
+        except _Abandoned as e:
+            # Partitions still ours go back to the batch's start (a rebalance resets them so anyway); their
+            # commit metadata, read again, makes the next batch this one (_read_intents).
+            log.warning("batch %s abandoned: %s", bid, e)
+            mine = self._consumer.assignment()
+            for tp, (a, _b) in spans.items():
+                if tp in mine:
+                    self._consumer.seek(tp, a)
+                    self._buf.pop(tp, None)
+                    self._unread.add(tp)
+            return
+        for tp, (_a, b) in spans.items():
+            self._intents.pop(tp, None)
+            if await self._consumer.position(tp) <= b:  # reassigned meanwhile: the position went back
+                self._consumer.seek(tp, b + 1)
+        self.health.recover()
+        self._count(records, batch, t0)
+
+    async def _run_pipeline(self, records: list[ConsumerRecord], decoded: Decoded) -> Batch:
+        """The pure stages. If they raise, find the records that make them raise (module doc, step 3)."""
         loop = asyncio.get_running_loop()
-        batch = await loop.run_in_executor(None, self.pipeline.run, decoded)
+        try:
+            return await loop.run_in_executor(None, self._pure, decoded)
+        except Exception as e:  # noqa: BLE001 — a bug or unforeseen input: isolate it, never stop the worker
+            log.error("pipeline failed on a batch of %d records (%s: %s); isolating the records that fail",
+                      len(records), type(e).__name__, e, extra={"stage": "pipeline", "error_code": "pipeline_error"})
+        self.health.fallbacks += 1
+        metrics.FALLBACKS.inc()
+        return await loop.run_in_executor(None, self._per_record, records)
+
+    def _pure(self, decoded: Decoded) -> Batch:
+        batch = self.pipeline.run(decoded)
         # counters are per link, and links of one host stay on one partition: this worker's state suffices
         batch.events = with_counter_events(batch.events, batch.link_samples, self.pipeline.catalog,
                                            self.counter_state)
+        return batch
+
+    def _per_record(self, records: list[ConsumerRecord]) -> Batch:
+        good: list[ConsumerRecord] = []
+        bad: list[Reject] = []
+        for r in records:
+            origin = f"kafka:{r.topic}/{r.partition}/{r.offset}"
+            try:
+                d = decode_message(r.value, topic=r.topic, partition=r.partition, offset=r.offset, key=r.key,
+                                   timestamp_ms=r.timestamp, headers=[(k, v) for k, v in (r.headers or [])])
+            except Exception as e:  # noqa: BLE001
+                bad.append(Reject(origin, f"decode failed: {type(e).__name__}: {e}", r.value or b"", "decode_error"))
+                continue
+            try:
+                self.pipeline.run(d)  # without counter state: this is only a probe
+            except Exception as e:  # noqa: BLE001
+                bad.append(Reject(origin, f"pipeline failed: {type(e).__name__}: {e}", r.value or b"",
+                                  "pipeline_error"))
+                continue
+            good.append(r)
+        for rj in bad:
+            log.error("record %s isolated: %s", rj.origin, rj.reason,
+                      extra={"stage": "pipeline", "error_code": rj.error_code})
+        try:  # the good records together, so context across records is kept as in any batch
+            batch = self._pure(decode_records(good))
+        except Exception as e:  # noqa: BLE001 — together they still fail: each on its own, then
+            log.error("records fail together but not alone (%s); processing them one by one", e)
+            parts = [self._pure(decode_records([r])) for r in good]
+            batch = Batch(events=_concat([p.events for p in parts]), link_samples=_concat([p.link_samples for p in parts]),
+                          topology=_concat([p.topology for p in parts]),
+                          rejects=[x for p in parts for x in p.rejects], lines=sum(p.lines for p in parts),
+                          bytes=sum(p.bytes for p in parts))
+        batch.rejects.extend(bad)
+        return batch
+
+    async def _store(self, records: list[ConsumerRecord], batch: Batch, bid: str) -> None:
         await self._dead_letter(batch)
-        bid = batch_id(records)
         self.lake.write("events", batch.events, bid)
         self.lake.write("link_samples", batch.link_samples, bid)
         self.lake.write("topology", batch.topology, bid)
@@ -203,6 +382,66 @@ class IngestWorker:
             r = self.on_batch(batch)
             if asyncio.iscoroutine(r):
                 await r
+
+    async def _commit(self, offsets: dict[TopicPartition, tuple[int, str]]) -> None:
+        assert self._consumer is not None
+        await self._acked(self._consumer.commit(offsets), "a commit")
+
+    async def _retry(self, step: Callable[[], Awaitable[None]], spans: dict[TopicPartition, tuple[int, int]],
+                     what: str) -> None:
+        """Run ``step`` until it succeeds, unhealthy meanwhile; raise :class:`_Abandoned` when the batch's
+        partitions are no longer ours (whoever has them replays the batch from its commit metadata)."""
+        backoff = 0.5
+        while True:
+            if not set(spans) <= self._consumer.assignment():
+                raise _Abandoned(f"partitions reassigned before this worker could {what}")
+            try:
+                await step()
+                return
+            except (CommitFailedError, IllegalStateError) as e:
+                raise _Abandoned(f"cannot {what}: {e}") from None
+            except LakeError as e:
+                self.health.fail(f"lake: {e}")
+            except (KafkaError, OSError) as e:
+                self.health.fail(f"kafka: cannot {what}: {type(e).__name__}: {e}")
+            if self.stop.is_set():
+                raise _Abandoned(f"stopping before this worker could {what}")
+            await self._pause(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait, polling the consumer with its partitions paused: a worker waiting for a fault to clear
+        stays in its group (``max_poll_interval_ms``) and keeps its partitions."""
+        c = self._consumer
+        parts = c.assignment()
+        c.pause(*parts)
+        try:
+            await asyncio.wait_for(self.stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            try:
+                await c.getmany(timeout_ms=0)
+            except KafkaError:
+                pass
+            c.resume(*(parts & c.assignment()))
+
+    async def _acked(self, aw: Awaitable, what: str):
+        """Await a broker acknowledgement; past ``ACK_PATIENCE_S`` say so in ``health`` while waiting
+        (aiokafka retries a commit for as long as the broker is away)."""
+        task = asyncio.ensure_future(aw)
+        done, _ = await asyncio.wait({task}, timeout=ACK_PATIENCE_S)
+        if not done:
+            self.health.fail(f"kafka: waiting for the broker to acknowledge {what}")
+            stop = asyncio.ensure_future(self.stop.wait())
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not task.done():
+                task.cancel()
+                raise _Abandoned(f"stopping while waiting for {what}")
+        return task.result()
+
+    def _count(self, records: list[ConsumerRecord], batch: Batch, t0: float) -> None:
         h = self.health
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
         metrics.LINES.inc(batch.lines)
@@ -212,40 +451,143 @@ class IngestWorker:
         for kind, sig in zip(batch.events.column("kind").to_pylist(), batch.events.column("signature").to_pylist()):
             metrics.EVENTS.labels(kind=kind).inc()
             metrics.MATCHES.labels(family=sig.split(".", 1)[0]).inc()
-        for rj in batch.rejects:
-            metrics.REJECTS.labels(error_code=rj.error_code).inc()
         h.batches += 1
         h.records += len(records)
         h.lines += batch.lines
         h.events += batch.events.num_rows
-        h.rejects += len(batch.rejects)
         h.last_batch_s = time.perf_counter() - t0
 
+    # --- fetching: chunks, and batches begun before ------------------------------------------------
+    async def _next_batch(self) -> tuple[list[ConsumerRecord], Decoded]:
+        """The next batch (module doc, step 1) and its decoded input; empty when nothing is ready yet."""
+        c = self._consumer
+        assert c is not None
+        ready = await self._ready()
+        data = await c.getmany(timeout_ms=0 if ready else self.linger_ms, max_records=self.max_records)
+        if self._unread:
+            await self._read_intents()
+        mine = c.assignment()
+        for tp, rs in data.items():
+            if tp in mine:
+                self._buf.setdefault(tp, []).extend(rs)
+        for tp in [tp for tp in self._buf if tp not in mine]:
+            del self._buf[tp]
+        # a partition with a chunk and more waiting is not fetched further until it is taken (memory)
+        full = {tp for tp, rs in self._buf.items() if len(rs) >= 2 * self.chunk_records}
+        c.pause(*full)
+        c.resume(*(c.paused() - full))
+        return self._take(await self._ready())
+
+    async def _ready(self) -> list[tuple[TopicPartition, int]]:
+        """(partition, last offset) of each chunk that can be taken now, in batch order."""
+        c = self._consumer
+        if self._intents:
+            mine = c.assignment()
+            for tp in [tp for tp in self._intents if tp not in mine]:
+                del self._intents[tp]
+        if self._intents:  # a batch begun before comes first, alone, exactly as it was
+            bid = min(b for _, b in self._intents.values())
+            group = sorted((tp, last) for tp, (last, b) in self._intents.items() if b == bid)
+            waiting = [tp for tp, last in group if await c.position(tp) <= last]
+            if waiting and time.monotonic() - self._intents_since < REPLAY_WAIT_S:
+                return []
+            if waiting:
+                log.warning("batch %s could not be read whole again (partitions %s); taking what was read",
+                            bid, waiting)
+            for tp, _ in group:
+                del self._intents[tp]
+            self.health.replays += 1
+            return [(tp, last) for tp, last in group if self._buf.get(tp)]
+        out = []
+        tps = sorted(tp for tp, rs in self._buf.items() if rs)
+        if tps:
+            self._turn = (self._turn + 1) % len(tps)
+            tps = tps[self._turn:] + tps[:self._turn]
+        for tp in tps:
+            first = self._buf[tp][0].offset
+            end = (first // self.chunk_records + 1) * self.chunk_records - 1
+            pos = await c.position(tp)
+            hw = c.highwater(tp)
+            if pos > end or (hw is not None and pos >= hw):  # whole, or all there is for now
+                out.append((tp, end))
+        return out
+
+    def _take(self, chunks: list[tuple[TopicPartition, int]]) -> tuple[list[ConsumerRecord], Decoded]:
+        """Remove the chunks' records from the buffer and decode them, cutting a chunk where its text
+        passes ``MAX_CHUNK_BYTES`` and leaving out chunks past ``max_records`` or ``MAX_BATCH_BYTES``."""
+        records: list[ConsumerRecord] = []
+        out = Decoded()
+        total = 0
+        for tp, last in chunks:
+            rs = self._buf[tp]
+            n = 0
+            while n < len(rs) and rs[n].offset <= last:
+                n += 1
+            if records and (len(records) + n > self.max_records or total > MAX_BATCH_BYTES):
+                break
+            size = 0
+            for i in range(n):
+                d = decode_records([rs[i]])  # looked up in this module on every call (benchmarks.worker times it)
+                out.segments.extend(d.segments)
+                out.rejects.extend(d.rejects)
+                size += sum(len(s.data) for s in d.segments)
+                if size > MAX_CHUNK_BYTES and i + 1 < n:
+                    log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition,
+                             i + 1, size)
+                    n = i + 1
+                    break
+            records.extend(rs[:n])
+            self._buf[tp] = rs[n:]
+            total += size
+        return records, out
+
+    async def _read_intents(self) -> None:
+        """Commit metadata of the partitions assigned since last time: batches begun and not committed."""
+        tps, self._unread = sorted(self._unread), set()
+        try:
+            committed = await self._admin.list_consumer_group_offsets(self.group_id, partitions=tps)
+        except KafkaError as e:  # rare; without the metadata a replay is still complete, only cut differently
+            log.warning("cannot read commit metadata of %d partitions: %s", len(tps), e)
+            return
+        for tp in tps:
+            m = committed.get(tp)
+            meta = (m.metadata or "") if m is not None else ""
+            if meta.startswith(INTENT + ":"):
+                _, last, bid = meta.split(":", 2)
+                self._intents[tp] = (int(last), bid)
+                self._intents_since = time.monotonic()
+                log.info("partition %s/%d: replaying batch %s (offsets %d-%s) as it was begun",
+                         tp.topic, tp.partition, bid, m.offset, last)
+
+    # --- sinks -----------------------------------------------------------------------------------
     async def _publish(self, batch: Batch) -> None:
         """Events to the correlators, keyed by correlation domain; acknowledged before offsets move
         (a replay publishes them again: the correlators keep one copy per event_id)."""
         assert self._producer is not None
         futs = []
         for key, table in split_by_domain(batch.events, self.domains).items():
-            log.debug("publish %d events key=%s hosts=%s", table.num_rows, key,
-                     sorted(set(table.column("host").to_pylist())))
             futs.append(await self._producer.send(self.events_topic, value=encode(table), key=key.encode(),
                                                   headers=[("content-type", CONTENT_TYPE)]))
         for f in futs:
-            await f
+            await self._acked(f, "published events")
 
     async def _dead_letter(self, batch: Batch) -> None:
         assert self._producer is not None
-        futs = []
-        for rj in batch.rejects:
-            headers = [("ff-reason", rj.reason.encode()[:1000]), ("ff-error-code", rj.error_code.encode()),
-                       ("ff-origin", rj.origin.encode())]
-            value = rj.data if len(rj.data) <= 8 * 1024 * 1024 else rj.data[:8 * 1024 * 1024]
-            futs.append(await self._producer.send(self.dlq_topic, value=value, headers=headers,
-                                                  key=rj.origin.encode()))
-            log.warning("dead-lettered %s: %s", rj.origin, rj.reason)
+        futs, codes = [], []
+        for key, value, headers in dead_letters(batch.rejects):
+            futs.append(await self._producer.send(self.dlq_topic, value=value, headers=headers, key=key))
+            codes.append(headers[1][1].decode())
+            log.warning("dead-lettered %s (%s): %s", key.decode(), codes[-1], headers[0][1].decode("utf-8", "replace"),
+                        extra={"stage": "decode", "error_code": codes[-1]})
         for f in futs:
-            await f  # acknowledged by the broker before the offsets move
+            await self._acked(f, "dead letters")  # acknowledged by the broker before the offsets move
+        for code in codes:
+            metrics.REJECTS.labels(error_code=code).inc()
+        self.health.rejects += len(futs)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 class _Assigned(ConsumerRebalanceListener):
@@ -253,9 +595,12 @@ class _Assigned(ConsumerRebalanceListener):
         self.worker = worker
 
     async def on_partitions_revoked(self, revoked) -> None:
-        pass
+        for tp in revoked:  # positions go back to the committed offsets: fetched records are read again
+            self.worker._intents.pop(tp, None)
+            self.worker._buf.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned) -> None:
+        self.worker._unread |= set(assigned)
         if self.worker.on_assigned is not None:
             await asyncio.to_thread(self.worker.on_assigned)
 
@@ -272,4 +617,4 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "batch_id", "decode_records", "produce_lines", "TopicPartition"]
+__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "produce_lines", "TopicPartition"]

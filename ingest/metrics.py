@@ -20,3 +20,5 @@ BATCH_SECONDS = Histogram("firstfault_batch_seconds", "decode + match + extract 
 LAG = Gauge("firstfault_consumer_lag_records", "records behind the end of the partition", ["topic", "partition"])
 HEALTHY = Gauge("firstfault_ingest_healthy", "1 while ingest stores and commits, 0 while it cannot")
 STORE_FAILURES = Counter("firstfault_store_failures_total", "batches that could not be stored or committed")
+FALLBACKS = Counter("firstfault_batch_fallbacks_total",
+                    "batches the pipeline raised on, processed record by record (the failing records dead-lettered)")
