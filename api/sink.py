@@ -16,7 +16,7 @@ import pyarrow as pa
 from prometheus_client import Counter, Gauge
 
 from api.pager import Pager
-from ingest.lake import Lake
+from ingest.lake import Lake, LakeError
 from schemas.events import EVENTS_SCHEMA
 from schemas.incidents import incident_rows
 from schemas.settings import Settings
@@ -30,7 +30,11 @@ OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
 
 class IncidentSink:
     """``emit`` stores incident versions (one atomic lake part per call, named after the versions, so a
-    replay rewrites the same file) and then enqueues pages; ``incidents`` holds the latest of each."""
+    replay rewrites the same file) and then enqueues pages; ``incidents`` holds the latest of each.
+
+    The streaming correlator emits a version once; if the lake cannot take it (read-only, full), the
+    version is kept here and written first by the next ``emit`` call, so no incident is lost while the
+    process lives (after a crash the correlator rebuilds it from its replayed input)."""
 
     def __init__(self, settings: Settings, lake: Lake | None = None) -> None:
         self.settings = settings
@@ -38,15 +42,27 @@ class IncidentSink:
         self.lake.init()
         self.pager = Pager(settings, public_url=settings.public_url)
         self.incidents: dict[str, dict[str, Any]] = {}
+        #: versions emitted but not yet stored (the lake refused them); written first next time
+        self.unstored: list[dict[str, Any]] = []
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
+        """Store ``incidents`` (and any versions a failed call left) in the lake, then page them.
+
+        Raises :class:`ingest.lake.LakeError` when the lake cannot be written; the versions are kept
+        and stored by the next call (an empty list is enough to retry)."""
+        incidents = self.unstored + list(incidents)
         if not incidents:
             return
         inc_t, ev_t = incident_rows(incidents, int(time.time() * S))
         bid = hashlib.blake2b("|".join(f"{i['id']}:{i['version']}" for i in incidents).encode(),
                               digest_size=10).hexdigest()
-        self.lake.write("incidents", inc_t, bid)
-        self.lake.write("incident_evidence", ev_t, bid)
+        try:
+            self.lake.write("incidents", inc_t, bid)
+            self.lake.write("incident_evidence", ev_t, bid)
+        except LakeError:
+            self.unstored = incidents
+            raise
+        self.unstored = []
         self.pager.enqueue(incidents)  # pages only for versions durably stored
         for i in incidents:
             self.incidents[i["id"]] = i

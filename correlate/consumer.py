@@ -68,6 +68,8 @@ class CorrelateWorker:
         self.consumer: AIOKafkaConsumer | None = None
         self.records = 0
         self.rebalances = 0
+        self.store_failures = 0
+        self._backoff = 0.5
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -139,12 +141,32 @@ class CorrelateWorker:
                     self.records += 1
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
-                self.on_incidents(self.correlator.step(now_us=now))
+                if not await self._emit(self.correlator.step(now_us=now)):
+                    continue
                 await self._commit_safe(set(self.parts))
             if until_caught_up and not data and await self._caught_up():
-                self.on_incidents(self.correlator.step(now_us=int(time.time() * S), flush=True))
+                if not await self._emit(self.correlator.step(now_us=int(time.time() * S), flush=True)):
+                    continue
                 await self._commit_safe(set(self.parts))
                 return
+
+    async def _emit(self, incidents: list[dict[str, Any]]) -> bool:
+        """Hand incidents to ``on_incidents``; False (and a pause) when they could not be stored. Nothing is
+        committed then: the sink keeps the versions and stores them on a later call (``api.sink``), and a
+        crash meanwhile replays from the safe offset."""
+        try:
+            self.on_incidents(incidents)
+        except OSError as e:  # ingest.lake.LakeError is an OSError: a read-only or full lake
+            self.store_failures += 1
+            log.error("correlate: incidents not stored (%s); retrying in %.1f s", e, self._backoff,
+                      extra={"stage": "store", "error_code": "store_failed"})
+            await asyncio.sleep(self._backoff)
+            self._backoff = min(self._backoff * 2, 30.0)
+            return False
+        if self.store_failures and self._backoff > 0.5:
+            log.warning("correlate: incidents stored again")
+        self._backoff = 0.5
+        return True
 
     async def _caught_up(self) -> bool:
         assert self.consumer is not None
