@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import orjson
 import typer
@@ -242,15 +242,20 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 
     s = _settings(config)
     svc = Service(s, _bootstrap(s))
+    _until_signalled(svc.worker.stop, lambda: svc.run(
+        once=once, serve=serve, on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up"))))
 
+
+def _until_signalled(stop: asyncio.Event, run: Any) -> None:
+    """Run the coroutine ``run()`` makes; SIGINT / SIGTERM set ``stop`` (the worker finishes its batch and
+    commits, then returns)."""
     async def main() -> None:
         import signal
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, svc.worker.stop.set)
-        await svc.run(once=once, serve=serve,
-                      on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up")))
+            loop.add_signal_handler(sig, stop.set)
+        await run()
 
     asyncio.run(main())
 
@@ -263,16 +268,7 @@ def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught u
 
     s = _settings(config)
     svc = IngestService(s, _bootstrap(s))
-
-    async def main() -> None:
-        import signal
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, svc.worker.stop.set)
-        await svc.run(once=once)
-
-    asyncio.run(main())
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
 
 
 @app.command()
@@ -283,16 +279,7 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
 
     s = _settings(config)
     svc = CorrelateService(s, _bootstrap(s))
-
-    async def main() -> None:
-        import signal
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, svc.worker.stop.set)
-        await svc.run(once=once)
-
-    asyncio.run(main())
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
 
 
 @app.command()

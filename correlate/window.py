@@ -48,17 +48,26 @@ class Clocks:
         return Clocks(skew_us=dict(self.skew_us), default_skew_us=self.default_skew_us, estimated_us=estimated)
 
 
-def estimate_offsets(events: list[Ev], *, min_events: int = 5) -> dict[str, int]:
-    """Per-host clock offset (µs, add it to a line time to get fleet time): ``median(d_host) −
-    median over hosts``, with ``d = Kafka append time − line time`` (see :func:`estimate_skew`)."""
+def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[int]], dict[str, int], int] | None:
+    """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their median (hosts with at
+    least ``min_events``), and the fleet's median of those; None with fewer than two such hosts."""
     per_host: dict[str, list[int]] = {}
     for e in events:
         if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
             per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
     meds = {h: sorted(d)[len(d) // 2] for h, d in per_host.items() if len(d) >= min_events}
     if len(meds) < 2:
+        return None
+    return per_host, meds, sorted(meds.values())[len(meds) // 2]
+
+
+def estimate_offsets(events: list[Ev], *, min_events: int = 5) -> dict[str, int]:
+    """Per-host clock offset (µs, add it to a line time to get fleet time): ``median(d_host) −
+    median over hosts``, with ``d = Kafka append time − line time`` (see :func:`estimate_skew`)."""
+    delays = _append_delays(events, min_events)
+    if delays is None:
         return {}
-    fleet = sorted(meds.values())[len(meds) // 2]
+    _, meds, fleet = delays
     return {h: m - fleet for h, m in meds.items()}
 
 
@@ -72,14 +81,10 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
     (median absolute deviation), capped at ``cap_us``. Hosts without enough
     evidence get none (the default applies).
     """
-    per_host: dict[str, list[int]] = {}
-    for e in events:
-        if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
-            per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
-    meds = {h: sorted(d)[len(d) // 2] for h, d in per_host.items() if len(d) >= min_events}
-    if len(meds) < 2:
+    delays = _append_delays(events, min_events)
+    if delays is None:
         return {}
-    fleet = sorted(meds.values())[len(meds) // 2]
+    per_host, meds, fleet = delays
     out = {}
     for h, m in meds.items():
         d = per_host[h]

@@ -164,13 +164,25 @@ def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz
         return None
 
 
-def parse_iso_us(text: str, tz: tzinfo = timezone.utc) -> int | None:
-    """RFC 3339 / ISO 8601 (comma or dot, up to nanoseconds, ``Z`` or offset) to µs UTC."""
+def _parse_iso(text: str, tz: tzinfo) -> tuple[int, int] | None:
+    """(µs UTC, precision µs) of an RFC 3339 / ISO 8601 stamp, or None."""
     m = _ISO.match(text.strip() + " ")
     if not m:
         return None
-    r = _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"], _tzof(m["tz"], tz))
+    return _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"], _tzof(m["tz"], tz))
+
+
+def parse_iso_us(text: str, tz: tzinfo = timezone.utc) -> int | None:
+    """RFC 3339 / ISO 8601 (comma or dot, up to nanoseconds, ``Z`` or offset) to µs UTC."""
+    r = _parse_iso(text, tz)
     return r[0] if r else None
+
+
+def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
+    """Set ``p``'s time from an ISO stamp (Talos, RFC 5424 headers); unchanged when it does not parse."""
+    r = _parse_iso(text, tz)
+    if r:
+        p.ts, p.precision_us = r
 
 
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
@@ -193,23 +205,13 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             continue
         m = _TALOS.match(s)
         if m:
-            iso = _ISO.match(m.group("iso") + " ")
-            if iso:
-                r = _full(iso["y"], int(iso["mo"]), iso["d"], iso["h"], iso["mi"], iso["s"], iso["frac"],
-                          _tzof(iso["tz"], tz))
-                if r:
-                    p.ts, p.precision_us = r
+            _iso_into(p, m.group("iso"), tz)
             s = s[m.end():]
             continue
         if p.ts is None:
             m = _RFC5424.match(s)
             if m:
-                iso = _ISO.match(m.group("iso") + " ")
-                if iso:
-                    r = _full(iso["y"], int(iso["mo"]), iso["d"], iso["h"], iso["mi"], iso["s"], iso["frac"],
-                              _tzof(iso["tz"], tz))
-                    if r:
-                        p.ts, p.precision_us = r
+                _iso_into(p, m.group("iso"), tz)
                 if m.group("host") != "-":
                     p.host = m.group("host")
                 s = s[m.end():]
