@@ -17,9 +17,11 @@ neither shape pass through untouched (the common, fast case).
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from itertools import chain, repeat
 
+import hyperscan
 import numpy as np
 
 _STAMP = re.compile(rb"^\[[^\]\n]{1,40}\] ")
@@ -220,7 +222,8 @@ def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]
 
 #: mean segment size from which the candidate scan runs vectored over the segments instead of a join
 _VECTORED_MIN = 2048
-_HS: dict[bool, tuple] = {}  # vectored? -> the compiled candidate-line database and its scratch
+_DB: dict[bool, object] = {}  # vectored? -> the compiled candidate-line database
+_SCRATCH = threading.local()  # a Hyperscan scratch serves one scan at a time: one per thread and database
 
 
 def _find_candidates(data: bytes | list[bytes]) -> list[tuple[int, bool]]:
@@ -233,13 +236,15 @@ def _find_candidates(data: bytes | list[bytes]) -> list[tuple[int, bool]]:
     if not data:
         return []
     vectored = isinstance(data, list)
-    if vectored not in _HS:
-        import hyperscan
-
+    db = _DB.get(vectored)
+    if db is None:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED if vectored else hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=[b"\\n  ", b"\\n\\|"], ids=[0, 1], elements=2, flags=[0, 0])
-        _HS[vectored] = (db, hyperscan.Scratch(db))
-    db, scratch = _HS[vectored]
+        db = _DB.setdefault(vectored, db)
+    scratches = _SCRATCH.__dict__
+    scratch = scratches.get(vectored)
+    if scratch is None:
+        scratch = scratches[vectored] = hyperscan.Scratch(db)
     out: list[tuple[int, bool]] = []
     add = out.append
 

@@ -13,6 +13,7 @@ line, every signature); the tests hold the two to the same answers.
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 import hyperscan
@@ -36,7 +37,7 @@ def newline_offsets(buf: bytes) -> np.ndarray:
 
 
 class HyperscanMatcher:
-    """Compiled once per catalog; :meth:`scan` is safe to call repeatedly."""
+    """Compiled once per catalog; :meth:`scan` is safe to call repeatedly, from any thread."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -52,7 +53,14 @@ class HyperscanMatcher:
                 except hyperscan.error as e1:
                     raise CatalogError(f"signature {c.sig.id}: Hyperscan cannot compile its pattern: {e1}") from e
             raise CatalogError(f"Hyperscan cannot compile the catalog: {e}") from e
-        self._scratch = hyperscan.Scratch(self._db)
+        self._scratches = threading.local()  # a scratch serves one scan at a time: one per thread
+
+    @property
+    def _scratch(self) -> hyperscan.Scratch:
+        s = getattr(self._scratches, "s", None)
+        if s is None:
+            s = self._scratches.s = hyperscan.Scratch(self._db)
+        return s
 
     def scan(self, buf: bytes) -> Hits:
         """Scan a newline-joined buffer; return hits per line index."""
