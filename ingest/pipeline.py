@@ -1,18 +1,20 @@
 """The pure ingest path: decoded segments -> Arrow record batches.
 
-``frame`` (continuation lines) -> one Hyperscan scan over all lines of the
-batch (``match``) -> fields from hit lines only (``extract``) -> per-segment
-passes (``assemble``) -> Arrow tables in the schemas of ``schemas.events`` and
-``schemas.samples``. The Kafka consumer, ``diagnose``, the tests and the
-benchmarks all run this same function.
+``frame`` (continuation lines, all segments of the batch at once) -> one
+Hyperscan scan over all lines of the batch, joined (``match``) -> fields from
+hit lines only (``extract``) -> per-segment passes (``assemble``) -> Arrow
+tables in the schemas of ``schemas.events`` and ``schemas.samples``. Nothing
+runs per line in Python: per segment only a join and a length, per hit line
+the extraction. The Kafka consumer, ``diagnose``, the tests and the benchmarks
+all run this same function.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from operator import attrgetter
 from datetime import timezone, tzinfo
+from operator import attrgetter
 
 import numpy as np
 import orjson
@@ -22,12 +24,11 @@ from ingest.assemble import Hit, assemble
 from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject
 from ingest.extract import columns, fields
-from ingest.frame import frame_all
-from ingest.match import HyperscanMatcher, Matcher, best, hit_lines
+from ingest.frame import Framed, frame_all
+from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
 from ingest.prefix import parse_prefix
 from schemas.events import EVENTS_SCHEMA
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
-
 
 _DATA = attrgetter("data")
 
@@ -78,21 +79,34 @@ class Pipeline:
         clock.lap("frame")
         hits = hit_lines(self.matcher, buf)
         clock.lap("match")
+        located, lines = _locate(buf, starts, hits)
+        per_stream = self._extract(buf, segs, framed, located)
+        clock.lap("extract")
+        events, samples, topo = [], [], []
+        # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
+        for stream_hits in per_stream.values():
+            out = assemble(stream_hits, self.tz)
+            events.extend(out.events)
+            samples.extend(out.link_samples)
+            topo.extend(out.topology)
+        clock.lap("assemble")
+        batch = Batch(
+            events=to_table(events, EVENTS_SCHEMA),
+            link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
+            topology=to_table(topo, TOPOLOGY_SCHEMA),
+            rejects=list(decoded.rejects),
+            lines=lines if segs else 0,
+            bytes=len(buf),
+        )
+        clock.lap("arrow")
+        return batch
+
+    def _extract(self, buf: bytes, segs: list, framed: dict[int, Framed],
+                 located: list[tuple[int, int, int, int, list[int]]]) -> dict[str, list[Hit]]:
+        """Fields, prefixes and typed columns of the hit lines, grouped by stream in line order."""
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
-        seg_of = np.searchsorted(starts, [h[0] for h in hits], side="right").tolist() if hits else []
-        # one pass of newline counting numbers each hit line within its segment and counts all lines
-        pos = newlines = 0  # newlines before byte pos
-        cur, first = -1, 0  # segment of the previous hit; newlines before that segment's start
-        for (a, b, sigs), si in zip(hits, seg_of):
-            si -= 1
-            if si != cur:
-                s0 = int(starts[si])
-                newlines += buf.count(b"\n", pos, s0)
-                cur, first, pos = si, newlines, s0
-            newlines += buf.count(b"\n", pos, a)
-            pos = a
-            local = newlines - first
+        for si, local, a, b, sigs in located:
             seg, fr = segs[si], framed.get(si)
             raw = buf[a:b]
             text = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
@@ -116,25 +130,31 @@ class Pipeline:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                 stream.append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row, prefix=prefix, text=text,
                                   message=message))
-        clock.lap("extract")
-        events, samples, topo = [], [], []
-        # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
-        for hits in per_stream.values():
-            out = assemble(hits, self.tz)
-            events.extend(out.events)
-            samples.extend(out.link_samples)
-            topo.extend(out.topology)
-        clock.lap("assemble")
-        out_batch = Batch(
-            events=to_table(events, EVENTS_SCHEMA),
-            link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
-            topology=to_table(topo, TOPOLOGY_SCHEMA),
-            rejects=list(decoded.rejects),
-            lines=newlines + buf.count(b"\n", pos) + 1 if segs else 0,
-            bytes=len(buf),
-        )
-        clock.lap("arrow")
-        return out_batch
+        return per_stream
+
+
+def _locate(buf: bytes, starts: np.ndarray, hits: list[LineHit]
+            ) -> tuple[list[tuple[int, int, int, int, list[int]]], int]:
+    """(segment, logical line within it, start, end, signatures) per hit line, and the lines of ``buf``.
+
+    One pass of ``bytes.count`` over the buffer does both: hit lines are
+    numbered by counting newlines since the previous hit (or since their
+    segment's start), and the tail after the last hit completes the total.
+    """
+    out = []
+    seg_of = np.searchsorted(starts, [h[0] for h in hits], side="right").tolist() if hits else []
+    pos = newlines = 0  # newlines before byte pos
+    cur, first = -1, 0  # segment of the previous hit; newlines before that segment's start
+    for (a, b, sigs), si in zip(hits, seg_of):
+        si -= 1
+        if si != cur:
+            s0 = int(starts[si])
+            newlines += buf.count(b"\n", pos, s0)
+            cur, first, pos = si, newlines, s0
+        newlines += buf.count(b"\n", pos, a)
+        pos = a
+        out.append((si, newlines - first, a, b, sigs))
+    return out, newlines + buf.count(b"\n", pos) + 1
 
 
 class _Clock:
