@@ -125,8 +125,8 @@ def diagnose(
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
-    for r in decoded.rejects:
-        err.print(f"[yellow]skipped[/] {r.origin}: {r.reason}")
+    for line in _skipped(decoded.rejects):
+        err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:
         err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
     if format == "json":
@@ -147,6 +147,23 @@ def diagnose(
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
+
+
+def _skipped(rejects) -> list[str]:
+    """One line per file with unreadable parts (not one per bad record): the file, how many, the first reasons."""
+    from rich.markup import escape
+
+    per: dict[str, list] = {}
+    for r in rejects:
+        per.setdefault(r.origin.split("#", 1)[0], []).append(r)
+    out = []
+    for origin, rs in per.items():
+        if len(rs) == 1:
+            out.append(escape(f"{origin}: {rs[0].reason}"))
+        else:
+            more = f"; … ({len(rs) - 3} more)" if len(rs) > 3 else ""
+            out.append(escape(f"{origin}: {len(rs)} unreadable parts: " + "; ".join(r.reason for r in rs[:3]) + more))
+    return out
 
 
 @kafka_app.command("start")

@@ -253,7 +253,7 @@ def lake_view(lake: Path, now_us: int) -> tuple[dict[str, tuple], int, list[dict
         for view, schema in (("events", EVENTS_SCHEMA), ("link_samples", LINK_SAMPLES_SCHEMA),
                              ("topology", TOPOLOGY_SCHEMA)):
             cols = ", ".join(f'"{n}"' for n in schema.names)
-            t = con.execute(f"SELECT {cols} FROM {view} ORDER BY origin").to_arrow_table()
+            t = con.sql(f"SELECT {cols} FROM {view} ORDER BY origin").to_arrow_table()
             tables.append(t.cast(schema))
     finally:
         con.close()
@@ -263,18 +263,16 @@ def lake_view(lake: Path, now_us: int) -> tuple[dict[str, tuple], int, list[dict
     return {r[0]: r for r in rows}, len(rows), incidents
 
 
-def published(bootstrap: str, topic: str, partitions: int) -> dict[str, set]:
-    """event_id -> the distinct rows published for it to an events topic (every copy read back)."""
-    from ingest.publish import decode
-
-    async def go() -> dict[str, set]:
+def read_topic(bootstrap: str, topic: str, partitions: int) -> list:
+    """Every record of a topic, read back from the beginning (no consumer group), partition by partition."""
+    async def go() -> list:
         from aiokafka import AIOKafkaConsumer
         from aiokafka.structs import TopicPartition
 
         c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              max_partition_fetch_bytes=16 * 1024 * 1024)
         await c.start()
-        out: dict[str, set] = {}
+        out: list = []
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
             c.assign(tps)
@@ -282,15 +280,24 @@ def published(bootstrap: str, topic: str, partitions: int) -> dict[str, set]:
             ends = await c.end_offsets(tps)
             while [tp for tp in tps if await c.position(tp) < ends[tp]]:
                 for rs in (await c.getmany(timeout_ms=1000)).values():
-                    for r in rs:
-                        t = decode(r.value)
-                        for row in zip(*(t.column(n).to_pylist() for n in t.column_names)):
-                            out.setdefault(row[0], set()).add(row)
+                    out.extend(rs)
         finally:
             await c.stop()
         return out
 
     return asyncio.run(go())
+
+
+def published(bootstrap: str, topic: str, partitions: int) -> dict[str, set]:
+    """event_id -> the distinct rows published for it to an events topic (every copy read back)."""
+    from ingest.publish import decode
+
+    out: dict[str, set] = {}
+    for r in read_topic(bootstrap, topic, partitions):
+        t = decode(r.value)
+        for row in zip(*(t.column(n).to_pylist() for n in t.column_names)):
+            out.setdefault(row[0], set()).add(row)
+    return out
 
 
 def compare(clean_lake: Path, crash_lake: Path, crash_published: dict[str, set] | None = None) -> dict:
@@ -328,21 +335,7 @@ def compare(clean_lake: Path, crash_lake: Path, crash_published: dict[str, set] 
 
 
 def _dlq_count(bootstrap: str, topic: str, partitions: int) -> int:
-    async def go() -> int:
-        from aiokafka import AIOKafkaConsumer
-        from aiokafka.structs import TopicPartition
-
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-        await c.start()
-        try:
-            tps = [TopicPartition(topic, p) for p in range(partitions)]
-            ends = await c.end_offsets(tps)
-            begins = await c.beginning_offsets(tps)
-            return sum(ends[tp] - begins[tp] for tp in tps)
-        finally:
-            await c.stop()
-
-    return asyncio.run(go())
+    return len(read_topic(bootstrap, topic, partitions))
 
 
 # --- the run ----------------------------------------------------------------------------------------

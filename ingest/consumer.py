@@ -134,6 +134,19 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
     return out
 
 
+def _decode_one(r: ConsumerRecord) -> Decoded:
+    """One record decoded; if decoding raises (it should not: an open defect, or input nobody foresaw),
+    the record becomes a reject with ``error_code`` ``decode_error`` instead of stopping the worker."""
+    try:
+        return decode_records([r])  # looked up in this module on every call (benchmarks.worker times it)
+    except Exception as e:  # noqa: BLE001
+        origin = f"kafka:{r.topic}/{r.partition}/{r.offset}"
+        log.error("record %s isolated: decode raised %s: %s", origin, type(e).__name__, e,
+                  extra={"stage": "decode", "error_code": "decode_error"})
+        return Decoded(rejects=[Reject(origin, f"decode failed: {type(e).__name__}: {e}", r.value or b"",
+                                       "decode_error")])
+
+
 def kafka_origin(origin: str) -> str:
     """``kafka:t/0/17#r3`` -> ``kafka:t/0/17``: the Kafka value a reject came from."""
     return origin.split("#", 1)[0]
@@ -527,7 +540,7 @@ class IngestWorker:
                 break
             size = 0
             for i in range(n):
-                d = decode_records([rs[i]])  # looked up in this module on every call (benchmarks.worker times it)
+                d = _decode_one(rs[i])
                 out.segments.extend(d.segments)
                 out.rejects.extend(d.rejects)
                 size += sum(len(s.data) for s in d.segments)
