@@ -64,9 +64,11 @@ from pathlib import Path
 
 from benchmarks.generate import SOURCES, generate
 from benchmarks.ingest import _drop_topics, log, machine, messages, produce
+from schemas.events import EVENTS_SCHEMA
 
 FIRSTFAULT = str(Path(sys.executable).with_name("firstfault"))
 ROOT = Path(__file__).resolve().parents[1]
+_ORIGIN = EVENTS_SCHEMA.names.index("origin")  # an events row's origin (topic/partition/offset), for examples
 
 
 def worker_env(bootstrap: str, prefix: str, run: str, work: Path, *, max_records: int,
@@ -229,8 +231,6 @@ def raw_events(lake: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from schemas.events import EVENTS_SCHEMA
-
     files = [f for f in (lake / "events").rglob("*.parquet") if not f.name.startswith("_")]
     if not files:
         return EVENTS_SCHEMA.empty_table()
@@ -300,6 +300,17 @@ def published(bootstrap: str, topic: str, partitions: int) -> dict[str, set]:
     return out
 
 
+def _differences(a: dict[str, tuple], b: dict[str, tuple], ids: set[str]) -> list[dict]:
+    """For events stored in both with different content: their origin and the columns that differ."""
+    names = EVENTS_SCHEMA.names
+    out = []
+    for i in sorted(ids):
+        if a[i] != b[i]:
+            out.append({"origin": a[i][_ORIGIN], "columns": {n: [str(x)[:80], str(y)[:80]]
+                                                              for n, x, y in zip(names, a[i], b[i]) if x != y}})
+    return out
+
+
 def compare(clean_lake: Path, crash_lake: Path, crash_published: dict[str, set] | None = None) -> dict:
     """The figures of module doc step 4."""
     now_us = time.time_ns() // 1000
@@ -323,6 +334,9 @@ def compare(clean_lake: Path, crash_lake: Path, crash_published: dict[str, set] 
         "lost": len(expected - stored), "unexpected": len(stored - expected),
         "duplicated": (crash_rows - len(stored)) + conflicting,
         "mismatched": sum(1 for i in expected & stored if clean[i] != crash[i]),
+        "mismatch_examples": _differences(clean, crash, expected & stored)[:5],
+        "unexpected_examples": [crash[i][_ORIGIN] for i in sorted(stored - expected)][:5],
+        "lost_examples": [clean[i][_ORIGIN] for i in sorted(expected - stored)][:5],
         "raw_rows": raw.num_rows, "raw_copies": raw.num_rows - len(copies), "conflicting_copies": conflicting,
         "clean_raw_copies": clean_raw - clean_rows,
         "lines_in_events_clean": sum(r[count_i] or 1 for r in clean.values()),

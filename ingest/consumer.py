@@ -233,6 +233,7 @@ class IngestWorker:
         #: records fetched and not yet in a batch, per partition, in offset order
         self._buf: dict[TopicPartition, list[ConsumerRecord]] = {}
         self.chunk_records = max(1, max_records // CHUNKS_PER_BATCH)
+        self.ack_patience_s = ACK_PATIENCE_S
         self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
 
     async def start(self) -> None:
@@ -440,10 +441,10 @@ class IngestWorker:
             c.resume(*(parts & c.assignment()))
 
     async def _acked(self, aw: Awaitable, what: str):
-        """Await a broker acknowledgement; past ``ACK_PATIENCE_S`` say so in ``health`` while waiting
+        """Await a broker acknowledgement; past ``ack_patience_s`` say so in ``health`` while waiting
         (aiokafka retries a commit for as long as the broker is away)."""
         task = asyncio.ensure_future(aw)
-        done, _ = await asyncio.wait({task}, timeout=ACK_PATIENCE_S)
+        done, _ = await asyncio.wait({task}, timeout=self.ack_patience_s)
         if not done:
             self.health.fail(f"kafka: waiting for the broker to acknowledge {what}")
             stop = asyncio.ensure_future(self.stop.wait())

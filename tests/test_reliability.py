@@ -1,0 +1,446 @@
+"""Faults against the real local broker (issue 7): every event kept exactly once in effect, and the service
+goes on. Each test compares what was stored under the fault with a clean run over the same Kafka records.
+
+* crash: ``kill -9`` of ``firstfault ingest`` during a replay (``benchmarks.crash`` at a small size);
+* the broker stopped and restarted mid-stream;
+* a consumer-group rebalance: one of two ``firstfault ingest`` processes killed;
+* storage: the lake folder read-only, then the disk full (a small tmpfs: these tests run as root; they are
+  skipped, saying why, where mounting is not allowed), with ``/healthz`` and ``/metrics`` over real HTTP;
+* ``firstfault correlate`` (and its pager) killed mid-incident, with a real Alertmanager as receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import errno
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from aiokafka.errors import KafkaError
+
+from benchmarks import crash
+from benchmarks.generate import SOURCES, generate
+from benchmarks.ingest import messages, produce
+from ingest import broker
+from ingest.broker import ensure_topics
+from ingest.consumer import IngestWorker, produce_lines
+from ingest.lake import Lake
+from schemas.settings import Settings
+
+pytestmark = pytest.mark.kafka
+
+
+def corpus_messages(lines: int, prefix: str, seed: int = 3):
+    """``lines`` of the benchmark fleet mix as 256-line messages keyed by host, stamped two hours ago."""
+    t0 = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=2)
+    return messages(generate(lines, seed=seed, t0=t0), "batch", prefix)
+
+
+def ingest_clean(bootstrap: str, topics: list[str], lake: Path, max_records: int) -> IngestWorker:
+    """The reference: one in-process worker, a fresh group and lake, until caught up. ``max_records`` must
+    be the faulted run's: it sets the chunks, and so which lines are read together (ingest.consumer)."""
+    Lake(lake).init()
+
+    async def go() -> IngestWorker:
+        w = IngestWorker(bootstrap=bootstrap, topics=topics, group_id=f"clean.{time.time_ns()}", lake=Lake(lake),
+                         dlq_topic=topics[0] + ".cleandlq", linger_ms=50, max_records=max_records)
+        await w.start()
+        try:
+            await w.run(until_caught_up=True)
+        finally:
+            await w.close()
+        return w
+
+    return asyncio.run(go())
+
+
+def assert_same_events(clean: Path, faulted: Path) -> dict:
+    """Lost, duplicated, unexpected and mismatched events of ``faulted`` against ``clean`` (all zero)."""
+    out = crash.compare(clean, faulted)
+    assert out["expected_events"] > 0
+    figures = {k: out[k] for k in ("lost", "duplicated", "unexpected", "mismatched", "conflicting_copies")}
+    assert figures == dict.fromkeys(figures, 0), orjson.dumps(out).decode()
+    assert out["lines_in_events_clean"] == out["lines_in_events_crash"] and out["incidents_equal"], out
+    return out
+
+
+class InThread:
+    """Runs ``main()`` (a coroutine function) on its own event loop in a thread; ``call`` schedules a
+    function on that loop; ``join`` waits for the end and re-raises what ``main`` raised."""
+
+    def __init__(self, main) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.loop.run_until_complete(main())
+            except BaseException as e:  # noqa: BLE001 — handed to the test thread
+                self.error = e
+            finally:
+                self.done.set()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def call(self, fn, *a) -> None:
+        self.loop.call_soon_threadsafe(fn, *a)
+
+    def join(self, timeout: float) -> None:
+        assert self.done.wait(timeout), "the background loop did not finish"
+        self.thread.join(5)
+        if self.error is not None:
+            raise self.error
+
+
+def wait_for(pred, timeout: float, what: str, every: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+# --- crash ----------------------------------------------------------------------------------------------
+
+
+def test_crash_benchmark_smoke(kafka, tmp_path):
+    """`python -m benchmarks.crash` at a small size: two SIGKILLs of `firstfault ingest` during a replay of
+    20,000 lines; nothing lost, duplicated or changed, same incidents (the benchmark size is in the README)."""
+    a = crash.parser().parse_args(["--lines", "20000", "--kills", "2", "--max-records", "4", "--bootstrap", kafka])
+    a.workdir, a.argv = str(tmp_path), ["--lines", "20000", "--kills", "2"]
+    out = crash.run(a)
+    assert out["lines"] == 20_000 and out["kills"] == 2
+    assert out["expected_events"] == out["stored_events"] > 0
+    assert (out["lost"], out["duplicated"], out["unexpected"], out["mismatched"]) == (0, 0, 0, 0)
+    assert out["incidents_equal"] and out["published_lost"] == 0 and out["published_conflicting"] == 0
+    assert out["ok"] and "OK: nothing lost" in crash.summary(out)
+    assert not list(tmp_path.iterdir())  # the scratch folder is gone
+
+
+# --- the broker goes away ---------------------------------------------------------------------------------
+
+
+def test_broker_stopped_and_restarted_mid_stream(tmp_path):
+    """A broker of its own (the session's serves the other tests), stopped with SIGTERM while a worker is
+    halfway through a backlog and started again 3 s later on the same ports and data: the worker reports
+    itself unhealthy while the broker is away, reconnects, finishes, and stores what a clean run stores."""
+    state = tmp_path / "broker"
+    st = broker.start(state, timeout_s=180)
+    try:
+        bootstrap = st.bootstrap
+        prefix = "outage"
+        topics = [f"{prefix}.{s}" for s in SOURCES]
+        asyncio.run(ensure_topics(bootstrap, topics + [f"{prefix}.dlq", f"{prefix}.events"], partitions=3))
+        asyncio.run(produce(bootstrap, corpus_messages(40_000, prefix)))
+        lake = tmp_path / "lake"
+        Lake(lake).init()
+        worker = IngestWorker(bootstrap=bootstrap, topics=topics, group_id="outage", lake=Lake(lake),
+                              dlq_topic=f"{prefix}.dlq", events_topic=f"{prefix}.events", max_records=8,
+                              linger_ms=50, session_timeout_ms=6000)
+        worker.ack_patience_s = 1.0
+        seen: list[tuple[bool, str]] = []
+
+        async def main() -> None:
+            await worker.start()
+            try:
+                await worker.run(until_caught_up=True)
+            finally:
+                await worker.close()
+
+        bg = InThread(main)
+        wait_for(lambda: worker.health.batches >= 10, 120, "the worker to be halfway")
+        assert not bg.done.is_set(), "the backlog ran out before the broker was stopped"
+        broker.stop(state)
+        assert broker.status(state) is None
+        t_down = time.monotonic()
+        wait_for(lambda: not worker.health.ok and seen.append((worker.health.ok, worker.health.reason)) is None,
+                 60, "the worker to report the outage")
+        time.sleep(max(0.0, 3 - (time.monotonic() - t_down)))
+        st2 = broker.start(state, timeout_s=180)
+        assert st2.bootstrap == bootstrap
+        bg.join(240)
+        assert worker.health.ok, worker.health.reason
+        assert seen and "kafka" in seen[0][1], seen
+        ingest_clean(bootstrap, topics, tmp_path / "clean", 8)
+        assert_same_events(tmp_path / "clean", lake)
+    finally:
+        broker.stop(state)
+
+
+# --- a consumer-group rebalance ------------------------------------------------------------------------------
+
+
+def test_rebalance_two_ingest_workers_one_killed(kafka, tmp_path):
+    """Two `firstfault ingest` processes share six partitions per topic; once both hold partitions and work
+    is under way, one is killed (SIGKILL). The other takes its partitions over (after the session timeout)
+    and finishes; the lake equals a clean run's: no event lost, none duplicated, none changed."""
+    prefix = f"rebal.{time.time_ns()}"
+    topics = [f"{prefix}.{s}" for s in SOURCES]
+    asyncio.run(ensure_topics(kafka, topics + [f"{prefix}.run.events", f"{prefix}.run.dlq"], partitions=6))
+    asyncio.run(produce(kafka, corpus_messages(60_000, prefix)))
+    env = crash.worker_env(kafka, prefix, "run", tmp_path, max_records=4)
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    procs = [crash.spawn("ingest", env, tmp_path / f"ingest{i}.log") for i in range(2)]
+    prog = crash.Progress(kafka, env["FIRSTFAULT_GROUP_ID"], topics, 6)
+    try:
+        async def members() -> int:
+            from aiokafka.admin import AIOKafkaAdminClient
+
+            admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+            await admin.start()
+            try:
+                g = (await admin.describe_consumer_groups([env["FIRSTFAULT_GROUP_ID"]]))[0].groups[0]
+                return len(g[5]) if g[2] == "Stable" else 0
+            except KafkaError:  # no coordinator for the group yet
+                return 0
+            finally:
+                await admin.close()
+
+        wait_for(lambda: asyncio.run(members()) == 2, 90, "both workers in the group", every=0.5)
+        done0, total = prog()
+        wait_for(lambda: prog()[0] > done0 + 20, 60, "work under way with both workers")
+        done, total = prog()
+        assert done < total * 0.8, "too little left to take over"
+        os.killpg(procs[0].pid, signal.SIGKILL)
+        procs[0].wait(10)
+        wait_for(lambda: prog()[0] == total, 180, "the survivor to finish")
+        assert procs[1].poll() is None
+    finally:
+        prog.close()
+        for p in procs:
+            crash.stop(p)
+    log = (tmp_path / "ingest1.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    ingest_clean(kafka, topics, tmp_path / "clean", 4)
+    out = assert_same_events(tmp_path / "clean", tmp_path / "lake-run")
+    pub = crash.published(kafka, f"{prefix}.run.events", 6)
+    assert not set(crash.lake_view(tmp_path / "clean", 0)[0]) - set(pub)  # every event published
+    assert all(len(v) == 1 for v in pub.values())  # copies published twice are identical
+    assert out["stored_events"] == out["expected_events"]
+
+
+# --- storage faults ------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size_mb: int):
+    """A small real tmpfs at ``path`` (root only), unmounted at the end whatever happens."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (this test simulates nothing: it needs a real file system)")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(path)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip(f"`mount -t tmpfs` is not allowed here: {r.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(path)], capture_output=True)
+        if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(path: Path) -> Path:
+    """Write zeros into ``path/filler`` until the file system says ENOSPC."""
+    f = path / "filler"
+    block = b"\0" * (1 << 20)
+    with open(f, "wb") as fh:
+        try:
+            while True:
+                fh.write(block)
+                fh.flush()
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+    with contextlib.suppress(OSError):  # the last partial block may still be in the buffer
+        os.truncate(f, os.path.getsize(f))
+    return f
+
+
+def test_read_only_lake_then_full_disk(kafka, tmp_path):
+    """`firstfault run`'s service in this process, its API on a free loopback port, the lake on a 32 MB
+    tmpfs. Read-only (`mount -o remount,ro`), then full (a filler file up to ENOSPC): ingest stops
+    committing, /healthz says 503 with the reason and firstfault_ingest_healthy is 0; when the fault clears
+    (remount rw; filler deleted) it recovers by itself and the lake equals a clean run's."""
+    from api.service import Service
+
+    prefix = f"store.{time.time_ns()}"
+    topics = [f"{prefix}.{s}" for s in SOURCES]
+    asyncio.run(ensure_topics(kafka, topics + [f"{prefix}.dlq"], partitions=2))
+    msgs = corpus_messages(30_000, prefix)
+    parts = [msgs[i::3] for i in range(3)]  # before the faults, while read-only, while full
+    with tmpfs(tmp_path / "lake", 32) as lake:
+        settings = Settings(lake=str(lake), topics=topics, dlq_topic=f"{prefix}.dlq", state_dir=tmp_path / "state",
+                            batch_linger_ms=50, batch_max_records=8, api_port=0, close_after_s=1, idle_close_s=2)
+        svc = Service(settings, kafka, group_id=prefix)
+        svc.worker.ack_patience_s = 1.0
+        svc.tick_s = 0.5
+        port: list[int] = []
+        bg = InThread(lambda: svc.run(serve=True, port=0, on_serving=lambda s: port.append(
+            s.servers[0].sockets[0].getsockname()[1])))
+        try:
+            wait_for(lambda: port, 60, "the API to serve")
+            http = httpx.Client(base_url=f"http://127.0.0.1:{port[0]}", timeout=10)
+
+            prog = crash.Progress(kafka, prefix, topics, 2)
+
+            def progress() -> tuple[int, int]:
+                return prog()
+
+            def caught_up() -> bool:
+                done, total = prog()
+                return done == total
+
+            def healthy() -> tuple[int, str, str]:
+                r = http.get("/healthz")
+                m = [l for l in http.get("/metrics").text.splitlines() if l.startswith("firstfault_ingest_healthy ")]
+                return r.status_code, r.json()["reason"], m[0].split()[1]
+
+            asyncio.run(produce(kafka, parts[0]))
+            wait_for(caught_up, 60, "the first third to be committed")
+            assert healthy() == (200, "", "1.0")
+            for fault, part, expect in (("ro", parts[1], "Read-only file system"), ("full", parts[2], "No space left")):
+                filler = None
+                if fault == "ro":
+                    subprocess.run(["mount", "-o", "remount,ro", str(lake)], check=True)
+                else:
+                    filler = fill(lake)
+                asyncio.run(produce(kafka, part))
+                code, reason, gauge = wait_for(lambda: (h := healthy())[0] == 503 and h, 60, f"/healthz 503 ({fault})")
+                assert expect in reason and reason.startswith("lake:") and gauge == "0.0", (reason, gauge)
+                # a batch with nothing to store may have committed before the fault showed; from the first
+                # refused write on, nothing moves
+                before, _ = progress()
+                time.sleep(1.5)
+                done, total = progress()
+                assert done == before < total, "offsets moved while the lake could not be written"
+                if fault == "ro":
+                    subprocess.run(["mount", "-o", "remount,rw", str(lake)], check=True)
+                else:
+                    filler.unlink()
+                wait_for(caught_up, 90, f"recovery after {fault}")
+                wait_for(lambda: healthy() == (200, "", "1.0"), 30, f"/healthz 200 after {fault}")
+            assert svc.worker.health.ok and svc.sink.unstored == []
+            assert "firstfault_store_failures_total" in http.get("/metrics").text
+            http.close()
+            prog.close()
+        finally:
+            bg.call(svc.worker.stop.set)
+            bg.join(60)
+        ingest_clean(kafka, topics, tmp_path / "clean", 8)
+        assert_same_events(tmp_path / "clean", lake)
+        # every incident version the correlator emitted is in the lake (none lost while the lake refused them)
+        from api.store import Store
+
+        stored = {r["id"]: r["version"] for r in Store(Lake(lake)).query("SELECT id, version FROM incidents")}
+        assert stored == {i["id"]: i["version"] for i in svc.sink.incidents.values()}
+
+
+# --- the correlator and its pager killed mid-incident -------------------------------------------------------------
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
+    """`firstfault correlate` pages an open incident through a real Alertmanager, is killed with SIGKILL, the
+    incident's further evidence arrives, and a new process takes over (same state folder: the pager outbox).
+    The incident is not lost (the lake holds its latest version, with the new evidence, as the batch
+    correlator finds it) and the page is not duplicated (Alertmanager notified its webhook once)."""
+    from tests.test_pager import AM_BIN, Alertmanager, Receiver
+
+    if not Path(AM_BIN).exists():
+        pytest.skip(f"{AM_BIN} missing: run scripts/test-deps.sh (Debian package prometheus-alertmanager)")
+    from correlate.correlator import correlate, correlation_settings
+    from ingest.pipeline import Pipeline
+
+    prefix = f"pagekill.{time.time_ns()}"
+    raw, events_topic = f"{prefix}.raw", f"{prefix}.events"
+    asyncio.run(ensure_topics(kafka, [raw, events_topic, f"{prefix}.dlq"], partitions=1))
+    now = time.time()
+    part1 = [f"{_iso(now - 30)} node77 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has "
+             "fallen off the bus."]
+    part2 = [f"{_iso(now - 25)} node77 kernel: NVRM: GPU 0000:18:00.0: RmInitAdapter failed! (0x23:0xffff:1234)",
+             "node77:1234:1300 [0] NCCL INFO comm 0x5600 rank 0 nranks 8 cudaDev 0 busId 18000 commId 0xabc - "
+             "Init COMPLETE",
+             f"{_iso(now - 20)} node77 python[1234]: [rank0]:[E1206 18:44:16.994932383 ProcessGroupNCCL.cpp:1709] "
+             "[PG 1 Rank 0] Timeout at NCCL work: 775, last enqueued NCCL work: 775, last completed NCCL work: 774."]
+    # the ingest side, in this process: raw lines -> events published keyed by domain, as `firstfault ingest`
+    lake = tmp_path / "lake"
+    Lake(lake).init()
+    pipe = Pipeline()
+
+    async def publish(lines: list[str]) -> None:
+        await produce_lines(kafka, raw, "node77", [("\n".join(lines)).encode()])
+        w = IngestWorker(bootstrap=kafka, topics=[raw], group_id=prefix, lake=Lake(lake), dlq_topic=f"{prefix}.dlq",
+                         events_topic=events_topic, pipeline=pipe, linger_ms=50)
+        await w.start()
+        try:
+            await w.run(until_caught_up=True)
+        finally:
+            await w.close()
+
+    hook = Receiver()
+    am = Alertmanager(tmp_path, hook.url + "/hook")
+    am.start()
+    env = crash.worker_env(kafka, prefix, "c", tmp_path, max_records=100)
+    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_LAKE=str(lake), FIRSTFAULT_ALERTMANAGER_URL=am.url,
+               FIRSTFAULT_CLOSE_AFTER_S="1", FIRSTFAULT_IDLE_CLOSE_S="2", FIRSTFAULT_PUBLIC_URL="http://127.0.0.1:1")
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+
+    def notified(status: str) -> list[str]:
+        return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"] if a["status"] == status]
+
+    def latest() -> dict[str, dict]:
+        from api.store import Store
+
+        return {d["id"]: d for d in (orjson.loads(r["doc"]) for r in Store(Lake(lake)).query(
+            "SELECT doc FROM incidents WHERE status <> 'superseded'"))}
+
+    procs = []
+    try:
+        asyncio.run(publish(part1))
+        procs.append(crash.spawn("correlate", env, tmp_path / "correlate.log"))
+        [first] = wait_for(lambda: notified("firing"), 60, "the page of the incident")
+        v1 = latest()[first]
+        assert v1["category"] == "gpu_off_bus" and not v1["downstream"]
+        asyncio.run(publish(part2))
+        os.killpg(procs[0].pid, signal.SIGKILL)  # mid-incident: its further evidence is in fleet.events
+        procs[0].wait(10)
+        procs.append(crash.spawn("correlate", env, tmp_path / "correlate.log"))
+        inc = wait_for(lambda: (i := latest().get(first)) and i["downstream"] and i, 90, "the incident's next version")
+        ours = lambda: [a for a in am.alerts() if a["labels"].get("incident_id") == first]  # noqa: E731
+        wait_for(lambda: [a for a in ours() if a["annotations"].get("version") == str(inc["version"])], 30,
+                 "Alertmanager to hold the update")
+        time.sleep(1.5)  # past group_wait and group_interval: a second notification would be here by now
+        assert notified("firing") == [first], hook.bodies("/hook")
+        assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"] and inc["status"] == "open"
+        # not lost, not changed: the lake's incidents are the batch correlator's on the stored events
+        from api.store import Store
+        import pyarrow as pa
+
+        from schemas.events import EVENTS_SCHEMA
+
+        rows = Store(Lake(lake)).query("SELECT * FROM events")
+        table = pa.Table.from_pylist([{k: r[k] for k in EVENTS_SCHEMA.names} for r in rows], schema=EVENTS_SCHEMA)
+        want = correlate(table, settings=correlation_settings(Settings()), now_us=int(time.time() * 1e6))
+        assert sorted(latest()) == sorted(i["id"] for i in want) == [first]
+    finally:
+        for p in procs:
+            crash.stop(p)
+        am.stop()
+        hook.stop()
+    assert "Traceback" not in (tmp_path / "correlate.log").read_text()
