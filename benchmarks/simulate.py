@@ -189,6 +189,7 @@ class Job:
     comm_ptr: dict[int, str]
     start: int  # true µs
     seq: int  # SeqNum of the collective in flight at the fault
+    timeout_ms: int = 600_000  # the process group's watchdog timeout (one per job)
 
     def on(self, host: Host) -> list[Rank]:
         return [r for r in self.ranks if r.host is host]
@@ -447,7 +448,7 @@ class Sc:
         start = start if start is not None else self.t0 - r.randint(15 * 60, 8 * 3600) * S
         job = Job(ranks, comm=f"0x{r.getrandbits(64):016x}", comm_ptr={rk.rank: f"0x{r.getrandbits(44) | 1 << 44:x}0"
                                                                         for rk in ranks},
-                  start=start, seq=r.randint(800, 200_000))
+                  start=start, seq=r.randint(800, 200_000), timeout_ms=r.choice((600_000, 1_800_000)))
         if nccl_log:
             self.nccl_startup(job, init_fails)
         self.training(job)
@@ -561,7 +562,7 @@ class Sc:
                     truth: list[Reporter], timeout_ms: int | None = None, skip: set[int] | None = None) -> None:
         """What the other ranks log when ``bad``'s rank stops at ``t``: local peers hang until the watchdog
         fires; ranks on other hosts see the IB peer vanish (``remote='error'``) or hang too (``'timeout'``)."""
-        timeout_ms = timeout_ms or self.r.choice((600_000, 1_800_000))
+        timeout_ms = timeout_ms or job.timeout_ms
         skip = skip or set()
         peer_ip = bad.host.ips[bad.host.nics[bad.gpu.index % len(bad.host.nics)]] if bad and bad.host.nics else \
             "198.51.100.77"
@@ -1230,7 +1231,7 @@ def ib_port(sc: Sc) -> Truth:
             sc.remote_error(rk, t + sc.ms(1, 20), peer_ip)
             tr.downstream.append(Reporter(rk.host.name, rk.gpu.bus, rk.rank, rk.gpu.index))
         else:
-            sc.watchdog(rk, job, t + sc.ms(-2, 0.2), r.choice((600_000, 1_800_000)))
+            sc.watchdog(rk, job, t + sc.ms(-2, 0.2), job.timeout_ms)
             tr.downstream.append(Reporter(rk.host.name, rk.gpu.bus, rk.rank, rk.gpu.index))
     return tr
 
