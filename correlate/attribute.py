@@ -82,6 +82,11 @@ class Scene:
     clocks: Clocks
     subject: dict[str, tuple] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    #: results of per-event tests by the event's shape (kind, signature, codes, severity), shared by the
+    #: scenes of one ``correlate()`` call (its rules and catalog are theirs too)
+    memo: dict[tuple, bool] = field(default_factory=dict, repr=False)
+    _faults: list[Ev] | None = field(default=None, repr=False)
+    _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
 
     # --- roles -------------------------------------------------------------
     def role(self, e: Ev) -> str:
@@ -103,7 +108,18 @@ class Scene:
         return is_fault(e, self.catalog)
 
     def faults(self) -> list[Ev]:
-        return [e for e in self.events if self.is_fault(e)]
+        if self._faults is None:
+            self._faults = [e for e in self.events if self.is_fault(e)]
+        return list(self._faults)
+
+    def matches(self, rule_id: str, side: str, preds: list, e: Ev) -> bool:
+        """``rules.any_holds(preds, e)``, remembered per event shape (``preds`` is ``side`` of rule ``rule_id``)."""
+        key = (rule_id, side, e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal,
+               e.cause_xid is not None)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = any_holds(preds, e, self.catalog)
+        return hit
 
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
@@ -121,7 +137,12 @@ class Scene:
     def explained(self, e: Ev) -> bool:
         """An edge from another subject explains ``e``."""
         me = self.subject[e.event_id]
-        return any(x.effect is e and self.subject[x.cause.event_id] != me for x in self.edges)
+        if self._causes_of is None or self._causes_of[0] is not self.edges or self._causes_of[1] != len(self.edges):
+            index: dict[str, list[Ev]] = defaultdict(list)
+            for x in self.edges:
+                index[x.effect.event_id].append(x.cause)
+            self._causes_of = (self.edges, len(self.edges), index)
+        return any(self.subject[c.event_id] != me for c in self._causes_of[2].get(e.event_id, ()))
 
 
 def role_of(e: Ev, catalog: Catalog) -> str:
@@ -157,15 +178,22 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         c = catalog.by_id.get(e.signature)
         return c.sig.category if c else None
 
+    named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
+    for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
+        if subj[o.event_id][2] is not None:
+            named[o.host].append((subj[o.event_id], o.device_type, o.kind, cat(o)))
+    memo: dict[tuple, set[tuple]] = {}
     for e in events:
         host, dtype, dev = subj[e.event_id]
         if dev is not None or e.signature == SYMPTOM:
             continue
-        same = {subj[o.event_id] for o in events if o.host == host and subj[o.event_id][2] is not None
-                and o.device_type == (e.device_type or o.device_type)
-                and (o.kind == e.kind or (cat(o) and cat(o) == cat(e)))}
+        q = (host, e.device_type, e.kind, cat(e))
+        if q not in memo:
+            memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
+                       if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
+        same = memo[q]
         if len(same) == 1:
-            subj[e.event_id] = same.pop()
+            subj[e.event_id] = next(iter(same))
     return subj
 
 
@@ -174,10 +202,10 @@ def find_edges(scene: Scene) -> list[Edge]:
     edges: list[Edge] = []
     evs = scene.events
     for r in scene.rules.explains:
-        causes = [e for e in evs if any_holds(r.cause, e, scene.catalog)]
+        causes = [e for e in evs if scene.matches(r.id, "cause", r.cause, e)]
         if not causes:
             continue
-        effects = [e for e in evs if any_holds(r.effect, e, scene.catalog)]
+        effects = [e for e in evs if scene.matches(r.id, "effect", r.effect, e)]
         w = int(r.window_s * S)
         for c in causes:
             for e in effects:

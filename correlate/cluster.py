@@ -9,9 +9,10 @@ closest fault of its host within the link window of the ``same_host`` relation
 without a time links to every fault of its host. Events that only describe
 wiring (NCCL channel and init lines) are topology facts, not members.
 
-Cost: faults are compared only with faults of the same host inside each rule's
-window (all hosts only for cross-host relations); context events are placed
-with a binary search, so a flood of informational lines stays cheap.
+Cost: faults are compared only with faults of the same host, NVLink domain or
+communicator (whichever the rule's relation names) inside its window, nearest
+first and skipping those already in the same component; context events are
+placed with a binary search, so a flood of informational lines stays cheap.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from correlate.model import Ev
-from correlate.rules import LinkRule, relation
+from correlate.rules import LinkRule, comms_of, gpu_key, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, within
 
@@ -29,7 +30,8 @@ S = 1_000_000
 #: kinds that describe wiring or configuration, never a fault on their own
 FACT_KINDS = frozenset({"nccl_transport", "nccl_init"})
 SYMPTOM = "operator.symptom"
-_CROSS_HOST = ("same_comm", "same_domain")
+#: relations decided by one key per event (see ``_buckets``)
+_KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_domain"})
 
 
 class _DSU:
@@ -66,6 +68,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     n = len(faults)
     dsu = _DSU(n)
     slack = 2 * clocks.max_skew() + 2 * S
+    starts = [e.start for e in faults]
     by_host: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(faults):
         by_host[e.host].append(i)
@@ -75,27 +78,62 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 dsu.union(i, j)
     for rule in links:
         w = int(rule.window_s * S)
-        groups = [list(range(n))] if rule.relation in _CROSS_HOST else list(by_host.values())
-        for idx in groups:
+        keyed = rule.relation in _KEYED
+        for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if faults[i].kind in rule.kinds]
-            starts = [faults[i].start for i in idx]
             lo = 0
             for a in range(len(idx)):
-                while starts[a] - starts[lo] > w + slack:
+                i = idx[a]
+                si = starts[i]
+                while si - starts[idx[lo]] > w + slack:
                     lo += 1
-                for b in range(lo, a):
-                    i, j = idx[a], idx[b]
-                    if dsu.find(i) == dsu.find(j):
+                ri = dsu.find(i)
+                for b in range(a - 1, lo - 1, -1):  # nearest first: later ones mostly join the same root
+                    j = idx[b]
+                    rj = dsu.find(j)
+                    if ri == rj:
                         continue
-                    if within(faults[j], faults[i], w, clocks) and relation(rule.relation, faults[j], faults[i], topo):
+                    if within(faults[j], faults[i], w, clocks) and (
+                            keyed or relation(rule.relation, faults[j], faults[i], topo)):
                         dsu.union(i, j)
+                        ri = dsu.find(i)
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
     _attach_context(context, faults, dsu, groups_out, links, clocks)
     comps = [sorted(g, key=lambda e: e.order) for g in groups_out.values()]
     return sorted(comps, key=lambda g: g[0].order)
+
+
+def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:
+    """Indexes of ``faults`` (each list in ``faults`` order) that may stand in relation ``rel``.
+
+    For the relations in ``_KEYED`` the relation holds for every pair of a bucket and for no pair across
+    buckets (one bucket per GPU or other device, host, NVLink domain, or communicator an event belongs to;
+    an event of several communicators is in several buckets; ``rules.relation`` is the definition these
+    keys follow), so pairs need only the time test. The others are tested pair by pair within a host."""
+    if rel in ("same_device", "same_gpu"):
+        out: dict[tuple, list[int]] = defaultdict(list)
+        for i, e in enumerate(faults):
+            key = gpu_key(e, topo)
+            if key is not None:
+                out[("gpu", e.host, key)].append(i)
+            elif e.subject()[2] is not None:
+                out[("subject", *e.subject())].append(i)
+        return list(out.values())
+    if rel == "same_domain":
+        out = defaultdict(list)
+        for i, e in enumerate(faults):
+            out[topo.domain(e.host)].append(i)
+        return list(out.values())
+    if rel == "same_comm":
+        out = defaultdict(list)
+        for i, e in enumerate(faults):
+            for comm in comms_of(e, topo):
+                out[comm].append(i)
+        return list(out.values())
+    return list(by_host.values())
 
 
 def _context_window(e: Ev, links: list[LinkRule]) -> int:
@@ -107,22 +145,37 @@ def _context_window(e: Ev, links: list[LinkRule]) -> int:
 
 def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict[int, list[Ev]],
                     links: list[LinkRule], clocks: Clocks) -> None:
-    """Each context event joins the component of the closest fault of its host within its window."""
+    """Each context event joins the component of the closest fault of its host within its window (of
+    equally close ones, the first in ``faults`` order): the faults of its host are searched outwards from
+    its time, nearest first, and no farther than any of them could be related."""
     per_host: dict[str, tuple[list[int], list[int]]] = {}
     for i, f in enumerate(faults):
         starts, idx = per_host.setdefault(f.host, ([], []))
         starts.append(f.start)
         idx.append(i)
+    widest = {h: max(faults[i].precision_us for i in idx) for h, (_s, idx) in per_host.items()}
     for e in context:
         if e.host not in per_host:
             continue
         starts, idx = per_host[e.host]
         w = _context_window(e, links) + 2 * S
-        lo, hi = bisect_left(starts, e.start - w), bisect_right(starts, e.start + w)
-        best = None
-        for k in range(lo, hi):
-            f = faults[idx[k]]
-            if within(e, f, w, clocks) and (best is None or abs(f.start - e.start) < abs(best[0].start - e.start)):
-                best = (f, idx[k])
-        if best is not None:
-            groups[dsu.find(best[1])].append(e)
+        limit = w + e.precision_us + widest[e.host] + 2 * clocks.max_skew()
+        left, right = bisect_left(starts, e.start) - 1, bisect_left(starts, e.start)
+        while True:
+            dl = e.start - starts[left] if left >= 0 else None
+            dr = starts[right] - e.start if right < len(starts) else None
+            d = min(x for x in (dl, dr, limit + 1) if x is not None)
+            if d > limit:
+                break
+            near = []
+            while left >= 0 and e.start - starts[left] == d:
+                near.append(idx[left])
+                left -= 1
+            while right < len(starts) and starts[right] - e.start == d:
+                near.append(idx[right])
+                right += 1
+            hit = [i for i in near if within(e, faults[i], w, clocks)]
+            if hit:
+                best = min(hit)
+                groups[dsu.find(best)].append(e)
+                break

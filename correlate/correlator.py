@@ -106,8 +106,9 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = evs + symptom_events(symptoms or [], evs)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
+    memo: dict[tuple, bool] = {}
     for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
-        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks)
+        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
         if not scene.faults():
             continue
         scene.subject = resolve_subjects(comp, topo, catalog)

@@ -7,6 +7,7 @@ stay integers in µs UTC.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -55,8 +56,7 @@ class Ev:
     @property
     def pos(self) -> int:
         """Line number within its source (from ``origin`` ``…:<line>[#<n>]``): orders same-time events."""
-        tail = self.origin.rsplit(":", 1)[-1].split("#", 1)[0]
-        return int(tail) if tail.isdigit() else 0
+        return _pos(self.origin)
 
     @property
     def order(self) -> tuple[int, int, str]:
@@ -91,6 +91,12 @@ class Ev:
 
 
 _TS_FIELDS = ("ts",)
+
+
+@lru_cache(maxsize=1 << 16)
+def _pos(origin: str) -> int:
+    tail = origin.rsplit(":", 1)[-1].split("#", 1)[0]
+    return int(tail) if tail.isdigit() else 0
 
 
 def events_from_table(table: pa.Table) -> list[Ev]:

@@ -131,11 +131,9 @@ def comms_of(e: Ev, topo: Topology) -> set[str]:
     """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines."""
     out = {e.comm} if e.comm else set()
     key = gpu_key(e, topo)
-    for comm, ranks in topo.comm_ranks.items():
-        for host, dev in ranks.values():
-            if host == e.host and (key is None or dev is None or dev == key):
-                out.add(comm)
-                break
+    for comm, dev in topo.comm_index().get(e.host, ()):
+        if key is None or dev is None or dev == key:
+            out.add(comm)
     return out
 
 

@@ -59,6 +59,8 @@ class Topology:
     # communicator id -> {rank: (host, gpu key)}, and its size
     comm_ranks: dict[str, dict[int, tuple[str, str | None]]] = field(default_factory=lambda: defaultdict(dict))
     comm_size: dict[str, int] = field(default_factory=dict)
+    #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
+    _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
 
     # --- building -----------------------------------------------------------
     def learn_samples(self, samples: pa.Table) -> None:
@@ -85,6 +87,7 @@ class Topology:
                     self.remote[(r["host"], key, r["link"])] = (r["peer_device"], r["peer_link"])
 
     def learn_events(self, events: list[Ev]) -> None:
+        self._comm_index = None
         for e in events:
             if e.kind in ("nccl_init", "nccl_p2p_fallback") and e.rank is not None:
                 comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
@@ -101,6 +104,16 @@ class Topology:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
 
     # --- queries -------------------------------------------------------------
+    def comm_index(self) -> dict[str, list[tuple[str, str | None]]]:
+        """host -> [(communicator id, GPU key or None)] of the ranks NCCL init lines placed on it."""
+        if self._comm_index is None:
+            out: dict[str, list[tuple[str, str | None]]] = {}
+            for comm, ranks in self.comm_ranks.items():
+                for host, dev in ranks.values():
+                    out.setdefault(host, []).append((comm, dev))
+            self._comm_index = out
+        return self._comm_index
+
     def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
         if device:
             return device

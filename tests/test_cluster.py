@@ -1,0 +1,99 @@
+"""Clustering (correlate/cluster.py) against its definition.
+
+``components`` buckets faults by the key a link rule's relation names (GPU or device, host, NVLink
+domain, communicator) and searches context events outwards from their time. The definition is simpler:
+two faults are linked when, for some link rule, both pass its kinds, ``window.within`` holds and
+``rules.relation`` holds; a context event joins the component of the closest fault of its host within
+its window. This test checks the fast form against that definition, pair by pair, on random fleets
+(hypothesis), so any relation whose key drifts from ``rules.relation`` fails here.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from correlate.cluster import _DSU, _context_window, _default_is_fault, components, members
+from correlate.model import Ev
+from correlate.rules import LinkRule, default_rules, relation
+from correlate.topology import Topology
+from correlate.window import Clocks, within
+from schemas.fleet import HostConfig
+
+S = 1_000_000
+HOSTS = ["h0", "h1", "h2", "h3"]
+KINDS = ["xid", "nvlink_errors", "ecc", "nccl_error", "nccl_timeout", "fabric_manager", "nccl_p2p_fallback"]
+
+
+def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks) -> list[list[str]]:
+    """The definition, every pair tested: components as sorted lists of event ids."""
+    evs = members(events)
+    faults = [e for e in evs if _default_is_fault(e)]
+    dsu = _DSU(len(faults))
+    for i, a in enumerate(faults):
+        for j, b in enumerate(faults[:i]):
+            if a.signature == "operator.symptom" and a.details.get("untimed") and a.host == b.host:
+                dsu.union(i, j)
+            for r in links:
+                if r.kinds and (a.kind not in r.kinds or b.kind not in r.kinds):
+                    continue
+                if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
+                    dsu.union(i, j)
+    groups: dict[int, list[str]] = {}
+    for i, f in enumerate(faults):
+        groups.setdefault(dsu.find(i), []).append(f.event_id)
+    order = {f.event_id: f.order for f in faults}
+    for e in evs:
+        if _default_is_fault(e):
+            continue
+        w = _context_window(e, links) + 2 * S
+        near = [(abs(f.start - e.start), order[f.event_id], i) for i, f in enumerate(faults)
+                if f.host == e.host and within(e, f, w, clocks)]
+        if near:
+            best = min(near, key=lambda x: (x[0], x[1]))[2]
+            groups[dsu.find(best)].append(e.event_id)
+    return sorted(sorted(g) for g in groups.values())
+
+
+@st.composite
+def fleets(draw):
+    n = draw(st.integers(1, 40))
+    events = []
+    for i in range(n):
+        host = draw(st.sampled_from(HOSTS))
+        kind = draw(st.sampled_from(KINDS))
+        gpu = draw(st.one_of(st.none(), st.integers(0, 3)))
+        by_bus = draw(st.booleans())
+        info = draw(st.booleans())
+        events.append(Ev(
+            event_id=f"e{i}", ts=draw(st.integers(0, 400)) * S + draw(st.sampled_from([0, 1, 999_999])),
+            ts_basis="line", host=host, source="dmesg", kind=kind, signature=kind,
+            severity="info" if info else draw(st.sampled_from(["warning", "error", "critical"])),
+            device_type=draw(st.sampled_from(["gpu", "gpu", None, "nvswitch"])),
+            device=f"0000:{gpu + 1:02x}:00.0" if gpu is not None and by_bus else None,
+            link=None, xid=None, sxid=None, peer=None,
+            rank=draw(st.one_of(st.none(), st.integers(0, 7))), nranks=None,
+            comm=draw(st.sampled_from([None, None, "c1", "c2"])), message="m",
+            gpu_index=gpu if not by_bus else None,
+            precision_us=draw(st.sampled_from([1, S])), origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
+            elapsed_ms=draw(st.sampled_from([None, None, 60_000]))))
+    inits = draw(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.integers(0, 7), st.sampled_from(HOSTS),
+                                     st.one_of(st.none(), st.integers(0, 3))), max_size=8))
+    domains = draw(st.lists(st.sampled_from([None, "nvl72-a", "nvl72-b"]), min_size=len(HOSTS),
+                            max_size=len(HOSTS)))
+    skews = draw(st.lists(st.sampled_from([0, S, 2 * S]), min_size=len(HOSTS), max_size=len(HOSTS)))
+    return events, inits, domains, skews
+
+
+@settings(max_examples=300, deadline=None)
+@given(fleets())
+def test_components_equal_the_pairwise_definition(fleet):
+    events, inits, domains, skews = fleet
+    topo = Topology(hosts={h: HostConfig(domain=d) for h, d in zip(HOSTS, domains)})
+    for comm, rank, host, gpu in inits:
+        topo.comm_ranks[comm][rank] = (host, None if gpu is None else f"0000:{gpu + 1:02x}:00.0")
+    topo.index_to_bus.update({("h0", 1): "0000:02:00.0"})  # one host where NVML told index -> bus id
+    clocks = Clocks(skew_us=dict(zip(HOSTS, skews)), default_skew_us=S)
+    links = default_rules().links
+    got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks))
+    assert got == reference(events, links, topo, clocks)
