@@ -8,7 +8,8 @@ What one line cannot say alone:
   (journald, or a syslog line that printed both), else — in a file — with the
   file's mtime as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``), or
-  the segment's reference time;
+  the segment's reference time (a file's mtime or the Kafka append time are
+  only upper bounds: ``details.ts_upper_bound``);
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
@@ -30,7 +31,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, parse_prefix, to_us
+from ingest.prefix import US, Prefix, parse_prefix, plausible, to_us
 from schemas.events import make_event_id
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
@@ -81,17 +82,6 @@ def _date_line_ts(text: str, tz) -> int | None:
                               int(m.group(4)), int(m.group(5)), tzinfo=tz))
     except ValueError:
         return None
-
-
-#: event times outside this range are garbled stamps (far past or future): the arrival time stands in.
-#: Fixed bounds, not "now", so the pipeline stays a pure function of its input.
-EARLIEST_US = 946_684_800 * US  # 2000-01-01T00:00:00Z
-LATEST_US = 4_102_444_800 * US  # 2100-01-01T00:00:00Z
-
-
-def plausible(ts: int | None) -> bool:
-    """A time a real log line of a GPU fleet can carry: from 2000 to 2100."""
-    return ts is not None and EARLIEST_US <= ts <= LATEST_US
 
 
 def resolve_times(hits: list[Hit], tz) -> None:
@@ -150,6 +140,9 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
             row["ts_basis"] = seg.ref_basis if ref_ok else ("kafka" if seg.origin.startswith("kafka:") else "file")
             row["ts_precision_us"] = _REF_PRECISION.get(row["ts_basis"], US)
+            if row["ts_basis"] in ("file", "kafka"):
+                # the file's mtime or the Kafka append time: the line was written then or before
+                row["details"]["ts_upper_bound"] = True
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not plausible(row["ts"]):  # e.g. a garbled uptime with a good boot time

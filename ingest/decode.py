@@ -12,7 +12,14 @@ Message values come in the shapes real shippers produce (DESIGN.md, Inputs):
   ``message``, ``hostname``/``host``, ``date`` epoch seconds or ``time``),
   Filebeat (``host.name``, ``@timestamp``, ``message``) and journald export
   JSON (``_HOSTNAME``, ``__REALTIME_TIMESTAMP`` µs, ``MESSAGE``, ``_BOOT_ID``,
-  ``__MONOTONIC_TIMESTAMP`` µs) — shared/reference/formats.md §1.7.
+  ``__MONOTONIC_TIMESTAMP`` µs) — shared/reference/formats.md §1.7;
+* a JSON array of such envelopes (a shipper's batch), read element by element;
+* any of these compressed with gzip (every member), zstd (every frame) or zlib,
+  decompressed in bounded steps under a size cap (a decompression bomb is
+  rejected, not expanded).
+
+A UTF-8 byte order mark before the value is dropped. Other compression
+formats (xz, bzip2, lz4, snappy, zip, 7z) are rejected by name.
 
 Bad input never raises out of here: a record that cannot be read becomes a
 :class:`Reject` with a reason (the consumer sends it to the dead-letter topic)
@@ -21,22 +28,21 @@ and the rest of the value goes on.
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 import zstandard
 
-from ingest.prefix import US, parse_iso_us
+from ingest.prefix import US, parse_iso_us, plausible
 
 TOPIC_SOURCE = {"fleet.dmesg": "dmesg", "fleet.nccl": "nccl", "fleet.nvml": "nvml"}
 
 #: Hard limits: a value or file larger than this is rejected, not read into memory.
 MAX_VALUE_BYTES = 64 * 1024 * 1024
-#: A line longer than this is cut for matching (the event keeps the cut text and says so).
+#: A line longer than this is read as an excerpt of this size around its match (the event says so: ingest.pipeline).
 MAX_LINE_BYTES = 64 * 1024
 
 
@@ -74,26 +80,120 @@ class Decoded:
 
 _GZIP = b"\x1f\x8b"
 _JSON_OBJECT_START = re.compile(rb'\s*\{\s*["}]')
-_ZSTD = b"\x28\xb5\x2f\xfd"
+_JSON_ARRAY_START = re.compile(rb'\s*\[\s*\{\s*["}]')
+_BOM = b"\xef\xbb\xbf"
+#: magic numbers, by format. gzip, zstd and zlib (the RFC 1950 headers of the default 32 KB window, whose
+#: second byte is never printable text) are read; the others are formats this service does not read: such a
+#: value is rejected with the format's name, not taken as (binary) text.
+_MAGIC = re.compile(rb"""(?P<gzip>\x1f\x8b)|(?P<zstd>\x28\xb5\x2f\xfd)|(?P<zlib>\x78[\x01\x9c\xda])
+    |(?P<bzip2>BZh[1-9](?:1AY&SY|\x17rE8P\x90))|(?P<xz>\xfd7zXZ\x00)|(?P<lz4_frame>\x04\x22\x4d\x18)
+    |(?P<lz4_legacy>\x02\x21\x4c\x18)|(?P<snappy_framed>\xff\x06\x00\x00sNaPpY)|(?P<zip>PK\x03\x04)
+    |(?P<_7z>7z\xbc\xaf\x27\x1c)""", re.VERBOSE)
+#: first bytes of the magic numbers above: any other value skips the regex
+_MAGIC_FIRST = frozenset(bytes([b]) for b in b"\x1f\x28\x78\xfd\x04\x02\xffBP7")
+#: a zstd block holds at most 128 KB and an RLE block encodes one in 4 bytes: a zstd input of n bytes
+#: decompresses to at most n << 15 bytes (deflate: n * 1032, far less)
+_ZSTD_MAX_RATIO_SHIFT = 15
+
+
+class CompressionError(ValueError):
+    """A compressed value or file that cannot be read (corrupt, truncated, too large, or an unread format)."""
+
+
+def compression_of(data: bytes) -> str | None:
+    """The compression format ``data`` starts with, by magic number; ``None`` for uncompressed bytes.
+
+    ``"gzip"``, ``"zstd"`` and ``"zlib"`` are read by :func:`decompress`; any other name (``"xz"``,
+    ``"bzip2"``, ``"lz4 frame"``, …) is a format this service does not read.
+    """
+    if data[:1] not in _MAGIC_FIRST:
+        return None
+    m = _MAGIC.match(data)
+    if m is None or m.lastgroup is None:
+        return None
+    return m.lastgroup.strip("_").replace("_", " ")  # group names are identifiers: "_7z", "lz4_frame"
 
 
 def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
-    """gzip and zstd by magic number; other bytes as they are.
+    """Decompress a gzip, zstd or zlib value (by magic number); any other bytes come back as they are.
 
-    Raises ``ValueError`` on a corrupt stream or when the output would exceed
-    ``limit`` bytes (a decompression bomb).
+    ``data``: one value or file as it was stored. Every gzip member and every
+    zstd frame is read (shippers concatenate them), in bounded steps: at most
+    ``limit`` bytes of output are ever held, so a decompression bomb is
+    rejected after ``limit`` bytes, not expanded.
+
+    Returns the decompressed bytes (at most ``limit``). Raises
+    :class:`CompressionError` (a ``ValueError``) when the stream is corrupt
+    or truncated, has trailing garbage, would decompress to more than
+    ``limit`` bytes, or is in a format this service does not read (xz, bzip2,
+    lz4, snappy, zip, 7z: see :func:`compression_of`).
     """
-    if data[:2] == _GZIP:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            out = f.read(limit + 1)
-    elif data[:4] == _ZSTD:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as r:
-            out = r.read(limit + 1)
-    else:
+    kind = compression_of(data)
+    if kind is None:
         return data
-    if len(out) > limit:
-        raise ValueError(f"decompressed size exceeds {limit} bytes")
-    return out
+    try:
+        if kind == "zstd":
+            return _unzstd(data, limit)
+        if kind in ("gzip", "zlib"):
+            return _inflate(data, limit, wbits=31 if kind == "gzip" else 15, kind=kind)
+    except zstandard.ZstdError as e:
+        raise CompressionError(f"corrupt zstd stream: {e}") from None
+    except zlib.error as e:
+        raise CompressionError(f"corrupt {kind} stream: {e}") from None
+    raise CompressionError(f"{kind} compression is not read here (gzip, zstd or zlib only)")
+
+
+def _too_large(limit: int) -> CompressionError:
+    return CompressionError(f"decompressed size exceeds {limit} bytes")
+
+
+def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
+    """Every gzip member (or the zlib stream), never more than ``limit + 1`` bytes of output held."""
+    out: list[bytes] = []
+    n = 0
+    rest: bytes = data
+    while True:
+        d = zlib.decompressobj(wbits)
+        while True:
+            piece = d.decompress(rest, limit + 1 - n)  # max_length: the output of one step is bounded
+            n += len(piece)
+            out.append(piece)
+            if n > limit:
+                raise _too_large(limit)
+            rest = d.unconsumed_tail
+            if d.eof or not rest:
+                break
+        if not d.eof:
+            raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)")
+        rest = d.unused_data
+        # another gzip member follows (concatenated gzip is one gzip file); zero padding is not data
+        if wbits != 31 or rest[:2] != _GZIP:
+            if rest.strip(b"\x00"):
+                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream")
+            return b"".join(out)
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    """Every zstd frame, fed in steps small enough that one step cannot expand past ``limit``."""
+    dctx = zstandard.ZstdDecompressor()
+    step = max(1024, limit >> _ZSTD_MAX_RATIO_SHIFT)
+    view = memoryview(data)
+    out: list[bytes] = []
+    n = pos = 0
+    while pos < len(data):
+        d = dctx.decompressobj()
+        while not d.eof:
+            if pos >= len(data):
+                raise CompressionError(f"truncated zstd frame (the value ends after {len(data)} bytes)")
+            chunk = view[pos:pos + step]
+            pos += len(chunk)
+            piece = d.decompress(chunk)
+            n += len(piece)
+            out.append(piece)
+            if n > limit:
+                raise _too_large(limit)
+        pos -= len(d.unused_data)  # the start of the next frame, fed again to a fresh decompressor
+    return b"".join(out)
 
 
 def looks_ndjson(data: bytes) -> bool:
@@ -122,9 +222,15 @@ def _host_of(rec: dict) -> str | None:
 
 
 def _time_of(rec: dict) -> int | None:
+    """The record's own time, µs since the epoch (UTC); ``None`` when it names none.
+
+    Raises ``ValueError`` for a time field that is not a time: a boolean, an
+    unreadable string, a number no unit reading places from 2000 to 2100, a
+    journald ``__REALTIME_TIMESTAMP`` that is not a decimal count of µs.
+    """
     v = rec.get("__REALTIME_TIMESTAMP")
     if v is not None:
-        return int(v)  # journald: decimal string of µs since the epoch, UTC
+        return _journald_us(v)
     for k in ("timestamp", "@timestamp", "time", "date"):
         v = rec.get(k)
         if v is None:
@@ -137,24 +243,38 @@ def _time_of(rec: dict) -> int | None:
         if isinstance(v, bool):
             raise ValueError(f"field {k!r} is a boolean, not a time")
         if isinstance(v, (int, float)):
-            # epoch seconds (Fluent Bit "date"); ms, µs or ns when the number is that large
-            x = float(v)
-            if x != x or x in (float("inf"), float("-inf")):
-                raise ValueError(f"field {k!r} is not a finite number")
-            if abs(x) > 1e17:
-                return int(x / 1e3)
-            if abs(x) > 1e14:
-                return int(x)
-            if abs(x) > 1e11:
-                return int(x * 1e3)
-            return int(x * US)
-        if isinstance(v, str):
-            t = _rfc3339_us(v)
-            if t is None:
-                raise ValueError(f"field {k!r} is not an ISO 8601 time: {v[:60]!r}")
-            return t
+            return _epoch_us(v, k)
         raise ValueError(f"field {k!r} has type {type(v).__name__}, not a time")
     return None
+
+
+def _journald_us(v: object) -> int:
+    """journald's ``__REALTIME_TIMESTAMP``: a decimal string (or, from other writers, an integer) of µs."""
+    if type(v) is str and v.isascii() and v.isdecimal():
+        t = int(v)
+    elif type(v) is int:  # not bool: True is no time
+        t = v
+    else:
+        raise ValueError(f"field '__REALTIME_TIMESTAMP' is {type(v).__name__} {str(v)[:40]!r}, "
+                         "not a decimal count of µs")
+    if not 0 <= t < 1 << 63:
+        raise ValueError(f"field '__REALTIME_TIMESTAMP' {t} µs is outside the 64-bit time range")
+    return t
+
+
+def _epoch_us(v: int | float, k: str) -> int:
+    """A number since the epoch in s (Fluent Bit ``date``), ms, µs or ns: the one unit that puts it
+    from 2000 to 2100 (the four ranges do not overlap). A number no unit places there (0, 9e13, 1e30)
+    says nothing about when the line was written: ``ValueError``, not a guess."""
+    if type(v) is int:  # exact: no float rounding of ns counts
+        readings: tuple[int | float, ...] = (v * US, v * 1000, v, v // 1000)
+    else:
+        readings = (v * US, v * 1e3, v, v / 1e3)  # nan and inf fall through: no comparison holds
+    for t in readings:
+        if plausible(t):
+            return int(t)
+    raise ValueError(f"field {k!r} = {str(v)[:40]} is no time from 2000 to 2100 in s, ms, µs or ns "
+                     "since the epoch")
 
 
 # Vector and Filebeat stamp every record "2026-11-30T03:12:00.123456789Z": read that shape directly, with
@@ -208,7 +328,8 @@ def _message_of(rec: dict) -> str:
 
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None) -> Decoded:
-    """One segment per NDJSON record; unreadable records become rejects."""
+    """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
+    rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises."""
     out = Decoded()
     add = out.segments.append
     for i, raw in enumerate(data.split(b"\n")):
@@ -234,19 +355,70 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     return out
 
 
+def looks_json_array(data: bytes) -> bool:
+    """True when the value is a JSON array of objects: ``[``, then ``{`` and ``"`` or ``}``.
+
+    A raw dmesg line (``[  12.345678] …``) or a bracketed tag (``[Rank 0] …``) is text.
+    """
+    return _JSON_ARRAY_START.match(data) is not None
+
+
+def decode_json_array(data: bytes, **where) -> Decoded:
+    """A value that is one JSON array of envelopes (a shipper's batch): one segment per element.
+
+    ``where``: the keyword arguments of :func:`decode_ndjson`. Element ``i`` reads as NDJSON record
+    ``i`` would (origin ``#r<i>``; an element that is not an object is a ``bad_envelope`` reject).
+    An array that is not valid JSON is one ``bad_envelope`` reject holding the whole value. Never raises.
+    """
+    try:
+        recs = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return Decoded(rejects=[Reject(where["origin"], f"JSON array value: {e}", data, "bad_envelope")])
+    # one record per line, so element i is NDJSON record i: a single reading of envelopes, not two
+    return decode_ndjson(b"\n".join(map(orjson.dumps, recs)), **where)
+
+
+def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int, ref_basis: str,
+                 ingest_ts: int, source: str | None, line_base: int) -> Decoded:
+    """Decompressed bytes: NDJSON envelopes, a JSON array of them, or plain text lines.
+
+    A UTF-8 byte order mark (Windows editors, PowerShell's ``Out-File``) is not text: it is dropped,
+    so neither an envelope nor a first line's ``^`` anchor sees it.
+    """
+    if data[:3] == _BOM:
+        data = data[3:]
+    if looks_ndjson(data):
+        return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts, ref_basis=ref_basis,
+                             ingest_ts=ingest_ts, source=source)
+    if looks_json_array(data):
+        return decode_json_array(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts,
+                                 ref_basis=ref_basis, ingest_ts=ingest_ts, source=source)
+    return Decoded(segments=[Segment(data, origin, stream, host, ref_ts, ref_basis, ingest_ts, source, line_base)])
+
+
 #: (topic, partition) -> (origin prefix, source); (topic, partition, key) -> (host, stream). One Kafka key
 #: per host, so two small caches spare every record the same string building.
 _PARTITIONS: dict[tuple[str, int], tuple[str, str | None]] = {}
 _KEYED: dict[tuple[str, int, bytes], tuple[str, str]] = {}
 _CACHE_MAX = 1 << 16
-#: bytes a JSON object may start with (looks_ndjson is only asked when the value starts with one)
-_JSON_FIRST = b"{ \t\n\r\x0b\x0c"
+#: bytes a value that is more than plain text may start with: a JSON object or array (after blanks), or a
+#: byte order mark. Any other value takes the plain-text path at once.
+_NOT_PLAIN_FIRST = b"{[ \t\n\r\x0b\x0c\xef"
 _new_decoded = Decoded.__new__
 
 
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None) -> Decoded:
-    """Decode one Kafka record value (plain text or NDJSON, optionally gzip/zstd).
+    """Decode one Kafka record value: plain text, NDJSON envelopes or a JSON array of them, optionally
+    compressed (gzip, zstd or zlib: :func:`decompress`).
+
+    ``timestamp_ms``: the Kafka record time (ms since the epoch); segments carry it as ``ref_ts`` and
+    ``ingest_ts`` in µs. Host: the envelope's, else the Kafka key, else a ``host`` header.
+
+    Returns the segments and the rejects (origin ``kafka:<topic>/<partition>/<offset>``): ``empty``
+    (a tombstone), ``too_large`` (over :data:`MAX_VALUE_BYTES`), ``bad_compression`` (corrupt, truncated,
+    an unread format, or more than :data:`MAX_VALUE_BYTES` decompressed), ``bad_envelope`` (per record).
+    Never raises on bad input.
 
     Runs once per Kafka record, so the plain-text path does the least it can:
     no decompression call unless a magic number says so, the origin's prefix,
@@ -264,10 +436,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         return Decoded(rejects=[Reject(origin, f"value of {len(value)} bytes exceeds {MAX_VALUE_BYTES}",
                                        value[:4096], "too_large")])
     data = value
-    if value[:2] == _GZIP or value[:4] == _ZSTD:
+    if value[:1] in _MAGIC_FIRST and _MAGIC.match(value):
         try:
             data = decompress(value)
-        except (ValueError, OSError, EOFError, zstandard.ZstdError) as e:
+        except CompressionError as e:  # deterministic: redelivery would fail the same way
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
     if key:
         known = _KEYED.get((topic, partition, key))
@@ -285,9 +457,13 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]
-    if data[:1] in _JSON_FIRST and looks_ndjson(data):
-        return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
-                             ingest_ts=ts, source=source)
+    if data[:1] in _NOT_PLAIN_FIRST:
+        if looks_ndjson(data):  # the common structured case, straight (_decode_text would ask again)
+            return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
+                                 ingest_ts=ts, source=source)
+        if data[:3] == _BOM or looks_json_array(data):
+            return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
+                                ingest_ts=ts, source=source, line_base=0)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the two assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
@@ -304,10 +480,15 @@ def host_from_filename(path: Path) -> str:
 
 
 def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decoded:
-    """Decode a local file: raw lines or NDJSON envelopes, gzip/zstd or not.
+    """Decode a local file: raw lines, NDJSON envelopes or a JSON array of them; gzip, zstd or zlib or not.
 
     The host is the file name up to its first ``.``; the reference time is
-    the file's modification time (basis ``file``).
+    the file's modification time (µs since the epoch, basis ``file``); lines
+    count from 1. ``max_bytes`` bounds the file and its decompressed size.
+
+    Returns the segments and the rejects (origin ``file:<relname>``): ``too_large``,
+    ``bad_compression`` (corrupt, truncated, an unread format, or over ``max_bytes`` decompressed),
+    ``bad_envelope`` (per record). Raises ``OSError`` only when the file cannot be read.
     """
     origin = f"file:{relname}"
     st = path.stat()
@@ -317,11 +498,7 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
     raw = path.read_bytes()
     try:
         data = decompress(raw, limit=max_bytes)
-    except (ValueError, OSError, EOFError, zstandard.ZstdError) as e:
+    except CompressionError as e:
         return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
-    host = host_from_filename(path)
-    if looks_ndjson(data):
-        return decode_ndjson(data, origin=origin, stream=origin, host=host, ref_ts=mtime, ref_basis="file",
-                             ingest_ts=mtime, source=None)
-    return Decoded(segments=[Segment(data=data, origin=origin, stream=origin, host=host, ref_ts=mtime,
-                                     ref_basis="file", ingest_ts=mtime, source=None, line_base=1)])
+    return _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
+                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)

@@ -20,6 +20,16 @@ from datetime import datetime, timedelta, timezone, tzinfo
 US = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+#: times outside this range are garbled stamps (far past or future), not times a GPU fleet's logs carry.
+#: Fixed bounds, not "now", so decoding and the pipeline stay pure functions of their input.
+EARLIEST_US = 946_684_800 * US  # 2000-01-01T00:00:00Z
+LATEST_US = 4_102_444_800 * US  # 2100-01-01T00:00:00Z
+
+
+def plausible(ts: int | float | None) -> bool:
+    """A time (µs since the epoch, UTC) a real log line of a GPU fleet can carry: from 2000 to 2100."""
+    return ts is not None and EARLIEST_US <= ts <= LATEST_US
+
 MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1)}
 # journalctl honours the locale (formats.md §1.5): "фев 12", "11月 15" appear in public reports.
