@@ -170,12 +170,26 @@ def segment_starts(scans: list[bytes]) -> np.ndarray:
     return starts
 
 
+def lf_line_ends(datas: list[bytes]) -> list[bytes]:
+    """``datas`` with every CRLF line end made LF, and a ``\\r`` that ends a segment dropped.
+
+    The ``\\r`` of a CRLF line end (files written on Windows, serial consoles, some shippers) belongs to
+    the line end, not the text: left in, it ends the event's ``message`` and keeps ``$`` from matching
+    (Hyperscan's multiline ``$`` binds before ``\\n`` only). A ``\\r`` inside a line (a progress bar
+    redrawing itself) is text and stays. Line counts do not change. Segments without ``\\r`` are
+    returned as they are (same objects).
+    """
+    return [d.replace(b"\r\n", b"\n").removesuffix(b"\r") if b"\r" in d else d for d in datas]
+
+
 def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:
     """Frame many segments at once.
 
-    Returns their logical lines joined by ``\\n``, the framed segments that
-    changed (the others pass through untouched) and each segment's byte offset
-    in the joined bytes. Candidate lines are found in one Hyperscan pass,
+    ``datas``: each segment's bytes (lines separated by ``\\n``; CRLF line
+    ends are made LF first, :func:`lf_line_ends`). Returns their logical lines
+    joined by ``\\n``, the framed segments that changed (the others pass
+    through untouched) and each segment's byte offset in the joined bytes
+    (int64 array). Candidate lines are found in one Hyperscan pass,
     whatever the number of segments (one Kafka message per line gives
     thousands per batch), and only segments holding one are framed. Large
     segments are scanned where they lie (vectored mode) and joined once, after
@@ -185,8 +199,15 @@ def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]
     joined = None
     if datas and int(starts[-1]) + len(datas[-1]) < _VECTORED_MIN * len(datas):
         joined = b"\n".join(datas)
+        if b"\r" in joined:  # one memchr over the batch; the per-segment work only when there is a \r
+            datas = lf_line_ends(datas)
+            starts = segment_starts(datas)
+            joined = b"\n".join(datas)
         found = _find_candidates(joined)
     else:
+        if any(b"\r" in d for d in datas):  # few, large segments here
+            datas = lf_line_ends(datas)
+            starts = segment_starts(datas)
         found = _find_candidates(datas)  # (line offset as if joined, is a table row)
     local: dict[int, list[int]] = {0: [0]} if datas and datas[0][:1] == b"|" else {}
     if found:

@@ -515,7 +515,6 @@ def test_decode_rejects_impossible_numeric_times(t):
     assert [r.error_code for r in d.rejects] == ["bad_envelope"]
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline: a CRLF line keeps its trailing \\r in the event message")
 def test_crlf_lines_lose_their_carriage_return(pipeline):
     b = pipeline.run(dm(xid() + b"\r\n" + xid("19") + b"\r\n"))
     assert [e["message"][-1] for e in b.events.to_pylist()] == [".", "."]
@@ -625,3 +624,14 @@ def test_journald_times_that_are_not_counts_of_us_are_rejected(v):
 def test_journald_time_as_an_integer_is_read():
     [s] = dm(envelope(_HOSTNAME="n1", MESSAGE="hello", __REALTIME_TIMESTAMP=1_767_607_200_000_001)).segments
     assert s.ref_ts == 1_767_607_200_000_001
+
+
+def test_crlf_in_files_and_envelopes_and_a_carriage_return_inside_a_line(pipeline, tmp_path):
+    f = tmp_path / "node07.log"
+    f.write_bytes(b"[  12.5] " + xid() + b"\r\n[  13.5] " + xid("19") + b"\r\n")
+    b = pipeline.run(decode_file(f, relname="node07.log"))
+    assert [e["message"][-1] for e in b.events.to_pylist()] == [".", "."]
+    b = pipeline.run(dm(envelope(host="n1", message=xid().decode() + "\r")))
+    assert [e["message"][-1] for e in b.events.to_pylist()] == ["."]
+    b = pipeline.run(dm(b"10%\r20%\r" + xid()))  # a progress bar redrawn on one line: its \r are text
+    assert [e["message"][:8] for e in b.events.to_pylist()] == ["10%\r20%\r"]
