@@ -54,6 +54,7 @@ class HyperscanMatcher:
                     raise CatalogError(f"signature {c.sig.id}: Hyperscan cannot compile its pattern: {e1}") from e
             raise CatalogError(f"Hyperscan cannot compile the catalog: {e}") from e
         self._scratches = threading.local()  # a scratch serves one scan at a time: one per thread
+        self._som: dict[int, hyperscan.Database | bool] = {}  # signature -> its start-tracking database
 
     @property
     def _scratch(self) -> hyperscan.Scratch:
@@ -111,6 +112,47 @@ class HyperscanMatcher:
         for hit in out:
             hit[2].sort()
         return out
+
+    def first_match(self, line: bytes, sig: int) -> tuple[int | None, int] | None:
+        """``(start, end)`` byte offsets of signature ``sig``'s first match in ``line`` (one line, no
+        newline), or ``None`` when it does not match; ``start`` is ``None`` when Hyperscan cannot track
+        it for this pattern.
+
+        It locates a hit on a line too long to read whole (``ingest.pipeline``), at the cost of one more
+        scan of that line with a one-pattern database that tracks where matches start (compiled on first
+        use, per signature: start tracking costs memory and speed the batch scan does not pay).
+        """
+        db = self._som.get(sig)
+        if db is None:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            expr = to_hyperscan(self.catalog.entries[sig].sig.pattern).encode()
+            try:
+                db.compile(expressions=[expr], ids=[sig], elements=1,
+                           flags=[hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SOM_LEFTMOST])
+            except hyperscan.error:  # some patterns cannot track their start: the end alone, from the main db
+                db = False
+            self._som[sig] = db
+        found: list[tuple[int | None, int]] = []
+
+        def on_match(s: int, start: int, end: int, _flags: int, _ctx: object) -> bool:
+            if s != sig:
+                return False
+            found.append((start if db else None, end))
+            return True  # the first match is all we need: halt the scan
+
+        try:
+            (db or self._db).scan(line, match_event_handler=on_match,
+                                  scratch=self._som_scratch(sig) if db else self._scratch)
+        except hyperscan.ScanTerminated:
+            pass
+        return found[0] if found else None
+
+    def _som_scratch(self, sig: int) -> hyperscan.Scratch:
+        scratches = self._scratches.__dict__.setdefault("som", {})
+        s = scratches.get(sig)
+        if s is None:
+            s = scratches[sig] = hyperscan.Scratch(self._som[sig])
+        return s
 
 
 def hit_lines(matcher: Matcher, buf: bytes) -> list[LineHit]:

@@ -11,6 +11,7 @@ all run this same function.
 
 from __future__ import annotations
 
+import codecs
 import time
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
@@ -80,7 +81,8 @@ class Pipeline:
         hits = hit_lines(self.matcher, buf)
         clock.lap("match")
         located, lines = _locate(buf, starts, hits)
-        per_stream = self._extract(buf, segs, framed, located)
+        rejects = list(decoded.rejects)
+        per_stream = self._extract(buf, segs, framed, located, rejects)
         clock.lap("extract")
         events, samples, topo = [], [], []
         # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
@@ -94,7 +96,7 @@ class Pipeline:
             events=to_table(events, EVENTS_SCHEMA),
             link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
             topology=to_table(topo, TOPOLOGY_SCHEMA),
-            rejects=list(decoded.rejects),
+            rejects=rejects,
             lines=lines if segs else 0,
             bytes=len(buf),
         )
@@ -102,35 +104,109 @@ class Pipeline:
         return batch
 
     def _extract(self, buf: bytes, segs: list, framed: dict[int, Framed],
-                 located: list[tuple[int, int, int, int, list[int]]]) -> dict[str, list[Hit]]:
-        """Fields, prefixes and typed columns of the hit lines, grouped by stream in line order."""
+                 located: list[tuple[int, int, int, int, list[int]]], rejects: list[Reject]
+                 ) -> dict[str, list[Hit]]:
+        """Fields, prefixes and typed columns of the hit lines, grouped by stream in line order.
+
+        A line longer than ``MAX_LINE_BYTES`` is read as an excerpt of that size
+        (:meth:`_long_line`): the event's ``message`` is the excerpt and
+        ``details`` say so (``truncated_at``, ``line_bytes``, ``excerpt_from``).
+        A long line whose fields the excerpt does not hold is appended to
+        ``rejects`` (``line_too_long``), not dropped.
+        """
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
         for si, local, a, b, sigs in located:
             seg, fr = segs[si], framed.get(si)
-            raw = buf[a:b]
-            text = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
-            c = entries[sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)]
-            occurrences = fields(c, text)
+            ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
+            c = entries[ci]
+            if b - a <= MAX_LINE_BYTES:
+                text = excerpt = buf[a:b].decode("utf-8", "replace")
+                cut = None
+                occurrences = fields(c, text)
+            else:
+                text, excerpt, cut, occurrences = self._long_line(buf, a, b, ci)
             if not occurrences:  # the Hyperscan form matched but the full regex did not
+                if cut is not None:  # on a long line: say so, do not drop it silently
+                    rejects.append(Reject(seg.origin, f"line {local}: signature {c.sig.id} hit a line of {b - a} "
+                                          f"bytes but its fields cannot be read from the {MAX_LINE_BYTES} bytes "
+                                          f"around the match", excerpt.encode("utf-8", "surrogateescape"),
+                                          "line_too_long"))
                 continue
-            truncated = len(raw) > MAX_LINE_BYTES
-            message = text if not truncated else raw.decode("utf-8", "replace")
+            message = excerpt
             phys = local
             if fr is not None:
                 phys = fr.first_line[local] if fr.first_line else local
-                message = (fr.original or {}).get(local) or message
+                original = (fr.original or {}).get(local)
+                if original is not None and cut is None:
+                    message = original if len(original) <= MAX_LINE_BYTES else original[:MAX_LINE_BYTES]
             prefix = parse_prefix(text, ref_us=seg.ref_ts, tz=self.tz)
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
             for sub, f in enumerate(occurrences):
                 row = columns(c, f, self.catalog)
-                if truncated:
+                if cut is not None:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
+                    row["details"]["line_bytes"] = b - a
+                    if cut:
+                        row["details"]["excerpt_from"] = cut
                 stream.append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row, prefix=prefix, text=text,
                                   message=message))
         return per_stream
+
+    def _long_line(self, buf: bytes, a: int, b: int, sig: int
+                   ) -> tuple[str, str, int, list[dict[str, str]]]:
+        """Read signature ``sig`` on a line ``buf[a:b]`` longer than ``MAX_LINE_BYTES``, in bounded pieces.
+
+        Returns ``(head, excerpt, start, occurrences)``: ``head``, the line's
+        first ``MAX_LINE_BYTES`` bytes as text (its prefix: stamps, host);
+        ``excerpt``, at most ``MAX_LINE_BYTES`` bytes as text that the fields
+        were read from; ``start``, the excerpt's byte offset in the line;
+        ``occurrences``, what :func:`ingest.extract.fields` read (empty when
+        the excerpt does not hold the match). The head is read first; when the
+        signature's match lies beyond it, the matcher locates its first match
+        and the excerpt starts just before it (or, when the matcher knows only
+        where it ends, ends just after it). A UTF-8 character split by a cut
+        is left out. Regexes never run over more than ``MAX_LINE_BYTES`` (a
+        backtracking pattern over a 10 MB line could run for hours).
+        """
+        c = self.catalog.entries[sig]
+        head = _text(buf, a, a + MAX_LINE_BYTES, cut_start=False)
+        found = fields(c, head)
+        first_match = getattr(self.matcher, "first_match", None)
+        if found or first_match is None:
+            return head, head, 0, found
+        where = first_match(buf[a:b], sig)
+        if where is None:
+            return head, head, 0, found
+        start, end = where
+        if start is not None:  # from a little before the match's start (\b, lookbehinds)
+            s = a + max(0, start - _AROUND_MATCH)
+            e = min(b, s + MAX_LINE_BYTES)
+        else:  # only the end is known: to a little after it (lookaheads, optional tails)
+            e = min(b, a + end + _AROUND_MATCH)
+            s = max(a, e - MAX_LINE_BYTES)
+        if s == a:  # the head: already read, and it did not hold the match
+            return head, head, 0, found
+        excerpt = _text(buf, s, e, cut_start=True)
+        return head, excerpt, s - a, fields(c, excerpt)
+
+
+#: bytes an excerpt of a long line keeps before (or after) the match it was cut for
+_AROUND_MATCH = 1024
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def _text(buf: bytes, s: int, e: int, *, cut_start: bool) -> str:
+    """``buf[s:e]`` as text, where ``s`` (when ``cut_start``) and ``e`` may cut a UTF-8 character in two:
+    such a character is left out rather than read as U+FFFD. Other invalid bytes read as U+FFFD."""
+    if cut_start:
+        n = 0
+        while n < 3 and s < e and 0x80 <= buf[s] < 0xC0:  # continuation bytes of a character begun before s
+            s += 1
+            n += 1
+    return _UTF8("replace").decode(buf[s:e], final=False)  # holds back a character cut at the end
 
 
 def _locate(buf: bytes, starts: np.ndarray, hits: list[LineHit]
