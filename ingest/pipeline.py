@@ -41,7 +41,7 @@ class Batch:
     events: pa.Table
     link_samples: pa.Table
     topology: pa.Table
-    rejects: list[Reject] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)  # decode's, plus line_too_long from matching
     lines: int = 0
     bytes: int = 0
 
@@ -70,6 +70,9 @@ class Pipeline:
 
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
         """Events, link samples and topology facts of one batch of decoded input.
+
+        ``Batch.rejects`` holds the decode rejects and any ``line_too_long``
+        reject of a long line whose fields could not be read (:meth:`_extract`).
 
         ``timings``, when given, accumulates this thread's CPU seconds per stage
         (``frame``, ``match``, ``extract``, ``assemble``, ``arrow``): the benchmark's profile.
