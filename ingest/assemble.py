@@ -8,8 +8,7 @@ What one line cannot say alone:
   (journald, or a syslog line that printed both), else — in a file — with the
   file's mtime as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``), or
-  the segment's reference time (a file's mtime or the Kafka append time are
-  only upper bounds: ``details.ts_upper_bound``);
+  the segment's reference time;
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
@@ -140,9 +139,6 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
             row["ts_basis"] = seg.ref_basis if ref_ok else ("kafka" if seg.origin.startswith("kafka:") else "file")
             row["ts_precision_us"] = _REF_PRECISION.get(row["ts_basis"], US)
-            if row["ts_basis"] in ("file", "kafka"):
-                # the file's mtime or the Kafka append time: the line was written then or before
-                row["details"]["ts_upper_bound"] = True
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not plausible(row["ts"]):  # e.g. a garbled uptime with a good boot time
