@@ -21,7 +21,7 @@ from typing import Any
 from correlate.model import Ev
 from correlate.rules import RELATION_STRENGTH, Rules, any_holds, relation
 from correlate.topology import Topology
-from correlate.window import Clocks, not_after, within
+from correlate.window import Clocks, may_cause
 from ingest.catalog import Catalog
 
 S = 1_000_000
@@ -209,7 +209,7 @@ def find_edges(scene: Scene) -> list[Edge]:
         w = int(r.window_s * S)
         for c in causes:
             for e in effects:
-                if c is e or not within(c, e, w, scene.clocks) or not not_after(c, e, scene.clocks):
+                if c is e or not may_cause(c, e, w, scene.clocks):
                     continue
                 rel = next((x for x in r.relations if relation(x, c, e, scene.topo)), None)
                 if rel:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
 from correlate.cluster import components
 from correlate.incident import render
-from correlate.model import Ev, events_from_table
+from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS
 from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
@@ -100,6 +100,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     catalog = catalog or default_catalog()
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
     evs = _dedup(evs)
+    follow_watchdogs(evs)
     topo: Topology = build_topology(evs, samples, topology, settings.hosts)
     clocks = settings.clocks.with_estimates(estimate_skew(evs))
     offsets = estimate_offsets(evs)

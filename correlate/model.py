@@ -52,6 +52,8 @@ class Ev:
     details: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
     ingest_ts: int | None = None  # Kafka append time (µs) when the event came through Kafka
+    #: implied start (µs) taken from the watchdog timeout this line follows (``follow_watchdogs``)
+    implied_start: int | None = None
 
     @property
     def pos(self) -> int:
@@ -77,6 +79,8 @@ class Ev:
         """
         if self.elapsed_ms:
             return self.ts - self.elapsed_ms * 1000
+        if self.implied_start is not None:
+            return self.implied_start
         return self.ts
 
     def subject(self) -> tuple:
@@ -91,6 +95,38 @@ class Ev:
 
 
 _TS_FIELDS = ("ts",)
+#: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
+FOLLOW_UP_US = 5_000_000
+
+
+def follow_watchdogs(events: list[Ev]) -> None:
+    """Give the lines a rank prints right after a watchdog timeout the timeout's implied start.
+
+    PyTorch's ProcessGroupNCCL prints, for one timeout, "Watchdog caught collective operation timeout …
+    ran for N milliseconds" and then, within the same millisecond or so, "Exception (either an error or
+    timeout) detected by watchdog at work: <SeqNum>", "Some NCCL operations have failed or timed out"
+    and "To avoid data inconsistency, we are taking the entire process down" (formats.md, PyTorch
+    watchdog). Only the first says how long the collective ran; the others report the same hang, so they
+    are placed at the same start. A follow-up line is one of the same host and rank, from the NCCL/PyTorch
+    log, with no elapsed time of its own, at most ``FOLLOW_UP_US`` after the timeout line and with the
+    same SeqNum when it prints one. Sets ``Ev.implied_start`` in place."""
+    timeouts: dict[tuple[str, int], list[Ev]] = {}
+    for e in events:
+        if e.elapsed_ms and e.rank is not None:
+            timeouts.setdefault((e.host, e.rank), []).append(e)
+    if not timeouts:
+        return
+    for lst in timeouts.values():
+        lst.sort(key=lambda t: t.ts)
+    for e in events:
+        if e.elapsed_ms or e.rank is None or e.source != "nccl" or e.kind not in ("nccl_timeout", "nccl_error"):
+            continue
+        best = None
+        for t in timeouts.get((e.host, e.rank), ()):
+            if t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (e.seq is None or t.seq is None or e.seq == t.seq):
+                best = t
+        if best is not None:
+            e.implied_start = best.start
 
 
 @lru_cache(maxsize=1 << 16)

@@ -5,7 +5,12 @@
   ``dmesg -T`` or syslog stamp is only good to the second).
 * Across hosts h1, h2 each clock may be off by its skew bound:
   ``|t1 − t2| ≤ W + skew(h1) + skew(h2) + r1 + r2`` (DESIGN.md).
-* A watchdog timeout is placed at its implied start (``Ev.start``).
+* A watchdog timeout is placed at its implied start (``Ev.start``): the time
+  its collective began. A cause may come after that start (the collective was
+  running when the device failed), up to the timeout's own line time.
+* A line with no stamp of its own, timed by its file's mtime or its Kafka
+  append time, was written then *or earlier*: as a cause it may precede its
+  effects by any amount (``details.ts_upper_bound``).
 * Streaming: the **watermark** is the largest event time seen minus the
   largest skew bound; a group of events is *closed* when the watermark has
   passed its last event by ``W``; an event older than the watermark minus the
@@ -104,6 +109,23 @@ def tolerance(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> int:
 def within(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> bool:
     """``a`` and ``b`` are close enough in time to be related (module doc)."""
     return abs(a.start - b.start) <= tolerance(a, b, window_us, clocks)
+
+
+def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
+    """``cause`` may have happened within ``window_us`` before ``effect`` (or after it by no more than the
+    clocks' uncertainty): :func:`within` and :func:`not_after`. An effect that is a watchdog timeout spans
+    from its implied start to its line time: the cause may fall anywhere in it. A cause whose time is only an upper bound
+    (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
+    ``details.ts_upper_bound``) happened at that time or earlier, so it passes unless even that latest
+    time is too early."""
+    if cause.details.get("ts_upper_bound"):
+        return cause.start >= effect.start - tolerance(cause, effect, window_us, clocks)
+    if effect.elapsed_ms:
+        # a watchdog timeout: the collective began at ``effect.start`` and hung until the line's time, so a
+        # fault that came after the collective began (within the window) is consistent with it
+        return within(cause, effect, window_us, clocks) and cause.start <= effect.ts + tolerance(cause, effect, 0,
+                                                                                              clocks)
+    return within(cause, effect, window_us, clocks) and not_after(cause, effect, clocks)
 
 
 def not_after(cause: Ev, effect: Ev, clocks: Clocks) -> bool:

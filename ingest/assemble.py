@@ -8,7 +8,8 @@ What one line cannot say alone:
   (journald, or a syslog line that printed both), else — in a file — with the
   file's mtime as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``), or
-  the segment's reference time;
+  the segment's reference time (a file's mtime or the Kafka append time are
+  only upper bounds: ``details.ts_upper_bound``);
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
@@ -83,6 +84,30 @@ def _date_line_ts(text: str, tz) -> int | None:
         return None
 
 
+_KERNEL_STAMP = re.compile(rb"^\[ *(\d{1,10}\.\d{1,9})\]", re.M)
+_TAIL = 1 << 16
+
+
+def last_kernel_stamp(data: bytes) -> float | None:
+    """Seconds since boot of the last line of ``data`` that starts with a raw dmesg stamp (``[  123.456789]``);
+    None when no line does. Reads backwards from the end, 64 KiB at a time."""
+    end = len(data)
+    while end > 0:
+        start = max(0, end - _TAIL)
+        if start:  # begin at a line start
+            nl = data.rfind(b"\n", 0, start)
+            start = nl + 1
+        found = None
+        for m in _KERNEL_STAMP.finditer(data, start, end):
+            found = m
+        if found is not None:
+            return float(found.group(1))
+        if start == 0:
+            return None
+        end = start
+    return None
+
+
 def resolve_times(hits: list[Hit], tz) -> None:
     """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
@@ -112,12 +137,16 @@ def resolve_times(hits: list[Hit], tz) -> None:
             if h.prefix.ts is not None and h.prefix.mono is not None:
                 boot = h.prefix.ts - int(h.prefix.mono * US)
                 break
-    # a file without boot time: its mtime is the time of its last kernel stamp
+    # a file without boot time: its mtime is the time of its last kernel stamp (of any line, not only of
+    # the lines that matched: a capture usually ends with noise written long after the fault)
     file_boot: dict[int, int] = {}
     for h in hits:
         if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis == "file":
             k = id(h.seg)
-            file_boot[k] = min(file_boot.get(k, h.seg.ref_ts), h.seg.ref_ts - int(h.prefix.mono * US))
+            if k not in file_boot:
+                last = last_kernel_stamp(h.seg.data)
+                file_boot[k] = h.seg.ref_ts - int(last * US) if last is not None else h.seg.ref_ts
+            file_boot[k] = min(file_boot[k], h.seg.ref_ts - int(h.prefix.mono * US))
     last: tuple[int, int] | None = None  # (ts, precision) of the closest earlier stamped line
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -139,6 +168,9 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
             row["ts_basis"] = seg.ref_basis if ref_ok else ("kafka" if seg.origin.startswith("kafka:") else "file")
             row["ts_precision_us"] = _REF_PRECISION.get(row["ts_basis"], US)
+            if row["ts_basis"] in ("file", "kafka"):
+                # the file's mtime or the Kafka append time: the line was written then or before
+                row["details"]["ts_upper_bound"] = True
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not plausible(row["ts"]):  # e.g. a garbled uptime with a good boot time

@@ -108,3 +108,24 @@ def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
         ("nvml.fabric_unhealthy", "0000:2a:00.0"),
         ("nvml.recovery_action", "0000:2a:00.0"),
     ]
+
+
+def test_raw_dmesg_file_mtime_is_the_time_of_its_last_line_not_of_its_last_match(pipeline):
+    """A `dmesg > file` capture: the mtime dates the last kernel stamp of the file, which is usually a noise
+    line long after the fault (here 2,700 s after the Xid)."""
+    text = ("[  100.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+            "[ 2000.000000] audit: type=1400 audit(1700000000.0:1): apparmor=\"STATUS\"\n"
+            "[ 2800.500000] IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready\n")
+    ev = run(pipeline, text, basis="file").events
+    assert ev.column("ts_basis").to_pylist() == ["file"]
+    assert ev.column("ts").cast("int64").to_pylist() == [T0 - 2_700_000_000]
+
+
+def test_unstamped_line_timed_by_its_file_is_an_upper_bound(pipeline):
+    t = run(pipeline, "node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_3:1 Got async error "
+                      "event: port error", basis="file").events
+    ev = t.to_pylist()
+    assert ev[0]["ts_basis"] == "file" and t.column("ts").cast("int64").to_pylist() == [T0]
+    import orjson
+
+    assert orjson.loads(ev[0]["details"])["ts_upper_bound"] is True

@@ -40,3 +40,20 @@ def test_links_to_different_switches_are_not_a_switch_fault(pipeline):
     text = NVLINK_R + "\n" + XID74.format(s=1, bus="18", link=0) + "\n" + XID74.format(s=2, bus="2a", link=1)
     incs = run(pipeline, text)
     assert all(i["pattern"] != "nvswitch.common_end" for i in incs)
+
+
+def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline):
+    """The root port reports Surprise Down; the GPU below it says it has no AER-aware driver (the NVIDIA
+    driver has no AER callbacks) and then falls off the bus: the port is the initiator, the GPU downstream."""
+    text = "\n".join([
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: AER: Uncorrected (Fatal) error received: 0000:c7:00.0",
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Receiver ID)",
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0:    [ 5] SDES                   (First)",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: device has no AER-aware driver",
+        "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("pcie_port", "0000:c7:00.0")
+    assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]

@@ -7,7 +7,8 @@ from correlate.model import Ev
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from correlate.topology import Topology
-from correlate.window import Clocks, Watermark, not_after, tolerance, within
+from correlate.model import follow_watchdogs
+from correlate.window import Clocks, Watermark, may_cause, not_after, tolerance, within
 
 S = 1_000_000
 
@@ -54,6 +55,45 @@ def test_cause_may_look_later_only_by_clock_uncertainty():
     effect = ev("1", "b", 100 * S)
     assert not_after(ev("2", "a", 100 * S + 3 * S + 2), effect, CLOCKS)
     assert not not_after(ev("3", "a", 100 * S + 3 * S + 3), effect, CLOCKS)
+
+
+def test_a_fault_after_the_collective_began_may_cause_its_timeout():
+    """The implied start is when the collective began; the device may fail while it runs (here 3 s later,
+    on another host), but not after the timeout was printed."""
+    timeout = ev("2", "b", 700 * S, elapsed_ms=600_000, kind="nccl_timeout", xid=None)
+    assert may_cause(ev("1", "a", 103 * S, precision=S), timeout, 120 * S, CLOCKS)
+    assert not not_after(ev("1", "a", 103 * S + 10 * S), timeout, CLOCKS)  # the old test said no
+    assert not may_cause(ev("3", "a", 701 * S + 4 * S), timeout, 1000 * S, CLOCKS)
+    plain = ev("4", "b", 100 * S, kind="nccl_error", xid=None)
+    assert not may_cause(ev("5", "a", 110 * S), plain, 120 * S, CLOCKS)
+
+
+def test_a_cause_timed_only_by_its_file_may_precede_by_any_amount():
+    effect = ev("1", "b", 100 * S, kind="nccl_error", xid=None)
+    late = ev("2", "a", 700 * S, kind="ib_port", xid=None)
+    assert not may_cause(late, effect, 60 * S, CLOCKS)
+    late.details["ts_upper_bound"] = True
+    assert may_cause(late, effect, 60 * S, CLOCKS)
+    early = ev("3", "a", 10 * S, kind="ib_port", xid=None)
+    early.details["ts_upper_bound"] = True
+    assert not may_cause(early, effect, 60 * S, CLOCKS)  # even its latest time is too early
+
+
+def test_lines_after_a_watchdog_timeout_share_its_implied_start():
+    def rank_ev(eid, ts, rank, *, elapsed=None, seq=None, kind="nccl_timeout"):
+        e = ev(eid, "a", ts, elapsed_ms=elapsed, kind=kind, xid=None, device=None)
+        e.source, e.rank, e.seq = "nccl", rank, seq
+        return e
+
+    timeout = rank_ev("t", 700 * S, 3, elapsed=600_000, seq=42)
+    exc = rank_ev("x", 700 * S + 300, 3, seq=42)
+    down = rank_ev("d", 700 * S + 350, 3, kind="nccl_error")
+    other_rank = rank_ev("o", 700 * S + 300, 4, seq=42)
+    other_seq = rank_ev("s", 700 * S + 300, 3, seq=43)
+    much_later = rank_ev("l", 720 * S, 3)
+    evs = [exc, down, other_rank, other_seq, much_later, timeout]
+    follow_watchdogs(evs)
+    assert [e.start for e in evs] == [100 * S, 100 * S, 700 * S + 300, 700 * S + 300, 720 * S, 100 * S]
 
 
 def test_components_out_of_order_duplicates_and_empty():
