@@ -85,7 +85,7 @@ def fleets(draw):
     return events, inits, domains, skews
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(fleets())
 def test_components_equal_the_pairwise_definition(fleet):
     events, inits, domains, skews = fleet
