@@ -2,8 +2,9 @@
 
 OpenAPI at ``/openapi.json``, interactive docs at ``/docs``. Responses use the
 DESIGN.md shapes; errors are RFC 9457 ``application/problem+json`` with no
-stack traces. When ``api_token`` is set every route but ``/healthz`` and
-``/metrics`` needs ``Authorization: Bearer <token>``. Request bodies larger than
+stack traces. When ``api_token`` is set every route but ``/healthz``,
+``/metrics``, ``/docs`` and ``/openapi.json`` (the schema is public) needs
+``Authorization: Bearer <token>``. Request bodies larger than
 ``api_max_body_bytes`` get 413; a query over more than ``api_max_scan_days``
 without a host filter gets 422 with what to narrow.
 """
@@ -15,6 +16,7 @@ import io
 import secrets
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -158,7 +160,12 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        r = _problem(exc.status_code, str(exc.detail), instance=request.url.path)
+        # RFC 9457: the title is the kind of problem (the status phrase), the detail this occurrence
+        try:
+            title = HTTPStatus(exc.status_code).phrase
+        except ValueError:
+            title = "error"
+        r = _problem(exc.status_code, title, str(exc.detail), instance=request.url.path)
         for k, v in (exc.headers or {}).items():
             r.headers[k] = v
         return r

@@ -49,6 +49,33 @@ def _settings(config: Path | None, **overrides) -> Settings:
         raise typer.Exit(2) from None
 
 
+def _require_lake(s: Settings) -> None:
+    """Exit 2 with a hint when the lake has never been written (a read would show empty tables)."""
+    from ingest.lake import Lake
+
+    lake = Lake(s.lake)
+    if not lake.remote and not Path(s.lake).is_dir():
+        err.print(f"[red]no lake at {s.lake}[/]: run `make demo` (its lake is .firstfault/demo/lake) or point "
+                  "FIRSTFAULT_LAKE / --config at one")
+        raise typer.Exit(2)
+
+
+def _port_free(s: Settings, port: int) -> None:
+    """Exit 1 with a hint when ``api_host:port`` cannot be bound (another server, the demo, holds it)."""
+    import socket
+
+    try:
+        with socket.create_server((s.api_host, port)):
+            pass
+    except OSError as e:
+        err.print(f"[red]cannot serve on {s.api_host}:{port}: {e.strerror}[/] (is the demo or another firstfault "
+                  "running?); choose another with --port or FIRSTFAULT_API_PORT")
+        raise typer.Exit(1) from None
+
+
+PortOpt = Annotated[Optional[int], typer.Option("--port", help="HTTP API port (default: the api_port setting, 8080)")]
+
+
 def _progress():
     """A per-file callback drawing a rich progress bar on a terminal (none when stderr is not one)."""
     if not sys.stderr.isatty():
@@ -89,9 +116,10 @@ def diagnose(
     paths: Annotated[list[Path], typer.Argument(help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
-        help="what you know that the logs may not say: hang|failure[@HOST][:GPU,GPU] (e.g. hang:0,1)")] = None,
+        help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU] (e.g. hang:0,1 or "
+             "failure@node07)")] = None,
     fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)")] = None,
-    fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse")] = None,
+    fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse: critical, error, warning or info")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
@@ -184,7 +212,7 @@ def kafka_start(config: ConfigOpt = None) -> None:
 @kafka_app.command("topics")
 def kafka_topics(partitions: Annotated[int, typer.Option(min=1, help="partitions per new topic")] = 3,
                  config: ConfigOpt = None) -> None:
-    """Create the configured topics (raw + dead-letter) on the configured broker, if missing."""
+    """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing."""
     from ingest import broker
 
     s = _settings(config)
@@ -252,12 +280,14 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
 @app.command()
 def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the topics")] = False,
         serve: Annotated[bool, typer.Option(help="serve the HTTP API too")] = True,
-        config: ConfigOpt = None) -> None:
+        port: PortOpt = None, config: ConfigOpt = None) -> None:
     """The service: ingest + correlate + API in one process (one consumer-group member)."""
     from api.render import incidents_table
     from api.service import Service
 
-    s = _settings(config)
+    s = _settings(config, **({"api_port": port} if port else {}))
+    if serve:
+        _port_free(s, s.api_port)
     svc = Service(s, _bootstrap(s))
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up"))))
@@ -300,13 +330,14 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
 
 
 @app.command()
-def serve(port: Annotated[Optional[int], typer.Option()] = None, config: ConfigOpt = None) -> None:
+def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     """Serve the HTTP API over the lake (no ingest)."""
     import uvicorn
 
     from api.app import create_app
 
     s = _settings(config)
+    _port_free(s, port or s.api_port)
     err.print(f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_level="info")
 
@@ -321,6 +352,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = prin
 
     s = _settings(config)
     err.print(f"[dim]lake: {s.lake}[/]")
+    _require_lake(s)
     raise typer.Exit(run_sql(s, query, format, output, out, err))
 
 
@@ -348,8 +380,11 @@ def setup_logging(fmt: str, level: str = "INFO") -> None:
 def main() -> None:
     import os
 
-    setup_logging(os.environ.get("FIRSTFAULT_LOG_FORMAT", "text"),
-                  os.environ.get("FIRSTFAULT_LOG_LEVEL", "WARNING"))
+    # logging starts before the settings are read; a bad value here is reported by load_settings
+    fmt = os.environ.get("FIRSTFAULT_LOG_FORMAT") or "text"
+    level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
+    setup_logging(fmt if fmt in ("text", "json") else "text",
+                  level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
     app()
 
 

@@ -95,7 +95,7 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
         console.print(f"ingested {h['records']} Kafka records, {h['lines']} lines → {h['events']} events "
                       f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
         (out or console).print(incidents_table(incidents, title=f"{len(incidents)} incidents"))
-        console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} firstfault sql \"SELECT category, count(*) "
+        console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} .venv/bin/firstfault sql \"SELECT category, count(*) "
                       "FROM incidents GROUP BY ALL\"")
 
     def serving(server) -> None:

@@ -32,10 +32,16 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in order} for r in rows]
 
 
+#: start bases that are not the first line's own stamp (``~`` in the table)
+_APPROX = ("kafka", "file", "inherited", "envelope", "operator")
+
+
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
     """A rich table: one row per incident, initiator first."""
+    approx_any = any(inc.get("start_basis") in _APPROX for inc in incidents)
     t = Table(title=title, show_lines=False,
-              caption="~ the log printed no wall-clock time: arrival (Kafka) or file time shown")
+              caption="~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival "
+                      "(Kafka) or the file's time is shown" if approx_any else None)
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
@@ -44,7 +50,7 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
         i = inc["initiator"]
         who = describe_initiator(i)
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
-        approx = inc.get("start_basis") in ("kafka", "file", "inherited", "envelope", "operator")
+        approx = inc.get("start_basis") in _APPROX
         t.add_row(inc["start"][:19].replace("T", " ") + ("~" if approx else " "), f"[{style.get(inc['severity'], '')}]{inc['severity']}[/]",
                   inc["category"], who, down or "-", f"{inc['confidence']:.2f}", inc["next_action"])
     return t

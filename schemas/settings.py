@@ -135,8 +135,8 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             raise SettingsError(f"{path}: not valid TOML: {e}") from e
     fields = Settings.model_fields
     for k, v in env.items():
-        if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG":
-            continue
+        if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":
+            continue  # an empty variable counts as unset (compose passes unset ones as empty)
         name = k[len(_PREFIX):].lower()
         if name not in fields:
             raise SettingsError(f"unknown setting {k} (known: {', '.join(_PREFIX + f.upper() for f in fields)})")

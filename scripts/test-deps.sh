@@ -16,4 +16,5 @@ $SUDO apt-get update -qq >/dev/null
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # the package enables a service; the tests start their own Alertmanager on loopback ports
 $SUDO systemctl disable --now prometheus-alertmanager >/dev/null 2>&1 || true
-pkill -f '^/usr/bin/prometheus-alertmanager' >/dev/null 2>&1 || true
+# without systemd the package's init script may have started it: stop that one only (its pid file)
+$SUDO service prometheus-alertmanager stop >/dev/null 2>&1 || true

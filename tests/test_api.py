@@ -130,7 +130,7 @@ def test_limits(lake):
     root, _ = lake
     with Server(Settings(lake=str(root), api_max_scan_days=7, api_max_body_bytes=2048)) as c:
         r = c.get("/events")
-        assert r.status_code == 422 and "7 days" in r.json()["title"]
+        assert r.status_code == 422 and "7 days" in r.json()["detail"]
         assert c.get("/events", params={"host": "node023"}).status_code == 200
         r = c.post("/sql", content=b"x" * 4096, headers={"content-type": "application/json"})
         assert r.status_code == 413

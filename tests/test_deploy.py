@@ -55,3 +55,36 @@ def test_dockerfile_copies_what_the_package_needs():
     for folder in ("schemas", "ingest", "correlate", "api"):
         assert f"COPY {folder} ./{folder}" in text
     assert (ROOT / "config" / "fleet.yaml").exists()
+
+
+def test_any_empty_variable_counts_as_unset():
+    empty = {f"FIRSTFAULT_{f.upper()}": "" for f in Settings.model_fields}
+    assert load_settings(env=empty) == load_settings(env={})
+
+
+def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
+    r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LOG_LEVEL": "bogus"})
+    assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def _firstfault(*args: str, env: dict[str, str] | None = None):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    return subprocess.run([exe, *args], env={"PATH": "/usr/bin:/bin", **(env or {})}, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
+    r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake")})
+    assert r.returncode == 2 and "no lake at" in r.stderr and not (tmp_path / "nolake").exists()
+
+
+def test_serve_on_a_busy_port_exits_1_with_a_hint():
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        r = _firstfault("serve", "--port", str(busy.getsockname()[1]))
+    assert r.returncode == 1 and "choose another with --port" in r.stderr and "Traceback" not in r.stderr
