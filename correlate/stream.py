@@ -114,9 +114,11 @@ class StreamCorrelator:
                               previous=[v[2] for v in self.emitted.values()])
         by_id = {e.event_id: e for e in evs}
         out = []
+        pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
         for inc in incidents:
             members = _member_ids(inc)
             if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
+                pending.update(members)
                 continue
             h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
@@ -126,7 +128,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members))
-        self._prune()
+        self._prune(pending)
         return out
 
     def _closed(self, evs: list[Ev], now_us: int) -> bool:
@@ -154,14 +156,16 @@ class StreamCorrelator:
             out.append(gone)
         return out
 
-    def _prune(self) -> None:
+    def _prune(self, pending: set[str] = frozenset()) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
-        (capped at an hour), and emitted incidents none of whose events is kept (they cannot change)."""
+        (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
+        evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) — and
+        emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
         self.events = {k: e for k, e in self.events.items()
-                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep}
+                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 

@@ -156,6 +156,20 @@ def test_stream_emits_when_closed_versions_late_evidence_and_drops_too_late():
     assert all(i["id"] != first_id for i in sc.step(now_us=62 * S))
 
 
+def test_an_incident_whose_evidence_spans_hours_is_emitted_whole():
+    """Evidence hours apart on one host (an ECC event, then a volatile ECC count read 9 h later, linked by the
+    24 h ``ecc`` rule) arriving together: the old event is past the prune horizon, but its incident has not
+    been emitted yet, so it stays and the incident starts at it."""
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    old = ev("e1", "h1", 1000 * S, kind="ecc", xid=None)
+    new = ev("e2", "h1", 1000 * S + 9 * 3600 * S, kind="ecc", xid=None)
+    sc.add(_table([old, new]), now_us=0)
+    assert sc.step(now_us=0) == []  # open: h1's watermark has not passed the last event
+    (inc,) = sc.step(now_us=61 * S)  # h1 went quiet
+    assert inc["start"].startswith("1970-01-01T00:16:40") and inc["version"] == 1
+
+
 def test_skew_is_estimated_from_kafka_append_time():
     from correlate.window import estimate_skew
 
