@@ -153,7 +153,7 @@ def diagnose(
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
-    for line in _skipped(decoded.rejects):
+    for line in _skipped(batch.rejects):  # decode rejects and lines too long to read
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:
         err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
