@@ -1,0 +1,205 @@
+"""Properties of the pure input path, checked on generated input (hypothesis), and a long fuzz run.
+
+The properties (each is a test in ``tests/test_properties.py``; ``python -m benchmarks.fuzz`` runs them
+for longer and prints how long):
+
+* ``decode_message`` never raises on any Kafka value, key, headers and timestamp, and loses nothing: a
+  non-empty value gives segments or a reject with a reason;
+* the pipeline never raises on any decoded text; every event's message is text of its input line (fields
+  come only from matched lines), and its time is plausible (2000 – 2100) or the arrival time;
+* ``parse_prefix`` never raises (an implausible time it returns is set aside by ``assemble``);
+* a real example line of any catalog signature, behind any stamp style its source really carries (kernel
+  stamps for dmesg, logging/ISO stamps for NCCL and NVML), gives at least the signatures it gives alone.
+
+Strategies draw from the catalog's own example lines (``ingest/signatures/*.yaml``), mutated, so the fuzz
+reaches the extractors and not only the "no match" path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import timezone
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.catalog import default_catalog
+from ingest.decode import Decoded, Segment, decode_message
+from ingest.prefix import parse_prefix, plausible
+
+#: signature id -> its real example lines (each a single line: multi-line examples are left out here)
+BY_SIG = {c.sig.id: [x.line for x in c.sig.examples if "\n" not in x.line] for c in default_catalog().entries}
+EXAMPLES = sorted({ln for lines in BY_SIG.values() for ln in lines})
+#: the stamps each log source really carries in front of its lines
+SOURCE_STAMPS = {
+    "dmesg": ["", "[ 1234.567890] ", "[Mon Nov 30 03:12:01 2026] ", "Nov 30 03:12:01 node07 kernel: ",
+              "2026-11-30T03:12:01.123456+00:00 node07 kernel: ", "[  +0.000894] "],
+    "nccl": ["", "2026-11-30 03:12:01,123 ", "2026-11-30T03:12:01.123456Z "],
+    "nvml": ["", "2026-11-30T03:12:01.123456Z "],
+}
+SOURCE_OF = {ln: c.sig.source for c in default_catalog().entries for ln in BY_SIG[c.sig.id]}
+#: stamp styles a line may carry in front (raw dmesg, dmesg -T, syslog, ISO, glog/c10, journald short-iso)
+STAMPS = ["", "[ 1234.567890] ", "[Mon Nov 30 03:12:01 2026] ", "Nov 30 03:12:01 node07 kernel: ",
+          "2026-11-30T03:12:01.123456+00:00 node07 kernel: ", "[rank3]:[E1130 03:12:01.123456789 x.cpp:1] ",
+          "2026-11-30 03:12:01,123 ", "[  +0.000894] "]
+T0_MS = 1_796_000_000_000  # 2026-11-30, ms
+
+
+def _mutate(draw, line: str) -> str:
+    ops = draw(st.lists(st.tuples(st.sampled_from(["cut", "insert", "dup", "case"]), st.integers(0, 10_000),
+                                  st.text(max_size=8)), max_size=3))
+    for op, at, txt in ops:
+        i = at % (len(line) + 1)
+        if op == "cut":
+            line = line[:i] + line[i + len(txt) + 1:]
+        elif op == "insert":
+            line = line[:i] + txt + line[i:]
+        elif op == "dup":
+            line = line[:i] + line[i:i + 20] + line[i:]
+        else:
+            line = line.swapcase() if at % 2 else line
+    return line
+
+
+@st.composite
+def log_lines(draw) -> str:
+    """A log line: a catalog example (maybe mutated) behind a stamp style, or arbitrary text."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.text(max_size=300))
+    line = draw(st.sampled_from(EXAMPLES))
+    if draw(st.booleans()):
+        line = _mutate(draw, line)
+    return draw(st.sampled_from(STAMPS)) + line
+
+
+@st.composite
+def kafka_values(draw) -> bytes:
+    """A Kafka value: plain lines, NDJSON envelopes (valid or not), raw bytes, maybe gzip/zstd."""
+    import gzip
+
+    import zstandard
+
+    kind = draw(st.sampled_from(["text", "ndjson", "bytes", "array"]))
+    lines = draw(st.lists(log_lines(), min_size=1, max_size=8))
+    if kind == "text":
+        data = "\n".join(lines).encode("utf-8", "surrogatepass") if draw(st.booleans()) else \
+            "\r\n".join(lines).encode("utf-8", "replace")
+    elif kind == "ndjson":
+        recs = []
+        for ln in lines:
+            rec = {"message": ln, "host": draw(st.sampled_from(["node07", "", None, 7])),
+                   "timestamp": draw(st.one_of(st.just("2026-11-30T03:12:01.5Z"), st.integers(-10**20, 10**20),
+                                               st.floats(allow_nan=True), st.text(max_size=30), st.none()))}
+            text = json.dumps(rec)  # the standard library writes integers past 64 bits and NaN, as some shippers do
+            recs.append(text if draw(st.integers(0, 5)) else text[:draw(st.integers(0, 40))])
+        data = "\n".join(recs).encode()
+    elif kind == "array":
+        data = orjson.dumps([{"message": ln, "host": "node07"} for ln in lines])[:draw(st.integers(1, 10_000))]
+    else:
+        data = draw(st.binary(max_size=400))
+    codec = draw(st.sampled_from(["none", "none", "gzip", "zstd", "truncated"]))
+    if codec == "gzip":
+        data = gzip.compress(data)
+    elif codec == "zstd":
+        data = zstandard.ZstdCompressor().compress(data)
+    elif codec == "truncated":
+        data = gzip.compress(data)[: max(1, len(data) // 2)]
+    return data
+
+
+def check_decode(value: bytes, key: bytes | None, ts_ms: int, headers: list[tuple[str, bytes]]) -> Decoded:
+    d = decode_message(value, topic="fleet.dmesg", partition=0, offset=1, key=key, timestamp_ms=ts_ms,
+                       headers=headers)
+    assert d.segments or d.rejects, "a value gave neither segments nor a reject"
+    for r in d.rejects:
+        assert r.reason and r.error_code, r
+    return d
+
+
+def check_pipeline(pipeline, lines: list[str]) -> None:
+    text = "\n".join(lines)
+    seg = Segment(data=text.encode("utf-8", "replace"), origin="fuzz:x", stream="fuzz", host="node07",
+                  ref_ts=T0_MS * 1000, ref_basis="kafka", ingest_ts=T0_MS * 1000)
+    b = pipeline.run(Decoded(segments=[seg]))
+    src = text.encode("utf-8", "replace").decode("utf-8", "replace")
+    for r in b.events.to_pylist():
+        first = r["message"].split("\n", 1)[0][:200]
+        assert first in src or "…" in r["message"], (first, lines)  # long lines are cut around the match
+        ts = r["ts"].timestamp() * 1e6
+        assert plausible(ts) or r["ts_basis"] in ("kafka", "file"), r
+
+
+def check_prefix(line: str) -> None:
+    p = parse_prefix(line, ref_us=T0_MS * 1000, tz=timezone.utc)
+    assert p.ts is None or isinstance(p.ts, int)
+
+
+def _props(n: int):
+    """The four properties as hypothesis-decorated functions with ``n`` examples each."""
+    from ingest.pipeline import Pipeline
+
+    pipe = Pipeline()
+    cfg = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+    @cfg
+    @given(kafka_values(), st.one_of(st.none(), st.binary(max_size=40)), st.integers(-2**62, 2**62),
+           st.lists(st.tuples(st.sampled_from(["host", "x"]), st.binary(max_size=20)), max_size=2))
+    def decode(value, key, ts_ms, headers):
+        check_decode(value, key, ts_ms, headers)
+
+    @cfg
+    @given(st.lists(log_lines(), min_size=1, max_size=20))
+    def pipeline(lines):
+        check_pipeline(pipe, lines)
+
+    @cfg
+    @given(log_lines())
+    def prefix(line):
+        check_prefix(line)
+
+    def signatures(text: str) -> set[str]:
+        seg = Segment(data=text.encode(), origin="fuzz:x", stream="fuzz", host="node07", ref_ts=T0_MS * 1000,
+                      ref_basis="kafka", ingest_ts=T0_MS * 1000)
+        b = pipe.run(Decoded(segments=[seg]))
+        return {s for t in (b.events, b.link_samples, b.topology) if "signature" in t.column_names
+                for s in t.column("signature").to_pylist() if not s.startswith("clock.")}
+
+    @cfg
+    @given(st.sampled_from(EXAMPLES), st.integers(0, 5))
+    def examples_behind_stamps(line, k):
+        # report output (nvidia-smi tables and -q / nvlink blocks) is shipped as printed, without stamps
+        stamps = SOURCE_STAMPS[SOURCE_OF[line]] if not (line[:1].isspace() or line[:1] == "|") else [""]
+        stamp = stamps[k % len(stamps)]
+        bare = signatures(line)
+        assert bare <= signatures(stamp + line), (stamp + line, bare)
+
+    return {"decode": decode, "pipeline": pipeline, "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--examples", type=int, default=20_000, help="examples per property (default 20,000)")
+    ap.add_argument("--only", default="", help="comma-separated property names")
+    a = ap.parse_args(argv)
+    props = _props(a.examples)
+    failed = 0
+    for name, fn in props.items():
+        if a.only and name not in a.only.split(","):
+            continue
+        t0 = time.perf_counter()
+        try:
+            fn()
+            status = "ok"
+        except Exception as e:  # noqa: BLE001 — report every property, then exit 1
+            failed += 1
+            status = f"FAILED: {type(e).__name__}: {str(e)[:500]}"
+        print(f"{name}: {a.examples} examples in {time.perf_counter() - t0:.1f} s: {status}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Property-based tests of the pure input path (hypothesis): decode, pipeline, prefixes, example lines
+behind stamps. The properties and strategies live in ``benchmarks/fuzz.py``; ``python -m benchmarks.fuzz``
+runs the same properties for longer (its length and result are in the README's reliability table)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.fuzz import _props
+
+PROPS = _props(150)
+
+
+@pytest.mark.parametrize("name", sorted(PROPS))
+def test_property(name):
+    PROPS[name]()
