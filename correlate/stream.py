@@ -37,6 +37,7 @@ import pyarrow as pa
 from correlate.correlator import Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
+from correlate.topology import rank_membership
 from correlate.window import Watermark
 
 S = 1_000_000
@@ -77,7 +78,9 @@ class StreamCorrelator:
         late = 0
         for e in events_from_table(events):
             hw = self.host_watermarks.get(e.host)
-            if hw is not None and hw.too_late(e.start, self.lateness_us, self.settings.clocks):
+            # lateness is about when the line was written (a watchdog timeout printed now is on time, though
+            # the collective it reports began ten minutes ago)
+            if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
             self.events.setdefault(e.event_id, e)
@@ -134,7 +137,7 @@ class StreamCorrelator:
     def _closed(self, evs: list[Ev], now_us: int) -> bool:
         if not evs:
             return False
-        last = max(e.start for e in evs)
+        last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
         clocks = self.settings.clocks
         if all(self.host_watermarks[h].closed(last, self.close_after_us, clocks) for h in hosts
@@ -159,13 +162,22 @@ class StreamCorrelator:
     def _prune(self, pending: set[str] = frozenset()) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
-        evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) — and
+        evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
+        newest line that says which communicator each rank is in (NCCL init lines print once, at job start,
+        hours before a hang; without them the silent rank of a hung communicator cannot be named) — and
         emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
+        old_members: dict[tuple[str, int], Ev] = {}  # the newest membership line of each rank, kept
+        for e in self.events.values():
+            m = rank_membership(e)
+            if m is not None and (m not in old_members or e.ts > old_members[m].ts):
+                old_members[m] = e
+        members = {e.event_id for e in old_members.values()}
         self.events = {k: e for k, e in self.events.items()
-                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
+                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending
+                       or k in members}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 

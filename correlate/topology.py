@@ -89,13 +89,13 @@ class Topology:
     def learn_events(self, events: list[Ev]) -> None:
         self._comm_index = None
         for e in events:
-            if e.kind in ("nccl_init", "nccl_p2p_fallback") and e.rank is not None:
-                comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
-                if comm:
-                    self.comm_ranks[comm][e.rank] = (e.host, e.device or (f"gpu{e.gpu_index}"
-                                                                         if e.gpu_index is not None else None))
-                    if e.nranks:
-                        self.comm_size[comm] = e.nranks
+            member = rank_membership(e)
+            if member is not None:
+                comm = member[0]
+                self.comm_ranks[comm][e.rank] = (e.host, e.device or (f"gpu{e.gpu_index}"
+                                                                     if e.gpu_index is not None else None))
+                if e.nranks:
+                    self.comm_size[comm] = e.nranks
             if e.source == "nvml" and e.gpu_index is not None and e.device:
                 self.index_to_bus[(e.host, e.gpu_index)] = e.device  # nvidia-smi / NVML index
             elif e.signature == "nccl.init" and e.device and str(e.details.get("nvml_dev", "")).isdigit():
@@ -150,6 +150,16 @@ class Topology:
 
     def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
         return self.remote.get((host, key, link))
+
+
+def rank_membership(e: Ev) -> tuple[str, int] | None:
+    """(communicator id, rank) when ``e`` says which communicator a rank belongs to: an NCCL ``Init
+    COMPLETE`` / init line or a P2P fallback line with its comm id, or an nccl-tests rank line (its
+    communicator named by host and pid)."""
+    if e.kind not in ("nccl_init", "nccl_p2p_fallback") or e.rank is None:
+        return None
+    comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
+    return (comm, e.rank) if comm else None
 
 
 def build_topology(events: list[Ev], samples: pa.Table | None, topo: pa.Table | None,

@@ -120,9 +120,10 @@ def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
     time is too early."""
     if cause.details.get("ts_upper_bound"):
         return cause.start >= effect.start - tolerance(cause, effect, window_us, clocks)
-    if effect.elapsed_ms:
-        # a watchdog timeout: the collective began at ``effect.start`` and hung until the line's time, so a
-        # fault that came after the collective began (within the window) is consistent with it
+    if effect.elapsed_ms or effect.implied_start is not None:
+        # a watchdog timeout (or a line that follows one): the collective began at ``effect.start`` and hung
+        # until the line's time, so a fault that came after the collective began (within the window) is
+        # consistent with it
         return within(cause, effect, window_us, clocks) and cause.start <= effect.ts + tolerance(cause, effect, 0,
                                                                                               clocks)
     return within(cause, effect, window_us, clocks) and not_after(cause, effect, clocks)

@@ -94,6 +94,9 @@ def test_lines_after_a_watchdog_timeout_share_its_implied_start():
     evs = [exc, down, other_rank, other_seq, much_later, timeout]
     follow_watchdogs(evs)
     assert [e.start for e in evs] == [100 * S, 100 * S, 700 * S + 300, 700 * S + 300, 720 * S, 100 * S]
+    # like the timeout itself, a follow-up line may be caused by a fault after the collective began
+    fault = ev("f", "a", 102 * S, precision=S)
+    assert may_cause(fault, exc, 120 * S, CLOCKS) and may_cause(fault, timeout, 120 * S, CLOCKS)
 
 
 def test_components_out_of_order_duplicates_and_empty():
@@ -123,7 +126,7 @@ def _table(evs):
     rows = [{"event_id": e.event_id, "ts": e.ts, "ts_basis": "line", "host": e.host, "source": "dmesg",
              "kind": e.kind, "signature": "xid", "severity": e.severity, "device_type": "gpu",
              "device": e.device, "xid": e.xid, "message": f"NVRM: Xid {e.xid}", "ts_precision_us": 1,
-             "count": 1, "origin": f"t:{e.event_id}"} for e in evs]
+             "count": 1, "origin": f"t:{e.event_id}", "elapsed_ms": e.elapsed_ms, "rank": e.rank} for e in evs]
     return to_table(rows, EVENTS_SCHEMA)
 
 
@@ -168,6 +171,30 @@ def test_an_incident_whose_evidence_spans_hours_is_emitted_whole():
     assert sc.step(now_us=0) == []  # open: h1's watermark has not passed the last event
     (inc,) = sc.step(now_us=61 * S)  # h1 went quiet
     assert inc["start"].startswith("1970-01-01T00:16:40") and inc["version"] == 1
+
+
+def test_a_watchdog_timeout_printed_now_is_on_time_and_keeps_its_incident_open():
+    """Lateness and closing go by the time a line was written: a timeout that reports a collective begun
+    600 s ago is neither too late nor closes its incident at once; the other ranks' timeouts, printed a
+    second later, join the same incident."""
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+
+    def timeout(eid, ts, rank):
+        e = ev(eid, "h1", ts, elapsed_ms=600_000, kind="nccl_timeout", xid=None, device=None)
+        e.rank = rank
+        return e
+
+    def members(inc):
+        return sorted(inc["initiator"].get("events", []) + [x for d in inc["downstream"] for x in d["events"]])
+
+    sc.add(_table([ev("n", "h1", 5000 * S, kind="other", xid=None, device="0000:05:00.0")]), now_us=0)
+    assert sc.add(_table([timeout("t1", 5001 * S, 1)]), now_us=0) == 0  # on time, though it began at 4401 s
+    assert all("t1" not in members(i) for i in sc.step(now_us=0))  # not closed: written a moment ago
+    sc.add(_table([timeout("t2", 5002 * S, 2)]), now_us=1 * S)
+    sc.add(_table([ev("m", "h1", 5100 * S, kind="other", xid=None, device="0000:06:00.0")]), now_us=2 * S)
+    out = [i for i in sc.step(now_us=2 * S) if "t1" in members(i)]
+    assert len(out) == 1 and "t2" in members(out[0]) and out[0]["version"] == 1
 
 
 def test_skew_is_estimated_from_kafka_append_time():
