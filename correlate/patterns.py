@@ -399,6 +399,19 @@ def pcie_p2p_blocked(scene: Scene) -> Verdict | None:
         missing=["ACS control bits of the bridges above the GPUs, and whether the IOMMU is on"])
 
 
+def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
+    """The communicator the timed-out ranks belong to: of the communicators NCCL init lines described (a
+    fleet has many jobs, a job several communicators), the one whose rank -> host map agrees with the most
+    of the timeouts' (rank, host) pairs; None when none agrees with any."""
+    seen = {(e.rank, e.host) for e in timeouts}
+    best, score = None, (0, 0)
+    for comm, members in scene.topo.comm_ranks.items():
+        hits = sum(1 for r, (h, _d) in members.items() if (r, h) in seen)
+        if hits and (hits, len(members)) > score:
+            best, score = comm, (hits, len(members))
+    return best
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if len(timeouts) < 2 or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -407,12 +420,14 @@ def silent_rank(scene: Scene) -> Verdict | None:
     for e in timeouts:
         by_seq[e.seq].add(e.rank)
     seq, ranks = max(by_seq.items(), key=lambda kv: len(kv[1]))
-    size = max([e.nranks or 0 for e in scene.events] + [n for n in scene.topo.comm_size.values()] or [0])
-    member_ranks = {r for m in scene.topo.comm_ranks.values() for r in m}
+    comm = _comm_of(scene, [e for e in timeouts if e.seq == seq])
+    members = scene.topo.comm_ranks.get(comm, {}) if comm else {}
+    size = max([e.nranks or 0 for e in scene.events] + [scene.topo.comm_size.get(comm, 0) if comm else 0,
+                                                        len(members)])
+    member_ranks = set(members)
     if size and len(ranks) == size - 1:
         silent = sorted(set(range(size)) - ranks)[0]
-        where = next(((h, d) for m in scene.topo.comm_ranks.values() for r, (h, d) in m.items() if r == silent),
-                     (None, None))
+        where = members.get(silent, (None, None))
         init = {"host": where[0], "device_type": "gpu" if where[1] else None,
                 "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
                 "rank": silent, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,

@@ -57,3 +57,28 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     (inc,) = run(pipeline, text)
     assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("pcie_port", "0000:c7:00.0")
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
+
+
+def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
+    """A fleet has many jobs: the communicators of every job are known at once. Each hang names the rank
+    missing from its own communicator (the one whose rank -> host map fits its timeouts), not from another."""
+    import os
+
+    import yaml
+
+    from api.diagnose import diagnose_paths
+    from benchmarks.simulate import generate
+    from schemas.settings import Settings
+
+    fleet = generate(3, seed=11, kinds=["nccl_hang"])
+    for s in fleet.scenarios:
+        d = tmp_path / f"s{s.sid}"
+        d.mkdir()
+        for f in s.files:
+            (d / f.name).write_bytes(f.data)
+            os.utime(d / f.name, ns=(f.mtime * 1000, f.mtime * 1000))
+    cfg = tmp_path / "fleet.yaml"
+    cfg.write_text(yaml.safe_dump(fleet.fleet_config()))
+    _, _, incidents = diagnose_paths([tmp_path / f"s{s.sid}" for s in fleet.scenarios], Settings(fleet_config=cfg))
+    named = {(i["initiator"]["host"], i["initiator"]["rank"]) for i in incidents if i["pattern"] == "comm.silent_rank"}
+    assert named == {(s.truth.host, s.truth.rank) for s in fleet.scenarios}
