@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
@@ -37,6 +38,8 @@ from schemas.settings import Settings
 
 Severity = Literal["critical", "error", "warning", "info"]
 PROBLEM = "application/problem+json"
+#: SQL queries that may run at once (each may use 2 threads and 1 GB); more get 429 with Retry-After
+SQL_CONCURRENCY = 4
 
 
 class Problem(BaseModel):
@@ -128,12 +131,15 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                   description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
                   responses={401: {"model": Problem}, 422: {"model": Problem}})
 
+    sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
+
     def auth(request: Request) -> None:
         if not settings.api_token:
             return
         got = request.headers.get("authorization", "")
         want = settings.api_token.get_secret_value().encode()
-        if not (got.startswith("Bearer ") and secrets.compare_digest(got[7:].encode(), want)):
+        scheme, _, token = got.partition(" ")
+        if not (scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), want)):
             raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
     def limit_scan(since: datetime | None, until: datetime | None, host: str | None) -> None:
@@ -150,13 +156,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             raise HTTPException(422, f"this query would scan more than {settings.api_max_scan_days:g} days of the "
                                      "whole fleet: give `since` (and `until`) closer together, or a `host`")
 
-    @app.middleware("http")
-    async def body_limit(request: Request, call_next):
-        n = request.headers.get("content-length")
-        if n is not None and (not n.isdigit() or int(n) > settings.api_max_body_bytes):
-            return _problem(413, "request body too large",
-                            f"at most {settings.api_max_body_bytes} bytes", request.url.path)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -184,8 +184,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return _problem(500, "internal error", type(exc).__name__, request.url.path)
 
     @app.get("/healthz", response_model=Healthz, responses={503: {"model": Healthz}})
-    def healthz() -> JSONResponse:
-        """Liveness and readiness: unhealthy while ingest cannot store or commit (the reason says why)."""
+    async def healthz() -> JSONResponse:
+        """Liveness and readiness: unhealthy while ingest cannot store or commit (the reason says why).
+        Runs on the event loop, not in the worker threads, so slow SQL cannot delay it."""
         h = health() if health else {"ok": True}
         body = Healthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
                        ingest={k: v for k, v in h.items() if k not in ("ok", "reason")})
@@ -314,10 +315,15 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         except SqlRefused as e:
             raise HTTPException(400, f"refused: {e}") from None
         max_rows = min(req.max_rows or settings.sql_max_rows, settings.sql_max_rows)
+        if not sql_slots.acquire(blocking=False):
+            raise HTTPException(429, f"{SQL_CONCURRENCY} SQL queries are already running; retry shortly",
+                                headers={"Retry-After": "5"})
         try:
             schema, batches = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
         except StoreError as e:
             raise HTTPException(400, f"query failed: {e}") from None
+        finally:
+            sql_slots.release()
         if req.format == "arrow":
             return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream")
         return StreamingResponse(_ndjson(batches), media_type="application/x-ndjson")
@@ -334,7 +340,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
 def _problem_openapi(app: FastAPI) -> None:
     """Document every error response as RFC 9457 ``application/problem+json`` with the Problem schema
-    (what the exception handlers return), on every operation, for 400/401/404/413/422/500/503."""
+    (what the exception handlers return), on every operation, for 400/401/404/413/422/429/500/503."""
     from fastapi.openapi.utils import get_openapi
 
     def openapi() -> dict[str, Any]:
@@ -347,7 +353,7 @@ def _problem_openapi(app: FastAPI) -> None:
         for path in doc.get("paths", {}).values():
             for op in path.values():
                 resps = op.setdefault("responses", {})
-                for code in ("400", "401", "404", "413", "422", "500", "503"):
+                for code in ("400", "401", "404", "413", "422", "429", "500", "503"):
                     if code == "401" and op.get("operationId", "").startswith(("healthz", "metrics")):
                         continue
                     r = resps.setdefault(code, {"description": Problem.__doc__.strip()})
@@ -369,13 +375,65 @@ def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
     app.include_router(report_router(settings), dependencies=[Depends(auth)])
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes gets 413 (problem+json) before any route reads
+    it — by its Content-Length, or, for a chunked body, by counting bytes as they arrive (at most ``limit``
+    bytes are held), so neither an unauthenticated client nor a missing header can make the server buffer
+    more."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        n = headers.get(b"content-length")
+        if n is not None:
+            if not n.isdigit() or int(n) > self.limit:
+                await self._refuse(scope, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        if b"chunked" not in headers.get(b"transfer-encoding", b"").lower():
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            body += msg.get("body", b"")
+            if len(body) > self.limit:
+                await self._refuse(scope, send)
+                return
+            if not msg.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope, send) -> None:
+        r = _problem(413, "request body too large", f"at most {self.limit} bytes", scope.get("path"))
+        await r(scope, _no_receive, send)
+
+
+async def _no_receive():
+    return {"type": "http.disconnect"}
+
+
 def _ndjson(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
-    try:
-        for b in batches:
-            for row in b.to_pylist():
-                yield orjson.dumps(row, default=str) + b"\n"
-    except StoreError as e:  # mid-stream: say so in the stream rather than cutting it silently
-        yield orjson.dumps({"error": str(e)}) + b"\n"
+    """One JSON object per row, one chunk per record batch (``Store.stream_sql`` has read them all)."""
+    for b in batches:
+        yield b"".join(orjson.dumps(row, default=str) + b"\n" for row in b.to_pylist())
 
 
 def _arrow_stream(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:

@@ -74,6 +74,8 @@ def parse_hour(text: str) -> datetime:
         if (dt.minute, dt.second, dt.microsecond) != (0, 0, 0):
             raise ValueError(f"hour must be on the hour (minutes and seconds 0), not {text!r}")
     dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    if not 2000 <= dt.year <= 2100:  # the report reads a day before and an hour after: keep far from the limits
+        raise ValueError(f"hour must be between 2000 and 2100, not {text!r}")
     return dt
 
 

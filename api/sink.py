@@ -94,8 +94,8 @@ class IncidentSink:
             last = con.execute("SELECT max(ts) FROM events").fetchone()[0]
             if last is None:
                 return None
-            t = con.execute("SELECT * FROM events WHERE ts >= ?", [last - timedelta(microseconds=horizon_us)]
-                            ).to_arrow_table()
+            t = con.sql("SELECT * FROM events WHERE ts >= ?", params=[last - timedelta(microseconds=horizon_us)]
+                        ).to_arrow_table()
         finally:
             con.close()
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None

@@ -46,6 +46,9 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
             import s3fs
 
             con.register_filesystem(s3fs.S3FileSystem())
+        # no spilling to disk: a query bigger than memory_limit fails cleanly instead of filling the disk
+        # (DuckDB's default spills to ./.tmp, up to 90 % of the disk, and makes that folder readable)
+        con.execute("SET temp_directory = ''")
         con.execute("SET allowed_directories = [?]", [root + "/"])
         con.execute("SET enable_external_access = false")
         con.execute("SET autoinstall_known_extensions = false")
@@ -211,39 +214,34 @@ class Store:
     # --- SQL -------------------------------------------------------------------------------------
     def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float,
                    batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """Run one checked read-only query; yield Arrow record batches, at most ``max_rows`` rows.
+        """Run one checked read-only query: its Arrow schema and record batches, at most ``max_rows`` rows.
 
-        The query is interrupted after ``timeout_s``; raises :class:`StoreError`.
-        """
+        The rows are read before this returns, so the time limit covers the query and not how fast the
+        caller reads, and a query that fails part-way raises here rather than cutting a response short.
+        Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure."""
         con = connect(self.lake)
         timer = threading.Timer(timeout_s, con.interrupt)
         timer.start()
+        batches: list[pa.RecordBatch] = []
         try:
             reader = con.sql(sql).to_arrow_reader(batch_rows)
-        except duckdb.Error as e:
+            left = max_rows
+            while left > 0:
+                try:
+                    b = reader.read_next_batch()
+                except StopIteration:
+                    break
+                if b.num_rows > left:
+                    b = b.slice(0, left)
+                left -= b.num_rows
+                batches.append(b)
+            schema = reader.schema
+        except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
+            raise StoreError(_short(e, timeout_s)) from e
+        finally:
             timer.cancel()
             con.close()
-            raise StoreError(_short(e, timeout_s)) from e
-
-        def gen() -> Iterator[pa.RecordBatch]:
-            left = max_rows
-            try:
-                while left > 0:
-                    try:
-                        b = reader.read_next_batch()
-                    except StopIteration:
-                        return
-                    except (duckdb.Error, pa.ArrowException) as e:
-                        raise StoreError(_short(e, timeout_s)) from e
-                    if b.num_rows > left:
-                        b = b.slice(0, left)
-                    left -= b.num_rows
-                    yield b
-            finally:
-                timer.cancel()
-                con.close()
-
-        return reader.schema, gen()
+        return schema, iter(batches)
 
 
 def _short(e: Exception, timeout_s: float) -> str:

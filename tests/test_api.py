@@ -135,6 +135,39 @@ def test_limits(lake):
         r = c.post("/sql", content=b"x" * 4096, headers={"content-type": "application/json"})
         assert r.status_code == 413
 
+        def chunks():  # no Content-Length: counted as it arrives, refused past the limit
+            for _ in range(64):
+                yield b"x" * 1024
+
+        r = c.post("/sql", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+
+        def small():
+            yield b'{"query": "SELECT 42 AS x"}'
+
+        r = c.post("/sql", content=small(), headers={"content-type": "application/json"})
+        assert r.status_code == 200 and r.json() == {"x": 42}
+        r = c.get("/reports/degraded-links", params={"hour": "9999-12-31T23"})
+        assert r.status_code == 422 and "2100" in r.json()["detail"]
+
+
+def test_sql_results_are_whole_or_an_error(lake):
+    """A query that fails part-way or outlives the time limit is an error before any row is sent, never a
+    200 with rows missing; no spilling to disk, and the temp folder is not readable."""
+    root, _ = lake
+    with Server(Settings(lake=str(root), sql_timeout_s=2, sql_max_rows=200_000)) as c:
+        r = c.post("/sql", json={"query": "SELECT (CASE WHEN range < 60000 THEN range::VARCHAR ELSE 'x' END)::INT "
+                                          "AS v FROM range(100000)"})
+        assert r.status_code == 400 and "Could not convert" in r.json()["detail"], r.text
+        r = c.post("/sql", json={"query": "SELECT count(*) FROM range(1000000000000) a, range(1000) b"})
+        assert r.status_code == 400 and "longer than 2 s" in r.json()["detail"]
+        r = c.post("/sql", json={"query": "SELECT * FROM range(150000)"})
+        assert r.status_code == 200 and len(r.text.splitlines()) == 150_000
+        r = c.post("/sql", json={"query": "SELECT current_setting('temp_directory') AS t, "
+                                          "current_setting('allowed_directories') AS a"})
+        row = r.json()
+        assert row["t"] == "" and row["a"] == [str(root) + "/"]
+
 
 def test_bearer_auth_when_configured(lake):
     root, _ = lake
@@ -144,3 +177,4 @@ def test_bearer_auth_when_configured(lake):
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         assert c.get("/incidents", headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert c.get("/incidents", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert c.get("/incidents", headers={"Authorization": "bearer s3cret"}).status_code == 200  # RFC 7235
