@@ -10,6 +10,7 @@ locked after the views are created (DuckDB ``allowed_directories``,
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
 SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END"
 #: sort name -> (SQL expression, python key of the cursor)
 SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence", "end": '"end"'}
+
+
+_FAR_FUTURE = datetime(2100, 1, 1, tzinfo=timezone.utc)
 
 
 class StoreError(RuntimeError):
@@ -151,10 +155,10 @@ class Store:
             if val is not None:
                 where.append(f"{col} = ?")
                 params.append(val)
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        if until is not None:
+        source, src_params = "events", []
+        if since is not None:  # read only the date partitions of the span (schemas/views.sql)
+            source, src_params = "events_between(?, ?)", [since, until if until is not None else _FAR_FUTURE]
+        elif until is not None:
             where.append("ts <= ?")
             params.append(until)
         if text:
@@ -163,8 +167,8 @@ class Store:
         if min_severity:
             where.append(f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}")
             params.append(min_severity)
-        sql = f"SELECT * FROM events WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
-        return self.query(sql, params + [limit, offset])
+        sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
+        return self.query(sql, src_params + params + [limit, offset])
 
     # --- links -----------------------------------------------------------------------------------
     def links(self, *, host: str | None = None) -> list[dict[str, Any]]:

@@ -40,3 +40,13 @@ CREATE OR REPLACE VIEW incident_evidence AS
 SELECT e.* EXCLUDE (date, hour)
 FROM read_parquet(getvariable('lake') || '/incident_evidence/**/*.parquet', hive_partitioning = true, union_by_name = true) e
 SEMI JOIN incidents i ON e.incident_id = i.id AND e.version = i.version;
+
+-- events_between(lo, hi): the events with lo <= ts <= hi, reading only the date partitions of that span
+-- (the events view deduplicates over the whole lake before any filter can prune files). Same rows as
+-- SELECT * FROM events WHERE ts BETWEEN lo AND hi: replayed copies of an event share its ts.
+CREATE OR REPLACE MACRO events_between(lo, hi) AS TABLE
+SELECT * EXCLUDE (date, hour)
+FROM read_parquet(getvariable('lake') || '/events/**/*.parquet', hive_partitioning = true, union_by_name = true)
+WHERE kind <> '_schema' AND date BETWEEN CAST(CAST(lo AS TIMESTAMPTZ) AS DATE) AND CAST(CAST(hi AS TIMESTAMPTZ) AS DATE)
+  AND ts BETWEEN lo AND hi
+QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY ingest_ts NULLS LAST) = 1;

@@ -178,3 +178,20 @@ def test_bearer_auth_when_configured(lake):
         assert c.get("/incidents", headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert c.get("/incidents", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         assert c.get("/incidents", headers={"Authorization": "bearer s3cret"}).status_code == 200  # RFC 7235
+
+
+def test_events_between_reads_only_its_partitions_and_gives_the_view_rows(lake):
+    import datetime as dt
+
+    from api.store import connect
+
+    root, _ = lake
+    con = connect(Lake(str(root)))
+    lo = con.execute("SELECT min(ts) FROM events").fetchone()[0]
+    hi = lo + dt.timedelta(hours=2)
+    view = con.execute("SELECT event_id FROM events WHERE ts BETWEEN ? AND ? ORDER BY 1", [lo, hi]).fetchall()
+    macro = con.execute("SELECT event_id FROM events_between(?, ?) ORDER BY 1", [lo, hi]).fetchall()
+    assert view == macro and view
+    plan = con.execute("EXPLAIN ANALYZE SELECT count(*) FROM events_between(?, ?)", [lo, hi]).fetchall()[0][1]
+    read, total = next(l for l in plan.splitlines() if "Scanning Files" in l).split(":")[1].strip(" │").split("/")
+    assert int(read) < int(total)
