@@ -142,7 +142,12 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if not (scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), want)):
             raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
+    def check_range(since: datetime | None, until: datetime | None) -> None:
+        if since is not None and until is not None and _aware(since) > _aware(until):
+            raise HTTPException(422, "`since` is after `until`")
+
     def limit_scan(since: datetime | None, until: datetime | None, host: str | None) -> None:
+        check_range(since, until)
         if host:
             return
         now = datetime.now(timezone.utc)
@@ -212,6 +217,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                                         "previous page")] = None,
     ) -> IncidentPage:
         """Incidents (latest versions), with cursor pagination."""
+        check_range(since, until)
         hosts_in = None
         if domain or rack:
             hosts_in = [h for h, c in fleet.items() if (not domain or c.domain == domain)
@@ -296,6 +302,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
         """What happened on one host: its incidents and its events (warnings and worse by default)."""
+        check_range(since, until)
         incs = store.incidents(host=host, since=since, until=until, limit=limit)
         for i in incs:
             i.pop("_sort_key", None)
@@ -373,6 +380,10 @@ def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
     except ImportError:
         return
     app.include_router(report_router(settings), dependencies=[Depends(auth)])
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 class BodyLimit:
