@@ -136,6 +136,10 @@ def diagnose(
     if missing:
         err.print(f"[red]no such file or directory:[/] {', '.join(missing)}")
         raise typer.Exit(2)
+    special = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
+    if special:  # a FIFO, a device: reading it could block or never end
+        err.print(f"[red]not a regular file or folder:[/] {', '.join(special)}")
+        raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
     hosts: list[str] = []
     symptoms = []

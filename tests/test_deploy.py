@@ -88,3 +88,13 @@ def test_serve_on_a_busy_port_exits_1_with_a_hint():
     with socket.create_server(("127.0.0.1", 0)) as busy:
         r = _firstfault("serve", "--port", str(busy.getsockname()[1]))
     assert r.returncode == 1 and "choose another with --port" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_diagnose_refuses_a_device_or_fifo(tmp_path):
+    import os
+
+    fifo = tmp_path / "node01.dmesg.log"
+    os.mkfifo(fifo)
+    for p in ("/dev/zero", str(fifo)):
+        r = _firstfault("diagnose", p)
+        assert r.returncode == 2 and "not a regular file" in r.stderr, (p, r.stderr)
