@@ -37,6 +37,7 @@ import orjson
 import zstandard
 
 from ingest.prefix import US, parse_iso_us, plausible
+from schemas.samples import POLLER_FORMAT, PollerSample
 
 TOPIC_SOURCE = {"fleet.dmesg": "dmesg", "fleet.nccl": "nccl", "fleet.nvml": "nvml"}
 
@@ -326,6 +327,18 @@ def _message_of(rec: dict) -> str:
     raise ValueError("no message field (MESSAGE, message, log or msg)")
 
 
+def _poller_text(rec: dict) -> str:
+    """A poller's link sample (``schemas.samples.PollerSample``) as the nvidia-smi lines it stands for;
+    raises ``ValueError`` naming the bad field."""
+    from pydantic import ValidationError
+
+    try:
+        return PollerSample.model_validate(rec).as_smi_text()
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ValueError(f"{POLLER_FORMAT}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
@@ -340,7 +353,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
             rec = orjson.loads(raw)
             if not isinstance(rec, dict):
                 raise ValueError(f"record is a JSON {type(rec).__name__}, not an object")
-            msg = _message_of(rec)
+            msg = _poller_text(rec) if rec.get("format") == POLLER_FORMAT else _message_of(rec)
             ts = _time_of(rec)
         except (orjson.JSONDecodeError, ValueError, TypeError, OverflowError) as e:
             out.rejects.append(Reject(rorigin, f"NDJSON record {i}: {e}", raw, "bad_envelope"))

@@ -12,9 +12,10 @@ Times are UTC µs.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LINK_SAMPLES_SCHEMA: Final = pa.schema([
     pa.field("host", pa.string(), nullable=False),
@@ -44,3 +45,64 @@ TOPOLOGY_SCHEMA: Final = pa.schema([
     pa.field("path", pa.string()),  # topo -m cell: NV18, PIX, PXB, PHB, NODE, SYS
     pa.field("origin", pa.string(), nullable=False),
 ])
+
+
+# --- the poller format -------------------------------------------------------------------------------------
+
+POLLER_FORMAT: Final = "firstfault.link_sample/1"
+
+
+class PollerLink(BaseModel):
+    """One NVLink of a GPU as a poller read it (NVML ``nvmlDeviceGetNvLinkState`` / ``GetNvLinkSpeed`` /
+    ``GetNvLinkErrorCounter``, or ``nvidia-smi nvlink -s -e``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    link: int = Field(ge=0, le=63)
+    state: Literal["up", "inactive", "down"]
+    gbps: float | None = Field(default=None, ge=0, description="per-link rate, GB/s; required when up")
+    counters: dict[str, int] = Field(default_factory=dict,
+                                     description='error counters by their nvidia-smi name, e.g. "Replay Errors", '
+                                                 '"Recovery Errors", "CRC Errors"')
+
+    @model_validator(mode="after")
+    def _speed_when_up(self) -> "PollerLink":
+        if self.state == "up" and self.gbps is None:
+            raise ValueError(f"link {self.link} is up but has no gbps")
+        for name in self.counters:
+            if not name or not name[0].isalpha() or ":" in name or "\n" in name:
+                raise ValueError(f"counter name {name!r} must start with a letter and hold no ':' or newline")
+        return self
+
+
+class PollerSample(BaseModel):
+    """One NDJSON record of a GPU's NVLinks, sent by a poller to the NVML topic (README, "Input shapes").
+
+    ``{"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
+    "gpu_index": 0, "device": "0000:18:00.0", "model": "NVIDIA H100 80GB HBM3",
+    "links": [{"link": 0, "state": "up", "gbps": 26.562, "counters": {"Replay Errors": 0}}]}``
+
+    ``timestamp`` and ``host`` are the envelope's (any form the NDJSON reader accepts). Raises
+    ``pydantic.ValidationError`` naming the bad field."""
+
+    model_config = ConfigDict(extra="allow")  # the envelope's own fields (timestamp, host, labels …)
+    format: Literal["firstfault.link_sample/1"]
+    gpu_index: int = Field(ge=0, le=1023)
+    device: str | None = Field(default=None, pattern=r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+    model: str | None = Field(default=None, max_length=128, pattern=r"^[^\n()]*$")
+    uuid: str | None = Field(default=None, pattern=r"^GPU-[0-9a-fA-F-]{36}$")
+    links: list[PollerLink] = Field(max_length=64)
+
+    def as_smi_text(self) -> str:
+        """The ``nvidia-smi`` lines this sample stands for, so the catalog's NVML signatures read it: the
+        ``--query-gpu=index,pci.bus_id`` line (index -> bus id), the ``nvlink`` block header, then per link
+        its ``-s`` line (speed or ``<inactive>``) and its ``-e`` counter lines."""
+        out = []
+        if self.device:
+            dom, rest = self.device.split(":", 1) if self.device.count(":") == 2 else ("0000", self.device)
+            out.append(f"{self.gpu_index}, {int(dom, 16):08X}:{rest.upper()}")
+        out.append(f"GPU {self.gpu_index}: {self.model or 'NVIDIA GPU'}" + (f" (UUID: {self.uuid})" if self.uuid else ""))
+        for ln in sorted(self.links, key=lambda x: x.link):
+            speed = f"{ln.gbps:g} GB/s" if ln.state == "up" else "<inactive>"
+            out.append(f"         Link {ln.link}: {speed}")
+            out.extend(f"         Link {ln.link}: {name}: {v}" for name, v in ln.counters.items())
+        return "\n".join(out)
