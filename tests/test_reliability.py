@@ -216,7 +216,11 @@ def test_rebalance_two_ingest_workers_one_killed(kafka, tmp_path):
         assert done < total * 0.8, "too little left to take over"
         os.killpg(procs[0].pid, signal.SIGKILL)
         procs[0].wait(10)
-        wait_for(lambda: prog()[0] == total, 180, "the survivor to finish")
+        try:
+            wait_for(lambda: prog()[0] == total, 180, "the survivor to finish")
+        except AssertionError as e:  # say where it stood, with the survivor's own account
+            tail = (tmp_path / "ingest1.log").read_text(errors="replace")[-4000:]
+            raise AssertionError(f"{e}; committed {prog()} of the backlog; survivor's log:\n{tail}") from None
         assert procs[1].poll() is None
     finally:
         prog.close()
