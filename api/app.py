@@ -150,13 +150,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         check_range(since, until)
         if host:
             return
-        now = datetime.now(timezone.utc)
-        lo = since or datetime(1970, 1, 1, tzinfo=timezone.utc)
-        hi = until or now
-        if lo.tzinfo is None:
-            lo = lo.replace(tzinfo=timezone.utc)
-        if hi.tzinfo is None:
-            hi = hi.replace(tzinfo=timezone.utc)
+        lo = _aware(since) if since else datetime(1970, 1, 1, tzinfo=timezone.utc)
+        hi = _aware(until) if until else datetime.now(timezone.utc)
         if hi - lo > timedelta(days=settings.api_max_scan_days):
             raise HTTPException(422, f"this query would scan more than {settings.api_max_scan_days:g} days of the "
                                      "whole fleet: give `since` (and `until`) closer together, or a `host`")
