@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from correlate.correlator import Settings, correlate
 from correlate.model import Ev, events_from_table
@@ -110,8 +111,10 @@ class StreamCorrelator:
         """Incidents that are new or changed since the last step (each with its version)."""
         if not self.events:
             return []
-        samples = pa.concat_tables(self.samples) if self.samples else None
-        topo = pa.concat_tables(self.topology) if self.topology else None
+        samples = _latest(self.samples, _SAMPLE_KEY) if self.samples else None
+        topo = _latest(self.topology, _FACT_KEY) if self.topology else None
+        self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
+        self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
                               previous=[v[2] for v in self.emitted.values()])
@@ -179,6 +182,21 @@ class StreamCorrelator:
                        if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending
                        or k in members}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
+
+
+#: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything
+#: (``Topology.learn_samples`` / ``learn_topology`` keep the last value of each)
+_SAMPLE_KEY = ("host", "device", "gpu_index", "link", "counter", "model")
+_FACT_KEY = ("host", "fact", "device", "gpu_index", "link", "peer_name")
+
+
+def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
+    """The rows of ``tables`` (in order) that are the last of their ``keys``, order kept: what
+    ``build_topology`` learns from them is the same, and the tables stay as large as the fleet."""
+    t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    idx = t.append_column("_i", pa.array(range(t.num_rows), pa.int64()))
+    last = idx.group_by(list(keys)).aggregate([("_i", "max")]).column("_i_max")
+    return t.take(pc.take(last, pc.sort_indices(last))) if len(last) < t.num_rows else t
 
 
 def _member_ids(inc: dict[str, Any]) -> list[str]:

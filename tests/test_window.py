@@ -246,3 +246,32 @@ def test_any_arrival_order_gives_the_batch_incidents():
         assert set(final) == set(expected), seed
         for i in final:
             assert strip(final[i]) == strip(expected[i]), (seed, i)
+
+
+def test_stream_keeps_only_the_samples_and_facts_that_still_teach_the_topology(pipeline, tmp_path):
+    """The streaming correlator keeps the newest sample / wiring fact of each key, not every one it saw:
+    the topology it learns is the same as from all of them, and the tables stop growing with time."""
+    import pyarrow as pa
+
+    from benchmarks.simulate import generate
+    from correlate.stream import _FACT_KEY, _SAMPLE_KEY, _latest
+    from correlate.topology import build_topology
+    from ingest.decode import Decoded, decode_file
+
+    decoded = Decoded()
+    for s in generate(12, seed=5).scenarios:
+        for f in s.files:
+            p = tmp_path / f"{s.sid}-{f.name}"
+            p.write_bytes(f.data)
+            d = decode_file(p, relname=p.name)
+            decoded.segments.extend(d.segments)
+    b = pipeline.run(decoded)
+    samples = [b.link_samples, b.link_samples.slice(0, b.link_samples.num_rows // 2)]  # seen again, partly
+    topo = [b.topology, b.topology]
+    kept_s, kept_t = _latest(samples, _SAMPLE_KEY), _latest(topo, _FACT_KEY)
+    assert kept_s.num_rows < sum(t.num_rows for t in samples) and kept_t.num_rows <= b.topology.num_rows
+    full = build_topology([], pa.concat_tables(samples), pa.concat_tables(topo))
+    lean = build_topology([], kept_s, kept_t)
+    for attr in ("link_state", "model", "paths", "remote", "index_to_bus"):
+        assert dict(getattr(full, attr)) == dict(getattr(lean, attr)), attr
+    assert full.link_state  # the scenarios did teach something
