@@ -95,16 +95,26 @@ def spawn(role: str, env: dict[str, str], log_file: Path, *args: str) -> subproc
 
 def stop(p: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
     """Signal a process group and reap it (SIGKILL after ``timeout``); its exit status."""
-    if p.poll() is None:
+    return stop_all([p], sig, timeout)[0]
+
+
+def stop_all(procs: list[subprocess.Popen], sig: int = signal.SIGTERM, timeout: float = 30) -> list[int]:
+    """Signal every process group at once, then reap each (SIGKILL to one still running ``timeout`` s
+    later); their exit statuses, in order."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+    out = []
+    for p in procs:
         try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            pass
-    try:
-        return p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        return p.wait(10)
+            out.append(p.wait(timeout))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out.append(p.wait(10))
+    return out
 
 
 class Progress:

@@ -32,7 +32,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate import SOURCES, generate
+from benchmarks.crash import stop_all
 from benchmarks.ingest import BATCH_LINES, _drop_topics, _proc_cpu, log, machine, messages, produce
 
 FIRSTFAULT = [str(Path(sys.executable).with_name("firstfault"))]  # the installed command
@@ -169,14 +169,7 @@ def run_workers(n: int, corpus, bootstrap: str, broker_pid: int | None, work: Pa
     try:
         w = asyncio.run(_watch(bootstrap, group, topics, partitions, procs, n, broker_pid, timeout_s, logs))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop_all(procs, timeout=30)
     # lines of the records committed inside the interval (256 per message; each stream's last one is shorter)
     counted = round(len(corpus.lines) * (w["records"] - w["records_before_clock"]) / records)
     wall, cpu = w["wall_s"], w["cpu_s"]

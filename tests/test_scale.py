@@ -19,6 +19,7 @@ import yaml
 
 from api.diagnose import diagnose_paths
 from api.store import Store
+from benchmarks.crash import stop_all
 from ingest.broker import ensure_topics
 from ingest.consumer import produce_lines
 from ingest.lake import Lake
@@ -96,14 +97,7 @@ def test_three_ingest_two_correlate_workers_one_of_each_killed(kafka, tmp_path):
         ids = [i for f in files for i in pq.read_table(f, columns=["event_id"]).column("event_id").to_pylist()]
         assert len(set(ids)) == batch.events.num_rows
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop_all(procs, timeout=20)
     assert [p.returncode for p in procs[1:3] + procs[4:]] == [0, 0, 0]
 
 
