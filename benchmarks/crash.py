@@ -117,45 +117,72 @@ def stop_all(procs: list[subprocess.Popen], sig: int = signal.SIGTERM, timeout: 
     return out
 
 
-class Progress:
-    """Polls a group's committed progress with one long-lived pair of clients."""
+class GroupWatch:
+    """Watches one consumer group (async context manager, one long-lived admin client and consumer): its
+    state and members, and its committed offsets against the topics' end offsets."""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], partitions: int) -> None:
-        self.bootstrap, self.group, self.topics, self.partitions = bootstrap, group, topics, partitions
-        self.loop = asyncio.new_event_loop()
-        self.loop.run_until_complete(self._start())
-
-    async def _start(self) -> None:
-        from aiokafka import AIOKafkaConsumer
-        from aiokafka.admin import AIOKafkaAdminClient
         from aiokafka.structs import TopicPartition
 
+        self.bootstrap, self.group, self.topics = bootstrap, group, topics
+        self.tps = [TopicPartition(t, p) for t in topics for p in range(partitions)]
+
+    async def __aenter__(self) -> "GroupWatch":
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.admin import AIOKafkaAdminClient
+
         self.admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10000)
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap)
         await self.admin.start()
+        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap)
         await self.consumer.start()
-        self.tps = [TopicPartition(t, p) for t in self.topics for p in range(self.partitions)]
+        return self
 
-    def __call__(self) -> tuple[int, int]:
-        return self.loop.run_until_complete(self._progress())
+    async def __aexit__(self, *exc: object) -> None:
+        await self.consumer.stop()
+        await self.admin.close()
 
-    async def _progress(self) -> tuple[int, int]:
+    async def state(self) -> tuple[str, int]:
+        """(group state, members); ("", 0) while the coordinator is not there yet."""
+        from aiokafka.errors import KafkaError
+
+        try:
+            resp = (await self.admin.describe_consumer_groups([self.group]))[0]
+        except KafkaError:
+            return "", 0
+        _err, _gid, state, _ptype, _proto, members = resp.groups[0][:6]
+        return state, len(members)
+
+    async def progress(self) -> tuple[int, int]:
+        """(records committed by the group, records in the topics) over all partitions."""
         from aiokafka.errors import KafkaError
 
         ends = await self.consumer.end_offsets(self.tps)
         try:
-            offs = await self.admin.list_consumer_group_offsets(self.group)
+            committed = await self.admin.list_consumer_group_offsets(self.group)
         except KafkaError:
-            offs = {}
-        done = sum(m.offset for tp, m in offs.items() if tp.topic in self.topics and m.offset >= 0)
+            committed = {}
+        done = sum(m.offset for tp, m in committed.items() if tp.topic in self.topics and m.offset >= 0)
         return done, sum(ends.values())
 
-    def close(self) -> None:
-        async def _close() -> None:
-            await self.consumer.stop()
-            await self.admin.close()
 
-        self.loop.run_until_complete(_close())
+class Progress:
+    """:class:`GroupWatch` for synchronous callers, on an event loop of its own: ``progress()`` is
+    (committed, end) records, ``members()`` the group's members once it is Stable, else 0."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], partitions: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.watch = GroupWatch(bootstrap, group, topics, partitions)
+        self.loop.run_until_complete(self.watch.__aenter__())
+
+    def __call__(self) -> tuple[int, int]:
+        return self.loop.run_until_complete(self.watch.progress())
+
+    def members(self) -> int:
+        state, n = self.loop.run_until_complete(self.watch.state())
+        return n if state == "Stable" else 0
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.watch.__aexit__())
         self.loop.close()
 
 

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from benchmarks.generate import SOURCES, generate
-from benchmarks.crash import stop_all
+from benchmarks.crash import GroupWatch, stop_all
 from benchmarks.ingest import BATCH_LINES, _drop_topics, _proc_cpu, log, machine, messages, produce
 
 FIRSTFAULT = [str(Path(sys.executable).with_name("firstfault"))]  # the installed command
@@ -57,59 +57,12 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
-class _Group:
-    """Watches one consumer group: its state and members, its committed offsets against the end offsets."""
-
-    def __init__(self, bootstrap: str, group: str, topics: list[str], partitions: int) -> None:
-        from aiokafka.structs import TopicPartition
-
-        self.bootstrap, self.group, self.topics = bootstrap, group, topics
-        self.tps = [TopicPartition(t, p) for t in topics for p in range(partitions)]
-
-    async def __aenter__(self) -> "_Group":
-        from aiokafka import AIOKafkaConsumer
-        from aiokafka.admin import AIOKafkaAdminClient
-
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10000)
-        await self.admin.start()
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap)
-        await self.consumer.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.consumer.stop()
-        await self.admin.close()
-
-    async def state(self) -> tuple[str, int]:
-        """(group state, members); ("", 0) while the coordinator is not there yet."""
-        from aiokafka.errors import KafkaError
-
-        try:
-            resp = (await self.admin.describe_consumer_groups([self.group]))[0]
-        except KafkaError:
-            return "", 0
-        _err, _gid, state, _ptype, _proto, members = resp.groups[0][:6]
-        return state, len(members)
-
-    async def progress(self) -> tuple[int, int]:
-        """(records committed by the group, records in the topics) over all partitions."""
-        from aiokafka.errors import KafkaError
-
-        ends = await self.consumer.end_offsets(self.tps)
-        try:
-            committed = await self.admin.list_consumer_group_offsets(self.group)
-        except KafkaError:
-            committed = {}
-        done = sum(m.offset for tp, m in committed.items() if tp.topic in self.topics and m.offset >= 0)
-        return done, sum(ends.values())
-
-
 async def _watch(bootstrap: str, group: str, topics: list[str], partitions: int, procs: list[subprocess.Popen],
                  n: int, broker_pid: int | None, timeout_s: float, logs: Path) -> dict:
     """Wait until the group is Stable with ``n`` members, then until it has committed everything; time it."""
     t_spawn = time.perf_counter()
     deadline = t_spawn + timeout_s
-    async with _Group(bootstrap, group, topics, partitions) as g:
+    async with GroupWatch(bootstrap, group, topics, partitions) as g:
         while True:
             state, members = await g.state()
             if state == "Stable" and members == n:

@@ -25,7 +25,6 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from aiokafka.errors import KafkaError
 
 from benchmarks import crash
 from benchmarks.generate import SOURCES, generate
@@ -196,20 +195,7 @@ def test_rebalance_two_ingest_workers_one_killed(kafka, tmp_path):
     procs = [crash.spawn("ingest", env, tmp_path / f"ingest{i}.log") for i in range(2)]
     prog = crash.Progress(kafka, env["FIRSTFAULT_GROUP_ID"], topics, 6)
     try:
-        async def members() -> int:
-            from aiokafka.admin import AIOKafkaAdminClient
-
-            admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
-            await admin.start()
-            try:
-                g = (await admin.describe_consumer_groups([env["FIRSTFAULT_GROUP_ID"]]))[0].groups[0]
-                return len(g[5]) if g[2] == "Stable" else 0
-            except KafkaError:  # no coordinator for the group yet
-                return 0
-            finally:
-                await admin.close()
-
-        wait_for(lambda: asyncio.run(members()) == 2, 90, "both workers in the group", every=0.5)
+        wait_for(lambda: prog.members() == 2, 90, "both workers in the group", every=0.5)
         done0, total = prog()
         wait_for(lambda: prog()[0] > done0 + 20, 60, "work under way with both workers")
         done, total = prog()
