@@ -177,8 +177,12 @@ class Progress:
     def __call__(self) -> tuple[int, int]:
         return self.loop.run_until_complete(self.watch.progress())
 
+    def state(self) -> tuple[str, int]:
+        """(group state, members)."""
+        return self.loop.run_until_complete(self.watch.state())
+
     def members(self) -> int:
-        state, n = self.loop.run_until_complete(self.watch.state())
+        state, n = self.state()
         return n if state == "Stable" else 0
 
     def close(self) -> None:

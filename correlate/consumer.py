@@ -175,7 +175,10 @@ class CorrelateWorker:
             return False
         ends = await self.consumer.end_offsets(list(parts))
         for tp in parts:
-            if await self.consumer.position(tp) < ends[tp]:
+            try:
+                if await self.consumer.position(tp) < ends[tp]:
+                    return False
+            except IllegalStateError:  # a rebalance took it during an await: not caught up yet
                 return False
         return True
 

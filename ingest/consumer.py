@@ -276,7 +276,9 @@ class IngestWorker:
         total = 0
         self.health.lag = {}
         for tp in parts:
-            pos = await self._consumer.position(tp)
+            pos = await self._position(tp)
+            if pos is None:
+                continue
             n = max(0, ends[tp] - pos) + len(self._buf.get(tp, ()))
             self.health.lag[f"{tp.topic}/{tp.partition}"] = n
             metrics.LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
@@ -328,7 +330,10 @@ class IngestWorker:
             return
         for tp, (_a, b) in spans.items():
             self._intents.pop(tp, None)
-            if await self._consumer.position(tp) <= b:  # reassigned meanwhile: the position went back
+            # Reassigned meanwhile and back: the position went back, past what is now committed. Gone to
+            # another worker (a rebalance can land between the commit and here): its owner starts at the commit.
+            pos = await self._position(tp)
+            if pos is not None and pos <= b:
                 self._consumer.seek(tp, b + 1)
         self.health.recover()
         self._count(records, batch, t0)
@@ -492,6 +497,16 @@ class IngestWorker:
         c.resume(*(c.paused() - full))
         return self._take(await self._ready())
 
+    async def _position(self, tp: TopicPartition) -> int | None:
+        """The consumer's position (next offset) on ``tp``; None when ``tp`` is not assigned to this
+        worker (any await can let a rebalance take it: aiokafka then raises IllegalStateError)."""
+        if tp not in self._consumer.assignment():
+            return None
+        try:
+            return await self._consumer.position(tp)
+        except IllegalStateError:
+            return None
+
     async def _ready(self) -> list[tuple[TopicPartition, int]]:
         """(partition, last offset) of each chunk that can be taken now, in batch order."""
         c = self._consumer
@@ -502,7 +517,11 @@ class IngestWorker:
         if self._intents:  # a batch begun before comes first, alone, exactly as it was
             bid = min(b for _, b in self._intents.values())
             group = sorted((tp, last) for tp, (last, b) in self._intents.items() if b == bid)
-            waiting = [tp for tp, last in group if await c.position(tp) <= last]
+            waiting = []
+            for tp, last in group:
+                pos = await self._position(tp)
+                if pos is not None and pos <= last:
+                    waiting.append(tp)
             if waiting and time.monotonic() - self._intents_since < REPLAY_WAIT_S:
                 return []
             if waiting:
@@ -518,9 +537,13 @@ class IngestWorker:
             self._turn = (self._turn + 1) % len(tps)
             tps = tps[self._turn:] + tps[:self._turn]
         for tp in tps:
-            first = self._buf[tp][0].offset
-            end = (first // self.chunk_records + 1) * self.chunk_records - 1
-            pos = await c.position(tp)
+            rs = self._buf.get(tp)  # a rebalance during an await below can have taken it
+            if not rs:
+                continue
+            end = (rs[0].offset // self.chunk_records + 1) * self.chunk_records - 1
+            pos = await self._position(tp)
+            if pos is None:
+                continue
             hw = c.highwater(tp)
             if pos > end or (hw is not None and pos >= hw):  # whole, or all there is for now
                 out.append((tp, end))
@@ -533,7 +556,9 @@ class IngestWorker:
         out = Decoded()
         total = 0
         for tp, last in chunks:
-            rs = self._buf[tp]
+            rs = self._buf.get(tp)
+            if not rs:  # revoked since _ready saw it
+                continue
             n = 0
             while n < len(rs) and rs[n].offset <= last:
                 n += 1
