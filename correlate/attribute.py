@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +87,7 @@ class Scene:
     #: scenes of one ``correlate()`` call (its rules and catalog are theirs too)
     memo: dict[tuple, bool] = field(default_factory=dict, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
+    _shapes: list[tuple] | None = field(default=None, repr=False)  # per event, its key in ``memo``
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
 
     # --- roles -------------------------------------------------------------
@@ -112,14 +114,21 @@ class Scene:
             self._faults = [e for e in self.events if self.is_fault(e)]
         return list(self._faults)
 
-    def matches(self, rule_id: str, side: str, preds: list, e: Ev) -> bool:
-        """``rules.any_holds(preds, e)``, remembered per event shape (``preds`` is ``side`` of rule ``rule_id``)."""
-        key = (rule_id, side, e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal,
-               e.cause_xid is not None)
-        hit = self.memo.get(key)
-        if hit is None:
-            hit = self.memo[key] = any_holds(preds, e, self.catalog)
-        return hit
+    def matches(self, rule_id: str, side: str, preds: list) -> list[bool]:
+        """Per event of the scene, ``rules.any_holds(preds, e)`` (``preds`` is ``side`` of rule ``rule_id``),
+        decided once per event shape: kind, signature, Xid, SXid or not, severity, fatal, cause or not."""
+        if self._shapes is None:
+            self._shapes = [(e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal,
+                             e.cause_xid is not None) for e in self.events]
+        memo = self.memo
+        out = []
+        for e, shape in zip(self.events, self._shapes):
+            key = (rule_id, side, shape)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = any_holds(preds, e, self.catalog)
+            out.append(hit)
+        return out
 
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
@@ -198,18 +207,38 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
 
 
 def find_edges(scene: Scene) -> list[Edge]:
-    """Every (cause, effect, rule, relation) the ``explains`` rules allow (step 2)."""
+    """Every (cause, effect, rule, relation) the ``explains`` rules allow (step 2), in the order of the
+    rules, then of the causes, then of the effects in ``scene.events``.
+
+    Cost: each rule's sides are tested once per event shape (``Scene.matches``), and a cause is paired
+    only with the effects whose start lies within the widest tolerance ``window.may_cause`` could grant
+    it (a binary search over the starts); a cause timed only by an upper bound
+    (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound."""
     edges: list[Edge] = []
     evs = scene.events
+    if not evs:
+        return edges
+    clocks = scene.clocks
+    order = sorted(range(len(evs)), key=lambda i: evs[i].start)
+    starts = [evs[i].start for i in order]
+    slack = max(e.precision_us for e in evs) + clocks.max_skew()
     for r in scene.rules.explains:
-        causes = [e for e in evs if scene.matches(r.id, "cause", r.cause, e)]
-        if not causes:
+        is_cause = scene.matches(r.id, "cause", r.cause)
+        if not any(is_cause):
             continue
-        effects = [e for e in evs if scene.matches(r.id, "effect", r.effect, e)]
+        is_effect = scene.matches(r.id, "effect", r.effect)
+        if not any(is_effect):
+            continue
         w = int(r.window_s * S)
-        for c in causes:
-            for e in effects:
-                if c is e or not may_cause(c, e, w, scene.clocks):
+        for ci, c in enumerate(evs):
+            if not is_cause[ci]:
+                continue
+            bound = w + c.precision_us + clocks.skew(c.host) + slack
+            hi = bisect_right(starts, c.start + bound)
+            lo = 0 if c.details.get("ts_upper_bound") else bisect_left(starts, c.start - bound)
+            for ei in sorted(order[lo:hi]):
+                e = evs[ei]
+                if not is_effect[ei] or c is e or not may_cause(c, e, w, clocks):
                     continue
                 rel = next((x for x in r.relations if relation(x, c, e, scene.topo)), None)
                 if rel:

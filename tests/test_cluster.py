@@ -97,3 +97,66 @@ def test_components_equal_the_pairwise_definition(fleet):
     links = default_rules().links
     got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks))
     assert got == reference(events, links, topo, clocks)
+
+
+# --- edges (correlate/attribute.py find_edges) -------------------------------------------------------------
+
+EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down", "nccl_error", "nccl_timeout",
+              "pcie_aer", "gpu_init_failed"]
+
+
+@st.composite
+def scenes(draw):
+    """Events of one candidate incident, in ``Ev.order`` as ``components`` hands them over, some timed only
+    by an upper bound (``details.ts_upper_bound``), some watchdog timeouts (``elapsed_ms``)."""
+    n = draw(st.integers(1, 30))
+    events = []
+    for i in range(n):
+        kind = draw(st.sampled_from(EDGE_KINDS))
+        gpu = draw(st.integers(0, 3))
+        events.append(Ev(
+            event_id=f"e{i}", ts=draw(st.integers(0, 900)) * S + draw(st.sampled_from([0, 1, 999_999])),
+            ts_basis="line", host=draw(st.sampled_from(HOSTS)), source="dmesg", kind=kind, signature=kind,
+            severity=draw(st.sampled_from(["warning", "error", "critical"])),
+            device_type="nvswitch" if kind == "sxid" else "gpu", device=f"0000:{gpu + 1:02x}:00.0", link=None,
+            xid=draw(st.sampled_from([79, 74, 48, 145])) if kind == "xid" else None,
+            sxid=20034 if kind == "sxid" else None, peer=None, rank=draw(st.one_of(st.none(), st.integers(0, 7))),
+            nranks=None, comm=draw(st.sampled_from([None, "c1"])), message="m",
+            cause_xid=draw(st.sampled_from([None, 79])) if kind == "xid" else None,
+            precision_us=draw(st.sampled_from([1, S])), origin=f"kafka:t/0/{i}:0",
+            elapsed_ms=draw(st.sampled_from([None, 600_000])) if kind == "nccl_timeout" else None,
+            details={"ts_upper_bound": True} if draw(st.integers(0, 5)) == 0 else {}))
+    skews = draw(st.lists(st.sampled_from([0, S, 30 * S]), min_size=len(HOSTS), max_size=len(HOSTS)))
+    return sorted(events, key=lambda e: e.order), skews
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenes())
+def test_edges_equal_the_pairwise_definition(scene_):
+    """``find_edges`` pairs a cause only with effects near it in time; the definition tries every ordered
+    pair with ``window.may_cause`` and ``rules.relation``. Same edges, in the same order."""
+    from correlate.attribute import Scene, find_edges
+    from correlate.rules import any_holds
+    from correlate.window import may_cause
+    from ingest.catalog import default_catalog
+
+    events, skews = scene_
+    topo = Topology(hosts={h: HostConfig(domain="nvl72-a" if h in ("h0", "h1") else None) for h in HOSTS})
+    topo.comm_ranks["c1"].update({r: (HOSTS[r % 4], f"0000:{r % 4 + 1:02x}:00.0") for r in range(8)})
+    clocks = Clocks(skew_us=dict(zip(HOSTS, skews)), default_skew_us=S)
+    rules, catalog = default_rules(), default_catalog()
+    scene = Scene(events=events, topo=topo, catalog=catalog, rules=rules, clocks=clocks)
+    got = [(x.cause.event_id, x.effect.event_id, x.rule, x.relation) for x in find_edges(scene)]
+    want = []
+    for r in rules.explains:
+        w = int(r.window_s * S)
+        for c in events:
+            if not any_holds(r.cause, c, catalog):
+                continue
+            for e in events:
+                if c is e or not any_holds(r.effect, e, catalog) or not may_cause(c, e, w, clocks):
+                    continue
+                rel = next((x for x in r.relations if relation(x, c, e, topo)), None)
+                if rel:
+                    want.append((c.event_id, e.event_id, r.id, rel))
+    assert got == want
