@@ -45,6 +45,7 @@ errors are deterministic, so they go to the DLQ rather than being retried.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import logging
 import time
@@ -464,12 +465,15 @@ class IngestWorker:
         h = self.health
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
         metrics.LINES.inc(batch.lines)
-        for r in records:
-            metrics.RECORDS.labels(topic=r.topic).inc()
-            metrics.BYTES.inc(len(r.value or b""))
-        for kind, sig in zip(batch.events.column("kind").to_pylist(), batch.events.column("signature").to_pylist()):
-            metrics.EVENTS.labels(kind=kind).inc()
-            metrics.MATCHES.labels(family=sig.split(".", 1)[0]).inc()
+        # one call per label value, not per record: a labelled Prometheus increment costs ~1-2 µs
+        for topic, n in collections.Counter(r.topic for r in records).items():
+            metrics.RECORDS.labels(topic=topic).inc(n)
+        metrics.BYTES.inc(sum(len(r.value or b"") for r in records))
+        ev = batch.events
+        for kind, n in collections.Counter(ev.column("kind").to_pylist()).items():
+            metrics.EVENTS.labels(kind=kind).inc(n)
+        for family, n in collections.Counter(s.split(".", 1)[0] for s in ev.column("signature").to_pylist()).items():
+            metrics.MATCHES.labels(family=family).inc(n)
         h.batches += 1
         h.records += len(records)
         h.lines += batch.lines
