@@ -143,8 +143,9 @@ _COLUMN_FIELDS = ("event_id", "ts", "ts_basis", "host", "source", "kind", "signa
 
 def events_from_table(table: pa.Table) -> list[Ev]:
     """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin`` and ``details`` may be absent) ->
-    ``Ev`` objects, timestamps as µs ints; KeyError names another missing column. Column by column (a column converts to Python at ~50 ns a value; a row as a dict
-    costs ~10 µs)."""
+    ``Ev`` objects, timestamps as µs ints; KeyError names another missing column.
+
+    Read column by column: a column converts to Python at ~50 ns a value, a row as a dict at ~10 µs."""
     n = table.num_rows
     if n == 0:
         return []
