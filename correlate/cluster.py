@@ -11,8 +11,10 @@ wiring (NCCL channel and init lines) are topology facts, not members.
 
 Cost: faults are compared only with faults of the same host, NVLink domain or
 communicator (whichever the rule's relation names) inside its window, nearest
-first and skipping those already in the same component; context events are
-placed with a binary search, so a flood of informational lines stays cheap.
+first and skipping those already in the same component; within one host's
+GPU or host bucket, one sorted pass over time intervals replaces the pairs;
+context events are placed with a binary search, so a flood of informational
+lines stays cheap.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ FACT_KINDS = frozenset({"nccl_transport", "nccl_init"})
 SYMPTOM = "operator.symptom"
 #: relations decided by one key per event (see ``_buckets``)
 _KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_domain"})
+#: keyed relations whose buckets hold one host's faults (``_sweep``)
+_ONE_HOST = frozenset({"same_device", "same_gpu", "same_host"})
 
 
 class _DSU:
@@ -82,6 +86,9 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if faults[i].kind in rule.kinds]
+            if rule.relation in _ONE_HOST:
+                _sweep(idx, faults, w, dsu)
+                continue
             lo = 0
             for a in range(len(idx)):
                 i = idx[a]
@@ -104,6 +111,23 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     _attach_context(context, faults, dsu, groups_out, links, clocks)
     comps = [sorted(g, key=lambda e: e.order) for g in groups_out.values()]
     return sorted(comps, key=lambda g: g[0].order)
+
+
+def _sweep(idx: list[int], faults: list[Ev], w: int, dsu: _DSU) -> None:
+    """Union the faults ``idx`` of one host's bucket that are close enough in time (``window.within``).
+
+    On one host no skew applies, so ``|start_i - start_j| <= w + precision_i + precision_j`` says that the
+    intervals ``start ± (w/2 + precision)`` overlap: the components are the runs of overlapping intervals,
+    found in one pass over them sorted by left end (times doubled to stay in integers)."""
+    reach = prev = None
+    for left, right, i in sorted((2 * faults[i].start - w - 2 * faults[i].precision_us,
+                                  2 * faults[i].start + w + 2 * faults[i].precision_us, i) for i in idx):
+        if reach is not None and left <= reach:
+            dsu.union(prev, i)
+            reach = max(reach, right)
+        else:
+            reach = right
+        prev = i
 
 
 def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:

@@ -99,6 +99,27 @@ def test_components_equal_the_pairwise_definition(fleet):
     assert got == reference(events, links, topo, clocks)
 
 
+def _fault(i: int, start: int, precision: int, host: str = "h0") -> Ev:
+    return Ev(event_id=f"e{i}", ts=start, ts_basis="line", host=host, source="dmesg", kind="xid", signature="xid",
+              severity="error", device_type="gpu", device="0000:01:00.0", link=None, xid=None, sxid=None, peer=None,
+              rank=None, nranks=None, comm=None, message="m", precision_us=precision, origin=f"f:{i}")
+
+
+def test_one_host_links_hold_exactly_at_the_tolerance():
+    """On one host two faults are linked at |Δt| = window + both resolutions, and not 1 µs beyond, whichever
+    of them is the coarse one (the interval pass of ``cluster._sweep`` against ``window.within``)."""
+    clocks = Clocks(skew_us={}, default_skew_us=5 * S)  # skew never applies on one host
+    for rel in ("same_gpu", "same_host"):
+        rule = [LinkRule(relation=rel, window_s=30)]
+        for p0, p1 in ((S, 1), (1, S), (S, S), (1, 1)):
+            tol = 30 * S + p0 + p1
+            for gap, linked in ((tol, True), (tol + 1, False)):
+                evs = [_fault(0, 100 * S, p0), _fault(1, 100 * S + gap, p1)]
+                got = components(evs, rule, Topology(), clocks)
+                assert (len(got) == 1) is linked, (rel, p0, p1, gap)
+                assert within(evs[0], evs[1], 30 * S, clocks) is linked
+
+
 # --- edges (correlate/attribute.py find_edges) -------------------------------------------------------------
 
 EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down", "nccl_error", "nccl_timeout",
