@@ -133,7 +133,7 @@ class CorrelateWorker:
                                   extra={"stage": "correlate", "error_code": "bad_events_record"})
                         table = None
                     if table is not None and table.num_rows:
-                        self.correlator.add(table, now_us=now)
+                        self.correlator.add(table, now_us=now, source=f"{tp.topic}/{tp.partition}")
                         p.held.append((r.offset, table.column("event_id").to_pylist()))
                     else:
                         p.held.append((r.offset, []))

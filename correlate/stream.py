@@ -17,6 +17,8 @@ can still matter, and after each batch re-correlates them:
   ``superseded`` and ``superseded_by``, so nothing stays open by mistake;
 * an event older than its host's watermark minus the allowed lateness is too late
   to change incidents: it is counted in ``late_events`` (the lake still has it);
+  that watermark is the one of the host's events from the same input partition
+  (``add``'s ``source``), the only order Kafka keeps;
 * events are forgotten once older than their host's watermark minus the
   lateness and the longest link window (capped at an hour).
 
@@ -65,6 +67,8 @@ class StreamCorrelator:
     rules: Rules = field(default_factory=default_rules)
     watermark: Watermark = field(default_factory=Watermark)
     host_watermarks: dict[str, Watermark] = field(default_factory=dict)
+    #: per (host, input source): what lateness is judged against (``add``)
+    source_watermarks: dict[tuple[str, str | None], Watermark] = field(default_factory=dict)
     arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
     events: dict[str, Ev] = field(default_factory=dict)
     samples: list[pa.Table] = field(default_factory=list)
@@ -73,23 +77,32 @@ class StreamCorrelator:
     late_events: int = 0
 
     def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
-            now_us: int | None = None) -> int:
-        """Take a batch (arrived at processing time ``now_us``); return how many of its events were too
-        late to use."""
+            now_us: int | None = None, source: str | None = None) -> int:
+        """Take a batch (arrived at processing time ``now_us``) from the input ``source`` (a partition of the
+        events topic, ``topic/partition``; None for one ordered input); return how many of its events were
+        too late to use.
+
+        Lateness is judged within the host's events from the same ``source``: only there do they arrive in
+        the order the host wrote them. One host's events can travel in several partitions (a host's kernel
+        lines keyed by the host or its NVLink domain, its NCCL lines by communicator), and a consumer reads
+        partitions at its own pace, all of one before the next when it replays after a rebalance; a host's
+        watermark taken over all of them would call its lines in the slower partition late."""
         late = 0
-        for e in events_from_table(events):
-            hw = self.host_watermarks.get(e.host)
+        evs = events_from_table(events)
+        for e in evs:
+            hw = self.source_watermarks.get((e.host, source))
             # lateness is about when the line was written (a watchdog timeout printed now is on time, though
             # the collective it reports began ten minutes ago)
             if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
             self.events.setdefault(e.event_id, e)
-        for e in events_from_table(events):
+        for e in evs:
             if e.ts_basis not in EVENT_TIME_BASES:
                 continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
             self.watermark.observe(e.ts)
             self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
+            self.source_watermarks.setdefault((e.host, source), Watermark()).observe(e.ts)
             if now_us is not None:
                 self.arrived_us[e.host] = max(self.arrived_us.get(e.host, 0), now_us)
         if samples is not None and samples.num_rows:

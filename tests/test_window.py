@@ -159,6 +159,26 @@ def test_stream_emits_when_closed_versions_late_evidence_and_drops_too_late():
     assert all(i["id"] != first_id for i in sc.step(now_us=62 * S))
 
 
+def test_lateness_is_judged_within_one_input_partition():
+    """One host's events in two partitions of the events topic (kernel lines keyed by host, NCCL lines by
+    communicator), read one partition after the other as a correlator replays after a rebalance: the
+    host's earlier lines in the second partition are not late, because lateness is judged against the
+    host's events of the same partition; behind those, they are."""
+    def fresh():
+        sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+        sc.settings.clocks = Clocks(default_skew_us=0)
+        return sc
+
+    later, earlier = ev("x", "h1", 2000 * S), ev("i", "h1", 1000 * S, device="0000:02:00.0")
+    sc = fresh()
+    assert sc.add(_table([later]), source="events/0") == 0
+    assert sc.add(_table([earlier]), source="events/1") == 0 and set(sc.events) == {"x", "i"}
+    assert sc.add(_table([ev("j", "h1", 1100 * S, device="0000:03:00.0")]), source="events/0") == 1
+    sc = fresh()  # one ordered input (no source): the same earlier line is too late
+    sc.add(_table([later]))
+    assert sc.add(_table([earlier])) == 1 and set(sc.events) == {"x"}
+
+
 def test_an_incident_whose_evidence_spans_hours_is_emitted_whole():
     """Evidence hours apart on one host (an ECC event, then a volatile ECC count read 9 h later, linked by the
     24 h ``ecc`` rule) arriving together: the old event is past the prune horizon, but its incident has not
