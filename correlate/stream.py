@@ -17,8 +17,8 @@ can still matter, and after each batch re-correlates them:
   ``superseded`` and ``superseded_by``, so nothing stays open by mistake;
 * an event older than its host's watermark minus the allowed lateness is too late
   to change incidents: it is counted in ``late_events`` (the lake still has it);
-  that watermark is the one of the host's events from the same input partition
-  (``add``'s ``source``), the only order Kafka keeps;
+  that watermark is the one of the host's events from the same raw partition
+  through the same events-topic partition (``add``), the only order Kafka keeps;
 * events are forgotten once older than their host's watermark minus the
   lateness and the longest link window (capped at an hour).
 
@@ -67,8 +67,8 @@ class StreamCorrelator:
     rules: Rules = field(default_factory=default_rules)
     watermark: Watermark = field(default_factory=Watermark)
     host_watermarks: dict[str, Watermark] = field(default_factory=dict)
-    #: per (host, input source): what lateness is judged against (``add``)
-    source_watermarks: dict[tuple[str, str | None], Watermark] = field(default_factory=dict)
+    #: per (host, input source, raw partition): what lateness is judged against (``add``)
+    source_watermarks: dict[tuple[str, str | None, str | None], Watermark] = field(default_factory=dict)
     arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
     events: dict[str, Ev] = field(default_factory=dict)
     samples: list[pa.Table] = field(default_factory=list)
@@ -82,27 +82,30 @@ class StreamCorrelator:
         events topic, ``topic/partition``; None for one ordered input); return how many of its events were
         too late to use.
 
-        Lateness is judged within the host's events from the same ``source``: only there do they arrive in
-        the order the host wrote them. One host's events can travel in several partitions (a host's kernel
-        lines keyed by the host or its NVLink domain, its NCCL lines by communicator), and a consumer reads
-        partitions at its own pace, all of one before the next when it replays after a rebalance; a host's
-        watermark taken over all of them would call its lines in the slower partition late."""
+        Lateness is judged within one ordered stream of a host's events: those that came through the same
+        ``source`` from the same raw partition (the ``kafka:<topic>/<partition>`` of their ``origin``). Kafka
+        keeps order only within a partition, and one host's events travel in several: its kernel and NCCL
+        lines in different raw topics, and on the events topic keyed by host, NVLink domain or communicator.
+        A consumer reads partitions at its own pace (all of one before the next when it replays after a
+        rebalance), so a host's watermark taken over all of them would call its lines in the slower
+        partition late."""
         late = 0
         evs = events_from_table(events)
-        for e in evs:
-            hw = self.source_watermarks.get((e.host, source))
+        streams = [(e.host, source, _raw_partition(e.origin)) for e in evs]
+        for e, key in zip(evs, streams):
+            hw = self.source_watermarks.get(key)
             # lateness is about when the line was written (a watchdog timeout printed now is on time, though
             # the collective it reports began ten minutes ago)
             if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
             self.events.setdefault(e.event_id, e)
-        for e in evs:
+        for e, key in zip(evs, streams):
             if e.ts_basis not in EVENT_TIME_BASES:
                 continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
             self.watermark.observe(e.ts)
             self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
-            self.source_watermarks.setdefault((e.host, source), Watermark()).observe(e.ts)
+            self.source_watermarks.setdefault(key, Watermark()).observe(e.ts)
             if now_us is not None:
                 self.arrived_us[e.host] = max(self.arrived_us.get(e.host, 0), now_us)
         if samples is not None and samples.num_rows:
@@ -210,6 +213,12 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
     idx = t.append_column("_i", pa.array(range(t.num_rows), pa.int64()))
     last = idx.group_by(list(keys)).aggregate([("_i", "max")]).column("_i_max")
     return t.take(pc.take(last, pc.sort_indices(last))) if len(last) < t.num_rows else t
+
+
+def _raw_partition(origin: str) -> str | None:
+    """``kafka:fleet.dmesg/3/1207:5#r2`` -> ``kafka:fleet.dmesg/3``: the raw partition a line came from
+    (its ordered stream); None for lines read from files (one file is one ordered stream per host)."""
+    return origin.rsplit("/", 1)[0] if origin.startswith("kafka:") else None
 
 
 def _member_ids(inc: dict[str, Any]) -> list[str]:

@@ -126,7 +126,8 @@ def _table(evs):
     rows = [{"event_id": e.event_id, "ts": e.ts, "ts_basis": "line", "host": e.host, "source": "dmesg",
              "kind": e.kind, "signature": "xid", "severity": e.severity, "device_type": "gpu",
              "device": e.device, "xid": e.xid, "message": f"NVRM: Xid {e.xid}", "ts_precision_us": 1,
-             "count": 1, "origin": f"t:{e.event_id}", "elapsed_ms": e.elapsed_ms, "rank": e.rank} for e in evs]
+             "count": 1, "origin": e.origin or f"t:{e.event_id}", "elapsed_ms": e.elapsed_ms, "rank": e.rank}
+            for e in evs]
     return to_table(rows, EVENTS_SCHEMA)
 
 
@@ -177,6 +178,15 @@ def test_lateness_is_judged_within_one_input_partition():
     sc = fresh()  # one ordered input (no source): the same earlier line is too late
     sc.add(_table([later]))
     assert sc.add(_table([earlier])) == 1 and set(sc.events) == {"x"}
+    # one consumer of the raw topics (`firstfault run`): the host's NCCL lines (their own topic) behind its
+    # kernel lines are not late either; behind the host's own NCCL lines, they are
+    sc = fresh()
+    later.origin, earlier.origin = "kafka:fleet.dmesg/3/90:0", "kafka:fleet.nccl/1/12:0"
+    sc.add(_table([later]))
+    assert sc.add(_table([earlier])) == 0
+    behind = ev("k", "h1", 600 * S, device="0000:04:00.0")
+    behind.origin = "kafka:fleet.nccl/1/13:0"
+    assert sc.add(_table([behind])) == 1
 
 
 def test_an_incident_whose_evidence_spans_hours_is_emitted_whole():
