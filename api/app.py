@@ -311,7 +311,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         """One read-only SELECT over the views; rows streamed as NDJSON or an Arrow IPC stream.
 
         Writes, COPY, ATTACH, INSTALL, SET and reads outside the lake are refused; results are capped
-        at ``sql_max_rows`` and queries stopped after ``sql_timeout_s``."""
+        at ``max_rows`` (at most ``sql_max_rows``; header ``X-Firstfault-Truncated: true`` when rows were
+        left out) and queries stopped after ``sql_timeout_s``."""
         try:
             check_read_only(req.query)
         except SqlRefused as e:
@@ -321,14 +322,17 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             raise HTTPException(429, f"{SQL_CONCURRENCY} SQL queries are already running; retry shortly",
                                 headers={"Retry-After": "5"})
         try:
-            schema, batches = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
+            schema, batches, cut = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
         except StoreError as e:
             raise HTTPException(400, f"query failed: {e}") from None
         finally:
             sql_slots.release()
+        # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer)
+        headers = {"X-Firstfault-Truncated": "true" if cut else "false", "X-Firstfault-Max-Rows": str(max_rows)}
         if req.format == "arrow":
-            return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream")
-        return StreamingResponse(_ndjson(batches), media_type="application/x-ndjson")
+            return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream",
+                                     headers=headers)
+        return StreamingResponse(_ndjson(batches), media_type="application/x-ndjson", headers=headers)
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics() -> Response:

@@ -217,8 +217,9 @@ class Store:
 
     # --- SQL -------------------------------------------------------------------------------------
     def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float,
-                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """Run one checked read-only query: its Arrow schema and record batches, at most ``max_rows`` rows.
+                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool]:
+        """Run one checked read-only query: its Arrow schema, record batches of at most ``max_rows`` rows,
+        and whether the result had more rows than that (cut).
 
         The rows are read before this returns, so the time limit covers the query and not how fast the
         caller reads, and a query that fails part-way raises here rather than cutting a response short.
@@ -229,23 +230,37 @@ class Store:
         batches: list[pa.RecordBatch] = []
         try:
             reader = con.sql(sql).to_arrow_reader(batch_rows)
-            left = max_rows
-            while left > 0:
+            left, cut = max_rows, False
+            while True:
                 try:
                     b = reader.read_next_batch()
                 except StopIteration:
                     break
                 if b.num_rows > left:
-                    b = b.slice(0, left)
-                left -= b.num_rows
-                batches.append(b)
+                    b, cut = b.slice(0, left), True
+                if b.num_rows:
+                    batches.append(b)
+                    left -= b.num_rows
+                if left == 0:
+                    cut = cut or _has_more(reader)
+                    break
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
             raise StoreError(_short(e, timeout_s)) from e
         finally:
             timer.cancel()
             con.close()
-        return schema, iter(batches)
+        return schema, iter(batches), cut
+
+
+def _has_more(reader: pa.RecordBatchReader) -> bool:
+    """Whether ``reader`` has another row (empty batches skipped)."""
+    while True:
+        try:
+            if reader.read_next_batch().num_rows:
+                return True
+        except StopIteration:
+            return False
 
 
 def _short(e: Exception, timeout_s: float) -> str:

@@ -118,6 +118,11 @@ def test_sql_json_and_arrow_and_refusals(api):
     r = api.post("/sql", json={"query": "SELECT * FROM events", "format": "arrow", "max_rows": 5})
     tbl = pa.ipc.open_stream(r.content).read_all()
     assert tbl.num_rows == 5 and "event_id" in tbl.column_names
+    assert r.headers["x-firstfault-truncated"] == "true" and r.headers["x-firstfault-max-rows"] == "5"
+    n = api.post("/sql", json={"query": "SELECT count(*) AS n FROM events"}).json()["n"]
+    for rows, cut in ((n, "false"), (n - 1, "true"), (n + 1, "false")):  # the cap exactly, one short, one over
+        r = api.post("/sql", json={"query": "SELECT event_id FROM events", "max_rows": rows})
+        assert (len(r.text.splitlines()), r.headers["x-firstfault-truncated"]) == (min(rows, n), cut), rows
     for bad in ("DELETE FROM events", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
                 "SET threads = 1", "SELECT 1; SELECT 2", "CREATE TABLE t AS SELECT 1",
                 "SELECT * FROM read_csv('/etc/passwd')"):
