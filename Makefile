@@ -9,15 +9,17 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# recipes quiet, progress on stderr: `make demo ARGS=--once > incidents.txt` captures the table alone
 $(STAMP): pyproject.toml
-	$(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@$(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
+	@echo "creating $(VENV) and installing firstfault with its test extras (a few minutes the first time) …" >&2
+	@$(PY) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@$(BIN)/pip install --quiet -e '.[test]' >&2
+	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firstfault demo $(ARGS)
+	@$(BIN)/firstfault demo $(ARGS)
 
 test: $(STAMP)
 	scripts/test-deps.sh
