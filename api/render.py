@@ -37,7 +37,8 @@ _APPROX = ("kafka", "file", "inherited", "envelope", "operator")
 
 
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
-    """A rich table: one row per incident, initiator first."""
+    """A rich table: one row per incident, initiator first; rows by start, then initiator host (incidents
+    timed by the same file or arrival share a start), then id — the same order wherever they come from."""
     approx_any = any(inc.get("start_basis") in _APPROX for inc in incidents)
     t = Table(title=title, show_lines=False,
               caption="~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival "
@@ -46,7 +47,7 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
     style = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
-    for inc in incidents:
+    for inc in sorted(incidents, key=lambda x: (x["start"], x["initiator"].get("host") or "", x["id"])):
         i = inc["initiator"]
         who = describe_initiator(i)
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
