@@ -10,7 +10,6 @@ locked after the views are created (DuckDB ``allowed_directories``,
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pyarrow as pa
 
 from correlate.topology import expected_links
 from ingest.lake import Lake, LakeError
+from ingest.prefix import LATEST_US, from_us
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
 SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END"
@@ -28,7 +28,8 @@ SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'w
 SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence", "end": '"end"'}
 
 
-_FAR_FUTURE = datetime(2100, 1, 1, tzinfo=timezone.utc)
+#: the upper bound of an open span: the latest time a fleet's log line can carry (ingest.prefix)
+_FAR_FUTURE = from_us(LATEST_US)
 
 
 class StoreError(RuntimeError):
