@@ -28,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError
@@ -75,7 +75,7 @@ class HostTimeline(BaseModel):
 class SqlRequest(BaseModel):
     query: str = Field(min_length=1, max_length=20_000, description="one read-only SELECT over the views")
     format: Literal["json", "arrow"] = Field("json", description="NDJSON rows, or an Arrow IPC stream")
-    max_rows: int | None = Field(None, ge=1, description="at most this many rows (capped by the server)")
+    max_rows: StrictInt | None = Field(None, ge=1, description="at most this many rows (capped by the server)")
 
 
 class Healthz(BaseModel):
@@ -327,12 +327,15 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             raise HTTPException(400, f"query failed: {e}") from None
         finally:
             sql_slots.release()
-        # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer)
-        headers = {"X-Firstfault-Truncated": "true" if cut else "false", "X-Firstfault-Max-Rows": str(max_rows)}
+        # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer);
+        # "unknown" when the rows were whole but asking for one more failed
+        headers = {"X-Firstfault-Truncated": {True: "true", False: "false", None: "unknown"}[cut],
+                   "X-Firstfault-Max-Rows": str(max_rows)}
         if req.format == "arrow":
             return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream",
                                      headers=headers)
-        return StreamingResponse(_ndjson(batches), media_type="application/x-ndjson", headers=headers)
+        # JSON is written before the status goes out, so a value JSON cannot hold is a 400, not a cut stream
+        return StreamingResponse(iter(_ndjson(schema, batches)), media_type="application/x-ndjson", headers=headers)
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics() -> Response:
@@ -440,10 +443,20 @@ async def _no_receive():
     return {"type": "http.disconnect"}
 
 
-def _ndjson(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
-    """One JSON object per row, one chunk per record batch (``Store.stream_sql`` has read them all)."""
-    for b in batches:
-        yield b"".join(orjson.dumps(row, default=str) + b"\n" for row in b.to_pylist())
+def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[bytes]:
+    """One JSON object per row, one chunk per record batch (``Store.stream_sql`` has read them all).
+
+    Raises HTTPException 400 when the rows cannot be JSON objects: two columns of one name (an object
+    keeps one), or a value Python's datetime cannot hold (``'infinity'::TIMESTAMP``, year 290000)."""
+    dup = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if dup:
+        raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
+                                 "give them distinct aliases, or ask for format arrow")
+    try:
+        return [b"".join(orjson.dumps(row, default=str) + b"\n" for row in b.to_pylist()) for b in batches]
+    except (OverflowError, ValueError, pa.ArrowException) as e:
+        raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
+                                 "or ask for format arrow") from None
 
 
 def _arrow_stream(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:

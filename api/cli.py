@@ -105,6 +105,9 @@ def _parse_symptom(text: str, hosts: list[str]):
     kind, _, host = head.partition("@")
     if kind not in ("hang", "failure"):
         raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")
+    bad = [g for g in gpus.split(",") if g and not g.isdigit()]
+    if bad:
+        raise typer.BadParameter(f"GPUs are indexes (0, 1, …), not {', '.join(map(repr, bad))}", param_hint="--symptom")
     targets = [host] if host else hosts
     if not targets:
         raise typer.BadParameter("no host to attach the symptom to; write KIND@HOST", param_hint="--symptom")

@@ -218,9 +218,9 @@ class Store:
 
     # --- SQL -------------------------------------------------------------------------------------
     def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float,
-                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool]:
+                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
         """Run one checked read-only query: its Arrow schema, record batches of at most ``max_rows`` rows,
-        and whether the result had more rows than that (cut).
+        and whether the result had more rows than that (cut; None when asking for one more failed).
 
         The rows are read before this returns, so the time limit covers the query and not how fast the
         caller reads, and a query that fails part-way raises here rather than cutting a response short.
@@ -254,14 +254,17 @@ class Store:
         return schema, iter(batches), cut
 
 
-def _has_more(reader: pa.RecordBatchReader) -> bool:
-    """Whether ``reader`` has another row (empty batches skipped)."""
+def _has_more(reader: pa.RecordBatchReader) -> bool | None:
+    """Whether ``reader`` has another row (empty batches skipped); None when reading on fails (an error
+    in a later row, the time limit): the rows already read are whole, only whether more exist is unknown."""
     while True:
         try:
             if reader.read_next_batch().num_rows:
                 return True
         except StopIteration:
             return False
+        except (duckdb.Error, pa.ArrowException, OSError):
+            return None
 
 
 def _short(e: Exception, timeout_s: float) -> str:

@@ -123,6 +123,17 @@ def test_sql_json_and_arrow_and_refusals(api):
     for rows, cut in ((n, "false"), (n - 1, "true"), (n + 1, "false")):  # the cap exactly, one short, one over
         r = api.post("/sql", json={"query": "SELECT event_id FROM events", "max_rows": rows})
         assert (len(r.text.splitlines()), r.headers["x-firstfault-truncated"]) == (min(rows, n), cut), rows
+    # an error in a row past the cap (computed ahead or not) does not cost the rows before it
+    r = api.post("/sql", json={"query": "SELECT CASE WHEN range > 5000000 THEN error('boom') END AS x FROM range(6000000)",
+                               "max_rows": 10})
+    assert (r.status_code, len(r.text.splitlines()), r.headers["x-firstfault-truncated"]) == (200, 10, "true")
+    # what a JSON row cannot hold is a 400 before any row goes out; Arrow holds it
+    for q in ("SELECT 1 AS a, 2 AS a", "SELECT 'infinity'::TIMESTAMP AS t"):
+        r = api.post("/sql", json={"query": q})
+        assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), q
+        assert api.post("/sql", json={"query": q, "format": "arrow"}).status_code == 200, q
+    for bad in (True, "5", 0):
+        assert api.post("/sql", json={"query": "SELECT 1", "max_rows": bad}).status_code == 422, bad
     for bad in ("DELETE FROM events", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
                 "SET threads = 1", "SELECT 1; SELECT 2", "CREATE TABLE t AS SELECT 1",
                 "SELECT * FROM read_csv('/etc/passwd')"):
@@ -221,3 +232,23 @@ def test_incident_table_rows_by_start_then_initiator_host():
                              inc("inc-3", "node8", "2026-01-01T00:00:01Z")]))
     text = c.export_text()
     assert text.index("node8") < text.index("node7") < text.index("node9")
+
+
+def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
+    """``store._has_more`` after the row cap: an error or the time limit while reading on says "unknown"
+    (None), not a failed query; empty batches are skipped. (A reader made from Python batches stands in for
+    DuckDB, whose errors surface at a row only the engine decides, so a query cannot pin this case.)"""
+    from api.store import _has_more
+
+    schema = pa.schema([("x", pa.int64())])
+    empty, one = pa.record_batch([pa.array([], pa.int64())], schema=schema), pa.record_batch([pa.array([1])], schema=schema)
+
+    def reader(*batches, fail=False):
+        def gen():
+            yield from batches
+            if fail:
+                raise OSError("Invalid Input Error: boom")
+        return pa.RecordBatchReader.from_batches(schema, gen())
+
+    assert [_has_more(reader(empty, fail=True)), _has_more(reader(empty)), _has_more(reader(empty, one))] == \
+        [None, False, True]

@@ -98,3 +98,11 @@ def test_diagnose_refuses_a_device_or_fifo(tmp_path):
     for p in ("/dev/zero", str(fifo)):
         r = _firstfault("diagnose", p)
         assert r.returncode == 2 and "not a regular file" in r.stderr, (p, r.stderr)
+
+
+def test_diagnose_symptom_gpus_are_indexes(tmp_path):
+    log = tmp_path / "node01.log"
+    log.write_text("hello\n")
+    r = _firstfault("diagnose", str(log), "--symptom", "hang:abc")
+    assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert _firstfault("diagnose", str(log), "--symptom", "hang:0,1").returncode == 0
