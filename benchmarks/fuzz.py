@@ -3,6 +3,7 @@
 The properties (each is a test in ``tests/test_properties.py``; ``python -m benchmarks.fuzz`` runs them
 for longer and prints how long):
 
+* ``decode_partition`` gives exactly what ``decode_message`` gives record by record;
 * ``decode_message`` never raises on any Kafka value, key, headers and timestamp, and loses nothing: a
   non-empty value gives segments or a reject with a reason;
 * the pipeline never raises on any decoded text; every event's message is text of its input line (fields
@@ -22,13 +23,14 @@ import json
 import sys
 import time
 from datetime import timezone
+from types import SimpleNamespace
 
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.catalog import default_catalog
-from ingest.decode import Decoded, Segment, decode_message
+from ingest.decode import Decoded, Segment, decode_message, decode_partition
 from ingest.prefix import parse_prefix, plausible
 
 #: signature id -> its real example lines (each a single line: multi-line examples are left out here)
@@ -152,6 +154,24 @@ def _props(n: int):
         check_decode(value, key, ts_ms, headers)
 
     @cfg
+    @given(st.lists(st.tuples(
+        st.one_of(kafka_values(), log_lines().map(lambda ln: ln.encode("utf-8", "surrogatepass")),
+                  st.sampled_from([None, b"", b"[  12.345678] NVRM: Xid", b"{'loss': 1.2}", b'{"message": "x"}',
+                                   b'[{"message": "x"}]', b"\xef\xbb\xbfline", b" {}"])),
+        st.sampled_from([None, b"", b"node07", b"node08"]),
+        st.lists(st.tuples(st.sampled_from(["host", "x"]), st.binary(max_size=20)), max_size=2)), max_size=12))
+    def decode_partition_is_decode_message(records):
+        rs = [SimpleNamespace(value=v, key=k, headers=h, offset=i, timestamp=T0_MS + i)
+              for i, (v, k, h) in enumerate(records)]
+        one = Decoded()
+        for r in rs:
+            d = decode_message(r.value, topic="fleet.dmesg", partition=3, offset=r.offset, key=r.key,
+                               timestamp_ms=r.timestamp, headers=r.headers)
+            one.segments += d.segments
+            one.rejects += d.rejects
+        assert decode_partition("fleet.dmesg", 3, rs) == one
+
+    @cfg
     @given(st.lists(log_lines(), min_size=1, max_size=20))
     def pipeline(lines):
         check_pipeline(pipe, lines)
@@ -177,7 +197,8 @@ def _props(n: int):
         bare = signatures(line)
         assert bare <= signatures(stamp + line), (stamp + line, bare)
 
-    return {"decode": decode, "pipeline": pipeline, "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
+    return {"decode": decode, "decode_partition_is_decode_message": decode_partition_is_decode_message,
+            "pipeline": pipeline, "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,9 +45,12 @@ errors are deterministic, so they go to the DLQ rather than being retried.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import hashlib
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -59,7 +62,8 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from ingest import metrics
 from ingest.counters import with_counter_events
-from ingest.decode import Decoded, Reject, decode_message
+from ingest.decode import Decoded, Reject, decode_message, decode_partition
+from ingest.gcpause import paused
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
 from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
@@ -116,30 +120,47 @@ class Health:
 
 def batch_id(records: list[ConsumerRecord]) -> str:
     """Deterministic id of a batch from its source coordinates (a replay rewrites the same parts)."""
-    spans: dict[tuple[str, int], list[int]] = {}
-    for r in records:
-        spans.setdefault((r.topic, r.partition), []).append(r.offset)
-    key = ";".join(f"{t}/{p}/{min(o)}-{max(o)}" for (t, p), o in sorted(spans.items()))
+    return _batch_id(_spans(records))
+
+
+def _batch_id(spans: dict[TopicPartition, tuple[int, int]]) -> str:
+    key = ";".join(f"{t}/{p}/{a}-{b}" for (t, p), (a, b) in sorted(spans.items()))
     return hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
 
 
+@paused  # a segment per one-line record, no cycles: ingest.gcpause
 def decode_records(records: list[ConsumerRecord]) -> Decoded:
-    """Decode Kafka records into one batch of segments and rejects (``ingest.decode.decode_message``)."""
+    """Decode Kafka records into one batch of segments and rejects (``ingest.decode.decode_message``).
+
+    One call per chunk, and one :func:`ingest.decode.decode_partition` per run of one partition's records."""
+    out = Decoded()
+    for (topic, partition), run in itertools.groupby(records, _TOPIC_PARTITION):
+        d = decode_partition(topic, partition, run)
+        out.segments += d.segments
+        out.rejects += d.rejects
+    return out
+
+
+def _decode_run(records: list[ConsumerRecord]) -> Decoded:
+    """Records decoded together (:func:`decode_records`); if that raises (it should not: an open defect, or
+    input nobody foresaw), each record alone, and a record that raises becomes a reject with ``error_code``
+    ``decode_error`` instead of stopping the worker."""
+    try:
+        return decode_records(records)  # looked up in this module on every call (benchmarks.worker times it)
+    except Exception:  # noqa: BLE001
+        pass
     out = Decoded()
     for r in records:
-        d = decode_message(r.value, topic=r.topic, partition=r.partition, offset=r.offset, key=r.key,
-                           timestamp_ms=r.timestamp,
-                           headers=[(k, v) for k, v in (r.headers or [])])
-        out.segments.extend(d.segments)
-        out.rejects.extend(d.rejects)
+        d = _decode_one(r)
+        out.segments += d.segments
+        out.rejects += d.rejects
     return out
 
 
 def _decode_one(r: ConsumerRecord) -> Decoded:
-    """One record decoded; if decoding raises (it should not: an open defect, or input nobody foresaw),
-    the record becomes a reject with ``error_code`` ``decode_error`` instead of stopping the worker."""
+    """One record decoded, or a ``decode_error`` reject if decoding raises (see :func:`_decode_run`)."""
     try:
-        return decode_records([r])  # looked up in this module on every call (benchmarks.worker times it)
+        return decode_records([r])
     except Exception as e:  # noqa: BLE001
         origin = f"kafka:{r.topic}/{r.partition}/{r.offset}"
         log.error("record %s isolated: decode raised %s: %s", origin, type(e).__name__, e,
@@ -189,11 +210,36 @@ def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
 def _spans(records: list[ConsumerRecord]) -> dict[TopicPartition, tuple[int, int]]:
     """(first, last) offset per partition of a batch."""
     out: dict[TopicPartition, tuple[int, int]] = {}
-    for r in records:
-        tp = TopicPartition(r.topic, r.partition)
-        a, b = out.get(tp, (r.offset, r.offset))
-        out[tp] = (min(a, r.offset), max(b, r.offset))
+    # a batch is runs of one partition's records (IngestWorker._take): grouped and reduced in C, not per record
+    for (topic, partition), run in itertools.groupby(records, _TOPIC_PARTITION):
+        offsets = list(map(_offset, run))
+        tp = TopicPartition(topic, partition)
+        lo, hi = min(offsets), max(offsets)
+        if tp in out:
+            lo, hi = min(lo, out[tp][0]), max(hi, out[tp][1])
+        out[tp] = (lo, hi)
     return out
+
+
+_TOPIC_PARTITION = operator.attrgetter("topic", "partition")
+_offset = operator.attrgetter("offset")
+_topic = operator.attrgetter("topic")
+
+
+def _cut_chunk(tp: TopicPartition, rs: list[ConsumerRecord], n: int) -> tuple[Decoded, int, int]:
+    """The first records of ``rs[:n]`` whose decoded text passes ``MAX_CHUNK_BYTES`` (the record that passes
+    it included): (decoded, records taken, bytes of text)."""
+    out = Decoded()
+    size = 0
+    for i in range(n):
+        d = _decode_one(rs[i])
+        out.segments += d.segments
+        out.rejects += d.rejects
+        size += sum(len(s.data) for s in d.segments)
+        if size > MAX_CHUNK_BYTES and i + 1 < n:
+            log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition, i + 1, size)
+            return out, i + 1, size
+    return out, n, size
 
 
 OnBatch = Callable[[Batch], Awaitable[None] | None]
@@ -310,7 +356,7 @@ class IngestWorker:
     async def _one_batch(self, records: list[ConsumerRecord], decoded: Decoded) -> None:
         t0 = time.perf_counter()
         spans = _spans(records)
-        bid = batch_id(records)
+        bid = _batch_id(spans)
         try:
             await self._retry(lambda: self._commit(
                 {tp: (a, f"{INTENT}:{b}:{bid}") for tp, (a, b) in spans.items()}), spans, "begin the batch")
@@ -466,9 +512,9 @@ class IngestWorker:
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
         metrics.LINES.inc(batch.lines)
         # one call per label value, not per record: a labelled Prometheus increment costs ~1-2 µs
-        for topic, n in collections.Counter(r.topic for r in records).items():
+        for topic, n in collections.Counter(map(_topic, records)).items():
             metrics.RECORDS.labels(topic=topic).inc(n)
-        metrics.BYTES.inc(sum(len(r.value or b"") for r in records))
+        metrics.BYTES.inc(sum([len(r.value) for r in records if r.value]))
         ev = batch.events
         for kind, n in collections.Counter(ev.column("kind").to_pylist()).items():
             metrics.EVENTS.labels(kind=kind).inc(n)
@@ -563,23 +609,17 @@ class IngestWorker:
             rs = self._buf.get(tp)
             if not rs:  # revoked since _ready saw it
                 continue
-            n = 0
-            while n < len(rs) and rs[n].offset <= last:
-                n += 1
+            n = bisect.bisect_right(rs, last, key=_offset)  # the buffer is in offset order
             if records and (len(records) + n > self.max_records or total > MAX_BATCH_BYTES):
                 break
-            size = 0
-            for i in range(n):
-                d = _decode_one(rs[i])
-                out.segments.extend(d.segments)
-                out.rejects.extend(d.rejects)
-                size += sum(len(s.data) for s in d.segments)
-                if size > MAX_CHUNK_BYTES and i + 1 < n:
-                    log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition,
-                             i + 1, size)
-                    n = i + 1
-                    break
-            records.extend(rs[:n])
+            d = _decode_run(rs[:n])
+            size = sum([len(s.data) for s in d.segments])
+            if size > MAX_CHUNK_BYTES and n > 1:
+                del d
+                d, n, size = _cut_chunk(tp, rs, n)
+            out.segments += d.segments
+            out.rejects += d.rejects
+            records += rs[:n]
             self._buf[tp] = rs[n:]
             total += size
         return records, out

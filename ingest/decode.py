@@ -420,6 +420,16 @@ _NOT_PLAIN_FIRST = b"{[ \t\n\r\x0b\x0c\xef"
 _new_decoded = Decoded.__new__
 
 
+def _partition_names(topic: str, partition: int) -> tuple[str, str | None]:
+    """(origin prefix ``kafka:<topic>/<partition>/``, source from the topic), cached."""
+    tp = _PARTITIONS.get((topic, partition))
+    if tp is None:
+        if len(_PARTITIONS) >= _CACHE_MAX:
+            _PARTITIONS.clear()
+        tp = _PARTITIONS[(topic, partition)] = (f"kafka:{topic}/{partition}/", TOPIC_SOURCE.get(topic))
+    return tp
+
+
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None) -> Decoded:
     """Decode one Kafka record value: plain text, NDJSON envelopes or a JSON array of them, optionally
@@ -437,11 +447,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     no decompression call unless a magic number says so, the origin's prefix,
     the key's host and the stream name from caches.
     """
-    tp = _PARTITIONS.get((topic, partition))
-    if tp is None:
-        if len(_PARTITIONS) >= _CACHE_MAX:
-            _PARTITIONS.clear()
-        tp = _PARTITIONS[(topic, partition)] = (f"kafka:{topic}/{partition}/", TOPIC_SOURCE.get(topic))
+    tp = _PARTITIONS.get((topic, partition)) or _partition_names(topic, partition)
     origin = tp[0] + str(offset)
     if value is None:
         return Decoded(rejects=[Reject(origin, "empty value (tombstone)", b"", "empty")])
@@ -480,6 +486,54 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the two assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
+    return out
+
+
+#: first bytes of values that may be more than plain text (compressed, JSON, a byte order mark, blanks
+#: before JSON): :func:`decode_partition` sends those through :func:`decode_message`, the rest straight on
+_SPECIAL_FIRST = frozenset(b"\x1f\x28\x78\xfd\x04\x02\xffBP7" + _NOT_PLAIN_FIRST)
+_BRACKETS = frozenset(b"{[")
+
+
+def decode_partition(topic: str, partition: int, records) -> Decoded:
+    """Decode Kafka records of one partition, in order: the same segments and rejects as
+    :func:`decode_message` on each record, in one pass.
+
+    ``records``: objects with ``value`` (bytes or None), ``offset``, ``key`` (bytes or None),
+    ``timestamp`` (ms since the epoch) and ``headers`` (``(str, bytes)`` pairs) — aiokafka's
+    ``ConsumerRecord``. A plain-text value with a key (what a shipper sends per line, the common case at
+    one line per message) costs one :class:`Segment`: the partition's and the key's names are looked up
+    once per run of one key. Any other value goes through :func:`decode_message`. Never raises on bad input.
+    """
+    out = _new_decoded(Decoded)
+    segments: list[Segment] = []
+    rejects: list[Reject] = []
+    out.segments, out.rejects = segments, rejects
+    prefix, source = _partition_names(topic, partition)
+    last_key: bytes | None = None
+    host = stream = ""
+    special = _SPECIAL_FIRST
+    for r in records:
+        value, key = r.value, r.key
+        if (not value or not key or len(value) > MAX_VALUE_BYTES or value[0] in special and (
+                # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more
+                value[0] not in _BRACKETS or _JSON_OBJECT_START.match(value) or _JSON_ARRAY_START.match(value))):
+            d = decode_message(value, topic=topic, partition=partition, offset=r.offset, key=key,
+                               timestamp_ms=r.timestamp, headers=r.headers)
+            segments += d.segments
+            rejects += d.rejects
+            continue
+        if key != last_key:
+            known = _KEYED.get((topic, partition, key))
+            if known is None:
+                h = key.decode("utf-8", "replace")
+                known = (h, f"{topic}/{partition}/{h}")
+                if len(_KEYED) < _CACHE_MAX:
+                    _KEYED[(topic, partition, key)] = known
+            host, stream = known
+            last_key = key
+        ts = r.timestamp * 1000
+        segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
     return out
 
 

@@ -639,3 +639,43 @@ def test_a_long_line_excerpt_does_not_split_a_character(pipeline):
     assert len(e["message"].encode()) <= 64 * 1024
     details = orjson.loads(e["details"])
     assert details["truncated_at"] == 64 * 1024 and details["line_bytes"] > (1 << 20) and details["excerpt_from"]
+
+
+def _records(topic: str, partition: int, values: list[bytes], first: int = 0):
+    from aiokafka import ConsumerRecord
+
+    return [ConsumerRecord(topic=topic, partition=partition, offset=first + i, timestamp=T_MS, timestamp_type=0,
+                           key=b"node07", value=v, checksum=None, serialized_key_size=6,
+                           serialized_value_size=len(v), headers=[]) for i, v in enumerate(values)]
+
+
+def test_a_chunk_is_cut_after_the_record_whose_text_passes_the_limit(tmp_path, monkeypatch):
+    """A chunk is decoded in one pass; only when its text passes MAX_CHUNK_BYTES is it decoded record by record
+    to cut it right after the record that passes the limit (that record included); the rest stays buffered."""
+    from ingest import consumer
+    from ingest.consumer import TopicPartition
+
+    monkeypatch.setattr(consumer, "MAX_CHUNK_BYTES", 250)
+    w = IngestWorker(bootstrap="127.0.0.1:1", topics=["t"], group_id="g", lake=Lake(tmp_path / "lake"),
+                     dlq_topic="t.dlq", max_records=80)
+    tp = TopicPartition("t", 0)
+    w._buf[tp] = _records("t", 0, [b"x" * 100] * 6)
+    records, decoded = w._take([(tp, 9)])
+    assert [r.offset for r in records] == [0, 1, 2] and len(decoded.segments) == 3  # 300 bytes > 250 after 3
+    assert [r.offset for r in w._buf[tp]] == [3, 4, 5]
+    monkeypatch.setattr(consumer, "MAX_CHUNK_BYTES", 10_000)
+    records, decoded = w._take([(tp, 4)])  # under the limit: the chunk ends at its last offset
+    assert [r.offset for r in records] == [3, 4] and [s.origin for s in decoded.segments] == ["kafka:t/0/3",
+                                                                                              "kafka:t/0/4"]
+    assert [r.offset for r in w._buf[tp]] == [5]
+
+
+def test_batch_spans_and_ids_do_not_depend_on_how_partitions_interleave():
+    from ingest.consumer import TopicPartition, _spans, batch_id
+
+    a, b = _records("t", 0, [b"a"] * 4, first=10), _records("t", 1, [b"b"] * 3, first=7)
+    runs = a + b
+    mixed = [a[2], b[0], a[0], b[2], a[3], b[1], a[1]]
+    want = {TopicPartition("t", 0): (10, 13), TopicPartition("t", 1): (7, 9)}
+    assert _spans(runs) == _spans(mixed) == want
+    assert batch_id(runs) == batch_id(mixed) != batch_id(a)
