@@ -1,0 +1,51 @@
+"""ingest.gcpause: the collector is off inside paused calls, on again after the last one, whatever raises."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from ingest.gcpause import gc_paused, paused
+
+
+def test_nested_and_raising_blocks_restore_the_collector():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with pytest.raises(ValueError), gc_paused():
+            raise ValueError("inner")
+        assert not gc.isenabled()  # the outer block is still inside
+    assert gc.isenabled()
+
+
+def test_a_collector_switched_off_before_stays_off():
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_concurrent_paused_calls_in_threads():
+    inside, leave = threading.Barrier(3), threading.Event()
+    seen = []
+
+    @paused
+    def work():
+        inside.wait(10)
+        leave.wait(10)
+        seen.append(gc.isenabled())
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    inside.wait(10)  # both threads are inside
+    assert not gc.isenabled()
+    leave.set()
+    for t in threads:
+        t.join(10)
+    assert seen == [False, False] and gc.isenabled()
