@@ -40,11 +40,13 @@ import json
 import os
 import platform
 import shutil
+import itertools
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 
@@ -202,7 +204,7 @@ def match_only(corpus: Corpus, chunk: int = 65536) -> dict:
 
 def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
     """Decode → pipeline stages → lake write, batch by batch as the worker cuts them; CPU seconds per stage."""
-    from ingest.decode import Decoded, decode_message
+    from ingest.decode import Decoded, decode_partition
     from ingest.lake import Lake
     from ingest.pipeline import Pipeline
 
@@ -214,12 +216,16 @@ def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
     lines = nbytes = 0
     c_all = _cpu()
     for k in range(0, len(msgs), max_records):
+        # records as the consumer holds them (not timed), decoded per run of one topic as the worker does
+        runs = [(topic, [SimpleNamespace(value=m[2], key=m[1], offset=k + off, timestamp=m[3], headers=())
+                         for off, m in run])
+                for topic, run in itertools.groupby(enumerate(msgs[k:k + max_records]), key=lambda x: x[1][0])]
         c0 = _cpu()
         d = Decoded()
-        for off, (topic, key, value, ts, _) in enumerate(msgs[k:k + max_records]):
-            x = decode_message(value, topic=topic, partition=0, offset=k + off, key=key, timestamp_ms=ts)
-            d.segments.extend(x.segments)
-            d.rejects.extend(x.rejects)
+        for topic, recs in runs:
+            x = decode_partition(topic, 0, recs)
+            d.segments += x.segments
+            d.rejects += x.rejects
         t["decode"] += _cpu() - c0
         b = pipeline.run(d, timings=t)
         c0 = _cpu()
@@ -641,8 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--re-lines", type=int, default=0, help="lines for the Python re baseline (default: all)")
     ap.add_argument("--max-records", type=int, default=0,
                     help="records per ingest batch, batched shapes (default: the batch_max_records setting)")
-    ap.add_argument("--line-max-records", type=int, default=20_000,
-                    help="records per ingest batch with one line per message (default 20,000: 2,000 one-line "
+    ap.add_argument("--line-max-records", type=int, default=80_000,
+                    help="records per ingest batch with one line per message (default 80,000: 2,000 one-line "
                          "records are only ~240 KB, and each batch writes a Parquet part per event kind)")
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
                     help="phases to leave out: baselines, stages, files")

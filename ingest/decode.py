@@ -517,7 +517,8 @@ def decode_partition(topic: str, partition: int, records) -> Decoded:
         value, key = r.value, r.key
         if (not value or not key or len(value) > MAX_VALUE_BYTES or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more
-                value[0] not in _BRACKETS or _JSON_OBJECT_START.match(value) or _JSON_ARRAY_START.match(value))):
+                value[0] not in _BRACKETS or (_JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START)
+                .match(value))):
             d = decode_message(value, topic=topic, partition=partition, offset=r.offset, key=key,
                                timestamp_ms=r.timestamp, headers=r.headers)
             segments += d.segments
