@@ -303,6 +303,10 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:
     """Run the coroutine ``run()`` makes; SIGINT / SIGTERM set ``stop`` (the worker finishes its batch and
     commits, then returns)."""
+    from ingest.gcpause import tune_for_worker
+
+    tune_for_worker()  # a worker process: rarer collections of the older generations (ingest.gcpause)
+
     async def main() -> None:
         import signal
 

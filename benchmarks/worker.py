@@ -58,7 +58,9 @@ async def _ingest(a: argparse.Namespace) -> dict:
     from schemas.settings import Settings
 
     from ingest import consumer
+    from ingest.gcpause import tune_for_worker
 
+    tune_for_worker()  # as `firstfault ingest` / `run` do (api.cli._until_signalled)
     s = Settings()
     stages: dict[str, float] = {}
 
@@ -117,8 +119,10 @@ async def _ingest(a: argparse.Namespace) -> dict:
 async def _split(a: argparse.Namespace) -> dict:
     from aiokafka import AIOKafkaConsumer
 
+    from ingest.gcpause import tune_for_worker
     from schemas.settings import Settings
 
+    tune_for_worker()  # the same process settings as the worker it is the ceiling of
     s = Settings()
     n = a.max_records or s.batch_max_records  # as many records per poll as the worker it is the ceiling of
     c = AIOKafkaConsumer(*a.topics.split(","), bootstrap_servers=a.bootstrap, group_id=a.group,

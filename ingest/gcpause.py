@@ -14,6 +14,11 @@ paused (benchmarks/README.md, "Where the time goes").
 call, process-wide (the collector is global), and back on when the last
 paused call in any thread returns. Cycles created meanwhile are collected
 after: only their reclamation is delayed, never skipped.
+
+Outside those calls a worker still allocates per Kafka record (aiokafka's
+records, buffered until their batch is taken): :func:`tune_for_worker` makes
+the two older generations' collections rarer in a worker process (``firstfault
+run``, ``ingest``, ``correlate``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,18 @@ _depth = 0
 _was_enabled = False
 
 F = TypeVar("F", bound=Callable)
+
+#: collector thresholds of a worker process: Python's default is (700, 10, 10). The youngest generation is
+#: collected as often as before; the middle one every 50 of its collections (35,000 allocations), the oldest
+#: every 50 of the middle one's. On 1,000,000 one-line Kafka records (80,000 per batch): collector time
+#: 4.2 -> 1.7 s, worker CPU 14.1 -> 10.7 s, peak RSS 453 -> 482 MB (benchmarks/README.md).
+WORKER_THRESHOLDS = (700, 50, 50)
+
+
+def tune_for_worker() -> None:
+    """Set :data:`WORKER_THRESHOLDS` for this process (a long-running worker: the objects of a batch live for
+    the batch, and each collection of the older generations walks all of them)."""
+    gc.set_threshold(*WORKER_THRESHOLDS)
 
 
 @contextmanager

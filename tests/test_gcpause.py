@@ -49,3 +49,15 @@ def test_concurrent_paused_calls_in_threads():
     for t in threads:
         t.join(10)
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_a_worker_process_collects_the_older_generations_less_often():
+    from ingest.gcpause import WORKER_THRESHOLDS, tune_for_worker
+
+    before = gc.get_threshold()
+    try:
+        tune_for_worker()
+        assert gc.get_threshold() == WORKER_THRESHOLDS
+        assert WORKER_THRESHOLDS[0] == before[0] and WORKER_THRESHOLDS[1:] > before[1:]
+    finally:
+        gc.set_threshold(*before)
