@@ -3,7 +3,8 @@
 The properties (each is a test in ``tests/test_properties.py``; ``python -m benchmarks.fuzz`` runs them
 for longer and prints how long):
 
-* ``decode_partition`` gives exactly what ``decode_message`` gives record by record;
+* ``decode_partition_until`` gives exactly what ``decode_message`` gives record by record, up to the
+  record whose text passes its limit;
 * ``decode_message`` never raises on any Kafka value, key, headers and timestamp, and loses nothing: a
   non-empty value gives segments or a reject with a reason;
 * the pipeline never raises on any decoded text; every event's message is text of its input line (fields
@@ -30,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.catalog import default_catalog
-from ingest.decode import Decoded, Segment, decode_message, decode_partition
+from ingest.decode import Decoded, Segment, decode_message, decode_partition, decode_partition_until
 from ingest.prefix import parse_prefix, plausible
 
 #: signature id -> its real example lines (each a single line: multi-line examples are left out here)
@@ -159,17 +160,23 @@ def _props(n: int):
                   st.sampled_from([None, b"", b"[  12.345678] NVRM: Xid", b"{'loss': 1.2}", b'{"message": "x"}',
                                    b'[{"message": "x"}]', b"\xef\xbb\xbfline", b" {}"])),
         st.sampled_from([None, b"", b"node07", b"node08"]),
-        st.lists(st.tuples(st.sampled_from(["host", "x"]), st.binary(max_size=20)), max_size=2)), max_size=12))
-    def decode_partition_is_decode_message(records):
+        st.lists(st.tuples(st.sampled_from(["host", "x"]), st.binary(max_size=20)), max_size=2)), max_size=12),
+        st.one_of(st.none(), st.integers(0, 3000)))
+    def decode_partition_is_decode_message(records, max_bytes):
         rs = [SimpleNamespace(value=v, key=k, headers=h, offset=i, timestamp=T0_MS + i)
               for i, (v, k, h) in enumerate(records)]
-        one = Decoded()
-        for r in rs:
+        one, read, size = Decoded(), 0, 0
+        for r in rs:  # record by record until the text passes max_bytes, that record included
             d = decode_message(r.value, topic="fleet.dmesg", partition=3, offset=r.offset, key=r.key,
                                timestamp_ms=r.timestamp, headers=r.headers)
             one.segments += d.segments
             one.rejects += d.rejects
-        assert decode_partition("fleet.dmesg", 3, rs) == one
+            read, size = read + 1, size + sum(len(s.data) for s in d.segments)
+            if max_bytes is not None and size > max_bytes:
+                break
+        assert decode_partition_until("fleet.dmesg", 3, rs, max_bytes) == (one, read, size)
+        if max_bytes is None:
+            assert decode_partition("fleet.dmesg", 3, rs) == one
 
     @cfg
     @given(st.lists(log_lines(), min_size=1, max_size=20))

@@ -76,16 +76,16 @@ async def _ingest(a: argparse.Namespace) -> dict:
             finally:
                 stages["write"] = stages.get("write", 0.0) + time.process_time() - c0
 
-    decode_records = consumer.decode_records
+    decode_chunk = consumer.decode_chunk
 
-    def timed_decode(records):
+    def timed_decode(records, max_bytes):
         c0 = time.thread_time()
         try:
-            return decode_records(records)
+            return decode_chunk(records, max_bytes)
         finally:
             stages["decode"] = stages.get("decode", 0.0) + time.thread_time() - c0
 
-    consumer.decode_records = timed_decode  # IngestWorker looks it up in its module on every batch
+    consumer.decode_chunk = timed_decode  # IngestWorker looks it up in its module on every chunk
     pipeline = TimedPipeline()
     lake = TimedLake(a.lake)
     lake.init()

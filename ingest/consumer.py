@@ -62,7 +62,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from ingest import metrics
 from ingest.counters import with_counter_events
-from ingest.decode import Decoded, Reject, decode_message, decode_partition
+from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
 from ingest.gcpause import paused
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
@@ -141,24 +141,37 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
     return out
 
 
-def _decode_run(records: list[ConsumerRecord]) -> Decoded:
-    """Records decoded together (:func:`decode_records`); if that raises (it should not: an open defect, or
-    input nobody foresaw), each record alone, and a record that raises becomes a reject with ``error_code``
+@paused
+def decode_chunk(records: list[ConsumerRecord], max_bytes: int) -> tuple[Decoded, int, int]:
+    """Decode one partition's records in offset order until their text passes ``max_bytes`` (that record
+    included): (decoded, records read, bytes of text) — ``ingest.decode.decode_partition_until``."""
+    if not records:
+        return Decoded(), 0, 0
+    return decode_partition_until(records[0].topic, records[0].partition, records, max_bytes)
+
+
+def _decode_chunk(records: list[ConsumerRecord]) -> tuple[Decoded, int, int]:
+    """:func:`decode_chunk` up to ``MAX_CHUNK_BYTES``; if that raises (it should not: an open defect, or input
+    nobody foresaw), record by record, and a record that raises becomes a reject with ``error_code``
     ``decode_error`` instead of stopping the worker."""
     try:
-        return decode_records(records)  # looked up in this module on every call (benchmarks.worker times it)
+        return decode_chunk(records, MAX_CHUNK_BYTES)  # looked up in this module (benchmarks.worker times it)
     except Exception:  # noqa: BLE001
         pass
     out = Decoded()
-    for r in records:
+    size = 0
+    for i, r in enumerate(records):
         d = _decode_one(r)
         out.segments += d.segments
         out.rejects += d.rejects
-    return out
+        size += sum(len(x.data) for x in d.segments)
+        if size > MAX_CHUNK_BYTES:
+            return out, i + 1, size
+    return out, len(records), size
 
 
 def _decode_one(r: ConsumerRecord) -> Decoded:
-    """One record decoded, or a ``decode_error`` reject if decoding raises (see :func:`_decode_run`)."""
+    """One record decoded, or a ``decode_error`` reject if decoding raises (see :func:`_decode_chunk`)."""
     try:
         return decode_records([r])
     except Exception as e:  # noqa: BLE001
@@ -224,22 +237,6 @@ def _spans(records: list[ConsumerRecord]) -> dict[TopicPartition, tuple[int, int
 _TOPIC_PARTITION = operator.attrgetter("topic", "partition")
 _offset = operator.attrgetter("offset")
 _topic = operator.attrgetter("topic")
-
-
-def _cut_chunk(tp: TopicPartition, rs: list[ConsumerRecord], n: int) -> tuple[Decoded, int, int]:
-    """The first records of ``rs[:n]`` whose decoded text passes ``MAX_CHUNK_BYTES`` (the record that passes
-    it included): (decoded, records taken, bytes of text)."""
-    out = Decoded()
-    size = 0
-    for i in range(n):
-        d = _decode_one(rs[i])
-        out.segments += d.segments
-        out.rejects += d.rejects
-        size += sum(len(s.data) for s in d.segments)
-        if size > MAX_CHUNK_BYTES and i + 1 < n:
-            log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition, i + 1, size)
-            return out, i + 1, size
-    return out, n, size
 
 
 OnBatch = Callable[[Batch], Awaitable[None] | None]
@@ -612,11 +609,10 @@ class IngestWorker:
             n = bisect.bisect_right(rs, last, key=_offset)  # the buffer is in offset order
             if records and (len(records) + n > self.max_records or total > MAX_BATCH_BYTES):
                 break
-            d = _decode_run(rs[:n])
-            size = sum([len(s.data) for s in d.segments])
-            if size > MAX_CHUNK_BYTES and n > 1:
-                del d
-                d, n, size = _cut_chunk(tp, rs, n)
+            d, taken, size = _decode_chunk(rs[:n])
+            if taken < n:
+                log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition, taken, size)
+                n = taken
             out.segments += d.segments
             out.rejects += d.rejects
             records += rs[:n]

@@ -497,7 +497,16 @@ _BRACKETS = frozenset(b"{[")
 
 def decode_partition(topic: str, partition: int, records) -> Decoded:
     """Decode Kafka records of one partition, in order: the same segments and rejects as
-    :func:`decode_message` on each record, in one pass.
+    :func:`decode_message` on each record, in one pass (:func:`decode_partition_until` without a limit)."""
+    return decode_partition_until(topic, partition, records, None)[0]
+
+
+def decode_partition_until(topic: str, partition: int, records, max_bytes: int | None
+                           ) -> tuple[Decoded, int, int]:
+    """Decode Kafka records of one partition in order until their decoded text passes ``max_bytes`` (the
+    record that passes it is included; ``None``: no limit). Returns (decoded, records read, bytes of text);
+    the decoded part equals :func:`decode_message` on each record read. At most one value is decoded past
+    the limit, so a run of compressed values costs memory up to the limit, not up to the run.
 
     ``records``: objects with ``value`` (bytes or None), ``offset``, ``key`` (bytes or None),
     ``timestamp`` (ms since the epoch) and ``headers`` (``(str, bytes)`` pairs) — aiokafka's
@@ -513,7 +522,10 @@ def decode_partition(topic: str, partition: int, records) -> Decoded:
     last_key: bytes | None = None
     host = stream = ""
     special = _SPECIAL_FIRST
+    limit = MAX_VALUE_BYTES << 40 if max_bytes is None else max_bytes
+    size = read = 0
     for r in records:
+        read += 1
         value, key = r.value, r.key
         if (not value or not key or len(value) > MAX_VALUE_BYTES or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more
@@ -523,6 +535,9 @@ def decode_partition(topic: str, partition: int, records) -> Decoded:
                                timestamp_ms=r.timestamp, headers=r.headers)
             segments += d.segments
             rejects += d.rejects
+            size += sum([len(x.data) for x in d.segments])
+            if size > limit:
+                break
             continue
         if key != last_key:
             known = _KEYED.get((topic, partition, key))
@@ -535,7 +550,10 @@ def decode_partition(topic: str, partition: int, records) -> Decoded:
             last_key = key
         ts = r.timestamp * 1000
         segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
-    return out
+        size += len(value)
+        if size > limit:
+            break
+    return out, read, size
 
 
 _HOST_FROM_NAME = re.compile(r"^([^.]+)")

@@ -670,6 +670,25 @@ def test_a_chunk_is_cut_after_the_record_whose_text_passes_the_limit(tmp_path, m
     assert [r.offset for r in w._buf[tp]] == [5]
 
 
+def test_a_chunk_of_compressed_values_is_decompressed_only_up_to_the_limit(tmp_path, monkeypatch):
+    """Memory stays bounded by the chunk limit plus one value: the values after the one whose text passes
+    MAX_CHUNK_BYTES are not decompressed (a chunk of 250 values of 60 MB each once took 60 MB per value)."""
+    from ingest import consumer, decode
+    from ingest.consumer import TopicPartition
+
+    calls = []
+    real = decode.decode_message
+    monkeypatch.setattr(decode, "decode_message", lambda value, **kw: calls.append(kw["offset"]) or real(value, **kw))
+    monkeypatch.setattr(consumer, "MAX_CHUNK_BYTES", 25_000)
+    w = IngestWorker(bootstrap="127.0.0.1:1", topics=["t"], group_id="g", lake=Lake(tmp_path / "lake"),
+                     dlq_topic="t.dlq", max_records=80)
+    tp = TopicPartition("t", 0)
+    w._buf[tp] = _records("t", 0, [gzip.compress(b"y" * 10_000)] * 8)
+    records, decoded = w._take([(tp, 9)])
+    assert calls == [0, 1, 2] and [r.offset for r in records] == [0, 1, 2]  # 30,000 bytes > 25,000 after 3
+    assert sum(len(s.data) for s in decoded.segments) == 30_000 and len(w._buf[tp]) == 5
+
+
 def test_batch_spans_and_ids_do_not_depend_on_how_partitions_interleave():
     from ingest.consumer import TopicPartition, _spans, batch_id
 
