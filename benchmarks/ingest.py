@@ -206,6 +206,7 @@ def match_only(corpus: Corpus, chunk: int = 65536) -> dict:
 def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
     """Decode → pipeline stages → lake write, batch by batch as the worker cuts them; CPU seconds per stage."""
     from ingest.decode import Decoded, decode_partition
+    from ingest.gcpause import gc_paused
     from ingest.lake import Lake
     from ingest.pipeline import Pipeline
 
@@ -223,10 +224,11 @@ def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
                 for topic, run in itertools.groupby(enumerate(msgs[k:k + max_records]), key=lambda x: x[1][0])]
         c0 = _cpu()
         d = Decoded()
-        for topic, recs in runs:
-            x = decode_partition(topic, 0, recs)
-            d.segments += x.segments
-            d.rejects += x.rejects
+        with gc_paused():  # as the worker's decode_chunk (this process holds the whole corpus besides)
+            for topic, recs in runs:
+                x = decode_partition(topic, 0, recs)
+                d.segments += x.segments
+                d.rejects += x.rejects
         t["decode"] += _cpu() - c0
         b = pipeline.run(d, timings=t)
         c0 = _cpu()
