@@ -522,7 +522,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     last_key: bytes | None = None
     host = stream = ""
     special = _SPECIAL_FIRST
-    limit = MAX_VALUE_BYTES << 40 if max_bytes is None else max_bytes
+    limit = (1 << 62) if max_bytes is None else max_bytes  # None: no limit
     size = read = 0
     for r in records:
         read += 1

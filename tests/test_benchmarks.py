@@ -59,5 +59,7 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert {"decode", "frame", "match", "extract", "assemble", "arrow", "write"} <= set(
         r["stages"]["batch"]["stage_cpu_s"])
     assert r["correlator"]["events"] > 0
-    assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core"}
+    assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
+    assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
+                                 "correlator.stream_step_max_s"}
     assert not list(tmp_path.iterdir())  # the scratch folder is gone
