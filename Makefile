@@ -26,7 +26,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.ingest $(ARGS)
+	@$(BIN)/python -m benchmarks.ingest $(ARGS)
 
 clean:
 	-$(BIN)/firstfault kafka stop

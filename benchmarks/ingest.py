@@ -641,10 +641,11 @@ def table(out: dict) -> str:
         rows.append((f"backlog {r['lines'] / 1e6:.0f}M", str(r.get("max_records") or "-"), _k(r["lines_per_s"]),
                      _k(r["lines_per_s_per_core"]), f"{r['mb_per_s']:.1f}", "-", "-", f"{r['peak_rss_mb']:.0f}",
                      str(r["events"]), str(r.get("broker_cpu_s") or "-")))
-    w = [max(len(str(r[i])) for r in rows) for i in range(len(hdr))]
-    for r in rows:
-        lines.append("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r)))
-    lines.append("")
+    if len(rows) > 1:  # no mode ran with --no-kafka --skip files and no backlog: no table
+        w = [max(len(str(r[i])) for r in rows) for i in range(len(hdr))]
+        for r in rows:
+            lines.append("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r)))
+        lines.append("")
     if "baselines" in out:
         b = out["baselines"]
         lines.append("matching, lines/s per core (same lines): "
@@ -657,7 +658,8 @@ def table(out: dict) -> str:
     if "correlator" in out:
         c = out["correlator"]
         lines.append(f"correlator: {c['events']} events, correlate() {_k(c['events_per_s'])} events/s, "
-                     f"streaming {_k(c['stream_events_per_s'])} events/s")
+                     f"streaming {_k(c['stream_events_per_s'])} events/s; fed in {c['stream_steps']} steps: median "
+                     f"step {c['stream_step_median_s']:.3f} s, longest {c['stream_step_max_s']:.3f} s")
     lines += ["", "targets:"]
     for k, t in out["targets"].items():
         mark = "ok  " if t["holds"] else "MISS" if t["holds"] is not None else "n/a "

@@ -6,9 +6,10 @@ reference cycles: reference counting frees every one of them. With the
 collector's default thresholds each 700 allocations start a collection, and
 objects that live for a batch reach the oldest generation, whose collections
 walk every live object of the process: measured on 1,000,000 one-line Kafka
-records, 3.7 of 17.1 CPU seconds went to the collector (``gc.callbacks``),
-and ``correlate()`` over 6,042 events took 0.37 s instead of 0.55 s with it
-paused (benchmarks/README.md, "Where the time goes").
+records (20,000 per batch), 3.7 of 17.1 CPU seconds went to the collector
+(``gc.callbacks``), and ``correlate()`` over 6,042 events took 0.36 - 0.43 s
+instead of 0.53 - 0.59 s with it paused (benchmarks/README.md, "What changed
+for speed" and "The correlator").
 
 :func:`gc_paused` turns the automatic collector off for the duration of a
 call, process-wide (the collector is global), and back on when the last
