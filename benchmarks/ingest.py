@@ -41,7 +41,6 @@ import json
 import os
 import platform
 import shutil
-import itertools
 import subprocess
 import sys
 import tempfile
@@ -208,8 +207,7 @@ def match_only(corpus: Corpus, chunk: int = 65536) -> dict:
 
 def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
     """Decode → pipeline stages → lake write, batch by batch as the worker cuts them; CPU seconds per stage."""
-    from ingest.decode import Decoded, decode_partition
-    from ingest.gcpause import gc_paused
+    from ingest.consumer import decode_records
     from ingest.lake import Lake
     from ingest.pipeline import Pipeline
 
@@ -221,17 +219,11 @@ def stages(msgs: list, lake_root: Path, max_records: int) -> tuple[dict, list]:
     lines = nbytes = 0
     c_all = _cpu()
     for k in range(0, len(msgs), max_records):
-        # records as the consumer holds them (not timed), decoded per run of one topic as the worker does
-        runs = [(topic, [SimpleNamespace(value=m[2], key=m[1], offset=k + off, timestamp=m[3], headers=())
-                         for off, m in run])
-                for topic, run in itertools.groupby(enumerate(msgs[k:k + max_records]), key=lambda x: x[1][0])]
+        # records as the consumer holds them (built untimed), decoded as the worker decodes them
+        recs = [SimpleNamespace(topic=m[0], partition=0, value=m[2], key=m[1], offset=k + off, timestamp=m[3],
+                                headers=()) for off, m in enumerate(msgs[k:k + max_records])]
         c0 = _cpu()
-        d = Decoded()
-        with gc_paused():  # as the worker's decode_chunk (this process holds the whole corpus besides)
-            for topic, recs in runs:
-                x = decode_partition(topic, 0, recs)
-                d.segments += x.segments
-                d.rejects += x.rejects
+        d = decode_records(recs)
         t["decode"] += _cpu() - c0
         b = pipeline.run(d, timings=t)
         c0 = _cpu()
@@ -281,10 +273,9 @@ def correlator(batches: list) -> dict:
     n = ev.num_rows
     sc = StreamCorrelator()
     steps = []
+    size = max(1, -(-n // STREAM_STEPS))  # events per step: ~STREAM_STEPS steps over all batches
     for b in batches:
-        rows = b.events.num_rows
-        size = max(1, -(-n // STREAM_STEPS))  # ~STREAM_STEPS steps over all batches
-        for i in range(0, max(rows, 1), size):
+        for i in range(0, max(b.events.num_rows, 1), size):
             t0 = time.perf_counter()
             sc.add(b.events.slice(i, size), b.link_samples if i == 0 else None, b.topology if i == 0 else None)
             sc.step(now_us=now)

@@ -26,7 +26,7 @@ from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
 from correlate.window import Clocks, estimate_offsets, estimate_skew
 from ingest.catalog import Catalog, default_catalog
-from ingest.gcpause import paused
+from ingest.gcpause import gc_paused
 
 S = 1_000_000
 
@@ -91,7 +91,7 @@ def attribute(scene: Scene) -> Verdict | None:
     return roots_verdict(scene)
 
 
-@paused  # many objects, no cycles: ingest.gcpause
+@gc_paused()  # many objects, no cycles: ingest.gcpause
 def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topology: pa.Table | None = None,
               *, settings: Settings | None = None, symptoms: list[Symptom] | None = None, now_us: int,
               rules: Rules | None = None, catalog: Catalog | None = None,

@@ -42,7 +42,7 @@ from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import rank_membership
 from correlate.window import Watermark
-from ingest.gcpause import paused
+from ingest.gcpause import gc_paused
 
 S = 1_000_000
 # a new version is emitted when anything but the version number changes — the status too, so an
@@ -77,7 +77,7 @@ class StreamCorrelator:
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
 
-    @paused  # an Ev per event, no cycles: ingest.gcpause
+    @gc_paused()  # an Ev per event, no cycles: ingest.gcpause
     def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
             now_us: int | None = None, source: str | None = None) -> int:
         """Take a batch (arrived at processing time ``now_us``) from the input ``source`` (a partition of the
@@ -125,7 +125,7 @@ class StreamCorrelator:
         if events is not None and events.num_rows:
             self.add(events)
 
-    @paused
+    @gc_paused()
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
         """Incidents that are new or changed since the last step (each with its version)."""
         if not self.events:

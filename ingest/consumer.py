@@ -63,7 +63,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from ingest import metrics
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
-from ingest.gcpause import paused
+from ingest.gcpause import gc_paused
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
 from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
@@ -128,7 +128,7 @@ def _batch_id(spans: dict[TopicPartition, tuple[int, int]]) -> str:
     return hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
 
 
-@paused  # a segment per one-line record, no cycles: ingest.gcpause
+@gc_paused()  # a segment per one-line record, no cycles: ingest.gcpause
 def decode_records(records: list[ConsumerRecord]) -> Decoded:
     """Decode Kafka records into one batch of segments and rejects (``ingest.decode.decode_message``).
 
@@ -141,7 +141,7 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
     return out
 
 
-@paused
+@gc_paused()
 def decode_chunk(records: list[ConsumerRecord], max_bytes: int) -> tuple[Decoded, int, int]:
     """Decode one partition's records in offset order until their text passes ``max_bytes`` (that record
     included): (decoded, records read, bytes of text) — ``ingest.decode.decode_partition_until``."""

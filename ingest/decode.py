@@ -447,7 +447,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     no decompression call unless a magic number says so, the origin's prefix,
     the key's host and the stream name from caches.
     """
-    tp = _PARTITIONS.get((topic, partition)) or _partition_names(topic, partition)
+    tp = _partition_names(topic, partition)
     origin = tp[0] + str(offset)
     if value is None:
         return Decoded(rejects=[Reject(origin, "empty value (tombstone)", b"", "empty")])

@@ -24,18 +24,14 @@ run``, ``ingest``, ``correlate``).
 
 from __future__ import annotations
 
-import functools
 import gc
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False
-
-F = TypeVar("F", bound=Callable)
 
 #: collector thresholds of a worker process: Python's default is (700, 10, 10). The youngest generation is
 #: collected as often as before; the middle one every 50 of its collections (35,000 allocations), the oldest
@@ -53,7 +49,7 @@ def tune_for_worker() -> None:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Automatic garbage collection off inside the block (nested and concurrent blocks allowed: the last
-    one to leave restores the state the first one found)."""
+    one to leave restores the state the first one found). Also a decorator: ``@gc_paused()``."""
     global _depth, _was_enabled
     with _lock:
         if _depth == 0:
@@ -67,14 +63,3 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _was_enabled:
                 gc.enable()
-
-
-def paused(fn: F) -> F:
-    """Decorator: run ``fn`` inside :func:`gc_paused`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with gc_paused():
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]

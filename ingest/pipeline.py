@@ -26,7 +26,7 @@ from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject
 from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
-from ingest.gcpause import paused
+from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
 from ingest.prefix import parse_prefix
 from schemas.events import EVENTS_SCHEMA
@@ -69,7 +69,7 @@ class Pipeline:
         self.matcher = matcher or HyperscanMatcher(self.catalog)
         self.tz = tz
 
-    @paused  # many objects, no cycles: ingest.gcpause
+    @gc_paused()  # many objects, no cycles: ingest.gcpause
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
         """Events, link samples and topology facts of one batch of decoded input.
 

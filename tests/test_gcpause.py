@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ingest.gcpause import gc_paused, paused
+from ingest.gcpause import gc_paused
 
 
 def test_nested_and_raising_blocks_restore_the_collector():
@@ -34,7 +34,7 @@ def test_concurrent_paused_calls_in_threads():
     inside, leave = threading.Barrier(3), threading.Event()
     seen = []
 
-    @paused
+    @gc_paused()
     def work():
         inside.wait(10)
         leave.wait(10)
