@@ -333,8 +333,14 @@ class IngestWorker:
         assert self._consumer is not None
         idle_since = time.monotonic()
         while not self.stop.is_set():
-            records, decoded = await self._next_batch()
-            if not records:
+            with gc_paused():  # one batch's objects are freed before the collector resumes: ingest.gcpause
+                records, decoded = await self._next_batch()
+                if records:
+                    idle_since = time.monotonic()
+                    await self._one_batch(records, decoded)
+                got = bool(records)
+                del records, decoded
+            if not got:
                 if until_caught_up:
                     try:
                         lag = await self.lag()
@@ -346,8 +352,6 @@ class IngestWorker:
                     if time.monotonic() - idle_since > idle_timeout_s and lag < 0:
                         return
                 continue
-            idle_since = time.monotonic()
-            await self._one_batch(records, decoded)
 
     # --- one batch -------------------------------------------------------------------------------
     async def _one_batch(self, records: list[ConsumerRecord], decoded: Decoded) -> None:

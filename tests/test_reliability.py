@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import errno
+import gc
 import os
 import signal
 import subprocess
@@ -55,6 +56,8 @@ def ingest_clean(bootstrap: str, topics: list[str], lake: Path, max_records: int
         await w.start()
         try:
             await w.run(until_caught_up=True)
+            # the collector is paused for each batch and on again once the batch's objects are freed
+            assert gc.isenabled() and w.health.batches > 0
         finally:
             await w.close()
         return w
