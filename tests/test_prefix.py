@@ -7,7 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from ingest.prefix import parse_iso_us, parse_prefix, to_us
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.prefix import LAYERS, can_begin, parse_iso_us, parse_prefix, to_us
 
 REF = to_us(datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc))
 
@@ -109,3 +112,27 @@ def test_iso_forms():
     assert parse_iso_us("2026-04-22T21:25:20.458998481Z") == us(2026, 4, 22, 21, 25, 20) + 458998
     assert parse_iso_us("2025-05-27T04:18:56,089671+02:00") == us(2025, 5, 27, 2, 18, 56) + 89671
     assert parse_iso_us("not a time") is None
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_layer_is_tried_for_every_first_character_that_can_begin_it(name, data):
+    """``parse_prefix`` skips a layer whose regex cannot match the text's first character (``can_begin``):
+    every text the layer's regex matches (generated from the regex itself, Unicode included) begins with a
+    character for which ``can_begin`` names that layer, so skipping never changes the result."""
+    text = data.draw(st.from_regex(LAYERS[name]))
+    assert LAYERS[name].match(text)
+    assert name in can_begin(text[0]), (name, text[:40])
+
+
+def test_skipping_layers_gives_the_result_of_trying_them_all():
+    """A line whose layers start with the characters that decide which layers are tried (Unicode digits,
+    Cyrillic and CJK months, hex letters, ``<``, ``[``, ``k``) reads as each layer's own test says."""
+    assert parse_prefix("фев 12 00:48:02 node02 kernel: NVRM: Xid", ref_us=REF).host == "node02"
+    assert parse_prefix("fe80::1: kern: err: [2026-04-22T21:25:20Z]: x", ref_us=REF).source_addr == "fe80::1"
+    p = parse_prefix("kernel: [  12.5] NVRM: x", ref_us=REF)
+    assert (p.mono, p.rest) == (12.5, "NVRM: x")
+    p = parse_prefix("I1025 02:19:08.002792       1 health.go:151] x", ref_us=REF)
+    assert p.ts is not None and p.rest == "x"
+    assert parse_prefix("١٢:٠٠ NVRM: x", ref_us=REF).rest == "١٢:٠٠ NVRM: x"
