@@ -63,7 +63,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from ingest import metrics
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
-from ingest.gcpause import gc_paused
+from ingest.gcpause import gc_paused, gc_resumed
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
 from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
@@ -483,7 +483,8 @@ class IngestWorker:
         parts = c.assignment()
         c.pause(*parts)
         try:
-            await asyncio.wait_for(self.stop.wait(), seconds)
+            with gc_resumed():  # a batch is held (collector paused, ingest.gcpause) for as long as the fault lasts
+                await asyncio.wait_for(self.stop.wait(), seconds)
         except asyncio.TimeoutError:
             pass
         finally:
@@ -501,7 +502,8 @@ class IngestWorker:
         if not done:
             self.health.fail(f"kafka: waiting for the broker to acknowledge {what}")
             stop = asyncio.ensure_future(self.stop.wait())
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+            with gc_resumed():  # the broker may stay away for long: collect meanwhile (ingest.gcpause)
+                await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
             if not task.done():
                 task.cancel()

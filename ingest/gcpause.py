@@ -16,6 +16,15 @@ call, process-wide (the collector is global), and back on when the last
 paused call in any thread returns. Cycles created meanwhile are collected
 after: only their reclamation is delayed, never skipped.
 
+A paused block that returns many live objects (a chunk's segments) pays for
+them when it ends: the allocations counted meanwhile start a collection that
+walks them all. The ingest worker therefore keeps the collector paused for a
+whole batch, from fetching it to its lake writes, and frees the batch's records
+and segments before it resumes (``IngestWorker.run``; 1,000,000 one-line
+records: worker CPU 10.9 - 11.8 -> 9.6 - 10.4 s). While a batch is held
+through an outage (retries, a broker that does not acknowledge),
+:func:`gc_resumed` turns the collector back on for the wait.
+
 Outside those calls a worker still allocates per Kafka record (aiokafka's
 records, buffered until their batch is taken): :func:`tune_for_worker` makes
 the two older generations' collections rarer in a worker process (``firstfault
@@ -63,3 +72,19 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _was_enabled:
                 gc.enable()
+
+
+@contextmanager
+def gc_resumed() -> Iterator[None]:
+    """Inside paused blocks, the collector back on for the duration of a wait of unknown length (a broker or
+    lake outage while a batch is held): the process keeps collecting whatever it allocates meanwhile. Outside
+    any paused block, or with the collector switched off before the first one, it changes nothing."""
+    with _lock:
+        if _depth > 0 and _was_enabled:
+            gc.enable()
+    try:
+        yield
+    finally:
+        with _lock:
+            if _depth > 0 and _was_enabled:
+                gc.disable()

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ingest.gcpause import gc_paused
+from ingest.gcpause import gc_paused, gc_resumed
 
 
 def test_nested_and_raising_blocks_restore_the_collector():
@@ -20,11 +20,26 @@ def test_nested_and_raising_blocks_restore_the_collector():
     assert gc.isenabled()
 
 
+def test_a_wait_inside_a_paused_block_collects_and_the_block_stays_paused_after():
+    with gc_paused():
+        with gc_resumed():
+            assert gc.isenabled()
+        assert not gc.isenabled()
+        with pytest.raises(ValueError), gc_resumed():
+            raise ValueError("the wait failed")
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with gc_resumed():  # outside any paused block: nothing changes
+        assert gc.isenabled()
+    assert gc.isenabled()
+
+
 def test_a_collector_switched_off_before_stays_off():
     gc.disable()
     try:
         with gc_paused():
-            pass
+            with gc_resumed():  # nor does a wait inside switch it on
+                assert not gc.isenabled()
         assert not gc.isenabled()
     finally:
         gc.enable()
