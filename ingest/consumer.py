@@ -54,6 +54,7 @@ import operator
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
@@ -121,6 +122,17 @@ class Health:
 def batch_id(records: list[ConsumerRecord]) -> str:
     """Deterministic id of a batch from its source coordinates (a replay rewrites the same parts)."""
     return _batch_id(_spans(records))
+
+
+class Taken(NamedTuple):
+    """One batch as :meth:`IngestWorker._take` removes it from the buffer: ``records`` (runs of one partition
+    each, in offset order), their ``decoded`` input, ``spans`` the (first, last) offset and ``counts`` the
+    number of records per partition."""
+
+    records: list[ConsumerRecord]
+    decoded: Decoded
+    spans: dict[TopicPartition, tuple[int, int]]
+    counts: dict[TopicPartition, int]
 
 
 def _batch_id(spans: dict[TopicPartition, tuple[int, int]]) -> str:
@@ -236,7 +248,6 @@ def _spans(records: list[ConsumerRecord]) -> dict[TopicPartition, tuple[int, int
 
 _TOPIC_PARTITION = operator.attrgetter("topic", "partition")
 _offset = operator.attrgetter("offset")
-_topic = operator.attrgetter("topic")
 
 
 OnBatch = Callable[[Batch], Awaitable[None] | None]
@@ -334,12 +345,12 @@ class IngestWorker:
         idle_since = time.monotonic()
         while not self.stop.is_set():
             with gc_paused():  # one batch's objects are freed before the collector resumes: ingest.gcpause
-                records, decoded = await self._next_batch()
-                if records:
+                taken = await self._next_batch()
+                if taken.records:
                     idle_since = time.monotonic()
-                    await self._one_batch(records, decoded)
-                got = bool(records)
-                del records, decoded
+                    await self._one_batch(taken)
+                got = bool(taken.records)
+                del taken
             if not got:
                 if until_caught_up:
                     try:
@@ -354,9 +365,10 @@ class IngestWorker:
                 continue
 
     # --- one batch -------------------------------------------------------------------------------
-    async def _one_batch(self, records: list[ConsumerRecord], decoded: Decoded) -> None:
+    async def _one_batch(self, taken: Taken) -> None:
+        """Begin, run, store and commit one batch (module doc, steps 2 - 5)."""
         t0 = time.perf_counter()
-        spans = _spans(records)
+        records, decoded, spans = taken.records, taken.decoded, taken.spans
         bid = _batch_id(spans)
         try:
             await self._retry(lambda: self._commit(
@@ -384,7 +396,7 @@ class IngestWorker:
             if pos is not None and pos <= b:
                 self._consumer.seek(tp, b + 1)
         self.health.recover()
-        self._count(records, batch, t0)
+        self._count(taken, batch, t0)
 
     async def _run_pipeline(self, records: list[ConsumerRecord], decoded: Decoded) -> Batch:
         """The pure stages. If they raise, find the records that make them raise (module doc, step 3)."""
@@ -510,12 +522,16 @@ class IngestWorker:
                 raise _Abandoned(f"stopping while waiting for {what}")
         return task.result()
 
-    def _count(self, records: list[ConsumerRecord], batch: Batch, t0: float) -> None:
+    def _count(self, taken: Taken, batch: Batch, t0: float) -> None:
         h = self.health
+        records = taken.records
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
         metrics.LINES.inc(batch.lines)
         # one call per label value, not per record: a labelled Prometheus increment costs ~1-2 µs
-        for topic, n in collections.Counter(map(_topic, records)).items():
+        per_topic: collections.Counter[str] = collections.Counter()
+        for tp, n in taken.counts.items():
+            per_topic[tp.topic] += n
+        for topic, n in per_topic.items():
             metrics.RECORDS.labels(topic=topic).inc(n)
         metrics.BYTES.inc(sum([len(r.value) for r in records if r.value]))
         ev = batch.events
@@ -530,7 +546,7 @@ class IngestWorker:
         h.last_batch_s = time.perf_counter() - t0
 
     # --- fetching: chunks, and batches begun before ------------------------------------------------
-    async def _next_batch(self) -> tuple[list[ConsumerRecord], Decoded]:
+    async def _next_batch(self) -> Taken:
         """The next batch (module doc, step 1) and its decoded input; empty when nothing is ready yet."""
         c = self._consumer
         assert c is not None
@@ -602,11 +618,14 @@ class IngestWorker:
                 out.append((tp, end))
         return out
 
-    def _take(self, chunks: list[tuple[TopicPartition, int]]) -> tuple[list[ConsumerRecord], Decoded]:
+    def _take(self, chunks: list[tuple[TopicPartition, int]]) -> Taken:
         """Remove the chunks' records from the buffer and decode them, cutting a chunk where its text
-        passes ``MAX_CHUNK_BYTES`` and leaving out chunks past ``max_records`` or ``MAX_BATCH_BYTES``."""
+        passes ``MAX_CHUNK_BYTES`` and leaving out chunks past ``max_records`` or ``MAX_BATCH_BYTES``.
+        Spans and counts come from each chunk's ends (its records are in offset order), not per record."""
         records: list[ConsumerRecord] = []
         out = Decoded()
+        spans: dict[TopicPartition, tuple[int, int]] = {}
+        counts: dict[TopicPartition, int] = {}
         total = 0
         for tp, last in chunks:
             rs = self._buf.get(tp)
@@ -622,9 +641,14 @@ class IngestWorker:
             out.segments += d.segments
             out.rejects += d.rejects
             records += rs[:n]
+            lo, hi = rs[0].offset, rs[n - 1].offset
+            if tp in spans:  # not from _ready (one chunk per partition), but a span must hold whatever comes
+                lo, hi = min(lo, spans[tp][0]), max(hi, spans[tp][1])
+            spans[tp] = (lo, hi)
+            counts[tp] = counts.get(tp, 0) + n
             self._buf[tp] = rs[n:]
             total += size
-        return records, out
+        return Taken(records, out, spans, counts)
 
     async def _read_intents(self) -> None:
         """Commit metadata of the partitions assigned since last time: batches begun and not committed."""

@@ -660,13 +660,15 @@ def test_a_chunk_is_cut_after_the_record_whose_text_passes_the_limit(tmp_path, m
                      dlq_topic="t.dlq", max_records=80)
     tp = TopicPartition("t", 0)
     w._buf[tp] = _records("t", 0, [b"x" * 100] * 6)
-    records, decoded = w._take([(tp, 9)])
+    records, decoded, spans, counts = w._take([(tp, 9)])
     assert [r.offset for r in records] == [0, 1, 2] and len(decoded.segments) == 3  # 300 bytes > 250 after 3
+    assert spans == {tp: (0, 2)} and counts == {tp: 3}  # from the chunk's ends, not counted per record
     assert [r.offset for r in w._buf[tp]] == [3, 4, 5]
     monkeypatch.setattr(consumer, "MAX_CHUNK_BYTES", 10_000)
-    records, decoded = w._take([(tp, 4)])  # under the limit: the chunk ends at its last offset
+    records, decoded, spans, counts = w._take([(tp, 4)])  # under the limit: the chunk ends at its last offset
     assert [r.offset for r in records] == [3, 4] and [s.origin for s in decoded.segments] == ["kafka:t/0/3",
                                                                                               "kafka:t/0/4"]
+    assert spans == {tp: (3, 4)} and counts == {tp: 2}
     assert [r.offset for r in w._buf[tp]] == [5]
 
 
@@ -684,9 +686,27 @@ def test_a_chunk_of_compressed_values_is_decompressed_only_up_to_the_limit(tmp_p
                      dlq_topic="t.dlq", max_records=80)
     tp = TopicPartition("t", 0)
     w._buf[tp] = _records("t", 0, [gzip.compress(b"y" * 10_000)] * 8)
-    records, decoded = w._take([(tp, 9)])
+    records, decoded, spans, counts = w._take([(tp, 9)])
     assert calls == [0, 1, 2] and [r.offset for r in records] == [0, 1, 2]  # 30,000 bytes > 25,000 after 3
     assert sum(len(s.data) for s in decoded.segments) == 30_000 and len(w._buf[tp]) == 5
+
+
+def test_a_batch_with_offset_gaps_spans_its_ends_and_counts_its_records(tmp_path):
+    """Offsets have gaps (a compacted topic, transaction markers): a batch's span is its first and last
+    offset per partition, its count the records there are, and its id the one ``batch_id`` gives."""
+    import dataclasses
+
+    from ingest.consumer import TopicPartition, _batch_id, batch_id
+
+    w = IngestWorker(bootstrap="127.0.0.1:1", topics=["t"], group_id="g", lake=Lake(tmp_path / "lake"),
+                     dlq_topic="t.dlq", max_records=80)
+    a, b = TopicPartition("t", 0), TopicPartition("t", 2)
+    w._buf[a] = [dataclasses.replace(r, offset=o) for r, o in zip(_records("t", 0, [b"x"] * 3), (10, 12, 15))]
+    w._buf[b] = _records("t", 2, [b"y"] * 2, first=4)
+    taken = w._take([(a, 15), (b, 5)])
+    assert taken.spans == {a: (10, 15), b: (4, 5)} and taken.counts == {a: 3, b: 2}
+    assert [r.offset for r in taken.records] == [10, 12, 15, 4, 5] and len(taken.decoded.segments) == 5
+    assert batch_id(taken.records) == _batch_id(taken.spans)
 
 
 def test_batch_spans_and_ids_do_not_depend_on_how_partitions_interleave():
