@@ -129,3 +129,23 @@ def test_unstamped_line_timed_by_its_file_is_an_upper_bound(pipeline):
     import orjson
 
     assert orjson.loads(ev[0]["details"])["ts_upper_bound"] is True
+
+
+_DCGMI_ROW = (b"| Warning                   | GPU 0GPU 0's NvLink link 0 is currently down   |\n"
+              b"|                           | Run a field diagnostic on the GPU., GPU 0GPU   |\n"
+              b"|                           | 0's NvLink link 1 is currently down Run a fie  |\n")
+
+
+def test_a_segment_ending_with_its_line_end_counts_the_lines_it_holds(pipeline):
+    """``Batch.lines`` counts lines as ``wc -l`` would for a file, and one per line of a one-line value: a
+    file's last newline ends its last line, it does not start an empty one (``diagnose`` on a folder counted
+    one line more per file than ingesting the same lines from Kafka)."""
+    def seg(data: bytes, i: int) -> Segment:
+        return Segment(data=data, origin=f"t:{i}", stream=f"s{i}", host="node07", ref_ts=T0, ref_basis="kafka",
+                       ingest_ts=T0)
+
+    for datas, want in (([b"a\nb\n"], 2), ([b"a\nb"], 2), ([b"a\n", b"b", b"c\n"], 3), ([b"e\n\n"], 2),
+                        ([b"d\r\n", b"x\r"], 2), ([b"\n"], 1), ([b"a", b"", b"b\n"], 3),
+                        ([_DCGMI_ROW, b"next\n"], 2)):  # a dcgmi row wrapped over 3 lines is one logical line
+        got = pipeline.run(Decoded(segments=[seg(d, i) for i, d in enumerate(datas)])).lines
+        assert got == want, (datas, got)
