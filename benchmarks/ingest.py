@@ -431,11 +431,23 @@ def machine() -> dict:
             "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
 
 
+def commit() -> str | None:
+    """The measured code: ``git describe --always --dirty`` of the project (``-dirty``: uncommitted changes),
+    or None outside a git checkout."""
+    try:
+        r = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (r.stdout.strip() or None) if r.returncode == 0 else None
+
+
 def run(a: argparse.Namespace) -> dict:
     from ingest import broker
 
     out: dict = {"command": "python -m benchmarks.ingest " + " ".join(sys.argv[1:]),
-                 "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine()}
+                 "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit(),
+                 "machine": machine()}
     work = Path(tempfile.mkdtemp(prefix="ffbench-", dir=a.workdir))
     state = work / "state"
     started = False
