@@ -149,3 +149,25 @@ def test_a_segment_ending_with_its_line_end_counts_the_lines_it_holds(pipeline):
                         ([_DCGMI_ROW, b"next\n"], 2)):  # a dcgmi row wrapped over 3 lines is one logical line
         got = pipeline.run(Decoded(segments=[seg(d, i) for i, d in enumerate(datas)])).lines
         assert got == want, (datas, got)
+
+
+def test_rows_become_a_table_of_the_schema_and_stay_as_they_were():
+    """``to_table``: a missing column is null, an unknown key ignored, ``details`` sorted JSON (an empty one
+    null), schema metadata kept, the rows not modified; a schema of ``details`` alone keeps its rows."""
+    import copy
+
+    import pyarrow as pa
+
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    rows = [{"event_id": "a", "ts": T0, "host": "node07", "link": 3, "details": {"z": 1, "a": "é"}, "extra": 1},
+            {"event_id": "b", "details": {}}]
+    before = copy.deepcopy(rows)
+    t = to_table(rows, EVENTS_SCHEMA)
+    assert rows == before and t.schema.equals(EVENTS_SCHEMA, check_metadata=True)
+    got = t.select(["event_id", "host", "link", "details"]).to_pylist()
+    assert got == [{"event_id": "a", "host": "node07", "link": 3, "details": '{"a":"é","z":1}'},
+                   {"event_id": "b", "host": None, "link": None, "details": None}]
+    only = pa.schema([pa.field("details", pa.string())])
+    assert to_table([{"details": {"k": 2}}, {}], only).to_pylist() == [{"details": '{"k":2}'}, {"details": None}]
