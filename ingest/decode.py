@@ -430,6 +430,17 @@ def _partition_names(topic: str, partition: int) -> tuple[str, str | None]:
     return tp
 
 
+def _key_names(topic: str, partition: int, key: bytes) -> tuple[str, str]:
+    """(host, stream ``<topic>/<partition>/<host>``) a Kafka key names, cached."""
+    known = _KEYED.get((topic, partition, key))
+    if known is None:
+        if len(_KEYED) >= _CACHE_MAX:
+            _KEYED.clear()
+        h = key.decode("utf-8", "replace")
+        known = _KEYED[(topic, partition, key)] = (h, f"{topic}/{partition}/{h}")
+    return known
+
+
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None) -> Decoded:
     """Decode one Kafka record value: plain text, NDJSON envelopes or a JSON array of them, optionally
@@ -461,13 +472,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         except CompressionError as e:  # deterministic: redelivery would fail the same way
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
     if key:
-        known = _KEYED.get((topic, partition, key))
-        if known is None:
-            if len(_KEYED) >= _CACHE_MAX:
-                _KEYED.clear()
-            h = key.decode("utf-8", "replace")
-            known = _KEYED[(topic, partition, key)] = (h, f"{topic}/{partition}/{h}")
-        host, stream = known
+        host, stream = _key_names(topic, partition, key)
     else:
         host = None
         for k, v in headers or ():
@@ -540,13 +545,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 break
             continue
         if key != last_key:
-            known = _KEYED.get((topic, partition, key))
-            if known is None:
-                h = key.decode("utf-8", "replace")
-                known = (h, f"{topic}/{partition}/{h}")
-                if len(_KEYED) < _CACHE_MAX:
-                    _KEYED[(topic, partition, key)] = known
-            host, stream = known
+            host, stream = _key_names(topic, partition, key)
             last_key = key
         ts = r.timestamp * 1000
         segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
