@@ -97,7 +97,6 @@ class Pipeline:
         hits = hit_lines(self.matcher, buf)
         clock.lap("match")
         located, lines = _locate(buf, starts, hits)
-        lines -= _ending_in_newline(buf, starts)
         rejects = list(decoded.rejects)
         per_stream = self._extract(buf, segs, framed, located, rejects)
         clock.lap("extract")
@@ -233,6 +232,7 @@ def _locate(buf: bytes, starts: np.ndarray, hits: list[LineHit]
     One pass of ``bytes.count`` over the buffer does both: hit lines are
     numbered by counting newlines since the previous hit (or since their
     segment's start), and the tail after the last hit completes the total.
+    A segment's own last newline ends its last line (:func:`_ending_in_newline`).
     """
     out = []
     seg_of = np.searchsorted(starts, [h[0] for h in hits], side="right").tolist() if hits else []
@@ -247,7 +247,7 @@ def _locate(buf: bytes, starts: np.ndarray, hits: list[LineHit]
         newlines += buf.count(b"\n", pos, a)
         pos = a
         out.append((si, newlines - first, a, b, sigs))
-    return out, newlines + buf.count(b"\n", pos) + 1
+    return out, newlines + buf.count(b"\n", pos) + 1 - _ending_in_newline(buf, starts)
 
 
 def _ending_in_newline(buf: bytes, starts: np.ndarray) -> int:
