@@ -68,6 +68,8 @@ STREAM_STEPS = 40
 
 
 _T0 = time.perf_counter()
+#: the project's folder: the worker's working directory and the checkout whose commit is measured
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def log(*a: object) -> None:
@@ -312,7 +314,7 @@ def child(args: list[str], timeout: float = 1800) -> dict:
 
         return {**worker.run(args), "in_process": True}
     r = subprocess.run([sys.executable, "-m", "benchmarks.worker", *args], capture_output=True, text=True,
-                       timeout=timeout, cwd=str(Path(__file__).resolve().parents[1]))
+                       timeout=timeout, cwd=str(ROOT))
     if r.returncode != 0:
         raise RuntimeError(f"benchmarks.worker {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -435,7 +437,7 @@ def commit() -> str | None:
     """The measured code: ``git describe --always --dirty`` of the project (``-dirty``: uncommitted changes),
     or None outside a git checkout."""
     try:
-        r = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+        r = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=ROOT, capture_output=True,
                            text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

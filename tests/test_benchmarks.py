@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 
 import pytest
 
@@ -64,6 +63,6 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
     assert r["commit"] == bench.commit()  # the measured code, named in the JSON
-    if (Path(bench.__file__).resolve().parents[1] / ".git").exists():
+    if (bench.ROOT / ".git").exists():
         assert r["commit"] and len(r["commit"].removesuffix("-dirty")) >= 12
     assert not list(tmp_path.iterdir())  # the scratch folder is gone
