@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 
 US = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -147,8 +147,6 @@ _TAG = re.compile(r"^(?:kernel|kern): ")
 # NCCL: "<host>:<pid>:<tid> [<cudaDev>] " anywhere before "NCCL"; host is the short name (formats.md §11.1)
 _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
-
-
 
 #: the layers by name (what :func:`can_begin` returns), in the order ``parse_prefix`` tries them
 LAYERS: dict[str, re.Pattern] = {
