@@ -32,9 +32,12 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import orjson
 import zstandard
+from msgspec import UNSET
 
 from ingest.prefix import US, parse_iso_us, plausible
 from schemas.samples import POLLER_FORMAT, PollerSample
@@ -208,10 +211,45 @@ def looks_ndjson(data: bytes) -> bool:
     return _JSON_OBJECT_START.match(data) is not None
 
 
-def _host_of(rec: dict) -> str | None:
-    for k in ("_HOSTNAME", "hostname", "host"):
-        v = rec.get(k)
-        if v is None:
+class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP",
+                                       "at_timestamp": "@timestamp"}):
+    """The fields of an NDJSON envelope that decoding reads (shared/reference/formats.md §1.7); any other
+    field is skipped unread. Each is any JSON value, or ``UNSET`` when the record does not have it (a field
+    that is present and ``null`` is ``None``): the readers below check the types themselves, so a record of
+    the wrong shape is a reject that names the field, not a validation error.
+
+    Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
+    ``msg``. Time (first not null): ``__REALTIME_TIMESTAMP`` µs (journald), ``timestamp`` (Vector),
+    ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
+    ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``). ``format``: a poller's link sample
+    (``schemas.samples.POLLER_FORMAT``)."""
+
+    MESSAGE: Any = UNSET
+    message: Any = UNSET
+    log: Any = UNSET
+    msg: Any = UNSET
+    realtime: Any = UNSET
+    timestamp: Any = UNSET
+    at_timestamp: Any = UNSET
+    time: Any = UNSET
+    date: Any = UNSET
+    monotonic: Any = UNSET
+    _HOSTNAME: Any = UNSET
+    hostname: Any = UNSET
+    host: Any = UNSET
+    format: Any = UNSET
+
+
+#: one decoder for every record: typed decoding reads the fields above and skips the rest of the record
+_ENVELOPE = msgspec.json.Decoder(Envelope)
+#: (field name, Envelope attribute) in the order each reader tries them
+_MESSAGE_FIELDS = (("MESSAGE", "MESSAGE"), ("message", "message"), ("log", "log"), ("msg", "msg"))
+_TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("time", "time"), ("date", "date"))
+
+
+def _host_of(rec: Envelope) -> str | None:
+    for v in (rec._HOSTNAME, rec.hostname, rec.host):
+        if v is None or v is UNSET:
             continue
         if isinstance(v, str) and v:
             return v
@@ -222,19 +260,19 @@ def _host_of(rec: dict) -> str | None:
     return None
 
 
-def _time_of(rec: dict) -> int | None:
+def _time_of(rec: Envelope) -> int | None:
     """The record's own time, µs since the epoch (UTC); ``None`` when it names none.
 
     Raises ``ValueError`` for a time field that is not a time: a boolean, an
     unreadable string, a number no unit reading places from 2000 to 2100, a
     journald ``__REALTIME_TIMESTAMP`` that is not a decimal count of µs.
     """
-    v = rec.get("__REALTIME_TIMESTAMP")
-    if v is not None:
+    v = rec.realtime
+    if v is not None and v is not UNSET:
         return _journald_us(v)
-    for k in ("timestamp", "@timestamp", "time", "date"):
-        v = rec.get(k)
-        if v is None:
+    for k, attr in _TIME_FIELDS:
+        v = getattr(rec, attr)
+        if v is None or v is UNSET:
             continue
         if type(v) is str:  # the common case first (a str is never a bool or a number)
             t = _rfc3339_us(v)
@@ -312,18 +350,19 @@ def _rfc3339_us(v: str) -> int | None:
     return base + (int(frac[:6].ljust(6, "0")) if frac else 0)
 
 
-def _message_of(rec: dict) -> str:
-    for k in ("MESSAGE", "message", "log", "msg"):
-        if k in rec:
-            v = rec[k]
-            if isinstance(v, str):
-                return v
-            if isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
-                # journald: a field that is not valid UTF-8 is an array of byte values
-                return bytes(v).decode("utf-8", "replace")
-            if v is None:
-                raise ValueError(f"field {k!r} is null (journald drops very large fields)")
-            raise ValueError(f"field {k!r} has type {type(v).__name__}, not a string")
+def _message_of(rec: Envelope) -> str:
+    for k, attr in _MESSAGE_FIELDS:
+        v = getattr(rec, attr)
+        if v is UNSET:
+            continue
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
+            # journald: a field that is not valid UTF-8 is an array of byte values
+            return bytes(v).decode("utf-8", "replace")
+        if v is None:
+            raise ValueError(f"field {k!r} is null (journald drops very large fields)")
+        raise ValueError(f"field {k!r} has type {type(v).__name__}, not a string")
     raise ValueError("no message field (MESSAGE, message, log or msg)")
 
 
@@ -342,27 +381,32 @@ def _poller_text(rec: dict) -> str:
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
-    rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises."""
+    rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises.
+
+    Each line is read as an :class:`Envelope` (msgspec: only the fields decoding uses are built; a
+    poller's link sample is read whole by ``schemas.samples.PollerSample``)."""
     out = Decoded()
     add = out.segments.append
+    decode = _ENVELOPE.decode
     for i, raw in enumerate(data.split(b"\n")):
         if not raw or raw.isspace():
             continue
-        rorigin = f"{origin}#r{i}"
         try:
-            rec = orjson.loads(raw)
-            if not isinstance(rec, dict):
-                raise ValueError(f"record is a JSON {type(rec).__name__}, not an object")
-            msg = _poller_text(rec) if rec.get("format") == POLLER_FORMAT else _message_of(rec)
+            rec = decode(raw)
+            fmt = rec.format
+            msg = _message_of(rec) if fmt is UNSET or fmt != POLLER_FORMAT else _poller_text(orjson.loads(raw))
             ts = _time_of(rec)
-        except (orjson.JSONDecodeError, ValueError, TypeError, OverflowError) as e:
-            out.rejects.append(Reject(rorigin, f"NDJSON record {i}: {e}", raw, "bad_envelope"))
+        except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
+            # msgspec.ValidationError (a DecodeError): a record that is no object, or a number past a double
+            # in a field that is read ("Number out of range - at `$.timestamp`")
+            why = f"record is not an object ({e})" if str(e).startswith("Expected `object`") else str(e)
+            out.rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {why}", raw, "bad_envelope"))
             continue
         boot = None
-        mono = rec.get("__MONOTONIC_TIMESTAMP")
+        mono = rec.monotonic
         if ts is not None and isinstance(mono, str) and mono.isdigit():
             boot = ts - int(mono)
-        add(Segment(msg.encode("utf-8", "surrogateescape"), rorigin, stream, _host_of(rec) or host,
+        add(Segment(msg.encode("utf-8", "surrogateescape"), f"{origin}#r{i}", stream, _host_of(rec) or host,
                     ts if ts is not None else ref_ts, "envelope" if ts is not None else ref_basis, ingest_ts,
                     source, 0, boot))
     return out

@@ -53,6 +53,25 @@ def test_envelope_presets(record, host, ts):
     assert d.segments[0].ref_basis == "envelope"
 
 
+
+def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
+    """Envelopes are read as ``ingest.decode.Envelope`` (msgspec): fields outside it are skipped, so a value
+    a JSON parser may refuse there (a number past a double, an integer past 64 bits) costs nothing; the
+    same value in a field that is read is a reject that names it; nesting past the decoder's depth
+    is a reject, not a crash of the consumer."""
+    d = msg(b'{"host": "a", "message": "' + XID.encode() + b'", "x": 1e999, "n": 123456789012345678901234567890}\n'
+            b'{"host": "a", "message": "m", "timestamp": 1e999}\n'
+            b'{"host": "a", "message": "m", "deep": ' + b"[" * 5000 + b"]" * 5000 + b'}\n'
+            b'[1, 2]\n'
+            b'{"host": "a", "message": null}')
+    assert [s.data.decode() for s in d.segments] == [XID]
+    assert [(r.origin.rsplit("#", 1)[1], r.error_code) for r in d.rejects] == [
+        ("r1", "bad_envelope"), ("r2", "bad_envelope"), ("r3", "bad_envelope"), ("r4", "bad_envelope")]
+    r1, r2, r3, r4 = (r.reason for r in d.rejects)
+    assert "timestamp" in r1 and "out of range" in r1
+    assert "depth" in r2 or "recursion" in r2
+    assert "not an object" in r3 and "null" in r4
+
 def test_journald_gives_the_boot_time():
     rec = {"__REALTIME_TIMESTAMP": "1796008320000000", "__MONOTONIC_TIMESTAMP": "1000000", "_HOSTNAME": "n",
            "MESSAGE": XID}
