@@ -26,6 +26,8 @@ Pure: takes the hits, returns rows.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +110,26 @@ def last_kernel_stamp(data: bytes) -> float | None:
     return None
 
 
+def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
+    """For ``dated`` (line number, µs) pairs in hit order, a function from a line number to the time of the
+    dated line nearest to it: the first in ``dated`` order of those at the least distance, as
+    ``min(dated, key=distance)`` gives, found by binary search over the distinct line numbers (a storm of
+    year-less lines among dated ones costs a search per line, not a pass over every dated line)."""
+    first: dict[int, int] = {}  # line number -> index of its first pair in ``dated``
+    for i, (line, _ts) in enumerate(dated):
+        first.setdefault(line, i)
+    lines = sorted(first)
+
+    def time_of(line: int) -> int:
+        k = bisect_left(lines, line)
+        below = lines[k - 1] if k > 0 else None
+        above = lines[k] if k < len(lines) else None
+        if below is None or (above is not None and (above - line, first[above]) < (line - below, first[below])):
+            return dated[first[above]][1]
+        return dated[first[below]][1]
+    return time_of
+
+
 def resolve_times(hits: list[Hit], tz) -> None:
     """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
@@ -124,9 +146,10 @@ def resolve_times(hits: list[Hit], tz) -> None:
             dated.append((h.line, h.prefix.ts))
     # 2. year-less stamps take the year of the nearest dated line
     if dated:
+        nearest = nearest_dated(dated)
         for h in hits:
             if h.prefix.year_inferred:
-                ref = min(dated, key=lambda d: abs(d[0] - h.line))[1]
+                ref = nearest(h.line)
                 p = parse_prefix(h.text, ref_us=ref, tz=tz)
                 if p.ts is not None:
                     h.prefix.ts = p.ts

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ingest.assemble import nearest_dated
 from ingest.decode import Decoded, Segment
 
 T0 = 1_700_000_000_000_000
@@ -89,6 +93,28 @@ def test_year_from_the_nearest_dated_line(pipeline):
     ev = run(pipeline, text).events.to_pylist()
     assert [e["ts"].year for e in ev] == [2024, 2024]
 
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10**6)), min_size=1, max_size=12),
+       st.integers(-3, 45))
+def test_nearest_dated_line_is_the_first_of_the_closest(dated, line):
+    """``nearest_dated`` (a binary search) gives what the definition gives: ``min`` over the dated lines by
+    distance, the first in hit order on a tie (a line between two dated ones, several hits on one line)."""
+    assert nearest_dated(dated)(line) == min(dated, key=lambda d: abs(d[0] - line))[1]
+
+
+def test_year_less_storm_among_dated_lines_takes_each_line_its_nearest_year(pipeline):
+    """The kind of input that made year resolution quadratic (every year-less line against every dated
+    line): syslog-stamped Xid lines interleaved with ISO-dated lines of another year, in one stream."""
+    iso = "{y}-12-31T23:59:{s:02d}.000000+00:00 node001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    syslog = "Dec 31 23:59:{s:02d} node001 kernel: NVRM: Xid (PCI:0000:3c:00): 79, pid=1, GPU has fallen off the bus."
+    lines = [iso.format(y=2024, s=s) for s in range(0, 10)] + [syslog.format(s=s) for s in range(0, 60)] * 40 \
+        + [iso.format(y=2025, s=s) for s in range(50, 60)]
+    ev = run(pipeline, "\n".join(lines), ref=T0).events.to_pylist()
+    years = {(e["device"], e["ts"].year) for e in ev}
+    # the first half of the syslog run is nearer the 2024 lines, the second half nearer the 2025 lines
+    assert years == {("0000:3b:00.0", 2024), ("0000:3b:00.0", 2025), ("0000:3c:00.0", 2024),
+                     ("0000:3c:00.0", 2025)}
 
 def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
