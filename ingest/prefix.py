@@ -88,21 +88,29 @@ def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us:
                  tz: tzinfo) -> int | None:
     """µs for a stamp without a year: the year of ``ref_us``, or the one before
     when that would put the stamp more than two days after ``ref_us``."""
-    ref = from_us(ref_us) if ref_us is not None else datetime.now(timezone.utc)
+    ref_year = _year_of_day(ref_us // _DAY_US) if ref_us is not None else datetime.now(timezone.utc).year
     t = None
     # the reference year, else earlier ones: a stamp more than two days ahead is from the year before, and
     # 29 February exists only in leap years (up to 4 years back)
-    for year in range(ref.year, ref.year - 5, -1):
-        try:
-            dt = datetime(year, month, day, h, mi, s, us, tzinfo=tz)
-        except ValueError:
+    for year in range(ref_year, ref_year - 5, -1):
+        second = _second_us(year, month, day, h, mi, s, tz)
+        if second is None:
             if month == 2 and day == 29:
                 continue
             return None
-        t = to_us(dt)
+        t = second + us
         if ref_us is None or t <= ref_us + 2 * 86400 * US:
             return t
     return t
+
+
+_DAY_US = 86400 * US
+
+
+@lru_cache(maxsize=1024)
+def _year_of_day(day: int) -> int:
+    """The UTC year of day ``day`` since the epoch (the reference times of a stream fall on few days)."""
+    return from_us(day * _DAY_US).year
 
 
 # --- layers, outermost first -------------------------------------------------
@@ -196,9 +204,18 @@ def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz
           ) -> tuple[int, int] | None:
     if tz is None:
         return None
+    t = _second_us(int(y), mo, int(d), int(h), int(mi), int(s), tz)
+    if t is None:
+        return None
     us, prec = _frac_us(frac)
+    return t + us, prec
+
+
+@lru_cache(maxsize=4096)  # the lines of one second share it: a storm builds one datetime per second, not per line
+def _second_us(y: int, mo: int, d: int, h: int, mi: int, s: int, tz: tzinfo) -> int | None:
+    """µs since the epoch (UTC) of a wall-clock second in ``tz``; ``None`` for a date no calendar has."""
     try:
-        return to_us(datetime(int(y), mo, int(d), int(h), int(mi), int(s), us, tzinfo=tz)), prec
+        return to_us(datetime(y, mo, d, h, mi, s, tzinfo=tz))
     except ValueError:
         return None
 

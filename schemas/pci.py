@@ -13,12 +13,14 @@ Forms seen in real logs (shared/reference/formats.md §0, §8, §11.4):
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _BDF = re.compile(
     r"^(?:PCI:)?(?:(?P<dom>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.(?P<fn>[0-7]))?$"
 )
 
 
+@lru_cache(maxsize=4096)  # a host has a few dozen PCI addresses, printed on every line of a storm
 def normalize_bus_id(text: str | None) -> str | None:
     """Normalise a printed PCI address to ``dddd:bb:dd.f``; ``None`` if unreadable.
 
