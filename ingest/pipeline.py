@@ -79,6 +79,9 @@ class Pipeline:
         self.catalog = catalog or default_catalog()
         self.matcher = matcher or HyperscanMatcher(self.catalog)
         self.tz = tz
+        #: ``columns`` of an occurrence by (signature, groups): a pure function of them, and a storm repeats
+        #: the same groups (same GPU, Xid, pid) with only the stamp changing. Each hit gets its own copy.
+        self._columns: dict[tuple, dict] = {}
 
     @gc_paused()  # many objects, no cycles: ingest.gcpause
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
@@ -132,6 +135,7 @@ class Pipeline:
         """
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
+        memo = self._columns
         for si, local, a, b, sigs in located:
             seg, fr = segs[si], framed.get(si)
             ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
@@ -161,7 +165,14 @@ class Pipeline:
             if stream is None:
                 stream = per_stream[seg.stream] = []
             for sub, f in enumerate(occurrences):
-                row = columns(c, f, self.catalog)
+                key = (ci, *f.items())
+                known = memo.get(key)
+                if known is None:
+                    if len(memo) >= _COLUMNS_MEMO:
+                        memo.clear()
+                    known = memo[key] = columns(c, f, self.catalog)
+                row = known.copy()
+                row["details"] = known["details"].copy()
                 if cut is not None:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                     row["details"]["line_bytes"] = b - a
@@ -209,6 +220,8 @@ class Pipeline:
         return head, excerpt, s - a, fields(c, excerpt)
 
 
+#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``); then it starts again
+_COLUMNS_MEMO = 1 << 14
 #: bytes an excerpt of a long line keeps before (or after) the match it was cut for
 _AROUND_MATCH = 1024
 _UTF8 = codecs.getincrementaldecoder("utf-8")

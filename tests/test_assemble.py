@@ -26,6 +26,17 @@ def test_storm_of_identical_lines_is_one_event_with_its_count(pipeline):
     assert ev[0]["last_ts"] is not None and ev[0]["ts"] < ev[0]["last_ts"]
 
 
+
+def test_hits_with_the_same_fields_get_rows_of_their_own(pipeline):
+    """Typed columns are remembered per (signature, fields) for storms (``Pipeline._columns``): what one hit
+    adds to its row (its time, a storm's count) must not reach another hit of the same fields."""
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=7, name=python, GPU has fallen off the bus."
+    ev = run(pipeline, f"[Mon Feb  2 10:00:00 2026] {line}\n[Mon Feb  2 12:00:00 2026] {line}\n"
+                       f"[Mon Feb  2 12:00:01 2026] {line}").events.to_pylist()
+    assert [(e["xid"], e["device"], e["ts"].hour, e["count"]) for e in ev] == [
+        (79, "0000:3b:00.0", 10, 1), (79, "0000:3b:00.0", 12, 2)]
+
+
 def test_repeats_apart_in_time_stay_separate(pipeline):
     line = "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
     ev = run(pipeline, f"[Mon Feb  2 10:00:00 2026] {line}\n[Mon Feb  2 12:00:00 2026] {line}").events
