@@ -388,6 +388,70 @@ def generate(n: int, *, seed: int = 7, hosts: int = 32, fault_rate: float = 0.01
     return corpus
 
 
+
+#: lines per run of one repeated fault line in :func:`storm`
+STORM_RUN = 2_000
+#: the catalog families whose kernel lines come in floods (Xid 13/31/79 and AER storms are the classic ones)
+STORM_FAMILIES = ("xid", "sxid", "pcie")
+
+
+def _by_family(faults: list[_Fault]) -> dict[str, list[_Fault]]:
+    out: dict[str, list[_Fault]] = {}
+    for f in faults:
+        out.setdefault(f.family, []).append(f)
+    return out
+
+
+def _journal_prefix(host: str, ts: int) -> str:
+    """journalctl's default short format: ``Nov 30 03:12:45 node001 kernel: `` (no year; formats.md §1.5)."""
+    return (_EPOCH + timedelta(microseconds=ts)).strftime("%b %d %H:%M:%S") + f" {host} kernel: "
+
+
+def storm(n: int, *, seed: int = 7, t0: datetime = T0, catalog: Catalog | None = None) -> Corpus:
+    """``n`` kernel lines of one failing host: runs of :data:`STORM_RUN` copies of one fault line (the
+    catalog's kernel examples of :data:`STORM_FAMILIES` in turn: Xid, SXid, PCIe AER), ~1 ms apart, with 5 % kernel noise
+    between them. Each run takes one of three stamps a host's kernel log carries — rsyslog's ISO file
+    format, raw ``dmesg`` seconds since boot, journalctl's short format without a year — so year-less and
+    dated lines meet in one stream. What "a failing node floods identical kernel lines" looks like."""
+    catalog = catalog or default_catalog()
+    r = random.Random(seed)
+    faults = [f for f in _check_templates(catalog, fault_templates(catalog))
+              if f.stamp == "kernel" and f.family in STORM_FAMILIES]
+    faults = [f for k in range(max(map(len, _by_family(faults).values()))) for fam in STORM_FAMILIES
+              for f in _by_family(faults).get(fam, [])[k:k + 1]]  # the families in turn
+    host = "node001"
+    boot = to_us(t0) - 7 * 86400 * US
+    lines: list[bytes] = []
+    host_a, src_a, ts_a = array("H"), array("B"), array("q")
+    corpus = Corpus(lines, host_a, src_a, ts_a, [host])
+    ts = to_us(t0)
+    i = 0
+    while i < n:
+        run = i // STORM_RUN
+        f = faults[run % len(faults)]
+        shape = run % 3
+        ts += 1000
+        if r.random() < 0.05:
+            text, fault = _kernel(r), False
+        else:
+            text, fault = _NODE01.sub(host, f.payload), True
+        if shape == 0:
+            text = _kernel_prefix(0, host, ts, boot) + text
+        elif shape == 1:
+            text = _kernel_prefix(1, host, ts, boot) + text
+        else:
+            text = _journal_prefix(host, ts) + text
+        lines.append(text.encode())
+        host_a.append(0)
+        src_a.append(0)
+        ts_a.append(ts)
+        if fault:
+            corpus.fault_lines += 1
+            corpus.families[f.family] = corpus.families.get(f.family, 0) + 1
+            corpus.signatures.add(f.sig_id)
+        i += 1
+    return corpus
+
 def chunks(idx: list[int], size: int) -> Iterator[list[int]]:
     for i in range(0, len(idx), size):
         yield idx[i:i + size]

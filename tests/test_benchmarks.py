@@ -36,6 +36,19 @@ def test_generator_mixes_noise_with_one_percent_faults_of_every_family():
     assert generate(2_000, seed=3).lines == generate(2_000, seed=3).lines  # reproducible
 
 
+
+def test_storm_is_runs_of_one_host_s_kernel_fault_lines_in_three_stamp_shapes():
+    from benchmarks.generate import STORM_FAMILIES, STORM_RUN, storm
+
+    catalog = default_catalog()
+    c = storm(3 * STORM_RUN, seed=3)
+    assert len(c.lines) == 3 * STORM_RUN and set(c.hosts) == {"node001"} and set(c.source) == {0}
+    assert 0.9 < c.fault_lines / len(c.lines) < 1 and set(c.families) <= set(STORM_FAMILIES)
+    assert len(HyperscanMatcher(catalog).scan(b"\n".join(c.lines))) == c.fault_lines  # noise stays noise
+    # each run is one stamp shape: rsyslog ISO, raw dmesg, journalctl short (no year)
+    assert [c.lines[k * STORM_RUN][:1] for k in range(3)] == [b"2", b"[", b"J"]
+    assert list(c.ts_us) == sorted(c.ts_us) and storm(500, seed=3).lines == storm(500, seed=3).lines
+
 def bench_families():
     from benchmarks.generate import fault_templates
 
@@ -59,6 +72,8 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert {"decode", "frame", "match", "extract", "assemble", "arrow", "write"} <= set(
         r["stages"]["batch"]["stage_cpu_s"])
     assert r["correlator"]["events"] > 0
+    assert r["storm"]["lines"] == 6_000 and r["storm"]["events"] > 0 and r["storm"]["lines_per_s"] > 0
+    assert r["storm"]["baseline_re_lines_per_s"] > 0
     assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
