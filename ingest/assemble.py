@@ -33,7 +33,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, parse_prefix, plausible, to_us
+from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
 from schemas.events import make_event_id
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
@@ -148,11 +148,10 @@ def resolve_times(hits: list[Hit], tz) -> None:
     if dated:
         nearest = nearest_dated(dated)
         for h in hits:
-            if h.prefix.year_inferred:
-                ref = nearest(h.line)
-                p = parse_prefix(h.text, ref_us=ref, tz=tz)
-                if p.ts is not None:
-                    h.prefix.ts = p.ts
+            if h.prefix.yearless is not None:
+                t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
+                if t is not None:
+                    h.prefix.ts = t
     # 3. boot time: envelope (journald), or a line that printed wall time and the kernel stamp
     boot = next((h.seg.boot_ts for h in hits if h.seg.boot_ts is not None), None)
     if boot is None:
@@ -324,7 +323,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
-    payloads: dict[str, str] = {}
+    storms = Storms()
     for h in hits:
         sig, row, p, seg = h.c.sig, h.row, h.prefix, h.seg
         origin = h.origin
@@ -356,6 +355,9 @@ def assemble(hits: list[Hit], tz) -> Assembled:
                 continue
         if sig.emit == "context":
             continue
+        key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest)
+        if storms.joins(key, row["ts"]):
+            continue
         ev = {
             "event_id": make_event_id(origin, h.sub),
             "ts_basis": row["ts_basis"],
@@ -373,38 +375,44 @@ def assemble(hits: list[Hit], tz) -> Assembled:
                 ev[k] = v
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
-        payloads[ev["event_id"]] = p.rest
+        storms.start(key, ev)
         out.events.append(ev)
     out.topology.extend(_topology_matrix(topo_rows))
-    out.events = collapse_storms(out.events, payloads)
     return out
 
 
-def collapse_storms(events: list[dict[str, Any]], payloads: dict[str, str],
-                    gap_us: int = STORM_GAP_US) -> list[dict[str, Any]]:
+class Storms:
     """Identical lines repeated in a burst become one event with ``count`` and ``last_ts``.
 
     A failing node can print one line hundreds of thousands of times (800,000
     copies of one Xid 95 line have been seen). Lines of one stream are the same
-    when host, signature, device and the text after the time prefix are; a
-    repeat joins the event while it comes within ``gap_us`` of the previous copy.
-    The event keeps the first copy's id, time and message; nothing of the count
-    is lost. ``payloads``: event_id -> text after the prefixes.
+    when host, signature, device, link and the text after the time prefix are
+    (the key); a repeat joins the event while it comes within ``gap_us`` of the
+    previous copy. The event keeps the first copy's id, time and message;
+    nothing of the count is lost. A repeat is decided before its event is
+    built, so a storm costs one event, not one per line.
     """
-    out: list[dict[str, Any]] = []
-    open_: dict[tuple, dict[str, Any]] = {}
-    for ev in events:
-        key = (ev["host"], ev["signature"], ev.get("device"), ev.get("link"), payloads.get(ev["event_id"]))
-        cur = open_.get(key)
-        last = (cur.get("last_ts") or cur["ts"]) if cur else None
-        if cur is not None and abs(ev["ts"] - last) <= gap_us:
-            cur["count"] += ev.get("count", 1)
-            cur["last_ts"] = max(last, ev["ts"])
-            cur["ts"] = min(cur["ts"], ev["ts"])
-            continue
-        open_[key] = ev
-        out.append(ev)
-    return out
+
+    def __init__(self, gap_us: int = STORM_GAP_US) -> None:
+        self.gap_us = gap_us
+        self.open: dict[tuple, dict[str, Any]] = {}
+
+    def joins(self, key: tuple, ts: int) -> bool:
+        """True when a line of ``key`` at ``ts`` (µs) repeats the open event of its key: counted into it."""
+        cur = self.open.get(key)
+        if cur is None:
+            return False
+        last = cur.get("last_ts") or cur["ts"]
+        if abs(ts - last) > self.gap_us:
+            return False
+        cur["count"] += 1
+        cur["last_ts"] = max(last, ts)
+        cur["ts"] = min(cur["ts"], ts)
+        return True
+
+    def start(self, key: tuple, ev: dict[str, Any]) -> None:
+        """``ev`` (count 1) is the open event of ``key`` from now on."""
+        self.open[key] = ev
 
 
 def _maybe_float(v: Any) -> float | None:

@@ -60,6 +60,9 @@ class Prefix:
     gpu_index: int | None = None  # NCCL cudaDev
     rank: int | None = None
     rest: str = ""
+    #: a stamp without a year as (month, day, hour, minute, second, µs) when it gave ``ts``: the year can be
+    #: resolved again against another reference (``ingest.assemble.resolve_times``) without parsing again
+    yearless: tuple[int, int, int, int, int, int] | None = None
 
 
 def to_us(dt: datetime) -> int:
@@ -239,6 +242,7 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
     r = _parse_iso(text, tz)
     if r:
         p.ts, p.precision_us = r
+        p.yearless = None  # a dated stamp after a year-less one (Talos behind a syslog relay) gives the time
 
 
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
@@ -278,9 +282,10 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             m = _RFC3164.match(s) if "rfc3164" in can else None
             if m and (mo := _month(m.group("mon"))):
                 us, prec = _frac_us(m.group("frac"))
-                t = resolve_year(mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us, ref_us, tz)
+                stamp = (mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us)
+                t = resolve_year(*stamp, ref_us, tz)
                 if t is not None:
-                    p.ts, p.precision_us, p.year_inferred = t, prec, True
+                    p.ts, p.precision_us, p.year_inferred, p.yearless = t, prec, True, stamp
                     host = m.group("host")
                     if _HOSTLIKE_IP.match(host):
                         p.source_addr = host
@@ -325,9 +330,10 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                     mmdd = m["mmdd"]
                     mo, d = int(mmdd[:-2]), int(mmdd[-2:])
                     us, prec = _frac_us(m["frac"])
-                    t = resolve_year(mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us, ref_us, tz)
+                    stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
+                    t = resolve_year(*stamp, ref_us, tz)
                     if t is not None:
-                        p.ts, p.precision_us, p.year_inferred = t, prec, True
+                        p.ts, p.precision_us, p.year_inferred, p.yearless = t, prec, True, stamp
                 s = s[m.end():]
                 continue
         m = _TAG.match(s) if "tag" in can else None

@@ -127,6 +127,21 @@ def test_year_less_storm_among_dated_lines_takes_each_line_its_nearest_year(pipe
     assert years == {("0000:3b:00.0", 2024), ("0000:3b:00.0", 2025), ("0000:3c:00.0", 2024),
                      ("0000:3c:00.0", 2025)}
 
+
+def test_a_dated_stamp_behind_a_year_less_one_keeps_its_own_time(pipeline):
+    """A syslog relay's year-less header before a Talos kernel header with a full ISO stamp (formats.md
+    §1.8): the line's time is the ISO stamp's. Year resolution against the nearest dated line re-resolves
+    only the year-less stamp that gave a line its time (``Prefix.yearless``), never this one."""
+    text = ("2024-12-31T23:59:58.000000+00:00 node001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has "
+            "fallen off the bus.\n"
+            "Dec 31 23:59:59 192.0.2.9: kern: err: [2025-06-01T10:00:00Z]: NVRM: Xid (PCI:0000:3c:00): 79, "
+            "pid=1, GPU has fallen off the bus.\n"
+            "Dec 31 23:59:59 node001 kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=1, GPU has fallen off the bus.")
+    ev = run(pipeline, text, ref=T0).events.to_pylist()
+    assert [(e["device"], e["ts"].isoformat()) for e in ev] == [
+        ("0000:3b:00.0", "2024-12-31T23:59:58+00:00"), ("0000:3c:00.0", "2025-06-01T10:00:00+00:00"),
+        ("0000:3d:00.0", "2024-12-31T23:59:59+00:00")]
+
 def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
     # GPU themselves (formats.md §9.5; lines from Azure/azhpc-images#506, dra-driver-nvidia-gpu#626,
