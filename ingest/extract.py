@@ -77,7 +77,9 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     out = []
     for g in found:
         f = {k: v for k, v in g.items() if v is not None}
-        for rx in c.extras:
+        for rx, literal in zip(c.extras, c.extra_literals):
+            if literal is not None and literal not in text:
+                continue  # no match can lack it (catalog.required_literal)
             m2 = rx.search(text)
             if m2:
                 for k, v in m2.groupdict().items():

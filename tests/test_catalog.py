@@ -4,10 +4,13 @@ fields come out right, and the Hyperscan matcher agrees with the plain-`re` refe
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from ingest.catalog import CatalogError, load_catalog, to_hyperscan
+from ingest.catalog import CatalogError, load_catalog, required_literal, to_hyperscan
 from ingest.decode import Decoded, Segment
 from ingest.extract import columns, fields
 from ingest.match import HyperscanMatcher, ReferenceMatcher, best
@@ -146,3 +149,25 @@ def test_every_xid_of_the_catalog_is_recognised(pipeline, catalog):
 
 
 CAT_DIR = __import__("ingest.catalog", fromlist=["CATALOG_DIR"]).CATALOG_DIR
+
+
+_EXTRAS = [(c.sig.id, rx, lit) for c in default_catalog().entries for rx, lit in zip(c.extras, c.extra_literals)
+           if lit is not None]
+
+
+@pytest.mark.parametrize("sig_id,rx,literal", _EXTRAS, ids=[f"{s}:{lit}" for s, _r, lit in _EXTRAS])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_match_of_an_extra_holds_its_required_literal(sig_id, rx, literal, data):
+    """``fields`` skips an extra on a line without its required literal (``catalog.required_literal``):
+    that is exact only if every text the extra matches holds the literal — drawn here from the regex."""
+    text = data.draw(st.from_regex(rx))
+    assert rx.search(text) and literal in text
+
+
+def test_required_literal_reads_the_top_level_sequence_only():
+    assert required_literal(re.compile(r"\bXid (?P<x>\d+), Link (?:up|down)")) == ", Link "
+    assert required_literal(re.compile(r"a(?:bcdef)?g")) == "a"  # an optional group is no requirement
+    assert required_literal(re.compile(r"abc|defgh")) is None  # a top-level alternation has none
+    assert required_literal(re.compile(r"NVLink", re.IGNORECASE)) is None
+    assert required_literal(re.compile(r"[A-Z]+\d*")) is None
