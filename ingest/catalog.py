@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from re import _parser as _re_parser  # the parser re.compile uses: required_literal reads its tree
 
 import yaml
 from pydantic import ValidationError
@@ -57,25 +58,23 @@ class SxidFact:
     source: str
 
 
-
 def required_literal(rx: re.Pattern[str]) -> str | None:
     """The longest run of plain characters in ``rx``'s top-level sequence, or None (no such run, or a
     case-insensitive pattern). Every match of ``rx`` contains it — each top-level item of a pattern
     matches, in order — so a text without it has no match and need not be searched. Read from the
     pattern's parse tree (``re._parser``, the standard library's own regex parser)."""
-    import re._parser as parser  # the parser ``re.compile`` uses (Python 3.11+)
-
     if rx.flags & re.IGNORECASE:
         return None
     best, run = "", []
-    for op, arg in [*parser.parse(rx.pattern, rx.flags), (None, None)]:
-        if op is parser.LITERAL:
+    for op, arg in [*_re_parser.parse(rx.pattern, rx.flags), (None, None)]:
+        if op is _re_parser.LITERAL:
             run.append(chr(arg))
             continue
         if len(run) > len(best):
             best = "".join(run)
         run = []
     return best or None
+
 
 @dataclass(slots=True)
 class Compiled:
