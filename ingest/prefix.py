@@ -89,13 +89,25 @@ def _month(tok: str) -> int | None:
 
 def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us: int | None,
                  tz: tzinfo) -> int | None:
-    """µs for a stamp without a year: the year of ``ref_us``, or the one before
-    when that would put the stamp more than two days after ``ref_us``."""
-    ref_year = _year_of_day(ref_us // _DAY_US) if ref_us is not None else datetime.now(timezone.utc).year
+    """µs for a stamp without a year: the latest year that puts it at most two days after ``ref_us`` —
+    the reference's year, the next one for a stamp just past New Year ("Jan  1 00:00:05" read against
+    "Dec 31 23:59:55"; also when ``tz``'s year is ahead of UTC's), or an earlier one ("December lines read in
+    January", formats.md §1.5). Without ``ref_us``: this year. ``None`` for a date no calendar has, or a
+    reference outside the calendar."""
+    if ref_us is None:
+        years = [datetime.now(timezone.utc).year]
+    else:
+        try:
+            ref_year = _year_of_day(ref_us // _DAY_US)
+        except (OverflowError, ValueError):  # a reference no datetime holds (±2**62 µs)
+            return None
+        years = range(ref_year + 1, ref_year - 5, -1)
     t = None
-    # the reference year, else earlier ones: a stamp more than two days ahead is from the year before, and
-    # 29 February exists only in leap years (up to 4 years back)
-    for year in range(ref_year, ref_year - 5, -1):
+    # a stamp more than two days ahead is from the year before, and 29 February exists only in leap years
+    # (up to 4 years back)
+    for year in years:
+        if not 1 <= year <= 9999:
+            continue
         second = _second_us(year, month, day, h, mi, s, tz)
         if second is None:
             if month == 2 and day == 29:
@@ -242,7 +254,8 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
     r = _parse_iso(text, tz)
     if r:
         p.ts, p.precision_us = r
-        p.yearless = None  # a dated stamp after a year-less one (Talos behind a syslog relay) gives the time
+        # a dated stamp after a year-less one (Talos behind a syslog relay) gives the time: a dated line
+        p.year_inferred, p.yearless = False, None
 
 
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:

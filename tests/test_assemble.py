@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timezone
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -141,6 +144,53 @@ def test_a_dated_stamp_behind_a_year_less_one_keeps_its_own_time(pipeline):
     assert [(e["device"], e["ts"].isoformat()) for e in ev] == [
         ("0000:3b:00.0", "2024-12-31T23:59:58+00:00"), ("0000:3c:00.0", "2025-06-01T10:00:00+00:00"),
         ("0000:3d:00.0", "2024-12-31T23:59:59+00:00")]
+
+
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+
+
+@pytest.mark.parametrize("tz,dated,yearless,expect", [
+    # just past New Year: the next year, not 364 days back (syslog and glog stamps)
+    ("UTC", "[2025-12-31 23:59:55]", "Jan  1 00:00:05 node07 kernel:", "2026-01-01T00:00:05+00:00"),
+    ("UTC", "[2025-12-31 23:59:55]", "I0101 00:00:05.000000       1 main.go:1]", "2026-01-01T00:00:05+00:00"),
+    # December lines read against a January reference stay in the year before
+    ("UTC", "[2026-01-01 00:00:05]", "Dec 31 23:59:55 node07 kernel:", "2025-12-31T23:59:55+00:00"),
+    # the pipeline's zone is a year ahead of UTC on the night of New Year
+    ("Asia/Tokyo", "[2026-01-01 08:00:00]", "Jan  1 08:00:01 node07 kernel:", "2025-12-31T23:00:01+00:00"),
+])
+def test_year_less_stamps_across_new_year_take_the_year_of_their_dated_neighbour(tz, dated, yearless, expect):
+    """The rule of formats.md §1.5 (at most two days after the reference) picks the latest such year, which
+    is the next one for a stamp just after midnight on 1 January."""
+    from zoneinfo import ZoneInfo
+
+    from ingest.pipeline import Pipeline
+
+    pl = Pipeline(tz=ZoneInfo(tz))
+    text = f"{dated} {XID79}\n{yearless} {XID79.replace('3b:00', '3c:00')}"  # two GPUs: two events
+    seg = Segment(data=text.encode(), origin="t:x", stream="s", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    ev = {e["device"]: e["ts"] for e in pl.run(Decoded(segments=[seg])).events.to_pylist()}
+    assert ev["0000:3c:00.0"].astimezone(timezone.utc).isoformat() == expect
+
+
+def test_a_relayed_line_with_a_full_stamp_is_a_dated_line_for_its_neighbours(pipeline):
+    """A syslog relay's year-less header before a Talos header with an ISO stamp: the line is dated (its
+    ISO stamp), so a year-less line next to it takes that year, not the reference's."""
+    text = (f"Nov 30 03:12:45 relay kernel: kern: err: [2026-04-22T21:25:20Z]: {XID79}\n"
+            f"Nov 30 03:12:46 relay kernel: {XID79.replace('3b:00', '3c:00')}")
+    ev = run(pipeline, text, ref=1_580_000_000_000_000).events.to_pylist()  # a reference in January 2020
+    assert [e["ts"].isoformat() for e in ev] == ["2026-04-22T21:25:20+00:00", "2025-11-30T03:12:46+00:00"]
+
+
+def test_long_lines_stay_out_of_the_columns_memo(pipeline):
+    """The memo of typed columns keys on the fields; a long line's fields (an Xid message of 60 KB) would
+    keep megabytes alive per entry, so lines over 512 characters are not remembered."""
+    pipeline._columns.clear()
+    lines = [f"[Mon Feb  2 10:{i:02d}:00 2026] {XID79} {i} " + "x" * 60_000 for i in range(20)]
+    ev = run(pipeline, "\n".join(lines)).events.to_pylist()
+    assert len(ev) == 20 and not pipeline._columns
+    run(pipeline, f"[Mon Feb  2 10:00:00 2026] {XID79}")
+    assert len(pipeline._columns) == 1
 
 def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
