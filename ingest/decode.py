@@ -392,25 +392,39 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
         if not raw or raw.isspace():
             continue
         try:
+            raw.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too
             rec = decode(raw)
             fmt = rec.format
             msg = _message_of(rec) if fmt is UNSET or fmt != POLLER_FORMAT else _poller_text(orjson.loads(raw))
             ts = _time_of(rec)
         except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
-            # msgspec.ValidationError (a DecodeError): a record that is no object, or a number past a double
-            # in a field that is read ("Number out of range - at `$.timestamp`")
-            why = f"record is not an object ({e})" if str(e).startswith("Expected `object`") else str(e)
-            out.rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {why}", raw, "bad_envelope"))
+            out.rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
             continue
         boot = None
         mono = rec.monotonic
-        if ts is not None and isinstance(mono, str) and mono.isdigit():
+        # journald's __MONOTONIC_TIMESTAMP: a decimal count of µs; any other value says nothing of the boot
+        if ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii() and mono.isdigit():
             boot = ts - int(mono)
         add(Segment(msg.encode("utf-8", "surrogateescape"), f"{origin}#r{i}", stream, _host_of(rec) or host,
                     ts if ts is not None else ref_ts, "envelope" if ts is not None else ref_basis, ingest_ts,
                     source, 0, boot))
     return out
 
+
+
+def _why(e: Exception, raw: bytes) -> str:
+    """A reject's reason for an NDJSON record ``raw`` that failed with ``e``."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8: {e}"
+    if isinstance(e, msgspec.ValidationError):  # every field is Any: a record that is no object, or a number
+        s = str(e)                              # past a double in a field that is read
+        return f"record is not an object ({s})" if s.startswith("Expected `object`") else s
+    if isinstance(e, msgspec.DecodeError):  # malformed JSON: orjson names what is wrong and where
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError as oe:
+            return str(oe)
+    return str(e)
 
 def looks_json_array(data: bytes) -> bool:
     """True when the value is a JSON array of objects: ``[``, then ``{`` and ``"`` or ``}``.

@@ -72,6 +72,28 @@ def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
     assert "depth" in r2 or "recursion" in r2
     assert "not an object" in r3 and "null" in r4
 
+
+def test_envelope_bytes_that_are_not_utf8_reject_the_record_even_in_fields_not_read():
+    """JSON text is UTF-8 (RFC 8259): a record with a stray byte or an encoded surrogate anywhere is a
+    ``bad_envelope`` reject that says so, as the same record inside a JSON array value is; a lone escaped
+    surrogate is named as such; the records around them come through."""
+    good = orjson.dumps({"host": "a", "message": XID})
+    d = msg(good + b'\n{"message": "a", "junk": "\xff"}\n{"message": "a", "j": "\xed\xa0\x80"}\n'
+            b'{"message": "\\ud800 hi"}\n' + good)
+    assert len(d.segments) == 2
+    assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r1", "r2", "r3"]
+    assert "not UTF-8" in d.rejects[0].reason and "not UTF-8" in d.rejects[1].reason
+    assert "surrogate" in d.rejects[2].reason
+
+
+def test_a_monotonic_time_that_is_no_decimal_count_gives_no_boot_time_and_loses_nothing():
+    """``__MONOTONIC_TIMESTAMP`` is a decimal count of µs; "²" passes ``str.isdigit`` and 5,000 digits pass it
+    too, but neither is a count ``int`` reads: the record keeps its message and time, without a boot time."""
+    base = {"__REALTIME_TIMESTAMP": "1796008320000000", "_HOSTNAME": "n", "MESSAGE": XID}
+    d = msg(b"\n".join(orjson.dumps({**base, "__MONOTONIC_TIMESTAMP": m}) for m in ("\u00b2", "9" * 5000, "12")))
+    assert not d.rejects
+    assert [s.boot_ts for s in d.segments] == [None, None, 1796008320000000 - 12]
+
 def test_journald_gives_the_boot_time():
     rec = {"__REALTIME_TIMESTAMP": "1796008320000000", "__MONOTONIC_TIMESTAMP": "1000000", "_HOSTNAME": "n",
            "MESSAGE": XID}
