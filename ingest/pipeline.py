@@ -164,15 +164,19 @@ class Pipeline:
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
+            remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line's fields stay out: the memo's size is bounded
             for sub, f in enumerate(occurrences):
-                key = (ci, *f.items())
-                known = memo.get(key)
-                if known is None:
-                    if len(memo) >= _COLUMNS_MEMO:
-                        memo.clear()
-                    known = memo[key] = columns(c, f, self.catalog)
-                row = known.copy()
-                row["details"] = known["details"].copy()
+                if not remember:
+                    row = columns(c, f, self.catalog)
+                else:
+                    key = (ci, *f.items())
+                    known = memo.get(key)
+                    if known is None:
+                        if len(memo) >= _COLUMNS_MEMO:
+                            memo.clear()
+                        known = memo[key] = columns(c, f, self.catalog)
+                    row = known.copy()
+                    row["details"] = known["details"].copy()
                 if cut is not None:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                     row["details"]["line_bytes"] = b - a
@@ -220,8 +224,11 @@ class Pipeline:
         return head, excerpt, s - a, fields(c, excerpt)
 
 
-#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``); then it starts again
+#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``); then it starts again. Only
+#: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so the memo
+#: holds at most ~16,384 × (512 characters of key + the row): ~25 MB
 _COLUMNS_MEMO = 1 << 14
+_COLUMNS_MEMO_LINE = 512
 #: bytes an excerpt of a long line keeps before (or after) the match it was cut for
 _AROUND_MATCH = 1024
 _UTF8 = codecs.getincrementaldecoder("utf-8")
