@@ -96,7 +96,7 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
                       f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
         (out or console).print(incidents_table(incidents, title=f"{len(incidents)} incidents"))
         console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} .venv/bin/firstfault sql \"SELECT category, count(*) "
-                      "FROM incidents GROUP BY ALL\"")
+                      "FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
 
     def serving(server) -> None:
         host, port_ = settings.api_host, server.servers[0].sockets[0].getsockname()[1]

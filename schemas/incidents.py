@@ -18,7 +18,7 @@ import pyarrow as pa
 INCIDENTS_SCHEMA: Final = pa.schema([
     pa.field("id", pa.string(), nullable=False),
     pa.field("version", pa.int32(), nullable=False),
-    pa.field("status", pa.string(), nullable=False),  # "open" | "resolved"
+    pa.field("status", pa.string(), nullable=False),  # "open" | "resolved" | "superseded" (explained by a later one)
     pa.field("start", pa.timestamp("us", tz="UTC"), nullable=False),
     pa.field("end", pa.timestamp("us", tz="UTC"), nullable=False),
     pa.field("severity", pa.string(), nullable=False),

@@ -8,7 +8,9 @@
 --   link_samples       NVLink state / speed / error counters per GPU link and sample time
 --   topology           wiring facts: nvlink -R remote ends, topo -m paths
 --   incident_versions  every version of every incident the correlator emitted
---   incidents          the latest version of each incident; `doc` is the full JSON object
+--   incidents          the latest version of each incident; `doc` is the full JSON object. An incident that a
+--                      later one explains stays, with status 'superseded' (`doc.superseded_by`); the API's
+--                      lists leave those out: add WHERE status <> 'superseded' to count live incidents
 --   incident_evidence  the events of each incident's latest version, with role and relation
 -- Times are TIMESTAMP WITH TIME ZONE in UTC.
 
