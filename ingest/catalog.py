@@ -98,6 +98,8 @@ class Catalog:
     xids: dict[int, XidFact]
     sxids: dict[int, SxidFact]
     families: dict[str, str]
+    #: signature id -> the family of the catalog file that defines it (``xid``, ``fabric``, ``torch`` …)
+    family_of: dict[str, str] = field(default_factory=dict)
 
     def hyperscan_expressions(self) -> list[bytes]:
         """Every pattern with named groups made non-capturing (Hyperscan has no captures)."""
@@ -184,6 +186,7 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
     entries: list[Compiled] = []
     by_id: dict[str, Compiled] = {}
     families: dict[str, str] = {}
+    family_of: dict[str, str] = {}
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise CatalogError(f"no signature files (*.yaml) in {directory}")
@@ -202,6 +205,7 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
                          extra_literals=[required_literal(x) for x in extras])
             entries.append(c)
             by_id[sig.id] = c
+            family_of[sig.id] = doc.family
         for d in doc.derived:
             if d.id in by_id:
                 raise CatalogError(f"{path.name}: duplicate signature id {d.id!r}")
@@ -209,12 +213,14 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
             if missing:
                 raise CatalogError(f"{path.name}: derived {d.id} names unknown signatures {missing}")
             by_id[d.id] = Compiled(sig=d, index=-1, rx=None)
+            family_of[d.id] = doc.family
     return Catalog(
         entries=entries,
         by_id=by_id,
         xids=_load_xids(directory / "xid-catalog.csv"),
         sxids=_load_sxids(directory / "sxid-catalog.csv"),
         families=families,
+        family_of=family_of,
     )
 
 

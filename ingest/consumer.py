@@ -537,8 +537,9 @@ class IngestWorker:
         ev = batch.events
         for kind, n in collections.Counter(ev.column("kind").to_pylist()).items():
             metrics.EVENTS.labels(kind=kind).inc(n)
-        for family, n in collections.Counter(s.split(".", 1)[0] for s in ev.column("signature").to_pylist()).items():
-            metrics.MATCHES.labels(family=family).inc(n)
+        family_of = self.pipeline.catalog.family_of  # the catalog file's family (README, Signatures)
+        for sig, n in collections.Counter(ev.column("signature").to_pylist()).items():
+            metrics.MATCHES.labels(family=family_of.get(sig, "other")).inc(n)
         h.batches += 1
         h.records += len(records)
         h.lines += batch.lines

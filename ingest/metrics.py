@@ -2,7 +2,8 @@
 
 Names follow Prometheus conventions: ``_total`` counters, ``_seconds``
 histograms, base units. Labels are bounded: topic/partition, event kind,
-signature family (the id's first segment, e.g. ``xid``, ``nccl``), error code.
+signature family (the catalog file's family, e.g. ``xid``, ``fabric``, ``torch``; ``other`` for
+events no signature file defines, such as counter events), error code.
 """
 
 from __future__ import annotations

@@ -155,7 +155,12 @@ def test_api_over_the_lake(through_kafka):
             r = c.get("/incidents", params={"limit": 0})
             assert r.status_code == 422 and r.json()["title"] == "invalid request"
             assert c.get("/docs").status_code == 200
-            assert "firstfault_lines_total" in c.get("/metrics").text
+            metrics = c.get("/metrics").text
+            assert "firstfault_lines_total" in metrics
+            # families are the catalog files' (README, Signatures), not the signature ids' first segments
+            fams = {l.split('family="')[1].split('"')[0] for l in metrics.splitlines()
+                    if l.startswith("firstfault_signature_matches_total{")}
+            assert {"xid", "fabric"} <= fams <= {"xid", "sxid", "pcie", "fabric", "nccl", "torch", "nvml", "ib", "other"}
     finally:
         server.should_exit = True
         t.join(10)
