@@ -84,11 +84,15 @@ def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
     explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
-    prev = [p for p in (previous or []) if _same_initiator(p, v.initiator)]
+    this = incident_id(evs)
+    # earlier incidents of the same initiator; not this incident's own emitted versions (the streaming
+    # correlator re-renders an emitted incident at each step) nor one it superseded (the same fault)
+    prev = [p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
+            and _same_initiator(p, v.initiator)]
     init = dict(v.initiator)
     init.setdefault("fault", _fault(scene, v))
     return {
-        "id": incident_id(evs),
+        "id": this,
         "version": version,
         "status": "resolved" if now_us - end > resolve_after_us else "open",
         "start": iso(start),

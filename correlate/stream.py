@@ -186,7 +186,8 @@ class StreamCorrelator:
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
         newest line that says which communicator each rank is in (NCCL init lines print once, at job start,
-        hours before a hang; without them the silent rank of a hung communicator cannot be named) — and
+        hours before a hang; without them the silent rank of a hung communicator cannot be named), and the
+        events of an emitted incident while any of its events is kept (its events go together) — and
         emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
@@ -197,9 +198,17 @@ class StreamCorrelator:
             if m is not None and (m not in old_members or e.ts > old_members[m].ts):
                 old_members[m] = e
         members = {e.event_id for e in old_members.values()}
-        self.events = {k: e for k, e in self.events.items()
-                       if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending
-                       or k in members}
+        kept = {k for k, e in self.events.items()
+                if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending or k in members}
+        # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
+        # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
+        # volatile ECC count read nine hours later)
+        for _ver, _h, inc in self.emitted.values():
+            if inc.get("status") != "superseded":
+                ids = _member_ids(inc)
+                if not kept.isdisjoint(ids):
+                    kept.update(m for m in ids if m in self.events)
+        self.events = {k: e for k, e in self.events.items() if k in kept}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 

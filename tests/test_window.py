@@ -201,6 +201,14 @@ def test_an_incident_whose_evidence_spans_hours_is_emitted_whole():
     assert sc.step(now_us=0) == []  # open: h1's watermark has not passed the last event
     (inc,) = sc.step(now_us=61 * S)  # h1 went quiet
     assert inc["start"].startswith("1970-01-01T00:16:40") and inc["version"] == 1
+    # once emitted it stays whole: the steps after it (which prune old events) neither split it nor supersede it
+    assert sc.step(now_us=200 * S) == [] and sc.step(now_us=400 * S) == []
+    assert set(sc.events) == {"e1", "e2"}
+    # its events are forgotten together, once the newest of them is past the horizon
+    sc.add(_table([ev("e3", "h1", 1000 * S + 12 * 3600 * S, kind="other", xid=None, device="0000:09:00.0")]),
+           now_us=500 * S)
+    assert all(i.get("status") != "superseded" for i in sc.step(now_us=500 * S))
+    assert "e1" not in sc.events and "e2" not in sc.events
 
 
 def test_a_watchdog_timeout_printed_now_is_on_time_and_keeps_its_incident_open():
