@@ -52,7 +52,6 @@ class Prefix:
 
     ts: int | None = None
     precision_us: int = 1
-    year_inferred: bool = False
     mono: float | None = None  # raw dmesg seconds since boot
     host: str | None = None
     source_addr: str | None = None
@@ -63,6 +62,11 @@ class Prefix:
     #: a stamp without a year as (month, day, hour, minute, second, µs) when it gave ``ts``: the year can be
     #: resolved again against another reference (``ingest.assemble.resolve_times``) without parsing again
     yearless: tuple[int, int, int, int, int, int] | None = None
+
+    @property
+    def year_inferred(self) -> bool:
+        """``ts`` came from a stamp without a year (its year was inferred from the reference time)."""
+        return self.yearless is not None
 
 
 def to_us(dt: datetime) -> int:
@@ -255,7 +259,7 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
     if r:
         p.ts, p.precision_us = r
         # a dated stamp after a year-less one (Talos behind a syslog relay) gives the time: a dated line
-        p.year_inferred, p.yearless = False, None
+        p.yearless = None
 
 
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
@@ -298,7 +302,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 stamp = (mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us)
                 t = resolve_year(*stamp, ref_us, tz)
                 if t is not None:
-                    p.ts, p.precision_us, p.year_inferred, p.yearless = t, prec, True, stamp
+                    p.ts, p.precision_us, p.yearless = t, prec, stamp
                     host = m.group("host")
                     if _HOSTLIKE_IP.match(host):
                         p.source_addr = host
@@ -346,7 +350,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                     stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
                     t = resolve_year(*stamp, ref_us, tz)
                     if t is not None:
-                        p.ts, p.precision_us, p.year_inferred, p.yearless = t, prec, True, stamp
+                        p.ts, p.precision_us, p.yearless = t, prec, stamp
                 s = s[m.end():]
                 continue
         m = _TAG.match(s) if "tag" in can else None
