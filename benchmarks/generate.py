@@ -313,6 +313,13 @@ def _check_templates(catalog: Catalog, faults: list[_Fault]) -> list[_Fault]:
     return keep
 
 
+def _by_family(faults: list[_Fault]) -> dict[str, list[_Fault]]:
+    """Fault templates by catalog family, in catalog order."""
+    out: dict[str, list[_Fault]] = {}
+    for f in faults:
+        out.setdefault(f.family, []).append(f)
+    return out
+
 def generate(n: int, *, seed: int = 7, hosts: int = 32, fault_rate: float = 0.01, t0: datetime = T0,
              catalog: Catalog | None = None) -> Corpus:
     """``n`` lines of the fleet mix described in the module doc, stamped from ``t0`` over ``SPAN_S``."""
@@ -321,9 +328,7 @@ def generate(n: int, *, seed: int = 7, hosts: int = 32, fault_rate: float = 0.01
     names = [f"node{i + 1:03d}" for i in range(hosts)]
     boots = [to_us(t0) - _rr(r, 3600, 90 * 86400) * US for _ in range(hosts)]
     faults = _check_templates(catalog, fault_templates(catalog))
-    by_family: dict[str, list[_Fault]] = {}
-    for f in faults:
-        by_family.setdefault(f.family, []).append(f)
+    by_family = _by_family(faults)
     fam_order = sorted(by_family)
     fam_next = {k: 0 for k in fam_order}
     clock = _Clock(n, t0)
@@ -395,12 +400,6 @@ STORM_RUN = 2_000
 STORM_FAMILIES = ("xid", "sxid", "pcie")
 
 
-def _by_family(faults: list[_Fault]) -> dict[str, list[_Fault]]:
-    out: dict[str, list[_Fault]] = {}
-    for f in faults:
-        out.setdefault(f.family, []).append(f)
-    return out
-
 
 def _journal_prefix(host: str, ts: int) -> str:
     """journalctl's default short format: ``Nov 30 03:12:45 node001 kernel: `` (no year; formats.md §1.5)."""
@@ -417,8 +416,10 @@ def storm(n: int, *, seed: int = 7, t0: datetime = T0, catalog: Catalog | None =
     r = random.Random(seed)
     faults = [f for f in _check_templates(catalog, fault_templates(catalog))
               if f.stamp == "kernel" and f.family in STORM_FAMILIES]
-    faults = [f for k in range(max(map(len, _by_family(faults).values()))) for fam in STORM_FAMILIES
-              for f in _by_family(faults).get(fam, [])[k:k + 1]]  # the families in turn
+    pools = _by_family(faults)
+    # the families in turn: the first template of each, then the second of each, …
+    faults = [f for k in range(max(map(len, pools.values()))) for fam in STORM_FAMILIES
+              for f in pools.get(fam, [])[k:k + 1]]
     host = "node001"
     boot = to_us(t0) - 7 * 86400 * US
     lines: list[bytes] = []
