@@ -7,6 +7,8 @@ import gzip
 import orjson
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingest.decode import decode_file, decode_message
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
@@ -170,3 +172,57 @@ def test_poller_link_sample_format_becomes_samples_events_and_the_bus_id(pipelin
     assert b.link_samples.column("ts").cast("int64").to_pylist() == [1_796_008_321_000_000] * 4
     assert [(e["kind"], e["gpu_index"], e["link"]) for e in b.events.to_pylist()] == [("nvlink_down", 2, 1)]
     assert [(t["fact"], t["gpu_index"], t["device"]) for t in b.topology.to_pylist()] == [("gpu_bus", 2, "0000:18:00.0")]
+
+
+# --- one decode_lines call for a clean NDJSON value (ingest.decode._clean_records) ------------------------
+
+#: lines an NDJSON value may hold: records of every shipper, broken ones, and lines that are two records or
+#: half of one (a value that fooled a one-call read into other record boundaries would differ below)
+_NDJSON_LINES = [
+    b'{"host": "node07", "timestamp": "2026-11-30T03:12:00.123456789Z", "message": "' + XID.encode() + b'"}',
+    b'{"host": "node07", "timestamp": "2026-11-30T03:12:00Z", "message": "plain"}',
+    b'{"date": 1796008320.5, "hostname": "node08", "log": "fluent"}',
+    b'{"@timestamp": "2026-11-30T03:12:00.000+01:00", "host": {"name": "node10"}, "message": "ecs"}',
+    b'{"__REALTIME_TIMESTAMP": "1796008320000001", "__MONOTONIC_TIMESTAMP": "12", "_HOSTNAME": "n", '
+    b'"MESSAGE": [78, 86]}',
+    b'{"message": "no time, no host"}', b'{"MESSAGE": "j", "message": "v", "host": ""}',
+    b'{"message": "m", "timestamp": "yesterday"}', b'{"message": "m", "timestamp": true}',
+    b'{"message": 5}', b'{"log": "x", "realtime": null, "time": 1796008320}', b'{}',
+    b'{"message": "\\ud800 lone"}', b'{"message": "caf\xc3\xa9"}', b'{"message": "a", "junk": "\xff"}',
+    b'{"host": "a", "message":', b'1}', b'{"x": 1} {"y": 2}', b'{"x": 1},{"y": 2}', b'[1, 2]', b'',
+    b'   ', b'{"message": "crlf"}\r', b' {"message": "lead"}', b'{"message": "m", "deep": ' + b"[" * 2000 +
+    b"]" * 2000 + b'}',
+    orjson.dumps({"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
+                  "gpu_index": 2, "links": [{"link": 1, "state": "inactive"}]}),
+]
+
+
+@given(st.lists(st.sampled_from(_NDJSON_LINES), min_size=1, max_size=12), st.booleans())
+@settings(max_examples=400, deadline=None)
+def test_a_clean_ndjson_value_read_in_one_call_equals_reading_it_line_by_line(lines, trailing_newline):
+    """``decode_ndjson`` reads a value of ``{…}`` lines in one ``decode_lines`` call: the segments and rejects
+    (reasons included) are those of the line-by-line reading, whatever the lines hold."""
+    import ingest.decode as decode
+
+    data = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
+    where = dict(origin="kafka:t/0/1", stream="t/0/h", host="h", ref_ts=1_796_000_000_000_000, ref_basis="kafka",
+                 ingest_ts=1_796_000_000_000_001, source="dmesg")
+    fast = decode.decode_ndjson(data, **where)
+    clean, decode._clean_records = decode._clean_records, lambda data: None
+    try:
+        slow = decode.decode_ndjson(data, **where)
+    finally:
+        decode._clean_records = clean
+    assert fast.segments == slow.segments
+    assert fast.rejects == slow.rejects
+
+
+def test_a_clean_ndjson_value_is_read_in_one_call():
+    """The one-call reading is taken for what shippers send (else the property above tests nothing)."""
+    from ingest.decode import _clean_records
+
+    good = _NDJSON_LINES[:3]
+    assert len(_clean_records(b"\n".join(good) + b"\n")) == 3
+    assert _clean_records(b"\n".join(good[:1] + [b"{\"x\": 1} {\"y\": 2}"])) is None  # two values on a line
+    assert _clean_records(b"\n".join([b'{"host": "a", "message":', b'1}'])) is None  # a value over two lines
+    assert _clean_records(b"\n".join(good[:1] + [b""] + good[1:2])) is None  # a blank line: line by line
