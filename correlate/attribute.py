@@ -87,7 +87,9 @@ class Scene:
     #: scenes of one ``correlate()`` call (its rules and catalog are theirs too)
     memo: dict[tuple, bool] = field(default_factory=dict, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    _shapes: list[tuple] | None = field(default=None, repr=False)  # per event, its key in ``memo``
+    #: the scene's distinct event shapes (each with one event of that shape), and per event the index of its
+    #: shape: ``matches`` decides a rule side once per shape
+    _shapes: tuple[list[tuple[tuple, Ev]], list[int]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
 
     # --- roles -------------------------------------------------------------
@@ -118,17 +120,27 @@ class Scene:
         """Per event of the scene, ``rules.any_holds(preds, e)`` (``preds`` is ``side`` of rule ``rule_id``),
         decided once per event shape: kind, signature, Xid, SXid or not, severity, fatal, cause or not."""
         if self._shapes is None:
-            self._shapes = [(e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal,
-                             e.cause_xid is not None) for e in self.events]
+            index: dict[tuple, int] = {}
+            shapes: list[tuple[tuple, Ev]] = []
+            of = []
+            for e in self.events:
+                shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None)
+                i = index.get(shape)
+                if i is None:
+                    i = index[shape] = len(shapes)
+                    shapes.append((shape, e))
+                of.append(i)
+            self._shapes = (shapes, of)
+        shapes, of = self._shapes
         memo = self.memo
-        out = []
-        for e, shape in zip(self.events, self._shapes):
+        hits = []
+        for shape, e in shapes:
             key = (rule_id, side, shape)
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = any_holds(preds, e, self.catalog)
-            out.append(hit)
-        return out
+            hits.append(hit)
+        return [hits[i] for i in of]
 
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
