@@ -458,7 +458,7 @@ def _each_record(lines: list[bytes], origin: str, rejects: list[Reject]):
         try:
             raw.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too
             rec = decode(raw)
-        except (msgspec.DecodeError, RecursionError, ValueError) as e:
+        except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
             rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
             continue
         yield i, rec
