@@ -313,3 +313,19 @@ def test_stream_keeps_only_the_samples_and_facts_that_still_teach_the_topology(p
     for attr in ("link_state", "model", "paths", "remote", "index_to_bus"):
         assert dict(getattr(full, attr)) == dict(getattr(lean, attr)), attr
     assert full.link_state  # the scenarios did teach something
+
+
+def test_an_emitted_open_incident_is_emitted_again_resolved_when_it_goes_quiet():
+    """``status`` follows the service's clock (``resolve_after_s``, 15 min by default): an incident emitted
+    ``open`` (its last evidence minutes old) is emitted again, one version up, ``resolved`` once its last
+    evidence is older than that — with no new event — and not again after that."""
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    t = 1_796_000_000 * S
+    sc.add(_table([ev("a1", "h1", t)]), now_us=t)
+    (inc,) = sc.step(now_us=t + 61 * S)  # h1 quiet for 61 s: closed, evidence a minute old
+    assert (inc["version"], inc["status"]) == (1, "open")
+    assert sc.step(now_us=t + 10 * 60 * S) == []  # 10 min: still open, nothing changed
+    (again,) = sc.step(now_us=t + sc.settings.resolve_after_us + 1 * S)
+    assert (again["id"], again["version"], again["status"]) == (inc["id"], 2, "resolved")
+    assert sc.step(now_us=t + 30 * 60 * S) == []
