@@ -18,6 +18,7 @@ import orjson
 import typer
 from rich.console import Console
 
+from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -47,17 +48,6 @@ def _settings(config: Path | None, **overrides) -> Settings:
     except SettingsError as e:
         err.print(f"[red]configuration error:[/] {e}")
         raise typer.Exit(2) from None
-
-
-def _require_lake(s: Settings) -> None:
-    """Exit 2 with a hint when the lake has never been written (a read would show empty tables)."""
-    from ingest.lake import Lake
-
-    lake = Lake(s.lake)
-    if not lake.remote and not Path(s.lake).is_dir():
-        err.print(f"[red]no lake at {s.lake}[/]: run `make demo` (its lake is .firstfault/demo/lake) or point "
-                  "FIRSTFAULT_LAKE / --config at one")
-        raise typer.Exit(2)
 
 
 def _port_free(s: Settings, port: int) -> None:
@@ -272,13 +262,15 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
          port: Annotated[Optional[int], typer.Option(help="API port (default from settings)")] = None,
          config: ConfigOpt = None) -> None:
     """The main job on the embedded default: local broker + bundled real logs -> incidents + API."""
-    from api.demo import run_demo
+    from api.demo import DemoRunning, run_demo
     from ingest.broker import BrokerError
 
     s = _settings(config)
+    if not once:
+        _port_free(s, port or s.api_port)  # before the demo's lake is made afresh
     try:
         code = run_demo(s, once=once, port=port, console=err, out=out)
-    except BrokerError as e:
+    except (BrokerError, DemoRunning) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
     raise typer.Exit(code)
@@ -363,7 +355,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = prin
 
     s = _settings(config)
     err.print(f"[dim]lake: {s.lake}[/]")
-    _require_lake(s)
+    require_lake(s)
     raise typer.Exit(run_sql(s, query, format, output, out, err))
 
 

@@ -10,6 +10,8 @@ fresh lake, correlate, print the incidents, and serve the API until Ctrl-C
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import shutil
 import signal
 import time
@@ -69,10 +71,31 @@ async def produce_samples(bootstrap: str, console: Console) -> int:
     return n
 
 
+class DemoRunning(RuntimeError):
+    """Another demo holds ``<state_dir>/demo.lock``: its lake is in use (a second demo would wipe it)."""
+
+
 def run_demo(settings: Settings, *, once: bool, port: int | None, console: Console,
              out: Console | None = None) -> int:
     """Progress on ``console`` (stderr), the incidents table on ``out`` (stdout). Exit code 0 when
-    incidents were produced from the samples."""
+    incidents were produced from the samples. Raises :class:`DemoRunning` when another demo of the same
+    state folder is running (its lake is left alone)."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.state_dir / "demo.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends, however it ends
+        except BlockingIOError:
+            lock.seek(0)
+            raise DemoRunning(f"another demo is running (pid {lock.read().strip() or '?'}) and serving its lake "
+                              f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C)") from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        return _run_demo(settings, once=once, port=port, console=console, out=out)
+
+
+def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Console,
+              out: Console | None) -> int:
     t0 = time.monotonic()
     console.print("[bold]firstfault demo[/]: local Kafka broker, bundled real logs → incidents")
     st = broker.start(settings.state_dir, log=lambda m: console.print(m))

@@ -4,7 +4,7 @@
     firstfault report degraded-links --hour 2026-11-30T03 --store     # all formats into the lake
 
 Exit codes as the main command: 0 ok, 1 the lake could not be read or the
-file not written, 2 a usage or configuration error.
+file not written, 2 a usage or configuration error (no lake at the configured path included).
 """
 
 from __future__ import annotations
@@ -17,10 +17,21 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from schemas.settings import SettingsError, load_settings
+from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
 err = Console(stderr=True)
+
+
+def require_lake(s: Settings) -> None:
+    """Exit 2 with a hint when the local lake has never been written (a read would show empty tables, and a
+    report would write a new lake at a mistyped path)."""
+    from ingest.lake import Lake
+
+    if not Lake(s.lake).remote and not Path(s.lake).is_dir():
+        err.print(f"[red]no lake at {s.lake}[/]: run `make demo` (its lake is .firstfault/demo/lake) or point "
+                  "FIRSTFAULT_LAKE / --config at one")
+        raise typer.Exit(2)
 
 
 @report_app.command("degraded-links")
@@ -55,6 +66,7 @@ def degraded_links(
     except SettingsError as e:
         err.print(f"[red]configuration error:[/] {e}")
         raise typer.Exit(2) from None
+    require_lake(settings)
     try:
         if store:
             for f in write_hourly(settings, dt):

@@ -61,20 +61,20 @@ def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
     timer.start()
     try:
-        rel = con.sql(query).limit(settings.sql_max_rows)
-        if fmt == "parquet" or output is not None:
-            if output is None:
-                err.print("[red]--format parquet needs --output FILE[/]")
-                return 2
-            tbl = rel.arrow()
-            if hasattr(tbl, "read_all"):
-                tbl = tbl.read_all()
+        if fmt == "parquet" and output is None:
+            err.print("[red]--format parquet needs --output FILE[/]")
+            return 2
+        tbl = con.sql(query).limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
+        if hasattr(tbl, "read_all"):
+            tbl = tbl.read_all()
+        if tbl.num_rows > settings.sql_max_rows:
+            tbl = tbl.slice(0, settings.sql_max_rows)
+            err.print(f"[yellow]truncated:[/] the first {settings.sql_max_rows} rows only (sql_max_rows); "
+                      "narrow the query or raise the setting")
+        if output is not None:
             _write(tbl, fmt, output)
             err.print(f"wrote {tbl.num_rows} rows to {output}")
             return 0
-        tbl = rel.arrow()
-        if hasattr(tbl, "read_all"):
-            tbl = tbl.read_all()
         if fmt == "table":
             t = Table()
             for c in tbl.column_names:

@@ -82,6 +82,44 @@ def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path)
     assert r.returncode == 2 and "no lake at" in r.stderr and not (tmp_path / "nolake").exists()
 
 
+def test_report_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
+    r = _firstfault("report", "degraded-links", "--hour", "2026-11-30T03",
+                    env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake")})
+    assert r.returncode == 2 and "no lake at" in r.stderr and not (tmp_path / "nolake").exists(), r.stderr
+
+
+def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
+    (tmp_path / "lake").mkdir()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_SQL_MAX_ROWS": "3"}
+    r = _firstfault("sql", "SELECT * FROM range(5)", "--format", "json", env=env)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 3 and "truncated" in r.stderr, r.stderr
+    r = _firstfault("sql", "SELECT * FROM range(3)", "--format", "csv", "-o", str(tmp_path / "x.csv"), env=env)
+    assert r.returncode == 0 and "truncated" not in r.stderr and "wrote 3 rows" in r.stderr, r.stderr
+
+
+def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
+    """A demo holds ``<state_dir>/demo.lock`` while it runs: a second one (``--once`` or not) stops before it
+    makes the demo lake afresh; one on the running demo's port stops before that too."""
+    import fcntl
+    import os
+    import socket
+
+    lake = tmp_path / "demo" / "lake"
+    lake.mkdir(parents=True)
+    (lake / "kept").write_text("x")
+    env = {"FIRSTFAULT_STATE_DIR": str(tmp_path)}
+    with open(tmp_path / "demo.lock", "w") as lock:  # what a running demo holds
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        r = _firstfault("demo", "--once", env=env)
+    assert r.returncode == 1 and f"another demo is running (pid {os.getpid()})" in r.stderr, r.stderr
+    assert (lake / "kept").exists() and "Traceback" not in r.stderr
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        r = _firstfault("demo", "--port", str(busy.getsockname()[1]), env=env)
+    assert r.returncode == 1 and "choose another with --port" in r.stderr and (lake / "kept").exists(), r.stderr
+
+
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
     import socket
 
