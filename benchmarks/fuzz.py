@@ -4,7 +4,7 @@ The properties (each is a test in ``tests/test_properties.py``; ``python -m benc
 for longer and prints how long):
 
 * ``decode_partition_until`` gives exactly what ``decode_message`` gives record by record, up to the
-  record whose text passes its limit;
+  record whose text and rejected parts pass its limit;
 * ``decode_message`` never raises on any Kafka value, key, headers and timestamp, and loses nothing: a
   non-empty value gives segments or a reject with a reason;
 * the pipeline never raises on any decoded text; every event's message is text of its input line (fields
@@ -171,7 +171,7 @@ def _props(n: int):
                                timestamp_ms=r.timestamp, headers=r.headers)
             one.segments += d.segments
             one.rejects += d.rejects
-            read, size = read + 1, size + sum(len(s.data) for s in d.segments)
+            read, size = read + 1, size + sum(len(s.data) for s in d.segments) + sum(len(r.data) for r in d.rejects)
             if max_bytes is not None and size > max_bytes:
                 break
         assert decode_partition_until("fleet.dmesg", 3, rs, max_bytes) == (one, read, size)

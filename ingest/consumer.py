@@ -5,7 +5,7 @@ topics. Per batch of records:
 
 1. take **chunks**: per partition, the records of one aligned offset range
    ``[k·C, (k+1)·C)`` (``C = max_records // 8``), whole — or cut short where
-   its decoded text passes ``MAX_CHUNK_BYTES``, or where the partition's
+   its decoded text and rejected parts pass ``MAX_CHUNK_BYTES``, or where the partition's
    available records end (the live edge); a batch is whole chunks of several
    partitions, up to ``max_records`` records and ``MAX_BATCH_BYTES`` of text;
 2. **begin**: commit, per partition, the batch's first offset again with the
@@ -155,8 +155,8 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
 
 @gc_paused()
 def decode_chunk(records: list[ConsumerRecord], max_bytes: int) -> tuple[Decoded, int, int]:
-    """Decode one partition's records in offset order until their text passes ``max_bytes`` (that record
-    included): (decoded, records read, bytes of text) — ``ingest.decode.decode_partition_until``."""
+    """Decode one partition's records in offset order until their text and rejected parts pass ``max_bytes``
+    (that record included): (decoded, records read, those bytes) — ``ingest.decode.decode_partition_until``."""
     if not records:
         return Decoded(), 0, 0
     return decode_partition_until(records[0].topic, records[0].partition, records, max_bytes)
@@ -176,7 +176,7 @@ def _decode_chunk(records: list[ConsumerRecord]) -> tuple[Decoded, int, int]:
         d = _decode_one(r)
         out.segments += d.segments
         out.rejects += d.rejects
-        size += sum(len(x.data) for x in d.segments)
+        size += sum(len(x.data) for x in d.segments) + sum(len(x.data) for x in d.rejects)
         if size > MAX_CHUNK_BYTES:
             return out, i + 1, size
     return out, len(records), size

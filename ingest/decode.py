@@ -32,6 +32,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -378,50 +379,100 @@ def _poller_text(rec: dict) -> str:
         raise ValueError(f"{POLLER_FORMAT}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
+#: bad_envelope rejects one value may give: past this the rest of the value is one reject, kept whole, not read
+#: (a 2 KB zstd value of "{}" lines would otherwise hold millions of rejects in memory)
+MAX_REJECTS_PER_VALUE = 1000
+#: bytes of an NDJSON value read per msgspec call (cut at a line end): the envelopes held at once
+_NDJSON_CHUNK = 1 << 20
+
+
+class _TooManyRejects(Exception):
+    """Raised by :func:`_reject` at ``MAX_REJECTS_PER_VALUE``: ``line`` is where reading stopped."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
     rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises.
 
     Each line is read as an :class:`Envelope` (msgspec: only the fields decoding uses are built; a
-    poller's link sample is read whole by ``schemas.samples.PollerSample``): all lines in one call when
-    the value is clean (:func:`_clean_records`), else line by line."""
+    poller's link sample is read whole by ``schemas.samples.PollerSample``), a clean megabyte of lines in
+    one call (:func:`_envelopes`). After ``MAX_REJECTS_PER_VALUE`` rejects, the rest of the value (from the
+    line after the last one) is one more ``bad_envelope`` reject that holds it whole, unread."""
     out = Decoded()
     add = out.segments.append
-    recs = _clean_records(data)
-    lines = data.split(b"\n") if recs is None else None  # a clean value is split only for a reject's record
-    for i, rec in enumerate(recs) if recs is not None else _each_record(lines, origin, out.rejects):
-        try:
-            fmt = rec.format
-            if fmt is not UNSET and fmt == POLLER_FORMAT:
+    lines = None  # the value's lines, split only for a reject's or a poller's record
+    try:
+        for i, rec in _envelopes(data, origin, out.rejects):
+            try:
+                fmt = rec.format
+                if fmt is not UNSET and fmt == POLLER_FORMAT:
+                    if lines is None:
+                        lines = data.split(b"\n")
+                    msg = _poller_text(orjson.loads(lines[i]))
+                else:
+                    msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
+                    if type(msg) is not str or rec.MESSAGE is not UNSET:
+                        msg = _message_of(rec)
+                ts = rec.timestamp
+                if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
+                    ts = _time_of(rec)
+            except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                 if lines is None:
                     lines = data.split(b"\n")
-                msg = _poller_text(orjson.loads(lines[i]))
-            else:
-                msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
-                if type(msg) is not str or rec.MESSAGE is not UNSET:
-                    msg = _message_of(rec)
-            ts = rec.timestamp
-            if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
-                ts = _time_of(rec)
-        except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
-            if lines is None:
-                lines = data.split(b"\n")
-            raw = lines[i]
-            out.rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
-            continue
-        boot = None
-        mono = rec.monotonic
-        # journald's __MONOTONIC_TIMESTAMP: a decimal count of µs; any other value says nothing of the boot
-        if ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii() and mono.isdigit():
-            boot = ts - int(mono)
-        h = rec.host
-        if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
-            h = _host_of(rec)
-        add(Segment(msg.encode("utf-8", "surrogateescape"), f"{origin}#r{i}", stream, h or host,
-                    ts if ts is not None else ref_ts, "envelope" if ts is not None else ref_basis, ingest_ts,
-                    source, 0, boot))
+                _reject(out.rejects, origin, i, e, lines[i])
+                continue
+            boot = None
+            mono = rec.monotonic
+            # journald's __MONOTONIC_TIMESTAMP: a decimal count of µs; any other value says nothing of the boot
+            if ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii() and mono.isdigit():
+                boot = ts - int(mono)
+            h = rec.host
+            if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
+                h = _host_of(rec)
+            add(Segment(msg.encode("utf-8", "surrogateescape"), f"{origin}#r{i}", stream, h or host,
+                        ts if ts is not None else ref_ts, "envelope" if ts is not None else ref_basis, ingest_ts,
+                        source, 0, boot))
+    except _TooManyRejects as stop:
+        start = 0
+        for _ in range(stop.line):  # the byte where line ``stop.line`` starts
+            start = data.find(b"\n", start) + 1
+            if not start:
+                break
+        rest = data[start:] if start else b""
+        if rest.strip():
+            out.rejects.append(Reject(f"{origin}#r{stop.line}", f"NDJSON records {stop.line} on: not read, "
+                                      f"{MAX_REJECTS_PER_VALUE} records of this value before them were unreadable",
+                                      rest, "bad_envelope"))
     return out
+
+
+def _reject(rejects: list[Reject], origin: str, i: int, e: Exception, raw: bytes) -> None:
+    """Append the ``bad_envelope`` reject of line ``i``; raise :class:`_TooManyRejects` at the cap."""
+    rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
+    if len(rejects) >= MAX_REJECTS_PER_VALUE:
+        raise _TooManyRejects(i + 1)
+
+
+def _envelopes(data: bytes, origin: str, rejects: list[Reject]) -> Iterator[tuple[int, Envelope]]:
+    """(line index, envelope) of each record of ``data``, read ``_NDJSON_CHUNK`` bytes at a time (cut at a line
+    end): a clean chunk in one call (:func:`_clean_records`), any other line by line (:func:`_each_record`,
+    whose unreadable lines go to ``rejects``)."""
+    pos, first, n = 0, 0, len(data)
+    while pos < n:
+        end = data.find(b"\n", pos + _NDJSON_CHUNK)
+        end = n if end < 0 else end
+        chunk = data[pos:end]
+        recs = _clean_records(chunk)
+        if recs is not None:
+            yield from enumerate(recs, first)
+        else:
+            yield from _each_record(chunk.split(b"\n"), first, origin, rejects)
+        first += chunk.count(b"\n") + 1
+        pos = end + 1
 
 
 def _clean_records(data: bytes) -> list[Envelope] | None:
@@ -448,18 +499,19 @@ def _clean_records(data: bytes) -> list[Envelope] | None:
     return recs if len(recs) == n else None
 
 
-def _each_record(lines: list[bytes], origin: str, rejects: list[Reject]):
-    """(line index, envelope) of each line that is not blank, read one by one; a line that is not a JSON
-    object in UTF-8 is a ``bad_envelope`` reject (appended to ``rejects`` in line order)."""
+def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reject]
+                 ) -> Iterator[tuple[int, Envelope]]:
+    """(line index, envelope) of each line that is not blank (``lines`` start at line ``first``), read one by
+    one; a line that is not a JSON object in UTF-8 is a ``bad_envelope`` reject (:func:`_reject`)."""
     decode = _ENVELOPE.decode
-    for i, raw in enumerate(lines):
+    for i, raw in enumerate(lines, first):
         if not raw or raw.isspace():
             continue
         try:
             raw.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too
             rec = decode(raw)
         except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
-            rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
+            _reject(rejects, origin, i, e, raw)
             continue
         yield i, rec
 
@@ -618,8 +670,9 @@ def decode_partition(topic: str, partition: int, records) -> Decoded:
 
 def decode_partition_until(topic: str, partition: int, records, max_bytes: int | None
                            ) -> tuple[Decoded, int, int]:
-    """Decode Kafka records of one partition in order until their decoded text passes ``max_bytes`` (the
-    record that passes it is included; ``None``: no limit). Returns (decoded, records read, bytes of text);
+    """Decode Kafka records of one partition in order until the bytes they hold — decoded text and rejected
+    parts — pass ``max_bytes`` (the record that passes it is included; ``None``: no limit). Returns (decoded,
+    records read, those bytes);
     the decoded part equals :func:`decode_message` on each record read. At most one value is decoded past
     the limit, so a run of compressed values costs memory up to the limit, not up to the run.
 
@@ -650,7 +703,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                                timestamp_ms=r.timestamp, headers=r.headers)
             segments += d.segments
             rejects += d.rejects
-            size += sum([len(x.data) for x in d.segments])
+            size += sum([len(x.data) for x in d.segments]) + sum([len(x.data) for x in d.rejects])
             if size > limit:
                 break
             continue

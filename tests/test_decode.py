@@ -200,21 +200,25 @@ _NDJSON_LINES = [
 @given(st.lists(st.sampled_from(_NDJSON_LINES), min_size=1, max_size=12), st.booleans())
 @settings(max_examples=400, deadline=None)
 def test_a_clean_ndjson_value_read_in_one_call_equals_reading_it_line_by_line(lines, trailing_newline):
-    """``decode_ndjson`` reads a value of ``{…}`` lines in one ``decode_lines`` call: the segments and rejects
-    (reasons included) are those of the line-by-line reading, whatever the lines hold."""
+    """``decode_ndjson`` reads a value of ``{…}`` lines in one ``decode_lines`` call per megabyte: the segments
+    and rejects (reasons included) are those of the line-by-line reading, whatever the lines hold and
+    wherever the value is cut into chunks."""
     import ingest.decode as decode
 
     data = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
     where = dict(origin="kafka:t/0/1", stream="t/0/h", host="h", ref_ts=1_796_000_000_000_000, ref_basis="kafka",
                  ingest_ts=1_796_000_000_000_001, source="dmesg")
     fast = decode.decode_ndjson(data, **where)
-    clean, decode._clean_records = decode._clean_records, lambda data: None
+    clean, chunk = decode._clean_records, decode._NDJSON_CHUNK
     try:
+        decode._NDJSON_CHUNK = 64  # a value read in many chunks, each cut at a line end
+        chunked = decode.decode_ndjson(data, **where)
+        decode._clean_records, decode._NDJSON_CHUNK = (lambda data: None), chunk
         slow = decode.decode_ndjson(data, **where)
     finally:
-        decode._clean_records = clean
-    assert fast.segments == slow.segments
-    assert fast.rejects == slow.rejects
+        decode._clean_records, decode._NDJSON_CHUNK = clean, chunk
+    assert fast.segments == slow.segments == chunked.segments
+    assert fast.rejects == slow.rejects == chunked.rejects
 
 
 def test_a_clean_ndjson_value_is_read_in_one_call():
@@ -226,3 +230,30 @@ def test_a_clean_ndjson_value_is_read_in_one_call():
     assert _clean_records(b"\n".join(good[:1] + [b"{\"x\": 1} {\"y\": 2}"])) is None  # two values on a line
     assert _clean_records(b"\n".join([b'{"host": "a", "message":', b'1}'])) is None  # a value over two lines
     assert _clean_records(b"\n".join(good[:1] + [b""] + good[1:2])) is None  # a blank line: line by line
+
+
+def test_a_value_of_bad_records_gives_at_most_a_thousand_rejects_and_keeps_the_rest_whole():
+    """A 2 KB zstd value can hold millions of broken records: after ``MAX_REJECTS_PER_VALUE`` rejects the rest
+    of the value is one reject that holds it from the next line on (nothing read from it, nothing lost), so
+    memory stays bounded; a partition read stops at its byte limit on rejected parts as on text."""
+    from types import SimpleNamespace
+
+    from ingest.decode import MAX_REJECTS_PER_VALUE, decode_partition_until
+
+    good = orjson.dumps({"host": "a", "message": XID})
+    value = b"\n".join([b'{"message": 5}'] + [b"[1]"] * 699 + [b"{}"] * 800 + [good])
+    d = msg(value)
+    assert not d.segments and len(d.rejects) == MAX_REJECTS_PER_VALUE + 1
+    assert [r.origin.rsplit("#", 1)[1] for r in d.rejects[-2:]] == ["r999", "r1000"]
+    assert "not a string" in d.rejects[0].reason and "not an object" in d.rejects[1].reason
+    assert "no message field" in d.rejects[999].reason
+    tail = d.rejects[-1]
+    assert tail.data == b"\n".join([b"{}"] * 500 + [good]) and "records 1000 on: not read" in tail.reason
+    bomb = zstandard.ZstdCompressor(level=19).compress(b"{}\n" * 2_000_000)
+    assert len(bomb) < 4096
+    d = msg(bomb)
+    assert len(d.rejects) == MAX_REJECTS_PER_VALUE + 1 and len(d.rejects[-1].data) == 3 * (2_000_000 - 1000)
+    recs = [SimpleNamespace(value=bomb, key=b"n1", offset=i, timestamp=1_700_000_000_000, headers=[])
+            for i in range(4)]
+    out, read, size = decode_partition_until("fleet.dmesg", 0, recs, 1024)
+    assert read == 1 and size == 2 * 1000 + 3 * (2_000_000 - 1000) and len(out.rejects) == MAX_REJECTS_PER_VALUE + 1

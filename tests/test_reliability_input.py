@@ -405,7 +405,8 @@ def test_a_storm_of_one_line_counts_every_copy(through_kafka):
 def test_thousands_of_bad_parts_make_one_dead_letter_record(through_kafka, origins):
     dead = through_kafka["dead"]
     [d] = dlq_of(dead, origins["amplify"])
-    assert d["ff-count"] == "5000" and len(d["ff-parts"]) <= 1000 and len(d["ff-reason"]) <= 1000
+    # 1,000 rejects, then the rest of the value whole (ingest.decode.MAX_REJECTS_PER_VALUE)
+    assert d["ff-count"] == "1001" and len(d["ff-parts"]) <= 1000 and len(d["ff-reason"]) <= 1000
     assert d["value"].count(b"\n") == 4999  # every bad part, as it came
     dead_origins = [dict(r.headers)["ff-origin"] for r in dead]
     assert len(dead_origins) == len(set(dead_origins))  # never two dead-letter records for one value
@@ -480,7 +481,7 @@ def test_diagnose_reads_every_class(bad_folder):
     assert all(e["ts_basis"] == "file" for e in by_host["time"] if e["device"] in ("0000:26:00.0", "0000:27:00.0"))
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/json.log")) == 3
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/types.log")) == 3
-    assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/amplify.log")) == 5000
+    assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/amplify.log")) == 1001  # 1,000 + the rest
 
 
 @kafka
@@ -500,7 +501,7 @@ def test_diagnose_cli_names_the_bad_files_and_diagnoses_the_others(tmp_path):
     err = r.stderr.decode()
     assert "zlib.log.gz" in err and "cannot decompress" in err and "Traceback" not in err
     assert "overflow.log" in err and "no time from 2000 to 2100" in err
-    assert err.count("amplify.log") == 1 and "5000 unreadable parts" in err
+    assert err.count("amplify.log") == 1 and "1001 unreadable parts" in err
     out = orjson.loads(r.stdout)
     assert [e["device"] for e in out["events"]] == ["0000:60:00.0"]
 
