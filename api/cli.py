@@ -43,11 +43,15 @@ ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settin
 
 
 def _settings(config: Path | None, **overrides) -> Settings:
+    """The settings (defaults < TOML < environment < ``overrides``); logging follows their ``log_format`` and
+    ``log_level`` from here on (``main`` set it from the environment alone). Exit 2 on a bad setting."""
     try:
-        return load_settings(config, overrides=overrides)
+        s = load_settings(config, overrides=overrides)
     except SettingsError as e:
         err.print(f"[red]configuration error:[/] {e}")
         raise typer.Exit(2) from None
+    setup_logging(s.log_format, s.log_level)
+    return s
 
 
 def _port_free(s: Settings, port: int) -> None:
@@ -341,8 +345,14 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     s = _settings(config)
     _port_free(s, port or s.api_port)
-    err.print(f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
-    uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_level="info")
+    notice = f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)"
+    if s.log_format == "json":  # stderr is a log stream then: one JSON object per line
+        logging.getLogger("firstfault.serve").warning(notice)
+    else:
+        err.print(notice)
+    # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
+    uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_config=None,
+                log_level=s.log_level.lower())
 
 
 @app.command()

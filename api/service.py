@@ -120,7 +120,7 @@ class Service:
             app = create_app(self.settings, health=self.health)
             cfg = uvicorn.Config(app, host=self.settings.api_host,
                                  port=self.settings.api_port if port is None else port,
-                                 log_level="warning", lifespan="off")
+                                 log_config=None, log_level=self.settings.log_level.lower(), lifespan="off")
             server = uvicorn.Server(cfg)
             server_task = asyncio.create_task(server.serve())
         stop = asyncio.Event()

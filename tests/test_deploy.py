@@ -120,6 +120,43 @@ def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
     assert r.returncode == 1 and "choose another with --port" in r.stderr and (lake / "kept").exists(), r.stderr
 
 
+def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
+    """``serve`` with ``log_format = "json"`` (from firstfault.toml) and ``FIRSTFAULT_LOG_LEVEL=INFO``: uvicorn's
+    start-up and access lines are JSON objects on stderr like firstfault's own, nothing on stdout."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import orjson
+
+    (tmp_path / "lake").mkdir()
+    (tmp_path / "firstfault.toml").write_text(f'log_format = "json"\nlake = "{tmp_path / "lake"}"\n')
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LOG_LEVEL": "INFO"})
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    lines = [orjson.loads(line) for line in err.decode().splitlines() if line.strip()]
+    assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
+    assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
+    assert any(r["message"].startswith("serving the lake at") for r in lines)
+
+
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
     import socket
 
