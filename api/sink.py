@@ -91,7 +91,8 @@ class IncidentSink:
         except StoreError:
             return None
         try:
-            last = con.execute("SELECT max(ts) FROM events").fetchone()[0]
+            # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
+            last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
             if last is None:
                 return None
             t = con.sql("SELECT * FROM events WHERE ts >= ?", params=[last - timedelta(microseconds=horizon_us)]

@@ -252,3 +252,23 @@ def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
 
     assert [_has_more(reader(empty, fail=True)), _has_more(reader(empty)), _has_more(reader(empty, one))] == \
         [None, False, True]
+
+
+def test_a_restart_refills_the_correlator_with_the_lakes_recent_events(lake):
+    """``Service`` starts by reading the events within the lateness horizon of the newest stored one
+    (``IncidentSink.recent_events``): over a lake that has events (every restart) it returns them, newest
+    included, and none older than the horizon."""
+    import datetime as dt
+
+    from api.sink import IncidentSink
+    from api.store import connect
+
+    root, _ = lake
+    con = connect(Lake(str(root)))
+    newest = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
+    n_day = con.execute("SELECT count(*) FROM events WHERE ts >= ?", [newest - dt.timedelta(days=1)]).fetchall()[0][0]
+    con.close()
+    got = IncidentSink(Settings(lake=str(root))).recent_events(86_400 * 1_000_000)
+    assert got is not None and got.num_rows == n_day > 0
+    ts = got.column("ts").to_pylist()
+    assert max(ts) == newest and min(ts) >= newest - dt.timedelta(days=1)
