@@ -270,10 +270,11 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
     from ingest.broker import BrokerError
 
     s = _settings(config)
-    if not once:
-        _port_free(s, port or s.api_port)  # before the demo's lake is made afresh
+    # the port is checked once the demo holds its lock (another demo is named as such), before its lake is
+    # made afresh
+    check = None if once else (lambda: _port_free(s, port or s.api_port))
     try:
-        code = run_demo(s, once=once, port=port, console=err, out=out)
+        code = run_demo(s, once=once, port=port, console=err, out=out, check=check)
     except (BrokerError, DemoRunning) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
@@ -292,8 +293,15 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     if serve:
         _port_free(s, s.api_port)
     svc = Service(s, _bootstrap(s))
-    _until_signalled(svc.worker.stop, lambda: svc.run(
-        once=once, serve=serve, on_caught_up=lambda incs: err.print(incidents_table(incs, title="caught up"))))
+
+    def caught_up(incs: list[dict[str, Any]]) -> None:
+        if s.log_format == "json":  # stderr is a log stream: one JSON object per line, not a table
+            logging.getLogger("firstfault.run").warning("caught up: %d incidents", len(incs),
+                                                         extra={"incidents": [i["id"] for i in incs]})
+        else:
+            err.print(incidents_table(incs, title="caught up"))
+
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, serve=serve, on_caught_up=caught_up))
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:
@@ -357,7 +365,9 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
 @app.command()
 def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = print the views and tables")] = None,
-        format: Annotated[str, typer.Option("--format", "-f", help="table, csv, json or parquet")] = "table",
+        format: Annotated[Optional[str], typer.Option("--format", "-f", help="table, csv, json or parquet; default: "
+                                                      "from --output's name (.csv, .json, .ndjson, .parquet), "
+                                                      "else table")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json")] = None,
         config: ConfigOpt = None) -> None:
     """Read-only DuckDB SQL over the lake's views (events, incidents, incident_evidence, link_samples, topology)."""

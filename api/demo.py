@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
@@ -76,10 +77,11 @@ class DemoRunning(RuntimeError):
 
 
 def run_demo(settings: Settings, *, once: bool, port: int | None, console: Console,
-             out: Console | None = None) -> int:
+             out: Console | None = None, check: Callable[[], None] | None = None) -> int:
     """Progress on ``console`` (stderr), the incidents table on ``out`` (stdout). Exit code 0 when
     incidents were produced from the samples. Raises :class:`DemoRunning` when another demo of the same
-    state folder is running (its lake is left alone)."""
+    state folder is running (its lake is left alone). ``check`` (the CLI's port check) runs once the demo
+    holds its lock, before anything is started or removed."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     with open(settings.state_dir / "demo.lock", "a+") as lock:
         try:
@@ -91,6 +93,8 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
         lock.truncate(0)
         lock.write(str(os.getpid()))
         lock.flush()
+        if check is not None:
+            check()
         return _run_demo(settings, once=once, port=port, console=console, out=out)
 
 

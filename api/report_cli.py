@@ -24,13 +24,14 @@ err = Console(stderr=True)
 
 
 def require_lake(s: Settings) -> None:
-    """Exit 2 with a hint when the local lake has never been written (a read would show empty tables, and a
-    report would write a new lake at a mistyped path)."""
-    from ingest.lake import Lake
+    """Exit 2 with a hint when the local lake (a path or ``file://`` URL) has no ``events`` folder: it was never
+    written, or the path is mistyped or names another folder (a read would show empty tables and write the
+    lake's table folders into it)."""
+    from ingest.lake import Lake, lake_path
 
-    if not Lake(s.lake).remote and not Path(s.lake).is_dir():
-        err.print(f"[red]no lake at {s.lake}[/]: run `make demo` (its lake is .firstfault/demo/lake) or point "
-                  "FIRSTFAULT_LAKE / --config at one")
+    if not Lake(s.lake).remote and not (lake_path(s.lake) / "events").is_dir():
+        err.print(f"[red]no lake at {s.lake}[/] (no events/ folder): run `make demo` (its lake is "
+                  ".firstfault/demo/lake) or point FIRSTFAULT_LAKE / --config at one")
         raise typer.Exit(2)
 
 

@@ -40,11 +40,25 @@ def check_read_only(query: str) -> str:
     return query
 
 
-def run_sql(settings: Settings, query: str | None, fmt: str, output: Path | None, out: Console,
+#: --output file name endings and the format they say (``firstfault sql`` without --format)
+_BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path | None, out: Console,
             err: Console) -> int:
-    """CLI body of ``firstfault sql``; returns the exit code."""
+    """CLI body of ``firstfault sql``; returns the exit code. ``fmt`` None: from ``output``'s name, else a
+    table."""
+    if fmt is None:  # a file's format from its name; else a table on the terminal
+        fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"
+        if fmt is None:
+            err.print(f"[red]say --format for {output.name}[/] (csv, json or parquet; a name ending in .csv, "
+                      ".json, .ndjson or .parquet says it)")
+            return 2
     if fmt not in ("table", "csv", "json", "parquet"):
         err.print("[red]--format must be table, csv, json or parquet[/]")
+        return 2
+    if fmt == "table" and output is not None:
+        err.print("[red]--format table is for the terminal[/]: write csv, json or parquet to --output")
         return 2
     if query is None:
         query = ("SELECT table_name AS name, table_type AS type FROM information_schema.tables "

@@ -89,12 +89,43 @@ def test_report_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_pa
 
 
 def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
-    (tmp_path / "lake").mkdir()
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
     env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_SQL_MAX_ROWS": "3"}
     r = _firstfault("sql", "SELECT * FROM range(5)", "--format", "json", env=env)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 3 and "truncated" in r.stderr, r.stderr
     r = _firstfault("sql", "SELECT * FROM range(3)", "--format", "csv", "-o", str(tmp_path / "x.csv"), env=env)
     assert r.returncode == 0 and "truncated" not in r.stderr and "wrote 3 rows" in r.stderr, r.stderr
+
+
+def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
+    """A lake path one folder too high (``.firstfault/demo``) or any other folder: exit 2, nothing written into
+    it; the same lake as a ``file://`` URL is read."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "demo" / "lake")).init()
+    for cmd in (["sql", "SELECT count(*) FROM events"], ["report", "degraded-links", "--hour", "2026-11-30T03"]):
+        r = _firstfault(*cmd, env={"FIRSTFAULT_LAKE": str(tmp_path / "demo")})
+        assert r.returncode == 2 and "no lake at" in r.stderr, r.stderr
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["lake"]
+    r = _firstfault("sql", "SELECT count(*) AS n FROM events", "-f", "json",
+                    env={"FIRSTFAULT_LAKE": f"file://{tmp_path / 'demo' / 'lake'}"})
+    assert r.returncode == 0 and r.stdout.strip() == '{"n":0}', r.stderr
+
+
+def test_sql_output_format_follows_the_file_name(tmp_path):
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    q = "SELECT 1 AS a, 'x' AS b"
+    assert _firstfault("sql", q, "-o", str(tmp_path / "r.csv"), env=env).returncode == 0
+    assert (tmp_path / "r.csv").read_text().splitlines() == ['"a","b"', '1,"x"']
+    assert _firstfault("sql", q, "-o", str(tmp_path / "r.ndjson"), env=env).returncode == 0
+    assert (tmp_path / "r.ndjson").read_text() == '{"a":1,"b":"x"}\n'
+    r = _firstfault("sql", q, "-o", str(tmp_path / "r.txt"), env=env)
+    assert r.returncode == 2 and "say --format" in r.stderr and not (tmp_path / "r.txt").exists()
 
 
 def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
@@ -113,7 +144,10 @@ def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
         lock.write(str(os.getpid()))
         lock.flush()
         r = _firstfault("demo", "--once", env=env)
-    assert r.returncode == 1 and f"another demo is running (pid {os.getpid()})" in r.stderr, r.stderr
+        assert r.returncode == 1 and f"another demo is running (pid {os.getpid()})" in r.stderr, r.stderr
+        with socket.create_server(("127.0.0.1", 0)) as busy:  # the running demo's port: named as the demo
+            r = _firstfault("demo", "--port", str(busy.getsockname()[1]), env=env)
+        assert r.returncode == 1 and "another demo is running" in r.stderr, r.stderr
     assert (lake / "kept").exists() and "Traceback" not in r.stderr
     with socket.create_server(("127.0.0.1", 0)) as busy:
         r = _firstfault("demo", "--port", str(busy.getsockname()[1]), env=env)

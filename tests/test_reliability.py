@@ -495,3 +495,25 @@ def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
         am.stop()
         hook.stop()
     assert "Traceback" not in (tmp_path / "correlate.log").read_text()
+
+
+def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
+    """``firstfault run --once`` twice over one lake (a restart: the second reads the stored incidents and the
+    recent events back), in ``log_format = json``: both exit 0, and every stderr line of both is one JSON object
+    — the caught-up summary too (the text mode prints a table there)."""
+    prefix = f"restart.{time.time_ns()}"
+    topics = [f"{prefix}.{s}" for s in SOURCES]
+    asyncio.run(ensure_topics(kafka, topics + [f"{prefix}.run.events", f"{prefix}.run.dlq"], partitions=1))
+    sample = Path(__file__).resolve().parents[1] / "samples" / "fleet" / "node004.dmesg.log"
+    asyncio.run(produce_lines(kafka, f"{prefix}.dmesg", "node004", [sample.read_bytes()]))
+    env = crash.worker_env(kafka, prefix, "run", tmp_path, max_records=100)
+    env["FIRSTFAULT_LOG_FORMAT"] = "json"
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    summaries = []
+    for attempt in range(2):
+        r = subprocess.run([crash.FIRSTFAULT, "run", "--once", "--no-serve"], env=env, capture_output=True,
+                           text=True, timeout=180, cwd=env["FIRSTFAULT_STATE_DIR"])
+        assert r.returncode == 0, (attempt, r.stderr[-3000:])
+        records = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]  # raises on text
+        summaries += [x for x in records if x["message"].startswith("caught up")]
+    assert len(summaries) == 2 and summaries[0]["incidents"] and summaries[1]["incidents"] == summaries[0]["incidents"]
