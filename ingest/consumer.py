@@ -176,7 +176,7 @@ def _decode_chunk(records: list[ConsumerRecord]) -> tuple[Decoded, int, int]:
         d = _decode_one(r)
         out.segments += d.segments
         out.rejects += d.rejects
-        size += sum(len(x.data) for x in d.segments) + sum(len(x.data) for x in d.rejects)
+        size += d.held_bytes()
         if size > MAX_CHUNK_BYTES:
             return out, i + 1, size
     return out, len(records), size

@@ -82,6 +82,10 @@ class Decoded:
     segments: list[Segment] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
 
+    def held_bytes(self) -> int:
+        """Bytes of text and of rejected parts this holds: what a partition read's byte limit counts."""
+        return sum([len(x.data) for x in self.segments]) + sum([len(x.data) for x in self.rejects])
+
 
 _GZIP = b"\x1f\x8b"
 _JSON_OBJECT_START = re.compile(rb'\s*\{\s*["}]')
@@ -703,7 +707,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                                timestamp_ms=r.timestamp, headers=r.headers)
             segments += d.segments
             rejects += d.rejects
-            size += sum([len(x.data) for x in d.segments]) + sum([len(x.data) for x in d.rejects])
+            size += d.held_bytes()
             if size > limit:
                 break
             continue
