@@ -387,10 +387,13 @@ def setup_logging(fmt: str, level: str = "INFO") -> None:
     """
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
+        from pythonjsonlogger.core import RESERVED_ATTRS
         from pythonjsonlogger.json import JsonFormatter
 
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+        # time: ISO 8601 in UTC; uvicorn's ``color_message`` (the message again, with ANSI colour codes) is left out
+        handler.setFormatter(JsonFormatter("%(levelname)s %(name)s %(message)s", timestamp="time",
+                                           reserved_attrs=[*RESERVED_ATTRS, "color_message"],
+                                           rename_fields={"levelname": "level", "name": "logger"}))
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

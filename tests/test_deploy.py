@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -189,6 +190,9 @@ def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
     assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
     assert any(r["message"].startswith("serving the lake at") for r in lines)
+    # one message per record, no terminal colour codes; times are ISO 8601 UTC
+    assert not any("color_message" in r or "\x1b" in r["message"] for r in lines), err.decode()
+    assert all(datetime.fromisoformat(r["time"]).utcoffset() == timedelta(0) for r in lines)
 
 
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
