@@ -4,7 +4,9 @@ The properties (each is a test in ``tests/test_properties.py``; ``python -m benc
 for longer and prints how long):
 
 * ``decode_partition_until`` gives exactly what ``decode_message`` gives record by record, up to the
-  record whose text and rejected parts pass its limit;
+  record whose text and rejected parts pass its limit (its runs of one-line records, ``Records``, taken
+  record by record: ``per_record``), and the pipeline gives the same events, samples, facts, line and byte
+  counts from its runs as from the records one by one;
 * ``decode_message`` never raises on any Kafka value, key, headers and timestamp, and loses nothing: a
   non-empty value gives segments or a reject with a reason;
 * the pipeline never raises on any decoded text; every event's message is text of its input line (fields
@@ -31,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.catalog import default_catalog
-from ingest.decode import Decoded, Segment, decode_message, decode_partition, decode_partition_until
+from ingest.decode import Decoded, Segment, decode_message, decode_partition, decode_partition_until, per_record
 from ingest.prefix import parse_prefix, plausible
 
 #: signature id -> its real example lines (each a single line: multi-line examples are left out here)
@@ -114,6 +116,11 @@ def kafka_values(draw) -> bytes:
     return data
 
 
+def by_stream(segments: list) -> list[Segment]:
+    """``segments`` record by record (``per_record``), each stream's in their order, streams one after another."""
+    return sorted(per_record(segments), key=lambda s: s.stream)
+
+
 def check_decode(value: bytes, key: bytes | None, ts_ms: int, headers: list[tuple[str, bytes]]) -> Decoded:
     d = decode_message(value, topic="fleet.dmesg", partition=0, offset=1, key=key, timestamp_ms=ts_ms,
                        headers=headers)
@@ -174,9 +181,33 @@ def _props(n: int):
             read, size = read + 1, size + sum(len(s.data) for s in d.segments) + sum(len(r.data) for r in d.rejects)
             if max_bytes is not None and size > max_bytes:
                 break
-        assert decode_partition_until("fleet.dmesg", 3, rs, max_bytes) == (one, read, size)
+        got, got_read, got_size = decode_partition_until("fleet.dmesg", 3, rs, max_bytes)
+        # the same segments in the same order within each stream (a key's), the same rejects in the same order
+        assert (by_stream(got.segments), got.rejects, got_read, got_size) == (
+            by_stream(one.segments), one.rejects, read, size)
+        assert got.held_bytes() == size
         if max_bytes is None:
-            assert decode_partition("fleet.dmesg", 3, rs) == one
+            whole = decode_partition("fleet.dmesg", 3, rs)
+            assert (by_stream(whole.segments), whole.rejects) == (by_stream(one.segments), one.rejects)
+
+    @cfg
+    @given(st.lists(st.tuples(
+        st.one_of(log_lines().map(lambda ln: ln.encode("utf-8", "surrogatepass")),
+                  st.sampled_from([b"|  1 | x |", b"|     | wrapped text |", b"  continued", b"a\r", b"\rb", b"\r",
+                                   b"x\r\n  y", b"a\n",
+                                   b"[  12.345678] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+                                   b'{"message": "x"}', None, b""])),
+        st.sampled_from([b"node07", b"node07", b"node08", None])), max_size=40))
+    def partition_events_are_record_by_record(records):
+        rs = [SimpleNamespace(value=v, key=k, headers=[], offset=i, timestamp=T0_MS + i)
+              for i, (v, k) in enumerate(records)]
+        whole = decode_partition("fleet.dmesg", 3, rs)
+        one = Decoded(per_record(whole.segments), whole.rejects)
+        a, b = pipe.run(whole), pipe.run(one)
+        assert (a.lines, a.bytes, sorted(r.origin for r in a.rejects)) == (
+            b.lines, b.bytes, sorted(r.origin for r in b.rejects))
+        for t in ("events", "link_samples", "topology"):  # rows of different streams may come in another order
+            assert sorted(map(repr, getattr(a, t).to_pylist())) == sorted(map(repr, getattr(b, t).to_pylist())), t
 
     @cfg
     @given(st.lists(log_lines(), min_size=1, max_size=20))
@@ -205,7 +236,8 @@ def _props(n: int):
         assert bare <= signatures(stamp + line), (stamp + line, bare)
 
     return {"decode": decode, "decode_partition_is_decode_message": decode_partition_is_decode_message,
-            "pipeline": pipeline, "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
+            "partition_events_are_record_by_record": partition_events_are_record_by_record, "pipeline": pipeline,
+            "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
 
 
 def main(argv: list[str] | None = None) -> int:

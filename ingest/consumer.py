@@ -140,7 +140,7 @@ def _batch_id(spans: dict[TopicPartition, tuple[int, int]]) -> str:
     return hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
 
 
-@gc_paused()  # a segment per one-line record, no cycles: ingest.gcpause
+@gc_paused()  # many small objects (segments of multi-line and NDJSON records), no cycles: ingest.gcpause
 def decode_records(records: list[ConsumerRecord]) -> Decoded:
     """Decode Kafka records into one batch of segments and rejects (``ingest.decode.decode_message``).
 

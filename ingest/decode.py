@@ -68,6 +68,47 @@ class Segment:
 
 
 @dataclass(slots=True)
+class Records:
+    """One-line plain-text Kafka records of one partition and key, in offset order, held as one segment.
+
+    What a shipper that sends one line per message gives (the hot path of that mode): record ``i`` is line
+    ``i`` of ``data``, and :meth:`record` is the :class:`Segment` that :func:`decode_message` gives for it
+    (the pipeline asks only for the records of hit lines). Only values that framing would leave alone go
+    in: no line end (``\n``, ``\r``) and no first byte that may start a continuation or a table row (a
+    blank, ``|``), so the lines, their bytes and their framing are those of the records one by one.
+    """
+
+    data: bytes  # the values joined by "\n"
+    records: list  # the Kafka records (``value``, ``offset``, ``timestamp`` in ms since the epoch)
+    prefix: str  # origin prefix "kafka:<topic>/<partition>/"
+    stream: str
+    host: str
+    source: str | None
+
+    def record(self, i: int) -> Segment:
+        """Record ``i`` as its own segment: ``decode_message``'s segment for it."""
+        r = self.records[i]
+        ts = r.timestamp * 1000
+        return Segment(r.value, self.prefix + str(r.offset), self.stream, self.host, ts, "kafka", ts, self.source)
+
+    def held_bytes(self) -> int:
+        """Bytes of the values (without the separators)."""
+        return len(self.data) - len(self.records) + 1
+
+
+def per_record(segments: list[Segment | Records]) -> list[Segment]:
+    """``segments`` with every :class:`Records` as its records' segments: what :func:`decode_message` gives
+    record by record."""
+    out: list[Segment] = []
+    for s in segments:
+        if type(s) is Records:
+            out += [s.record(i) for i in range(len(s.records))]
+        else:
+            out.append(s)
+    return out
+
+
+@dataclass(slots=True)
 class Reject:
     """Input that could not be read, with the reason. Nothing is dropped silently."""
 
@@ -79,12 +120,15 @@ class Reject:
 
 @dataclass(slots=True)
 class Decoded:
-    segments: list[Segment] = field(default_factory=list)
+    """Segments of lines (:class:`Records` for a run of one-line Kafka records) and rejects, in input order."""
+
+    segments: list[Segment | Records] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
 
     def held_bytes(self) -> int:
         """Bytes of text and of rejected parts this holds: what a partition read's byte limit counts."""
-        return sum([len(x.data) for x in self.segments]) + sum([len(x.data) for x in self.rejects])
+        return sum([x.held_bytes() if type(x) is Records else len(x.data) for x in self.segments]) + sum(
+            [len(x.data) for x in self.rejects])
 
 
 _GZIP = b"\x1f\x8b"
@@ -667,7 +711,7 @@ _BRACKETS = frozenset(b"{[")
 
 
 def decode_partition(topic: str, partition: int, records) -> Decoded:
-    """Decode Kafka records of one partition, in order: the same segments and rejects as
+    """Decode Kafka records of one partition, in order: the same segments (:func:`per_record`) and rejects as
     :func:`decode_message` on each record, in one pass (:func:`decode_partition_until` without a limit)."""
     return decode_partition_until(topic, partition, records, None)[0]
 
@@ -677,32 +721,50 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     """Decode Kafka records of one partition in order until the bytes they hold — decoded text and rejected
     parts — pass ``max_bytes`` (the record that passes it is included; ``None``: no limit). Returns (decoded,
     records read, those bytes);
-    the decoded part equals :func:`decode_message` on each record read. At most one value is decoded past
+    the decoded part equals :func:`decode_message` on each record read (segments as :func:`per_record`, in
+    offset order within each key). At most one value is decoded past
     the limit, so a run of compressed values costs memory up to the limit, not up to the run.
 
     ``records``: objects with ``value`` (bytes or None), ``offset``, ``key`` (bytes or None),
     ``timestamp`` (ms since the epoch) and ``headers`` (``(str, bytes)`` pairs) — aiokafka's
     ``ConsumerRecord``. A plain-text value with a key (what a shipper sends per line, the common case at
-    one line per message) costs one :class:`Segment`: the partition's and the key's names are looked up
-    once per run of one key. Any other value goes through :func:`decode_message`. Never raises on bad input.
+    one line per message) is not decoded one by one: the one-line values of each key become one
+    :class:`Records` (whatever other keys' values come between them), a multi-line one a :class:`Segment`.
+    Any other value goes through :func:`decode_message`. The segments of each key (its stream, in which
+    lines share carried context) stay in offset order; keys' segments may interleave differently than
+    their records. :func:`per_record` gives the segments record by record. Never raises on bad input.
     """
     out = _new_decoded(Decoded)
-    segments: list[Segment] = []
+    segments: list[Segment | Records] = []
     rejects: list[Reject] = []
     out.segments, out.rejects = segments, rejects
     prefix, source = _partition_names(topic, partition)
-    last_key: bytes | None = None
-    host = stream = ""
     special = _SPECIAL_FIRST
     limit = (1 << 62) if max_bytes is None else max_bytes  # None: no limit
     size = read = 0
+    # per key: its one-line records read since the last segment of another shape
+    runs: dict[bytes, list] = {}
+    last_key: bytes | None = None
+    run: list = []
+    max_value = MAX_VALUE_BYTES
+
+    def end_runs() -> None:  # before any other segment: the order within each key (its stream) is kept
+        for k, rs in runs.items():
+            host, stream = _key_names(topic, partition, k)
+            segments.append(Records(b"\n".join([x.value for x in rs]), rs, prefix, stream, host, source))
+        runs.clear()
+
     for r in records:
         read += 1
         value, key = r.value, r.key
-        if (not value or not key or len(value) > MAX_VALUE_BYTES or value[0] in special and (
-                # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more
-                value[0] not in _BRACKETS or (_JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START)
-                .match(value))):
+        if (not value or not key or len(value) > max_value or value[0] in special and (
+                # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
+                # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
+                value[0] not in _BRACKETS or 123 in value and (
+                    _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value))):
+            if runs:
+                end_runs()
+                last_key = None
             d = decode_message(value, topic=topic, partition=partition, offset=r.offset, key=key,
                                timestamp_ms=r.timestamp, headers=r.headers)
             segments += d.segments
@@ -711,14 +773,25 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
             if size > limit:
                 break
             continue
-        if key != last_key:
+        if value[0] == 124 or 10 in value:  # "|" may start a table row; several lines ("\n"): a segment of its own
+            if runs:
+                end_runs()
+                last_key = None
             host, stream = _key_names(topic, partition, key)
-            last_key = key
-        ts = r.timestamp * 1000
-        segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
+            ts = r.timestamp * 1000
+            segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
+        else:
+            if key != last_key:
+                run = runs.get(key)
+                if run is None:
+                    run = runs[key] = []
+                last_key = key
+            run.append(r)
         size += len(value)
         if size > limit:
             break
+    if runs:
+        end_runs()
     return out, read, size
 
 

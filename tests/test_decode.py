@@ -257,3 +257,32 @@ def test_a_value_of_bad_records_gives_at_most_a_thousand_rejects_and_keeps_the_r
             for i in range(4)]
     out, read, size = decode_partition_until("fleet.dmesg", 0, recs, 1024)
     assert read == 1 and size == 2 * 1000 + 3 * (2_000_000 - 1000) and len(out.rejects) == MAX_REJECTS_PER_VALUE + 1
+
+
+def test_one_line_records_of_each_key_are_read_as_one_run():
+    """A partition of one-line messages (one line per Kafka record, keys interleaved): each key's one-line
+    values become one ``Records``; a multi-line value, a ``|`` table row and JSON stay segments of their own,
+    and every key's lines keep their offset order. Record by record they are ``decode_message``'s segments."""
+    from types import SimpleNamespace
+
+    from ingest.decode import Records, decode_partition, per_record
+
+    vals = [(b"a", b"[  1.0] one"), (b"b", b"2024-01-01T00:00:00Z two"), (b"a", b"[  2.0] three"),
+            (b"a", b"four\n  five"), (b"b", b"| cell | x |"), (b"a", b"[  3.0] six"), (b"b", b'{"message": "m"}'),
+            (b"b", b"seven {x}")]
+    recs = [SimpleNamespace(value=v, key=k, offset=100 + i, timestamp=1_700_000_000_000 + i, headers=[])
+            for i, (k, v) in enumerate(vals)]
+    d = decode_partition("fleet.dmesg", 2, recs)
+    shapes = [(type(s).__name__, s.host, s.data) for s in d.segments]
+    assert shapes == [("Records", "a", b"[  1.0] one\n[  2.0] three"), ("Records", "b", b"2024-01-01T00:00:00Z two"),
+                      ("Segment", "a", b"four\n  five"), ("Segment", "b", b"| cell | x |"),
+                      ("Records", "a", b"[  3.0] six"), ("Segment", "b", b"m"), ("Records", "b", b"seven {x}")]
+    # held: every value, but the JSON envelope is held as its message ("m", 15 bytes less)
+    assert isinstance(d.segments[0], Records) and d.held_bytes() == sum(len(v) for _, v in vals) - 15
+    one = [s for r in recs for s in decode_message(r.value, topic="fleet.dmesg", partition=2, offset=r.offset,
+                                                   key=r.key, timestamp_ms=r.timestamp).segments]
+    got = per_record(d.segments)
+    for key in ("a", "b"):
+        assert [s for s in got if s.host == key] == [s for s in one if s.host == key]
+    assert [s.origin for s in got if s.host == "a"] == ["kafka:fleet.dmesg/2/100", "kafka:fleet.dmesg/2/102",
+                                                       "kafka:fleet.dmesg/2/103", "kafka:fleet.dmesg/2/105"]

@@ -740,6 +740,7 @@ def test_a_batch_with_offset_gaps_spans_its_ends_and_counts_its_records(tmp_path
     import dataclasses
 
     from ingest.consumer import TopicPartition, _batch_id, batch_id
+    from ingest.decode import per_record
 
     w = IngestWorker(bootstrap="127.0.0.1:1", topics=["t"], group_id="g", lake=Lake(tmp_path / "lake"),
                      dlq_topic="t.dlq", max_records=80)
@@ -748,7 +749,9 @@ def test_a_batch_with_offset_gaps_spans_its_ends_and_counts_its_records(tmp_path
     w._buf[b] = _records("t", 2, [b"y"] * 2, first=4)
     taken = w._take([(a, 15), (b, 5)])
     assert taken.spans == {a: (10, 15), b: (4, 5)} and taken.counts == {a: 3, b: 2}
-    assert [r.offset for r in taken.records] == [10, 12, 15, 4, 5] and len(taken.decoded.segments) == 5
+    assert [r.offset for r in taken.records] == [10, 12, 15, 4, 5]
+    assert [s.origin for s in per_record(taken.decoded.segments)] == [f"kafka:t/0/{o}" for o in (10, 12, 15)] + [
+        f"kafka:t/2/{o}" for o in (4, 5)]
     assert batch_id(taken.records) == _batch_id(taken.spans)
 
 
