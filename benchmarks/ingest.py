@@ -541,7 +541,7 @@ def run(a: argparse.Namespace) -> dict:
                 st_ = broker.start(state, log=log)
                 started = True
                 bootstrap, pid = st_.bootstrap, st_.pid
-            for name, shape in (("kafka_line", "line"), ("kafka_batch", "batch"), ("kafka_ndjson", "ndjson")):
+            for name, shape in KAFKA_MODES.items():
                 if a.modes and name not in a.modes:
                     continue
                 log(f"{name} …")
@@ -705,6 +705,20 @@ def table(out: dict) -> str:
     return "\n".join(lines)
 
 
+#: the Kafka modes (``--modes``) and the message shape each sends
+KAFKA_MODES = {"kafka_line": "line", "kafka_batch": "batch", "kafka_ndjson": "ndjson"}
+
+
+def _modes(text: str) -> list[str]:
+    """``--modes``: names of :data:`KAFKA_MODES`; argparse reports an unknown one (exit 2)."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in KAFKA_MODES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown mode {', '.join(unknown) or text!r}; "
+                                         f"choose from {', '.join(KAFKA_MODES)}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__.split("\n\n")[0])
     ap.add_argument("--lines", type=int, default=1_000_000, help="input size (default 1,000,000)")
@@ -717,7 +731,8 @@ def main(argv: list[str] | None = None) -> int:
                     "in-process stages (default 200,000; 0 skips)")
     ap.add_argument("--bootstrap", help="use this Kafka broker instead of starting the local one")
     ap.add_argument("--no-kafka", action="store_true", help="skip the Kafka modes")
-    ap.add_argument("--modes", type=lambda s: s.split(","), help="Kafka modes to run (default: all)")
+    ap.add_argument("--modes", type=_modes, help=f"Kafka modes to run, comma-separated: {', '.join(KAFKA_MODES)} "
+                    "(default: all)")
     ap.add_argument("--re-lines", type=int, default=0, help="lines for the Python re baseline (default: all)")
     ap.add_argument("--max-records", type=int, default=0,
                     help="records per ingest batch, batched shapes (default: the batch_max_records setting)")

@@ -82,3 +82,12 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     if (bench.ROOT / ".git").exists():
         assert r["commit"] and len(r["commit"].removesuffix("-dirty")) >= 12
     assert not list(tmp_path.iterdir())  # the scratch folder is gone
+
+
+def test_an_unknown_kafka_mode_is_refused_before_anything_runs(capsys):
+    """``--modes line`` (not ``kafka_line``) used to run no Kafka mode at all and say nothing."""
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--modes", "kafka_line,line", "--quick"])
+    assert e.value.code == 2 and "unknown mode 'line'; choose from kafka_line, kafka_batch, kafka_ndjson" in \
+        capsys.readouterr().err
+    assert bench._modes("kafka_ndjson, kafka_line") == ["kafka_ndjson", "kafka_line"]
