@@ -192,9 +192,9 @@ def _props(n: int):
 
     @cfg
     @given(st.lists(st.tuples(
-        st.one_of(log_lines().map(lambda ln: ln.encode("utf-8", "surrogatepass")),
+        st.one_of(log_lines().map(lambda ln: ln.encode("utf-8", "surrogatepass")), kafka_values(),
                   st.sampled_from([b"|  1 | x |", b"|     | wrapped text |", b"  continued", b"a\r", b"\rb", b"\r",
-                                   b"x\r\n  y", b"a\n",
+                                   b"x\r\n  y", b"a\n", b"a\rb", b"\r\r",
                                    b"[  12.345678] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
                                    b'{"message": "x"}', None, b""])),
         st.sampled_from([b"node07", b"node07", b"node08", None])), max_size=40))

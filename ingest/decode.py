@@ -74,8 +74,9 @@ class Records:
     What a shipper that sends one line per message gives (the hot path of that mode): record ``i`` is line
     ``i`` of ``data``, and :meth:`record` is the :class:`Segment` that :func:`decode_message` gives for it
     (the pipeline asks only for the records of hit lines). Only values that framing would leave alone go
-    in: no line end (``\n``, ``\r``) and no first byte that may start a continuation or a table row (a
-    blank, ``|``), so the lines, their bytes and their framing are those of the records one by one.
+    in: no ``\n``, no ``\r`` at the end and no first byte that may start a continuation or a table row (a
+    blank, ``|``), so the lines, their bytes, their framing and their count are those of the records one by
+    one (``tests/test_properties.py``).
     """
 
     data: bytes  # the values joined by "\n"
@@ -96,15 +97,43 @@ class Records:
         return len(self.data) - len(self.records) + 1
 
 
-def per_record(segments: list[Segment | Records]) -> list[Segment]:
-    """``segments`` with every :class:`Records` as its records' segments: what :func:`decode_message` gives
-    record by record."""
+@dataclass(slots=True)
+class Envelopes:
+    """NDJSON records of one value whose messages are one line each, held as one segment (as :class:`Records`).
+
+    Record ``i`` is line ``i`` of ``data``; :meth:`record` is the :class:`Segment` that
+    :func:`decode_ndjson` gives for it. Only messages that framing and line counting would leave alone go in:
+    not empty, no ``\n``, no ``\r`` at the end and no first character that may start a continuation or a
+    table row (a blank, ``|``).
+    """
+
+    data: bytes  # the messages joined by "\n"
+    records: list[tuple[bytes, int, str | None, int, str, int | None]]  # message, line, host, ref_ts, basis, boot
+    origin: str  # the value's origin; a record's is "<origin>#r<line>"
+    stream: str
+    ingest_ts: int
+    source: str | None
+
+    def record(self, i: int) -> Segment:
+        """Record ``i`` as its own segment: ``decode_ndjson``'s segment for it."""
+        msg, line, host, ts, basis, boot = self.records[i]
+        return Segment(msg, f"{self.origin}#r{line}", self.stream, host, ts, basis, self.ingest_ts, self.source, 0,
+                       boot)
+
+    def held_bytes(self) -> int:
+        """Bytes of the messages (without the separators)."""
+        return len(self.data) - len(self.records) + 1
+
+
+def per_record(segments: list) -> list[Segment]:
+    """``segments`` with every :class:`Records` or :class:`Envelopes` as its records' segments: what
+    :func:`decode_message` gives record by record."""
     out: list[Segment] = []
     for s in segments:
-        if type(s) is Records:
-            out += [s.record(i) for i in range(len(s.records))]
-        else:
+        if type(s) is Segment:
             out.append(s)
+        else:
+            out += [s.record(i) for i in range(len(s.records))]
     return out
 
 
@@ -120,14 +149,15 @@ class Reject:
 
 @dataclass(slots=True)
 class Decoded:
-    """Segments of lines (:class:`Records` for a run of one-line Kafka records) and rejects, in input order."""
+    """Segments of lines (:class:`Records` and :class:`Envelopes` for runs of one-line records) and rejects, in
+    input order."""
 
-    segments: list[Segment | Records] = field(default_factory=list)
+    segments: list[Segment | Records | Envelopes] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
 
     def held_bytes(self) -> int:
         """Bytes of text and of rejected parts this holds: what a partition read's byte limit counts."""
-        return sum([x.held_bytes() if type(x) is Records else len(x.data) for x in self.segments]) + sum(
+        return sum([len(x.data) if type(x) is Segment else x.held_bytes() for x in self.segments]) + sum(
             [len(x.data) for x in self.rejects])
 
 
@@ -442,9 +472,11 @@ class _TooManyRejects(Exception):
 
 
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
-                  ref_basis: str, ingest_ts: int, source: str | None) -> Decoded:
+                  ref_basis: str, ingest_ts: int, source: str | None, runs: bool = False) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
     rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises.
+    With ``runs``, consecutive records whose messages are one line each are one :class:`Envelopes`
+    (:func:`per_record` gives the same segments).
 
     Each line is read as an :class:`Envelope` (msgspec: only the fields decoding uses are built; a
     poller's link sample is read whole by ``schemas.samples.PollerSample``), a clean megabyte of lines in
@@ -453,6 +485,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     out = Decoded()
     add = out.segments.append
     lines = None  # the value's lines, split only for a reject's or a poller's record
+    run: list[tuple[bytes, int, str | None, int, str, int | None]] = []  # with ``runs``: one-line records
     try:
         for i, rec in _envelopes(data, origin, out.rejects):
             try:
@@ -481,9 +514,19 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
             h = rec.host
             if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
                 h = _host_of(rec)
-            add(Segment(msg.encode("utf-8", "surrogateescape"), f"{origin}#r{i}", stream, h or host,
-                        ts if ts is not None else ref_ts, "envelope" if ts is not None else ref_basis, ingest_ts,
-                        source, 0, boot))
+            m = msg.encode("utf-8", "surrogateescape")
+            # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an empty
+            # one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line counts see
+            # the lines they would see record by record
+            if runs and m and 10 not in m and m[0] != 32 and m[0] != 124 and m[-1] != 13:
+                run.append((m, i, h or host, ts if ts is not None else ref_ts,
+                            "envelope" if ts is not None else ref_basis, boot))
+                continue
+            if run:
+                add(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
+                run = []
+            add(Segment(m, f"{origin}#r{i}", stream, h or host, ts if ts is not None else ref_ts,
+                        "envelope" if ts is not None else ref_basis, ingest_ts, source, 0, boot))
     except _TooManyRejects as stop:
         start = 0
         for _ in range(stop.line):  # the byte where line ``stop.line`` starts
@@ -495,6 +538,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
             out.rejects.append(Reject(f"{origin}#r{stop.line}", f"NDJSON records {stop.line} on: not read, "
                                       f"{MAX_REJECTS_PER_VALUE} records of this value before them were unreadable",
                                       rest, "bad_envelope"))
+    if run:
+        add(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
     return out
 
 
@@ -652,7 +697,7 @@ def _key_names(topic: str, partition: int, key: bytes) -> tuple[str, str]:
 
 
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
-                   timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None) -> Decoded:
+                   timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None, runs: bool = False) -> Decoded:
     """Decode one Kafka record value: plain text, NDJSON envelopes or a JSON array of them, optionally
     compressed (gzip, zstd or zlib: :func:`decompress`).
 
@@ -662,7 +707,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     Returns the segments and the rejects (origin ``kafka:<topic>/<partition>/<offset>``): ``empty``
     (a tombstone), ``too_large`` (over :data:`MAX_VALUE_BYTES`), ``bad_compression`` (corrupt, truncated,
     an unread format, or more than :data:`MAX_VALUE_BYTES` decompressed), ``bad_envelope`` (per record).
-    Never raises on bad input.
+    Never raises on bad input. With ``runs``, an NDJSON value's one-line records come as :class:`Envelopes`
+    (``decode_ndjson``); :func:`per_record` gives the segments without it.
 
     Runs once per Kafka record, so the plain-text path does the least it can:
     no decompression call unless a magic number says so, the origin's prefix,
@@ -694,7 +740,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if data[:1] in _NOT_PLAIN_FIRST:
         if looks_ndjson(data):  # the common structured case, straight (_decode_text would ask again)
             return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
-                                 ingest_ts=ts, source=source)
+                                 ingest_ts=ts, source=source, runs=runs)
         if data[:3] == _BOM or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
@@ -766,14 +812,15 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 end_runs()
                 last_key = None
             d = decode_message(value, topic=topic, partition=partition, offset=r.offset, key=key,
-                               timestamp_ms=r.timestamp, headers=r.headers)
+                               timestamp_ms=r.timestamp, headers=r.headers, runs=True)
             segments += d.segments
             rejects += d.rejects
             size += d.held_bytes()
             if size > limit:
                 break
             continue
-        if value[0] == 124 or 10 in value:  # "|" may start a table row; several lines ("\n"): a segment of its own
+        # "|" may start a table row; several lines, or a "\r" line end (a CRLF shipper): a segment of its own
+        if value[0] == 124 or 10 in value or value[-1] == 13:
             if runs:
                 end_runs()
                 last_key = None

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ingest.assemble import Hit, assemble
 from ingest.catalog import Catalog, default_catalog
-from ingest.decode import MAX_LINE_BYTES, Decoded, Records, Reject
+from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment
 from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
@@ -138,7 +138,7 @@ class Pipeline:
         memo = self._columns
         for si, local, a, b, sigs in located:
             seg, fr = segs[si], framed.get(si)
-            if type(seg) is Records:  # line ``local`` is record ``local``, a line of its own (framing leaves it)
+            if type(seg) is not Segment:  # Records, Envelopes: line ``local`` is record ``local`` (framing leaves it)
                 seg, local = seg.record(local), 0
             ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
             c = entries[ci]

@@ -261,11 +261,12 @@ def test_a_value_of_bad_records_gives_at_most_a_thousand_rejects_and_keeps_the_r
 
 def test_one_line_records_of_each_key_are_read_as_one_run():
     """A partition of one-line messages (one line per Kafka record, keys interleaved): each key's one-line
-    values become one ``Records``; a multi-line value, a ``|`` table row and JSON stay segments of their own,
-    and every key's lines keep their offset order. Record by record they are ``decode_message``'s segments."""
+    values become one ``Records``; a multi-line value and a ``|`` table row stay segments of their own, JSON is
+    read as ``Envelopes``, and every key's lines keep their offset order. Record by record they are
+    ``decode_message``'s segments."""
     from types import SimpleNamespace
 
-    from ingest.decode import Records, decode_partition, per_record
+    from ingest.decode import Envelopes, Records, decode_partition, per_record
 
     vals = [(b"a", b"[  1.0] one"), (b"b", b"2024-01-01T00:00:00Z two"), (b"a", b"[  2.0] three"),
             (b"a", b"four\n  five"), (b"b", b"| cell | x |"), (b"a", b"[  3.0] six"), (b"b", b'{"message": "m"}'),
@@ -273,10 +274,11 @@ def test_one_line_records_of_each_key_are_read_as_one_run():
     recs = [SimpleNamespace(value=v, key=k, offset=100 + i, timestamp=1_700_000_000_000 + i, headers=[])
             for i, (k, v) in enumerate(vals)]
     d = decode_partition("fleet.dmesg", 2, recs)
-    shapes = [(type(s).__name__, s.host, s.data) for s in d.segments]
-    assert shapes == [("Records", "a", b"[  1.0] one\n[  2.0] three"), ("Records", "b", b"2024-01-01T00:00:00Z two"),
-                      ("Segment", "a", b"four\n  five"), ("Segment", "b", b"| cell | x |"),
-                      ("Records", "a", b"[  3.0] six"), ("Segment", "b", b"m"), ("Records", "b", b"seven {x}")]
+    shapes = [(type(s).__name__, s.data) for s in d.segments]
+    assert shapes == [("Records", b"[  1.0] one\n[  2.0] three"), ("Records", b"2024-01-01T00:00:00Z two"),
+                      ("Segment", b"four\n  five"), ("Segment", b"| cell | x |"),
+                      ("Records", b"[  3.0] six"), ("Envelopes", b"m"), ("Records", b"seven {x}")]
+    assert [s.host for s in d.segments if type(s) is not Envelopes] == ["a", "b", "a", "b", "a", "b"]
     # held: every value, but the JSON envelope is held as its message ("m", 15 bytes less)
     assert isinstance(d.segments[0], Records) and d.held_bytes() == sum(len(v) for _, v in vals) - 15
     one = [s for r in recs for s in decode_message(r.value, topic="fleet.dmesg", partition=2, offset=r.offset,
@@ -286,3 +288,33 @@ def test_one_line_records_of_each_key_are_read_as_one_run():
         assert [s for s in got if s.host == key] == [s for s in one if s.host == key]
     assert [s.origin for s in got if s.host == "a"] == ["kafka:fleet.dmesg/2/100", "kafka:fleet.dmesg/2/102",
                                                        "kafka:fleet.dmesg/2/103", "kafka:fleet.dmesg/2/105"]
+
+
+def test_runs_count_the_lines_the_records_hold():
+    """What stays out of a run (``Records``, ``Envelopes``) so that line counts and framing are those of the
+    records one by one: an empty NDJSON message (two of them joined would read as one line end), a value
+    ending in ``\\r`` (a CRLF shipper: joined, its ``\\r\\n`` would end the run's text), a ``|`` table row."""
+    from types import SimpleNamespace
+
+    from ingest.decode import Envelopes, Records, Segment, decode_partition, per_record
+    from ingest.pipeline import Pipeline
+
+    env = b'{"message": "%s", "host": "n1", "timestamp": "2026-11-30T03:12:01.5Z"}'
+    cases = {
+        "empty messages": [(b"n1", b"\n".join([env % b"a", env % b"", env % b""]))],
+        "crlf values": [(b"n1", b"a"), (b"n1", b"b\r"), (b"n2", b"c"), (b"n1", b"\r")],
+        "table rows": [(b"n1", b"| GPU 0 | ok |"), (b"n1", b"|       | wrapped |"), (b"n1", b"y")],
+    }
+    pipe = Pipeline()
+    for name, vals in cases.items():
+        recs = [SimpleNamespace(value=v, key=k, offset=i, timestamp=1_764_472_321_000 + i, headers=[])
+                for i, (k, v) in enumerate(vals)]
+        d = decode_partition("fleet.dmesg", 0, recs)
+        one = type(d)(per_record(d.segments), d.rejects)
+        assert (pipe.run(d).lines, pipe.run(d).bytes) == (pipe.run(one).lines, pipe.run(one).bytes), name
+        assert [type(s) for s in d.segments] == {"empty messages": [Envelopes, Segment, Segment],
+                                                 "crlf values": [Records, Segment, Records, Segment],
+                                                 "table rows": [Segment, Segment, Records]}[name], name
+    three = SimpleNamespace(value=b"\n".join([env % b"a", env % b"", env % b""]), key=b"n1", offset=0, timestamp=0,
+                            headers=[])
+    assert pipe.run(decode_partition("fleet.dmesg", 0, [three])).lines == 3
