@@ -406,6 +406,10 @@ _SECONDS: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM:SS" already read -> its µs
 def _rfc3339_us(v: str) -> int | None:
     base = _SECONDS.get(v[:19])
     if base is not None and v[-1:] == "Z":  # the first 19 characters matched the regex before
+        if len(v) == 27:  # µs, the common shape (Vector, Fluent Bit): no padding or cutting
+            frac = v[20:26]
+            if v[19] == "." and frac.isdecimal():
+                return base + int(frac)
         if len(v) == 20:
             return base
         frac = v[20:-1]

@@ -318,3 +318,16 @@ def test_runs_count_the_lines_the_records_hold():
     three = SimpleNamespace(value=b"\n".join([env % b"a", env % b"", env % b""]), key=b"n1", offset=0, timestamp=0,
                             headers=[])
     assert pipe.run(decode_partition("fleet.dmesg", 0, [three])).lines == 3
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.datetimes(), st.sampled_from(["", ".", ".5", ".12345", ".123456", ".1234567", ".123456789", ".12a456",
+                                        ".१२३४५६"]), st.sampled_from(["Z", "z", "+00:00", ""]))
+def test_envelope_times_read_fast_are_parse_iso_us(when, frac, zone):
+    """``_rfc3339_us`` (an NDJSON envelope's ``timestamp``, with per-second and µs fast paths) gives what
+    ``ingest.prefix.parse_iso_us`` gives for the same text, the second time too (from its caches)."""
+    from ingest.decode import _rfc3339_us
+    from ingest.prefix import parse_iso_us
+
+    text = when.strftime("%Y-%m-%dT%H:%M:%S") + frac + zone
+    assert _rfc3339_us(text) == parse_iso_us(text) == _rfc3339_us(text), text
