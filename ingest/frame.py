@@ -179,7 +179,7 @@ def lf_line_ends(datas: list[bytes]) -> list[bytes]:
     redrawing itself) is text and stays. Line counts do not change. Segments without ``\\r`` are
     returned as they are (same objects).
     """
-    return [d.replace(b"\r\n", b"\n").removesuffix(b"\r") if b"\r" in d else d for d in datas]
+    return [d.replace(b"\r\n", b"\n").removesuffix(b"\r") if 13 in d else d for d in datas]
 
 
 def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:
@@ -199,13 +199,13 @@ def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]
     joined = None
     if datas and int(starts[-1]) + len(datas[-1]) < _VECTORED_MIN * len(datas):
         joined = b"\n".join(datas)
-        if b"\r" in joined:  # one memchr over the batch; the per-segment work only when there is a \r
+        if 13 in joined:  # "\r": one memchr over the batch; the per-segment work only when there is a \r
             datas = lf_line_ends(datas)
             starts = segment_starts(datas)
             joined = b"\n".join(datas)
         found = _find_candidates(joined)
     else:
-        if any(b"\r" in d for d in datas):  # few, large segments here
+        if any(13 in d for d in datas):  # "\r" (memchr); few, large segments here
             datas = lf_line_ends(datas)
             starts = segment_starts(datas)
         found = _find_candidates(datas)  # (line offset as if joined, is a table row)
