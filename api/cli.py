@@ -62,8 +62,12 @@ def _port_free(s: Settings, port: int) -> None:
         with socket.create_server((s.api_host, port)):
             pass
     except OSError as e:
-        err.print(f"[red]cannot serve on {s.api_host}:{port}: {e.strerror}[/] (is the demo or another firstfault "
-                  "running?); choose another with --port or FIRSTFAULT_API_PORT")
+        msg = (f"cannot serve on {s.api_host}:{port}: {e.strerror} (is the demo or another firstfault running?); "
+               "choose another with --port or FIRSTFAULT_API_PORT")
+        if s.log_format == "json":  # stderr is a log stream then: one JSON object per line
+            logging.getLogger("firstfault.serve").error(msg, extra={"stage": "serve", "error_code": "port_in_use"})
+        else:
+            err.print(f"[red]{msg}[/]", soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -158,6 +162,12 @@ def diagnose(
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:
         err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
+    seen = set(batch.events.column("host").to_pylist())
+    for h in sorted({x.host for x in symptoms} - seen):  # a typo, or logs of other hosts: it joins no evidence
+        names = sorted(seen)
+        listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        err.print(f"[yellow]symptom host {h}[/] has no events in these logs (hosts with events: "
+                  f"{listed or 'none'}); it stands alone", highlight=False)
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))

@@ -64,12 +64,16 @@ def correlation_settings(s) -> Settings:
     return Settings(clocks=clocks, resolve_after_us=int(s.resolve_after_s * S), hosts=hosts)
 
 
-def symptom_events(symptoms: list[Symptom], events: list[Ev]) -> list[Ev]:
-    """Symptoms as events (signature ``operator.symptom``) so they join incidents like evidence."""
+def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> list[Ev]:
+    """Symptoms as events (signature ``operator.symptom``) so they join incidents like evidence.
+
+    A symptom without a time is placed at its host's last event, else at the last event of any host, else at
+    ``now_us`` (µs: reported now, about logs that hold no event); ``details.untimed`` says it was not given."""
     out = []
+    latest = max((e.ts for e in events), default=now_us)
     for i, s in enumerate(symptoms):
         host_ts = [e.ts for e in events if e.host == s.host]
-        ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else 0)
+        ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else latest)
         out.append(Ev(event_id=f"symptom-{i}-{s.host}", ts=ts, ts_basis="operator", host=s.host, source="nccl",
                       kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM, severity="error",
                       device_type=None, device=None, link=None, xid=None, sxid=None, peer=None, rank=None,
@@ -106,7 +110,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     topo: Topology = build_topology(evs, samples, topology, settings.hosts)
     clocks = settings.clocks.with_estimates(estimate_skew(evs))
     offsets = estimate_offsets(evs)
-    evs = evs + symptom_events(symptoms or [], evs)
+    evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
     memo: dict[tuple, bool] = {}

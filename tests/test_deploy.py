@@ -201,6 +201,12 @@ def test_serve_on_a_busy_port_exits_1_with_a_hint():
     with socket.create_server(("127.0.0.1", 0)) as busy:
         r = _firstfault("serve", "--port", str(busy.getsockname()[1]))
     assert r.returncode == 1 and "choose another with --port" in r.stderr and "Traceback" not in r.stderr
+    with socket.create_server(("127.0.0.1", 0)) as busy:  # in json mode the refusal is a log record too
+        r = _firstfault("serve", "--port", str(busy.getsockname()[1]), env={"FIRSTFAULT_LOG_FORMAT": "json"})
+    import orjson
+
+    [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 1 and rec["error_code"] == "port_in_use" and rec["level"] == "ERROR", r.stderr
 
 
 def test_diagnose_refuses_a_device_or_fifo(tmp_path):
@@ -219,3 +225,25 @@ def test_diagnose_symptom_gpus_are_indexes(tmp_path):
     r = _firstfault("diagnose", str(log), "--symptom", "hang:abc")
     assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert _firstfault("diagnose", str(log), "--symptom", "hang:0,1").returncode == 0
+
+
+def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_host_is_named(tmp_path):
+    """A symptom without a time on logs with no event (an ``nvidia-smi topo -m`` matrix) was placed at the epoch
+    (1970); it is placed when it is reported. A symptom on a host that has no events says so on stderr."""
+    import json
+    import time
+    from datetime import datetime
+
+    log = tmp_path / "node01.log"
+    log.write_text("        GPU0    GPU1    CPU Affinity\nGPU0     X      NODE    0-63\n")
+    before = time.time()
+    r = _firstfault("diagnose", str(log), "--symptom", "hang:0,1", "--format", "json")
+    [inc] = json.loads(r.stdout)["incidents"]
+    assert inc["start_basis"] == "operator" and before - 1 <= datetime.fromisoformat(
+        inc["start"].replace("Z", "+00:00")).timestamp() <= time.time() + 1, inc["start"]
+    assert "symptom host node01 has no events in these logs (hosts with events: none)" in r.stderr
+    xid = tmp_path / "node02.log"
+    xid.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    r = _firstfault("diagnose", str(xid), "--symptom", "failure@node07")
+    assert r.returncode == 0 and "symptom host node07 has no events in these logs (hosts with events: node02)" in \
+        r.stderr, r.stderr
