@@ -166,7 +166,7 @@ def _props(n: int):
         st.one_of(kafka_values(), log_lines().map(lambda ln: ln.encode("utf-8", "surrogatepass")),
                   st.sampled_from([None, b"", b"[  12.345678] NVRM: Xid", b"{'loss': 1.2}", b'{"message": "x"}',
                                    b'[{"message": "x"}]', b"\xef\xbb\xbfline", b" {}"])),
-        st.sampled_from([None, b"", b"node07", b"node08"]),
+        st.sampled_from([None, b"", b"node07", b"node08", b"\xff", b"\xfe"]),
         st.lists(st.tuples(st.sampled_from(["host", "x"]), st.binary(max_size=20)), max_size=2)), max_size=12),
         st.one_of(st.none(), st.integers(0, 3000)))
     def decode_partition_is_decode_message(records, max_bytes):
@@ -197,7 +197,8 @@ def _props(n: int):
                                    b"x\r\n  y", b"a\n", b"a\rb", b"\r\r",
                                    b"[  12.345678] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
                                    b'{"message": "x"}', None, b""])),
-        st.sampled_from([b"node07", b"node07", b"node08", None])), max_size=40))
+        # b"\xff" and b"\xfe" name one host ("\ufffd"): one stream, whose lines keep their order across both
+        st.sampled_from([b"node07", b"node07", b"node08", None, b"\xff", b"\xfe"])), max_size=40))
     def partition_events_are_record_by_record(records):
         rs = [SimpleNamespace(value=v, key=k, headers=[], offset=i, timestamp=T0_MS + i)
               for i, (v, k) in enumerate(records)]

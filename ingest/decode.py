@@ -780,9 +780,9 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     ``ConsumerRecord``. A plain-text value with a key (what a shipper sends per line, the common case at
     one line per message) is not decoded one by one: the one-line values of each key become one
     :class:`Records` (whatever other keys' values come between them), a multi-line one a :class:`Segment`.
-    Any other value goes through :func:`decode_message`. The segments of each key (its stream, in which
-    lines share carried context) stay in offset order; keys' segments may interleave differently than
-    their records. :func:`per_record` gives the segments record by record. Never raises on bad input.
+    Any other value goes through :func:`decode_message`. The segments of each stream (the host a key names,
+    in which lines share carried context) stay in offset order; streams' segments may interleave differently
+    than their records. :func:`per_record` gives the segments record by record. Never raises on bad input.
     """
     out = _new_decoded(Decoded)
     segments: list[Segment | Records] = []
@@ -792,15 +792,15 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     special = _SPECIAL_FIRST
     limit = (1 << 62) if max_bytes is None else max_bytes  # None: no limit
     size = read = 0
-    # per key: its one-line records read since the last segment of another shape
-    runs: dict[bytes, list] = {}
+    # per stream (the host a key names; two keys can name one, b"\xff" and b"\xfe" both "\ufffd"): (host, its
+    # one-line records read since the last segment of another shape)
+    runs: dict[str, tuple[str, list]] = {}
     last_key: bytes | None = None
     run: list = []
     max_value = MAX_VALUE_BYTES
 
-    def end_runs() -> None:  # before any other segment: the order within each key (its stream) is kept
-        for k, rs in runs.items():
-            host, stream = _key_names(topic, partition, k)
+    def end_runs() -> None:  # before any other segment: the order within each stream is kept
+        for stream, (host, rs) in runs.items():
             segments.append(Records(b"\n".join([x.value for x in rs]), rs, prefix, stream, host, source))
         runs.clear()
 
@@ -833,9 +833,11 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
             segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
         else:
             if key != last_key:
-                run = runs.get(key)
-                if run is None:
-                    run = runs[key] = []
+                host, stream = _key_names(topic, partition, key)
+                got = runs.get(stream)
+                if got is None:
+                    got = runs[stream] = (host, [])
+                run = got[1]
                 last_key = key
             run.append(r)
         size += len(value)

@@ -331,3 +331,24 @@ def test_envelope_times_read_fast_are_parse_iso_us(when, frac, zone):
 
     text = when.strftime("%Y-%m-%dT%H:%M:%S") + frac + zone
     assert _rfc3339_us(text) == parse_iso_us(text) == _rfc3339_us(text), text
+
+
+def test_keys_that_name_one_host_keep_their_lines_in_offset_order():
+    """Two keys that are not UTF-8 can name one host (b"\\xff" and b"\\xfe" both read "\\ufffd"): one stream, so a
+    context line of one (NCCL_P2P_LEVEL sets the P2P fallback) must come before the later lines of the other.
+    Found by an adversarial pass: runs were gathered per key, not per stream."""
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_partition
+    from ingest.pipeline import Pipeline
+
+    init = b"node01:984:%d [4] NCCL INFO comm 0x557fe785f7a0 rank %d nranks 64 cudaDev 4 nvmlDev 4 busId 9b000 " \
+           b"commId 0x5ae77eb5ea4ec1ee - Init COMPLETE"
+    p2p = b"node01:5179:5230 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC"
+    vals = [(b"\xff", init % (1257, 36)), (b"\xfe", p2p), (b"\xff", init % (1258, 37))]
+    recs = [SimpleNamespace(value=v, key=k, offset=i, timestamp=1_764_472_321_000 + i, headers=[])
+            for i, (k, v) in enumerate(vals)]
+    b = Pipeline().run(decode_partition("fleet.nccl", 0, recs))
+    assert sorted((e["origin"], e["kind"]) for e in b.events.to_pylist()) == [
+        ("kafka:fleet.nccl/0/0:0", "nccl_init"), ("kafka:fleet.nccl/0/1:0", "nccl_p2p_fallback"),
+        ("kafka:fleet.nccl/0/2:0", "nccl_p2p_fallback")]
