@@ -8,6 +8,7 @@ at or above that severity.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import sys
 import time
@@ -62,12 +63,15 @@ def _port_free(s: Settings, port: int) -> None:
         with socket.create_server((s.api_host, port)):
             pass
     except OSError as e:
-        msg = (f"cannot serve on {s.api_host}:{port}: {e.strerror} (is the demo or another firstfault running?); "
-               "choose another with --port or FIRSTFAULT_API_PORT")
+        in_use = e.errno == errno.EADDRINUSE
+        msg = f"cannot serve on {s.api_host}:{port}: {e.strerror}" + (
+            " (is the demo or another firstfault running?); choose another with --port or FIRSTFAULT_API_PORT"
+            if in_use else "; check api_host (FIRSTFAULT_API_HOST) and the port (--port, FIRSTFAULT_API_PORT)")
         if s.log_format == "json":  # stderr is a log stream then: one JSON object per line
-            logging.getLogger("firstfault.serve").error(msg, extra={"stage": "serve", "error_code": "port_in_use"})
+            logging.getLogger("firstfault.serve").error(
+                msg, extra={"stage": "serve", "error_code": "port_in_use" if in_use else "cannot_bind"})
         else:
-            err.print(f"[red]{msg}[/]", soft_wrap=True, highlight=False)
+            err.print(msg, style="red", soft_wrap=True, highlight=False, markup=False)
         raise typer.Exit(1) from None
 
 
@@ -166,8 +170,8 @@ def diagnose(
     for h in sorted({x.host for x in symptoms} - seen):  # a typo, or logs of other hosts: it joins no evidence
         names = sorted(seen)
         listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        err.print(f"[yellow]symptom host {h}[/] has no events in these logs (hosts with events: "
-                  f"{listed or 'none'}); it stands alone", highlight=False)
+        err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); it stands "
+                  "alone", style="yellow", highlight=False, markup=False)  # host names are text, not markup
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))

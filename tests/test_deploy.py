@@ -207,6 +207,12 @@ def test_serve_on_a_busy_port_exits_1_with_a_hint():
 
     [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 1 and rec["error_code"] == "port_in_use" and rec["level"] == "ERROR", r.stderr
+    # an address this machine does not have (TEST-NET-1, RFC 5737) is no busy port: another code and hint
+    r = _firstfault("serve", "--port", "18764",
+                    env={"FIRSTFAULT_LOG_FORMAT": "json", "FIRSTFAULT_API_HOST": "192.0.2.1"})
+    [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 1 and rec["error_code"] == "cannot_bind" and "FIRSTFAULT_API_HOST" in rec["message"], \
+        r.stderr
 
 
 def test_diagnose_refuses_a_device_or_fifo(tmp_path):
@@ -247,3 +253,6 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@node07")
     assert r.returncode == 0 and "symptom host node07 has no events in these logs (hosts with events: node02)" in \
         r.stderr, r.stderr
+    # host names are printed as text: "[/]" is no markup to fail on (it exited 1 with rich's MarkupError)
+    r = _firstfault("diagnose", str(xid), "--symptom", "failure@x[/]", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["incidents"] and "symptom host x[/] has no events" in r.stderr
