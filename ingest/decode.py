@@ -519,18 +519,17 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
             if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
                 h = _host_of(rec)
             m = msg.encode("utf-8", "surrogateescape")
+            rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
             # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an empty
             # one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line counts see
             # the lines they would see record by record
             if runs and m and 10 not in m and m[0] != 32 and m[0] != 124 and m[-1] != 13:
-                run.append((m, i, h or host, ts if ts is not None else ref_ts,
-                            "envelope" if ts is not None else ref_basis, boot))
+                run.append((m, i, h or host, rts, basis, boot))
                 continue
             if run:
                 add(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
                 run = []
-            add(Segment(m, f"{origin}#r{i}", stream, h or host, ts if ts is not None else ref_ts,
-                        "envelope" if ts is not None else ref_basis, ingest_ts, source, 0, boot))
+            add(Segment(m, f"{origin}#r{i}", stream, h or host, rts, basis, ingest_ts, source, 0, boot))
     except _TooManyRejects as stop:
         start = 0
         for _ in range(stop.line):  # the byte where line ``stop.line`` starts
