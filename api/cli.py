@@ -67,12 +67,18 @@ def _port_free(s: Settings, port: int) -> None:
         msg = f"cannot serve on {s.api_host}:{port}: {e.strerror}" + (
             " (is the demo or another firstfault running?); choose another with --port or FIRSTFAULT_API_PORT"
             if in_use else "; check api_host (FIRSTFAULT_API_HOST) and the port (--port, FIRSTFAULT_API_PORT)")
-        if s.log_format == "json":  # stderr is a log stream then: one JSON object per line
-            logging.getLogger("firstfault.serve").error(
-                msg, extra={"stage": "serve", "error_code": "port_in_use" if in_use else "cannot_bind"})
-        else:
-            err.print(msg, style="red", soft_wrap=True, highlight=False, markup=False)
+        _tell(s, logging.ERROR, msg, style="red", stage="serve", error_code="port_in_use" if in_use else "cannot_bind")
         raise typer.Exit(1) from None
+
+
+def _tell(s: Settings, level: int, msg: str, *, style: str = "", **extra: str) -> None:
+    """``msg`` on stderr about serving the API: with ``log_format = "json"`` (stderr is a log stream then) one
+    JSON record of the ``firstfault.serve`` logger at ``level`` with ``extra`` fields, else one unwrapped line of
+    text in ``style`` (paths and hosts in it are text, not Rich markup)."""
+    if s.log_format == "json":
+        logging.getLogger("firstfault.serve").log(level, msg, extra=extra or None)
+    else:
+        err.print(msg, style=style, soft_wrap=True, highlight=False, markup=False)
 
 
 PortOpt = Annotated[Optional[int], typer.Option("--port", help="HTTP API port (default: the api_port setting, 8080)")]
@@ -166,10 +172,9 @@ def diagnose(
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:
         err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
-    seen = set(batch.events.column("host").to_pylist())
-    for h in sorted({x.host for x in symptoms} - seen):  # a typo, or logs of other hosts: it joins no evidence
-        names = sorted(seen)
-        listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    seen = sorted(set(batch.events.column("host").to_pylist()))
+    listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
+    for h in sorted({x.host for x in symptoms} - set(seen)):  # a typo, or other hosts' logs: it joins no evidence
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); it stands "
                   "alone", style="yellow", highlight=False, markup=False)  # host names are text, not markup
     if format == "json":
@@ -367,11 +372,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     s = _settings(config)
     _port_free(s, port or s.api_port)
-    notice = f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)"
-    if s.log_format == "json":  # stderr is a log stream then: one JSON object per line
-        logging.getLogger("firstfault.serve").warning(notice)
-    else:
-        err.print(notice)
+    _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
     uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_config=None,
                 log_level=s.log_level.lower())
