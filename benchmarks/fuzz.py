@@ -11,6 +11,8 @@ for longer and prints how long):
   non-empty value gives segments or a reject with a reason;
 * the pipeline never raises on any decoded text; every event's message is text of its input line (fields
   come only from matched lines), and its time is plausible (2000 – 2100) or the arrival time;
+* hit lines are numbered within their segment, and a batch's lines counted, as counting newlines one by one
+  would (``ingest.pipeline._locate``, whose block counts skip most of the bytes);
 * ``parse_prefix`` never raises (an implausible time it returns is set aside by ``assemble``);
 * a real example line of any catalog signature, behind any stamp style its source really carries (kernel
   stamps for dmesg, logging/ISO stamps for NCCL and NVML), gives at least the signatures it gives alone.
@@ -149,7 +151,7 @@ def check_prefix(line: str) -> None:
 
 
 def _props(n: int):
-    """The four properties as hypothesis-decorated functions with ``n`` examples each."""
+    """The properties as hypothesis-decorated functions with ``n`` examples each."""
     from ingest.pipeline import Pipeline
 
     pipe = Pipeline()
@@ -211,6 +213,26 @@ def _props(n: int):
             assert sorted(map(repr, getattr(a, t).to_pylist())) == sorted(map(repr, getattr(b, t).to_pylist())), t
 
     @cfg
+    @given(st.lists(st.one_of(st.text("ab\n |", max_size=60).map(str.encode),
+                              st.integers(0, 9000).map(lambda n: (b"ab\n" * n)[:n])), min_size=1, max_size=8),
+           st.lists(st.integers(0, 10**6), max_size=12))
+    def line_numbers(segments, picks):
+        from ingest.frame import frame_all
+        from ingest.pipeline import _locate
+
+        buf, _framed, starts = frame_all(segments)
+        ends = [int(x) - 1 for x in starts[1:]] + [len(buf)]
+        spans = [(si, a, buf.find(b"\n", a, e) if b"\n" in buf[a:e] else e)
+                 for si, (s0, e) in enumerate(zip(starts.tolist(), ends))
+                 for a in [s0] + [i + 1 for i in range(s0, e) if buf[i] == 10]
+                 if a < e and buf[a] != 10]  # a hit line is not empty
+        chosen = sorted({spans[p % len(spans)] for p in picks} if spans else set(), key=lambda x: x[1])
+        got, lines = _locate(buf, starts, [(a, b, [0]) for _si, a, b in chosen])
+        assert got == [(si, buf.count(b"\n", int(starts[si]), a), a, b, [0]) for si, a, b in chosen]
+        assert lines == sum(buf[s0:e].count(b"\n") + 1 - buf[s0:e].endswith(b"\n")
+                            for s0, e in zip(starts.tolist(), ends))
+
+    @cfg
     @given(st.lists(log_lines(), min_size=1, max_size=20))
     def pipeline(lines):
         check_pipeline(pipe, lines)
@@ -237,7 +259,8 @@ def _props(n: int):
         assert bare <= signatures(stamp + line), (stamp + line, bare)
 
     return {"decode": decode, "decode_partition_is_decode_message": decode_partition_is_decode_message,
-            "partition_events_are_record_by_record": partition_events_are_record_by_record, "pipeline": pipeline,
+            "partition_events_are_record_by_record": partition_events_are_record_by_record,
+            "line_numbers": line_numbers, "pipeline": pipeline,
             "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
 
 

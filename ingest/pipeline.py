@@ -251,25 +251,61 @@ def _locate(buf: bytes, starts: np.ndarray, hits: list[LineHit]
             ) -> tuple[list[tuple[int, int, int, int, list[int]]], int]:
     """(segment, logical line within it, start, end, signatures) per hit line, and the lines of ``buf``.
 
-    One pass of ``bytes.count`` over the buffer does both: hit lines are
-    numbered by counting newlines since the previous hit (or since their
-    segment's start), and the tail after the last hit completes the total.
-    A segment's own last newline ends its last line (:func:`_ending_in_newline`).
+    Lines are numbered by the newlines before a byte, taken from the block counts of
+    :func:`newlines_per_block` (the total, and where each block starts) plus a ``bytes.count`` from the
+    block's start, or from the previous hit or segment start when that lies in the same block: at most
+    ``NEWLINE_BLOCK`` bytes are counted per hit. A segment's own last newline ends its last line
+    (:func:`_ending_in_newline`).
     """
+    before = newlines_per_block(buf)
     out = []
     seg_of = np.searchsorted(starts, [h[0] for h in hits], side="right").tolist() if hits else []
     pos = newlines = 0  # newlines before byte pos
     cur, first = -1, 0  # segment of the previous hit; newlines before that segment's start
+
+    def upto(p: int) -> int:  # newlines before byte p >= pos
+        k = p // NEWLINE_BLOCK
+        if pos >= k * NEWLINE_BLOCK:
+            return newlines + buf.count(b"\n", pos, p)
+        return before[k] + buf.count(b"\n", k * NEWLINE_BLOCK, p)
+
     for (a, b, sigs), si in zip(hits, seg_of):
         si -= 1
         if si != cur:
             s0 = int(starts[si])
-            newlines += buf.count(b"\n", pos, s0)
-            cur, first, pos = si, newlines, s0
-        newlines += buf.count(b"\n", pos, a)
-        pos = a
+            newlines, pos = upto(s0), s0
+            cur, first = si, newlines
+        newlines, pos = upto(a), a
         out.append((si, newlines - first, a, b, sigs))
-    return out, newlines + buf.count(b"\n", pos) + 1 - _ending_in_newline(buf, starts)
+    return out, before[-1] + 1 - _ending_in_newline(buf, starts)
+
+
+#: bytes per block of :func:`newlines_per_block`: the most ``_locate`` counts with ``bytes.count`` per hit line
+NEWLINE_BLOCK = 2048
+#: blocks compared per numpy call (256 KB of scratch)
+_BLOCKS_PER_CALL = 128
+
+
+def newlines_per_block(buf: bytes) -> list[int]:
+    """Newlines in ``buf`` before each multiple of ``NEWLINE_BLOCK``: item ``k`` counts those in
+    ``buf[:k * NEWLINE_BLOCK]`` for ``k`` up to ``len(buf) // NEWLINE_BLOCK``, and the last item all of them.
+
+    numpy compares 256 KB at a time into a reused scratch and counts each block's bits (``bitwise_count`` over
+    64-bit words): ~11 ms for a 60 MB batch, against ~24 ms for ``bytes.count`` over the same bytes."""
+    full = len(buf) // NEWLINE_BLOCK
+    counts = np.empty(full + 2, dtype=np.int64)
+    counts[0] = 0
+    if full:
+        arr = np.frombuffer(buf, dtype=np.uint8, count=full * NEWLINE_BLOCK)
+        scratch = np.empty(_BLOCKS_PER_CALL * NEWLINE_BLOCK, dtype=np.uint8)
+        words = NEWLINE_BLOCK // 8
+        for k in range(0, full, _BLOCKS_PER_CALL):
+            r = min(_BLOCKS_PER_CALL, full - k)
+            eq = scratch[:r * NEWLINE_BLOCK]
+            np.equal(arr[k * NEWLINE_BLOCK:(k + r) * NEWLINE_BLOCK], 10, out=eq.view(np.bool_))
+            np.sum(np.bitwise_count(eq.view(np.uint64)).reshape(r, words), axis=1, out=counts[k + 1:k + r + 1])
+    counts[full + 1] = buf.count(b"\n", full * NEWLINE_BLOCK)
+    return np.cumsum(counts).tolist()
 
 
 def _ending_in_newline(buf: bytes, starts: np.ndarray) -> int:
