@@ -484,6 +484,37 @@ def host_context(scene: Scene) -> Verdict | None:
         missing=["Fabric Manager / NVLSM log after start-up", "nvidia-smi -q Fabric State and Status of the GPUs"])
 
 
+def symptom_only(scene: Scene) -> Verdict | None:
+    """Only what the operator reported (``--symptom``): no fault is logged, so nothing names a cause. Said so,
+    with the reported GPUs as the candidates and what to collect, at low confidence (a silent hang logs
+    nothing; the roots fallback would name the report itself as the first fault)."""
+    symptoms = scene.symptoms()
+    if not symptoms or len(symptoms) != len(scene.faults()):
+        return None
+    hosts = sorted({e.host for e in symptoms})
+    gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}) for h in hosts}
+    candidates = [(h, "gpu", g) for h in hosts for g in gpus[h]] or [(h, None, None) for h in hosts]
+    reported = "; ".join(
+        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := [str(x) for x in e.details.get("gpus", [])]) else "")
+        for e in symptoms for k in [e.details.get("symptom", "failure")])
+    hang = any(e.details.get("symptom") == "hang" for e in symptoms)
+    where = ", ".join(hosts)
+    v = unknown_verdict(scene, candidates, scene.category_of(symptoms[0]), why=(
+        f"Reported by the operator: {reported}. The logs hold no fault event of "
+        f"{'this host' if len(hosts) == 1 else 'these hosts'}, so nothing in them names a cause."))
+    v.pattern = "operator.symptom_only"
+    v.confidence = 0.2
+    smi = [f"nvidia-smi -q -i {','.join(gpus[h])}" if gpus[h] else "nvidia-smi -q" for h in hosts]
+    v.next_action = (f"Collect from {where}: the kernel log around the report (journalctl -k or dmesg -T: Xid, "
+                     f"AER, NVLink), {' and '.join(sorted(set(smi)))}"
+                     + (", and a stack dump of the stuck ranks (py-spy dump --pid)" if hang else "")
+                     + "; then diagnose again with them.")
+    v.verify = sorted(set(smi)) + ["dmesg -T | tail -200"]
+    v.missing = [f"the kernel log of {where} around the reported time"] + (
+        ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
+    return v
+
+
 def _payload(e: Ev) -> str:
     msg = e.message.splitlines()[0]
     for marker in ("]: ", ": ", "] "):
@@ -522,4 +553,5 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,
     "comm.silent_rank": silent_rank,
     "platform.host_context": host_context,
+    "operator.symptom_only": symptom_only,
 }

@@ -82,3 +82,34 @@ def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
     _, _, incidents = diagnose_paths([tmp_path / f"s{s.sid}" for s in fleet.scenarios], Settings(fleet_config=cfg))
     named = {(i["initiator"]["host"], i["initiator"]["rank"]) for i in incidents if i["pattern"] == "comm.silent_rank"}
     assert named == {(s.truth.host, s.truth.rank) for s in fleet.scenarios}
+
+
+def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pipeline):
+    """An operator's report and logs that hold no fault of its hosts (a silent hang logs nothing): the incident
+    says nothing names a cause, lists the reported GPUs as candidates, and says what to collect; the report is
+    not made its own first fault. With a fault logged, the fault is the initiator as before."""
+    from correlate.correlator import Symptom
+
+    quiet = "[Mon Nov 30 03:12:01 2026] usb 1-1: new high-speed USB device number 2 using xhci_hcd"
+    seg = Segment(data=quiet.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    hang = Symptom(host="node07", kind="hang", gpus=["0", "1"])
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[hang])
+    assert (inc["pattern"], inc["category"], inc["confidence"]) == ("operator.symptom_only", "nccl_hang", 0.2)
+    assert inc["initiator"]["device_type"] is None and inc["initiator"]["host"] == "node07"
+    assert inc["initiator"]["candidates"] == ["gpu 0 on node07", "gpu 1 on node07"]
+    assert "nvidia-smi -q -i 0,1" in inc["next_action"] and "py-spy dump" in inc["next_action"]
+    assert inc["explanation"].startswith("Reported by the operator: hang on node07 (GPU 0, 1).")
+    two = [Symptom(host="node07", kind="failure"), Symptom(host="node08", kind="failure")]
+    incs = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=two)
+    assert [(i["pattern"], i["category"], i["initiator"]["candidates"]) for i in incs] == [
+        ("operator.symptom_only", "other", ["node07"]), ("operator.symptom_only", "other", ["node08"])]
+    assert all("py-spy" not in i["next_action"] for i in incs)
+    logged = quiet + "\n" + XID74.format(s=2, bus="18", link=0)
+    seg = Segment(data=logged.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[hang])
+    assert inc["pattern"] != "operator.symptom_only"
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:18:00.0", 74)
