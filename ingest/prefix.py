@@ -316,10 +316,10 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 m = rx.match(s) if name in can else None
                 if m:
                     r = _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"],
-                              _tzof(m.groupdict().get("tz"), tz))
+                              _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
                         p.ts, p.precision_us = r
-                        if m.groupdict().get("host") and m["tag"]:
+                        if "host" in rx.groupindex and m["host"] and m["tag"]:
                             p.host = m["host"]
                     s = s[m.end():]
                     break
@@ -341,7 +341,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 continue
             m = (_C10.match(s) if "c10" in can else None) or (_GLOG.match(s) if "glog" in can else None)
             if m:
-                if m.groupdict().get("rank"):
+                if "rank" in m.re.groupindex and m["rank"]:
                     p.rank = int(m["rank"])
                 if m["mmdd"]:
                     mmdd = m["mmdd"]
