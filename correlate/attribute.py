@@ -321,6 +321,8 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     parties = scene.parties()
     roots = {k: evs for k, evs in parties.items()
              if any(scene.is_fault(e) and not scene.explained(e) for e in evs)}
+    logged = {k: evs for k, evs in roots.items() if any(e.signature != SYMPTOM for e in evs)}
+    roots = logged or roots  # an operator's report competes with no logged fault: it follows whatever broke
     if not roots:
         return None
     ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)

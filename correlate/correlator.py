@@ -12,16 +12,18 @@ Pure: ``now_us`` is passed in; the same input gives the same incidents.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
 from correlate.cluster import components
 from correlate.incident import render
 from correlate.model import Ev, events_from_table, follow_watchdogs
-from correlate.patterns import PATTERNS
+from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
 from correlate.window import Clocks, estimate_offsets, estimate_skew
@@ -74,17 +76,37 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
     for i, s in enumerate(symptoms):
         host_ts = [e.ts for e in events if e.host == s.host]
         ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else latest)
-        out.append(Ev(event_id=f"symptom-{i}-{s.host}", ts=ts, ts_basis="operator", host=s.host, source="nccl",
-                      kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM, severity="error",
-                      device_type=None, device=None, link=None, xid=None, sxid=None, peer=None, rank=None,
-                      nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
+        # the id is of what was reported (its place, host, kind, time, GPUs, note), not of its place alone
+        what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, ts, list(s.gpus), s.note]), digest_size=6)
+        out.append(Ev(event_id=f"symptom-{s.host}-{what.hexdigest()}", ts=ts, ts_basis="operator", host=s.host,
+                      source="nccl", kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM,
+                      severity="error", device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
+                      rank=None, nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
                       precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
                                                "untimed": s.ts is None}))
     return out
 
 
 def attribute(scene: Scene) -> Verdict | None:
-    """The first pattern that recognises the incident, else the candidates nothing explains."""
+    """The first pattern that recognises the incident, else the candidates nothing explains.
+
+    With an operator's symptom, the logged events are first attributed alone: when a benign pattern recognises
+    them (they are not a fault), they explain nothing the operator reported either, and the incident is the
+    symptom's (``patterns.symptom_verdict``), not the benign pattern's turned into a fault by the report."""
+    symptoms = scene.symptoms()
+    if symptoms and len(symptoms) < len(scene.events):
+        logged = Scene(events=[e for e in scene.events if e.signature != SYMPTOM], topo=scene.topo,
+                       catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks, subject=scene.subject,
+                       edges=[x for x in scene.edges if SYMPTOM not in (x.cause.signature, x.effect.signature)],
+                       memo=scene.memo)
+        plain = _first_pattern(logged) if logged.faults() else None
+        if plain is not None and plain.pattern.startswith("benign."):
+            return symptom_verdict(scene, benign=plain)
+    return _first_pattern(scene) or roots_verdict(scene)
+
+
+def _first_pattern(scene: Scene) -> Verdict | None:
+    """The verdict of the first pattern of ``rules.yaml`` that recognises ``scene``; ``None`` when none does."""
     for p in scene.rules.patterns:
         fn = PATTERNS.get(p.id)
         if fn is None:
@@ -92,7 +114,7 @@ def attribute(scene: Scene) -> Verdict | None:
         v = fn(scene)
         if v is not None:
             return v
-    return roots_verdict(scene)
+    return None
 
 
 @gc_paused()  # many objects, no cycles: ingest.gcpause

@@ -15,7 +15,7 @@ import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import Scene, Verdict
+from correlate.attribute import SYMPTOM, Scene, Verdict
 from correlate.model import Ev
 from schemas.events import SEVERITY_RANK
 
@@ -29,8 +29,10 @@ def iso(us: int) -> str:
 
 
 def incident_id(events: list[Ev]) -> str:
-    """Stable id: from the earliest member event (time, then event id). Replays give the same id."""
-    first = min(events, key=lambda e: e.order)
+    """Stable id: from the earliest logged member event (time, then event id; an operator's symptom only when
+    the incident holds nothing else). Replays give the same id, and a symptom added to the logs leaves it."""
+    logged = [e for e in events if e.signature != SYMPTOM] or events
+    first = min(logged, key=lambda e: e.order)
     return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
 
 

@@ -335,12 +335,17 @@ def fabric_manager(scene: Scene) -> Verdict | None:
 
 
 def nccl_hang_with_benign_nvlink(scene: Scene) -> Verdict | None:
+    """A hang whose only device evidence is non-fatal or privilege-class NVLink Xids (NVIDIA/nccl#2241): any
+    other device fault (an NVSwitch SXid, a contained memory error Xid 94 that killed a rank's process, an
+    AER error) is evidence this pattern cannot explain away, so it leaves the incident to the others."""
     hang = _hang(scene)
     if not hang or _serious_device_fault(scene):
         return None
-    nv = [e for e in scene.hardware_faults() if e.xid is not None and e.xid in scene.catalog.xids
+    hardware = scene.hardware_faults()
+    nv = [e for e in hardware if e.xid is not None and e.xid in scene.catalog.xids
           and scene.catalog.xids[e.xid].nvlink_related]
-    if not nv or any(e.fatal is True or (scene.role(e) != "application" and e.sev >= 3) for e in nv):
+    if not nv or len(nv) != len(hardware) or any(
+            e.fatal is True or (scene.role(e) != "application" and e.sev >= 3) for e in nv):
         return None
     host = _only_host(scene) or hang[0].host
     links = sorted({e.link for e in nv if e.link is not None})
@@ -485,12 +490,21 @@ def host_context(scene: Scene) -> Verdict | None:
 
 
 def symptom_only(scene: Scene) -> Verdict | None:
-    """Only what the operator reported (``--symptom``): no fault is logged, so nothing names a cause. Said so,
-    with the reported GPUs as the candidates and what to collect, at low confidence (a silent hang logs
-    nothing; the roots fallback would name the report itself as the first fault)."""
+    """Only what the operator reported (``--symptom``): no fault is logged, so nothing names a cause
+    (:func:`symptom_verdict`; a silent hang logs nothing, and the roots fallback would name the report itself as
+    the first fault)."""
     symptoms = scene.symptoms()
     if not symptoms or len(symptoms) != len(scene.faults()):
         return None
+    return symptom_verdict(scene)
+
+
+def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
+    """What the operator reported, when the logs name no cause for it: said so, with the reported GPUs as the
+    candidates and what to collect, at confidence 0.2. ``benign``: what a benign pattern made of the logged
+    lines alone (a Fabric Manager with no NVSwitch to manage, NVLinks a PCIe GPU does not have): they are not a
+    fault, so they do not explain the report either; their explanation is kept and their lines are context."""
+    symptoms = scene.symptoms()
     hosts = sorted({e.host for e in symptoms})
     gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}) for h in hosts}
     candidates = [(h, "gpu", g) for h in hosts for g in gpus[h]] or [(h, None, None) for h in hosts]
@@ -499,9 +513,11 @@ def symptom_only(scene: Scene) -> Verdict | None:
         for e in symptoms for k in [e.details.get("symptom", "failure")])
     hang = any(e.details.get("symptom") == "hang" for e in symptoms)
     where = ", ".join(hosts)
-    v = unknown_verdict(scene, candidates, scene.category_of(symptoms[0]), why=(
-        f"Reported by the operator: {reported}. The logs hold no fault event of "
-        f"{'this host' if len(hosts) == 1 else 'these hosts'}, so nothing in them names a cause."))
+    logged = (f"The lines logged are not a fault: {benign.explanation.rstrip('.')}. Nothing in them names a cause."
+              if benign else f"The logs hold no fault event of {'this host' if len(hosts) == 1 else 'these hosts'}, "
+              "so nothing in them names a cause.")
+    v = unknown_verdict(scene, candidates, scene.category_of(symptoms[0]),
+                        why=f"Reported by the operator: {reported}. {logged}")
     v.pattern = "operator.symptom_only"
     v.confidence = 0.2
     smi = [f"nvidia-smi -q -i {','.join(gpus[h])}" if gpus[h] else "nvidia-smi -q" for h in hosts]
@@ -512,6 +528,9 @@ def symptom_only(scene: Scene) -> Verdict | None:
     v.verify = sorted(set(smi)) + ["dmesg -T | tail -200"]
     v.missing = [f"the kernel log of {where} around the reported time"] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
+    if benign:
+        v.downstream = [p for p in v.downstream if not set(p.events) <= set(benign.initiator_events)]
+        v.context = list(benign.initiator_events) + [e for e in v.context if e not in benign.initiator_events]
     return v
 
 

@@ -113,3 +113,66 @@ def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pip
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[hang])
     assert inc["pattern"] != "operator.symptom_only"
     assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:18:00.0", 74)
+
+
+def _corpus(case: str) -> str:
+    from pathlib import Path
+
+    (path,) = (Path(__file__).parent / "corpus").glob(f"{case}*/input/node01.log")
+    return path.read_text()
+
+
+def _with(pipeline, text: str, symptoms: list, host="node01"):
+    seg = Segment(data=text.encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    return correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=symptoms)
+
+
+def test_a_hang_with_other_device_faults_is_not_a_software_hang(pipeline):
+    """The software-hang pattern (NVIDIA/nccl#2241) needs the NVLink privilege/non-fatal Xids to be the only
+    device evidence. Corpus 002 also holds SXid 12028 on three NVSwitches and Xid 94 (a contained memory error
+    that killed two processes): with a hang reported its verdict stays the one without it (five candidates),
+    and corpus 029 (only Xid 145/137) is still a software hang."""
+    from correlate.correlator import Symptom
+
+    hang = [Symptom(host="node01", kind="hang", gpus=["0", "1"])]
+    (plain,) = _with(pipeline, _corpus("002"), [])
+    (hung,) = _with(pipeline, _corpus("002"), hang)
+    assert hung["pattern"] != "software.nccl_hang_with_benign_nvlink" and hung["category"] == "nvswitch_fault"
+    assert hung["initiator"]["candidates"] == plain["initiator"]["candidates"]
+    assert len(plain["initiator"]["candidates"]) == 5
+    assert hung["id"] == plain["id"]  # the report does not rename the incident
+    (sw,) = _with(pipeline, _corpus("029"), hang)
+    assert (sw["pattern"], sw["category"]) == ("software.nccl_hang_with_benign_nvlink", "nccl_software")
+
+
+def test_a_symptom_does_not_turn_benign_lines_into_a_fault(pipeline):
+    """Fabric Manager exiting with NV_WARN_NOTHING_TO_DO on a host without NVSwitch (corpus 013) is benign with
+    or without a reported hang: the report's incident says the lines are not a fault and names no cause,
+    instead of "Fabric Manager is not running: start it and reset the GPUs"."""
+    from correlate.correlator import Symptom
+
+    (plain,) = _with(pipeline, _corpus("013"), [])
+    assert (plain["pattern"], plain["severity"]) == ("benign.fabric_manager_not_needed", "info")
+    (hung,) = _with(pipeline, _corpus("013"), [Symptom(host="node01", kind="hang")])
+    assert (hung["pattern"], hung["confidence"], hung["severity"]) == ("operator.symptom_only", 0.2, "error")
+    assert "The lines logged are not a fault: Fabric Manager exited with NV_WARN_NOTHING_TO_DO" in hung["explanation"]
+    assert "Fabric Manager is not running" not in hung["explanation"] + hung["next_action"]
+    assert set(plain["initiator"]["events"]) <= {c["event"] for c in hung["context"]}
+
+
+def test_a_reported_failure_follows_the_logged_fault_and_does_not_compete_with_it(pipeline):
+    """An operator's ``failure`` on the host of a GPU that fell off the bus (corpus 004) is downstream of it:
+    the initiator and the confidence are those without the report, and so is the incident's id; two reports
+    are two symptom ids."""
+    from correlate.correlator import Symptom
+
+    (plain,) = _with(pipeline, _corpus("004"), [])
+    (failed,) = _with(pipeline, _corpus("004"), [Symptom(host="node01", kind="failure")])
+    assert (failed["initiator"]["device"], failed["confidence"], failed["id"]) == (
+        plain["initiator"]["device"], plain["confidence"], plain["id"])
+    assert [d["events"][0].startswith("symptom-node01-") for d in failed["downstream"]] == [True]
+    (a,) = _with(pipeline, "x", [Symptom(host="node01", kind="hang", ts=T0)])
+    (b,) = _with(pipeline, "x", [Symptom(host="node01", kind="hang", ts=T0 + 1_000_000)])
+    assert a["id"] != b["id"]
