@@ -106,7 +106,8 @@ def _progress():
 
 
 def _parse_symptom(text: str, hosts: list[str]):
-    """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s)."""
+    """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s). Without ``@HOST`` the files
+    must be of one host (named by the file names, ``hosts``); else ``BadParameter`` (exit 2)."""
     from correlate.correlator import Symptom
 
     head, _, gpus = text.partition(":")
@@ -119,6 +120,11 @@ def _parse_symptom(text: str, hosts: list[str]):
     targets = [host] if host else hosts
     if not targets:
         raise typer.BadParameter("no host to attach the symptom to; write KIND@HOST", param_hint="--symptom")
+    if len(targets) > 1:  # a report about one host would change every host's incidents
+        named = ", ".join(targets[:8]) + (f" and {len(targets) - 8} more" if len(targets) > 8 else "")
+        raise typer.BadParameter(f"these files are of {len(targets)} hosts ({named}): write {kind}@HOST to say "
+                                 "which one the symptom is about (repeat --symptom for several)",
+                                 param_hint="--symptom")
     return [Symptom(host=h, kind=kind, gpus=[g for g in gpus.split(",") if g]) for h in targets]
 
 

@@ -42,7 +42,7 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
     approx_any = any(inc.get("start_basis") in _APPROX for inc in incidents)
     t = Table(title=title, show_lines=False,
               caption="~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival "
-                      "(Kafka) or the file's time is shown" if approx_any else None)
+                      "(Kafka), the file's or the operator's report's time is shown" if approx_any else None)
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)

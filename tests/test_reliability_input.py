@@ -764,3 +764,22 @@ def test_batch_spans_and_ids_do_not_depend_on_how_partitions_interleave():
     want = {TopicPartition("t", 0): (10, 13), TopicPartition("t", 1): (7, 9)}
     assert _spans(runs) == _spans(mixed) == want
     assert batch_id(runs) == batch_id(mixed) != batch_id(a)
+
+
+def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp_path):
+    """``--symptom hang:0,1`` on files of several hosts would be reported for every one of them (and change every
+    host's incidents): it exits 2 naming the hosts; with ``@HOST``, or on one host's files, it is taken."""
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    for h in ("node07", "node08"):
+        (tmp_path / f"{h}.log").write_bytes(xid("60") + b"\n")
+    run = CliRunner().invoke
+    r = run(app, ["diagnose", str(tmp_path), "--symptom", "hang:0,1", "--format", "json"])
+    text = " ".join(r.output.replace("│", " ").split())  # the error box wraps with the terminal's width
+    assert r.exit_code == 2 and "2 hosts (node07, node08)" in text and "hang@HOST" in text
+    r = run(app, ["diagnose", str(tmp_path), "--symptom", "hang@node08:0,1", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    r = run(app, ["diagnose", str(tmp_path / "node07.log"), "--symptom", "hang:0,1", "--format", "json"])
+    assert r.exit_code == 0, r.output
