@@ -267,12 +267,17 @@ def _props(n: int):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=20_000, help="examples per property (default 20,000)")
-    ap.add_argument("--only", default="", help="comma-separated property names")
+    ap.add_argument("--only", default="", help="comma-separated property names (default: all; an unknown one "
+                    "exits 2 with the list)")
     a = ap.parse_args(argv)
     props = _props(a.examples)
+    only = [x for x in a.only.split(",") if x]
+    unknown = sorted(set(only) - set(props))
+    if unknown:  # a typo would run nothing and pass
+        ap.error(f"unknown properties {', '.join(unknown)}; known: {', '.join(props)}")
     failed = 0
     for name, fn in props.items():
-        if a.only and name not in a.only.split(","):
+        if only and name not in only:
             continue
         t0 = time.perf_counter()
         try:

@@ -14,3 +14,11 @@ PROPS = _props(150)
 @pytest.mark.parametrize("name", sorted(PROPS))
 def test_property(name):
     PROPS[name]()
+
+
+def test_an_unknown_property_name_exits_2_instead_of_running_nothing():
+    from benchmarks.fuzz import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--only", "line_numbers,bogus", "--examples", "1"])
+    assert e.value.code == 2
