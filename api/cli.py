@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
@@ -190,14 +191,14 @@ def diagnose(
     else:
         out.print(f"{batch.lines} lines → {batch.events.num_rows} events from {len(decoded.segments)} segment(s)")
         out.print(incidents_table(incidents))
-        for inc in incidents:
-            out.print(f"[bold]{inc['id']}[/] {inc['category']} ({inc['severity']}, confidence {inc['confidence']}): "
-                      f"{inc['explanation']}")
-            out.print(f"  [green]next:[/] {inc['next_action']}")
+        for inc in incidents:  # explanations quote log lines and host names: printed as text, never as markup
+            out.print(f"[bold]{inc['id']}[/] {escape(inc['category'])} ({inc['severity']}, confidence "
+                      f"{inc['confidence']}): {escape(inc['explanation'])}")
+            out.print(f"  [green]next:[/] {escape(inc['next_action'])}")
             for v in inc["verify"]:
-                out.print(f"  [cyan]verify:[/] {v}")
+                out.print(f"  [cyan]verify:[/] {escape(v)}")
             for m in inc["missing"]:
-                out.print(f"  [yellow]missing:[/] {m}")
+                out.print(f"  [yellow]missing:[/] {escape(m)}")
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 from rich.table import Table
+from rich.text import Text
 
 from correlate.incident import iso
 
@@ -52,8 +53,10 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
         who = describe_initiator(i)
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
         approx = inc.get("start_basis") in _APPROX
-        t.add_row(inc["start"][:19].replace("T", " ") + ("~" if approx else " "), f"[{style.get(inc['severity'], '')}]{inc['severity']}[/]",
-                  inc["category"], who, down or "-", f"{inc['confidence']:.2f}", inc["next_action"])
+        # host names, devices and actions hold text from the logs and the command line: never read as markup
+        t.add_row(inc["start"][:19].replace("T", " ") + ("~" if approx else " "),
+                  Text(inc["severity"], style=style.get(inc["severity"], "")), Text(inc["category"]), Text(who),
+                  Text(down or "-"), f"{inc['confidence']:.2f}", Text(inc["next_action"]))
     return t
 
 

@@ -500,34 +500,39 @@ def symptom_only(scene: Scene) -> Verdict | None:
 
 
 def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
-    """What the operator reported, when the logs name no cause for it: said so, with the reported GPUs as the
-    candidates and what to collect, at confidence 0.2. ``benign``: what a benign pattern made of the logged
-    lines alone (a Fabric Manager with no NVSwitch to manage, NVLinks a PCIe GPU does not have): they are not a
-    fault, so they do not explain the report either; their explanation is kept and their lines are context."""
+    """What the operator reported, when the logs name no cause for it: said so, with the reported GPUs (else
+    the host) of each reported host as the candidates and what to collect, at confidence 0.2; a reported hang
+    makes it ``nccl_hang``. ``benign``: what a benign pattern made of the logged lines alone (a Fabric Manager
+    with no NVSwitch to manage, NVLinks a PCIe GPU does not have): they are not a fault, so they do not explain
+    the report either; their explanation is kept and their lines are context."""
     symptoms = scene.symptoms()
     hosts = sorted({e.host for e in symptoms})
     gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}) for h in hosts}
-    candidates = [(h, "gpu", g) for h in hosts for g in gpus[h]] or [(h, None, None) for h in hosts]
+    candidates = [c for h in hosts for c in ([(h, "gpu", g) for g in gpus[h]] or [(h, None, None)])]
     reported = "; ".join(
-        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := [str(x) for x in e.details.get("gpus", [])]) else "")
-        for e in symptoms for k in [e.details.get("symptom", "failure")])
+        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := sorted({str(x) for x in e.details.get("gpus", [])}))
+                              else "") for e in symptoms for k in [e.details.get("symptom", "failure")])
     hang = any(e.details.get("symptom") == "hang" for e in symptoms)
     where = ", ".join(hosts)
+    one = len(hosts) == 1
     logged = (f"The lines logged are not a fault: {benign.explanation.rstrip('.')}. Nothing in them names a cause."
-              if benign else f"The logs hold no fault event of {'this host' if len(hosts) == 1 else 'these hosts'}, "
-              "so nothing in them names a cause.")
-    v = unknown_verdict(scene, candidates, scene.category_of(symptoms[0]),
-                        why=f"Reported by the operator: {reported}. {logged}")
+              if benign else f"The logs hold no fault of {'this host' if one else 'these hosts'} within the "
+              "correlation window of the report, so nothing in them names a cause.")
+    category = "nccl_hang" if hang else scene.category_of(symptoms[0])
+    v = unknown_verdict(scene, candidates, category, why=f"Reported by the operator: {reported}. {logged}")
     v.pattern = "operator.symptom_only"
     v.confidence = 0.2
-    smi = [f"nvidia-smi -q -i {','.join(gpus[h])}" if gpus[h] else "nvidia-smi -q" for h in hosts]
+    smi = {h: f"nvidia-smi -q -i {','.join(gpus[h])}" if gpus[h] else "nvidia-smi -q" for h in hosts}
+    v.verify = [smi[h] if one else f"{smi[h]} (on {h})" for h in hosts] + ["dmesg -T | tail -200"]
     v.next_action = (f"Collect from {where}: the kernel log around the report (journalctl -k or dmesg -T: Xid, "
-                     f"AER, NVLink), {' and '.join(sorted(set(smi)))}"
+                     f"AER, NVLink), {' and '.join(v.verify[:-1])}"
                      + (", and a stack dump of the stuck ranks (py-spy dump --pid)" if hang else "")
                      + "; then diagnose again with them.")
-    v.verify = sorted(set(smi)) + ["dmesg -T | tail -200"]
     v.missing = [f"the kernel log of {where} around the reported time"] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
+    for p in v.downstream:  # the report itself: of its own host, not reached over a domain
+        if all(e.signature == SYMPTOM for e in p.events):
+            p.relation = "same_host" if one else p.relation
     if benign:
         v.downstream = [p for p in v.downstream if not set(p.events) <= set(benign.initiator_events)]
         v.context = list(benign.initiator_events) + [e for e in v.context if e not in benign.initiator_events]

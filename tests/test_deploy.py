@@ -256,3 +256,8 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
     # host names are printed as text: "[/]" is no markup to fail on (it exited 1 with rich's MarkupError)
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@x[/]", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["incidents"] and "symptom host x[/] has no events" in r.stderr
+    # ... and in the table and the lines under it, which quote host names and log lines (the explanation,
+    # next action, verify and missing lines of the report's incident name its host)
+    r = _firstfault("diagnose", str(xid), "--symptom", "failure@[red]x[/]", "--format", "table")
+    assert r.returncode == 0 and "Reported by the operator: failure on [red]x[/]." in r.stdout, r.stderr[-500:]
+    assert "missing: the kernel log of [red]x[/] around the reported time" in r.stdout

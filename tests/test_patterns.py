@@ -176,3 +176,40 @@ def test_a_reported_failure_follows_the_logged_fault_and_does_not_compete_with_i
     (a,) = _with(pipeline, "x", [Symptom(host="node01", kind="hang", ts=T0)])
     (b,) = _with(pipeline, "x", [Symptom(host="node01", kind="hang", ts=T0 + 1_000_000)])
     assert a["id"] != b["id"]
+
+
+def test_reports_on_two_hosts_of_one_domain_each_name_their_host(pipeline):
+    """Two hosts of one NVLink domain, each reported and with nothing logged: the candidates are each host's
+    reported GPUs, or the host where none was given; a reported hang makes it ``nccl_hang`` whatever comes first;
+    each ``verify`` line says its host, and a GPU reported twice is named once."""
+    from correlate.correlator import Settings, Symptom
+    from schemas.fleet import HostConfig
+
+    quiet = "[Mon Nov 30 03:12:01 2026] usb 1-1: new high-speed USB device number 2 using xhci_hcd"
+    segs = [Segment(data=quiet.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0) for h in ("node07", "node08")]
+    b = pipeline.run(Decoded(segments=segs))
+    settings = Settings(hosts={h: HostConfig(domain="rack3") for h in ("node07", "node08")})
+    reports = [Symptom(host="node08", kind="failure"), Symptom(host="node07", kind="hang", gpus=["2", "2"])]
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=reports, settings=settings)
+    assert (inc["pattern"], inc["category"]) == ("operator.symptom_only", "nccl_hang")
+    assert inc["initiator"]["candidates"] == ["gpu 2 on node07", "node08"]
+    assert inc["verify"] == ["nvidia-smi -q -i 2 (on node07)", "nvidia-smi -q (on node08)", "dmesg -T | tail -200"]
+    assert inc["explanation"].startswith("Reported by the operator: hang on node07 (GPU 2); failure on node08.")
+
+
+def test_a_report_timed_far_from_the_hosts_fault_says_none_is_near_it(pipeline):
+    """A report timed six hours after the host's Xid 79 joins no fault: the fault keeps its own incident, and
+    the report's says that no fault lies within its correlation window (the host's logs do hold one)."""
+    from correlate.correlator import Symptom
+
+    fall = ("[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:06:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+            "fallen off the bus.")
+    seg = Segment(data=fall.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    late = b.events.column("ts").cast("int64")[0].as_py() + 6 * 3600 * 1_000_000
+    incs = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[Symptom("node07", "hang", ts=late)])
+    assert sorted(i["pattern"] for i in incs) == ["operator.symptom_only", "roots"]
+    (report,) = [i for i in incs if i["pattern"] == "operator.symptom_only"]
+    assert "no fault of this host within the correlation window of the report" in report["explanation"]
