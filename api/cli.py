@@ -182,14 +182,14 @@ def diagnose(
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
     for h in sorted({x.host for x in symptoms} - set(seen)):  # a typo, or other hosts' logs: it joins no evidence
-        err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); it stands "
-                  "alone", style="yellow", highlight=False, markup=False)  # host names are text, not markup
+        err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
+                  "report joins no logged evidence", style="yellow", highlight=False, markup=False)  # text, not markup
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))
         sys.stdout.buffer.write(b"\n")
     else:
-        out.print(f"{batch.lines} lines → {batch.events.num_rows} events from {len(decoded.segments)} segment(s)")
+        out.print(f"{batch.lines} lines → {batch.events.num_rows} events", markup=False, highlight=False)
         out.print(incidents_table(incidents))
         for inc in incidents:  # explanations quote log lines and host names: printed as text, never as markup
             out.print(f"[bold]{inc['id']}[/] {escape(inc['category'])} ({inc['severity']}, confidence "
