@@ -93,8 +93,11 @@ def attribute(scene: Scene) -> Verdict | None:
     With an operator's symptom, the logged events are first attributed alone: when a benign pattern recognises
     them (they are not a fault), they explain nothing the operator reported either, and the incident is the
     symptom's (``patterns.symptom_verdict``), not the benign pattern's turned into a fault by the report."""
+    verdict = _first_pattern(scene)
     symptoms = scene.symptoms()
-    if symptoms and len(symptoms) < len(scene.events):
+    if symptoms and len(symptoms) < len(scene.events) and not (verdict and verdict.pattern.startswith("benign.")):
+        # a benign pattern that takes the report into account (an application's own Xid: the program failed)
+        # keeps its verdict; one the report defeated is asked again without it
         logged = Scene(events=[e for e in scene.events if e.signature != SYMPTOM], topo=scene.topo,
                        catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks, subject=scene.subject,
                        edges=[x for x in scene.edges if SYMPTOM not in (x.cause.signature, x.effect.signature)],
@@ -102,7 +105,7 @@ def attribute(scene: Scene) -> Verdict | None:
         plain = _first_pattern(logged) if logged.faults() else None
         if plain is not None and plain.pattern.startswith("benign."):
             return symptom_verdict(scene, benign=plain)
-    return _first_pattern(scene) or roots_verdict(scene)
+    return verdict or roots_verdict(scene)
 
 
 def _first_pattern(scene: Scene) -> Verdict | None:

@@ -531,8 +531,8 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
     v.missing = [f"the kernel log of {where} around the reported time"] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
     for p in v.downstream:  # the report itself: of its own host, not reached over a domain
-        if all(e.signature == SYMPTOM for e in p.events):
-            p.relation = "same_host" if one else p.relation
+        if one and all(e.signature == SYMPTOM for e in p.events):
+            p.relation = "same_host"
     if benign:
         v.downstream = [p for p in v.downstream if not set(p.events) <= set(benign.initiator_events)]
         v.context = list(benign.initiator_events) + [e for e in v.context if e not in benign.initiator_events]

@@ -150,7 +150,8 @@ def test_a_hang_with_other_device_faults_is_not_a_software_hang(pipeline):
 def test_a_symptom_does_not_turn_benign_lines_into_a_fault(pipeline):
     """Fabric Manager exiting with NV_WARN_NOTHING_TO_DO on a host without NVSwitch (corpus 013) is benign with
     or without a reported hang: the report's incident says the lines are not a fault and names no cause,
-    instead of "Fabric Manager is not running: start it and reset the GPUs"."""
+    instead of "Fabric Manager is not running: start it and reset the GPUs". An application's own Xids still
+    explain a reported failure (corpus 032)."""
     from correlate.correlator import Symptom
 
     (plain,) = _with(pipeline, _corpus("013"), [])
@@ -160,6 +161,9 @@ def test_a_symptom_does_not_turn_benign_lines_into_a_fault(pipeline):
     assert "The lines logged are not a fault: Fabric Manager exited with NV_WARN_NOTHING_TO_DO" in hung["explanation"]
     assert "Fabric Manager is not running" not in hung["explanation"] + hung["next_action"]
     assert set(plain["initiator"]["events"]) <= {c["event"] for c in hung["context"]}
+    # a benign verdict that names a cause of the report (the program's own Xid 13 and 31: it failed) stays
+    failed = [Symptom(host="node01", kind="failure")]
+    assert [i["pattern"] for i in _with(pipeline, _corpus("032"), failed)] == ["benign.application_xid"]
 
 
 def test_a_reported_failure_follows_the_logged_fault_and_does_not_compete_with_it(pipeline):
