@@ -126,7 +126,8 @@ def _parse_symptom(text: str, hosts: list[str]):
         raise typer.BadParameter(f"these files are of {len(targets)} hosts ({named}): write {kind}@HOST to say "
                                  "which one the symptom is about (repeat --symptom for several)",
                                  param_hint="--symptom")
-    return [Symptom(host=h, kind=kind, gpus=[g for g in gpus.split(",") if g]) for h in targets]
+    index = sorted({int(g) for g in gpus.split(",") if g})  # "01" is GPU 1, named once
+    return [Symptom(host=h, kind=kind, gpus=[str(g) for g in index]) for h in targets]
 
 
 @app.command()

@@ -286,7 +286,8 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
     """The DESIGN.md initiator object for a subject and its events."""
     host, dtype, dev = key
-    main = min(evs, key=lambda e: (-ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
+    # a logged line names the initiator's kind, not an operator's report that joined its subject
+    main = min(evs, key=lambda e: (e.signature == SYMPTOM, -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
     links = sorted({e.link for e in evs if e.link is not None})
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,
@@ -321,14 +322,16 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     parties = scene.parties()
     roots = {k: evs for k, evs in parties.items()
              if any(scene.is_fault(e) and not scene.explained(e) for e in evs)}
-    logged = {k: evs for k, evs in roots.items() if any(e.signature != SYMPTOM for e in evs)}
+    logged = {k: evs for k, evs in roots.items()
+              if any(e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e) for e in evs)}
     roots = logged or roots  # an operator's report competes with no logged fault: it follows whatever broke
     if not roots:
         return None
     ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)
     best_key, best_evs = ranked[0]
     clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
-    category = scene.category_of(max(best_evs, key=lambda e: (ROLE_RANK.get(scene.role(e), 0), e.sev)))
+    category = scene.category_of(max(best_evs, key=lambda e: (e.signature != SYMPTOM, ROLE_RANK.get(scene.role(e), 0),
+                                                              e.sev)))
     if not clear:
         return unknown_verdict(scene, [k for k, _ in ranked], category)
     init = initiator_fields(scene, best_key, best_evs)

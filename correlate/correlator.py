@@ -76,8 +76,9 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
     for i, s in enumerate(symptoms):
         host_ts = [e.ts for e in events if e.host == s.host]
         ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else latest)
-        # the id is of what was reported (its place, host, kind, time, GPUs, note), not of its place alone
-        what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, ts, list(s.gpus), s.note]), digest_size=6)
+        # the id is of what was reported (its place, host, kind, time if given, GPUs, note): the same report gives
+        # the same id on every run, also when it is placed at the time of the run
+        what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, s.ts, list(s.gpus), s.note]), digest_size=6)
         out.append(Ev(event_id=f"symptom-{s.host}-{what.hexdigest()}", ts=ts, ts_basis="operator", host=s.host,
                       source="nccl", kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM,
                       severity="error", device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,

@@ -37,7 +37,7 @@ def incident_id(events: list[Ev]) -> str:
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
-    main = min(evs, key=lambda e: (-e.sev, e.order))
+    main = min(evs, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))  # a logged line names the party
     links = sorted({e.link for e in evs if e.link is not None})
     return {"host": host, "device_type": dtype if dtype != "rank" else None,
             "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
@@ -146,7 +146,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     i = v.initiator
     if not v.initiator_events:
         return "No single culprit."
-    main = min(v.initiator_events, key=lambda e: (-e.sev, e.order))
+    main = min(v.initiator_events, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
@@ -161,7 +161,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
         ruled = sorted({p.rule for p in v.downstream if p.rule})
         if ruled:
             s += f" by rule{'s' if len(ruled) > 1 else ''} {', '.join(ruled)}"
-    n = len(v.initiator_events)
+    n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"
     return s + "."

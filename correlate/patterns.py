@@ -499,6 +499,11 @@ def symptom_only(scene: Scene) -> Verdict | None:
     return symptom_verdict(scene)
 
 
+def _index(g: str) -> tuple:
+    """GPUs in index order (``2`` before ``10``)."""
+    return (0, int(g), g) if g.isdigit() else (1, 0, g)
+
+
 def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
     """What the operator reported, when the logs name no cause for it: said so, with the reported GPUs (else
     the host) of each reported host as the candidates and what to collect, at confidence 0.2; a reported hang
@@ -507,10 +512,11 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
     the report either; their explanation is kept and their lines are context."""
     symptoms = scene.symptoms()
     hosts = sorted({e.host for e in symptoms})
-    gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}) for h in hosts}
+    gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}, key=_index)
+            for h in hosts}
     candidates = [c for h in hosts for c in ([(h, "gpu", g) for g in gpus[h]] or [(h, None, None)])]
     reported = "; ".join(
-        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := sorted({str(x) for x in e.details.get("gpus", [])}))
+        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := sorted({str(x) for x in e.details.get("gpus", [])}, key=_index))
                               else "") for e in symptoms for k in [e.details.get("symptom", "failure")])
     hang = any(e.details.get("symptom") == "hang" for e in symptoms)
     where = ", ".join(hosts)
@@ -530,12 +536,16 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
                      + "; then diagnose again with them.")
     v.missing = [f"the kernel log of {where} around the reported time"] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
+    if benign:  # the benign lines are context, also where they share a subject with the report
+        quiet = {e for e in scene.events if e.signature != SYMPTOM}
+        for p in v.downstream:
+            p.events = [e for e in p.events if e not in quiet]
+        v.downstream = [p for p in v.downstream if p.events]
+        v.context = list(benign.initiator_events) + [e for e in scene.events if e in quiet
+                                                     and e not in benign.initiator_events]
     for p in v.downstream:  # the report itself: of its own host, not reached over a domain
         if one and all(e.signature == SYMPTOM for e in p.events):
             p.relation = "same_host"
-    if benign:
-        v.downstream = [p for p in v.downstream if not set(p.events) <= set(benign.initiator_events)]
-        v.context = list(benign.initiator_events) + [e for e in v.context if e not in benign.initiator_events]
     return v
 
 

@@ -103,7 +103,7 @@ def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pip
     assert inc["explanation"].startswith("Reported by the operator: hang on node07 (GPU 0, 1).")
     two = [Symptom(host="node07", kind="failure"), Symptom(host="node08", kind="failure")]
     incs = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=two)
-    assert [(i["pattern"], i["category"], i["initiator"]["candidates"]) for i in incs] == [
+    assert sorted((i["pattern"], i["category"], i["initiator"]["candidates"]) for i in incs) == [
         ("operator.symptom_only", "other", ["node07"]), ("operator.symptom_only", "other", ["node08"])]
     assert all("py-spy" not in i["next_action"] for i in incs)
     logged = quiet + "\n" + XID74.format(s=2, bus="18", link=0)
@@ -217,3 +217,21 @@ def test_a_report_timed_far_from_the_hosts_fault_says_none_is_near_it(pipeline):
     assert sorted(i["pattern"] for i in incs) == ["operator.symptom_only", "roots"]
     (report,) = [i for i in incs if i["pattern"] == "operator.symptom_only"]
     assert "no fault of this host within the correlation window of the report" in report["explanation"]
+
+
+def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline):
+    """The report joins the host-level subject of corpus 015's NCCL errors (downstream of the IB port): the
+    port's confidence, the party's kind (the logged ``nccl_error``) and the id stay; an untimed report with no
+    event to join keeps one id from run to run; GPUs come in index order, each once (``hang:10,2,1,01``)."""
+    from api.cli import _parse_symptom
+    from correlate.correlator import Symptom
+
+    (plain,) = _with(pipeline, _corpus("015"), [])
+    for kind in ("failure", "hang"):
+        (inc,) = _with(pipeline, _corpus("015"), [Symptom(host="node01", kind=kind)])
+        assert (inc["confidence"], inc["id"]) == (plain["confidence"], plain["id"])
+        assert [d["kind"] for d in inc["downstream"]] == [d["kind"] for d in plain["downstream"]] == ["nccl_error"]
+    ids = {correlate([], now_us=T0 + k, symptoms=[Symptom(host="node01", kind="hang")])[0]["id"] for k in (0, 7)}
+    assert len(ids) == 1
+    (s,) = _parse_symptom("hang:10,2,1,01", ["node01"])
+    assert s.gpus == ["1", "2", "10"]
