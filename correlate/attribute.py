@@ -145,6 +145,10 @@ class Scene:
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
 
+    def logged(self) -> list[Ev]:
+        """The events from the logs: every one but the operator's symptoms."""
+        return [e for e in self.events if e.signature != SYMPTOM]
+
     def hardware_faults(self) -> list[Ev]:
         """Faults of devices (not NCCL/framework reports, not symptoms, not platform software)."""
         return [e for e in self.faults() if e.source in ("dmesg", "nvml") and e.kind not in ("fabric_manager",)]

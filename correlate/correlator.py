@@ -99,7 +99,7 @@ def attribute(scene: Scene) -> Verdict | None:
     if symptoms and len(symptoms) < len(scene.events) and not (verdict and verdict.pattern.startswith("benign.")):
         # a benign pattern that takes the report into account (an application's own Xid: the program failed)
         # keeps its verdict; one the report defeated is asked again without it
-        logged = Scene(events=[e for e in scene.events if e.signature != SYMPTOM], topo=scene.topo,
+        logged = Scene(events=scene.logged(), topo=scene.topo,
                        catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks, subject=scene.subject,
                        edges=[x for x in scene.edges if SYMPTOM not in (x.cause.signature, x.effect.signature)],
                        memo=scene.memo)

@@ -36,8 +36,14 @@ def incident_id(events: list[Ev]) -> str:
     return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
 
 
+def _lead(evs: list[Ev]) -> Ev:
+    """The event that names a party: the worst logged line (then the earliest), an operator's report only when
+    the party has nothing else."""
+    return min(evs, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))
+
+
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
-    main = min(evs, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))  # a logged line names the party
+    main = _lead(evs)
     links = sorted({e.link for e in evs if e.link is not None})
     return {"host": host, "device_type": dtype if dtype != "rank" else None,
             "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
@@ -146,7 +152,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     i = v.initiator
     if not v.initiator_events:
         return "No single culprit."
-    main = min(v.initiator_events, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))
+    main = _lead(v.initiator_events)
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"

@@ -537,7 +537,7 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
     v.missing = [f"the kernel log of {where} around the reported time"] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
     if benign:  # the benign lines are context, also where they share a subject with the report
-        quiet = {e for e in scene.events if e.signature != SYMPTOM}
+        quiet = set(scene.logged())
         for p in v.downstream:
             p.events = [e for e in p.events if e not in quiet]
         v.downstream = [p for p in v.downstream if p.events]
