@@ -17,6 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from correlate.model import Ev
@@ -73,6 +74,17 @@ class Verdict:
 
 
 @dataclass
+class ShapeMemo:
+    """Rule tests decided once per event shape: (kind, signature, Xid, SXid or not, severity, fatal, cause
+    or not) is all ``rules.any_holds`` reads of an event. Shared by the scenes of one ``correlate()`` call."""
+
+    #: shape -> its id (0, 1, …)
+    ids: dict[tuple, int] = field(default_factory=dict)
+    #: (rule id, "cause" | "effect") -> shape id -> the side's predicates hold
+    hits: dict[tuple[str, str], dict[int, bool]] = field(default_factory=dict)
+
+
+@dataclass
 class Scene:
     """Everything the patterns look at for one candidate incident."""
 
@@ -83,13 +95,13 @@ class Scene:
     clocks: Clocks
     subject: dict[str, tuple] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
-    #: results of per-event tests by the event's shape (kind, signature, codes, severity), shared by the
-    #: scenes of one ``correlate()`` call (its rules and catalog are theirs too)
-    memo: dict[tuple, bool] = field(default_factory=dict, repr=False)
+    #: rule tests by event shape, shared by the scenes of one ``correlate()`` call (its rules and catalog
+    #: are theirs too)
+    memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    #: the scene's distinct event shapes (each with one event of that shape), and per event the index of its
-    #: shape: ``matches`` decides a rule side once per shape
-    _shapes: tuple[list[tuple[tuple, Ev]], list[int]] | None = field(default=None, repr=False)
+    #: the scene's distinct event shapes as (shape id, one event of that shape), and per event its shape id:
+    #: ``matches`` decides a rule side once per shape
+    _shapes: tuple[list[tuple[int, Ev]], list[int]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
 
     # --- roles -------------------------------------------------------------
@@ -118,29 +130,29 @@ class Scene:
 
     def matches(self, rule_id: str, side: str, preds: list) -> list[bool]:
         """Per event of the scene, ``rules.any_holds(preds, e)`` (``preds`` is ``side`` of rule ``rule_id``),
-        decided once per event shape: kind, signature, Xid, SXid or not, severity, fatal, cause or not."""
+        decided once per event shape (``ShapeMemo``)."""
+        memo = self.memo
         if self._shapes is None:
-            index: dict[tuple, int] = {}
-            shapes: list[tuple[tuple, Ev]] = []
+            ids = memo.ids
+            reps: dict[int, Ev] = {}
             of = []
             for e in self.events:
                 shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None)
-                i = index.get(shape)
+                i = ids.get(shape)
                 if i is None:
-                    i = index[shape] = len(shapes)
-                    shapes.append((shape, e))
+                    i = ids[shape] = len(ids)
+                if i not in reps:
+                    reps[i] = e
                 of.append(i)
-            self._shapes = (shapes, of)
+            self._shapes = (list(reps.items()), of)
         shapes, of = self._shapes
-        memo = self.memo
-        hits = []
-        for shape, e in shapes:
-            key = (rule_id, side, shape)
-            hit = memo.get(key)
-            if hit is None:
-                hit = memo[key] = any_holds(preds, e, self.catalog)
-            hits.append(hit)
-        return [hits[i] for i in of]
+        known = memo.hits.get((rule_id, side))
+        if known is None:
+            known = memo.hits[(rule_id, side)] = {}
+        for i, e in shapes:
+            if i not in known:
+                known[i] = any_holds(preds, e, self.catalog)
+        return [known[i] for i in of]
 
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
@@ -227,16 +239,15 @@ def find_edges(scene: Scene) -> list[Edge]:
     rules, then of the causes, then of the effects in ``scene.events``.
 
     Cost: each rule's sides are tested once per event shape (``Scene.matches``), and a cause is paired
-    only with the effects whose start lies within the widest tolerance ``window.may_cause`` could grant
-    it (a binary search over the starts); a cause timed only by an upper bound
+    only with the rule's effects whose start lies within the widest tolerance ``window.may_cause`` could
+    grant it (a binary search over those effects' starts); a cause timed only by an upper bound
     (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound."""
     edges: list[Edge] = []
     evs = scene.events
     if not evs:
         return edges
-    clocks = scene.clocks
+    clocks, topo = scene.clocks, scene.topo
     order = sorted(range(len(evs)), key=lambda i: evs[i].start)
-    starts = [evs[i].start for i in order]
     slack = max(e.precision_us for e in evs) + clocks.max_skew()
     for r in scene.rules.explains:
         is_cause = scene.matches(r.id, "cause", r.cause)
@@ -245,6 +256,8 @@ def find_edges(scene: Scene) -> list[Edge]:
         is_effect = scene.matches(r.id, "effect", r.effect)
         if not any(is_effect):
             continue
+        effects = [i for i in order if is_effect[i]]  # the rule's effects, by start
+        starts = [evs[i].start for i in effects]
         w = int(r.window_s * S)
         for ci, c in enumerate(evs):
             if not is_cause[ci]:
@@ -252,13 +265,16 @@ def find_edges(scene: Scene) -> list[Edge]:
             bound = w + c.precision_us + clocks.skew(c.host) + slack
             hi = bisect_right(starts, c.start + bound)
             lo = 0 if c.details.get("ts_upper_bound") else bisect_left(starts, c.start - bound)
-            for ei in sorted(order[lo:hi]):
+            found = []
+            for ei in effects[lo:hi]:
                 e = evs[ei]
-                if not is_effect[ei] or c is e or not may_cause(c, e, w, clocks):
+                if c is e or not may_cause(c, e, w, clocks):
                     continue
-                rel = next((x for x in r.relations if relation(x, c, e, scene.topo)), None)
+                rel = next((x for x in r.relations if relation(x, c, e, topo)), None)
                 if rel:
-                    edges.append(Edge(c, e, r.id, rel))
+                    found.append((ei, Edge(c, e, r.id, rel)))
+            found.sort(key=itemgetter(0))  # the effects in scene order
+            edges.extend(x for _, x in found)
     return edges
 
 
@@ -324,10 +340,9 @@ def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> 
 def roots_verdict(scene: Scene) -> Verdict | None:
     """Fallback: the subjects whose faults nothing else explains (step 3)."""
     parties = scene.parties()
-    roots = {k: evs for k, evs in parties.items()
-             if any(scene.is_fault(e) and not scene.explained(e) for e in evs)}
-    logged = {k: evs for k, evs in roots.items()
-              if any(e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e) for e in evs)}
+    unexplained = {k: [e for e in evs if scene.is_fault(e) and not scene.explained(e)] for k, evs in parties.items()}
+    roots = {k: evs for k, evs in parties.items() if unexplained[k]}
+    logged = {k: evs for k, evs in roots.items() if any(e.signature != SYMPTOM for e in unexplained[k])}
     roots = logged or roots  # an operator's report competes with no logged fault: it follows whatever broke
     if not roots:
         return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable
+from operator import attrgetter
 
 from correlate.model import Ev
 from correlate.rules import LinkRule, comms_of, gpu_key, relation
@@ -66,9 +67,11 @@ def _default_is_fault(e: Ev) -> bool:
 def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
                is_fault: Callable[[Ev], bool] = _default_is_fault) -> list[list[Ev]]:
     """Connected components (each sorted by ``Ev.order``), sorted by their first event."""
-    evs = members(events)
-    faults = sorted((e for e in evs if is_fault(e)), key=lambda e: e.order)
-    context = [e for e in evs if not is_fault(e)]
+    faults: list[Ev] = []
+    context: list[Ev] = []
+    for e in members(events):
+        (faults if is_fault(e) else context).append(e)
+    faults.sort(key=attrgetter("order"))
     n = len(faults)
     dsu = _DSU(n)
     slack = 2 * clocks.max_skew() + 2 * S
@@ -178,11 +181,14 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         starts.append(f.start)
         idx.append(i)
     widest = {h: max(faults[i].precision_us for i in idx) for h, (_s, idx) in per_host.items()}
+    windows: dict[str, int] = {}  # kind -> its context window (µs)
     for e in context:
         if e.host not in per_host:
             continue
         starts, idx = per_host[e.host]
-        w = _context_window(e, links) + 2 * S
+        w = windows.get(e.kind)
+        if w is None:
+            w = windows[e.kind] = _context_window(e, links) + 2 * S
         limit = w + e.precision_us + widest[e.host] + 2 * clocks.max_skew()
         left, right = bisect_left(starts, e.start) - 1, bisect_left(starts, e.start)
         while True:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
+from correlate.attribute import SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
 from correlate.cluster import components
 from correlate.incident import render
 from correlate.model import Ev, events_from_table, follow_watchdogs
@@ -139,7 +139,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
-    memo: dict[tuple, bool] = {}
+    memo = ShapeMemo()
     for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
         scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
         if not scene.faults():

@@ -55,33 +55,37 @@ class Ev:
     #: implied start (µs) taken from the watchdog timeout this line follows (``follow_watchdogs``)
     implied_start: int | None = None
 
-    @property
-    def pos(self) -> int:
-        """Line number within its source (from ``origin`` ``…:<line>[#<n>]``): orders same-time events."""
-        return _pos(self.origin)
+    #: derived once, in ``__post_init__`` (and ``imply_start``), from the fields above; read on every
+    #: comparison the correlator makes, so plain slots rather than properties
+    #: line number within its source (from ``origin`` ``…:<line>[#<n>]``): orders same-time events
+    pos: int = field(init=False)
+    #: ``SEVERITY_RANK`` of ``severity``
+    sev: int = field(init=False)
+    #: when the trouble this event reports began (µs). A watchdog timeout that "ran for N milliseconds" is
+    #: placed at its implied start, line time − N, so a 10-minute timeout meets the fault that caused it
+    #: (DESIGN.md, correlation semantics); a line that follows one, at ``implied_start``; else ``ts``
+    start: int = field(init=False)
+    #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
+    order: tuple[int, int, str] = field(init=False)
 
-    @property
-    def order(self) -> tuple[int, int, str]:
-        """Sort key: implied start, then position in the stream, then id (ties in one second are common)."""
-        return (self.start, self.pos, self.event_id)
+    def __post_init__(self) -> None:
+        self.pos = _pos(self.origin)
+        self.sev = SEVERITY_RANK.get(self.severity, 0)
+        self._place()
 
-    @property
-    def sev(self) -> int:
-        return SEVERITY_RANK.get(self.severity, 0)
+    def imply_start(self, us: int) -> None:
+        """Set ``implied_start`` (µs) and the ``start`` and ``order`` derived from it."""
+        self.implied_start = us
+        self._place()
 
-    @property
-    def start(self) -> int:
-        """When the trouble this event reports began (µs).
-
-        A watchdog timeout that "ran for N milliseconds" is placed at its
-        implied start, line time − N, so a 10-minute timeout meets the fault
-        that caused it (DESIGN.md, correlation semantics).
-        """
+    def _place(self) -> None:
         if self.elapsed_ms:
-            return self.ts - self.elapsed_ms * 1000
-        if self.implied_start is not None:
-            return self.implied_start
-        return self.ts
+            self.start = self.ts - self.elapsed_ms * 1000
+        elif self.implied_start is not None:
+            self.start = self.implied_start
+        else:
+            self.start = self.ts
+        self.order = (self.start, self.pos, self.event_id)
 
     def subject(self) -> tuple:
         """What reported it: (host, device_type, device) or the best key we have."""
@@ -126,7 +130,7 @@ def follow_watchdogs(events: list[Ev]) -> None:
             if t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (e.seq is None or t.seq is None or e.seq == t.seq):
                 best = t
         if best is not None:
-            e.implied_start = best.start
+            e.imply_start(best.start)
 
 
 @lru_cache(maxsize=1 << 16)
