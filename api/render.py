@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -37,36 +39,76 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
 _APPROX = ("kafka", "file", "inherited", "envelope", "operator")
 
 
+_CAPTION = ("~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival (Kafka), "
+            "the file's or the operator's report's time is shown")
+_SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
+#: terminal columns from which the table is shown even when a cell must fold (a long downstream list)
+TABLE_MIN_WIDTH = 160
+
+
+def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str, str]]:
+    """(incident, start shown, initiator, downstream) by start, then initiator host (incidents timed by the same
+    file or arrival share a start), then id: the same order wherever they come from."""
+    out = []
+    for inc in sorted(incidents, key=lambda x: (x["start"], x["initiator"].get("host") or "", x["id"])):
+        down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
+        start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")
+        out.append((inc, start, describe_initiator(inc["initiator"]), down or "-"))
+    return out
+
+
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
-    """A rich table: one row per incident, initiator first; rows by start, then initiator host (incidents
-    timed by the same file or arrival share a start), then id — the same order wherever they come from."""
+    """A rich table: one row per incident, initiator first (row order: ``_rows``)."""
     approx_any = any(inc.get("start_basis") in _APPROX for inc in incidents)
-    t = Table(title=title, show_lines=False,
-              caption="~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival "
-                      "(Kafka), the file's or the operator's report's time is shown" if approx_any else None)
+    t = Table(title=title, show_lines=False, caption=_CAPTION if approx_any else None)
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
-    style = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
-    for inc in sorted(incidents, key=lambda x: (x["start"], x["initiator"].get("host") or "", x["id"])):
-        i = inc["initiator"]
-        who = describe_initiator(i)
-        down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
-        approx = inc.get("start_basis") in _APPROX
+    for inc, start, who, down in _rows(incidents):
         # host names, devices and actions hold text from the logs and the command line: never read as markup
-        t.add_row(inc["start"][:19].replace("T", " ") + ("~" if approx else " "),
-                  Text(inc["severity"], style=style.get(inc["severity"], "")), Text(inc["category"]), Text(who),
-                  Text(down or "-"), f"{inc['confidence']:.2f}", Text(inc["next_action"]))
+        t.add_row(start, Text(inc["severity"], style=_SEVERITY_STYLE.get(inc["severity"], "")),
+                  Text(inc["category"]), Text(who), Text(down), f"{inc['confidence']:.2f}", Text(inc["next_action"]))
     return t
 
 
+class IncidentsView:
+    """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
+    ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,
+    category, confidence and id on one line, then the initiator, the downstream reporters and the whole next
+    action, each wrapped under its label — so a 80- or 120-column terminal shows every field whole."""
+
+    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents") -> None:
+        self.incidents, self.title = incidents, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = incidents_table(self.incidents, self.title)
+        natural = Measurement.get(console, options.update(width=10_000), table).maximum
+        if options.max_width >= min(natural, TABLE_MIN_WIDTH):
+            yield table
+            return
+        yield Text(self.title, style="italic", justify="center")
+        for inc, start, who, down in _rows(self.incidents):
+            head = Text.assemble(start, "  ", (inc["severity"], _SEVERITY_STYLE.get(inc["severity"], "")), "  ",
+                                 inc["category"], f"  conf {inc['confidence']:.2f}  ", (inc["id"], "dim"))
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(style="dim", no_wrap=True)
+            grid.add_column(overflow="fold")
+            for label, value in (("initiator", who), ("downstream", down), ("next", inc["next_action"])):
+                grid.add_row("  " + label, Text(value))
+            yield head
+            yield grid
+        if any(inc.get("start_basis") in _APPROX for inc in self.incidents):
+            yield Text(_CAPTION, style="dim")
+
+
 def describe_initiator(i: dict[str, Any]) -> str:
-    """``node07 gpu 0000:9a:00.0 link 3 (xid 79)`` style one-liner."""
+    """``node07 gpu 0000:9a:00.0 link 3 (Xid 79)`` style one-liner; ``gpu (unnamed)`` when no line named the
+    device or its index."""
     if i.get("device_type") is None:
         base = f"{i.get('host') or '?'} (no single culprit)" if not i.get("kind") else f"{i.get('host')} {i['kind']}"
         return base
     parts = [str(i.get("host")), str(i["device_type"]),
-             str(i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "?"))]
+             str(i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "(unnamed)"))]
     if i.get("links") and len(i["links"]) > 1:
         parts.append("links " + ",".join(map(str, i["links"])))
     elif i.get("link") is not None:

@@ -234,6 +234,46 @@ def test_incident_table_rows_by_start_then_initiator_host():
     assert text.index("node8") < text.index("node7") < text.index("node9")
 
 
+def test_incidents_view_shows_every_field_whole_at_any_terminal_width():
+    """``IncidentsView``: at 80 and 120 columns (where the table's category and initiator columns used to
+    shrink to nothing) one block per incident holds the start with its ``~``, severity, category, confidence,
+    id, initiator, downstream and the whole next action, in table order, no line wider than the terminal; at
+    200 columns, the table."""
+    from rich.console import Console
+
+    from api.render import IncidentsView
+
+    action = ("The GPU did not answer on PCIe when the driver loaded: treat as Xid 79. Drain the host, "
+              "power-cycle it, and if the GPU stays missing reseat or replace it.")
+
+    def inc(i, host, start, basis="line"):
+        return {"id": i, "start": start, "start_basis": basis, "severity": "critical", "category": "gpu_off_bus",
+                "initiator": {"host": host, "device_type": "gpu", "device": "0000:b3:00.0", "xid": 79},
+                "downstream": [{"host": "node02", "kind": "nccl_error"}, {"host": "node03", "device": "mlx5_0"}],
+                "confidence": 0.8, "next_action": action}
+
+    incs = [inc("inc-b", "node9", "2026-01-01T00:00:05Z", "file"), inc("inc-a", "node7", "2026-01-01T00:00:01Z")]
+    for width in (80, 120):
+        c = Console(record=True, width=width)
+        c.print(IncidentsView(incs, title="2 incidents"))
+        text = c.export_text()
+        lines = text.splitlines()
+        assert max(len(line.rstrip()) for line in lines) <= width
+        assert "┃" not in text  # not the table
+        flat = " ".join(" ".join(line.split()) for line in lines)
+        assert "2026-01-01 00:00:01 critical gpu_off_bus conf 0.80 inc-a" in flat
+        assert "2026-01-01 00:00:05~ critical gpu_off_bus conf 0.80 inc-b" in flat
+        assert flat.count("initiator node7 gpu 0000:b3:00.0 (Xid 79)") == 1
+        assert flat.count("downstream node02:nccl_error, node03:mlx5_0") == 2
+        assert flat.count("next " + action) == 2
+        assert flat.index("inc-a") < flat.index("inc-b")
+        assert "~ the first line printed no time of its own" in flat
+    c = Console(record=True, width=200)
+    c.print(IncidentsView(incs))
+    text = c.export_text()
+    assert "┃ start (UTC)" in text and "node7 gpu 0000:b3:00.0 (Xid 79)" in text
+
+
 def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
     """``store._has_more`` after the row cap: an error or the time limit while reading on says "unknown"
     (None), not a failed query; empty batches are skipped. (A reader made from Python batches stands in for
