@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,9 +37,9 @@ def _add_report_app() -> None:
 
 
 _add_report_app()
-# wide enough for the incident table when output is not a terminal (CI logs, pipes)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-out = Console(width=None if sys.stdout.isatty() else 200)
+# a terminal's own width, or COLUMNS when set; else (CI logs, pipes) wide enough for the incident table
+err = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)]
@@ -132,7 +133,7 @@ def _parse_symptom(text: str, hosts: list[str]):
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU] (e.g. hang:0,1 or "
@@ -143,7 +144,7 @@ def diagnose(
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
     from api.diagnose import diagnose_paths
-    from api.render import events_json, incidents_table
+    from api.render import IncidentsView, events_json
 
     from schemas.events import SEVERITY_RANK
 
@@ -191,7 +192,7 @@ def diagnose(
         sys.stdout.buffer.write(b"\n")
     else:
         out.print(f"{batch.lines} lines → {batch.events.num_rows} events", markup=False, highlight=False)
-        out.print(incidents_table(incidents))
+        out.print(IncidentsView(incidents))
         for inc in incidents:  # explanations quote log lines and host names: printed as text, never as markup
             out.print(f"[bold]{inc['id']}[/] {escape(inc['category'])} ({inc['severity']}, confidence "
                       f"{inc['confidence']}): {escape(inc['explanation'])}")
@@ -313,7 +314,7 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         serve: Annotated[bool, typer.Option(help="serve the HTTP API too")] = True,
         port: PortOpt = None, config: ConfigOpt = None) -> None:
     """The service: ingest + correlate + API in one process (one consumer-group member)."""
-    from api.render import incidents_table
+    from api.render import IncidentsView
     from api.service import Service
 
     s = _settings(config, **({"api_port": port} if port else {}))
@@ -326,7 +327,7 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
             logging.getLogger("firstfault.run").warning("caught up: %d incidents", len(incs),
                                                          extra={"incidents": [i["id"] for i in incs]})
         else:
-            err.print(incidents_table(incs, title="caught up"))
+            err.print(IncidentsView(incs, title="caught up"))
 
     _until_signalled(svc.worker.stop, lambda: svc.run(once=once, serve=serve, on_caught_up=caught_up))
 
