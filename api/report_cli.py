@@ -73,7 +73,10 @@ def degraded_links(
             for f in write_hourly(settings, dt):
                 print(f)
             return
-        data = render(degraded_link_report(settings, dt), format)
+        report = degraded_link_report(settings, dt)
+        if not report["totals"]["hosts_sampled"]:
+            _no_samples(settings, report["hour"])
+        data = render(report, format)
         if output is None:
             sys.stdout.buffer.write(data)
         else:
@@ -84,3 +87,21 @@ def degraded_links(
     except (StoreError, OSError) as e:
         err.print(f"[red]{e}[/]")
         raise typer.Exit(1) from None
+
+
+def _no_samples(settings, hour: str) -> None:
+    """Say on stderr that ``hour`` has no link samples, and which hours of the lake have some (an empty report
+    is otherwise indistinguishable from a healthy fleet)."""
+    from api.store import connect
+    from ingest.lake import Lake
+
+    con = connect(Lake(settings.lake))
+    try:
+        lo, hi = con.execute("SELECT strftime(min(ts), '%Y-%m-%dT%H'), strftime(max(ts), '%Y-%m-%dT%H') "
+                             "FROM link_samples").fetchone()
+    finally:
+        con.close()
+    where = (f"its samples span the hours {lo} – {hi} (UTC): pass one of them with --hour" if lo
+             else "it holds none yet")
+    err.print(f"no link samples in the lake for the hour {hour}; {where}", style="yellow", markup=False,
+              highlight=False)

@@ -333,6 +333,35 @@ def test_cli(lake_settings, tmp_path):
     assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
 
 
+def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
+    """An empty report is otherwise a healthy fleet: for an hour without link samples stderr says so and names
+    the hours the lake has samples for (the fixture's hour among them); an empty lake holds none; the report
+    itself is still written (exit 0)."""
+    import typer
+    from typer.testing import CliRunner
+
+    from api.report_cli import report_app
+    from ingest.lake import Lake
+
+    app = typer.Typer()
+    app.add_typer(report_app, name="report")
+    run = CliRunner().invoke
+    cfg = tmp_path / "firstfault.toml"
+    cfg.write_text(f'lake = "{lake_settings.lake}"\n')
+    res = run(app, ["report", "degraded-links", "--hour", "2020-01-01T00", "--config", str(cfg)])
+    assert res.exit_code == 0 and json.loads(res.stdout)["totals"]["hosts_sampled"] == 0
+    said = " ".join(res.stderr.split())
+    m = re.search(r"no link samples in the lake for the hour 2020-01-01T00; its samples span the hours "
+                  r"(\S+) – (\S+) \(UTC\)", said)
+    assert m and m.group(1) <= HOUR <= m.group(2), said
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
+    assert res.exit_code == 0 and "no link samples" not in res.stderr
+    Lake(str(tmp_path / "empty")).init()
+    cfg.write_text(f'lake = "{tmp_path / "empty"}"\n')
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
+    assert res.exit_code == 0 and "it holds none yet" in " ".join(res.stderr.split()), res.stderr
+
+
 # --- looked at as a person would: headless Chromium -----------------------------------------------------------
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     assert Path(CHROMIUM).exists(), "Debian chromium is needed (scripts/test-deps.sh installs it)"
