@@ -396,12 +396,26 @@ def pcie_p2p_blocked(scene: Scene) -> Verdict | None:
                      "over PCIe is not working on this platform: PCIe ACS or the IOMMU (VT-d/AMD-Vi) redirects "
                      "P2P through the root complex, or the GPUs advertise P2P they do not support. "
                      "Not a single GPU's fault."),
-        next_action=("Check ACS on the PCIe bridges above the GPUs (lspci -vvv | grep ACSCtl) and the IOMMU setting; "
-                     "disable ACS (setpci, BIOS) or boot with iommu=pt / pci=noacs, then rerun nccl-tests. Until "
-                     "then NCCL_P2P_DISABLE=1 avoids the hang."),
+        next_action=_p2p_action(models),
         verify=["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl", "dmesg | grep -iE 'DMAR|IOMMU|AMD-Vi'",
                 "nvidia-smi topo -p2p r"],
         missing=["ACS control bits of the bridges above the GPUs, and whether the IOMMU is on"])
+
+
+#: what to check when P2P over PCIe hangs (ACS or the IOMMU redirecting it: nccl-tests#117 and NCCL's docs)
+_ACS_ACTION = ("check ACS on the PCIe bridges above the GPUs (lspci -vvv | grep ACSCtl) and the IOMMU setting; disable "
+               "ACS (setpci, BIOS) or boot with iommu=pt / pci=noacs, then rerun nccl-tests.")
+
+
+def _p2p_action(models: set[str | None]) -> str:
+    """The next action of ``pcie_p2p_blocked``. GeForce cards can advertise PCIe P2P they do not support (RTX 4090:
+    NVIDIA reproduced the hang, NVIDIA/nccl#631; "4090 does not support" P2P, NVIDIA/nccl#1127; corpus 018), so
+    for them the P2P switch-off is the fix and ACS the check only if P2P should work; for other models ACS or
+    the IOMMU is the usual cause and the switch-off the stopgap."""
+    if any(m and "geforce" in m.lower() for m in models):
+        return ("These GeForce GPUs can advertise PCIe P2P they do not support (RTX 4090: NVIDIA/nccl#631, #1127): "
+                "run with NCCL_P2P_DISABLE=1. Only if this model should do P2P here: " + _ACS_ACTION)
+    return _ACS_ACTION[0].upper() + _ACS_ACTION[1:] + " Until then NCCL_P2P_DISABLE=1 avoids the hang."
 
 
 def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:

@@ -235,3 +235,21 @@ def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline)
     assert len(ids) == 1
     (s,) = _parse_symptom("hang:10,2,1,01", ["node01"])
     assert s.gpus == ["1", "2", "10"]
+
+
+def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs(pipeline):
+    """``platform.pcie_p2p_blocked``: GeForce cards can advertise PCIe P2P they do not support (corpus 018, four
+    RTX 4090s: NVIDIA/nccl#631, #1127), so the next action leads with NCCL_P2P_DISABLE=1 and asks about ACS only
+    if the model should do P2P; on other models (corpus 006, ACS on an AMD root complex) ACS and the IOMMU
+    come first and the switch-off is the stopgap."""
+    from correlate.correlator import Symptom
+
+    hang = [Symptom(host="node01", kind="hang")]
+    (geforce,) = _with(pipeline, _corpus("018"), hang)
+    assert geforce["category"] == "pcie_p2p" and "GeForce RTX 4090" in geforce["explanation"]
+    assert geforce["next_action"].startswith("These GeForce GPUs can advertise PCIe P2P they do not support")
+    assert geforce["next_action"].index("NCCL_P2P_DISABLE=1") < geforce["next_action"].index("check ACS")
+    (acs,) = _with(pipeline, _corpus("006"), hang)
+    assert acs["category"] == "pcie_p2p" and "GeForce" not in acs["next_action"]
+    assert acs["next_action"].startswith("Check ACS on the PCIe bridges")
+    assert acs["next_action"].endswith("Until then NCCL_P2P_DISABLE=1 avoids the hang.")
