@@ -96,6 +96,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             for row in tbl.to_pylist():
                 t.add_row(*["" if v is None else str(v) for v in row.values()])
             out.print(t)
+            err.print(f"{tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'}", highlight=False)
         elif fmt == "csv":
             import sys
 

@@ -100,6 +100,18 @@ def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
     assert r.returncode == 0 and "truncated" not in r.stderr and "wrote 3 rows" in r.stderr, r.stderr
 
 
+def test_sql_table_counts_its_rows_on_stderr(tmp_path):
+    """An empty result prints an empty table: stderr says "0 rows" so it does not read as a failure."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    r = _firstfault("sql", "SELECT * FROM events", env=env)
+    assert r.returncode == 0 and "0 rows" in r.stderr, r.stderr
+    r = _firstfault("sql", "SELECT * FROM range(3)", env=env)
+    assert r.returncode == 0 and "3 rows" in r.stderr and "0 rows" not in r.stderr, r.stderr
+
+
 def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
     """A lake path one folder too high (``.firstfault/demo``) or any other folder: exit 2, nothing written into
     it; the same lake as a ``file://`` URL is read."""
