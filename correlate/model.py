@@ -13,13 +13,16 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from schemas.events import SEVERITY_RANK
+from schemas.events import SEVERITY_RANK, check_required
 
 
 @dataclass(slots=True, eq=False)
 class Ev:
     # identity equality: two reports of one line are told apart by event_id, not by value
-    """One event. ``ts`` µs UTC; ``precision_us`` the resolution of ``ts``."""
+    """One event. ``ts`` µs UTC; ``precision_us`` the resolution of ``ts``.
+
+    Fixed once built: ``pos``, ``sev``, ``start`` and ``order`` are derived from the fields when the event is
+    made, so the fields are not assigned afterwards; ``imply_start`` is the one change (``follow_watchdogs``)."""
 
     event_id: str
     ts: int
@@ -147,12 +150,14 @@ _COLUMN_FIELDS = ("event_id", "ts", "ts_basis", "host", "source", "kind", "signa
 
 def events_from_table(table: pa.Table) -> list[Ev]:
     """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin`` and ``details`` may be absent) ->
-    ``Ev`` objects, timestamps as µs ints; KeyError names another missing column.
+    ``Ev`` objects, timestamps as µs ints; KeyError names another missing column, ValueError the required
+    columns that hold nulls (``schemas.events.check_required``).
 
     Read column by column: a column converts to Python at ~50 ns a value, a row as a dict at ~10 µs."""
     n = table.num_rows
     if n == 0:
         return []
+    check_required(table)
     names = set(table.column_names)
 
     def col(name: str) -> list:

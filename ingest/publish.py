@@ -29,8 +29,8 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.events import EVENTS_SCHEMA, check_required
 from schemas.fleet import HostConfig
-from schemas.events import EVENTS_SCHEMA
 
 CONTENT_TYPE = b"application/vnd.apache.arrow.stream"
 
@@ -95,6 +95,9 @@ def encode(table: pa.Table) -> bytes:
 
 
 def decode(value: bytes) -> pa.Table:
-    """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt."""
+    """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt, and
+    ``ValueError`` if a required column holds nulls (``schemas.events.check_required``)."""
     t = pa.ipc.open_stream(value).read_all()
-    return t.cast(EVENTS_SCHEMA) if t.schema != EVENTS_SCHEMA else t
+    t = t.cast(EVENTS_SCHEMA) if t.schema != EVENTS_SCHEMA else t
+    check_required(t)
+    return t

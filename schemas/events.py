@@ -120,6 +120,17 @@ def make_event_id(origin: str, sub: int = 0) -> str:
     return h.hexdigest()
 
 
+def check_required(table: pa.Table) -> None:
+    """Raise ``ValueError`` naming each column that ``EVENTS_SCHEMA`` declares non-nullable (``event_id``, ``ts``,
+    ``ts_basis``, ``host``, ``source``, ``kind``, ``signature``, ``severity``) and that holds nulls in
+    ``table``, with how many; a missing one is left to the reader. Arrow's casts and IPC reads do not check
+    nullability, so a table written by another producer may carry them."""
+    bad = [f"{f.name} ({table.column(f.name).null_count} of {table.num_rows} rows)" for f in EVENTS_SCHEMA
+           if not f.nullable and f.name in table.column_names and table.column(f.name).null_count]
+    if bad:
+        raise ValueError("events table with nulls in required columns: " + ", ".join(bad))
+
+
 def empty_events() -> pa.Table:
     """An empty events table with :data:`EVENTS_SCHEMA`."""
     return EVENTS_SCHEMA.empty_table()

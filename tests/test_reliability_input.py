@@ -783,3 +783,75 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
     assert r.exit_code == 0, r.output
     r = run(app, ["diagnose", str(tmp_path / "node07.log"), "--symptom", "hang:0,1", "--format", "json"])
     assert r.exit_code == 0, r.output
+
+
+@kafka
+def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlation_goes_on(kafka, pipeline,
+                                                                                           caplog):
+    """``fleet.events`` records come from the ingest side, but Arrow IPC does not check a column's nullability:
+    a record of another producer whose ``ts`` holds nulls is logged (``bad_events_record``, naming the column)
+    and skipped, and the next record's Xid 79 still becomes an incident. Before, such a record reached the
+    correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering."""
+    import logging
+
+    import pyarrow as pa
+    from aiokafka import AIOKafkaProducer
+
+    from correlate.consumer import CorrelateWorker
+    from correlate.correlator import Settings
+    from ingest.decode import Decoded, Segment
+    from ingest.publish import encode
+
+    now_us = int(time.time() * 1_000_000)
+    seg = Segment(data=xid("3a"), origin="t:node31", stream="node31", host="node31", ref_ts=now_us,
+                  ref_basis="kafka", ingest_ts=now_us)
+    good = pipeline.run(Decoded(segments=[seg])).events
+    assert good.num_rows == 1
+    i = good.schema.get_field_index("ts")
+    bad = good.set_column(i, good.schema.field(i), pa.nulls(good.num_rows, good.schema.field(i).type))
+    topic = f"nullts.{time.time_ns()}"
+    asyncio.run(_create(kafka, [topic], big=False))
+
+    async def go() -> list[dict]:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka)
+        await producer.start()
+        try:
+            for t in (bad, good):
+                await producer.send_and_wait(topic, encode(t), key=b"node31", partition=0)
+        finally:
+            await producer.stop()
+        got: list[dict] = []
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, settings=Settings(), lateness_us=300_000_000,
+                            on_incidents=got.extend)
+        await w.start()
+        try:
+            await asyncio.wait_for(w.run(until_caught_up=True), 120)
+        finally:
+            await w.close()
+        return got
+
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        incidents = asyncio.run(go())
+    [rec] = [r for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record"]
+    assert "nulls in required columns: ts (1 of 1 rows)" in rec.getMessage()
+    assert [(i["category"], i["initiator"]["device"]) for i in incidents] == [("gpu_off_bus", "0000:3a:00.0")]
+
+
+def test_correlate_names_required_columns_that_hold_nulls(pipeline):
+    """``correlate()`` on an events table whose required columns hold nulls: a ValueError naming each column
+    and how many rows, not a TypeError from deep inside clustering."""
+    import pyarrow as pa
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+
+    now_us = int(time.time() * 1_000_000)
+    segs = [Segment(data=xid(b), origin=f"t:node3{b[1]}", stream="s", host="node31", ref_ts=now_us, ref_basis="kafka",
+                    ingest_ts=now_us) for b in ("3a", "3b")]
+    t = pipeline.run(Decoded(segments=segs)).events
+    assert t.num_rows == 2
+    for name in ("ts", "host"):
+        i = t.schema.get_field_index(name)
+        t = t.set_column(i, t.schema.field(i), pa.array([None, t.column(i)[1].as_py()], t.schema.field(i).type))
+    with pytest.raises(ValueError, match=r"nulls in required columns: ts \(1 of 2 rows\), host \(1 of 2 rows\)"):
+        correlate(t, now_us=now_us)
