@@ -202,6 +202,27 @@ def is_fault(e: Ev, catalog: Catalog) -> bool:
     return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
 
 
+def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
+    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e``: ``{device}`` is the
+    device's name (a PCI bus id, a NIC), else the GPU index (``nvidia-smi -i`` takes either), else
+    ``<bus id>`` to fill in; ``{gpu_index}`` the index, else ``<gpu>``; ``{device_short}`` the bus id's first
+    10 characters (how ``NVRM: Xid (PCI:…`` prints it); ``{module}`` the kernel module of the line, else
+    ``<module>``. A command with any other field is kept as written."""
+    c = catalog.by_id.get(e.signature)
+    if not c:
+        return []
+    gpu = str(e.gpu_index) if e.gpu_index is not None else None
+    vals = {"device": e.device or gpu or "<bus id>", "gpu_index": gpu or "<gpu>",
+            "device_short": (e.device or "")[:10], "module": e.details.get("module") or "<module>"}
+    out = []
+    for t in c.sig.verify:
+        try:
+            out.append(t.format(**vals))
+        except (KeyError, IndexError, ValueError):
+            out.append(t)
+    return out
+
+
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:
     """event_id -> subject key (module doc, step 1)."""
     subj: dict[str, tuple] = {}

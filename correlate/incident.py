@@ -15,7 +15,7 @@ import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Scene, Verdict
+from correlate.attribute import SYMPTOM, Scene, Verdict, verify_commands
 from correlate.model import Ev
 from schemas.events import SEVERITY_RANK
 
@@ -67,16 +67,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     c = scene.catalog.by_id.get(main.signature)
     if not action and c and c.sig.action:
         action = c.sig.action
-    verify: list[str] = []
-    if c:
-        vals = {"device": main.device or "<bus id>", "gpu_index": main.gpu_index if main.gpu_index is not None
-                else "<gpu>", "device_short": (main.device or "")[:10], "module": main.details.get("module", "")}
-        for t in c.sig.verify:
-            try:
-                verify.append(t.format(**vals))
-            except (KeyError, IndexError, ValueError):
-                verify.append(t)
-    return action, verify
+    return action, verify_commands(scene.catalog, main)
 
 
 def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,

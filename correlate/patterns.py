@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Callable
 
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, downstream_parties, initiator_fields,
-                                 unknown_verdict)
+                                 unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links
 
@@ -329,7 +329,8 @@ def fabric_manager(scene: Scene) -> Verdict | None:
                      "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
                      "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards)."),
         next_action=_action(scene, lead[0]),
-        verify=_verify(scene, lead[0]) or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"],
+        verify=(verify_commands(scene.catalog, lead[0])
+                or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"]),
         missing=[] if fm else ["the Fabric Manager journal (journalctl -u nvidia-fabricmanager): was it stopped, "
                                 "restarted or failing when the job started?"])
 
@@ -571,21 +572,6 @@ def _payload(e: Ev) -> str:
             msg = msg[i + len(marker):]
             break
     return msg.strip()[:160]
-
-
-def _verify(scene: Scene, e: Ev) -> list[str]:
-    c = scene.catalog.by_id.get(e.signature)
-    if not c:
-        return []
-    vals = {"device": e.device or "", "gpu_index": e.gpu_index if e.gpu_index is not None else "",
-            "module": e.details.get("module", ""), "device_short": (e.device or "")[:10]}
-    out = []
-    for v in c.sig.verify:
-        try:
-            out.append(v.format(**vals))
-        except (KeyError, IndexError, ValueError):
-            out.append(v)
-    return out
 
 
 PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {

@@ -253,3 +253,21 @@ def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs
     assert acs["category"] == "pcie_p2p" and "GeForce" not in acs["next_action"]
     assert acs["next_action"].startswith("Check ACS on the PCIe bridges")
     assert acs["next_action"].endswith("Until then NCCL_P2P_DISABLE=1 avoids the hang.")
+
+
+def test_verify_commands_name_the_device_else_its_index_else_a_placeholder(catalog):
+    """``attribute.verify_commands``, used by the default action and the patterns alike: ``{device}`` is the
+    PCI bus id, else the GPU index (``nvidia-smi -i`` takes either), else ``<bus id>``; never an empty
+    argument (``nvidia-smi -q -i  | grep``, as the Fabric Manager pattern printed before)."""
+    from correlate.attribute import verify_commands
+    from correlate.model import Ev
+
+    def ev(device, gpu_index):
+        return Ev(event_id="e", ts=T0, ts_basis="line", host="node01", source="nvml", kind="ecc",
+                  signature="nvml.smi_uncorrected_ecc", severity="error", device_type="gpu", device=device, link=None,
+                  xid=None, sxid=None, peer=None, rank=None, nranks=None, comm=None, message="", gpu_index=gpu_index)
+
+    cmd = "nvidia-smi -q -d ECC,ROW_REMAPPER -i "
+    assert verify_commands(catalog, ev("0000:1a:00.0", 0)) == [cmd + "0000:1a:00.0"]
+    assert verify_commands(catalog, ev(None, 3)) == [cmd + "3"]
+    assert verify_commands(catalog, ev(None, None)) == [cmd + "<bus id>"]
