@@ -89,7 +89,7 @@ def degraded_links(
         raise typer.Exit(1) from None
 
 
-def _no_samples(settings, hour: str) -> None:
+def _no_samples(settings: Settings, hour: str) -> None:
     """Say on stderr that ``hour`` has no link samples, and which hours of the lake have some (an empty report
     is otherwise indistinguishable from a healthy fleet)."""
     from api.store import connect
