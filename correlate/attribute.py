@@ -202,25 +202,43 @@ def is_fault(e: Ev, catalog: Catalog) -> bool:
     return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
 
 
-def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
-    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e``: ``{device}`` is the
-    device's name (a PCI bus id, a NIC), else the GPU index (``nvidia-smi -i`` takes either), else
-    ``<bus id>`` to fill in; ``{gpu_index}`` the index, else ``<gpu>``; ``{device_short}`` the bus id's first
-    10 characters (how ``NVRM: Xid (PCI:…`` prints it); ``{module}`` the kernel module of the line, else
-    ``<module>``. A command with any other field is kept as written."""
+class _Fields(dict):
+    """Template fields of one event; a field the event lacks reads ``<field>``, for the reader to fill in."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def _fields(e: Ev) -> _Fields:
+    """The fields a catalog text (``action``, ``verify``) may name: the event's scalar ``details`` (a module, a
+    recovery action), ``device`` (a PCI bus id or a NIC; ``<bus id>`` when no line named it: a GPU index is
+    no bus id for ``lspci -s``), ``gpu_index`` (``<gpu>``), ``device_short`` (the bus id's first 10
+    characters, as ``NVRM: Xid (PCI:…`` prints it)."""
+    f = _Fields({k: str(v) for k, v in e.details.items() if v is not None and not isinstance(v, (dict, list))})
+    f.update(device=e.device or "<bus id>", device_short=(e.device or "<bus id>")[:10],
+             gpu_index=str(e.gpu_index) if e.gpu_index is not None else "<gpu>")
+    return f
+
+
+def fill(template: str, e: Ev) -> str:
+    """A catalog text with ``e``'s fields (``_fields``) in place of ``{field}``; a text that is no template
+    (a stray brace) as written."""
+    try:
+        return template.format_map(_fields(e))
+    except (IndexError, ValueError, AttributeError):
+        return template
+
+
+def catalog_action(catalog: Catalog, e: Ev) -> str:
+    """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e``; "" without one."""
     c = catalog.by_id.get(e.signature)
-    if not c:
-        return []
-    gpu = str(e.gpu_index) if e.gpu_index is not None else None
-    vals = {"device": e.device or gpu or "<bus id>", "gpu_index": gpu or "<gpu>",
-            "device_short": (e.device or "")[:10], "module": e.details.get("module") or "<module>"}
-    out = []
-    for t in c.sig.verify:
-        try:
-            out.append(t.format(**vals))
-        except (KeyError, IndexError, ValueError):
-            out.append(t)
-    return out
+    return fill(c.sig.action, e) if c and c.sig.action else ""
+
+
+def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
+    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``fill``)."""
+    c = catalog.by_id.get(e.signature)
+    return [fill(t, e) for t in c.sig.verify] if c else []
 
 
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:

@@ -15,7 +15,7 @@ import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, verify_commands
+from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, verify_commands
 from correlate.model import Ev
 from schemas.events import SEVERITY_RANK
 
@@ -64,10 +64,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
-    c = scene.catalog.by_id.get(main.signature)
-    if not action and c and c.sig.action:
-        action = c.sig.action
-    return action, verify_commands(scene.catalog, main)
+    return action or catalog_action(scene.catalog, main), verify_commands(scene.catalog, main)
 
 
 def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,

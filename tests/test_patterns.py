@@ -255,19 +255,30 @@ def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs
     assert acs["next_action"].endswith("Until then NCCL_P2P_DISABLE=1 avoids the hang.")
 
 
-def test_verify_commands_name_the_device_else_its_index_else_a_placeholder(catalog):
-    """``attribute.verify_commands``, used by the default action and the patterns alike: ``{device}`` is the
-    PCI bus id, else the GPU index (``nvidia-smi -i`` takes either), else ``<bus id>``; never an empty
-    argument (``nvidia-smi -q -i  | grep``, as the Fabric Manager pattern printed before)."""
-    from correlate.attribute import verify_commands
+def test_catalog_texts_are_filled_from_the_event_else_say_what_to_fill_in(catalog, pipeline):
+    """``attribute.fill`` for the actions and verify commands of every signature: ``{device}`` is the bus id
+    (``<bus id>`` when no line named one: a GPU index is no ``lspci -s`` argument), ``{gpu_index}`` the index
+    (``<gpu>``), ``{module}`` and the other fields the line's own; no ``{field}`` is ever shown, no
+    argument left empty. Corpus 014: the missing kernel module is named in the next action, not ``{module}``."""
+    import re
+
+    from correlate.attribute import catalog_action, verify_commands
     from correlate.model import Ev
 
-    def ev(device, gpu_index):
-        return Ev(event_id="e", ts=T0, ts_basis="line", host="node01", source="nvml", kind="ecc",
-                  signature="nvml.smi_uncorrected_ecc", severity="error", device_type="gpu", device=device, link=None,
-                  xid=None, sxid=None, peer=None, rank=None, nranks=None, comm=None, message="", gpu_index=gpu_index)
+    def ev(sig, device=None, gpu_index=None, details=None):
+        return Ev(event_id="e", ts=T0, ts_basis="line", host="node01", source="nvml", kind="ecc", signature=sig,
+                  severity="error", device_type="gpu", device=device, link=None, xid=None, sxid=None, peer=None,
+                  rank=None, nranks=None, comm=None, message="", gpu_index=gpu_index, details=details or {})
 
+    for entry in catalog.entries:
+        for texts in ([catalog_action(catalog, ev(entry.sig.id))], verify_commands(catalog, ev(entry.sig.id))):
+            for t in texts:
+                assert not re.search(r"\{[a-z_]+\}", t), (entry.sig.id, t)
     cmd = "nvidia-smi -q -d ECC,ROW_REMAPPER -i "
-    assert verify_commands(catalog, ev("0000:1a:00.0", 0)) == [cmd + "0000:1a:00.0"]
-    assert verify_commands(catalog, ev(None, 3)) == [cmd + "3"]
-    assert verify_commands(catalog, ev(None, None)) == [cmd + "<bus id>"]
+    assert verify_commands(catalog, ev("nvml.smi_uncorrected_ecc", "0000:1a:00.0", 0)) == [cmd + "0000:1a:00.0"]
+    assert verify_commands(catalog, ev("nvml.smi_uncorrected_ecc", None, 3)) == [cmd + "<bus id>"]
+    assert "nvidia-smi -r -i 3)" in catalog_action(catalog, ev("nvml.nvlink_inactive", None, 3))
+    assert "nvidia-smi -r -i <gpu>)" in catalog_action(catalog, ev("nvml.nvlink_inactive"))
+    assert "(Reboot)" in catalog_action(catalog, ev("nvml.recovery_action", details={"recovery_action": "Reboot"}))
+    (fm,) = _with(pipeline, _corpus("014"), [])
+    assert "modprobe ib_umad" in fm["next_action"] and "lsmod | grep ib_umad" in fm["verify"]
