@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
@@ -127,7 +128,7 @@ class CorrelateWorker:
                 for r in recs:
                     try:
                         table = decode(r.value)
-                    except (ValueError, OSError, TypeError) as e:  # not ours to fix (ArrowInvalid is a ValueError)
+                    except (pa.ArrowException, ValueError, OSError, TypeError) as e:  # not ours to fix: skip, say so
                         log.error("correlate: undecodable record %s/%d/%d: %s", tp.topic, tp.partition, r.offset, e,
                                   extra={"stage": "correlate", "error_code": "bad_events_record"})
                         table = None

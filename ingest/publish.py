@@ -96,8 +96,15 @@ def encode(table: pa.Table) -> bytes:
 
 def decode(value: bytes) -> pa.Table:
     """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt, and
-    ``ValueError`` if a required column holds nulls (``schemas.events.check_required``)."""
+    ``ValueError`` naming the columns if its columns do not cast to ``EVENTS_SCHEMA`` or a required one holds
+    nulls (``schemas.events.check_required``)."""
     t = pa.ipc.open_stream(value).read_all()
-    t = t.cast(EVENTS_SCHEMA) if t.schema != EVENTS_SCHEMA else t
+    if t.schema != EVENTS_SCHEMA:
+        try:
+            t = t.cast(EVENTS_SCHEMA)
+        except pa.ArrowException as e:
+            odd = [f"{f.name} ({t.schema.field(f.name).type}; the schema has {f.type})" for f in EVENTS_SCHEMA
+                   if f.name in t.column_names and t.schema.field(f.name).type != f.type]
+            raise ValueError(f"events record that does not fit the events schema: {', '.join(odd) or e}") from e
     check_required(t)
     return t

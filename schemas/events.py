@@ -14,6 +14,7 @@ import hashlib
 from typing import Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # Where ``ts`` came from. ``line``: the line's own stamp; ``envelope``: the
 # shipper's record time (Vector ``timestamp``, journald ``__REALTIME_TIMESTAMP``);
@@ -120,13 +121,27 @@ def make_event_id(origin: str, sub: int = 0) -> str:
     return h.hexdigest()
 
 
+#: the columns every event must fill: the correlator has no stand-in for them (``ts_precision_us``, ``count``,
+#: ``message`` and ``origin`` have one, though the schema declares them non-nullable too)
+REQUIRED: Final = ("event_id", "ts", "ts_basis", "host", "source", "kind", "signature", "severity")
+
+
 def check_required(table: pa.Table) -> None:
-    """Raise ``ValueError`` naming each column that ``EVENTS_SCHEMA`` declares non-nullable (``event_id``, ``ts``,
-    ``ts_basis``, ``host``, ``source``, ``kind``, ``signature``, ``severity``) and that holds nulls in
-    ``table``, with how many; a missing one is left to the reader. Arrow's casts and IPC reads do not check
-    nullability, so a table written by another producer may carry them."""
-    bad = [f"{f.name} ({table.column(f.name).null_count} of {table.num_rows} rows)" for f in EVENTS_SCHEMA
-           if not f.nullable and f.name in table.column_names and table.column(f.name).null_count]
+    """Raise ``ValueError`` naming each column of ``REQUIRED`` that holds nulls in ``table``, with how many; a
+    missing one is left to the reader. Arrow's casts and IPC reads do not check nullability, so a table written
+    by another producer may carry them. A dictionary- or run-end-encoded column is counted decoded (a null may
+    hide in its dictionary or values)."""
+    bad = []
+    for name in REQUIRED:
+        if name not in table.column_names:
+            continue
+        col = table.column(name)
+        if pa.types.is_run_end_encoded(col.type):
+            col = pc.run_end_decode(col)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if col.null_count:
+            bad.append(f"{name} ({col.null_count} of {table.num_rows} rows)")
     if bad:
         raise ValueError("events table with nulls in required columns: " + ", ".join(bad))
 

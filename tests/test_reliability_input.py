@@ -789,8 +789,9 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
 def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlation_goes_on(kafka, pipeline,
                                                                                            caplog):
     """``fleet.events`` records come from the ingest side, but Arrow IPC does not check a column's nullability:
-    a record of another producer whose ``ts`` holds nulls is logged (``bad_events_record``, naming the column)
-    and skipped, and the next record's Xid 79 still becomes an incident. Before, such a record reached the
+    a record of another producer whose ``ts`` holds nulls, and one whose ``details`` no cast turns into the
+    schema's text (``ArrowNotImplementedError``), are logged (``bad_events_record``, naming the column) and
+    skipped, and the next record's Xid 79 still becomes an incident. Before, such a record reached the
     correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering."""
     import logging
 
@@ -809,6 +810,14 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     assert good.num_rows == 1
     i = good.schema.get_field_index("ts")
     bad = good.set_column(i, good.schema.field(i), pa.nulls(good.num_rows, good.schema.field(i).type))
+    j = good.schema.get_field_index("details")  # a struct where the schema has JSON text: no cast exists
+    odd = good.set_column(j, "details", pa.array([{"a": 1}] * good.num_rows))
+
+    def ipc(t: pa.Table) -> bytes:  # as another producer would write it, in its own schema
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, t.schema) as w:
+            w.write_table(t)
+        return sink.getvalue().to_pybytes()
     topic = f"nullts.{time.time_ns()}"
     asyncio.run(_create(kafka, [topic], big=False))
 
@@ -816,8 +825,8 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
         producer = AIOKafkaProducer(bootstrap_servers=kafka)
         await producer.start()
         try:
-            for t in (bad, good):
-                await producer.send_and_wait(topic, encode(t), key=b"node31", partition=0)
+            for value in (encode(bad), ipc(odd), encode(good)):
+                await producer.send_and_wait(topic, value, key=b"node31", partition=0)
         finally:
             await producer.stop()
         got: list[dict] = []
@@ -832,8 +841,8 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
 
     with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
         incidents = asyncio.run(go())
-    [rec] = [r for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record"]
-    assert "nulls in required columns: ts (1 of 1 rows)" in rec.getMessage()
+    nulls, cast = [r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record"]
+    assert "nulls in required columns: ts (1 of 1 rows)" in nulls and "details" in cast, (nulls, cast)
     assert [(i["category"], i["initiator"]["device"]) for i in incidents] == [("gpu_off_bus", "0000:3a:00.0")]
 
 
