@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from api.render import console_width
 from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
 
@@ -37,9 +37,8 @@ def _add_report_app() -> None:
 
 
 _add_report_app()
-# a terminal's own width, or COLUMNS when set; else (CI logs, pipes) wide enough for the incident table
-err = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
-out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
+err = Console(stderr=True, width=console_width(sys.stderr.isatty()))
+out = Console(width=console_width(sys.stdout.isatty()))
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)]
@@ -133,7 +132,8 @@ def _parse_symptom(text: str, hosts: list[str]):
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU] (e.g. hang:0,1 or "

@@ -6,6 +6,8 @@ ISO 8601 UTC strings and ``details`` as an object — the DESIGN.md contract.
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any
 
 import orjson
@@ -71,6 +73,22 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -
     return t
 
 
+#: narrowest width a console is given (a narrower COLUMNS folds values to a character per line, or drops them)
+MIN_WIDTH = 40
+
+
+def console_width(is_terminal: bool) -> int | None:
+    """Width for a CLI console: ``COLUMNS`` when it is a positive number (at least ``MIN_WIDTH``); else a
+    terminal's own width (``None``: Rich asks the terminal); else 200, wide enough for the incident table in CI
+    logs and pipes. A ``COLUMNS`` of 0 or not a number is ignored (Rich would print nothing at width 0)."""
+    cols = os.environ.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return max(int(cols), MIN_WIDTH)
+    if is_terminal:
+        return shutil.get_terminal_size((200, 24)).columns if cols else None
+    return 200
+
+
 class IncidentsView:
     """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
     ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,
@@ -81,6 +99,9 @@ class IncidentsView:
         self.incidents, self.title = incidents, title
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not self.incidents:
+            yield Text(f"{self.title}: none")
+            return
         table = incidents_table(self.incidents, self.title)
         natural = Measurement.get(console, options.update(width=10_000), table).maximum
         if options.max_width >= min(natural, TABLE_MIN_WIDTH):

@@ -17,10 +17,11 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from api.render import console_width
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
-err = Console(stderr=True)
+err = Console(stderr=True, width=console_width(sys.stderr.isatty()))
 
 
 def require_lake(s: Settings) -> None:
@@ -90,18 +91,25 @@ def degraded_links(
 
 
 def _no_samples(settings: Settings, hour: str) -> None:
-    """Say on stderr that ``hour`` has no link samples, and which hours of the lake have some (an empty report
-    is otherwise indistinguishable from a healthy fleet)."""
+    """Say on stderr why ``hour``'s report lists no host: the lake has no link samples in that hour (then name
+    the latest hours it has samples for), or the hour's samples hold nothing the report reads. An empty report
+    is otherwise indistinguishable from a healthy fleet."""
     from api.store import connect
     from ingest.lake import Lake
 
     con = connect(Lake(settings.lake))
     try:
-        lo, hi = con.execute("SELECT strftime(min(ts), '%Y-%m-%dT%H'), strftime(max(ts), '%Y-%m-%dT%H') "
-                             "FROM link_samples").fetchone()
+        hours = [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
+                                          "ORDER BY h DESC").fetchall()]
     finally:
         con.close()
-    where = (f"its samples span the hours {lo} – {hi} (UTC): pass one of them with --hour" if lo
-             else "it holds none yet")
-    err.print(f"no link samples in the lake for the hour {hour}; {where}", style="yellow", markup=False,
-              highlight=False)
+    if hour in hours:
+        why = "its link samples of that hour hold no NVLink state or error counter the report reads"
+    elif hours:
+        latest = ", ".join(sorted(hours[:6]))
+        why = (f"the lake has no link samples in that hour; it has some in {len(hours)} hour"
+               f"{'s' if len(hours) > 1 else ''}" + (f", the latest: {latest}" if len(hours) > 6 else f": {latest}")
+               + " (UTC; pass one with --hour)")
+    else:
+        why = "the lake holds no link samples yet"
+    err.print(f"no host in the report of {hour}: {why}", style="yellow", markup=False, highlight=False)

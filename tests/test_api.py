@@ -274,6 +274,33 @@ def test_incidents_view_shows_every_field_whole_at_any_terminal_width():
     assert "┃ start (UTC)" in text and "node7 gpu 0000:b3:00.0 (Xid 79)" in text
 
 
+def test_console_width_takes_a_usable_columns_only(monkeypatch):
+    """``render.console_width``: a positive ``COLUMNS`` (at least ``MIN_WIDTH``: narrower folds values to a
+    character per line); ``COLUMNS=0`` or not a number is ignored (Rich printed nothing at width 0: every
+    line of ``diagnose`` vanished, exit 0); without it a terminal asks itself (None), a pipe gets 200."""
+    from api.render import MIN_WIDTH, console_width
+
+    for cols, tty, want in (("100", False, 100), ("100", True, 100), ("10", False, MIN_WIDTH), ("0", False, 200),
+                            ("abc", False, 200), ("", False, 200), (None, False, 200), (None, True, None)):
+        if cols is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", cols)
+        assert console_width(tty) == want, (cols, tty)
+    monkeypatch.setenv("COLUMNS", "0")
+    assert console_width(True) > 0  # the terminal's own size (or 200 when there is none)
+
+
+def test_no_incidents_says_none():
+    from rich.console import Console
+
+    from api.render import IncidentsView
+
+    c = Console(record=True, width=80)
+    c.print(IncidentsView([], title="caught up"))
+    assert c.export_text().strip() == "caught up: none"
+
+
 def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
     """``store._has_more`` after the row cap: an error or the time limit while reading on says "unknown"
     (None), not a failed query; empty batches are skipped. (A reader made from Python batches stands in for

@@ -334,9 +334,9 @@ def test_cli(lake_settings, tmp_path):
 
 
 def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
-    """An empty report is otherwise a healthy fleet: for an hour without link samples stderr says so and names
-    the hours the lake has samples for (the fixture's hour among them); an empty lake holds none; the report
-    itself is still written (exit 0)."""
+    """An empty report is otherwise a healthy fleet: for an hour without link samples (before them all, or
+    between two hours that have some) stderr says so and lists the hours the lake has samples for, the
+    fixture's hour among them; an empty lake holds none; the report itself is still written (exit 0)."""
     import typer
     from typer.testing import CliRunner
 
@@ -348,18 +348,23 @@ def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
     run = CliRunner().invoke
     cfg = tmp_path / "firstfault.toml"
     cfg.write_text(f'lake = "{lake_settings.lake}"\n')
-    res = run(app, ["report", "degraded-links", "--hour", "2020-01-01T00", "--config", str(cfg)])
-    assert res.exit_code == 0 and json.loads(res.stdout)["totals"]["hosts_sampled"] == 0
-    said = " ".join(res.stderr.split())
-    m = re.search(r"no link samples in the lake for the hour 2020-01-01T00; its samples span the hours "
-                  r"(\S+) – (\S+) \(UTC\)", said)
-    assert m and m.group(1) <= HOUR <= m.group(2), said
+    hours = sorted({datetime.fromtimestamp(t.timestamp(), timezone.utc).strftime("%Y-%m-%dT%H") for t in
+                    pq.read_table(Path(lake_settings.lake) / "link_samples").column("ts").to_pylist()})
+    assert HOUR in hours and len(hours) <= 6
+    gap = "2026-11-30T00"
+    assert hours[0] < gap < hours[-1] and gap not in hours  # the fixture's samples skip that hour
+    for hour in ("2020-01-01T00", gap):
+        res = run(app, ["report", "degraded-links", "--hour", hour, "--config", str(cfg)])
+        assert res.exit_code == 0 and json.loads(res.stdout)["totals"]["hosts_sampled"] == 0
+        said = " ".join(res.stderr.split())
+        assert said == (f"no host in the report of {hour}: the lake has no link samples in that hour; it has some "
+                        f"in {len(hours)} hours: {', '.join(hours)} (UTC; pass one with --hour)"), said
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
-    assert res.exit_code == 0 and "no link samples" not in res.stderr
+    assert res.exit_code == 0 and "no host" not in res.stderr
     Lake(str(tmp_path / "empty")).init()
     cfg.write_text(f'lake = "{tmp_path / "empty"}"\n')
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
-    assert res.exit_code == 0 and "it holds none yet" in " ".join(res.stderr.split()), res.stderr
+    assert res.exit_code == 0 and "the lake holds no link samples yet" in " ".join(res.stderr.split()), res.stderr
 
 
 # --- looked at as a person would: headless Chromium -----------------------------------------------------------
