@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from correlate.attribute import SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects, roots_verdict
+from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects,
+                                 roots_verdict)
 from correlate.cluster import components
 from correlate.incident import render
 from correlate.model import Ev, events_from_table, follow_watchdogs
