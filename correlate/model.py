@@ -7,7 +7,6 @@ stay integers in µs UTC.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -136,8 +135,7 @@ def follow_watchdogs(events: list[Ev]) -> None:
             e.imply_start(best.start)
 
 
-@lru_cache(maxsize=1 << 16)
-def _pos(origin: str) -> int:
+def _pos(origin: str) -> int:  # once per event (Ev.__post_init__): no cache
     tail = origin.rsplit(":", 1)[-1].split("#", 1)[0]
     return int(tail) if tail.isdigit() else 0
 
