@@ -220,11 +220,11 @@ def _fields(e: Ev) -> _Fields:
     return f
 
 
-def fill(template: str, e: Ev) -> str:
-    """A catalog text with ``e``'s fields (``_fields``) in place of ``{field}``; a text that is no template
-    (a stray brace) as written."""
+def _fill(template: str, fields: _Fields) -> str:
+    """A catalog text with an event's ``fields`` (``_fields``) in place of ``{field}``; a text that is no
+    template (a stray brace) as written."""
     try:
-        return template.format_map(_fields(e))
+        return template.format_map(fields)
     except (IndexError, ValueError, AttributeError):
         return template
 
@@ -232,13 +232,16 @@ def fill(template: str, e: Ev) -> str:
 def catalog_action(catalog: Catalog, e: Ev) -> str:
     """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e``; "" without one."""
     c = catalog.by_id.get(e.signature)
-    return fill(c.sig.action, e) if c and c.sig.action else ""
+    return _fill(c.sig.action, _fields(e)) if c and c.sig.action else ""
 
 
 def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
-    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``fill``)."""
+    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``_fill``)."""
     c = catalog.by_id.get(e.signature)
-    return [fill(t, e) for t in c.sig.verify] if c else []
+    if not c:
+        return []
+    fields = _fields(e)
+    return [_fill(t, fields) for t in c.sig.verify]
 
 
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:

@@ -256,7 +256,7 @@ def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs
 
 
 def test_catalog_texts_are_filled_from_the_event_else_say_what_to_fill_in(catalog, pipeline):
-    """``attribute.fill`` for the actions and verify commands of every signature: ``{device}`` is the bus id
+    """``attribute.catalog_action`` and ``verify_commands`` over every signature: ``{device}`` is the bus id
     (``<bus id>`` when no line named one: a GPU index is no ``lspci -s`` argument), ``{gpu_index}`` the index
     (``<gpu>``), ``{module}`` and the other fields the line's own; no ``{field}`` is ever shown, no
     argument left empty. Corpus 014: the missing kernel module is named in the next action, not ``{module}``."""
