@@ -83,8 +83,13 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
     through Kafka, ``d = append time − line time`` mixes shipping delay and
     clock offset. The fleet's median ``d`` is the typical delay; a host's bound
     is ``|median(d_host) − fleet median|`` plus the spread of its own ``d``
-    (median absolute deviation), capped at ``cap_us``. Hosts without enough
-    evidence get none (the default applies).
+    (median absolute deviation), rounded up to whole seconds and capped at
+    ``cap_us``. Hosts without enough evidence get none (the default applies).
+
+    Whole seconds: the medians move a little with every event, and a bound
+    only has to be wide enough; rounded up, it stays put from one streaming
+    step to the next (so do the attributions ``correlator.AttributionCache``
+    keeps), and it is never narrower than the estimate.
     """
     delays = _append_delays(events, min_events)
     if delays is None:
@@ -94,7 +99,7 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
     for h, m in meds.items():
         d = per_host[h]
         mad = sorted(abs(x - m) for x in d)[len(d) // 2]
-        out[h] = min(cap_us, abs(m - fleet) + mad)
+        out[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
     return out
 
 
