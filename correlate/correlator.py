@@ -122,12 +122,54 @@ def _first_pattern(scene: Scene) -> Verdict | None:
     return None
 
 
+@dataclass(slots=True)
+class AttributionCache:
+    """The attribution of each candidate incident, kept from one :func:`correlate` call to the next (the
+    streaming correlator re-correlates the events it keeps at every step, and most candidate incidents have
+    not changed since the last one).
+
+    A candidate incident's subjects, edges and verdict are a pure function of its events (each fixed once
+    built but for its implied start, ``Ev.imply_start``), the rules, the catalog, the fleet config, and of the
+    topology and clock bounds as read for its events' hosts: each host's facts (``Topology.host_facts``, the
+    communicators with a rank on it included) and skew bound (``window.may_cause`` reads the skew bounds of
+    the two events' hosts; the largest bound only limits a search). An entry is keyed by its events (object
+    ids, kept alive by the entry, starts and implied starts) and used only while its hosts' facts and skew
+    bounds equal those it was made with; every entry is dropped when the rules, the catalog or the fleet
+    config change. Rendering (status, recurrence) is redone at every call. Only the last call's candidate
+    incidents are kept, so the cache is as large as the events the caller keeps.
+
+    ``hits`` / ``misses``: candidate incidents taken from the cache / attributed, over the cache's life."""
+
+    #: events key -> (scene, verdict or None, {host: (its facts, its skew bound µs)} when made)
+    scenes: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple]]] = field(default_factory=dict)
+    memo: ShapeMemo = field(default_factory=ShapeMemo)
+    fleet: tuple | None = None  # (rules, catalog, fleet config) of the last call
+    hits: int = 0
+    misses: int = 0
+
+    def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> None:
+        """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo
+        unless the rules and the catalog are)."""
+        last = self.fleet
+        now = (rules, catalog, topo.fleet_facts())
+        if last is None or last[0] is not rules or last[1] is not catalog:
+            self.memo = ShapeMemo()  # shape ids are decided by the rules and the catalog
+            self.scenes = {}
+        elif last[2] != now[2]:
+            self.scenes = {}
+        self.fleet = now
+
+
 @gc_paused()  # many objects, no cycles: ingest.gcpause
 def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topology: pa.Table | None = None,
               *, settings: Settings | None = None, symptoms: list[Symptom] | None = None, now_us: int,
               rules: Rules | None = None, catalog: Catalog | None = None,
-              previous: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Incidents (DESIGN.md shape) for a batch of events, sorted by start."""
+              previous: list[dict[str, Any]] | None = None,
+              cache: AttributionCache | None = None) -> list[dict[str, Any]]:
+    """Incidents (DESIGN.md shape) for a batch of events, sorted by start.
+
+    ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
+    the same with or without it."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
@@ -140,14 +182,35 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
-    memo = ShapeMemo()
+    kept: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple]]] = {}
+    if cache is not None:
+        cache.check(rules, catalog, topo)
+        facts = topo.host_facts()
+    memo = cache.memo if cache is not None else ShapeMemo()
     for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
-        scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
-        if not scene.faults():
-            continue
-        scene.subject = resolve_subjects(comp, topo, catalog)
-        scene.edges = find_edges(scene)
-        v = attribute(scene)
+        if cache is not None:
+            key = tuple([(id(e), e.start, e.implied_start) for e in comp])
+            hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}
+            got = cache.scenes.get(key)
+            if got is not None and got[2] != hosts:
+                got = None
+        else:
+            got = None
+        if got is not None:
+            scene, v, _ = got
+            scene.topo, scene.clocks = topo, clocks  # they answer its hosts alike; the old ones can go
+            cache.hits += 1
+        else:
+            scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
+            v = None
+            if scene.faults():
+                scene.subject = resolve_subjects(comp, topo, catalog)
+                scene.edges = find_edges(scene)
+                v = attribute(scene)
+            if cache is not None:
+                cache.misses += 1
+        if cache is not None:
+            kept[key] = (scene, v, hosts)
         if v is None:
             continue
         inc = render(scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
@@ -155,6 +218,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
                          for h in sorted({e.host for e in comp})}
         history.append(inc)
         incidents.append(inc)
+    if cache is not None:
+        cache.scenes = kept
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))
 
 

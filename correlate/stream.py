@@ -37,7 +37,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from correlate.correlator import Settings, correlate
+from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import rank_membership
@@ -76,6 +76,8 @@ class StreamCorrelator:
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
+    #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
+    cache: AttributionCache = field(default_factory=AttributionCache)
 
     @gc_paused()  # an Ev per event, no cycles: ingest.gcpause
     def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
@@ -136,7 +138,7 @@ class StreamCorrelator:
         self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
-                              previous=[v[2] for v in self.emitted.values()])
+                              previous=[v[2] for v in self.emitted.values()], cache=self.cache)
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age

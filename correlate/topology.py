@@ -103,7 +103,42 @@ class Topology:
             if e.details.get("model") and e.gpu_index is not None:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
 
-    # --- queries -------------------------------------------------------------
+    def host_facts(self) -> dict[str, tuple]:
+        """host -> what the topology holds about it, as plain values for equality tests
+        (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends
+        and index -> bus ids, and each communicator with a rank on it (its place in ``comm_ranks``, id, ranks
+        and size). Every query reads the facts of the host it is given, of a communicator with a rank on that
+        host (``comm_index``; the communicator a timeout names is picked among those with a rank on the
+        timeout's host), or the fleet config (:meth:`fleet_facts`)."""
+        out: dict[str, tuple[dict, dict, dict, dict, dict, list]] = {}
+
+        def of(host: str) -> tuple[dict, dict, dict, dict, dict, list]:
+            f = out.get(host)
+            if f is None:
+                f = out[host] = ({}, {}, {}, {}, {}, [])
+            return f
+
+        for (h, k), links in self.link_state.items():
+            of(h)[0][k] = dict(links)
+        for (h, k), m in self.model.items():
+            of(h)[1][k] = m
+        for (h, k), peers in self.paths.items():
+            of(h)[2][k] = dict(peers)
+        for (h, k, l), far in self.remote.items():
+            of(h)[3][(k, l)] = far
+        for (h, i), bus in self.index_to_bus.items():
+            of(h)[4][i] = bus
+        for pos, (comm, ranks) in enumerate(self.comm_ranks.items()):
+            fact = (pos, comm, dict(ranks), self.comm_size.get(comm))
+            for h in {h for h, _dev in ranks.values()}:
+                of(h)[5].append(fact)
+        return out
+
+    def fleet_facts(self) -> dict[str, HostConfig]:
+        """The fleet config (host -> platform, NVLink domain, rack): what queries read beyond
+        :meth:`host_facts`."""
+        return dict(self.hosts)
+
     def comm_index(self) -> dict[str, list[tuple[str, str | None]]]:
         """host -> [(communicator id, GPU key or None)] of the ranks NCCL init lines placed on it."""
         if self._comm_index is None:

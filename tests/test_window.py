@@ -329,3 +329,108 @@ def test_an_emitted_open_incident_is_emitted_again_resolved_when_it_goes_quiet()
     (again,) = sc.step(now_us=t + sc.settings.resolve_after_us + 1 * S)
     assert (again["id"], again["version"], again["status"]) == (inc["id"], 2, "resolved")
     assert sc.step(now_us=t + 30 * 60 * S) == []
+
+
+def _simulated_batch(pipeline, tmp_path, n: int, seed: int):
+    from benchmarks.simulate import generate
+    from ingest.decode import Decoded, decode_file
+
+    decoded = Decoded()
+    for s in generate(n, seed=seed).scenarios:
+        for f in s.files:
+            p = tmp_path / f"{s.sid}-{f.name}"
+            p.write_bytes(f.data)
+            decoded.segments.extend(decode_file(p, relname=p.name).segments)
+    return pipeline.run(decoded)
+
+
+def test_attribution_cache_changes_no_step_of_the_stream(pipeline, tmp_path):
+    """The streaming correlator reuses the attribution of candidate incidents that did not change
+    (``correlator.AttributionCache``). Fed simulated fleets in shuffled batches, with their link samples and
+    wiring facts arriving along the way (so hosts' topology changes mid-stream), every step emits exactly
+    what a correlator that attributes everything afresh at each step emits; and the cache was used."""
+    import random
+
+    import pyarrow as pa
+
+    from correlate.correlator import AttributionCache
+
+    b = _simulated_batch(pipeline, tmp_path, 10, seed=11)
+    rnd = random.Random(1)
+    order = list(range(b.events.num_rows))
+    rnd.shuffle(order)
+    cached, fresh = StreamCorrelator(lateness_us=10**15), StreamCorrelator(lateness_us=10**15)
+    cuts = range(0, len(order), 12)
+    n_s, n_t = b.link_samples.num_rows, b.topology.num_rows
+    for step, k in enumerate(cuts):
+        part = step * n_s // len(cuts), (step + 1) * n_s // len(cuts)
+        facts = step * n_t // len(cuts), (step + 1) * n_t // len(cuts)
+        for sc in (cached, fresh):
+            sc.add(b.events.take(pa.array(order[k:k + 12])), b.link_samples.slice(part[0], part[1] - part[0]),
+                   b.topology.slice(facts[0], facts[1] - facts[0]))
+        fresh.cache = AttributionCache()  # nothing kept: every candidate incident attributed again
+        now = (step + 1) * 30 * S
+        assert cached.step(now_us=now) == fresh.step(now_us=now), step
+    fresh.cache = AttributionCache()
+    assert cached.step(now_us=10**12, flush=True) == fresh.step(now_us=10**12, flush=True)
+    assert cached.cache.hits > cached.cache.misses > 0, (cached.cache.hits, cached.cache.misses)
+    assert fresh.cache.hits == 0
+
+
+def test_attribution_cache_reattributes_the_hosts_whose_topology_changed():
+    """A cached attribution is reused only while its hosts' topology facts and skew bounds are unchanged:
+    a link sample about one host re-attributes that host's candidate incidents, not the others'."""
+    import pyarrow as pa
+
+    from correlate.correlator import AttributionCache, correlate
+    from schemas.samples import LINK_SAMPLES_SCHEMA
+
+    evs = [ev("a1", "a", 1000 * S, xid=74), ev("b1", "b", 5000 * S, xid=74)]
+    cache = AttributionCache()
+    first = correlate(evs, now_us=0, cache=cache)
+    assert len(first) == 2 and (cache.hits, cache.misses) == (0, 2)
+    assert correlate(evs, now_us=0, cache=cache) == first and (cache.hits, cache.misses) == (2, 2)
+    row = {f.name: None for f in LINK_SAMPLES_SCHEMA}
+    row.update(host="a", ts=1000 * S, device="0000:01:00.0", link=3, state="inactive", model="NVIDIA H100 80GB HBM3",
+               origin="file:a-nvlink.txt:4")
+    samples = pa.Table.from_pylist([row], schema=LINK_SAMPLES_SCHEMA)
+    again = correlate(evs, samples, now_us=0, cache=cache)
+    assert (cache.hits, cache.misses) == (3, 3)  # b reused, a attributed again
+    assert again == correlate(evs, samples, now_us=0)
+
+
+def test_host_facts_hold_every_per_host_field_of_the_topology():
+    """``Topology.host_facts`` is what the attribution cache compares: a change to any per-host table of the
+    topology (every field but the fleet config) shows in the facts of that host only."""
+    from dataclasses import fields
+
+    def topo() -> Topology:
+        t = Topology()
+        t.link_state[("h", "0000:01:00.0")][0] = "up"
+        t.model[("h", "0000:01:00.0")] = "NVIDIA A100-SXM4-80GB"
+        t.paths[("h", "gpu0")]["GPU1"] = "NV12"
+        t.remote[("h", "0000:01:00.0", 0)] = ("0000:02:00.0", 1)
+        t.index_to_bus[("h", 0)] = "0000:01:00.0"
+        t.comm_ranks["c1"][0] = ("h", "0000:01:00.0")
+        t.comm_size["c1"] = 2
+        return t
+
+    change = {
+        "link_state": lambda t: t.link_state[("h", "0000:01:00.0")].__setitem__(0, "inactive"),
+        "model": lambda t: t.model.__setitem__(("h", "0000:01:00.0"), "NVIDIA H100 80GB HBM3"),
+        "paths": lambda t: t.paths[("h", "gpu0")].__setitem__("GPU1", "PIX"),
+        "remote": lambda t: t.remote.__setitem__(("h", "0000:01:00.0", 0), ("0000:03:00.0", 1)),
+        "index_to_bus": lambda t: t.index_to_bus.__setitem__(("h", 0), "0000:09:00.0"),
+        "comm_ranks": lambda t: t.comm_ranks["c1"].__setitem__(1, ("other", None)),
+        "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
+    }
+    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index"}
+    base = topo().host_facts()
+    assert set(base) == {"h"}
+    for name, fn in change.items():
+        t = topo()
+        fn(t)
+        assert t.host_facts()["h"] != base["h"], name
+    t = topo()
+    t.link_state[("g", "0000:01:00.0")][0] = "up"
+    assert t.host_facts()["h"] == base["h"]  # another host's facts leave h's alone
