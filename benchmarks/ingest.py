@@ -300,11 +300,14 @@ def correlator(batches: list) -> dict:
             sc.step(now_us=now)
             steps.append(time.perf_counter() - t0)
     steps.sort()
+    reused = sc.cache.hits / (sc.cache.hits + sc.cache.misses) if sc.cache.hits + sc.cache.misses else None
     return {"events": n, "incidents": len(inc), "correlate_cpu_s": batch_cpu,
             "events_per_s": n / batch_cpu if batch_cpu else None, "stream_cpu_s": stream_cpu,
             "stream_events_per_s": n / stream_cpu if stream_cpu else None, "stream_incident_versions": emitted,
             "stream_steps": len(steps), "stream_step_median_s": steps[len(steps) // 2] if steps else None,
-            "stream_step_max_s": steps[-1] if steps else None}
+            "stream_step_max_s": steps[-1] if steps else None,
+            # candidate incidents whose attribution the stepped run reused (correlator.AttributionCache)
+            "stream_attributions_reused": reused}
 
 
 def read_split_files(files: list[Path]) -> dict:
@@ -690,7 +693,9 @@ def table(out: dict) -> str:
         c = out["correlator"]
         lines.append(f"correlator: {c['events']} events, correlate() {_k(c['events_per_s'])} events/s, "
                      f"streaming {_k(c['stream_events_per_s'])} events/s; fed in {c['stream_steps']} steps: median "
-                     f"step {c['stream_step_median_s']:.3f} s, longest {c['stream_step_max_s']:.3f} s")
+                     f"step {c['stream_step_median_s']:.3f} s, longest {c['stream_step_max_s']:.3f} s"
+                     + (f", {c['stream_attributions_reused']:.0%} of attributions reused"
+                        if c.get("stream_attributions_reused") is not None else ""))
     if "storm" in out:
         r = out["storm"]
         lines.append(f"storm, one host ({r['lines']} kernel lines, {r['fault_lines']} fault lines; in process): "

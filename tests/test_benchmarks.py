@@ -76,6 +76,7 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert r["storm"]["baseline_re_lines_per_s"] > 0
     assert r["quick"] and all(t["holds"] is None for t in r["targets"].values())  # a smoke test judges nothing
     assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
+    assert 0 < r["correlator"]["stream_attributions_reused"] < 1  # steps that touch few hosts reuse the rest
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
     assert r["commit"] == bench.commit()  # the measured code, named in the JSON
