@@ -239,13 +239,15 @@ def test_skew_is_estimated_from_kafka_append_time():
     from correlate.window import estimate_skew
 
     evs = []
-    for h, off in (("a", 0), ("b", 0), ("c", 5 * S)):  # c's clock runs 5 s behind
+    # c's clock runs 5 s behind, d's 2.3 s
+    for h, off in (("a", 0), ("b", 0), ("e", 0), ("f", 0), ("c", 5 * S), ("d", 2_300_000)):
         for k in range(6):
             e = ev(f"{h}{k}", h, 1000 * S + k * S - off)
             e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", 1000 * S + k * S + 100_000  # 0.1 s shipping delay
             evs.append(e)
     est = estimate_skew(evs)
     assert est["a"] == 0 and est["b"] == 0 and est["c"] == 5 * S
+    assert est["d"] == 3 * S  # rounded up to whole seconds: steady from one event to the next, never narrower
     clocks = Clocks(default_skew_us=2 * S, skew_us={"b": S}).with_estimates(est)
     assert (clocks.skew("a"), clocks.skew("b"), clocks.skew("c")) == (2 * S, S, 5 * S)
     # files carry no append time: no estimate
