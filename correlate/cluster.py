@@ -76,6 +76,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     dsu = _DSU(n)
     slack = 2 * clocks.max_skew() + 2 * S
     starts = [e.start for e in faults]
+    starts2 = [2 * s for s in starts]
+    precisions2 = [2 * e.precision_us for e in faults]
     by_host: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(faults):
         by_host[e.host].append(i)
@@ -83,14 +85,16 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
         if e.signature == SYMPTOM and e.details.get("untimed"):
             for j in by_host[e.host]:
                 dsu.union(i, j)
+    kinds = [e.kind for e in faults]
+    hosts = [e.host for e in faults]
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
-                idx = [i for i in idx if faults[i].kind in rule.kinds]
-            if rule.relation in _ONE_HOST:
-                _sweep(idx, faults, w, dsu)
+                idx = [i for i in idx if kinds[i] in rule.kinds]
+            if rule.relation in _ONE_HOST or (keyed and _one_host(idx, hosts)):
+                _sweep(idx, starts2, precisions2, w, dsu)  # within one host, a keyed bucket needs the time test only
                 continue
             lo = 0
             for a in range(len(idx)):
@@ -116,20 +120,32 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     return sorted(comps, key=lambda g: g[0].order)
 
 
-def _sweep(idx: list[int], faults: list[Ev], w: int, dsu: _DSU) -> None:
+def _one_host(idx: list[int], hosts: list[str]) -> bool:
+    h = hosts[idx[0]] if idx else None
+    return all(hosts[i] == h for i in idx)
+
+
+def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU) -> None:
     """Union the faults ``idx`` of one host's bucket that are close enough in time (``window.within``).
 
     On one host no skew applies, so ``|start_i - start_j| <= w + precision_i + precision_j`` says that the
     intervals ``start ± (w/2 + precision)`` overlap: the components are the runs of overlapping intervals,
-    found in one pass over them sorted by left end (times doubled to stay in integers)."""
+    found in one pass over them sorted by left end (times doubled to stay in integers: ``starts2``,
+    ``precisions2`` hold twice each fault's start and precision, µs). ``idx`` is in start order, so when
+    its precisions are all equal it is already in that order."""
+    p0 = precisions2[idx[0]] if idx else 0
+    if any(precisions2[i] != p0 for i in idx):
+        idx = sorted(idx, key=lambda i: (starts2[i] - precisions2[i], starts2[i] + precisions2[i], i))
     reach = prev = None
-    for left, right, i in sorted((2 * faults[i].start - w - 2 * faults[i].precision_us,
-                                  2 * faults[i].start + w + 2 * faults[i].precision_us, i) for i in idx):
-        if reach is not None and left <= reach:
-            dsu.union(prev, i)
-            reach = max(reach, right)
+    union = dsu.union
+    for i in idx:
+        s, p = starts2[i], precisions2[i]
+        if reach is not None and s - w - p <= reach:
+            union(prev, i)
+            if s + w + p > reach:
+                reach = s + w + p
         else:
-            reach = right
+            reach = s + w + p
         prev = i
 
 
@@ -151,9 +167,9 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         return list(out.values())
     if rel == "same_domain":
         out = defaultdict(list)
-        for i, e in enumerate(faults):
-            out[topo.domain(e.host)].append(i)
-        return list(out.values())
+        for host, idx in by_host.items():
+            out[topo.domain(host)].append(idx)
+        return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
     if rel == "same_comm":
         out = defaultdict(list)
         for i, e in enumerate(faults):
@@ -182,6 +198,7 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         idx.append(i)
     widest = {h: max(faults[i].precision_us for i in idx) for h, (_s, idx) in per_host.items()}
     windows: dict[str, int] = {}  # kind -> its context window (µs)
+    skews = 2 * clocks.max_skew()
     for e in context:
         if e.host not in per_host:
             continue
@@ -189,7 +206,7 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         w = windows.get(e.kind)
         if w is None:
             w = windows[e.kind] = _context_window(e, links) + 2 * S
-        limit = w + e.precision_us + widest[e.host] + 2 * clocks.max_skew()
+        limit = w + e.precision_us + widest[e.host] + skews
         left, right = bisect_left(starts, e.start) - 1, bisect_left(starts, e.start)
         while True:
             dl = e.start - starts[left] if left >= 0 else None
