@@ -23,7 +23,7 @@ What is paged
     The streaming correlator emits a version only when an incident's content
     changes, never for the passage of time, so an open page whose last
     evidence (``end``) is older than ``resolve_after_s`` is resolved here —
-    the rule ``correlate.incident.render`` applies.
+    the rule ``correlate.incident.finish`` applies.
 
 Receivers and dedup keys
     The dedup key of an incident is its id. PagerDuty: ``dedup_key`` = id; a

@@ -22,7 +22,7 @@ import pyarrow as pa
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects,
                                  roots_verdict)
 from correlate.cluster import components
-from correlate.incident import render
+from correlate.incident import body, finish
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, default_rules
@@ -135,13 +135,16 @@ class AttributionCache:
     the two events' hosts; the largest bound only limits a search). An entry is keyed by its events (object
     ids, kept alive by the entry, starts and implied starts) and used only while its hosts' facts and skew
     bounds equal those it was made with; every entry is dropped when the rules, the catalog or the fleet
-    config change. Rendering (status, recurrence) is redone at every call. Only the last call's candidate
+    config change. An entry keeps the incident's body too (``incident.body``); its status and recurrence
+    (``incident.finish``) are redone at every call. Only the last call's candidate
     incidents are kept, so the cache is as large as the events the caller keeps.
 
     ``hits`` / ``misses``: candidate incidents taken from the cache / attributed, over the cache's life."""
 
-    #: events key -> (scene, verdict or None, {host: (its facts, its skew bound µs)} when made)
-    scenes: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple]]] = field(default_factory=dict)
+    #: events key -> (scene, verdict or None, {host: (its facts, its skew bound µs)} when made, the incident's
+    #: ``incident.body`` or None)
+    scenes: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = field(
+        default_factory=dict)
     memo: ShapeMemo = field(default_factory=ShapeMemo)
     fleet: tuple | None = None  # (rules, catalog, fleet config) of the last call
     hits: int = 0
@@ -182,7 +185,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
     history = list(previous or [])
-    kept: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple]]] = {}
+    kept: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = {}
     if cache is not None:
         cache.check(rules, catalog, topo)
         facts = topo.host_facts()
@@ -197,23 +200,25 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
         else:
             got = None
         if got is not None:
-            scene, v, _ = got
+            scene, v, _, made = got
             scene.topo, scene.clocks = topo, clocks  # they answer its hosts alike; the old ones can go
             cache.hits += 1
         else:
             scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
-            v = None
+            v = made = None
             if scene.faults():
                 scene.subject = resolve_subjects(comp, topo, catalog)
                 scene.edges = find_edges(scene)
                 v = attribute(scene)
+            if v is not None:
+                made = body(scene, v)
             if cache is not None:
                 cache.misses += 1
         if cache is not None:
-            kept[key] = (scene, v, hosts)
+            kept[key] = (scene, v, hosts, made)
         if v is None:
             continue
-        inc = render(scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
+        inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
         inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
                          for h in sorted({e.host for e in comp})}
         history.append(inc)

@@ -67,9 +67,10 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     return action or catalog_action(scene.catalog, main), verify_commands(scene.catalog, main)
 
 
-def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
-           previous: list[dict[str, Any]] | None = None, version: int = 1) -> dict[str, Any]:
-    """The incident object for one verdict (see module doc)."""
+def body(scene: Scene, v: Verdict) -> dict[str, Any]:
+    """The incident object for one verdict (see module doc) but ``version``, ``status`` and ``recurrence``
+    (None, in their places; :func:`finish` sets them): a function of the scene and the verdict alone, so a cached attribution keeps it
+    (``correlator.AttributionCache``). Not to be changed in place: :func:`finish` copies it."""
     evs = scene.events
     faults = scene.faults() or evs
     worst = max(e.sev for e in faults)
@@ -80,17 +81,12 @@ def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
     explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
-    this = incident_id(evs)
-    # earlier incidents of the same initiator; not this incident's own emitted versions (the streaming
-    # correlator re-renders an emitted incident at each step) nor one it superseded (the same fault)
-    prev = [p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
-            and _same_initiator(p, v.initiator)]
     init = dict(v.initiator)
     init.setdefault("fault", _fault(scene, v))
     return {
-        "id": this,
-        "version": version,
-        "status": "resolved" if now_us - end > resolve_after_us else "open",
+        "id": incident_id(evs),
+        "version": None,
+        "status": None,
         "start": iso(start),
         "end": iso(end),
         # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
@@ -107,11 +103,27 @@ def render(scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
         "next_action": v.next_action or action,
         "verify": v.verify or verify,
         "missing": v.missing,
-        "recurrence": {"previous": [p["id"] for p in prev],
-                       "first_seen": min([p["start"] for p in prev] + [iso(start)])},
+        "recurrence": None,
         "pattern": v.pattern,
         "evidence": evidence,
     }
+
+
+def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
+           previous: list[dict[str, Any]] | None = None, version: int = 1) -> dict[str, Any]:
+    """A copy of ``body`` (made of ``scene`` and ``v``) with ``version``; ``status`` (``resolved`` once its last
+    event is older than ``resolve_after_us`` at ``now_us``, µs; else ``open``); and ``recurrence``: the earlier
+    incidents of ``previous`` with the same initiator, not this incident's own emitted versions (the streaming
+    correlator re-renders an emitted incident at each step) nor one it superseded (the same fault)."""
+    this = body["id"]
+    prev = [p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
+            and _same_initiator(p, v.initiator)]
+    inc = dict(body)
+    inc["version"] = version
+    inc["status"] = "resolved" if now_us - max(e.ts for e in scene.events) > resolve_after_us else "open"
+    inc["recurrence"] = {"previous": [p["id"] for p in prev],
+                         "first_seen": min([p["start"] for p in prev] + [body["start"]])}
+    return inc
 
 
 def _fault(scene: Scene, v: Verdict) -> str | None:
