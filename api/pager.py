@@ -20,10 +20,12 @@ What is paged
     version after a resolve re-triggers it. An incident first seen already
     resolved (late logs, or firstfault was down longer than ``resolve_after_s``)
     is still paged, as a trigger followed by its resolve, so no page is lost.
-    The streaming correlator emits a version only when an incident's content
-    changes, never for the passage of time, so an open page whose last
-    evidence (``end``) is older than ``resolve_after_s`` is resolved here —
-    the rule ``correlate.incident.finish`` applies.
+    The streaming correlator emits a ``resolved`` version of an incident that
+    went quiet only while it still keeps the incident's events (it forgets
+    them after the allowed lateness and the longest link window, and a
+    restarted correlator never saw them), so an open page whose last evidence
+    (``end``) is older than ``resolve_after_s`` is resolved here too — the
+    rule ``correlate.incident.finish`` applies.
 
 Receivers and dedup keys
     The dedup key of an incident is its id. PagerDuty: ``dedup_key`` = id; a
