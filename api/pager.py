@@ -22,10 +22,9 @@ What is paged
     is still paged, as a trigger followed by its resolve, so no page is lost.
     The streaming correlator emits a ``resolved`` version of an incident that
     went quiet only while it still keeps the incident's events (it forgets
-    them after the allowed lateness and the longest link window, and a
-    restarted correlator never saw them), so an open page whose last evidence
-    (``end``) is older than ``resolve_after_s`` is resolved here too — the
-    rule ``correlate.incident.finish`` applies.
+    them after the allowed lateness and the longest link window), so an open
+    page whose last evidence (``end``) is older than ``resolve_after_s`` is
+    resolved here too — the rule ``correlate.incident.finish`` applies.
 
 Receivers and dedup keys
     The dedup key of an incident is its id. PagerDuty: ``dedup_key`` = id; a
