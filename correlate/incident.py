@@ -69,8 +69,9 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
 
 def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     """The incident object for one verdict (see module doc) but ``version``, ``status`` and ``recurrence``
-    (None, in their places; :func:`finish` sets them): a function of the scene and the verdict alone, so a cached attribution keeps it
-    (``correlator.AttributionCache``). Not to be changed in place: :func:`finish` copies it."""
+    (None, in their places; :func:`finish` sets them): a function of the scene and the verdict alone, so a
+    cached attribution keeps it (``correlator.AttributionCache``). Not to be changed in place: :func:`finish`
+    copies it."""
     evs = scene.events
     faults = scene.faults() or evs
     worst = max(e.sev for e in faults)
