@@ -235,6 +235,18 @@ def catalog_action(catalog: Catalog, e: Ev) -> str:
     return _fill(c.sig.action, _fields(e)) if c and c.sig.action else ""
 
 
+def sentences(*texts: str) -> str:
+    """Pieces of advice (catalog actions are often lowercase phrases without a full stop, e.g. Xid 13's "…
+    -> run DCGM diag") joined as sentences: each stripped, its first letter capitalised, a full stop added
+    when it ends without one; empty pieces left out."""
+    out = []
+    for t in texts:
+        t = t.strip()
+        if t:
+            out.append(t[0].upper() + t[1:] + ("" if t[-1] in ".!?:" else "."))
+    return " ".join(out)
+
+
 def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
     """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``_fill``)."""
     c = catalog.by_id.get(e.signature)

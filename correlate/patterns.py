@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Callable
 
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
-                                 initiator_fields, unknown_verdict, verify_commands)
+                                 initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links
 
@@ -131,7 +131,7 @@ def application_xid(scene: Scene) -> Verdict | None:
         explanation=(f"Xid {', '.join(map(str, xids))} on {key[2]} ({key[0]}) are faults of the program that ran "
                      f"there (Xid {first.xid}: {scene.catalog.xids[first.xid].name}), not of the GPU: "
                      "no hardware Xid, ECC or link error accompanies them."),
-        next_action=scene.catalog.xids[first.xid].action + " Do not drain or RMA the GPU for these Xids.",
+        next_action=sentences(scene.catalog.xids[first.xid].action, "Do not drain or RMA the GPU for these Xids."),
         verify=[f"nvidia-smi -q -i {key[2]} | grep -iA3 'Remapped\\|Retired'"])
 
 
@@ -289,9 +289,9 @@ def missing_cause(scene: Scene) -> Verdict | None:
     v.missing = [f"the kernel lines of Xid {', '.join(map(str, all_refs))} on {', '.join(sorted(str(k[2]) for k in refs))}"
                  " (full dmesg / journal of the host around these lines)",
                  "nvidia-smi nvlink -s and -e for the same GPUs"]
-    v.next_action = (f"Collect the full kernel log and nvidia-bug-report.sh from {ranked[0][0][0]}; look for the "
-                     f"Xid {', '.join(map(str, all_refs))} lines to see which GPU and link failed first. "
-                     + (facts[all_refs[0]].action if all_refs and all_refs[0] in facts else ""))
+    v.next_action = sentences(f"Collect the full kernel log and nvidia-bug-report.sh from {ranked[0][0][0]}; look "
+                              f"for the Xid {', '.join(map(str, all_refs))} lines to see which GPU and link failed "
+                              "first", facts[all_refs[0]].action if all_refs and all_refs[0] in facts else "")
     return v
 
 
@@ -411,7 +411,7 @@ def _p2p_action(models: set[str | None]) -> str:
     if any(m and "geforce" in m.lower() for m in models):
         return ("These GeForce GPUs can advertise PCIe P2P they do not support (RTX 4090: NVIDIA/nccl#631, #1127): "
                 "run with NCCL_P2P_DISABLE=1. Only if this model should do P2P here: " + _ACS_ACTION)
-    return _ACS_ACTION[0].upper() + _ACS_ACTION[1:] + " Until then NCCL_P2P_DISABLE=1 avoids the hang."
+    return sentences(_ACS_ACTION, "Until then NCCL_P2P_DISABLE=1 avoids the hang.")
 
 
 def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:

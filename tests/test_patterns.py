@@ -282,3 +282,17 @@ def test_catalog_texts_are_filled_from_the_event_else_say_what_to_fill_in(catalo
     assert "(Reboot)" in catalog_action(catalog, ev("nvml.recovery_action", details={"recovery_action": "Reboot"}))
     (fm,) = _with(pipeline, _corpus("014"), [])
     assert "modprobe ib_umad" in fm["next_action"] and "lsmod | grep ib_umad" in fm["verify"]
+
+
+def test_advice_pieces_are_joined_as_sentences(pipeline):
+    """Catalog actions are often lowercase phrases without a full stop (Xid 13: "… -> run DCGM diag"); a next
+    action that adds advice to one joins them as sentences (``attribute.sentences``), never glued together."""
+    from correlate.attribute import sentences
+
+    assert sentences("node healthy: debug the app -> run DCGM diag", "Do not drain the GPU.") == (
+        "Node healthy: debug the app -> run DCGM diag. Do not drain the GPU.")
+    assert sentences("  ", "check ACS", "") == "Check ACS."
+    (inc,) = _with(pipeline, _corpus("032"), [])
+    assert inc["pattern"] == "benign.application_xid"
+    assert "run DCGM diag. Do not drain or RMA" in inc["next_action"]
+    assert inc["next_action"][0].isupper()
