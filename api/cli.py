@@ -144,7 +144,7 @@ def diagnose(
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
     from api.diagnose import diagnose_paths
-    from api.render import IncidentsView, events_json
+    from api.render import IncidentDetail, IncidentsView, events_json
 
     from schemas.events import SEVERITY_RANK
 
@@ -194,13 +194,7 @@ def diagnose(
         out.print(f"{batch.lines} lines → {batch.events.num_rows} events", markup=False, highlight=False)
         out.print(IncidentsView(incidents))
         for inc in incidents:  # explanations quote log lines and host names: printed as text, never as markup
-            out.print(f"[bold]{inc['id']}[/] {escape(inc['category'])} ({inc['severity']}, confidence "
-                      f"{inc['confidence']}): {escape(inc['explanation'])}")
-            out.print(f"  [green]next:[/] {escape(inc['next_action'])}")
-            for v in inc["verify"]:
-                out.print(f"  [cyan]verify:[/] {escape(v)}")
-            for m in inc["missing"]:
-                out.print(f"  [yellow]missing:[/] {escape(m)}")
+            out.print(IncidentDetail(inc))
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)

@@ -122,6 +122,28 @@ class IncidentsView:
             yield Text(_CAPTION, style="dim")
 
 
+class IncidentDetail:
+    """One incident's explanation, next action, verify commands and what is missing, for a terminal: a line
+    with its id, category, severity and confidence, then each field under its label, wrapped lines indented
+    under the text (the texts quote log lines and host names: shown as text, never as markup)."""
+
+    def __init__(self, incident: dict[str, Any]) -> None:
+        self.incident = incident
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        inc = self.incident
+        yield Text.assemble((inc["id"], "bold"), f" {inc['category']} ({inc['severity']}, confidence "
+                                                 f"{inc['confidence']})")
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, min_width=len("  missing"))
+        grid.add_column(overflow="fold")
+        rows = [("why", "", inc["explanation"]), ("next", "green", inc["next_action"])]
+        rows += [("verify", "cyan", v) for v in inc["verify"]] + [("missing", "yellow", m) for m in inc["missing"]]
+        for label, style, value in rows:
+            grid.add_row(Text("  " + label, style=style), Text(value))
+        yield grid
+
+
 def describe_initiator(i: dict[str, Any]) -> str:
     """``node07 gpu 0000:9a:00.0 link 3 (Xid 79)`` style one-liner; ``gpu (unnamed)`` when no line named the
     device or its index."""

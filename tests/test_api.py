@@ -234,6 +234,29 @@ def test_incident_table_rows_by_start_then_initiator_host():
     assert text.index("node8") < text.index("node7") < text.index("node9")
 
 
+def test_incident_detail_keeps_wrapped_lines_under_their_label():
+    """``IncidentDetail`` (the lines under ``diagnose``'s table): a text that wraps goes on under its own
+    text, not at the left margin, so a wrapped line never reads as a new entry; markup in it stays text."""
+    from rich.console import Console
+
+    from api.render import IncidentDetail
+
+    inc = {"id": "inc-1", "category": "ecc", "severity": "error", "confidence": 0.8,
+           "explanation": "ecc on gpu 0000:1a:00.0 of [red]node036[/] at 2024-10-25T02:19:08Z is the earliest "
+                          "fault nothing else explains; it reported 2 lines.",
+           "next_action": "Find the GPU (nvidia-smi Volatile Uncorr. ECC), drain its workload, reset it.",
+           "verify": ["nvidia-smi -q -i 0000:1a:00.0"], "missing": ["the kernel log around the error"]}
+    c = Console(record=True, width=60)
+    c.print(IncidentDetail(inc))
+    text = c.export_text()
+    lines = text.rstrip("\n").split("\n")
+    assert lines[0].rstrip() == "inc-1 ecc (error, confidence 0.8)"
+    # every line under the first is a label at column 2 with its text at column 10, or a wrapped line at 10
+    assert [ln.split()[0] for ln in lines[1:] if not ln.startswith(" " * 10)] == ["why", "next", "verify", "missing"]
+    assert len(lines) > 6 and all(ln.startswith("  ") and ln[10] != " " for ln in lines[1:])
+    assert all(len(ln) <= 60 for ln in lines) and "[red]node036[/]" in text
+
+
 def test_incidents_view_shows_every_field_whole_at_any_terminal_width():
     """``IncidentsView``: at 80 and 120 columns (where the table's category and initiator columns used to
     shrink to nothing) one block per incident holds the start with its ``~``, severity, category, confidence,
