@@ -82,6 +82,13 @@ def _tell(s: Settings, level: int, msg: str, *, style: str = "", **extra: str) -
         err.print(msg, style=style, soft_wrap=True, highlight=False, markup=False)
 
 
+def _tell_address(s: Settings, port: int) -> None:
+    """Where the API listens, as the demo says it: the base URL, its OpenAPI docs and its metrics."""
+    host = f"[{s.api_host}]" if ":" in s.api_host else s.api_host
+    url = f"http://{host}:{port}"
+    _tell(s, logging.WARNING, f"API on {url} (docs: {url}/docs, metrics: {url}/metrics)", url=url)
+
+
 PortOpt = Annotated[Optional[int], typer.Option("--port", help="HTTP API port (default: the api_port setting, 8080)")]
 
 
@@ -314,6 +321,7 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     s = _settings(config, **({"api_port": port} if port else {}))
     if serve:
         _port_free(s, s.api_port)
+        _tell_address(s, s.api_port)
     svc = Service(s, _bootstrap(s))
 
     def caught_up(incs: list[dict[str, Any]]) -> None:
@@ -376,6 +384,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     s = _settings(config)
     _port_free(s, port or s.api_port)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
+    _tell_address(s, port or s.api_port)
     # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
     uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_config=None,
                 log_level=s.log_level.lower())

@@ -202,6 +202,7 @@ def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
     assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
     assert any(r["message"].startswith("serving the lake at") for r in lines)
+    assert [r.get("url") for r in lines if r["message"].startswith("API on ")] == [f"http://127.0.0.1:{port}"]
     # one message per record, no terminal colour codes; times are ISO 8601 UTC
     assert not any("color_message" in r or "\x1b" in r["message"] for r in lines), err.decode()
     assert all(datetime.fromisoformat(r["time"]).utcoffset() == timedelta(0) for r in lines)
