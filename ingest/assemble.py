@@ -324,6 +324,9 @@ def assemble(hits: list[Hit], tz) -> Assembled:
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
     storms = Storms()
+    #: (host, GPU index) -> bus id, from the stream's ``gpu_bus`` lines so far (``nvidia-smi --query-gpu`` or
+    #: its table before ``nvidia-smi nvlink`` output; a poller's sample): link samples printed by index get it
+    bus_of: dict[tuple[str, int], str] = {}
     for h in hits:
         sig, row, p, seg = h.c.sig, h.row, h.prefix, h.seg
         origin = h.origin
@@ -331,6 +334,8 @@ def assemble(hits: list[Hit], tz) -> Assembled:
             if sig.id == "nvml.topo_row":
                 topo_rows.append(h)
             elif sig.id in ("nvml.smi_table_row", "nvml.query_gpu_bus"):
+                if row.get("gpu_index") is not None and row.get("device"):
+                    bus_of[(row["host"], row["gpu_index"])] = row["device"]
                 out.topology.append({
                     "host": row["host"], "ts": row["ts"], "fact": "gpu_bus", "gpu_index": row.get("gpu_index"),
                     "device": row.get("device"), "link": None, "peer_name": None, "peer_device": None,
@@ -348,7 +353,8 @@ def assemble(hits: list[Hit], tz) -> Assembled:
                 "down" if sig.id == "dcgm.nvlink_down" else None
             out.link_samples.append({
                 "host": row["host"], "ts": row["ts"], "gpu_index": row.get("gpu_index"),
-                "device": row.get("device"), "link": row.get("link"), "state": state,
+                "device": row.get("device") or bus_of.get((row["host"], row.get("gpu_index"))),
+                "link": row.get("link"), "state": state,
                 "gbps": float(d["gbps"]) if "gbps" in d else None, "counter": d.get("counter"),
                 "value": _maybe_float(d.get("value")), "model": d.get("model"), "origin": origin})
             if sig.emit == "link_sample":

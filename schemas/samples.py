@@ -93,16 +93,21 @@ class PollerSample(BaseModel):
     links: list[PollerLink] = Field(max_length=64)
 
     def as_smi_text(self) -> str:
-        """The ``nvidia-smi`` lines this sample stands for, so the catalog's NVML signatures read it: the
-        ``--query-gpu=index,pci.bus_id`` line (index -> bus id), the ``nvlink`` block header, then per link
-        its ``-s`` line (speed or ``<inactive>``) and its ``-e`` counter lines."""
+        """The lines this sample stands for, so the catalog's NVML signatures read it: the ``nvidia-smi
+        --query-gpu=index,pci.bus_id`` line (index -> bus id), the ``nvidia-smi nvlink`` block header, then per
+        link its ``-s`` line (speed, or ``<inactive>``) and its ``-e`` counter lines; a link in DCGM's state
+        ``down`` (nvidia-smi has no such state) as DCGM's health line, "GPU 2's NvLink link 1 is currently
+        down" (signature ``dcgm.nvlink_down``), after the block."""
         out = []
         if self.device:
             dom, rest = self.device.split(":", 1) if self.device.count(":") == 2 else ("0000", self.device)
             out.append(f"{self.gpu_index}, {int(dom, 16):08X}:{rest.upper()}")
         out.append(f"GPU {self.gpu_index}: {self.model or 'NVIDIA GPU'}" + (f" (UUID: {self.uuid})" if self.uuid else ""))
+        down = []
         for ln in sorted(self.links, key=lambda x: x.link):
-            speed = f"{ln.gbps:g} GB/s" if ln.state == "up" else "<inactive>"
-            out.append(f"         Link {ln.link}: {speed}")
+            if ln.state == "down":
+                down.append(f"GPU {self.gpu_index}'s NvLink link {ln.link} is currently down")
+            else:
+                out.append(f"         Link {ln.link}: {f'{ln.gbps:g} GB/s' if ln.state == 'up' else '<inactive>'}")
             out.extend(f"         Link {ln.link}: {name}: {v}" for name, v in ln.counters.items())
-        return "\n".join(out)
+        return "\n".join(out + down)

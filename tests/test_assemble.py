@@ -66,6 +66,17 @@ def test_nvlink_block_header_names_the_gpu_of_its_links(pipeline):
     assert b.link_samples.column("gpu_index").to_pylist() == [3, 3]
 
 
+def test_link_samples_of_a_gpu_printed_by_index_take_its_bus_id_from_an_earlier_line(pipeline):
+    """``nvidia-smi nvlink -s`` names GPUs by index; an earlier ``--query-gpu=index,pci.bus_id`` line of the same
+    stream gives the bus id, so the link samples (``/links``, the degraded-link report) name the GPU by bus id.
+    A GPU no line mapped keeps none."""
+    text = ("0, 00000000:18:00.0\n1, 00000000:2A:00.0\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: x)\n"
+            "         Link 0: 26.562 GB/s\nGPU 2: NVIDIA H100 80GB HBM3 (UUID: y)\n         Link 0: <inactive>")
+    b = run(pipeline, text)
+    assert [(r["gpu_index"], r["device"], r["state"]) for r in b.link_samples.to_pylist()] == [
+        (1, "0000:2a:00.0", "up"), (2, None, "inactive")]
+
+
 def test_sxid_three_line_group_is_one_event(pipeline):
     text = ("[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up\n"
             "[6781753.404848] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Severity 1 Engine instance 48 Sub-engine instance 00\n"

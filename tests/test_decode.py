@@ -150,7 +150,8 @@ def test_nccl_bus_ids_decode_arithmetically():
 
 def test_poller_link_sample_format_becomes_samples_events_and_the_bus_id(pipeline):
     """The documented poller format (schemas.samples.PollerSample) on the NVML topic: link states and
-    speeds, error counters, an inactive link as an nvlink_down event, the GPU index -> bus id fact."""
+    speeds, error counters, an inactive link and a link DCGM calls down as nvlink_down events (the down one
+    keeps its state "down"), the GPU index -> bus id fact, and the bus id on every link sample of the GPU."""
     import orjson
 
     from ingest.decode import decode_message
@@ -158,7 +159,7 @@ def test_poller_link_sample_format_becomes_samples_events_and_the_bus_id(pipelin
     rec = {"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
            "gpu_index": 2, "device": "0000:18:00.0", "model": "NVIDIA H100 80GB HBM3",
            "links": [{"link": 0, "state": "up", "gbps": 26.562, "counters": {"Replay Errors": 0, "CRC Errors": 3}},
-                     {"link": 1, "state": "inactive"}]}
+                     {"link": 1, "state": "inactive"}, {"link": 2, "state": "down", "counters": {"CRC Errors": 57}}]}
     bad = {**rec, "links": [{"link": 0, "state": "up"}]}
     d = decode_message(orjson.dumps(rec) + b"\n" + orjson.dumps(bad), topic="fleet.nvml", partition=0, offset=1,
                        key=None, timestamp_ms=1_796_000_000_000)
@@ -168,9 +169,12 @@ def test_poller_link_sample_format_becomes_samples_events_and_the_bus_id(pipelin
     rows = [(r["host"], r["gpu_index"], r["link"], r["state"], r["gbps"], r["counter"], r["value"])
             for r in b.link_samples.to_pylist()]
     assert rows == [("node07", 2, 0, "up", 26.562, None, None), ("node07", 2, 0, None, None, "Replay Errors", 0.0),
-                    ("node07", 2, 0, None, None, "CRC Errors", 3.0), ("node07", 2, 1, "inactive", None, None, None)]
-    assert b.link_samples.column("ts").cast("int64").to_pylist() == [1_796_008_321_000_000] * 4
-    assert [(e["kind"], e["gpu_index"], e["link"]) for e in b.events.to_pylist()] == [("nvlink_down", 2, 1)]
+                    ("node07", 2, 0, None, None, "CRC Errors", 3.0), ("node07", 2, 1, "inactive", None, None, None),
+                    ("node07", 2, 2, None, None, "CRC Errors", 57.0), ("node07", 2, 2, "down", None, None, None)]
+    assert b.link_samples.column("device").to_pylist() == ["0000:18:00.0"] * 6
+    assert b.link_samples.column("ts").cast("int64").to_pylist() == [1_796_008_321_000_000] * 6
+    assert [(e["kind"], e["signature"], e["gpu_index"], e["link"]) for e in b.events.to_pylist()] == [
+        ("nvlink_down", "nvml.nvlink_inactive", 2, 1), ("nvlink_down", "dcgm.nvlink_down", 2, 2)]
     assert [(t["fact"], t["gpu_index"], t["device"]) for t in b.topology.to_pylist()] == [("gpu_bus", 2, "0000:18:00.0")]
 
 
