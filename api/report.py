@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
 import duckdb
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
 from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
@@ -114,16 +115,16 @@ def report_router(settings: Settings) -> APIRouter:
         422: {"description": "hour or format not understood"},
         503: {"description": "the lake could not be read"}})
     def degraded_links(
-        hour: Annotated[str | None, Query(max_length=40, pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
-                                          r"T([01]\d|2[0-3])$", description="UTC hour, e.g. 2026-11-30T03; "
-                                          "default: the last complete hour")] = None,
+        hour: Annotated[str | None, Query(max_length=40, examples=["2026-11-30T03"],
+                                          description="UTC hour, e.g. 2026-11-30T03 (or an ISO 8601 time on the "
+                                                      "hour); default: the last complete hour")] = None,
         format: Annotated[Literal["json", "html", "csv", "parquet"], Query()] = "json",
     ) -> Response:
         """Links down that the topology expects up, error counters that rose, flapping links, per host and domain."""
         try:
             dt = parse_hour(hour) if hour else due_hour(datetime.now(timezone.utc), 0)
-        except ValueError as e:
-            raise HTTPException(422, str(e)) from None
+        except ValueError as e:  # parse_hour's message names the form (a regex in a 422 says less)
+            raise RequestValidationError([{"loc": ("query", "hour"), "msg": str(e), "type": "value_error"}]) from None
         report = degraded_link_report(settings, dt, hosts=hosts)
         headers = {}
         if format in ("csv", "parquet"):
