@@ -231,6 +231,7 @@ def test_csv_and_parquet_carry_the_links(report):
         ("node07", "1", "5", "errors"), ("node07", "2", "7", "down"), ("node07", "3", "2", "flapped"),
         ("node08", "0", "11", "down"), ("node08", "1", "0", "errors")]
     assert rows[0]["crc_delta"] == "51" and rows[0]["replay_rate_per_hour"] == "9"
+    assert (rows[0]["down_since"], rows[1]["down_since"]) == ("", "2026-11-30T03:20:00.000000Z")  # as in the JSON
     t = pq.read_table(io.BytesIO(render(report, "parquet")))
     assert t.num_rows == 5 and t.column("incident_ids")[3].as_py() == [i["id"] for i in report["links"][3]["incidents"]]
     assert t.column("down_since")[1].as_py() == datetime(2026, 11, 30, 3, 20, tzinfo=timezone.utc)
