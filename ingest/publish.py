@@ -29,7 +29,7 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.events import EVENTS_SCHEMA, check_required
+from schemas.events import EVENTS_SCHEMA, check_ranges, check_required
 from schemas.fleet import HostConfig
 
 CONTENT_TYPE = b"application/vnd.apache.arrow.stream"
@@ -96,8 +96,8 @@ def encode(table: pa.Table) -> bytes:
 
 def decode(value: bytes) -> pa.Table:
     """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt, and
-    ``ValueError`` naming the columns if its columns do not cast to ``EVENTS_SCHEMA`` or a required one holds
-    nulls (``schemas.events.check_required``)."""
+    ``ValueError`` naming the columns if its columns do not cast to ``EVENTS_SCHEMA``, a required one holds
+    nulls (``schemas.events.check_required``) or times are out of range (``check_ranges``)."""
     t = pa.ipc.open_stream(value).read_all()
     if t.schema != EVENTS_SCHEMA:
         try:
@@ -107,4 +107,5 @@ def decode(value: bytes) -> pa.Table:
                    if f.name in t.column_names and t.schema.field(f.name).type != f.type]
             raise ValueError(f"events record that does not fit the events schema: {', '.join(odd) or e}") from e
     check_required(t)
+    check_ranges(t)
     return t

@@ -146,6 +146,40 @@ def check_required(table: pa.Table) -> None:
         raise ValueError("events table with nulls in required columns: " + ", ".join(bad))
 
 
+#: event times the correlator accepts (µs since the epoch): years 1900 – 2199 (``ts``, ``last_ts``, ``ingest_ts``)
+TS_RANGE_US: Final = (-2_208_988_800_000_000, 7_258_118_400_000_000)
+#: how long a timed-out collective may have run (``elapsed_ms``, ``timeout_ms``): up to ten years, in ms
+DURATION_MAX_MS: Final = 10 * 366 * 86_400_000
+
+
+def check_ranges(table: pa.Table) -> None:
+    """Raise ``ValueError`` naming each column whose values the correlator cannot place in time: a time
+    outside :data:`TS_RANGE_US` (a stray unit, or another producer's sentinel) or a negative duration or one
+    longer than :data:`DURATION_MAX_MS`, with how many rows. Such a record is refused whole, as a bad record
+    (``bad_events_record``), instead of failing every later step of the streaming correlator."""
+    bad = []
+    limits = {"ts": TS_RANGE_US, "last_ts": TS_RANGE_US, "ingest_ts": TS_RANGE_US,
+              "elapsed_ms": (0, DURATION_MAX_MS + 1), "timeout_ms": (0, DURATION_MAX_MS + 1)}
+    for name, (lo, hi) in limits.items():
+        if name not in table.column_names:
+            continue
+        col = table.column(name)
+        if pa.types.is_run_end_encoded(col.type):
+            col = pc.run_end_decode(col)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        if not pa.types.is_integer(col.type) or col.null_count == len(col):
+            continue
+        out = pc.sum(pc.or_(pc.less(col, lo), pc.greater_equal(col, hi))).as_py() or 0
+        if out:
+            bad.append(f"{name} ({out} of {table.num_rows} rows)")
+    if bad:
+        raise ValueError("events table with values out of range: " + ", ".join(bad) + " (times: years 1900 - "
+                         "2199; durations: 0 to ten years)")
+
+
 def empty_events() -> pa.Table:
     """An empty events table with :data:`EVENTS_SCHEMA`."""
     return EVENTS_SCHEMA.empty_table()

@@ -789,9 +789,10 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
 def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlation_goes_on(kafka, pipeline,
                                                                                            caplog):
     """``fleet.events`` records come from the ingest side, but Arrow IPC does not check a column's nullability:
-    a record of another producer whose ``ts`` holds nulls, and one whose ``details`` no cast turns into the
-    schema's text (``ArrowNotImplementedError``), are logged (``bad_events_record``, naming the column) and
-    skipped, and the next record's Xid 79 still becomes an incident. Before, such a record reached the
+    a record of another producer whose ``ts`` holds nulls, one whose ``details`` no cast turns into the
+    schema's text (``ArrowNotImplementedError``), and one whose ``ts`` no year holds (``check_ranges``; it made
+    every later step raise), are logged (``bad_events_record``, naming the column) and skipped, and the next
+    record's Xid 79 still becomes an incident. Before, such a record reached the
     correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering."""
     import logging
 
@@ -812,6 +813,8 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     bad = good.set_column(i, good.schema.field(i), pa.nulls(good.num_rows, good.schema.field(i).type))
     j = good.schema.get_field_index("details")  # a struct where the schema has JSON text: no cast exists
     odd = good.set_column(j, "details", pa.array([{"a": 1}] * good.num_rows))
+    # a time no year holds (year 148108: it made every later step of the streaming correlator raise)
+    far = good.set_column(i, good.schema.field(i), pa.array([2**62], pa.int64()).cast(good.schema.field(i).type))
 
     def ipc(t: pa.Table) -> bytes:  # as another producer would write it, in its own schema
         sink = pa.BufferOutputStream()
@@ -825,7 +828,7 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
         producer = AIOKafkaProducer(bootstrap_servers=kafka)
         await producer.start()
         try:
-            for value in (encode(bad), ipc(odd), encode(good)):
+            for value in (encode(bad), ipc(odd), encode(far), encode(good)):
                 await producer.send_and_wait(topic, value, key=b"node31", partition=0)
         finally:
             await producer.stop()
@@ -841,9 +844,36 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
 
     with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
         incidents = asyncio.run(go())
-    nulls, cast = [r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record"]
+    nulls, cast, ranges = [r.getMessage() for r in caplog.records
+                           if getattr(r, "error_code", None) == "bad_events_record"]
     assert "nulls in required columns: ts (1 of 1 rows)" in nulls and "details" in cast, (nulls, cast)
+    assert "values out of range: ts (1 of 1 rows)" in ranges, ranges
     assert [(i["category"], i["initiator"]["device"]) for i in incidents] == [("gpu_off_bus", "0000:3a:00.0")]
+
+
+def test_events_with_odd_details_or_precision_still_correlate(pipeline):
+    """Another producer's events: ``details`` that are not a JSON object (``null``, a list, broken text) read
+    as ``{}`` and a resolution below 1 µs as 1 — the events still count (they raised AttributeError or
+    JSONDecodeError inside the streaming correlator, and a negative resolution joined events too far apart)."""
+    import pyarrow as pa
+
+    from correlate.model import events_from_table
+    from correlate.stream import StreamCorrelator
+    from ingest.decode import Decoded, Segment
+
+    now_us = int(time.time() * 1_000_000)
+    segs = [Segment(data=xid(b), origin=f"t:node3{b[1]}", stream=f"s{b}", host="node31", ref_ts=now_us,
+                    ref_basis="kafka", ingest_ts=now_us) for b in ("3a", "3b", "3c")]
+    t = pipeline.run(Decoded(segments=segs)).events
+    j, k = t.schema.get_field_index("details"), t.schema.get_field_index("ts_precision_us")
+    t = t.set_column(j, t.schema.field(j), pa.array(["null", "[1, 2]", "{not json"], pa.string()))
+    t = t.set_column(k, t.schema.field(k), pa.array([-50_000_000, 0, 1], pa.int64()))
+    assert [(e.details, e.precision_us) for e in events_from_table(t)] == [({}, 1), ({}, 1), ({}, 1)]
+    sc = StreamCorrelator()
+    sc.add(t, now_us=now_us)
+    incidents = sc.step(now_us=now_us, flush=True)
+    members = {e for i in incidents for e in i["initiator"]["events"] + [x for d in i["downstream"] for x in d["events"]]}
+    assert incidents and members == set(t.column("event_id").to_pylist())
 
 
 def test_correlate_names_required_columns_that_hold_nulls(pipeline):
