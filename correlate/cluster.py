@@ -74,8 +74,9 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     faults.sort(key=attrgetter("order"))
     n = len(faults)
     dsu = _DSU(n)
-    slack = 2 * clocks.max_skew() + 2 * S
     starts = [e.start for e in faults]
+    # how much farther than a link's window two faults may be (window.tolerance): both skews and resolutions
+    slack = 2 * clocks.max_skew() + 2 * max((e.precision_us for e in faults), default=0)
     starts2 = [2 * s for s in starts]
     precisions2 = [2 * e.precision_us for e in faults]
     by_host: dict[str, list[int]] = defaultdict(list)
