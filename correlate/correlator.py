@@ -22,7 +22,7 @@ import pyarrow as pa
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects,
                                  roots_verdict)
 from correlate.cluster import components
-from correlate.incident import body, finish
+from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, default_rules
@@ -130,37 +130,63 @@ class AttributionCache:
 
     A candidate incident's subjects, edges and verdict are a pure function of its events (each fixed once
     built but for its implied start, ``Ev.imply_start``), the rules, the catalog, the fleet config, and of the
-    topology and clock bounds as read for its events' hosts: each host's facts (``Topology.host_facts``, the
-    communicators with a rank on it included) and skew bound (``window.may_cause`` reads the skew bounds of
-    the two events' hosts; the largest bound only limits a search). An entry is keyed by its events (object
-    ids, kept alive by the entry, starts and implied starts) and used only while its hosts' facts and skew
-    bounds equal those it was made with; every entry is dropped when the rules, the catalog or the fleet
-    config change. An entry keeps the incident's body too (``incident.body``); its status and recurrence
-    (``incident.finish``) are redone at every call. Only the last call's candidate
-    incidents are kept, so the cache is as large as the events the caller keeps.
+    topology and clock bounds as read for its events' hosts: each host's facts (``Topology.host_facts``), the
+    facts of the communicators with a rank on it (``Topology.comm_facts``) and its skew bound
+    (``window.may_cause`` reads the skew bounds of the two events' hosts; the largest bound only limits a
+    search). Each call numbers the hosts' facts: a host keeps its number while its facts and those of its
+    communicators equal the last call's (compared once per call, not once per candidate incident). An entry
+    is keyed by its events (object ids, kept alive by the entry, starts and implied starts) and used only
+    while its hosts' numbers and skew bounds are those it was made with; every entry is dropped when the
+    rules, the catalog or the fleet config change, or when the shape memo outgrows ``MEMO_MAX_SHAPES``. An
+    entry keeps the incident's body too (``incident.body``); its status and recurrence (``incident.finish``)
+    are redone at every call. Only the last call's candidate incidents are kept, so the entries are as many as
+    the candidate incidents of the events the caller keeps; the rules and the catalog are not to be changed in
+    place (they are compared by identity).
 
     ``hits`` / ``misses``: candidate incidents taken from the cache / attributed, over the cache's life."""
 
-    #: events key -> (scene, verdict or None, {host: (its facts, its skew bound µs)} when made, the incident's
-    #: ``incident.body`` or None)
+    #: shapes the memo may hold before it starts again (one per distinct kind, signature, Xid … ever seen;
+    #: another producer's events could bring any number)
+    MEMO_MAX_SHAPES = 20_000
+
+    #: events key -> (scene, verdict or None, {host: (its facts' number, its skew bound µs)} when made, the
+    #: incident's ``incident.body`` or None)
     scenes: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = field(
         default_factory=dict)
     memo: ShapeMemo = field(default_factory=ShapeMemo)
     fleet: tuple | None = None  # (rules, catalog, fleet config) of the last call
+    #: the last call's facts and their numbers: communicator -> (facts, number), host -> (facts, number)
+    comms: dict[str, tuple[tuple, int]] = field(default_factory=dict)
+    hosts: dict[str, tuple[tuple, int]] = field(default_factory=dict)
+    numbered: int = 0
     hits: int = 0
     misses: int = 0
 
-    def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> None:
+    def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
         """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo
-        unless the rules and the catalog are)."""
+        unless the rules and the catalog are, or when it outgrew ``MEMO_MAX_SHAPES``); return the number of
+        each host's facts (hosts the topology knows nothing of have none)."""
         last = self.fleet
         now = (rules, catalog, topo.fleet_facts())
-        if last is None or last[0] is not rules or last[1] is not catalog:
+        if (last is None or last[0] is not rules or last[1] is not catalog
+                or len(self.memo.ids) > self.MEMO_MAX_SHAPES):
             self.memo = ShapeMemo()  # shape ids are decided by the rules and the catalog
             self.scenes = {}
         elif last[2] != now[2]:
             self.scenes = {}
         self.fleet = now
+        self.comms = {c: self._number(self.comms.get(c), f) for c, f in topo.comm_facts().items()}
+        hosts = {}
+        for h, f in topo.host_facts().items():
+            hosts[h] = self._number(self.hosts.get(h), (f[:5], tuple((c, self.comms[c][1]) for c in f[5])))
+        self.hosts = hosts
+        return {h: n for h, (_f, n) in hosts.items()}
+
+    def _number(self, last: tuple[tuple, int] | None, facts: tuple) -> tuple[tuple, int]:
+        if last is not None and last[0] == facts:
+            return last
+        self.numbered += 1
+        return facts, self.numbered
 
 
 @gc_paused()  # many objects, no cycles: ingest.gcpause
@@ -172,7 +198,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     """Incidents (DESIGN.md shape) for a batch of events, sorted by start.
 
     ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
-    the same with or without it."""
+    the same with or without it, but with it their nested parts are the cache's: copy an incident before
+    changing it in place (``StreamCorrelator.step`` does)."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
@@ -184,11 +211,14 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     offsets = estimate_offsets(evs)
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
-    history = list(previous or [])
+    # earlier incidents by initiator (incident.finish names those of the same initiator: one lookup, not a scan
+    # of every incident the streaming correlator emitted)
+    history: dict[tuple, list[dict[str, Any]]] = {}
+    for p in previous or []:
+        history.setdefault(initiator_key(p["initiator"]), []).append(p)
     kept: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = {}
     if cache is not None:
-        cache.check(rules, catalog, topo)
-        facts = topo.host_facts()
+        facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
     for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
         if cache is not None:
@@ -218,10 +248,12 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             kept[key] = (scene, v, hosts, made)
         if v is None:
             continue
-        inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us, previous=history)
+        key = initiator_key(v.initiator)
+        inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
+                     previous=history.get(key, []))
         inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
                          for h in sorted({e.host for e in comp})}
-        history.append(inc)
+        history.setdefault(key, []).append(inc)
         incidents.append(inc)
     if cache is not None:
         cache.scenes = kept

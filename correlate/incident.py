@@ -142,11 +142,13 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
     return k
 
 
+def initiator_key(init: dict[str, Any]) -> tuple:
+    """What makes two incidents' initiators the same for ``recurrence``: (host, device type, device, link)."""
+    return init.get("host"), init.get("device_type"), init.get("device"), init.get("link")
+
+
 def _same_initiator(p: dict[str, Any], init: dict[str, Any]) -> bool:
-    pi = p.get("initiator", {})
-    return (init.get("device_type") is not None and pi.get("host") == init.get("host")
-            and pi.get("device") == init.get("device") and pi.get("device_type") == init.get("device_type")
-            and pi.get("link") == init.get("link"))
+    return init.get("device_type") is not None and initiator_key(p.get("initiator", {})) == initiator_key(init)
 
 
 def _explain(scene: Scene, v: Verdict) -> str:

@@ -29,6 +29,7 @@ the same events (same ids, same content but ``version``/``status``).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,6 +152,7 @@ class StreamCorrelator:
             prev = self.emitted.get(inc["id"])
             if prev and prev[1] == h:
                 continue
+            inc = copy.deepcopy(inc)  # its parts are the attribution cache's (incident.body): the caller's own
             inc["version"] = prev[0] + 1 if prev else 1
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)

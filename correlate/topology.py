@@ -106,10 +106,10 @@ class Topology:
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
         (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends
-        and index -> bus ids, and each communicator with a rank on it (its place in ``comm_ranks``, id, ranks
-        and size). Every query reads the facts of the host it is given, of a communicator with a rank on that
-        host (``comm_index``; the communicator a timeout names is picked among those with a rank on the
-        timeout's host), or the fleet config (:meth:`fleet_facts`)."""
+        and index -> bus ids, and the communicators with a rank on it (ids, in ``comm_ranks`` order; their
+        facts: :meth:`comm_facts`). Every query reads the facts of the host it is given, of a communicator with
+        a rank on that host (``comm_index``; the communicator a timeout names is picked among those with a rank
+        on the timeout's host), or the fleet config (:meth:`fleet_facts`)."""
         out: dict[str, tuple[dict, dict, dict, dict, dict, list]] = {}
 
         def of(host: str) -> tuple[dict, dict, dict, dict, dict, list]:
@@ -128,16 +128,21 @@ class Topology:
             of(h)[3][(k, l)] = far
         for (h, i), bus in self.index_to_bus.items():
             of(h)[4][i] = bus
-        for pos, (comm, ranks) in enumerate(self.comm_ranks.items()):
-            fact = (pos, comm, dict(ranks), self.comm_size.get(comm))
+        for comm, ranks in self.comm_ranks.items():
             for h in {h for h, _dev in ranks.values()}:
-                of(h)[5].append(fact)
+                of(h)[5].append(comm)
         return out
 
-    def fleet_facts(self) -> dict[str, HostConfig]:
-        """The fleet config (host -> platform, NVLink domain, rack): what queries read beyond
-        :meth:`host_facts`."""
-        return dict(self.hosts)
+    def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None]]:
+        """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size), as plain values for
+        equality tests (see :meth:`host_facts`)."""
+        return {comm: (pos, dict(ranks), self.comm_size.get(comm))
+                for pos, (comm, ranks) in enumerate(self.comm_ranks.items())}
+
+    def fleet_facts(self) -> dict[str, tuple[str | None, str | None, str | None]]:
+        """The fleet config as values (host -> platform, NVLink domain, rack): what queries read beyond
+        :meth:`host_facts` and :meth:`comm_facts`."""
+        return {h: (c.platform, c.domain, c.rack) for h, c in self.hosts.items()}
 
     def comm_index(self) -> dict[str, list[tuple[str, str | None]]]:
         """host -> [(communicator id, GPU key or None)] of the ranks NCCL init lines placed on it."""

@@ -426,13 +426,44 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         "comm_ranks": lambda t: t.comm_ranks["c1"].__setitem__(1, ("other", None)),
         "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
     }
+    def facts(t: Topology, host: str = "h") -> tuple:  # a host's facts and those of its communicators
+        f = t.host_facts()[host]
+        return f, [t.comm_facts()[c] for c in f[5]]
+
     assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index"}
-    base = topo().host_facts()
-    assert set(base) == {"h"}
+    base = facts(topo())
+    assert set(topo().host_facts()) == {"h"}
     for name, fn in change.items():
         t = topo()
         fn(t)
-        assert t.host_facts()["h"] != base["h"], name
+        assert facts(t) != base, name
     t = topo()
     t.link_state[("g", "0000:01:00.0")][0] = "up"
-    assert t.host_facts()["h"] == base["h"]  # another host's facts leave h's alone
+    assert facts(t) == base  # another host's facts leave h's alone
+
+
+def test_attribution_cache_numbers_each_hosts_facts_once_per_call():
+    """``AttributionCache.check`` numbers each host's facts once per call (a communicator of thousands of ranks
+    is compared once, not once per candidate incident on its hosts): a host keeps its number while its facts
+    and its communicators' are unchanged; a changed communicator renumbers the hosts it has ranks on only;
+    a fleet config edited in place drops the entries (it is compared by value)."""
+    from correlate.correlator import AttributionCache
+    from correlate.topology import HostConfig
+    from ingest.catalog import default_catalog
+
+    rules, catalog = default_rules(), default_catalog()
+    t = Topology(hosts={"a": HostConfig(domain="d")})
+    for r in range(5000):
+        t.comm_ranks["big"][r] = (f"h{r % 50}", None)
+    t.comm_ranks["small"][0] = ("x", None)
+    cache = AttributionCache()
+    first = cache.check(rules, catalog, t)
+    assert set(first) == {f"h{i}" for i in range(50)} | {"x"}
+    assert cache.check(rules, catalog, t) == first
+    t.comm_ranks["small"][1] = ("y", None)  # a rank joins the small communicator: x and y only
+    again = cache.check(rules, catalog, t)
+    assert again["x"] != first["x"] and "y" in again and all(again[f"h{i}"] == first[f"h{i}"] for i in range(50))
+    cache.scenes[("k",)] = None  # type: ignore[assignment]  (any entry)
+    t.hosts["a"].domain = "e"  # edited in place
+    cache.check(rules, catalog, t)
+    assert cache.scenes == {}
