@@ -126,6 +126,16 @@ def make_event_id(origin: str, sub: int = 0) -> str:
 REQUIRED: Final = ("event_id", "ts", "ts_basis", "host", "source", "kind", "signature", "severity")
 
 
+def _plain(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """Column ``name`` with run-end and dictionary encodings undone (a null or a value may hide in them)."""
+    col = table.column(name)
+    if pa.types.is_run_end_encoded(col.type):
+        col = pc.run_end_decode(col)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col
+
+
 def check_required(table: pa.Table) -> None:
     """Raise ``ValueError`` naming each column of ``REQUIRED`` that holds nulls in ``table``, with how many; a
     missing one is left to the reader. Arrow's casts and IPC reads do not check nullability, so a table written
@@ -135,11 +145,7 @@ def check_required(table: pa.Table) -> None:
     for name in REQUIRED:
         if name not in table.column_names:
             continue
-        col = table.column(name)
-        if pa.types.is_run_end_encoded(col.type):
-            col = pc.run_end_decode(col)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
+        col = _plain(table, name)
         if col.null_count:
             bad.append(f"{name} ({col.null_count} of {table.num_rows} rows)")
     if bad:
@@ -163,11 +169,7 @@ def check_ranges(table: pa.Table) -> None:
     for name, (lo, hi) in limits.items():
         if name not in table.column_names:
             continue
-        col = table.column(name)
-        if pa.types.is_run_end_encoded(col.type):
-            col = pc.run_end_decode(col)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
+        col = _plain(table, name)
         if pa.types.is_timestamp(col.type):
             col = col.cast(pa.int64())
         if not pa.types.is_integer(col.type) or col.null_count == len(col):
