@@ -248,12 +248,12 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             kept[key] = (scene, v, hosts, made)
         if v is None:
             continue
-        key = initiator_key(v.initiator)
+        same = initiator_key(v.initiator)
         inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
-                     previous=history.get(key, []))
+                     previous=history.get(same, []))
         inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
                          for h in sorted({e.host for e in comp})}
-        history.setdefault(key, []).append(inc)
+        history.setdefault(same, []).append(inc)
         incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
