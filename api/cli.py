@@ -18,7 +18,6 @@ from typing import Annotated, Any, Optional
 import orjson
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from api.render import console_width
 from api.report_cli import require_lake
