@@ -111,13 +111,9 @@ class IncidentsView:
         for inc, start, who, down in _rows(self.incidents):
             head = Text.assemble(start, "  ", (inc["severity"], _SEVERITY_STYLE.get(inc["severity"], "")), "  ",
                                  inc["category"], f"  conf {inc['confidence']:.2f}  ", (inc["id"], "dim"))
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(style="dim", no_wrap=True)
-            grid.add_column(overflow="fold")
-            for label, value in (("initiator", who), ("downstream", down), ("next", inc["next_action"])):
-                grid.add_row("  " + label, Text(value))
             yield head
-            yield grid
+            yield _labelled([("initiator", "dim", who), ("downstream", "dim", down),
+                             ("next", "dim", inc["next_action"])])
         if any(inc.get("start_basis") in _APPROX for inc in self.incidents):
             yield Text(_CAPTION, style="dim")
 
@@ -134,14 +130,20 @@ class IncidentDetail:
         inc = self.incident
         yield Text.assemble((inc["id"], "bold"), f" {inc['category']} ({inc['severity']}, confidence "
                                                  f"{inc['confidence']})")
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True, min_width=len("  missing"))
-        grid.add_column(overflow="fold")
         rows = [("why", "", inc["explanation"]), ("next", "green", inc["next_action"])]
         rows += [("verify", "cyan", v) for v in inc["verify"]] + [("missing", "yellow", m) for m in inc["missing"]]
-        for label, style, value in rows:
-            grid.add_row(Text("  " + label, style=style), Text(value))
-        yield grid
+        yield _labelled(rows, min_width=len("  missing"))
+
+
+def _labelled(rows: list[tuple[str, str, str]], min_width: int | None = None) -> Table:
+    """(label, its style, text) rows: the labels indented two spaces, each text wrapped under itself (text,
+    never markup)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=min_width)
+    grid.add_column(overflow="fold")
+    for label, style, value in rows:
+        grid.add_row(Text("  " + label, style=style), Text(value))
+    return grid
 
 
 def describe_initiator(i: dict[str, Any]) -> str:
