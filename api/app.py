@@ -292,17 +292,21 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
         return LinkList(items=items)
 
-    @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)])
+    @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)],
+             responses={404: {"model": Problem}})
     def host_timeline(host: Annotated[str, PathParam(max_length=255)],
                       since: datetime | None = None, until: datetime | None = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
-        """What happened on one host: its incidents and its events (warnings and worse by default)."""
+        """What happened on one host: its incidents and its events (warnings and worse by default).
+        404 when the lake holds nothing of the host at all (no event, link sample or topology fact)."""
         check_range(since, until)
         incs = store.incidents(host=host, since=since, until=until, limit=limit)
         for i in incs:
             i.pop("_sort_key", None)
         evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
+        if not incs and not evs and not store.knows_host(host):
+            raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it")
         return HostTimeline(host=host, incidents=incs, events=[_event_json(e) for e in evs])
 
     @app.post("/sql", dependencies=[Depends(auth)],

@@ -41,6 +41,9 @@ def check_read_only(query: str) -> str:
 
 
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
+#: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type):
+#: exit 2, as for a query that does not parse; the others (I/O, the timeout, a bad value) exit 1
+_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
@@ -116,7 +119,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if "INTERRUPT" in msg.upper():
             msg = f"the query ran longer than {settings.sql_timeout_s:g} s (sql_timeout_s) and was stopped"
         err.print(f"[red]query failed:[/] {msg}")
-        return 1
+        # a query naming a table, column or function that is not there is a usage error, like a parse error
+        return 2 if isinstance(e, _QUERY_ERRORS) else 1
     except OSError as e:
         err.print(f"[red]cannot write the output:[/] {e}")
         return 1

@@ -171,6 +171,14 @@ class Store:
         sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
         return self.query(sql, src_params + params + [limit, offset])
 
+    def knows_host(self, host: str) -> bool:
+        """Whether the lake holds anything of ``host``: an event, a link sample or a topology fact (of any
+        time and severity)."""
+        rows = self.query("SELECT EXISTS (SELECT 1 FROM events WHERE host = ?) "
+                          "OR EXISTS (SELECT 1 FROM link_samples WHERE host = ?) "
+                          "OR EXISTS (SELECT 1 FROM topology WHERE host = ?) AS known", [host, host, host])
+        return bool(rows[0]["known"])
+
     # --- links -----------------------------------------------------------------------------------
     def links(self, *, host: str | None = None) -> list[dict[str, Any]]:
         """Per host, GPU and link: the latest state and speed, the latest error counters and how much

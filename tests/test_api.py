@@ -109,6 +109,11 @@ def test_events_links_and_host_timeline(api):
     assert sorted(l["link"] for l in degraded) == [3, 5]
     tl = api.get("/hosts/node023/timeline").json()
     assert [i["category"] for i in tl["incidents"]] == ["gsp_error"] and len(tl["events"]) == 7
+    # a known host with nothing in the span answers empty; a host the lake never saw is 404
+    quiet = api.get("/hosts/node023/timeline", params={"until": "2001-01-01T00:00:00Z"})
+    assert quiet.status_code == 200 and quiet.json()["incidents"] == [] and quiet.json()["events"] == []
+    r = api.get("/hosts/node999/timeline")
+    assert r.status_code == 404 and "no host node999" in r.json()["detail"]
 
 
 def test_sql_json_and_arrow_and_refusals(api):

@@ -127,6 +127,19 @@ def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == '{"n":0}', r.stderr
 
 
+def test_sql_exit_codes_tell_a_wrong_query_from_a_failed_one(tmp_path):
+    """A query the views cannot answer (no such table or column, no parse) is a usage error, exit 2; one that
+    fails while running (here a cast of a bad value) is a runtime failure, exit 1 (api.cli's exit codes)."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    for q, code, said in (("SELECT * FROM nosuch", 2, "nosuch"), ("SELECT nocol FROM events", 2, "nocol"),
+                          ("SELEC 1", 2, "syntax error"), ("SELECT 'x'::INTEGER", 1, "query failed")):
+        r = _firstfault("sql", q, env=env)
+        assert r.returncode == code and said in r.stderr, (q, r.returncode, r.stderr)
+
+
 def test_sql_output_format_follows_the_file_name(tmp_path):
     from ingest.lake import Lake
 
