@@ -143,6 +143,7 @@ class StreamCorrelator:
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
+        owners = self._owners()
         for inc in incidents:
             members = _member_ids(inc)
             if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
@@ -156,9 +157,18 @@ class StreamCorrelator:
             inc["version"] = prev[0] + 1 if prev else 1
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
-            out.extend(self._supersede(inc, members))
+            out.extend(self._supersede(inc, members, owners))
         self._prune(pending)
         return out
+
+    def _owners(self) -> dict[str, set[str]]:
+        """event_id -> the ids of the emitted incidents, not superseded, that hold the event."""
+        owners: dict[str, set[str]] = {}
+        for iid, (_ver, _h, inc) in self.emitted.items():
+            if inc.get("status") != "superseded":
+                for m in _member_ids(inc):
+                    owners.setdefault(m, set()).add(iid)
+        return owners
 
     def _closed(self, evs: list[Ev], now_us: int) -> bool:
         if not evs:
@@ -172,16 +182,25 @@ class StreamCorrelator:
         seen = [self.arrived_us[h] for h in hosts if h in self.arrived_us]
         return bool(seen) and now_us - max(seen) > self.idle_us
 
-    def _supersede(self, inc: dict[str, Any], members: list[str]) -> list[dict[str, Any]]:
+    def _supersede(self, inc: dict[str, Any], members: list[str],
+                   owners: dict[str, set[str]]) -> list[dict[str, Any]]:
         """Earlier incidents whose events now belong to ``inc`` (a late, earlier event changed the
-        incident's first event, hence its id): a last version with status ``superseded``."""
+        incident's first event, hence its id): a last version with status ``superseded``, in the order they
+        were first emitted. ``owners`` (``_owners``) finds them by event and is kept up to date: a step that
+        emits thousands of incidents does not compare each with every other."""
+        me = inc["id"]
+        earlier = set().union(*(owners.get(m, ()) for m in members)) - {me}
+        for m in members:
+            owners.setdefault(m, set()).add(me)
+        if not earlier:
+            return []
         out = []
-        mine = set(members)
-        for old_id, (ver, _h, old) in list(self.emitted.items()):
-            if old_id == inc["id"] or old.get("status") == "superseded" or not (set(_member_ids(old)) & mine):
-                continue
-            gone = dict(old, version=ver + 1, status="superseded", superseded_by=inc["id"])
+        for old_id in [k for k in self.emitted if k in earlier]:
+            ver, _h, old = self.emitted[old_id]
+            gone = dict(old, version=ver + 1, status="superseded", superseded_by=me)
             self.emitted[old_id] = (ver + 1, _content_hash(gone), gone)
+            for m in _member_ids(old):
+                owners.get(m, set()).discard(old_id)
             out.append(gone)
         return out
 

@@ -467,3 +467,27 @@ def test_attribution_cache_numbers_each_hosts_facts_once_per_call():
     t.hosts["a"].domain = "e"  # edited in place
     cache.check(rules, catalog, t)
     assert cache.scenes == {}
+
+
+def test_a_late_earlier_event_supersedes_the_incident_it_joins_and_no_other():
+    """A late line older than an emitted incident's first event makes a new incident (its first event names
+    it); the emitted one gets a last version ``superseded`` naming it. An incident sharing no event with the new
+    one is left alone, and incidents emitted together in one step never supersede each other."""
+    sc = StreamCorrelator(lateness_us=3600 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    hosts = [f"h{i}" for i in range(50)]
+    sc.add(_table([ev(f"x{i}", h, 1000 * S) for i, h in enumerate(hosts)]), now_us=0)
+    first = sc.step(now_us=0, flush=True)
+    assert len(first) == 50 and {i["version"] for i in first} == {1}
+    assert all(i.get("status") != "superseded" for i in first)
+    old = {i["initiator"]["host"]: i["id"] for i in first}
+    sc.add(_table([ev("early", "h7", 990 * S)]), now_us=0)  # h7's GPU, 10 s before its emitted incident
+    out = sc.step(now_us=0, flush=True)
+    (gone,) = [i for i in out if i.get("status") == "superseded"]
+    (new,) = [i for i in out if i.get("status") != "superseded"]
+    assert gone["id"] == old["h7"] and gone["version"] == 2 and gone["superseded_by"] == new["id"] != old["h7"]
+    assert new["initiator"]["host"] == "h7" and new["version"] == 1
+    assert {"early", "x7"} <= set(new["initiator"]["events"])
+    # the other 49 are unchanged: nothing emitted for them, and they stay live
+    live = {i: v[2] for i, v in sc.emitted.items() if v[2].get("status") != "superseded"}
+    assert set(live) == (set(old.values()) - {old["h7"]}) | {new["id"]}
