@@ -29,7 +29,6 @@ the same events (same ids, same content but ``version``/``status``).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,7 +152,9 @@ class StreamCorrelator:
             prev = self.emitted.get(inc["id"])
             if prev and prev[1] == h:
                 continue
-            inc = copy.deepcopy(inc)  # its parts are the attribution cache's (incident.body): the caller's own
+            # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident
+            # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
+            inc = orjson.loads(orjson.dumps(inc))
             inc["version"] = prev[0] + 1 if prev else 1
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
