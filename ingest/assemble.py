@@ -313,13 +313,30 @@ def _part(h: Hit) -> str:
 _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 
+def assign_hosts(hits: list[Hit]) -> None:
+    """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``) wins over the
+    envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a plain-text file a line that names no
+    host (a traceback line, an NCCL or PyTorch line printed without the prefix) takes the host of the closest
+    earlier recognised line of the file that named one: the file name (``worker3.log``, ``job-123.log``) is
+    only a guess (DESIGN.md: where neither the line nor the envelope names the host), and the lines before
+    it say whose log this is. A Kafka key or an envelope names the host itself and is kept."""
+    named: dict[str, str] = {}  # file stream -> the host its closest earlier line named
+    for h in hits:
+        own = h.row.get("host") or h.prefix.host
+        seg = h.seg
+        if own:
+            if seg.ref_basis == "file":
+                named[seg.stream] = own
+            h.row["host"] = own
+        else:
+            h.row["host"] = (named.get(seg.stream) if seg.ref_basis == "file" else None) or seg.host or "unknown"
+
+
 def assemble(hits: list[Hit], tz) -> Assembled:
     """Rows for one stream's hits, in stream order: events, link samples, topology facts."""
     out = Assembled()
     resolve_times(hits, tz)
-    for h in hits:
-        # the line's own host claim wins over the envelope, key or file name (DESIGN.md, Inputs)
-        h.row["host"] = h.row.get("host") or h.prefix.host or h.seg.host or "unknown"
+    assign_hosts(hits)
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []

@@ -55,10 +55,44 @@ def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     column by column in Python: ~2.5x faster on a batch's events. The rows are not modified. A value its
     column cannot hold raises what Arrow raises (``ArrowInvalid``, ``ArrowTypeError``, ``OverflowError``; a
     float in an integer column is truncated, as ``pa.array`` does), ``details`` orjson cannot encode a
-    ``TypeError``.
+    ``TypeError``. Integers out of their column's range (a ``[40000]`` device in an NCCL prefix, a ``GPU99999``
+    row of ``topo -m``) are the exception: such a value becomes null and ``details.<column>_text`` keeps it
+    as text, as for a field extraction finds too big (those rows are copied), so one odd field does not cost the batch's other rows (``_bounded``).
     """
     if not rows:
         return schema.empty_table()
+    try:
+        return _to_table(rows, schema)
+    except (pa.ArrowInvalid, OverflowError):
+        fixed = _bounded(rows, schema)
+        if fixed is rows:
+            raise
+        return _to_table(fixed, schema)
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    return (0, 2**bits - 1) if pa.types.is_unsigned_integer(t) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def _bounded(rows: list[dict], schema: pa.Schema) -> list[dict]:
+    """``rows`` with each integer a column of ``schema`` cannot hold set to null and kept as text in its
+    row's ``details.<column>_text``; ``rows`` itself when every integer fits."""
+    ranges = {f.name: _int_range(f.type) for f in schema if pa.types.is_integer(f.type)}
+    out, changed = [], False
+    for r in rows:
+        bad = {k: v for k, (lo, hi) in ranges.items()
+               if isinstance(v := r.get(k), int) and not isinstance(v, bool) and not lo <= v <= hi}
+        if bad:
+            changed = True
+            r = dict(r, **dict.fromkeys(bad))
+            if "details" in schema.names:  # as the fields extraction finds too big (ingest.extract)
+                r["details"] = {**(r.get("details") or {}), **{f"{k}_text": str(v) for k, v in bad.items()}}
+        out.append(r)
+    return out if changed else rows
+
+
+def _to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     i = schema.get_field_index("details")
     if i < 0:
         return pa.Table.from_pylist(rows, schema=schema)

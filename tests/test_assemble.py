@@ -284,3 +284,29 @@ def test_rows_become_a_table_of_the_schema_and_stay_as_they_were():
                    {"event_id": "b", "host": None, "link": None, "details": None}]
     only = pa.schema([pa.field("details", pa.string())])
     assert to_table([{"details": {"k": 2}}, {}], only).to_pylist() == [{"details": '{"k":2}'}, {"details": None}]
+
+
+def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(tmp_path):
+    """The file name is only a guess at the host (``worker3.log``): a line that names none (here PyTorch's
+    NCCL error, after NCCL lines that print ``node01:pid:tid``) belongs to the host the file's earlier lines
+    named, so the incident is one (the IB port fault with the NCCL error downstream), on node01. A Kafka key
+    names the host itself: there the key is kept (tests/test_decode.py)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    log = tmp_path / "worker3.log"
+    log.write_text(
+        "[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async "
+        "error event: port error\n"
+        "RuntimeError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    _, batch, incidents = diagnose_paths([log], Settings())
+    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [("ib_port", "node01"),
+                                                                          ("nccl_error", "node01")]
+    (inc,) = incidents
+    assert inc["initiator"]["host"] == "node01" and inc["initiator"]["kind"] == "ib_port"
+    assert [d["host"] for d in inc["downstream"]] == ["node01"]
+    # a file whose lines name no host is the file name's
+    (tmp_path / "node09.log").write_text(log.read_text().splitlines()[1] + "\n")
+    _, batch, _ = diagnose_paths([tmp_path / "node09.log"], Settings())
+    assert [e["host"] for e in batch.events.to_pylist()] == ["node09"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
+import orjson
 import pytest
 
 from correlate.correlator import correlate
@@ -48,6 +49,32 @@ def test_numbers_too_big_for_their_column_are_kept_as_text(pipeline, line, colum
     events, _ = run(pipeline, line)
     assert len(events) == 1 and events[0][column] is None
     assert f"{column}_text" in events[0]["details"]
+
+
+@pytest.mark.parametrize("line,column", [
+    ("node07:12098:12141 [40000] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'", "gpu_index"),
+    ("node07:99999999999:12141 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'", "pid"),
+])
+def test_a_number_out_of_range_in_a_line_prefix_costs_only_that_field(pipeline, line, column):
+    """NCCL's ``host:pid:tid [device]`` prefix is read apart from the signature's fields: a device or pid its
+    column cannot hold is null (kept as text in details), and the batch's other lines stay (it once failed
+    the whole Arrow build: a file in ``diagnose``, a message sent to the dead-letter topic)."""
+    xid = "2025-01-01T00:00:00Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    events, _ = run(pipeline, xid, line)
+    assert [e["kind"] for e in events] == ["xid", "nccl_error"]
+    assert events[1][column] is None
+    assert orjson.loads(events[1]["details"])[f"{column}_text"] in ("40000", "99999999999")
+
+
+def test_an_out_of_range_topo_matrix_row_costs_only_that_value(pipeline):
+    """The kind, not the line: every table of a batch is built with out-of-range integers nulled, here a
+    ``topo -m`` row of ``GPU99999`` (int16 ``gpu_index`` of the topology facts)."""
+    seg = Segment(data=b"        GPU0    GPU99999    CPU Affinity\nGPU0     X      NODE    0-63\n"
+                       b"GPU99999     NODE      X    0-63\n", origin="t:bad", stream="s", host="node07",
+                  ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    facts = b.topology.to_pylist()
+    assert sorted((str(f["gpu_index"]), f["peer_name"]) for f in facts) == [("0", "GPU99999"), ("None", "GPU0")]
 
 
 def test_february_29_without_a_year_takes_the_last_leap_year():
