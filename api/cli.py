@@ -8,6 +8,7 @@ at or above that severity.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import errno
 import logging
 import sys
@@ -18,6 +19,7 @@ from typing import Annotated, Any, Optional
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from api.render import console_width
 from api.report_cli import require_lake
@@ -49,7 +51,7 @@ def _settings(config: Path | None, **overrides) -> Settings:
     try:
         s = load_settings(config, overrides=overrides)
     except SettingsError as e:
-        err.print(f"[red]configuration error:[/] {e}")
+        err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
     setup_logging(s.log_format, s.log_level)
     return s
@@ -160,11 +162,11 @@ def diagnose(
         raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        err.print(f"[red]no such file or directory:[/] {', '.join(missing)}")
+        err.print(f"[red]no such file or directory:[/] {escape(', '.join(missing))}")
         raise typer.Exit(2)
     special = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
     if special:  # a FIFO, a device: reading it could block or never end
-        err.print(f"[red]not a regular file or folder:[/] {', '.join(special)}")
+        err.print(f"[red]not a regular file or folder:[/] {escape(', '.join(special))}")
         raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
     hosts: list[str] = []
@@ -181,17 +183,20 @@ def diagnose(
     try:
         decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=_progress())
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
-        err.print(f"[red]{e}[/]")
+        err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     for line in _skipped(batch.rejects):  # decode rejects and lines too long to read
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
-    if not decoded.segments and not decoded.rejects:
-        err.print("[yellow]no files found[/] under " + ", ".join(map(str, paths)))
+    if not decoded.segments and not decoded.rejects:  # a wrong folder must not pass a --fail-on gate as healthy
+        err.print("[red]no files found[/] under " + escape(", ".join(map(str, paths))))
+        raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
     for h in sorted({x.host for x in symptoms} - set(seen)):  # a typo, or other hosts' logs: it joins no evidence
+        close = difflib.get_close_matches(h, seen, n=1)
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
-                  "report joins no logged evidence", style="yellow", highlight=False, markup=False)  # text, not markup
+                  "report joins no logged evidence" + (f". Did you mean {close[0]}?" if close else ""),
+                  style="yellow", highlight=False, markup=False)  # text, not markup
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))
@@ -233,7 +238,7 @@ def kafka_start(config: ConfigOpt = None) -> None:
         st = broker.start(s.state_dir, log=lambda m: err.print(m))
         asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic, s.events_topic]))
     except broker.BrokerError as e:
-        err.print(f"[red]{e}[/]")
+        err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     out.print(st.bootstrap)
 
@@ -249,7 +254,7 @@ def kafka_topics(partitions: Annotated[int, typer.Option(min=1, help="partitions
         asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic, s.events_topic],
                                          partitions=partitions))
     except broker.BrokerError as e:
-        err.print(f"[red]{e}[/]")
+        err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     err.print(f"topics ready: {', '.join(s.topics + [s.dlq_topic, s.events_topic])}")
 
@@ -304,7 +309,7 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
     try:
         code = run_demo(s, once=once, port=port, console=err, out=out, check=check)
     except (BrokerError, DemoRunning) as e:
-        err.print(f"[red]{e}[/]")
+        err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     raise typer.Exit(code)
 
@@ -400,7 +405,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = prin
     from api.sql import run_sql
 
     s = _settings(config)
-    err.print(f"[dim]lake: {s.lake}[/]")
+    err.print(f"[dim]lake: {escape(str(s.lake))}[/]")
     require_lake(s)
     raise typer.Exit(run_sql(s, query, format, output, out, err))
 

@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from api.render import console_width
 from schemas.settings import Settings, SettingsError, load_settings
@@ -31,7 +32,7 @@ def require_lake(s: Settings) -> None:
     from ingest.lake import Lake, lake_path
 
     if not Lake(s.lake).remote and not (lake_path(s.lake) / "events").is_dir():
-        err.print(f"[red]no lake at {s.lake}[/] (no events/ folder): run `make demo` (its lake is "
+        err.print(f"[red]no lake at {escape(str(s.lake))}[/] (no events/ folder): run `make demo` (its lake is "
                   ".firstfault/demo/lake) or point FIRSTFAULT_LAKE / --config at one")
         raise typer.Exit(2)
 
@@ -66,7 +67,7 @@ def degraded_links(
     try:
         settings = load_settings(config)
     except SettingsError as e:
-        err.print(f"[red]configuration error:[/] {e}")
+        err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
     require_lake(settings)
     try:
@@ -83,10 +84,10 @@ def degraded_links(
         else:
             output.write_bytes(data)
     except ValueError as e:  # the fleet config file
-        err.print(f"[red]configuration error:[/] {e}")
+        err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
     except (StoreError, OSError) as e:
-        err.print(f"[red]{e}[/]")
+        err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from api.store import connect
@@ -41,9 +42,10 @@ def check_read_only(query: str) -> str:
 
 
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
-#: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type):
-#: exit 2, as for a query that does not parse; the others (I/O, the timeout, a bad value) exit 1
-_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException)
+#: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type) or
+#: that reads outside the lake (the connection's sandbox, ``api.store.connect``): exit 2, as for a query that does
+#: not parse; the others (I/O, the timeout, a bad value) exit 1
+_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
@@ -54,7 +56,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     if fmt is None:  # a file's format from its name; else a table on the terminal
         fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"
         if fmt is None:
-            err.print(f"[red]say --format for {output.name}[/] (csv, json or parquet; a name ending in .csv, "
+            err.print(f"[red]say --format for {escape(output.name)}[/] (csv, json or parquet; a name ending in .csv, "
                       ".json, .ndjson or .parquet says it)")
             return 2
     if fmt not in ("table", "csv", "json", "parquet"):
@@ -69,10 +71,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     try:
         check_read_only(query)
     except SqlRefused as e:
-        err.print(f"[red]refused:[/] {e}")
+        err.print(f"[red]refused:[/] {escape(str(e))}")
         return 2
     if output is not None and not output.parent.is_dir():
-        err.print(f"[red]no such folder for --output:[/] {output.parent}")
+        err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
         return 2
     con = connect(Lake(settings.lake))
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
@@ -90,7 +92,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
                       "narrow the query or raise the setting")
         if output is not None:
             _write(tbl, fmt, output)
-            err.print(f"wrote {tbl.num_rows} rows to {output}")
+            err.print(f"wrote {tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'} to {output}", markup=False)
             return 0
         if fmt == "table":
             t = Table()
@@ -118,11 +120,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         msg = str(e).splitlines()[0]
         if "INTERRUPT" in msg.upper():
             msg = f"the query ran longer than {settings.sql_timeout_s:g} s (sql_timeout_s) and was stopped"
-        err.print(f"[red]query failed:[/] {msg}")
+        err.print(f"[red]query failed:[/] {escape(msg)}")
         # a query naming a table, column or function that is not there is a usage error, like a parse error
         return 2 if isinstance(e, _QUERY_ERRORS) else 1
     except OSError as e:
-        err.print(f"[red]cannot write the output:[/] {e}")
+        err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         return 1
     finally:
         timer.cancel()

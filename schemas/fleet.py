@@ -30,11 +30,14 @@ class HostConfig:
 
 
 def load_fleet_config(path: Path) -> dict[str, HostConfig]:
-    """Read the fleet config. Raises ``ValueError`` naming the key when the file does not have that shape."""
+    """Read the fleet config. Raises ``ValueError`` naming the key when the file does not have that shape, or
+    saying why it cannot be read (missing, a folder, not UTF-8, not YAML)."""
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid YAML: {e}") from e
+    except OSError as e:
+        raise ValueError(f"cannot read the fleet config {path}: {e.strerror or e}") from e
     hosts = doc.get("hosts") if isinstance(doc, dict) else None
     if not isinstance(hosts, dict):
         raise ValueError(f"{path}: expected a mapping 'hosts:'")

@@ -16,6 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 
+#: upper bounds of the settings in seconds: a clock-skew bound beyond a day says the clock is wrong, not skewed
+DAY_S = 86_400
+YEAR_S = 365 * DAY_S
+
+
 class SettingsError(ValueError):
     """The configuration is invalid; the message says which key and why."""
 
@@ -23,7 +28,8 @@ class SettingsError(ValueError):
 class Settings(BaseModel):
     """Every field is described; see the README's configuration table."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # times and bounds become µs integers: NaN and infinity are refused here, not left to fail there
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     state_dir: Path = Field(Path(".firstfault"), description="local state: broker data, outbox, cursors")
     lake: str = Field(".firstfault/lake", description="Parquet lake root: a path, file:// URL or "
@@ -40,25 +46,25 @@ class Settings(BaseModel):
                                     "worker's partitions move to another")
     batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
     batch_linger_ms: int = Field(200, ge=0, description="wait this long for a batch to fill")
-    skew_default_s: float = Field(2.0, ge=0, description="clock-skew bound for hosts not listed in `skew_s`")
+    skew_default_s: float = Field(2.0, ge=0, le=DAY_S, description="clock-skew bound for hosts not listed in `skew_s`")
     skew_s: dict[str, float] = Field(default_factory=dict, description="per-host clock-skew bounds (seconds)")
-    allowed_lateness_s: float = Field(300.0, ge=0, description="late events this old still update incidents")
-    close_after_s: float = Field(120.0, gt=0, description="an incident is emitted once its hosts' event time has "
+    allowed_lateness_s: float = Field(300.0, ge=0, le=YEAR_S, description="late events this old still update incidents")
+    close_after_s: float = Field(120.0, gt=0, le=YEAR_S, description="an incident is emitted once its hosts' event time has "
                                  "moved this far past its last event")
-    idle_close_s: float = Field(120.0, gt=0, description="... or when its hosts sent nothing for this long "
+    idle_close_s: float = Field(120.0, gt=0, le=YEAR_S, description="... or when its hosts sent nothing for this long "
                                 "(processing time: a crashed host logs nothing more)")
-    resolve_after_s: float = Field(900.0, ge=0, description="an incident with no new evidence this long is resolved")
+    resolve_after_s: float = Field(900.0, ge=0, le=YEAR_S, description="an incident with no new evidence this long is resolved")
     timezone: str = Field("UTC", description="zone of log stamps that print none (dmesg -T, syslog)")
     fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
     api_host: str = Field("127.0.0.1", description="HTTP API listen address")
     api_port: int = Field(8080, ge=0, le=65535, description="HTTP API port (0 = any free port)")
     # secrets are SecretStr: never printed by repr, logs or error messages
     api_token: SecretStr | None = Field(None, description="bearer token required by the API; unset = no auth")
-    api_max_scan_days: float = Field(31.0, gt=0, description="longest time range a query may scan without a "
+    api_max_scan_days: float = Field(31.0, gt=0, le=36500, description="longest time range a query may scan without a "
                                      "host filter (longer is refused with 422, not left to time out)")
     api_max_body_bytes: int = Field(65536, ge=1024, description="largest request body the API accepts")
     sql_max_rows: int = Field(100_000, ge=1, description="rows a POST /sql or `firstfault sql` result may hold")
-    sql_timeout_s: float = Field(30.0, gt=0, description="a SQL query running longer is interrupted")
+    sql_timeout_s: float = Field(30.0, gt=0, le=DAY_S, description="a SQL query running longer is interrupted")
     log_format: str = Field("text", description="text or json (one JSON object per log line)")
     log_level: str = Field("WARNING", description="DEBUG, INFO, WARNING or ERROR")
     public_url: str | None = Field(None, description="base URL on-call engineers use to reach the API; links in "
@@ -97,6 +103,23 @@ class Settings(BaseModel):
             raise ValueError("must be text or json")
         return v
 
+    @field_validator("fleet_config")
+    @classmethod
+    def _fleet(cls, v: Path | None) -> Path | None:
+        if v is not None:  # read once here, so a bad file stops start-up as a configuration error (exit 2)
+            from schemas.fleet import load_fleet_config
+
+            load_fleet_config(v)
+        return v
+
+    @field_validator("skew_s")
+    @classmethod
+    def _skews(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [f"{h}={s}" for h, s in v.items() if not 0 <= s <= DAY_S]
+        if bad:
+            raise ValueError(f"skew bounds must be 0 to {DAY_S} seconds: {', '.join(bad)}")
+        return v
+
     @field_validator("timezone")
     @classmethod
     def _tz(cls, v: str) -> str:
@@ -118,6 +141,22 @@ _PREFIX = "FIRSTFAULT_"
 _OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pagerduty_url", "pagerduty_routing_key"}
 
 
+def _pairs(var: str, text: str) -> dict[str, float]:
+    """``node01=0.5,node02=3`` -> ``{"node01": 0.5, "node02": 3.0}``; SettingsError names the bad pair."""
+    out = {}
+    for p in (x.strip() for x in text.split(",")):
+        if not p:
+            continue
+        host, eq, num = p.partition("=")
+        try:
+            if not eq or not host.strip():
+                raise ValueError
+            out[host.strip()] = float(num)
+        except ValueError:
+            raise SettingsError(f"{var}: {p!r} is not host=seconds (e.g. {var}=node01=0.5,node02=3)") from None
+    return out
+
+
 def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                   overrides: dict[str, Any] | None = None) -> Settings:
     """Defaults < TOML file < environment < ``overrides``. Raises :class:`SettingsError`."""
@@ -131,8 +170,10 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             data.update(tomllib.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError as e:
             raise SettingsError(f"config file not found: {path}") from e
-        except tomllib.TOMLDecodeError as e:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise SettingsError(f"{path}: not valid TOML: {e}") from e
+        except OSError as e:  # a folder, no permission
+            raise SettingsError(f"cannot read the config file {path}: {e.strerror or e}") from e
     fields = Settings.model_fields
     for k, v in env.items():
         if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":
@@ -144,7 +185,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         if ann in (list[str],):
             data[name] = [x.strip() for x in v.split(",") if x.strip()]
         elif ann == dict[str, float]:
-            data[name] = {h: float(s) for h, s in (p.split("=", 1) for p in v.split(",") if p)}
+            data[name] = _pairs(k, v)
         else:
             data[name] = v
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})

@@ -8,11 +8,12 @@ import shlex
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from api.cli import app
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +62,31 @@ def test_dockerfile_copies_what_the_package_needs():
 def test_any_empty_variable_counts_as_unset():
     empty = {f"FIRSTFAULT_{f.upper()}": "" for f in Settings.model_fields}
     assert load_settings(env=empty) == load_settings(env={})
+
+
+@pytest.mark.parametrize("env,said", [
+    ({"FIRSTFAULT_SKEW_S": "a=b"}, "is not host=seconds"),
+    ({"FIRSTFAULT_SKEW_S": "abc"}, "is not host=seconds"),
+    ({"FIRSTFAULT_SKEW_S": "node01=nan"}, "finite number"),
+    ({"FIRSTFAULT_SKEW_S": "node01=1e308"}, "skew bounds must be 0 to 86400 seconds"),
+    ({"FIRSTFAULT_SKEW_S": "node01=-1"}, "skew bounds must be 0 to 86400 seconds"),
+    ({"FIRSTFAULT_SKEW_DEFAULT_S": "inf"}, "finite number"),
+    ({"FIRSTFAULT_CLOSE_AFTER_S": "1e300"}, "close_after_s"),
+    ({"FIRSTFAULT_CONFIG": "/"}, "cannot read the config file /"),
+    ({"FIRSTFAULT_FLEET_CONFIG": "/"}, "cannot read the fleet config /"),
+])
+def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
+    """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
+    folder as the config file, a fleet config that is no file); SettingsError is exit 2 in every command."""
+    with pytest.raises(SettingsError, match=re.escape(said)):
+        load_settings(env=env)
+
+
+def test_a_malformed_fleet_config_is_a_configuration_error(tmp_path):
+    for text in (b"hosts: [1,2\n", b"hosts: {node01: 5}\n", b"\xff\xfe", b"? [a, b]\n: 1\n"):
+        (tmp_path / "fleet.yaml").write_bytes(text)
+        r = _firstfault("diagnose", str(tmp_path), "--fleet-config", str(tmp_path / "fleet.yaml"))
+        assert r.returncode == 2 and "fleet_config" in r.stderr and "Traceback" not in r.stderr, (text, r.stderr)
 
 
 def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
@@ -127,6 +153,19 @@ def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == '{"n":0}', r.stderr
 
 
+def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
+    """Paths, lake locations and error texts are user text: ``[/]`` in them is no markup to fail on (each
+    exited 1 with rich's MarkupError traceback)."""
+    r = _firstfault("diagnose", str(tmp_path / "nope[/]x"))
+    assert r.returncode == 2 and "no such file or directory" in r.stderr and "nope[/]x" in r.stderr, r.stderr
+    (tmp_path / "empty[/]dir").mkdir(parents=True)  # "empty[" holding "]dir"
+    r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
+    assert r.returncode == 2 and "no files found" in r.stderr and "empty[/]dir" in r.stderr, r.stderr
+    r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "x[/]y")})
+    assert r.returncode == 2 and "no lake at" in r.stderr and "x[/]y" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_sql_exit_codes_tell_a_wrong_query_from_a_failed_one(tmp_path):
     """A query the views cannot answer (no such table or column, no parse) is a usage error, exit 2; one that
     fails while running (here a cast of a bad value) is a runtime failure, exit 1 (api.cli's exit codes)."""
@@ -135,7 +174,8 @@ def test_sql_exit_codes_tell_a_wrong_query_from_a_failed_one(tmp_path):
     Lake(str(tmp_path / "lake")).init()
     env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
     for q, code, said in (("SELECT * FROM nosuch", 2, "nosuch"), ("SELECT nocol FROM events", 2, "nocol"),
-                          ("SELEC 1", 2, "syntax error"), ("SELECT 'x'::INTEGER", 1, "query failed")):
+                          ("SELEC 1", 2, "syntax error"), ("SELECT * FROM read_csv('/etc/passwd')", 2, "Permission"),
+                          ("SELECT 'x'::INTEGER", 1, "query failed")):
         r = _firstfault("sql", q, env=env)
         assert r.returncode == code and said in r.stderr, (q, r.returncode, r.stderr)
 
@@ -279,6 +319,8 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@node07")
     assert r.returncode == 0 and "symptom host node07 has no events in these logs (hosts with events: node02)" in \
         r.stderr, r.stderr
+    r = _firstfault("diagnose", str(xid), "--symptom", "failure@node2")  # a typo of a host that has events
+    assert r.returncode == 0 and "Did you mean node02?" in r.stderr, r.stderr
     # host names are printed as text: "[/]" is no markup to fail on (it exited 1 with rich's MarkupError)
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@x[/]", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["incidents"] and "symptom host x[/] has no events" in r.stderr
