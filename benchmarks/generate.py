@@ -456,3 +456,45 @@ def storm(n: int, *, seed: int = 7, t0: datetime = T0, catalog: Catalog | None =
 def chunks(idx: list[int], size: int) -> Iterator[list[int]]:
     for i in range(0, len(idx), size):
         yield idx[i:i + size]
+
+
+#: GPU bus ids of an 8-GPU HGX host, in nvidia-smi index order (docs/reference/topology.md)
+_HGX_BUSES = ("1b", "43", "52", "61", "9d", "c3", "d1", "df")
+
+
+def job_hang(hosts: int, *, t0: datetime = T0, bad_host: int = 7, timeout_s: int = 600) -> dict[str, list[str]]:
+    """One training job of ``hosts`` × 8 ranks (one NCCL communicator) whose GPU falls off the bus: what a
+    large job's death looks like, per host, in real line formats.
+
+    Each rank prints NCCL's ``Init COMPLETE`` line (``host:pid:tid [dev] NCCL INFO comm <its own pointer> rank R
+    nranks N cudaDev D nvmlDev D busId B commId <the communicator's id> - Init COMPLETE``, NCCL 2.19 on, as the
+    catalog's nccl.init example; no time of its own) at job start; host ``bad_host``'s
+    kernel logs Xid 79 for its GPU 0 (rsyslog ISO stamp); ``timeout_s`` later every rank's PyTorch watchdog
+    prints its timeout (``[rankR]:[E… ProcessGroupNCCL.cpp:…] [Rank R] Watchdog caught collective operation
+    timeout: … ran for … milliseconds``, c10 stamp). Returns host -> lines (the kernel line first on its host).
+    The diagnosis is the Xid 79 with every rank downstream."""
+    nranks = hosts * 8
+    start = to_us(t0)
+    fault = start + 3600 * US
+    out: dict[str, list[str]] = {}
+    for h in range(hosts):
+        host = f"node{h:04d}"
+        lines = []
+        if h == bad_host % hosts:
+            stamp = (_EPOCH + timedelta(microseconds=fault)).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+            lines.append(f"{stamp} {host} kernel: NVRM: Xid (PCI:0000:{_HGX_BUSES[0]}:00): 79, pid=3721, "
+                         "name=python3, GPU has fallen off the bus.")
+        for g in range(8):
+            rank = h * 8 + g
+            lines.append(f"{host}:{3000 + g}:{3100 + g} [{g}] NCCL INFO comm 0x7f3c{h:04x}{g:04x} rank {rank} nranks "
+                         f"{nranks} cudaDev {g} nvmlDev {g} busId {_HGX_BUSES[g]}000 commId 0x5ae77eb5ea4ec1ee - "
+                         "Init COMPLETE")
+        when = _EPOCH + timedelta(microseconds=fault + timeout_s * US + 250_000)
+        for g in range(8):
+            rank = h * 8 + g
+            lines.append(f"[rank{rank}]:[E{when:%m%d %H:%M:%S}.{when.microsecond:06d}{g:03d} ProcessGroupNCCL.cpp:"
+                         f"616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=52113, "
+                         f"OpType=ALLREDUCE, NumelIn=8388608, NumelOut=8388608, Timeout(ms)={timeout_s * 1000}) ran "
+                         f"for {timeout_s * 1000 + 250} milliseconds before timing out.")
+        out[host] = lines
+    return out

@@ -310,6 +310,36 @@ def correlator(batches: list) -> dict:
             "stream_attributions_reused": reused}
 
 
+def job_phase(hosts: int) -> dict:
+    """A large job's death in one communicator (``generate.job_hang``: ``hosts`` × 8 ranks, one Xid 79, every
+    rank's watchdog timeout), through the in-process pipeline, then ``correlate()`` once over all its events
+    (CPU s; rules, catalog and platforms loaded before). Checks the diagnosis: the Xid 79 host initiates and
+    every rank's report is downstream."""
+    from benchmarks.generate import job_hang
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from ingest.pipeline import Pipeline
+
+    t0 = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=3)
+    logs = job_hang(hosts, t0=t0)
+    after = int((t0.timestamp() + 3600 + 700) * 1e6)  # when the shipper delivered them: after the timeouts
+    segs = [Segment(data="\n".join(lines).encode(), origin=f"kafka:fleet.nccl/0/{n}", stream=f"fleet.nccl/0/{host}",
+                    host=host, ref_ts=after, ref_basis="kafka", ingest_ts=after)
+            for n, (host, lines) in enumerate(logs.items())]
+    batch = Pipeline().run(Decoded(segments=segs))
+    ev, sm, tp = batch.events, batch.link_samples, batch.topology
+    correlate(ev.slice(0, 10), sm, tp, now_us=after)  # rules, catalog and platforms loaded, as in a service
+    c0 = _cpu()
+    inc = correlate(ev, sm, tp, now_us=after + 3600 * 1_000_000)
+    cpu = _cpu() - c0
+    top = max(inc, key=lambda i: len(i["downstream"]), default=None)
+    ranks = sum(len(d["events"]) for d in top["downstream"]) if top else 0
+    return {"hosts": hosts, "ranks": hosts * 8, "lines": sum(map(len, logs.values())), "events": ev.num_rows,
+            "incidents": len(inc), "correlate_cpu_s": cpu, "events_per_s": ev.num_rows / cpu if cpu else None,
+            "initiator": f"{top['initiator']['host']} Xid {top['initiator']['xid']}" if top else None,
+            "downstream_events": ranks}
+
+
 def read_split_files(files: list[Path]) -> dict:
     c0, t0 = _cpu(), time.perf_counter()
     n = nbytes = 0
@@ -517,6 +547,9 @@ def run(a: argparse.Namespace) -> dict:
             out["correlator"] = correlator(batches)
             del batches
             save()
+            log(f"one job of {a.job_hosts} hosts x 8 ranks timing out after an Xid 79 (correlator) …")
+            out["correlator"]["job"] = job_phase(a.job_hosts)
+            save()
         if a.storm:
             log(f"storm: {a.storm} kernel lines of one host (in process) …")
             out["storm"] = storm_phase(a.storm, seed=a.seed, t0=start, work=work, max_records=a.max_records,
@@ -696,6 +729,11 @@ def table(out: dict) -> str:
                      f"step {c['stream_step_median_s']:.3f} s, longest {c['stream_step_max_s']:.3f} s"
                      + (f", {c['stream_attributions_reused']:.0%} of attributions reused"
                         if c.get("stream_attributions_reused") is not None else ""))
+        if "job" in c:
+            j = c["job"]
+            lines.append(f"correlator, one job of {j['ranks']} ranks on {j['hosts']} hosts: {j['events']} events, "
+                         f"correlate() {_k(j['events_per_s'])} events/s ({j['correlate_cpu_s']:.2f} CPU s); "
+                         f"initiator {j['initiator']}, {j['downstream_events']} downstream events")
     if "storm" in out:
         r = out["storm"]
         lines.append(f"storm, one host ({r['lines']} kernel lines, {r['fault_lines']} fault lines; in process): "
@@ -747,6 +785,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
                     help="phases to leave out: baselines, stages, files")
     ap.add_argument("--out", help="also write the JSON object to this file, updated after each phase")
+    ap.add_argument("--job-hosts", type=int, default=None, help="hosts (8 ranks each) of the large-job correlator "
+                    "phase (default 1,024; --quick 32)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", default=None, help="parent folder of the scratch folder (default: /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -761,6 +801,9 @@ def main(argv: list[str] | None = None) -> int:
         a.backlog = 0 if a.backlog is None else a.backlog
         a.storm = 6_000 if a.storm is None else a.storm
         a.re_lines = a.re_lines or 2_000
+        a.job_hosts = 32 if a.job_hosts is None else a.job_hosts
+    if a.job_hosts is None:
+        a.job_hosts = 1024
     if a.backlog is None:
         a.backlog = 10_000_000
     if a.storm is None:

@@ -77,6 +77,9 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert r["quick"] and all(t["holds"] is None for t in r["targets"].values())  # a smoke test judges nothing
     assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
     assert 0 < r["correlator"]["stream_attributions_reused"] < 1  # steps that touch few hosts reuse the rest
+    job = r["correlator"]["job"]  # one communicator of 32 hosts x 8 ranks, one Xid 79: one incident, all ranks under it
+    assert (job["ranks"], job["events"], job["incidents"]) == (256, 513, 1)
+    assert job["initiator"] == "node0007 Xid 79" and job["downstream_events"] == 256 and job["events_per_s"] > 0
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
     assert r["commit"] == bench.commit()  # the measured code, named in the JSON
