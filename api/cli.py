@@ -99,7 +99,8 @@ def _progress():
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[name]}"),
+    bar = Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[name]}", markup=False),  # a file name is text, not markup
                    TimeRemainingColumn(), console=err, transient=True)
     state: dict = {}
 

@@ -850,10 +850,18 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
 _HOST_FROM_NAME = re.compile(r"^([^.]+)")
 
 
+def path_text(name: str) -> str:
+    """A file name as UTF-8 text: bytes that are not UTF-8 (which Python keeps as surrogates, and Arrow cannot
+    store) as ``\\xff`` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def host_from_filename(path: Path) -> str:
-    """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``)."""
-    m = _HOST_FROM_NAME.match(path.name)
-    return m.group(1) if m else path.name
+    """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``), as text
+    (``path_text``)."""
+    name = path_text(path.name)
+    m = _HOST_FROM_NAME.match(name)
+    return m.group(1) if m else name
 
 
 def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decoded:

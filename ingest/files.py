@@ -13,11 +13,12 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ingest.decode import Decoded, decode_file
+from ingest.decode import Decoded, decode_file, path_text
 
 
 def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
-    """(file, name used in event ids) for every regular file under ``paths``.
+    """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
+    their other bytes escaped (``decode.path_text``).
 
     Raises ``FileNotFoundError`` for a path that does not exist.
     """
@@ -25,10 +26,10 @@ def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
         if not p.exists():
             raise FileNotFoundError(f"no such file or directory: {p}")
         if p.is_file():
-            yield p, p.name
+            yield p, path_text(p.name)
             continue
         for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
-            yield f, f"{p.name}/{f.relative_to(p).as_posix()}"
+            yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
 
 
 def content_digest(f: Path, limit: int = 1 << 20) -> str:

@@ -93,3 +93,22 @@ def test_long_adversarial_lines_do_not_hang(pipeline, line):
     """Field regexes stay linear in the line length (a guard against catastrophic backtracking)."""
     events, _ = run(pipeline, line)
     assert len(events) == 1
+
+
+def test_a_file_name_that_is_not_utf8_keeps_its_events(tmp_path):
+    """Linux file names are bytes: one that is not UTF-8 (``bad\\xffname.log``) lost the whole file (Arrow cannot
+    store the surrogates Python reads it with). Its name is kept with the odd bytes escaped, in the origin and,
+    where the name gives the host, in the host."""
+    import os
+
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    xid = b"NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"n\xfe07.log"), "wb") as f:
+        f.write(xid)
+    _, batch, incidents = diagnose_paths([folder], Settings())
+    (e,) = batch.events.to_pylist()
+    assert e["host"] == "n\\xfe07" and e["origin"].startswith("file:logs/n\\xfe07.log@") and len(incidents) == 1
