@@ -41,6 +41,20 @@ _add_report_app()
 err = Console(stderr=True, width=console_width(sys.stderr.isatty()))
 out = Console(width=console_width(sys.stdout.isatty()))
 
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        out.print(f"firstfault {version('firstfault')}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(_version_: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                  help="Print the version and exit.")] = False) -> None:
+    """firstfault: which GPU, link or host broke first."""
+
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)]
 

@@ -53,7 +53,14 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
     file or arrival share a start), then id: the same order wherever they come from."""
     out = []
     for inc in sorted(incidents, key=lambda x: (x["start"], x["initiator"].get("host") or "", x["id"])):
-        down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]}))
+        cands = inc["initiator"].get("candidates") or []
+        named = set(cands)
+        # with no single culprit the parties are suspects first (attribute.unknown_verdict names them
+        # "<device type> <device> on <host>"), reporters after: the cell says which is which
+        down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]
+                                 if f"{d.get('device_type') or 'host'} {d.get('device')} on {d['host']}" not in named}))
+        if cands:
+            down = "suspects: " + "; ".join(cands) + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")
         out.append((inc, start, describe_initiator(inc["initiator"]), down or "-"))
     return out

@@ -239,6 +239,25 @@ def test_incident_table_rows_by_start_then_initiator_host():
     assert text.index("node8") < text.index("node7") < text.index("node9")
 
 
+def test_an_incident_with_no_single_culprit_lists_its_suspects_as_suspects():
+    """Its candidates are among its parties (JSON ``downstream``); the table's cell calls them suspects and
+    lists only the others as downstream, instead of showing the suspects as reporters of a known fault."""
+    from api.render import _rows
+
+    def party(host, dtype, dev):
+        return {"host": host, "device_type": dtype, "device": dev, "kind": "sxid"}
+
+    inc = {"id": "inc-1", "start": "2026-01-01T00:00:05Z", "severity": "error", "category": "nvswitch_fault",
+           "initiator": {"host": "node002", "device_type": None,
+                         "candidates": ["nvswitch 0000:06:00.0 on node002", "gpu 0000:4c:00.0 on node002"]},
+           "downstream": [party("node002", "nvswitch", "0000:06:00.0"), party("node002", "gpu", "0000:4c:00.0"),
+                          party("node003", "gpu", "0000:1b:00.0")], "confidence": 0.3, "next_action": ""}
+    ((_, _, who, down),) = _rows([inc])
+    assert who == "node002 (no single culprit)"
+    assert down == ("suspects: nvswitch 0000:06:00.0 on node002; gpu 0000:4c:00.0 on node002; "
+                    "downstream: node003:0000:1b:00.0")
+
+
 def test_incident_detail_keeps_wrapped_lines_under_their_label():
     """``IncidentDetail`` (the lines under ``diagnose``'s table): a text that wraps goes on under its own
     text, not at the left margin, so a wrapped line never reads as a new entry; markup in it stays text."""
@@ -367,3 +386,9 @@ def test_a_restart_refills_the_correlator_with_the_lakes_recent_events(lake):
     assert got is not None and got.num_rows == n_day > 0
     ts = got.column("ts").to_pylist()
     assert max(ts) == newest and min(ts) >= newest - dt.timedelta(days=1)
+
+
+def test_metrics_are_prometheus_text_without_created_series(api):
+    r = api.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    assert "# TYPE " in r.text and "_created" not in r.text

@@ -384,7 +384,8 @@ def test_read_only_lake_then_full_disk(kafka, tmp_path):
                 wait_for(caught_up, 90, f"recovery after {fault}")
                 wait_for(lambda: healthy() == (200, "", "1.0"), 30, f"/healthz 200 after {fault}")
             assert svc.worker.health.ok and svc.sink.unstored == []
-            assert "firstfault_store_failures_total" in http.get("/metrics").text
+            metrics = http.get("/metrics").text
+            assert "firstfault_store_failures_total" in metrics and "_created" not in metrics
             http.close()
             prog.close()
         finally:
