@@ -71,6 +71,8 @@ def parse_hour(text: str) -> datetime:
             dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"hour must look like 2026-11-30T03 (UTC), not {text!r}") from None
+        if len(text.strip()) <= 10:  # a date alone (2026-11-30, 20261130) names a day, not which hour of it
+            raise ValueError(f"hour must name the hour: {dt:%Y-%m-%d}T00 for its first, not {text!r}")
         if (dt.minute, dt.second, dt.microsecond) != (0, 0, 0):
             raise ValueError(f"hour must be on the hour (minutes and seconds 0), not {text!r}")
     dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)

@@ -77,6 +77,29 @@ def fleet_hosts(settings: Settings) -> dict[str, HostConfig]:
     return load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
 
 
+def why_empty(settings: Settings, hour: str, option: str = "--hour") -> str:
+    """Why the report of ``hour`` (``2026-11-30T03``) lists no host: the lake has no link samples in that hour
+    (then the latest hours it has samples for), or the hour's samples hold nothing the report reads, or the lake
+    holds none at all; ``option`` is how the caller names another hour. Raises :class:`StoreError` when the
+    lake cannot be read."""
+    con = connect(Lake(settings.lake))
+    try:
+        hours = [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
+                                          "ORDER BY h DESC").fetchall()]
+    except duckdb.Error as e:
+        raise StoreError(str(e).splitlines()[0]) from e
+    finally:
+        con.close()
+    if hour in hours:
+        return "its link samples of that hour hold no NVLink state or error counter the report reads"
+    if hours:
+        latest = ", ".join(sorted(hours[:6]))
+        return (f"the lake has no link samples in that hour; it has some in {len(hours)} hour"
+                f"{'s' if len(hours) > 1 else ''}" + (f", the latest: {latest}" if len(hours) > 6 else f": {latest}")
+                + f" (UTC; pass one with {option})")
+    return "the lake holds no link samples yet"
+
+
 def degraded_link_report(settings: Settings, hour: datetime | str, *,
                          hosts: dict[str, HostConfig] | None = None) -> dict[str, Any]:
     """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``."""
@@ -127,6 +150,15 @@ def report_router(settings: Settings) -> APIRouter:
             raise RequestValidationError([{"loc": ("query", "hour"), "msg": str(e), "type": "value_error"}]) from None
         report = degraded_link_report(settings, dt, hosts=hosts)
         headers = {}
+        if not report["totals"]["hosts_sampled"]:  # an empty report reads like a healthy fleet: say why it is empty
+            try:
+                why = why_empty(settings, report["hour"], option="?hour=")
+            except StoreError:
+                why = None
+            if why:
+                headers["X-Firstfault-Note"] = f"no host in the report of {report['hour']}: {why}"
+                if format == "json":
+                    report = {**report, "note": headers["X-Firstfault-Note"]}
         if format in ("csv", "parquet"):
             headers["Content-Disposition"] = f'attachment; filename="degraded_links-{report["hour"]}.{format}"'
         return Response(render(report, format), media_type=FORMATS[format], headers=headers)

@@ -92,25 +92,9 @@ def degraded_links(
 
 
 def _no_samples(settings: Settings, hour: str) -> None:
-    """Say on stderr why ``hour``'s report lists no host: the lake has no link samples in that hour (then name
-    the latest hours it has samples for), or the hour's samples hold nothing the report reads. An empty report
-    is otherwise indistinguishable from a healthy fleet."""
-    from api.store import connect
-    from ingest.lake import Lake
+    """Say on stderr why ``hour``'s report lists no host (``api.report.why_empty``): an empty report is
+    otherwise indistinguishable from a healthy fleet."""
+    from api.report import why_empty
 
-    con = connect(Lake(settings.lake))
-    try:
-        hours = [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
-                                          "ORDER BY h DESC").fetchall()]
-    finally:
-        con.close()
-    if hour in hours:
-        why = "its link samples of that hour hold no NVLink state or error counter the report reads"
-    elif hours:
-        latest = ", ".join(sorted(hours[:6]))
-        why = (f"the lake has no link samples in that hour; it has some in {len(hours)} hour"
-               f"{'s' if len(hours) > 1 else ''}" + (f", the latest: {latest}" if len(hours) > 6 else f": {latest}")
-               + " (UTC; pass one with --hour)")
-    else:
-        why = "the lake holds no link samples yet"
+    why = why_empty(settings, hour)
     err.print(f"no host in the report of {hour}: {why}", style="yellow", markup=False, highlight=False)

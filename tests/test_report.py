@@ -97,9 +97,11 @@ def test_expectation_platform_baseline_or_by_design():
 def test_hours_and_counter_names():
     assert parse_hour("2026-11-30T03") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
     assert parse_hour("2026-11-30T05:00:00+02:00") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
-    for bad in ("2026-11-30T3x", "2026-11-30T03:30", "yesterday"):
+    for bad in ("2026-11-30T3x", "2026-11-30T03:30", "yesterday", "2026-11-30", "20261130"):
         with pytest.raises(ValueError, match="hour"):
             parse_hour(bad)
+    with pytest.raises(ValueError, match="2026-11-30T00 for its first"):  # a day is not an hour of it
+        parse_hour("2026-11-30")
     assert due_hour(datetime(2026, 11, 30, 4, 4, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T02")
     assert due_hour(datetime(2026, 11, 30, 4, 6, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T03")
     assert [counter_class(n) for n in ("CRC Errors", "Replay Errors", "Recovery Errors",
@@ -310,6 +312,14 @@ def test_http_route(api, report):
     r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "xml"})
     assert r.status_code == 422 and r.json()["title"] == "invalid request"
     assert "/reports/degraded-links" in api.get("/openapi.json").json()["paths"]
+    assert "x-firstfault-note" not in api.get("/reports/degraded-links", params={"hour": HOUR}).headers
+    # an hour without samples: empty, and it says why, as the CLI does (an empty report reads like a healthy fleet)
+    r = api.get("/reports/degraded-links", params={"hour": "2026-11-30T07"})
+    note = ("no host in the report of 2026-11-30T07: the lake has no link samples in that hour; it has some in ")
+    assert r.status_code == 200 and r.json()["totals"]["hosts_sampled"] == 0 and r.json()["note"].startswith(note)
+    assert r.json()["note"].endswith("(UTC; pass one with ?hour=)") and r.headers["x-firstfault-note"] == r.json()["note"]
+    r = api.get("/reports/degraded-links", params={"hour": "2026-11-30T07", "format": "csv"})
+    assert r.headers["x-firstfault-note"].startswith(note)
 
 
 def test_cli(lake_settings, tmp_path):
