@@ -156,6 +156,9 @@ class StreamCorrelator:
             # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
             inc = orjson.loads(orjson.dumps(inc))
             inc["version"] = prev[0] + 1 if prev else 1
+            if prev:  # the events its last version held and this one does not are no longer its own
+                for m in _member_ids(prev[2]):
+                    owners.get(m, set()).discard(inc["id"])
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))

@@ -314,19 +314,21 @@ _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 
 def assign_hosts(hits: list[Hit]) -> None:
-    """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``) wins over the
-    envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a plain-text file a line that names no
-    host (a traceback line, an NCCL or PyTorch line printed without the prefix) takes the host of the closest
-    earlier recognised line of the file that named one: the file name (``worker3.log``, ``job-123.log``) is
-    only a guess (DESIGN.md: where neither the line nor the envelope names the host), and the lines before
-    it say whose log this is. A Kafka key or an envelope names the host itself and is kept."""
-    named: dict[str, str] = {}  # file stream -> the host its closest earlier line named
+    """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as
+    nccl-tests' ``on node02``) wins over the envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
+    plain-text file whose earlier recognised lines all name one host in their prefix (the log's writer, not a
+    host the text mentions), a line that names none (a traceback line, a PyTorch line without the prefix) is
+    that host's: the file name (``worker3.log``) is only a guess (DESIGN.md: where neither the line nor the
+    envelope names the host). A file whose prefixes name several hosts (a job's aggregated log) says nothing
+    about such a line: the file name is kept. A Kafka key or an envelope names the host itself and is kept."""
+    named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     for h in hits:
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
+        if seg.ref_basis == "file" and h.prefix.host:
+            was = named.get(seg.stream, h.prefix.host)
+            named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         if own:
-            if seg.ref_basis == "file":
-                named[seg.stream] = own
             h.row["host"] = own
         else:
             h.row["host"] = (named.get(seg.stream) if seg.ref_basis == "file" else None) or seg.host or "unknown"

@@ -36,6 +36,8 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid YAML: {e}") from e
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to be a fleet config") from None
     except OSError as e:
         raise ValueError(f"cannot read the fleet config {path}: {e.strerror or e}") from e
     hosts = doc.get("hosts") if isinstance(doc, dict) else None

@@ -172,6 +172,8 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             raise SettingsError(f"config file not found: {path}") from e
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise SettingsError(f"{path}: not valid TOML: {e}") from e
+        except RecursionError:
+            raise SettingsError(f"{path}: nested too deeply to be a settings file") from None
         except OSError as e:  # a folder, no permission
             raise SettingsError(f"cannot read the config file {path}: {e.strerror or e}") from e
     fields = Settings.model_fields

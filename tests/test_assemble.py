@@ -306,6 +306,26 @@ def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(t
     (inc,) = incidents
     assert inc["initiator"]["host"] == "node01" and inc["initiator"]["kind"] == "ib_port"
     assert [d["host"] for d in inc["downstream"]] == ["node01"]
+    # a file whose prefixes name several hosts (a job's aggregated log) says nothing of a line without one, and a
+    # host a line's text names (nccl-tests' rank table: "on node02") is no claim on the lines after it
+    (tmp_path / "job-123.log").write_text(
+        "node01:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        "node02:200:200 [0] NCCL INFO comm 0x2 rank 8 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600060 milliseconds before timing out.\n")
+    _, batch, _ = diagnose_paths([tmp_path / "job-123.log"], Settings())
+    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [
+        ("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_timeout", "job-123")]
+    (tmp_path / "node01.log").write_text(
+        "#  Rank  0 Group  0 Pid 587622 on node01 device  0 [0x21] NVIDIA H100 80GB HBM3\n"
+        "#  Rank  2 Group  0 Pid 91234 on node02 device  0 [0x21] NVIDIA H100 80GB HBM3\n"
+        "P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their "
+        "connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set "
+        "NCCL_IGNORE_DISABLED_P2P=1.\n")
+    _, batch, _ = diagnose_paths([tmp_path / "node01.log"], Settings())
+    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [
+        ("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_p2p_fallback", "node01")]
     # a file whose lines name no host is the file name's
     (tmp_path / "node09.log").write_text(log.read_text().splitlines()[1] + "\n")
     _, batch, _ = diagnose_paths([tmp_path / "node09.log"], Settings())

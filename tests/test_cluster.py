@@ -32,7 +32,8 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
     dsu = _DSU(len(faults))
     for i, a in enumerate(faults):
         for j, b in enumerate(faults[:i]):
-            if a.signature == "operator.symptom" and a.details.get("untimed") and a.host == b.host:
+            if a.host == b.host and any(x.signature == "operator.symptom" and x.details.get("untimed")
+                                        for x in (a, b)):
                 dsu.union(i, j)
             for r in links:
                 if r.kinds and (a.kind not in r.kinds or b.kind not in r.kinds):

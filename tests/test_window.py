@@ -491,3 +491,27 @@ def test_a_late_earlier_event_supersedes_the_incident_it_joins_and_no_other():
     # the other 49 are unchanged: nothing emitted for them, and they stay live
     live = {i: v[2] for i, v in sc.emitted.items() if v[2].get("status") != "superseded"}
     assert set(live) == (set(old.values()) - {old["h7"]}) | {new["id"]}
+
+
+def test_an_incident_emitted_again_without_an_event_is_not_superseded_by_the_one_that_took_it():
+    """Incident A = {Xid F1, context line C}; a late Xid F2 on another GPU of the host, nearer to C, takes C: A is
+    emitted again without C and B = {F2, C} is new. A still holds F1, so it stays open (the index of emitted
+    incidents' events forgets what A's earlier version held; it once marked A superseded by B)."""
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    def row(eid, ts, kind, sev, dev="0000:01:00.0"):
+        return {"event_id": eid, "ts": ts, "ts_basis": "line", "host": "h0", "source": "dmesg", "kind": kind,
+                "signature": kind, "severity": sev, "device_type": "gpu", "device": dev,
+                "xid": 79 if kind == "xid" else None, "message": eid, "ts_precision_us": 1, "count": 1,
+                "origin": f"t:{eid}"}
+
+    sc = StreamCorrelator(lateness_us=10**12, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    sc.add(to_table([row("F1", 0, "xid", "critical"), row("C", 110 * S, "nccl_p2p_fallback", "info"),
+                     row("X", 400 * S, "nccl_p2p_fallback", "info")], EVENTS_SCHEMA), now_us=1)
+    (a,) = sc.step(now_us=1)
+    sc.add(to_table([row("F2", 200 * S, "xid", "critical", dev="0000:02:00.0")], EVENTS_SCHEMA), now_us=2)
+    out = sc.step(now_us=2, flush=True)
+    assert [(i["id"] == a["id"], i["version"], i["status"]) for i in out] == [(True, 2, "open"), (False, 1, "open")]
+    assert out[0]["initiator"]["events"] == ["F1"] and out[1]["initiator"]["events"] == ["F2"]
