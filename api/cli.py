@@ -167,7 +167,7 @@ def diagnose(
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
     from api.diagnose import diagnose_paths
-    from api.render import IncidentDetail, IncidentsView, events_json
+    from api.render import IncidentsReport, events_json
 
     from schemas.events import SEVERITY_RANK
 
@@ -218,9 +218,7 @@ def diagnose(
         sys.stdout.buffer.write(b"\n")
     else:
         out.print(f"{batch.lines} lines → {batch.events.num_rows} events", markup=False, highlight=False)
-        out.print(IncidentsView(incidents))
-        for inc in incidents:  # explanations quote log lines and host names: printed as text, never as markup
-            out.print(IncidentDetail(inc))
+        out.print(IncidentsReport(incidents))  # texts quote log lines and host names: printed as text, not markup
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)

@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
-from api.render import IncidentsView
+from api.render import IncidentsReport
 from api.service import Service
 from ingest import broker
 from ingest.consumer import produce_lines
@@ -121,7 +121,7 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         h = svc.health()
         console.print(f"ingested {h['records']} Kafka records, {h['lines']} lines → {h['events']} events "
                       f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
-        (out or console).print(IncidentsView(incidents, title=f"{len(incidents)} incidents"))
+        (out or console).print(IncidentsReport(incidents, title=f"{len(incidents)} incidents"))
         console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} .venv/bin/firstfault sql \"SELECT category, count(*) "
                       "FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
 

@@ -142,6 +142,20 @@ class IncidentDetail:
         yield _labelled(rows, min_width=len("  missing"))
 
 
+class IncidentsReport:
+    """What ``diagnose`` and the demo print: the incidents (:class:`IncidentsView`), then each one's
+    explanation, whole next action, verify commands and what is missing (:class:`IncidentDetail`), in the
+    table's order."""
+
+    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents") -> None:
+        self.incidents, self.title = incidents, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield IncidentsView(self.incidents, self.title)
+        for inc, *_ in _rows(self.incidents):
+            yield IncidentDetail(inc)
+
+
 def _labelled(rows: list[tuple[str, str, str]], min_width: int | None = None) -> Table:
     """(label, its style, text) rows: the labels indented two spaces, each text wrapped under itself (text,
     never markup)."""

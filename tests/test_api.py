@@ -392,3 +392,22 @@ def test_metrics_are_prometheus_text_without_created_series(api):
     r = api.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     assert "# TYPE " in r.text and "_created" not in r.text
+
+
+def test_the_incidents_report_shows_each_next_action_whole_after_the_table():
+    """The demo printed the table alone, whose next-action cell is cut at 60 columns; ``IncidentsReport`` (the
+    demo's and ``diagnose``'s output) follows it with each incident's whole next action."""
+    from rich.console import Console
+
+    from api.render import IncidentsReport
+
+    action = "Reseat the GPU and its riser, then run dcgmi diag -r 3 on it before returning the node " * 2
+    inc = {"id": "inc-1", "start": "2026-01-01T00:00:05Z", "severity": "critical", "category": "gpu_off_bus",
+           "initiator": {"host": "node7", "device_type": "gpu", "device": "0000:1b:00.0"}, "downstream": [],
+           "confidence": 0.9, "next_action": action.strip(), "explanation": "GPU fell off the bus.", "verify": [],
+           "missing": []}
+    c = Console(record=True, width=200)
+    c.print(IncidentsReport([inc]))
+    text = " ".join(c.export_text().split())
+    assert "…" in text.split("inc-1")[0]  # the table's cell is cut
+    assert "next " + " ".join(action.split()) in text  # the block under it is whole
