@@ -286,47 +286,45 @@ def test_rows_become_a_table_of_the_schema_and_stay_as_they_were():
     assert to_table([{"details": {"k": 2}}, {}], only).to_pylist() == [{"details": '{"k":2}'}, {"details": None}]
 
 
+def _diagnosed(path, text: str):
+    """``text`` written to ``path`` and diagnosed: ([(kind, host)] of its events, its incidents)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    path.write_text(text)
+    _, batch, incidents = diagnose_paths([path], Settings())
+    return [(e["kind"], e["host"]) for e in batch.events.to_pylist()], incidents
+
+
 def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(tmp_path):
     """The file name is only a guess at the host (``worker3.log``): a line that names none (here PyTorch's
     NCCL error, after NCCL lines that print ``node01:pid:tid``) belongs to the host the file's earlier lines
     named, so the incident is one (the IB port fault with the NCCL error downstream), on node01. A Kafka key
     names the host itself: there the key is kept (tests/test_decode.py)."""
-    from api.diagnose import diagnose_paths
-    from schemas.settings import Settings
-
-    log = tmp_path / "worker3.log"
-    log.write_text(
+    error = ("RuntimeError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system "
+             "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    events, incidents = _diagnosed(tmp_path / "worker3.log", (
         "[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async "
-        "error event: port error\n"
-        "RuntimeError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system "
-        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
-    _, batch, incidents = diagnose_paths([log], Settings())
-    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [("ib_port", "node01"),
-                                                                          ("nccl_error", "node01")]
+        "error event: port error\n") + error)
+    assert events == [("ib_port", "node01"), ("nccl_error", "node01")]
     (inc,) = incidents
     assert inc["initiator"]["host"] == "node01" and inc["initiator"]["kind"] == "ib_port"
     assert [d["host"] for d in inc["downstream"]] == ["node01"]
     # a file whose prefixes name several hosts (a job's aggregated log) says nothing of a line without one, and a
     # host a line's text names (nccl-tests' rank table: "on node02") is no claim on the lines after it
-    (tmp_path / "job-123.log").write_text(
+    events, _ = _diagnosed(tmp_path / "job-123.log", (
         "node01:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
         "node02:200:200 [0] NCCL INFO comm 0x2 rank 8 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
         "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
-        "600060 milliseconds before timing out.\n")
-    _, batch, _ = diagnose_paths([tmp_path / "job-123.log"], Settings())
-    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [
-        ("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_timeout", "job-123")]
-    (tmp_path / "node01.log").write_text(
+        "600060 milliseconds before timing out.\n"))
+    assert events == [("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_timeout", "job-123")]
+    events, _ = _diagnosed(tmp_path / "node01.log", (
         "#  Rank  0 Group  0 Pid 587622 on node01 device  0 [0x21] NVIDIA H100 80GB HBM3\n"
         "#  Rank  2 Group  0 Pid 91234 on node02 device  0 [0x21] NVIDIA H100 80GB HBM3\n"
         "P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their "
         "connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set "
-        "NCCL_IGNORE_DISABLED_P2P=1.\n")
-    _, batch, _ = diagnose_paths([tmp_path / "node01.log"], Settings())
-    assert [(e["kind"], e["host"]) for e in batch.events.to_pylist()] == [
-        ("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_p2p_fallback", "node01")]
+        "NCCL_IGNORE_DISABLED_P2P=1.\n"))
+    assert events == [("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_p2p_fallback", "node01")]
     # a file whose lines name no host is the file name's
-    (tmp_path / "node09.log").write_text(log.read_text().splitlines()[1] + "\n")
-    _, batch, _ = diagnose_paths([tmp_path / "node09.log"], Settings())
-    assert [e["host"] for e in batch.events.to_pylist()] == ["node09"]
+    assert _diagnosed(tmp_path / "node09.log", error)[0] == [("nccl_error", "node09")]
