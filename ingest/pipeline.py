@@ -56,8 +56,9 @@ def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     column cannot hold raises what Arrow raises (``ArrowInvalid``, ``ArrowTypeError``, ``OverflowError``; a
     float in an integer column is truncated, as ``pa.array`` does), ``details`` orjson cannot encode a
     ``TypeError``. Integers out of their column's range (a ``[40000]`` device in an NCCL prefix, a ``GPU99999``
-    row of ``topo -m``) are the exception: such a value becomes null and ``details.<column>_text`` keeps it
-    as text, as for a field extraction finds too big (those rows are copied), so one odd field does not cost the batch's other rows (``_bounded``).
+    row of ``topo -m``) are the exception: such a value becomes null and ``details.<column>_text`` keeps it as
+    text, as for a field extraction finds too big (those rows are copied), so one odd field does not cost the
+    batch's other rows (``_bounded``).
     """
     if not rows:
         return schema.empty_table()

@@ -46,14 +46,17 @@ class Settings(BaseModel):
                                     "worker's partitions move to another")
     batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
     batch_linger_ms: int = Field(200, ge=0, description="wait this long for a batch to fill")
-    skew_default_s: float = Field(2.0, ge=0, le=DAY_S, description="clock-skew bound for hosts not listed in `skew_s`")
+    skew_default_s: float = Field(2.0, ge=0, le=DAY_S,
+                                  description="clock-skew bound for hosts not listed in `skew_s`")
     skew_s: dict[str, float] = Field(default_factory=dict, description="per-host clock-skew bounds (seconds)")
     allowed_lateness_s: float = Field(300.0, ge=0, le=YEAR_S, description="late events this old still update incidents")
-    close_after_s: float = Field(120.0, gt=0, le=YEAR_S, description="an incident is emitted once its hosts' event time has "
+    close_after_s: float = Field(120.0, gt=0, le=YEAR_S,
+                                 description="an incident is emitted once its hosts' event time has "
                                  "moved this far past its last event")
     idle_close_s: float = Field(120.0, gt=0, le=YEAR_S, description="... or when its hosts sent nothing for this long "
                                 "(processing time: a crashed host logs nothing more)")
-    resolve_after_s: float = Field(900.0, ge=0, le=YEAR_S, description="an incident with no new evidence this long is resolved")
+    resolve_after_s: float = Field(900.0, ge=0, le=YEAR_S,
+                                   description="an incident with no new evidence this long is resolved")
     timezone: str = Field("UTC", description="zone of log stamps that print none (dmesg -T, syslog)")
     fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
     api_host: str = Field("127.0.0.1", description="HTTP API listen address")
