@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from correlate.attribute import candidate_name
 from correlate.incident import iso
 
 _TIME_COLUMNS = ("ts", "last_ts", "ingest_ts")
@@ -55,10 +56,10 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
     for inc in sorted(incidents, key=lambda x: (x["start"], x["initiator"].get("host") or "", x["id"])):
         cands = inc["initiator"].get("candidates") or []
         named = set(cands)
-        # with no single culprit the parties are suspects first (attribute.unknown_verdict names them
-        # "<device type> <device> on <host>"), reporters after: the cell says which is which
+        # with no single culprit the parties are suspects first (named as attribute.unknown_verdict names them),
+        # reporters after: the cell says which is which
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]
-                                 if f"{d.get('device_type') or 'host'} {d.get('device')} on {d['host']}" not in named}))
+                                 if candidate_name(d["host"], d.get("device_type"), d.get("device")) not in named}))
         if cands:
             down = "suspects: " + "; ".join(cands) + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")

@@ -41,11 +41,11 @@ def check_read_only(query: str) -> str:
     return query
 
 
-#: --output file name endings and the format they say (``firstfault sql`` without --format)
 #: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type) or
 #: that reads outside the lake (the connection's sandbox, ``api.store.connect``): exit 2, as for a query that does
 #: not parse; the others (I/O, the timeout, a bad value) exit 1
 _QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
+#: --output file name endings and the format they say (``firstfault sql`` without --format)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 

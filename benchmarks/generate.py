@@ -162,11 +162,15 @@ _NCCL_INFO = [
 ]
 
 
+#: GPU bus ids of an 8-GPU HGX host, in nvidia-smi index order (docs/reference/topology.md)
+_HGX_BUSES = ("1b", "43", "52", "61", "9d", "c3", "d1", "df")
+
+
 def _nccl_info(r: random.Random, host: str) -> str:
     d = _rr(r, 8)
     t = _NCCL_INFO[_rr(r, len(_NCCL_INFO))].format(
         d=d, a=_rr(r, 256), b=_rr(r, 256), c=_rr(r, 256), ptr=_hex(r, 12), r=_rr(r, 64),
-        bus=("1b", "43", "52", "61", "9d", "c3", "d1", "df")[d], ch=_rr(r, 32), op=_rr(r, 1 << 20))
+        bus=_HGX_BUSES[d], ch=_rr(r, 32), op=_rr(r, 1 << 20))
     return f"{host}:{_rr(r, 1000, 99999)}:{_rr(r, 1000, 99999)} [{d}] NCCL INFO {t}"
 
 
@@ -456,10 +460,6 @@ def storm(n: int, *, seed: int = 7, t0: datetime = T0, catalog: Catalog | None =
 def chunks(idx: list[int], size: int) -> Iterator[list[int]]:
     for i in range(0, len(idx), size):
         yield idx[i:i + size]
-
-
-#: GPU bus ids of an 8-GPU HGX host, in nvidia-smi index order (docs/reference/topology.md)
-_HGX_BUSES = ("1b", "43", "52", "61", "9d", "c3", "d1", "df")
 
 
 def job_hang(hosts: int, *, t0: datetime = T0, bad_host: int = 7, timeout_s: int = 600) -> dict[str, list[str]]:

@@ -419,10 +419,16 @@ def roots_verdict(scene: Scene) -> Verdict | None:
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2))
 
 
+def candidate_name(host: str, device_type: str | None, device: str | None) -> str:
+    """How an incident with no single culprit names a candidate (``initiator.candidates``):
+    ``nvswitch 0000:06:00.0 on node002``, or the host alone when no device is named."""
+    return f"{device_type or 'host'} {device} on {host}" if device else host
+
+
 def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: str | None = None) -> Verdict:
     """No single culprit: the initiator says so (``device_type: null``) and the incident lists candidates."""
     hosts = sorted({k[0] for k in candidates}) or sorted({e.host for e in scene.events})
-    names = [f"{k[1] or 'host'} {k[2]} on {k[0]}" if k[2] else f"{k[0]}" for k in candidates]
+    names = [candidate_name(*k) for k in candidates]
     down, ctx = downstream_parties(scene, ("", None, None), [])
     return Verdict(missing=missing_evidence(scene, candidates),
         pattern="unknown", category=category,
