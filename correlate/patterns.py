@@ -417,11 +417,17 @@ def _p2p_action(models: set[str | None]) -> str:
 def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
     """The communicator the timed-out ranks belong to: of the communicators NCCL init lines described (a
     fleet has many jobs, a job several communicators), the one whose rank -> host map agrees with the most
-    of the timeouts' (rank, host) pairs; None when none agrees with any."""
-    seen = {(e.rank, e.host) for e in timeouts}
+    of the timeouts' (rank, host) pairs; None when none agrees with any. A pair counts for a communicator only
+    while it held the timeout's GPUs (``Topology.comm_live``): a job restarted on the same hosts is not
+    matched against its previous run's membership."""
+    topo = scene.topo
+    seen: dict[tuple[int | None, str], list[Ev]] = {}
+    for e in timeouts:
+        seen.setdefault((e.rank, e.host), []).append(e)
     best, score = None, (0, 0)
-    for comm, members in scene.topo.comm_ranks.items():
-        hits = sum(1 for r, (h, _d) in members.items() if (r, h) in seen)
+    for comm, members in topo.comm_ranks.items():
+        hits = sum(1 for r, (h, _d) in members.items()
+                   if (r, h) in seen and any(topo.comm_live(comm, h, e) for e in seen[(r, h)]))
         if hits and (hits, len(members)) > score:
             best, score = comm, (hits, len(members))
     return best

@@ -128,11 +128,13 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
 
 
 def comms_of(e: Ev, topo: Topology) -> set[str]:
-    """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines."""
+    """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines — of the
+    communicators its host's GPUs were in when it began (``Topology.comm_live``)."""
     out = {e.comm} if e.comm else set()
     key = gpu_key(e, topo)
+    timed = bool(topo.comm_span)
     for comm, dev in topo.comm_index().get(e.host, ()):
-        if key is None or dev is None or dev == key:
+        if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)):
             out.add(comm)
     return out
 

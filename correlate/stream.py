@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import rank_membership
+from correlate.topology import comm_spans, rank_membership
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -213,7 +213,8 @@ class StreamCorrelator:
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
         newest line that says which communicator each rank is in (NCCL init lines print once, at job start,
-        hours before a hang; without them the silent rank of a hung communicator cannot be named), and the
+        hours before a hang; without them the silent rank of a hung communicator cannot be named) while the
+        communicator holds the rank's GPU (``topology.comm_spans``), and the
         events of an emitted incident while any of its events is kept (its events go together) — and
         emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
@@ -224,7 +225,16 @@ class StreamCorrelator:
             m = rank_membership(e)
             if m is not None and (m not in old_members or e.ts > old_members[m].ts):
                 old_members[m] = e
-        members = {e.event_id for e in old_members.values()}
+        # ... while its communicator holds the rank's GPU: once another process took the GPU over
+        # (topology.comm_spans; a restarted job, the next job) the line goes with its age like any other, so
+        # the lines kept are as many as the fleet's live ranks, not every rank of every job since the start
+        spans = comm_spans(old_members.values())
+
+        def held(comm: str, e: Ev) -> bool:
+            until = spans.get((comm, e.host), (None, None))[1]
+            return until is None or e.host not in horizon or until >= horizon[e.host] - keep
+
+        members = {e.event_id for (comm, _rank), e in old_members.items() if held(comm, e)}
         kept = {k for k, e in self.events.items()
                 if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending or k in members}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pyarrow as pa
 import yaml
@@ -59,6 +59,9 @@ class Topology:
     # communicator id -> {rank: (host, gpu key)}, and its size
     comm_ranks: dict[str, dict[int, tuple[str, str | None]]] = field(default_factory=lambda: defaultdict(dict))
     comm_size: dict[str, int] = field(default_factory=dict)
+    #: (communicator, host) -> (since, until) µs on that host's clock, where a GPU of the host changed hands
+    #: between processes (``comm_spans``); a pair not here is not bounded in time
+    comm_span: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
     #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
 
@@ -102,6 +105,7 @@ class Topology:
                 self.index_to_bus[(e.host, int(e.details["nvml_dev"]))] = e.device  # NCCL >= 2.18: nvmlDev
             if e.details.get("model") and e.gpu_index is not None:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
+        self.comm_span = comm_spans(events)
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
@@ -134,9 +138,12 @@ class Topology:
         return out
 
     def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None]]:
-        """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size), as plain values for
-        equality tests (see :meth:`host_facts`)."""
-        return {comm: (pos, dict(ranks), self.comm_size.get(comm))
+        """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size, host -> its
+        ``comm_span``), as plain values for equality tests (see :meth:`host_facts`)."""
+        spans: dict[str, dict[str, tuple[int | None, int | None]]] = {}
+        for (comm, host), span in self.comm_span.items():
+            spans.setdefault(comm, {})[host] = span
+        return {comm: (pos, dict(ranks), self.comm_size.get(comm), spans.get(comm))
                 for pos, (comm, ranks) in enumerate(self.comm_ranks.items())}
 
     def fleet_facts(self) -> dict[str, tuple[str | None, str | None, str | None]]:
@@ -153,6 +160,17 @@ class Topology:
                     out.setdefault(host, []).append((comm, dev))
             self._comm_index = out
         return self._comm_index
+
+    def comm_live(self, comm: str, host: str, e: Ev) -> bool:
+        """Was ``comm`` (with a rank on ``host``) the communicator of its GPUs there when ``e`` (an event of
+        ``host``) began? True unless ``comm_span`` bounds it and ``e.start`` lies outside its span widened by
+        ``HANDOVER_MARGIN_US``; always true for an event timed only by its file or an operator's report."""
+        span = self.comm_span.get((comm, host))
+        if span is None or e.ts_basis in UNORDERED_BASES:
+            return True
+        since, until = span
+        return ((since is None or e.start >= since - HANDOVER_MARGIN_US)
+                and (until is None or e.start < until + HANDOVER_MARGIN_US))
 
     def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
         if device:
@@ -200,6 +218,63 @@ def rank_membership(e: Ev) -> tuple[str, int] | None:
         return None
     comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
     return (comm, e.rank) if comm else None
+
+
+#: time bases that do not order a host's lines (every untimed line of a file gets the file's time; an operator's
+#: report is placed at its host's last event): lifetimes are neither learned from nor applied to them
+UNORDERED_BASES = frozenset({"file", "operator"})
+#: how far a handover's time may be off what the events around it say (µs): NCCL's INFO lines print no time
+#: of their own (shared/reference/formats.md), so membership lines are often timed by Kafka append time or
+#: the shipper's envelope, seconds after they were written. Within this margin of a handover an event
+#: counts for both communicators, as it did before lifetimes were known.
+HANDOVER_MARGIN_US = 60_000_000
+
+
+def comm_spans(events: Iterable[Ev]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+    """When each communicator held its GPUs on each host: ``(communicator, host) -> (since, until)`` µs, on
+    that host's clock, for the pairs where a GPU changed hands.
+
+    A GPU changes hands when another process (a different pid) prints a membership line
+    (:func:`rank_membership`) of another communicator on it after the last membership line of the
+    communicator there before: a job restarted from its checkpoint, or the scheduler's next job, inits new
+    communicators on the same GPUs. The old communicator's ranks there are gone (a process holds its
+    communicators until it exits), so it is bounded ``until`` the new one's first line on the host; the new
+    one is bounded ``since`` that line. Sub-communicators of one process (PyTorch process groups, NCCL
+    ``ncclCommSplit``) share its pid and never bound each other. Lines without a pid or a GPU, or timed only
+    by their file (``UNORDERED_BASES``), bound nothing; a pair absent from the result is unbounded (the
+    communicator's first job on the host, as far as the events go).
+
+    Without bounds every communicator ever initialised on a host would count for every later event of the
+    host (``rules.comms_of``): faults of two consecutive jobs on shared hosts would join as one communicator's,
+    a restarted job's hang would be matched against the membership of its previous run, and the streaming
+    correlator would keep every job's membership lines for ever (``stream.StreamCorrelator._prune``)."""
+    # (host, GPU key) -> communicator -> [first, last, pid] of its membership lines there
+    per_gpu: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for e in events:
+        m = rank_membership(e)
+        if m is None or e.pid is None or e.ts_basis in UNORDERED_BASES:
+            continue
+        dev = e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
+        if dev is None:
+            continue
+        seen = per_gpu.setdefault((e.host, dev), {}).get(m[0])
+        if seen is None:
+            per_gpu[(e.host, dev)][m[0]] = [e.ts, e.ts, e.pid]
+        else:
+            seen[0], seen[1] = min(seen[0], e.ts), max(seen[1], e.ts)
+    since: dict[tuple[str, str], int] = {}
+    until: dict[tuple[str, str], int] = {}
+    for (host, _dev), comms in per_gpu.items():
+        if len(comms) < 2:
+            continue
+        for old, (_first, last, pid) in comms.items():
+            later = [(first, new) for new, (first, _l, p) in comms.items() if p != pid and first > last]
+            if later:
+                first = min(later)[0]
+                until[(old, host)] = min(first, until.get((old, host), first))
+            for first, new in later:
+                since[(new, host)] = min(first, since.get((new, host), first))
+    return {k: (since.get(k), until.get(k)) for k in since.keys() | until.keys()}
 
 
 def build_topology(events: list[Ev], samples: pa.Table | None, topo: pa.Table | None,

@@ -425,6 +425,7 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         "index_to_bus": lambda t: t.index_to_bus.__setitem__(("h", 0), "0000:09:00.0"),
         "comm_ranks": lambda t: t.comm_ranks["c1"].__setitem__(1, ("other", None)),
         "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
+        "comm_span": lambda t: t.comm_span.__setitem__(("c1", "h"), (None, 5_000_000)),
     }
     def facts(t: Topology, host: str = "h") -> tuple:  # a host's facts and those of its communicators
         f = t.host_facts()[host]

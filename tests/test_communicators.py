@@ -1,0 +1,148 @@
+"""Communicator lifetimes (``correlate.topology.comm_spans``): a job restarted from its checkpoint, or the
+scheduler's next job, inits new communicators on the same GPUs from another process; the old communicators
+stop counting for the hosts' later events, in the batch correlator and in the streaming one.
+
+Lines are real formats: NCCL 2.19+ ``Init COMPLETE`` with its commId as a journald/rsyslog export prints it
+(``<ISO time> <host> python[<pid>]: <host>:<pid>:<tid> [<dev>] NCCL INFO …``), the kernel's Xid 79 and
+PyTorch's watchdog timeout (shared/reference/formats.md)."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from correlate.correlator import correlate
+from correlate.model import Ev
+from correlate.stream import StreamCorrelator
+from correlate.topology import HANDOVER_MARGIN_US, build_topology, comm_spans, rank_membership
+from ingest.decode import Decoded, Segment
+
+S = 1_000_000
+T0 = datetime(2026, 11, 29, 3, 0, 0, tzinfo=timezone.utc)
+BUS = ["18000", "2a000"]
+OFFSETS = itertools.count()  # one partition's offsets, across the calls of a test
+
+
+def init(t: datetime, host: str, pid: int, rank: int, nranks: int, comm: str, gpu: int = 0) -> str:
+    return (f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 {host} python[{pid}]: {host}:{pid}:{pid} [{gpu}] NCCL INFO comm "
+            f"0x55{pid:x}{rank:02d}f0 rank {rank} nranks {nranks} cudaDev {gpu} nvmlDev {gpu} busId {BUS[gpu]} "
+            f"commId {comm} - Init COMPLETE")
+
+
+def timeout(t: datetime, rank: int, seq: int = 77) -> str:
+    """A watchdog timeout printed at ``t``, for a collective that began 600.03 s before."""
+    return (f"[rank{rank}]:[E{t.month}{t.day:02d} {t:%H:%M:%S}.{t.microsecond:06d}000 ProcessGroupNCCL.cpp:616] "
+            f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            f"NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600030 milliseconds before timing out.")
+
+
+def fallen(t: datetime) -> str:
+    return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
+
+
+def events(pipeline, logs: dict[str, list[str]], at: datetime):
+    """Each host's lines as one Kafka message each (key = host, append time ``at``), through the pipeline."""
+    ref = int(at.timestamp() * S)
+    segs = [Segment(data=line.encode(), origin=f"kafka:fleet.nccl/0/{next(OFFSETS)}:0", stream=f"fleet.nccl/0/{host}",
+                    host=host, ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
+            for host, lines in logs.items() for line in lines]
+    return pipeline.run(Decoded(segments=segs))
+
+
+def ev(eid: str, host: str, ts: int, *, pid: int | None, comm: str, rank: int = 0, basis: str = "line",
+       device: str = "0000:18:00.0") -> Ev:
+    return Ev(event_id=eid, ts=ts, ts_basis=basis, host=host, source="nccl", kind="nccl_init", signature="nccl.init",
+              severity="info", device_type="gpu", device=device, link=None, xid=None, sxid=None, peer=None,
+              rank=rank, nranks=8, comm=comm, message="m", pid=pid)
+
+
+def test_another_process_taking_a_gpu_ends_its_communicators_there_and_a_split_does_not():
+    h = 3600 * S
+    evs = [ev("a0", "n1", 0, pid=100, comm="A"), ev("a1", "n1", 60 * S, pid=100, comm="A-dp"),  # one process
+           ev("b0", "n1", 2 * h, pid=200, comm="B"),  # the restart: another process on the same GPU
+           ev("c0", "n1", 3 * h, pid=300, comm="C", device="0000:2a:00.0"),  # another GPU: says nothing of A
+           ev("x0", "n2", 0, pid=100, comm="A"), ev("x1", "n2", 2 * h, pid=None, comm="B"),  # no pid: no bound
+           ev("y0", "n3", 0, pid=100, comm="A", basis="file"), ev("y1", "n3", 2 * h, pid=200, comm="B", basis="file")]
+    assert comm_spans(evs) == {("A", "n1"): (None, 2 * h), ("A-dp", "n1"): (None, 2 * h), ("B", "n1"): (2 * h, None)}
+    assert all(rank_membership(e) for e in evs)
+
+    topo = build_topology(evs, None, None)
+    fault = Ev(event_id="f", ts=0, ts_basis="line", host="n1", source="dmesg", kind="xid", signature="xid",
+               severity="critical", device_type="gpu", device="0000:18:00.0", link=None, xid=79, sxid=None,
+               peer=None, rank=None, nranks=None, comm=None, message="m")
+    for at, live in [(h, {"A", "A-dp"}), (2 * h - HANDOVER_MARGIN_US, {"A", "A-dp", "B"}), (3 * h, {"B"})]:
+        fault.ts = at
+        fault.__post_init__()
+        assert {c for c in ("A", "A-dp", "B") if topo.comm_live(c, "n1", fault)} == live, at
+    fault.ts_basis = "file"  # timed only by its file: no order to judge by
+    assert all(topo.comm_live(c, "n1", fault) for c in ("A", "A-dp", "B"))
+
+
+def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline):
+    """The job ran on n1..n4 (one GPU each), then was restarted with n4 swapped for n5. In the restart, rank 3
+    (n5) goes silent: ranks 0 – 2 on n1 – n3 time out. Both runs' communicators map ranks 0 – 2 to the same
+    hosts, but only the restart's held the GPUs then: the silent rank is on n5, not on the swapped-out n4."""
+    restart = T0 + timedelta(hours=2)
+    logs: dict[str, list[str]] = {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, "0xaaaa000000000001")]
+                                  for r in range(4)}
+    for r, host in enumerate(["n1", "n2", "n3", "n5"]):
+        logs.setdefault(host, []).append(init(restart, host, 200 + r, r, 4, "0xbbbb000000000002"))
+    hang = restart + timedelta(hours=1, minutes=10)
+    for r in range(3):
+        logs[f"n{r + 1}"].append(timeout(hang + timedelta(milliseconds=30 + r), r))
+    b = events(pipeline, logs, hang + timedelta(minutes=1))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=int(hang.timestamp() * S))
+    assert inc["pattern"] == "comm.silent_rank"
+    assert (inc["initiator"]["host"], inc["initiator"]["rank"]) == ("n5", 3)
+
+
+def test_faults_of_two_jobs_do_not_join_through_a_communicator_that_ended(pipeline):
+    """Yesterday one job spanned n1..n4; today job Y runs on n1, n2 and job Z on n3, n4. n1's GPU falls off
+    the bus and, at the same time, Z's ranks time out: two incidents, not Z's timeouts downstream of n1's
+    Xid through yesterday's communicator."""
+    logs: dict[str, list[str]] = {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, "0xaaaa000000000001")]
+                                  for r in range(4)}
+    today = T0 + timedelta(days=1)
+    for r, host in enumerate(["n1", "n2"]):
+        logs[host].append(init(today, host, 200 + r, r, 2, "0xbbbb000000000002"))
+    for r, host in enumerate(["n3", "n4"]):
+        logs[host].append(init(today, host, 300 + r, r, 2, "0xcccc000000000003"))
+    fault = today + timedelta(hours=3)
+    logs["n1"].append(fallen(fault))
+    for r, host in enumerate(["n3", "n4"]):  # began 30 s after the Xid: inside the 120 s same_comm window
+        logs[host].append(timeout(fault + timedelta(seconds=600, milliseconds=30_030 + r), r, seq=9))
+    b = events(pipeline, logs, fault + timedelta(minutes=11))
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=int(fault.timestamp() * S))
+    by_host = {i["initiator"]["host"]: i for i in incidents}
+    xid = by_host["n1"]
+    assert xid["initiator"]["xid"] == 79 and xid["downstream"] == []
+    hosts = {d["host"] for i in incidents if i is not xid for d in i["downstream"]} | {
+        i["initiator"]["host"] for i in incidents if i is not xid}
+    assert hosts & {"n3", "n4"} and len(incidents) == 2
+
+
+@pytest.mark.parametrize("restarts", [5])
+def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, restarts):
+    """A job restarted every six hours on the same 4 hosts × 2 GPUs: the streaming correlator names the silent
+    rank of the last run's hang two hours into it, and keeps the membership lines of the run that holds the
+    GPUs (8), not of every run since it started (8 per run)."""
+    sc = StreamCorrelator()
+    for n in range(restarts):
+        start = T0 + timedelta(hours=6 * n)
+        logs = {f"n{h + 1}": [init(start, f"n{h + 1}", 1000 * (n + 1) + h, 2 * h + g, 8, f"0x{n + 1:016x}", gpu=g)
+                              for g in range(2)] for h in range(4)}
+        b = events(pipeline, logs, start)
+        sc.add(b.events, b.link_samples, b.topology, now_us=int(start.timestamp() * S))
+        sc.step(now_us=int(start.timestamp() * S))
+    hang = T0 + timedelta(hours=6 * (restarts - 1) + 2)
+    ranks = {f"n{h + 1}": [timeout(hang + timedelta(milliseconds=r), r) for r in (2 * h, 2 * h + 1) if r != 7]
+             for h in range(4)}  # rank 7, on n4, is silent
+    b = events(pipeline, ranks, hang)
+    sc.add(b.events, b.link_samples, b.topology, now_us=int(hang.timestamp() * S))
+    (inc,) = [i for i in sc.step(now_us=int(hang.timestamp() * S), flush=True) if i["status"] != "superseded"]
+    assert (inc["pattern"], inc["initiator"]["host"], inc["initiator"]["rank"]) == ("comm.silent_rank", "n4", 7)
+    # the run before is forgotten once its last line is older than the lateness and the longest link window
+    kept = [e for e in sc.events.values() if rank_membership(e)]
+    assert len(kept) == 8 and {e.comm for e in kept} == {f"0x{restarts:016x}"}
