@@ -340,6 +340,40 @@ def job_phase(hosts: int) -> dict:
             "downstream_events": ranks}
 
 
+def restarts_phase(hosts: int, runs: int) -> dict:
+    """A job of ``hosts`` × 8 ranks restarted ``runs`` times on the same GPUs, six hours apart
+    (``generate.job_runs``: each run new processes and a new communicator), each run's ``Init COMPLETE`` lines
+    fed to one ``StreamCorrelator`` and stepped once. Reports each step's CPU s and what the correlator keeps
+    at the end: the membership lines of the run that holds the GPUs (and of the one before while it is younger
+    than the lateness and the longest link window), not of every run since the start
+    (``topology.comm_spans``)."""
+    from benchmarks.generate import job_runs
+    from correlate.stream import StreamCorrelator
+    from correlate.topology import rank_membership
+    from ingest.decode import Decoded, Segment
+    from ingest.pipeline import Pipeline
+
+    t0 = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=6 * runs)
+    pipeline, sc = Pipeline(), StreamCorrelator()
+    steps, offset = [], 0
+    for start, logs in job_runs(hosts, runs, t0=t0):
+        segs = []
+        for host, lines in logs.items():
+            segs.append(Segment(data="\n".join(lines).encode(), origin=f"kafka:fleet.nccl/0/{offset}",
+                                stream=f"fleet.nccl/0/{host}", host=host, ref_ts=start + 1_000_000, ref_basis="kafka",
+                                ingest_ts=start + 1_000_000))
+            offset += 1
+        batch = pipeline.run(Decoded(segments=segs))
+        c0 = _cpu()
+        sc.add(batch.events, batch.link_samples, batch.topology, now_us=start + 1_000_000)
+        sc.step(now_us=start + 1_000_000)
+        steps.append(_cpu() - c0)
+    kept = [e for e in sc.events.values() if rank_membership(e)]
+    return {"hosts": hosts, "ranks": hosts * 8, "runs": runs, "step_cpu_s": steps,
+            "first_step_s": steps[0], "last_step_s": steps[-1], "kept_events": len(sc.events),
+            "kept_membership": len(kept), "kept_runs": len({e.comm for e in kept})}
+
+
 def read_split_files(files: list[Path]) -> dict:
     c0, t0 = _cpu(), time.perf_counter()
     n = nbytes = 0
@@ -550,6 +584,9 @@ def run(a: argparse.Namespace) -> dict:
             log(f"one job of {a.job_hosts} hosts x 8 ranks timing out after an Xid 79 (correlator) …")
             out["correlator"]["job"] = job_phase(a.job_hosts)
             save()
+            log(f"one job of {a.job_hosts} hosts x 8 ranks restarted {a.restarts} times (streaming correlator) …")
+            out["correlator"]["restarts"] = restarts_phase(a.job_hosts, a.restarts)
+            save()
         if a.storm:
             log(f"storm: {a.storm} kernel lines of one host (in process) …")
             out["storm"] = storm_phase(a.storm, seed=a.seed, t0=start, work=work, max_records=a.max_records,
@@ -734,6 +771,11 @@ def table(out: dict) -> str:
             lines.append(f"correlator, one job of {j['ranks']} ranks on {j['hosts']} hosts: {j['events']} events, "
                          f"correlate() {_k(j['events_per_s'])} events/s ({j['correlate_cpu_s']:.2f} CPU s); "
                          f"initiator {j['initiator']}, {j['downstream_events']} downstream events")
+        if "restarts" in c:
+            j = c["restarts"]
+            lines.append(f"streaming correlator, that job restarted {j['runs']} times: step {j['first_step_s']:.2f} s "
+                         f"(first run) -> {j['last_step_s']:.2f} s (last); keeps {j['kept_membership']} membership "
+                         f"lines of {j['kept_runs']} run(s)")
     if "storm" in out:
         r = out["storm"]
         lines.append(f"storm, one host ({r['lines']} kernel lines, {r['fault_lines']} fault lines; in process): "
@@ -787,6 +829,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the JSON object to this file, updated after each phase")
     ap.add_argument("--job-hosts", type=int, default=None, help="hosts (8 ranks each) of the large-job correlator "
                     "phase (default 1,024; --quick 32)")
+    ap.add_argument("--restarts", type=int, default=None, help="runs of that job, six hours apart, fed to the "
+                    "streaming correlator (default 12; --quick 4)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", default=None, help="parent folder of the scratch folder (default: /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -802,8 +846,11 @@ def main(argv: list[str] | None = None) -> int:
         a.storm = 6_000 if a.storm is None else a.storm
         a.re_lines = a.re_lines or 2_000
         a.job_hosts = 32 if a.job_hosts is None else a.job_hosts
+        a.restarts = 4 if a.restarts is None else a.restarts
     if a.job_hosts is None:
         a.job_hosts = 1024
+    if a.restarts is None:
+        a.restarts = 12
     if a.backlog is None:
         a.backlog = 10_000_000
     if a.storm is None:

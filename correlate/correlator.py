@@ -194,19 +194,21 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
               *, settings: Settings | None = None, symptoms: list[Symptom] | None = None, now_us: int,
               rules: Rules | None = None, catalog: Catalog | None = None,
               previous: list[dict[str, Any]] | None = None,
-              cache: AttributionCache | None = None) -> list[dict[str, Any]]:
+              cache: AttributionCache | None = None, built: Topology | None = None) -> list[dict[str, Any]]:
     """Incidents (DESIGN.md shape) for a batch of events, sorted by start.
 
     ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
     the same with or without it, but with it their nested parts are the cache's: copy an incident before
-    changing it in place (``StreamCorrelator.step`` does)."""
+    changing it in place (``StreamCorrelator.step`` does). ``built``: the topology ``build_topology`` made of
+    these events (one per event_id), ``samples``, ``topology`` and ``settings.hosts``, when the caller needs it
+    too (``StreamCorrelator.step``); else it is built here."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
     evs = _dedup(evs)
     follow_watchdogs(evs)
-    topo: Topology = build_topology(evs, samples, topology, settings.hosts)
+    topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
     clocks = settings.clocks.with_estimates(estimate_skew(evs))
     offsets = estimate_offsets(evs)
     evs = evs + symptom_events(symptoms or [], evs, now_us)

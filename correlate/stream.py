@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import comm_spans, rank_membership
+from correlate.topology import build_topology, rank_membership
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -137,8 +137,9 @@ class StreamCorrelator:
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
+        wiring = build_topology(evs, samples, topo, self.settings.hosts)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
-                              previous=[v[2] for v in self.emitted.values()], cache=self.cache)
+                              previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=wiring)
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
@@ -162,7 +163,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
-        self._prune(pending)
+        self._prune(wiring.comm_span, pending)
         return out
 
     def _owners(self) -> dict[str, set[str]]:
@@ -208,13 +209,14 @@ class StreamCorrelator:
             out.append(gone)
         return out
 
-    def _prune(self, pending: set[str] = frozenset()) -> None:
+    def _prune(self, spans: dict[tuple[str, str], tuple[int | None, int | None]],
+               pending: set[str] = frozenset()) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
         newest line that says which communicator each rank is in (NCCL init lines print once, at job start,
         hours before a hang; without them the silent rank of a hung communicator cannot be named) while the
-        communicator holds the rank's GPU (``topology.comm_spans``), and the
+        communicator holds the rank's GPU (``spans``: ``Topology.comm_span`` of the kept events), and the
         events of an emitted incident while any of its events is kept (its events go together) — and
         emitted incidents none of whose events is kept (they cannot change)."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
@@ -228,7 +230,6 @@ class StreamCorrelator:
         # ... while its communicator holds the rank's GPU: once another process took the GPU over
         # (topology.comm_spans; a restarted job, the next job) the line goes with its age like any other, so
         # the lines kept are as many as the fleet's live ranks, not every rank of every job since the start
-        spans = comm_spans(old_members.values())
 
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]

@@ -91,10 +91,12 @@ class Topology:
 
     def learn_events(self, events: list[Ev]) -> None:
         self._comm_index = None
+        members: list[tuple[str, Ev]] = []
         for e in events:
             member = rank_membership(e)
             if member is not None:
                 comm = member[0]
+                members.append((comm, e))
                 self.comm_ranks[comm][e.rank] = (e.host, e.device or (f"gpu{e.gpu_index}"
                                                                      if e.gpu_index is not None else None))
                 if e.nranks:
@@ -105,7 +107,7 @@ class Topology:
                 self.index_to_bus[(e.host, int(e.details["nvml_dev"]))] = e.device  # NCCL >= 2.18: nvmlDev
             if e.details.get("model") and e.gpu_index is not None:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
-        self.comm_span = comm_spans(events)
+        self.comm_span = comm_spans(members)
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
@@ -230,9 +232,10 @@ UNORDERED_BASES = frozenset({"file", "operator"})
 HANDOVER_MARGIN_US = 60_000_000
 
 
-def comm_spans(events: Iterable[Ev]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
+def comm_spans(members: Iterable[tuple[str, Ev]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
     """When each communicator held its GPUs on each host: ``(communicator, host) -> (since, until)`` µs, on
-    that host's clock, for the pairs where a GPU changed hands.
+    that host's clock, for the pairs where a GPU changed hands. ``members``: (communicator, line) for each
+    membership line (:func:`rank_membership`).
 
     A GPU changes hands when another process (a different pid) prints a membership line
     (:func:`rank_membership`) of another communicator on it after the last membership line of the
@@ -250,30 +253,36 @@ def comm_spans(events: Iterable[Ev]) -> dict[tuple[str, str], tuple[int | None, 
     correlator would keep every job's membership lines for ever (``stream.StreamCorrelator._prune``)."""
     # (host, GPU key) -> communicator -> [first, last, pid] of its membership lines there
     per_gpu: dict[tuple[str, str], dict[str, list[int]]] = {}
-    for e in events:
-        m = rank_membership(e)
-        if m is None or e.pid is None or e.ts_basis in UNORDERED_BASES:
+    for comm, e in members:
+        if e.pid is None or e.ts_basis in UNORDERED_BASES:
             continue
         dev = e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
         if dev is None:
             continue
-        seen = per_gpu.setdefault((e.host, dev), {}).get(m[0])
+        gpu = per_gpu.get((e.host, dev))
+        if gpu is None:
+            gpu = per_gpu[(e.host, dev)] = {}
+        seen = gpu.get(comm)
         if seen is None:
-            per_gpu[(e.host, dev)][m[0]] = [e.ts, e.ts, e.pid]
-        else:
-            seen[0], seen[1] = min(seen[0], e.ts), max(seen[1], e.ts)
+            gpu[comm] = [e.ts, e.ts, e.pid]
+        elif e.ts < seen[0]:
+            seen[0] = e.ts
+        elif e.ts > seen[1]:
+            seen[1] = e.ts
     since: dict[tuple[str, str], int] = {}
     until: dict[tuple[str, str], int] = {}
     for (host, _dev), comms in per_gpu.items():
         if len(comms) < 2:
             continue
         for old, (_first, last, pid) in comms.items():
-            later = [(first, new) for new, (first, _l, p) in comms.items() if p != pid and first > last]
-            if later:
-                first = min(later)[0]
-                until[(old, host)] = min(first, until.get((old, host), first))
-            for first, new in later:
-                since[(new, host)] = min(first, since.get((new, host), first))
+            end = None
+            for new, (first, _last, p) in comms.items():
+                if p != pid and first > last:  # ``new`` took the GPU over from ``old``
+                    end = first if end is None or first < end else end
+                    if first < since.get((new, host), first + 1):
+                        since[(new, host)] = first
+            if end is not None and end < until.get((old, host), end + 1):
+                until[(old, host)] = end
     return {k: (since.get(k), until.get(k)) for k in since.keys() | until.keys()}
 
 

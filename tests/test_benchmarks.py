@@ -80,6 +80,11 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     job = r["correlator"]["job"]  # one communicator of 32 hosts x 8 ranks, one Xid 79: one incident, all ranks under it
     assert (job["ranks"], job["events"], job["incidents"]) == (256, 513, 1)
     assert job["initiator"] == "node0007 Xid 79" and job["downstream_events"] == 256 and job["events_per_s"] > 0
+    # the same job restarted 4 times, 6 h apart: the stream keeps the last run's and the run before's membership
+    # lines (younger than the lateness and the longest link window), not all four runs'
+    runs = r["correlator"]["restarts"]
+    assert (runs["runs"], runs["kept_membership"], runs["kept_runs"]) == (4, 512, 2)
+    assert len(runs["step_cpu_s"]) == 4 and runs["last_step_s"] > 0
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
     assert r["commit"] == bench.commit()  # the measured code, named in the JSON

@@ -65,7 +65,7 @@ def test_another_process_taking_a_gpu_ends_its_communicators_there_and_a_split_d
            ev("c0", "n1", 3 * h, pid=300, comm="C", device="0000:2a:00.0"),  # another GPU: says nothing of A
            ev("x0", "n2", 0, pid=100, comm="A"), ev("x1", "n2", 2 * h, pid=None, comm="B"),  # no pid: no bound
            ev("y0", "n3", 0, pid=100, comm="A", basis="file"), ev("y1", "n3", 2 * h, pid=200, comm="B", basis="file")]
-    assert comm_spans(evs) == {("A", "n1"): (None, 2 * h), ("A-dp", "n1"): (None, 2 * h), ("B", "n1"): (2 * h, None)}
+    assert comm_spans((e.comm, e) for e in evs) == {("A", "n1"): (None, 2 * h), ("A-dp", "n1"): (None, 2 * h), ("B", "n1"): (2 * h, None)}
     assert all(rank_membership(e) for e in evs)
 
     topo = build_topology(evs, None, None)
