@@ -368,10 +368,10 @@ def restarts_phase(hosts: int, runs: int) -> dict:
         sc.add(batch.events, batch.link_samples, batch.topology, now_us=start + 1_000_000)
         sc.step(now_us=start + 1_000_000)
         steps.append(_cpu() - c0)
-    kept = [e for e in sc.events.values() if rank_membership(e)]
+    kept = [e for e in [*sc.wiring.values(), *sc.events.values()] if rank_membership(e)]
     return {"hosts": hosts, "ranks": hosts * 8, "runs": runs, "step_cpu_s": steps,
             "first_step_s": steps[0], "last_step_s": steps[-1], "kept_events": len(sc.events),
-            "kept_membership": len(kept), "kept_runs": len({e.comm for e in kept})}
+            "kept_wiring": len(sc.wiring), "kept_membership": len(kept), "kept_runs": len({e.comm for e in kept})}
 
 
 def read_split_files(files: list[Path]) -> dict:

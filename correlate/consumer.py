@@ -183,14 +183,16 @@ class CorrelateWorker:
         return True
 
     def safe_offsets(self, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
-        """Per partition: the first record whose events the correlator still holds (or one past the last)."""
-        keep = self.correlator.events
+        """Per partition: the first record whose events the correlator still holds (or one past the last),
+        in its events or as the membership lines of live communicators (``StreamCorrelator.wiring``: a replay
+        from a later offset would not name the ranks of a job that started before it)."""
+        keep, wiring = self.correlator.events, self.correlator.wiring
         out = {}
         for tp in tps:
             p = self.parts.get(tp)
             if p is None or p.last < 0:
                 continue
-            while p.held and not any(e in keep for e in p.held[0][1]):
+            while p.held and not any(e in keep or e in wiring for e in p.held[0][1]):
                 p.held.popleft()
             out[tp] = p.held[0][0] if p.held else p.last + 1
         return out

@@ -200,8 +200,9 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
     the same with or without it, but with it their nested parts are the cache's: copy an incident before
     changing it in place (``StreamCorrelator.step`` does). ``built``: the topology ``build_topology`` made of
-    these events (one per event_id), ``samples``, ``topology`` and ``settings.hosts``, when the caller needs it
-    too (``StreamCorrelator.step``); else it is built here."""
+    these events (one per event_id), ``samples``, ``topology`` and ``settings.hosts`` — and of older
+    membership lines the caller keeps for the topology alone (``StreamCorrelator.wiring``) — when the caller
+    needs it too; else it is built here from the events."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()

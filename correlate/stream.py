@@ -30,6 +30,7 @@ the same events (same ids, same content but ``version``/``status``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,9 @@ class StreamCorrelator:
     source_watermarks: dict[tuple[str, str | None, str | None], Watermark] = field(default_factory=dict)
     arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
     events: dict[str, Ev] = field(default_factory=dict)
+    #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
+    #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
+    wiring: dict[str, Ev] = field(default_factory=dict)
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
@@ -137,7 +141,7 @@ class StreamCorrelator:
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
-        wiring = build_topology(evs, samples, topo, self.settings.hosts)
+        wiring = build_topology([*self.wiring.values(), *evs], samples, topo, self.settings.hosts)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
                               previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=wiring)
         by_id = {e.event_id: e for e in evs}
@@ -214,30 +218,30 @@ class StreamCorrelator:
         """Forget events older than their host's watermark minus the lateness and the longest link window
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
-        newest line that says which communicator each rank is in (NCCL init lines print once, at job start,
-        hours before a hang; without them the silent rank of a hung communicator cannot be named) while the
-        communicator holds the rank's GPU (``spans``: ``Topology.comm_span`` of the kept events), and the
         events of an emitted incident while any of its events is kept (its events go together) — and
-        emitted incidents none of whose events is kept (they cannot change)."""
+        emitted incidents none of whose events is kept (they cannot change).
+
+        The newest line that says which communicator each rank is in (NCCL init lines print once, at job
+        start, hours before a hang; without them the silent rank of a hung communicator cannot be named) goes
+        to ``wiring`` instead, while the communicator holds the rank's GPU (``spans``: ``Topology.comm_span``
+        of the step). Once another process took the GPU over (a restarted job, the next job) the line is
+        forgotten with its age like any other: the lines kept are as many as the fleet's live ranks, not every
+        rank of every job since the start, and the step correlates only the recent events."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
-        old_members: dict[tuple[str, int], Ev] = {}  # the newest membership line of each rank, kept
-        for e in self.events.values():
+        newest: dict[tuple[str, int], Ev] = {}  # the newest membership line of each rank
+        for e in itertools.chain(self.wiring.values(), self.events.values()):
             m = rank_membership(e)
-            if m is not None and (m not in old_members or e.ts > old_members[m].ts):
-                old_members[m] = e
-        # ... while its communicator holds the rank's GPU: once another process took the GPU over
-        # (topology.comm_spans; a restarted job, the next job) the line goes with its age like any other, so
-        # the lines kept are as many as the fleet's live ranks, not every rank of every job since the start
+            if m is not None and (m not in newest or e.ts > newest[m].ts):
+                newest[m] = e
 
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
             return until is None or e.host not in horizon or until >= horizon[e.host] - keep
 
-        members = {e.event_id for (comm, _rank), e in old_members.items() if held(comm, e)}
         kept = {k for k, e in self.events.items()
-                if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending or k in members}
+                if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
@@ -247,6 +251,8 @@ class StreamCorrelator:
                 if not kept.isdisjoint(ids):
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
+        self.wiring = {e.event_id: e for (comm, _rank), e in newest.items()
+                       if e.event_id not in self.events and held(comm, e)}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 

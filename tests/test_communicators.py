@@ -9,6 +9,7 @@ PyTorch's watchdog timeout (shared/reference/formats.md)."""
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -127,22 +128,59 @@ def test_faults_of_two_jobs_do_not_join_through_a_communicator_that_ended(pipeli
 def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, restarts):
     """A job restarted every six hours on the same 4 hosts × 2 GPUs: the streaming correlator names the silent
     rank of the last run's hang two hours into it, and keeps the membership lines of the run that holds the
-    GPUs (8), not of every run since it started (8 per run)."""
+    GPUs (8), not of every run since it started (8 per run). The correlate worker does not commit past the
+    record that carried them: a replay after a rebalance starts there, so the ranks are known again."""
+    from aiokafka.structs import TopicPartition
+
+    from correlate.consumer import CorrelateWorker, _Partition
+    from correlate.correlator import Settings
+
     sc = StreamCorrelator()
+    offsets: list[tuple[int, list[str]]] = []  # what a correlate worker would hold per events-topic record
     for n in range(restarts):
         start = T0 + timedelta(hours=6 * n)
         logs = {f"n{h + 1}": [init(start, f"n{h + 1}", 1000 * (n + 1) + h, 2 * h + g, 8, f"0x{n + 1:016x}", gpu=g)
                               for g in range(2)] for h in range(4)}
         b = events(pipeline, logs, start)
+        offsets.append((n, b.events.column("event_id").to_pylist()))
         sc.add(b.events, b.link_samples, b.topology, now_us=int(start.timestamp() * S))
         sc.step(now_us=int(start.timestamp() * S))
     hang = T0 + timedelta(hours=6 * (restarts - 1) + 2)
     ranks = {f"n{h + 1}": [timeout(hang + timedelta(milliseconds=r), r) for r in (2 * h, 2 * h + 1) if r != 7]
              for h in range(4)}  # rank 7, on n4, is silent
     b = events(pipeline, ranks, hang)
+    offsets.append((restarts, b.events.column("event_id").to_pylist()))
     sc.add(b.events, b.link_samples, b.topology, now_us=int(hang.timestamp() * S))
     (inc,) = [i for i in sc.step(now_us=int(hang.timestamp() * S), flush=True) if i["status"] != "superseded"]
     assert (inc["pattern"], inc["initiator"]["host"], inc["initiator"]["rank"]) == ("comm.silent_rank", "n4", 7)
     # the run before is forgotten once its last line is older than the lateness and the longest link window
-    kept = [e for e in sc.events.values() if rank_membership(e)]
+    kept = [e for e in [*sc.wiring.values(), *sc.events.values()] if rank_membership(e)]
     assert len(kept) == 8 and {e.comm for e in kept} == {f"0x{restarts:016x}"}
+    assert set(sc.wiring) == {e.event_id for e in kept}  # older than the events kept: topology only
+
+    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=Settings(),
+                             lateness_us=sc.lateness_us, on_incidents=lambda incidents: None)  # never started
+    worker.correlator, tp = sc, TopicPartition("fleet.events", 0)
+    worker.parts[tp] = _Partition(held=deque(offsets), last=restarts)
+    assert worker.safe_offsets({tp}) == {tp: restarts - 1}  # the last run's record: its lines are in wiring
+
+
+def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_horizon(pipeline, tmp_path):
+    """The service refills its correlator from the lake after a restart (``IncidentSink.recent_events``): the
+    events of the last hour and, before them, the newest membership line of each rank of the last week — a job
+    that started yesterday printed its ``Init COMPLETE`` lines once, and a hang today needs them."""
+    from api.sink import IncidentSink
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    now = T0 + timedelta(days=10)
+    logs = {"n1": [init(now - timedelta(days=2), "n1", 100, 0, 2, "0xaaaa000000000001"),
+                   init(now - timedelta(days=1, hours=12), "n1", 100, 0, 2, "0xaaaa000000000001")],
+            "n2": [init(now - timedelta(days=9), "n2", 200, 1, 2, "0xbbbb000000000002")],
+            "n3": [fallen(now)]}
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("events", events(pipeline, logs, now).events, "b1")
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).recent_events(3600 * S)
+    rows = sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist())
+    assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now)]
