@@ -82,8 +82,16 @@ class IncidentSink:
             self.incidents.setdefault(d["id"], d)
         return docs
 
+    #: how far back a restart looks for the membership lines of jobs still running (µs): a week
+    MEMBERSHIP_US = 7 * 86_400 * 1_000_000
+
     def recent_events(self, horizon_us: int) -> pa.Table | None:
-        """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart)."""
+        """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart), and
+        before them the newest membership line of each rank (``nccl_init`` / ``nccl_p2p_fallback`` with a rank
+        and a communicator) of the last ``MEMBERSHIP_US``: a job started hours before the restart printed them
+        once, and the streaming correlator names a hung job's silent rank from them. Those of communicators
+        that have ended are dropped by its first step (``topology.comm_spans``). Arrow table in
+        ``EVENTS_SCHEMA``, or None when the lake has no events."""
         from api.store import StoreError, connect
 
         try:
@@ -95,8 +103,17 @@ class IncidentSink:
             last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
             if last is None:
                 return None
-            t = con.sql("SELECT * FROM events WHERE ts >= ?", params=[last - timedelta(microseconds=horizon_us)]
-                        ).to_arrow_table()
+            since = last - timedelta(microseconds=horizon_us)
+            t = con.sql("""
+                SELECT * FROM (
+                    SELECT * FROM events
+                    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback')
+                      AND rank IS NOT NULL AND comm IS NOT NULL
+                    QUALIFY row_number() OVER (PARTITION BY comm, rank ORDER BY ts DESC, event_id) = 1
+                    ORDER BY ts, event_id)
+                UNION ALL BY NAME
+                SELECT * FROM events WHERE ts >= ?""",
+                        params=[since, last - timedelta(microseconds=self.MEMBERSHIP_US), since]).to_arrow_table()
         finally:
             con.close()
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
