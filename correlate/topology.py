@@ -11,6 +11,7 @@ what a host is *expected* to have, so the rules can tell "absent" from
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -274,15 +275,30 @@ def comm_spans(members: Iterable[tuple[str, Ev]]) -> dict[tuple[str, str], tuple
     for (host, _dev), comms in per_gpu.items():
         if len(comms) < 2:
             continue
-        for old, (_first, last, pid) in comms.items():
-            end = None
-            for new, (first, _last, p) in comms.items():
-                if p != pid and first > last:  # ``new`` took the GPU over from ``old``
-                    end = first if end is None or first < end else end
-                    if first < since.get((new, host), first + 1):
-                        since[(new, host)] = first
-            if end is not None and end < until.get((old, host), end + 1):
-                until[(old, host)] = end
+        if len(comms) == 2:  # the usual case (a run and the one before it), without sorting
+            (a, (fa, la, pa)), (b, (fb, lb, pb)) = comms.items()
+            if pa != pb and (fb > la or fa > lb):
+                (old, new, at) = (a, b, fb) if fb > la else (b, a, fa)
+                if at < until.get((old, host), at + 1):
+                    until[(old, host)] = at
+                if at < since.get((new, host), at + 1):
+                    since[(new, host)] = at
+            continue
+        # O(k log k) in the k communicators one GPU saw (a week of nccl-tests runs is thousands of processes)
+        by_first = sorted(comms.values(), key=lambda v: v[0])
+        firsts = [v[0] for v in by_first]
+        # the earliest last line, and the earliest of another pid than its: what another process's line may follow
+        lasts = sorted((v[1], v[2]) for v in comms.values())
+        other = next(((t, p) for t, p in lasts if p != lasts[0][1]), None)
+        for comm, (first, last, pid) in comms.items():
+            i = bisect_right(firsts, last)  # the first lines after this communicator's last one ...
+            while i < len(by_first) and by_first[i][2] == pid:  # ... of another process: it took the GPU over
+                i += 1
+            if i < len(by_first) and by_first[i][0] < until.get((comm, host), by_first[i][0] + 1):
+                until[(comm, host)] = by_first[i][0]
+            before = lasts[0] if lasts[0][1] != pid else other  # another process's line came before this one's
+            if before is not None and before[0] < first and first < since.get((comm, host), first + 1):
+                since[(comm, host)] = first
     return {k: (since.get(k), until.get(k)) for k in since.keys() | until.keys()}
 
 

@@ -13,6 +13,8 @@ from collections import deque
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from correlate.correlator import correlate
 from correlate.model import Ev
@@ -79,6 +81,35 @@ def test_another_process_taking_a_gpu_ends_its_communicators_there_and_a_split_d
         assert {c for c in ("A", "A-dp", "B") if topo.comm_live(c, "n1", fault)} == live, at
     fault.ts_basis = "file"  # timed only by its file: no order to judge by
     assert all(topo.comm_live(c, "n1", fault) for c in ("A", "A-dp", "B"))
+
+
+def _spans_pairwise(members: list[tuple[str, Ev]]) -> dict:
+    """``comm_spans`` by its definition, pair by pair: the reference its sorted form is checked against."""
+    lines: dict[tuple[str, str], dict[str, list[int]]] = {}  # (host, GPU) -> comm -> [first, last, pid]
+    for comm, e in members:
+        if e.pid is None or e.ts_basis in ("file", "operator"):
+            continue
+        seen = lines.setdefault((e.host, e.device), {}).setdefault(comm, [e.ts, e.ts, e.pid])
+        seen[0], seen[1] = min(seen[0], e.ts), max(seen[1], e.ts)
+    since: dict = {}
+    until: dict = {}
+    for (host, _dev), comms in lines.items():
+        for old, (_f, last, pid) in comms.items():
+            for new, (first, _l, p) in comms.items():
+                if p != pid and first > last:
+                    until[(old, host)] = min(until.get((old, host), first), first)
+                    since[(new, host)] = min(since.get((new, host), first), first)
+    return {k: (since.get(k), until.get(k)) for k in since.keys() | until.keys()}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["n1", "n2"]), st.sampled_from(["0000:18:00.0", "0000:2a:00.0"]),
+                          st.sampled_from(["A", "B", "C", "D", "E"]), st.sampled_from([100, 200, 300, None]),
+                          st.integers(0, 12), st.sampled_from(["line", "line", "kafka", "file"])), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_comm_spans_equal_their_pairwise_definition(rows):
+    members = [(comm, ev(f"e{i}", host, ts * S, pid=pid, comm=comm, basis=basis, device=dev))
+               for i, (host, dev, comm, pid, ts, basis) in enumerate(rows)]
+    assert comm_spans(members) == _spans_pairwise(members)
 
 
 def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline):
