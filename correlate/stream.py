@@ -141,9 +141,9 @@ class StreamCorrelator:
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
-        wiring = build_topology([*self.wiring.values(), *evs], samples, topo, self.settings.hosts)
+        learned = build_topology([*self.wiring.values(), *evs], samples, topo, self.settings.hosts)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
-                              previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=wiring)
+                              previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=learned)
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
@@ -167,7 +167,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
-        self._prune(wiring.comm_span, pending)
+        self._prune(learned.comm_span, pending)
         return out
 
     def _owners(self) -> dict[str, set[str]]:

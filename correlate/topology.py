@@ -140,7 +140,8 @@ class Topology:
                 of(h)[5].append(comm)
         return out
 
-    def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None]]:
+    def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None,
+                                            dict[str, tuple[int | None, int | None]] | None]]:
         """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size, host -> its
         ``comm_span``), as plain values for equality tests (see :meth:`host_facts`)."""
         spans: dict[str, dict[str, tuple[int | None, int | None]]] = {}
