@@ -88,7 +88,8 @@ class IncidentSink:
     def recent_events(self, horizon_us: int) -> pa.Table | None:
         """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart), and
         before them the newest membership line of each rank (``nccl_init`` / ``nccl_p2p_fallback`` with a rank
-        and a communicator) of the last ``MEMBERSHIP_US``: a job started hours before the restart printed them
+        and a communicator, or nccl-tests' rank lines: ``topology.rank_membership``) of the last
+        ``MEMBERSHIP_US``: a job started hours before the restart printed them
         once, and the streaming correlator names a hung job's silent rank from them. Those of communicators
         that have ended are dropped by its first step (``topology.comm_spans``). Arrow table in
         ``EVENTS_SCHEMA``, or None when the lake has no events."""
@@ -107,9 +108,11 @@ class IncidentSink:
             t = con.sql("""
                 SELECT * FROM (
                     SELECT * FROM events
-                    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback')
-                      AND rank IS NOT NULL AND comm IS NOT NULL
-                    QUALIFY row_number() OVER (PARTITION BY comm, rank ORDER BY ts DESC, event_id) = 1
+                    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback') AND rank IS NOT NULL
+                      AND (comm IS NOT NULL OR (signature = 'nccltests.rank' AND pid IS NOT NULL))
+                    -- nccl-tests' rank lines name no communicator: theirs is host:pid (topology.rank_membership)
+                    QUALIFY row_number() OVER (PARTITION BY coalesce(comm, host || ':' || pid::VARCHAR), rank
+                                               ORDER BY ts DESC, event_id) = 1
                     ORDER BY ts, event_id)
                 UNION ALL BY NAME
                 SELECT * FROM events WHERE ts >= ?""",

@@ -500,7 +500,8 @@ def job_hang(hosts: int, *, t0: datetime = T0, bad_host: int = 7, timeout_s: int
     return out
 
 
-def job_runs(hosts: int, runs: int, *, t0: datetime = T0, every_s: int = 6 * 3600) -> list[tuple[int, dict[str, list[str]]]]:
+def job_runs(hosts: int, runs: int, *, t0: datetime = T0,
+             every_s: int = 6 * 3600) -> list[tuple[int, dict[str, list[str]]]]:
     """One training job of ``hosts`` × 8 ranks restarted ``runs`` times on the same GPUs, ``every_s`` seconds
     apart (from its checkpoint, or the scheduler's next job on the same nodes): each run is new processes (pids)
     with a new NCCL communicator (commId), and each rank prints NCCL's ``Init COMPLETE`` as a journald/rsyslog
@@ -514,9 +515,9 @@ def job_runs(hosts: int, runs: int, *, t0: datetime = T0, every_s: int = 6 * 360
         logs = {}
         for h in range(hosts):
             host = f"node{h:04d}"
-            logs[host] = [f"{stamp} {host} python[{pid}]: {host}:{pid}:{pid + 100} [{g}] NCCL INFO comm 0x7f3c{h:04x}{g:04x} "
-                          f"rank {h * 8 + g} nranks {hosts * 8} cudaDev {g} nvmlDev {g} busId {_HGX_BUSES[g]}000 "
-                          f"commId {comm} - Init COMPLETE"
+            logs[host] = [f"{stamp} {host} python[{pid}]: {host}:{pid}:{pid + 100} [{g}] NCCL INFO comm "
+                          f"0x7f3c{h:04x}{g:04x} rank {h * 8 + g} nranks {hosts * 8} cudaDev {g} nvmlDev {g} busId "
+                          f"{_HGX_BUSES[g]}000 commId {comm} - Init COMPLETE"
                           for g in range(8) for pid in [10_000 * (n + 1) + g]]
         out.append((start, logs))
     return out

@@ -419,17 +419,20 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
     fleet has many jobs, a job several communicators), the one whose rank -> host map agrees with the most
     of the timeouts' (rank, host) pairs; None when none agrees with any. A pair counts for a communicator only
     while it held the timeout's GPUs (``Topology.comm_live``): a job restarted on the same hosts is not
-    matched against its previous run's membership."""
+    matched against its previous run's membership. Within ``HANDOVER_MARGIN_US`` of a restart both runs'
+    communicators count; the pairs that fall inside a communicator's span without the margin decide between
+    them (a job that hangs at its first collective after the restart is the new run's)."""
     topo = scene.topo
     seen: dict[tuple[int | None, str], list[Ev]] = {}
     for e in timeouts:
         seen.setdefault((e.rank, e.host), []).append(e)
-    best, score = None, (0, 0)
+    best, score = None, (0, 0, 0)
     for comm, members in topo.comm_ranks.items():
-        hits = sum(1 for r, (h, _d) in members.items()
-                   if (r, h) in seen and any(topo.comm_live(comm, h, e) for e in seen[(r, h)]))
-        if hits and (hits, len(members)) > score:
-            best, score = comm, (hits, len(members))
+        pairs = [seen[(r, h)] for r, (h, _d) in members.items() if (r, h) in seen]
+        hits = sum(1 for evs in pairs if any(topo.comm_live(comm, evs[0].host, e) for e in evs))
+        exact = sum(1 for evs in pairs if any(topo.comm_live(comm, evs[0].host, e, 0) for e in evs))
+        if hits and (hits, exact, len(members)) > score:
+            best, score = comm, (hits, exact, len(members))
     return best
 
 

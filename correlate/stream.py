@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import build_topology, rank_membership
+from correlate.topology import Topology, build_topology, rank_membership
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -167,7 +167,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
-        self._prune(learned.comm_span, pending)
+        self._prune(learned, pending)
         return out
 
     def _owners(self) -> dict[str, set[str]]:
@@ -213,8 +213,7 @@ class StreamCorrelator:
             out.append(gone)
         return out
 
-    def _prune(self, spans: dict[tuple[str, str], tuple[int | None, int | None]],
-               pending: set[str] = frozenset()) -> None:
+    def _prune(self, learned: Topology, pending: set[str] = frozenset()) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
         (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
@@ -223,10 +222,14 @@ class StreamCorrelator:
 
         The newest line that says which communicator each rank is in (NCCL init lines print once, at job
         start, hours before a hang; without them the silent rank of a hung communicator cannot be named) goes
-        to ``wiring`` instead, while the communicator holds the rank's GPU (``spans``: ``Topology.comm_span``
-        of the step). Once another process took the GPU over (a restarted job, the next job) the line is
-        forgotten with its age like any other: the lines kept are as many as the fleet's live ranks, not every
-        rank of every job since the start, and the step correlates only the recent events."""
+        to ``wiring`` instead, while the communicator holds the rank's GPU (``learned``: the step's topology,
+        its ``comm_span``) or an event still kept may belong to it (a hang not emitted yet after its job was
+        restarted: its silent rank is named from its communicator's lines). Once another process took the GPU
+        over (a restarted job, the next job) the line is forgotten with its age like any other: the lines kept
+        are as many as the fleet's live ranks, not every rank of every job since the start, and the step
+        correlates only the recent events. Of communicators that never end that way (a restart whose
+        processes get the pids of the run before, as in a container), ``MAX_COMMS_PER_GPU`` per GPU are
+        kept, the most recent."""
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
@@ -236,9 +239,12 @@ class StreamCorrelator:
             if m is not None and (m not in newest or e.ts > newest[m].ts):
                 newest[m] = e
 
+        spans = learned.comm_span
+
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
-            return until is None or e.host not in horizon or until >= horizon[e.host] - keep
+            return (until is None or e.host not in horizon or until >= horizon[e.host] - keep
+                    or comm in needed)
 
         kept = {k for k, e in self.events.items()
                 if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
@@ -251,8 +257,12 @@ class StreamCorrelator:
                 if not kept.isdisjoint(ids):
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
-        self.wiring = {e.event_id: e for (comm, _rank), e in newest.items()
-                       if e.event_id not in self.events and held(comm, e)}
+        # the ended communicators an event still kept may belong to (rules.comms_of): their lines stay whole
+        bounded = {h for _c, h in spans}
+        needed = {comm for e in self.events.values() if e.host in bounded
+                  for comm, _dev in learned.comm_index().get(e.host, ()) if learned.comm_live(comm, e.host, e)}
+        wiring = [(comm, e) for (comm, _rank), e in newest.items() if e.event_id not in self.events and held(comm, e)]
+        self.wiring = {e.event_id: e for comm, e in _recent_per_gpu(wiring, MAX_COMMS_PER_GPU)}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 
@@ -269,6 +279,30 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
     idx = t.append_column("_i", pa.array(range(t.num_rows), pa.int64()))
     last = idx.group_by(list(keys)).aggregate([("_i", "max")]).column("_i_max")
     return t.take(pc.take(last, pc.sort_indices(last))) if len(last) < t.num_rows else t
+
+
+#: communicators whose membership lines are kept per GPU when none of them ends (``StreamCorrelator._prune``):
+#: a process holds a few (PyTorch's default group, its data/tensor/pipeline-parallel groups; Megatron-LM up to
+#: ~20), so this is several runs' worth
+MAX_COMMS_PER_GPU = 64
+
+
+def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, Ev]]:
+    """The (communicator, membership line) pairs of the ``most`` communicators with the newest lines on each GPU
+    (host, bus id or index); lines without a GPU are all kept. Order kept."""
+    newest: dict[tuple[str, str], dict[str, int]] = {}
+    for comm, e in lines:
+        dev = e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
+        if dev is not None:
+            on = newest.setdefault((e.host, dev), {})
+            on[comm] = max(on.get(comm, e.ts), e.ts)
+    crowded = {gpu: set(sorted(on, key=on.__getitem__, reverse=True)[:most])
+               for gpu, on in newest.items() if len(on) > most}
+    if not crowded:
+        return lines
+    return [(comm, e) for comm, e in lines
+            if (gpu := (e.host, e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None))) not in crowded
+            or comm in crowded[gpu]]
 
 
 def _raw_partition(origin: str) -> str | None:

@@ -26,6 +26,15 @@ from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-expor
 
 PLATFORMS_FILE = Path(__file__).with_name("platforms.yaml")
 
+#: time bases that do not order a host's lines (every untimed line of a file gets the file's time; an operator's
+#: report is placed at its host's last event): lifetimes are neither learned from nor applied to them
+UNORDERED_BASES = frozenset({"file", "operator"})
+#: how far a handover's time may be off what the events around it say (µs): NCCL's INFO lines print no time
+#: of their own (shared/reference/formats.md), so membership lines are often timed by Kafka append time or
+#: the shipper's envelope, seconds after they were written. Within this margin of a handover an event
+#: counts for both communicators, as it did before lifetimes were known.
+HANDOVER_MARGIN_US = 60_000_000
+
 
 @lru_cache(maxsize=1)
 def _platforms() -> list[dict[str, Any]]:
@@ -165,16 +174,17 @@ class Topology:
             self._comm_index = out
         return self._comm_index
 
-    def comm_live(self, comm: str, host: str, e: Ev) -> bool:
+    def comm_live(self, comm: str, host: str, e: Ev, margin_us: int = HANDOVER_MARGIN_US) -> bool:
         """Was ``comm`` (with a rank on ``host``) the communicator of its GPUs there when ``e`` (an event of
         ``host``) began? True unless ``comm_span`` bounds it and ``e.start`` lies outside its span widened by
-        ``HANDOVER_MARGIN_US``; always true for an event timed only by its file or an operator's report."""
+        ``margin_us`` (µs; the uncertainty of a handover's time); always true for an event timed only by its
+        file or an operator's report."""
         span = self.comm_span.get((comm, host))
         if span is None or e.ts_basis in UNORDERED_BASES:
             return True
         since, until = span
-        return ((since is None or e.start >= since - HANDOVER_MARGIN_US)
-                and (until is None or e.start < until + HANDOVER_MARGIN_US))
+        return ((since is None or e.start >= since - margin_us)
+                and (until is None or e.start < until + margin_us))
 
     def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
         if device:
@@ -222,16 +232,6 @@ def rank_membership(e: Ev) -> tuple[str, int] | None:
         return None
     comm = e.comm or (f"{e.host}:{e.pid}" if e.signature == "nccltests.rank" and e.pid else None)
     return (comm, e.rank) if comm else None
-
-
-#: time bases that do not order a host's lines (every untimed line of a file gets the file's time; an operator's
-#: report is placed at its host's last event): lifetimes are neither learned from nor applied to them
-UNORDERED_BASES = frozenset({"file", "operator"})
-#: how far a handover's time may be off what the events around it say (µs): NCCL's INFO lines print no time
-#: of their own (shared/reference/formats.md), so membership lines are often timed by Kafka append time or
-#: the shipper's envelope, seconds after they were written. Within this margin of a handover an event
-#: counts for both communicators, as it did before lifetimes were known.
-HANDOVER_MARGIN_US = 60_000_000
 
 
 def comm_spans(members: Iterable[tuple[str, Ev]]) -> dict[tuple[str, str], tuple[int | None, int | None]]:
@@ -288,13 +288,18 @@ def comm_spans(members: Iterable[tuple[str, Ev]]) -> dict[tuple[str, str], tuple
         # O(k log k) in the k communicators one GPU saw (a week of nccl-tests runs is thousands of processes)
         by_first = sorted(comms.values(), key=lambda v: v[0])
         firsts = [v[0] for v in by_first]
+        # by_first index -> the first index at or after it of another pid than its (one process may hold
+        # thousands of communicators on a GPU: they are skipped in one step)
+        other_pid = [len(by_first)] * len(by_first)
+        for j in range(len(by_first) - 2, -1, -1):
+            other_pid[j] = j + 1 if by_first[j + 1][2] != by_first[j][2] else other_pid[j + 1]
         # the earliest last line, and the earliest of another pid than its: what another process's line may follow
         lasts = sorted((v[1], v[2]) for v in comms.values())
         other = next(((t, p) for t, p in lasts if p != lasts[0][1]), None)
         for comm, (first, last, pid) in comms.items():
             i = bisect_right(firsts, last)  # the first lines after this communicator's last one ...
-            while i < len(by_first) and by_first[i][2] == pid:  # ... of another process: it took the GPU over
-                i += 1
+            if i < len(by_first) and by_first[i][2] == pid:  # ... of another process: it took the GPU over
+                i = other_pid[i]
             if i < len(by_first) and by_first[i][0] < until.get((comm, host), by_first[i][0] + 1):
                 until[(comm, host)] = by_first[i][0]
             before = lasts[0] if lasts[0][1] != pid else other  # another process's line came before this one's

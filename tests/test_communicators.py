@@ -68,7 +68,8 @@ def test_another_process_taking_a_gpu_ends_its_communicators_there_and_a_split_d
            ev("c0", "n1", 3 * h, pid=300, comm="C", device="0000:2a:00.0"),  # another GPU: says nothing of A
            ev("x0", "n2", 0, pid=100, comm="A"), ev("x1", "n2", 2 * h, pid=None, comm="B"),  # no pid: no bound
            ev("y0", "n3", 0, pid=100, comm="A", basis="file"), ev("y1", "n3", 2 * h, pid=200, comm="B", basis="file")]
-    assert comm_spans((e.comm, e) for e in evs) == {("A", "n1"): (None, 2 * h), ("A-dp", "n1"): (None, 2 * h), ("B", "n1"): (2 * h, None)}
+    assert comm_spans((e.comm, e) for e in evs) == {
+        ("A", "n1"): (None, 2 * h), ("A-dp", "n1"): (None, 2 * h), ("B", "n1"): (2 * h, None)}
     assert all(rank_membership(e) for e in evs)
 
     topo = build_topology(evs, None, None)
@@ -112,16 +113,18 @@ def test_comm_spans_equal_their_pairwise_definition(rows):
     assert comm_spans(members) == _spans_pairwise(members)
 
 
-def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline):
+@pytest.mark.parametrize("began_after_s", [30, 3600])
+def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline, began_after_s):
     """The job ran on n1..n4 (one GPU each), then was restarted with n4 swapped for n5. In the restart, rank 3
     (n5) goes silent: ranks 0 – 2 on n1 – n3 time out. Both runs' communicators map ranks 0 – 2 to the same
-    hosts, but only the restart's held the GPUs then: the silent rank is on n5, not on the swapped-out n4."""
+    hosts, but only the restart's held the GPUs then: the silent rank is on n5, not on the swapped-out n4 —
+    also when the collective began 30 s after the restart, inside the handover margin where both count."""
     restart = T0 + timedelta(hours=2)
     logs: dict[str, list[str]] = {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, "0xaaaa000000000001")]
                                   for r in range(4)}
     for r, host in enumerate(["n1", "n2", "n3", "n5"]):
         logs.setdefault(host, []).append(init(restart, host, 200 + r, r, 4, "0xbbbb000000000002"))
-    hang = restart + timedelta(hours=1, minutes=10)
+    hang = restart + timedelta(seconds=began_after_s + 600)  # printed 600.03 s after the collective began
     for r in range(3):
         logs[f"n{r + 1}"].append(timeout(hang + timedelta(milliseconds=30 + r), r))
     b = events(pipeline, logs, hang + timedelta(minutes=1))
@@ -208,10 +211,58 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     logs = {"n1": [init(now - timedelta(days=2), "n1", 100, 0, 2, "0xaaaa000000000001"),
                    init(now - timedelta(days=1, hours=12), "n1", 100, 0, 2, "0xaaaa000000000001")],
             "n2": [init(now - timedelta(days=9), "n2", 200, 1, 2, "0xbbbb000000000002")],
-            "n3": [fallen(now)]}
+            "n3": [fallen(now)],  # nccl-tests' rank table: its communicator is named by host and pid
+            "n4": [f"{now - timedelta(days=3):%Y-%m-%dT%H:%M:%S.%f}+00:00 n4 all_reduce_perf[587622]: #  Rank  0 "
+                   "Group  0 Pid 587622 on n4 device  0 [0x21] NVIDIA H100 80GB HBM3"]}
     lake = Lake(tmp_path / "lake")
     lake.init()
     lake.write("events", events(pipeline, logs, now).events, "b1")
     got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).recent_events(3600 * S)
     rows = sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist())
-    assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now)]
+    assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now),
+                    ("n4", "nccl_init", now - timedelta(days=3))]
+
+
+def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):
+    """Ranks 0 – 2 of a job time out; rank 3's host and one other never log again, so the hang stays open
+    (not emitted) while the job restarts on n1, n2 and two new hosts, and n1, n2 go on logging. The ended
+    communicator's lines stay while the open hang may belong to it: the flushed stream names rank 3 on n4, as
+    the batch correlator does (a break-it pass found the stream naming no host)."""
+    sc = StreamCorrelator()
+    old, new = "0xaaaa000000000001", "0xbbbb000000000002"
+
+    def feed(at: datetime, logs: dict[str, list[str]]) -> list[dict]:
+        b = events(pipeline, logs, at)
+        sc.add(b.events, now_us=int(at.timestamp() * S))
+        return sc.step(now_us=int(at.timestamp() * S))
+
+    feed(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, old)] for r in range(4)})
+    hang = T0 + timedelta(hours=1)
+    feed(hang, {f"n{r + 1}": [timeout(hang + timedelta(milliseconds=r), r)] for r in range(3)})
+    restart = T0 + timedelta(minutes=75)
+    feed(restart, {h: [init(restart, h, 200 + r, r, 4, new)] for r, h in enumerate(["n1", "n2", "n5", "n6"])})
+    later = T0 + timedelta(minutes=150)
+    feed(later, {h: [init(later, h, 200 + r, r, 2, "0xdddd000000000003")] for r, h in enumerate(["n1", "n2"])})
+    out = sc.step(now_us=int(later.timestamp() * S), flush=True)
+    hung = [i for i in out if i["status"] != "superseded" and i["pattern"] == "comm.silent_rank"]
+    assert [(i["initiator"]["host"], i["initiator"]["rank"]) for i in hung] == [("n4", 3)]
+
+
+def test_runs_that_reuse_their_pids_keep_the_most_recent_communicators_per_gpu(pipeline, monkeypatch):
+    """In a container each run's processes may get the pids of the run before: no run ends another
+    (``comm_spans``), and the stream keeps the lines of ``MAX_COMMS_PER_GPU`` communicators per GPU, the most
+    recent, besides the recent events (here 3 of the 5 older runs)."""
+    import correlate.stream as stream
+
+    monkeypatch.setattr(stream, "MAX_COMMS_PER_GPU", 3)
+    sc = StreamCorrelator()
+    for n in range(6):
+        start = T0 + timedelta(hours=6 * n)
+        b = events(pipeline, {h: [init(start, h, 45 + r, r, 2, f"0x{n + 1:016x}")]
+                              for r, h in enumerate(["n1", "n2"])}, start)
+        sc.add(b.events, now_us=int(start.timestamp() * S))
+        sc.step(now_us=int(start.timestamp() * S))
+    assert comm_spans((e.comm, e) for e in [*sc.wiring.values(), *sc.events.values()]) == {}
+    # the last run's lines are recent events; of the older ones, the three most recent runs' wait in wiring
+    assert {e.comm for e in sc.events.values()} == {f"0x{6:016x}"}
+    assert {e.comm for e in sc.wiring.values()} == {f"0x{n:016x}" for n in (3, 4, 5)}
