@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import Topology, build_topology, rank_membership
+from correlate.topology import Topology, build_topology, line_gpu, rank_membership
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -239,13 +239,6 @@ class StreamCorrelator:
             if m is not None and (m not in newest or e.ts > newest[m].ts):
                 newest[m] = e
 
-        spans = learned.comm_span
-
-        def held(comm: str, e: Ev) -> bool:
-            until = spans.get((comm, e.host), (None, None))[1]
-            return (until is None or e.host not in horizon or until >= horizon[e.host] - keep
-                    or comm in needed)
-
         kept = {k for k, e in self.events.items()
                 if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
@@ -258,9 +251,16 @@ class StreamCorrelator:
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
         # the ended communicators an event still kept may belong to (rules.comms_of): their lines stay whole
+        spans = learned.comm_span
         bounded = {h for _c, h in spans}
         needed = {comm for e in self.events.values() if e.host in bounded
                   for comm, _dev in learned.comm_index().get(e.host, ()) if learned.comm_live(comm, e.host, e)}
+
+        def held(comm: str, e: Ev) -> bool:
+            until = spans.get((comm, e.host), (None, None))[1]
+            return (until is None or e.host not in horizon or until >= horizon[e.host] - keep
+                    or comm in needed)
+
         wiring = [(comm, e) for (comm, _rank), e in newest.items() if e.event_id not in self.events and held(comm, e)]
         self.wiring = {e.event_id: e for comm, e in _recent_per_gpu(wiring, MAX_COMMS_PER_GPU)}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
@@ -292,7 +292,7 @@ def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, E
     (host, bus id or index); lines without a GPU are all kept. Order kept."""
     newest: dict[tuple[str, str], dict[str, int]] = {}
     for comm, e in lines:
-        dev = e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
+        dev = line_gpu(e)
         if dev is not None:
             on = newest.setdefault((e.host, dev), {})
             on[comm] = max(on.get(comm, e.ts), e.ts)
@@ -301,8 +301,7 @@ def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, E
     if not crowded:
         return lines
     return [(comm, e) for comm, e in lines
-            if (gpu := (e.host, e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None))) not in crowded
-            or comm in crowded[gpu]]
+            if (gpu := (e.host, line_gpu(e))) not in crowded or comm in crowded[gpu]]
 
 
 def _raw_partition(origin: str) -> str | None:

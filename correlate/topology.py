@@ -107,8 +107,7 @@ class Topology:
             if member is not None:
                 comm = member[0]
                 members.append((comm, e))
-                self.comm_ranks[comm][e.rank] = (e.host, e.device or (f"gpu{e.gpu_index}"
-                                                                     if e.gpu_index is not None else None))
+                self.comm_ranks[comm][e.rank] = (e.host, line_gpu(e))
                 if e.nranks:
                     self.comm_size[comm] = e.nranks
             if e.source == "nvml" and e.gpu_index is not None and e.device:
@@ -224,6 +223,11 @@ class Topology:
         return self.remote.get((host, key, link))
 
 
+def line_gpu(e: Ev) -> str | None:
+    """The GPU a line names, as the membership tables key it: its bus id, else ``gpu<index>``, else None."""
+    return e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
+
+
 def rank_membership(e: Ev) -> tuple[str, int] | None:
     """(communicator id, rank) when ``e`` says which communicator a rank belongs to: an NCCL ``Init
     COMPLETE`` / init line or a P2P fallback line with its comm id, or an nccl-tests rank line (its
@@ -258,7 +262,7 @@ def comm_spans(members: Iterable[tuple[str, Ev]]) -> dict[tuple[str, str], tuple
     for comm, e in members:
         if e.pid is None or e.ts_basis in UNORDERED_BASES:
             continue
-        dev = e.device or (f"gpu{e.gpu_index}" if e.gpu_index is not None else None)
+        dev = line_gpu(e)
         if dev is None:
             continue
         gpu = per_gpu.get((e.host, dev))
