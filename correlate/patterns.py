@@ -420,19 +420,21 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
     of the timeouts' (rank, host) pairs; None when none agrees with any. A pair counts for a communicator only
     while it held the timeout's GPUs (``Topology.comm_live``): a job restarted on the same hosts is not
     matched against its previous run's membership. Within ``HANDOVER_MARGIN_US`` of a restart both runs'
-    communicators count; the pairs that fall inside a communicator's span without the margin decide between
-    them (a job that hangs at its first collective after the restart is the new run's)."""
+    communicators count; the one that took the GPUs over last wins the tie (a job that hangs at its first
+    collective after the restart is the new run's, also when Kafka timed its init lines late: the old run's
+    processes were gone before the new ones started)."""
     topo = scene.topo
     seen: dict[tuple[int | None, str], list[Ev]] = {}
     for e in timeouts:
         seen.setdefault((e.rank, e.host), []).append(e)
     best, score = None, (0, 0, 0)
     for comm, members in topo.comm_ranks.items():
-        pairs = [seen[(r, h)] for r, (h, _d) in members.items() if (r, h) in seen]
-        hits = sum(1 for evs in pairs if any(topo.comm_live(comm, evs[0].host, e) for e in evs))
-        exact = sum(1 for evs in pairs if any(topo.comm_live(comm, evs[0].host, e, 0) for e in evs))
-        if hits and (hits, exact, len(members)) > score:
-            best, score = comm, (hits, exact, len(members))
+        hosts = [h for r, (h, _d) in members.items()
+                 if (r, h) in seen and any(topo.comm_live(comm, h, e) for e in seen[(r, h)])]
+        took_over = max((since for h in hosts if (since := topo.comm_span.get((comm, h), (None,))[0]) is not None),
+                        default=0)
+        if hosts and (len(hosts), took_over, len(members)) > score:
+            best, score = comm, (len(hosts), took_over, len(members))
     return best
 
 

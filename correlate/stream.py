@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,8 @@ import pyarrow.compute as pc
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import Topology, build_topology, line_gpu, rank_membership
+from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_gpu,
+                                rank_membership)
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -250,11 +252,9 @@ class StreamCorrelator:
                 if not kept.isdisjoint(ids):
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
-        # the ended communicators an event still kept may belong to (rules.comms_of): their lines stay whole
+        # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole
         spans = learned.comm_span
-        bounded = {h for _c, h in spans}
-        needed = {comm for e in self.events.values() if e.host in bounded
-                  for comm, _dev in learned.comm_index().get(e.host, ()) if learned.comm_live(comm, e.host, e)}
+        needed = _needed(learned, self.events.values()) if spans else set()
 
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
@@ -283,8 +283,38 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
 
 #: communicators whose membership lines are kept per GPU when none of them ends (``StreamCorrelator._prune``):
 #: a process holds a few (PyTorch's default group, its data/tensor/pipeline-parallel groups; Megatron-LM up to
-#: ~20), so this is several runs' worth
-MAX_COMMS_PER_GPU = 64
+#: ~20; more with a group per pipeline or point-to-point pair), so this is many runs' worth
+MAX_COMMS_PER_GPU = 256
+
+
+def _needed(topo: Topology, events) -> set[str]:
+    """The communicators with a rank on the host of one of ``events`` and live when it began
+    (``Topology.comm_live``): per (communicator, host), a search over the host's event starts, not a test
+    per event and rank."""
+    starts: dict[str, list[int]] = {}
+    unordered: set[str] = set()
+    for e in events:
+        if e.ts_basis in UNORDERED_BASES:
+            unordered.add(e.host)
+        else:
+            starts.setdefault(e.host, []).append(e.start)
+    for v in starts.values():
+        v.sort()
+    out: set[str] = set()
+    for host, entries in topo.comm_index().items():
+        if host not in starts and host not in unordered:
+            continue
+        on = starts.get(host, [])
+        for comm in {c for c, _dev in entries} - out:
+            span = topo.comm_span.get((comm, host))
+            if span is None or host in unordered:
+                out.add(comm)
+                continue
+            lo = -2**63 if span[0] is None else span[0] - HANDOVER_MARGIN_US
+            hi = 2**63 if span[1] is None else span[1] + HANDOVER_MARGIN_US
+            if bisect_left(on, lo) < bisect_left(on, hi):  # a start in [lo, hi)
+                out.add(comm)
+    return out
 
 
 def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, Ev]]:

@@ -113,22 +113,33 @@ def test_comm_spans_equal_their_pairwise_definition(rows):
     assert comm_spans(members) == _spans_pairwise(members)
 
 
-@pytest.mark.parametrize("began_after_s", [30, 3600])
-def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline, began_after_s):
+@pytest.mark.parametrize("began_after_s, kafka_lag_s", [(30, None), (3600, None), (20, 30)])
+def test_a_restarted_job_is_matched_against_its_own_membership_not_its_previous_runs(pipeline, began_after_s,
+                                                                                      kafka_lag_s):
     """The job ran on n1..n4 (one GPU each), then was restarted with n4 swapped for n5. In the restart, rank 3
     (n5) goes silent: ranks 0 – 2 on n1 – n3 time out. Both runs' communicators map ranks 0 – 2 to the same
     hosts, but only the restart's held the GPUs then: the silent rank is on n5, not on the swapped-out n4 —
-    also when the collective began 30 s after the restart, inside the handover margin where both count."""
+    also when the collective began 30 s after the restart, inside the handover margin where both count, and
+    when the restart's init lines print no time and Kafka appended them 30 s late, after the collective began."""
+    import pyarrow as pa
+
     restart = T0 + timedelta(hours=2)
     logs: dict[str, list[str]] = {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, "0xaaaa000000000001")]
                                   for r in range(4)}
+    again: dict[str, list[str]] = {}
     for r, host in enumerate(["n1", "n2", "n3", "n5"]):
-        logs.setdefault(host, []).append(init(restart, host, 200 + r, r, 4, "0xbbbb000000000002"))
+        line = init(restart, host, 200 + r, r, 4, "0xbbbb000000000002")
+        if kafka_lag_s is None:
+            logs.setdefault(host, []).append(line)
+        else:  # NCCL's own format, no time: timed by the Kafka append
+            again[host] = [line.split(": ", 1)[1]]
     hang = restart + timedelta(seconds=began_after_s + 600)  # printed 600.03 s after the collective began
     for r in range(3):
         logs[f"n{r + 1}"].append(timeout(hang + timedelta(milliseconds=30 + r), r))
-    b = events(pipeline, logs, hang + timedelta(minutes=1))
-    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=int(hang.timestamp() * S))
+    tables = [events(pipeline, logs, hang + timedelta(minutes=1)).events]
+    if again:
+        tables.append(events(pipeline, again, restart + timedelta(seconds=kafka_lag_s)).events)
+    (inc,) = correlate(pa.concat_tables(tables), now_us=int(hang.timestamp() * S))
     assert inc["pattern"] == "comm.silent_rank"
     assert (inc["initiator"]["host"], inc["initiator"]["rank"]) == ("n5", 3)
 
@@ -266,3 +277,52 @@ def test_runs_that_reuse_their_pids_keep_the_most_recent_communicators_per_gpu(p
     # the last run's lines are recent events; of the older ones, the three most recent runs' wait in wiring
     assert {e.comm for e in sc.events.values()} == {f"0x{6:016x}"}
     assert {e.comm for e in sc.wiring.values()} == {f"0x{n:016x}" for n in (3, 4, 5)}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3"]), st.sampled_from(["A", "B", "C"]),
+                          st.sampled_from([100, 200, 300]), st.integers(0, 12)), max_size=20),
+       st.lists(st.tuples(st.sampled_from(["n1", "n2", "n3", "n4"]), st.integers(0, 14),
+                          st.sampled_from(["line", "kafka", "file"])), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_the_communicators_kept_events_need_are_those_live_for_one_of_them(lines, kept):
+    """``stream._needed`` (one search per communicator and host) equals its definition: the communicators
+    ``rules.comms_of`` could give one of the kept events, ignoring the events' GPUs."""
+    from correlate.stream import _needed
+
+    topo = build_topology([ev(f"m{i}", host, ts * 600 * S, pid=pid, comm=comm)
+                           for i, (host, comm, pid, ts) in enumerate(lines)], None, None)
+    events = []
+    for i, (host, ts, basis) in enumerate(kept):
+        e = ev(f"k{i}", host, ts * 600 * S, pid=None, comm="x", basis=basis)
+        e.kind = "xid"
+        events.append(e)
+    assert _needed(topo, events) == {c for e in events for c, _d in topo.comm_index().get(e.host, ())
+                                     if topo.comm_live(c, e.host, e)}
+
+
+def test_an_open_hang_keeps_its_communicator_while_the_restart_reuses_the_silent_ranks_host(pipeline):
+    """The hang's ranks 0 – 2 on n1 – n3 time out; the job restarts on n4 (the silent rank's host) and three
+    new hosts, and n4 goes on logging. n1 – n3 never had their GPUs taken, so the hang is open and may belong
+    to the old communicator: its line on n4 stays, and the stream names rank 3 on n4 at every version, as the
+    batch correlator does (a second break-it pass found a later version naming no host)."""
+    sc = StreamCorrelator()
+    old, new = "0xaaaa000000000001", "0xbbbb000000000002"
+    versions: list[tuple] = []
+
+    def feed(at: datetime, logs: dict[str, list[str]], flush: bool = False) -> None:
+        b = events(pipeline, logs, at)
+        sc.add(b.events, now_us=int(at.timestamp() * S))
+        versions.extend((i["initiator"]["host"], i["initiator"]["rank"]) for i in
+                        sc.step(now_us=int(at.timestamp() * S), flush=flush)
+                        if i["pattern"] == "comm.silent_rank" and i["status"] != "superseded")
+
+    feed(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, old)] for r in range(4)})
+    hang = T0 + timedelta(hours=1)
+    feed(hang, {f"n{r + 1}": [timeout(hang + timedelta(milliseconds=r), r)] for r in range(3)})
+    restart = T0 + timedelta(minutes=75)
+    feed(restart, {h: [init(restart, h, 200 + r, r, 4, new)] for r, h in enumerate(["n4", "n5", "n6", "n7"])})
+    for k in range(8):  # n4 logs on, every half hour (its new process's NCCL transport lines)
+        t = restart + timedelta(minutes=15 + 30 * k)
+        feed(t, {"n4": [f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 n4 python[200]: n4:200:200 [0] NCCL INFO Channel 00/0 : "
+                        "0[0] -> 1[1] via P2P/CUMEM"]}, flush=k == 7)
+    assert versions and set(versions) == {("n4", 3)}
