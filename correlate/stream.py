@@ -39,6 +39,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
@@ -252,9 +253,10 @@ class StreamCorrelator:
                 if not kept.isdisjoint(ids):
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
-        # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole
+        # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole. Wiring
+        # facts belong to no incident (cluster.members): a new run's init lines do not keep the run before
         spans = learned.comm_span
-        needed = _needed(learned, self.events.values()) if spans else set()
+        needed = _needed(learned, [e for e in self.events.values() if e.kind not in FACT_KINDS]) if spans else set()
 
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
