@@ -33,7 +33,7 @@ import hashlib
 import itertools
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 import pyarrow as pa
@@ -289,7 +289,7 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
 MAX_COMMS_PER_GPU = 256
 
 
-def _needed(topo: Topology, events) -> set[str]:
+def _needed(topo: Topology, events: Iterable[Ev]) -> set[str]:
     """The communicators with a rank on the host of one of ``events`` and live when it began
     (``Topology.comm_live``): per (communicator, host), a search over the host's event starts, not a test
     per event and rank."""

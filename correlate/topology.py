@@ -173,17 +173,16 @@ class Topology:
             self._comm_index = out
         return self._comm_index
 
-    def comm_live(self, comm: str, host: str, e: Ev, margin_us: int = HANDOVER_MARGIN_US) -> bool:
+    def comm_live(self, comm: str, host: str, e: Ev) -> bool:
         """Was ``comm`` (with a rank on ``host``) the communicator of its GPUs there when ``e`` (an event of
         ``host``) began? True unless ``comm_span`` bounds it and ``e.start`` lies outside its span widened by
-        ``margin_us`` (µs; the uncertainty of a handover's time); always true for an event timed only by its
-        file or an operator's report."""
+        ``HANDOVER_MARGIN_US``; always true for an event timed only by its file or an operator's report."""
         span = self.comm_span.get((comm, host))
         if span is None or e.ts_basis in UNORDERED_BASES:
             return True
         since, until = span
-        return ((since is None or e.start >= since - margin_us)
-                and (until is None or e.start < until + margin_us))
+        return ((since is None or e.start >= since - HANDOVER_MARGIN_US)
+                and (until is None or e.start < until + HANDOVER_MARGIN_US))
 
     def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
         if device:
