@@ -43,8 +43,7 @@ from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_gpu,
-                                rank_membership)
+from correlate.topology import UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -308,14 +307,9 @@ def _needed(topo: Topology, events: Iterable[Ev]) -> set[str]:
             continue
         on = starts.get(host, [])
         for comm in {c for c, _dev in entries} - out:
-            span = topo.comm_span.get((comm, host))
-            if span is None or host in unordered:
-                out.add(comm)
-                continue
-            lo = -2**63 if span[0] is None else span[0] - HANDOVER_MARGIN_US
-            hi = 2**63 if span[1] is None else span[1] + HANDOVER_MARGIN_US
-            if bisect_left(on, lo) < bisect_left(on, hi):  # a start in [lo, hi)
-                out.add(comm)
+            window = topo.comm_window(comm, host)
+            if window is None or host in unordered or bisect_left(on, window[0]) < bisect_left(on, window[1]):
+                out.add(comm)  # unbounded, or a start in [lo, hi)
     return out
 
 

@@ -11,6 +11,7 @@ what a host is *expected* to have, so the rules can tell "absent" from
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -173,16 +174,22 @@ class Topology:
             self._comm_index = out
         return self._comm_index
 
+    def comm_window(self, comm: str, host: str) -> tuple[float, float] | None:
+        """``[lo, hi)`` µs: when an event of ``host`` that began then may belong to ``comm`` — its ``comm_span``
+        widened by ``HANDOVER_MARGIN_US`` on either side (an open end unbounded); None when nothing bounds it."""
+        span = self.comm_span.get((comm, host))
+        if span is None:
+            return None
+        since, until = span
+        return (-math.inf if since is None else since - HANDOVER_MARGIN_US,
+                math.inf if until is None else until + HANDOVER_MARGIN_US)
+
     def comm_live(self, comm: str, host: str, e: Ev) -> bool:
         """Was ``comm`` (with a rank on ``host``) the communicator of its GPUs there when ``e`` (an event of
-        ``host``) began? True unless ``comm_span`` bounds it and ``e.start`` lies outside its span widened by
-        ``HANDOVER_MARGIN_US``; always true for an event timed only by its file or an operator's report."""
-        span = self.comm_span.get((comm, host))
-        if span is None or e.ts_basis in UNORDERED_BASES:
-            return True
-        since, until = span
-        return ((since is None or e.start >= since - HANDOVER_MARGIN_US)
-                and (until is None or e.start < until + HANDOVER_MARGIN_US))
+        ``host``) began? True unless ``e.start`` lies outside its :meth:`comm_window`; always true for an event
+        timed only by its file or an operator's report."""
+        window = self.comm_window(comm, host)
+        return window is None or e.ts_basis in UNORDERED_BASES or window[0] <= e.start < window[1]
 
     def gpu_key(self, host: str, device: str | None, gpu_index: int | None) -> str | None:
         if device:
