@@ -168,6 +168,7 @@ def diagnose(
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
     from api.diagnose import diagnose_paths
     from api.render import IncidentsReport, events_json
+    from ingest.files import walk
 
     from schemas.events import SEVERITY_RANK
 
@@ -187,7 +188,6 @@ def diagnose(
     hosts: list[str] = []
     symptoms = []
     if symptom:
-        from ingest.files import walk
         from ingest.decode import host_from_filename
 
         try:
@@ -203,7 +203,9 @@ def diagnose(
     for line in _skipped(batch.rejects):  # decode rejects and lines too long to read
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:  # a wrong folder must not pass a --fail-on gate as healthy
-        err.print("[red]no files found[/] under " + escape(", ".join(map(str, paths))))
+        empty = sum(1 for _ in walk(paths))  # files there held no line (an empty capture) or none were there
+        err.print((f"[red]no log lines[/] in {empty} empty file{'s' * (empty != 1)}" if empty else
+                   "[red]no files found[/]") + " under " + escape(", ".join(map(str, paths))))
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")

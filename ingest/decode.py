@@ -873,7 +873,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
 
     Returns the segments and the rejects (origin ``file:<relname>``): ``too_large``,
     ``bad_compression`` (corrupt, truncated, an unread format, or over ``max_bytes`` decompressed),
-    ``bad_envelope`` (per record). Raises ``OSError`` only when the file cannot be read.
+    ``bad_envelope`` (per record); an empty file (or one that decompresses to nothing) gives neither.
+    Raises ``OSError`` only when the file cannot be read.
     """
     origin = f"file:{relname}"
     st = path.stat()
@@ -885,5 +886,7 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
         data = decompress(raw, limit=max_bytes)
     except CompressionError as e:
         return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
+    if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
+        return Decoded()
     return _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                         ref_basis="file", ingest_ts=mtime, source=None, line_base=1)

@@ -3,6 +3,7 @@ they name commands, settings and files that exist, so the deployment description
 
 from __future__ import annotations
 
+import gzip
 import re
 import shlex
 from datetime import datetime, timedelta
@@ -161,6 +162,10 @@ def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     (tmp_path / "empty[/]dir").mkdir(parents=True)  # "empty[" holding "]dir"
     r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
     assert r.returncode == 2 and "no files found" in r.stderr and "empty[/]dir" in r.stderr, r.stderr
+    (tmp_path / "empty[/]dir" / "node01.log").write_bytes(b"")  # an empty capture holds no line ("1 lines" before)
+    (tmp_path / "empty[/]dir" / "node02.log.gz").write_bytes(gzip.compress(b""))
+    r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
+    assert r.returncode == 2 and "no log lines in 2 empty files" in r.stderr and "lines →" not in r.stdout, r
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "x[/]y")})
     assert r.returncode == 2 and "no lake at" in r.stderr and "x[/]y" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
