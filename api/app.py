@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, StrictInt
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError
 from schemas.fleet import load_fleet_config
+from schemas.incidents import Category
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -208,7 +209,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         device: Annotated[str | None, Query(max_length=64, description="PCI bus id, NIC name …")] = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
         severity: Annotated[list[Severity] | None, Query()] = None,
-        category: Annotated[str | None, Query(max_length=64)] = None,
+        category: Annotated[Category | None, Query(description="the initiator's kind of fault")] = None,
         status: Annotated[Literal["open", "resolved"] | None, Query()] = None,
         sort: Annotated[Literal["start", "end", "severity", "confidence"], Query(
             description="descending; ties by id")] = "start",

@@ -33,6 +33,9 @@ XID_CATEGORY = {"nvlink": "link_fault", "gpu_memory_ecc": "ecc", "gpu_off_bus": 
                 "pcie": "pcie", "application": "application", "driver": "driver", "thermal_power": "thermal_power",
                 "gpu_engine": "gpu_engine", "c2c": "c2c", "security": "security", "virtualization": "driver",
                 "fabric": "nvswitch_fault", "other": "driver"}
+#: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises
+KIND_CATEGORY = {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang", "ib_port": "ib_port",
+                 "fabric_manager": "fabric_manager"}
 SYMPTOM = "operator.symptom"
 
 
@@ -116,8 +119,7 @@ class Scene:
         c = self.catalog.by_id.get(e.signature)
         if c and c.sig.category:
             return c.sig.category
-        return {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang",
-                "ib_port": "ib_port", "fabric_manager": "fabric_manager"}.get(e.kind, "other")
+        return KIND_CATEGORY.get(e.kind, "other")
 
     def is_fault(self, e: Ev) -> bool:
         """Evidence that something went wrong (not context, not wiring facts)."""

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.events import KINDS, SEVERITIES, SOURCES
+from schemas.incidents import Category
 
 Role = Literal["initiator", "downstream", "either", "application", "context"]
 Emit = Literal["event", "link_sample", "topology", "context"]
@@ -80,7 +81,8 @@ class Signature(BaseModel):
         description="for Xid/SXid entries: catalog CSV category -> event kind (e.g. gsp -> gsp_error)",
     )
     role: Role = "either"
-    category: str | None = Field(default=None, description="incident category this evidence suggests")
+    category: Category | None = Field(default=None, description="incident category this evidence suggests "
+                                                                 "(``schemas.incidents.CATEGORIES``)")
     device_type: str | None = None
     emit: Emit = "event"
     priority: int = Field(default=0, description="when several signatures hit one line, the highest wins")
@@ -159,7 +161,7 @@ class DerivedSignature(BaseModel):
     kind: str
     severity: str
     role: Role = "either"
-    category: str | None = None
+    category: Category | None = None
     device_type: str | None = "gpu"
     from_signatures: list[str]
     counters: list[str] = Field(description="counter names (lower case substrings) whose increase is an event")

@@ -10,10 +10,19 @@ Times are UTC µs.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 import orjson
 import pyarrow as pa
+
+#: An incident's ``category`` (DESIGN.md "incident shape"): the kind of fault its initiator is. Made by
+#: ``correlate.attribute`` (``XID_CATEGORY`` from the Xid catalog's categories, ``KIND_CATEGORY``), the
+#: patterns of ``correlate.patterns`` and the signature catalog's ``category`` entries; ``other`` when none
+#: says. ``tests/test_catalog.py`` checks that every category the code can name is listed here.
+Category = Literal["application", "c2c", "driver", "ecc", "fabric_manager", "gpu_engine", "gpu_failure",
+                   "gpu_off_bus", "gsp_error", "ib_port", "link_fault", "nccl_hang", "nccl_software",
+                   "nvswitch_fault", "other", "pcie", "pcie_p2p", "security", "thermal_power"]
+CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 
 INCIDENTS_SCHEMA: Final = pa.schema([
     pa.field("id", pa.string(), nullable=False),

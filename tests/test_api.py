@@ -69,6 +69,8 @@ def test_filters_and_sorts(api, lake):
     assert [i["confidence"] for i in by_conf] == sorted((i["confidence"] for i in incidents), reverse=True)
     fm = api.get("/incidents", params={"category": "fabric_manager"}).json()["items"]
     assert fm and all(i["category"] == "fabric_manager" for i in fm)
+    typo = api.get("/incidents", params={"category": "fabric-manager"})  # an empty page would read as "none"
+    assert typo.status_code == 422 and "fabric_manager" in typo.text, typo.text
     nic = api.get("/incidents", params={"device": "mlx5_32"}).json()["items"]
     assert [i["initiator"]["host"] for i in nic] == ["node015"]
 

@@ -171,3 +171,38 @@ def test_required_literal_reads_the_top_level_sequence_only():
     assert required_literal(re.compile(r"abc|defgh")) is None  # a top-level alternation has none
     assert required_literal(re.compile(r"NVLink", re.IGNORECASE)) is None
     assert required_literal(re.compile(r"[A-Z]+\d*")) is None
+
+
+def test_every_category_the_code_can_name_is_one_of_the_incident_categories(tmp_path):
+    """``schemas.incidents.CATEGORIES`` is what ``GET /incidents?category=`` accepts (an unknown one is a 422,
+    not an empty page), so every category an incident can carry must be listed: the Xid catalog's mapped
+    categories, the per-kind fallbacks, each pattern's ``category=`` (read from the source, so a new pattern
+    is checked too) and the signature catalog's entries, which refuse an unlisted category when loading."""
+    import ast
+    from pathlib import Path
+
+    import correlate.attribute as attribute
+    import correlate.patterns as patterns
+    from schemas.incidents import CATEGORIES
+
+    named = set(attribute.XID_CATEGORY.values()) | set(attribute.KIND_CATEGORY.values()) | {"other"}
+    for mod in (attribute, patterns):
+        for node in ast.walk(ast.parse(Path(mod.__file__).read_text())):
+            values = []
+            if isinstance(node, ast.keyword) and node.arg == "category":
+                values = [node.value]
+            elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "category" for t in node.targets):
+                values = [node.value]
+            while values:  # a constant, or either branch of ``a if cond else b`` (not the condition's strings)
+                v = values.pop()
+                if isinstance(v, ast.IfExp):
+                    values += [v.body, v.orelse]
+                elif isinstance(v, ast.Constant):
+                    named.add(v.value)
+    named |= {c.sig.category for c in load_catalog().by_id.values() if c.sig.category}
+    assert len(named) >= 15 and named <= set(CATEGORIES), sorted(named - set(CATEGORIES))
+    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
+                                     "    kind: xid\n    severity: info\n    pattern: 'a'\n    category: link_faults\n"
+                                     "    examples: [{line: a, src: 'http://x'}]\n")
+    with pytest.raises(CatalogError, match="(?s)x.yaml.*category"):
+        load_catalog(tmp_path)
