@@ -31,7 +31,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_met
 from pydantic import BaseModel, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
-from api.store import SORTS, Store, StoreError
+from api.store import SORTS, Store, StoreError, json_default
 from schemas.fleet import load_fleet_config
 from schemas.incidents import Category
 from ingest.lake import Lake
@@ -464,7 +464,7 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[bytes]
         raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
                                  "give them distinct aliases, or ask for format arrow")
     try:
-        return [b"".join(orjson.dumps(row, default=str) + b"\n" for row in b.to_pylist()) for b in batches]
+        return [b"".join(orjson.dumps(row, default=json_default) + b"\n" for row in b.to_pylist()) for b in batches]
     except (OverflowError, ValueError, pa.ArrowException) as e:
         raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
                                  "or ask for format arrow") from None

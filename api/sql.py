@@ -13,11 +13,13 @@ import threading
 from pathlib import Path
 
 import duckdb
+import orjson
+import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.store import connect
+from api.store import StoreError, connect, json_default, refuse_lossy_columns
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -83,7 +85,9 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if fmt == "parquet" and output is None:
             err.print("[red]--format parquet needs --output FILE[/]")
             return 2
-        tbl = con.sql(query).limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
+        rel = con.sql(query)
+        refuse_lossy_columns(rel)
+        tbl = rel.limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
         if hasattr(tbl, "read_all"):
             tbl = tbl.read_all()
         if tbl.num_rows > settings.sql_max_rows:
@@ -99,7 +103,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             for c in tbl.column_names:
                 t.add_column(c, overflow="fold")
             for row in tbl.to_pylist():
-                t.add_row(*["" if v is None else str(v) for v in row.values()])
+                t.add_row(*map(_cell, row.values()))
             out.print(t)
             err.print(f"{tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'}", highlight=False)
         elif fmt == "csv":
@@ -111,10 +115,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         else:
             import sys
 
-            import orjson
-
             for row in tbl.to_pylist():
-                sys.stdout.buffer.write(orjson.dumps(row, default=str) + b"\n")
+                sys.stdout.buffer.write(orjson.dumps(row, default=json_default) + b"\n")
         return 0
     except duckdb.Error as e:
         msg = str(e).splitlines()[0]
@@ -123,6 +125,13 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         err.print(f"[red]query failed:[/] {escape(msg)}")
         # a query naming a table, column or function that is not there is a usage error, like a parse error
         return 2 if isinstance(e, _QUERY_ERRORS) else 1
+    except StoreError as e:  # a result no output format can hold as it is: the query must say another type
+        err.print(f"[red]query refused:[/] {escape(str(e))}")
+        return 2
+    except pa.ArrowNotImplementedError as e:  # e.g. an interval column: Parquet has no such type
+        err.print(f"[red]cannot write the result as {fmt}:[/] {escape(str(e))}; CAST that column to VARCHAR, "
+                  "or choose another --format")
+        return 2
     except OSError as e:
         err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         return 1
@@ -131,15 +140,24 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         con.close()
 
 
-def _flat(tbl):
-    """CSV has no lists or structs: such columns become JSON text."""
-    import orjson
-    import pyarrow as pa
+def _cell(v: object) -> str:
+    """A value as a terminal table shows it: nothing for null, a list, struct, interval or blob as JSON
+    (:func:`api.store.json_default`), anything else as its text."""
+    if v is None:
+        return ""
+    if isinstance(v, bytes):
+        return json_default(v)
+    if isinstance(v, (list, dict, pa.MonthDayNano)):
+        return orjson.dumps(v, default=json_default).decode()
+    return str(v)
 
+
+def _flat(tbl):
+    """CSV has no lists, structs or intervals: such columns become JSON text."""
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
-        if pa.types.is_nested(col.type):
-            col = pa.array([None if v is None else orjson.dumps(v, default=str).decode() for v in col.to_pylist()],
+        if pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
+            col = pa.array([None if v is None else orjson.dumps(v, default=json_default).decode() for v in col.to_pylist()],
                            type=pa.string())
         cols[name] = col
     return pa.table(cols)
@@ -154,8 +172,6 @@ def _write(tbl, fmt: str, output: Path) -> None:
     elif fmt == "csv":
         pacsv.write_csv(_flat(tbl), output)
     else:
-        import orjson
-
         with open(output, "wb") as f:
             for row in tbl.to_pylist():
-                f.write(orjson.dumps(row, default=str) + b"\n")
+                f.write(orjson.dumps(row, default=json_default) + b"\n")

@@ -9,6 +9,7 @@ locked after the views are created (DuckDB ``allowed_directories``,
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,7 +239,9 @@ class Store:
         timer.start()
         batches: list[pa.RecordBatch] = []
         try:
-            reader = con.sql(sql).to_arrow_reader(batch_rows)
+            rel = con.sql(sql)
+            refuse_lossy_columns(rel)
+            reader = rel.to_arrow_reader(batch_rows)
             left, cut = max_rows, False
             while True:
                 try:
@@ -280,3 +283,25 @@ def _short(e: Exception, timeout_s: float) -> str:
     if "INTERRUPT" in msg.upper():
         return f"the query ran longer than {timeout_s:g} s and was stopped"
     return msg
+
+
+def json_default(v: Any) -> Any:
+    """``orjson`` ``default=`` for the values of an analyst's query that JSON has no type for: bytes (a BLOB)
+    as base64 text, an interval (Arrow ``month_day_nano``) as ``{"months", "days", "nanoseconds"}`` (lossless;
+    the three parts may have different signs in DuckDB), anything else (decimals, hugeints) as its text.
+    NaN and ±infinity are written as ``null`` by orjson: JSON has no such numbers."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return base64.b64encode(v).decode()
+    if isinstance(v, pa.MonthDayNano):
+        return {"months": v.months, "days": v.days, "nanoseconds": v.nanoseconds}
+    return str(v)
+
+
+def refuse_lossy_columns(rel: duckdb.DuckDBPyRelation) -> None:
+    """Raise :class:`StoreError` naming the result columns whose type Arrow cannot carry whole: DuckDB hands
+    ``TIME WITH TIME ZONE`` to Arrow as a bare ``time64``, without its offset (``'12:00:00+02'`` arrives as
+    12:00), so every output format would show a time that is not the one stored."""
+    lossy = [f"{n} ({t})" for n, t in zip(rel.columns, map(str, rel.types)) if "TIME WITH TIME ZONE" in t]
+    if lossy:
+        raise StoreError(f"{', '.join(lossy)}: a time with a time zone loses its offset in the result; "
+                         "CAST it to VARCHAR (keeps the offset) or to TIME")

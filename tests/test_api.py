@@ -139,6 +139,15 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": q})
         assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), q
         assert api.post("/sql", json={"query": q, "format": "arrow"}).status_code == 200, q
+    # values JSON has no type for: NaN is null, a BLOB base64, an interval its three parts (were Python reprs);
+    # a time with a time zone would lose its offset in any format, so it is refused with the cast to use
+    r = api.post("/sql", json={"query": "SELECT 'nan'::DOUBLE AS n, 'ab'::BLOB AS b, INTERVAL 3 DAY + INTERVAL 5 "
+                                        "HOUR AS i, [INTERVAL 14 MONTH] AS l"})
+    assert r.json() == {"n": None, "b": "YWI=", "i": {"months": 0, "days": 3, "nanoseconds": 18_000 * 10**9},
+                        "l": [{"months": 14, "days": 0, "nanoseconds": 0}]}, r.text
+    for fmt in ("json", "arrow"):
+        r = api.post("/sql", json={"query": "SELECT '12:00:00+02'::TIMETZ AS t", "format": fmt})
+        assert r.status_code == 400 and "CAST it to VARCHAR" in r.json()["detail"], r.text
     for bad in (True, "5", 0):
         assert api.post("/sql", json={"query": "SELECT 1", "max_rows": bad}).status_code == 422, bad
     for bad in ("DELETE FROM events", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",

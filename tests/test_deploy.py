@@ -199,6 +199,27 @@ def test_sql_output_format_follows_the_file_name(tmp_path):
     assert r.returncode == 2 and "say --format" in r.stderr and not (tmp_path / "r.txt").exists()
 
 
+def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp_path):
+    """An interval or BLOB column: JSON parts and base64 in json, csv and the table (csv and Parquet writes
+    ended in an Arrow traceback, exit 1); Parquet has no interval type: exit 2 naming the cast, no file left;
+    a TIME WITH TIME ZONE would lose its offset: exit 2 naming the cast."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    q = "SELECT INTERVAL 1 DAY AS i, 'ab'::BLOB AS b"
+    r = _firstfault("sql", q, "-f", "json", env=env)
+    assert r.returncode == 0 and r.stdout == '{"i":{"months":0,"days":1,"nanoseconds":0},"b":"YWI="}\n', r.stderr
+    r = _firstfault("sql", q, "-f", "csv", env=env)
+    assert r.returncode == 0 and r.stdout.splitlines()[1] == '"{""months"":0,""days"":1,""nanoseconds"":0}","ab"', r
+    r = _firstfault("sql", q, env=env)
+    assert r.returncode == 0 and '{"months":0,"days":1,"nanoseconds":0}' in r.stdout and "YWI=" in r.stdout, r
+    r = _firstfault("sql", q, "-o", str(tmp_path / "r.parquet"), env=env)
+    assert r.returncode == 2 and "CAST that column to VARCHAR" in r.stderr and not (tmp_path / "r.parquet").exists()
+    r = _firstfault("sql", "SELECT '12:00:00+02'::TIMETZ AS t", env=env)
+    assert r.returncode == 2 and "CAST it to VARCHAR" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
     """A demo holds ``<state_dir>/demo.lock`` while it runs: a second one (``--once`` or not) stops before it
     makes the demo lake afresh; one on the running demo's port stops before that too."""
