@@ -130,7 +130,8 @@ def _progress():
 
 
 def _parse_symptom(text: str, hosts: list[str]):
-    """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1`` -> Symptom(s). Without ``@HOST`` the files
+    """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1``, ``hang:0000:1b:00.0`` (PCI bus ids in any
+    printed form, ``schemas.pci.normalize_bus_id``) -> Symptom(s). Without ``@HOST`` the files
     must be of one host (named by the file names, ``hosts``); else ``BadParameter`` (exit 2)."""
     from correlate.correlator import Symptom
 
@@ -138,9 +139,13 @@ def _parse_symptom(text: str, hosts: list[str]):
     kind, _, host = head.partition("@")
     if kind not in ("hang", "failure"):
         raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")
-    bad = [g for g in gpus.split(",") if g and not g.isdigit()]
+    from schemas.pci import normalize_bus_id
+
+    named = [g.strip() for g in gpus.split(",") if g.strip()]
+    bad = [g for g in named if not g.isdigit() and normalize_bus_id(g) is None]
     if bad:
-        raise typer.BadParameter(f"GPUs are indexes (0, 1, …), not {', '.join(map(repr, bad))}", param_hint="--symptom")
+        raise typer.BadParameter(f"GPUs are indexes (0, 1, …) or PCI bus ids (0000:1b:00.0, as nvidia-smi prints "
+                                 f"them), not {', '.join(map(repr, bad))}", param_hint="--symptom")
     targets = [host] if host else hosts
     if not targets:
         raise typer.BadParameter("no host to attach the symptom to; write KIND@HOST", param_hint="--symptom")
@@ -149,8 +154,9 @@ def _parse_symptom(text: str, hosts: list[str]):
         raise typer.BadParameter(f"these files are of {len(targets)} hosts ({named}): write {kind}@HOST to say "
                                  "which one the symptom is about (repeat --symptom for several)",
                                  param_hint="--symptom")
-    index = sorted({int(g) for g in gpus.split(",") if g})  # "01" is GPU 1, named once
-    return [Symptom(host=h, kind=kind, gpus=[str(g) for g in index]) for h in targets]
+    index = sorted({int(g) for g in named if g.isdigit()})  # "01" is GPU 1, named once
+    bus_ids = sorted({normalize_bus_id(g) for g in named if not g.isdigit()})  # 00000000:1B:00.0 is 0000:1b:00.0
+    return [Symptom(host=h, kind=kind, gpus=[*map(str, index), *bus_ids]) for h in targets]
 
 
 @app.command()
@@ -159,8 +165,8 @@ def diagnose(
                                                 help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
-        help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU] (e.g. hang:0,1 or "
-             "failure@node07)")] = None,
+        help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
+             "bus ids (e.g. hang:0,1 or failure@node07:0000:1b:00.0)")] = None,
     fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)")] = None,
     fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse: critical, error, warning or info")] = None,
     config: ConfigOpt = None,

@@ -4,6 +4,7 @@ they name commands, settings and files that exist, so the deployment description
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import shlex
 from datetime import datetime, timedelta
@@ -317,12 +318,19 @@ def test_diagnose_refuses_a_device_or_fifo(tmp_path):
         assert r.returncode == 2 and "not a regular file" in r.stderr, (p, r.stderr)
 
 
-def test_diagnose_symptom_gpus_are_indexes(tmp_path):
+def test_diagnose_symptom_gpus_are_indexes_or_bus_ids(tmp_path):
+    """GPUs as nvidia-smi names them: indexes, or PCI bus ids in any printed form (the 8-digit domain and upper
+    case of ``nvidia-smi -q`` normalised), each once; anything else exits 2 saying both forms."""
     log = tmp_path / "node01.log"
     log.write_text("hello\n")
     r = _firstfault("diagnose", str(log), "--symptom", "hang:abc")
-    assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "PCI bus ids" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
     assert _firstfault("diagnose", str(log), "--symptom", "hang:0,1").returncode == 0
+    r = _firstfault("diagnose", str(log), "--symptom", "hang@node01:00000000:1B:00.0,1,0000:1b:00.0", "-f", "json")
+    (inc,) = json.loads(r.stdout)["incidents"]
+    assert r.returncode == 0 and "(GPU 1, 0000:1b:00.0)" in inc["explanation"], inc["explanation"]
+    assert "nvidia-smi -q -i 1,0000:1b:00.0" in inc["next_action"], inc["next_action"]
 
 
 def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_host_is_named(tmp_path):
