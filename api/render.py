@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from correlate.attribute import candidate_name
-from correlate.incident import iso
+from correlate.incident import iso, party_subject
 
 _TIME_COLUMNS = ("ts", "last_ts", "ingest_ts")
 
@@ -59,7 +59,7 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
         # with no single culprit the parties are suspects first (named as attribute.unknown_verdict names them),
         # reporters after: the cell says which is which
         down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]
-                                 if candidate_name(d["host"], d.get("device_type"), d.get("device")) not in named}))
+                                 if candidate_name(*party_subject(d)) not in named}))
         if cands:
             down = "suspects: " + "; ".join(cands) + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, verify_commands
-from correlate.model import Ev
+from correlate.model import Ev, subject_of
 from schemas.events import SEVERITY_RANK
 
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
@@ -51,6 +51,13 @@ def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relatio
             "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
             "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
             "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)]}
+
+
+def party_subject(p: dict[str, Any]) -> tuple:
+    """The subject ``(host, device_type, device)`` a party of an incident object (``initiator``, a ``downstream``
+    entry) stands for, keyed as its events' (:func:`correlate.model.subject_of`); so
+    ``candidate_name(*party_subject(p))`` is how the incident's ``initiator.candidates`` names it."""
+    return subject_of(p.get("host"), p.get("device_type"), p.get("device"), p.get("gpu_index"), p.get("rank"))
 
 
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:

@@ -90,14 +90,22 @@ class Ev:
         self.order = (self.start, self.pos, self.event_id)
 
     def subject(self) -> tuple:
-        """What reported it: (host, device_type, device) or the best key we have."""
-        if self.device:
-            return (self.host, self.device_type or "gpu", self.device)
-        if self.gpu_index is not None and self.device_type in (None, "gpu"):
-            return (self.host, "gpu", f"gpu{self.gpu_index}")
-        if self.rank is not None and self.device_type in (None, "gpu"):
-            return (self.host, "rank", f"rank{self.rank}")
-        return (self.host, self.device_type, None)
+        """What reported it: (host, device_type, device) or the best key we have (:func:`subject_of`)."""
+        return subject_of(self.host, self.device_type, self.device, self.gpu_index, self.rank)
+
+
+def subject_of(host: str, device_type: str | None, device: str | None, gpu_index: int | None,
+               rank: int | None) -> tuple:
+    """The subject ``(host, device_type, device)`` an event (or an incident's party) reports about: its device
+    (a GPU when no type is said), else its GPU by index (``gpuN``), else its rank (``rankN``), else the host
+    with the device type."""
+    if device:
+        return (host, device_type or "gpu", device)
+    if gpu_index is not None and device_type in (None, "gpu"):
+        return (host, "gpu", f"gpu{gpu_index}")
+    if rank is not None and device_type in (None, "gpu"):
+        return (host, "rank", f"rank{rank}")
+    return (host, device_type, None)
 
 
 _TS_FIELDS = ("ts",)

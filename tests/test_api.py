@@ -422,3 +422,32 @@ def test_the_incidents_report_shows_each_next_action_whole_after_the_table():
     text = " ".join(c.export_text().split())
     assert "…" in text.split("inc-1")[0]  # the table's cell is cut
     assert "next " + " ".join(action.split()) in text  # the block under it is whole
+
+
+def test_a_suspect_named_by_gpu_index_or_rank_is_not_listed_again_as_downstream():
+    """The table's downstream cell lists the suspects (``initiator.candidates``) first and the other parties
+    after. A party whose GPU is named only by its index, or a rank with no GPU, was listed twice: the cell
+    compared the party's bus id (none) with the candidate's ``gpu gpu3`` name. Parties are built by
+    ``incident._party`` from the same events whose subjects name the candidates."""
+    from dataclasses import replace
+
+    from api.render import _rows
+    from correlate.attribute import candidate_name
+    from correlate.incident import _party, party_subject
+    from correlate.model import Ev
+
+    base = Ev(event_id="e", ts=0, ts_basis="line", host="n1", source="dmesg", kind="xid", signature="xid",
+              severity="critical", device_type="gpu", device=None, link=None, xid=79, sxid=None, peer=None,
+              rank=None, nranks=None, comm=None, message="m", precision_us=1, gpu_index=3)
+    evs = [base, replace(base, event_id="r", host="n2", device_type=None, gpu_index=None, rank=5, kind="nccl_timeout"),
+           replace(base, event_id="b", host="n3", device="0000:1b:00.0", gpu_index=None),
+           replace(base, event_id="s", host="n4", device_type="nvswitch", device="0000:06:00.0", gpu_index=None),
+           replace(base, event_id="h", host="n5", device_type=None, gpu_index=None),
+           replace(base, event_id="o", host="n6", device_type=None, gpu_index=None, rank=2, kind="nccl_timeout")]
+    parties = [_party(*e.subject(), [e], "same_domain") for e in evs]
+    assert [candidate_name(*party_subject(p)) for p in parties] == [candidate_name(*e.subject()) for e in evs]
+    inc = {"id": "i", "start": "2026-01-01T00:00:00Z", "downstream": parties,
+           "initiator": {"host": None, "candidates": [candidate_name(*e.subject()) for e in evs[:5]]}}
+    (_, _, _, cell), = _rows([inc])
+    assert cell == ("suspects: gpu gpu3 on n1; rank rank5 on n2; gpu 0000:1b:00.0 on n3; nvswitch 0000:06:00.0 on "
+                    "n4; n5; downstream: n6:nccl_timeout"), cell
