@@ -1,6 +1,6 @@
 """The HTTP API (FastAPI): incidents, events, links, hosts, SQL, health and metrics over the Parquet lake.
 
-OpenAPI at ``/openapi.json``, interactive docs at ``/docs``. Responses use the
+OpenAPI at ``/openapi.json``, interactive docs at ``/docs`` and ``/redoc`` (scripts served here, no CDN). Responses use the
 DESIGN.md shapes; errors are RFC 9457 ``application/problem+json`` with no
 stack traces. When ``api_token`` is set every route but ``/healthz``,
 ``/metrics``, ``/docs`` and ``/openapi.json`` (the schema is public) needs
@@ -27,6 +27,7 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
 from pydantic import BaseModel, Field, StrictInt
 
@@ -133,9 +134,11 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))
     fleet = load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
-    app = FastAPI(title="firstfault", version="0.1.0",
-                  description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
-                  responses={401: {"model": Problem}, 422: {"model": Problem}})
+    # FastAPIOffline: FastAPI with /docs and /redoc served from the package's own Swagger UI and ReDoc files, as
+    # a fleet's management network often reaches no CDN
+    app = FastAPIOffline(title="firstfault", version="0.1.0",
+                         description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
+                         responses={401: {"model": Problem}, 422: {"model": Problem}})
 
     sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
 

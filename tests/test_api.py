@@ -451,3 +451,31 @@ def test_a_suspect_named_by_gpu_index_or_rank_is_not_listed_again_as_downstream(
     (_, _, _, cell), = _rows([inc])
     assert cell == ("suspects: gpu gpu3 on n1; rank rank5 on n2; gpu 0000:1b:00.0 on n3; nvswitch 0000:06:00.0 on "
                     "n4; n5; downstream: n6:nccl_timeout"), cell
+
+
+def test_docs_render_with_no_network_but_the_api(tmp_path):
+    """``/docs`` (Swagger UI) and ``/redoc`` load their scripts from the service itself, not a CDN a fleet's
+    management network may not reach: headless Chromium, with every host name but the API's unresolvable,
+    renders the title and every operation of the OpenAPI document."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    Lake(tmp_path / "lake").init()
+    with Server(Settings(lake=str(tmp_path / "lake"))) as c:
+        for page in ("/docs", "/redoc"):
+            html = c.get(page).text
+            srcs = re.findall(r'(?:src|href)="([^"]+)"', html)
+            assert "cdn." not in html and srcs and all(x.startswith("/") for x in srcs), (page, srcs)
+            assert all(c.get(x).status_code == 200 for x in srcs), (page, srcs)
+        assert Path("/usr/bin/chromium").exists(), "Debian chromium is needed (scripts/test-deps.sh installs it)"
+        r = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            "--disable-background-networking", "--disable-component-update",
+                            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                            f"--user-data-dir={tmp_path / 'profile'}",
+                            "--virtual-time-budget=10000", "--dump-dom", f"{c.base_url}/docs"],
+                           capture_output=True, timeout=120, text=True, check=True)
+        paths = set(c.get("/openapi.json").json()["paths"])
+    assert 'class="title">firstfault' in r.stdout, r.stdout[-2000:]
+    assert set(re.findall(r'class="opblock-summary-path" data-path="([^"]+)"', r.stdout)) == paths, r.stdout[-2000:]
+    assert {"/incidents", "/sql", "/metrics"} <= paths
