@@ -27,7 +27,7 @@ from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, default_rules
 from correlate.topology import HostConfig, Topology, build_topology
-from correlate.window import Clocks, estimate_offsets, estimate_skew
+from correlate.window import Clocks, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 
@@ -210,8 +210,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = _dedup(evs)
     follow_watchdogs(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
-    clocks = settings.clocks.with_estimates(estimate_skew(evs))
-    offsets = estimate_offsets(evs)
+    skew, offsets = estimate_clocks(evs)
+    clocks = settings.clocks.with_estimates(skew)
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
     # earlier incidents by initiator (incident.finish names those of the same initiator: one lookup, not a scan

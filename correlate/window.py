@@ -69,11 +69,7 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
 def estimate_offsets(events: list[Ev], *, min_events: int = 5) -> dict[str, int]:
     """Per-host clock offset (µs, add it to a line time to get fleet time): ``median(d_host) −
     median over hosts``, with ``d = Kafka append time − line time`` (see :func:`estimate_skew`)."""
-    delays = _append_delays(events, min_events)
-    if delays is None:
-        return {}
-    _, meds, fleet = delays
-    return {h: m - fleet for h, m in meds.items()}
+    return estimate_clocks(events, min_events=min_events)[1]
 
 
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * S) -> dict[str, int]:
@@ -91,16 +87,23 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
     step to the next (so do the attributions ``correlator.AttributionCache``
     keeps), and it is never narrower than the estimate.
     """
+    return estimate_clocks(events, min_events=min_events, cap_us=cap_us)[0]
+
+
+def estimate_clocks(events: list[Ev], *, min_events: int = 5,
+                    cap_us: int = 300 * S) -> tuple[dict[str, int], dict[str, int]]:
+    """(:func:`estimate_skew`, :func:`estimate_offsets`) of ``events`` from one pass over their append delays
+    (host -> µs each; both empty with fewer than two hosts of ``min_events`` such events)."""
     delays = _append_delays(events, min_events)
     if delays is None:
-        return {}
+        return {}, {}
     per_host, meds, fleet = delays
-    out = {}
+    skew = {}
     for h, m in meds.items():
         d = per_host[h]
         mad = sorted(abs(x - m) for x in d)[len(d) // 2]
-        out[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
-    return out
+        skew[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
+    return skew, {h: m - fleet for h, m in meds.items()}
 
 
 def tolerance(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> int:
