@@ -346,7 +346,9 @@ def restarts_phase(hosts: int, runs: int) -> dict:
     fed to one ``StreamCorrelator`` and stepped once. Reports each step's CPU s and what the correlator keeps
     at the end: the membership lines of the run that holds the GPUs (and of the one before while it is younger
     than the lateness and the longest link window), not of every run since the start
-    (``topology.comm_spans``)."""
+    (``topology.comm_spans``). Then ``QUIET_STEPS`` steps of one Xid each from other hosts, from two hours into
+    the last run, while the job's hosts log nothing: their CPU s (``quiet_step_cpu_s``) and what is kept after
+    them — the job's lines in ``wiring`` only, as its hosts' watermarks stand still (``StreamCorrelator._prune``)."""
     from benchmarks.generate import job_runs
     from correlate.stream import StreamCorrelator
     from correlate.topology import rank_membership
@@ -369,9 +371,28 @@ def restarts_phase(hosts: int, runs: int) -> dict:
         sc.step(now_us=start + 1_000_000)
         steps.append(_cpu() - c0)
     kept = [e for e in [*sc.wiring.values(), *sc.events.values()] if rank_membership(e)]
-    return {"hosts": hosts, "ranks": hosts * 8, "runs": runs, "step_cpu_s": steps,
-            "first_step_s": steps[0], "last_step_s": steps[-1], "kept_events": len(sc.events),
-            "kept_wiring": len(sc.wiring), "kept_membership": len(kept), "kept_runs": len({e.comm for e in kept})}
+    out = {"hosts": hosts, "ranks": hosts * 8, "runs": runs, "step_cpu_s": steps,
+           "first_step_s": steps[0], "last_step_s": steps[-1], "kept_events": len(sc.events),
+           "kept_wiring": len(sc.wiring), "kept_membership": len(kept), "kept_runs": len({e.comm for e in kept})}
+    # then the job runs quietly, as training does, while other hosts log: one Xid 79 a step, from two hours in
+    quiet = []
+    for k in range(QUIET_STEPS):
+        at = start + (7200 + 600 * k) * 1_000_000
+        stamp = (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=at)).isoformat()
+        line = f"{stamp} other{k:03d} kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus."
+        batch = pipeline.run(Decoded(segments=[Segment(
+            data=line.encode(), origin=f"kafka:fleet.dmesg/0/{offset + k}", stream=f"fleet.dmesg/0/other{k:03d}",
+            host=f"other{k:03d}", ref_ts=at, ref_basis="kafka", ingest_ts=at)]))
+        c0 = _cpu()
+        sc.add(batch.events, batch.link_samples, batch.topology, now_us=at)
+        sc.step(now_us=at)
+        quiet.append(_cpu() - c0)
+    return {**out, "quiet_step_cpu_s": quiet, "quiet_step_max_s": max(quiet), "quiet_kept_events": len(sc.events),
+            "quiet_kept_wiring": len(sc.wiring)}
+
+
+#: steps of ``restarts_phase`` after the last run: the job's hosts quiet, one Xid of another host a step
+QUIET_STEPS = 6
 
 
 def read_split_files(files: list[Path]) -> dict:
@@ -775,7 +796,9 @@ def table(out: dict) -> str:
             j = c["restarts"]
             lines.append(f"streaming correlator, that job restarted {j['runs']} times: step {j['first_step_s']:.2f} s "
                          f"(first run) -> {j['last_step_s']:.2f} s (last); keeps {j['kept_membership']} membership "
-                         f"lines of {j['kept_runs']} run(s)")
+                         f"lines of {j['kept_runs']} run(s); then quiet for 2 h, a step with one Xid of another host "
+                         f"takes up to {j['quiet_step_max_s']:.2f} s, {j['quiet_kept_events']} events and "
+                         f"{j['quiet_kept_wiring']} wiring lines kept")
     if "storm" in out:
         r = out["storm"]
         lines.append(f"storm, one host ({r['lines']} kernel lines, {r['fault_lines']} fault lines; in process): "

@@ -20,7 +20,9 @@ can still matter, and after each batch re-correlates them:
   that watermark is the one of the host's events from the same raw partition
   through the same events-topic partition (``add``), the only order Kafka keeps;
 * events are forgotten once older than their host's watermark minus the
-  lateness and the longest link window (capped at an hour).
+  lateness and the longest link window (capped at an hour), or once their host
+  has sent nothing for that long of processing time (its watermark stands
+  still while it is quiet).
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -74,6 +76,9 @@ class StreamCorrelator:
     #: per (host, input source, raw partition): what lateness is judged against (``add``)
     source_watermarks: dict[tuple[str, str | None, str | None], Watermark] = field(default_factory=dict)
     arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
+    #: processing time at which each host's latest event of any time basis arrived (``add`` with ``now_us``):
+    #: a host quiet for longer than the events are kept holds none back (``_prune``)
+    heard_us: dict[str, int] = field(default_factory=dict)
     events: dict[str, Ev] = field(default_factory=dict)
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
@@ -111,6 +116,8 @@ class StreamCorrelator:
                 continue
             self.events.setdefault(e.event_id, e)
         for e, key in zip(evs, streams):
+            if now_us is not None:
+                self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
             if e.ts_basis not in EVENT_TIME_BASES:
                 continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
             self.watermark.observe(e.ts)
@@ -169,7 +176,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
-        self._prune(learned, pending)
+        self._prune(learned, pending, now_us)
         return out
 
     def _owners(self) -> dict[str, set[str]]:
@@ -215,9 +222,12 @@ class StreamCorrelator:
             out.append(gone)
         return out
 
-    def _prune(self, learned: Topology, pending: set[str] = frozenset()) -> None:
+    def _prune(self, learned: Topology, pending: set[str] = frozenset(), now_us: int | None = None) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
-        (capped at an hour) — except the events of incidents not emitted yet (``pending``: an incident whose
+        (capped at an hour), and every event of a host that has sent nothing for that long of processing time
+        (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a job's hosts are
+        for hours after their NCCL init lines; a line of it that could still join them would come later than
+        that after them, far past the allowed lateness) — except the events of incidents not emitted yet (``pending``: an incident whose
         evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
         events of an emitted incident while any of its events is kept (its events go together) — and
         emitted incidents none of whose events is kept (they cannot change).
@@ -241,8 +251,9 @@ class StreamCorrelator:
             if m is not None and (m not in newest or e.ts > newest[m].ts):
                 newest[m] = e
 
-        kept = {k for k, e in self.events.items()
-                if horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep or k in pending}
+        quiet = ({h for h, t in self.heard_us.items() if now_us - t > keep} if now_us is not None else set())
+        kept = {k for k, e in self.events.items() if k in pending or e.host not in quiet
+                and (horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep)}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
@@ -259,8 +270,8 @@ class StreamCorrelator:
 
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
-            return (until is None or e.host not in horizon or until >= horizon[e.host] - keep
-                    or comm in needed)
+            return (until is None or comm in needed or e.host not in quiet
+                    and (e.host not in horizon or until >= horizon[e.host] - keep))
 
         wiring = [(comm, e) for (comm, _rank), e in newest.items() if e.event_id not in self.events and held(comm, e)]
         self.wiring = {e.event_id: e for comm, e in _recent_per_gpu(wiring, MAX_COMMS_PER_GPU)}

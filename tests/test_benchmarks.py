@@ -85,6 +85,8 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     runs = r["correlator"]["restarts"]
     assert (runs["runs"], runs["kept_membership"], runs["kept_runs"]) == (4, 512, 2)
     assert len(runs["step_cpu_s"]) == 4 and runs["last_step_s"] > 0
+    # then the job's hosts are quiet for two hours: their lines are topology only, not events correlated each step
+    assert (runs["quiet_kept_wiring"], runs["quiet_kept_events"], len(runs["quiet_step_cpu_s"])) == (256, 6, 6)
     assert set(r["targets"]) >= {"match_vs_re", "match_vs_duckdb", "kafka_line.lines_per_s_per_core",
                                  "correlator.stream_step_max_s"}
     assert r["commit"] == bench.commit()  # the measured code, named in the JSON

@@ -326,3 +326,38 @@ def test_an_open_hang_keeps_its_communicator_while_the_restart_reuses_the_silent
         feed(t, {"n4": [f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 n4 python[200]: n4:200:200 [0] NCCL INFO Channel 00/0 : "
                         "0[0] -> 1[1] via P2P/CUMEM"]}, flush=k == 7)
     assert versions and set(versions) == {("n4", 3)}
+
+
+def test_quiet_hosts_hold_no_events_back_and_their_ranks_are_still_known(pipeline):
+    """A job inits on n1 – n4 (2 GPUs each) and its hosts then log nothing for hours, as a training job's hosts
+    do; another host logs an Xid every 10 minutes. A quiet host's watermark stands still, so its init lines
+    were kept as events and correlated again at every step (32,768 of them kept a 4,096-host job's steps at
+    1.0 – 1.7 s). Once a host has sent nothing for longer than events are kept (lateness + the longest link
+    window, capped at an hour, of processing time), its events are forgotten; the init lines of its live
+    communicator stay in ``wiring``, so the hang three hours in still names its silent rank."""
+    sc = StreamCorrelator()
+    comm = "0x00000000000000aa"
+
+    def feed(at: datetime, logs: dict[str, list[str]]) -> list[dict]:
+        b = events(pipeline, logs, at)
+        sc.add(b.events, b.link_samples, b.topology, now_us=int(at.timestamp() * S))
+        return sc.step(now_us=int(at.timestamp() * S))
+
+    feed(T0, {f"n{h + 1}": [init(T0, f"n{h + 1}", 100 + h, 2 * h + g, 8, comm, gpu=g) for g in range(2)]
+              for h in range(4)})
+    job = {e.event_id for e in sc.events.values()}
+    assert len(job) == 8
+    for k in range(1, 19):  # three hours of another host's faults
+        at = T0 + timedelta(minutes=10 * k)
+        feed(at, {"n9": [fallen(at)]})
+        quiet_for = timedelta(minutes=10 * k)
+        if quiet_for < timedelta(seconds=sc.lateness_us / S + 3600):
+            assert job <= set(sc.events), k  # not yet: a late line of the job could still join them
+    assert {e.host for e in sc.events.values()} == {"n9"} and set(sc.wiring) == job
+    hang = T0 + timedelta(hours=3, minutes=5)
+    ranks = {f"n{h + 1}": [timeout(hang + timedelta(milliseconds=r), r) for r in (2 * h, 2 * h + 1) if r != 7]
+             for h in range(4)}  # rank 7, on n4, is silent
+    feed(hang, ranks)
+    out = sc.step(now_us=int(hang.timestamp() * S), flush=True)
+    (inc,) = [i for i in out if i["status"] != "superseded" and i["pattern"] == "comm.silent_rank"]
+    assert (inc["initiator"]["host"], inc["initiator"]["rank"]) == ("n4", 7)
