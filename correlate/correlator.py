@@ -140,8 +140,8 @@ class AttributionCache:
     rules, the catalog or the fleet config change, or when the shape memo outgrows ``MEMO_MAX_SHAPES``. An
     entry keeps the incident's body too (``incident.body``); its status and recurrence (``incident.finish``)
     are redone at every call. Only the last call's candidate incidents are kept, so the entries are as many as
-    the candidate incidents of the events the caller keeps; the rules and the catalog are not to be changed in
-    place (they are compared by identity).
+    the candidate incidents of the events the caller keeps; the rules, the catalog and a topology are not to be
+    changed in place (they are compared by identity: the same topology object keeps the hosts' numbers).
 
     ``hits`` / ``misses``: candidate incidents taken from the cache / attributed, over the cache's life."""
 
@@ -161,6 +161,9 @@ class AttributionCache:
     numbered: int = 0
     hits: int = 0
     misses: int = 0
+    #: the topology the numbers were taken from: the same object again (the streaming correlator reuses an
+    #: unchanged one, ``StreamCorrelator._learn``) keeps them without comparing every host's facts
+    topo: Topology | None = field(default=None, repr=False)
 
     def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
         """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo
@@ -175,6 +178,9 @@ class AttributionCache:
         elif last[2] != now[2]:
             self.scenes = {}
         self.fleet = now
+        if topo is self.topo:
+            return {h: n for h, (_f, n) in self.hosts.items()}
+        self.topo = topo
         self.comms = {c: self._number(self.comms.get(c), f) for c, f in topo.comm_facts().items()}
         hosts = {}
         for h, f in topo.host_facts().items():

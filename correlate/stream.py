@@ -32,7 +32,6 @@ the same events (same ids, same content but ``version``/``status``).
 from __future__ import annotations
 
 import hashlib
-import itertools
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -45,7 +44,8 @@ from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership
+from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
+                                teaches_topology)
 from correlate.window import Watermark
 from ingest.gcpause import gc_paused
 
@@ -83,12 +83,16 @@ class StreamCorrelator:
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
     wiring: dict[str, Ev] = field(default_factory=dict)
+    #: the same lines by (communicator, rank) (``topology.rank_membership``)
+    wiring_ranks: dict[tuple[str, int], Ev] = field(default_factory=dict, repr=False)
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
+    #: the last step's topology and what it was learned from (``_learn``)
+    learned: tuple[tuple, Topology] | None = field(default=None, repr=False)
 
     @gc_paused()  # an Ev per event, no cycles: ingest.gcpause
     def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
@@ -150,7 +154,7 @@ class StreamCorrelator:
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
         evs = list(self.events.values())
-        learned = build_topology([*self.wiring.values(), *evs], samples, topo, self.settings.hosts)
+        learned = self._learn(evs, samples, topo)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
                               previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=learned)
         by_id = {e.event_id: e for e in evs}
@@ -178,6 +182,22 @@ class StreamCorrelator:
             out.extend(self._supersede(inc, members, owners))
         self._prune(learned, pending, now_us)
         return out
+
+    def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
+        """``build_topology`` of the wiring lines and the kept events ``evs``, in that order, with ``samples``,
+        ``topo`` and the fleet config — the last step's topology when it would be learned from the same
+        things: the same wiring lines, the same kept events that teach the topology anything
+        (``topology.teaches_topology``), in the same order, and the same sample, fact and fleet-config objects.
+        A step whose new events are faults (the usual case: an Xid, a timeout) then does not relearn the
+        membership of every live rank (~5 µs a line: a second a step for 200,000 ranks)."""
+        key = (tuple(self.wiring), tuple([e.event_id for e in evs if teaches_topology(e)]))
+        objects = (samples, topo, self.settings.hosts)
+        if (self.learned is not None and self.learned[0][0] == key
+                and all(a is b for a, b in zip(self.learned[0][1], objects))):
+            return self.learned[1]
+        learned = build_topology([*self.wiring.values(), *evs], samples, topo, self.settings.hosts)
+        self.learned = ((key, objects), learned)
+        return learned
 
     def _owners(self) -> dict[str, set[str]]:
         """event_id -> the ids of the emitted incidents, not superseded, that hold the event."""
@@ -245,8 +265,9 @@ class StreamCorrelator:
         longest = max(int(l.window_s * S) for l in self.rules.links)
         keep = self.lateness_us + min(longest, 3600 * S)
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
-        newest: dict[tuple[str, int], Ev] = {}  # the newest membership line of each rank
-        for e in itertools.chain(self.wiring.values(), self.events.values()):
+        # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
+        newest: dict[tuple[str, int], Ev] = dict(self.wiring_ranks)
+        for e in self.events.values():
             m = rank_membership(e)
             if m is not None and (m not in newest or e.ts > newest[m].ts):
                 newest[m] = e
@@ -268,13 +289,17 @@ class StreamCorrelator:
         spans = learned.comm_span
         needed = _needed(learned, [e for e in self.events.values() if e.kind not in FACT_KINDS]) if spans else set()
 
+        bounded = {comm for comm, _host in spans}  # the others hold their GPUs still
+
         def held(comm: str, e: Ev) -> bool:
             until = spans.get((comm, e.host), (None, None))[1]
             return (until is None or comm in needed or e.host not in quiet
                     and (e.host not in horizon or until >= horizon[e.host] - keep))
 
-        wiring = [(comm, e) for (comm, _rank), e in newest.items() if e.event_id not in self.events and held(comm, e)]
-        self.wiring = {e.event_id: e for comm, e in _recent_per_gpu(wiring, MAX_COMMS_PER_GPU)}
+        wiring = [(m, e) for m, e in newest.items()
+                  if e.event_id not in self.events and (m[0] not in bounded or held(m[0], e))]
+        self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
+        self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
 
 
@@ -324,11 +349,13 @@ def _needed(topo: Topology, events: Iterable[Ev]) -> set[str]:
     return out
 
 
-def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, Ev]]:
-    """The (communicator, membership line) pairs of the ``most`` communicators with the newest lines on each GPU
-    (host, bus id or index); lines without a GPU are all kept. Order kept."""
+def _recent_per_gpu(lines: list[tuple[tuple[str, int], Ev]], most: int) -> list[tuple[tuple[str, int], Ev]]:
+    """The ((communicator, rank), membership line) pairs of the ``most`` communicators with the newest lines on
+    each GPU (host, bus id or index); lines without a GPU are all kept. Order kept."""
+    if len({m[0] for m, _e in lines}) <= most:  # no GPU can hold more
+        return lines
     newest: dict[tuple[str, str], dict[str, int]] = {}
-    for comm, e in lines:
+    for (comm, _rank), e in lines:
         dev = line_gpu(e)
         if dev is not None:
             on = newest.setdefault((e.host, dev), {})
@@ -337,8 +364,7 @@ def _recent_per_gpu(lines: list[tuple[str, Ev]], most: int) -> list[tuple[str, E
                for gpu, on in newest.items() if len(on) > most}
     if not crowded:
         return lines
-    return [(comm, e) for comm, e in lines
-            if (gpu := (e.host, line_gpu(e))) not in crowded or comm in crowded[gpu]]
+    return [(m, e) for m, e in lines if (gpu := (e.host, line_gpu(e))) not in crowded or m[0] in crowded[gpu]]
 
 
 def _raw_partition(origin: str) -> str | None:

@@ -104,20 +104,23 @@ class Topology:
         self._comm_index = None
         members: list[tuple[str, Ev]] = []
         for e in events:
-            member = rank_membership(e)
+            member, index, model = _line_facts(e)
             if member is not None:
                 comm = member[0]
                 members.append((comm, e))
                 self.comm_ranks[comm][e.rank] = (e.host, line_gpu(e))
                 if e.nranks:
                     self.comm_size[comm] = e.nranks
-            if e.source == "nvml" and e.gpu_index is not None and e.device:
-                self.index_to_bus[(e.host, e.gpu_index)] = e.device  # nvidia-smi / NVML index
-            elif e.signature == "nccl.init" and e.device and str(e.details.get("nvml_dev", "")).isdigit():
-                self.index_to_bus[(e.host, int(e.details["nvml_dev"]))] = e.device  # NCCL >= 2.18: nvmlDev
-            if e.details.get("model") and e.gpu_index is not None:
-                self.model.setdefault((e.host, f"gpu{e.gpu_index}"), e.details["model"])
+            if index is not None:
+                self.index_to_bus[(e.host, index)] = e.device
+            if model is not None:
+                self.model.setdefault((e.host, f"gpu{e.gpu_index}"), model)
         self.comm_span = comm_spans(members)
+
+    def is_empty(self) -> bool:
+        """Nothing learned: no link state, model, path, remote end, index, communicator or span."""
+        return not (any(self.link_state.values()) or self.model or any(self.paths.values()) or self.remote
+                    or self.index_to_bus or any(self.comm_ranks.values()) or self.comm_size or self.comm_span)
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
@@ -227,6 +230,27 @@ class Topology:
 
     def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
         return self.remote.get((host, key, link))
+
+
+def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None]:
+    """What one line teaches :meth:`Topology.learn_events`: its rank's membership (:func:`rank_membership`), the
+    index of the GPU whose bus id it names (an NVML / nvidia-smi line, or NCCL >= 2.18's ``nvmlDev``), the model
+    of the GPU whose index it names."""
+    if e.source == "nvml" and e.gpu_index is not None and e.device:
+        index = e.gpu_index  # nvidia-smi / NVML index
+    elif e.signature == "nccl.init" and e.device and str(e.details.get("nvml_dev", "")).isdigit():
+        index = int(e.details["nvml_dev"])
+    else:
+        index = None
+    model = e.details.get("model") if e.gpu_index is not None else None
+    return rank_membership(e), index, model or None
+
+
+def teaches_topology(e: Ev) -> bool:
+    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`_line_facts`). Other events
+    leave the topology as it is, so the streaming correlator reuses its last step's topology when only such
+    events came (``StreamCorrelator._learn``)."""
+    return _line_facts(e) != (None, None, None)
 
 
 def line_gpu(e: Ev) -> str | None:

@@ -21,6 +21,7 @@ from correlate.model import Ev
 from correlate.stream import StreamCorrelator
 from correlate.topology import HANDOVER_MARGIN_US, build_topology, comm_spans, rank_membership
 from ingest.decode import Decoded, Segment
+from tests.conftest import CORPUS
 
 S = 1_000_000
 T0 = datetime(2026, 11, 29, 3, 0, 0, tzinfo=timezone.utc)
@@ -361,3 +362,78 @@ def test_quiet_hosts_hold_no_events_back_and_their_ranks_are_still_known(pipelin
     out = sc.step(now_us=int(hang.timestamp() * S), flush=True)
     (inc,) = [i for i in out if i["status"] != "superseded" and i["pattern"] == "comm.silent_rank"]
     assert (inc["initiator"]["host"], inc["initiator"]["rank"]) == ("n4", 7)
+
+
+def test_a_step_whose_events_teach_no_topology_reuses_the_last_one(pipeline):
+    """``StreamCorrelator._learn``: while only faults arrive (an Xid of another host, the job's timeouts), a
+    step reuses the last step's topology instead of learning every live rank's membership line again; a new
+    membership line (a restart) is learned. Every step emits what a twin that learns the topology afresh at
+    each step emits."""
+    from correlate.correlator import AttributionCache
+
+    reused, fresh = StreamCorrelator(), StreamCorrelator()
+    topologies = []
+
+    def feed(at: datetime, logs: dict[str, list[str]], flush: bool = False) -> None:
+        b = events(pipeline, logs, at)
+        now = int(at.timestamp() * S)
+        for sc in (reused, fresh):
+            sc.add(b.events, b.link_samples, b.topology, now_us=now)
+        fresh.learned, fresh.cache = None, AttributionCache()
+        assert reused.step(now_us=now, flush=flush) == fresh.step(now_us=now, flush=flush), at
+        topologies.append(reused.learned[1])
+
+    feed(T0, {f"n{h + 1}": [init(T0, f"n{h + 1}", 100 + h, 2 * h + g, 8, "0xaa", gpu=g) for g in range(2)]
+              for h in range(4)})
+    for k in range(1, 4):
+        feed(T0 + timedelta(minutes=k), {"n9": [fallen(T0 + timedelta(minutes=k))]})
+    hang = T0 + timedelta(minutes=20)
+    feed(hang, {f"n{h + 1}": [timeout(hang + timedelta(milliseconds=r), r) for r in (2 * h, 2 * h + 1) if r != 7]
+                for h in range(4)})
+    restart = T0 + timedelta(minutes=40)
+    feed(restart, {"n1": [init(restart, "n1", 200, 0, 8, "0xbb")]}, flush=True)
+    same = [a is b for a, b in zip(topologies, topologies[1:])]
+    assert same == [True, True, True, True, False], same
+    assert "0xbb" in topologies[-1].comm_ranks and "0xbb" not in topologies[-2].comm_ranks
+
+
+def _learns_from(e: Ev) -> bool:
+    """Whether ``Topology.learn_events`` learns anything from ``e`` alone (every field it fills is read)."""
+    from dataclasses import fields
+
+    from correlate.topology import Topology
+
+    t = Topology()
+    t.learn_events([e])
+    assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
+        "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
+        "_comm_index"}
+    return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or any(t.link_state.values())
+                or any(t.paths.values()) or any(t.comm_ranks.values()))
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
+def test_the_events_that_teach_the_topology_are_those_learn_events_learns_from(pipeline, case):
+    """``topology.teaches_topology`` (which events make the stream learn its topology again) against
+    ``Topology.learn_events`` itself, event by event, on every real case."""
+    from correlate.model import events_from_table
+    from correlate.topology import teaches_topology
+    from ingest.files import decode_paths
+
+    evs = events_from_table(pipeline.run(decode_paths([CORPUS / case / "input"])).events)
+    assert [_learns_from(e) for e in evs] == [teaches_topology(e) for e in evs]
+
+
+def test_the_events_that_teach_the_topology_in_the_benchmark_mix(pipeline):
+    """The same on the benchmark's mix (every signature family, NVML index and model lines among them)."""
+    from benchmarks.generate import generate
+    from correlate.model import events_from_table
+    from correlate.topology import teaches_topology
+
+    ref = int(T0.timestamp() * S)
+    mix = generate(40_000, seed=4)
+    evs = events_from_table(pipeline.run(Decoded(segments=[Segment(
+        data=b"\n".join(mix.lines), origin="kafka:fleet.x/0/0", stream="s", host="node01", ref_ts=ref,
+        ref_basis="kafka", ingest_ts=ref)])).events)
+    taught = [teaches_topology(e) for e in evs]
+    assert [_learns_from(e) for e in evs] == taught and 0 < sum(taught) < len(evs)

@@ -371,6 +371,7 @@ def test_attribution_cache_changes_no_step_of_the_stream(pipeline, tmp_path):
             sc.add(b.events.take(pa.array(order[k:k + 12])), b.link_samples.slice(part[0], part[1] - part[0]),
                    b.topology.slice(facts[0], facts[1] - facts[0]))
         fresh.cache = AttributionCache()  # nothing kept: every candidate incident attributed again
+        fresh.learned = None  # and the topology learned again
         now = (step + 1) * 30 * S
         assert cached.step(now_us=now) == fresh.step(now_us=now), step
     fresh.cache = AttributionCache()
@@ -448,6 +449,8 @@ def test_attribution_cache_numbers_each_hosts_facts_once_per_call():
     is compared once, not once per candidate incident on its hosts): a host keeps its number while its facts
     and its communicators' are unchanged; a changed communicator renumbers the hosts it has ranks on only;
     a fleet config edited in place drops the entries (it is compared by value)."""
+    import copy
+
     from correlate.correlator import AttributionCache
     from correlate.topology import HostConfig
     from ingest.catalog import default_catalog
@@ -460,12 +463,15 @@ def test_attribution_cache_numbers_each_hosts_facts_once_per_call():
     cache = AttributionCache()
     first = cache.check(rules, catalog, t)
     assert set(first) == {f"h{i}" for i in range(50)} | {"x"}
-    assert cache.check(rules, catalog, t) == first
+    numbered = cache.numbered
+    assert cache.check(rules, catalog, t) == first and cache.numbered == numbered  # the same topology object
+    assert cache.check(rules, catalog, copy.deepcopy(t)) == first  # an equal one: compared, numbers kept
+    t = copy.deepcopy(t)  # a topology is learned afresh, not changed in place (StreamCorrelator._learn)
     t.comm_ranks["small"][1] = ("y", None)  # a rank joins the small communicator: x and y only
     again = cache.check(rules, catalog, t)
     assert again["x"] != first["x"] and "y" in again and all(again[f"h{i}"] == first[f"h{i}"] for i in range(50))
     cache.scenes[("k",)] = None  # type: ignore[assignment]  (any entry)
-    t.hosts["a"].domain = "e"  # edited in place
+    t.hosts["a"].domain = "e"  # the fleet config, edited in place (the same topology object)
     cache.check(rules, catalog, t)
     assert cache.scenes == {}
 
