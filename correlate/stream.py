@@ -85,6 +85,9 @@ class StreamCorrelator:
     wiring: dict[str, Ev] = field(default_factory=dict)
     #: the same lines by (communicator, rank) (``topology.rank_membership``)
     wiring_ranks: dict[tuple[str, int], Ev] = field(default_factory=dict, repr=False)
+    #: event_id -> its (communicator, rank) or None, for the kept events the topology learns from
+    #: (``topology.teaches_topology``), in the order of ``events``: read once, when they arrive
+    teaching: dict[str, tuple[str, int] | None] = field(default_factory=dict, repr=False)
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
@@ -118,7 +121,10 @@ class StreamCorrelator:
             if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
-            self.events.setdefault(e.event_id, e)
+            if e.event_id not in self.events:
+                self.events[e.event_id] = e
+                if teaches_topology(e):
+                    self.teaching[e.event_id] = rank_membership(e)
         for e, key in zip(evs, streams):
             if now_us is not None:
                 self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
@@ -186,11 +192,11 @@ class StreamCorrelator:
     def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
         """``build_topology`` of the wiring lines and the kept events ``evs``, in that order, with ``samples``,
         ``topo`` and the fleet config — the last step's topology when it would be learned from the same
-        things: the same wiring lines, the same kept events that teach the topology anything
-        (``topology.teaches_topology``), in the same order, and the same sample, fact and fleet-config objects.
+        things: the same wiring lines, the same kept events that teach the topology anything (``teaching``, read
+        when they arrived), in the same order, and the same sample, fact and fleet-config objects.
         A step whose new events are faults (the usual case: an Xid, a timeout) then does not relearn the
         membership of every live rank (~5 µs a line: a second a step for 200,000 ranks)."""
-        key = (tuple(self.wiring), tuple([e.event_id for e in evs if teaches_topology(e)]))
+        key = (tuple(self.wiring), tuple(self.teaching))
         objects = (samples, topo, self.settings.hosts)
         if (self.learned is not None and self.learned[0][0] == key
                 and all(a is b for a, b in zip(self.learned[0][1], objects))):
@@ -267,10 +273,9 @@ class StreamCorrelator:
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
         # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
         newest: dict[tuple[str, int], Ev] = dict(self.wiring_ranks)
-        for e in self.events.values():
-            m = rank_membership(e)
-            if m is not None and (m not in newest or e.ts > newest[m].ts):
-                newest[m] = e
+        for k, m in self.teaching.items():
+            if m is not None and (m not in newest or self.events[k].ts > newest[m].ts):
+                newest[m] = self.events[k]
 
         quiet = ({h for h, t in self.heard_us.items() if now_us - t > keep} if now_us is not None else set())
         kept = {k for k, e in self.events.items() if k in pending or e.host not in quiet
@@ -284,6 +289,7 @@ class StreamCorrelator:
                 if not kept.isdisjoint(ids):
                     kept.update(m for m in ids if m in self.events)
         self.events = {k: e for k, e in self.events.items() if k in kept}
+        self.teaching = {k: m for k, m in self.teaching.items() if k in kept}
         # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole. Wiring
         # facts belong to no incident (cluster.members): a new run's init lines do not keep the run before
         spans = learned.comm_span
