@@ -1,7 +1,7 @@
 """The HTTP API (FastAPI): incidents, events, links, hosts, SQL, health and metrics over the Parquet lake.
 
-OpenAPI at ``/openapi.json``, interactive docs at ``/docs`` and ``/redoc`` (scripts served here, no CDN). Responses use the
-DESIGN.md shapes; errors are RFC 9457 ``application/problem+json`` with no
+OpenAPI at ``/openapi.json``, interactive docs at ``/docs`` and ``/redoc`` (scripts served here, no CDN).
+Responses use the DESIGN.md shapes; errors are RFC 9457 ``application/problem+json`` with no
 stack traces. When ``api_token`` is set every route but ``/healthz``,
 ``/metrics``, ``/docs`` and ``/openapi.json`` (the schema is public) needs
 ``Authorization: Bearer <token>``. Request bodies larger than

@@ -157,8 +157,8 @@ def _flat(tbl):
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
         if pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
-            col = pa.array([None if v is None else orjson.dumps(v, default=json_default).decode() for v in col.to_pylist()],
-                           type=pa.string())
+            col = pa.array([None if v is None else orjson.dumps(v, default=json_default).decode()
+                            for v in col.to_pylist()], type=pa.string())
         cols[name] = col
     return pa.table(cols)
 

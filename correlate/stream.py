@@ -253,10 +253,10 @@ class StreamCorrelator:
         (capped at an hour), and every event of a host that has sent nothing for that long of processing time
         (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a job's hosts are
         for hours after their NCCL init lines; a line of it that could still join them would come later than
-        that after them, far past the allowed lateness) — except the events of incidents not emitted yet (``pending``: an incident whose
-        evidence spans hours, e.g. a volatile ECC count read long after the error, is emitted whole) and the
-        events of an emitted incident while any of its events is kept (its events go together) — and
-        emitted incidents none of whose events is kept (they cannot change).
+        that after them, far past the allowed lateness) — except the events of incidents not emitted yet
+        (``pending``: an incident whose evidence spans hours, e.g. a volatile ECC count read long after the
+        error, is emitted whole) and the events of an emitted incident while any of its events is kept (its
+        events go together) — and emitted incidents none of whose events is kept (they cannot change).
 
         The newest line that says which communicator each rank is in (NCCL init lines print once, at job
         start, hours before a hang; without them the silent rank of a hung communicator cannot be named) goes

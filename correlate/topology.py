@@ -117,11 +117,6 @@ class Topology:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), model)
         self.comm_span = comm_spans(members)
 
-    def is_empty(self) -> bool:
-        """Nothing learned: no link state, model, path, remote end, index, communicator or span."""
-        return not (any(self.link_state.values()) or self.model or any(self.paths.values()) or self.remote
-                    or self.index_to_bus or any(self.comm_ranks.values()) or self.comm_size or self.comm_span)
-
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
         (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends
