@@ -210,8 +210,9 @@ def diagnose(
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     if not decoded.segments and not decoded.rejects:  # a wrong folder must not pass a --fail-on gate as healthy
         empty = sum(1 for _ in walk(paths))  # files there held no line (an empty capture) or none were there
-        err.print((f"[red]no log lines[/] in {empty} empty file{'s' * (empty != 1)}" if empty else
-                   "[red]no files found[/]") + " under " + escape(", ".join(map(str, paths))))
+        where = escape(", ".join(map(str, paths)))
+        err.print(f"[red]no log lines[/] in {where}: {empty} empty file{'s' * (empty != 1)}" if empty else
+                  f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")

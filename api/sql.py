@@ -153,10 +153,14 @@ def _cell(v: object) -> str:
 
 
 def _flat(tbl):
-    """CSV has no lists, structs or intervals: such columns become JSON text."""
+    """CSV has no lists, structs, intervals or bytes: such columns become JSON text, a BLOB its base64 text (as
+    in json and the table; its bytes need not be UTF-8)."""
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
-        if pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
+        if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_fixed_size_binary(
+                col.type):
+            col = pa.array([None if v is None else json_default(v) for v in col.to_pylist()], type=pa.string())
+        elif pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
             col = pa.array([None if v is None else orjson.dumps(v, default=json_default).decode()
                             for v in col.to_pylist()], type=pa.string())
         cols[name] = col
