@@ -20,9 +20,9 @@ can still matter, and after each batch re-correlates them:
   that watermark is the one of the host's events from the same raw partition
   through the same events-topic partition (``add``), the only order Kafka keeps;
 * events are forgotten once older than their host's watermark minus the
-  lateness and the longest link window (capped at an hour), or once their host
-  has sent nothing for that long of processing time (its watermark stands
-  still while it is quiet).
+  lateness and the longest link window (capped at an hour); all but the
+  faults, once their host has sent nothing for that long of processing time
+  (its watermark stands still while it is quiet).
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -40,6 +40,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from correlate.attribute import is_fault
 from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.model import Ev, events_from_table
@@ -47,6 +48,7 @@ from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
                                 teaches_topology)
 from correlate.window import Watermark
+from ingest.catalog import default_catalog
 from ingest.gcpause import gc_paused
 
 S = 1_000_000
@@ -250,10 +252,12 @@ class StreamCorrelator:
 
     def _prune(self, learned: Topology, pending: set[str] = frozenset(), now_us: int | None = None) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
-        (capped at an hour), and every event of a host that has sent nothing for that long of processing time
-        (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a job's hosts are
-        for hours after their NCCL init lines; a line of it that could still join them would come later than
-        that after them, far past the allowed lateness) — except the events of incidents not emitted yet
+        (capped at an hour), and the events but faults of a host that has sent nothing for that long of
+        processing time (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a
+        job's hosts are for hours after their NCCL init lines). A quiet host's faults stay, as before: a GPU that
+        fell off the bus logs nothing more, and the other ranks' watchdog timeouts that it explains may come hours
+        later, their collectives begun at its fault (a 2 h NCCL timeout) — except the events of incidents not
+        emitted yet
         (``pending``: an incident whose evidence spans hours, e.g. a volatile ECC count read long after the
         error, is emitted whole) and the events of an emitted incident while any of its events is kept (its
         events go together) — and emitted incidents none of whose events is kept (they cannot change).
@@ -278,7 +282,9 @@ class StreamCorrelator:
                 newest[m] = self.events[k]
 
         quiet = ({h for h, t in self.heard_us.items() if now_us - t > keep} if now_us is not None else set())
-        kept = {k for k, e in self.events.items() if k in pending or e.host not in quiet
+        catalog = default_catalog()  # what correlate() judges faults by
+        kept = {k for k, e in self.events.items()
+                if k in pending or (e.host not in quiet or is_fault(e, catalog))
                 and (horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep)}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the

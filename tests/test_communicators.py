@@ -437,3 +437,39 @@ def test_the_events_that_teach_the_topology_in_the_benchmark_mix(pipeline):
         ref_basis="kafka", ingest_ts=ref)])).events)
     taught = [teaches_topology(e) for e in evs]
     assert [_learns_from(e) for e in evs] == taught and 0 < sum(taught) < len(evs)
+
+
+def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
+    """n1's GPU falls off the bus and n1 logs nothing more; the other ranks set a 2 h NCCL timeout, so their
+    watchdogs fire two hours later, for collectives that began at n1's fault. The stream steps every 5 minutes
+    meanwhile. A quiet host's faults are kept (its other events are not): the flushed stream gives the batch's
+    incident, the Xid 79 initiating and the three timeouts downstream (a break-it pass found the Xid forgotten
+    and rank 0 named as a silent rank)."""
+    comm = "0x00000000000000aa"
+    xid = T0 + timedelta(hours=1)
+    hang = xid + timedelta(hours=2)
+
+    def long_timeout(t: datetime, rank: int) -> str:
+        return timeout(t, rank).replace("Timeout(ms)=600000", "Timeout(ms)=7200000").replace(
+            "ran for 600030", "ran for 7200030")
+
+    feeds = [(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}),
+             (xid, {"n1": [fallen(xid)]}),
+             (hang, {f"n{r + 1}": [long_timeout(hang + timedelta(milliseconds=r), r)] for r in (1, 2, 3)})]
+    sc, latest, tables = StreamCorrelator(), {}, []
+    for i, (at, logs) in enumerate(feeds):
+        b = events(pipeline, logs, at)
+        tables.append(b.events)
+        sc.add(b.events, now_us=int(at.timestamp() * S))
+        t = at
+        while t < (feeds[i + 1][0] if i + 1 < len(feeds) else at + timedelta(minutes=1)):
+            latest.update((x["id"], x) for x in sc.step(now_us=int(t.timestamp() * S)))
+            t += timedelta(minutes=5)
+    end = int((hang + timedelta(hours=1)).timestamp() * S)
+    latest.update((x["id"], x) for x in sc.step(now_us=end, flush=True))
+    import pyarrow as pa
+
+    (want,) = correlate(pa.concat_tables(tables), now_us=end)
+    got = [x for x in latest.values() if x["status"] != "superseded"]
+    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
+        (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
