@@ -142,7 +142,8 @@ def _parse_symptom(text: str, hosts: list[str]):
     from schemas.pci import normalize_bus_id
 
     named = [g.strip() for g in gpus.split(",") if g.strip()]
-    bad = [g for g in named if not g.isdigit() and normalize_bus_id(g) is None]
+    index_like = [g for g in named if g.isascii() and g.isdigit()]  # not "²" or "٣": str.isdigit takes them
+    bad = [g for g in named if g not in index_like and normalize_bus_id(g) is None]
     if bad:
         raise typer.BadParameter(f"GPUs are indexes (0, 1, …) or PCI bus ids (0000:1b:00.0, as nvidia-smi prints "
                                  f"them), not {', '.join(map(repr, bad))}", param_hint="--symptom")
@@ -154,8 +155,8 @@ def _parse_symptom(text: str, hosts: list[str]):
         raise typer.BadParameter(f"these files are of {len(targets)} hosts ({named}): write {kind}@HOST to say "
                                  "which one the symptom is about (repeat --symptom for several)",
                                  param_hint="--symptom")
-    index = sorted({int(g) for g in named if g.isdigit()})  # "01" is GPU 1, named once
-    bus_ids = sorted({normalize_bus_id(g) for g in named if not g.isdigit()})  # 00000000:1B:00.0 is 0000:1b:00.0
+    index = sorted({int(g) for g in index_like})  # "01" is GPU 1, named once
+    bus_ids = sorted({normalize_bus_id(g) for g in named if g not in index_like})  # 00000000:1B:00.0: 0000:1b:00.0
     return [Symptom(host=h, kind=kind, gpus=[*map(str, index), *bus_ids]) for h in targets]
 
 
@@ -208,11 +209,13 @@ def diagnose(
         raise typer.Exit(1) from None
     for line in _skipped(batch.rejects):  # decode rejects and lines too long to read
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
-    if not decoded.segments and not decoded.rejects:  # a wrong folder must not pass a --fail-on gate as healthy
-        empty = sum(1 for _ in walk(paths))  # files there held no line (an empty capture) or none were there
+    # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
+    # blank lines (or nothing), or no files at all
+    if not decoded.rejects and all(not s.data or s.data.isspace() for s in decoded.segments):
+        empty = sum(1 for _ in walk(paths))
         where = escape(", ".join(map(str, paths)))
-        err.print(f"[red]no log lines[/] in {where}: {empty} empty file{'s' * (empty != 1)}" if empty else
-                  f"[red]no files found[/] under {where}")
+        err.print(f"[red]no log lines[/] in {where}: {empty} file{'s' * (empty != 1)}, empty or blank lines only"
+                  if empty else f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")

@@ -132,6 +132,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         err.print(f"[red]cannot write the result as {fmt}:[/] {escape(str(e))}; CAST that column to VARCHAR, "
                   "or choose another --format")
         return 2
+    except (OverflowError, ValueError, pa.ArrowException) as e:  # a value Python cannot hold ('infinity'::DATE)
+        err.print(f"[red]a value cannot be written as {fmt}[/] ({type(e).__name__}: {escape(str(e))}); CAST it to "
+                  "VARCHAR, or write --format parquet")
+        return 2
     except OSError as e:
         err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         return 1

@@ -10,6 +10,7 @@ locked after the views are created (DuckDB ``allowed_directories``,
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -297,11 +298,17 @@ def json_default(v: Any) -> Any:
     return str(v)
 
 
+#: DuckDB types that reach Arrow as something else: ``TIME WITH TIME ZONE`` as a bare ``time64`` without its
+#: offset (``'12:00:00+02'`` arrives as 12:00); ``UHUGEINT`` as a signed 128-bit decimal (its largest values
+#: wrap to negative numbers); ``BIT`` and ``VARINT`` (``BIGNUM``) as DuckDB's own bytes
+_LOSSY_TYPES = re.compile(r"\b(TIME WITH TIME ZONE|UHUGEINT|BIT|VARINT|BIGNUM)\b")
+
+
 def refuse_lossy_columns(rel: duckdb.DuckDBPyRelation) -> None:
-    """Raise :class:`StoreError` naming the result columns whose type Arrow cannot carry whole: DuckDB hands
-    ``TIME WITH TIME ZONE`` to Arrow as a bare ``time64``, without its offset (``'12:00:00+02'`` arrives as
-    12:00), so every output format would show a time that is not the one stored."""
-    lossy = [f"{n} ({t})" for n, t in zip(rel.columns, map(str, rel.types)) if "TIME WITH TIME ZONE" in t]
+    """Raise :class:`StoreError` naming the result columns whose type Arrow cannot carry whole
+    (``_LOSSY_TYPES``, also inside a list or struct), so that no output format shows a value that is not the
+    one stored."""
+    lossy = [f"{n} ({t})" for n, t in zip(rel.columns, map(str, rel.types)) if _LOSSY_TYPES.search(t)]
     if lossy:
-        raise StoreError(f"{', '.join(lossy)}: a time with a time zone loses its offset in the result; "
-                         "CAST it to VARCHAR (keeps the offset) or to TIME")
+        raise StoreError(f"{', '.join(lossy)}: this type cannot be written as it is stored (a time zone's offset, "
+                         "the largest UHUGEINTs, BIT and VARINT values would be lost); CAST it to VARCHAR")

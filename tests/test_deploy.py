@@ -165,8 +165,9 @@ def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     assert r.returncode == 2 and "no files found" in r.stderr and "empty[/]dir" in r.stderr, r.stderr
     (tmp_path / "empty[/]dir" / "node01.log").write_bytes(b"")  # an empty capture holds no line ("1 lines" before)
     (tmp_path / "empty[/]dir" / "node02.log.gz").write_bytes(gzip.compress(b""))
+    (tmp_path / "empty[/]dir" / "node03.log").write_bytes(b"\n  \n\n")  # blank lines only
     r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
-    assert r.returncode == 2 and "no log lines in" in r.stderr and "2 empty files" in r.stderr, r
+    assert r.returncode == 2 and "no log lines in" in r.stderr and "3 files, empty or blank" in r.stderr, r
     assert "lines →" not in r.stdout
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "x[/]y")})
     assert r.returncode == 2 and "no lake at" in r.stderr and "x[/]y" in r.stderr, r.stderr
@@ -222,6 +223,9 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     assert r.returncode == 2 and "CAST that column to VARCHAR" in r.stderr and not (tmp_path / "r.parquet").exists()
     r = _firstfault("sql", "SELECT '12:00:00+02'::TIMETZ AS t", env=env)
     assert r.returncode == 2 and "CAST it to VARCHAR" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    for fmt in ("json", "table"):  # a value Python's datetime cannot hold: a traceback and exit 1 before
+        r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
+        assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
 
 
 def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
@@ -330,6 +334,9 @@ def test_diagnose_symptom_gpus_are_indexes_or_bus_ids(tmp_path):
     assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "PCI bus ids" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert _firstfault("diagnose", str(log), "--symptom", "hang:0,1").returncode == 0
+    for odd in ("hang:²", "hang:٣"):  # digits to str.isdigit, not GPU indexes (the first was a traceback)
+        r = _firstfault("diagnose", str(log), "--symptom", odd)
+        assert r.returncode == 2 and "GPUs are indexes" in r.stderr and "Traceback" not in r.stderr, (odd, r.stderr)
     r = _firstfault("diagnose", str(log), "--symptom", "hang@node01:00000000:1B:00.0,1,0000:1b:00.0", "-f", "json")
     (inc,) = json.loads(r.stdout)["incidents"]
     assert r.returncode == 0 and "(GPU 1, 0000:1b:00.0)" in inc["explanation"], inc["explanation"]
