@@ -87,6 +87,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             return 2
         rel = con.sql(query)
         refuse_lossy_columns(rel)
+        dup = sorted({n for n in rel.columns if rel.columns.count(n) > 1})
+        if dup and fmt == "json":  # a JSON object keeps one of them (POST /sql refuses them alike)
+            err.print(f"[red]columns {escape(', '.join(map(repr, dup)))} appear more than once:[/] a JSON row keeps "
+                      "one; give them distinct aliases, or choose another --format")
+            return 2
         tbl = rel.limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
         if hasattr(tbl, "read_all"):
             tbl = tbl.read_all()

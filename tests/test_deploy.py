@@ -223,6 +223,8 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     assert r.returncode == 2 and "CAST that column to VARCHAR" in r.stderr and not (tmp_path / "r.parquet").exists()
     r = _firstfault("sql", "SELECT '12:00:00+02'::TIMETZ AS t", env=env)
     assert r.returncode == 2 and "CAST it to VARCHAR" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = _firstfault("sql", "SELECT 1 AS a, 2 AS a", "-f", "json", env=env)  # as POST /sql: was {"a":1,"a_1":2}
+    assert r.returncode == 2 and "appear more than once" in r.stderr and not r.stdout, r
     for fmt in ("json", "table"):  # a value Python's datetime cannot hold: a traceback and exit 1 before
         r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
         assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
