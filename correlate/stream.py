@@ -21,8 +21,9 @@ can still matter, and after each batch re-correlates them:
   through the same events-topic partition (``add``), the only order Kafka keeps;
 * events are forgotten once older than their host's watermark minus the
   lateness and the longest link window (capped at an hour); all but the
-  faults, once their host has sent nothing for that long of processing time
-  (its watermark stands still while it is quiet).
+  faults and the kinds a longer link reaches (Fabric Manager state, ECC
+  counts), once their host has sent nothing for that long of processing
+  time (its watermark stands still while it is quiet).
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -252,12 +253,13 @@ class StreamCorrelator:
 
     def _prune(self, learned: Topology, pending: set[str] = frozenset(), now_us: int | None = None) -> None:
         """Forget events older than their host's watermark minus the lateness and the longest link window
-        (capped at an hour), and the events but faults of a host that has sent nothing for that long of
-        processing time (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a
-        job's hosts are for hours after their NCCL init lines). A quiet host's faults stay, as before: a GPU that
-        fell off the bus logs nothing more, and the other ranks' watchdog timeouts that it explains may come hours
-        later, their collectives begun at its fault (a 2 h NCCL timeout) — except the events of incidents not
-        emitted yet
+        (capped at an hour), and the events of a host that has sent nothing for that long of processing time
+        (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a job's hosts are
+        for hours after their NCCL init lines) but for its faults and the events of kinds a link reaches farther
+        (``far``). Those stay, as before: a GPU that fell off the bus logs nothing more, and the other ranks'
+        watchdog timeouts that it explains may come hours later, their collectives begun at its fault (a 2 h NCCL
+        timeout); a Fabric Manager's state line at boot explains its error hours later — except the events of
+        incidents not emitted yet
         (``pending``: an incident whose evidence spans hours, e.g. a volatile ECC count read long after the
         error, is emitted whole) and the events of an emitted incident while any of its events is kept (its
         events go together) — and emitted incidents none of whose events is kept (they cannot change).
@@ -283,8 +285,10 @@ class StreamCorrelator:
 
         quiet = ({h for h, t in self.heard_us.items() if now_us - t > keep} if now_us is not None else set())
         catalog = default_catalog()  # what correlate() judges faults by
+        # kinds a link reaches farther than the events are kept by (Fabric Manager state, a volatile ECC count)
+        far = {k for l in self.rules.links if l.kinds and l.window_s * S > keep - self.lateness_us for k in l.kinds}
         kept = {k for k, e in self.events.items()
-                if k in pending or (e.host not in quiet or is_fault(e, catalog))
+                if k in pending or (e.host not in quiet or e.kind in far or is_fault(e, catalog))
                 and (horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep)}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the

@@ -473,3 +473,36 @@ def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
     got = [x for x in latest.values() if x["status"] != "superseded"]
     assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
         (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
+
+
+@pytest.mark.parametrize("gap_min", [70, 120])
+def test_a_quiet_hosts_fabric_manager_state_stays_for_its_error_hours_later(pipeline, gap_min):
+    """A host without NVSwitches: Fabric Manager logs NV_WARN_NOTHING_TO_DO at boot (context, kind
+    ``fabric_manager``), the host then logs nothing for over an hour, then Fabric Manager's error. The
+    ``fabric_manager`` link reaches 24 h, farther than events are kept: the quiet host keeps such events (a
+    second break-it pass found the boot line forgotten and the error called a platform fault, where the batch
+    calls the pair benign). The stream steps every 5 minutes; flushed, it gives the batch's incident."""
+    import pyarrow as pa
+
+    def fm(t: datetime, text: str) -> str:
+        return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 n1 nv-fabricmanager[4177]: {text}"
+
+    later = T0 + timedelta(minutes=gap_min)
+    feeds = [(T0, fm(T0, "request to query NVSwitch device information from NVSwitch driver failed with error:"
+                         "WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]")),
+             (later, fm(later, f"[{later:%b %d %Y %H:%M:%S}] [ERROR] [tid 30042] failed to initialize all the "
+                               "available GPUs"))]
+    sc, latest, tables = StreamCorrelator(), {}, []
+    for i, (at, line) in enumerate(feeds):
+        b = events(pipeline, {"n1": [line]}, at)
+        tables.append(b.events)
+        sc.add(b.events, now_us=int(at.timestamp() * S))
+        t = at
+        while t < (feeds[i + 1][0] if i + 1 < len(feeds) else at + timedelta(minutes=1)):
+            latest.update((x["id"], x) for x in sc.step(now_us=int(t.timestamp() * S)))
+            t += timedelta(minutes=5)
+    end = int((later + timedelta(minutes=30)).timestamp() * S)
+    latest.update((x["id"], x) for x in sc.step(now_us=end, flush=True))
+    (want,) = correlate(pa.concat_tables(tables), now_us=end)
+    got = [(x["id"], x["pattern"]) for x in latest.values() if x["status"] != "superseded"]
+    assert got == [(want["id"], "benign.fabric_manager_not_needed")] == [(want["id"], want["pattern"])], got
