@@ -442,7 +442,7 @@ def test_the_events_that_teach_the_topology_in_the_benchmark_mix(pipeline):
 def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
     """n1's GPU falls off the bus and n1 logs nothing more; the other ranks set a 2 h NCCL timeout, so their
     watchdogs fire two hours later, for collectives that began at n1's fault. The stream steps every 5 minutes
-    meanwhile. A quiet host's faults are kept (its other events are not): the flushed stream gives the batch's
+    meanwhile. A quiet host's faults are kept (its membership lines are not): the flushed stream gives the batch's
     incident, the Xid 79 initiating and the three timeouts downstream (a break-it pass found the Xid forgotten
     and rank 0 named as a silent rank)."""
     comm = "0x00000000000000aa"
@@ -456,6 +456,17 @@ def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
     feeds = [(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}),
              (xid, {"n1": [fallen(xid)]}),
              (hang, {f"n{r + 1}": [long_timeout(hang + timedelta(milliseconds=r), r)] for r in (1, 2, 3)})]
+    got, (want,) = _stream_and_batch(pipeline, feeds, hang + timedelta(hours=1))
+    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
+        (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
+
+
+def _stream_and_batch(pipeline, feeds: list[tuple[datetime, dict[str, list[str]]]], end: datetime):
+    """Each feed's lines to a stream at their time, a step every 5 minutes of processing time until the next
+    feed, then a flushed step at ``end``: (the stream's latest incidents that are not superseded, the batch
+    correlator's incidents of the same events at ``end``)."""
+    import pyarrow as pa
+
     sc, latest, tables = StreamCorrelator(), {}, []
     for i, (at, logs) in enumerate(feeds):
         b = events(pipeline, logs, at)
@@ -465,14 +476,9 @@ def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
         while t < (feeds[i + 1][0] if i + 1 < len(feeds) else at + timedelta(minutes=1)):
             latest.update((x["id"], x) for x in sc.step(now_us=int(t.timestamp() * S)))
             t += timedelta(minutes=5)
-    end = int((hang + timedelta(hours=1)).timestamp() * S)
-    latest.update((x["id"], x) for x in sc.step(now_us=end, flush=True))
-    import pyarrow as pa
-
-    (want,) = correlate(pa.concat_tables(tables), now_us=end)
-    got = [x for x in latest.values() if x["status"] != "superseded"]
-    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
-        (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
+    latest.update((x["id"], x) for x in sc.step(now_us=int(end.timestamp() * S), flush=True))
+    return ([x for x in latest.values() if x["status"] != "superseded"],
+            correlate(pa.concat_tables(tables), now_us=int(end.timestamp() * S)))
 
 
 @pytest.mark.parametrize("gap_min", [70, 120])
@@ -482,27 +488,14 @@ def test_a_quiet_hosts_fabric_manager_state_stays_for_its_error_hours_later(pipe
     ``fabric_manager`` link reaches 24 h, farther than events are kept: the quiet host keeps such events (a
     second break-it pass found the boot line forgotten and the error called a platform fault, where the batch
     calls the pair benign). The stream steps every 5 minutes; flushed, it gives the batch's incident."""
-    import pyarrow as pa
-
     def fm(t: datetime, text: str) -> str:
         return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 n1 nv-fabricmanager[4177]: {text}"
 
     later = T0 + timedelta(minutes=gap_min)
-    feeds = [(T0, fm(T0, "request to query NVSwitch device information from NVSwitch driver failed with error:"
-                         "WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]")),
-             (later, fm(later, f"[{later:%b %d %Y %H:%M:%S}] [ERROR] [tid 30042] failed to initialize all the "
-                               "available GPUs"))]
-    sc, latest, tables = StreamCorrelator(), {}, []
-    for i, (at, line) in enumerate(feeds):
-        b = events(pipeline, {"n1": [line]}, at)
-        tables.append(b.events)
-        sc.add(b.events, now_us=int(at.timestamp() * S))
-        t = at
-        while t < (feeds[i + 1][0] if i + 1 < len(feeds) else at + timedelta(minutes=1)):
-            latest.update((x["id"], x) for x in sc.step(now_us=int(t.timestamp() * S)))
-            t += timedelta(minutes=5)
-    end = int((later + timedelta(minutes=30)).timestamp() * S)
-    latest.update((x["id"], x) for x in sc.step(now_us=end, flush=True))
-    (want,) = correlate(pa.concat_tables(tables), now_us=end)
-    got = [(x["id"], x["pattern"]) for x in latest.values() if x["status"] != "superseded"]
+    feeds = [(T0, {"n1": [fm(T0, "request to query NVSwitch device information from NVSwitch driver failed with "
+                                 "error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]")]}),
+             (later, {"n1": [fm(later, f"[{later:%b %d %Y %H:%M:%S}] [ERROR] [tid 30042] failed to initialize all "
+                                       "the available GPUs")]})]
+    stream, (want,) = _stream_and_batch(pipeline, feeds, later + timedelta(minutes=30))
+    got = [(x["id"], x["pattern"]) for x in stream]
     assert got == [(want["id"], "benign.fabric_manager_not_needed")] == [(want["id"], want["pattern"])], got
