@@ -259,10 +259,10 @@ class StreamCorrelator:
         (``far``). Those stay, as before: a GPU that fell off the bus logs nothing more, and the other ranks'
         watchdog timeouts that it explains may come hours later, their collectives begun at its fault (a 2 h NCCL
         timeout); a Fabric Manager's state line at boot explains its error hours later — except the events of
-        incidents not emitted yet
-        (``pending``: an incident whose evidence spans hours, e.g. a volatile ECC count read long after the
-        error, is emitted whole) and the events of an emitted incident while any of its events is kept (its
-        events go together) — and emitted incidents none of whose events is kept (they cannot change).
+        incidents not emitted yet (``pending``: an incident whose evidence spans hours, e.g. a volatile ECC count
+        read long after the error, is emitted whole) and the events of an emitted incident while any of its
+        events is kept (its events go together) — and emitted incidents none of whose events is kept (they
+        cannot change).
 
         The newest line that says which communicator each rank is in (NCCL init lines print once, at job
         start, hours before a hang; without them the silent rank of a hung communicator cannot be named) goes
