@@ -307,13 +307,11 @@ class StreamCorrelator:
 
         # per (communicator, host) with a span: does the communicator still hold its GPUs there, or may a kept
         # event belong to it? The others (no span) hold their GPUs still
-        held = {}
-        for (comm, host), (_since, until) in spans.items():
-            held[(comm, host)] = (until is None or comm in needed or host not in quiet
-                                  and (host not in horizon or until >= horizon[host] - keep))
-        bounded = {comm for comm, _host in spans}
-        wiring = [(m, e) for m, e in newest.items() if e.event_id not in self.events
-                  and (m[0] not in bounded or held.get((m[0], e.host), True))]
+        held = {(comm, host): until is None or comm in needed or host not in quiet
+                and (host not in horizon or until >= horizon[host] - keep)
+                for (comm, host), (_since, until) in spans.items()}
+        wiring = [(m, e) for m, e in newest.items()
+                  if e.event_id not in self.events and held.get((m[0], e.host), True)]
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
         self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}

@@ -66,12 +66,6 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
     return per_host, meds, sorted(meds.values())[len(meds) // 2]
 
 
-def estimate_offsets(events: list[Ev], *, min_events: int = 5) -> dict[str, int]:
-    """Per-host clock offset (µs, add it to a line time to get fleet time): ``median(d_host) −
-    median over hosts``, with ``d = Kafka append time − line time`` (see :func:`estimate_skew`)."""
-    return estimate_clocks(events, min_events=min_events)[1]
-
-
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * S) -> dict[str, int]:
     """Per-host skew bound (µs) from line time vs Kafka append time.
 
@@ -92,8 +86,10 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
 
 def estimate_clocks(events: list[Ev], *, min_events: int = 5,
                     cap_us: int = 300 * S) -> tuple[dict[str, int], dict[str, int]]:
-    """(:func:`estimate_skew`, :func:`estimate_offsets`) of ``events`` from one pass over their append delays
-    (host -> µs each; both empty with fewer than two hosts of ``min_events`` such events)."""
+    """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
+    delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
+    offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
+    ``d = Kafka append time − line time``."""
     delays = _append_delays(events, min_events)
     if delays is None:
         return {}, {}
