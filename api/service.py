@@ -80,7 +80,8 @@ class Service:
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
                                            lateness_us=int(settings.allowed_lateness_s * S),
                                            close_after_us=int(settings.close_after_s * S),
-                                           idle_us=int(settings.idle_close_s * S))
+                                           idle_us=int(settings.idle_close_s * S),
+                                           reach_back_us=int(settings.reach_back_s * S))
         self.worker = IngestWorker(
             bootstrap=bootstrap, topics=settings.topics, group_id=group_id or settings.group_id, lake=self.lake,
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()), on_batch=self.on_batch,
@@ -218,7 +219,7 @@ class CorrelateService:
             settings=correlation_settings(settings), lateness_us=int(settings.allowed_lateness_s * S),
             on_incidents=self.sink.emit, restore=self.sink.stored,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
-            idle_us=int(settings.idle_close_s * S))
+            idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))
         self.hourly = Hourly(settings, self.sink.lake)
 
     async def run(self, *, once: bool = False) -> list[dict[str, Any]]:

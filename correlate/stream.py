@@ -23,7 +23,12 @@ can still matter, and after each batch re-correlates them:
   lateness and the longest link window (capped at an hour); all but the
   faults and the kinds a longer link reaches (Fabric Manager state, ECC
   counts), once their host has sent nothing for that long of processing
-  time (its watermark stands still while it is quiet).
+  time (its watermark stands still while it is quiet);
+* the events of an emitted incident that holds a fault go **cold** instead of
+  being forgotten: kept aside, not correlated, until a new event may be
+  related to them — a watchdog timeout whose collective began hours ago, at
+  the fault (a 2 h NCCL timeout) — and then correlated again with their
+  incident, for ``reach_back_us`` (24 h) of the fleet's watermark.
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -48,7 +53,7 @@ from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
                                 teaches_topology)
-from correlate.window import Watermark
+from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import default_catalog
 from ingest.gcpause import gc_paused
 
@@ -83,6 +88,16 @@ class StreamCorrelator:
     #: a host quiet for longer than the events are kept holds none back (``_prune``)
     heard_us: dict[str, int] = field(default_factory=dict)
     events: dict[str, Ev] = field(default_factory=dict)
+    #: event_id -> an event of an emitted incident that holds a fault, older than the events kept (``_prune``):
+    #: not correlated again until a new event reaches back to it (``_revive``: a watchdog timeout whose
+    #: collective began hours ago, at the fault), then brought back with its incident; forgotten after
+    #: ``reach_back_us`` of the fleet's watermark
+    cold: dict[str, Ev] = field(default_factory=dict, repr=False)
+    #: how far back of the fleet's watermark a new event may still find an old fault (µs): the longest NCCL
+    #: timeout the stream joins to the fault that caused it (PyTorch's ``timeout`` may be set to hours)
+    reach_back_us: int = 24 * 3600 * S
+    #: ids of the events added since the last step: only they can reach an event gone cold
+    fresh: list[str] = field(default_factory=list, repr=False)
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
     wiring: dict[str, Ev] = field(default_factory=dict)
@@ -126,6 +141,7 @@ class StreamCorrelator:
                 continue
             if e.event_id not in self.events:
                 self.events[e.event_id] = e
+                self.fresh.append(e.event_id)
                 if teaches_topology(e):
                     self.teaching[e.event_id] = rank_membership(e)
         for e, key in zip(evs, streams):
@@ -162,6 +178,7 @@ class StreamCorrelator:
         topo = _latest(self.topology, _FACT_KEY) if self.topology else None
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
+        revived = self._revive()
         evs = list(self.events.values())
         learned = self._learn(evs, samples, topo)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
@@ -172,6 +189,8 @@ class StreamCorrelator:
         owners = self._owners()
         for inc in incidents:
             members = _member_ids(inc)
+            if revived and revived.issuperset(members):
+                continue  # brought back for a new event that did not join it: its last version stands
             if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
                 pending.update(members)
                 continue
@@ -191,6 +210,35 @@ class StreamCorrelator:
             out.extend(self._supersede(inc, members, owners))
         self._prune(learned, pending, now_us)
         return out
+
+    def _revive(self) -> set[str]:
+        """Bring back to ``events`` the cold events (``cold``) a new event (``fresh``) may be related to, with
+        every other cold event of their incidents, so that an incident is correlated whole: those that began no
+        earlier than the earliest new event's start minus the longest link window (capped at an hour), the
+        allowed lateness (more than the lines' own precision) and two hosts' skew bounds at their cap
+        (``window.SKEW_CAP_US``, or the largest configured). A watchdog timeout of a 2 h NCCL timeout starts
+        two hours before its line (``Ev.start``): the fault its collective hung on, on a host whose log went on
+        meanwhile, is found again. An incident of brought-back events alone is not emitted again (``step``).
+        Returns the ids brought back."""
+        fresh = [self.events[k] for k in self.fresh if k in self.events]
+        self.fresh = []
+        if not self.cold or not fresh:
+            return set()
+        longest = max(int(l.window_s * S) for l in self.rules.links)
+        skew = max(SKEW_CAP_US, self.settings.clocks.max_skew())
+        lo = min(e.start for e in fresh) - min(longest, 3600 * S) - self.lateness_us - 2 * skew
+        back = {k for k, e in self.cold.items() if e.start >= lo}
+        if not back:
+            return set()
+        for _ver, _h, inc in self.emitted.values():
+            ids = _member_ids(inc)
+            if inc.get("status") != "superseded" and not back.isdisjoint(ids):
+                back.update(m for m in ids if m in self.cold)
+        for k in back:
+            e = self.events[k] = self.cold.pop(k)
+            if teaches_topology(e):
+                self.teaching[k] = rank_membership(e)
+        return back
 
     def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
         """``build_topology`` of the wiring lines and the kept events ``evs``, in that order, with ``samples``,
@@ -293,11 +341,17 @@ class StreamCorrelator:
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
+        # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
         for _ver, _h, inc in self.emitted.values():
             if inc.get("status") != "superseded":
-                ids = _member_ids(inc)
+                ids = [m for m in _member_ids(inc) if m in self.events]
                 if not kept.isdisjoint(ids):
-                    kept.update(m for m in ids if m in self.events)
+                    kept.update(ids)
+                elif any(is_fault(self.events[m], catalog) for m in ids):
+                    self.cold.update((m, self.events[m]) for m in ids)
+        if self.cold and self.watermark.max_ts is not None:
+            floor = self.watermark.max_ts - self.reach_back_us
+            self.cold = {k: e for k, e in self.cold.items() if e.ts >= floor}
         self.events = {k: e for k, e in self.events.items() if k in kept}
         self.teaching = {k: m for k, m in self.teaching.items() if k in kept}
         # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole. Wiring
@@ -314,7 +368,8 @@ class StreamCorrelator:
                   if e.event_id not in self.events and held.get((m[0], e.host), True)]
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
-        self.emitted = {k: v for k, v in self.emitted.items() if any(m in self.events for m in _member_ids(v[2]))}
+        self.emitted = {k: v for k, v in self.emitted.items()
+                        if any(m in self.events or m in self.cold for m in _member_ids(v[2]))}
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything

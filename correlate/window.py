@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from correlate.model import Ev
 
 S = 1_000_000
+#: the largest skew bound estimated for a host (µs): a larger one is a clock to fix, not a delay to allow for
+SKEW_CAP_US = 300 * S
 
 
 @dataclass(slots=True)
@@ -66,7 +68,7 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
     return per_host, meds, sorted(meds.values())[len(meds) // 2]
 
 
-def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * S) -> dict[str, int]:
+def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_CAP_US) -> dict[str, int]:
     """Per-host skew bound (µs) from line time vs Kafka append time.
 
     For every host with at least ``min_events`` line-stamped events that came
@@ -85,7 +87,7 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = 300 * 
 
 
 def estimate_clocks(events: list[Ev], *, min_events: int = 5,
-                    cap_us: int = 300 * S) -> tuple[dict[str, int], dict[str, int]]:
+                    cap_us: int = SKEW_CAP_US) -> tuple[dict[str, int], dict[str, int]]:
     """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
     delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
     offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with

@@ -55,6 +55,10 @@ class Settings(BaseModel):
                                  "moved this far past its last event")
     idle_close_s: float = Field(120.0, gt=0, le=YEAR_S, description="... or when its hosts sent nothing for this long "
                                 "(processing time: a crashed host logs nothing more)")
+    reach_back_s: float = Field(86400.0, ge=0, le=YEAR_S,
+                                description="the faults of emitted incidents are kept aside this long for watchdog "
+                                "timeouts whose collectives began at them (the longest NCCL timeout joined to its "
+                                "cause)")
     resolve_after_s: float = Field(900.0, ge=0, le=YEAR_S,
                                    description="an incident with no new evidence this long is resolved")
     timezone: str = Field("UTC", description="zone of log stamps that print none (dmesg -T, syslog)")

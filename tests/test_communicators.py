@@ -461,24 +461,101 @@ def test_a_quiet_hosts_fault_stays_for_timeouts_that_come_hours_later(pipeline):
         (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
 
 
-def _stream_and_batch(pipeline, feeds: list[tuple[datetime, dict[str, list[str]]]], end: datetime):
+def _stream_and_batch(pipeline, feeds: list[tuple[datetime, dict[str, list[str]]]], end: datetime,
+                      sc: StreamCorrelator | None = None, emitted: list | None = None):
     """Each feed's lines to a stream at their time, a step every 5 minutes of processing time until the next
     feed, then a flushed step at ``end``: (the stream's latest incidents that are not superseded, the batch
-    correlator's incidents of the same events at ``end``)."""
+    correlator's incidents of the same events at ``end``). Every version the stream emits is appended to
+    ``emitted``."""
     import pyarrow as pa
 
-    sc, latest, tables = StreamCorrelator(), {}, []
+    sc, latest, tables = sc or StreamCorrelator(), {}, []
+    emitted = [] if emitted is None else emitted
     for i, (at, logs) in enumerate(feeds):
         b = events(pipeline, logs, at)
         tables.append(b.events)
         sc.add(b.events, now_us=int(at.timestamp() * S))
         t = at
         while t < (feeds[i + 1][0] if i + 1 < len(feeds) else at + timedelta(minutes=1)):
-            latest.update((x["id"], x) for x in sc.step(now_us=int(t.timestamp() * S)))
+            emitted.extend(sc.step(now_us=int(t.timestamp() * S)))
             t += timedelta(minutes=5)
-    latest.update((x["id"], x) for x in sc.step(now_us=int(end.timestamp() * S), flush=True))
+    emitted.extend(sc.step(now_us=int(end.timestamp() * S), flush=True))
+    for x in emitted:
+        latest[x["id"]] = x
     return ([x for x in latest.values() if x["status"] != "superseded"],
             correlate(pa.concat_tables(tables), now_us=int(end.timestamp() * S)))
+
+
+def _long_timeout(t: datetime, rank: int, hours: float) -> str:
+    ms = int(hours * 3600_000)
+    return timeout(t, rank).replace("Timeout(ms)=600000", f"Timeout(ms)={ms}").replace("ran for 600030",
+                                                                                     f"ran for {ms + 30}")
+
+
+def _busy(host: str, since: datetime, until: datetime, gpu: int = 1) -> list[tuple[datetime, dict[str, list[str]]]]:
+    """``host`` goes on logging: a one-rank job inits on its GPU ``gpu`` every 20 minutes from ``since``."""
+    out, k = [], 1
+    while (t := since + timedelta(minutes=20 * k)) < until:
+        out.append((t, {host: [init(t, host, 500 + k, 0, 1, f"0x00000000000001{k:02x}", gpu=gpu)]}))
+        k += 1
+    return out
+
+
+@pytest.mark.parametrize("hours", [1.5, 2, 6])
+def test_a_fault_on_a_host_that_logs_on_stays_for_timeouts_that_come_hours_later(pipeline, hours):
+    """As above, but n1 goes on logging (another job inits on its other GPU every 20 minutes), so its
+    watermark moves and its Xid 79 is older than the events kept long before the other ranks' watchdogs fire.
+    The Xid's incident goes cold (``StreamCorrelator.cold``) and comes back when a timeout's collective began
+    near it (``_revive``): the flushed stream gives the batch's incident. (Before, the stream forgot the Xid
+    and named n1's rank 0 silent, leaving the Xid's own incident standing beside it.)"""
+    comm = "0x00000000000000aa"
+    xid = T0 + timedelta(hours=1)
+    hang = xid + timedelta(hours=hours)
+    feeds = [(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}),
+             (xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, hang),
+             (hang, {f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, hours)] for r in (1, 2, 3)})]
+    sc = StreamCorrelator()
+    got, (want,) = _stream_and_batch(pipeline, feeds, hang + timedelta(hours=1), sc)
+    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
+        (want["id"], "roots", "n1", 3)] and want["initiator"]["host"] == "n1"
+    assert not sc.cold  # the Xid's incident came back whole with its timeouts
+
+
+def test_an_old_fault_brought_back_for_an_unrelated_timeout_is_not_emitted_again(pipeline):
+    """n1's Xid 79, then n1 logs on; two hours later the ranks of another job, on other hosts, time out after
+    a 2 h NCCL timeout: their collectives began near the Xid, so it comes back to be correlated, but it joins
+    nothing. Its incident's versions are those of the same stream without the timeouts, and the stream gives
+    the batch's two incidents."""
+    xid = T0 + timedelta(hours=1)
+    hang = xid + timedelta(hours=2)
+    comm = "0x00000000000000cc"
+    feeds = [(T0, {f"n{r + 5}": [init(T0, f"n{r + 5}", 100 + r, r, 3, comm)] for r in range(3)}),
+             (xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, hang),
+             (hang, {f"n{r + 5}": [_long_timeout(hang + timedelta(milliseconds=r), r, 2)] for r in (1, 2)})]
+    runs = []
+    for fed in (feeds, feeds[:-1]):
+        sc, emitted = StreamCorrelator(), []
+        got, want = _stream_and_batch(pipeline, fed, hang + timedelta(hours=1), sc, emitted)
+        runs.append(([(x["id"], x["version"], x["status"]) for x in emitted if x["initiator"]["host"] == "n1"],
+                     len(sc.cold)))  # ids differ between the runs: an event id holds its Kafka offset
+    assert sorted((x["id"], x["pattern"]) for x in got) == sorted((x["id"], x["pattern"]) for x in want)
+    (with_timeouts, cold), (alone, cold_alone) = runs
+    assert [v for _i, *v in with_timeouts] == [v for _i, *v in alone] and len({i for i, *_ in with_timeouts}) == 1
+    assert cold == cold_alone == 1  # gone cold again: the Xid alone
+
+
+def test_cold_faults_are_forgotten_after_the_reach_back(pipeline):
+    """``StreamCorrelator.reach_back_us`` bounds what is kept cold: a fault older than the fleet's watermark by
+    more is forgotten."""
+    xid = T0 + timedelta(hours=1)
+    end = xid + timedelta(hours=3)
+    sc = StreamCorrelator(reach_back_us=2 * 3600 * S)
+    feeds = [(xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, xid + timedelta(hours=2, minutes=30))]
+    _stream_and_batch(pipeline, feeds, end, sc)
+    assert not sc.cold and not sc.emitted  # 2.5 h after the Xid: past the reach back, forgotten with its incident
+    sc = StreamCorrelator(reach_back_us=3 * 3600 * S)
+    _stream_and_batch(pipeline, feeds, end, sc)
+    assert [e.kind for e in sc.cold.values()] == ["xid"] and len(sc.emitted) == 1
 
 
 @pytest.mark.parametrize("gap_min", [70, 120])
