@@ -87,9 +87,11 @@ class Service:
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()), on_batch=self.on_batch,
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms)
         self.hourly = Hourly(settings, self.lake)
-        # after a restart: incident versions and the recent events from the lake
-        self.correlator.restore(self.sink.stored(),
-                                self.sink.recent_events(int((settings.allowed_lateness_s + 3600) * S)))
+        # after a restart: incident versions and the recent events from the lake, with the older events of
+        # incidents the correlator keeps aside (StreamCorrelator.cold)
+        stored = self.sink.stored()
+        self.correlator.restore(stored, self.sink.recent_events(int((settings.allowed_lateness_s + 3600) * S),
+                                                                stored, int(settings.reach_back_s * S)))
 
     @property
     def incidents(self) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from prometheus_client import Counter, Gauge
 
 from api.pager import Pager
+from correlate.incident import member_ids
 from ingest.lake import Lake, LakeError
 from schemas.events import EVENTS_SCHEMA
 from schemas.incidents import incident_rows
@@ -85,14 +86,18 @@ class IncidentSink:
     #: how far back a restart looks for the membership lines of jobs still running (µs): a week
     MEMBERSHIP_US = 7 * 86_400 * 1_000_000
 
-    def recent_events(self, horizon_us: int) -> pa.Table | None:
+    def recent_events(self, horizon_us: int, incidents: list[dict[str, Any]] = (),
+                      reach_back_us: int = 0) -> pa.Table | None:
         """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart), and
         before them the newest membership line of each rank (``nccl_init`` / ``nccl_p2p_fallback`` with a rank
         and a communicator, or nccl-tests' rank lines: ``topology.rank_membership``) of the last
         ``MEMBERSHIP_US``: a job started hours before the restart printed them
         once, and the streaming correlator names a hung job's silent rank from them. Those of communicators
-        that have ended are dropped by its first step (``topology.comm_spans``). Arrow table in
-        ``EVENTS_SCHEMA``, or None when the lake has no events."""
+        that have ended are dropped by its first step (``topology.comm_spans``). Then the events older than the
+        horizon, within ``reach_back_us`` of the latest, of the ``incidents`` (stored versions) that are not
+        superseded: the streaming correlator keeps those of incidents that hold a fault for watchdog timeouts
+        that come hours later (``StreamCorrelator.cold``). Arrow table in ``EVENTS_SCHEMA``, each event once,
+        or None when the lake has no events."""
         from api.store import StoreError, connect
 
         try:
@@ -117,6 +122,13 @@ class IncidentSink:
                 UNION ALL BY NAME
                 SELECT * FROM events WHERE ts >= ?""",
                         params=[since, last - timedelta(microseconds=self.MEMBERSHIP_US), since]).to_arrow_table()
+            ids = sorted({m for inc in incidents if inc.get("status") != "superseded" for m in member_ids(inc)})
+            if ids and reach_back_us > 0:
+                old = con.sql("SELECT * FROM events WHERE ts < ? AND ts >= ? AND event_id IN (SELECT unnest(?))",
+                              params=[since, last - timedelta(microseconds=reach_back_us), ids]).to_arrow_table()
+                have = set(t.column("event_id").to_pylist())
+                old = old.filter(pa.array([i not in have for i in old.column("event_id").to_pylist()], pa.bool_()))
+                t = pa.concat_tables([old.select(t.column_names).cast(t.schema), t]) if old.num_rows else t
         finally:
             con.close()
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None

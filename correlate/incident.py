@@ -36,6 +36,16 @@ def incident_id(events: list[Ev]) -> str:
     return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
 
 
+def member_ids(inc: dict[str, Any]) -> list[str]:
+    """The event ids an incident (the DESIGN.md shape) holds: its initiator's, each downstream party's, then
+    its context's."""
+    ids = list(inc["initiator"].get("events", []))
+    for d in inc["downstream"]:
+        ids.extend(d["events"])
+    ids.extend(c["event"] for c in inc.get("context", []))
+    return ids
+
+
 def _lead(evs: list[Ev]) -> Ev:
     """The event that names a party: the worst logged line (then the earliest), an operator's report only when
     the party has nothing else."""

@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 from correlate.attribute import is_fault
 from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
+from correlate.incident import member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
@@ -188,7 +189,7 @@ class StreamCorrelator:
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
         owners = self._owners()
         for inc in incidents:
-            members = _member_ids(inc)
+            members = member_ids(inc)
             if revived and revived.issuperset(members):
                 continue  # brought back for a new event that did not join it: its last version stands
             if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
@@ -203,7 +204,7 @@ class StreamCorrelator:
             inc = orjson.loads(orjson.dumps(inc))
             inc["version"] = prev[0] + 1 if prev else 1
             if prev:  # the events its last version held and this one does not are no longer its own
-                for m in _member_ids(prev[2]):
+                for m in member_ids(prev[2]):
                     owners.get(m, set()).discard(inc["id"])
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
@@ -231,7 +232,7 @@ class StreamCorrelator:
         if not back:
             return set()
         for _ver, _h, inc in self.emitted.values():
-            ids = _member_ids(inc)
+            ids = member_ids(inc)
             if inc.get("status") != "superseded" and not back.isdisjoint(ids):
                 back.update(m for m in ids if m in self.cold)
         for k in back:
@@ -261,7 +262,7 @@ class StreamCorrelator:
         owners: dict[str, set[str]] = {}
         for iid, (_ver, _h, inc) in self.emitted.items():
             if inc.get("status") != "superseded":
-                for m in _member_ids(inc):
+                for m in member_ids(inc):
                     owners.setdefault(m, set()).add(iid)
         return owners
 
@@ -294,7 +295,7 @@ class StreamCorrelator:
             ver, _h, old = self.emitted[old_id]
             gone = dict(old, version=ver + 1, status="superseded", superseded_by=me)
             self.emitted[old_id] = (ver + 1, _content_hash(gone), gone)
-            for m in _member_ids(old):
+            for m in member_ids(old):
                 owners.get(m, set()).discard(old_id)
             out.append(gone)
         return out
@@ -344,7 +345,7 @@ class StreamCorrelator:
         # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
         for _ver, _h, inc in self.emitted.values():
             if inc.get("status") != "superseded":
-                ids = [m for m in _member_ids(inc) if m in self.events]
+                ids = [m for m in member_ids(inc) if m in self.events]
                 if not kept.isdisjoint(ids):
                     kept.update(ids)
                 elif any(is_fault(self.events[m], catalog) for m in ids):
@@ -369,7 +370,7 @@ class StreamCorrelator:
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
         self.emitted = {k: v for k, v in self.emitted.items()
-                        if any(m in self.events or m in self.cold for m in _member_ids(v[2]))}
+                        if any(m in self.events or m in self.cold for m in member_ids(v[2]))}
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything
@@ -440,11 +441,3 @@ def _raw_partition(origin: str) -> str | None:
     """``kafka:fleet.dmesg/3/1207:5#r2`` -> ``kafka:fleet.dmesg/3``: the raw partition a line came from
     (its ordered stream); None for lines read from files (one file is one ordered stream per host)."""
     return origin.rsplit("/", 1)[0] if origin.startswith("kafka:") else None
-
-
-def _member_ids(inc: dict[str, Any]) -> list[str]:
-    ids = list(inc["initiator"].get("events", []))
-    for d in inc["downstream"]:
-        ids.extend(d["events"])
-    ids.extend(c["event"] for c in inc.get("context", []))
-    return ids

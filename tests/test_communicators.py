@@ -235,6 +235,52 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
                     ("n4", "nccl_init", now - timedelta(days=3))]
 
 
+def test_a_restart_reads_back_the_faults_kept_aside_for_long_timeouts(pipeline, tmp_path):
+    """After a restart the service also reads back the older events of its stored incidents within
+    ``reach_back_s`` (``IncidentSink.recent_events``): n1's Xid 79 three hours ago, whose incident was emitted,
+    goes cold again in the new correlator, and the 4 h watchdog timeouts that come after the restart join it
+    as in the batch."""
+    import pyarrow as pa
+
+    from api.sink import IncidentSink
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    comm = "0x00000000000000aa"
+    xid = T0 + timedelta(hours=1)
+    restart = xid + timedelta(hours=3)
+    hang = xid + timedelta(hours=4)
+    first = events(pipeline, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}, T0)
+    fault = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    busy = [events(pipeline, logs, at).events for at, logs in _busy("n1", xid, restart)]
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    for i, t in enumerate([first.events, fault.events, *busy]):
+        lake.write("events", t, f"b{i}")
+    stored = correlate(pa.concat_tables([first.events, fault.events, *busy]), now_us=int(restart.timestamp() * S))
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake")))
+    xid_id = fault.events.column("event_id")[0].as_py()
+    assert xid_id not in sink.recent_events(3600 * S, stored, 0).column("event_id").to_pylist()
+    back = sink.recent_events(3600 * S, stored, 24 * 3600 * S)
+    assert xid_id in back.column("event_id").to_pylist()
+    assert back.num_rows == len(set(back.column("event_id").to_pylist()))
+
+    sc = StreamCorrelator()
+    sc.restore(stored, back)
+    sc.step(now_us=int(restart.timestamp() * S))
+    assert xid_id in sc.cold
+    late = events(pipeline, {f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, 4)] for r in (1, 2, 3)},
+                  hang)
+    sc.add(late.events, now_us=int(hang.timestamp() * S))
+    got = [x for x in sc.step(now_us=int((hang + timedelta(hours=1)).timestamp() * S), flush=True)
+           if x["status"] != "superseded"]
+    want = correlate(pa.concat_tables([first.events, fault.events, *busy, late.events]),
+                     now_us=int((hang + timedelta(hours=1)).timestamp() * S))
+    (joined,) = [x for x in want if x["initiator"]["host"] == "n1"]
+    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
+        (joined["id"], "roots", "n1", 3)]
+
+
 def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):
     """Ranks 0 – 2 of a job time out; rank 3's host and one other never log again, so the hang stays open
     (not emitted) while the job restarts on n1, n2 and two new hosts, and n1, n2 go on logging. The ended
