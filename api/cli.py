@@ -224,6 +224,9 @@ def diagnose(
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
                   "report joins no logged evidence" + (f". Did you mean {close[0]}?" if close else ""),
                   style="yellow", highlight=False, markup=False)  # text, not markup
+    for x in symptoms:  # a GPU the host's logs do not name: a typo, or another host's GPU
+        if x.host in seen and (odd := _unnamed_gpus(batch, x.host, x.gpus)):
+            err.print(odd, style="yellow", highlight=False, markup=False)
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))
@@ -234,6 +237,29 @@ def diagnose(
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
+
+
+def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
+    """A warning naming the reported ``gpus`` (indexes or normalised PCI bus ids) of ``host`` that none of its
+    events, link samples or topology facts names, where they name GPUs of that form (bus ids are checked
+    against bus ids, indexes against indexes); "" when there is none."""
+    import pyarrow.compute as pc
+
+    from schemas.pci import normalize_bus_id
+
+    bus, index = set(), set()
+    for t in (batch.events, batch.link_samples, batch.topology):
+        if t is None or not t.num_rows:
+            continue
+        rows = t.filter(pc.equal(t.column("host"), host)).select(["device", "gpu_index"]).to_pydict()
+        bus.update(b for d in rows["device"] if d and (b := normalize_bus_id(d)))
+        index.update(str(i) for i in rows["gpu_index"] if i is not None)
+    odd = [g for g in gpus if (g.isdigit() and index and g not in index) or (not g.isdigit() and bus and g not in bus)]
+    if not odd:
+        return ""
+    named = ", ".join(sorted(bus) + sorted(index, key=int))
+    return (f"symptom GPU {', '.join(odd)} of {host} is named by none of its lines (they name GPU {named}): a "
+            "typo, or another host's GPU? The report is kept as given")
 
 
 def _skipped(rejects) -> list[str]:

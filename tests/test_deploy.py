@@ -345,6 +345,20 @@ def test_diagnose_symptom_gpus_are_indexes_or_bus_ids(tmp_path):
     assert "nvidia-smi -q -i 1,0000:1b:00.0" in inc["next_action"], inc["next_action"]
 
 
+def test_a_symptom_gpu_the_logs_do_not_name_is_said(tmp_path):
+    """A reported bus id that none of the host's lines names (they name 0000:1b:00.0 and 0000:3d:00.0) is said
+    on stderr, the report kept; a named one, or an index where the lines name no index, says nothing."""
+    log = tmp_path / "node07.log"
+    log.write_text("[  12.1] NVRM: Xid (PCI:0000:1b:00): 13, pid=4411, name=python, Graphics Exception: ESR "
+                   "0x404600=0x80000002\n[  12.5] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.\n")
+    r = _firstfault("diagnose", str(log), "--symptom", "hang:0000:1C:00.0,3,0000:3d:00.0")
+    assert r.returncode == 0 and ("symptom GPU 0000:1c:00.0 of node07 is named by none of its lines (they name GPU "
+                                  "0000:1b:00.0, 0000:3d:00.0)") in r.stderr, r.stderr
+    for fine in ("hang:0000:1b:00.0", "hang:3"):
+        r = _firstfault("diagnose", str(log), "--symptom", fine)
+        assert r.returncode == 0 and "symptom GPU" not in r.stderr, (fine, r.stderr)
+
+
 def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_host_is_named(tmp_path):
     """A symptom without a time on logs with no event (an ``nvidia-smi topo -m`` matrix) was placed at the epoch
     (1970); it is placed when it is reported. A symptom on a host that has no events says so on stderr."""
