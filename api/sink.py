@@ -29,6 +29,17 @@ INCIDENTS = Counter("firstfault_incident_versions_total", "incident versions emi
 OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
 
 
+#: the newest membership line of each rank (``topology.rank_membership``) with ``ts`` in [$2, $1): NCCL init
+#: and P2P-fallback lines with a rank and a communicator, or nccl-tests' rank lines (their communicator is host:pid)
+_MEMBERSHIP_SQL = """
+    SELECT * FROM events
+    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback') AND rank IS NOT NULL
+      AND (comm IS NOT NULL OR (signature = 'nccltests.rank' AND pid IS NOT NULL))
+    QUALIFY row_number() OVER (PARTITION BY coalesce(comm, host || ':' || pid::VARCHAR), rank
+                               ORDER BY ts DESC, event_id) = 1
+    ORDER BY ts, event_id"""
+
+
 class IncidentSink:
     """``emit`` stores incident versions (one atomic lake part per call, named after the versions, so a
     replay rewrites the same file) and then enqueues pages; ``incidents`` holds the latest of each.
@@ -110,15 +121,8 @@ class IncidentSink:
             if last is None:
                 return None
             since = last - timedelta(microseconds=horizon_us)
-            t = con.sql("""
-                SELECT * FROM (
-                    SELECT * FROM events
-                    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback') AND rank IS NOT NULL
-                      AND (comm IS NOT NULL OR (signature = 'nccltests.rank' AND pid IS NOT NULL))
-                    -- nccl-tests' rank lines name no communicator: theirs is host:pid (topology.rank_membership)
-                    QUALIFY row_number() OVER (PARTITION BY coalesce(comm, host || ':' || pid::VARCHAR), rank
-                                               ORDER BY ts DESC, event_id) = 1
-                    ORDER BY ts, event_id)
+            t = con.sql(f"""
+                SELECT * FROM ({_MEMBERSHIP_SQL})
                 UNION ALL BY NAME
                 SELECT * FROM events WHERE ts >= ?""",
                         params=[since, last - timedelta(microseconds=self.MEMBERSHIP_US), since]).to_arrow_table()
@@ -129,6 +133,27 @@ class IncidentSink:
                 have = set(t.column("event_id").to_pylist())
                 old = old.filter(pa.array([i not in have for i in old.column("event_id").to_pylist()], pa.bool_()))
                 t = pa.concat_tables([old.select(t.column_names).cast(t.schema), t]) if old.num_rows else t
+        finally:
+            con.close()
+        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
+
+    def membership_events(self) -> pa.Table | None:
+        """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of the lake's events (as in
+        ``recent_events``): what a correlate worker reads back when it starts over, so that its commit is not
+        held back for them (``correlate.consumer.CorrelateWorker``). Arrow table in ``EVENTS_SCHEMA``, or None
+        when there is none (or no lake)."""
+        from api.store import StoreError, connect
+
+        try:
+            con = connect(self.lake)
+        except StoreError:
+            return None
+        try:
+            last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
+            if last is None:
+                return None
+            t = con.sql(_MEMBERSHIP_SQL, params=[last + timedelta(microseconds=1),
+                                                 last - timedelta(microseconds=self.MEMBERSHIP_US)]).to_arrow_table()
         finally:
             con.close()
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None

@@ -12,7 +12,9 @@ reflected in stored incidents.
 
 So after a crash, a restart or a rebalance, the new owner of a partition
 replays from the safe offset and rebuilds the open windows exactly; incident
-versions already stored are restored from the lake by the caller, so a replay
+versions already stored, and the newest membership line of each rank (the
+caller's ``restore_events``: NCCL init lines print once, at job start), are
+restored from the lake by the caller, so a replay
 emits a version only where the content really changes (the correlator's
 content hash). Duplicated deliveries are harmless: events are keyed by
 ``event_id``.
@@ -56,10 +58,11 @@ class CorrelateWorker:
     def __init__(self, *, bootstrap: str, topic: str, group_id: str, settings: Settings, lateness_us: int,
                  on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
                  session_timeout_ms: int = 30000, tick_s: float = 5.0, close_after_us: int = 120 * S,
-                 idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S) -> None:
+                 idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
+                 restore_events: Callable[[], pa.Table | None] | None = None) -> None:
         self.bootstrap, self.topic, self.group_id = bootstrap, topic, group_id
         self.settings, self.lateness_us = settings, lateness_us
-        self.on_incidents, self.restore = on_incidents, restore
+        self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
         self.stop = asyncio.Event()
@@ -75,8 +78,9 @@ class CorrelateWorker:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
                              close_after_us=self.close_after_us, idle_us=self.idle_us,
                              reach_back_us=self.reach_back_us)
-        if self.restore is not None:
-            c.restore(self.restore())
+        if self.restore is not None or self.restore_events is not None:
+            c.restore(self.restore() if self.restore is not None else [],
+                      self.restore_events() if self.restore_events is not None else None)
         return c
 
     async def start(self) -> None:
@@ -186,8 +190,11 @@ class CorrelateWorker:
     def safe_offsets(self, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
         """Per partition: the first record whose events the correlator still holds (or one past the last),
         in its events or as the membership lines of live communicators (``StreamCorrelator.wiring``: a replay
-        from a later offset would not name the ranks of a job that started before it)."""
-        keep, wiring = self.correlator.events, self.correlator.wiring
+        from a later offset would not name the ranks of a job that started before it) — unless the worker
+        reads those lines back when it starts over (``restore_events``, from the lake): then a job that
+        finished and left its GPUs idle does not hold the commit (and the replay after a restart) for days."""
+        keep = self.correlator.events
+        wiring = self.correlator.wiring if self.restore_events is None else {}
         out = {}
         for tp in tps:
             p = self.parts.get(tp)

@@ -131,11 +131,12 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
            previous: list[dict[str, Any]] | None = None, version: int = 1) -> dict[str, Any]:
     """A copy of ``body`` (made of ``scene`` and ``v``) with ``version``; ``status`` (``resolved`` once its last
     event is older than ``resolve_after_us`` at ``now_us``, µs; else ``open``); and ``recurrence``: the earlier
-    incidents of ``previous`` with the same initiator, not this incident's own emitted versions (the streaming
-    correlator re-renders an emitted incident at each step) nor one it superseded (the same fault)."""
+    incidents of ``previous`` with the same initiator (that started no later than this one, each once: the
+    streaming correlator passes its emitted incidents, later ones too), not this incident's own emitted
+    versions (it re-renders an emitted incident at each step) nor one it superseded (the same fault)."""
     this = body["id"]
-    prev = [p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
-            and _same_initiator(p, v.initiator)]
+    prev = list({p["id"]: p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
+                 and p["start"] <= body["start"] and _same_initiator(p, v.initiator)}.values())
     inc = dict(body)
     inc["version"] = version
     inc["status"] = "resolved" if now_us - max(e.ts for e in scene.events) > resolve_after_us else "open"

@@ -28,7 +28,7 @@ can still matter, and after each batch re-correlates them:
   being forgotten: kept aside, not correlated, until a new event may be
   related to them — a watchdog timeout whose collective began hours ago, at
   the fault (a 2 h NCCL timeout) — and then correlated again with their
-  incident, for ``reach_back_us`` (24 h) of the fleet's watermark.
+  incident, for ``reach_back_us`` (24 h) of their host's watermark.
 
 Whatever the arrival order, once the input has ended (``flush``) the latest
 versions that are not superseded equal the batch correlator's incidents on
@@ -91,10 +91,10 @@ class StreamCorrelator:
     events: dict[str, Ev] = field(default_factory=dict)
     #: event_id -> an event of an emitted incident that holds a fault, older than the events kept (``_prune``):
     #: not correlated again until a new event reaches back to it (``_revive``: a watchdog timeout whose
-    #: collective began hours ago, at the fault), then brought back with its incident; forgotten after
-    #: ``reach_back_us`` of the fleet's watermark
+    #: collective began hours ago, at the fault), then brought back with its incident; forgotten once older
+    #: than its host's watermark by ``reach_back_us``
     cold: dict[str, Ev] = field(default_factory=dict, repr=False)
-    #: how far back of the fleet's watermark a new event may still find an old fault (µs): the longest NCCL
+    #: how far back of its host's watermark a new event may still find an old fault (µs): the longest NCCL
     #: timeout the stream joins to the fault that caused it (PyTorch's ``timeout`` may be set to hours)
     reach_back_us: int = 24 * 3600 * S
     #: ids of the events added since the last step: only they can reach an event gone cold
@@ -164,11 +164,35 @@ class StreamCorrelator:
 
     def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None) -> None:
         """Continue after a restart: the latest stored version of each incident (so versions keep
-        counting up) and the recent stored events (so open windows are whole again)."""
+        counting up) and the recent stored events (so open windows are whole again). The events of a stored
+        incident that holds a fault, all older than the events are kept by, go cold at once (as ``_prune``
+        would have left them): they are not correlated again, and their incident not emitted again, unless a
+        new event reaches them (``_revive``)."""
         for inc in incidents:
             self.emitted[inc["id"]] = (int(inc.get("version", 1)), _content_hash(inc), inc)
-        if events is not None and events.num_rows:
-            self.add(events)
+        if events is None or not events.num_rows:
+            return
+        self.add(events)
+        keep = self._keep_us()
+        horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
+        catalog = default_catalog()
+
+        def old(e: Ev) -> bool:
+            return e.host in horizon and e.ts < horizon[e.host] - keep
+
+        for _ver, _h, inc in self.emitted.values():
+            ids = [m for m in member_ids(inc) if m in self.events]
+            if (inc.get("status") != "superseded" and ids and all(old(self.events[m]) for m in ids)
+                    and any(is_fault(self.events[m], catalog) for m in ids)):
+                for m in ids:
+                    self.cold[m] = self.events.pop(m)
+                    self.teaching.pop(m, None)
+        self.fresh = [k for k in self.fresh if k in self.events]
+
+    def _keep_us(self) -> int:
+        """How long before its host's watermark an event is kept (µs): the allowed lateness and the longest
+        link window, capped at an hour (``_prune``)."""
+        return self.lateness_us + min(max(int(l.window_s * S) for l in self.rules.links), 3600 * S)
 
     @gc_paused()
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
@@ -215,8 +239,9 @@ class StreamCorrelator:
     def _revive(self) -> set[str]:
         """Bring back to ``events`` the cold events (``cold``) a new event (``fresh``) may be related to, with
         every other cold event of their incidents, so that an incident is correlated whole: those that began no
-        earlier than the earliest new event's start minus the longest link window (capped at an hour), the
-        allowed lateness (more than the lines' own precision) and two hosts' skew bounds at their cap
+        earlier than the earliest new event's start minus the longest link window (capped at an hour; on the
+        new event's own host, the window of a link that names its kind: a day for an ECC count), the allowed
+        lateness (more than the lines' own precision) and two hosts' skew bounds at their cap
         (``window.SKEW_CAP_US``, or the largest configured). A watchdog timeout of a 2 h NCCL timeout starts
         two hours before its line (``Ev.start``): the fault its collective hung on, on a host whose log went on
         meanwhile, is found again. An incident of brought-back events alone is not emitted again (``step``).
@@ -225,10 +250,19 @@ class StreamCorrelator:
         self.fresh = []
         if not self.cold or not fresh:
             return set()
-        longest = max(int(l.window_s * S) for l in self.rules.links)
-        skew = max(SKEW_CAP_US, self.settings.clocks.max_skew())
-        lo = min(e.start for e in fresh) - min(longest, 3600 * S) - self.lateness_us - 2 * skew
-        back = {k for k, e in self.cold.items() if e.start >= lo}
+        slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
+        lo = min(e.start for e in fresh) - (self._keep_us() - self.lateness_us) - slack
+        # a kind a longer link reaches (an ECC count, Fabric Manager state: same host, a day) reaches that far
+        # back on its own host
+        far: dict[str, int] = {}
+        for l in self.rules.links:
+            for k in l.kinds or ():
+                far[k] = max(far.get(k, 0), int(l.window_s * S))
+        far_lo: dict[str, int] = {}
+        for e in fresh:
+            if e.kind in far:
+                far_lo[e.host] = min(far_lo.get(e.host, e.start), e.start - far[e.kind] - slack)
+        back = {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
         if not back:
             return set()
         for _ver, _h, inc in self.emitted.values():
@@ -323,8 +357,7 @@ class StreamCorrelator:
         correlates only the recent events. Of communicators that never end that way (a restart whose
         processes get the pids of the run before, as in a container), ``MAX_COMMS_PER_GPU`` per GPU are
         kept, the most recent."""
-        longest = max(int(l.window_s * S) for l in self.rules.links)
-        keep = self.lateness_us + min(longest, 3600 * S)
+        keep = self._keep_us()
         horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
         # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
         newest: dict[tuple[str, int], Ev] = dict(self.wiring_ranks)
@@ -350,9 +383,9 @@ class StreamCorrelator:
                     kept.update(ids)
                 elif any(is_fault(self.events[m], catalog) for m in ids):
                     self.cold.update((m, self.events[m]) for m in ids)
-        if self.cold and self.watermark.max_ts is not None:
-            floor = self.watermark.max_ts - self.reach_back_us
-            self.cold = {k: e for k, e in self.cold.items() if e.ts >= floor}
+        if self.cold:  # by its own host's watermark: a host whose clock runs a day ahead forgets only its own
+            self.cold = {k: e for k, e in self.cold.items()
+                         if e.host not in horizon or e.ts >= horizon[e.host] - self.reach_back_us}
         self.events = {k: e for k, e in self.events.items() if k in kept}
         self.teaching = {k: m for k, m in self.teaching.items() if k in kept}
         # the communicators an event still kept may belong to (rules.comms_of): their lines stay whole. Wiring

@@ -181,7 +181,9 @@ def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, re
     from correlate.consumer import CorrelateWorker, _Partition
     from correlate.correlator import Settings
 
-    sc = StreamCorrelator()
+    import pyarrow as pa
+
+    sc, tables = StreamCorrelator(), []
     offsets: list[tuple[int, list[str]]] = []  # what a correlate worker would hold per events-topic record
     for n in range(restarts):
         start = T0 + timedelta(hours=6 * n)
@@ -189,6 +191,7 @@ def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, re
                               for g in range(2)] for h in range(4)}
         b = events(pipeline, logs, start)
         offsets.append((n, b.events.column("event_id").to_pylist()))
+        tables.append(b.events)
         sc.add(b.events, b.link_samples, b.topology, now_us=int(start.timestamp() * S))
         sc.step(now_us=int(start.timestamp() * S))
     hang = T0 + timedelta(hours=6 * (restarts - 1) + 2)
@@ -209,6 +212,16 @@ def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, re
     worker.correlator, tp = sc, TopicPartition("fleet.events", 0)
     worker.parts[tp] = _Partition(held=deque(offsets), last=restarts)
     assert worker.safe_offsets({tp}) == {tp: restarts - 1}  # the last run's record: its lines are in wiring
+    # a worker that reads the membership back when it starts over (from the lake: restore_events) commits past
+    # it: a finished job whose GPUs stay idle would hold the commit, and the replay after a restart, for days
+    lines = pa.concat_tables(tables[-1:])
+    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=Settings(),
+                             lateness_us=sc.lateness_us, on_incidents=lambda incidents: None,
+                             restore_events=lambda: lines)
+    assert set(worker.correlator.events) == set(lines.column("event_id").to_pylist())  # read back at the start
+    worker.correlator, tp = sc, TopicPartition("fleet.events", 0)
+    worker.parts[tp] = _Partition(held=deque(offsets), last=restarts)
+    assert worker.safe_offsets({tp}) == {tp: restarts}  # the hang's record: its events are kept
 
 
 def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_horizon(pipeline, tmp_path):
@@ -233,6 +246,11 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     rows = sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist())
     assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now),
                     ("n4", "nccl_init", now - timedelta(days=3))]
+    # what a correlate worker reads back when it starts over: the membership lines alone
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).membership_events()
+    assert sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist()) == [
+        ("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n4", "nccl_init", now - timedelta(days=3))]
+    assert IncidentSink(Settings(lake=str(tmp_path / "none"))).membership_events() is None
 
 
 def test_a_restart_reads_back_the_faults_kept_aside_for_long_timeouts(pipeline, tmp_path):
@@ -588,6 +606,59 @@ def test_an_old_fault_brought_back_for_an_unrelated_timeout_is_not_emitted_again
     (with_timeouts, cold), (alone, cold_alone) = runs
     assert [v for _i, *v in with_timeouts] == [v for _i, *v in alone] and len({i for i, *_ in with_timeouts}) == 1
     assert cold == cold_alone == 1  # gone cold again: the Xid alone
+
+
+def test_a_host_whose_clock_runs_a_day_ahead_does_not_forget_the_other_hosts_cold_faults(pipeline):
+    """As the 2 h timeout case above, with one line from an unrelated host whose clock runs 25 h ahead: cold
+    events are forgotten by their own host's watermark, not the fleet's (a break-it pass found the Xid gone and
+    n1's rank 0 named silent)."""
+    comm = "0x00000000000000aa"
+    xid = T0 + timedelta(hours=1)
+    hang = xid + timedelta(hours=2)
+    odd = xid + timedelta(minutes=30)
+    ahead = odd + timedelta(hours=25)
+    feeds = sorted([(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}),
+                    (xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, hang),
+                    (odd, {"n7": [init(ahead, "n7", 900, 0, 1, "0x0000000000000999")]})], key=lambda f: f[0])
+    feeds.append((hang, {f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, 2)] for r in (1, 2, 3)}))
+    got, want = _stream_and_batch(pipeline, feeds, hang + timedelta(hours=1))
+    assert sorted((x["id"], x["pattern"], x["initiator"].get("host"), len(x["downstream"])) for x in got) == sorted(
+        (x["id"], x["pattern"], x["initiator"].get("host"), len(x["downstream"])) for x in want)
+    assert [(x["pattern"], len(x["downstream"])) for x in want if x["initiator"].get("host") == "n1"] == [("roots", 3)]
+
+
+def test_ecc_events_hours_apart_on_a_host_that_logs_on_join_as_in_the_batch(pipeline):
+    """Two ECC events of the k8s device plugin (catalog: nvml.yaml) three hours apart on a host that logs on:
+    the ``ecc`` link (same host) reaches a day, so the first, gone cold, comes back for the second, and the
+    stream gives the batch's one incident (a break-it pass found two)."""
+    def ecc(t: datetime) -> str:
+        return (f"I{t.month}{t.day:02d} {t:%H:%M:%S}.{t.microsecond:06d}       1 health.go:151] Skipping "
+                "non-nvmlEventTypeXidCriticalError event: {Device:{Handle:0x7f0dcf40bdf8} EventType:2 EventData:0 "
+                "GpuInstanceId:4294967295 ComputeInstanceId:4294967295}")
+
+    a = T0 + timedelta(hours=1)
+    b = a + timedelta(hours=3)
+    got, want = _stream_and_batch(pipeline, [(a, {"n1": [ecc(a)]}), *_busy("n1", a, b), (b, {"n1": [ecc(b)]})],
+                                  b + timedelta(hours=1))
+    assert len(want) == 1 and [(x["id"], x["pattern"]) for x in got] == [(want[0]["id"], want[0]["pattern"])]
+
+
+def test_recurrence_names_earlier_incidents_once_when_an_old_fault_comes_back(pipeline):
+    """n1's GPU falls off the bus twice, 90 minutes apart, n1 logging on between; then the other ranks' 3 h
+    timeouts reach back to the first fault. Its incident's last version names no later incident as a
+    ``recurrence.previous`` (the stream passes its emitted incidents, the later one too), the second names the
+    first once: as the batch."""
+    comm = "0x00000000000000aa"
+    x1 = T0 + timedelta(hours=1)
+    x2 = x1 + timedelta(hours=1, minutes=30)
+    hang = x1 + timedelta(hours=3, seconds=20)
+    feeds = [(T0, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}),
+             (x1, {"n1": [fallen(x1)]}), *_busy("n1", x1, x2), (x2, {"n1": [fallen(x2)]}), *_busy("n1", x2, hang),
+             (hang, {f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, 3)] for r in (1, 2, 3)})]
+    got, want = _stream_and_batch(pipeline, feeds, hang + timedelta(hours=1))
+    recurrence = sorted((x["id"], x["recurrence"]["previous"]) for x in got)
+    assert recurrence == sorted((x["id"], x["recurrence"]["previous"]) for x in want)
+    assert sorted(len(p) for _i, p in recurrence) == [0, 1]
 
 
 def test_cold_faults_are_forgotten_after_the_reach_back(pipeline):
