@@ -9,6 +9,8 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 
 from __future__ import annotations
 
+import math
+
 import threading
 from pathlib import Path
 
@@ -150,9 +152,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
 
 
 def _cell(v: object) -> str:
-    """A value as a terminal table shows it: nothing for null, a list, struct, interval or blob as JSON
-    (:func:`api.store.json_default`), anything else as its text."""
-    if v is None:
+    """A value as a terminal table shows it: nothing for null (and for NaN and infinities, which are null in
+    JSON), a list, struct, interval or blob as JSON (:func:`api.store.json_default`), anything else as its
+    text."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if isinstance(v, bytes):
         return json_default(v)
@@ -163,10 +166,15 @@ def _cell(v: object) -> str:
 
 def _flat(tbl):
     """CSV has no lists, structs, intervals or bytes: such columns become JSON text, a BLOB its base64 text (as
-    in json and the table; its bytes need not be UTF-8)."""
+    in json and the table; its bytes need not be UTF-8); NaN and infinities are null (an empty field), as in
+    JSON, where a list or struct holds them too."""
+    import pyarrow.compute as pc
+
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
-        if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_fixed_size_binary(
+        if pa.types.is_floating(col.type):
+            col = pc.if_else(pc.is_finite(col), col, pa.scalar(None, col.type))
+        elif pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_fixed_size_binary(
                 col.type):
             col = pa.array([None if v is None else json_default(v) for v in col.to_pylist()], type=pa.string())
         elif pa.types.is_nested(col.type) or pa.types.is_interval(col.type):

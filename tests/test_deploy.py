@@ -228,6 +228,15 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     for fmt in ("json", "table"):  # a value Python's datetime cannot hold: a traceback and exit 1 before
         r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
         assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
+    # NaN and infinities are null in every format, in a column as inside a list (csv and the table printed
+    # nan and inf beside a list's null)
+    q = "SELECT 'nan'::DOUBLE AS x, 'inf'::FLOAT AS y, [1.5, '-inf'::DOUBLE] AS l, 2.5::DOUBLE AS z"
+    r = _firstfault("sql", q, "-f", "csv", env=env)
+    assert r.returncode == 0 and r.stdout.splitlines()[1] == ',,"[1.5,null]",2.5', r
+    r = _firstfault("sql", q, "-f", "json", env=env)
+    assert r.returncode == 0 and r.stdout == '{"x":null,"y":null,"l":[1.5,null],"z":2.5}\n', r
+    r = _firstfault("sql", q, env={**env, "COLUMNS": "200"})
+    assert r.returncode == 0 and "nan" not in r.stdout.lower() and "inf" not in r.stdout.lower() and "2.5" in r.stdout, r
 
 
 def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
