@@ -8,6 +8,8 @@ unknown ``FIRSTFAULT_*`` variable stops start-up with a message naming it.
 
 from __future__ import annotations
 
+import difflib
+
 import os
 import tomllib
 from pathlib import Path
@@ -184,12 +186,17 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         except OSError as e:  # a folder, no permission
             raise SettingsError(f"cannot read the config file {path}: {e.strerror or e}") from e
     fields = Settings.model_fields
+    source = {name: f"{path}" for name in data} if path is not None else {}  # where each value came from
     for k, v in env.items():
         if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":
             continue  # an empty variable counts as unset (compose passes unset ones as empty)
         name = k[len(_PREFIX):].lower()
         if name not in fields:
-            raise SettingsError(f"unknown setting {k} (known: {', '.join(_PREFIX + f.upper() for f in fields)})")
+            known = [_PREFIX + f.upper() for f in fields]
+            close = difflib.get_close_matches(k, known, n=1)
+            raise SettingsError(f"unknown setting {k}" + (f": did you mean {close[0]}?" if close else "")
+                                + f" (known: {', '.join(known)})")
+        source[name] = k
         ann = fields[name].annotation
         if ann in (list[str],):
             data[name] = [x.strip() for x in v.split(",") if x.strip()]
@@ -197,9 +204,14 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             data[name] = _pairs(k, v)
         else:
             data[name] = v
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    data.update(given)
+    source.update((k, "the command line") for k in given)
     try:
         return Settings.model_validate(data)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-        raise SettingsError(f"invalid configuration{' in ' + str(path) if path else ''}: {msgs}") from e
+        # each message says where its value came from: the file, the environment variable, the command line
+        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}"
+                         + (f" (from {source[str(err['loc'][0])]})" if err["loc"] and str(err["loc"][0]) in source
+                            else "") + f": {err['msg']}" for err in e.errors())
+        raise SettingsError(f"invalid configuration: {msgs}") from e

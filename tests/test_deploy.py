@@ -84,6 +84,23 @@ def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
         load_settings(env=env)
 
 
+def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
+    """A bad value names its source: the environment variable over a good file's value, the file for its own
+    (a fresh-user trial found an environment value blamed on the file); a misspelt variable gets a suggestion."""
+    (tmp_path / "ok.toml").write_text("reach_back_s = 600\n")
+    (tmp_path / "bad.toml").write_text("reach_back_s = -600\n")
+    with pytest.raises(SettingsError, match=re.escape("reach_back_s (from FIRSTFAULT_REACH_BACK_S): Input should "
+                                                      "be greater than or equal to 0")):
+        load_settings(tmp_path / "ok.toml", env={"FIRSTFAULT_REACH_BACK_S": "-3"})
+    with pytest.raises(SettingsError, match=re.escape(f"reach_back_s (from {tmp_path / 'bad.toml'}):")):
+        load_settings(tmp_path / "bad.toml", env={})
+    with pytest.raises(SettingsError, match=re.escape("reach_back_s (from the command line):")):
+        load_settings(tmp_path / "ok.toml", env={}, overrides={"reach_back_s": -1})
+    with pytest.raises(SettingsError, match="did you mean FIRSTFAULT_REACH_BACK_S[?]"):
+        load_settings(env={"FIRSTFAULT_REACH_BAK_S": "5"})
+    assert load_settings(tmp_path / "ok.toml", env={}).reach_back_s == 600
+
+
 def test_a_malformed_fleet_config_is_a_configuration_error(tmp_path):
     for text in (b"hosts: [1,2\n", b"hosts: {node01: 5}\n", b"\xff\xfe", b"? [a, b]\n: 1\n"):
         (tmp_path / "fleet.yaml").write_bytes(text)
