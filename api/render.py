@@ -58,13 +58,24 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
         named = set(cands)
         # with no single culprit the parties are suspects first (named as attribute.unknown_verdict names them),
         # reporters after: the cell says which is which
-        down = ", ".join(sorted({f"{d['host']}:{d.get('device') or d.get('kind')}" for d in inc["downstream"]
+        down = ", ".join(sorted({_party_label(d) for d in inc["downstream"]
                                  if candidate_name(*party_subject(d)) not in named}))
         if cands:
             down = "suspects: " + "; ".join(cands) + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")
         out.append((inc, start, describe_initiator(inc["initiator"]), down or "-"))
     return out
+
+
+def _party_label(d: dict[str, Any]) -> str:
+    """``host:device`` (else ``host:kind``) of a downstream party; a party that is only an operator's report
+    (``--symptom``: its events are ``symptom-…``) says so, not the kind it is correlated as (a hang is an
+    ``nccl_timeout`` that no line logged)."""
+    what = d.get("device") or d.get("kind")
+    if d.get("events") and all(str(e).startswith("symptom-") for e in d["events"]):
+        what = ("reported hang" if d.get("kind") == "nccl_timeout" else "reported failure") + (
+            f" {d['device']}" if d.get("device") else "")
+    return f"{d['host']}:{what}"
 
 
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:

@@ -72,11 +72,15 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
     """Symptoms as events (signature ``operator.symptom``) so they join incidents like evidence.
 
     A symptom without a time is placed at its host's last event, else at the last event of any host, else at
-    ``now_us`` (µs: reported now, about logs that hold no event); ``details.untimed`` says it was not given."""
+    ``now_us`` (µs: reported now, about logs that hold no event); ``details.untimed`` says it was not given.
+    Events whose time is only an upper bound (``details.ts_upper_bound``: a line with no stamp, timed by its
+    file's mtime or its Kafka arrival, maybe days after the lines around it) count only where no other does."""
     out = []
-    latest = max((e.ts for e in events), default=now_us)
+    timed = [e for e in events if not e.details.get("ts_upper_bound")] or events
+    latest = max((e.ts for e in timed), default=now_us)
     for i, s in enumerate(symptoms):
-        host_ts = [e.ts for e in events if e.host == s.host]
+        host_ts = ([e.ts for e in timed if e.host == s.host]
+                   or [e.ts for e in events if e.host == s.host])
         ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else latest)
         # the id is of what was reported (its place, host, kind, time if given, GPUs, note): the same report gives
         # the same id on every run, also when it is placed at the time of the run

@@ -324,3 +324,32 @@ def test_a_symptom_on_one_gpu_is_about_that_gpu(pipeline):
     assert [k for k, v in by_index.items() if any(e.startswith("symptom-") for e in v)] == [(None, 2)]
     _inc, several = parties(Symptom(host="node01", kind="hang", gpus=["0000:1b:00.0", "0000:3d:00.0"]))
     assert [k for k, v in several.items() if any(e.startswith("symptom-") for e in v)] == [(None, None)]
+
+
+def test_the_table_names_an_operators_report_as_reported_not_as_a_logged_kind(pipeline):
+    """In the incidents table a downstream party made only of an operator's report reads ``host:reported hang``
+    (``reported failure``), not ``host:nccl_timeout``, which no line logged (a fresh-user trial)."""
+    from api.render import _rows
+    from correlate.correlator import Symptom
+
+    text = ("[Mon Nov 30 03:12:05 2026] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, name=python, GPU has fallen off the "
+            "bus.")
+    for kind, said in (("hang", "node01:reported hang"), ("failure", "node01:reported failure")):
+        ((_inc, _start, initiator, down),) = _rows(_with(pipeline, text, [Symptom(host="node01", kind=kind)]))
+        assert (initiator, down) == ("node01 gpu 0000:3d:00.0 (Xid 79)", said)
+
+
+def test_an_untimed_symptom_is_placed_at_the_last_line_with_a_time_of_its_own(pipeline):
+    """A symptom without a time on a host with no events is placed at the last event of any host: of those with
+    a time of their own, not an NCCL INFO line (no stamp: shared/reference/formats.md) timed by its arrival,
+    weeks after the lines around it (a fresh-user trial found the report placed at a file's mtime)."""
+    from correlate.correlator import Symptom
+
+    text = ("node01:4411:4411 [0] NCCL INFO comm 0x55d1f0 rank 0 nranks 2 cudaDev 0 busId 1b000 commId "
+            "0x1234567890abcdef - Init COMPLETE\n"
+            "[rank0]:[E1130 03:12:10.123456000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600030 milliseconds before timing out.")
+    incs = _with(pipeline, text, [Symptom(host="node09", kind="hang")])
+    (reported,) = [i for i in incs if i["initiator"]["host"] == "node09"]
+    assert reported["start"] == "2026-11-30T03:12:10.123456Z", [(i["start"], i["initiator"]["host"]) for i in incs]
