@@ -376,13 +376,15 @@ class StreamCorrelator:
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
         # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
+        going_cold = []
         for _ver, _h, inc in self.emitted.values():
             if inc.get("status") != "superseded":
                 ids = [m for m in member_ids(inc) if m in self.events]
                 if not kept.isdisjoint(ids):
                     kept.update(ids)
                 elif any(is_fault(self.events[m], catalog) for m in ids):
-                    self.cold.update((m, self.events[m]) for m in ids)
+                    going_cold.append(ids)
+        self.cold.update((m, self.events[m]) for ids in going_cold for m in ids if m not in kept)
         if self.cold:  # by its own host's watermark: a host whose clock runs a day ahead forgets only its own
             self.cold = {k: e for k, e in self.cold.items()
                          if e.host not in horizon or e.ts >= horizon[e.host] - self.reach_back_us}
