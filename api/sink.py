@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -109,17 +110,7 @@ class IncidentSink:
         superseded: the streaming correlator keeps those of incidents that hold a fault for watchdog timeouts
         that come hours later (``StreamCorrelator.cold``). Arrow table in ``EVENTS_SCHEMA``, each event once,
         or None when the lake has no events."""
-        from api.store import StoreError, connect
-
-        try:
-            con = connect(self.lake)
-        except StoreError:
-            return None
-        try:
-            # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
-            last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
-            if last is None:
-                return None
+        def read(con, last) -> pa.Table:
             since = last - timedelta(microseconds=horizon_us)
             t = con.sql(f"""
                 SELECT * FROM ({_MEMBERSHIP_SQL})
@@ -133,15 +124,22 @@ class IncidentSink:
                 have = set(t.column("event_id").to_pylist())
                 old = old.filter(pa.array([i not in have for i in old.column("event_id").to_pylist()], pa.bool_()))
                 t = pa.concat_tables([old.select(t.column_names).cast(t.schema), t]) if old.num_rows else t
-        finally:
-            con.close()
-        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
+            return t
+
+        return self._read_events(read)
 
     def membership_events(self) -> pa.Table | None:
         """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of the lake's events (as in
         ``recent_events``): what a correlate worker reads back when it starts over, so that its commit is not
         held back for them (``correlate.consumer.CorrelateWorker``). Arrow table in ``EVENTS_SCHEMA``, or None
         when there is none (or no lake)."""
+        return self._read_events(lambda con, last: con.sql(_MEMBERSHIP_SQL, params=[
+            last + timedelta(microseconds=1), last - timedelta(microseconds=self.MEMBERSHIP_US)]).to_arrow_table())
+
+    def _read_events(self, read: Callable[[Any, Any], pa.Table]) -> pa.Table | None:
+        """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest
+        event time: its rows in ``EVENTS_SCHEMA``, or None when it has none, the lake has no events or there is
+        no lake."""
         from api.store import StoreError, connect
 
         try:
@@ -149,11 +147,11 @@ class IncidentSink:
         except StoreError:
             return None
         try:
+            # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
             last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
             if last is None:
                 return None
-            t = con.sql(_MEMBERSHIP_SQL, params=[last + timedelta(microseconds=1),
-                                                 last - timedelta(microseconds=self.MEMBERSHIP_US)]).to_arrow_table()
+            t = read(con, last)
         finally:
             con.close()
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
