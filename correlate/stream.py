@@ -11,7 +11,8 @@ can still matter, and after each batch re-correlates them:
   of processing time (a crashed host logs nothing more); or the input ended
   (``flush``);
 * when later evidence changes an emitted incident, it is emitted again with
-  ``version + 1`` (same id);
+  ``version + 1`` (same id) — not for new clock estimates alone (``clocks``),
+  but at the flush;
 * when late evidence changes which event comes first, the incident's id (made
   from its first event) changes: the old id gets a last version with status
   ``superseded`` and ``superseded_by``, so nothing stays open by mistake;
@@ -59,9 +60,12 @@ from ingest.catalog import default_catalog
 from ingest.gcpause import gc_paused
 
 S = 1_000_000
-# a new version is emitted when anything but the version number changes — the status too, so an
-# incident that went quiet (open -> resolved) is emitted again when the service's clock ticks
-_VOLATILE = ("version",)
+# a new version is emitted when anything but the version number and the per-host clock estimates changes — the
+# status too, so an incident that went quiet (open -> resolved) is emitted again when the service's clock ticks.
+# The clock estimates (``clocks``: skew bound, offset) move a little with nearly every batch of the fleet's
+# events; alone they made most versions (246 of 316 in 20 random scenarios). A version carries the estimates of
+# its step, and a flushed step emits those whose estimates alone changed (the batch correlator's then)
+_VOLATILE = ("version", "clocks")
 #: time bases that are the host's own event time; "kafka"/"file" stand in for lines that printed none
 EVENT_TIME_BASES = frozenset({"line", "monotonic+boot", "envelope", "inherited"})
 
@@ -221,7 +225,7 @@ class StreamCorrelator:
                 continue
             h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
-            if prev and prev[1] == h:
+            if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):
                 continue
             # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident
             # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
