@@ -39,8 +39,8 @@ class Symptom:
     """What the on-call engineer knows and the logs may not say ("the job hung on GPUs 0 and 1").
 
     ``kind``: ``hang`` or ``failure``; ``ts`` µs or ``None`` (then it joins
-    every event of its host); ``gpus``: indexes or bus ids (each GPU named is a
-    reporter of its own, ``symptom_events``).
+    every event of its host); ``gpus``: indexes or bus ids (one GPU named: the
+    report is about that GPU, ``symptom_events``).
     """
 
     host: str
@@ -85,20 +85,18 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
         # the id is of what was reported (its place, host, kind, time if given, GPUs, note): the same report gives
         # the same id on every run, also when it is placed at the time of the run
         what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, s.ts, list(s.gpus), s.note]), digest_size=6)
-        # each GPU named is a reporter of its own (its bus id, else its index) and joins that GPU's own events; a
-        # report that names none is the host's. ``details.gpus``: every GPU of the report
-        named = sorted(set(s.gpus), key=lambda g: (not g.isdigit(), int(g) if g.isdigit() else 0, g))
-        for j, gpu in enumerate(named or [None]):
-            index = int(gpu) if gpu is not None and gpu.isascii() and gpu.isdigit() else None
-            eid = f"symptom-{s.host}-{what.hexdigest()}" + (f"-{j}" if len(named) > 1 else "")
-            out.append(Ev(event_id=eid, ts=ts, ts_basis="operator", host=s.host,
-                          source="nccl", kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM,
-                          severity="error", device_type="gpu" if gpu is not None else None,
-                          device=gpu if gpu is not None and index is None else None, gpu_index=index,
-                          link=None, xid=None, sxid=None, peer=None, rank=None, nranks=None, comm=None,
-                          message=f"reported by operator: {s.kind} {s.note}".strip(),
-                          precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
-                                                   "untimed": s.ts is None}))
+        # one GPU named: the report is about it (its bus id, else its index), and joins that GPU's own events
+        named = set(s.gpus)
+        one = next(iter(named)) if len(named) == 1 else None
+        index = int(one) if one is not None and one.isascii() and one.isdigit() else None
+        out.append(Ev(event_id=f"symptom-{s.host}-{what.hexdigest()}", ts=ts, ts_basis="operator", host=s.host,
+                      source="nccl", kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM,
+                      severity="error", device_type="gpu" if one is not None else None,
+                      device=one if one is not None and index is None else None, gpu_index=index,
+                      link=None, xid=None, sxid=None, peer=None,
+                      rank=None, nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
+                      precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
+                                               "untimed": s.ts is None}))
     return out
 
 

@@ -537,9 +537,9 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
     gpus = {h: sorted({str(g) for e in symptoms if e.host == h for g in e.details.get("gpus", [])}, key=_index)
             for h in hosts}
     candidates = [c for h in hosts for c in ([(h, "gpu", g) for g in gpus[h]] or [(h, None, None)])]
-    reported = "; ".join(dict.fromkeys(  # a report of several GPUs is an event per GPU: said once
+    reported = "; ".join(
         f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := sorted({str(x) for x in e.details.get("gpus", [])}, key=_index))
-                              else "") for e in symptoms for k in [e.details.get("symptom", "failure")]))
+                              else "") for e in symptoms for k in [e.details.get("symptom", "failure")])
     hang = any(e.details.get("symptom") == "hang" for e in symptoms)
     where = ", ".join(hosts)
     one = len(hosts) == 1
