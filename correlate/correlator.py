@@ -39,8 +39,7 @@ class Symptom:
     """What the on-call engineer knows and the logs may not say ("the job hung on GPUs 0 and 1").
 
     ``kind``: ``hang`` or ``failure``; ``ts`` µs or ``None`` (then it joins
-    every event of its host); ``gpus``: indexes or bus ids (one GPU named: the
-    report is about that GPU, ``symptom_events``).
+    every event of its host); ``gpus``: indexes or bus ids.
     """
 
     host: str
@@ -85,15 +84,12 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
         # the id is of what was reported (its place, host, kind, time if given, GPUs, note): the same report gives
         # the same id on every run, also when it is placed at the time of the run
         what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, s.ts, list(s.gpus), s.note]), digest_size=6)
-        # one GPU named: the report is about it (its bus id, else its index), and joins that GPU's own events
-        named = set(s.gpus)
-        one = next(iter(named)) if len(named) == 1 else None
-        index = int(one) if one is not None and one.isascii() and one.isdigit() else None
+        # the report's GPUs are in details.gpus (patterns.symptom_verdict names them); the event is the host's, so
+        # it stays a party of its own beside a GPU's own events, which it corroborates (a break-it pass found a
+        # report placed on the failed GPU hidden in the initiator's events, and the confidence lower)
         out.append(Ev(event_id=f"symptom-{s.host}-{what.hexdigest()}", ts=ts, ts_basis="operator", host=s.host,
                       source="nccl", kind="nccl_timeout" if s.kind == "hang" else "other", signature=SYMPTOM,
-                      severity="error", device_type="gpu" if one is not None else None,
-                      device=one if one is not None and index is None else None, gpu_index=index,
-                      link=None, xid=None, sxid=None, peer=None,
+                      severity="error", device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                       rank=None, nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
                       precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
                                                "untimed": s.ts is None}))

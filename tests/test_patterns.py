@@ -298,32 +298,22 @@ def test_advice_pieces_are_joined_as_sentences(pipeline):
     assert inc["next_action"][0].isupper()
 
 
-def test_a_symptom_on_one_gpu_is_about_that_gpu(pipeline):
-    """A report that names one GPU is that GPU's: by bus id it joins the GPU's own party (a hang reported on the
-    GPU that fell off the bus is in the initiator's events; on another GPU, in that GPU's downstream party), by
-    index it is placed on the GPU's index. A report of several GPUs stays the host's. Lines: the kernel's Xid 13
-    and Xid 79 (shared/reference/formats.md)."""
+def test_a_report_on_the_gpu_that_failed_stays_a_reporter_of_its_own(pipeline):
+    """A hang reported on the GPU that fell off the bus corroborates its Xid 79: the report is a downstream
+    party of its own (``host:reported hang`` in the table), not hidden in the initiator's events, and the
+    confidence is the one of a report that names no GPU. Lines: the kernel's Xid 79 (formats.md)."""
+    from api.render import _rows
     from correlate.correlator import Symptom
 
-    text = ("[Mon Nov 30 03:12:00 2026] NVRM: Xid (PCI:0000:1b:00): 13, pid=4411, name=python, Graphics Exception: "
-            "ESR 0x404600=0x80000002\n"
-            "[Mon Nov 30 03:12:05 2026] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, name=python, GPU has fallen off the "
+    text = ("[Mon Nov 30 03:12:05 2026] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, name=python, GPU has fallen off the "
             "bus.")
-
-    def parties(symptom):
-        (inc,) = _with(pipeline, text, [symptom])
-        return inc, {(p["device"], p.get("gpu_index")): p["events"] for p in [inc["initiator"], *inc["downstream"]]}
-
-    inc, on_fallen = parties(Symptom(host="node01", kind="hang", gpus=["0000:3d:00.0"]))
-    assert inc["initiator"]["xid"] == 79 and any(e.startswith("symptom-") for e in inc["initiator"]["events"])
-    assert len(on_fallen) == 2
-    inc, on_other = parties(Symptom(host="node01", kind="hang", gpus=["0000:1b:00.0"]))
-    assert inc["initiator"]["xid"] == 79 and sorted(len(v) for v in on_other.values()) == [1, 2]
-    assert any(e.startswith("symptom-") for e in on_other[("0000:1b:00.0", None)])
-    _inc, by_index = parties(Symptom(host="node01", kind="hang", gpus=["2"]))
-    assert [k for k, v in by_index.items() if any(e.startswith("symptom-") for e in v)] == [(None, 2)]
-    _inc, several = parties(Symptom(host="node01", kind="hang", gpus=["0000:1b:00.0", "0000:3d:00.0"]))
-    assert [k for k, v in several.items() if any(e.startswith("symptom-") for e in v)] == [(None, None)]
+    (host_level,) = _with(pipeline, text, [Symptom(host="node01", kind="hang")])
+    for gpus in (["0000:3d:00.0"], ["0"], ["0000:3d:00.0", "1"]):
+        incs = _with(pipeline, text, [Symptom(host="node01", kind="hang", gpus=gpus)])
+        ((inc, _start, initiator, down),) = _rows(incs)
+        assert (initiator, down) == ("node01 gpu 0000:3d:00.0 (Xid 79)", "node01:reported hang"), gpus
+        assert not any(e.startswith("symptom-") for e in inc["initiator"]["events"])
+        assert inc["confidence"] == host_level["confidence"], gpus
 
 
 def test_the_table_names_an_operators_report_as_reported_not_as_a_logged_kind(pipeline):
