@@ -207,7 +207,7 @@ class StreamCorrelator:
         topo = _latest(self.topology, _FACT_KEY) if self.topology else None
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
-        revived = self._revive()
+        revived = self._revive(everything=flush)
         evs = list(self.events.values())
         learned = self._learn(evs, samples, topo)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
@@ -218,8 +218,11 @@ class StreamCorrelator:
         owners = self._owners()
         for inc in incidents:
             members = member_ids(inc)
-            if revived and revived.issuperset(members):
-                continue  # brought back for a new event that did not join it: its last version stands
+            if revived and revived.issuperset(members) and not (
+                    flush and inc["id"] in self.emitted and self.emitted[inc["id"]][1] == _content_hash(inc)):
+                # brought back for a new event that did not join it: its last version stands (made when its
+                # context was whole), but for a flush that finds it unchanged but for its clock estimates
+                continue
             if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
                 pending.update(members)
                 continue
@@ -240,7 +243,7 @@ class StreamCorrelator:
         self._prune(learned, pending, now_us)
         return out
 
-    def _revive(self) -> set[str]:
+    def _revive(self, everything: bool = False) -> set[str]:
         """Bring back to ``events`` the cold events (``cold``) a new event (``fresh``) may be related to, with
         every other cold event of their incidents, so that an incident is correlated whole: those that began no
         earlier than the earliest new event's start minus the longest link window (capped at an hour; on the
@@ -249,11 +252,22 @@ class StreamCorrelator:
         (``window.SKEW_CAP_US``, or the largest configured). A watchdog timeout of a 2 h NCCL timeout starts
         two hours before its line (``Ev.start``): the fault its collective hung on, on a host whose log went on
         meanwhile, is found again. An incident of brought-back events alone is not emitted again (``step``).
-        Returns the ids brought back."""
+        ``everything`` (a flushed step: the input has ended) brings every cold event back, so that a flushed
+        version whose content is unchanged gets the batch's clock estimates. Returns the ids brought back."""
         fresh = [self.events[k] for k in self.fresh if k in self.events]
         self.fresh = []
-        if not self.cold or not fresh:
+        if not self.cold or not (fresh or everything):
             return set()
+        back = set(self.cold) if everything else self._reached(fresh)
+        for k in back:
+            e = self.events[k] = self.cold.pop(k)
+            if teaches_topology(e):
+                self.teaching[k] = rank_membership(e)
+        return back
+
+    def _reached(self, fresh: list[Ev]) -> set[str]:
+        """The ids of the cold events the new events ``fresh`` may be related to, with the other cold events of
+        their incidents (``_revive``)."""
         slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
         lo = min(e.start for e in fresh) - (self._keep_us() - self.lateness_us) - slack
         # a kind a longer link reaches (an ECC count, Fabric Manager state: same host, a day) reaches that far
@@ -267,16 +281,11 @@ class StreamCorrelator:
             if e.kind in far:
                 far_lo[e.host] = min(far_lo.get(e.host, e.start), e.start - far[e.kind] - slack)
         back = {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
-        if not back:
-            return set()
-        for _ver, _h, inc in self.emitted.values():
-            ids = member_ids(inc)
-            if inc.get("status") != "superseded" and not back.isdisjoint(ids):
-                back.update(m for m in ids if m in self.cold)
-        for k in back:
-            e = self.events[k] = self.cold.pop(k)
-            if teaches_topology(e):
-                self.teaching[k] = rank_membership(e)
+        if back:
+            for _ver, _h, inc in self.emitted.values():
+                ids = member_ids(inc)
+                if inc.get("status") != "superseded" and not back.isdisjoint(ids):
+                    back.update(m for m in ids if m in self.cold)
         return back
 
     def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
