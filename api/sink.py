@@ -30,15 +30,19 @@ INCIDENTS = Counter("firstfault_incident_versions_total", "incident versions emi
 OPEN = Gauge("firstfault_incidents_open", "incidents currently open")
 
 
-#: the newest membership line of each rank (``topology.rank_membership``) with ``ts`` in [$2, $1): NCCL init
-#: and P2P-fallback lines with a rank and a communicator, or nccl-tests' rank lines (their communicator is host:pid)
+#: the newest membership line of each rank (``topology.rank_membership``) before $1 and no older than $2 µs
+#: before its host's newest event (a host whose clock runs days ahead does not move the others' window): NCCL
+#: init and P2P-fallback lines with a rank and a communicator, or nccl-tests' rank lines (their communicator is
+#: host:pid)
 _MEMBERSHIP_SQL = """
-    SELECT * FROM events
-    WHERE ts < ? AND ts >= ? AND kind IN ('nccl_init', 'nccl_p2p_fallback') AND rank IS NOT NULL
+    WITH newest AS (SELECT host, max(ts) AS t FROM events GROUP BY host)
+    SELECT events.* FROM events JOIN newest USING (host)
+    WHERE events.ts < ? AND events.ts >= newest.t - to_microseconds(?)
+      AND kind IN ('nccl_init', 'nccl_p2p_fallback') AND rank IS NOT NULL
       AND (comm IS NOT NULL OR (signature = 'nccltests.rank' AND pid IS NOT NULL))
     QUALIFY row_number() OVER (PARTITION BY coalesce(comm, host || ':' || pid::VARCHAR), rank
-                               ORDER BY ts DESC, event_id) = 1
-    ORDER BY ts, event_id"""
+                               ORDER BY events.ts DESC, event_id) = 1
+    ORDER BY events.ts, event_id"""
 
 
 class IncidentSink:
@@ -116,7 +120,7 @@ class IncidentSink:
                 SELECT * FROM ({_MEMBERSHIP_SQL})
                 UNION ALL BY NAME
                 SELECT * FROM events WHERE ts >= ?""",
-                        params=[since, last - timedelta(microseconds=self.MEMBERSHIP_US), since]).to_arrow_table()
+                        params=[since, self.MEMBERSHIP_US, since]).to_arrow_table()
             ids = sorted({m for inc in incidents if inc.get("status") != "superseded" for m in member_ids(inc)})
             if ids and reach_back_us > 0:
                 old = con.sql("SELECT * FROM events WHERE ts < ? AND ts >= ? AND event_id IN (SELECT unnest(?))",
@@ -129,12 +133,12 @@ class IncidentSink:
         return self._read_events(read)
 
     def membership_events(self) -> pa.Table | None:
-        """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of the lake's events (as in
+        """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of its host's events (as in
         ``recent_events``): what a correlate worker reads back when it starts over, so that its commit is not
         held back for them (``correlate.consumer.CorrelateWorker``). Arrow table in ``EVENTS_SCHEMA``, or None
         when there is none (or no lake)."""
         return self._read_events(lambda con, last: con.sql(_MEMBERSHIP_SQL, params=[
-            last + timedelta(microseconds=1), last - timedelta(microseconds=self.MEMBERSHIP_US)]).to_arrow_table())
+            last + timedelta(microseconds=1), self.MEMBERSHIP_US]).to_arrow_table())
 
     def _read_events(self, read: Callable[[Any, Any], pa.Table]) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest

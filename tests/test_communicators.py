@@ -226,8 +226,10 @@ def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, re
 
 def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_horizon(pipeline, tmp_path):
     """The service refills its correlator from the lake after a restart (``IncidentSink.recent_events``): the
-    events of the last hour and, before them, the newest membership line of each rank of the last week — a job
-    that started yesterday printed its ``Init COMPLETE`` lines once, and a hang today needs them."""
+    events of the last hour and, before them, the newest membership line of each rank of its host's last week —
+    a job that started yesterday printed its ``Init COMPLETE`` lines once, and a hang today needs them. A host
+    whose clock runs a month ahead moves no other host's week (a break-it pass found the correlate worker's
+    read-back empty then)."""
     from api.sink import IncidentSink
     from ingest.lake import Lake
     from schemas.settings import Settings
@@ -235,7 +237,7 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     now = T0 + timedelta(days=10)
     logs = {"n1": [init(now - timedelta(days=2), "n1", 100, 0, 2, "0xaaaa000000000001"),
                    init(now - timedelta(days=1, hours=12), "n1", 100, 0, 2, "0xaaaa000000000001")],
-            "n2": [init(now - timedelta(days=9), "n2", 200, 1, 2, "0xbbbb000000000002")],
+            "n2": [init(now - timedelta(days=9), "n2", 200, 1, 2, "0xbbbb000000000002"), fallen(now - timedelta(days=1))],
             "n3": [fallen(now)],  # nccl-tests' rank table: its communicator is named by host and pid
             "n4": [f"{now - timedelta(days=3):%Y-%m-%dT%H:%M:%S.%f}+00:00 n4 all_reduce_perf[587622]: #  Rank  0 "
                    "Group  0 Pid 587622 on n4 device  0 [0x21] NVIDIA H100 80GB HBM3"]}
@@ -251,6 +253,13 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     assert sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist()) == [
         ("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n4", "nccl_init", now - timedelta(days=3))]
     assert IncidentSink(Settings(lake=str(tmp_path / "none"))).membership_events() is None
+    ahead = now + timedelta(days=30)
+    lake.write("events", events(pipeline, {"zz": [init(ahead, "zz", 900, 0, 1, "0xcccc000000000003")]}, now).events,
+               "b2")
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).membership_events()
+    assert sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist()) == [
+        ("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n4", "nccl_init", now - timedelta(days=3)),
+        ("zz", "nccl_init", ahead)]
 
 
 def test_a_restart_reads_back_the_faults_kept_aside_for_long_timeouts(pipeline, tmp_path):
