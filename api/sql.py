@@ -20,6 +20,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from api.store import StoreError, connect, json_default, refuse_lossy_columns
 from ingest.lake import Lake
@@ -107,10 +108,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             return 0
         if fmt == "table":
             t = Table()
-            for c in tbl.column_names:
-                t.add_column(c, overflow="fold")
+            for c in tbl.column_names:  # names and values are text, not rich markup ("[rank0]", "[/]")
+                t.add_column(Text(c), overflow="fold")
             for row in tbl.to_pylist():
-                t.add_row(*map(_cell, row.values()))
+                t.add_row(*(Text(_cell(v)) for v in row.values()))
             out.print(t)
             err.print(f"{tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'}", highlight=False)
         elif fmt == "csv":

@@ -254,6 +254,11 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     assert r.returncode == 0 and r.stdout == '{"x":null,"y":null,"l":[1.5,null],"z":2.5}\n', r
     r = _firstfault("sql", q, env={**env, "COLUMNS": "200"})
     assert r.returncode == 0 and "nan" not in r.stdout.lower() and "inf" not in r.stdout.lower() and "2.5" in r.stdout, r
+    # the table prints values and names as text, not rich markup: a list printed empty, "[/]" was a traceback
+    r = _firstfault("sql", "SELECT ['nan'::FLOAT] AS \"[x]\", '[rank0]:[E1129 03:12:10]' AS m, '[/]' AS s",
+                    env={**env, "COLUMNS": "200"})
+    assert r.returncode == 0 and "[null]" in r.stdout and "[x]" in r.stdout and "[rank0]:[E1129" in r.stdout, r
+    assert "[/]" in r.stdout and "Traceback" not in r.stderr, r
 
 
 def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
