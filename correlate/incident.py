@@ -108,8 +108,9 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "start": iso(start),
         "end": iso(end),
         # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
-        # printed no usable time and the arrival or file time stands in
-        "start_basis": min(evs, key=lambda e: e.order).ts_basis,
+        # printed no usable time and the arrival or file time stands in; of events that start together, a logged
+        # line's (an operator's report placed at a line's time does not make that start untimed)
+        "start_basis": min(evs, key=lambda e: (e.start, e.signature == SYMPTOM, e.order)).ts_basis,
         "severity": severity,
         "category": v.category,
         "initiator": init,

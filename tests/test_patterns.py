@@ -343,3 +343,18 @@ def test_an_untimed_symptom_is_placed_at_the_last_line_with_a_time_of_its_own(pi
     incs = _with(pipeline, text, [Symptom(host="node09", kind="hang")])
     (reported,) = [i for i in incs if i["initiator"]["host"] == "node09"]
     assert reported["start"] == "2026-11-30T03:12:10.123456Z", [(i["start"], i["initiator"]["host"]) for i in incs]
+
+
+def test_an_untimed_report_at_a_lines_time_leaves_the_start_the_lines(pipeline):
+    """An untimed symptom is placed at its host's last event; when that is the incident's first line too, the
+    incident's ``start_basis`` is the line's (``line``), not ``operator``, so the table does not mark the start
+    ``~`` (a break-it pass; in earlier code too)."""
+    from correlate.correlator import Symptom
+
+    text = ("[Mon Nov 30 03:12:01 2026] usb 1-1: new high-speed USB device number 2 using xhci_hcd\n"
+            "[Mon Nov 30 03:12:05 2026] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, name=python, GPU has fallen off the "
+            "bus.")  # the Xid is the second line: the report, placed at its time, sorted before it
+    (plain,) = _with(pipeline, text, [])
+    (inc,) = _with(pipeline, text, [Symptom(host="node01", kind="hang")])
+    assert (inc["start"], inc["start_basis"]) == (plain["start"], plain["start_basis"]) == (
+        "2026-11-30T03:12:05.000000Z", "line")
