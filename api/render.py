@@ -73,8 +73,7 @@ def _party_label(d: dict[str, Any]) -> str:
     ``nccl_timeout`` that no line logged)."""
     what = d.get("device") or d.get("kind")
     if d.get("events") and all(str(e).startswith("symptom-") for e in d["events"]):
-        what = ("reported hang" if d.get("kind") == "nccl_timeout" else "reported failure") + (
-            f" {d['device']}" if d.get("device") else "")
+        what = "reported hang" if d.get("kind") == "nccl_timeout" else "reported failure"
     return f"{d['host']}:{what}"
 
 

@@ -10,7 +10,6 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 from __future__ import annotations
 
 import math
-
 import threading
 from pathlib import Path
 

@@ -9,7 +9,6 @@ unknown ``FIRSTFAULT_*`` variable stops start-up with a message naming it.
 from __future__ import annotations
 
 import difflib
-
 import os
 import tomllib
 from pathlib import Path
