@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 
+#: a Kafka topic name (``org.apache.kafka.common.internals.Topic``)
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: upper bounds of the settings in seconds: a clock-skew bound beyond a day says the clock is wrong, not skewed
 DAY_S = 86_400
 YEAR_S = 365 * DAY_S
@@ -81,6 +84,19 @@ class Settings(BaseModel):
     pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
     pagerduty_routing_key: SecretStr | None = Field(None, description="PagerDuty integration (routing) key")
     page_min_severity: str = Field("error", description="page incidents at or above this severity")
+
+    @field_validator("topics", "dlq_topic", "events_topic")
+    @classmethod
+    def _topic(cls, v: str | list[str]) -> str | list[str]:
+        """Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic.validate``): 1 – 249 of
+        ``[a-zA-Z0-9._-]``, not ``.`` or ``..``; at least one raw topic."""
+        names = v if isinstance(v, list) else [v]
+        if not names:
+            raise ValueError("needs at least one topic")
+        for t in names:
+            if t in (".", "..") or not _TOPIC.fullmatch(t):
+                raise ValueError(f"{t!r} is not a Kafka topic name (1 – 249 of a-z, A-Z, 0-9, '.', '_', '-')")
+        return v
 
     @field_validator("page_min_severity")
     @classmethod
