@@ -56,7 +56,7 @@ from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
                                 teaches_topology)
 from correlate.window import SKEW_CAP_US, Watermark
-from ingest.catalog import default_catalog
+from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 
 S = 1_000_000
@@ -177,26 +177,49 @@ class StreamCorrelator:
         if events is None or not events.num_rows:
             return
         self.add(events)
-        keep = self._keep_us()
-        horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
-        catalog = default_catalog()
-
-        def old(e: Ev) -> bool:
-            return e.host in horizon and e.ts < horizon[e.host] - keep
-
-        for _ver, _h, inc in self.emitted.values():
-            ids = [m for m in member_ids(inc) if m in self.events]
-            if (inc.get("status") != "superseded" and ids and all(old(self.events[m]) for m in ids)
-                    and any(is_fault(self.events[m], catalog) for m in ids)):
-                for m in ids:
-                    self.cold[m] = self.events.pop(m)
-                    self.teaching.pop(m, None)
+        keep, horizon = self._keep_us(), self._horizons()
+        self._cool({k for k, e in self.events.items() if e.host not in horizon or e.ts >= horizon[e.host] - keep},
+                   default_catalog())
+        for k in self.cold.keys() & self.events.keys():
+            del self.events[k]
+            self.teaching.pop(k, None)
         self.fresh = [k for k in self.fresh if k in self.events]
+
+    def _window_us(self) -> int:
+        """The longest link window, capped at an hour (µs)."""
+        return min(max(int(l.window_s * S) for l in self.rules.links), 3600 * S)
 
     def _keep_us(self) -> int:
         """How long before its host's watermark an event is kept (µs): the allowed lateness and the longest
         link window, capped at an hour (``_prune``)."""
-        return self.lateness_us + min(max(int(l.window_s * S) for l in self.rules.links), 3600 * S)
+        return self.lateness_us + self._window_us()
+
+    def _horizons(self) -> dict[str, int]:
+        """Each host's watermark (µs)."""
+        return {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
+
+    def _kind_windows(self) -> dict[str, int]:
+        """kind -> the longest window (µs) of the links that name it (``rules.yaml`` ``links[].kinds``: an ECC
+        count, Fabric Manager state: a day)."""
+        out: dict[str, int] = {}
+        for l in self.rules.links:
+            for k in l.kinds or ():
+                out[k] = max(out.get(k, 0), int(l.window_s * S))
+        return out
+
+    def _cool(self, kept: set[str], catalog: Catalog) -> None:
+        """Of the emitted incidents that are not superseded: one any of whose events is ``kept`` is kept whole
+        (``kept`` grows); the events of one none of whose events is kept go cold (``cold``) if it holds a fault.
+        Events stay in ``events``: the caller drops them."""
+        going_cold = []
+        for _ver, _h, inc in self.emitted.values():
+            if inc.get("status") != "superseded":
+                ids = [m for m in member_ids(inc) if m in self.events]
+                if not kept.isdisjoint(ids):
+                    kept.update(ids)
+                elif any(is_fault(self.events[m], catalog) for m in ids):
+                    going_cold.append(ids)
+        self.cold.update((m, self.events[m]) for ids in going_cold for m in ids if m not in kept)
 
     @gc_paused()
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
@@ -269,13 +292,10 @@ class StreamCorrelator:
         """The ids of the cold events the new events ``fresh`` may be related to, with the other cold events of
         their incidents (``_revive``)."""
         slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
-        lo = min(e.start for e in fresh) - (self._keep_us() - self.lateness_us) - slack
+        lo = min(e.start for e in fresh) - self._window_us() - slack
         # a kind a longer link reaches (an ECC count, Fabric Manager state: same host, a day) reaches that far
         # back on its own host
-        far: dict[str, int] = {}
-        for l in self.rules.links:
-            for k in l.kinds or ():
-                far[k] = max(far.get(k, 0), int(l.window_s * S))
+        far = self._kind_windows()
         far_lo: dict[str, int] = {}
         for e in fresh:
             if e.kind in far:
@@ -370,8 +390,7 @@ class StreamCorrelator:
         correlates only the recent events. Of communicators that never end that way (a restart whose
         processes get the pids of the run before, as in a container), ``MAX_COMMS_PER_GPU`` per GPU are
         kept, the most recent."""
-        keep = self._keep_us()
-        horizon = {h: wm.value(self.settings.clocks) for h, wm in self.host_watermarks.items()}
+        keep, horizon = self._keep_us(), self._horizons()
         # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
         newest: dict[tuple[str, int], Ev] = dict(self.wiring_ranks)
         for k, m in self.teaching.items():
@@ -381,7 +400,7 @@ class StreamCorrelator:
         quiet = ({h for h, t in self.heard_us.items() if now_us - t > keep} if now_us is not None else set())
         catalog = default_catalog()  # what correlate() judges faults by
         # kinds a link reaches farther than the events are kept by (Fabric Manager state, a volatile ECC count)
-        far = {k for l in self.rules.links if l.kinds and l.window_s * S > keep - self.lateness_us for k in l.kinds}
+        far = {k for k, w in self._kind_windows().items() if w > keep - self.lateness_us}
         kept = {k for k, e in self.events.items()
                 if k in pending or (e.host not in quiet or e.kind in far or is_fault(e, catalog))
                 and (horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep)}
@@ -389,15 +408,7 @@ class StreamCorrelator:
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
         # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
-        going_cold = []
-        for _ver, _h, inc in self.emitted.values():
-            if inc.get("status") != "superseded":
-                ids = [m for m in member_ids(inc) if m in self.events]
-                if not kept.isdisjoint(ids):
-                    kept.update(ids)
-                elif any(is_fault(self.events[m], catalog) for m in ids):
-                    going_cold.append(ids)
-        self.cold.update((m, self.events[m]) for ids in going_cold for m in ids if m not in kept)
+        self._cool(kept, catalog)
         if self.cold:  # by its own host's watermark: a host whose clock runs a day ahead forgets only its own
             self.cold = {k: e for k, e in self.cold.items()
                          if e.host not in horizon or e.ts >= horizon[e.host] - self.reach_back_us}

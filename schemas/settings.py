@@ -201,7 +201,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         except OSError as e:  # a folder, no permission
             raise SettingsError(f"cannot read the config file {path}: {e.strerror or e}") from e
     fields = Settings.model_fields
-    source = {name: f"{path}" for name in data} if path is not None else {}  # where each value came from
+    source = {name: str(path) for name in data} if path is not None else {}  # where each value came from
     for k, v in env.items():
         if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":
             continue  # an empty variable counts as unset (compose passes unset ones as empty)
