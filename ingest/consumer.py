@@ -15,8 +15,9 @@ topics. Per batch of records:
    to the dead-letter topic with ``error_code`` ``decode_error`` or
    ``pipeline_error`` and the others are processed together, as usual;
 4. send unreadable input to the dead-letter topic — one record per Kafka value,
-   listing its bad parts (headers ``ff-reason``, ``ff-error-code``, ``ff-origin``,
-   ``ff-parts``, ``ff-count``) — and wait for the broker's acknowledgement;
+   with the value's own key and headers, listing its bad parts (headers ``ff-reason``,
+   ``ff-error-code``, ``ff-origin``, ``ff-parts``, ``ff-count``) — and wait for the
+   broker's acknowledgement;
 5. write events, link samples and topology facts to the lake (atomic parts);
 6. publish the events to ``fleet.events`` and hand the batch to ``on_batch``;
 7. only then commit the offsets (past the batch, metadata cleared).
@@ -199,14 +200,21 @@ def kafka_origin(origin: str) -> str:
     return origin.split("#", 1)[0]
 
 
-def dead_letters(rejects: list[Reject]) -> list[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
+def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None, list[tuple[str, bytes]]]] | None = None
+                 ) -> list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
     """(key, value, headers) of the dead-letter records for ``rejects``: **one per Kafka value**.
 
     A value with 10,000 broken NDJSON records is one dead-letter record, not 10,000: its value is the
     bad parts joined by newlines (cut at ``DLQ_VALUE_BYTES``), ``ff-parts`` lists them
     (``r2:bad_envelope,r5:bad_envelope``), ``ff-reason`` says why (the first reasons, cut at
     ``DLQ_HEADER_BYTES``), ``ff-error-code`` is the first part's code, ``ff-origin`` the value's
-    coordinates (also the key), ``ff-count`` the number of bad parts.
+    coordinates (``kafka:<topic>/<partition>/<offset>``), ``ff-count`` the number of bad parts.
+
+    ``originals`` maps a value's coordinates to its record's (key, headers). As in Kafka Connect's dead-letter
+    queue (``errors.deadletterqueue.*``), the dead-letter record keeps the original key and headers, the
+    ``ff-*`` headers after them: a value whose host came from its key or a ``host`` header still has it when
+    the record is sent again, and lands on the partition its key chose. A value not in ``originals`` gets
+    its coordinates as the key.
     """
     groups: dict[str, list[Reject]] = {}
     for rj in rejects:
@@ -219,12 +227,28 @@ def dead_letters(rejects: list[Reject]) -> list[tuple[bytes, bytes, list[tuple[s
             reason = parts[0].reason
         else:
             reason = f"{len(parts)} parts unreadable: " + "; ".join(p.reason for p in parts[:5])
-        headers = [("ff-reason", _cut(reason.encode("utf-8", "replace"))),
+        key, kept = originals[origin] if originals and origin in originals else (origin.encode(), [])
+        headers = [*kept,
+                   ("ff-reason", _cut(reason.encode("utf-8", "replace"))),
                    ("ff-error-code", parts[0].error_code.encode()),
                    ("ff-origin", origin.encode()),
                    ("ff-parts", _cut(names.encode())),
                    ("ff-count", str(len(parts)).encode())]
-        out.append((origin.encode(), value[:DLQ_VALUE_BYTES], headers))
+        out.append((key, value[:DLQ_VALUE_BYTES], headers))
+    return out
+
+
+def originals_of(records: list[ConsumerRecord], rejects: list[Reject]) -> dict[str, tuple[bytes | None, list]]:
+    """``dead_letters``' originals: coordinates (``kafka:<topic>/<partition>/<offset>``) -> (key, headers) of the
+    ``records`` that ``rejects`` came from (one pass over the records, only when there are rejects)."""
+    wanted = {kafka_origin(rj.origin) for rj in rejects}
+    out: dict[str, tuple[bytes | None, list]] = {}
+    if not wanted:
+        return out
+    for r in records:
+        origin = f"kafka:{r.topic}/{r.partition}/{r.offset}"
+        if origin in wanted:
+            out[origin] = (r.key, list(r.headers or ()))
     return out
 
 
@@ -451,7 +475,7 @@ class IngestWorker:
         return batch
 
     async def _store(self, records: list[ConsumerRecord], batch: Batch, bid: str) -> None:
-        await self._dead_letter(batch)
+        await self._dead_letter(batch, records)
         self.lake.write("events", batch.events, bid)
         self.lake.write("link_samples", batch.link_samples, bid)
         self.lake.write("topology", batch.topology, bid)
@@ -688,14 +712,15 @@ class IngestWorker:
         for f in futs:
             await self._acked(f, "published events")
 
-    async def _dead_letter(self, batch: Batch) -> None:
+    async def _dead_letter(self, batch: Batch, records: list[ConsumerRecord]) -> None:
         assert self._producer is not None
         futs, codes = [], []
-        for key, value, headers in dead_letters(batch.rejects):
+        for key, value, headers in dead_letters(batch.rejects, originals_of(records, batch.rejects)):
             futs.append(await self._producer.send(self.dlq_topic, value=value, headers=headers, key=key))
-            codes.append(headers[1][1].decode())
-            log.warning("dead-lettered %s (%s): %s", key.decode(), codes[-1], headers[0][1].decode("utf-8", "replace"),
-                        extra={"stage": "decode", "error_code": codes[-1]})
+            h = dict(headers)
+            codes.append(h["ff-error-code"].decode())
+            log.warning("dead-lettered %s (%s): %s", h["ff-origin"].decode(), codes[-1],
+                        h["ff-reason"].decode("utf-8", "replace"), extra={"stage": "decode", "error_code": codes[-1]})
         for f in futs:
             await self._acked(f, "dead letters")  # acknowledged by the broker before the offsets move
         for code in codes:
@@ -734,4 +759,4 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "produce_lines", "TopicPartition"]
+__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "originals_of", "produce_lines", "TopicPartition"]

@@ -26,6 +26,7 @@ from pathlib import Path
 import orjson
 import pytest
 import zstandard
+from aiokafka import AIOKafkaProducer
 
 from benchmarks.crash import read_topic
 from ingest.catalog import default_catalog
@@ -161,6 +162,13 @@ def through_kafka(kafka, tmp_path_factory):
         for key, values in inputs():
             await produce_lines(kafka, topic, key, values)
         await produce_lines(kafka, topic, "bombs", [bomb] * BOMBS)
+        p = AIOKafkaProducer(bootstrap_servers=kafka, acks="all")
+        await p.start()
+        try:  # a bad record whose host is only in a header (as Fluent Bit's kafka output can send it)
+            await (await p.send(topic, value=envelope(message=5), key=b"hdr",
+                                headers=[("host", b"hdr-host"), ("x-shipper", b"fluent-bit")]))
+        finally:
+            await p.stop()
 
     asyncio.run(produce())
     if shutil.which("kcat"):
@@ -190,7 +198,7 @@ def of(events: list[dict], host: str) -> list[dict]:
 
 def dlq_of(dead: list, origins: set[str]) -> list[dict]:
     """The dead-letter records (headers as str, plus the value) of records with these origins."""
-    out = [{k: v.decode() for k, v in r.headers} | {"value": r.value} for r in dead]
+    out = [{k: v.decode() for k, v in r.headers} | {"value": r.value, "key": r.key} for r in dead]
     return [h for h in out if h["ff-origin"] in origins]
 
 
@@ -254,6 +262,17 @@ def test_broken_envelopes_one_dead_letter_record_listing_the_bad_parts(through_k
     assert d["ff-parts"] == "r1:bad_envelope,r2:bad_envelope,r3:bad_envelope"
     assert "not an object" in d["ff-reason"] and "no message field" in d["ff-reason"]
     assert d["value"].count(b"\n") == 2  # the three bad records, as they came
+    assert d["key"] == b"json"  # the original key: sent again, the value lands where its key chose
+
+
+@kafka
+def test_a_dead_letter_keeps_the_original_key_and_headers(through_kafka, origins):
+    [r] = [r for r in through_kafka["dead"] if r.key == b"hdr"]
+    assert [k for k, _ in r.headers] == ["host", "x-shipper", "ff-reason", "ff-error-code", "ff-origin", "ff-parts",
+                                         "ff-count"]
+    h = {k: v.decode() for k, v in r.headers}
+    assert h["host"] == "hdr-host" and h["x-shipper"] == "fluent-bit" and h["ff-error-code"] == "bad_envelope"
+    assert {h["ff-origin"]} == origins["hdr"]
 
 
 @kafka
