@@ -18,10 +18,9 @@ from typing import Annotated, Any, Optional
 
 import orjson
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from api.render import console_width
+from api.render import cli_console
 from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
 
@@ -38,8 +37,8 @@ def _add_report_app() -> None:
 
 
 _add_report_app()
-err = Console(stderr=True, width=console_width(sys.stderr.isatty()))
-out = Console(width=console_width(sys.stdout.isatty()))
+err = cli_console("stderr")
+out = cli_console()
 
 
 def _version(value: bool) -> None:

@@ -6,8 +6,10 @@ ISO 8601 UTC strings and ``details`` as an object — the DESIGN.md contract.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import sys
 from typing import Any
 
 import orjson
@@ -105,6 +107,48 @@ def console_width(is_terminal: bool) -> int | None:
     if is_terminal:
         return shutil.get_terminal_size((200, 24)).columns if cols else None
     return 200
+
+
+class TrimmedStream(io.TextIOBase):
+    """``sys.stdout`` or ``sys.stderr`` (looked up at each write, so a test's captured stream is the one written)
+    with the trailing spaces of every whole line removed. Rich pads a centred title and each cell of a grid to
+    the console's width (200 columns in a pipe); without this the padding reaches files, diffs and ``grep``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name, self._tail = name, ""
+
+    @property
+    def _stream(self) -> Any:
+        return getattr(sys, self._name)
+
+    def write(self, s: str) -> int:
+        head, nl, self._tail = (self._tail + s).rpartition("\n")
+        if nl:
+            self._stream.write("\n".join(x.rstrip(" ") for x in head.split("\n")) + "\n")
+        return len(s)
+
+    def flush(self) -> None:
+        if self._tail:  # a part line (printed with end=""): as it is
+            self._stream.write(self._tail)
+            self._tail = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+def cli_console(name: str = "stdout") -> Console:
+    """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
+    without trailing spaces (``TrimmedStream``)."""
+    return Console(file=TrimmedStream(name), width=console_width(getattr(sys, name).isatty()))
 
 
 class IncidentsView:

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from api.render import console_width
+from api.render import cli_console
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
-err = Console(stderr=True, width=console_width(sys.stderr.isatty()))
+err = cli_console("stderr")
 
 
 def require_lake(s: Settings) -> None:

@@ -422,3 +422,16 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@[red]x[/]", "--format", "table")
     assert r.returncode == 0 and "Reported by the operator: failure on [red]x[/]." in r.stdout, r.stderr[-500:]
     assert re.search(r"missing +the kernel log of \[red\]x\[/\] around the reported time", r.stdout), r.stdout
+
+
+def test_piped_tables_have_no_trailing_spaces(tmp_path):
+    """Rich pads a centred title and every cell of a grid to the console's width (200 in a pipe): the lines of
+    ``diagnose --format table`` and its messages reach a pipe without that padding (they had 106 of 166 lines
+    ending in spaces on the samples)."""
+    log = tmp_path / "node02.log"
+    log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    r = _firstfault("diagnose", str(log), "--symptom", "failure@node07", "--format", "table")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and any("Incidents" in x for x in lines) and any("verify" in x for x in lines), r.stdout
+    assert [x for x in lines + r.stderr.splitlines() if x != x.rstrip()] == []
+    assert r.stdout.endswith("\n") and "symptom host node07 has no events" in r.stderr
