@@ -220,6 +220,7 @@ class CorrelateService:
             bootstrap=bootstrap, topic=settings.events_topic, group_id=settings.correlate_group_id,
             settings=correlation_settings(settings), lateness_us=int(settings.allowed_lateness_s * S),
             on_incidents=self.sink.emit, restore=self.sink.stored, restore_events=self.sink.membership_events,
+            read_back=self.sink.incident_events,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))
         self.hourly = Hourly(settings, self.sink.lake)

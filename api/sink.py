@@ -9,7 +9,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
@@ -20,7 +20,7 @@ from api.pager import Pager
 from correlate.incident import member_ids
 from ingest.lake import Lake, LakeError
 from schemas.events import EVENTS_SCHEMA
-from schemas.incidents import incident_rows
+from schemas.incidents import incident_rows, iso_us
 from schemas.settings import Settings
 
 log = logging.getLogger("firstfault.sink")
@@ -131,6 +131,21 @@ class IncidentSink:
             return t
 
         return self._read_events(read)
+
+    def incident_events(self, incidents: list[dict[str, Any]]) -> pa.Table | None:
+        """The stored events of ``incidents`` (``correlate.incident.member_ids``), from an hour before the
+        earliest one's start on (a host's skew; row groups before it are skipped by their ts statistics): what a
+        correlate worker reads back for the hosts its partitions carry
+        (``correlate.stream.StreamCorrelator.to_read_back``). Arrow table in ``EVENTS_SCHEMA``, each event once,
+        or None when there is none (or no lake)."""
+        ids = sorted({m for inc in incidents for m in member_ids(inc)})
+        if not ids:
+            return None
+        since = datetime.fromtimestamp(min(iso_us(inc["start"]) for inc in incidents) / S - 3600, timezone.utc)
+        return self._read_events(lambda con, last: con.sql("""
+            SELECT * FROM events WHERE ts >= ? AND event_id IN (SELECT unnest(?))
+            QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY ts) = 1""",
+                                                             params=[since, ids]).to_arrow_table())
 
     def membership_events(self) -> pa.Table | None:
         """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of its host's events (as in

@@ -16,7 +16,11 @@ versions already stored, and the newest membership line of each rank (the
 caller's ``restore_events``: NCCL init lines print once, at job start), are
 restored from the lake by the caller, so a replay
 emits a version only where the content really changes (the correlator's
-content hash). Duplicated deliveries are harmless: events are keyed by
+content hash). The events of stored incidents that hold a fault, which the
+correlator keeps aside (cold) for watchdog timeouts that come hours later and
+which no replay brings, are read back from the lake (the caller's
+``read_back``) host by host, as the partitions show which hosts are this
+worker's (``StreamCorrelator.to_read_back``). Duplicated deliveries are harmless: events are keyed by
 ``event_id``.
 """
 
@@ -59,10 +63,12 @@ class CorrelateWorker:
                  on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
                  session_timeout_ms: int = 30000, tick_s: float = 5.0, close_after_us: int = 120 * S,
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
-                 restore_events: Callable[[], pa.Table | None] | None = None) -> None:
+                 restore_events: Callable[[], pa.Table | None] | None = None,
+                 read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None) -> None:
         self.bootstrap, self.topic, self.group_id = bootstrap, topic, group_id
         self.settings, self.lateness_us = settings, lateness_us
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
+        self.read_back = read_back
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
         self.stop = asyncio.Event()
@@ -80,7 +86,8 @@ class CorrelateWorker:
                              reach_back_us=self.reach_back_us)
         if self.restore is not None or self.restore_events is not None:
             c.restore(self.restore() if self.restore is not None else [],
-                      self.restore_events() if self.restore_events is not None else None)
+                      self.restore_events() if self.restore_events is not None else None,
+                      read_back=self.read_back is not None)
         return c
 
     async def start(self) -> None:
@@ -144,6 +151,11 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
+            if data and self.read_back is not None and (wanted := self.correlator.to_read_back()):
+                # the faults of stored incidents on the hosts these partitions carry, kept aside (cold) for
+                # watchdog timeouts that come hours later: the replay from the safe offset does not hold them
+                table = await asyncio.get_running_loop().run_in_executor(None, self.read_back, wanted)
+                self.correlator.add_cold(table, wanted)
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
                 if not await self._emit(self.correlator.step(now_us=now)):

@@ -46,6 +46,15 @@ def member_ids(inc: dict[str, Any]) -> list[str]:
     return ids
 
 
+def incident_hosts(inc: dict[str, Any]) -> set[str]:
+    """The hosts an incident (the DESIGN.md shape) names: its initiator's, each downstream party's and each
+    context event's."""
+    hosts = {inc["initiator"].get("host")} | {d.get("host") for d in inc["downstream"]}
+    hosts.update(c.get("host") for c in inc.get("context", []))
+    hosts.discard(None)
+    return hosts
+
+
 def _lead(evs: list[Ev]) -> Ev:
     """The event that names a party: the worst logged line (then the earliest), an operator's report only when
     the party has nothing else."""

@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from correlate.attribute import is_fault
 from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
-from correlate.incident import member_ids
+from correlate.incident import incident_hosts, member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
@@ -58,6 +58,7 @@ from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_
 from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
+from schemas.incidents import iso_us
 
 S = 1_000_000
 # a new version is emitted when anything but the version number and the per-host clock estimates changes — the
@@ -103,6 +104,17 @@ class StreamCorrelator:
     reach_back_us: int = 24 * 3600 * S
     #: ids of the events added since the last step: only they can reach an event gone cold
     fresh: list[str] = field(default_factory=list, repr=False)
+    #: ids of cold events that came again (a correlate worker's replay) or were read back beside a held event of
+    #: their incident (``add_cold``): the next step brings their incidents back (``_revive``)
+    returned: set[str] = field(default_factory=set, repr=False)
+    #: stored incidents a correlate worker has yet to read back from the lake (``restore(read_back=True)``,
+    #: ``to_read_back``): incident id -> (its hosts that have sent nothing through the worker yet, the incident;
+    #: ``emitted`` forgets a stored incident at the first step that holds none of its events)
+    unread: dict[str, tuple[set[str], dict[str, Any]]] = field(default_factory=dict, repr=False)
+    #: the same incidents by host and by event id, and the hosts ``to_read_back`` has counted
+    unread_by_host: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    unread_by_event: dict[str, str] = field(default_factory=dict, repr=False)
+    read_back_hosts: set[str] = field(default_factory=set, repr=False)
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
     wiring: dict[str, Ev] = field(default_factory=dict)
@@ -144,7 +156,10 @@ class StreamCorrelator:
             if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
                 late += 1
                 continue
-            if e.event_id not in self.events:
+            if e.event_id in self.cold:  # came again (a replay): its incident comes back whole (``_revive``)
+                self.returned.add(e.event_id)
+                self.fresh.append(e.event_id)
+            elif e.event_id not in self.events:
                 self.events[e.event_id] = e
                 self.fresh.append(e.event_id)
                 if teaches_topology(e):
@@ -166,14 +181,29 @@ class StreamCorrelator:
         self.late_events += late
         return late
 
-    def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None) -> None:
+    def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None,
+                read_back: bool = False) -> None:
         """Continue after a restart: the latest stored version of each incident (so versions keep
         counting up) and the recent stored events (so open windows are whole again). The events of a stored
         incident that holds a fault, all older than the events are kept by, go cold at once (as ``_prune``
         would have left them): they are not correlated again, and their incident not emitted again, unless a
-        new event reaches them (``_revive``)."""
+        new event reaches them (``_revive``).
+
+        ``read_back``: a correlate worker's start, which rebuilds its open windows by replaying its partitions
+        and has no ``events`` but membership lines. The stored incidents not superseded that ended within
+        ``reach_back_us`` of the newest one are read back later, by host, as the worker's partitions show it
+        which hosts are its own (``to_read_back``, ``add_cold``)."""
         for inc in incidents:
             self.emitted[inc["id"]] = (int(inc.get("version", 1)), _content_hash(inc), inc)
+        live = [inc for inc in incidents if inc.get("status") != "superseded"]
+        if read_back and live:
+            newest = max(iso_us(inc["end"]) for inc in live)
+            for inc in live:
+                if iso_us(inc["end"]) >= newest - self.reach_back_us:
+                    self.unread[inc["id"]] = (hosts := incident_hosts(inc), inc)
+                    for h in hosts:
+                        self.unread_by_host.setdefault(h, []).append(inc["id"])
+                    self.unread_by_event.update((m, inc["id"]) for m in member_ids(inc))
         if events is None or not events.num_rows:
             return
         self.add(events)
@@ -184,6 +214,49 @@ class StreamCorrelator:
             del self.events[k]
             self.teaching.pop(k, None)
         self.fresh = [k for k in self.fresh if k in self.events]
+
+    def to_read_back(self) -> list[dict[str, Any]]:
+        """The stored incidents (``restore(read_back=True)``) whose events a correlate worker reads back from the
+        lake now and hands to ``add_cold``: those each of whose hosts has sent an event through the worker since
+        (``heard_us``: its partitions carry those hosts' events), and those one of whose events came again (a
+        replay, ``fresh``). An incident whose hosts are split between workers is read back by none until one
+        of its events comes. Each incident once; call it between ``add`` and ``step``."""
+        if not self.unread:
+            return []
+        ready: set[str] = set()
+        for h in self.heard_us.keys() - self.read_back_hosts:
+            self.read_back_hosts.add(h)
+            for iid in self.unread_by_host.pop(h, ()):
+                if iid in self.unread:
+                    left = self.unread[iid][0]
+                    left.discard(h)
+                    if not left:
+                        ready.add(iid)
+        ready.update(i for k in self.fresh if (i := self.unread_by_event.get(k)) in self.unread)
+        out = [self.unread.pop(iid)[1] for iid in sorted(ready)]
+        if not self.unread:
+            self.unread_by_host, self.unread_by_event = {}, {}
+        return out
+
+    def add_cold(self, events: pa.Table | None, incidents: list[dict[str, Any]]) -> None:
+        """The events of stored ``incidents`` (``to_read_back``) read back from the lake (``EVENTS_SCHEMA``; None
+        for none). Those of an incident that holds a fault go cold (as ``restore`` leaves them); an incident
+        one of whose events is held (it came again) comes back whole at the next step (``returned``); the
+        events of one that is neither are not kept."""
+        if events is None or not events.num_rows:
+            return
+        by_id = {e.event_id: e for e in events_from_table(events)}
+        catalog = default_catalog()
+        for inc in incidents:
+            # its stored version again, unless a step made a newer one meanwhile
+            self.emitted.setdefault(inc["id"], (int(inc.get("version", 1)), _content_hash(inc), inc))
+            ids = member_ids(inc)
+            read = [by_id[m] for m in ids if m in by_id and m not in self.events and m not in self.cold]
+            if any(m in self.events for m in ids):
+                self.cold.update((e.event_id, e) for e in read)
+                self.returned.update(e.event_id for e in read)
+            elif any(is_fault(e, catalog) for e in read):
+                self.cold.update((e.event_id, e) for e in read)
 
     def _window_us(self) -> int:
         """The longest link window, capped at an hour (µs)."""
@@ -224,7 +297,7 @@ class StreamCorrelator:
     @gc_paused()
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
         """Incidents that are new or changed since the last step (each with its version)."""
-        if not self.events:
+        if not self.events and not self.returned:
             return []
         samples = _latest(self.samples, _SAMPLE_KEY) if self.samples else None
         topo = _latest(self.topology, _FACT_KEY) if self.topology else None
@@ -279,28 +352,31 @@ class StreamCorrelator:
         version whose content is unchanged gets the batch's clock estimates. Returns the ids brought back."""
         fresh = [self.events[k] for k in self.fresh if k in self.events]
         self.fresh = []
-        if not self.cold or not (fresh or everything):
+        returned, self.returned = self.returned, set()
+        if not self.cold or not (fresh or returned or everything):
             return set()
-        back = set(self.cold) if everything else self._reached(fresh)
+        back = set(self.cold) if everything else self._reached(fresh, returned)
         for k in back:
             e = self.events[k] = self.cold.pop(k)
             if teaches_topology(e):
                 self.teaching[k] = rank_membership(e)
         return back
 
-    def _reached(self, fresh: list[Ev]) -> set[str]:
-        """The ids of the cold events the new events ``fresh`` may be related to, with the other cold events of
-        their incidents (``_revive``)."""
-        slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
-        lo = min(e.start for e in fresh) - self._window_us() - slack
-        # a kind a longer link reaches (an ECC count, Fabric Manager state: same host, a day) reaches that far
-        # back on its own host
-        far = self._kind_windows()
-        far_lo: dict[str, int] = {}
-        for e in fresh:
-            if e.kind in far:
-                far_lo[e.host] = min(far_lo.get(e.host, e.start), e.start - far[e.kind] - slack)
-        back = {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
+    def _reached(self, fresh: list[Ev], returned: set[str] = frozenset()) -> set[str]:
+        """The ids of the cold events the new events ``fresh`` may be related to, and the ``returned`` ones
+        (``returned``), with the other cold events of their incidents (``_revive``)."""
+        back = returned & self.cold.keys()
+        if fresh:
+            slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
+            lo = min(e.start for e in fresh) - self._window_us() - slack
+            # a kind a longer link reaches (an ECC count, Fabric Manager state: same host, a day) reaches that
+            # far back on its own host
+            far = self._kind_windows()
+            far_lo: dict[str, int] = {}
+            for e in fresh:
+                if e.kind in far:
+                    far_lo[e.host] = min(far_lo.get(e.host, e.start), e.start - far[e.kind] - slack)
+            back |= {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
         if back:
             for _ver, _h, inc in self.emitted.values():
                 ids = member_ids(inc)

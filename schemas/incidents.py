@@ -58,7 +58,8 @@ EVIDENCE_SCHEMA: Final = pa.schema([
 ])
 
 
-def _us(iso: str) -> int:
+def iso_us(iso: str) -> int:
+    """An incident's ISO 8601 time (``start``, ``end``: ``2026-01-05T10:00:00.000001Z``) -> µs UTC."""
     dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     return int(dt.timestamp()) * 1_000_000 + dt.microsecond
 
@@ -71,7 +72,7 @@ def incident_rows(incidents: list[dict[str, Any]], written_at_us: int) -> tuple[
         hosts = sorted({h for h in [i.get("host")] + [d["host"] for d in inc["downstream"]] if h})
         rows.append({
             "id": inc["id"], "version": inc.get("version", 1), "status": inc.get("status", "open"),
-            "start": _us(inc["start"]), "end": _us(inc["end"]), "severity": inc["severity"],
+            "start": iso_us(inc["start"]), "end": iso_us(inc["end"]), "severity": inc["severity"],
             "category": inc["category"], "initiator_host": i.get("host"),
             "initiator_device_type": i.get("device_type"), "initiator_device": i.get("device"),
             "initiator_link": i.get("link"), "initiator_kind": i.get("kind"), "initiator_xid": i.get("xid"),

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from correlate.correlator import correlate
+from correlate.incident import member_ids
 from correlate.model import Ev
 from correlate.stream import StreamCorrelator
 from correlate.topology import HANDOVER_MARGIN_US, build_topology, comm_spans, rank_membership
@@ -306,6 +307,134 @@ def test_a_restart_reads_back_the_faults_kept_aside_for_long_timeouts(pipeline, 
     (joined,) = [x for x in want if x["initiator"]["host"] == "n1"]
     assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
         (joined["id"], "roots", "n1", 3)]
+
+
+def _worker_restart(pipeline, read_back: bool):
+    """n1's Xid 79 an hour after a 4-rank job's init lines, then n1 logs on; three hours after the Xid a correlate
+    worker starts over (``restore(read_back=...)``: its stored incidents and the ranks' membership lines, as
+    ``api.sink.IncidentSink.membership_events`` reads them) and replays the last hour
+    of its partition, then the other ranks' 4 h watchdog timeouts come. Returns (the correlator, the Xid's id,
+    the flushed incidents, the batch's, the events of stored incidents read back)."""
+    import pyarrow as pa
+
+    comm = "0x00000000000000ab"
+    xid = T0 + timedelta(hours=1)
+    restart = xid + timedelta(hours=3)
+    hang = xid + timedelta(hours=4)
+    first = events(pipeline, {f"n{r + 1}": [init(T0, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}, T0)
+    fault = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    busy = [(at, events(pipeline, logs, at).events) for at, logs in _busy("n1", xid, hang)]
+    before = [first.events, fault.events, *[t for at, t in busy if at < restart]]
+    stored = correlate(pa.concat_tables(before), now_us=int(restart.timestamp() * S))
+    lake = pa.concat_tables(before)
+    sc = StreamCorrelator()
+    sc.restore(stored, first.events, read_back=read_back)  # with the ranks' membership lines (restore_events)
+    read = []
+    for at, t in busy:  # the replay from the safe offset (the last hour), then n1 logging on
+        if at >= restart - timedelta(hours=1):
+            sc.add(t, now_us=int(at.timestamp() * S))
+            if wanted := sc.to_read_back():
+                ids = {m for inc in wanted for m in member_ids(inc)}
+                back = lake.filter(pa.array([i in ids for i in lake.column("event_id").to_pylist()]))
+                read.extend(back.column("event_id").to_pylist())
+                sc.add_cold(back, wanted)
+            assert all(x["initiator"]["host"] != "n1" or x["pattern"] != "roots" for x in
+                       sc.step(now_us=int(at.timestamp() * S))), "the Xid's incident is not emitted again"
+    late = events(pipeline, {f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, 4)] for r in (1, 2, 3)},
+                  hang)
+    sc.add(late.events, now_us=int(hang.timestamp() * S))
+    assert sc.to_read_back() == []  # n2 - n4's incidents: none stored
+    end = int((hang + timedelta(hours=1)).timestamp() * S)
+    got = [x for x in sc.step(now_us=end, flush=True) if x["status"] != "superseded"]
+    want = correlate(pa.concat_tables([*before, *[t for at, t in busy if at >= restart], late.events]), now_us=end)
+    return sc, fault.events.column("event_id")[0].as_py(), got, want, read
+
+
+def test_a_correlate_worker_that_starts_over_reads_back_the_faults_of_the_hosts_its_partitions_carry(pipeline):
+    """A correlate worker rebuilds its open windows by replaying its partitions from the safe offset, which an
+    incident gone cold (``StreamCorrelator.cold``) does not hold back: the Xid 79 of the case above was lost at a
+    restart or rebalance, and the 4 h watchdog timeouts named n1's rank 0 silent. The worker now reads the
+    stored incidents' events back once n1 sends an event through it (``to_read_back``, ``add_cold``): the Xid
+    goes cold again, its incident is not emitted again, and the timeouts join it as in the batch."""
+    sc, xid_id, got, want, read = _worker_restart(pipeline, read_back=True)
+    assert xid_id in read
+    (joined,) = [x for x in want if x["initiator"]["host"] == "n1"]
+    assert [(x["id"], x["pattern"], x["initiator"]["host"], len(x["downstream"])) for x in got] == [
+        (joined["id"], "roots", "n1", 3)]
+    assert not sc.unread and not sc.cold
+
+
+def test_without_reading_back_the_restarted_worker_names_the_faulty_hosts_rank_silent(pipeline):
+    """The same without ``read_back`` (the worker before): the Xid is not there, the timeouts' incident names
+    a silent rank instead of joining the fault."""
+    _sc, _xid, got, want, read = _worker_restart(pipeline, read_back=False)
+    assert read == [] and [x["pattern"] for x in got] != [x["pattern"] for x in want if x["initiator"]["host"] == "n1"]
+    assert "comm.silent_rank" in {x["pattern"] for x in got}
+
+
+def test_read_back_waits_for_every_host_of_an_incident_or_one_of_its_events(pipeline):
+    """Of a worker's stored incidents, one whose hosts all sent an event through it is read back; one with a
+    host the worker has not heard from is not (another worker's partitions carry it), until one of its own
+    events comes again (a replay). An event of a cold incident that comes again in the replay brings the
+    incident back whole, and it is not emitted again."""
+    import pyarrow as pa
+
+    xid = T0 + timedelta(hours=1)
+    t_other = xid + timedelta(minutes=1)
+    a = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    b = events(pipeline, {"n9": [fallen(t_other).replace("0000:3b:00", "0000:5e:00")]}, t_other)
+    stored = correlate(pa.concat_tables([a.events, b.events]), now_us=int((xid + timedelta(hours=1)).timestamp() * S))
+    assert sorted(x["initiator"]["host"] for x in stored) == ["n1", "n9"]
+    sc = StreamCorrelator()
+    sc.restore(stored, read_back=True)
+    now = int((xid + timedelta(hours=2)).timestamp() * S)
+    before = xid - timedelta(minutes=10)  # the replay begins with a line n1 printed before its Xid
+    n1 = events(pipeline, {"n1": [init(before, "n1", 700, 0, 1, "0x0000000000000a01", gpu=1)]}, before)
+    sc.add(n1.events, now_us=now)
+    (wanted,) = sc.to_read_back()
+    assert wanted["initiator"]["host"] == "n1" and sc.to_read_back() == [] and list(sc.unread) == [stored[1]["id"]]
+    sc.add_cold(pa.concat_tables([a.events, b.events]), [wanted])  # what the lake holds of it
+    assert set(sc.cold) == set(a.events.column("event_id").to_pylist())
+    sc.add(a.events, now_us=now)  # then the replay brings n1's Xid again: it was cold
+    assert sc.returned == set(a.events.column("event_id").to_pylist())
+    sc.add(b.events, now_us=now)  # n9's Xid comes again: its incident is read back
+    (wanted_b,) = sc.to_read_back()
+    assert wanted_b["initiator"]["host"] == "n9" and sc.unread == {}
+    sc.add_cold(b.events, [wanted_b])
+    assert sc.step(now_us=now) == []  # both whole, as stored: not emitted again
+    assert set(sc.emitted) == {x["id"] for x in stored} and set(sc.cold) | set(sc.events) >= {
+        *a.events.column("event_id").to_pylist(), *b.events.column("event_id").to_pylist()}
+
+
+def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeline, tmp_path):
+    """``IncidentSink.incident_events`` (a correlate worker's ``read_back``) on a real lake: the events of the
+    incidents asked for, each once though the lake holds it twice (a batch written again after a crash), and
+    no other event; None for incidents without events and for a lake that does not exist."""
+    import pyarrow as pa
+
+    from api.sink import IncidentSink
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    xid = T0 + timedelta(hours=1)
+    a = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    b = events(pipeline, {"n9": [fallen(xid).replace("0000:3b:00", "0000:5e:00")]}, xid)
+    noise = events(pipeline, {"n1": [init(xid, "n1", 700, 0, 1, "0x0000000000000a01", gpu=1)]}, xid)
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    for i, t in enumerate([a.events, a.events, b.events, noise.events]):
+        lake.write("events", t, f"b{i}")
+    stored = correlate(pa.concat_tables([a.events, b.events, noise.events]),
+                       now_us=int((xid + timedelta(hours=1)).timestamp() * S))
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake")))
+    (n1,) = [x for x in stored if x["initiator"]["host"] == "n1"]
+    back = sink.incident_events([n1])
+    assert back.column("event_id").to_pylist() == a.events.column("event_id").to_pylist()
+    assert back.schema.names == a.events.schema.names
+    assert sorted(sink.incident_events(stored).column("event_id").to_pylist()) == sorted(
+        m for x in stored for m in member_ids(x))
+    assert sink.incident_events([]) is None
+    assert IncidentSink(Settings(lake=str(tmp_path / "none"))).incident_events([n1]) is None
 
 
 def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):

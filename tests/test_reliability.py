@@ -498,6 +498,81 @@ def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
     assert "Traceback" not in (tmp_path / "correlate.log").read_text()
 
 
+def test_a_restarted_correlate_worker_joins_a_long_timeout_to_a_fault_it_kept_aside(kafka, tmp_path):
+    """`firstfault correlate --once` reads a 4-rank job's init lines, n1's Xid 79 and, in later batches, the hosts
+    logging on for four hours (a one-rank job on each host's other GPU inits every 20 minutes): the Xid's
+    incident is stored and goes cold (kept aside for watchdog timeouts that come hours later), and the worker's
+    commit moves past it. A second `firstfault correlate
+    --once` starts over from the commit; then the other ranks' watchdog timeouts of a 4 h NCCL timeout come.
+    It reads the Xid back from the lake once n1's events come through it (``read_back``), so the timeouts
+    join the Xid's incident as the batch correlator joins them — before, the restarted worker had lost it
+    and named n1's rank 0 silent."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow as pa
+
+    from api.store import Store
+    from correlate.correlator import correlate, correlation_settings
+    from ingest.pipeline import Pipeline
+    from schemas.events import EVENTS_SCHEMA
+    from tests.test_communicators import _long_timeout, fallen, init
+
+    prefix = f"coldback.{time.time_ns()}"
+    raw, events_topic = f"{prefix}.raw", f"{prefix}.events"
+    asyncio.run(ensure_topics(kafka, [raw, events_topic, f"{prefix}.dlq"], partitions=1))
+    lake = tmp_path / "lake"
+    Lake(lake).init()
+    pipe = Pipeline()
+    a = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=6)
+    xid = a + timedelta(hours=1)
+    hang = xid + timedelta(hours=4)
+    comm = "0x00000000000000ab"
+
+    async def publish(by_host: dict[str, list[str]]) -> None:  # `firstfault ingest`, in this process
+        for host, lines in by_host.items():
+            await produce_lines(kafka, raw, host, [("\n".join(lines)).encode()])
+        w = IngestWorker(bootstrap=kafka, topics=[raw], group_id=prefix, lake=Lake(lake), dlq_topic=f"{prefix}.dlq",
+                         events_topic=events_topic, pipeline=pipe, linger_ms=50)
+        await w.start()
+        try:
+            await w.run(until_caught_up=True)
+        finally:
+            await w.close()
+
+    env = crash.worker_env(kafka, prefix, "c", tmp_path, max_records=100)
+    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_LAKE=str(lake))
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+
+    def correlate_once() -> None:
+        p = crash.spawn("correlate", env, tmp_path / "correlate.log", "--once")
+        assert p.wait(120) == 0, (tmp_path / "correlate.log").read_text()[-3000:]
+
+    def latest() -> list[tuple[str, str | None, int]]:
+        docs = [orjson.loads(r["doc"]) for r in Store(Lake(lake)).query(
+            "SELECT doc FROM incidents WHERE status <> 'superseded'")]
+        return sorted((d["pattern"], d["initiator"].get("host"), len(d["downstream"])) for d in docs)
+
+    asyncio.run(publish({f"n{r + 1}": [init(a, f"n{r + 1}", 100 + r, r, 4, comm)] for r in range(4)}))
+    asyncio.run(publish({"n1": [fallen(xid)]}))
+    # every host logs on (a one-rank job on its other GPU every 20 minutes): the job's init lines and the Xid
+    # grow older than the events kept, so the commit moves past them
+    busy = {f"n{r + 1}": [init(xid + timedelta(minutes=20 * k), f"n{r + 1}", 500 + 20 * r + k, 0, 1,
+                               f"0x0000000000000{r + 1}{k:02x}", gpu=1) for k in range(1, 12)] for r in range(4)}
+    asyncio.run(publish({h: lines[:6] for h, lines in busy.items()}))
+    asyncio.run(publish({h: lines[6:] for h, lines in busy.items()}))
+    correlate_once()
+    assert ("roots", "n1", 0) in latest()
+    asyncio.run(publish({f"n{r + 1}": [_long_timeout(hang + timedelta(milliseconds=r), r, 4)] for r in (1, 2, 3)}))
+    correlate_once()
+    rows = Store(Lake(lake)).query("SELECT * FROM events")
+    table = pa.Table.from_pylist([{k: r[k] for k in EVENTS_SCHEMA.names} for r in rows], schema=EVENTS_SCHEMA)
+    want = correlate(table, settings=correlation_settings(Settings()), now_us=int(time.time() * 1e6))
+    assert [(x["pattern"], x["initiator"].get("host"), len(x["downstream"])) for x in want
+            if x["initiator"].get("host") == "n1"] == [("roots", "n1", 3)]
+    assert ("roots", "n1", 3) in latest() and not [x for x in latest() if x[0] == "comm.silent_rank"], latest()
+    assert "Traceback" not in (tmp_path / "correlate.log").read_text()
+
+
 def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
     """``firstfault run --once`` twice over one lake (a restart: the second reads the stored incidents and the
     recent events back), in ``log_format = json``: both exit 0, and every stderr line of both is one JSON object
