@@ -326,7 +326,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
         Writes, COPY, ATTACH, INSTALL, SET and reads outside the lake are refused; results are capped
         at ``max_rows`` (at most ``sql_max_rows``; header ``X-Firstfault-Truncated: true`` when rows were
-        left out) and queries stopped after ``sql_timeout_s``."""
+        left out), a result of more than ``sql_max_bytes`` is a 400, and queries are stopped after
+        ``sql_timeout_s``."""
         try:
             check_read_only(req.query)
         except SqlRefused as e:
@@ -336,7 +337,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             raise HTTPException(429, f"{SQL_CONCURRENCY} SQL queries are already running; retry shortly",
                                 headers={"Retry-After": "5"})
         try:
-            schema, batches, cut = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s)
+            schema, batches, cut = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s,
+                                                    max_bytes=settings.sql_max_bytes)
         except StoreError as e:
             raise HTTPException(400, f"query failed: {e}") from None
         finally:

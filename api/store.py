@@ -227,14 +227,16 @@ class Store:
                                                   else -1))
 
     # --- SQL -------------------------------------------------------------------------------------
-    def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float,
+    def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float, max_bytes: int = 256 * 1024 * 1024,
                    batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
         """Run one checked read-only query: its Arrow schema, record batches of at most ``max_rows`` rows,
         and whether the result had more rows than that (cut; None when asking for one more failed).
 
         The rows are read before this returns, so the time limit covers the query and not how fast the
         caller reads, and a query that fails part-way raises here rather than cutting a response short.
-        Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure."""
+        Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure, and when
+        the rows read hold more than ``max_bytes`` bytes of Arrow data (DuckDB's ``memory_limit`` does not count
+        a result's strings: twenty values of 100 MB took the API to 8 GB)."""
         con = connect(self.lake)
         timer = threading.Timer(timeout_s, con.interrupt)
         timer.start()
@@ -243,7 +245,7 @@ class Store:
             rel = con.sql(sql)
             refuse_lossy_columns(rel)
             reader = rel.to_arrow_reader(batch_rows)
-            left, cut = max_rows, False
+            left, cut, size = max_rows, False, 0
             while True:
                 try:
                     b = reader.read_next_batch()
@@ -254,6 +256,10 @@ class Store:
                 if b.num_rows:
                     batches.append(b)
                     left -= b.num_rows
+                    size += b.nbytes
+                    if size > max_bytes:
+                        raise StoreError(f"the result holds more than {max_bytes} bytes (sql_max_bytes): select fewer "
+                                         "rows or columns, or shorten long values (left(s, n))")
                 if left == 0:
                     cut = cut or _has_more(reader)
                     break
