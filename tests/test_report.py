@@ -97,6 +97,11 @@ def test_expectation_platform_baseline_or_by_design():
 def test_hours_and_counter_names():
     assert parse_hour("2026-11-30T03") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
     assert parse_hour("2026-11-30T05:00:00+02:00") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
+    # the hour is checked in UTC: a half-hour zone's whole hour is no report's (its report was labelled 22 and
+    # read 22:30 - 23:30, and --store wrote it over hour 22), and its half hour is one
+    assert parse_hour("2026-12-01T22:30+00:30") == datetime(2026, 12, 1, 22, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match=r"UTC hour.*22:30:00 UTC"):
+        parse_hour("2026-12-02T04:00+05:30")
     for bad in ("2026-11-30T3x", "2026-11-30T03:30", "yesterday", "2026-11-30", "20261130"):
         with pytest.raises(ValueError, match="hour"):
             parse_hour(bad)
