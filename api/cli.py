@@ -492,7 +492,14 @@ def main() -> None:
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
     setup_logging(fmt if fmt in ("text", "json") else "text",
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
-    app()
+    from aiokafka.errors import KafkaConnectionError
+
+    try:
+        app()
+    except KafkaConnectionError as e:  # at start: no broker there (one that goes away later is waited for)
+        err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
+                  "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

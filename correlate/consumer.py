@@ -97,7 +97,11 @@ class CorrelateWorker:
             heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_records=1000,
             fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
         self.consumer.subscribe([self.topic], listener=_Listener(self))
-        await self.consumer.start()
+        try:
+            await self.consumer.start()
+        except BaseException:  # no broker: close it, so no client is left unclosed
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self.consumer is not None:

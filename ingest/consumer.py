@@ -326,10 +326,14 @@ class IngestWorker:
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
                                           enable_idempotence=True, max_request_size=16 * 1024 * 1024)
         self._admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
-        await self._producer.start()
-        await self._admin.start()
-        self._consumer.subscribe(self.topics, listener=_Assigned(self))
-        await self._consumer.start()
+        try:
+            await self._producer.start()
+            await self._admin.start()
+            self._consumer.subscribe(self.topics, listener=_Assigned(self))
+            await self._consumer.start()
+        except BaseException:  # no broker: close what started, so no client is left unclosed
+            await self.close()
+            raise
         metrics.HEALTHY.set(1)
 
     async def close(self) -> None:

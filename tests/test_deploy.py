@@ -435,3 +435,14 @@ def test_piped_tables_have_no_trailing_spaces(tmp_path):
     assert r.returncode == 0 and any("Incidents" in x for x in lines) and any("verify" in x for x in lines), r.stdout
     assert [x for x in lines + r.stderr.splitlines() if x != x.rstrip()] == []
     assert r.stdout.endswith("\n") and "symptom host node07 has no events" in r.stderr
+
+
+@pytest.mark.parametrize("args", [("ingest", "--once"), ("correlate", "--once"), ("kafka", "topics")])
+def test_an_unreachable_broker_is_one_clear_line_not_a_traceback(tmp_path, args):
+    """A broker that is not there when a worker starts: exit 1 (a runtime failure) with what to check, where
+    each command printed 60 lines of aiokafka traceback and "Unclosed AIOKafkaConsumer" (a fresh-user trial).
+    Nothing listens on port 1 of 127.0.0.1."""
+    r = _firstfault(*args, env={"FIRSTFAULT_KAFKA_BOOTSTRAP": "127.0.0.1:1", "FIRSTFAULT_LAKE": str(tmp_path / "lake"),
+                                "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")})
+    assert r.returncode == 1 and r.stderr.startswith("cannot reach Kafka: KafkaConnectionError"), r.stderr
+    assert "FIRSTFAULT_KAFKA_BOOTSTRAP" in r.stderr and "Traceback" not in r.stderr and "Unclosed" not in r.stderr
