@@ -7,7 +7,8 @@ What one line cannot say alone:
   header); raw ``[  123.456]`` stamps become wall time with the boot time
   (journald, or a syslog line that printed both), else — in a file — with the
   file's mtime as the time of its last kernel stamp; a line without any
-  stamp inherits the closest earlier stamped line's time (``inherited``), or
+  stamp inherits the closest earlier stamped line's time (``inherited``) of
+  its segment (a file, a Kafka value), else of its host, or
   the segment's reference time (a file's mtime or the Kafka append time are
   only upper bounds: ``details.ts_upper_bound``);
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
@@ -152,13 +153,15 @@ def resolve_times(hits: list[Hit], tz) -> None:
                 t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
-    # 3. boot time: envelope (journald), or a line that printed wall time and the kernel stamp
-    boot = next((h.seg.boot_ts for h in hits if h.seg.boot_ts is not None), None)
-    if boot is None:
-        for h in hits:
-            if h.prefix.ts is not None and h.prefix.mono is not None:
-                boot = h.prefix.ts - int(h.prefix.mono * US)
-                break
+    # 3. each host's boot time: envelope (journald), or a line of the host that printed wall time and the kernel
+    # stamp (one segment may hold several hosts' lines: unkeyed Kafka records, a job's aggregated log)
+    boot: dict[str, int] = {}
+    for h in hits:
+        if h.seg.boot_ts is not None:
+            boot.setdefault(h.row["host"], h.seg.boot_ts)
+    for h in hits:
+        if h.prefix.ts is not None and h.prefix.mono is not None:
+            boot.setdefault(h.row["host"], h.prefix.ts - int(h.prefix.mono * US))
     # a file without boot time: its mtime is the time of its last kernel stamp (of any line, not only of
     # the lines that matched: a capture usually ends with noise written long after the fault)
     file_boot: dict[int, int] = {}
@@ -166,25 +169,33 @@ def resolve_times(hits: list[Hit], tz) -> None:
         if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis == "file":
             k = id(h.seg)
             if k not in file_boot:
-                last = last_kernel_stamp(h.seg.data)
-                file_boot[k] = h.seg.ref_ts - int(last * US) if last is not None else h.seg.ref_ts
+                stamp = last_kernel_stamp(h.seg.data)
+                file_boot[k] = h.seg.ref_ts - int(stamp * US) if stamp is not None else h.seg.ref_ts
             file_boot[k] = min(file_boot[k], h.seg.ref_ts - int(h.prefix.mono * US))
-    last: tuple[int, int] | None = None  # (ts, precision) of the closest earlier stamped line
+    # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
+    # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
+    # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
+    # a line does not take another host's time from another record, which would hang on how records were batched
+    last_seg: dict[int, tuple[int, int]] = {}
+    last_host: dict[str, tuple[int, int]] = {}
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
+        host = row["host"]
+        prev = last_seg.get(id(seg)) or last_host.get(host)
         if p.ts is not None and not plausible(p.ts):
             row["details"]["ts_rejected"] = p.ts
             p.ts = None
-        if boot is not None and not plausible(boot):
-            boot = None
+        b = boot.get(host)
+        if b is not None and not plausible(b):
+            b = None
         if p.ts is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
-        elif p.mono is not None and boot is not None:
-            row["ts"], row["ts_basis"], row["ts_precision_us"] = boot + int(p.mono * US), "monotonic+boot", 1
+        elif p.mono is not None and b is not None:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
         elif p.mono is not None and id(seg) in file_boot:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = file_boot[id(seg)] + int(p.mono * US), "file", 1
-        elif last is not None:
-            row["ts"], row["ts_basis"], row["ts_precision_us"] = last[0], "inherited", last[1]
+        elif prev is not None:
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
             ref_ok = plausible(seg.ref_ts)
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
@@ -200,7 +211,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"], row["ts_basis"] = seg.ingest_ts, seg.ref_basis
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
-            last = (row["ts"], row["ts_precision_us"])
+            last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
 
 
 def _p2p_off(h: Hit) -> tuple[str, str] | None:
@@ -337,8 +348,8 @@ def assign_hosts(hits: list[Hit]) -> None:
 def assemble(hits: list[Hit], tz) -> Assembled:
     """Rows for one stream's hits, in stream order: events, link samples, topology facts."""
     out = Assembled()
+    assign_hosts(hits)  # first: a line's time is inherited from, and its boot time read off, its own host's lines
     resolve_times(hits, tz)
-    assign_hosts(hits)
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []

@@ -110,6 +110,35 @@ def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     assert [e["ts_basis"] for e in ev] == ["line", "inherited"] and ev[0]["ts"] == ev[1]["ts"]
 
 
+def _records(pipeline, values: list[tuple[str | None, str]]):
+    """Kafka values (key, text) of one partition in one batch, as unkeyed one-line records arrive: one segment
+    each, one stream (the partition's)."""
+    segs = [Segment(data=text.encode(), origin=f"kafka:t/0/{i}", stream="t/0", host=key, ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0) for i, (key, text) in enumerate(values)]
+    return pipeline.run(Decoded(segments=segs)).events.to_pylist()
+
+
+def test_a_line_takes_no_time_from_another_hosts_record(pipeline):
+    """Unkeyed records of several hosts in one batch: a line whose stamp is not used (year 9999) took the time
+    of another host's line in an earlier record, eleven months before (a break-it pass), so its time hung on
+    how the records were batched. It takes its own arrival time; a line of the same record, or of the same host
+    in an earlier record, still lends its time; and a raw kernel stamp is read with its own host's boot time."""
+    xid = "NVRM: Xid (PCI:0000:{}:00): 79, pid=0, GPU has fallen off the bus."
+    ev = _records(pipeline, [(None, "2026-01-01T00:00:00Z nodeA kernel: " + xid.format("3b")),
+                             (None, "9999-12-31T23:59:59Z nodeB kernel: " + xid.format("5e")),
+                             ("nodeA", xid.format("60")),
+                             ("nodeC", "2026-02-01T00:00:00Z nodeC kernel: " + xid.format("61") + "\n" + xid.format("62"))])
+    assert [(e["host"], e["ts_basis"]) for e in ev] == [
+        ("nodeA", "line"), ("nodeB", "kafka"), ("nodeA", "inherited"), ("nodeC", "line"), ("nodeC", "inherited")]
+    ts = [int(e["ts"].timestamp() * 1e6) for e in ev]
+    assert ts[1] == T0 and ts[2] == ts[0] and ts[4] == ts[3] and ev[1]["details"]
+    ev = _records(pipeline, [("nodeA", "Sep 19 16:18:04 nodeA kernel: [68185.875052] " + xid.format("3b")),
+                             ("nodeB", "[68190.000000] " + xid.format("5e")),
+                             ("nodeA", "[68190.000000] " + xid.format("60"))])
+    assert [(e["host"], e["ts_basis"]) for e in ev] == [("nodeA", "line"), ("nodeB", "kafka"),
+                                                         ("nodeA", "monotonic+boot")]
+
+
 def test_year_from_the_nearest_dated_line(pipeline):
     text = ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event: "
             "{Device:{Handle:0x7f0dcf40bdf8} EventType:2 EventData:0 GpuInstanceId:4294967295 ComputeInstanceId:4294967295}\n"
