@@ -127,6 +127,32 @@ def test_gzip_and_zstd_values_and_files(tmp_path):
     assert (seg.host, seg.data, seg.ref_basis, seg.line_base) == ("node05", raw, "file", 1)
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32"])
+def test_utf16_and_utf32_text_with_a_byte_order_mark_is_read(tmp_path, codec):
+    """A capture saved by PowerShell's ``>`` is UTF-16LE with a byte order mark: it read as binary, gave no
+    event and no message ("2 lines -> 0 events", a break-it pass), in a file and in a Kafka value alike. Text
+    with a UTF-16 or UTF-32 mark is read as such; the segments hold its UTF-8."""
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_partition
+
+    text = "[Fri Mar  3 04:44:24 2023] " + XID + "\r\n"
+    raw = ("\ufeff" + text).encode(codec) if codec == "utf-16-be" else text.encode(codec)
+    assert raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+    (seg,) = msg(raw).segments
+    assert seg.data == text.encode()
+    rec = SimpleNamespace(value=raw, key=b"n1", offset=7, timestamp=1_700_000_000_000, headers=[])
+    (seg,) = decode_partition("fleet.dmesg", 2, [rec]).segments
+    assert seg.data == text.encode()
+    f = tmp_path / "node05.dmesg.log"
+    f.write_bytes(raw)
+    (seg,) = decode_file(f, relname=f.name).segments
+    assert (seg.host, seg.data) == ("node05", text.encode())
+    # the same two bytes before plain ASCII are no UTF-16 mark, only invalid UTF-8: the bytes stay as they are
+    (seg,) = msg(b"\xff\xfe " + XID.encode()).segments
+    assert seg.data == b"\xff\xfe " + XID.encode()
+
+
 def test_file_name_gives_the_host(tmp_path):
     f = tmp_path / "node07.dmesg.log"
     f.write_text(XID)
