@@ -31,6 +31,24 @@ def test_every_signature_has_real_examples_with_sources():
             assert ex.src.startswith("http"), (c.sig.id, ex.src)
 
 
+def test_every_signature_an_incident_can_start_from_says_what_to_do(catalog):
+    """An incident's next action is its initiator's catalog ``action`` (``correlate.incident.default_action``):
+    a signature without one gave incidents with an empty "next" (a PyTorch watchdog line alone, an NCCL NET/IB
+    completion error; a fresh-user trial). Every signature of an event that is not context has one, or is an
+    Xid or SXid line (the Xid and SXid catalogs say it); the fields its text names are fields its first example
+    gives (or the device and GPU every event may carry)."""
+    missing = [c.sig.id for c in catalog.entries if c.sig.emit == "event" and c.sig.role != "context"
+               and not c.sig.action and c.sig.kind not in ("xid", "sxid", "gsp_error")]
+    assert missing == []
+    for c in catalog.entries:
+        if c.sig.emit != "event" or not c.sig.action:
+            continue
+        found = fields(c, c.sig.examples[0].line)
+        row = columns(c, found[0], catalog) if found else {"details": {}}
+        given = set(row) | set(row["details"]) | {"device", "device_short", "gpu_index"}
+        assert set(re.findall(r"{(\w+)}", c.sig.action)) <= given, c.sig.id
+
+
 @pytest.fixture(scope="module")
 def hsm(catalog):
     return HyperscanMatcher(catalog)
