@@ -210,9 +210,9 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         name = k[len(_PREFIX):].lower()
         if name not in fields:
             known = [_PREFIX + f.upper() for f in fields]
-            close = difflib.get_close_matches(k, known, n=1)
-            raise SettingsError(f"unknown setting {k}" + (f": did you mean {close[0]}?" if close else "")
-                                + f" (known: {', '.join(known)})")
+            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.75)  # not by the common prefix
+            raise SettingsError(f"unknown setting {k}: " + (f"did you mean {_PREFIX + close[0].upper()}?" if close
+                                                            else f"the settings are {', '.join(known)}"))
         source[name] = k
         ann = fields[name].annotation
         if ann in (list[str],):
@@ -224,11 +224,18 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     data.update(given)
     source.update((k, "the command line") for k in given)
+
+    def _did_you_mean(err: dict) -> str:  # a misspelt key of the file: the setting it is closest to
+        if err["type"] != "extra_forbidden" or len(err["loc"]) != 1:
+            return ""
+        close = difflib.get_close_matches(str(err["loc"][0]), list(fields), n=1, cutoff=0.75)
+        return f" (did you mean {close[0]}?)" if close else ""
+
     try:
         return Settings.model_validate(data)
     except ValidationError as e:
         # each message says where its value came from: the file, the environment variable, the command line
         msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}"
                          + (f" (from {source[str(err['loc'][0])]})" if err["loc"] and str(err["loc"][0]) in source
-                            else "") + f": {err['msg']}" for err in e.errors())
+                            else "") + f": {err['msg']}" + _did_you_mean(err) for err in e.errors())
         raise SettingsError(f"invalid configuration: {msgs}") from e

@@ -100,6 +100,16 @@ def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
         load_settings(tmp_path / "ok.toml", env={}, overrides={"reach_back_s": -1})
     with pytest.raises(SettingsError, match="did you mean FIRSTFAULT_REACH_BACK_S[?]"):
         load_settings(env={"FIRSTFAULT_REACH_BAK_S": "5"})
+    # nothing close: the settings are listed, not a far guess (FIRSTFAULT_BOGUS was "did you mean
+    # FIRSTFAULT_TOPICS?", by the prefix they share; a fresh-user trial)
+    with pytest.raises(SettingsError, match="FIRSTFAULT_BOGUS: the settings are FIRSTFAULT_STATE_DIR, ") as e:
+        load_settings(env={"FIRSTFAULT_BOGUS": "1"})
+    assert "did you mean" not in str(e.value)
+    # a misspelt key of the file gets its suggestion too
+    (tmp_path / "typo.toml").write_text("api_prot = 8080\n")
+    with pytest.raises(SettingsError, match=re.escape(f"api_prot (from {tmp_path / 'typo.toml'}): Extra inputs are "
+                                                      "not permitted (did you mean api_port?)")):
+        load_settings(tmp_path / "typo.toml", env={})
     assert load_settings(tmp_path / "ok.toml", env={}).reach_back_s == 600
 
 
