@@ -103,7 +103,9 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
     t0 = time.monotonic()
     console.print("[bold]firstfault demo[/]: local Kafka broker, bundled real logs → incidents")
     st = broker.start(settings.state_dir, log=lambda m: console.print(m))
-    console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir})")
+    console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir}) after "
+                  f"{time.monotonic() - t0:.1f} s")
+    t0 = time.monotonic()  # the ingest's time, below, without the broker's start (a JVM: seconds)
     topics = settings.topics + [settings.dlq_topic]
     asyncio.run(broker.ensure_topics(st.bootstrap, topics))
     if asyncio.run(topics_empty(st.bootstrap, settings.topics)):
