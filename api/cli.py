@@ -231,7 +231,9 @@ def diagnose(
                                              option=orjson.OPT_INDENT_2))
         sys.stdout.buffer.write(b"\n")
     else:
-        out.print(f"{batch.lines} lines → {batch.events.num_rows} events", markup=False, highlight=False)
+        # how much was read is progress, not the report: stderr, as the demo's (a pipe or file gets the table)
+        err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
+                  f"{'s' * (batch.events.num_rows != 1)}", markup=False, highlight=False)
         out.print(IncidentsReport(incidents))  # texts quote log lines and host names: printed as text, not markup
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):

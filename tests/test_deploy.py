@@ -443,6 +443,8 @@ def test_piped_tables_have_no_trailing_spaces(tmp_path):
     r = _firstfault("diagnose", str(log), "--symptom", "failure@node07", "--format", "table")
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and any("Incidents" in x for x in lines) and any("verify" in x for x in lines), r.stdout
+    # what was read is progress, on stderr; stdout is the report alone
+    assert "1 line → 1 event" in r.stderr and "→" not in r.stdout
     assert [x for x in lines + r.stderr.splitlines() if x != x.rstrip()] == []
     assert r.stdout.endswith("\n") and "symptom host node07 has no events" in r.stderr
 
