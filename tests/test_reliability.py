@@ -407,6 +407,21 @@ def _iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
+async def _ingest_in_process(kafka: str, raw: str, events_topic: str, prefix: str, lake: Path, pipe,
+                             by_host: dict[str, list[str]]) -> None:
+    """`firstfault ingest` in this process: each host's lines as one record keyed by the host on ``raw``, then an
+    ingest worker (group ``prefix``) until caught up: events in ``lake`` and on ``events_topic``."""
+    for host, lines in by_host.items():
+        await produce_lines(kafka, raw, host, [("\n".join(lines)).encode()])
+    w = IngestWorker(bootstrap=kafka, topics=[raw], group_id=prefix, lake=Lake(lake), dlq_topic=f"{prefix}.dlq",
+                     events_topic=events_topic, pipeline=pipe, linger_ms=50)
+    await w.start()
+    try:
+        await w.run(until_caught_up=True)
+    finally:
+        await w.close()
+
+
 def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
     """`firstfault correlate` pages an open incident through a real Alertmanager, is killed with SIGKILL, the
     incident's further evidence arrives, and a new process takes over (same state folder: the pager outbox).
@@ -436,14 +451,7 @@ def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
     pipe = Pipeline()
 
     async def publish(lines: list[str]) -> None:
-        await produce_lines(kafka, raw, "node77", [("\n".join(lines)).encode()])
-        w = IngestWorker(bootstrap=kafka, topics=[raw], group_id=prefix, lake=Lake(lake), dlq_topic=f"{prefix}.dlq",
-                         events_topic=events_topic, pipeline=pipe, linger_ms=50)
-        await w.start()
-        try:
-            await w.run(until_caught_up=True)
-        finally:
-            await w.close()
+        await _ingest_in_process(kafka, raw, events_topic, prefix, lake, pipe, {"node77": lines})
 
     hook = Receiver()
     am = Alertmanager(tmp_path, hook.url + "/hook")
@@ -528,16 +536,8 @@ def test_a_restarted_correlate_worker_joins_a_long_timeout_to_a_fault_it_kept_as
     hang = xid + timedelta(hours=4)
     comm = "0x00000000000000ab"
 
-    async def publish(by_host: dict[str, list[str]]) -> None:  # `firstfault ingest`, in this process
-        for host, lines in by_host.items():
-            await produce_lines(kafka, raw, host, [("\n".join(lines)).encode()])
-        w = IngestWorker(bootstrap=kafka, topics=[raw], group_id=prefix, lake=Lake(lake), dlq_topic=f"{prefix}.dlq",
-                         events_topic=events_topic, pipeline=pipe, linger_ms=50)
-        await w.start()
-        try:
-            await w.run(until_caught_up=True)
-        finally:
-            await w.close()
+    async def publish(by_host: dict[str, list[str]]) -> None:
+        await _ingest_in_process(kafka, raw, events_topic, prefix, lake, pipe, by_host)
 
     env = crash.worker_env(kafka, prefix, "c", tmp_path, max_records=100)
     env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_LAKE=str(lake))
