@@ -763,4 +763,5 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "originals_of", "produce_lines", "TopicPartition"]
+__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "originals_of", "produce_lines",
+           "TopicPartition"]

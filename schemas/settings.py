@@ -75,8 +75,9 @@ class Settings(BaseModel):
                                      "host filter (longer is refused with 422, not left to time out)")
     api_max_body_bytes: int = Field(65536, ge=1024, description="largest request body the API accepts")
     sql_max_rows: int = Field(100_000, ge=1, description="rows a POST /sql or `firstfault sql` result may hold")
-    sql_max_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="bytes of Arrow data a POST /sql result may hold "
-                               "(a larger one is a 400: the server holds a result whole before it answers)")
+    sql_max_bytes: int = Field(256 * 1024 * 1024, ge=1024,
+                               description="bytes of Arrow data a POST /sql result may hold (a larger one is a "
+                                           "400: the server holds a result whole before it answers)")
     sql_timeout_s: float = Field(30.0, gt=0, le=DAY_S, description="a SQL query running longer is interrupted")
     log_format: str = Field("text", description="text or json (one JSON object per log line)")
     log_level: str = Field("WARNING", description="DEBUG, INFO, WARNING or ERROR")

@@ -127,7 +127,8 @@ def test_a_line_takes_no_time_from_another_hosts_record(pipeline):
     ev = _records(pipeline, [(None, "2026-01-01T00:00:00Z nodeA kernel: " + xid.format("3b")),
                              (None, "9999-12-31T23:59:59Z nodeB kernel: " + xid.format("5e")),
                              ("nodeA", xid.format("60")),
-                             ("nodeC", "2026-02-01T00:00:00Z nodeC kernel: " + xid.format("61") + "\n" + xid.format("62"))])
+                             ("nodeC", "2026-02-01T00:00:00Z nodeC kernel: " + xid.format("61") + "\n"
+                              + xid.format("62"))])
     assert [(e["host"], e["ts_basis"]) for e in ev] == [
         ("nodeA", "line"), ("nodeB", "kafka"), ("nodeA", "inherited"), ("nodeC", "line"), ("nodeC", "inherited")]
     ts = [int(e["ts"].timestamp() * 1e6) for e in ev]
