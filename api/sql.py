@@ -70,8 +70,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         err.print("[red]--format table is for the terminal[/]: write csv, json or parquet to --output")
         return 2
     if query is None:
-        query = ("SELECT table_name AS name, table_type AS type FROM information_schema.tables "
-                 "ORDER BY table_name")
+        # the views, then the table macros (events_between(lo, hi)) with their parameters
+        query = ("SELECT table_name AS name, table_type AS type FROM information_schema.tables UNION ALL "
+                 "SELECT function_name || '(' || array_to_string(parameters, ', ') || ')', 'TABLE MACRO' "
+                 "FROM duckdb_functions() WHERE function_type = 'table_macro' AND NOT internal ORDER BY name")
     try:
         check_read_only(query)
     except SqlRefused as e:

@@ -167,6 +167,11 @@ def test_sql_table_counts_its_rows_on_stderr(tmp_path):
     assert r.returncode == 0 and "0 rows" in r.stderr, r.stderr
     r = _firstfault("sql", "SELECT * FROM range(3)", env=env)
     assert r.returncode == 0 and "3 rows" in r.stderr and "0 rows" not in r.stderr, r.stderr
+    # no query: the views, and the table macro the README names with its parameters (it was not listed)
+    r = _firstfault("sql", "-f", "csv", env=env)
+    assert r.returncode == 0 and r.stdout.splitlines() == [
+        '"name","type"', '"events","VIEW"', '"events_between(lo, hi)","TABLE MACRO"', '"incident_evidence","VIEW"',
+        '"incident_versions","VIEW"', '"incidents","VIEW"', '"link_samples","VIEW"', '"topology","VIEW"'], r.stdout
 
 
 def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
