@@ -447,7 +447,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
 
 @app.command()
-def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = print the views and tables")] = None,
+def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list the views and table macros")] = None,
         format: Annotated[Optional[str], typer.Option("--format", "-f", help="table, csv, json or parquet; default: "
                                                       "from --output's name (.csv, .json, .ndjson, .parquet), "
                                                       "else table")] = None,
