@@ -102,3 +102,11 @@ def test_an_unknown_kafka_mode_is_refused_before_anything_runs(capsys):
     assert e.value.code == 2 and "unknown mode 'line'; choose from kafka_line, kafka_batch, kafka_ndjson" in \
         capsys.readouterr().err
     assert bench._modes("kafka_ndjson, kafka_line") == ["kafka_ndjson", "kafka_line"]
+
+
+def test_report_benchmark_smoke():
+    """`python -m benchmarks.report` runs (a smoke test, no timing asserted): two hosts, every link listed."""
+    from benchmarks.report import GPUS, LINKS, run
+
+    r = run(2)
+    assert (r["hosts"], r["links_listed"]) == (2, 2 * GPUS * LINKS) and r["cpu_s"] >= 0
