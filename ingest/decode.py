@@ -167,19 +167,23 @@ _JSON_ARRAY_START = re.compile(rb'\s*\[\s*\{\s*["}]')
 _BOM = b"\xef\xbb\xbf"
 #: byte order marks of UTF-32 and UTF-16 text (PowerShell's ``>`` writes UTF-16LE with one): (mark, codec, width
 #: of a code unit, offset of its high bytes); UTF-32LE's mark begins as UTF-16LE's, so it is tried first
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32", 4, 1), (b"\xff\xfe", "utf-16", 2, 1), (b"\xfe\xff", "utf-16", 2, 0))
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32", 4, 1), (b"\x00\x00\xfe\xff", "utf-32", 4, 0),
+              (b"\xff\xfe", "utf-16", 2, 1), (b"\xfe\xff", "utf-16", 2, 0))
+#: first bytes of the marks above
+_WIDE_FIRST = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00")
 
 
 def _wide_codec(data: bytes) -> str | None:
     """The codec of text that begins with a UTF-16 or UTF-32 byte order mark and goes on as such text of log
-    lines does: the high bytes of at least three in four of its next 32 code units are zero (ASCII). Bytes
-    ``FF FE`` before plain ASCII are no UTF-16, only invalid UTF-8: None, and they stay as they are."""
+    lines does: the high bytes of at least a quarter of its next 256 code units are zero (ASCII: log lines are
+    mostly ASCII, though a first line may be in another script). Bytes ``FF FE`` before plain ASCII are no
+    UTF-16, only invalid UTF-8 (no high byte is zero): None, and they stay as they are."""
     for mark, codec, width, high in _WIDE_BOMS:
         if data.startswith(mark):
-            units = [data[i:i + width] for i in range(len(mark), min(len(data), len(mark) + 32 * width), width)]
+            units = [data[i:i + width] for i in range(len(mark), min(len(data), len(mark) + 256 * width), width)]
             units = [u for u in units if len(u) == width]
             zero = sum(1 for u in units if not any(u[high:high + width - 1] if width == 4 else u[high:high + 1]))
-            return codec if units and zero * 4 >= len(units) * 3 else None
+            return codec if units and zero * 4 >= len(units) else None
     return None
 #: magic numbers, by format. gzip, zstd and zlib (the RFC 1950 headers of the default 32 KB window, whose
 #: second byte is never printable text) are read; the others are formats this service does not read: such a
@@ -677,7 +681,7 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
     """
     if data[:3] == _BOM:
         data = data[3:]
-    elif data[:2] in (b"\xff\xfe", b"\xfe\xff") and (codec := _wide_codec(data)):
+    elif data[:2] in _WIDE_FIRST and (codec := _wide_codec(data)):
         data = data.decode(codec, "replace").encode("utf-8")
     if looks_ndjson(data):
         return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts, ref_basis=ref_basis,
@@ -695,7 +699,7 @@ _KEYED: dict[tuple[str, int, bytes], tuple[str, str]] = {}
 _CACHE_MAX = 1 << 16
 #: bytes a value that is more than plain text may start with: a JSON object or array (after blanks), or a
 #: byte order mark. Any other value takes the plain-text path at once.
-_NOT_PLAIN_FIRST = b"{[ \t\n\r\x0b\x0c\xef\xff\xfe"
+_NOT_PLAIN_FIRST = b"{[ \t\n\r\x0b\x0c\xef\xff\xfe\x00"
 _new_decoded = Decoded.__new__
 
 
@@ -765,7 +769,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if looks_ndjson(data):  # the common structured case, straight (_decode_text would ask again)
             return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                  ingest_ts=ts, source=source, runs=runs)
-        if data[:3] == _BOM or data[:2] in (b"\xff\xfe", b"\xfe\xff") or looks_json_array(data):
+        if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the two assignments

@@ -127,18 +127,21 @@ def test_gzip_and_zstd_values_and_files(tmp_path):
     assert (seg.host, seg.data, seg.ref_basis, seg.line_base) == ("node05", raw, "file", 1)
 
 
-@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32"])
-def test_utf16_and_utf32_text_with_a_byte_order_mark_is_read(tmp_path, codec):
+@pytest.mark.parametrize("codec,first", [("utf-16", ""), ("utf-16-be", ""), ("utf-32", ""), ("utf-32-be", ""),
+                                         ("utf-16", "Журнал узла node05, выгружен PowerShell\r\n")])
+def test_utf16_and_utf32_text_with_a_byte_order_mark_is_read(tmp_path, codec, first):
     """A capture saved by PowerShell's ``>`` is UTF-16LE with a byte order mark: it read as binary, gave no
     event and no message ("2 lines -> 0 events", a break-it pass), in a file and in a Kafka value alike. Text
-    with a UTF-16 or UTF-32 mark is read as such; the segments hold its UTF-8."""
+    with a UTF-16 or UTF-32 mark is read as such, in either byte order, also when its first line is not ASCII
+    (a second break-it pass: UTF-32BE and a Cyrillic first line still read as binary); the segments hold its
+    UTF-8."""
     from types import SimpleNamespace
 
     from ingest.decode import decode_partition
 
-    text = "[Fri Mar  3 04:44:24 2023] " + XID + "\r\n"
-    raw = ("\ufeff" + text).encode(codec) if codec == "utf-16-be" else text.encode(codec)
-    assert raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+    text = first + "[Fri Mar  3 04:44:24 2023] " + XID + "\r\n"
+    raw = ("\ufeff" + text).encode(codec) if codec.endswith("-be") else text.encode(codec)
+    assert raw[:2] in (b"\xff\xfe", b"\xfe\xff", b"\x00\x00")
     (seg,) = msg(raw).segments
     assert seg.data == text.encode()
     rec = SimpleNamespace(value=raw, key=b"n1", offset=7, timestamp=1_700_000_000_000, headers=[])
