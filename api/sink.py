@@ -163,7 +163,9 @@ class IncidentSink:
 
         try:
             con = connect(self.lake)
-        except StoreError:
+        except StoreError as e:  # no lake yet is usual at a first start; a broken one is worth a line
+            log.warning("could not read events back from the lake: %s", e,
+                        extra={"stage": "restore", "error_code": "lake_unreadable"})
             return None
         try:
             # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished

@@ -191,16 +191,21 @@ class StreamCorrelator:
 
         ``read_back``: a correlate worker's start, which rebuilds its open windows by replaying its partitions
         and has no ``events`` but membership lines. The stored incidents not superseded that ended within
-        ``reach_back_us`` of the newest one are read back later, by host, as the worker's partitions show it
-        which hosts are its own (``to_read_back``, ``add_cold``)."""
+        ``reach_back_us`` of the newest stored incident of one of their hosts (each host by its own clock: one
+        host whose clock runs a day ahead does not put the others' out of reach) are read back later, by host,
+        as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
         for inc in incidents:
             self.emitted[inc["id"]] = (int(inc.get("version", 1)), _content_hash(inc), inc)
         live = [inc for inc in incidents if inc.get("status") != "superseded"]
         if read_back and live:
-            newest = max(iso_us(inc["end"]) for inc in live)
-            for inc in live:
-                if iso_us(inc["end"]) >= newest - self.reach_back_us:
-                    self.unread[inc["id"]] = (hosts := incident_hosts(inc), inc)
+            hosts_of = [(inc, incident_hosts(inc), iso_us(inc["end"])) for inc in live]
+            newest: dict[str, int] = {}  # host -> the end of its newest stored incident
+            for _inc, hosts, end in hosts_of:
+                for h in hosts:
+                    newest[h] = max(newest.get(h, end), end)
+            for inc, hosts, end in hosts_of:
+                if hosts and end >= min(newest[h] for h in hosts) - self.reach_back_us:
+                    self.unread[inc["id"]] = (hosts, inc)
                     for h in hosts:
                         self.unread_by_host.setdefault(h, []).append(inc["id"])
                     self.unread_by_event.update((m, inc["id"]) for m in member_ids(inc))

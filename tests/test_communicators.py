@@ -406,10 +406,33 @@ def test_read_back_waits_for_every_host_of_an_incident_or_one_of_its_events(pipe
         *a.events.column("event_id").to_pylist(), *b.events.column("event_id").to_pylist()}
 
 
-def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeline, tmp_path):
+def test_a_host_whose_clock_runs_a_day_ahead_does_not_put_the_others_incidents_out_of_read_back(pipeline):
+    """Which stored incidents a restarted worker reads back is judged by each host's own newest incident: one
+    unrelated Xid of a host whose clock runs 26 h ahead put every other stored incident out of reach (the
+    fleet's newest end was the anchor; a break-it pass), and n1's Xid was not read back."""
+    import pyarrow as pa
+
+    xid = T0 + timedelta(hours=1)
+    ahead = xid + timedelta(hours=26)
+    a = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    z = events(pipeline, {"zz": [fallen(ahead).replace("0000:18:00", "0000:5e:00")]}, xid)
+    stored = correlate(pa.concat_tables([a.events, z.events]), now_us=int((xid + timedelta(hours=1)).timestamp() * S))
+    assert sorted(x["initiator"]["host"] for x in stored) == ["n1", "zz"]
+    sc = StreamCorrelator()
+    sc.restore(stored, read_back=True)
+    assert sorted(h for hosts, _inc in sc.unread.values() for h in hosts) == ["n1", "zz"]
+    old = StreamCorrelator(reach_back_us=3600 * S)  # and an incident older than the reach back of its host stays out
+    late = events(pipeline, {"n1": [fallen(xid + timedelta(hours=3)).replace("0000:18:00", "0000:3b:00")]}, xid)
+    old.restore(correlate(pa.concat_tables([a.events, late.events]), now_us=int(ahead.timestamp() * S)),
+                read_back=True)
+    assert [inc["start"][11:13] for _h, inc in old.unread.values()] == ["07"]
+
+
+def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeline, tmp_path, caplog):
     """``IncidentSink.incident_events`` (a correlate worker's ``read_back``) on a real lake: the events of the
     incidents asked for, each once though the lake holds it twice (a batch written again after a crash), and
-    no other event; None for incidents without events and for a lake that does not exist."""
+    no other event; None for incidents without events, for a lake that does not exist and, with a warning, for
+    one that cannot be read."""
     import pyarrow as pa
 
     from api.sink import IncidentSink
@@ -435,6 +458,14 @@ def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeli
         m for x in stored for m in member_ids(x))
     assert sink.incident_events([]) is None
     assert IncidentSink(Settings(lake=str(tmp_path / "none"))).incident_events([n1]) is None
+    # a lake that cannot be read says so (it returned None without a word; a break-it pass)
+    import logging
+
+    bad = next((tmp_path / "lake" / "events").rglob("*.parquet"))
+    bad.write_bytes(b"PAR1")
+    with caplog.at_level(logging.WARNING, logger="firstfault.sink"):
+        assert sink.incident_events([n1]) is None
+    assert "could not read events back from the lake" in caplog.text
 
 
 def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):
