@@ -494,13 +494,17 @@ def main() -> None:
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
     setup_logging(fmt if fmt in ("text", "json") else "text",
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
-    from aiokafka.errors import KafkaConnectionError
+    from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
     try:
         app()
     except KafkaConnectionError as e:  # at start: no broker there (one that goes away later is waited for)
         err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
                   "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")
+        sys.exit(1)
+    except UnknownTopicOrPartitionError:  # a worker subscribed to a topic the broker does not have
+        err.print("[red]a configured topic does not exist on the broker[/]: `firstfault kafka topics` creates the "
+                  "configured ones (topics, dlq_topic, events_topic)")
         sys.exit(1)
 
 

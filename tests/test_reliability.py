@@ -593,3 +593,14 @@ def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
         records = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]  # raises on text
         summaries += [x for x in records if x["message"].startswith("caught up")]
     assert len(summaries) == 2 and summaries[0]["incidents"] and summaries[1]["incidents"] == summaries[0]["incidents"]
+
+
+def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_path):
+    """`firstfault correlate` on an events topic the broker does not have printed aiokafka's traceback
+    (UnknownTopicOrPartitionError); it says which command creates the topics, exit 1."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
+    env.update(FIRSTFAULT_KAFKA_BOOTSTRAP=kafka, FIRSTFAULT_LAKE=str(tmp_path / "lake"),
+               FIRSTFAULT_STATE_DIR=str(tmp_path / "state"), FIRSTFAULT_EVENTS_TOPIC=f"missing.{time.time_ns()}")
+    r = subprocess.run([crash.FIRSTFAULT, "correlate", "--once"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "a configured topic does not exist on the broker" in r.stderr, r.stderr
+    assert "firstfault kafka topics" in r.stderr and "Traceback" not in r.stderr
