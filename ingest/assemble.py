@@ -8,7 +8,7 @@ What one line cannot say alone:
   (journald, or a syslog line that printed both), else — in a file — with the
   file's mtime as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``) of
-  its segment (a file, a Kafka value: never another record's), or
+  its segment (a file, a Kafka value), else of its host, or
   the segment's reference time (a file's mtime or the Kafka append time are
   only upper bounds: ``details.ts_upper_bound``);
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
@@ -132,22 +132,10 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
 
 
 def resolve_times(hits: list[Hit], tz) -> None:
-    """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc), segment by
-    segment: a line's time is read from its own segment (a file, a Kafka value), never from another record that
-    one call happens to hold (unkeyed records of several hosts, a host's earlier record), so the events do not
-    depend on how the records were batched.
+    """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
     A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) is not used: the line's
     arrival time stands in, and ``details.ts_rejected`` keeps what the line said."""
-    by_seg: dict[int, list[Hit]] = {}
-    for h in hits:
-        by_seg.setdefault(id(h.seg), []).append(h)
-    for seg_hits in by_seg.values():
-        _resolve_segment(seg_hits, tz)
-
-
-def _resolve_segment(hits: list[Hit], tz) -> None:
-    """``resolve_times`` for the hits of one segment, in line order."""
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
@@ -165,9 +153,13 @@ def _resolve_segment(hits: list[Hit], tz) -> None:
                 t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
-    # 3. boot time: the envelope's (journald), else each host's from a line of it that printed wall time and the
-    # kernel stamp (a job's aggregated log holds several hosts' lines, each host its own boot)
+    # 3. boot time: a segment's own envelope's (journald: a capture that spans a reboot holds two), else its
+    # host's: an envelope's or a line of the host that printed wall time and the kernel stamp (one call may
+    # hold several hosts' lines: unkeyed Kafka records, a job's aggregated log)
     boot: dict[str, int] = {}
+    for h in hits:
+        if h.seg.boot_ts is not None:
+            boot.setdefault(h.row["host"], h.seg.boot_ts)
     for h in hits:
         if h.prefix.ts is not None and h.prefix.mono is not None:
             boot.setdefault(h.row["host"], h.prefix.ts - int(h.prefix.mono * US))
@@ -181,12 +173,16 @@ def _resolve_segment(hits: list[Hit], tz) -> None:
                 stamp = last_kernel_stamp(h.seg.data)
                 file_boot[k] = h.seg.ref_ts - int(stamp * US) if stamp is not None else h.seg.ref_ts
             file_boot[k] = min(file_boot[k], h.seg.ref_ts - int(h.prefix.mono * US))
-    # (ts, precision) of the segment's closest earlier stamped line: one writer's lines in its order, whatever
-    # hosts they name
-    prev: tuple[int, int] | None = None
+    # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
+    # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
+    # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
+    # a line does not take another host's time from another record, which would hang on how records were batched
+    last_seg: dict[int, tuple[int, int]] = {}
+    last_host: dict[str, tuple[int, int]] = {}
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
+        prev = last_seg.get(id(seg)) or last_host.get(host)
         if p.ts is not None and not plausible(p.ts):
             row["details"]["ts_rejected"] = p.ts
             p.ts = None
@@ -216,7 +212,7 @@ def _resolve_segment(hits: list[Hit], tz) -> None:
             row["ts"], row["ts_basis"] = seg.ingest_ts, seg.ref_basis
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
-            prev = (row["ts"], row["ts_precision_us"])
+            last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
 
 
 def _p2p_off(h: Hit) -> tuple[str, str] | None:
