@@ -76,6 +76,11 @@ def _content_hash(inc: dict[str, Any]) -> str:
     return hashlib.blake2b(orjson.dumps(body, option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()
 
 
+def _stored(inc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    """A stored incident version as ``StreamCorrelator.emitted`` holds it: (version, content hash, incident)."""
+    return int(inc.get("version", 1)), _content_hash(inc), inc
+
+
 @dataclass
 class StreamCorrelator:
     """See module doc. ``close_after_us``: quiet time after the last event before an incident is emitted."""
@@ -111,10 +116,9 @@ class StreamCorrelator:
     #: ``to_read_back``): incident id -> (its hosts that have sent nothing through the worker yet, the incident;
     #: ``emitted`` forgets a stored incident at the first step that holds none of its events)
     unread: dict[str, tuple[set[str], dict[str, Any]]] = field(default_factory=dict, repr=False)
-    #: the same incidents by host and by event id, and the hosts ``to_read_back`` has counted
+    #: the same incidents by host (until the host is heard from) and by event id
     unread_by_host: dict[str, list[str]] = field(default_factory=dict, repr=False)
     unread_by_event: dict[str, str] = field(default_factory=dict, repr=False)
-    read_back_hosts: set[str] = field(default_factory=set, repr=False)
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
     wiring: dict[str, Ev] = field(default_factory=dict)
@@ -195,7 +199,7 @@ class StreamCorrelator:
         host whose clock runs a day ahead does not put the others' out of reach) are read back later, by host,
         as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
         for inc in incidents:
-            self.emitted[inc["id"]] = (int(inc.get("version", 1)), _content_hash(inc), inc)
+            self.emitted[inc["id"]] = _stored(inc)
         live = [inc for inc in incidents if inc.get("status") != "superseded"]
         if read_back and live:
             hosts_of = [(inc, incident_hosts(inc), iso_us(inc["end"])) for inc in live]
@@ -229,9 +233,8 @@ class StreamCorrelator:
         if not self.unread:
             return []
         ready: set[str] = set()
-        for h in self.heard_us.keys() - self.read_back_hosts:
-            self.read_back_hosts.add(h)
-            for iid in self.unread_by_host.pop(h, ()):
+        for h in self.unread_by_host.keys() & self.heard_us.keys():
+            for iid in self.unread_by_host.pop(h):
                 if iid in self.unread:
                     left = self.unread[iid][0]
                     left.discard(h)
@@ -254,7 +257,7 @@ class StreamCorrelator:
         catalog = default_catalog()
         for inc in incidents:
             # its stored version again, unless a step made a newer one meanwhile
-            self.emitted.setdefault(inc["id"], (int(inc.get("version", 1)), _content_hash(inc), inc))
+            self.emitted.setdefault(inc["id"], _stored(inc))
             ids = member_ids(inc)
             read = [by_id[m] for m in ids if m in by_id and m not in self.events and m not in self.cold]
             if any(m in self.events for m in ids):
