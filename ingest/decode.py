@@ -182,7 +182,7 @@ def _wide_codec(data: bytes) -> str | None:
         if data.startswith(mark):
             units = [data[i:i + width] for i in range(len(mark), min(len(data), len(mark) + 256 * width), width)]
             units = [u for u in units if len(u) == width]
-            zero = sum(1 for u in units if not any(u[high:high + width - 1] if width == 4 else u[high:high + 1]))
+            zero = sum(1 for u in units if not any(u[high:high + width - 1]))  # its high bytes all zero
             return codec if units and zero * 4 >= len(units) else None
     return None
 #: magic numbers, by format. gzip, zstd and zlib (the RFC 1950 headers of the default 32 KB window, whose
