@@ -186,7 +186,12 @@ def counter_delta(points: list[tuple[int, float]], start: int, end: int) -> dict
     seq, delta, resets, span_s = got
     return {"from": iso(seq[0][0]), "to": iso(seq[-1][0]), "start_value": _num(seq[0][1]),
             "end_value": _num(seq[-1][1]), "delta": _num(delta), "resets": resets, "span_s": _num(span_s),
-            "rate_per_hour": round(delta * 3600 / span_s, 3) if span_s > 0 else None}
+            "rate_per_hour": _per_hour(delta, span_s)}
+
+
+def _per_hour(delta: float, span_s: float) -> float | None:
+    """A counter's rise per hour over the seconds its samples span, 3 decimals; None over no time."""
+    return round(delta * 3600 / span_s, 3) if span_s > 0 else None
 
 
 def state_view(states: list[tuple[int, str]], start: int, end: int) -> dict[str, Any] | None:
@@ -256,7 +261,7 @@ def hourly_rates(s: Series, window_start: int, hours: int) -> list[dict[str, Any
             for p, ts in by_class[c]:
                 r = _rise(p, ts, a, a + HOUR_US)
                 if r is not None and r[3] > 0:
-                    got.append(round(r[1] * 3600 / r[3], 3))
+                    got.append(_per_hour(r[1], r[3]))
             row[c] = round(sum(got), 3) if got else None
         out.append(row)
     return out
