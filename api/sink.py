@@ -134,18 +134,18 @@ class IncidentSink:
 
     def incident_events(self, incidents: list[dict[str, Any]]) -> pa.Table | None:
         """The stored events of ``incidents`` (``correlate.incident.member_ids``), from an hour before the
-        earliest one's start on (a host's skew; row groups before it are skipped by their ts statistics): what a
-        correlate worker reads back for the hosts its partitions carry
-        (``correlate.stream.StreamCorrelator.to_read_back``). Arrow table in ``EVENTS_SCHEMA``, each event once,
-        or None when there is none (or no lake)."""
+        earliest one's start on (a host's skew): what a correlate worker reads back for the hosts its partitions
+        carry (``correlate.stream.StreamCorrelator.to_read_back``). Read through ``events_between``
+        (``schemas/views.sql``), which reads only the date partitions of the span and keeps each event once, as
+        the ``events`` view does over the whole lake. Arrow table in ``EVENTS_SCHEMA``, or None when there is none
+        (or no lake)."""
         ids = sorted({m for inc in incidents for m in member_ids(inc)})
         if not ids:
             return None
         since = datetime.fromtimestamp(min(iso_us(inc["start"]) for inc in incidents) / S - 3600, timezone.utc)
-        return self._read_events(lambda con, last: con.sql("""
-            SELECT * FROM events WHERE ts >= ? AND event_id IN (SELECT unnest(?))
-            QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY ts) = 1""",
-                                                             params=[since, ids]).to_arrow_table())
+        return self._read_events(lambda con, last: con.sql(
+            "SELECT * FROM events_between(?, ?) WHERE event_id IN (SELECT unnest(?))",
+            params=[since, last, ids]).to_arrow_table())
 
     def membership_events(self) -> pa.Table | None:
         """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of its host's events (as in
