@@ -123,8 +123,10 @@ class IncidentSink:
                         params=[since, self.MEMBERSHIP_US, since]).to_arrow_table()
             ids = sorted({m for inc in incidents if inc.get("status") != "superseded" for m in member_ids(inc)})
             if ids and reach_back_us > 0:
-                old = con.sql("SELECT * FROM events WHERE ts < ? AND ts >= ? AND event_id IN (SELECT unnest(?))",
-                              params=[since, last - timedelta(microseconds=reach_back_us), ids]).to_arrow_table()
+                # through events_between, as incident_events: only the date partitions of the reach back are read
+                old = con.sql("SELECT * FROM events_between(?, ?) WHERE ts < ? AND event_id IN (SELECT unnest(?))",
+                              params=[last - timedelta(microseconds=reach_back_us), since, since, ids]
+                              ).to_arrow_table()
                 have = set(t.column("event_id").to_pylist())
                 old = old.filter(pa.array([i not in have for i in old.column("event_id").to_pylist()], pa.bool_()))
                 t = pa.concat_tables([old.select(t.column_names).cast(t.schema), t]) if old.num_rows else t
