@@ -140,14 +140,18 @@ class IncidentSink:
         carry (``correlate.stream.StreamCorrelator.to_read_back``). Read through ``events_between``
         (``schemas/views.sql``), which reads only the date partitions of the span and keeps each event once, as
         the ``events`` view does over the whole lake. Arrow table in ``EVENTS_SCHEMA``, or None when there is none
-        (or no lake)."""
+        (or no lake).
+
+        Raises ``api.store.StoreError`` when the lake cannot be read (a corrupt part, a storage error): the
+        incidents were read from that lake, so their events are there, and the worker asks again later
+        (``correlate.consumer.CorrelateWorker``) instead of going on without them."""
         ids = sorted({m for inc in incidents for m in member_ids(inc)})
         if not ids:
             return None
         since = datetime.fromtimestamp(min(iso_us(inc["start"]) for inc in incidents) / S - 3600, timezone.utc)
         return self._read_events(lambda con, last: con.sql(
             "SELECT * FROM events_between(?, ?) WHERE event_id IN (SELECT unnest(?))",
-            params=[since, last, ids]).to_arrow_table())
+            params=[since, last, ids]).to_arrow_table(), strict=True)
 
     def membership_events(self) -> pa.Table | None:
         """The newest membership line of each rank of the last ``MEMBERSHIP_US`` of its host's events (as in
@@ -157,26 +161,33 @@ class IncidentSink:
         return self._read_events(lambda con, last: con.sql(_MEMBERSHIP_SQL, params=[
             last + timedelta(microseconds=1), self.MEMBERSHIP_US]).to_arrow_table())
 
-    def _read_events(self, read: Callable[[Any, Any], pa.Table]) -> pa.Table | None:
+    def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest
         event time: its rows in ``EVENTS_SCHEMA``, or None when it has none, the lake has no events or there is
-        no lake."""
+        no lake. A lake that cannot be read is logged and read as None, or with ``strict`` raises
+        ``api.store.StoreError``."""
+        import duckdb
+
         from api.store import StoreError, connect
 
         try:
             con = connect(self.lake)
-        except StoreError as e:  # no lake yet is usual at a first start; a broken one is worth a line
+            try:
+                # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
+                last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
+                t = read(con, last) if last is not None else None
+            finally:
+                con.close()
+        except (StoreError, duckdb.Error) as e:  # no lake yet is usual at a first start; a broken one is worth a line
+            if strict and isinstance(e, StoreError):
+                raise
+            if strict:
+                raise StoreError(f"cannot read the lake's events: {e}") from e
             log.warning("could not read events back from the lake: %s", e,
                         extra={"stage": "restore", "error_code": "lake_unreadable"})
             return None
-        try:
-            # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
-            last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
-            if last is None:
-                return None
-            t = read(con, last)
-        finally:
-            con.close()
+        if t is None:
+            return None
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
 
     def current(self) -> list[dict[str, Any]]:

@@ -79,6 +79,8 @@ class CorrelateWorker:
         self.rebalances = 0
         self.store_failures = 0
         self._backoff = 0.5
+        self.read_back_failures = 0
+        self._read_back_at, self._read_back_backoff = 0.0, 0.5
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -155,11 +157,8 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
-            if data and self.read_back is not None and (wanted := self.correlator.to_read_back()):
-                # the faults of stored incidents on the hosts these partitions carry, kept aside (cold) for
-                # watchdog timeouts that come hours later: the replay from the safe offset does not hold them
-                table = await asyncio.get_running_loop().run_in_executor(None, self.read_back, wanted)
-                self.correlator.add_cold(table, wanted)
+            if data and self.read_back is not None and time.monotonic() >= self._read_back_at:
+                await self._read_back()
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
                 if not await self._emit(self.correlator.step(now_us=now)):
@@ -170,6 +169,28 @@ class CorrelateWorker:
                     continue
                 await self._commit_safe(set(self.parts))
                 return
+
+    async def _read_back(self) -> None:
+        """Read back from the lake the faults of stored incidents on the hosts these partitions carry
+        (``StreamCorrelator.to_read_back``), kept aside (cold) for watchdog timeouts that come hours later: the
+        replay from the safe offset does not hold them. When the lake cannot be read (``read_back`` raises),
+        log it (``error_code`` ``read_back_failed``) and ask again after a back-off of 0.5 s doubling to 30 s."""
+        wanted = self.correlator.to_read_back()
+        if not wanted:
+            return
+        try:
+            table = await asyncio.get_running_loop().run_in_executor(None, self.read_back, wanted)
+        except Exception as e:  # an injected lake read (api.sink.IncidentSink.incident_events): storage errors
+            self.correlator.read_back_failed(wanted)
+            self.read_back_failures += 1
+            log.error("correlate: could not read back the events of %d stored incidents (%s); retrying in %.1f s",
+                      len(wanted), e, self._read_back_backoff,
+                      extra={"stage": "restore", "error_code": "read_back_failed"})
+            self._read_back_at = time.monotonic() + self._read_back_backoff
+            self._read_back_backoff = min(self._read_back_backoff * 2, 30.0)
+            return
+        self.correlator.add_cold(table, wanted)
+        self._read_back_backoff = 0.5
 
     async def _emit(self, incidents: list[dict[str, Any]]) -> bool:
         """Hand incidents to ``on_incidents``; False (and a pause) when they could not be stored. Nothing is

@@ -119,6 +119,9 @@ class StreamCorrelator:
     #: the same incidents by host (until the host is heard from) and by event id
     unread_by_host: dict[str, list[str]] = field(default_factory=dict, repr=False)
     unread_by_event: dict[str, str] = field(default_factory=dict, repr=False)
+    #: stored incidents ``to_read_back`` handed out whose events the lake could not give (``read_back_failed``):
+    #: the next ``to_read_back`` hands them out again
+    read_back_again: list[dict[str, Any]] = field(default_factory=list, repr=False)
     #: event_id -> the newest membership line of a rank (``topology.rank_membership``) older than the events kept,
     #: while its communicator holds the rank's GPU (``_prune``): it teaches the topology, is not correlated again
     wiring: dict[str, Ev] = field(default_factory=dict)
@@ -229,9 +232,11 @@ class StreamCorrelator:
         lake now and hands to ``add_cold``: those each of whose hosts has sent an event through the worker since
         (``heard_us``: its partitions carry those hosts' events), and those one of whose events came again (a
         replay, ``fresh``). An incident whose hosts are split between workers is read back by none until one
-        of its events comes. Each incident once; call it between ``add`` and ``step``."""
+        of its events comes. Each incident once, or again after ``read_back_failed``; call it between ``add``
+        and ``step``."""
+        again, self.read_back_again = self.read_back_again, []
         if not self.unread:
-            return []
+            return again
         ready: set[str] = set()
         for h in self.unread_by_host.keys() & self.heard_us.keys():
             for iid in self.unread_by_host.pop(h):
@@ -244,7 +249,13 @@ class StreamCorrelator:
         out = [self.unread.pop(iid)[1] for iid in sorted(ready)]
         if not self.unread:
             self.unread_by_host, self.unread_by_event = {}, {}
-        return out
+        return again + out
+
+    def read_back_failed(self, incidents: list[dict[str, Any]]) -> None:
+        """The events of ``incidents`` (``to_read_back``) could not be read from the lake (a storage error): the
+        next ``to_read_back`` hands them out again. Their faults are not cold meanwhile; a step may find their
+        incident again from the events it holds, as a worker without read-back would."""
+        self.read_back_again.extend(incidents)
 
     def add_cold(self, events: pa.Table | None, incidents: list[dict[str, Any]]) -> None:
         """The events of stored ``incidents`` (``to_read_back``) read back from the lake (``EVENTS_SCHEMA``; None

@@ -431,8 +431,8 @@ def test_a_host_whose_clock_runs_a_day_ahead_does_not_put_the_others_incidents_o
 def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeline, tmp_path, caplog):
     """``IncidentSink.incident_events`` (a correlate worker's ``read_back``) on a real lake: the events of the
     incidents asked for, each once though the lake holds it twice (a batch written again after a crash), and
-    no other event; None for incidents without events, for a lake that does not exist and, with a warning, for
-    one that cannot be read."""
+    no other event; None for incidents without events and for a lake that does not exist. A lake that cannot be
+    read raises ``StoreError`` (the worker asks again later), where the restart's reads warn and go on."""
     import pyarrow as pa
 
     from api.sink import IncidentSink
@@ -458,14 +458,60 @@ def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeli
         m for x in stored for m in member_ids(x))
     assert sink.incident_events([]) is None
     assert IncidentSink(Settings(lake=str(tmp_path / "none"))).incident_events([n1]) is None
-    # a lake that cannot be read says so (it returned None without a word; a break-it pass)
+    # a lake that cannot be read says so (it returned None without a word; a break-it pass), and read-back raises:
+    # returning None lost the incident's faults for good (to_read_back hands each incident out once)
     import logging
+
+    from api.store import StoreError
 
     bad = next((tmp_path / "lake" / "events").rglob("*.parquet"))
     bad.write_bytes(b"PAR1")
+    with pytest.raises(StoreError, match="cannot"):
+        sink.incident_events([n1])
     with caplog.at_level(logging.WARNING, logger="firstfault.sink"):
-        assert sink.incident_events([n1]) is None
+        assert sink.membership_events() is None
     assert "could not read events back from the lake" in caplog.text
+
+
+def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault_aside(pipeline, tmp_path, caplog):
+    """``CorrelateWorker._read_back`` on a real lake with a corrupt part: the read fails, is logged
+    (``read_back_failed``) and the incident waits, not lost; once the part is whole again, after the back-off,
+    the next read brings n1's Xid back cold. Before, a failed read returned None and the incident was gone."""
+    import asyncio
+    import logging
+
+    import pyarrow as pa
+
+    from api.sink import IncidentSink
+    from correlate.consumer import CorrelateWorker
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    xid = T0 + timedelta(hours=1)
+    a = events(pipeline, {"n1": [fallen(xid)]}, xid)
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("events", a.events, "b0")
+    part = next((tmp_path / "lake" / "events").rglob("*.parquet"))
+    whole = part.read_bytes()
+    stored = correlate(a.events, now_us=int((xid + timedelta(hours=1)).timestamp() * S))
+    conf = Settings(lake=str(tmp_path / "lake"))
+    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=conf,
+                        lateness_us=60 * S, on_incidents=lambda incs: None, restore=lambda: stored,
+                        read_back=IncidentSink(conf).incident_events)
+    later = xid + timedelta(hours=2)
+    n1 = events(pipeline, {"n1": [init(later, "n1", 700, 0, 1, "0x0000000000000a01", gpu=1)]}, later)
+    w.correlator.add(n1.events, now_us=int(later.timestamp() * S))
+    part.write_bytes(b"PAR1")
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        asyncio.run(w._read_back())
+    assert w.read_back_failures == 1 and not w.correlator.cold and "read back" in caplog.text
+    assert [x["id"] for x in w.correlator.read_back_again] == [stored[0]["id"]]
+    assert w._read_back_backoff == 1.0
+    part.write_bytes(whole)
+    asyncio.run(w._read_back())
+    assert set(w.correlator.cold) == set(a.events.column("event_id").to_pylist())
+    assert w.correlator.read_back_again == [] and w.correlator.to_read_back() == [] and w._read_back_backoff == 0.5
 
 
 def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):
