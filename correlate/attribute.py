@@ -250,12 +250,16 @@ def sentences(*texts: str) -> str:
 
 
 def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
-    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``_fill``)."""
+    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``_fill``); for an
+    Xid, those its ``verify_by_category`` gives the Xid's xid-catalog.csv category, when it names it."""
     c = catalog.by_id.get(e.signature)
     if not c:
         return []
     fields = _fields(e)
-    return [_fill(t, fields) for t in c.sig.verify]
+    fact = catalog.xids.get(e.xid) if e.xid is not None else None
+    by_category = getattr(c.sig, "verify_by_category", None)  # a derived signature has none
+    templates = by_category.get(fact.category, c.sig.verify) if fact and by_category else c.sig.verify
+    return [_fill(t, fields) for t in templates]
 
 
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:

@@ -12,6 +12,7 @@ relation), ``pattern``. Times are ISO 8601 UTC strings.
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -79,6 +80,24 @@ def party_subject(p: dict[str, Any]) -> tuple:
     return subject_of(p.get("host"), p.get("device_type"), p.get("device"), p.get("gpu_index"), p.get("rank"))
 
 
+#: an xid-catalog.csv action that depends on the line's Fatal/Nonfatal word (Xid 144 – 148): "<common>; Fatal ->
+#: <then>, Nonfatal -> <else>"
+_FATAL_BRANCHES = re.compile(r"^(?P<common>.*?);\s*Fatal\s*->\s*(?P<fatal>[^,]+),\s*Nonfatal\s*->\s*(?P<nonfatal>.+)$")
+
+
+def fatal_branch(action: str, fatal: bool | None) -> str:
+    """``action`` (an xid-catalog.csv ``recommended_action``) for a line whose own word says ``fatal`` (the events
+    column, read from ``Fatal``/``Nonfatal``; None when the line has none): of an action that gives both
+    branches ("…; Fatal -> reset GPU, Nonfatal -> usually none", Xid 144 – 148, whose catalog note says "Line
+    token Fatal/Nonfatal sets the real severity"), the one the line took, named first; any other action as it
+    is."""
+    m = _FATAL_BRANCHES.match(action) if fatal is not None else None
+    if m is None:
+        return action
+    word, then = ("Fatal", m["fatal"]) if fatal else ("Nonfatal", m["nonfatal"])
+    return f"the line says {word}: {then.strip()}; {m['common'].strip()}"
+
+
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
@@ -86,7 +105,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     main = min(v.initiator_events, key=lambda e: (-e.sev, e.order))
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
-        action = scene.catalog.xids[main.xid].action
+        action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"

@@ -97,6 +97,10 @@ class Signature(BaseModel):
     )
     action: str | None = Field(default=None, description="recommended action for the on-call engineer")
     verify: list[str] = Field(default_factory=list, description="commands that confirm it on the host")
+    verify_by_category: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="for Xid entries: xid-catalog.csv category -> commands in place of `verify` (a GPU that fell "
+                    "off the bus does not answer nvidia-smi -q -i; lspci still sees its slot)")
     sources: list[str] = Field(default_factory=list, description="documents the pattern comes from")
     examples: list[Example]
     near_misses: list[str] = Field(default_factory=list)

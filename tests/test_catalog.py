@@ -49,6 +49,28 @@ def test_every_signature_an_incident_can_start_from_says_what_to_do(catalog):
         assert set(re.findall(r"{(\w+)}", c.sig.action)) <= given, c.sig.id
 
 
+def test_every_device_signature_an_incident_can_start_from_says_how_to_check_it(catalog):
+    """An incident's ``verify`` commands are its initiator's catalog ``verify`` (``correlate.attribute.
+    verify_commands``): a critical Xid 149 incident, a Fabric Manager error, an SXid with a severity, PCIe AER
+    lines and eight other kernel and NVML signatures had none (a fresh-user trial). Every non-context event
+    signature of the kernel log or NVML has some (NCCL and PyTorch lines are checked in the job's own logs);
+    the fields they name are fields its first example gives (or the device and GPU every event may carry)."""
+    missing = [c.sig.id for c in catalog.entries if c.sig.emit == "event" and c.sig.role != "context"
+               and c.sig.source in ("dmesg", "nvml") and not c.sig.verify]
+    assert missing == []
+    for c in catalog.entries:
+        templates = [*c.sig.verify, *(t for ts in getattr(c.sig, "verify_by_category", {}).values() for t in ts)]
+        if c.sig.emit != "event" or not templates:
+            continue
+        found = fields(c, c.sig.examples[0].line)
+        row = columns(c, found[0], catalog) if found else {"details": {}}
+        given = set(row) | set(row["details"]) | {"device", "device_short", "gpu_index"}
+        assert {f for t in templates for f in re.findall(r"{(\w+)}", t)} <= given, c.sig.id
+    # the categories a signature's verify_by_category names are categories of the Xid catalog
+    categories = {x.category for x in catalog.xids.values()}
+    assert all(set(getattr(c.sig, "verify_by_category", {})) <= categories for c in catalog.entries)
+
+
 @pytest.fixture(scope="module")
 def hsm(catalog):
     return HyperscanMatcher(catalog)

@@ -358,3 +358,34 @@ def test_an_untimed_report_at_a_lines_time_leaves_the_start_the_lines(pipeline):
     (inc,) = _with(pipeline, text, [Symptom(host="node01", kind="hang")])
     assert (inc["start"], inc["start_basis"]) == (plain["start"], plain["start_basis"]) == (
         "2026-11-30T03:12:05.000000Z", "line")
+
+
+def test_an_xid_whose_catalog_action_branches_on_fatal_takes_the_branch_its_line_says(pipeline):
+    """Xid 144 – 148's catalog action gives both branches ("Fatal -> reset GPU, Nonfatal -> usually none"; its
+    note: "Line token Fatal/Nonfatal sets the real severity"): the incident's next action names the one its line
+    took (``correlate.incident.fatal_branch``). A fresh-user trial found a Nonfatal Xid 145 told to decode and
+    maybe reset. An action without both branches stays as it is."""
+    from correlate.incident import fatal_branch
+
+    line = ("[Mon Nov 30 03:12:0{s} 2026] NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE {word} XC0 i0 Link 13 "
+            "(0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)")
+    (nonfatal,) = run(pipeline, line.format(s=1, word="Nonfatal"))
+    assert (nonfatal["severity"], nonfatal["next_action"].split(";")[0]) == (
+        "warning", "the line says Nonfatal: usually none")
+    (fatal,) = run(pipeline, line.format(s=1, word="Fatal"))
+    assert (fatal["severity"], fatal["next_action"].split(";")[0]) == ("critical", "the line says Fatal: reset GPU")
+    assert fatal["next_action"].endswith("decode IntrInfo+ErrorStatus with NVIDIA's 144-150 table")
+    reset = "reset GPU; contact support if it repeats"  # Xid 62's: one branch
+    assert fatal_branch(reset, True) == fatal_branch(reset, None) == reset
+
+
+def test_an_xid_79_incident_checks_the_gpu_with_lspci_not_nvidia_smi(pipeline):
+    """A GPU that fell off the bus does not answer ``nvidia-smi -q -i``: the Xid signature's ``verify`` for the
+    catalog's ``gpu_off_bus`` category (``verify_by_category``) looks at its PCIe slot instead, as the probe-time
+    off-bus signature does (a fresh-user trial). Other Xids keep ``nvidia-smi -q -i``."""
+    xid79 = ("[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:06:00): 79, pid='<unknown>', name=<unknown>, "
+             "GPU has fallen off the bus.")
+    (off,) = run(pipeline, xid79)
+    assert off["verify"][:2] == ["lspci -s 0000:06:00.0 -vv", "nvidia-smi -L"]
+    (link,) = run(pipeline, XID74.format(s=1, bus="18", link=3))
+    assert link["verify"][0] == "nvidia-smi -q -i 0000:18:00.0"
