@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import errno
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -219,25 +220,41 @@ def diagnose(
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
     for h in sorted({x.host for x in symptoms} - set(seen)):  # a typo, or other hosts' logs: it joins no evidence
-        close = difflib.get_close_matches(h, seen, n=1)
+        close = _close_hosts(h, seen)
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
-                  "report joins no logged evidence" + (f". Did you mean {close[0]}?" if close else ""),
+                  "report joins no logged evidence" + (f". Did you mean {' or '.join(close)}?" if close else ""),
                   style="yellow", highlight=False, markup=False)  # text, not markup
     for x in symptoms:  # a GPU the host's logs do not name: a typo, or another host's GPU
         if x.host in seen and (odd := _unnamed_gpus(batch, x.host, x.gpus)):
             err.print(odd, style="yellow", highlight=False, markup=False)
+    # how much was read is progress, not the report: stderr, as the demo's (a pipe or file gets the report)
+    err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
+              f"{'s' * (batch.events.num_rows != 1)}", markup=False, highlight=False)
+    if by_mtime := batch.events.column("ts_basis").to_pylist().count("file"):
+        err.print(f"{by_mtime} event{'s' * (by_mtime != 1)} timed by {'their' if by_mtime != 1 else 'its'} file's "
+                  "modification time: the lines print no wall-clock time (a raw dmesg stamp counts seconds since "
+                  "boot, counted back from it); a copied file moves them. `dmesg -T` or `journalctl -k -o "
+                  "short-iso` print wall-clock times", style="yellow", markup=False, highlight=False)
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))
         sys.stdout.buffer.write(b"\n")
     else:
-        # how much was read is progress, not the report: stderr, as the demo's (a pipe or file gets the table)
-        err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
-                  f"{'s' * (batch.events.num_rows != 1)}", markup=False, highlight=False)
         out.print(IncidentsReport(incidents))  # texts quote log lines and host names: printed as text, not markup
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
+
+
+def _close_hosts(host: str, seen: list[str]) -> list[str]:
+    """The host names of ``seen`` that ``host`` (a symptom's, with no events) was likely meant to be: those equal
+    to it but for leading zeros in its numbers (``node07`` for ``node007``), else the closest by ``difflib``
+    (``node07`` is as close to ``node027`` as to ``node007`` there)."""
+    def unpadded(name: str) -> str:
+        return re.sub(r"\d+", lambda m: str(int(m.group())), name.lower())
+
+    same = [h for h in seen if unpadded(h) == unpadded(host)]
+    return same or difflib.get_close_matches(host, seen, n=1)
 
 
 def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:

@@ -40,12 +40,26 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in order} for r in rows]
 
 
-#: start bases that are not the first line's own stamp (``~`` in the table)
-_APPROX = ("kafka", "file", "inherited", "envelope", "operator")
+#: start bases that are not the first line's own stamp (``~`` in the table, ``_APPROX``), and what stands in for
+#: it, for the caption (``correlate.incident`` ``start_basis``)
+_BASIS_WORDS = {
+    "inherited": "an earlier line's stamp",
+    "envelope": "the shipper's record time",
+    "kafka": "the Kafka arrival time",
+    "file": "the file's modification time (a raw dmesg stamp, seconds since boot, is counted back from it)",
+    "operator": "the operator's report time",
+}
+_APPROX = frozenset(_BASIS_WORDS)
 
 
-_CAPTION = ("~ the first line printed no time of its own: an earlier line's, the envelope's, the arrival (Kafka), "
-            "the file's or the operator's report's time is shown")
+def _caption(incidents: list[dict[str, Any]]) -> str | None:
+    """The table's footnote for starts marked ``~`` (their first line's time is not a wall-clock stamp of its
+    own): what stands in, for the bases these incidents have; None when none is marked."""
+    bases = {inc.get("start_basis") for inc in incidents}
+    words = [w for b, w in _BASIS_WORDS.items() if b in bases]
+    return ("~ not the first line's own wall-clock stamp: " + "; ".join(words)) if words else None
+
+
 _SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
 #: terminal columns from which the table is shown even when a cell must fold (a long downstream list)
 TABLE_MIN_WIDTH = 160
@@ -81,8 +95,7 @@ def _party_label(d: dict[str, Any]) -> str:
 
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
     """A rich table: one row per incident, initiator first (row order: ``_rows``)."""
-    approx_any = any(inc.get("start_basis") in _APPROX for inc in incidents)
-    t = Table(title=title, show_lines=False, caption=_CAPTION if approx_any else None)
+    t = Table(title=title, show_lines=False, caption=_caption(incidents))
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
@@ -176,8 +189,8 @@ class IncidentsView:
             yield head
             yield _labelled([("initiator", "dim", who), ("downstream", "dim", down),
                              ("next", "dim", inc["next_action"])])
-        if any(inc.get("start_basis") in _APPROX for inc in self.incidents):
-            yield Text(_CAPTION, style="dim")
+        if caption := _caption(self.incidents):
+            yield Text(caption, style="dim")
 
 
 class IncidentDetail:

@@ -429,9 +429,18 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
         r.stderr, r.stderr
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@node2")  # a typo of a host that has events
     assert r.returncode == 0 and "Did you mean node02?" in r.stderr, r.stderr
+    # the same name but for zero padding first: difflib alone offered node027 for node07 beside node007
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for h in ("node027", "node007"):
+        (fleet / f"{h}.log").write_text(xid.read_text())
+    r = _firstfault("diagnose", str(fleet), "--symptom", "failure@node07")
+    assert r.returncode == 0 and "Did you mean node007?" in r.stderr, r.stderr
     # host names are printed as text: "[/]" is no markup to fail on (it exited 1 with rich's MarkupError)
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@x[/]", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["incidents"] and "symptom host x[/] has no events" in r.stderr
+    # JSON too says on stderr what was read, and that the raw dmesg stamp was placed by the file's mtime
+    assert "1 line → 1 event\n" in r.stderr and "1 event timed by its file's modification time" in r.stderr
     # ... and in the table and the lines under it, which quote host names and log lines (the explanation,
     # next action, verify and missing lines of the report's incident name its host)
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@[red]x[/]", "--format", "table")
