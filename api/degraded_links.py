@@ -75,6 +75,8 @@ def parse_hour(text: str) -> datetime:
             raise ValueError(f"hour must look like 2026-11-30T03 (UTC), not {text!r}") from None
         if len(text.strip()) <= 10:  # a date alone (2026-11-30, 20261130) names a day, not which hour of it
             raise ValueError(f"hour must name the hour: {dt:%Y-%m-%d}T00 for its first, not {text!r}")
+    if not 2000 <= dt.year <= 2100:  # before the zone's shift: 0001-01-01T00+01:00 would overflow in UTC
+        raise ValueError(f"hour must be between 2000 and 2100, not {text!r}")
     dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
     if (dt.minute, dt.second, dt.microsecond) != (0, 0, 0):  # in UTC: 04:00+05:30 is 22:30 UTC, no report's hour
         raise ValueError(f"hour must be on a UTC hour (minutes and seconds 0 in UTC), not {text!r} ({dt:%H:%M:%S} UTC)")

@@ -40,7 +40,8 @@ def require_lake(s: Settings) -> None:
 def degraded_links(
     hour: Annotated[Optional[str], typer.Option(help="UTC hour, e.g. 2026-11-30T03; default: the last "
                                                      "complete hour")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="json, html, csv or parquet")] = "json",
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="json, html, csv or parquet; default: "
+                                                  "from --output's name, else json")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write; default: stdout "
                                                    "(not for parquet)", dir_okay=False)] = None,
     store: Annotated[bool, typer.Option("--store", help="write every format into "
@@ -55,12 +56,19 @@ def degraded_links(
     from api.report_render import FORMATS, render
     from api.store import StoreError
 
+    if format is None:  # a file's format from its name, as `firstfault sql` (report.xlsx was written as JSON)
+        format = output.suffix.lower().lstrip(".") if output is not None else "json"
+        format = {"htm": "html", "ndjson": "json"}.get(format, format)
+        if format not in FORMATS:
+            raise typer.BadParameter(f"say --format for {output.name} ({', '.join(FORMATS)}; a name ending in "
+                                     f"{', '.join('.' + f for f in FORMATS)} says it)", param_hint="--format")
     if format not in FORMATS:
         raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--format")
     if format == "parquet" and output is None and not store:
         raise typer.BadParameter("parquet needs --output FILE", param_hint="--output")
     try:
-        dt = parse_hour(hour) if hour else due_hour(datetime.now(timezone.utc), 0)
+        # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour
+        dt = parse_hour(hour) if hour is not None else due_hour(datetime.now(timezone.utc), 0)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--hour") from None
     try:

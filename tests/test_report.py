@@ -107,6 +107,10 @@ def test_hours_and_counter_names():
             parse_hour(bad)
     with pytest.raises(ValueError, match="2026-11-30T00 for its first"):  # a day is not an hour of it
         parse_hour("2026-11-30")
+    # a zone's shift at the ends of the calendar overflowed (OverflowError: a traceback, a 500; a break-it pass)
+    for far in ("0001-01-01T00:00+01:00", "9999-12-31T23:00-01:00"):
+        with pytest.raises(ValueError, match="between 2000 and 2100"):
+            parse_hour(far)
     assert due_hour(datetime(2026, 11, 30, 4, 4, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T02")
     assert due_hour(datetime(2026, 11, 30, 4, 6, tzinfo=timezone.utc), 300) == parse_hour("2026-11-30T03")
     assert [counter_class(n) for n in ("CRC Errors", "Replay Errors", "Recovery Errors",
@@ -347,6 +351,14 @@ def test_cli(lake_settings, tmp_path):
     assert res.exit_code == 0 and res.stdout.splitlines()[1].startswith('"2026-11-30T03","node07","rack12",1,5')
     assert run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "parquet", "--config", str(cfg)]).exit_code == 2
     assert run(app, ["report", "degraded-links", "--hour", "03h", "--config", str(cfg)]).exit_code == 2
+    # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour
+    assert run(app, ["report", "degraded-links", "--hour", "", "--config", str(cfg)]).exit_code == 2
+    # the format from --output's name, as `firstfault sql`: report.xlsx was written as JSON
+    out = tmp_path / "r.csv"
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(out), "--config", str(cfg)])
+    assert res.exit_code == 0 and out.read_text().startswith('"hour",')
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / "r.xlsx"), "--config", str(cfg)])
+    assert res.exit_code == 2 and "say --format for r.xlsx" in res.output and not (tmp_path / "r.xlsx").exists()
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
     assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
 
