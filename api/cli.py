@@ -211,11 +211,15 @@ def diagnose(
         err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
-    if not decoded.rejects and all(not s.data or s.data.isspace() for s in decoded.segments):
-        empty = sum(1 for _ in walk(paths))
+    if all(not s.data or s.data.isspace() for s in decoded.segments):
+        files = sum(1 for _ in walk(paths))
         where = escape(", ".join(map(str, paths)))
-        err.print(f"[red]no log lines[/] in {where}: {empty} file{'s' * (empty != 1)}, empty or blank lines only"
-                  if empty else f"[red]no files found[/] under {where}")
+        if decoded.rejects:  # every file skipped (corrupt, too large): nothing was read, which is no healthy fleet
+            err.print(f"[red]nothing could be read[/] in {where}: {files} file{'s' * (files != 1)}, "
+                      "skipped as above")
+        else:
+            err.print(f"[red]no log lines[/] in {where}: {files} file{'s' * (files != 1)}, empty or blank lines "
+                      "only" if files else f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")

@@ -200,7 +200,14 @@ _ZSTD_MAX_RATIO_SHIFT = 15
 
 
 class CompressionError(ValueError):
-    """A compressed value or file that cannot be read (corrupt, truncated, too large, or an unread format)."""
+    """A compressed value or file that cannot be read (corrupt, truncated, too large, or an unread format).
+
+    ``partial``: for a truncated stream, what it decompressed to before it ended (a log copied while it was
+    still being written or rotated); else empty."""
+
+    def __init__(self, message: str, partial: bytes = b"") -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 def compression_of(data: bytes) -> str | None:
@@ -267,7 +274,7 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
             if d.eof or not rest:
                 break
         if not d.eof:
-            raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)")
+            raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
         rest = d.unused_data
         # another gzip member follows (concatenated gzip is one gzip file); zero padding is not data
         if wbits != 31 or rest[:2] != _GZIP:
@@ -287,7 +294,8 @@ def _unzstd(data: bytes, limit: int) -> bytes:
         d = dctx.decompressobj()
         while not d.eof:
             if pos >= len(data):
-                raise CompressionError(f"truncated zstd frame (the value ends after {len(data)} bytes)")
+                raise CompressionError(f"truncated zstd frame (the value ends after {len(data)} bytes)",
+                                       b"".join(out))
             chunk = view[pos:pos + step]
             pos += len(chunk)
             piece = d.decompress(chunk)
@@ -898,7 +906,9 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
 
     Returns the segments and the rejects (origin ``file:<relname>``): ``too_large``,
     ``bad_compression`` (corrupt, truncated, an unread format, or over ``max_bytes`` decompressed),
-    ``bad_envelope`` (per record); an empty file (or one that decompresses to nothing) gives neither.
+    ``bad_envelope`` (per record); an empty file (or one that decompresses to nothing) gives neither. A
+    truncated gzip or zstd file (copied while it was written or rotated, as ``zcat`` reads it) gives the whole
+    lines it decompressed to before it ended, and a ``bad_compression`` reject that says the rest is lost.
     Raises ``OSError`` only when the file cannot be read.
     """
     origin = f"file:{relname}"
@@ -907,11 +917,20 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
     if st.st_size > max_bytes:
         return Decoded(rejects=[Reject(origin, f"file of {st.st_size} bytes exceeds {max_bytes}", b"", "too_large")])
     raw = path.read_bytes()
+    lost = None
     try:
         data = decompress(raw, limit=max_bytes)
     except CompressionError as e:
-        return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
+        data = e.partial[:e.partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
+        if not data:
+            return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
+        lines = data.count(b"\n")
+        lost = Reject(origin, f"cannot decompress: {e}; read its first {lines} lines "
+                              f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
-    return _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
-                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
+    out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
+                       ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
+    if lost is not None:
+        out.rejects.append(lost)
+    return out

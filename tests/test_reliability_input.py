@@ -600,6 +600,35 @@ def test_decode_file_rejects_a_damaged_deflate_stream(tmp_path):
     assert not d.segments and [r.error_code for r in d.rejects] == ["bad_compression"]
 
 
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_decode_file_keeps_the_whole_lines_of_a_truncated_file_and_says_the_rest_is_lost(tmp_path, kind):
+    """A compressed log copied while it was written or rotated ends mid-stream: ``zcat`` prints the lines it
+    got, and the file gave none ("Incidents: none", exit 0; a break-it pass). Now its whole lines are read (the
+    cut last line is not) and a ``bad_compression`` reject says how many, and that the rest is lost."""
+    lines = b"".join(xid(f"{i:02x}") + b"\n" for i in range(0x10, 0x70)) * 40  # zstd: past one 128 KB block
+    packed = gzip.compress(lines) if kind == "gzip" else zstandard.ZstdCompressor().compress(lines)
+    f = tmp_path / f"node07.log.{'gz' if kind == 'gzip' else 'zst'}"
+    f.write_bytes(packed[:-20])
+    d = decode_file(f, relname=f.name)
+    got = b"".join(s.data for s in d.segments)
+    assert got and lines.startswith(got) and got.endswith(b"\n") and len(got) < len(lines)
+    [r] = d.rejects
+    n = got.count(b"\n")
+    assert r.error_code == "bad_compression" and f"read its first {n} lines" in r.reason
+    assert "the rest is lost" in r.reason
+
+
+def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
+    """Nothing read is no healthy fleet: a folder whose only file is corrupt said "Incidents: none" and
+    exited 0 (as an empty capture does not: exit 2)."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node07.log.gz").write_bytes(corrupt_gzip(xid() * 50))
+    r = subprocess.run([FIRSTFAULT, "diagnose", str(d)], capture_output=True, timeout=120, cwd=str(tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "nothing could be read" in err and "node07.log.gz" in err, err[-1000:]
+
+
 # the wider class of each defect above
 
 
