@@ -101,6 +101,23 @@ class Settings(BaseModel):
                 raise ValueError(f"{t!r} is not a Kafka topic name (1 – 249 of a-z, A-Z, 0-9, '.', '_', '-')")
         return v
 
+    @field_validator("lake")
+    @classmethod
+    def _lake(cls, v: str) -> str:
+        """A local path, a ``file://`` URL or ``s3://bucket[/prefix]`` (``ingest.lake.Lake``): another scheme
+        (``ftp://``), an S3 URL without a bucket or an empty value is a configuration error here, not a
+        traceback where the lake is first opened."""
+        if not v.strip():
+            raise ValueError("is empty: a path, file:// URL or s3://bucket/prefix")
+        if v.startswith("s3://"):
+            if not v[len("s3://"):].strip("/"):
+                raise ValueError(f"{v!r} names no bucket: s3://bucket/prefix")
+        elif "://" in v and not v.startswith("file://"):
+            raise ValueError(f"{v!r}: a lake is a path, file:// URL or s3://bucket/prefix")
+        elif v == "file://":
+            raise ValueError("'file://' names no folder")
+        return v
+
     @field_validator("page_min_severity")
     @classmethod
     def _sev(cls, v: str) -> str:

@@ -78,6 +78,11 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_TOPICS": ",,"}, "topics (from FIRSTFAULT_TOPICS): Value error, needs at least one topic"),
     ({"FIRSTFAULT_DLQ_TOPIC": "dead letters"}, "'dead letters' is not a Kafka topic name"),
     ({"FIRSTFAULT_FLEET_CONFIG": "/"}, "cannot read the fleet config /"),
+    # an unusable lake was a LakeError or ArrowInvalid traceback where the lake was first opened (a break-it pass)
+    ({"FIRSTFAULT_LAKE": "ftp://x/y"}, "'ftp://x/y': a lake is a path, file:// URL or s3://bucket/prefix"),
+    ({"FIRSTFAULT_LAKE": "s3://"}, "'s3://' names no bucket"),
+    ({"FIRSTFAULT_LAKE": "file://"}, "'file://' names no folder"),
+    ({"FIRSTFAULT_LAKE": " "}, "lake (from FIRSTFAULT_LAKE): Value error, is empty"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
