@@ -82,7 +82,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     if output is not None and not output.parent.is_dir():
         err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
         return 2
-    con = connect(Lake(settings.lake))
+    try:
+        con = connect(Lake(settings.lake))
+    except StoreError as e:  # the lake cannot be opened at all (its views' SQL, an S3 error): one line, not a traceback
+        err.print(f"[red]{escape(str(e))}[/]")
+        return 1
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
     timer.start()
     try:

@@ -62,12 +62,92 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
         con.execute("SET autoload_known_extensions = false")
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET VARIABLE lake = ?", [root])
-        con.execute(VIEWS_SQL.read_text(encoding="utf-8"))
+        _create_views(con, root)
         con.execute("SET lock_configuration = true")
     except duckdb.Error as e:
         con.close()
         raise StoreError(f"cannot open the lake at {root}: {e}") from e
     return con
+
+
+#: the views of ``schemas/views.sql`` that read a table's parts -> that table (``ingest.lake.TABLES``)
+_TABLE_OF_VIEW = {"events": "events", "link_samples": "link_samples", "topology": "topology",
+                  "incident_versions": "incidents", "incident_evidence": "incident_evidence"}
+#: the views whose columns are a table's (``incidents``: the latest of ``incident_versions``)
+_COLUMNS_OF_VIEW = {**_TABLE_OF_VIEW, "incidents": "incidents"}
+_CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, root: str) -> None:
+    """Create the views and macros of ``schemas/views.sql`` one statement at a time. A view whose parts cannot
+    be read (a zero-byte or non-Parquet ``.parquet`` file, a part whose column types differ from the table's
+    schema in ``ingest.lake.TABLES``), and any view over it, becomes a view that raises that reason, naming
+    the files, when a query reads it: the other tables stay usable (one bad file under ``events/`` made every
+    view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned the whole column to VARCHAR
+    and the API answered 500)."""
+    from ingest.lake import TABLES
+
+    broken: dict[str, str] = {}
+    for stmt in duckdb.extract_statements(VIEWS_SQL.read_text(encoding="utf-8")):
+        sql = stmt.query
+        m = _CREATED.search(sql)
+        name = m.group(1) if m else None
+        body = re.sub(r"'[^']*'", "''", sql[m.end():] if m else sql)  # names, not paths in string literals
+        upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)
+        why = None
+        if upstream is not None:
+            why = f"it reads {upstream}, which cannot be read: {broken[upstream]}"
+        else:
+            try:
+                con.execute(sql)
+            except duckdb.Error as e:
+                if name is None:
+                    raise
+                why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
+            else:
+                if name in _TABLE_OF_VIEW:
+                    why = _schema_mismatch(con, name, TABLES[_TABLE_OF_VIEW[name]], root)
+        if why is not None and name is not None:
+            broken[name] = why
+            text = f"{name} cannot be read: {why}".replace("'", "''")
+            # the table's columns, so that a query binds and then fails with the reason (not "column not found"),
+            # each from one value that only raises: random() keeps the optimiser from folding a filter on a
+            # constant column into an empty result without reading it
+            cols = [f'CAST(v AS {t}) AS "{c}"' for c, t in
+                    _duck_types(TABLES[_COLUMNS_OF_VIEW[name]]).items()] if name in _COLUMNS_OF_VIEW else ["v"]
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {', '.join(cols)} FROM (SELECT CASE WHEN "
+                        f"random() >= 0 THEN error('{text}') END AS v) WHERE v IS NULL")
+
+
+def _duck_types(schema: pa.Schema) -> dict[str, str]:
+    """column -> the DuckDB type its Arrow type reads as (``TIMESTAMP WITH TIME ZONE``, ``VARCHAR``, …)."""
+    key = schema.to_string()
+    if key not in _DUCK_TYPES:
+        _DUCK_TYPES[key] = dict(zip(schema.names, map(str, duckdb.from_arrow(schema.empty_table()).types)))
+    return _DUCK_TYPES[key]
+
+
+_DUCK_TYPES: dict[str, dict[str, str]] = {}  # the lake's five schemas, read once
+
+
+def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, schema: pa.Schema, root: str) -> str | None:
+    """Why ``view`` does not have ``schema``'s column types (None when it does): the first column whose
+    type differs and the parts that hold it in another type (read from the Parquet footers, only here)."""
+    want = _duck_types(schema)
+    # the catalog's column types of the view as created (a DESCRIBE would bind it again: every part's footer)
+    have = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?",
+                            [view]).fetchall())
+    col = next((c for c, t in want.items() if c in have and have[c] != t), None)
+    if col is None:
+        return None
+    table = _TABLE_OF_VIEW[view]
+    rows = con.execute("SELECT file_name, type, logical_type FROM parquet_schema(?) WHERE name = ?",
+                       [f"{root}/{table}/**/*.parquet", col]).fetchall()
+    ref = next(((t, lt) for f, t, lt in rows if f.endswith("/_schema.parquet")), None)
+    odd = sorted(f for f, t, lt in rows if ref is not None and (t, lt) != ref)
+    where = (f"; parts that hold it otherwise: {', '.join(odd[:3])}" + (f" and {len(odd) - 3} more" if len(odd) > 3
+             else "")) if odd else ""
+    return f"column {col} reads as {have[col]}, not {want[col]}: a part of another schema is in {table}/{where}"
 
 
 class Store:

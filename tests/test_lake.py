@@ -57,3 +57,40 @@ def test_small_and_large_parts_read_back_as_the_tables_schema(tables, tmp_path, 
         with_stats = {rg.column(i).path_in_schema for i in range(rg.num_columns) if rg.column(i).is_stats_set}
         assert (with_stats == {c.path_in_schema for c in map(rg.column, range(rg.num_columns))}) if every \
             else with_stats == {TIME_COLUMN[name]}, with_stats
+
+
+def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables, tmp_path):
+    """One zero-byte ``.parquet`` under ``events/`` made every view fail (``/links`` and ``/incidents`` answered
+    503, ``firstfault sql`` a traceback), and a part whose ``ts`` is text turned the whole column to VARCHAR
+    (the API answered 500; a break-it pass). Now the views over that table raise the reason, naming the file,
+    when a query reads them (``api.store.connect``), and the other tables answer as before."""
+    from api.store import Store, StoreError
+
+    lake = Lake(str(tmp_path / "lake"))
+    lake.init()
+    for name in TABLES:
+        lake.write(name, _one_hour(name, tables[name]), "b1")
+    store = Store(lake)
+    counts = {v: store.query(f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in
+              ("events", "link_samples", "incidents", "incident_evidence")}
+    assert counts["events"] > 0 and counts["link_samples"] > 0 and counts["incidents"] > 0
+    zero = tmp_path / "lake" / "events" / "kind=xid" / "date=2025-12-01" / "hour=00" / "part-zero.parquet"
+    zero.write_bytes(b"")
+    with pytest.raises(StoreError, match=r"events cannot be read: .*part-zero\.parquet.* too small"):
+        store.query("SELECT count(*) FROM events")
+    with pytest.raises(StoreError, match="events cannot be read"):  # a query naming columns binds, then fails
+        store.query("SELECT event_id, ts FROM events WHERE host = 'x'")
+    assert {v: store.query(f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in
+            ("link_samples", "incidents", "incident_evidence")} == {k: v for k, v in counts.items() if k != "events"}
+    zero.unlink()
+    old = zero.with_name("part-old.parquet")
+    pq.write_table(pa.table({"event_id": ["x"], "ts": ["yesterday"], "host": ["h"]}), old)
+    with pytest.raises(StoreError, match=r"column ts reads as VARCHAR, not TIMESTAMP WITH TIME ZONE: .*part-old"):
+        store.query("SELECT count(*) FROM events")
+    # a bad part of incidents/ spoils the views over it (incidents, incident_evidence), not events
+    old.unlink()
+    (tmp_path / "lake" / "incidents" / "date=2025-12-01" / "hour=00" / "part-bad.parquet").write_bytes(b"PAR1")
+    for view in ("incident_versions", "incidents", "incident_evidence"):
+        with pytest.raises(StoreError, match=f"{view} cannot be read"):
+            store.query(f"SELECT count(*) FROM {view}")
+    assert store.query("SELECT count(*) AS n FROM events")[0]["n"] == counts["events"]
