@@ -29,11 +29,34 @@ class HostConfig:
     rack: str | None = None
 
 
+class _Strings(yaml.BaseLoader):
+    """YAML with every scalar read as the text it is (PyYAML's ``BaseLoader``: host ``001`` stays ``001``, rack
+    ``010`` is not octal 8, host ``no`` is no boolean, ``12:31`` no base-60 number), and a key given twice in one
+    mapping an error, not the last one silently."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):  # a list or mapping as a key: no name
+                raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}",
+                                                        key_node.start_mark)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"{key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+#: YAML's spellings of null, read as "not given"
+_NULLS = {"", "~", "null", "Null", "NULL"}
+
+
 def load_fleet_config(path: Path) -> dict[str, HostConfig]:
-    """Read the fleet config. Raises ``ValueError`` naming the key when the file does not have that shape, or
+    """Read the fleet config. Every value is text as written (``_Strings``). Raises ``ValueError`` naming the
+    key when the file does not have that shape (a value that is a list or mapping, a host given twice), or
     saying why it cannot be read (missing, a folder, not UTF-8, not YAML)."""
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        doc = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_Strings) or {}  # noqa: S506 (BaseLoader)
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid YAML: {e}") from e
     except RecursionError:
@@ -45,11 +68,16 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
         raise ValueError(f"{path}: expected a mapping 'hosts:'")
     out: dict[str, HostConfig] = {}
     for name, cfg in hosts.items():
-        cfg = cfg or {}
+        if not isinstance(name, str) or name in _NULLS:
+            raise ValueError(f"{path}: a host name must be text, not {name!r}")
+        cfg = {} if isinstance(cfg, str) and cfg in _NULLS else cfg
         if not isinstance(cfg, dict):
             raise ValueError(f"{path}: host {name}: expected a mapping")
         unknown = set(cfg) - {"platform", "domain", "rack"}
         if unknown:
             raise ValueError(f"{path}: host {name}: unknown keys {sorted(unknown)}")
-        out[str(name)] = HostConfig(**{k: (str(v) if v is not None else None) for k, v in cfg.items()})
+        odd = sorted(k for k, v in cfg.items() if not isinstance(v, str))
+        if odd:
+            raise ValueError(f"{path}: host {name}: {odd[0]} must be one name, not {cfg[odd[0]]!r}")
+        out[name] = HostConfig(**{k: (None if v in _NULLS else v) for k, v in cfg.items()})
     return out

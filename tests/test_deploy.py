@@ -125,6 +125,25 @@ def test_a_malformed_fleet_config_is_a_configuration_error(tmp_path):
         assert r.returncode == 2 and "fleet_config" in r.stderr and "Traceback" not in r.stderr, (text, r.stderr)
 
 
+def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_given_hosts(tmp_path):
+    """YAML typed the values first and str() followed: host ``001`` became ``1``, rack ``010`` became ``8``
+    (octal), host ``no`` became ``False``, ``12:31`` became ``751`` (base 60), a domain list became its repr,
+    and a host given twice kept its last entry silently (a break-it pass). Names are now read as written; a
+    list or mapping value, or a host given twice, is a ValueError naming it."""
+    from schemas.fleet import HostConfig, load_fleet_config
+
+    f = tmp_path / "fleet.yaml"
+    f.write_text('hosts:\n  001: {rack: 010}\n  no: {domain: yes}\n  12:31: {platform: "NVIDIA GB200", rack: ~}\n'
+                 '  node08:\n')
+    assert load_fleet_config(f) == {"001": HostConfig(rack="010"), "no": HostConfig(domain="yes"),
+                                    "12:31": HostConfig(platform="NVIDIA GB200"), "node08": HostConfig()}
+    for text, said in (("hosts:\n  n1: {domain: [a, b]}\n", "host n1: domain must be one name, not ['a', 'b']"),
+                       ("hosts:\n  n1: {rack: r1}\n  n1: {rack: r9}\n", "'n1' is given twice")):
+        f.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(said)):
+            load_fleet_config(f)
+
+
 def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LOG_LEVEL": "bogus"})
     assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
