@@ -908,7 +908,9 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
     ``bad_compression`` (corrupt, truncated, an unread format, or over ``max_bytes`` decompressed),
     ``bad_envelope`` (per record); an empty file (or one that decompresses to nothing) gives neither. A
     truncated gzip or zstd file (copied while it was written or rotated, as ``zcat`` reads it) gives the whole
-    lines it decompressed to before it ended, and a ``bad_compression`` reject that says the rest is lost.
+    lines it decompressed to before it ended, and a ``bad_compression`` reject that says the rest is lost. A file
+    without a newline whose lines end in a carriage return alone (a serial console's capture) is read line by
+    line; a lone CR among newlines (a progress bar redrawn) stays inside its line.
     Raises ``OSError`` only when the file cannot be read.
     """
     origin = f"file:{relname}"
@@ -929,6 +931,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
                               f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
+    if b"\n" not in data and b"\r" in data:  # lines ended by CR alone (a serial console's capture): its lines
+        data = data.replace(b"\r", b"\n")
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:

@@ -944,3 +944,16 @@ def test_correlate_names_required_columns_that_hold_nulls(pipeline):
         t = t.set_column(i, t.schema.field(i), pa.array([None, t.column(i)[1].as_py()], t.schema.field(i).type))
     with pytest.raises(ValueError, match=r"nulls in required columns: ts \(1 of 2 rows\), host \(1 of 2 rows\)"):
         correlate(t, now_us=now_us)
+
+
+def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_read_line_by_line(tmp_path, pipeline):
+    """A serial console's capture ends its lines with CR alone: two Xids on two GPUs were one line and the
+    second was lost (a break-it pass). A file with no newline is split at its carriage returns; in a file with
+    newlines a lone CR (a progress bar redrawn) stays inside its line."""
+    f = tmp_path / "node07.cr.log"
+    f.write_bytes(xid("3b") + b"\r" + xid("5e") + b"\r")
+    b = pipeline.run(decode_file(f, relname=f.name))
+    assert sorted(e["device"] for e in b.events.to_pylist()) == ["0000:3b:00.0", "0000:5e:00.0"]
+    f.write_bytes(b"epoch 1:  10%|#   | 1/10\r epoch 1:  20%|##  | 2/10\n" + xid("3b") + b"\n")
+    d = decode_file(f, relname=f.name)
+    assert b"".join(s.data for s in d.segments).count(b"\r") == 1
