@@ -95,7 +95,7 @@ def _party_label(d: dict[str, Any]) -> str:
 
 def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
     """A rich table: one row per incident, initiator first (row order: ``_rows``)."""
-    t = Table(title=title, show_lines=False, caption=_caption(incidents))
+    t = Table(title=title, show_lines=False, caption=_caption(incidents), caption_justify="left")
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
@@ -168,10 +168,12 @@ class IncidentsView:
     """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
     ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,
     category, confidence and id on one line, then the initiator, the downstream reporters and the whole next
-    action, each wrapped under its label — so a 80- or 120-column terminal shows every field whole."""
+    action, each wrapped under its label — so a 80- or 120-column terminal shows every field whole.
+    ``with_next=False`` leaves the next action out of the blocks (:class:`IncidentsReport` prints it whole
+    under each incident right after)."""
 
-    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents") -> None:
-        self.incidents, self.title = incidents, title
+    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents", with_next: bool = True) -> None:
+        self.incidents, self.title, self.with_next = incidents, title, with_next
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.incidents:
@@ -187,8 +189,8 @@ class IncidentsView:
             head = Text.assemble(start, "  ", (inc["severity"], _SEVERITY_STYLE.get(inc["severity"], "")), "  ",
                                  inc["category"], f"  conf {inc['confidence']:.2f}  ", (inc["id"], "dim"))
             yield head
-            yield _labelled([("initiator", "dim", who), ("downstream", "dim", down),
-                             ("next", "dim", inc["next_action"])])
+            yield _labelled([("initiator", "dim", who), ("downstream", "dim", down)]
+                            + [("next", "dim", inc["next_action"])] * self.with_next)
         if caption := _caption(self.incidents):
             yield Text(caption, style="dim")
 
@@ -219,7 +221,7 @@ class IncidentsReport:
         self.incidents, self.title = incidents, title
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield IncidentsView(self.incidents, self.title)
+        yield IncidentsView(self.incidents, self.title, with_next=False)
         for inc, *_ in _rows(self.incidents):
             yield IncidentDetail(inc)
 

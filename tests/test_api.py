@@ -336,6 +336,15 @@ def test_incidents_view_shows_every_field_whole_at_any_terminal_width():
     c.print(IncidentsView(incs))
     text = c.export_text()
     assert "┃ start (UTC)" in text and "node7 gpu 0000:b3:00.0 (Xid 79)" in text
+    # diagnose's report prints each next action whole under its incident: the blocks do not say it twice
+    from api.render import IncidentsReport
+
+    for inc_ in incs:
+        inc_.update(explanation="why", verify=[], missing=[])
+    c = Console(record=True, width=80)
+    c.print(IncidentsReport(incs))
+    flat = " ".join(" ".join(line.split()) for line in c.export_text().splitlines())
+    assert flat.count("next " + action) == 2 and flat.count("initiator node7") == 1
 
 
 def test_console_width_takes_a_usable_columns_only(monkeypatch):
