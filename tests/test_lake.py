@@ -94,3 +94,30 @@ def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables,
         with pytest.raises(StoreError, match=f"{view} cannot be read"):
             store.query(f"SELECT count(*) FROM {view}")
     assert store.query("SELECT count(*) AS n FROM events")[0]["n"] == counts["events"]
+
+
+def test_the_readmes_example_questions_run_on_a_lake_of_the_samples(tables, tmp_path):
+    """Every query of the README's "Example questions" block runs on a lake of the bundled samples (the tables
+    written as the service writes them). The top-GPUs question leaves out what needs no action: it counted the
+    benign PCIe capability lines of node008 and node009 (a fresh-user trial)."""
+    import re as _re
+    from pathlib import Path
+
+    from api.store import Store
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = _re.search(r"Example questions.*?```sql\n(.*?)```", text, _re.S).group(1)
+    queries = [q.query for q in duckdb.extract_statements(block)]
+    assert len(queries) == 3
+    lake = Lake(str(tmp_path / "lake"))
+    lake.init()
+    for name in TABLES:
+        lake.write(name, tables[name], "b1")
+    store = Store(lake)
+    results = [store.query(q) for q in queries]
+    top = results[1]
+    assert top and all(r["host"] not in ("node008", "node009") for r in top)
+    severities = {r["host"]: r["severity"] for r in store.query(
+        "SELECT initiator_host AS host, severity FROM incidents WHERE initiator_device_type = 'gpu'")}
+    assert {"node008", "node009"} <= {h for h, s in severities.items() if s == "info"}
+    assert results[2] and all(r["n"] > 0 for r in results[2])
