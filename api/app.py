@@ -130,6 +130,17 @@ def _event_json(r: dict[str, Any]) -> dict[str, Any]:
 disable_created_metrics()
 
 
+#: the OpenAPI groups of the routes (Swagger UI's sections), in the order a reader needs them
+_TAGS = [
+    {"name": "incidents", "description": "Incidents: the initiating fault, its downstream reporters, the evidence."},
+    {"name": "events", "description": "Recognised log lines and samples: by host and time, a host's timeline."},
+    {"name": "links", "description": "NVLink state now, from the newest link samples and the topology."},
+    {"name": "reports", "description": "The hourly degraded-link report (JSON, HTML, CSV, Parquet)."},
+    {"name": "sql", "description": "Ad-hoc read-only DuckDB SQL over the lake's views (NDJSON)."},
+    {"name": "operations", "description": "Health and Prometheus metrics."},
+]
+
+
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))
@@ -138,7 +149,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     # a fleet's management network often reaches no CDN
     app = FastAPIOffline(title="firstfault", version="0.1.0",
                          description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
-                         responses={401: {"model": Problem}, 422: {"model": Problem}})
+                         responses={401: {"model": Problem}, 422: {"model": Problem}}, openapi_tags=_TAGS)
 
     sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
 
@@ -192,7 +203,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     async def _any(request: Request, exc: Exception) -> JSONResponse:  # no stack traces in responses
         return _problem(500, "internal error", type(exc).__name__, request.url.path)
 
-    @app.get("/healthz", response_model=Healthz, responses={503: {"model": Healthz}})
+    @app.api_route("/healthz", methods=["GET", "HEAD"], response_model=Healthz, responses={503: {"model": Healthz}},
+                   tags=["operations"])
     async def healthz() -> JSONResponse:
         """Liveness and readiness: unhealthy while ingest cannot store or commit (the reason says why).
         Runs on the event loop, not in the worker threads, so slow SQL cannot delay it."""
@@ -202,7 +214,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
                             status_code=200 if body.status == "ok" else 503)
 
-    @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)])
+    @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)], tags=["incidents"])
     def list_incidents(
         since: Annotated[datetime | None, Query(description="incidents that ended at or after this time")] = None,
         until: Annotated[datetime | None, Query(description="incidents that started at or before this time")] = None,
@@ -236,7 +248,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             i.pop("_sort_key", None)
         return IncidentPage(items=items, next_cursor=nxt)
 
-    @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], responses={404: {"model": Problem}})
+    @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], responses={404: {"model": Problem}},
+             tags=["incidents"])
     def get_incident(incident_id: Annotated[str, PathParam(max_length=64)]) -> dict[str, Any]:
         """One incident with its evidence timeline — every event with its raw line, time basis and
         skew-adjusted time (line time + the host's estimated clock offset) — and its blast radius."""
@@ -269,7 +282,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         }
         return inc
 
-    @app.get("/events", response_model=EventPage, dependencies=[Depends(auth)])
+    @app.get("/events", response_model=EventPage, dependencies=[Depends(auth)], tags=["events"])
     def list_events(
         since: datetime | None = None, until: datetime | None = None,
         host: Annotated[str | None, Query(max_length=255)] = None,
@@ -292,7 +305,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         more = len(rows) > limit
         return EventPage(items=[_event_json(r) for r in rows[:limit]], next_offset=offset + limit if more else None)
 
-    @app.get("/links", response_model=LinkList, dependencies=[Depends(auth)])
+    @app.get("/links", response_model=LinkList, dependencies=[Depends(auth)], tags=["links"])
     def list_links(host: Annotated[str | None, Query(max_length=255)] = None,
                    degraded: Annotated[bool, Query(description="only links down where expected up, "
                                                                "flapping, or with rising error counters")] = False
@@ -301,7 +314,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
         return LinkList(items=items)
 
-    @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)],
+    @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)], tags=["events"],
              responses={404: {"model": Problem}})
     def host_timeline(host: Annotated[str, PathParam(max_length=255)],
                       since: datetime | None = None, until: datetime | None = None,
@@ -318,7 +331,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it")
         return HostTimeline(host=host, incidents=incs, events=[_event_json(e) for e in evs])
 
-    @app.post("/sql", dependencies=[Depends(auth)],
+    @app.post("/sql", dependencies=[Depends(auth)], tags=["sql"],
               responses={200: {"content": {"application/x-ndjson": {}, "application/vnd.apache.arrow.stream": {}}},
                          400: {"model": Problem}})
     def post_sql(req: SqlRequest) -> StreamingResponse:
@@ -353,7 +366,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         # JSON is written before the status goes out, so a value JSON cannot hold is a 400, not a cut stream
         return StreamingResponse(iter(_ndjson(schema, batches)), media_type="application/x-ndjson", headers=headers)
 
-    @app.get("/metrics", response_class=PlainTextResponse)
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics() -> Response:
         """Prometheus text exposition."""
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
@@ -371,7 +384,8 @@ def _problem_openapi(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
             return app.openapi_schema
-        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes,
+                          tags=app.openapi_tags)
         comps = doc.setdefault("components", {}).setdefault("schemas", {})
         comps["Problem"] = Problem.model_json_schema()
         ref = {"$ref": "#/components/schemas/Problem"}
