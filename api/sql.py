@@ -129,7 +129,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             import sys
 
             for row in tbl.to_pylist():
-                sys.stdout.buffer.write(orjson.dumps(row, default=json_default) + b"\n")
+                sys.stdout.buffer.write(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n")
         return 0
     except duckdb.Error as e:
         msg = str(e).splitlines()[0]
@@ -166,7 +166,7 @@ def _cell(v: object) -> str:
     if isinstance(v, bytes):
         return json_default(v)
     if isinstance(v, (list, dict, pa.MonthDayNano)):
-        return orjson.dumps(v, default=json_default).decode()
+        return orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
     return str(v)
 
 
@@ -184,7 +184,7 @@ def _flat(tbl):
                 col.type):
             col = pa.array([None if v is None else json_default(v) for v in col.to_pylist()], type=pa.string())
         elif pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
-            col = pa.array([None if v is None else orjson.dumps(v, default=json_default).decode()
+            col = pa.array([None if v is None else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
                             for v in col.to_pylist()], type=pa.string())
         cols[name] = col
     return pa.table(cols)
@@ -201,4 +201,4 @@ def _write(tbl, fmt: str, output: Path) -> None:
     else:
         with open(output, "wb") as f:
             for row in tbl.to_pylist():
-                f.write(orjson.dumps(row, default=json_default) + b"\n")
+                f.write(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n")

@@ -201,6 +201,9 @@ def test_sql_results_are_whole_or_an_error(lake):
         assert r.status_code == 400 and "Could not convert" in r.json()["detail"], r.text
         r = c.post("/sql", json={"query": "SELECT count(*) FROM range(1000000000000) a, range(1000) b"})
         assert r.status_code == 400 and "longer than 2 s" in r.json()["detail"]
+        # times in UTC end in Z, as every other response's (they ended in +00:00; a fresh-user trial)
+        r = c.post("/sql", json={"query": "SELECT TIMESTAMPTZ '2026-11-30 03:12:00.5+00' AS t"})
+        assert r.json() == {"t": "2026-11-30T03:12:00.500000Z"}
         r = c.post("/sql", json={"query": "SELECT * FROM range(150000)"})
         assert r.status_code == 200 and len(r.text.splitlines()) == 150_000
         r = c.post("/sql", json={"query": "SELECT current_setting('temp_directory') AS t, "
