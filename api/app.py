@@ -275,8 +275,10 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         inc["timeline"] = timeline
         inc["blast_radius"] = {
             "hosts": sorted({e["host"] for e in timeline} | {inc["initiator"].get("host")} - {None}),
-            "gpus": sorted({f"{e['host']}:{e['device']}" for e in timeline
-                            if e.get("device_type") == "gpu" and e.get("device")}),
+            # a GPU by its bus id, else by the index a line gave (NCCL's cudaDev, DCGM's gpu label): host:gpu<i>
+            "gpus": sorted({f"{e['host']}:{e['device']}" if e.get("device_type") == "gpu" and e.get("device")
+                            else f"{e['host']}:gpu{e['gpu_index']}" for e in timeline
+                            if (e.get("device_type") == "gpu" and e.get("device")) or e.get("gpu_index") is not None}),
             "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None}),
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")}),
         }

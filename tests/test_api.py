@@ -99,6 +99,9 @@ def test_detail_has_timeline_with_time_basis_and_blast_radius(api):
     assert all(e["ts_basis"] and e["skew_adjusted_ts"] and e["message"] for e in d["timeline"])
     assert any("port error" in e["message"] for e in d["timeline"])
     assert d["blast_radius"]["hosts"] == ["node015"]
+    # the vLLM worker's GPU, named by its index only (it was left out: only bus ids counted; a fresh-user trial)
+    indexes = {f"node015:gpu{e['gpu_index']}" for e in d["timeline"] if e["gpu_index"] is not None}
+    assert indexes and set(d["blast_radius"]["gpus"]) >= indexes
 
 
 def test_events_links_and_host_timeline(api):
