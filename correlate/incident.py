@@ -18,7 +18,7 @@ from typing import Any
 
 from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, verify_commands
 from correlate.model import Ev, subject_of
-from schemas.events import SEVERITY_RANK
+from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
 
@@ -206,6 +206,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
+    elif main.xid is None and not main.sxid and KIND_PHRASES.get(main.kind):
+        what += f" ({KIND_PHRASES[main.kind]})"
     where = (f"{i.get('device_type')} {i['device']}" if i.get("device") else
              f"GPU index {i['gpu_index']}" if i.get("gpu_index") is not None else
              f"an unnamed {i['device_type'].upper() if i.get('device_type') == 'gpu' else i.get('device_type')}"

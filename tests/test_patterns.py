@@ -389,3 +389,18 @@ def test_an_xid_79_incident_checks_the_gpu_with_lspci_not_nvidia_smi(pipeline):
     assert off["verify"][:2] == ["lspci -s 0000:06:00.0 -vv", "nvidia-smi -L"]
     (link,) = run(pipeline, XID74.format(s=1, bus="18", link=3))
     assert link["verify"][0] == "nvidia-smi -q -i 0000:18:00.0"
+
+
+def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
+    """An Xid's explanation names it ("Xid 79 (GPU has fallen off the bus)"); one of another kind said only
+    its field name ("gpu_off_bus on gpu …"; a fresh-user trial). Every kind has its phrase
+    (``schemas.events.KIND_PHRASES``), and the explanation gives it after the kind."""
+    from schemas.events import KIND_PHRASES, KINDS
+
+    assert set(KIND_PHRASES) == set(KINDS)
+    probe = ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0 NVRM: (PCI ID: 10de:26b5) installed in this system "
+             "has NVRM: fallen off the bus and is not responding to commands.")
+    (inc,) = run(pipeline, probe)
+    assert inc["explanation"].startswith("gpu_off_bus (the GPU fell off the bus) on gpu 0000:b3:00.0 of node07")
+    (xid,) = run(pipeline, XID74.format(s=1, bus="18", link=3))
+    assert xid["explanation"].startswith("Xid 74 (") and "nvlink" not in xid["explanation"].split(" on ")[0]
