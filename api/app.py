@@ -485,7 +485,8 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[bytes]
         raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
                                  "give them distinct aliases, or ask for format arrow")
     try:
-        return [b"".join(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n" for row in b.to_pylist()) for b in batches]
+        return [b"".join(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n"
+                         for row in b.to_pylist()) for b in batches]
     except (OverflowError, ValueError, pa.ArrowException) as e:
         raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
                                  "or ask for format arrow") from None

@@ -103,7 +103,7 @@ class IncidentSink:
     MEMBERSHIP_US = 7 * 86_400 * 1_000_000
 
     def recent_events(self, horizon_us: int, incidents: list[dict[str, Any]] = (),
-                      reach_back_us: int = 0) -> pa.Table | None:
+                      reach_back_us: int = 0, now: datetime | None = None) -> pa.Table | None:
         """Stored events within ``horizon_us`` of the latest one (to refill open windows after a restart), and
         before them the newest membership line of each rank (``nccl_init`` / ``nccl_p2p_fallback`` with a rank
         and a communicator, or nccl-tests' rank lines: ``topology.rank_membership``) of the last
@@ -113,8 +113,13 @@ class IncidentSink:
         horizon, within ``reach_back_us`` of the latest, of the ``incidents`` (stored versions) that are not
         superseded: the streaming correlator keeps those of incidents that hold a fault for watchdog timeouts
         that come hours later (``StreamCorrelator.cold``). Arrow table in ``EVENTS_SCHEMA``, each event once,
-        or None when the lake has no events."""
+        or None when the lake has no events.
+
+        "The latest" is the newest stored event's time, but not after ``now`` (aware; default the wall clock):
+        one host whose clock runs ahead (a line stamped next month) put every other host's recent events outside
+        the window."""
         def read(con, last) -> pa.Table:
+            last = min(last, now or datetime.now(timezone.utc))
             since = last - timedelta(microseconds=horizon_us)
             t = con.sql(f"""
                 SELECT * FROM ({_MEMBERSHIP_SQL})
