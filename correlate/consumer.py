@@ -157,7 +157,9 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
-            if data and self.read_back is not None and time.monotonic() >= self._read_back_at:
+            # after new records, or (a read that failed) once its back-off has passed even if the partitions are quiet
+            if (data or self.correlator.read_back_again) and self.read_back is not None \
+                    and time.monotonic() >= self._read_back_at:
                 await self._read_back()
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
