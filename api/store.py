@@ -73,50 +73,62 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
 #: the views of ``schemas/views.sql`` that read a table's parts -> that table (``ingest.lake.TABLES``)
 _TABLE_OF_VIEW = {"events": "events", "link_samples": "link_samples", "topology": "topology",
                   "incident_versions": "incidents", "incident_evidence": "incident_evidence"}
-#: the views whose columns are a table's (``incidents``: the latest of ``incident_versions``)
-_COLUMNS_OF_VIEW = {**_TABLE_OF_VIEW, "incidents": "incidents"}
-_CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(\w+)", re.IGNORECASE)
+#: table macros that read the same parts as a view (``events_between``: the events' date partitions): they
+#: cannot be read when it cannot
+_SAME_PARTS = {"events_between": "events"}
+#: the views and macros whose columns are a table's (``incidents``: the latest of ``incident_versions``)
+_COLUMNS_OF = {**_TABLE_OF_VIEW, "incidents": "incidents", "events_between": "events"}
+_CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(?P<name>\w+)\s*(?:\([^)]*\))?\s*AS\s+(?:TABLE\s+)?",
+                      re.IGNORECASE)
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, root: str) -> None:
-    """Create the views and macros of ``schemas/views.sql`` one statement at a time. A view whose parts cannot
-    be read (a zero-byte or non-Parquet ``.parquet`` file, a part whose column types differ from the table's
-    schema in ``ingest.lake.TABLES``), and any view over it, becomes a view that raises that reason, naming
-    the files, when a query reads it: the other tables stay usable (one bad file under ``events/`` made every
-    view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned the whole column to VARCHAR
-    and the API answered 500)."""
+    """Create the views and table macros of ``schemas/views.sql`` one statement at a time.
+
+    Those that read a table's parts select the table's columns by name (``ingest.lake.TABLES``): a part
+    another writer left with more columns added them to every row, and a BLOB among them made ``/events``
+    answer 500. A table with a part DuckDB cannot read (a zero-byte or non-Parquet ``.parquet`` file) or whose
+    column types differ from its schema gets, for each view or macro over it, one of the same name and columns
+    that raises the reason, naming the file, when a query reads it; the other tables stay usable (one bad file
+    under ``events/`` made every view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned
+    the whole column to VARCHAR and the API answered 500)."""
     from ingest.lake import TABLES
 
     broken: dict[str, str] = {}
     for stmt in duckdb.extract_statements(VIEWS_SQL.read_text(encoding="utf-8")):
-        sql = stmt.query
+        sql = stmt.query.strip().rstrip(";")
         m = _CREATED.search(sql)
-        name = m.group(1) if m else None
-        body = re.sub(r"'[^']*'", "''", sql[m.end():] if m else sql)  # names, not paths in string literals
-        upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)
-        why = None
-        if upstream is not None:
-            why = f"it reads {upstream}, which cannot be read: {broken[upstream]}"
-        else:
+        if m is None:
+            con.execute(sql)
+            continue
+        name, head, select = m["name"], sql[:m.end()], sql[m.end():]
+        table = _COLUMNS_OF.get(name)
+        cols = ", ".join(f'"{c}"' for c in TABLES[table].names) if table else "*"
+        why = broken.get(_SAME_PARTS.get(name, ""))
+        if why is None:
+            body = re.sub(r"'[^']*'", "''", select)  # names, not the paths in string literals
+            upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)
+            if upstream is not None:
+                why = f"it reads {upstream}, which cannot be read: {broken[upstream]}"
+        if why is None:
+            reads_parts = name in _TABLE_OF_VIEW or name in _SAME_PARTS
             try:
-                con.execute(sql)
+                con.execute(f"{head}SELECT {cols} FROM ({select})" if reads_parts else sql)
             except duckdb.Error as e:
-                if name is None:
-                    raise
                 why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
             else:
                 if name in _TABLE_OF_VIEW:
                     why = _schema_mismatch(con, name, TABLES[_TABLE_OF_VIEW[name]], root)
-        if why is not None and name is not None:
+        if why is not None:
             broken[name] = why
-            text = f"{name} cannot be read: {why}".replace("'", "''")
-            # the table's columns, so that a query binds and then fails with the reason (not "column not found"),
+            text = f"{_SAME_PARTS.get(name, name)} cannot be read: {why}".replace("'", "''")
+            # the same columns, so that a query binds and then fails with the reason (not "column not found"),
             # each from one value that only raises: random() keeps the optimiser from folding a filter on a
             # constant column into an empty result without reading it
-            cols = [f'CAST(v AS {t}) AS "{c}"' for c, t in
-                    _duck_types(TABLES[_COLUMNS_OF_VIEW[name]]).items()] if name in _COLUMNS_OF_VIEW else ["v"]
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {', '.join(cols)} FROM (SELECT CASE WHEN "
-                        f"random() >= 0 THEN error('{text}') END AS v) WHERE v IS NULL")
+            typed = ", ".join(f'CAST(v AS {t}) AS "{c}"' for c, t in _duck_types(TABLES[table]).items()) \
+                if table else "v"
+            con.execute(f"{head}SELECT {typed} FROM (SELECT CASE WHEN random() >= 0 THEN error('{text}') END AS v) "
+                        "WHERE v IS NULL")
 
 
 def _duck_types(schema: pa.Schema) -> dict[str, str]:

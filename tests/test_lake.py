@@ -80,6 +80,9 @@ def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables,
         store.query("SELECT count(*) FROM events")
     with pytest.raises(StoreError, match="events cannot be read"):  # a query naming columns binds, then fails
         store.query("SELECT event_id, ts FROM events WHERE host = 'x'")
+    # the table macro over the same parts (the API's time-range reads) says the same, not "does not exist"
+    with pytest.raises(StoreError, match=r"events cannot be read: .*part-zero\.parquet"):
+        store.query("SELECT count(*) FROM events_between(TIMESTAMPTZ '2000-01-01', TIMESTAMPTZ '2100-01-01')")
     assert {v: store.query(f"SELECT count(*) AS n FROM {v}")[0]["n"] for v in
             ("link_samples", "incidents", "incident_evidence")} == {k: v for k, v in counts.items() if k != "events"}
     zero.unlink()
@@ -87,6 +90,16 @@ def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables,
     pq.write_table(pa.table({"event_id": ["x"], "ts": ["yesterday"], "host": ["h"]}), old)
     with pytest.raises(StoreError, match=r"column ts reads as VARCHAR, not TIMESTAMP WITH TIME ZONE: .*part-old"):
         store.query("SELECT count(*) FROM events")
+    with pytest.raises(StoreError, match=r"events cannot be read: column ts reads as VARCHAR"):
+        store.query("SELECT count(*) FROM events_between(TIMESTAMPTZ '2000-01-01', TIMESTAMPTZ '2100-01-01')")
+    # a part with a column the schema does not have: the views keep the table's columns (a BLOB column there
+    # made GET /events answer 500, and every event gained the key; a break-it pass)
+    old.unlink()
+    pq.write_table(pa.table({"event_id": ["x"], "ts": pa.array([1_764_547_200_000_000], pa.timestamp("us", tz="UTC")),
+                             "zz_extra": [b"\x00"]}), old)
+    for q in ("SELECT * FROM events LIMIT 1",
+              "SELECT * FROM events_between(TIMESTAMPTZ '2000-01-01', TIMESTAMPTZ '2100-01-01') LIMIT 1"):
+        assert list(store.query(q)[0]) == TABLES["events"].names
     # a bad part of incidents/ spoils the views over it (incidents, incident_evidence), not events
     old.unlink()
     (tmp_path / "lake" / "incidents" / "date=2025-12-01" / "hour=00" / "part-bad.parquet").write_bytes(b"PAR1")
