@@ -14,6 +14,7 @@ correlate (topology) and api (filters).
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class HostConfig:
     rack: str | None = None
 
 
-class _Strings(yaml.BaseLoader):
+class _Strings(getattr(yaml, "CBaseLoader", yaml.BaseLoader)):  # libyaml's parser when PyYAML has it: ~10x
     """YAML with every scalar read as the text it is (PyYAML's ``BaseLoader``: host ``001`` stays ``001``, rack
     ``010`` is not octal 8, host ``no`` is no boolean, ``12:31`` no base-60 number), and a key given twice in one
     mapping an error, not the last one silently."""
@@ -39,7 +40,7 @@ class _Strings(yaml.BaseLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str):  # a list or mapping as a key: no name
-                raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}",
+                raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {_short(key)}",
                                                         key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"{key!r} is given twice", key_node.start_mark)
@@ -51,10 +52,42 @@ class _Strings(yaml.BaseLoader):
 _NULLS = {"", "~", "null", "Null", "NULL"}
 
 
+def _short(value: object) -> str:
+    """A value for an error message, at most a line: ``reprlib`` stops at a few items and levels (a value built
+    from nested aliases, "billion laughs", expands to gigabytes in a plain ``repr``)."""
+    return _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()  # Python 3.11's takes no arguments
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+
+
+#: (path, mtime ns, size) -> the hosts read from it: the settings, the API, the service and every
+#: ``correlate()`` call read the same file
+_LOADED: dict[tuple[str, int, int], dict[str, HostConfig]] = {}
+
+
 def load_fleet_config(path: Path) -> dict[str, HostConfig]:
-    """Read the fleet config. Every value is text as written (``_Strings``). Raises ``ValueError`` naming the
-    key when the file does not have that shape (a value that is a list or mapping, a host given twice), or
-    saying why it cannot be read (missing, a folder, not UTF-8, not YAML)."""
+    """Read the fleet config (once per version of the file: ``_LOADED``; a new dict each call). Every value is
+    text as written (``_Strings``). Raises ``ValueError`` naming the key when the file does not have that shape
+    (a value that is a list or mapping, a host given twice), or saying why it cannot be read (missing, a
+    folder, not UTF-8, not YAML)."""
+    try:
+        st = Path(path).stat()
+        key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key in _LOADED:
+        return dict(_LOADED[key])
+    hosts = _read(path)
+    if key is not None:
+        if len(_LOADED) >= 8:
+            _LOADED.clear()
+        _LOADED[key] = hosts
+    return dict(hosts)
+
+
+def _read(path: Path) -> dict[str, HostConfig]:
     try:
         doc = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_Strings) or {}  # noqa: S506 (BaseLoader)
     except (yaml.YAMLError, UnicodeDecodeError) as e:
@@ -69,7 +102,7 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
     out: dict[str, HostConfig] = {}
     for name, cfg in hosts.items():
         if not isinstance(name, str) or name in _NULLS:
-            raise ValueError(f"{path}: a host name must be text, not {name!r}")
+            raise ValueError(f"{path}: a host name must be text, not {_short(name)}")
         cfg = {} if isinstance(cfg, str) and cfg in _NULLS else cfg
         if not isinstance(cfg, dict):
             raise ValueError(f"{path}: host {name}: expected a mapping")
@@ -78,6 +111,6 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
             raise ValueError(f"{path}: host {name}: unknown keys {sorted(unknown)}")
         odd = sorted(k for k, v in cfg.items() if not isinstance(v, str))
         if odd:
-            raise ValueError(f"{path}: host {name}: {odd[0]} must be one name, not {cfg[odd[0]]!r}")
+            raise ValueError(f"{path}: host {name}: {odd[0]} must be one name, not {_short(cfg[odd[0]])}")
         out[name] = HostConfig(**{k: (None if v in _NULLS else v) for k, v in cfg.items()})
     return out

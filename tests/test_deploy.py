@@ -142,6 +142,19 @@ def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_giv
         f.write_text(text)
         with pytest.raises(ValueError, match=re.escape(said)):
             load_fleet_config(f)
+    # a value built from nested aliases ("billion laughs"): the message's repr expanded it for minutes and GBs
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]" for p, c in zip("abcdefgh", "bcdefghi")]
+    f.write_text("\n".join(levels) + "\nhosts:\n  n1: {platform: *i}\n")
+    with pytest.raises(ValueError, match=r"platform must be one name, not \[\[") as e:
+        load_fleet_config(f)
+    assert len(str(e.value)) < 400
+    # read once per version of the file (the settings, the API, the service and each correlate() read it)
+    f.write_text("hosts:\n  n1: {rack: r1}\n")
+    first = load_fleet_config(f)
+    assert load_fleet_config(f) == first and load_fleet_config(f) is not first
+    f.write_text("hosts:\n  n1: {rack: r22}\n")
+    assert load_fleet_config(f) == {"n1": HostConfig(rack="r22")}
 
 
 def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
