@@ -276,6 +276,8 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
         if not d.eof:
             raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
         rest = d.unused_data
+        if wbits == 31 and rest == _GZIP[:1]:  # the first byte of another member's magic: a cut inside its header
+            raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
         # another gzip member follows (concatenated gzip is one gzip file); zero padding is not data
         if wbits != 31 or rest[:2] != _GZIP:
             if rest.strip(b"\x00"):
@@ -897,6 +899,17 @@ def host_from_filename(path: Path) -> str:
     return m.group(1) if m else name
 
 
+def _cr_lines(data: bytes) -> bytes:
+    """``data`` with lines ended by a carriage return alone (a serial console's capture, old Mac files) ended by
+    newlines, when it has no newline but at its very end (editors add one); else as it is: a lone CR among
+    newlines (a progress bar redrawn) stays inside its line, and UTF-16/32 text (whose code units may hold the
+    byte 0x0D) is left to its decoder."""
+    body = data.rstrip(b"\r\n")
+    if b"\r" not in body or b"\n" in body or data.startswith(tuple(m for m, *_ in _WIDE_BOMS)):
+        return data
+    return body.replace(b"\r", b"\n") + b"\n"
+
+
 def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decoded:
     """Decode a local file: raw lines, NDJSON envelopes or a JSON array of them; gzip, zstd or zlib or not.
 
@@ -921,9 +934,10 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
     raw = path.read_bytes()
     lost = None
     try:
-        data = decompress(raw, limit=max_bytes)
+        data = _cr_lines(decompress(raw, limit=max_bytes))
     except CompressionError as e:
-        data = e.partial[:e.partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
+        partial = _cr_lines(e.partial)
+        data = partial[:partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
         if not data:
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
         lines = data.count(b"\n")
@@ -931,8 +945,6 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
                               f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
-    if b"\n" not in data and b"\r" in data:  # lines ended by CR alone (a serial console's capture): its lines
-        data = data.replace(b"\r", b"\n")
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:

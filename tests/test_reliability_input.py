@@ -957,3 +957,24 @@ def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_read_line_by_line(
     f.write_bytes(b"epoch 1:  10%|#   | 1/10\r epoch 1:  20%|##  | 2/10\n" + xid("3b") + b"\n")
     d = decode_file(f, relname=f.name)
     assert b"".join(s.data for s in d.segments).count(b"\r") == 1
+    # ... also with the one newline an editor adds at the end (the lines merged again; a break-it pass)
+    for end in (b"\n", b"\r\n"):
+        f.write_bytes(xid("3b") + b"\r" + xid("5e") + b"\r" + xid("86") + end)
+        assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 3
+    # UTF-16 text is left to its decoder: its code units may hold the byte 0x0D ("č" is 0D 01 in UTF-16LE)
+    f.write_bytes("\ufeffnode07 č".encode("utf-16-le"))
+    assert [s.data for s in decode_file(f, relname=f.name).segments] == ["node07 č".encode()]
+
+
+def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lines(tmp_path):
+    """Concatenated gzip members (a rotated log appended to) cut one byte into the next member: that byte
+    read as "1 bytes of trailing data" and the complete first member's lines were lost (a break-it pass); a
+    CR-only file cut short lost every line the same way, its lines were cut at the last newline it had none of."""
+    f = tmp_path / "node07.log.gz"
+    f.write_bytes(gzip.compress(xid("3b") + b"\n" + xid("5e") + b"\n") + gzip.compress(xid("86") + b"\n")[:1])
+    d = decode_file(f, relname=f.name)
+    assert b"".join(s.data for s in d.segments) == xid("3b") + b"\n" + xid("5e") + b"\n"
+    assert [r.error_code for r in d.rejects] == ["bad_compression"] and "the rest is lost" in d.rejects[0].reason
+    f.write_bytes(gzip.compress(b"".join(xid(f"{i:02x}") + b"\r" for i in range(0x10, 0x30)))[:-8])
+    d = decode_file(f, relname=f.name)
+    assert b"".join(s.data for s in d.segments).count(b"\n") == 0x20
