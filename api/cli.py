@@ -254,8 +254,8 @@ def _close_hosts(host: str, seen: list[str]) -> list[str]:
     """The host names of ``seen`` that ``host`` (a symptom's, with no events) was likely meant to be: those equal
     to it but for leading zeros in its numbers (``node07`` for ``node007``), else the closest by ``difflib``
     (``node07`` is as close to ``node027`` as to ``node007`` there)."""
-    def unpadded(name: str) -> str:
-        return re.sub(r"\d+", lambda m: str(int(m.group())), name.lower())
+    def unpadded(name: str) -> str:  # digits as text: int() refuses more than 4300 of them
+        return re.sub(r"\d+", lambda m: m.group().lstrip("0") or "0", name.lower())
 
     same = [h for h in seen if unpadded(h) == unpadded(host)]
     return same or difflib.get_close_matches(host, seen, n=1)
@@ -517,8 +517,13 @@ def main() -> None:
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
     from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
+    from ingest.lake import LakeError
+
     try:
         app()
+    except LakeError as e:  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder not writable)
+        err.print(f"[red]{escape(str(e))}[/]; check lake (FIRSTFAULT_LAKE) and, for S3, the AWS_* environment")
+        sys.exit(1)
     except KafkaConnectionError as e:  # at start: no broker there (one that goes away later is waited for)
         err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
                   "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")

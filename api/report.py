@@ -145,7 +145,8 @@ def report_router(settings: Settings) -> APIRouter:
     ) -> Response:
         """Links down that the topology expects up, error counters that rose, flapping links, per host and domain."""
         try:
-            dt = parse_hour(hour) if hour else due_hour(datetime.now(timezone.utc), 0)
+            # "?hour=" (a script's empty variable) is an error, as the CLI's --hour "", not the last complete hour
+            dt = parse_hour(hour) if hour is not None else due_hour(datetime.now(timezone.utc), 0)
         except ValueError as e:  # parse_hour's message names the form (a regex in a 422 says less)
             raise RequestValidationError([{"loc": ("query", "hour"), "msg": str(e), "type": "value_error"}]) from None
         report = degraded_link_report(settings, dt, hosts=hosts)

@@ -58,7 +58,7 @@ def degraded_links(
 
     if format is None:  # a file's format from its name, as `firstfault sql` (report.xlsx was written as JSON)
         format = output.suffix.lower().lstrip(".") if output is not None else "json"
-        format = {"htm": "html", "ndjson": "json"}.get(format, format)
+        format = {"htm": "html"}.get(format, format)  # not .ndjson: the report is one indented JSON document
         if format not in FORMATS:
             raise typer.BadParameter(f"say --format for {output.name} ({', '.join(FORMATS)}; a name ending in "
                                      f"{', '.join('.' + f for f in FORMATS)} says it)", param_hint="--format")

@@ -25,6 +25,7 @@ part so its view works on an empty lake.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -57,10 +58,17 @@ class LakeError(OSError):
 
 
 def lake_path(root: str) -> Path:
-    """The local folder of a local lake URL (``file://…`` or a path). Raises :class:`LakeError` for other schemes."""
+    """The local folder of a local lake URL (``file:///abs``, ``file://localhost/abs`` as RFC 8089 allows, or
+    a path). Raises :class:`LakeError` for other schemes and for a ``file://`` URL naming another host."""
     if root.startswith("file://"):
-        return Path(root[len("file://"):])
-    if "://" in root:
+        rest = root[len("file://"):]
+        host, slash, path = rest.partition("/")
+        if host not in ("", "localhost"):
+            raise LakeError(f"a file:// lake is on this host: file:///{path} or file://localhost/{path}, not {root}")
+        if not slash:
+            raise LakeError(f"{root!r} names no folder")
+        return Path(slash + path)
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", root):  # ./a://b is a path
         raise LakeError(f"not a local lake: {root}")
     return Path(root)
 

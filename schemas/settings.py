@@ -109,13 +109,25 @@ class Settings(BaseModel):
         traceback where the lake is first opened."""
         if not v.strip():
             raise ValueError("is empty: a path, file:// URL or s3://bucket/prefix")
+        if v != v.strip():
+            raise ValueError(f"{v!r} has spaces around it")
         if v.startswith("s3://"):
             if not v[len("s3://"):].strip("/"):
                 raise ValueError(f"{v!r} names no bucket: s3://bucket/prefix")
-        elif "://" in v and not v.startswith("file://"):
+            return v
+        if v.startswith("file://"):
+            from ingest.lake import LakeError, lake_path
+
+            try:
+                folder = lake_path(v)
+            except LakeError as e:
+                raise ValueError(str(e)) from None
+        elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", v):  # another scheme; ./a://b is a path
             raise ValueError(f"{v!r}: a lake is a path, file:// URL or s3://bucket/prefix")
-        elif v == "file://":
-            raise ValueError("'file://' names no folder")
+        else:
+            folder = Path(v)
+        if Path(os.path.abspath(folder)) == Path("/"):  # its table folders would go there
+            raise ValueError(f"{v!r} names no folder below the filesystem root")
         return v
 
     @field_validator("page_min_severity")

@@ -83,6 +83,11 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_LAKE": "s3://"}, "'s3://' names no bucket"),
     ({"FIRSTFAULT_LAKE": "file://"}, "'file://' names no folder"),
     ({"FIRSTFAULT_LAKE": " "}, "lake (from FIRSTFAULT_LAKE): Value error, is empty"),
+    # the filesystem root would get the table folders; another host's file:// URL is no local folder
+    ({"FIRSTFAULT_LAKE": "file:///"}, "'file:///' names no folder below the filesystem root"),
+    ({"FIRSTFAULT_LAKE": "/"}, "'/' names no folder below the filesystem root"),
+    ({"FIRSTFAULT_LAKE": "file://nfs1/lake"}, "a file:// lake is on this host: file:///lake or file://localhost/lake"),
+    ({"FIRSTFAULT_LAKE": " /tmp/lake"}, "' /tmp/lake' has spaces around it"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
@@ -509,3 +514,34 @@ def test_an_unreachable_broker_is_one_clear_line_not_a_traceback(tmp_path, args)
                                 "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")})
     assert r.returncode == 1 and r.stderr.startswith("cannot reach Kafka: KafkaConnectionError"), r.stderr
     assert "FIRSTFAULT_KAFKA_BOOTSTRAP" in r.stderr and "Traceback" not in r.stderr and "Unclosed" not in r.stderr
+
+
+def test_a_lake_that_cannot_be_opened_is_one_line_and_exit_1(monkeypatch, capfd):
+    """An S3 lake whose bucket cannot be reached raised LakeError through ``sql`` and ``report`` as a traceback
+    (a break-it pass). No S3 endpoint runs here, so ``Lake`` is made to fail as pyarrow's S3 filesystem does
+    for an unresolvable bucket (the one stand-in of this test); the CLI's ``main`` prints one line, exit 1."""
+    import sys
+
+    import api.cli
+    from ingest import lake
+
+    def unreachable(self, root):
+        raise lake.LakeError(f"cannot open the lake {root}: Could not resolve host: b.s3.us-east-1.amazonaws.com")
+
+    monkeypatch.setattr(lake.Lake, "__init__", unreachable)
+    monkeypatch.setenv("FIRSTFAULT_LAKE", "s3://b/lake")
+    monkeypatch.setattr(sys, "argv", ["firstfault", "sql", "SELECT 1"])
+    with pytest.raises(SystemExit) as e:
+        api.cli.main()
+    err = capfd.readouterr().err
+    assert e.value.code == 1 and "cannot open the lake s3://b/lake" in err and "Traceback" not in err
+    assert "check lake (FIRSTFAULT_LAKE)" in " ".join(err.split())
+
+
+def test_a_symptom_hosts_suggestion_compares_numbers_as_text():
+    """Zero padding aside, names compare as written; a run of 4301 digits made int() raise (a break-it pass)."""
+    from api.cli import _close_hosts
+
+    assert _close_hosts("node07", ["node027", "node007", "node0007"]) == ["node007", "node0007"]
+    assert _close_hosts("Node17", ["NODE017"]) == ["NODE017"]
+    assert _close_hosts("node" + "1" * 4301, ["node7"]) == []

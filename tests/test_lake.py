@@ -134,3 +134,18 @@ def test_the_readmes_example_questions_run_on_a_lake_of_the_samples(tables, tmp_
         "SELECT initiator_host AS host, severity FROM incidents WHERE initiator_device_type = 'gpu'")}
     assert {"node008", "node009"} <= {h for h, s in severities.items() if s == "info"}
     assert results[2] and all(r["n"] > 0 for r in results[2])
+
+
+def test_lake_path_reads_the_file_urls_of_this_host_and_paths():
+    """``file:///abs`` and RFC 8089's ``file://localhost/abs`` are the folder /abs (``file://localhost/x`` was the
+    relative path ``localhost/x``); another host's URL, another scheme and ``file://`` alone are errors; a
+    relative path with ``://`` inside a folder name is a path."""
+    from pathlib import Path
+
+    from ingest.lake import LakeError, lake_path
+
+    assert lake_path("file:///srv/lake") == lake_path("file://localhost/srv/lake") == Path("/srv/lake")
+    assert lake_path("./a://b") == Path("./a://b") and lake_path("lake") == Path("lake")
+    for bad in ("file://nfs1/srv/lake", "file://", "ftp://x/y"):
+        with pytest.raises(LakeError):
+            lake_path(bad)

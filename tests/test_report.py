@@ -316,6 +316,8 @@ def test_http_route(api, report):
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["title"] == "invalid request"
     assert r.json()["detail"] == "query.hour: hour must look like 2026-11-30T03 (UTC), not '2026-11-30T3x'"
+    r = api.get("/reports/degraded-links", params={"hour": ""})  # an empty variable: not the last complete hour
+    assert r.status_code == 422 and "hour must look like" in r.json()["detail"]
     r = api.get("/reports/degraded-links", params={"hour": "2026-02-30T03"})  # the right form, no such day
     assert r.status_code == 422 and r.json()["title"] == "invalid request" and "2026-11-30T03" in r.json()["detail"]
     r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "xml"})
@@ -357,8 +359,9 @@ def test_cli(lake_settings, tmp_path):
     out = tmp_path / "r.csv"
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(out), "--config", str(cfg)])
     assert res.exit_code == 0 and out.read_text().startswith('"hour",')
-    res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / "r.xlsx"), "--config", str(cfg)])
-    assert res.exit_code == 2 and "say --format for r.xlsx" in res.output and not (tmp_path / "r.xlsx").exists()
+    for name in ("r.xlsx", "r.ndjson"):  # NDJSON is no name for one indented JSON document
+        res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / name), "--config", str(cfg)])
+        assert res.exit_code == 2 and f"say --format for {name}" in res.output and not (tmp_path / name).exists()
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
     assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
 
