@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,16 +83,22 @@ _CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(?P<name>\w+)\s
                       re.IGNORECASE)
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, root: str) -> None:
+def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[str, str] | None = None,
+                  narrow: frozenset[str] = frozenset()) -> None:
     """Create the views and table macros of ``schemas/views.sql`` one statement at a time.
 
-    Those that read a table's parts select the table's columns by name (``ingest.lake.TABLES``): a part
-    another writer left with more columns added them to every row, and a BLOB among them made ``/events``
-    answer 500. A table with a part DuckDB cannot read (a zero-byte or non-Parquet ``.parquet`` file) or whose
+    Those that read a table's parts keep the table's columns (``ingest.lake.TABLES``): a part another writer
+    left with more columns added them to every row, and a BLOB among them made ``/events`` answer 500. A table
+    with a part DuckDB cannot read (a zero-byte or non-Parquet ``.parquet`` file) or whose
     column types differ from its schema gets, for each view or macro over it, one of the same name and columns
     that raises the reason, naming the file, when a query reads it; the other tables stay usable (one bad file
     under ``events/`` made every view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned
-    the whole column to VARCHAR and the API answered 500)."""
+    the whole column to VARCHAR and the API answered 500).
+
+    The columns of the views over parts are checked once all are created (one catalog query). When one has a
+    column of another type, or one more, the statements run again: with those views ``mismatched`` (view ->
+    reason) from the start, so that what reads them raises too, and those with more columns (and the macros
+    over the same parts) selecting the table's by name (``narrow``; not always: ~11 ms more per connection)."""
     from ingest.lake import TABLES
 
     broken: dict[str, str] = {}
@@ -104,21 +111,18 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str) -> None:
         name, head, select = m["name"], sql[:m.end()], sql[m.end():]
         table = _COLUMNS_OF.get(name)
         cols = ", ".join(f'"{c}"' for c in TABLES[table].names) if table else "*"
-        why = broken.get(_SAME_PARTS.get(name, ""))
+        why = (mismatched or {}).get(name) or broken.get(_SAME_PARTS.get(name, ""))
         if why is None:
             body = re.sub(r"'[^']*'", "''", select)  # names, not the paths in string literals
             upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)
             if upstream is not None:
                 why = f"it reads {upstream}, which cannot be read: {broken[upstream]}"
         if why is None:
-            reads_parts = name in _TABLE_OF_VIEW or name in _SAME_PARTS
+            reads_parts = name in narrow or _SAME_PARTS.get(name) in narrow
             try:
                 con.execute(f"{head}SELECT {cols} FROM ({select})" if reads_parts else sql)
             except duckdb.Error as e:
                 why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
-            else:
-                if name in _TABLE_OF_VIEW:
-                    why = _schema_mismatch(con, name, TABLES[_TABLE_OF_VIEW[name]], root)
         if why is not None:
             broken[name] = why
             text = f"{_SAME_PARTS.get(name, name)} cannot be read: {why}".replace("'", "''")
@@ -129,6 +133,27 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str) -> None:
                 if table else "v"
             con.execute(f"{head}SELECT {typed} FROM (SELECT CASE WHEN random() >= 0 THEN error('{text}') END AS v) "
                         "WHERE v IS NULL")
+    if mismatched is None and time.monotonic() - _COLUMNS_CHECKED.get(root, -_RECHECK_S) >= _RECHECK_S:
+        created = [v for v in _TABLE_OF_VIEW if v not in broken]
+        # the catalog's column types of the views as created (a DESCRIBE would bind each again: every footer)
+        have: dict[str, dict[str, str]] = {}
+        for view, col, typ in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                                          "WHERE table_name IN (SELECT unnest(?))", [created]).fetchall():
+            have.setdefault(view, {})[col] = typ
+        odd = {v: why for v in created
+               if (why := _schema_mismatch(con, v, TABLES[_TABLE_OF_VIEW[v]], root, have.get(v, {})))}
+        wider = frozenset(v for v in created if set(have.get(v, {})) - set(TABLES[_TABLE_OF_VIEW[v]].names))
+        if odd or wider:
+            _create_views(con, root, odd, wider)
+        elif not broken:
+            _COLUMNS_CHECKED[root] = time.monotonic()
+
+
+#: lake root -> when its views' columns were last found as their tables' (``time.monotonic``): the check binds
+#: every view again (~30 ms, every part's footer), so a connection within ``_RECHECK_S`` of a clean one skips
+#: it; a part of another schema written meanwhile is found by the first connection after that
+_COLUMNS_CHECKED: dict[str, float] = {}
+_RECHECK_S = 60.0
 
 
 def _duck_types(schema: pa.Schema) -> dict[str, str]:
@@ -142,13 +167,12 @@ def _duck_types(schema: pa.Schema) -> dict[str, str]:
 _DUCK_TYPES: dict[str, dict[str, str]] = {}  # the lake's five schemas, read once
 
 
-def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, schema: pa.Schema, root: str) -> str | None:
-    """Why ``view`` does not have ``schema``'s column types (None when it does): the first column whose
-    type differs and the parts that hold it in another type (read from the Parquet footers, only here)."""
+def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, schema: pa.Schema, root: str,
+                     have: dict[str, str]) -> str | None:
+    """Why ``view``, whose columns have the types ``have`` (column -> DuckDB type), does not have ``schema``'s
+    column types (None when it does): the first column whose type differs and the parts that hold it in another
+    type (read from the Parquet footers, only here)."""
     want = _duck_types(schema)
-    # the catalog's column types of the view as created (a DESCRIBE would bind it again: every part's footer)
-    have = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?",
-                            [view]).fetchall())
     col = next((c for c, t in want.items() if c in have and have[c] != t), None)
     if col is None:
         return None
