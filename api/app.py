@@ -32,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_met
 from pydantic import BaseModel, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
-from api.store import SORTS, Store, StoreError, json_default
+from api.store import SORTS, Store, StoreError, json_bytes
 from schemas.fleet import load_fleet_config
 from schemas.incidents import Category
 from ingest.lake import Lake
@@ -128,6 +128,14 @@ def _event_json(r: dict[str, Any]) -> dict[str, Any]:
 # /metrics leaves out the ``<name>_created`` series beside each counter and histogram (a start time per series
 # that dashboards and alerts do not read)
 disable_created_metrics()
+
+
+def _gpu_name(e: dict[str, Any]) -> str | None:
+    """An event's GPU for a blast radius: ``host:<bus id>``, else by the index a line gave (NCCL's cudaDev,
+    DCGM's gpu label) ``host:gpu<i>``; None for an event that names no GPU."""
+    if e.get("device_type") == "gpu" and e.get("device"):
+        return f"{e['host']}:{e['device']}"
+    return f"{e['host']}:gpu{e['gpu_index']}" if e.get("gpu_index") is not None else None
 
 
 #: the OpenAPI groups of the routes (Swagger UI's sections), in the order a reader needs them
@@ -276,10 +284,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         inc["timeline"] = timeline
         inc["blast_radius"] = {
             "hosts": sorted({e["host"] for e in timeline} | {inc["initiator"].get("host")} - {None}),
-            # a GPU by its bus id, else by the index a line gave (NCCL's cudaDev, DCGM's gpu label): host:gpu<i>
-            "gpus": sorted({f"{e['host']}:{e['device']}" if e.get("device_type") == "gpu" and e.get("device")
-                            else f"{e['host']}:gpu{e['gpu_index']}" for e in timeline
-                            if (e.get("device_type") == "gpu" and e.get("device")) or e.get("gpu_index") is not None}),
+            "gpus": sorted({g for e in timeline if (g := _gpu_name(e)) is not None}),
             "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None}),
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")}),
         }
@@ -486,8 +491,7 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[bytes]
         raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
                                  "give them distinct aliases, or ask for format arrow")
     try:
-        return [b"".join(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n"
-                         for row in b.to_pylist()) for b in batches]
+        return [b"".join(json_bytes(row) + b"\n" for row in b.to_pylist()) for b in batches]
     except (OverflowError, ValueError, pa.ArrowException) as e:
         raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
                                  "or ask for format arrow") from None

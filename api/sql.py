@@ -14,14 +14,13 @@ import threading
 from pathlib import Path
 
 import duckdb
-import orjson
 import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from api.store import StoreError, connect, json_default, refuse_lossy_columns
+from api.store import StoreError, connect, json_bytes, json_default, refuse_lossy_columns
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -129,7 +128,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             import sys
 
             for row in tbl.to_pylist():
-                sys.stdout.buffer.write(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n")
+                sys.stdout.buffer.write(json_bytes(row) + b"\n")
         return 0
     except duckdb.Error as e:
         msg = str(e).splitlines()[0]
@@ -166,7 +165,7 @@ def _cell(v: object) -> str:
     if isinstance(v, bytes):
         return json_default(v)
     if isinstance(v, (list, dict, pa.MonthDayNano)):
-        return orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
+        return json_bytes(v).decode()
     return str(v)
 
 
@@ -184,8 +183,7 @@ def _flat(tbl):
                 col.type):
             col = pa.array([None if v is None else json_default(v) for v in col.to_pylist()], type=pa.string())
         elif pa.types.is_nested(col.type) or pa.types.is_interval(col.type):
-            col = pa.array([None if v is None else orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z).decode()
-                            for v in col.to_pylist()], type=pa.string())
+            col = pa.array([None if v is None else json_bytes(v).decode() for v in col.to_pylist()], type=pa.string())
         cols[name] = col
     return pa.table(cols)
 
@@ -201,4 +199,4 @@ def _write(tbl, fmt: str, output: Path) -> None:
     else:
         with open(output, "wb") as f:
             for row in tbl.to_pylist():
-                f.write(orjson.dumps(row, default=json_default, option=orjson.OPT_UTC_Z) + b"\n")
+                f.write(json_bytes(row) + b"\n")

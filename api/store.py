@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import orjson
 import pyarrow as pa
 
 from correlate.topology import expected_links
-from ingest.lake import Lake, LakeError
+from ingest.lake import TABLES, Lake, LakeError
 from ingest.prefix import LATEST_US, from_us
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
@@ -78,7 +79,7 @@ _TABLE_OF_VIEW = {"events": "events", "link_samples": "link_samples", "topology"
 #: cannot be read when it cannot
 _SAME_PARTS = {"events_between": "events"}
 #: the views and macros whose columns are a table's (``incidents``: the latest of ``incident_versions``)
-_COLUMNS_OF = {**_TABLE_OF_VIEW, "incidents": "incidents", "events_between": "events"}
+_COLUMNS_OF = {**_TABLE_OF_VIEW, **_SAME_PARTS, "incidents": "incidents"}
 _CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:VIEW|MACRO)\s+(?P<name>\w+)\s*(?:\([^)]*\))?\s*AS\s+(?:TABLE\s+)?",
                       re.IGNORECASE)
 
@@ -99,11 +100,8 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
     column of another type, or one more, the statements run again: with those views ``mismatched`` (view ->
     reason) from the start, so that what reads them raises too, and those with more columns (and the macros
     over the same parts) selecting the table's by name (``narrow``; not always: ~11 ms more per connection)."""
-    from ingest.lake import TABLES
-
     broken: dict[str, str] = {}
-    for stmt in duckdb.extract_statements(VIEWS_SQL.read_text(encoding="utf-8")):
-        sql = stmt.query.strip().rstrip(";")
+    for sql in _view_statements():
         m = _CREATED.search(sql)
         if m is None:
             con.execute(sql)
@@ -129,7 +127,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
             # the same columns, so that a query binds and then fails with the reason (not "column not found"),
             # each from one value that only raises: random() keeps the optimiser from folding a filter on a
             # constant column into an empty result without reading it
-            typed = ", ".join(f'CAST(v AS {t}) AS "{c}"' for c, t in _duck_types(TABLES[table]).items()) \
+            typed = ", ".join(f'CAST(v AS {t}) AS "{c}"' for c, t in _duck_types(table).items()) \
                 if table else "v"
             con.execute(f"{head}SELECT {typed} FROM (SELECT CASE WHEN random() >= 0 THEN error('{text}') END AS v) "
                         "WHERE v IS NULL")
@@ -140,8 +138,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
         for view, col, typ in con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
                                           "WHERE table_name IN (SELECT unnest(?))", [created]).fetchall():
             have.setdefault(view, {})[col] = typ
-        odd = {v: why for v in created
-               if (why := _schema_mismatch(con, v, TABLES[_TABLE_OF_VIEW[v]], root, have.get(v, {})))}
+        odd = {v: why for v in created if (why := _schema_mismatch(con, v, root, have.get(v, {})))}
         wider = frozenset(v for v in created if set(have.get(v, {})) - set(TABLES[_TABLE_OF_VIEW[v]].names))
         if odd or wider:
             _create_views(con, root, odd, wider)
@@ -156,27 +153,30 @@ _COLUMNS_CHECKED: dict[str, float] = {}
 _RECHECK_S = 60.0
 
 
-def _duck_types(schema: pa.Schema) -> dict[str, str]:
-    """column -> the DuckDB type its Arrow type reads as (``TIMESTAMP WITH TIME ZONE``, ``VARCHAR``, …)."""
-    key = schema.to_string()
-    if key not in _DUCK_TYPES:
-        _DUCK_TYPES[key] = dict(zip(schema.names, map(str, duckdb.from_arrow(schema.empty_table()).types)))
-    return _DUCK_TYPES[key]
+@lru_cache(maxsize=1)
+def _view_statements() -> tuple[str, ...]:
+    """The statements of ``schemas/views.sql``, without their ``;``: read and split once per process."""
+    text = VIEWS_SQL.read_text(encoding="utf-8")
+    return tuple(st.query.strip().rstrip(";") for st in duckdb.extract_statements(text))
 
 
-_DUCK_TYPES: dict[str, dict[str, str]] = {}  # the lake's five schemas, read once
+@lru_cache(maxsize=None)  # the lake's five tables
+def _duck_types(table: str) -> dict[str, str]:
+    """column of ``table`` (``ingest.lake.TABLES``) -> the DuckDB type its Arrow type reads as (``TIMESTAMP WITH
+    TIME ZONE``, ``VARCHAR``, …). Not to be changed in place: it is cached."""
+    schema = TABLES[table]
+    return dict(zip(schema.names, map(str, duckdb.from_arrow(schema.empty_table()).types)))
 
 
-def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, schema: pa.Schema, root: str,
-                     have: dict[str, str]) -> str | None:
-    """Why ``view``, whose columns have the types ``have`` (column -> DuckDB type), does not have ``schema``'s
-    column types (None when it does): the first column whose type differs and the parts that hold it in another
-    type (read from the Parquet footers, only here)."""
-    want = _duck_types(schema)
+def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, root: str, have: dict[str, str]) -> str | None:
+    """Why ``view`` (of ``_TABLE_OF_VIEW``), whose columns have the types ``have`` (column -> DuckDB type), does
+    not have its table's column types (None when it does): the first column whose type differs and the parts
+    that hold it in another type (read from the Parquet footers, only here)."""
+    table = _TABLE_OF_VIEW[view]
+    want = _duck_types(table)
     col = next((c for c, t in want.items() if c in have and have[c] != t), None)
     if col is None:
         return None
-    table = _TABLE_OF_VIEW[view]
     rows = con.execute("SELECT file_name, type, logical_type FROM parquet_schema(?) WHERE name = ?",
                        [f"{root}/{table}/**/*.parquet", col]).fetchall()
     ref = next(((t, lt) for f, t, lt in rows if f.endswith("/_schema.parquet")), None)
@@ -418,6 +418,12 @@ def json_default(v: Any) -> Any:
     if isinstance(v, pa.MonthDayNano):
         return {"months": v.months, "days": v.days, "nanoseconds": v.nanoseconds}
     return str(v)
+
+
+def json_bytes(v: Any) -> bytes:
+    """An analyst's query value or row as JSON (``orjson``, :func:`json_default` for what JSON has no type for),
+    times in UTC ending in ``Z`` as every other response's: what ``POST /sql`` and ``firstfault sql`` write."""
+    return orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z)
 
 
 #: DuckDB types that reach Arrow as something else: ``TIME WITH TIME ZONE`` as a bare ``time64`` without its
