@@ -16,7 +16,7 @@ import io
 import secrets
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, BeforeValidator, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError, json_bytes
@@ -149,6 +149,22 @@ _TAGS = [
 ]
 
 
+def _through_day(v: Any) -> Any:
+    """An ``until`` given as a bare date (``2026-12-01``) means through the end of that UTC day,
+    ``2026-12-01T23:59:59.999999Z``: "since 2026-12-01 until 2026-12-01" is that day, not its first
+    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+    if isinstance(v, str) and len(v) == 10:
+        try:
+            return datetime.combine(date.fromisoformat(v), time.max, tzinfo=timezone.utc)
+        except ValueError:
+            return v
+    return v
+
+
+#: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
+Until = Annotated[datetime | None, BeforeValidator(_through_day)]
+
+
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))
@@ -226,7 +242,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)], tags=["incidents"])
     def list_incidents(
         since: Annotated[datetime | None, Query(description="incidents that ended at or after this time")] = None,
-        until: Annotated[datetime | None, Query(description="incidents that started at or before this time")] = None,
+        until: Annotated[Until, Query(description="incidents that started at or before this time (a bare date: "
+                                                  "through the end of that UTC day)")] = None,
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
         domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config)")] = None,
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config)")] = None,
@@ -292,7 +309,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.get("/events", response_model=EventPage, dependencies=[Depends(auth)], tags=["events"])
     def list_events(
-        since: datetime | None = None, until: datetime | None = None,
+        since: datetime | None = None,
+        until: Annotated[Until, Query(description="a bare date: through the end of that UTC day")] = None,
         host: Annotated[str | None, Query(max_length=255)] = None,
         kind: Annotated[str | None, Query(max_length=64)] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
@@ -325,7 +343,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)], tags=["events"],
              responses={404: {"model": Problem}})
     def host_timeline(host: Annotated[str, PathParam(max_length=255)],
-                      since: datetime | None = None, until: datetime | None = None,
+                      since: datetime | None = None,
+                      until: Annotated[Until, Query(description="a bare date: through the end of that UTC day")] = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
         """What happened on one host: its incidents and its events (warnings and worse by default).

@@ -121,6 +121,26 @@ def test_events_links_and_host_timeline(api):
     assert r.status_code == 404 and "no host node999" in r.json()["detail"]
 
 
+def test_a_bare_until_date_means_through_that_utc_day(api):
+    """``since=D&until=D`` is the day D (UTC), on every route with ``until``: a bare date was midnight, so the
+    range was one microsecond and answered nothing (a break-it pass)."""
+    evs = api.get("/events", params={"host": "node023", "limit": 1000}).json()["items"]
+    day = evs[0]["ts"][:10]
+    that_day = sorted(e["event_id"] for e in evs if e["ts"].startswith(day))
+    got = api.get("/events", params={"host": "node023", "since": day, "until": day, "limit": 1000}).json()["items"]
+    assert sorted(e["event_id"] for e in got) == that_day
+    tl = api.get("/hosts/node023/timeline", params={"since": day, "until": day, "min_severity": "info"}).json()
+    assert sorted(e["event_id"] for e in tl["events"]) == that_day and tl["incidents"]
+    inc = api.get("/incidents", params={"host": "node023", "since": day, "until": day}).json()["items"]
+    assert [i["category"] for i in inc] == ["gsp_error"]
+    # a date-time stays that instant; a date that is no date is a 422 naming the parameter
+    assert inc[0]["start"] > day + "T00:00:00.000000Z"
+    assert api.get("/incidents", params={"host": "node023", "since": day, "until": day + "T00:00:00Z"}
+                   ).json()["items"] == []
+    r = api.get("/events", params={"host": "node023", "until": "2026-02-30"})
+    assert r.status_code == 422 and "until" in r.json()["detail"]
+
+
 def test_sql_json_and_arrow_and_refusals(api):
     r = api.post("/sql", json={"query": "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY n DESC"})
     rows = [__import__("orjson").loads(l) for l in r.text.splitlines()]
