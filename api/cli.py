@@ -451,6 +451,21 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
     _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
 
 
+def _holds_no_events(lake: str) -> bool:
+    """Whether a local lake has no events partition but the empty ``_schema`` one (or no events folder): a
+    lake nothing was ingested into, often a mistyped path. Reads the events folder's first level only (a lake
+    of months holds ~10^5 parts). An S3 lake is not listed here: ``False``."""
+    from ingest.lake import LakeError, lake_path
+
+    if lake.startswith("s3://"):
+        return False
+    try:
+        folder = lake_path(lake) / "events"
+        return not folder.is_dir() or all(p.name == "kind=_schema" for p in folder.iterdir())
+    except (LakeError, OSError):
+        return False
+
+
 @app.command()
 def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     """Serve the HTTP API over the lake (no ingest)."""
@@ -461,6 +476,10 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     s = _settings(config)
     _port_free(s, port or s.api_port)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
+    if _holds_no_events(s.lake):
+        _tell(s, logging.WARNING, f"the lake at {s.lake} holds no events yet: every query answers empty until an "
+                                  "ingest worker (or `firstfault run`) writes there; if it should hold some, check "
+                                  "the lake setting", style="yellow")
     _tell_address(s, port or s.api_port)
     # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
     uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_config=None,

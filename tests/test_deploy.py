@@ -381,10 +381,29 @@ def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
     assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
     assert any(r["message"].startswith("serving the lake at") for r in lines)
+    # a lake nothing was ingested into is said to be one (a mistyped lake path served empty answers silently)
+    assert [r["level"] for r in lines if "holds no events yet" in r["message"]] == ["WARNING"], err.decode()
     assert [r.get("url") for r in lines if r["message"].startswith("API on ")] == [f"http://127.0.0.1:{port}"]
     # one message per record, no terminal colour codes; times are ISO 8601 UTC
     assert not any("color_message" in r or "\x1b" in r["message"] for r in lines), err.decode()
     assert all(datetime.fromisoformat(r["time"]).utcoffset() == timedelta(0) for r in lines)
+
+
+def test_an_empty_lake_is_told_from_one_with_events(tmp_path):
+    """``serve``'s check for a lake nothing was ingested into: no folder, only the ``_schema`` partition
+    (``Lake.init``), then a lake with one events part; an S3 lake is not listed."""
+    from api.cli import _holds_no_events
+    from api.diagnose import diagnose_paths
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    assert _holds_no_events(str(tmp_path / "nowhere"))
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    assert _holds_no_events(str(tmp_path / "lake")) and _holds_no_events(f"file://{tmp_path / 'lake'}")
+    _, batch, _ = diagnose_paths([Path(__file__).parent / "corpus" / "002-sxid12028-xid137-xid94-nvswitch-cascade"], Settings())
+    lake.write("events", batch.events, "b1")
+    assert not _holds_no_events(str(tmp_path / "lake")) and not _holds_no_events("s3://bucket/lake")
 
 
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
