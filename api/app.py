@@ -29,12 +29,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
-from pydantic import BaseModel, BeforeValidator, Field, StrictInt
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError, json_bytes
 from schemas.fleet import load_fleet_config
 from schemas.incidents import Category
+from schemas.pci import normalize_bus_id
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -161,6 +162,17 @@ def _through_day(v: Any) -> Any:
     return v
 
 
+def _device(v: str | None) -> str | None:
+    """A ``device`` query value as the lake stores it: a PCI bus id in any printed form (nvidia-smi's
+    ``00000000:B3:00.0``, the kernel's ``PCI:0000:b3:00``, lspci's ``b3:00.0``) as ``dddd:bb:dd.f`` lower case
+    (``schemas.pci.normalize_bus_id``, as ingest stores it); anything else (a NIC such as ``mlx5_0``) as given."""
+    return (normalize_bus_id(v) or v) if v else v
+
+
+#: ``device`` of the query routes (:func:`_device`)
+Device = Annotated[str | None, AfterValidator(_device)]
+
+
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
 Until = Annotated[datetime | None, BeforeValidator(_through_day)]
 
@@ -247,7 +259,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
         domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config)")] = None,
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config)")] = None,
-        device: Annotated[str | None, Query(max_length=64, description="PCI bus id, NIC name …")] = None,
+        device: Annotated[Device, Query(max_length=64, description="PCI bus id (any printed form), NIC name …")] = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
         severity: Annotated[list[Severity] | None, Query()] = None,
         category: Annotated[Category | None, Query(description="the initiator's kind of fault")] = None,
@@ -315,7 +327,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         kind: Annotated[str | None, Query(max_length=64)] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
         sxid: Annotated[int | None, Query(ge=0, le=100000)] = None,
-        device: Annotated[str | None, Query(max_length=64)] = None,
+        device: Annotated[Device, Query(max_length=64, description="PCI bus id (any printed form), NIC name …")] = None,
         signature: Annotated[str | None, Query(max_length=128)] = None,
         text: Annotated[str | None, Query(max_length=256,
                                           description="substring of the raw line, case-sensitive (Xid, not xid)")] = None,
