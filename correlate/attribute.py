@@ -25,6 +25,7 @@ from correlate.rules import RELATION_STRENGTH, Rules, any_holds, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, may_cause
 from ingest.catalog import Catalog
+from schemas.pci import normalize_bus_id
 
 S = 1_000_000
 ROLE_RANK = {"initiator": 3, "either": 2, "downstream": 1, "application": 0, "context": -1}
@@ -211,14 +212,24 @@ class _Fields(dict):
         return f"<{key}>"
 
 
-def _fields(e: Ev) -> _Fields:
+def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     """The fields a catalog text (``action``, ``verify``) may name: the event's scalar ``details`` (a module, a
     recovery action), ``device`` (a PCI bus id or a NIC; ``<bus id>`` when no line named it: a GPU index is
     no bus id for ``lspci -s``), ``gpu_index`` (``<gpu>``), ``device_short`` (the bus id's first 10
-    characters, as ``NVRM: Xid (PCI:…`` prints it)."""
+    characters, as ``NVRM: Xid (PCI:…`` prints it).
+
+    ``subject``: the event's resolved subject (``Scene.subject``, :func:`resolve_subjects`), which names the
+    device when the line did not but another line of the host did (an NVML ECC event without a bus id, and
+    ``nvidia-smi``'s table row of the GPU): its bus id, or its ``gpu<i>`` index, fills what the line lacks."""
     f = _Fields({k: str(v) for k, v in e.details.items() if v is not None and not isinstance(v, (dict, list))})
-    f.update(device=e.device or "<bus id>", device_short=(e.device or "<bus id>")[:10],
-             gpu_index=str(e.gpu_index) if e.gpu_index is not None else "<gpu>")
+    device, gpu_index = e.device, e.gpu_index
+    if subject is not None and subject[1] in (None, "gpu") and (dev := subject[2]):
+        if device is None and normalize_bus_id(dev) == dev:
+            device = dev
+        elif gpu_index is None and dev.startswith("gpu") and dev[3:].isdigit():
+            gpu_index = int(dev[3:])
+    f.update(device=device or "<bus id>", device_short=(device or "<bus id>")[:10],
+             gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     return f
 
 
@@ -231,10 +242,11 @@ def _fill(template: str, fields: _Fields) -> str:
         return template
 
 
-def catalog_action(catalog: Catalog, e: Ev) -> str:
-    """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e``; "" without one."""
+def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None) -> str:
+    """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e`` and its resolved ``subject``
+    (:func:`_fields`); "" without one."""
     c = catalog.by_id.get(e.signature)
-    return _fill(c.sig.action, _fields(e)) if c and c.sig.action else ""
+    return _fill(c.sig.action, _fields(e, subject)) if c and c.sig.action else ""
 
 
 def sentences(*texts: str) -> str:
@@ -249,13 +261,14 @@ def sentences(*texts: str) -> str:
     return " ".join(out)
 
 
-def verify_commands(catalog: Catalog, e: Ev) -> list[str]:
-    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` (``_fill``); for an
-    Xid, those its ``verify_by_category`` gives the Xid's xid-catalog.csv category, when it names it."""
+def verify_commands(catalog: Catalog, e: Ev, subject: tuple | None = None) -> list[str]:
+    """The ``verify`` commands of ``e``'s signature (its catalog entry) filled in for ``e`` and its resolved
+    ``subject`` (:func:`_fields`, ``_fill``); for an Xid, those its ``verify_by_category`` gives the Xid's
+    xid-catalog.csv category, when it names it."""
     c = catalog.by_id.get(e.signature)
     if not c:
         return []
-    fields = _fields(e)
+    fields = _fields(e, subject)
     fact = catalog.xids.get(e.xid) if e.xid is not None else None
     by_category = getattr(c.sig, "verify_by_category", None)  # a derived signature has none
     templates = by_category.get(fact.category, c.sig.verify) if fact and by_category else c.sig.verify

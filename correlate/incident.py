@@ -109,7 +109,8 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
-    return action or catalog_action(scene.catalog, main), verify_commands(scene.catalog, main)
+    subject = scene.subject.get(main.event_id)
+    return action or catalog_action(scene.catalog, main, subject), verify_commands(scene.catalog, main, subject)
 
 
 def body(scene: Scene, v: Verdict) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def fabric_manager_not_needed(scene: Scene) -> Verdict | None:
         explanation=("Fabric Manager exited with NV_WARN_NOTHING_TO_DO: the NVSwitch driver found no NVSwitch on "
                      f"{host}. Fabric Manager only manages NVSwitch fabrics; GPUs joined by NVLink bridges or "
                      "plain PCIe need no Fabric Manager, so its failed unit is not a fault."),
-        next_action=catalog_action(scene.catalog, ntd[0]),
+        next_action=catalog_action(scene.catalog, ntd[0], scene.subject.get(ntd[0].event_id)),
         verify=["nvidia-smi topo -m", "systemctl disable --now nvidia-fabricmanager"])
 
 
@@ -164,7 +164,7 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
             explanation=(f"NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, links))} of GPU {key} on {host} "
                          f"{'are' if len(links) > 1 else 'is'} inactive while the platform wires them ({wired}; up: "
                          f"{sorted(up) or 'unknown'}). Links inactive where they are wired are a link or GPU fault."),
-            next_action=catalog_action(scene.catalog, evs[0]),
+            next_action=catalog_action(scene.catalog, evs[0], scene.subject.get(evs[0].event_id)),
             verify=[f"nvidia-smi nvlink -s -i {init.get('gpu_index') if init.get('gpu_index') is not None else key}",
                     "nvidia-smi nvlink -e", "dcgmi diag -r 3"],
             missing=[] if scene.topo.nvlink_peer(host, key, links[0]) else
@@ -323,8 +323,8 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so the NVLink fabric "
                      "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
                      "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards)."),
-        next_action=catalog_action(scene.catalog, lead[0]),
-        verify=(verify_commands(scene.catalog, lead[0])
+        next_action=catalog_action(scene.catalog, lead[0], scene.subject.get(lead[0].event_id)),
+        verify=(verify_commands(scene.catalog, lead[0], scene.subject.get(lead[0].event_id))
                 or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"]),
         missing=[] if fm else ["the Fabric Manager journal (journalctl -u nvidia-fabricmanager): was it stopped, "
                                 "restarted or failing when the job started?"])
@@ -505,7 +505,7 @@ def host_context(scene: Scene) -> Verdict | None:
         explanation=(f"A failure was reported on {host} and the only platform activity logged is Fabric Manager's "
                      f"set-up ({len(fm)} lines{': ' + ', '.join(ports) if ports else ''}); no GPU or link fault is "
                      "logged. The NVLink fabric set-up is the likeliest cause, but the lines do not say it failed."),
-        next_action=(catalog_action(scene.catalog, fm[-1])
+        next_action=(catalog_action(scene.catalog, fm[-1], scene.subject.get(fm[-1].event_id))
                      or "Check that Fabric Manager finished and the GPUs joined the fabric."),
         verify=["nvidia-smi -q | grep -A3 Fabric", "journalctl -u nvidia-fabricmanager -n 100", "ibstat"],
         missing=["Fabric Manager / NVLSM log after start-up", "nvidia-smi -q Fabric State and Status of the GPUs"])

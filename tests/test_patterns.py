@@ -280,6 +280,19 @@ def test_catalog_texts_are_filled_from_the_event_else_say_what_to_fill_in(catalo
     assert "nvidia-smi -r -i 3)" in catalog_action(catalog, ev("nvml.nvlink_inactive", None, 3))
     assert "nvidia-smi -r -i <gpu>)" in catalog_action(catalog, ev("nvml.nvlink_inactive"))
     assert "(Reboot)" in catalog_action(catalog, ev("nvml.recovery_action", details={"recovery_action": "Reboot"}))
+    # a line without the device, whose subject another line of its host named (attribute.resolve_subjects): the
+    # subject's bus id, or its GPU index, fills in what the line lacks; a rank or a host-level subject does not
+    ecc = ev("nvml.event.double_bit_ecc")
+    assert verify_commands(catalog, ecc, ("node01", "gpu", "0000:1a:00.0")) == [
+        "nvidia-smi -q -d ECC -i 0000:1a:00.0", "nvidia-smi -q -d ROW_REMAPPER -i 0000:1a:00.0"]
+    assert "nvidia-smi -r -i 5)" in catalog_action(catalog, ev("nvml.nvlink_inactive"), ("node01", "gpu", "gpu5"))
+    assert verify_commands(catalog, ecc, ("node01", "rank", "rank5")) == verify_commands(catalog, ecc) == [
+        "nvidia-smi -q -d ECC -i <bus id>", "nvidia-smi -q -d ROW_REMAPPER -i <bus id>"]
+    assert verify_commands(catalog, ev("nvml.smi_uncorrected_ecc", "0000:1b:00.0"), ("node01", "gpu", "0000:1a:00.0")
+                           ) == [cmd + "0000:1b:00.0"]  # the line's own device first
+    # corpus 036: the NVML event names no bus id; nvidia-smi's table row of the same GPU does
+    (inc,) = [i for i in _with(pipeline, _corpus("036"), []) if i["category"] == "ecc"]
+    assert inc["verify"] == ["nvidia-smi -q -d ECC -i 0000:1a:00.0", "nvidia-smi -q -d ROW_REMAPPER -i 0000:1a:00.0"]
     (fm,) = _with(pipeline, _corpus("014"), [])
     assert "modprobe ib_umad" in fm["next_action"] and "lsmod | grep ib_umad" in fm["verify"]
 
