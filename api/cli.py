@@ -173,7 +173,7 @@ def diagnose(
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
-    from api.diagnose import diagnose_paths
+    from api.diagnose import diagnose_paths, mtime_note, same_named_files
     from api.render import IncidentsReport, events_json
     from ingest.files import walk
 
@@ -232,13 +232,17 @@ def diagnose(
         if x.host in seen and (odd := _unnamed_gpus(batch, x.host, x.gpus)):
             err.print(odd, style="yellow", highlight=False, markup=False)
     # how much was read is progress, not the report: stderr, as the demo's (a pipe or file gets the report)
+    facts = "".join(f", {n} {what}{'s' * (n != 1)}" for n, what in (
+        (batch.topology.num_rows, "topology fact"), (batch.link_samples.num_rows, "link sample")) if n)
     err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
-              f"{'s' * (batch.events.num_rows != 1)}", markup=False, highlight=False)
-    if by_mtime := batch.events.column("ts_basis").to_pylist().count("file"):
-        err.print(f"{by_mtime} event{'s' * (by_mtime != 1)} timed by {'their' if by_mtime != 1 else 'its'} file's "
-                  "modification time: the lines print no wall-clock time (a raw dmesg stamp counts seconds since "
-                  "boot, counted back from it); a copied file moves them. `dmesg -T` or `journalctl -k -o "
-                  "short-iso` print wall-clock times", style="yellow", markup=False, highlight=False)
+              f"{'s' * (batch.events.num_rows != 1)}{facts}", markup=False, highlight=False)
+    if note := mtime_note(batch.events):
+        err.print(note, style="yellow", markup=False, highlight=False)
+    for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        err.print(f"{len(files)} different files are all host {h} by their name ({shown}): their events are "
+                  "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
+                  "file after its host", style="yellow", markup=False, highlight=False)
     if format == "json":
         sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
                                              option=orjson.OPT_INDENT_2))

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import PurePosixPath
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from correlate.correlator import Symptom, correlate, correlation_settings
 from ingest.counters import with_counter_events
-from ingest.decode import Decoded, Reject, decode_file
+from ingest.decode import Decoded, Reject, decode_file, host_from_filename
 from ingest.files import content_digest, decode_paths, walk
 from ingest.pipeline import Batch, Pipeline
 from schemas.settings import Settings
@@ -79,3 +82,67 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
     good.rejects.extend(bad)
     batch = _run(pipe, Decoded(segments=good.segments, rejects=list(good.rejects)))
     return good, batch
+
+
+def _file_of(origin: str) -> tuple[str, str] | None:
+    """``(name relative to its argument, content digest)`` of a local file's event origin
+    (``file:<rel>@<digest>:<line>[#<n>]``, ``ingest.files``); ``None`` for another origin."""
+    if not origin.startswith("file:"):
+        return None
+    rel, at, rest = origin[len("file:"):].rpartition("@")
+    return (rel, rest.split(":", 1)[0]) if at else None
+
+
+def same_named_files(events: pa.Table) -> dict[str, list[str]]:
+    """Host -> the files (``<rel>@<digest>``, sorted) of two or more different files of one file name whose
+    events carry the host that name gives (``ingest.decode.host_from_filename``): ``a/node01.log`` and
+    ``b/node01.log`` from two machines are one host ``node01`` to the correlator, which joins their events
+    (a corpus of cases each called ``node01.log``). One file read twice (same content digest) is one file; a
+    host's files of different names (``node01.dmesg.log``, ``node01.nccl.log``) are one host by design
+    (DESIGN.md) and are not listed."""
+    by: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for host, origin in zip(events.column("host").to_pylist(), events.column("origin").to_pylist()):
+        f = _file_of(origin or "")
+        if f is None:
+            continue
+        name = PurePosixPath(f[0]).name
+        if host_from_filename(PurePosixPath(name)) == host:
+            by.setdefault((host, name), set()).add(f)
+    out: dict[str, list[str]] = {}
+    for (host, _name), files in sorted(by.items()):
+        first = {}  # per content digest, the first of its names: one file read twice is one file
+        for rel, digest in sorted(files):
+            first.setdefault(digest, f"{rel}@{digest}")
+        if len(first) > 1:
+            out.setdefault(host, []).extend(sorted(first.values()))
+    return out
+
+
+#: per events ``source``: (what a line placed by its file's modification time is, what it printed and how to get
+#: wall-clock times) (shared/reference/formats.md §1, §11.1)
+_NO_TIME = {
+    "dmesg": ("kernel line", "with a raw dmesg stamp (seconds since boot, counted back from the file's time) or "
+                             "none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"),
+    "nccl": ("NCCL/framework line", "with no time printed: NCCL 2.26 and later stamp every level with "
+                                    "NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"),
+    "nvml": ("NVML/nvidia-smi line", "with no time printed: capture `date` beside it, or send the poller's "
+                                     "JSON samples"),
+}
+
+
+def mtime_note(events: pa.Table) -> str | None:
+    """What stderr says of the events timed by their file's modification time (``ts_basis`` ``file``): how many,
+    which lines, per source, and how to capture wall-clock times; ``None`` when there are none."""
+    sources = [s for s, b in zip(events.column("source").to_pylist(), events.column("ts_basis").to_pylist())
+               if b == "file"]
+    if not sources:
+        return None
+    n = len(sources)
+    kinds = []
+    for s in sorted(set(sources)):
+        k = sources.count(s)
+        noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed"))
+        kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
+    kinds = "; ".join(kinds)
+    return (f"{n} event{'s' * (n != 1)} timed by {'their' if n != 1 else 'its'} file's modification time (a copied "
+            f"file moves them): {kinds}")

@@ -406,6 +406,54 @@ def test_an_empty_lake_is_told_from_one_with_events(tmp_path):
     assert not _holds_no_events(str(tmp_path / "lake")) and not _holds_no_events("s3://bucket/lake")
 
 
+def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path):
+    """Files of one name from other machines (``a/node01.log``, ``b/node01.log``: each corpus case's log) are one
+    host to the correlator, which joined their faults into one incident with no word (a fresh-user trial):
+    ``api.diagnose.same_named_files`` lists them, ``diagnose`` says so on stderr. One file given twice, and a host's
+    files of different names, are not listed."""
+    from api.diagnose import diagnose_paths, same_named_files
+    from schemas.settings import Settings
+
+    xid = "[ 100.0] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus.\n"
+    for d, text in (("a", xid), ("b", xid.replace("1b:00", "3b:00")), ("c", xid)):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "node01.log").write_text(text)
+    (tmp_path / "a" / "node01.nccl.log").write_text("node01:1:2 [0] NCCL INFO Init COMPLETE\n")
+    _, batch, _ = diagnose_paths([tmp_path / "a", tmp_path / "b", tmp_path / "c"], Settings())
+    [(host, files)] = same_named_files(batch.events).items()
+    assert host == "node01" and len(files) == 2 and {f.split("@")[0] for f in files} == {"a/node01.log", "b/node01.log"}
+    _, one, _ = diagnose_paths([tmp_path / "a", tmp_path / "c"], Settings())  # the same content twice: one file
+    assert same_named_files(one.events) == {}
+    r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert r.returncode == 0 and "2 different files are all host node01 by their name (a/node01.log@" in r.stderr, \
+        r.stderr
+    assert "diagnose them apart" in r.stderr
+    # what was read besides events is counted too: corpus 006's `nvidia-smi topo -m` gave "3 lines → 0 events"
+    [case] = (Path(__file__).parent / "corpus").glob("006-*")
+    r = _firstfault("diagnose", str(case / "input"))
+    assert r.returncode == 0 and "3 lines → 0 events, 2 topology facts\n" in r.stderr, r.stderr
+
+
+def test_the_file_time_note_says_which_lines_printed_no_time():
+    """The stderr note on events timed by their file's modification time names, per source, what the lines
+    printed and how to capture wall-clock times: a raw dmesg stamp is a kernel line's, never an NCCL line's
+    (it said "a raw dmesg stamp counts seconds since boot" for an NCCL log: a fresh-user trial)."""
+    import pyarrow as pa
+
+    from api.diagnose import mtime_note
+
+    def table(*rows):
+        return pa.table({"source": [r[0] for r in rows], "ts_basis": [r[1] for r in rows]})
+
+    assert mtime_note(table(("nccl", "line"), ("dmesg", "envelope"))) is None
+    note = mtime_note(table(("nccl", "file")))
+    assert note.startswith("1 event timed by its file's modification time") and "1 NCCL/framework line with no " \
+        "time printed: NCCL 2.26 and later" in note and "dmesg" not in note
+    note = mtime_note(table(("dmesg", "file"), ("dmesg", "file"), ("nvml", "file"), ("nccl", "line")))
+    assert note.startswith("3 events timed by their file's") and "2 kernel lines with a raw dmesg stamp" in note \
+        and "`dmesg -T`" in note and "1 NVML/nvidia-smi line with no time printed" in note and "NCCL" not in note
+
+
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
     import socket
 
@@ -502,6 +550,7 @@ def test_an_untimed_symptom_on_logs_without_events_is_placed_now_and_a_stray_hos
     assert r.returncode == 0 and json.loads(r.stdout)["incidents"] and "symptom host x[/] has no events" in r.stderr
     # JSON too says on stderr what was read, and that the raw dmesg stamp was placed by the file's mtime
     assert "1 line → 1 event\n" in r.stderr and "1 event timed by its file's modification time" in r.stderr
+    assert "1 kernel line with a raw dmesg stamp" in r.stderr
     # ... and in the table and the lines under it, which quote host names and log lines (the explanation,
     # next action, verify and missing lines of the report's incident name its host)
     r = _firstfault("diagnose", str(xid), "--symptom", "failure@[red]x[/]", "--format", "table")
