@@ -135,10 +135,17 @@ def _parse_symptom(text: str, hosts: list[str]):
     must be of one host (named by the file names, ``hosts``); else ``BadParameter`` (exit 2)."""
     from correlate.correlator import Symptom
 
-    head, _, gpus = text.partition(":")
-    kind, _, host = head.partition("@")
+    head, colon, gpus = text.partition(":")
+    kind, at, host = head.partition("@")
     if kind not in ("hang", "failure"):
         raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")
+    if at and not host.strip():  # "hang@:0": a host left out of a template, not "the files' host"
+        raise typer.BadParameter(f"{text!r} names no host after @: write {kind}@HOST, or leave @ out when the files "
+                                 "are of one host", param_hint="--symptom")
+    if colon and not gpus.strip(", "):  # "hang:": GPUs left out, not "no GPU named"
+        raise typer.BadParameter(f"{text!r} names no GPU after ':': write {head}:0,1 (indexes or PCI bus ids), or "
+                                 "leave ':' out", param_hint="--symptom")
+    host = host.strip()
     from schemas.pci import normalize_bus_id
 
     named = [g.strip() for g in gpus.split(",") if g.strip()]

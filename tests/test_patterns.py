@@ -235,6 +235,16 @@ def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline)
     assert len(ids) == 1
     (s,) = _parse_symptom("hang:10,2,1,01", ["node01"])
     assert s.gpus == ["1", "2", "10"]
+    # a host or GPU list left empty is a mistake (a template's empty variable), not "the files' host" or "no
+    # GPU": exit 2 naming it (both were taken silently: a fresh-user trial)
+    import pytest
+    import typer
+
+    for bad, says in (("hang@:0", "names no host after @"), ("hang@ ", "names no host after @"),
+                      ("hang:", "names no GPU after ':'"), ("failure@node01:,", "names no GPU after ':'")):
+        with pytest.raises(typer.BadParameter, match=says):
+            _parse_symptom(bad, ["node01"])
+    assert _parse_symptom("hang@ node01 :0", ["node02"])[0].host == "node01"
 
 
 def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs(pipeline):
