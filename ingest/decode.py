@@ -321,7 +321,7 @@ def looks_ndjson(data: bytes) -> bool:
 
 
 class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP",
-                                       "at_timestamp": "@timestamp"}):
+                                       "at_timestamp": "@timestamp", "host_name": "host.name"}):
     """The fields of an NDJSON envelope that decoding reads (shared/reference/formats.md §1.7); any other
     field is skipped unread. Each is any JSON value, or ``UNSET`` when the record does not have it (a field
     that is present and ``null`` is ``None``): the readers below check the types themselves, so a record of
@@ -330,7 +330,8 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
     ``msg``. Time (first not null): ``__REALTIME_TIMESTAMP`` µs (journald), ``timestamp`` (Vector),
     ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
-    ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``). ``format``: a poller's link sample
+    ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
+    flat, as ECS allows dotted names). ``format``: a poller's link sample
     (``schemas.samples.POLLER_FORMAT``)."""
 
     MESSAGE: Any = UNSET
@@ -346,6 +347,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     _HOSTNAME: Any = UNSET
     hostname: Any = UNSET
     host: Any = UNSET
+    host_name: Any = UNSET
     format: Any = UNSET
 
 
@@ -357,7 +359,7 @@ _TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("ti
 
 
 def _host_of(rec: Envelope) -> str | None:
-    for v in (rec._HOSTNAME, rec.hostname, rec.host):
+    for v in (rec._HOSTNAME, rec.hostname, rec.host, rec.host_name):
         if v is None or v is UNSET:
             continue
         if isinstance(v, str) and v:

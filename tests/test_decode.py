@@ -42,6 +42,9 @@ def test_host_header_when_there_is_no_key():
     # Filebeat / ECS
     ({"@timestamp": "2026-11-30T03:12:00.000Z", "host": {"name": "node10"}, "message": XID}, "node10",
      1796008320000000),
+    # ... with the ECS field written flat, as ECS allows (it went to the Kafka key: a fresh-user trial)
+    ({"@timestamp": "2026-11-30T03:12:00.000Z", "host.name": "node11", "message": XID}, "node11",
+     1796008320000000),
     # journald export JSON: µs strings, MESSAGE possibly a byte array
     ({"__REALTIME_TIMESTAMP": "1796008320000001", "__MONOTONIC_TIMESTAMP": "449410332316",
       "_HOSTNAME": "node12", "_BOOT_ID": "0123", "MESSAGE": list(XID.encode())}, "node12", 1796008320000001),
