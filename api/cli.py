@@ -214,8 +214,10 @@ def diagnose(
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
-    for line in _skipped(batch.rejects):  # decode rejects and lines too long to read
-        err.print(f"[yellow]skipped[/] {line}", markup=True, highlight=False)
+    read = {seg.stream for seg in decoded.segments}  # files some lines were read from
+    for origin, line in _skipped(batch.rejects):  # decode rejects and lines too long to read
+        label = "read in part" if origin in read else "skipped"  # a truncated .gz gives the lines before the cut
+        err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False)
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
     if all(not s.data or s.data.isspace() for s in decoded.segments):
@@ -295,8 +297,9 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
             "typo, or another host's GPU? The report is kept as given")
 
 
-def _skipped(rejects) -> list[str]:
-    """One line per file with unreadable parts (not one per bad record): the file, how many, the first reasons."""
+def _skipped(rejects) -> list[tuple[str, str]]:
+    """One line per file with unreadable parts (not one per bad record): ``(origin, text)``, the text naming the
+    file, how many parts and the first reasons (escaped for Rich markup)."""
     from rich.markup import escape
 
     per: dict[str, list] = {}
@@ -305,10 +308,11 @@ def _skipped(rejects) -> list[str]:
     out = []
     for origin, rs in per.items():
         if len(rs) == 1:
-            out.append(escape(f"{origin}: {rs[0].reason}"))
+            out.append((origin, escape(f"{origin}: {rs[0].reason}")))
         else:
             more = f"; … ({len(rs) - 3} more)" if len(rs) > 3 else ""
-            out.append(escape(f"{origin}: {len(rs)} unreadable parts: " + "; ".join(r.reason for r in rs[:3]) + more))
+            out.append((origin, escape(f"{origin}: {len(rs)} unreadable parts: " + "; ".join(r.reason for r in rs[:3])
+                                       + more)))
     return out
 
 

@@ -943,7 +943,7 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
         if not data:
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
         lines = data.count(b"\n")
-        lost = Reject(origin, f"cannot decompress: {e}; read its first {lines} lines "
+        lost = Reject(origin, f"cannot decompress: {e}; read its first {lines} line{'s' * (lines != 1)} "
                               f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
