@@ -216,9 +216,10 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        # RFC 9457: the title is the kind of problem (the status phrase), the detail this occurrence
+        # RFC 9457: the title is the kind of problem (the status phrase), the detail this occurrence; a 422 is
+        # "invalid request" whether the route or the parameters' validation (below) refused the request
         try:
-            title = HTTPStatus(exc.status_code).phrase
+            title = "invalid request" if exc.status_code == 422 else HTTPStatus(exc.status_code).phrase
         except ValueError:
             title = "error"
         r = _problem(exc.status_code, title, str(exc.detail), instance=request.url.path)

@@ -216,6 +216,7 @@ def test_limits(lake):
         for route in ("/incidents", "/events", "/hosts/node023/timeline"):
             r = c.get(route, params={"since": "2026-11-30T03:00:00Z", "until": "2026-11-29T03:00:00Z"})
             assert r.status_code == 422 and "after" in r.json()["detail"], route
+            assert r.json()["title"] == "invalid request", route  # as a parameter's validation error's title
         r = c.get("/reports/degraded-links", params={"hour": "9999-12-31T23"})
         assert r.status_code == 422 and "2100" in r.json()["detail"]
 
