@@ -418,6 +418,24 @@ def _count(img, colour: str, tol: int = 8) -> int:
     return int((np.abs(img.astype(int) - rgb) <= tol).all(axis=2).sum())
 
 
+def test_the_summary_cards_say_one_in_the_singular(report):
+    """The HTML summary's counts agree with their nouns: "1 incident involved", "1 host sampled (1 link)", never
+    "1 incidents involved" (a fresh-user trial); other counts in the plural."""
+    import copy
+
+    for n in (1, 3):
+        r = copy.deepcopy(report)
+        t = r["totals"]
+        t["hosts_sampled"] = t["links_sampled"] = t["silent_hosts"] = n
+        t["incidents"] = (t["incidents"] * 3)[:n]
+        html = render(r, "html").decode()
+        cards = re.findall(r'<div class="card[^"]*"><b>(\d+)</b>(\w+)[^<]*(?:<small>\((\d+) (\w+)\))?', html)
+        words = {w: int(c) for c, w, *_ in cards if w.rstrip("s") in ("host", "incident")}
+        words.update({w: int(c) for *_, c, w in cards if w.rstrip("s") == "link"})
+        assert len(words) == 3 and set(words.values()) == {n}, cards
+        assert all(w.endswith("s") == (n != 1) for w in words), cards
+
+
 def test_html_in_chromium(stored, tmp_path):
     """The stored page, opened from disk (no server, no network): its charts are in the DOM and on screen."""
     import numpy as np
