@@ -387,7 +387,9 @@ def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
         "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
         "link": links[0] if links else None,
         "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid, "peer": main.peer,
-        "gpu_index": main.gpu_index, "links": links or None,
+        # a NIC, NVSwitch or PCIe port has no GPU index: a line's is the CUDA device of the process that printed
+        # it (NCCL's "[0]"), which is no part of the initiator's name
+        "gpu_index": main.gpu_index if dtype in (None, "gpu", "link", "rank") else None, "links": links or None,
         "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)],
     }
 

@@ -73,6 +73,8 @@ def test_filters_and_sorts(api, lake):
     assert typo.status_code == 422 and "fabric_manager" in typo.text, typo.text
     nic = api.get("/incidents", params={"device": "mlx5_32"}).json()["items"]
     assert [i["initiator"]["host"] for i in nic] == ["node015"]
+    # its lines' "[0]" is the CUDA device of the NCCL process that printed them, not an index of the NIC
+    assert nic[0]["initiator"]["device_type"] == "nic" and nic[0]["initiator"]["gpu_index"] is None
     # a bus id in any printed form finds what the lake stores as 0000:b3:00.0 (only that form did: a fresh-user trial)
     for form in ("0000:b3:00.0", "00000000:B3:00.0", "0000:B3:00.0", "b3:00.0", "0000:b3:00", "PCI:0000:b3:00"):
         got = api.get("/incidents", params={"device": form}).json()["items"]
