@@ -83,8 +83,9 @@ def degraded_links(
                 print(f)
             return
         report = degraded_link_report(settings, dt)
-        if not report["totals"]["hosts_sampled"]:
-            _no_samples(settings, report["hour"])
+        if not report["totals"]["hosts_sampled"] and (note := _no_samples(settings, report["hour"])) \
+                and format == "json":
+            report = {**report, "note": note}  # as GET /reports/degraded-links gives it
         data = render(report, format)
         if output is None:
             sys.stdout.buffer.write(data)
@@ -98,10 +99,14 @@ def degraded_links(
         raise typer.Exit(1) from None
 
 
-def _no_samples(settings: Settings, hour: str) -> None:
-    """Say on stderr why ``hour``'s report lists no host (``api.report.why_empty``): an empty report is
-    otherwise indistinguishable from a healthy fleet."""
+def _no_samples(settings: Settings, hour: str) -> str | None:
+    """Say on stderr why ``hour``'s report lists no host (``api.report.why_empty``), and return it as the JSON
+    report's ``note`` (as the API's): an empty report is otherwise indistinguishable from a healthy fleet."""
     from api.report import why_empty
 
     why = why_empty(settings, hour)
-    err.print(f"no host in the report of {hour}: {why}", style="yellow", markup=False, highlight=False)
+    if not why:
+        return None
+    note = f"no host in the report of {hour}: {why}"
+    err.print(note, style="yellow", markup=False, highlight=False)
+    return note

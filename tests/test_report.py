@@ -392,8 +392,10 @@ def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
         said = " ".join(res.stderr.split())
         assert said == (f"no host in the report of {hour}: the lake has no link samples in that hour; it has some "
                         f"in {len(hours)} hours: {', '.join(hours)} (UTC; pass one with --hour)"), said
+        # the JSON says it too, as the API's "note" (only the API's did: a fresh-user trial)
+        assert " ".join(json.loads(res.stdout)["note"].split()) == said
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
-    assert res.exit_code == 0 and "no host" not in res.stderr
+    assert res.exit_code == 0 and "no host" not in res.stderr and "note" not in json.loads(res.stdout)
     Lake(str(tmp_path / "empty")).init()
     cfg.write_text(f'lake = "{tmp_path / "empty"}"\n')
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
