@@ -549,22 +549,25 @@ def main() -> None:
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
     setup_logging(fmt if fmt in ("text", "json") else "text",
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
-    from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
-
-    from ingest.lake import LakeError
-
     try:
         app()
-    except LakeError as e:  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder not writable)
-        err.print(f"[red]{escape(str(e))}[/]; check lake (FIRSTFAULT_LAKE) and, for S3, the AWS_* environment")
-        sys.exit(1)
-    except KafkaConnectionError as e:  # at start: no broker there (one that goes away later is waited for)
-        err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
-                  "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")
-        sys.exit(1)
-    except UnknownTopicOrPartitionError:  # a worker subscribed to a topic the broker does not have
-        err.print("[red]a configured topic does not exist on the broker[/]: `firstfault kafka topics` creates the "
-                  "configured ones (topics, dlq_topic, events_topic)")
+    except Exception as e:
+        # their modules (pyarrow, aiokafka) are imported once one is raised: `firstfault --help` need not load them
+        from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
+
+        from ingest.lake import LakeError
+
+        if isinstance(e, LakeError):  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder
+            # not writable)
+            err.print(f"[red]{escape(str(e))}[/]; check lake (FIRSTFAULT_LAKE) and, for S3, the AWS_* environment")
+        elif isinstance(e, KafkaConnectionError):  # at start: no broker there (one that goes away later is waited for)
+            err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
+                      "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")
+        elif isinstance(e, UnknownTopicOrPartitionError):  # a worker subscribed to a topic the broker does not have
+            err.print("[red]a configured topic does not exist on the broker[/]: `firstfault kafka topics` creates the "
+                      "configured ones (topics, dlq_topic, events_topic)")
+        else:
+            raise
         sys.exit(1)
 
 
