@@ -406,8 +406,10 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
 def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the topics")] = False,
         serve: Annotated[bool, typer.Option(help="serve the HTTP API too")] = True,
         port: PortOpt = None, config: ConfigOpt = None) -> None:
-    """The service: ingest + correlate + API in one process (one consumer-group member)."""
-    from api.render import IncidentsView
+    """The service: ingest + correlate + API in one process (one consumer-group member). With --once, the
+    incidents once caught up are the command's output (stdout, as `demo --once` and `diagnose` print them);
+    without, a running service's progress (stderr)."""
+    from api.render import IncidentsReport, IncidentsView
     from api.service import Service
 
     s = _settings(config, **({"api_port": port} if port else {}))
@@ -420,6 +422,8 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         if s.log_format == "json":  # stderr is a log stream: one JSON object per line, not a table
             logging.getLogger("firstfault.run").warning("caught up: %d incidents", len(incs),
                                                          extra={"incidents": [i["id"] for i in incs]})
+        elif once:  # the one-shot run's result: stdout, whole (a pipe or file gets the report)
+            out.print(IncidentsReport(incs, title=f"caught up: {len(incs)} incidents"))
         else:
             err.print(IncidentsView(incs, title="caught up"))
 

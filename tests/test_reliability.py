@@ -593,6 +593,15 @@ def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
         records = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]  # raises on text
         summaries += [x for x in records if x["message"].startswith("caught up")]
     assert len(summaries) == 2 and summaries[0]["incidents"] and summaries[1]["incidents"] == summaries[0]["incidents"]
+    # in text mode the one-shot run's incidents are its output, on stdout as `demo --once` prints them (they
+    # went to stderr: a fresh-user trial)
+    env["FIRSTFAULT_LOG_FORMAT"] = "text"
+    r = subprocess.run([crash.FIRSTFAULT, "run", "--once", "--no-serve"], env=env, capture_output=True,
+                       text=True, timeout=180, cwd=env["FIRSTFAULT_STATE_DIR"])
+    n = len(summaries[0]["incidents"])
+    assert r.returncode == 0 and f"caught up: {n} incidents" in r.stdout and "caught up" not in r.stderr, \
+        (r.stdout[-2000:], r.stderr[-2000:])
+    assert "node004" in r.stdout and "  next " in r.stdout  # each incident's whole next action under the table
 
 
 def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_path):
