@@ -16,8 +16,9 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, verify_commands
+from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, sentences, verify_commands
 from correlate.model import Ev, subject_of
+from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
@@ -106,11 +107,50 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
+        if software_cause(scene.catalog, main.xid) and "software" not in action:
+            n = sum(e.count for e in v.initiator_events if e.xid == main.xid)
+            action = sentences(action, f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} "
+                                       f"suspect the driver or GPU firmware as much as the GPU: NVIDIA's resolution of "
+                                       f"Xid {main.xid} includes INVESTIGATE_SW (xid-catalog.csv). Compare the "
+                                       f"driver version{_driver_of(scene, main.host)} with its branch's release "
+                                       "notes before replacing hardware")
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
     subject = scene.subject.get(main.event_id)
     return action or catalog_action(scene.catalog, main, subject), verify_commands(scene.catalog, main, subject)
+
+
+def software_cause(catalog: Catalog, xid: int) -> bool:
+    """Whether NVIDIA's resolution of ``xid`` includes investigating software (``INVESTIGATE_SW`` in the Xid
+    catalog's ``nvidia_action``: Xid 60, 66, 110, 119, 120, 160, 161): a driver or firmware bug can print it,
+    as early R525 drivers printed Xid 119 (GSP RPC timeouts, fixed in 525.105.17: NVIDIA/open-gpu-kernel-modules
+    #446)."""
+    fact = catalog.xids.get(xid)
+    return fact is not None and "INVESTIGATE_SW" in fact.nvidia_action.replace("INVESTIGATE_SW_USER", "")
+
+
+def _driver_of(scene: Scene, host: str) -> str:
+    """`` (<host>: <version>)`` from the host's events in the scene whose ``details.driver_version`` an earlier
+    ``NVRM: loading NVIDIA UNIX … Kernel Module <version>`` line gave (``ingest.assemble.carry_context``), else
+    ""."""
+    versions = sorted({e.details["driver_version"] for e in scene.events
+                       if e.host == host and isinstance(e.details.get("driver_version"), str)})
+    return f" ({host}: {', '.join(versions)})" if versions else ""
+
+
+def software_missing(scene: Scene, v: Verdict) -> list[str]:
+    """What to collect when the initiator is an Xid with a software cause (:func:`software_cause`) and the scene
+    has no driver version of its host: the version decides between a known driver bug and the GPU."""
+    init = [e for e in v.initiator_events if e.xid is not None and software_cause(scene.catalog, e.xid)]
+    if not init:
+        return []
+    host = init[0].host
+    if _driver_of(scene, host):
+        return []
+    return [f"the driver version of {host} (`nvidia-smi`, or the kernel's `NVRM: loading NVIDIA UNIX … Kernel "
+            f"Module <version>` line): NVIDIA's resolution of Xid {init[0].xid} includes INVESTIGATE_SW, and "
+            "some driver branches print it for a bug their later releases fix"]
 
 
 def body(scene: Scene, v: Verdict) -> dict[str, Any]:
@@ -150,7 +190,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "explanation": explanation,
         "next_action": v.next_action or action,
         "verify": v.verify or verify,
-        "missing": v.missing,
+        "missing": v.missing + [m for m in software_missing(scene, v) if m not in v.missing],
         "recurrence": None,
         "pattern": v.pattern,
         "evidence": evidence,

@@ -43,6 +43,9 @@ class XidFact:
     severity: str  # event severity: critical/error/warning/info
     action: str
     source: str
+    #: NVIDIA's own resolution buckets, "<action> / <action if it repeats>" (``nvidia_action``: ``RESET_GPU /
+    #: INVESTIGATE_SW`` for Xid 119), from the Xid catalog page
+    nvidia_action: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,7 @@ def _load_xids(path: Path) -> dict[int, XidFact]:
                 severity=_XID_SEVERITY[row["severity"]],
                 action=row["recommended_action"],
                 source=row["source"],
+                nvidia_action=row.get("nvidia_action") or "",
             )
     return out
 

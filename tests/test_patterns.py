@@ -427,3 +427,29 @@ def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
     assert inc["explanation"].startswith("gpu_off_bus (the GPU fell off the bus) on gpu 0000:b3:00.0 of node07")
     (xid,) = run(pipeline, XID74.format(s=1, bus="18", link=3))
     assert xid["explanation"].startswith("Xid 74 (") and "nvlink" not in xid["explanation"].split(" on ")[0]
+
+
+def test_an_xid_nvidia_resolves_with_investigate_sw_asks_for_the_driver_version(pipeline, catalog):
+    """Xids whose NVIDIA resolution includes INVESTIGATE_SW (xid-catalog.csv ``nvidia_action``: 60, 66, 110,
+    119, 120, 160, 161) can be a driver or firmware bug: corpus 023's seven Xid 119 GSP timeouts were an early
+    R525 bug, fixed in 525.105.17, yet the next action said only "reset GPU; power-cycle" and nothing was missing
+    (a fresh-user trial). The next action now says so (as "it repeated" when it did) and ``missing`` asks for the
+    driver version unless the host's ``NVRM: loading`` line gave it; an Xid without it (79) is unchanged."""
+    from correlate.incident import software_cause
+
+    assert {x for x in catalog.xids if software_cause(catalog, x)} == {60, 66, 110, 119, 120, 160, 161}
+    gsp = ("[Fri Mar  3 04:4{m}:24 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=2195, name=nvidia-smi, Timeout "
+           "waiting for RPC from GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).")
+    (once,) = run(pipeline, gsp.format(m=4))
+    assert "If it repeats, suspect the driver or GPU firmware" in once["next_action"], once["next_action"]
+    assert once["next_action"].startswith("Reset GPU; power-cycle the node if it persists")
+    assert len(once["missing"]) == 1 and once["missing"][0].startswith("the driver version of node07")
+    (twice,) = run(pipeline, gsp.format(m=4) + "\n" + gsp.format(m=5))
+    assert "It repeated (2 times), so suspect the driver" in twice["next_action"]
+    loaded = ("[Fri Mar  3 04:40:01 2023] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  525.60.13  Wed Nov 30 "
+              "06:39:21 UTC 2022")
+    (known,) = run(pipeline, loaded + "\n" + gsp.format(m=4))
+    assert "Compare the driver version (node07: 525.60.13) with" in known["next_action"] and known["missing"] == []
+    (off_bus,) = run(pipeline, "[Fri Mar  3 04:44:24 2023] NVRM: Xid (PCI:0000:61:00): 79, pid=1, name=x, "
+                               "GPU has fallen off the bus.")
+    assert "INVESTIGATE_SW" not in off_bus["next_action"] and not any("driver version" in m for m in off_bus["missing"])
