@@ -40,7 +40,7 @@ import orjson
 import zstandard
 from msgspec import UNSET
 
-from ingest.prefix import US, parse_iso_us, plausible
+from ingest.prefix import EARLIEST_US, LATEST_US, US, parse_iso_us, plausible
 from schemas.samples import POLLER_FORMAT, PollerSample
 
 TOPIC_SOURCE = {"fleet.dmesg": "dmesg", "fleet.nccl": "nccl", "fleet.nvml": "nvml"}
@@ -736,6 +736,11 @@ def _key_names(topic: str, partition: int, key: bytes) -> tuple[str, str]:
     return known
 
 
+#: Kafka record timestamps (ms since the epoch) read as a time: 2000 – 2100, as line and envelope times
+#: (``ingest.prefix.plausible``)
+_EARLIEST_MS, _LATEST_MS = EARLIEST_US // 1000, LATEST_US // 1000
+
+
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
                    timestamp_ms: int, headers: list[tuple[str, bytes]] | None = None, runs: bool = False) -> Decoded:
     """Decode one Kafka record value: plain text, NDJSON envelopes or a JSON array of them, optionally
@@ -761,6 +766,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if len(value) > MAX_VALUE_BYTES:
         return Decoded(rejects=[Reject(origin, f"value of {len(value)} bytes exceeds {MAX_VALUE_BYTES}",
                                        value[:4096], "too_large")])
+    if not _EARLIEST_MS <= timestamp_ms <= _LATEST_MS:  # as an envelope's time: no guess at when it was written
+        return Decoded(rejects=[Reject(origin, f"Kafka timestamp {timestamp_ms} ms is no time from 2000 to 2100 "
+                                       "(the producer's clock, or a CreateTime it set): the record is not read",
+                                       value, "bad_timestamp")])
     data = value
     if value[:1] in _MAGIC_FIRST and _MAGIC.match(value):
         try:
@@ -843,7 +852,8 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     for r in records:
         read += 1
         value, key = r.value, r.key
-        if (not value or not key or len(value) > max_value or value[0] in special and (
+        if (not value or not key or len(value) > max_value or not _EARLIEST_MS <= r.timestamp <= _LATEST_MS
+                or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (

@@ -15,12 +15,16 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.catalog import Catalog, Compiled
+from schemas.events import DURATION_MAX_MS
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
 
 # integer columns and the Arrow type bounds they must fit (schemas/events.py); a value outside stays in details
 _I16, _I32, _I64 = (-(2**15), 2**15 - 1), (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+# a timed-out collective's "ran for N milliseconds" / "Timeout(ms)=N": what the correlator can place in time
+# (schemas.events.check_ranges); a line claiming more (99999999999999 ms) keeps its number in details only
+_DURATION = (0, DURATION_MAX_MS)
 _INT_COLUMNS = {"xid": _I32, "sxid": _I32, "link": _I16, "rank": _I32, "nranks": _I32, "gpu_index": _I16,
-                "pid": _I32, "seq": _I64, "timeout_ms": _I64, "cause_xid": _I32, "elapsed_ms": _I64}
+                "pid": _I32, "seq": _I64, "timeout_ms": _DURATION, "cause_xid": _I32, "elapsed_ms": _DURATION}
 _STR_COLUMNS = {"comm", "op", "peer", "device", "process"}
 # groups renamed to a column
 _RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process"}

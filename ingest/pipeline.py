@@ -20,6 +20,7 @@ from operator import attrgetter
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.assemble import Hit, assemble
 from ingest.catalog import Catalog, default_catalog
@@ -29,7 +30,7 @@ from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
 from ingest.prefix import parse_prefix
-from schemas.events import EVENTS_SCHEMA
+from schemas.events import EVENTS_SCHEMA, out_of_range
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
 _DATA = attrgetter("data")
@@ -106,6 +107,33 @@ def _to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return table.add_column(i, schema.field(i), details)
 
 
+def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
+    """``events`` without the rows the correlator cannot place in time (``schemas.events.out_of_range``: a time
+    outside 1900 – 2199, a duration outside 0 – ten years), each appended to ``rejects`` (``out_of_range``,
+    naming the column and value; the raw line as its data). Extraction keeps such values out of the columns;
+    this is the guarantee that no event of the pipeline makes the streaming correlator refuse a batch (one
+    such row stopped `firstfault run` at every restart)."""
+    masks = out_of_range(events)
+    if not masks:
+        return events
+    bad = None
+    for mask in masks.values():
+        bad = mask if bad is None else pc.or_(bad, mask)
+    rows = events.filter(bad)
+    # per column out of range: its value in each refused row, or None where that row's value is in range
+    values = {name: [v if out else None for v, out in zip(rows.column(name).cast(pa.int64()).to_pylist(),
+                                                          mask.filter(bad).to_pylist())]
+              for name, mask in masks.items()}
+    for i, (origin, sig, msg) in enumerate(zip(rows.column("origin").to_pylist(), rows.column("signature").to_pylist(),
+                                             rows.column("message").to_pylist())):
+        what = ", ".join(f"{name} = {vals[i]}{' µs' if name.endswith('ts') else ''}"
+                         for name, vals in values.items() if vals[i] is not None)
+        rejects.append(Reject(origin or "", f"{sig} event not stored: {what} is out of range (times: years 1900 - "
+                              "2199; durations: 0 to ten years)", (msg or "").encode("utf-8", "surrogateescape"),
+                              "out_of_range"))
+    return events.filter(pc.invert(bad))
+
+
 class Pipeline:
     """Catalog + compiled matcher; :meth:`run` is pure given its input."""
 
@@ -147,7 +175,7 @@ class Pipeline:
             topo.extend(out.topology)
         clock.lap("assemble")
         batch = Batch(
-            events=to_table(events, EVENTS_SCHEMA),
+            events=_in_range(to_table(events, EVENTS_SCHEMA), rejects),
             link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
             topology=to_table(topo, TOPOLOGY_SCHEMA),
             rejects=rejects,

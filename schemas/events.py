@@ -170,15 +170,16 @@ TS_RANGE_US: Final = (-2_208_988_800_000_000, 7_258_118_400_000_000)
 DURATION_MAX_MS: Final = 10 * 366 * 86_400_000
 
 
-def check_ranges(table: pa.Table) -> None:
-    """Raise ``ValueError`` naming each column whose values the correlator cannot place in time: a time
-    outside :data:`TS_RANGE_US` (a stray unit, or another producer's sentinel) or a negative duration or one
-    longer than :data:`DURATION_MAX_MS`, with how many rows. Such a record is refused whole, as a bad record
-    (``bad_events_record``), instead of failing every later step of the streaming correlator."""
-    bad = []
-    limits = {"ts": TS_RANGE_US, "last_ts": TS_RANGE_US, "ingest_ts": TS_RANGE_US,
-              "elapsed_ms": (0, DURATION_MAX_MS + 1), "timeout_ms": (0, DURATION_MAX_MS + 1)}
-    for name, (lo, hi) in limits.items():
+#: the columns :func:`check_ranges` bounds, with their [low, high) limits
+_LIMITS: Final = {"ts": TS_RANGE_US, "last_ts": TS_RANGE_US, "ingest_ts": TS_RANGE_US,
+                  "elapsed_ms": (0, DURATION_MAX_MS + 1), "timeout_ms": (0, DURATION_MAX_MS + 1)}
+
+
+def out_of_range(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """Per column of ``table`` that :func:`check_ranges` bounds and that holds a value out of range, the boolean
+    mask of those rows (nulls are in range)."""
+    out = {}
+    for name, (lo, hi) in _LIMITS.items():
         if name not in table.column_names:
             continue
         col = _plain(table, name)
@@ -186,9 +187,18 @@ def check_ranges(table: pa.Table) -> None:
             col = col.cast(pa.int64())
         if not pa.types.is_integer(col.type) or col.null_count == len(col):
             continue
-        out = pc.sum(pc.or_(pc.less(col, lo), pc.greater_equal(col, hi))).as_py() or 0
-        if out:
-            bad.append(f"{name} ({out} of {table.num_rows} rows)")
+        mask = pc.fill_null(pc.or_(pc.less(col, lo), pc.greater_equal(col, hi)), False)
+        if pc.any(mask).as_py():
+            out[name] = mask
+    return out
+
+
+def check_ranges(table: pa.Table) -> None:
+    """Raise ``ValueError`` naming each column whose values the correlator cannot place in time: a time
+    outside :data:`TS_RANGE_US` (a stray unit, or another producer's sentinel) or a negative duration or one
+    longer than :data:`DURATION_MAX_MS`, with how many rows. Such a record is refused whole, as a bad record
+    (``bad_events_record``), instead of failing every later step of the streaming correlator."""
+    bad = [f"{name} ({pc.sum(mask).as_py()} of {table.num_rows} rows)" for name, mask in out_of_range(table).items()]
     if bad:
         raise ValueError("events table with values out of range: " + ", ".join(bad) + " (times: years 1900 - "
                          "2199; durations: 0 to ten years)")

@@ -351,7 +351,8 @@ def test_runs_count_the_lines_the_records_hold():
         assert [type(s) for s in d.segments] == {"empty messages": [Envelopes, Segment, Segment],
                                                  "crlf values": [Records, Segment, Records, Segment],
                                                  "table rows": [Segment, Segment, Records]}[name], name
-    three = SimpleNamespace(value=b"\n".join([env % b"a", env % b"", env % b""]), key=b"n1", offset=0, timestamp=0,
+    three = SimpleNamespace(value=b"\n".join([env % b"a", env % b"", env % b""]), key=b"n1", offset=0,
+                            timestamp=1_764_472_321_000,
                             headers=[])
     assert pipe.run(decode_partition("fleet.dmesg", 0, [three])).lines == 3
 

@@ -102,7 +102,17 @@ def inputs() -> list[tuple[str, list[bytes]]]:
         ("near", ["\n".join(near_misses()).encode()]),
         ("storm", [b"\n".join([xid("30")] * 1000) for _ in range(STORM // 1000)]),
         ("amplify", [b"\n".join(b'{"host": "amplify", "message": ' + str(i).encode() for i in range(5000))]),
+        # a watchdog line claiming a collective ran 3,000 years, beside a real fault (it stopped `firstfault run`
+        # at every restart: a break-it pass)
+        ("duration", [xid("33") + b"\n" + WATCHDOG_3000_YEARS]),
     ]
+
+
+WATCHDOG_3000_YEARS = (b"[rank3]:[E1130 03:12:09.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+                       b"collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                       b"Timeout(ms)=600000) ran for 99999999999999 milliseconds before timing out.")
+#: Kafka CreateTimes a producer may set that say nothing of when a line was written (ms): 1897, 1970
+ODD_KAFKA_TIMES = {"ts1897": -2_300_000_000_000, "ts1970": 1}
 
 
 async def _create(bootstrap: str, topics: list[str], big: bool) -> None:
@@ -167,6 +177,8 @@ def through_kafka(kafka, tmp_path_factory):
         try:  # a bad record whose host is only in a header (as Fluent Bit's kafka output can send it)
             await (await p.send(topic, value=envelope(message=5), key=b"hdr",
                                 headers=[("host", b"hdr-host"), ("x-shipper", b"fluent-bit")]))
+            for key, ms in ODD_KAFKA_TIMES.items():  # an unstamped line whose record's time is no time
+                await (await p.send(topic, value=xid("34"), key=key.encode(), timestamp_ms=ms))
         finally:
             await p.stop()
 
@@ -243,6 +255,23 @@ def test_a_10_mb_line_gives_its_event(through_kafka):
     events = through_kafka["events"]
     [e] = of(events, "long")
     assert e["device"] == "0000:23:00.0" and e["xid"] == 79
+
+
+@kafka
+def test_an_impossible_duration_or_kafka_time_neither_stops_ingest_nor_is_lost(through_kafka, origins):
+    """A watchdog line claiming a collective ran 99999999999999 ms is stored with its number in ``details``
+    only (no ``elapsed_ms`` the correlator would refuse); a record whose Kafka CreateTime is 1897 or 1970 is
+    dead-lettered with the reason (1897 stopped `firstfault run` at every restart, 1970 became the event's time:
+    a break-it pass), as an envelope's impossible time is."""
+    events, dead = through_kafka["events"], through_kafka["dead"]
+    got = {e["kind"]: e for e in of(events, "duration")}
+    assert set(got) == {"xid", "nccl_timeout"} and got["xid"]["device"] == "0000:33:00.0"
+    assert orjson.loads(got["nccl_timeout"]["details"])["elapsed_ms_text"] == "99999999999999"
+    for key in ODD_KAFKA_TIMES:
+        assert not of(events, key), key
+        [d] = dlq_of(dead, origins[key])
+        assert d["ff-error-code"] == "bad_timestamp" and "is no time from 2000 to 2100" in d["ff-reason"], d
+        assert d["value"] == xid("34") and d["key"] == key.encode()
 
 
 @kafka
@@ -984,3 +1013,29 @@ def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lin
     f.write_bytes(gzip.compress(b"".join(xid(f"{i:02x}") + b"\r" for i in range(0x10, 0x30)))[:-8])
     d = decode_file(f, relname=f.name)
     assert b"".join(s.data for s in d.segments).count(b"\n") == 0x20
+
+
+def test_the_pipeline_never_gives_an_event_the_correlator_refuses(pipeline):
+    """Whatever reaches the pipeline, its events pass ``schemas.events.check_ranges``: a line timed by a reference
+    time no year 1900 – 2199 holds (a file's mtime, a Kafka time another path let through) is an ``out_of_range``
+    reject naming the column and value, the other events go on, and the streaming correlator takes the batch
+    (one such row made `firstfault run` and `diagnose` raise: a break-it pass)."""
+    from correlate.stream import StreamCorrelator
+    from ingest.decode import Decoded, Segment
+    from schemas.events import check_ranges
+
+    old = -3_000_000_000_000_000  # 1874, µs
+    segs = [Segment(xid("35"), "file:a.log@0", "a", "node1", old, "file", old, None),
+            Segment(xid("36"), "file:b.log@0", "b", "node2", T_MS * 1000, "file", T_MS * 1000, None)]
+    b = pipeline.run(Decoded(segments=segs))
+    check_ranges(b.events)
+    assert b.events.column("host").to_pylist() == ["node2"]
+    [r] = [r for r in b.rejects if r.error_code == "out_of_range"]
+    assert r.origin.startswith("file:a.log@0") and "ts = -3000000000000000 µs" in r.reason and r.data == xid("35")
+    s = StreamCorrelator()
+    s.add(b.events, b.link_samples, b.topology)
+    assert s.events
+    # a duration no collective runs stays out of the columns (extraction), so the event is kept
+    d = pipeline.run(Decoded(segments=[Segment(WATCHDOG_3000_YEARS, "t:0", "t", "node3", T_MS * 1000, "kafka",
+                                               T_MS * 1000, None)]))
+    assert d.events.column("elapsed_ms").to_pylist() == [None] and not d.rejects
