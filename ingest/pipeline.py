@@ -12,6 +12,7 @@ all run this same function.
 from __future__ import annotations
 
 import codecs
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
@@ -107,6 +108,16 @@ def _to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return table.add_column(i, schema.field(i), details)
 
 
+_LINE_OF = re.compile(r":\d+(?:#\d+)?$")
+
+
+def _input_of(origin: str | None) -> str:
+    """The input a row came from, as decode rejects name it: its ``origin`` (``kafka:t/0/17#r3:0``,
+    ``file:a.log@1f2e:5``) without the line it was on, so the consumer dead-letters the Kafka value it was in
+    (``ingest.consumer.dead_letters``, with its original key and headers) and ``diagnose`` names the file."""
+    return _LINE_OF.sub("", origin or "")
+
+
 def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
     """``events`` without the rows the correlator cannot place in time (``schemas.events.out_of_range``: a time
     outside 1900 – 2199, a duration outside 0 – ten years), each appended to ``rejects`` (``out_of_range``,
@@ -128,10 +139,39 @@ def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
                                              rows.column("message").to_pylist())):
         what = ", ".join(f"{name} = {vals[i]}{' µs' if name.endswith('ts') else ''}"
                          for name, vals in values.items() if vals[i] is not None)
-        rejects.append(Reject(origin or "", f"{sig} event not stored: {what} is out of range (times: years 1900 - "
+        rejects.append(Reject(_input_of(origin), f"{sig} event not stored: {what} is out of range (times: years 1900 - "
                               "2199; durations: 0 to ten years)", (msg or "").encode("utf-8", "surrogateescape"),
                               "out_of_range"))
     return events.filter(pc.invert(bad))
+
+
+#: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
+MAX_HOST_CHARS = 255
+#: what no host name holds: control characters and blanks (a newline splits a log line), ``/`` (no URL path
+#: segment, no DNS name: ``/hosts/{host}/timeline`` could not name it) and U+FFFD (a key that was no UTF-8)
+_NOT_IN_HOST = "[\\x00-\\x20\\x7f/\ufffd]"
+
+
+def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
+    """``table`` (events, link samples or topology facts: ``host`` and ``origin`` columns) without the rows whose
+    host is no host name — longer than :data:`MAX_HOST_CHARS`, or holding what :data:`_NOT_IN_HOST` lists —
+    each an ``bad_host`` reject naming it (the host comes from a Kafka key, a header, an envelope field or a
+    poller's sample, which anyone can fill: a 1 MB key became a 1 MB host in every incident of it)."""
+    if table.num_rows == 0:
+        return table
+    host = table.column("host")
+    bad = pc.or_(pc.greater(pc.utf8_length(host), MAX_HOST_CHARS), pc.match_substring_regex(host, _NOT_IN_HOST))
+    if not pc.any(bad).as_py():
+        return table
+    rows = table.filter(bad)
+    text = rows.column("message").to_pylist() if "message" in rows.column_names else [None] * rows.num_rows
+    for h, origin, msg in zip(rows.column("host").to_pylist(), rows.column("origin").to_pylist(), text):
+        shown = repr(h[:80]) + (f"… ({len(h)} characters)" if len(h) > 80 else "")
+        rejects.append(Reject(_input_of(origin), f"{what} not stored: its host {shown} is no host name (at most "
+                              f"{MAX_HOST_CHARS} characters, no blanks, control characters, '/' or bytes that "
+                              "were no UTF-8); check the shipper's Kafka key, host header or host field",
+                              (msg or "").encode("utf-8", "surrogateescape"), "bad_host"))
+    return table.filter(pc.invert(bad))
 
 
 class Pipeline:
@@ -175,9 +215,9 @@ class Pipeline:
             topo.extend(out.topology)
         clock.lap("assemble")
         batch = Batch(
-            events=_in_range(to_table(events, EVENTS_SCHEMA), rejects),
-            link_samples=to_table(samples, LINK_SAMPLES_SCHEMA),
-            topology=to_table(topo, TOPOLOGY_SCHEMA),
+            events=_named_hosts(_in_range(to_table(events, EVENTS_SCHEMA), rejects), rejects, "event"),
+            link_samples=_named_hosts(to_table(samples, LINK_SAMPLES_SCHEMA), rejects, "link sample"),
+            topology=_named_hosts(to_table(topo, TOPOLOGY_SCHEMA), rejects, "topology fact"),
             rejects=rejects,
             lines=lines if segs else 0,
             bytes=len(buf),

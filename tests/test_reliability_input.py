@@ -105,7 +105,14 @@ def inputs() -> list[tuple[str, list[bytes]]]:
         # a watchdog line claiming a collective ran 3,000 years, beside a real fault (it stopped `firstfault run`
         # at every restart: a break-it pass)
         ("duration", [xid("33") + b"\n" + WATCHDOG_3000_YEARS]),
+        *((key, [xid("37")]) for key in BAD_HOST_KEYS),
     ]
+
+
+#: Kafka keys that name no host (a host from its key, as the line names none): a path, a name longer than the
+#: API takes, a newline (a 1 MB key became a 1 MB host in every incident, "rack1/node402"'s timeline could not
+#: be asked for: a break-it pass)
+BAD_HOST_KEYS = ("rack1/node402", "n" * 300, "node111\nx")
 
 
 WATCHDOG_3000_YEARS = (b"[rank3]:[E1130 03:12:09.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
@@ -272,6 +279,16 @@ def test_an_impossible_duration_or_kafka_time_neither_stops_ingest_nor_is_lost(t
         [d] = dlq_of(dead, origins[key])
         assert d["ff-error-code"] == "bad_timestamp" and "is no time from 2000 to 2100" in d["ff-reason"], d
         assert d["value"] == xid("34") and d["key"] == key.encode()
+
+
+@kafka
+def test_a_key_that_names_no_host_is_dead_lettered_with_the_reason(through_kafka, origins):
+    events, dead = through_kafka["events"], through_kafka["dead"]
+    for key in BAD_HOST_KEYS:
+        assert not of(events, key), key
+        [d] = dlq_of(dead, origins[key])
+        assert d["ff-error-code"] == "bad_host" and "is no host name" in d["ff-reason"] and d["key"] == key.encode()
+        assert d["value"] == xid("37")
 
 
 @kafka
@@ -503,6 +520,8 @@ def bad_folder(tmp_path_factory):
             (d / "gz2.log.zst").write_bytes(values[1])
             continue
         if key in ("zlib", "overflow"):  # one bad part each: test_diagnose_cli_… below names them
+            continue
+        if key in BAD_HOST_KEYS:  # Kafka keys: no file is named so (test_hosts_that_are_no_host_names_… covers it)
             continue
         (d / f"{key}.log").write_bytes(b"\n".join(values) + b"\n")
     return d
@@ -1039,3 +1058,24 @@ def test_the_pipeline_never_gives_an_event_the_correlator_refuses(pipeline):
     d = pipeline.run(Decoded(segments=[Segment(WATCHDOG_3000_YEARS, "t:0", "t", "node3", T_MS * 1000, "kafka",
                                                T_MS * 1000, None)]))
     assert d.events.column("elapsed_ms").to_pylist() == [None] and not d.rejects
+
+
+def test_hosts_that_are_no_host_names_are_rejected_with_the_reason(pipeline):
+    """A host from a Kafka key, a header, an envelope or a poller's sample must be a host name: at most 255
+    characters, no blanks or control characters, no '/', no bytes that were no UTF-8 (U+FFFD). Events, link
+    samples and topology facts of another host are stored; each refused row is a ``bad_host`` reject."""
+    from ingest.decode import Decoded, Segment
+    from ingest.pipeline import MAX_HOST_CHARS
+
+    ok = "node-01.rack_2"
+    hosts = [ok, "x" * (MAX_HOST_CHARS + 1), "rack1/node402", "node\nx", "node 1", "\ufffd node106", "y" * MAX_HOST_CHARS]
+    smi = b"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s"
+    segs = [Segment(xid("38") + b"\n" + smi, f"t:{i}", f"s{i}", h, T_MS * 1000, "kafka", T_MS * 1000, None)
+            for i, h in enumerate(hosts)]
+    b = pipeline.run(Decoded(segments=segs))
+    assert sorted(set(b.events.column("host").to_pylist())) == sorted([ok, "y" * MAX_HOST_CHARS])
+    assert sorted(set(b.link_samples.column("host").to_pylist())) == sorted([ok, "y" * MAX_HOST_CHARS])
+    bad = [r for r in b.rejects if r.error_code == "bad_host"]
+    assert sorted({r.origin for r in bad}) == [f"t:{i}" for i in range(1, 6)]
+    assert {r.reason.split(":")[0] for r in bad} == {"event not stored", "link sample not stored"}
+    assert any(f"… ({MAX_HOST_CHARS + 1} characters)" in r.reason for r in bad)
