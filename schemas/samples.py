@@ -12,7 +12,7 @@ Times are UTC µs.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -60,9 +60,11 @@ class PollerLink(BaseModel):
     link: int = Field(ge=0, le=63)
     state: Literal["up", "inactive", "down"]
     gbps: float | None = Field(default=None, ge=0, description="per-link rate, GB/s; required when up")
-    counters: dict[str, int] = Field(default_factory=dict,
-                                     description='error counters by their nvidia-smi name, e.g. "Replay Errors", '
-                                                 '"Recovery Errors", "CRC Errors"')
+    # NVML's counters are unsigned 64-bit (nvmlDeviceGetNvLinkErrorCounter); what the lake stores is a signed one:
+    # a negative count was no sample row at all, and 2**63 a float
+    counters: dict[str, Annotated[int, Field(ge=0, le=2**63 - 1)]] = Field(
+        default_factory=dict, description='error counters by their nvidia-smi name, e.g. "Replay Errors", '
+                                          '"Recovery Errors", "CRC Errors"; 0 to 2^63 - 1')
 
     @model_validator(mode="after")
     def _speed_when_up(self) -> "PollerLink":
