@@ -220,7 +220,7 @@ def diagnose(
         err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False)
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
-    if all(not s.data or s.data.isspace() for s in decoded.segments):
+    if all(not s.data.strip(_BLANK) for s in decoded.segments):  # NUL bytes: a log zeroed by a power loss
         files = sum(1 for _ in walk(paths))
         where = escape(", ".join(map(str, paths)))
         if decoded.rejects:  # every file skipped (corrupt, too large): nothing was read, which is no healthy fleet
@@ -228,7 +228,7 @@ def diagnose(
                       "skipped as above")
         else:
             err.print(f"[red]no log lines[/] in {where}: {files} file{'s' * (files != 1)}, empty or blank lines "
-                      "only" if files else f"[red]no files found[/] under {where}")
+                      "(or NUL bytes) only" if files else f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
@@ -295,6 +295,10 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
     named = ", ".join(sorted(bus) + sorted(index, key=int))
     return (f"symptom GPU {', '.join(odd)} of {host} is named by none of its lines (they name GPU {named}): a "
             "typo, or another host's GPU? The report is kept as given")
+
+
+#: bytes of a capture that holds no log line: whitespace, and the NULs a file zeroed by a power loss holds
+_BLANK = b" \t\r\n\x0b\x0c\x00"
 
 
 def _skipped(rejects) -> list[tuple[str, str]]:

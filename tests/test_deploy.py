@@ -242,8 +242,9 @@ def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     (tmp_path / "empty[/]dir" / "node01.log").write_bytes(b"")  # an empty capture holds no line ("1 lines" before)
     (tmp_path / "empty[/]dir" / "node02.log.gz").write_bytes(gzip.compress(b""))
     (tmp_path / "empty[/]dir" / "node03.log").write_bytes(b"\n  \n\n")  # blank lines only
+    (tmp_path / "empty[/]dir" / "node04.log").write_bytes(b"\0" * 1000)  # zeroed by a power loss: was "healthy"
     r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
-    assert r.returncode == 2 and "no log lines in" in r.stderr and "3 files, empty or blank" in r.stderr, r
+    assert r.returncode == 2 and "no log lines in" in r.stderr and "4 files, empty or blank" in r.stderr, r
     assert "lines →" not in r.stdout
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "x[/]y")})
     assert r.returncode == 2 and "no lake at" in r.stderr and "x[/]y" in r.stderr, r.stderr
