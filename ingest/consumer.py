@@ -201,7 +201,7 @@ def kafka_origin(origin: str) -> str:
 
 
 def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None, list[tuple[str, bytes]]]] | None = None
-                 ) -> list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
+                 ) -> list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]:
     """(key, value, headers) of the dead-letter records for ``rejects``: **one per Kafka value**.
 
     A value with 10,000 broken NDJSON records is one dead-letter record, not 10,000: its value is the
@@ -234,7 +234,9 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
                    ("ff-origin", origin.encode()),
                    ("ff-parts", _cut(names.encode())),
                    ("ff-count", str(len(parts)).encode())]
-        out.append((key, value[:DLQ_VALUE_BYTES], headers))
+        # a tombstone's dead letter is a tombstone: sent again, it reads as it first did (b"" is an empty line)
+        tombstone = len(parts) == 1 and parts[0].error_code == "empty"
+        out.append((key, None if tombstone else value[:DLQ_VALUE_BYTES], headers))
     return out
 
 

@@ -115,8 +115,15 @@ def test_a_broken_record_is_rejected_with_a_reason_and_the_rest_goes_on():
 
 
 def test_tombstone_and_corrupt_compression_are_rejected():
+    from ingest.consumer import dead_letters
+
     assert msg(None).rejects[0].error_code == "empty"
     assert msg(b"\x1f\x8b\x08\x00garbage").rejects[0].error_code == "bad_compression"
+    # a tombstone's dead letter is a tombstone (it was b"", an empty line when sent again: a break-it pass)
+    [(key, value, headers)] = dead_letters(msg(None, key=b"node07").rejects, {"kafka:fleet.dmesg/2/41": (b"node07", [])})
+    assert (key, value, dict(headers)["ff-error-code"]) == (b"node07", None, b"empty")
+    [(_, value, _)] = dead_letters(msg(b"\x1f\x8b\x08\x00garbage").rejects)
+    assert value == b"\x1f\x8b\x08\x00garbage"
 
 
 def test_gzip_and_zstd_values_and_files(tmp_path):
