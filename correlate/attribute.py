@@ -25,6 +25,7 @@ from correlate.rules import RELATION_STRENGTH, Rules, any_holds, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, may_cause
 from ingest.catalog import Catalog
+from schemas.events import SEVERITY_RANK
 from schemas.pci import normalize_bus_id
 
 S = 1_000_000
@@ -436,8 +437,21 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         conf -= 0.15
     if ROLE_RANK.get(scene.role(max(best_evs, key=lambda e: e.sev)), 0) >= 3:
         conf += 0.05
+    missing = []
+    faults = [e for e in best_evs if scene.is_fault(e)]
+    if (not down and any(e.fatal is False for e in faults) and not any(e.fatal for e in faults)
+            and max(e.sev for e in faults) <= SEVERITY_RANK["warning"]):
+        # a line says Nonfatal (Xid 144 - 150, SXids), none says Fatal, none is worse than a warning, and nothing
+        # reported a failure after them: the hardware recovered, or what failed logged nothing here
+        # (NVIDIA/nccl#2241: a hang beside a Nonfatal Xid 145 and an Xid 137 was an NCCL bug)
+        conf -= 0.15
+        codes = sorted({f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None
+                        else e.kind for e in faults})
+        missing = [f"whether anything failed: of {', '.join(codes)} a line says Nonfatal, none Fatal, and nothing "
+                   f"reported a failure after them; if a job hung or failed then, give it as a symptom (--symptom "
+                   f"hang@{best_key[0]}) with its logs"]
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
-                   downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2))
+                   downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
 
 
 def candidate_name(host: str, device_type: str | None, device: str | None) -> str:

@@ -453,3 +453,24 @@ def test_an_xid_nvidia_resolves_with_investigate_sw_asks_for_the_driver_version(
     (off_bus,) = run(pipeline, "[Fri Mar  3 04:44:24 2023] NVRM: Xid (PCI:0000:61:00): 79, pid=1, name=x, "
                                "GPU has fallen off the bus.")
     assert "INVESTIGATE_SW" not in off_bus["next_action"] and not any("driver version" in m for m in off_bus["missing"])
+
+
+def test_a_lone_nonfatal_nvlink_xid_says_nothing_failed_after_it(pipeline):
+    """An NVLink Xid whose line says Nonfatal, with nothing downstream, is the earliest fault but not a failure
+    anyone reported: confidence 0.15 lower and ``missing`` asks whether anything failed, and for a symptom if a job
+    did (corpus 029 without its symptom blamed a red herring at 0.75: the hang was an NCCL bug, NVIDIA/nccl#2241;
+    a fresh-user trial). A Fatal line, or one a downstream report follows, is judged as before."""
+    x145 = "[Mon Nov 30 03:12:0{s} 2026] NVRM: Xid (PCI:0000:18:00): 145, RLW_RXPIPE {word} XC0 i0 Link 11 (0x0)"
+    (lone,) = run(pipeline, x145.format(s=1, word="Nonfatal"))
+    (fatal,) = run(pipeline, x145.format(s=1, word="Fatal"))
+    assert lone["confidence"] == round(fatal["confidence"] - 0.15, 2) and fatal["missing"] == []
+    assert lone["missing"] == ["whether anything failed: of Xid 145 a line says Nonfatal, none Fatal, and nothing "
+                               "reported a failure after them; if a job hung or failed then, give it as a symptom "
+                               "(--symptom hang@node07) with its logs"]
+    # a rank's watchdog timeout after it: the hang is the report (patterns.nccl_hang_with_benign_nvlink), as before
+    wd = ("[rank0]:[E1130 03:12:09.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+          "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=5000) ran for 5000 "
+          "milliseconds before timing out.")
+    (followed,) = run(pipeline, x145.format(s=1, word="Nonfatal") + "\n" + wd)
+    assert followed["category"] == "nccl_software" and not any("whether anything failed" in m
+                                                               for m in followed["missing"])
