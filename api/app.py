@@ -170,7 +170,8 @@ def _device(v: str | None) -> str | None:
 
 
 #: ``device`` of the query routes (:func:`_device`)
-Device = Annotated[str | None, AfterValidator(_device)]
+DeviceQuery = Annotated[str | None, AfterValidator(_device),
+                        Query(max_length=64, description="PCI bus id (any printed form), NIC name …")]
 
 
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
@@ -260,7 +261,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
         domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config)")] = None,
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config)")] = None,
-        device: Annotated[Device, Query(max_length=64, description="PCI bus id (any printed form), NIC name …")] = None,
+        device: DeviceQuery = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
         severity: Annotated[list[Severity] | None, Query()] = None,
         category: Annotated[Category | None, Query(description="the initiator's kind of fault")] = None,
@@ -328,7 +329,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         kind: Annotated[str | None, Query(max_length=64)] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
         sxid: Annotated[int | None, Query(ge=0, le=100000)] = None,
-        device: Annotated[Device, Query(max_length=64, description="PCI bus id (any printed form), NIC name …")] = None,
+        device: DeviceQuery = None,
         signature: Annotated[str | None, Query(max_length=128)] = None,
         text: Annotated[str | None, Query(max_length=256,
                                           description="substring of the raw line, case-sensitive (Xid, not xid)")] = None,

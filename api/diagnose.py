@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import PurePosixPath
 from collections.abc import Callable, Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa

@@ -130,19 +130,16 @@ def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
     bad = None
     for mask in masks.values():
         bad = mask if bad is None else pc.or_(bad, mask)
-    rows = events.filter(bad)
     # per column out of range: its value in each refused row, or None where that row's value is in range
-    values = {name: [v if out else None for v, out in zip(rows.column(name).cast(pa.int64()).to_pylist(),
+    values = {name: [v if out else None for v, out in zip(events.filter(bad).column(name).cast(pa.int64()).to_pylist(),
                                                           mask.filter(bad).to_pylist())]
               for name, mask in masks.items()}
-    for i, (origin, sig, msg) in enumerate(zip(rows.column("origin").to_pylist(), rows.column("signature").to_pylist(),
-                                             rows.column("message").to_pylist())):
-        what = ", ".join(f"{name} = {vals[i]}{' µs' if name.endswith('ts') else ''}"
-                         for name, vals in values.items() if vals[i] is not None)
-        rejects.append(Reject(_input_of(origin), f"{sig} event not stored: {what} is out of range (times: years 1900 - "
-                              "2199; durations: 0 to ten years)", (msg or "").encode("utf-8", "surrogateescape"),
-                              "out_of_range"))
-    return events.filter(pc.invert(bad))
+    sigs = events.filter(bad).column("signature").to_pylist()
+    reasons = [f"{sig} event not stored: "
+               + ", ".join(f"{name} = {vals[i]}{' µs' if name.endswith('ts') else ''}"
+                           for name, vals in values.items() if vals[i] is not None)
+               + " is out of range (times: years 1900 - 2199; durations: 0 to ten years)" for i, sig in enumerate(sigs)]
+    return _refuse(events, bad, reasons, "out_of_range", rejects)
 
 
 #: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
@@ -155,7 +152,7 @@ _NOT_IN_HOST = "[\\x00-\\x20\\x7f/\ufffd]"
 def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     """``table`` (events, link samples or topology facts: ``host`` and ``origin`` columns) without the rows whose
     host is no host name — longer than :data:`MAX_HOST_CHARS`, or holding what :data:`_NOT_IN_HOST` lists —
-    each an ``bad_host`` reject naming it (the host comes from a Kafka key, a header, an envelope field or a
+    each a ``bad_host`` reject naming it (the host comes from a Kafka key, a header, an envelope field or a
     poller's sample, which anyone can fill: a 1 MB key became a 1 MB host in every incident of it)."""
     if table.num_rows == 0:
         return table
@@ -163,14 +160,20 @@ def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     bad = pc.or_(pc.greater(pc.utf8_length(host), MAX_HOST_CHARS), pc.match_substring_regex(host, _NOT_IN_HOST))
     if not pc.any(bad).as_py():
         return table
+    reasons = [f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
+               f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control characters, '/' or bytes that "
+               "were no UTF-8); check the shipper's Kafka key, host header or host field"
+               for h in table.filter(bad).column("host").to_pylist()]
+    return _refuse(table, bad, reasons, "bad_host", rejects)
+
+
+def _refuse(table: pa.Table, bad: pa.ChunkedArray, reasons: list[str], code: str, rejects: list[Reject]) -> pa.Table:
+    """``table`` without the rows of mask ``bad``; each one a reject (``code``, its reason from ``reasons`` in row
+    order, its input from ``origin``: :func:`_input_of`, its raw line as data when the table has ``message``)."""
     rows = table.filter(bad)
     text = rows.column("message").to_pylist() if "message" in rows.column_names else [None] * rows.num_rows
-    for h, origin, msg in zip(rows.column("host").to_pylist(), rows.column("origin").to_pylist(), text):
-        shown = repr(h[:80]) + (f"… ({len(h)} characters)" if len(h) > 80 else "")
-        rejects.append(Reject(_input_of(origin), f"{what} not stored: its host {shown} is no host name (at most "
-                              f"{MAX_HOST_CHARS} characters, no blanks, control characters, '/' or bytes that "
-                              "were no UTF-8); check the shipper's Kafka key, host header or host field",
-                              (msg or "").encode("utf-8", "surrogateescape"), "bad_host"))
+    for origin, msg, why in zip(rows.column("origin").to_pylist(), text, reasons):
+        rejects.append(Reject(_input_of(origin), why, (msg or "").encode("utf-8", "surrogateescape"), code))
     return table.filter(pc.invert(bad))
 
 
