@@ -410,9 +410,9 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
 def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the topics")] = False,
         serve: Annotated[bool, typer.Option(help="serve the HTTP API too")] = True,
         port: PortOpt = None, config: ConfigOpt = None) -> None:
-    """The service: ingest + correlate + API in one process (one consumer-group member). With --once, the
-    incidents once caught up are the command's output (stdout, as `demo --once` and `diagnose` print them);
-    without, a running service's progress (stderr)."""
+    """The service: ingest + correlate + API in one process (one consumer-group member).
+
+    With --once, the incidents once caught up are printed on stdout; a running service's are progress (stderr)."""
     from api.render import IncidentsReport, IncidentsView
     from api.service import Service
 
@@ -427,7 +427,7 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
             logging.getLogger("firstfault.run").warning("caught up: %d incidents", len(incs),
                                                          extra={"incidents": [i["id"] for i in incs]})
         elif once:  # the one-shot run's result: stdout, whole (a pipe or file gets the report)
-            out.print(IncidentsReport(incs, title=f"caught up: {len(incs)} incidents"))
+            out.print(IncidentsReport(incs, title=f"caught up: {len(incs)} incident{'s' * (len(incs) != 1)}"))
         else:
             err.print(IncidentsView(incs, title="caught up"))
 

@@ -447,9 +447,9 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         conf -= 0.15
         codes = sorted({f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None
                         else e.kind for e in faults})
-        missing = [f"whether anything failed: of {', '.join(codes)} a line says Nonfatal, none Fatal, and nothing "
-                   f"reported a failure after them; if a job hung or failed then, give it as a symptom (--symptom "
-                   f"hang@{best_key[0]}) with its logs"]
+        missing = [f"whether anything failed: the lines of {', '.join(codes)} say Nonfatal or nothing of it, none "
+                   f"says Fatal, and nothing reported a failure after them; if a job hung or failed then, diagnose "
+                   f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
 

@@ -16,8 +16,7 @@ What one line cannot say alone:
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
   header names the GPU of its Fabric and GPU Recovery Action lines; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
   puts the ranks that follow on the P2P fallback path; a board serial line names
-  the serial of the GPU of the preamble before it; an ``NVRM: loading NVIDIA UNIX … Kernel Module <version>``
-  line gives the Xids after it their ``details.driver_version``;
+  the serial of the GPU of the preamble before it;
 * **line groups**: an NVSwitch error is printed as up to three SXid lines of
   one switch and code (Fatal/Non-fatal line, Severity/Engine line, Data
   line), merged into one event.
@@ -238,14 +237,8 @@ def carry_context(hits: list[Hit]) -> None:
     last_preamble: str | None = None
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
-    driver: str | None = None  # the version of the last "NVRM: loading NVIDIA UNIX … Kernel Module" line
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
-        if sid == "driver.loaded":
-            driver = d.get("driver_version") or driver
-            continue
-        if driver and row["kind"] in ("xid", "gsp_error") and "driver_version" not in d:
-            d["driver_version"] = driver  # Xid meanings and known driver bugs depend on the branch
         if sid == "nvml.q_gpu_header":
             q_device = row.get("device")
             continue

@@ -30,7 +30,7 @@ from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
-from ingest.prefix import parse_prefix
+from ingest.prefix import EARLIEST_US, LATEST_US, parse_prefix
 from schemas.events import EVENTS_SCHEMA, out_of_range
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
@@ -118,6 +118,31 @@ def _input_of(origin: str | None) -> str:
     return _LINE_OF.sub("", origin or "")
 
 
+def _kafka_times(events: pa.Table, rejects: list[Reject]) -> pa.Table:
+    """``events`` with Kafka record times that are no time from 2000 to 2100 (``ingest.prefix.plausible``: a
+    producer's clock, a CreateTime it set, Kafka's -1 for none) not taken as times: an event timed by one (its line
+    printed no time, ``ts_basis`` ``kafka``) is a ``bad_timestamp`` reject, as an envelope's impossible time is
+    (no guess at when it was written); any other event keeps its own time and loses only its ``ingest_ts``
+    (which clock-skew estimates compare its time with)."""
+    if events.num_rows == 0:
+        return events
+    arrival = events.column("ingest_ts").cast(pa.int64())
+    odd = pc.fill_null(pc.or_(pc.less(arrival, EARLIEST_US), pc.greater(arrival, LATEST_US)), False)
+    if not pc.any(odd).as_py():
+        return events
+    timed = pc.and_(odd, pc.equal(events.column("ts_basis"), "kafka"))
+    events = events.set_column(events.schema.get_field_index("ingest_ts"), events.schema.field("ingest_ts"),
+                               pc.if_else(odd, pa.scalar(None, events.schema.field("ingest_ts").type),
+                                          events.column("ingest_ts")))
+    if not pc.any(timed).as_py():
+        return events
+    reasons = [f"{sig} event not stored: its line prints no time, and its Kafka record's timestamp ({ms // 1000} ms) "
+               "is no time from 2000 to 2100 (the producer's clock, or a CreateTime it set)"
+               for sig, ms in zip(events.filter(timed).column("signature").to_pylist(),
+                                  events.filter(timed).column("ts").cast(pa.int64()).to_pylist())]
+    return _refuse(events, timed, reasons, "bad_timestamp", rejects)
+
+
 def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
     """``events`` without the rows the correlator cannot place in time (``schemas.events.out_of_range``: a time
     outside 1900 – 2199, a duration outside 0 – ten years), each appended to ``rejects`` (``out_of_range``,
@@ -144,9 +169,10 @@ def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
 
 #: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
 MAX_HOST_CHARS = 255
-#: what no host name holds: control characters and blanks (a newline splits a log line), ``/`` (no URL path
-#: segment, no DNS name: ``/hosts/{host}/timeline`` could not name it) and U+FFFD (a key that was no UTF-8)
-_NOT_IN_HOST = "[\\x00-\\x20\\x7f/\ufffd]"
+#: what no host name holds (RE2): blanks and separators (\p{Z}: space, no-break space, U+2028), control and
+#: format characters (\p{Cc}, \p{Cf}: a newline splits a log line, C1 controls, zero-width characters), ``/`` (no
+#: URL path segment, no DNS name: ``/hosts/{host}/timeline`` could not name it) and U+FFFD (a key that was no UTF-8)
+_NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
 
 
 def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
@@ -160,10 +186,13 @@ def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     bad = pc.or_(pc.greater(pc.utf8_length(host), MAX_HOST_CHARS), pc.match_substring_regex(host, _NOT_IN_HOST))
     if not pc.any(bad).as_py():
         return table
+    rows = table.filter(bad)
     reasons = [f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
-               f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control characters, '/' or bytes that "
-               "were no UTF-8); check the shipper's Kafka key, host header or host field"
-               for h in table.filter(bad).column("host").to_pylist()]
+               f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "
+               "bytes that were no UTF-8); "
+               + ("check the host the line names" if (origin or "").startswith("file:") else
+                  "check the shipper's Kafka key, host header or host field")
+               for h, origin in zip(rows.column("host").to_pylist(), rows.column("origin").to_pylist())]
     return _refuse(table, bad, reasons, "bad_host", rejects)
 
 
@@ -218,7 +247,8 @@ class Pipeline:
             topo.extend(out.topology)
         clock.lap("assemble")
         batch = Batch(
-            events=_named_hosts(_in_range(to_table(events, EVENTS_SCHEMA), rejects), rejects, "event"),
+            events=_named_hosts(_in_range(_kafka_times(to_table(events, EVENTS_SCHEMA), rejects), rejects), rejects,
+                                "event"),
             link_samples=_named_hosts(to_table(samples, LINK_SAMPLES_SCHEMA), rejects, "link sample"),
             topology=_named_hosts(to_table(topo, TOPOLOGY_SCHEMA), rejects, "topology fact"),
             rejects=rejects,

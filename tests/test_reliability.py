@@ -599,7 +599,7 @@ def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
     r = subprocess.run([crash.FIRSTFAULT, "run", "--once", "--no-serve"], env=env, capture_output=True,
                        text=True, timeout=180, cwd=env["FIRSTFAULT_STATE_DIR"])
     n = len(summaries[0]["incidents"])
-    assert r.returncode == 0 and f"caught up: {n} incidents" in r.stdout and "caught up" not in r.stderr, \
+    assert r.returncode == 0 and f"caught up: {n} incident{'s' * (n != 1)}" in r.stdout and "caught up" not in r.stderr, \
         (r.stdout[-2000:], r.stderr[-2000:])
     assert "node004" in r.stdout and "  next " in r.stdout  # each incident's whole next action under the table
 

@@ -1067,15 +1067,53 @@ def test_hosts_that_are_no_host_names_are_rejected_with_the_reason(pipeline):
     from ingest.decode import Decoded, Segment
     from ingest.pipeline import MAX_HOST_CHARS
 
-    ok = "node-01.rack_2"
-    hosts = [ok, "x" * (MAX_HOST_CHARS + 1), "rack1/node402", "node\nx", "node 1", "\ufffd node106", "y" * MAX_HOST_CHARS]
+    good = ["node-01.rack_2", "y" * MAX_HOST_CHARS, "nœud-ünï", "fe80::1", "node1.example.com"]
+    # too long, '/', newline, space, no UTF-8, a C1 control, no-break space, line separator, zero-width space
+    hosts = [*good, "x" * (MAX_HOST_CHARS + 1), "rack1/node402", "node\nx", "node 1", "\ufffd node106", "node07\x85",
+             "a\u00a0b", "a\u2028b", "a\u200bb"]
     smi = b"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s"
     segs = [Segment(xid("38") + b"\n" + smi, f"t:{i}", f"s{i}", h, T_MS * 1000, "kafka", T_MS * 1000, None)
             for i, h in enumerate(hosts)]
     b = pipeline.run(Decoded(segments=segs))
-    assert sorted(set(b.events.column("host").to_pylist())) == sorted([ok, "y" * MAX_HOST_CHARS])
-    assert sorted(set(b.link_samples.column("host").to_pylist())) == sorted([ok, "y" * MAX_HOST_CHARS])
+    assert sorted(set(b.events.column("host").to_pylist())) == sorted(good)
+    assert sorted(set(b.link_samples.column("host").to_pylist())) == sorted(good)
     bad = [r for r in b.rejects if r.error_code == "bad_host"]
-    assert sorted({r.origin for r in bad}) == [f"t:{i}" for i in range(1, 6)]
+    assert sorted({r.origin for r in bad}) == sorted(f"t:{i}" for i in range(len(good), len(hosts)))
     assert {r.reason.split(":")[0] for r in bad} == {"event not stored", "link sample not stored"}
     assert any(f"… ({MAX_HOST_CHARS + 1} characters)" in r.reason for r in bad)
+
+
+def test_a_kafka_time_that_is_no_time_times_no_event(pipeline):
+    """A Kafka record's timestamp outside 2000 - 2100 (1970, Kafka's -1 for none, a producer's 1999 clock) times
+    no event: a line that prints no time is a ``bad_timestamp`` reject; a line with its own time keeps it and
+    loses only its ``ingest_ts`` (a first cut dead-lettered such records whole, stamped lines too: a break-it
+    pass)."""
+    from ingest.decode import Decoded, decode_message
+
+    stamped = b"[Mon Nov 30 03:12:05 2026] " + xid("3a")
+    for ms in (1, -1, 915_148_800_000):  # 1970, none, 1999-01-01
+        d = decode_message(stamped, topic="fleet.dmesg", partition=0, offset=8, key=b"node1", timestamp_ms=ms)
+        d2 = decode_message(xid("3b"), topic="fleet.dmesg", partition=0, offset=9, key=b"node2", timestamp_ms=ms)
+        b = pipeline.run(Decoded(segments=d.segments + d2.segments))
+        [e] = b.events.to_pylist()
+        assert e["device"] == "0000:3a:00.0" and e["ts"].year == 2026 and e["ingest_ts"] is None, ms
+        [r] = b.rejects
+        assert r.error_code == "bad_timestamp" and r.origin == "kafka:fleet.dmesg/0/9" and r.data == xid("3b")
+        assert "its line prints no time" in r.reason and "no time from 2000 to 2100" in r.reason
+
+
+def test_a_file_name_gives_a_host_name_and_a_key_its_stripped_text(tmp_path):
+    """The host a file's name gives holds no blank or other character no host name holds (``node01 (1).log``, a
+    browser's second copy, lost every event as a ``bad_host`` reject: a break-it pass); a Kafka key's surrounding
+    blanks are no part of the host (``node07\\n``, a shipper template's line end)."""
+    from ingest.decode import decode_file, decode_message, host_from_filename
+
+    assert host_from_filename(Path("node01 (1).log")) == "node01_(1)"
+    assert host_from_filename(Path("Copy of node01.dmesg.log")) == "Copy_of_node01"
+    assert host_from_filename(Path("node\u00a007.log")) == "node_07" and host_from_filename(Path("node07.log")) == "node07"
+    f = tmp_path / "node01 (1).log"
+    f.write_bytes(xid("39") + b"\n")
+    assert [s.host for s in decode_file(f, relname=f.name).segments] == ["node01_(1)"]
+    [seg] = decode_message(xid("39"), topic="fleet.dmesg", partition=0, offset=1, key=b" node07\n", timestamp_ms=T_MS
+                           ).segments
+    assert seg.host == "node07"
