@@ -230,7 +230,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}{_plus_hint(e)}" for e in exc.errors())
         return _problem(422, "invalid request", detail, request.url.path)
 
     @app.exception_handler(StoreError)
@@ -453,6 +453,15 @@ def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
     except ImportError:
         return
     app.include_router(report_router(settings), dependencies=[Depends(auth)])
+
+
+def _plus_hint(error: dict[str, Any]) -> str:
+    """For a query time that failed with a blank in it: a ``+02:00`` offset sent unencoded, which a URL query reads
+    as a space (``2026-06-24T17:44:00 02:00``): how to write it."""
+    value = error.get("input")
+    if error.get("loc", ())[:1] == ("query",) and isinstance(value, str) and " " in value.strip():
+        return " (a '+' in a URL query is a space: write it %2B, or give the time in UTC with Z)"
+    return ""
 
 
 def _aware(t: datetime) -> datetime:

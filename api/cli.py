@@ -232,7 +232,9 @@ def diagnose(
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
-    for h in sorted({x.host for x in symptoms} - set(seen)):  # a typo, or other hosts' logs: it joins no evidence
+    # a host of topology facts or link samples only (`nvidia-smi topo -m`) is known: its symptom uses them
+    known = set(seen) | set(batch.topology.column("host").to_pylist()) | set(batch.link_samples.column("host").to_pylist())
+    for h in sorted({x.host for x in symptoms} - known):  # a typo, or other hosts' logs: it joins no evidence
         close = _close_hosts(h, seen)
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
                   "report joins no logged evidence" + (f". Did you mean {' or '.join(close)}?" if close else ""),

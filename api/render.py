@@ -53,7 +53,7 @@ _BASIS_WORDS = {
     "inherited": "an earlier line's stamp",
     "envelope": "the shipper's record time",
     "kafka": "the Kafka arrival time",
-    "file": "the file's modification time (a raw dmesg stamp, seconds since boot, is counted back from it)",
+    "file": "the file's modification time (a line that prints none, or a raw dmesg stamp counted back from it)",
     "operator": "the operator's report time",
 }
 _APPROX = frozenset(_BASIS_WORDS)

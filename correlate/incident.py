@@ -109,10 +109,12 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
         if software_cause(scene.catalog, main.xid) and "software" not in action:
             n = sum(e.count for e in v.initiator_events if e.xid == main.xid)
-            action = sentences(action, f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} "
-                                       f"suspect the driver or GPU firmware as much as the GPU: NVIDIA's resolution of "
-                                       f"Xid {main.xid} includes INVESTIGATE_SW (xid-catalog.csv). Compare the "
-                                       "driver version with its branch's release notes before replacing hardware")
+            software = (f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} suspect the "
+                        f"driver or GPU firmware as much as the GPU: NVIDIA's resolution of Xid {main.xid} includes "
+                        "INVESTIGATE_SW (xid-catalog.csv). Compare the driver version with its branch's release "
+                        "notes before replacing hardware")
+            # a repeated one is a known driver bug as often as a GPU (corpus 023): that comes first then
+            action = sentences(software, action) if n > 1 else sentences(action, software)
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"

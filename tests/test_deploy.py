@@ -433,6 +433,10 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
     [case] = (Path(__file__).parent / "corpus").glob("006-*")
     r = _firstfault("diagnose", str(case / "input"))
     assert r.returncode == 0 and "3 lines → 0 events, 2 topology facts\n" in r.stderr, r.stderr
+    # ... and a symptom of that host uses them: no "has no events in these logs" (a second fresh-user trial)
+    r = _firstfault("diagnose", str(case / "input"), "--symptom", "hang:0,1", "--format", "json")
+    assert r.returncode == 0 and "has no events" not in r.stderr, r.stderr
+    assert [i["category"] for i in json.loads(r.stdout)["incidents"]] == ["pcie_p2p"]
 
 
 def test_the_file_time_note_says_which_lines_printed_no_time():
