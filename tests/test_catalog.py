@@ -182,8 +182,9 @@ def test_misspelled_key_is_refused(tmp_path):
 def test_every_xid_of_the_catalog_is_recognised(pipeline, catalog):
     """Each code of xid-catalog.csv, in the driver's line format, becomes an Xid event with that code."""
     lines = [f"NVRM: Xid (PCI:0000:3b:00): {x}, pid=1234, name=python3, some text" for x in sorted(catalog.xids)]
-    seg = Segment(data="\n".join(lines).encode(), origin="t", stream="s", host="h", ref_ts=0, ref_basis="kafka",
-                  ingest_ts=0)
+    t = 1_800_000_000_000_000  # a Kafka time the pipeline takes as one (2000 - 2100): the lines print none
+    seg = Segment(data="\n".join(lines).encode(), origin="t", stream="s", host="h", ref_ts=t, ref_basis="kafka",
+                  ingest_ts=t)
     got = pipeline.run(Decoded(segments=[seg])).events.column("xid").to_pylist()
     assert got == sorted(catalog.xids)
 
