@@ -464,7 +464,8 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
     """No single culprit: the initiator says so (``device_type: null``) and the incident lists candidates."""
     hosts = sorted({k[0] for k in candidates}) or sorted({e.host for e in scene.events})
     names = [candidate_name(*k) for k in candidates]
-    down, ctx = downstream_parties(scene, ("", None, None), [])
+    # on one host the parties are reached over it (same_host), as from an initiator there; else over the domain
+    down, ctx = downstream_parties(scene, (hosts[0] if len(hosts) == 1 else "", None, None), [])
     return Verdict(missing=missing_evidence(scene, candidates),
         pattern="unknown", category=category,
         initiator={"host": hosts[0] if len(hosts) == 1 else None, "device_type": None, "device": None,
@@ -472,7 +473,21 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
                    "gpu_index": None, "links": None, "events": [], "candidates": names},
         initiator_events=[], downstream=down, context=ctx, confidence=0.3,
         explanation=why or (f"{len(candidates)} candidates report faults that nothing here explains: "
-                            + "; ".join(names) + ". The evidence does not say which came first."))
+                            + "; ".join(f"{n} ({u})" if (u := _unexplained(scene, k)) else n
+                                        for n, k in zip(names, candidates))
+                            + ". The evidence does not say which came first."))
+
+
+def _unexplained(scene: Scene, key: tuple) -> str:
+    """The codes (``Xid 94``, ``SXid 12028``, else the kind) of the faults of party ``key`` that no edge from
+    another party explains: a GPU whose NVLink Xids an NVSwitch explains is a candidate for its other faults."""
+    codes = []
+    for e in scene.parties().get(key, ()):
+        if scene.is_fault(e) and not scene.explained(e):
+            code = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.kind
+            if code not in codes:
+                codes.append(code)
+    return ", ".join(codes)
 
 
 def missing_evidence(scene: Scene, candidates: list[tuple]) -> list[str]:
