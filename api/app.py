@@ -176,6 +176,8 @@ DeviceQuery = Annotated[str | None, AfterValidator(_device),
 
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
 Until = Annotated[datetime | None, BeforeValidator(_through_day)]
+#: ``until`` of the routes whose description is only that
+UntilQuery = Annotated[Until, Query(description="a bare date: through the end of that UTC day")]
 
 
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
@@ -324,7 +326,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     @app.get("/events", response_model=EventPage, dependencies=[Depends(auth)], tags=["events"])
     def list_events(
         since: datetime | None = None,
-        until: Annotated[Until, Query(description="a bare date: through the end of that UTC day")] = None,
+        until: UntilQuery = None,
         host: Annotated[str | None, Query(max_length=255)] = None,
         kind: Annotated[str | None, Query(max_length=64)] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
@@ -358,7 +360,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
              responses={404: {"model": Problem}})
     def host_timeline(host: Annotated[str, PathParam(max_length=255)],
                       since: datetime | None = None,
-                      until: Annotated[Until, Query(description="a bare date: through the end of that UTC day")] = None,
+                      until: UntilQuery = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
         """What happened on one host: its incidents and its events (warnings and worse by default).

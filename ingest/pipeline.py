@@ -136,10 +136,10 @@ def _kafka_times(events: pa.Table, rejects: list[Reject]) -> pa.Table:
                                           events.column("ingest_ts")))
     if not pc.any(timed).as_py():
         return events
+    rows = events.filter(timed)
     reasons = [f"{sig} event not stored: its line prints no time, and its Kafka record's timestamp ({ms // 1000} ms) "
                "is no time from 2000 to 2100 (the producer's clock, or a CreateTime it set)"
-               for sig, ms in zip(events.filter(timed).column("signature").to_pylist(),
-                                  events.filter(timed).column("ts").cast(pa.int64()).to_pylist())]
+               for sig, ms in zip(rows.column("signature").to_pylist(), rows.column("ts").cast(pa.int64()).to_pylist())]
     return _refuse(events, timed, reasons, "bad_timestamp", rejects)
 
 
@@ -155,11 +155,12 @@ def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
     bad = None
     for mask in masks.values():
         bad = mask if bad is None else pc.or_(bad, mask)
+    rows = events.filter(bad)
     # per column out of range: its value in each refused row, or None where that row's value is in range
-    values = {name: [v if out else None for v, out in zip(events.filter(bad).column(name).cast(pa.int64()).to_pylist(),
+    values = {name: [v if out else None for v, out in zip(rows.column(name).cast(pa.int64()).to_pylist(),
                                                           mask.filter(bad).to_pylist())]
               for name, mask in masks.items()}
-    sigs = events.filter(bad).column("signature").to_pylist()
+    sigs = rows.column("signature").to_pylist()
     reasons = [f"{sig} event not stored: "
                + ", ".join(f"{name} = {vals[i]}{' µs' if name.endswith('ts') else ''}"
                            for name, vals in values.items() if vals[i] is not None)
