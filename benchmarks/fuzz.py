@@ -13,6 +13,8 @@ for longer and prints how long):
   come only from matched lines), and its time is plausible (2000 – 2100) or the arrival time;
 * hit lines are numbered within their segment, and a batch's lines counted, as counting newlines one by one
   would (``ingest.pipeline._locate``, whose block counts skip most of the bytes);
+* an NDJSON value of Vector records read column by column (``ingest.decode._vector_columns``) gives the
+  segments and rejects of the record-by-record reading, whatever near misses it holds;
 * ``parse_prefix`` never raises (an implausible time it returns is set aside by ``assemble``);
 * a real example line of any catalog signature, behind any stamp style its source really carries (kernel
   stamps for dmesg, logging/ISO stamps for NCCL and NVML), gives at least the signatures it gives alone.
@@ -118,6 +120,76 @@ def kafka_values(draw) -> bytes:
     return data
 
 
+#: envelope fields beside Vector's own that change how a record is read, and fields any shipper adds
+EXTRA_FIELDS = {"file": "/var/log/kern.log", "source_type": "file", "MESSAGE": "m", "format": "nvsmi-links/1",
+                "host.name": "node09", "_HOSTNAME": "node09", "hostname": "node09",
+                "__REALTIME_TIMESTAMP": "1796000000000000", "__MONOTONIC_TIMESTAMP": "1234", "@timestamp": 1.5,
+                "log": "l", "time": "2026-11-30T03:12:01Z"}
+
+
+@st.composite
+def rfc3339_stamps(draw, misses: bool = True) -> object:
+    """A ``timestamp`` field: an RFC 3339 UTC stamp with 0 – 12 digits of fraction (Vector prints 0, 3, 6 or 9),
+    from 1990 to 2110; with ``misses``, as often as not a near miss (Feb 30, hour 24, second 60, lower-case
+    ``z``, an offset, a blank for ``T``, no seconds, non-ASCII digits) or another type."""
+    from datetime import datetime
+
+    t = draw(st.datetimes(datetime(1990, 1, 1), datetime(2110, 1, 1)))
+    digits = draw(st.sampled_from([0, 3, 6, 9, 9, 9, 1, 2, 4, 5, 7, 8, 10, 12]))
+    frac = f"{t.microsecond:06d}{draw(st.integers(0, 999_999)):06d}"[:digits]
+    stamp = t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if digits else "") + "Z"
+    miss = draw(st.integers(0, 15)) if misses else 0
+    if miss == 1:
+        stamp = stamp.replace(stamp[5:10], "02-30")
+    elif miss == 2:
+        stamp = stamp[:11] + "24" + stamp[13:]
+    elif miss == 3:
+        stamp = stamp[:17] + "60" + stamp[19:]
+    elif miss == 4:
+        stamp = stamp[:-1] + draw(st.sampled_from(["z", "+00:00", "+05:30", "-01:00", ""]))
+    elif miss == 5:
+        stamp = stamp[:10] + draw(st.sampled_from([" ", "t", "_"])) + stamp[11:]
+    elif miss == 6:
+        stamp = stamp[:16] + "Z"
+    elif miss == 7:
+        stamp = stamp.replace("1", "\uff11")
+    elif miss == 8:
+        return draw(st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=30)))
+    return stamp
+
+
+@st.composite
+def vector_values(draw) -> bytes:
+    """An NDJSON value of Vector records (``message``, ``timestamp``, ``host``, ``file``, ``source_type``).
+    Half of them clean: string fields, one stamp length (what the column-by-column reading takes), messages
+    that may still not join a run (several lines, none, a leading blank). The others hold near misses: another
+    field that changes how a record is read, a key spelled with a ``\\u`` escape, a field missing or of
+    another type, a lone surrogate, a broken line, stamps of several shapes."""
+    n = draw(st.integers(1, 30))
+    clean = draw(st.booleans())
+    stamps = draw(st.lists(rfc3339_stamps(misses=not clean), min_size=1, max_size=1 if clean else 3))
+    hosts = ["node07", "node08", ""] + ([] if clean else [None, 7, {"name": "n"}])
+    odd = ["", " x", "|a|", "a\r", "a\nb", "\x1b[31mred\x1b[0m", "ünï", "😀"] + ([] if clean else ["\ud800x", 5, None])
+    out = []
+    for _ in range(n):
+        rec = {"file": "/var/log/kern.log", "host": draw(st.sampled_from(hosts)),
+               "message": draw(st.one_of(log_lines(), st.sampled_from(odd))),
+               "source_type": "file", "timestamp": draw(st.sampled_from(stamps))}
+        if not clean:
+            for k in draw(st.lists(st.sampled_from(sorted(EXTRA_FIELDS)), max_size=2)) if draw(st.integers(0, 3)) == 0 \
+                    else ():
+                rec[k] = EXTRA_FIELDS[k]
+            if draw(st.integers(0, 9)) == 0:
+                del rec[draw(st.sampled_from(["message", "timestamp", "host"]))]
+        text = json.dumps(rec, ensure_ascii=draw(st.booleans()))
+        if not clean and draw(st.integers(0, 9)) == 0:
+            text = text.replace('"message"', '"mess\\u0061ge"').replace('"MESSAGE"', '"MESS\\u0041GE"')
+        if not clean and draw(st.integers(0, 29)) == 0:
+            text = text[:draw(st.integers(0, len(text)))]
+        out.append(text)
+    return "\n".join(out).encode("utf-8", "surrogatepass") + draw(st.sampled_from([b"", b"\n"]))
+
+
 def by_stream(segments: list) -> list[Segment]:
     """``segments`` record by record (``per_record``), each stream's in their order, streams one after another."""
     return sorted(per_record(segments), key=lambda s: s.stream)
@@ -213,6 +285,20 @@ def _props(n: int):
             assert sorted(map(repr, getattr(a, t).to_pylist())) == sorted(map(repr, getattr(b, t).to_pylist())), t
 
     @cfg
+    @given(st.lists(vector_values(), min_size=1, max_size=3), st.integers(1, 4000), st.sampled_from([None, "k"]))
+    def ndjson_columns_are_record_by_record(values, chunk, host):
+        import ingest.decode as dec
+
+        data = b"\n".join(v.rstrip(b"\n") for v in values)
+        where = dict(origin="kafka:fleet.dmesg/0/1", stream="s", host=host, ref_ts=T0_MS * 1000, ref_basis="kafka",
+                     ingest_ts=T0_MS * 1000, source=None, runs=True)
+        keep, dec._NDJSON_CHUNK = dec._NDJSON_CHUNK, chunk  # chunks of a few records: runs across their ends
+        try:
+            assert dec.decode_ndjson(data, **where) == dec.decode_ndjson(data, columnar=False, **where)
+        finally:
+            dec._NDJSON_CHUNK = keep
+
+    @cfg
     @given(st.lists(st.one_of(st.text("ab\n |", max_size=60).map(str.encode),
                               st.integers(0, 9000).map(lambda n: (b"ab\n" * n)[:n])), min_size=1, max_size=8),
            st.lists(st.integers(0, 10**6), max_size=12))
@@ -260,6 +346,7 @@ def _props(n: int):
 
     return {"decode": decode, "decode_partition_is_decode_message": decode_partition_is_decode_message,
             "partition_events_are_record_by_record": partition_events_are_record_by_record,
+            "ndjson_columns_are_record_by_record": ndjson_columns_are_record_by_record,
             "line_numbers": line_numbers, "pipeline": pipeline,
             "prefix": prefix, "examples_behind_stamps": examples_behind_stamps}
 

@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import orjson
 import zstandard
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from ingest.prefix import US, parse_iso_us, plausible
 from schemas.samples import POLLER_FORMAT, PollerSample
@@ -508,7 +508,8 @@ class _TooManyRejects(Exception):
 
 
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
-                  ref_basis: str, ingest_ts: int, source: str | None, runs: bool = False) -> Decoded:
+                  ref_basis: str, ingest_ts: int, source: str | None, runs: bool = False,
+                  columnar: bool = True) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
     rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises.
     With ``runs``, consecutive records whose messages are one line each are one :class:`Envelopes`
@@ -516,52 +517,61 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
 
     Each line is read as an :class:`Envelope` (msgspec: only the fields decoding uses are built; a
     poller's link sample is read whole by ``schemas.samples.PollerSample``), a clean megabyte of lines in
-    one call (:func:`_envelopes`). After ``MAX_REJECTS_PER_VALUE`` rejects, the rest of the value (from the
-    line after the last one) is one more ``bad_envelope`` reject that holds it whole, unread."""
+    one call (:func:`_envelopes`). With ``runs`` and ``columnar``, a megabyte of records of Vector's own
+    shape is read column by column instead (:func:`_vector_columns`), with the same result (``columnar=False``
+    is the record-by-record reading it is checked against: ``benchmarks/fuzz.py``). After
+    ``MAX_REJECTS_PER_VALUE`` rejects, the rest of the value (from the line after the last one) is one more
+    ``bad_envelope`` reject that holds it whole, unread."""
     out = Decoded()
     add = out.segments.append
     lines = None  # the value's lines, split only for a reject's or a poller's record
     run: list[tuple[bytes, int, str | None, int, str, int | None]] = []  # with ``runs``: one-line records
     try:
-        for i, rec in _envelopes(data, origin, out.rejects):
-            try:
-                fmt = rec.format
-                if fmt is not UNSET and fmt == POLLER_FORMAT:
+        for first, chunk in _chunks(data):
+            cols = _vector_columns(chunk) if runs and columnar else None
+            if cols is not None:
+                run = _add_columns(out, run, cols, first, origin, stream, host, ingest_ts, source)
+                continue
+            for i, rec in _envelopes(chunk, first, origin, out.rejects):
+                try:
+                    fmt = rec.format
+                    if fmt is not UNSET and fmt == POLLER_FORMAT:
+                        if lines is None:
+                            lines = data.split(b"\n")
+                        msg = _poller_text(orjson.loads(lines[i]))
+                    else:
+                        msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
+                        if type(msg) is not str or rec.MESSAGE is not UNSET:
+                            msg = _message_of(rec)
+                    ts = rec.timestamp
+                    if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
+                        ts = _time_of(rec)
+                except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")
-                    msg = _poller_text(orjson.loads(lines[i]))
-                else:
-                    msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
-                    if type(msg) is not str or rec.MESSAGE is not UNSET:
-                        msg = _message_of(rec)
-                ts = rec.timestamp
-                if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
-                    ts = _time_of(rec)
-            except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
-                if lines is None:
-                    lines = data.split(b"\n")
-                _reject(out.rejects, origin, i, e, lines[i])
-                continue
-            boot = None
-            mono = rec.monotonic
-            # journald's __MONOTONIC_TIMESTAMP: a decimal count of µs; any other value says nothing of the boot
-            if ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii() and mono.isdigit():
-                boot = ts - int(mono)
-            h = rec.host
-            if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
-                h = _host_of(rec)
-            m = msg.encode("utf-8", "surrogateescape")
-            rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
-            # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an empty
-            # one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line counts see
-            # the lines they would see record by record
-            if runs and m and 10 not in m and m[0] != 32 and m[0] != 124 and m[-1] != 13:
-                run.append((m, i, h or host, rts, basis, boot))
-                continue
-            if run:
-                add(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
-                run = []
-            add(Segment(m, f"{origin}#r{i}", stream, h or host, rts, basis, ingest_ts, source, 0, boot))
+                    _reject(out.rejects, origin, i, e, lines[i])
+                    continue
+                boot = None
+                mono = rec.monotonic
+                # journald's __MONOTONIC_TIMESTAMP: a decimal count of µs; any other value says nothing of the boot
+                if (ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii()
+                        and mono.isdigit()):
+                    boot = ts - int(mono)
+                h = rec.host
+                if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
+                    h = _host_of(rec)
+                m = msg.encode("utf-8", "surrogateescape")
+                rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
+                # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an
+                # empty one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line
+                # counts see the lines they would see record by record
+                if runs and _one_line(m):
+                    run.append((m, i, h or host, rts, basis, boot))
+                    continue
+                if run:
+                    add(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
+                    run = []
+                add(Segment(m, f"{origin}#r{i}", stream, h or host, rts, basis, ingest_ts, source, 0, boot))
     except _TooManyRejects as stop:
         start = 0
         for _ in range(stop.line):  # the byte where line ``stop.line`` starts
@@ -578,6 +588,122 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     return out
 
 
+def _one_line(m: bytes) -> bool:
+    """A message that may join a run (:class:`Envelopes`): not empty, one line, not ending in ``\r``, not
+    starting with a blank or ``|`` (which may start a continuation or a table row)."""
+    return bool(m) and 10 not in m and m[0] != 32 and m[0] != 124 and m[-1] != 13
+
+
+class VectorRecord(msgspec.Struct, gc=False, rename={
+        "realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP", "host_name": "host.name"}):
+    """A record of Vector's own shape (shared/reference/formats.md §1.7): ``message``, ``timestamp`` (RFC 3339)
+    and ``host``, each a string, and none of the other :class:`Envelope` fields that would change what its
+    message, time, boot or host is read as (``UnsetType``: a record that has one fails to decode as this);
+    any other field is skipped unread. msgspec reads keys spelled with ``\\u`` escapes as the key, and
+    refuses a lone surrogate, so the strings encode to UTF-8 as they are."""
+
+    message: str
+    timestamp: str
+    host: str
+    MESSAGE: UnsetType = UNSET
+    realtime: UnsetType = UNSET
+    monotonic: UnsetType = UNSET
+    _HOSTNAME: UnsetType = UNSET
+    hostname: UnsetType = UNSET
+    host_name: UnsetType = UNSET
+    format: UnsetType = UNSET
+
+
+_VECTOR = msgspec.json.Decoder(VectorRecord)
+
+
+def _vector_columns(chunk: bytes) -> tuple[list[str], list[str], list[int]] | None:
+    """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`) whose every
+    record has Vector's shape (:class:`VectorRecord`) and a time :func:`_vector_times` reads; ``None`` for any
+    other chunk. A host is ``""`` where the record's is empty."""
+    clean = _clean_body(chunk)
+    if clean is None:
+        return None
+    try:
+        recs = _VECTOR.decode_lines(clean[0])
+    except (msgspec.DecodeError, RecursionError):  # a record of another shape (ValidationError is one)
+        return None
+    if len(recs) != clean[1]:
+        return None
+    times = _vector_times([r.timestamp for r in recs])
+    if times is None:
+        return None
+    return [r.message for r in recs], [r.host for r in recs], times
+
+
+def _vector_times(stamps: list[str]) -> list[int] | None:
+    """µs since the epoch (UTC) of RFC 3339 stamps of one length, ``YYYY-MM-DDTHH:MM:SS[.f…]Z`` with 1 to 9
+    digits of fraction in ASCII (Vector's and Fluent Bit's shape), read by one Arrow cast; ``None`` when any
+    stamp has another shape, is no time (Feb 30, hour 24, second 60: Arrow refuses them) or is outside 2000 to
+    2100. What it reads, :func:`_rfc3339_us` reads to the same µs (the fraction past µs cut, not rounded)."""
+    n = len(stamps)
+    lengths = set(map(len, stamps))
+    if len(lengths) != 1:
+        return None
+    (w,) = lengths
+    if not (w == 20 or 22 <= w <= 30):  # 19 + "Z", or 19 + "." + 1 to 9 digits + "Z"
+        return None
+    text = "".join(stamps)
+    if not text.isascii():
+        return None
+    raw = text.encode("ascii")
+    # the layout of every stamp at once: each digit read as 0, the stamps are the one template n times
+    if raw.translate(_DIGITS_AS_0) != (_STAMP_SHAPE + (b"." + b"0" * (w - 21) if w > 20 else b"") + b"Z") * n:
+        return None
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = np.arange(0, (n + 1) * w, w, dtype=np.int32)
+    stamps_arr = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw))
+    try:
+        ns = stamps_arr.cast(pa.timestamp("ns", "UTC")).cast(pa.int64()).to_numpy()
+    except pa.ArrowInvalid:  # a day the month has not, hour 24, second 60: the record-by-record reading says why
+        return None
+    if ns.min() < _Y2000_NS or ns.max() >= _Y2100_NS:
+        return None
+    return (ns // 1000).tolist()
+
+
+_STAMP_SHAPE = b"0000-00-00T00:00:00"
+_DIGITS_AS_0 = bytes.maketrans(b"0123456789", b"0" * 10)
+_Y2000_NS, _Y2100_NS = 946_684_800 * 10**9, 4_102_444_800 * 10**9
+
+
+def _add_columns(out: Decoded, run: list, cols: tuple[list[str], list[str], list[int]], first: int, origin: str,
+                 stream: str, host: str | None, ingest_ts: int, source: str | None) -> list:
+    """Add the records of :func:`_vector_columns` (lines ``first`` on) to ``out`` as :func:`decode_ndjson` adds
+    them record by record with ``runs``: one-line messages to ``run`` (returned), each other one a segment of
+    its own after the run so far."""
+    msgs, hosts, times = cols
+    n = len(msgs)
+    joined = "\n".join(msgs).encode("utf-8")  # no surrogates: msgspec refuses a lone one
+    split = joined.count(b"\n") == n - 1  # no message holds a line end
+    ms = joined.split(b"\n") if split else [m.encode("utf-8") for m in msgs]
+    recs = list(zip(ms, range(first, first + n), [h or host for h in hosts], times, ["envelope"] * n, [None] * n))
+    if split:  # the messages that may not join a run are seen in the joined bytes first
+        maybe = (b"\n\n" in joined or b"\n " in joined or b"\n|" in joined or b"\r\n" in joined
+                 or not _one_line(ms[0]) or not _one_line(ms[-1]))
+        bad = [j for j, m in enumerate(ms) if not m or m[0] == 32 or m[0] == 124 or m[-1] == 13] if maybe else []
+    else:
+        bad = [j for j, m in enumerate(ms) if not _one_line(m)]
+    prev = 0
+    for j in bad:
+        run += recs[prev:j]
+        if run:
+            out.segments.append(Envelopes(b"\n".join([r[0] for r in run]), run, origin, stream, ingest_ts, source))
+            run = []
+        m, i, h, ts, basis, _ = recs[j]
+        out.segments.append(Segment(m, f"{origin}#r{i}", stream, h, ts, basis, ingest_ts, source, 0, None))
+        prev = j + 1
+    run += recs[prev:]
+    return run
+
+
 def _reject(rejects: list[Reject], origin: str, i: int, e: Exception, raw: bytes) -> None:
     """Append the ``bad_envelope`` reject of line ``i``; raise :class:`_TooManyRejects` at the cap."""
     rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
@@ -585,46 +711,63 @@ def _reject(rejects: list[Reject], origin: str, i: int, e: Exception, raw: bytes
         raise _TooManyRejects(i + 1)
 
 
-def _envelopes(data: bytes, origin: str, rejects: list[Reject]) -> Iterator[tuple[int, Envelope]]:
-    """(line index, envelope) of each record of ``data``, read ``_NDJSON_CHUNK`` bytes at a time (cut at a line
-    end): a clean chunk in one call (:func:`_clean_records`), any other line by line (:func:`_each_record`,
-    whose unreadable lines go to ``rejects``)."""
+def _chunks(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(index of its first line, chunk) of ``data`` cut in ``_NDJSON_CHUNK`` bytes at line ends."""
     pos, first, n = 0, 0, len(data)
     while pos < n:
         end = data.find(b"\n", pos + _NDJSON_CHUNK)
-        end = n if end < 0 else end
+        if end < 0:
+            yield first, data[pos:] if pos else data
+            return
         chunk = data[pos:end]
-        recs = _clean_records(chunk)
-        if recs is not None:
-            yield from enumerate(recs, first)
-        else:
-            yield from _each_record(chunk.split(b"\n"), first, origin, rejects)
+        yield first, chunk
         first += chunk.count(b"\n") + 1
         pos = end + 1
 
 
-def _clean_records(data: bytes) -> list[Envelope] | None:
-    """The envelopes of a clean value — ``{…}`` records joined by single newlines, UTF-8 (what Vector and
-    Fluent Bit send) — read in one ``decode_lines`` call; ``None`` for any other value (read line by line).
+def _envelopes(chunk: bytes, first: int, origin: str, rejects: list[Reject]) -> Iterator[tuple[int, Envelope]]:
+    """(line index, envelope) of each record of a chunk (:func:`_chunks`) whose first line is line ``first``: a
+    clean chunk in one call (:func:`_clean_records`), any other line by line (:func:`_each_record`, whose
+    unreadable lines go to ``rejects``)."""
+    recs = _clean_records(chunk)
+    if recs is not None:
+        return enumerate(recs, first)
+    return _each_record(chunk.split(b"\n"), first, origin, rejects)
 
-    One call reads the same records as one call per line: a line that starts with ``{`` and ends with
-    ``}`` cannot end inside a JSON value (a value goes on after a newline only behind ``:``, ``[`` or
-    ``,``; a string cannot hold a raw newline), so a value per line is the same as as many values as lines.
-    """
+
+def _clean_body(data: bytes) -> tuple[bytes, int] | None:
+    """(``data`` without its trailing newline, its number of lines) when it is clean — ``{…}`` records joined
+    by single newlines, UTF-8 (what Vector and Fluent Bit send) — else ``None``."""
     body = data[:-1] if data[-1:] == b"\n" else data  # a trailing newline ends the last record
-    n = body.count(b"\n") + 1
-    if body[:1] != b"{" or body[-1:] != b"}" or body.count(b"}\n{") != n - 1:
+    if body[:1] != b"{" or body[-1:] != b"}":
+        return None
+    n = body.count(b"\n")
+    if body.count(b"}\n{") != n:
         return None
     if not body.isascii():
         try:
             body.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too
         except UnicodeDecodeError:
             return None
+    return body, n + 1
+
+
+def _clean_records(data: bytes) -> list[Envelope] | None:
+    """The envelopes of a clean value (:func:`_clean_body`) read in one ``decode_lines`` call; ``None`` for any
+    other value (read line by line).
+
+    One call reads the same records as one call per line: a line that starts with ``{`` and ends with
+    ``}`` cannot end inside a JSON value (a value goes on after a newline only behind ``:``, ``[`` or
+    ``,``; a string cannot hold a raw newline), so a value per line is the same as as many values as lines.
+    """
+    clean = _clean_body(data)
+    if clean is None:
+        return None
     try:
-        recs = _ENVELOPE.decode_lines(body)
+        recs = _ENVELOPE.decode_lines(clean[0])
     except (msgspec.DecodeError, RecursionError):
         return None
-    return recs if len(recs) == n else None
+    return recs if len(recs) == clean[1] else None
 
 
 def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reject]

@@ -59,6 +59,51 @@ def test_envelope_presets(record, host, ts):
 
 
 
+@pytest.mark.parametrize("stamp,us", [
+    # Vector prints the fewest of 0, 3, 6 or 9 digits that hold the time; a fraction past µs is cut, not rounded
+    ("2026-11-30T03:12:00Z", 1796008320000000), ("2026-11-30T03:12:00.123Z", 1796008320123000),
+    ("2026-11-30T03:12:00.123456Z", 1796008320123456), ("2026-11-30T03:12:00.123456789Z", 1796008320123456),
+    ("2024-02-29T23:59:59.999999999Z", 1709251199999999)])
+def test_vector_records_are_read_column_by_column_with_the_times_of_each_stamp_width(stamp, us):
+    """A value of Vector records (``message``, ``timestamp``, ``host`` and fields it adds) is read column by
+    column (``_vector_columns``: one msgspec call, one Arrow cast of the stamps); the Kafka path gives each
+    record's message, host and time as the record-by-record reading does (``benchmarks/fuzz.py`` checks that
+    on generated values)."""
+    from ingest.decode import _vector_columns, decode_ndjson, per_record
+
+    recs = [{"file": "/var/log/kern.log", "host": h, "message": m, "source_type": "file", "timestamp": stamp}
+            for h, m in (("node07", XID), ("", "  File \"train.py\", line 7"), ("node07", "step 3"))]
+    value = b"\n".join(map(orjson.dumps, recs))
+    assert _vector_columns(value) is not None
+    d = decode_message(value, topic="fleet.dmesg", partition=2, offset=41, key=b"node09",
+                       timestamp_ms=1_700_000_000_000, headers=None)
+    assert not d.rejects
+    got = [(s.data.decode(), s.host, s.ref_ts, s.ref_basis, s.origin) for s in per_record(d.segments)]
+    assert got == [(XID, "node07", us, "envelope", "kafka:fleet.dmesg/2/41#r0"),
+                   ('  File "train.py", line 7', "node09", us, "envelope", "kafka:fleet.dmesg/2/41#r1"),
+                   ("step 3", "node07", us, "envelope", "kafka:fleet.dmesg/2/41#r2")]
+    where = dict(origin="o", stream="s", host="k", ref_ts=0, ref_basis="kafka", ingest_ts=0, source=None, runs=True)
+    assert decode_ndjson(value, **where) == decode_ndjson(value, columnar=False, **where)
+
+
+@pytest.mark.parametrize("odd", [
+    {"MESSAGE": "journald's own message"}, {"format": "nvsmi-links/1"}, {"_HOSTNAME": "node10"},
+    {"__MONOTONIC_TIMESTAMP": "1234"}, {"timestamp": "2026-11-30T03:12:00.5+01:00"},
+    {"timestamp": "2026-02-30T03:12:00Z"}, {"timestamp": "1999-12-31T23:59:59Z"}, {"host": {"name": "node10"}}])
+def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
+    """One record whose fields change how it is read (journald's, a poller's sample, an offset, a time that is
+    none or before 2000, Filebeat's host object) sends the whole chunk to the record-by-record reading: the
+    value gives what it gave before the column-by-column reading existed."""
+    from ingest.decode import _vector_columns, decode_ndjson
+
+    recs = [{"host": "node07", "message": XID, "timestamp": "2026-11-30T03:12:00.123456Z"} for _ in range(3)]
+    recs[1] = {**recs[1], **odd}
+    value = b"\n".join(map(orjson.dumps, recs))
+    assert _vector_columns(value) is None
+    where = dict(origin="o", stream="s", host="k", ref_ts=0, ref_basis="kafka", ingest_ts=0, source=None, runs=True)
+    assert decode_ndjson(value, **where) == decode_ndjson(value, columnar=False, **where)
+
+
 def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
     """Envelopes are read as ``ingest.decode.Envelope`` (msgspec): fields outside it are skipped, so a value
     a JSON parser may refuse there (a number past a double, an integer past 64 bits) costs nothing; the
