@@ -164,7 +164,7 @@ def vector_values(draw) -> bytes:
     Half of them clean: string fields, one stamp length (what the column-by-column reading takes), messages
     that may still not join a run (several lines, none, a leading blank). The others hold near misses: another
     field that changes how a record is read, a key spelled with a ``\\u`` escape, a field missing or of
-    another type, a lone surrogate, a broken line, stamps of several shapes."""
+    another type, a number past a double, a lone surrogate, a broken line, stamps of several shapes."""
     n = draw(st.integers(1, 30))
     clean = draw(st.booleans())
     stamps = draw(st.lists(rfc3339_stamps(misses=not clean), min_size=1, max_size=1 if clean else 3))
@@ -184,6 +184,9 @@ def vector_values(draw) -> bytes:
         text = json.dumps(rec, ensure_ascii=draw(st.booleans()))
         if not clean and draw(st.integers(0, 9)) == 0:
             text = text.replace('"message"', '"mess\\u0061ge"').replace('"MESSAGE"', '"MESS\\u0041GE"')
+        if not clean and draw(st.integers(0, 14)) == 0:  # a number past a double, in a field read or not
+            k = draw(st.sampled_from(["log", "msg", "@timestamp", "time", "date", "x", "host"]))
+            text = text[:-1] + f', "{k}": {draw(st.sampled_from(["1e999", "-1e999", "1" + "0" * 400 + ".0"]))}}}'
         if not clean and draw(st.integers(0, 29)) == 0:
             text = text[:draw(st.integers(0, len(text)))]
         out.append(text)

@@ -528,11 +528,12 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     run: list[tuple[bytes, int, str | None, int, str, int | None]] = []  # with ``runs``: one-line records
     try:
         for first, chunk in _chunks(data):
-            cols = _vector_columns(chunk) if runs and columnar else None
+            clean = _clean_body(chunk)
+            cols = _vector_columns(clean) if clean is not None and runs and columnar else None
             if cols is not None:
                 run = _add_columns(out, run, cols, first, origin, stream, host, ingest_ts, source)
                 continue
-            for i, rec in _envelopes(chunk, first, origin, out.rejects):
+            for i, rec in _envelopes(chunk, first, origin, out.rejects, clean):
                 try:
                     fmt = rec.format
                     if fmt is not UNSET and fmt == POLLER_FORMAT:
@@ -595,11 +596,14 @@ def _one_line(m: bytes) -> bool:
 
 
 class VectorRecord(msgspec.Struct, gc=False, rename={
-        "realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP", "host_name": "host.name"}):
+        "realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP", "host_name": "host.name",
+        "at_timestamp": "@timestamp"}):
     """A record of Vector's own shape (shared/reference/formats.md §1.7): ``message``, ``timestamp`` (RFC 3339)
     and ``host``, each a string, and none of the other :class:`Envelope` fields that would change what its
-    message, time, boot or host is read as (``UnsetType``: a record that has one fails to decode as this);
-    any other field is skipped unread. msgspec reads keys spelled with ``\\u`` escapes as the key, and
+    message, time, boot or host is read as (``UnsetType``: a record that has one fails to decode as this).
+    The fields :class:`Envelope` reads that Vector's win over (``log``, ``msg``, ``@timestamp``, ``time``,
+    ``date``) are read as there, so a value msgspec refuses in them (a number past a double) refuses the record
+    as there (a break-it pass found it let through); any other field is skipped unread. msgspec reads keys spelled with ``\\u`` escapes as the key, and
     refuses a lone surrogate, so the strings encode to UTF-8 as they are."""
 
     message: str
@@ -612,18 +616,20 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     hostname: UnsetType = UNSET
     host_name: UnsetType = UNSET
     format: UnsetType = UNSET
+    log: Any = UNSET
+    msg: Any = UNSET
+    at_timestamp: Any = UNSET
+    time: Any = UNSET
+    date: Any = UNSET
 
 
 _VECTOR = msgspec.json.Decoder(VectorRecord)
 
 
-def _vector_columns(chunk: bytes) -> tuple[list[str], list[str], list[int]] | None:
-    """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`) whose every
-    record has Vector's shape (:class:`VectorRecord`) and a time :func:`_vector_times` reads; ``None`` for any
-    other chunk. A host is ``""`` where the record's is empty."""
-    clean = _clean_body(chunk)
-    if clean is None:
-        return None
+def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], list[int]] | None:
+    """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`'s body and
+    number of lines) whose every record has Vector's shape (:class:`VectorRecord`) and a time
+    :func:`_vector_times` reads; ``None`` for any other chunk. A host is ``""`` where the record's is empty."""
     try:
         recs = _VECTOR.decode_lines(clean[0])
     except (msgspec.DecodeError, RecursionError):  # a record of another shape (ValidationError is one)
@@ -725,14 +731,18 @@ def _chunks(data: bytes) -> Iterator[tuple[int, bytes]]:
         pos = end + 1
 
 
-def _envelopes(chunk: bytes, first: int, origin: str, rejects: list[Reject]) -> Iterator[tuple[int, Envelope]]:
+def _envelopes(chunk: bytes, first: int, origin: str, rejects: list[Reject], clean: tuple[bytes, int] | None
+               ) -> Iterator[tuple[int, Envelope]]:
     """(line index, envelope) of each record of a chunk (:func:`_chunks`) whose first line is line ``first``: a
-    clean chunk in one call (:func:`_clean_records`), any other line by line (:func:`_each_record`, whose
-    unreadable lines go to ``rejects``)."""
-    recs = _clean_records(chunk)
+    clean chunk (``clean``: what :func:`_clean_body` gave for it) in one call (:func:`_clean_records`), any
+    other line by line (:func:`_each_record`, whose unreadable lines go to ``rejects``)."""
+    recs = _clean_records(chunk, clean)
     if recs is not None:
         return enumerate(recs, first)
     return _each_record(chunk.split(b"\n"), first, origin, rejects)
+
+
+_UNCHECKED = object()  # _clean_records: the value was not checked yet
 
 
 def _clean_body(data: bytes) -> tuple[bytes, int] | None:
@@ -752,15 +762,16 @@ def _clean_body(data: bytes) -> tuple[bytes, int] | None:
     return body, n + 1
 
 
-def _clean_records(data: bytes) -> list[Envelope] | None:
-    """The envelopes of a clean value (:func:`_clean_body`) read in one ``decode_lines`` call; ``None`` for any
-    other value (read line by line).
+def _clean_records(data: bytes, clean: tuple[bytes, int] | None | object = _UNCHECKED) -> list[Envelope] | None:
+    """The envelopes of a clean value (:func:`_clean_body`; ``clean``: what it gave for ``data``, when known) read
+    in one ``decode_lines`` call; ``None`` for any other value (read line by line).
 
     One call reads the same records as one call per line: a line that starts with ``{`` and ends with
     ``}`` cannot end inside a JSON value (a value goes on after a newline only behind ``:``, ``[`` or
     ``,``; a string cannot hold a raw newline), so a value per line is the same as as many values as lines.
     """
-    clean = _clean_body(data)
+    if clean is _UNCHECKED:
+        clean = _clean_body(data)
     if clean is None:
         return None
     try:

@@ -74,7 +74,7 @@ def test_vector_records_are_read_column_by_column_with_the_times_of_each_stamp_w
     recs = [{"file": "/var/log/kern.log", "host": h, "message": m, "source_type": "file", "timestamp": stamp}
             for h, m in (("node07", XID), ("", "  File \"train.py\", line 7"), ("node07", "step 3"))]
     value = b"\n".join(map(orjson.dumps, recs))
-    assert _vector_columns(value) is not None
+    assert _vector_columns((value, 3)) is not None
     d = decode_message(value, topic="fleet.dmesg", partition=2, offset=41, key=b"node09",
                        timestamp_ms=1_700_000_000_000, headers=None)
     assert not d.rejects
@@ -89,19 +89,27 @@ def test_vector_records_are_read_column_by_column_with_the_times_of_each_stamp_w
 @pytest.mark.parametrize("odd", [
     {"MESSAGE": "journald's own message"}, {"format": "nvsmi-links/1"}, {"_HOSTNAME": "node10"},
     {"__MONOTONIC_TIMESTAMP": "1234"}, {"timestamp": "2026-11-30T03:12:00.5+01:00"},
-    {"timestamp": "2026-02-30T03:12:00Z"}, {"timestamp": "1999-12-31T23:59:59Z"}, {"host": {"name": "node10"}}])
+    {"timestamp": "2026-02-30T03:12:00Z"}, {"timestamp": "1999-12-31T23:59:59Z"}, {"host": {"name": "node10"}},
+    # a number past a double (JSON allows it), which msgspec refuses in a field it reads: the record is a reject
+    '"log":1e999', '"@timestamp":1e999', '"date":-1e999'])
 def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
     """One record whose fields change how it is read (journald's, a poller's sample, an offset, a time that is
-    none or before 2000, Filebeat's host object) sends the whole chunk to the record-by-record reading: the
-    value gives what it gave before the column-by-column reading existed."""
+    none or before 2000, Filebeat's host object, a field read as a number that is none) sends the whole chunk
+    to the record-by-record reading: the value gives what it gave before the column-by-column reading
+    existed."""
     from ingest.decode import _vector_columns, decode_ndjson
 
-    recs = [{"host": "node07", "message": XID, "timestamp": "2026-11-30T03:12:00.123456Z"} for _ in range(3)]
-    recs[1] = {**recs[1], **odd}
-    value = b"\n".join(map(orjson.dumps, recs))
-    assert _vector_columns(value) is None
+    recs = [orjson.dumps({"host": "node07", "message": XID, "timestamp": "2026-11-30T03:12:00.123456Z",
+                          **(odd if i == 1 and isinstance(odd, dict) else {})}) for i in range(3)]
+    if isinstance(odd, str):
+        recs[1] = recs[1][:-1] + b"," + odd.encode() + b"}"
+    value = b"\n".join(recs)
+    assert _vector_columns((value, 3)) is None
     where = dict(origin="o", stream="s", host="k", ref_ts=0, ref_basis="kafka", ingest_ts=0, source=None, runs=True)
-    assert decode_ndjson(value, **where) == decode_ndjson(value, columnar=False, **where)
+    got = decode_ndjson(value, **where)
+    assert got == decode_ndjson(value, columnar=False, **where)
+    # the record with no time (Feb 30) or a number past a double is a reject; the others are read
+    assert len(got.rejects) == (isinstance(odd, str) or odd == {"timestamp": "2026-02-30T03:12:00Z"})
 
 
 def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
@@ -306,7 +314,7 @@ def test_a_clean_ndjson_value_read_in_one_call_equals_reading_it_line_by_line(li
     try:
         decode._NDJSON_CHUNK = 64  # a value read in many chunks, each cut at a line end
         chunked = decode.decode_ndjson(data, **where)
-        decode._clean_records, decode._NDJSON_CHUNK = (lambda data: None), chunk
+        decode._clean_records, decode._NDJSON_CHUNK = (lambda data, clean=None: None), chunk
         slow = decode.decode_ndjson(data, **where)
     finally:
         decode._clean_records, decode._NDJSON_CHUNK = clean, chunk
