@@ -629,7 +629,7 @@ _VECTOR = msgspec.json.Decoder(VectorRecord)
 def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], list[int]] | None:
     """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`'s body and
     number of lines) whose every record has Vector's shape (:class:`VectorRecord`) and a time
-    :func:`_vector_times` reads; ``None`` for any other chunk. A host is ``""`` where the record's is empty."""
+    :func:`_rfc3339_us` reads (:func:`_vector_times`); ``None`` for any other chunk. A host is ``""`` where the record's is empty."""
     try:
         recs = _VECTOR.decode_lines(clean[0])
     except (msgspec.DecodeError, RecursionError):  # a record of another shape (ValidationError is one)
@@ -643,15 +643,39 @@ def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], lis
 
 
 def _vector_times(stamps: list[str]) -> list[int] | None:
-    """µs since the epoch (UTC) of RFC 3339 stamps of one length, ``YYYY-MM-DDTHH:MM:SS[.f…]Z`` with 1 to 9
+    """µs since the epoch (UTC) of RFC 3339 stamps, as :func:`_rfc3339_us` reads each; ``None`` when one is no
+    time it reads (the record-by-record reading then says why).
+
+    The stamps of the most common length are read at once (:func:`_stamps_of_width`): Vector prints the fewest
+    of 0, 3, 6 or 9 digits of fraction that hold the time, so most stamps of a chunk share a length and a few
+    (those of a whole ms or µs) do not; those, and all of them when the common length is not read at once,
+    are read one by one."""
+    lengths = list(map(len, stamps))
+    widths = set(lengths)
+    w = widths.pop() if len(widths) == 1 else max(widths, key=lengths.count)
+    if not widths:
+        times = _stamps_of_width(stamps, w)
+        if times is not None:
+            return times
+        times = list(map(_rfc3339_us, stamps))
+    else:
+        same = [i for i, k in enumerate(lengths) if k == w]
+        got = _stamps_of_width([stamps[i] for i in same], w)
+        if got is None:
+            times = list(map(_rfc3339_us, stamps))
+        else:
+            times = [_rfc3339_us(v) if k != w else 0 for v, k in zip(stamps, lengths)]
+            for i, t in zip(same, got):
+                times[i] = t
+    return None if None in times else times
+
+
+def _stamps_of_width(stamps: list[str], w: int) -> list[int] | None:
+    """µs since the epoch (UTC) of RFC 3339 stamps of length ``w``, ``YYYY-MM-DDTHH:MM:SS[.f…]Z`` with 1 to 9
     digits of fraction in ASCII (Vector's and Fluent Bit's shape), read by one Arrow cast; ``None`` when any
     stamp has another shape, is no time (Feb 30, hour 24, second 60: Arrow refuses them) or is outside 2000 to
     2100. What it reads, :func:`_rfc3339_us` reads to the same µs (the fraction past µs cut, not rounded)."""
     n = len(stamps)
-    lengths = set(map(len, stamps))
-    if len(lengths) != 1:
-        return None
-    (w,) = lengths
     if not (w == 20 or 22 <= w <= 30):  # 19 + "Z", or 19 + "." + 1 to 9 digits + "Z"
         return None
     text = "".join(stamps)
@@ -668,7 +692,7 @@ def _vector_times(stamps: list[str]) -> list[int] | None:
     stamps_arr = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw))
     try:
         ns = stamps_arr.cast(pa.timestamp("ns", "UTC")).cast(pa.int64()).to_numpy()
-    except pa.ArrowInvalid:  # a day the month has not, hour 24, second 60: the record-by-record reading says why
+    except pa.ArrowInvalid:  # a day the month has not, hour 24, second 60: read one by one
         return None
     if ns.min() < _Y2000_NS or ns.max() >= _Y2100_NS:
         return None

@@ -86,15 +86,31 @@ def test_vector_records_are_read_column_by_column_with_the_times_of_each_stamp_w
     assert decode_ndjson(value, **where) == decode_ndjson(value, columnar=False, **where)
 
 
+def test_stamps_of_another_length_or_shape_in_a_vector_chunk_are_read_one_by_one():
+    """Vector prints the fewest digits of fraction that hold the time: the stamps of the common length are read
+    at once, the others (a whole ms, an offset, a year before 2000: no Arrow cast reads those as
+    ``_rfc3339_us`` does) one by one by ``_rfc3339_us``, and the chunk stays column by column."""
+    from ingest.decode import _vector_columns, decode_ndjson
+
+    stamps = ["2026-11-30T03:12:00.123456789Z", "2026-11-30T03:12:00.123Z", "2026-11-30T03:12:00.5+01:00",
+              "1999-12-31T23:59:59Z", "2026-11-30T03:12:01.000000001Z", "2026-11-30T03:12:02.999999999Z"]
+    value = b"\n".join(orjson.dumps({"host": "node07", "message": XID, "timestamp": t}) for t in stamps)
+    cols = _vector_columns((value, len(stamps)))
+    assert cols is not None
+    assert cols[2] == [1796008320123456, 1796008320123000, 1796004720500000, 946684799000000, 1796008321000000,
+                       1796008322999999]
+    where = dict(origin="o", stream="s", host="k", ref_ts=0, ref_basis="kafka", ingest_ts=0, source=None, runs=True)
+    assert decode_ndjson(value, **where) == decode_ndjson(value, columnar=False, **where)
+
+
 @pytest.mark.parametrize("odd", [
     {"MESSAGE": "journald's own message"}, {"format": "nvsmi-links/1"}, {"_HOSTNAME": "node10"},
-    {"__MONOTONIC_TIMESTAMP": "1234"}, {"timestamp": "2026-11-30T03:12:00.5+01:00"},
-    {"timestamp": "2026-02-30T03:12:00Z"}, {"timestamp": "1999-12-31T23:59:59Z"}, {"host": {"name": "node10"}},
+    {"__MONOTONIC_TIMESTAMP": "1234"}, {"timestamp": "2026-02-30T03:12:00Z"}, {"host": {"name": "node10"}},
     # a number past a double (JSON allows it), which msgspec refuses in a field it reads: the record is a reject
     '"log":1e999', '"@timestamp":1e999', '"date":-1e999'])
 def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
-    """One record whose fields change how it is read (journald's, a poller's sample, an offset, a time that is
-    none or before 2000, Filebeat's host object, a field read as a number that is none) sends the whole chunk
+    """One record whose fields change how it is read (journald's, a poller's sample, a time that is none,
+    Filebeat's host object, a field read as a number that is none) sends the whole chunk
     to the record-by-record reading: the value gives what it gave before the column-by-column reading
     existed."""
     from ingest.decode import _vector_columns, decode_ndjson
