@@ -34,6 +34,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StrictIn
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError, json_bytes
 from schemas.fleet import load_fleet_config
+from schemas.events import EventKind
 from schemas.incidents import Category
 from schemas.pci import normalize_bus_id
 from ingest.lake import Lake
@@ -328,7 +329,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         since: datetime | None = None,
         until: UntilQuery = None,
         host: Annotated[str | None, Query(max_length=255)] = None,
-        kind: Annotated[str | None, Query(max_length=64)] = None,
+        kind: Annotated[EventKind | None, Query(description="the event's kind (an Xid's is xid, but gsp_error "
+                                                             "for the GSP's Xid 119 and 120)")] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
         sxid: Annotated[int | None, Query(ge=0, le=100000)] = None,
         device: DeviceQuery = None,

@@ -40,7 +40,9 @@ def check_read_only(query: str) -> str:
     if len(stmts) != 1:
         raise SqlRefused(f"send exactly one statement (got {len(stmts)})")
     if stmts[0].type not in ALLOWED:
-        raise SqlRefused(f"only SELECT queries are allowed, not {stmts[0].type.name}")
+        kind = stmts[0].type.name
+        # DuckDB parses INSTALL as a LOAD statement: name both (a fresh-user trial read "not LOAD" for INSTALL)
+        raise SqlRefused(f"only SELECT queries are allowed, not {'INSTALL or LOAD' if kind == 'LOAD' else kind}")
     return query
 
 

@@ -11,7 +11,7 @@ normalised to ``dddd:bb:dd.f`` lower case (see ``schemas.pci``).
 from __future__ import annotations
 
 import hashlib
-from typing import Final
+from typing import Final, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +52,8 @@ KINDS: Final = (
     "driver",
     "other",
 )
+#: an event's kind as a type (the API's ``kind`` filter: another value is a 422 naming these)
+EventKind = Literal[KINDS]  # type: ignore[valid-type]
 
 #: what an event of each kind says, for explanations ("gpu_off_bus (the GPU fell off the bus) on …", as an Xid's
 #: catalog name follows its number); "" where the kind's name says it all

@@ -196,6 +196,8 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": bad})
         assert r.status_code == 400, bad
         assert r.headers["content-type"] == "application/problem+json" and "Traceback" not in r.text
+    # DuckDB parses INSTALL as LOAD: the refusal names what was sent (it said "not LOAD"; a fresh-user trial)
+    assert api.post("/sql", json={"query": "INSTALL httpfs"}).json()["detail"].endswith("not INSTALL or LOAD")
 
 
 def test_limits(lake):
@@ -223,6 +225,10 @@ def test_limits(lake):
             r = c.get(route, params={"since": "2026-11-30T03:00:00Z", "until": "2026-11-29T03:00:00Z"})
             assert r.status_code == 422 and "after" in r.json()["detail"], route
             assert r.json()["title"] == "invalid request", route  # as a parameter's validation error's title
+        # an event kind that is none is a 422 naming the kinds (it was an empty page; a fresh-user trial)
+        r = c.get("/events", params={"host": "node023", "kind": "bogus"})
+        assert r.status_code == 422 and "'gsp_error'" in r.json()["detail"], r.text
+        assert c.get("/events", params={"host": "node023", "kind": "sxid"}).status_code == 200
         r = c.get("/reports/degraded-links", params={"hour": "9999-12-31T23"})
         assert r.status_code == 422 and "2100" in r.json()["detail"]
 
