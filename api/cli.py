@@ -414,8 +414,9 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         port: PortOpt = None, config: ConfigOpt = None) -> None:
     """The service: ingest + correlate + API in one process (one consumer-group member).
 
-    With --once, the incidents once caught up are printed on stdout; a running service's are progress (stderr)."""
-    from api.render import IncidentsReport, IncidentsView
+    With --once, the incidents once caught up are printed on stdout; a running service's are progress (stderr),
+    and so are the incident versions it stores later (new, updated, resolved)."""
+    from api.render import IncidentsReport, IncidentsView, new_versions_title
     from api.service import Service
 
     s = _settings(config, **({"api_port": port} if port else {}))
@@ -433,7 +434,16 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         else:
             err.print(IncidentsView(incs, title="caught up"))
 
-    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, serve=serve, on_caught_up=caught_up))
+    def later(incs: list[dict[str, Any]]) -> None:  # what each later step stores: progress on stderr
+        if s.log_format == "json":
+            logging.getLogger("firstfault.run").warning("%d incident versions stored", len(incs),
+                                                         extra={"incidents": [f"{i['id']} v{i['version']} {i['status']}"
+                                                                              for i in incs]})
+        else:
+            err.print(IncidentsView(incs, title=new_versions_title(incs)))
+
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, serve=serve, on_caught_up=caught_up,
+                                                      on_incidents=later))
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:

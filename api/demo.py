@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
-from api.render import IncidentsReport
+from api.render import IncidentsReport, IncidentsView, new_versions_title
 from api.service import Service
 from ingest import broker
 from ingest.consumer import produce_lines
@@ -136,7 +136,8 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, svc.worker.stop.set)
-        await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving)
+        await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving,
+                      on_incidents=lambda incs: console.print(IncidentsView(incs, title=new_versions_title(incs))))
 
     asyncio.run(main())
     return 0 if shown else 1

@@ -174,6 +174,22 @@ def cli_console(name: str = "stdout") -> Console:
     return Console(file=TrimmedStream(name), width=console_width(getattr(sys, name).isatty()))
 
 
+def new_versions_title(incidents: list[dict[str, Any]], now: float | None = None) -> str:
+    """The title of the incident versions a running service stored in one step: the local time (``now``,
+    seconds since the epoch; the clock when ``None``) and how many are new, updated, resolved and superseded
+    (explained by a later incident), e.g. ``"03:12:09 — 1 new, 2 resolved"`` (an open version 1 is new, any
+    other open version updated)."""
+    import time as _time
+
+    new = sum(1 for i in incidents if i["version"] == 1 and i["status"] == "open")
+    resolved = sum(1 for i in incidents if i["status"] == "resolved")
+    superseded = sum(1 for i in incidents if i["status"] == "superseded")
+    updated = len(incidents) - new - resolved - superseded
+    parts = [f"{n} {word}" for n, word in ((new, "new"), (updated, "updated"), (resolved, "resolved"),
+                                           (superseded, "superseded")) if n]
+    return f"{_time.strftime('%H:%M:%S', _time.localtime(now))} — {', '.join(parts)}"
+
+
 class IncidentsView:
     """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
     ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,

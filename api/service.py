@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -77,6 +78,8 @@ class Service:
         self.settings = settings
         self.sink = IncidentSink(settings)
         self.lake, self.pager = self.sink.lake, self.sink.pager
+        #: called with the incident versions each later step stores, once caught up (``run``'s ``on_incidents``)
+        self.on_incidents: Callable[[list[dict[str, Any]]], None] | None = None
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
                                            lateness_us=int(settings.allowed_lateness_s * S),
                                            close_after_us=int(settings.close_after_s * S),
@@ -103,7 +106,9 @@ class Service:
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
-        self.sink.emit(incidents)
+        stored = self.sink.emit(incidents)
+        if stored and self.on_incidents is not None:
+            self.on_incidents(stored)
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
@@ -113,9 +118,10 @@ class Service:
                 "incidents": len(self.incidents), "pager": self.pager.health()}
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
-                  on_caught_up=None, on_serving=None) -> list[dict[str, Any]]:
+                  on_caught_up=None, on_serving=None, on_incidents=None) -> list[dict[str, Any]]:
         """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)``;
-        then, unless ``once``, keep consuming and serving until ``self.worker.stop`` is set."""
+        then, unless ``once``, keep consuming and serving until ``self.worker.stop`` is set, calling
+        ``on_incidents(versions)`` with the incident versions each step stores (new, updated, resolved)."""
         from api.app import create_app
 
         server = server_task = None
@@ -139,6 +145,7 @@ class Service:
             if once:
                 await self.pager.flush(10)
             else:
+                self.on_incidents = on_incidents
                 if server is not None and on_serving:
                     while not server.started:
                         await asyncio.sleep(0.05)

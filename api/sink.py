@@ -62,14 +62,15 @@ class IncidentSink:
         #: versions emitted but not yet stored (the lake refused them); written first next time
         self.unstored: list[dict[str, Any]] = []
 
-    def emit(self, incidents: list[dict[str, Any]]) -> None:
-        """Store ``incidents`` (and any versions a failed call left) in the lake, then page them.
+    def emit(self, incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store ``incidents`` (and any versions a failed call left) in the lake, then page them; return the
+        versions stored (those a failed call left first).
 
         Raises :class:`ingest.lake.LakeError` when the lake cannot be written; the versions are kept
         and stored by the next call (an empty list is enough to retry)."""
         incidents = self.unstored + list(incidents)
         if not incidents:
-            return
+            return []
         inc_t, ev_t = incident_rows(incidents, int(time.time() * S))
         bid = hashlib.blake2b("|".join(f"{i['id']}:{i['version']}" for i in incidents).encode(),
                               digest_size=10).hexdigest()
@@ -85,6 +86,7 @@ class IncidentSink:
             self.incidents[i["id"]] = i
             INCIDENTS.labels(category=i["category"], severity=i["severity"]).inc()
         OPEN.set(sum(1 for i in self.incidents.values() if i["status"] == "open"))
+        return incidents
 
     def stored(self) -> list[dict[str, Any]]:
         """The latest stored version of every incident (for a correlator that starts over)."""

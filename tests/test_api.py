@@ -428,6 +428,20 @@ def test_no_incidents_says_none():
     assert c.export_text().strip() == "caught up: none"
 
 
+def test_a_running_service_titles_each_step_s_versions_by_what_they_are():
+    """``firstfault run`` and the demo print the versions each later step stores (the demo was silent after its
+    start; a fresh-user trial): an open version 1 is new, a later open one updated."""
+    import time as _time
+
+    from api.render import new_versions_title
+
+    incs = [{"version": 1, "status": "open"}, {"version": 1, "status": "open"}, {"version": 3, "status": "open"},
+            {"version": 2, "status": "resolved"}, {"version": 1, "status": "superseded"}]
+    at = _time.mktime((2026, 11, 30, 3, 12, 9, 0, 0, -1))  # local time, as the title prints it
+    assert new_versions_title(incs, at) == "03:12:09 — 2 new, 1 updated, 1 resolved, 1 superseded"
+    assert new_versions_title(incs[3:4], at) == "03:12:09 — 1 resolved"
+
+
 def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
     """``store._has_more`` after the row cap: an error or the time limit while reading on says "unknown"
     (None), not a failed query; empty batches are skipped. (A reader made from Python batches stands in for

@@ -339,8 +339,9 @@ def test_read_only_lake_then_full_disk(kafka, tmp_path):
         svc.worker.ack_patience_s = 1.0
         svc.tick_s = 0.5
         port: list[int] = []
+        later: list[dict] = []  # the versions stored after catching up, as `firstfault run` prints them
         bg = InThread(lambda: svc.run(serve=True, port=0, on_serving=lambda s: port.append(
-            s.servers[0].sockets[0].getsockname()[1])))
+            s.servers[0].sockets[0].getsockname()[1]), on_incidents=later.extend))
         try:
             wait_for(lambda: port, 60, "the API to serve")
             http = httpx.Client(base_url=f"http://127.0.0.1:{port[0]}", timeout=10)
@@ -396,8 +397,14 @@ def test_read_only_lake_then_full_disk(kafka, tmp_path):
         # every incident version the correlator emitted is in the lake (none lost while the lake refused them)
         from api.store import Store
 
-        stored = {r["id"]: r["version"] for r in Store(Lake(lake)).query("SELECT id, version FROM incidents")}
+        rows = Store(Lake(lake)).query("SELECT id, version FROM incidents")
+        stored = {r["id"]: r["version"] for r in rows}
         assert stored == {i["id"]: i["version"] for i in svc.sink.incidents.values()}
+        # each version stored after catching up was reported once, those the full lake held back included
+        got = [(i["id"], i["version"]) for i in later]
+        versions = {(r["id"], r["version"])
+                    for r in Store(Lake(lake)).query("SELECT id, version FROM incident_versions")}
+        assert got and len(got) == len(set(got)) and set(got) <= versions
 
 
 # --- the correlator and its pager killed mid-incident -------------------------------------------------------------
