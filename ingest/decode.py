@@ -603,8 +603,9 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     message, time, boot or host is read as (``UnsetType``: a record that has one fails to decode as this).
     The fields :class:`Envelope` reads that Vector's win over (``log``, ``msg``, ``@timestamp``, ``time``,
     ``date``) are read as there, so a value msgspec refuses in them (a number past a double) refuses the record
-    as there (a break-it pass found it let through); any other field is skipped unread. msgspec reads keys spelled with ``\\u`` escapes as the key, and
-    refuses a lone surrogate, so the strings encode to UTF-8 as they are."""
+    as there (a break-it pass found it let through); any other field is skipped unread. msgspec reads keys
+    spelled with ``\\u`` escapes as the key, and refuses a lone surrogate, so the strings encode to UTF-8 as
+    they are."""
 
     message: str
     timestamp: str
@@ -629,7 +630,8 @@ _VECTOR = msgspec.json.Decoder(VectorRecord)
 def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], list[int]] | None:
     """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`'s body and
     number of lines) whose every record has Vector's shape (:class:`VectorRecord`) and a time
-    :func:`_rfc3339_us` reads (:func:`_vector_times`); ``None`` for any other chunk. A host is ``""`` where the record's is empty."""
+    :func:`_rfc3339_us` reads (:func:`_vector_times`); ``None`` for any other chunk. A host is ``""`` where the
+    record's is empty."""
     try:
         recs = _VECTOR.decode_lines(clean[0])
     except (msgspec.DecodeError, RecursionError):  # a record of another shape (ValidationError is one)
@@ -652,7 +654,7 @@ def _vector_times(stamps: list[str]) -> list[int] | None:
     are read one by one."""
     lengths = list(map(len, stamps))
     widths = set(lengths)
-    w = widths.pop() if len(widths) == 1 else max(widths, key=lengths.count)
+    w = widths.pop() if len(widths) == 1 else max(widths, key=lengths.count)  # the one length leaves none
     if not widths:
         times = _stamps_of_width(stamps, w)
         if times is not None:
