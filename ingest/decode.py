@@ -713,11 +713,11 @@ def _add_columns(out: Decoded, run: list, cols: tuple[list[str], list[str], list
     its own after the run so far."""
     msgs, hosts, times = cols
     n = len(msgs)
-    joined = "\n".join(msgs).encode("utf-8")  # no surrogates: msgspec refuses a lone one
-    split = joined.count(b"\n") == n - 1  # no message holds a line end
-    ms = joined.split(b"\n") if split else [m.encode("utf-8") for m in msgs]
+    ms = list(map(str.encode, msgs))  # UTF-8; no surrogates: msgspec refuses a lone one
+    joined = b"\n".join(ms)
     recs = list(zip(ms, range(first, first + n), [h or host for h in hosts], times, ["envelope"] * n, [None] * n))
-    if split:  # the messages that may not join a run are seen in the joined bytes first
+    if joined.count(b"\n") == n - 1:  # no message holds a line end: those that may not join a run are seen in
+        # the joined bytes first
         maybe = (b"\n\n" in joined or b"\n " in joined or b"\n|" in joined or b"\r\n" in joined
                  or not _one_line(ms[0]) or not _one_line(ms[-1]))
         bad = [j for j, m in enumerate(ms) if not m or m[0] == 32 or m[0] == 124 or m[-1] == 13] if maybe else []
