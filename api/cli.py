@@ -416,11 +416,11 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 
     With --once, the incidents once caught up are printed on stdout; a running service's are progress (stderr),
     and so are the incident versions it stores later (new, updated, resolved)."""
-    from api.render import IncidentsReport, IncidentsView, new_versions_title
+    from api.render import IncidentsReport, IncidentsView, incident_progress
     from api.service import Service
 
-    s = _settings(config, **({"api_port": port} if port else {}))
-    if serve:
+    s = _settings(config, **({"api_port": port} if port is not None else {}))
+    if serve and s.api_port != 0:  # port 0: the system picks one, told once bound
         _port_free(s, s.api_port)
         _tell_address(s, s.api_port)
     svc = Service(s, _bootstrap(s))
@@ -434,16 +434,12 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         else:
             err.print(IncidentsView(incs, title="caught up"))
 
-    def later(incs: list[dict[str, Any]]) -> None:  # what each later step stores: progress on stderr
-        if s.log_format == "json":
-            logging.getLogger("firstfault.run").warning("%d incident versions stored", len(incs),
-                                                         extra={"incidents": [f"{i['id']} v{i['version']} {i['status']}"
-                                                                              for i in incs]})
-        else:
-            err.print(IncidentsView(incs, title=new_versions_title(incs)))
+    def serving(server: Any) -> None:  # port 0: the port the system chose, once bound
+        _tell_address(s, server.servers[0].sockets[0].getsockname()[1])
 
-    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, serve=serve, on_caught_up=caught_up,
-                                                      on_incidents=later))
+    _until_signalled(svc.worker.stop, lambda: svc.run(
+        once=once, serve=serve, on_caught_up=caught_up, on_incidents=incident_progress(s.log_format, err),
+        on_serving=serving if s.api_port == 0 else None))
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
-from api.render import IncidentsReport, IncidentsView, new_versions_title
+from api.render import IncidentsReport, incident_progress
 from api.service import Service
 from ingest import broker
 from ingest.consumer import produce_lines
@@ -137,7 +137,7 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, svc.worker.stop.set)
         await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving,
-                      on_incidents=lambda incs: console.print(IncidentsView(incs, title=new_versions_title(incs))))
+                      on_incidents=incident_progress(settings.log_format, console))
 
     asyncio.run(main())
     return 0 if shown else 1

@@ -103,16 +103,21 @@ def _party_label(d: dict[str, Any]) -> str:
     return f"{d['host']}:{what}"
 
 
-def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents") -> Table:
-    """A rich table: one row per incident, initiator first (row order: ``_rows``)."""
+def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents",
+                    changes: dict[str, str] | None = None) -> Table:
+    """A rich table: one row per incident, initiator first (row order: ``_rows``); with ``changes`` (id -> what
+    the row is to the reader: ``new``, ``updated``, ``resolved`` …) a first column says it."""
     t = Table(title=title, show_lines=False, caption=_caption(incidents), caption_justify="left")
+    if changes is not None:
+        t.add_column("what", no_wrap=True)
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
         t.add_column(col, overflow="fold", no_wrap=col in ("start (UTC)", "severity", "conf"))
     t.add_column("next action", overflow="ellipsis", max_width=60, no_wrap=True)
     for inc, start, who, down in _rows(incidents):
         # host names, devices and actions hold text from the logs and the command line: never read as markup
-        t.add_row(start, Text(inc["severity"], style=_SEVERITY_STYLE.get(inc["severity"], "")),
-                  Text(inc["category"]), Text(who), Text(down), f"{inc['confidence']:.2f}", Text(inc["next_action"]))
+        row = [start, Text(inc["severity"], style=_SEVERITY_STYLE.get(inc["severity"], "")),
+               Text(inc["category"]), Text(who), Text(down), f"{inc['confidence']:.2f}", Text(inc["next_action"])]
+        t.add_row(*([Text(changes.get(inc["id"], ""))] if changes is not None else []), *row)
     return t
 
 
@@ -174,20 +179,55 @@ def cli_console(name: str = "stdout") -> Console:
     return Console(file=TrimmedStream(name), width=console_width(getattr(sys, name).isatty()))
 
 
-def new_versions_title(incidents: list[dict[str, Any]], now: float | None = None) -> str:
-    """The title of the incident versions a running service stored in one step: the local time (``now``,
-    seconds since the epoch; the clock when ``None``) and how many are new, updated, resolved and superseded
-    (explained by a later incident), e.g. ``"03:12:09 — 1 new, 2 resolved"`` (an open version 1 is new, any
-    other open version updated)."""
+def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],
+                                                                                      dict[str, str]]:
+    """The latest of ``versions`` for each incident, and what it is to someone who saw ``before`` (id -> the
+    status of its last version stored earlier): ``new``, ``new, resolved`` (first stored already quiet: late or
+    replayed logs), ``reopened`` (open after a resolved version), ``updated``, ``resolved`` or ``superseded``."""
+    latest: dict[str, dict[str, Any]] = {}
+    for v in versions:
+        if v["id"] not in latest or v["version"] >= latest[v["id"]]["version"]:
+            latest[v["id"]] = v
+    changes = {}
+    for i, v in latest.items():
+        seen = before.get(i)
+        if v["status"] == "open":
+            changes[i] = "new" if seen is None else "reopened" if seen == "resolved" else "updated"
+        elif v["status"] == "resolved":
+            changes[i] = "new, resolved" if seen is None else "resolved"
+        else:
+            changes[i] = v["status"]
+    return list(latest.values()), changes
+
+
+def new_versions_title(changes: dict[str, str], now: float | None = None) -> str:
+    """The title of the incidents a running service stored in one step (``changes``: id -> what each is,
+    :func:`version_changes`): the time in UTC (``now``, seconds since the epoch; the clock when ``None``) and
+    how many of each, e.g. ``"03:12:09 UTC — 1 new, 2 resolved"``."""
     import time as _time
 
-    new = sum(1 for i in incidents if i["version"] == 1 and i["status"] == "open")
-    resolved = sum(1 for i in incidents if i["status"] == "resolved")
-    superseded = sum(1 for i in incidents if i["status"] == "superseded")
-    updated = len(incidents) - new - resolved - superseded
-    parts = [f"{n} {word}" for n, word in ((new, "new"), (updated, "updated"), (resolved, "resolved"),
-                                           (superseded, "superseded")) if n]
-    return f"{_time.strftime('%H:%M:%S', _time.localtime(now))} — {', '.join(parts)}"
+    order = ("new", "new, resolved", "reopened", "updated", "resolved", "superseded")
+    counts = {c: sum(1 for x in changes.values() if x == c) for c in order}
+    parts = [f"{n} {c}" for c, n in counts.items() if n] or ["nothing"]
+    return f"{_time.strftime('%H:%M:%S', _time.gmtime(now))} UTC — {'; '.join(parts)}"
+
+
+def incident_progress(log_format: str, console: Console) -> Any:
+    """The ``on_incidents(versions, before)`` callback of a running service (``firstfault run``, the demo): each
+    step's stored incidents on ``console`` (stderr) as a table whose first column says what each is
+    (:func:`version_changes`); with ``log_format`` ``json`` (stderr is a log stream) one JSON record instead."""
+    import logging
+
+    def show(versions: list[dict[str, Any]], before: dict[str, str]) -> None:
+        latest, changes = version_changes(versions, before)
+        if log_format == "json":
+            logging.getLogger("firstfault.run").warning(
+                "incidents stored: %s", new_versions_title(changes).split(" — ", 1)[1],
+                extra={"incidents": [f"{i['id']} v{i['version']} {changes[i['id']]}" for i in latest]})
+        else:
+            console.print(IncidentsView(latest, title=new_versions_title(changes), changes=changes))
+
+    return show
 
 
 class IncidentsView:
@@ -196,23 +236,26 @@ class IncidentsView:
     category, confidence and id on one line, then the initiator, the downstream reporters and the whole next
     action, each wrapped under its label — so a 80- or 120-column terminal shows every field whole.
     ``with_next=False`` leaves the next action out of the blocks (:class:`IncidentsReport` prints it whole
-    under each incident right after)."""
+    under each incident right after); ``changes`` (id -> ``new``, ``updated``, … :func:`version_changes`) is
+    shown first in each row or block."""
 
-    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents", with_next: bool = True) -> None:
-        self.incidents, self.title, self.with_next = incidents, title, with_next
+    def __init__(self, incidents: list[dict[str, Any]], title: str = "Incidents", with_next: bool = True,
+                 changes: dict[str, str] | None = None) -> None:
+        self.incidents, self.title, self.with_next, self.changes = incidents, title, with_next, changes
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.incidents:
             yield Text(f"{self.title}: none")
             return
-        table = incidents_table(self.incidents, self.title)
+        table = incidents_table(self.incidents, self.title, self.changes)
         natural = Measurement.get(console, options.update(width=10_000), table).maximum
         if options.max_width >= min(natural, TABLE_MIN_WIDTH):
             yield table
             return
         yield Text(self.title, style="italic", justify="center")
         for inc, start, who, down in _rows(self.incidents):
-            head = Text.assemble(start, "  ", (inc["severity"], _SEVERITY_STYLE.get(inc["severity"], "")), "  ",
+            head = Text.assemble(*([(self.changes.get(inc["id"], ""), "bold"), "  "] if self.changes else []),
+                                 start, "  ", (inc["severity"], _SEVERITY_STYLE.get(inc["severity"], "")), "  ",
                                  inc["category"], f"  conf {inc['confidence']:.2f}  ", (inc["id"], "dim"))
             yield head
             yield _labelled([("initiator", "dim", who), ("downstream", "dim", down)]

@@ -78,8 +78,9 @@ class Service:
         self.settings = settings
         self.sink = IncidentSink(settings)
         self.lake, self.pager = self.sink.lake, self.sink.pager
-        #: called with the incident versions each later step stores, once caught up (``run``'s ``on_incidents``)
-        self.on_incidents: Callable[[list[dict[str, Any]]], None] | None = None
+        #: called with the incident versions each later step stores and the status each incident had before
+        #: (id -> status), once caught up (``run``'s ``on_incidents``; progress only: what it raises is logged)
+        self.on_incidents: Callable[[list[dict[str, Any]], dict[str, str]], None] | None = None
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
                                            lateness_us=int(settings.allowed_lateness_s * S),
                                            close_after_us=int(settings.close_after_s * S),
@@ -106,9 +107,14 @@ class Service:
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
+        before = {i["id"]: self.sink.incidents[i["id"]]["status"] for i in self.sink.unstored + list(incidents)
+                  if i["id"] in self.sink.incidents} if self.on_incidents is not None else {}
         stored = self.sink.emit(incidents)
         if stored and self.on_incidents is not None:
-            self.on_incidents(stored)
+            try:  # progress only: a closed stderr (rich exits on a broken pipe) must not stop the service
+                self.on_incidents(stored, before)
+            except (Exception, SystemExit) as e:  # noqa: BLE001
+                log.warning("could not show the incidents stored: %s", e or type(e).__name__)
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
@@ -121,7 +127,8 @@ class Service:
                   on_caught_up=None, on_serving=None, on_incidents=None) -> list[dict[str, Any]]:
         """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)``;
         then, unless ``once``, keep consuming and serving until ``self.worker.stop`` is set, calling
-        ``on_incidents(versions)`` with the incident versions each step stores (new, updated, resolved)."""
+        ``on_incidents(versions, before)`` with the incident versions each step stores and the status each of
+        those incidents had before (id -> status; absent for a new one); ``on_serving(server)`` once it listens."""
         from api.app import create_app
 
         server = server_task = None

@@ -10,6 +10,7 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 from __future__ import annotations
 
 import math
+import re
 import threading
 from pathlib import Path
 
@@ -39,11 +40,32 @@ def check_read_only(query: str) -> str:
         raise SqlRefused(f"cannot parse the query: {str(e).splitlines()[0]}") from e
     if len(stmts) != 1:
         raise SqlRefused(f"send exactly one statement (got {len(stmts)})")
-    if stmts[0].type not in ALLOWED:
-        kind = stmts[0].type.name
-        # DuckDB parses INSTALL as a LOAD statement: name both (a fresh-user trial read "not LOAD" for INSTALL)
-        raise SqlRefused(f"only SELECT queries are allowed, not {'INSTALL or LOAD' if kind == 'LOAD' else kind}")
+    try:
+        kind = stmts[0].type
+    except ValueError:  # a statement type this duckdb's Python enum does not know (UPDATE EXTENSIONS)
+        kind = None
+    if kind == duckdb.StatementType.MULTI:  # PIVOT without an IN list: DuckDB runs it as several statements
+        raise SqlRefused("PIVOT without an IN list runs as several statements: name its values "
+                         "(PIVOT events ON kind IN ('xid', 'sxid') USING count(*))")
+    if kind not in ALLOWED:
+        raise SqlRefused(f"only SELECT queries are allowed, not {_statement_name(stmts[0].query, kind)}")
     return query
+
+
+_LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)  # blanks and comments before a statement
+_WORDS = re.compile(r"([A-Za-z]+)(?:\s+(DATABASE|EXTENSIONS|INSTALL|INTO|ON)\b)?", re.I)
+
+
+def _statement_name(text: str, kind: object) -> str:
+    """What a statement is, as it was written: its first keyword or two (``IMPORT DATABASE``, ``TRUNCATE``,
+    ``INSTALL``); DuckDB's type name for one that starts with ``WITH`` (``INSERT``). DuckDB's own type names
+    another statement after the one it runs it as (INSTALL as LOAD, TRUNCATE as DELETE: a fresh-user trial and a
+    break-it pass read "not LOAD" for INSTALL)."""
+    m = _WORDS.match(text, _LEADING.match(text).end())
+    name = getattr(kind, "name", "an unknown kind of statement")
+    if m is None or m[1].upper() == "WITH":
+        return name
+    return " ".join(w.upper() for w in m.groups() if w)
 
 
 #: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type) or

@@ -196,8 +196,15 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": bad})
         assert r.status_code == 400, bad
         assert r.headers["content-type"] == "application/problem+json" and "Traceback" not in r.text
-    # DuckDB parses INSTALL as LOAD: the refusal names what was sent (it said "not LOAD"; a fresh-user trial)
-    assert api.post("/sql", json={"query": "INSTALL httpfs"}).json()["detail"].endswith("not INSTALL or LOAD")
+    # the refusal names the statement as written, not as DuckDB runs it (INSTALL said "not LOAD": a fresh-user
+    # trial; TRUNCATE "not DELETE", IMPORT DATABASE "not PRAGMA", and UPDATE EXTENSIONS was a 500: a break-it pass)
+    for q, name in (("INSTALL httpfs", "INSTALL"), ("/* x */ TRUNCATE events", "TRUNCATE"),
+                    ("-- x\nIMPORT DATABASE 'd'", "IMPORT DATABASE"), ("UPDATE EXTENSIONS", "UPDATE EXTENSIONS"),
+                    ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "INSERT")):
+        r = api.post("/sql", json={"query": q})
+        assert r.status_code == 400 and r.json()["detail"].endswith(f"not {name}"), (q, r.text)
+    r = api.post("/sql", json={"query": "PIVOT events ON kind USING count(*)"})
+    assert r.status_code == 400 and "IN list" in r.json()["detail"], r.text
 
 
 def test_limits(lake):
@@ -428,18 +435,37 @@ def test_no_incidents_says_none():
     assert c.export_text().strip() == "caught up: none"
 
 
-def test_a_running_service_titles_each_step_s_versions_by_what_they_are():
-    """``firstfault run`` and the demo print the versions each later step stores (the demo was silent after its
-    start; a fresh-user trial): an open version 1 is new, a later open one updated."""
-    import time as _time
+def test_a_running_service_shows_each_step_s_incidents_by_what_they_are_to_the_reader():
+    """``firstfault run`` and the demo print the incidents each later step stores (the demo was silent after its
+    start; a fresh-user trial): the latest version of each, said to be new, reopened (open after resolved),
+    updated or resolved, in UTC (a break-it pass saw two identical rows for one incident and no way to tell a
+    resolved row from an updated one)."""
+    import calendar
 
-    from api.render import new_versions_title
+    from rich.console import Console
 
-    incs = [{"version": 1, "status": "open"}, {"version": 1, "status": "open"}, {"version": 3, "status": "open"},
-            {"version": 2, "status": "resolved"}, {"version": 1, "status": "superseded"}]
-    at = _time.mktime((2026, 11, 30, 3, 12, 9, 0, 0, -1))  # local time, as the title prints it
-    assert new_versions_title(incs, at) == "03:12:09 — 2 new, 1 updated, 1 resolved, 1 superseded"
-    assert new_versions_title(incs[3:4], at) == "03:12:09 — 1 resolved"
+    from api.render import IncidentsView, new_versions_title, version_changes
+
+    def inc(i, version, status):
+        return {"id": i, "version": version, "status": status, "start": "2026-11-30T03:12:00Z", "severity": "error",
+                "category": "gpu_off_bus", "confidence": 0.9, "next_action": "drain", "initiator": {"host": i},
+                "downstream": []}
+
+    versions = [inc("a", 1, "open"), inc("b", 2, "resolved"), inc("b", 3, "open"), inc("c", 4, "open"),
+                inc("d", 2, "resolved"), inc("e", 1, "resolved"), inc("f", 1, "superseded")]
+    latest, changes = version_changes(versions, {"b": "open", "c": "open", "d": "open"})
+    assert [(i["id"], i["version"]) for i in latest] == [("a", 1), ("b", 3), ("c", 4), ("d", 2), ("e", 1), ("f", 1)]
+    assert changes == {"a": "new", "b": "updated", "c": "updated", "d": "resolved", "e": "new, resolved",
+                       "f": "superseded"}
+    assert version_changes([inc("b", 3, "open")], {"b": "resolved"})[1] == {"b": "reopened"}
+    at = calendar.timegm((2026, 11, 30, 3, 12, 9, 0, 0, 0))
+    assert new_versions_title(changes, at) == "03:12:09 UTC — 1 new; 1 new, resolved; 2 updated; 1 resolved; 1 superseded"
+    assert new_versions_title({}, at) == "03:12:09 UTC — nothing"
+    c = Console(record=True, width=200)
+    c.print(IncidentsView(latest, title="t", changes=changes))
+    text = c.export_text()
+    assert [ln.strip("│ ").split()[0] for ln in text.splitlines() if "gpu_off_bus" in ln] == [
+        "new", "updated", "updated", "resolved", "new,", "superseded"]
 
 
 def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():

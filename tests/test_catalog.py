@@ -171,6 +171,19 @@ def test_bad_catalog_stops_loading_with_the_entry_named(tmp_path):
         load_catalog(tmp_path)
 
 
+def test_an_xid_kind_by_catalog_category_must_be_an_event_kind(tmp_path):
+    """An Xid entry's ``kind_by_catalog_category`` (gsp -> gsp_error) names event kinds too: another would be
+    stored and then refused by ``GET /events?kind=`` (a break-it pass)."""
+    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
+                                     "    kind: xid\n    kind_by_catalog_category: {gsp: gsp_eror}\n"
+                                     "    severity: info\n    pattern: 'a'\n"
+                                     "    examples: [{line: a, src: 'http://x'}]\n")
+    for f in ("xid-catalog.csv", "sxid-catalog.csv"):
+        (tmp_path / f).write_bytes((CAT_DIR / f).read_bytes())
+    with pytest.raises(CatalogError, match="(?s)x.yaml.*gsp_eror"):
+        load_catalog(tmp_path)
+
+
 def test_misspelled_key_is_refused(tmp_path):
     (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
                                      "    kind: xid\n    severity: info\n    patern: 'a'\n"
