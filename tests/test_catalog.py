@@ -161,12 +161,17 @@ def test_hyperscan_form_cannot_cross_lines():
     assert to_hyperscan(r"a\sb[^,]c[\s:]") == r"a[^\S\n]b[^\n,]c[\s:]"
 
 
-def test_bad_catalog_stops_loading_with_the_entry_named(tmp_path):
-    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
-                                     "    kind: not_a_kind\n    severity: info\n    pattern: 'a'\n"
-                                     "    examples: [{line: a, src: 'http://x'}]\n")
+def _one_entry_catalog(folder, fields: str) -> None:
+    """A catalog folder of one family file ``x.yaml`` whose one entry ``x.y`` has ``fields`` (YAML lines), beside
+    the real Xid and SXid CSVs."""
+    (folder / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
+                                   + fields + "    examples: [{line: a, src: 'http://x'}]\n")
     for f in ("xid-catalog.csv", "sxid-catalog.csv"):
-        (tmp_path / f).write_bytes((CAT_DIR / f).read_bytes())
+        (folder / f).write_bytes((CAT_DIR / f).read_bytes())
+
+
+def test_bad_catalog_stops_loading_with_the_entry_named(tmp_path):
+    _one_entry_catalog(tmp_path, "    kind: not_a_kind\n    severity: info\n    pattern: 'a'\n")
     with pytest.raises(CatalogError, match="(?s)x.yaml.*kind must be one of"):
         load_catalog(tmp_path)
 
@@ -174,20 +179,14 @@ def test_bad_catalog_stops_loading_with_the_entry_named(tmp_path):
 def test_an_xid_kind_by_catalog_category_must_be_an_event_kind(tmp_path):
     """An Xid entry's ``kind_by_catalog_category`` (gsp -> gsp_error) names event kinds too: another would be
     stored and then refused by ``GET /events?kind=`` (a break-it pass)."""
-    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
-                                     "    kind: xid\n    kind_by_catalog_category: {gsp: gsp_eror}\n"
-                                     "    severity: info\n    pattern: 'a'\n"
-                                     "    examples: [{line: a, src: 'http://x'}]\n")
-    for f in ("xid-catalog.csv", "sxid-catalog.csv"):
-        (tmp_path / f).write_bytes((CAT_DIR / f).read_bytes())
+    _one_entry_catalog(tmp_path, "    kind: xid\n    kind_by_catalog_category: {gsp: gsp_eror}\n    severity: info\n"
+                                 "    pattern: 'a'\n")
     with pytest.raises(CatalogError, match="(?s)x.yaml.*gsp_eror"):
         load_catalog(tmp_path)
 
 
 def test_misspelled_key_is_refused(tmp_path):
-    (tmp_path / "x.yaml").write_text("family: x\ndescription: d\nsignatures:\n  - id: x.y\n    source: dmesg\n"
-                                     "    kind: xid\n    severity: info\n    patern: 'a'\n"
-                                     "    examples: [{line: a, src: 'http://x'}]\n")
+    _one_entry_catalog(tmp_path, "    kind: xid\n    severity: info\n    patern: 'a'\n")
     with pytest.raises(CatalogError, match="patern"):
         load_catalog(tmp_path)
 
