@@ -181,6 +181,19 @@ Until = Annotated[datetime | None, BeforeValidator(_through_day)]
 UntilQuery = Annotated[Until, Query(description="a bare date: through the end of that UTC day")]
 
 
+
+async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) -> None:
+    """``call(server)`` once the uvicorn ``server`` listens (its port is known then: port 0 lets the system pick);
+    nothing if ``stop`` (an ``asyncio.Event``) is set first: it never came up."""
+    import asyncio
+
+    while not server.started:
+        if stop.is_set():
+            return
+        await asyncio.sleep(0.05)
+    call(server)
+
+
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))

@@ -399,7 +399,7 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
     s = _settings(config)
     # the port is checked once the demo holds its lock (another demo is named as such), before its lake is
     # made afresh
-    check = None if once else (lambda: _port_free(s, port or s.api_port))
+    check = None if once else (lambda: _port_free(s, s.api_port if port is None else port))
     try:
         code = run_demo(s, once=once, port=port, console=err, out=out, check=check)
     except (BrokerError, DemoRunning) as e:
@@ -420,9 +420,10 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     from api.service import Service
 
     s = _settings(config, **({"api_port": port} if port is not None else {}))
-    if serve and s.api_port != 0:  # port 0: the system picks one, told once bound
-        _port_free(s, s.api_port)
-        _tell_address(s, s.api_port)
+    if serve:
+        _port_free(s, s.api_port)  # port 0 too: the host is checked
+        if s.api_port != 0:  # port 0: the system picks one, told once bound
+            _tell_address(s, s.api_port)
     svc = Service(s, _bootstrap(s))
 
     def caught_up(incs: list[dict[str, Any]]) -> None:
@@ -439,7 +440,7 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=caught_up, on_incidents=incident_progress(s.log_format, err),
-        on_serving=serving if s.api_port == 0 else None))
+        on_listening=serving if s.api_port == 0 else None))
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:
@@ -502,19 +503,35 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     """Serve the HTTP API over the lake (no ingest)."""
     import uvicorn
 
-    from api.app import create_app
+    from api.app import create_app, when_listening
 
     s = _settings(config)
-    _port_free(s, port or s.api_port)
+    p = s.api_port if port is None else port
+    _port_free(s, p)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     if _holds_no_events(s.lake):
         _tell(s, logging.WARNING, f"the lake at {s.lake} holds no events yet: every query answers empty until an "
                                   "ingest worker (or `firstfault run`) writes there; if it should hold some, check "
                                   "the lake setting", style="yellow")
-    _tell_address(s, port or s.api_port)
     # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
-    uvicorn.run(create_app(s), host=s.api_host, port=port or s.api_port, log_config=None,
-                log_level=s.log_level.lower())
+    server = uvicorn.Server(uvicorn.Config(create_app(s), host=s.api_host, port=p, log_config=None,
+                                           log_level=s.log_level.lower()))
+    if p:
+        _tell_address(s, p)
+        server.run()
+        return
+
+    async def main() -> None:  # port 0: the system picks one, told once bound
+        stop = asyncio.Event()
+        told = asyncio.create_task(when_listening(server, lambda srv: _tell_address(
+            s, srv.servers[0].sockets[0].getsockname()[1]), stop))
+        try:
+            await server.serve()
+        finally:
+            stop.set()
+            await told
+
+    asyncio.run(main())
 
 
 @app.command()

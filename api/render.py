@@ -152,18 +152,21 @@ class TrimmedStream(io.TextIOBase):
 
     def write(self, s: str) -> int:
         head, nl, self._tail = (self._tail + s).rpartition("\n")
-        if nl:
+        if nl and self._stream is not None:  # None: the descriptor was closed (``2>&-``): nothing to write to
             self._stream.write("\n".join(x.rstrip(" ") for x in head.split("\n")) + "\n")
         return len(s)
 
     def flush(self) -> None:
+        if self._stream is None:
+            self._tail = ""
+            return
         if self._tail:  # a part line (printed with end=""): as it is
             self._stream.write(self._tail)
             self._tail = ""
         self._stream.flush()
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        return self._stream is not None and self._stream.isatty()
 
     def fileno(self) -> int:
         return self._stream.fileno()
@@ -176,14 +179,16 @@ class TrimmedStream(io.TextIOBase):
 def cli_console(name: str = "stdout") -> Console:
     """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
     without trailing spaces (``TrimmedStream``)."""
-    return Console(file=TrimmedStream(name), width=console_width(getattr(sys, name).isatty()))
+    stream = getattr(sys, name)  # None when the descriptor was closed (``2>&-``): a command still runs
+    return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()))
 
 
 def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],
                                                                                       dict[str, str]]:
     """The latest of ``versions`` for each incident, and what it is to someone who saw ``before`` (id -> the
     status of its last version stored earlier): ``new``, ``new, resolved`` (first stored already quiet: late or
-    replayed logs), ``reopened`` (open after a resolved version), ``updated``, ``resolved`` or ``superseded``."""
+    replayed logs), ``reopened`` (open after a resolved version), ``updated`` (a new version of the same
+    status), ``resolved`` or ``superseded``."""
     latest: dict[str, dict[str, Any]] = {}
     for v in versions:
         if v["id"] not in latest or v["version"] >= latest[v["id"]]["version"]:
@@ -193,6 +198,8 @@ def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> t
         seen = before.get(i)
         if v["status"] == "open":
             changes[i] = "new" if seen is None else "reopened" if seen == "resolved" else "updated"
+        elif v["status"] == seen:  # a quiet incident's later version (other evidence, late lines): no news
+            changes[i] = "updated"
         elif v["status"] == "resolved":
             changes[i] = "new, resolved" if seen is None else "resolved"
         else:

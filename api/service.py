@@ -114,7 +114,7 @@ class Service:
             try:  # progress only: a closed stderr (rich exits on a broken pipe) must not stop the service
                 self.on_incidents(stored, before)
             except (Exception, SystemExit) as e:  # noqa: BLE001
-                log.warning("could not show the incidents stored: %s", e or type(e).__name__)
+                log.warning("could not show the incidents stored: %s: %s", type(e).__name__, e)
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
@@ -124,12 +124,13 @@ class Service:
                 "incidents": len(self.incidents), "pager": self.pager.health()}
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
-                  on_caught_up=None, on_serving=None, on_incidents=None) -> list[dict[str, Any]]:
+                  on_caught_up=None, on_serving=None, on_incidents=None, on_listening=None) -> list[dict[str, Any]]:
         """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)``;
         then, unless ``once``, keep consuming and serving until ``self.worker.stop`` is set, calling
         ``on_incidents(versions, before)`` with the incident versions each step stores and the status each of
-        those incidents had before (id -> status; absent for a new one); ``on_serving(server)`` once it listens."""
-        from api.app import create_app
+        those incidents had before (id -> status; absent for a new one); ``on_serving(server)`` once it listens
+        and has caught up; ``on_listening(server)`` as soon as it listens (port 0: the port the system chose)."""
+        from api.app import create_app, when_listening
 
         server = server_task = None
         if serve:
@@ -142,6 +143,8 @@ class Service:
         stop = asyncio.Event()
         pager_task = asyncio.create_task(self.pager.run_forever(stop))
         tick_task = asyncio.create_task(self._tick(stop))
+        listen_task = asyncio.create_task(when_listening(server, on_listening, stop)) if (
+            server is not None and on_listening) else None
         await self.worker.start()
         try:
             await self.worker.run(until_caught_up=True)
@@ -159,7 +162,7 @@ class Service:
                     on_serving(server)
                 await self.worker.run()
         finally:
-            await _stop_tasks(stop, pager_task, tick_task)
+            await _stop_tasks(stop, pager_task, tick_task, *([listen_task] if listen_task else []))
             self.pager.close()
             await self.worker.close()
             if server is not None:

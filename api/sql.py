@@ -35,6 +35,10 @@ class SqlRefused(ValueError):
 def check_read_only(query: str) -> str:
     """Return the single SELECT statement in ``query`` or raise :class:`SqlRefused`."""
     try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # a command-line argument that was no UTF-8 (surrogate escapes)
+        raise SqlRefused("the query is not valid UTF-8") from None
+    try:
         stmts = duckdb.extract_statements(query)
     except duckdb.Error as e:
         raise SqlRefused(f"cannot parse the query: {str(e).splitlines()[0]}") from e
@@ -44,16 +48,42 @@ def check_read_only(query: str) -> str:
         kind = stmts[0].type
     except ValueError:  # a statement type this duckdb's Python enum does not know (UPDATE EXTENSIONS)
         kind = None
-    if kind == duckdb.StatementType.MULTI:  # PIVOT without an IN list: DuckDB runs it as several statements
+    name = _statement_name(stmts[0].query, kind)
+    if kind == duckdb.StatementType.MULTI and name.split()[0] in ("PIVOT", "UNPIVOT", "SELECT", "FROM", "WITH"):
+        # a read with PIVOT without an IN list: DuckDB runs it as several statements
         raise SqlRefused("PIVOT without an IN list runs as several statements: name its values "
                          "(PIVOT events ON kind IN ('xid', 'sxid') USING count(*))")
     if kind not in ALLOWED:
-        raise SqlRefused(f"only SELECT queries are allowed, not {_statement_name(stmts[0].query, kind)}")
+        raise SqlRefused(f"only SELECT queries are allowed, not {name}")
     return query
 
 
-_LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)  # blanks and comments before a statement
-_WORDS = re.compile(r"([A-Za-z]+)(?:\s+(DATABASE|EXTENSIONS|INSTALL|INTO|ON)\b)?", re.I)
+_WORDS = re.compile(r"([A-Za-z]+)(?:\s+(DATABASE|EXTENSIONS|INSTALL|INTO|ON|OR\s+REPLACE|TRANSACTION|CHECKPOINT)\b)?",
+                    re.I)
+
+
+def _statement_start(text: str) -> int:
+    """Where a statement's first keyword starts: after blanks, ``--`` line comments and ``/* */`` comments,
+    which DuckDB nests."""
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        else:
+            break
+    return i
 
 
 def _statement_name(text: str, kind: object) -> str:
@@ -61,11 +91,11 @@ def _statement_name(text: str, kind: object) -> str:
     ``INSTALL``); DuckDB's type name for one that starts with ``WITH`` (``INSERT``). DuckDB's own type names
     another statement after the one it runs it as (INSTALL as LOAD, TRUNCATE as DELETE: a fresh-user trial and a
     break-it pass read "not LOAD" for INSTALL)."""
-    m = _WORDS.match(text, _LEADING.match(text).end())
+    m = _WORDS.match(text, _statement_start(text))
     name = getattr(kind, "name", "an unknown kind of statement")
     if m is None or m[1].upper() == "WITH":
         return name
-    return " ".join(w.upper() for w in m.groups() if w)
+    return " ".join(" ".join(w.upper().split()) for w in m.groups() if w)
 
 
 #: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type) or

@@ -207,6 +207,7 @@ def test_sql_json_and_arrow_and_refusals(api):
     assert r.status_code == 400 and "IN list" in r.json()["detail"], r.text
 
 
+
 def test_limits(lake):
     root, _ = lake
     with Server(Settings(lake=str(root), api_max_scan_days=7, api_max_body_bytes=2048)) as c:
@@ -458,6 +459,8 @@ def test_a_running_service_shows_each_step_s_incidents_by_what_they_are_to_the_r
     assert changes == {"a": "new", "b": "updated", "c": "updated", "d": "resolved", "e": "new, resolved",
                        "f": "superseded"}
     assert version_changes([inc("b", 3, "open")], {"b": "resolved"})[1] == {"b": "reopened"}
+    # a later version of a quiet incident (other evidence, late lines) is news of it, not its resolution again
+    assert version_changes([inc("b", 3, "resolved")], {"b": "resolved"})[1] == {"b": "updated"}
     at = calendar.timegm((2026, 11, 30, 3, 12, 9, 0, 0, 0))
     assert new_versions_title(changes, at) == "03:12:09 UTC — 1 new; 1 new, resolved; 2 updated; 1 resolved; 1 superseded"
     assert new_versions_title({}, at) == "03:12:09 UTC — nothing"
@@ -466,6 +469,23 @@ def test_a_running_service_shows_each_step_s_incidents_by_what_they_are_to_the_r
     text = c.export_text()
     assert [ln.strip("│ ").split()[0] for ln in text.splitlines() if "gpu_off_bus" in ln] == [
         "new", "updated", "updated", "resolved", "new,", "superseded"]
+
+
+def test_a_refused_statement_is_named_as_written():
+    """After comments DuckDB nests, in any case, as the words the query starts with (a break-it pass: a nested
+    comment named its second half, ``not B``); a query that is no UTF-8 (a command-line argument) is refused,
+    not a traceback; a CREATE holding a PIVOT is a CREATE."""
+    from api.sql import SqlRefused, check_read_only
+
+    for q, name in (("/* a /* nested */ b */ DELETE FROM incidents", "DELETE"),
+                    ("/* a /* b */ c */ -- d\n update extensions", "UPDATE EXTENSIONS"),
+                    ("INSERT OR REPLACE INTO t VALUES (1)", "INSERT OR REPLACE"), ("START TRANSACTION", "START TRANSACTION"),
+                    ("CREATE TABLE t AS PIVOT incidents ON status USING count(*)", "CREATE")):
+        with pytest.raises(SqlRefused, match=f"not {name}$"):
+            check_read_only(q)
+    with pytest.raises(SqlRefused, match="not valid UTF-8"):
+        check_read_only("SELECT '\udcff'")
+    assert check_read_only("/* a /* b */ */ SELECT 1") == "/* a /* b */ */ SELECT 1"
 
 
 def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():

@@ -471,6 +471,49 @@ def test_the_cli_loads_no_data_library_before_a_command_needs_one():
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr)
 
 
+def test_serve_on_port_0_tells_the_port_the_system_gave_it(tmp_path):
+    """``serve --port 0`` listens on a free port and says which once bound (it served 8080 and said so; a
+    break-it pass); ``run`` takes the same path (``api.app.when_listening``)."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    (tmp_path / "lake").mkdir()
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    p = subprocess.Popen([exe, "serve", "--port", "0"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True,
+                         env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake")})
+    try:
+        port = None
+        for line in p.stderr:  # the address line comes once the server listens
+            if m := re.search(r"API on http://127\.0\.0\.1:(\d+) ", line):
+                port = int(m[1])
+                break
+        assert port and port != 8080, port
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, rest = p.communicate(timeout=30)
+    # 130 where SIGINT's default action was inherited (uvicorn raises it again once shut down), 0 where ignored
+    assert p.returncode in (0, 130) and "Traceback" not in rest, rest
+
+
+def test_a_closed_stderr_does_not_stop_a_command():
+    """With file descriptor 2 closed (``2>&-``) Python's ``sys.stderr`` is None: every command exited 1 at
+    import, ``run`` too (a break-it pass); it now runs, printing nothing there."""
+    import os
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    r = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin"}, preexec_fn=lambda: os.close(2))
+    assert r.returncode == 0 and "diagnose" in r.stdout, r.returncode
+
+
 def test_serve_on_a_busy_port_exits_1_with_a_hint():
     import socket
 
