@@ -654,21 +654,17 @@ def _vector_times(stamps: list[str]) -> list[int] | None:
     are read one by one."""
     lengths = list(map(len, stamps))
     widths = set(lengths)
-    w = widths.pop() if len(widths) == 1 else max(widths, key=lengths.count)  # the one length leaves none
-    if not widths:
-        times = _stamps_of_width(stamps, w)
-        if times is not None:
-            return times
+    w = lengths[0] if len(widths) == 1 else max(widths, key=lengths.count)
+    same = None if len(widths) == 1 else [i for i, k in enumerate(lengths) if k == w]  # None: every stamp
+    got = _stamps_of_width(stamps if same is None else [stamps[i] for i in same], w)
+    if got is None:
         times = list(map(_rfc3339_us, stamps))
+    elif same is None:
+        return got
     else:
-        same = [i for i, k in enumerate(lengths) if k == w]
-        got = _stamps_of_width([stamps[i] for i in same], w)
-        if got is None:
-            times = list(map(_rfc3339_us, stamps))
-        else:
-            times = [_rfc3339_us(v) if k != w else 0 for v, k in zip(stamps, lengths)]
-            for i, t in zip(same, got):
-                times[i] = t
+        times = [_rfc3339_us(v) if k != w else 0 for v, k in zip(stamps, lengths)]
+        for i, t in zip(same, got):
+            times[i] = t
     return None if None in times else times
 
 
@@ -716,13 +712,11 @@ def _add_columns(out: Decoded, run: list, cols: tuple[list[str], list[str], list
     ms = list(map(str.encode, msgs))  # UTF-8; no surrogates: msgspec refuses a lone one
     joined = b"\n".join(ms)
     recs = list(zip(ms, range(first, first + n), [h or host for h in hosts], times, ["envelope"] * n, [None] * n))
-    if joined.count(b"\n") == n - 1:  # no message holds a line end: those that may not join a run are seen in
-        # the joined bytes first
-        maybe = (b"\n\n" in joined or b"\n " in joined or b"\n|" in joined or b"\r\n" in joined
-                 or not _one_line(ms[0]) or not _one_line(ms[-1]))
-        bad = [j for j, m in enumerate(ms) if not m or m[0] == 32 or m[0] == 124 or m[-1] == 13] if maybe else []
-    else:
-        bad = [j for j, m in enumerate(ms) if not _one_line(m)]
+    # the messages that may not join a run are seen in the joined bytes first: a line end inside one, an empty one,
+    # one starting with a blank or "|", one ending in "\r"
+    maybe = (joined.count(b"\n") != n - 1 or b"\n\n" in joined or b"\n " in joined or b"\n|" in joined
+             or b"\r\n" in joined or not _one_line(ms[0]) or not _one_line(ms[-1]))
+    bad = [j for j, m in enumerate(ms) if not _one_line(m)] if maybe else []
     prev = 0
     for j in bad:
         run += recs[prev:j]
@@ -762,13 +756,10 @@ def _envelopes(chunk: bytes, first: int, origin: str, rejects: list[Reject], cle
     """(line index, envelope) of each record of a chunk (:func:`_chunks`) whose first line is line ``first``: a
     clean chunk (``clean``: what :func:`_clean_body` gave for it) in one call (:func:`_clean_records`), any
     other line by line (:func:`_each_record`, whose unreadable lines go to ``rejects``)."""
-    recs = _clean_records(chunk, clean)
+    recs = _clean_records(clean)
     if recs is not None:
         return enumerate(recs, first)
     return _each_record(chunk.split(b"\n"), first, origin, rejects)
-
-
-_UNCHECKED = object()  # _clean_records: the value was not checked yet
 
 
 def _clean_body(data: bytes) -> tuple[bytes, int] | None:
@@ -788,16 +779,14 @@ def _clean_body(data: bytes) -> tuple[bytes, int] | None:
     return body, n + 1
 
 
-def _clean_records(data: bytes, clean: tuple[bytes, int] | None | object = _UNCHECKED) -> list[Envelope] | None:
-    """The envelopes of a clean value (:func:`_clean_body`; ``clean``: what it gave for ``data``, when known) read
-    in one ``decode_lines`` call; ``None`` for any other value (read line by line).
+def _clean_records(clean: tuple[bytes, int] | None) -> list[Envelope] | None:
+    """The envelopes of a clean value (``clean``: what :func:`_clean_body` gave for it) read in one
+    ``decode_lines`` call; ``None`` for any other value (read line by line).
 
     One call reads the same records as one call per line: a line that starts with ``{`` and ends with
     ``}`` cannot end inside a JSON value (a value goes on after a newline only behind ``:``, ``[`` or
     ``,``; a string cannot hold a raw newline), so a value per line is the same as as many values as lines.
     """
-    if clean is _UNCHECKED:
-        clean = _clean_body(data)
     if clean is None:
         return None
     try:

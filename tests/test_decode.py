@@ -330,7 +330,7 @@ def test_a_clean_ndjson_value_read_in_one_call_equals_reading_it_line_by_line(li
     try:
         decode._NDJSON_CHUNK = 64  # a value read in many chunks, each cut at a line end
         chunked = decode.decode_ndjson(data, **where)
-        decode._clean_records, decode._NDJSON_CHUNK = (lambda data, clean=None: None), chunk
+        decode._clean_records, decode._NDJSON_CHUNK = (lambda clean: None), chunk
         slow = decode.decode_ndjson(data, **where)
     finally:
         decode._clean_records, decode._NDJSON_CHUNK = clean, chunk
@@ -340,13 +340,16 @@ def test_a_clean_ndjson_value_read_in_one_call_equals_reading_it_line_by_line(li
 
 def test_a_clean_ndjson_value_is_read_in_one_call():
     """The one-call reading is taken for what shippers send (else the property above tests nothing)."""
-    from ingest.decode import _clean_records
+    from ingest.decode import _clean_body, _clean_records
+
+    def read(value: bytes):
+        return _clean_records(_clean_body(value))
 
     good = _NDJSON_LINES[:3]
-    assert len(_clean_records(b"\n".join(good) + b"\n")) == 3
-    assert _clean_records(b"\n".join(good[:1] + [b"{\"x\": 1} {\"y\": 2}"])) is None  # two values on a line
-    assert _clean_records(b"\n".join([b'{"host": "a", "message":', b'1}'])) is None  # a value over two lines
-    assert _clean_records(b"\n".join(good[:1] + [b""] + good[1:2])) is None  # a blank line: line by line
+    assert len(read(b"\n".join(good) + b"\n")) == 3
+    assert read(b"\n".join(good[:1] + [b"{\"x\": 1} {\"y\": 2}"])) is None  # two values on a line
+    assert read(b"\n".join([b'{"host": "a", "message":', b'1}'])) is None  # a value over two lines
+    assert read(b"\n".join(good[:1] + [b""] + good[1:2])) is None  # a blank line: line by line
 
 
 def test_a_value_of_bad_records_gives_at_most_a_thousand_rejects_and_keeps_the_rest_whole():
