@@ -181,7 +181,6 @@ Until = Annotated[datetime | None, BeforeValidator(_through_day)]
 UntilQuery = Annotated[Until, Query(description="a bare date: through the end of that UTC day")]
 
 
-
 async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) -> None:
     """``call(server)`` once the uvicorn ``server`` listens (its port is known then: port 0 lets the system pick);
     nothing if ``stop`` (an ``asyncio.Event``) is set first: it never came up."""

@@ -104,6 +104,11 @@ def _tell_address(s: Settings, port: int) -> None:
     _tell(s, logging.WARNING, f"API on {url} (docs: {url}/docs, metrics: {url}/metrics)", url=url)
 
 
+def _tell_bound(s: Settings) -> Any:
+    """A ``uvicorn.Server`` callback that tells where it listens (port 0: the port the system gave it)."""
+    return lambda server: _tell_address(s, server.servers[0].sockets[0].getsockname()[1])
+
+
 PortOpt = Annotated[Optional[int], typer.Option("--port", help="HTTP API port (default: the api_port setting, 8080)")]
 
 
@@ -233,7 +238,7 @@ def diagnose(
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
     # a host of topology facts or link samples only (`nvidia-smi topo -m`) is known: its symptom uses them
-    known = set(seen) | set(batch.topology.column("host").to_pylist()) | set(batch.link_samples.column("host").to_pylist())
+    known = set(seen) | {h for t in (batch.topology, batch.link_samples) for h in t.column("host").to_pylist()}
     for h in sorted({x.host for x in symptoms} - known):  # a typo, or other hosts' logs: it joins no evidence
         close = _close_hosts(h, seen)
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
@@ -435,12 +440,9 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         else:
             err.print(IncidentsView(incs, title="caught up"))
 
-    def serving(server: Any) -> None:  # port 0: the port the system chose, once bound
-        _tell_address(s, server.servers[0].sockets[0].getsockname()[1])
-
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=caught_up, on_incidents=incident_progress(s.log_format, err),
-        on_listening=serving if s.api_port == 0 else None))
+        on_listening=_tell_bound(s) if s.api_port == 0 else None))
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> None:
@@ -523,8 +525,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     async def main() -> None:  # port 0: the system picks one, told once bound
         stop = asyncio.Event()
-        told = asyncio.create_task(when_listening(server, lambda srv: _tell_address(
-            s, srv.servers[0].sockets[0].getsockname()[1]), stop))
+        told = asyncio.create_task(when_listening(server, _tell_bound(s), stop))
         try:
             await server.serve()
         finally:

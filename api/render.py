@@ -213,10 +213,15 @@ def new_versions_title(changes: dict[str, str], now: float | None = None) -> str
     how many of each, e.g. ``"03:12:09 UTC — 1 new, 2 resolved"``."""
     import time as _time
 
+    return f"{_time.strftime('%H:%M:%S', _time.gmtime(now))} UTC — {change_counts(changes)}"
+
+
+def change_counts(changes: dict[str, str]) -> str:
+    """How many of ``changes`` (id -> what each is, :func:`version_changes`) are of each kind, e.g. ``"1 new;
+    2 resolved"``; ``"nothing"`` for none."""
     order = ("new", "new, resolved", "reopened", "updated", "resolved", "superseded")
     counts = {c: sum(1 for x in changes.values() if x == c) for c in order}
-    parts = [f"{n} {c}" for c, n in counts.items() if n] or ["nothing"]
-    return f"{_time.strftime('%H:%M:%S', _time.gmtime(now))} UTC — {'; '.join(parts)}"
+    return "; ".join(f"{n} {c}" for c, n in counts.items() if n) or "nothing"
 
 
 def incident_progress(log_format: str, console: Console) -> Any:
@@ -229,7 +234,7 @@ def incident_progress(log_format: str, console: Console) -> Any:
         latest, changes = version_changes(versions, before)
         if log_format == "json":
             logging.getLogger("firstfault.run").warning(
-                "incidents stored: %s", new_versions_title(changes).split(" — ", 1)[1],
+                "incidents stored: %s", change_counts(changes),
                 extra={"incidents": [f"{i['id']} v{i['version']} {changes[i['id']]}" for i in latest]})
         else:
             console.print(IncidentsView(latest, title=new_versions_title(changes), changes=changes))

@@ -445,8 +445,7 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         # reported a failure after them: the hardware recovered, or what failed logged nothing here
         # (NVIDIA/nccl#2241: a hang beside a Nonfatal Xid 145 and an Xid 137 was an NCCL bug)
         conf -= 0.15
-        codes = sorted({f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None
-                        else e.kind for e in faults})
+        codes = sorted({_fault_code(e) for e in faults})
         missing = [f"whether anything failed: the lines of {', '.join(codes)} say Nonfatal or nothing of it, none "
                    f"says Fatal, and nothing reported a failure after them; if a job hung or failed then, diagnose "
                    f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
@@ -478,13 +477,18 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
                             + ". The evidence does not say which came first."))
 
 
+def _fault_code(e: Ev) -> str:
+    """A fault as its code names it: ``Xid 94``, ``SXid 12028``, else its kind."""
+    return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.kind
+
+
 def _unexplained(scene: Scene, key: tuple) -> str:
     """The codes (``Xid 94``, ``SXid 12028``, else the kind) of the faults of party ``key`` that no edge from
     another party explains: a GPU whose NVLink Xids an NVSwitch explains is a candidate for its other faults."""
     codes = []
     for e in scene.parties().get(key, ()):
         if scene.is_fault(e) and not scene.explained(e):
-            code = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.kind
+            code = _fault_code(e)
             if code not in codes:
                 codes.append(code)
     return ", ".join(codes)
