@@ -104,10 +104,12 @@ class Scene:
     #: are theirs too)
     memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    #: the scene's distinct event shapes as (shape id, one event of that shape), and per event its shape id:
-    #: ``matches`` decides a rule side once per shape
-    _shapes: tuple[list[tuple[int, Ev]], list[int]] | None = field(default=None, repr=False)
+    _fault: tuple | None = field(default=None, repr=False)  # (events, their count, id(event) -> is_fault)
+    #: the scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
+    #: of its events: ``matching`` decides a rule side once per shape
+    _shapes: tuple[list[tuple[int, Ev]], dict[int, list[int]]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
+    _parties: tuple | None = field(default=None, repr=False)  # (events, their count, subject, parties)
 
     # --- roles -------------------------------------------------------------
     def role(self, e: Ev) -> str:
@@ -124,39 +126,53 @@ class Scene:
         return KIND_CATEGORY.get(e.kind, "other")
 
     def is_fault(self, e: Ev) -> bool:
-        """Evidence that something went wrong (not context, not wiring facts)."""
-        return is_fault(e, self.catalog)
+        """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`, decided once
+        per event of the scene."""
+        if self._fault is None or self._fault[0] is not self.events or self._fault[1] != len(self.events):
+            self._fault = (self.events, len(self.events), {id(x): is_fault(x, self.catalog) for x in self.events})
+        yes = self._fault[2].get(id(e))
+        return is_fault(e, self.catalog) if yes is None else yes
 
     def faults(self) -> list[Ev]:
         if self._faults is None:
             self._faults = [e for e in self.events if self.is_fault(e)]
         return list(self._faults)
 
-    def matches(self, rule_id: str, side: str, preds: list) -> list[bool]:
-        """Per event of the scene, ``rules.any_holds(preds, e)`` (``preds`` is ``side`` of rule ``rule_id``),
-        decided once per event shape (``ShapeMemo``)."""
+    def matching(self, rule_id: str, side: str, preds: list) -> list[int]:
+        """The indexes (ascending) of the scene's events for which ``rules.any_holds(preds, e)`` holds
+        (``preds`` is ``side`` of rule ``rule_id``), decided once per event shape (``ShapeMemo``): the events
+        are grouped by shape once per scene, so a rule side costs its shapes and its hits, not every event."""
         memo = self.memo
         if self._shapes is None:
             ids = memo.ids
-            reps: dict[int, Ev] = {}
-            of = []
-            for e in self.events:
+            groups: dict[int, list[int]] = {}
+            reps: list[tuple[int, Ev]] = []
+            for k, e in enumerate(self.events):
                 shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None)
                 i = ids.get(shape)
                 if i is None:
                     i = ids[shape] = len(ids)
-                if i not in reps:
-                    reps[i] = e
-                of.append(i)
-            self._shapes = (list(reps.items()), of)
-        shapes, of = self._shapes
+                group = groups.get(i)
+                if group is None:
+                    groups[i] = [k]
+                    reps.append((i, e))
+                else:
+                    group.append(k)
+            self._shapes = (reps, groups)
+        reps, groups = self._shapes
         known = memo.hits.get((rule_id, side))
         if known is None:
             known = memo.hits[(rule_id, side)] = {}
-        for i, e in shapes:
-            if i not in known:
-                known[i] = any_holds(preds, e, self.catalog)
-        return [known[i] for i in of]
+        hit = []
+        for i, e in reps:
+            yes = known.get(i)
+            if yes is None:
+                yes = known[i] = any_holds(preds, e, self.catalog)
+            if yes:
+                hit.append(groups[i])
+        if len(hit) == 1:
+            return list(hit[0])
+        return sorted(k for group in hit for k in group)
 
     def symptoms(self) -> list[Ev]:
         return [e for e in self.events if e.signature == SYMPTOM]
@@ -170,10 +186,23 @@ class Scene:
         return [e for e in self.faults() if e.source in ("dmesg", "nvml") and e.kind not in ("fabric_manager",)]
 
     def parties(self) -> dict[tuple, list[Ev]]:
-        out: dict[tuple, list[Ev]] = defaultdict(list)
-        for e in self.events:
-            out[self.subject[e.event_id]].append(e)
-        return out
+        """Subject key (``resolve_subjects``) -> its events, in ``events`` order; the keys in order of each
+        subject's first event. Grouped once per scene (an incident with no single culprit asks once per
+        candidate: quadratic in its subjects before); the dict is a copy, the lists are shared: not to be changed
+        in place."""
+        got = self._parties
+        if got is None or got[0] is not self.events or got[1] != len(self.events) or got[2] is not self.subject:
+            out: dict[tuple, list[Ev]] = {}
+            subject = self.subject
+            for e in self.events:
+                key = subject[e.event_id]
+                evs = out.get(key)
+                if evs is None:
+                    out[key] = [e]
+                else:
+                    evs.append(e)
+            got = self._parties = (self.events, len(self.events), subject, out)
+        return dict(got[3])
 
     def explained(self, e: Ev) -> bool:
         """An edge from another subject explains ``e``."""
@@ -312,7 +341,7 @@ def find_edges(scene: Scene) -> list[Edge]:
     """Every (cause, effect, rule, relation) the ``explains`` rules allow (step 2), in the order of the
     rules, then of the causes, then of the effects in ``scene.events``.
 
-    Cost: each rule's sides are tested once per event shape (``Scene.matches``), and a cause is paired
+    Cost: each rule's sides are tested once per event shape (``Scene.matching``), and a cause is paired
     only with the rule's effects whose start lies within the widest tolerance ``window.may_cause`` could
     grant it (a binary search over those effects' starts); a cause timed only by an upper bound
     (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound."""
@@ -321,21 +350,20 @@ def find_edges(scene: Scene) -> list[Edge]:
     if not evs:
         return edges
     clocks, topo = scene.clocks, scene.topo
-    order = sorted(range(len(evs)), key=lambda i: evs[i].start)
+    starts_of = [e.start for e in evs]
     slack = max(e.precision_us for e in evs) + clocks.max_skew()
     for r in scene.rules.explains:
-        is_cause = scene.matches(r.id, "cause", r.cause)
-        if not any(is_cause):
+        causes = scene.matching(r.id, "cause", r.cause)
+        if not causes:
             continue
-        is_effect = scene.matches(r.id, "effect", r.effect)
-        if not any(is_effect):
+        effects = scene.matching(r.id, "effect", r.effect)
+        if not effects:
             continue
-        effects = [i for i in order if is_effect[i]]  # the rule's effects, by start
-        starts = [evs[i].start for i in effects]
+        effects.sort(key=starts_of.__getitem__)  # the rule's effects by start (stable: ties in scene order)
+        starts = [starts_of[i] for i in effects]
         w = int(r.window_s * S)
-        for ci, c in enumerate(evs):
-            if not is_cause[ci]:
-                continue
+        for ci in causes:
+            c = evs[ci]
             bound = w + c.precision_us + clocks.skew(c.host) + slack
             hi = bisect_right(starts, c.start + bound)
             lo = 0 if c.details.get("ts_upper_bound") else bisect_left(starts, c.start - bound)

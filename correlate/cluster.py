@@ -80,6 +80,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     slack = 2 * clocks.max_skew() + 2 * max((e.precision_us for e in faults), default=0)
     starts2 = [2 * s for s in starts]
     precisions2 = [2 * e.precision_us for e in faults]
+    lefts2 = [s - p for s, p in zip(starts2, precisions2)]
     by_host: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(faults):
         by_host[e.host].append(i)
@@ -96,10 +97,10 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
             if rule.relation in _ONE_HOST or (keyed and _one_host(idx, hosts)):
-                _sweep(idx, starts2, precisions2, w, dsu)  # within one host, a keyed bucket needs the time test only
+                _sweep(idx, starts2, precisions2, w, dsu, lefts2)  # within one host, a keyed bucket needs the time test only
                 continue
             if keyed:  # across hosts: the time test with both skews (a communicator of thousands of ranks)
-                _sweep_hosts(idx, hosts, starts2, precisions2, w, dsu, clocks)
+                _sweep_hosts(idx, hosts, starts2, precisions2, w, dsu, clocks, lefts2)
                 continue
             lo = 0
             for a in range(len(idx)):
@@ -130,32 +131,46 @@ def _one_host(idx: list[int], hosts: list[str]) -> bool:
     return all(hosts[i] == h for i in idx)
 
 
-def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU) -> None:
+def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU,
+           lefts2: list[int]) -> None:
     """Union the faults ``idx`` of one host's bucket that are close enough in time (``window.within``).
 
     On one host no skew applies, so ``|start_i - start_j| <= w + precision_i + precision_j`` says that the
     intervals ``start ± (w/2 + precision)`` overlap: the components are the runs of overlapping intervals,
     found in one pass over them sorted by left end (times doubled to stay in integers: ``starts2``,
-    ``precisions2`` hold twice each fault's start and precision, µs). ``idx`` is in start order, so when
-    its precisions are all equal it is already in that order."""
-    p0 = precisions2[idx[0]] if idx else 0
-    if any(precisions2[i] != p0 for i in idx):
-        idx = sorted(idx, key=lambda i: (starts2[i] - precisions2[i], starts2[i] + precisions2[i], i))
-    reach = prev = None
-    union = dsu.union
+    ``precisions2`` hold twice each fault's start and precision, µs; ``lefts2`` their difference). ``idx`` is in
+    start order, so when its precisions are all equal it is already in that order. Each run's faults join the
+    run's root (``_DSU``: the smallest index is a root), one lookup per fault."""
+    if not idx:
+        return
+    p0 = precisions2[idx[0]]
+    for i in idx:
+        if precisions2[i] != p0:
+            idx = sorted(idx, key=lefts2.__getitem__)  # which faults overlap does not depend on ties
+            break
+    parent, find = dsu.p, dsu.find
+    reach = root = -1
+    first = True
     for i in idx:
         s, p = starts2[i], precisions2[i]
-        if reach is not None and s - w - p <= reach:
-            union(prev, i)
+        if not first and s - w - p <= reach:
+            r = find(i)
+            if r != root:
+                if r < root:
+                    parent[root] = r
+                    root = r
+                else:
+                    parent[r] = root
             if s + w + p > reach:
                 reach = s + w + p
         else:
             reach = s + w + p
-        prev = i
+            root = find(i)
+            first = False
 
 
 def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU,
-                 clocks: Clocks) -> None:
+                 clocks: Clocks, lefts2: list[int]) -> None:
     """Union the faults ``idx`` of a keyed bucket that spans hosts (every pair stands in the relation) that are
     close enough in time (``window.within``), in O(n log n) rather than pair by pair.
 
@@ -170,7 +185,7 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
     for i in idx:
         per_host[hosts[i]].append(i)
     for same in per_host.values():
-        _sweep(same, starts2, precisions2, w, dsu)
+        _sweep(same, starts2, precisions2, w, dsu, lefts2)
     skew2 = {h: 2 * clocks.skew(h) for h in per_host}
     half = [w + precisions2[i] + skew2[hosts[i]] for i in idx]
     order = sorted(range(len(idx)), key=lambda a: starts2[idx[a]] - half[a])
@@ -249,8 +264,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
             key = gpu_key(e, topo)
             if key is not None:
                 out[("gpu", e.host, key)].append(i)
-            elif e.subject()[2] is not None:
-                out[("subject", *e.subject())].append(i)
+            elif (subject := e.subject())[2] is not None:
+                out[("subject", *subject)].append(i)
         return list(out.values())
     if rel == "same_domain":
         out = defaultdict(list)
@@ -259,7 +274,10 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
     if rel == "same_comm":
         out = defaultdict(list)
+        placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none
         for i, e in enumerate(faults):
+            if not e.comm and e.host not in placed:
+                continue
             for comm in comms_of(e, topo):
                 out[comm].append(i)
         return list(out.values())
@@ -283,7 +301,8 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         starts, idx = per_host.setdefault(f.host, ([], []))
         starts.append(f.start)
         idx.append(i)
-    widest = {h: max(faults[i].precision_us for i in idx) for h, (_s, idx) in per_host.items()}
+    precision = [f.precision_us for f in faults]
+    widest = {h: max(precision[i] for i in idx) for h, (_s, idx) in per_host.items()}
     windows: dict[str, int] = {}  # kind -> its context window (µs)
     skews = 2 * clocks.max_skew()
     for e in context:
@@ -294,22 +313,25 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         if w is None:
             w = windows[e.kind] = _context_window(e, links) + 2 * S
         limit = w + e.precision_us + widest[e.host] + skews
-        left, right = bisect_left(starts, e.start) - 1, bisect_left(starts, e.start)
+        start, n = e.start, len(starts)
+        right = bisect_left(starts, start)
+        left = right - 1
         while True:
-            dl = e.start - starts[left] if left >= 0 else None
-            dr = starts[right] - e.start if right < len(starts) else None
-            d = min(x for x in (dl, dr, limit + 1) if x is not None)
+            dl = start - starts[left] if left >= 0 else limit + 1
+            dr = starts[right] - start if right < n else limit + 1
+            d = dl if dl < dr else dr
             if d > limit:
                 break
             near = []
-            while left >= 0 and e.start - starts[left] == d:
+            while left >= 0 and start - starts[left] == d:
                 near.append(idx[left])
                 left -= 1
-            while right < len(starts) and starts[right] - e.start == d:
+            while right < n and starts[right] - start == d:
                 near.append(idx[right])
                 right += 1
-            hit = [i for i in near if within(e, faults[i], w, clocks)]
+            # window.within on one host (no skew): d <= w + both precisions
+            room = d - w - e.precision_us
+            hit = [i for i in near if precision[i] >= room]
             if hit:
-                best = min(hit)
-                groups[dsu.find(best)].append(e)
+                groups[dsu.find(min(hit))].append(e)
                 break
