@@ -151,16 +151,37 @@ _TAGS = [
 ]
 
 
-def _through_day(v: Any) -> Any:
-    """An ``until`` given as a bare date (``2026-12-01``) means through the end of that UTC day,
-    ``2026-12-01T23:59:59.999999Z``: "since 2026-12-01 until 2026-12-01" is that day, not its first
-    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+def _day(v: Any) -> date | None:
+    """The date a query value names alone: ISO 8601 extended (``2026-12-01``) or basic (``20261201``, which
+    pydantic would read as a Unix time, 1970-08-23); None for anything else. ValueError for eight digits that
+    are no date (``20260230``): no one means a Unix time in 1970."""
+    if isinstance(v, str) and len(v) == 8 and v.isascii() and v.isdigit():
+        try:
+            return date.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is no date (YYYYMMDD); a Unix time in seconds has at least 9 digits "
+                             "since 1973") from None
     if isinstance(v, str) and len(v) == 10:
         try:
-            return datetime.combine(date.fromisoformat(v), time.max, tzinfo=timezone.utc)
+            return date.fromisoformat(v)
         except ValueError:
-            return v
-    return v
+            return None
+    return None
+
+
+def _from_day(v: Any) -> Any:
+    """A ``since`` given as a bare date (``2026-12-01`` or ``20261201``) means from the start of that UTC day.
+    Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+    day = _day(v)
+    return datetime.combine(day, time.min, tzinfo=timezone.utc) if day else v
+
+
+def _through_day(v: Any) -> Any:
+    """An ``until`` given as a bare date (``2026-12-01`` or ``20261201``) means through the end of that UTC day,
+    ``2026-12-01T23:59:59.999999Z``: "since 2026-12-01 until 2026-12-01" is that day, not its first
+    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+    day = _day(v)
+    return datetime.combine(day, time.max, tzinfo=timezone.utc) if day else v
 
 
 def _device(v: str | None) -> str | None:
@@ -175,10 +196,14 @@ DeviceQuery = Annotated[str | None, AfterValidator(_device),
                         Query(max_length=64, description="PCI bus id (any printed form), NIC name …")]
 
 
+#: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)
+Since = Annotated[datetime | None, BeforeValidator(_from_day)]
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
 Until = Annotated[datetime | None, BeforeValidator(_through_day)]
-#: ``until`` of the routes whose description is only that
-UntilQuery = Annotated[Until, Query(description="a bare date: through the end of that UTC day")]
+#: ``since`` / ``until`` of the routes whose description is only that
+SinceQuery = Annotated[Since, Query(description="a bare date (2026-12-01 or 20261201): from the start of that UTC day")]
+UntilQuery = Annotated[Until, Query(description="a bare date (2026-12-01 or 20261201): through the end of that UTC "
+                                                "day")]
 
 
 async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) -> None:
@@ -270,7 +295,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)], tags=["incidents"])
     def list_incidents(
-        since: Annotated[datetime | None, Query(description="incidents that ended at or after this time")] = None,
+        since: Annotated[Since, Query(description="incidents that ended at or after this time (a bare date: from "
+                                                   "the start of that UTC day)")] = None,
         until: Annotated[Until, Query(description="incidents that started at or before this time (a bare date: "
                                                   "through the end of that UTC day)")] = None,
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
@@ -338,7 +364,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.get("/events", response_model=EventPage, dependencies=[Depends(auth)], tags=["events"])
     def list_events(
-        since: datetime | None = None,
+        since: SinceQuery = None,
         until: UntilQuery = None,
         host: Annotated[str | None, Query(max_length=255)] = None,
         kind: Annotated[EventKind | None, Query(description="the event's kind (an Xid's is xid, but gsp_error "
@@ -373,7 +399,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)], tags=["events"],
              responses={404: {"model": Problem}})
     def host_timeline(host: Annotated[str, PathParam(max_length=255)],
-                      since: datetime | None = None,
+                      since: SinceQuery = None,
                       until: UntilQuery = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:

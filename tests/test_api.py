@@ -141,6 +141,14 @@ def test_a_bare_until_date_means_through_that_utc_day(api):
     assert sorted(e["event_id"] for e in tl["events"]) == that_day and tl["incidents"]
     inc = api.get("/incidents", params={"host": "node023", "since": day, "until": day}).json()["items"]
     assert [i["category"] for i in inc] == ["gsp_error"]
+    # the basic form (20261201) is the same day, not a Unix time in August 1970
+    basic = day.replace("-", "")
+    got = api.get("/events", params={"host": "node023", "since": basic, "until": basic, "limit": 1000}).json()["items"]
+    assert sorted(e["event_id"] for e in got) == that_day
+    assert api.get("/incidents", params={"host": "node023", "since": basic, "until": basic}).json()["items"] == inc
+    assert api.get("/events", params={"host": "node023", "until": basic}).json()["items"]
+    r = api.get("/events", params={"host": "node023", "since": "20260230"})
+    assert r.status_code == 422 and "since" in r.json()["detail"] and "YYYYMMDD" in r.json()["detail"], r.json()
     # a date-time stays that instant; a date that is no date is a 422 naming the parameter
     assert inc[0]["start"] > day + "T00:00:00.000000Z"
     assert api.get("/incidents", params={"host": "node023", "since": day, "until": day + "T00:00:00Z"}
