@@ -250,9 +250,13 @@ def nvswitch_common_end(scene: Scene) -> Verdict | None:
 
 
 def missing_cause(scene: Scene) -> Verdict | None:
-    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
-    unexplained = [e for e in faults if not scene.explained(e)]
-    if not unexplained or any(e.cause_xid is None for e in unexplained):
+    unexplained = []
+    for e in scene.faults():
+        if e.signature != SYMPTOM and not scene.explained(e):
+            if e.cause_xid is None:  # a fault nothing explains that names no cause: not this pattern
+                return None
+            unexplained.append(e)
+    if not unexplained:
         return None
     present = {(scene.subject[e.event_id], e.xid) for e in scene.events}
     if any((scene.subject[e.event_id], e.cause_xid) in present for e in unexplained):
