@@ -110,3 +110,18 @@ def test_report_benchmark_smoke():
 
     r = run(2)
     assert (r["hosts"], r["links_listed"]) == (2, 2 * GPUS * LINKS) and r["cpu_s"] >= 0
+
+
+def test_correlator_against_a_commit_runs_both_codes_on_the_same_events(capsys):
+    """``benchmarks.correlator`` (a smoke test: no speed asserted): HEAD against itself in child processes on
+    the events of 20,000 lines gives one incident hash and a row per code; a name that is no commit exits 2."""
+    from benchmarks import correlator
+
+    assert correlator.main(["--against", "HEAD", "--lines", "20000", "--rounds", "1", "--calls", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["same_incidents"] is True and report["events"] > 50 and report["incidents"] > 0
+    for code in ("this", "against"):
+        (run,) = report["runs"][code]
+        assert run["events"] == report["events"] and run["stream_steps"] >= correlator.STEPS // 2
+        assert run["correlate_cpu_s"] > 0 and run["stream_versions"] > 0
+    assert correlator.main(["--against", "no-such-commit"]) == 2

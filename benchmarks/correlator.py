@@ -1,0 +1,172 @@
+"""The correlator alone, this checkout against another commit, alternating on the same events.
+
+``python -m benchmarks.correlator [--against REV] [--lines N] [--rounds R] [--json]``
+
+The correlator phases of :mod:`benchmarks.ingest` run once inside a seven-minute benchmark, on a machine whose
+speed moves by ±30 % from one quarter hour to the next: too noisy to judge a change of 20 %. This one makes the
+events once (``--lines`` lines of the fleet mix of :func:`benchmarks.generate.generate`, through the batched
+in-process stages of :func:`benchmarks.ingest.stages`: 1M lines give ~6,000 events), checks out ``--against``
+(default ``HEAD``) into a temporary git worktree, and then, ``--rounds`` times, runs each code in a child process
+of its own, one after the other:
+
+* ``correlate()`` over all the events, the best of ``--calls`` calls (CPU s; rules, catalog and platforms
+  loaded before, as a service has them), and a hash of its incidents (orjson, sorted keys): the two codes must
+  give the same incidents, or the run fails (exit 1);
+* the streaming correlator fed the same events in ~40 steps of arrival order, as :func:`benchmarks.ingest.
+  correlator` feeds it: the CPU s of all steps, the longest step, the incident versions emitted.
+
+Per code the table gives the best and the median over the rounds (the best is what the code costs; the spread
+is the machine's). Progress goes to stderr, the table (or with ``--json`` one JSON object) to stdout. Exit 2
+when ``--against`` names no commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import pickle
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: the streaming correlator's steps over the events (as benchmarks.ingest.STREAM_STEPS)
+STEPS = 40
+NOW_US = 1_800_000_000_000_000
+
+
+def make_events(lines: int, seed: int, out: Path) -> int:
+    """The batched stages' ``(events, link_samples, topology)`` tables per batch, pickled to ``out``; returns the
+    events."""
+    from benchmarks.generate import generate
+    from benchmarks.ingest import messages, stages
+
+    start = dt.datetime(2026, 12, 2, 9, 0, tzinfo=dt.timezone.utc)
+    corpus = generate(lines, seed=seed, t0=start)
+    with tempfile.TemporaryDirectory() as work:
+        st, batches = stages(messages(corpus, "batch", "fleet"), Path(work) / "lake", 2000)
+    out.write_bytes(pickle.dumps([(b.events, b.link_samples, b.topology) for b in batches]))
+    return st["events"]
+
+
+def child(root: str, path: str, calls: int) -> dict:
+    """One code's numbers (run in a process of its own, with ``root`` first on ``sys.path``)."""
+    sys.path.insert(0, root)
+    import orjson
+    import pyarrow as pa
+
+    import correlate.correlator as correlator
+    from correlate.stream import StreamCorrelator
+
+    if not correlator.__file__.startswith(root):
+        raise RuntimeError(f"imported {correlator.__file__}, not the code under {root}")
+    batches = pickle.loads(Path(path).read_bytes())
+    ev = pa.concat_tables([b[0] for b in batches])
+    sm = pa.concat_tables([b[1] for b in batches])
+    tp = pa.concat_tables([b[2] for b in batches])
+    correlator.correlate(ev.slice(0, 100), sm, tp, now_us=NOW_US)
+    best = None
+    for _ in range(calls):
+        c0 = time.process_time()
+        incidents = correlator.correlate(ev, sm, tp, now_us=NOW_US)
+        cpu = time.process_time() - c0
+        best = cpu if best is None else min(best, cpu)
+    digest = hashlib.sha256(orjson.dumps(incidents, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    size = max(1, -(-ev.num_rows // STEPS))
+    sc, steps, versions = StreamCorrelator(), [], 0
+    for events, samples, topology in batches:
+        for i in range(0, max(events.num_rows, 1), size):
+            c0 = time.process_time()
+            sc.add(events.slice(i, size), samples if i == 0 else None, topology if i == 0 else None)
+            versions += len(sc.step(now_us=NOW_US))
+            steps.append(time.process_time() - c0)
+    return {"events": ev.num_rows, "incidents": len(incidents), "incidents_sha256": digest,
+            "correlate_cpu_s": best, "stream_cpu_s": sum(steps), "stream_step_max_s": max(steps),
+            "stream_steps": len(steps), "stream_versions": versions}
+
+
+def _run_child(root: Path, path: Path, calls: int) -> dict:
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(root), str(path),
+                          "--calls", str(calls)], capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise RuntimeError(f"the child for {root} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout)
+
+
+def _summary(runs: list[dict]) -> dict:
+    out = {}
+    for k in ("correlate_cpu_s", "stream_cpu_s", "stream_step_max_s"):
+        v = [r[k] for r in runs]
+        out[k] = {"best": min(v), "median": statistics.median(v)}
+    events = runs[0]["events"]
+    out["events_per_s"] = {"best": events / out["correlate_cpu_s"]["best"],
+                           "median": events / out["correlate_cpu_s"]["median"]}
+    out["stream_events_per_s"] = {"best": events / out["stream_cpu_s"]["best"],
+                                  "median": events / out["stream_cpu_s"]["median"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.correlator", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--against", default="HEAD", help="the commit to compare with (default HEAD)")
+    ap.add_argument("--lines", type=int, default=1_000_000, help="lines of the fleet mix (default 1,000,000)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=4, help="alternations of the two codes (default 4)")
+    ap.add_argument("--calls", type=int, default=8, help="correlate() calls per child, the best counts")
+    ap.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
+    ap.add_argument("--child", nargs=2, metavar=("ROOT", "EVENTS"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(a.child[0], a.child[1], a.calls)))
+        return 0
+    here = Path(__file__).resolve().parent.parent
+    rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", "--quiet", a.against + "^{commit}"],
+                         capture_output=True, text=True, check=False)
+    if rev.returncode:
+        print(f"--against {a.against!r} names no commit of {here}", file=sys.stderr)
+        return 2
+    base = rev.stdout.strip()
+    work = Path(tempfile.mkdtemp(prefix="ff-correlator-"))
+    tree = work / "against"
+    try:
+        subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet", str(tree), base], check=True)
+        events_file = work / "batches.pickle"
+        print(f"events from {a.lines:,} lines (seed {a.seed}) …", file=sys.stderr)
+        n = make_events(a.lines, a.seed, events_file)
+        runs: dict[str, list[dict]] = {"this": [], "against": []}
+        for k in range(a.rounds):
+            for name, root in (("against", tree), ("this", here)):
+                r = _run_child(root, events_file, a.calls)
+                runs[name].append(r)
+                print(f"round {k + 1}/{a.rounds} {name}: correlate() {r['correlate_cpu_s']:.3f} s, stream "
+                      f"{r['stream_cpu_s']:.2f} s (longest step {r['stream_step_max_s']:.3f} s)", file=sys.stderr)
+        same = {r["incidents_sha256"] for rs in runs.values() for r in rs}
+        report = {"events": n, "lines": a.lines, "seed": a.seed, "against": base, "rounds": a.rounds,
+                  "incidents": runs["this"][0]["incidents"], "same_incidents": len(same) == 1,
+                  "this": _summary(runs["this"]), "against_summary": _summary(runs["against"]), "runs": runs}
+    finally:
+        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False,
+                       capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    if a.json:
+        print(json.dumps(report))
+    else:
+        this, other = report["this"], report["against_summary"]
+        print(f"{n:,} events, {report['incidents']} incidents; this checkout against {base[:10]}, "
+              f"{a.rounds} rounds (best; median)")
+        for key, label, fmt in (("events_per_s", "correlate() events/s", ",.0f"),
+                                ("stream_events_per_s", "streaming events/s", ",.0f"),
+                                ("stream_step_max_s", "longest streaming step s", ".3f")):
+            print(f"  {label:26s} {this[key]['best']:>8{fmt}}; {this[key]['median']:>8{fmt}}   against "
+                  f"{other[key]['best']:>8{fmt}}; {other[key]['median']:>8{fmt}}")
+        print("  same incidents" if report["same_incidents"] else "  DIFFERENT incidents: see --json")
+    return 0 if report["same_incidents"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
