@@ -104,7 +104,7 @@ class Scene:
     #: are theirs too)
     memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    _fault: tuple | None = field(default=None, repr=False)  # (events, their count, id(event) -> is_fault)
+    _is_fault: tuple | None = field(default=None, repr=False)  # (events, their count, id(event) -> is_fault)
     #: the scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
     #: of its events: ``matching`` decides a rule side once per shape
     _shapes: tuple[list[tuple[int, Ev]], dict[int, list[int]]] | None = field(default=None, repr=False)
@@ -128,15 +128,15 @@ class Scene:
     def is_fault(self, e: Ev) -> bool:
         """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`, decided once
         per event of the scene."""
-        if self._fault is None or self._fault[0] is not self.events or self._fault[1] != len(self.events):
-            self._fault = (self.events, len(self.events), {id(x): is_fault(x, self.catalog) for x in self.events})
-        yes = self._fault[2].get(id(e))
+        if self._is_fault is None or self._is_fault[0] is not self.events or self._is_fault[1] != len(self.events):
+            self._is_fault = (self.events, len(self.events), {id(x): is_fault(x, self.catalog) for x in self.events})
+        yes = self._is_fault[2].get(id(e))
         return is_fault(e, self.catalog) if yes is None else yes
 
     def faults(self) -> list[Ev]:
-        if self._faults is None:
-            self._faults = [e for e in self.events if self.is_fault(e)]
-        return list(self._faults)
+        if self._is_faults is None:
+            self._is_faults = [e for e in self.events if self.is_fault(e)]
+        return list(self._is_faults)
 
     def matching(self, rule_id: str, side: str, preds: list) -> list[int]:
         """The indexes (ascending) of the scene's events for which ``rules.any_holds(preds, e)`` holds

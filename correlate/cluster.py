@@ -97,7 +97,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
             if rule.relation in _ONE_HOST or (keyed and _one_host(idx, hosts)):
-                _sweep(idx, starts2, precisions2, w, dsu, lefts2)  # within one host, a keyed bucket needs the time test only
+                # within one host, a keyed bucket needs the time test only
+                _sweep(idx, starts2, precisions2, w, dsu, lefts2)
                 continue
             if keyed:  # across hosts: the time test with both skews (a communicator of thousands of ranks)
                 _sweep_hosts(idx, hosts, starts2, precisions2, w, dsu, clocks, lefts2)
