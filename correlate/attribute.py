@@ -134,9 +134,9 @@ class Scene:
         return is_fault(e, self.catalog) if yes is None else yes
 
     def faults(self) -> list[Ev]:
-        if self._is_faults is None:
-            self._is_faults = [e for e in self.events if self.is_fault(e)]
-        return list(self._is_faults)
+        if self._faults is None:
+            self._faults = [e for e in self.events if self.is_fault(e)]
+        return list(self._faults)
 
     def matching(self, rule_id: str, side: str, preds: list) -> list[int]:
         """The indexes (ascending) of the scene's events for which ``rules.any_holds(preds, e)`` holds
