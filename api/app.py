@@ -33,7 +33,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StrictIn
 
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError, json_bytes
-from schemas.fleet import load_fleet_config
+from schemas.fleet import HostConfig, load_fleet_config
 from schemas.events import EventKind
 from schemas.incidents import Category
 from schemas.pci import normalize_bus_id
@@ -206,6 +206,20 @@ UntilQuery = Annotated[Until, Query(description="a bare date (2026-12-01 or 2026
                                                 "day")]
 
 
+def _check_fleet_value(fleet: dict[str, HostConfig], name: str, value: str) -> None:
+    """HTTPException 422 when no host of the fleet config has ``value`` as its ``name`` (``domain``, ``rack``):
+    a filter no host can pass would answer an empty page, as if that rack were healthy."""
+    known = sorted({getattr(c, name) for c in fleet.values()} - {None})
+    if value in known:
+        return
+    if known:
+        shown = ", ".join(known[:20]) + (" …" if len(known) > 20 else "")
+        raise HTTPException(422, f"no host of the fleet config is in {name} {value!r}; its {name}s: {shown}")
+    why = "none is loaded" if not fleet else f"the one loaded names no host's {name}"
+    raise HTTPException(422, f"`{name}` needs a fleet config naming each host's {name} (the fleet_config setting): "
+                             f"{why}")
+
+
 async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) -> None:
     """``call(server)`` once the uvicorn ``server`` listens (its port is known then: port 0 lets the system pick);
     nothing if ``stop`` (an ``asyncio.Event``) is set first: it never came up."""
@@ -317,6 +331,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         check_range(since, until)
         hosts_in = None
         if domain or rack:
+            for name, value in (("domain", domain), ("rack", rack)):
+                if value:
+                    _check_fleet_value(fleet, name, value)
             hosts_in = [h for h, c in fleet.items() if (not domain or c.domain == domain)
                         and (not rack or c.rack == rack)]
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,

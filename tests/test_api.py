@@ -630,3 +630,33 @@ def test_sql_result_larger_than_sql_max_bytes_is_a_400(lake):
                                     "format": "arrow"}).status_code == 400
         r = c.post("/sql", json={"query": "SELECT repeat('x', 100000) AS s FROM range(5)"})
         assert r.status_code == 200 and [len(l) for l in r.text.splitlines()] == [100_008] * 5  # {"s":"x…"}
+
+
+def test_domain_and_rack_filters_read_the_fleet_config_and_refuse_what_it_never_names(api, lake, tmp_path):
+    """``domain``/``rack`` select the incidents of the fleet config's hosts there; a value no host has (or any
+    value without a fleet config: the demo loads none) was an empty page, as if that rack were healthy (a
+    fresh-user trial): now a 422 naming the values there are."""
+    root, incidents = lake
+    r = api.get("/incidents", params={"domain": "rack12"})
+    assert r.status_code == 422 and "needs a fleet config" in r.json()["detail"] and "fleet_config" in r.json()["detail"]
+    hosts = sorted({i["initiator"]["host"] for i in incidents if i["initiator"]["host"]})
+    cfg = tmp_path / "fleet.yaml"
+    cfg.write_text("hosts:\n" + "".join(f"  {h}: {{domain: nvl-a, rack: r{k % 2}}}\n" for k, h in enumerate(hosts[:4]))
+                   + "  spare01: {domain: nvl-b, rack: r9}\n")
+    with Server(Settings(lake=str(root), api_max_scan_days=3650, fleet_config=cfg)) as c:
+        got = c.get("/incidents", params={"domain": "nvl-a", "limit": 100}).json()["items"]
+        assert sorted({i["id"] for i in got}) == sorted(
+            {i["id"] for i in incidents if {i["initiator"]["host"], *(d["host"] for d in i["downstream"])}
+             & set(hosts[:4])})
+        r0 = c.get("/incidents", params={"domain": "nvl-a", "rack": "r0", "limit": 100}).json()["items"]
+        assert {i["initiator"]["host"] for i in r0} <= set(hosts[:4:2]) and r0
+        assert c.get("/incidents", params={"domain": "nvl-b"}).json()["items"] == []  # a domain whose hosts are quiet
+        r = c.get("/incidents", params={"domain": "rack12"})
+        assert r.status_code == 422 and "no host of the fleet config is in domain 'rack12'" in r.json()["detail"]
+        assert "nvl-a, nvl-b" in r.json()["detail"]
+        r = c.get("/incidents", params={"rack": "r7"})
+        assert r.status_code == 422 and "racks: r0, r1, r9" in r.json()["detail"]
+    cfg.write_text("hosts:\n  spare01: {domain: nvl-b}\n")
+    with Server(Settings(lake=str(root), api_max_scan_days=3650, fleet_config=cfg)) as c:
+        r = c.get("/incidents", params={"rack": "r1"})
+        assert r.status_code == 422 and "the one loaded names no host's rack" in r.json()["detail"]
