@@ -17,7 +17,7 @@ of its own, one after the other:
 
 Per code the table gives the best and the median over the rounds (the best is what the code costs; the spread
 is the machine's). Progress goes to stderr, the table (or with ``--json`` one JSON object) to stdout. Exit 2
-when ``--against`` names no commit.
+when ``--against`` names no commit or the lines hold no event.
 """
 
 from __future__ import annotations
@@ -111,13 +111,20 @@ def _summary(runs: list[dict]) -> dict:
     return out
 
 
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.correlator", description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", default="HEAD", help="the commit to compare with (default HEAD)")
-    ap.add_argument("--lines", type=int, default=1_000_000, help="lines of the fleet mix (default 1,000,000)")
+    ap.add_argument("--lines", type=_positive, default=1_000_000, help="lines of the fleet mix (default 1,000,000)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=4, help="alternations of the two codes (default 4)")
-    ap.add_argument("--calls", type=int, default=8, help="correlate() calls per child, the best counts")
+    ap.add_argument("--rounds", type=_positive, default=4, help="alternations of the two codes (default 4)")
+    ap.add_argument("--calls", type=_positive, default=8, help="correlate() calls per child, the best counts")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
     ap.add_argument("--child", nargs=2, metavar=("ROOT", "EVENTS"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -138,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         events_file = work / "batches.pickle"
         print(f"events from {a.lines:,} lines (seed {a.seed}) …", file=sys.stderr)
         n = make_events(a.lines, a.seed, events_file)
+        if not n:
+            print(f"{a.lines:,} lines of the mix hold no event: give more --lines (~6,000 events per 1M)",
+                  file=sys.stderr)
+            return 2
         runs: dict[str, list[dict]] = {"this": [], "against": []}
         for k in range(a.rounds):
             for name, root in (("against", tree), ("this", here)):

@@ -125,3 +125,4 @@ def test_correlator_against_a_commit_runs_both_codes_on_the_same_events(capsys):
         assert run["events"] == report["events"] and run["stream_steps"] >= correlator.STEPS // 2
         assert run["correlate_cpu_s"] > 0 and run["stream_versions"] > 0
     assert correlator.main(["--against", "no-such-commit"]) == 2
+    assert correlator.main(["--against", "HEAD", "--lines", "5", "--rounds", "1"]) == 2  # no event in 5 lines
