@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import secrets
 import threading
 from collections.abc import Callable, Iterator
@@ -151,37 +152,53 @@ _TAGS = [
 ]
 
 
+#: a date alone, ISO 8601 extended (``2026-12-01``) or basic (``20261201``); ASCII digits only
+_DAY = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})", re.ASCII)
+#: a date-time in ISO 8601's basic form (``20261115T141547Z``), which pydantic refuses ("invalid date separator")
+_BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(\d{2})?)?", re.ASCII)
+
+
 def _day(v: Any) -> date | None:
     """The date a query value names alone: ISO 8601 extended (``2026-12-01``) or basic (``20261201``, which
-    pydantic would read as a Unix time, 1970-08-23); None for anything else. ValueError for eight digits that
-    are no date (``20260230``): no one means a Unix time in 1970."""
-    if isinstance(v, str) and len(v) == 8 and v.isascii() and v.isdigit():
+    pydantic would read as a Unix time, 1970-08-23); None for anything else (a ten-digit Unix time such as
+    ``1712011234`` too: Python's ``date.fromisoformat`` would read its first eight digits as 1712-01-12).
+    ValueError for a date that is no date (``20260230``, ``2026-02-30``), naming the form."""
+    if not isinstance(v, str) or not (m := _DAY.fullmatch(v)) or (len(v) == 9):
+        return None
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        form = "YYYYMMDD" if len(v) == 8 else "YYYY-MM-DD"
+        raise ValueError(f"{v!r} is no date ({form})" + ("; a Unix time in seconds has at least 9 digits since 1973"
+                                                         if len(v) == 8 else "")) from None
+
+
+def _basic(v: Any) -> Any:
+    """A date-time in ISO 8601's basic form (``20261115T141547Z``) as a datetime (naive: UTC, as pydantic's);
+    anything else as given."""
+    if isinstance(v, str) and _BASIC_DATE_TIME.fullmatch(v):
         try:
-            return date.fromisoformat(v)
+            return datetime.fromisoformat(v.replace(",", "."))
         except ValueError:
-            raise ValueError(f"{v!r} is no date (YYYYMMDD); a Unix time in seconds has at least 9 digits "
-                             "since 1973") from None
-    if isinstance(v, str) and len(v) == 10:
-        try:
-            return date.fromisoformat(v)
-        except ValueError:
-            return None
-    return None
+            return v
+    return v
 
 
 def _from_day(v: Any) -> Any:
     """A ``since`` given as a bare date (``2026-12-01`` or ``20261201``) means from the start of that UTC day.
-    Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+    Anything else is left to pydantic's datetime parsing (a date-time, a Unix time; a basic-form date-time:
+    :func:`_basic`)."""
     day = _day(v)
-    return datetime.combine(day, time.min, tzinfo=timezone.utc) if day else v
+    return datetime.combine(day, time.min, tzinfo=timezone.utc) if day else _basic(v)
 
 
 def _through_day(v: Any) -> Any:
     """An ``until`` given as a bare date (``2026-12-01`` or ``20261201``) means through the end of that UTC day,
     ``2026-12-01T23:59:59.999999Z``: "since 2026-12-01 until 2026-12-01" is that day, not its first
-    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time)."""
+    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time; a basic-form
+    date-time: :func:`_basic`)."""
     day = _day(v)
-    return datetime.combine(day, time.max, tzinfo=timezone.utc) if day else v
+    return datetime.combine(day, time.max, tzinfo=timezone.utc) if day else _basic(v)
 
 
 def _device(v: str | None) -> str | None:
@@ -201,23 +218,35 @@ Since = Annotated[datetime | None, BeforeValidator(_from_day)]
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
 Until = Annotated[datetime | None, BeforeValidator(_through_day)]
 #: ``since`` / ``until`` of the routes whose description is only that
-SinceQuery = Annotated[Since, Query(description="a bare date (2026-12-01 or 20261201): from the start of that UTC day")]
-UntilQuery = Annotated[Until, Query(description="a bare date (2026-12-01 or 20261201): through the end of that UTC "
-                                                "day")]
+SinceQuery = Annotated[Since, Query(description="ISO 8601 (a time without an offset is UTC; the basic form too) or "
+                                                "Unix seconds; a bare date (2026-12-01 or 20261201): from the start "
+                                                "of that UTC day")]
+UntilQuery = Annotated[Until, Query(description="ISO 8601 (a time without an offset is UTC; the basic form too) or "
+                                                "Unix seconds; a bare date (2026-12-01 or 20261201): through the end "
+                                                "of that UTC day")]
 
 
-def _check_fleet_value(fleet: dict[str, HostConfig], name: str, value: str) -> None:
-    """HTTPException 422 when no host of the fleet config has ``value`` as its ``name`` (``domain``, ``rack``):
-    a filter no host can pass would answer an empty page, as if that rack were healthy."""
-    known = sorted({getattr(c, name) for c in fleet.values()} - {None})
-    if value in known:
-        return
-    if known:
-        shown = ", ".join(known[:20]) + (" …" if len(known) > 20 else "")
+def _fleet_hosts(fleet: dict[str, HostConfig] | None, domain: str | None, rack: str | None) -> list[str]:
+    """The hosts of the fleet config (None: none is loaded) in ``domain`` and ``rack`` (either may be None: any).
+    HTTPException 422 when a value is one the fleet config names for no host, or no host has both: a filter no
+    host can pass would answer an empty page, as if that rack were healthy. The values it does name are listed
+    (quoted: a name may hold a comma), the first 20 and how many more."""
+    if fleet is None:
+        raise HTTPException(422, "`domain` and `rack` need a fleet config naming each host's domain and rack (the "
+                                 "fleet_config setting): none is loaded")
+    for name, value in (("domain", domain), ("rack", rack)):
+        known = sorted({getattr(c, name) for c in fleet.values()} - {None})
+        if value is None or value in known:
+            continue
+        if not known:
+            raise HTTPException(422, f"`{name}` needs a fleet config naming each host's {name}: the one loaded "
+                                     f"({len(fleet)} hosts) names none")
+        shown = ", ".join(map(repr, known[:20])) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
         raise HTTPException(422, f"no host of the fleet config is in {name} {value!r}; its {name}s: {shown}")
-    why = "none is loaded" if not fleet else f"the one loaded names no host's {name}"
-    raise HTTPException(422, f"`{name}` needs a fleet config naming each host's {name} (the fleet_config setting): "
-                             f"{why}")
+    hosts = [h for h, c in fleet.items() if (domain is None or c.domain == domain) and (rack is None or c.rack == rack)]
+    if not hosts:
+        raise HTTPException(422, f"no host of the fleet config is in domain {domain!r} and rack {rack!r}")
+    return hosts
 
 
 async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) -> None:
@@ -235,7 +264,7 @@ async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) ->
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))
-    fleet = load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
+    fleet = load_fleet_config(settings.fleet_config) if settings.fleet_config else None
     # FastAPIOffline: FastAPI with /docs and /redoc served from the package's own Swagger UI and ReDoc files, as
     # a fleet's management network often reaches no CDN
     app = FastAPIOffline(title="firstfault", version="0.1.0",
@@ -309,13 +338,17 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.get("/incidents", response_model=IncidentPage, dependencies=[Depends(auth)], tags=["incidents"])
     def list_incidents(
-        since: Annotated[Since, Query(description="incidents that ended at or after this time (a bare date: from "
-                                                   "the start of that UTC day)")] = None,
-        until: Annotated[Until, Query(description="incidents that started at or before this time (a bare date: "
-                                                  "through the end of that UTC day)")] = None,
+        since: Annotated[Since, Query(description="incidents that ended at or after this time (ISO 8601 or Unix "
+                                                   "seconds; a bare date, 2026-12-01 or 20261201: from the start of "
+                                                   "that UTC day)")] = None,
+        until: Annotated[Until, Query(description="incidents that started at or before this time (ISO 8601 or Unix "
+                                                  "seconds; a bare date, 2026-12-01 or 20261201: through the end of "
+                                                  "that UTC day)")] = None,
         host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
-        domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config)")] = None,
-        rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config)")] = None,
+        domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config; one it names "
+                                                                        "for no host is a 422 listing those it "
+                                                                        "names)")] = None,
+        rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config; as domain)")] = None,
         device: DeviceQuery = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
         severity: Annotated[list[Severity] | None, Query()] = None,
@@ -331,11 +364,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         check_range(since, until)
         hosts_in = None
         if domain or rack:
-            for name, value in (("domain", domain), ("rack", rack)):
-                if value:
-                    _check_fleet_value(fleet, name, value)
-            hosts_in = [h for h, c in fleet.items() if (not domain or c.domain == domain)
-                        and (not rack or c.rack == rack)]
+            hosts_in = _fleet_hosts(fleet, domain or None, rack or None)
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
                                 category=category, status=status, device=device, comm=comm, sort=sort,
                                 limit=limit + 1, cursor=_decode_cursor(cursor, sort) if cursor else None)
