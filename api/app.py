@@ -155,7 +155,12 @@ _TAGS = [
 #: a date alone, ISO 8601 extended (``2026-12-01``) or basic (``20261201``); ASCII digits only
 _DAY = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})", re.ASCII)
 #: a date-time in ISO 8601's basic form (``20261115T141547Z``), which pydantic refuses ("invalid date separator")
-_BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(\d{2})?)?", re.ASCII)
+_BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(?P<minutes>\d{2})?)?",
+                              re.ASCII | re.IGNORECASE)
+#: a number as pydantic reads a time from it (Unix seconds; past ``MAX_UNIX_S`` milliseconds)
+_NUMBER = re.compile(r"[+-]?(\d+)(\.\d*)?", re.ASCII)
+#: pydantic reads a number above this (or below its negative) as Unix milliseconds, not seconds (2603-10-11)
+MAX_UNIX_S = 20_000_000_000
 
 
 def _day(v: Any) -> date | None:
@@ -173,12 +178,29 @@ def _day(v: Any) -> date | None:
                                                          if len(v) == 8 else "")) from None
 
 
-def _basic(v: Any) -> Any:
-    """A date-time in ISO 8601's basic form (``20261115T141547Z``) as a datetime (naive: UTC, as pydantic's);
-    anything else as given."""
-    if isinstance(v, str) and _BASIC_DATE_TIME.fullmatch(v):
+def _time(v: Any) -> Any:
+    """A value that is no bare date, for pydantic's datetime parsing: a date-time in ISO 8601's basic form
+    (``20261115T141547Z``, which pydantic refuses) as a datetime (naive: UTC, as pydantic's); anything else as
+    given. ValueError for the values pydantic would read as another time than meant: a number of 4 to 8 digits
+    (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year, month or
+    date was meant), a number past ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a
+    basic-form offset whose minutes are 60 or more (``+0060`` would be read as +01:00)."""
+    if not isinstance(v, str):
+        return v
+    shown = repr(v if len(v) <= 40 else v[:40] + "…")
+    if m := _NUMBER.fullmatch(v):
+        if 4 <= len(m[1]) <= 8:
+            raise ValueError(f"{shown} is no time: a date is YYYY-MM-DD or YYYYMMDD, a Unix time in seconds has at "
+                             "least 9 digits since 1973")
+        if abs(float(v)) > MAX_UNIX_S:
+            raise ValueError(f"{shown} is no Unix time in seconds (beyond ±{MAX_UNIX_S:,}, the years 1336 – 2603; "
+                             "milliseconds are not read)")
+        return v
+    if m := _BASIC_DATE_TIME.fullmatch(v):
+        if m["minutes"] and int(m["minutes"]) >= 60:
+            raise ValueError(f"{shown}: an offset's minutes are 00 to 59")
         try:
-            return datetime.fromisoformat(v.replace(",", "."))
+            return datetime.fromisoformat(v.upper().replace(",", "."))
         except ValueError:
             return v
     return v
@@ -186,19 +208,18 @@ def _basic(v: Any) -> Any:
 
 def _from_day(v: Any) -> Any:
     """A ``since`` given as a bare date (``2026-12-01`` or ``20261201``) means from the start of that UTC day.
-    Anything else is left to pydantic's datetime parsing (a date-time, a Unix time; a basic-form date-time:
-    :func:`_basic`)."""
+    Anything else is left to pydantic's datetime parsing (a date-time, a Unix time) after :func:`_time`."""
     day = _day(v)
-    return datetime.combine(day, time.min, tzinfo=timezone.utc) if day else _basic(v)
+    return datetime.combine(day, time.min, tzinfo=timezone.utc) if day else _time(v)
 
 
 def _through_day(v: Any) -> Any:
     """An ``until`` given as a bare date (``2026-12-01`` or ``20261201``) means through the end of that UTC day,
     ``2026-12-01T23:59:59.999999Z``: "since 2026-12-01 until 2026-12-01" is that day, not its first
-    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time; a basic-form
-    date-time: :func:`_basic`)."""
+    microsecond. Anything else is left to pydantic's datetime parsing (a date-time, a Unix time) after
+    :func:`_time`."""
     day = _day(v)
-    return datetime.combine(day, time.max, tzinfo=timezone.utc) if day else _basic(v)
+    return datetime.combine(day, time.max, tzinfo=timezone.utc) if day else _time(v)
 
 
 def _device(v: str | None) -> str | None:
