@@ -150,11 +150,11 @@ def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, d
             idx = sorted(idx, key=lefts2.__getitem__)  # which faults overlap does not depend on ties
             break
     parent, find = dsu.p, dsu.find
-    reach = root = -1
-    first = True
-    for i in idx:
+    root = find(idx[0])
+    reach = starts2[idx[0]] + w + precisions2[idx[0]]
+    for i in idx[1:]:
         s, p = starts2[i], precisions2[i]
-        if not first and s - w - p <= reach:
+        if s - w - p <= reach:
             r = find(i)
             if r != root:
                 if r < root:
@@ -167,7 +167,6 @@ def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, d
         else:
             reach = s + w + p
             root = find(i)
-            first = False
 
 
 def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU,
