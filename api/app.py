@@ -153,7 +153,7 @@ _TAGS = [
 
 
 #: a date alone, ISO 8601 extended (``2026-12-01``) or basic (``20261201``); ASCII digits only
-_DAY = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})", re.ASCII)
+_DAY = re.compile(r"(\d{4})(-?)(\d{2})\2(\d{2})", re.ASCII)
 #: a date-time in ISO 8601's basic form (``20261115T141547Z``), which pydantic refuses ("invalid date separator")
 _BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(?P<minutes>\d{2})?)?",
                               re.ASCII | re.IGNORECASE)
@@ -168,10 +168,10 @@ def _day(v: Any) -> date | None:
     pydantic would read as a Unix time, 1970-08-23); None for anything else (a ten-digit Unix time such as
     ``1712011234`` too: Python's ``date.fromisoformat`` would read its first eight digits as 1712-01-12).
     ValueError for a date that is no date (``20260230``, ``2026-02-30``), naming the form."""
-    if not isinstance(v, str) or not (m := _DAY.fullmatch(v)) or (len(v) == 9):
+    if not isinstance(v, str) or not (m := _DAY.fullmatch(v)):
         return None
     try:
-        return date(int(m[1]), int(m[2]), int(m[3]))
+        return date(int(m[1]), int(m[3]), int(m[4]))
     except ValueError:
         form = "YYYYMMDD" if len(v) == 8 else "YYYY-MM-DD"
         raise ValueError(f"{v!r} is no date ({form})" + ("; a Unix time in seconds has at least 9 digits since 1973"

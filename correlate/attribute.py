@@ -91,7 +91,8 @@ class ShapeMemo:
 
 @dataclass
 class Scene:
-    """Everything the patterns look at for one candidate incident."""
+    """Everything the patterns look at for one candidate incident. ``events`` are fixed once the scene is built:
+    its memos (faults, shapes, fault flags, parties) are made from them once."""
 
     events: list[Ev]
     topo: Topology
@@ -104,12 +105,12 @@ class Scene:
     #: are theirs too)
     memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    _is_fault: tuple | None = field(default=None, repr=False)  # (events, their count, id(event) -> is_fault)
+    _is_fault: dict[int, bool] | None = field(default=None, repr=False)  # id(event) -> is_fault
     #: the scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
     #: of its events: ``matching`` decides a rule side once per shape
     _shapes: tuple[list[tuple[int, Ev]], dict[int, list[int]]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
-    _parties: tuple | None = field(default=None, repr=False)  # (events, their count, subject, parties)
+    _parties: tuple | None = field(default=None, repr=False)  # (the subject it was grouped by, parties)
 
     # --- roles -------------------------------------------------------------
     def role(self, e: Ev) -> str:
@@ -128,9 +129,10 @@ class Scene:
     def is_fault(self, e: Ev) -> bool:
         """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`, decided once
         per event of the scene."""
-        if self._is_fault is None or self._is_fault[0] is not self.events or self._is_fault[1] != len(self.events):
-            self._is_fault = (self.events, len(self.events), {id(x): is_fault(x, self.catalog) for x in self.events})
-        yes = self._is_fault[2].get(id(e))
+        flags = self._is_fault
+        if flags is None:
+            flags = self._is_fault = {id(x): is_fault(x, self.catalog) for x in self.events}
+        yes = flags.get(id(e))
         return is_fault(e, self.catalog) if yes is None else yes
 
     def faults(self) -> list[Ev]:
@@ -191,7 +193,7 @@ class Scene:
         candidate: quadratic in its subjects before); the dict is a copy, the lists are shared: not to be changed
         in place."""
         got = self._parties
-        if got is None or got[0] is not self.events or got[1] != len(self.events) or got[2] is not self.subject:
+        if got is None or got[0] is not self.subject:  # the subjects are set after the scene is built
             out: dict[tuple, list[Ev]] = {}
             subject = self.subject
             for e in self.events:
@@ -201,8 +203,8 @@ class Scene:
                     out[key] = [e]
                 else:
                     evs.append(e)
-            got = self._parties = (self.events, len(self.events), subject, out)
-        return dict(got[3])
+            got = self._parties = (subject, out)
+        return dict(got[1])
 
     def explained(self, e: Ev) -> bool:
         """An edge from another subject explains ``e``."""

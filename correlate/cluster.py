@@ -55,6 +55,18 @@ class _DSU:
         if ra != rb:
             self.p[max(ra, rb)] = min(ra, rb)
 
+    def join(self, root: int, i: int) -> int:
+        """Union ``i`` with ``root`` (a root) as :meth:`union` does; returns the root of both (one lookup, not
+        two: a sweep keeps its run's root)."""
+        r = self.find(i)
+        if r == root:
+            return root
+        if r < root:
+            self.p[root] = r
+            return r
+        self.p[r] = root
+        return root
+
 
 def members(events: list[Ev]) -> list[Ev]:
     """The events that can belong to an incident."""
@@ -149,19 +161,13 @@ def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, d
         if precisions2[i] != p0:
             idx = sorted(idx, key=lefts2.__getitem__)  # which faults overlap does not depend on ties
             break
-    parent, find = dsu.p, dsu.find
+    find, join = dsu.find, dsu.join
     root = find(idx[0])
     reach = starts2[idx[0]] + w + precisions2[idx[0]]
     for i in idx[1:]:
         s, p = starts2[i], precisions2[i]
         if s - w - p <= reach:
-            r = find(i)
-            if r != root:
-                if r < root:
-                    parent[root] = r
-                    root = r
-                else:
-                    parent[r] = root
+            root = join(root, i)
             if s + w + p > reach:
                 reach = s + w + p
         else:
