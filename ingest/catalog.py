@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from re import _parser as _re_parser  # the parser re.compile uses: required_literal reads its tree
+from re import _parser as _re_parser  # the parser re.compile uses: literal_requirements reads its tree
 
 import yaml
 from pydantic import ValidationError
@@ -62,21 +62,62 @@ class SxidFact:
 
 
 def required_literal(rx: re.Pattern[str]) -> str | None:
-    """The longest run of plain characters in ``rx``'s top-level sequence, or None (no such run, or a
-    case-insensitive pattern). Every match of ``rx`` contains it — each top-level item of a pattern
-    matches, in order — so a text without it has no match and need not be searched. Read from the
-    pattern's parse tree (``re._parser``, the standard library's own regex parser)."""
+    """The longest run of plain characters that every match of ``rx`` contains, or None (no such run, or a
+    case-insensitive pattern): the longest one-string requirement of :func:`literal_requirements`."""
+    single = [need[0] for need in literal_requirements(rx) if len(need) == 1]
+    return single[0] if single else None
+
+
+def literal_requirements(rx: re.Pattern[str]) -> list[tuple[str, ...]]:
+    """What every match of ``rx`` contains, as requirements: each is a tuple of strings, one of which every
+    match holds, so a text that holds none of a requirement's strings has no match and need not be searched.
+
+    Read from the pattern's parse tree (``re._parser``, the standard library's own regex parser): each run of
+    plain characters in the top-level sequence is a requirement of one string (each top-level item of a
+    pattern matches, in order), as are the runs of a group in that sequence (a group that is not repeated
+    or optional matches once); an alternation there gives one requirement of the longest run of each branch,
+    when every branch has one (``Ch(?:annel)? …|channel …``: ``("Ch", "channel ")``). Repeated, optional and
+    lookaround items give none; a case-insensitive pattern or group gives none. One-string requirements come
+    first, longest first, then the alternations."""
     if rx.flags & re.IGNORECASE:
-        return None
-    best, run = "", []
-    for op, arg in [*_re_parser.parse(rx.pattern, rx.flags), (None, None)]:
+        return []
+    needs = _requirements(_re_parser.parse(rx.pattern, rx.flags))
+    return sorted(needs, key=lambda need: (len(need) > 1, -min(map(len, need))))
+
+
+def _other_needs(rx: re.Pattern[str], literal: str | None) -> tuple[tuple[str, ...], ...]:
+    """``Compiled.extra_needs`` of an extra: its first three requirements besides ``literal`` whose strings
+    have two characters or more (a one-character one, ``(`` or ``:``, is on nearly every line: checking it
+    costs more than it saves)."""
+    needs = [need for need in literal_requirements(rx) if need != (literal,) and min(map(len, need)) >= 2]
+    return tuple(needs[:3])
+
+
+def _requirements(items) -> list[tuple[str, ...]]:
+    """:func:`literal_requirements` of one sequence of parse-tree items (unsorted)."""
+    needs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for op, arg in [*items, (None, None)]:
         if op is _re_parser.LITERAL:
             run.append(chr(arg))
             continue
-        if len(run) > len(best):
-            best = "".join(run)
-        run = []
-    return best or None
+        if run:
+            needs.append(("".join(run),))
+            run = []
+        if op is _re_parser.SUBPATTERN:
+            _group, add_flags, _del_flags, inner = arg
+            if not add_flags & re.IGNORECASE:
+                needs.extend(_requirements(inner))
+        elif op is _re_parser.BRANCH:
+            longest = []
+            for branch in arg[1]:
+                single = [need[0] for need in _requirements(branch) if len(need) == 1]
+                if not single:
+                    break
+                longest.append(max(single, key=len))
+            else:
+                needs.append(tuple(longest))
+    return needs
 
 
 @dataclass(slots=True)
@@ -90,6 +131,9 @@ class Compiled:
     #: per extra, a substring every match of it contains (:func:`required_literal`), or None: an extra is
     #: searched only on lines that hold it (two Xid extras start with ``\b[A-Z]…`` and cost ~5 µs a line)
     extra_literals: list[str | None] = field(default_factory=list)
+    #: per extra, its other :func:`literal_requirements` (after that literal): checked only on lines that hold
+    #: the literal (the Xid unit extra needs ``Link`` and ``XC``; an NVLink Xid 74 line holds the first only)
+    extra_needs: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -205,8 +249,10 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
             if sig.id in by_id:
                 raise CatalogError(f"{path.name}: duplicate signature id {sig.id!r}")
             extras = [re.compile(x) for x in sig.extra]
+            literals = [required_literal(x) for x in extras]
             c = Compiled(sig=sig, index=len(entries), rx=re.compile(sig.pattern), extras=extras,
-                         extra_literals=[required_literal(x) for x in extras])
+                         extra_literals=literals,
+                         extra_needs=[_other_needs(x, lit) for x, lit in zip(extras, literals)])
             entries.append(c)
             by_id[sig.id] = c
             family_of[sig.id] = doc.family

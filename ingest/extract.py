@@ -81,9 +81,11 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     out = []
     for g in found:
         f = {k: v for k, v in g.items() if v is not None}
-        for rx, literal in zip(c.extras, c.extra_literals):
+        for rx, literal, needs in zip(c.extras, c.extra_literals, c.extra_needs):
             if literal is not None and literal not in text:
                 continue  # no match can lack it (catalog.required_literal)
+            if needs and not _holds(text, needs):
+                continue  # nor any of these (catalog.literal_requirements)
             m2 = rx.search(text)
             if m2:
                 for k, v in m2.groupdict().items():
@@ -91,6 +93,17 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
                         f[k] = v
         out.append(f)
     return out
+
+
+def _holds(text: str, needs: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether ``text`` holds one string of each requirement (``catalog.literal_requirements``)."""
+    for need in needs:
+        for literal in need:
+            if literal in text:
+                break
+        else:
+            return False
+    return True
 
 
 def _int(v: str) -> int | None:

@@ -83,7 +83,9 @@ def _frac_us(frac: str | None) -> tuple[int, int]:
     """Fraction digits to (µs, precision µs). '903881913' -> (903881, 1)."""
     if not frac:
         return 0, US
-    digits = frac[:6].ljust(6, "0")
+    if len(frac) >= 6:  # microseconds or finer: the common case, without padding
+        return int(frac[:6]), 1
+    digits = frac.ljust(6, "0")
     return int(digits), max(1, 10 ** (6 - min(len(frac), 6)))
 
 
@@ -219,15 +221,23 @@ def _offset_zone(tok: str) -> tzinfo | None:
     return timezone(sign * timedelta(hours=hh, minutes=mm))
 
 
-def _full(y: str, mo: int, d: str, h: str, mi: str, s: str, frac: str | None, tz: tzinfo | None
+def _full(y: str, mo: int | str, d: str, h: str, mi: str, s: str, frac: str | None, tz: tzinfo | None
           ) -> tuple[int, int] | None:
+    """(µs UTC, precision µs) of a dated stamp's fields as the line prints them (``mo`` a number or its
+    digits), or None for a zone (``tz``) or a date no clock has."""
     if tz is None:
         return None
-    t = _second_us(int(y), mo, int(d), int(h), int(mi), int(s), tz)
+    t = _second_of(y, mo, d, h, mi, s, tz)
     if t is None:
         return None
     us, prec = _frac_us(frac)
     return t + us, prec
+
+
+@lru_cache(maxsize=4096)  # the lines of one second share it: read once, not per line
+def _second_of(y: str, mo: int | str, d: str, h: str, mi: str, s: str, tz: tzinfo) -> int | None:
+    """:func:`_second_us` of a stamp's digits as printed."""
+    return _second_us(int(y), int(mo), int(d), int(h), int(mi), int(s), tz)
 
 
 @lru_cache(maxsize=4096)  # the lines of one second share it: a storm builds one datetime per second, not per line
@@ -244,7 +254,7 @@ def _parse_iso(text: str, tz: tzinfo) -> tuple[int, int] | None:
     m = _ISO.match(text.strip() + " ")
     if not m:
         return None
-    return _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"], _tzof(m["tz"], tz))
+    return _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"), _tzof(m["tz"], tz))
 
 
 def parse_iso_us(text: str, tz: tzinfo = timezone.utc) -> int | None:
@@ -315,7 +325,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG)):
                 m = rx.match(s) if name in can else None
                 if m:
-                    r = _full(m["y"], int(m["mo"]), m["d"], m["h"], m["mi"], m["s"], m["frac"],
+                    r = _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"),
                               _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
                         p.ts, p.precision_us = r

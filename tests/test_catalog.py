@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.catalog import CatalogError, load_catalog, required_literal, to_hyperscan
+from ingest.catalog import CatalogError, literal_requirements, load_catalog, required_literal, to_hyperscan
 from ingest.decode import Decoded, Segment
 from ingest.extract import columns, fields
 from ingest.match import HyperscanMatcher, ReferenceMatcher, best
@@ -204,18 +204,21 @@ def test_every_xid_of_the_catalog_is_recognised(pipeline, catalog):
 CAT_DIR = __import__("ingest.catalog", fromlist=["CATALOG_DIR"]).CATALOG_DIR
 
 
-_EXTRAS = [(c.sig.id, rx, lit) for c in default_catalog().entries for rx, lit in zip(c.extras, c.extra_literals)
-           if lit is not None]
+_EXTRAS = [(c.sig.id, rx, lit, needs) for c in default_catalog().entries
+           for rx, lit, needs in zip(c.extras, c.extra_literals, c.extra_needs) if lit is not None or needs]
 
 
-@pytest.mark.parametrize("sig_id,rx,literal", _EXTRAS, ids=[f"{s}:{lit}" for s, _r, lit in _EXTRAS])
+@pytest.mark.parametrize("sig_id,rx,literal,needs", _EXTRAS, ids=[f"{s}:{lit}:{n}" for s, _r, lit, n in _EXTRAS])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_every_match_of_an_extra_holds_its_required_literal(sig_id, rx, literal, data):
-    """``fields`` skips an extra on a line without its required literal (``catalog.required_literal``):
-    that is exact only if every text the extra matches holds the literal — drawn here from the regex."""
+def test_every_match_of_an_extra_holds_its_required_literals(sig_id, rx, literal, needs, data):
+    """``fields`` skips an extra on a line without its required literal (``catalog.required_literal``) or
+    without one string of each of its other requirements (``catalog.literal_requirements``): that is exact
+    only if every text the extra matches holds them — drawn here from the regex."""
     text = data.draw(st.from_regex(rx))
-    assert rx.search(text) and literal in text
+    assert rx.search(text)
+    assert literal is None or literal in text
+    assert all(any(s in text for s in need) for need in needs), (text, needs)
 
 
 def test_required_literal_reads_the_top_level_sequence_only():
@@ -224,6 +227,34 @@ def test_required_literal_reads_the_top_level_sequence_only():
     assert required_literal(re.compile(r"abc|defgh")) is None  # a top-level alternation has none
     assert required_literal(re.compile(r"NVLink", re.IGNORECASE)) is None
     assert required_literal(re.compile(r"[A-Z]+\d*")) is None
+
+
+def test_literal_requirements_read_groups_and_alternations_of_the_top_level_sequence():
+    """Each run of the top-level sequence and of its (not repeated) groups is a requirement; an alternation
+    is one requirement of a string per branch, and none when a branch has no run; a case-insensitive group
+    and anything repeated, optional or looked around gives none. Longest one-string requirements first."""
+    assert literal_requirements(re.compile(r"Ch(?:annel)? (?P<c>[0-9a-f]{8})\b|channel (?P<h>0x[0-9a-f]+)")) \
+        == [("Ch", "channel ")]
+    assert literal_requirements(re.compile(r"a(?P<g>bcd)e")) == [("bcd",), ("a",), ("e",)]
+    assert literal_requirements(re.compile(r"(?i:abc)de(?=fgh)(?:xyz)*")) == [("de",)]
+    assert literal_requirements(re.compile(r"XC(?P<x>\d) Link (?:Fatal|Nonfatal)")) \
+        == [(" Link ",), ("XC",), ("Fatal", "Nonfatal")]
+    assert literal_requirements(re.compile(r"abc|[a-z]+")) == []
+    assert literal_requirements(re.compile(r"abc", re.IGNORECASE)) == []
+
+
+def test_an_xid_extra_is_not_searched_on_a_line_without_its_requirements():
+    """The unit extra (``… Fatal XC0 i0 Link 2 …``) needs ``Link`` and ``XC``: an NVLink Xid 74 line holds
+    the first only and is not searched (it cost ~7 µs a line); with both, the extra's fields are read."""
+    xid = default_catalog().by_id["xid"]
+    unit = next(i for i, lit in enumerate(xid.extra_literals) if lit == "Link")
+    assert ("XC",) in xid.extra_needs[unit]
+    line = ("NVRM: Xid (PCI:0000:b7:00): 74, pid=3110, name=python, NVLink: fatal error detected on link 2"
+            "(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    assert "unit" not in fields(xid, line)[0] and fields(xid, line)[0]["link"] == "2"
+    line = "NVRM: Xid (PCI:0000:b7:00): 145, pid=1, name=python, RLW_REMAP Nonfatal XC0 i0 Link 11 (0x0004)"
+    got = fields(xid, line)[0]
+    assert (got["unit"], got["fatal_word"], got["xc"], got["link_signed"]) == ("RLW_REMAP", "Nonfatal", "0", "11")
 
 
 def test_every_category_the_code_can_name_is_one_of_the_incident_categories(tmp_path):
