@@ -218,6 +218,10 @@ class Pipeline:
         #: ``columns`` of an occurrence by (signature, groups): a pure function of them, and a storm repeats
         #: the same groups (same GPU, Xid, pid) with only the stamp changing. Each hit gets its own copy.
         self._columns: dict[tuple, dict] = {}
+        #: the ``columns`` of each occurrence of a line, by (signature, line): ``fields`` is a pure function of
+        #: them, and a storm shipped with its time in an envelope (journald through Vector) repeats the very
+        #: same line. Each hit gets its own copy.
+        self._lines: dict[tuple[int, str], list[dict]] = {}
 
     @gc_paused()  # many objects, no cycles: ingest.gcpause
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
@@ -272,19 +276,23 @@ class Pipeline:
         """
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
-        memo = self._columns
+        lines_memo = self._lines
         for si, local, a, b, sigs in located:
             seg, fr = segs[si], framed.get(si)
             if type(seg) is not Segment:  # Records, Envelopes: line ``local`` is record ``local`` (framing leaves it)
                 seg, local = seg.record(local), 0
             ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
             c = entries[ci]
+            rows = None
             if b - a <= MAX_LINE_BYTES:
                 text = excerpt = buf[a:b].decode("utf-8", "replace")
                 cut = None
-                occurrences = fields(c, text)
+                remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line stays out of the memos: their size is bounded
+                rows = lines_memo.get((ci, text)) if remember else None
+                occurrences = fields(c, text) if rows is None else rows
             else:
                 text, excerpt, cut, occurrences = self._long_line(buf, a, b, ci)
+                remember = False
             if not occurrences:  # the Hyperscan form matched but the full regex did not
                 if cut is not None:  # on a long line: say so, do not drop it silently
                     rejects.append(Reject(seg.origin, f"line {local}: signature {c.sig.id} hit a line of {b - a} "
@@ -303,19 +311,17 @@ class Pipeline:
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
-            remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line's fields stay out: the memo's size is bounded
-            for sub, f in enumerate(occurrences):
-                if not remember:
-                    row = columns(c, f, self.catalog)
+            if rows is None:
+                if remember:
+                    rows = [self._typed(ci, f) for f in occurrences]
+                    if len(lines_memo) >= _COLUMNS_MEMO:
+                        lines_memo.clear()
+                    lines_memo[(ci, text)] = rows
                 else:
-                    key = (ci, *f.items())
-                    known = memo.get(key)
-                    if known is None:
-                        if len(memo) >= _COLUMNS_MEMO:
-                            memo.clear()
-                        known = memo[key] = columns(c, f, self.catalog)
-                    row = known.copy()
-                    row["details"] = known["details"].copy()
+                    rows = [columns(c, f, self.catalog) for f in occurrences]
+            for sub, known in enumerate(rows):
+                row = known.copy()
+                row["details"] = known["details"].copy()
                 if cut is not None:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                     row["details"]["line_bytes"] = b - a
@@ -324,6 +330,16 @@ class Pipeline:
                 stream.append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row, prefix=prefix, text=text,
                                   message=message))
         return per_stream
+
+    def _typed(self, ci: int, f: dict[str, str]) -> dict:
+        """``columns`` of occurrence ``f`` of signature ``ci``, remembered (``_columns``): not to be changed."""
+        key = (ci, *f.items())
+        known = self._columns.get(key)
+        if known is None:
+            if len(self._columns) >= _COLUMNS_MEMO:
+                self._columns.clear()
+            known = self._columns[key] = columns(self.catalog.entries[ci], f, self.catalog)
+        return known
 
     def _long_line(self, buf: bytes, a: int, b: int, sig: int
                    ) -> tuple[str, str, int, list[dict[str, str]]]:
@@ -363,9 +379,10 @@ class Pipeline:
         return head, excerpt, s - a, fields(c, excerpt)
 
 
-#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``); then it starts again. Only
-#: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so the memo
-#: holds at most ~16,384 × (512 characters of key + the row): ~25 MB
+#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``), and lines whose occurrences'
+#: typed columns it remembers (``Pipeline._lines``); then each starts again. Only
+#: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so each memo
+#: holds at most ~16,384 × (512 characters of key + the rows): ~25 MB
 _COLUMNS_MEMO = 1 << 14
 _COLUMNS_MEMO_LINE = 512
 #: bytes an excerpt of a long line keeps before (or after) the match it was cut for

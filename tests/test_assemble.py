@@ -40,6 +40,27 @@ def test_hits_with_the_same_fields_get_rows_of_their_own(pipeline):
         (79, "0000:3b:00.0", 10, 1), (79, "0000:3b:00.0", 12, 2)]
 
 
+def test_the_same_line_in_envelopes_of_other_times_gets_rows_of_its_own(pipeline):
+    """A storm shipped with its times in envelopes (journald through Vector) repeats the very same line: its
+    typed columns are remembered per (signature, line) (``Pipeline._lines``), and each hit still gets its own
+    row — its envelope's time, and a storm's count on the storm's event only."""
+    import orjson
+
+    from ingest.decode import decode_ndjson
+
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=7, name=python, GPU has fallen off the bus."
+    stamps = ["2026-02-02T10:00:00.000000Z", "2026-02-02T12:00:00.000000Z", "2026-02-02T12:00:01.000000Z"]
+    value = b"\n".join(orjson.dumps({"host": "node07", "message": line, "timestamp": t}) for t in stamps)
+    pipeline._lines.clear()
+    for _ in range(2):  # the second time, every line's rows come from the memo
+        d = decode_ndjson(value, origin="kafka:t/0/1", stream="s", host=None, ref_ts=T0, ref_basis="kafka",
+                          ingest_ts=T0, source="kernel", runs=True)
+        ev = pipeline.run(d).events.to_pylist()
+        assert [(e["xid"], e["device"], e["ts"].hour, e["ts_basis"], e["count"]) for e in ev] == [
+            (79, "0000:3b:00.0", 10, "envelope", 1), (79, "0000:3b:00.0", 12, "envelope", 2)]
+        assert list(pipeline._lines) == [(pipeline.catalog.by_id["xid"].index, line)]
+
+
 def test_repeats_apart_in_time_stay_separate(pipeline):
     line = "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
     ev = run(pipeline, f"[Mon Feb  2 10:00:00 2026] {line}\n[Mon Feb  2 12:00:00 2026] {line}").events
@@ -233,14 +254,15 @@ def test_a_relayed_line_with_a_full_stamp_is_a_dated_line_for_its_neighbours(pip
 
 
 def test_long_lines_stay_out_of_the_columns_memo(pipeline):
-    """The memo of typed columns keys on the fields; a long line's fields (an Xid message of 60 KB) would
-    keep megabytes alive per entry, so lines over 512 characters are not remembered."""
+    """The memos of typed columns key on the fields and on the line; a long line (an Xid message of 60 KB)
+    would keep megabytes alive per entry, so lines over 512 characters are not remembered."""
     pipeline._columns.clear()
+    pipeline._lines.clear()
     lines = [f"[Mon Feb  2 10:{i:02d}:00 2026] {XID79} {i} " + "x" * 60_000 for i in range(20)]
     ev = run(pipeline, "\n".join(lines)).events.to_pylist()
-    assert len(ev) == 20 and not pipeline._columns
+    assert len(ev) == 20 and not pipeline._columns and not pipeline._lines
     run(pipeline, f"[Mon Feb  2 10:00:00 2026] {XID79}")
-    assert len(pipeline._columns) == 1
+    assert len(pipeline._columns) == 1 and len(pipeline._lines) == 1
 
 def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
