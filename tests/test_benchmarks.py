@@ -74,6 +74,8 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     assert r["correlator"]["events"] > 0
     assert r["storm"]["lines"] == 6_000 and r["storm"]["events"] > 0 and r["storm"]["lines_per_s"] > 0
     assert r["storm"]["baseline_re_lines_per_s"] > 0
+    # the same storm in Vector records: the same events (a storm's lines collapse alike whatever carries the time)
+    assert r["storm"]["envelopes"]["events"] == r["storm"]["events"] and r["storm"]["envelopes"]["lines_per_s"] > 0
     assert r["quick"] and all(t["holds"] is None for t in r["targets"].values())  # a smoke test judges nothing
     assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
     assert 0 < r["correlator"]["stream_attributions_reused"] < 1  # steps that touch few hosts reuse the rest
