@@ -12,6 +12,7 @@ without a host filter gets 422 with what to narrow.
 from __future__ import annotations
 
 import base64
+import difflib
 import io
 import re
 import secrets
@@ -290,7 +291,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     # a fleet's management network often reaches no CDN
     app = FastAPIOffline(title="firstfault", version="0.1.0",
                          description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
-                         responses={401: {"model": Problem}, 422: {"model": Problem}}, openapi_tags=_TAGS)
+                         responses={401: {"model": Problem}, 422: {"model": Problem}}, openapi_tags=_TAGS,
+                         dependencies=[Depends(_known_query)])
 
     sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
 
@@ -562,6 +564,43 @@ def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
     except ImportError:
         return
     app.include_router(report_router(settings), dependencies=[Depends(auth)])
+
+
+#: routes whose callers may add query parameters of their own: a Prometheus scrape config's ``params``, a load
+#: balancer's probe
+_ANY_QUERY = frozenset({"/metrics", "/healthz"})
+
+
+async def _known_query(request: Request) -> None:
+    """Refuse a query parameter the route does not take (a 422 naming it, the closest one it takes and all it
+    takes): a misspelt filter (``hots=node004``) would otherwise be ignored and answer for the whole fleet.
+
+    Raises ``HTTPException(422)``."""
+    route = request.scope.get("route")
+    if route is None or getattr(route, "path", None) in _ANY_QUERY:
+        return
+    takes = _query_names(route)
+    unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in takes]
+    if not unknown:
+        return
+    parts = []
+    for k in unknown:
+        close = difflib.get_close_matches(k, sorted(takes), n=1)
+        parts.append(f"'{k}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    allowed = ", ".join(sorted(takes)) if takes else "none"
+    raise HTTPException(422, f"query: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(parts)}; "
+                             f"{request.url.path} takes: {allowed}")
+
+
+def _query_names(route: Any) -> set[str]:
+    """The query parameter names (aliases) a FastAPI route takes, its dependencies' too."""
+    found: set[str] = set()
+    todo = [route.dependant]
+    while todo:
+        d = todo.pop()
+        found.update(q.alias for q in d.query_params)
+        todo.extend(d.dependencies)
+    return found
 
 
 def _plus_hint(error: dict[str, Any]) -> str:

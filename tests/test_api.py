@@ -694,3 +694,22 @@ def test_domain_and_rack_filters_read_the_fleet_config_and_refuse_what_it_never_
     with Server(Settings(lake=str(root), api_max_scan_days=3650, fleet_config=cfg)) as c:
         r = c.get("/incidents", params={"domain": "nvl-a"})
         assert r.status_code == 422 and "the one loaded (0 hosts) names none" in r.json()["detail"]
+
+
+def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_one(api):
+    """A misspelt filter (``hots=node004``) was ignored: a 200 with the whole fleet's incidents, as if no filter
+    were given (a fresh-user trial). Now a 422 names it, the closest parameter the route takes and all it takes;
+    /metrics and /healthz take any (a scrape config's ``params``, a probe's)."""
+    r = api.get("/incidents", params={"hots": "node004"})
+    assert r.status_code == 422
+    assert r.json()["detail"] == ("query: unknown parameter 'hots' (did you mean 'host'?); /incidents takes: "
+                                  "category, comm, cursor, device, domain, host, limit, rack, severity, since, sort, "
+                                  "status, until")
+    r = api.get("/events", params={"host": "node004", "sinse": "2026-01-01", "zz": "1"})
+    assert r.status_code == 422 and "unknown parameters 'sinse' (did you mean 'since'?), 'zz';" in r.json()["detail"]
+    assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(
+        "query: unknown parameter 'lim' (did you mean 'limit'?)")
+    assert api.get("/incidents/nosuch", params={"x": 1}).json()["detail"].endswith("/incidents/nosuch takes: none")
+    assert api.get("/incidents", params={"host": "node004"}).status_code == 200
+    assert api.get("/metrics", params={"name[]": "x"}).status_code == 200
+    assert api.get("/healthz", params={"probe": "lb"}).status_code == 200
