@@ -1062,6 +1062,37 @@ def path_text(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+#: bytes of a file that :func:`binary_file` looks at, and the share of control bytes from which it is no text
+_SNIFF_BYTES = 65536
+_BINARY_SHARE = 0.05
+#: control bytes that log text does not hold: C0 without tab, line feed, form feed, carriage return and escape
+#: (ANSI colours), and without NUL (a log zero-filled by a power loss holds runs of it)
+_CONTROL = bytes(b for b in range(1, 32) if b not in (9, 10, 12, 13, 27))
+#: formats someone may point ``diagnose`` at by mistake, by magic number: what to do instead
+_NOT_LOGS = ((b"LPKSHHRH", "a systemd journal file: export it first, `journalctl --file FILE -o json > FILE.json`"),
+             (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file: query it with `firstfault sql`"),
+             (b"SQLite format 3\x00", "an SQLite database"))
+
+
+def binary_file(data: bytes) -> str | None:
+    """Why a file's (decompressed) bytes are no log text, or None when they may be: a magic number of
+    :data:`_NOT_LOGS`, or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control bytes that text does not hold (:data:`_CONTROL`) among the
+    non-NUL bytes of its first 64 KB. Log lines hold almost none (a serial console's noise, a few); an
+    executable, a database or compressed data of a format not read here, ~10 % or more."""
+    for magic, what in _NOT_LOGS:
+        if data.startswith(magic):
+            return f"not log text: {what}"
+    if _wide_codec(data) is not None:  # UTF-16 or UTF-32 text: its code units hold such bytes
+        return None
+    head = data[:_SNIFF_BYTES]
+    text = len(head) - head.count(0)
+    control = len(head) - len(head.translate(None, _CONTROL))
+    if text and control > _BINARY_SHARE * text:
+        return (f"not log text: {control} of its first {len(head)} bytes are control characters that text does not "
+                f"hold (binary data)")
+    return None
+
+
 def host_from_filename(path: Path) -> str:
     """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``), as text
     (``path_text``), a host name: blanks and other characters no host name holds (``ingest.pipeline``'s host check)
@@ -1118,6 +1149,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
                               f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
+    if (why := binary_file(data)) is not None:
+        return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:

@@ -473,3 +473,26 @@ def test_keys_that_name_one_host_keep_their_lines_in_offset_order():
     assert sorted((e["origin"], e["kind"]) for e in b.events.to_pylist()) == [
         ("kafka:fleet.nccl/0/0:0", "nccl_init"), ("kafka:fleet.nccl/0/1:0", "nccl_p2p_fallback"),
         ("kafka:fleet.nccl/0/2:0", "nccl_p2p_fallback")]
+
+
+def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
+    """``diagnose /bin/ls`` read an executable as 509 lines and reported a healthy fleet (a fresh-user trial):
+    a file whose first 64 KB hold more than 5 % control characters text does not hold, or that starts with the
+    magic number of a systemd journal, an executable, Parquet or SQLite, is a ``not_text`` reject saying so. A log
+    with ANSI colours, a zero-filled block (a power loss) and a line of serial noise is still text."""
+    import random
+
+    xid = b"[ 12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+    cases = {"node01.journal": b"LPKSHHRH" + bytes(200), "node02.bin": b"\x7fELF\x02\x01\x01" + xid,
+             "node03.parquet": b"PAR1" + xid, "node04.gz": gzip.compress(random.Random(1).randbytes(50_000))}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        d = decode_file(tmp_path / name, relname=name)
+        assert not d.segments and [r.error_code for r in d.rejects] == ["not_text"], name
+        assert d.rejects[0].reason.startswith("not log text: "), name
+    assert "journalctl --file FILE -o json" in decode_file(tmp_path / "node01.journal", relname="j").rejects[0].reason
+    assert "control characters" in decode_file(tmp_path / "node04.gz", relname="g").rejects[0].reason
+    log = (b"\x1b[31m" + xid + b"\x1b[0m" + bytes(4096) + b"\x01\x02 serial noise \x03\n" + xid * 20)
+    (tmp_path / "node05.log").write_bytes(log)
+    d = decode_file(tmp_path / "node05.log", relname="node05.log")
+    assert not d.rejects and d.segments and d.segments[0].data.count(b"Xid") == 21
