@@ -66,6 +66,9 @@ def degraded_links(
         raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--format")
     if format == "parquet" and output is None and not store:
         raise typer.BadParameter("parquet needs --output FILE", param_hint="--output")
+    if output is not None and not output.parent.is_dir():  # as `firstfault sql` says it, before reading the lake
+        err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
+        raise typer.Exit(2)
     try:
         # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour
         dt = parse_hour(hour) if hour is not None else due_hour(datetime.now(timezone.utc), 0)

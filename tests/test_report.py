@@ -364,6 +364,10 @@ def test_cli(lake_settings, tmp_path):
         assert res.exit_code == 2 and f"say --format for {name}" in res.output and not (tmp_path / name).exists()
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
     assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
+    # a folder that does not exist: said as `firstfault sql` says it, a usage error (was a bare "[Errno 2]", exit 1)
+    res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / "nosuch" / "r.html"),
+                    "--config", str(cfg)])
+    assert res.exit_code == 2 and "no such folder for --output" in res.output and "nosuch" in res.output
 
 
 def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
