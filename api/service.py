@@ -22,6 +22,7 @@ from typing import Any
 import uvicorn
 from prometheus_client import Counter
 
+from api.pager import Pager
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
@@ -163,6 +164,7 @@ class Service:
                 await self.worker.run()
         finally:
             await _stop_tasks(stop, pager_task, tick_task, *([listen_task] if listen_task else []))
+            _tell_pending(self.pager)
             self.pager.close()
             await self.worker.close()
             if server is not None:
@@ -253,6 +255,7 @@ class CorrelateService:
                 await self.sink.pager.flush(10)
         finally:
             await _stop_tasks(stop, pager_task, report_task)
+            _tell_pending(self.sink.pager)
             self.sink.pager.close()
             await self.worker.close()
         return self.sink.current()
@@ -263,3 +266,14 @@ class CorrelateService:
                 await asyncio.wait_for(stop.wait(), 30)
             if not stop.is_set():
                 await self.hourly.maybe_write()
+
+
+def _tell_pending(pager: Pager) -> None:
+    """On stopping, say how many pages no receiver has taken yet (a receiver down or refusing): they stay in the
+    outbox and the next run sends them, but a run that ends quietly would look as if every page went out."""
+    left = pager.pending()
+    if not left:
+        return
+    why = "; ".join(f"{r.name}: {r.last_error}" for r in pager.receivers if r.last_error)
+    log.warning("%d page%s not delivered yet%s: kept in the outbox, the next run sends %s", left,
+                "s" * (left != 1), f" ({why})" if why else "", "them" if left != 1 else "it")

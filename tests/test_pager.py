@@ -273,7 +273,7 @@ def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
 # ---- delivery: outages, restarts, rejects -----------------------------------------------------------------
 
 
-def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd):
+def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, caplog):
     sent0, failed0 = metric("firstfault_pages_sent_total", "pagerduty"), metric("firstfault_pages_failed_total",
                                                                                  "pagerduty")
     pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05, backoff_max_s=1.0)
@@ -295,6 +295,15 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd):
     h = pager.health()
     assert not h["ok"] and h["receivers"]["pagerduty"]["pending"] == 1
     assert "ConnectError" in h["receivers"]["pagerduty"]["last_error"]
+    # a run that stops now says so (a fresh-user trial: a demo with Alertmanager down ended quietly, exit 0)
+    import logging
+
+    from api.service import _tell_pending
+    with caplog.at_level(logging.WARNING, logger="firstfault.service"):
+        _tell_pending(pager)
+    [said] = [r.getMessage() for r in caplog.records if r.name == "firstfault.service"]
+    assert said.startswith("1 page not delivered yet (pagerduty: ") and "ConnectError" in said
+    assert said.endswith(": kept in the outbox, the next run sends it")
     back = Receiver(port)
     try:
         assert asyncio.run(pager.flush(5)) == 0
