@@ -450,7 +450,7 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> None:
     commits, then returns)."""
     from ingest.gcpause import tune_for_worker
 
-    tune_for_worker()  # a worker process: rarer collections of the older generations (ingest.gcpause)
+    tune_for_worker()  # a worker process: rarer collections of the older generations, freed memory kept (ingest.gcpause)
 
     async def main() -> None:
         import signal

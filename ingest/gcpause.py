@@ -28,7 +28,8 @@ through an outage (retries, a broker that does not acknowledge),
 Outside those calls a worker still allocates per Kafka record (aiokafka's
 records, buffered until their batch is taken): :func:`tune_for_worker` makes
 the two older generations' collections rarer in a worker process (``firstfault
-run``, ``ingest``, ``correlate``).
+run``, ``ingest``, ``correlate``), and sets the allocator's thresholds there
+(``ingest.allocator``).
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ WORKER_THRESHOLDS = (700, 50, 50)
 
 def tune_for_worker() -> None:
     """Set :data:`WORKER_THRESHOLDS` for this process (a long-running worker: the objects of a batch live for
-    the batch, and each collection of the older generations walks all of them)."""
+    the batch, and each collection of the older generations walks all of them), and keep the memory a batch
+    frees for the next one (:func:`ingest.allocator.keep_freed_memory`: glibc's mmap and trim thresholds)."""
+    from ingest.allocator import keep_freed_memory
+
     gc.set_threshold(*WORKER_THRESHOLDS)
+    keep_freed_memory()
 
 
 @contextmanager
