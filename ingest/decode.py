@@ -1076,9 +1076,10 @@ _NOT_LOGS = ((b"LPKSHHRH", "a systemd journal file: export it first, `journalctl
 
 def binary_file(data: bytes) -> str | None:
     """Why a file's (decompressed) bytes are no log text, or None when they may be: a magic number of
-    :data:`_NOT_LOGS`, or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control bytes that text does not hold (:data:`_CONTROL`) among the
-    non-NUL bytes of its first 64 KB. Log lines hold almost none (a serial console's noise, a few); an
-    executable, a database or compressed data of a format not read here, ~10 % or more."""
+    :data:`_NOT_LOGS`, or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control
+    bytes that text does not hold (:data:`_CONTROL`) among the non-NUL bytes of its first 64 KB. Log lines hold
+    almost none (a serial console's noise, a few); an executable, a database or compressed data of a format
+    not read here, ~10 % or more."""
     for magic, what in _NOT_LOGS:
         if data.startswith(magic):
             return f"not log text: {what}"
@@ -1123,7 +1124,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decode
 
     Returns the segments and the rejects (origin ``file:<relname>``): ``too_large``,
     ``bad_compression`` (corrupt, truncated, an unread format, or over ``max_bytes`` decompressed),
-    ``bad_envelope`` (per record); an empty file (or one that decompresses to nothing) gives neither. A
+    ``not_text`` (an executable, a journal file, binary data: :func:`binary_file`), ``bad_envelope`` (per
+    record); an empty file (or one that decompresses to nothing) gives neither. A
     truncated gzip or zstd file (copied while it was written or rotated, as ``zcat`` reads it) gives the whole
     lines it decompressed to before it ended, and a ``bad_compression`` reject that says the rest is lost. A file
     without a newline whose lines end in a carriage return alone (a serial console's capture) is read line by
