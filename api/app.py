@@ -567,29 +567,35 @@ def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
 
 
 #: routes whose callers may add query parameters of their own: a Prometheus scrape config's ``params``, a load
-#: balancer's probe
+#: balancer's probe (routes outside the schema, such as /docs and its OAuth redirect, take any too)
 _ANY_QUERY = frozenset({"/metrics", "/healthz"})
+#: unknown parameters a 422 names (with a suggestion each); the rest are counted: a query of thousands of
+#: names costs no more than a few
+_NAMED_UNKNOWN = 5
 
 
 async def _known_query(request: Request) -> None:
     """Refuse a query parameter the route does not take (a 422 naming it, the closest one it takes and all it
     takes): a misspelt filter (``hots=node004``) would otherwise be ignored and answer for the whole fleet.
+    Only routes of the OpenAPI schema, but /metrics and /healthz.
 
     Raises ``HTTPException(422)``."""
     route = request.scope.get("route")
-    if route is None or getattr(route, "path", None) in _ANY_QUERY:
+    if route is None or not getattr(route, "include_in_schema", False) or route.path in _ANY_QUERY:
         return
     takes = _query_names(route)
     unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in takes]
     if not unknown:
         return
     parts = []
-    for k in unknown:
-        close = difflib.get_close_matches(k, sorted(takes), n=1)
-        parts.append(f"'{k}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    for k in unknown[:_NAMED_UNKNOWN]:
+        close = difflib.get_close_matches(k[:64].lower(), sorted(takes), n=1)
+        parts.append(f"'{k[:64]}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+    if len(unknown) > _NAMED_UNKNOWN:
+        parts.append(f"and {len(unknown) - _NAMED_UNKNOWN} more")
     allowed = ", ".join(sorted(takes)) if takes else "none"
     raise HTTPException(422, f"query: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(parts)}; "
-                             f"{request.url.path} takes: {allowed}")
+                             f"{route.path} takes: {allowed}")
 
 
 def _query_names(route: Any) -> set[str]:

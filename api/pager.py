@@ -558,6 +558,15 @@ class Pager:
         return sum(self._rows("SELECT count(*) FROM outbox WHERE state = 'pending' AND receiver = ?", (n,))[0][0]
                    for n in names)
 
+    def pending_incidents(self) -> int:
+        """Incidents with an entry waiting for a configured receiver (a trigger and its resolve are two entries)."""
+        names = [r.name for r in self.receivers]
+        if not names:
+            return 0
+        marks = ", ".join("?" * len(names))
+        return self._rows(f"SELECT count(DISTINCT incident_id) FROM outbox WHERE state = 'pending' "
+                          f"AND receiver IN ({marks})", tuple(names))[0][0]
+
     def health(self) -> dict[str, Any]:
         """``ok`` is false while a receiver is failing; per receiver: pending entries, rejected entries,
         consecutive failures, the last error and the last success (epoch seconds)."""

@@ -275,5 +275,7 @@ def _tell_pending(pager: Pager) -> None:
     if not left:
         return
     why = "; ".join(f"{r.name}: {r.last_error}" for r in pager.receivers if r.last_error)
-    log.warning("%d page%s not delivered yet%s: kept in the outbox, the next run sends %s", left,
-                "s" * (left != 1), f" ({why})" if why else "", "them" if left != 1 else "it")
+    n = pager.pending_incidents()
+    log.warning("%d page%s of %d incident%s not delivered yet%s: kept in the outbox, the next run with %s "
+                "sends %s", left, "s" * (left != 1), n, "s" * (n != 1), f" ({why})" if why else "",
+                "these receivers" if len(pager.receivers) > 1 else "this receiver", "them" if left != 1 else "it")

@@ -32,7 +32,11 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 def keep_freed_memory(keep_bytes: int = KEEP_BYTES) -> bool:
     """Set glibc's mmap and trim thresholds to ``keep_bytes`` for this process (module doc). Returns whether
-    both were set: False where the C library is not glibc or refuses a value (nothing changes then)."""
+    both were set: False where the C library is not glibc or refuses the mmap threshold (an older glibc
+    takes at most 32 MB): nothing changes then. Raises ``ValueError`` for a ``keep_bytes`` that is not 1 to
+    2**31 - 1 (mallopt takes a C int)."""
+    if not 0 < keep_bytes < 2**31:
+        raise ValueError(f"keep_bytes must be 1 to 2**31 - 1, not {keep_bytes}")
     name = ctypes.util.find_library("c")
     if name is None:
         return False
@@ -43,4 +47,6 @@ def keep_freed_memory(keep_bytes: int = KEEP_BYTES) -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, keep_bytes)) & bool(mallopt(_M_TRIM_THRESHOLD, keep_bytes))
+    if not mallopt(_M_MMAP_THRESHOLD, keep_bytes):  # refused: keep the defaults, trim threshold too
+        return False
+    return bool(mallopt(_M_TRIM_THRESHOLD, keep_bytes))

@@ -1065,23 +1065,26 @@ def path_text(name: str) -> str:
 #: bytes of a file that :func:`binary_file` looks at, and the share of control bytes from which it is no text
 _SNIFF_BYTES = 65536
 _BINARY_SHARE = 0.05
-#: control bytes that log text does not hold: C0 without tab, line feed, form feed, carriage return and escape
-#: (ANSI colours), and without NUL (a log zero-filled by a power loss holds runs of it)
-_CONTROL = bytes(b for b in range(1, 32) if b not in (9, 10, 12, 13, 27))
-#: formats someone may point ``diagnose`` at by mistake, by magic number: what to do instead
-_NOT_LOGS = ((b"LPKSHHRH", "a systemd journal file: export it first, `journalctl --file FILE -o json > FILE.json`"),
-             (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file: query it with `firstfault sql`"),
-             (b"SQLite format 3\x00", "an SQLite database"))
+#: control bytes that log text does not hold: C0 without NUL (a log zero-filled by a power loss holds runs of
+#: it), bell and backspace (a terminal capture's spinner: ``script(1)``), tab, line feed, form feed, carriage
+#: return, shift out and in (``tput sgr0`` under TERM=screen writes ``ESC [ m SI``) and escape (ANSI colours)
+_CONTROL = bytes(b for b in range(1, 32) if b not in (7, 8, 9, 10, 12, 13, 14, 15, 27))
+#: formats someone may point ``diagnose`` at by mistake, by the magic number they start with (Parquet: and end
+#: with, as a log line may start with ``PAR1``): what to do instead
+_NOT_LOGS = ((b"LPKSHHRH", b"", "a systemd journal file: export it first, `journalctl --file FILE -o json > FILE.json`"),
+             (b"\x7fELF", b"", "an executable (ELF)"),
+             (b"PAR1", b"PAR1", "a Parquet file: query it with `firstfault sql`"),
+             (b"SQLite format 3\x00", b"", "an SQLite database"))
 
 
 def binary_file(data: bytes) -> str | None:
     """Why a file's (decompressed) bytes are no log text, or None when they may be: a magic number of
     :data:`_NOT_LOGS`, or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control
     bytes that text does not hold (:data:`_CONTROL`) among the non-NUL bytes of its first 64 KB. Log lines hold
-    almost none (a serial console's noise, a few); an executable, a database or compressed data of a format
-    not read here, ~10 % or more."""
-    for magic, what in _NOT_LOGS:
-        if data.startswith(magic):
+    almost none (a serial console's noise, a terminal capture's spinner: 0 – 3 %); an executable, a database or
+    compressed data of a format not read here, ~8 % or more (random bytes: 8.6 %)."""
+    for magic, end, what in _NOT_LOGS:
+        if data.startswith(magic) and data.endswith(end):
             return f"not log text: {what}"
     if _wide_codec(data) is not None:  # UTF-16 or UTF-32 text: its code units hold such bytes
         return None

@@ -709,7 +709,14 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     assert r.status_code == 422 and "unknown parameters 'sinse' (did you mean 'since'?), 'zz';" in r.json()["detail"]
     assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(
         "query: unknown parameter 'lim' (did you mean 'limit'?)")
-    assert api.get("/incidents/nosuch", params={"x": 1}).json()["detail"].endswith("/incidents/nosuch takes: none")
+    assert api.get("/incidents/nosuch", params={"x": 1}).json()["detail"].endswith(
+        "/incidents/{incident_id} takes: none")
+    assert "'HOST' (did you mean 'host'?)" in api.get("/links", params={"HOST": "node004"}).json()["detail"]
     assert api.get("/incidents", params={"host": "node004"}).status_code == 200
     assert api.get("/metrics", params={"name[]": "x"}).status_code == 200
     assert api.get("/healthz", params={"probe": "lb"}).status_code == 200
+    assert api.get("/docs", params={"utm_source": "wiki"}).status_code == 200  # outside the schema: any
+    # thousands of names (a break-it pass: a "did you mean" for each held the event loop for ~0.5 s a request)
+    r = api.get("/incidents?" + "&".join(f"h{i}=" for i in range(5000)))
+    assert r.status_code == 422 and "unknown parameters 'h0', 'h1', 'h2', 'h3', 'h4', and 4995 more;" in r.json()["detail"]
+    assert len(r.content) < 1000

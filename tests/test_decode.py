@@ -484,7 +484,7 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
 
     xid = b"[ 12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
     cases = {"node01.journal": b"LPKSHHRH" + bytes(200), "node02.bin": b"\x7fELF\x02\x01\x01" + xid,
-             "node03.parquet": b"PAR1" + xid, "node04.gz": gzip.compress(random.Random(1).randbytes(50_000))}
+             "node03.parquet": b"PAR1" + xid + b"PAR1", "node04.gz": gzip.compress(random.Random(1).randbytes(50_000))}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         d = decode_file(tmp_path / name, relname=name)
@@ -493,6 +493,12 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
     assert "journalctl --file FILE -o json" in decode_file(tmp_path / "node01.journal", relname="j").rejects[0].reason
     assert "control characters" in decode_file(tmp_path / "node04.gz", relname="g").rejects[0].reason
     log = (b"\x1b[31m" + xid + b"\x1b[0m" + bytes(4096) + b"\x01\x02 serial noise \x03\n" + xid * 20)
-    (tmp_path / "node05.log").write_bytes(log)
-    d = decode_file(tmp_path / "node05.log", relname="node05.log")
-    assert not d.rejects and d.segments and d.segments[0].data.count(b"Xid") == 21
+    # a break-it pass: terminal captures — tput colours under TERM=screen (ESC [ m SI), a script(1) spinner of
+    # backspaces — and a log whose first line starts with PAR1 (a pdsh prefix) are logs, not binary or Parquet
+    texts = {"node05.log": log, "node06.log": b"[\x1b[32m OK \x1b[m\x0f] \x1b[1mgpu3\x1b[m\x0f ok\n" * 400 + xid,
+             "node07.log": b"\b|\b/\b-\b\\" * 500 + b"\n" + xid * 5, "node08.log": b"PAR1-gpu01: kernel: " + xid}
+    for name, data in texts.items():
+        (tmp_path / name).write_bytes(data)
+        d = decode_file(tmp_path / name, relname=name)
+        assert not d.rejects and d.segments and b"Xid" in d.segments[0].data, name
+    assert decode_file(tmp_path / "node05.log", relname="node05.log").segments[0].data.count(b"Xid") == 21

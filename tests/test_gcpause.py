@@ -97,3 +97,12 @@ def test_a_worker_process_reuses_the_pages_a_batch_frees():
                                       cwd=str(__import__("pathlib").Path(__file__).parents[1])).stdout)
               for how in ("keep", "default")}
     assert faults["default"] > 4 * 16_000 and faults["keep"] < 2_000, faults
+
+
+def test_keep_freed_memory_refuses_a_size_no_c_int_holds():
+    """mallopt takes a C int: 2**31 would wrap to a negative threshold (a break-it pass), so it is refused."""
+    from ingest.allocator import keep_freed_memory
+
+    for bad in (0, -1, 2**31):
+        with pytest.raises(ValueError, match="keep_bytes must be 1 to 2\\*\\*31 - 1"):
+            keep_freed_memory(bad)

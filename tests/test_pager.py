@@ -302,8 +302,8 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, ca
     with caplog.at_level(logging.WARNING, logger="firstfault.service"):
         _tell_pending(pager)
     [said] = [r.getMessage() for r in caplog.records if r.name == "firstfault.service"]
-    assert said.startswith("1 page not delivered yet (pagerduty: ") and "ConnectError" in said
-    assert said.endswith(": kept in the outbox, the next run sends it")
+    assert said.startswith("1 page of 1 incident not delivered yet (pagerduty: ") and "ConnectError" in said
+    assert said.endswith(": kept in the outbox, the next run with this receiver sends it")
     back = Receiver(port)
     try:
         assert asyncio.run(pager.flush(5)) == 0
