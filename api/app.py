@@ -289,21 +289,28 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     fleet = load_fleet_config(settings.fleet_config) if settings.fleet_config else None
     # FastAPIOffline: FastAPI with /docs and /redoc served from the package's own Swagger UI and ReDoc files, as
     # a fleet's management network often reaches no CDN
-    app = FastAPIOffline(title="firstfault", version="0.1.0",
-                         description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
-                         responses={401: {"model": Problem}, 422: {"model": Problem}}, openapi_tags=_TAGS,
-                         dependencies=[Depends(_known_query)])
-
-    sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
-
-    def auth(request: Request) -> None:
+    def authorized(request: Request) -> bool:
         if not settings.api_token:
-            return
+            return True
         got = request.headers.get("authorization", "")
         want = settings.api_token.get_secret_value().encode()
         scheme, _, token = got.partition(" ")
-        if not (scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), want)):
+        return scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), want)
+
+    def auth(request: Request) -> None:
+        if not authorized(request):
             raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+    async def known_query(request: Request) -> None:
+        if authorized(request):  # else the route's auth answers 401 first, whatever the query
+            _known_query(request)
+
+    app = FastAPIOffline(title="firstfault", version="0.1.0",
+                         description="Which GPU, link or host broke first — incidents from fleet-wide GPU logs.",
+                         responses={401: {"model": Problem}, 422: {"model": Problem}}, openapi_tags=_TAGS,
+                         dependencies=[Depends(known_query)])
+
+    sql_slots = threading.BoundedSemaphore(SQL_CONCURRENCY)
 
     def check_range(since: datetime | None, until: datetime | None) -> None:
         if since is not None and until is not None and _aware(since) > _aware(until):
@@ -574,7 +581,7 @@ _ANY_QUERY = frozenset({"/metrics", "/healthz"})
 _NAMED_UNKNOWN = 5
 
 
-async def _known_query(request: Request) -> None:
+def _known_query(request: Request) -> None:
     """Refuse a query parameter the route does not take (a 422 naming it, the closest one it takes and all it
     takes): a misspelt filter (``hots=node004``) would otherwise be ignored and answer for the whole fleet.
     Only routes of the OpenAPI schema, but /metrics and /healthz.
