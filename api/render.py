@@ -10,12 +10,14 @@ import io
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from typing import TYPE_CHECKING
 
 import orjson
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -174,6 +176,15 @@ class TrimmedStream(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+def no_output_folder(output: Path | None, err: Console) -> bool:
+    """Whether ``--output``'s folder does not exist, said on ``err``: a usage error (the command exits 2) found
+    before any work, not an ``[Errno 2]`` after it (``firstfault sql``, ``report degraded-links``)."""
+    if output is None or output.parent.is_dir():
+        return False
+    err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
+    return True
 
 
 def cli_console(name: str = "stdout") -> Console:

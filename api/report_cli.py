@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from api.render import cli_console
+from api.render import cli_console, no_output_folder
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
@@ -66,8 +66,7 @@ def degraded_links(
         raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--format")
     if format == "parquet" and output is None and not store:
         raise typer.BadParameter("parquet needs --output FILE", param_hint="--output")
-    if output is not None and not output.parent.is_dir():  # as `firstfault sql` says it, before reading the lake
-        err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
+    if no_output_folder(output, err):
         raise typer.Exit(2)
     try:
         # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour

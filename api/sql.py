@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from api.render import no_output_folder
 from api.store import StoreError, connect, json_bytes, json_default, refuse_lossy_columns
 from ingest.lake import Lake
 from schemas.settings import Settings
@@ -132,8 +133,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     except SqlRefused as e:
         err.print(f"[red]refused:[/] {escape(str(e))}")
         return 2
-    if output is not None and not output.parent.is_dir():
-        err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
+    if no_output_folder(output, err):
         return 2
     try:
         con = connect(Lake(settings.lake))

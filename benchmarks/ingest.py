@@ -32,7 +32,8 @@
    (:func:`benchmarks.generate.storm`), beside the Python ``re`` loop on them:
    the cost per hit line, which the ~1 % mix hides; and the same storm as
    journald ships it through Vector (``envelopes``): each line's message without
-   its stamp, its time in the record's ``timestamp``, 256 records a message.
+   its stamp, its time in the record's ``timestamp``, 256 records a message
+   (``messages(corpus, "journald", …)``).
 7. **Backlog**: 10 million lines queued, consumed by one worker: peak RSS.
 
 Prints a table; ``--json`` prints one JSON object instead.
@@ -85,7 +86,14 @@ def log(*a: object) -> None:
 # --- message shapes -----------------------------------------------------------------------------------
 
 def messages(corpus: Corpus, shape: str, prefix: str) -> list[tuple[str, bytes, bytes, int, int]]:
-    """(topic, key, value, timestamp ms, lines) per Kafka message, per (host, source) stream in time order."""
+    """(topic, key, value, timestamp ms, lines) per Kafka message, per (host, source) stream in time order.
+
+    ``shape``: ``line`` (one line a message), ``batch`` (``BATCH_LINES`` lines), ``ndjson`` (that many Vector
+    file records), ``journald`` (that many Vector journald records: each line's message without the prefixes
+    ``ingest.prefix.parse_prefix`` peels — stamp, host, tag —, its time in ``timestamp``: a storm's lines are
+    then the very same text)."""
+    from ingest.prefix import parse_prefix
+
     out = []
     per = 1 if shape == "line" else BATCH_LINES
     for (h, s), idx in sorted(corpus.streams().items()):
@@ -97,6 +105,10 @@ def messages(corpus: Corpus, shape: str, prefix: str) -> list[tuple[str, bytes, 
                 value = b"\n".join(orjson.dumps({
                     "file": f"/var/log/{SOURCES[s]}.log", "host": host, "message": corpus.lines[j].decode(),
                     "source_type": "file", "timestamp": _iso(corpus.ts_us[j])}) for j in part)
+            elif shape == "journald":
+                value = b"\n".join(orjson.dumps({
+                    "host": host, "message": parse_prefix(corpus.lines[j].decode()).rest, "source_type": "journald",
+                    "timestamp": _iso(corpus.ts_us[j])}) for j in part)
             else:
                 value = b"\n".join(corpus.lines[j] for j in part)
             out.append((topic, key, value, corpus.ts_us[part[0]] // 1000, len(part)))
@@ -261,7 +273,7 @@ def storm_phase(n: int, *, seed: int, t0: dt.datetime, work: Path, max_records: 
     st, batches = stages(messages(corpus, "batch", "fleet"), work / "lake-storm", max_records)
     re_ = baseline_re(corpus, min(len(corpus.lines), re_lines))
     shutil.rmtree(work / "lake-storm", ignore_errors=True)
-    env, _ = stages(envelope_messages(corpus, "fleet"), work / "lake-storm", max_records)
+    env, _ = stages(messages(corpus, "journald", "fleet"), work / "lake-storm", max_records)
     shutil.rmtree(work / "lake-storm", ignore_errors=True)
     return {"lines": len(corpus.lines), "fault_lines": corpus.fault_lines, "cpu_s": st["cpu_s"],
             "lines_per_s": st["lines_per_s"], "events": st["events"], "stage_cpu_s": st["stage_cpu_s"],
@@ -269,23 +281,6 @@ def storm_phase(n: int, *, seed: int, t0: dt.datetime, work: Path, max_records: 
             "envelopes": {"cpu_s": env["cpu_s"], "lines_per_s": env["lines_per_s"], "events": env["events"],
                           "stage_cpu_s": env["stage_cpu_s"]}}
 
-
-def envelope_messages(corpus: Corpus, prefix: str) -> list[tuple[str, bytes, bytes, int, int]]:
-    """``messages(corpus, "ndjson", prefix)`` as journald ships lines through Vector: each record's ``message``
-    is its line without the prefixes ``ingest.prefix.parse_prefix`` peels (stamp, host, tag), its time in
-    ``timestamp`` (µs), its host in ``host`` — so the lines of a storm are the very same text."""
-    from ingest.prefix import parse_prefix
-
-    out = []
-    for (h, s), idx in sorted(corpus.streams().items()):
-        topic, host = f"{prefix}.{SOURCES[s]}", corpus.hosts[h]
-        for i in range(0, len(idx), BATCH_LINES):
-            part = idx[i:i + BATCH_LINES]
-            value = b"\n".join(orjson.dumps({
-                "host": host, "message": parse_prefix(corpus.lines[j].decode()).rest, "source_type": "journald",
-                "timestamp": _iso(corpus.ts_us[j])}) for j in part)
-            out.append((topic, host.encode(), value, corpus.ts_us[part[0]] // 1000, len(part)))
-    return out
 
 def correlator(batches: list) -> dict:
     """``correlate()`` over all events at once, and the streaming correlator fed batch by batch."""
