@@ -288,12 +288,12 @@ class Pipeline:
                 text = excerpt = buf[a:b].decode("utf-8", "replace")
                 cut = None
                 remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line stays out of the memos: their size is bounded
-                rows = lines_memo.get((ci, text)) if remember else None
-                occurrences = fields(c, text) if rows is None else rows
+                rows = lines_memo.get((ci, text)) if remember else None  # a remembered line's rows: never empty
+                occurrences = fields(c, text) if rows is None else []
             else:
                 text, excerpt, cut, occurrences = self._long_line(buf, a, b, ci)
                 remember = False
-            if not occurrences:  # the Hyperscan form matched but the full regex did not
+            if not (rows or occurrences):  # the Hyperscan form matched but the full regex did not
                 if cut is not None:  # on a long line: say so, do not drop it silently
                     rejects.append(Reject(seg.origin, f"line {local}: signature {c.sig.id} hit a line of {b - a} "
                                           f"bytes but its fields cannot be read from the {MAX_LINE_BYTES} bytes "
