@@ -502,3 +502,19 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
         d = decode_file(tmp_path / name, relname=name)
         assert not d.rejects and d.segments and b"Xid" in d.segments[0].data, name
     assert decode_file(tmp_path / "node05.log", relname="node05.log").segments[0].data.count(b"Xid") == 21
+
+
+def test_messages_that_may_not_join_a_run_are_found_in_the_joined_bytes():
+    """``_not_in_run`` (numpy over the joined messages) names what ``_one_line`` refuses, message by message:
+    empty, a blank or ``|`` first, ``\\r`` last — first, middle and last — and gives up (``None``) when a message
+    holds a line end itself; ``_clean_body`` takes only ``{…}`` records joined by single newlines."""
+    from ingest.decode import _clean_body, _not_in_run, _one_line
+
+    cases = [[b"a", b"b"], [b"", b"a"], [b"a", b""], [b" a", b"b", b"|c|", b"d\r", b"e\rf", b"\tg"], [b""],
+             [b"a", b"", b"", b"b"], [b"\r"], [b"x|", b"y "]]
+    for msgs in cases:
+        assert _not_in_run(b"\n".join(msgs), len(msgs)) == [j for j, m in enumerate(msgs) if not _one_line(m)], msgs
+    assert _not_in_run(b"a\nb", 1) is None
+    assert _clean_body(b'{"a":1}\n{"b":2}\n') == (b'{"a":1}\n{"b":2}', 2)
+    assert _clean_body(b'{"a":1}\n\n{"b":2}') is None and _clean_body(b'{"a":\n1}') is None
+    assert _clean_body(b'{"a":1} \n{"b":2}') is None and _clean_body(b'{"a":"\xff"}') is None
