@@ -444,7 +444,9 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
 
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
-    if len(timeouts) < 2 or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
+    # one rank's timeout too: it waited for another rank, so it is no cause on its own (the roots fallback would
+    # name it the earliest fault nothing explains)
+    if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
         return None
     by_seq: dict[int | None, set[int]] = defaultdict(set)
     for e in timeouts:
@@ -466,7 +468,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
         return Verdict(
             pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=[],
             downstream=down, confidence=0.7,
-            explanation=(f"{len(ranks)} of {size} ranks timed out on SeqNum {seq}; rank {silent} did not. The rank "
+            explanation=(f"{len(ranks)} of {size} ranks timed out{'' if seq is None else f' on SeqNum {seq}'}; rank "
+                         f"{silent} did not. The rank "
                          "that never reported is the one the others were waiting for."),
             next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
                          "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
@@ -476,8 +479,11 @@ def silent_rank(scene: Scene) -> Verdict | None:
         done = e.details.get("last_completed")
         if done is not None:
             lowest[e.rank] = int(done)
-    why = (f"{len(ranks)} rank(s) ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective "
-           f"(SeqNum {seq}); every visible rank waited, so none of them is the cause"
+    on = f" (SeqNum {seq})" if seq is not None else ""
+    why = ((f"{len(ranks)} ranks ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective{on}; "
+            "every visible rank waited, so none of them is the cause") if len(ranks) > 1 else
+           (f"rank {next(iter(ranks))} timed out on a collective{on}: it waited for another rank, so it is not the "
+            "cause")
            + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
               if lowest and len(set(lowest.values())) == 1 else "")
            + ". Without the communicator's membership the silent rank cannot be named.")
