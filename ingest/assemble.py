@@ -5,8 +5,9 @@ What one line cannot say alone:
 * **time**: a stamp without a year takes the year of the nearest dated line
   of the same segment (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
   header); raw ``[  123.456]`` stamps become wall time with the boot time
-  (journald, or a syslog line that printed both), else — in a file — with the
-  file's mtime as the time of its last kernel stamp; a line without any
+  (journald, or a syslog line that printed both), else with the segment's
+  reference time (a file's mtime, a Kafka value's append time, an envelope's
+  time) as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``) of
   its segment (a file, a Kafka value), else of its host, or
   the segment's reference time (a file's mtime or the Kafka append time are
@@ -38,6 +39,8 @@ from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
 from schemas.events import make_event_id
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
+#: reference times a segment's raw kernel stamps are counted back from, its last stamp taken as printed then
+_COUNTED_BACK = frozenset({"file", "kafka", "envelope"})
 _SXID_GROUP_US = 2 * US
 STORM_GAP_US = 60 * US
 
@@ -163,11 +166,12 @@ def resolve_times(hits: list[Hit], tz) -> None:
     for h in hits:
         if h.prefix.ts is not None and h.prefix.mono is not None:
             boot.setdefault(h.row["host"], h.prefix.ts - int(h.prefix.mono * US))
-    # a file without boot time: its mtime is the time of its last kernel stamp (of any line, not only of
-    # the lines that matched: a capture usually ends with noise written long after the fault)
+    # a file, a Kafka value or an envelope without boot time: its reference time (the file's mtime, the Kafka
+    # append time, the shipper's read time) is the time of its last kernel stamp (of any line, not only of the
+    # lines that matched: a capture usually ends with noise written long after the fault), or later
     file_boot: dict[int, int] = {}
     for h in hits:
-        if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis == "file":
+        if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis in _COUNTED_BACK:
             k = id(h.seg)
             if k not in file_boot:
                 stamp = last_kernel_stamp(h.seg.data)
@@ -194,7 +198,11 @@ def resolve_times(hits: list[Hit], tz) -> None:
         elif p.mono is not None and b is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
         elif p.mono is not None and id(seg) in file_boot:
-            row["ts"], row["ts_basis"], row["ts_precision_us"] = file_boot[id(seg)] + int(p.mono * US), "file", 1
+            basis = seg.ref_basis
+            row["ts"], row["ts_basis"] = file_boot[id(seg)] + int(p.mono * US), basis
+            row["ts_precision_us"] = 1 if basis != "kafka" else _REF_PRECISION["kafka"]
+            if basis == "kafka":  # the append time: the value was written then or before (as a line without stamp)
+                row["details"]["ts_upper_bound"] = True
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:

@@ -295,6 +295,24 @@ def test_raw_dmesg_file_mtime_is_the_time_of_its_last_line_not_of_its_last_match
     assert ev.column("ts").cast("int64").to_pylist() == [T0 - 2_700_000_000]
 
 
+@pytest.mark.parametrize("basis", ["kafka", "envelope"])
+def test_raw_dmesg_lines_shipped_without_boot_time_keep_their_spacing(pipeline, basis):
+    """Raw ``[ mono]`` stamps in a Kafka value or an envelope, with no boot time known: the reference time (the
+    append time, the shipper's read time) dates the value's last kernel stamp, as a file's mtime does, so the
+    lines keep their spacing (a fresh-user trial saw the Kafka path give both lines the append time, the
+    second one ``inherited``, while ``diagnose`` on the file kept them 0.13 s apart)."""
+    import orjson
+
+    text = ("[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+            "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+            "[ 1850.000000] IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready\n")
+    ev = run(pipeline, text, basis=basis).events
+    assert ev.column("ts_basis").to_pylist() == [basis, basis]
+    assert ev.column("ts").cast("int64").to_pylist() == [T0 - 6_691_855, T0 - 6_560_338]
+    bound = [orjson.loads(d).get("ts_upper_bound") for d in ev.column("details").to_pylist()]
+    assert bound == ([True, True] if basis == "kafka" else [None, None])
+
+
 def test_unstamped_line_timed_by_its_file_is_an_upper_bound(pipeline):
     t = run(pipeline, "node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_3:1 Got async error "
                       "event: port error", basis="file").events
