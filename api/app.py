@@ -381,7 +381,10 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config; as domain)")] = None,
         device: DeviceQuery = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
-        severity: Annotated[list[Severity] | None, Query()] = None,
+        severity: Annotated[list[Severity] | None, Query(description="exactly these severities (repeat it: "
+                                                                     "severity=error&severity=critical)")] = None,
+        min_severity: Annotated[Severity | None, Query(description="this severity or above (info < warning < "
+                                                                   "error < critical)")] = None,
         category: Annotated[Category | None, Query(description="the initiator's kind of fault")] = None,
         status: Annotated[Literal["open", "resolved"] | None, Query()] = None,
         sort: Annotated[Literal["start", "end", "severity", "confidence"], Query(
@@ -396,7 +399,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if domain or rack:
             hosts_in = _fleet_hosts(fleet, domain or None, rack or None)
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
-                                category=category, status=status, device=device, comm=comm, sort=sort,
+                                min_severity=min_severity, category=category, status=status, device=device, comm=comm, sort=sort,
                                 limit=limit + 1, cursor=_decode_cursor(cursor, sort) if cursor else None)
         more = len(items) > limit
         items = items[:limit]

@@ -206,11 +206,13 @@ class Store:
     # --- incidents -------------------------------------------------------------------------------
     def incidents(self, *, since: Any = None, until: Any = None, host: str | None = None,
                   hosts_in: list[str] | None = None, severity: list[str] | None = None,
+                  min_severity: str | None = None,
                   category: str | None = None, status: str | None = None, device: str | None = None,
                   comm: str | None = None, sort: str = "start", limit: int = 50,
                   cursor: tuple[Any, str] | None = None) -> list[dict[str, Any]]:
         """Latest versions, sorted descending by ``sort`` then id; ``cursor`` = (sort value, id) of the
-        last item already seen. ``hosts_in``: incidents touching any of these hosts (a domain or rack)."""
+        last item already seen. ``hosts_in``: incidents touching any of these hosts (a domain or rack).
+        ``severity``: exactly these; ``min_severity``: this one or above (info < warning < error < critical)."""
         where, params = ["status <> 'superseded'"], []
         if since is not None:
             where.append('"end" >= ?')
@@ -227,6 +229,9 @@ class Store:
         if severity:
             where.append("severity IN (" + ",".join("?" * len(severity)) + ")")
             params.extend(severity)
+        if min_severity:
+            where.append(f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}")
+            params.append(min_severity)
         if category:
             where.append("category = ?")
             params.append(category)

@@ -65,6 +65,16 @@ def test_filters_and_sorts(api, lake):
     _, incidents = lake
     crit = api.get("/incidents", params={"severity": "critical", "limit": 100}).json()["items"]
     assert sorted(i["id"] for i in crit) == sorted(i["id"] for i in incidents if i["severity"] == "critical")
+    # severity is exact; min_severity is "at or above", as for /events and paging (a fresh-user trial expected it)
+    rank = {"info": 0, "warning": 1, "error": 2, "critical": 3}
+    for least in rank:
+        got = api.get("/incidents", params={"min_severity": least, "limit": 100}).json()["items"]
+        want = sorted(i["id"] for i in incidents if rank[i["severity"]] >= rank[least])
+        assert sorted(i["id"] for i in got) == want, least
+    assert {i["severity"] for i in incidents} >= {"critical", "error"}
+    both = api.get("/incidents", params=[("severity", "error"), ("severity", "critical"), ("limit", 100)]).json()
+    assert sorted(i["id"] for i in both["items"]) == sorted(
+        i["id"] for i in incidents if i["severity"] in ("error", "critical"))
     by_conf = api.get("/incidents", params={"sort": "confidence", "limit": 100}).json()["items"]
     assert [i["confidence"] for i in by_conf] == sorted((i["confidence"] for i in incidents), reverse=True)
     fm = api.get("/incidents", params={"category": "fabric_manager"}).json()["items"]
