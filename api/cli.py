@@ -318,13 +318,19 @@ def _skipped(rejects) -> list[tuple[str, str]]:
         per.setdefault(r.origin.split("#", 1)[0], []).append(r)
     out = []
     for origin, rs in per.items():
+        # a file as given (a folder's files under its name), not its origin: file:<path>@<content digest>
+        shown = m.group(1) if (m := _FILE_ORIGIN.fullmatch(origin)) else origin
         if len(rs) == 1:
-            out.append((origin, escape(f"{origin}: {rs[0].reason}")))
+            out.append((origin, escape(f"{shown}: {rs[0].reason}")))
         else:
             more = f"; … ({len(rs) - 3} more)" if len(rs) > 3 else ""
-            out.append((origin, escape(f"{origin}: {len(rs)} unreadable parts: " + "; ".join(r.reason for r in rs[:3])
+            out.append((origin, escape(f"{shown}: {len(rs)} unreadable parts: " + "; ".join(r.reason for r in rs[:3])
                                        + more)))
     return out
+
+
+#: a file's origin (``ingest.files.decode_paths``): ``file:<path>@<8 hex of its content digest>``
+_FILE_ORIGIN = re.compile(r"file:(.*)@[0-9a-f]{8}", re.S)
 
 
 @kafka_app.command("start")
