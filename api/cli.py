@@ -222,7 +222,7 @@ def diagnose(
     read = {seg.stream for seg in decoded.segments}  # files some lines were read from
     for origin, line in _skipped(batch.rejects):  # decode rejects and lines too long to read
         label = "read in part" if origin in read else "skipped"  # a truncated .gz gives the lines before the cut
-        err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False)
+        err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False, soft_wrap=True)  # one line: grep
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
     if all(not s.data.strip(_BLANK) for s in decoded.segments):  # NUL bytes: a log zeroed by a power loss
