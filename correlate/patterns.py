@@ -444,9 +444,13 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
 
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
-    # one rank's timeout too: it waited for another rank, so it is no cause on its own (the roots fallback would
-    # name it the earliest fault nothing explains)
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
+        return None
+    # one rank's timeout alone too: it waited for another rank, so it is no cause (the roots fallback would name it
+    # the earliest fault nothing explains); beside another fault or an operator's report, the patterns after this
+    # one and the roots fallback weigh them (a non-fatal SXid, Fabric Manager's set-up: a break-it pass)
+    if len(timeouts) == 1 and (scene.symptoms()
+                               or any(scene.is_fault(e) for e in scene.events if e is not timeouts[0])):
         return None
     by_seq: dict[int | None, set[int]] = defaultdict(set)
     for e in timeouts:
@@ -480,13 +484,15 @@ def silent_rank(scene: Scene) -> Verdict | None:
         if done is not None:
             lowest[e.rank] = int(done)
     on = f" (SeqNum {seq})" if seq is not None else ""
-    why = ((f"{len(ranks)} ranks ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective{on}; "
-            "every visible rank waited, so none of them is the cause") if len(ranks) > 1 else
-           (f"rank {next(iter(ranks))} timed out on a collective{on}: it waited for another rank, so it is not the "
-            "cause")
-           + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
-              if lowest and len(set(lowest.values())) == 1 else "")
-           + ". Without the communicator's membership the silent rank cannot be named.")
+    if len(ranks) > 1:
+        why = (f"{len(ranks)} ranks ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective{on}; "
+               "every visible rank waited, so none of them is the cause"
+               + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
+                  if lowest and len(set(lowest.values())) == 1 else ""))
+    else:
+        why = (f"rank {next(iter(ranks))} timed out on a collective{on}: it waited for another rank, so it is not "
+               "the cause")
+    why += ". Without the communicator's membership the silent rank cannot be named."
     v = unknown_verdict(scene, [], "nccl_hang", why=why)
     v.pattern = "comm.silent_rank"
     v.missing = ["NCCL init lines (rank, nranks, commId: NCCL_DEBUG=INFO) of every rank, to see which rank never "
