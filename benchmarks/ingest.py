@@ -111,7 +111,8 @@ def messages(corpus: Corpus, shape: str, prefix: str) -> list[tuple[str, bytes, 
                     "timestamp": _iso(corpus.ts_us[j])}) for j in part)
             else:
                 value = b"\n".join(corpus.lines[j] for j in part)
-            out.append((topic, key, value, corpus.ts_us[part[0]] // 1000, len(part)))
+            # the record's time: its last line's, as a shipper's (it sends a batch once its last line is written)
+            out.append((topic, key, value, corpus.ts_us[part[-1]] // 1000, len(part)))
     return out
 
 

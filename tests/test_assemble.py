@@ -313,6 +313,37 @@ def test_raw_dmesg_lines_shipped_without_boot_time_keep_their_spacing(pipeline, 
     assert bound == ([True, True] if basis == "kafka" else [None, None])
 
 
+@pytest.mark.parametrize("basis", ["kafka", "envelope", "file"])
+def test_stamps_that_would_count_past_the_reference_are_not_counted_back(pipeline, basis):
+    """A capture that spans a reboot, or holds a garbled uptime, does not move its other lines: the last stamp
+    dates the reference time, a line whose stamp is past it (before the reboot, garbled) is timed as a line
+    without one, and a last stamp of more than ten years of uptime dates nothing (a break-it pass saw a double-bit
+    error dated 81 days back, and good lines dated 2014, by a minimum over every line's count back)."""
+    xid = "NVRM: Xid (PCI:0000:3b:00): {}, pid=1, name=python, GPU has fallen off the bus."
+    reboot = (f"[7000000.100000] {xid.format(79)}\n[    5.000000] Linux version 5.15\n"
+              f"[  120.000000] {xid.format(48)}\n[  150.000000] eth0: link up")
+    ev = run(pipeline, reboot, basis=basis).events
+    assert ev.column("ts").cast("int64").to_pylist() == [T0, T0 - 30_000_000]
+    garbled = f"[ 1000.000000] {xid.format(79)}\n[400000000.0] {xid.format(48)}\n[ 1001.000000] eth0: link up"
+    ev = run(pipeline, garbled, basis=basis).events
+    assert ev.column("ts").cast("int64").to_pylist() == [T0 - 1_000_000, T0 - 1_000_000]
+    assert ev.column("ts_basis").to_pylist() == [basis, "inherited"]
+    last = f"[ 1000.000000] {xid.format(79)}\n[400000000.0] eth0: link up"
+    ev = run(pipeline, last, basis=basis).events
+    assert ev.column("ts").cast("int64").to_pylist() == [T0]
+
+
+def test_an_envelope_time_that_is_no_time_is_not_counted_back_from(pipeline):
+    """An envelope whose time is no time (1970) dates nothing: its raw stamp is timed by the arrival time, the
+    envelope's time kept as rejected (as before counting back; a break-it pass saw it labelled ``envelope``)."""
+    import orjson
+
+    seg = Segment(data=b"[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+                  origin="kafka:t/0/1#r0", stream="s", host="node07", ref_ts=0, ref_basis="envelope", ingest_ts=T0)
+    (e,) = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert e["ts_basis"] == "kafka" and orjson.loads(e["details"])["envelope_ts_rejected"] == 0
+
+
 def test_unstamped_line_timed_by_its_file_is_an_upper_bound(pipeline):
     t = run(pipeline, "node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_3:1 Got async error "
                       "event: port error", basis="file").events
