@@ -684,10 +684,14 @@ def _vector_times(stamps: list[str]) -> list[int] | None:
     """µs since the epoch (UTC) of RFC 3339 stamps, as :func:`_rfc3339_us` reads each; ``None`` when one is no
     time it reads (the record-by-record reading then says why).
 
-    The stamps of the most common length are read at once (:func:`_stamps_of_width`): Vector prints the fewest
+    A few stamps (up to ``_FEW_RECORDS``) are read one by one; of more, those of the most common length are read
+    at once (:func:`_stamps_of_width`): Vector prints the fewest
     of 0, 3, 6 or 9 digits of fraction that hold the time, so most stamps of a chunk share a length and a few
     (those of a whole ms or µs) do not; those, and all of them when the common length is not read at once,
     are read one by one."""
+    if len(stamps) <= _FEW_RECORDS:  # one Arrow cast costs ~100 µs: more than reading a few one by one
+        times = list(map(_rfc3339_us, stamps))
+        return None if None in times else times
     lengths = list(map(len, stamps))
     widths = set(lengths)
     w = lengths[0] if len(widths) == 1 else max(widths, key=lengths.count)
@@ -778,11 +782,20 @@ def _add_columns(out: Decoded, run: _Run, cols: tuple[list[str], list[str], list
         prev = j + 1
 
 
+#: up to these, records and bytes are checked one by one, not with numpy (:func:`_not_in_run`, :func:`_clean_body`)
+_FEW_RECORDS, _FEW_BYTES = 32, 8192
+
+
 def _not_in_run(joined: bytes, n: int) -> list[int] | None:
     """The indexes of the messages that may not join a run (:func:`_one_line`: empty, a blank or ``|`` first,
-    ``\r`` last) among ``n`` messages joined by ``\n`` into ``joined``; ``None`` when a message holds a ``\n``
+    ``\\r`` last) among ``n`` messages joined by ``\\n`` into ``joined``; ``None`` when a message holds a ``\\n``
     itself (``joined`` has more than ``n`` lines). Vectorized over the bytes (numpy): per message, its first and
-    last byte."""
+    last byte; a few messages one by one (numpy's fixed cost, ~15 µs, is more than theirs: Vector's Kafka sink
+    sends one record per message)."""
+    if n <= _FEW_RECORDS:
+        if joined.count(b"\n") != n - 1:
+            return None
+        return [j for j, m in enumerate(joined.split(b"\n")) if not _one_line(m)]
     data = np.frombuffer(joined + b"\n", np.uint8)  # the pad: what an empty message's first and last byte read
     ends = np.flatnonzero(data == 10)  # where each message ends (the last: at the pad)
     if len(ends) != n:
@@ -832,11 +845,16 @@ def _clean_body(data: bytes) -> tuple[bytes, int] | None:
     body = data[:-1] if data[-1:] == b"\n" else data  # a trailing newline ends the last record
     if body[:1] != b"{" or body[-1:] != b"}":
         return None
-    data = np.frombuffer(body, np.uint8)
-    ends = np.flatnonzero(data == 10)  # each between "}" and "{" (neither is the first or last byte)
-    if len(ends) and ((data[ends - 1] != 125).any() or (data[ends + 1] != 123).any()):
-        return None
-    n = len(ends)
+    if len(body) <= _FEW_BYTES:  # a few records (numpy's fixed cost is more than two counts)
+        n = body.count(b"\n")
+        if body.count(b"}\n{") != n:
+            return None
+    else:
+        raw = np.frombuffer(body, np.uint8)
+        ends = np.flatnonzero(raw == 10)  # each between "}" and "{" (neither is the first or last byte)
+        if len(ends) and ((raw[ends - 1] != 125).any() or (raw[ends + 1] != 123).any()):
+            return None
+        n = len(ends)
     if not body.isascii():
         try:
             body.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too

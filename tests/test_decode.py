@@ -512,9 +512,11 @@ def test_messages_that_may_not_join_a_run_are_found_in_the_joined_bytes():
 
     cases = [[b"a", b"b"], [b"", b"a"], [b"a", b""], [b" a", b"b", b"|c|", b"d\r", b"e\rf", b"\tg"], [b""],
              [b"a", b"", b"", b"b"], [b"\r"], [b"x|", b"y "]]
-    for msgs in cases:
+    for msgs in cases + [c * 40 for c in cases]:  # a few one by one, many with numpy
         assert _not_in_run(b"\n".join(msgs), len(msgs)) == [j for j, m in enumerate(msgs) if not _one_line(m)], msgs
-    assert _not_in_run(b"a\nb", 1) is None
-    assert _clean_body(b'{"a":1}\n{"b":2}\n') == (b'{"a":1}\n{"b":2}', 2)
-    assert _clean_body(b'{"a":1}\n\n{"b":2}') is None and _clean_body(b'{"a":\n1}') is None
-    assert _clean_body(b'{"a":1} \n{"b":2}') is None and _clean_body(b'{"a":"\xff"}') is None
+    assert _not_in_run(b"a\nb", 1) is None and _not_in_run(b"a\nb\n" * 40, 80) is None
+    for k in (1, 2000):  # 2000: over 8 KiB, checked with numpy
+        assert _clean_body(b'{"a":1}\n{"b":2}\n' * k) == ((b'{"a":1}\n{"b":2}\n' * k)[:-1], 2 * k)
+        assert _clean_body(b'{"a":1}\n' * k + b'\n{"b":2}') is None and _clean_body(b'{"a":\n1}' * k) is None
+        assert _clean_body(b'{"a":1}\n' * k + b'{"a":1} \n{"b":2}') is None
+        assert _clean_body(b'{"a":1}\n' * k + b'{"a":"\xff"}') is None
