@@ -220,7 +220,10 @@ def diagnose(
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     read = {seg.stream for seg in decoded.segments}  # files some lines were read from
-    for origin, line in _skipped(batch.rejects):  # decode rejects and lines too long to read
+    given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
+    for f, rel in walk(paths):
+        given.setdefault(rel, []).append(str(f))
+    for origin, line in _skipped(batch.rejects, given):  # decode rejects and lines too long to read
         label = "read in part" if origin in read else "skipped"  # a truncated .gz gives the lines before the cut
         err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False, soft_wrap=True)  # one line: grep
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
@@ -308,9 +311,11 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
 _BLANK = b" \t\r\n\x0b\x0c\x00"
 
 
-def _skipped(rejects) -> list[tuple[str, str]]:
+def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
     """One line per file with unreadable parts (not one per bad record): ``(origin, text)``, the text naming the
-    file, how many parts and the first reasons (escaped for Rich markup)."""
+    file, how many parts and the first reasons (escaped for Rich markup). ``given``: each file's name in its
+    origin -> the paths it was read from; a file is named by its path when that is one, else by its origin's name
+    and content digest (``a/node07.log`` and ``b/node07.log`` given are both ``node07.log``)."""
     from rich.markup import escape
 
     per: dict[str, list] = {}
@@ -319,7 +324,10 @@ def _skipped(rejects) -> list[tuple[str, str]]:
     out = []
     for origin, rs in per.items():
         # a file as given (a folder's files under its name), not its origin: file:<path>@<content digest>
-        shown = m.group(1) if (m := _FILE_ORIGIN.fullmatch(origin)) else origin
+        shown = origin
+        if m := _FILE_ORIGIN.fullmatch(origin):
+            paths = (given or {}).get(m.group(1), [])
+            shown = paths[0] if len(paths) == 1 else origin[5:]
         if len(rs) == 1:
             out.append((origin, escape(f"{shown}: {rs[0].reason}")))
         else:

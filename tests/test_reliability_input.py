@@ -674,14 +674,22 @@ def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
     (d / "node07.log.gz").write_bytes(corrupt_gzip(xid() * 50))
     r = subprocess.run([FIRSTFAULT, "diagnose", str(d)], capture_output=True, timeout=120, cwd=str(tmp_path))
     err = r.stderr.decode()
-    assert r.returncode == 2 and "nothing could be read" in err and "skipped logs/node07.log.gz: " in err, err[-1000:]
-    assert "file:" not in err and "@" not in err, err[-1000:]  # the file as given, not its origin (fresh-user trial)
+    # the file by its path, not its origin (file:logs/node07.log.gz@<digest>: a fresh-user trial)
+    assert r.returncode == 2 and "nothing could be read" in err and f"skipped {d / 'node07.log.gz'}: " in err, err
+    assert "file:" not in err and "@" not in err, err[-1000:]
     # a truncated file gives its lines before the cut: "read in part", not "skipped"; one line is "1 line"
     (d / "node07.log.gz").write_bytes(gzip.compress(xid() + b"\n" + xid("3b") * 400)[:-20])
     r = subprocess.run([FIRSTFAULT, "diagnose", str(d)], capture_output=True, timeout=120, cwd=str(tmp_path))
     err = r.stderr.decode()
-    assert r.returncode == 0 and "read in part logs/node07.log.gz: " in err and "skipped" not in err, err[-1000:]
+    assert r.returncode == 0 and f"read in part {d / 'node07.log.gz'}: " in err and "skipped" not in err, err[-1000:]
     assert "read its first 1 line (" in err, err[-1000:]
+    # two files of one name given: each named with its content digest, told apart
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "node07.log.gz").write_bytes(corrupt_gzip(xid("3b") * 60))
+    r = subprocess.run([FIRSTFAULT, "diagnose", str(d / "node07.log.gz"), str(tmp_path / "other" / "node07.log.gz")],
+                       capture_output=True, timeout=120, cwd=str(tmp_path))
+    named = sorted(x.split(": ", 1)[0].split(" ")[-1] for x in r.stderr.decode().splitlines() if "node07.log.gz@" in x)
+    assert len(named) == 2 and named[0] != named[1] and all(n.startswith("node07.log.gz@") for n in named), named
 
 
 # the wider class of each defect above
