@@ -168,14 +168,20 @@ def resolve_times(hits: list[Hit], tz) -> None:
     # A line whose stamp would count forward past the reference time (one before a reboot inside the capture, a
     # garbled uptime) is not counted back: it is timed as a line without a stamp (below); nor are the lines of a
     # segment whose last stamp is no uptime (over _MAX_UPTIME_S) or whose reference time is no time.
-    file_boot: dict[int, int] = {}
+    # Where no line starts with a stamp (one after a syslog prefix), the hits' largest stamp is the last.
+    last: dict[int, tuple[Segment, float | None, float]] = {}  # segment -> (it, its last stamp, hits' largest)
     for h in hits:
         if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis in _COUNTED_BACK:
             k = id(h.seg)
-            if k not in file_boot:
-                stamp = last_kernel_stamp(h.seg.data)
-                if stamp is not None and stamp <= _MAX_UPTIME_S and plausible(h.seg.ref_ts):
-                    file_boot[k] = h.seg.ref_ts - int(stamp * US)
+            got = last.get(k)
+            if got is None:
+                got = (h.seg, last_kernel_stamp(h.seg.data), h.prefix.mono)
+            last[k] = (got[0], got[1], max(got[2], h.prefix.mono))
+    file_boot: dict[int, int] = {}
+    for k, (seg, stamp, largest) in last.items():
+        stamp = largest if stamp is None else stamp
+        if stamp <= _MAX_UPTIME_S and plausible(seg.ref_ts):
+            file_boot[k] = seg.ref_ts - int(stamp * US)
     # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
     # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
     # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
