@@ -229,7 +229,7 @@ def diagnose(
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
     if all(not s.data.strip(_BLANK) for s in decoded.segments):  # NUL bytes: a log zeroed by a power loss
-        files = sum(1 for _ in walk(paths))
+        files = sum(map(len, given.values()))
         where = escape(", ".join(map(str, paths)))
         if decoded.rejects:  # every file skipped (corrupt, too large): nothing was read, which is no healthy fleet
             err.print(f"[red]nothing could be read[/] in {where}: {files} file{'s' * (files != 1)}, "
@@ -318,6 +318,8 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
     and content digest (``a/node07.log`` and ``b/node07.log`` given are both ``node07.log``)."""
     from rich.markup import escape
 
+    from api.diagnose import file_of
+
     per: dict[str, list] = {}
     for r in rejects:
         per.setdefault(r.origin.split("#", 1)[0], []).append(r)
@@ -325,9 +327,9 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
     for origin, rs in per.items():
         # a file as given (a folder's files under its name), not its origin: file:<path>@<content digest>
         shown = origin
-        if m := _FILE_ORIGIN.fullmatch(origin):
-            paths = (given or {}).get(m.group(1), [])
-            shown = paths[0] if len(paths) == 1 else origin[5:]
+        if f := file_of(origin):
+            paths = (given or {}).get(f[0], [])
+            shown = paths[0] if len(paths) == 1 else origin[len("file:"):]
         if len(rs) == 1:
             out.append((origin, escape(f"{shown}: {rs[0].reason}")))
         else:
@@ -336,9 +338,6 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
                                        + more)))
     return out
 
-
-#: a file's origin (``ingest.files.decode_paths``): ``file:<path>@<8 hex of its content digest>``
-_FILE_ORIGIN = re.compile(r"file:(.*)@[0-9a-f]{8}", re.S)
 
 
 @kafka_app.command("start")

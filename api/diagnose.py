@@ -83,7 +83,7 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
     return good, batch
 
 
-def _file_of(origin: str) -> tuple[str, str] | None:
+def file_of(origin: str) -> tuple[str, str] | None:
     """``(name relative to its argument, content digest)`` of a local file's event origin
     (``file:<rel>@<digest>:<line>[#<n>]``, ``ingest.files``); ``None`` for another origin."""
     if not origin.startswith("file:"):
@@ -101,7 +101,7 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
     (DESIGN.md) and are not listed."""
     by: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for host, origin in zip(events.column("host").to_pylist(), events.column("origin").to_pylist()):
-        f = _file_of(origin or "")
+        f = file_of(origin or "")
         if f is None:
             continue
         name = PurePosixPath(f[0]).name
