@@ -28,6 +28,8 @@ from ingest.prefix import LATEST_US, from_us
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
 SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END"
+#: a row's severity at or above the one given as the parameter (``min_severity`` of events and incidents)
+MIN_SEVERITY_SQL = f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}"
 #: sort name -> (SQL expression, python key of the cursor)
 SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence", "end": '"end"'}
 
@@ -230,7 +232,7 @@ class Store:
             where.append("severity IN (" + ",".join("?" * len(severity)) + ")")
             params.extend(severity)
         if min_severity:
-            where.append(f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}")
+            where.append(MIN_SEVERITY_SQL)
             params.append(min_severity)
         if category:
             where.append("category = ?")
@@ -289,7 +291,7 @@ class Store:
             where.append("contains(message, ?)")
             params.append(text)
         if min_severity:
-            where.append(f"{SEV_RANK_SQL} >= {SEV_RANK_SQL.replace('severity', '?')}")
+            where.append(MIN_SEVERITY_SQL)
             params.append(min_severity)
         sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
         return self.query(sql, src_params + params + [limit, offset])
