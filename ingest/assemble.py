@@ -169,19 +169,19 @@ def resolve_times(hits: list[Hit], tz) -> None:
     # garbled uptime) is not counted back: it is timed as a line without a stamp (below); nor are the lines of a
     # segment whose last stamp is no uptime (over _MAX_UPTIME_S) or whose reference time is no time.
     # Where no line starts with a stamp (one after a syslog prefix), the hits' largest stamp is the last.
-    last: dict[int, tuple[Segment, float | None, float]] = {}  # segment -> (it, its last stamp, hits' largest)
+    last: dict[int, tuple[int, float | None, float]] = {}  # segment -> (its ref_ts, last stamp, hits' largest)
     for h in hits:
         if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis in _COUNTED_BACK:
             k = id(h.seg)
             got = last.get(k)
             if got is None:
-                got = (h.seg, last_kernel_stamp(h.seg.data), h.prefix.mono)
+                got = (h.seg.ref_ts, last_kernel_stamp(h.seg.data), h.prefix.mono)
             last[k] = (got[0], got[1], max(got[2], h.prefix.mono))
-    file_boot: dict[int, int] = {}
-    for k, (seg, stamp, largest) in last.items():
+    ref_boot: dict[int, int] = {}  # segment -> boot time counted back from its reference time, µs
+    for k, (ref, stamp, largest) in last.items():
         stamp = largest if stamp is None else stamp
-        if stamp <= _MAX_UPTIME_S and plausible(seg.ref_ts):
-            file_boot[k] = seg.ref_ts - int(stamp * US)
+        if stamp <= _MAX_UPTIME_S and plausible(ref):
+            ref_boot[k] = ref - int(stamp * US)
     # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
     # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
     # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
@@ -202,9 +202,9 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
         elif p.mono is not None and b is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
-        elif p.mono is not None and id(seg) in file_boot and file_boot[id(seg)] + int(p.mono * US) <= seg.ref_ts:
+        elif p.mono is not None and id(seg) in ref_boot and (t := ref_boot[id(seg)] + int(p.mono * US)) <= seg.ref_ts:
             basis = seg.ref_basis
-            row["ts"], row["ts_basis"] = file_boot[id(seg)] + int(p.mono * US), basis
+            row["ts"], row["ts_basis"] = t, basis
             row["ts_precision_us"] = 1 if basis != "kafka" else _REF_PRECISION["kafka"]
             if basis == "kafka":  # the append time: the value was written then or before (as a line without stamp)
                 row["details"]["ts_upper_bound"] = True

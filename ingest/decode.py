@@ -156,6 +156,16 @@ class _Run:
         self.bases.append(basis)
         self.boots.append(boot)
 
+    def extend(self, data: bytes, lines: range, hosts: list[str | None], times: list[int]) -> None:
+        """Records of Vector's shape (:func:`_add_columns`): ``data`` their messages joined, one item each in the
+        other arguments; their basis ``envelope``, no boot time."""
+        self.parts.append(data)
+        self.lines += lines
+        self.hosts += hosts
+        self.times += times
+        self.bases += ["envelope"] * len(lines)
+        self.boots += [None] * len(lines)
+
     def flush(self, out: Decoded, origin: str, stream: str, ingest_ts: int, source: str | None) -> None:
         """Append the records gathered so far to ``out`` as one :class:`Envelopes`, and start again."""
         if self.lines:
@@ -758,22 +768,12 @@ def _add_columns(out: Decoded, run: _Run, cols: tuple[list[str], list[str], list
         pieces = list(map(str.encode, msgs))
         bad = [j for j, m in enumerate(pieces) if not _one_line(m)]
     if not bad:
-        run.parts.append(joined)
-        run.lines += range(first, first + n)
-        run.hosts += hosts
-        run.times += times
-        run.bases += ["envelope"] * n
-        run.boots += [None] * n
+        run.extend(joined, range(first, first + n), hosts, times)
         return
     prev = 0
     for j in bad + [n]:
         if j > prev:
-            run.parts.append(b"\n".join(pieces[prev:j]))
-            run.lines += range(first + prev, first + j)
-            run.hosts += hosts[prev:j]
-            run.times += times[prev:j]
-            run.bases += ["envelope"] * (j - prev)
-            run.boots += [None] * (j - prev)
+            run.extend(b"\n".join(pieces[prev:j]), range(first + prev, first + j), hosts[prev:j], times[prev:j])
         if j == n:
             break
         run.flush(out, origin, stream, ingest_ts, source)
@@ -1155,7 +1155,8 @@ _BINARY_SHARE = 0.05
 _CONTROL = bytes(b for b in range(1, 32) if b not in (7, 8, 9, 10, 12, 13, 14, 15, 27))
 #: formats someone may point ``diagnose`` at by mistake, by the magic number they start with (Parquet: and end
 #: with, as a log line may start with ``PAR1``): what to do instead
-_NOT_LOGS = ((b"LPKSHHRH", b"", "a systemd journal file: export it first, `journalctl --file FILE -o json > FILE.json`"),
+_NOT_LOGS = ((b"LPKSHHRH", b"",
+              "a systemd journal file: export it first, `journalctl --file FILE -o json > FILE.json`"),
              (b"\x7fELF", b"", "an executable (ELF)"),
              (b"PAR1", b"PAR1", "a Parquet file: query it with `firstfault sql`"),
              (b"SQLite format 3\x00", b"", "an SQLite database"))
