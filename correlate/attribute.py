@@ -92,7 +92,7 @@ class ShapeMemo:
 @dataclass
 class Scene:
     """Everything the patterns look at for one candidate incident. ``events`` are fixed once the scene is built:
-    its memos (faults, shapes, fault flags, parties) are made from them once."""
+    its memos (faults, shapes, parties) are made from them once."""
 
     events: list[Ev]
     topo: Topology
@@ -105,7 +105,6 @@ class Scene:
     #: are theirs too)
     memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
-    _is_fault: dict[int, bool] | None = field(default=None, repr=False)  # id(event) -> is_fault
     #: the scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
     #: of its events: ``matching`` decides a rule side once per shape
     _shapes: tuple[list[tuple[int, Ev]], dict[int, list[int]]] | None = field(default=None, repr=False)
@@ -127,13 +126,8 @@ class Scene:
         return KIND_CATEGORY.get(e.kind, "other")
 
     def is_fault(self, e: Ev) -> bool:
-        """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`, decided once
-        per event of the scene."""
-        flags = self._is_fault
-        if flags is None:
-            flags = self._is_fault = {id(x): is_fault(x, self.catalog) for x in self.events}
-        yes = flags.get(id(e))
-        return is_fault(e, self.catalog) if yes is None else yes
+        """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`."""
+        return is_fault(e, self.catalog)
 
     def faults(self) -> list[Ev]:
         if self._faults is None:
@@ -219,22 +213,31 @@ class Scene:
 
 def role_of(e: Ev, catalog: Catalog) -> str:
     """initiator / either / downstream / application / context, from the Xid catalog or the signature."""
-    if e.signature == SYMPTOM:
-        return "downstream"
-    if e.xid is not None and e.xid in catalog.xids and e.kind in ("xid", "gsp_error"):
-        return catalog.xids[e.xid].role
-    c = catalog.by_id.get(e.signature)
-    return c.sig.role if c else "either"
+    judged = e.judged
+    return (judged if judged is not None and judged[0] is catalog else _judge(e, catalog))[1]
 
 
 def is_fault(e: Ev, catalog: Catalog) -> bool:
     """Evidence that something went wrong: a symptom, or a non-context event that is a warning or
     worse or an Xid/SXid report (an Xid 45 teardown is informational but still part of a failure)."""
+    judged = e.judged
+    return (judged if judged is not None and judged[0] is catalog else _judge(e, catalog))[2]
+
+
+def _judge(e: Ev, catalog: Catalog) -> tuple[Catalog, str, bool]:
+    """``Ev.judged``: :func:`role_of` and :func:`is_fault` of ``e`` under ``catalog``, decided once per event and
+    catalog (the fields they read are fixed once the event is built)."""
     if e.signature == SYMPTOM:
-        return True
-    if role_of(e, catalog) == "context":
-        return False
-    return e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")
+        judged = (catalog, "downstream", True)
+    else:
+        if e.xid is not None and e.xid in catalog.xids and e.kind in ("xid", "gsp_error"):
+            role = catalog.xids[e.xid].role
+        else:
+            c = catalog.by_id.get(e.signature)
+            role = c.sig.role if c else "either"
+        judged = (catalog, role, role != "context" and (e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")))
+    e.judged = judged
+    return judged
 
 
 class _Fields(dict):

@@ -74,6 +74,8 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
     ``now_us`` (µs: reported now, about logs that hold no event); ``details.untimed`` says it was not given.
     Events whose time is only an upper bound (``details.ts_upper_bound``: a line with no stamp, timed by its
     file's mtime or its Kafka arrival, maybe days after the lines around it) count only where no other does."""
+    if not symptoms:  # the usual call (every streaming step): no pass over the events
+        return []
     out = []
     timed = [e for e in events if not e.details.get("ts_upper_bound")] or events
     latest = max((e.ts for e in timed), default=now_us)

@@ -69,6 +69,9 @@ class Ev:
     start: int = field(init=False)
     #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
     order: tuple[int, int, str] = field(init=False)
+    #: (catalog, role, is a fault): what ``correlate.attribute.role_of`` and ``is_fault`` decided for the event
+    #: under that catalog, kept with it (a streaming correlator asks again at every step)
+    judged: tuple | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pos = _pos(self.origin)
