@@ -341,12 +341,21 @@ _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 def assign_hosts(hits: list[Hit]) -> None:
     """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as
     nccl-tests' ``on node02``) wins over the envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
-    plain-text file whose earlier recognised lines all name one host in their prefix (the log's writer, not a
-    host the text mentions), a line that names none (a traceback line, a PyTorch line without the prefix) is
-    that host's: the file name (``worker3.log``) is only a guess (DESIGN.md: where neither the line nor the
-    envelope names the host). A file whose prefixes name several hosts (a job's aggregated log) says nothing
-    about such a line: the file name is kept. A Kafka key or an envelope names the host itself and is kept."""
+    plain-text file the file name (``worker3.log``) is only a guess (DESIGN.md: where neither the line nor the
+    envelope names the host), so a line that names none (a traceback line, a PyTorch line without the prefix)
+    is, in order:
+
+    * the host its rank ran on, when the line prints its rank in PyTorch's c10 prefix (``[rank8]:``, the global
+      rank) and the file's NCCL init lines place that rank of the job's largest communicator on one host only
+      (:func:`rank_hosts`): a job's aggregated log (every rank's output in one file, as a scheduler's job
+      output or ``torchrun`` writes it) holds the NCCL lines of every host, each with its ``host:pid:tid``;
+    * the host the file's earlier recognised lines all named in their prefix (the log's writer, not a host the
+      text mentions); a file whose prefixes name several hosts says nothing more about such a line;
+    * the file name.
+
+    A Kafka key or an envelope names the host itself and is kept."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
+    placed = rank_hosts(hits)
     for h in hits:
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
@@ -355,8 +364,37 @@ def assign_hosts(hits: list[Hit]) -> None:
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         if own:
             h.row["host"] = own
+        elif seg.ref_basis == "file":
+            ranks = placed.get(seg.stream)
+            h.row["host"] = ((ranks.get(h.prefix.rank) if ranks and h.prefix.rank is not None else None)
+                             or named.get(seg.stream) or seg.host or "unknown")
         else:
-            h.row["host"] = (named.get(seg.stream) if seg.ref_basis == "file" else None) or seg.host or "unknown"
+            h.row["host"] = seg.host or "unknown"
+
+
+def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
+    """File stream -> rank -> the host NCCL's init lines of that file (``Init COMPLETE``: ``host:pid:tid … rank R
+    nranks N``, formats.md §6) place the rank on, for the ranks of the largest ``nranks`` the file's init lines
+    print (the job's world communicator, whose ranks are PyTorch's global ranks: the ``[rankR]:`` of its c10
+    prefix) that one host only holds. A rank two hosts claim (a restart placed elsewhere, or only
+    sub-communicators logged, whose ranks restart at 0 on every node) is left out. Kafka streams are not
+    looked at: there the key names the host."""
+    seen: dict[str, tuple[int, dict[int, set[str]]]] = {}  # stream -> (largest nranks, rank -> hosts)
+    for h in hits:
+        if h.c.sig.kind != "nccl_init" or h.seg.ref_basis != "file":
+            continue
+        row = h.row
+        host, rank, nranks = row.get("host") or h.prefix.host, row.get("rank"), row.get("nranks")
+        if not host or not isinstance(rank, int) or not isinstance(nranks, int):
+            continue
+        most, ranks = seen.get(h.seg.stream, (0, {}))
+        if nranks > most:
+            most, ranks = nranks, {}
+        if nranks == most:
+            ranks.setdefault(rank, set()).add(host)
+        seen[h.seg.stream] = (most, ranks)
+    return {stream: {r: next(iter(hs)) for r, hs in ranks.items() if len(hs) == 1}
+            for stream, (_most, ranks) in seen.items()}
 
 
 def assemble(hits: list[Hit], tz) -> Assembled:

@@ -406,6 +406,11 @@ def _diagnosed(path, text: str):
     return [(e["kind"], e["host"]) for e in batch.events.to_pylist()], incidents
 
 
+_WATCHDOG = ("[rank{rank}]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+             "ran for 600060 milliseconds before timing out.\n")
+
+
 def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(tmp_path):
     """The file name is only a guess at the host (``worker3.log``): a line that names none (here PyTorch's
     NCCL error, after NCCL lines that print ``node01:pid:tid``) belongs to the host the file's earlier lines
@@ -420,14 +425,13 @@ def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(t
     (inc,) = incidents
     assert inc["initiator"]["host"] == "node01" and inc["initiator"]["kind"] == "ib_port"
     assert [d["host"] for d in inc["downstream"]] == ["node01"]
-    # a file whose prefixes name several hosts (a job's aggregated log) says nothing of a line without one, and a
-    # host a line's text names (nccl-tests' rank table: "on node02") is no claim on the lines after it
+    # a file whose prefixes name several hosts (a job's aggregated log) says nothing of a line without one but by
+    # its rank (next test), and a host a line's text names (nccl-tests' rank table: "on node02") is no claim on
+    # the lines after it
     events, _ = _diagnosed(tmp_path / "job-123.log", (
         "node01:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
         "node02:200:200 [0] NCCL INFO comm 0x2 rank 8 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
-        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
-        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
-        "600060 milliseconds before timing out.\n"))
+        + _WATCHDOG.format(rank=5)))
     assert events == [("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_timeout", "job-123")]
     events, _ = _diagnosed(tmp_path / "node01.log", (
         "#  Rank  0 Group  0 Pid 587622 on node01 device  0 [0x21] NVIDIA H100 80GB HBM3\n"
@@ -438,3 +442,54 @@ def test_a_line_without_a_host_in_a_file_takes_the_host_of_the_lines_before_it(t
     assert events == [("nccl_init", "node01"), ("nccl_init", "node02"), ("nccl_p2p_fallback", "node01")]
     # a file whose lines name no host is the file name's
     assert _diagnosed(tmp_path / "node09.log", error)[0] == [("nccl_error", "node09")]
+
+
+def _init(host: str, rank: int, nranks: int, comm: str = "0x7a3e55c1d2f90b14") -> str:
+    """An NCCL ``Init COMPLETE`` line (formats.md §6) of ``host``."""
+    return (f"{host}:{100 + rank}:{200 + rank} [{rank % 8}] NCCL INFO comm 0x55d0c8a1e2b0 rank {rank} nranks "
+            f"{nranks} cudaDev {rank % 8} busId {18000 + rank % 8 * 1000} commId {comm} - Init COMPLETE\n")
+
+
+def test_a_rank_line_of_a_jobs_aggregated_log_is_the_host_its_rank_ran_on(tmp_path):
+    """Every rank's output in one file (a scheduler's job output, ``torchrun``): NCCL lines name their host
+    (``host:pid:tid``), PyTorch's c10 lines only their global rank (``[rank8]:``). A rank line is the host the
+    file's init lines of the largest communicator (the world's, whose ranks are the global ranks) place that
+    rank on; a rank no such line places, or two hosts claim, keeps the file name."""
+    world = _init("node01", 0, 16) + _init("node01", 1, 16) + _init("node02", 8, 16)
+    events, _ = _diagnosed(tmp_path / "job-7.out", world + "".join(_WATCHDOG.format(rank=r) for r in (8, 1, 5)))
+    assert events[3:] == [("nccl_timeout", "node02"), ("nccl_timeout", "node01"), ("nccl_timeout", "job-7")]
+    # a sub-communicator's ranks restart on every node (rank 0 of a tensor-parallel group on each): the world's
+    # say where the global rank ran
+    sub = _init("node02", 0, 8, "0x11") + _init("node03", 0, 8, "0x12")
+    events, _ = _diagnosed(tmp_path / "job-8.out", sub + _init("node03", 0, 16) + _WATCHDOG.format(rank=0))
+    assert events[-1] == ("nccl_timeout", "node03")
+    # only sub-communicators logged: rank 0 is on two hosts, so the line says nothing of its host
+    events, _ = _diagnosed(tmp_path / "job-9.out", sub + _WATCHDOG.format(rank=0))
+    assert events[-1] == ("nccl_timeout", "job-9")
+    # the job restarted on other hosts in the same file: rank 8 ran on two, so its line keeps the file name
+    events, _ = _diagnosed(tmp_path / "job-10.out", world + _init("node05", 8, 16, "0x99") + _WATCHDOG.format(rank=8))
+    assert events[-1] == ("nccl_timeout", "job-10")
+
+
+def test_an_aggregated_job_log_puts_every_ranks_timeout_downstream_of_the_fault(tmp_path):
+    """The kind of input a fresh-user trial fed: the job's aggregated log (init lines of two hosts, the watchdog
+    timeouts of ranks on both) beside one host's kernel log with the Xid 79 the collective hung on. The timeouts
+    are their ranks' hosts', so they join the Xid over the communicator: one incident, not a second one about a
+    host named after the job's file."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "rank-logs.txt").write_text(
+        _init("gpu-a17", 0, 16) + _init("gpu-a17", 1, 16) + _init("gpu-a18", 8, 16)
+        + "".join(_WATCHDOG.format(rank=r).replace("E321 02:07:08", "E1201 03:12:13") for r in (0, 1, 8)))
+    (tmp_path / "gpu-a17.dmesg.log").write_text(
+        "2026-12-01T03:02:11,548779+00:00 NVRM: Xid (PCI:0000:19:00): 79, pid=101, name=python3, GPU has fallen "
+        "off the bus.\n")
+    _, batch, incidents = diagnose_paths([tmp_path], Settings())
+    assert sorted({(e["kind"], e["host"]) for e in batch.events.to_pylist()}) == [
+        ("nccl_init", "gpu-a17"), ("nccl_init", "gpu-a18"), ("nccl_timeout", "gpu-a17"), ("nccl_timeout", "gpu-a18"),
+        ("xid", "gpu-a17")]
+    (inc,) = incidents
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("gpu-a17", 79)
+    assert sorted({d["host"] for d in inc["downstream"]}) == ["gpu-a17", "gpu-a18"]
