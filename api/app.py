@@ -515,6 +515,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         try:
             schema, batches, cut = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s,
                                                     max_bytes=settings.sql_max_bytes)
+            # JSON is written before the status goes out (a value JSON cannot hold is a 400, not a cut stream), and
+            # while the query's slot is held: its text and objects are this query's memory too
+            rows = None if req.format == "arrow" else _ndjson(schema, batches, settings.sql_max_bytes)
         except StoreError as e:
             raise HTTPException(400, f"query failed: {e}") from None
         finally:
@@ -526,8 +529,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if req.format == "arrow":
             return StreamingResponse(_arrow_stream(schema, batches), media_type="application/vnd.apache.arrow.stream",
                                      headers=headers)
-        # JSON is written before the status goes out, so a value JSON cannot hold is a 400, not a cut stream
-        return StreamingResponse(iter(_ndjson(schema, batches)), media_type="application/x-ndjson", headers=headers)
+        return StreamingResponse(iter(rows), media_type="application/x-ndjson", headers=headers)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics() -> Response:
@@ -688,20 +690,39 @@ async def _no_receive():
     return {"type": "http.disconnect"}
 
 
-def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[bytes]:
-    """One JSON object per row, one chunk per record batch (``Store.stream_sql`` has read them all).
+#: Arrow bytes of the rows turned into Python objects at once for JSON (``_ndjson``): a list of 5,000 booleans
+#: is 625 bytes of Arrow and 40 KB of Python list, so a whole 10,000-row batch of them took 1.3 GB (a break-it pass)
+_JSON_SLICE_BYTES = 256 * 1024
+
+
+def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch], max_bytes: int) -> list[bytes]:
+    """One JSON object per row, one chunk per slice of a record batch of at most ``_JSON_SLICE_BYTES`` of Arrow
+    data (``Store.stream_sql`` has read them all), so the Python objects a row becomes stay few at a time.
 
     Raises HTTPException 400 when the rows cannot be JSON objects: two columns of one name (an object
-    keeps one), or a value Python's datetime cannot hold (``'infinity'::TIMESTAMP``, year 290000)."""
+    keeps one), or a value Python's datetime cannot hold (``'infinity'::TIMESTAMP``, year 290000); and when the
+    JSON text holds more than ``max_bytes`` bytes (``sql_max_bytes``: text can be far larger than the Arrow data
+    that limit counts, ``[x > -1 FOR x IN range(5000)]`` 40 times)."""
     dup = sorted({n for n in schema.names if schema.names.count(n) > 1})
     if dup:
         raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
                                  "give them distinct aliases, or ask for format arrow")
+    out: list[bytes] = []
+    size = 0
     try:
-        return [b"".join(json_bytes(row) + b"\n" for row in b.to_pylist()) for b in batches]
+        for b in batches:
+            step = max(1, b.num_rows * _JSON_SLICE_BYTES // max(b.nbytes, 1))
+            for start in range(0, b.num_rows, step):
+                chunk = b"".join(json_bytes(row) + b"\n" for row in b.slice(start, step).to_pylist())
+                size += len(chunk)
+                if size > max_bytes:
+                    raise HTTPException(400, f"the result as JSON holds more than {max_bytes} bytes (sql_max_bytes): "
+                                             "select fewer rows or columns, or ask for format arrow")
+                out.append(chunk)
     except (OverflowError, ValueError, pa.ArrowException) as e:
         raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
                                  "or ask for format arrow") from None
+    return out
 
 
 def _arrow_stream(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:

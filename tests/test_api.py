@@ -672,6 +672,30 @@ def test_sql_result_larger_than_sql_max_bytes_is_a_400(lake):
         assert r.status_code == 200 and [len(l) for l in r.text.splitlines()] == [100_008] * 5  # {"s":"x…"}
 
 
+def test_sql_json_text_larger_than_sql_max_bytes_is_a_400_and_rows_become_objects_a_slice_at_a_time(lake):
+    """JSON text can be far larger than the Arrow data ``sql_max_bytes`` counts (a list of 5,000 booleans: 625
+    bytes of Arrow, 25 KB of text, 40 KB of Python list; a break-it pass took the API from 0.3 to 1.6 GB with one
+    query of 13 MB): the text counts toward the limit too, and a record batch becomes Python objects a slice of
+    ``_JSON_SLICE_BYTES`` at a time. Arrow answers the same query whole."""
+    from api.app import _JSON_SLICE_BYTES, _ndjson
+    from api.store import json_bytes
+
+    root, _ = lake
+    query = "SELECT [x > -1 FOR x IN range(5000)] AS l FROM range(200)"  # 125 KB of Arrow, 5 MB of JSON
+    with Server(Settings(lake=str(root), sql_max_bytes=1 << 20)) as c:
+        r = c.post("/sql", json={"query": query})
+        assert r.status_code == 400 and "as JSON" in r.json()["detail"] and "sql_max_bytes" in r.json()["detail"], r.text
+        r = c.post("/sql", json={"query": query, "format": "arrow"})
+        assert r.status_code == 200 and pa.ipc.open_stream(r.content).read_all().num_rows == 200
+        r = c.post("/sql", json={"query": query.replace("range(200)", "range(20)")})
+        assert r.status_code == 200 and [len(l) for l in r.text.splitlines()] == [len('{"l":[]}') + 5 * 5000 - 1] * 20
+    batch = pa.record_batch({"l": pa.array([[True] * 5000] * 2000)})  # 1.3 MB of Arrow
+    chunks = _ndjson(batch.schema, iter([batch]), 1 << 30)
+    step = 2000 * _JSON_SLICE_BYTES // batch.nbytes
+    assert step < 2000 and len(chunks) == -(-2000 // step)
+    assert b"".join(chunks) == b"".join(json_bytes(row) + b"\n" for row in batch.to_pylist())
+
+
 def test_domain_and_rack_filters_read_the_fleet_config_and_refuse_what_it_never_names(api, lake, tmp_path):
     """``domain``/``rack`` select the incidents of the fleet config's hosts there; a value no host has (or any
     value without a fleet config: the demo loads none) was an empty page, as if that rack were healthy (a
