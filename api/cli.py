@@ -134,11 +134,15 @@ def _progress():
     return step
 
 
-def _parse_symptom(text: str, hosts: list[str]):
+def _parse_symptom(text: str):
     """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1``, ``hang:0000:1b:00.0`` (PCI bus ids in any
-    printed form, ``schemas.pci.normalize_bus_id``) -> Symptom(s). Without ``@HOST`` the files
-    must be of one host (named by the file names, ``hosts``); else ``BadParameter`` (exit 2)."""
+    printed form, ``schemas.pci.normalize_bus_id``) -> a Symptom; without ``@HOST`` its host is empty: the one
+    host the logs are of (``api.diagnose.place_symptoms``). ``BadParameter`` (exit 2) for a kind, host or GPU
+    that is none."""
+    import pyarrow as pa
+
     from correlate.correlator import Symptom
+    from ingest.pipeline import MAX_HOST_CHARS, not_host_names
 
     head, colon, gpus = text.partition(":")
     kind, at, host = head.partition("@")
@@ -147,29 +151,28 @@ def _parse_symptom(text: str, hosts: list[str]):
     if at and not host.strip():  # "hang@:0": a host left out of a template, not "the files' host"
         raise typer.BadParameter(f"{text!r} names no host after @: write {kind}@HOST, or leave @ out when the files "
                                  "are of one host", param_hint="--symptom")
+    host = host.strip()
+    if host and not_host_names(pa.array([host]))[0].as_py():  # as ingest refuses it (bad_host): no event has it
+        raise typer.BadParameter(f"{host[:80]!r} is no host name (at most {MAX_HOST_CHARS} characters, no blanks, "
+                                 "control or format characters or '/')", param_hint="--symptom")
     if colon and not gpus.strip(", "):  # "hang:": GPUs left out, not "no GPU named"
         raise typer.BadParameter(f"{text!r} names no GPU after ':': write {head}:0,1 (indexes or PCI bus ids), or "
                                  "leave ':' out", param_hint="--symptom")
-    host = host.strip()
     from schemas.pci import normalize_bus_id
 
-    named = [g.strip() for g in gpus.split(",") if g.strip()]
+    named = [g.strip() for g in gpus.split(",")] if colon else []
+    if "" in named:  # "hang:0,,1": a GPU left out of a template, as "hang:" is
+        raise typer.BadParameter(f"{text!r} names an empty GPU between commas", param_hint="--symptom")
     index_like = [g for g in named if g.isascii() and g.isdigit()]  # not "²" or "٣": str.isdigit takes them
-    bad = [g for g in named if g not in index_like and normalize_bus_id(g) is None]
+    # an index is a GPU's place on its host (nvidia-smi's); 20 digits are no GPU, and no bus id either
+    bad = [g for g in named
+           if (g not in index_like and normalize_bus_id(g) is None) or (g in index_like and len(g) > 4)]
     if bad:
         raise typer.BadParameter(f"GPUs are indexes (0, 1, …) or PCI bus ids (0000:1b:00.0, as nvidia-smi prints "
                                  f"them), not {', '.join(map(repr, bad))}", param_hint="--symptom")
-    targets = [host] if host else hosts
-    if not targets:
-        raise typer.BadParameter("no host to attach the symptom to; write KIND@HOST", param_hint="--symptom")
-    if len(targets) > 1:  # a report about one host would change every host's incidents
-        named = ", ".join(targets[:8]) + (f" and {len(targets) - 8} more" if len(targets) > 8 else "")
-        raise typer.BadParameter(f"these files are of {len(targets)} hosts ({named}): write {kind}@HOST to say "
-                                 "which one the symptom is about (repeat --symptom for several)",
-                                 param_hint="--symptom")
     index = sorted({int(g) for g in index_like})  # "01" is GPU 1, named once
     bus_ids = sorted({normalize_bus_id(g) for g in named if g not in index_like})  # 00000000:1B:00.0: 0000:1b:00.0
-    return [Symptom(host=h, kind=kind, gpus=[*map(str, index), *bus_ids]) for h in targets]
+    return Symptom(host=host, kind=kind, gpus=[*map(str, index), *bus_ids])
 
 
 @app.command()
@@ -185,7 +188,7 @@ def diagnose(
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
-    from api.diagnose import diagnose_paths, mtime_note, same_named_files
+    from api.diagnose import SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files
     from api.render import IncidentsReport, events_json
     from ingest.files import walk
 
@@ -204,25 +207,23 @@ def diagnose(
         err.print(f"[red]not a regular file or folder:[/] {escape(', '.join(special))}")
         raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
-    hosts: list[str] = []
-    symptoms = []
-    if symptom:
-        from ingest.decode import host_from_filename
-
-        try:
-            hosts = sorted({host_from_filename(f) for f, _ in walk(paths)})
-        except FileNotFoundError:
-            pass
-        symptoms = [x for t in symptom for x in _parse_symptom(t, hosts)]
+    given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
+    try:
+        for f, rel in walk(paths):
+            given.setdefault(rel, []).append(str(f))
+    except FileNotFoundError as e:  # removed since the check above
+        err.print(f"[red]{escape(str(e))}[/]")
+        raise typer.Exit(1) from None
+    symptoms = [_parse_symptom(t) for t in symptom or []]
     try:
         decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=_progress())
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
+    except SymptomHostError as e:
+        raise typer.BadParameter(str(e), param_hint="--symptom") from None
+    symptoms = place_symptoms(symptoms, decoded, batch)  # the hosts diagnose_paths gave them
     read = {seg.stream for seg in decoded.segments}  # files some lines were read from
-    given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
-    for f, rel in walk(paths):
-        given.setdefault(rel, []).append(str(f))
     for origin, line in _skipped(batch.rejects, given):  # decode rejects and lines too long to read
         label = "read in part" if origin in read else "skipped"  # a truncated .gz gives the lines before the cut
         err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False, soft_wrap=True)  # one line: grep
@@ -327,8 +328,10 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
     for origin, rs in per.items():
         # a file as given (a folder's files under its name), not its origin: file:<path>@<content digest>
         shown = origin
-        if f := file_of(origin):
-            paths = (given or {}).get(f[0], [])
+        # file:<name>@<digest>, or file:<name> for a file gone before its content could be read
+        name = f[0] if (f := file_of(origin)) else origin[len("file:"):] if origin.startswith("file:") else None
+        if name is not None:
+            paths = (given or {}).get(name, [])
             shown = paths[0] if len(paths) == 1 else origin[len("file:"):]
         if len(rs) == 1:
             out.append((origin, escape(f"{shown}: {rs[0].reason}")))

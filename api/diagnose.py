@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -41,8 +42,34 @@ def diagnose_paths(paths: Iterable[Path], settings: Settings, *, symptoms: list[
         log.info("reading the files together failed (%s: %s); trying each on its own", type(e).__name__, e)
         decoded, batch = _per_file(paths, pipe, progress)
     incidents = correlate(batch.events, batch.link_samples, batch.topology, settings=correlation_settings(settings),
-                          symptoms=symptoms or [], now_us=now_us or int(time.time() * 1_000_000))
+                          symptoms=place_symptoms(symptoms or [], decoded, batch),
+                          now_us=now_us or int(time.time() * 1_000_000))
     return decoded, batch, incidents
+
+
+class SymptomHostError(ValueError):
+    """A symptom without a host (``--symptom hang``) on logs of several hosts, or of none."""
+
+
+def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> list[Symptom]:
+    """``symptoms`` with the ones without a host (``Symptom.host`` empty: ``--symptom hang`` without ``@HOST``)
+    given the one host the logs are of: the host of their events, topology facts and link samples (a line's own
+    host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or, when no line
+    was recognised (a silent hang), the host the files' names give. Raises :class:`SymptomHostError` naming the
+    hosts when they are several (a report about one host would change every host's incidents), or when there
+    is none."""
+    if all(x.host for x in symptoms):
+        return symptoms
+    hosts = sorted({h for t in (batch.events, batch.topology, batch.link_samples) for h in t.column("host").to_pylist()}
+                   or {seg.host for seg in decoded.segments if seg.host})
+    kind = next(x.kind for x in symptoms if not x.host)
+    if not hosts:
+        raise SymptomHostError(f"no host to attach the symptom to; write {kind}@HOST")
+    if len(hosts) > 1:
+        named = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+        raise SymptomHostError(f"these logs are of {len(hosts)} hosts ({named}): write {kind}@HOST to say which one "
+                               "the symptom is about (repeat --symptom for several)")
+    return [x if x.host else replace(x, host=hosts[0]) for x in symptoms]
 
 
 def _run(pipe: Pipeline, decoded: Decoded) -> Batch:

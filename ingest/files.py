@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ingest.decode import Decoded, decode_file, path_text
+from ingest.decode import Decoded, Reject, decode_file, path_text
 
 
 def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
@@ -44,11 +44,17 @@ def content_digest(f: Path, limit: int = 1 << 20) -> str:
 def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None] | None = None) -> Decoded:
     """Decode every file under ``paths`` into one batch of segments (and rejects).
 
+    A file found by the walk that is gone when it is read (a log rotated or removed meanwhile) is a reject
+    (origin ``file:<name>``, ``error_code`` ``decode_error``), not the end of the others.
     ``progress(done, total, name)`` is called after each file."""
     out = Decoded()
     files = list(walk(paths))
     for n, (f, rel) in enumerate(files, 1):
-        d = decode_file(f, relname=f"{rel}@{content_digest(f)}")
+        try:
+            d = decode_file(f, relname=f"{rel}@{content_digest(f)}")
+        except FileNotFoundError:
+            d = Decoded(rejects=[Reject(f"file:{rel}", f"{rel} was gone before it was read (removed or rotated "
+                                                       "meanwhile)", b"", "decode_error")])
         if progress is not None:
             progress(n, len(files), rel)
         out.segments.extend(d.segments)

@@ -176,6 +176,12 @@ MAX_HOST_CHARS = 255
 _NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
 
 
+def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:
+    """True where a host (string array) is no host name: longer than :data:`MAX_HOST_CHARS`, or holding what
+    :data:`_NOT_IN_HOST` lists."""
+    return pc.or_(pc.greater(pc.utf8_length(hosts), MAX_HOST_CHARS), pc.match_substring_regex(hosts, _NOT_IN_HOST))
+
+
 def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     """``table`` (events, link samples or topology facts: ``host`` and ``origin`` columns) without the rows whose
     host is no host name — longer than :data:`MAX_HOST_CHARS`, or holding what :data:`_NOT_IN_HOST` lists —
@@ -183,8 +189,7 @@ def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     poller's sample, which anyone can fill: a 1 MB key became a 1 MB host in every incident of it)."""
     if table.num_rows == 0:
         return table
-    host = table.column("host")
-    bad = pc.or_(pc.greater(pc.utf8_length(host), MAX_HOST_CHARS), pc.match_substring_regex(host, _NOT_IN_HOST))
+    bad = not_host_names(table.column("host"))
     if not pc.any(bad).as_py():
         return table
     rows = table.filter(bad)

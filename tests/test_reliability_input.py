@@ -692,6 +692,33 @@ def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
     assert len(named) == 2 and named[0] != named[1] and all(n.startswith("node07.log.gz@") for n in named), named
 
 
+def test_a_file_removed_while_diagnose_reads_its_folder_is_skipped_and_the_others_are_diagnosed(tmp_path):
+    """Logs rotate while a folder is read: a file the walk listed and that is gone when its turn comes is a
+    reject naming it (the CLI prints it as "skipped" with its path), not the end of the run (a break-it pass: one
+    rotated file of 3,000 lost the whole report, exit 1). The file is removed for real, between the reads."""
+    from api.cli import _skipped
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name in ("a", "b", "c"):
+        (d / f"node07-{name}.log").write_bytes(xid({"a": "18", "b": "3b", "c": "5e"}[name]) + b"\n")
+
+    def rotate(done: int, total: int, name: str) -> None:
+        if name.endswith("node07-a.log"):
+            (d / "node07-b.log").unlink()
+
+    decoded, batch, incidents = diagnose_paths([d], Settings(), progress=rotate)
+    assert sorted(batch.events.column("device").to_pylist()) == ["0000:18:00.0", "0000:5e:00.0"]
+    [r] = decoded.rejects
+    assert (r.origin, r.error_code) == ("file:logs/node07-b.log", "decode_error")
+    assert "gone before it was read" in r.reason
+    assert _skipped(decoded.rejects, {"logs/node07-b.log": [str(d / "node07-b.log")]}) == [
+        (r.origin, f"{d / 'node07-b.log'}: logs/node07-b.log was gone before it was read (removed or rotated "
+                   "meanwhile)")]
+
+
 # the wider class of each defect above
 
 
@@ -894,6 +921,20 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
     assert r.exit_code == 0, r.output
     r = run(app, ["diagnose", str(tmp_path / "node07.log"), "--symptom", "hang:0,1", "--format", "json"])
     assert r.exit_code == 0, r.output
+    # the host is the one the lines name, not the file's name: a kern.log of node07 (a break-it pass found the
+    # report on a host "kern", an incident of its own beside node07's Xid 79)
+    (tmp_path / "kern.log").write_text("2026-12-01T00:00:00Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+                                       "GPU has fallen off the bus.\n")
+    r = run(app, ["diagnose", str(tmp_path / "kern.log"), "--symptom", "hang", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (inc,) = orjson.loads(r.stdout)["incidents"]
+    assert inc["initiator"]["host"] == "node07" and [d["host"] for d in inc["downstream"]] == ["node07"]
+    assert "symptom host" not in r.output  # no "has no events in these logs"
+    # a folder of one host's files whose lines name none: the file names say which
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "node09.dmesg.log").write_bytes(b"[  12.5] usb 1-1: new high-speed USB device\n")
+    r = run(app, ["diagnose", str(tmp_path / "one"), "--symptom", "failure", "--format", "json"])
+    assert r.exit_code == 0 and orjson.loads(r.stdout)["incidents"][0]["initiator"]["host"] == "node09", r.output
 
 
 @kafka
