@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import errno
 import logging
+import os
 import re
 import sys
 import time
@@ -109,7 +110,8 @@ def _tell_bound(s: Settings) -> Any:
     return lambda server: _tell_address(s, server.servers[0].sockets[0].getsockname()[1])
 
 
-PortOpt = Annotated[Optional[int], typer.Option("--port", help="HTTP API port (default: the api_port setting, 8080)")]
+PortOpt = Annotated[Optional[int], typer.Option("--port", min=0, max=65535,
+                                                 help="HTTP API port (default: the api_port setting, 8080)")]
 
 
 def _progress():
@@ -263,12 +265,19 @@ def diagnose(
         err.print(f"{len(files)} different files are all host {h} by their name ({shown}): their events are "
                   "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
                   "file after its host", style="yellow", markup=False, highlight=False)
-    if format == "json":
-        sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
-                                             option=orjson.OPT_INDENT_2))
-        sys.stdout.buffer.write(b"\n")
-    else:
-        out.print(IncidentsReport(incidents))  # texts quote log lines and host names: printed as text, not markup
+    try:
+        if format == "json":
+            sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},
+                                                 option=orjson.OPT_INDENT_2))
+            sys.stdout.buffer.write(b"\n")
+        else:
+            out.print(IncidentsReport(incidents))  # texts quote log lines and host names: text, not markup
+        sys.stdout.flush()
+    except OSError as e:  # a full disk: said in one line, as `sql` and `report` do; a reader gone (`| head`): quiet
+        if not isinstance(e, BrokenPipeError):
+            err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — what is still buffered goes nowhere at exit
+        raise typer.Exit(1) from None
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
@@ -525,6 +534,11 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     s = _settings(config)
     p = s.api_port if port is None else port
+    from ingest.lake import Lake, lake_path
+
+    if not Lake(s.lake).remote and lake_path(s.lake).is_file():  # no lake can be there, ever: not "empty so far"
+        err.print(f"[red]the lake {escape(str(s.lake))} is a file[/]: point FIRSTFAULT_LAKE / --config at a folder")
+        raise typer.Exit(2)
     _port_free(s, p)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     if _holds_no_events(s.lake):
@@ -592,8 +606,6 @@ def setup_logging(fmt: str, level: str = "INFO") -> None:
 
 
 def main() -> None:
-    import os
-
     # logging starts before the settings are read; a bad value here is reported by load_settings
     fmt = os.environ.get("FIRSTFAULT_LOG_FORMAT") or "text"
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()

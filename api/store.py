@@ -433,6 +433,24 @@ def json_bytes(v: Any) -> bytes:
     return orjson.dumps(v, default=json_default, option=orjson.OPT_UTC_Z)
 
 
+#: Arrow time units -> one day in them (``refuse_day_end_times``)
+_DAY_IN = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def refuse_day_end_times(data: pa.Table | pa.RecordBatch) -> None:
+    """Raise ValueError when a ``TIME`` column holds ``24:00:00`` (DuckDB's TIME reaches it, Arrow keeps it,
+    Python's ``datetime.time`` does not: pyarrow turns it into ``00:00:00``, and CSV prints "<value out of
+    range>"): what JSON, CSV and the terminal table are written through would show another value."""
+    import pyarrow.compute as pc
+
+    for name, col in zip(data.schema.names, data.columns):
+        if pa.types.is_time(col.type) and len(col) > col.null_count:
+            top = pc.max(col).value
+            if top is not None and top >= _DAY_IN[col.type.unit]:
+                raise ValueError(f"column {name!r} holds the TIME 24:00:00, which this format would write as "
+                                 "00:00:00")
+
+
 #: DuckDB types that reach Arrow as something else: ``TIME WITH TIME ZONE`` as a bare ``time64`` without its
 #: offset (``'12:00:00+02'`` arrives as 12:00); ``UHUGEINT`` as a signed 128-bit decimal (its largest values
 #: wrap to negative numbers); ``BIT`` and ``VARINT`` (``BIGNUM``) as DuckDB's own bytes

@@ -198,7 +198,8 @@ _OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pag
 
 
 def _pairs(var: str, text: str) -> dict[str, float]:
-    """``node01=0.5,node02=3`` -> ``{"node01": 0.5, "node02": 3.0}``; SettingsError names the bad pair."""
+    """``node01=0.5,node02=3`` -> ``{"node01": 0.5, "node02": 3.0}``; SettingsError names the bad pair, or a host
+    given twice (which bound is meant? a fleet config refuses a host twice too)."""
     out = {}
     for p in (x.strip() for x in text.split(",")):
         if not p:
@@ -207,9 +208,12 @@ def _pairs(var: str, text: str) -> dict[str, float]:
         try:
             if not eq or not host.strip():
                 raise ValueError
-            out[host.strip()] = float(num)
+            seconds = float(num)
         except ValueError:
             raise SettingsError(f"{var}: {p!r} is not host=seconds (e.g. {var}=node01=0.5,node02=3)") from None
+        if host.strip() in out:
+            raise SettingsError(f"{var}: host {host.strip()!r} is given twice")
+        out[host.strip()] = seconds
     return out
 
 

@@ -69,6 +69,7 @@ def test_any_empty_variable_counts_as_unset():
 @pytest.mark.parametrize("env,said", [
     ({"FIRSTFAULT_SKEW_S": "a=b"}, "is not host=seconds"),
     ({"FIRSTFAULT_SKEW_S": "abc"}, "is not host=seconds"),
+    ({"FIRSTFAULT_SKEW_S": "a=1,a=2"}, "host 'a' is given twice"),
     ({"FIRSTFAULT_SKEW_S": "node01=nan"}, "finite number"),
     ({"FIRSTFAULT_SKEW_S": "node01=1e308"}, "skew bounds must be 0 to 86400 seconds"),
     ({"FIRSTFAULT_SKEW_S": "node01=-1"}, "skew bounds must be 0 to 86400 seconds"),
@@ -307,6 +308,11 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     for fmt in ("json", "table"):  # a value Python's datetime cannot hold: a traceback and exit 1 before
         r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
         assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
+    for fmt in ("json", "csv", "table"):  # a TIME of 24:00:00 was written as 00:00:00 (csv: "<value out of range>")
+        r = _firstfault("sql", "SELECT '24:00:00'::TIME AS t", "-f", fmt, env=env)
+        assert r.returncode == 2 and "holds the TIME 24:00:00" in r.stderr and not r.stdout, (fmt, r.stderr)
+    r = _firstfault("sql", "SELECT '23:59:59.999999'::TIME AS t", "-f", "csv", env=env)
+    assert r.returncode == 0 and r.stdout.splitlines() == ['"t"', "23:59:59.999999"], r
     # NaN and infinities are null in every format, in a column as inside a list (csv and the table printed
     # nan and inf beside a list's null)
     q = "SELECT 'nan'::DOUBLE AS x, 'inf'::FLOAT AS y, [1.5, '-inf'::DOUBLE] AS l, 2.5::DOUBLE AS z"
@@ -636,6 +642,39 @@ def test_piped_tables_have_no_trailing_spaces(tmp_path):
     assert "1 line → 1 event" in r.stderr and "→" not in r.stdout
     assert [x for x in lines + r.stderr.splitlines() if x != x.rstrip()] == []
     assert r.stdout.endswith("\n") and "symptom host node07 has no events" in r.stderr
+
+
+def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear_line(tmp_path):
+    """``serve --port 70000`` (or -1) was an OverflowError traceback, exit 1: now exit 2 naming the range, as a
+    bad setting is; ``diagnose`` into a full disk (``/dev/full``) was an OSError traceback: now one line, exit 1,
+    as ``sql`` says it; a reader that goes away (``| head``) ends it quietly; ``serve`` of a lake that is a file
+    started and answered empty pages (break-it pass)."""
+    import subprocess
+    import sys
+
+    for port in ("70000", "-1"):
+        r = _firstfault("serve", "--port", port, env={"FIRSTFAULT_LAKE": str(tmp_path / "lake")})
+        assert r.returncode == 2 and "--port" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    log = tmp_path / "node07.log"
+    log.write_text("".join(f"2026-12-01T00:{i // 60 % 60:02}:{i % 60:02}Z node07 kernel: NVRM: Xid "
+                           f"(PCI:0000:{i % 256:02x}:00): 79, pid={i}, GPU has fallen off the bus.\n"
+                           for i in range(2000)))  # ~2 MB of JSON
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    for fmt in ("json", "table"):
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run([exe, "diagnose", str(log), "-f", fmt], stdout=full, stderr=subprocess.PIPE, text=True,
+                               env={"PATH": "/usr/bin:/bin"}, timeout=120)
+        assert r.returncode == 1 and "cannot write the output: [Errno 28]" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    p = subprocess.Popen([exe, "diagnose", str(log), "-f", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={"PATH": "/usr/bin:/bin"})
+    p.stdout.read(10)
+    p.stdout.close()  # the reader goes away after 10 bytes
+    stderr = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1 and "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
+    # a lake that is a file can hold no events, ever: exit 2, not a server answering empty pages
+    r = _firstfault("serve", env={"FIRSTFAULT_LAKE": str(log)})
+    assert r.returncode == 2 and "is a file" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("args", [("ingest", "--once"), ("correlate", "--once"), ("kafka", "topics")])
