@@ -189,7 +189,8 @@ def diagnose(
     fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse: critical, error, warning or info")] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Run the whole pipeline over local files; print events and incidents (DESIGN.md JSON shape)."""
+    """Run the whole pipeline over local files; print the incidents (a table; with --format json the events and
+    incidents in DESIGN.md's shape)."""
     from api.diagnose import SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files
     from api.render import IncidentsReport, events_json
     from ingest.files import walk
