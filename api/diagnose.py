@@ -60,8 +60,8 @@ def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> l
     is none."""
     if all(x.host for x in symptoms):
         return symptoms
-    hosts = sorted({h for t in (batch.events, batch.topology, batch.link_samples) for h in t.column("host").to_pylist()}
-                   or {seg.host for seg in decoded.segments if seg.host})
+    hosts = sorted({h for t in (batch.events, batch.topology, batch.link_samples)
+                    for h in t.column("host").unique().to_pylist()} or {seg.host for seg in decoded.segments if seg.host})
     kind = next(x.kind for x in symptoms if not x.host)
     if not hosts:
         raise SymptomHostError(f"no host to attach the symptom to; write {kind}@HOST")
