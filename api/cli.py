@@ -211,12 +211,17 @@ def diagnose(
         raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
     given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
+    others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     try:
-        for f, rel in walk(paths):
+        for f, rel in walk(paths, others):
             given.setdefault(rel, []).append(str(f))
     except FileNotFoundError as e:  # removed since the check above
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
+    if others:
+        shown = ", ".join(map(str, sorted(others)[:4])) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        err.print(f"skipped, not regular files (FIFOs, sockets, devices, broken links): {shown}", style="yellow",
+                  markup=False, highlight=False, soft_wrap=True)  # one line: grep
     symptoms = [_parse_symptom(t) for t in symptom or []]
     try:
         decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=_progress())

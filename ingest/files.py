@@ -16,9 +16,10 @@ from pathlib import Path
 from ingest.decode import Decoded, Reject, decode_file, path_text
 
 
-def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
+def walk(paths: Iterable[Path], others: list[Path] | None = None) -> Iterator[tuple[Path, str]]:
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
-    their other bytes escaped (``decode.path_text``).
+    their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
+    that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
 
     Raises ``FileNotFoundError`` for a path that does not exist.
     """
@@ -28,7 +29,15 @@ def walk(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
         if p.is_file():
             yield p, path_text(p.name)
             continue
-        for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
+        files = []
+        for x in p.rglob("*"):
+            if x.name.startswith("."):
+                continue
+            if x.is_file():
+                files.append(x)
+            elif others is not None and not x.is_dir():
+                others.append(x)
+        for f in sorted(files):
             yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
 
 

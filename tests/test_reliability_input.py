@@ -719,6 +719,27 @@ def test_a_file_removed_while_diagnose_reads_its_folder_is_skipped_and_the_other
                    "meanwhile)")]
 
 
+def test_a_fifo_or_a_broken_link_in_a_folder_is_named_as_skipped(tmp_path):
+    """Entries of a folder that are no regular file are not read (a FIFO could block for ever), and stderr says
+    which (they were left out without a word: a break-it pass)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node07.log").write_bytes(xid() + b"\n")
+    os.mkfifo(d / "pipe")
+    (d / "gone.log").symlink_to(tmp_path / "nowhere.log")
+    r = CliRunner().invoke(app, ["diagnose", str(d), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert f"skipped, not regular files (FIFOs, sockets, devices, broken links): {d / 'gone.log'}, {d / 'pipe'}" \
+        in r.output, r.output
+    assert len(orjson.loads(r.stdout)["events"]) == 1
+
+
 # the wider class of each defect above
 
 
