@@ -180,7 +180,8 @@ def _parse_symptom(text: str):
 @app.command()
 def diagnose(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH",
-                                                help="log files or folders (raw lines or NDJSON, gzip/zstd ok)")],
+                                                help="log files or folders (raw lines or NDJSON, gzip/zstd ok); - "
+                                                     "reads standard input, as this machine's log")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
@@ -201,6 +202,10 @@ def diagnose(
         raise typer.BadParameter("json or table", param_hint="--format")
     if fail_on is not None and fail_on not in SEVERITY_RANK:
         raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
+    args = [str(p) for p in paths]  # as given: "-" is standard input
+    if "-" in args:
+        stdin = _stdin_file()
+        paths = [stdin if a == "-" else p for a, p in zip(args, paths)]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         err.print(f"[red]no such file or directory:[/] {escape(', '.join(missing))}")
@@ -239,7 +244,7 @@ def diagnose(
     # blank lines (or nothing), or no files at all
     if all(not s.data.strip(_BLANK) for s in decoded.segments):  # NUL bytes: a log zeroed by a power loss
         files = sum(map(len, given.values()))
-        where = escape(", ".join(map(str, paths)))
+        where = escape(", ".join("standard input" if a == "-" else a for a in args))
         if decoded.rejects:  # every file skipped (corrupt, too large): nothing was read, which is no healthy fleet
             err.print(f"[red]nothing could be read[/] in {where}: {files} file{'s' * (files != 1)}, "
                       "skipped as above")
@@ -287,6 +292,28 @@ def diagnose(
     if fail_on:
         if any(SEVERITY_RANK[i["severity"]] >= SEVERITY_RANK[fail_on] for i in incidents):
             raise typer.Exit(3)
+
+
+def _stdin_file() -> Path:
+    """Standard input (``diagnose -``: ``dmesg -T | firstfault diagnose -``) copied to a file of a temporary folder
+    (removed at exit) named after this machine, ``<short host name>.stdin``: its lines that name no host are this
+    machine's (DESIGN.md: the file name up to its first ``.``), its time reference is now. At most
+    ``decode.decode_file``'s 1 GiB is copied and one byte more, so a longer input is refused as a file is."""
+    import atexit
+    import shutil
+    import socket
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="firstfault-stdin-")
+    atexit.register(shutil.rmtree, folder, True)
+    host = socket.gethostname().split(".", 1)[0] or "localhost"
+    path = Path(folder) / f"{host}.stdin"
+    left = (1 << 30) + 1
+    with path.open("wb") as f:
+        while left > 0 and (chunk := sys.stdin.buffer.read(min(left, 1 << 20))):
+            f.write(chunk)
+            left -= len(chunk)
+    return path
 
 
 def _close_hosts(host: str, seen: list[str]) -> list[str]:

@@ -644,6 +644,28 @@ def test_piped_tables_have_no_trailing_spaces(tmp_path):
     assert r.stdout.endswith("\n") and "symptom host node07 has no events" in r.stderr
 
 
+def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
+    """``dmesg -T | firstfault diagnose -``: ``-`` is standard input (it was "no such file"), its lines that name
+    no host are this machine's (its short host name), lines that name one keep it; the copy it is read from is
+    removed at exit; an empty input exits 2 as an empty file does."""
+    import socket
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    lines = ("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+             "2026-12-01T00:00:00Z node07 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    r = subprocess.run([exe, "diagnose", "-", "-f", "json"], input=lines, capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    me = socket.gethostname().split(".", 1)[0]
+    assert sorted(e["host"] for e in json.loads(r.stdout)["events"]) == sorted([me, "node07"]), r.stdout[:500]
+    assert not list(tmp_path.glob("firstfault-stdin-*")), list(tmp_path.iterdir())
+    r = subprocess.run([exe, "diagnose", "-"], input="", capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "no log lines in standard input" in r.stderr, r.stderr
+
+
 def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear_line(tmp_path):
     """``serve --port 70000`` (or -1) was an OverflowError traceback, exit 1: now exit 2 naming the range, as a
     bad setting is; ``diagnose`` into a full disk (``/dev/full``) was an OSError traceback: now one line, exit 1,
