@@ -341,30 +341,31 @@ _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 def assign_hosts(hits: list[Hit]) -> None:
     """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as
     nccl-tests' ``on node02``) wins over the envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
-    plain-text file the file name (``worker3.log``) is only a guess (DESIGN.md: where neither the line nor the
-    envelope names the host), so a line that names none (a traceback line, a PyTorch line without the prefix)
-    is, in order:
+    plain-text file (:func:`_file_text`) the file name (``worker3.log``) is only a guess (DESIGN.md: where neither
+    the line nor the envelope names the host), so a line that names none (a traceback line, a PyTorch line
+    without the prefix) is, in order:
 
-    * the host its rank ran on, when the line prints its rank in PyTorch's c10 prefix (``[rank8]:``, the global
-      rank) and the file's NCCL init lines place that rank of the job's largest communicator on one host only
-      (:func:`rank_hosts`): a job's aggregated log (every rank's output in one file, as a scheduler's job
-      output or ``torchrun`` writes it) holds the NCCL lines of every host, each with its ``host:pid:tid``;
+    * the host its rank ran on, when the line prints its global rank in PyTorch's c10 prefix (``[rank8]:``) and
+      the file's NCCL init lines say where it ran (:func:`rank_hosts`): a job's aggregated log (every rank's
+      output in one file, as a scheduler's job output or ``torchrun`` writes it) holds the NCCL lines of every
+      host, each with its ``host:pid:tid``;
     * the host the file's earlier recognised lines all named in their prefix (the log's writer, not a host the
       text mentions); a file whose prefixes name several hosts says nothing more about such a line;
     * the file name.
 
-    A Kafka key or an envelope names the host itself and is kept."""
+    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host itself and is kept."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     placed = rank_hosts(hits)
     for h in hits:
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
-        if seg.ref_basis == "file" and h.prefix.host:
+        text = _file_text(seg)
+        if text and h.prefix.host:
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         if own:
             h.row["host"] = own
-        elif seg.ref_basis == "file":
+        elif text:
             ranks = placed.get(seg.stream)
             h.row["host"] = ((ranks.get(h.prefix.rank) if ranks and h.prefix.rank is not None else None)
                              or named.get(seg.stream) or seg.host or "unknown")
@@ -372,29 +373,62 @@ def assign_hosts(hits: list[Hit]) -> None:
             h.row["host"] = seg.host or "unknown"
 
 
+def _file_text(seg: Segment) -> bool:
+    """``seg`` is a local file's own text, whose host is its file name's guess (not an NDJSON record of a file,
+    whose origin carries its record number, ``#r<n>``, and whose host its envelope may name)."""
+    return seg.ref_basis == "file" and seg.origin == seg.stream
+
+
 def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
-    """File stream -> rank -> the host NCCL's init lines of that file (``Init COMPLETE``: ``host:pid:tid … rank R
-    nranks N``, formats.md §6) place the rank on, for the ranks of the largest ``nranks`` the file's init lines
-    print (the job's world communicator, whose ranks are PyTorch's global ranks: the ``[rankR]:`` of its c10
-    prefix) that one host only holds. A rank two hosts claim (a restart placed elsewhere, or only
-    sub-communicators logged, whose ranks restart at 0 on every node) is left out. Kafka streams are not
-    looked at: there the key names the host."""
-    seen: dict[str, tuple[int, dict[int, set[str]]]] = {}  # stream -> (largest nranks, rank -> hosts)
+    """File stream (:func:`_file_text`) -> global rank -> the host it ran on, read from the file's NCCL init lines
+    (``host:pid:tid … comm P rank R nranks N … commId C - Init START|COMPLETE``, formats.md §6) of the job's world
+    communicator: the one of the largest ``nranks`` in the file, whose ranks are PyTorch's global ranks (those of
+    its c10 prefix, ``[rankR]:``). Only where that is sure; a file gets no placement when:
+
+    * two communicators (commIds) have that largest ``nranks``: the job restarted at the same size, or the largest
+      logged are sub-communicators (tensor-parallel groups, PyTorch's send/recv pairs), whose ranks restart at 0
+      in each;
+    * an init line after the world's first one comes from a process outside it (``host``, ``pid``): the job
+      restarted (an elastic restart to fewer hosts is a smaller world that came later);
+    * a c10 line without a host of the file prints a rank the world does not hold (rank >= ``nranks``): the
+      largest logged is not the world.
+
+    A rank two hosts claim is left out. Kafka streams and NDJSON records are not looked at: there the key or the
+    envelope names the host."""
+    streams: dict[str, list[Hit]] = {}
+    most: dict[str, int] = {}  # stream -> the largest rank of its c10 lines without a host
     for h in hits:
-        if h.c.sig.kind != "nccl_init" or h.seg.ref_basis != "file":
+        if not _file_text(h.seg):
             continue
-        row = h.row
-        host, rank, nranks = row.get("host") or h.prefix.host, row.get("rank"), row.get("nranks")
-        if not host or not isinstance(rank, int) or not isinstance(nranks, int):
+        if h.c.sig.kind == "nccl_init":
+            streams.setdefault(h.seg.stream, []).append(h)
+        elif h.prefix.rank is not None and not (h.row.get("host") or h.prefix.host):
+            most[h.seg.stream] = max(most.get(h.seg.stream, 0), h.prefix.rank)
+    out: dict[str, dict[int, str]] = {}
+    for stream, inits in streams.items():
+        lines = []  # (host, pid, rank, nranks, commId) of the init lines that say all of it but the commId
+        for h in inits:
+            row = h.row
+            host, rank, nranks = row.get("host") or h.prefix.host, row.get("rank"), row.get("nranks")
+            if host and isinstance(rank, int) and isinstance(nranks, int) and 0 <= rank < nranks:
+                lines.append((host, row.get("pid") or h.prefix.pid, rank, nranks, row.get("comm")))
+        if not lines:
             continue
-        most, ranks = seen.get(h.seg.stream, (0, {}))
-        if nranks > most:
-            most, ranks = nranks, {}
-        if nranks == most:
-            ranks.setdefault(rank, set()).add(host)
-        seen[h.seg.stream] = (most, ranks)
-    return {stream: {r: next(iter(hs)) for r, hs in ranks.items() if len(hs) == 1}
-            for stream, (_most, ranks) in seen.items()}
+        size = max(x[3] for x in lines)
+        worlds = {x[4] for x in lines if x[3] == size}
+        if len(worlds) > 1 or most.get(stream, -1) >= size:
+            continue
+        world = worlds.pop()
+        first = next(i for i, x in enumerate(lines) if x[3] == size and x[4] == world)
+        procs = {(x[0], x[1]) for x in lines if x[3] == size and x[4] == world}
+        if any((x[0], x[1]) not in procs for x in lines[first:]):
+            continue
+        hosts: dict[int, set[str]] = {}
+        for host, _pid, rank, nranks, comm in lines:
+            if nranks == size and comm == world:
+                hosts.setdefault(rank, set()).add(host)
+        out[stream] = {r: next(iter(hs)) for r, hs in hosts.items() if len(hs) == 1}
+    return out
 
 
 def assemble(hits: list[Hit], tz) -> Assembled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timezone
 
 import pytest
@@ -466,9 +467,27 @@ def test_a_rank_line_of_a_jobs_aggregated_log_is_the_host_its_rank_ran_on(tmp_pa
     # only sub-communicators logged: rank 0 is on two hosts, so the line says nothing of its host
     events, _ = _diagnosed(tmp_path / "job-9.out", sub + _WATCHDOG.format(rank=0))
     assert events[-1] == ("nccl_timeout", "job-9")
-    # the job restarted on other hosts in the same file: rank 8 ran on two, so its line keeps the file name
+    # the job restarted on other hosts in the same file at the same size: two worlds, so the line says nothing
     events, _ = _diagnosed(tmp_path / "job-10.out", world + _init("node05", 8, 16, "0x99") + _WATCHDOG.format(rank=8))
     assert events[-1] == ("nccl_timeout", "job-10")
+    # ... or restarted elastic on fewer hosts: a smaller world that came later, whose rank 0 is not the old world's
+    # (a break-it pass: the old world put node03's timeouts on node01, a healthy host of the first attempt)
+    later = "".join(_init("node03", r, 8, "0x2222").replace(f":{100 + r}:", f":{900 + r}:") for r in range(8))
+    events, _ = _diagnosed(tmp_path / "job-11.out", world + later + _WATCHDOG.format(rank=0))
+    assert events[-1] == ("nccl_timeout", "job-11")
+    # PyTorch's send/recv pairs (pipeline stages: nranks 2, one comm per pair) with no world logged: their rank 1
+    # is not global rank 1 (it moved a timeout of node01 to node02)
+    pairs = "".join(_init("node01", 0, 2, f"0x{r:04x}") + _init("node02", 1, 2, f"0x{r:04x}") for r in range(4))
+    events, _ = _diagnosed(tmp_path / "job-12.out", pairs + _WATCHDOG.format(rank=1))
+    assert events[-1] == ("nccl_timeout", "job-12")
+    # a c10 line of a rank the largest logged communicator does not hold: that one is no world
+    events, _ = _diagnosed(tmp_path / "job-13.out", world + _WATCHDOG.format(rank=1) + _WATCHDOG.format(rank=16))
+    assert events[-2:] == [("nccl_timeout", "job-13")] * 2
+    # NDJSON records name their host in the envelope: kept, whatever the file's init lines say
+    records = [{"host": "node01", "message": _init("node01", 1, 16).strip()},
+               {"host": "node03", "message": _WATCHDOG.format(rank=1).strip()}]
+    events, _ = _diagnosed(tmp_path / "job-14.ndjson", "".join(json.dumps(r) + "\n" for r in records))
+    assert events == [("nccl_init", "node01"), ("nccl_timeout", "node03")]
 
 
 def test_an_aggregated_job_log_puts_every_ranks_timeout_downstream_of_the_fault(tmp_path):
