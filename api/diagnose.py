@@ -53,15 +53,22 @@ class SymptomHostError(ValueError):
 
 def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> list[Symptom]:
     """``symptoms`` with the ones without a host (``Symptom.host`` empty: ``--symptom hang`` without ``@HOST``)
-    given the one host the logs are of: the host of their events, topology facts and link samples (a line's own
-    host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or, when no line
-    was recognised (a silent hang), the host the files' names give. Raises :class:`SymptomHostError` naming the
-    hosts when they are several (a report about one host would change every host's incidents), or when there
-    is none."""
+    given the one host the logs are of: per file, the hosts of its events, topology facts and link samples (a
+    line's own host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or,
+    for a file none of whose lines was recognised, the host its name gives (a silent host is the usual suspect of a
+    hang, not one to leave out). Raises :class:`SymptomHostError` naming the hosts when they are several (a report
+    about one host would change every host's incidents), or when there is none."""
     if all(x.host for x in symptoms):
         return symptoms
-    hosts = sorted({h for t in (batch.events, batch.topology, batch.link_samples)
-                    for h in t.column("host").unique().to_pylist()} or {seg.host for seg in decoded.segments if seg.host})
+    hosts: set[str] = set()
+    heard: set[str] = set()  # the files (segment streams, file:<name>@<digest>) some rows came from
+    for t in (batch.events, batch.topology, batch.link_samples):
+        hosts.update(t.column("host").unique().to_pylist())
+        for origin in t.column("origin").unique().to_pylist():
+            if f := file_of(origin):
+                heard.add(f"file:{f[0]}@{f[1]}")
+    hosts.update(seg.host for seg in decoded.segments if seg.host and seg.stream not in heard)
+    hosts = sorted(hosts)
     kind = next(x.kind for x in symptoms if not x.host)
     if not hosts:
         raise SymptomHostError(f"no host to attach the symptom to; write {kind}@HOST")
@@ -112,11 +119,12 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
 
 def file_of(origin: str) -> tuple[str, str] | None:
     """``(name relative to its argument, content digest)`` of a local file's event origin
-    (``file:<rel>@<digest>:<line>[#<n>]``, ``ingest.files``); ``None`` for another origin."""
+    (``file:<rel>@<digest>:<line>[#<n>]``, ``ingest.files``; an NDJSON record's ``file:<rel>@<digest>#r<record>:…``);
+    ``None`` for another origin."""
     if not origin.startswith("file:"):
         return None
     rel, at, rest = origin[len("file:"):].rpartition("@")
-    return (rel, rest.split(":", 1)[0]) if at else None
+    return (rel, rest.split(":", 1)[0].split("#", 1)[0]) if at else None
 
 
 def same_named_files(events: pa.Table) -> dict[str, list[str]]:

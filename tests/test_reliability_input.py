@@ -740,6 +740,24 @@ def test_a_fifo_or_a_broken_link_in_a_folder_is_named_as_skipped(tmp_path):
     assert len(orjson.loads(r.stdout)["events"]) == 1
 
 
+def test_the_records_of_one_ndjson_file_are_one_file_not_several_of_one_name(tmp_path):
+    """An NDJSON record's origin carries its record number (``file:node01.ndjson@<digest>#r1:0``): the records of
+    one file are that file (``api.diagnose.file_of``), not "2 different files are all host node01 by their name"
+    (a review of the symptom placement found the note on one file)."""
+    from typer.testing import CliRunner
+
+    from api.cli import app
+    from api.diagnose import file_of
+
+    assert file_of("file:logs/node01.ndjson@92fd7773#r1:0") == file_of("file:logs/node01.ndjson@92fd7773:3") == (
+        "logs/node01.ndjson", "92fd7773")
+    records = [{"message": XID.format(bus=b)} for b in ("3b", "1b")]
+    (tmp_path / "node01.ndjson").write_text("".join(orjson.dumps(r).decode() + "\n" for r in records))
+    r = CliRunner().invoke(app, ["diagnose", str(tmp_path / "node01.ndjson"), "--format", "json"])
+    assert r.exit_code == 0 and len(orjson.loads(r.stdout)["events"]) == 2, r.output
+    assert "different files" not in r.output, r.output
+
+
 # the wider class of each defect above
 
 
@@ -951,6 +969,14 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
     (inc,) = orjson.loads(r.stdout)["incidents"]
     assert inc["initiator"]["host"] == "node07" and [d["host"] for d in inc["downstream"]] == ["node07"]
     assert "symptom host" not in r.output  # no "has no events in these logs"
+    # a file none of whose lines is recognised still names its host: a silent host is a hang's usual suspect, so
+    # node07's Xid beside node08's quiet log is two hosts (a break-it pass: the hang went to node07, exit 0)
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "node07.kern.log").write_bytes(xid("60") + b"\n")
+    (tmp_path / "two" / "node08.kern.log").write_bytes(b"[  12.5] usb 1-1: new high-speed USB device\n")
+    r = run(app, ["diagnose", str(tmp_path / "two"), "--symptom", "hang", "--format", "json"])
+    text = " ".join(r.output.replace("│", " ").split())
+    assert r.exit_code == 2 and "2 hosts (node07, node08)" in text, text
     # a folder of one host's files whose lines name none: the file names say which
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "node09.dmesg.log").write_bytes(b"[  12.5] usb 1-1: new high-speed USB device\n")
