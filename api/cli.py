@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import errno
+import io
 import logging
 import os
 import re
@@ -294,6 +295,17 @@ def diagnose(
             raise typer.Exit(3)
 
 
+def _no_folder(path: Path) -> str | None:
+    """Why ``path`` can never be a folder — it is a file, a FIFO or another entry that is no folder, a broken link,
+    or lies under a file — or None (a folder, or one that can still be made)."""
+    if path.is_symlink() and not path.exists():
+        return "it is a broken link"
+    if path.exists():
+        return None if path.is_dir() else "it is no folder (a file, a FIFO, a device)"
+    above = next((a for a in path.parents if a.exists()), None)
+    return f"{above} is no folder" if above is not None and not above.is_dir() else None
+
+
 def _stdin_file() -> Path:
     """Standard input (``diagnose -``: ``dmesg -T | firstfault diagnose -``) copied to a file of a temporary folder
     (removed at exit) named after this machine, ``<short host name>.stdin``: its lines that name no host are this
@@ -569,8 +581,9 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     p = s.api_port if port is None else port
     from ingest.lake import Lake, lake_path
 
-    if not Lake(s.lake).remote and lake_path(s.lake).is_file():  # no lake can be there, ever: not "empty so far"
-        err.print(f"[red]the lake {escape(str(s.lake))} is a file[/]: point FIRSTFAULT_LAKE / --config at a folder")
+    if not Lake(s.lake).remote and (why := _no_folder(lake_path(s.lake))):  # no lake can ever be there
+        err.print(f"[red]no lake can be at {escape(str(s.lake))}[/]: {escape(why)}; point FIRSTFAULT_LAKE / --config "
+                  "at a folder")
         raise typer.Exit(2)
     _port_free(s, p)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
@@ -638,7 +651,22 @@ def setup_logging(fmt: str, level: str = "INFO") -> None:
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
+class _ClosedOutput(io.TextIOBase):
+    """What ``sys.stdout`` is when the process started without one (``firstfault diagnose … >&-``: Python sets it to
+    None, and the report's write was an AttributeError traceback): every write raises ``OSError`` (EBADF), which
+    the commands report in one line, exit 1, as a full disk."""
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    @property
+    def buffer(self) -> "_ClosedOutput":  # the binary writes of the JSON and CSV outputs
+        return self
+
+
 def main() -> None:
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
     # logging starts before the settings are read; a bad value here is reported by load_settings
     fmt = os.environ.get("FIRSTFAULT_LOG_FORMAT") or "text"
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()

@@ -438,17 +438,41 @@ _DAY_IN = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000
 
 
 def refuse_day_end_times(data: pa.Table | pa.RecordBatch) -> None:
-    """Raise ValueError when a ``TIME`` column holds ``24:00:00`` (DuckDB's TIME reaches it, Arrow keeps it,
-    Python's ``datetime.time`` does not: pyarrow turns it into ``00:00:00``, and CSV prints "<value out of
-    range>"): what JSON, CSV and the terminal table are written through would show another value."""
+    """Raise ValueError when a ``TIME`` value of ``24:00:00`` is anywhere in ``data`` — a column, or inside a list,
+    struct, map or union (DuckDB's TIME reaches it, Arrow keeps it, Python's ``datetime.time`` does not: pyarrow
+    turns it into ``00:00:00``, and CSV prints "<value out of range>"): what JSON, CSV and the terminal table are
+    written through would show another value."""
     import pyarrow.compute as pc
 
     for name, col in zip(data.schema.names, data.columns):
-        if pa.types.is_time(col.type) and len(col) > col.null_count:
-            top = pc.max(col).value
-            if top is not None and top >= _DAY_IN[col.type.unit]:
-                raise ValueError(f"column {name!r} holds the TIME 24:00:00, which this format would write as "
-                                 "00:00:00")
+        if not _holds_time(col.type):
+            continue
+        for chunk in col.chunks if isinstance(col, pa.ChunkedArray) else [col]:
+            for times in _time_values(chunk):
+                top = pc.max(times).value if len(times) > times.null_count else None
+                if top is not None and top >= _DAY_IN[times.type.unit]:
+                    raise ValueError(f"column {name!r} holds the TIME 24:00:00, which this format would write "
+                                     "as 00:00:00")
+
+
+def _holds_time(t: pa.DataType) -> bool:
+    """A TIME type, or one nested in ``t``."""
+    return pa.types.is_time(t) or any(_holds_time(t.field(i).type) for i in range(t.num_fields))
+
+
+def _time_values(a: pa.Array) -> Iterator[pa.Array]:
+    """The arrays of TIME values in ``a`` and nested in it (lists, structs, maps, unions)."""
+    t = a.type
+    if pa.types.is_time(t):
+        yield a
+    elif isinstance(a, pa.MapArray):
+        yield from _time_values(a.keys)
+        yield from _time_values(a.items)
+    elif isinstance(a, (pa.ListArray, pa.LargeListArray, pa.FixedSizeListArray)):
+        yield from _time_values(a.flatten())
+    elif isinstance(a, (pa.StructArray, pa.UnionArray)):
+        for i in range(t.num_fields):
+            yield from _time_values(a.field(i))
 
 
 #: DuckDB types that reach Arrow as something else: ``TIME WITH TIME ZONE`` as a bare ``time64`` without its

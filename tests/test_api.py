@@ -218,7 +218,8 @@ def test_sql_json_and_arrow_and_refusals(api):
     assert (r.status_code, len(r.text.splitlines()), r.headers["x-firstfault-truncated"]) == (200, 10, "true")
     # what a JSON row cannot hold is a 400 before any row goes out; Arrow holds it
     # ... and a TIME of 24:00:00, which Python's datetime.time turned into 00:00:00 (a break-it pass)
-    for q in ("SELECT 1 AS a, 2 AS a", "SELECT 'infinity'::TIMESTAMP AS t", "SELECT '24:00:00'::TIME AS t"):
+    for q in ("SELECT 1 AS a, 2 AS a", "SELECT 'infinity'::TIMESTAMP AS t", "SELECT '24:00:00'::TIME AS t",
+              "SELECT [TIME '24:00:00'] AS t", "SELECT {'a': MAP {'k': TIME '24:00:00'}} AS t"):
         r = api.post("/sql", json={"query": q})
         assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), q
         assert api.post("/sql", json={"query": q, "format": "arrow"}).status_code == 200, q

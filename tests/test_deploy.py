@@ -309,8 +309,9 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
         r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
         assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
     for fmt in ("json", "csv", "table"):  # a TIME of 24:00:00 was written as 00:00:00 (csv: "<value out of range>")
-        r = _firstfault("sql", "SELECT '24:00:00'::TIME AS t", "-f", fmt, env=env)
-        assert r.returncode == 2 and "holds the TIME 24:00:00" in r.stderr and not r.stdout, (fmt, r.stderr)
+        for q in ("SELECT '24:00:00'::TIME AS t", "SELECT [{'a': TIME '24:00:00'}] AS t"):  # nested too
+            r = _firstfault("sql", q, "-f", fmt, env=env)
+            assert r.returncode == 2 and "holds the TIME 24:00:00" in r.stderr and not r.stdout, (fmt, q, r.stderr)
     r = _firstfault("sql", "SELECT '23:59:59.999999'::TIME AS t", "-f", "csv", env=env)
     assert r.returncode == 0 and r.stdout.splitlines() == ['"t"', "23:59:59.999999"], r
     # NaN and infinities are null in every format, in a column as inside a list (csv and the table printed
@@ -669,8 +670,9 @@ def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
 def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear_line(tmp_path):
     """``serve --port 70000`` (or -1) was an OverflowError traceback, exit 1: now exit 2 naming the range, as a
     bad setting is; ``diagnose`` into a full disk (``/dev/full``) was an OSError traceback: now one line, exit 1,
-    as ``sql`` says it; a reader that goes away (``| head``) ends it quietly; ``serve`` of a lake that is a file
-    started and answered empty pages (break-it pass)."""
+    as ``sql`` says it (a closed one too); a reader that goes away (``| head``) ends it quietly; ``serve`` of a lake
+    that is a file started and answered empty pages (break-it passes)."""
+    import os
     import subprocess
     import sys
 
@@ -694,9 +696,20 @@ def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear
     p.stdout.close()  # the reader goes away after 10 bytes
     stderr = p.stderr.read().decode()
     assert p.wait(timeout=120) == 1 and "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
-    # a lake that is a file can hold no events, ever: exit 2, not a server answering empty pages
-    r = _firstfault("serve", env={"FIRSTFAULT_LAKE": str(log)})
-    assert r.returncode == 2 and "is a file" in r.stderr, r.stderr
+    # a lake that is a file, lies under one or is a broken link can hold no events, ever: exit 2, not a server
+    # answering empty pages (or a 503 at every request)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for lake, why in ((log, "it is no folder"), (log / "sub", f"{log} is no folder"),
+                      (tmp_path / "dangling", "it is a broken link")):
+        r = _firstfault("serve", env={"FIRSTFAULT_LAKE": str(lake)})
+        assert r.returncode == 2 and f"no lake can be at {lake}: {why}" in r.stderr, r.stderr
+    # a closed standard output (>&-: Python's sys.stdout is None) is one line too, not an AttributeError
+    for args in (["diagnose", str(log), "-f", "json"], ["diagnose", str(log)]):
+        r = subprocess.run([exe, *args], stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"},
+                           timeout=120, preexec_fn=lambda: os.close(1))
+        assert r.returncode == 1 and "cannot write the output: [Errno 9] standard output is closed" in r.stderr, \
+            r.stderr
+        assert "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("args", [("ingest", "--once"), ("correlate", "--once"), ("kafka", "topics")])
