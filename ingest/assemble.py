@@ -415,18 +415,15 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
         if not lines:
             continue
         size = max(x[3] for x in lines)
-        worlds = {x[4] for x in lines if x[3] == size}
-        if len(worlds) > 1 or most.get(stream, -1) >= size:
+        world = [x for x in lines if x[3] == size]  # one communicator's lines, or no placement
+        if len({x[4] for x in world}) > 1 or most.get(stream, -1) >= size:
             continue
-        world = worlds.pop()
-        first = next(i for i, x in enumerate(lines) if x[3] == size and x[4] == world)
-        procs = {(x[0], x[1]) for x in lines if x[3] == size and x[4] == world}
-        if any((x[0], x[1]) not in procs for x in lines[first:]):
+        procs = {(x[0], x[1]) for x in world}
+        if any((x[0], x[1]) not in procs for x in lines[lines.index(world[0]):]):
             continue
         hosts: dict[int, set[str]] = {}
-        for host, _pid, rank, nranks, comm in lines:
-            if nranks == size and comm == world:
-                hosts.setdefault(rank, set()).add(host)
+        for host, _pid, rank, _nranks, _comm in world:
+            hosts.setdefault(rank, set()).add(host)
         out[stream] = {r: next(iter(hs)) for r, hs in hosts.items() if len(hs) == 1}
     return out
 
