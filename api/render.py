@@ -53,7 +53,7 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
 #: it, for the caption (``correlate.incident`` ``start_basis``)
 _BASIS_WORDS = {
     "inherited": "an earlier line's stamp",
-    "envelope": "the shipper's record time",
+    "envelope": "the record's time (journald's __REALTIME_TIMESTAMP, a shipper's timestamp field)",
     "kafka": "the Kafka arrival time",
     "file": "the file's modification time (a line that prints none, or a raw dmesg stamp counted back from it)",
     "operator": "the operator's report time",
