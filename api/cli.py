@@ -310,17 +310,19 @@ def _stdin_file() -> Path:
     """Standard input (``diagnose -``: ``dmesg -T | firstfault diagnose -``) copied to a file of a temporary folder
     (removed at exit) named after this machine, ``<short host name>.stdin``: its lines that name no host are this
     machine's (DESIGN.md: the file name up to its first ``.``), its time reference is now. At most
-    ``decode.decode_file``'s 1 GiB is copied and one byte more, so a longer input is refused as a file is."""
+    ``decode.MAX_FILE_BYTES`` (1 GiB) is copied and one byte more, so a longer input is refused as a file is."""
     import atexit
     import shutil
     import socket
     import tempfile
 
+    from ingest.decode import MAX_FILE_BYTES
+
     folder = tempfile.mkdtemp(prefix="firstfault-stdin-")
     atexit.register(shutil.rmtree, folder, True)
     host = socket.gethostname().split(".", 1)[0] or "localhost"
     path = Path(folder) / f"{host}.stdin"
-    left = (1 << 30) + 1
+    left = MAX_FILE_BYTES + 1
     with path.open("wb") as f:
         while left > 0 and (chunk := sys.stdin.buffer.read(min(left, 1 << 20))):
             f.write(chunk)

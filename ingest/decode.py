@@ -1203,7 +1203,11 @@ def _cr_lines(data: bytes) -> bytes:
     return body.replace(b"\r", b"\n") + b"\n"
 
 
-def decode_file(path: Path, *, relname: str, max_bytes: int = 1 << 30) -> Decoded:
+#: the largest local file (and its decompressed size) ``decode_file`` reads by default, bytes
+MAX_FILE_BYTES = 1 << 30
+
+
+def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) -> Decoded:
     """Decode a local file: raw lines, NDJSON envelopes or a JSON array of them; gzip, zstd or zlib or not.
 
     The host is the file name up to its first ``.``; the reference time is
