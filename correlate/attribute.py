@@ -21,9 +21,9 @@ from operator import itemgetter
 from typing import Any
 
 from correlate.model import Ev
-from correlate.rules import RELATION_STRENGTH, Rules, any_holds, relation
+from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds
 from correlate.topology import Topology
-from correlate.window import Clocks, may_cause
+from correlate.window import Clocks
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 from schemas.pci import normalize_bus_id
@@ -349,7 +349,10 @@ def find_edges(scene: Scene) -> list[Edge]:
     Cost: each rule's sides are tested once per event shape (``Scene.matching``), and a cause is paired
     only with the rule's effects whose start lies within the widest tolerance ``window.may_cause`` could
     grant it (a binary search over those effects' starts); a cause timed only by an upper bound
-    (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound."""
+    (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound.
+    A pair is tested by ``window.may_cause``'s conditions, inline, with what they read of each event taken
+    once per call (:func:`_timing`; ``tests/test_cluster.py`` holds the edges equal to the pairwise
+    definition), then by the rule's relations in order (one ``rules.Relations`` per call)."""
     edges: list[Edge] = []
     evs = scene.events
     if not evs:
@@ -357,6 +360,10 @@ def find_edges(scene: Scene) -> list[Edge]:
     clocks, topo = scene.clocks, scene.topo
     starts_of = [e.start for e in evs]
     slack = max(e.precision_us for e in evs) + clocks.max_skew()
+    skew_of: dict[str, int] = {}
+    # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span)
+    timing = [None] * len(evs)
+    holds = Relations(topo).holds
     for r in scene.rules.explains:
         causes = scene.matching(r.id, "cause", r.cause)
         if not causes:
@@ -366,23 +373,49 @@ def find_edges(scene: Scene) -> list[Edge]:
             continue
         effects.sort(key=starts_of.__getitem__)  # the rule's effects by start (stable: ties in scene order)
         starts = [starts_of[i] for i in effects]
+        for i in effects:
+            if timing[i] is None:
+                timing[i] = _timing(evs[i], clocks, skew_of)
         w = int(r.window_s * S)
         for ci in causes:
             c = evs[ci]
-            bound = w + c.precision_us + clocks.skew(c.host) + slack
-            hi = bisect_right(starts, c.start + bound)
-            lo = 0 if c.details.get("ts_upper_bound") else bisect_left(starts, c.start - bound)
+            if timing[ci] is None:
+                timing[ci] = _timing(c, clocks, skew_of)
+            c_start, _, c_prec, c_host, c_skew, _ = timing[ci]
+            upper_bound = bool(c.details.get("ts_upper_bound"))
+            bound = w + c_prec + c_skew + slack
+            hi = bisect_right(starts, c_start + bound)
+            lo = 0 if upper_bound else bisect_left(starts, c_start - bound)
             found = []
             for ei in effects[lo:hi]:
                 e = evs[ei]
-                if c is e or not may_cause(c, e, w, clocks):
+                if e is c:
                     continue
-                rel = next((x for x in r.relations if relation(x, c, e, topo)), None)
-                if rel:
-                    found.append((ei, Edge(c, e, r.id, rel)))
+                e_start, e_ts, e_prec, e_host, e_skew, span = timing[ei]
+                near = c_prec + e_prec + (c_skew + e_skew if c_host != e_host else 0)  # tolerance(c, e, 0)
+                if upper_bound:
+                    if c_start < e_start - near - w:
+                        continue
+                elif (abs(c_start - e_start) > near + w
+                      or c_start > (e_ts if span else e_start) + near):
+                    continue
+                for name in r.relations:
+                    if holds(name, c, e):
+                        found.append((ei, Edge(c, e, r.id, name)))
+                        break
             found.sort(key=itemgetter(0))  # the effects in scene order
             edges.extend(x for _, x in found)
     return edges
+
+
+def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool]:
+    """What ``window.may_cause`` reads of ``e`` (:func:`find_edges`): its start, line time and precision (µs),
+    host, the host's clock skew (µs; ``skew_of`` keeps it per host) and whether it is a watchdog span
+    (``elapsed_ms`` or an implied start: the cause may fall anywhere up to its line time)."""
+    skew = skew_of.get(e.host)
+    if skew is None:
+        skew = skew_of[e.host] = clocks.skew(e.host)
+    return (e.start, e.ts, e.precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None))
 
 
 def rank_key(scene: Scene, evs: list[Ev]) -> tuple:

@@ -26,7 +26,7 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import Ev
-from correlate.rules import LinkRule, comms_of, gpu_key, relation
+from correlate.rules import LinkRule, Relations, comms_of, gpu_key
 from correlate.topology import Topology
 from correlate.window import Clocks, within
 
@@ -102,6 +102,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 dsu.union(i, j)
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
+    holds = Relations(topo).holds
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
@@ -128,7 +129,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                     if ri == rj:
                         continue
                     if within(faults[j], faults[i], w, clocks) and (
-                            keyed or relation(rule.relation, faults[j], faults[i], topo)):
+                            keyed or holds(rule.relation, faults[j], faults[i])):
                         dsu.union(i, j)
                         ri = dsu.find(i)
     groups_out: dict[int, list[Ev]] = defaultdict(list)

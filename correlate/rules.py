@@ -140,32 +140,73 @@ def comms_of(e: Ev, topo: Topology) -> set[str]:
 
 
 def relation(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
-    """Does relation ``rel`` hold between cause ``c`` and effect ``e``?"""
-    if rel == "same_host":
-        return c.host == e.host
-    if rel in ("same_gpu", "same_device"):
-        if c.host != e.host:
-            return False
-        kc, ke = gpu_key(c, topo), gpu_key(e, topo)
-        if kc is not None and ke is not None:
-            return kc == ke
-        return c.subject() == e.subject() and c.subject()[2] is not None
-    if rel == "cause_xid":
-        return e.cause_xid is not None and c.xid == e.cause_xid and relation("same_gpu", c, e, topo)
-    if rel == "nvlink_peer":
-        kc, ke = gpu_key(c, topo), gpu_key(e, topo)
-        if c.host != e.host or kc is None or ke is None or e.link is None:
-            return False
-        far = topo.nvlink_peer(e.host, ke, e.link)
-        return far is not None and far[0] == kc
-    if rel == "same_nvswitch":
-        ke = gpu_key(e, topo)
-        if c.device_type != "nvswitch" or c.host != e.host or ke is None or e.link is None:
-            return False
-        far = topo.nvlink_peer(e.host, ke, e.link)
-        return far is not None and far[0] == c.device
-    if rel == "same_comm":
-        return bool(comms_of(c, topo) & comms_of(e, topo))
-    if rel == "same_domain":
-        return topo.domain(c.host) == topo.domain(e.host)
-    raise ValueError(f"unknown relation {rel!r}")
+    """Does relation ``rel`` hold between cause ``c`` and effect ``e``? (:class:`Relations`; for many pairs of one
+    topology, keep one ``Relations``.)
+
+    Raises ValueError for a relation not in :data:`Relation`."""
+    return Relations(topo).holds(rel, c, e)
+
+
+class Relations:
+    """The relations of ``rules.yaml`` over one topology: ``holds(rel, cause, effect)``. Each event's GPU key
+    (:func:`gpu_key`) and communicators (:func:`comms_of`) are found once per instance, so an instance serves
+    while the topology's facts stand (one ``find_edges`` or ``components`` call): a rule relating by
+    communicator asks for every pair of a rank storm."""
+
+    __slots__ = ("topo", "_keys", "_comms")
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self._keys: dict[str, str | None] = {}
+        self._comms: dict[str, frozenset[str]] = {}
+
+    def key(self, e: Ev) -> str | None:
+        """:func:`gpu_key` of ``e``."""
+        try:
+            return self._keys[e.event_id]
+        except KeyError:
+            got = self._keys[e.event_id] = gpu_key(e, self.topo)
+            return got
+
+    def comms(self, e: Ev) -> frozenset[str]:
+        """:func:`comms_of` ``e``."""
+        got = self._comms.get(e.event_id)
+        if got is None:
+            got = self._comms[e.event_id] = frozenset(comms_of(e, self.topo))
+        return got
+
+    def holds(self, rel: str, c: Ev, e: Ev) -> bool:
+        """Does relation ``rel`` hold between cause ``c`` and effect ``e``? Raises ValueError for a relation not in
+        :data:`Relation`."""
+        if rel == "same_host":
+            return c.host == e.host
+        if rel == "same_comm":
+            return not self.comms(c).isdisjoint(self.comms(e))
+        if rel in ("same_gpu", "same_device"):
+            if c.host != e.host:
+                return False
+            kc, ke = self.key(c), self.key(e)
+            if kc is not None and ke is not None:
+                return kc == ke
+            return c.subject() == e.subject() and c.subject()[2] is not None
+        if rel == "cause_xid":
+            return e.cause_xid is not None and c.xid == e.cause_xid and self.holds("same_gpu", c, e)
+        if rel == "nvlink_peer":
+            if c.host != e.host or e.link is None:
+                return False
+            kc, ke = self.key(c), self.key(e)
+            if kc is None or ke is None:
+                return False
+            far = self.topo.nvlink_peer(e.host, ke, e.link)
+            return far is not None and far[0] == kc
+        if rel == "same_nvswitch":
+            if c.device_type != "nvswitch" or c.host != e.host or e.link is None:
+                return False
+            ke = self.key(e)
+            if ke is None:
+                return False
+            far = self.topo.nvlink_peer(e.host, ke, e.link)
+            return far is not None and far[0] == c.device
+        if rel == "same_domain":
+            return self.topo.domain(c.host) == self.topo.domain(e.host)
+        raise ValueError(f"unknown relation {rel!r}")

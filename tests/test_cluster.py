@@ -171,7 +171,8 @@ EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down
 @st.composite
 def scenes(draw):
     """Events of one candidate incident, in ``Ev.order`` as ``components`` hands them over, some timed only
-    by an upper bound (``details.ts_upper_bound``), some watchdog timeouts (``elapsed_ms``)."""
+    by an upper bound (``details.ts_upper_bound``), some watchdog timeouts (``elapsed_ms``) and lines placed at the
+    start of the timeout they follow (``implied_start``)."""
     n = draw(st.integers(1, 30))
     events = []
     for i in range(n):
@@ -189,6 +190,9 @@ def scenes(draw):
             precision_us=draw(st.sampled_from([1, S])), origin=f"kafka:t/0/{i}:0",
             elapsed_ms=draw(st.sampled_from([None, 600_000])) if kind == "nccl_timeout" else None,
             details={"ts_upper_bound": True} if draw(st.integers(0, 5)) == 0 else {}))
+    for e in events:  # a line that follows a watchdog timeout is placed at the collective's start
+        if e.kind == "nccl_error" and draw(st.booleans()):
+            e.imply_start(e.ts - draw(st.sampled_from([S, 300 * S])))
     skews = draw(st.lists(st.sampled_from([0, S, 30 * S]), min_size=len(HOSTS), max_size=len(HOSTS)))
     return sorted(events, key=lambda e: e.order), skews
 
