@@ -135,6 +135,20 @@ def _year_of_day(day: int) -> int:
 
 
 # --- layers, outermost first -------------------------------------------------
+# What a parallel shell or a launcher puts before each line of its output (formats.md §1.8: "pdsh/`mpirun
+# --tag-output` style `host: `"): pdsh and clush "node07: ", Slurm's ``srun --label`` "8: " (the task number,
+# padded), torchrun's ``--tee`` "[default0]:" (role and local rank), Open MPI's ``--tag-output``
+# "[1,3]<stdout>:". A bare "word: " is also how payloads begin ("NVRM: ", "nvidia-nvswitch1: ", "RuntimeError: "),
+# so a host or task label counts only before a layer's stamp or NCCL's "host:pid:tid [dev] " (the lookahead),
+# and never names a journal tag or an exception.
+_LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
+               r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{4}-\d\d-\d\d[T ]"
+               r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
+               r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] )")
+_LABEL = re.compile(
+    r"^(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\[\d+,\d+\]<std(?:out|err)>:"
+    r"| *\d{1,7}: " + _LABEL_NEXT
+    + r"|(?!(?:kernel|kern):)(?![\w.]*(?:Error|Exception|Warning):)(?P<host>[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
@@ -179,7 +193,7 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 
 #: the layers by name (what :func:`can_begin` returns), in the order ``parse_prefix`` tries them
 LAYERS: dict[str, re.Pattern] = {
-    "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "rfc5424": _RFC5424, "rfc3164": _RFC3164,
+    "label": _LABEL, "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "rfc5424": _RFC5424, "rfc3164": _RFC3164,
     "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME, "fmtime": _FMTIME, "c10": _C10,
     "glog": _GLOG, "tag": _TAG, "mono": _MONO, "delta": _DELTA}
 
@@ -188,13 +202,14 @@ LAYERS: dict[str, re.Pattern] = {
 def can_begin(c: str) -> frozenset[str]:
     """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
     ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
-    trying every layer, without ~15 failing calls per hit line). ``grep_file``: a word character, ``.`` or
+    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, a space, a letter or a digit;
+    ``grep_file``: a word character, ``.`` or
     ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``: ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``:
     ``<``, a letter or a digit; ``iso``, ``golog``: a digit; ``glog``: ``I W E F``; ``tag``: ``k``; the
     bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode: ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
-        ("grep_file", word), ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
+        ("label", bracket or alpha or digit or c == " "), ("grep_file", word), ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or alpha or digit), ("bracket_iso", bracket), ("iso", digit),
         ("golog", digit), ("ctime", bracket), ("fmtime", bracket), ("c10", bracket),
         ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
@@ -279,11 +294,17 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     unreadable prefix leaves the fields ``None`` and ``rest`` the line.
     """
     p = Prefix()
-    s = line.lstrip("\ufeff")
+    s = line_start = line.lstrip("\ufeff")
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
             break
         can = can_begin(s[0])  # each layer is tried only when the text's first character can begin it
+        m = _LABEL.match(s) if "label" in can and s is line_start else None
+        if m:  # a parallel shell's or a launcher's label: once, before anything else
+            if m["host"]:
+                p.host = m["host"]
+            s = s[m.end():]
+            continue
         m = _GREP_FILE.match(s) if "grep_file" in can else None
         if m:
             s = s[m.end():]

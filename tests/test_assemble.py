@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timezone
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given
@@ -512,3 +512,24 @@ def test_an_aggregated_job_log_puts_every_ranks_timeout_downstream_of_the_fault(
     (inc,) = incidents
     assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("gpu-a17", 79)
     assert sorted({d["host"] for d in inc["downstream"]}) == ["gpu-a17", "gpu-a18"]
+
+
+def test_a_parallel_shells_output_keeps_each_hosts_lines_apart(tmp_path):
+    """``pdsh -w node[07,12] dmesg -T | grep Xid`` prints each host's lines behind ``host: `` (formats.md §1.8):
+    each line is its host's, at its own stamp, and two hosts' Xids two seconds apart are two incidents (they
+    were one, on a host named after the file, timed by its mtime, the Xid 74 downstream of the Xid 79)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    path = tmp_path / "xids.txt"
+    path.write_text(
+        "node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen "
+        "off the bus.\n"
+        "node12: [Mon Nov 30 03:12:03 2026] NVRM: Xid (PCI:0000:18:00): 74, pid=2345, name=python, NVLink: fatal "
+        "error detected on link 7(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")
+    _, batch, incidents = diagnose_paths([path], Settings())
+    got = [(e["host"], e["xid"], e["ts_basis"], e["ts"]) for e in batch.events.to_pylist()]
+    assert got == [("node07", 79, "line", datetime(2026, 11, 30, 3, 12, 1, tzinfo=timezone.utc)),
+                   ("node12", 74, "line", datetime(2026, 11, 30, 3, 12, 3, tzinfo=timezone.utc))]
+    assert sorted((i["initiator"]["host"], i["initiator"]["xid"], len(i["downstream"])) for i in incidents) == [
+        ("node07", 79, 0), ("node12", 74, 0)]

@@ -79,6 +79,48 @@ def test_prefix_shapes(line, ts, prec, host, rest_start):
     assert p.rest.startswith(rest_start), p.rest
 
 
+_C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8] Watchdog caught"
+
+
+@pytest.mark.parametrize("line,ts,host,rank,rest_start", [
+    # pdsh / clush: "host: " before each line of the host's output, here dmesg -T, raw dmesg, syslog, c10, NCCL
+    ("node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", us(2026, 11, 30, 3, 12, 1),
+     "node07", None, "NVRM"),
+    ("node07: [ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", None, "node07", None, "NVRM"),
+    ("gpu-a100-07.example.com: Nov 30 03:12:01 gpu-a100-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+     us(2026, 11, 30, 3, 12, 1), "gpu-a100-07", None, "NVRM"),
+    ("node08: " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, "node08", 8, "[Rank 8]"),
+    ("node08: [E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", None, "node08", None, "[Rank 1]"),
+    ("rdma-gpu-train-worker-0: rdma-gpu-train-worker-0:19488:21063 [4] NCCL INFO x", None,
+     "rdma-gpu-train-worker-0", None, "rdma-gpu-train-worker-0:19488"),
+    ("node08: 2026-11-30T03:12:01.5Z node08 kernel: NVRM: x", us(2026, 11, 30, 3, 12, 1) + 500000, "node08", None,
+     "NVRM"),
+    # Slurm srun --label: the task number, padded when the job has ten tasks or more
+    ("8: " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    (" 12: " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # torchrun --tee: role and local rank
+    ("[default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("[trainer3]:node08:1234:1290 [3] NCCL WARN x", None, "node08", None, "node08:1234"),
+    # Open MPI --tag-output: job and rank, stream
+    ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # payloads that begin like a label are none: the kernel's subsystems, a journal tag, an exception
+    ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", None, None, None, "NVRM"),
+    ("nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1", None, None, None, "nvidia-nvswitch1"),
+    ("kernel: [ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79", None, None, None, "NVRM"),
+    ("RuntimeError: [rank3]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] x", None, None, None,
+     "RuntimeError"),
+    ("torch.distributed.DistBackendError: [Mon Nov 30 03:12:01 2026] x", None, None, None, "torch.distributed"),
+    ("watchdog: BUG: soft lockup - CPU#3 stuck for 22s!", None, None, None, "watchdog"),
+])
+def test_a_parallel_shell_or_launcher_label_is_peeled(line, ts, host, rank, rest_start):
+    """pdsh/clush ``host: ``, ``srun --label``'s task number, torchrun's ``[default0]:`` and Open MPI's
+    ``[1,3]<stdout>:`` stand before the line's own prefixes (formats.md §1.8): the stamp behind them is read, a
+    host label names the host. A payload's own ``word: `` is no label."""
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.host, p.rank) == (ts, host, rank)
+    assert p.rest.startswith(rest_start), p.rest
+
+
 def test_raw_monotonic_is_kept():
     assert parse_prefix("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0").mono == 1843.308145
 
