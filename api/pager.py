@@ -288,14 +288,12 @@ class Receiver:
 class Pager:
     """See module doc. Used from one asyncio loop; ``enqueue`` is synchronous (one SQLite transaction).
 
-    ``public_url``: base URL of the API for incident links (default ``http://{api_host}:{api_port}``).
-    Raises ``ValueError`` when ``pagerduty_url`` is set without ``pagerduty_routing_key``."""
+    ``public_url``: base URL of the API for incident links (default ``http://{api_host}:{api_port}``). The
+    receivers' URLs and a PagerDuty URL's routing key are checked with the settings (``schemas.settings``)."""
 
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time, public_url: str | None = None,
                  am_resend_s: float = 60.0, am_hold_s: float = 240.0, backoff_base_s: float = 1.0,
                  backoff_max_s: float = 300.0, timeout_s: float = 10.0, poll_s: float = 1.0) -> None:
-        if settings.pagerduty_url and not settings.pagerduty_routing_key:
-            raise ValueError("pagerduty_url is set but pagerduty_routing_key is not")
         self.clock = clock
         self.base_url = public_url or f"http://{settings.api_host}:{settings.api_port}"
         self.min_rank = SEVERITY_RANK[settings.page_min_severity]

@@ -49,7 +49,8 @@ class Settings(BaseModel):
     session_timeout_ms: int = Field(30000, ge=3000, description="Kafka consumer session timeout: how soon a dead "
                                     "worker's partitions move to another")
     batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
-    batch_linger_ms: int = Field(200, ge=0, description="wait this long for a batch to fill")
+    batch_linger_ms: int = Field(200, ge=0, le=60_000, description="wait this long for a batch to fill (at most a "
+                                 "minute: a stop waits for it)")
     skew_default_s: float = Field(2.0, ge=0, le=DAY_S,
                                   description="clock-skew bound for hosts not listed in `skew_s`")
     skew_s: dict[str, float] = Field(default_factory=dict, description="per-host clock-skew bounds (seconds)")
@@ -144,6 +145,35 @@ class Settings(BaseModel):
         if isinstance(data, dict):
             return {k: (None if v == "" and k in _OPTIONAL else v) for k, v in data.items()}
         return data
+
+    @field_validator("alertmanager_url", "pagerduty_url", "public_url")
+    @classmethod
+    def _url(cls, v: str | None, info: Any) -> str | None:
+        """An http(s) URL with a host and a port in 1 – 65535 (httpx parses it); Alertmanager's is its base URL,
+        without the ``/api/v2/alerts`` the pager adds. Raises ValueError saying what is wrong."""
+        if v is None:
+            return v
+        import httpx
+
+        try:
+            u = httpx.URL(v)
+        except httpx.InvalidURL as e:
+            raise ValueError(f"{v!r} is no URL: {e}") from e
+        if u.scheme not in ("http", "https") or not u.host:
+            raise ValueError(f"{v!r} is no http:// or https:// URL with a host")
+        if u.port is not None and not 1 <= u.port <= 65535:
+            raise ValueError(f"{v!r}: port {u.port} is not in 1 – 65535")
+        if info.field_name == "alertmanager_url" and u.path.rstrip("/").endswith("/api/v2/alerts"):
+            raise ValueError(f"{v!r}: give Alertmanager's base URL (e.g. http://127.0.0.1:9093); pages go to "
+                             "its /api/v2/alerts")
+        return v
+
+    @model_validator(mode="after")
+    def _pagerduty_key(self) -> "Settings":
+        if self.pagerduty_url and not self.pagerduty_routing_key:
+            raise ValueError("pagerduty_url is set but pagerduty_routing_key is not: set FIRSTFAULT_PAGERDUTY_ROUTING_KEY "
+                             "(the integration key of the PagerDuty service)")
+        return self
 
     @field_validator("log_level")
     @classmethod
@@ -269,7 +299,8 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         return Settings.model_validate(data)
     except ValidationError as e:
         # each message says where its value came from: the file, the environment variable, the command line
-        msgs = "; ".join(f"{'.'.join(map(str, err['loc']))}"
-                         + (f" (from {source[str(err['loc'][0])]})" if err["loc"] and str(err["loc"][0]) in source
-                            else "") + f": {err['msg']}" + _did_you_mean(err) for err in e.errors())
+        msgs = "; ".join((f"{'.'.join(map(str, err['loc']))}"
+                          + (f" (from {source[str(err['loc'][0])]})" if str(err["loc"][0]) in source else "") + ": "
+                          if err["loc"] else "")  # a check of several settings names them itself
+                         + f"{err['msg']}" + _did_you_mean(err) for err in e.errors())
         raise SettingsError(f"invalid configuration: {msgs}") from e

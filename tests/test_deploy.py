@@ -89,12 +89,34 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_LAKE": "/"}, "'/' names no folder below the filesystem root"),
     ({"FIRSTFAULT_LAKE": "file://nfs1/lake"}, "a file:// lake is on this host: file:///lake or file://localhost/lake"),
     ({"FIRSTFAULT_LAKE": " /tmp/lake"}, "' /tmp/lake' has spaces around it"),
+    # pager receivers: a traceback at the first page (a port past 65535, an unclosed bracket), retries for ever
+    # (no scheme, ftp://), a 404 page after page (Alertmanager's path given twice), a traceback at start (no
+    # PagerDuty key) (a break-it pass); a stop waited on a linger of any length
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://127.0.0.1:99999"}, "port 99999 is not in 1 – 65535"),
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://[::1"}, "'http://[::1' is no URL"),
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "not a url"}, "'not a url' is no http:// or https:// URL with a host"),
+    ({"FIRSTFAULT_PAGERDUTY_URL": "ftp://127.0.0.1/", "FIRSTFAULT_PAGERDUTY_ROUTING_KEY": "k"},
+     "pagerduty_url (from FIRSTFAULT_PAGERDUTY_URL): Value error, 'ftp://127.0.0.1/' is no http:// or https://"),
+    ({"FIRSTFAULT_PUBLIC_URL": "ff.example"}, "public_url (from FIRSTFAULT_PUBLIC_URL)"),
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://127.0.0.1:9093/api/v2/alerts/"}, "give Alertmanager's base URL"),
+    ({"FIRSTFAULT_PAGERDUTY_URL": "https://events.pagerduty.com/v2/enqueue"},
+     "invalid configuration: Value error, pagerduty_url is set but pagerduty_routing_key is not"),
+    ({"FIRSTFAULT_BATCH_LINGER_MS": "999999999999"}, "batch_linger_ms (from FIRSTFAULT_BATCH_LINGER_MS): Input should "
+                                                    "be less than or equal to 60000"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
     folder as the config file, a fleet config that is no file); SettingsError is exit 2 in every command."""
     with pytest.raises(SettingsError, match=re.escape(said)):
         load_settings(env=env)
+
+
+def test_receiver_urls_that_can_be_used_are_kept():
+    s = load_settings(env={"FIRSTFAULT_ALERTMANAGER_URL": "http://[::1]:9093/", "FIRSTFAULT_PUBLIC_URL":
+                           "https://ff.example/firstfault", "FIRSTFAULT_PAGERDUTY_URL":
+                           "https://events.pagerduty.com/v2/enqueue", "FIRSTFAULT_PAGERDUTY_ROUTING_KEY": "k" * 32})
+    assert (s.alertmanager_url, s.public_url, s.pagerduty_url) == (
+        "http://[::1]:9093/", "https://ff.example/firstfault", "https://events.pagerduty.com/v2/enqueue")
 
 
 def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
