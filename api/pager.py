@@ -47,8 +47,12 @@ Delivery: the outbox
     entries oldest first (so an incident's versions arrive in order) and marks
     an entry done only after a 2xx. A connection error, 408, 429 or 5xx is
     retried with exponential backoff (equal jitter, ``backoff_base_s`` doubling
-    up to ``backoff_max_s``) for that receiver; other 4xx are deterministic
-    (the payload is wrong), so the entry is marked ``rejected`` and counted.
+    up to ``backoff_max_s``) for that receiver; so are a redirect (3xx: not
+    followed, a POST must not turn into a GET) and 401, 403, 404 and 407: the
+    receiver's URL or credentials are wrong, which an operator fixes, and the
+    page waits for it (they were marked rejected and never sent after the fix).
+    Other 4xx are deterministic (the payload is wrong), so the entry is marked
+    ``rejected`` and counted.
 
     Why a restart or an outage loses and duplicates no page: an entry leaves
     ``pending`` only after the receiver acknowledged it, so a crash before the
@@ -97,6 +101,8 @@ PENDING = Gauge("firstfault_pages_pending", "outbox entries waiting for delivery
 
 ALERTNAME = "FirstFaultIncident"
 _RETRY_STATUS = {408, 425, 429}
+#: a receiver's URL, proxy or credentials are wrong (module doc): retried with backoff until an operator fixes them
+_CONFIG_STATUS = {401, 403, 404, 407}
 _CLOSED = ("resolved", "superseded")  # incident statuses that close a page
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -533,8 +539,13 @@ class Pager:
             if 200 <= resp.status_code < 300:
                 r.failures, r.next_try, r.last_error, r.last_success = 0, 0.0, "", self.clock()
                 return True, False, ""
-            err = f"HTTP {resp.status_code}: {resp.text[:300]}"
-            retry = resp.status_code in _RETRY_STATUS or resp.status_code >= 500
+            code = resp.status_code
+            err = f"HTTP {code}: {resp.text[:300]}"
+            if 300 <= code < 400:
+                err = f"HTTP {code}: redirected to {resp.headers.get('location', '?')!r}; set the receiver's URL to it"
+            elif code in _CONFIG_STATUS:
+                err += " (check the receiver's URL and credentials)"
+            retry = code in _RETRY_STATUS or code in _CONFIG_STATUS or code >= 500 or 300 <= code < 400
             after = resp.headers.get("retry-after", "")
         except httpx.HTTPError as e:
             err, retry, after = f"{type(e).__name__}: {e}", True, ""

@@ -368,6 +368,32 @@ def test_rejected_payload_is_not_retried(tmp_path, pd):
     pager.close()
 
 
+@pytest.mark.parametrize("status,said", [(401, "check the receiver's URL and credentials"),
+                                         (404, "check the receiver's URL and credentials"),
+                                         (308, "redirected to '?'; set the receiver's URL to it")])
+def test_a_receivers_wrong_url_or_credentials_hold_the_page_until_fixed(tmp_path, pd, status, said):
+    """401/403/404/407 and redirects say the receiver's URL, proxy or credentials are wrong: the page waits,
+    retried with backoff, and goes once they are fixed (here the receiver answers twice with the status, then
+    202). They were marked rejected and never sent again, with one ERROR line (a break-it pass)."""
+    pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05)
+    pd.fail, pd.fail_status = 2, status
+    pager.enqueue([incident("inc-a")])
+    errors = []
+    real_post = pager._post
+
+    async def post(client, r, body):
+        got = await real_post(client, r, body)
+        errors.append(got[2])
+        return got
+
+    pager._post = post
+    assert asyncio.run(pager.flush(5)) == 0
+    assert [b["dedup_key"] for b in pd.bodies()] == ["inc-a"] * 3 and pd.pages == 1
+    assert errors[0].startswith(f"HTTP {status}") and said in errors[0] and errors[2] == ""
+    assert pager.health()["receivers"]["pagerduty"]["rejected"] == 0
+    pager.close()
+
+
 def test_configuration(tmp_path):
     assert Pager(Settings(state_dir=tmp_path)).enqueue([incident()]) == 0  # no receiver: nothing to page
     with pytest.raises(ValueError, match="routing_key"):
