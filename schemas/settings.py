@@ -15,7 +15,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 
 #: a Kafka topic name (``org.apache.kafka.common.internals.Topic``)
@@ -148,7 +149,7 @@ class Settings(BaseModel):
 
     @field_validator("alertmanager_url", "pagerduty_url", "public_url")
     @classmethod
-    def _url(cls, v: str | None, info: Any) -> str | None:
+    def _url(cls, v: str | None, info: ValidationInfo) -> str | None:
         """An http(s) URL with a host and a port in 1 – 65535 (httpx parses it); Alertmanager's is its base URL,
         without the ``/api/v2/alerts`` the pager adds. Raises ValueError saying what is wrong."""
         if v is None:
@@ -171,8 +172,8 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _pagerduty_key(self) -> "Settings":
         if self.pagerduty_url and not self.pagerduty_routing_key:
-            raise ValueError("pagerduty_url is set but pagerduty_routing_key is not: set FIRSTFAULT_PAGERDUTY_ROUTING_KEY "
-                             "(the integration key of the PagerDuty service)")
+            raise ValueError("pagerduty_url is set but pagerduty_routing_key is not: set "
+                             "FIRSTFAULT_PAGERDUTY_ROUTING_KEY (the integration key of the PagerDuty service)")
         return self
 
     @field_validator("log_level")

@@ -121,6 +121,18 @@ def test_a_parallel_shell_or_launcher_label_is_peeled(line, ts, host, rank, rest
     assert p.rest.startswith(rest_start), p.rest
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.from_regex(LAYERS["label"]), st.text(min_size=1),
+                 st.sampled_from(["[rank8]:[E1130 ", "node07: NVRM: ", " 12: [", "[default0]:", "[1,3]<stdout>:"])
+                 .flatmap(lambda head: st.text().map(lambda tail: head + tail))))
+def test_the_label_is_asked_for_wherever_it_can_match(text):
+    """``parse_prefix`` asks the label regex only where a cheap look says it can match (``prefix._label``):
+    the look never hides a label."""
+    from ingest.prefix import _LABEL, _label
+
+    assert (_label(text) is None) == (_LABEL.match(text) is None), text
+
+
 def test_raw_monotonic_is_kept():
     assert parse_prefix("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0").mono == 1843.308145
 
