@@ -138,18 +138,20 @@ def _year_of_day(day: int) -> int:
 # What a parallel shell or a launcher puts before each line of its output (formats.md §1.8: "pdsh/`mpirun
 # --tag-output` style `host: `"): pdsh and clush "node07: ", Slurm's ``srun --label`` "8: " (the task number,
 # padded), torchrun's ``--tee`` "[default0]:" (role and local rank), Open MPI's ``--tag-output``
-# "[1,3]<stdout>:". A bare "word: " is also how payloads begin ("NVRM: ", "nvidia-nvswitch1: ", "RuntimeError: "),
-# so a host or task label counts only before a layer's stamp or NCCL's "host:pid:tid [dev] " (the lookahead),
-# and never names a journal tag or an exception.
+# "[1,3]<stdout>:"; two of them may stand together ("0: [default0]:"). A bare "word: " is also how payloads begin
+# ("NVRM: ", "nvidia-nvswitch1: ", "RuntimeError: ", "ERROR: [stamp]", "nv-fabricmanager: [stamp]"), so a host or
+# task label counts only before a layer's stamp, another label, NCCL's "host:pid:tid [dev] " or the kernel's
+# "NVRM: "/"nvidia-nvswitchN: " (the lookahead), and a host label is a name with a digit (fleets number their
+# nodes: node07, gpu-a100-07, worker-0); a word without one is a level or a program's tag. The role and the
+# digits of a bracket label are separate runs, so a line of "[a000…" is read in linear time.
+_BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:out|err)>: ?"
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
-               r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\d{4}-\d\d-\d\d[T ]"
+               r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
-               r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] )")
+               r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: )")
 _LABEL = re.compile(
-    r"^(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:|\[\d+,\d+\]<std(?:out|err)>:"
-    r"| *\d{1,7}: " + _LABEL_NEXT
-    + r"|(?!(?:kernel|kern):)(?![\w.]*(?:Error|Exception|Warning):)(?P<host>[A-Za-z][\w.-]{0,252}): "
-    + _LABEL_NEXT + ")")
+    r"^(?:" + _BRACKET_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
+    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
@@ -314,13 +316,14 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     """
     p = Prefix()
     s = line_start = line.lstrip("\ufeff")
+    labels = 0
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
             break
         can = can_begin(s[0])  # each layer is tried only when the text's first character can begin it
         m = _GREP_FILE.match(s) if "grep_file" in can else None
         if m:
-            s = s[m.end():]
+            s = line_start = s[m.end():]  # a label may follow: "node01.log:node07: [ 12.3] …"
             continue
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:
@@ -412,14 +415,16 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
         if m:
             s = s[m.end():]
             continue
-        # a parallel shell's or a launcher's label before the line's own prefixes: asked once, where the line
-        # begins with no other layer (none can begin a label's text), so a line that begins with a stamp pays nothing
-        m = _label(s) if s is line_start and "label" in can else None
+        # a parallel shell's or a launcher's label before the line's own prefixes: asked where the line (or what
+        # a grep file name or a label left) begins with no other layer (none can begin a label's text), so a line
+        # that begins with a stamp pays nothing
+        m = _label(s) if s is line_start and labels < 2 and "label" in can else None
         if m is None:
             break
         if m["host"]:
             p.host = m["host"]
-        s = s[m.end():]
+        s = line_start = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
+        labels += 1
     if "NCCL" in s or "NCCL" in line:
         m = _NCCL.search(s)
         if m:

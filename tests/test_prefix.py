@@ -103,6 +103,19 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("[trainer3]:node08:1234:1290 [3] NCCL WARN x", None, "node08", None, "node08:1234"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
+    ("0: [default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("node01.log:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
+    ("[1,3]<stdout>: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    # pdsh 'journalctl -k -o cat | grep Xid': no stamp, the kernel's line right behind the host
+    ("node12: NVRM: Xid (PCI:0000:18:00): 74, pid=2345", None, "node12", None, "NVRM"),
+    ("gpu_node12: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007", None, "gpu_node12", None, "nvidia-nvswitch1"),
+    # a level or a program's tag before a stamp is no host: a host label has a digit (a break-it pass: "ERROR: "
+    # named a host and joined two machines' Xids)
+    ("ERROR: [2026-11-30 03:12:01] NVRM: Xid (PCI:0000:3b:00): 79", None, None, None, "ERROR"),
+    ("WARNING: [Mon Nov 30 03:12:01 2026] NVRM: x", None, None, None, "WARNING"),
+    ("nv-fabricmanager: [Nov 30 2026 03:12:01] [ERROR] x", None, None, None, "nv-fabricmanager"),
+    ("dcgm: I1130 03:12:01.000000 1 x.go:1] x", None, None, None, "dcgm"),
     # payloads that begin like a label are none: the kernel's subsystems, a journal tag, an exception
     ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", None, None, None, "NVRM"),
     ("nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1", None, None, None, "nvidia-nvswitch1"),
@@ -131,6 +144,25 @@ def test_the_label_is_asked_for_wherever_it_can_match(text):
     from ingest.prefix import _LABEL, _label
 
     assert (_label(text) is None) == (_LABEL.match(text) is None), text
+
+
+def test_a_long_run_of_digits_in_a_bracket_is_read_in_linear_time():
+    """A bracket label's role and digits are separate runs: ``[a`` and 60,000 digits took 15 s of backtracking
+    (a break-it pass). A guard against that, not a speed target: the alarm is ~10,000 times the time it takes."""
+    import signal
+
+    def too_slow(*_):
+        raise TimeoutError("parse_prefix backtracks")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(10)
+    try:
+        for line in ("[a" + "0" * 60_000 + " NVRM: Xid (PCI:0000:3b:00): 79, pid=1",
+                     "node07: [a" + "0" * 60_000 + "]: NVRM: x", "node07: " + "[a0]:" * 10_000):
+            assert parse_prefix(line, ref_us=REF).ts is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_raw_monotonic_is_kept():
