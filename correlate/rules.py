@@ -149,30 +149,31 @@ def relation(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
 
 class Relations:
     """The relations of ``rules.yaml`` over one topology: ``holds(rel, cause, effect)``. Each event's GPU key
-    (:func:`gpu_key`) and communicators (:func:`comms_of`) are found once per instance, so an instance serves
-    while the topology's facts stand (one ``find_edges`` or ``components`` call): a rule relating by
+    (:func:`gpu_key`) and communicators (:func:`comms_of`) are found once per instance, kept by the event object
+    (two events may share an id before ``correlate`` drops the repeats), so an instance serves while the
+    topology's facts and the events stand (one ``find_edges`` or ``components`` call): a rule relating by
     communicator asks for every pair of a rank storm."""
 
     __slots__ = ("topo", "_keys", "_comms")
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
-        self._keys: dict[str, str | None] = {}
-        self._comms: dict[str, frozenset[str]] = {}
+        self._keys: dict[int, str | None] = {}  # id(event) ->
+        self._comms: dict[int, frozenset[str]] = {}
 
     def key(self, e: Ev) -> str | None:
         """:func:`gpu_key` of ``e``."""
         try:
-            return self._keys[e.event_id]
+            return self._keys[id(e)]
         except KeyError:
-            got = self._keys[e.event_id] = gpu_key(e, self.topo)
+            got = self._keys[id(e)] = gpu_key(e, self.topo)
             return got
 
     def comms(self, e: Ev) -> frozenset[str]:
         """:func:`comms_of` ``e``."""
-        got = self._comms.get(e.event_id)
+        got = self._comms.get(id(e))
         if got is None:
-            got = self._comms[e.event_id] = frozenset(comms_of(e, self.topo))
+            got = self._comms[id(e)] = frozenset(comms_of(e, self.topo))
         return got
 
     def holds(self, rel: str, c: Ev, e: Ev) -> bool:

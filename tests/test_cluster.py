@@ -172,14 +172,15 @@ EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down
 def scenes(draw):
     """Events of one candidate incident, in ``Ev.order`` as ``components`` hands them over, some timed only
     by an upper bound (``details.ts_upper_bound``), some watchdog timeouts (``elapsed_ms``) and lines placed at the
-    start of the timeout they follow (``implied_start``)."""
+    start of the timeout they follow (``implied_start``); ids may repeat (``find_edges`` may be given events
+    that ``correlate`` has not deduplicated: its relations once kept what they found by id)."""
     n = draw(st.integers(1, 30))
     events = []
     for i in range(n):
         kind = draw(st.sampled_from(EDGE_KINDS))
         gpu = draw(st.integers(0, 3))
         events.append(Ev(
-            event_id=f"e{i}", ts=draw(st.integers(0, 900)) * S + draw(st.sampled_from([0, 1, 999_999])),
+            event_id=f"e{draw(st.integers(0, i))}", ts=draw(st.integers(0, 900)) * S + draw(st.sampled_from([0, 1, 999_999])),
             ts_basis="line", host=draw(st.sampled_from(HOSTS)), source="dmesg", kind=kind, signature=kind,
             severity=draw(st.sampled_from(["warning", "error", "critical"])),
             device_type="nvswitch" if kind == "sxid" else "gpu", device=f"0000:{gpu + 1:02x}:00.0", link=None,
