@@ -48,8 +48,8 @@ Delivery: the outbox
     an entry done only after a 2xx. A connection error, 408, 429 or 5xx is
     retried with exponential backoff (equal jitter, ``backoff_base_s`` doubling
     up to ``backoff_max_s``) for that receiver; so are a redirect (3xx: not
-    followed, a POST must not turn into a GET) and 401, 403, 404 and 407: the
-    receiver's URL or credentials are wrong, which an operator fixes, and the
+    followed, a POST must not turn into a GET) and 401, 403, 404, 405, 407 and
+    426: the receiver's URL, scheme or credentials are wrong, which an operator fixes, and the
     page waits for it (they were marked rejected and never sent after the fix).
     Other 4xx are deterministic (the payload is wrong), so the entry is marked
     ``rejected`` and counted.
@@ -89,7 +89,7 @@ import orjson
 from prometheus_client import Counter, Gauge
 
 from schemas.events import SEVERITY_RANK
-from schemas.settings import Settings
+from schemas.settings import Settings, without_userinfo
 
 log = logging.getLogger("firstfault.pager")
 
@@ -102,7 +102,7 @@ PENDING = Gauge("firstfault_pages_pending", "outbox entries waiting for delivery
 ALERTNAME = "FirstFaultIncident"
 _RETRY_STATUS = {408, 425, 429}
 #: a receiver's URL, proxy or credentials are wrong (module doc): retried with backoff until an operator fixes them
-_CONFIG_STATUS = {401, 403, 404, 407}
+_CONFIG_STATUS = {401, 403, 404, 405, 407, 426}
 _CLOSED = ("resolved", "superseded")  # incident statuses that close a page
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -542,7 +542,8 @@ class Pager:
             code = resp.status_code
             err = f"HTTP {code}: {resp.text[:300]}"
             if 300 <= code < 400:
-                err = f"HTTP {code}: redirected to {resp.headers.get('location', '?')!r}; set the receiver's URL to it"
+                to = without_userinfo(resp.headers.get("location", "?"))[:300]
+                err = f"HTTP {code}: redirected to {to!r}; set the receiver's URL to it"
             elif code in _CONFIG_STATUS:
                 err += " (check the receiver's URL and credentials)"
             retry = code in _RETRY_STATUS or code in _CONFIG_STATUS or code >= 500 or 300 <= code < 400
@@ -583,7 +584,7 @@ class Pager:
             return {"ok": True, "closed": True}
         counts = {(rcv, st): n for rcv, st, n in self._rows(
             "SELECT receiver, state, count(*) FROM outbox WHERE state != 'done' GROUP BY receiver, state")}
-        recv = {r.name: {"url": r.url, "pending": counts.get((r.name, "pending"), 0),
+        recv = {r.name: {"url": without_userinfo(r.url), "pending": counts.get((r.name, "pending"), 0),
                          "rejected": counts.get((r.name, "rejected"), 0), "consecutive_failures": r.failures,
                          "last_error": r.last_error, "last_success": r.last_success} for r in self.receivers}
         open_pages = self._rows("SELECT count(*) FROM pages WHERE status = 'open'")[0][0]

@@ -189,9 +189,11 @@ def no_output_folder(output: Path | None, err: Console) -> bool:
 
 def cli_console(name: str = "stdout") -> Console:
     """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
-    without trailing spaces (``TrimmedStream``)."""
+    without trailing spaces (``TrimmedStream``). On ``stderr`` a message is not wrapped (soft wrap): an error stays
+    one line for ``grep`` and log collectors, and a terminal wraps it itself."""
     stream = getattr(sys, name)  # None when the descriptor was closed (``2>&-``): a command still runs
-    return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()))
+    return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
+                   soft_wrap=name == "stderr")
 
 
 def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],

@@ -30,6 +30,12 @@ class SettingsError(ValueError):
     """The configuration is invalid; the message says which key and why."""
 
 
+def without_userinfo(url: str) -> str:
+    """``url`` with its user and password (``http://user:secret@host``) shown as ``…``: for errors, logs and
+    ``/healthz``."""
+    return re.sub(r"//[^/@?#]*@", "//…@", url)
+
+
 class Settings(BaseModel):
     """Every field is described; see the README's configuration table."""
 
@@ -156,16 +162,19 @@ class Settings(BaseModel):
             return v
         import httpx
 
+        shown = without_userinfo(v)  # a password in the URL is not repeated in the error
         try:
             u = httpx.URL(v)
         except httpx.InvalidURL as e:
-            raise ValueError(f"{v!r} is no URL: {e}") from e
+            raise ValueError(f"{shown!r} is no URL: {e}") from e
         if u.scheme not in ("http", "https") or not u.host:
-            raise ValueError(f"{v!r} is no http:// or https:// URL with a host")
+            raise ValueError(f"{shown!r} is no http:// or https:// URL with a host")
         if u.port is not None and not 1 <= u.port <= 65535:
-            raise ValueError(f"{v!r}: port {u.port} is not in 1 – 65535")
-        if info.field_name == "alertmanager_url" and u.path.rstrip("/").endswith("/api/v2/alerts"):
-            raise ValueError(f"{v!r}: give Alertmanager's base URL (e.g. http://127.0.0.1:9093); pages go to "
+            raise ValueError(f"{shown!r}: port {u.port} is not in 1 – 65535")
+        if u.query or u.fragment or "?" in v or "#" in v:
+            raise ValueError(f"{shown!r}: a query or fragment has no place here (paths are added to this URL)")
+        if info.field_name == "alertmanager_url" and "/api/" in u.path.lower() + "/":
+            raise ValueError(f"{shown!r}: give Alertmanager's base URL (e.g. http://127.0.0.1:9093); pages go to "
                              "its /api/v2/alerts")
         return v
 

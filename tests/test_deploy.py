@@ -101,6 +101,12 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://127.0.0.1:9093/api/v2/alerts/"}, "give Alertmanager's base URL"),
     ({"FIRSTFAULT_PAGERDUTY_URL": "https://events.pagerduty.com/v2/enqueue"},
      "invalid configuration: Value error, pagerduty_url is set but pagerduty_routing_key is not"),
+    # a query or fragment would swallow the path the pager adds; Alertmanager's API path given at all; a password
+    # is not repeated in the error
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://am.example:9093?tenant=gpu"}, "a query or fragment has no place here"),
+    ({"FIRSTFAULT_PUBLIC_URL": "http://ff.example:8080#top"}, "a query or fragment has no place here"),
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://am.example:9093/API/v2"}, "give Alertmanager's base URL"),
+    ({"FIRSTFAULT_ALERTMANAGER_URL": "http://ops:hunter2@am.example:0"}, "'http://…@am.example:0': port 0 is not"),
     ({"FIRSTFAULT_BATCH_LINGER_MS": "999999999999"}, "batch_linger_ms (from FIRSTFAULT_BATCH_LINGER_MS): Input should "
                                                     "be less than or equal to 60000"),
 ])
@@ -109,6 +115,23 @@ def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     folder as the config file, a fleet config that is no file); SettingsError is exit 2 in every command."""
     with pytest.raises(SettingsError, match=re.escape(said)):
         load_settings(env=env)
+
+
+def test_a_configuration_error_is_one_line_on_stderr():
+    """``configuration error: …`` is one line however long (Rich wrapped it at the console's width when stderr
+    was no terminal: a break-it pass), exit 2, and names no password."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FIRSTFAULT_ALERTMANAGER_URL": "http://ops:hunter2@alertmanager.monitoring.svc.cluster."
+           "local:9093/api/v2/alerts", "COLUMNS": "80"}
+    r = subprocess.run([sys.executable, "-m", "api.cli", "sql", "select 1"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("configuration error: invalid configuration: "
+                                                             "alertmanager_url (from FIRSTFAULT_ALERTMANAGER_URL)")
+    assert "give Alertmanager's base URL" in r.stderr and "hunter2" not in r.stderr
 
 
 def test_receiver_urls_that_can_be_used_are_kept():

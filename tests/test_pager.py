@@ -370,9 +370,10 @@ def test_rejected_payload_is_not_retried(tmp_path, pd):
 
 @pytest.mark.parametrize("status,said", [(401, "check the receiver's URL and credentials"),
                                          (404, "check the receiver's URL and credentials"),
+                                         (405, "check the receiver's URL and credentials"),
                                          (308, "redirected to '?'; set the receiver's URL to it")])
 def test_a_receivers_wrong_url_or_credentials_hold_the_page_until_fixed(tmp_path, pd, status, said):
-    """401/403/404/407 and redirects say the receiver's URL, proxy or credentials are wrong: the page waits,
+    """401/403/404/405/407/426 and redirects say the receiver's URL, proxy or credentials are wrong: the page waits,
     retried with backoff, and goes once they are fixed (here the receiver answers twice with the status, then
     202). They were marked rejected and never sent again, with one ERROR line (a break-it pass)."""
     pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05)
