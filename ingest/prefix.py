@@ -196,8 +196,8 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: a bracket (not c10's ``[rank8]``) whose first ``]`` is
-    followed by ``:`` or ``<``, or a first word (after blanks) that ends with ``:`` and a blank (most hit lines are
-    neither: the regex alone cost ~1 µs a hit line)."""
+    followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
+    blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost ~1 µs a hit line)."""
     if s[0] == "[":
         j = s.find("]")
         if j < 0 or s[j + 1:j + 2] not in (":", "<") or s.startswith("[rank") and s[5:6].isdecimal():
@@ -205,7 +205,7 @@ def _label(s: str) -> re.Match | None:
     else:
         t = s.lstrip(" ") if s[0] == " " else s
         j = t.find(" ")
-        if j < 2 or t[j - 1] != ":":  # the first word ends with the colon
+        if j < 2 or t[j - 1] != ":" or t[:j - 1].isalpha():  # a word with a digit ends with the colon ("NVRM:")
             return None
     return _LABEL.match(s)
 
@@ -315,7 +315,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     unreadable prefix leaves the fields ``None`` and ``rest`` the line.
     """
     p = Prefix()
-    s = line_start = line.lstrip("\ufeff")
+    s = label_at = line.lstrip("\ufeff")  # where a label may stand: the start, after a grep file name or a label
     labels = 0
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
@@ -323,7 +323,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
         can = can_begin(s[0])  # each layer is tried only when the text's first character can begin it
         m = _GREP_FILE.match(s) if "grep_file" in can else None
         if m:
-            s = line_start = s[m.end():]  # a label may follow: "node01.log:node07: [ 12.3] …"
+            s = label_at = s[m.end():]  # a label may follow: "node01.log:node07: [ 12.3] …"
             continue
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:
@@ -418,12 +418,12 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
         # a parallel shell's or a launcher's label before the line's own prefixes: asked where the line (or what
         # a grep file name or a label left) begins with no other layer (none can begin a label's text), so a line
         # that begins with a stamp pays nothing
-        m = _label(s) if s is line_start and labels < 2 and "label" in can else None
+        m = _label(s) if s is label_at and labels < 2 and "label" in can else None
         if m is None:
             break
         if m["host"]:
             p.host = m["host"]
-        s = line_start = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
+        s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:
         m = _NCCL.search(s)
