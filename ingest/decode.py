@@ -939,7 +939,9 @@ def decode_json_array(data: bytes, **where) -> Decoded:
         lines += dumps(rec)
         lines += b"\n"
     del recs
-    return decode_ndjson(bytes(lines[:-1]), **where)
+    if lines:
+        del lines[-1]  # the last newline, in place: a slice would copy the whole value once more
+    return decode_ndjson(bytes(lines), **where)
 
 
 def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int, ref_basis: str,
