@@ -62,6 +62,7 @@ class CorrelateWorker:
     def __init__(self, *, bootstrap: str, topic: str, group_id: str, settings: Settings, lateness_us: int,
                  on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
                  session_timeout_ms: int = 30000, tick_s: float = 5.0, close_after_us: int = 120 * S,
+                 early_after_us: int | None = 300 * S,
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
                  restore_events: Callable[[], pa.Table | None] | None = None,
                  read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None) -> None:
@@ -71,6 +72,7 @@ class CorrelateWorker:
         self.read_back = read_back
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
+        self.early_after_us = early_after_us
         self.stop = asyncio.Event()
         self.parts: dict[TopicPartition, _Partition] = {}
         self.correlator = self._fresh()
@@ -84,7 +86,8 @@ class CorrelateWorker:
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
-                             close_after_us=self.close_after_us, idle_us=self.idle_us,
+                             close_after_us=self.close_after_us, early_after_us=self.early_after_us,
+                             idle_us=self.idle_us,
                              reach_back_us=self.reach_back_us)
         if self.restore is not None or self.restore_events is not None:
             c.restore(self.restore() if self.restore is not None else [],

@@ -10,6 +10,13 @@ can still matter, and after each batch re-correlates them:
   by the close window; or none of its hosts has sent anything for ``idle_us``
   of processing time (a crashed host logs nothing more); or the input ended
   (``flush``);
+* an incident whose evidence keeps coming with no quiet gap (a link-down state
+  a poller reports every 30 s, an Xid a failing GPU prints every minute) is
+  emitted **early**, status ``open``, once its evidence has gone on for
+  ``early_after_us`` of event time since a step first held it back, and so
+  again while it stays open: a fault that persists is paged while it lasts,
+  not once it stops (Beam's and Flink's early firings); evidence that arrives
+  at once, however long it spans, waits for the close window as before;
 * when later evidence changes an emitted incident, it is emitted again with
   ``version + 1`` (same id) — not for new clock estimates alone (``clocks``),
   but at the flush;
@@ -83,11 +90,14 @@ def _stored(inc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
 
 @dataclass
 class StreamCorrelator:
-    """See module doc. ``close_after_us``: quiet time after the last event before an incident is emitted."""
+    """See module doc. ``close_after_us``: quiet time after the last event before an incident is emitted;
+    ``early_after_us``: how long (event time) the evidence of an incident held back, not closed, may go on
+    before it is emitted anyway (None: never early)."""
 
     settings: Settings = field(default_factory=Settings)
     lateness_us: int = 300 * S
     close_after_us: int = 120 * S
+    early_after_us: int | None = 300 * S
     idle_us: int = 120 * S
     rules: Rules = field(default_factory=default_rules)
     watermark: Watermark = field(default_factory=Watermark)
@@ -134,6 +144,9 @@ class StreamCorrelator:
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
+    #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, until a step
+    #: emits it: its evidence has gone on since then without a quiet gap (``early_after_us``)
+    held_since: dict[str, int] = field(default_factory=dict, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
     #: the last step's topology and what it was learned from (``_learn``)
@@ -331,6 +344,7 @@ class StreamCorrelator:
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
         owners = self._owners()
+        held: dict[str, int] = {}
         for inc in incidents:
             members = member_ids(inc)
             if revived and revived.issuperset(members) and not (
@@ -338,9 +352,15 @@ class StreamCorrelator:
                 # brought back for a new event that did not join it: its last version stands (made when its
                 # context was whole), but for a flush that finds it unchanged but for its clock estimates
                 continue
-            if not flush and not self._closed([by_id[m] for m in members if m in by_id], now_us):
-                pending.update(members)
-                continue
+            kept = [by_id[m] for m in members if m in by_id]
+            if not flush and not self._closed(kept, now_us):
+                # held; emitted early once its evidence went on for early_after_us since it was first held
+                last = max((e.ts for e in kept), default=0)
+                since = self.held_since.get(inc["id"], last)
+                if self.early_after_us is None or not kept or last - since < self.early_after_us:
+                    held[inc["id"]] = since
+                    pending.update(members)
+                    continue
             h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
             if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):
@@ -355,6 +375,7 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
+        self.held_since = held
         self._prune(learned, pending, now_us)
         return out
 

@@ -65,6 +65,10 @@ class Settings(BaseModel):
     close_after_s: float = Field(120.0, gt=0, le=YEAR_S,
                                  description="an incident is emitted once its hosts' event time has "
                                  "moved this far past its last event")
+    early_after_s: float = Field(300.0, ge=0, le=YEAR_S,
+                                 description="an incident whose evidence keeps coming (a link-down state polled "
+                                 "every 30 s) is emitted open once its evidence spans this long, and again per this "
+                                 "much new evidence until it goes quiet (0: only once quiet)")
     idle_close_s: float = Field(120.0, gt=0, le=YEAR_S, description="... or when its hosts sent nothing for this long "
                                 "(processing time: a crashed host logs nothing more)")
     reach_back_s: float = Field(86400.0, ge=0, le=YEAR_S,

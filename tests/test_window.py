@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from correlate.cluster import components
+from correlate.incident import member_ids
 from correlate.model import Ev
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
@@ -331,6 +332,45 @@ def test_an_emitted_open_incident_is_emitted_again_resolved_when_it_goes_quiet()
     (again,) = sc.step(now_us=t + sc.settings.resolve_after_us + 1 * S)
     assert (again["id"], again["version"], again["status"]) == (inc["id"], 2, "resolved")
     assert sc.step(now_us=t + 30 * 60 * S) == []
+
+
+def _persisting(sc: StreamCorrelator, t0: int, polls: int, every_s: int = 30) -> list[tuple[int, int, str, int]]:
+    """Feed ``sc`` one Xid 74 of one GPU's link every ``every_s`` s, each in a batch of its own (a fault a host
+    keeps reporting), stepping after each; returns (poll, version, status, events) of what each step emitted."""
+    got = []
+    for i in range(polls):
+        t = t0 + i * every_s * S
+        e = ev(f"p{i}", "h1", t, xid=74)
+        e.link = 3
+        sc.add(_table([e]), now_us=t)
+        for inc in sc.step(now_us=t + 1 * S):
+            got.append((i, inc["version"], inc["status"], len(member_ids(inc))))
+    return got
+
+
+def test_a_fault_that_persists_is_emitted_while_it_lasts():
+    """A link that keeps failing (an Xid 74 every 30 s, one per Kafka batch) never goes quiet for the close
+    window: its incident is emitted early, open, once its evidence went on for ``early_after_us`` (300 s) since
+    the step that first held it, and again each further 300 s of evidence it gains (not at every poll); once the
+    polls stop, the closed version holds every event, and the resolved one follows. Without early emission
+    (``early_after_us=None``) nothing comes out while the fault lasts."""
+    t0 = 1_796_000_000 * S
+
+    def fresh(early):
+        sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S, early_after_us=early)
+        sc.settings.clocks = Clocks(default_skew_us=0)
+        return sc
+
+    sc = fresh(300 * S)
+    got = _persisting(sc, t0, 40)
+    # poll 10 is 300 s after poll 0; the next holds start at polls 11, 22, 33
+    assert got == [(10, 1, "open", 11), (21, 2, "open", 22), (32, 3, "open", 33)]
+    end = t0 + 39 * 30 * S
+    assert [(i["version"], i["status"], len(member_ids(i))) for i in sc.step(now_us=end + 121 * S)] == \
+        [(4, "open", 40)]
+    assert [(i["version"], i["status"]) for i in sc.step(now_us=end + sc.settings.resolve_after_us + S)] == \
+        [(5, "resolved")]
+    assert _persisting(fresh(None), t0, 40) == []
 
 
 def _simulated_batch(pipeline, tmp_path, n: int, seed: int):
