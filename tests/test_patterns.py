@@ -514,3 +514,47 @@ def test_one_ranks_watchdog_timeout_is_not_named_the_cause(pipeline):
     (named,) = run(pipeline, "\n".join([init.format(r=0), init.format(r=1), WATCHDOG.format(s=1, rank=1)]),
                    host="node09")
     assert (named["pattern"], named["initiator"]["rank"], named["confidence"]) == ("comm.silent_rank", 0, 0.7)
+
+
+# a 2-rank job on one host whose rank 1 dies of a CUDA error that PyTorch's NCCL watchdog caught, and rank 0 times out
+# on the collective rank 1 left, 600 s later (PyTorch 2.4+ c10 prefix; torch.watchdog_cuda_error, cuda.ecc_uncorrectable)
+CUDA_DEATH = ("[rank1]:[E810 15:36:05.945860779 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+              "Process group watchdog thread terminated with exception: CUDA error: {error}\n"
+              "[rank0]:[E810 15:46:05.718597139 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+              "timeout: WorkNCCL(SeqNum=51753, OpType=ALLREDUCE, NumelIn=5057683, NumelOut=5057683, "
+              "Timeout(ms)=600000) ran for 600072 milliseconds before timing out.")
+KERNEL = "[Mon Aug 10 15:36:05 2026] NVRM: Xid (PCI:0000:55:00): {xid}"
+
+
+def _parties(inc):
+    return [(d["kind"], d["rank"]) for d in inc["downstream"]]
+
+
+def test_a_rank_that_died_of_a_cuda_error_is_the_first_fault_of_its_job_and_its_gpu_says_whose(pipeline):
+    """The rank whose process died of a CUDA error failed first; its peers' NCCL timeouts follow it
+    (``cuda_error.explains_nccl``), not the reverse. What the error was decides the rest: an uncorrectable ECC
+    error is the GPU's (critical, ``ecc``); an illegal memory access alone is a CUDA error of unknown cause; with the
+    application Xid 31 its GPU logged that second, it is the program's own fault (category ``application``, "debug
+    the app"); with a hardware Xid 48 on the GPU, the Xid is the initiator and the CUDA error its reporter
+    (``gpu_fault.explains_cuda_error``)."""
+    ima = CUDA_DEATH.format(error="an illegal memory access was encountered")
+    (alone,) = run(pipeline, ima, host="gpu-node-a")
+    assert (alone["initiator"]["kind"], alone["initiator"]["rank"], alone["category"]) == ("cuda_error", 1,
+                                                                                         "gpu_failure")
+    assert _parties(alone) == [("nccl_timeout", 0)] and "cuda_error.explains_nccl" in alone["explanation"]
+    (ecc,) = run(pipeline, CUDA_DEATH.format(error="uncorrectable ECC error encountered"), host="gpu-node-a")
+    assert (ecc["initiator"]["kind"], ecc["initiator"]["rank"], ecc["category"], ecc["severity"]) == (
+        "ecc", 1, "ecc", "critical")
+    assert _parties(ecc) == [("nccl_timeout", 0)]
+    mmu = KERNEL.format(xid="31, pid=2187734, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+                            "GPCCLIENT_T1_0 faulted @ 0x7f1b_2e000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ")
+    (app,) = run(pipeline, mmu + "\n" + ima, host="gpu-node-a")
+    assert (app["initiator"]["xid"], app["initiator"]["device"], app["category"]) == (31, "0000:55:00.0",
+                                                                                      "application")
+    assert sorted(_parties(app)) == [("cuda_error", 1), ("nccl_timeout", 0)]
+    assert app["next_action"].startswith("node healthy: debug the app")
+    dbe = KERNEL.format(xid="48, pid=2187734, name=python, channel 0x00000002")
+    (hw,) = run(pipeline, dbe + "\n" + ima, host="gpu-node-a")
+    assert (hw["initiator"]["xid"], hw["category"], hw["severity"]) == (48, "ecc", "critical")
+    assert sorted(_parties(hw)) == [("cuda_error", 1), ("nccl_timeout", 0)]
+    assert "gpu_fault.explains_cuda_error" in hw["explanation"]
