@@ -320,8 +320,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         subj[e.event_id] = (host, dtype, dev)
 
     def cat(e: Ev) -> str | None:
+        """The category of fault ``e`` reports: its signature's, else its Xid's (an Xid 94 is an ``ecc`` fault)."""
         c = catalog.by_id.get(e.signature)
-        return c.sig.category if c else None
+        if c and c.sig.category:
+            return c.sig.category
+        fact = catalog.xids.get(e.xid) if e.xid is not None else None
+        return XID_CATEGORY.get(fact.category) if fact else None
 
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device

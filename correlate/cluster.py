@@ -6,8 +6,11 @@ bounds added). Context events (informational lines: an NCCL fallback, a Fabric
 Manager start-up line) never start an incident; each joins the incident of the
 closest fault of its host within the link window of the ``same_host`` relation
 (or the rule for its kind), or is left out. An operator-reported symptom
-without a time links to every fault of its host. Events that only describe
-wiring (NCCL channel and init lines) are topology facts, not members.
+without a time links to every fault of its host. Faults dated only by their
+file's mtime (lines that printed no time) that link to no fault with a time of
+its own join the latest such fault of their host up to an hour before them
+(``_join_file_timed``). Events that only describe wiring (NCCL channel and init
+lines) are topology facts, not members.
 
 Cost: faults are compared only with faults of the same host, NVLink domain or
 communicator (whichever the rule's relation names) inside its window, nearest
@@ -34,6 +37,10 @@ S = 1_000_000
 #: kinds that describe wiring or configuration, never a fault on their own
 FACT_KINDS = frozenset({"nccl_transport", "nccl_init"})
 SYMPTOM = "operator.symptom"
+#: how far before its file's mtime a line that printed no time may have been written and still be placed with the
+#: fault of its host it reports (``_join_file_timed``): a job's log ends when the job dies, which is at most the
+#: NCCL timeout after the fault (PyTorch's default 10 min; 30 min before 2.2)
+FILE_REACH_US = 3600 * S
 #: relations decided by one key per event (see ``_buckets``)
 _KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_domain"})
 #: keyed relations whose buckets hold one host's faults (``_sweep``)
@@ -132,12 +139,43 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                             keyed or holds(rule.relation, faults[j], faults[i])):
                         dsu.union(i, j)
                         ri = dsu.find(i)
+    _join_file_timed(faults, dsu, by_host)
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
     _attach_context(context, faults, dsu, groups_out, links, clocks)
     comps = [sorted(g, key=lambda e: e.order) for g in groups_out.values()]
     return sorted(comps, key=lambda g: g[0].order)
+
+
+def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]]) -> None:
+    """Join each component of faults timed only by their file (``ts_basis`` ``file``: lines that printed no time,
+    dated by the file's mtime, so written then *or earlier*: ``window`` module doc) to the latest fault of the same
+    host that has a time of its own and began no later than ``FILE_REACH_US`` before them: what such a line
+    reports most likely came first (a Python traceback's ``RuntimeError: CUDA error: uncorrectable ECC error
+    encountered`` in a job's log whose mtime is its last line, ten minutes after the Xid 94 it reports, when the
+    other ranks timed out). A component that holds a fault with a time of its own is placed by it already."""
+    file_only: dict[int, list[int]] = {}
+    timed_roots: set[int] = set()
+    for i, e in enumerate(faults):
+        r = dsu.find(i)
+        if e.ts_basis == "file":
+            file_only.setdefault(r, []).append(i)
+        else:
+            timed_roots.add(r)
+    for r, idx in file_only.items():
+        if r in timed_roots:
+            continue
+        first = faults[idx[0]]
+        t = min(faults[i].start for i in idx)
+        best = None
+        for j in by_host.get(first.host, ()):
+            e = faults[j]
+            if e.ts_basis != "file" and t - FILE_REACH_US <= e.start <= t and (
+                    best is None or e.start > faults[best].start):
+                best = j
+        if best is not None:
+            dsu.union(idx[0], best)
 
 
 def _one_host(idx: list[int], hosts: list[str]) -> bool:

@@ -58,9 +58,11 @@ def incident_hosts(inc: dict[str, Any]) -> set[str]:
 
 
 def _lead(evs: list[Ev]) -> Ev:
-    """The event that names a party: the worst logged line (then the earliest), an operator's report only when
-    the party has nothing else."""
-    return min(evs, key=lambda e: (e.signature == SYMPTOM, -e.sev, e.order))
+    """The event that names a party: the worst logged line (then the earliest) of those that printed a time of
+    their own (a line dated only by its file's mtime or its Kafka append time, ``details.ts_upper_bound``, tells
+    neither when the party failed nor, often, which code it logged: a traceback's ``CUDA error`` beside the Xid of
+    the same GPU), an operator's report only when the party has nothing else."""
+    return min(evs, key=lambda e: (e.signature == SYMPTOM, bool(e.details.get("ts_upper_bound")), -e.sev, e.order))
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from correlate.cluster import _DSU, _context_window, _default_is_fault, components, members
+from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_fault, components, members
 from correlate.model import Ev
 from correlate.rules import LinkRule, default_rules, relation
 from correlate.topology import Topology
@@ -40,6 +40,19 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     continue
                 if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
                     dsu.union(i, j)
+    # a component whose faults are all timed by their file's mtime joins the latest fault with a time of its own
+    # on its first fault's host that began at most FILE_REACH_US before it (ties: the first in order)
+    comps: dict[int, list[int]] = {}
+    for i in range(len(faults)):
+        comps.setdefault(dsu.find(i), []).append(i)
+    for idx in list(comps.values()):
+        if all(faults[i].ts_basis == "file" for i in idx):
+            first = min(idx, key=lambda i: faults[i].order)
+            t = min(faults[i].start for i in idx)
+            timed = [j for j, f in enumerate(faults) if f.ts_basis != "file" and f.host == faults[first].host
+                     and t - FILE_REACH_US <= f.start <= t]
+            if timed:
+                dsu.union(first, min(timed, key=lambda j: (-faults[j].start, faults[j].order)))
     groups: dict[int, list[str]] = {}
     for i, f in enumerate(faults):
         groups.setdefault(dsu.find(i), []).append(f.event_id)
@@ -68,7 +81,7 @@ def fleets(draw):
         info = draw(st.booleans())
         events.append(Ev(
             event_id=f"e{i}", ts=draw(st.integers(0, 400)) * S + draw(st.sampled_from([0, 1, 999_999])),
-            ts_basis="line", host=host, source="dmesg", kind=kind, signature=kind,
+            ts_basis=draw(st.sampled_from(["line", "line", "line", "file"])), host=host, source="dmesg", kind=kind, signature=kind,
             severity="info" if info else draw(st.sampled_from(["warning", "error", "critical"])),
             device_type=draw(st.sampled_from(["gpu", "gpu", None, "nvswitch"])),
             device=f"0000:{gpu + 1:02x}:00.0" if gpu is not None and by_bus else None,
@@ -228,3 +241,30 @@ def test_edges_equal_the_pairwise_definition(scene_):
                 if rel:
                     want.append((c.event_id, e.event_id, r.id, rel))
     assert got == want
+
+
+def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_likely_reports():
+    """A traceback's ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` printed no time: dated by its
+    job log's mtime (the job's last line, ten minutes after the Xid it reports, when the other ranks timed out),
+    it joins the latest fault of its host that has a time of its own, up to ``FILE_REACH_US`` before it — not one
+    of another host, not one older than that, and a file-dated fault already linked to a timed one stays there."""
+    def ev(eid, host, ts, basis="line", kind="xid"):
+        return Ev(event_id=eid, ts=ts, ts_basis=basis, host=host, source="dmesg", kind=kind, signature=kind,
+                  severity="critical", device_type="gpu", device=None, link=None, xid=None, sxid=None, peer=None,
+                  rank=None, nranks=None, comm=None, message="m", precision_us=S)
+
+    t = 1_800_000_000 * S
+    topo, clocks = Topology(), Clocks(default_skew_us=S)
+    links = default_rules().links
+
+    def groups(evs):
+        return sorted(sorted(e.event_id for e in c) for c in components(evs, links, topo, clocks))
+
+    older, xid = ev("older", "h1", t - 3 * 3600 * S), ev("xid", "h1", t)
+    cuda = ev("cuda", "h1", t + 600 * S, basis="file", kind="ecc")
+    assert groups([older, xid, cuda]) == [["cuda", "xid"], ["older"]]
+    assert groups([older, cuda]) == [["cuda"], ["older"]]  # more than an hour before the file's time
+    assert groups([ev("xid", "h2", t), cuda]) == [["cuda"], ["xid"]]  # another host's
+    late = ev("late", "h1", t + 600 * S, kind="ecc")  # a timed fault beside it: placed by that one
+    assert groups([xid, late, cuda]) == [["cuda", "late"], ["xid"]]
+    assert FILE_REACH_US == 3600 * S

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from correlate.correlator import correlate
 from ingest.decode import Decoded, Segment
 
@@ -558,3 +560,27 @@ def test_a_rank_that_died_of_a_cuda_error_is_the_first_fault_of_its_job_and_its_
     assert (hw["initiator"]["xid"], hw["category"], hw["severity"]) == (48, "ecc", "critical")
     assert sorted(_parties(hw)) == [("cuda_error", 1), ("nccl_timeout", 0)]
     assert "gpu_fault.explains_cuda_error" in hw["explanation"]
+
+
+def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
+    """A job's log whose traceback printed no time (``RuntimeError: CUDA error: uncorrectable ECC error
+    encountered``, dated by the file's mtime ten minutes later, when the job died) and the kernel's Xid 94 on GPU
+    0000:61:00.0: one incident, not two pages. The unnamed ECC error takes the one GPU of its host that logged an
+    ECC fault (an Xid's category is its catalog's: 94 is ``gpu_memory_ecc``), and that GPU is named by the line
+    with a time of its own (the Xid), not by the traceback's mtime."""
+    kernel = Segment(data=("[Mon Aug 10 09:48:07 2026] NVRM: Xid (PCI:0000:61:00): 94, pid=1413329, name=python, "
+                           "Contained: CE User Channel (0x9). RST: No, D-RST: No").encode(),
+                     origin="t:k", stream="h1", host="h1", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    mtime = int(datetime(2026, 8, 10, 9, 58, 7, tzinfo=timezone.utc).timestamp()) * 1_000_000
+    job = Segment(data=b"Traceback (most recent call last):\n    loss.backward()\n"
+                       b"RuntimeError: CUDA error: uncorrectable ECC error encountered\n",
+                  origin="file:h1.job.log", stream="h1.job.log", host="h1", ref_ts=mtime, ref_basis="file",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[kernel, job]))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    init = inc["initiator"]
+    assert (init["host"], init["device"], inc["category"], inc["severity"]) == ("h1", "0000:61:00.0", "ecc",
+                                                                                 "critical")
+    assert len(init["events"]) == 2 and inc["downstream"] == []
+    assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:61:00.0 "
+                                         "of h1 at 2026-08-10T09:48:07")
