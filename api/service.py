@@ -85,7 +85,7 @@ class Service:
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
                                            lateness_us=int(settings.allowed_lateness_s * S),
                                            close_after_us=int(settings.close_after_s * S),
-                                           early_after_us=int(settings.early_after_s * S) or None,
+                                           early_after_us=settings.early_after_us(),
                                            idle_us=int(settings.idle_close_s * S),
                                            reach_back_us=int(settings.reach_back_s * S))
         self.worker = IngestWorker(
@@ -242,7 +242,7 @@ class CorrelateService:
             on_incidents=self.sink.emit, restore=self.sink.stored, restore_events=self.sink.membership_events,
             read_back=self.sink.incident_events,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
-            early_after_us=int(settings.early_after_s * S) or None,
+            early_after_us=settings.early_after_us(),
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))
         self.hourly = Hourly(settings, self.sink.lake)
 

@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, Callable
 
 from correlate.model import Ev
 from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds
@@ -35,6 +35,9 @@ XID_CATEGORY = {"nvlink": "link_fault", "gpu_memory_ecc": "ecc", "gpu_off_bus": 
                 "pcie": "pcie", "application": "application", "driver": "driver", "thermal_power": "thermal_power",
                 "gpu_engine": "gpu_engine", "c2c": "c2c", "security": "security", "virtualization": "driver",
                 "fabric": "nvswitch_fault", "other": "driver"}
+#: the categories of a device's own fault (the Xid catalog's, but a program's): a rank's line of one (a CUDA ECC error)
+#: is its GPU's (``resolve_subjects``)
+DEVICE_CATEGORIES = frozenset(XID_CATEGORY.values()) - {"application"}
 #: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises
 KIND_CATEGORY = {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang", "ib_port": "ib_port",
                  "fabric_manager": "fabric_manager"}
@@ -310,6 +313,31 @@ def verify_commands(catalog: Catalog, e: Ev, subject: tuple | None = None) -> li
     return [_fill(t, fields) for t in templates]
 
 
+def fault_category(e: Ev, catalog: Catalog) -> str | None:
+    """The category of fault ``e`` reports (``schemas.incidents.CATEGORIES``): its signature's, else its Xid's
+    xid-catalog.csv category (``XID_CATEGORY``: an Xid 94 is an ``ecc`` fault), else None."""
+    c = catalog.by_id.get(e.signature)
+    if c and c.sig.category:
+        return c.sig.category
+    fact = catalog.xids.get(e.xid) if e.xid is not None else None
+    return XID_CATEGORY.get(fact.category) if fact else None
+
+
+def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
+    """``(a, b) ->`` whether faults ``a`` and ``b`` may belong to one incident, times and relations aside: an
+    ``explains`` rule's cause predicates hold for one and its effect predicates for the other (either way: a
+    file-dated NCCL NET/IB port error explains the timed watchdog timeouts of its host, a file-dated CUDA error
+    reports the timed Xid), or both report the same category of fault (:func:`fault_category`). For
+    ``cluster.components``' file-dated faults (``related``)."""
+    def explains(x: Ev, y: Ev) -> bool:
+        return any(any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog) for r in rules.explains)
+
+    def related(a: Ev, b: Ev) -> bool:
+        cat = fault_category(a, catalog)
+        return (cat is not None and cat == fault_category(b, catalog)) or explains(a, b) or explains(b, a)
+    return related
+
+
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:
     """event_id -> subject key (module doc, step 1)."""
     subj: dict[str, tuple] = {}
@@ -320,12 +348,7 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         subj[e.event_id] = (host, dtype, dev)
 
     def cat(e: Ev) -> str | None:
-        """The category of fault ``e`` reports: its signature's, else its Xid's (an Xid 94 is an ``ecc`` fault)."""
-        c = catalog.by_id.get(e.signature)
-        if c and c.sig.category:
-            return c.sig.category
-        fact = catalog.xids.get(e.xid) if e.xid is not None else None
-        return XID_CATEGORY.get(fact.category) if fact else None
+        return fault_category(e, catalog)
 
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
@@ -334,12 +357,21 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
     memo: dict[tuple, set[tuple]] = {}
     for e in events:
         host, dtype, dev = subj[e.event_id]
-        if dev is not None or e.signature == SYMPTOM:
+        if e.signature == SYMPTOM:
             continue
-        q = (host, e.device_type, e.kind, cat(e))
-        if q not in memo:
-            memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
-                       if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
+        if dev is None:
+            q = (host, e.device_type, e.kind, cat(e))
+            if q not in memo:
+                memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
+                           if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
+        elif dtype == "rank" and (c := cat(e)) in DEVICE_CATEGORIES:
+            # a rank's line that reports its GPU's fault and names no GPU (a traceback's "[rank27]: RuntimeError:
+            # CUDA error: uncorrectable ECC error encountered"): the one GPU of its host that logged that category
+            q = (host, "rank", None, c)
+            if q not in memo:
+                memo[q] = {s for s, _odt, _okind, ocat in named.get(host, ()) if s[1] == "gpu" and ocat == c}
+        else:
+            continue
         same = memo[q]
         if len(same) == 1:
             subj[e.event_id] = next(iter(same))
@@ -386,7 +418,7 @@ def find_edges(scene: Scene) -> list[Edge]:
             if timing[ci] is None:
                 timing[ci] = _timing(c, clocks, skew_of)
             c_start, _, c_prec, c_host, c_skew, _ = timing[ci]
-            upper_bound = bool(c.details.get("ts_upper_bound"))
+            upper_bound = c.undated()
             bound = w + c_prec + c_skew + slack
             hi = bisect_right(starts, c_start + bound)
             lo = 0 if upper_bound else bisect_left(starts, c_start - bound)
@@ -450,8 +482,10 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
     """The DESIGN.md initiator object for a subject and its events."""
     host, dtype, dev = key
-    # a logged line names the initiator's kind, not an operator's report that joined its subject
-    main = min(evs, key=lambda e: (e.signature == SYMPTOM, -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
+    # a logged line names the initiator's kind, not an operator's report that joined its subject; one with a time of
+    # its own before one dated only by its file or Kafka append time (incident._lead)
+    main = min(evs, key=lambda e: (e.signature == SYMPTOM, e.undated(), -ROLE_RANK.get(scene.role(e), 0), -e.sev,
+                                   e.order))
     links = sorted({e.link for e in evs if e.link is not None})
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,

@@ -85,8 +85,11 @@ def _default_is_fault(e: Ev) -> bool:
 
 
 def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
-               is_fault: Callable[[Ev], bool] = _default_is_fault) -> list[list[Ev]]:
-    """Connected components (each sorted by ``Ev.order``), sorted by their first event."""
+               is_fault: Callable[[Ev], bool] = _default_is_fault,
+               related: Callable[[Ev, Ev], bool] | None = None) -> list[list[Ev]]:
+    """Connected components (each sorted by ``Ev.order``), sorted by their first event. ``related(a, b)``: whether
+    fault ``a``, with a time of its own, and the file-dated fault ``b`` may belong to one incident (the correlator's
+    ``attribute.may_relate``; ``_join_file_timed``; None: file-dated faults are placed by the links alone)."""
     faults: list[Ev] = []
     context: list[Ev] = []
     for e in members(events):
@@ -139,7 +142,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                             keyed or holds(rule.relation, faults[j], faults[i])):
                         dsu.union(i, j)
                         ri = dsu.find(i)
-    _join_file_timed(faults, dsu, by_host)
+    if related is not None:
+        _join_file_timed(faults, dsu, by_host, related)
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
@@ -148,13 +152,16 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     return sorted(comps, key=lambda g: g[0].order)
 
 
-def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]]) -> None:
+def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
+                     related: Callable[[Ev, Ev], bool]) -> None:
     """Join each component of faults timed only by their file (``ts_basis`` ``file``: lines that printed no time,
-    dated by the file's mtime, so written then *or earlier*: ``window`` module doc) to the latest fault of the same
-    host that has a time of its own and began no later than ``FILE_REACH_US`` before them: what such a line
-    reports most likely came first (a Python traceback's ``RuntimeError: CUDA error: uncorrectable ECC error
-    encountered`` in a job's log whose mtime is its last line, ten minutes after the Xid 94 it reports, when the
-    other ranks timed out). A component that holds a fault with a time of its own is placed by it already."""
+    dated by the file's mtime, so written then *or earlier*: ``window`` module doc) to the latest fault (by start,
+    then order) of its first fault's host that has a time of its own, began no later than them and no more than
+    ``FILE_REACH_US`` before, and is ``related`` to one of them: a job's log is dated by its last line, when the
+    job died, often the NCCL timeout after its fault (a Python traceback's ``RuntimeError: CUDA error:
+    uncorrectable ECC error encountered`` ten minutes after the Xid 94 it reports, not the NIC link-down of that
+    host in between; an NCCL NET/IB port error beside the watchdog timeouts whose collectives it hung). A component that holds a fault with a time of its own is placed by it
+    already. Cost: a binary search per component, then its host's timed faults within the reach, latest first."""
     file_only: dict[int, list[int]] = {}
     timed_roots: set[int] = set()
     for i, e in enumerate(faults):
@@ -163,19 +170,24 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]])
             file_only.setdefault(r, []).append(i)
         else:
             timed_roots.add(r)
+    timed: dict[str, tuple[list[int], list[int]]] = {}  # host -> (starts, fault indices), by (start, order)
     for r, idx in file_only.items():
         if r in timed_roots:
             continue
-        first = faults[idx[0]]
+        host = faults[idx[0]].host
+        if host not in timed:
+            own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis != "file"),
+                         key=lambda j: (faults[j].start, faults[j].order))
+            timed[host] = ([faults[j].start for j in own], own)
+        starts, own = timed[host]
         t = min(faults[i].start for i in idx)
-        best = None
-        for j in by_host.get(first.host, ()):
-            e = faults[j]
-            if e.ts_basis != "file" and t - FILE_REACH_US <= e.start <= t and (
-                    best is None or e.start > faults[best].start):
-                best = j
-        if best is not None:
-            dsu.union(idx[0], best)
+        for k in range(bisect_right(starts, t) - 1, -1, -1):
+            if starts[k] < t - FILE_REACH_US:
+                break
+            j = own[k]
+            if any(related(faults[j], faults[i]) for i in idx):
+                dsu.union(idx[0], j)
+                break
 
 
 def _one_host(idx: list[int], hosts: list[str]) -> bool:

@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, resolve_subjects,
-                                 roots_verdict)
+from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, may_relate,
+                                 resolve_subjects, roots_verdict)
 from correlate.cluster import components
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
@@ -77,7 +77,7 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
     if not symptoms:  # the usual call (every streaming step): no pass over the events
         return []
     out = []
-    timed = [e for e in events if not e.details.get("ts_upper_bound")] or events
+    timed = [e for e in events if not e.undated()] or events
     latest = max((e.ts for e in timed), default=now_us)
     for i, s in enumerate(symptoms):
         host_ts = ([e.ts for e in timed if e.host == s.host]
@@ -238,7 +238,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
-    for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog)):
+    for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
+                           related=may_relate(rules, catalog)):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
             hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}

@@ -62,7 +62,7 @@ def _lead(evs: list[Ev]) -> Ev:
     their own (a line dated only by its file's mtime or its Kafka append time, ``details.ts_upper_bound``, tells
     neither when the party failed nor, often, which code it logged: a traceback's ``CUDA error`` beside the Xid of
     the same GPU), an operator's report only when the party has nothing else."""
-    return min(evs, key=lambda e: (e.signature == SYMPTOM, bool(e.details.get("ts_upper_bound")), -e.sev, e.order))
+    return min(evs, key=lambda e: (e.signature == SYMPTOM, e.undated(), -e.sev, e.order))
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
-    main = min(v.initiator_events, key=lambda e: (-e.sev, e.order))
+    main = min(v.initiator_events, key=lambda e: (e.undated(), -e.sev, e.order))  # as _lead
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
@@ -213,7 +213,7 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
     k = v.initiator.get("kind")
     ev = v.initiator_events
     if k == "xid" and ev:
-        main = min(ev, key=lambda e: (-e.sev, e.order))
+        main = min(ev, key=lambda e: (e.undated(), -e.sev, e.order))
         unit = str(main.details.get("unit", ""))
         if "LINK_DOWN" in unit or "LINK_EVT" in unit or main.xid == 155:
             return "nvlink_down"

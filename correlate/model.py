@@ -96,6 +96,11 @@ class Ev:
         """What reported it: (host, device_type, device) or the best key we have (:func:`subject_of`)."""
         return subject_of(self.host, self.device_type, self.device, self.gpu_index, self.rank)
 
+    def undated(self) -> bool:
+        """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime
+        or its Kafka append time (``details.ts_upper_bound``, ``ingest.assemble``): written then or earlier."""
+        return bool(self.details.get("ts_upper_bound"))
+
 
 def subject_of(host: str, device_type: str | None, device: str | None, gpu_index: int | None,
                rank: int | None) -> tuple:

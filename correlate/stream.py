@@ -13,8 +13,9 @@ can still matter, and after each batch re-correlates them:
 * an incident whose evidence keeps coming with no quiet gap (a link-down state
   a poller reports every 30 s, an Xid a failing GPU prints every minute) is
   emitted **early**, status ``open``, once its evidence has gone on for
-  ``early_after_us`` of event time since a step first held it back, and so
-  again while it stays open: a fault that persists is paged while it lasts,
+  ``early_after_us`` of event time since a step first held it back, and again
+  per ``early_after_us`` of new evidence while it stays open: a fault that
+  persists is paged while it lasts,
   not once it stops (Beam's and Flink's early firings); evidence that arrives
   at once, however long it spans, waits for the close window as before;
 * when later evidence changes an emitted incident, it is emitted again with
@@ -144,8 +145,8 @@ class StreamCorrelator:
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
-    #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, until a step
-    #: emits it: its evidence has gone on since then without a quiet gap (``early_after_us``)
+    #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
+    #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
     held_since: dict[str, int] = field(default_factory=dict, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
@@ -354,13 +355,15 @@ class StreamCorrelator:
                 continue
             kept = [by_id[m] for m in members if m in by_id]
             if not flush and not self._closed(kept, now_us):
-                # held; emitted early once its evidence went on for early_after_us since it was first held
+                # held; emitted early once its evidence went on for early_after_us since it was first held, or
+                # since its last early version
                 last = max((e.ts for e in kept), default=0)
                 since = self.held_since.get(inc["id"], last)
                 if self.early_after_us is None or not kept or last - since < self.early_after_us:
                     held[inc["id"]] = since
                     pending.update(members)
                     continue
+                held[inc["id"]] = last
             h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
             if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):

@@ -124,7 +124,7 @@ def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
     (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
     ``details.ts_upper_bound``) happened at that time or earlier, so it passes unless even that latest
     time is too early."""
-    if cause.details.get("ts_upper_bound"):
+    if cause.undated():
         return cause.start >= effect.start - tolerance(cause, effect, window_us, clocks)
     if effect.elapsed_ms or effect.implied_start is not None:
         # a watchdog timeout (or a line that follows one): the collective began at ``effect.start`` and hung

@@ -149,8 +149,11 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: )")
+# PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
+# (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
+_RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
+    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
@@ -195,12 +198,13 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 
 def _label(s: str) -> re.Match | None:
-    """``_LABEL.match(s)``, asked only where it can match: a bracket (not c10's ``[rank8]``) whose first ``]`` is
+    """``_LABEL.match(s)``, asked only where it can match: a bracket (not c10's ``[rank8]:[``) whose first ``]`` is
     followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
     blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost ~1 µs a hit line)."""
     if s[0] == "[":
         j = s.find("]")
-        if j < 0 or s[j + 1:j + 2] not in (":", "<") or s.startswith("[rank") and s[5:6].isdecimal():
+        if j < 0 or s[j + 1:j + 2] not in (":", "<") or (
+                s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "):  # c10's "[rank8]:[E…"
             return None
     else:
         t = s.lstrip(" ") if s[0] == " " else s
@@ -423,6 +427,8 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             break
         if m["host"]:
             p.host = m["host"]
+        elif m["rank"]:
+            p.rank = int(m["rank"])
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:

@@ -236,6 +236,11 @@ class Settings(BaseModel):
 
         return ZoneInfo(self.timezone)
 
+    def early_after_us(self) -> int | None:
+        """``early_after_s`` in µs for ``correlate.stream.StreamCorrelator``: None for 0 (only once quiet), at least
+        1 µs for any other value (a value below a microsecond still asks for early versions)."""
+        return max(1, round(self.early_after_s * 1_000_000)) if self.early_after_s > 0 else None
+
 
 _PREFIX = "FIRSTFAULT_"
 _OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pagerduty_url", "pagerduty_routing_key"}

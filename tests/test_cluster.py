@@ -25,7 +25,8 @@ HOSTS = ["h0", "h1", "h2", "h3"]
 KINDS = ["xid", "nvlink_errors", "ecc", "nccl_error", "nccl_timeout", "fabric_manager", "nccl_p2p_fallback"]
 
 
-def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks) -> list[list[str]]:
+def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
+              related=None) -> list[list[str]]:
     """The definition, every pair tested: components as sorted lists of event ids."""
     evs = members(events)
     faults = [e for e in evs if _default_is_fault(e)]
@@ -40,19 +41,20 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     continue
                 if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
                     dsu.union(i, j)
-    # a component whose faults are all timed by their file's mtime joins the latest fault with a time of its own
-    # on its first fault's host that began at most FILE_REACH_US before it (ties: the first in order)
-    comps: dict[int, list[int]] = {}
-    for i in range(len(faults)):
-        comps.setdefault(dsu.find(i), []).append(i)
-    for idx in list(comps.values()):
-        if all(faults[i].ts_basis == "file" for i in idx):
-            first = min(idx, key=lambda i: faults[i].order)
-            t = min(faults[i].start for i in idx)
-            timed = [j for j, f in enumerate(faults) if f.ts_basis != "file" and f.host == faults[first].host
-                     and t - FILE_REACH_US <= f.start <= t]
-            if timed:
-                dsu.union(first, min(timed, key=lambda j: (-faults[j].start, faults[j].order)))
+    # a component whose faults are all timed by their file's mtime joins the latest fault (by start, then order) with
+    # a time of its own on its first fault's host that began at most FILE_REACH_US before it and is related to one
+    if related is not None:
+        comps: dict[int, list[int]] = {}
+        for i in range(len(faults)):
+            comps.setdefault(dsu.find(i), []).append(i)
+        for idx in list(comps.values()):
+            if all(faults[i].ts_basis == "file" for i in idx):
+                first = min(idx, key=lambda i: faults[i].order)
+                t = min(faults[i].start for i in idx)
+                timed = [j for j, f in enumerate(faults) if f.ts_basis != "file" and f.host == faults[first].host
+                         and t - FILE_REACH_US <= f.start <= t and any(related(f, faults[i]) for i in idx)]
+                if timed:
+                    dsu.union(first, max(timed, key=lambda j: (faults[j].start, faults[j].order)))
     groups: dict[int, list[str]] = {}
     for i, f in enumerate(faults):
         groups.setdefault(dsu.find(i), []).append(f.event_id)
@@ -105,8 +107,13 @@ CROSS_HOST_ONLY = [LinkRule(relation="same_domain", window_s=60), LinkRule(relat
 
 
 @settings(max_examples=300, deadline=None)
-@given(fleets(), st.booleans())
-def test_components_equal_the_pairwise_definition(fleet, own_rules):
+def same_kind(a: Ev, b: Ev) -> bool:
+    """A ``related`` for the file-dated faults' join (the correlator's is ``attribute.may_relate``)."""
+    return a.kind == b.kind
+
+
+@given(fleets(), st.booleans(), st.sampled_from([None, same_kind]))
+def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
     """Also with resolutions far above a second (90 s) and rules whose keyed buckets decide alone: a keyed
     bucket on one host is swept, one across hosts compared pair by pair, and both equal the definition."""
     events, inits, domains, skews = fleet
@@ -116,8 +123,8 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules):
     topo.index_to_bus.update({("h0", 1): "0000:02:00.0"})  # one host where NVML told index -> bus id
     clocks = Clocks(skew_us=dict(zip(HOSTS, skews)), default_skew_us=S)
     links = CROSS_HOST_ONLY if own_rules else default_rules().links
-    got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks))
-    assert got == reference(events, links, topo, clocks)
+    got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks, related=related))
+    assert got == reference(events, links, topo, clocks, related)
 
 
 @st.composite
@@ -246,25 +253,40 @@ def test_edges_equal_the_pairwise_definition(scene_):
 def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_likely_reports():
     """A traceback's ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` printed no time: dated by its
     job log's mtime (the job's last line, ten minutes after the Xid it reports, when the other ranks timed out),
-    it joins the latest fault of its host that has a time of its own, up to ``FILE_REACH_US`` before it — not one
-    of another host, not one older than that, and a file-dated fault already linked to a timed one stays there."""
-    def ev(eid, host, ts, basis="line", kind="xid"):
-        return Ev(event_id=eid, ts=ts, ts_basis=basis, host=host, source="dmesg", kind=kind, signature=kind,
-                  severity="critical", device_type="gpu", device=None, link=None, xid=None, sxid=None, peer=None,
-                  rank=None, nranks=None, comm=None, message="m", precision_us=S)
+    it joins the latest fault of its host that has a time of its own and that it may report (the correlator's
+    ``attribute.may_relate``: an ``explains`` rule, or the same category of fault), up to ``FILE_REACH_US`` before
+    it — not the later NIC link-down it has nothing to do with (a break-it pass), not one of another host, not one
+    older than the reach, and a file-dated fault already linked to a timed one stays there. Without ``related``
+    the links alone place it."""
+    from correlate.attribute import may_relate
+    from ingest.catalog import default_catalog
+
+    def ev(eid, host, ts, basis="line", kind="xid", signature="xid", xid=None, device_type="gpu"):
+        return Ev(event_id=eid, ts=ts, ts_basis=basis, host=host, source="dmesg", kind=kind, signature=signature,
+                  severity="critical", device_type=device_type, device=None, link=None, xid=xid, sxid=None,
+                  peer=None, rank=None, nranks=None, comm=None, message="m", precision_us=S)
 
     t = 1_800_000_000 * S
-    topo, clocks = Topology(), Clocks(default_skew_us=S)
-    links = default_rules().links
+    topo, clocks, rules = Topology(), Clocks(default_skew_us=S), default_rules()
+    related = may_relate(rules, default_catalog())
 
-    def groups(evs):
-        return sorted(sorted(e.event_id for e in c) for c in components(evs, links, topo, clocks))
+    def groups(evs, related=related):
+        return sorted(sorted(e.event_id for e in c) for c in components(evs, rules.links, topo, clocks,
+                                                                        related=related))
 
-    older, xid = ev("older", "h1", t - 3 * 3600 * S), ev("xid", "h1", t)
-    cuda = ev("cuda", "h1", t + 600 * S, basis="file", kind="ecc")
-    assert groups([older, xid, cuda]) == [["cuda", "xid"], ["older"]]
+    older, xid = ev("older", "h1", t - 3 * 3600 * S, xid=94), ev("xid", "h1", t, xid=94)
+    nic = ev("nic", "h1", t + 300 * S, kind="ib_port", signature="ib.mlx5_link", device_type="nic")
+    cuda = ev("cuda", "h1", t + 600 * S, basis="file", kind="ecc", signature="cuda.ecc_uncorrectable")
+    assert groups([older, xid, nic, cuda]) == [["cuda", "xid"], ["nic"], ["older"]]
+    assert groups([older, xid, nic, cuda], related=None) == [["cuda"], ["nic"], ["older"], ["xid"]]
     assert groups([older, cuda]) == [["cuda"], ["older"]]  # more than an hour before the file's time
-    assert groups([ev("xid", "h2", t), cuda]) == [["cuda"], ["xid"]]  # another host's
-    late = ev("late", "h1", t + 600 * S, kind="ecc")  # a timed fault beside it: placed by that one
+    assert groups([ev("xid", "h2", t, xid=94), cuda]) == [["cuda"], ["xid"]]  # another host's
+    late = ev("late", "h1", t + 600 * S, kind="ecc", signature="cuda.ecc_uncorrectable")  # placed by that one
     assert groups([xid, late, cuda]) == [["cuda", "late"], ["xid"]]
+    # the other way round: a file-dated NCCL NET/IB port error and the timed watchdog timeouts of its host whose
+    # collectives it hung, 25 minutes before the file's time (``ib_port.explains_nccl``)
+    port = ev("port", "h3", t + 600 * S, basis="file", kind="ib_port", signature="nccl.net_ib.async_event",
+              device_type="nic")
+    timeout = ev("timeout", "h3", t - 900 * S, kind="nccl_timeout", signature="torch.watchdog_timeout")
+    assert groups([timeout, port]) == [["port", "timeout"]]
     assert FILE_REACH_US == 3600 * S

@@ -75,6 +75,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_SKEW_S": "node01=-1"}, "skew bounds must be 0 to 86400 seconds"),
     ({"FIRSTFAULT_SKEW_DEFAULT_S": "inf"}, "finite number"),
     ({"FIRSTFAULT_CLOSE_AFTER_S": "1e300"}, "close_after_s"),
+    ({"FIRSTFAULT_EARLY_AFTER_S": "-1"}, "early_after_s"),
     ({"FIRSTFAULT_CONFIG": "/"}, "cannot read the config file /"),
     ({"FIRSTFAULT_TOPICS": ",,"}, "topics (from FIRSTFAULT_TOPICS): Value error, needs at least one topic"),
     ({"FIRSTFAULT_DLQ_TOPIC": "dead letters"}, "'dead letters' is not a Kafka topic name"),

@@ -572,15 +572,18 @@ def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_th
                            "Contained: CE User Channel (0x9). RST: No, D-RST: No").encode(),
                      origin="t:k", stream="h1", host="h1", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
     mtime = int(datetime(2026, 8, 10, 9, 58, 7, tzinfo=timezone.utc).timestamp()) * 1_000_000
-    job = Segment(data=b"Traceback (most recent call last):\n    loss.backward()\n"
-                       b"RuntimeError: CUDA error: uncorrectable ECC error encountered\n",
-                  origin="file:h1.job.log", stream="h1.job.log", host="h1", ref_ts=mtime, ref_basis="file",
-                  ingest_ts=T0)
-    b = pipeline.run(Decoded(segments=[kernel, job]))
-    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
-    init = inc["initiator"]
-    assert (init["host"], init["device"], inc["category"], inc["severity"]) == ("h1", "0000:61:00.0", "ecc",
-                                                                                 "critical")
-    assert len(init["events"]) == 2 and inc["downstream"] == []
-    assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:61:00.0 "
-                                         "of h1 at 2026-08-10T09:48:07")
+    # as PyTorch >= 2.2 prints it, each line after the rank's label ("[rank3]: "): a rank's line, still its GPU's
+    for label in ("", "[rank3]: "):
+        text = "".join(f"{label}{x}\n" for x in ("Traceback (most recent call last):", "    loss.backward()",
+                                                  "RuntimeError: CUDA error: uncorrectable ECC error encountered"))
+        job = Segment(data=text.encode(), origin="file:h1.job.log", stream="h1.job.log", host="h1", ref_ts=mtime,
+                      ref_basis="file", ingest_ts=T0)
+        b = pipeline.run(Decoded(segments=[kernel, job]))
+        (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+        init = inc["initiator"]
+        assert (init["host"], init["device"], inc["category"], inc["severity"]) == ("h1", "0000:61:00.0", "ecc",
+                                                                                     "critical")
+        assert len(init["events"]) == 2 and inc["downstream"] == [] and init["xid"] == 94
+        assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu "
+                                             "0000:61:00.0 of h1 at 2026-08-10T09:48:07")
+        assert inc["next_action"].startswith("restart the affected app")  # the Xid's, not the traceback's

@@ -101,6 +101,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     # torchrun --tee: role and local rank
     ("[default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("[trainer3]:node08:1234:1290 [3] NCCL WARN x", None, "node08", None, "node08:1234"),
+    # PyTorch >= 2.2: a rank's Python exception lines (NVIDIA/nccl#1410); c10's own prefix has no blank after ':'
+    ("[rank7]: torch.distributed.DistBackendError: NCCL error in: x", None, None, 7, "torch.distributed"),
+    ("[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered", None, None, 1, "RuntimeError"),
+    ("node08: [rank7]: Cuda failure 1 'invalid argument'", None, "node08", 7, "Cuda failure"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
@@ -136,7 +140,8 @@ def test_a_parallel_shell_or_launcher_label_is_peeled(line, ts, host, rank, rest
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.from_regex(LAYERS["label"]), st.text(min_size=1),
-                 st.sampled_from(["[rank8]:[E1130 ", "node07: NVRM: ", " 12: [", "[default0]:", "[1,3]<stdout>:"])
+                 st.sampled_from(["[rank8]:[E1130 ", "[rank8]: ", "[rank8]:", "node07: NVRM: ", " 12: [", "[default0]:",
+                                  "[1,3]<stdout>:"])
                  .flatmap(lambda head: st.text().map(lambda tail: head + tail))))
 def test_the_label_is_asked_for_wherever_it_can_match(text):
     """``parse_prefix`` asks the label regex only where a cheap look says it can match (``prefix._label``):

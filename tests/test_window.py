@@ -363,14 +363,17 @@ def test_a_fault_that_persists_is_emitted_while_it_lasts():
 
     sc = fresh(300 * S)
     got = _persisting(sc, t0, 40)
-    # poll 10 is 300 s after poll 0; the next holds start at polls 11, 22, 33
-    assert got == [(10, 1, "open", 11), (21, 2, "open", 22), (32, 3, "open", 33)]
+    # poll 10 is 300 s after poll 0, poll 20 300 s after poll 10: a version per 300 s of evidence
+    assert got == [(10, 1, "open", 11), (20, 2, "open", 21), (30, 3, "open", 31)]
     end = t0 + 39 * 30 * S
     assert [(i["version"], i["status"], len(member_ids(i))) for i in sc.step(now_us=end + 121 * S)] == \
         [(4, "open", 40)]
     assert [(i["version"], i["status"]) for i in sc.step(now_us=end + sc.settings.resolve_after_us + S)] == \
         [(5, "resolved")]
     assert _persisting(fresh(None), t0, 40) == []
+    # the setting, seconds -> µs: 0 is "only once quiet", anything above it early (a break-it pass: 1e-9 was None)
+    from schemas.settings import Settings
+    assert [Settings(early_after_s=v).early_after_us() for v in (0, 1e-9, 300)] == [None, 1, 300 * S]
 
 
 def _simulated_batch(pipeline, tmp_path, n: int, seed: int):
