@@ -245,7 +245,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     where = (f"{i.get('device_type')} {i['device']}" if i.get("device") else
              f"GPU index {i['gpu_index']}" if i.get("gpu_index") is not None else
              f"an unnamed {i['device_type'].upper() if i.get('device_type') == 'gpu' else i.get('device_type')}"
-             if i.get("device_type") else "the host")
+             if i.get("device_type") else f"the GPU of rank {i['rank']}" if i.get("rank") is not None
+             and main.device_type in (None, "gpu") else "the host")
     s = f"{what} on {where} of {i['host']} at {iso(main.ts)} is the earliest fault nothing else explains"
     if v.downstream:
         rels = sorted({f"{p.relation}" for p in v.downstream})

@@ -535,19 +535,19 @@ def _parties(inc):
 def test_a_rank_that_died_of_a_cuda_error_is_the_first_fault_of_its_job_and_its_gpu_says_whose(pipeline):
     """The rank whose process died of a CUDA error failed first; its peers' NCCL timeouts follow it
     (``cuda_error.explains_nccl``), not the reverse. What the error was decides the rest: an uncorrectable ECC
-    error is the GPU's (critical, ``ecc``); an illegal memory access alone is a CUDA error of unknown cause; with the
-    application Xid 31 its GPU logged that second, it is the program's own fault (category ``application``, "debug
+    error is the GPU's (critical, ``ecc``); an illegal memory access alone is a CUDA error of unknown cause (``other``:
+    most often the program's, possibly the GPU's); with the application Xid 31 its GPU logged that second, it is the program's own fault (category ``application``, "debug
     the app"); with a hardware Xid 48 on the GPU, the Xid is the initiator and the CUDA error its reporter
     (``gpu_fault.explains_cuda_error``)."""
     ima = CUDA_DEATH.format(error="an illegal memory access was encountered")
     (alone,) = run(pipeline, ima, host="gpu-node-a")
-    assert (alone["initiator"]["kind"], alone["initiator"]["rank"], alone["category"]) == ("cuda_error", 1,
-                                                                                         "gpu_failure")
+    assert (alone["initiator"]["kind"], alone["initiator"]["rank"], alone["category"]) == ("cuda_error", 1, "other")
     assert _parties(alone) == [("nccl_timeout", 0)] and "cuda_error.explains_nccl" in alone["explanation"]
     (ecc,) = run(pipeline, CUDA_DEATH.format(error="uncorrectable ECC error encountered"), host="gpu-node-a")
     assert (ecc["initiator"]["kind"], ecc["initiator"]["rank"], ecc["category"], ecc["severity"]) == (
         "ecc", 1, "ecc", "critical")
     assert _parties(ecc) == [("nccl_timeout", 0)]
+    assert "ECC errors) on the GPU of rank 1 of gpu-node-a at" in ecc["explanation"]
     mmu = KERNEL.format(xid="31, pid=2187734, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS "
                             "GPCCLIENT_T1_0 faulted @ 0x7f1b_2e000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ")
     (app,) = run(pipeline, mmu + "\n" + ima, host="gpu-node-a")
@@ -587,3 +587,27 @@ def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_th
         assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu "
                                              "0000:61:00.0 of h1 at 2026-08-10T09:48:07")
         assert inc["next_action"].startswith("restart the affected app")  # the Xid's, not the traceback's
+
+
+def test_a_ranks_cuda_nvlink_error_reports_the_nvlink_fault_of_its_host_and_is_no_candidate(pipeline):
+    """CUDA error 220 names no link: beside two GPUs' Xid 74 of that second the rank's error is their reporter
+    (``gpu_hw.explains_cuda_nvlink_error``), not a third candidate for the first fault."""
+    cuda = ("[rank1]:[E1130 03:12:02.945860779 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+            "Process group watchdog thread terminated with exception: CUDA error: uncorrectable NVLink error "
+            "detected during the execution")
+    text = "\n".join([XID74.format(s=1, bus="18", link=3), XID74.format(s=1, bus="2a", link=5), cuda])
+    (inc,) = run(pipeline, text, host="node07")
+    assert inc["category"] == "link_fault" and ("nvlink_errors", 1) in _parties(inc)
+    assert inc["explanation"].startswith("2 candidates report faults that nothing here explains: gpu 0000:18:00.0 "
+                                         "on node07 (Xid 74); gpu 0000:2a:00.0 on node07 (Xid 74).")
+
+
+def test_a_ranks_cuda_ecc_error_beside_two_gpus_ecc_xids_reports_them(pipeline):
+    """CUDA error 214 on a rank whose GPU is not known, beside two GPUs' Xid 48 that second: it reports one of
+    them (``gpu_hw.explains_cuda_hw_error``), it is no third candidate."""
+    cuda = CUDA_DEATH.format(error="uncorrectable ECC error encountered").splitlines()[0]
+    dbe = "[Mon Aug 10 15:36:05 2026] NVRM: Xid (PCI:0000:{bus}:00): 48, pid=2187734, name=python, channel 0x00000002"
+    (inc,) = run(pipeline, "\n".join([dbe.format(bus="55"), dbe.format(bus="56"), cuda]), host="gpu-node-a")
+    assert inc["category"] == "ecc" and ("ecc", 1) in _parties(inc)
+    assert inc["explanation"].startswith("2 candidates report faults that nothing here explains: gpu 0000:55:00.0 "
+                                         "on gpu-node-a (Xid 48); gpu 0000:56:00.0 on gpu-node-a (Xid 48).")
