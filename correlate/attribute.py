@@ -313,6 +313,14 @@ def verify_commands(catalog: Catalog, e: Ev, subject: tuple | None = None) -> li
     return [_fill(t, fields) for t in templates]
 
 
+def lead_key(e: Ev) -> tuple[bool, bool, bool]:
+    """How an event ranks to name its party, lowest first, before role and severity: a logged line before an
+    operator's report; a line with a time of its own before one dated only by its file or Kafka append time
+    (``Ev.undated``); the device's own report (kernel, NVML) before a program's (an NCCL or PyTorch line): a
+    traceback's ``CUDA error: uncorrectable ECC error encountered`` beside its GPU's Xid 94 is named by the Xid."""
+    return e.signature == SYMPTOM, e.undated(), e.source == "nccl"
+
+
 def fault_category(e: Ev, catalog: Catalog) -> str | None:
     """The category of fault ``e`` reports (``schemas.incidents.CATEGORIES``): its signature's, else its Xid's
     xid-catalog.csv category (``XID_CATEGORY``: an Xid 94 is an ``ecc`` fault), else None."""
@@ -329,12 +337,22 @@ def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
     file-dated NCCL NET/IB port error explains the timed watchdog timeouts of its host, a file-dated CUDA error
     reports the timed Xid), or both report the same category of fault (:func:`fault_category`). For
     ``cluster.components``' file-dated faults (``related``)."""
+    memo: dict[tuple, bool] = {}  # per pair of event shapes: what the rules' predicates read of an event
+
+    def shape(e: Ev) -> tuple:
+        return e.signature, e.kind, e.xid, e.sxid, e.sev, e.fatal, e.cause_xid is None
+
     def explains(x: Ev, y: Ev) -> bool:
         return any(any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog) for r in rules.explains)
 
     def related(a: Ev, b: Ev) -> bool:
-        cat = fault_category(a, catalog)
-        return (cat is not None and cat == fault_category(b, catalog)) or explains(a, b) or explains(b, a)
+        key = (shape(a), shape(b))
+        got = memo.get(key)
+        if got is None:
+            cat = fault_category(a, catalog)
+            got = memo[key] = (cat is not None and cat == fault_category(b, catalog)) or explains(a, b) or \
+                explains(b, a)
+        return got
     return related
 
 
@@ -366,7 +384,14 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
                            if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
         elif dtype == "rank" and (c := cat(e)) in DEVICE_CATEGORIES:
             # a rank's line that reports its GPU's fault and names no GPU (a traceback's "[rank27]: RuntimeError:
-            # CUDA error: uncorrectable ECC error encountered"): the one GPU of its host that logged that category
+            # CUDA error: uncorrectable ECC error encountered"): the GPU NCCL's init lines give the rank on its host
+            # when they give one; when they give none, the one GPU of its host that logged that category
+            gpus = _rank_gpus(topo, host, e.rank)
+            if gpus:
+                if len(gpus) == 1:
+                    g = next(iter(gpus))
+                    subj[e.event_id] = (host, "gpu", g)
+                continue
             q = (host, "rank", None, c)
             if q not in memo:
                 memo[q] = {s for s, _odt, _okind, ocat in named.get(host, ()) if s[1] == "gpu" and ocat == c}
@@ -376,6 +401,20 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         if len(same) == 1:
             subj[e.event_id] = next(iter(same))
     return subj
+
+
+def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
+    """The GPUs (bus ids, else ``gpu<index>``) that NCCL's init lines place rank ``rank`` on, on ``host``, in any
+    communicator (``Topology.comm_ranks``)."""
+    gpus = set()
+    for ranks in topo.comm_ranks.values():
+        at = ranks.get(rank)
+        if at and at[0] == host and at[1]:
+            g = at[1]
+            if g.startswith("gpu") and g[3:].isdecimal():
+                g = topo.index_to_bus.get((host, int(g[3:])), g)
+            gpus.add(g)
+    return gpus
 
 
 def find_edges(scene: Scene) -> list[Edge]:
@@ -482,10 +521,7 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
     """The DESIGN.md initiator object for a subject and its events."""
     host, dtype, dev = key
-    # a logged line names the initiator's kind, not an operator's report that joined its subject; one with a time of
-    # its own before one dated only by its file or Kafka append time (incident._lead)
-    main = min(evs, key=lambda e: (e.signature == SYMPTOM, e.undated(), -ROLE_RANK.get(scene.role(e), 0), -e.sev,
-                                   e.order))
+    main = min(evs, key=lambda e: (*lead_key(e), -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
     links = sorted({e.link for e in evs if e.link is not None})
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,

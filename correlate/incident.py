@@ -16,7 +16,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, sentences, verify_commands
+from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, lead_key, sentences, verify_commands
 from correlate.model import Ev, subject_of
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
@@ -58,11 +58,10 @@ def incident_hosts(inc: dict[str, Any]) -> set[str]:
 
 
 def _lead(evs: list[Ev]) -> Ev:
-    """The event that names a party: the worst logged line (then the earliest) of those that printed a time of
-    their own (a line dated only by its file's mtime or its Kafka append time, ``details.ts_upper_bound``, tells
-    neither when the party failed nor, often, which code it logged: a traceback's ``CUDA error`` beside the Xid of
-    the same GPU), an operator's report only when the party has nothing else."""
-    return min(evs, key=lambda e: (e.signature == SYMPTOM, e.undated(), -e.sev, e.order))
+    """The event that names a party: by ``attribute.lead_key`` (a line with a time of its own, the device's own
+    report, before a file-dated line or a program's; an operator's report only when the party has nothing else),
+    then the worst, then the earliest."""
+    return min(evs, key=lambda e: (*lead_key(e), -e.sev, e.order))
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
@@ -105,7 +104,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
-    main = min(v.initiator_events, key=lambda e: (e.undated(), -e.sev, e.order))  # as _lead
+    main = _lead(v.initiator_events)
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
@@ -213,7 +212,7 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
     k = v.initiator.get("kind")
     ev = v.initiator_events
     if k == "xid" and ev:
-        main = min(ev, key=lambda e: (e.undated(), -e.sev, e.order))
+        main = _lead(ev)
         unit = str(main.details.get("unit", ""))
         if "LINK_DOWN" in unit or "LINK_EVT" in unit or main.xid == 155:
             return "nvlink_down"
@@ -247,7 +246,9 @@ def _explain(scene: Scene, v: Verdict) -> str:
              f"an unnamed {i['device_type'].upper() if i.get('device_type') == 'gpu' else i.get('device_type')}"
              if i.get("device_type") else f"the GPU of rank {i['rank']}" if i.get("rank") is not None
              and main.device_type in (None, "gpu") else "the host")
-    s = f"{what} on {where} of {i['host']} at {iso(main.ts)} is the earliest fault nothing else explains"
+    when = (f"at or before {iso(main.ts)} (its {'file' if main.ts_basis == 'file' else 'Kafka record'}'s time: the line "
+            "printed none)" if main.undated() else f"at {iso(main.ts)}")
+    s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
     if v.downstream:
         rels = sorted({f"{p.relation}" for p in v.downstream})
         s += (f"; {len(v.downstream)} other reporter(s) follow it ({', '.join(rels)})")

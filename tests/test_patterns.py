@@ -587,6 +587,11 @@ def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_th
         assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu "
                                              "0000:61:00.0 of h1 at 2026-08-10T09:48:07")
         assert inc["next_action"].startswith("restart the affected app")  # the Xid's, not the traceback's
+    # without the kernel's line the traceback names the incident, and says its time is only its file's
+    b = pipeline.run(Decoded(segments=[job]))
+    (alone,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert "at or before 2026-08-10T09:58:07.000000Z (its file's time: the line printed none) is the earliest" in \
+        alone["explanation"]
 
 
 def test_a_ranks_cuda_nvlink_error_reports_the_nvlink_fault_of_its_host_and_is_no_candidate(pipeline):
@@ -611,3 +616,36 @@ def test_a_ranks_cuda_ecc_error_beside_two_gpus_ecc_xids_reports_them(pipeline):
     assert inc["category"] == "ecc" and ("ecc", 1) in _parties(inc)
     assert inc["explanation"].startswith("2 candidates report faults that nothing here explains: gpu 0000:55:00.0 "
                                          "on gpu-node-a (Xid 48); gpu 0000:56:00.0 on gpu-node-a (Xid 48).")
+
+
+def test_a_ranks_cuda_ecc_error_is_its_own_gpus_when_nccl_placed_the_rank_and_the_xid_names_the_incident(pipeline):
+    """Two break-it findings. NCCL's init lines put rank 3 on 0000:56:00.0: its ``CUDA error: uncorrectable ECC
+    error encountered`` is that GPU's, not the one GPU of its host that logged an ECC Xid (0000:55:00.0, rank 1's).
+    And when the kernel's Xid and a program's line are one party, the Xid names it (``attribute.lead_key``): the
+    incident of rank 1's error beside its GPU's Xid 94 is "Xid 94 …", with the Xid's action, not the program's."""
+    init = ("[2026-08-10 15:30:00] node07:{pid}:{pid} [{r}] NCCL INFO comm 0x557fe785f7a{r} rank {r} nranks 4 "
+            "cudaDev {r} nvmlDev {r} busId {bus}000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE")
+    xid94 = ("[Mon Aug 10 15:36:04 2026] NVRM: Xid (PCI:0000:55:00): 94, pid=1111, name=python, Contained: CE User "
+             "Channel (0x9). RST: No, D-RST: No")
+    cuda = ("[rank{r}]:[E810 15:36:05.945860779 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+            "Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered")
+    lines = [xid94, init.format(pid=1111, r=1, bus=55), init.format(pid=3333, r=3, bus=56)]
+    (inc,) = run(pipeline, "\n".join(lines + [cuda.format(r=3)]), host="node07")
+    assert inc["initiator"]["device"] == "0000:55:00.0"
+    assert [(d["device"], d["rank"], d["kind"]) for d in inc["downstream"]] == [("0000:56:00.0", 3, "ecc")]
+    (own,) = run(pipeline, "\n".join(lines + [cuda.format(r=1)]), host="node07")
+    init_ = own["initiator"]
+    assert (init_["device"], init_["xid"], len(init_["events"]), own["downstream"]) == ("0000:55:00.0", 94, 2, [])
+    assert own["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:55:00.0 of "
+                                         "node07 at 2026-08-10T15:36:04")
+    assert own["next_action"].startswith("restart the affected app")
+
+
+def test_a_programs_cuda_error_hangs_its_own_job_not_another_in_the_rack(pipeline):
+    """``cuda_error.explains_nccl`` holds within a communicator or a host, not across an NVLink domain: another job's
+    watchdog timeout on another host of the rack 90 s later is no reporter of a rank's illegal memory access (a
+    break-it pass)."""
+    from correlate.rules import default_rules
+
+    rule = next(r for r in default_rules().explains if r.id == "cuda_error.explains_nccl")
+    assert "same_domain" not in rule.relations and rule.relations[:2] == ["same_comm", "same_host"]
