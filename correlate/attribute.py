@@ -3,7 +3,10 @@
 1. **Subjects**: events are grouped by what reported them (a GPU, a switch, a
    NIC, a rank, the host). An event that names no device joins the one device
    of its host that reports the same kind or category (an NVML ECC event with
-   only a handle joins the GPU whose ECC count is non-zero).
+   only a handle joins the GPU whose ECC count is non-zero; an Xid's category is
+   its catalog's). A rank's line of a device's fault (a CUDA ECC error) joins
+   the GPU NCCL's init lines place the rank on, else the one GPU of its host
+   that reports that category. A party is named by ``lead_key``.
 2. **Edges**: every ``explains`` rule is tried on every ordered pair; an edge
    records the rule and the strongest relation that held.
 3. **Verdict**: the whole-incident patterns (``correlate.patterns``) are tried
