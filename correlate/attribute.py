@@ -368,24 +368,21 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
             dev = topo.index_to_bus.get((host, e.gpu_index), dev)
         subj[e.event_id] = (host, dtype, dev)
 
-    def cat(e: Ev) -> str | None:
-        return fault_category(e, catalog)
-
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
-            named[o.host].append((subj[o.event_id], o.device_type, o.kind, cat(o)))
+            named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
     memo: dict[tuple, set[tuple]] = {}
     for e in events:
         host, dtype, dev = subj[e.event_id]
         if e.signature == SYMPTOM:
             continue
         if dev is None:
-            q = (host, e.device_type, e.kind, cat(e))
+            q = (host, e.device_type, e.kind, fault_category(e, catalog))
             if q not in memo:
                 memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
                            if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
-        elif dtype == "rank" and (c := cat(e)) in DEVICE_CATEGORIES:
+        elif dtype == "rank" and (c := fault_category(e, catalog)) in DEVICE_CATEGORIES:
             # a rank's line that reports its GPU's fault and names no GPU (a traceback's "[rank27]: RuntimeError:
             # CUDA error: uncorrectable ECC error encountered"): the GPU NCCL's init lines give the rank on its host
             # when they give one; when they give none, the one GPU of its host that logged that category
@@ -413,10 +410,9 @@ def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
     for ranks in topo.comm_ranks.values():
         at = ranks.get(rank)
         if at and at[0] == host and at[1]:
-            g = at[1]
-            if g.startswith("gpu") and g[3:].isdecimal():
-                g = topo.index_to_bus.get((host, int(g[3:])), g)
-            gpus.add(g)
+            g = at[1]  # a bus id, or "gpu<index>" when the init line gave only the index (``topology.line_gpu``)
+            index = int(g[3:]) if g.startswith("gpu") and g[3:].isdecimal() else None
+            gpus.add(topo.gpu_key(host, None if index is not None else g, index))
     return gpus
 
 

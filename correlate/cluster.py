@@ -8,8 +8,8 @@ closest fault of its host within the link window of the ``same_host`` relation
 (or the rule for its kind), or is left out. An operator-reported symptom
 without a time links to every fault of its host. Faults dated only by their
 file's mtime (lines that printed no time) that link to no fault with a time of
-its own join the latest such fault of their host up to an hour before them
-(``_join_file_timed``). Events that only describe wiring (NCCL channel and init
+its own join the latest fault of their host with one, up to an hour before
+them, that they may be related to (``_join_file_timed``). Events that only describe wiring (NCCL channel and init
 lines) are topology facts, not members.
 
 Cost: faults are compared only with faults of the same host, NVLink domain or
@@ -160,8 +160,9 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
     ``FILE_REACH_US`` before, and is ``related`` to one of them: a job's log is dated by its last line, when the
     job died, often the NCCL timeout after its fault (a Python traceback's ``RuntimeError: CUDA error:
     uncorrectable ECC error encountered`` ten minutes after the Xid 94 it reports, not the NIC link-down of that
-    host in between; an NCCL NET/IB port error beside the watchdog timeouts whose collectives it hung). A component that holds a fault with a time of its own is placed by it
-    already. Cost: a binary search per component, then its host's timed faults within the reach, latest first."""
+    host in between; an NCCL NET/IB port error beside the watchdog timeouts whose collectives it hung). A component
+    that holds a fault with a time of its own is placed by it already. Cost: a binary search per component, then
+    its host's timed faults within the reach, latest first."""
     file_only: dict[int, list[int]] = {}
     timed_roots: set[int] = set()
     for i, e in enumerate(faults):

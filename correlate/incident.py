@@ -241,13 +241,20 @@ def _explain(scene: Scene, v: Verdict) -> str:
         what += f" ({scene.catalog.xids[main.xid].name})"
     elif main.xid is None and not main.sxid and KIND_PHRASES.get(main.kind):
         what += f" ({KIND_PHRASES[main.kind]})"
-    where = (f"{i.get('device_type')} {i['device']}" if i.get("device") else
-             f"GPU index {i['gpu_index']}" if i.get("gpu_index") is not None else
-             f"an unnamed {i['device_type'].upper() if i.get('device_type') == 'gpu' else i.get('device_type')}"
-             if i.get("device_type") else f"the GPU of rank {i['rank']}" if i.get("rank") is not None
-             and main.device_type in (None, "gpu") else "the host")
-    when = (f"at or before {iso(main.ts)} (its {'file' if main.ts_basis == 'file' else 'Kafka record'}'s time: the line "
-            "printed none)" if main.undated() else f"at {iso(main.ts)}")
+    if i.get("device"):
+        where = f"{i.get('device_type')} {i['device']}"
+    elif i.get("gpu_index") is not None:
+        where = f"GPU index {i['gpu_index']}"
+    elif i.get("device_type"):
+        where = f"an unnamed {i['device_type'].upper() if i['device_type'] == 'gpu' else i['device_type']}"
+    elif i.get("rank") is not None and main.device_type in (None, "gpu"):
+        where = f"the GPU of rank {i['rank']}"
+    else:
+        where = "the host"
+    when = f"at {iso(main.ts)}"
+    if main.undated():
+        when = (f"at or before {iso(main.ts)} (its {'file' if main.ts_basis == 'file' else 'Kafka record'}'s time: "
+                "the line printed none)")
     s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
     if v.downstream:
         rels = sorted({f"{p.relation}" for p in v.downstream})

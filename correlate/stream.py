@@ -15,9 +15,9 @@ can still matter, and after each batch re-correlates them:
   emitted **early**, status ``open``, once its evidence has gone on for
   ``early_after_us`` of event time since a step first held it back, and again
   per ``early_after_us`` of new evidence while it stays open: a fault that
-  persists is paged while it lasts,
-  not once it stops (Beam's and Flink's early firings); evidence that arrives
-  at once, however long it spans, waits for the close window as before;
+  persists is paged while it lasts, not once it stops (Beam's and Flink's
+  early firings); evidence that arrives at once, however long it spans, waits
+  for the close window as before;
 * when later evidence changes an emitted incident, it is emitted again with
   ``version + 1`` (same id) — not for new clock estimates alone (``clocks``),
   but at the flush;
