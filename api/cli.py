@@ -680,15 +680,19 @@ def main() -> None:
         # their modules (pyarrow, aiokafka) are imported once one is raised: `firstfault --help` need not load them
         from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
+        from ingest.broker import MissingTopicsError
         from ingest.lake import LakeError
 
-        if isinstance(e, LakeError):  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder
+        if isinstance(e, MissingTopicsError):  # checked at a worker's start
+            err.print(f"[red]{escape(str(e))}[/]: `firstfault kafka topics` creates the configured ones (topics, "
+                      "dlq_topic, events_topic)")
+        elif isinstance(e, LakeError):  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder
             # not writable)
             err.print(f"[red]{escape(str(e))}[/]; check lake (FIRSTFAULT_LAKE) and, for S3, the AWS_* environment")
         elif isinstance(e, KafkaConnectionError):  # at start: no broker there (one that goes away later is waited for)
             err.print(f"[red]cannot reach Kafka:[/] {escape(str(e))}. Is the broker up? Check kafka_bootstrap "
                       "(FIRSTFAULT_KAFKA_BOOTSTRAP); `firstfault kafka status` shows the local one.")
-        elif isinstance(e, UnknownTopicOrPartitionError):  # a worker subscribed to a topic the broker does not have
+        elif isinstance(e, UnknownTopicOrPartitionError):  # a topic deleted after the worker's start check
             err.print("[red]a configured topic does not exist on the broker[/]: `firstfault kafka topics` creates the "
                       "configured ones (topics, dlq_topic, events_topic)")
         else:

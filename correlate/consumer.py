@@ -36,11 +36,13 @@ from typing import Any
 
 import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from correlate.correlator import Settings
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
+from ingest.broker import require_topics
 from ingest.publish import decode
 
 log = logging.getLogger("firstfault.correlate")
@@ -103,6 +105,15 @@ class CorrelateWorker:
             fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
         self.consumer.subscribe([self.topic], listener=_Listener(self))
         try:
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
+            try:
+                await admin.start()
+                await require_topics(admin, [self.topic], self.bootstrap)
+            finally:
+                try:
+                    await admin.close()
+                except KafkaError:
+                    pass
             await self.consumer.start()
         except BaseException:  # no broker: close it, so no client is left unclosed
             await self.close()

@@ -37,6 +37,29 @@ class BrokerError(RuntimeError):
     """The local broker could not be resolved, started, reached or stopped; the message says how."""
 
 
+class MissingTopicsError(RuntimeError):
+    """Topics a worker reads or writes do not exist on the broker (``topics``: their names, in the order asked).
+    Both the local broker and docker-compose's run with ``auto.create.topics.enable=false``: ``firstfault kafka
+    topics`` creates them."""
+
+    def __init__(self, topics: list[str], bootstrap: str) -> None:
+        self.topics, self.bootstrap = topics, bootstrap
+        names = ", ".join(topics)
+        super().__init__(f"topic{'s' * (len(topics) != 1)} {names} {'do' if len(topics) != 1 else 'does'} not exist "
+                         f"on the broker at {bootstrap}")
+
+
+async def require_topics(admin, topics: list[str], bootstrap: str) -> None:
+    """Raise :class:`MissingTopicsError` naming those of ``topics`` the broker does not have (``admin``: a started
+    ``AIOKafkaAdminClient``). A worker asks at start: without its dead-letter or events topic it would fetch
+    and then retry every batch's store for ever, unhealthy with aiokafka's unnamed
+    ``UnknownTopicOrPartitionError``."""
+    have = set(await admin.list_topics())
+    missing = [t for t in dict.fromkeys(topics) if t not in have]
+    if missing:
+        raise MissingTopicsError(missing, bootstrap)
+
+
 @dataclass(slots=True)
 class BrokerState:
     pid: int

@@ -63,6 +63,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from ingest import metrics
+from ingest.broker import require_topics
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
 from ingest.gcpause import gc_paused, gc_resumed
@@ -331,6 +332,8 @@ class IngestWorker:
         try:
             await self._producer.start()
             await self._admin.start()
+            await require_topics(self._admin, [*self.topics, self.dlq_topic,
+                                               *([self.events_topic] if self.events_topic else [])], self.bootstrap)
             self._consumer.subscribe(self.topics, listener=_Assigned(self))
             await self._consumer.start()
         except BaseException:  # no broker: close what started, so no client is left unclosed

@@ -113,6 +113,27 @@ class Settings(BaseModel):
                 raise ValueError(f"{t!r} is not a Kafka topic name (1 – 249 of a-z, A-Z, 0-9, '.', '_', '-')")
         return v
 
+    @field_validator("kafka_bootstrap")
+    @classmethod
+    def _bootstrap(cls, v: str) -> str:
+        """Empty (the local broker), or Kafka's ``bootstrap.servers``: comma-separated ``host:port``, ``host``
+        (port 9092) or ``[IPv6]:port``, read by aiokafka's own parser (``aiokafka.conn.collect_hosts``), each
+        port 1 – 65535, no spaces and no ``/`` (``PLAINTEXT://`` is Java's listener syntax) in a host: a value pasted with more on the line (``kafka status``'s
+        ``pid=…``) is a configuration error here, not a traceback where the first client connects."""
+        if not v.strip():
+            return v
+        from aiokafka.conn import get_ip_port_afi
+
+        for item in v.split(","):
+            addr = item.strip()
+            try:
+                host, port, _ = get_ip_port_afi(addr)
+            except ValueError:
+                host, port = "", 0
+            if not host or any(c.isspace() or c == "/" for c in host) or not 0 < port < 65536:
+                raise ValueError(f"{addr!r} is not host:port (a list: host1:9092,host2:9092; IPv6 as [::1]:9092)")
+        return v
+
     @field_validator("lake")
     @classmethod
     def _lake(cls, v: str) -> str:

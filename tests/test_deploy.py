@@ -108,6 +108,13 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_PUBLIC_URL": "http://ff.example:8080#top"}, "a query or fragment has no place here"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://am.example:9093/API/v2"}, "give Alertmanager's base URL"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://ops:hunter2@am.example:0"}, "'http://…@am.example:0': port 0 is not"),
+    # a bootstrap pasted with the rest of `kafka status`'s line, or in Java's listener syntax, was a ValueError
+    # traceback (aiokafka's int(port)) or a retry for ever at the first client's start
+    ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "127.0.0.1:35227 pid=4470"}, "'127.0.0.1:35227 pid=4470' is not host:port"),
+    ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "PLAINTEXT://k1:9092"}, "'PLAINTEXT://k1:9092' is not host:port"),
+    ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "k1:9092,k2:70000"}, "'k2:70000' is not host:port"),
+    ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "k1:9092,,k2:9092"}, "'' is not host:port"),
+    ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "[::1"}, "'[::1' is not host:port"),
     ({"FIRSTFAULT_BATCH_LINGER_MS": "999999999999"}, "batch_linger_ms (from FIRSTFAULT_BATCH_LINGER_MS): Input should "
                                                     "be less than or equal to 60000"),
 ])
@@ -133,6 +140,13 @@ def test_a_configuration_error_is_one_line_on_stderr():
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("configuration error: invalid configuration: "
                                                              "alertmanager_url (from FIRSTFAULT_ALERTMANAGER_URL)")
     assert "give Alertmanager's base URL" in r.stderr and "hunter2" not in r.stderr
+
+
+def test_kafka_bootstraps_that_can_be_used_are_kept():
+    """Kafka's bootstrap.servers forms, as aiokafka reads them: host:port lists, a bare host (port 9092), IPv6 in
+    brackets; empty means the local broker."""
+    for v in ("127.0.0.1:9092", "k1:9092, k2:9093", "kafka", "[::1]:9092", "::1", ""):
+        assert load_settings(env={"FIRSTFAULT_KAFKA_BOOTSTRAP": v}).kafka_bootstrap == v
 
 
 def test_receiver_urls_that_can_be_used_are_kept():

@@ -617,12 +617,19 @@ def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
     assert "node004" in r.stdout and "  next " in r.stdout  # each incident's whole next action under the table
 
 
-def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_path):
+@pytest.mark.parametrize("command,setting", [("correlate", "EVENTS_TOPIC"), ("ingest", "DLQ_TOPIC")])
+def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_path, command, setting):
     """`firstfault correlate` on an events topic the broker does not have printed aiokafka's traceback
-    (UnknownTopicOrPartitionError); it says which command creates the topics, exit 1."""
+    (UnknownTopicOrPartitionError); `firstfault ingest` without its dead-letter topic fetched, then retried the
+    batch's store for ever, unhealthy with an unnamed UnknownTopicOrPartitionError. Each names the missing topic
+    and the broker at start and says which command creates the topics, exit 1."""
+    missing = f"missing.{time.time_ns()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
     env.update(FIRSTFAULT_KAFKA_BOOTSTRAP=kafka, FIRSTFAULT_LAKE=str(tmp_path / "lake"),
-               FIRSTFAULT_STATE_DIR=str(tmp_path / "state"), FIRSTFAULT_EVENTS_TOPIC=f"missing.{time.time_ns()}")
-    r = subprocess.run([crash.FIRSTFAULT, "correlate", "--once"], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and "a configured topic does not exist on the broker" in r.stderr, r.stderr
+               FIRSTFAULT_STATE_DIR=str(tmp_path / "state"), **{f"FIRSTFAULT_{setting}": missing})
+    if command == "ingest":
+        env["FIRSTFAULT_TOPICS"] = "fleet.dmesg"
+        asyncio.run(ensure_topics(kafka, ["fleet.dmesg", "fleet.events"]))
+    r = subprocess.run([crash.FIRSTFAULT, command, "--once"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and f"topic {missing} does not exist on the broker at {kafka}" in r.stderr, r.stderr
     assert "firstfault kafka topics" in r.stderr and "Traceback" not in r.stderr
