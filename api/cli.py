@@ -270,7 +270,7 @@ def diagnose(
         (batch.topology.num_rows, "topology fact"), (batch.link_samples.num_rows, "link sample")) if n)
     err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
               f"{'s' * (batch.events.num_rows != 1)}{facts}", markup=False, highlight=False)
-    if note := mtime_note(batch.events):
+    if note := mtime_note(batch.events, stdin.name if "-" in args else None):
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")

@@ -164,19 +164,32 @@ _NO_TIME = {
 }
 
 
-def mtime_note(events: pa.Table) -> str | None:
+def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
     """What stderr says of the events timed by their file's modification time (``ts_basis`` ``file``): how many,
-    which lines, per source, and how to capture wall-clock times; ``None`` when there are none."""
-    sources = [s for s, b in zip(events.column("source").to_pylist(), events.column("ts_basis").to_pylist())
-               if b == "file"]
-    if not sources:
+    which lines, per source, and how to capture wall-clock times; ``None`` when there are none. ``stdin``: the
+    name (``<host>.stdin``) standard input was saved under (``diagnose -``): its events are timed by when it was
+    read, and the note says so apart (``origin`` ``file:<stdin>@…``)."""
+    timed = [b == "file" for b in events.column("ts_basis").to_pylist()]
+    if not any(timed):
         return None
-    n = len(sources)
-    kinds = []
-    for s in sorted(set(sources)):
-        k = sources.count(s)
-        noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed"))
-        kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
-    kinds = "; ".join(kinds)
-    return (f"{n} event{'s' * (n != 1)} timed by {'their' if n != 1 else 'its'} file's modification time (a copied "
-            f"file moves them): {kinds}")
+    sources = events.column("source").to_pylist()
+    origins = events.column("origin").to_pylist() if stdin and "origin" in events.column_names else [None] * len(timed)
+    piped = f"file:{stdin}@"
+    groups: dict[bool, list[str]] = {}
+    for t, s, o in zip(timed, sources, origins):
+        if t:
+            groups.setdefault(bool(o and o.startswith(piped)), []).append(s)
+    notes = []
+    for from_stdin, srcs in sorted(groups.items()):
+        n = len(srcs)
+        kinds = []
+        for s in sorted(set(srcs)):
+            k = srcs.count(s)
+            noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed"))
+            if from_stdin:
+                rest = rest.replace("the file's time", "the time it was read")
+            kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
+        when = "when standard input was read" if from_stdin else \
+            f"{'their' if n != 1 else 'its'} file's modification time (a copied file moves them)"
+        notes.append(f"{n} event{'s' * (n != 1)} timed by {when}: {'; '.join(kinds)}")
+    return ". ".join(notes)

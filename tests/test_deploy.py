@@ -526,6 +526,15 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
     note = mtime_note(table(("dmesg", "file"), ("dmesg", "file"), ("nvml", "file"), ("nccl", "line")))
     assert note.startswith("3 events timed by their file's") and "2 kernel lines with a raw dmesg stamp" in note \
         and "`dmesg -T`" in note and "1 NVML/nvidia-smi line with no time printed" in note and "NCCL" not in note
+    # standard input (`diagnose -`) is saved to a file when read: its lines are timed by that, not by a file's
+    # modification time the user could look up (a fresh-user trial)
+    piped = pa.table({"source": ["dmesg", "nccl", "dmesg"], "ts_basis": ["file"] * 3,
+                      "origin": ["file:vm.stdin@1a2b:1", "file:node07.log@9f:4", "file:vm.stdin@1a2b:2"]})
+    note = mtime_note(piped, "vm.stdin")
+    assert note.startswith("1 event timed by its file's modification time (a copied file moves them): 1 NCCL/") \
+        and ". 2 events timed by when standard input was read: 2 kernel lines with a raw dmesg stamp (seconds since " \
+        "boot, counted back from the time it was read)" in note, note
+    assert mtime_note(piped).startswith("3 events timed by their file's modification time")
 
 
 def test_the_cli_loads_no_data_library_before_a_command_needs_one():

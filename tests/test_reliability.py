@@ -51,6 +51,7 @@ def ingest_clean(bootstrap: str, topics: list[str], lake: Path, max_records: int
     Lake(lake).init()
 
     async def go() -> IngestWorker:
+        await ensure_topics(bootstrap, [topics[0] + ".cleandlq"])  # a worker checks its topics at start
         w = IngestWorker(bootstrap=bootstrap, topics=topics, group_id=f"clean.{time.time_ns()}", lake=Lake(lake),
                          dlq_topic=topics[0] + ".cleandlq", linger_ms=50, max_records=max_records)
         await w.start()
