@@ -17,10 +17,11 @@ import io
 import re
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, time, timedelta, timezone
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import orjson
 import pyarrow as pa
@@ -599,6 +600,16 @@ def _known_query(request: Request) -> None:
     takes = _query_names(route)
     unknown = [k for k in dict.fromkeys(request.query_params.keys()) if k not in takes]
     if not unknown:
+        # a filter of one value given twice (``host=a&host=b``) was answered for the last alone: say so, as for a
+        # name it does not take (``severity`` is a list: repeat it)
+        given = Counter(k for k, _ in request.query_params.multi_items())
+        if any(n > 1 for n in given.values()):
+            twice = [k for k, n in given.items() if n > 1 and k not in _query_lists(route)]
+            if twice:
+                lists = sorted(_query_lists(route))
+                raise HTTPException(422, "query: " + ", ".join(f"'{k[:64]}'" for k in twice[:_NAMED_UNKNOWN]) +
+                                    f" given more than once; {'each takes' if len(twice) > 1 else 'it takes'} one "
+                                    "value" + (f" (only {', '.join(lists)} may be repeated)" if lists else ""))
         return
     parts = []
     for k in unknown[:_NAMED_UNKNOWN]:
@@ -618,6 +629,21 @@ def _query_names(route: Any) -> set[str]:
     while todo:
         d = todo.pop()
         found.update(q.alias for q in d.query_params)
+        todo.extend(d.dependencies)
+    return found
+
+
+def _query_lists(route: Any) -> set[str]:
+    """The query parameter names (aliases) of a FastAPI route, its dependencies' too, that take a list (a name given
+    more than once: ``severity=error&severity=critical``)."""
+    found: set[str] = set()
+    todo = [route.dependant]
+    while todo:
+        d = todo.pop()
+        for q in d.query_params:
+            t = q.field_info.annotation
+            if any(get_origin(a) in (list, set, tuple) for a in (t, *get_args(t))):
+                found.add(q.alias)
         todo.extend(d.dependencies)
     return found
 

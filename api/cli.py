@@ -216,6 +216,15 @@ def diagnose(
         err.print(f"[red]not a regular file or folder:[/] {escape(', '.join(special))}")
         raise typer.Exit(2)
     s = _settings(config, fleet_config=fleet_config)
+    if args == ["-"] and "timezone" not in s.model_fields_set:
+        # standard input alone is this machine's log (`sudo dmesg -T | firstfault diagnose -`): `dmesg -T` and
+        # syslog print its local time with no zone; read as UTC they were hours off, silently (a fresh-user trial)
+        local = _local_zone()
+        if local and local != s.timezone:
+            s.timezone = local
+            err.print(f"standard input: stamps that print no zone (dmesg -T, syslog) are read in this machine's "
+                      f"zone, {local} (FIRSTFAULT_TIMEZONE reads them in another)", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
     given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     try:
@@ -304,6 +313,21 @@ def _no_folder(path: Path) -> str | None:
         return None if path.is_dir() else "it is no folder (a file, a FIFO, a device)"
     above = next((a for a in path.parents if a.exists()), None)
     return f"{above} is no folder" if above is not None and not above.is_dir() else None
+
+
+def _local_zone() -> str | None:
+    """This machine's IANA time zone name (``TZ``, else ``/etc/localtime``: ``tzlocal``), or None when it has none
+    that ``zoneinfo`` knows (a fixed offset, a zone file without a name)."""
+    from zoneinfo import ZoneInfo
+
+    import tzlocal
+
+    try:
+        name = tzlocal.get_localzone_name()
+        ZoneInfo(name)
+    except Exception:  # noqa: BLE001 - tzlocal raises its own kinds for an unreadable configuration; none is fatal
+        return None
+    return name
 
 
 def _stdin_file() -> Path:

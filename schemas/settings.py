@@ -224,6 +224,22 @@ class Settings(BaseModel):
             raise ValueError("must be text or json")
         return v
 
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir(cls, v: Path) -> Path:
+        """A folder, or a path where one can be made: a file there (or a file above it) is a configuration error
+        here, not a FileExistsError or NotADirectoryError traceback where the broker or the outbox first makes
+        its folder. Whether it can be written is found where it is written."""
+        if not str(v).strip():
+            raise ValueError("is empty: a folder for local state")
+        for p in (v, *v.parents):
+            if p.exists():
+                if not p.is_dir():
+                    raise ValueError(f"{str(v)!r}: {str(p)!r} is a file, not a folder" if p != v else
+                                     f"{str(v)!r} is a file, not a folder")
+                break
+        return v
+
     @field_validator("fleet_config")
     @classmethod
     def _fleet(cls, v: Path | None) -> Path | None:

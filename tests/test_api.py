@@ -759,3 +759,16 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     r = api.get("/incidents?" + "&".join(f"h{i}=" for i in range(5000)))
     assert r.status_code == 422 and "unknown parameters 'h0', 'h1', 'h2', 'h3', 'h4', and 4995 more;" in r.json()["detail"]
     assert len(r.content) < 1000
+
+
+def test_a_one_value_query_parameter_given_twice_is_a_422(api):
+    """``host=node004&host=node011`` answered for node011 alone, silently (a fresh-user trial); a list parameter
+    (``severity``) may still be repeated."""
+    r = api.get("/incidents?host=node004&host=node011")
+    assert r.status_code == 422 and r.json()["detail"] == (
+        "query: 'host' given more than once; it takes one value (only severity may be repeated)")
+    r = api.get("/events?host=a&kind=xid&host=b&kind=sxid&limit=3")
+    assert r.status_code == 422 and r.json()["detail"] == (
+        "query: 'host', 'kind' given more than once; each takes one value")
+    assert api.get("/incidents?severity=error&severity=critical").status_code == 200
+    assert api.get("/incidents?host=node004&severity=error").status_code == 200

@@ -108,6 +108,11 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_PUBLIC_URL": "http://ff.example:8080#top"}, "a query or fragment has no place here"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://am.example:9093/API/v2"}, "give Alertmanager's base URL"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://ops:hunter2@am.example:0"}, "'http://…@am.example:0': port 0 is not"),
+    # a file as the state folder was a FileExistsError / NotADirectoryError traceback in `demo` and `kafka start` (a
+    # fresh-user trial)
+    ({"FIRSTFAULT_STATE_DIR": "/etc/passwd"}, "state_dir (from FIRSTFAULT_STATE_DIR): Value error, '/etc/passwd' is "
+                                              "a file, not a folder"),
+    ({"FIRSTFAULT_STATE_DIR": "/etc/passwd/state"}, "'/etc/passwd/state': '/etc/passwd' is a file, not a folder"),
     # a bootstrap pasted with the rest of `kafka status`'s line, or in Java's listener syntax, was a ValueError
     # traceback (aiokafka's int(port)) or a retry for ever at the first client's start
     ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "127.0.0.1:35227 pid=4470"}, "'127.0.0.1:35227 pid=4470' is not host:port"),
@@ -734,6 +739,35 @@ def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
     assert not list(tmp_path.glob("firstfault-stdin-*")), list(tmp_path.iterdir())
     r = subprocess.run([exe, "diagnose", "-"], input="", capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and "no log lines in standard input" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("zone,utc", [("America/New_York", "11:40:01"), ("Europe/Berlin", "05:40:01"),
+                                      ("UTC", "06:40:01")])
+def test_diagnose_dash_reads_zoneless_stamps_in_this_machines_zone(tmp_path, zone, utc):
+    """`sudo dmesg -T | firstfault diagnose -` on a machine whose zone is not UTC: `dmesg -T` prints local time
+    with no zone, and it was read as UTC, hours off, saying nothing (a fresh-user trial). Standard input alone is
+    this machine's log: read in its zone (TZ here, /etc/localtime without it), and stderr says so; a configured
+    `timezone` still wins, and a file is read as configured (it may be another machine's)."""
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    line = "[Thu Dec  3 06:40:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "TZ": zone}
+
+    def ts(*args: str, **more: str) -> tuple[str, str]:
+        r = subprocess.run([exe, "diagnose", *args, "-f", "json"], input=line, capture_output=True, text=True,
+                           env={**env, **more}, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["events"][0]["ts"], r.stderr
+
+    got, err = ts("-")
+    assert got.startswith(f"2026-12-03T{utc}") and (f"read in this machine's zone, {zone}" in err) == (zone != "UTC")
+    got, err = ts("-", FIRSTFAULT_TIMEZONE="UTC")
+    assert got.startswith("2026-12-03T06:40:01") and "this machine's zone" not in err
+    (tmp_path / "node07.log").write_text(line)
+    got, err = ts(str(tmp_path / "node07.log"))
+    assert got.startswith("2026-12-03T06:40:01") and "this machine's zone" not in err
 
 
 def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear_line(tmp_path):
