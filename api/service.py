@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
-from prometheus_client import Counter
 
 from api.pager import Pager
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
+from correlate.metrics import count_added
 from correlate.stream import StreamCorrelator
 from ingest.consumer import IngestWorker
 from ingest.lake import Lake
@@ -36,7 +36,6 @@ from schemas.settings import Settings
 
 log = logging.getLogger("firstfault.service")
 S = 1_000_000
-LATE = Counter("firstfault_late_events_total", "events too late to change incidents")
 
 
 class Hourly:
@@ -104,8 +103,9 @@ class Service:
         return self.sink.incidents
 
     def on_batch(self, batch: Batch) -> None:
-        LATE.inc(self.correlator.add(batch.events, batch.link_samples, batch.topology,
-                                     now_us=int(time.time() * S)))
+        future = self.correlator.future_events
+        count_added(self.correlator, self.correlator.add(batch.events, batch.link_samples, batch.topology,
+                                                         now_us=int(time.time() * S)), future)
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
@@ -123,6 +123,7 @@ class Service:
         # a paging receiver that is down is reported but does not make ingest unhealthy
         return {"ok": h.ok, "reason": h.reason, "batches": h.batches, "records": h.records, "lines": h.lines,
                 "events": h.events, "rejects": h.rejects, "lag": h.lag, "late_events": self.correlator.late_events,
+                "future_events": self.correlator.future_events,
                 "incidents": len(self.incidents), "pager": self.pager.health()}
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,

@@ -145,6 +145,9 @@ class StreamCorrelator:
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
+    #: events whose line time lay further ahead of their Kafka append time than any clock is let be
+    #: (``future_us``): correlated, but kept from moving their host's watermarks (``add``)
+    future_events: int = 0
     #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
     #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
     held_since: dict[str, int] = field(default_factory=dict, repr=False)
@@ -185,11 +188,17 @@ class StreamCorrelator:
                 self.fresh.append(e.event_id)
                 if teaches_topology(e):
                     self.teaching[e.event_id] = rank_membership(e)
+        ahead = self.future_us()
         for e, key in zip(evs, streams):
             if now_us is not None:
                 self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
             if e.ts_basis not in EVENT_TIME_BASES:
                 continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
+            if e.ingest_ts is not None and e.ts > e.ingest_ts + ahead:
+                # a line stamped 2099 (a garbled stamp, a clock set wrong) moved its host's watermark there: every
+                # later line of the host was too late, and no incident of the host was ever made (a break-it pass)
+                self.future_events += 1
+                continue
             self.watermark.observe(e.ts)
             self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
             self.source_watermarks.setdefault(key, Watermark()).observe(e.ts)
@@ -201,6 +210,12 @@ class StreamCorrelator:
             self.topology.append(topology)
         self.late_events += late
         return late
+
+    def future_us(self) -> int:
+        """How far (µs) a line's time may lie ahead of its Kafka append time and still move its host's watermarks:
+        the allowed lateness beyond the largest clock skew bound (``window.SKEW_CAP_US`` or the largest
+        configured). Past it the clock or the stamp is wrong, not skewed."""
+        return self.lateness_us + max(SKEW_CAP_US, self.settings.clocks.max_skew())
 
     def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None,
                 read_back: bool = False) -> None:

@@ -369,8 +369,8 @@ def assign_hosts(hits: list[Hit]) -> None:
             ranks = placed.get(seg.stream)
             h.row["host"] = ((ranks.get(h.prefix.rank) if ranks and h.prefix.rank is not None else None)
                              or named.get(seg.stream) or seg.host or "unknown")
-        else:
-            h.row["host"] = seg.host or "unknown"
+        else:  # a Kafka record with no key, host header or envelope host: refused (``pipeline._named_hosts``)
+            h.row["host"] = seg.host or ""
 
 
 def _file_text(seg: Segment) -> bool:

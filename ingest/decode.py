@@ -1030,10 +1030,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             data = decompress(value)
         except CompressionError as e:  # deterministic: redelivery would fail the same way
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
+    host = None
     if key:
         host, stream = _key_names(topic, partition, key)
-    else:
-        host = None
+    if not host:  # no key, or one of blanks only: the host header, if any
         for k, v in headers or ():
             if k == "host" and v:
                 host = v.decode("utf-8", "replace")

@@ -177,9 +177,11 @@ _NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
 
 
 def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:
-    """True where a host (string array) is no host name: longer than :data:`MAX_HOST_CHARS`, or holding what
+    """True where a host (string array) is no host name: empty, longer than :data:`MAX_HOST_CHARS`, or holding what
     :data:`_NOT_IN_HOST` lists."""
-    return pc.or_(pc.greater(pc.utf8_length(hosts), MAX_HOST_CHARS), pc.match_substring_regex(hosts, _NOT_IN_HOST))
+    size = pc.utf8_length(hosts)
+    return pc.or_(pc.or_(pc.greater(size, MAX_HOST_CHARS), pc.equal(size, 0)),
+                  pc.match_substring_regex(hosts, _NOT_IN_HOST))
 
 
 def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
@@ -193,11 +195,14 @@ def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     if not pc.any(bad).as_py():
         return table
     rows = table.filter(bad)
-    reasons = [f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
-               f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "
-               "bytes that were no UTF-8); "
-               + ("check the host the line names" if (origin or "").startswith("file:") else
-                  "check the shipper's Kafka key, host header or host field")
+    reasons = [(f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
+                f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "
+                "bytes that were no UTF-8); "
+                + ("check the host the line names" if (origin or "").startswith("file:") else
+                   "check the shipper's Kafka key, host header or host field")) if h else
+               # keyless records of several machines were all host "unknown": one host in every incident of them
+               f"{what} not stored: it names no host (no Kafka key, host header or envelope host, and the line "
+               "names none); key the records by host, as the shipper's Kafka sink can"
                for h, origin in zip(rows.column("host").to_pylist(), rows.column("origin").to_pylist())]
     return _refuse(table, bad, reasons, "bad_host", rejects)
 

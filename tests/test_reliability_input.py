@@ -1214,3 +1214,26 @@ def test_a_file_name_gives_a_host_name_and_a_key_its_stripped_text(tmp_path):
     [seg] = decode_message(xid("39"), topic="fleet.dmesg", partition=0, offset=1, key=b" node07\n", timestamp_ms=T_MS
                            ).segments
     assert seg.host == "node07"
+
+
+def test_a_record_that_names_no_host_is_refused_and_a_blank_key_gives_way_to_the_host_header(pipeline):
+    """Kafka records of different machines with no key (or a key of blanks), no host header, no envelope host
+    and no host in the line were all host ``unknown``: one host in every incident of them, and a blank key hid a
+    valid ``host`` header (a break-it pass). Such a line is a ``bad_host`` reject saying it names no host; a key
+    of blanks gives way to the header; a line that names its host keeps it."""
+    from ingest.decode import Decoded, decode_message
+
+    def rec(value: bytes, offset: int, key: bytes | None, headers=None) -> Decoded:
+        return decode_message(value, topic="fleet.dmesg", partition=0, offset=offset, key=key, timestamp_ms=T_MS,
+                              headers=headers)
+
+    raw = b"[ 99.123456] " + xid("3b")
+    ds = [rec(raw, 1, None), rec(raw.replace(b"3b", b"3d"), 2, b"   "), rec(raw, 3, b"   ", [("host", b"nodeHdr3")]),
+          rec(b"2026-11-30T03:12:00Z node44 kernel: " + xid("3c"), 4, None)]
+    b = pipeline.run(Decoded(segments=[s for d in ds for s in d.segments]))
+    assert sorted(zip(b.events.column("host").to_pylist(), b.events.column("device").to_pylist())) == [
+        ("node44", "0000:3c:00.0"), ("nodeHdr3", "0000:3b:00.0")]
+    assert sorted((r.origin, r.error_code) for r in b.rejects) == [("kafka:fleet.dmesg/0/1", "bad_host"),
+                                                                     ("kafka:fleet.dmesg/0/2", "bad_host")]
+    assert all(r.reason.startswith("event not stored: it names no host (no Kafka key, host header or envelope host")
+               for r in b.rejects)

@@ -565,3 +565,30 @@ def test_an_incident_emitted_again_without_an_event_is_not_superseded_by_the_one
     out = sc.step(now_us=2, flush=True)
     assert [(i["id"] == a["id"], i["version"], i["status"]) for i in out] == [(True, 2, "open"), (False, 1, "open")]
     assert out[0]["initiator"]["events"] == ["F1"] and out[1]["initiator"]["events"] == ["F2"]
+
+
+def test_a_line_stamped_far_ahead_of_its_arrival_does_not_move_its_hosts_watermark():
+    """One kernel line stamped 2099 (a garbled stamp, a clock set wrong) sent through Kafka moved its host's
+    watermark to 2099: every later line of the host was too late, and `run` made no incident of its Xid 79 (a
+    break-it pass). A line further ahead of its Kafka append time than the allowed lateness plus the largest
+    skew bound is kept and correlated but moves no watermark; one within that still does."""
+    import pyarrow as pa
+
+    def arrived(evs, at_us):
+        t = _table(evs)
+        i = t.schema.get_field_index("ingest_ts")
+        return t.set_column(i, t.schema.field(i), pa.array([at_us] * len(evs), t.schema.field(i).type))
+
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=3600 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    now = 1_800_000_000 * S
+    assert sc.future_us() == 300 * S + 300 * S  # the lateness beyond the skew cap
+    far = ev("far", "h1", now + 73 * 365 * 86400 * S, kind="pcie_aer", xid=None, device="0000:00:01.0")
+    assert sc.add(arrived([far], now), now_us=now) == 0 and sc.future_events == 1
+    assert "h1" not in sc.host_watermarks and "far" in sc.events  # kept, but no watermark of h1 moved
+    ahead = ev("ahead", "h1", now + 500 * S, device="0000:02:00.0")  # a clock 500 s fast: within 600 s
+    fall = ev("fall", "h1", now + 2 * S)
+    assert sc.add(arrived([ahead, fall], now + S), now_us=now + S) == 0 and sc.late_events == 0
+    assert sc.host_watermarks["h1"].max_ts == now + 500 * S and sc.future_events == 1
+    out = sc.step(now_us=now + 3 * S)
+    assert [(i["initiator"]["device"], i["version"]) for i in out] == [("0000:01:00.0", 1)], out

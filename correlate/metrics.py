@@ -1,0 +1,29 @@
+"""Prometheus metrics of the streaming correlator's input (exposed by the API's ``/metrics``; ``firstfault run`` and
+``firstfault correlate`` count them), as ``ingest.metrics`` for the ingest worker."""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import Counter
+
+from correlate.stream import StreamCorrelator
+
+LATE = Counter("firstfault_late_events_total", "events too late to change incidents")
+FUTURE = Counter("firstfault_future_events_total", "events stamped further ahead of their Kafka append time than "
+                 "any clock skew allows: correlated, but not moving their host's watermark")
+
+log = logging.getLogger("firstfault.correlate")
+
+
+def count_added(correlator: StreamCorrelator, late: int, future_before: int) -> None:
+    """Count what one ``StreamCorrelator.add`` returned (``late``: its events too late to use) and the events it
+    found stamped in the future (``future_events`` beyond ``future_before``, its value before the call), and say
+    the latter in the log: one line per batch that had any."""
+    LATE.inc(late)
+    future = correlator.future_events - future_before
+    if future:
+        FUTURE.inc(future)
+        log.warning("%d event(s) stamped more than %d s ahead of their Kafka append time (a wrong clock or a garbled "
+                    "stamp): kept, but not moving their host's watermark", future, correlator.future_us() // 1_000_000,
+                    extra={"stage": "correlate", "error_code": "future_event"})
