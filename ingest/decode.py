@@ -1009,7 +1009,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
 
     Returns the segments and the rejects (origin ``kafka:<topic>/<partition>/<offset>``): ``empty``
     (a tombstone), ``too_large`` (over :data:`MAX_VALUE_BYTES`), ``bad_compression`` (corrupt, truncated,
-    an unread format, or more than :data:`MAX_VALUE_BYTES` decompressed), ``bad_envelope`` (per record).
+    an unread format, or more than :data:`MAX_VALUE_BYTES` decompressed), ``not_text`` (bytes with a NUL that
+    :func:`binary_file` finds no text: random data, an executable), ``bad_envelope`` (per record).
     Never raises on bad input. With ``runs``, an NDJSON value's one-line records come as :class:`Envelopes`
     (``decode_ndjson``); :func:`per_record` gives the segments without it.
 
@@ -1030,6 +1031,9 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             data = decompress(value)
         except CompressionError as e:  # deterministic: redelivery would fail the same way
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
+    if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
+        # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
+        return Decoded(rejects=[Reject(origin, why, value[:4096], "not_text")])
     host = None
     if key:
         host, stream = _key_names(topic, partition, key)
@@ -1106,7 +1110,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     for r in records:
         read += 1
         value, key = r.value, r.key
-        if (not value or not key or len(value) > max_value or value[0] in special and (
+        if (not value or not key or len(value) > max_value or 0 in value or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (

@@ -156,6 +156,9 @@ _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
+#: a terminal's colour and cursor codes (ECMA-48 CSI sequences: ``ESC [ … m``), as `kubectl logs`, a colouring
+#: journal viewer or a captured terminal leave around a line's stamp and host
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
@@ -319,7 +322,13 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     unreadable prefix leaves the fields ``None`` and ``rest`` the line.
     """
     p = Prefix()
-    s = label_at = line.lstrip("\ufeff")  # where a label may stand: the start, after a grep file name or a label
+    # NUL bytes before a line (the zeroed blocks a crash leaves in a syslog file) and terminal colour codes are no
+    # part of its prefixes: they hid the stamp and the host, and the line took its file's name and time (a break-it
+    # pass)
+    s = line.lstrip("\ufeff\x00")
+    if "\x1b" in s:
+        s = _ANSI.sub("", s)
+    label_at = s  # where a label may stand: the start, after a grep file name or a label
     labels = 0
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:

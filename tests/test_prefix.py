@@ -69,6 +69,14 @@ def us(*a, tz=timezone.utc):
      1_000_000, None, "[INFO]"),
     # a bare journal tag, no time
     ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990", None, 1, None, "NVRM"),
+    # the zeroed blocks a crash leaves in a syslog file before the next line; a terminal's colour codes around the
+    # stamp and the host (kubectl logs, a colouring journal viewer): they hid both (a break-it pass)
+    ("\x00\x00\x00\x00<6>Nov 30 03:12:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+     us(2026, 11, 30, 3, 12, 0), 1_000_000, "node07", "NVRM"),
+    ("\x1b[31m2026-11-30T03:12:00Z node09 kernel: NVRM: Xid (PCI:0000:3b:00): 79", us(2026, 11, 30, 3, 12, 0),
+     1_000_000, "node09", "NVRM"),
+    ("\x1b[2m2026-11-30T03:12:00.5Z\x1b[0m \x1b[1;34mnode09\x1b[0m kernel: NVRM: Xid 79",
+     us(2026, 11, 30, 3, 12, 0) + 500000, 100_000, "node09", "NVRM"),
 ])
 def test_prefix_shapes(line, ts, prec, host, rest_start):
     p = parse_prefix(line, ref_us=REF)

@@ -1237,3 +1237,25 @@ def test_a_record_that_names_no_host_is_refused_and_a_blank_key_gives_way_to_the
                                                                      ("kafka:fleet.dmesg/0/2", "bad_host")]
     assert all(r.reason.startswith("event not stored: it names no host (no Kafka key, host header or envelope host")
                for r in b.rejects)
+
+
+def test_a_binary_kafka_value_is_a_not_text_dead_letter(pipeline):
+    """4 KB of random bytes (or an executable) in a Kafka record matched nothing and left no dead letter, where
+    `diagnose` skips such a file saying why (a break-it pass): a value with a NUL byte that is no text is a
+    ``not_text`` reject, whether it comes alone or among one-line records (``decode_partition``'s fast path); a
+    kernel log zeroed by a crash (NULs before a line) and UTF-16 text are still read."""
+    import random
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_partition
+
+    rnd = random.Random(7).randbytes(4096)
+    values = [xid("3a"), rnd, b"\x00" * 64 + b"2026-11-30T03:12:00Z node07 kernel: " + xid("3b"),
+              b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8, ("\ufeff" + xid("3c").decode()).encode("utf-16-le")]
+    recs = [SimpleNamespace(value=v, key=b"node07", offset=i, timestamp=T_MS, headers=()) for i, v in enumerate(values)]
+    d = decode_partition("fleet.dmesg", 0, recs)
+    assert sorted((r.origin, r.error_code) for r in d.rejects) == [("kafka:fleet.dmesg/0/1", "not_text"),
+                                                                     ("kafka:fleet.dmesg/0/3", "not_text")]
+    assert all(r.reason.startswith("not log text: ") for r in d.rejects)
+    b = pipeline.run(d)
+    assert sorted(b.events.column("device").to_pylist()) == ["0000:3a:00.0", "0000:3b:00.0", "0000:3c:00.0"]
