@@ -256,8 +256,8 @@ class _Fields(dict):
 def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     """The fields a catalog text (``action``, ``verify``) may name: the event's scalar ``details`` (a module, a
     recovery action), ``device`` (a PCI bus id or a NIC; ``<bus id>`` when no line named it: a GPU index is
-    no bus id for ``lspci -s``), ``gpu_index`` (``<gpu>``), ``device_short`` (the bus id's first 10
-    characters, as ``NVRM: Xid (PCI:…`` prints it).
+    no bus id for ``lspci -s``), ``gpu_index`` (``<gpu>``), ``device_short`` (the bus id without its
+    function, as ``NVRM: Xid (PCI:…`` prints it).
 
     ``subject``: the event's resolved subject (``Scene.subject``, :func:`resolve_subjects`), which names the
     device when the line did not but another line of the host did (an NVML ECC event without a bus id, and
@@ -269,7 +269,7 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
             device = dev
         elif gpu_index is None and dev.startswith("gpu") and dev[3:].isdigit():
             gpu_index = int(dev[3:])
-    f.update(device=device or "<bus id>", device_short=(device or "<bus id>")[:10],
+    f.update(device=device or "<bus id>", device_short=(device or "<bus id>").rsplit(".", 1)[0],
              gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     return f
 

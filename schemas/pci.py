@@ -5,6 +5,7 @@ Forms seen in real logs (shared/reference/formats.md §0, §8, §11.4):
 * kernel Xid ``PCI:0000:18:00`` (no function)      -> ``0000:18:00.0``
 * NVRM / AER ``0000:18:00.0``                     -> as is
 * nvidia-smi ``00000000:18:00.0`` (8-digit domain) -> ``0000:18:00.0``
+* a domain past 0xffff (Intel VMD: ``10000:e1:00``)  -> ``10000:e1:00.0``, as Linux prints it
 * NCCL ``busId 18000`` (hex int, ``domain<<20 | bus<<12 | dev<<4 | fn``)
   -> ``0000:18:00.0``; GB200 ``801000`` -> ``0008:01:00.0``
 * nccl-tests ``[0x21]`` (bus only)                -> ``0000:21:00.0``
@@ -25,15 +26,16 @@ def normalize_bus_id(text: str | None) -> str | None:
     """Normalise a printed PCI address to ``dddd:bb:dd.f``; ``None`` if unreadable.
 
     Accepts the kernel, nvidia-smi and lspci forms. A redacted id such as
-    ``PCI:...`` gives ``None``. An 8-digit domain keeps its last 4 digits.
+    ``PCI:...`` gives ``None``. The domain is written as Linux writes it (``%04x``): nvidia-smi's 8-digit
+    ``00000000`` is ``0000``, an Intel VMD domain (``10000``, ``00010000``) keeps its five digits.
     """
     if not text:
         return None
     m = _BDF.match(text.strip())
     if not m:
         return None
-    dom = (m.group("dom") or "0000")[-4:]
-    return f"{dom}:{m.group('bus')}:{m.group('dev')}.{m.group('fn') or '0'}".lower()
+    dom = int(m.group("dom") or "0", 16)  # as Linux prints it (%04x): a VMD domain has five digits, 10000
+    return f"{dom:04x}:{m.group('bus')}:{m.group('dev')}.{m.group('fn') or '0'}".lower()
 
 
 def nccl_bus_id(hexid: str) -> str | None:

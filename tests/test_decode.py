@@ -244,9 +244,30 @@ def test_file_name_gives_the_host(tmp_path):
 @pytest.mark.parametrize("printed,norm", [
     ("PCI:0000:18:00", "0000:18:00.0"), ("0000:18:00.0", "0000:18:00.0"), ("00000000:18:00.0", "0000:18:00.0"),
     ("00000019:01:00.0", "0019:01:00.0"), ("0001:6C:00", "0001:6c:00.0"), ("PCI:...", None), ("", None),
+    # a domain past 0xffff (Intel VMD) as Linux prints it, or nvidia-smi's eight digits of it: the last four digits
+    # made it domain 0000, another GPU's (a break-it pass)
+    ("PCI:10000:e1:00", "10000:e1:00.0"), ("00010000:E1:00.0", "10000:e1:00.0"), ("0000:3b:00.9", None),
 ])
 def test_pci_forms(printed, norm):
     assert normalize_bus_id(printed) == norm
+
+
+@pytest.mark.parametrize("line,device", [
+    ("NVRM: Xid (PCI:10000:e1:00): 79, pid=0, GPU has fallen off the bus.", "10000:e1:00.0"),
+    ("NVRM: Xid (PCI:00000000:3b:00): 79, pid=0, GPU has fallen off the bus.", "0000:3b:00.0"),
+    ("NVRM: GPU 10000:e1:00.0: GPU has fallen off the bus.", "10000:e1:00.0"),
+    ("nvidia-nvswitch2: SXid (PCI:10001:05:00.0): 12028, Non-fatal, Link 45 egress non-posted PRIV error",
+     "10001:05:00.0"),
+    ("pcieport 10000:e0:1d.0: AER: Uncorrected (Fatal) error received: 10000:e1:00.0", "10000:e0:1d.0"),
+])
+def test_device_lines_of_a_vmd_domain_give_events(pipeline, line, device):
+    """The kernel and the driver print a PCI domain with ``%04x``: behind an Intel VMD controller it has five digits
+    (``10000``), and the Xid, SXid, fallen-off-the-bus and AER signatures, which took four, dropped such lines
+    without a word (a break-it pass)."""
+    from ingest.decode import Decoded
+
+    b = pipeline.run(Decoded(segments=msg(f"2026-11-30T03:12:00Z node07 kernel: {line}".encode()).segments))
+    assert b.events.column("device").to_pylist() == [device] and not b.rejects
 
 
 def test_nccl_bus_ids_decode_arithmetically():
