@@ -408,16 +408,31 @@ _TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("ti
 
 
 def _host_of(rec: Envelope) -> str | None:
-    for v in (rec._HOSTNAME, rec.hostname, rec.host, rec.host_name):
+    """The record's host (the first usable host field, :class:`Envelope`), or None when it names none (no field, an
+    empty or null one, an ECS ``host`` object without a name). Raises ``ValueError`` for a host field that is a
+    number, a boolean or a list: a shipper's mapping gone wrong, which took the Kafka key's host silently (a
+    break-it pass)."""
+    for name, v in (("_HOSTNAME", rec._HOSTNAME), ("hostname", rec.hostname), ("host", rec.host),
+                    ("host.name", rec.host_name)):
         if v is None or v is UNSET:
             continue
-        if isinstance(v, str) and v:
-            return v
+        if isinstance(v, str):
+            if v:
+                return v
+            continue
         if isinstance(v, dict):  # Filebeat / ECS: {"host": {"name": …}}
             n = v.get("name") or v.get("hostname")
             if isinstance(n, str) and n:
                 return n
+            continue
+        raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
     return None
+
+
+def _json_kind(v: Any) -> str:
+    """How JSON calls the type of a decoded value (for a reject's reason)."""
+    return ("a boolean" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else
+            "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else "a string")
 
 
 def _time_of(rec: Envelope) -> int | None:
@@ -596,6 +611,9 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     ts = rec.timestamp
                     if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
                         ts = _time_of(rec)
+                    h = rec.host
+                    if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
+                        h = _host_of(rec)
                 except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")
@@ -607,9 +625,6 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                 if (ts is not None and type(mono) is str and 0 < len(mono) <= 19 and mono.isascii()
                         and mono.isdigit()):
                     boot = ts - int(mono)
-                h = rec.host
-                if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
-                    h = _host_of(rec)
                 m = msg.encode("utf-8", "surrogateescape")
                 rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
                 # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an

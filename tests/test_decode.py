@@ -565,3 +565,17 @@ def test_a_json_array_value_takes_memory_like_the_same_records_as_ndjson(element
     assert (array_segments, array_rejects) == (ndjson_segments, ndjson_rejects)
     assert len(array_segments) + len(array_rejects) >= 1001
     assert array <= 4 * ndjson, (array, ndjson)
+
+
+@pytest.mark.parametrize("host,why", [(12345, "a number"), (True, "a boolean"), (["a", "b"], "an array")])
+def test_an_envelope_host_of_the_wrong_type_is_a_bad_envelope(host, why):
+    """A number, boolean or list as the envelope's host (a shipper's mapping gone wrong) was stored under the
+    Kafka key's host, saying nothing, where a wrong-typed message or time is a ``bad_envelope`` reject (a break-it
+    pass); an empty or null host, or an ECS host object without a name, still gives way to the key."""
+    value = orjson.dumps({"host": host, "timestamp": "2026-11-30T03:12:00Z", "message": XID})
+    d = msg(value)
+    assert not d.segments and [(r.error_code, r.reason) for r in d.rejects] == [
+        ("bad_envelope", f"NDJSON record 0: field 'host' is {why}, not a host name")]
+    for usable in ("", None, {"ip": "10.0.0.7"}):
+        (seg,) = msg(orjson.dumps({"host": usable, "timestamp": "2026-11-30T03:12:00Z", "message": XID})).segments
+        assert seg.host == "node09"
