@@ -927,11 +927,27 @@ def _why(e: Exception, raw: bytes) -> str:
     return str(e)
 
 def looks_json_array(data: bytes) -> bool:
-    """True when the value is a JSON array of objects: ``[``, then ``{`` and ``"`` or ``}``.
+    """True when the value is a JSON array of objects: ``[``, then ``{`` and ``"`` or ``}``; or a JSON array (it
+    ends in ``]`` and parses) that holds an object among other values (``[1, "x", null, {…}]``: it was read as one
+    line of text, and the elements that are no envelopes said nothing: a break-it pass), whose other elements are
+    then ``bad_envelope`` rejects (:func:`decode_json_array`).
 
     A raw dmesg line (``[  12.345678] …``) or a bracketed tag (``[Rank 0] …``) is text.
     """
-    return _JSON_ARRAY_START.match(data) is not None
+    if _JSON_ARRAY_START.match(data) is not None:
+        return True
+    return _mixed_json_array(data)
+
+
+def _mixed_json_array(data: bytes) -> bool:
+    """``data`` is a JSON array with at least one object (:func:`looks_json_array`'s second form)."""
+    if 123 not in data or data.lstrip()[:1] != b"[" or data.rstrip()[-1:] != b"]":
+        return False
+    try:
+        v = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(v, list) and any(isinstance(x, dict) for x in v)
 
 
 def decode_json_array(data: bytes, **where) -> Decoded:
@@ -1129,7 +1145,8 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (
-                    _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value))):
+                    _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value)
+                or value[0] == 91 and 123 in value and value[-1] == 93)):  # [1, {…}]: looks_json_array asks
             if runs:
                 end_runs()
                 last_key = None

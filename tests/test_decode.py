@@ -579,3 +579,24 @@ def test_an_envelope_host_of_the_wrong_type_is_a_bad_envelope(host, why):
     for usable in ("", None, {"ip": "10.0.0.7"}):
         (seg,) = msg(orjson.dumps({"host": usable, "timestamp": "2026-11-30T03:12:00Z", "message": XID})).segments
         assert seg.host == "node09"
+
+
+def test_a_json_array_with_values_that_are_no_objects_gives_its_objects_and_a_reject_per_other_value():
+    """``[1, "x", null, {envelope}]`` was one line of text under the Kafka key's host, its envelope unread and
+    the other elements saying nothing (a break-it pass): each element that is no object is a ``bad_envelope``
+    reject, the envelope an event of its own host, on either decoding path; a raw dmesg line that ends in ``]``
+    is text as before."""
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_partition
+
+    env = {"host": "nodeArr", "timestamp": "2026-11-30T03:12:00Z", "message": XID}
+    value = orjson.dumps([1, "x", None, env])
+    raw = b"[  12.345678] pcieport 0000:00:01.0: {bad} state [x]"
+    for d in (msg(value), decode_partition("fleet.dmesg", 2, [SimpleNamespace(value=v, key=b"node09", offset=41 + i,
+              timestamp=1_700_000_000_000, headers=()) for i, v in enumerate([value, raw])])):
+        segs = [s for s in d.segments if s.host == "nodeArr"]
+        assert [(s.origin, s.data) for s in segs] == [("kafka:fleet.dmesg/2/41#r3", XID.encode())]
+        assert [(r.origin, r.error_code) for r in d.rejects] == [
+            (f"kafka:fleet.dmesg/2/41#r{i}", "bad_envelope") for i in range(3)]
+    assert [s.data for s in d.segments if s.host == "node09"] == [raw]
