@@ -94,6 +94,18 @@ class PollerSample(BaseModel):
     uuid: str | None = Field(default=None, pattern=r"^GPU-[0-9a-fA-F-]{36}$")
     links: list[PollerLink] = Field(max_length=64)
 
+    @model_validator(mode="after")
+    def _each_link_once(self) -> "PollerSample":
+        """A link listed twice (up, then down, with two counter values) gave two rows of one link at one time: the
+        API's latest state of it changed between two identical calls, and the hourly report found a flap and a
+        counter rise in one sample (a break-it pass)."""
+        seen: set[int] = set()
+        twice = sorted({ln.link for ln in self.links if ln.link in seen or seen.add(ln.link)})
+        if twice:
+            raise ValueError(f"link{'s' * (len(twice) != 1)} {', '.join(map(str, twice))} listed more than once: one "
+                             "entry per link")
+        return self
+
     def as_smi_text(self) -> str:
         """The lines this sample stands for, so the catalog's NVML signatures read it: the ``nvidia-smi
         --query-gpu=index,pci.bus_id`` line (index -> bus id), the ``nvidia-smi nvlink`` block header, then per

@@ -293,12 +293,23 @@ def test_poller_link_sample_format_becomes_samples_events_and_the_bus_id(pipelin
     # counters NVML cannot give or the lake cannot hold: a negative count was silently no row, 2**63 a float
     # (a break-it pass)
     odd = [{**rec, "links": [{"link": 0, "state": "inactive", "counters": {"CRC Errors": n}}]} for n in (-7, 2**63)]
-    d = decode_message(b"\n".join(map(orjson.dumps, [rec, bad, *odd])), topic="fleet.nvml", partition=0, offset=1,
-                       key=None, timestamp_ms=1_796_000_000_000)
+    # one link twice (up, then down, two counter values): the API's latest state of it changed between two identical
+    # calls, and the hourly report found a flap and a counter rise in one sample (a break-it pass)
+    twice = {**rec, "links": [{"link": 0, "state": "up", "gbps": 26.5, "counters": {"CRC Errors": 1}},
+                              {"link": 0, "state": "down", "counters": {"CRC Errors": 999}}]}
+    d = decode_message(b"\n".join(map(orjson.dumps, [rec, bad, *odd, twice])), topic="fleet.nvml", partition=0,
+                       offset=1, key=None, timestamp_ms=1_796_000_000_000)
     assert [(r.error_code, "links.0" in r.reason and "no gbps" in r.reason) for r in d.rejects[:1]] == \
         [("bad_envelope", True)]
-    assert [(r.error_code, "links.0.counters.CRC Errors" in r.reason) for r in d.rejects[1:]] == \
+    assert [(r.error_code, "links.0.counters.CRC Errors" in r.reason) for r in d.rejects[1:3]] == \
         [("bad_envelope", True)] * 2, [r.reason for r in d.rejects]
+    assert [(r.error_code, "link 0 listed more than once: one entry per link" in r.reason) for r in d.rejects[3:]] \
+        == [("bad_envelope", True)], [r.reason for r in d.rejects]
+    # a sample of another version of the format said it had "no message field"
+    [r] = decode_message(orjson.dumps({**rec, "format": "firstfault.link_sample/2"}), topic="fleet.nvml", partition=0,
+                         offset=2, key=None, timestamp_ms=1_796_000_000_000).rejects
+    assert r.reason == ("NDJSON record 0: format 'firstfault.link_sample/2' is not read here: this firstfault reads "
+                        "firstfault.link_sample/1")
     b = pipeline.run(d)
     rows = [(r["host"], r["gpu_index"], r["link"], r["state"], r["gbps"], r["counter"], r["value"])
             for r in b.link_samples.to_pylist()]
