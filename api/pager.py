@@ -74,6 +74,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import sqlite3
 import threading
 import time
@@ -134,8 +135,17 @@ def _epoch(s: str | None) -> float | None:
     return datetime.fromisoformat(s).timestamp() if s else None
 
 
-def incident_url(base_url: str, incident_id: str) -> str:
-    return f"{base_url.rstrip('/')}/incidents/{incident_id}"
+def api_base_url(host: str, port: int) -> str:
+    """The API's base URL at ``host:port`` as a link for someone on another machine: a wildcard address
+    (``0.0.0.0``, ``::``) as this machine's name, an IPv6 address in brackets."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def incident_url(base_url: str | None, incident_id: str) -> str | None:
+    """The incident's page in the API at ``base_url``; None when no API is known to serve it (``Pager.base_url``)."""
+    return f"{base_url.rstrip('/')}/incidents/{incident_id}" if base_url else None
 
 
 def describe_initiator(inc: dict[str, Any]) -> str:
@@ -206,12 +216,16 @@ def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | 
         "downstream": describe_downstream(incident),
         "confidence": str(incident.get("confidence")),
         "version": str(incident.get("version")),
-        "incident_url": url,
     }
+    if url:
+        ann["incident_url"] = url
     if incident.get("superseded_by"):
         ann["superseded_by"] = incident["superseded_by"]
-    return {"labels": labels or alert_labels(incident), "annotations": ann, "startsAt": _iso(start),
-            "endsAt": _iso(now if resolved else now + hold_s), "generatorURL": url}
+    alert = {"labels": labels or alert_labels(incident), "annotations": ann, "startsAt": _iso(start),
+             "endsAt": _iso(now if resolved else now + hold_s)}
+    if url:  # optional in Alertmanager's API: absent rather than a link to an API that is not there
+        alert["generatorURL"] = url
+    return alert
 
 
 def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -> dict[str, Any]:
@@ -239,13 +253,13 @@ def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -
             "start": incident.get("start"), "end": incident.get("end"), "incident_url": url,
         },
     }
+    if url is None:
+        del payload["custom_details"]["incident_url"]
     return base | {
         "event_action": "trigger",
         "payload": {k: v for k, v in payload.items() if v is not None},  # optional fields: absent, not null
-        "links": [{"href": url, "text": f"firstfault incident {incident['id']}"}],
         "client": "firstfault",
-        "client_url": url,
-    }
+    } | ({"links": [{"href": url, "text": f"firstfault incident {incident['id']}"}], "client_url": url} if url else {})
 
 
 def page_view(inc: dict[str, Any]) -> dict[str, Any]:
@@ -294,14 +308,16 @@ class Receiver:
 class Pager:
     """See module doc. Used from one asyncio loop; ``enqueue`` is synchronous (one SQLite transaction).
 
-    ``public_url``: base URL of the API for incident links (default ``http://{api_host}:{api_port}``). The
-    receivers' URLs and a PagerDuty URL's routing key are checked with the settings (``schemas.settings``)."""
+    ``public_url``: base URL of the API for incident links (default ``http://{api_host}:{api_port}``; the service
+    that serves the API sets ``base_url`` to the address it listens on, and to None, no link, when it serves
+    none). The receivers' URLs and a PagerDuty URL's routing key are checked with the settings
+    (``schemas.settings``)."""
 
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time, public_url: str | None = None,
                  am_resend_s: float = 60.0, am_hold_s: float = 240.0, backoff_base_s: float = 1.0,
                  backoff_max_s: float = 300.0, timeout_s: float = 10.0, poll_s: float = 1.0) -> None:
         self.clock = clock
-        self.base_url = public_url or f"http://{settings.api_host}:{settings.api_port}"
+        self.base_url: str | None = public_url or api_base_url(settings.api_host, settings.api_port)
         self.min_rank = SEVERITY_RANK[settings.page_min_severity]
         self.resolve_after_s = settings.resolve_after_s
         self.routing_key = (settings.pagerduty_routing_key.get_secret_value()

@@ -21,7 +21,7 @@ from typing import Any
 
 import uvicorn
 
-from api.pager import Pager
+from api.pager import Pager, api_base_url
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
@@ -144,10 +144,21 @@ class Service:
             server = uvicorn.Server(cfg)
             server_task = asyncio.create_task(server.serve())
         stop = asyncio.Event()
+        if self.settings.public_url is None and (once or server is None):
+            # pages link to the incident in the API this process serves; with none (--once: it stops when caught up,
+            # --no-serve) a link to http://api_host:api_port led nowhere (a fresh-user trial): no link
+            self.pager.base_url = None
+
+        def listening(server: Any) -> None:
+            if self.settings.public_url is None and not once:  # the port it got (--port, or 0: the system's pick)
+                self.pager.base_url = api_base_url(self.settings.api_host,
+                                                   server.servers[0].sockets[0].getsockname()[1])
+            if on_listening:
+                on_listening(server)
+
         pager_task = asyncio.create_task(self.pager.run_forever(stop))
         tick_task = asyncio.create_task(self._tick(stop))
-        listen_task = asyncio.create_task(when_listening(server, on_listening, stop)) if (
-            server is not None and on_listening) else None
+        listen_task = asyncio.create_task(when_listening(server, listening, stop)) if server is not None else None
         await self.worker.start()
         try:
             await self.worker.run(until_caught_up=True)

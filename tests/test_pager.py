@@ -404,6 +404,25 @@ def test_configuration(tmp_path):
     assert alertmanager_alert(incident(), p.base_url)["generatorURL"] == "https://ff.example/incidents/inc-a"
 
 
+def test_a_page_without_an_api_to_link_to_carries_no_link():
+    """`demo --once` paged with links to http://127.0.0.1:8080/incidents/…, which no API served (it stops when caught
+    up; a fresh-user trial): a service that serves no API sets ``Pager.base_url`` to None, and then an alert has no
+    ``generatorURL`` and no ``incident_url`` annotation, a PagerDuty event no links; one that serves the API links
+    to the address it listens on, a wildcard one by this machine's name."""
+    import socket
+
+    from api.pager import api_base_url, pagerduty_event
+
+    a = alertmanager_alert(incident(), None, now=1_800_000_000)
+    assert "generatorURL" not in a and "incident_url" not in a["annotations"] and a["annotations"]["summary"]
+    e = pagerduty_event(incident(), "k" * 32, None)
+    assert "links" not in e and "client_url" not in e and "incident_url" not in e["payload"]["custom_details"]
+    e = pagerduty_event(incident(), "k" * 32, "http://ff:8080")
+    assert e["links"][0]["href"] == e["client_url"] == "http://ff:8080/incidents/inc-a"
+    assert api_base_url("0.0.0.0", 18080) == f"http://{socket.gethostname()}:18080"
+    assert api_base_url("::1", 8080) == "http://[::1]:8080" and api_base_url("127.0.0.1", 0) == "http://127.0.0.1:0"
+
+
 def test_run_forever_delivers_in_the_background_and_stops(tmp_path, pd):
     pager = Pager(pd_settings(tmp_path, pd.url))
 
