@@ -437,6 +437,18 @@ def json_bytes(v: Any) -> bytes:
 _DAY_IN = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 
 
+def decimal_floats(data: pa.Table | pa.RecordBatch) -> pa.Table | pa.RecordBatch:
+    """``data`` with each ``FLOAT`` (float32) column as the doubles its shortest decimal text reads as: an
+    incident's ``confidence`` 0.7 as a Python float is 0.699999988079071, which JSON, CSV and the terminal table
+    printed (a fresh-user trial); 0.7 is what was stored, to float32's precision. Other columns are unchanged;
+    Parquet output keeps the float32."""
+    idx = [i for i, f in enumerate(data.schema) if pa.types.is_float32(f.type)]
+    for i in idx:
+        data = data.set_column(i, pa.field(data.schema.field(i).name, pa.float64()),
+                               data.column(i).cast(pa.string()).cast(pa.float64()))
+    return data
+
+
 def refuse_day_end_times(data: pa.Table | pa.RecordBatch) -> None:
     """Raise ValueError when a ``TIME`` value of ``24:00:00`` is anywhere in ``data`` — a column, or inside a list,
     struct, map or union (DuckDB's TIME reaches it, Arrow keeps it, Python's ``datetime.time`` does not: pyarrow

@@ -207,6 +207,8 @@ def test_sql_json_and_arrow_and_refusals(api):
     assert tbl.num_rows == 5 and "event_id" in tbl.column_names
     assert r.headers["x-firstfault-truncated"] == "true" and r.headers["x-firstfault-max-rows"] == "5"
     n = api.post("/sql", json={"query": "SELECT count(*) AS n FROM events"}).json()["n"]
+    # a FLOAT (an incident's confidence) as it was stored, not as 0.699999988079071 (a fresh-user trial)
+    assert api.post("/sql", json={"query": "SELECT 0.7::FLOAT AS c"}).json() == {"c": 0.7}
     for rows, cut in ((n, "false"), (n - 1, "true"), (n + 1, "false")):  # the cap exactly, one short, one over
         r = api.post("/sql", json={"query": "SELECT event_id FROM events", "max_rows": rows})
         assert (len(r.text.splitlines()), r.headers["x-firstfault-truncated"]) == (min(rows, n), cut), rows

@@ -284,6 +284,27 @@ def test_sql_table_counts_its_rows_on_stderr(tmp_path):
         '"incident_versions","VIEW"', '"incidents","VIEW"', '"link_samples","VIEW"', '"topology","VIEW"'], r.stdout
 
 
+def test_sql_prints_a_float_column_as_it_was_stored(tmp_path):
+    """An incident's ``confidence`` (FLOAT, float32) came out as 0.699999988079071 in json, csv and the table, where
+    /incidents says 0.7 (a fresh-user trial): a FLOAT is printed by its shortest decimal text; Parquet keeps the
+    float32."""
+    import pyarrow.parquet as pq
+
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    q = "SELECT 0.7::FLOAT AS confidence, 0.3::FLOAT AS c2, NULL::FLOAT AS c3, 0.1::DOUBLE AS d"
+    r = _firstfault("sql", "-f", "json", q, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout) == {"confidence": 0.7, "c2": 0.3, "c3": None, "d": 0.1}, r.stdout
+    r = _firstfault("sql", "-f", "csv", q, env=env)
+    assert r.stdout.splitlines()[1] == "0.7,0.3,,0.1", r.stdout
+    r = _firstfault("sql", q, env={**env, "COLUMNS": "200"})
+    assert "0.7" in r.stdout and "0.6999" not in r.stdout, r.stdout
+    r = _firstfault("sql", "-o", str(tmp_path / "x.parquet"), q, env=env)
+    assert r.returncode == 0 and str(pq.read_schema(tmp_path / "x.parquet").field("confidence").type) == "float"
+
+
 def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
     """A lake path one folder too high (``.firstfault/demo``) or any other folder: exit 2, nothing written into
     it; the same lake as a ``file://`` URL is read."""
