@@ -13,6 +13,7 @@ Pure: ``now_us`` is passed in; the same input gives the same incidents.
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +27,13 @@ from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, default_rules
-from correlate.topology import HostConfig, Topology, build_topology
+from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
 from correlate.window import Clocks, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 
 S = 1_000_000
+log = logging.getLogger("firstfault.correlate")
 
 
 @dataclass(slots=True)
@@ -63,6 +65,12 @@ def correlation_settings(s) -> Settings:
     from schemas.fleet import load_fleet_config
 
     hosts = load_fleet_config(s.fleet_config) if s.fleet_config else {}
+    for name, named in unmatched_platforms(hosts).items():
+        shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+        log.warning("fleet config %s: platform %r (host%s %s) matches no GPU model of correlate/platforms.yaml: "
+                    "those hosts' expected NVLinks are unknown, so a link down by design is not told from one down "
+                    "by a fault; write the model as nvidia-smi prints it (\"NVIDIA H100 80GB HBM3\")", s.fleet_config,
+                    name, "s" * (len(named) != 1), shown, extra={"stage": "correlate", "error_code": "unknown_platform"})
     clocks = Clocks(skew_us={h: int(v * S) for h, v in s.skew_s.items()}, default_skew_us=int(s.skew_default_s * S))
     return Settings(clocks=clocks, resolve_after_us=int(s.resolve_after_s * S), hosts=hosts)
 

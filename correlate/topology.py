@@ -53,6 +53,17 @@ def expected_links(model: str | None) -> int | None:
     return None
 
 
+def unmatched_platforms(hosts: dict[str, HostConfig]) -> dict[str, list[str]]:
+    """Platform names of a fleet config (``schemas.fleet``) that no entry of ``platforms.yaml`` matches -> their
+    hosts (sorted): a misspelt name ("Bogus GPU 9000", "H1OO") left those hosts' expected NVLinks unknown without
+    a word (a fresh-user trial)."""
+    out: dict[str, list[str]] = {}
+    for host, cfg in sorted(hosts.items()):
+        if cfg.platform and not any(p["match"].lower() in cfg.platform.lower() for p in _platforms()):
+            out.setdefault(cfg.platform, []).append(host)
+    return out
+
+
 @dataclass(slots=True)
 class Topology:
     """What we know of each host's wiring. GPU keys are bus ids or ``gpu<index>``."""

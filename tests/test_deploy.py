@@ -228,6 +228,28 @@ def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_giv
     assert load_fleet_config(f) == {"n1": HostConfig(rack="r22")}
 
 
+def test_a_platform_no_gpu_model_matches_is_said_once_at_start(tmp_path, caplog):
+    """A fleet config's platform that matches no entry of correlate/platforms.yaml ("Bogus GPU 9000") turned the
+    expected-topology checks of its hosts off without a word (a fresh-user trial): the correlator's settings say
+    which platform and hosts, as a warning; known models, long or short, say nothing."""
+    import logging
+
+    from correlate.correlator import correlation_settings
+    from correlate.topology import unmatched_platforms
+    from schemas.fleet import HostConfig
+
+    hosts = {"node03": HostConfig(platform="Bogus GPU 9000"), "node01": HostConfig(platform="Bogus GPU 9000"),
+             "node02": HostConfig(platform="NVIDIA H100 80GB HBM3"), "node04": HostConfig(platform="GB200"),
+             "node05": HostConfig(domain="rack1")}
+    assert unmatched_platforms(hosts) == {"Bogus GPU 9000": ["node01", "node03"]}
+    f = tmp_path / "fleet.yaml"
+    f.write_text('hosts:\n  node01: {platform: "H1OO SXM"}\n  node02: {platform: "NVIDIA A100-SXM4-80GB"}\n')
+    with caplog.at_level(logging.WARNING, logger="firstfault.correlate"):
+        correlation_settings(load_settings(env={"FIRSTFAULT_FLEET_CONFIG": str(f)}))
+    assert [r.getMessage().split(":")[1] for r in caplog.records] == [" platform 'H1OO SXM' (host node01) matches no GPU "
+                                                                      "model of correlate/platforms.yaml"]
+
+
 def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LOG_LEVEL": "bogus"})
     assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
