@@ -229,7 +229,8 @@ def diagnose(
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     try:
         for f, rel in walk(paths, others):
-            given.setdefault(rel, []).append(str(f))
+            # standard input is said as such, not by the temporary file it was copied to
+            given.setdefault(rel, []).append("standard input" if "-" in args and f == stdin else str(f))
     except FileNotFoundError as e:  # removed since the check above
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None

@@ -252,7 +252,7 @@ class CompressionError(ValueError):
     """A compressed value or file that cannot be read (corrupt, truncated, too large, or an unread format).
 
     ``partial``: for a truncated stream, what it decompressed to before it ended (a log copied while it was
-    still being written or rotated); else empty."""
+    still being written or rotated); for one past the size limit, its first ``limit`` bytes; else empty."""
 
     def __init__(self, message: str, partial: bytes = b"") -> None:
         super().__init__(message)
@@ -302,8 +302,14 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
     raise CompressionError(f"{kind} compression is not read here (gzip, zstd or zlib only)")
 
 
-def _too_large(limit: int) -> CompressionError:
-    return CompressionError(f"decompressed size exceeds {limit} bytes")
+def _too_large(limit: int, out: list[bytes] | None = None) -> CompressionError:
+    """The error of a stream that decompresses past ``limit`` bytes, holding its first ``limit`` bytes (``out``:
+    the pieces so far) as ``partial``: a file's reader keeps the whole lines of it (:func:`decode_file`), a Kafka
+    value is refused whole."""
+    head = b"".join(out)[:limit] if out else b""
+    if out:
+        out.clear()
+    return CompressionError(f"decompressed size exceeds {limit} bytes", head)
 
 
 def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
@@ -318,7 +324,7 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
             n += len(piece)
             out.append(piece)
             if n > limit:
-                raise _too_large(limit)
+                raise _too_large(limit, out)
             rest = d.unconsumed_tail
             if d.eof or not rest:
                 break
@@ -353,7 +359,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
             n += len(piece)
             out.append(piece)
             if n > limit:
-                raise _too_large(limit)
+                raise _too_large(limit, out)
         pos -= len(d.unused_data)  # the start of the next frame, fed again to a fresh decompressor
     return b"".join(out)
 
@@ -1277,10 +1283,22 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
     origin = f"file:{relname}"
     st = path.stat()
     mtime = int(st.st_mtime * US)
-    if st.st_size > max_bytes:
-        return Decoded(rejects=[Reject(origin, f"file of {st.st_size} bytes exceeds {max_bytes}", b"", "too_large")])
-    raw = path.read_bytes()
     lost = None
+    if st.st_size > max_bytes:  # its first max_bytes, as for a stream that decompresses past them (it was skipped
+        # whole: a break-it pass)
+        with path.open("rb") as f:
+            raw = f.read(max_bytes)
+        if not _MAGIC.match(raw):
+            raw = raw[:raw.rfind(b"\n") + 1]  # whole lines only
+            lines = raw.count(b"\n")
+            lost = Reject(origin, f"file of {st.st_size} bytes exceeds {max_bytes}: read its first {lines} line"
+                                  f"{'s' * (lines != 1)} ({len(raw)} bytes), the rest is not read; split it "
+                                  f"(split -C {max_bytes} FILE part.) to diagnose the rest", b"", "too_large")
+            if not raw:
+                return Decoded(rejects=[Reject(origin, f"file of {st.st_size} bytes exceeds {max_bytes} and holds "
+                                                       "no line end in them", b"", "too_large")])
+    else:
+        raw = path.read_bytes()
     try:
         data = _cr_lines(decompress(raw, limit=max_bytes))
     except CompressionError as e:

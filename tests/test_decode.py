@@ -611,3 +611,27 @@ def test_a_json_array_with_values_that_are_no_objects_gives_its_objects_and_a_re
         assert [(r.origin, r.error_code) for r in d.rejects] == [
             (f"kafka:fleet.dmesg/2/41#r{i}", "bad_envelope") for i in range(3)]
     assert [s.data for s in d.segments if s.host == "node09"] == [raw]
+
+
+def test_a_file_past_the_size_limit_gives_its_first_lines_and_says_the_rest_is_not_read(tmp_path):
+    """A 1.15 GB log with an Xid 79 on its first line was skipped whole ("exceeds 1073741824"), and so was a 3.9 MB
+    gzip of it (a break-it pass): the whole lines of its first ``max_bytes`` are read, plain or decompressed, and a
+    ``too_large`` / ``bad_compression`` reject says how many and that the rest is not read."""
+    line = (XID + "\n").encode()
+    plain = tmp_path / "node07.log"
+    plain.write_bytes(line * 100)
+    d = decode_file(plain, relname=plain.name, max_bytes=len(line) * 10 + 5)
+    assert [s.data for s in d.segments] == [line * 10]
+    [r] = d.rejects
+    assert r.error_code == "too_large" and r.reason.startswith(
+        f"file of {len(line) * 100} bytes exceeds {len(line) * 10 + 5}: read its first 10 lines")
+    gz = tmp_path / "node08.log.gz"
+    gz.write_bytes(gzip.compress(line * 100))
+    d = decode_file(gz, relname=gz.name, max_bytes=len(line) * 10 + 5)
+    assert [s.data for s in d.segments] == [line * 10]
+    [r] = d.rejects
+    assert r.error_code == "bad_compression" and "decompressed size exceeds" in r.reason and \
+        "read its first 10 lines" in r.reason
+    # one line longer than the limit: nothing to read, said
+    [r] = decode_file(plain, relname=plain.name, max_bytes=10).rejects
+    assert r.error_code == "too_large" and "holds no line end" in r.reason
