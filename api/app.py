@@ -328,6 +328,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                      "whole fleet: give `since` (and `until`) closer together, or a `host`")
 
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
+    app.add_middleware(HeadAsGet)
 
     @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -659,6 +660,28 @@ def _plus_hint(error: dict[str, Any]) -> str:
 
 def _aware(t: datetime) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+class HeadAsGet:
+    """ASGI middleware: a ``HEAD`` request is answered as the ``GET`` of the same URL would be, without its body
+    (RFC 9110 §9.3.2): the status, ``Content-Type`` and ``Content-Length``. FastAPI's GET routes answered HEAD with
+    405, which a monitoring probe or ``curl -I`` reads as the route being down (a break-it pass). The routes keep
+    one OpenAPI operation each."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, without_body)
 
 
 class BodyLimit:

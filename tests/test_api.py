@@ -774,3 +774,14 @@ def test_a_one_value_query_parameter_given_twice_is_a_422(api):
         "query: 'host', 'kind' given more than once; each takes one value")
     assert api.get("/incidents?severity=error&severity=critical").status_code == 200
     assert api.get("/incidents?host=node004&severity=error").status_code == 200
+
+
+def test_head_is_answered_as_get_without_a_body(api):
+    """HEAD on /incidents, /incidents/{id} or /metrics was a 405 (only /healthz took it), which a probe or
+    `curl -I` reads as the route being down (a break-it pass): the GET's status and headers, no body."""
+    for path in ("/incidents?limit=2", "/metrics", "/healthz", "/openapi.json"):
+        g, h = api.get(path), api.head(path)
+        assert (h.status_code, h.content) == (g.status_code, b"") and g.content, path
+        assert h.headers["content-type"] == g.headers["content-type"], path
+    assert api.head("/incidents/nosuch").status_code == api.get("/incidents/nosuch").status_code == 404
+    assert api.head("/incidents?hots=x").status_code == 422
