@@ -1071,7 +1071,18 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         try:
             data = decompress(value)
         except CompressionError as e:  # deterministic: redelivery would fail the same way
-            return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
+            # the whole lines before the cut are read, as a file's are (a truncated gzip value lost its good lines
+            # to the dead-letter topic: a break-it pass); the value goes there whole either way
+            head = e.partial[:e.partial.rfind(b"\n") + 1]
+            if not head:
+                return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
+            lines = head.count(b"\n")
+            d = decode_message(head, topic=topic, partition=partition, offset=offset, key=key,
+                               timestamp_ms=timestamp_ms, headers=headers, runs=runs)
+            d.rejects.append(Reject(origin, f"cannot decompress: {e}; read its first {lines} line"
+                                            f"{'s' * (lines != 1)} ({len(head)} bytes), the rest is lost", value,
+                                    "bad_compression"))
+            return d
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
         return Decoded(rejects=[Reject(origin, why, value[:4096], "not_text")])

@@ -324,12 +324,13 @@ def test_a_dead_letter_keeps_the_original_key_and_headers(through_kafka, origins
 @kafka
 def test_wrong_field_types_are_dead_lettered(through_kafka, origins):
     events, dead = through_kafka["events"], through_kafka["dead"]
-    ds = dlq_of(dead, origins["types"])  # three values with one bad record each: three dead-letter records
-    assert len(ds) == 3 and all(d["ff-count"] == "1" and d["ff-error-code"] == "bad_envelope" for d in ds)
+    ds = dlq_of(dead, origins["types"])  # four values with one bad record each: four dead-letter records
+    assert len(ds) == 4 and all(d["ff-count"] == "1" and d["ff-error-code"] == "bad_envelope" for d in ds)
     reasons = " ".join(d["ff-reason"] for d in ds)
     assert "has type int" in reasons and "has type dict" in reasons and "is null" in reasons
-    # a host of the wrong type is not a host: the Kafka key stands in (the record itself is fine)
-    assert [e["device"] for e in of(events, "types")] == ["0000:32:00.0"]
+    # a host of the wrong type (a list) is a shipper's mapping gone wrong, as a message of the wrong type is: it
+    # took the Kafka key's host silently before (a break-it pass)
+    assert "field 'host' is an array, not a host name" in reasons and of(events, "types") == []
 
 
 @kafka
@@ -547,7 +548,7 @@ def test_diagnose_reads_every_class(bad_folder):
     assert sum(e["count"] for e in by_host["storm"]) == STORM and len(by_host["storm"]) == 1
     assert all(e["ts_basis"] == "file" for e in by_host["time"] if e["device"] in ("0000:26:00.0", "0000:27:00.0"))
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/json.log")) == 3
-    assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/types.log")) == 3
+    assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/types.log")) == 4  # the list as host too
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/amplify.log")) == 1001  # 1,000 + the rest
 
 
@@ -1259,3 +1260,26 @@ def test_a_binary_kafka_value_is_a_not_text_dead_letter(pipeline):
     assert all(r.reason.startswith("not log text: ") for r in d.rejects)
     b = pipeline.run(d)
     assert sorted(b.events.column("device").to_pylist()) == ["0000:3a:00.0", "0000:3b:00.0", "0000:3c:00.0"]
+
+
+def test_a_truncated_compressed_kafka_value_gives_its_whole_lines_and_a_dead_letter_of_the_value(pipeline):
+    """A gzip (or zstd) value cut short was dead-lettered whole, its good lines never read, where `diagnose` reads
+    the whole lines before the cut of the same file (a break-it pass): the lines before the cut are events, and the
+    value goes to the dead-letter topic whole, saying how many lines were read."""
+    import gzip
+
+    from ingest.decode import decode_message
+
+    def lines(n: int) -> bytes:
+        return b"".join(b"2026-11-30T03:%02d:%02dZ node07 kernel: " % (i // 60 % 60, i % 60) + xid(f"{i % 256:02x}")
+                        + b"\n" for i in range(n))
+
+    # a zstd frame gives nothing of a block cut short (128 KB): three blocks of lines, cut in the last
+    for n, packed in ((200, gzip.compress(lines(200))), (3000, zstandard.ZstdCompressor().compress(lines(3000)))):
+        cut = packed[:len(packed) * 5 // 6]
+        d = decode_message(cut, topic="fleet.dmesg", partition=0, offset=5, key=b"node07", timestamp_ms=T_MS)
+        [r] = d.rejects
+        read = int(r.reason.split("read its first ")[1].split(" ")[0])
+        assert r.error_code == "bad_compression" and r.data == cut and 0 < read < n, r.reason
+        b = pipeline.run(d)
+        assert b.events.column("device").to_pylist() == [f"0000:{i % 256:02x}:00.0" for i in range(read)]
