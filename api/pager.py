@@ -149,10 +149,13 @@ def incident_url(base_url: str | None, incident_id: str) -> str | None:
 
 
 def describe_initiator(inc: dict[str, Any]) -> str:
-    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``no single culprit (node01)``."""
+    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``rank 5 on node03 (nccl_timeout)``; ``no single culprit
+    (node01)``."""
     i = inc.get("initiator") or {}
     host = i.get("host") or "unknown host"
     if not i.get("device_type"):
+        if i.get("rank") is not None and i.get("kind"):  # the silent rank of a hang
+            return f"rank {i['rank']} on {host} ({i['kind']})"
         return f"no single culprit ({host})"
     dtype = {"gpu": "GPU", "nic": "NIC", "nvswitch": "NVSwitch", "pcie_port": "PCIe port",
              "link": "NVLink"}.get(i["device_type"], i["device_type"])

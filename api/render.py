@@ -335,8 +335,14 @@ def describe_initiator(i: dict[str, Any]) -> str:
     """``node07 gpu 0000:9a:00.0 link 3 (Xid 79)`` style one-liner; ``gpu (unnamed)`` when no line named the
     device or its index."""
     if i.get("device_type") is None:
-        base = f"{i.get('host') or '?'} (no single culprit)" if not i.get("kind") else f"{i.get('host')} {i['kind']}"
-        return base
+        if not i.get("kind"):
+            return f"{i.get('host') or '?'} (no single culprit)"
+        # a rank without a GPU: the silent rank of a hang, on its host if an init line placed it ("None nccl_timeout"
+        # when none did: a break-it pass)
+        rank = i.get("rank")
+        if i.get("host"):
+            return f"{i['host']}{f' rank {rank}' if rank is not None else ''} {i['kind']}"
+        return f"{f'rank {rank} (host unknown)' if rank is not None else '? (host unknown)'} {i['kind']}"
     parts = [str(i.get("host")), str(i["device_type"]),
              str(i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "(unnamed)"))]
     if i.get("links") and len(i["links"]) > 1:

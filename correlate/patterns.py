@@ -469,7 +469,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
                 "rank": silent, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
                 "gpu_index": None, "links": None, "events": []}
         down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
-        return Verdict(
+        v = Verdict(
             pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=[],
             downstream=down, confidence=0.7,
             explanation=(f"{len(ranks)} of {size} ranks timed out{'' if seq is None else f' on SeqNum {seq}'}; rank "
@@ -478,6 +478,14 @@ def silent_rank(scene: Scene) -> Verdict | None:
             next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
                          "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
             verify=["nvidia-smi", "dmesg -T | tail -100"])
+        if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
+            v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", NCCL_DEBUG=INFO), "
+                         "or the job's rank-to-host map from the scheduler",
+                         f"the kernel log of rank {silent}'s host around the implied start of the timeout"]
+            v.next_action = (f"Find the host of rank {silent} (the job's rank-to-host map, or its NCCL init line) and "
+                             "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
+                             "(nvidia-smi).")
+        return v
     lowest = {}
     for e in timeouts:
         done = e.details.get("last_completed")

@@ -86,6 +86,27 @@ def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
     assert named == {(s.truth.host, s.truth.rank) for s in fleet.scenarios}
 
 
+def test_a_silent_rank_no_line_places_says_its_host_is_what_is_missing(pipeline):
+    """Rank 0's init line and its watchdog timeout in a job's log, rank 1 silent and never placed: the table said
+    "None nccl_timeout" and ``missing`` was empty (a break-it pass). The incident names rank 1, says its host is
+    missing and how to find it; the report's one-liners say "host unknown"."""
+    from api.pager import describe_initiator as page_initiator
+    from api.render import describe_initiator
+
+    text = "\n".join([
+        "node01:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 commId 0xabc - Init COMPLETE",
+        "[rank0]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out."])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["pattern"] == "comm.silent_rank" and (inc["initiator"]["host"], inc["initiator"]["rank"]) == (None, 1)
+    assert inc["missing"][0].startswith('the host of rank 1: its NCCL init line ("rank 1 nranks 2", NCCL_DEBUG=INFO)')
+    assert inc["next_action"].startswith("Find the host of rank 1")
+    assert describe_initiator(inc["initiator"]) == "rank 1 (host unknown) nccl_timeout"
+    assert page_initiator(inc) == "rank 1 on unknown host (nccl_timeout)"
+    assert describe_initiator({**inc["initiator"], "host": "node02"}) == "node02 rank 1 nccl_timeout"
+
+
 def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pipeline):
     """An operator's report and logs that hold no fault of its hosts (a silent hang logs nothing): the incident
     says nothing names a cause, lists the reported GPUs as candidates, and says what to collect; the report is
