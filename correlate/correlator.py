@@ -70,7 +70,8 @@ def correlation_settings(s) -> Settings:
         log.warning("fleet config %s: platform %r (host%s %s) matches no GPU model of correlate/platforms.yaml: "
                     "those hosts' expected NVLinks are unknown, so a link down by design is not told from one down "
                     "by a fault; write the model as nvidia-smi prints it (\"NVIDIA H100 80GB HBM3\")", s.fleet_config,
-                    name, "s" * (len(named) != 1), shown, extra={"stage": "correlate", "error_code": "unknown_platform"})
+                    name, "s" * (len(named) != 1), shown,
+                    extra={"stage": "correlate", "error_code": "unknown_platform"})
     clocks = Clocks(skew_us={h: int(v * S) for h, v in s.skew_s.items()}, default_skew_us=int(s.skew_default_s * S))
     return Settings(clocks=clocks, resolve_after_us=int(s.resolve_after_s * S), hosts=hosts)
 

@@ -479,8 +479,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
                          "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
             verify=["nvidia-smi", "dmesg -T | tail -100"])
         if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
-            v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", NCCL_DEBUG=INFO), "
-                         "or the job's rank-to-host map from the scheduler",
+            v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", "
+                         "NCCL_DEBUG=INFO), or the job's rank-to-host map from the scheduler",
                          f"the kernel log of rank {silent}'s host around the implied start of the timeout"]
             v.next_action = (f"Find the host of rank {silent} (the job's rank-to-host map, or its NCCL init line) and "
                              "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
