@@ -196,7 +196,7 @@ def alert_labels(inc: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in labels.items() if v not in (None, "")}
 
 
-def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | None = None,
+def alertmanager_alert(incident: dict[str, Any], base_url: str | None, *, now: float | None = None,
                        hold_s: float = 240.0, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """One postable alert of the Alertmanager v2 API (``POST /api/v2/alerts`` takes a list of these).
 
@@ -231,7 +231,7 @@ def alertmanager_alert(incident: dict[str, Any], base_url: str, *, now: float | 
     return alert
 
 
-def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str) -> dict[str, Any]:
+def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str | None) -> dict[str, Any]:
     """A PagerDuty Events v2 event: ``trigger`` for an open incident, ``resolve`` for a resolved (or
     superseded) one."""
     base = {"routing_key": routing_key, "dedup_key": incident["id"]}

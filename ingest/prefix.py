@@ -155,10 +155,10 @@ _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
-# "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 #: a terminal's colour and cursor codes (ECMA-48 CSI sequences: ``ESC [ … m``), as `kubectl logs`, a colouring
 #: journal viewer or a captured terminal leave around a line's stamp and host
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
