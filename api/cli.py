@@ -219,8 +219,14 @@ def diagnose(
     if args == ["-"] and "timezone" not in s.model_fields_set:
         # standard input alone is this machine's log (`sudo dmesg -T | firstfault diagnose -`): `dmesg -T` and
         # syslog print its local time with no zone; read as UTC they were hours off, silently (a fresh-user trial)
-        local = _local_zone()
-        if local and local != s.timezone:
+        try:
+            local = _local_zone()
+        except ValueError as e:  # a POSIX TZ string (JST-9) or a zone zoneinfo does not know: say so, read as set
+            err.print(f"standard input: {e}; stamps that print no zone (dmesg -T, syslog) are read in {s.timezone} "
+                      "(FIRSTFAULT_TIMEZONE=Area/City reads them in another)", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
+            local = None
+        if local and _offsets(local) != _offsets(s.timezone):
             s.timezone = local
             err.print(f"standard input: stamps that print no zone (dmesg -T, syslog) are read in this machine's "
                       f"zone, {local} (FIRSTFAULT_TIMEZONE reads them in another)", style="yellow", markup=False,
@@ -317,18 +323,36 @@ def _no_folder(path: Path) -> str | None:
 
 
 def _local_zone() -> str | None:
-    """This machine's IANA time zone name (``TZ``, else ``/etc/localtime``: ``tzlocal``), or None when it has none
-    that ``zoneinfo`` knows (a fixed offset, a zone file without a name)."""
+    """This machine's IANA time zone name (``TZ``, else ``/etc/localtime``: ``tzlocal``), or None when it names none
+    (a zone file without a name). Raises ``ValueError`` for a ``TZ`` that is no IANA name ``zoneinfo`` knows: a
+    POSIX string (``JST-9``) or a misspelt name, which tzlocal passes over for ``/etc/localtime`` (what
+    ``dmesg -T`` printed under it was read 9 hours off: a break-it pass)."""
     from zoneinfo import ZoneInfo
 
     import tzlocal
 
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz:
+        try:
+            ZoneInfo(tz)
+        except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+            raise ValueError(f"TZ={tz!r} is no IANA zone name (Area/City)") from None
+        return tz
     try:
         name = tzlocal.get_localzone_name()
         ZoneInfo(name)
     except Exception:  # noqa: BLE001 - tzlocal raises its own kinds for an unreadable configuration; none is fatal
         return None
     return name
+
+
+def _offsets(zone: str) -> tuple:
+    """A zone's UTC offsets over a year (winter, summer): ``Etc/UTC`` and ``UTC`` are one zone."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    z = ZoneInfo(zone)
+    return tuple(datetime(2026, m, 1, tzinfo=z).utcoffset() for m in (1, 7))
 
 
 def _stdin_file() -> Path:

@@ -146,7 +146,7 @@ class StreamCorrelator:
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
-    #: (``future_us``): correlated, but kept from moving their host's watermarks (``add``)
+    #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
     future_events: int = 0
     #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
     #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
@@ -194,14 +194,17 @@ class StreamCorrelator:
                 self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
             if e.ts_basis not in EVENT_TIME_BASES:
                 continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
-            if e.ingest_ts is not None and e.ts > e.ingest_ts + ahead:
+            ts = e.ts
+            if e.ingest_ts is not None and ts > e.ingest_ts + ahead:
                 # a line stamped 2099 (a garbled stamp, a clock set wrong) moved its host's watermark there: every
-                # later line of the host was too late, and no incident of the host was ever made (a break-it pass)
+                # later line of the host was too late, and no incident of the host was ever made (a break-it pass).
+                # It moves them as if written when it arrived: a host whose clock runs an hour fast closes its
+                # windows by the quiet of its input (idle_us), not at once
                 self.future_events += 1
-                continue
-            self.watermark.observe(e.ts)
-            self.host_watermarks.setdefault(e.host, Watermark()).observe(e.ts)
-            self.source_watermarks.setdefault(key, Watermark()).observe(e.ts)
+                ts = e.ingest_ts
+            self.watermark.observe(ts)
+            self.host_watermarks.setdefault(e.host, Watermark()).observe(ts)
+            self.source_watermarks.setdefault(key, Watermark()).observe(ts)
             if now_us is not None:
                 self.arrived_us[e.host] = max(self.arrived_us.get(e.host, 0), now_us)
         if samples is not None and samples.num_rows:

@@ -254,9 +254,11 @@ class CompressionError(ValueError):
     ``partial``: for a truncated stream, what it decompressed to before it ended (a log copied while it was
     still being written or rotated); for one past the size limit, its first ``limit`` bytes; else empty."""
 
-    def __init__(self, message: str, partial: bytes = b"") -> None:
+    def __init__(self, message: str, partial: bytes = b"", too_large: bool = False) -> None:
         super().__init__(message)
         self.partial = partial
+        #: it decompresses past the size limit (a decompression bomb, or a batch too large): not cut short
+        self.too_large = too_large
 
 
 def compression_of(data: bytes) -> str | None:
@@ -303,13 +305,13 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
 
 
 def _too_large(limit: int, out: list[bytes] | None = None) -> CompressionError:
-    """The error of a stream that decompresses past ``limit`` bytes, holding its first ``limit`` bytes (``out``:
-    the pieces so far) as ``partial``: a file's reader keeps the whole lines of it (:func:`decode_file`), a Kafka
-    value is refused whole."""
+    """The error of a stream that decompresses past ``limit`` bytes (``too_large``), holding its first ``limit``
+    bytes (``out``: the pieces so far) as ``partial``: a file's reader keeps the whole lines of it
+    (:func:`decode_file`), a Kafka value is refused whole (:func:`decode_message`)."""
     head = b"".join(out)[:limit] if out else b""
     if out:
         out.clear()
-    return CompressionError(f"decompressed size exceeds {limit} bytes", head)
+    return CompressionError(f"decompressed size exceeds {limit} bytes", head, too_large=True)
 
 
 def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
@@ -1071,14 +1073,15 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         try:
             data = decompress(value)
         except CompressionError as e:  # deterministic: redelivery would fail the same way
-            # the whole lines before the cut are read, as a file's are (a truncated gzip value lost its good lines
-            # to the dead-letter topic: a break-it pass); the value goes there whole either way
-            head = e.partial[:e.partial.rfind(b"\n") + 1]
-            if not head:
+            # the whole lines before the cut of a value cut short are read, as a file's are (a truncated gzip value
+            # lost its good lines to the dead-letter topic: a break-it pass); the value goes there whole either way.
+            # One that decompresses past the limit is refused whole: its head would make a bomb an amplifier
+            head = b"" if e.too_large else e.partial[:e.partial.rfind(b"\n") + 1]
+            d = decode_message(head, topic=topic, partition=partition, offset=offset, key=key,
+                               timestamp_ms=timestamp_ms, headers=headers, runs=runs) if head else None
+            if d is None or not d.segments:  # nothing before the cut, or no text (binary data): one dead letter
                 return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
             lines = head.count(b"\n")
-            d = decode_message(head, topic=topic, partition=partition, offset=offset, key=key,
-                               timestamp_ms=timestamp_ms, headers=headers, runs=runs)
             d.rejects.append(Reject(origin, f"cannot decompress: {e}; read its first {lines} line"
                                             f"{'s' * (lines != 1)} ({len(head)} bytes), the rest is lost", value,
                                     "bad_compression"))
@@ -1089,10 +1092,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     host = None
     if key:
         host, stream = _key_names(topic, partition, key)
-    if not host:  # no key, or one of blanks only: the host header, if any
+    if not host:  # no key, or one of blanks only: the host header, if any (its surrounding blanks dropped, as a key's)
         for k, v in headers or ():
-            if k == "host" and v:
-                host = v.decode("utf-8", "replace")
+            if k == "host" and v and v.strip():
+                host = v.decode("utf-8", "replace").strip()
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]
@@ -1109,6 +1112,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     return out
 
 
+#: first bytes of a Kafka key that may be blanks only (`` ``, a shipper's empty template value with its line end)
+_BLANK_FIRST = frozenset(b" \t\n\r\x0b\x0c")
 #: first bytes of values that may be more than plain text (compressed, JSON, a byte order mark, blanks
 #: before JSON): :func:`decode_partition` sends those through :func:`decode_message`, the rest straight on
 _SPECIAL_FIRST = frozenset(b"\x1f\x28\x78\xfd\x04\x02\xffBP7" + _NOT_PLAIN_FIRST)
@@ -1162,12 +1167,14 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     for r in records:
         read += 1
         value, key = r.value, r.key
-        if (not value or not key or len(value) > max_value or 0 in value or value[0] in special and (
+        if (not value or not key or key[0] in _BLANK_FIRST and not key.strip() or len(value) > max_value
+                or 0 in value or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (
                     _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value)
-                or value[0] == 91 and 123 in value and value[-1] == 93)):  # [1, {…}]: looks_json_array asks
+                or value[0] == 91 and 123 in value and value.rstrip()[-1:] == b"]")):  # [1, {…}]: looks_json_array
+            # asks; a key of blanks: decode_message takes the host header instead
             if runs:
                 end_runs()
                 last_key = None

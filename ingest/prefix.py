@@ -155,9 +155,10 @@ _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
-#: a terminal's colour and cursor codes (ECMA-48 CSI sequences: ``ESC [ … m``), as `kubectl logs`, a colouring
-#: journal viewer or a captured terminal leave around a line's stamp and host
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+#: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
+#: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
+#: nF (``ESC ( B``, a character set: ``tput sgr0``) and the two-byte Fe/Fp/Fs ones
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])")
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
@@ -327,7 +328,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     # pass)
     s = line.lstrip("\ufeff\x00")
     if "\x1b" in s:
-        s = _ANSI.sub("", s)
+        s = _ANSI.sub("", s).lstrip("\x00")
     label_at = s  # where a label may stand: the start, after a grep file name or a label
     labels = 0
     for _ in range(8):  # layers are few; the bound guards against a pathological line

@@ -26,6 +26,17 @@ DAY_S = 86_400
 YEAR_S = 365 * DAY_S
 
 
+def _ipv6(text: str) -> bool:
+    """``text`` is an IPv6 address (``ipaddress``)."""
+    import ipaddress
+
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
 class SettingsError(ValueError):
     """The configuration is invalid; the message says which key and why."""
 
@@ -130,7 +141,8 @@ class Settings(BaseModel):
                 host, port, _ = get_ip_port_afi(addr)
             except ValueError:
                 host, port = "", 0
-            if not host or any(c.isspace() or c == "/" for c in host) or not 0 < port < 65536:
+            if (not host or any(c.isspace() or c == "/" for c in host) or not 0 < port < 65536
+                    or ":" in host and not _ipv6(host)):  # node01:9092:9093 read as host "node01:9092"
                 raise ValueError(f"{addr!r} is not host:port (a list: host1:9092,host2:9092; IPv6 as [::1]:9092)")
         return v
 

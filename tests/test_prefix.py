@@ -77,6 +77,11 @@ def us(*a, tz=timezone.utc):
      1_000_000, "node09", "NVRM"),
     ("\x1b[2m2026-11-30T03:12:00.5Z\x1b[0m \x1b[1;34mnode09\x1b[0m kernel: NVRM: Xid 79",
      us(2026, 11, 30, 3, 12, 0) + 500000, 100_000, "node09", "NVRM"),
+    # `tput sgr0` (a character set, then a reset), a window title, a NUL after the colour (a second break-it pass)
+    ("\x1b(B\x1b[m[Mon Nov 30 10:00:00 2026] NVRM: Xid (PCI:0000:19:00): 79", us(2026, 11, 30, 10, 0, 0), 1_000_000,
+     None, "NVRM"),
+    ("\x1b]0;node01: journalctl\x07\x1b[32m\x00Nov 30 03:12:00 node01 kernel: NVRM: Xid 79", us(2026, 11, 30, 3, 12, 0),
+     1_000_000, "node01", "NVRM"),
 ])
 def test_prefix_shapes(line, ts, prec, host, rest_start):
     p = parse_prefix(line, ref_us=REF)

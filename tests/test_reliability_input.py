@@ -1283,3 +1283,50 @@ def test_a_truncated_compressed_kafka_value_gives_its_whole_lines_and_a_dead_let
         assert r.error_code == "bad_compression" and r.data == cut and 0 < read < n, r.reason
         b = pipeline.run(d)
         assert b.events.column("device").to_pylist() == [f"0000:{i % 256:02x}:00.0" for i in range(read)]
+
+
+def test_a_kafka_value_that_decompresses_past_the_limit_is_refused_whole(pipeline):
+    """A 228 KB gzip value of one line repeated decompresses past the 64 MiB value limit: refused whole, one dead
+    letter, no event (a first cut that read the lines of a truncated value read such a bomb's first 64 MiB: a
+    break-it pass); a truncated value of binary data is one dead letter, not a ``not_text`` one beside it."""
+    import gzip
+    import random
+
+    from ingest.decode import MAX_VALUE_BYTES, decode_message
+
+    line = b"2026-11-30T03:12:00Z node07 kernel: " + xid("3a") + b"\n"
+    bomb = gzip.compress(line * (MAX_VALUE_BYTES // len(line) + 10), 9)
+    d = decode_message(bomb, topic="fleet.dmesg", partition=0, offset=3, key=b"node07", timestamp_ms=T_MS)
+    assert not d.segments and [(r.error_code, r.reason) for r in d.rejects] == [
+        ("bad_compression", f"cannot decompress: decompressed size exceeds {MAX_VALUE_BYTES} bytes")]
+    binary = gzip.compress(random.Random(3).randbytes(300_000))
+    d = decode_message(binary[:len(binary) // 2], topic="fleet.dmesg", partition=0, offset=4, key=b"node07",
+                       timestamp_ms=T_MS)
+    assert not d.segments and [r.error_code for r in d.rejects] == ["bad_compression"]
+    assert "read its first" not in d.rejects[0].reason
+
+
+def test_the_worker_path_gives_a_blank_key_the_host_header_and_reads_a_mixed_array_with_a_line_end(pipeline):
+    """``decode_partition`` (the worker's reading) must give what ``decode_message`` gives record by record: a key of
+    blanks gave way to the ``host`` header only in the second, and the first stored the Xid as bad_host; a JSON
+    array mixing envelopes and other values ending in a line end was one line of text there (a second break-it
+    pass). A header host's surrounding blanks are dropped, as a key's."""
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_message, decode_partition
+
+    env = {"host": "nodeArr", "timestamp": "2026-11-30T03:12:00Z", "message": xid("3e").decode()}
+    recs = [(b"[  1.0] " + xid("3c"), b"  ", [("host", b"node62")]),
+            (b"[  1.0] " + xid("3d"), b"\n", [("host", b" node63\n")]),
+            (orjson.dumps([1, env]) + b"\r\n", b"k", [])]
+    rs = [SimpleNamespace(value=v, key=k, offset=i, timestamp=T_MS, headers=h) for i, (v, k, h) in enumerate(recs)]
+    for d in (decode_partition("fleet.dmesg", 0, rs),
+              *[decode_message(r.value, topic="fleet.dmesg", partition=0, offset=r.offset, key=r.key,
+                               timestamp_ms=T_MS, headers=r.headers) for r in rs]):
+        b = pipeline.run(d)
+        got = sorted(zip(b.events.column("host").to_pylist(), b.events.column("device").to_pylist()))
+        assert set(got) <= {("node62", "0000:3c:00.0"), ("node63", "0000:3d:00.0"), ("nodeArr", "0000:3e:00.0")}
+        assert got and all(r.error_code == "bad_envelope" and r.reason.startswith("NDJSON record 0: record is not "
+                                                                                  "an object") for r in b.rejects)
+    b = pipeline.run(decode_partition("fleet.dmesg", 0, rs))
+    assert sorted(b.events.column("host").to_pylist()) == ["node62", "node63", "nodeArr"]

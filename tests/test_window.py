@@ -585,10 +585,20 @@ def test_a_line_stamped_far_ahead_of_its_arrival_does_not_move_its_hosts_waterma
     assert sc.future_us() == 300 * S + 300 * S  # the lateness beyond the skew cap
     far = ev("far", "h1", now + 73 * 365 * 86400 * S, kind="pcie_aer", xid=None, device="0000:00:01.0")
     assert sc.add(arrived([far], now), now_us=now) == 0 and sc.future_events == 1
-    assert "h1" not in sc.host_watermarks and "far" in sc.events  # kept, but no watermark of h1 moved
+    assert sc.host_watermarks["h1"].max_ts == now and "far" in sc.events  # kept; h1's watermark at its arrival
     ahead = ev("ahead", "h1", now + 500 * S, device="0000:02:00.0")  # a clock 500 s fast: within 600 s
     fall = ev("fall", "h1", now + 2 * S)
     assert sc.add(arrived([ahead, fall], now + S), now_us=now + S) == 0 and sc.late_events == 0
     assert sc.host_watermarks["h1"].max_ts == now + 500 * S and sc.future_events == 1
     out = sc.step(now_us=now + 3 * S)
     assert [(i["initiator"]["device"], i["version"]) for i in out] == [("0000:01:00.0", 1)], out
+    # a host whose clock runs an hour fast: its incident waits for the quiet of its input, not emitted at once with
+    # half its evidence (a first cut left such a host no watermark, and a host without one counted as closed)
+    fast = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+    fast.settings.clocks = Clocks(default_skew_us=0)
+    fast.add(arrived([ev("x1", "h2", now + 3600 * S)], now), now_us=now)
+    assert fast.step(now_us=now + S) == []
+    fast.add(arrived([ev("x2", "h2", now + 3605 * S)], now + 5 * S), now_us=now + 5 * S)
+    assert fast.step(now_us=now + 6 * S) == [] and fast.future_events == 2
+    [inc] = fast.step(now_us=now + 5 * S + 121 * S)  # quiet for idle_us: closed, once, whole
+    assert inc["version"] == 1 and len(member_ids(inc)) == 2
