@@ -489,6 +489,7 @@ def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault
 
     from api.sink import IncidentSink
     from correlate.consumer import CorrelateWorker
+    from correlate.correlator import correlation_settings
     from ingest.lake import Lake
     from schemas.settings import Settings
 
@@ -501,7 +502,10 @@ def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault
     whole = part.read_bytes()
     stored = correlate(a.events, now_us=int((xid + timedelta(hours=1)).timestamp() * S))
     conf = Settings(lake=str(tmp_path / "lake"))
-    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=conf,
+    # the correlator's settings, as the correlate command gives them (the process settings passed here went unread
+    # until StreamCorrelator.add asked for the clock bounds of every event)
+    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g",
+                        settings=correlation_settings(conf),
                         lateness_us=60 * S, on_incidents=lambda incs: None, restore=lambda: stored,
                         read_back=IncidentSink(conf).incident_events)
     later = xid + timedelta(hours=2)
