@@ -1112,8 +1112,6 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     return out
 
 
-#: first bytes of a Kafka key that may be blanks only (`` ``, a shipper's empty template value with its line end)
-_BLANK_FIRST = frozenset(b" \t\n\r\x0b\x0c")
 #: first bytes of values that may be more than plain text (compressed, JSON, a byte order mark, blanks
 #: before JSON): :func:`decode_partition` sends those through :func:`decode_message`, the rest straight on
 _SPECIAL_FIRST = frozenset(b"\x1f\x28\x78\xfd\x04\x02\xffBP7" + _NOT_PLAIN_FIRST)
@@ -1161,42 +1159,72 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
 
     def end_runs() -> None:  # before any other segment: the order within each stream is kept
         for stream, (host, rs) in runs.items():
-            segments.append(Records(b"\n".join([x.value for x in rs]), rs, prefix, stream, host, source))
+            data = b"\n".join([x.value for x in rs])
+            if 0 not in data:  # one memchr per run: a value with a NUL byte is decode_message's to judge (binary
+                segments.append(Records(data, rs, prefix, stream, host, source))  # data is a not_text reject)
+                continue
+            keep: list = []
+            for x in rs:
+                if 0 in x.value:
+                    if keep:
+                        segments.append(Records(b"\n".join([y.value for y in keep]), keep, prefix, stream, host,
+                                                source))
+                        keep = []
+                    d = decode_message(x.value, topic=topic, partition=partition, offset=x.offset, key=x.key,
+                                       timestamp_ms=x.timestamp, headers=x.headers, runs=True)
+                    segments.extend(d.segments)
+                    rejects.extend(d.rejects)
+                else:
+                    keep.append(x)
+            if keep:
+                segments.append(Records(b"\n".join([y.value for y in keep]), keep, prefix, stream, host, source))
         runs.clear()
+
+    def via_message(r) -> int:  # a record decode_message reads on its own; the bytes it holds
+        nonlocal last_key
+        if runs:
+            end_runs()
+            last_key = None
+        d = decode_message(r.value, topic=topic, partition=partition, offset=r.offset, key=r.key,
+                           timestamp_ms=r.timestamp, headers=r.headers, runs=True)
+        segments.extend(d.segments)
+        rejects.extend(d.rejects)
+        return d.held_bytes()
 
     for r in records:
         read += 1
         value, key = r.value, r.key
-        if (not value or not key or key[0] in _BLANK_FIRST and not key.strip() or len(value) > max_value
-                or 0 in value or value[0] in special and (
+        if (not value or not key or len(value) > max_value or value[0] in special and (
                 # "[  12.345678] …" (raw dmesg) or "{'loss': …}" is text: only JSON openings are more (a "["
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (
                     _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value)
                 or value[0] == 91 and 123 in value and value.rstrip()[-1:] == b"]")):  # [1, {…}]: looks_json_array
-            # asks; a key of blanks: decode_message takes the host header instead
-            if runs:
-                end_runs()
-                last_key = None
-            d = decode_message(value, topic=topic, partition=partition, offset=r.offset, key=key,
-                               timestamp_ms=r.timestamp, headers=r.headers, runs=True)
-            segments += d.segments
-            rejects += d.rejects
-            size += d.held_bytes()
+            size += via_message(r)  # asks
             if size > limit:
                 break
             continue
         # "|" may start a table row; several lines, or a "\r" line end (a CRLF shipper): a segment of its own
         if value[0] == 124 or 10 in value or value[-1] == 13:
+            host, stream = _key_names(topic, partition, key)
+            if not host or 0 in value:  # a key of blanks (the host header names it), a NUL byte (binary data?)
+                size += via_message(r)
+                if size > limit:
+                    break
+                continue
             if runs:
                 end_runs()
                 last_key = None
-            host, stream = _key_names(topic, partition, key)
             ts = r.timestamp * 1000
             segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
         else:
             if key != last_key:
                 host, stream = _key_names(topic, partition, key)
+                if not host:  # a key of blanks: the host header names it
+                    size += via_message(r)
+                    if size > limit:
+                        break
+                    continue
                 got = runs.get(stream)
                 if got is None:
                     got = runs[stream] = (host, [])
