@@ -346,6 +346,12 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}{_plus_hint(e)}" for e in exc.errors())
+        if any(tuple(e["loc"][:1]) == ("body",) and (len(e["loc"]) == 1 or e["type"] == "json_invalid")
+               for e in exc.errors()):
+            # `curl -d 'SELECT 1' …/sql` (a form body) or a query not wrapped in JSON: pydantic's words alone did not
+            # say what the body is (a fresh-user trial)
+            detail += ('; the body is a JSON object, Content-Type: application/json, e.g. {"query": "SELECT 1"} '
+                       "(curl --json '{\"query\": \"SELECT 1\"}' …)")
         return _problem(422, "invalid request", detail, request.url.path)
 
     @app.exception_handler(StoreError)

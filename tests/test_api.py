@@ -785,3 +785,16 @@ def test_head_is_answered_as_get_without_a_body(api):
         assert h.headers["content-type"] == g.headers["content-type"], path
     assert api.head("/incidents/nosuch").status_code == api.get("/incidents/nosuch").status_code == 404
     assert api.head("/incidents?hots=x").status_code == 422
+
+
+def test_a_sql_body_that_is_no_json_object_says_what_the_body_is(api):
+    """`curl -d 'SELECT 1' …/sql` (a form body) got pydantic's "Input should be a valid dictionary or object to extract
+    fields from", which does not say what to send (a fresh-user trial): the 422 shows the JSON object and the
+    Content-Type; a JSON object with a bad field keeps pydantic's words alone."""
+    hint = 'the body is a JSON object, Content-Type: application/json, e.g. {"query": "SELECT 1"}'
+    r = api.post("/sql", content=b"SELECT 1", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 422 and hint in r.json()["detail"], r.text
+    r = api.post("/sql", content=b"SELECT 1", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("body.0: JSON decode error; " + hint), r.text
+    r = api.post("/sql", json={"query": 5})
+    assert r.status_code == 422 and r.json()["detail"] == "body.query: Input should be a valid string"
