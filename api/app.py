@@ -611,9 +611,9 @@ def _known_query(request: Request) -> None:
         # name it does not take (``severity`` is a list: repeat it)
         given = Counter(k for k, _ in request.query_params.multi_items())
         if any(n > 1 for n in given.values()):
-            twice = [k for k, n in given.items() if n > 1 and k not in _query_lists(route)]
+            lists = sorted(q.alias for q in _query_params(route) if _takes_list(q))
+            twice = [k for k, n in given.items() if n > 1 and k not in lists]
             if twice:
-                lists = sorted(_query_lists(route))
                 raise HTTPException(422, "query: " + ", ".join(f"'{k[:64]}'" for k in twice[:_NAMED_UNKNOWN]) +
                                     f" given more than once; {'each takes' if len(twice) > 1 else 'it takes'} one "
                                     "value" + (f" (only {', '.join(lists)} may be repeated)" if lists else ""))
@@ -629,30 +629,25 @@ def _known_query(request: Request) -> None:
                              f"{route.path} takes: {allowed}")
 
 
+def _query_params(route: Any) -> Iterator[Any]:
+    """The query parameters (FastAPI's fields: ``alias``, ``field_info``) a route takes, its dependencies' too."""
+    todo = [route.dependant]
+    while todo:
+        d = todo.pop()
+        yield from d.query_params
+        todo.extend(d.dependencies)
+
+
 def _query_names(route: Any) -> set[str]:
     """The query parameter names (aliases) a FastAPI route takes, its dependencies' too."""
-    found: set[str] = set()
-    todo = [route.dependant]
-    while todo:
-        d = todo.pop()
-        found.update(q.alias for q in d.query_params)
-        todo.extend(d.dependencies)
-    return found
+    return {q.alias for q in _query_params(route)}
 
 
-def _query_lists(route: Any) -> set[str]:
-    """The query parameter names (aliases) of a FastAPI route, its dependencies' too, that take a list (a name given
-    more than once: ``severity=error&severity=critical``)."""
-    found: set[str] = set()
-    todo = [route.dependant]
-    while todo:
-        d = todo.pop()
-        for q in d.query_params:
-            t = q.field_info.annotation
-            if any(get_origin(a) in (list, set, tuple) for a in (t, *get_args(t))):
-                found.add(q.alias)
-        todo.extend(d.dependencies)
-    return found
+def _takes_list(q: Any) -> bool:
+    """Query parameter ``q`` takes a list: its name may be given more than once
+    (``severity=error&severity=critical``)."""
+    t = q.field_info.annotation
+    return any(get_origin(a) in (list, set, tuple) for a in (t, *get_args(t)))
 
 
 def _plus_hint(error: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from api.pager import Pager, api_base_url
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
-from correlate.metrics import count_added
+from correlate.metrics import add_counted
 from correlate.stream import StreamCorrelator
 from ingest.consumer import IngestWorker
 from ingest.lake import Lake
@@ -103,9 +103,7 @@ class Service:
         return self.sink.incidents
 
     def on_batch(self, batch: Batch) -> None:
-        future = self.correlator.future_events
-        count_added(self.correlator, self.correlator.add(batch.events, batch.link_samples, batch.topology,
-                                                         now_us=int(time.time() * S)), future)
+        add_counted(self.correlator, batch.events, batch.link_samples, batch.topology, now_us=int(time.time() * S))
         self.emit(self.correlator.step(now_us=int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:

@@ -40,7 +40,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from correlate.correlator import Settings
-from correlate.metrics import count_added
+from correlate.metrics import add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -166,9 +166,7 @@ class CorrelateWorker:
                                   extra={"stage": "correlate", "error_code": "bad_events_record"})
                         table = None
                     if table is not None and table.num_rows:
-                        future = self.correlator.future_events
-                        count_added(self.correlator, self.correlator.add(
-                            table, now_us=now, source=f"{tp.topic}/{tp.partition}"), future)
+                        add_counted(self.correlator, table, now_us=now, source=f"{tp.topic}/{tp.partition}")
                         p.held.append((r.offset, table.column("event_id").to_pylist()))
                     else:
                         p.held.append((r.offset, []))

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import pyarrow as pa
 from prometheus_client import Counter
 
 from correlate.stream import StreamCorrelator
@@ -16,14 +18,17 @@ FUTURE = Counter("firstfault_future_events_total", "events stamped further ahead
 log = logging.getLogger("firstfault.correlate")
 
 
-def count_added(correlator: StreamCorrelator, late: int, future_before: int) -> None:
-    """Count what one ``StreamCorrelator.add`` returned (``late``: its events too late to use) and the events it
-    found stamped in the future (``future_events`` beyond ``future_before``, its value before the call), and say
-    the latter in the log: one line per batch that had any."""
+def add_counted(correlator: StreamCorrelator, events: pa.Table, *args: Any, **kwargs: Any) -> int:
+    """``correlator.add(events, *args, **kwargs)``, counted: its events too late to use (what it returns) and those
+    it found stamped in the future (``future_events`` it added), the latter said in the log, one line per batch
+    that had any."""
+    before = correlator.future_events
+    late = correlator.add(events, *args, **kwargs)
     LATE.inc(late)
-    future = correlator.future_events - future_before
+    future = correlator.future_events - before
     if future:
         FUTURE.inc(future)
         log.warning("%d event(s) stamped more than %d s ahead of their Kafka append time (a wrong clock or a garbled "
                     "stamp): kept, but not moving their host's watermark", future, correlator.future_us() // 1_000_000,
                     extra={"stage": "correlate", "error_code": "future_event"})
+    return late

@@ -32,6 +32,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -1163,21 +1164,16 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
             if 0 not in data:  # one memchr per run: a value with a NUL byte is decode_message's to judge (binary
                 segments.append(Records(data, rs, prefix, stream, host, source))  # data is a not_text reject)
                 continue
-            keep: list = []
-            for x in rs:
-                if 0 in x.value:
-                    if keep:
-                        segments.append(Records(b"\n".join([y.value for y in keep]), keep, prefix, stream, host,
-                                                source))
-                        keep = []
+            for nul, group in groupby(rs, key=lambda x: 0 in x.value):
+                group = list(group)
+                if not nul:
+                    segments.append(Records(b"\n".join([x.value for x in group]), group, prefix, stream, host, source))
+                    continue
+                for x in group:
                     d = decode_message(x.value, topic=topic, partition=partition, offset=x.offset, key=x.key,
                                        timestamp_ms=x.timestamp, headers=x.headers, runs=True)
                     segments.extend(d.segments)
                     rejects.extend(d.rejects)
-                else:
-                    keep.append(x)
-            if keep:
-                segments.append(Records(b"\n".join([y.value for y in keep]), keep, prefix, stream, host, source))
         runs.clear()
 
     def via_message(r) -> int:  # a record decode_message reads on its own; the bytes it holds

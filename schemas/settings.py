@@ -129,8 +129,9 @@ class Settings(BaseModel):
     def _bootstrap(cls, v: str) -> str:
         """Empty (the local broker), or Kafka's ``bootstrap.servers``: comma-separated ``host:port``, ``host``
         (port 9092) or ``[IPv6]:port``, read by aiokafka's own parser (``aiokafka.conn.collect_hosts``), each
-        port 1 – 65535, no spaces and no ``/`` (``PLAINTEXT://`` is Java's listener syntax) in a host: a value pasted with more on the line (``kafka status``'s
-        ``pid=…``) is a configuration error here, not a traceback where the first client connects."""
+        port 1 – 65535, no spaces and no ``/`` (``PLAINTEXT://`` is Java's listener syntax) in a host, no ``:`` but
+        in an IPv6 address: a value pasted with more on the line (``kafka status``'s ``pid=…``) is a configuration
+        error here, not a traceback where the first client connects."""
         if not v.strip():
             return v
         from aiokafka.conn import get_ip_port_afi
