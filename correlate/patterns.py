@@ -137,6 +137,15 @@ def application_xid(scene: Scene) -> Verdict | None:
 
 # --- links --------------------------------------------------------------------------------------
 
+#: next action for an NVLink inactive where the platform wires it (``inactive_where_wired``); ``{gpu}`` its index or
+#: bus id. The by-design cases to rule out first: reference/topology.md §6 (MIG on A100, Fabric Manager not done);
+#: reset, then field diagnostics and repair: §8 and §9 rule 3
+WIRED_ACTION = ("A link the platform wires is inactive: a link or GPU fault, unless the GPU is in MIG mode (an A100's "
+                "NVLinks are all inactive then) or Fabric Manager has not finished (`nvidia-smi -q`, Fabric State). "
+                "Drain the GPU's jobs, reset it (nvidia-smi -r -i {gpu}) and recheck `nvidia-smi nvlink -s`; if the "
+                "link stays inactive, run dcgmi diag -r 3 and have the GPU or baseboard repaired.")
+
+
 def inactive_where_wired(scene: Scene) -> Verdict | None:
     downs = [e for e in scene.faults() if e.kind == "nvlink_down" and e.link is not None]
     if not downs or _serious_device_fault(scene):
@@ -158,15 +167,17 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
         init["kind"] = "nvlink_down"
         down, ctx = downstream_parties(scene, (host, "gpu", key), evs)
         wired = f"{exp} links on a {model}" if exp else f"{len(up)} other links of this GPU are up"
+        gpu = init.get("gpu_index") if init.get("gpu_index") is not None else key
         return Verdict(
             pattern="link.inactive_where_wired", category="link_fault", initiator=init, initiator_events=evs,
             downstream=down, context=ctx, confidence=0.85 if exp else 0.7, severity="error",
             explanation=(f"NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, links))} of GPU {key} on {host} "
                          f"{'are' if len(links) > 1 else 'is'} inactive while the platform wires them ({wired}; up: "
                          f"{sorted(up) or 'unknown'}). Links inactive where they are wired are a link or GPU fault."),
-            next_action=catalog_action(scene.catalog, evs[0], scene.subject.get(evs[0].event_id)),
-            verify=[f"nvidia-smi nvlink -s -i {init.get('gpu_index') if init.get('gpu_index') is not None else key}",
-                    "nvidia-smi nvlink -e", "dcgmi diag -r 3"],
+            # not the signature's own action: DCGM's "link N is currently down" says a PCIe card's links are down
+            # by design, beside an explanation that the platform wires them (a fresh-user trial)
+            next_action=WIRED_ACTION.format(gpu=gpu),
+            verify=[f"nvidia-smi nvlink -s -i {gpu}", "nvidia-smi nvlink -e", "dcgmi diag -r 3"],
             missing=[] if scene.topo.nvlink_peer(host, key, links[0]) else
             ["nvidia-smi nvlink -R on the host, to name the far end of each inactive link"])
     return None

@@ -670,3 +670,25 @@ def test_a_programs_cuda_error_hangs_its_own_job_not_another_in_the_rack(pipelin
 
     rule = next(r for r in default_rules().explains if r.id == "cuda_error.explains_nccl")
     assert "same_domain" not in rule.relations and rule.relations[:2] == ["same_comm", "same_host"]
+
+
+def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_design(pipeline):
+    """DCGM's "GPU 0's NvLink link 3 is currently down" on a host whose fleet config names an SXM GPU: the link is
+    wired (reference/topology.md §1), so the incident is a link fault and its next action resets the GPU — not the
+    signature's note that a PCIe card's links are down by design (NVIDIA/DCGM#49), which it said beside an
+    explanation that the platform wires them (a fresh-user trial). Without a fleet config the same line is the
+    benign PCIe case."""
+    from correlate.correlator import Settings
+    from schemas.fleet import HostConfig
+
+    line = "2026-11-30T03:12:01Z node07 dcgm: GPU 0's NvLink link 3 is currently down"
+    seg = Segment(data=line.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    sxm = Settings(hosts={"node07": HostConfig(platform="NVIDIA A100-SXM4-80GB")})
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=sxm)
+    assert (inc["pattern"], inc["severity"]) == ("link.inactive_where_wired", "error")
+    assert "by design" not in inc["next_action"]
+    assert "nvidia-smi -r -i 0" in inc["next_action"] and "MIG" in inc["next_action"]
+    (benign,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert benign["severity"] == "info" and "by design" in benign["explanation"]
