@@ -667,14 +667,22 @@ class HeadAsGet:
     """ASGI middleware: a ``HEAD`` request is answered as the ``GET`` of the same URL would be, without its body
     (RFC 9110 §9.3.2): the status, ``Content-Type`` and ``Content-Length``. FastAPI's GET routes answered HEAD with
     405, which a monitoring probe or ``curl -I`` reads as the route being down (a break-it pass). The routes keep
-    one OpenAPI operation each."""
+    one OpenAPI operation each. A 405's ``Allow`` that lists ``GET`` lists ``HEAD`` too, as it is served."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["method"] != "HEAD":
+            async def allow_head(message) -> None:
+                if message["type"] == "http.response.start" and message["status"] == 405:
+                    message = {**message, "headers": [_with_head(k, v) for k, v in message.get("headers", ())]}
+                await send(message)
+
+            await self.app(scope, receive, allow_head)
             return
 
         async def without_body(message) -> None:
@@ -683,6 +691,15 @@ class HeadAsGet:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, without_body)
+
+
+def _with_head(name: bytes, value: bytes) -> tuple[bytes, bytes]:
+    """An ``Allow`` header naming ``GET`` also names ``HEAD`` (``HeadAsGet`` serves it); other headers as they are."""
+    if name.lower() == b"allow":
+        methods = [m.strip() for m in value.split(b",")]
+        if b"GET" in methods and b"HEAD" not in methods:
+            value = b", ".join([*methods, b"HEAD"])
+    return name, value
 
 
 class BodyLimit:

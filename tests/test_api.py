@@ -785,6 +785,10 @@ def test_head_is_answered_as_get_without_a_body(api):
         assert h.headers["content-type"] == g.headers["content-type"], path
     assert api.head("/incidents/nosuch").status_code == api.get("/incidents/nosuch").status_code == 404
     assert api.head("/incidents?hots=x").status_code == 422
+    # a 405 lists the methods served: HEAD beside GET (it said `Allow: GET`), POST alone where only POST is
+    r = api.delete("/incidents")
+    assert (r.status_code, r.headers["allow"]) == (405, "GET, HEAD")
+    assert api.get("/sql").headers["allow"] == "POST"
 
 
 def test_a_sql_body_that_is_no_json_object_says_what_the_body_is(api):
