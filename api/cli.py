@@ -233,8 +233,9 @@ def diagnose(
                       highlight=False, soft_wrap=True)
     given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
+    same: list[tuple[Path, Path]] = []  # links to a file read already, a file named twice: read once, said
     try:
-        for f, rel in walk(paths, others):
+        for f, rel in walk(paths, others, same):
             # standard input is said as such, not by the temporary file it was copied to
             given.setdefault(rel, []).append("standard input" if "-" in args and f == stdin else str(f))
     except FileNotFoundError as e:  # removed since the check above
@@ -244,6 +245,11 @@ def diagnose(
         shown = ", ".join(map(str, sorted(others)[:4])) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
         err.print(f"skipped, not regular files (FIFOs, sockets, devices, broken links): {shown}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)  # one line: grep
+    if same:
+        shown = ", ".join(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same[:4]) + (f" and {len(same) - 4} more" if len(same) > 4
+                                                                 else "")
+        err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",
+                  markup=False, highlight=False, soft_wrap=True)
     symptoms = [_parse_symptom(t) for t in symptom or []]
     try:
         decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=_progress())

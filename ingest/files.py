@@ -16,18 +16,36 @@ from pathlib import Path
 from ingest.decode import Decoded, Reject, decode_file, path_text
 
 
-def walk(paths: Iterable[Path], others: list[Path] | None = None) -> Iterator[tuple[Path, str]]:
+def walk(paths: Iterable[Path], others: list[Path] | None = None,
+         same: list[tuple[Path, Path]] | None = None) -> Iterator[tuple[Path, str]]:
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
     their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
 
+    A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
+    same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
+    its lines were counted twice, as two files' — and ``same``, when given, gets (that path, the path read).
+
     Raises ``FileNotFoundError`` for a path that does not exist.
     """
+    seen: dict[tuple[int, int], Path] = {}
+
+    def first(f: Path) -> bool:
+        st = f.stat()
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            if same is not None:
+                same.append((f, seen[key]))
+            return False
+        seen[key] = f
+        return True
+
     for p in paths:
         if not p.exists():
             raise FileNotFoundError(f"no such file or directory: {p}")
         if p.is_file():
-            yield p, path_text(p.name)
+            if first(p):
+                yield p, path_text(p.name)
             continue
         files = []
         for x in p.rglob("*"):
@@ -37,8 +55,9 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None) -> Iterator[tu
                 files.append(x)
             elif others is not None and not x.is_dir():
                 others.append(x)
-        for f in sorted(files):
-            yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
+        for f in sorted(files, key=lambda f: (f.is_symlink(), f)):  # the file itself before a link to it
+            if first(f):
+                yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
 
 
 def content_digest(f: Path, limit: int = 1 << 20) -> str:

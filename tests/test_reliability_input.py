@@ -1330,3 +1330,29 @@ def test_the_worker_path_gives_a_blank_key_the_host_header_and_reads_a_mixed_arr
                                                                                   "an object") for r in b.rejects)
     b = pipeline.run(decode_partition("fleet.dmesg", 0, rs))
     assert sorted(b.events.column("host").to_pylist()) == ["node62", "node63", "nodeArr"]
+
+
+def test_a_link_to_a_file_read_already_or_a_file_named_twice_is_read_once(tmp_path):
+    """``current.log -> node07.log`` in one folder, a hard link, or a file named twice on the command line: its
+    lines were read as two files', every event twice (a break-it pass). The file is read once, under its own
+    name (a folder's links after its regular files: the host comes from the name), and stderr says which paths
+    were the same file."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node07.log").write_bytes(xid() + b"\n")
+    (d / "current.log").symlink_to("node07.log")
+    os.link(d / "node07.log", tmp_path / "copy.log")
+    r = CliRunner().invoke(app, ["diagnose", str(d), str(d / "node07.log"), str(tmp_path / "copy.log"),
+                                 "--format", "json"])
+    assert r.exit_code == 0, r.output
+    [ev] = orjson.loads(r.stdout)["events"]
+    assert ev["host"] == "node07"
+    assert (f"read once, the same file as one read already (a link, or named twice): {d / 'current.log'} (= "
+            f"{d / 'node07.log'}), {d / 'node07.log'} (named twice), {tmp_path / 'copy.log'} (= {d / 'node07.log'})"
+            in " ".join(r.output.split())), r.output
