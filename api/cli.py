@@ -522,8 +522,7 @@ def _bootstrap(s: Settings) -> str:
 
 @app.command()
 def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing the incidents")] = False,
-         port: Annotated[Optional[int], typer.Option(help="API port (default from settings)")] = None,
-         config: ConfigOpt = None) -> None:
+         port: PortOpt = None, config: ConfigOpt = None) -> None:
     """The main job on the embedded default: local broker + bundled real logs -> incidents + API."""
     from api.demo import DemoRunning, run_demo
     from ingest.broker import BrokerError

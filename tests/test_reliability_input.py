@@ -1356,3 +1356,20 @@ def test_a_link_to_a_file_read_already_or_a_file_named_twice_is_read_once(tmp_pa
     assert (f"read once, the same file as one read already (a link, or named twice): {d / 'current.log'} (= "
             f"{d / 'node07.log'}), {d / 'node07.log'} (named twice), {tmp_path / 'copy.log'} (= {d / 'node07.log'})"
             in " ".join(r.output.split())), r.output
+
+
+def test_every_command_that_serves_refuses_a_port_out_of_range():
+    """``demo --port 99999`` bound it and died with ``OverflowError: bind(): port must be 0-65535`` (a fresh-user
+    trial): ``run`` and ``serve`` refused it. Every command with ``--port`` refuses it before anything starts."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    served = sorted(name for name, cmd in get_command(app).commands.items()
+                    if any("--port" in p.opts for p in cmd.params))
+    assert served == ["demo", "run", "serve"]
+    for name in served:
+        for port in ("99999", "-1"):
+            r = CliRunner().invoke(app, [name, "--port", port])
+            assert r.exit_code == 2 and "Invalid value for '--port'" in r.output, (name, port, r.output)
