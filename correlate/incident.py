@@ -16,7 +16,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Scene, Verdict, catalog_action, lead_key, sentences, verify_commands
+from correlate.attribute import SYMPTOM, Party, Scene, Verdict, catalog_action, lead_key, sentences, verify_commands
 from correlate.model import Ev, subject_of
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
@@ -256,13 +256,33 @@ def _explain(scene: Scene, v: Verdict) -> str:
         when = (f"at or before {iso(main.ts)} (its {'file' if main.ts_basis == 'file' else 'Kafka record'}'s time: "
                 "the line printed none)")
     s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
-    if v.downstream:
-        rels = sorted({f"{p.relation}" for p in v.downstream})
-        s += (f"; {len(v.downstream)} other reporter(s) follow it ({', '.join(rels)})")
-        ruled = sorted({p.rule for p in v.downstream if p.rule})
-        if ruled:
-            s += f" by rule{'s' if len(ruled) > 1 else ''} {', '.join(ruled)}"
+    follow = [p for p in v.downstream if p.rule]
+    if follow:
+        rels = sorted({f"{p.relation}" for p in follow})
+        ruled = sorted({p.rule for p in follow})
+        s += (f"; {len(follow)} other reporter(s) follow it ({', '.join(rels)}) by rule{'s' if len(ruled) > 1 else ''} "
+              f"{', '.join(ruled)}")
+    beside = [p for p in v.downstream if not p.rule]
+    if beside:
+        # in its window (same host or domain) but tied to it by no rule: an application Xid on another GPU a second
+        # later was told as one more reporter that "follows it" (a fresh-user trial)
+        named = [_beside_name(p, i["host"]) for p in beside[:3]]
+        more = f" and {len(beside) - 3} more" if len(beside) > 3 else ""
+        s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window "
+              f"({', '.join(sorted({p.relation or '' for p in beside}))}): {', '.join(named)}{more}")
     n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"
     return s + "."
+
+
+def _beside_name(p: Party, host: str | None) -> str:
+    """A downstream party no rule reached, as the explanation names it: ``gpu 0000:5e:00.0 (Xid 13)``, its host
+    when not the initiator's, its faults' codes."""
+    h, dtype, dev = p.key
+    name = f"{dtype} {dev}" if dev else (dtype or "host")
+    if h != host:
+        name += f" on {h}" if dev or dtype else f" {h}"
+    codes = list(dict.fromkeys(f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None
+                               else e.kind for e in p.events if e.signature != SYMPTOM))
+    return f"{name} ({', '.join(codes[:3])})" if codes else name

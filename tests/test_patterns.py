@@ -692,3 +692,29 @@ def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_desi
     assert "nvidia-smi -r -i 0" in inc["next_action"] and "MIG" in inc["next_action"]
     (benign,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert benign["severity"] == "info" and "by design" in benign["explanation"]
+
+
+def test_a_fault_no_rule_ties_to_the_initiator_is_named_beside_it_not_as_following_it(pipeline):
+    """An ECC double-bit error (Xid 48, 63, 94) on one GPU and, a second later, an application's Xid 13 on another
+    GPU of the host: nothing ties the two (rules.yaml has no rule from an ECC error to another GPU's Xid 13), so the
+    explanation does not count the Xid 13 among the reporters that "follow it (same_host)" (it did, naming neither
+    GPU: a fresh-user trial) but names it as in the window and tied by no rule; the NCCL timeout a rule explains
+    still follows it by that rule."""
+    text = "\n".join([
+        "[Tue Dec  1 04:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid=5555, name=python, An uncorrectable double "
+        "bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+        "[Tue Dec  1 04:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 63, pid=5555, Row Remapper: New row marked for "
+        "remapping, reset gpu to activate.",
+        "[Tue Dec  1 04:00:01 2026] NVRM: Xid (PCI:0000:5e:00): 13, pid=5556, name=python, Graphics SM Warp Exception "
+        "on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter"])
+    (inc,) = run(pipeline, text, host="node61")
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:3b:00.0", 48)
+    assert "follow it" not in inc["explanation"], inc["explanation"]
+    assert ("; no rule ties it to 1 other subject in its window (same_host): gpu 0000:5e:00.0 (Xid 13)"
+            in inc["explanation"]), inc["explanation"]
+    timeout = ("[Tue Dec  1 04:00:30 2026] [rank1]:[E1201 04:00:30.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] "
+               "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+               "NumelOut=1, Timeout(ms)=20000) ran for 20010 milliseconds before timing out.")
+    (inc,) = run(pipeline, text + "\n" + timeout, host="node61")
+    assert "; 1 other reporter(s) follow it (same_host) by rule device_fault.explains_nccl" in inc["explanation"], \
+        inc["explanation"]
