@@ -640,12 +640,21 @@ def missing_evidence(scene: Scene, candidates: list[tuple]) -> list[str]:
     nvlink = any(e.kind in ("sxid", "nvlink_down", "nvlink_errors") or (
         e.xid is not None and e.xid in scene.catalog.xids and scene.catalog.xids[e.xid].nvlink_related)
         for e in scene.events)
+    hosts = sorted({k[0] for k in candidates})
     if "nvswitch" in types or nvlink:
-        out.append("nvidia-smi nvlink -R from the host (which GPU link goes to which NVSwitch port), to tell a "
-                   "switch fault from a GPU link fault")
+        wired = {h for (h, _k, _l) in scene.topo.remote}
+        by_index = {h for (h, k, _l) in scene.topo.remote if k.startswith("gpu") and k[3:].isdigit()}
+        if any(h in by_index for h in hosts):
+            # -R was given but names GPUs by index, the Xids by bus id (a fresh-user trial: it asked for the -R
+            # output it had)
+            out.append("which GPU index is which PCI bus id on " + ", ".join(h for h in hosts if h in by_index)
+                       + " (nvidia-smi --query-gpu=index,pci.bus_id --format=csv): nvidia-smi nvlink -R names "
+                       "GPUs by index, the kernel's Xids by bus id")
+        elif not hosts or not all(h in wired for h in hosts):
+            out.append("nvidia-smi nvlink -R from the host (which GPU link goes to which NVSwitch port or peer "
+                       "GPU), to tell a switch fault from a GPU link fault")
     if "nvswitch" in types:
         out.append("the Fabric Manager log (journalctl -u nvidia-fabricmanager) around the first SXid")
-    hosts = sorted({k[0] for k in candidates})
     if len(hosts) > 1:
         out.append("clock-skew bounds for " + ", ".join(hosts) + " (NTP/PTP state), to order their events")
     out.append("kernel log lines from before these (dmesg -T / journalctl -k): the first fault may precede them")

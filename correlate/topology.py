@@ -110,6 +110,28 @@ class Topology:
                 key = self.gpu_key(r["host"], r["device"], r["gpu_index"])
                 if key:
                     self.remote[(r["host"], key, r["link"])] = (r["peer_device"], r["peer_link"])
+        self._infer_direct_buses()
+
+    def _infer_direct_buses(self) -> None:
+        """Bus ids of GPUs that ``nvidia-smi nvlink -R`` names by index only, from a direct-connect board's own
+        wiring: there the remote device of a link is the peer GPU (reference/topology.md §7), so when GPU 0's
+        link 2 goes to ``0000:43:00.0`` link 5 and GPU 1's link 5 goes to ``0000:1b:00.0`` link 2, GPU 0 is
+        ``0000:1b:00.0`` and GPU 1 ``0000:43:00.0``. Taken only when every link of the host that names a bus id
+        so placed has its far end's own line saying the same back (an NVSwitch port, never a GPU of ``-R``, has
+        none); the index-keyed entries are then re-keyed by bus id. Without it an Xid 74 on each end of one link,
+        300 ms apart, with ``-R`` given, was "no single culprit", asking for ``-R`` (a fresh-user trial)."""
+        by_host: dict[str, dict[tuple[int, int], tuple[str, int | None]]] = defaultdict(dict)
+        for (host, key, link), far in self.remote.items():
+            if key.startswith("gpu") and key[3:].isdigit():
+                by_host[host][(int(key[3:]), link)] = far
+        for host, links in by_host.items():
+            bus = direct_buses(links)
+            for (a, x), far in links.items():
+                if a in bus:
+                    del self.remote[(host, f"gpu{a}", x)]
+                    self.remote[(host, bus[a], x)] = far
+            for i, d in bus.items():
+                self.index_to_bus.setdefault((host, i), d)
 
     def learn_events(self, events: list[Ev]) -> None:
         self._comm_index = None
@@ -236,6 +258,35 @@ class Topology:
 
     def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
         return self.remote.get((host, key, link))
+
+
+def direct_buses(links: dict[tuple[int, int], tuple[str, int | None]]) -> dict[int, str]:
+    """GPU index -> bus id read from one host's ``nvidia-smi nvlink -R`` lines alone, ``{(GPU index, link):
+    (remote bus id, remote link)}``, where the remote devices are the host's own GPUs (a direct-connect board,
+    reference/topology.md §7): GPU a's link x reaching ``d`` link y, and GPU b's link y reaching ``d'`` link x,
+    make a = d' and b = d. ``{}`` unless the pairs agree (one bus id per index and one index per bus id) and
+    every link whose remote is a GPU so placed is answered by that GPU's own line (an NVSwitch's ports never
+    are: it has no line of its own)."""
+    back: dict[tuple[int, int], list[tuple[int, str]]] = defaultdict(list)  # (link, remote link) -> (GPU, remote)
+    for (a, x), (far, y) in links.items():
+        if y is not None:
+            back[(x, y)].append((a, far))
+    bus: dict[int, str] = {}
+    for (a, x), (far, y) in links.items():
+        for b, far2 in back.get((y, x), ()):
+            if b == a or far2 == far:
+                continue
+            for i, d in ((a, far2), (b, far)):
+                if bus.setdefault(i, d) != d:
+                    return {}
+    index_of = {d: i for i, d in bus.items()}
+    if len(index_of) != len(bus):
+        return {}
+    for (a, x), (far, y) in links.items():
+        i = index_of.get(far)
+        if i is not None and links.get((i, y)) != (bus.get(a), x):
+            return {}
+    return bus
 
 
 def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None]:

@@ -718,3 +718,58 @@ def test_a_fault_no_rule_ties_to_the_initiator_is_named_beside_it_not_as_followi
     (inc,) = run(pipeline, text + "\n" + timeout, host="node61")
     assert "; 1 other reporter(s) follow it (same_host) by rule device_fault.explains_nccl" in inc["explanation"], \
         inc["explanation"]
+
+
+def test_both_ends_of_a_direct_link_are_found_from_nvlink_r_alone():
+    """``nvidia-smi nvlink -R`` names GPUs by index; the kernel's Xid 74 by bus id. On a direct-connect board the
+    remote device of a link is the peer GPU (reference/topology.md §7), so -R alone places the indexes: GPU 0's
+    link 2 reaches 0000:43:00.0 link 5 and GPU 1's link 5 reaches 0000:1b:00.0 link 2, so GPU 0 is 0000:1b:00.0.
+    Without it, an Xid 74 at each end of the link 300 ms apart was "no single culprit", asking for the -R output
+    it was given (a fresh-user trial). NVSwitch ports never answer back (a switch has no -R line), so a chance
+    match of link numbers through switches places nothing."""
+    from correlate.topology import direct_buses
+
+    pair = {(0, 2): ("0000:43:00.0", 5), (1, 5): ("0000:1b:00.0", 2)}
+    assert direct_buses(pair) == {0: "0000:1b:00.0", 1: "0000:43:00.0"}
+    mesh = {(0, 0): ("0000:43:00.0", 0), (0, 1): ("0000:52:00.0", 0), (1, 0): ("0000:1b:00.0", 0),
+            (1, 1): ("0000:52:00.0", 1), (2, 0): ("0000:1b:00.0", 1), (2, 1): ("0000:43:00.0", 1)}
+    assert direct_buses(mesh) == {0: "0000:1b:00.0", 1: "0000:43:00.0", 2: "0000:52:00.0"}
+    # H100 board: each GPU's links go to the four NVSwitches' ports; GPU 0 link 2 -> switch 07 port 5 and GPU 1
+    # link 5 -> switch 06 port 2 match by chance, but switch 07's other ports are not GPU 1's links
+    switched = {(0, 2): ("0000:07:00.0", 5), (1, 5): ("0000:06:00.0", 2), (0, 3): ("0000:06:00.0", 40),
+                (1, 0): ("0000:07:00.0", 46)}
+    assert direct_buses(switched) == {}
+    assert direct_buses({(0, 2): ("0000:43:00.0", 5), (1, 5): ("0000:1b:00.0", 2),
+                         (2, 5): ("0000:1b:00.0", 2)}) == {}  # two GPUs answer one link: not a wiring
+
+
+def test_both_ends_of_a_direct_link_blame_the_link_with_nvlink_r_and_no_bus_id_map(pipeline):
+    text = "\n".join([
+        "2026-12-01T03:12:00,100000+00:00 NVRM: Xid (PCI:0000:1b:00): 74, pid=4242, name=python, NVLink: fatal "
+        "error detected on link 2(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        "2026-12-01T03:12:00,400000+00:00 NVRM: Xid (PCI:0000:43:00): 74, pid=4243, name=python, NVLink: fatal "
+        "error detected on link 5(0x2, 0x0, 0x0, 0x10000, 0x0, 0x0, 0x0)",
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000007)",
+        "         Link 2: Remote Device 00000000:43:00.0: Link 5",
+        "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000008)",
+        "         Link 5: Remote Device 00000000:1b:00.0: Link 2"])
+    (inc,) = run(pipeline, text, host="node21")
+    assert (inc["pattern"], inc["category"]) == ("link.both_ends", "link_fault")
+    assert (inc["initiator"]["device"], inc["initiator"]["peer"], inc["initiator"]["link"]) == (
+        "0000:1b:00.0", "0000:43:00.0", 2)
+
+
+def test_what_is_missing_is_the_bus_id_map_when_nvlink_r_names_gpus_by_index_only(pipeline):
+    """Two GPUs' Xid 74 on links to one NVSwitch, with ``nvidia-smi nvlink -R`` but not the index -> bus id map: the
+    switch cannot be told (the Xids name bus ids, -R indexes; NVSwitch ports never place them), and what is
+    missing is that map, not the -R output given (it asked for -R: a fresh-user trial); with no -R at all, -R."""
+    xids = XID74.format(s=1, bus="18", link=0) + "\n" + XID74.format(s=2, bus="2a", link=0)
+    r_only = "\n".join(NVLINK_R.splitlines()[:6])
+    incs = run(pipeline, r_only + "\n" + xids)
+    assert all(i["pattern"] != "nvswitch.common_end" for i in incs)
+    missing = [m for i in incs for m in i["missing"]]
+    assert any(m.startswith("which GPU index is which PCI bus id on node07 (nvidia-smi --query-gpu=index,pci.bus_id "
+                            "--format=csv)") for m in missing), missing
+    assert not any("nvidia-smi nvlink -R from the host" in m for m in missing), missing
+    missing = [m for i in run(pipeline, xids) for m in i["missing"]]
+    assert any(m.startswith("nvidia-smi nvlink -R from the host") for m in missing), missing
