@@ -472,6 +472,11 @@ def silent_rank(scene: Scene) -> Verdict | None:
     size = max([e.nranks or 0 for e in scene.events] + [scene.topo.comm_size.get(comm, 0) if comm else 0,
                                                         len(members)])
     member_ranks = set(members)
+    silent_ranks = sorted(set(range(size)) - ranks) if size else []
+    hosts_of_silent = {members[r][0] for r in silent_ranks if r in members and members[r][0]}
+    if (size and len(silent_ranks) > 1 and len(ranks) < size and hosts_of_silent
+            and all(r in members and members[r][0] for r in silent_ranks)):
+        return _silent_ranks(scene, timeouts, seq, size, silent_ranks, members)
     if size and len(ranks) == size - 1:
         silent = sorted(set(range(size)) - ranks)[0]
         where = members.get(silent, (None, None))
@@ -519,6 +524,49 @@ def silent_rank(scene: Scene) -> Verdict | None:
                  if not member_ranks else "logs of the ranks that did not report"]
     v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
                      "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")
+    return v
+
+
+def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, silent: list[int],
+                  members: dict[int, tuple[str, str | None]]) -> Verdict:
+    """Several ranks of the communicator logged no timeout for the collective the others timed out on, and NCCL's
+    init lines place each of them (formats.md §12.2: every rank that times out reports the same SeqNum; the ones
+    that do not are the suspects). All on one host — a host that died, hung or lost its network: its 8 GPUs are 8
+    silent ranks — that host is the initiator; on several, no single culprit, those hosts the candidates. (Only
+    one silent rank was named before; a whole host's were "no culprit: without the communicator's membership",
+    with the membership given: a break-it pass.)"""
+    by_host: dict[str, list[int]] = defaultdict(list)
+    for r in silent:
+        by_host[members[r][0]].append(r)
+    down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
+    timed = sorted({e.rank for e in timeouts})
+    on = '' if seq is None else f' on SeqNum {seq}'
+    ranks_text = ", ".join(map(str, silent))
+    if len(by_host) == 1:
+        (host, hr), = by_host.items()
+        init = {"host": host, "device_type": None, "device": None, "link": None, "rank": None,
+                "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None, "gpu_index": None, "links": None,
+                "events": []}
+        return Verdict(
+            pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=[], downstream=down,
+            confidence=0.65,
+            explanation=(f"{len(timed)} of {size} ranks timed out{on}; the {len(hr)} that did not (ranks "
+                         f"{ranks_text}) all ran on {host}. The ranks that never reported are the ones the others "
+                         f"were waiting for: {host} (a host that died, hung or lost its network stops all its ranks "
+                         "at once)."),
+            next_action=(f"Look at {host}: is it up and reachable, its kernel log (Xid, AER, NIC link), its "
+                         "processes' state (py-spy dump) and its GPUs (nvidia-smi)."),
+            verify=[f"ping {host}", f"dmesg -T | tail -100 (on {host})", f"nvidia-smi (on {host})"],
+            missing=[f"the kernel log of {host} around the implied start of the timeout"])
+    names = [f"{h} (rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})" for h, rs in sorted(by_host.items())]
+    why = (f"{len(timed)} of {size} ranks timed out{on}; the {len(silent)} that did not ran on "
+           f"{len(by_host)} hosts: {'; '.join(names)}. The others waited for one of them; the logs do not say which.")
+    v = unknown_verdict(scene, [(h, None, None) for h in sorted(by_host)], "nccl_hang", why=why)
+    v.pattern = "comm.silent_rank"
+    v.missing = [f"the kernel logs of {', '.join(sorted(by_host))} around the implied start of the timeout",
+                 "which of those ranks' processes were still alive (py-spy dump, the scheduler's job state)"]
+    v.next_action = ("Check which of " + ", ".join(sorted(by_host)) + " stopped first: their kernel logs (Xid, AER, "
+                     "NIC link), processes (py-spy dump) and GPUs (nvidia-smi).")
     return v
 
 
