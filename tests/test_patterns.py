@@ -773,3 +773,73 @@ def test_what_is_missing_is_the_bus_id_map_when_nvlink_r_names_gpus_by_index_onl
     assert not any("nvidia-smi nvlink -R from the host" in m for m in missing), missing
     missing = [m for i in run(pipeline, xids) for m in i["missing"]]
     assert any(m.startswith("nvidia-smi nvlink -R from the host") for m in missing), missing
+
+
+def _hosts(pipeline, files: dict[str, str]):
+    segs = [Segment(data=text.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, text in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
+INIT = ("{host}:{pid}:{pid} [{dev}] NCCL INFO comm 0x55{rank}0f0 rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} "
+        "busId {bus}000 commId 0x7a11e5c0ffee0001 - Init COMPLETE")
+TIMEOUT = ("[rank{rank}]:[E1129 03:20:00.03{rank}000000 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum=4242, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+           "Timeout(ms)=600000) ran for 600030 milliseconds before timing out.")
+
+
+def _job(silent: set[int], n: int = 6, per_host: int = 2, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """``n`` ranks, ``per_host`` a host (a1, a2, …), each host's NCCL init lines, a timeout of every rank not in
+    ``silent``; ``extra`` lines appended per host."""
+    files: dict[str, list[str]] = {}
+    for r in range(n):
+        host, dev = f"a{r // per_host + 1}", r % per_host
+        lines = files.setdefault(host, [])
+        lines.append(INIT.format(host=host, pid=1000 + dev, dev=dev, rank=r, n=n, bus=("18", "2a")[dev]))
+    for r in range(n):
+        if r not in silent:
+            files[f"a{r // per_host + 1}"].append(TIMEOUT.format(rank=r))
+    for h, line in (extra or {}).items():
+        files[h].append(line)
+    return {h: "\n".join(lines) for h, lines in files.items()}
+
+
+def test_the_silent_ranks_of_one_host_name_that_host(pipeline):
+    """A host that dies or hangs stops all its ranks: its ranks are the ones that log no timeout for the SeqNum the
+    others time out on (formats.md §12.2). The NCCL init lines place them, all on a1: a1 is the initiator (only
+    one silent rank was named before; a whole host's were "no culprit: without the communicator's membership",
+    membership given: a break-it pass). Silent ranks on two hosts: no single culprit, both hosts the candidates,
+    and what is missing is their logs, not the membership."""
+    (inc,) = _hosts(pipeline, _job({0, 1}))
+    assert (inc["pattern"], inc["category"], inc["initiator"]["host"]) == ("comm.silent_rank", "nccl_hang", "a1")
+    assert inc["explanation"].startswith("4 of 6 ranks timed out on SeqNum 4242; the 2 that did not (ranks 0, 1) "
+                                         "all ran on a1."), inc["explanation"]
+    assert sorted(d["rank"] for d in inc["downstream"]) == [2, 3, 4, 5]
+    (inc,) = _hosts(pipeline, _job({1, 4}))
+    assert (inc["pattern"], inc["initiator"]["device_type"]) == ("comm.silent_rank", None)
+    assert inc["initiator"]["candidates"] == ["a1", "a3"]
+    assert "a1 (rank 1); a3 (rank 4)" in inc["explanation"], inc["explanation"]
+    assert not any("NCCL init lines" in m for m in inc["missing"]), inc["missing"]
+    (inc,) = _hosts(pipeline, _job({3}))  # one silent rank: named, with its host, as before
+    assert (inc["initiator"]["rank"], inc["initiator"]["host"]) == (3, "a2")
+
+
+def test_an_application_xid_on_a_silent_ranks_gpu_is_the_first_fault_of_the_hang(pipeline):
+    """A program's own fault (Xid 31, an MMU fault: xid-catalog.csv typical_role application) on the GPU of rank 0,
+    at the implied start of the collective its peers then time out on: the Xid is the initiator and the timeouts
+    follow it over the communicator (it was left out of the incident while the hang had no culprit: a break-it
+    pass). The same Xid on a GPU that holds no rank of the job explains none of its timeouts."""
+    xid = ("[Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:{bus}:00): 31, pid=684430, name=python3, channel "
+           "0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 UNRECOGNIZED_CLIENT faulted @ "
+           "0x1827f9_000b4bc0. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ")
+    incs = _hosts(pipeline, _job({0, 1}, extra={"a1": xid.format(bus="18")}))
+    (inc,) = incs
+    assert (inc["initiator"]["host"], inc["initiator"]["device"], inc["initiator"]["xid"]) == ("a1", "0000:18:00.0",
+                                                                                                 31)
+    assert inc["category"] == "application"
+    assert {(d["relation"], d["rank"]) for d in inc["downstream"]} == {("same_comm", r) for r in (2, 3, 4, 5)}
+    assert "by rule app_xid.explains_nccl" in inc["explanation"]
+    incs = _hosts(pipeline, _job({0, 1}, extra={"a1": xid.format(bus="5e")}))  # a GPU of no rank of the job
+    hang = [i for i in incs if i["category"] == "nccl_hang"]
+    assert hang and hang[0]["pattern"] == "comm.silent_rank" and hang[0]["initiator"]["host"] == "a1", incs
