@@ -195,6 +195,19 @@ _C10 = re.compile(
     r"^(?:\[rank(?P<rank>\d+)\]:)?\[(?P<lvl>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+) )?\s*[\w.]+:\d+\] ")
 # glog: "I1025 02:19:08.002792       1 health.go:151] "
 _GLOG = re.compile(r"^(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+)\s+\d+ [\w.-]+:\d+\] ")
+# dmesg -x (--decode): facility and level before the stamp, "kern  :warn  : [Sun Nov 29 03:10:00 2026] …",
+# "syslog:err   : …" (formats.md §1.3: gpud's logs print them; dmesg(1) pads each to six characters)
+_DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
+                      r"(?:emerg|alert|crit|err|warn|notice|info|debug) *: ")
+# journalctl -o short-full: weekday, date, time and zone name, "Sun 2026-11-29 03:10:00 UTC a1 kernel: …" (journalctl(1),
+# https://www.freedesktop.org/software/systemd/man/latest/journalctl.html#short-full)
+_JFULL = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}:?\d{2}) (?P<host>[^\s:\[]+) "
+    r"(?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
+# journalctl -o short-unix: seconds since the epoch, "1795921800.000000 a1 kernel: …" (journalctl(1), short-unix)
+_UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{1,9}) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)"
+                   r"(?:\[(?P<pid>\d+)\])?: ")
 # a bare journal tag left over: "kernel: NVRM: …"
 _TAG = re.compile(r"^(?:kernel|kern): ")
 # NCCL: "<host>:<pid>:<tid> [<cudaDev>] " anywhere before "NCCL"; host is the short name (formats.md §11.1)
@@ -221,7 +234,8 @@ def _label(s: str) -> re.Match | None:
 #: the layers by name (what :func:`can_begin` returns), in the order ``parse_prefix`` tries them (``label`` last,
 #: on the line's beginning only)
 LAYERS: dict[str, re.Pattern] = {
-    "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "rfc5424": _RFC5424,
+    "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
+    "jfull": _JFULL, "unix": _UNIX,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "tag": _TAG, "mono": _MONO, "delta": _DELTA, "label": _LABEL}
 
@@ -233,12 +247,14 @@ def can_begin(c: str) -> frozenset[str]:
     trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, a space, a letter or a digit;
     ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<``, a letter or a digit; ``iso``, ``golog``: a digit;
-    ``glog``: ``I W E F``; ``tag``: ``k``; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
+    ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
+    ``M T W F S``; ``unix``: a digit; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
         ("label", bracket or alpha or digit or c == " "), ("grep_file", word),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
+        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or alpha or digit), ("bracket_iso", bracket), ("iso", digit),
         ("golog", digit), ("ctime", bracket), ("fmtime", bracket), ("c10", bracket),
         ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
@@ -254,6 +270,18 @@ def _tzof(tok: str | None, default: tzinfo) -> tzinfo | None:
     if tok == "Z":
         return timezone.utc
     return _offset_zone(tok)
+
+
+@lru_cache(maxsize=256)
+def _zone_named(tok: str, default: tzinfo) -> tzinfo | None:
+    """The zone of journalctl's ``short-full`` stamp: ``UTC``/``GMT``/``Z`` and offsets as they say; any other
+    name (``CET``, ``CST``: abbreviations are not unique) as the zone set for stamps that print none
+    (``default``, ``FIRSTFAULT_TIMEZONE``)."""
+    if tok in ("UTC", "GMT", "Z", "UT"):
+        return timezone.utc
+    if tok[0] in "+-":
+        return _offset_zone(tok)
+    return default
 
 
 @lru_cache(maxsize=256)  # a fleet's lines carry a few offsets; each would otherwise build a zone per line
@@ -349,7 +377,32 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             _iso_into(p, m.group("iso"), tz)
             s = s[m.end():]
             continue
+        m = _DMESG_X.match(s) if "dmesg_x" in can else None
+        if m:
+            s = s[m.end():]
+            continue
         if p.ts is None:
+            m = _JFULL.match(s) if "jfull" in can else None
+            if m:
+                r = _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"), _zone_named(m["zone"], tz))
+                if r:
+                    p.ts, p.precision_us = r
+                p.host = m["host"]
+                if m["pid"]:
+                    p.pid = int(m["pid"])
+                s = s[m.end():]
+                continue
+            m = _UNIX.match(s) if "unix" in can else None
+            if m:
+                us, prec = _frac_us(m["frac"])
+                t = int(m["epoch"]) * US + us
+                if plausible(t):
+                    p.ts, p.precision_us = t, prec
+                p.host = m["host"]
+                if m["pid"]:
+                    p.pid = int(m["pid"])
+                s = s[m.end():]
+                continue
             m = _RFC5424.match(s) if "rfc5424" in can else None
             if m:
                 _iso_into(p, m.group("iso"), tz)

@@ -69,6 +69,21 @@ def us(*a, tz=timezone.utc):
      1_000_000, None, "[INFO]"),
     # a bare journal tag, no time
     ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990", None, 1, None, "NVRM"),
+    # journalctl -o short-full (weekday, date, zone name) and -o short-unix (epoch seconds): their lines were timed
+    # by their file (a break-it pass); a zone abbreviation other than UTC/GMT is read in the zone set (here UTC)
+    ("Sun 2026-11-29 03:10:00 UTC a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
+     us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
+    ("Fri 2024-05-17 10:08:35 +0200 node01 nv-fabricmanager[4177]: Successfully configured", us(2024, 5, 17, 8, 8, 35),
+     1_000_000, "node01", "Successfully"),
+    ("Sun 2026-11-29 03:10:00 CET a1 kernel: NVRM: Xid 79", us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
+    ("1795921800.250000 a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
+     us(2026, 11, 29, 3, 10, 0) + 250000, 1, "a1", "NVRM"),
+    # dmesg -x (--decode): facility and level before dmesg -T's, --time-format iso's or the raw stamp (formats.md §1.3)
+    ("kern  :warn  : [Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:18:00): 79", us(2026, 11, 29, 3, 10, 0),
+     1_000_000, None, "NVRM"),
+    ("kern  :warn  : 2026-11-29T03:10:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79", us(2026, 11, 29, 3, 10, 0), 1,
+     None, "NVRM"),
+    ("syslog:err   : [  123.456789] NVRM: Xid (PCI:0000:18:00): 79", None, 1, None, "NVRM"),
     # the zeroed blocks a crash leaves in a syslog file before the next line; a terminal's colour codes around the
     # stamp and the host (kubectl logs, a colouring journal viewer): they hid both (a break-it pass)
     ("\x00\x00\x00\x00<6>Nov 30 03:12:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
