@@ -42,7 +42,7 @@ SYMPTOM = "operator.symptom"
 #: NCCL timeout after the fault (PyTorch's default 10 min; 30 min before 2.2)
 FILE_REACH_US = 3600 * S
 #: relations decided by one key per event (see ``_buckets``)
-_KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_domain"})
+_KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
 #: keyed relations whose buckets hold one host's faults (``_sweep``)
 _ONE_HOST = frozenset({"same_device", "same_gpu", "same_host"})
 
@@ -313,7 +313,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     """Indexes of ``faults`` (each list in ``faults`` order) that may stand in relation ``rel``.
 
     For the relations in ``_KEYED`` the relation holds for every pair of a bucket and for no pair across
-    buckets (one bucket per GPU or other device, host, NVLink domain, or communicator an event belongs to;
+    buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
+    event belongs to;
     an event of several communicators is in several buckets; ``rules.relation`` is the definition these
     keys follow), so pairs need only the time test. The others are tested pair by pair within a host."""
     if rel in ("same_device", "same_gpu"):
@@ -330,14 +331,15 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-    if rel == "same_comm":
+    if rel in ("same_comm", "same_collective"):
         out = defaultdict(list)
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none
+        seq = rel == "same_collective"
         for i, e in enumerate(faults):
-            if not e.comm and e.host not in placed:
+            if (not e.comm and e.host not in placed) or (seq and e.seq is None):
                 continue
             for comm in comms_of(e, topo):
-                out[comm].append(i)
+                out[(comm, e.seq) if seq else comm].append(i)
         return list(out.values())
     return list(by_host.values())
 

@@ -22,11 +22,12 @@ from schemas.events import SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_domain"]
+                   "same_comm", "same_collective", "same_domain"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
-    "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_gpu": 0.9,
+    "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
+    "same_gpu": 0.9,
     "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7,
 }
 
@@ -183,6 +184,8 @@ class Relations:
             return c.host == e.host
         if rel == "same_comm":
             return not self.comms(c).isdisjoint(self.comms(e))
+        if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
+            return c.seq is not None and c.seq == e.seq and not self.comms(c).isdisjoint(self.comms(e))
         if rel in ("same_gpu", "same_device"):
             if c.host != e.host:
                 return False

@@ -92,7 +92,7 @@ def fleets(draw):
             comm=draw(st.sampled_from([None, None, "c1", "c2"])), message="m",
             gpu_index=gpu if not by_bus else None,
             precision_us=draw(st.sampled_from([1, S, S, 90 * S])), origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
-            elapsed_ms=draw(st.sampled_from([None, None, 60_000]))))
+            elapsed_ms=draw(st.sampled_from([None, None, 60_000])), seq=draw(st.sampled_from([None, None, 7, 8]))))
     inits = draw(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.integers(0, 7), st.sampled_from(HOSTS),
                                      st.one_of(st.none(), st.integers(0, 3))), max_size=8))
     domains = draw(st.lists(st.sampled_from([None, "nvl72-a", "nvl72-b"]), min_size=len(HOSTS),
@@ -103,7 +103,7 @@ def fleets(draw):
 
 #: link rules without the wide same-host link that hides most of what the others do (a deployment's own rules)
 CROSS_HOST_ONLY = [LinkRule(relation="same_domain", window_s=60), LinkRule(relation="same_comm", window_s=30),
-                   LinkRule(relation="same_gpu", window_s=20)]
+                   LinkRule(relation="same_gpu", window_s=20), LinkRule(relation="same_collective", window_s=300)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -137,7 +137,8 @@ def jobs(draw):
                  kind=draw(st.sampled_from(["nccl_error", "nccl_timeout", "xid"])), signature="x", severity="error",
                  device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                  rank=draw(st.integers(0, 15)), nranks=16, comm=draw(st.sampled_from(["c1", "c1", "c2", None])),
-                 message="m", precision_us=draw(st.sampled_from([1, 1000, S, S, 20 * S])), origin=f"f:{i}")
+                 message="m", precision_us=draw(st.sampled_from([1, 1000, S, S, 20 * S])), origin=f"f:{i}",
+                 seq=draw(st.sampled_from([None, 7, 7, 8])))
               for i in range(draw(st.integers(2, 60)))]
     topo = Topology(hosts={h: HostConfig(domain=draw(st.sampled_from([None, "d1", "d1", "d2"]))) for h in hosts})
     for r in range(16):
@@ -146,7 +147,8 @@ def jobs(draw):
     clocks = Clocks(skew_us={h: draw(st.sampled_from([0, S // 2, S, 2 * S, 7 * S])) for h in hosts},
                     default_skew_us=S)
     links = draw(st.sampled_from([[LinkRule(relation="same_comm", window_s=w)] for w in (0, 1, 10, 30)]
-                                 + [[LinkRule(relation="same_domain", window_s=w)] for w in (0, 5, 60)]))
+                                 + [[LinkRule(relation="same_domain", window_s=w)] for w in (0, 5, 60)]
+                                 + [[LinkRule(relation="same_collective", window_s=w)] for w in (0, 10, 3600)]))
     return events, links, topo, clocks
 
 

@@ -843,3 +843,18 @@ def test_an_application_xid_on_a_silent_ranks_gpu_is_the_first_fault_of_the_hang
     incs = _hosts(pipeline, _job({0, 1}, extra={"a1": xid.format(bus="5e")}))  # a GPU of no rank of the job
     hang = [i for i in incs if i["category"] == "nccl_hang"]
     assert hang and hang[0]["pattern"] == "comm.silent_rank" and hang[0]["initiator"]["host"] == "a1", incs
+
+
+def test_the_timeouts_of_one_collective_are_one_incident_however_far_apart_their_clocks(pipeline):
+    """Ranks 2 and 3's host runs 130 s fast: its timeouts on SeqNum 4242 came 130 s after rank 1's, past the 120 s
+    communicator link, and the hang split into two incidents neither of which named the silent rank 0 (a break-it
+    pass). The SeqNum within a communicator names one collective (formats.md §12.2): ``same_collective`` links them
+    whatever the clocks say, and rank 0 is named. Another SeqNum of the communicator stays apart."""
+    files = _job({0}, n=4)
+    files["a2"] = files["a2"].replace("03:20:00.03", "03:22:10.03")
+    incs = _hosts(pipeline, files)
+    (inc,) = incs
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 0, "a1")
+    assert "3 of 4 ranks timed out on SeqNum 4242" in inc["explanation"]
+    files["a2"] = files["a2"].replace("SeqNum=4242", "SeqNum=4243")
+    assert len(_hosts(pipeline, files)) == 2
