@@ -130,11 +130,25 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
     return time_of
 
 
+#: how far (µs) a line's time may lie ahead of its arrival (its Kafka append time, its file's mtime) and still be
+#: its time: a day, far beyond any clock skew the correlator allows (``correlate.window.SKEW_CAP_US``). A line stamped
+#: 2099 kept that time, and its incident, its page and the top of ``GET /incidents`` stayed open for ever (a break-it
+#: pass); one a day ahead is a clock set wrong or a garbled stamp, as one from 1970
+AHEAD_US = 86400 * US
+
+
+def _believable(ts: int, seg: Segment) -> bool:
+    """``ts`` (µs) is :func:`prefix.plausible` and at most ``AHEAD_US`` after ``seg``'s arrival (when that is a
+    time)."""
+    return plausible(ts) and (ts <= seg.ingest_ts + AHEAD_US or not plausible(seg.ingest_ts))
+
+
 def resolve_times(hits: list[Hit], tz) -> None:
     """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
-    A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) is not used: the line's
-    arrival time stands in, and ``details.ts_rejected`` keeps what the line said."""
+    A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) or more than ``AHEAD_US`` after its
+    arrival (2099 in a line that reached Kafka today) is not used: the line's arrival time stands in, and
+    ``details.ts_rejected`` keeps what the line said."""
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
@@ -192,7 +206,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
         prev = last_seg.get(id(seg)) or last_host.get(host)
-        if p.ts is not None and not plausible(p.ts):
+        if p.ts is not None and not _believable(p.ts, seg):
             row["details"]["ts_rejected"] = p.ts
             p.ts = None
         b = seg.boot_ts if seg.boot_ts is not None else boot.get(host)
@@ -220,7 +234,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
                 row["details"]["ts_upper_bound"] = True
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
-        if not plausible(row["ts"]):  # e.g. a garbled uptime with a good boot time
+        if not _believable(row["ts"], seg):  # e.g. a garbled uptime with a good boot time
             row["details"]["ts_rejected"] = row["ts"]
             row["ts"], row["ts_basis"] = seg.ingest_ts, seg.ref_basis
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)

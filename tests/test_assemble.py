@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ingest.assemble import nearest_dated
 from ingest.decode import Decoded, Segment
 
-T0 = 1_700_000_000_000_000
+T0 = 1_800_000_000_000_000  # 2027-01-15: after the stamps of the lines below, as an arrival is
 
 
 def run(pipeline, text: str, *, basis="kafka", ref=T0, boot=None):
@@ -250,7 +250,7 @@ def test_a_relayed_line_with_a_full_stamp_is_a_dated_line_for_its_neighbours(pip
     ISO stamp), so a year-less line next to it takes that year, not the reference's."""
     text = (f"Nov 30 03:12:45 relay kernel: kern: err: [2026-04-22T21:25:20Z]: {XID79}\n"
             f"Nov 30 03:12:46 relay kernel: {XID79.replace('3b:00', '3c:00')}")
-    ev = run(pipeline, text, ref=1_580_000_000_000_000).events.to_pylist()  # a reference in January 2020
+    ev = run(pipeline, text, ref=1_812_000_000_000_000).events.to_pylist()  # a reference in June 2027
     assert [e["ts"].isoformat() for e in ev] == ["2026-04-22T21:25:20+00:00", "2025-11-30T03:12:46+00:00"]
 
 
@@ -533,3 +533,22 @@ def test_a_parallel_shells_output_keeps_each_hosts_lines_apart(tmp_path):
                    ("node12", 74, "line", datetime(2026, 11, 30, 3, 12, 3, tzinfo=timezone.utc))]
     assert sorted((i["initiator"]["host"], i["initiator"]["xid"], len(i["downstream"])) for i in incidents) == [
         ("node07", 79, 0), ("node12", 74, 0)]
+
+
+def test_a_stamp_more_than_a_day_after_its_arrival_is_not_its_time(pipeline):
+    """A line stamped 2099 that reached Kafka today kept 2099: its incident, its page and the top of
+    ``GET /incidents`` stayed open for ever (a break-it pass). More than a day after its arrival (Kafka append time,
+    a file's mtime) a stamp is a clock set wrong or garbled, as one from 1970: its arrival time stands in, and
+    ``details.ts_rejected`` keeps it. A host's clock an hour fast keeps its stamps (the correlator's skew handles
+    it)."""
+    xid = "NVRM: Xid (PCI:0000:{}:00): 79, pid=0, GPU has fallen off the bus."
+    hour, day = 3600 * 1_000_000, 86400 * 1_000_000
+    stamp = lambda us: datetime.fromtimestamp(us / 1e6, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    ev = _records(pipeline, [("n1", f"2099-01-01T00:00:00Z n1 kernel: " + xid.format("3b")),
+                             ("n2", f"{stamp(T0 + hour)} n2 kernel: " + xid.format("3b")),
+                             ("n3", f"{stamp(T0 + day + 1)} n3 kernel: " + xid.format("3b")),
+                             ("n4", f"{stamp(T0 + day)} n4 kernel: " + xid.format("3b"))])
+    got = [(e["host"], int(e["ts"].timestamp() * 1e6), e["ts_basis"], json.loads(e["details"]).get("ts_rejected"))
+           for e in ev]
+    assert got == [("n1", T0, "kafka", 4070908800000000), ("n2", T0 + hour, "line", None),
+                   ("n3", T0, "kafka", T0 + day + 1), ("n4", T0 + day, "line", None)]
