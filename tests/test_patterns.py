@@ -858,3 +858,18 @@ def test_the_timeouts_of_one_collective_are_one_incident_however_far_apart_their
     assert "3 of 4 ranks timed out on SeqNum 4242" in inc["explanation"]
     files["a2"] = files["a2"].replace("SeqNum=4242", "SeqNum=4243")
     assert len(_hosts(pipeline, files)) == 2
+
+
+def test_an_xid_or_sxid_the_catalogs_do_not_hold_gets_an_action_not_a_placeholder(pipeline):
+    """A newer driver's Xid (177) or an SXid not in sxid-catalog.csv took its signature's placeholder "from
+    xid-catalog.csv per code" as its next action, and that was paged (a break-it pass): it says the code is not in
+    the catalog, where to look it up, and what to collect."""
+    (inc,) = run(pipeline, "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 177, pid=0, something new.")
+    assert inc["next_action"].startswith("Xid 177 is not in this catalog (xid-catalog.csv; a newer driver's code)")
+    assert "https://docs.nvidia.com/deploy/xid-errors/" in inc["next_action"] and "per code" not in inc["next_action"]
+    (inc,) = run(pipeline, "[Mon Nov 30 03:12:01 2026] nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 99999, Fatal, "
+                           "Link 12 something new")
+    assert inc["next_action"].startswith("SXid 99999 is not in this catalog (sxid-catalog.csv)"), inc["next_action"]
+    (inc,) = run(pipeline, "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
+                           "the bus.")
+    assert "not in this catalog" not in inc["next_action"]  # a known code: the catalog's own action
