@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 
 import orjson
@@ -635,3 +636,33 @@ def test_a_file_past_the_size_limit_gives_its_first_lines_and_says_the_rest_is_n
     # one line longer than the limit: nothing to read, said
     [r] = decode_file(plain, relname=plain.name, max_bytes=10).rejects
     assert r.error_code == "too_large" and "holds no line end" in r.reason
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.one_of(st.sampled_from(["Replay Errors", "Data Tx", "Foo", "Ünicode Errors", "Link5", "A\tB",
+                                       "Errors GB/s x", "X Link 3", "Replay Errors ", " CRC Errors", "CRC  Errors",
+                                       "x" * 65]),
+                      st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20)))
+def test_a_poller_counter_is_stored_under_its_name_or_refused_naming_it(name):
+    """A counter name the sample schema accepted but the counter signature could not read ("Link5", "Errors GB/s x",
+    "Ünicode Errors", a tab) was neither stored nor dead-lettered, and "Replay Errors " became a series of its own
+    (a break-it pass). Every name either comes back as the ``counter`` of its link sample, as sent, or the record
+    is a ``bad_envelope`` dead letter that names it."""
+    rec = {"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
+           "gpu_index": 0, "links": [{"link": 0, "state": "inactive", "counters": {name: 5}}]}
+    d = decode_message(orjson.dumps(rec), topic="fleet.nvml", partition=0, offset=1, key=None,
+                       timestamp_ms=1_796_000_000_000)
+    if d.rejects:
+        [r] = d.rejects
+        assert r.error_code == "bad_envelope" and "counter name" in r.reason, r.reason
+        return
+    rows = [(r["counter"], r["value"]) for r in _pipeline().run(d).link_samples.to_pylist() if r["counter"]]
+    assert rows == [(name, 5.0)]
+
+
+@functools.cache
+def _pipeline():
+    """One ``Pipeline`` for a hypothesis test's examples (a fixture is not reset between them)."""
+    from ingest.pipeline import Pipeline
+
+    return Pipeline()
