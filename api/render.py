@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 from typing import TYPE_CHECKING
 
@@ -185,6 +185,26 @@ def no_output_folder(output: Path | None, err: Console) -> bool:
         return False
     err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
     return True
+
+
+def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
+    """``write(f)`` into ``--output``: a regular file (or a new one) is written under a temporary name in its folder
+    and renamed into place once whole, so a failed write (a full disk) leaves what was there; anything else (a FIFO,
+    ``/dev/stdout``, a device) is opened and written as it is. ``pq.write_table`` given a path deleted it when the
+    write failed: an earlier result on a full disk, ``/dev/full`` itself when run as root (a break-it pass).
+    Raises ``OSError`` of the write."""
+    if output.exists() and not output.is_file():
+        with open(output, "wb") as f:
+            write(f)
+        return
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+        os.replace(tmp, output)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def cli_console(name: str = "stdout") -> Console:

@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from api.render import cli_console, no_output_folder
+from api.render import cli_console, no_output_folder, write_output
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
@@ -92,7 +92,7 @@ def degraded_links(
         if output is None:
             sys.stdout.buffer.write(data)
         else:
-            output.write_bytes(data)
+            write_output(output, lambda f: f.write(data))
     except ValueError as e:  # the fleet config file
         err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None

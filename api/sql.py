@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from api.render import no_output_folder
+from api.render import no_output_folder, write_output
 from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, refuse_day_end_times,
                        refuse_lossy_columns)
 from ingest.lake import Lake
@@ -247,14 +247,17 @@ def _flat(tbl):
 
 
 def _write(tbl, fmt: str, output: Path) -> None:
+    """``tbl`` into ``output`` as ``fmt`` (``render.write_output``: whole or not at all)."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    if fmt == "parquet":
-        pq.write_table(tbl, output)
-    elif fmt == "csv":
-        pacsv.write_csv(_flat(tbl), output)
-    else:
-        with open(output, "wb") as f:
+    def write(f) -> None:
+        if fmt == "parquet":
+            pq.write_table(tbl, f)
+        elif fmt == "csv":
+            pacsv.write_csv(_flat(tbl), f)
+        else:
             for row in tbl.to_pylist():
                 f.write(json_bytes(row) + b"\n")
+
+    write_output(output, write)

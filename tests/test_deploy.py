@@ -391,6 +391,43 @@ def test_sql_output_format_follows_the_file_name(tmp_path):
     assert r.returncode == 2 and "say --format" in r.stderr and not (tmp_path / "r.txt").exists()
 
 
+def test_an_output_that_fails_to_be_written_leaves_what_was_there(tmp_path):
+    """``sql -f parquet -o keep.parquet`` on a full disk deleted the earlier keep.parquet (pyarrow removes a path it
+    failed to write), and ``-o /dev/full`` as root deleted the device (a break-it pass). ``--output`` is written
+    under a temporary name and renamed once whole; what is no regular file (a link to ``/dev/null``, a FIFO, a
+    device) is written as it is, never replaced."""
+    import errno
+    import os
+
+    from api.render import write_output
+
+    keep = tmp_path / "keep.parquet"
+    keep.write_bytes(b"earlier result")
+
+    def full_disk(f) -> None:
+        f.write(b"half a")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    try:
+        write_output(keep, full_disk)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    else:
+        raise AssertionError("the write's error was not raised")
+    assert keep.read_bytes() == b"earlier result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
+    write_output(keep, lambda f: f.write(b"new result"))
+    assert keep.read_bytes() == b"new result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
+    null = tmp_path / "null"
+    null.symlink_to(os.devnull)
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    r = _firstfault("sql", "SELECT 1 AS a", "-f", "parquet", "-o", str(null),
+                    env={"FIRSTFAULT_LAKE": str(tmp_path / "lake")})
+    assert r.returncode == 0, r.stderr
+    assert null.is_symlink() and os.readlink(null) == os.devnull
+
+
 def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp_path):
     """An interval or BLOB column: JSON parts and base64 in json, csv and the table (csv and Parquet writes
     ended in an Arrow traceback, exit 1); Parquet has no interval type: exit 2 naming the cast, no file left;
