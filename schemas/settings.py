@@ -64,9 +64,9 @@ class Settings(BaseModel):
     events_topic: str = Field("fleet.events", description="recognised events, keyed by correlation domain, "
                               "from `firstfault ingest` to `firstfault correlate`")
     correlate_group_id: str = Field("firstfault-correlate", description="Kafka consumer group of the correlate workers")
-    session_timeout_ms: int = Field(30000, ge=3000, description="Kafka consumer session timeout: how soon a dead "
-                                    "worker's partitions move to another")
-    batch_max_records: int = Field(2000, ge=1, description="Kafka records per ingest batch at most")
+    session_timeout_ms: int = Field(30000, ge=3000, le=3_600_000, description="Kafka consumer session timeout: how soon "
+                                    "a dead worker's partitions move to another (at most an hour)")
+    batch_max_records: int = Field(2000, ge=1, le=10_000_000, description="Kafka records per ingest batch at most")
     batch_linger_ms: int = Field(200, ge=0, le=60_000, description="wait this long for a batch to fill (at most a "
                                  "minute: a stop waits for it)")
     skew_default_s: float = Field(2.0, ge=0, le=DAY_S,
@@ -96,9 +96,12 @@ class Settings(BaseModel):
     api_token: SecretStr | None = Field(None, description="bearer token required by the API; unset = no auth")
     api_max_scan_days: float = Field(31.0, gt=0, le=36500, description="longest time range a query may scan without a "
                                      "host filter (longer is refused with 422, not left to time out)")
-    api_max_body_bytes: int = Field(65536, ge=1024, description="largest request body the API accepts")
-    sql_max_rows: int = Field(100_000, ge=1, description="rows a POST /sql or `firstfault sql` result may hold")
-    sql_max_bytes: int = Field(256 * 1024 * 1024, ge=1024,
+    api_max_body_bytes: int = Field(65536, ge=1024, le=2**30, description="largest request body the API accepts")
+    # bounded: a value past DuckDB's BIGINT passed the settings and failed every `firstfault sql` query with a cast
+    # error (a break-it pass)
+    sql_max_rows: int = Field(100_000, ge=1, le=10**9,
+                              description="rows a POST /sql or `firstfault sql` result may hold")
+    sql_max_bytes: int = Field(256 * 1024 * 1024, ge=1024, le=2**40,
                                description="bytes of Arrow data a POST /sql result may hold (a larger one is a "
                                            "400: the server holds a result whole before it answers)")
     sql_timeout_s: float = Field(30.0, gt=0, le=DAY_S, description="a SQL query running longer is interrupted")

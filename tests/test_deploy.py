@@ -123,6 +123,14 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_KAFKA_BOOTSTRAP": "node01:9092:9093"}, "'node01:9092:9093' is not host:port"),
     ({"FIRSTFAULT_BATCH_LINGER_MS": "999999999999"}, "batch_linger_ms (from FIRSTFAULT_BATCH_LINGER_MS): Input should "
                                                     "be less than or equal to 60000"),
+    # past DuckDB's BIGINT: every `firstfault sql` query failed with a cast error (a break-it pass); the other counts
+    # and sizes have bounds too
+    ({"FIRSTFAULT_SQL_MAX_ROWS": "9" * 23}, "sql_max_rows (from FIRSTFAULT_SQL_MAX_ROWS): Input should be less than "
+                                           "or equal to 1000000000"),
+    ({"FIRSTFAULT_SQL_MAX_BYTES": "9" * 23}, "sql_max_bytes (from FIRSTFAULT_SQL_MAX_BYTES): Input should be less"),
+    ({"FIRSTFAULT_BATCH_MAX_RECORDS": "9" * 23}, "batch_max_records (from FIRSTFAULT_BATCH_MAX_RECORDS): Input"),
+    ({"FIRSTFAULT_API_MAX_BODY_BYTES": "9" * 23}, "api_max_body_bytes (from FIRSTFAULT_API_MAX_BODY_BYTES): Input"),
+    ({"FIRSTFAULT_SESSION_TIMEOUT_MS": "9" * 23}, "session_timeout_ms (from FIRSTFAULT_SESSION_TIMEOUT_MS): Input"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
