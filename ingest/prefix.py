@@ -152,8 +152,11 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
+# Ray before each line of a worker's output: "(RayWorkerWrapper pid=1019) ", "(raylet, ip=10.0.0.2) " on another
+# node (formats.md §1.8)
+_RAY_LABEL = r"\([A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?(?:, ip=[0-9A-Fa-f.:]+)?\) "
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"| *\d{1,7}: " + _LABEL_NEXT
+    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
@@ -218,6 +221,8 @@ def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: a bracket (not c10's ``[rank8]:[``) whose first ``]`` is
     followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
     blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost ~1 µs a hit line)."""
+    if s[0] == "(":
+        return _LABEL.match(s)
     if s[0] == "[":
         j = s.find("]")
         if j < 0 or s[j + 1:j + 2] not in (":", "<") or (
@@ -244,15 +249,15 @@ LAYERS: dict[str, re.Pattern] = {
 def can_begin(c: str) -> frozenset[str]:
     """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
     ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
-    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, a space, a letter or a digit;
-    ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
+    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space, a letter or a
+    digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<``, a letter or a digit; ``iso``, ``golog``: a digit;
     ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
     ``M T W F S``; ``unix``: a digit; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
-        ("label", bracket or alpha or digit or c == " "), ("grep_file", word),
+        ("label", bracket or alpha or digit or c in " ("), ("grep_file", word),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or alpha or digit), ("bracket_iso", bracket), ("iso", digit),
@@ -492,6 +497,8 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             p.host = m["host"]
         elif m["rank"]:
             p.rank = int(m["rank"])
+        elif m["ray_pid"] and p.pid is None:
+            p.pid = int(m["ray_pid"])
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:

@@ -133,6 +133,11 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("[rank7]: torch.distributed.DistBackendError: NCCL error in: x", None, None, 7, "torch.distributed"),
     ("[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered", None, None, 1, "RuntimeError"),
     ("node08: [rank7]: Cuda failure 1 'invalid argument'", None, "node08", 7, "Cuda failure"),
+    # Ray: the worker before each line of its output (formats.md §1.8); it hid c10's stamp (a break-it pass)
+    ("(RayWorkerWrapper pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("(RayWorkerWrapper pid=1019, ip=10.0.0.2) node08:1019:1290 [3] NCCL WARN x", None, "node08", None,
+     "node08:1019"),
+    ("(not a label) NVRM: x", None, None, None, "(not a label)"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
