@@ -388,9 +388,10 @@ def assign_hosts(hits: list[Hit]) -> None:
 
 
 def _file_text(seg: Segment) -> bool:
-    """``seg`` is a local file's own text, whose host is its file name's guess (not an NDJSON record of a file,
-    whose origin carries its record number, ``#r<n>``, and whose host its envelope may name)."""
-    return seg.ref_basis == "file" and seg.origin == seg.stream
+    """``seg``'s host is only its file name's guess: a local file's own text, or an NDJSON record of a file whose
+    envelope names no host (a docker json-file log: ``Segment.host_guessed``). An envelope that names a host
+    names it for its record."""
+    return (seg.ref_basis == "file" and seg.origin == seg.stream) or seg.host_guessed
 
 
 def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:

@@ -67,6 +67,9 @@ class Segment:
     source: str | None = None  # from the topic; None: decided per signature
     line_base: int = 0  # number of the first line (files count from 1)
     boot_ts: int | None = None  # wall time of boot when the envelope tells it (journald)
+    #: ``host`` is only the file name's guess: an NDJSON record of a file whose envelope names no host (a docker
+    #: json-file log, a CRI log read as JSON) — a line's own host, or its rank's, comes first (``assemble``)
+    host_guessed: bool = False
 
 
 @dataclass(slots=True)
@@ -647,7 +650,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     run.add(m, i, h or host, rts, basis, boot)
                     continue
                 run.flush(out, origin, stream, ingest_ts, source)
-                add(Segment(m, f"{origin}#r{i}", stream, h or host, rts, basis, ingest_ts, source, 0, boot))
+                add(Segment(m, f"{origin}#r{i}", stream, h or host, rts, basis, ingest_ts, source, 0, boot,
+                            not h and ref_basis == "file"))
     except _TooManyRejects as stop:
         start = 0
         for _ in range(stop.line):  # the byte where line ``stop.line`` starts

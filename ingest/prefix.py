@@ -211,6 +211,9 @@ _JFULL = re.compile(
 # journalctl -o short-unix: seconds since the epoch, "1795921800.000000 a1 kernel: …" (journalctl(1), short-unix)
 _UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{1,9}) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)"
                    r"(?:\[(?P<pid>\d+)\])?: ")
+# Kubernetes CRI container log, after its RFC 3339 stamp: the stream and the partial/full tag,
+# "2026-11-29T03:20:00.040000000Z stderr F [rank2]:[E1129 …" (kubelet's log format, as containerd writes it)
+_CRI = re.compile(r"^(?:stdout|stderr) [PF] ")
 # a bare journal tag left over: "kernel: NVRM: …"
 _TAG = re.compile(r"^(?:kernel|kern): ")
 # NCCL: "<host>:<pid>:<tid> [<cudaDev>] " anywhere before "NCCL"; host is the short name (formats.md §11.1)
@@ -240,7 +243,7 @@ def _label(s: str) -> re.Match | None:
 #: on the line's beginning only)
 LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
-    "jfull": _JFULL, "unix": _UNIX,
+    "jfull": _JFULL, "unix": _UNIX, "cri": _CRI,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "tag": _TAG, "mono": _MONO, "delta": _DELTA, "label": _LABEL}
 
@@ -253,13 +256,13 @@ def can_begin(c: str) -> frozenset[str]:
     digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<``, a letter or a digit; ``iso``, ``golog``: a digit;
     ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
+    ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
         ("label", bracket or alpha or digit or c in " ("), ("grep_file", word),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
-        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit),
+        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or alpha or digit), ("bracket_iso", bracket), ("iso", digit),
         ("golog", digit), ("ctime", bracket), ("fmtime", bracket), ("c10", bracket),
         ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
@@ -383,6 +386,8 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             s = s[m.end():]
             continue
         m = _DMESG_X.match(s) if "dmesg_x" in can else None
+        if m is None and p.ts is not None and "cri" in can:
+            m = _CRI.match(s)
         if m:
             s = s[m.end():]
             continue
@@ -458,20 +463,22 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 m = None
             if m:
                 continue
-            m = (_C10.match(s) if "c10" in can else None) or (_GLOG.match(s) if "glog" in can else None)
-            if m:
-                if "rank" in m.re.groupindex and m["rank"]:
-                    p.rank = int(m["rank"])
-                if m["mmdd"]:
-                    mmdd = m["mmdd"]
-                    mo, d = int(mmdd[:-2]), int(mmdd[-2:])
-                    us, prec = _frac_us(m["frac"])
-                    stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
-                    t = resolve_year(*stamp, ref_us, tz)
-                    if t is not None:
-                        p.ts, p.precision_us, p.yearless = t, prec, stamp
-                s = s[m.end():]
-                continue
+        # c10's and glog's prefixes after a collector's stamp too (a CRI container log, syslog): the rank, and the
+        # line's own time when nothing before it gave one
+        m = (_C10.match(s) if "c10" in can else None) or (_GLOG.match(s) if "glog" in can and p.ts is None else None)
+        if m:
+            if "rank" in m.re.groupindex and m["rank"]:
+                p.rank = int(m["rank"])
+            if m["mmdd"] and p.ts is None:
+                mmdd = m["mmdd"]
+                mo, d = int(mmdd[:-2]), int(mmdd[-2:])
+                us, prec = _frac_us(m["frac"])
+                stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
+                t = resolve_year(*stamp, ref_us, tz)
+                if t is not None:
+                    p.ts, p.precision_us, p.yearless = t, prec, stamp
+            s = s[m.end():]
+            continue
         m = _TAG.match(s) if "tag" in can else None
         if m:
             s = s[m.end():]

@@ -488,6 +488,17 @@ def test_a_rank_line_of_a_jobs_aggregated_log_is_the_host_its_rank_ran_on(tmp_pa
                {"host": "node03", "message": _WATCHDOG.format(rank=1).strip()}]
     events, _ = _diagnosed(tmp_path / "job-14.ndjson", "".join(json.dumps(r) + "\n" for r in records))
     assert events == [("nccl_init", "node01"), ("nccl_timeout", "node03")]
+    # the same job's output as Kubernetes wrote it (an MPI launcher pod): CRI lines, or docker's json-file records,
+    # which name no host: the ranks' hosts as in plain text (the timeouts were on a host named after the file, and
+    # CRI's stream tag hid c10's rank: a break-it pass)
+    lines = (world + "".join(_WATCHDOG.format(rank=r) for r in (8, 1))).splitlines()
+    cri = "".join(f"2026-03-21T02:07:0{i % 10}.000000000Z stderr F {line}\n" for i, line in enumerate(lines))
+    events, _ = _diagnosed(tmp_path / "job-15.log", cri)
+    assert events[3:] == [("nccl_timeout", "node02"), ("nccl_timeout", "node01")]
+    docker = "".join(json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-03-21T02:07:08.5Z"}) + "\n"
+                     for line in lines)
+    events, _ = _diagnosed(tmp_path / "job-16.log", docker)
+    assert events[3:] == [("nccl_timeout", "node02"), ("nccl_timeout", "node01")]
 
 
 def test_an_aggregated_job_log_puts_every_ranks_timeout_downstream_of_the_fault(tmp_path):

@@ -138,6 +138,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("(RayWorkerWrapper pid=1019, ip=10.0.0.2) node08:1019:1290 [3] NCCL WARN x", None, "node08", None,
      "node08:1019"),
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
+    # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
+    # pass: the tag hid it)
+    ("2026-11-30T03:22:01.900000000Z stderr F " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,
+     "[Rank 8]"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
