@@ -37,6 +37,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StrictIn
 from api.sql import SqlRefused, check_read_only
 from api.store import SORTS, Store, StoreError, decimal_floats, json_bytes, refuse_day_end_times
 from schemas.fleet import HostConfig, load_fleet_config
+from schemas.hostname import canonical_host
 from schemas.events import EventKind
 from schemas.incidents import Category
 from schemas.pci import normalize_bus_id
@@ -382,7 +383,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         until: Annotated[Until, Query(description="incidents that started at or before this time (ISO 8601 or Unix "
                                                   "seconds; a bare date, 2026-12-01 or 20261201: through the end of "
                                                   "that UTC day)")] = None,
-        host: Annotated[str | None, Query(max_length=255, description="any host the incident touched")] = None,
+        host: Annotated[str | None, Query(min_length=1, max_length=255, description="any host the incident touched "
+                                                                                   "(its short name, any case)")] = None,
         domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config; one it names "
                                                                         "for no host is a 422 listing those it "
                                                                         "names)")] = None,
@@ -402,6 +404,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                                         "previous page")] = None,
     ) -> IncidentPage:
         """Incidents (latest versions), with cursor pagination."""
+        host = canonical_host(host) if host else host  # as the events name it (schemas.hostname)
         check_range(since, until)
         hosts_in = None
         if domain or rack:
@@ -454,7 +457,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     def list_events(
         since: SinceQuery = None,
         until: UntilQuery = None,
-        host: Annotated[str | None, Query(max_length=255)] = None,
+        host: Annotated[str | None, Query(min_length=1, max_length=255, description="its short name, any case")] = None,
         kind: Annotated[EventKind | None, Query(description="the event's kind (an Xid's is xid, but gsp_error "
                                                              "for the GSP's Xid 119 and 120)")] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
@@ -468,6 +471,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     ) -> EventPage:
         """Events, newest first."""
+        host = canonical_host(host) if host else host  # as the events name it (schemas.hostname)
         limit_scan(since, until, host)
         rows = store.events(since=since, until=until, host=host, kind=kind, xid=xid, sxid=sxid, device=device,
                             signature=signature, text=text, min_severity=min_severity, limit=limit + 1,
@@ -476,11 +480,13 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return EventPage(items=[_event_json(r) for r in rows[:limit]], next_offset=offset + limit if more else None)
 
     @app.get("/links", response_model=LinkList, dependencies=[Depends(auth)], tags=["links"])
-    def list_links(host: Annotated[str | None, Query(max_length=255)] = None,
+    def list_links(host: Annotated[str | None, Query(min_length=1, max_length=255,
+                                                     description="its short name, any case")] = None,
                    degraded: Annotated[bool, Query(description="only links down where expected up, "
                                                                "flapping, or with rising error counters")] = False
                    ) -> LinkList:
         """NVLink state and error counters per host, GPU and link, against the expected topology."""
+        host = canonical_host(host) if host else host
         items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
         return LinkList(items=items)
 
@@ -493,6 +499,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
         """What happened on one host: its incidents and its events (warnings and worse by default).
         404 when the lake holds nothing of the host at all (no event, link sample or topology fact)."""
+        host = canonical_host(host)  # NODE07, node07.cluster.local: node07 (schemas.hostname)
         check_range(since, until)
         incs = store.incidents(host=host, since=since, until=until, limit=limit)
         for i in incs:

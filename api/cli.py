@@ -158,6 +158,10 @@ def _parse_symptom(text: str):
     if host and not_host_names(pa.array([host]))[0].as_py():  # as ingest refuses it (bad_host): no event has it
         raise typer.BadParameter(f"{host[:80]!r} is no host name (at most {MAX_HOST_CHARS} characters, no blanks, "
                                  "control or format characters or '/')", param_hint="--symptom")
+    if host:
+        from schemas.hostname import canonical_host
+
+        host = canonical_host(host)  # as the events name it: node07.cluster.local, NODE07 -> node07
     if colon and not gpus.strip(", "):  # "hang:": GPUs left out, not "no GPU named"
         raise typer.BadParameter(f"{text!r} names no GPU after ':': write {head}:0,1 (indexes or PCI bus ids), or "
                                  "leave ':' out", param_hint="--symptom")

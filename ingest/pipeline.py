@@ -32,6 +32,7 @@ from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
 from ingest.prefix import EARLIEST_US, LATEST_US, parse_prefix
 from schemas.events import EVENTS_SCHEMA, out_of_range
+from schemas.hostname import canonical_hosts
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
 _DATA = attrgetter("data")
@@ -188,12 +189,19 @@ def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:
     """``table`` (events, link samples or topology facts: ``host`` and ``origin`` columns) without the rows whose
     host is no host name — longer than :data:`MAX_HOST_CHARS`, or holding what :data:`_NOT_IN_HOST` lists —
     each a ``bad_host`` reject naming it (the host comes from a Kafka key, a header, an envelope field or a
-    poller's sample, which anyone can fill: a 1 MB key became a 1 MB host in every incident of it)."""
+    poller's sample, which anyone can fill: a 1 MB key became a 1 MB host in every incident of it); the others'
+    hosts one name per host (``schemas.hostname``: ``Node07.cluster.local`` is ``node07``, as NCCL names it)."""
     if table.num_rows == 0:
         return table
     bad = not_host_names(table.column("host"))
-    if not pc.any(bad).as_py():
-        return table
+    if pc.any(bad).as_py():
+        table = _refuse_hosts(table, bad, rejects, what)
+    i = table.schema.get_field_index("host")
+    return table.set_column(i, table.schema.field(i), canonical_hosts(table.column(i)))
+
+
+def _refuse_hosts(table: pa.Table, bad: pa.ChunkedArray, rejects: list[Reject], what: str) -> pa.Table:
+    """``table`` without the rows of mask ``bad`` (``_named_hosts``), each a ``bad_host`` reject."""
     rows = table.filter(bad)
     reasons = [(f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
                 f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "

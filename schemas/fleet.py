@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from schemas.hostname import canonical_host
+
 
 @dataclass(slots=True)
 class HostConfig:
@@ -100,6 +102,7 @@ def _read(path: Path) -> dict[str, HostConfig]:
     if not isinstance(hosts, dict):
         raise ValueError(f"{path}: expected a mapping 'hosts:'")
     out: dict[str, HostConfig] = {}
+    first: dict[str, str] = {}  # host -> the name the file gave it first
     for name, cfg in hosts.items():
         if not isinstance(name, str) or name in _NULLS:
             raise ValueError(f"{path}: a host name must be text, not {_short(name)}")
@@ -112,5 +115,10 @@ def _read(path: Path) -> dict[str, HostConfig]:
         odd = sorted(k for k, v in cfg.items() if not isinstance(v, str))
         if odd:
             raise ValueError(f"{path}: host {name}: {odd[0]} must be one name, not {_short(cfg[odd[0]])}")
-        out[name] = HostConfig(**{k: (None if v in _NULLS else v) for k, v in cfg.items()})
+        host = canonical_host(name)  # as the events name it (schemas.hostname): node07.cluster.local is node07
+        if host in out:
+            raise ValueError(f"{path}: hosts {first[host]} and {name} are one host, {host} (a host is its short "
+                             "name, in any case)")
+        first[host] = name
+        out[host] = HostConfig(**{k: (None if v in _NULLS else v) for k, v in cfg.items()})
     return out

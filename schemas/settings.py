@@ -271,7 +271,18 @@ class Settings(BaseModel):
         bad = [f"{h}={s}" for h, s in v.items() if not 0 <= s <= DAY_S]
         if bad:
             raise ValueError(f"skew bounds must be 0 to {DAY_S} seconds: {', '.join(bad)}")
-        return v
+        from schemas.hostname import canonical_host
+
+        # as the events name the hosts (schemas.hostname); two names of one host are one given twice
+        out: dict[str, float] = {}
+        first: dict[str, str] = {}
+        for h, s in v.items():
+            c = canonical_host(h)
+            if c in out:
+                raise ValueError(f"hosts {first[c]!r} and {h!r} are one host, {c!r} (a host is its short name, in "
+                                 "any case): give it once")
+            out[c], first[c] = s, h
+        return out
 
     @field_validator("timezone")
     @classmethod

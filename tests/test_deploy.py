@@ -70,6 +70,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_SKEW_S": "a=b"}, "is not host=seconds"),
     ({"FIRSTFAULT_SKEW_S": "abc"}, "is not host=seconds"),
     ({"FIRSTFAULT_SKEW_S": "a=1,a=2"}, "host 'a' is given twice"),
+    ({"FIRSTFAULT_SKEW_S": "a=1,A.example.com=2"}, "hosts 'a' and 'A.example.com' are one host, 'a'"),
     ({"FIRSTFAULT_SKEW_S": "node01=nan"}, "finite number"),
     ({"FIRSTFAULT_SKEW_S": "node01=1e308"}, "skew bounds must be 0 to 86400 seconds"),
     ({"FIRSTFAULT_SKEW_S": "node01=-1"}, "skew bounds must be 0 to 86400 seconds"),
@@ -217,8 +218,12 @@ def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_giv
                  '  node08:\n')
     assert load_fleet_config(f) == {"001": HostConfig(rack="010"), "no": HostConfig(domain="yes"),
                                     "12:31": HostConfig(platform="NVIDIA GB200"), "node08": HostConfig()}
+    # host names as the events give them (schemas.hostname): the short name, lower case
+    f.write_text('hosts:\n  Node07.Cluster.Local: {rack: r1}\n  10.0.0.5: {rack: r2}\n')
+    assert load_fleet_config(f) == {"node07": HostConfig(rack="r1"), "10.0.0.5": HostConfig(rack="r2")}
     for text, said in (("hosts:\n  n1: {domain: [a, b]}\n", "host n1: domain must be one name, not ['a', 'b']"),
-                       ("hosts:\n  n1: {rack: r1}\n  n1: {rack: r9}\n", "'n1' is given twice")):
+                       ("hosts:\n  n1: {rack: r1}\n  n1: {rack: r9}\n", "'n1' is given twice"),
+                       ("hosts:\n  n1: {rack: r1}\n  N1.lan: {rack: r9}\n", "hosts n1 and N1.lan are one host, n1")):
         f.write_text(text)
         with pytest.raises(ValueError, match=re.escape(said)):
             load_fleet_config(f)

@@ -873,3 +873,33 @@ def test_an_xid_or_sxid_the_catalogs_do_not_hold_gets_an_action_not_a_placeholde
     (inc,) = run(pipeline, "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
                            "the bus.")
     assert "not in this catalog" not in inc["next_action"]  # a known code: the catalog's own action
+
+
+def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
+    """rsyslog's ``$PreserveFQDN on`` writes ``a1.cluster.local kernel: NVRM: Xid …``, NCCL ``a1:1000:1100`` (the
+    name up to its first '.', formats.md §11.1), an operator ``A1``: one host (RFC 4343: names are not
+    case-sensitive). The Xid 79 stayed apart from its job's timeouts on another host "a1.cluster.local" (a
+    break-it pass). Addresses stay whole."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from schemas.hostname import canonical_host
+
+    assert [canonical_host(h) for h in ("A1.Cluster.Local", "a1", "NODE302", "10.0.0.5", "fe80::1", "::ffff:10.0.0.1",
+                                        "123.example.com")] == [
+        "a1", "a1", "node302", "10.0.0.5", "fe80::1", "::ffff:10.0.0.1", "123.example.com"]
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=30))
+    def idempotent(h: str) -> None:
+        assert canonical_host(canonical_host(h)) == canonical_host(h)
+
+    idempotent()
+    xid = "2026-11-29T03:10:00.000000+00:00 {} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
+    for name in ("a1.cluster.local", "A1"):
+        files = _job({0}, n=4, extra={"a1": xid.format(name)})
+        for h, text in files.items():  # the job's hang began at the Xid: its timeouts' implied start
+            files[h] = text.replace("03:20:00.03", "03:20:00.00")
+        (inc,) = _hosts(pipeline, files)
+        assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("a1", 79), (name, inc["explanation"])
+        assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]

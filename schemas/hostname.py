@@ -1,0 +1,29 @@
+"""One name per host, whoever names it: the short host name in lower case.
+
+NCCL prints the host up to its first ``.`` (``getHostName(…, '.')``: ``node07:4242:4301 [0] NCCL INFO``,
+formats.md §11.1), a kernel log relayed by rsyslog with ``$PreserveFQDN on`` the full name
+(``node07.cluster.local kernel: NVRM: Xid …``), a file its name up to the first ``.``, an operator may type
+``NODE07``; host names are not case-sensitive (RFC 4343). Each of these was another host, and an Xid 79 on
+``a1.cluster.local`` stayed apart from the NCCL timeouts of ``a1`` (a break-it pass). IP addresses are kept
+whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: the first label of a name whose first label is not all digits (an IPv4 address's is; an IPv6 one holds ':')
+_FQDN = r"^([^.:]*[^.:0-9][^.:]*)\..*$"
+
+
+def canonical_hosts(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The host names of a string array as one name per host (module doc): lower case (Arrow's ``utf8_lower``),
+    up to the first ``.`` unless the first label is all digits or holds a ``:``. Nulls stay null."""
+    return pc.replace_substring_regex(pc.utf8_lower(hosts), _FQDN, r"\1")
+
+
+def canonical_host(name: str) -> str:
+    """:func:`canonical_hosts` of one name (a setting, a fleet config key, an API parameter): ``Node07.Cluster.Local``
+    -> ``node07``; ``10.0.0.5`` and ``fe80::1`` as they are."""
+    return canonical_hosts(pa.array([name], pa.string()))[0].as_py()
