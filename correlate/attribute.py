@@ -150,7 +150,8 @@ class Scene:
             groups: dict[int, list[int]] = {}
             reps: list[tuple[int, Ev]] = []
             for k, e in enumerate(self.events):
-                shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None)
+                shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None,
+                         e.details.get("link_down_cause"))  # what rules.holds reads of an event
                 i = ids.get(shape)
                 if i is None:
                     i = ids[shape] = len(ids)
@@ -344,7 +345,7 @@ def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
     memo: dict[tuple, bool] = {}  # per pair of event shapes: what the rules' predicates read of an event
 
     def shape(e: Ev) -> tuple:
-        return e.signature, e.kind, e.xid, e.sxid, e.sev, e.fatal, e.cause_xid is None
+        return e.signature, e.kind, e.xid, e.sxid, e.sev, e.fatal, e.cause_xid is None, e.details.get("link_down_cause")
 
     def explains(x: Ev, y: Ev) -> bool:
         return any(any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog) for r in rules.explains)

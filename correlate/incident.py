@@ -273,7 +273,24 @@ def _explain(scene: Scene, v: Verdict) -> str:
     n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"
+    if (cause := main.details.get("link_down_cause")) in _LINK_DOWN_SAYS:
+        link = f"link {main.link}" if main.link is not None else "the link"
+        s += (f". Its link-down reason ({main.details.get('link_down_reason')}) says "
+              + _LINK_DOWN_SAYS[cause].format(link=link))
     return s + "."
+
+
+#: what an Xid 149's decoded link-down cause (``details.link_down_cause``, ``ingest.extract``) tells the reader
+#: (formats.md §2.4, NVIDIA's XID 144-150 Decode sheet)
+_LINK_DOWN_SAYS = {
+    "peer_side_down": "the peer side went down: look at the far end of {link} (the NVLink switch port or peer GPU) "
+                      "first; this GPU reports it",
+    "signal_integrity": "{link} went down for its signal integrity, on this side: reset the GPU, and check the "
+                        "link's signal path and cables if it repeats",
+    "cable_or_transceiver": "a cable or transceiver of {link} failed",
+    "software": "software took {link} down (investigate the software or user action)",
+    "host": "the host took {link} down (investigate the host)",
+}
 
 
 def _beside_name(p: Party, host: str | None) -> str:

@@ -46,6 +46,9 @@ class Pred(BaseModel):
     severity_min: str | None = None
     fatal: bool | None = None
     has_cause_xid: bool | None = None
+    #: an Xid 149's decoded link-down cause (``details.link_down_cause``, ``ingest.extract``: peer_side_down,
+    #: signal_integrity, cable_or_transceiver …)
+    link_down_cause: list[str] | None = None
 
 
 class LinkRule(BaseModel):
@@ -104,6 +107,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.fatal is not None and e.fatal is not p.fatal:
         return False
     if p.has_cause_xid is not None and (e.cause_xid is not None) != p.has_cause_xid:
+        return False
+    if p.link_down_cause is not None and e.details.get("link_down_cause") not in p.link_down_cause:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None

@@ -187,5 +187,29 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
         fact = catalog.xids.get(xid)
         if fact and fact.category in sig.kind_by_catalog_category:
             row["kind"] = sig.kind_by_catalog_category[fact.category]
+    if xid == 149 and (cause := _link_down_cause(details)) is not None:
+        details["link_down_reason"], details["link_down_cause"] = cause
     row["details"] = details
     return row
+
+
+#: Xid 149 NETIR_LINK_EVT's link-down reason, ``IntrInfo[25:20]`` (formats.md §2.4, NVIDIA's "XID 144-150 Decode"
+#: sheet): what it says of where the link went down
+_LINK_DOWN_CAUSES = {0x15: "peer_side_down", **{r: "peer_side_down" for r in range(0x20, 0x26)},
+                     0x26: "software", 0x28: "host", 0x01: "report_issue", 0x02: "signal_integrity",
+                     0x04: "signal_integrity", 0x0A: "signal_integrity", 0x2A: "cable_or_transceiver",
+                     0x2B: "cable_or_transceiver"}
+
+
+def _link_down_cause(details: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason ``0x25``, cause ``peer_side_down``) of an Xid 149 ``NETIR_LINK_EVT`` / ``NETIR_LINK_DOWN`` line from
+    its first register word (IntrInfo), cause ``unknown`` for a reason the sheet does not name; None for another
+    unit or no registers. ``0x025001c6`` -> ``0x25``, the peer side went down (formats.md §2.4)."""
+    if not str(details.get("unit", "")).startswith("NETIR_LINK"):
+        return None
+    words = str(details.get("registers") or "").split()
+    intr = _int(words[0]) if words else None
+    if intr is None or intr < 0:
+        return None
+    reason = (intr >> 20) & 0x3F
+    return f"0x{reason:02x}", _LINK_DOWN_CAUSES.get(reason, "unknown")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import orjson
+
 from correlate.correlator import correlate
 from ingest.decode import Decoded, Segment
 
@@ -903,3 +905,45 @@ def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
         (inc,) = _hosts(pipeline, files)
         assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("a1", 79), (name, inc["explanation"])
         assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]
+
+
+def test_an_xid_149s_link_down_reason_says_which_side_went_down(pipeline):
+    """Xid 149 NETIR_LINK_EVT carries its link-down reason in IntrInfo[25:20] (formats.md §2.4): 0x25, the peer side
+    went down; 0x04, signal integrity on this side. In one NVL72 domain the GPU whose own link failed is the
+    initiator and the one that saw its peer go down follows it; alone, the peer-side report says to look at the far
+    end first (neither was read: the earlier of the two was blamed, or no single culprit; a break-it pass)."""
+    from correlate.correlator import Settings
+    from schemas.fleet import HostConfig
+
+    peer = ("[Sun Nov 29 03:30:00 2026] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 "
+            "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+    local = ("[Sun Nov 29 03:30:01 2026] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 03 "
+             "(0x004001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, t in (("r1", peer), ("r2", local))]
+    b = pipeline.run(Decoded(segments=segs))
+    details = [orjson.loads(d) for d in b.events.column("details").to_pylist()]
+    assert [(d["link_down_reason"], d["link_down_cause"]) for d in details] == [
+        ("0x25", "peer_side_down"), ("0x04", "signal_integrity")]
+    rack = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="rack1") for h in ("r1", "r2")})
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=rack)
+    assert (inc["initiator"]["host"], inc["initiator"]["link"]) == ("r2", 3)
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("r1", "same_domain")]
+    assert "nvlink5.local_link_down_explains_peer_side_down" in inc["explanation"]
+    assert "Its link-down reason (0x04) says link 3 went down for its signal integrity, on this side" in \
+        inc["explanation"]
+    (inc,) = run(pipeline, peer, host="r1")
+    assert "Its link-down reason (0x25) says the peer side went down: look at the far end of link 14" in \
+        inc["explanation"], inc["explanation"]
+
+
+def test_a_context_switch_timeout_on_a_ranks_gpu_explains_its_jobs_timeouts(pipeline):
+    """Xid 109, a fatal context-switch timeout (xid-catalog.csv: reset the GPU), on rank 0's GPU at the hang's implied
+    start: the timeouts follow it over the communicator, as for an Xid 79 or 48 (it reached them only over the
+    NVLink domain, at 0.6: a break-it pass)."""
+    xid = ("[Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:18:00): 109, pid=684430, name=python3, channel 0x00000002, "
+           "errorString CTX SWITCH TIMEOUT, Info 0x4c00c")
+    (inc,) = _hosts(pipeline, _job({0}, n=4, extra={"a1": xid}))
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("a1", 109)
+    assert {(d["relation"], d["rank"]) for d in inc["downstream"]} == {("same_comm", r) for r in (1, 2, 3)}
+    assert "device_fault.explains_nccl" in inc["explanation"]
