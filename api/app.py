@@ -511,7 +511,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.post("/sql", dependencies=[Depends(auth)], tags=["sql"],
               responses={200: {"content": {"application/x-ndjson": {}, "application/vnd.apache.arrow.stream": {}}},
-                         400: {"model": Problem}})
+                         400: {"model": Problem},
+                         503: {"model": Problem, "description": "a table the query reads has a part the lake "
+                                                                "cannot read"}})
     def post_sql(req: SqlRequest) -> StreamingResponse:
         """One read-only SELECT over the views; rows streamed as NDJSON or an Arrow IPC stream.
 
@@ -533,8 +535,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             # JSON is written before the status goes out (a value JSON cannot hold is a 400, not a cut stream), and
             # while the query's slot is held: its text and objects are this query's memory too
             rows = None if req.format == "arrow" else _ndjson(schema, batches, settings.sql_max_bytes)
-        except StoreError as e:
-            raise HTTPException(400, f"query failed: {e}") from None
+        except StoreError as e:  # a table the lake cannot read is the server's trouble (README), not the query's
+            raise HTTPException(503 if e.unavailable else 400, f"query failed: {e}") from None
         finally:
             sql_slots.release()
         # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer);

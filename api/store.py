@@ -39,7 +39,12 @@ _FAR_FUTURE = from_us(LATEST_US)
 
 
 class StoreError(RuntimeError):
-    """A query failed; the message is safe to show to the caller."""
+    """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
+    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400)."""
+
+    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable
 
 
 def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckdb.DuckDBPyConnection:
@@ -388,7 +393,8 @@ class Store:
                     break
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
-            raise StoreError(_short(e, timeout_s)) from e
+            msg = _short(e, timeout_s)
+            raise StoreError(msg, unavailable=" cannot be read: " in msg) from e
         finally:
             timer.cancel()
             con.close()

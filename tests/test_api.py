@@ -813,3 +813,19 @@ def test_a_sql_body_that_is_no_json_object_says_what_the_body_is(api):
     assert r.status_code == 422 and r.json()["detail"].startswith("body.0: JSON decode error; " + hint), r.text
     r = api.post("/sql", json={"query": 5})
     assert r.status_code == 422 and r.json()["detail"] == "body.query: Input should be a valid string"
+
+
+def test_sql_on_a_table_the_lake_cannot_read_is_a_503_naming_the_file(tmp_path):
+    """A stray zero-byte part under ``events/`` spoils the views over events: ``POST /sql`` on them said 400 (the
+    client's fault) where the README says 503 (a break-it pass); a query of its own fault stays a 400."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    part = tmp_path / "lake" / "events" / "kind=xid" / "date=2026-12-01" / "hour=00" / "zz-stray.parquet"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"")
+    with Server(Settings(lake=str(tmp_path / "lake"))) as c:
+        r = c.post("/sql", json={"query": "SELECT count(*) FROM events"})
+        assert r.status_code == 503 and "events cannot be read" in r.json()["detail"] and "zz-stray" in r.text, r.text
+        assert c.post("/sql", json={"query": "SELECT nosuch FROM link_samples"}).status_code == 400
+        assert c.post("/sql", json={"query": "SELECT count(*) AS n FROM link_samples"}).status_code == 200

@@ -80,6 +80,11 @@ def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables,
         store.query("SELECT count(*) FROM events")
     with pytest.raises(StoreError, match="events cannot be read"):  # a query naming columns binds, then fails
         store.query("SELECT event_id, ts FROM events WHERE host = 'x'")
+    # POST /sql answers it with a 503 (README), not the 400 of a query's own fault (a break-it pass found a 400)
+    for q, unavailable in (("SELECT count(*) FROM events", True), ("SELECT nosuch FROM link_samples", False)):
+        with pytest.raises(StoreError) as e:
+            store.stream_sql(q, max_rows=10, timeout_s=30, max_bytes=1 << 20)
+        assert e.value.unavailable is unavailable, (q, str(e.value))
     # the table macro over the same parts (the API's time-range reads) says the same, not "does not exist"
     with pytest.raises(StoreError, match=r"events cannot be read: .*part-zero\.parquet"):
         store.query("SELECT count(*) FROM events_between(TIMESTAMPTZ '2000-01-01', TIMESTAMPTZ '2100-01-01')")
