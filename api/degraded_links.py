@@ -39,6 +39,7 @@ so the same input gives the same report.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -60,12 +61,22 @@ ROLE_RANK: Final = {"initiator": 0, "downstream": 1, "context": 2}
 
 
 # --- hours ------------------------------------------------------------------------------------------------
+_HOUR_SHAPE = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2})")
+
+
 def parse_hour(text: str) -> datetime:
     """``2026-11-30T03`` (or any ISO 8601 time exactly on a UTC hour: ``2026-11-30T08:30+05:30`` is 03 UTC; no
     zone = UTC) -> aware UTC datetime.
 
     Raises ``ValueError`` with a message fit for the caller.
     """
+    if not text.isascii():  # strptime and fromisoformat read other scripts' digits (٢٠٢٦-12-03T09)
+        raise ValueError(f"hour must look like 2026-11-30T03 (UTC, ASCII digits), not {text!r}")
+    if m := _HOUR_SHAPE.fullmatch(text):  # the right shape: a date or hour no clock has says which
+        try:
+            datetime(*map(int, m.groups()))
+        except ValueError as e:
+            raise ValueError(f"hour {text!r} is no UTC hour: {e}") from None
     try:
         dt = datetime.strptime(text, "%Y-%m-%dT%H")
     except ValueError:
@@ -79,7 +90,8 @@ def parse_hour(text: str) -> datetime:
         raise ValueError(f"hour must be between 2000 and 2100, not {text!r}")
     dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
     if (dt.minute, dt.second, dt.microsecond) != (0, 0, 0):  # in UTC: 04:00+05:30 is 22:30 UTC, no report's hour
-        raise ValueError(f"hour must be on a UTC hour (minutes and seconds 0 in UTC), not {text!r} ({dt:%H:%M:%S} UTC)")
+        raise ValueError(f"hour must be on a UTC hour (minutes and seconds 0 in UTC), not {text!r} "
+                         f"({dt.time().isoformat()} UTC)")
     if not 2000 <= dt.year <= 2100:  # the report reads a day before and an hour after: keep far from the limits
         raise ValueError(f"hour must be between 2000 and 2100, not {text!r}")
     return dt

@@ -107,6 +107,14 @@ def test_hours_and_counter_names():
             parse_hour(bad)
     with pytest.raises(ValueError, match="2026-11-30T00 for its first"):  # a day is not an hour of it
         parse_hour("2026-11-30")
+    # the right form, an impossible date or hour: which part (it said "must look like 2026-11-30T03", which it did),
+    # other scripts' digits, and a time off the hour by a microsecond said as such (a break-it pass)
+    for bad, said in (("2026-13-03T09", "hour '2026-13-03T09' is no UTC hour: month must be in 1..12"),
+                      ("2026-12-03T25", "is no UTC hour: hour must be in 0..23"),
+                      ("٢٠٢٦-12-03T09", "ASCII digits"),
+                      ("2026-12-03T09:00:00.000001Z", "(09:00:00.000001 UTC)")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            parse_hour(bad)
     # a zone's shift at the ends of the calendar overflowed (OverflowError: a traceback, a 500; a break-it pass)
     for far in ("0001-01-01T00:00+01:00", "9999-12-31T23:00-01:00"):
         with pytest.raises(ValueError, match="between 2000 and 2100"):
@@ -319,7 +327,8 @@ def test_http_route(api, report):
     r = api.get("/reports/degraded-links", params={"hour": ""})  # an empty variable: not the last complete hour
     assert r.status_code == 422 and "hour must look like" in r.json()["detail"]
     r = api.get("/reports/degraded-links", params={"hour": "2026-02-30T03"})  # the right form, no such day
-    assert r.status_code == 422 and r.json()["title"] == "invalid request" and "2026-11-30T03" in r.json()["detail"]
+    assert r.status_code == 422 and r.json()["title"] == "invalid request" and "day is out of range for month" in \
+        r.json()["detail"]
     r = api.get("/reports/degraded-links", params={"hour": HOUR, "format": "xml"})
     assert r.status_code == 422 and r.json()["title"] == "invalid request"
     assert "/reports/degraded-links" in api.get("/openapi.json").json()["paths"]
