@@ -295,6 +295,12 @@ def _plan(paged: str | None, status: str) -> list[str]:
 # ---- the pager ------------------------------------------------------------------------------------------
 
 
+#: what an httpx error without a message means (``Pager._post``)
+_NO_TEXT = {"ReadTimeout": "no answer within the read timeout", "ConnectTimeout": "no connection within the timeout",
+            "WriteTimeout": "the request could not be sent within the timeout",
+            "PoolTimeout": "no free connection within the timeout"}
+
+
 @dataclass
 class Receiver:
     """A paging endpoint and its delivery state (in memory; the outbox is the durable part)."""
@@ -567,8 +573,9 @@ class Pager:
                 err += " (check the receiver's URL and credentials)"
             retry = code in _RETRY_STATUS or code in _CONFIG_STATUS or code >= 500 or 300 <= code < 400
             after = resp.headers.get("retry-after", "")
-        except httpx.HTTPError as e:
-            err, retry, after = f"{type(e).__name__}: {e}", True, ""
+        except httpx.HTTPError as e:  # httpx's timeouts carry no text: "ReadTimeout: " said nothing (a break-it pass)
+            why = str(e) or _NO_TEXT.get(type(e).__name__, "no detail")
+            err, retry, after = f"{type(e).__name__}: {why}", True, ""
         r.last_error = err
         if retry:
             r.failures += 1

@@ -580,3 +580,24 @@ def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alert
     assert notified("firing").count("inc-a") == 1 and notified("resolved") == ["inc-a"]
     assert "inc-low" not in notified("firing")
     pager.close()
+
+
+def test_a_receiver_that_never_answers_is_said_as_a_timeout(tmp_path):
+    """A receiver that takes the connection and never answers: httpx's ReadTimeout has no text, and the pager logged
+    "failed (ReadTimeout: ); retrying" (a break-it pass). The health and the log say what timed out. (A real socket
+    on 127.0.0.1 that accepts and stays silent.)"""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v2/enqueue"
+        pager = Pager(pd_settings(tmp_path, url), timeout_s=0.3, backoff_base_s=0.05, backoff_max_s=0.1)
+        pager.enqueue([incident()])
+        assert asyncio.run(pager.flush(1.0)) == 1
+        assert pager.health()["receivers"]["pagerduty"]["last_error"] == \
+            "ReadTimeout: no answer within the read timeout"
+        pager.close()
+    finally:
+        silent.close()
