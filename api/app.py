@@ -233,8 +233,8 @@ def _device(v: str | None) -> str | None:
 
 
 #: ``device`` of the query routes (:func:`_device`)
-DeviceQuery = Annotated[str | None, AfterValidator(_device),
-                        Query(max_length=64, description="PCI bus id (any printed form), NIC name …")]
+DeviceQuery = Annotated[str | None, Query(max_length=64, description="PCI bus id (any printed form), NIC name …"),
+                        AfterValidator(_device)]  # the length first: after the validator it said "64 items"
 
 
 #: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)

@@ -102,6 +102,9 @@ def test_filters_and_sorts(api, lake):
         assert api.get(f"/hosts/{form}/timeline").json()["incidents"] == api.get(
             "/hosts/node004/timeline").json()["incidents"], form
     assert api.get("/incidents", params={"host": ""}).status_code == 422
+    # a device too long is said in characters (it said "at most 64 items after validation": a break-it pass)
+    r = api.get("/incidents", params={"device": "x" * 65})
+    assert (r.status_code, r.json()["detail"]) == (422, "query.device: String should have at most 64 characters")
 
 
 def test_cursor_pages_cover_everything_once_for_every_sort(api, lake):
