@@ -35,7 +35,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_met
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, StrictInt
 
 from api.sql import SqlRefused, check_read_only
-from api.store import SORTS, Store, StoreError, decimal_floats, json_bytes, refuse_day_end_times
+from api.store import (SORTS, Store, StoreError, decimal_floats, json_bytes, nanosecond_times,
+                       refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
 from schemas.hostname import canonical_host
 from schemas.events import EventKind
@@ -788,7 +789,7 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch], max_bytes: int
     try:
         for b in batches:
             refuse_day_end_times(b)
-            b = decimal_floats(b)
+            b = nanosecond_times(decimal_floats(b))
             step = max(1, b.num_rows * _JSON_SLICE_BYTES // max(b.nbytes, 1))
             for start in range(0, b.num_rows, step):
                 chunk = b"".join(json_bytes(row) + b"\n" for row in b.slice(start, step).to_pylist())

@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, write_output
-from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, refuse_day_end_times,
-                       refuse_lossy_columns)
+from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, nanosecond_times,
+                       refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -164,6 +164,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if fmt != "parquet":  # Parquet keeps a TIME of 24:00:00; the others go through Python's datetime.time
             refuse_day_end_times(tbl)
             tbl = decimal_floats(tbl)
+        if fmt in ("json", "table"):  # written through Python values, which hold microseconds
+            tbl = nanosecond_times(tbl)
         if output is not None:
             _write(tbl, fmt, output)
             err.print(f"wrote {tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'} to {output}", markup=False)

@@ -455,6 +455,25 @@ def decimal_floats(data: pa.Table | pa.RecordBatch) -> pa.Table | pa.RecordBatch
     return data
 
 
+def nanosecond_times(data: pa.Table | pa.RecordBatch) -> pa.Table | pa.RecordBatch:
+    """``data`` with each nanosecond ``TIMESTAMP_NS`` column as ISO 8601 text to the nanosecond
+    (``2026-12-03T10:00:00.123456789``, with ``Z`` when the column is UTC): Python's datetime holds microseconds,
+    and pyarrow's ``to_pylist`` of such a column asked for pandas ("Install pandas to return as Timestamp with
+    nanosecond support"), the error ``POST /sql`` and ``firstfault sql`` answered (a break-it pass). For the
+    outputs written through Python values (JSON, the terminal table); CSV and Parquet write the column itself."""
+    import pyarrow.compute as pc
+
+    for i, f in enumerate(data.schema):
+        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
+            z = "Z" if f.type.tz in ("UTC", "Etc/UTC", "+00:00") else ""
+            col = data.column(i)
+            if f.type.tz not in (None, "UTC", "Etc/UTC", "+00:00"):
+                col = col.cast(pa.timestamp("ns", tz="UTC"))
+                z = "Z"
+            data = data.set_column(i, pa.field(f.name, pa.string()), pc.strftime(col, format=f"%Y-%m-%dT%H:%M:%S{z}"))
+    return data
+
+
 def refuse_day_end_times(data: pa.Table | pa.RecordBatch) -> None:
     """Raise ValueError when a ``TIME`` value of ``24:00:00`` is anywhere in ``data`` — a column, or inside a list,
     struct, map or union (DuckDB's TIME reaches it, Arrow keeps it, Python's ``datetime.time`` does not: pyarrow

@@ -832,3 +832,17 @@ def test_sql_on_a_table_the_lake_cannot_read_is_a_503_naming_the_file(tmp_path):
         assert r.status_code == 503 and "events cannot be read" in r.json()["detail"] and "zz-stray" in r.text, r.text
         assert c.post("/sql", json={"query": "SELECT nosuch FROM link_samples"}).status_code == 400
         assert c.post("/sql", json={"query": "SELECT count(*) AS n FROM link_samples"}).status_code == 200
+
+
+def test_sql_gives_nanosecond_times_to_the_nanosecond(api):
+    """A TIMESTAMP_NS value was a 400 asking to "Install pandas to return as Timestamp with nanosecond support" (a
+    break-it pass): JSON gives it as ISO 8601 text to the nanosecond (with Z for a UTC column); Arrow as it is."""
+    import pyarrow as pa
+
+    from api.store import nanosecond_times
+
+    r = api.post("/sql", json={"query": "SELECT '2026-12-03 10:00:00.123456789'::TIMESTAMP_NS AS t, 2 AS n"})
+    assert r.status_code == 200 and r.text == '{"t":"2026-12-03T10:00:00.123456789","n":2}\n', r.text
+    t = pa.table({"t": pa.array([1_796_000_000_123_456_789, None], pa.timestamp("ns", tz="UTC")),
+                  "u": [1, 1]})
+    assert nanosecond_times(t).to_pylist() == [{"t": "2026-11-30T00:53:20.123456789Z", "u": 1}, {"t": None, "u": 1}]
