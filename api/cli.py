@@ -412,9 +412,13 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
     for t in (batch.events, batch.link_samples, batch.topology):
         if t is None or not t.num_rows:
             continue
-        rows = t.filter(pc.equal(t.column("host"), host)).select(["device", "gpu_index"]).to_pydict()
-        bus.update(b for d in rows["device"] if d and (b := normalize_bus_id(d)))
-        index.update(str(i) for i in rows["gpu_index"] if i is not None)
+        cols = ["device", "gpu_index"] + (["device_type"] if "device_type" in t.column_names else [])
+        rows = t.filter(pc.equal(t.column("host"), host)).select(cols).to_pylist()
+        # a PCIe port, an NVSwitch or a NIC is no GPU (the AER lines' pcieport was listed among the GPUs: a
+        # fresh-user trial)
+        rows = [r for r in rows if r.get("device_type") in (None, "gpu")]
+        bus.update(b for r in rows if r["device"] and (b := normalize_bus_id(r["device"])))
+        index.update(str(r["gpu_index"]) for r in rows if r["gpu_index"] is not None)
     odd = [g for g in gpus if (g.isdigit() and index and g not in index) or (not g.isdigit() and bus and g not in bus)]
     if not odd:
         return ""

@@ -743,8 +743,10 @@ def test_a_symptom_gpu_the_logs_do_not_name_is_said(tmp_path):
     """A reported bus id that none of the host's lines names (they name 0000:1b:00.0 and 0000:3d:00.0) is said
     on stderr, the report kept; a named one, or an index where the lines name no index, says nothing."""
     log = tmp_path / "node07.log"
+    # the PCIe port above a GPU is no GPU (its AER line's bus id was listed among the GPUs: a fresh-user trial)
     log.write_text("[  12.1] NVRM: Xid (PCI:0000:1b:00): 13, pid=4411, name=python, Graphics Exception: ESR "
-                   "0x404600=0x80000002\n[  12.5] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.\n")
+                   "0x404600=0x80000002\n[  12.5] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.\n"
+                   "[  12.4] pcieport 0000:00:02.0: AER: Uncorrected (Fatal) error received: 0000:00:02.0\n")
     r = _firstfault("diagnose", str(log), "--symptom", "hang:0000:1C:00.0,3,0000:3d:00.0")
     assert r.returncode == 0 and ("symptom GPU 0000:1c:00.0 of node07 is named by none of its lines (they name GPU "
                                   "0000:1b:00.0, 0000:3d:00.0)") in r.stderr, r.stderr
