@@ -639,7 +639,12 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
                      f"AER, NVLink), {' and '.join(v.verify[:-1])}"
                      + (", and a stack dump of the stuck ranks (py-spy dump --pid)" if hang else "")
                      + "; then diagnose again with them.")
-    v.missing = [f"the kernel log of {where} around the reported time"] + (
+    # a host whose kernel lines are here (none a fault) was asked for "the kernel log" it was given (a fresh-user
+    # trial): what is missing there is a longer span of it
+    kernel = {h: sum(1 for e in scene.logged() if e.host == h and e.source == "dmesg") for h in hosts}
+    v.missing = [f"the kernel log of {h} around the reported time" if not kernel[h] else
+                 f"more of the kernel log of {h}: the {kernel[h]} line{'s' * (kernel[h] != 1)} given near the report "
+                 "name no fault (journalctl -k over the hours before it, or since the last boot)" for h in hosts] + (
         ["NCCL_DEBUG=INFO output and the watchdog lines of every rank of the job"] if hang else [])
     if benign:  # the benign lines are context, also where they share a subject with the report
         quiet = set(scene.logged())

@@ -947,3 +947,20 @@ def test_a_context_switch_timeout_on_a_ranks_gpu_explains_its_jobs_timeouts(pipe
     assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("a1", 109)
     assert {(d["relation"], d["rank"]) for d in inc["downstream"]} == {("same_comm", r) for r in (1, 2, 3)}
     assert "device_fault.explains_nccl" in inc["explanation"]
+
+
+def test_a_report_on_a_host_whose_kernel_lines_name_no_fault_asks_for_more_of_them(pipeline):
+    """A reported hang beside two correctable AER lines of the host (no fault): it asked for "the kernel log of node01
+    around the reported time", which it had been given (a fresh-user trial). It asks for a longer span of it; a host
+    with no kernel line here is still asked for its kernel log."""
+    from correlate.correlator import Symptom
+
+    text = ("Sep 19 16:18:04 node01 kernel: [68185.875052] pcieport 0000:00:03.1: AER: Multiple Correctable error "
+            "message received from 0000:00:00.0\nSep 19 16:18:04 node01 kernel: [68185.875295] nvidia 0000:07:00.0: "
+            "PCIe Bus Error: severity=Correctable, type=Data Link Layer, (Transmitter ID)")
+    incs = _with(pipeline, text, [Symptom(host="node01", kind="hang", gpus=["0", "1"])])
+    (inc,) = [i for i in incs if i["pattern"] == "operator.symptom_only"]
+    assert inc["missing"][0] == ("more of the kernel log of node01: the 2 lines given near the report name no fault "
+                                 "(journalctl -k over the hours before it, or since the last boot)")
+    incs = _with(pipeline, "", [Symptom(host="node01", kind="hang")])
+    assert incs[0]["missing"][0] == "the kernel log of node01 around the reported time"
