@@ -391,13 +391,17 @@ def _stdin_file() -> Path:
 
 def _close_hosts(host: str, seen: list[str]) -> list[str]:
     """The host names of ``seen`` that ``host`` (a symptom's, with no events) was likely meant to be: those equal
-    to it but for leading zeros in its numbers (``node07`` for ``node007``), else the closest by ``difflib``
-    (``node07`` is as close to ``node027`` as to ``node007`` there)."""
+    to it but for leading zeros in its numbers (``node07`` for ``node007``), else the closest by ``difflib`` among
+    those with the same numbers (``node07`` for ``nodo07``; none for ``node99`` among node01 - node08)."""
     def unpadded(name: str) -> str:  # digits as text: int() refuses more than 4300 of them
         return re.sub(r"\d+", lambda m: m.group().lstrip("0") or "0", name.lower())
 
     same = [h for h in seen if unpadded(h) == unpadded(host)]
-    return same or difflib.get_close_matches(host, seen, n=1)
+    # a name whose numbers differ is another host, however alike its letters ("Did you mean node08?" for node99:
+    # a fresh-user trial): only names with the same numbers, or a letter's slip (nodo07), are offered
+    digits = re.findall(r"\d+", unpadded(host))
+    return same or difflib.get_close_matches(host, [h for h in seen if re.findall(r"\d+", unpadded(h)) == digits],
+                                             n=1)
 
 
 def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:

@@ -955,3 +955,6 @@ def test_a_symptom_hosts_suggestion_compares_numbers_as_text():
     assert _close_hosts("node07", ["node027", "node007", "node0007"]) == ["node007", "node0007"]
     assert _close_hosts("Node17", ["NODE017"]) == ["NODE017"]
     assert _close_hosts("node" + "1" * 4301, ["node7"]) == []
+    # another number is another host: node99 is no typo of node08 (it was offered: a fresh-user trial), nodo07 is
+    assert _close_hosts("node99", ["node01", "node08"]) == []
+    assert _close_hosts("nodo07", ["node07", "node08"]) == ["node07"]
