@@ -964,3 +964,16 @@ def test_a_report_on_a_host_whose_kernel_lines_name_no_fault_asks_for_more_of_th
                                  "(journalctl -k over the hours before it, or since the last boot)")
     incs = _with(pipeline, "", [Symptom(host="node01", kind="hang")])
     assert incs[0]["missing"][0] == "the kernel log of node01 around the reported time"
+
+
+def test_a_raw_kernel_stamp_counted_back_from_its_files_time_is_said_as_about(pipeline):
+    """A raw dmesg stamp (seconds since boot) counted back from the file's modification time was stated as an exact
+    time, beside the "at or before" of a line that printed none (a fresh-user trial)."""
+    seg = Segment(data=b"[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+                       b"[ 1900.000000] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+                  origin="file:node07.log", stream="file:node07.log", host="node07", ref_ts=T0, ref_basis="file",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert "of node07 at about 2027-01-15T07:59:03.308145Z" in inc["explanation"], inc["explanation"]  # 56.69 s before
+    assert "(its seconds since boot counted back from its file's time)" in inc["explanation"]
