@@ -31,7 +31,10 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
     seen: dict[tuple[int, int], Path] = {}
 
     def first(f: Path) -> bool:
-        st = f.stat()
+        try:
+            st = f.stat()
+        except OSError:  # gone since the listing: read (and said gone) as any other (``decode_paths``)
+            return True
         key = (st.st_dev, st.st_ino)
         if key in seen:
             if same is not None:
