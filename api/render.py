@@ -197,6 +197,7 @@ def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
         with open(output, "wb") as f:
             write(f)
         return
+    output = output.resolve() if output.is_symlink() else output  # a link to a file: that file, the link kept
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:

@@ -430,6 +430,11 @@ def test_an_output_that_fails_to_be_written_leaves_what_was_there(tmp_path):
     assert keep.read_bytes() == b"earlier result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
     write_output(keep, lambda f: f.write(b"new result"))
     assert keep.read_bytes() == b"new result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
+    link = tmp_path / "latest.parquet"  # a link to a file: the file is written, the link stays one
+    link.symlink_to("keep.parquet")
+    write_output(link, lambda f: f.write(b"via the link"))
+    assert link.is_symlink() and keep.read_bytes() == b"via the link"
+    link.unlink()
     null = tmp_path / "null"
     null.symlink_to(os.devnull)
     from ingest.lake import Lake
