@@ -392,22 +392,16 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             s = s[m.end():]
             continue
         if p.ts is None:
-            m = _JFULL.match(s) if "jfull" in can else None
+            # journalctl's short-full (a weekday: a letter) or short-unix (epoch seconds: a digit), host and tag
+            m = (_JFULL.match(s) if "jfull" in can else None) or (_UNIX.match(s) if "unix" in can else None)
             if m:
-                r = _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"), _zone_named(m["zone"], tz))
+                if m.re is _JFULL:
+                    r = _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"), _zone_named(m["zone"], tz))
+                else:
+                    us, prec = _frac_us(m["frac"])
+                    r = (t, prec) if plausible(t := int(m["epoch"]) * US + us) else None
                 if r:
                     p.ts, p.precision_us = r
-                p.host = m["host"]
-                if m["pid"]:
-                    p.pid = int(m["pid"])
-                s = s[m.end():]
-                continue
-            m = _UNIX.match(s) if "unix" in can else None
-            if m:
-                us, prec = _frac_us(m["frac"])
-                t = int(m["epoch"]) * US + us
-                if plausible(t):
-                    p.ts, p.precision_us = t, prec
                 p.host = m["host"]
                 if m["pid"]:
                     p.pid = int(m["pid"])
