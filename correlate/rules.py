@@ -141,8 +141,19 @@ def comms_of(e: Ev, topo: Topology) -> set[str]:
     timed = bool(topo.comm_span)
     for comm, dev in topo.comm_index().get(e.host, ()):
         if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)):
+            if key is None and e.rank is not None and not _rank_here(topo, comm, e.rank, e.host):
+                continue  # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
             out.add(comm)
     return out
+
+
+def _rank_here(topo: Topology, comm: str, rank: int, host: str) -> bool:
+    """Whether ``comm`` may hold rank ``rank`` on ``host``: its init lines put that rank there, or put no rank of that
+    number anywhere (a sub-communicator's ranks are numbered apart; membership may be partial). A watchdog timeout
+    names its rank but no GPU, and was of every communicator with a rank on its host: another job's application Xid
+    then explained it, and two jobs' hangs half an hour apart were one collective (a break-it pass)."""
+    where = topo.comm_ranks.get(comm, {}).get(rank)
+    return where is None or where[0] == host
 
 
 def relation(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:

@@ -977,3 +977,29 @@ def test_a_raw_kernel_stamp_counted_back_from_its_files_time_is_said_as_about(pi
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert "of node07 at about 2027-01-15T07:59:03.308145Z" in inc["explanation"], inc["explanation"]  # 56.69 s before
     assert "(its seconds since boot counted back from its file's time)" in inc["explanation"]
+
+
+def test_another_jobs_application_xid_does_not_explain_a_ranks_timeout(pipeline):
+    """Job A (commId 0xaaa: rank 0 on node07's GPU 1b, rank 1 on node08) hangs; job B (0xbbb: rank 0 on node08,
+    rank 1 on node07's GPU 2b) hits an application Xid 13 on node07's 2b. Job A's rank-1 timeout on node08 names no
+    GPU: it was of every communicator with a rank on node08, so job B's Xid "explained" it (a break-it pass). Job
+    B's rank 1 is on node07, not node08: the timeout is job A's, whose silent rank 0 on node07 is named."""
+    a = ("[2026-11-29 02:00:00] node07:100:200 [0] NCCL INFO comm 0x7f01 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+         "1b000 commId 0xaaa - Init COMPLETE\n[2026-11-29 02:00:00] node08:100:200 [0] NCCL INFO comm 0x7f02 rank 1 "
+         "nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xaaa - Init COMPLETE\n[rank1]:[E1129 03:10:00.000000000 "
+         "ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=50, "
+         "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.")
+    b = ("[2026-11-29 02:00:00] node08:300:400 [0] NCCL INFO comm 0x7f03 rank 0 nranks 2 cudaDev 0 nvmlDev 1 busId "
+         "2b000 commId 0xbbb - Init COMPLETE\n[2026-11-29 02:00:00] node07:300:400 [0] NCCL INFO comm 0x7f04 rank 1 "
+         "nranks 2 cudaDev 0 nvmlDev 1 busId 2b000 commId 0xbbb - Init COMPLETE")
+    kern = ("[Sun Nov 29 03:00:00 2026] NVRM: Xid (PCI:0000:2b:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 1, "
+            "SM 1): MMU Fault")
+    segs = [Segment(data=t.encode(), origin=f"file:{n}", stream=f"file:{n}", host=h, ref_ts=T0, ref_basis="file",
+                    ingest_ts=T0) for n, h, t in (("jobA.log", "node08", a), ("jobB.log", "node08", b),
+                                                  ("node07.log", "node07", kern))]
+    b_ = pipeline.run(Decoded(segments=segs))
+    incs = correlate(b_.events, b_.link_samples, b_.topology, now_us=T0)
+    hang = [i for i in incs if i["category"] == "nccl_hang"]
+    app = [i for i in incs if i["category"] == "application"]
+    assert len(hang) == 1 and (hang[0]["initiator"]["rank"], hang[0]["initiator"]["host"]) == (0, "node07"), incs
+    assert len(app) == 1 and app[0]["downstream"] == [], app
