@@ -16,6 +16,7 @@ from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_file, host_from_filename
 from ingest.files import content_digest, decode_paths, walk
 from ingest.pipeline import Batch, Pipeline
+from schemas.hostname import canonical_host
 from schemas.settings import Settings
 
 log = logging.getLogger("firstfault.diagnose")
@@ -140,7 +141,7 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
         if f is None:
             continue
         name = PurePosixPath(f[0]).name
-        if host_from_filename(PurePosixPath(name)) == host:
+        if canonical_host(host_from_filename(PurePosixPath(name))) == host:  # as the lake names it: Node01.log
             by.setdefault((host, name), set()).add(f)
     out: dict[str, list[str]] = {}
     for (host, _name), files in sorted(by.items()):

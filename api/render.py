@@ -190,8 +190,9 @@ def no_output_folder(output: Path | None, err: Console) -> bool:
 def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
     """``write(f)`` into ``--output``: a regular file (or a new one) is written under a temporary name in its folder
     and renamed into place once whole, so a failed write (a full disk) leaves what was there; anything else (a FIFO,
-    ``/dev/stdout``, a device) is opened and written as it is. ``pq.write_table`` given a path deleted it when the
-    write failed: an earlier result on a full disk, ``/dev/full`` itself when run as root (a break-it pass).
+    ``/dev/stdout``, a device) is opened and written as it is, and so is a file in a folder that takes no new file.
+    The file keeps its mode; its hard links keep the old content. ``pq.write_table`` given a path deleted it when
+    the write failed: an earlier result on a full disk, ``/dev/full`` itself when run as root (a break-it pass).
     Raises ``OSError`` of the write."""
     if output.exists() and not output.is_file():
         with open(output, "wb") as f:
@@ -200,8 +201,16 @@ def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
     output = output.resolve() if output.is_symlink() else output  # a link to a file: that file, the link kept
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        f = open(tmp, "xb")
+    except PermissionError:  # a file one may write in a folder one may not: written in place, as before
+        with open(output, "wb") as f:
             write(f)
+        return
+    try:
+        with f:
+            write(f)
+        if output.exists():  # the file's own mode stays (a 0600 result was 0644 after the rename: a break-it pass)
+            os.chmod(tmp, output.stat().st_mode & 0o7777)
         os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -1284,12 +1284,18 @@ def binary_file(data: bytes) -> str | None:
     return None
 
 
+#: a file named after its host's IPv4 address: ``10.0.0.8.log``
+_IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:\.|$)")
+
+
 def host_from_filename(path: Path) -> str:
-    """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``), as text
+    """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``; an IPv4 address whole:
+    ``10.0.0.8.log`` -> ``10.0.0.8``), as text
     (``path_text``), a host name: blanks and other characters no host name holds (``ingest.pipeline``'s host check)
     as ``_`` (``node01 (1).log``, a browser's second copy, is host ``node01_(1)``), at most 255 characters."""
     name = path_text(path.name)
-    m = _HOST_FROM_NAME.match(name)
+    ip = _IPV4_NAME.match(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
+    m = ip or _HOST_FROM_NAME.match(name)
     host = m.group(1) if m else name
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
 

@@ -153,8 +153,8 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # Ray before each line of a worker's output: "(RayWorkerWrapper pid=1019) ", "(raylet, ip=10.0.0.2) " on another
-# node (formats.md §1.8)
-_RAY_LABEL = r"\([A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?(?:, ip=[0-9A-Fa-f.:]+)?\) "
+# node, older Ray's "(pid=1019) " (formats.md §1.8)
+_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))(?:, ip=[0-9A-Fa-f.:]+)?\) ")
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
@@ -209,7 +209,8 @@ _JFULL = re.compile(
     r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}:?\d{2}) (?P<host>[^\s:\[]+) "
     r"(?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
 # journalctl -o short-unix: seconds since the epoch, "1795921800.000000 a1 kernel: …" (journalctl(1), short-unix)
-_UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{1,9}) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)"
+# (six digits after the point, a tag that begins with a letter: "1795921800.5 step 100: …" is no journal line)
+_UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) (?P<host>[^\s:\[]+) (?P<tag>[A-Za-z_][^\s:\[]*)"
                    r"(?:\[(?P<pid>\d+)\])?: ")
 # Kubernetes CRI container log, after its RFC 3339 stamp: the stream and the partial/full tag,
 # "2026-11-29T03:20:00.040000000Z stderr F [rank2]:[E1129 …" (kubelet's log format, as containerd writes it)
@@ -402,7 +403,10 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                     r = (t, prec) if plausible(t := int(m["epoch"]) * US + us) else None
                 if r:
                     p.ts, p.precision_us = r
-                p.host = m["host"]
+                if _HOSTLIKE_IP.match(m["host"]):  # as RFC 3164's: a relay's address, not the host's name
+                    p.source_addr = m["host"]
+                else:
+                    p.host = m["host"]
                 if m["pid"]:
                     p.pid = int(m["pid"])
                 s = s[m.end():]
@@ -498,8 +502,8 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
             p.host = m["host"]
         elif m["rank"]:
             p.rank = int(m["rank"])
-        elif m["ray_pid"] and p.pid is None:
-            p.pid = int(m["ray_pid"])
+        elif (ray := m["ray_pid"] or m["ray_pid0"]) and p.pid is None:  # older Ray: "(pid=1019) "
+            p.pid = int(ray)
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:

@@ -428,8 +428,10 @@ def test_an_output_that_fails_to_be_written_leaves_what_was_there(tmp_path):
     else:
         raise AssertionError("the write's error was not raised")
     assert keep.read_bytes() == b"earlier result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
+    keep.chmod(0o600)
     write_output(keep, lambda f: f.write(b"new result"))
     assert keep.read_bytes() == b"new result" and sorted(os.listdir(tmp_path)) == ["keep.parquet"]
+    assert keep.stat().st_mode & 0o777 == 0o600  # its mode stays (0644 after the rename: a break-it pass)
     link = tmp_path / "latest.parquet"  # a link to a file: the file is written, the link stays one
     link.symlink_to("keep.parquet")
     write_output(link, lambda f: f.write(b"via the link"))
@@ -598,6 +600,12 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
     assert host == "node01" and len(files) == 2 and {f.split("@")[0] for f in files} == {"a/node01.log", "b/node01.log"}
     _, one, _ = diagnose_paths([tmp_path / "a", tmp_path / "c"], Settings())  # the same content twice: one file
     assert same_named_files(one.events) == {}
+    # names in upper case give the lake's lower-case host: still said (it was lost, Node01 != node01: a break-it pass)
+    for d, text in (("A", xid), ("B", xid.replace("1b:00", "3b:00"))):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "Node01.log").write_text(text)
+    _, upper, _ = diagnose_paths([tmp_path / "A", tmp_path / "B"], Settings())
+    assert list(same_named_files(upper.events)) == ["node01"]
     r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "b"))
     assert r.returncode == 0 and "2 different files are all host node01 by their name (a/node01.log@" in r.stderr, \
         r.stderr

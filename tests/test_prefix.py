@@ -78,6 +78,11 @@ def us(*a, tz=timezone.utc):
     ("Sun 2026-11-29 03:10:00 CET a1 kernel: NVRM: Xid 79", us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
     ("1795921800.250000 a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
      us(2026, 11, 29, 3, 10, 0) + 250000, 1, "a1", "NVRM"),
+    # a number that starts a line is no journal stamp without journalctl's six digits and a tag (a break-it pass:
+    # "step" became the host); an address where the host stands is a relay's, as in RFC 3164 (host None)
+    ("1795921800.5 step 100: NCCL WARN x", None, 1, None, "1795921800.5 step"),
+    ("1795921800.000000 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1, None, "NVRM"),
+    ("Sun 2026-11-29 03:10:00 UTC 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1_000_000, None, "NVRM"),
     # dmesg -x (--decode): facility and level before dmesg -T's, --time-format iso's or the raw stamp (formats.md §1.3)
     ("kern  :warn  : [Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:18:00): 79", us(2026, 11, 29, 3, 10, 0),
      1_000_000, None, "NVRM"),
@@ -138,6 +143,7 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("(RayWorkerWrapper pid=1019, ip=10.0.0.2) node08:1019:1290 [3] NCCL WARN x", None, "node08", None,
      "node08:1019"),
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
+    ("(pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),  # older Ray
     # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
     # pass: the tag hid it)
     ("2026-11-30T03:22:01.900000000Z stderr F " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,

@@ -1211,6 +1211,10 @@ def test_a_file_name_gives_a_host_name_and_a_key_its_stripped_text(tmp_path):
     assert host_from_filename(Path("node01 (1).log")) == "node01_(1)"
     assert host_from_filename(Path("Copy of node01.dmesg.log")) == "Copy_of_node01"
     assert host_from_filename(Path("node\u00a007.log")) == "node_07" and host_from_filename(Path("node07.log")) == "node07"
+    # a file named after an IPv4 address is that host, not its first number (two machines were one host "10": a
+    # break-it pass)
+    assert [host_from_filename(Path(n)) for n in ("10.0.0.8.log", "10.0.0.9", "1.2.3.log")] == ["10.0.0.8", "10.0.0.9",
+                                                                                             "1"]
     f = tmp_path / "node01 (1).log"
     f.write_bytes(xid("39") + b"\n")
     assert [s.host for s in decode_file(f, relname=f.name).segments] == ["node01_(1)"]
