@@ -471,7 +471,23 @@ def nanosecond_times(data: pa.Table | pa.RecordBatch) -> pa.Table | pa.RecordBat
                 col = col.cast(pa.timestamp("ns", tz="UTC"))
                 z = "Z"
             data = data.set_column(i, pa.field(f.name, pa.string()), pc.strftime(col, format=f"%Y-%m-%dT%H:%M:%S{z}"))
+        elif (t := _ns_as_text(f.type)) != f.type:  # inside a list or struct: Arrow's own text of each value
+            data = data.set_column(i, pa.field(f.name, t), data.column(i).cast(t))
     return data
+
+
+def _ns_as_text(t: pa.DataType) -> pa.DataType:
+    """``t`` with every nanosecond timestamp inside lists and structs as a string (``nanosecond_times``)."""
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.string()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _ns_as_text(t.value_type)
+        return t if inner == t.value_type else (pa.list_ if pa.types.is_list(t) else pa.large_list)(inner)
+    if pa.types.is_struct(t):
+        fields = [t.field(k) for k in range(t.num_fields)]
+        new = [f.with_type(_ns_as_text(f.type)) for f in fields]
+        return t if new == fields else pa.struct(new)
+    return t
 
 
 def refuse_day_end_times(data: pa.Table | pa.RecordBatch) -> None:

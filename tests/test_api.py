@@ -846,3 +846,8 @@ def test_sql_gives_nanosecond_times_to_the_nanosecond(api):
     t = pa.table({"t": pa.array([1_796_000_000_123_456_789, None], pa.timestamp("ns", tz="UTC")),
                   "u": [1, 1]})
     assert nanosecond_times(t).to_pylist() == [{"t": "2026-11-30T00:53:20.123456789Z", "u": 1}, {"t": None, "u": 1}]
+    # inside a list or a struct (a second break-it pass): Arrow's text of each value
+    r = api.post("/sql", json={"query": "SELECT [TIMESTAMP_NS '2026-11-29 03:00:00.123456789'] AS l, "
+                                        "{'a': TIMESTAMP_NS '2026-11-29 03:00:00.5'} AS s"})
+    assert r.status_code == 200 and r.json() == {"l": ["2026-11-29 03:00:00.123456789"],
+                                                 "s": {"a": "2026-11-29 03:00:00.500000000"}}, r.text
