@@ -528,12 +528,24 @@ def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
         "host": host, "device_type": dtype if dtype != "rank" else None,
         "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
         "link": links[0] if links else None,
-        "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid, "peer": main.peer,
+        "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
+        "peer": main.peer or _peer_gpu(scene, main),
         # a NIC, NVSwitch or PCIe port has no GPU index: a line's is the CUDA device of the process that printed
         # it (NCCL's "[0]"), which is no part of the initiator's name
         "gpu_index": main.gpu_index if dtype in (None, "gpu", "link", "rank") else None, "links": links or None,
         "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)],
     }
+
+
+def _peer_gpu(scene: Scene, e: Ev) -> str | None:
+    """The peer GPU a line names by index only (NCCL's "P2P is disabled between NVLINK connected GPUs 1 and 0":
+    ``details.peer_gpu_index``), as its bus id where the host's lines map the index (NCCL's init ``nvmlDev``,
+    nvidia-smi), else ``gpu<i>``; None for a line that names none. Only one GPU of the pair was named (a
+    fresh-user trial)."""
+    i = e.details.get("peer_gpu_index")
+    if i is None or not str(i).isdigit():
+        return None
+    return scene.topo.gpu_key(e.host, None, int(i))
 
 
 def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> tuple[list[Party], list[Ev]]:

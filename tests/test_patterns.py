@@ -1003,3 +1003,16 @@ def test_another_jobs_application_xid_does_not_explain_a_ranks_timeout(pipeline)
     app = [i for i in incs if i["category"] == "application"]
     assert len(hang) == 1 and (hang[0]["initiator"]["rank"], hang[0]["initiator"]["host"]) == (0, "node07"), incs
     assert len(app) == 1 and app[0]["downstream"] == [], app
+
+
+def test_a_p2p_line_about_a_pair_of_gpus_names_both(pipeline):
+    """NCCL's "P2P is disabled between NVLINK connected GPUs 1 and 0" names the second GPU by index only: the incident
+    named GPU 1 alone (a fresh-user trial). The init lines map index 0 to its bus id: the initiator's peer."""
+    text = ("node51:3052669:3052713 [1] NCCL INFO comm 0x7fdf08000d00 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2a000 "
+            "commId 0x1111 - Init START\nnode51:3052668:3052712 [0] NCCL INFO comm 0x7fdf08000d01 rank 0 nranks 2 "
+            "cudaDev 0 nvmlDev 0 busId 18000 commId 0x1111 - Init START\nnode51:3052669:3052713 [1] paths.cc:620 NCCL "
+            "WARN P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their "
+            "connectivity, and is probably due to a hardware issue. If you still want to proceed, you can set "
+            "NCCL_IGNORE_DISABLED_P2P=1.")
+    (inc,) = run(pipeline, text, host="node51")
+    assert (inc["initiator"]["device"], inc["initiator"]["peer"]) == ("0000:2a:00.0", "0000:18:00.0")
