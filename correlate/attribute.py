@@ -24,8 +24,8 @@ from operator import itemgetter
 from typing import Any, Callable
 
 from correlate.model import Ev
-from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds
-from correlate.topology import Topology
+from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds, pred_shape
+from correlate.topology import Topology, gpu_index_key
 from correlate.window import Clocks
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
@@ -150,8 +150,7 @@ class Scene:
             groups: dict[int, list[int]] = {}
             reps: list[tuple[int, Ev]] = []
             for k, e in enumerate(self.events):
-                shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.severity, e.fatal, e.cause_xid is not None,
-                         e.details.get("link_down_cause"))  # what rules.holds reads of an event
+                shape = pred_shape(e)
                 i = ids.get(shape)
                 if i is None:
                     i = ids[shape] = len(ids)
@@ -268,8 +267,8 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     if subject is not None and subject[1] in (None, "gpu") and (dev := subject[2]):
         if device is None and normalize_bus_id(dev) == dev:
             device = dev
-        elif gpu_index is None and dev.startswith("gpu") and dev[3:].isdigit():
-            gpu_index = int(dev[3:])
+        elif gpu_index is None and (i := gpu_index_key(dev)) is not None:
+            gpu_index = i
     f.update(device=device or "<bus id>", device_short=(device or "<bus id>").rsplit(".", 1)[0],
              gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     f.update((k, str(v)) for k, v in (("xid", e.xid), ("sxid", e.sxid), ("link", e.link)) if v is not None)
@@ -342,16 +341,13 @@ def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
     file-dated NCCL NET/IB port error explains the timed watchdog timeouts of its host, a file-dated CUDA error
     reports the timed Xid), or both report the same category of fault (:func:`fault_category`). For
     ``cluster.components``' file-dated faults (``related``)."""
-    memo: dict[tuple, bool] = {}  # per pair of event shapes: what the rules' predicates read of an event
-
-    def shape(e: Ev) -> tuple:
-        return e.signature, e.kind, e.xid, e.sxid, e.sev, e.fatal, e.cause_xid is None, e.details.get("link_down_cause")
+    memo: dict[tuple, bool] = {}  # per pair of event shapes (rules.pred_shape: fault_category reads no more of it)
 
     def explains(x: Ev, y: Ev) -> bool:
         return any(any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog) for r in rules.explains)
 
     def related(a: Ev, b: Ev) -> bool:
-        key = (shape(a), shape(b))
+        key = (pred_shape(a), pred_shape(b))
         got = memo.get(key)
         if got is None:
             cat = fault_category(a, catalog)
@@ -413,7 +409,7 @@ def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
         at = ranks.get(rank)
         if at and at[0] == host and at[1]:
             g = at[1]  # a bus id, or "gpu<index>" when the init line gave only the index (``topology.line_gpu``)
-            index = int(g[3:]) if g.startswith("gpu") and g[3:].isdecimal() else None
+            index = gpu_index_key(g)
             gpus.add(topo.gpu_key(host, None if index is not None else g, index))
     return gpus
 
@@ -657,7 +653,7 @@ def missing_evidence(scene: Scene, candidates: list[tuple]) -> list[str]:
     hosts = sorted({k[0] for k in candidates})
     if "nvswitch" in types or nvlink:
         wired = {h for (h, _k, _l) in scene.topo.remote}
-        by_index = {h for (h, k, _l) in scene.topo.remote if k.startswith("gpu") and k[3:].isdigit()}
+        by_index = {h for (h, k, _l) in scene.topo.remote if gpu_index_key(k) is not None}
         if any(h in by_index for h in hosts):
             # -R was given but names GPUs by index, the Xids by bus id (a fresh-user trial: it asked for the -R
             # output it had)

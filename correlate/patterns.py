@@ -473,12 +473,10 @@ def silent_rank(scene: Scene) -> Verdict | None:
                                                         len(members)])
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
-    hosts_of_silent = {members[r][0] for r in silent_ranks if r in members and members[r][0]}
-    if (size and len(silent_ranks) > 1 and len(ranks) < size and hosts_of_silent
-            and all(r in members and members[r][0] for r in silent_ranks)):
+    if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
         return _silent_ranks(scene, timeouts, seq, size, silent_ranks, members)
     if size and len(ranks) == size - 1:
-        silent = sorted(set(range(size)) - ranks)[0]
+        silent = silent_ranks[0]
         where = members.get(silent, (None, None))
         init = {"host": where[0], "device_type": "gpu" if where[1] else None,
                 "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,

@@ -90,6 +90,14 @@ def default_rules() -> Rules:
     return Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
 
 
+def pred_shape(e: Ev) -> tuple:
+    """What :func:`holds` reads of an event (its Xid's catalog facts follow from the Xid): events of one shape satisfy
+    the same predicates, so rule sides are decided once per shape (``attribute.Scene.matching``,
+    ``attribute.may_relate``). A predicate that reads more of an event adds it here."""
+    return (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
+            e.details.get("link_down_cause"))
+
+
 def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     """True when every condition of ``p`` holds for ``e``."""
     cat = catalog or default_catalog()

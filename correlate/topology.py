@@ -122,8 +122,8 @@ class Topology:
         300 ms apart, with ``-R`` given, was "no single culprit", asking for ``-R`` (a fresh-user trial)."""
         by_host: dict[str, dict[tuple[int, int], tuple[str, int | None]]] = defaultdict(dict)
         for (host, key, link), far in self.remote.items():
-            if key.startswith("gpu") and key[3:].isdigit():
-                by_host[host][(int(key[3:]), link)] = far
+            if (i := gpu_index_key(key)) is not None:
+                by_host[host][(i, link)] = far
         for host, links in by_host.items():
             bus = direct_buses(links)
             for (a, x), far in links.items():
@@ -258,6 +258,12 @@ class Topology:
 
     def nvlink_peer(self, host: str, key: str, link: int) -> tuple[str, int] | None:
         return self.remote.get((host, key, link))
+
+
+def gpu_index_key(key: str) -> int | None:
+    """The index of a GPU key that names a GPU by index only (``gpu3`` -> 3; :meth:`Topology.gpu_key`), else None
+    (a bus id)."""
+    return int(key[3:]) if key.startswith("gpu") and key[3:].isdecimal() else None
 
 
 def direct_buses(links: dict[tuple[int, int], tuple[str, int | None]]) -> dict[int, str]:
