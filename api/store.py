@@ -465,11 +465,9 @@ def nanosecond_times(data: pa.Table | pa.RecordBatch) -> pa.Table | pa.RecordBat
 
     for i, f in enumerate(data.schema):
         if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
-            z = "Z" if f.type.tz in ("UTC", "Etc/UTC", "+00:00") else ""
-            col = data.column(i)
-            if f.type.tz not in (None, "UTC", "Etc/UTC", "+00:00"):
-                col = col.cast(pa.timestamp("ns", tz="UTC"))
-                z = "Z"
+            col, z = data.column(i), ""
+            if f.type.tz is not None:  # a zone's times in UTC
+                col, z = col.cast(pa.timestamp("ns", tz="UTC")), "Z"
             data = data.set_column(i, pa.field(f.name, pa.string()), pc.strftime(col, format=f"%Y-%m-%dT%H:%M:%S{z}"))
         elif (t := _ns_as_text(f.type)) != f.type:  # inside a list or struct: Arrow's own text of each value
             data = data.set_column(i, pa.field(f.name, t), data.column(i).cast(t))

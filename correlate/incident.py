@@ -252,12 +252,11 @@ def _explain(scene: Scene, v: Verdict) -> str:
     else:
         where = "the host"
     when = f"at {iso(main.ts)}"
+    arrival = "file" if main.ts_basis == "file" else "Kafka record"
     if main.undated():
-        when = (f"at or before {iso(main.ts)} (its {'file' if main.ts_basis == 'file' else 'Kafka record'}'s time: "
-                "the line printed none)")
+        when = f"at or before {iso(main.ts)} (its {arrival}'s time: the line printed none)"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
-        when = (f"at about {iso(main.ts)} (its seconds since boot counted back from its "
-                f"{'file' if main.ts_basis == 'file' else 'Kafka record'}'s time)")
+        when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
     s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
     follow = [p for p in v.downstream if p.rule]
     if follow:

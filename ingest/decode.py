@@ -1174,22 +1174,22 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                     segments.append(Records(b"\n".join([x.value for x in group]), group, prefix, stream, host, source))
                     continue
                 for x in group:
-                    d = decode_message(x.value, topic=topic, partition=partition, offset=x.offset, key=x.key,
-                                       timestamp_ms=x.timestamp, headers=x.headers, runs=True)
-                    segments.extend(d.segments)
-                    rejects.extend(d.rejects)
+                    decode_one(x)
         runs.clear()
 
-    def via_message(r) -> int:  # a record decode_message reads on its own; the bytes it holds
-        nonlocal last_key
-        if runs:
-            end_runs()
-            last_key = None
+    def decode_one(r) -> int:  # a record decode_message reads on its own; the bytes it holds
         d = decode_message(r.value, topic=topic, partition=partition, offset=r.offset, key=r.key,
                            timestamp_ms=r.timestamp, headers=r.headers, runs=True)
         segments.extend(d.segments)
         rejects.extend(d.rejects)
         return d.held_bytes()
+
+    def via_message(r) -> int:  # decode_one after the runs so far (the order within each stream is kept)
+        nonlocal last_key
+        if runs:
+            end_runs()
+            last_key = None
+        return decode_one(r)
 
     for r in records:
         read += 1

@@ -353,6 +353,15 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
         p.yearless = None
 
 
+def _host_or_addr(p: Prefix, name: str) -> None:
+    """The name a syslog or journal header puts where the host stands: an IPv4 address is a relay's (``source_addr``),
+    anything else the host."""
+    if _HOSTLIKE_IP.match(name):
+        p.source_addr = name
+    else:
+        p.host = name
+
+
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
     """Peel the prefixes of ``line``; return time, host and NCCL/PyTorch ids.
 
@@ -403,10 +412,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                     r = (t, prec) if plausible(t := int(m["epoch"]) * US + us) else None
                 if r:
                     p.ts, p.precision_us = r
-                if _HOSTLIKE_IP.match(m["host"]):  # as RFC 3164's: a relay's address, not the host's name
-                    p.source_addr = m["host"]
-                else:
-                    p.host = m["host"]
+                _host_or_addr(p, m["host"])
                 if m["pid"]:
                     p.pid = int(m["pid"])
                 s = s[m.end():]
@@ -425,11 +431,7 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 t = resolve_year(*stamp, ref_us, tz)
                 if t is not None:
                     p.ts, p.precision_us, p.yearless = t, prec, stamp
-                    host = m.group("host")
-                    if _HOSTLIKE_IP.match(host):
-                        p.source_addr = host
-                    else:
-                        p.host = host
+                    _host_or_addr(p, m.group("host"))
                     if m.group("pid"):
                         p.pid = int(m.group("pid"))
                     s = s[m.end():]
