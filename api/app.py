@@ -238,6 +238,17 @@ DeviceQuery = Annotated[str | None, Query(max_length=64, description="PCI bus id
                         AfterValidator(_device)]  # the length first: after the validator it said "64 items"
 
 
+def _host(v: str | None) -> str | None:
+    """A ``host`` parameter as the lake stores hosts (``schemas.hostname``): ``NODE07``, ``node07.cluster.local`` ->
+    ``node07``."""
+    return canonical_host(v) if v else v
+
+
+#: ``host`` of the query routes (:func:`_host`); empty is a 422, not the whole fleet
+HostQuery = Annotated[str | None, Query(min_length=1, max_length=255, description="its short name, any case"),
+                      AfterValidator(_host)]
+
+
 #: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)
 Since = Annotated[datetime | None, BeforeValidator(_from_day)]
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
@@ -385,7 +396,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                   "seconds; a bare date, 2026-12-01 or 20261201: through the end of "
                                                   "that UTC day)")] = None,
         host: Annotated[str | None, Query(min_length=1, max_length=255, description="any host the incident touched "
-                                                                                   "(its short name, any case)")] = None,
+                                                                                   "(its short name, any case)"),
+                        AfterValidator(_host)] = None,
         domain: Annotated[str | None, Query(max_length=255, description="NVLink domain (fleet config; one it names "
                                                                         "for no host is a 422 listing those it "
                                                                         "names)")] = None,
@@ -405,7 +417,6 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                                         "previous page")] = None,
     ) -> IncidentPage:
         """Incidents (latest versions), with cursor pagination."""
-        host = canonical_host(host) if host else host  # as the events name it (schemas.hostname)
         check_range(since, until)
         hosts_in = None
         if domain or rack:
@@ -458,7 +469,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     def list_events(
         since: SinceQuery = None,
         until: UntilQuery = None,
-        host: Annotated[str | None, Query(min_length=1, max_length=255, description="its short name, any case")] = None,
+        host: HostQuery = None,
         kind: Annotated[EventKind | None, Query(description="the event's kind (an Xid's is xid, but gsp_error "
                                                              "for the GSP's Xid 119 and 120)")] = None,
         xid: Annotated[int | None, Query(ge=0, le=100000)] = None,
@@ -472,7 +483,6 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     ) -> EventPage:
         """Events, newest first."""
-        host = canonical_host(host) if host else host  # as the events name it (schemas.hostname)
         limit_scan(since, until, host)
         rows = store.events(since=since, until=until, host=host, kind=kind, xid=xid, sxid=sxid, device=device,
                             signature=signature, text=text, min_severity=min_severity, limit=limit + 1,
@@ -481,26 +491,23 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return EventPage(items=[_event_json(r) for r in rows[:limit]], next_offset=offset + limit if more else None)
 
     @app.get("/links", response_model=LinkList, dependencies=[Depends(auth)], tags=["links"])
-    def list_links(host: Annotated[str | None, Query(min_length=1, max_length=255,
-                                                     description="its short name, any case")] = None,
+    def list_links(host: HostQuery = None,
                    degraded: Annotated[bool, Query(description="only links down where expected up, "
                                                                "flapping, or with rising error counters")] = False
                    ) -> LinkList:
         """NVLink state and error counters per host, GPU and link, against the expected topology."""
-        host = canonical_host(host) if host else host
         items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
         return LinkList(items=items)
 
     @app.get("/hosts/{host}/timeline", response_model=HostTimeline, dependencies=[Depends(auth)], tags=["events"],
              responses={404: {"model": Problem}})
-    def host_timeline(host: Annotated[str, PathParam(max_length=255)],
+    def host_timeline(host: Annotated[str, PathParam(max_length=255), AfterValidator(_host)],
                       since: SinceQuery = None,
                       until: UntilQuery = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> HostTimeline:
         """What happened on one host: its incidents and its events (warnings and worse by default).
         404 when the lake holds nothing of the host at all (no event, link sample or topology fact)."""
-        host = canonical_host(host)  # NODE07, node07.cluster.local: node07 (schemas.hostname)
         check_range(since, until)
         incs = store.incidents(host=host, since=since, until=until, limit=limit)
         for i in incs:

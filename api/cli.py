@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -246,12 +247,11 @@ def diagnose(
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     if others:
-        shown = ", ".join(map(str, sorted(others)[:4])) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        shown = _first_of(map(str, sorted(others)))
         err.print(f"skipped, not regular files (FIFOs, sockets, devices, broken links): {shown}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)  # one line: grep
     if same:
-        shown = ", ".join(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same[:4]) + (f" and {len(same) - 4} more" if len(same) > 4
-                                                                 else "")
+        shown = _first_of(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same)
         err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)
     symptoms = [_parse_symptom(t) for t in symptom or []]
@@ -280,7 +280,7 @@ def diagnose(
                       "(or NUL bytes) only" if files else f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
-    listed = ", ".join(seen[:8]) + (f" and {len(seen) - 8} more" if len(seen) > 8 else "")
+    listed = _first_of(seen, 8)
     # a host of topology facts or link samples only (`nvidia-smi topo -m`) is known: its symptom uses them
     known = set(seen) | {h for t in (batch.topology, batch.link_samples) for h in t.column("host").to_pylist()}
     for h in sorted({x.host for x in symptoms} - known):  # a typo, or other hosts' logs: it joins no evidence
@@ -299,7 +299,7 @@ def diagnose(
     if note := mtime_note(batch.events, stdin.name if "-" in args else None):
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
-        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        shown = _first_of(files)
         err.print(f"{len(files)} different files are all host {h} by their name ({shown}): their events are "
                   "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
                   "file after its host", style="yellow", markup=False, highlight=False)
@@ -330,6 +330,12 @@ def _no_folder(path: Path) -> str | None:
         return None if path.is_dir() else "it is no folder (a file, a FIFO, a device)"
     above = next((a for a in path.parents if a.exists()), None)
     return f"{above} is no folder" if above is not None and not above.is_dir() else None
+
+
+def _first_of(items: Iterable[str], n: int = 4) -> str:
+    """``a, b, c, d and 3 more``: the first ``n`` of ``items`` for a one-line message."""
+    items = list(items)
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def _local_zone() -> str | None:
