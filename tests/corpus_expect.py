@@ -33,12 +33,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from correlate.correlator import Symptom
 from schemas.events import SEVERITY_RANK
+from schemas.hostname import canonical_host
 from schemas.pci import normalize_bus_id
 
 _BDF = re.compile(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b")
@@ -212,3 +213,21 @@ def initiator_matches(exp: dict[str, Any], inc: dict[str, Any], case: Case) -> l
 
 def serious(inc: dict[str, Any]) -> bool:
     return SEVERITY_RANK[inc["severity"]] >= SEVERITY_RANK["warning"]
+
+
+def renamed(case: Case, old: str, name: str) -> tuple[Case, Callable[[bytes], bytes]]:
+    """``case`` as if its host ``old`` were called ``name`` (maybe a full name, ``a1.rack2.example``): the case
+    with every ``host`` field equal to ``old`` made the host ``name`` is (``schemas.hostname.canonical_host``),
+    and the change to make to its input files' bytes (``old`` as a whole word becomes ``name``)."""
+    host = canonical_host(name)
+
+    def one(e: dict[str, Any]) -> dict[str, Any]:
+        return {**e, "host": host} if str(e.get("host")) == old else dict(e)
+
+    exp = {k: ([one(e) for e in v] if k == "events" else one(v) if isinstance(v, dict) else v)
+           for k, v in case.expected.items()}
+    word = re.compile(rb"(?<![\w.-])" + re.escape(old.encode()) + rb"(?![\w-])")
+    new = Case(name=case.name, path=case.path, expected=exp)
+    for e in exp.get("events", []):
+        (new.prose if is_prose(e) else new.events).append(e)
+    return new, lambda data: word.sub(name.encode(), data)
