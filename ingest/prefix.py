@@ -176,10 +176,12 @@ _RFC5424 = re.compile(
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
     r"(?P<host>[^\s:\[]+)(?::|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
-# ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag)
+# ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
+# ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
+# NVIDIA/nccl#230)
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?"
-    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?\s+(?:(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
+    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?(?P<colon>:)?\s+(?:(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
@@ -446,6 +448,8 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                         if "host" in rx.groupindex and m["host"] and m["tag"]:
                             p.host = m["host"]
                     s = s[m.end():]
+                    if "colon" in rx.groupindex and m["colon"]:
+                        label_at = s  # a launcher's stamp: its label may follow
                     break
             else:
                 m = None

@@ -150,6 +150,13 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
      "[Rank 8]"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # and --timestamp-output before it, with a colon (NVIDIA/nccl#230): the stamp is the line's time, the label is
+    # peeled, NCCL's own prefix names the host
+    ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got "
+     "async event : local catastrophic error", us(2019, 6, 2, 16, 13, 44) + 884000, "node57", None, "node57:815"),
+    ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:", us(2019, 6, 2, 16, 13, 44) + 884000, None, None, ""),
+    # a stamp without the colon is no launcher's: a word after it is the payload (a syslog-like host needs its tag)
+    ("2019-06-02T16:13:44.884Z node07: NVRM: Xid", us(2019, 6, 2, 16, 13, 44) + 884000, None, None, "node07: NVRM"),
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
     ("0: [default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("node01.log:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
