@@ -254,7 +254,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     when = f"at {iso(main.ts)}"
     arrival = "file" if main.ts_basis == "file" else "Kafka record"
     if main.undated():
-        when = f"at or before {iso(main.ts)} (its {arrival}'s time: the line printed none)"
+        bound = "the stamp of a later line of its file or record" if main.ts_basis == "inherited" else f"its {arrival}'s time"
+        when = f"at or before {iso(main.ts)} ({bound}: the line printed none)"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
     s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
