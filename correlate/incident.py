@@ -258,14 +258,19 @@ def _explain(scene: Scene, v: Verdict) -> str:
         when = f"at or before {iso(main.ts)} ({bound}: the line printed none)"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
-    s = f"{what} on {where} of {i['host']} {when} is the earliest fault nothing else explains"
+    beside = [p for p in v.downstream if not p.rule]
+    # a fault of another subject no rule ties to it may have come first: the initiator is then the most serious
+    # of them (``rank_key``), not the earliest (an Xid 48 named "earliest" 20 s after another GPU's init failure)
+    start = min(e.start for e in v.initiator_events)
+    earlier = [p for p in beside if any(e.start < start and scene.is_fault(e) for e in p.events)]
+    s = (f"{what} on {where} of {i['host']} {when} is the "
+         f"{'most serious' if earlier else 'earliest'} fault nothing else explains")
     follow = [p for p in v.downstream if p.rule]
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})
         ruled = sorted({p.rule for p in follow})
         s += (f"; {len(follow)} other reporter(s) follow it ({', '.join(rels)}) by rule{'s' if len(ruled) > 1 else ''} "
               f"{', '.join(ruled)}")
-    beside = [p for p in v.downstream if not p.rule]
     if beside:
         # in its window (same host or domain) but tied to it by no rule: an application Xid on another GPU a second
         # later was told as one more reporter that "follows it" (a fresh-user trial)
@@ -273,6 +278,10 @@ def _explain(scene: Scene, v: Verdict) -> str:
         more = f" and {len(beside) - 3} more" if len(beside) > 3 else ""
         s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window "
               f"({', '.join(sorted({p.relation or '' for p in beside}))}): {', '.join(named)}{more}")
+        if earlier:
+            first = [_beside_name(p, i["host"]) for p in earlier]
+            s += (f"; {', '.join(first[:3])}{f' and {len(first) - 3} more' if len(first) > 3 else ''} came "
+                  f"first: a fault of {'their' if len(first) > 1 else 'its'} own, or one this does not explain")
     n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"

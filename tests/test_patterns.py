@@ -1034,3 +1034,21 @@ def test_a_gpu_left_needing_a_reset_explains_the_cuda_contexts_that_fail_on_it(p
     assert [(d["kind"], d["relation"]) for d in inc["downstream"]] == [("cuda_error", "same_host")]
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_reset_required.explains_cuda_unavailable"}
     assert "NV_ERR_RESET_REQUIRED" in inc["next_action"] and "nvidia-smi -r" in inc["next_action"]
+
+
+def test_an_initiator_chosen_for_its_seriousness_is_not_called_the_earliest(pipeline):
+    """Two GPUs of a host fail 20 s apart, no rule between them (NVIDIA/gpu-operator#1146): the Xid 48 is the
+    initiator for its role and severity (``rank_key``), but the other GPU's init failure came first; the
+    explanation said the Xid 48 was "the earliest fault". It says "most serious" and names what came first."""
+    text = ("Dec  2 11:38:27 worker4 kernel: [  199.234935] NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device "
+            "minor number 5\n"
+            "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', "
+            "name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+            "physAddr 0x7fffa8860")
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:07:00.0", 48)
+    assert "is the most serious fault nothing else explains" in inc["explanation"]
+    assert "gpu 0000:0a:00.0 (gpu_init_failed) came first" in inc["explanation"]
+    # alone, or first, it is the earliest, as before
+    (alone,) = run(pipeline, text.split("\n")[1])
+    assert "is the earliest fault nothing else explains" in alone["explanation"]
