@@ -205,9 +205,9 @@ def diagnose(
     from schemas.events import SEVERITY_RANK
 
     if format not in ("json", "table"):
-        raise typer.BadParameter("json or table", param_hint="--format")
+        raise typer.BadParameter(f"{format!r}: json or table", param_hint="--format")
     if fail_on is not None and fail_on not in SEVERITY_RANK:
-        raise typer.BadParameter("critical, error, warning or info", param_hint="--fail-on")
+        raise typer.BadParameter(f"{fail_on!r}: critical, error, warning or info", param_hint="--fail-on")
     args = [str(p) for p in paths]  # as given: "-" is standard input
     if "-" in args:
         stdin = _stdin_file()
@@ -276,8 +276,9 @@ def diagnose(
             err.print(f"[red]nothing could be read[/] in {where}: {files} file{'s' * (files != 1)}, "
                       "skipped as above")
         else:
-            err.print(f"[red]no log lines[/] in {where}: {files} file{'s' * (files != 1)}, empty or blank lines "
-                      "(or NUL bytes) only" if files else f"[red]no files found[/] under {where}")
+            what = "" if args == ["-"] else f" {files} file{'s' * (files != 1)},"  # standard input is no file
+            err.print(f"[red]no log lines[/] in {where}:{what} empty or blank lines (or NUL bytes) only" if files
+                      else f"[red]no files found[/] under {where}")
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = _first_of(seen, 8)
@@ -330,6 +331,16 @@ def _no_folder(path: Path) -> str | None:
         return None if path.is_dir() else "it is no folder (a file, a FIFO, a device)"
     above = next((a for a in path.parents if a.exists()), None)
     return f"{above} is no folder" if above is not None and not above.is_dir() else None
+
+
+def refuse_lake_file(s: Settings) -> None:
+    """Exit 2 when no lake can ever be at the local lake path (``_no_folder``: a file, a broken link)."""
+    from ingest.lake import Lake, lake_path
+
+    if not Lake(s.lake).remote and (why := _no_folder(lake_path(s.lake))):
+        err.print(f"[red]no lake can be at {escape(str(s.lake))}[/]: {escape(why)}; point FIRSTFAULT_LAKE / --config "
+                  "at a folder")
+        raise typer.Exit(2)
 
 
 def _first_of(items: Iterable[str], n: int = 4) -> str:
@@ -563,9 +574,10 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         port: PortOpt = None, config: ConfigOpt = None) -> None:
     """The service: ingest + correlate + API in one process (one consumer-group member).
 
-    With --once, the incidents once caught up are printed on stdout; a running service's are progress (stderr),
-    and so are the incident versions it stores later (new, updated, resolved)."""
-    from api.render import IncidentsReport, IncidentsView, incident_progress
+    With --once, the incidents once caught up are printed on stdout; else on stderr, as progress.
+
+    A running service also prints on stderr each incident version it stores later (new, updated, resolved)."""
+    from api.render import IncidentsReport, IncidentsView, incident_progress, incidents_title
     from api.service import Service
 
     s = _settings(config, **({"api_port": port} if port is not None else {}))
@@ -579,10 +591,12 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         if s.log_format == "json":  # stderr is a log stream: one JSON object per line, not a table
             logging.getLogger("firstfault.run").warning("caught up: %d incidents", len(incs),
                                                          extra={"incidents": [i["id"] for i in incs]})
-        elif once:  # the one-shot run's result: stdout, whole (a pipe or file gets the report)
-            out.print(IncidentsReport(incs, title=f"caught up: {len(incs)} incident{'s' * (len(incs) != 1)}"))
+            return
+        err.print(svc.ingested(), markup=False, highlight=False)  # as the demo says it
+        if once:  # the one-shot run's result: stdout, whole (a pipe or file gets the report)
+            out.print(IncidentsReport(incs, title=incidents_title(incs, "caught up: ")))
         else:
-            err.print(IncidentsView(incs, title="caught up"))
+            err.print(IncidentsView(incs, title=incidents_title(incs, "caught up: ")))
 
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=caught_up, on_incidents=incident_progress(s.log_format, err),
@@ -653,12 +667,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     s = _settings(config)
     p = s.api_port if port is None else port
-    from ingest.lake import Lake, lake_path
-
-    if not Lake(s.lake).remote and (why := _no_folder(lake_path(s.lake))):  # no lake can ever be there
-        err.print(f"[red]no lake can be at {escape(str(s.lake))}[/]: {escape(why)}; point FIRSTFAULT_LAKE / --config "
-                  "at a folder")
-        raise typer.Exit(2)
+    refuse_lake_file(s)
     _port_free(s, p)
     _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     if _holds_no_events(s.lake):

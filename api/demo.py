@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
-from api.render import IncidentsReport, incident_progress
+from api.render import IncidentsReport, incident_progress, incidents_title
 from api.service import Service
 from ingest import broker
 from ingest.consumer import produce_lines
@@ -120,10 +120,8 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
 
     def caught_up(incidents: list[dict]) -> None:
         shown.extend(incidents)
-        h = svc.health()
-        console.print(f"ingested {h['records']} Kafka records, {h['lines']} lines → {h['events']} events "
-                      f"in {time.monotonic() - t0:.1f} s; lake: {settings.lake}")
-        (out or console).print(IncidentsReport(incidents, title=f"{len(incidents)} incidents"))
+        console.print(svc.ingested(time.monotonic() - t0))
+        (out or console).print(IncidentsReport(incidents, title=incidents_title(incidents)))
         console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} .venv/bin/firstfault sql \"SELECT category, count(*) "
                       "FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
 

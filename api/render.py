@@ -259,6 +259,18 @@ def new_versions_title(changes: dict[str, str], now: float | None = None) -> str
     return f"{_time.strftime('%H:%M:%S', _time.gmtime(now))} UTC — {change_counts(changes)}"
 
 
+def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> str:
+    """``"<head>21 incidents (9 open, 12 resolved)"``: how many of ``incidents`` are of each status (a restarted
+    service's catch-up resolves incidents that went quiet meanwhile: the table alone did not say so); none:
+    ``head`` alone (``IncidentsView`` then says ``"caught up: none"``)."""
+    n = len(incidents)
+    if not n:
+        return head.rstrip(": ") or "Incidents"
+    counts = {st: sum(1 for i in incidents if i.get("status") == st) for st in ("open", "resolved", "superseded")}
+    said = ", ".join(f"{k} {st}" for st, k in counts.items() if k)
+    return f"{head}{n} incident{'s' * (n != 1)}" + (f" ({said})" if said else "")
+
+
 def change_counts(changes: dict[str, str]) -> str:
     """How many of ``changes`` (id -> what each is, :func:`version_changes`) are of each kind, e.g. ``"1 new;
     2 resolved"``; ``"nothing"`` for none."""

@@ -28,8 +28,10 @@ def require_lake(s: Settings) -> None:
     """Exit 2 with a hint when the local lake (a path or ``file://`` URL) has no ``events`` folder: it was never
     written, or the path is mistyped or names another folder (a read would show empty tables and write the
     lake's table folders into it)."""
+    from api.cli import refuse_lake_file
     from ingest.lake import Lake, lake_path
 
+    refuse_lake_file(s)  # a file, a broken link: no lake can be there (as `serve` says)
     if not Lake(s.lake).remote and not (lake_path(s.lake) / "events").is_dir():
         err.print(f"[red]no lake at {escape(str(s.lake))}[/] (no events/ folder): run `make demo` (its lake is "
                   ".firstfault/demo/lake) or point FIRSTFAULT_LAKE / --config at one")
@@ -93,6 +95,7 @@ def degraded_links(
             sys.stdout.buffer.write(data)
         else:
             write_output(output, lambda f: f.write(data))
+            err.print(f"wrote the {format} report of {report['hour']} to {output}", markup=False, highlight=False)
     except ValueError as e:  # the fleet config file
         err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None

@@ -124,6 +124,14 @@ class Service:
                 "future_events": self.correlator.future_events,
                 "incidents": len(self.incidents), "pager": self.pager.health()}
 
+    def ingested(self, seconds: float | None = None) -> str:
+        """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"``: what the worker has read so
+        far (``seconds``: how long it took, when the caller knows) and where it went, for a caught-up line."""
+        h = self.worker.health
+        took = f" in {seconds:.1f} s" if seconds is not None else ""
+        return (f"ingested {h.records} Kafka records, {h.lines} lines → {h.events} events{took}; "
+                f"lake: {self.settings.lake}")
+
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
                   on_caught_up=None, on_serving=None, on_incidents=None, on_listening=None) -> list[dict[str, Any]]:
         """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)``;

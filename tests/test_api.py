@@ -853,3 +853,14 @@ def test_sql_gives_nanosecond_times_to_the_nanosecond(api):
                                         "{'a': TIMESTAMP_NS '2026-11-29 03:00:00.5'} AS s"})
     assert r.status_code == 200 and r.json() == {"l": ["2026-11-29 03:00:00.123456789"],
                                                  "s": {"a": "2026-11-29 03:00:00.500000000"}}, r.text
+
+
+def test_a_caught_up_table_says_how_many_incidents_are_open_and_resolved():
+    """A restarted ``firstfault run`` resolves, once caught up, the incidents that went quiet meanwhile: its table
+    did not say so (a fresh-user trial). Its title counts each status; none is ``"caught up: none"``."""
+    from api.render import incidents_title
+
+    incs = [{"status": "open"}, {"status": "resolved"}, {"status": "resolved"}]
+    assert incidents_title(incs, "caught up: ") == "caught up: 3 incidents (1 open, 2 resolved)"
+    assert incidents_title(incs[:1]) == "1 incident (1 open)"
+    assert incidents_title([], "caught up: ") == "caught up"

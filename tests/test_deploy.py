@@ -847,7 +847,7 @@ def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
     assert sorted(e["host"] for e in json.loads(r.stdout)["events"]) == sorted([me, "node07"]), r.stdout[:500]
     assert not list(tmp_path.glob("firstfault-stdin-*")), list(tmp_path.iterdir())
     r = subprocess.run([exe, "diagnose", "-"], input="", capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 2 and "no log lines in standard input" in r.stderr, r.stderr
+    assert r.returncode == 2 and "no log lines in standard input: empty or blank" in r.stderr, r.stderr  # no "1 file"
 
 
 @pytest.mark.parametrize("zone,utc", [("America/New_York", "11:40:01"), ("Europe/Berlin", "05:40:01"),
@@ -919,6 +919,10 @@ def test_a_port_no_socket_has_and_an_output_that_cannot_be_written_are_one_clear
                       (tmp_path / "dangling", "it is a broken link")):
         r = _firstfault("serve", env={"FIRSTFAULT_LAKE": str(lake)})
         assert r.returncode == 2 and f"no lake can be at {lake}: {why}" in r.stderr, r.stderr
+    # the same from `sql` and `report`, not "no lake at … run make demo" (a fresh-user trial)
+    for args in (["sql", "SELECT 1"], ["report", "degraded-links"]):
+        r = _firstfault(*args, env={"FIRSTFAULT_LAKE": str(log)})
+        assert r.returncode == 2 and f"no lake can be at {log}: it is no folder" in r.stderr, r.stderr
     # a closed standard output (>&-: Python's sys.stdout is None) is one line too, not an AttributeError
     for args in (["diagnose", str(log), "-f", "json"], ["diagnose", str(log)]):
         r = subprocess.run([exe, *args], stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"},

@@ -358,6 +358,8 @@ def test_cli(lake_settings, tmp_path):
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--output", str(out), "--config", str(cfg)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes() == GOLDEN.read_bytes()
+    # said on stderr, as `firstfault sql -o` says what it wrote (a fresh-user trial: the file came silently)
+    assert f"wrote the json report of {HOUR} to {out}" in " ".join(res.stderr.split()), res.stderr
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "csv", "--config", str(cfg)])
     assert res.exit_code == 0 and res.stdout.splitlines()[1].startswith('"2026-11-30T03","node07","rack12",1,5')
     assert run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "parquet", "--config", str(cfg)]).exit_code == 2
