@@ -120,7 +120,10 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         f = scene.catalog.sxids[main.sxid]
         action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
     subject = scene.subject.get(main.event_id)
-    return action or catalog_action(scene.catalog, main, subject), verify_commands(scene.catalog, main, subject)
+    # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the
+    # signatures' sentences in the next incident of the same table (a fresh-user trial)
+    return sentences(action or catalog_action(scene.catalog, main, subject)), verify_commands(scene.catalog, main,
+                                                                                            subject)
 
 
 def software_cause(catalog: Catalog, xid: int) -> bool:

@@ -429,10 +429,10 @@ def test_an_xid_whose_catalog_action_branches_on_fatal_takes_the_branch_its_line
             "(0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)")
     (nonfatal,) = run(pipeline, line.format(s=1, word="Nonfatal"))
     assert (nonfatal["severity"], nonfatal["next_action"].split(";")[0]) == (
-        "warning", "the line says Nonfatal: usually none")
+        "warning", "The line says Nonfatal: usually none")
     (fatal,) = run(pipeline, line.format(s=1, word="Fatal"))
-    assert (fatal["severity"], fatal["next_action"].split(";")[0]) == ("critical", "the line says Fatal: reset GPU")
-    assert fatal["next_action"].endswith("decode IntrInfo+ErrorStatus with NVIDIA's 144-150 table")
+    assert (fatal["severity"], fatal["next_action"].split(";")[0]) == ("critical", "The line says Fatal: reset GPU")
+    assert fatal["next_action"].endswith("decode IntrInfo+ErrorStatus with NVIDIA's 144-150 table.")
     reset = "reset GPU; contact support if it repeats"  # Xid 62's: one branch
     assert fatal_branch(reset, True) == fatal_branch(reset, None) == reset
 
@@ -577,7 +577,7 @@ def test_a_rank_that_died_of_a_cuda_error_is_the_first_fault_of_its_job_and_its_
     assert (app["initiator"]["xid"], app["initiator"]["device"], app["category"]) == (31, "0000:55:00.0",
                                                                                       "application")
     assert sorted(_parties(app)) == [("cuda_error", 1), ("nccl_timeout", 0)]
-    assert app["next_action"].startswith("node healthy: debug the app")
+    assert app["next_action"].startswith("Node healthy: debug the app")
     dbe = KERNEL.format(xid="48, pid=2187734, name=python, channel 0x00000002")
     (hw,) = run(pipeline, dbe + "\n" + ima, host="gpu-node-a")
     assert (hw["initiator"]["xid"], hw["category"], hw["severity"]) == (48, "ecc", "critical")
@@ -609,7 +609,7 @@ def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_th
         assert len(init["events"]) == 2 and inc["downstream"] == [] and init["xid"] == 94
         assert inc["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu "
                                              "0000:61:00.0 of h1 at 2026-08-10T09:48:07")
-        assert inc["next_action"].startswith("restart the affected app")  # the Xid's, not the traceback's
+        assert inc["next_action"].startswith("Restart the affected app")  # the Xid's, not the traceback's
     # without the kernel's line the traceback names the incident, and says its time is only its file's
     b = pipeline.run(Decoded(segments=[job]))
     (alone,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
@@ -661,7 +661,7 @@ def test_a_ranks_cuda_ecc_error_is_its_own_gpus_when_nccl_placed_the_rank_and_th
     assert (init_["device"], init_["xid"], len(init_["events"]), own["downstream"]) == ("0000:55:00.0", 94, 2, [])
     assert own["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:55:00.0 of "
                                          "node07 at 2026-08-10T15:36:04")
-    assert own["next_action"].startswith("restart the affected app")
+    assert own["next_action"].startswith("Restart the affected app")
 
 
 def test_a_programs_cuda_error_hangs_its_own_job_not_another_in_the_rack(pipeline):
