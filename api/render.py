@@ -52,7 +52,7 @@ def events_json(table: pa.Table) -> list[dict[str, Any]]:
 #: start bases that are not the first line's own stamp (``~`` in the table, ``_APPROX``), and what stands in for
 #: it, for the caption (``correlate.incident`` ``start_basis``)
 _BASIS_WORDS = {
-    "inherited": "an earlier line's stamp (for lines above every stamped one, a later line's: an upper bound)",
+    "inherited": "an earlier line's stamp",
     "envelope": "the record's time (journald's __REALTIME_TIMESTAMP, a shipper's timestamp field)",
     "kafka": "the Kafka arrival time",
     "file": "the file's modification time (a line that prints none, or a raw dmesg stamp counted back from it)",

@@ -257,8 +257,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     when = f"at {iso(main.ts)}"
     arrival = "file" if main.ts_basis == "file" else "Kafka record"
     if main.undated():
-        bound = "the stamp of a later line of its file or record" if main.ts_basis == "inherited" else f"its {arrival}'s time"
-        when = f"at or before {iso(main.ts)} ({bound}: the line printed none)"
+        when = f"at or before {iso(main.ts)} (its {arrival}'s time: the line printed none)"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
     beside = [p for p in v.downstream if not p.rule]

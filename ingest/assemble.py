@@ -9,11 +9,9 @@ What one line cannot say alone:
   reference time (a file's mtime, a Kafka value's append time, an envelope's
   time) as the time of its last kernel stamp; a line without any
   stamp inherits the closest earlier stamped line's time (``inherited``) of
-  its segment (a file, a Kafka value), else of its host; a line before
-  every stamped line of its segment, the closest later one's as an upper
-  bound (written then or before: ``details.ts_upper_bound``); else the
-  segment's reference time (a file's mtime or the Kafka append time are
-  only upper bounds too);
+  its segment (a file, a Kafka value), else of its host, or
+  the segment's reference time (a file's mtime or the Kafka append time are
+  only upper bounds: ``details.ts_upper_bound``);
 * **carried context**: an ``nvidia-smi nvlink`` block header names the GPU
   of the link lines below it; a ``GPU at PCI:…: GPU-<uuid>`` preamble names
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
@@ -204,16 +202,6 @@ def resolve_times(hits: list[Hit], tz) -> None:
     # a line does not take another host's time from another record, which would hang on how records were batched
     last_seg: dict[int, tuple[int, int]] = {}
     last_host: dict[str, tuple[int, int]] = {}
-    # (ts, precision) of the closest later line of the same segment that prints its own time, for the lines before
-    # every stamped line of their segment: written then or before (tool output or a traceback's head pasted above
-    # the kernel lines took the file's mtime, months later, and left the incident they belong to)
-    next_seg: dict[int, tuple[int, int]] = {}
-    later: dict[int, tuple[int, int]] = {}
-    for h in reversed(hits):
-        if h.prefix.ts is not None and _believable(h.prefix.ts, h.seg):
-            next_seg[id(h.seg)] = (h.prefix.ts, h.prefix.precision_us)
-        elif (got := next_seg.get(id(h.seg))) is not None:
-            later[id(h)] = got
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
@@ -236,10 +224,6 @@ def resolve_times(hits: list[Hit], tz) -> None:
                 row["details"]["ts_upper_bound"] = True
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
-        elif id(h) in later:
-            row["ts"], row["ts_precision_us"] = later[id(h)]
-            row["ts_basis"] = "inherited"
-            row["details"]["ts_upper_bound"] = True
         else:
             ref_ok = plausible(seg.ref_ts)
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts

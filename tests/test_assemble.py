@@ -132,25 +132,6 @@ def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     assert [e["ts_basis"] for e in ev] == ["line", "inherited"] and ev[0]["ts"] == ev[1]["ts"]
 
 
-def test_lines_above_every_stamped_line_are_bounded_by_the_first_stamp_below_them(pipeline):
-    """Tool output or a traceback's head above the kernel lines of one file printed no time: it was written at or
-    before the first stamped line below it (a file is written in order), not at the file's mtime months later,
-    which split it from the incident it belongs to (a break-it pass on scitix/sichek#51). An upper bound
-    (``details.ts_upper_bound``), as the mtime was; a line below a stamp still inherits the stamp above it."""
-    text = ("'CUDA-capable device(s) is/are busy or unavailable'\n"
-            "[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required "
-            "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874\n"
-            "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable")
-    ev = run(pipeline, text, basis="file").events.to_pylist()
-    assert [(e["signature"], e["ts_basis"], bool(json.loads(e["details"] or "{}").get("ts_upper_bound"))) for e in ev] == [
-        ("cuda.devices_unavailable", "inherited", True), ("gpu.reset_required", "line", False),
-        ("cuda.devices_unavailable", "inherited", False)]
-    assert ev[0]["ts"] == ev[1]["ts"] == ev[2]["ts"] == datetime(2026, 1, 11, 9, 52, 1, tzinfo=timezone.utc)
-    # with no stamped line in its file, the mtime stands in, as before
-    (only,) = run(pipeline, text.split("\n")[0], basis="file").events.to_pylist()
-    assert only["ts_basis"] == "file" and only["ts"] == datetime.fromtimestamp(T0 / 1e6, timezone.utc)
-
-
 def _records(pipeline, values: list[tuple[str | None, str]]):
     """Kafka values (key, text) of one partition in one batch, as unkeyed one-line records arrive: one segment
     each, one stream (the partition's)."""

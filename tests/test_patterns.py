@@ -1020,15 +1020,22 @@ def test_a_p2p_line_about_a_pair_of_gpus_names_both(pipeline):
 
 def test_a_gpu_left_needing_a_reset_explains_the_cuda_contexts_that_fail_on_it(pipeline):
     """NV_ERR_RESET_REQUIRED in the kernel log, then nccl-tests cannot make a context ("busy or unavailable",
-    scitix/sichek#51; the tool's output pasted above the kernel lines): one incident, the driver's state first,
-    the CUDA failure downstream by ``gpu_reset_required.explains_cuda_unavailable``, the action a GPU reset."""
-    text = ("Test CUDA failure common.cu:1007\n'CUDA-capable device(s) is/are busy or unavailable'\n"
-            "[Sun Jan 11 09:52:01 2026] NVRM: rpcRmApiAlloc_GSP: GspRmAlloc failed: hClient=0xc1d1a616; "
-            "hParent=0x5c000054; hObject=0x5c00005b; hClass=0x0000c86f; paramsSize=0x00000170; "
-            "paramsStatus=0x00000062; status=0x00000062\n"
-            "[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required "
-            "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874")
-    (inc,) = run(pipeline, text)
+    scitix/sichek#51): one incident, the driver's state first, the CUDA failure (a line with no time, in a file
+    written a few seconds later) downstream by ``gpu_reset_required.explains_cuda_unavailable``, the action a GPU
+    reset."""
+    kernel = ("[Sun Jan 11 09:52:01 2026] NVRM: rpcRmApiAlloc_GSP: GspRmAlloc failed: hClient=0xc1d1a616; "
+              "hParent=0x5c000054; hObject=0x5c00005b; hClass=0x0000c86f; paramsSize=0x00000170; "
+              "paramsStatus=0x00000062; status=0x00000062\n"
+              "[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required "
+              "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874")
+    written = int(datetime(2026, 1, 11, 9, 52, 9, tzinfo=timezone.utc).timestamp() * 1_000_000)
+    segs = [Segment(data=text.encode(), origin=f"file:{name}", stream=name, host="node07", ref_ts=written,
+                    ref_basis="file", ingest_ts=written)
+            for name, text in (("kern.log", kernel),
+                               ("nccl-tests.out", "Test CUDA failure common.cu:1007\n"
+                                                  "'CUDA-capable device(s) is/are busy or unavailable'"))]
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=written)
     assert (inc["initiator"]["kind"], inc["initiator"]["device_type"], inc["category"]) == (
         "driver", "gpu", "gpu_failure")
     assert [(d["kind"], d["relation"]) for d in inc["downstream"]] == [("cuda_error", "same_host")]
