@@ -16,6 +16,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
                                  initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links
+from schemas.events import SEVERITY_RANK
 
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
 
@@ -568,6 +569,47 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
     return v
 
 
+#: what a rank prints when the other end of its connection went away: its peer failed, not it (NCCL misc/socket.cc;
+#: ncclRemoteError, "remote process exited or there was a network error": torch.yaml)
+def _reports_a_peer(e: Ev) -> bool:
+    if e.signature == "nccl.socket.peer_lost":
+        return True
+    if e.signature == "torch.nccl_result":
+        return e.details.get("nccl_result") == "ncclRemoteError"
+    return e.signature == "torch.nccl_error" and str(e.details.get("reason", "")).startswith("remote process exited")
+
+
+def peer_failed(scene: Scene) -> Verdict | None:
+    """Ranks that only report losing a peer (a connection closed or reset, ncclRemoteError) and nothing of their
+    own worse than a warning: the failure is on the other side of the connection, whose logs are not here. The
+    roots fallback named the reporting rank's GPU at 0.75 (a break-it pass on NVIDIA/nccl#795: a peer's segfault)."""
+    if scene.hardware_faults():
+        return None
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    reports = [e for e in faults if _reports_a_peer(e)]
+    if not reports or any(e.sev > SEVERITY_RANK["warning"] and not _reports_a_peer(e) for e in faults):
+        return None
+    hosts = sorted({e.host for e in reports})
+    peers = sorted({str(p) for e in reports if (p := e.details.get("peer_addr"))})
+    names = [f"the peer at {p}" for p in peers] or ["another rank of the job"]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
+        f"{len(reports)} line{'s' * (len(reports) != 1)} on {', '.join(hosts)} report that a peer went away "
+        f"({shown}): the connection's other end failed first — its process died, or its host or the network did. "
+        "Nothing logged here is a fault of its own."))
+    v.pattern = "comm.peer_failed"
+    v.initiator = {**v.initiator, "host": None, "candidates": names}
+    v.confidence = 0.25
+    v.missing = [f"the kernel and NCCL logs of {shown} (which host is that: the job's rank-to-host list, or "
+                 "NCCL_DEBUG=INFO's 'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)",
+                 "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
+    its, their = ("its", "its") if len(names) == 1 else ("the", "their")
+    v.next_action = (f"Find {its} host{'s' * (len(names) != 1)} of {shown} and diagnose {their} logs with these: a "
+                     "process that died (a traceback, an OOM kill), an Xid, a NIC or port going down. The reporting "
+                     "rank's GPU is not the suspect.")
+    return v
+
+
 def host_context(scene: Scene) -> Verdict | None:
     symptoms = scene.symptoms()
     if not symptoms or scene.hardware_faults():
@@ -679,6 +721,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,
     "comm.silent_rank": silent_rank,
+    "comm.peer_failed": peer_failed,
     "platform.host_context": host_context,
     "operator.symptom_only": symptom_only,
 }

@@ -27,7 +27,7 @@ _INT_COLUMNS = {"xid": _I32, "sxid": _I32, "link": _I16, "rank": _I32, "nranks":
                 "pid": _I32, "seq": _I64, "timeout_ms": _DURATION, "cause_xid": _I32, "elapsed_ms": _DURATION}
 _STR_COLUMNS = {"comm", "op", "peer", "device", "process"}
 # groups renamed to a column
-_RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process"}
+_RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process", "peer_name": "peer_addr"}
 _UNKNOWN = {"<unknown>", "'<unknown>'", "", "..."}
 
 

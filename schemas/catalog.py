@@ -37,6 +37,7 @@ SPECIAL_GROUPS = {
     "tests_bus": "device, from nccl-tests' [0xBB] bus number",
     "fatal_word": "fatal, from Fatal / Non-fatal / Nonfatal / Correctable",
     "name": "process",
+    "peer_name": "details.peer_addr: a peer printed by its name where the pattern's other form prints its address",
     "cause": "cause_xid",
     "ran_ms": "elapsed_ms",
     "nic": "device (device_type nic): the RDMA device name, e.g. mlx5_32",

@@ -1059,3 +1059,27 @@ def test_an_initiator_chosen_for_its_seriousness_is_not_called_the_earliest(pipe
     # alone, or first, it is the earliest, as before
     (alone,) = run(pipeline, text.split("\n")[1])
     assert "is the earliest fault nothing else explains" in alone["explanation"]
+
+
+PEER_LOST = """node22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.0.0.247<58355> failed : Broken pipe
+node22:183006:183220 [1] NCCL INFO misc/socket.cc:535 -> 6
+node22:183006:183220 [1] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 6
+node22:183006:183181 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer 10.0.0.248<47861>"""
+
+
+def test_ranks_that_only_report_a_lost_peer_name_no_culprit_of_their_own(pipeline):
+    """A rank's connection closed or reset and nothing of its own failed (NVIDIA/nccl#795: a peer segfaulted):
+    the roots fallback named the reporting GPU at 0.75. No single culprit, the peers named as the suspects, low
+    confidence, their logs asked for — and a fault of the host's own (an Xid 79) still comes first."""
+    (inc,) = run(pipeline, PEER_LOST, host="node22")
+    assert (inc["pattern"], inc["category"], inc["initiator"]["device_type"], inc["initiator"]["host"]) == (
+        "comm.peer_failed", "other", None, None)
+    assert inc["initiator"]["candidates"] == ["the peer at 10.0.0.247", "the peer at 10.0.0.248"]
+    assert inc["confidence"] < 0.5 and "10.0.0.247" in inc["missing"][0]
+    assert "is not the suspect" in inc["next_action"]
+    # the host's own GPU fell off the bus ten seconds before the file's time (the lines' upper bound): it is the
+    # initiator, the lost connections its downstream
+    xid79 = "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus."
+    (own,) = run(pipeline, xid79 + "\n" + PEER_LOST, host="node22")
+    assert (own["pattern"], own["initiator"]["xid"]) == ("roots", 79)
+    assert {d["kind"] for d in own["downstream"]} == {"nccl_error"}
