@@ -269,7 +269,9 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
             device = dev
         elif gpu_index is None and (i := gpu_index_key(dev)) is not None:
             gpu_index = i
-    f.update(device=device or "<bus id>", device_short=(device or "<bus id>").rsplit(".", 1)[0],
+    # a NIC no line named is an HCA name (ibstat mlx5_0), not a bus id
+    unnamed = "<HCA, e.g. mlx5_0>" if e.device_type == "nic" else "<bus id>"
+    f.update(device=device or unnamed, device_short=(device or "<bus id>").rsplit(".", 1)[0],
              gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     f.update((k, str(v)) for k, v in (("xid", e.xid), ("sxid", e.sxid), ("link", e.link)) if v is not None)
     return f

@@ -263,8 +263,10 @@ def _explain(scene: Scene, v: Verdict) -> str:
     beside = [p for p in v.downstream if not p.rule]
     # a fault of another subject no rule ties to it may have come first: the initiator is then the most serious
     # of them (``rank_key``), not the earliest (an Xid 48 named "earliest" 20 s after another GPU's init failure)
-    start = min(e.start for e in v.initiator_events)
-    earlier = [p for p in beside if any(e.start < start and scene.is_fault(e) for e in p.events)]
+    # (not when the initiator's first line is dated only by its file or record: it may be the earliest after all)
+    first = min(v.initiator_events, key=lambda e: e.start)
+    earlier = [] if first.undated() else [p for p in beside
+                                          if any(e.start < first.start and scene.is_fault(e) for e in p.events)]
     s = (f"{what} on {where} of {i['host']} {when} is the "
          f"{'most serious' if earlier else 'earliest'} fault nothing else explains")
     follow = [p for p in v.downstream if p.rule]
@@ -281,9 +283,13 @@ def _explain(scene: Scene, v: Verdict) -> str:
         s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window "
               f"({', '.join(sorted({p.relation or '' for p in beside}))}): {', '.join(named)}{more}")
         if earlier:
-            first = [_beside_name(p, i["host"]) for p in earlier]
-            s += (f"; {', '.join(first[:3])}{f' and {len(first) - 3} more' if len(first) > 3 else ''} came "
-                  f"first: a fault of {'their' if len(first) > 1 else 'its'} own, or one this does not explain")
+            own = f"a fault of {'their' if len(earlier) > 1 else 'its'} own, or one this does not explain"
+            if len(earlier) == len(beside):  # the list just said: not again
+                s += f", {'all of which' if len(earlier) > 1 else 'which'} came first: {own}"
+            else:
+                names = [_beside_name(p, i["host"]) for p in earlier]
+                s += (f"; {', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''} came "
+                      f"first: {own}")
     n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"

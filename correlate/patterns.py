@@ -126,14 +126,18 @@ def application_xid(scene: Scene) -> Verdict | None:
     init = initiator_fields(scene, key, evs)
     init["kind"], init["xid"] = "xid", first.xid
     down, ctx = downstream_parties(scene, key, evs)
+    # the GPU as the lines name it: its bus id, else its UUID (the device plugin's line), else unnamed ("on None"
+    # and "nvidia-smi -q -i None" before: a break-it pass on k8s-device-plugin#189)
+    gpu = key[2] or first.details.get("uuid")
     return Verdict(
         pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,
         downstream=down, context=ctx, confidence=0.8, severity="info",
-        explanation=(f"Xid {', '.join(map(str, xids))} on {key[2]} ({key[0]}) are faults of the program that ran "
+        explanation=(f"Xid {', '.join(map(str, xids))} on {gpu or 'an unnamed GPU'} ({key[0]}) are faults of the "
+                     "program that ran "
                      f"there (Xid {first.xid}: {scene.catalog.xids[first.xid].name}), not of the GPU: "
                      "no hardware Xid, ECC or link error accompanies them."),
         next_action=sentences(scene.catalog.xids[first.xid].action, "Do not drain or RMA the GPU for these Xids."),
-        verify=[f"nvidia-smi -q -i {key[2]} | grep -iA3 'Remapped\\|Retired'"])
+        verify=[f"nvidia-smi -q -i {gpu or '<gpu>'} | grep -iA3 'Remapped\\|Retired'"])
 
 
 # --- links --------------------------------------------------------------------------------------

@@ -1055,7 +1055,8 @@ def test_an_initiator_chosen_for_its_seriousness_is_not_called_the_earliest(pipe
     (inc,) = run(pipeline, text)
     assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:07:00.0", 48)
     assert "is the most serious fault nothing else explains" in inc["explanation"]
-    assert "gpu 0000:0a:00.0 (gpu_init_failed) came first" in inc["explanation"]
+    assert "gpu 0000:0a:00.0 (gpu_init_failed), which came first: a fault of its own" in inc["explanation"]
+    assert inc["explanation"].count("0000:0a:00.0") == 1  # named once, not listed again
     # alone, or first, it is the earliest, as before
     (alone,) = run(pipeline, text.split("\n")[1])
     assert "is the earliest fault nothing else explains" in alone["explanation"]
@@ -1083,3 +1084,55 @@ def test_ranks_that_only_report_a_lost_peer_name_no_culprit_of_their_own(pipelin
     (own,) = run(pipeline, xid79 + "\n" + PEER_LOST, host="node22")
     assert (own["pattern"], own["initiator"]["xid"]) == ("roots", 79)
     assert {d["kind"] for d in own["downstream"]} == {"nccl_error"}
+
+
+def test_the_device_plugins_xid_line_names_the_gpu_by_its_uuid(pipeline):
+    """k8s-device-plugin's "XidCriticalError: Xid=69 on Device=GPU-…" (k8s-device-plugin#189) is an Xid event of
+    that GPU: an application Xid, said with the UUID the line gives ("on None" and "nvidia-smi -q -i None" were
+    written for a GPU with no bus id)."""
+    uuid = "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
+    (inc,) = run(pipeline, f"2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device={uuid}, the device will go "
+                           "unhealthy.")
+    assert (inc["pattern"], inc["initiator"]["xid"], inc["severity"]) == ("benign.application_xid", 69, "info")
+    assert f"Xid 69 on {uuid} (node07)" in inc["explanation"] and inc["verify"][0].startswith(f"nvidia-smi -q -i {uuid}")
+
+
+def test_a_contained_cuda_error_follows_the_nvlink_xid_of_its_host(pipeline):
+    """cudaErrorContained ("Invalid access of peer GPU memory over nvlink or a hardware error", daydreamlive/scope
+    #749) names no GPU: the host's Xid 74 of the same minute is the initiator, the CUDA error downstream by
+    ``gpu_hw.explains_cuda_nvlink_error``; alone it is a critical link_fault of an unnamed GPU."""
+    cuda = "torch.AcceleratorError: CUDA error: Invalid access of peer GPU memory over nvlink or a hardware error"
+    (alone,) = run(pipeline, cuda)
+    assert (alone["category"], alone["severity"], alone["initiator"]["kind"]) == ("link_fault", "critical",
+                                                                                 "cuda_error")
+    xid74 = XID74.format(s=1, bus="18", link=3).replace("Mon Nov 30 03:12:0", "Fri Jan 15 07:59:5")
+    (inc,) = run(pipeline, xid74 + "\n" + cuda)
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (74, "0000:18:00.0")
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_hw.explains_cuda_nvlink_error"}
+
+
+def test_a_gsp_heartbeat_timeout_is_a_critical_gsp_fault_of_the_gpu_the_driver_numbers(pipeline):
+    """The RM's GSP heartbeat timeout and memory subsystem error, with no Xid line (NVIDIA/open-gpu-kernel-modules
+    #1230), made no event: a critical gsp_error, the driver's GPU number kept (details.rm_gpu) and used in the
+    action to find the GPU (the line names no bus id)."""
+    text = ("[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 812751949 heartbeat "
+            "1899482 heartbeatWithOffsetMs 812745879 diff 6070 timeout 5200\n"
+            "[   84.300480] NVRM: GPU6 kgmmuCheckMemSubsysError_IMPL: Memory Subsystem Error detected. "
+            "kbusSendSysmembarSingle failed.")
+    (inc,) = run(pipeline, text)
+    assert (inc["category"], inc["severity"], inc["initiator"]["kind"]) == ("gsp_error", "critical", "gsp_error")
+    assert "GPU6 is /dev/nvidia6" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
+
+
+def test_an_initiator_dated_only_by_its_record_is_not_said_to_follow_what_came_before_its_bound(pipeline):
+    """An HCA's catastrophic error from an NCCL release that names no device and prints no time (NVIDIA/nccl#230)
+    is the initiator; a beside fault stamped ten seconds before the record's time did not clearly come first (the
+    line was written then or earlier): no "came first". Its verify command asks for the HCA's name, not a bus id."""
+    text = ("node07:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error\n"
+            "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:1a:00): 13, pid=7, name=python, Graphics SM Warp "
+            "Exception on (GPC 1, TPC 0, SM 0): Out Of Range Address")
+    got = run(pipeline, text)
+    (inc,) = [i for i in got if i["initiator"]["kind"] == "ib_port"]
+    assert inc["severity"] == "critical" and "at or before" in inc["explanation"]
+    assert "came first" not in inc["explanation"] and "most serious" not in inc["explanation"]
+    assert "ibstat <HCA, e.g. mlx5_0>" in inc["verify"]
