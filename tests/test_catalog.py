@@ -290,3 +290,21 @@ def test_every_category_the_code_can_name_is_one_of_the_incident_categories(tmp_
                                      "    examples: [{line: a, src: 'http://x'}]\n")
     with pytest.raises(CatalogError, match="(?s)x.yaml.*category"):
         load_catalog(tmp_path)
+
+
+def test_a_leading_blank_run_is_matched_after_any_line(catalog, hsm):
+    """``nvidia-smi``'s indented rows (``^[^\\S\\n]+Link …``): with ``nvml.fabric_unhealthy``'s pattern in the same
+    database, Hyperscan missed ``\\tLink 0: 25 GB/s`` after a line of 21 or more other characters, 2,000 bytes into
+    a buffer (a generated buffer of the comparison above found it). Those patterns are scanned by a superset and
+    checked with their own regex (``match.prefilter``): the same hits as ``re``, and no hit where ``re`` has none
+    (the row's text not at a line's indented start)."""
+    from ingest.match import ReferenceMatcher, prefilter
+
+    assert prefilter(catalog.by_id["nvml.nvlink_active"].sig.pattern) is not None
+    assert prefilter(catalog.by_id["xid"].sig.pattern) is None
+    active = catalog.by_id["nvml.nvlink_active"].index
+    for buf in (b"[NV_WARN_NOTHING_TO_DO]\n\tLink 0: 25 GB/s", b"x\n" * 1000 + b"a" * 10 + b"\n\tLink 0: 25 GB/s",
+                b"foo Link 0: 25 GB/s\n\t Link 1: 25 GB/s\nLink 2: 25 GB/s"):
+        want = ReferenceMatcher(catalog).scan(buf)
+        assert hsm.scan(buf) == want
+        assert active in want[buf.count(b"\n") if buf.startswith((b"[", b"x")) else 1]
