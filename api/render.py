@@ -70,6 +70,8 @@ def _caption(incidents: list[dict[str, Any]]) -> str | None:
 
 
 _SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "dim"}
+#: how many suspects, and how many downstream parties, a table cell names before "and N more"
+CELL_ITEMS = 8
 #: terminal columns from which the table is shown even when a cell must fold (a long downstream list)
 TABLE_MIN_WIDTH = 160
 
@@ -86,10 +88,14 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
         named = set(cands)
         # with no single culprit the parties are suspects first (named as attribute.unknown_verdict names them),
         # reporters after: the cell says which is which
-        down = ", ".join(sorted({_party_label(d) for d in inc["downstream"]
-                                 if candidate_name(*party_subject(d)) not in named}))
+        labels = sorted({_party_label(d) for d in inc["downstream"] if candidate_name(*party_subject(d)) not in named})
+        # a cell, not a list: 512 lost peers of a 64-host job made one incident 240 rows tall (a break-it pass); the
+        # JSON has them all
+        down = ", ".join(labels[:CELL_ITEMS]) + (f" and {len(labels) - CELL_ITEMS} more" if len(labels) > CELL_ITEMS
+                                                  else "")
         if cands:
-            down = "suspects: " + "; ".join(cands) + (f"; downstream: {down}" if down else "")
+            more = f" and {len(cands) - CELL_ITEMS} more" if len(cands) > CELL_ITEMS else ""
+            down = "suspects: " + "; ".join(cands[:CELL_ITEMS]) + more + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")
         out.append((inc, start, describe_initiator(inc["initiator"]), down or "-"))
     return out

@@ -585,24 +585,32 @@ def _reports_a_peer(e: Ev) -> bool:
 
 def peer_failed(scene: Scene) -> Verdict | None:
     """Ranks that only report losing a peer (a connection closed or reset, ncclRemoteError) and nothing of their
-    own worse than a warning: the failure is on the other side of the connection, whose logs are not here. The
-    roots fallback named the reporting rank's GPU at 0.75 (a break-it pass on NVIDIA/nccl#795: a peer's segfault)."""
+    own but NCCL's generic warnings and downstream lines: the failure is on the other side of the connection, whose
+    logs are not here. The roots fallback named the reporting rank's GPU at 0.75 (a break-it pass on NVIDIA/nccl#795:
+    a peer's segfault). A fault of the rank's own (a CUDA error its watchdog caught, an Xid, a NIC) or a rule that
+    explains a report leaves the incident to the other patterns (a second break-it pass: a rank's own illegal memory
+    access was told "nothing logged here is a fault of its own")."""
     if scene.hardware_faults():
         return None
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     reports = [e for e in faults if _reports_a_peer(e)]
-    if not reports or any(e.sev > SEVERITY_RANK["warning"] and not _reports_a_peer(e) for e in faults):
+    if not reports or any(not _reports_a_peer(e) and e.signature != "nccl.warn" and scene.role(e) != "downstream"
+                          for e in faults) or any(scene.explained(e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})
     peers = sorted({str(p) for e in reports if (p := e.details.get("peer_addr"))})
     names = [f"the peer at {p}" for p in peers] or ["another rank of the job"]
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    on = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more hosts" if len(hosts) > 4 else "")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
-        f"{len(reports)} line{'s' * (len(reports) != 1)} on {', '.join(hosts)} report that a peer went away "
+        f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went away "
         f"({shown}): the connection's other end failed first — its process died, or its host or the network did. "
         "Nothing logged here is a fault of its own."))
     v.pattern = "comm.peer_failed"
     v.initiator = {**v.initiator, "host": None, "candidates": names}
+    said = [e for e in scene.symptoms() if not any(e in p.events for p in v.downstream)]
+    for host in sorted({e.host for e in said}):  # the report's host is the pseudo-initiator's: kept as a party
+        v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
     v.confidence = 0.25
     v.missing = [f"the kernel and NCCL logs of {shown} (which host is that: the job's rank-to-host list, or "
                  "NCCL_DEBUG=INFO's 'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)",

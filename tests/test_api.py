@@ -864,3 +864,17 @@ def test_a_caught_up_table_says_how_many_incidents_are_open_and_resolved():
     assert incidents_title(incs, "caught up: ") == "caught up: 3 incidents (1 open, 2 resolved)"
     assert incidents_title(incs[:1]) == "1 incident (1 open)"
     assert incidents_title([], "caught up: ") == "caught up"
+
+
+def test_a_table_cell_names_at_most_eight_suspects_and_reporters():
+    """An incident with 512 suspects (lost peers of a 64-host job) was 240 table rows tall: the cell names eight and
+    says how many more; the JSON keeps them all."""
+    from api.render import CELL_ITEMS, _rows
+
+    inc = {"id": "inc-1", "start": "2026-11-20T08:00:00Z", "start_basis": "line",
+           "initiator": {"host": None, "device_type": None, "candidates": [f"the peer at 10.0.0.{i}" for i in range(20)]},
+           "downstream": [{"host": f"h{i:02d}", "device_type": "gpu", "device": None, "gpu_index": None, "rank": None,
+                           "kind": "nccl_error"} for i in range(12)]}
+    (_, _, _, cell), = _rows([inc])
+    assert cell.startswith("suspects: the peer at 10.0.0.0; ") and f"and {20 - CELL_ITEMS} more; downstream: " in cell
+    assert cell.endswith(f"and {12 - CELL_ITEMS} more") and cell.count("h0") == 8

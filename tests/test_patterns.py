@@ -1078,6 +1078,22 @@ def test_ranks_that_only_report_a_lost_peer_name_no_culprit_of_their_own(pipelin
     assert inc["initiator"]["candidates"] == ["the peer at 10.0.0.247", "the peer at 10.0.0.248"]
     assert inc["confidence"] < 0.5 and "10.0.0.247" in inc["missing"][0]
     assert "is not the suspect" in inc["next_action"]
+    # the operator's report stays in the incident, as a party of the host (its key is the pseudo-initiator's)
+    from correlate.correlator import Symptom
+    seg = Segment(data=PEER_LOST.encode(), origin="t:node22", stream="node22", host="node22", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (said,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[Symptom(host="node22", kind="hang")])
+    assert said["pattern"] == "comm.peer_failed"
+    assert any(e.startswith("symptom-node22-") for d in said["downstream"] for e in d["events"])
+    # a fault of the rank's own (its watchdog caught a CUDA error) is the initiator, the lost peer follows it
+    own = ("[2027-01-15 07:59:59] [rank1]:[E115 07:59:59.000000000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
+           "0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+           "memory access was encountered\n"
+           "[2027-01-15 08:00:01] node22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from "
+           "10.0.0.247<58355> failed : Connection reset by peer")
+    (cuda,) = run(pipeline, own, host="node22")
+    assert (cuda["pattern"], cuda["initiator"]["kind"]) == ("roots", "cuda_error")
     # the host's own GPU fell off the bus ten seconds before the file's time (the lines' upper bound): it is the
     # initiator, the lost connections its downstream
     xid79 = "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus."
@@ -1100,10 +1116,11 @@ def test_the_device_plugins_xid_line_names_the_gpu_by_its_uuid(pipeline):
 def test_a_contained_cuda_error_follows_the_nvlink_xid_of_its_host(pipeline):
     """cudaErrorContained ("Invalid access of peer GPU memory over nvlink or a hardware error", daydreamlive/scope
     #749) names no GPU: the host's Xid 74 of the same minute is the initiator, the CUDA error downstream by
-    ``gpu_hw.explains_cuda_nvlink_error``; alone it is a critical link_fault of an unnamed GPU."""
+    ``gpu_hw.explains_cuda_nvlink_error``; alone an error (a gpu_failure) of an unnamed GPU: an Xid 94's
+    containment (restart the application) ends this way as much as a link's."""
     cuda = "torch.AcceleratorError: CUDA error: Invalid access of peer GPU memory over nvlink or a hardware error"
     (alone,) = run(pipeline, cuda)
-    assert (alone["category"], alone["severity"], alone["initiator"]["kind"]) == ("link_fault", "critical",
+    assert (alone["category"], alone["severity"], alone["initiator"]["kind"]) == ("gpu_failure", "error",
                                                                                  "cuda_error")
     xid74 = XID74.format(s=1, bus="18", link=3).replace("Mon Nov 30 03:12:0", "Fri Jan 15 07:59:5")
     (inc,) = run(pipeline, xid74 + "\n" + cuda)
