@@ -1153,3 +1153,21 @@ def test_an_initiator_dated_only_by_its_record_is_not_said_to_follow_what_came_b
     assert inc["severity"] == "critical" and "at or before" in inc["explanation"]
     assert "came first" not in inc["explanation"] and "most serious" not in inc["explanation"]
     assert "ibstat <HCA, e.g. mlx5_0>" in inc["verify"]
+
+
+def test_a_gpu_named_by_its_uuid_alone_is_that_gpu_not_any_other_of_its_host(pipeline):
+    """The device plugin names a GPU by its UUID (k8s-device-plugin#189). With the driver's preamble mapping that
+    UUID to a bus id, the plugin's Xid joins the kernel's Xid of that GPU; a line naming another UUID is another GPU,
+    not merged into the one GPU of the host that logged an Xid (a break-it pass: an Xid 48 on GPU-2222… was counted
+    as the Xid 79 GPU's second line)."""
+    same = "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
+    other = "GPU-22222222-eeb9-1214-1526-f93c9ea826a8"
+    kernel = (f"[Fri Jan 15 07:59:50 2027] NVRM: GPU at PCI:0000:10:00: {same}\n"
+              "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus.\n")
+    (inc,) = run(pipeline, kernel + f"2027/01/15 07:59:51 XidCriticalError: Xid=79 on Device={same}, the device "
+                                    "will go unhealthy.")
+    assert inc["initiator"]["device"] == "0000:10:00.0" and len(inc["initiator"]["events"]) == 2
+    got = run(pipeline, kernel + f"2027/01/15 07:59:51 XidCriticalError: Xid=48 on Device={other}, the device will "
+                                 "go unhealthy.")
+    parties = {(p["device"], p["xid"]) for i in got for p in [i["initiator"], *i["downstream"]]}
+    assert ("0000:10:00.0", 79) in parties and (other, 48) in parties
