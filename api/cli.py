@@ -344,9 +344,11 @@ def refuse_lake_file(s: Settings) -> None:
 
 
 def _first_of(items: Iterable[str], n: int = 4) -> str:
-    """``a, b, c, d and 3 more``: the first ``n`` of ``items`` for a one-line message."""
-    items = list(items)
-    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+    """``a, b, c, d and 3 more`` (``correlate.attribute.first_of``, imported when a message needs it: the CLI starts
+    without the correlator)."""
+    from correlate.attribute import first_of
+
+    return first_of(items, n)
 
 
 def _local_zone() -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from correlate.attribute import first_of
 from correlate.correlator import Symptom, correlate, correlation_settings
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_file, host_from_filename
@@ -74,7 +75,7 @@ def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> l
     if not hosts:
         raise SymptomHostError(f"no host to attach the symptom to; write {kind}@HOST")
     if len(hosts) > 1:
-        named = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+        named = first_of(hosts, 8)
         raise SymptomHostError(f"these logs are of {len(hosts)} hosts ({named}): write {kind}@HOST to say which one "
                                "the symptom is about (repeat --symptom for several)")
     return [x if x.host else replace(x, host=hosts[0]) for x in symptoms]

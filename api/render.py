@@ -79,7 +79,7 @@ TABLE_MIN_WIDTH = 160
 def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str, str]]:
     """(incident, start shown, initiator, downstream) by start, then initiator host (incidents timed by the same
     file or arrival share a start), then id: the same order wherever they come from."""
-    from correlate.attribute import candidate_name
+    from correlate.attribute import candidate_name, first_of
     from correlate.incident import party_subject
 
     out = []
@@ -91,11 +91,9 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
         labels = sorted({_party_label(d) for d in inc["downstream"] if candidate_name(*party_subject(d)) not in named})
         # a cell, not a list: 512 lost peers of a 64-host job made one incident 240 rows tall (a break-it pass); the
         # JSON has them all
-        down = ", ".join(labels[:CELL_ITEMS]) + (f" and {len(labels) - CELL_ITEMS} more" if len(labels) > CELL_ITEMS
-                                                  else "")
+        down = first_of(labels, CELL_ITEMS)
         if cands:
-            more = f" and {len(cands) - CELL_ITEMS} more" if len(cands) > CELL_ITEMS else ""
-            down = "suspects: " + "; ".join(cands[:CELL_ITEMS]) + more + (f"; downstream: {down}" if down else "")
+            down = "suspects: " + first_of(cands, CELL_ITEMS, "; ") + (f"; downstream: {down}" if down else "")
         start = inc["start"][:19].replace("T", " ") + ("~" if inc.get("start_basis") in _APPROX else " ")
         out.append((inc, start, describe_initiator(inc["initiator"]), down or "-"))
     return out

@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from correlate.model import Ev
 from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds, pred_shape
@@ -291,6 +291,14 @@ def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None) -> str
     (:func:`_fields`); "" without one."""
     c = catalog.by_id.get(e.signature)
     return _fill(c.sig.action, _fields(e, subject)) if c and c.sig.action else ""
+
+
+def first_of(items: Iterable[str], n: int = 4, sep: str = ", ", noun: str = "") -> str:
+    """``a, b, c, d and 3 more``: the first ``n`` of ``items`` joined by ``sep``, for a one-line message or a table
+    cell (``noun``: what the rest are, ``and 3 more hosts``)."""
+    items = list(items)
+    rest = f" and {len(items) - n} more{' ' + noun if noun else ''}" if len(items) > n else ""
+    return sep.join(items[:n]) + rest
 
 
 def sentences(*texts: str) -> str:

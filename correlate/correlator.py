@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, is_fault, may_relate,
+from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, first_of, is_fault, may_relate,
                                  resolve_subjects, roots_verdict)
 from correlate.cluster import components
 from correlate.incident import body, finish, initiator_key
@@ -66,7 +66,7 @@ def correlation_settings(s) -> Settings:
 
     hosts = load_fleet_config(s.fleet_config) if s.fleet_config else {}
     for name, named in unmatched_platforms(hosts).items():
-        shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+        shown = first_of(named)
         log.warning("fleet config %s: platform %r (host%s %s) matches no GPU model of correlate/platforms.yaml: "
                     "those hosts' expected NVLinks are unknown, so a link down by design is not told from one down "
                     "by a fault; write the model as nvidia-smi prints it (\"NVIDIA H100 80GB HBM3\")", s.fleet_config,

@@ -16,7 +16,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import SYMPTOM, Party, Scene, Verdict, catalog_action, lead_key, sentences, verify_commands
+from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, lead_key, sentences,
+                                 verify_commands)
 from correlate.model import Ev, subject_of
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
@@ -278,18 +279,15 @@ def _explain(scene: Scene, v: Verdict) -> str:
     if beside:
         # in its window (same host or domain) but tied to it by no rule: an application Xid on another GPU a second
         # later was told as one more reporter that "follows it" (a fresh-user trial)
-        named = [_beside_name(p, i["host"]) for p in beside[:3]]
-        more = f" and {len(beside) - 3} more" if len(beside) > 3 else ""
+        named = first_of([_beside_name(p, i["host"]) for p in beside], 3)
         s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window "
-              f"({', '.join(sorted({p.relation or '' for p in beside}))}): {', '.join(named)}{more}")
+              f"({', '.join(sorted({p.relation or '' for p in beside}))}): {named}")
         if earlier:
             own = f"a fault of {'their' if len(earlier) > 1 else 'its'} own, or one this does not explain"
             if len(earlier) == len(beside):  # the list just said: not again
                 s += f", {'all of which' if len(earlier) > 1 else 'which'} came first: {own}"
             else:
-                names = [_beside_name(p, i["host"]) for p in earlier]
-                s += (f"; {', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''} came "
-                      f"first: {own}")
+                s += f"; {first_of([_beside_name(p, i['host']) for p in earlier], 3)} came first: {own}"
     n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
     if n > 1:
         s += f"; it reported {n} lines"

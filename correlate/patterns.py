@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Callable
 
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
-                                 initiator_fields, sentences, unknown_verdict, verify_commands)
+                                 first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links
 from schemas.events import SEVERITY_RANK
@@ -600,10 +600,10 @@ def peer_failed(scene: Scene) -> Verdict | None:
     hosts = sorted({e.host for e in reports})
     peers = sorted({str(p) for e in reports if (p := e.details.get("peer_addr"))})
     names = [f"the peer at {p}" for p in peers] or ["another rank of the job"]
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    on = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more hosts" if len(hosts) > 4 else "")
+    shown, on = first_of(names), first_of(hosts, noun="hosts")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
-        f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went away "
+        f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went "
+        "away "
         f"({shown}): the connection's other end failed first — its process died, or its host or the network did. "
         "Nothing logged here is a fault of its own."))
     v.pattern = "comm.peer_failed"
