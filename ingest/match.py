@@ -22,20 +22,27 @@ import numpy as np
 
 from ingest.catalog import Catalog, CatalogError, to_hyperscan
 
-#: a line-anchored pattern that begins with a class repeated without bound: ``^[^\S\n]+Link …`` (``nvidia-smi``'s
-#: indented rows)
-_LEADING_RUN = re.compile(r"^\^\[(?:\\.|[^\]\\])*\]\+")
+#: a pattern that begins with a class repeated without bound, anchored at a line's start or a word boundary, maybe
+#: as a group of its own: ``^[^\S\n]+Link …`` (``nvidia-smi``'s indented rows), ``\b(?P<driver>[\w-]+) <bus id>: AER``
+#: (the kernel's PCIe AER lines, whose driver name comes first)
+_LEADING_RUN = re.compile(r"^(?:\^|\\b)(?P<group>\((?:\?P<\w+>|\?:))?\[(?:\\.|[^\]\\])*\]\+(?(group)\))(?![+*?{])")
 
 
 def prefilter(pattern: str) -> str | None:
-    """The Hyperscan form of a pattern that begins with ``^[…]+`` (:data:`_LEADING_RUN`): the rest, unanchored, a
-    superset whose hits :class:`HyperscanMatcher` checks with the pattern's own regex; None for other patterns.
+    """The Hyperscan form of a pattern that begins with a run of a class (:data:`_LEADING_RUN`: ``^[…]+``,
+    ``\b(?P<name>[…]+)``): the rest, unanchored, a superset whose hits :class:`HyperscanMatcher` checks with the
+    pattern's own regex; None for other patterns.
 
     With ``nvml.fabric_unhealthy``'s ``^[^\\S\\n]+(?:…Route Recovery in progress…)`` in the same database,
     Hyperscan 5.4 (python-hyperscan 0.9.1) missed ``\\tLink 0: 25 GB/s`` (``nvml.nvlink_active``) after some lines
     (21 or more other characters, 2,000 bytes into a buffer) where ``re`` matched it: found by
     ``tests/test_catalog.py``'s comparison of the two on a generated buffer. Bounding the run did not avoid it;
-    dropping the anchored run does, and these lines are few (``nvidia-smi`` rows), so checking them costs little."""
+    dropping the anchored run does, and these lines are few (``nvidia-smi`` rows), so checking them costs little.
+
+    A leading word run (``\\b[\\w-]+ `` before a PCIe AER line's bus id) gives Hyperscan no literal to start from:
+    it tries the run at every word of every line. The five AER patterns that begin so cost a third of the whole
+    database's scan of the benchmark's fleet mix (``benchmarks/README.md``, twenty-seventh stop); without the run
+    they start at the bus id's ``:`` and ``: ``, and the lines they hit are few."""
     m = _LEADING_RUN.match(pattern)
     return to_hyperscan(pattern[m.end():]) if m else None
 

@@ -308,3 +308,22 @@ def test_a_leading_blank_run_is_matched_after_any_line(catalog, hsm):
         want = ReferenceMatcher(catalog).scan(buf)
         assert hsm.scan(buf) == want
         assert active in want[buf.count(b"\n") if buf.startswith((b"[", b"x")) else 1]
+
+
+def test_a_leading_word_run_is_checked_by_its_own_regex(catalog, hsm):
+    """The PCIe AER patterns begin with the driver's name, ``\\b(?P<driver>[\\w-]+) <bus id>: …``: Hyperscan scans
+    them from the bus id on (``match.prefilter``: a leading word run gave it no literal to start from, a third of
+    the scan's time) and the pattern's own regex decides each hit line. A line the superset hits but the pattern
+    does not (no driver name before the bus id) is no hit; the real lines still are."""
+    from ingest.match import ReferenceMatcher, prefilter
+
+    aer = [c for c in catalog.entries if c.sig.id.startswith("pcie.aer.") and c.sig.pattern.startswith("\\b(")]
+    assert len(aer) == 5 and all(prefilter(c.sig.pattern).startswith(" (?:[0-9a-fA-F]{4,8}:") for c in aer)
+    status_bit = catalog.by_id["pcie.aer.status_bit"].index
+    lines = [b"pcieport 0000:00:1c.5:    [ 0] Receiver Error", b"x: 0000:00:1c.5:    [ 0] Receiver Error",
+             b"[  +0.000894] pcieport 0000:00:03.0:    [14] CmpltTO                (First)",
+             b"(-) 0000:00:03.0:    [14] CmpltTO"]
+    buf = b"\n".join(lines)
+    want = ReferenceMatcher(catalog).scan(buf)
+    assert hsm.scan(buf) == want
+    assert [status_bit in want.get(i, []) for i in range(len(lines))] == [True, False, True, False]
