@@ -95,6 +95,28 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     return out
 
 
+#: the sides of NCCL's "<rank>[<dev>] -> <peer rank>[<peer dev>]" transport line, sender first
+_SIDES = (("rank", "peer_rank"), ("nccl_dev", "nccl_peer_dev"))
+
+
+def _receiving(f: dict[str, str]) -> dict[str, str]:
+    """The groups of a transport line that says ``[receive]``, its sides swapped: NCCL prints a connection as
+    ``sender -> receiver``, so on a receiving rank's line the rank and GPU that logged it are the right-hand side and
+    the sender is the peer (src/transport/net.cc ``recvSetup``: ``peerInfo->rank, peerInfo->nvmlDev, myInfo->rank,
+    myInfo->nvmlDev``; ``sendSetup`` prints ``myInfo`` first). Read left to right, a receiving rank's line was put
+    on its sender's GPU and rank (pytorch/pytorch#81628: ``0[2f000] -> 1[86000] [receive]`` logged by GPU 1)."""
+    out = dict(f)
+    for a, b in _SIDES:
+        if a in f or b in f:
+            out.pop(a, None)
+            out.pop(b, None)
+            if b in f:
+                out[a] = f[b]
+            if a in f:
+                out[b] = f[a]
+    return out
+
+
 def _holds(text: str, needs: tuple[tuple[str, ...], ...]) -> bool:
     """Whether ``text`` holds one string of each requirement (``catalog.literal_requirements``)."""
     for need in needs:
@@ -123,6 +145,8 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
     sig = c.sig
     row: dict[str, Any] = {"signature": sig.id, "kind": sig.kind, "device_type": sig.device_type}
     details: dict[str, Any] = {}
+    if f.get("direction") == "receive":
+        f = _receiving(f)
     for k, v in f.items():
         k = _RENAME.get(k, k)
         if k == "pci":
