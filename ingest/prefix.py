@@ -41,9 +41,20 @@ MONTHS.update({
     "janv.": 1, "févr.": 2, "mars": 3, "avr.": 4, "juin": 6, "juil.": 7, "août": 8,
     "sept.": 9, "oct.": 10, "nov.": 11, "déc.": 12,
 })
+# glibc's abbreviated months (localedata LC_TIME ``abmon``, what ``%b`` prints) of more locales a fleet's hosts run:
+# pl_PL ("kwi 15 07:56:59 host kernel: NVRM: Xid …", NVIDIA/open-gpu-kernel-modules#1045), es_ES, it_IT, pt_BR, nl_NL;
+# none names another month in a locale above
+MONTHS.update({
+    "sty": 1, "lut": 2, "kwi": 4, "maj": 5, "cze": 6, "lip": 7, "sie": 8, "wrz": 9, "paź": 10, "lis": 11, "gru": 12,
+    "ene": 1, "abr": 4, "ago": 8, "dic": 12,
+    "gen": 1, "mag": 5, "giu": 6, "lug": 7, "set": 9, "ott": 10,
+    "fev": 2, "out": 10,
+    "mrt": 3, "mei": 5,
+})
 MONTHS.update({f"{i}月": i for i in range(1, 13)})
+MONTHS.update({f"{i}월": i for i in range(1, 13)})  # ko_KR
 
-_MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}月|[a-zéûä]{3,5}\.?)"
+_MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}[月월]|[^\W\d_]{3,5}\.?)"
 
 
 @dataclass(slots=True)
@@ -175,7 +186,10 @@ _RFC5424 = re.compile(
 # and a shipper that drops the tag: "Jul 20 16:15:36 node01:  …".
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
-    r"(?P<host>[^\s:\[]+)(?::|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+    r"(?P<host>[^\s:\[]+)(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+#: what stands alone before the colon of a stamped syslog line without a host (``journalctl --no-hostname -k``:
+#: "Mar 21 21:42:01 kernel: NVRM: …") is the kernel's tag, not a host; so is a word with a pid ("nv-fabricmanager[88]:")
+_KERNEL_TAGS = frozenset({"kernel", "kern"})
 # ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
 # ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
 # NVIDIA/nccl#230)
@@ -369,7 +383,19 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
 
     ``ref_us`` (µs UTC) resolves stamps without a year. Never raises: an
     unreadable prefix leaves the fields ``None`` and ``rest`` the line.
+
+    A line indented before its stamp (a log pasted as a Markdown code block, a mail's quoted log:
+    "     Mar 21 21:42:01 kernel: NVRM: …", ublue-os/bazzite#4449) is read from its stamp on when the blanks hide
+    one; an indented line with no stamp after its blanks (``nvidia-smi -q``'s rows) keeps them.
     """
+    if line[:1] in (" ", "\t"):
+        p = _parse_prefix(line.lstrip(" \t"), ref_us, tz)
+        if p.ts is not None or p.mono is not None:
+            return p
+    return _parse_prefix(line, ref_us, tz)
+
+
+def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     p = Prefix()
     # NUL bytes before a line (the zeroed blocks a crash leaves in a syslog file) and terminal colour codes are no
     # part of its prefixes: they hid the stamp and the host, and the line took its file's name and time (a break-it
@@ -433,7 +459,11 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
                 t = resolve_year(*stamp, ref_us, tz)
                 if t is not None:
                     p.ts, p.precision_us, p.yearless = t, prec, stamp
-                    _host_or_addr(p, m.group("host"))
+                    if m["tag"] is None and (m["tag_pid"] or m["host"] in _KERNEL_TAGS):
+                        if m["tag_pid"]:
+                            p.pid = int(m["tag_pid"])
+                    else:
+                        _host_or_addr(p, m.group("host"))
                     if m.group("pid"):
                         p.pid = int(m.group("pid"))
                     s = s[m.end():]

@@ -37,6 +37,22 @@ def us(*a, tz=timezone.utc):
     ("11月 15 14:15:47 node01 nv-fabricmanager[4177]: request to query NVSwitch device information",
      us(2026, 11, 15, 14, 15, 47), 1_000_000, "node01", "request"),
     ("фев 12 00:48:02 node02 kernel: NVRM: Xid", us(2026, 2, 12, 0, 48, 2), 1_000_000, "node02", "NVRM"),
+    # glibc's abbreviated months of more locales (pl_PL, with a letter beyond ASCII; es_ES; pt_BR)
+    ("kwi 15 07:56:59 testowy kernel: NVRM: Xid (PCI:0000:07:00): 38, x", us(2026, 4, 15, 7, 56, 59), 1_000_000,
+     "testowy", "NVRM"),
+    ("paź 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 10, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    ("dic 3 07:56:59 node02 kernel: NVRM: Xid", us(2025, 12, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    ("out 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 10, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    # journalctl --no-hostname: the word before the colon is the kernel's tag (or a tag with its pid), no host
+    ("Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspIsHeartbeatTimedOut: x", us(2026, 3, 21, 21, 42, 1), 1_000_000, None,
+     "NVRM: GPU0"),
+    ("Mar 21 21:42:01 nv-fabricmanager[88]: request to query", us(2026, 3, 21, 21, 42, 1), 1_000_000, None,
+     "request"),
+    # a paste indented before its stamp (a Markdown code block)
+    ("     Mar 21 21:42:01 kernel: NVRM: GPU0 x", us(2026, 3, 21, 21, 42, 1), 1_000_000, None, "NVRM: GPU0"),
+    ("  2024-01-01T00:00:00Z node01 kernel: NVRM: x", us(2024, 1, 1, 0, 0, 0), 1_000_000, "node01", "NVRM"),
+    # an indented row with no stamp keeps its blanks (nvidia-smi -q's rows are matched by them)
+    ("\tLink 0: 25 GB/s", None, 1, None, "\tLink 0"),
     # a shipper that dropped the tag
     ("Jul 20 16:15:36 node01:  Detected NVL5+ system", us(2026, 7, 20, 16, 15, 36), 1_000_000, "node01", " Detected"),
     # RFC 5424
