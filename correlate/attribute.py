@@ -381,8 +381,9 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
     # a GPU a line names by its UUID alone (the device plugin's "XidCriticalError: … on Device=GPU-…"): the GPU another
-    # line of the host gave that UUID and a bus id (the driver's "GPU at PCI:…: GPU-…" preamble before its Xid), else
-    # the UUID itself; not whichever GPU of the host logged the same kind (two GPUs' Xids merged: a break-it pass)
+    # line of the host gave that UUID and a bus id (the driver's "GPU at PCI:…: GPU-…" preamble before its Xid), in
+    # this incident or anywhere in the topology's lines (a preamble printed days before: akash-network/support#244),
+    # else the UUID itself; not whichever GPU of the host logged the same kind (two GPUs' Xids merged: a break-it pass)
     by_uuid = {(o.host, u): subj[o.event_id] for o in events
                if (u := o.details.get("uuid")) and subj[o.event_id][2] is not None}
     memo: dict[tuple, set[tuple]] = {}
@@ -391,7 +392,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         if e.signature == SYMPTOM:
             continue
         if dev is None and dtype in (None, "gpu") and (u := e.details.get("uuid")):
-            subj[e.event_id] = by_uuid.get((host, u), (host, "gpu", u))
+            got = by_uuid.get((host, u))
+            if got is None:
+                gpu = topo.uuid_gpu.get((host, u))
+                index = gpu_index_key(gpu) if gpu else None
+                got = (host, "gpu", topo.gpu_key(host, None if index is not None else gpu, index) if gpu else u)
+            subj[e.event_id] = got
             continue
         if dev is None:
             q = (host, e.device_type, e.kind, fault_category(e, catalog))

@@ -202,7 +202,7 @@ class AttributionCache:
         self.comms = {c: self._number(self.comms.get(c), f) for c, f in topo.comm_facts().items()}
         hosts = {}
         for h, f in topo.host_facts().items():
-            hosts[h] = self._number(self.hosts.get(h), (f[:5], tuple((c, self.comms[c][1]) for c in f[5])))
+            hosts[h] = self._number(self.hosts.get(h), (f[:5], tuple((c, self.comms[c][1]) for c in f[5]), f[6]))
         self.hosts = hosts
         return {h: n for h, (_f, n) in hosts.items()}
 

@@ -78,6 +78,9 @@ class Topology:
     remote: dict[tuple[str, str, int], tuple[str, int]] = field(default_factory=dict)
     # (host, gpu index) -> bus id
     index_to_bus: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: (host, GPU UUID) -> the GPU a line gave that UUID with (its bus id, else ``gpu<index>``): the driver's
+    #: "NVRM: GPU at PCI:…: GPU-…" preamble, ``nvidia-smi -L``
+    uuid_gpu: dict[tuple[str, str], str] = field(default_factory=dict)
     # communicator id -> {rank: (host, gpu key)}, and its size
     comm_ranks: dict[str, dict[int, tuple[str, str | None]]] = field(default_factory=lambda: defaultdict(dict))
     comm_size: dict[str, int] = field(default_factory=dict)
@@ -137,7 +140,7 @@ class Topology:
         self._comm_index = None
         members: list[tuple[str, Ev]] = []
         for e in events:
-            member, index, model = _line_facts(e)
+            member, index, model, uuid = _line_facts(e)
             if member is not None:
                 comm = member[0]
                 members.append((comm, e))
@@ -148,21 +151,23 @@ class Topology:
                 self.index_to_bus[(e.host, index)] = e.device
             if model is not None:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), model)
+            if uuid is not None:
+                self.uuid_gpu[(e.host, uuid)] = line_gpu(e)
         self.comm_span = comm_spans(members)
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
         (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends
-        and index -> bus ids, and the communicators with a rank on it (ids, in ``comm_ranks`` order; their
-        facts: :meth:`comm_facts`). Every query reads the facts of the host it is given, of a communicator with
+        and index -> bus ids, the communicators with a rank on it (ids, in ``comm_ranks`` order; their
+        facts: :meth:`comm_facts`), and UUID -> GPU. Every query reads the facts of the host it is given, of a communicator with
         a rank on that host (``comm_index``; the communicator a timeout names is picked among those with a rank
         on the timeout's host), or the fleet config (:meth:`fleet_facts`)."""
-        out: dict[str, tuple[dict, dict, dict, dict, dict, list]] = {}
+        out: dict[str, tuple[dict, dict, dict, dict, dict, list, dict]] = {}
 
-        def of(host: str) -> tuple[dict, dict, dict, dict, dict, list]:
+        def of(host: str) -> tuple[dict, dict, dict, dict, dict, list, dict]:
             f = out.get(host)
             if f is None:
-                f = out[host] = ({}, {}, {}, {}, {}, [])
+                f = out[host] = ({}, {}, {}, {}, {}, [], {})
             return f
 
         for (h, k), links in self.link_state.items():
@@ -178,6 +183,8 @@ class Topology:
         for comm, ranks in self.comm_ranks.items():
             for h in {h for h, _dev in ranks.values()}:
                 of(h)[5].append(comm)
+        for (h, u), gpu in self.uuid_gpu.items():
+            of(h)[6][u] = gpu
         return out
 
     def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None,
@@ -295,10 +302,10 @@ def direct_buses(links: dict[tuple[int, int], tuple[str, int | None]]) -> dict[i
     return bus
 
 
-def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None]:
+def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, str | None]:
     """What one line teaches :meth:`Topology.learn_events`: its rank's membership (:func:`rank_membership`), the
     index of the GPU whose bus id it names (an NVML / nvidia-smi line, or NCCL >= 2.18's ``nvmlDev``), the model
-    of the GPU whose index it names."""
+    of the GPU whose index it names, the UUID of the GPU it names by bus id or index (``details.uuid``)."""
     if e.source == "nvml" and e.gpu_index is not None and e.device:
         index = e.gpu_index  # nvidia-smi / NVML index
     elif e.signature == "nccl.init" and e.device and str(e.details.get("nvml_dev", "")).isdigit():
@@ -306,14 +313,15 @@ def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None]:
     else:
         index = None
     model = e.details.get("model") if e.gpu_index is not None else None
-    return rank_membership(e), index, model or None
+    uuid = e.details.get("uuid") if (e.device or e.gpu_index is not None) and e.device_type in (None, "gpu") else None
+    return rank_membership(e), index, model or None, uuid if isinstance(uuid, str) and uuid else None
 
 
 def teaches_topology(e: Ev) -> bool:
     """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`_line_facts`). Other events
     leave the topology as it is, so the streaming correlator reuses its last step's topology when only such
     events came (``StreamCorrelator._learn``)."""
-    return _line_facts(e) != (None, None, None)
+    return _line_facts(e) != (None, None, None, None)
 
 
 def line_gpu(e: Ev) -> str | None:

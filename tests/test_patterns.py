@@ -1171,3 +1171,21 @@ def test_a_gpu_named_by_its_uuid_alone_is_that_gpu_not_any_other_of_its_host(pip
                                  "go unhealthy.")
     parties = {(p["device"], p["xid"]) for i in got for p in [i["initiator"], *i["downstream"]]}
     assert ("0000:10:00.0", 79) in parties and (other, 48) in parties
+
+
+def test_a_gpu_named_by_its_uuid_is_the_gpu_a_preamble_of_days_before_gave_that_uuid(pipeline):
+    """The driver prints "GPU at PCI:…: GPU-…" once, before a GPU's first Xid since boot; the device plugin names
+    the GPU by that UUID at every later Xid. The mapping is a fact of the host, not of one incident: a preamble four
+    days before the plugin's line maps it to its bus id (akash-network/support#244: the plugin's Xid 94 stayed on
+    "gpu GPU-3b6ec030-…", a second suspect beside the kernel's Xid 94)."""
+    uuid = "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"
+    kernel = (f"[Mon Jan 11 03:54:13 2027] NVRM: GPU at PCI:0000:00:07: {uuid}\n"
+              "[Mon Jan 11 03:54:13 2027] NVRM: Xid (PCI:0000:00:07): 31, pid=2512125, name=python3.10, Ch 00000008, "
+              "intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ 0x73ac_1c000000. Fault is of type "
+              "FAULT_PDE ACCESS_TYPE_VIRT_WRITE\n")
+    plugin = f"2027/01/15 07:59:51 XidCriticalError: Xid=48 on Device={uuid}, the device will go unhealthy."
+    got = run(pipeline, kernel + plugin)
+    (inc,) = [i for i in got if i["initiator"]["xid"] == 48]
+    assert inc["initiator"]["device"] == "0000:00:07.0"
+    (inc,) = run(pipeline, plugin)
+    assert inc["initiator"]["device"] == uuid

@@ -459,6 +459,7 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         t.index_to_bus[("h", 0)] = "0000:01:00.0"
         t.comm_ranks["c1"][0] = ("h", "0000:01:00.0")
         t.comm_size["c1"] = 2
+        t.uuid_gpu[("h", "GPU-3b6ec030-5adc-1847-e155-79f635584b4e")] = "0000:01:00.0"
         return t
 
     change = {
@@ -470,6 +471,7 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         "comm_ranks": lambda t: t.comm_ranks["c1"].__setitem__(1, ("other", None)),
         "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
         "comm_span": lambda t: t.comm_span.__setitem__(("c1", "h"), (None, 5_000_000)),
+        "uuid_gpu": lambda t: t.uuid_gpu.__setitem__(("h", "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"), "0000:09:00.0"),
     }
     def facts(t: Topology, host: str = "h") -> tuple:  # a host's facts and those of its communicators
         f = t.host_facts()[host]
