@@ -1189,3 +1189,55 @@ def test_a_gpu_named_by_its_uuid_is_the_gpu_a_preamble_of_days_before_gave_that_
     assert inc["initiator"]["device"] == "0000:00:07.0"
     (inc,) = run(pipeline, plugin)
     assert inc["initiator"]["device"] == uuid
+
+
+def test_a_full_dev_shm_is_the_initiator_and_its_peers_reports_follow(pipeline):
+    """NCCL's shared-memory buffers live in /dev/shm: when it is full (pytorch/ci-infra#490, NVIDIA/nccl#525) the
+    rank that says so is the initiator, a configuration fault (nccl_software) whose action is about /dev/shm, and
+    another rank's generic NCCL warning of the same job follows it by ``nccl_shm.explains_nccl``; a second rank's
+    own /dev/shm failure is a report of the same cause, not explained by the first."""
+    shm = ("[2026-04-22 21:34:20] node07:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend "
+           "/dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device (28)")
+    warn = ("[2026-04-22 21:34:21] node07:202018:202240 [2] proxy.cc:1326 NCCL WARN Socket recv failed while polling "
+            "for opId=0x7fb582222f90")
+    (inc,) = run(pipeline, shm + "\n" + warn)
+    assert (inc["category"], inc["initiator"]["gpu_index"], inc["initiator"]["kind"]) == ("nccl_software", 0,
+                                                                                         "nccl_error")
+    assert "/dev/shm" in inc["next_action"] and "NCCL_SHM_DISABLE=1" in inc["next_action"]
+    assert [d["gpu_index"] for d in inc["downstream"]] == [2]
+    assert {x["rule"] for x in inc["evidence"]} == {"nccl_shm.explains_nccl"}
+
+
+def test_peer_access_unsupported_is_a_p2p_configuration_not_a_gpu_fault(pipeline):
+    """CUDA error 217 from NCCL's P2P or SHM transport (NVIDIA/nccl#1838, ray_lightning#24): the GPUs cannot reach
+    each other's memory and NCCL chose a path that needs it: a pcie_p2p initiator whose action keeps NCCL off peer
+    access; the rank's NCCL error that follows is downstream (``p2p_unsupported.explains_nccl``)."""
+    p2p = ("[2025-09-09 23:51:24] node07:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is "
+           "not supported between these two devices'")
+    after = "[2025-09-09 23:51:24] node07:774:855 [1] init.cc:1401 NCCL WARN ncclCommInitRank failed: unhandled cuda error"
+    (inc,) = run(pipeline, p2p + "\n" + after)
+    assert (inc["category"], inc["initiator"]["kind"], inc["initiator"]["gpu_index"]) == ("pcie_p2p", "cuda_error", 0)
+    assert "NCCL_P2P_DISABLE=1" in inc["next_action"] and "Not a GPU fault" in inc["next_action"]
+    assert {x["rule"] for x in inc["evidence"]} == {"p2p_unsupported.explains_nccl"}
+
+
+def test_a_gpu_nvml_cannot_reach_is_lost_as_one_that_fell_off_the_bus(pipeline):
+    """nvidia-smi's "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error" (rwth-i6/returnn
+    #1484, open-gpu-kernel-modules#387: fixed by reseating the GPU) made no event: a hung job's host then had
+    "nothing names a cause". It is a gpu_off_bus fault of that GPU; "Not Found" (a GPU never initialised) is not."""
+    (inc,) = run(pipeline, "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error")
+    assert (inc["category"], inc["severity"], inc["initiator"]["device"]) == ("gpu_off_bus", "critical",
+                                                                              "0000:03:00.0")
+    assert run(pipeline, "Unable to determine the device handle for GPU 0000:01:00.0: Not Found") == []
+
+
+def test_a_fatal_xid_explains_the_reset_required_of_its_host(pipeline):
+    """An Xid 79 leaves its GPU needing a reset: the RM's NV_ERR_RESET_REQUIRED a minute later (it names the GPU
+    by the driver's own number only) follows it by ``gpu_fault.explains_reset_required``, not a second fault
+    "no rule ties" to it."""
+    xid = "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:1a:00): 79, pid=0, GPU has fallen off the bus."
+    reset = ("[Fri Jan 15 08:00:50 2027] NVRM: GPU0 nvCheckOkFailedNoLog: Check failed: Reset required "
+             "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from pRmApi->Control(pRmApi, RES_GET_CLIENT_HANDLE(pKernelChannel)")
+    (inc,) = run(pipeline, xid + "\n" + reset)
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (79, "0000:1a:00.0")
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_reset_required"}
