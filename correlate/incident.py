@@ -208,6 +208,10 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     inc["status"] = "resolved" if now_us - max(e.ts for e in scene.events) > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}
+    if prev:  # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew
+        inc["explanation"] = (f"{body['explanation']} It recurred: {len(prev)} earlier incident(s) had the same "
+                              f"initiator, the first at {inc['recurrence']['first_seen']} "
+                              f"({first_of([p['id'] for p in prev], 3)}).")
     return inc
 
 

@@ -888,6 +888,12 @@ def test_recurrence_names_earlier_incidents_once_when_an_old_fault_comes_back(pi
     recurrence = sorted((x["id"], x["recurrence"]["previous"]) for x in got)
     assert recurrence == sorted((x["id"], x["recurrence"]["previous"]) for x in want)
     assert sorted(len(p) for _i, p in recurrence) == [0, 1]
+    # the explanation says so (the action's "RMA if it recurs" then reads against it: an Xid 79 that came back)
+    (again,) = [x for x in got if x["recurrence"]["previous"]]
+    (first,) = [x for x in got if x["id"] in again["recurrence"]["previous"]]
+    assert again["explanation"].endswith(f"It recurred: 1 earlier incident(s) had the same initiator, the first at "
+                                         f"{first['start']} ({first['id']}).")
+    assert "recurred" not in first["explanation"]
 
 
 def test_cold_faults_are_forgotten_after_the_reach_back(pipeline):
