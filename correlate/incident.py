@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -104,6 +105,10 @@ def fatal_branch(action: str, fatal: bool | None) -> str:
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
+        same = _one_fault_of_all(scene)
+        if same:  # no single culprit, but one kind of fault on every candidate: its action, for each of them
+            action, verify = default_action(scene, replace(v, initiator_events=same))
+            return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
     main = _lead(v.initiator_events)
     action = ""
@@ -125,6 +130,26 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     # signatures' sentences in the next incident of the same table (a fresh-user trial)
     return sentences(action or catalog_action(scene.catalog, main, subject)), verify_commands(scene.catalog, main,
                                                                                             subject)
+
+
+def _one_fault_of_all(scene: Scene) -> list[Ev]:
+    """The faults nothing explains when they are all one fault — one signature (and Xid or SXid) that names a cause
+    (a category in the catalog, or an Xid/SXid) — on more than one subject, else ``[]``: several ranks whose
+    /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
+    two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
+    faults = [e for e in scene.events if e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e)]
+    if not faults or len({(e.signature, e.xid, e.sxid) for e in faults}) != 1:
+        return []
+    if len({scene.subject[e.event_id] for e in faults}) < 2:
+        return []
+    e = faults[0]
+    c = scene.catalog.by_id.get(e.signature)
+    return faults if e.xid is not None or e.sxid is not None or (c is not None and c.sig.category) else []
+
+
+def _fault_name(e: Ev) -> str:
+    """``Xid 79``, ``SXid 12028``, else the signature id."""
+    return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.signature
 
 
 def software_cause(catalog: Catalog, xid: int) -> bool:

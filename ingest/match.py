@@ -21,17 +21,18 @@ import hyperscan
 import numpy as np
 
 from ingest.catalog import Catalog, CatalogError, to_hyperscan
+from ingest.decode import MAX_LINE_BYTES
 
-#: a pattern that begins with a class repeated without bound, anchored at a line's start or a word boundary, maybe
-#: as a group of its own: ``^[^\S\n]+Link …`` (``nvidia-smi``'s indented rows), ``\b(?P<driver>[\w-]+) <bus id>: AER``
-#: (the kernel's PCIe AER lines, whose driver name comes first)
-_LEADING_RUN = re.compile(r"^(?:\^|\\b)(?P<group>\((?:\?P<\w+>|\?:))?\[(?:\\.|[^\]\\])*\]\+(?(group)\))(?![+*?{])")
+#: a pattern that begins with a class repeated without bound, anchored at a line's start, a word boundary or a
+#: character outside the class, maybe as a group of its own: ``^[^\S\n]+Link …`` (``nvidia-smi``'s indented rows),
+#: ``(?:^|[^\w-])(?P<driver>[\w-]+) <bus id>: AER`` (the kernel's PCIe AER lines, whose driver name comes first)
+_LEADING_RUN = re.compile(r"^(?:\^|\\b|\(\?:\^\|\[\^(?:\\.|[^\]\\])*\]\))(?P<group>\((?:\?P<\w+>|\?:))?\[(?:\\.|[^\]\\])*\]\+(?(group)\))(?![+*?{])")
 
 
 def prefilter(pattern: str) -> str | None:
     """The Hyperscan form of a pattern that begins with a run of a class (:data:`_LEADING_RUN`: ``^[…]+``,
-    ``\b(?P<name>[…]+)``): the rest, unanchored, a superset whose hits :class:`HyperscanMatcher` checks with the
-    pattern's own regex; None for other patterns.
+    ``\\b(?P<name>[…]+)``, ``(?:^|[^…])(?P<name>[…]+)``): the rest, unanchored, a superset whose hits
+    :class:`HyperscanMatcher` checks with the pattern's own regex; None for other patterns.
 
     With ``nvml.fabric_unhealthy``'s ``^[^\\S\\n]+(?:…Route Recovery in progress…)`` in the same database,
     Hyperscan 5.4 (python-hyperscan 0.9.1) missed ``\\tLink 0: 25 GB/s`` (``nvml.nvlink_active``) after some lines
@@ -39,13 +40,18 @@ def prefilter(pattern: str) -> str | None:
     ``tests/test_catalog.py``'s comparison of the two on a generated buffer. Bounding the run did not avoid it;
     dropping the anchored run does, and these lines are few (``nvidia-smi`` rows), so checking them costs little.
 
-    A leading word run (``\\b[\\w-]+ `` before a PCIe AER line's bus id) gives Hyperscan no literal to start from:
+    A leading word run (the driver's name before a PCIe AER line's bus id) gives Hyperscan no literal to start from:
     it tries the run at every word of every line. The five AER patterns that begin so cost a third of the whole
     database's scan of the benchmark's fleet mix (``benchmarks/README.md``, twenty-seventh stop); without the run
-    they start at the bus id's ``:`` and ``: ``, and the lines they hit are few."""
+    they start at the bus id's ``:`` and ``: ``, and the lines they hit are few. Their run follows ``(?:^|[^\\w-])``,
+    not ``\\b``: the check's regex then starts it only where a run begins, in linear time (from every word
+    boundary of ``a-a-a-…`` it was quadratic: 69 s for a 60 KB line, a break-it pass)."""
     m = _LEADING_RUN.match(pattern)
     return to_hyperscan(pattern[m.end():]) if m else None
 
+
+#: bytes after a prefiltered match's end that its check reads too (a pattern's lookahead or ``\b`` looks past its end)
+_AFTER_END = 64
 
 #: line index -> signature indexes that hit it (sorted)
 Hits = dict[int, list[int]]
@@ -128,34 +134,47 @@ class HyperscanMatcher:
         out: list[LineHit] = []
         end = -1
         sigs: list[int] = []
+        check = self._check
+        last_end: dict[tuple[int, int], int] = {}  # (hit line, prefiltered signature) -> its last match's end
         for to, sig in ends:
             # a match ending at `to` (exclusive) lies on the line holding byte to-1; patterns
             # never match a newline (see ingest.catalog.to_hyperscan), so that byte is not one.
             p = to - 1
-            if p < end:
-                if sig not in sigs:
-                    sigs.append(sig)
-                continue
-            end = buf.find(b"\n", p)
-            if end < 0:
-                end = len(buf)
-            sigs = [sig]
-            out.append((buf.rfind(b"\n", 0, p) + 1, end, sigs))
+            if p >= end:
+                end = buf.find(b"\n", p)
+                if end < 0:
+                    end = len(buf)
+                sigs = [sig]
+                out.append((buf.rfind(b"\n", 0, p) + 1, end, sigs))
+            elif sig not in sigs:
+                sigs.append(sig)
+            if check and sig in check:
+                last_end[(len(out) - 1, sig)] = to
         for hit in out:
             hit[2].sort()
-        if self._check:
-            out = self._checked(buf, out)
+        if last_end:
+            out = self._checked(buf, out, last_end)
         return out
 
-    def _checked(self, buf: bytes, out: list[LineHit]) -> list[LineHit]:
+    def _checked(self, buf: bytes, out: list[LineHit], last_end: dict[tuple[int, int], int]) -> list[LineHit]:
         """``out`` without the hits of prefiltered signatures (:func:`prefilter`) whose own regex does not match
-        their line (decoded as :class:`ReferenceMatcher` decodes it)."""
+        their line (decoded as :class:`ReferenceMatcher` decodes it). The regex reads at most ``MAX_LINE_BYTES``
+        of the line, up to a little after the superset's last match end there (the pattern's own match ends
+        where the superset's does): a long line is not searched whole (a backtracking pattern over a 10 MB line
+        could run for hours)."""
         check = self._check
         kept: list[LineHit] = []
-        for start, end, sigs in out:
+        for k, (start, end, sigs) in enumerate(out):
             if not check.keys().isdisjoint(sigs):
-                line = buf[start:end].decode("utf-8", "replace")
-                sigs[:] = [s for s in sigs if s not in check or check[s].search(line)]
+                ok = []
+                for s in sigs:
+                    if s in check:
+                        to = last_end[(k, s)]
+                        a, b = max(start, to - MAX_LINE_BYTES), min(end, to + _AFTER_END)
+                        if not check[s].search(buf[a:b].decode("utf-8", "replace")):
+                            continue
+                    ok.append(s)
+                sigs[:] = ok
                 if not sigs:
                     continue
             kept.append((start, end, sigs))

@@ -1241,3 +1241,19 @@ def test_a_fatal_xid_explains_the_reset_required_of_its_host(pipeline):
     (inc,) = run(pipeline, xid + "\n" + reset)
     assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (79, "0000:1a:00.0")
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_reset_required"}
+
+
+def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
+    """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
+    are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
+    break-it pass). When the unexplained faults are one fault on every candidate, its catalog action is the next
+    action, said to apply to each; two different faults keep the generic one."""
+    line = ("[2026-04-22 21:34:20] node07:20201{r}:20223{r} [{r}] misc/shmutils.cc:88 NCCL WARN Error: failed to extend "
+            "/dev/shm/nccl-WU88O{r} to 9637892 bytes, error: No space left on device (28)")
+    (inc,) = run(pipeline, line.format(r=0) + "\n" + line.format(r=1))
+    assert (inc["pattern"], inc["category"], len(inc["initiator"]["candidates"])) == ("unknown", "nccl_software", 2)
+    assert inc["next_action"].startswith("Every candidate reports the same fault (nccl.shm.no_space). NCCL could not")
+    p2p = ("[2026-04-22 21:34:20] node07:774:854 [1] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is "
+           "not supported between these two devices'")
+    got = run(pipeline, line.format(r=0) + "\n" + p2p)
+    assert all(not i["next_action"].startswith("Every candidate") for i in got)
