@@ -62,7 +62,7 @@ from correlate.incident import incident_hosts, member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
-                                teaches_topology)
+                                teaches_topology, uuid_fact)
 from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
@@ -138,6 +138,10 @@ class StreamCorrelator:
     wiring: dict[str, Ev] = field(default_factory=dict)
     #: the same lines by (communicator, rank) (``topology.rank_membership``)
     wiring_ranks: dict[tuple[str, int], Ev] = field(default_factory=dict, repr=False)
+    #: (host, GPU UUID) -> the newest line that gave the UUID a bus id or index (``topology.uuid_fact``): in
+    #: ``wiring`` once older than the events kept, as the device plugin names a GPU by its UUID days after the
+    #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it)
+    uuid_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
     #: event_id -> its (communicator, rank) or None, for the kept events the topology learns from
     #: (``topology.teaches_topology``), in the order of ``events``: read once, when they arrive
     teaching: dict[str, tuple[str, int] | None] = field(default_factory=dict, repr=False)
@@ -188,6 +192,10 @@ class StreamCorrelator:
                 self.fresh.append(e.event_id)
                 if teaches_topology(e):
                     self.teaching[e.event_id] = rank_membership(e)
+                    if (u := uuid_fact(e)) is not None:
+                        last = self.uuid_lines.get((e.host, u))
+                        if last is None or e.ts >= last.ts:
+                            self.uuid_lines[(e.host, u)] = e
         ahead = self.future_us()
         for e, key in zip(evs, streams):
             if now_us is not None:
@@ -565,6 +573,9 @@ class StreamCorrelator:
                   if e.event_id not in self.events and held.get((m[0], e.host), True)]
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
+        for e in self.uuid_lines.values():
+            if e.event_id not in self.events:
+                self.wiring[e.event_id] = e
         self.emitted = {k: v for k, v in self.emitted.items()
                         if any(m in self.events or m in self.cold for m in member_ids(v[2]))}
 

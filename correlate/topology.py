@@ -317,6 +317,11 @@ def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, 
     return rank_membership(e), index, model or None, uuid if isinstance(uuid, str) and uuid else None
 
 
+def uuid_fact(e: Ev) -> str | None:
+    """The GPU UUID ``e`` gives a bus id or index (:func:`_line_facts`), else None."""
+    return _line_facts(e)[3]
+
+
 def teaches_topology(e: Ev) -> bool:
     """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`_line_facts`). Other events
     leave the topology as it is, so the streaming correlator reuses its last step's topology when only such

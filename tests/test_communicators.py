@@ -956,3 +956,23 @@ def test_new_clock_estimates_alone_make_no_new_version_until_the_flush(pipeline,
     assert len(versions) <= 3 and versions[-1]["clocks"] == final["clocks"], [x["clocks"] for x in versions]
     assert sorted((x["id"], x["clocks"] == y["clocks"]) for x in got for y in want if x["id"] == y["id"]) == sorted(
         (x["id"], True) for x in want)
+
+
+def test_a_gpu_uuid_maps_to_its_bus_id_after_the_line_that_taught_it_is_forgotten(pipeline):
+    """The driver gives a GPU's UUID its bus id once (the preamble, carried by the Xid after it); the device
+    plugin names the GPU by that UUID at a later Xid, hours later. The stream keeps the newest line that taught
+    each UUID (``StreamCorrelator.uuid_lines``, in ``wiring`` once pruned): the plugin's Xid is that GPU's, as in
+    the batch (a break-it pass: it fell back to the UUID once the Xid that carried it was forgotten)."""
+    uuid = "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"
+    x1 = T0 + timedelta(minutes=1)
+    pre = (f"{x1:%Y-%m-%dT%H:%M:%S.%f}+00:00 kernel: NVRM: GPU at PCI:0000:00:07: {uuid}\n"
+           f"{x1:%Y-%m-%dT%H:%M:%S.%f}+00:00 kernel: NVRM: Xid (PCI:0000:00:07): 31, pid=2512125, name=python3.10, "
+           "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ 0x73ac_1c000000. Fault "
+           "is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE")
+    later = x1 + timedelta(hours=3)
+    plugin = f"{later:%Y-%m-%dT%H:%M:%S.%f}+00:00 XidCriticalError: Xid=48 on Device={uuid}, the device will go unhealthy."
+    feeds = [(x1, {"n1": [pre]}), *_busy("n1", x1, later), (later, {"n1": [plugin]})]
+    got, want = _stream_and_batch(pipeline, feeds, later + timedelta(hours=1))
+    (inc,) = [i for i in got if i["initiator"]["xid"] == 48]
+    (batch,) = [i for i in want if i["initiator"]["xid"] == 48]
+    assert inc["initiator"]["device"] == batch["initiator"]["device"] == "0000:00:07.0"
