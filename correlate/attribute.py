@@ -636,8 +636,10 @@ def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: s
     """No single culprit: the initiator says so (``device_type: null``) and the incident lists candidates."""
     hosts = sorted({k[0] for k in candidates}) or sorted({e.host for e in scene.events})
     names = [candidate_name(*k) for k in candidates]
-    # on one host the parties are reached over it (same_host), as from an initiator there; else over the domain
-    down, ctx = downstream_parties(scene, (hosts[0] if len(hosts) == 1 else "", None, None), [])
+    # on one host the parties are reached over it (same_host), as from an initiator there; else over the domain. No
+    # party is the initiator: the key names no subject (it was (host, None, None), an operator's report of the host's
+    # failure, which then vanished from the incident: a fresh-user trial)
+    down, ctx = downstream_parties(scene, (hosts[0] if len(hosts) == 1 else "", "no single culprit", None), [])
     return Verdict(missing=missing_evidence(scene, candidates),
         pattern="unknown", category=category,
         initiator={"host": hosts[0] if len(hosts) == 1 else None, "device_type": None, "device": None,

@@ -1257,3 +1257,17 @@ def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
            "not supported between these two devices'")
     got = run(pipeline, line.format(r=0) + "\n" + p2p)
     assert all(not i["next_action"].startswith("Every candidate") for i in got)
+
+
+def test_an_operators_report_stays_a_party_of_an_incident_with_no_single_culprit(pipeline):
+    """An incident with no single culprit (two GPUs' unrelated Xid 79 in one second) and the operator's report of
+    the host's failure: the report is a downstream party of the host. It vanished (a fresh-user trial): the
+    no-culprit verdict passed its parties the host's own key, (host, None, None), as the initiator's, and a
+    host-level report has that key."""
+    from correlate.correlator import Symptom
+
+    text = ("[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:1a:00): 79, pid=0, GPU has fallen off the bus.\n"
+            "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:2a:00): 79, pid=0, GPU has fallen off the bus.")
+    (inc,) = _with(pipeline, text, [Symptom(host="node01", kind="failure")])
+    assert inc["pattern"] == "unknown" and len(inc["initiator"]["candidates"]) == 2
+    assert [(p["host"], p["device"]) for p in inc["downstream"] if p["device"] is None] == [("node01", None)]
