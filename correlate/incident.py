@@ -286,7 +286,9 @@ def _explain(scene: Scene, v: Verdict) -> str:
         where = "the host"
     when = f"at {iso(main.ts)}"
     arrival = "file" if main.ts_basis == "file" else "Kafka record"
-    if main.undated():
+    if main.undated() and "uptime_s" in main.details:  # a raw kernel stamp counted back from the append time
+        when = f"at or before {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
+    elif main.undated():
         when = f"at or before {iso(main.ts)} (its {arrival}'s time: the line printed none)"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"

@@ -222,6 +222,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts_precision_us"] = 1 if basis != "kafka" else _REF_PRECISION["kafka"]
             if basis == "kafka":  # the append time: the value was written then or before (as a line without stamp)
                 row["details"]["ts_upper_bound"] = True
+                row["details"]["uptime_s"] = p.mono  # the line's own stamp, counted back from that time
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
