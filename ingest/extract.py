@@ -95,6 +95,17 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     return out
 
 
+def _bus_form(v: str) -> bool:
+    """Whether the bracket of an NCCL transport line (``3[<v>]``) holds a busId (``%lx``, NCCL <= 2.18.1) rather than
+    an NVML index (decimal): four digits or more, a hex letter, or a number no node has GPUs up to. A GPU on bus 0
+    prints short (``0000:00:04.0`` is ``40``, ``0000:00:0b.0`` ``b0``: cloud VMs' GPUs) and was read as index 40 or,
+    from hex, 176 (a break-it pass)."""
+    return len(v) >= 4 or not v.isdigit() or int(v) >= MAX_NODE_GPUS
+
+
+#: more GPUs than any node has: a bracket's decimal value this large is a busId
+MAX_NODE_GPUS = 32
+
 #: the sides of NCCL's "<rank>[<dev>] -> <peer rank>[<peer dev>]" transport line, sender first
 _SIDES = (("rank", "peer_rank"), ("nccl_dev", "nccl_peer_dev"))
 
@@ -157,15 +168,15 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             row["device"] = nccl_bus_id(v)
         elif k == "nccl_dev":
             # NCCL <= 2.18.1 prints the busId in hex, later versions the NVML index (formats.md §11.2)
-            if len(v) >= 4:
+            if _bus_form(v):
                 row["device"] = nccl_bus_id(v)
             else:
-                row["gpu_index"] = int(v, 16) if not v.isdigit() else int(v)
+                row["gpu_index"] = int(v)
         elif k == "nccl_peer_dev":
-            if len(v) >= 4:
+            if _bus_form(v):
                 row["peer"] = nccl_bus_id(v)
             else:
-                details["peer_gpu_index"] = int(v) if v.isdigit() else int(v, 16)
+                details["peer_gpu_index"] = int(v)
         elif k == "tests_bus":
             row["device"] = bus_only(v)
         elif k == "fatal_word":

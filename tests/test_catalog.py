@@ -337,3 +337,16 @@ def test_a_leading_word_run_is_checked_by_its_own_regex(catalog, hsm):
     for buf in (b"a-" * 10_000 + tail, b"x" * 70_000 + b" " + real, real + b" x" * 40_000):
         want = ReferenceMatcher(catalog).scan(buf)
         assert hsm.scan(buf) == want and (received in want.get(0, [])) is (buf.endswith(real) or buf.startswith(real))
+
+
+def test_a_transport_lines_short_bus_id_is_a_bus_id_not_an_index(catalog):
+    """NCCL <= 2.18.1 prints each side's busId with ``%lx`` (``int64ToBusId``): a GPU on bus 0, as cloud VMs place
+    them, prints short, ``0000:00:04.0`` as ``40`` and ``0000:00:0b.0`` as ``b0``. They were read as NVML indexes 40
+    and 176 (a break-it pass); an index is decimal and below the GPUs a node has."""
+    c = catalog.by_id["nccl.transport.p2p"]
+    line = "node01:1902:2004 [3] NCCL INFO Channel 00 : 3[b0] -> 2[40] via P2P/IPC/read"
+    row = columns(c, fields(c, line)[0], catalog)
+    assert (row.get("device"), row.get("peer"), row.get("gpu_index")) == ("0000:00:0b.0", "0000:00:04.0", None)
+    row = columns(c, fields(c, "node01:6742:6769 [3] NCCL INFO Channel 00/0 : 3[3] -> 2[15] via P2P/CUMEM")[0],
+                  catalog)
+    assert (row.get("device"), row.get("gpu_index"), row["details"].get("peer_gpu_index")) == (None, 3, 15)
