@@ -62,7 +62,7 @@ from correlate.incident import incident_hosts, member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
-                                teaches_topology, uuid_fact)
+                                line_facts, teaches_topology)
 from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
@@ -138,7 +138,7 @@ class StreamCorrelator:
     wiring: dict[str, Ev] = field(default_factory=dict)
     #: the same lines by (communicator, rank) (``topology.rank_membership``)
     wiring_ranks: dict[tuple[str, int], Ev] = field(default_factory=dict, repr=False)
-    #: (host, GPU UUID) -> the newest line that gave the UUID a bus id or index (``topology.uuid_fact``): in
+    #: (host, GPU UUID) -> the newest line that gave the UUID a bus id or index (``topology.line_facts``): in
     #: ``wiring`` once older than the events kept, as the device plugin names a GPU by its UUID days after the
     #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it)
     uuid_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
@@ -190,12 +190,8 @@ class StreamCorrelator:
             elif e.event_id not in self.events:
                 self.events[e.event_id] = e
                 self.fresh.append(e.event_id)
-                if teaches_topology(e):
+                if teaches_topology(e) and self._teaches(e):
                     self.teaching[e.event_id] = rank_membership(e)
-                    if (u := uuid_fact(e)) is not None:
-                        last = self.uuid_lines.get((e.host, u))
-                        if last is None or e.ts >= last.ts:
-                            self.uuid_lines[(e.host, u)] = e
         ahead = self.future_us()
         for e, key in zip(evs, streams):
             if now_us is not None:
@@ -452,6 +448,20 @@ class StreamCorrelator:
                 if inc.get("status") != "superseded" and not back.isdisjoint(ids):
                     back.update(m for m in ids if m in self.cold)
         return back
+
+    def _teaches(self, e: Ev) -> bool:
+        """Whether ``e``, a line ``topology.teaches_topology`` holds, teaches the stream's topology something new:
+        anything but a GPU UUID's bus id, or that of a UUID the stream has not seen on its host or saw on another
+        GPU. Every Xid after the driver's preamble carries its GPU's UUID: counted as teaching, each made the step
+        learn the topology again (``_learn``); ``uuid_lines`` keeps the newest line of each UUID."""
+        member, index, model, u = line_facts(e)
+        if u is None:
+            return True
+        last = self.uuid_lines.get((e.host, u))
+        if last is None or e.ts >= last.ts:
+            self.uuid_lines[(e.host, u)] = e
+        return (member is not None or index is not None or model is not None or last is None
+                or line_gpu(last) != line_gpu(e))
 
     def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
         """``build_topology`` of the wiring lines and the kept events ``evs``, in that order, with ``samples``,

@@ -140,7 +140,7 @@ class Topology:
         self._comm_index = None
         members: list[tuple[str, Ev]] = []
         for e in events:
-            member, index, model, uuid = _line_facts(e)
+            member, index, model, uuid = line_facts(e)
             if member is not None:
                 comm = member[0]
                 members.append((comm, e))
@@ -302,7 +302,7 @@ def direct_buses(links: dict[tuple[int, int], tuple[str, int | None]]) -> dict[i
     return bus
 
 
-def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, str | None]:
+def line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, str | None]:
     """What one line teaches :meth:`Topology.learn_events`: its rank's membership (:func:`rank_membership`), the
     index of the GPU whose bus id it names (an NVML / nvidia-smi line, or NCCL >= 2.18's ``nvmlDev``), the model
     of the GPU whose index it names, the UUID of the GPU it names by bus id or index (``details.uuid``)."""
@@ -317,16 +317,11 @@ def _line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, 
     return rank_membership(e), index, model or None, uuid if isinstance(uuid, str) and uuid else None
 
 
-def uuid_fact(e: Ev) -> str | None:
-    """The GPU UUID ``e`` gives a bus id or index (:func:`_line_facts`), else None."""
-    return _line_facts(e)[3]
-
-
 def teaches_topology(e: Ev) -> bool:
-    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`_line_facts`). Other events
+    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`line_facts`). Other events
     leave the topology as it is, so the streaming correlator reuses its last step's topology when only such
     events came (``StreamCorrelator._learn``)."""
-    return _line_facts(e) != (None, None, None, None)
+    return line_facts(e) != (None, None, None, None)
 
 
 def line_gpu(e: Ev) -> str | None:
