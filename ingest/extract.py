@@ -95,12 +95,12 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     return out
 
 
-def _bus_form(v: str) -> bool:
+def _bus_form(v: str) -> bool:  # "" (no such side) is no bus id
     """Whether the bracket of an NCCL transport line (``3[<v>]``) holds a busId (``%lx``, NCCL <= 2.18.1) rather than
     an NVML index (decimal): four digits or more, a hex letter, or a number no node has GPUs up to. A GPU on bus 0
     prints short (``0000:00:04.0`` is ``40``, ``0000:00:0b.0`` ``b0``: cloud VMs' GPUs) and was read as index 40 or,
     from hex, 176 (a break-it pass)."""
-    return len(v) >= 4 or not v.isdigit() or int(v) >= MAX_NODE_GPUS
+    return bool(v) and (len(v) >= 4 or not v.isdigit() or int(v) >= MAX_NODE_GPUS)
 
 
 #: more GPUs than any node has: a bracket's decimal value this large is a busId
@@ -158,6 +158,8 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
     details: dict[str, Any] = {}
     if f.get("direction") == "receive":
         f = _receiving(f)
+    # NCCL prints both sides of a transport line in one form: a busId on either side makes both busIds
+    bus = _bus_form(f.get("nccl_dev", "")) or _bus_form(f.get("nccl_peer_dev", ""))
     for k, v in f.items():
         k = _RENAME.get(k, k)
         if k == "pci":
@@ -168,12 +170,12 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             row["device"] = nccl_bus_id(v)
         elif k == "nccl_dev":
             # NCCL <= 2.18.1 prints the busId in hex, later versions the NVML index (formats.md §11.2)
-            if _bus_form(v):
+            if bus:
                 row["device"] = nccl_bus_id(v)
             else:
                 row["gpu_index"] = int(v)
         elif k == "nccl_peer_dev":
-            if _bus_form(v):
+            if bus:
                 row["peer"] = nccl_bus_id(v)
             else:
                 details["peer_gpu_index"] = int(v)

@@ -50,8 +50,10 @@ def prefilter(pattern: str) -> str | None:
     return to_hyperscan(pattern[m.end():]) if m else None
 
 
-#: bytes after a prefiltered match's end that its check reads too (a pattern's lookahead or ``\b`` looks past its end)
+#: bytes after a prefiltered match's end that its check of a long line reads too (a pattern's lookahead or ``\b``
+#: looks past its end), and the most windows it reads of one long line
 _AFTER_END = 64
+_MAX_WINDOWS = 64
 
 #: line index -> signature indexes that hit it (sorted)
 Hits = dict[int, list[int]]
@@ -135,7 +137,7 @@ class HyperscanMatcher:
         end = -1
         sigs: list[int] = []
         check = self._check
-        last_end: dict[tuple[int, int], int] = {}  # (hit line, prefiltered signature) -> its last match's end
+        match_ends: dict[tuple[int, int], list[int]] = {}  # (hit line, prefiltered signature) -> its matches' ends
         for to, sig in ends:
             # a match ending at `to` (exclusive) lies on the line holding byte to-1; patterns
             # never match a newline (see ingest.catalog.to_hyperscan), so that byte is not one.
@@ -149,36 +151,48 @@ class HyperscanMatcher:
             elif sig not in sigs:
                 sigs.append(sig)
             if check and sig in check:
-                last_end[(len(out) - 1, sig)] = to
+                match_ends.setdefault((len(out) - 1, sig), []).append(to)
         for hit in out:
             hit[2].sort()
-        if last_end:
-            out = self._checked(buf, out, last_end)
+        if match_ends:
+            out = self._checked(buf, out, match_ends)
         return out
 
-    def _checked(self, buf: bytes, out: list[LineHit], last_end: dict[tuple[int, int], int]) -> list[LineHit]:
+    def _checked(self, buf: bytes, out: list[LineHit], match_ends: dict[tuple[int, int], list[int]]
+                 ) -> list[LineHit]:
         """``out`` without the hits of prefiltered signatures (:func:`prefilter`) whose own regex does not match
-        their line (decoded as :class:`ReferenceMatcher` decodes it). The regex reads at most ``MAX_LINE_BYTES``
-        of the line, up to a little after the superset's last match end there (the pattern's own match ends
-        where the superset's does): a long line is not searched whole (a backtracking pattern over a 10 MB line
-        could run for hours)."""
+        their line (decoded as :class:`ReferenceMatcher` decodes it). A line of at most ``MAX_LINE_BYTES`` is
+        searched whole; a longer one in windows of that size ending a little after each of the superset's match
+        ends there (the pattern's own match ends where the superset's does; at most ``_MAX_WINDOWS``), not whole:
+        a backtracking pattern over a 10 MB line could run for hours."""
         check = self._check
         kept: list[LineHit] = []
         for k, (start, end, sigs) in enumerate(out):
             if not check.keys().isdisjoint(sigs):
                 ok = []
                 for s in sigs:
-                    if s in check:
-                        to = last_end[(k, s)]
-                        a, b = max(start, to - MAX_LINE_BYTES), min(end, to + _AFTER_END)
-                        if not check[s].search(buf[a:b].decode("utf-8", "replace")):
-                            continue
+                    if s in check and not self._holds(check[s], buf, start, end, match_ends[(k, s)]):
+                        continue
                     ok.append(s)
                 sigs[:] = ok
                 if not sigs:
                     continue
             kept.append((start, end, sigs))
         return kept
+
+    @staticmethod
+    def _holds(rx: re.Pattern[str], buf: bytes, start: int, end: int, ends: list[int]) -> bool:
+        """Whether ``rx`` matches the line ``buf[start:end]`` (:meth:`_checked`)."""
+        if end - start <= MAX_LINE_BYTES:
+            return rx.search(buf[start:end].decode("utf-8", "replace")) is not None
+        last = -1
+        for to in ends[:_MAX_WINDOWS]:
+            if to <= last:  # within the window just read
+                continue
+            a, last = max(start, to - MAX_LINE_BYTES), min(end, to + _AFTER_END)
+            if rx.search(buf[a:last].decode("utf-8", "replace")):
+                return True
+        return False
 
     def first_match(self, line: bytes, sig: int) -> tuple[int | None, int] | None:
         """``(start, end)`` byte offsets of signature ``sig``'s first match in ``line`` (one line, no

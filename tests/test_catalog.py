@@ -337,6 +337,12 @@ def test_a_leading_word_run_is_checked_by_its_own_regex(catalog, hsm):
     for buf in (b"a-" * 10_000 + tail, b"x" * 70_000 + b" " + real, real + b" x" * 40_000):
         want = ReferenceMatcher(catalog).scan(buf)
         assert hsm.scan(buf) == want and (received in want.get(0, [])) is (buf.endswith(real) or buf.startswith(real))
+    # a long line: each of the superset's matches is checked, not only the last (a second break-it pass: a real match
+    # 70 KB before a near miss was lost), and a short line is read whole (a window cut at "SDES|foo" made \b hold)
+    for buf in (real + b" " + b"x" * 70_000 + tail,
+                b":  0000:00:01.0: [ 5] SDES " + b"z" * 30 + b" pcieport 0000:00:01.0: [ 5] SDESfoo"):
+        assert hsm.scan(buf) == ReferenceMatcher(catalog).scan(buf)
+    assert received in hsm.scan(real + b" " + b"x" * 70_000 + tail)[0]
 
 
 def test_a_transport_lines_short_bus_id_is_a_bus_id_not_an_index(catalog):
@@ -350,3 +356,6 @@ def test_a_transport_lines_short_bus_id_is_a_bus_id_not_an_index(catalog):
     row = columns(c, fields(c, "node01:6742:6769 [3] NCCL INFO Channel 00/0 : 3[3] -> 2[15] via P2P/CUMEM")[0],
                   catalog)
     assert (row.get("device"), row.get("gpu_index"), row["details"].get("peer_gpu_index")) == (None, 3, 15)
+    # both sides are printed in one form: '30' beside '40' is 0000:00:03.0, not index 30 (a second break-it pass)
+    row = columns(c, fields(c, "node01:100:200 [0] NCCL INFO Channel 00 : 0[30] -> 1[40] via P2P/IPC")[0], catalog)
+    assert (row.get("device"), row.get("peer"), row.get("gpu_index")) == ("0000:00:03.0", "0000:00:04.0", None)
