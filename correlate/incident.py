@@ -233,11 +233,23 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     inc["status"] = "resolved" if now_us - max(e.ts for e in scene.events) > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}
-    if prev:  # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew
-        inc["explanation"] = (f"{body['explanation']} It recurred: {len(prev)} earlier incident(s) had the same "
-                              f"initiator, the first at {inc['recurrence']['first_seen']} "
-                              f"({first_of([p['id'] for p in prev], 3)}).")
+    # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew. Only the same
+    # fault of the same subject, earlier (not one of the same start: the stream's incident it is about to supersede),
+    # and not a program's: an Xid 13 before an Xid 79 of the GPU is no recurrence of the Xid 79 (a break-it pass)
+    again = [p for p in prev if p["start"] < body["start"] and _same_fault(p, body)]
+    if again:
+        inc["explanation"] = (f"{body['explanation']} It recurred: {len(again)} earlier incident(s) had the same "
+                              f"fault on the same initiator, the first at {min(p['start'] for p in again)} "
+                              f"({first_of([p['id'] for p in again], 3)}).")
     return inc
+
+
+def _same_fault(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether incidents ``a`` and ``b`` (same initiator) report the same fault: its kind, Xid and SXid, and neither
+    a program's (``application``)."""
+    x, y = a["initiator"], b["initiator"]
+    return ("application" not in (a.get("category"), b.get("category"))
+            and (x.get("kind"), x.get("xid"), x.get("sxid")) == (y.get("kind"), y.get("xid"), y.get("sxid")))
 
 
 def _fault(scene: Scene, v: Verdict) -> str | None:

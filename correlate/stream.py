@@ -142,6 +142,8 @@ class StreamCorrelator:
     #: ``wiring`` once older than the events kept, as the device plugin names a GPU by its UUID days after the
     #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it)
     uuid_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
+    #: (host, GPU UUID) -> the GPUs lines gave it (``_teaches``)
+    uuid_gpus: dict[tuple[str, str], set[str | None]] = field(default_factory=dict, repr=False)
     #: event_id -> its (communicator, rank) or None, for the kept events the topology learns from
     #: (``topology.teaches_topology``), in the order of ``events``: read once, when they arrive
     teaching: dict[str, tuple[str, int] | None] = field(default_factory=dict, repr=False)
@@ -460,8 +462,11 @@ class StreamCorrelator:
         last = self.uuid_lines.get((e.host, u))
         if last is None or e.ts >= last.ts:
             self.uuid_lines[(e.host, u)] = e
-        return (member is not None or index is not None or model is not None or last is None
-                or line_gpu(last) != line_gpu(e))
+        gpus = self.uuid_gpus.setdefault((e.host, u), set())
+        gpus.add(line_gpu(e))
+        # a UUID seen on more than one GPU (a board moved, lines out of order): which line the topology takes
+        # depends on their order, so each teaches (a second break-it pass: the stream kept the cached mapping)
+        return member is not None or index is not None or model is not None or last is None or len(gpus) > 1
 
     def _learn(self, evs: list[Ev], samples: pa.Table | None, topo: pa.Table | None) -> Topology:
         """``build_topology`` of the wiring lines and the kept events ``evs``, in that order, with ``samples``,

@@ -891,8 +891,8 @@ def test_recurrence_names_earlier_incidents_once_when_an_old_fault_comes_back(pi
     # the explanation says so (the action's "RMA if it recurs" then reads against it: an Xid 79 that came back)
     (again,) = [x for x in got if x["recurrence"]["previous"]]
     (first,) = [x for x in got if x["id"] in again["recurrence"]["previous"]]
-    assert again["explanation"].endswith(f"It recurred: 1 earlier incident(s) had the same initiator, the first at "
-                                         f"{first['start']} ({first['id']}).")
+    assert again["explanation"].endswith(f"It recurred: 1 earlier incident(s) had the same fault on the same "
+                                         f"initiator, the first at {first['start']} ({first['id']}).")
     assert "recurred" not in first["explanation"]
 
 
@@ -973,6 +973,30 @@ def test_a_gpu_uuid_maps_to_its_bus_id_after_the_line_that_taught_it_is_forgotte
     plugin = f"{later:%Y-%m-%dT%H:%M:%S.%f}+00:00 XidCriticalError: Xid=48 on Device={uuid}, the device will go unhealthy."
     feeds = [(x1, {"n1": [pre]}), *_busy("n1", x1, later), (later, {"n1": [plugin]})]
     got, want = _stream_and_batch(pipeline, feeds, later + timedelta(hours=1))
+    (inc,) = [i for i in got if i["initiator"]["xid"] == 48]
+    (batch,) = [i for i in want if i["initiator"]["xid"] == 48]
+    assert inc["initiator"]["device"] == batch["initiator"]["device"] == "0000:00:07.0"
+
+
+def test_a_gpu_uuid_seen_on_two_gpus_is_mapped_as_the_batch_maps_it(pipeline):
+    """A UUID the driver gave two bus ids (lines out of order across partitions: 07, then an older 08, then 07
+    again): a line that repeats a known mapping teaches the stream nothing (``StreamCorrelator._teaches``), but once a
+    UUID has had two GPUs every line of it does, and the device plugin's Xid is on the GPU the batch puts it on (a
+    second break-it pass: the stream kept its cached mapping to 08)."""
+    uuid = "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"
+
+    def pre(t: datetime, bus: str) -> str:
+        return (f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 kernel: NVRM: GPU at PCI:0000:00:{bus}: {uuid}\n"
+                f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 kernel: NVRM: Xid (PCI:0000:00:{bus}): 31, pid=2512125, "
+                "name=python3.10, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ "
+                "0x73ac_1c000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE")
+
+    a = T0 + timedelta(hours=2)
+    p = a + timedelta(minutes=6)
+    plugin = f"{p:%Y-%m-%dT%H:%M:%S.%f}+00:00 XidCriticalError: Xid=48 on Device={uuid}, the device will go unhealthy."
+    feeds = [(a, {"n1": [pre(a, "07")]}), (a + timedelta(minutes=1), {"n1": [pre(a - timedelta(minutes=10), "08")]}),
+             (a + timedelta(minutes=2), {"n1": [pre(a - timedelta(minutes=5), "07")]}), (p, {"n1": [plugin]})]
+    got, want = _stream_and_batch(pipeline, feeds, p + timedelta(minutes=30))
     (inc,) = [i for i in got if i["initiator"]["xid"] == 48]
     (batch,) = [i for i in want if i["initiator"]["xid"] == 48]
     assert inc["initiator"]["device"] == batch["initiator"]["device"] == "0000:00:07.0"

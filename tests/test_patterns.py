@@ -1271,3 +1271,19 @@ def test_an_operators_report_stays_a_party_of_an_incident_with_no_single_culprit
     (inc,) = _with(pipeline, text, [Symptom(host="node01", kind="failure")])
     assert inc["pattern"] == "unknown" and len(inc["initiator"]["candidates"]) == 2
     assert [(p["host"], p["device"]) for p in inc["downstream"] if p["device"] is None] == [("node01", None)]
+
+
+def test_a_different_fault_of_the_same_gpu_is_no_recurrence(pipeline):
+    """The explanation says a fault recurred only for an earlier incident of the same fault on the same initiator:
+    an application's Xid 13 two hours before the GPU's Xid 79 is in ``recurrence.previous`` (same initiator) but is
+    no recurrence of the fall off the bus (a second break-it pass: "It recurred" beside "RMA if it recurs"); a second
+    Xid 79 is."""
+    xid13 = ("[Fri Jan 15 05:59:50 2027] NVRM: Xid (PCI:0000:1a:00): 13, pid=1234, name=python, Graphics SM Warp "
+             "Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address")
+    xid79 = "[Fri Jan 15 {h}:59:50 2027] NVRM: Xid (PCI:0000:1a:00): 79, pid=0, GPU has fallen off the bus."
+    got = run(pipeline, xid13 + "\n" + xid79.format(h="07"))
+    (fall,) = [i for i in got if i["initiator"]["xid"] == 79]
+    assert fall["recurrence"]["previous"] and "recurred" not in fall["explanation"]
+    got = run(pipeline, xid79.format(h="05") + "\n" + xid79.format(h="07"))
+    (again,) = [i for i in got if i["recurrence"]["previous"]]
+    assert "It recurred: 1 earlier incident(s) had the same fault on the same initiator" in again["explanation"]
