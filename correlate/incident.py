@@ -108,6 +108,9 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         same = _one_fault_of_all(scene)
         if same:  # no single culprit, but one kind of fault on every candidate: its action, for each of them
             action, verify = default_action(scene, replace(v, initiator_events=same))
+            for key in dict.fromkeys(scene.subject[e.event_id] for e in same):  # and each one's checks
+                own = [e for e in same if scene.subject[e.event_id] == key]
+                verify += [c for c in default_action(scene, replace(v, initiator_events=own))[1] if c not in verify]
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
     main = _lead(v.initiator_events)

@@ -1270,6 +1270,9 @@ def test_an_operators_report_stays_a_party_of_an_incident_with_no_single_culprit
             "[Fri Jan 15 07:59:50 2027] NVRM: Xid (PCI:0000:2a:00): 79, pid=0, GPU has fallen off the bus.")
     (inc,) = _with(pipeline, text, [Symptom(host="node01", kind="failure")])
     assert inc["pattern"] == "unknown" and len(inc["initiator"]["candidates"]) == 2
+    # one fault on both: its action, and the checks of each GPU (a second break-it pass: the first GPU's alone)
+    assert inc["next_action"].startswith("Every candidate reports the same fault (Xid 79).")
+    assert {"lspci -s 0000:1a:00.0 -vv", "lspci -s 0000:2a:00.0 -vv"} <= set(inc["verify"]), inc["verify"]
     assert [(p["host"], p["device"]) for p in inc["downstream"] if p["device"] is None] == [("node01", None)]
 
 
