@@ -380,24 +380,18 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
-    # a GPU a line names by its UUID alone (the device plugin's "XidCriticalError: … on Device=GPU-…"): the GPU another
-    # line of the host gave that UUID and a bus id (the driver's "GPU at PCI:…: GPU-…" preamble before its Xid), in
-    # this incident or anywhere in the topology's lines (a preamble printed days before: akash-network/support#244),
-    # else the UUID itself; not whichever GPU of the host logged the same kind (two GPUs' Xids merged: a break-it pass)
-    by_uuid = {(o.host, u): subj[o.event_id] for o in events
-               if (u := o.details.get("uuid")) and subj[o.event_id][2] is not None}
     memo: dict[tuple, set[tuple]] = {}
     for e in events:
         host, dtype, dev = subj[e.event_id]
         if e.signature == SYMPTOM:
             continue
         if dev is None and dtype in (None, "gpu") and (u := e.details.get("uuid")):
-            got = by_uuid.get((host, u))
-            if got is None:
-                gpu = topo.uuid_gpu.get((host, u))
-                index = gpu_index_key(gpu) if gpu else None
-                got = (host, "gpu", topo.gpu_key(host, None if index is not None else gpu, index) if gpu else u)
-            subj[e.event_id] = got
+            # a GPU a line names by its UUID alone (the device plugin's "XidCriticalError: … on Device=GPU-…"): the
+            # GPU a line of the host gave that UUID with a bus id (the driver's "GPU at PCI:…: GPU-…" preamble before
+            # its Xid, in this incident or days before: akash-network/support#244; ``Topology.uuid_gpu``), else the
+            # UUID itself; not whichever GPU of the host logged the same kind (two GPUs' Xids merged: a break-it pass)
+            gpu = topo.uuid_gpu.get((host, u))
+            subj[e.event_id] = (host, "gpu", topo.line_key(host, gpu) if gpu else u)
             continue
         if dev is None:
             q = (host, e.device_type, e.kind, fault_category(e, catalog))
@@ -432,9 +426,7 @@ def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
     for ranks in topo.comm_ranks.values():
         at = ranks.get(rank)
         if at and at[0] == host and at[1]:
-            g = at[1]  # a bus id, or "gpu<index>" when the init line gave only the index (``topology.line_gpu``)
-            index = gpu_index_key(g)
-            gpus.add(topo.gpu_key(host, None if index is not None else g, index))
+            gpus.add(topo.line_key(host, at[1]))  # a bus id, or "gpu<index>" when the init line gave only the index
     return gpus
 
 

@@ -109,8 +109,8 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         if same:  # no single culprit, but one kind of fault on every candidate: its action, for each of them
             action, verify = default_action(scene, replace(v, initiator_events=same))
             for key in dict.fromkeys(scene.subject[e.event_id] for e in same):  # and each one's checks
-                own = [e for e in same if scene.subject[e.event_id] == key]
-                verify += [c for c in default_action(scene, replace(v, initiator_events=own))[1] if c not in verify]
+                main = _lead([e for e in same if scene.subject[e.event_id] == key])
+                verify += [c for c in verify_commands(scene.catalog, main, key) if c not in verify]
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
     main = _lead(v.initiator_events)
@@ -301,12 +301,12 @@ def _explain(scene: Scene, v: Verdict) -> str:
         where = "the host"
     when = f"at {iso(main.ts)}"
     arrival = "file" if main.ts_basis == "file" else "Kafka record"
-    if main.undated() and "uptime_s" in main.details:  # a raw kernel stamp counted back from the append time
-        when = f"at or before {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
-    elif main.undated():
-        when = f"at or before {iso(main.ts)} (its {arrival}'s time: the line printed none)"
+    counted = f"its seconds since boot counted back from its {arrival}'s time"
+    if main.undated():  # the append time bounds it; a raw kernel stamp (details.uptime_s) was counted back from it
+        how = counted if "uptime_s" in main.details else f"its {arrival}'s time: the line printed none"
+        when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
-        when = f"at about {iso(main.ts)} (its seconds since boot counted back from its {arrival}'s time)"
+        when = f"at about {iso(main.ts)} ({counted})"
     beside = [p for p in v.downstream if not p.rule]
     # a fault of another subject no rule ties to it may have come first: the initiator is then the most serious
     # of them (``rank_key``), not the earliest (an Xid 48 named "earliest" 20 s after another GPU's init failure)

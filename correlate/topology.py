@@ -236,6 +236,12 @@ class Topology:
             return self.index_to_bus.get((host, gpu_index), f"gpu{gpu_index}")
         return None
 
+    def line_key(self, host: str, gpu: str) -> str:
+        """:meth:`gpu_key` of a GPU as the tables hold a line's GPU (:func:`line_gpu`: a bus id, or ``gpu<index>``
+        whose bus id the host's lines may give)."""
+        index = gpu_index_key(gpu)
+        return self.gpu_key(host, None if index is not None else gpu, index)
+
     def links_up(self, host: str, key: str) -> set[int]:
         return {l for l, s in self.link_state.get((host, key), {}).items() if s == "up"}
 
