@@ -29,9 +29,11 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import Ev
-from correlate.rules import LinkRule, Relations, comms_of, gpu_key
+from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, comms_of, gpu_key,
+                             pred_shape)
 from correlate.topology import Topology
 from correlate.window import Clocks, within
+from ingest.catalog import Catalog
 
 S = 1_000_000
 #: kinds that describe wiring or configuration, never a fault on their own
@@ -41,10 +43,8 @@ SYMPTOM = "operator.symptom"
 #: fault of its host it reports (``_join_file_timed``): a job's log ends when the job dies, which is at most the
 #: NCCL timeout after the fault (PyTorch's default 10 min; 30 min before 2.2)
 FILE_REACH_US = 3600 * S
-#: relations decided by one key per event (see ``_buckets``)
-_KEYED = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
-#: keyed relations whose buckets hold one host's faults (``_sweep``)
-_ONE_HOST = frozenset({"same_device", "same_gpu", "same_host"})
+#: relations decided by one key per event (see ``_buckets``); those whose buckets hold one host's faults (``_sweep``)
+_KEYED, _ONE_HOST = KEYED_RELATIONS, ONE_HOST_RELATIONS
 
 
 class _DSU:
@@ -86,10 +86,12 @@ def _default_is_fault(e: Ev) -> bool:
 
 def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
                is_fault: Callable[[Ev], bool] = _default_is_fault,
-               related: Callable[[Ev, Ev], bool] | None = None) -> list[list[Ev]]:
+               related: Callable[[Ev, Ev], bool] | None = None, catalog: Catalog | None = None) -> list[list[Ev]]:
     """Connected components (each sorted by ``Ev.order``), sorted by their first event. ``related(a, b)``: whether
     fault ``a``, with a time of its own, and the file-dated fault ``b`` may belong to one incident (the correlator's
-    ``attribute.may_relate``; ``_join_file_timed``; None: file-dated faults are placed by the links alone)."""
+    ``attribute.may_relate``; ``_join_file_timed``; None: file-dated faults are placed by the links alone).
+    ``catalog``: what the predicates of links derived from explains rules read Xid facts from (default: the
+    shipped one)."""
     faults: list[Ev] = []
     context: list[Ev] = []
     for e in members(events):
@@ -113,9 +115,18 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
     holds = Relations(topo).holds
+    shapes: list[tuple] | None = None
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
+        if rule.cause is not None:  # derived from an explains rule: effect to its nearest cause
+            if shapes is None:
+                shapes = [pred_shape(e) for e in faults]
+            sides = _sides(rule, faults, shapes, catalog)
+            if sides is not None:
+                for idx in _buckets(rule.relation, faults, by_host, topo):
+                    _reach(idx, sides, faults, starts, w, slack, dsu, clocks)
+            continue
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
@@ -188,6 +199,42 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             j = own[k]
             if any(related(faults[j], faults[i]) for i in idx):
                 dsu.union(idx[0], j)
+                break
+
+
+def _sides(rule: LinkRule, faults: list[Ev], shapes: list[tuple],
+           catalog: Catalog | None) -> tuple[list[bool], list[bool]] | None:
+    """Which faults hold ``rule.cause`` and which ``rule.effect`` (decided once per ``rules.pred_shape``), or None
+    when no fault holds one side."""
+    memo: dict[tuple, tuple[bool, bool]] = {}
+    cause, effect = [], []
+    for e, shape in zip(faults, shapes):
+        got = memo.get(shape)
+        if got is None:
+            got = memo[shape] = (any_holds(rule.cause, e, catalog), any_holds(rule.effect, e, catalog))
+        cause.append(got[0])
+        effect.append(got[1])
+    return (cause, effect) if any(cause) and any(effect) else None
+
+
+def _reach(idx: list[int], sides: tuple[list[bool], list[bool]], faults: list[Ev], starts: list[int], w: int,
+           slack: int, dsu: _DSU, clocks: Clocks) -> None:
+    """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that is ``within`` ``w``
+    of it (``window.within``: resolutions and, across hosts, both skews); ``slack`` bounds how much farther than
+    ``w`` that can be (µs). A binary search per effect over the bucket's causes sorted by start."""
+    cause, effect = sides
+    causes = sorted((i for i in idx if cause[i]), key=starts.__getitem__)
+    if not causes:
+        return
+    cs = [starts[i] for i in causes]
+    for i in idx:
+        if not effect[i]:
+            continue
+        s = starts[i]
+        lo, hi = bisect_left(cs, s - w - slack), bisect_right(cs, s + w + slack)
+        for j in sorted(causes[lo:hi], key=lambda j: abs(starts[j] - s)):
+            if j != i and within(faults[j], faults[i], w, clocks):
+                dsu.union(i, j)
                 break
 
 
@@ -347,7 +394,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
 def _context_window(e: Ev, links: list[LinkRule]) -> int:
     w = max((l.window_s for l in links if l.relation == "same_host" and l.kinds and e.kind in l.kinds), default=None)
     if w is None:
-        w = max((l.window_s for l in links if l.relation == "same_host" and not l.kinds), default=0)
+        w = max((l.window_s for l in links if l.relation == "same_host" and not l.kinds and l.cause is None),
+                default=0)
     return int(w * S)
 
 

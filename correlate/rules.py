@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from correlate.model import Ev
 from correlate.topology import Topology
@@ -52,11 +52,19 @@ class Pred(BaseModel):
 
 
 class LinkRule(BaseModel):
+    """Two faults in ``relation`` within ``window_s`` (seconds) belong to one candidate incident (clustering,
+    ``correlate.cluster``); ``kinds``: only events of these kinds. A link with ``cause`` and ``effect`` is derived
+    from an ``explains`` rule (``Rules.reach``; ``from_rule`` names it): it joins each fault of the effect's side to
+    the nearest fault of the cause's side in the relation within the window, and nothing else."""
+
     model_config = ConfigDict(extra="forbid")
     relation: Relation
     window_s: float
     kinds: list[str] | None = None
     note: str | None = None
+    cause: list[Pred] | None = None
+    effect: list[Pred] | None = None
+    from_rule: str | None = None
 
 
 class ExplainRule(BaseModel):
@@ -77,11 +85,49 @@ class PatternRef(BaseModel):
     source: str
 
 
+#: relations clustering decides by one key per event (``cluster._buckets``); of them, those within one host
+KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
+ONE_HOST_RELATIONS = frozenset({"same_device", "same_gpu", "same_host"})
+
+
 class Rules(BaseModel):
+    """``rules.yaml``: ``links`` (clustering), ``explains`` (attribution), ``patterns`` (whole incidents). After
+    validation ``links`` also holds the links derived from the ``explains`` rules (``reach``)."""
+
     model_config = ConfigDict(extra="forbid")
     links: list[LinkRule]
     explains: list[ExplainRule]
     patterns: list[PatternRef] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _derive_links(self) -> Rules:
+        self.links = [l for l in self.links if l.from_rule is None] + reach(self.links, self.explains)
+        return self
+
+
+def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
+    """The links an ``explains`` rule needs beyond ``links``: an explains rule applies only inside one candidate
+    incident, so a rule whose window is longer than every link of its relation would never apply past that link
+    (a reset-required line eight minutes after its Xid, ``gpu_reset_required.explains_cuda_unavailable``'s 600 s
+    beyond the ``same_host`` link's 120 s; a Fabric Manager error at boot and NCCL's NVLS failure hours later).
+    For each keyed relation of such a rule (one-host relations are covered by its ``same_host`` when it names
+    it), one link of that relation and the rule's window, cause and effect. Relations tested pair by pair
+    (``cause_xid``, ``nvlink_peer``, ``same_nvswitch``) get none: they hold within one host, which the rule's
+    ``same_host`` (if any) covers. A link covers a relation when it has no ``kinds``, is not derived, and is of
+    that relation (or ``same_host``, for a one-host relation) with a window at least as long."""
+    out: list[LinkRule] = []
+    for r in explains:
+        rels = [x for x in r.relations if x in KEYED_RELATIONS]
+        if "same_host" in rels:
+            rels = [x for x in rels if x not in ONE_HOST_RELATIONS or x == "same_host"]
+        for rel in rels:
+            covered = any(l.kinds is None and l.cause is None and l.window_s >= r.window_s
+                          and (l.relation == rel or (rel in ONE_HOST_RELATIONS and l.relation == "same_host"))
+                          for l in links)
+            if not covered:
+                out.append(LinkRule(relation=rel, window_s=r.window_s, cause=r.cause, effect=r.effect, from_rule=r.id,
+                                    note=f"explains rule {r.id}: {r.window_s:g} s, longer than the links of {rel}"))
+    return out
 
 
 @lru_cache(maxsize=1)

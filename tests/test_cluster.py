@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_fault, components, members
 from correlate.model import Ev
-from correlate.rules import LinkRule, default_rules, relation
+from correlate.rules import LinkRule, Pred, any_holds, default_rules, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, within
 from schemas.fleet import HostConfig
@@ -37,10 +37,23 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                                         for x in (a, b)):
                 dsu.union(i, j)
             for r in links:
-                if r.kinds and (a.kind not in r.kinds or b.kind not in r.kinds):
+                if r.cause is not None or r.kinds and (a.kind not in r.kinds or b.kind not in r.kinds):
                     continue
                 if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
                     dsu.union(i, j)
+    # a link derived from an explains rule joins each fault of its effect side to the nearest fault of its cause side
+    # (by start; then the earlier, then the first in order) that is within its window and in its relation
+    for r in links:
+        if r.cause is None:
+            continue
+        for i, a in enumerate(faults):
+            if not any_holds(r.effect, a):
+                continue
+            near = [(abs(b.start - a.start), b.start, j) for j, b in enumerate(faults)
+                    if j != i and any_holds(r.cause, b) and within(b, a, int(r.window_s * S), clocks)
+                    and relation(r.relation, b, a, topo)]
+            if near:
+                dsu.union(i, min(near)[2])
     # a component whose faults are all timed by their file's mtime joins the latest fault (by start, then order) with
     # a time of its own on its first fault's host that began at most FILE_REACH_US before it and is related to one
     if related is not None:
@@ -103,15 +116,20 @@ def fleets(draw):
 
 #: link rules without the wide same-host link that hides most of what the others do (a deployment's own rules)
 CROSS_HOST_ONLY = [LinkRule(relation="same_domain", window_s=60), LinkRule(relation="same_comm", window_s=30),
-                   LinkRule(relation="same_gpu", window_s=20), LinkRule(relation="same_collective", window_s=300)]
+                   LinkRule(relation="same_gpu", window_s=20), LinkRule(relation="same_collective", window_s=300),
+                   # links derived from explains rules (rules.reach): effect to nearest cause, across hosts and on one
+                   LinkRule(relation="same_domain", window_s=200, cause=[Pred(kind=["ecc", "xid"])],
+                            effect=[Pred(kind=["nccl_error", "nccl_timeout", "xid"])], from_rule="t1"),
+                   LinkRule(relation="same_host", window_s=300, cause=[Pred(kind=["fabric_manager"])],
+                            effect=[Pred(kind=["nccl_p2p_fallback", "nvlink_errors"])], from_rule="t2")]
 
 
-@settings(max_examples=300, deadline=None)
 def same_kind(a: Ev, b: Ev) -> bool:
     """A ``related`` for the file-dated faults' join (the correlator's is ``attribute.may_relate``)."""
     return a.kind == b.kind
 
 
+@settings(max_examples=300, deadline=None)
 @given(fleets(), st.booleans(), st.sampled_from([None, same_kind]))
 def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
     """Also with resolutions far above a second (90 s) and rules whose keyed buckets decide alone: a keyed

@@ -1243,6 +1243,49 @@ def test_a_fatal_xid_explains_the_reset_required_of_its_host(pipeline):
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_reset_required"}
 
 
+def test_an_explains_rule_applies_as_far_as_its_window_past_the_links(pipeline):
+    """Clustering joins two faults of a host only within its links (``same_host``: 120 s), and an explains rule only
+    acts inside one candidate incident: a rule with a longer window never applied past the link. The Xid 109 of
+    open-gpu-kernel-modules#1045 and its NV_ERR_RESET_REQUIRED 10 min 24 s later were two incidents, as were the
+    reset-required line and a CUDA context that failed on the GPU five minutes after it (scitix/sichek#51). Each
+    such rule adds a link of its own (``rules.reach``): the effect joins its nearest cause, as far as the rule's
+    window and no farther."""
+    xid = "Jun 12 16:21:26 box kernel: NVRM: Xid (PCI:0000:01:00): 109, channel 0x00000009, errorString CTX SWITCH TIMEOUT, Info 0xb400b"
+    reset = ("Jun 12 16:31:50 box kernel: NVRM: GPU0 nvCheckOkFailedNoLog: Check failed: Reset required "
+             "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from _gpushareddataSendDataPollRpc(pGpu, polled)")
+    cuda = "Jun 12 16:36:50 box python[4242]: RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"
+    (inc,) = run(pipeline, "\n".join([xid, reset, cuda]), host="box")
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (109, "0000:01:00.0")
+    # the reset-required line names the GPU by the driver's number, which no line here maps to a bus id
+    assert [d["kind"] for d in inc["downstream"]] == ["driver", "cuda_error"]
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_reset_required",
+                                                    "gpu_reset_required.explains_cuda_unavailable"}
+    # past the rule's window (an hour), the same lines are incidents of their own
+    late = reset.replace("Jun 12 16:31:50", "Jun 12 17:31:50")
+    assert len(run(pipeline, "\n".join([xid, late]), host="box")) == 2
+
+
+def test_every_explains_rule_is_reached_by_clustering():
+    """An explains rule can only act on two faults clustering puts in one incident: for each rule and each of its
+    relations, some link of that relation (or ``same_host``, for a relation within one host) reaches the rule's
+    window, undirected or derived from the rule itself (``rules.reach``)."""
+    from correlate.rules import KEYED_RELATIONS, ONE_HOST_RELATIONS, Rules, default_rules
+
+    rules = default_rules()
+    derived = {(l.from_rule, l.relation) for l in rules.links if l.from_rule}
+    assert ("gpu_reset_required.explains_cuda_unavailable", "same_host") in derived
+    assert ("fabric_manager.explains_nvls", "same_host") in derived
+    for r in rules.explains:
+        for rel in r.relations:
+            if rel not in KEYED_RELATIONS or (rel in ONE_HOST_RELATIONS and "same_host" in r.relations):
+                continue
+            assert any(l.window_s >= r.window_s and (l.relation == rel or (
+                rel in ONE_HOST_RELATIONS and l.relation == "same_host")) and (
+                l.from_rule == r.id or (l.from_rule is None and l.kinds is None)) for l in rules.links), (r.id, rel)
+    # validating the rules again derives the same links, not a second copy of them
+    assert Rules.model_validate(rules.model_dump()).links == rules.links
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
