@@ -359,3 +359,14 @@ def test_a_transport_lines_short_bus_id_is_a_bus_id_not_an_index(catalog):
     # both sides are printed in one form: '30' beside '40' is 0000:00:03.0, not index 30 (a second break-it pass)
     row = columns(c, fields(c, "node01:100:200 [0] NCCL INFO Channel 00 : 0[30] -> 1[40] via P2P/IPC")[0], catalog)
     assert (row.get("device"), row.get("peer"), row.get("gpu_index")) == ("0000:00:03.0", "0000:00:04.0", None)
+
+
+def test_an_xid_with_nothing_to_do_says_so_in_words(catalog):
+    """NVIDIA's IGNORE actions were written "none; contact support if it repeats", which became the sentence "None;
+    contact support if it repeats." in an incident (Bumblebee-Project/Bumblebee#608, Xid 44)."""
+    from correlate.attribute import sentences
+
+    actions = {x: f.action for x, f in catalog.xids.items()}
+    assert not [x for x, a in actions.items() if a.lower().startswith("none")]
+    assert sentences(actions[44]) == "Nothing to do for the node now; contact support if it repeats."
+
