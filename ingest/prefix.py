@@ -164,8 +164,11 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # Ray before each line of a worker's output: "(RayWorkerWrapper pid=1019) ", "(raylet, ip=10.0.0.2) " on another
-# node, older Ray's "(pid=1019) " (formats.md §1.8)
-_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))(?:, ip=[0-9A-Fa-f.:]+)?\) ")
+# node, older Ray's "(pid=1019) " (formats.md §1.8). The driver prints its own node's workers without an address and
+# another node's with it: that address is the host the line comes from (vllm-project/vllm#13535: a worker's watchdog
+# timeout on 10.175.94.190 in the head node's log)
+_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
+              r"(?:, ip=(?P<ray_ip>[0-9A-Fa-f.:]+))?\) ")
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT + r"| *\d{1,7}: " + _LABEL_NEXT
     + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
@@ -405,6 +408,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         s = _ANSI.sub("", s).lstrip("\x00")
     label_at = s  # where a label may stand: the start, after a grep file name or a label
     labels = 0
+    ray_ip = None  # the host a Ray label named (NCCL's own host name wins over it)
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
             break
@@ -538,14 +542,18 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.host = m["host"]
         elif m["rank"]:
             p.rank = int(m["rank"])
-        elif (ray := m["ray_pid"] or m["ray_pid0"]) and p.pid is None:  # older Ray: "(pid=1019) "
-            p.pid = int(ray)
+        elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"]:
+            if m["ray_ip"]:
+                p.host = ray_ip = m["ray_ip"]
+            if (ray := m["ray_pid"] or m["ray_pid0"]) and p.pid is None:  # older Ray: "(pid=1019) "
+                p.pid = int(ray)
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:
         m = _NCCL.search(s)
         if m:
-            p.host = p.host or m.group("host")
+            # NCCL's own host name wins over Ray's address of the same node: it is the name the host's other logs use
+            p.host = m.group("host") if p.host is None or p.host == ray_ip else p.host
             p.pid = p.pid or int(m.group("pid"))
             p.gpu_index = int(m.group("dev"))
     p.rest = s

@@ -158,6 +158,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("(RayWorkerWrapper pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("(RayWorkerWrapper pid=1019, ip=10.0.0.2) node08:1019:1290 [3] NCCL WARN x", None, "node08", None,
      "node08:1019"),
+    # another node's worker: Ray names it by address, the line's host (vllm-project/vllm#13535); NCCL's name wins above
+    ("(RayWorkerWrapper pid=270291, ip=10.175.94.190) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432,
+     "10.175.94.190", 8, "[Rank 8]"),
+    ("(raylet, ip=10.0.0.2) [2026-11-30 03:22:01,518 E 4242 4242] x", None, "10.0.0.2", None, "[2026-11-30"),
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
     ("(pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),  # older Ray
     # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
