@@ -508,6 +508,11 @@ def assemble(hits: list[Hit], tz) -> Assembled:
         for k, v in row.items():
             if k not in ev or ev[k] is None:
                 ev[k] = v
+        if p.rank is not None and ev["rank"] != p.rank and ev["rank"] is not None:
+            # c10's "[rank218]:" is the process's rank in the job; a line of another process group names the rank in
+            # that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053), which stays the event's rank (the
+            # rank its communicator knows it by)
+            row["details"]["global_rank"] = p.rank
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
         storms.start(key, ev)

@@ -571,3 +571,21 @@ def test_a_stamp_more_than_a_day_after_its_arrival_is_not_its_time(pipeline):
            for e in ev]
     assert got == [("n1", T0, "kafka", 4070908800000000), ("n2", T0 + hour, "line", None),
                    ("n3", T0, "kafka", T0 + day + 1), ("n4", T0 + day, "line", None)]
+
+
+def test_a_rank_of_another_process_group_keeps_its_rank_in_the_job(pipeline):
+    """c10's "[rank218]:" prefix is the process's rank in the job; a line of a process group other than the default
+    names the rank in that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053). The event keeps the
+    group's rank (its communicator's) and ``details.global_rank``; where both agree (the default group) there is no
+    such detail. The watchdog's "-1" (no work completed yet) is read too."""
+    line = ("[rank218]:[E108 16:19:09.618302713 ProcessGroupNCCL.cpp:2251] [PG ID 6 PG GUID "
+            "623(PIPELINE_MODEL_PARALLEL_GROUP) Rank 13]  failure detected by watchdog at work sequence id: 1 PG status: "
+            "last enqueued work: 1, last completed work: -1")
+    default = line.replace("[rank218]", "[rank13]").replace("PG ID 6 PG GUID 623(PIPELINE_MODEL_PARALLEL_GROUP)",
+                                                            "PG ID 0 PG GUID 0(default_pg)")
+    ev = run(pipeline, line + "\n" + default).events.to_pylist()
+    assert [(e["signature"], e["rank"], e["seq"]) for e in ev] == [("torch.watchdog_failure", 13, 1)] * 2
+    details = [json.loads(e["details"] or "{}") for e in ev]
+    assert [d.get("global_rank") for d in details] == [218, None]
+    assert details[0]["last_completed"] == "-1"
+
