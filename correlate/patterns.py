@@ -511,13 +511,18 @@ def silent_rank(scene: Scene) -> Verdict | None:
         if done is not None:
             lowest[e.rank] = int(done)
     on = f" (SeqNum {seq})" if seq is not None else ""
+    # a rank of a process group other than the default one prints its rank in that group; c10's "[rank218]:" prefix
+    # gives the process's rank in the job (``details.global_rank``, ingest.assemble)
+    named = {e.rank: f"{e.rank} (global rank {e.details['global_rank']})" if "global_rank" in e.details else str(e.rank)
+             for e in timeouts if e.seq == seq}
+    what = "timed out on" if seq is not None else "hung in"  # a stuck watchdog names no collective
     if len(ranks) > 1:
-        why = (f"{len(ranks)} ranks ({', '.join(map(str, sorted(ranks)))}) timed out on the same collective{on}; "
+        why = (f"{len(ranks)} ranks ({', '.join(named[r] for r in sorted(ranks))}) {what} the same collective{on}; "
                "every visible rank waited, so none of them is the cause"
                + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
                   if lowest and len(set(lowest.values())) == 1 else ""))
     else:
-        why = (f"rank {next(iter(ranks))} timed out on a collective{on}: it waited for another rank, so it is not "
+        why = (f"rank {named[next(iter(ranks))]} {what} a collective{on}: it waited for another rank, so it is not "
                "the cause")
     why += ". Without the communicator's membership the silent rank cannot be named."
     v = unknown_verdict(scene, [], "nccl_hang", why=why)
@@ -525,8 +530,13 @@ def silent_rank(scene: Scene) -> Verdict | None:
     v.missing = ["NCCL init lines (rank, nranks, commId: NCCL_DEBUG=INFO) of every rank, to see which rank never "
                  "timed out", "the kernel logs of every host of the job around the implied start of the timeout"
                  if not member_ranks else "logs of the ranks that did not report"]
-    v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
-                     "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")
+    if seq is not None:
+        v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
+                         "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")
+    else:  # what the ranks' own lines advise (a stuck watchdog: take a stack), then the silent rank
+        lead = min(timeouts, key=lambda e: e.order)
+        v.next_action = sentences(catalog_action(scene.catalog, lead, scene.subject.get(lead.event_id)),
+                                  "Find the rank that did not report and check its host")
     return v
 
 

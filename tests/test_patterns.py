@@ -1286,6 +1286,21 @@ def test_every_explains_rule_is_reached_by_clustering():
     assert Rules.model_validate(rules.model_dump()).links == rules.links
 
 
+def test_ranks_whose_watchdog_got_stuck_hung_without_a_collective_named(pipeline):
+    """PyTorch's heartbeat monitor stops a rank whose NCCL watchdog itself made no progress (LlamaFactory#8549: two
+    ranks, a data-loading setting, no GPU fault): a hang of those ranks, no initiator; no SeqNum is printed, so the
+    explanation says they hung (not "timed out on … SeqNum") and the next action is the line's own (a stack of a
+    stuck rank), not "the rank that did not log a watchdog timeout for this SeqNum"."""
+    line = ("[rank{r}]:[E704 13:48:58.26049472{r} ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+            "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+            "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog")
+    (inc,) = run(pipeline, line.format(r=2) + "\n" + line.format(r=1), host="node07")
+    assert (inc["category"], inc["pattern"], inc["initiator"]["kind"]) == ("nccl_hang", "comm.silent_rank", None)
+    assert inc["explanation"].startswith("2 ranks (1, 2) hung in the same collective;")
+    assert "py-spy dump" in inc["next_action"] and "SeqNum" not in inc["next_action"]
+    assert "480 s" in inc["next_action"]
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
