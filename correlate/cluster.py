@@ -9,7 +9,8 @@ closest fault of its host within the link window of the ``same_host`` relation
 without a time links to every fault of its host. Faults dated only by their
 file's mtime (lines that printed no time) that link to no fault with a time of
 its own join the latest fault of their host with one, up to an hour before
-them, that they may be related to (``_join_file_timed``). Events that only describe wiring (NCCL channel and init
+them, that they may be related to, else the latest such fault of another file of
+their host (``_join_file_timed``). Events that only describe wiring (NCCL channel and init
 lines) are topology facts, not members.
 
 Cost: faults are compared only with faults of the same host, NVLink domain or
@@ -172,8 +173,9 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
     job died, often the NCCL timeout after its fault (a Python traceback's ``RuntimeError: CUDA error:
     uncorrectable ECC error encountered`` ten minutes after the Xid 94 it reports, not the NIC link-down of that
     host in between; an NCCL NET/IB port error beside the watchdog timeouts whose collectives it hung). A component
-    that holds a fault with a time of its own is placed by it already. Cost: a binary search per component, then
-    its host's timed faults within the reach, latest first."""
+    that holds a fault with a time of its own is placed by it already. One that finds none joins, the same way, the
+    latest related file-dated fault of another component of its host (afterwards, in component order). Cost: a
+    binary search per component, then its host's faults within the reach, latest first."""
     file_only: dict[int, list[int]] = {}
     timed_roots: set[int] = set()
     for i, e in enumerate(faults):
@@ -183,6 +185,7 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
         else:
             timed_roots.add(r)
     timed: dict[str, tuple[list[int], list[int]]] = {}  # host -> (starts, fault indices), by (start, order)
+    later: list[tuple[int, list[int]]] = []
     for r, idx in file_only.items():
         if r in timed_roots:
             continue
@@ -193,13 +196,38 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             timed[host] = ([faults[j].start for j in own], own)
         starts, own = timed[host]
         t = min(faults[i].start for i in idx)
-        for k in range(bisect_right(starts, t) - 1, -1, -1):
-            if starts[k] < t - FILE_REACH_US:
-                break
-            j = own[k]
-            if any(related(faults[j], faults[i]) for i in idx):
-                dsu.union(idx[0], j)
-                break
+        if not _join_latest(starts, own, t, idx, faults, dsu, related):
+            later.append((r, idx))
+    # then a component no fault with a time of its own took: the latest related fault of another such component of
+    # its host (shine-cluster#171: nvidia-smi, run after the job died, cannot reach a GPU; the job's own log, another
+    # file, holds the other ranks' watchdog timeouts 45 minutes before): both were written then or earlier
+    untimed: dict[str, tuple[list[int], list[int]]] = {}
+    for r, idx in later:
+        host = faults[idx[0]].host
+        if host not in untimed:
+            own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis == "file"),
+                         key=lambda j: (faults[j].start, faults[j].order))
+            untimed[host] = ([faults[j].start for j in own], own)
+        starts, own = untimed[host]
+        root = dsu.find(idx[0])
+        others = [k for k, j in enumerate(own) if dsu.find(j) != root]
+        _join_latest([starts[k] for k in others], [own[k] for k in others], min(faults[i].start for i in idx), idx,
+                     faults, dsu, related)
+
+
+def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faults: list[Ev], dsu: _DSU,
+                 related: Callable[[Ev, Ev], bool]) -> bool:
+    """Join the faults ``idx`` to the latest of ``own`` (fault indices sorted by start, then order; ``starts`` their
+    starts, µs) that began no later than ``t`` and at most ``FILE_REACH_US`` before it and is ``related`` to one of
+    them; whether one was found."""
+    for k in range(bisect_right(starts, t) - 1, -1, -1):
+        if starts[k] < t - FILE_REACH_US:
+            break
+        j = own[k]
+        if any(related(faults[j], faults[i]) for i in idx):
+            dsu.union(idx[0], j)
+            return True
+    return False
 
 
 def _sides(rule: LinkRule, faults: list[Ev], shapes: list[tuple],

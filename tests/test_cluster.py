@@ -60,6 +60,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
         comps: dict[int, list[int]] = {}
         for i in range(len(faults)):
             comps.setdefault(dsu.find(i), []).append(i)
+        later = []
         for idx in list(comps.values()):
             if all(faults[i].ts_basis == "file" for i in idx):
                 first = min(idx, key=lambda i: faults[i].order)
@@ -68,6 +69,17 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                          and t - FILE_REACH_US <= f.start <= t and any(related(f, faults[i]) for i in idx)]
                 if timed:
                     dsu.union(first, max(timed, key=lambda j: (faults[j].start, faults[j].order)))
+                else:
+                    later.append((first, t, idx))
+        # one no fault with a time of its own took joins, the same way, the file-dated faults of its host's other
+        # components (as they stand after the joins before it)
+        for first, t, idx in later:
+            root = dsu.find(first)
+            untimed = [j for j, f in enumerate(faults) if f.ts_basis == "file" and f.host == faults[first].host
+                       and dsu.find(j) != root and t - FILE_REACH_US <= f.start <= t
+                       and any(related(f, faults[i]) for i in idx)]
+            if untimed:
+                dsu.union(first, max(untimed, key=lambda j: (faults[j].start, faults[j].order)))
     groups: dict[int, list[str]] = {}
     for i, f in enumerate(faults):
         groups.setdefault(dsu.find(i), []).append(f.event_id)

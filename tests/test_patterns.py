@@ -1301,6 +1301,33 @@ def test_ranks_whose_watchdog_got_stuck_hung_without_a_collective_named(pipeline
     assert "480 s" in inc["next_action"]
 
 
+def test_a_gpu_nvidia_smi_cannot_reach_explains_the_timeouts_of_the_jobs_own_file(pipeline):
+    """Two files of one host and no line with a time of its own (lyulyul/shine-cluster#171): the job's log (its
+    mtime when it died) holds three ranks' watchdog timeouts, begun 30 min before; nvidia-smi, run 15 min after
+    the job died, cannot reach the GPU at 1c. Each line was written at its file's time or earlier, so the lost GPU
+    may well be what hung the collective: one incident, the GPU first, the timeouts downstream. They were two."""
+    died = int(datetime(2023, 5, 4, 10, 20, tzinfo=timezone.utc).timestamp() * 1_000_000)
+    smi = died + 14 * 60 * 1_000_000 + 41_000_000
+    timeout = ("[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=86645, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 180{r}320 milliseconds before "
+               "timing out.")
+    segs = [Segment(data=text.encode(), origin=f"file:{name}", stream=name, host="hoth", ref_ts=t, ref_basis="file",
+                    ingest_ts=t)
+            for name, text, t in (("train.log", "\n".join(timeout.format(r=r) for r in (2, 3, 1)), died),
+                                  ("nvidia-smi.txt", "Unable to determine the device handle for GPU 0000:1C:00.0: "
+                                                     "Unknown Error", smi))]
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=smi)
+    assert (inc["initiator"]["device"], inc["category"]) == ("0000:1c:00.0", "gpu_off_bus")
+    assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]
+    assert {x["rule"] for x in inc["evidence"]} == {"device_fault.explains_nccl"}
+    # more than an hour (FILE_REACH_US) after the collectives began, the two files stay apart
+    far = [Segment(data=x.data, origin=x.origin, stream=x.stream, host="hoth", ref_ts=x.ref_ts + (3600_000_000 if
+                   x.stream == "nvidia-smi.txt" else 0), ref_basis="file", ingest_ts=x.ingest_ts) for x in segs]
+    b = pipeline.run(Decoded(segments=far))
+    assert len(correlate(b.events, b.link_samples, b.topology, now_us=smi + 3600_000_000)) == 2
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
