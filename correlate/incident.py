@@ -334,9 +334,16 @@ def _explain(scene: Scene, v: Verdict) -> str:
                 s += f", {'all of which' if len(earlier) > 1 else 'which'} came first: {own}"
             else:
                 s += f"; {first_of([_beside_name(p, i['host']) for p in earlier], 3)} came first: {own}"
-    n = sum(1 for e in v.initiator_events if e.signature != SYMPTOM)  # logged lines, not the operator's report
+    own = [e for e in v.initiator_events if e.signature != SYMPTOM]  # logged lines, not the operator's report
+    n = sum(e.count for e in own)  # a repeat of one line within a minute is one event with its count
     if n > 1:
         s += f"; it reported {n} lines"
+        said: dict[str, int] = {}
+        for e in own:
+            k = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid else e.kind
+            said[k] = said.get(k, 0) + e.count
+        if len(said) > 1:  # what else the initiator said (an Xid 31 after its Xid 32, Bumblebee#677)
+            s += " (" + first_of([f"{k} ×{c}" if c > 1 else k for k, c in said.items()], 4) + ")"
     if (cause := main.details.get("link_down_cause")) in _LINK_DOWN_SAYS:
         link = f"link {main.link}" if main.link is not None else "the link"
         s += (f". Its link-down reason ({main.details.get('link_down_reason')}) says "
