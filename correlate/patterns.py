@@ -471,7 +471,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     by_seq: dict[int | None, set[int]] = defaultdict(set)
     for e in timeouts:
         by_seq[e.seq].add(e.rank)
-    seq, ranks = max(by_seq.items(), key=lambda kv: len(kv[1]))
+    # the collective most ranks timed out on; of equally many, the latest (a rank behind it is then told as behind)
+    seq, ranks = max(by_seq.items(), key=lambda kv: (len(kv[1]), -1 if kv[0] is None else kv[0]))
     comm = _comm_of(scene, [e for e in timeouts if e.seq == seq])
     members = scene.topo.comm_ranks.get(comm, {}) if comm else {}
     size = max([e.nranks or 0 for e in scene.events] + [scene.topo.comm_size.get(comm, 0) if comm else 0,
@@ -524,6 +525,12 @@ def silent_rank(scene: Scene) -> Verdict | None:
     else:
         why = (f"rank {named[next(iter(ranks))]} {what} a collective{on}: it waited for another rank, so it is not "
                "the cause")
+    behind = sorted((q, r) for q, rs in by_seq.items() if q is not None and seq is not None and q < seq for r in rs)
+    if behind:  # a rank still on an earlier collective is the one the others wait for, or nearer to it
+        lo = behind[0][0]
+        late = sorted(r for q, r in behind if q == lo)
+        why += (f"; rank{'s' if len(late) > 1 else ''} {', '.join(map(str, late))} "
+                f"{'are' if len(late) > 1 else 'is'} behind, still on SeqNum {lo}: look there first")
     why += ". Without the communicator's membership the silent rank cannot be named."
     v = unknown_verdict(scene, [], "nccl_hang", why=why)
     v.pattern = "comm.silent_rank"

@@ -1328,6 +1328,33 @@ def test_a_gpu_nvidia_smi_cannot_reach_explains_the_timeouts_of_the_jobs_own_fil
     assert len(correlate(b.events, b.link_samples, b.topology, now_us=smi + 3600_000_000)) == 2
 
 
+def test_the_explanation_counts_every_line_of_the_initiator_and_names_what_it_said(pipeline):
+    """A GPU's lines are one party: Bumblebee-Project/Bumblebee#677's Xid 32 twice (one event, count 2) and an Xid 31
+    were told as "it reported 2 lines" (events, not lines), the Xid 31 nowhere. The lines are counted and, when the
+    initiator said more than one thing, named."""
+    x32 = "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000000 intr 00004000"
+    x31 = "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:01:00): 31, Ch 00000003, engmask 00000101, intr 10000000"
+    (inc,) = run(pipeline, "\n".join([x32, x32, x31]))
+    assert inc["initiator"]["xid"] == 32 and inc["downstream"] == []
+    assert inc["explanation"].endswith("; it reported 3 lines (Xid 32 ×2, Xid 31).")
+    (inc,) = run(pipeline, "\n".join([x32, x32]))
+    assert inc["explanation"].endswith("; it reported 2 lines.")
+
+
+def test_a_rank_still_on_an_earlier_collective_is_told_as_behind(pipeline):
+    """Two ranks of one process group time out on consecutive SeqNums (vllm-project/vllm#23448): rank 0 on 5730, rank 3
+    still on 5729. Without membership no silent rank is named, but the one behind is where to look; whichever line
+    comes first, the explanation is about the latest collective and names the rank behind it."""
+    line = ("[rank{r}]:[E822 16:31:16.13193166{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum={q}, OpType=BROADCAST, NumelIn=3612672, NumelOut=3612672, "
+            "Timeout(ms)=600000) ran for 600009 milliseconds before timing out.")
+    a, b = line.format(r=0, q=5730), line.format(r=3, q=5729)
+    for text in (a + "\n" + b, b + "\n" + a):
+        (inc,) = run(pipeline, text)
+        assert inc["explanation"].startswith("rank 0 timed out on a collective (SeqNum 5730)")
+        assert "; rank 3 is behind, still on SeqNum 5729: look there first." in inc["explanation"]
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
