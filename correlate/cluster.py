@@ -116,17 +116,24 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
     holds = Relations(topo).holds
-    shapes: list[tuple] | None = None
+    shapes: dict[tuple, list[int]] | None = None
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
         if rule.cause is not None:  # derived from an explains rule: effect to its nearest cause
-            if shapes is None:
-                shapes = [pred_shape(e) for e in faults]
+            if shapes is None:  # the faults by what predicates read of them (rules.pred_shape), once
+                shapes = defaultdict(list)
+                for i, e in enumerate(faults):
+                    shapes[pred_shape(e)].append(i)
             sides = _sides(rule, faults, shapes, catalog)
-            if sides is not None:
-                for idx in _buckets(rule.relation, faults, by_host, topo):
-                    _reach(idx, sides, faults, starts, w, slack, dsu, clocks)
+            if sides is not None:  # only the faults of either side are bucketed
+                sub = sorted(sides[0] | sides[1])
+                sub_faults = [faults[i] for i in sub]
+                sub_hosts: dict[str, list[int]] = defaultdict(list)
+                for k, e in enumerate(sub_faults):
+                    sub_hosts[e.host].append(k)
+                for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo):
+                    _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks)
             continue
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
@@ -230,33 +237,33 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
     return False
 
 
-def _sides(rule: LinkRule, faults: list[Ev], shapes: list[tuple],
-           catalog: Catalog | None) -> tuple[list[bool], list[bool]] | None:
-    """Which faults hold ``rule.cause`` and which ``rule.effect`` (decided once per ``rules.pred_shape``), or None
-    when no fault holds one side."""
-    memo: dict[tuple, tuple[bool, bool]] = {}
-    cause, effect = [], []
-    for e, shape in zip(faults, shapes):
-        got = memo.get(shape)
-        if got is None:
-            got = memo[shape] = (any_holds(rule.cause, e, catalog), any_holds(rule.effect, e, catalog))
-        cause.append(got[0])
-        effect.append(got[1])
-    return (cause, effect) if any(cause) and any(effect) else None
+def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],
+           catalog: Catalog | None) -> tuple[set[int], set[int]] | None:
+    """The faults (indexes) that hold ``rule.cause`` and those that hold ``rule.effect``, decided once per
+    ``rules.pred_shape`` (``shapes``: the faults of each shape), or None when no fault holds one side."""
+    cause: set[int] = set()
+    effect: set[int] = set()
+    for idx in shapes.values():
+        e = faults[idx[0]]
+        if any_holds(rule.cause, e, catalog):
+            cause.update(idx)
+        if any_holds(rule.effect, e, catalog):
+            effect.update(idx)
+    return (cause, effect) if cause and effect else None
 
 
-def _reach(idx: list[int], sides: tuple[list[bool], list[bool]], faults: list[Ev], starts: list[int], w: int,
+def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], starts: list[int], w: int,
            slack: int, dsu: _DSU, clocks: Clocks) -> None:
     """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that is ``within`` ``w``
     of it (``window.within``: resolutions and, across hosts, both skews); ``slack`` bounds how much farther than
     ``w`` that can be (µs). A binary search per effect over the bucket's causes sorted by start."""
     cause, effect = sides
-    causes = sorted((i for i in idx if cause[i]), key=starts.__getitem__)
+    causes = sorted((i for i in idx if i in cause), key=starts.__getitem__)
     if not causes:
         return
     cs = [starts[i] for i in causes]
     for i in idx:
-        if not effect[i]:
+        if i not in effect:
             continue
         s = starts[i]
         lo, hi = bisect_left(cs, s - w - slack), bisect_right(cs, s + w + slack)

@@ -72,6 +72,8 @@ class Ev:
     #: (catalog, role, is a fault): what ``correlate.attribute.role_of`` and ``is_fault`` decided for the event
     #: under that catalog, kept with it (a streaming correlator asks again at every step)
     judged: tuple | None = field(default=None, init=False, repr=False)
+    #: ``rules.pred_shape`` of the event, made on first use (the fields it reads do not change)
+    shape: tuple | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pos = _pos(self.origin)

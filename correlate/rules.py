@@ -139,9 +139,13 @@ def default_rules() -> Rules:
 def pred_shape(e: Ev) -> tuple:
     """What :func:`holds` reads of an event (its Xid's catalog facts follow from the Xid): events of one shape satisfy
     the same predicates, so rule sides are decided once per shape (``attribute.Scene.matching``,
-    ``attribute.may_relate``). A predicate that reads more of an event adds it here."""
-    return (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
-            e.details.get("link_down_cause"))
+    ``attribute.may_relate``). A predicate that reads more of an event adds it here. Kept on the event
+    (``Ev.shape``): clustering and every scene the event is in ask again."""
+    shape = e.shape
+    if shape is None:
+        shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
+                           e.details.get("link_down_cause"))
+    return shape
 
 
 def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
