@@ -54,7 +54,7 @@ class Pred(BaseModel):
 class LinkRule(BaseModel):
     """Two faults in ``relation`` within ``window_s`` (seconds) belong to one candidate incident (clustering,
     ``correlate.cluster``); ``kinds``: only events of these kinds. A link with ``cause`` and ``effect`` is derived
-    from an ``explains`` rule (``Rules.reach``; ``from_rule`` names it): it joins each fault of the effect's side to
+    from an ``explains`` rule (:func:`reach`; ``from_rule`` names it): it joins each fault of the effect's side to
     the nearest fault of the cause's side in the relation within the window, and nothing else."""
 
     model_config = ConfigDict(extra="forbid")
