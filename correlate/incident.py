@@ -340,7 +340,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
         s += f"; it reported {n} lines"
         said: dict[str, int] = {}
         for e in own:
-            k = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid else e.kind
+            k = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid else e.signature
             said[k] = said.get(k, 0) + e.count
         if len(said) > 1:  # what else the initiator said (an Xid 31 after its Xid 32, Bumblebee#677)
             s += " (" + first_of([f"{k} ×{c}" if c > 1 else k for k, c in said.items()], 4) + ")"

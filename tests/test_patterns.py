@@ -1355,6 +1355,36 @@ def test_a_rank_still_on_an_earlier_collective_is_told_as_behind(pipeline):
         assert "; rank 3 is behind, still on SeqNum 5729: look there first." in inc["explanation"]
 
 
+def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipeline):
+    """ublue-os/bazzite#2668: the libraries were updated, the kernel module not: "NVRM: API mismatch", then the GSP
+    firmware of the module's version is missing, then RmInitAdapter failed. The GPU was named with "reset …, RMA";
+    the fault is the driver installation (``driver_install.explains_init_failure``), which a reboot or a reinstall
+    mends. Also for the mismatch alone on a syslog line with rsyslog's "#012" newlines (stackhpc#287)."""
+    text = "\n".join([
+        "[Mon Nov 30 03:12:01 2026] NVRM: API mismatch: the client has the version 570.153.02, but",
+        "               NVRM: this kernel module has the version 570.144.  Please",
+        "[Mon Nov 30 03:12:12 2026] nvidia 0000:07:00.0: Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed "
+        "with error -2",
+        "[Mon Nov 30 03:12:12 2026] NVRM: RmFetchGspRmImages: No firmware image found",
+        "[Mon Nov 30 03:12:12 2026] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)"])
+    (inc,) = run(pipeline, text)
+    assert inc["category"] == "driver" and inc["initiator"]["kind"] == "driver"
+    assert "The GPU is not at fault" in inc["next_action"] and "RMA" not in inc["next_action"]
+    assert inc["explanation"].endswith("(driver.api_mismatch, driver.firmware_missing ×2, gpu.rm_init_failed).")
+    # two GPUs that cannot start: the host's mismatch explains both (one GPU's party took it in above)
+    two = text.split("\n")[0] + "\n" + "\n".join(
+        f"[Mon Nov 30 03:12:12 2026] NVRM: GPU 0000:0{b}:00.0: RmInitAdapter failed! (0x61:0x56:1770)" for b in (7, 8))
+    (inc,) = run(pipeline, two)
+    assert (inc["category"], inc["initiator"]["device"]) == ("driver", None)
+    assert [d["device"] for d in inc["downstream"]] == ["0000:07:00.0", "0000:08:00.0"]
+    assert [x["rule"] for x in inc["evidence"]] == ["driver_install.explains_init_failure"] * 2
+    syslog = ("Jun 30 11:07:05 gpu-0 kernel: NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: this "
+              "kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all NVIDIA "
+              "driver#012NVRM: components have the same version.")
+    (inc,) = run(pipeline, syslog)
+    assert (inc["category"], inc["initiator"]["host"]) == ("driver", "gpu-0")
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
