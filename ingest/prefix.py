@@ -159,7 +159,8 @@ _BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:ou
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
-               r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: )")
+               r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
+               r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-)")
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
@@ -419,7 +420,10 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             continue
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:
-            p.source_addr = m.group("addr")
+            # talosctl's "-n <node>" prefix: the node the line comes from (formats.md §1.8: "source host"), its host
+            # unless a header after it names one (a relay's syslog line); vllm-project/vllm#40652 had two nodes' lines
+            # in one file put on one host, their GPUs 0000:48:00.0 merged
+            p.source_addr = p.host = m.group("addr")
             s = s[m.end():]
             continue
         m = _TALOS.match(s) if "talos" in can else None

@@ -74,12 +74,18 @@ def us(*a, tz=timezone.utc):
     # glog
     ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event",
      us(2026, 10, 25, 2, 19, 8) + 2792, 1, None, "Skipping"),
-    # Talos: source address, facility/level, RFC 3339 with nanoseconds
+    # Talos (talosctl -n <node>): the node's address is the host (vllm-project/vllm#40652), facility/level, RFC 3339
+    # with nanoseconds; a host label before the facility is read as well (it hid the stamp)
     ("192.0.2.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0)",
-     us(2026, 4, 22, 21, 25, 20) + 466440, 1, None, "nvidia-nvswitch1"),
+     us(2026, 4, 22, 21, 25, 20) + 466440, 1, "192.0.2.119", "nvidia-nvswitch1"),
+    ("node07: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 74, pid=1",
+     us(2026, 4, 22, 21, 26, 20) + 599716, 1, "node07", "NVRM: Xid"),
     # Go log behind a source address
     ("10.0.0.1: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: using NVSwitch management port",
-     us(2025, 11, 25, 13, 58, 49), 1_000_000, None, "nvidia-fabricmanager-wrapper"),
+     us(2025, 11, 25, 13, 58, 49), 1_000_000, "10.0.0.1", "nvidia-fabricmanager-wrapper"),
+    # a relay's address before a syslog header that names the host: the header's host
+    ("192.0.2.5: Sep 19 16:18:04 node07 kernel: NVRM: Xid (PCI:0000:48:00): 74", us(2026, 9, 19, 16, 18, 4),
+     1_000_000, "node07", "NVRM: Xid"),
     # Fabric Manager's own log file
     ("[May 16 2025 15:10:21] [INFO] [tid 30042] GPU probe request received", us(2025, 5, 16, 15, 10, 21),
      1_000_000, None, "[INFO]"),
