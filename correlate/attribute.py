@@ -531,15 +531,26 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
     return out
 
 
+def initiator_event(scene: Scene, evs: list[Ev]) -> Ev:
+    """The event that names an initiator (its kind, Xid, action and explanation): by :func:`lead_key`, then role
+    (``ROLE_RANK``), then the worst, then the earliest. One choice for all of them: the initiator named an Xid 79
+    while its explanation and action were those of the same GPU's Xid 74 (a real-logs pass)."""
+    return min(evs, key=lambda e: (*lead_key(e), -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
+
+
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
-    """The DESIGN.md initiator object for a subject and its events."""
+    """The DESIGN.md initiator object for a subject and its events. ``link``: the naming event's (an NVLink event's
+    or a link party's first link when it names none); ``links``: every link its events name."""
     host, dtype, dev = key
-    main = min(evs, key=lambda e: (*lead_key(e), -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
+    main = initiator_event(scene, evs)
     links = sorted({e.link for e in evs if e.link is not None})
+    fact = scene.catalog.xids.get(main.xid) if main.xid is not None else None
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,
         "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
-        "link": links[0] if links else None,
+        # an Xid that is no NVLink error (a GPU off the bus) is on no link, whatever link another of its lines named
+        "link": main.link if main.link is not None else (
+            links[0] if links and (fact is None or fact.nvlink_related) else None),
         "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
         "peer": main.peer or _peer_gpu(scene, main),
         # a NIC, NVSwitch or PCIe port has no GPU index: a line's is the CUDA device of the process that printed

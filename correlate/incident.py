@@ -17,8 +17,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, lead_key, sentences,
-                                 verify_commands)
+from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
+                                 sentences, verify_commands)
 from correlate.model import Ev, subject_of
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
@@ -113,7 +113,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                 verify += [c for c in verify_commands(scene.catalog, main, key) if c not in verify]
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
         return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
-    main = _lead(v.initiator_events)
+    main = initiator_event(scene, v.initiator_events)
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
@@ -260,7 +260,7 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
     k = v.initiator.get("kind")
     ev = v.initiator_events
     if k == "xid" and ev:
-        main = _lead(ev)
+        main = initiator_event(scene, ev)
         unit = str(main.details.get("unit", ""))
         if "LINK_DOWN" in unit or "LINK_EVT" in unit or main.xid == 155:
             return "nvlink_down"
@@ -283,7 +283,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     i = v.initiator
     if not v.initiator_events:
         return "No single culprit."
-    main = _lead(v.initiator_events)
+    main = initiator_event(scene, v.initiator_events)
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
@@ -314,8 +314,16 @@ def _explain(scene: Scene, v: Verdict) -> str:
     first = min(v.initiator_events, key=lambda e: e.start)
     earlier = [] if first.undated() else [p for p in beside
                                           if any(e.start < first.start and scene.is_fault(e) for e in p.events)]
-    s = (f"{what} on {where} of {i['host']} {when} is the "
-         f"{'most serious' if earlier else 'earliest'} fault nothing else explains")
+    rank = 'most serious' if earlier else 'earliest'
+    own_first = min((e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)),
+                    key=lambda e: e.order, default=main)
+    if own_first is not main and own_first.start < main.start and _fault_name(own_first) != _fault_name(main):
+        # named by its most serious line, which is not its first (an Xid 13 five seconds before the Xid 109 of the
+        # same GPU: the Xid 109 was called "the earliest fault", a real-logs pass)
+        s = (f"{where} of {i['host']} is the {rank} fault nothing else explains: its first line {_fault_name(own_first)} "
+             f"at {iso(own_first.ts)}, its most serious {what} {when}")
+    else:
+        s = f"{what} on {where} of {i['host']} {when} is the {rank} fault nothing else explains"
     follow = [p for p in v.downstream if p.rule]
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})
@@ -340,8 +348,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
         s += f"; it reported {n} lines"
         said: dict[str, int] = {}
         for e in own:
-            k = f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid else e.signature
-            said[k] = said.get(k, 0) + e.count
+            said[_fault_name(e)] = said.get(_fault_name(e), 0) + e.count
         if len(said) > 1:  # what else the initiator said (an Xid 31 after its Xid 32, Bumblebee#677)
             s += " (" + first_of([f"{k} ×{c}" if c > 1 else k for k, c in said.items()], 4) + ")"
     if (cause := main.details.get("link_down_cause")) in _LINK_DOWN_SAYS:

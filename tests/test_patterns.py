@@ -1385,6 +1385,30 @@ def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipel
     assert (inc["category"], inc["initiator"]["host"]) == ("driver", "gpu-0")
 
 
+def test_one_line_names_the_initiator_its_explanation_and_its_action(pipeline):
+    """A GPU's Xid 74 on link 8, then its Xid 79: the initiator was "link 8 (Xid 79)", its explanation "Xid 74 … is the
+    earliest fault" and its action Xid 74's (reset the GPU, check the peer), which a GPU off the bus cannot take
+    (a real-logs pass). One event names all three (``attribute.initiator_event``): the Xid 79, on no link; the
+    explanation says the Xid 74 came first. Likewise an Xid 13 before the same GPU's Xid 109 (leptonai/gpud#46)."""
+    x74 = ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:48:00): 74, pid=22884, name=VLLM::Worker_TP, NVLink: fatal "
+           "error detected on link 8(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    x79 = "[Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:48:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    (inc,) = run(pipeline, x74 + "\n" + x79)
+    assert (inc["initiator"]["xid"], inc["initiator"]["link"], inc["initiator"]["links"]) == (79, None, [8])
+    assert inc["category"] == "gpu_off_bus" and inc["next_action"].startswith("Drain node and reboot (cold)")
+    assert inc["explanation"].startswith(
+        "gpu 0000:48:00.0 of node07 is the earliest fault nothing else explains: its first line Xid 74 at "
+        "2024-08-30T11:43:09.000000Z, its most serious Xid 79 (GPU has fallen off the bus) at 2024-08-30T11:43:14")
+    x13 = ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): "
+           "Illegal Instruction Parameter")
+    x109 = ("[Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1234, name=python, channel 0x00000009, "
+            "errorString CTX SWITCH TIMEOUT, Info 0xb400b")
+    (inc,) = run(pipeline, x13 + "\n" + x109)
+    assert inc["initiator"]["xid"] == 109 and "its first line Xid 13 at 2024-08-30T11:43:09" in inc["explanation"]
+    (inc,) = run(pipeline, x109)  # one line: as before
+    assert inc["explanation"].startswith("Xid 109 (Context switch timeout) on gpu 0000:cb:00.0 of node07 at")
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
