@@ -102,6 +102,30 @@ def fatal_branch(action: str, fatal: bool | None) -> str:
     return f"the line says {word}: {then.strip()}; {m['common'].strip()}"
 
 
+#: what to do for an SXid, by the action NVSentinel's SXid mapping gives it (sxid-catalog.csv ``nvsentinel_action``,
+#: from NVIDIA/NVSentinel distros/kubernetes/nvsentinel/charts/nvswitch-health-monitor/sxiderrorsmapping.csv); the
+#: catalog's meaning alone told nothing to do (SXid 12028, leptonai/gpud#338)
+SXID_ACTIONS = {
+    "IGNORE": "Nothing to do for the switch now; if it repeats, or the GPUs report NVLink errors (Xid 74, 45) with it, "
+              "collect nvidia-bug-report.sh",
+    "RESET_FABRIC": "Drain the node's jobs, then reset the fabric: restart Fabric Manager and reset the NVSwitches and "
+                    "GPUs (nvidia-smi -r), or reboot the node",
+    "WORKFLOW_NVLINK_POTENTIALY_FATAL_ERR": "It may stall NVLink traffic: watch the GPUs for Xid 74, 45 or 145 and the "
+                                            "node's jobs; if they stall, drain the node and reset the fabric (restart "
+                                            "Fabric Manager, reset the GPUs)",
+    "UNEXPECTED_ERR_REPORT_ISSUE": "NVIDIA does not expect it: collect nvidia-bug-report.sh and report it; drain the "
+                                   "node if its jobs fail",
+    "INVESTIGATE_LINK_SI": "Check the signal integrity of the port's link: its error counters (nvidia-smi nvlink -e), "
+                           "then its cable or connector; drain the node if it repeats",
+    "RUN_FIELDDIAG": "Drain the node and run NVIDIA's field diagnostics on it",
+    "CHECK_LINK_MECHANICAL_CONNECTIONS": "Check the port's mechanical connection (cable, connector, tray seating) and "
+                                         "reseat it",
+    "RESET_GPU": "Drain the node's jobs and reset the GPUs on the switch (nvidia-smi -r)",
+    "CHECK_THERMALS": "Check the switch tray's temperature and cooling",
+    "CHECK_FM_CONFIG": "Check Fabric Manager's configuration (/usr/share/nvidia/nvswitch/fabricmanager.cfg) and its log",
+}
+
+
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     """Next action and verify commands from the initiator's catalog entry (or the Xid/SXid catalog)."""
     if not v.initiator_events:
@@ -127,7 +151,11 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
             action = sentences(software, action) if n > 1 else sentences(action, software)
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
-        action = f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}"
+        code, _, cls = f.action.partition("/")
+        then = SXID_ACTIONS.get(code, "")
+        if then and code != "IGNORE" and f.fatal != "fatal":  # the two sources disagree: say whose word it is
+            then = f"NVSentinel counts it {cls.lower() or 'fatal'}: {then[0].lower()}{then[1:]}"
+        action = sentences(f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}", then)
     subject = scene.subject.get(main.event_id)
     # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the
     # signatures' sentences in the next incident of the same table (a fresh-user trial)

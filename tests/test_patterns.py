@@ -1409,6 +1409,27 @@ def test_one_line_names_the_initiator_its_explanation_and_its_action(pipeline):
     assert inc["explanation"].startswith("Xid 109 (Context switch timeout) on gpu 0000:cb:00.0 of node07 at")
 
 
+def test_an_sxid_gets_something_to_do(pipeline):
+    """An SXid's next action was its catalog meaning alone (SXid 12028, leptonai/gpud#338: "non-fatal per the FM
+    guide", nothing to do), though NVSentinel's mapping resets the fabric for it. The action says what to do by
+    NVSentinel's action, and whose word it is when the FM guide calls the SXid non-fatal; every action code of the
+    catalog has its advice."""
+    import csv
+
+    from correlate.incident import SXID_ACTIONS
+    from ingest.catalog import CATALOG_DIR
+
+    line = ("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data "
+            "{0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, 0x00000000}")
+    (inc,) = run(pipeline, line)
+    assert inc["initiator"]["sxid"] == 12028
+    assert "non-fatal per the FM guide. NVSentinel counts it fatal: drain the node's jobs, then reset the fabric" in (
+        inc["next_action"])
+    with (CATALOG_DIR / "sxid-catalog.csv").open(newline="", encoding="utf-8") as f:
+        codes = {r["nvsentinel_action"].partition("/")[0] for r in csv.DictReader(f)} - {""}
+    assert codes <= set(SXID_ACTIONS)
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
