@@ -194,15 +194,20 @@ def software_cause(catalog: Catalog, xid: int) -> bool:
 
 def software_missing(scene: Scene, v: Verdict) -> list[str]:
     """What to look up when the initiator is an Xid with a software cause (:func:`software_cause`): its host's
-    driver version against the branch's release notes decides between a known driver bug and the GPU. (The
-    version is printed at driver load, usually hours and Kafka records before the Xid: not read here.)"""
+    driver version against the branch's release notes decides between a known driver bug and the GPU. The version is
+    printed at driver load, usually hours before the Xid: an Xid after that line in the same stream carries it
+    (``details.driver_version``), and it is quoted; otherwise asked for."""
     init = [e for e in v.initiator_events if e.xid is not None and software_cause(scene.catalog, e.xid)]
     if not init:
         return []
+    why = (f"NVIDIA's resolution of Xid {init[0].xid} includes INVESTIGATE_SW, and some driver branches print it for a "
+           "bug a later release fixes")
+    version = next((e.details["driver_version"] for e in init if e.details.get("driver_version")), None)
+    if version:  # the kernel log printed it at driver load (``ingest.assemble.carry_context``): no need to ask for it
+        return [f"the release notes of driver {version} (what {init[0].host}'s kernel log says it loaded) and of its "
+                f"branch's later releases: {why}"]
     return [f"the driver version of {init[0].host} against its branch's release notes (`nvidia-smi`, or the "
-            f"kernel's `NVRM: loading NVIDIA UNIX … Kernel Module <version>` line): NVIDIA's resolution of Xid "
-            f"{init[0].xid} includes INVESTIGATE_SW, and some driver branches print it for a bug a later release "
-            "fixes"]
+            f"kernel's `NVRM: loading NVIDIA UNIX … Kernel Module <version>` line): {why}"]
 
 
 def body(scene: Scene, v: Verdict) -> dict[str, Any]:

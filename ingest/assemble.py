@@ -265,8 +265,14 @@ def carry_context(hits: list[Hit]) -> None:
     last_preamble: str | None = None
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
+    driver: str | None = None  # the version the driver printed when it loaded (driver.loaded)
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
+        if sid == "driver.loaded":
+            driver = d.get("driver_version") or driver
+            continue
+        if driver and h.c.sig.source == "dmesg" and "driver_version" not in d:
+            d["driver_version"] = driver
         if sid == "nvml.q_gpu_header":
             q_device = row.get("device")
             continue

@@ -589,3 +589,16 @@ def test_a_rank_of_another_process_group_keeps_its_rank_in_the_job(pipeline):
     assert [d.get("global_rank") for d in details] == [218, None]
     assert details[0]["last_completed"] == "-1"
 
+
+def test_a_kernel_line_after_the_driver_loaded_carries_its_version(pipeline):
+    """The driver prints its version when it loads, hours before an Xid; an Xid with a software cause asks for it
+    (NVIDIA's INVESTIGATE_SW), and the incident asked for a line its own log held (open-gpu-kernel-modules#829).
+    Later kernel lines of the stream carry it as ``details.driver_version``; lines before it do not."""
+    text = "\n".join([
+        "[    1.000000] NVRM: Xid (PCI:0000:02:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): x",
+        "[    6.252567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  575.51.02  Mon May  5 11:36:21 UTC 2025",
+        "[   60.000000] NVRM: Xid (PCI:0000:02:00): 120, pid=1, name=x, GSP task exception: load access page fault"])
+    ev = run(pipeline, text, basis="file").events.to_pylist()
+    assert [(e["xid"], json.loads(e["details"] or "{}").get("driver_version")) for e in ev] == [
+        (13, None), (120, "575.51.02")]
+
