@@ -33,7 +33,7 @@ from correlate.model import Ev
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, comms_of, gpu_key,
                              pred_shape)
 from correlate.topology import Topology
-from correlate.window import Clocks, within
+from correlate.window import Clocks, may_cause, within
 from ingest.catalog import Catalog
 
 S = 1_000_000
@@ -254,9 +254,10 @@ def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],
 
 def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], starts: list[int], w: int,
            slack: int, dsu: _DSU, clocks: Clocks) -> None:
-    """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that is ``within`` ``w``
-    of it (``window.within``: resolutions and, across hosts, both skews); ``slack`` bounds how much farther than
-    ``w`` that can be (µs). Of equally near causes, the earlier, then the first in ``faults`` order. A binary search
+    """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that may have caused it
+    within ``w``: ``window.within`` (the window, resolutions and, across hosts, both skews) and ``window.may_cause``
+    (not clearly after it: a Fabric Manager failure hours after an NVLS error is none of its cause); ``slack``
+    bounds how much farther than ``w`` that can be (µs). Of equally near causes, the earlier, then the first in ``faults`` order. A binary search
     per effect over the bucket's causes sorted by start, then outwards from it, nearest first: a host's thousands of
     Fabric Manager lines cost an effect the few nearest, not all of them."""
     cause, effect = sides
@@ -283,7 +284,8 @@ def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], s
                 near.append(causes[hi])
                 hi += 1
             j = next((j for j in sorted(near, key=lambda j: (starts[j], j))
-                      if j != i and within(faults[j], faults[i], w, clocks)), None)
+                      if j != i and within(faults[j], faults[i], w, clocks)
+                      and may_cause(faults[j], faults[i], w, clocks)), None)
             if j is not None:
                 dsu.union(i, j)
                 break

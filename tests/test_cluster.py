@@ -17,7 +17,7 @@ from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_
 from correlate.model import Ev
 from correlate.rules import LinkRule, Pred, any_holds, default_rules, relation
 from correlate.topology import Topology
-from correlate.window import Clocks, within
+from correlate.window import Clocks, may_cause, within
 from schemas.fleet import HostConfig
 
 S = 1_000_000
@@ -42,7 +42,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                 if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
                     dsu.union(i, j)
     # a link derived from an explains rule joins each fault of its effect side to the nearest fault of its cause side
-    # (by start; then the earlier, then the first in order) that is within its window and in its relation
+    # (by start; then the earlier, then the first in order) that may have caused it within its window, in its relation
     for r in links:
         if r.cause is None:
             continue
@@ -51,6 +51,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                 continue
             near = [(abs(b.start - a.start), b.start, j) for j, b in enumerate(faults)
                     if j != i and any_holds(r.cause, b) and within(b, a, int(r.window_s * S), clocks)
+                    and may_cause(b, a, int(r.window_s * S), clocks)
                     and relation(r.relation, b, a, topo)]
             if near:
                 dsu.union(i, min(near)[2])
