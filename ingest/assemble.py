@@ -374,14 +374,23 @@ def assign_hosts(hits: list[Hit]) -> None:
       text mentions); a file whose prefixes name several hosts says nothing more about such a line;
     * the file name.
 
-    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host itself and is kept."""
+    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host itself and is kept.
+
+    A Ray driver prints another node's worker output with that node's address (``Prefix.via``): such a line is
+    that node's, named by the host its worker's NCCL lines name under the same address (one node, one name: its
+    watchdog timeout and its NCCL lines were two hosts), else by the address; it is no line of the file's writer,
+    so it does not name the file's host (the driver node's own lines went to the first remote node named)."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     placed = rank_hosts(hits)
+    alias = {(h.seg.stream, h.prefix.via): h.prefix.host for h in hits
+             if h.prefix.via and h.prefix.host and h.prefix.host != h.prefix.via}
     for h in hits:
+        if h.prefix.via and h.prefix.host == h.prefix.via and (name := alias.get((h.seg.stream, h.prefix.via))):
+            h.prefix.host = name
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
         text = _file_text(seg)
-        if text and h.prefix.host:
+        if text and h.prefix.host and not h.prefix.via:
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         if own:

@@ -13,6 +13,7 @@ reference time (formats.md §1.5, "December lines read in January").
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -66,6 +67,9 @@ class Prefix:
     mono: float | None = None  # raw dmesg seconds since boot
     host: str | None = None
     source_addr: str | None = None
+    #: the address a Ray label names for another node's worker (``(… pid=…, ip=10.0.0.2) ``): the line is that
+    #: node's output, printed by the driver's node (``ingest.assemble.assign_hosts``)
+    via: str | None = None
     pid: int | None = None
     gpu_index: int | None = None  # NCCL cudaDev
     rank: int | None = None
@@ -290,6 +294,14 @@ def can_begin(c: str) -> frozenset[str]:
 
 
 _HOSTLIKE_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+
+
+def _is_ip(text: str) -> bool:
+    """An IPv4 or IPv6 address as Ray prints one (no leading zeros, no unspecified address)."""
+    try:
+        return len(text) <= 45 and not ipaddress.ip_address(text).is_unspecified
+    except ValueError:
+        return False
 
 
 def _tzof(tok: str | None, default: tzinfo) -> tzinfo | None:
@@ -547,8 +559,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         elif m["rank"]:
             p.rank = int(m["rank"])
         elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"]:
-            if m["ray_ip"]:
-                p.host = ray_ip = m["ray_ip"]
+            if m["ray_ip"] and _is_ip(m["ray_ip"]):  # "ip=cafe", "ip=::" or 4,000 digits name no node
+                p.host = p.via = ray_ip = m["ray_ip"]
             if (ray := m["ray_pid"] or m["ray_pid0"]) and p.pid is None:  # older Ray: "(pid=1019) "
                 p.pid = int(ray)
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"

@@ -602,3 +602,27 @@ def test_a_kernel_line_after_the_driver_loaded_carries_its_version(pipeline):
     assert [(e["xid"], json.loads(e["details"] or "{}").get("driver_version")) for e in ev] == [
         (13, None), (120, "575.51.02")]
 
+
+def test_a_ray_driver_log_puts_each_node_s_lines_on_that_node(pipeline):
+    """A Ray driver's log holds its own workers' lines and, with "ip=…", other nodes' (vllm-project/vllm#13535). A
+    remote line is that node's: named by the host its worker's NCCL lines name under the same address, else by the
+    address; it does not name the file's host, so the driver node's own lines stay on the file's host (a break-it
+    pass: they went to the first remote node named)."""
+    c10 = ("[rank{r}]:[E822 16:31:16.13193166{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=5730, OpType=BROADCAST, Timeout(ms)=600000) ran for 600009 "
+           "milliseconds before timing out.")
+    text = "\n".join([
+        "(RayWorkerWrapper pid=901, ip=10.0.0.2) " + c10.format(r=1),
+        "(RayWorkerWrapper pid=77, ip=10.0.0.3) gpu3:77:90 [1] NCCL INFO comm 0x5581 rank 2 nranks 3 cudaDev 1 "
+        "busId 1b000 commId 0xabc123 - Init COMPLETE",
+        "(RayWorkerWrapper pid=77, ip=10.0.0.3) " + c10.format(r=2),
+        "(RayWorkerWrapper pid=55) " + c10.format(r=0),
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered"])
+    seg = Segment(data=text.encode(), origin="head.log", stream="head.log", host="head", ref_ts=T0, ref_basis="file",
+                  ingest_ts=T0)  # a file: its name is only a guess at its host
+    ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    seg_host = "head"
+    assert [(e["rank"], e["host"]) for e in ev if e["signature"] == "torch.watchdog_timeout"] == [
+        (1, "10.0.0.2"), (2, "gpu3"), (0, seg_host)]
+    assert [e["host"] for e in ev if e["signature"] == "cuda.ecc_uncorrectable"] == [seg_host]
+

@@ -168,6 +168,9 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("(RayWorkerWrapper pid=270291, ip=10.175.94.190) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432,
      "10.175.94.190", 8, "[Rank 8]"),
     ("(raylet, ip=10.0.0.2) [2026-11-30 03:22:01,518 E 4242 4242] x", None, "10.0.0.2", None, "[2026-11-30"),
+    # an address that is none names no host (a break-it pass: "ip=cafe", "ip=::", leading zeros, 4,000 digits)
+    *[(f"(RayWorkerWrapper pid=1, ip={ip}) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]")
+      for ip in ("cafe", "::", "10.0.0.02", "999.999.999.999", "1" * 4000)],
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
     ("(pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),  # older Ray
     # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
