@@ -181,7 +181,8 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
     uncorrectable ECC error encountered`` ten minutes after the Xid 94 it reports, not the NIC link-down of that
     host in between; an NCCL NET/IB port error beside the watchdog timeouts whose collectives it hung). A component
     that holds a fault with a time of its own is placed by it already. One that finds none joins, the same way, the
-    latest related file-dated fault of another component of its host (afterwards, in component order). Cost: a
+    latest related file-dated fault of another component of its host (afterwards, in component order) while the
+    faults so joined span at most ``FILE_REACH_US`` (a chain of job logs 50 min apart is no one incident). Cost: a
     binary search per component, then its host's faults within the reach, latest first."""
     file_only: dict[int, list[int]] = {}
     timed_roots: set[int] = set()
@@ -203,11 +204,19 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             timed[host] = ([faults[j].start for j in own], own)
         starts, own = timed[host]
         t = min(faults[i].start for i in idx)
-        if not _join_latest(starts, own, t, idx, faults, dsu, related):
+        if _join_latest(starts, own, t, idx, faults, dsu, related) is None:
             later.append((r, idx))
     # then a component no fault with a time of its own took: the latest related fault of another such component of
     # its host (shine-cluster#171: nvidia-smi, run after the job died, cannot reach a GPU; the job's own log, another
     # file, holds the other ranks' watchdog timeouts 45 minutes before): both were written then or earlier
+    # — as long as the joined faults span at most FILE_REACH_US: four job logs 50 min apart are no one incident
+    if not later:
+        return
+    span: dict[int, tuple[int, int]] = {}  # component root -> its faults' earliest and latest start
+    for i, f in enumerate(faults):
+        r = dsu.find(i)
+        lo, hi = span.get(r, (f.start, f.start))
+        span[r] = (min(lo, f.start), max(hi, f.start))
     untimed: dict[str, tuple[list[int], list[int]]] = {}
     for r, idx in later:
         host = faults[idx[0]].host
@@ -217,24 +226,30 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             untimed[host] = ([faults[j].start for j in own], own)
         starts, own = untimed[host]
         root = dsu.find(idx[0])
-        others = [k for k, j in enumerate(own) if dsu.find(j) != root]
-        _join_latest([starts[k] for k in others], [own[k] for k in others], min(faults[i].start for i in idx), idx,
-                     faults, dsu, related)
+        lo, hi = span[root]
+        fit = {j: rj for j in own if (rj := dsu.find(j)) != root
+               and max(hi, span[rj][1]) - min(lo, span[rj][0]) <= FILE_REACH_US}
+        keep = [k for k, j in enumerate(own) if j in fit]
+        j = _join_latest([starts[k] for k in keep], [own[k] for k in keep], min(faults[i].start for i in idx), idx,
+                         faults, dsu, related)
+        if j is not None:
+            (lo2, hi2), _ = span.pop(fit[j]), span.pop(root)
+            span[dsu.find(root)] = (min(lo, lo2), max(hi, hi2))
 
 
 def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faults: list[Ev], dsu: _DSU,
-                 related: Callable[[Ev, Ev], bool]) -> bool:
+                 related: Callable[[Ev, Ev], bool]) -> int | None:
     """Join the faults ``idx`` to the latest of ``own`` (fault indices sorted by start, then order; ``starts`` their
     starts, µs) that began no later than ``t`` and at most ``FILE_REACH_US`` before it and is ``related`` to one of
-    them; whether one was found."""
+    them; the one joined, or None."""
     for k in range(bisect_right(starts, t) - 1, -1, -1):
         if starts[k] < t - FILE_REACH_US:
             break
         j = own[k]
         if any(related(faults[j], faults[i]) for i in idx):
             dsu.union(idx[0], j)
-            return True
-    return False
+            return j
+    return None
 
 
 def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],

@@ -74,11 +74,18 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     later.append((first, t, idx))
         # one no fault with a time of its own took joins, the same way, the file-dated faults of its host's other
         # components (as they stand after the joins before it)
+        # (as long as the faults so joined span at most FILE_REACH_US)
+        def span(root):
+            s = [f.start for k, f in enumerate(faults) if dsu.find(k) == root]
+            return min(s), max(s)
+
         for first, t, idx in later:
             root = dsu.find(first)
             untimed = [j for j, f in enumerate(faults) if f.ts_basis == "file" and f.host == faults[first].host
                        and dsu.find(j) != root and t - FILE_REACH_US <= f.start <= t
-                       and any(related(f, faults[i]) for i in idx)]
+                       and any(related(f, faults[i]) for i in idx)
+                       and max(span(root)[1], span(dsu.find(j))[1]) - min(span(root)[0], span(dsu.find(j))[0])
+                       <= FILE_REACH_US]
             if untimed:
                 dsu.union(first, max(untimed, key=lambda j: (faults[j].start, faults[j].order)))
     groups: dict[int, list[str]] = {}

@@ -1326,6 +1326,14 @@ def test_a_gpu_nvidia_smi_cannot_reach_explains_the_timeouts_of_the_jobs_own_fil
                    x.stream == "nvidia-smi.txt" else 0), ref_basis="file", ingest_ts=x.ingest_ts) for x in segs]
     b = pipeline.run(Decoded(segments=far))
     assert len(correlate(b.events, b.link_samples, b.topology, now_us=smi + 3600_000_000)) == 2
+    # job logs 50 min apart, each related to the next: joined pairwise they chained into one incident of hours (a
+    # break-it pass); what joins so spans at most an hour
+    logs = [Segment(data=timeout.format(r=1).encode(), origin=f"file:job{k}.log", stream=f"job{k}.log", host="hoth",
+                    ref_ts=died + k * 3000_000_000, ref_basis="file", ingest_ts=died) for k in range(4)]
+    b = pipeline.run(Decoded(segments=logs))
+    incs = correlate(b.events, b.link_samples, b.topology, now_us=died + 4 * 3000_000_000)
+    assert [(i["start"][:16], len(i["events"]) if "events" in i else sum(len(d["events"]) for d in i["downstream"]))
+            for i in incs] == [("2023-05-04T09:49", 2), ("2023-05-04T11:29", 2)]
 
 
 def test_the_explanation_counts_every_line_of_the_initiator_and_names_what_it_said(pipeline):
