@@ -468,19 +468,30 @@ def silent_rank(scene: Scene) -> Verdict | None:
     if len(timeouts) == 1 and (scene.symptoms()
                                or any(scene.is_fault(e) for e in scene.events if e is not timeouts[0])):
         return None
-    by_seq: dict[int | None, set[int]] = defaultdict(set)
+    # SeqNums and ranks count within a process group: a line of another group than the default names its group
+    # (its comm, ``pg:<GUID>``) or at least that it is another (``details.global_rank``: "?"); the default group's
+    # ranks are those NCCL's init lines describe (a break-it pass: PG 6's rank 2 was matched against them)
+    def group(e: Ev) -> str | None:
+        if e.comm and e.comm.startswith("pg:"):
+            return e.comm
+        return "?" if "global_rank" in e.details else None
+
+    by_seq: dict[tuple[str | None, int | None], set[int]] = defaultdict(set)
     for e in timeouts:
-        by_seq[e.seq].add(e.rank)
-    # the collective most ranks timed out on; of equally many, the latest (a rank behind it is then told as behind)
-    seq, ranks = max(by_seq.items(), key=lambda kv: (len(kv[1]), -1 if kv[0] is None else kv[0]))
-    comm = _comm_of(scene, [e for e in timeouts if e.seq == seq])
+        by_seq[(group(e), e.seq)].add(e.rank)
+    # the collective most ranks timed out on; of equally many, the default group's, then the latest (a rank behind
+    # it is then told as behind)
+    (grp, seq), ranks = max(by_seq.items(), key=lambda kv: (len(kv[1]), kv[0][0] is None,
+                                                            -1 if kv[0][1] is None else kv[0][1]))
+    mine = [e for e in timeouts if group(e) == grp and e.seq == seq]
+    comm = _comm_of(scene, mine) if grp is None else None
     members = scene.topo.comm_ranks.get(comm, {}) if comm else {}
-    size = max([e.nranks or 0 for e in scene.events] + [scene.topo.comm_size.get(comm, 0) if comm else 0,
-                                                        len(members)])
+    size = max([e.nranks or 0 for e in (scene.events if grp is None else mine)]
+               + [scene.topo.comm_size.get(comm, 0) if comm else 0, len(members)])
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
-        return _silent_ranks(scene, timeouts, seq, size, silent_ranks, members)
+        return _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size, silent_ranks, members)
     if size and len(ranks) == size - 1:
         silent = silent_ranks[0]
         where = members.get(silent, (None, None))
@@ -507,30 +518,45 @@ def silent_rank(scene: Scene) -> Verdict | None:
                              "(nvidia-smi).")
         return v
     lowest = {}
-    for e in timeouts:
+    for e in mine:
         done = e.details.get("last_completed")
         if done is not None:
             lowest[e.rank] = int(done)
     on = f" (SeqNum {seq})" if seq is not None else ""
-    # a rank of a process group other than the default one prints its rank in that group; c10's "[rank218]:" prefix
-    # gives the process's rank in the job (``details.global_rank``, ingest.assemble)
-    named = {e.rank: f"{e.rank} (global rank {e.details['global_rank']})" if "global_rank" in e.details else str(e.rank)
-             for e in timeouts if e.seq == seq}
+    if grp not in (None, "?"):
+        on += f" of process group {grp[3:]}"
+
+    def named(e: Ev) -> str:
+        # a rank of a process group other than the default one prints its rank in that group; c10's "[rank218]:"
+        # prefix gives the process's rank in the job (``details.global_rank``, ingest.assemble)
+        return f"{e.rank} (global rank {e.details['global_rank']})" if "global_rank" in e.details else str(e.rank)
+
+    names = {e.rank: named(e) for e in mine}
     what = "timed out on" if seq is not None else "hung in"  # a stuck watchdog names no collective
     if len(ranks) > 1:
-        why = (f"{len(ranks)} ranks ({', '.join(named[r] for r in sorted(ranks))}) {what} the same collective{on}; "
+        same = sorted(set(lowest.values()))
+        why = (f"{len(ranks)} ranks ({', '.join(names[r] for r in sorted(ranks))}) {what} the same collective{on}; "
                "every visible rank waited, so none of them is the cause"
-               + (f", and their last completed work is the same ({sorted(set(lowest.values()))[0]})"
-                  if lowest and len(set(lowest.values())) == 1 else ""))
+               + ("" if not lowest or len(same) != 1 else ", and none of them had completed any work yet" if same[0] < 0
+                  else f", and their last completed work is the same ({same[0]})"))
     else:
-        why = (f"rank {named[next(iter(ranks))]} {what} a collective{on}: it waited for another rank, so it is not "
+        why = (f"rank {names[next(iter(ranks))]} {what} a collective{on}: it waited for another rank, so it is not "
                "the cause")
-    behind = sorted((q, r) for q, rs in by_seq.items() if q is not None and seq is not None and q < seq for r in rs)
-    if behind:  # a rank still on an earlier collective is the one the others wait for, or nearer to it
+    # the other timeouts: of the same group on an earlier collective, the ranks behind (the one the others wait for,
+    # or nearer to it); of another collective or group, said as such (a stuck watchdog's ranks hid a timed-out one)
+    rest = [e for e in timeouts if e not in mine]
+    behind = sorted((e.seq, e.rank) for e in rest if grp != "?" and group(e) == grp and e.seq is not None
+                    and seq is not None and e.seq < seq)
+    if behind:
         lo = behind[0][0]
-        late = sorted(r for q, r in behind if q == lo)
-        why += (f"; rank{'s' if len(late) > 1 else ''} {', '.join(map(str, late))} "
+        late = sorted({named(e) for e in rest if group(e) == grp and e.seq == lo})
+        why += (f"; rank{'s' if len(late) > 1 else ''} {', '.join(late)} "
                 f"{'are' if len(late) > 1 else 'is'} behind, still on SeqNum {lo}: look there first")
+    other = sorted({(e.seq is None, e.seq or 0, named(e)) for e in rest if not (
+        grp != "?" and group(e) == grp and e.seq is not None and seq is not None and e.seq < seq)})
+    if other:
+        said = [f"rank {n} {'hung' if none else f'on SeqNum {q}'}" for none, q, n in other]
+        why += f"; also {first_of(said, 4, noun='ranks')}"
     why += ". Without the communicator's membership the silent rank cannot be named."
     v = unknown_verdict(scene, [], "nccl_hang", why=why)
     v.pattern = "comm.silent_rank"

@@ -588,6 +588,8 @@ def test_a_rank_of_another_process_group_keeps_its_rank_in_the_job(pipeline):
     details = [json.loads(e["details"] or "{}") for e in ev]
     assert [d.get("global_rank") for d in details] == [218, None]
     assert details[0]["last_completed"] == "-1"
+    # the other group is a communicator of its own: its SeqNums and ranks are not the default group's
+    assert [e["comm"] for e in ev] == ["pg:623(PIPELINE_MODEL_PARALLEL_GROUP)", None]
 
 
 def test_a_kernel_line_after_the_driver_loaded_carries_its_version(pipeline):

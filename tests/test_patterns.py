@@ -1438,6 +1438,37 @@ def test_an_sxid_gets_something_to_do(pipeline):
     assert codes <= set(SXID_ACTIONS)
 
 
+def test_timeouts_of_other_process_groups_or_collectives_are_told_apart(pipeline):
+    """SeqNums count within a process group (a break-it pass): PG 6's rank 2 (global rank 34) on its SeqNum 1 was
+    "behind" the default group's ranks on 5000; ranks whose watchdog got stuck hid rank 0's timeout on SeqNum 100;
+    a work count of -1 read as "their last completed work is the same (-1)"."""
+    fail = ("[rank{g}]:[E108 16:19:09.61830271{g} ProcessGroupNCCL.cpp:2251] [PG ID {p} PG GUID {guid} Rank {r}]  failure "
+            "detected by watchdog at work sequence id: {q} PG status: last enqueued work: {q}, last completed work: {c}")
+    text = "\n".join([fail.format(g=0, p=0, guid="0(default_pg)", r=0, q=5000, c=4999),
+                      fail.format(g=1, p=0, guid="0(default_pg)", r=1, q=5000, c=4999),
+                      fail.format(g=34, p=6, guid="623(PIPELINE_MODEL_PARALLEL_GROUP)", r=2, q=1, c=0)])
+    (inc,) = run(pipeline, text)
+    assert "behind" not in inc["explanation"]
+    assert inc["explanation"].startswith(
+        "2 ranks (0, 1) timed out on the same collective (SeqNum 5000); every visible rank waited, so none of them is "
+        "the cause, and their last completed work is the same (4999); also rank 2 (global rank 34) on SeqNum 1.")
+    text = "\n".join(fail.format(g=g, p=6, guid="623(PIPELINE_MODEL_PARALLEL_GROUP)", r=r, q=1, c=-1)
+                     for g, r in ((202, 12), (218, 13)))
+    (inc,) = run(pipeline, text)
+    assert inc["explanation"].startswith(
+        "2 ranks (12 (global rank 202), 13 (global rank 218)) timed out on the same collective (SeqNum 1) of process "
+        "group 623(PIPELINE_MODEL_PARALLEL_GROUP); every visible rank waited, so none of them is the cause, and none "
+        "of them had completed any work yet.")
+    stuck = ("[rank{r}]:[E704 13:48:58.26049472{r} ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+             "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+             "collectives.")
+    text = "\n".join([stuck.format(r=2), stuck.format(r=3), fail.format(g=0, p=0, guid="0(default_pg)", r=0, q=100,
+                                                                          c=99).replace("E108 16:19:09", "E704 13:48:58")])
+    (inc,) = run(pipeline, text)
+    assert "2 ranks (2, 3) hung in the same collective" in inc["explanation"]
+    assert "; also rank 0 on SeqNum 100." in inc["explanation"]
+
+
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
     """Every rank of a node fails its /dev/shm together (pytorch/ci-infra#490): two ranks' "No space left on device"
     are two candidates no edge orders, and the incident had the generic "collect the kernel log" as its action (a
