@@ -149,6 +149,9 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                         "notes before replacing hardware")
             # a repeated one is a known driver bug as often as a GPU (corpus 023): that comes first then
             action = sentences(software, action) if n > 1 else sentences(action, software)
+        elif (n := sum(e.count for e in v.initiator_events if e.xid == main.xid)) > 1 and "repeat" in action:
+            # "nothing to do …; contact support if it repeats" after 40 of them (a break-it pass): it did
+            action = sentences(action, f"It did: {n:,} lines of Xid {main.xid}")
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         code, _, cls = f.action.partition("/")
@@ -378,12 +381,12 @@ def _explain(scene: Scene, v: Verdict) -> str:
     own = [e for e in v.initiator_events if e.signature != SYMPTOM]  # logged lines, not the operator's report
     n = sum(e.count for e in own)  # a repeat of one line within a minute is one event with its count
     if n > 1:
-        s += f"; it reported {n} lines"
+        s += f"; it reported {n:,} lines"
         said: dict[str, int] = {}
         for e in own:
             said[_fault_name(e)] = said.get(_fault_name(e), 0) + e.count
         if len(said) > 1:  # what else the initiator said (an Xid 31 after its Xid 32, Bumblebee#677)
-            s += " (" + first_of([f"{k} ×{c}" if c > 1 else k for k, c in said.items()], 4) + ")"
+            s += " (" + first_of([f"{k} ×{c:,}" if c > 1 else k for k, c in said.items()], 4, noun="kinds") + ")"
     if (cause := main.details.get("link_down_cause")) in _LINK_DOWN_SAYS:
         link = f"link {main.link}" if main.link is not None else "the link"
         s += (f". Its link-down reason ({main.details.get('link_down_reason')}) says "
