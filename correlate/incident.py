@@ -181,6 +181,13 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
     return faults if e.xid is not None or e.sxid is not None or (c is not None and c.sig.category) else []
 
 
+def _says(catalog: Catalog, e: Ev) -> str | None:
+    """What ``e``'s line says in a few words: its signature's ``says``, else its kind's phrase (an NVML "Unable to
+    determine the device handle" is no GPU that "fell off the bus", though it is of that kind)."""
+    c = catalog.by_id.get(e.signature)
+    return (c.sig.says if c else None) or KIND_PHRASES.get(e.kind)
+
+
 def _fault_name(e: Ev) -> str:
     """``Xid 79``, ``SXid 12028``, else the signature id."""
     return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.signature
@@ -323,8 +330,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
-    elif main.xid is None and not main.sxid and KIND_PHRASES.get(main.kind):
-        what += f" ({KIND_PHRASES[main.kind]})"
+    elif main.xid is None and not main.sxid and (phrase := _says(scene.catalog, main)):
+        what += f" ({phrase})"
     if i.get("device"):
         where = f"{i.get('device_type')} {i['device']}"
     elif i.get("gpu_index") is not None:

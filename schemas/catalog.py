@@ -96,6 +96,8 @@ class Signature(BaseModel):
     extra: list[str] = Field(
         default_factory=list, description="optional regexes searched on hit lines for more fields"
     )
+    says: str | None = Field(default=None, description="what the line says, in a few words, where an explanation "
+                             "names it (default: its kind's phrase, schemas.events.KIND_PHRASES)")
     action: str | None = Field(default=None, description="recommended action for the on-call engineer")
     verify: list[str] = Field(default_factory=list, description="commands that confirm it on the host")
     verify_by_category: dict[str, list[str]] = Field(

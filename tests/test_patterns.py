@@ -1417,6 +1417,15 @@ def test_one_line_names_the_initiator_its_explanation_and_its_action(pipeline):
     assert inc["explanation"].startswith("Xid 109 (Context switch timeout) on gpu 0000:cb:00.0 of node07 at")
 
 
+def test_a_gpu_nvml_cannot_reach_is_said_as_such_and_its_cooling_checked(pipeline):
+    """nvidia-smi's "Unable to determine the device handle … Unknown Error" is of kind gpu_off_bus, and its explanation
+    said "the GPU fell off the bus", which the line does not say (the signature's ``says`` names it); a GPU that
+    overheats is lost the same way (a passive card without airflow, pdbear/syno_nvidia_gpu_driver#22)."""
+    (inc,) = run(pipeline, "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error")
+    assert inc["explanation"].startswith("gpu_off_bus (NVML cannot reach the GPU) on gpu 0000:07:00.0")
+    assert "its cooling" in inc["next_action"] and "nvidia-smi -q -d TEMPERATURE" in inc["verify"]
+
+
 def test_an_sxid_gets_something_to_do(pipeline):
     """An SXid's next action was its catalog meaning alone (SXid 12028, leptonai/gpud#338: "non-fatal per the FM
     guide", nothing to do), though NVSentinel's mapping resets the fabric for it. The action says what to do by
