@@ -224,10 +224,11 @@ def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
 def cli_console(name: str = "stdout") -> Console:
     """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
     without trailing spaces (``TrimmedStream``). On ``stderr`` a message is not wrapped (soft wrap): an error stays
-    one line for ``grep`` and log collectors, and a terminal wraps it itself."""
+    one line for ``grep`` and log collectors, and a terminal wraps it itself. No emoji codes: ``:fire:`` in a file
+    name a message quotes stays as written (a break-it pass: the message named another file)."""
     stream = getattr(sys, name)  # None when the descriptor was closed (``2>&-``): a command still runs
     return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
-                   soft_wrap=name == "stderr")
+                   soft_wrap=name == "stderr", emoji=False)
 
 
 def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],

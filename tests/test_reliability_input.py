@@ -691,6 +691,12 @@ def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
                        capture_output=True, timeout=120, cwd=str(tmp_path))
     named = sorted(x.split(": ", 1)[0].split(" ")[-1] for x in r.stderr.decode().splitlines() if "node07.log.gz@" in x)
     assert len(named) == 2 and named[0] != named[1] and all(n.startswith("node07.log.gz@") for n in named), named
+    # a file name with an emoji code in it is named as written, not as 🔥 (a break-it pass)
+    (tmp_path / "emo").mkdir()
+    (tmp_path / "emo" / "node01:fire:x.log").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(200))
+    r = subprocess.run([FIRSTFAULT, "diagnose", str(tmp_path / "emo")], capture_output=True, timeout=120,
+                       cwd=str(tmp_path))
+    assert f"skipped {tmp_path / 'emo' / 'node01:fire:x.log'}: not log text" in r.stderr.decode(), r.stderr[-500:]
 
 
 def test_a_file_removed_while_diagnose_reads_its_folder_is_skipped_and_the_others_are_diagnosed(tmp_path):
