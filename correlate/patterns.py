@@ -471,10 +471,22 @@ def silent_rank(scene: Scene) -> Verdict | None:
     # SeqNums and ranks count within a process group: a line of another group than the default names its group
     # (its comm, ``pg:<GUID>``) or at least that it is another (``details.global_rank``: "?"); the default group's
     # ranks are those NCCL's init lines describe (a break-it pass: PG 6's rank 2 was matched against them)
-    def group(e: Ev) -> str | None:
+    def own_group(e: Ev) -> str | None:
         if e.comm and e.comm.startswith("pg:"):
             return e.comm
         return "?" if "global_rank" in e.details else None
+
+    # a process's lines about one collective are of one group, though only some print it ("[Rank 13] Watchdog caught
+    # …" beside "[PG ID 6 … Rank 13] failure detected by watchdog at work sequence id: 1"): by host, rank in the job
+    # and SeqNum
+    def process(e: Ev) -> tuple:
+        return e.host, e.details.get("global_rank", e.rank), e.seq
+
+    printed = {process(e): g for e in timeouts if (g := own_group(e)) not in (None, "?")}
+
+    def group(e: Ev) -> str | None:
+        g = own_group(e)
+        return printed.get(process(e), g) if g in (None, "?") else g
 
     by_seq: dict[tuple[str | None, int | None], set[int]] = defaultdict(set)
     for e in timeouts:
@@ -544,7 +556,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
                "the cause")
     # the other timeouts: of the same group on an earlier collective, the ranks behind (the one the others wait for,
     # or nearer to it); of another collective or group, said as such (a stuck watchdog's ranks hid a timed-out one)
-    rest = [e for e in timeouts if e not in mine]
+    seen = {(group(e), e.rank) for e in mine}  # a rank named already: its other lines say nothing more
+    rest = [e for e in timeouts if (group(e), e.rank) not in seen]
     behind = sorted((e.seq, e.rank) for e in rest if grp != "?" and group(e) == grp and e.seq is not None
                     and seq is not None and e.seq < seq)
     if behind:

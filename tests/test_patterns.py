@@ -1476,6 +1476,15 @@ def test_timeouts_of_other_process_groups_or_collectives_are_told_apart(pipeline
     (inc,) = run(pipeline, text)
     assert "2 ranks (2, 3) hung in the same collective" in inc["explanation"]
     assert "; also rank 0 on SeqNum 100." in inc["explanation"]
+    # one process's two lines about one collective, only one printing its group (Megatron-Bridge#2053): one rank
+    text = ("[rank218]:[E108 16:19:09.618225457 ProcessGroupNCCL.cpp:685] [Rank 13] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=COALESCED, NumelIn=0, NumelOut=0, Timeout(ms)=600000) ran for 636397 "
+            "milliseconds before timing out.\n" + fail.format(g=218, p=6, guid="623(PIPELINE_MODEL_PARALLEL_GROUP)",
+                                                                r=13, q=1, c=-1))
+    (inc,) = run(pipeline, text)
+    assert inc["explanation"].startswith("rank 13 (global rank 218) timed out on a collective (SeqNum 1) of process "
+                                         "group 623(PIPELINE_MODEL_PARALLEL_GROUP): it waited for another rank")
+    assert "also" not in inc["explanation"]
 
 
 def test_candidates_that_all_report_one_fault_get_its_action(pipeline):
