@@ -1386,6 +1386,21 @@ def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipel
     assert (inc["category"], inc["initiator"]["device"]) == ("driver", None)
     assert [d["device"] for d in inc["downstream"]] == ["0000:07:00.0", "0000:08:00.0"]
     assert [x["rule"] for x in inc["evidence"]] == ["driver_install.explains_init_failure"] * 2
+    # ... also with each GPU's firmware line (it follows from the mismatch: they were three candidates, a break-it pass)
+    fw = "[Mon Nov 30 03:12:12 2026] nvidia 0000:0{b}:00.0: Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed with error -2"
+    (inc,) = run(pipeline, two + "\n" + "\n".join(fw.format(b=b) for b in (7, 8)))
+    assert (inc["category"], inc["initiator"]["device"], len(inc["downstream"])) == ("driver", None, 2)
+    assert {x["rule"] for x in inc["evidence"]} == {"driver_install.explains_init_failure",
+                                                    "driver_mismatch.explains_firmware_missing"}
+    # a mismatch (nvidia-smi of another version) after a GPU's Xid 109 takes nothing from it, nor explains a program's
+    # illegal memory access (a break-it pass)
+    x109 = ("[Mon Nov 30 03:11:01 2026] NVRM: Xid (PCI:0000:07:00): 109, pid=1, name=python, channel 0x00000009, "
+            "errorString CTX SWITCH TIMEOUT, Info 0xb400b")
+    incs = run(pipeline, x109 + "\n" + text.split("\n")[0].replace("03:12:01", "03:11:30"))
+    assert [i["initiator"]["xid"] for i in incs][:1] == [109]
+    ima = "Nov 30 03:12:40 node07 python[4242]: RuntimeError: CUDA error: an illegal memory access was encountered"
+    (inc,) = run(pipeline, text.split("\n")[0] + "\n" + ima)
+    assert not inc["evidence"]
     syslog = ("Jun 30 11:07:05 gpu-0 kernel: NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: this "
               "kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all NVIDIA "
               "driver#012NVRM: components have the same version.")
