@@ -265,14 +265,15 @@ def carry_context(hits: list[Hit]) -> None:
     last_preamble: str | None = None
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
-    driver: str | None = None  # the version the driver printed when it loaded (driver.loaded)
+    driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
-        if sid == "driver.loaded":
-            driver = d.get("driver_version") or driver
+        if sid == "driver.loaded":  # of its own host: a file may hold several hosts' kernel lines (a break-it pass)
+            if d.get("driver_version"):
+                driver[row["host"]] = d["driver_version"]
             continue
-        if driver and h.c.sig.source == "dmesg" and "driver_version" not in d:
-            d["driver_version"] = driver
+        if h.c.sig.source == "dmesg" and "driver_version" not in d and (version := driver.get(row["host"])):
+            d["driver_version"] = version
         if sid == "nvml.q_gpu_header":
             q_device = row.get("device")
             continue
@@ -390,7 +391,10 @@ def assign_hosts(hits: list[Hit]) -> None:
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
         text = _file_text(seg)
-        if text and h.prefix.host and not h.prefix.via:
+        if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
+                and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
+            own = seg.host
+        if text and own and own == h.prefix.host and not h.prefix.via:
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         if own:

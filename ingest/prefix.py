@@ -67,6 +67,8 @@ class Prefix:
     mono: float | None = None  # raw dmesg seconds since boot
     host: str | None = None
     source_addr: str | None = None
+    #: ``host`` is the address before the line (talosctl's), which a Kafka key or an envelope's host overrides
+    addr_host: bool = False
     #: the address a Ray label names for another node's worker (``(… pid=…, ip=10.0.0.2) ``): the line is that
     #: node's output, printed by the driver's node (``ingest.assemble.assign_hosts``)
     via: str | None = None
@@ -433,10 +435,13 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:
             # talosctl's "-n <node>" prefix: the node the line comes from (formats.md §1.8: "source host"), its host
-            # unless a header after it names one (a relay's syslog line); vllm-project/vllm#40652 had two nodes' lines
-            # in one file put on one host, their GPUs 0000:48:00.0 merged
-            p.source_addr = p.host = m.group("addr")
-            s = s[m.end():]
+            # unless a header or label after it names one (a relay's syslog line), or the record's key or envelope
+            # does (``addr_host``: ``ingest.assemble.assign_hosts``); vllm-project/vllm#40652 had two nodes' lines in
+            # one file put on one host, their GPUs 0000:48:00.0 merged. "999.999.999.999:" or a MAC address is none
+            p.source_addr = addr = m.group("addr")
+            if _is_ip(addr):
+                p.host, p.addr_host = addr, True
+            s = label_at = s[m.end():]  # a host label may follow: "192.0.2.5: node07: kern: …"
             continue
         m = _TALOS.match(s) if "talos" in can else None
         if m:
@@ -555,7 +560,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         if m is None:
             break
         if m["host"]:
-            p.host = m["host"]
+            p.host, p.addr_host = m["host"], False
         elif m["rank"]:
             p.rank = int(m["rank"])
         elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"]:

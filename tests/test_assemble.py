@@ -628,3 +628,16 @@ def test_a_ray_driver_log_puts_each_node_s_lines_on_that_node(pipeline):
         (1, "10.0.0.2"), (2, "gpu3"), (0, seg_host)]
     assert [e["host"] for e in ev if e["signature"] == "cuda.ecc_uncorrectable"] == [seg_host]
 
+
+def test_a_record_that_names_its_host_keeps_it_before_talos_address(pipeline):
+    """talosctl's "192.168.11.119: kern: …" names the node in a file of several nodes' lines; a Kafka record whose key
+    or envelope names the host keeps that name (a break-it pass: the Xid and the NVML line of one GPU, one with the
+    address and one without, became two hosts)."""
+    line = ("192.168.11.119: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 79, "
+            "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+    ev = run(pipeline, line).events.to_pylist()  # a Kafka segment of host node07
+    assert [(e["host"], json.loads(e["details"])["source_addr"]) for e in ev] == [("node07", "192.168.11.119")]
+    seg = Segment(data=line.encode(), origin="talos.log", stream="talos.log", host="talos", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)  # a file: its name is only a guess
+    assert [e["host"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()] == ["192.168.11.119"]
+

@@ -80,6 +80,11 @@ def us(*a, tz=timezone.utc):
      us(2026, 4, 22, 21, 25, 20) + 466440, 1, "192.0.2.119", "nvidia-nvswitch1"),
     ("node07: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 74, pid=1",
      us(2026, 4, 22, 21, 26, 20) + 599716, 1, "node07", "NVRM: Xid"),
+    ("192.0.2.119: node07: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 74, pid=1",
+     us(2026, 4, 22, 21, 26, 20) + 599716, 1, "node07", "NVRM: Xid"),  # a relay's address, then the node's label
+    *[(f"{a}: kern: warning: [2026-04-22T21:26:20.599716692Z]: NVRM: Xid (PCI:0000:48:00): 74, pid=1",
+       us(2026, 4, 22, 21, 26, 20) + 599716, 1, None, "NVRM: Xid")  # no address: no host (a break-it pass)
+      for a in ("999.999.999.999", "0.0.0.0", "aa:bb:cc:dd:ee:ff")],
     # Go log behind a source address
     ("10.0.0.1: 2025/11/25 13:58:49 nvidia-fabricmanager-wrapper: using NVSwitch management port",
      us(2025, 11, 25, 13, 58, 49), 1_000_000, "10.0.0.1", "nvidia-fabricmanager-wrapper"),
