@@ -155,9 +155,13 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         code, _, cls = f.action.partition("/")
-        then = SXID_ACTIONS.get(code, "")
-        if then and code != "IGNORE" and f.fatal != "fatal":  # the two sources disagree: say whose word it is
-            then = f"NVSentinel counts it {cls.lower() or 'fatal'}: {then[0].lower()}{then[1:]}"
+        if f.fatal == "fatal" and code in ("IGNORE", ""):  # fatal by the FM guide: not "nothing to do" (break-it)
+            then = ("The FM guide counts it fatal: " + SXID_ACTIONS["RESET_FABRIC"][0].lower()
+                    + SXID_ACTIONS["RESET_FABRIC"][1:] + "; if it repeats, collect nvidia-bug-report.sh")
+        else:
+            then = SXID_ACTIONS.get(code or "IGNORE", "")
+            if code not in ("IGNORE", "") and f.fatal != "fatal":  # the two sources disagree: say whose word it is
+                then = f"NVSentinel counts it {cls.lower() or 'fatal'}: {then[0].lower()}{then[1:]}"
         action = sentences(f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}", then)
     subject = scene.subject.get(main.event_id)
     # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the

@@ -383,10 +383,12 @@ def assign_hosts(hits: list[Hit]) -> None:
     so it does not name the file's host (the driver node's own lines went to the first remote node named)."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     placed = rank_hosts(hits)
-    alias = {(h.seg.stream, h.prefix.via): h.prefix.host for h in hits
+    # by worker process (address and pid): a node that takes the address over later is another (a break-it pass)
+    alias = {(h.seg.stream, h.prefix.via, h.prefix.pid): h.prefix.host for h in hits
              if h.prefix.via and h.prefix.host and h.prefix.host != h.prefix.via}
     for h in hits:
-        if h.prefix.via and h.prefix.host == h.prefix.via and (name := alias.get((h.seg.stream, h.prefix.via))):
+        if h.prefix.via and h.prefix.host == h.prefix.via and (
+                name := alias.get((h.seg.stream, h.prefix.via, h.prefix.pid))):
             h.prefix.host = name
         own = h.row.get("host") or h.prefix.host
         seg = h.seg

@@ -627,6 +627,15 @@ def test_a_ray_driver_log_puts_each_node_s_lines_on_that_node(pipeline):
     assert [(e["rank"], e["host"]) for e in ev if e["signature"] == "torch.watchdog_timeout"] == [
         (1, "10.0.0.2"), (2, "gpu3"), (0, seg_host)]
     assert [e["host"] for e in ev if e["signature"] == "cuda.ecc_uncorrectable"] == [seg_host]
+    # another node that takes the address over later (another worker process) is named by its own NCCL lines
+    later = ("(RayWorkerWrapper pid=88, ip=10.0.0.3) gpu9:88:99 [0] NCCL INFO comm 0x7781 rank 1 nranks 2 cudaDev 0 "
+             "busId 1b000 commId 0xdef456 - Init COMPLETE\n(RayWorkerWrapper pid=88, ip=10.0.0.3) "
+             + c10.format(r=1).replace("16:31:16", "21:31:16"))
+    seg = Segment(data=(text + "\n" + later).encode(), origin="head.log", stream="head.log", host="head", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert [(e["rank"], e["host"]) for e in ev if e["signature"] == "torch.watchdog_timeout"] == [
+        (1, "10.0.0.2"), (2, "gpu3"), (0, seg_host), (1, "gpu9")]
 
 
 def test_a_record_that_names_its_host_keeps_it_before_talos_address(pipeline):

@@ -1457,6 +1457,10 @@ def test_an_sxid_gets_something_to_do(pipeline):
     assert inc["initiator"]["sxid"] == 12028
     assert "non-fatal per the FM guide. NVSentinel counts it fatal: drain the node's jobs, then reset the fabric" in (
         inc["next_action"])
+    # fatal by the FM guide though NVSentinel ignores it (SXid 22010, MINION watchdog): no "nothing to do" (break-it)
+    (inc,) = run(pipeline, line.replace("12028", "22010"))
+    assert "The FM guide counts it fatal: drain the node's jobs" in inc["next_action"], inc["next_action"]
+    assert "Nothing to do" not in inc["next_action"]
     with (CATALOG_DIR / "sxid-catalog.csv").open(newline="", encoding="utf-8") as f:
         codes = {r["nvsentinel_action"].partition("/")[0] for r in csv.DictReader(f)} - {""}
     assert codes <= set(SXID_ACTIONS)
