@@ -763,9 +763,15 @@ def main() -> None:
         # their modules (pyarrow, aiokafka) are imported once one is raised: `firstfault --help` need not load them
         from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
+        from correlate.rules import RulesError
         from ingest.broker import MissingTopicsError
+        from ingest.catalog import CatalogError
         from ingest.lake import LakeError
 
+        if isinstance(e, (CatalogError, RulesError)):  # an edited signature or rules file: data, like a setting
+            err.print(f"[red]{'signature catalog' if isinstance(e, CatalogError) else 'correlation rules'} error:[/] "
+                      f"{escape(str(e))}")
+            sys.exit(2)
         if isinstance(e, MissingTopicsError):  # checked at a worker's start
             err.print(f"[red]{escape(str(e))}[/]: `firstfault kafka topics` creates the configured ones (topics, "
                       "dlq_topic, events_topic)")

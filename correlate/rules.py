@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from correlate.model import Ev
 from correlate.topology import Topology
@@ -130,10 +130,18 @@ def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
     return out
 
 
+class RulesError(ValueError):
+    """``rules.yaml`` is invalid; the message names the file and what is wrong."""
+
+
 @lru_cache(maxsize=1)
 def default_rules() -> Rules:
-    """The shipped rules, validated once per process (raises ``pydantic.ValidationError``)."""
-    return Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
+    """The shipped rules, validated once per process. Raises :class:`RulesError` (YAML or validation errors, with
+    the file's path)."""
+    try:
+        return Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
+    except (yaml.YAMLError, ValidationError) as e:
+        raise RulesError(f"{RULES_FILE}: {e}") from e
 
 
 def pred_shape(e: Ev) -> tuple:
