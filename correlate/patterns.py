@@ -469,11 +469,14 @@ def silent_rank(scene: Scene) -> Verdict | None:
                                or any(scene.is_fault(e) for e in scene.events if e is not timeouts[0])):
         return None
     # SeqNums and ranks count within a process group: a line of another group than the default names its group
-    # (its comm, ``pg:<GUID>``) or at least that it is another (``details.global_rank``: "?"); the default group's
-    # ranks are those NCCL's init lines describe (a break-it pass: PG 6's rank 2 was matched against them)
+    # (``details.pg``, ``pg_guid``: "[PG ID 6 PG GUID 623(…) Rank 2]") or at least that it is another
+    # (``details.global_rank``: "?"); the default group's ranks are those NCCL's init lines describe (a break-it
+    # pass: PG 6's rank 2 was matched against them). A group's GUID is no communicator id across the fleet: every
+    # job has a PG 1, so it is not the event's ``comm`` (which would join all jobs' PG 1 lines)
     def own_group(e: Ev) -> str | None:
-        if e.comm and e.comm.startswith("pg:"):
-            return e.comm
+        pg = e.details.get("pg")
+        if pg is not None and str(pg) != "0":
+            return f"pg:{e.details.get('pg_guid') or pg}"
         return "?" if "global_rank" in e.details else None
 
     # a process's lines about one collective are of one group, though only some print it ("[Rank 13] Watchdog caught

@@ -534,10 +534,6 @@ def assemble(hits: list[Hit], tz) -> Assembled:
             # that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053), which stays the event's rank (the
             # rank its communicator knows it by)
             row["details"]["global_rank"] = p.rank
-        if row["details"].get("pg") not in (None, "0") and not ev.get("comm"):
-            # a process group other than the default one is a communicator of its own (its SeqNums and ranks are
-            # its own); NCCL's init lines name only the communicators' hashes, so it is named by its GUID
-            ev["comm"] = f"pg:{row['details'].get('pg_guid') or row['details']['pg']}"
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
         storms.start(key, ev)

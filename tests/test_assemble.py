@@ -588,8 +588,10 @@ def test_a_rank_of_another_process_group_keeps_its_rank_in_the_job(pipeline):
     details = [json.loads(e["details"] or "{}") for e in ev]
     assert [d.get("global_rank") for d in details] == [218, None]
     assert details[0]["last_completed"] == "-1"
-    # the other group is a communicator of its own: its SeqNums and ranks are not the default group's
-    assert [e["comm"] for e in ev] == ["pg:623(PIPELINE_MODEL_PARALLEL_GROUP)", None]
+    # the group is kept, not as the communicator: a GUID ("1", "623(…)") is the same in every job of the fleet, and
+    # as ``comm`` it joined all jobs' lines of that group into one incident (the correlator benchmark)
+    assert [(e["comm"], d.get("pg_guid")) for e, d in zip(ev, details)] == [
+        (None, "623(PIPELINE_MODEL_PARALLEL_GROUP)"), (None, "0(default_pg)")]
 
 
 def test_a_kernel_line_after_the_driver_loaded_carries_its_version(pipeline):
