@@ -539,8 +539,8 @@ def initiator_event(scene: Scene, evs: list[Ev]) -> Ev:
 
 
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
-    """The DESIGN.md initiator object for a subject and its events. ``link``: the naming event's (an NVLink event's
-    or a link party's first link when it names none); ``links``: every link its events name."""
+    """The DESIGN.md initiator object for a subject and its events. ``link``: the first link its events name, none
+    when the naming event is an Xid that is no NVLink error; ``links``: every link its events name."""
     host, dtype, dev = key
     main = initiator_event(scene, evs)
     links = sorted({e.link for e in evs if e.link is not None})
@@ -548,9 +548,10 @@ def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
     return {
         "host": host, "device_type": dtype if dtype != "rank" else None,
         "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
-        # an Xid that is no NVLink error (a GPU off the bus) is on no link, whatever link another of its lines named
-        "link": main.link if main.link is not None else (
-            links[0] if links and (fact is None or fact.nvlink_related) else None),
+        # an Xid that is no NVLink error (a GPU off the bus) is on no link, whatever link another of its lines named;
+        # else the first of its links (not the naming event's own: of equal events that one depends on their ids,
+        # which differ between the Kafka path and diagnose)
+        "link": links[0] if links and (fact is None or fact.nvlink_related) else None,
         "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
         "peer": main.peer or _peer_gpu(scene, main),
         # a NIC, NVSwitch or PCIe port has no GPU index: a line's is the CUDA device of the process that printed

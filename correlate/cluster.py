@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
@@ -280,30 +280,38 @@ def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], s
     if not causes:
         return
     cs = [starts[i] for i in causes]
-    n, limit = len(cs), w + slack
     for i in idx:
         if i not in effect:
             continue
-        s = starts[i]
-        hi = bisect_left(cs, s)
-        lo = hi - 1
-        while True:
-            d = min(s - cs[lo] if lo >= 0 else limit + 1, cs[hi] - s if hi < n else limit + 1)
-            if d > limit:
-                break
-            near = []
-            while lo >= 0 and s - cs[lo] == d:
-                near.append(causes[lo])
-                lo -= 1
-            while hi < n and cs[hi] - s == d:
-                near.append(causes[hi])
-                hi += 1
+        for _d, near in _outward(cs, causes, starts[i], w + slack):
             j = next((j for j in sorted(near, key=lambda j: (starts[j], j))
                       if j != i and within(faults[j], faults[i], w, clocks)
                       and may_cause(faults[j], faults[i], w, clocks)), None)
             if j is not None:
                 dsu.union(i, j)
                 break
+
+
+def _outward(starts: list[int], items: list[int], t: int, limit: int) -> Iterator[tuple[int, list[int]]]:
+    """``items`` (sorted by ``starts``, their starts in µs) by distance from ``t``, nearest first, as (distance,
+    the items at it), no farther than ``limit``: a binary search, then outwards both ways."""
+    n = len(starts)
+    right = bisect_left(starts, t)
+    left = right - 1
+    while True:
+        dl = t - starts[left] if left >= 0 else limit + 1
+        dr = starts[right] - t if right < n else limit + 1
+        d = dl if dl < dr else dr
+        if d > limit:
+            return
+        near = []
+        while left >= 0 and t - starts[left] == d:
+            near.append(items[left])
+            left -= 1
+        while right < n and starts[right] - t == d:
+            near.append(items[right])
+            right += 1
+        yield d, near
 
 
 def _one_host(idx: list[int], hosts: list[str]) -> bool:
@@ -489,22 +497,7 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         if w is None:
             w = windows[e.kind] = _context_window(e, links) + 2 * S
         limit = w + e.precision_us + widest[e.host] + skews
-        start, n = e.start, len(starts)
-        right = bisect_left(starts, start)
-        left = right - 1
-        while True:
-            dl = start - starts[left] if left >= 0 else limit + 1
-            dr = starts[right] - start if right < n else limit + 1
-            d = dl if dl < dr else dr
-            if d > limit:
-                break
-            near = []
-            while left >= 0 and start - starts[left] == d:
-                near.append(idx[left])
-                left -= 1
-            while right < n and starts[right] - start == d:
-                near.append(idx[right])
-                right += 1
+        for d, near in _outward(starts, idx, e.start, limit):
             # window.within on one host (no skew): d <= w + both precisions
             room = d - w - e.precision_us
             hit = [i for i in near if precision[i] >= room]
