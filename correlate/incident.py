@@ -141,15 +141,15 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
+        n = sum(e.count for e in v.initiator_events if e.xid == main.xid)  # lines of the naming Xid
         if software_cause(scene.catalog, main.xid) and "software" not in action:
-            n = sum(e.count for e in v.initiator_events if e.xid == main.xid)
             software = (f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} suspect the "
                         f"driver or GPU firmware as much as the GPU: NVIDIA's resolution of Xid {main.xid} includes "
                         "INVESTIGATE_SW (xid-catalog.csv). Compare the driver version with its branch's release "
                         "notes before replacing hardware")
             # a repeated one is a known driver bug as often as a GPU (corpus 023): that comes first then
             action = sentences(software, action) if n > 1 else sentences(action, software)
-        elif (n := sum(e.count for e in v.initiator_events if e.xid == main.xid)) > 1 and "repeat" in action:
+        elif n > 1 and "repeat" in action:
             # "nothing to do …; contact support if it repeats" after 40 of them (a break-it pass): it did
             action = sentences(action, f"It did: {n:,} lines of Xid {main.xid}")
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:

@@ -561,15 +561,15 @@ def silent_rank(scene: Scene) -> Verdict | None:
     # or nearer to it); of another collective or group, said as such (a stuck watchdog's ranks hid a timed-out one)
     seen = {(group(e), e.rank) for e in mine}  # a rank named already: its other lines say nothing more
     rest = [e for e in timeouts if (group(e), e.rank) not in seen]
-    behind = sorted((e.seq, e.rank) for e in rest if grp != "?" and group(e) == grp and e.seq is not None
-                    and seq is not None and e.seq < seq)
+    behind = [e for e in rest if grp != "?" and group(e) == grp and e.seq is not None and seq is not None
+              and e.seq < seq]
     if behind:
-        lo = behind[0][0]
-        late = sorted({named(e) for e in rest if group(e) == grp and e.seq == lo})
+        lo = min(e.seq for e in behind)
+        late = sorted({named(e) for e in behind if e.seq == lo})
         why += (f"; rank{'s' if len(late) > 1 else ''} {', '.join(late)} "
                 f"{'are' if len(late) > 1 else 'is'} behind, still on SeqNum {lo}: look there first")
-    other = sorted({(e.seq is None, e.seq or 0, named(e)) for e in rest if not (
-        grp != "?" and group(e) == grp and e.seq is not None and seq is not None and e.seq < seq)})
+    told = {id(e) for e in behind}
+    other = sorted({(e.seq is None, e.seq or 0, named(e)) for e in rest if id(e) not in told})
     if other:
         said = [f"rank {n} {'hung' if none else f'on SeqNum {q}'}" for none, q, n in other]
         why += f"; also {first_of(said, 4, noun='ranks')}"

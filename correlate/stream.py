@@ -192,7 +192,7 @@ class StreamCorrelator:
             elif e.event_id not in self.events:
                 self.events[e.event_id] = e
                 self.fresh.append(e.event_id)
-                if teaches_topology(e) and self._teaches(e):
+                if self._teaches(e):
                     self.teaching[e.event_id] = rank_membership(e)
         ahead = self.future_us()
         for e, key in zip(evs, streams):
@@ -452,13 +452,13 @@ class StreamCorrelator:
         return back
 
     def _teaches(self, e: Ev) -> bool:
-        """Whether ``e``, a line ``topology.teaches_topology`` holds, teaches the stream's topology something new:
-        anything but a GPU UUID's bus id, or that of a UUID the stream has not seen on its host or saw on another
-        GPU. Every Xid after the driver's preamble carries its GPU's UUID: counted as teaching, each made the step
-        learn the topology again (``_learn``); ``uuid_lines`` keeps the newest line of each UUID."""
+        """Whether ``e`` teaches the stream's topology something new (``topology.teaches_topology``, from the same
+        ``line_facts``, read once): anything but a GPU UUID's bus id, or that of a UUID the stream has not seen on its
+        host or saw on another GPU. Every Xid after the driver's preamble carries its GPU's UUID: counted as teaching,
+        each made the step learn the topology again (``_learn``); ``uuid_lines`` keeps the newest line of each UUID."""
         member, index, model, u = line_facts(e)
         if u is None:
-            return True
+            return (member, index, model) != (None, None, None)
         last = self.uuid_lines.get((e.host, u))
         if last is None or e.ts >= last.ts:
             self.uuid_lines[(e.host, u)] = e
