@@ -119,12 +119,10 @@ async def _ingest(a: argparse.Namespace) -> dict:
 async def _split(a: argparse.Namespace) -> dict:
     from aiokafka import AIOKafkaConsumer
 
-    from ingest import records
     from ingest.gcpause import tune_for_worker
     from schemas.settings import Settings
 
     tune_for_worker()  # the same process settings as the worker it is the ceiling of
-    records.install()  # and the same fetched records (ingest.records): a ceiling no slower than the worker's reads
     s = Settings()
     n = a.max_records or s.batch_max_records  # as many records per poll as the worker it is the ceiling of
     c = AIOKafkaConsumer(*a.topics.split(","), bootstrap_servers=a.bootstrap, group_id=a.group,

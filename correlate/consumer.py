@@ -43,7 +43,6 @@ from correlate.correlator import Settings
 from correlate.metrics import add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
-from ingest import records as kafka_records
 from ingest.broker import require_topics
 from ingest.publish import decode
 
@@ -100,7 +99,6 @@ class CorrelateWorker:
         return c
 
     async def start(self) -> None:
-        kafka_records.install()  # fetched records as named tuples, not a dataclass each (ingest.records)
         self.consumer = AIOKafkaConsumer(
             bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
             auto_offset_reset="earliest", session_timeout_ms=self.session_timeout_ms,

@@ -63,7 +63,6 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from ingest import metrics
-from ingest import records as kafka_records
 from ingest.broker import require_topics
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
@@ -320,7 +319,6 @@ class IngestWorker:
         self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
 
     async def start(self) -> None:
-        kafka_records.install()  # fetched records as named tuples, not a dataclass each (ingest.records)
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
             auto_offset_reset="earliest", max_poll_records=self.max_records,
