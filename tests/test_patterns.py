@@ -1141,6 +1141,22 @@ def test_a_gsp_heartbeat_timeout_is_a_critical_gsp_fault_of_the_gpu_the_driver_n
     assert "GPU6 is /dev/nvidia6" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
 
 
+def test_an_nvml_double_bit_ecc_event_names_the_gpu_another_line_gave_and_asks_for_it_otherwise(pipeline):
+    """The device plugin's NVML event (k8s-device-plugin#1014) names a handle, not a GPU: alone, its action asks for
+    the GPU (a placeholder); with the host's nvidia-smi row showing Volatile Uncorr. ECC on one GPU, the action names
+    that GPU, not "find the GPU" (a fresh user's trial of samples/fleet node036)."""
+    event = ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event: "
+             "{Device:{Handle:0x7f0dcf40bdf8} EventType:2 EventData:0 GpuInstanceId:4294967295 ComputeInstanceId:"
+             "4294967295}")
+    (alone,) = run(pipeline, event)
+    assert "ECC error on GPU <bus id> (the one nvidia-smi shows" in alone["next_action"]
+    row = "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |"
+    (named,) = run(pipeline, event + "\n" + row)
+    assert named["initiator"]["device"] == "0000:1a:00.0"
+    assert "ECC error on GPU 0000:1a:00.0 (the one" in named["next_action"] and "<" not in named["next_action"]
+    assert "Find the GPU" not in named["next_action"]
+
+
 def test_an_initiator_dated_only_by_its_record_is_not_said_to_follow_what_came_before_its_bound(pipeline):
     """An HCA's catastrophic error from an NCCL release that names no device and prints no time (NVIDIA/nccl#230)
     is the initiator; a beside fault stamped ten seconds before the record's time did not clearly come first (the
