@@ -41,6 +41,12 @@ XID_CATEGORY = {"nvlink": "link_fault", "gpu_memory_ecc": "ecc", "gpu_off_bus": 
 #: the categories of a device's own fault (the Xid catalog's, but a program's): a rank's line of one (a CUDA ECC error)
 #: is its GPU's (``resolve_subjects``)
 DEVICE_CATEGORIES = frozenset(XID_CATEGORY.values()) - {"application"}
+#: what a host's daemon or driver reports when its line names no device (Fabric Manager failing to start, the
+#: driver's API mismatch, CUDA's "system not yet initialized"): a fault of the host, which ``resolve_subjects``
+#: does not hand to the one GPU of the host that logged the same category. A Fabric Manager that failed at boot was
+#: the party of the GPU whose NVLS setup failed half a day later, and so downstream of that GPU's Xid 79 (a break-it
+#: pass)
+HOST_CATEGORIES = frozenset({"fabric_manager", "driver"})
 #: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises
 KIND_CATEGORY = {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang", "ib_port": "ib_port",
                  "fabric_manager": "fabric_manager"}
@@ -395,6 +401,8 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
             continue
         if dev is None:
             q = (host, e.device_type, e.kind, fault_category(e, catalog))
+            if e.device_type is None and q[3] in HOST_CATEGORIES:
+                continue  # the host's daemon or driver: of the host, not of the one GPU that logged the category
             if q not in memo:
                 memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
                            if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}

@@ -1394,8 +1394,11 @@ def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipel
     (inc,) = run(pipeline, text)
     assert inc["category"] == "driver" and inc["initiator"]["kind"] == "driver"
     assert "The GPU is not at fault" in inc["next_action"] and "RMA" not in inc["next_action"]
-    assert inc["explanation"].endswith("(driver.api_mismatch, driver.firmware_missing ×2, gpu.rm_init_failed).")
-    # two GPUs that cannot start: the host's mismatch explains both (one GPU's party took it in above)
+    # the host's driver (the mismatch, and the firmware line that names no GPU) is the initiator, not the one GPU that
+    # cannot start (its party took the host's lines in before: attribute.HOST_CATEGORIES); the GPU follows it
+    assert inc["explanation"].endswith("it reported 2 lines (driver.api_mismatch, driver.firmware_missing).")
+    assert inc["initiator"]["device"] is None and [d["device"] for d in inc["downstream"]] == ["0000:07:00.0"]
+    # two GPUs that cannot start: the host's mismatch explains both
     two = text.split("\n")[0] + "\n" + "\n".join(
         f"[Mon Nov 30 03:12:12 2026] NVRM: GPU 0000:0{b}:00.0: RmInitAdapter failed! (0x61:0x56:1770)" for b in (7, 8))
     (inc,) = run(pipeline, two)
@@ -1569,3 +1572,27 @@ def test_a_different_fault_of_the_same_gpu_is_no_recurrence(pipeline):
     got = run(pipeline, xid79.format(h="05") + "\n" + xid79.format(h="07"))
     (again,) = [i for i in got if i["recurrence"]["previous"]]
     assert "It recurred: 1 earlier incident(s) had the same fault on the same initiator" in again["explanation"]
+
+
+def test_a_host_daemons_fault_that_names_no_gpu_stays_the_hosts_not_a_gpus_party(pipeline):
+    """Fabric Manager failing at boot names no GPU. Half a day later a GPU falls off the bus (Xid 79) and NCCL's NVLS
+    setup fails on it. The Fabric Manager failure was put in that GPU's party (the one device of the host that
+    logged its category, ``fabric_manager``) and so shown downstream of the Xid 79 that came twelve hours after it (a
+    break-it pass). A host's daemon or driver is the host's (``attribute.HOST_CATEGORIES``): it is said apart, as a
+    fault that came first and that the Xid 79 does not explain, never as the Xid's reporter."""
+    text = "\n".join([
+        "2025-06-01T00:00:00+00:00 node07 systemd[1]: nvidia-fabricmanager.service: Control process exited, "
+        "code=exited, status=1/FAILURE",
+        "2025-06-01T12:00:00+00:00 node07 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.",
+        "2025-06-01T12:00:30+00:00 node07:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 999 "
+        "'unknown error'"])
+    incs = run(pipeline, text)
+    (inc,) = [i for i in incs if i["initiator"]["xid"] == 79]
+    assert inc["initiator"]["device"] == "0000:1b:00.0"
+    fm, nvls = inc["downstream"]  # parties in time order; the Fabric Manager's is the host's, no GPU's
+    assert (fm["kind"], fm["device_type"], fm["gpu_index"]) == ("fabric_manager", None, None)
+    assert (nvls["kind"], nvls["gpu_index"]) == ("nccl_error", 2)
+    # nothing explains the Fabric Manager failure; the Xid 79 explains the NVLS failure (so may the Fabric Manager)
+    assert {x["effect"] for x in inc["evidence"]} == set(nvls["events"])
+    assert "host (fabric_manager), which came first: a fault of its own" in inc["explanation"]
