@@ -671,13 +671,22 @@ def _fault_code(e: Ev) -> str:
 
 def _unexplained(scene: Scene, key: tuple) -> str:
     """The codes (``Xid 94``, ``SXid 12028``, else the kind) of the faults of party ``key`` that no edge from
-    another party explains: a GPU whose NVLink Xids an NVSwitch explains is a candidate for its other faults."""
-    codes = []
+    another party explains: a GPU whose NVLink Xids an NVSwitch explains is a candidate for its other faults. Those
+    another party explains follow, said so (``Xid 94; its Xid 137 another fault here explains``): a GPU
+    named by its Xid 94 alone hid the NVLink Xid 137 that ties it to the switches (a fresh user's trial)."""
+    codes: list[str] = []
+    explained: list[str] = []
     for e in scene.parties().get(key, ()):
-        if scene.is_fault(e) and not scene.explained(e):
+        if scene.is_fault(e):
             code = _fault_code(e)
-            if code not in codes:
-                codes.append(code)
+            into = explained if scene.explained(e) else codes
+            if code not in into:
+                into.append(code)
+    explained = [c for c in explained if c not in codes]
+    if not codes:
+        return ""
+    if explained:
+        return f"{', '.join(codes)}; its {', '.join(explained)} another fault here explains"
     return ", ".join(codes)
 
 

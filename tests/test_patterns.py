@@ -170,8 +170,10 @@ def test_a_hang_with_other_device_faults_is_not_a_software_hang(pipeline):
     assert hung["id"] == plain["id"]  # the report does not rename the incident
     # each candidate with the faults nothing explains: the GPUs' Xid 94, not their NVLink Xid 137 (the switches'
     # edges explain those), on one host reached over it (its evidence said same_host, its parties same_domain:
-    # a second fresh-user trial)
-    assert "gpu 0000:4c:00.0 on node01 (Xid 94)" in plain["explanation"] and "Xid 137" not in plain["explanation"]
+    # a second fresh-user trial); the Xid 137 said after it as explained (a GPU named by its Xid 94 alone hid what
+    # ties it to the switches: a third)
+    assert "gpu 0000:4c:00.0 on node01 (Xid 94; its Xid 137 another fault here explains)" in plain["explanation"]
+    assert "gpu 0000:cb:00.0 on node01 (Xid 94);" in plain["explanation"]
     assert "nvswitch 0000:06:00.0 on node01 (SXid 12028)" in plain["explanation"]
     assert {d["relation"] for d in plain["downstream"]} == {"same_host"}
     (sw,) = _with(pipeline, _corpus("029"), hang)
