@@ -294,9 +294,17 @@ def _fill(template: str, fields: _Fields) -> str:
 
 def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None) -> str:
     """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e`` and its resolved ``subject``
-    (:func:`_fields`); "" without one."""
+    (:func:`_fields`); "" without one. A signature's ``action_map`` gives the action for what the line said (the
+    value of its ``severity_group``, kept in ``details``: an HCA's "port error" or its "local catastrophic error")."""
     c = catalog.by_id.get(e.signature)
-    return _fill(c.sig.action, _fields(e, subject)) if c and c.sig.action else ""
+    if not (c and c.sig.action):
+        return ""
+    text = c.sig.action
+    if c.sig.action_map and (said := e.details.get(c.sig.severity_group or "")):
+        said = str(said).lower()
+        text = next((t for keys, t in c.sig.action_map.items() if said in (k.strip() for k in keys.split("|"))),
+                    text)
+    return _fill(text, _fields(e, subject))
 
 
 def first_of(items: Iterable[str], n: int = 4, sep: str = ", ", noun: str = "") -> str:

@@ -99,6 +99,10 @@ class Signature(BaseModel):
     says: str | None = Field(default=None, description="what the line says, in a few words, where an explanation "
                              "names it (default: its kind's phrase, schemas.events.KIND_PHRASES)")
     action: str | None = Field(default=None, description="recommended action for the on-call engineer")
+    action_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="severity_group value (lower case; several joined by ' | ') -> the action for a line that says "
+                    "it, in place of `action`: an HCA's port error and its catastrophic error need different work")
     verify: list[str] = Field(default_factory=list, description="commands that confirm it on the host")
     verify_by_category: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -159,6 +163,8 @@ class Signature(BaseModel):
                 raise ValueError(f"{self.id}: severity_map[{k!r}] = {sev!r} is not a severity")
         if self.severity_map and not self.severity_group:
             raise ValueError(f"{self.id}: severity_map needs severity_group")
+        if self.action_map and not (self.severity_group and self.action):
+            raise ValueError(f"{self.id}: action_map needs severity_group and an action for the other values")
         return self
 
 

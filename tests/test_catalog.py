@@ -185,6 +185,15 @@ def test_an_xid_kind_by_catalog_category_must_be_an_event_kind(tmp_path):
         load_catalog(tmp_path)
 
 
+def test_an_action_map_needs_the_group_it_is_keyed_by_and_an_action_for_the_rest(tmp_path):
+    """``action_map`` (what the line said -> its action) is keyed by ``severity_group``'s value; without the group, or
+    without an ``action`` for the values it does not name, it is refused."""
+    _one_entry_catalog(tmp_path, "    kind: ib_port\n    severity: info\n    pattern: 'a'\n    action: do it\n"
+                                 "    action_map: {port error: check the port}\n")
+    with pytest.raises(CatalogError, match="(?s)x.yaml.*action_map needs severity_group"):
+        load_catalog(tmp_path)
+
+
 def test_misspelled_key_is_refused(tmp_path):
     _one_entry_catalog(tmp_path, "    kind: xid\n    severity: info\n    patern: 'a'\n")
     with pytest.raises(CatalogError, match="patern"):

@@ -1598,3 +1598,20 @@ def test_a_host_daemons_fault_that_names_no_gpu_stays_the_hosts_not_a_gpus_party
     # nothing explains the Fabric Manager failure; the Xid 79 explains the NVLS failure (so may the Fabric Manager)
     assert {x["effect"] for x in inc["evidence"]} == set(nvls["events"])
     assert "host (fabric_manager), which came first: a fault of its own" in inc["explanation"]
+
+
+def test_an_hca_event_gets_the_action_of_what_it_said(pipeline):
+    """NCCL's NET/IB async events (transport/net_ib.cc; ibv_event_type_str): a port error sends the on-call to the
+    port, its cable and the switch (llm-d#191), a catastrophic error to the HCA (NVIDIA/nccl#230), a queue pair's
+    fatal error to one connection's memory use (GPUDirect RDMA); one action each, not all three in one text (a fresh
+    user's trial). An event the map does not name keeps the whole text."""
+    line = "node07:815:864 [0] transport/net_ib.cc:80 NCCL WARN NET/IB : mlx5_0:1 {what}"
+    said = {"Got async error event: port error": "a port went down or flapped",
+            "Got async event : local catastrophic error": "the HCA itself failed",
+            "async fatal event on QP (0x55d4): local access violation work queue error": "one connection's use of memory",
+            "Got async event : sm change": "A port error or flap points at the port"}
+    for what, action in said.items():
+        (inc,) = run(pipeline, line.format(what=what))
+        assert inc["initiator"]["kind"] == "ib_port" and action in inc["next_action"], what
+        whole = what.endswith("sm change")
+        assert ("a catastrophic error at the HCA" in inc["next_action"]) is whole, what
