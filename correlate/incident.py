@@ -155,14 +155,20 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         code, _, cls = f.action.partition("/")
-        if f.fatal == "fatal" and code in ("IGNORE", ""):  # fatal by the FM guide: not "nothing to do" (break-it)
-            then = ("The FM guide counts it fatal: " + SXID_ACTIONS["RESET_FABRIC"][0].lower()
+        # the line's own word (Fatal, Non-fatal, Correctable: details.fatal_word) decides for this report, over the
+        # catalog's class: 33 SXids are "fatal-or-non-fatal" there, and the driver says which each time
+        word = str(main.details.get("fatal_word") or "")
+        fatal = ("fatal" if main.fatal else "non-fatal") if word and main.fatal is not None else f.fatal
+        whose = "The line says Fatal" if word and main.fatal else "The FM guide counts it fatal"
+        if fatal == "fatal" and code in ("IGNORE", ""):  # fatal by the FM guide: not "nothing to do" (break-it)
+            then = (f"{whose}: " + SXID_ACTIONS["RESET_FABRIC"][0].lower()
                     + SXID_ACTIONS["RESET_FABRIC"][1:] + "; if it repeats, collect nvidia-bug-report.sh")
         else:
             then = SXID_ACTIONS.get(code or "IGNORE", "")
-            if code not in ("IGNORE", "") and f.fatal != "fatal":  # the two sources disagree: say whose word it is
+            if code not in ("IGNORE", "") and fatal != "fatal":  # the two sources disagree: say whose word it is
                 then = f"NVSentinel counts it {cls.lower() or 'fatal'}: {then[0].lower()}{then[1:]}"
-        action = sentences(f"SXid {f.sxid} ({f.name}, {f.fatal}): {f.meaning}", then)
+        said = f"; this line: {word}" if word and word.lower() != f.fatal else ""
+        action = sentences(f"SXid {f.sxid} ({f.name}, {f.fatal}{said}): {f.meaning}", then)
     subject = scene.subject.get(main.event_id)
     # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the
     # signatures' sentences in the next incident of the same table (a fresh-user trial)

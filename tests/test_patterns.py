@@ -1487,6 +1487,27 @@ def test_an_sxid_gets_something_to_do(pipeline):
     assert codes <= set(SXID_ACTIONS)
 
 
+def test_an_sxid_action_follows_what_its_line_says_over_the_catalogs_class(pipeline):
+    """The driver prints each SXid Fatal, Non-fatal or Correctable (formats.md, NVSwitch SXid), and 33 codes are
+    "fatal-or-non-fatal" in the catalog: the line's word decides for the report in hand. A catalog non-fatal code the
+    line calls Fatal is not "nothing to do"; the header says the line's word when it differs from the catalog's."""
+    line = "[Mon Nov 30 03:12:01 2026] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): {code}, {word}, Link 12 {what}"
+    either = {"code": 11017, "what": "ingress remap table ECC DBE error"}
+    (fatal,) = run(pipeline, line.format(word="Fatal", **either))
+    assert "(NPORT_INGRESS_REMAPTAB_ECC_DBE_ERR, fatal-or-non-fatal; this line: Fatal)" in fatal["next_action"]
+    assert "It may stall NVLink traffic" in fatal["next_action"] and "NVSentinel counts" not in fatal["next_action"]
+    (non,) = run(pipeline, line.format(word="Non-fatal", **either))
+    assert "this line: Non-fatal)" in non["next_action"] and "NVSentinel counts it fatal: it may" in non["next_action"]
+    ignored = {"code": 10001, "what": "PRI WRITE SYS error"}  # non-fatal in the catalog, IGNORE by NVSentinel
+    (said,) = run(pipeline, line.format(word="Fatal", **ignored))
+    assert "(HOST_PRIV_ERROR, non-fatal; this line: Fatal)" in said["next_action"]
+    assert "The line says Fatal: drain the node's jobs" in said["next_action"] and "Nothing to do" not in said[
+        "next_action"]
+    (calm,) = run(pipeline, line.format(word="Non-fatal", **ignored))
+    assert "(HOST_PRIV_ERROR, non-fatal):" in calm["next_action"] and "Nothing to do for the switch now" in calm[
+        "next_action"]
+
+
 def test_timeouts_of_other_process_groups_or_collectives_are_told_apart(pipeline):
     """SeqNums count within a process group (a break-it pass): PG 6's rank 2 (global rank 34) on its SeqNum 1 was
     "behind" the default group's ranks on 5000; ranks whose watchdog got stuck hid rank 0's timeout on SeqNum 100;
