@@ -458,6 +458,14 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
     return best
 
 
+#: how many collectives of one process group the other ranks can be ahead of a rank that is stuck: those they enqueue
+#: before a step's host sync waits for it (a training step runs hundreds, FSDP's per-layer gathers a few thousand at
+#: most). A rank further behind is of another group whose SeqNums count apart, though the lines name none (PyTorch
+#: before 2.3 prints "[Rank 7]" alone): pytorch/pytorch#118369's rank 7 on SeqNum 64088 beside rank 0 on 96125 was
+#: told "behind, look there first" (a real-logs pass)
+SEQ_BEHIND_MAX = 5_000
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -562,16 +570,20 @@ def silent_rank(scene: Scene) -> Verdict | None:
     seen = {(group(e), e.rank) for e in mine}  # a rank named already: its other lines say nothing more
     rest = [e for e in timeouts if (group(e), e.rank) not in seen]
     behind = [e for e in rest if grp != "?" and group(e) == grp and e.seq is not None and seq is not None
-              and e.seq < seq]
+              and seq - SEQ_BEHIND_MAX <= e.seq < seq]
     if behind:
         lo = min(e.seq for e in behind)
         late = sorted({named(e) for e in behind if e.seq == lo})
         why += (f"; rank{'s' if len(late) > 1 else ''} {', '.join(late)} "
                 f"{'are' if len(late) > 1 else 'is'} behind, still on SeqNum {lo}: look there first")
     told = {id(e) for e in behind}
-    other = sorted({(e.seq is None, e.seq or 0, named(e)) for e in rest if id(e) not in told})
+    far = {id(e) for e in rest if group(e) == grp and e.seq is not None and seq is not None
+           and e.seq < seq - SEQ_BEHIND_MAX}
+    other = sorted({(e.seq is None, e.seq or 0, named(e), id(e) in far) for e in rest if id(e) not in told})
     if other:
-        said = [f"rank {n} {'hung' if none else f'on SeqNum {q}'}" for none, q, n in other]
+        said = [f"rank {n} {'hung' if none else f'on SeqNum {q}'}"
+                + (" (too far behind to be of the same process group)" if apart else "")
+                for none, q, n, apart in other]
         why += f"; also {first_of(said, 4, noun='ranks')}"
     why += ". Without the communicator's membership the silent rank cannot be named."
     v = unknown_verdict(scene, [], "nccl_hang", why=why)

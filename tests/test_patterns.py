@@ -1636,3 +1636,17 @@ def test_an_hca_event_gets_the_action_of_what_it_said(pipeline):
         assert inc["initiator"]["kind"] == "ib_port" and action in inc["next_action"], what
         whole = what.endswith("sm change")
         assert ("a catastrophic error at the HCA" in inc["next_action"]) is whole, what
+
+
+def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group(pipeline):
+    """PyTorch before 2.3 prints "[Rank 7]" with no process group. The other ranks of one group cannot run more than a
+    step's collectives past a rank that is stuck (patterns.SEQ_BEHIND_MAX), so rank 7 on SeqNum 64088 beside rank 0
+    on 96125 is of another group, not "behind, look there first" (pytorch/pytorch#118369, a real-logs pass); a rank
+    five collectives back still is."""
+    line = ("[E ProcessGroupNCCL.cpp:458] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={q}, "
+            "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625593 milliseconds before timing out.")
+    (far,) = run(pipeline, "\n".join([line.format(r=0, q=96125), line.format(r=7, q=64088)]))
+    assert "behind, still on" not in far["explanation"]
+    assert "also rank 7 on SeqNum 64088 (too far behind to be of the same process group)" in far["explanation"]
+    (near,) = run(pipeline, "\n".join([line.format(r=0, q=96125), line.format(r=7, q=96120)]))
+    assert "; rank 7 is behind, still on SeqNum 96120: look there first" in near["explanation"]
