@@ -20,6 +20,7 @@ from typing import Any
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
                                  sentences, verify_commands)
 from correlate.model import Ev, subject_of
+from correlate.patterns import APP_RECUR_ADVICE, recurs_to_diag
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
@@ -297,6 +298,18 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
         inc["explanation"] = (f"{body['explanation']} It recurred: {len(again)} earlier incident(s) had the same "
                               f"fault on the same initiator, the first at {min(p['start'] for p in again)} "
                               f"({first_of([p['id'] for p in again], 3)}).")
+    # a program's Xid again on the same GPU, in an earlier incident: NVIDIA's advice for application Xids that repeat
+    # on one GPU (pytorch/pytorch#51382: three processes' Xid 31 on one GPU in 50 minutes, each "Node healthy")
+    apps = [p for p in prev if p["start"] < body["start"] and p.get("category") == body.get("category") == "application"
+            and recurs_to_diag(scene.catalog, p["initiator"].get("xid"))
+            and recurs_to_diag(scene.catalog, body["initiator"].get("xid"))]
+    if apps:
+        inc["explanation"] = (f"{inc['explanation']} It recurred: {len(apps)} earlier incident(s) of application Xids "
+                              f"on this GPU, the first at {min(p['start'] for p in apps)} "
+                              f"({first_of([p['id'] for p in apps], 3)}).")
+        inc["next_action"] = APP_RECUR_ADVICE.format(what=f"{len(apps) + 1} incidents on this GPU")
+        if SEVERITY_RANK[inc["severity"]] < SEVERITY_RANK["warning"]:
+            inc["severity"] = "warning"  # what may be the GPU is no longer one program's business
     return inc
 
 

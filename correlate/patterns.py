@@ -16,6 +16,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links
+from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
@@ -105,6 +106,21 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
                   "healthy day) to confirm the GPU has no NVLink"] if unknown_model else []))
 
 
+#: an application Xid's last word, while it is one program's fault
+APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
+#: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 13/31/43:
+#: "repeated faults on the same GPU with different apps -> run DCGM diag"); ``what`` says how it repeated
+APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on the GPU (dcgmi diag -r 3) before "
+                    "blaming the programs alone; drain it if they fail, else debug the programs.")
+
+
+def recurs_to_diag(catalog: Catalog, xid: int | None) -> bool:
+    """Whether NVIDIA's advice for application Xid ``xid`` sends it to DCGM's diagnostics when it repeats on one GPU
+    under different programs (xid-catalog.csv: Xid 13 and 31 say so; Xid 43's is "nothing to do")."""
+    fact = catalog.xids.get(xid) if xid is not None else None
+    return fact is not None and "dcgm diag" in fact.action.lower()
+
+
 def application_xid(scene: Scene) -> Verdict | None:
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     if not faults or any(e.kind != "xid" for e in faults):
@@ -122,22 +138,40 @@ def application_xid(scene: Scene) -> Verdict | None:
     first = min(app, key=lambda e: e.order)
     key = scene.subject[first.event_id]
     evs = [e for e in scene.events if scene.subject[e.event_id] == key]
-    xids = sorted({e.xid for e in faults if e.xid is not None})
+    # the initiator GPU's own Xids; another GPU's are said apart ("Xid 13, 31 on 0000:1a:00.0" put the Xid 31 of
+    # 0000:9a:00.0 on it: a real-logs pass on flashinfer#3869)
+    own = [e for e in app if scene.subject[e.event_id] == key]
+    xids = sorted({e.xid for e in own if e.xid is not None})
+    lines = sum(e.count for e in own)
+    others = sorted({str(g[2] or "an unnamed GPU") for e in app if (g := scene.subject[e.event_id]) != key})
     init = initiator_fields(scene, key, evs)
     init["kind"], init["xid"] = "xid", first.xid
     down, ctx = downstream_parties(scene, key, evs)
     # the GPU as the lines name it: its bus id, else its UUID (the device plugin's line), else unnamed ("on None"
     # and "nvidia-smi -q -i None" before: a break-it pass on k8s-device-plugin#189)
     gpu = key[2] or first.details.get("uuid")
+    one = lines == 1
+    explanation = (f"Xid {', '.join(map(str, xids))} on {gpu or 'an unnamed GPU'} ({key[0]}) "
+                   f"{'is a fault' if one else 'are faults'} of the program that ran there (Xid {first.xid}: "
+                   f"{scene.catalog.xids[first.xid].name}), not of the GPU: no hardware Xid, ECC or link error "
+                   f"accompanies {'it' if one else 'them'}.")
+    if others:
+        explanation += f" Application Xids on {first_of(others, 3, noun='GPUs')} too."
+    action = sentences(scene.catalog.xids[first.xid].action, APP_NO_RMA)
+    # NVIDIA's own advice (xid-catalog.csv, Xid 13/31/43): faults that repeat on one GPU under different programs
+    # call for DCGM's diagnostics; a program's fault once does not (pytorch/pytorch#51382: three processes' Xid 31 on
+    # one GPU, "likely a faulty device", were each "Node healthy … Do not drain or RMA": a real-logs pass)
+    pids = {e.pid for e in own if e.pid is not None and e.pid > 0}
+    severity = "info"
+    if len(pids) > 1 and recurs_to_diag(scene.catalog, first.xid):  # a warning: what may be the GPU is no longer
+        # one program's business
+        severity = "warning"
+        explanation += f" They came from {len(pids)} different processes."
+        action = APP_RECUR_ADVICE.format(what=f"{len(pids)} different processes on this GPU")
     return Verdict(
         pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,
-        downstream=down, context=ctx, confidence=0.8, severity="info",
-        explanation=(f"Xid {', '.join(map(str, xids))} on {gpu or 'an unnamed GPU'} ({key[0]}) are faults of the "
-                     "program that ran "
-                     f"there (Xid {first.xid}: {scene.catalog.xids[first.xid].name}), not of the GPU: "
-                     "no hardware Xid, ECC or link error accompanies them."),
-        next_action=sentences(scene.catalog.xids[first.xid].action, "Do not drain or RMA the GPU for these Xids."),
-        verify=[f"nvidia-smi -q -i {gpu or '<gpu>'} | grep -iA3 'Remapped\\|Retired'"])
+        downstream=down, context=ctx, confidence=0.8, severity=severity, explanation=explanation,
+        next_action=action, verify=[f"nvidia-smi -q -i {gpu or '<gpu>'} | grep -iA3 'Remapped\\|Retired'"])
 
 
 # --- links --------------------------------------------------------------------------------------

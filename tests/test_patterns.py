@@ -1650,3 +1650,38 @@ def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group
     assert "also rank 7 on SeqNum 64088 (too far behind to be of the same process group)" in far["explanation"]
     (near,) = run(pipeline, "\n".join([line.format(r=0, q=96125), line.format(r=7, q=96120)]))
     assert "; rank 7 is behind, still on SeqNum 96120: look there first" in near["explanation"]
+
+
+def test_application_xids_that_repeat_on_one_gpu_under_other_programs_go_to_dcgm_diag(pipeline):
+    """NVIDIA's advice for Xid 31 (xid-catalog.csv): "repeated faults on the same GPU with different apps -> run DCGM
+    diag". pytorch/pytorch#51382 ("likely a faulty device"): three processes' Xid 31 on one GPU in 50 minutes were
+    three "Node healthy … Do not drain or RMA" incidents (a real-logs pass). Under two processes in one incident, or
+    again in a later incident of the same GPU, the action is DCGM's diagnostics and the severity a warning; Xid 43,
+    whose advice is "nothing to do", is not escalated; one program's fault once stays info."""
+    x31 = ("[Fri Jan 29 {t} 2021] NVRM: Xid (PCI:0000:db:00): 31, pid={pid}, Ch 00000008, intr 00000000. MMU Fault: "
+           "ENGINE GRAPHICS GPCCLIENT_T1_10 faulted @ 0x7fd7_90743000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ")
+    (once,) = run(pipeline, x31.format(t="23:42:34", pid=13641))
+    assert once["severity"] == "info" and "Do not drain or RMA" in once["next_action"]
+    assert "Xid 31 on 0000:db:00.0 (node07) is a fault of the program" in once["explanation"]
+    (two,) = run(pipeline, x31.format(t="23:42:34", pid=13641) + "\n" + x31.format(t="23:42:50", pid=14323))
+    assert two["severity"] == "warning" and "They came from 2 different processes." in two["explanation"]
+    assert two["next_action"].startswith("Application Xids came from 2 different processes on this GPU: run DCGM")
+    apart = "\n".join(x31.format(t=t, pid=p) for t, p in (("21:00:00", 13641), ("22:00:00", 14323), ("23:00:00", 33275)))
+    first, second, third = sorted(run(pipeline, apart), key=lambda i: i["start"])
+    assert first["severity"] == "info" and (second["severity"], third["severity"]) == ("warning", "warning")
+    assert "It recurred: 2 earlier incident(s) of application Xids on this GPU" in third["explanation"]
+    assert third["next_action"].startswith("Application Xids came from 3 incidents on this GPU: run DCGM diagnostics")
+    x43 = "[Fri Jan 29 {t} 2021] NVRM: Xid (PCI:0000:3d:00): 43, pid={pid}, Ch 00000008"
+    calm = run(pipeline, "\n".join(x43.format(t=t, pid=p) for t, p in (("21:00:00", 1), ("21:00:05", 2), ("23:00:00", 3))))
+    assert {i["severity"] for i in calm} == {"info"} and all("DCGM" not in i["next_action"] for i in calm)
+
+
+def test_an_application_xid_of_another_gpu_is_not_put_on_the_initiator(pipeline):
+    """flashinfer#3869: an Xid 13 on 0000:1a:00.0, then the program's Xid 31 on 0000:9a:00.0, read "Xid 13, 31 on
+    0000:1a:00.0" (a real-logs pass): the initiator GPU's own Xids, the other GPU's said apart."""
+    text = ("[Fri Jan 29 19:14:43 2021] NVRM: Xid (PCI:0000:1a:00): 13, Graphics Exception: ESR 0x50c730=0x201f0009\n"
+            "[Fri Jan 29 19:15:34 2021] NVRM: Xid (PCI:0000:9a:00): 31, pid=477445, Ch 00000008, intr 00000000. MMU "
+            "Fault: ENGINE GRAPHICS GPC0 UNRECOGNIZED_CLIENT faulted @ 0x7f00_00000000")
+    (inc,) = run(pipeline, text)
+    assert inc["explanation"].startswith("Xid 13 on 0000:1a:00.0 (node07) is a fault of the program")
+    assert "Application Xids on 0000:9a:00.0 too." in inc["explanation"]
