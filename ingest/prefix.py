@@ -194,9 +194,12 @@ _RFC5424 = re.compile(
     r"(?:-|(?:\[(?:[^\]\"\\]|\\.|\"(?:[^\"\\]|\\.)*\")*\])+)(?: |$)(?:\ufeff|BOM)?")
 # RFC 3164 / journalctl short: "Sep 19 16:18:04 node07 kernel: …", "11月 15 14:15:47 node01 nv-fabricmanager[4177]: …",
 # and a shipper that drops the tag: "Jul 20 16:15:36 node01:  …".
+#: where a syslog or journal header puts the host: a name, or an IPv6 address before the blank and the tag (its colons
+#: ended the name at "2001", and four machines' lines were one host "2001": a break-it pass)
+_HOST = r"(?P<host>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?= )|[^\s:\[]+)"
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
-    r"(?P<host>[^\s:\[]+)(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+    + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
 #: what stands alone before the colon of a stamped syslog line without a host (``journalctl --no-hostname -k``:
 #: "Mar 21 21:42:01 kernel: NVRM: …") is the kernel's tag, not a host; so is a word with a pid ("nv-fabricmanager[88]:")
 _KERNEL_TAGS = frozenset({"kernel", "kern"})
@@ -205,7 +208,7 @@ _KERNEL_TAGS = frozenset({"kernel", "kern"})
 # NVIDIA/nccl#230)
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?"
-    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?(?P<colon>:)?\s+(?:(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
+    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
@@ -232,11 +235,11 @@ _DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron
 # https://www.freedesktop.org/software/systemd/man/latest/journalctl.html#short-full)
 _JFULL = re.compile(
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}:?\d{2}) (?P<host>[^\s:\[]+) "
+    r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}:?\d{2}) " + _HOST + r" "
     r"(?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
 # journalctl -o short-unix: seconds since the epoch, "1795921800.000000 a1 kernel: …" (journalctl(1), short-unix)
 # (six digits after the point, a tag that begins with a letter: "1795921800.5 step 100: …" is no journal line)
-_UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) (?P<host>[^\s:\[]+) (?P<tag>[A-Za-z_][^\s:\[]*)"
+_UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) " + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)"
                    r"(?:\[(?P<pid>\d+)\])?: ")
 # Kubernetes CRI container log, after its RFC 3339 stamp: the stream and the partial/full tag,
 # "2026-11-29T03:20:00.040000000Z stderr F [rank2]:[E1129 …" (kubelet's log format, as containerd writes it)
@@ -388,12 +391,19 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
 
 
 def _host_or_addr(p: Prefix, name: str) -> None:
-    """The name a syslog or journal header puts where the host stands: an IPv4 address is a relay's (``source_addr``),
-    anything else the host."""
-    if _HOSTLIKE_IP.match(name):
+    """The name a syslog or journal header puts where the host stands. An address is the sender's (``source_addr``),
+    and names the host as talosctl's address does (``addr_host``: a Kafka key or an envelope's host names it
+    better): a central syslog server's file of many machines each named by its address was one host, the file's
+    name (a break-it pass; it was taken for a relay's before). No address (``999.999.999.999``) names none, nor
+    syslog's ``-`` (no value); any other name is the host."""
+    if name == "-":  # syslog's NILVALUE: the sender gave no name
+        return
+    if _HOSTLIKE_IP.match(name) or ":" in name:
         p.source_addr = name
+        if _is_ip(name) and (p.host is None or p.addr_host):
+            p.host, p.addr_host = name, True
     else:
-        p.host = name
+        p.host, p.addr_host = name, False
 
 
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
@@ -501,7 +511,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     if r:
                         p.ts, p.precision_us = r
                         if "host" in rx.groupindex and m["host"] and m["tag"]:
-                            p.host = m["host"]
+                            _host_or_addr(p, m["host"])
                     s = s[m.end():]
                     if "colon" in rx.groupindex and m["colon"]:
                         label_at = s  # a launcher's stamp: its label may follow

@@ -652,3 +652,18 @@ def test_a_record_that_names_its_host_keeps_it_before_talos_address(pipeline):
                   ref_basis="file", ingest_ts=T0)  # a file: its name is only a guess
     assert [e["host"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()] == ["192.168.11.119"]
 
+
+
+def test_an_address_where_a_syslog_header_puts_the_host_names_it_unless_the_record_does(pipeline):
+    """A central syslog server's file names each machine by its address when it has no name for it: four machines
+    (2001:db8::11 – ::13, 10.1.2.3) were one host, "2001" or the file's name (a break-it pass). In a file the address
+    is the host; a Kafka record whose key names the host keeps that name, the address kept as ``source_addr``."""
+    lines = ["Nov 29 03:10:00 2001:db8::11 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+             "Nov 29 03:10:05 2001:db8::12 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+             "Nov 29 03:10:10 10.1.2.3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."]
+    seg = Segment(data="\n".join(lines).encode(), origin="messages", stream="messages", host="messages", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    got = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert [e["host"] for e in got] == ["2001:db8::11", "2001:db8::12", "10.1.2.3"]
+    ev = run(pipeline, lines[2]).events.to_pylist()  # a Kafka segment of host node07
+    assert [(e["host"], json.loads(e["details"])["source_addr"]) for e in ev] == [("node07", "10.1.2.3")]

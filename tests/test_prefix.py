@@ -106,10 +106,18 @@ def us(*a, tz=timezone.utc):
     ("1795921800.250000 a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
      us(2026, 11, 29, 3, 10, 0) + 250000, 1, "a1", "NVRM"),
     # a number that starts a line is no journal stamp without journalctl's six digits and a tag (a break-it pass:
-    # "step" became the host); an address where the host stands is a relay's, as in RFC 3164 (host None)
+    # "step" became the host); an address where the host stands is the sender's, as in RFC 3164: the host (a Kafka key
+    # or an envelope names it better: ``Prefix.addr_host``), IPv6 too; syslog's "-" (no value) names none
     ("1795921800.5 step 100: NCCL WARN x", None, 1, None, "1795921800.5 step"),
-    ("1795921800.000000 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1, None, "NVRM"),
-    ("Sun 2026-11-29 03:10:00 UTC 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1_000_000, None, "NVRM"),
+    ("1795921800.000000 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1, "10.0.0.5", "NVRM"),
+    ("Sun 2026-11-29 03:10:00 UTC 10.0.0.5 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1_000_000, "10.0.0.5", "NVRM"),
+    ("Sun 2026-11-29 03:10:00 UTC fe80::1 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1_000_000, "fe80::1", "NVRM"),
+    ("1795921800.000000 2001:db8::11 kernel: NVRM: x", us(2026, 11, 29, 3, 10, 0), 1, "2001:db8::11", "NVRM"),
+    ("Nov 29 03:10:00 2001:db8::11 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 0), 1_000_000, "2001:db8::11", "NVRM"),
+    ("Nov 29 03:10:10 10.1.2.3 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 10), 1_000_000, "10.1.2.3", "NVRM"),
+    ("Nov 29 03:10:10 999.999.999.999 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 10), 1_000_000, None, "NVRM"),
+    ("2026-11-29T03:10:03Z fe80::1 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 3), 1_000_000, "fe80::1", "NVRM"),
+    ("2026-11-29T03:10:09Z - kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 9), 1_000_000, None, "NVRM"),
     # dmesg -x (--decode): facility and level before dmesg -T's, --time-format iso's or the raw stamp (formats.md §1.3)
     ("kern  :warn  : [Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:18:00): 79", us(2026, 11, 29, 3, 10, 0),
      1_000_000, None, "NVRM"),
