@@ -36,7 +36,8 @@ from typing import Any
 from ingest.catalog import Compiled
 from ingest.decode import Segment
 from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
-from schemas.events import make_event_id
+from schemas.events import TS_RANGE_US, make_event_id
+from schemas.hostname import is_host_name
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
 #: reference times a segment's raw kernel stamps are counted back from, its last stamp taken as printed then
@@ -474,6 +475,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
     storms = Storms()
+    host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host
     #: (host, GPU index) -> bus id, from the stream's ``gpu_bus`` lines so far (``nvidia-smi --query-gpu`` or
     #: its table before ``nvidia-smi nvlink`` output; a poller's sample): link samples printed by index get it
     bus_of: dict[tuple[str, int], str] = {}
@@ -512,7 +514,11 @@ def assemble(hits: list[Hit], tz) -> Assembled:
         if sig.emit == "context":
             continue
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest)
-        if storms.joins(key, row["ts"]):
+        # only a line the pipeline will store joins a repeat, and only such an event takes repeats: each refused
+        # line is a reject of its own, so every Kafka value it came in is dead-lettered (three keyless records of
+        # one line were one reject, one dead letter, the other two values committed and lost: a break-it pass)
+        storable = _storable(row, seg.ingest_ts, host_ok)
+        if storable and storms.joins(key, row["ts"]):
             continue
         ev = {
             "event_id": make_event_id(origin, h.sub),
@@ -536,10 +542,24 @@ def assemble(hits: list[Hit], tz) -> Assembled:
             row["details"]["global_rank"] = p.rank
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
-        storms.start(key, ev)
+        if storable:
+            storms.start(key, ev)
         out.events.append(ev)
     out.topology.extend(_topology_matrix(topo_rows))
     return out
+
+
+def _storable(row: dict[str, Any], ingest_ts: int | None, host_ok: dict[str, bool]) -> bool:
+    """Whether the pipeline stores an event of ``row`` (``ingest.pipeline``: ``_named_hosts``, ``_in_range``,
+    ``_kafka_times``): its host is a host name, its time one the correlator places (``schemas.events.TS_RANGE_US``),
+    and a line timed by its Kafka record has a record time from 2000 to 2100. ``host_ok`` remembers the hosts."""
+    host = row.get("host") or ""
+    ok = host_ok.get(host)
+    if ok is None:
+        ok = host_ok[host] = is_host_name(host)
+    ts = row.get("ts")
+    return (ok and ts is not None and TS_RANGE_US[0] <= ts < TS_RANGE_US[1]
+            and (row.get("ts_basis") != "kafka" or plausible(ingest_ts)))
 
 
 class Storms:

@@ -32,7 +32,7 @@ from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
 from ingest.prefix import EARLIEST_US, LATEST_US, parse_prefix
 from schemas.events import EVENTS_SCHEMA, out_of_range
-from schemas.hostname import canonical_hosts
+from schemas.hostname import MAX_HOST_CHARS, canonical_hosts, not_host_names  # noqa: F401 (MAX_HOST_CHARS: api.cli)
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
 _DATA = attrgetter("data")
@@ -167,22 +167,6 @@ def _in_range(events: pa.Table, rejects: list[Reject]) -> pa.Table:
                            for name, vals in values.items() if vals[i] is not None)
                + " is out of range (times: years 1900 - 2199; durations: 0 to ten years)" for i, sig in enumerate(sigs)]
     return _refuse(events, bad, reasons, "out_of_range", rejects)
-
-
-#: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
-MAX_HOST_CHARS = 255
-#: what no host name holds (RE2): blanks and separators (\p{Z}: space, no-break space, U+2028), control and
-#: format characters (\p{Cc}, \p{Cf}: a newline splits a log line, C1 controls, zero-width characters), ``/`` (no
-#: URL path segment, no DNS name: ``/hosts/{host}/timeline`` could not name it) and U+FFFD (a key that was no UTF-8)
-_NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
-
-
-def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:
-    """True where a host (string array) is no host name: empty, longer than :data:`MAX_HOST_CHARS`, or holding what
-    :data:`_NOT_IN_HOST` lists."""
-    size = pc.utf8_length(hosts)
-    return pc.or_(pc.or_(pc.greater(size, MAX_HOST_CHARS), pc.equal(size, 0)),
-                  pc.match_substring_regex(hosts, _NOT_IN_HOST))
 
 
 def _named_hosts(table: pa.Table, rejects: list[Reject], what: str) -> pa.Table:

@@ -27,3 +27,24 @@ def canonical_host(name: str) -> str:
     """:func:`canonical_hosts` of one name (a setting, a fleet config key, an API parameter): ``Node07.Cluster.Local``
     -> ``node07``; ``10.0.0.5`` and ``fe80::1`` as they are."""
     return canonical_hosts(pa.array([name], pa.string()))[0].as_py()
+
+
+#: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
+MAX_HOST_CHARS = 255
+#: what no host name holds (RE2): blanks and separators (\p{Z}: space, no-break space, U+2028), control and
+#: format characters (\p{Cc}, \p{Cf}: a newline splits a log line, C1 controls, zero-width characters), ``/`` (no
+#: URL path segment, no DNS name: ``/hosts/{host}/timeline`` could not name it) and U+FFFD (a key that was no UTF-8)
+_NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
+
+
+def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:
+    """True where a host (string array) is no host name: empty, longer than :data:`MAX_HOST_CHARS`, or holding what
+    :data:`_NOT_IN_HOST` lists."""
+    size = pc.utf8_length(hosts)
+    return pc.or_(pc.or_(pc.greater(size, MAX_HOST_CHARS), pc.equal(size, 0)),
+                  pc.match_substring_regex(hosts, _NOT_IN_HOST))
+
+
+def is_host_name(name: str | None) -> bool:
+    """Whether ``name`` is a host name the lake stores (:func:`not_host_names` of one string)."""
+    return bool(name) and not not_host_names(pa.array([name], pa.string()))[0].as_py()

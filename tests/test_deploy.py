@@ -223,7 +223,11 @@ def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_giv
     assert load_fleet_config(f) == {"node07": HostConfig(rack="r1"), "10.0.0.5": HostConfig(rack="r2")}
     for text, said in (("hosts:\n  n1: {domain: [a, b]}\n", "host n1: domain must be one name, not ['a', 'b']"),
                        ("hosts:\n  n1: {rack: r1}\n  n1: {rack: r9}\n", "'n1' is given twice"),
-                       ("hosts:\n  n1: {rack: r1}\n  N1.lan: {rack: r9}\n", "hosts n1 and N1.lan are one host, n1")):
+                       ("hosts:\n  n1: {rack: r1}\n  N1.lan: {rack: r9}\n", "hosts n1 and N1.lan are one host, n1"),
+                       # a name no event can have (ingest refuses it: bad_host), syslog's "-" (a break-it pass)
+                       ('hosts:\n  "node 07": {rack: r1}\n', "'node 07' is no host name"),
+                       ('hosts:\n  "-": {rack: r1}\n', "'-' is no host name"),
+                       ('hosts:\n  "rack1/node402": {rack: r1}\n', "'rack1/node402' is no host name")):
         f.write_text(text)
         with pytest.raises(ValueError, match=re.escape(said)):
             load_fleet_config(f)

@@ -1189,6 +1189,31 @@ def test_hosts_that_are_no_host_names_are_rejected_with_the_reason(pipeline):
     assert any(f"… ({MAX_HOST_CHARS + 1} characters)" in r.reason for r in bad)
 
 
+def test_each_kafka_value_of_a_refused_line_is_dead_lettered_not_only_the_first(pipeline):
+    """Three keyless records of one line (no host anywhere), or three records of a line without a time whose Kafka
+    timestamp is no time: the storm rule folded the copies into one event before it was refused, so one reject, one
+    dead letter, and the other two values were committed and lost (a break-it pass). A line the pipeline will not
+    store joins no repeat: one reject per value, so one dead letter each; stored copies still fold."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.consumer import dead_letters, decode_records
+
+    def records(line: bytes, key: bytes | None, ms: int):
+        return [ConsumerRecord(topic="fleet.dmesg", partition=0, offset=11 + i, timestamp=ms, timestamp_type=0,
+                               key=key, value=line, checksum=None, serialized_key_size=-1,
+                               serialized_value_size=len(line), headers=[]) for i in range(3)]
+
+    stamped = b"[Mon Nov 30 03:12:05 2026] " + xid("3a")
+    for recs, code in ((records(stamped, None, T_MS), "bad_host"), (records(xid("3a"), b"node07", 1), "bad_timestamp")):
+        b = pipeline.run(decode_records(recs))
+        assert b.events.num_rows == 0
+        assert sorted(r.origin for r in b.rejects if r.error_code == code) == [
+            f"kafka:fleet.dmesg/0/{o}" for o in (11, 12, 13)]
+        assert len(dead_letters(b.rejects)) == 3
+    kept = pipeline.run(decode_records(records(stamped, b"node07", T_MS)))
+    assert kept.events.column("count").to_pylist() == [3] and not kept.rejects
+
+
 def test_a_kafka_time_that_is_no_time_times_no_event(pipeline):
     """A Kafka record's timestamp outside 2000 - 2100 (1970, Kafka's -1 for none, a producer's 1999 clock) times
     no event: a line that prints no time is a ``bad_timestamp`` reject; a line with its own time keeps it and
