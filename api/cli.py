@@ -122,9 +122,12 @@ def _progress():
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # not redirecting sys.stdout/sys.stderr through rich's proxies: ``err`` writes to sys.stderr as it finds it at each
+    # write (render.TrimmedStream), and through the proxy that was itself: diagnose hung at 100 % CPU whenever stderr
+    # was a terminal (a fresh user's trial)
     bar = Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[name]}", markup=False),  # a file name is text, not markup
-                   TimeRemainingColumn(), console=err, transient=True)
+                   TimeRemainingColumn(), console=err, transient=True, redirect_stdout=False, redirect_stderr=False)
     state: dict = {}
 
     def step(done: int, total: int, name: str) -> None:

@@ -979,3 +979,43 @@ def test_a_symptom_hosts_suggestion_compares_numbers_as_text():
     # another number is another host: node99 is no typo of node08 (it was offered: a fresh-user trial), nodo07 is
     assert _close_hosts("node99", ["node01", "node08"]) == []
     assert _close_hosts("nodo07", ["node07", "node08"]) == ["node07"]
+
+
+def test_diagnose_with_a_terminal_on_stderr_finishes_and_draws_its_progress_there():
+    """On a terminal, diagnose draws a progress bar on stderr. Rich's progress put its own proxy in sys.stderr, which
+    the error console (render.TrimmedStream) writes to at each write: the proxy wrote into the console and back,
+    and diagnose hung at 100 % CPU at a shell, every README example with it (a fresh user's trial; the tests ran it
+    with stderr in a pipe). A pseudo-terminal on stderr, as a shell gives."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    master, slave = pty.openpty()
+    seen = bytearray()
+
+    def drain() -> None:  # the terminal's side: read what diagnose draws, so it never blocks on a full buffer
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    try:
+        r = subprocess.run([exe, "diagnose", str(ROOT / "samples" / "fleet" / "node004.dmesg.log")], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=slave, env={"PATH": "/usr/bin:/bin", "TERM": "xterm"},
+                           timeout=90)
+    finally:
+        os.close(slave)
+    reader.join(5)
+    os.close(master)
+    assert r.returncode == 0, bytes(seen[-2000:])
+    assert b"Incidents" in r.stdout and b"node004" in r.stdout
+    assert b"reading" in seen and b"Traceback" not in seen
