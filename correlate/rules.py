@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from correlate.model import Ev
 from correlate.topology import Topology
 from ingest.catalog import Catalog, default_catalog
-from schemas.events import SEVERITY_RANK
+from schemas.catalog import validation_message
+from schemas.events import KINDS, SEVERITY_RANK
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
@@ -50,6 +51,22 @@ class Pred(BaseModel):
     #: signal_integrity, cable_or_transceiver …)
     link_down_cause: list[str] | None = None
 
+    # a kind or severity no event has made the rule match nothing, silently (a break-it pass: ``kind: [xidd]``)
+    @field_validator("kind")
+    @classmethod
+    def _kinds(cls, v: list[str] | None) -> list[str] | None:
+        bad = [k for k in v or () if k not in KINDS]
+        if bad:
+            raise ValueError(f"no event kind {bad[0]!r} (schemas.events.KINDS)")
+        return v
+
+    @field_validator("severity_min")
+    @classmethod
+    def _severity(cls, v: str | None) -> str | None:
+        if v is not None and v not in SEVERITY_RANK:
+            raise ValueError(f"no severity {v!r} (one of {', '.join(SEVERITY_RANK)})")
+        return v
+
 
 class LinkRule(BaseModel):
     """Two faults in ``relation`` within ``window_s`` (seconds) belong to one candidate incident (clustering,
@@ -59,7 +76,7 @@ class LinkRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     relation: Relation
-    window_s: float
+    window_s: float = Field(ge=0, allow_inf_nan=False)
     kinds: list[str] | None = None
     note: str | None = None
     cause: list[Pred] | None = None
@@ -71,10 +88,10 @@ class ExplainRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     status: Literal["experimental", "stable"] = "stable"
-    cause: list[Pred]
-    effect: list[Pred]
-    relations: list[Relation]
-    window_s: float
+    cause: list[Pred] = Field(min_length=1)
+    effect: list[Pred] = Field(min_length=1)
+    relations: list[Relation] = Field(min_length=1)
+    window_s: float = Field(ge=0, allow_inf_nan=False)  # NaN crashed every correlate(), -120 matched nothing
     source: str
 
 
@@ -101,6 +118,10 @@ class Rules(BaseModel):
 
     @model_validator(mode="after")
     def _derive_links(self) -> Rules:
+        ids = [r.id for r in self.explains] + [p.id for p in self.patterns]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:  # the evidence names rules by id
+            raise ValueError(f"rule id {twice[0]!r} is given twice")
         self.links = [l for l in self.links if l.from_rule is None] + reach(self.links, self.explains)
         return self
 
@@ -139,9 +160,30 @@ def default_rules() -> Rules:
     """The shipped rules, validated once per process. Raises :class:`RulesError` (YAML or validation errors, with
     the file's path)."""
     try:
-        return Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, ValidationError) as e:
+        rules = Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
+    except ValidationError as e:
+        raise RulesError(f"{RULES_FILE}: {validation_message(e)}") from e
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:  # bytes that are no UTF-8 were a traceback
         raise RulesError(f"{RULES_FILE}: {e}") from e
+    unknown = unknown_signatures(rules, default_catalog())
+    if unknown:
+        raise RulesError(f"{RULES_FILE}: {unknown[0]}")
+    return rules
+
+
+def unknown_signatures(rules: Rules, catalog: Catalog) -> list[str]:
+    """Where ``rules`` name a signature the catalog does not have (a ``prefix.*`` pattern: that none begins with):
+    such a predicate matches nothing, silently (a break-it pass: ``signature: [no.such.sig]``)."""
+    known = set(catalog.by_id) | {"operator.symptom"}
+    out = []
+    for r in rules.explains:
+        for side, preds in (("cause", r.cause), ("effect", r.effect)):
+            for p in preds:
+                for sig in p.signature or ():
+                    if not (sig in known or (sig.endswith("*") and any(k.startswith(sig[:-1]) for k in known))):
+                        out.append(f"explains rule {r.id}: {side} names signature {sig!r}, which the catalog does "
+                                   "not have")
+    return out
 
 
 def pred_shape(e: Ev) -> tuple:

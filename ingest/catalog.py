@@ -18,7 +18,7 @@ from re import _parser as _re_parser  # the parser re.compile uses: literal_requ
 import yaml
 from pydantic import ValidationError
 
-from schemas.catalog import CatalogFile, DerivedSignature, Signature
+from schemas.catalog import CatalogFile, DerivedSignature, Signature, validation_message
 
 CATALOG_DIR = Path(__file__).with_name("signatures")
 
@@ -242,7 +242,9 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
             doc = CatalogFile.model_validate(raw)
-        except (yaml.YAMLError, ValidationError) as e:
+        except ValidationError as e:
+            raise CatalogError(f"{path.name}: {validation_message(e)}") from e
+        except (yaml.YAMLError, UnicodeDecodeError) as e:  # bytes that are no UTF-8 were a traceback
             raise CatalogError(f"{path.name}: {e}") from e
         families[doc.family] = doc.description
         for sig in doc.signatures:

@@ -1434,3 +1434,45 @@ def test_a_broken_signature_or_rules_file_is_one_line_and_exit_2(monkeypatch, ca
         out = capsys.readouterr().err
         assert ended.value.code == 2 and said in out and "Traceback" not in out, out
 
+
+
+def test_rules_that_would_match_nothing_or_crash_are_refused_with_where_and_what(tmp_path, monkeypatch):
+    """rules.yaml is data a user edits (a break-it pass): a window of NaN crashed every correlate(); a negative window,
+    a kind or a signature no event has, an empty cause and a rule id given twice were accepted and silently matched
+    nothing (or named two rules alike); bytes that are no UTF-8 were a traceback. Each is a RulesError naming the file
+    and where, in one line without pydantic's links; a signature file that is no UTF-8 is a CatalogError."""
+    import re
+
+    import pytest
+
+    from correlate import rules as R
+    from ingest.catalog import CatalogError, load_catalog
+
+    shipped = R.RULES_FILE.read_text(encoding="utf-8")
+    cases = [("{relation: same_host, window_s: 120}", "{relation: same_host, window_s: .nan}", "finite number"),
+             ("{relation: same_host, window_s: 120}", "{relation: same_host, window_s: -120}", "greater than or equal"),
+             ("cause: [{kind: [xid, gsp_error]}]", "cause: [{kind: [xidd]}]", "no event kind 'xidd'"),
+             ("cause: [{kind: [xid, gsp_error]}]", "cause: [{signature: [no.such.sig]}]",
+              "names signature 'no.such.sig', which the catalog does not have"),
+             ("cause: [{kind: [xid, gsp_error]}]", "cause: []", "at least 1 item"),
+             ("  - id: xid.caused_by_previous", "  - id: pcie.fatal_aer_explains_gpu_fall", "given twice")]
+    for old, new, said in cases:
+        assert old in shipped, old
+        path = tmp_path / "rules.yaml"
+        path.write_text(shipped.replace(old, new, 1), encoding="utf-8")
+        monkeypatch.setattr(R, "RULES_FILE", path)
+        R.default_rules.cache_clear()
+        with pytest.raises(R.RulesError, match=re.escape(said)) as e:
+            R.default_rules()
+        assert str(e.value).startswith(str(path)) and "\n" not in str(e.value) and "pydantic.dev" not in str(e.value)
+    path.write_bytes(shipped.encode() + b"\xff")
+    R.default_rules.cache_clear()
+    with pytest.raises(R.RulesError, match="utf-8"):
+        R.default_rules()
+    monkeypatch.undo()
+    R.default_rules.cache_clear()
+    sigs = tmp_path / "sigs"
+    sigs.mkdir()
+    (sigs / "x.yaml").write_bytes(b"family: x\n\xff\n")
+    with pytest.raises(CatalogError, match="x.yaml: .*utf-8"):
+        load_catalog(sigs)
