@@ -143,6 +143,12 @@ def test_the_readmes_example_questions_run_on_a_lake_of_the_samples(tables, tmp_
         "SELECT initiator_host AS host, severity FROM incidents WHERE initiator_device_type = 'gpu'")}
     assert {"node008", "node009"} <= {h for h, s in severities.items() if s == "info"}
     assert results[2] and all(r["n"] > 0 for r in results[2])
+    # the mean time from an initiator counts incidents that name one: a hang with no single culprit measured its
+    # watchdog's timeout as a propagation delay (a fresh user's trial)
+    unnamed = store.query("SELECT count(*) AS n FROM incidents WHERE initiator_kind IS NULL")[0]["n"]
+    named = store.query("SELECT count(*) AS n FROM incidents i WHERE initiator_kind IS NOT NULL AND EXISTS ("
+                        "SELECT 1 FROM incident_evidence x WHERE x.incident_id = i.id AND x.role = 'downstream')")[0]["n"]
+    assert unnamed > 0 and sum(r["n"] for r in results[2]) == named
 
 
 def test_lake_path_reads_the_file_urls_of_this_host_and_paths():
