@@ -1157,6 +1157,8 @@ def test_an_nvml_double_bit_ecc_event_names_the_gpu_another_line_gave_and_asks_f
     assert named["initiator"]["device"] == "0000:1a:00.0"
     assert "ECC error on GPU 0000:1a:00.0 (the one" in named["next_action"] and "<" not in named["next_action"]
     assert "Find the GPU" not in named["next_action"]
+    # the plugin keeps the GPU out of the allocatable count until it restarts: the same fault (corpus 036)
+    assert "until the plugin's pod restarts: the same fault, not a second one" in named["next_action"]
 
 
 def test_an_initiator_dated_only_by_its_record_is_not_said_to_follow_what_came_before_its_bound(pipeline):
