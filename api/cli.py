@@ -449,8 +449,8 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
     if not odd:
         return ""
     named = ", ".join(sorted(bus) + sorted(index, key=int))
-    return (f"symptom GPU {', '.join(odd)} of {host} is named by none of its lines (they name GPU {named}): a "
-            "typo, or another host's GPU? The report is kept as given")
+    return (f"symptom GPU {', '.join(odd)} of {host} is named by none of its recognised lines (they name GPU "
+            f"{named}): a typo, or another host's GPU? The report is kept as given")
 
 
 #: bytes of a capture that holds no log line: whitespace, and the NULs a file zeroed by a power loss holds

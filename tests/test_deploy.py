@@ -765,8 +765,8 @@ def test_a_symptom_gpu_the_logs_do_not_name_is_said(tmp_path):
                    "0x404600=0x80000002\n[  12.5] NVRM: Xid (PCI:0000:3d:00): 79, pid=0, GPU has fallen off the bus.\n"
                    "[  12.4] pcieport 0000:00:02.0: AER: Uncorrected (Fatal) error received: 0000:00:02.0\n")
     r = _firstfault("diagnose", str(log), "--symptom", "hang:0000:1C:00.0,3,0000:3d:00.0")
-    assert r.returncode == 0 and ("symptom GPU 0000:1c:00.0 of node07 is named by none of its lines (they name GPU "
-                                  "0000:1b:00.0, 0000:3d:00.0)") in r.stderr, r.stderr
+    assert r.returncode == 0 and ("symptom GPU 0000:1c:00.0 of node07 is named by none of its recognised lines (they "
+                                  "name GPU 0000:1b:00.0, 0000:3d:00.0)") in r.stderr, r.stderr
     for fine in ("hang:0000:1b:00.0", "hang:3"):
         r = _firstfault("diagnose", str(log), "--symptom", fine)
         assert r.returncode == 0 and "symptom GPU" not in r.stderr, (fine, r.stderr)
