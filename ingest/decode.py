@@ -226,6 +226,29 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32", 4, 1), (b"\x00\x00\xfe\xff", "utf-
 _WIDE_FIRST = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00")
 
 
+#: (codec, code unit width, offsets of the bytes that are zero for ASCII): UTF-32 first (its text also has a zero
+#: byte after each letter)
+_WIDE_NO_BOM = (("utf-32-le", 4, (1, 2, 3)), ("utf-32-be", 4, (0, 1, 2)), ("utf-16-le", 2, (1,)), ("utf-16-be", 2, (0,)))
+
+
+def bomless_codec(data: bytes) -> str | None:
+    """The codec of UTF-16 or UTF-32 log text written without a byte order mark (``iconv -t UTF-16LE``, a Windows
+    tool's log), or None: in its first 512 code units every byte a character of ASCII leaves zero is zero in at
+    least 90 % of them, and the other byte in at least 90 % is not. Such a file read as 3 lines and 0 events,
+    exit 0 (a break-it pass). Log text in UTF-8 holds no zero byte; binary data rarely holds this pattern."""
+    for codec, width, zero in _WIDE_NO_BOM:
+        head = data[:512 * width]
+        n = len(head) // width
+        if n < 8:
+            continue
+        letter = next(i for i in range(width) if i not in zero)
+        zeros = sum(1 for i in range(0, n * width, width) if all(head[i + z] == 0 for z in zero))
+        letters = sum(1 for i in range(0, n * width, width) if head[i + letter] != 0)
+        if zeros * 10 >= n * 9 and letters * 10 >= n * 9:
+            return codec
+    return None
+
+
 def _wide_codec(data: bytes) -> str | None:
     """The codec of text that begins with a UTF-16 or UTF-32 byte order mark and goes on as such text of log
     lines does: the high bytes of at least a quarter of its next 256 code units are zero (ASCII: log lines are
@@ -256,13 +279,23 @@ class CompressionError(ValueError):
     """A compressed value or file that cannot be read (corrupt, truncated, too large, or an unread format).
 
     ``partial``: for a truncated stream, what it decompressed to before it ended (a log copied while it was
-    still being written or rotated); for one past the size limit, its first ``limit`` bytes; else empty."""
+    still being written or rotated); for one with bytes after its end, the whole stream (``trailing``); for one
+    past the size limit, its first ``limit`` bytes; else empty."""
 
-    def __init__(self, message: str, partial: bytes = b"", too_large: bool = False) -> None:
+    def __init__(self, message: str, partial: bytes = b"", too_large: bool = False, trailing: bool = False) -> None:
         super().__init__(message)
         self.partial = partial
         #: it decompresses past the size limit (a decompression bomb, or a batch too large): not cut short
         self.too_large = too_large
+        #: the stream is whole and bytes that are none of it follow: only they are not read
+        self.trailing = trailing
+
+    def lost(self, lines: int, size: int) -> str:
+        """What reading the whole lines of ``partial`` (``lines`` of them, ``size`` bytes) leaves out, said after
+        this error's message."""
+        if self.trailing:
+            return f"read its {lines} line{'s' * (lines != 1)} ({size} bytes), not the trailing bytes"
+        return f"read its first {lines} line{'s' * (lines != 1)} ({size} bytes), the rest is lost"
 
 
 def compression_of(data: bytes) -> str | None:
@@ -342,7 +375,10 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
         # another gzip member follows (concatenated gzip is one gzip file); zero padding is not data
         if wbits != 31 or rest[:2] != _GZIP:
             if rest.strip(b"\x00"):
-                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream")
+                # ``gzip -dc`` reads the stream and warns of the rest: so are its lines read (a break-it pass: a
+                # whole gzip file with 24 bytes of junk after it was skipped whole)
+                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream", b"".join(out),
+                                       trailing=True)
             return b"".join(out)
 
 
@@ -999,8 +1035,8 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
     A UTF-8 byte order mark (Windows editors, PowerShell's ``Out-File``) is not text: it is dropped,
     so neither an envelope nor a first line's ``^`` anchor sees it. Text that begins with a UTF-16 or UTF-32
     byte order mark (a capture saved by PowerShell's ``>``) is read as such and handled as UTF-8 from then on
-    (bytes that are no text of it read as U+FFFD); without a mark such text reads as binary and matches
-    nothing.
+    (bytes that are no text of it read as U+FFFD); without a mark, a file's such text is recognised by its zero
+    bytes (:func:`bomless_codec`, ``decode_file``), a Kafka value's is binary data (a ``not_text`` reject).
     """
     if data[:3] == _BOM:
         data = data[3:]
@@ -1086,10 +1122,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
                                timestamp_ms=timestamp_ms, headers=headers, runs=runs) if head else None
             if d is None or not d.segments:  # nothing before the cut, or no text (binary data): one dead letter
                 return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", value, "bad_compression")])
-            lines = head.count(b"\n")
-            d.rejects.append(Reject(origin, f"cannot decompress: {e}; read its first {lines} line"
-                                            f"{'s' * (lines != 1)} ({len(head)} bytes), the rest is lost", value,
-                                    "bad_compression"))
+            said = e.lost(head.count(b"\n"), len(head))
+            d.rejects.append(Reject(origin, f"cannot decompress: {e}; {said}", value, "bad_compression"))
             return d
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
@@ -1358,11 +1392,12 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
         data = partial[:partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
         if not data:
             return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
-        lines = data.count(b"\n")
-        lost = Reject(origin, f"cannot decompress: {e}; read its first {lines} line{'s' * (lines != 1)} "
-                              f"({len(data)} bytes), the rest is lost", raw[-4096:], "bad_compression")
+        said = e.lost(data.count(b"\n"), len(data))
+        lost = Reject(origin, f"cannot decompress: {e}; {said}", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
+    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)):
+        data = data.decode(codec, "replace").encode("utf-8")  # as its byte order mark would have said
     if (why := binary_file(data)) is not None:
         return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,

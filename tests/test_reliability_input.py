@@ -1124,6 +1124,24 @@ def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_read_line_by_line(
     assert [s.data for s in decode_file(f, relname=f.name).segments] == ["node07 č".encode()]
 
 
+def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pipeline):
+    """``iconv -t UTF-16LE`` writes no byte order mark: such a file read as 3 lines and 0 events, exit 0 (a break-it
+    pass). Its zero bytes say which of UTF-16/32, little or big endian, it is (decode.bomless_codec); UTF-8 text,
+    random bytes and zeros are none of them."""
+    import os
+
+    from ingest.decode import bomless_codec
+
+    text = (xid("3b") + b"\n" + xid("5e") + b"\n").decode()
+    f = tmp_path / "node07.log"
+    for codec in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
+        f.write_bytes(text.encode(codec))
+        d = decode_file(f, relname=f.name)
+        assert b"".join(s.data for s in d.segments) == text.encode() and not d.rejects, codec
+        assert pipeline.run(d).events.num_rows == 2, codec
+    assert [bomless_codec(b) for b in (text.encode(), os.urandom(4096), bytes(4096), bytes(range(256)) * 8)] == [None] * 4
+
+
 def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lines(tmp_path):
     """Concatenated gzip members (a rotated log appended to) cut one byte into the next member: that byte
     read as "1 bytes of trailing data" and the complete first member's lines were lost (a break-it pass); a
@@ -1136,6 +1154,18 @@ def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lin
     f.write_bytes(gzip.compress(b"".join(xid(f"{i:02x}") + b"\r" for i in range(0x10, 0x30)))[:-8])
     d = decode_file(f, relname=f.name)
     assert b"".join(s.data for s in d.segments).count(b"\n") == 0x20
+    # a whole gzip stream with bytes after it that are no gzip: its lines are read, as gzip -dc reads them, and the
+    # reject says only the trailing bytes are not (the file was skipped whole: a break-it pass); so for a Kafka
+    # value, which is dead-lettered whole besides
+    body = xid("3b") + b"\n" + xid("5e") + b"\n"
+    f.write_bytes(gzip.compress(body) + b"junk junk junk junk 1234")
+    d = decode_file(f, relname=f.name)
+    assert b"".join(s.data for s in d.segments) == body
+    assert [r.reason.split("; ")[1] for r in d.rejects] == ["read its 2 lines (" + str(len(body)) + " bytes), not the "
+                                                            "trailing bytes"]
+    v = decode_message(gzip.compress(body) + b"junk", topic="fleet.dmesg", partition=0, offset=7, key=b"node07",
+                       timestamp_ms=T_MS, headers=[])
+    assert b"".join(s.data for s in v.segments) == body and [r.error_code for r in v.rejects] == ["bad_compression"]
 
 
 def test_the_pipeline_never_gives_an_event_the_correlator_refuses(pipeline):
