@@ -1132,9 +1132,13 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if key:
         host, stream = _key_names(topic, partition, key)
     if not host:  # no key, or one of blanks only: the host header, if any (its surrounding blanks dropped, as a key's)
-        for k, v in headers or ():
-            if k == "host" and v and v.strip():
-                host = v.decode("utf-8", "replace").strip()
+        named = {v.decode("utf-8", "replace").strip() for k, v in headers or () if k == "host" and v and v.strip()}
+        if len(named) > 1:  # which machine wrote it? The last one won, silently (a break-it pass)
+            return Decoded(rejects=[Reject(origin, f"the record's host headers name {len(named)} hosts ("
+                                           + ", ".join(sorted(h[:80] for h in named)[:4]) + "): which one wrote it is "
+                                           "not known; key the record by its host, or send one host header",
+                                           value, "bad_host")])
+        host = next(iter(named), None)
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]

@@ -1506,3 +1506,19 @@ def test_rules_that_would_match_nothing_or_crash_are_refused_with_where_and_what
     (sigs / "x.yaml").write_bytes(b"family: x\n\xff\n")
     with pytest.raises(CatalogError, match="x.yaml: .*utf-8"):
         load_catalog(sigs)
+
+
+def test_a_record_whose_host_headers_name_two_hosts_is_refused_whole(pipeline):
+    """A keyless record with host headers node205 and node206 was stored as node206, silently (a break-it pass): which
+    machine wrote it is not known, so the value is a ``bad_host`` reject (dead-lettered whole, its headers kept); the
+    same host twice is one host."""
+    from ingest.decode import decode_message
+
+    line = b"[Mon Nov 30 03:12:05 2026] " + xid("3a")
+    two = decode_message(line, topic="fleet.dmesg", partition=0, offset=4, key=None, timestamp_ms=T_MS,
+                         headers=[("host", b"node205"), ("host", b"node206")])
+    assert not two.segments and [(r.error_code, r.data) for r in two.rejects] == [("bad_host", line)]
+    assert "host headers name 2 hosts (node205, node206)" in two.rejects[0].reason
+    one = decode_message(line, topic="fleet.dmesg", partition=0, offset=5, key=None, timestamp_ms=T_MS,
+                         headers=[("host", b"node205"), ("host", b" node205 ")])
+    assert [s.host for s in one.segments] == ["node205"] and not one.rejects
