@@ -108,8 +108,8 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
 
 #: an application Xid's last word, while it is one program's fault
 APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
-#: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 13/31/43:
-#: "repeated faults on the same GPU with different apps -> run DCGM diag"); ``what`` says how it repeated
+#: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 31:
+#: "repeated faults on the same GPU with different apps -> run DCGM diag"; Xid 13 alike); ``what`` says how it repeated
 APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on the GPU (dcgmi diag -r 3) before "
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
@@ -158,7 +158,7 @@ def application_xid(scene: Scene) -> Verdict | None:
     if others:
         explanation += f" Application Xids on {first_of(others, 3, noun='GPUs')} too."
     action = sentences(scene.catalog.xids[first.xid].action, APP_NO_RMA)
-    # NVIDIA's own advice (xid-catalog.csv, Xid 13/31/43): faults that repeat on one GPU under different programs
+    # NVIDIA's own advice (xid-catalog.csv, Xid 13 and 31): faults that repeat on one GPU under different programs
     # call for DCGM's diagnostics; a program's fault once does not (pytorch/pytorch#51382: three processes' Xid 31 on
     # one GPU, "likely a faulty device", were each "Node healthy … Do not drain or RMA": a real-logs pass)
     pids = {e.pid for e in own if e.pid is not None and e.pid > 0}
