@@ -174,7 +174,11 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
     timed = [b == "file" for b in events.column("ts_basis").to_pylist()]
     if not any(timed):
         return None
-    sources = events.column("source").to_pylist()
+    # a line whose own stamp was no time a fleet's log carries (year 1970 or 2099: ingest.assemble.resolve_times)
+    # is said as such, not as a line that printed none (a break-it pass)
+    details = events.column("details").to_pylist() if "details" in events.column_names else [None] * len(timed)
+    sources = [f"{s}:stamp" if t and d and '"ts_rejected"' in d else s
+               for t, s, d in zip(timed, events.column("source").to_pylist(), details)]
     origins = events.column("origin").to_pylist() if stdin and "origin" in events.column_names else [None] * len(timed)
     piped = f"file:{stdin}@"
     groups: dict[bool, list[str]] = {}
@@ -187,7 +191,9 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
         kinds = []
         for s in sorted(set(srcs)):
             k = srcs.count(s)
-            noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed"))
+            noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed")) if not s.endswith(":stamp") else (
+                "line", "whose own stamp is no time from 2000 to 2100, or more than a day after the file's time "
+                        "(details.ts_rejected keeps it)")
             if from_stdin:
                 rest = rest.replace("the file's time", "the time it was read")
             kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")

@@ -651,6 +651,13 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
         and ". 2 events timed by when standard input was read: 2 kernel lines with a raw dmesg stamp (seconds since " \
         "boot, counted back from the time it was read)" in note, note
     assert mtime_note(piped).startswith("3 events timed by their file's modification time")
+    # a line whose own stamp is no time a fleet's log carries (1970, 2099) is said as such, not as one that printed
+    # none (a break-it pass: "kernel lines with a raw dmesg stamp … or none" for a full ISO stamp of 1970)
+    stamped = pa.table({"source": ["dmesg", "dmesg"], "ts_basis": ["file", "file"],
+                        "details": ['{"ts_rejected": 5000000, "ts_upper_bound": true}', '{"ts_upper_bound": true}']})
+    note = mtime_note(stamped)
+    assert "1 kernel line with a raw dmesg stamp" in note and "1 line whose own stamp is no time from 2000 to 2100" \
+        in note, note
 
 
 def test_the_cli_loads_no_data_library_before_a_command_needs_one():
