@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from correlate.model import Ev
 from correlate.topology import Topology
 from ingest.catalog import Catalog, default_catalog
-from schemas.catalog import validation_message
+from ingest.extract import LINK_DOWN_CAUSES
+from schemas.catalog import Role, validation_message
 from schemas.events import KINDS, SEVERITY_RANK
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
@@ -31,6 +32,18 @@ RELATION_STRENGTH: dict[str, float] = {
     "same_gpu": 0.9,
     "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7,
 }
+
+
+def _known(values: list[str] | None, known, what: str) -> list[str] | None:
+    """``values`` when each is one of ``known`` and there is at least one; else a ValueError naming the first."""
+    if values is None:
+        return None
+    if not values:
+        raise ValueError("an empty list matches nothing")
+    bad = [v for v in values if v not in known]
+    if bad:
+        raise ValueError(f"no {what} {bad[0]!r} (one of {', '.join(sorted(known))})")
+    return values
 
 
 class Pred(BaseModel):
@@ -51,14 +64,35 @@ class Pred(BaseModel):
     #: signal_integrity, cable_or_transceiver …)
     link_down_cause: list[str] | None = None
 
-    # a kind or severity no event has made the rule match nothing, silently (a break-it pass: ``kind: [xidd]``)
+    # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
+    # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
     @field_validator("kind")
     @classmethod
     def _kinds(cls, v: list[str] | None) -> list[str] | None:
-        bad = [k for k in v or () if k not in KINDS]
-        if bad:
-            raise ValueError(f"no event kind {bad[0]!r} (schemas.events.KINDS)")
+        return _known(v, KINDS, "event kind")
+
+    @field_validator("xid_role")
+    @classmethod
+    def _roles(cls, v: list[str] | None) -> list[str] | None:
+        return _known(v, get_args(Role), "Xid role")
+
+    @field_validator("link_down_cause")
+    @classmethod
+    def _causes(cls, v: list[str] | None) -> list[str] | None:
+        return _known(v, LINK_DOWN_CAUSES, "link-down cause")
+
+    @field_validator("signature", "xid", "xid_category")
+    @classmethod
+    def _some(cls, v: list | None) -> list | None:
+        if v is not None and not v:
+            raise ValueError("an empty list matches nothing")
         return v
+
+    @model_validator(mode="after")
+    def _any(self) -> Pred:
+        if all(getattr(self, f) is None for f in type(self).model_fields):
+            raise ValueError("a predicate with no condition matches every event")
+        return self
 
     @field_validator("severity_min")
     @classmethod
@@ -78,6 +112,11 @@ class LinkRule(BaseModel):
     relation: Relation
     window_s: float = Field(ge=0, allow_inf_nan=False)
     kinds: list[str] | None = None
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds(cls, v: list[str] | None) -> list[str] | None:
+        return _known(v, KINDS, "event kind")
     note: str | None = None
     cause: list[Pred] | None = None
     effect: list[Pred] | None = None
@@ -165,7 +204,11 @@ def default_rules() -> Rules:
         raise RulesError(f"{RULES_FILE}: {validation_message(e)}") from e
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:  # bytes that are no UTF-8 were a traceback
         raise RulesError(f"{RULES_FILE}: {e}") from e
-    unknown = unknown_signatures(rules, default_catalog())
+    from correlate.patterns import PATTERNS  # the patterns import this module
+
+    unknown = unknown_signatures(rules, default_catalog()) + [
+        f"patterns: {p.id!r} is no pattern correlate/patterns.py implements" for p in rules.patterns
+        if p.id not in PATTERNS]  # it was a KeyError at every correlate() (a break-it pass)
     if unknown:
         raise RulesError(f"{RULES_FILE}: {unknown[0]}")
     return rules
@@ -176,13 +219,15 @@ def unknown_signatures(rules: Rules, catalog: Catalog) -> list[str]:
     such a predicate matches nothing, silently (a break-it pass: ``signature: [no.such.sig]``)."""
     known = set(catalog.by_id) | {"operator.symptom"}
     out = []
-    for r in rules.explains:
-        for side, preds in (("cause", r.cause), ("effect", r.effect)):
+    named = [(f"explains rule {r.id}", r.cause, r.effect) for r in rules.explains] + [
+        (f"links {i} ({l.relation})", l.cause or [], l.effect or []) for i, l in enumerate(rules.links)
+        if l.from_rule is None]
+    for where, cause, effect in named:
+        for side, preds in (("cause", cause), ("effect", effect)):
             for p in preds:
                 for sig in p.signature or ():
                     if not (sig in known or (sig.endswith("*") and any(k.startswith(sig[:-1]) for k in known))):
-                        out.append(f"explains rule {r.id}: {side} names signature {sig!r}, which the catalog does "
-                                   "not have")
+                        out.append(f"{where}: {side} names signature {sig!r}, which the catalog does not have")
     return out
 
 

@@ -514,11 +514,13 @@ def assemble(hits: list[Hit], tz) -> Assembled:
         if sig.emit == "context":
             continue
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest)
-        # only a line the pipeline will store joins a repeat, and only such an event takes repeats: each refused
-        # line is a reject of its own, so every Kafka value it came in is dead-lettered (three keyless records of
-        # one line were one reject, one dead letter, the other two values committed and lost: a break-it pass)
-        storable = _storable(row, seg.ingest_ts, host_ok)
-        if storable and storms.joins(key, row["ts"]):
+        # a line the pipeline will refuse joins only the repeats of its own Kafka value (or file): each value it came
+        # in is then a reject of its own and dead-lettered (three keyless records of one line were one reject, one
+        # dead letter, the other two values committed and lost: a break-it pass), and a flood of it in one value is
+        # still one event (one reject per line doubled the memory of a 400k-line storm: a second one)
+        if not _storable(row, seg.ingest_ts, host_ok):
+            key = (*key, seg.origin)
+        if storms.joins(key, row["ts"]):
             continue
         ev = {
             "event_id": make_event_id(origin, h.sub),
@@ -542,8 +544,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
             row["details"]["global_rank"] = p.rank
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
-        if storable:
-            storms.start(key, ev)
+        storms.start(key, ev)
         out.events.append(ev)
     out.topology.extend(_topology_matrix(topo_rows))
     return out

@@ -43,6 +43,7 @@ import zstandard
 from msgspec import UNSET, UnsetType
 
 from ingest.prefix import US, parse_iso_us, plausible
+from schemas.hostname import canonical_host
 from schemas.samples import POLLER_FORMAT, PollerSample
 
 TOPIC_SOURCE = {"fleet.dmesg": "dmesg", "fleet.nccl": "nccl", "fleet.nvml": "nvml"}
@@ -249,6 +250,28 @@ def bomless_codec(data: bytes) -> str | None:
     return None
 
 
+#: code units of a stretch :func:`_wide_all` looks at: a line of another encoding is longer than this
+_WIDE_WINDOW = 32
+
+
+def _wide_all(data: bytes, codec: str) -> bool:
+    """Whether the whole of ``data`` is text of ``codec`` (:func:`bomless_codec` reads its head only): the bytes
+    ASCII leaves zero are zero in at least 90 % of its code units and in a quarter of every :data:`_WIDE_WINDOW` of
+    them. A file of UTF-16 lines then UTF-8 ones read as UTF-16 lost the UTF-8 lines' events, silently (a break-it
+    pass); such a file is read as it was before."""
+    _, width, zero = next(x for x in _WIDE_NO_BOM if x[0] == codec)
+    n = len(data) // width
+    if not n:
+        return False
+    units = np.frombuffer(data, dtype=np.uint8, count=n * width).reshape(n, width)
+    ascii_ = (units[:, list(zero)] == 0).all(axis=1)
+    if int(ascii_.sum()) * 10 < n * 9:
+        return False
+    # nor any stretch of another encoding: a UTF-8 line among UTF-16 ones is 32 code units with few zero bytes
+    window = _WIDE_WINDOW if n >= _WIDE_WINDOW else n
+    return int(np.convolve(ascii_.astype(np.int32), np.ones(window, np.int32), "valid").min()) * 4 >= window
+
+
 def _wide_codec(data: bytes) -> str | None:
     """The codec of text that begins with a UTF-16 or UTF-32 byte order mark and goes on as such text of log
     lines does: the high bytes of at least a quarter of its next 256 code units are zero (ASCII: log lines are
@@ -354,12 +377,20 @@ def _too_large(limit: int, out: list[bytes] | None = None) -> CompressionError:
 def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
     """Every gzip member (or the zlib stream), never more than ``limit + 1`` bytes of output held."""
     out: list[bytes] = []
-    n = 0
+    n = whole = 0  # bytes out; members read whole
     rest: bytes = data
     while True:
         d = zlib.decompressobj(wbits)
         while True:
-            piece = d.decompress(rest, limit + 1 - n)  # max_length: the output of one step is bounded
+            try:
+                piece = d.decompress(rest, limit + 1 - n)  # max_length: the output of one step is bounded
+            except zlib.error:
+                if not whole:  # the first member: corrupt
+                    raise
+                # junk after a whole member that begins like another (\x1f\x8b): the stream so far is whole, as gzip
+                # -dc reads it (it was skipped whole: a break-it pass)
+                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream", b"".join(out),
+                                       trailing=True) from None
             n += len(piece)
             out.append(piece)
             if n > limit:
@@ -369,6 +400,7 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
                 break
         if not d.eof:
             raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
+        whole += 1
         rest = d.unused_data
         if wbits == 31 and rest == _GZIP[:1]:  # the first byte of another member's magic: a cut inside its header
             raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
@@ -388,8 +420,9 @@ def _unzstd(data: bytes, limit: int) -> bytes:
     step = max(1024, limit >> _ZSTD_MAX_RATIO_SHIFT)
     view = memoryview(data)
     out: list[bytes] = []
-    n = pos = 0
+    n = pos = frames = 0  # bytes out; where the next frame starts; frames read whole
     while pos < len(data):
+        start = pos
         d = dctx.decompressobj()
         while not d.eof:
             if pos >= len(data):
@@ -397,12 +430,20 @@ def _unzstd(data: bytes, limit: int) -> bytes:
                                        b"".join(out))
             chunk = view[pos:pos + step]
             pos += len(chunk)
-            piece = d.decompress(chunk)
+            try:
+                piece = d.decompress(chunk)
+            except zstandard.ZstdError:
+                if not frames:  # the first frame: corrupt
+                    raise
+                # junk after whole frames: they are read, as for gzip and zlib (skipped whole: a break-it pass)
+                raise CompressionError(f"{len(data) - start} bytes of trailing data after the zstd stream",
+                                       b"".join(out), trailing=True) from None
             n += len(piece)
             out.append(piece)
             if n > limit:
                 raise _too_large(limit, out)
         pos -= len(d.unused_data)  # the start of the next frame, fed again to a fresh decompressor
+        frames += 1
     return b"".join(out)
 
 
@@ -1132,13 +1173,15 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if key:
         host, stream = _key_names(topic, partition, key)
     if not host:  # no key, or one of blanks only: the host header, if any (its surrounding blanks dropped, as a key's)
-        named = {v.decode("utf-8", "replace").strip() for k, v in headers or () if k == "host" and v and v.strip()}
+        said = {v.decode("utf-8", "replace").strip() for k, v in headers or () if k == "host" and v and v.strip()}
+        # one host however it is spelled (schemas.hostname: node07, NODE07 and node07.cluster.local are one)
+        named = {canonical_host(h): h for h in sorted(said)}.values() if len(said) > 1 else said
         if len(named) > 1:  # which machine wrote it? The last one won, silently (a break-it pass)
             return Decoded(rejects=[Reject(origin, f"the record's host headers name {len(named)} hosts ("
                                            + ", ".join(sorted(h[:80] for h in named)[:4]) + "): which one wrote it is "
                                            "not known; key the record by its host, or send one host header",
                                            value, "bad_host")])
-        host = next(iter(named), None)
+        host = next(iter(sorted(named)), None)
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]
@@ -1400,7 +1443,7 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
         lost = Reject(origin, f"cannot decompress: {e}; {said}", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
-    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)):
+    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
         data = data.decode(codec, "replace").encode("utf-8")  # as its byte order mark would have said
     if (why := binary_file(data)) is not None:
         return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])

@@ -238,6 +238,10 @@ _LINK_DOWN_CAUSES = {0x15: "peer_side_down", **{r: "peer_side_down" for r in ran
                      0x2B: "cable_or_transceiver"}
 
 
+#: every cause ``_link_down_cause`` gives (``details.link_down_cause``: what rules.yaml predicates may name)
+LINK_DOWN_CAUSES = frozenset(_LINK_DOWN_CAUSES.values()) | {"unknown"}
+
+
 def _link_down_cause(details: dict[str, Any]) -> tuple[str, str] | None:
     """(reason ``0x25``, cause ``peer_side_down``) of an Xid 149 ``NETIR_LINK_EVT`` / ``NETIR_LINK_DOWN`` line from
     its first register word (IntrInfo), cause ``unknown`` for a reason the sheet does not name; None for another

@@ -196,7 +196,8 @@ _RFC5424 = re.compile(
 # and a shipper that drops the tag: "Jul 20 16:15:36 node01:  …".
 #: where a syslog or journal header puts the host: a name, or an IPv6 address before the blank and the tag (its colons
 #: ended the name at "2001", and four machines' lines were one host "2001": a break-it pass)
-_HOST = r"(?P<host>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?= )|[^\s:\[]+)"
+_HOST = (r"(?P<host>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3})(?:%[\w.-]+)?(?= )"
+         r"|[^\s:\[]+)")  # IPv4-mapped (::ffff:10.0.0.1) and scoped (fe80::1%eth0) too (a break-it pass)
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")

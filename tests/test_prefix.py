@@ -118,6 +118,11 @@ def us(*a, tz=timezone.utc):
     ("Nov 29 03:10:10 999.999.999.999 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 10), 1_000_000, None, "NVRM"),
     ("2026-11-29T03:10:03Z fe80::1 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 3), 1_000_000, "fe80::1", "NVRM"),
     ("2026-11-29T03:10:09Z - kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 9), 1_000_000, None, "NVRM"),
+    # a scoped or IPv4-mapped IPv6 address (rsyslog on a dual-stack listener): all were one host "fe80" (a second
+    # break-it pass)
+    ("Nov 29 03:10:00 fe80::1%eth0 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 0), 1_000_000, "fe80::1%eth0", "NVRM"),
+    ("Nov 29 03:10:00 ::ffff:10.0.0.1 kernel: NVRM: Xid", us(2026, 11, 29, 3, 10, 0), 1_000_000, "::ffff:10.0.0.1",
+     "NVRM"),
     # dmesg -x (--decode): facility and level before dmesg -T's, --time-format iso's or the raw stamp (formats.md §1.3)
     ("kern  :warn  : [Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:18:00): 79", us(2026, 11, 29, 3, 10, 0),
      1_000_000, None, "NVRM"),

@@ -1140,6 +1140,10 @@ def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pip
         assert b"".join(s.data for s in d.segments) == text.encode() and not d.rejects, codec
         assert pipeline.run(d).events.num_rows == 2, codec
     assert [bomless_codec(b) for b in (text.encode(), os.urandom(4096), bytes(4096), bytes(range(256)) * 8)] == [None] * 4
+    # UTF-16 lines, then UTF-8 ones: not all of it is UTF-16, so it is read as before (read as UTF-16, the UTF-8
+    # lines' events were lost, silently: a second break-it pass)
+    f.write_bytes(("x" * 2000 + "\n").encode("utf-16-le") + xid("3b") + b"\n")
+    assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 1
 
 
 def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lines(tmp_path):
@@ -1166,6 +1170,14 @@ def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lin
     v = decode_message(gzip.compress(body) + b"junk", topic="fleet.dmesg", partition=0, offset=7, key=b"node07",
                        timestamp_ms=T_MS, headers=[])
     assert b"".join(s.data for s in v.segments) == body and [r.error_code for r in v.rejects] == ["bad_compression"]
+    # junk that begins like another gzip member, and junk after a zstd frame: the same (both were skipped whole: a
+    # second break-it pass); a corrupt first member or frame is still corrupt
+    for packed in (gzip.compress(body) + b"\x1f\x8bjunk junk junk junk", zstandard.compress(body) + b"junk junk"):
+        f.write_bytes(packed)
+        d = decode_file(f, relname=f.name)
+        assert b"".join(s.data for s in d.segments) == body and "not the trailing bytes" in d.rejects[0].reason
+    f.write_bytes(b"\x1f\x8b\x08\x00junk junk junk junk")
+    assert not decode_file(f, relname=f.name).segments
 
 
 def test_the_pipeline_never_gives_an_event_the_correlator_refuses(pipeline):
@@ -1242,6 +1254,11 @@ def test_each_kafka_value_of_a_refused_line_is_dead_lettered_not_only_the_first(
         assert len(dead_letters(b.rejects)) == 3
     kept = pipeline.run(decode_records(records(stamped, b"node07", T_MS)))
     assert kept.events.column("count").to_pylist() == [3] and not kept.rejects
+    # a flood of a refused line in one value (or file) is still one event, one reject: one per line doubled a 400k-line
+    # storm's memory (a second break-it pass)
+    flood = records(b"\n".join([stamped] * 1000), None, T_MS)[:1]
+    b = pipeline.run(decode_records(flood))
+    assert [r.error_code for r in b.rejects] == ["bad_host"]
 
 
 def test_a_kafka_time_that_is_no_time_times_no_event(pipeline):
@@ -1495,6 +1512,32 @@ def test_rules_that_would_match_nothing_or_crash_are_refused_with_where_and_what
         with pytest.raises(R.RulesError, match=re.escape(said)) as e:
             R.default_rules()
         assert str(e.value).startswith(str(path)) and "\n" not in str(e.value) and "pydantic.dev" not in str(e.value)
+    # a second break-it pass: a link's kind, an Xid role or link-down cause no event has, an empty list or predicate,
+    # a link naming an unknown signature, a pattern no code implements (a KeyError at every correlate())
+    import yaml
+
+    doc = yaml.safe_load(shipped)
+    for change, said in (
+            (lambda d: d["links"].append({"relation": "same_host", "kinds": ["xidd"], "window_s": 60}),
+             "no event kind 'xidd'"),
+            (lambda d: d["explains"][1]["effect"].append({"xid_role": ["bogus"]}), "no Xid role 'bogus'"),
+            (lambda d: d["explains"][1]["effect"].append({"link_down_cause": ["bogus"]}), "no link-down cause"),
+            (lambda d: d["explains"][1].__setitem__("cause", [{}]), "a predicate with no condition"),
+            (lambda d: d["explains"][1].__setitem__("cause", [{"kind": []}]), "an empty list matches nothing"),
+            (lambda d: d["links"].append({"relation": "same_host", "window_s": 60, "cause": [{"signature": ["no.such"]}],
+                                          "effect": [{"kind": ["xid"]}]}), "names signature 'no.such'"),
+            (lambda d: d["patterns"].append({"id": "benign.nope", "category": "x", "source": "s"}),
+             "'benign.nope' is no pattern")):
+        d = yaml.safe_load(shipped)
+        change(d)
+        path.write_text(yaml.safe_dump(d), encoding="utf-8")
+        R.default_rules.cache_clear()
+        with pytest.raises(R.RulesError, match=re.escape(said)):
+            R.default_rules()
+    d = dict(doc, explains=[dict(doc["explains"][1], window_s=0)] + doc["explains"][2:])  # odd but valid: kept
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    R.default_rules.cache_clear()
+    assert R.default_rules().explains[0].window_s == 0
     path.write_bytes(shipped.encode() + b"\xff")
     R.default_rules.cache_clear()
     with pytest.raises(R.RulesError, match="utf-8"):
@@ -1522,3 +1565,7 @@ def test_a_record_whose_host_headers_name_two_hosts_is_refused_whole(pipeline):
     one = decode_message(line, topic="fleet.dmesg", partition=0, offset=5, key=None, timestamp_ms=T_MS,
                          headers=[("host", b"node205"), ("host", b" node205 ")])
     assert [s.host for s in one.segments] == ["node205"] and not one.rejects
+    # one host however spelled (schemas.hostname): NODE07 and node07.cluster.local are node07 (a second break-it pass)
+    spelled = decode_message(line, topic="fleet.dmesg", partition=0, offset=6, key=None, timestamp_ms=T_MS,
+                             headers=[("host", b"node07"), ("host", b"NODE07"), ("host", b"node07.cluster.local")])
+    assert len(spelled.segments) == 1 and not spelled.rejects
