@@ -300,9 +300,9 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
                               f"({first_of([p['id'] for p in again], 3)}).")
     # a program's Xid again on the same GPU, in an earlier incident: NVIDIA's advice for application Xids that repeat
     # on one GPU (pytorch/pytorch#51382: three processes' Xid 31 on one GPU in 50 minutes, each "Node healthy")
-    apps = [p for p in prev if p["start"] < body["start"] and p.get("category") == body.get("category") == "application"
-            and recurs_to_diag(scene.catalog, p["initiator"].get("xid"))
-            and recurs_to_diag(scene.catalog, body["initiator"].get("xid"))]
+    apps = [p for p in prev if p["start"] < body["start"] and p.get("category") == "application"
+            and recurs_to_diag(scene.catalog, p["initiator"].get("xid"))] if (
+        body.get("category") == "application" and recurs_to_diag(scene.catalog, body["initiator"].get("xid"))) else []
     if apps:
         inc["explanation"] = (f"{inc['explanation']} It recurred: {len(apps)} earlier incident(s) of application Xids "
                               f"on this GPU, the first at {min(p['start'] for p in apps)} "

@@ -229,7 +229,8 @@ _WIDE_FIRST = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00")
 
 #: (codec, code unit width, offsets of the bytes that are zero for ASCII): UTF-32 first (its text also has a zero
 #: byte after each letter)
-_WIDE_NO_BOM = (("utf-32-le", 4, (1, 2, 3)), ("utf-32-be", 4, (0, 1, 2)), ("utf-16-le", 2, (1,)), ("utf-16-be", 2, (0,)))
+_WIDE_NO_BOM = (("utf-32-le", 4, (1, 2, 3)), ("utf-32-be", 4, (0, 1, 2)), ("utf-16-le", 2, (1,)),
+                ("utf-16-be", 2, (0,)))
 
 
 def bomless_codec(data: bytes) -> str | None:
@@ -238,16 +239,27 @@ def bomless_codec(data: bytes) -> str | None:
     least 90 % of them, and the other byte in at least 90 % is not. Such a file read as 3 lines and 0 events,
     exit 0 (a break-it pass). Log text in UTF-8 holds no zero byte; binary data rarely holds this pattern."""
     for codec, width, zero in _WIDE_NO_BOM:
-        head = data[:512 * width]
-        n = len(head) // width
+        units = _code_units(data[:512 * width], width)
+        n = len(units)
         if n < 8:
             continue
         letter = next(i for i in range(width) if i not in zero)
-        zeros = sum(1 for i in range(0, n * width, width) if all(head[i + z] == 0 for z in zero))
-        letters = sum(1 for i in range(0, n * width, width) if head[i + letter] != 0)
-        if zeros * 10 >= n * 9 and letters * 10 >= n * 9:
+        if (int(_ascii(units, zero).sum()) * 10 >= n * 9
+                and int((units[:, letter] != 0).sum()) * 10 >= n * 9):
             return codec
     return None
+
+
+def _code_units(data: bytes, width: int) -> np.ndarray:
+    """``data``'s whole code units of ``width`` bytes, one row of bytes each."""
+    n = len(data) // width
+    return np.frombuffer(data, dtype=np.uint8, count=n * width).reshape(n, width)
+
+
+def _ascii(units: np.ndarray, zero: tuple[int, ...]) -> np.ndarray:
+    """Per code unit (:func:`_code_units`): the bytes at offsets ``zero``, which a character of ASCII leaves zero,
+    are zero."""
+    return (units[:, list(zero)] == 0).all(axis=1)
 
 
 #: code units of a stretch :func:`_wide_all` looks at: a line of another encoding is longer than this
@@ -260,15 +272,12 @@ def _wide_all(data: bytes, codec: str) -> bool:
     them. A file of UTF-16 lines then UTF-8 ones read as UTF-16 lost the UTF-8 lines' events, silently (a break-it
     pass); such a file is read as it was before."""
     _, width, zero = next(x for x in _WIDE_NO_BOM if x[0] == codec)
-    n = len(data) // width
-    if not n:
-        return False
-    units = np.frombuffer(data, dtype=np.uint8, count=n * width).reshape(n, width)
-    ascii_ = (units[:, list(zero)] == 0).all(axis=1)
-    if int(ascii_.sum()) * 10 < n * 9:
+    ascii_ = _ascii(_code_units(data, width), zero)
+    n = len(ascii_)
+    if not n or int(ascii_.sum()) * 10 < n * 9:
         return False
     # nor any stretch of another encoding: a UTF-8 line among UTF-16 ones is 32 code units with few zero bytes
-    window = _WIDE_WINDOW if n >= _WIDE_WINDOW else n
+    window = min(_WIDE_WINDOW, n)
     return int(np.convolve(ascii_.astype(np.int32), np.ones(window, np.int32), "valid").min()) * 4 >= window
 
 
@@ -374,6 +383,12 @@ def _too_large(limit: int, out: list[bytes] | None = None) -> CompressionError:
     return CompressionError(f"decompressed size exceeds {limit} bytes", head, too_large=True)
 
 
+def _trailing(size: int, kind: str, out: list[bytes]) -> CompressionError:
+    """The error of a whole stream (``out``: its pieces) that ``size`` bytes of no part of it follow: its lines are
+    read, as ``gzip -dc`` reads them and warns (a whole file with junk after it was skipped whole: a break-it pass)."""
+    return CompressionError(f"{size} bytes of trailing data after the {kind} stream", b"".join(out), trailing=True)
+
+
 def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
     """Every gzip member (or the zlib stream), never more than ``limit + 1`` bytes of output held."""
     out: list[bytes] = []
@@ -387,10 +402,7 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
             except zlib.error:
                 if not whole:  # the first member: corrupt
                     raise
-                # junk after a whole member that begins like another (\x1f\x8b): the stream so far is whole, as gzip
-                # -dc reads it (it was skipped whole: a break-it pass)
-                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream", b"".join(out),
-                                       trailing=True) from None
+                raise _trailing(len(rest), kind, out) from None  # junk that begins like another member (\x1f\x8b)
             n += len(piece)
             out.append(piece)
             if n > limit:
@@ -407,10 +419,7 @@ def _inflate(data: bytes, limit: int, *, wbits: int, kind: str) -> bytes:
         # another gzip member follows (concatenated gzip is one gzip file); zero padding is not data
         if wbits != 31 or rest[:2] != _GZIP:
             if rest.strip(b"\x00"):
-                # ``gzip -dc`` reads the stream and warns of the rest: so are its lines read (a break-it pass: a
-                # whole gzip file with 24 bytes of junk after it was skipped whole)
-                raise CompressionError(f"{len(rest)} bytes of trailing data after the {kind} stream", b"".join(out),
-                                       trailing=True)
+                raise _trailing(len(rest), kind, out)
             return b"".join(out)
 
 
@@ -435,9 +444,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
             except zstandard.ZstdError:
                 if not frames:  # the first frame: corrupt
                     raise
-                # junk after whole frames: they are read, as for gzip and zlib (skipped whole: a break-it pass)
-                raise CompressionError(f"{len(data) - start} bytes of trailing data after the zstd stream",
-                                       b"".join(out), trailing=True) from None
+                raise _trailing(len(data) - start, "zstd", out) from None  # junk after whole frames
             n += len(piece)
             out.append(piece)
             if n > limit:
@@ -1173,15 +1180,17 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if key:
         host, stream = _key_names(topic, partition, key)
     if not host:  # no key, or one of blanks only: the host header, if any (its surrounding blanks dropped, as a key's)
-        said = {v.decode("utf-8", "replace").strip() for k, v in headers or () if k == "host" and v and v.strip()}
-        # one host however it is spelled (schemas.hostname: node07, NODE07 and node07.cluster.local are one)
-        named = {canonical_host(h): h for h in sorted(said)}.values() if len(said) > 1 else said
-        if len(named) > 1:  # which machine wrote it? The last one won, silently (a break-it pass)
-            return Decoded(rejects=[Reject(origin, f"the record's host headers name {len(named)} hosts ("
-                                           + ", ".join(sorted(h[:80] for h in named)[:4]) + "): which one wrote it is "
-                                           "not known; key the record by its host, or send one host header",
+        said = sorted({v.decode("utf-8", "replace").strip() for k, v in headers or ()
+                       if k == "host" and v and v.strip()})
+        # one host however it is spelled (schemas.hostname: node07, NODE07 and node07.cluster.local are one); asked
+        # only of a record with several headers
+        hosts = sorted({canonical_host(h) for h in said}) if len(said) > 1 else said
+        if len(hosts) > 1:  # which machine wrote it? The last one won, silently (a break-it pass)
+            return Decoded(rejects=[Reject(origin, f"the record's host headers name {len(hosts)} hosts ("
+                                           + ", ".join(h[:80] for h in hosts[:4]) + "): which one wrote it is not "
+                                           "known; key the record by its host, or send one host header",
                                            value, "bad_host")])
-        host = next(iter(sorted(named)), None)
+        host = said[0] if said else None
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]
