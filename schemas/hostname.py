@@ -5,10 +5,14 @@ formats.md §11.1), a kernel log relayed by rsyslog with ``$PreserveFQDN on`` th
 (``node07.cluster.local kernel: NVRM: Xid …``), a file its name up to the first ``.``, an operator may type
 ``NODE07``; host names are not case-sensitive (RFC 4343). Each of these was another host, and an Xid 79 on
 ``a1.cluster.local`` stayed apart from the NCCL timeouts of ``a1`` (a break-it pass). IP addresses are kept
-whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone.
+whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone. An IPv6 address is written one way, RFC
+5952's (``2001:DB8:0:0::1`` and ``2001:db8::1`` were two hosts), an IPv4-mapped one with its IPv4 address dotted
+(``::ffff:10.0.0.1``).
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,8 +23,28 @@ _FQDN = r"^([^.:]*[^.:0-9][^.:]*)\..*$"
 
 def canonical_hosts(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The host names of a string array as one name per host (module doc): lower case (Arrow's ``utf8_lower``),
-    up to the first ``.`` unless the first label is all digits or holds a ``:``. Nulls stay null."""
-    return pc.replace_substring_regex(pc.utf8_lower(hosts), _FQDN, r"\1")
+    up to the first ``.`` unless the first label is all digits or holds a ``:``; an IPv6 address in RFC 5952's form
+    (:func:`ipv6_name`). Nulls stay null."""
+    out = pc.replace_substring_regex(pc.utf8_lower(hosts), _FQDN, r"\1")
+    colons = pc.match_substring(out, ":")
+    if not pc.any(colons).as_py():
+        return out
+    named = [ipv6_name(h) if h is not None and ":" in h else h for h in out.to_pylist()]
+    return pa.chunked_array([pa.array(named, pa.string())]) if isinstance(out, pa.ChunkedArray) \
+        else pa.array(named, pa.string())
+
+
+def ipv6_name(text: str) -> str:
+    """An IPv6 address (a scope too: ``fe80::1%eth0``) as RFC 5952 writes it (lower case, the longest run of zero
+    groups as ``::``), an IPv4-mapped one as ``::ffff:`` and its IPv4 address dotted (as the kernel and syslog print
+    it; Python 3.11 would write ``::ffff:a00:1``); any other text as it is."""
+    try:
+        ip = ipaddress.IPv6Address(text)
+    except ValueError:
+        return text
+    if ip.ipv4_mapped is not None:
+        return f"::ffff:{ip.ipv4_mapped}" + (f"%{ip.scope_id}" if ip.scope_id else "")
+    return str(ip)
 
 
 def canonical_host(name: str) -> str:

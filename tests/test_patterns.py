@@ -883,7 +883,8 @@ def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
     """rsyslog's ``$PreserveFQDN on`` writes ``a1.cluster.local kernel: NVRM: Xid …``, NCCL ``a1:1000:1100`` (the
     name up to its first '.', formats.md §11.1), an operator ``A1``: one host (RFC 4343: names are not
     case-sensitive). The Xid 79 stayed apart from its job's timeouts on another host "a1.cluster.local" (a
-    break-it pass). Addresses stay whole."""
+    break-it pass). Addresses stay whole; an IPv6 address is written one way (RFC 5952), an IPv4-mapped one
+    dotted: ``2001:DB8:0:0::1`` and ``2001:db8::1`` were two hosts."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -892,6 +893,9 @@ def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
     assert [canonical_host(h) for h in ("A1.Cluster.Local", "a1", "NODE302", "10.0.0.5", "fe80::1", "::ffff:10.0.0.1",
                                         "123.example.com")] == [
         "a1", "a1", "node302", "10.0.0.5", "fe80::1", "::ffff:10.0.0.1", "123.example.com"]
+    assert [canonical_host(h) for h in ("2001:DB8:0:0::1", "2001:db8::1", "2001:0db8:0000:0000:0000:0000:0000:0001",
+                                        "FE80::0:1%ETH0", "::FFFF:0A00:0001", "::ffff:10.0.0.1", "a:b:c:")] == [
+        "2001:db8::1", "2001:db8::1", "2001:db8::1", "fe80::1%eth0", "::ffff:10.0.0.1", "::ffff:10.0.0.1", "a:b:c:"]
 
     @settings(max_examples=200, deadline=None)
     @given(st.text(max_size=30))
