@@ -185,15 +185,15 @@ def _day(v: Any) -> date | None:
 def _time(v: Any) -> Any:
     """A value that is no bare date, for pydantic's datetime parsing: a date-time in ISO 8601's basic form
     (``20261115T141547Z``, which pydantic refuses) as a datetime (naive: UTC, as pydantic's); anything else as
-    given. ValueError for the values pydantic would read as another time than meant: a number of 4 to 8 digits
-    (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year, month or
-    date was meant), a number past ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a
+    given. ValueError for the values pydantic would read as another time than meant: a number of 1 to 8 digits
+    but 0 (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year,
+    month or date was meant; ``123`` alike, where ``99999`` was refused: a break-it pass), a number past ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a
     basic-form offset whose minutes are 60 or more (``+0060`` would be read as +01:00)."""
     if not isinstance(v, str):
         return v
     shown = repr(v if len(v) <= 40 else v[:40] + "…")
     if m := _NUMBER.fullmatch(v):
-        if 4 <= len(m[1]) <= 8:
+        if len(m[1]) <= 8 and int(m[1]) != 0:  # 0 is the epoch: "from the beginning"
             raise ValueError(f"{shown} is no time: a date is YYYY-MM-DD or YYYYMMDD, a Unix time in seconds has at "
                              "least 9 digits since 1973")
         if abs(float(v)) > MAX_UNIX_S:

@@ -186,9 +186,9 @@ def test_a_bare_until_date_means_through_that_utc_day(api):
     assert (api.get("/incidents", params={"since": t, "limit": 500}).json()["items"]
             == api.get("/incidents", params={"since": mid.isoformat(), "limit": 500}).json()["items"])
     # and what pydantic would read as another time than meant is a 422 (a second break-it pass): a number of 4 to 8
-    # digits (a year, a month, an ordinal date, a signed date: January - August 1970), one it would read as
-    # milliseconds, a basic-form offset of 60 minutes; the lower-case basic form is read
-    for bad, says in (("2026", "at least 9 digits"), ("202611", "at least 9 digits"), ("2026335", "at least 9 digits"),
+    # digits (a year, a month, an ordinal date, a signed date: January - August 1970; fewer digits alike, but 0, the
+    # epoch), one it would read as milliseconds, a basic-form offset of 60 minutes; the lower-case basic form is read
+    for bad, says in (("123", "at least 9 digits"), ("7", "at least 9 digits"), ("2026", "at least 9 digits"), ("202611", "at least 9 digits"), ("2026335", "at least 9 digits"),
                       ("+20261201", "at least 9 digits"), ("20261201.5", "at least 9 digits"),
                       ("20000000001", "milliseconds are not read"), ("1764547200000", "milliseconds are not read"),
                       ("-62135596801", "the years 1336"), ("20261115T141547+0060", "minutes are 00 to 59")):
@@ -198,6 +198,8 @@ def test_a_bare_until_date_means_through_that_utc_day(api):
     assert (api.get("/incidents", params={"since": t.lower(), "limit": 500}).json()["items"]
             == api.get("/incidents", params={"since": t, "limit": 500}).json()["items"])
     assert api.get("/incidents", params={"since": "20000000000"}).status_code == 200  # 2603-10-11: seconds still
+    assert (api.get("/incidents", params={"since": "0", "limit": 500}).json()["items"]
+            == api.get("/incidents", params={"limit": 500}).json()["items"] != [])  # the epoch: everything
     r = api.get("/events", params={"host": "node023", "since": "20260230"})
     assert r.status_code == 422 and "since" in r.json()["detail"] and "YYYYMMDD" in r.json()["detail"], r.json()
     # a date-time stays that instant; a date that is no date is a 422 naming the parameter
