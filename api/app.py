@@ -188,7 +188,8 @@ def _time(v: Any) -> Any:
     given. ValueError for the values pydantic would read as another time than meant: a number of 1 to 8 digits
     but 0 (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year,
     month or date was meant; ``123`` alike, where ``99999`` was refused: a break-it pass), a number past
-    ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a basic-form offset whose minutes are 60 or more (``+0060`` would be read as +01:00)."""
+    ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a basic-form offset whose minutes are 60
+    or more (``+0060`` would be read as +01:00)."""
     if not isinstance(v, str):
         return v
     shown = repr(v if len(v) <= 40 else v[:40] + "…")
