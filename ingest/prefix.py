@@ -206,10 +206,11 @@ _RFC3164 = re.compile(
 _KERNEL_TAGS = frozenset({"kernel", "kern"})
 # ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
 # ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
-# NVIDIA/nccl#230)
+# NVIDIA/nccl#230); a log viewer's export may put a space before the offset ("2025-11-09 15:39:31.043 +08:00 [2025-…",
+# NVIDIA/nccl#1905: the offset was dropped, the line 8 h late)
 _ISO = re.compile(
     r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?"
-    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
+    r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"

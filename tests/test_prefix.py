@@ -202,6 +202,12 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got "
      "async event : local catastrophic error", us(2019, 6, 2, 16, 13, 44) + 884000, "node57", None, "node57:815"),
     ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:", us(2019, 6, 2, 16, 13, 44) + 884000, None, None, ""),
+    # a log viewer's export puts a space before the offset; the stamp NCCL prints after it is not read (NVIDIA/nccl#1905:
+    # the offset was dropped, every line 8 h late: a real-logs pass)
+    ("2025-11-09 15:39:31.043 +08:00 [2025-11-09 07:39:30] h100-28:238:1313 [0] transport/net_ib.cc:139 NCCL WARN x",
+     us(2025, 11, 9, 7, 39, 31) + 43000, "h100-28", None, "[2025-11-09 07:39:30] h100-28:238"),
+    ("2025-11-09 15:39:31 -0500 h100-28:238:1313 [0] NCCL WARN x", us(2025, 11, 9, 20, 39, 31), "h100-28", None,
+     "h100-28:238"),
     # a stamp without the colon is no launcher's: a word after it is the payload (a syslog-like host needs its tag)
     ("2019-06-02T16:13:44.884Z node07: NVRM: Xid", us(2019, 6, 2, 16, 13, 44) + 884000, None, None, "node07: NVRM"),
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
