@@ -1428,6 +1428,40 @@ def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipel
     ima = "Nov 30 03:12:40 node07 python[4242]: RuntimeError: CUDA error: an illegal memory access was encountered"
     (inc,) = run(pipeline, text.split("\n")[0] + "\n" + ima)
     assert not inc["evidence"]
+
+
+def test_a_driver_of_the_wrong_flavour_or_version_is_the_fault_not_the_gpu(pipeline):
+    """The kernel module of the wrong flavour for the GPU (NVIDIA/open-gpu-kernel-modules#1027: a Blackwell GPU "requires
+    use of the NVIDIA open kernel modules"; #587: an H100 "not supported by open nvidia.ko" without its GSP
+    firmware), and the version mismatch told from user space by NVML (lyulyul/shine-cluster#30): each was a GPU init
+    failure with "… RMA", a GPU off the bus, or no event at all (a real-logs pass). The message's lines join when
+    indented under the first's journal header or dmesg stamp, as journalctl and dmesg print them."""
+    journal = "\n".join([
+        "May 11 19:25:29 homecomp kernel: NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)",
+        "                                 NVRM: installed in this system requires use of the NVIDIA open kernel modules.",
+        "May 11 19:25:29 homecomp kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:1017)"])
+    dmesg = "\n".join([
+        "[  160.877997] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2331)",
+        "               NVRM: installed in this system is not supported by open",
+        "               NVRM: nvidia.ko because it does not include the required GPU",
+        "               NVRM: System Processor (GSP).",
+        "[  166.261422] nvidia: probe of 0000:01:00.0 failed with error -1",
+        "[  166.261517] NVRM: The NVIDIA probe routine failed for 1 device(s)."])
+    # (each signature's own action says which flavour to install)
+    for text, says in ((journal, "install the open flavour"), (dmesg, "install the proprietary flavour")):
+        (inc,) = run(pipeline, text)
+        assert (inc["category"], inc["initiator"]["kind"], inc["initiator"]["device"]) == (
+            "driver", "driver", "0000:01:00.0"), inc
+        assert says in inc["next_action"] and "RMA" not in inc["next_action"], inc["next_action"]
+    assert [x["rule"] for x in inc["evidence"]] == ["driver_install.explains_init_failure"]  # the probe failure
+    # a journal line indented otherwise (here by two blanks) is a line of its own, not a continuation
+    (inc,) = run(pipeline, journal.replace(" " * 33 + "NVRM: installed", "  NVRM: installed"))
+    assert inc["category"] != "driver"
+    nvml = "\n".join(["Failed to initialize NVML: Driver/library version mismatch",
+                      "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable"])
+    (inc,) = run(pipeline, nvml)
+    assert (inc["category"], inc["initiator"]["kind"], inc["initiator"]["device"]) == ("driver", "driver", None)
+    assert "The GPU is not at fault" in inc["next_action"]
     syslog = ("Jun 30 11:07:05 gpu-0 kernel: NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: this "
               "kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all NVIDIA "
               "driver#012NVRM: components have the same version.")
