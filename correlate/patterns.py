@@ -9,6 +9,7 @@ each pattern are in rules.yaml.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Callable
 
@@ -114,6 +115,28 @@ APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on 
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
 
+#: the program and the faulting address of an MMU fault's Xid line ("pid=169800, name=chrome, … faulted @ 0x0_0abe0000")
+_PROGRAM = re.compile(r"\bname=([^,\s]+)")
+_FAULT_AT = re.compile(r"\bfaulted @ (0x[0-9a-fA-F_]+)")
+
+
+def one_program_fault(events: list[Ev]) -> tuple[str, str] | None:
+    """(program, address) when every line of ``events`` names the same program (``name=``) faulting at the same
+    address (``faulted @``): one program repeating its own fault, run after run (NVIDIA/open-gpu-kernel-modules#363:
+    chrome's Xid 31 at 0x0_0abe0000 on each console switch; tinygrad#6947: python's at 0x10_00200000, an open-module
+    fix). None when a line names no program or no address, or two differ (pytorch/pytorch#51382: three processes'
+    faults at three addresses, "likely a faulty device")."""
+    seen = set()
+    for e in events:
+        name, at = _PROGRAM.search(e.message), _FAULT_AT.search(e.message)
+        if name is None or at is None or name[1] in ("<unknown>", "'<unknown>'"):
+            return None
+        seen.add((name[1], at[1].lower()))
+        if len(seen) > 1:
+            return None
+    return next(iter(seen)) if seen else None
+
+
 def recurs_to_diag(catalog: Catalog, xid: int | None) -> bool:
     """Whether NVIDIA's advice for application Xid ``xid`` sends it to DCGM's diagnostics when it repeats on one GPU
     under different programs (xid-catalog.csv: Xid 13 and 31 say so; Xid 43's is "nothing to do")."""
@@ -164,7 +187,12 @@ def application_xid(scene: Scene) -> Verdict | None:
     # one GPU, "likely a faulty device", were each "Node healthy … Do not drain or RMA": a real-logs pass)
     pids = {e.pid for e in own if e.pid is not None and e.pid > 0}
     severity = "info"
-    if len(pids) > 1 and recurs_to_diag(scene.catalog, first.xid):  # a warning: what may be the GPU is no longer
+    same = one_program_fault(own) if len(pids) > 1 else None
+    if same is not None:  # runs of one program that fault alike: the program's (or the driver's), not the GPU's
+        explanation += (f" The {len(pids)} processes were runs of one program ({same[0]}) faulting at the same "
+                        f"address ({same[1]}): a fault it repeats, not one of the GPU.")
+        action = sentences(action, "If it repeats with every run, compare the driver with its release notes.")
+    elif len(pids) > 1 and recurs_to_diag(scene.catalog, first.xid):  # a warning: what may be the GPU is no longer
         # one program's business
         severity = "warning"
         explanation += f" They came from {len(pids)} different processes."

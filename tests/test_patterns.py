@@ -1714,6 +1714,22 @@ def test_application_xids_that_repeat_on_one_gpu_under_other_programs_go_to_dcgm
     x43 = "[Fri Jan 29 {t} 2021] NVRM: Xid (PCI:0000:3d:00): 43, pid={pid}, Ch 00000008"
     calm = run(pipeline, "\n".join(x43.format(t=t, pid=p) for t, p in (("21:00:00", 1), ("21:00:05", 2), ("23:00:00", 3))))
     assert {i["severity"] for i in calm} == {"info"} and all("DCGM" not in i["next_action"] for i in calm)
+    # runs of one program faulting at one address are that program's repeated fault, not other programs
+    # (NVIDIA/open-gpu-kernel-modules#363: chrome's Xid 31 at 0x0_0abe0000 at each console switch; tinygrad#6947, an
+    # open-module fix: a real-logs pass); another program, or another address, still escalates
+    named = ("NVRM: Xid (PCI:0000:08:00): 31, pid={pid}, name={name}, Ch 00000023, intr 00000000. MMU Fault: ENGINE "
+             "CE0 HUBCLIENT_HSCE0 faulted @ {at}. Fault is of type FAULT_PTE ACCESS_TYPE_VIRT_READ")
+    runs = [named.format(pid=169800, name="chrome", at="0x0_0abe0000"),
+            named.format(pid=174421, name="chrome", at="0x0_0abe0000")]
+    (same,) = run(pipeline, "\n".join(runs))
+    assert same["severity"] == "info" and same["next_action"].startswith("Node healthy: debug the app")
+    assert same["next_action"].endswith("If it repeats with every run, compare the driver with its release notes.")
+    assert ("The 2 processes were runs of one program (chrome) faulting at the same address (0x0_0abe0000)"
+            in same["explanation"])
+    for other in (named.format(pid=174421, name="python", at="0x0_0abe0000"),
+                  named.format(pid=174421, name="chrome", at="0x7f57_2c9e8000")):
+        (inc,) = run(pipeline, runs[0] + "\n" + other)
+        assert inc["severity"] == "warning" and "They came from 2 different processes." in inc["explanation"]
 
 
 def test_an_application_xid_of_another_gpu_is_not_put_on_the_initiator(pipeline):
