@@ -61,7 +61,7 @@ KIND_PHRASES: Final = {
     "xid": "", "sxid": "", "gpu_off_bus": "the GPU fell off the bus", "gpu_init_failed": "the GPU failed to initialise",
     "nvlink_down": "an NVLink went down", "nvlink_errors": "NVLink error counters rose",
     "pcie_aer": "a PCIe Advanced Error Reporting error", "ecc": "ECC errors", "gsp_error": "the GPU's GSP failed",
-    "fabric_manager": "a Fabric Manager error", "ib_port": "an InfiniBand port changed state",
+    "fabric_manager": "a Fabric Manager error", "ib_port": "an InfiniBand/RoCE port or HCA event",
     "nccl_transport": "an NCCL transport line", "nccl_p2p_fallback": "NCCL fell back from GPU peer-to-peer",
     "nccl_init": "an NCCL communicator's init line", "nccl_error": "an NCCL error",
     "nccl_timeout": "a collective timed out", "cuda_error": "a CUDA error", "driver": "a driver error", "other": "",
