@@ -310,7 +310,31 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
         inc["next_action"] = APP_RECUR_ADVICE.format(what=f"{len(apps) + 1} incidents on this GPU")
         if SEVERITY_RANK[inc["severity"]] < SEVERITY_RANK["warning"]:
             inc["severity"] = "warning"  # what may be the GPU is no longer one program's business
+    # a device's serious fault after another of its own (the same fault or not): the catalog's "if it repeats" step is
+    # now (an RTX PRO 6000's Xid 62, then two days later its Xid 120, each read "… if it repeats": a real-logs pass on
+    # an NVIDIA developer forum thread, "Xid 62 / Xid 154 GSP PMU halt crash")
+    serious = SEVERITY_RANK["error"]
+    before = [p for p in prev if p["start"] < body["start"] and p.get("category") != "application"
+              and SEVERITY_RANK.get(p.get("severity"), 0) >= serious] if (
+        body.get("category") != "application" and SEVERITY_RANK.get(body.get("severity"), 0) >= serious) else []
+    if before:
+        said = sorted({_incident_fault(p) for p in before})
+        told = (f"It failed before: {len(before)} earlier incident(s) of this {body['initiator']['device_type']} "
+                f"({first_of(said, 3, noun='faults')}), the first at {min(p['start'] for p in before)}")
+        inc["next_action"] = sentences(inc["next_action"], told + (": the step for a fault that repeats applies now."
+                                                                   if _REPEAT.search(inc["next_action"]) else "."))
     return inc
+
+
+#: an action's step for a fault that comes back ("contact support if it repeats", "if it persists")
+_REPEAT = re.compile(r"\b(?:repeats?|recurs?|persists?)\b", re.I)
+
+
+def _incident_fault(inc: dict[str, Any]) -> str:
+    """An incident's fault in a few words: ``Xid 62``, ``SXid 12028``, else its category."""
+    i = inc["initiator"]
+    return f"Xid {i['xid']}" if i.get("xid") is not None else (
+        f"SXid {i['sxid']}" if i.get("sxid") is not None else str(inc.get("category")))
 
 
 def _same_fault(a: dict[str, Any], b: dict[str, Any]) -> bool:

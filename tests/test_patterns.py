@@ -1635,6 +1635,29 @@ def test_a_different_fault_of_the_same_gpu_is_no_recurrence(pipeline):
     got = run(pipeline, xid79.format(h="05") + "\n" + xid79.format(h="07"))
     (again,) = [i for i in got if i["recurrence"]["previous"]]
     assert "It recurred: 1 earlier incident(s) had the same fault on the same initiator" in again["explanation"]
+    # its action says so too: the catalog's "if it repeats" step is now; an application's Xid before it is not counted
+    assert again["next_action"].endswith(" It failed before: 1 earlier incident(s) of this gpu (Xid 79), the first at "
+                                         "2027-01-15T05:59:50.000000Z: the step for a fault that repeats applies now.")
+    assert "failed before" not in fall["next_action"]
+
+
+def test_a_serious_fault_after_another_of_the_same_gpu_takes_the_step_for_a_repeat(pipeline):
+    """An RTX PRO 6000's Xid 62 (PMU halt) with Xid 154, then two days later its Xid 120 (GSP error) with Xid 154
+    (NVIDIA developer forums, "Xid 62 / Xid 154 GSP PMU halt crash on RTX PRO 6000 Blackwell": it needed a power cycle
+    each time): each incident read "… if it repeats" (a real-logs pass). The second says the GPU failed before."""
+    text = "\n".join([
+        "Mar 27 17:40:36 kern kernel: NVRM: Xid (PCI:0000:01:00): 62, 1f0c(2f9c) 00000000 00000000",
+        "Mar 27 17:40:37 kern kernel: NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to "
+        "0x2 (Node Reboot Required)",
+        "Mar 29 15:38:59 kern kernel: NVRM: Xid (PCI:0000:01:00): 120, pid=2042, name=python3, GSP task timeout @ pc:0x1a "
+        "93c2b4, partition:0#0",
+        "Mar 29 15:39:00 kern kernel: NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to "
+        "0x2 (Node Reboot Required)"])
+    first, second = sorted(run(pipeline, text), key=lambda i: i["start"])
+    assert (first["initiator"]["xid"], second["initiator"]["xid"]) == (62, 120)
+    assert "failed before" not in first["next_action"]
+    assert "It failed before: 1 earlier incident(s) of this gpu (Xid 62), the first at" in second["next_action"]
+    assert second["next_action"].endswith(": the step for a fault that repeats applies now.")
 
 
 def test_a_host_daemons_fault_that_names_no_gpu_stays_the_hosts_not_a_gpus_party(pipeline):
