@@ -187,9 +187,23 @@ class DerivedSignature(BaseModel):
     device_type: str | None = "gpu"
     from_signatures: list[str]
     counters: list[str] = Field(description="counter names (lower case substrings) whose increase is an event")
+    says: str | None = Field(default=None, description="what the event says, in a few words, where an explanation "
+                             "names it (default: its kind's phrase, schemas.events.KIND_PHRASES)")
     action: str | None = None
     verify: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+
+    # what a pattern signature reads from its line's own words and a derived event has none of (the correlator reads
+    # them of every signature: without them a counter that rose crashed every correlate() — a break-it pass)
+    @property
+    def action_map(self) -> dict[str, str]:
+        """No action per word of the line: :attr:`action` is the action."""
+        return {}
+
+    @property
+    def severity_group(self) -> None:
+        """No group of the line names a severity."""
+        return None
 
     @field_validator("kind")
     @classmethod

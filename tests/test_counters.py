@@ -36,3 +36,39 @@ def test_unchanged_or_reset_counters_are_not_events(pipeline, catalog):
     assert counter_events(sample(pipeline, T0 + 2 * S, 0, crc=0), catalog, state) == []  # reset
     ev = counter_events(sample(pipeline, T0 + 3 * S, 0, crc=7), catalog, state)
     assert [(e["details"]["counter"], e["details"]["delta"]) for e in ev] == [("CRC Errors", 7)]
+
+
+def test_a_counter_that_rose_alone_is_a_link_fault_incident(tmp_path, catalog):
+    """A rising NVLink counter with no other fault of its host (the degrading link the hourly report is for): two
+    poller records of one link, and two ``nvidia-smi nvlink -e`` snapshots (files 10 minutes apart). Its derived
+    signature lacked what the correlator reads of every signature (``action_map``, ``says``): ``diagnose`` and every
+    ``correlate()`` crashed, and the Kafka correlator crash-looped on the batch (a break-it pass). Every attribute of a
+    line signature the correlator reads exists on a derived one."""
+    import os
+
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    rec = ('{{"format": "firstfault.link_sample/1", "host": "node303", "timestamp": "2026-12-03T21:{m}:00Z", '
+           '"gpu_index": 0, "device": "0000:18:00.0", "model": "NVIDIA H100 80GB HBM3", "links": [{{"link": 0, '
+           '"state": "up", "gbps": 26.5, "counters": {{"CRC Errors": {crc}}}}}]}}')
+    (tmp_path / "poller").mkdir()
+    (tmp_path / "poller" / "node303.ndjson").write_text(rec.format(m=10, crc=0) + "\n" + rec.format(m=20, crc=5) + "\n")
+    smi = tmp_path / "smi"
+    smi.mkdir()
+    for name, crc, t in (("node404.a.log", 0, 1_796_000_000), ("node404.b.log", 42, 1_796_000_600)):
+        (smi / name).write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-11111111-2222-3333-4444-555555555555)\n"
+                                f"\t Link 0: Replay Errors: 0\n\t Link 0: CRC Errors: {crc}\n")
+        os.utime(smi / name, (t, t))
+    for path, host in ((tmp_path / "poller", "node303"), (smi, "node404")):
+        _, batch, incidents = diagnose_paths([path], Settings())
+        (inc,) = incidents
+        assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["link"]) == ("link_fault", host, 0), inc
+        assert inc["next_action"].startswith("An NVLink's error counters are rising")
+    line_sig = next(c.sig for c in catalog.entries if c.sig.action_map)
+    derived = [c.sig for c in catalog.by_id.values() if c.rx is None]
+    assert derived
+    for d in derived:
+        for name in ("id", "kind", "source", "category", "role", "action", "action_map", "severity_group", "says",
+                     "verify"):
+            assert hasattr(d, name) and hasattr(line_sig, name), name
