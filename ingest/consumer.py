@@ -206,7 +206,8 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
     """(key, value, headers) of the dead-letter records for ``rejects``: **one per Kafka value**.
 
     A value with 10,000 broken NDJSON records is one dead-letter record, not 10,000: its value is the
-    bad parts joined by newlines (cut at ``DLQ_VALUE_BYTES``), ``ff-parts`` lists them
+    bad parts joined by newlines (cut at ``DLQ_VALUE_BYTES``: then ``ff-value-bytes`` gives its size and
+    ``ff-value-cut`` says so), ``ff-parts`` lists them
     (``r2:bad_envelope,r5:bad_envelope``), ``ff-reason`` says why (the first reasons, cut at
     ``DLQ_HEADER_BYTES``), ``ff-error-code`` is the first part's code, ``ff-origin`` the value's
     coordinates (``kafka:<topic>/<partition>/<offset>``), ``ff-count`` the number of bad parts.
@@ -235,6 +236,10 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
                    ("ff-origin", origin.encode()),
                    ("ff-parts", _cut(names.encode())),
                    ("ff-count", str(len(parts)).encode())]
+        if len(value) > DLQ_VALUE_BYTES:  # said, not cut silently: a 77 MB value's 700,000 lines were a 4 KiB stub
+            # with nothing saying so (a break-it pass); the whole record stays at ff-origin until its retention ends
+            headers += [("ff-value-bytes", str(len(value)).encode()),
+                        ("ff-value-cut", f"first {DLQ_VALUE_BYTES} bytes; the whole value is at ff-origin".encode())]
         # a tombstone's dead letter is a tombstone: sent again, it reads as it first did (b"" is an empty line)
         tombstone = len(parts) == 1 and parts[0].error_code == "empty"
         out.append((key, None if tombstone else value[:DLQ_VALUE_BYTES], headers))

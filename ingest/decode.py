@@ -1155,8 +1155,9 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if value is None:
         return Decoded(rejects=[Reject(origin, "empty value (tombstone)", b"", "empty")])
     if len(value) > MAX_VALUE_BYTES:
+        # the value itself (the record holds it already): the dead letter keeps as much of it as it can take
         return Decoded(rejects=[Reject(origin, f"value of {len(value)} bytes exceeds {MAX_VALUE_BYTES}",
-                                       value[:4096], "too_large")])
+                                       value, "too_large")])
     data = value
     if value[:1] in _MAGIC_FIRST and _MAGIC.match(value):
         try:
@@ -1175,7 +1176,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             return d
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
-        return Decoded(rejects=[Reject(origin, why, value[:4096], "not_text")])
+        return Decoded(rejects=[Reject(origin, why, value, "not_text")])  # whole: sent again, it reads alike
     host = None
     if key:
         host, stream = _key_names(topic, partition, key)
