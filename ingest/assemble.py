@@ -371,12 +371,15 @@ def assign_hosts(hits: list[Hit]) -> None:
     * the host its rank ran on, when the line prints its global rank in PyTorch's c10 prefix (``[rank8]:``) and
       the file's NCCL init lines say where it ran (:func:`rank_hosts`): a job's aggregated log (every rank's
       output in one file, as a scheduler's job output or ``torchrun`` writes it) holds the NCCL lines of every
-      host, each with its ``host:pid:tid``;
+      host, each with its ``host:pid:tid``. So also in a Kafka value or NDJSON record whose stream's NCCL lines
+      name several hosts: its key or envelope host names where that log was collected, not where each rank ran (a
+      job's log shipped under its launcher's key put every rank's watchdog timeout on the launcher, where
+      ``diagnose`` of the same file put each on its host: a fresh user's trial);
     * the host the file's earlier recognised lines all named in their prefix (the log's writer, not a host the
       text mentions); a file whose prefixes name several hosts says nothing more about such a line;
     * the file name.
 
-    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host itself and is kept.
+    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host of any other line.
 
     A Ray driver prints another node's worker output with that node's address (``Prefix.via``): such a line is
     that node's, named by the host its worker's NCCL lines name under the same address (one node, one name: its
@@ -400,13 +403,14 @@ def assign_hosts(hits: list[Hit]) -> None:
         if text and own and own == h.prefix.host and not h.prefix.via:
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
+        ranks = placed.get(seg.stream) if not own and h.prefix.rank is not None else None
         if own:
             h.row["host"] = own
+        elif ranks and (at := ranks.get(h.prefix.rank)):  # where the stream's NCCL lines put its rank
+            h.row["host"] = at
         elif text:
-            ranks = placed.get(seg.stream)
-            h.row["host"] = ((ranks.get(h.prefix.rank) if ranks and h.prefix.rank is not None else None)
-                             or named.get(seg.stream) or seg.host or "unknown")
-        else:  # a Kafka record with no key, host header or envelope host: refused (``pipeline._named_hosts``)
+            h.row["host"] = named.get(seg.stream) or seg.host or "unknown"
+        else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
 
 
@@ -418,7 +422,7 @@ def _file_text(seg: Segment) -> bool:
 
 
 def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
-    """File stream (:func:`_file_text`) -> global rank -> the host it ran on, read from the file's NCCL init lines
+    """Stream -> global rank -> the host it ran on, read from the stream's NCCL init lines
     (``host:pid:tid … comm P rank R nranks N … commId C - Init START|COMPLETE``, formats.md §6) of the job's world
     communicator: the one of the largest ``nranks`` in the file, whose ranks are PyTorch's global ranks (those of
     its c10 prefix, ``[rankR]:``). Only where that is sure; a file gets no placement when:
@@ -431,13 +435,15 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
     * a c10 line without a host of the file prints a rank the world does not hold (rank >= ``nranks``): the
       largest logged is not the world.
 
-    A rank two hosts claim is left out. Kafka streams and NDJSON records are not looked at: there the key or the
-    envelope names the host."""
+    A rank two hosts claim is left out. A Kafka stream (topic, partition, key) or a file's NDJSON records whose
+    key or envelope names a host are read alike (the lines of this batch: ``assemble``'s hits of one stream) when
+    their NCCL init lines name several hosts: an aggregated job log, collected on one of them."""
     streams: dict[str, list[Hit]] = {}
     most: dict[str, int] = {}  # stream -> the largest rank of its c10 lines without a host
+    keyed: set[str] = set()  # streams whose records name a host (a Kafka key, an envelope)
     for h in hits:
         if not _file_text(h.seg):
-            continue
+            keyed.add(h.seg.stream)
         if h.c.sig.kind == "nccl_init":
             streams.setdefault(h.seg.stream, []).append(h)
         elif h.prefix.rank is not None and not (h.row.get("host") or h.prefix.host):
@@ -450,7 +456,8 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
             host, rank, nranks = row.get("host") or h.prefix.host, row.get("rank"), row.get("nranks")
             if host and isinstance(rank, int) and isinstance(nranks, int) and 0 <= rank < nranks:
                 lines.append((host, row.get("pid") or h.prefix.pid, rank, nranks, row.get("comm")))
-        if not lines:
+        if not lines or (stream in keyed and len({x[0] for x in lines}) < 2):  # a keyed stream of one host's NCCL
+            # lines is that host's log: its key or envelope names its lines' host
             continue
         size = max(x[3] for x in lines)
         world = [x for x in lines if x[3] == size]  # one communicator's lines, or no placement

@@ -491,11 +491,27 @@ def test_a_rank_line_of_a_jobs_aggregated_log_is_the_host_its_rank_ran_on(tmp_pa
     # a c10 line of a rank the largest logged communicator does not hold: that one is no world
     events, _ = _diagnosed(tmp_path / "job-13.out", world + _WATCHDOG.format(rank=1) + _WATCHDOG.format(rank=16))
     assert events[-2:] == [("nccl_timeout", "job-13")] * 2
-    # NDJSON records name their host in the envelope: kept, whatever the file's init lines say
+    # NDJSON records name their host in the envelope: kept, when their init lines are one host's (its own log)
     records = [{"host": "node01", "message": _init("node01", 1, 16).strip()},
                {"host": "node03", "message": _WATCHDOG.format(rank=1).strip()}]
     events, _ = _diagnosed(tmp_path / "job-14.ndjson", "".join(json.dumps(r) + "\n" for r in records))
     assert events == [("nccl_init", "node01"), ("nccl_timeout", "node03")]
+    # ... but a job's aggregated log shipped under one host (its launcher's; a Kafka key alike) is placed as the
+    # plain file is: the envelope names where it was collected (a fresh user's trial: every rank on the launcher)
+    records = [{"host": "node09", "message": line} for line in (world + _WATCHDOG.format(rank=8)).splitlines()]
+    events, _ = _diagnosed(tmp_path / "job-17.ndjson", "".join(json.dumps(r) + "\n" for r in records))
+    assert events[-1] == ("nccl_timeout", "node02")
+    from ingest.decode import decode_message
+    from ingest.pipeline import Pipeline
+
+    value = (world + "".join(_WATCHDOG.format(rank=r) for r in (8, 1))).encode()
+    b = Pipeline().run(decode_message(value, topic="fleet.nccl", partition=0, offset=0, key=b"node09",
+                                      timestamp_ms=1_774_058_828_000, headers=[]))
+    assert b.events.column("host").to_pylist()[3:] == ["node02", "node01"]
+    one = (_init("node09", 1, 16) + _WATCHDOG.format(rank=1)).encode()
+    b = Pipeline().run(decode_message(_WATCHDOG.format(rank=8).encode() + one, topic="fleet.nccl", partition=0,
+                                      offset=1, key=b"node09", timestamp_ms=1_774_058_828_000, headers=[]))
+    assert set(b.events.column("host").to_pylist()) == {"node09"}  # one host's NCCL lines: its own log
     # the same job's output as Kubernetes wrote it (an MPI launcher pod): CRI lines, or docker's json-file records,
     # which name no host: the ranks' hosts as in plain text (the timeouts were on a host named after the file, and
     # CRI's stream tag hid c10's rank: a break-it pass)
