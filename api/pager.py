@@ -47,7 +47,8 @@ Delivery: the outbox
     entries oldest first (so an incident's versions arrive in order) and marks
     an entry done only after a 2xx. A connection error, 408, 429 or 5xx is
     retried with exponential backoff (equal jitter, ``backoff_base_s`` doubling
-    up to ``backoff_max_s``) for that receiver; so are a redirect (3xx: not
+    up to ``backoff_max_s``, or longer when the receiver's ``Retry-After`` asks,
+    up to an hour) for that receiver; so are a redirect (3xx: not
     followed, a POST must not turn into a GET) and 401, 403, 404, 405, 407 and
     426: the receiver's URL, scheme or credentials are wrong, which an operator fixes, and the
     page waits for it (they were marked rejected and never sent after the fix).
@@ -72,6 +73,7 @@ not counted; their failures show in ``health()``.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import random
 import socket
@@ -125,6 +127,29 @@ CREATE TABLE IF NOT EXISTS pages (           -- one row per paged incident: its 
 
 
 # ---- pure payload builders ------------------------------------------------------------------------------
+
+
+#: the longest wait a receiver's Retry-After is followed for, seconds (a larger one waits this long)
+RETRY_AFTER_MAX_S = 3600.0
+
+
+def retry_after_s(value: str, now: float) -> float:
+    """Seconds a ``Retry-After`` header asks to wait (RFC 9110 §10.2.3: delay-seconds, ASCII digits, or an HTTP-date,
+    read with :func:`email.utils.parsedate_to_datetime`), at most :data:`RETRY_AFTER_MAX_S`; 0 for none or a value
+    that is neither (``²`` passed ``str.isdigit`` and raised in ``float``; 10**30 s never retried: a break-it pass).
+    ``now``: the epoch seconds an HTTP-date is measured from."""
+    value = value.strip()
+    if not value:
+        return 0.0
+    if value.isascii() and value.isdigit():
+        return min(float(value), RETRY_AFTER_MAX_S)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return 0.0
+    if when.tzinfo is None:
+        return 0.0
+    return min(max(0.0, when.timestamp() - now), RETRY_AFTER_MAX_S)
 
 
 def _iso(t: float) -> str:
@@ -545,10 +570,20 @@ class Pager:
             now = self.clock()
             body = [alertmanager_alert(d, self.base_url, now=now, hold_s=self.am_hold_s, labels=d["page_labels"])
                     for d in docs]
-            ok, _, err = await self._post(client, r, body)
+            ok, retry, err = await self._post(client, r, body)
+            if not ok and not retry and len(body) > 1:  # refused whole (a 400 for one bad alert, a proxy's 413 for
+                # the batch's size): each alone, so one alert does not keep the others from being re-sent
+                sent = 0
+                for alert in body:
+                    one, retry, err = await self._post(client, r, [alert])
+                    sent += one
+                    if retry:
+                        break
+                ok = sent == len(body)
             if not ok:
                 log.warning("re-sending %d open alerts to %s failed: %s", len(docs), r.name, err)
-                return
+        # tried: the next re-send is am_resend_s away (a refusal that is not retried re-sent the batch at every round,
+        # 175 times in 3 s: a break-it pass); a receiver that is down is retried by its backoff
         r.last_refresh = time.monotonic()
 
     def _body(self, r: Receiver, view: dict[str, Any]) -> Any:
@@ -579,11 +614,11 @@ class Pager:
         r.last_error = err
         if retry:
             r.failures += 1
-            d = min(self.backoff_max_s, self.backoff_base_s * 2 ** (r.failures - 1))
+            # the exponent capped: 2 ** 1024 is no float (a receiver down for ~63 h at the capped backoff raised at
+            # every round and was retried every 10 ms: a break-it pass)
+            d = min(self.backoff_max_s, self.backoff_base_s * 2 ** min(r.failures - 1, 64))
             d = d / 2 + random.uniform(0, d / 2)  # equal jitter: grows, yet receivers are not hit in lockstep
-            if after.isdigit():
-                d = max(d, float(after))
-            r.next_try = time.monotonic() + d
+            r.next_try = time.monotonic() + max(d, retry_after_s(after, self.clock()))
         return False, retry, err
 
     # -- state --

@@ -315,6 +315,55 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, ca
     pager.close()
 
 
+def test_a_long_outage_or_an_odd_retry_after_keeps_the_backoff_bounded(tmp_path, pd):
+    """A break-it pass: the 1025th failure in a row (about 63 h of an outage at the capped backoff) raised
+    OverflowError in ``2 ** (failures - 1)``, a ``Retry-After: ²`` (``str.isdigit``) ValueError, each at every round:
+    no wait was set and the receiver was hit every 10 ms; a ``Retry-After`` of 10**30 s was never retried. A
+    receiver's wait is its backoff, or its Retry-After (delay-seconds or an HTTP-date) up to an hour."""
+    from email.utils import format_datetime
+
+    from api.pager import RETRY_AFTER_MAX_S, retry_after_s
+
+    now = 1_800_000_000.0
+    at = format_datetime(datetime.fromtimestamp(now + 30, tz=timezone.utc), usegmt=True)
+    assert [retry_after_s(v, now) for v in ("", "10", " 7 ", "\u00b2", "1" * 30, "-5", "1.5", at, "Mon, 99 Foo")] == [
+        0.0, 10.0, 7.0, 0.0, RETRY_AFTER_MAX_S, 0.0, 0.0, 30.0, 0.0]
+    pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05, backoff_max_s=1.0)
+    [r] = pager.receivers
+    r.failures = 1024
+    pd.fail = 1
+    pager.enqueue([incident()])
+    assert asyncio.run(pager.flush(0.2)) == 1
+    assert r.failures == 1025 and 0 < r.next_try - time.monotonic() <= 1.0
+    pager.close()
+
+
+def test_an_alertmanager_re_send_refused_whole_is_not_repeated_at_every_round(tmp_path, pd):
+    """A break-it pass: a re-send batch of the open alerts answered with a 4xx that is not retried (a proxy's 413 for
+    its size, a 400 for one bad alert) was re-sent at every round, 175 times in 3 s; and one bad alert kept every
+    other from being re-sent. The batch is tried alert by alert once, then not before ``am_resend_s``."""
+    pager = Pager(Settings(state_dir=tmp_path, alertmanager_url=pd.url, api_host="127.0.0.1", api_port=8080),
+                  am_resend_s=0.0, poll_s=0.01)
+    pager.enqueue([incident(), incident(iid="inc-other", init_events=("e2",))])  # two faults: two open pages
+    assert asyncio.run(pager.flush(5)) == 0
+    pager.am_resend_s = 3600.0
+    [r] = pager.receivers
+    r.last_refresh = 0.0  # due now
+    pd.fail, pd.fail_status = 1, 413  # the batch is refused, each alert alone is taken
+    before = len(pd.requests)
+
+    async def rounds() -> None:
+        async with httpx.AsyncClient(timeout=2) as client:
+            for _ in range(20):
+                await pager._round(client)
+
+    asyncio.run(rounds())
+    sent = pd.bodies()[before:]
+    assert [len(b) for b in sent] == [2, 1, 1]  # the batch, then each alert once; not again within am_resend_s
+    assert sorted(b[0]["labels"]["incident_id"] for b in sent[1:]) == ["inc-a", "inc-other"]
+    pager.close()
+
+
 def test_restart_before_acknowledgement_re_sends_the_same_page(tmp_path, pd):
     """The receiver got the page but firstfault died before the 2xx: the restarted pager sends it again, with
     the same dedup key and content, so the receiver still has one page; once acknowledged, never again."""
