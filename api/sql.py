@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -237,6 +238,7 @@ def _flat(tbl):
 
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
+        _check_dates(name, col)
         if pa.types.is_floating(col.type):
             col = pc.if_else(pc.is_finite(col), col, pa.scalar(None, col.type))
         elif pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_fixed_size_binary(
@@ -246,6 +248,23 @@ def _flat(tbl):
             col = pa.array([None if v is None else json_bytes(v).decode() for v in col.to_pylist()], type=pa.string())
         cols[name] = col
     return pa.table(cols)
+
+
+def _check_dates(name: str, col) -> None:
+    """ValueError for a date or time outside the years 1 – 9999 (``'infinity'::DATE``, ``'-infinity'::TIMESTAMPTZ``,
+    year 294247), which json and the table refuse: Arrow's CSV writer printed ``<value out of range: …>`` or a year
+    -28164 as data, exit 0 (a break-it pass)."""
+    import pyarrow.compute as pc
+
+    t = col.type
+    if not (pa.types.is_timestamp(t) or pa.types.is_date(t)) or getattr(t, "unit", "") == "ns":  # ns: 1677 - 2262
+        return
+    lo, hi = (pa.scalar(v, pa.timestamp("us")).cast(pa.timestamp(t.unit)) if pa.types.is_timestamp(t) else
+              pa.scalar(v.date(), pa.date32()).cast(t) for v in (datetime.min, datetime.max))
+    plain = col.cast(pa.timestamp(t.unit)) if pa.types.is_timestamp(t) else col  # a zone does not move the bounds
+    out = pc.or_(pc.less(plain, lo), pc.greater(plain, hi))
+    if pc.any(out).as_py():
+        raise ValueError(f"column {name!r} holds a date or time outside the years 1 - 9999 (infinity?)")
 
 
 def _write(tbl, fmt: str, output: Path) -> None:

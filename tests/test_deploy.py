@@ -478,6 +478,11 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
     for fmt in ("json", "table"):  # a value Python's datetime cannot hold: a traceback and exit 1 before
         r = _firstfault("sql", "SELECT 'infinity'::DATE AS d", "-f", fmt, env=env)
         assert r.returncode == 2 and "CAST it to" in r.stderr and "Traceback" not in r.stderr, (fmt, r.stderr)
+    # csv alike: Arrow's writer printed "<value out of range: …>", or a year -28164 as data, exit 0 (a break-it pass)
+    for q in ("SELECT 'infinity'::DATE AS d", "SELECT '-infinity'::TIMESTAMPTZ AS d",
+              "SELECT '294247-01-10 04:00:54.775806'::TIMESTAMP AS d"):
+        r = _firstfault("sql", q, "-f", "csv", env=env)
+        assert r.returncode == 2 and "outside the years 1 - 9999" in r.stderr and not r.stdout, (q, r)
     for fmt in ("json", "csv", "table"):  # a TIME of 24:00:00 was written as 00:00:00 (csv: "<value out of range>")
         for q in ("SELECT '24:00:00'::TIME AS t", "SELECT [{'a': TIME '24:00:00'}] AS t"):  # nested too
             r = _firstfault("sql", q, "-f", fmt, env=env)
