@@ -22,7 +22,9 @@ number are skipped (and counted). For the hour ``[start, end)``:
     so hourly deltas add up without double counting. A value lower than the
     one before is a reset (``nvidia-smi nvlink -re``, driver reload): the
     counter restarted from 0, so its new value counts and ``resets`` says so.
-    ``rate_per_hour`` = delta / (time from baseline to last sample, hours).
+    ``rate_per_hour`` = delta / (time from baseline to last sample, hours);
+    none over less than ``MIN_RATE_SPAN_S`` (a minute: one rise a microsecond
+    after its baseline was 3.5e12 an hour).
 ``flapped``
     the link changed between up and not up at least twice, counting from its
     state just before the hour (up -> inactive -> up is two changes).
@@ -203,9 +205,15 @@ def counter_delta(points: list[tuple[int, float]], start: int, end: int) -> dict
             "rate_per_hour": _per_hour(delta, span_s)}
 
 
+#: the shortest span a rate per hour is given over, seconds: a rise over less says its delta only (two samples a
+#: microsecond apart across the hour's start gave 3.528e12 an hour: a break-it pass). Pollers sample every 10 - 60 s.
+MIN_RATE_SPAN_S = 60.0
+
+
 def _per_hour(delta: float, span_s: float) -> float | None:
-    """A counter's rise per hour over the seconds its samples span, 3 decimals; None over no time."""
-    return round(delta * 3600 / span_s, 3) if span_s > 0 else None
+    """A counter's rise per hour over the seconds its samples span, 3 decimals; None over less than
+    :data:`MIN_RATE_SPAN_S`."""
+    return round(delta * 3600 / span_s, 3) if span_s >= MIN_RATE_SPAN_S else None
 
 
 def state_view(states: list[tuple[int, str]], start: int, end: int) -> dict[str, Any] | None:

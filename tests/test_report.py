@@ -73,6 +73,12 @@ def test_counter_without_baseline_starts_at_the_first_sample_and_none_without_sa
     assert counter_delta(pts, H3 + 60 * M, H3 + 120 * M) is None
     one = counter_delta([(H3 + 10 * M, 5.0)], H3, H3 + 60 * M)
     assert one["delta"] == 0 and one["rate_per_hour"] is None
+    # a rise over less than a minute gives its delta, no rate: 980 a microsecond after the baseline was 3.528e12 an
+    # hour (a break-it pass); a minute is enough
+    us = counter_delta([(H3 - 1, 20.0), (H3, 1000.0)], H3, H3 + 60 * M)
+    assert (us["delta"], us["rate_per_hour"]) == (980, None)
+    minute = counter_delta([(H3 - 1, 20.0), (H3 + M - 1, 1000.0)], H3, H3 + 60 * M)
+    assert (minute["delta"], minute["rate_per_hour"]) == (980, 58800.0)
 
 
 def test_state_view_counts_changes_from_the_state_before_the_hour():
