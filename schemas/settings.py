@@ -226,6 +226,16 @@ class Settings(BaseModel):
                              "FIRSTFAULT_PAGERDUTY_ROUTING_KEY (the integration key of the PagerDuty service)")
         return self
 
+    @field_validator("api_token")
+    @classmethod
+    def _token(cls, v: SecretStr | None) -> SecretStr | None:
+        # RFC 6750 §2.1's b64token, what an Authorization: Bearer header carries: a token with blanks around it or
+        # characters beyond ASCII started the API, and no client could send it (curl's UTF-8 was 401: a break-it pass)
+        if v is not None and v.get_secret_value() and not _B64TOKEN.fullmatch(v.get_secret_value()):
+            raise ValueError("must be a bearer token (RFC 6750): letters, digits and - . _ ~ + /, then any '=', "
+                             "no blanks (e.g. openssl rand -base64 32)")
+        return v
+
     @field_validator("log_level")
     @classmethod
     def _loglevel(cls, v: str) -> str:
@@ -307,6 +317,8 @@ class Settings(BaseModel):
 
 
 _PREFIX = "FIRSTFAULT_"
+#: RFC 6750 §2.1 b64token
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pagerduty_url", "pagerduty_routing_key"}
 
 

@@ -330,6 +330,13 @@ def test_sql_results_are_whole_or_an_error(lake):
 
 def test_bearer_auth_when_configured(lake):
     root, _ = lake
+    # a token no client can send in a Bearer header (blanks, characters beyond ASCII) stops start-up: it started,
+    # and curl's UTF-8 got 401 (a break-it pass); RFC 6750's b64token is taken
+    from pydantic import ValidationError
+    for bad in ("t\u20acst", "abc ", "s\u00e9cret t\u00f6k", "a b"):
+        with pytest.raises(ValidationError, match="must be a bearer token"):
+            Settings(lake=str(root), api_token=bad)
+    assert Settings(api_token="Zm9v-._~+/bar==").api_token.get_secret_value() == "Zm9v-._~+/bar=="
     with Server(Settings(lake=str(root), api_token="s3cret")) as c:
         assert c.get("/healthz").status_code == 200
         # a load balancer's HEAD probe (405 before; a break-it pass), and every route in a named OpenAPI group
