@@ -113,15 +113,15 @@ def report_dir(hour: str) -> str:
     return f"reports/degraded_links/date={hour[:10]}/hour={hour[11:13]}"
 
 
-def write_hourly(settings: Settings, hour: datetime | str) -> list[str]:
-    """Write the hour's report in every format under ``<lake>/`` :func:`report_dir`; return the files
-    (json, csv, parquet, html) as paths or ``s3://`` URLs.
+def write_hourly(settings: Settings, hour: datetime | str, *, report: dict | None = None) -> list[str]:
+    """Write the hour's report (``report``, when the caller made it already) in every format under ``<lake>/``
+    :func:`report_dir`; return the files (json, csv, parquet, html) as paths or ``s3://`` URLs.
 
     Each file is written atomically (:meth:`ingest.lake.Lake.put_bytes`), so readers never see half a
     report; writing the same hour again replaces it. Raises :class:`ingest.lake.LakeError`.
     Blocking (DuckDB, matplotlib): call it from a thread in async code.
     """
-    report = degraded_link_report(settings, hour)
+    report = report if report is not None else degraded_link_report(settings, hour)
     lake = Lake(settings.lake)
     d = report_dir(report["hour"])
     return [lake.put_bytes(f"{d}/degraded_links.{fmt}", render(report, fmt)) for fmt in ("json", "csv", "parquet", "html")]

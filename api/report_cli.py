@@ -58,6 +58,9 @@ def degraded_links(
     from api.report_render import FORMATS, render
     from api.store import StoreError
 
+    if store and (format is not None or output is not None):  # they were ignored, silently (a break-it pass)
+        raise typer.BadParameter("--store writes every format into the lake; --format and --output write one file "
+                                 "instead", param_hint="--store")
     if format is None:  # a file's format from its name, as `firstfault sql` (report.xlsx was written as JSON)
         format = output.suffix.lower().lstrip(".") if output is not None else "json"
         format = {"htm": "html"}.get(format, format)  # not .ndjson: the report is one indented JSON document
@@ -82,11 +85,13 @@ def degraded_links(
         raise typer.Exit(2) from None
     require_lake(settings)
     try:
-        if store:
-            for f in write_hourly(settings, dt):
-                print(f)
-            return
         report = degraded_link_report(settings, dt)
+        if store:
+            for f in write_hourly(settings, dt, report=report):
+                print(f)
+            if not report["totals"]["hosts_sampled"]:  # said as for one format (a fresh user's trial: silent)
+                _no_samples(settings, report["hour"])
+            return
         if not report["totals"]["hosts_sampled"] and (note := _no_samples(settings, report["hour"])) \
                 and format == "json":
             report = {**report, "note": note}  # as GET /reports/degraded-links gives it

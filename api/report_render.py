@@ -93,8 +93,9 @@ def to_parquet(report: dict[str, Any]) -> bytes:
 
 
 def to_csv(report: dict[str, Any]) -> bytes:
-    """:func:`links_table` with list cells joined by ``;`` (CSV has no lists) and times in ISO 8601 as in the
-    JSON form (``2026-11-30T03:12:00.000000Z``; Arrow's CSV writer puts a space for the ``T``)."""
+    """:func:`links_table` with list cells joined by ``;`` (CSV has no lists), times in ISO 8601 as in the
+    JSON form (``2026-11-30T03:12:00.000000Z``; Arrow's CSV writer puts a space for the ``T``), and a text cell
+    that begins with ``= + - @``, a tab or a carriage return after a ``'`` (a spreadsheet runs it otherwise)."""
     t = links_table(report)
     for name in ("problems", "incident_ids"):
         joined = pa.array([";".join(v) for v in t.column(name).to_pylist()], pa.string())
@@ -102,6 +103,11 @@ def to_csv(report: dict[str, Any]) -> bytes:
     for i, f in enumerate(t.schema):
         if pa.types.is_timestamp(f.type):
             t = t.set_column(i, f.name, pc.strftime(t.column(i), format="%Y-%m-%dT%H:%M:%SZ"))
+        elif pa.types.is_string(f.type):  # a text cell a spreadsheet would run as a formula is quoted (OWASP's CSV
+            # injection advice): a host or model named "=cmd|calc!a1" was written as it is (a break-it pass)
+            col = t.column(i)
+            formula = pc.fill_null(pc.match_substring_regex(col, r"^[=+\-@\t\r]"), False)
+            t = t.set_column(i, f.name, pc.if_else(formula, pc.binary_join_element_wise("'", col, ""), col))
     buf = io.BytesIO()
     pacsv.write_csv(t, buf)
     return buf.getvalue()

@@ -257,6 +257,10 @@ def test_csv_and_parquet_carry_the_links(report):
         ("node08", "0", "11", "down"), ("node08", "1", "0", "errors")]
     assert rows[0]["crc_delta"] == "51" and rows[0]["replay_rate_per_hour"] == "9"
     assert (rows[0]["down_since"], rows[1]["down_since"]) == ("", "2026-11-30T03:20:00.000000Z")  # as in the JSON
+    # a text cell a spreadsheet would run as a formula is quoted (a break-it pass: a host "=cmd|calc!a1" as it was)
+    odd = {**report, "links": [{**report["links"][0], "host": "=cmd|calc!a1", "model": "@SUM(1)", "domain": "-x"}]}
+    [row] = list(csv.DictReader(io.StringIO(render(odd, "csv").decode())))
+    assert (row["host"], row["model"], row["domain"], row["gpu_index"]) == ("'=cmd|calc!a1", "'@SUM(1)", "'-x", "1")
     t = pq.read_table(io.BytesIO(render(report, "parquet")))
     assert t.num_rows == 5 and t.column("incident_ids")[3].as_py() == [i["id"] for i in report["links"][3]["incidents"]]
     assert t.column("down_since")[1].as_py() == datetime(2026, 11, 30, 3, 20, tzinfo=timezone.utc)
@@ -381,6 +385,11 @@ def test_cli(lake_settings, tmp_path):
         assert res.exit_code == 2 and f"say --format for {name}" in res.output and not (tmp_path / name).exists()
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
     assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
+    # --store writes every format into the lake: --output or --format beside it were ignored, silently (a break-it pass)
+    for extra in (["-o", str(tmp_path / "x.json")], ["-f", "csv"]):
+        res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", *extra, "--config", str(cfg)])
+        assert res.exit_code == 2 and "--store writes every format into the lake" in " ".join(res.output.split())
+    assert not (tmp_path / "x.json").exists()
     # a folder that does not exist: said as `firstfault sql` says it, a usage error (was a bare "[Errno 2]", exit 1)
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / "nosuch" / "r.html"),
                     "--config", str(cfg)])
@@ -413,6 +422,9 @@ def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
         said = " ".join(res.stderr.split())
         assert said == (f"no host in the report of {hour}: the lake has no link samples in that hour; it has some "
                         f"in {len(hours)} hours: {', '.join(hours)} (UTC; pass one with --hour)"), said
+        # --store says it too (a fresh user's trial: it said nothing)
+        stored = run(app, ["report", "degraded-links", "--hour", hour, "--store", "--config", str(cfg)])
+        assert stored.exit_code == 0 and " ".join(stored.stderr.split()) == said
         # the JSON says it too, as the API's "note" (only the API's did: a fresh-user trial)
         assert " ".join(json.loads(res.stdout)["note"].split()) == said
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--config", str(cfg)])
