@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import orjson
 import typer
@@ -276,8 +276,10 @@ def diagnose(
         files = sum(map(len, given.values()))
         where = escape(", ".join("standard input" if a == "-" else a for a in args))
         if decoded.rejects:  # every file skipped (corrupt, too large): nothing was read, which is no healthy fleet
+            skipped = min(len({r.origin.split("#", 1)[0] for r in decoded.rejects}), files)
+            rest = files - skipped  # the others: empty, or blank lines only (were "skipped as above", unsaid there)
             err.print(f"[red]nothing could be read[/] in {where}: {files} file{'s' * (files != 1)}, "
-                      "skipped as above")
+                      f"{skipped} skipped as above" + (f", {rest} empty or blank lines only" if rest else ""))
         else:
             what = "" if args == ["-"] else f" {files} file{'s' * (files != 1)},"  # standard input is no file
             err.print(f"[red]no log lines[/] in {where}:{what} empty or blank lines (or NUL bytes) only" if files
@@ -303,7 +305,7 @@ def diagnose(
     if note := mtime_note(batch.events, stdin.name if "-" in args else None):
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
-        shown = _first_of(files)
+        shown = _first_of(_as_given(files, given))
         err.print(f"{len(files)} different files are all host {h} by their name ({shown}): their events are "
                   "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
                   "file after its host", style="yellow", markup=False, highlight=False)
@@ -455,6 +457,29 @@ def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:
 
 #: bytes of a capture that holds no log line: whitespace, and the NULs a file zeroed by a power loss holds
 _BLANK = b" \t\r\n\x0b\x0c\x00"
+
+
+def _as_given(files: list[str], given: dict[str, list[str]]) -> list[str]:
+    """``<name>@<content digest>`` files (``api.diagnose.same_named_files``) by the paths they were given as, where
+    the digest tells which: ``input/node01.log@2c5c58c6`` and ``input/node01.log@910d889a`` said nothing of the two
+    folders given (a fresh user's trial)."""
+    from ingest.files import content_digest
+
+    out = []
+    for f in files:
+        rel, _, digest = f.rpartition("@")
+        paths = [p for p in given.get(rel, []) if p != "standard input"]
+        if len(paths) > 1:
+            paths = [p for p in paths if _digest_of(p, content_digest) == digest]
+        out.append(paths[0] if len(paths) == 1 else f)
+    return out
+
+
+def _digest_of(path: str, digest: Callable[[Path], str]) -> str | None:
+    try:
+        return digest(Path(path))
+    except OSError:  # gone since it was read
+        return None
 
 
 def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:

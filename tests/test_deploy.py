@@ -616,8 +616,17 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
     _, upper, _ = diagnose_paths([tmp_path / "A", tmp_path / "B"], Settings())
     assert list(same_named_files(upper.events)) == ["node01"]
     r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "b"))
-    assert r.returncode == 0 and "2 different files are all host node01 by their name (a/node01.log@" in r.stderr, \
-        r.stderr
+    assert r.returncode == 0 and (f"2 different files are all host node01 by their name ({tmp_path / 'a' / 'node01.log'}"
+                                  f", {tmp_path / 'b' / 'node01.log'})") in " ".join(r.stderr.split()), r.stderr
+    # two folders of one name given: each file by the path it was given as ("input/node01.log@2c5c58c6" twice told
+    # nothing: a fresh user's trial)
+    for d in ("x", "y"):
+        (tmp_path / d / "input").mkdir(parents=True)
+        (tmp_path / d / "input" / "node01.log").write_text(xid if d == "x" else xid.replace("1b:00", "3b:00"))
+    r = _firstfault("diagnose", str(tmp_path / "x" / "input"), str(tmp_path / "y" / "input"))
+    said = " ".join(r.stderr.split())
+    assert (f"2 different files are all host node01 by their name ({tmp_path / 'x' / 'input' / 'node01.log'}, "
+            f"{tmp_path / 'y' / 'input' / 'node01.log'})") in said, r.stderr
     assert "diagnose them apart" in r.stderr
     # what was read besides events is counted too: corpus 006's `nvidia-smi topo -m` gave "3 lines → 0 events"
     [case] = (Path(__file__).parent / "corpus").glob("006-*")

@@ -681,6 +681,16 @@ def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
     # the file by its path, not its origin (file:logs/node07.log.gz@<digest>: a fresh-user trial)
     assert r.returncode == 2 and "nothing could be read" in err and f"skipped {d / 'node07.log.gz'}: " in err, err
     assert "file:" not in err and "@" not in err, err[-1000:]
+    assert "nothing could be read in " + str(d) + ": 1 file, 1 skipped as above\n" in err, err
+    # with empty files beside it: they are counted apart ("3 files, skipped as above" said nothing of the two
+    # empty ones: a fresh user's trial)
+    (d / "empty.log").write_bytes(b"")
+    (d / "blank.log").write_bytes(b"\n\n")
+    r = subprocess.run([FIRSTFAULT, "diagnose", str(d)], capture_output=True, timeout=120, cwd=str(tmp_path))
+    said = " ".join(r.stderr.decode().split())
+    assert r.returncode == 2 and ": 3 files, 1 skipped as above, 2 empty or blank lines only" in said, said
+    (d / "empty.log").unlink()
+    (d / "blank.log").unlink()
     # a truncated file gives its lines before the cut: "read in part", not "skipped"; one line is "1 line"
     (d / "node07.log.gz").write_bytes(gzip.compress(xid() + b"\n" + xid("3b") * 400)[:-20])
     r = subprocess.run([FIRSTFAULT, "diagnose", str(d)], capture_output=True, timeout=120, cwd=str(tmp_path))
