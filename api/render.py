@@ -396,7 +396,7 @@ def describe_initiator(i: dict[str, Any]) -> str:
         parts.append("links " + ",".join(map(str, i["links"])))
     elif i.get("link") is not None:
         parts.append(f"link {i['link']}")
-    if i.get("peer"):
+    if i.get("peer") and i["peer"] != i.get("device"):  # a port is no peer of its own ("0000:3a:00.0 <-> 0000:3a:00.0")
         parts.append(f"<-> {i['peer']}")
     if i.get("xid") is not None:
         parts.append(f"(Xid {i['xid']})")

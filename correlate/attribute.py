@@ -646,10 +646,19 @@ def roots_verdict(scene: Scene) -> Verdict | None:
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
 
 
+def subject_label(device_type: str | None, device: str) -> str:
+    """A subject's device as a sentence names it: ``nvswitch 0000:06:00.0``; a GPU its lines name by index only
+    (subject ``gpu3``) ``gpu index 3``, a rank ``rank 5`` ("gpu gpu3", "rank rank9" before: a fresh user's trial)."""
+    if device_type and device.startswith(device_type) and device[len(device_type):].isdigit():
+        n = device[len(device_type):]
+        return f"gpu index {n}" if device_type == "gpu" else f"{device_type} {n}"
+    return f"{device_type or 'host'} {device}"
+
+
 def candidate_name(host: str, device_type: str | None, device: str | None) -> str:
     """How an incident with no single culprit names a candidate (``initiator.candidates``):
-    ``nvswitch 0000:06:00.0 on node002``, or the host alone when no device is named."""
-    return f"{device_type or 'host'} {device} on {host}" if device else host
+    ``nvswitch 0000:06:00.0 on node002`` (:func:`subject_label`), or the host alone when no device is named."""
+    return f"{subject_label(device_type, device)} on {host}" if device else host
 
 
 def unknown_verdict(scene: Scene, candidates: list[tuple], category: str, why: str | None = None) -> Verdict:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
-                                 sentences, verify_commands)
+                                 sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_RECUR_ADVICE, recurs_to_diag
 from ingest.catalog import Catalog
@@ -465,7 +465,7 @@ def _beside_name(p: Party, host: str | None) -> str:
     """A downstream party no rule reached, as the explanation names it: ``gpu 0000:5e:00.0 (Xid 13)``, its host
     when not the initiator's, its faults' codes."""
     h, dtype, dev = p.key
-    name = f"{dtype} {dev}" if dev else (dtype or "host")
+    name = subject_label(dtype, dev) if dev else (dtype or "host")
     if h != host:
         name += f" on {h}" if dev or dtype else f" {h}"
     codes = list(dict.fromkeys(f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None

@@ -654,7 +654,7 @@ def test_a_suspect_named_by_gpu_index_or_rank_is_not_listed_again_as_downstream(
     inc = {"id": "i", "start": "2026-01-01T00:00:00Z", "downstream": parties,
            "initiator": {"host": None, "candidates": [candidate_name(*e.subject()) for e in evs[:5]]}}
     (_, _, _, cell), = _rows([inc])
-    assert cell == ("suspects: gpu gpu3 on n1; rank rank5 on n2; gpu 0000:1b:00.0 on n3; nvswitch 0000:06:00.0 on "
+    assert cell == ("suspects: gpu index 3 on n1; rank 5 on n2; gpu 0000:1b:00.0 on n3; nvswitch 0000:06:00.0 on "
                     "n4; n5; downstream: n6:nccl_timeout"), cell
 
 
