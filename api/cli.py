@@ -731,7 +731,8 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list
                                                       "else table")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json")] = None,
         config: ConfigOpt = None) -> None:
-    """Read-only DuckDB SQL over the lake's views (events, incidents, incident_evidence, link_samples, topology)."""
+    """Read-only DuckDB SQL over the lake's views (events, incidents, incident_versions, incident_evidence,
+    link_samples, topology) and the table macro events_between(lo, hi); without a query, it lists them."""
     from api.sql import run_sql
 
     s = _settings(config)
