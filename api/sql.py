@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, write_output
-from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, nanosecond_times,
+from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, nanosecond_times, query_error,
                        refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
 from schemas.settings import Settings
@@ -44,7 +44,7 @@ def check_read_only(query: str) -> str:
     try:
         stmts = duckdb.extract_statements(query)
     except duckdb.Error as e:
-        raise SqlRefused(f"cannot parse the query: {str(e).splitlines()[0]}") from e
+        raise SqlRefused(f"cannot parse the query: {query_error(e, 0)}") from e
     if len(stmts) != 1:
         raise SqlRefused(f"send exactly one statement (got {len(stmts)})")
     try:
@@ -192,9 +192,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
                 sys.stdout.buffer.write(json_bytes(row) + b"\n")
         return 0
     except duckdb.Error as e:
-        msg = str(e).splitlines()[0]
-        if "INTERRUPT" in msg.upper():
-            msg = f"the query ran longer than {settings.sql_timeout_s:g} s (sql_timeout_s) and was stopped"
+        msg = query_error(e, settings.sql_timeout_s, "sql_timeout_s")
         err.print(f"[red]query failed:[/] {escape(msg)}")
         # a query naming a table, column or function that is not there is a usage error, like a parse error
         return 2 if isinstance(e, _QUERY_ERRORS) else 1

@@ -393,7 +393,7 @@ class Store:
                     break
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
-            msg = _short(e, timeout_s)
+            msg = query_error(e, timeout_s)
             raise StoreError(msg, unavailable=" cannot be read: " in msg) from e
         finally:
             timer.cancel()
@@ -414,11 +414,19 @@ def _has_more(reader: pa.RecordBatchReader) -> bool | None:
             return None
 
 
-def _short(e: Exception, timeout_s: float) -> str:
+#: DuckDB's advice to change a setting, which the read-only connection refuses (``SET`` is no query here)
+_SET_HINT = re.compile(r'\s*Use "SET [^"]*" to [^.]*\.?')
+
+
+def query_error(e: Exception, timeout_s: float, setting: str = "") -> str:
+    """A failed query's error in one line: its first line, "ran longer than …" for the time limit (``setting``
+    names the limit's setting), and DuckDB's ``Use "SET …"`` advice as what can be done here (it advised a SET
+    that is refused: a break-it pass)."""
     msg = str(e).splitlines()[0]
     if "INTERRUPT" in msg.upper():
-        return f"the query ran longer than {timeout_s:g} s and was stopped"
-    return msg
+        return f"the query ran longer than {timeout_s:g} s{f' ({setting})' if setting else ''} and was stopped"
+    said = _SET_HINT.sub("", msg)
+    return said + " (settings cannot be changed here: simplify the query)" if said != msg else msg
 
 
 def json_default(v: Any) -> Any:

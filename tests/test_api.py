@@ -262,6 +262,10 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": bad})
         assert r.status_code == 400, bad
         assert r.headers["content-type"] == "application/problem+json" and "Traceback" not in r.text
+    # DuckDB's advice to SET a limit higher is no advice here, where SET is refused (a break-it pass)
+    r = api.post("/sql", json={"query": "SELECT " + "(" * 1100 + "1" + ")" * 1100 + " AS x"})
+    assert r.status_code == 400 and "Max expression depth limit" in r.json()["detail"], r.text
+    assert "SET" not in r.json()["detail"] and "settings cannot be changed here" in r.json()["detail"], r.text
     # the refusal names the statement as written, not as DuckDB runs it (INSTALL said "not LOAD": a fresh-user
     # trial; TRUNCATE "not DELETE", IMPORT DATABASE "not PRAGMA", and UPDATE EXTENSIONS was a 500: a break-it pass)
     for q, name in (("INSTALL httpfs", "INSTALL"), ("/* x */ TRUNCATE events", "TRUNCATE"),
