@@ -585,6 +585,7 @@ def _problem_openapi(app: FastAPI) -> None:
                 resps = op.setdefault("responses", {})
                 for code in ("400", "401", "404", "413", "422", "429", "500", "503"):
                     if code == "401" and op.get("operationId", "").startswith(("healthz", "metrics")):
+                        resps.pop(code, None)  # public: the app's default responses listed a 401 (a break-it pass)
                         continue
                     r = resps.setdefault(code, {"description": Problem.__doc__.strip()})
                     r["content"] = {PROBLEM: {"schema": ref}}
