@@ -256,6 +256,8 @@ def test_sql_json_and_arrow_and_refusals(api):
     assert api.post("/sql", json={"query": "SELECT sum(range) AS s FROM range(10)"}).json() == {"s": "45"}  # HUGEINT
     for bad in (True, "5", 0):
         assert api.post("/sql", json={"query": "SELECT 1", "max_rows": bad}).status_code == 422, bad
+    r = api.post("/sql", json={"query": "SELECT 1", "max_row": 5})  # a field it does not take: named (a break-it pass)
+    assert r.status_code == 422 and "max_row" in r.json()["detail"], r.text
     for bad in ("DELETE FROM events", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
                 "SET threads = 1", "SELECT 1; SELECT 2", "CREATE TABLE t AS SELECT 1",
                 "SELECT * FROM read_csv('/etc/passwd')"):
