@@ -648,7 +648,14 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> None:
             loop.add_signal_handler(sig, stop.set)
         await run()
 
-    asyncio.run(main())
+    from correlate.consumer import CorrelateFailed
+
+    try:
+        asyncio.run(main())
+    except CorrelateFailed as e:  # --once, caught up: its traceback is in the log already (StepGuard)
+        err.print(f"[red]{escape(str(e))}[/]: the events are stored in the lake, the incidents could not be made "
+                  "(a defect: the log above has its traceback)")
+        raise typer.Exit(1) from None
 
 
 @app.command()

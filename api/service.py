@@ -25,7 +25,7 @@ from api.pager import Pager, api_base_url
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
-from correlate.metrics import add_counted
+from correlate.metrics import StepGuard, add_counted
 from correlate.stream import StreamCorrelator
 from ingest.consumer import IngestWorker
 from ingest.lake import Lake
@@ -81,6 +81,7 @@ class Service:
         #: called with the incident versions each later step stores and the status each incident had before
         #: (id -> status), once caught up (``run``'s ``on_incidents``; progress only: what it raises is logged)
         self.on_incidents: Callable[[list[dict[str, Any]], dict[str, str]], None] | None = None
+        self.step = StepGuard()  # a step that raises is said and tried again; ingest goes on
         self.correlator = StreamCorrelator(settings=correlation_settings(settings),
                                            lateness_us=int(settings.allowed_lateness_s * S),
                                            close_after_us=int(settings.close_after_s * S),
@@ -104,7 +105,7 @@ class Service:
 
     def on_batch(self, batch: Batch) -> None:
         add_counted(self.correlator, batch.events, batch.link_samples, batch.topology, now_us=int(time.time() * S))
-        self.emit(self.correlator.step(now_us=int(time.time() * S)))
+        self.emit(self.step(self.correlator, int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
         before = {i["id"]: self.sink.incidents[i["id"]]["status"] for i in self.sink.unstored + list(incidents)
@@ -119,10 +120,13 @@ class Service:
     def health(self) -> dict[str, Any]:
         h = self.worker.health
         # a paging receiver that is down is reported but does not make ingest unhealthy
-        return {"ok": h.ok, "reason": h.reason, "batches": h.batches, "records": h.records, "lines": h.lines,
-                "events": h.events, "rejects": h.rejects, "lag": h.lag, "late_events": self.correlator.late_events,
+        failed = self.step.last_error
+        return {"ok": h.ok and failed is None,
+                "reason": h.reason if failed is None else f"correlator steps fail: {failed}", "batches": h.batches,
+                "records": h.records, "lines": h.lines, "events": h.events, "rejects": h.rejects, "lag": h.lag, "late_events": self.correlator.late_events,
                 "future_events": self.correlator.future_events,
-                "incidents": len(self.incidents), "pager": self.pager.health()}
+                "incidents": len(self.incidents), "correlate_failures": self.step.failures,
+                "pager": self.pager.health()}
 
     def ingested(self, seconds: float | None = None) -> str:
         """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"``: what the worker has read so
@@ -169,7 +173,10 @@ class Service:
         try:
             await self.worker.run(until_caught_up=True)
             # the input so far has ended: close every window now rather than wait for later events
-            self.emit(self.correlator.step(now_us=int(time.time() * S), flush=True))
+            self.emit(self.step(self.correlator, int(time.time() * S), flush=True))
+            if once and self.step.last_error is not None:  # the events are stored; no incidents could be made
+                from correlate.consumer import CorrelateFailed
+                raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
             if on_caught_up:
                 on_caught_up(self.current())
             if once:
@@ -201,7 +208,7 @@ class Service:
             if stop.is_set():
                 return
             try:
-                self.emit(self.correlator.step(now_us=int(time.time() * S)))
+                self.emit(self.step(self.correlator, int(time.time() * S)))
             except OSError as e:  # the lake refused them: the sink keeps them for the next emit
                 log.warning("incidents not stored on this tick: %s", e)
             await self.hourly.maybe_write()

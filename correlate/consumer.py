@@ -40,7 +40,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from correlate.correlator import Settings
-from correlate.metrics import add_counted
+from correlate.metrics import StepGuard, add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -57,6 +57,11 @@ class _Partition:
 
     held: deque = field(default_factory=deque)
     last: int = -1
+
+
+class CorrelateFailed(RuntimeError):
+    """``run(until_caught_up=True)`` caught up, and the correlator's steps raise (``StepGuard``): nothing is committed,
+    the incidents cannot be made."""
 
 
 class CorrelateWorker:
@@ -83,6 +88,7 @@ class CorrelateWorker:
         self.records = 0
         self.rebalances = 0
         self.store_failures = 0
+        self.step = StepGuard()  # a step that raises is said and tried again, not a crash loop
         self._backoff = 0.5
         self.read_back_failures = 0
         self._read_back_at, self._read_back_backoff = 0.0, 0.5
@@ -178,11 +184,16 @@ class CorrelateWorker:
                 await self._read_back()
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
-                if not await self._emit(self.correlator.step(now_us=now)):
+                incidents = self.step(self.correlator, now)
+                # a step that raised commits nothing: a restart replays its events
+                if self.step.last_error is not None or not await self._emit(incidents):
                     continue
                 await self._commit_safe(set(self.parts))
             if until_caught_up and not data and await self._caught_up():
-                if not await self._emit(self.correlator.step(now_us=int(time.time() * S), flush=True)):
+                incidents = self.step(self.correlator, int(time.time() * S), flush=True)
+                if self.step.last_error is not None:  # caught up, and no incidents can be made: said, not looped
+                    raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
+                if not await self._emit(incidents):
                     continue
                 await self._commit_safe(set(self.parts))
                 return

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -15,7 +16,46 @@ LATE = Counter("firstfault_late_events_total", "events too late to change incide
 FUTURE = Counter("firstfault_future_events_total", "events stamped further ahead of their Kafka append time than "
                  "any clock skew allows: correlated, but not moving their host's watermark")
 
+STEP_FAILURES = Counter("firstfault_correlate_step_failures_total",
+                        "correlator steps that raised (a defect, or input nobody foresaw): said in the log and on "
+                        "/healthz; the events stay stored and the next step tries again")
+
 log = logging.getLogger("firstfault.correlate")
+
+
+class StepGuard:
+    """Runs ``correlator.step`` so that a step that raises (a defect, or input nobody foresaw) does not stop its
+    process: it is logged with its traceback (``error_code`` ``correlate_failed``), counted
+    (``firstfault_correlate_step_failures_total``) and kept as ``last_error`` for ``/healthz`` until a step
+    succeeds. A derived signature without what the correlator read of every signature made every step raise, and
+    ``firstfault run`` and ``correlate`` crash-looped on their batch, ingest stopped with them (a break-it pass).
+    The events stay where they were (the lake; the correlator's state): the next step tries them again."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.last_error: str | None = None
+        self._said_at = 0.0
+
+    def __call__(self, correlator: StreamCorrelator, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
+        """``correlator.step(now_us=…, flush=…)``'s incidents, or ``[]`` when it raised."""
+        try:
+            out = correlator.step(now_us=now_us, flush=flush)
+        except Exception as e:  # noqa: BLE001 — see the class doc: said, counted, tried again
+            self.failures += 1
+            STEP_FAILURES.inc()
+            said = f"{type(e).__name__}: {e}"[:500]
+            if said != self.last_error or time.monotonic() - self._said_at >= 60:  # its traceback once, then a
+                # reminder a minute: a tick a second would fill the log
+                self._said_at = time.monotonic()
+                log.error("correlator step failed (%s, %d so far); the events stay stored and the next step tries "
+                          "again", said, self.failures, exc_info=said != self.last_error,
+                          extra={"stage": "correlate", "error_code": "correlate_failed"})
+            self.last_error = said
+            return []
+        if self.last_error is not None:
+            log.warning("correlator steps succeed again after %d failures", self.failures)
+        self.last_error = None
+        return out
 
 
 def add_counted(correlator: StreamCorrelator, events: pa.Table, *args: Any, **kwargs: Any) -> int:

@@ -634,3 +634,36 @@ def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_pat
     r = subprocess.run([crash.FIRSTFAULT, command, "--once"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and f"topic {missing} does not exist on the broker at {kafka}" in r.stderr, r.stderr
     assert "firstfault kafka topics" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_correlator_step_that_raises_is_said_counted_and_tried_again(caplog):
+    """A defect (a derived signature without what the correlator reads of every signature) made every step raise:
+    ``firstfault run`` and ``correlate`` crash-looped on their batch, ingest stopped with them (a break-it pass).
+    ``StepGuard`` says it once with its traceback (then once a minute), counts it, keeps it for ``/healthz``, and
+    gives no incidents; the next step that succeeds clears it."""
+    import logging
+
+    from prometheus_client import REGISTRY
+
+    from correlate.metrics import StepGuard
+
+    class Flaky:
+        def __init__(self):
+            self.fail = 3
+
+        def step(self, now_us, flush=False):
+            if self.fail:
+                self.fail -= 1
+                raise AttributeError("'DerivedSignature' object has no attribute 'action_map'")
+            return [{"id": "inc-1"}]
+
+    before = REGISTRY.get_sample_value("firstfault_correlate_step_failures_total") or 0.0
+    guard, c = StepGuard(), Flaky()
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        assert [guard(c, 1), guard(c, 2), guard(c, 3, flush=True)] == [[], [], []]
+    assert guard.failures == 3 and guard.last_error == (
+        "AttributeError: 'DerivedSignature' object has no attribute 'action_map'")
+    said = [r for r in caplog.records if r.name == "firstfault.correlate"]
+    assert len(said) == 1 and said[0].exc_info and said[0].error_code == "correlate_failed"  # once, with traceback
+    assert REGISTRY.get_sample_value("firstfault_correlate_step_failures_total") - before == 3
+    assert guard(c, 4) == [{"id": "inc-1"}] and guard.last_error is None and guard.failures == 3
