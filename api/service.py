@@ -123,7 +123,8 @@ class Service:
         failed = self.step.last_error
         return {"ok": h.ok and failed is None,
                 "reason": h.reason if failed is None else f"correlator steps fail: {failed}", "batches": h.batches,
-                "records": h.records, "lines": h.lines, "events": h.events, "rejects": h.rejects, "lag": h.lag, "late_events": self.correlator.late_events,
+                "records": h.records, "lines": h.lines, "events": h.events, "rejects": h.rejects, "lag": h.lag,
+                "late_events": self.correlator.late_events,
                 "future_events": self.correlator.future_events,
                 "incidents": len(self.incidents), "correlate_failures": self.step.failures,
                 "pager": self.pager.health()}

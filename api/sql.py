@@ -257,8 +257,8 @@ def _check_dates(name: str, col) -> None:
     t = col.type
     if not (pa.types.is_timestamp(t) or pa.types.is_date(t)) or getattr(t, "unit", "") == "ns":  # ns: 1677 - 2262
         return
-    lo, hi = (pa.scalar(v, pa.timestamp("us")).cast(pa.timestamp(t.unit)) if pa.types.is_timestamp(t) else
-              pa.scalar(v.date(), pa.date32()).cast(t) for v in (datetime.min, datetime.max))
+    lo, hi = (pa.scalar(v, pa.timestamp("us")).cast(pa.timestamp(t.unit), safe=False) if pa.types.is_timestamp(t)
+              else pa.scalar(v.date(), pa.date32()).cast(t) for v in (datetime.min, datetime.max))  # s, ms: truncated
     plain = col.cast(pa.timestamp(t.unit)) if pa.types.is_timestamp(t) else col  # a zone does not move the bounds
     out = pc.or_(pc.less(plain, lo), pc.greater(plain, hi))
     if pc.any(out).as_py():

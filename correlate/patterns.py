@@ -115,7 +115,8 @@ APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on 
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
 
-#: the program and the faulting address of an MMU fault's Xid line ("pid=169800, name=chrome, … faulted @ 0x0_0abe0000")
+#: the program and the faulting address of an MMU fault's Xid line ("pid=169800, name=chrome, … faulted @
+#: 0x0_0abe0000")
 _PROGRAM = re.compile(r"\bname=([^,\s]+)")
 _FAULT_AT = re.compile(r"\bfaulted @ (0x[0-9a-fA-F_]+)")
 

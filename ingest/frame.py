@@ -25,8 +25,9 @@ import hyperscan
 import numpy as np
 
 #: what a continuation line is indented under: dmesg's stamp, or a syslog/journal header through its tag
-#: (journalctl aligns a multi-line message's later lines under its first: "May 11 19:25:29 homecomp kernel: NVRM: The
-#: NVIDIA GPU …" then 33 blanks and "NVRM: installed in this system requires …", NVIDIA/open-gpu-kernel-modules#1027)
+#: (journalctl aligns a multi-line message's later lines under its first: "May 11 19:25:29 homecomp kernel: NVRM:
+#: The NVIDIA GPU …" then 33 blanks and "NVRM: installed in this system requires …",
+#: NVIDIA/open-gpu-kernel-modules#1027)
 _STAMP = re.compile(rb"^(?:\[[^\]\n]{1,40}\] |(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
                     rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
                     rb" [^\s:\[]+ [^\s:\[]+(?:\[\d+\])?: )")

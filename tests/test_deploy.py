@@ -483,6 +483,9 @@ def test_sql_writes_intervals_and_blobs_in_every_format_or_says_which_cannot(tmp
               "SELECT '294247-01-10 04:00:54.775806'::TIMESTAMP AS d"):
         r = _firstfault("sql", q, "-f", "csv", env=env)
         assert r.returncode == 2 and "outside the years 1 - 9999" in r.stderr and not r.stdout, (q, r)
+    r = _firstfault("sql", "SELECT '2026-01-01 10:00:00'::TIMESTAMP_S AS s, '9999-12-31 23:59:59'::TIMESTAMP_MS AS m",
+                    "-f", "csv", env=env)  # seconds and milliseconds inside the years: written (the bounds truncated)
+    assert r.returncode == 0 and r.stdout.splitlines() == ['"s","m"', "2026-01-01 10:00:00,9999-12-31 23:59:59.000"], r
     for fmt in ("json", "csv", "table"):  # a TIME of 24:00:00 was written as 00:00:00 (csv: "<value out of range>")
         for q in ("SELECT '24:00:00'::TIME AS t", "SELECT [{'a': TIME '24:00:00'}] AS t"):  # nested too
             r = _firstfault("sql", q, "-f", fmt, env=env)
