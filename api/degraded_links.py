@@ -282,8 +282,8 @@ def hourly_rates(s: Series, window_start: int, hours: int) -> list[dict[str, Any
             got = []
             for p, ts in by_class[c]:
                 r = _rise(p, ts, a, a + HOUR_US)
-                if r is not None and r[3] > 0:
-                    got.append(_per_hour(r[1], r[3]))
+                if r is not None and (rate := _per_hour(r[1], r[3])) is not None:  # none over less than a minute
+                    got.append(rate)
             row[c] = round(sum(got), 3) if got else None
         out.append(row)
     return out

@@ -217,8 +217,9 @@ def _env() -> Environment:
 def to_html(report: dict[str, Any]) -> bytes:
     """The page a person reads: summary, tables per link / domain / host, a heatmap per host, rate charts."""
     grids = {h["host"]: host_grid(h, report["links"]) for h in report["hosts"] if h["gpus"]}
-    rates = {(x["host"], x["gpu_index"], x["link"]): rate_svg(x, report["hour"])
-             for x in report["links"] if "rates_24h" in x}
+    rates = {(x["host"], x["gpu_index"], x["link"]): rate_svg(x, report["hour"])  # a link with a rate to draw (one
+             for x in report["links"]  # whose rises all came over less than a minute has its deltas, no chart)
+             if any(p[c] is not None for p in x.get("rates_24h", []) for c in CLASSES)}
     page = _env().get_template("degraded_links.html.j2").render(
         r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL)
     return page.encode("utf-8")

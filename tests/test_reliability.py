@@ -667,3 +667,32 @@ def test_a_correlator_step_that_raises_is_said_counted_and_tried_again(caplog):
     assert len(said) == 1 and said[0].exc_info and said[0].error_code == "correlate_failed"  # once, with traceback
     assert REGISTRY.get_sample_value("firstfault_correlate_step_failures_total") - before == 3
     assert guard(c, 4) == [{"id": "inc-1"}] and guard.last_error is None and guard.failures == 3
+
+
+def test_a_report_that_raises_leaves_the_ticks_going(tmp_path, monkeypatch, caplog):
+    """A defect in the hourly report (a rate of None summed: a break-it pass) raised out of ``Hourly.maybe_write``
+    and ended the service's tick task, which also resolves quiet incidents. It is said once an hour with its
+    traceback, and the next tick tries again."""
+    import asyncio
+    import logging
+
+    import api.report
+    from api.service import Hourly
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    calls = []
+
+    def boom(settings, hour, **kw):
+        calls.append(hour)
+        raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
+
+    monkeypatch.setattr(api.report, "write_hourly", boom)
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    h = Hourly(Settings(lake=str(tmp_path / "lake")), lake)
+    with caplog.at_level(logging.ERROR):
+        for _ in range(3):
+            asyncio.run(h.maybe_write())
+    said = [r for r in caplog.records if getattr(r, "error_code", None) == "report_failed"]
+    assert len(calls) == 3 and len(said) == 1 and said[0].exc_info and h.done is None

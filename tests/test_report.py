@@ -161,6 +161,13 @@ def test_build_report_on_rows_status_new_persisting_recurring():
     assert r["totals"]["hosts_sampled"] == 4 and r["totals"]["errors_delta"]["crc"] == 4
     rates = next(x for x in r["links"] if x["host"] == "new")["rates_24h"]
     assert len(rates) == 24 and rates[-1] == {"hour": HOUR, "crc": 3.0, "replay": None, "recovery": None}
+    # a rise over less than a minute of samples: listed with its delta, no rate in the table nor the 24-hour chart (the
+    # chart summed the missing rate and the report crashed, CLI, API and the service's hourly write: a break-it pass)
+    r = build_report(crc("fast", [(H3 + 10 * M, 0), (H3 + 10 * M + 30_000_000, 5)]), [], H3)
+    [x] = r["links"]
+    assert x["errors"]["crc"] == 5 and x["rates_24h"][-1]["crc"] is None
+    assert [k["rate_per_hour"] for k in x["counters"]] == [None]
+    assert render(r, "csv") and render(r, "html") and render(r, "parquet")
 
 
 def test_empty_hour():
