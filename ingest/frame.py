@@ -27,10 +27,25 @@ import numpy as np
 #: what a continuation line is indented under: dmesg's stamp, or a syslog/journal header through its tag
 #: (journalctl aligns a multi-line message's later lines under its first: "May 11 19:25:29 homecomp kernel: NVRM:
 #: The NVIDIA GPU …" then 33 blanks and "NVRM: installed in this system requires …",
-#: NVIDIA/open-gpu-kernel-modules#1027)
-_STAMP = re.compile(rb"^(?:\[[^\]\n]{1,40}\] |(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
-                    rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
-                    rb" [^\s:\[]+ [^\s:\[]+(?:\[\d+\])?: )")
+#: NVIDIA/open-gpu-kernel-modules#1027), in journalctl's short, short-precise, short-iso(-precise), short-full and
+#: short-monotonic forms and rsyslog's ISO stamps (an offset after a blank too)
+_STAMP = re.compile(
+    rb"^(?P<stamp>\[[^\]\n]{1,40}\]"
+    rb"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
+    rb"|(?:[A-Z][a-z]{2} )?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d)| [A-Z]{2,5})?)"
+    rb" (?P<tail>[^\s:\[]+ [^\s:\[]+(?:\[\d+\])?: )?")
+
+
+def _stamp_widths(line: bytes) -> tuple[int, ...]:
+    """The indentations that continue ``line``: under its dmesg stamp, and under its whole header (stamp, host
+    and tag) when it has one; none for a line with neither."""
+    m = _STAMP.match(line)
+    if m is None:
+        return ()
+    under_stamp = (m.end("stamp") + 1,) if line[:1] == b"[" else ()
+    return under_stamp + ((m.end(),) if m["tail"] else ())
+
+
 _TABLE_ROW = re.compile(rb"^\|([^|\n]*)\|([^|\n]*)\|?[^\S\n]*$")
 
 
@@ -62,13 +77,14 @@ def _join_lines(lines: list[bytes]) -> tuple[list[bytes], list[int], list[list[b
     out: list[bytes] = []
     first: list[int] = []
     joined_from: list[list[bytes]] = []
-    stamp_width = 0
+    widths: tuple[int, ...] = ()
     in_table = False
     for i, line in enumerate(lines):
-        # dmesg continuation: exactly stamp_width spaces, then text
-        if (stamp_width and out and len(line) > stamp_width and line[:stamp_width] == b" " * stamp_width
-                and line[stamp_width:stamp_width + 1] not in (b" ", b"\t")):
-            out[-1] = out[-1] + b" " + line[stamp_width:]
+        # a continuation: exactly as many spaces as the stamp (or header) of the line it continues, then text
+        w = next((w for w in widths if len(line) > w and line[:w] == b" " * w and line[w:w + 1] not in (b" ", b"\t")),
+                 0) if widths and out else 0
+        if w:
+            out[-1] = out[-1] + b" " + line[w:]
             joined_from[-1].append(line)
             continue
         t = _TABLE_ROW.match(line)
@@ -77,8 +93,7 @@ def _join_lines(lines: list[bytes]) -> tuple[list[bytes], list[int], list[list[b
             out[-1] = out[-1] + t.group(2).strip()
             joined_from[-1].append(line)
             continue
-        s = _STAMP.match(line)
-        stamp_width = len(s.group(0)) if s else 0
+        widths = _stamp_widths(line)
         if t:
             in_table = True
             out.append(b"| " + t.group(1).strip() + b" | " + t.group(2).strip())

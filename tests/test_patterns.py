@@ -1454,9 +1454,26 @@ def test_a_driver_of_the_wrong_flavour_or_version_is_the_fault_not_the_gpu(pipel
             "driver", "driver", "0000:01:00.0"), inc
         assert says in inc["next_action"] and "RMA" not in inc["next_action"], inc["next_action"]
     assert [x["rule"] for x in inc["evidence"]] == ["driver_install.explains_init_failure"]  # the probe failure
-    # a journal line indented otherwise (here by two blanks) is a line of its own, not a continuation
-    (inc,) = run(pipeline, journal.replace(" " * 33 + "NVRM: installed", "  NVRM: installed"))
-    assert inc["category"] != "driver"
+    # a journal line indented otherwise (here by two blanks) is a line of its own, not a continuation: it names no
+    # host (the stream's, node07), and homecomp's GPU is not told the driver's
+    incs = run(pipeline, journal.replace(" " * 33 + "NVRM: installed", "  NVRM: installed"))
+    assert sorted((i["initiator"]["host"], i["category"]) for i in incs) == [("homecomp", "other"), ("node07", "driver")]
+    # journalctl's other forms, rsyslog's ISO stamps (an offset after a blank too), and kern.log's one header per line,
+    # whose second line alone says it, naming no GPU (a break-it pass on this test's first cut: none was read)
+    second = "NVRM: installed in this system requires use of the NVIDIA open kernel modules."
+    for header in ("May 11 19:25:29.123456 homecomp kernel: ", "[  160.877997] homecomp kernel: ",
+                   "Sun 2025-05-11 19:25:29 CEST homecomp kernel: ", "2025-05-11T19:25:29+0200 homecomp kernel: ",
+                   "2025-05-11 19:25:29.123 +02:00 homecomp kernel: "):
+        text = (header + "NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)\n" + " " * len(header) + second + "\n"
+                + header + "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:1017)")
+        (inc,) = run(pipeline, text)
+        assert (inc["category"], inc["initiator"]["device"]) == ("driver", "0000:01:00.0"), (header, inc)
+    kern = "\n".join(["May 11 19:25:29 homecomp kernel: NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)",
+                      "May 11 19:25:29 homecomp kernel: " + second,
+                      "May 11 19:25:29 homecomp kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:1017)"])
+    (inc,) = run(pipeline, kern)
+    assert (inc["category"], inc["initiator"]["device"]) == ("driver", None), inc
+    assert [d["device"] for d in inc["downstream"]] == ["0000:01:00.0"] and "RMA" not in inc["next_action"]
     nvml = "\n".join(["Failed to initialize NVML: Driver/library version mismatch",
                       "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable"])
     (inc,) = run(pipeline, nvml)
