@@ -143,7 +143,7 @@ def _progress():
 
 def _parse_symptom(text: str):
     """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1``, ``hang:0000:1b:00.0`` (PCI bus ids in any
-    printed form, ``schemas.pci.normalize_bus_id``) -> a Symptom; without ``@HOST`` its host is empty: the one
+    printed form, ``schemas.pci.normalize_bus_id``), ``hang@[2001:db8::1]:0`` (an IPv6 host in brackets) -> a Symptom; without ``@HOST`` its host is empty: the one
     host the logs are of (``api.diagnose.place_symptoms``). ``BadParameter`` (exit 2) for a kind, host or GPU
     that is none."""
     import pyarrow as pa
@@ -151,7 +151,11 @@ def _parse_symptom(text: str):
     from correlate.correlator import Symptom
     from ingest.pipeline import MAX_HOST_CHARS, not_host_names
 
-    head, colon, gpus = text.partition(":")
+    bracket = re.fullmatch(r"([^@:]*)@\[([^\]]*)\](?::(.*))?", text, re.S)  # an IPv6 host in brackets, as in a URL
+    if bracket:  # (its colons are no GPU list: a break-it pass): hang@[2001:db8::1]:0,1
+        head, colon, gpus = f"{bracket[1]}@{bracket[2]}", ":" if bracket[3] is not None else "", bracket[3] or ""
+    else:
+        head, colon, gpus = text.partition(":")
     kind, at, host = head.partition("@")
     if kind not in ("hang", "failure"):
         raise typer.BadParameter(f"symptom kind must be hang or failure, not {kind!r}", param_hint="--symptom")

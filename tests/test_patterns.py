@@ -282,6 +282,13 @@ def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline)
     for bad in ("hang@node 07", "hang@node07/x", "hang@" + "n" * 256):
         with pytest.raises(typer.BadParameter, match="is no host name"):
             _parse_symptom(bad)
+    # an IPv6 host in brackets, as in a URL, in the lake's one spelling (its colons were read as the GPU list: a
+    # break-it pass)
+    s = _parse_symptom("hang@[2001:DB8:0::1]:0,1")
+    assert (s.host, s.gpus) == ("2001:db8::1", ["0", "1"])
+    assert _parse_symptom("failure@[::FFFF:10.0.0.1]").host == "::ffff:10.0.0.1"
+    with pytest.raises(typer.BadParameter, match="names no host after @"):
+        _parse_symptom("hang@[]")
 
 
 def test_p2p_hang_on_geforce_gpus_is_fixed_by_switching_p2p_off_elsewhere_by_acs(pipeline):
