@@ -197,7 +197,7 @@ def _time(v: Any) -> Any:
         return v
     shown = repr(v if len(v) <= 40 else v[:40] + "…")
     if m := _NUMBER.fullmatch(v):
-        if len(m[1]) <= 8 and int(m[1]) != 0:  # 0 is the epoch: "from the beginning"
+        if len(m[1]) <= 8 and float(v) != 0:  # 0 is the epoch: "from the beginning" (0.5 is no more a time than 9.5)
             raise ValueError(f"{shown} is no time: a date is YYYY-MM-DD or YYYYMMDD, a Unix time in seconds has at "
                              "least 9 digits since 1973")
         if abs(float(v)) > MAX_UNIX_S:

@@ -188,7 +188,8 @@ def test_a_bare_until_date_means_through_that_utc_day(api):
     # and what pydantic would read as another time than meant is a 422 (a second break-it pass): a number of 4 to 8
     # digits (a year, a month, an ordinal date, a signed date: January - August 1970; fewer digits alike, but 0, the
     # epoch), one it would read as milliseconds, a basic-form offset of 60 minutes; the lower-case basic form is read
-    for bad, says in (("123", "at least 9 digits"), ("7", "at least 9 digits"), ("2026", "at least 9 digits"),
+    for bad, says in (("123", "at least 9 digits"), ("7", "at least 9 digits"), ("0.5", "at least 9 digits"),
+                      ("2026", "at least 9 digits"),
                       ("202611", "at least 9 digits"), ("2026335", "at least 9 digits"),
                       ("+20261201", "at least 9 digits"), ("20261201.5", "at least 9 digits"),
                       ("20000000001", "milliseconds are not read"), ("1764547200000", "milliseconds are not read"),
