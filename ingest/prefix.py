@@ -214,8 +214,9 @@ _ISO = re.compile(
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
-_BRACKET_ISO = re.compile(
-    r"^\[(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
+_BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
+    # (mozilla/translations#1167: its nvidia-smi failure was timed by its file)
+    r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
 # dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day
 _CTIME = re.compile(
     r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] ")
@@ -286,7 +287,8 @@ def can_begin(c: str) -> frozenset[str]:
     ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
     trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space, a letter or a
     digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
-    ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<``, a letter or a digit; ``iso``, ``golog``: a digit;
+    ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
+    too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
     ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
     ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
@@ -295,7 +297,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("label", bracket or alpha or digit or c in " ("), ("grep_file", word),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
-        ("rfc5424", c == "<"), ("rfc3164", c == "<" or alpha or digit), ("bracket_iso", bracket), ("iso", digit),
+        ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket), ("iso", digit),
         ("golog", digit), ("ctime", bracket), ("fmtime", bracket), ("c10", bracket),
         ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
 

@@ -61,6 +61,9 @@ def us(*a, tz=timezone.utc):
     # NCCL >= 2.26 WARN stamp
     ("[2025-09-17 15:16:23] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async",
      us(2025, 9, 17, 15, 16, 23), 1_000_000, "node01", "node01:311"),
+    # ... after a word in the bracket: Taskcluster's task log (mozilla/translations#1167, a real-logs pass)
+    ("[task 2025-07-01T05:06:30.004+00:00] [train] [nvidia-smi(stdout)] Failed to initialize NVML: Driver/library",
+     us(2025, 7, 1, 5, 6, 30) + 4000, 1000, None, "[train]"),
     # grep over several files prefixes the file name
     ("node01.log:[2025-09-17 15:16:23] node01:311:405 [0] NCCL WARN x", us(2025, 9, 17, 15, 16, 23), 1_000_000,
      "node01", "node01:311"),
