@@ -49,6 +49,7 @@ class Ev:
     op: str | None = None
     timeout_ms: int | None = None
     elapsed_ms: int | None = None
+    process: str | None = None  # the program an Xid line names (``name=``)
     precision_us: int = 1
     count: int = 1
     details: dict[str, Any] = field(default_factory=dict)
@@ -161,7 +162,7 @@ def _pos(origin: str) -> int:  # once per event (Ev.__post_init__): no cache
 #: Ev's positional fields read straight from events columns of the same name (the rest are derived)
 _COLUMN_FIELDS = ("event_id", "ts", "ts_basis", "host", "source", "kind", "signature", "severity", "device_type",
                   "device", "link", "xid", "sxid", "peer", "rank", "nranks", "comm", "message", "gpu_index", "pid",
-                  "fatal", "cause_xid", "seq", "op", "timeout_ms", "elapsed_ms")
+                  "fatal", "cause_xid", "seq", "op", "timeout_ms", "elapsed_ms", "process")
 
 
 def _details(text: str) -> dict[str, Any]:
@@ -175,7 +176,7 @@ def _details(text: str) -> dict[str, Any]:
 
 
 def events_from_table(table: pa.Table) -> list[Ev]:
-    """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin`` and ``details`` may be absent) ->
+    """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin``, ``details`` and ``process`` may be absent) ->
     ``Ev`` objects, timestamps as µs ints; KeyError names another missing column, ValueError the required
     columns that hold nulls (``schemas.events.check_required``) or values out of range (``check_ranges``).
     A ``ts_precision_us`` below 1 reads as 1; ``details`` that are not a JSON object as ``{}``.
@@ -190,7 +191,7 @@ def events_from_table(table: pa.Table) -> list[Ev]:
 
     def col(name: str) -> list:
         if name not in names:
-            if name in ("origin", "details"):
+            if name in ("origin", "details", "process"):
                 return [None] * n
             raise KeyError(f"events table without the column {name!r}")
         c = table.column(name)

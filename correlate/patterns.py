@@ -115,24 +115,22 @@ APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on 
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
 
-#: the program and the faulting address of an MMU fault's Xid line ("pid=169800, name=chrome, … faulted @
-#: 0x0_0abe0000")
-_PROGRAM = re.compile(r"\bname=([^,\s]+)")
+#: the faulting address of an MMU fault's Xid line ("… faulted @ 0x0_0abe0000")
 _FAULT_AT = re.compile(r"\bfaulted @ (0x[0-9a-fA-F_]+)")
 
 
 def one_program_fault(events: list[Ev]) -> tuple[str, str] | None:
-    """(program, address) when every line of ``events`` names the same program (``name=``) faulting at the same
-    address (``faulted @``): one program repeating its own fault, run after run (NVIDIA/open-gpu-kernel-modules#363:
+    """(program, address) when every line of ``events`` names the same program (``name=``: the event's ``process``)
+    faulting at the same address (``faulted @``): one program repeating its own fault, run after run (NVIDIA/open-gpu-kernel-modules#363:
     chrome's Xid 31 at 0x0_0abe0000 on each console switch; tinygrad#6947: python's at 0x10_00200000, an open-module
     fix). None when a line names no program or no address, or two differ (pytorch/pytorch#51382: three processes'
     faults at three addresses, "likely a faulty device")."""
     seen = set()
     for e in events:
-        name, at = _PROGRAM.search(e.message), _FAULT_AT.search(e.message)
-        if name is None or at is None or name[1] in ("<unknown>", "'<unknown>'"):
+        at = _FAULT_AT.search(e.message)
+        if not e.process or at is None:  # ingest.extract leaves an "<unknown>" program out
             return None
-        seen.add((name[1], at[1].lower()))
+        seen.add((e.process, at[1].lower()))
         if len(seen) > 1:
             return None
     return next(iter(seen)) if seen else None
