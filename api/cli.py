@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import orjson
 import typer
@@ -143,8 +143,8 @@ def _progress():
 
 def _parse_symptom(text: str):
     """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1``, ``hang:0000:1b:00.0`` (PCI bus ids in any
-    printed form, ``schemas.pci.normalize_bus_id``), ``hang@[2001:db8::1]:0`` (an IPv6 host in brackets) -> a Symptom; without ``@HOST`` its host is empty: the one
-    host the logs are of (``api.diagnose.place_symptoms``). ``BadParameter`` (exit 2) for a kind, host or GPU
+    printed form, ``schemas.pci.normalize_bus_id``), ``hang@[2001:db8::1]:0`` (an IPv6 host in brackets) -> a
+    Symptom; without ``@HOST`` its host is empty: the one host the logs are of (``api.diagnose.place_symptoms``). ``BadParameter`` (exit 2) for a kind, host or GPU
     that is none."""
     import pyarrow as pa
 
@@ -467,22 +467,23 @@ def _as_given(files: list[str], given: dict[str, list[str]]) -> list[str]:
     """``<name>@<content digest>`` files (``api.diagnose.same_named_files``) by the paths they were given as, where
     the digest tells which: ``input/node01.log@2c5c58c6`` and ``input/node01.log@910d889a`` said nothing of the two
     folders given (a fresh user's trial)."""
-    from ingest.files import content_digest
-
     out = []
     for f in files:
         rel, _, digest = f.rpartition("@")
         paths = [p for p in given.get(rel, []) if p != "standard input"]
         if len(paths) > 1:
-            paths = [p for p in paths if _digest_of(p, content_digest) == digest]
+            paths = [p for p in paths if _digest_of(p) == digest]
         out.append(paths[0] if len(paths) == 1 else f)
     return out
 
 
-def _digest_of(path: str, digest: Callable[[Path], str]) -> str | None:
+def _digest_of(path: str) -> str | None:
+    """``ingest.files.content_digest`` of a file given; None for one gone since it was read."""
+    from ingest.files import content_digest
+
     try:
-        return digest(Path(path))
-    except OSError:  # gone since it was read
+        return content_digest(Path(path))
+    except OSError:
         return None
 
 

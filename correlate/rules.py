@@ -112,15 +112,15 @@ class LinkRule(BaseModel):
     relation: Relation
     window_s: float = Field(ge=0, allow_inf_nan=False)
     kinds: list[str] | None = None
+    note: str | None = None
+    cause: list[Pred] | None = None
+    effect: list[Pred] | None = None
+    from_rule: str | None = None
 
     @field_validator("kinds")
     @classmethod
     def _kinds(cls, v: list[str] | None) -> list[str] | None:
         return _known(v, KINDS, "event kind")
-    note: str | None = None
-    cause: list[Pred] | None = None
-    effect: list[Pred] | None = None
-    from_rule: str | None = None
 
 
 class ExplainRule(BaseModel):

@@ -216,7 +216,8 @@ _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
 _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file)
-    r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
+    r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
 # dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day
 _CTIME = re.compile(
     r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] ")
