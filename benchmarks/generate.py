@@ -142,11 +142,9 @@ def _kernel(r: random.Random) -> str:
     return f"IPVS: rr: TCP 10.{_rr(r, 256)}.{_rr(r, 256)}.{_rr(r, 256)}:{_rr(r, 1024, 65535)} - no destination available"
 
 
-_NCCL_INFO = [
-    "Bootstrap : Using ibs{d}:10.{a}.{b}.{c}<0>",
+_NCCL_INFO = [  # not NCCL's Bootstrap / NET/IB OOB address lines: a signature's (nccl.bootstrap), once per rank
     "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
     "cudaDriverVersion 12040",
-    "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB [2]mlx5_4:1/IB [3]mlx5_5:1/IB ; OOB ibs{d}:10.{a}.{b}.{c}<0>",
     "Using network IB",
     "Setting affinity for GPU {d} to ffffffff,ffffffff,00000000,00000000",
     "comm 0x{ptr} rank {r} nRanks 64 nNodes 8 localRanks 8 localRank {d} MNNVL 0",

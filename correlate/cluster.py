@@ -439,7 +439,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
     event belongs to;
     an event of several communicators is in several buckets; ``rules.relation`` is the definition these
-    keys follow), so pairs need only the time test. The others are tested pair by pair within a host."""
+    keys follow), so pairs need only the time test. The others are tested pair by pair within a host — ``peer_host``
+    within a host's faults and those of other hosts that name it as their peer."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -454,6 +455,15 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
+    if rel == "peer_host":
+        # one bucket per host that a fault of another host names as its peer (``Topology.peer_host``): that host's
+        # faults and the faults that name it, tested pair by pair
+        named: dict[str, list[int]] = defaultdict(list)
+        for i, e in enumerate(faults):
+            p = topo.peer_host(e)
+            if p is not None and p != e.host and p in by_host:
+                named[p].append(i)
+        return [sorted(by_host[p] + idx) for p, idx in named.items()]
     if rel in ("same_comm", "same_collective"):
         out = defaultdict(list)
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none

@@ -21,6 +21,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
                                  sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_RECUR_ADVICE, recurs_to_diag
+from correlate.topology import peer_name
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
@@ -414,6 +415,11 @@ def _explain(scene: Scene, v: Verdict) -> str:
              f"at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
         s = f"{what} on {where} of {i['host']} {when} is the {rank} fault nothing else explains"
+    peers = sorted({(str(a), h) for e in v.initiator_events if (a := e.details.get("peer_addr"))
+                    and (h := scene.topo.peer_host(e)) and h != peer_name(str(a)) and h != e.host})
+    if peers:  # its line names the peer by address; NCCL's Bootstrap / NET/IB OOB line of that host said whose it is
+        s += "; it names its peer " + ", ".join(f"{a}, which is {h}" for a, h in peers) + (
+            " (NCCL's Bootstrap line there): read that host's logs from then")
     follow = [p for p in v.downstream if p.rule]
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})

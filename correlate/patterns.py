@@ -16,7 +16,7 @@ from typing import Callable
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
-from correlate.topology import expected_links
+from correlate.topology import expected_links, peer_name
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 
@@ -731,8 +731,11 @@ def peer_failed(scene: Scene) -> Verdict | None:
                           for e in faults) or any(scene.explained(e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})
-    peers = sorted({str(p) for e in reports if (p := e.details.get("peer_addr"))})
-    names = [f"the peer at {p}" for p in peers] or ["another rank of the job"]
+    # the peer's host when NCCL's Bootstrap / NET/IB OOB lines said whose address it is (Topology.peer_host)
+    peers = sorted({(str(p), scene.topo.peer_host(e)) for e in reports if (p := e.details.get("peer_addr"))},
+                   key=lambda x: (x[0], x[1] or ""))
+    names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in peers] \
+        or ["another rank of the job"]
     shown, on = first_of(names), first_of(hosts, noun="hosts")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
         f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went "

@@ -24,13 +24,13 @@ from schemas.events import KINDS, SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_collective", "same_domain"]
+                   "same_comm", "same_collective", "same_domain", "peer_host"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
     "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
     "same_gpu": 0.9,
-    "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7,
+    "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8,
 }
 
 
@@ -382,4 +382,6 @@ class Relations:
             return far is not None and far[0] == c.device
         if rel == "same_domain":
             return self.topo.domain(c.host) == self.topo.domain(e.host)
+        if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host)
+            return c.host != e.host and (self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
         raise ValueError(f"unknown relation {rel!r}")

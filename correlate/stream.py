@@ -61,7 +61,7 @@ from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.incident import incident_hosts, member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_gpu, rank_membership,
+from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu, rank_membership,
                                 line_facts, teaches_topology)
 from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import Catalog, default_catalog
@@ -142,6 +142,10 @@ class StreamCorrelator:
     #: ``wiring`` once older than the events kept, as the device plugin names a GPU by its UUID days after the
     #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it)
     uuid_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
+    #: (host, address) -> the newest ``nccl.bootstrap`` line that gave the host that address (``topology.line_addr``):
+    #: in ``wiring`` once older than the events kept, as a rank names its lost peer by that address hours after the
+    #: job's start; at most ``MAX_ADDR_LINES``, the newest
+    addr_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
     #: (host, GPU UUID) -> the GPUs lines gave it (``_teaches``)
     uuid_gpus: dict[tuple[str, str], set[str | None]] = field(default_factory=dict, repr=False)
     #: event_id -> its (communicator, rank) or None, for the kept events the topology learns from
@@ -456,6 +460,12 @@ class StreamCorrelator:
         ``line_facts``, read once): anything but a GPU UUID's bus id, or that of a UUID the stream has not seen on its
         host or saw on another GPU. Every Xid after the driver's preamble carries its GPU's UUID: counted as teaching,
         each made the step learn the topology again (``_learn``); ``uuid_lines`` keeps the newest line of each UUID."""
+        addr = line_addr(e)
+        if addr is not None:  # every rank of a host prints its host's address: the first teaches, the newest is kept
+            last = self.addr_lines.get((e.host, addr))
+            if last is None or e.ts >= last.ts:
+                self.addr_lines[(e.host, addr)] = e
+            return last is None
         member, index, model, u = line_facts(e)
         if u is None:
             return (member, index, model) != (None, None, None)
@@ -591,6 +601,12 @@ class StreamCorrelator:
         for e in self.uuid_lines.values():
             if e.event_id not in self.events:
                 self.wiring[e.event_id] = e
+        if len(self.addr_lines) > MAX_ADDR_LINES:  # pods come and go with new addresses: the newest stay
+            newest_addr = sorted(self.addr_lines.items(), key=lambda kv: kv[1].ts)[-MAX_ADDR_LINES:]
+            self.addr_lines = dict(newest_addr)
+        for e in self.addr_lines.values():
+            if e.event_id not in self.events:
+                self.wiring[e.event_id] = e
         self.emitted = {k: v for k, v in self.emitted.items()
                         if any(m in self.events or m in self.cold for m in member_ids(v[2]))}
 
@@ -614,6 +630,8 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
 #: a process holds a few (PyTorch's default group, its data/tensor/pipeline-parallel groups; Megatron-LM up to
 #: ~20; more with a group per pipeline or point-to-point pair), so this is many runs' worth
 MAX_COMMS_PER_GPU = 256
+#: hosts' NCCL addresses kept (``StreamCorrelator.addr_lines``): a fleet's hosts and a day's pods many times over
+MAX_ADDR_LINES = 100_000
 
 
 def _needed(topo: Topology, events: Iterable[Ev]) -> set[str]:

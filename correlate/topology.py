@@ -24,6 +24,7 @@ import yaml
 
 from correlate.model import Ev
 from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
+from schemas.hostname import canonical_host
 
 PLATFORMS_FILE = Path(__file__).with_name("platforms.yaml")
 
@@ -87,6 +88,10 @@ class Topology:
     #: (communicator, host) -> (since, until) µs on that host's clock, where a GPU of the host changed hands
     #: between processes (``comm_spans``); a pair not here is not bounded in time
     comm_span: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
+    #: address (``peer_name``'s spelling) -> the hosts whose NCCL said it uses it out of band (``nccl.bootstrap``:
+    #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>"): a peer's error names the
+    #: peer by that address (``peer_host``)
+    addr_hosts: dict[str, set[str]] = field(default_factory=dict)
     #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
 
@@ -153,7 +158,30 @@ class Topology:
                 self.model.setdefault((e.host, f"gpu{e.gpu_index}"), model)
             if uuid is not None:
                 self.uuid_gpu[(e.host, uuid)] = line_gpu(e)
+            addr = line_addr(e)
+            if addr is not None:
+                self.addr_hosts.setdefault(addr, set()).add(e.host)
         self.comm_span = comm_spans(members)
+
+    def peer_host(self, e: Ev) -> str | None:
+        """The host ``e``'s peer is on, when ``e`` names its peer (``details.peer_addr``: NCCL's "Got completion from
+        peer <addr><port>", "Call to recv from <addr><port> failed", "Connection closed by remote peer
+        <name><port>"): the one host whose NCCL said it uses that address (:attr:`addr_hosts`; an address several
+        hosts use, a container's 172.17.0.2, names none), else the address as a host name (``canonical_host``: a
+        peer printed by its name, ``node22.cluster`` -> ``node22``; a host named by its address). None when ``e``
+        names no peer or the address is several hosts'."""
+        raw = e.details.get("peer_addr")
+        if not isinstance(raw, str) or not raw:
+            return None
+        addr = peer_name(raw)
+        hosts = self.addr_hosts.get(addr)
+        if hosts is None:
+            return addr
+        return next(iter(hosts)) if len(hosts) == 1 else None
+
+    def addr_facts(self) -> dict[str, tuple[str, ...]]:
+        """:attr:`addr_hosts` as plain values for equality tests (``correlator.AttributionCache``)."""
+        return {a: tuple(sorted(h)) for a, h in self.addr_hosts.items()}
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
@@ -324,10 +352,24 @@ def line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, s
 
 
 def teaches_topology(e: Ev) -> bool:
-    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`line_facts`). Other events
-    leave the topology as it is, so the streaming correlator reuses its last step's topology when only such
-    events came (``StreamCorrelator._learn``)."""
-    return line_facts(e) != (None, None, None, None)
+    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`line_facts`, :func:`line_addr`).
+    Other events leave the topology as it is, so the streaming correlator reuses its last step's topology when
+    only such events came (``StreamCorrelator._learn``)."""
+    return line_facts(e) != (None, None, None, None) or line_addr(e) is not None
+
+
+def line_addr(e: Ev) -> str | None:
+    """The address ``e``'s host uses for NCCL's out-of-band connections (``details.oob_addr`` of an ``nccl.bootstrap``
+    line), spelt as :func:`peer_name` spells a peer's; None for any other line."""
+    raw = e.details.get("oob_addr")
+    return peer_name(raw) if isinstance(raw, str) and raw else None
+
+
+@lru_cache(maxsize=65536)
+def peer_name(addr: str) -> str:
+    """One spelling of a peer's address or name as NCCL prints it: ``canonical_host`` (lower case, a host name's
+    first label, an IPv6 address as RFC 5952 writes it, its scope kept)."""
+    return canonical_host(addr)
 
 
 def line_gpu(e: Ev) -> str | None:

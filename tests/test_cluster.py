@@ -125,7 +125,10 @@ def fleets(draw):
             comm=draw(st.sampled_from([None, None, "c1", "c2"])), message="m",
             gpu_index=gpu if not by_bus else None,
             precision_us=draw(st.sampled_from([1, S, S, 90 * S])), origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
-            elapsed_ms=draw(st.sampled_from([None, None, 60_000])), seq=draw(st.sampled_from([None, None, 7, 8]))))
+            elapsed_ms=draw(st.sampled_from([None, None, 60_000])), seq=draw(st.sampled_from([None, None, 7, 8])),
+            # a peer named by its host's name, by an address a Bootstrap line gave one host, two hosts, or none
+            details={"peer_addr": p} if (p := draw(st.sampled_from([None, None, "h1", "10.0.0.2", "10.0.0.9",
+                                                                     "172.17.0.2"]))) else {}))
     inits = draw(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.integers(0, 7), st.sampled_from(HOSTS),
                                      st.one_of(st.none(), st.integers(0, 3))), max_size=8))
     domains = draw(st.lists(st.sampled_from([None, "nvl72-a", "nvl72-b"]), min_size=len(HOSTS),
@@ -137,6 +140,7 @@ def fleets(draw):
 #: link rules without the wide same-host link that hides most of what the others do (a deployment's own rules)
 CROSS_HOST_ONLY = [LinkRule(relation="same_domain", window_s=60), LinkRule(relation="same_comm", window_s=30),
                    LinkRule(relation="same_gpu", window_s=20), LinkRule(relation="same_collective", window_s=300),
+                   LinkRule(relation="peer_host", window_s=40),
                    # links derived from explains rules (rules.reach): effect to nearest cause, across hosts and on one
                    LinkRule(relation="same_domain", window_s=200, cause=[Pred(kind=["ecc", "xid"])],
                             effect=[Pred(kind=["nccl_error", "nccl_timeout", "xid"])], from_rule="t1"),
@@ -159,6 +163,7 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
     for comm, rank, host, gpu in inits:
         topo.comm_ranks[comm][rank] = (host, None if gpu is None else f"0000:{gpu + 1:02x}:00.0")
     topo.index_to_bus.update({("h0", 1): "0000:02:00.0"})  # one host where NVML told index -> bus id
+    topo.addr_hosts.update({"10.0.0.2": {"h2"}, "172.17.0.2": {"h0", "h3"}})  # NCCL Bootstrap lines' addresses
     clocks = Clocks(skew_us=dict(zip(HOSTS, skews)), default_skew_us=S)
     links = CROSS_HOST_ONLY if own_rules else default_rules().links
     got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks, related=related))

@@ -700,9 +700,9 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "uuid_gpu", "_comm_index"}
+        "uuid_gpu", "addr_hosts", "_comm_index"}
     return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or any(t.link_state.values())
-                or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu)
+                or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu or t.addr_hosts)
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
@@ -1000,3 +1000,29 @@ def test_a_gpu_uuid_seen_on_two_gpus_is_mapped_as_the_batch_maps_it(pipeline):
     (inc,) = [i for i in got if i["initiator"]["xid"] == 48]
     (batch,) = [i for i in want if i["initiator"]["xid"] == 48]
     assert inc["initiator"]["device"] == batch["initiator"]["device"] == "0000:00:07.0"
+
+
+def test_a_peers_address_is_known_after_its_bootstrap_line_is_forgotten(pipeline):
+    """NCCL prints a rank's out-of-band address once, at job start (``nccl.bootstrap``); hours later a rank's IB
+    completion error names its peer by that address, a second after the peer host's HCA failed. The stream keeps
+    the newest address line of each host (``StreamCorrelator.addr_lines``, in ``wiring`` once pruned), so the
+    peer host's fault is the initiator and the report its downstream, as in the batch."""
+    boot = "{t:%Y-%m-%d %H:%M:%S} {h}:1200:1200 [0] NCCL INFO Bootstrap : Using eth0:{a}<0>"
+    start = T0 + timedelta(minutes=1)
+    later = start + timedelta(hours=3)
+    hca = (f"[{later:%Y-%m-%d %H:%M:%S}] n2:1200:1290 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got "
+           "async event : local access violation work queue error")
+    done = later + timedelta(seconds=1)
+    completion = (f"[{done:%Y-%m-%d %H:%M:%S}] n1:1300:1390 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got "
+                  "completion from peer 10.1.3.2<33057> with status=12 opcode=0 len=0 vendor err 129 (Send)")
+    feeds = [(start, {h: [boot.format(t=start, h=h, a=a)] for h, a in (("n1", "10.1.3.1"), ("n2", "10.1.3.2"))}),
+             *_busy("n1", start, later), *_busy("n2", start, later), (later, {"n2": [hca]}), (done, {"n1": [completion]})]
+    sc = StreamCorrelator()
+    got, want = _stream_and_batch(pipeline, feeds, done + timedelta(hours=1), sc)
+    assert not any(e.signature == "nccl.bootstrap" for e in sc.events.values())  # forgotten, but in wiring
+    assert sorted(e.details["oob_addr"] for e in sc.wiring.values() if e.signature == "nccl.bootstrap") == [
+        "10.1.3.1", "10.1.3.2"]
+    (inc,) = [i for i in got if i["category"] == "ib_port"]
+    (batch,) = [i for i in want if i["category"] == "ib_port"]
+    assert (inc["initiator"]["host"], [(d["host"], d["relation"]) for d in inc["downstream"]]) == (
+        "n2", [("n1", "peer_host")]) == (batch["initiator"]["host"], [(d["host"], d["relation"]) for d in batch["downstream"]])

@@ -1788,3 +1788,65 @@ def test_an_application_xid_of_another_gpu_is_not_put_on_the_initiator(pipeline)
     (inc,) = run(pipeline, text)
     assert inc["explanation"].startswith("Xid 13 on 0000:1a:00.0 (node07) is a fault of the program")
     assert "Application Xids on 0000:9a:00.0 too." in inc["explanation"]
+
+
+# NCCL's out-of-band address lines (nccl.bootstrap) and a peer's error naming that address: NVIDIA/nccl#1052,
+# pytorch/pytorch#81628 (the line formats); NVIDIA/nccl#1710 (a peer's HCA access violation, the rank's completion
+# error naming the peer by its address)
+BOOT = ("[2026-11-20 10:00:01] {host}:1200:1200 [0] NCCL INFO Bootstrap : Using eth0:{addr}<0>\n"
+        "[2026-11-20 10:00:01] {host}:1200:1290 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:{addr}<0>")
+HCA = ("[2026-11-20 10:05:00] {host}:1200:1290 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event "
+       ": local access violation work queue error")
+COMPLETION = ("[2026-11-20 10:05:01] {host}:1300:1390 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion "
+              "from peer {addr}<33057> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.206.1.23 "
+              "remoteGids::ffff:10.206.1.11")
+RECV = ("[2026-11-20 10:05:02] {host}:1300:1390 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from {addr}<58355> "
+        "failed : Connection reset by peer")
+
+
+def test_a_peers_error_that_names_its_address_follows_that_hosts_fault(pipeline):
+    """A rank's IB completion error or lost socket names its peer by NCCL's out-of-band address; that host's
+    Bootstrap / NET/IB OOB line says whose address it is, so the peer host's own fault (its HCA's access
+    violation, its GPU falling off the bus) is the initiator and the reports on other hosts are its downstream,
+    by the ``peer_host`` relation — not two incidents, each reporter the first fault of its own (NVIDIA/nccl#1710)."""
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + HCA.format(host="node201"),
+             "node023": BOOT.format(host="node023", addr="10.1.3.23") + "\n"
+             + COMPLETION.format(host="node023", addr="10.1.3.201"),
+             "node024": RECV.format(host="node024", addr="10.1.3.201")}
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["initiator"]["host"], inc["initiator"]["device"], inc["category"]) == ("node201", "mlx5_0", "ib_port")
+    assert sorted((d["host"], d["relation"]) for d in inc["downstream"]) == [
+        ("node023", "peer_host"), ("node024", "peer_host")]
+    assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {"peer_fault.explains_peer_reports"}
+    # the GPU that fell off the bus on the peer host, and a peer printed by its name (NVIDIA/nccl#795's form)
+    xid79 = "[Fri Nov 20 10:04:59 2026] NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus."
+    named = ("[2026-11-20 10:05:03] node024:1300:1390 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
+             "remote peer node201.cluster-a.pcluster<47861>")
+    (inc,) = _hosts(pipeline, {"node201": xid79, "node024": named})
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node201", 79)
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+
+
+def test_a_peer_address_no_line_gives_one_host_names_no_host(pipeline):
+    """Without the peer's Bootstrap line, or with an address two hosts say they use (a container's 172.17.0.2),
+    the report is not tied to any host's fault: the two stay apart, as before."""
+    hca = HCA.format(host="node201")
+    for boot in ("", BOOT.format(host="node201", addr="172.17.0.2") + "\n"
+                 + BOOT.format(host="node201", addr="172.17.0.2").replace("node201", "node300")):
+        files = {"node201": (boot + "\n" if boot else "") + hca,
+                 "node023": COMPLETION.format(host="node023", addr="172.17.0.2" if boot else "10.1.3.201")}
+        incs = _hosts(pipeline, files)
+        assert sorted(i["initiator"]["host"] for i in incs) == ["node023", "node201"], boot
+
+
+def test_a_lone_report_says_whose_address_its_peer_is(pipeline):
+    """The reporting rank's logs and only the peer's Bootstrap line: the incident is the report's, and its
+    explanation names the peer's host to read next; ranks that only lost a peer name it among the candidates."""
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201"),
+             "node023": COMPLETION.format(host="node023", addr="10.1.3.201")}
+    (inc,) = _hosts(pipeline, files)
+    assert inc["initiator"]["host"] == "node023"
+    assert "it names its peer 10.1.3.201, which is node201 (NCCL's Bootstrap line there)" in inc["explanation"]
+    files["node023"] = RECV.format(host="node023", addr="10.1.3.201")
+    (lost,) = _hosts(pipeline, files)
+    assert (lost["pattern"], lost["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
