@@ -204,6 +204,11 @@ _RFC3164 = re.compile(
 #: what stands alone before the colon of a stamped syslog line without a host (``journalctl --no-hostname -k``:
 #: "Mar 21 21:42:01 kernel: NVRM: …") is the kernel's tag, not a host; so is a word with a pid ("nv-fabricmanager[88]:")
 _KERNEL_TAGS = frozenset({"kernel", "kern"})
+#: what the kernel's NVIDIA lines begin with ("NVRM: Xid …", "nvidia-nvswitch3: SXid …", "nvidia-modeset: ERROR: …"):
+#: a syslog line pasted without its host and tag ("Sep 18 20:07:01 NVRM: Xid (PCI:0000:02:00): 109, …",
+#: NVIDIA/open-gpu-kernel-modules#1146) puts it where the host goes. It is the message's first word, not a host:
+#: every line was of host "nvrm" (a real-logs pass)
+_KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|nvlink|nvswitch\d*))?|nvswitch\d*)")
 # ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
 # ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
 # NVIDIA/nccl#230); a log viewer's export may put a space before the offset ("2025-11-09 15:39:31.043 +08:00 [2025-…",
@@ -499,6 +504,9 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 t = resolve_year(*stamp, ref_us, tz)
                 if t is not None:
                     p.ts, p.precision_us, p.yearless = t, prec, stamp
+                    if m["tag"] is None and not m["tag_pid"] and _KERNEL_MESSAGE.fullmatch(m["host"]):
+                        s = s[m.start("host"):]  # the message begins at the word: no host, no tag
+                        continue
                     if m["tag"] is None and (m["tag_pid"] or m["host"] in _KERNEL_TAGS):
                         if m["tag_pid"]:
                             p.pid = int(m["tag_pid"])

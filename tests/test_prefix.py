@@ -48,6 +48,13 @@ def us(*a, tz=timezone.utc):
      "NVRM: GPU0"),
     ("Mar 21 21:42:01 nv-fabricmanager[88]: request to query", us(2026, 3, 21, 21, 42, 1), 1_000_000, None,
      "request"),
+    # a line pasted without its host and tag (NVIDIA/open-gpu-kernel-modules#1146): the driver's word begins the message
+    ("Sep 18 20:07:01 NVRM: Xid (PCI:0000:02:00): 109, pid=8494,   name=RenderThread", us(2026, 9, 18, 20, 7, 1),
+     1_000_000, None, "NVRM: Xid"),
+    ("Sep 18 20:07:01 nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal", us(2026, 9, 18, 20, 7, 1), 1_000_000,
+     None, "nvidia-nvswitch3: SXid"),
+    ("Sep 18 20:07:01 nvidia-modeset: ERROR: GPU:0: Idling display engine timed out", us(2026, 9, 18, 20, 7, 1),
+     1_000_000, None, "nvidia-modeset: ERROR"),
     # a paste indented before its stamp (a Markdown code block)
     ("     Mar 21 21:42:01 kernel: NVRM: GPU0 x", us(2026, 3, 21, 21, 42, 1), 1_000_000, None, "NVRM: GPU0"),
     ("  2024-01-01T00:00:00Z node01 kernel: NVRM: x", us(2024, 1, 1, 0, 0, 0), 1_000_000, "node01", "NVRM"),
