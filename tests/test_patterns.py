@@ -1850,3 +1850,15 @@ def test_a_lone_report_says_whose_address_its_peer_is(pipeline):
     files["node023"] = RECV.format(host="node023", addr="10.1.3.201")
     (lost,) = _hosts(pipeline, files)
     assert (lost["pattern"], lost["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
+
+
+def test_a_pcie_errors_action_is_that_of_the_class_its_line_says(pipeline):
+    """An uncorrected fatal AER error was told "corrected errors are informational unless they repeat" first
+    (DualCoder/vgpu_unlock#114: a Surprise Down, the host froze): the action of the class the line says."""
+    line = "[74889.542044] pcieport 0000:00:02.0: PCIe Bus Error: severity={c}, type=Transaction Layer, (Receiver ID)"
+    (fatal,) = run(pipeline, line.format(c="Uncorrected (Fatal)"))
+    assert fatal["next_action"].startswith("PCIe AER reported an uncorrected fatal error on 0000:00:02.0 (Transaction "
+                                           "Layer): the link below it failed")
+    (nonfatal,) = run(pipeline, line.format(c="Uncorrected (Non-Fatal)"))
+    assert nonfatal["next_action"].startswith("PCIe AER reported an uncorrected non-fatal error on 0000:00:02.0")
+    assert "informational" not in fatal["next_action"] + nonfatal["next_action"]
