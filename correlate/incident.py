@@ -415,6 +415,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
              f"at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
         s = f"{what} on {where} of {i['host']} {when} is the {rank} fault nothing else explains"
+    s += _aer_before(scene, v)
     peers = sorted({(str(a), h) for e in v.initiator_events if (a := e.details.get("peer_addr"))
                     and (h := scene.topo.peer_host(e)) and h != peer_name(str(a)) and h != e.host})
     if peers:  # its line names the peer by address; NCCL's Bootstrap / NET/IB OOB line of that host said whose it is
@@ -465,6 +466,43 @@ _LINK_DOWN_SAYS = {
     "software": "software took {link} down (investigate the software or user action)",
     "host": "the host took {link} down (investigate the host)",
 }
+
+
+#: how long before a GPU falls off the bus the PCIe errors of its host are told as what came before it (µs; the
+#: ``pcie.fatal_aer_explains_gpu_fall`` rule's window)
+AER_BEFORE_FALL_US = 30_000_000
+
+
+def _aer_before(scene: Scene, v: Verdict) -> str:
+    """A sentence for a GPU that fell off the bus (Xid 79, ``gpu_off_bus``) after PCIe AER errors of its host that
+    no rule made its cause (a corrected or non-fatal error is no fault, the fatal ones' rule explains it): they came
+    first, within ``AER_BEFORE_FALL_US`` (or earlier in one file, its lines dated by it), and say where the link
+    failed (NVIDIA/open-gpu-kernel-modules#1247: an eGPU's Correctable Physical Layer RxErr on the port above it,
+    then Xid 79; rwth-i6/returnn#1486: Data Link Layer timeouts, then NVML lost the GPU; the action asked for the
+    PCIe errors that came first, which were in the input: a real-logs pass). Lines that printed no time say no
+    order: they are "logged beside it". "" otherwise."""
+    falls = [e for e in v.initiator_events if e.kind == "gpu_off_bus" or e.xid == 79]
+    if not falls:
+        return ""
+    fall = min(falls, key=lambda e: e.order)
+    near = [e for e in scene.events if e.kind == "pcie_aer" and e.host == fall.host and e not in v.initiator_events
+            and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.precision_us + fall.precision_us]
+    # lines dated only by their file (or record) say no order: a paste puts nvidia-smi's output before the dmesg
+    unordered = [e for e in near if e.undated() and fall.undated()]
+    aer = [e for e in near if e not in unordered and e.order < fall.order] or unordered
+    if not aer:
+        return ""
+    ports = sorted({e.device for e in aer if e.device})
+    said: list[str] = []  # what the lines say (class, layer, status bits), each once, in the lines' order
+    for e in sorted(aer, key=lambda e: e.order):
+        for w in (e.details.get("aer_class"), e.details.get("aer_type"), e.details.get("aer_error")):
+            if w and str(w) not in said:
+                said.append(str(w))
+    before = aer is not unordered
+    return (f"; PCIe AER errors {'came before it' if before else 'are logged beside it'} on "
+            f"{first_of(ports, noun='ports') if ports else 'its host'}" + (f" ({', '.join(said[:6])})" if said else "")
+            + f": the PCIe link to the GPU (slot, riser, cable, enclosure, power) {'likely' if before else 'may have'} "
+            "failed first")
 
 
 def _beside_name(p: Party, host: str | None) -> str:

@@ -1862,3 +1862,25 @@ def test_a_pcie_errors_action_is_that_of_the_class_its_line_says(pipeline):
     (nonfatal,) = run(pipeline, line.format(c="Uncorrected (Non-Fatal)"))
     assert nonfatal["next_action"].startswith("PCIe AER reported an uncorrected non-fatal error on 0000:00:02.0")
     assert "informational" not in fatal["next_action"] + nonfatal["next_action"]
+
+
+def test_a_gpu_that_fell_off_the_bus_after_pcie_errors_says_they_came_first(pipeline):
+    """Corrected PCIe errors on the port above a GPU, then its Xid 79 (NVIDIA/open-gpu-kernel-modules#1247: an eGPU's
+    Physical Layer RxErr; rwth-i6/returnn#1486: Data Link Layer timeouts before NVML lost the GPU): no fault, so
+    no rule makes them its cause, but the explanation says they came before it, with what they said (the action
+    asked for the PCIe errors that came first, which were in the input). Lines with no time are "beside" it; errors
+    after the fall, or a minute before, are not said."""
+    aer = ("[Fri Nov 20 10:00:{s:02d} 2026] pcieport 0000:00:1b.0: PCIe Bus Error: severity=Correctable, type=Physical "
+           "Layer, (Receiver ID)\n[Fri Nov 20 10:00:{s:02d} 2026] pcieport 0000:00:1b.0:    [ 0] RxErr   (First)")
+    xid = "[Fri Nov 20 10:00:{s:02d} 2026] NVRM: Xid (PCI:0000:03:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    (inc,) = run(pipeline, aer.format(s=1) + "\n" + xid.format(s=5))
+    assert inc["initiator"]["xid"] == 79
+    assert ("PCIe AER errors came before it on 0000:00:1b.0 (Correctable, Physical Layer, RxErr): the PCIe link to the "
+            "GPU (slot, riser, cable, enclosure, power) likely failed first" in inc["explanation"])
+    untimed = "\n".join(line.split("] ", 1)[1] for line in (aer.format(s=1) + "\n" + xid.format(s=5)).split("\n"))
+    (inc,) = run(pipeline, untimed)
+    assert "PCIe AER errors are logged beside it on 0000:00:1b.0" in inc["explanation"]
+    for text in (xid.format(s=5) + "\n" + aer.format(s=9), aer.format(s=1).replace("10:00:", "09:59:") + "\n"
+                 + xid.format(s=55)):
+        incs = run(pipeline, text)
+        assert not any("PCIe AER errors" in i["explanation"] for i in incs), text
