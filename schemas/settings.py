@@ -220,6 +220,21 @@ class Settings(BaseModel):
         return v
 
     @model_validator(mode="after")
+    def _topics_apart(self) -> "Settings":
+        """The raw topics, the dead-letter topic and the events topic are different topics: a dead-letter topic that
+        is also read dead-lettered each bad record to itself forever (1,271 copies of one record in 25 s: a break-it
+        pass), a raw topic that is the events topic reads the events as log lines."""
+        if len(set(self.topics)) != len(self.topics):
+            twice = next(t for t in self.topics if self.topics.count(t) > 1)
+            raise ValueError(f"topics names {twice!r} twice")
+        for name, topic in (("dlq_topic", self.dlq_topic), ("events_topic", self.events_topic)):
+            if topic in self.topics:
+                raise ValueError(f"{name} {topic!r} is one of topics (the raw input): give it a topic of its own")
+        if self.dlq_topic == self.events_topic:
+            raise ValueError(f"dlq_topic and events_topic are both {self.dlq_topic!r}: give each a topic of its own")
+        return self
+
+    @model_validator(mode="after")
     def _pagerduty_key(self) -> "Settings":
         if self.pagerduty_url and not self.pagerduty_routing_key:
             raise ValueError("pagerduty_url is set but pagerduty_routing_key is not: set "

@@ -132,6 +132,12 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_BATCH_MAX_RECORDS": "9" * 23}, "batch_max_records (from FIRSTFAULT_BATCH_MAX_RECORDS): Input"),
     ({"FIRSTFAULT_API_MAX_BODY_BYTES": "9" * 23}, "api_max_body_bytes (from FIRSTFAULT_API_MAX_BODY_BYTES): Input"),
     ({"FIRSTFAULT_SESSION_TIMEOUT_MS": "9" * 23}, "session_timeout_ms (from FIRSTFAULT_SESSION_TIMEOUT_MS): Input"),
+    # a dead-letter topic that is also read dead-lettered each bad record to itself, forever (a break-it pass)
+    ({"FIRSTFAULT_TOPICS": "t3.loop", "FIRSTFAULT_DLQ_TOPIC": "t3.loop"},
+     "dlq_topic 't3.loop' is one of topics (the raw input): give it a topic of its own"),
+    ({"FIRSTFAULT_TOPICS": "a,b", "FIRSTFAULT_EVENTS_TOPIC": "b"}, "events_topic 'b' is one of topics"),
+    ({"FIRSTFAULT_DLQ_TOPIC": "x", "FIRSTFAULT_EVENTS_TOPIC": "x"}, "dlq_topic and events_topic are both 'x'"),
+    ({"FIRSTFAULT_TOPICS": "a,b,a"}, "topics names 'a' twice"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a

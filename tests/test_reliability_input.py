@@ -192,7 +192,10 @@ def through_kafka(kafka, tmp_path_factory):
     asyncio.run(produce())
     if shutil.which("kcat"):
         for codec in ("gzip", "snappy", "lz4", "zstd"):
-            kcat(kafka, topic, f"kcat-{codec}", codec, xid("31") + b" " + codec.encode())
+            # padded: librdkafka sends a batch uncompressed when compressing does not make it smaller (one short line),
+            # and lz4, snappy and zstd batches then never reached the consumer's codecs (aiokafka needs cramjam for
+            # them: without it ingest died at every restart on the first such batch, a break-it pass)
+            kcat(kafka, topic, f"kcat-{codec}", codec, xid("31") + b" " + b"0" * 4096 + b" " + codec.encode())
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
     env.update(FIRSTFAULT_KAFKA_BOOTSTRAP=kafka, FIRSTFAULT_LAKE=str(tmp / "lake"), FIRSTFAULT_TOPICS=topic,
                FIRSTFAULT_DLQ_TOPIC=dlq, FIRSTFAULT_EVENTS_TOPIC=topic + ".events", FIRSTFAULT_GROUP_ID=topic,
