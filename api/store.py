@@ -261,14 +261,30 @@ class Store:
         params.append(limit)
         out = []
         for r in self.query(sql, params):
-            d = orjson.loads(r["doc"])
+            d = self.incident_doc(r["doc"])
             d["_sort_key"] = r["sort_key"]
             out.append(d)
         return out
 
     def incident(self, incident_id: str) -> dict[str, Any] | None:
         rows = self.query("SELECT doc FROM incidents WHERE id = ?", [incident_id])
-        return orjson.loads(rows[0]["doc"]) if rows else None
+        return self.incident_doc(rows[0]["doc"]) if rows else None
+
+    def incident_doc(self, doc: Any) -> dict[str, Any]:
+        """A stored incident row's ``doc`` column (DESIGN.md's incident, as JSON text) read. Raises
+        :class:`StoreError` (``unavailable``: the API's 503) when it is no incident: a part of the incidents table
+        that another writer or an older schema left has none (NULL), or another column by that name; it was an
+        orjson traceback at every start of ``run`` and ``correlate``, and the API's 500 (a break-it pass)."""
+        try:
+            d = orjson.loads(doc) if isinstance(doc, (str, bytes)) else None
+        except orjson.JSONDecodeError:
+            d = None
+        if not isinstance(d, dict) or not isinstance(d.get("id"), str):
+            where = f" under {self.lake.base}/incidents" if getattr(self.lake, "base", None) else ""
+            raise StoreError(f"a stored incident has no readable document (its doc is {type(doc).__name__}): a part"
+                             f"{where} was not written by firstfault's incidents schema; move it out of the lake",
+                             unavailable=True)
+        return d
 
     # --- events ----------------------------------------------------------------------------------
     def events_by_id(self, ids: list[str]) -> list[dict[str, Any]]:

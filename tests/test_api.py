@@ -895,3 +895,37 @@ def test_a_table_cell_names_at_most_eight_suspects_and_reporters():
     (_, _, _, cell), = _rows([inc])
     assert cell.startswith("suspects: the peer at 10.0.0.0; ") and f"and {20 - CELL_ITEMS} more; downstream: " in cell
     assert cell.endswith(f"and {12 - CELL_ITEMS} more") and cell.count("h0") == 8
+
+
+def test_an_incidents_part_without_documents_is_a_503_and_does_not_stop_a_restart(tmp_path, caplog):
+    """A part of the incidents table another writer or an older schema left, without the ``doc`` column: the
+    service's restart (``IncidentSink.stored``) died of an orjson traceback at every start, and the API answered 500
+    (a break-it pass). The restart skips its rows and says so; the API's incident reads answer 503 naming the table's
+    folder."""
+    import logging
+
+    import pyarrow.parquet as pq
+
+    from api.sink import IncidentSink
+    from ingest.lake import Lake
+
+    lk = Lake(str(tmp_path / "lake"))
+    lk.init()
+    _, _, incidents = diagnose_paths([SAMPLES], Settings())
+    inc, ev = incident_rows(incidents[:2], int(time.time() * 1e6))
+    lk.write("incidents", inc, "i1")
+    lk.write("incident_evidence", ev, "i1")
+    part = sorted((tmp_path / "lake" / "incidents").rglob("*.parquet"))[0]  # a part per hour of the incidents
+    old = inc.slice(0, 1).drop_columns(["doc"])
+    old = old.set_column(old.schema.get_field_index("id"), "id", pa.array(["inc-old"]))
+    pq.write_table(old.drop_columns([c for c in ("date", "hour") if c in old.column_names]),
+                   part.with_name("part-old.parquet"))
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=str(tmp_path / "state")), lk)
+    with caplog.at_level(logging.WARNING):
+        got = sink.stored()
+    assert sorted(d["id"] for d in got) == sorted(i["id"] for i in incidents[:2])
+    assert "skipped 1 stored incident row(s): a stored incident has no readable document" in caplog.text
+    with Server(Settings(lake=str(tmp_path / "lake"), api_max_scan_days=3650)) as c:
+        r = c.get("/incidents/inc-old")
+        assert r.status_code == 503 and "was not written by firstfault's incidents schema" in r.json()["detail"], r.text
+        assert c.get(f"/incidents/{incidents[0]['id']}").status_code == 200
