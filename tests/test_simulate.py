@@ -100,7 +100,7 @@ def check_signatures(s: Scenario, evs: list[dict], topo: list[dict]) -> None:
         assert {(e["host"], e["device"]) for e in _xids(evs, 145)} == {(r.host, r.device) for r in t.downstream}
     elif k == "nccl_hang":
         ranks = {e["rank"] for e in evs if e["signature"] == "torch.watchdog_timeout"}
-        inits = {e["rank"] for e in evs if e["kind"] == "nccl_init"}
+        inits = {e["rank"] for e in evs if e["kind"] == "nccl_init" and e["rank"] is not None}  # not Bootstrap lines
         assert t.rank not in ranks and ranks | {t.rank} == inits
         assert len({e["seq"] for e in evs if e["signature"] == "torch.watchdog_timeout"}) == 1
     elif k == "fabric_manager":
