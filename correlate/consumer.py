@@ -44,6 +44,7 @@ from correlate.metrics import StepGuard, add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
+from ingest.consumer import stop_client
 from ingest.publish import decode
 
 log = logging.getLogger("firstfault.correlate")
@@ -128,10 +129,7 @@ class CorrelateWorker:
 
     async def close(self) -> None:
         if self.consumer is not None:
-            try:
-                await self.consumer.stop()
-            except KafkaError:
-                pass
+            await stop_client(self.consumer.stop)
 
     # --- rebalance -------------------------------------------------------------------------------
     async def revoked(self, revoked: set[TopicPartition]) -> None:

@@ -55,7 +55,7 @@ import operator
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
@@ -72,6 +72,23 @@ from ingest.pipeline import Batch, Pipeline
 from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
 
 log = logging.getLogger("firstfault.ingest")
+
+
+async def stop_client(stop: Callable[[], Awaitable[Any]]) -> None:
+    """Await an aiokafka client's ``stop``/``close``; a Kafka error stopping it is no error of the run. Nor is the
+    ``CancelledError`` aiokafka's consumer re-raises from the fetch it cancels while that fetch sleeps its retry
+    backoff (a correlator step that held the loop past the request timeout): ``run --once`` printed every incident,
+    then exited 1 with its traceback and left the producer unclosed (a break-it pass). A cancellation of the task
+    itself (``Task.cancelling``) goes on."""
+    try:
+        await stop()
+    except KafkaError as e:
+        log.debug("stopping a Kafka client: %s", e)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.debug("stopping a Kafka client: a fetch it cancelled re-raised its CancelledError")
 
 #: decoded text per chunk at most (the chunk is cut after the record that passes it; one record always fits)
 MAX_CHUNK_BYTES = 128 * 1024 * 1024
@@ -347,17 +364,13 @@ class IngestWorker:
         metrics.HEALTHY.set(1)
 
     async def close(self) -> None:
+        """Stop the consumer, the producer and the admin client, each whatever the one before raised
+        (:func:`stop_client`)."""
         for c in (self._consumer, self._producer):
             if c is not None:
-                try:
-                    await c.stop()
-                except KafkaError:
-                    pass
+                await stop_client(c.stop)
         if self._admin is not None:
-            try:
-                await self._admin.close()
-            except KafkaError:
-                pass
+            await stop_client(self._admin.close)
 
     async def lag(self) -> int:
         """Records behind the end of the assigned partitions (0 when caught up; -1 with no partitions)."""

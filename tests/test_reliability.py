@@ -696,3 +696,40 @@ def test_a_report_that_raises_leaves_the_ticks_going(tmp_path, monkeypatch, capl
             asyncio.run(h.maybe_write())
     said = [r for r in caplog.records if getattr(r, "error_code", None) == "report_failed"]
     assert len(calls) == 3 and len(said) == 1 and said[0].exc_info and h.done is None
+
+
+def test_stopping_a_client_survives_the_cancelled_fetch_aiokafka_re_raises():
+    """aiokafka's consumer ``stop()`` re-raises the CancelledError of the fetch it cancels while that fetch sleeps
+    its retry backoff (after a long correlator step held the loop): ``run --once`` printed every incident, then
+    exited 1 with the traceback (a break-it pass). ``stop_client`` takes it, and Kafka errors; a cancellation of the
+    stopping task itself still goes through. (The failing ``stop`` is a coroutine of ours: the race needs a fetch
+    timing out mid-backoff, which a test cannot time.)"""
+    import asyncio
+
+    from aiokafka.errors import KafkaConnectionError
+
+    from ingest.consumer import stop_client
+
+    async def cancelled_inside() -> None:
+        raise asyncio.CancelledError()
+
+    async def broken() -> None:
+        raise KafkaConnectionError("gone")
+
+    async def main() -> str:
+        await stop_client(cancelled_inside)
+        await stop_client(broken)
+
+        async def slow() -> None:
+            await asyncio.sleep(10)
+
+        t = asyncio.ensure_future(stop_client(slow))
+        await asyncio.sleep(0)
+        t.cancel()
+        try:
+            await t
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "swallowed"
+
+    assert asyncio.run(main()) == "cancelled"
