@@ -476,7 +476,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     ``msg``. Time (first not null): ``__REALTIME_TIMESTAMP`` µs (journald), ``timestamp`` (Vector),
     ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
     ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
-    flat, as ECS allows dotted names). ``format``: a poller's link sample
+    flat, as ECS allows dotted names), then the node a pod ran on: ``kubernetes.host`` (Fluent Bit's kubernetes
+    filter), ``kubernetes.pod_node_name`` (Vector's kubernetes_logs source), ``kubernetes.node.name`` (Filebeat's
+    kubernetes processor). ``format``: a poller's link sample
     (``schemas.samples.POLLER_FORMAT``)."""
 
     MESSAGE: Any = UNSET
@@ -493,6 +495,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     hostname: Any = UNSET
     host: Any = UNSET
     host_name: Any = UNSET
+    kubernetes: Any = UNSET
     format: Any = UNSET
 
 
@@ -522,6 +525,16 @@ def _host_of(rec: Envelope) -> str | None:
                 return n
             continue
         raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
+    k8s = rec.kubernetes
+    if isinstance(k8s, dict):  # a pod's record names no host of its own, its node (a keyless one was dead-lettered)
+        node = k8s.get("node")
+        for name, v in (("kubernetes.host", k8s.get("host")), ("kubernetes.pod_node_name", k8s.get("pod_node_name")),
+                        ("kubernetes.node.name", node.get("name") if isinstance(node, dict) else None)):
+            if v is None or v == "":
+                continue
+            if isinstance(v, str):
+                return v
+            raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
     return None
 
 

@@ -46,6 +46,14 @@ def test_host_header_when_there_is_no_key():
     # ... with the ECS field written flat, as ECS allows (it went to the Kafka key: a fresh-user trial)
     ({"@timestamp": "2026-11-30T03:12:00.000Z", "host.name": "node11", "message": XID}, "node11",
      1796008320000000),
+    # a pod's record names its node in its Kubernetes metadata (Fluent Bit, Vector, Filebeat): a keyless one was
+    # dead-lettered "it names no host" (a break-it pass)
+    ({"time": "2026-11-30T03:12:00.000Z", "kubernetes": {"host": "k8snode2", "pod_name": "p"}, "log": XID}, "k8snode2",
+     1796008320000000),
+    ({"timestamp": "2026-11-30T03:12:00Z", "kubernetes": {"pod_node_name": "k8snode3"}, "message": XID}, "k8snode3",
+     1796008320000000),
+    ({"@timestamp": "2026-11-30T03:12:00.000Z", "kubernetes": {"node": {"name": "k8snode4"}}, "message": XID},
+     "k8snode4", 1796008320000000),
     # journald export JSON: µs strings, MESSAGE possibly a byte array
     ({"__REALTIME_TIMESTAMP": "1796008320000001", "__MONOTONIC_TIMESTAMP": "449410332316",
       "_HOSTNAME": "node12", "_BOOT_ID": "0123", "MESSAGE": list(XID.encode())}, "node12", 1796008320000001),
