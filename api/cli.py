@@ -404,11 +404,12 @@ def _stdin_file() -> Path:
     import tempfile
 
     from ingest.decode import MAX_FILE_BYTES
+    from ingest.files import STDIN_SUFFIX
 
     folder = tempfile.mkdtemp(prefix="firstfault-stdin-")
     atexit.register(shutil.rmtree, folder, True)
     host = socket.gethostname().split(".", 1)[0] or "localhost"
-    path = Path(folder) / f"{host}.stdin"
+    path = Path(folder) / f"{host}{STDIN_SUFFIX}"
     left = MAX_FILE_BYTES + 1
     with path.open("wb") as f:
         while left > 0 and (chunk := sys.stdin.buffer.read(min(left, 1 << 20))):

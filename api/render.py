@@ -55,7 +55,8 @@ _BASIS_WORDS = {
     "inherited": "an earlier line's stamp",
     "envelope": "the record's time (journald's __REALTIME_TIMESTAMP, a shipper's timestamp field)",
     "kafka": "the Kafka arrival time",
-    "file": "the file's modification time (a line that prints none, or a raw dmesg stamp counted back from it)",
+    "file": "the file's modification time, or the time standard input was read (a line that prints none, or a raw "
+            "dmesg stamp counted back from it)",
     "operator": "the operator's report time",
 }
 _APPROX = frozenset(_BASIS_WORDS)

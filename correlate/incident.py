@@ -22,6 +22,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_RECUR_ADVICE, recurs_to_diag
 from correlate.topology import peer_name
+from ingest.files import from_stdin
 from ingest.catalog import Catalog
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
@@ -391,10 +392,11 @@ def _explain(scene: Scene, v: Verdict) -> str:
     else:
         where = "the host"
     when = f"at {iso(main.ts)}"
-    arrival = "file" if main.ts_basis == "file" else "Kafka record"
-    counted = f"its seconds since boot counted back from its {arrival}'s time"
+    arrival = ("the time standard input was read" if from_stdin(main.origin)  # diagnose -
+               else "its file's time" if main.ts_basis == "file" else "its Kafka record's time")
+    counted = f"its seconds since boot counted back from {arrival}"
     if main.undated():  # the append time bounds it; a raw kernel stamp (details.uptime_s) was counted back from it
-        how = counted if "uptime_s" in main.details else f"its {arrival}'s time: the line printed none"
+        how = counted if "uptime_s" in main.details else f"{arrival}: the line printed none"
         when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} ({counted})"

@@ -15,6 +15,15 @@ from pathlib import Path
 
 from ingest.decode import Decoded, Reject, decode_file, path_text
 
+#: what standard input is saved as (``diagnose -``: ``<short host name>.stdin``): its events' origins are
+#: ``file:<host>.stdin@…``, and what is said of their times is "when standard input was read", not a file's
+STDIN_SUFFIX = ".stdin"
+
+
+def from_stdin(origin: str) -> bool:
+    """Whether an event's ``origin`` is of standard input saved by ``diagnose -`` (:data:`STDIN_SUFFIX`)."""
+    return origin.startswith("file:") and f"{STDIN_SUFFIX}@" in origin
+
 
 def walk(paths: Iterable[Path], others: list[Path] | None = None,
          same: list[tuple[Path, Path]] | None = None) -> Iterator[tuple[Path, str]]:

@@ -475,8 +475,9 @@ def test_incidents_view_shows_every_field_whole_at_any_terminal_width():
         assert flat.count("next " + action) == 2
         assert flat.index("inc-a") < flat.index("inc-b")
         # what the file's time stands in for, whatever the lines were (an NCCL-only log was told of dmesg stamps)
-        assert "~ not the first line's own wall-clock stamp: the file's modification time (a line that prints " \
-               "none, or a raw dmesg stamp counted back from it)" in flat and "Kafka" not in flat
+        assert "~ not the first line's own wall-clock stamp: the file's modification time, or the time standard " \
+               "input was read (a line that prints none, or a raw dmesg stamp counted back from it)" in flat \
+               and "Kafka" not in flat
     c = Console(record=True, width=200)
     c.print(IncidentsView(incs))
     text = c.export_text()

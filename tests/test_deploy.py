@@ -878,7 +878,12 @@ def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     me = socket.gethostname().split(".", 1)[0]
-    assert sorted(e["host"] for e in json.loads(r.stdout)["events"]) == sorted([me, "node07"]), r.stdout[:500]
+    out = json.loads(r.stdout)
+    assert sorted(e["host"] for e in out["events"]) == sorted([me, "node07"]), r.stdout[:500]
+    # its raw dmesg stamp is counted back from when standard input was read, not from "its file's time" (a
+    # fresh-user trial)
+    (mine,) = [i for i in out["incidents"] if i["initiator"]["host"] == me]
+    assert "(its seconds since boot counted back from the time standard input was read)" in mine["explanation"]
     assert not list(tmp_path.glob("firstfault-stdin-*")), list(tmp_path.iterdir())
     r = subprocess.run([exe, "diagnose", "-"], input="", capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and "no log lines in standard input: empty or blank" in r.stderr, r.stderr  # no "1 file"
