@@ -550,8 +550,11 @@ def reach(scene: Scene, sources: list[Ev]) -> dict[tuple, tuple[str, str]]:
 def initiator_event(scene: Scene, evs: list[Ev]) -> Ev:
     """The event that names an initiator (its kind, Xid, action and explanation): by :func:`lead_key`, then role
     (``ROLE_RANK``), then the worst, then the earliest. One choice for all of them: the initiator named an Xid 79
-    while its explanation and action were those of the same GPU's Xid 74 (a real-logs pass)."""
-    return min(evs, key=lambda e: (*lead_key(e), -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.order))
+    while its explanation and action were those of the same GPU's Xid 74 (a real-logs pass). Of lines alike so far, an
+    Xid before a line without one: the kernel's Xid 79 and its "GPU has fallen off the bus" line of the same second
+    were named by whichever came first, so ``diagnose`` said Xid 79 and the service, reading them in another order,
+    a plain gpu_off_bus with another action and check (a fresh user's trial)."""
+    return min(evs, key=lambda e: (*lead_key(e), -ROLE_RANK.get(scene.role(e), 0), -e.sev, e.xid is None, e.order))
 
 
 def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:

@@ -65,8 +65,8 @@ def incident_hosts(inc: dict[str, Any]) -> set[str]:
 def _lead(evs: list[Ev]) -> Ev:
     """The event that names a party: by ``attribute.lead_key`` (a line with a time of its own, the device's own
     report, before a file-dated line or a program's; an operator's report only when the party has nothing else),
-    then the worst, then the earliest."""
-    return min(evs, key=lambda e: (*lead_key(e), -e.sev, e.order))
+    then the worst, then an Xid (``attribute.initiator_event``), then the earliest."""
+    return min(evs, key=lambda e: (*lead_key(e), -e.sev, e.xid is None, e.order))
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:

@@ -1884,3 +1884,16 @@ def test_a_gpu_that_fell_off_the_bus_after_pcie_errors_says_they_came_first(pipe
                  + xid.format(s=55)):
         incs = run(pipeline, text)
         assert not any("PCIe AER errors" in i["explanation"] for i in incs), text
+
+
+def test_an_xid_names_its_gpu_whatever_the_order_of_its_lines_of_the_same_second(pipeline):
+    """The kernel's "GPU has fallen off the bus" line and the Xid 79 of the same second: the incident was named by
+    whichever came first, so ``diagnose`` said Xid 79 and the service, reading them in another order, a plain
+    gpu_off_bus with another action and check (a fresh user's trial). The Xid names it in either order."""
+    lines = ["[Wed Dec  3 14:02:11 2026] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
+             "[Wed Dec  3 14:02:11 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+             "fallen off the bus."]
+    for text in ("\n".join(lines), "\n".join(reversed(lines))):
+        (inc,) = run(pipeline, text)
+        assert (inc["initiator"]["xid"], inc["initiator"]["kind"]) == (79, "xid"), text
+        assert inc["next_action"].startswith("Drain node and reboot (cold)")
