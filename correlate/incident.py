@@ -407,22 +407,30 @@ def _explain(scene: Scene, v: Verdict) -> str:
     first = min(v.initiator_events, key=lambda e: e.start)
     earlier = [] if first.undated() else [p for p in beside
                                           if any(e.start < first.start and scene.is_fault(e) for e in p.events)]
-    rank = 'most serious' if earlier else 'earliest'
+    # a reporter it explains logged before it (a fatal AER a second after the Xid 79 it explains, within the lines'
+    # resolution and skew): it is not "the earliest" of the lines (a fresh user's trial read a contradiction)
+    ahead = None if first.undated() else max(
+        (first.start - e.start for p in v.downstream if p.rule for e in p.events
+         if e.start < first.start and scene.is_fault(e)), default=None)
+    rank = 'most serious ' if earlier else '' if ahead else 'earliest '
     own_first = min((e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)),
                     key=lambda e: e.order, default=main)
     if own_first is not main and own_first.start < main.start and _fault_name(own_first) != _fault_name(main):
         # named by its most serious line, which is not its first (an Xid 13 five seconds before the Xid 109 of the
         # same GPU: the Xid 109 was called "the earliest fault", a real-logs pass)
-        s = (f"{where} of {i['host']} is the {rank} fault nothing else explains: its first line {_fault_name(own_first)} "
+        s = (f"{where} of {i['host']} is the {rank}fault nothing else explains: its first line {_fault_name(own_first)} "
              f"at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
-        s = f"{what} on {where} of {i['host']} {when} is the {rank} fault nothing else explains"
+        s = f"{what} on {where} of {i['host']} {when} is the {rank}fault nothing else explains"
     s += _aer_before(scene, v)
     peers = sorted({(str(a), h) for e in v.initiator_events if (a := e.details.get("peer_addr"))
                     and (h := scene.topo.peer_host(e)) and h != peer_name(str(a)) and h != e.host})
     if peers:  # its line names the peer by address; NCCL's Bootstrap / NET/IB OOB line of that host said whose it is
         s += "; it names its peer " + ", ".join(f"{a}, which is {h}" for a, h in peers) + (
             " (NCCL's Bootstrap line there): read that host's logs from then")
+    if ahead and not earlier:
+        s += (f", though a line it explains was logged {_span(ahead)} before it (within the lines' time resolution "
+              "and clock skew the rule allows)")
     follow = [p for p in v.downstream if p.rule]
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})
@@ -468,6 +476,14 @@ _LINK_DOWN_SAYS = {
     "software": "software took {link} down (investigate the software or user action)",
     "host": "the host took {link} down (investigate the host)",
 }
+
+
+def _span(us: int) -> str:
+    """A duration in µs as a sentence says it: ``1 s``, ``2.5 s``, ``3 min``."""
+    s = us / 1_000_000
+    if s >= 120:
+        return f"{s / 60:.0f} min"
+    return f"{s:.0f} s" if s >= 10 or s == int(s) else f"{s:.1f} s"
 
 
 #: how long before a GPU falls off the bus the PCIe errors of its host are told as what came before it (µs; the

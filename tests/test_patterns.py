@@ -1897,3 +1897,17 @@ def test_an_xid_names_its_gpu_whatever_the_order_of_its_lines_of_the_same_second
         (inc,) = run(pipeline, text)
         assert (inc["initiator"]["xid"], inc["initiator"]["kind"]) == (79, "xid"), text
         assert inc["next_action"].startswith("Drain node and reboot (cold)")
+
+
+def test_an_initiator_logged_after_a_line_it_explains_is_not_called_the_earliest(pipeline):
+    """A fatal AER on the port above a GPU, logged a second after that GPU's Xid 79 (within the lines' one-second
+    resolution): the rule makes the port the initiator, and its explanation called it "the earliest fault" beside an
+    Xid the table starts a second before (a fresh user's trial). It says the line it explains came first."""
+    text = ("[Wed Dec  3 14:02:11 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+            "off the bus.\n[Wed Dec  3 14:02:12 2026] pcieport 0000:38:01.0: AER: Uncorrected (Fatal) error received: "
+            "0000:3b:00.0")
+    (inc,) = run(pipeline, text)
+    assert inc["initiator"]["device"] == "0000:38:01.0"
+    assert "at 2026-12-03T14:02:12.000000Z is the fault nothing else explains, though a line it explains was logged " \
+           "1 s before it" in inc["explanation"]
+    assert "earliest" not in inc["explanation"]
