@@ -41,6 +41,26 @@ def _add_report_app() -> None:
 
 
 _add_report_app()
+
+
+def _flags_without_a_type() -> None:
+    """typer 0.25 and later print an option's type beside it in ``--help``, a flag's too (``--once <bool>``,
+    ``--help <bool>``), as if it took a value (a fresh user's trial): a flag shows none. Older typers show none
+    already (no ``TyperOption.display_type_rich``)."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_firstfault", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich._firstfault = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_a_type()
 err = cli_console("stderr")
 out = cli_console()
 
