@@ -651,3 +651,14 @@ class Pager:
         open_pages = self._rows("SELECT count(*) FROM pages WHERE status = 'open'")[0][0]
         return {"ok": all(r.failures == 0 for r in self.receivers), "receivers": recv, "open_pages": open_pages,
                 "inhibited": self.inhibited}
+
+
+def paging_trouble(health: dict[str, Any]) -> str:
+    """What ``/healthz`` says of paging (:meth:`Pager.health`) when its receivers fail: "" while they answer. The
+    service stays healthy (a restart would not bring Alertmanager back), but its reason was empty while every page
+    waited (a fresh user's trial)."""
+    if health.get("ok", True):
+        return ""
+    down = [f"{name}: {r.get('last_error') or 'failing'}" for name, r in health.get("receivers", {}).items()
+            if r.get("consecutive_failures")]
+    return f"paging fails ({'; '.join(down)}): pages wait in the outbox and are sent when it answers"

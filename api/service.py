@@ -21,7 +21,7 @@ from typing import Any
 
 import uvicorn
 
-from api.pager import Pager, api_base_url
+from api.pager import Pager, api_base_url, paging_trouble
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
@@ -125,15 +125,19 @@ class Service:
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
-        # a paging receiver that is down is reported but does not make ingest unhealthy
+        # a paging receiver that is down is reported but does not make ingest unhealthy (a restart would not bring it
+        # back): the reason says so, as the status stays ok (it was empty: a fresh user's trial)
         failed = self.step.last_error
+        pager = self.pager.health()
+        reason = h.reason if failed is None else f"correlator steps fail: {failed}"
+        reason = reason or paging_trouble(pager)
         return {"ok": h.ok and failed is None,
-                "reason": h.reason if failed is None else f"correlator steps fail: {failed}", "batches": h.batches,
+                "reason": reason, "batches": h.batches,
                 "records": h.records, "lines": h.lines, "events": h.events, "rejects": h.rejects, "lag": h.lag,
                 "late_events": self.correlator.late_events,
                 "future_events": self.correlator.future_events,
                 "incidents": len(self.incidents), "correlate_failures": self.step.failures,
-                "pager": self.pager.health()}
+                "pager": pager}
 
     def ingested(self, seconds: float | None = None) -> str:
         """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"``: what the worker has read so

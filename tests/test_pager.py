@@ -295,6 +295,10 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, ca
     h = pager.health()
     assert not h["ok"] and h["receivers"]["pagerduty"]["pending"] == 1
     assert "ConnectError" in h["receivers"]["pagerduty"]["last_error"]
+    # /healthz stays ok (a restart would not bring the receiver back) with the reason (it was empty: a fresh user)
+    from api.pager import paging_trouble
+    assert paging_trouble(h).startswith("paging fails (pagerduty: ConnectError") and paging_trouble(h).endswith(
+        "pages wait in the outbox and are sent when it answers")
     # a run that stops now says so (a fresh-user trial: a demo with Alertmanager down ended quietly, exit 0)
     import logging
 
@@ -309,7 +313,7 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, ca
         assert asyncio.run(pager.flush(5)) == 0
         [e] = back.bodies()
         assert e["payload"]["custom_details"]["next_action"] == "Drain the node."
-        assert pager.health()["ok"]
+        assert pager.health()["ok"] and paging_trouble(pager.health()) == ""
     finally:
         back.stop()
     pager.close()
