@@ -263,9 +263,11 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "severity": severity,
         "category": v.category,
         "initiator": init,
-        "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream],
+        "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream
+                       if not _untied(scene, v, p)],
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
-                    for e in sorted(v.context, key=lambda e: e.order)],
+                    for e in sorted([*v.context, *(e for p in v.downstream if _untied(scene, v, p) for e in p.events)],
+                                    key=lambda e: e.order)],
         "confidence": v.confidence,
         "explanation": explanation,
         "next_action": v.next_action or action,
@@ -275,6 +277,18 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "pattern": v.pattern,
         "evidence": evidence,
     }
+
+
+def _untied(scene: Scene, v: Verdict, p: Party) -> bool:
+    """A party in the incident's window that no rule ties to its one initiator and whose logged faults all came
+    before the initiator's first: no downstream reporter of it (an Xid 13 on another GPU 30 s before an Xid 79 was
+    listed downstream, as if the Xid 79 had caused it: a fresh user's trial). Its lines are the incident's context;
+    the explanation names it ("which came first")."""
+    if p.rule or v.initiator.get("device_type") is None or not v.initiator_events:
+        return False
+    first = min(e.start for e in v.initiator_events)
+    own = [e for e in p.events if e.signature != SYMPTOM and scene.is_fault(e)]
+    return bool(own) and all(e.start < first and not e.undated() for e in own)
 
 
 def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,

@@ -1700,9 +1700,12 @@ def test_a_host_daemons_fault_that_names_no_gpu_stays_the_hosts_not_a_gpus_party
     incs = run(pipeline, text)
     (inc,) = [i for i in incs if i["initiator"]["xid"] == 79]
     assert inc["initiator"]["device"] == "0000:1b:00.0"
-    fm, nvls = inc["downstream"]  # parties in time order; the Fabric Manager's is the host's, no GPU's
-    assert (fm["kind"], fm["device_type"], fm["gpu_index"]) == ("fabric_manager", None, None)
+    # the Fabric Manager's fault came first and no rule ties it: context, not a reporter of the Xid (a fresh user's
+    # trial: an earlier fault no rule ties was listed downstream)
+    (nvls,) = inc["downstream"]
     assert (nvls["kind"], nvls["gpu_index"]) == ("nccl_error", 2)
+    assert [(c["kind"], c["host"]) for c in inc["context"] if c["kind"] == "fabric_manager"] == [("fabric_manager",
+                                                                                                  "node07")]
     # nothing explains the Fabric Manager failure; the Xid 79 explains the NVLS failure (so may the Fabric Manager)
     assert {x["effect"] for x in inc["evidence"]} == set(nvls["events"])
     assert "host (fabric_manager), which came first: a fault of its own" in inc["explanation"]
@@ -1911,3 +1914,19 @@ def test_an_initiator_logged_after_a_line_it_explains_is_not_called_the_earliest
     assert "at 2026-12-03T14:02:12.000000Z is the fault nothing else explains, though a line it explains was logged " \
            "1 s before it" in inc["explanation"]
     assert "earliest" not in inc["explanation"]
+
+
+def test_an_earlier_fault_no_rule_ties_is_context_not_a_reporter(pipeline):
+    """An Xid 13 on one GPU, then 30 s later an Xid 79 on another of the host (one incident by the same-host link, no
+    rule between them): the Xid 13 was listed downstream, as if the Xid 79 had caused it (a fresh user's trial). It is
+    the incident's context, and the explanation says it came first; a fault after the initiator stays downstream."""
+    x13 = ("2026-12-03T10:00:00+00:00 node55 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid=2201, name=python3, Graphics "
+           "Exception: ESR 0x50c730=0x201f0009")
+    x79 = ("2026-12-03T10:00:30+00:00 node55 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+           "GPU has fallen off the bus.")
+    (inc,) = run(pipeline, x13 + "\n" + x79)
+    assert (inc["initiator"]["device"], inc["downstream"]) == ("0000:3b:00.0", [])
+    assert [c["kind"] for c in inc["context"]] == ["xid"]
+    assert "gpu 0000:18:00.0 (Xid 13), which came first: a fault of its own" in inc["explanation"]
+    (after,) = run(pipeline, x79.replace("10:00:30", "10:00:00") + "\n" + x13.replace("10:00:00", "10:00:30"))
+    assert [d["device"] for d in after["downstream"]] == ["0000:18:00.0"]
