@@ -647,13 +647,33 @@ def silent_rank(scene: Scene) -> Verdict | None:
                 + (" (too far behind to be of the same process group)" if apart else "")
                 for none, q, n, apart in other]
         why += f"; also {first_of(said, 4, noun='ranks')}"
-    why += ". Without the communicator's membership the silent rank cannot be named."
-    v = unknown_verdict(scene, [], "nccl_hang", why=why)
+    # the ranks that logged no timeout whose host NCCL's init lines give: the membership known in part is said (it
+    # said "without the communicator's membership" while the lines placed 8 silent ranks on one host: a fresh user)
+    placed: dict[str, list[int]] = defaultdict(list)
+    for r in silent_ranks:
+        if r in members and members[r][0]:
+            placed[members[r][0]].append(r)
+    unplaced = [r for r in silent_ranks if not (r in members and members[r][0])]
+    if placed and unplaced:
+        at = "; ".join(f"{_rank_runs(rs)} on {h}" for h, rs in sorted(placed.items()))
+        why += (f". Of the {len(silent_ranks)} of {size} ranks that logged no timeout, NCCL's init lines place {at}; "
+                f"where {_rank_runs(unplaced)} ran is not known")
+    else:
+        why += ". Without the communicator's membership the silent rank cannot be named"
+    v = unknown_verdict(scene, [(h, None, None) for h in sorted(placed)] if placed and unplaced else [], "nccl_hang",
+                        why=why + ".")
     v.pattern = "comm.silent_rank"
     v.missing = ["NCCL init lines (rank, nranks, commId: NCCL_DEBUG=INFO) of every rank, to see which rank never "
                  "timed out", "the kernel logs of every host of the job around the implied start of the timeout"
                  if not member_ranks else "logs of the ranks that did not report"]
-    if seq is not None:
+    if placed and unplaced:
+        v.missing[0] = f"NCCL init lines or logs of ranks {_rank_runs(unplaced)}, to see where they ran"
+    if seq is not None and placed and unplaced:
+        hosts = ", ".join(sorted(placed))
+        v.next_action = (f"Check {hosts} first (ranks there logged no watchdog timeout for this SeqNum): its kernel "
+                         f"log (Xid, AER, NIC link), its processes (py-spy dump) and GPUs; then find where ranks "
+                         f"{_rank_runs(unplaced)} ran.")
+    elif seq is not None:
         v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
                          "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")
     else:  # what the ranks' own lines advise (a stuck watchdog: take a stack), then the silent rank
@@ -661,6 +681,17 @@ def silent_rank(scene: Scene) -> Verdict | None:
         v.next_action = sentences(catalog_action(scene.catalog, lead, scene.subject.get(lead.event_id)),
                                   "Find the rank that did not report and check its host")
     return v
+
+
+def _rank_runs(ranks: list[int]) -> str:
+    """Ranks as runs: ``[0, 1, 2, 3, 9, 11, 12]`` -> ``"0–3, 9, 11–12"``."""
+    runs: list[list[int]] = []
+    for r in sorted(ranks):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ", ".join(str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in runs)
 
 
 def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, silent: list[int],

@@ -1930,3 +1930,20 @@ def test_an_earlier_fault_no_rule_ties_is_context_not_a_reporter(pipeline):
     assert "gpu 0000:18:00.0 (Xid 13), which came first: a fault of its own" in inc["explanation"]
     (after,) = run(pipeline, x79.replace("10:00:30", "10:00:00") + "\n" + x13.replace("10:00:00", "10:00:30"))
     assert [d["device"] for d in after["downstream"]] == ["0000:18:00.0"]
+
+
+def test_silent_ranks_placed_in_part_are_said_with_their_hosts(pipeline):
+    """Ranks 0 – 1 on a1 logged no timeout and the init lines place them; ranks 4 – 5 logged none either, and no line
+    of theirs is here. It said "without the communicator's membership the silent rank cannot be named" (a fresh
+    user's trial: eight silent ranks on one host, placed). It names the placed ones' host first and asks where the
+    others ran."""
+    files = _job({0, 1, 4, 5})
+    del files["a3"]  # ranks 4, 5: neither their init lines nor a timeout
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["pattern"], inc["initiator"]["device_type"]) == ("comm.silent_rank", None)
+    assert ("Of the 4 of 6 ranks that logged no timeout, NCCL's init lines place 0–1 on a1; where 4–5 ran is not "
+            "known.") in inc["explanation"]
+    assert "cannot be named" not in inc["explanation"]
+    assert inc["next_action"].startswith("Check a1 first") and inc["missing"][0].startswith(
+        "NCCL init lines or logs of ranks 4–5")
+    assert inc["initiator"]["candidates"] == ["a1"]
