@@ -101,6 +101,13 @@ SENT = Counter("firstfault_pages_sent_total", "outbox entries (trigger, update, 
 FAILED = Counter("firstfault_pages_failed_total", "failed deliveries of outbox entries (every failed attempt)",
                  ["receiver"])
 PENDING = Gauge("firstfault_pages_pending", "outbox entries waiting for delivery", ["receiver"])
+OUTBOX_FAILED = Counter("firstfault_pager_outbox_failures_total",
+                        "enqueues the pager outbox (SQLite under state_dir) refused: a full or read-only disk")
+
+
+class OutboxError(OSError):
+    """The pager outbox (``<state_dir>/pager/outbox.sqlite``) cannot be opened: the message names the file and the
+    reason (a full or read-only state folder was a sqlite3 traceback at start: a break-it pass)."""
 
 ALERTNAME = "FirstFaultIncident"
 _RETRY_STATUS = {408, 425, 429}
@@ -366,14 +373,21 @@ class Pager:
             self.receivers.append(Receiver("pagerduty", settings.pagerduty_url))
         self.inhibited = 0
         self._wake: asyncio.Event | None = None
-        path = Path(settings.state_dir) / "pager" / "outbox.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.path = Path(settings.state_dir) / "pager" / "outbox.sqlite"
         # health() may be called from another thread (the API's thread pool): one lock around the connection
         self._lock = threading.RLock()
-        self.db = sqlite3.connect(path, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as e:
+            raise OutboxError(f"the pager outbox {path} cannot be opened: {e}") from e
+        #: incident id -> its latest version the outbox refused (a full or read-only disk): enqueued first next time,
+        #: so no page is lost while the process lives (one version per incident: bounded by the incidents)
+        self.unqueued: dict[str, dict[str, Any]] = {}
+        self.outbox_error: str | None = None
 
     def close(self) -> None:
         with self._lock:
@@ -397,10 +411,28 @@ class Pager:
         (one per receiver and action; 0 for a version seen before, below the threshold, or inhibited)."""
         if not self.receivers:
             return 0
+        for inc in incidents:  # the latest version of each, after those the outbox refused before
+            held = self.unqueued.get(inc["id"])
+            if held is None or inc["version"] >= held["version"]:
+                self.unqueued[inc["id"]] = inc
+        pending = list(self.unqueued.values())
         added = 0
-        with self._tx():
-            for inc in incidents:
-                added += self._enqueue_one(inc)
+        try:
+            with self._tx():
+                for inc in pending:
+                    added += self._enqueue_one(inc)
+        except sqlite3.Error as e:
+            # a full or read-only state folder: the versions stay in memory and are enqueued with the next call (the
+            # service died of it, with pages of versions already stored never queued: a break-it pass)
+            OUTBOX_FAILED.inc()
+            if self.outbox_error is None:
+                log.error("the pager outbox %s refuses pages (%s): %d incident version(s) held until it takes them",
+                          self.path, e, len(pending), extra={"error_code": "outbox_failed"})
+            self.outbox_error = f"{type(e).__name__}: {e}"
+            return 0
+        if self.outbox_error is not None:
+            log.warning("the pager outbox %s takes pages again (%d version(s) enqueued)", self.path, len(pending))
+        self.unqueued, self.outbox_error = {}, None
         if added and self._wake is not None:
             self._wake.set()
         return added
@@ -649,8 +681,9 @@ class Pager:
                          "rejected": counts.get((r.name, "rejected"), 0), "consecutive_failures": r.failures,
                          "last_error": r.last_error, "last_success": r.last_success} for r in self.receivers}
         open_pages = self._rows("SELECT count(*) FROM pages WHERE status = 'open'")[0][0]
-        return {"ok": all(r.failures == 0 for r in self.receivers), "receivers": recv, "open_pages": open_pages,
-                "inhibited": self.inhibited}
+        return {"ok": all(r.failures == 0 for r in self.receivers) and self.outbox_error is None, "receivers": recv,
+                "open_pages": open_pages, "inhibited": self.inhibited, "outbox_error": self.outbox_error,
+                "unqueued": len(self.unqueued)}
 
 
 def paging_trouble(health: dict[str, Any]) -> str:
@@ -659,6 +692,9 @@ def paging_trouble(health: dict[str, Any]) -> str:
     waited (a fresh user's trial)."""
     if health.get("ok", True):
         return ""
+    if health.get("outbox_error"):
+        return (f"the pager outbox refuses pages ({health['outbox_error']}): {health.get('unqueued', 0)} incident "
+                "version(s) held in memory until it takes them")
     down = [f"{name}: {r.get('last_error') or 'failing'}" for name, r in health.get("receivers", {}).items()
             if r.get("consecutive_failures")]
     return f"paging fails ({'; '.join(down)}): pages wait in the outbox and are sent when it answers"

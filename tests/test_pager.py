@@ -654,3 +654,38 @@ def test_a_receiver_that_never_answers_is_said_as_a_timeout(tmp_path):
         pager.close()
     finally:
         silent.close()
+
+
+def test_a_full_outbox_holds_the_versions_and_enqueues_them_when_it_takes_them_again(tmp_path, pd, caplog):
+    """A full state folder: the outbox's SQLite refused the insert ("database or disk is full") and the service died,
+    the versions already stored never paged (a break-it pass). The refused versions (the latest of each incident)
+    are held and enqueued with the next call once it takes them; /healthz says so meanwhile. SQLite's own page limit
+    (``PRAGMA max_page_count``) makes the disk full here. An outbox that cannot be opened is an OutboxError naming
+    its file (a sqlite3 traceback at start)."""
+    import logging
+
+    from api.pager import OutboxError, paging_trouble
+
+    pager = Pager(pd_settings(tmp_path, pd.url, page_min_severity="error"))
+    pages = pager.db.execute("PRAGMA page_count").fetchone()[0]
+    pager.db.execute(f"PRAGMA max_page_count = {pages}")
+    big = "x" * 20_000  # a version larger than the pages left
+    with caplog.at_level(logging.ERROR, logger="firstfault.pager"):
+        assert pager.enqueue([incident("inc-a", next_action=big)]) == 0
+        assert pager.enqueue([incident("inc-a", version=2, next_action=big)]) == 0
+    [said] = [r for r in caplog.records if r.name == "firstfault.pager"]  # once, not at every call
+    assert "refuses pages" in said.getMessage() and said.error_code == "outbox_failed"
+    h = pager.health()
+    assert not h["ok"] and h["unqueued"] == 1 and "full" in h["outbox_error"]
+    assert paging_trouble(h).startswith("the pager outbox refuses pages (OperationalError: database or disk is full)")
+    pager.db.execute("PRAGMA max_page_count = 1073741823")
+    assert pager.enqueue([]) == 1  # the held version 2, one trigger
+    assert pager.health()["ok"] and pager.health()["unqueued"] == 0
+    assert asyncio.run(pager.flush(5)) == 0
+    [e] = pd.bodies()
+    assert e["dedup_key"] == "inc-a" and e["payload"]["custom_details"]["next_action"] == big
+    pager.close()
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "pager").write_text("")  # no folder can be made there
+    with pytest.raises(OutboxError, match="the pager outbox .*st/pager/outbox.sqlite cannot be opened"):
+        Pager(pd_settings(tmp_path / "st", pd.url))
