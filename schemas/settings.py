@@ -47,6 +47,16 @@ def without_userinfo(url: str) -> str:
     return re.sub(r"//[^/@?#]*@", "//…@", url)
 
 
+def _scalar_types(annotation: Any) -> set[type]:
+    """The plain types an annotation admits (``float | None`` -> {float, NoneType}); empty for any other shape."""
+    import types
+    import typing
+
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) \
+        is typing.Union else (annotation,)
+    return {a for a in args if isinstance(a, type)}
+
+
 class Settings(BaseModel):
     """Every field is described; see the README's configuration table."""
 
@@ -113,6 +123,17 @@ class Settings(BaseModel):
     pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
     pagerduty_routing_key: SecretStr | None = Field(None, description="PagerDuty integration (routing) key")
     page_min_severity: str = Field("error", description="page incidents at or above this severity")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: Any, info: Any) -> Any:
+        """A TOML ``true``/``false`` is no number: pydantic reads it as 1 or 0, and ``resolve_after_s = false``
+        resolved every incident at once (a break-it pass)."""
+        if isinstance(v, bool):
+            kinds = _scalar_types(cls.model_fields[info.field_name].annotation)
+            if kinds and bool not in kinds and kinds & {int, float}:
+                raise ValueError(f"is {str(v).lower()}, not a number")
+        return v
 
     @field_validator("topics", "dlq_topic", "events_topic")
     @classmethod

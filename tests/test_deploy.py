@@ -183,6 +183,18 @@ def test_receiver_urls_that_can_be_used_are_kept():
         "http://[::1]:9093/", "https://ff.example/firstfault", "https://events.pagerduty.com/v2/enqueue")
 
 
+def test_a_toml_boolean_is_no_number(tmp_path):
+    """``resolve_after_s = false`` was read as 0 s (every incident resolved at once), ``sql_timeout_s = true`` as 1 s
+    (a break-it pass): a boolean where a number goes is refused, naming the file; a boolean setting takes one."""
+    for key in ("resolve_after_s", "sql_timeout_s", "batch_max_records"):
+        (tmp_path / "b.toml").write_text(f"{key} = false\n")
+        with pytest.raises(SettingsError, match=re.escape(f"{key} (from {tmp_path / 'b.toml'}): Value error, is "
+                                                          "false, not a number")):
+            load_settings(tmp_path / "b.toml", env={})
+    (tmp_path / "n.toml").write_text("resolve_after_s = 60\n")
+    assert load_settings(tmp_path / "n.toml", env={}).resolve_after_s == 60
+
+
 def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
     """A bad value names its source: the environment variable over a good file's value, the file for its own
     (a fresh-user trial found an environment value blamed on the file); a misspelt variable gets a suggestion."""
