@@ -224,8 +224,12 @@ _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster'
     r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
 # dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day
+# dmesg -T "[Fri Aug 11 12:31:45 2023] "; Open MPI's ``mpirun --timestamp-output`` the same ctime(3) stamp unbracketed
+# before its ``--tag-output`` label: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:" (NVIDIA/nccl#957: every line was timed
+# by its file)
 _CTIME = re.compile(
-    r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] ")
+    r"^(?P<open>\[)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2})"
+    r":(?P<s>\d{2}) (?P<y>\d{4})(?(open)\] |(?=\[\d+,\d+\]<))")
 # Fabric Manager log file: "[May 16 2025 15:10:21] "
 _FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
 # raw dmesg "[  123.456789] " (seconds since boot) and dmesg -H "[  +0.000844] " (relative)
@@ -296,7 +300,8 @@ def can_begin(c: str) -> frozenset[str]:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
     ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; the bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
+    ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
+    ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
@@ -304,7 +309,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket), ("iso", digit),
-        ("golog", digit), ("ctime", bracket), ("fmtime", bracket), ("c10", bracket),
+        ("golog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
         ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
 
 
@@ -540,6 +545,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     if r:
                         p.ts, p.precision_us = r
                     s = s[m.end():]
+                    if name == "ctime" and not m["open"]:
+                        label_at = s  # Open MPI's label follows its stamp
                     break
             else:
                 m = None

@@ -212,6 +212,11 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node57:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got "
      "async event : local catastrophic error", us(2019, 6, 2, 16, 13, 44) + 884000, "node57", None, "node57:815"),
     ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:", us(2019, 6, 2, 16, 13, 44) + 884000, None, None, ""),
+    # or as ctime(3) prints it, unbracketed and right before the label (NVIDIA/nccl#957: every line was timed by its
+    # file); a ctime with no label after it is no stamp of Open MPI's
+    ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:tomte401:1850301:1881341 [0] transport.cc:154 NCCL WARN Cuda failure "
+     "'invalid argument'", us(2023, 8, 11, 12, 31, 45), "tomte401", None, "tomte401:1850301"),
+    ("Fri Aug 11 12:31:45 2023 node07: x", None, None, None, "Fri Aug"),
     # a log viewer's export puts a space before the offset; the stamp NCCL prints after it is not read (NVIDIA/nccl#1905:
     # the offset was dropped, every line 8 h late: a real-logs pass)
     ("2025-11-09 15:39:31.043 +08:00 [2025-11-09 07:39:30] h100-28:238:1313 [0] transport/net_ib.cc:139 NCCL WARN x",
