@@ -762,11 +762,15 @@ def peer_failed(scene: Scene) -> Verdict | None:
                           for e in faults) or any(scene.explained(e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})
-    # the peer's host when NCCL's Bootstrap / NET/IB OOB lines said whose address it is (Topology.peer_host)
-    peers = sorted({(str(p), scene.topo.peer_host(e)) for e in reports if (p := e.details.get("peer_addr"))},
-                   key=lambda x: (x[0], x[1] or ""))
-    names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in peers] \
-        or ["another rank of the job"]
+    # the peer's host when NCCL's Bootstrap / NET/IB OOB lines said whose address it is (Topology.peer_host); a peer
+    # that is the reporting host itself (named by its FQDN: another process of the host) is said so, and only when no
+    # other peer is named (NVIDIA/nccl#795: the reporting host was a suspect beside the remote one, a real-logs pass)
+    peers = sorted({(str(p), scene.topo.peer_host(e), e.host) for e in reports if (p := e.details.get("peer_addr"))},
+                   key=lambda x: (x[0], x[1] or "", x[2]))
+    remote = [(p, h) for p, h, me in peers if h != me]
+    mine = sorted({me for _p, h, me in peers if h == me})
+    names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in remote] \
+        or [f"another process on {h}" for h in mine] or ["another rank of the job"]
     shown, on = first_of(names), first_of(hosts, noun="hosts")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
         f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went "
@@ -782,10 +786,14 @@ def peer_failed(scene: Scene) -> Verdict | None:
     v.missing = [f"the kernel and NCCL logs of {shown} (which host is that: the job's rank-to-host list, or "
                  "NCCL_DEBUG=INFO's 'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)",
                  "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
-    its, their = ("its", "its") if len(names) == 1 else ("the", "their")
-    v.next_action = (f"Find {its} host{'s' * (len(names) != 1)} of {shown} and diagnose {their} logs with these: a "
-                     "process that died (a traceback, an OOM kill), an Xid, a NIC or port going down. The reporting "
-                     "rank's GPU is not the suspect.")
+    if not remote and mine:  # the peer is a process of the reporting host
+        v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM kill "
+                         "in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
+                         "suspect.")
+    else:
+        v.next_action = (f"Find the host{'s' * (len(names) != 1)} of {shown} and diagnose "
+                         f"{'its' if len(names) == 1 else 'their'} logs with these: a process that died (a traceback, "
+                         "an OOM kill), an Xid, a NIC or port going down. The reporting rank's GPU is not the suspect.")
     return v
 
 

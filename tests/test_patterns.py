@@ -1113,6 +1113,13 @@ def test_ranks_that_only_report_a_lost_peer_name_no_culprit_of_their_own(pipelin
     (own,) = run(pipeline, xid79 + "\n" + PEER_LOST, host="node22")
     assert (own["pattern"], own["initiator"]["xid"]) == ("roots", 79)
     assert {d["kind"] for d in own["downstream"]} == {"nccl_error"}
+    # a peer that is the reporting host itself, by its FQDN (NVIDIA/nccl#795's second line): no suspect beside the
+    # remote one; alone, another process of the host
+    mine = PEER_LOST.replace("10.0.0.248<47861>", "node22.cluster-a.pcluster<47861>")
+    (inc,) = run(pipeline, mine, host="node22")
+    assert inc["initiator"]["candidates"] == ["the peer at 10.0.0.247"]
+    (inc,) = run(pipeline, mine.split("\n")[-1], host="node22")
+    assert inc["initiator"]["candidates"] == ["another process on node22"]
 
 
 def test_the_device_plugins_xid_line_names_the_gpu_by_its_uuid(pipeline):
