@@ -155,8 +155,9 @@ class AttributionCache:
     communicators equal the last call's (compared once per call, not once per candidate incident). An entry
     is keyed by its events (object ids, kept alive by the entry, starts and implied starts) and used only
     while its hosts' numbers and skew bounds are those it was made with; every entry is dropped when the
-    rules, the catalog, the fleet config or the hosts' NCCL addresses (``Topology.addr_facts``: whose host a peer's
-    address names) change, or when the shape memo outgrows ``MEMO_MAX_SHAPES``. An
+    rules, the catalog or the fleet config change, or when the shape memo outgrows ``MEMO_MAX_SHAPES``; an entry whose
+    events name peers by address is used only while those addresses name the hosts they named (``Topology.peer_host``:
+    an address line of any host may teach one). An
     entry keeps the incident's body too (``incident.body``); its status and recurrence (``incident.finish``)
     are redone at every call. Only the last call's candidate incidents are kept, so the entries are as many as
     the candidate incidents of the events the caller keeps; the rules, the catalog and a topology are not to be
@@ -185,11 +186,11 @@ class AttributionCache:
     topo: Topology | None = field(default=None, repr=False)
 
     def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
-        """Drop every entry unless the rules, catalog, fleet config and NCCL addresses are the last call's (and the
-        shape memo unless the rules and the catalog are, or when it outgrew ``MEMO_MAX_SHAPES``); return the number
-        of each host's facts (hosts the topology knows nothing of have none)."""
+        """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo unless
+        the rules and the catalog are, or when it outgrew ``MEMO_MAX_SHAPES``); return the number of each host's
+        facts (hosts the topology knows nothing of have none)."""
         last = self.fleet
-        now = (rules, catalog, (topo.fleet_facts(), topo.addr_facts()))  # a peer's address may name any host
+        now = (rules, catalog, topo.fleet_facts())
         if (last is None or last[0] is not rules or last[1] is not catalog
                 or len(self.memo.ids) > self.MEMO_MAX_SHAPES):
             self.memo = ShapeMemo()  # shape ids are decided by the rules and the catalog
@@ -253,6 +254,11 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
             hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}
+            # the hosts its peers' addresses name (Topology.peer_host: an address line of any host may teach one);
+            # under "", which no host is named
+            named = {(str(a), topo.peer_host(e) or "") for e in comp if (a := e.details.get("peer_addr"))}
+            if named:
+                hosts[""] = tuple(sorted(named))
             got = cache.scenes.get(key)
             if got is not None and got[2] != hosts:
                 got = None

@@ -179,10 +179,6 @@ class Topology:
             return addr
         return next(iter(hosts)) if len(hosts) == 1 else None
 
-    def addr_facts(self) -> dict[str, tuple[str, ...]]:
-        """:attr:`addr_hosts` as plain values for equality tests (``correlator.AttributionCache``)."""
-        return {a: tuple(sorted(h)) for a, h in self.addr_hosts.items()}
-
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
         (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends

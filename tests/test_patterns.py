@@ -1954,3 +1954,28 @@ def test_silent_ranks_placed_in_part_are_said_with_their_hosts(pipeline):
     assert inc["next_action"].startswith("Check a1 first") and inc["missing"][0].startswith(
         "NCCL init lines or logs of ranks 4–5")
     assert inc["initiator"]["candidates"] == ["a1"]
+
+
+def test_a_cached_attribution_is_made_again_when_an_address_line_names_its_peer(pipeline):
+    """The streaming correlator keeps each candidate incident's attribution while its events and their hosts' facts
+    stand (``AttributionCache``). A lone lost-peer report names "the peer at 10.1.3.201"; the peer's Bootstrap line,
+    arriving later on another host, says whose address that is: the report's attribution is made again (its peers'
+    hosts are part of what the entry was made with), not kept from before."""
+    from correlate.correlator import AttributionCache
+    from correlate.model import events_from_table
+
+    def evs(host: str, text: str):
+        seg = Segment(data=text.encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0, ref_basis="kafka",
+                      ingest_ts=T0)
+        return events_from_table(pipeline.run(Decoded(segments=[seg])).events)
+
+    report = evs("node023", RECV.format(host="node023", addr="10.1.3.201"))
+    boot = evs("node201", BOOT.format(host="node201", addr="10.1.3.201"))
+    cache = AttributionCache()
+    (first,) = correlate(report, now_us=T0, cache=cache)
+    assert first["initiator"]["candidates"] == ["the peer at 10.1.3.201"]
+    (again,) = correlate(report + boot, now_us=T0, cache=cache)
+    assert again["initiator"]["candidates"] == ["the peer at 10.1.3.201 (node201)"]
+    assert cache.misses == 2 and cache.hits == 0
+    (same,) = correlate(report + boot, now_us=T0, cache=cache)
+    assert same == again and cache.hits == 1
