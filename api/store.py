@@ -38,6 +38,21 @@ SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence",
 _FAR_FUTURE = from_us(LATEST_US)
 
 
+def _incident_shaped(d: Any) -> bool:
+    """Whether ``d`` has what the service and the API read of a stored incident (DESIGN.md's shape): its id, version,
+    status and times, an initiator and downstream parties with their events, context entries with theirs. A foreign
+    document ``{"id": …}`` alone passed the first check and stopped every restart (``KeyError: 'initiator'``: a
+    break-it pass)."""
+    if not isinstance(d, dict) or not isinstance(d.get("id"), str) or not isinstance(d.get("version"), int):
+        return False
+    if not all(isinstance(d.get(k), str) for k in ("status", "start", "end", "severity", "category")):
+        return False
+    init, down, ctx = d.get("initiator"), d.get("downstream"), d.get("context", [])
+    return (isinstance(init, dict) and isinstance(init.get("events", []), list) and isinstance(down, list)
+            and all(isinstance(p, dict) and isinstance(p.get("events"), list) for p in down)
+            and isinstance(ctx, list) and all(isinstance(c, dict) and "event" in c for c in ctx))
+
+
 class StoreError(RuntimeError):
     """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
     lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400)."""
@@ -279,11 +294,11 @@ class Store:
             d = orjson.loads(doc) if isinstance(doc, (str, bytes)) else None
         except orjson.JSONDecodeError:
             d = None
-        if not isinstance(d, dict) or not isinstance(d.get("id"), str):
+        if not _incident_shaped(d):
+            what = "no JSON" if d is None else f"JSON {type(d).__name__} that is no incident"
             where = f" under {self.lake.base}/incidents" if getattr(self.lake, "base", None) else ""
-            raise StoreError(f"a stored incident has no readable document (its doc is {type(doc).__name__}): a part"
-                             f"{where} was not written by firstfault's incidents schema; move it out of the lake",
-                             unavailable=True)
+            raise StoreError(f"a stored incident has no readable document (its doc is {what}): a part{where} was not "
+                             "written by firstfault's incidents schema; move it out of the lake", unavailable=True)
         return d
 
     # --- events ----------------------------------------------------------------------------------

@@ -921,12 +921,20 @@ def test_an_incidents_part_without_documents_is_a_503_and_does_not_stop_a_restar
     old = old.set_column(old.schema.get_field_index("id"), "id", pa.array(["inc-old"]))
     pq.write_table(old.drop_columns([c for c in ("date", "hour") if c in old.column_names]),
                    part.with_name("part-old.parquet"))
+    # a document with an id and nothing else (a second break-it pass: KeyError 'initiator' at every restart)
+    bare = inc.slice(0, 1)
+    bare = bare.set_column(bare.schema.get_field_index("id"), "id", pa.array(["inc-bare"]))
+    bare = bare.set_column(bare.schema.get_field_index("doc"), "doc", pa.array(['{"id": "inc-bare"}']))
+    pq.write_table(bare.drop_columns([c for c in ("date", "hour") if c in bare.column_names]),
+                   part.with_name("part-bare.parquet"))
     sink = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=str(tmp_path / "state")), lk)
     with caplog.at_level(logging.WARNING):
         got = sink.stored()
     assert sorted(d["id"] for d in got) == sorted(i["id"] for i in incidents[:2])
-    assert "skipped 1 stored incident row(s): a stored incident has no readable document" in caplog.text
+    assert "skipped 2 stored incident row(s): a stored incident has no readable document" in caplog.text
     with Server(Settings(lake=str(tmp_path / "lake"), api_max_scan_days=3650)) as c:
         r = c.get("/incidents/inc-old")
         assert r.status_code == 503 and "was not written by firstfault's incidents schema" in r.json()["detail"], r.text
         assert c.get(f"/incidents/{incidents[0]['id']}").status_code == 200
+        r = c.get("/incidents/inc-bare")
+        assert r.status_code == 503 and "JSON dict that is no incident" in r.json()["detail"], r.text
