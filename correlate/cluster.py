@@ -135,6 +135,10 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo):
                     _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks)
             continue
+        if rule.relation == "peer_host":
+            _join_peers(faults, by_host, topo, starts, w, slack, dsu, clocks,
+                        set(rule.kinds) if rule.kinds else None, kinds)
+            continue
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
@@ -314,6 +318,28 @@ def _outward(starts: list[int], items: list[int], t: int, limit: int) -> Iterato
         yield d, near
 
 
+def _join_peers(faults: list[Ev], by_host: dict[str, list[int]], topo: Topology, starts: list[int], w: int,
+                slack: int, dsu: _DSU, clocks: Clocks, kinds_of_rule: set[str] | None, kinds: list[str]) -> None:
+    """Union each fault that names its peer on another host (``Topology.peer_host``) with that host's faults within
+    ``w`` (``window.within``): the ``peer_host`` relation holds for those pairs and no others, so a fault is compared
+    with the peer host's faults near its start (a binary search over them, ``by_host`` lists are in start order),
+    never with the other faults that name the same peer (8,000 ranks losing one host were 64 million pairs, 97 s: a
+    break-it pass). ``slack`` bounds how much farther than ``w`` two faults may be (µs)."""
+    for i, e in enumerate(faults):
+        p = topo.peer_host(e)
+        if p is None or p == e.host or p not in by_host or (kinds_of_rule and kinds[i] not in kinds_of_rule):
+            continue
+        there = by_host[p]
+        s = starts[i]
+        lo = bisect_left(there, s - w - slack, key=starts.__getitem__)
+        hi = bisect_right(there, s + w + slack, key=starts.__getitem__)
+        for j in there[lo:hi]:
+            if (kinds_of_rule and kinds[j] not in kinds_of_rule) or dsu.find(j) == dsu.find(i):
+                continue
+            if within(faults[j], e, w, clocks):
+                dsu.union(i, j)
+
+
 def _one_host(idx: list[int], hosts: list[str]) -> bool:
     h = hosts[idx[0]] if idx else None
     return all(hosts[i] == h for i in idx)
@@ -439,8 +465,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
     event belongs to;
     an event of several communicators is in several buckets; ``rules.relation`` is the definition these
-    keys follow), so pairs need only the time test. The others are tested pair by pair within a host — ``peer_host``
-    within a host's faults and those of other hosts that name it as their peer."""
+    keys follow), so pairs need only the time test. The others are tested pair by pair within a host (``peer_host``:
+    :func:`_join_peers`)."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -455,15 +481,6 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-    if rel == "peer_host":
-        # one bucket per host that a fault of another host names as its peer (``Topology.peer_host``): that host's
-        # faults and the faults that name it, tested pair by pair
-        named: dict[str, list[int]] = defaultdict(list)
-        for i, e in enumerate(faults):
-            p = topo.peer_host(e)
-            if p is not None and p != e.host and p in by_host:
-                named[p].append(i)
-        return [sorted(by_host[p] + idx) for p, idx in named.items()]
     if rel in ("same_comm", "same_collective"):
         out = defaultdict(list)
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none
