@@ -11,6 +11,7 @@ what a host is *expected* to have, so the rules can tell "absent" from
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from bisect import bisect_right
 from collections import defaultdict
@@ -88,10 +89,10 @@ class Topology:
     #: (communicator, host) -> (since, until) µs on that host's clock, where a GPU of the host changed hands
     #: between processes (``comm_spans``); a pair not here is not bounded in time
     comm_span: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
-    #: address (``peer_name``'s spelling) -> the hosts whose NCCL said it uses it out of band (``nccl.bootstrap``:
-    #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>"): a peer's error names the
-    #: peer by that address (``peer_host``)
-    addr_hosts: dict[str, set[str]] = field(default_factory=dict)
+    #: address (``peer_name``'s spelling) -> host whose NCCL said it uses it out of band (``nccl.bootstrap``:
+    #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>") -> the time of its latest
+    #: such line (µs): a peer's error names the peer by that address (``peer_host``)
+    addr_hosts: dict[str, dict[str, int]] = field(default_factory=dict)
     #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
 
@@ -160,24 +161,34 @@ class Topology:
                 self.uuid_gpu[(e.host, uuid)] = line_gpu(e)
             addr = line_addr(e)
             if addr is not None:
-                self.addr_hosts.setdefault(addr, set()).add(e.host)
+                said = self.addr_hosts.setdefault(addr, {})
+                said[e.host] = max(said.get(e.host, e.ts), e.ts)
         self.comm_span = comm_spans(members)
 
     def peer_host(self, e: Ev) -> str | None:
         """The host ``e``'s peer is on, when ``e`` names its peer (``details.peer_addr``: NCCL's "Got completion from
         peer <addr><port>", "Call to recv from <addr><port> failed", "Connection closed by remote peer
-        <name><port>"): the one host whose NCCL said it uses that address (:attr:`addr_hosts`; an address several
-        hosts use, a container's 172.17.0.2, names none), else the address as a host name (``canonical_host``: a
-        peer printed by its name, ``node22.cluster`` -> ``node22``; a host named by its address). None when ``e``
-        names no peer or the address is several hosts'."""
+        <name><port>"): the host whose NCCL said it uses that address (:attr:`addr_hosts`), else the address as a host
+        name (``canonical_host``: a peer printed by its name, ``node22.cluster`` -> ``node22``; a host named by its
+        address); a loopback address is ``e``'s own host. Of several hosts that said one address, the one that said
+        it last before ``e``, when no other said it within ``ADDR_REUSE_US`` before that (a pod's address given to
+        another pod hours later: the address named no host for ever, a break-it pass); hosts that use it at once
+        (a container's 172.17.0.2 on every host) name none. None when ``e`` names no peer or no host is sure."""
         raw = e.details.get("peer_addr")
         if not isinstance(raw, str) or not raw:
             return None
         addr = peer_name(raw)
-        hosts = self.addr_hosts.get(addr)
-        if hosts is None:
+        if _loopback(addr):
+            return e.host
+        said = self.addr_hosts.get(addr)
+        if said is None:
             return addr
-        return next(iter(hosts)) if len(hosts) == 1 else None
+        if len(said) == 1:
+            return next(iter(said))
+        before = sorted(((ts, h) for h, ts in said.items() if ts <= e.ts), reverse=True)
+        if before and (len(before) == 1 or before[0][0] - before[1][0] > ADDR_REUSE_US):
+            return before[0][1]
+        return None
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
@@ -356,16 +367,40 @@ def teaches_topology(e: Ev) -> bool:
 
 def line_addr(e: Ev) -> str | None:
     """The address ``e``'s host uses for NCCL's out-of-band connections (``details.oob_addr`` of an ``nccl.bootstrap``
-    line), spelt as :func:`peer_name` spells a peer's; None for any other line."""
+    line), spelt as :func:`peer_name` spells a peer's; None for any other line, and for what is no IP address or a
+    loopback one (``lo:127.0.0.1``: every host's; a peer's ``127.0.0.1`` was tied to the host that printed it: a
+    break-it pass)."""
     raw = e.details.get("oob_addr")
-    return peer_name(raw) if isinstance(raw, str) and raw else None
+    if not isinstance(raw, str) or not raw:
+        return None
+    addr = peer_name(raw)
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return None
+    return None if ip.is_loopback or ip.is_unspecified else addr
+
+
+#: how long before one host's address line another host's line of the same address makes it ambiguous (µs): pods
+#: take addresses others gave up; containers that use one at once (172.17.0.2) print it within the same minutes
+ADDR_REUSE_US = 600_000_000
 
 
 @lru_cache(maxsize=65536)
 def peer_name(addr: str) -> str:
     """One spelling of a peer's address or name as NCCL prints it: ``canonical_host`` (lower case, a host name's
-    first label, an IPv6 address as RFC 5952 writes it, its scope kept)."""
-    return canonical_host(addr)
+    first label, an IPv6 address as RFC 5952 writes it) without an IPv6 zone: the zone is the printing host's own
+    interface (``fe80::…%ib1`` on one host is ``%ib0`` on the other: a break-it pass)."""
+    name = canonical_host(addr)
+    return name.split("%", 1)[0] if ":" in name else name
+
+
+def _loopback(addr: str) -> bool:
+    """Whether ``addr`` is a loopback IP address (a peer on the reporting host itself)."""
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return False
 
 
 def line_gpu(e: Ev) -> str | None:

@@ -163,7 +163,7 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
     for comm, rank, host, gpu in inits:
         topo.comm_ranks[comm][rank] = (host, None if gpu is None else f"0000:{gpu + 1:02x}:00.0")
     topo.index_to_bus.update({("h0", 1): "0000:02:00.0"})  # one host where NVML told index -> bus id
-    topo.addr_hosts.update({"10.0.0.2": {"h2"}, "172.17.0.2": {"h0", "h3"}})  # NCCL Bootstrap lines' addresses
+    topo.addr_hosts.update({"10.0.0.2": {"h2": 0}, "172.17.0.2": {"h0": 0, "h3": 0}})  # NCCL Bootstrap lines
     clocks = Clocks(skew_us=dict(zip(HOSTS, skews)), default_skew_us=S)
     links = CROSS_HOST_ONLY if own_rules else default_rules().links
     got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks, related=related))

@@ -1979,3 +1979,30 @@ def test_a_cached_attribution_is_made_again_when_an_address_line_names_its_peer(
     assert cache.misses == 2 and cache.hits == 0
     (same,) = correlate(report + boot, now_us=T0, cache=cache)
     assert same == again and cache.hits == 1
+
+
+def test_a_peer_address_names_its_host_as_an_address_is_used(pipeline):
+    """What an address names (a second break-it pass on ``peer_host``): a loopback peer is the reporting host itself
+    (hosta's ``lo:127.0.0.1`` tied hostb's report to hosta's Xid); an IPv6 link-local peer's zone is the reporting
+    host's interface (``%ib1`` there, ``%ib0`` on the peer); an address another pod gave up hours before is the
+    current pod's (it named no host for ever), one two hosts use at once names none."""
+    xid = ("[Fri Nov 20 10:04:59 2026] NVRM: Xid (PCI:0000:10:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+           "off the bus.")
+    lo = {"hosta": BOOT.format(host="hosta", addr="127.0.0.1").replace("eth0", "lo") + "\n" + xid,
+          "hostb": RECV.format(host="hostb", addr="127.0.0.1")}
+    assert sorted(i["initiator"]["host"] or "(none)" for i in _hosts(pipeline, lo)) == ["(none)", "hosta"]
+    v6 = {"node201": BOOT.format(host="node201", addr="fe80::966d:ae03:8b:df78%ib0") + "\n" + HCA.format(host="node201"),
+          "node023": COMPLETION.format(host="node023", addr="fe80::966d:ae03:8b:df78%ib1")}
+    (inc,) = _hosts(pipeline, v6)
+    assert (inc["initiator"]["host"], [d["host"] for d in inc["downstream"]]) == ("node201", ["node023"])
+    old = "[2026-11-20 07:00:01] {host}:1200:1200 [0] NCCL INFO Bootstrap : Using eth0:10.1.3.201<0>"
+    reuse = {"node300": old.format(host="node300"), **{k: v for k, v in _reuse_files().items()}}
+    (inc,) = [i for i in _hosts(pipeline, reuse) if i["category"] == "ib_port"]
+    assert (inc["initiator"]["host"], [d["host"] for d in inc["downstream"]]) == ("node201", ["node023"])
+    at_once = {"node300": BOOT.format(host="node300", addr="10.1.3.201"), **_reuse_files()}
+    assert sorted(i["initiator"]["host"] for i in _hosts(pipeline, at_once)) == ["node023", "node201"]
+
+
+def _reuse_files() -> dict[str, str]:
+    return {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + HCA.format(host="node201"),
+            "node023": COMPLETION.format(host="node023", addr="10.1.3.201")}
