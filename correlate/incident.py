@@ -423,9 +423,10 @@ def _explain(scene: Scene, v: Verdict) -> str:
                                           if any(e.start < first.start and scene.is_fault(e) for e in p.events)]
     # a reporter it explains logged before it (a fatal AER a second after the Xid 79 it explains, within the lines'
     # resolution and skew): it is not "the earliest" of the lines (a fresh user's trial read a contradiction)
+    # (when it was logged: a watchdog timeout whose collective began before the fault was logged ten minutes after it)
     ahead = None if first.undated() else max(
-        (first.start - e.start for p in v.downstream if p.rule for e in p.events
-         if e.start < first.start and scene.is_fault(e)), default=None)
+        (first.start - e.ts for p in v.downstream if p.rule for e in p.events
+         if e.ts < first.start and not e.undated() and scene.is_fault(e)), default=None)
     rank = 'most serious ' if earlier else '' if ahead else 'earliest '
     own_first = min((e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)),
                     key=lambda e: e.order, default=main)
@@ -505,6 +506,13 @@ def _span(us: int) -> str:
 AER_BEFORE_FALL_US = 30_000_000
 
 
+def _names_a_gpu(scene: Scene, e: Ev) -> bool:
+    """Whether a PCIe line's device is a GPU: its driver is NVIDIA's (``nvidia 0000:3b:00.0: AER: …``), or the host's
+    other lines name that device as a GPU."""
+    return bool(e.device) and (e.details.get("driver") == "nvidia" or any(
+        o.device == e.device and o.device_type in (None, "gpu") and o.kind != "pcie_aer" for o in scene.events))
+
+
 def _aer_before(scene: Scene, v: Verdict) -> str:
     """A sentence for a GPU that fell off the bus (Xid 79, ``gpu_off_bus``) after PCIe AER errors of its host that
     no rule made its cause (a corrected or non-fatal error is no fault, the fatal ones' rule explains it): they came
@@ -517,7 +525,9 @@ def _aer_before(scene: Scene, v: Verdict) -> str:
     if not falls:
         return ""
     fall = min(falls, key=lambda e: e.order)
+    # of the port above it or of the GPU itself: not another GPU's own errors (a second break-it pass)
     near = [e for e in scene.events if e.kind == "pcie_aer" and e.host == fall.host and e not in v.initiator_events
+            and (e.device == fall.device or e.device_type != "gpu" and not _names_a_gpu(scene, e))
             and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.precision_us + fall.precision_us]
     # lines dated only by their file (or record) say no order: a paste puts nvidia-smi's output before the dmesg
     unordered = [e for e in near if e.undated() and fall.undated()]

@@ -2006,3 +2006,20 @@ def test_a_peer_address_names_its_host_as_an_address_is_used(pipeline):
 def _reuse_files() -> dict[str, str]:
     return {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + HCA.format(host="node201"),
             "node023": COMPLETION.format(host="node023", addr="10.1.3.201")}
+
+
+def test_pcie_errors_of_another_gpu_are_not_said_to_come_before_a_fall(pipeline):
+    """Corrected AER errors of another GPU (``nvidia 0000:3b:00.0``), then 0000:1b:00.0 falls off the bus: they are that
+    GPU's own, not the link above the one that fell (a second break-it pass); and a watchdog timeout logged ten minutes
+    after the fault it reports is not "a line it explains logged before it" (its collective began before it)."""
+    aer = ("[Fri Nov 20 10:00:01 2026] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+           "(Receiver ID)\n[Fri Nov 20 10:00:01 2026] nvidia 0000:3b:00.0:    [ 0] RxErr   (First)")
+    xid = ("[Fri Nov 20 10:00:05 2026] NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+           "off the bus.")
+    assert not any("PCIe AER errors" in i["explanation"] for i in run(pipeline, aer + "\n" + xid))
+    timeout = ("[rank3]:[E1120 10:10:03.000000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+               "for 600001 milliseconds before timing out.")
+    (inc,) = [i for i in run(pipeline, xid + "\n" + timeout) if i["initiator"]["xid"] == 79]
+    assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"]
+    assert "earliest fault nothing else explains" in inc["explanation"] and "though" not in inc["explanation"]
