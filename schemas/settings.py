@@ -253,6 +253,14 @@ class Settings(BaseModel):
                 raise ValueError(f"{name} {topic!r} is one of topics (the raw input): give it a topic of its own")
         if self.dlq_topic == self.events_topic:
             raise ValueError(f"dlq_topic and events_topic are both {self.dlq_topic!r}: give each a topic of its own")
+        # Kafka refuses two topics whose names differ only by '.' and '_' (their metric names collide): `kafka
+        # topics` said only "error code 17" (a break-it pass)
+        seen: dict[str, str] = {}
+        for name in [*self.topics, self.dlq_topic, self.events_topic]:
+            other = seen.setdefault(name.replace(".", "_"), name)
+            if other != name:
+                raise ValueError(f"topics {other!r} and {name!r} differ only by '.' and '_', which Kafka refuses "
+                                 "(their metric names collide): rename one")
         return self
 
     @model_validator(mode="after")

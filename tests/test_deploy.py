@@ -143,6 +143,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_TOPICS": "a,b", "FIRSTFAULT_EVENTS_TOPIC": "b"}, "events_topic 'b' is one of topics"),
     ({"FIRSTFAULT_DLQ_TOPIC": "x", "FIRSTFAULT_EVENTS_TOPIC": "x"}, "dlq_topic and events_topic are both 'x'"),
     ({"FIRSTFAULT_TOPICS": "a,b,a"}, "topics names 'a' twice"),
+    ({"FIRSTFAULT_TOPICS": "fleet.dmesg,fleet_dmesg"}, "topics 'fleet.dmesg' and 'fleet_dmesg' differ only by '.' and"),
 ])
 def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     """Each of these once passed validation and failed later with a traceback (a skew of NaN or 1e308 as µs, a
