@@ -525,16 +525,23 @@ def _host_of(rec: Envelope) -> str | None:
                 return n
             continue
         raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
-    k8s = rec.kubernetes
-    if isinstance(k8s, dict):  # a pod's record names no host of its own, its node (a keyless one was dead-lettered)
-        node = k8s.get("node")
-        for name, v in (("kubernetes.host", k8s.get("host")), ("kubernetes.pod_node_name", k8s.get("pod_node_name")),
-                        ("kubernetes.node.name", node.get("name") if isinstance(node, dict) else None)):
-            if v is None or v == "":
-                continue
-            if isinstance(v, str):
-                return v
-            raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
+    return _k8s_host(rec.kubernetes)
+
+
+def _k8s_host(k8s: Any) -> str | None:
+    """The node a pod's record names in its Kubernetes metadata (:class:`Envelope`): a pod's record names no host of
+    its own (a keyless one was dead-lettered "it names no host": a break-it pass). Raises ``ValueError`` for a field
+    of another type than a string."""
+    if not isinstance(k8s, dict):
+        return None
+    node = k8s.get("node")
+    for name, v in (("kubernetes.host", k8s.get("host")), ("kubernetes.pod_node_name", k8s.get("pod_node_name")),
+                    ("kubernetes.node.name", node.get("name") if isinstance(node, dict) else None)):
+        if v is None or v == "":
+            continue
+        if isinstance(v, str):
+            return v
+        raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
     return None
 
 
@@ -797,6 +804,7 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     at_timestamp: Any = UNSET
     time: Any = UNSET
     date: Any = UNSET
+    kubernetes: Any = UNSET  # a pod's node when ``host`` is empty (kubernetes_logs: ``pod_node_name``)
 
 
 _VECTOR = msgspec.json.Decoder(VectorRecord)
@@ -816,7 +824,14 @@ def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], lis
     times = _vector_times([r.timestamp for r in recs])
     if times is None:
         return None
-    return [r.message for r in recs], [r.host for r in recs], times
+    hosts = [r.host for r in recs]
+    for i, r in enumerate(recs):
+        if not r.host and r.kubernetes is not UNSET:  # as the record-by-record reading reads it (a break-it pass:
+            try:                                      # the Kafka key stood in for the pod's node)
+                hosts[i] = _k8s_host(r.kubernetes) or ""
+            except ValueError:
+                return None  # the record-by-record reading says why
+    return [r.message for r in recs], hosts, times
 
 
 def _vector_times(stamps: list[str]) -> list[int] | None:
