@@ -437,15 +437,15 @@ def _explain(scene: Scene, v: Verdict) -> str:
              f"at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
         s = f"{what} on {where} of {i['host']} {when} is the {rank}fault nothing else explains"
+    if ahead and not earlier:
+        s += (f", though a line it explains was logged {_span(ahead)} before it (within the lines' time resolution "
+              "and clock skew the rule allows)")
     s += _aer_before(scene, v)
     peers = sorted({(str(a), h) for e in v.initiator_events if (a := e.details.get("peer_addr"))
                     and (h := scene.topo.peer_host(e)) and h != peer_name(str(a)) and h != e.host})
     if peers:  # its line names the peer by address; NCCL's Bootstrap / NET/IB OOB line of that host said whose it is
         s += "; it names its peer " + ", ".join(f"{a}, which is {h}" for a, h in peers) + (
             " (NCCL's Bootstrap line there): read that host's logs from then")
-    if ahead and not earlier:
-        s += (f", though a line it explains was logged {_span(ahead)} before it (within the lines' time resolution "
-              "and clock skew the rule allows)")
     follow = [p for p in v.downstream if p.rule]
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})

@@ -670,8 +670,9 @@ def silent_rank(scene: Scene) -> Verdict | None:
         v.missing[0] = f"NCCL init lines or logs of ranks {_rank_runs(unplaced)}, to see where they ran"
     if seq is not None and placed and unplaced:
         hosts = ", ".join(sorted(placed))
-        v.next_action = (f"Check {hosts} first (ranks there logged no watchdog timeout for this SeqNum): its kernel "
-                         f"log (Xid, AER, NIC link), its processes (py-spy dump) and GPUs; then find where ranks "
+        its = "its" if len(placed) == 1 else "their"
+        v.next_action = (f"Check {hosts} first (ranks there logged no watchdog timeout for this SeqNum): {its} kernel "
+                         f"log (Xid, AER, NIC link), {its} processes (py-spy dump) and GPUs; then find where ranks "
                          f"{_rank_runs(unplaced)} ran.")
     elif seq is not None:
         v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "

@@ -461,11 +461,11 @@ class StreamCorrelator:
         host or saw on another GPU. Every Xid after the driver's preamble carries its GPU's UUID: counted as teaching,
         each made the step learn the topology again (``_learn``); ``uuid_lines`` keeps the newest line of each UUID."""
         addr = line_addr(e)
-        if addr is not None:  # every rank of a host prints its host's address: the first teaches, the newest is kept
-            last = self.addr_lines.get((e.host, addr))
+        if addr is not None:  # every rank of a host prints its host's address: a line teaches its time if it is newer
+            last = self.addr_lines.get((e.host, addr))  # (Topology.addr_hosts keeps each host's latest)
             if last is None or e.ts >= last.ts:
                 self.addr_lines[(e.host, addr)] = e
-            return last is None
+            return last is None or e.ts > last.ts
         member, index, model, u = line_facts(e)
         if u is None:
             return (member, index, model) != (None, None, None)

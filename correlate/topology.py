@@ -395,6 +395,7 @@ def peer_name(addr: str) -> str:
     return name.split("%", 1)[0] if ":" in name else name
 
 
+@lru_cache(maxsize=65536)
 def _loopback(addr: str) -> bool:
     """Whether ``addr`` is a loopback IP address (a peer on the reporting host itself)."""
     try:
