@@ -2023,3 +2023,22 @@ def test_pcie_errors_of_another_gpu_are_not_said_to_come_before_a_fall(pipeline)
     (inc,) = [i for i in run(pipeline, xid + "\n" + timeout) if i["initiator"]["xid"] == 79]
     assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"]
     assert "earliest fault nothing else explains" in inc["explanation"] and "though" not in inc["explanation"]
+
+
+def test_a_ray_worker_that_died_is_the_first_fault_of_its_peers_nccl_errors(pipeline):
+    """Ray's raylet says a worker died of an unexpected system error (OpenRLHF/OpenRLHF#621), then a rank on that node
+    raises "remote process exited": the worker's death is the initiator, on the node its address names, with its pid
+    and exit type in the action, and the rank's NCCL error follows it (it was "no single culprit, another rank")."""
+    died = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+            "the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: d893 Node ID: 8440 Worker IP "
+            "address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit type: SYSTEM_ERROR Worker exit "
+            "detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    nccl = ("(RayWorkerWrapper pid=92234, ip=172.19.24.110) [rank1]:[E0115 07:59:58.483840160 ProcessGroupNCCL.cpp:542] "
+            "[Rank 12] Collective WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=7, NumelOut=7, Timeout(ms)=1800000) "
+            "raised the following async exception: NCCL error: remote process exited or there was a network error, "
+            "NCCL version 2.21.5")
+    (inc,) = run(pipeline, died + "\n" + nccl, host="driver")
+    assert (inc["initiator"]["host"], inc["initiator"]["kind"]) == ("172.19.24.110", "other")
+    assert inc["next_action"].startswith("A Ray worker (pid 90738) on 172.19.24.110 died of an unexpected system error "
+                                         "(SYSTEM_ERROR)")
+    assert [(d["kind"], d["relation"]) for d in inc["downstream"]] == [("nccl_error", "same_host")]
