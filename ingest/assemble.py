@@ -36,7 +36,7 @@ from typing import Any
 from ingest.catalog import Compiled
 from ingest.decode import Segment
 from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
-from schemas.events import TS_RANGE_US, make_event_id
+from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
@@ -482,6 +482,7 @@ def assemble(hits: list[Hit], tz) -> Assembled:
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
     storms = Storms()
+    copies: set[str] = set()  # the ids of the lines their own precise stamps date (line_event_id), this batch
     host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host
     #: (host, GPU index) -> bus id, from the stream's ``gpu_bus`` lines so far (``nvidia-smi --query-gpu`` or
     #: its table before ``nvidia-smi nvlink`` output; a poller's sample): link samples printed by index get it
@@ -527,10 +528,18 @@ def assemble(hits: list[Hit], tz) -> Assembled:
         # still one event (one reject per line doubled the memory of a 400k-line storm: a second one)
         if not _storable(row, seg.ingest_ts, host_ok):
             key = (*key, seg.origin)
+        # a line its own precise stamp dates is one event however often it is delivered (schemas.line_event_id): a
+        # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
+        eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
+               if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
+        if eid is not None:
+            if eid in copies:
+                continue
+            copies.add(eid)
         if storms.joins(key, row["ts"]):
             continue
         ev = {
-            "event_id": make_event_id(origin, h.sub),
+            "event_id": eid or make_event_id(origin, h.sub),
             "ts_basis": row["ts_basis"],
             "source": sig.source,
             "message": h.message,

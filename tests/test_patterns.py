@@ -2042,3 +2042,30 @@ def test_a_ray_worker_that_died_is_the_first_fault_of_its_peers_nccl_errors(pipe
     assert inc["next_action"].startswith("A Ray worker (pid 90738) on 172.19.24.110 died of an unexpected system error "
                                          "(SYSTEM_ERROR)")
     assert [(d["kind"], d["relation"]) for d in inc["downstream"]] == [("nccl_error", "same_host")]
+
+
+def test_a_line_delivered_twice_is_one_event_and_one_incident(pipeline):
+    """At-least-once shippers deliver a line again (a producer's retry, a replay after a restart: another Kafka
+    offset), and a kernel line may come through kern.log and the journal: the second copy was a second event, whose
+    incident superseded the first under another id, paged again and said "it reported 2 lines" (a break-it pass). A
+    line its own precise stamp dates has one event id wherever it came from; a second-precision stamp does not tell a
+    repeat from a copy, so those stay apart."""
+    line = ("2026-11-30T03:00:02.123456+00:00 dupnode kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
+            "the bus.")
+
+    def through(text: str, origins: list[str]):
+        segs = [Segment(data=text.encode(), origin=o, stream=o.rsplit("/", 1)[0], host="dupnode", ref_ts=T0,
+                        ref_basis="kafka", ingest_ts=T0) for o in origins]
+        return pipeline.run(Decoded(segments=segs)).events
+
+    import pyarrow as pa
+
+    one = through(line, ["kafka:fleet.dmesg/0/7"])
+    both = through(line, ["kafka:fleet.dmesg/0/7", "kafka:fleet.dmesg/0/9"])  # one batch: one event, counted once
+    assert both.num_rows == 1 and both.column("count").to_pylist() == [1]
+    later = through(line, ["kafka:fleet.dmesg/0/9"])  # a later batch: the same event again
+    assert later.column("event_id").to_pylist() == one.column("event_id").to_pylist()
+    (a,), (b,) = correlate(one, now_us=T0), correlate(pa.concat_tables([one, later]), now_us=T0)
+    assert a["id"] == b["id"] and "reported" not in b["explanation"]
+    coarse = line.replace("03:00:02.123456", "03:00:02")  # a repeat in the same second is counted, as before
+    assert through(coarse, ["kafka:fleet.dmesg/0/7", "kafka:fleet.dmesg/0/9"]).column("count").to_pylist() == [2]
