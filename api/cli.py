@@ -164,8 +164,8 @@ def _progress():
 def _parse_symptom(text: str):
     """``hang``, ``hang:0,1``, ``hang@node07``, ``failure@node07:0,1``, ``hang:0000:1b:00.0`` (PCI bus ids in any
     printed form, ``schemas.pci.normalize_bus_id``), ``hang@[2001:db8::1]:0`` (an IPv6 host in brackets) -> a
-    Symptom; without ``@HOST`` its host is empty: the one host the logs are of (``api.diagnose.place_symptoms``). ``BadParameter`` (exit 2) for a kind, host or GPU
-    that is none."""
+    Symptom; without ``@HOST`` its host is empty: the one host the logs are of (``api.diagnose.place_symptoms``).
+    ``BadParameter`` (exit 2) for a kind, host or GPU that is none."""
     import pyarrow as pa
 
     from correlate.correlator import Symptom

@@ -250,6 +250,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
                 for x in v.edges or scene.edges]
     init = dict(v.initiator)
     init.setdefault("fault", _fault(scene, v))
+    untied = [p for p in v.downstream if _untied(scene, v, p)]
     return {
         "id": incident_id(evs),
         "version": None,
@@ -264,10 +265,9 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "category": v.category,
         "initiator": init,
         "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream
-                       if not _untied(scene, v, p)],
+                       if p not in untied],
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
-                    for e in sorted([*v.context, *(e for p in v.downstream if _untied(scene, v, p) for e in p.events)],
-                                    key=lambda e: e.order)],
+                    for e in sorted([*v.context, *(e for p in untied for e in p.events)], key=lambda e: e.order)],
         "confidence": v.confidence,
         "explanation": explanation,
         "next_action": v.next_action or action,
@@ -433,8 +433,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     if own_first is not main and own_first.start < main.start and _fault_name(own_first) != _fault_name(main):
         # named by its most serious line, which is not its first (an Xid 13 five seconds before the Xid 109 of the
         # same GPU: the Xid 109 was called "the earliest fault", a real-logs pass)
-        s = (f"{where} of {i['host']} is the {rank}fault nothing else explains: its first line {_fault_name(own_first)} "
-             f"at {iso(own_first.ts)}, its most serious {what} {when}")
+        s = (f"{where} of {i['host']} is the {rank}fault nothing else explains: its first line "
+             f"{_fault_name(own_first)} at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
         s = f"{what} on {where} of {i['host']} {when} is the {rank}fault nothing else explains"
     if ahead and not earlier:
@@ -506,13 +506,6 @@ def _span(us: int) -> str:
 AER_BEFORE_FALL_US = 30_000_000
 
 
-def _names_a_gpu(scene: Scene, e: Ev) -> bool:
-    """Whether a PCIe line's device is a GPU: its driver is NVIDIA's (``nvidia 0000:3b:00.0: AER: …``), or the host's
-    other lines name that device as a GPU."""
-    return bool(e.device) and (e.details.get("driver") == "nvidia" or any(
-        o.device == e.device and o.device_type in (None, "gpu") and o.kind != "pcie_aer" for o in scene.events))
-
-
 def _aer_before(scene: Scene, v: Verdict) -> str:
     """A sentence for a GPU that fell off the bus (Xid 79, ``gpu_off_bus``) after PCIe AER errors of its host that
     no rule made its cause (a corrected or non-fatal error is no fault, the fatal ones' rule explains it): they came
@@ -525,9 +518,12 @@ def _aer_before(scene: Scene, v: Verdict) -> str:
     if not falls:
         return ""
     fall = min(falls, key=lambda e: e.order)
-    # of the port above it or of the GPU itself: not another GPU's own errors (a second break-it pass)
+    # of the port above it or of the GPU itself: not another GPU's own errors (a second break-it pass), which its
+    # driver (``nvidia 0000:3b:00.0: AER: …``) or another line of the host names as a GPU
+    gpus = {o.device for o in scene.events if o.device and o.device_type in (None, "gpu") and o.kind != "pcie_aer"}
     near = [e for e in scene.events if e.kind == "pcie_aer" and e.host == fall.host and e not in v.initiator_events
-            and (e.device == fall.device or e.device_type != "gpu" and not _names_a_gpu(scene, e))
+            and (e.device == fall.device or e.device_type != "gpu" and not (
+                e.device and (e.details.get("driver") == "nvidia" or e.device in gpus)))
             and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.precision_us + fall.precision_us]
     # lines dated only by their file (or record) say no order: a paste puts nvidia-smi's output before the dmesg
     unordered = [e for e in near if e.undated() and fall.undated()]

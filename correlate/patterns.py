@@ -788,8 +788,8 @@ def peer_failed(scene: Scene) -> Verdict | None:
                  "NCCL_DEBUG=INFO's 'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)",
                  "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
     if not remote and mine:  # the peer is a process of the reporting host
-        v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM kill "
-                         "in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
+        v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM "
+                         "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
                          "suspect.")
     else:
         v.next_action = (f"Find the host{'s' * (len(names) != 1)} of {shown} and diagnose "

@@ -90,6 +90,7 @@ async def stop_client(stop: Callable[[], Awaitable[Any]]) -> None:
             raise
         log.debug("stopping a Kafka client: a fetch it cancelled re-raised its CancelledError")
 
+
 #: decoded text per chunk at most (the chunk is cut after the record that passes it; one record always fits)
 MAX_CHUNK_BYTES = 128 * 1024 * 1024
 #: decoded text per batch: no further chunk is added once a batch holds this much

@@ -223,10 +223,9 @@ _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster'
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file)
     r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
-# dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day
-# dmesg -T "[Fri Aug 11 12:31:45 2023] "; Open MPI's ``mpirun --timestamp-output`` the same ctime(3) stamp unbracketed
-# before its ``--tag-output`` label: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:" (NVIDIA/nccl#957: every line was timed
-# by its file)
+# dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day; Open MPI's ``mpirun --timestamp-output``
+# the same ctime(3) stamp unbracketed before its ``--tag-output`` label: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
+# (NVIDIA/nccl#957: every line was timed by its file)
 _CTIME = re.compile(
     r"^(?P<open>\[)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2})"
     r":(?P<s>\d{2}) (?P<y>\d{4})(?(open)\] |(?=\[\d+,\d+\]<))")
