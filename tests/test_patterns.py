@@ -2069,3 +2069,29 @@ def test_a_line_delivered_twice_is_one_event_and_one_incident(pipeline):
     assert a["id"] == b["id"] and "reported" not in b["explanation"]
     coarse = line.replace("03:00:02.123456", "03:00:02")  # a repeat in the same second is counted, as before
     assert through(coarse, ["kafka:fleet.dmesg/0/7", "kafka:fleet.dmesg/0/9"]).column("count").to_pylist() == [2]
+
+
+def test_a_rank_killed_by_sigbus_in_its_shared_memory_explains_its_peers(pipeline):
+    """NCCL's shared-memory buffers are mapped files in /dev/shm; when /dev/shm cannot back a page the rank dies of
+    SIGBUS with no NCCL WARN, UCX's handler printing "Caught signal 7 (Bus error: nonexistent physical address)"
+    (msr-fiddle/pipedream#76, DeepSpeed#2638, Megatron-LM#516: /dev/shm too small in each). The line gave no event
+    and the job's death no incident (a real-logs pass). It is the /dev/shm fault of nccl.shm.no_space, so it explains
+    the surviving ranks' lost connections as that does; several ranks dying of it are one fault on every candidate,
+    as are a PyTorch DataLoader worker's SIGBUS lines."""
+    bus = "[2026-04-22 21:34:2{s}] [node07:37893{r}:0:38257{r}] Caught signal 7 (Bus error: nonexistent physical address)"
+    lost = ("[2026-04-22 21:34:23] node07:378939:382529 [6] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
+            "remote peer node07<47861>")
+    (inc,) = run(pipeline, "\n".join([bus.format(s=0, r=4), lost]))
+    assert (inc["category"], inc["initiator"]["kind"]) == ("nccl_software", "nccl_error")
+    assert inc["explanation"].endswith("it reported 2 lines (nccl.shm.bus_error, nccl.socket.peer_lost).")
+    assert [(x["rule"], x["relation"]) for x in inc["evidence"]] == [("nccl_shm.explains_nccl", "same_host")]
+    assert inc["next_action"].startswith("A rank of this job died of SIGBUS (a bus error) inside NCCL")
+    (inc,) = run(pipeline, "\n".join([bus.format(s=0, r=4), bus.format(s=1, r=5), bus.format(s=1, r=8)]))
+    assert inc["explanation"].endswith("it reported 3 lines.")
+    assert inc["next_action"].startswith("A rank of this job died of SIGBUS")
+    loader = ("[2026-04-22 21:34:20] RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is "
+              "possible that dataloader's workers are out of shared memory. Please try to raise your shared memory "
+              "limit.")
+    (inc,) = run(pipeline, "\n".join([loader, lost]))
+    assert inc["next_action"].startswith("A PyTorch DataLoader worker died of SIGBUS")
+    assert [(x["rule"], x["relation"]) for x in inc["evidence"]] == [("nccl_shm.explains_nccl", "same_host")]
