@@ -20,7 +20,7 @@ from typing import Any
 from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
                                  sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
-from correlate.patterns import APP_RECUR_ADVICE, recurs_to_diag
+from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recurs_to_diag
 from correlate.topology import peer_name
 from ingest.files import from_stdin
 from ingest.catalog import Catalog
@@ -320,7 +320,8 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
             and recurs_to_diag(scene.catalog, p["initiator"].get("xid"))] if (
         body.get("category") == "application" and recurs_to_diag(scene.catalog, body["initiator"].get("xid"))) else []
     if apps:
-        inc["explanation"] = (f"{inc['explanation']} It recurred: {len(apps)} earlier incident(s) of application Xids "
+        inc["explanation"] = (f"{inc['explanation'].replace(APP_NOT_GPU, APP_MAYBE_GPU, 1)} It recurred: {len(apps)} "
+                              f"earlier incident(s) of application Xids "
                               f"on this GPU, the first at {min(p['start'] for p in apps)} "
                               f"({first_of([p['id'] for p in apps], 3)}).")
         inc["next_action"] = APP_RECUR_ADVICE.format(what=f"{len(apps) + 1} incidents on this GPU")

@@ -111,6 +111,13 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
 APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
 #: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 31:
 #: "repeated faults on the same GPU with different apps -> run DCGM diag"; Xid 13 alike); ``what`` says how it repeated
+#: what an application Xid explanation says of the GPU (:func:`application_xid`), and what it says once the Xid has
+#: come from several processes or incidents on that GPU, when NVIDIA's advice is DCGM's diagnostics (the recurring
+#: incident said "not of the GPU" beside "run DCGM diagnostics … before blaming the programs alone": a real-logs pass
+#: on pytorch/pytorch#51382)
+APP_NOT_GPU = "), not of the GPU: no hardware Xid, ECC or link error accompanies"
+APP_MAYBE_GPU = ("), not of the GPU unless the Xid keeps coming back on that GPU (below): no hardware Xid, ECC or link "
+                 "error accompanies")
 APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on the GPU (dcgmi diag -r 3) before "
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
@@ -176,8 +183,7 @@ def application_xid(scene: Scene) -> Verdict | None:
     one = lines == 1
     explanation = (f"Xid {', '.join(map(str, xids))} on {gpu or 'an unnamed GPU'} ({key[0]}) "
                    f"{'is a fault' if one else 'are faults'} of the program that ran there (Xid {first.xid}: "
-                   f"{scene.catalog.xids[first.xid].name}), not of the GPU: no hardware Xid, ECC or link error "
-                   f"accompanies {'it' if one else 'them'}.")
+                   f"{scene.catalog.xids[first.xid].name}{APP_NOT_GPU} {'it' if one else 'them'}.")
     if others:
         explanation += f" Application Xids on {first_of(others, 3, noun='GPUs')} too."
     action = sentences(scene.catalog.xids[first.xid].action, APP_NO_RMA)
@@ -194,7 +200,7 @@ def application_xid(scene: Scene) -> Verdict | None:
     elif len(pids) > 1 and recurs_to_diag(scene.catalog, first.xid):  # a warning: what may be the GPU is no longer
         # one program's business
         severity = "warning"
-        explanation += f" They came from {len(pids)} different processes."
+        explanation = explanation.replace(APP_NOT_GPU, APP_MAYBE_GPU, 1) + f" They came from {len(pids)} different processes."
         action = APP_RECUR_ADVICE.format(what=f"{len(pids)} different processes on this GPU")
     return Verdict(
         pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,

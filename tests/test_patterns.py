@@ -1760,13 +1760,20 @@ def test_application_xids_that_repeat_on_one_gpu_under_other_programs_go_to_dcgm
     (once,) = run(pipeline, x31.format(t="23:42:34", pid=13641))
     assert once["severity"] == "info" and "Do not drain or RMA" in once["next_action"]
     assert "Xid 31 on 0000:db:00.0 (node07) is a fault of the program" in once["explanation"]
+    assert "(Xid 31: GPU memory page fault (MMU fault)), not of the GPU: no hardware" in once["explanation"]
     (two,) = run(pipeline, x31.format(t="23:42:34", pid=13641) + "\n" + x31.format(t="23:42:50", pid=14323))
     assert two["severity"] == "warning" and "They came from 2 different processes." in two["explanation"]
     assert two["next_action"].startswith("Application Xids came from 2 different processes on this GPU: run DCGM")
+    # once DCGM's diagnostics are the advice, the explanation no longer clears the GPU (it said "not of the GPU" beside
+    # "before blaming the programs alone": a real-logs pass on pytorch/pytorch#51382)
+    assert ("), not of the GPU unless the Xid keeps coming back on that GPU (below): no hardware Xid, ECC or link "
+            "error accompanies them. They came from 2") in two["explanation"]
     apart = "\n".join(x31.format(t=t, pid=p) for t, p in (("21:00:00", 13641), ("22:00:00", 14323), ("23:00:00", 33275)))
     first, second, third = sorted(run(pipeline, apart), key=lambda i: i["start"])
     assert first["severity"] == "info" and (second["severity"], third["severity"]) == ("warning", "warning")
     assert "It recurred: 2 earlier incident(s) of application Xids on this GPU" in third["explanation"]
+    assert "not of the GPU unless the Xid keeps coming back" in third["explanation"]
+    assert "), not of the GPU: no" in first["explanation"] and "), not of the GPU: no" not in third["explanation"]
     assert third["next_action"].startswith("Application Xids came from 3 incidents on this GPU: run DCGM diagnostics")
     x43 = "[Fri Jan 29 {t} 2021] NVRM: Xid (PCI:0000:3d:00): 43, pid={pid}, Ch 00000008"
     calm = run(pipeline, "\n".join(x43.format(t=t, pid=p) for t, p in (("21:00:00", 1), ("21:00:05", 2), ("23:00:00", 3))))
