@@ -415,6 +415,12 @@ def _explain(scene: Scene, v: Verdict) -> str:
         when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} ({counted})"
+    elif main.ts_basis == "inherited" and ("ts_unreadable" in main.details or "ts_rejected" in main.details):
+        # a line whose stamp is no date, or none to believe, took the time of the line before it: said, not passed off
+        # as its own (a break-it pass: "Feb 30 …" read as the time of another host's line)
+        own = main.details.get("ts_unreadable")
+        why = f"its own stamp, {own}, is no date" if own else "its own stamp is no believable time"
+        when = f"at about {iso(main.ts)} (the time of the line before it: {why})"
     beside = [p for p in v.downstream if not p.rule]
     # a fault of another subject no rule ties to it may have come first: the initiator is then the most serious
     # of them (``rank_key``), not the earliest (an Xid 48 named "earliest" 20 s after another GPU's init failure)

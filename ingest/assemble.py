@@ -210,6 +210,8 @@ def resolve_times(hits: list[Hit], tz) -> None:
         if p.ts is not None and not _believable(p.ts, seg):
             row["details"]["ts_rejected"] = p.ts
             p.ts = None
+        elif p.unreadable is not None:
+            row["details"]["ts_unreadable"] = p.unreadable
         b = seg.boot_ts if seg.boot_ts is not None else boot.get(host)
         if b is not None and not plausible(b):
             b = None

@@ -79,6 +79,9 @@ class Prefix:
     #: a stamp without a year as (month, day, hour, minute, second, µs) when it gave ``ts``: the year can be
     #: resolved again against another reference (``ingest.assemble.resolve_times``) without parsing again
     yearless: tuple[int, int, int, int, int, int] | None = None
+    #: the stamp a syslog or ISO header printed when it is no date ("Feb 30 12:00:00", an offset of +99:00): the
+    #: line is untimed, but said so (``details.ts_unreadable``)
+    unreadable: str | None = None
 
     @property
     def year_inferred(self) -> bool:
@@ -201,6 +204,11 @@ _HOST = (r"(?P<host>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+#: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
+#: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
+#: over the file's, the record's key and NCCL's own host (a break-it pass). The level and logger stay in the message
+_LEVEL_WORD = re.compile(r"(?i)(?:emerg|emergency|alert|crit|critical|err|error|warn|warning|notice|info|debug|trace"
+                         r"|fatal|severe|verbose|panic)")
 #: what stands alone before the colon of a stamped syslog line without a host (``journalctl --no-hostname -k``:
 #: "Mar 21 21:42:01 kernel: NVRM: …") is the kernel's tag, not a host; so is a word with a pid ("nv-fabricmanager[88]:")
 _KERNEL_TAGS = frozenset({"kernel", "kern"})
@@ -375,6 +383,11 @@ def _second_of(y: str, mo: int | str, d: str, h: str, mi: str, s: str, tz: tzinf
 @lru_cache(maxsize=4096)  # the lines of one second share it: a storm builds one datetime per second, not per line
 def _second_us(y: int, mo: int, d: int, h: int, mi: int, s: int, tz: tzinfo) -> int | None:
     """µs since the epoch (UTC) of a wall-clock second in ``tz``; ``None`` for a date no calendar has."""
+    if s == 60 and mi == 59:  # a leap second (RFC 3339 §5.7: "1990-12-31T23:59:60Z"): no datetime holds it; it is
+        # read as the second after :59, the instant the kernel's clock steps back to (a break-it pass: the stamp did
+        # not parse and the line lost its header's host as well as its time)
+        before = _second_us(y, mo, d, h, mi, 59, tz)
+        return None if before is None else before + US
     try:
         return to_us(datetime(y, mo, d, h, mi, s, tzinfo=tz))
     except ValueError:
@@ -506,20 +519,26 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 us, prec = _frac_us(m.group("frac"))
                 stamp = (mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us)
                 t = resolve_year(*stamp, ref_us, tz)
+                # a stamp no calendar has ("Feb 30", a bad clock) still heads a syslog line: its host and tag are read
+                # and the line is untimed (its host was dropped with its time: two hosts' lines were one event of the
+                # file's host, a break-it pass)
                 if t is not None:
                     p.ts, p.precision_us, p.yearless = t, prec, stamp
-                    if m["tag"] is None and not m["tag_pid"] and _KERNEL_MESSAGE.fullmatch(m["host"]):
-                        s = s[m.start("host"):]  # the message begins at the word: no host, no tag
-                        continue
-                    if m["tag"] is None and (m["tag_pid"] or m["host"] in _KERNEL_TAGS):
-                        if m["tag_pid"]:
-                            p.pid = int(m["tag_pid"])
-                    else:
-                        _host_or_addr(p, m.group("host"))
-                    if m.group("pid"):
-                        p.pid = int(m.group("pid"))
-                    s = s[m.end():]
+                else:
+                    p.unreadable = s[:m.start("host")].strip()
+                if _LEVEL_WORD.fullmatch(m["host"]) or (m["tag"] is None and not m["tag_pid"]
+                                                        and _KERNEL_MESSAGE.fullmatch(m["host"])):
+                    s = s[m.start("host"):]  # the message begins at the word: no host, no tag
                     continue
+                if m["tag"] is None and (m["tag_pid"] or m["host"] in _KERNEL_TAGS):
+                    if m["tag_pid"]:
+                        p.pid = int(m["tag_pid"])
+                else:
+                    _host_or_addr(p, m.group("host"))
+                if m.group("pid"):
+                    p.pid = int(m.group("pid"))
+                s = s[m.end():]
+                continue
             for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG)):
                 m = rx.match(s) if name in can else None
                 if m:
@@ -527,8 +546,16 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                               _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
                         p.ts, p.precision_us = r
-                        if "host" in rx.groupindex and m["host"] and m["tag"]:
-                            _host_or_addr(p, m["host"])
+                    else:
+                        end = (m.end("tz") if "tz" in rx.groupindex and m["tz"]
+                               else m.end("frac") if m["frac"] else m.end("s"))
+                        p.unreadable = s[:end].lstrip("[")
+                    # the header's host even when its stamp is none a calendar has (a break-it pass, as RFC 3164)
+                    if "host" in rx.groupindex and m["host"] and m["tag"]:
+                        if _LEVEL_WORD.fullmatch(m["host"]):
+                            s = s[m.start("host"):]  # a level and a logger's name, no host: the message keeps them
+                            break
+                        _host_or_addr(p, m["host"])
                     s = s[m.end():]
                     if "colon" in rx.groupindex and m["colon"]:
                         label_at = s  # a launcher's stamp: its label may follow

@@ -2102,3 +2102,25 @@ def test_a_rank_killed_by_sigbus_in_its_shared_memory_explains_its_peers(pipelin
     (inc,) = run(pipeline, "\n".join([loader, lost]))
     assert inc["next_action"].startswith("A PyTorch DataLoader worker died of SIGBUS")
     assert [(x["rule"], x["relation"]) for x in inc["evidence"]] == [("nccl_shm.explains_nccl", "same_host")]
+
+
+def test_a_line_whose_stamp_is_no_date_keeps_its_host_and_says_whose_time_it_took(pipeline):
+    """A syslog line stamped "Feb 30" (or 23:59:60, or an offset of +99:00) lost its header's host with its time: two
+    hosts' Xid 79 lines were one event of the file's host, and the incident gave the time of the line before it as its
+    own (a break-it pass). The host stands, a leap second is a time, and a stamp that is no date is said to be."""
+    xid = "{stamp} {host} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    text = "\n".join([xid.format(stamp="2016-12-31T23:59:60.500000+00:00", host="node07"),
+                      xid.format(stamp="2016-12-31T23:59:60.600000+00:00", host="node08"),
+                      xid.format(stamp="Feb 30 14:15:47", host="node09")])
+    incs = sorted(run(pipeline, text, host="collector"), key=lambda i: i["initiator"]["host"])
+    assert [i["initiator"]["host"] for i in incs] == ["node07", "node08", "node09"]
+    assert [i["start"] for i in incs] == ["2017-01-01T00:00:00.500000Z", "2017-01-01T00:00:00.600000Z",
+                                          "2017-01-01T00:00:00.600000Z"]
+    assert "of node07 at 2017-01-01T00:00:00.500000Z is the earliest" in incs[0]["explanation"]
+    assert ("of node09 at about 2017-01-01T00:00:00.600000Z (the time of the line before it: its own stamp, Feb 30 "
+            "14:15:47, is no date) is the earliest") in incs[2]["explanation"]
+    assert incs[2]["start_basis"] == "inherited"
+    far = xid.format(stamp="9999-01-01T00:00:00+00:00", host="node10")
+    got = {i["initiator"]["host"]: i for i in run(pipeline, text + "\n" + far, host="collector")}
+    assert ("of node10 at about 2017-01-01T00:00:00.600000Z (the time of the line before it: its own stamp is no "
+            "believable time) is the earliest") in got["node10"]["explanation"]

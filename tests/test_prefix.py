@@ -345,3 +345,40 @@ def test_skipping_layers_gives_the_result_of_trying_them_all():
     p = parse_prefix("I1025 02:19:08.002792       1 health.go:151] x", ref_us=REF)
     assert p.ts is not None and p.rest == "x"
     assert parse_prefix("١٢:٠٠ NVRM: x", ref_us=REF).rest == "١٢:٠٠ NVRM: x"
+
+
+@pytest.mark.parametrize("line,word", [
+    ("2026-11-15 14:15:51,456 ERROR trainer: RuntimeError: CUDA error: uncorrectable ECC error encountered", "ERROR"),
+    ("2026-11-15T14:15:51Z WARN nccl: x", "WARN"),
+    ("2026-11-15T14:15:51.5+00:00 info kubelet: NVRM: Xid (PCI:0000:3b:00): 79", "info"),
+    ("Nov 15 14:15:51 CRITICAL launcher: x", "CRITICAL"), ("Nov 15 14:15:51 debug: x", "debug:")])
+def test_a_log_level_where_a_header_puts_its_host_is_no_host(line, word):
+    """Python logging's "%(asctime)s %(levelname)s %(name)s: …" has the shape of an ISO or syslog header with a host
+    and a tag: every such line was of host "error" (or "warn", "info"), over its file's, its record's key and NCCL's
+    own (a break-it pass). A level word there is the message's first word; the stamp is still the line's time."""
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.host, p.rest.split()[0]) == (None, word)
+    assert p.ts is not None
+    assert parse_prefix("2026-11-15T14:15:51Z WARN nccl: node09:123:456 [3] NCCL WARN x", ref_us=REF).host == "node09"
+    assert parse_prefix("2026-11-15T14:15:51Z errata kernel: x", ref_us=REF).host == "errata"
+
+
+@pytest.mark.parametrize("line", [
+    "2016-02-30T23:59:50+00:00 node08 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234",
+    "2016-12-31T23:59:50+99:00 node08 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234",
+    "Feb 30 12:00:00 node08 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234"])
+def test_a_stamp_no_calendar_has_keeps_its_headers_host(line):
+    """A header whose stamp is no date (30 February, an offset of +99:00) still names the host and the tag: the host
+    went with the time, and two hosts' Xid 79 lines were one event of the file's host (a break-it pass)."""
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.host, p.rest) == (None, "node08", "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234")
+
+
+def test_a_leap_second_is_the_second_after_59():
+    """RFC 3339 §5.7 allows second 60 ("1990-12-31T23:59:60Z"), and syslog prints the kernel's clock as it steps: no
+    datetime holds it, and the line lost its time and its host (a break-it pass). It is read as the next second."""
+    p = parse_prefix("2016-12-31T23:59:60.500000+00:00 node07 kernel: NVRM: x", ref_us=REF)
+    assert (p.ts, p.host) == (us(2017, 1, 1, 0, 0, 0) + 500000, "node07")
+    p = parse_prefix("Dec 31 23:59:60 node09 kernel: NVRM: x", ref_us=us(2017, 1, 1, 0, 5, 0))
+    assert (p.ts, p.host) == (us(2017, 1, 1, 0, 0, 0), "node09")
+    assert parse_prefix("2016-12-31T23:58:60Z node07 kernel: x", ref_us=REF).ts is None  # only a minute's last second
