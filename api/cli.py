@@ -239,9 +239,16 @@ def diagnose(
     if "-" in args:
         stdin = _stdin_file()
         paths = [stdin if a == "-" else p for a, p in zip(args, paths)]
-    missing = [str(p) for p in paths if not p.exists()]
+    missing = [p for p in paths if not p.exists()]
     if missing:
-        err.print(f"[red]no such file or directory:[/] {escape(', '.join(missing))}")
+        # a link to nothing or a loop of links is said as the system says it ("no such file" for a loop: a break-it pass)
+        why = {str(p): _unreadable(p) for p in missing}
+        gone = [p for p, w in why.items() if w is None]
+        if gone:
+            err.print(f"[red]no such file or directory:[/] {escape(', '.join(gone))}")
+        for p, w in why.items():
+            if w is not None:
+                err.print(f"[red]cannot read {escape(p)}:[/] {escape(w)}")
         raise typer.Exit(2)
     special = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
     if special:  # a FIFO, a device: reading it could block or never end
@@ -411,6 +418,18 @@ def _offsets(zone: str) -> tuple:
 
     z = ZoneInfo(zone)
     return tuple(datetime(2026, m, 1, tzinfo=z).utcoffset() for m in (1, 7))
+
+
+def _unreadable(p: Path) -> str | None:
+    """Why ``p``, which does not exist as far as ``Path.exists`` sees, cannot be read: the system's words for a loop
+    of symbolic links or a link to nothing, or None for a path that is simply not there."""
+    try:
+        os.stat(p)
+    except FileNotFoundError:
+        return f"a symbolic link to {os.readlink(p)}, which does not exist" if p.is_symlink() else None
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 def _stdin_file() -> Path:

@@ -384,6 +384,19 @@ def test_a_folder_that_is_no_lake_is_refused_and_left_as_it_is(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == '{"n":0}', r.stderr
 
 
+def test_a_loop_of_links_or_a_link_to_nothing_is_said_as_such(tmp_path):
+    """``diagnose`` on a loop of symbolic links said "no such file or directory" (a break-it pass): the system's own
+    words now, and where a link leads when it leads nowhere; a path that is not there is still "no such file"."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "dangling"), str(tmp_path / "nope"))
+    assert r.returncode == 2, r.stderr
+    lines = [" ".join(x.split()) for x in r.stderr.replace(str(tmp_path), "T").strip().splitlines()]
+    assert lines == ["no such file or directory: T/nope", "cannot read T/a: Too many levels of symbolic links",
+                     "cannot read T/dangling: a symbolic link to T/gone, which does not exist"], r.stderr
+
+
 def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     """Paths, lake locations and error texts are user text: ``[/]`` in them is no markup to fail on (each
     exited 1 with rich's MarkupError traceback)."""
