@@ -184,9 +184,16 @@ class TrimmedStream(io.TextIOBase):
 
 
 def no_output_folder(output: Path | None, err: Console) -> bool:
-    """Whether ``--output``'s folder does not exist, said on ``err``: a usage error (the command exits 2) found
-    before any work, not an ``[Errno 2]`` after it (``firstfault sql``, ``report degraded-links``)."""
-    if output is None or output.parent.is_dir():
+    """Whether ``--output``'s folder does not exist, or ``--output`` is itself a folder, said on ``err``: a usage
+    error (the command exits 2) found before any work, not an ``[Errno 2]`` after it (``firstfault sql``, ``report
+    degraded-links``; a folder was asked for its format by its name's ending: a break-it pass). Call it before
+    reading the format off the name."""
+    if output is None:
+        return False
+    if output.is_dir():
+        err.print(f"[red]--output is a folder:[/] {escape(str(output))} (name a file in it)")
+        return True
+    if output.parent.is_dir():
         return False
     err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
     return True

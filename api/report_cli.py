@@ -61,6 +61,8 @@ def degraded_links(
     if store and (format is not None or output is not None):  # they were ignored, silently (a break-it pass)
         raise typer.BadParameter("--store writes every format into the lake; --format and --output write one file "
                                  "instead", param_hint="--store")
+    if no_output_folder(output, err):
+        raise typer.Exit(2)
     if format is None:  # a file's format from its name, as `firstfault sql` (report.xlsx was written as JSON)
         format = output.suffix.lower().lstrip(".") if output is not None else "json"
         format = {"htm": "html"}.get(format, format)  # not .ndjson: the report is one indented JSON document
@@ -71,8 +73,6 @@ def degraded_links(
         raise typer.BadParameter(f"one of {', '.join(FORMATS)}", param_hint="--format")
     if format == "parquet" and output is None and not store:
         raise typer.BadParameter("parquet needs --output FILE", param_hint="--output")
-    if no_output_folder(output, err):
-        raise typer.Exit(2)
     try:
         # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour
         dt = parse_hour(hour) if hour is not None else due_hour(datetime.now(timezone.utc), 0)

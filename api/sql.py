@@ -113,6 +113,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             err: Console) -> int:
     """CLI body of ``firstfault sql``; returns the exit code. ``fmt`` None: from ``output``'s name, else a
     table."""
+    if no_output_folder(output, err):
+        return 2
     if fmt is None:  # a file's format from its name; else a table on the terminal
         fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"
         if fmt is None:
@@ -134,8 +136,6 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         check_read_only(query)
     except SqlRefused as e:
         err.print(f"[red]refused:[/] {escape(str(e))}")
-        return 2
-    if no_output_folder(output, err):
         return 2
     try:
         con = connect(Lake(settings.lake))

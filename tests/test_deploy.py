@@ -329,6 +329,8 @@ def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
     assert r.returncode == 0 and "truncated" not in r.stderr and "wrote 3 rows" in r.stderr, r.stderr
     r = _firstfault("sql", "SELECT 1", "-o", str(tmp_path / "nosuch" / "x.csv"), env=env)  # said before the query
     assert r.returncode == 2 and "no such folder for --output" in r.stderr and "nosuch" in r.stderr, r.stderr
+    r = _firstfault("sql", "SELECT 1", "-o", str(tmp_path), env=env)  # was asked for a format by its name's ending
+    assert r.returncode == 2 and "--output is a folder" in r.stderr and "say --format" not in r.stderr, r.stderr
 
 
 def test_sql_table_counts_its_rows_on_stderr(tmp_path):
