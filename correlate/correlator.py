@@ -31,6 +31,7 @@ from correlate.topology import HostConfig, Topology, build_topology, unmatched_p
 from correlate.window import Clocks, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
+from schemas.events import SEVERITY_RANK
 
 S = 1_000_000
 log = logging.getLogger("firstfault.correlate")
@@ -128,6 +129,42 @@ def attribute(scene: Scene) -> Verdict | None:
     return verdict or roots_verdict(scene)
 
 
+def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
+    """The incidents of one candidate incident (``scene``, attributed ``v``): itself, unless it holds a fault of
+    its own on another host — a device fault (kernel or NVML line, an initiator's or either role, error or worse)
+    that nothing in the scene explains, of a subject no rule ties to the initiator. Such a subject, with its
+    events, is an incident of its own; the rest is attributed again without it (and each part split again, so
+    that two such hosts are two more incidents).
+
+    A job's communicator joins its hosts' faults into one candidate incident (clustering by ``same_comm``): a GPU
+    fallen off the bus on one host and a fatal NVLink error on another two seconds later were one incident, the
+    second listed downstream "by no rule" under a relation no fleet config gave (``same_domain``), and it was never
+    paged (a fresh user's trial). Subjects and edges are the scene's, kept for its parts."""
+    host = v.initiator.get("host")
+    if not host or v.initiator.get("device_type") is None or not v.initiator_events:
+        return [(scene, v)]  # no single culprit: its candidates are said together
+    hosts = {e.host for e in v.initiator_events}
+    serious = SEVERITY_RANK["error"]
+    own = {p.key for p in v.downstream
+           if not p.rule and p.key[0] not in hosts
+           and any(e.signature != SYMPTOM and e.source in ("dmesg", "nvml") and e.sev >= serious
+                   and scene.role(e) in ("initiator", "either") and scene.is_fault(e) and not scene.explained(e)
+                   for e in p.events)}
+    if not own:
+        return [(scene, v)]
+    out = []
+    for part in ([e for e in scene.events if scene.subject[e.event_id] not in own],
+                 [e for e in scene.events if scene.subject[e.event_id] in own]):
+        ids = {e.event_id for e in part}
+        sub = Scene(events=part, topo=scene.topo, catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks,
+                    subject={k: scene.subject[k] for k in ids}, memo=scene.memo,
+                    edges=[x for x in scene.edges if x.cause.event_id in ids and x.effect.event_id in ids])
+        got = attribute(sub) if sub.faults() else None
+        if got is not None:
+            out.extend(apart(sub, got))
+    return out
+
+
 def _first_pattern(scene: Scene) -> Verdict | None:
     """The verdict of the first pattern of ``rules.yaml`` that recognises ``scene``; ``None`` when none does."""
     for p in scene.rules.patterns:
@@ -169,9 +206,9 @@ class AttributionCache:
     #: another producer's events could bring any number)
     MEMO_MAX_SHAPES = 20_000
 
-    #: events key -> (scene, verdict or None, {host: (its facts' number, its skew bound µs)} when made, the
-    #: incident's ``incident.body`` or None)
-    scenes: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = field(
+    #: events key -> (its incidents as (scene, verdict, ``incident.body``): none, one, or more when ``apart`` split
+    #: it; {host: (its facts' number, its skew bound µs)} when made)
+    scenes: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any]]], dict[str, tuple]]] = field(
         default_factory=dict)
     memo: ShapeMemo = field(default_factory=ShapeMemo)
     fleet: tuple | None = None  # (rules, catalog, fleet config) of the last call
@@ -245,7 +282,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     history: dict[tuple, list[dict[str, Any]]] = {}
     for p in previous or []:
         history.setdefault(initiator_key(p["initiator"]), []).append(p)
-    kept: dict[tuple, tuple[Scene, Verdict | None, dict[str, tuple], dict[str, Any] | None]] = {}
+    kept: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any]]], dict[str, tuple]]] = {}
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
@@ -260,36 +297,35 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             if named:
                 hosts[""] = tuple(sorted(named))
             got = cache.scenes.get(key)
-            if got is not None and got[2] != hosts:
+            if got is not None and got[1] != hosts:
                 got = None
         else:
             got = None
         if got is not None:
-            scene, v, _, made = got
-            scene.topo, scene.clocks = topo, clocks  # they answer its hosts alike; the old ones can go
+            parts = got[0]
+            for scene, _, _ in parts:
+                scene.topo, scene.clocks = topo, clocks  # they answer its hosts alike; the old ones can go
             cache.hits += 1
         else:
             scene = Scene(events=comp, topo=topo, catalog=catalog, rules=rules, clocks=clocks, memo=memo)
-            v = made = None
+            v = None
             if scene.faults():
                 scene.subject = resolve_subjects(comp, topo, catalog)
                 scene.edges = find_edges(scene)
                 v = attribute(scene)
-            if v is not None:
-                made = body(scene, v)
+            parts = [(s, pv, body(s, pv)) for s, pv in apart(scene, v)] if v is not None else []
             if cache is not None:
                 cache.misses += 1
         if cache is not None:
-            kept[key] = (scene, v, hosts, made)
-        if v is None:
-            continue
-        same = initiator_key(v.initiator)
-        inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
-                     previous=history.get(same, []))
-        inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
-                         for h in sorted({e.host for e in comp})}
-        history.setdefault(same, []).append(inc)
-        incidents.append(inc)
+            kept[key] = (parts, hosts)
+        for scene, v, made in parts:
+            same = initiator_key(v.initiator)
+            inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
+                         previous=history.get(same, []))
+            inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
+                             for h in sorted({e.host for e in scene.events})}
+            history.setdefault(same, []).append(inc)
+            incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))

@@ -2124,3 +2124,45 @@ def test_a_line_whose_stamp_is_no_date_keeps_its_host_and_says_whose_time_it_too
     got = {i["initiator"]["host"]: i for i in run(pipeline, text + "\n" + far, host="collector")}
     assert ("of node10 at about 2017-01-01T00:00:00.600000Z (the time of the line before it: its own stamp is no "
             "believable time) is the earliest") in got["node10"]["explanation"]
+
+
+def test_a_device_fault_on_another_host_that_no_rule_ties_is_an_incident_of_its_own(pipeline):
+    """A job's communicator joins its hosts' faults into one candidate incident. node07's GPU fell off the bus and
+    explains the job's watchdog timeouts; node08's fatal NVLink error two seconds later is explained by nothing (no
+    NVLink joins two hosts without an NVLink domain). It was listed downstream of node07 "by no rule" with the
+    relation ``same_domain`` no fleet config gave, and never paged (a fresh user's trial). It is an incident of its
+    own; the job's timeouts stay node07's; a fault on another host that a rule does tie stays downstream."""
+    job = "\n".join([
+        "node07:1234:1290 [0] NCCL INFO comm 0x55d1c0a0 rank 0 nranks 4 cudaDev 0 busId 3b000 commId 0x7f2d1c3e5a6b7c8d"
+        " - Init COMPLETE",
+        "node07:1235:1291 [1] NCCL INFO comm 0x55d1c0b0 rank 1 nranks 4 cudaDev 1 busId 5e000 commId 0x7f2d1c3e5a6b7c8d"
+        " - Init COMPLETE",
+        "node08:2345:2390 [0] NCCL INFO comm 0x55e1c0a0 rank 2 nranks 4 cudaDev 0 busId 18000 commId 0x7f2d1c3e5a6b7c8d"
+        " - Init COMPLETE",
+        "node08:2346:2391 [1] NCCL INFO comm 0x55e1c0b0 rank 3 nranks 4 cudaDev 1 busId 86000 commId 0x7f2d1c3e5a6b7c8d"
+        " - Init COMPLETE",
+        *(f"[rank{r}]:[E1204 03:20:02.{r}12345913 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          f"operation timeout: WorkNCCL(SeqNum=8812, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+          f"Timeout(ms)=600000) ran for 600071 milliseconds before timing out." for r in (1, 2, 3))])
+    x79 = "Dec  4 03:10:02 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    x74 = ("Dec  4 03:10:04 node08 kernel: NVRM: Xid (PCI:0000:18:00): 74, pid='<unknown>', name=<unknown>, NVLink: "
+           "fatal error detected on link {l}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, t in (("job", job), ("node07", x79), ("node08", x74.format(l=3) + "\n" + x74.format(l=5)))]
+    b = pipeline.run(Decoded(segments=segs))
+    incs = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+    assert [(i["initiator"]["host"], i["initiator"]["xid"], i["category"]) for i in incs] == [
+        ("node07", 79, "gpu_off_bus"), ("node08", 74, "link_fault")]
+    lost, link = incs
+    assert {(d["host"], d["kind"], d["relation"]) for d in lost["downstream"]} == {
+        ("node07", "nccl_timeout", "same_comm"), ("node08", "nccl_timeout", "same_comm")}
+    assert "no rule ties" not in lost["explanation"]
+    assert (link["initiator"]["device"], link["downstream"]) == ("0000:18:00.0", [])
+    # two GPUs fallen off the bus on two hosts of the job, seconds apart: neither explains the other and either
+    # explains the timeouts — no single culprit, the two said together as candidates (not split: one has no edge)
+    later = "Dec  4 03:10:09 node08 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
+    segs[2] = Segment(data=later.encode(), origin="t:node08", stream="node08", host="node08", ref_ts=T0,
+                      ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert sorted(inc["initiator"]["candidates"]) == ["gpu 0000:18:00.0 on node08", "gpu 0000:3b:00.0 on node07"]
