@@ -134,21 +134,30 @@ def follow_watchdogs(events: list[Ev]) -> None:
     watchdog). Only the first says how long the collective ran; the others report the same hang, so they
     are placed at the same start. A follow-up line is one of the same host and rank, from the NCCL/PyTorch
     log, with no elapsed time of its own, at most ``FOLLOW_UP_US`` after the timeout line and with the
-    same SeqNum when it prints one. Sets ``Ev.implied_start`` in place."""
-    timeouts: dict[tuple[str, int], list[Ev]] = {}
+    same SeqNum when it prints one. Older PyTorch prints the follow-up lines with no rank ("[E ProcessGroupNCCL.cpp:471]
+    Some NCCL operations have failed or timed out. …", ai2cm/ace#348): such a line follows the timeout of any rank of
+    its host logged at most ``FOLLOW_UP_US`` before it (after it in the log's order when their times are equal; a
+    PyTorch line: an NCCL WARN names no rank either, and is no follow-up of the watchdog's) —
+    the line was its own incident, 30 minutes after the collective its ranks' timeouts place (a real-logs pass).
+    Sets ``Ev.implied_start`` in place."""
+    timeouts: dict[tuple[str, int | None], list[Ev]] = {}
     for e in events:
-        if e.elapsed_ms and e.rank is not None:
-            timeouts.setdefault((e.host, e.rank), []).append(e)
+        if e.elapsed_ms:
+            if e.rank is not None:
+                timeouts.setdefault((e.host, e.rank), []).append(e)
+            timeouts.setdefault((e.host, None), []).append(e)  # for the lines that print no rank
     if not timeouts:
         return
     for lst in timeouts.values():
-        lst.sort(key=lambda t: t.ts)
+        lst.sort(key=lambda t: (t.ts, t.order))
     for e in events:
-        if e.elapsed_ms or e.rank is None or e.source != "nccl" or e.kind not in ("nccl_timeout", "nccl_error"):
+        if e.elapsed_ms or e.source != "nccl" or e.kind not in ("nccl_timeout", "nccl_error"):
             continue
         best = None
         for t in timeouts.get((e.host, e.rank), ()):
-            if t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (e.seq is None or t.seq is None or e.seq == t.seq):
+            if (t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (e.seq is None or t.seq is None or e.seq == t.seq)
+                    and (e.rank is not None
+                         or (e.signature.startswith("torch.") and (t.ts < e.ts or t.order < e.order)))):
                 best = t
         if best is not None:
             e.imply_start(best.start)

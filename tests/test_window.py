@@ -100,6 +100,29 @@ def test_lines_after_a_watchdog_timeout_share_its_implied_start():
     assert may_cause(fault, exc, 120 * S, CLOCKS) and may_cause(fault, timeout, 120 * S, CLOCKS)
 
 
+def test_a_pytorch_follow_up_line_that_prints_no_rank_follows_its_hosts_timeout():
+    """Older PyTorch prints "[E ProcessGroupNCCL.cpp:471] Some NCCL operations have failed or timed out. …" with no
+    rank after its ranks' watchdog timeouts (ai2cm/ace#348): it was an incident of its own 30 minutes after the
+    collective the timeouts place (a real-logs pass). It follows a timeout of any rank of its host logged at most
+    five seconds before it, or of the same time and earlier in the log; an NCCL WARN, which names no rank either,
+    does not; nor does a line of another host or before the timeout."""
+    def line(eid, ts, rank, order, *, elapsed=None, sig="torch.taking_down", host="a"):
+        e = ev(eid, host, ts, elapsed_ms=elapsed, kind="nccl_timeout" if elapsed else "nccl_error", xid=None,
+               device=None)
+        e.source, e.rank, e.signature, e.order = "nccl", rank, sig, order
+        return e
+
+    timeout = line("t", 700 * S, 3, 1, elapsed=1_800_000, sig="torch.watchdog_timeout")
+    down = line("d", 700 * S, None, 2)
+    warn = line("w", 700 * S, None, 3, sig="nccl.warn")
+    elsewhere = line("e", 700 * S, None, 4, host="b")
+    before = line("b", 700 * S, None, 0)
+    late = line("l", 706 * S, None, 5)
+    evs = [down, warn, elsewhere, before, late, timeout]
+    follow_watchdogs(evs)
+    assert [e.start for e in evs] == [-1100 * S, 700 * S, 700 * S, 700 * S, 706 * S, -1100 * S]
+
+
 def test_components_out_of_order_duplicates_and_empty():
     rules = default_rules()
     topo = Topology()
