@@ -2166,3 +2166,18 @@ def test_a_device_fault_on_another_host_that_no_rule_ties_is_an_incident_of_its_
     b = pipeline.run(Decoded(segments=segs))
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert sorted(inc["initiator"]["candidates"]) == ["gpu 0000:18:00.0 on node08", "gpu 0000:3b:00.0 on node07"]
+
+
+def test_nccls_own_warn_explains_the_ranks_pytorch_nccl_error(pipeline):
+    """PyTorch raises a failed NCCL call's result as "NCCL error: remote process exited or there was a network error,
+    NCCL version …"; NCCL's WARN line before it says what failed. The two were two candidates of "no single culprit"
+    (a real-logs pass on deepspeedai/DeepSpeed#6875: a NET/IB completion error with status 12, then rank 4's
+    ncclRemoteError). The WARN is the initiator and the rank's error follows it."""
+    warn = ("[2025-12-29 16:47:24] nodea:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from peer "
+            "10.0.0.2<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca ibp152s0")
+    err = ("[rank4]:[E1229 16:47:25.333820755 ProcessGroupNCCL.cpp:541] [Rank 4] found async exception when checking "
+           "for NCCL errors: NCCL error: remote process exited or there was a network error, NCCL version 2.22.3")
+    (inc,) = run(pipeline, warn + "\n" + err, host="nodea")
+    assert (inc["category"], inc["initiator"]["gpu_index"], inc["initiator"]["kind"]) == ("ib_port", 4, "nccl_error")
+    assert [(d["rank"], d["relation"]) for d in inc["downstream"]] == [(4, "same_host")]
+    assert [x["rule"] for x in inc["evidence"]] == ["nccl_warn.explains_torch_nccl_error"]
