@@ -774,7 +774,8 @@ def peer_failed(scene: Scene) -> Verdict | None:
     # other peer is named (NVIDIA/nccl#795: the reporting host was a suspect beside the remote one, a real-logs pass)
     peers = sorted({(str(p), scene.topo.peer_host(e), e.host) for e in reports if (p := e.details.get("peer_addr"))},
                    key=lambda x: (x[0], x[1] or "", x[2]))
-    remote = [(p, h) for p, h, me in peers if h != me]
+    # one peer reported by several hosts is one peer (it was named once per reporting host: a fresh user's trial)
+    remote = sorted({(p, h) for p, h, me in peers if h != me}, key=lambda x: (x[0], x[1] or ""))
     mine = sorted({me for _p, h, me in peers if h == me})
     names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in remote] \
         or [f"another process on {h}" for h in mine] or ["another rank of the job"]
@@ -790,13 +791,22 @@ def peer_failed(scene: Scene) -> Verdict | None:
     for host in sorted({e.host for e in said}):  # the report's host is the pseudo-initiator's: kept as a party
         v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
     v.confidence = 0.25
-    v.missing = [f"the kernel and NCCL logs of {shown} (which host is that: the job's rank-to-host list, or "
-                 "NCCL_DEBUG=INFO's 'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)",
+    # the peers' hosts when NCCL's address lines said every one of them: no need to find them
+    known = sorted({h for _p, h in remote if h}) if remote and all(h for _p, h in remote) else []
+    v.missing = [f"the kernel and NCCL logs of {first_of(known, noun='hosts') if known else shown}"
+                 + ("" if known else " (which host is that: the job's rank-to-host list, or NCCL_DEBUG=INFO's "
+                    "'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)"),
                  "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
     if not remote and mine:  # the peer is a process of the reporting host
         v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM "
                          "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
                          "suspect.")
+    elif known:
+        addrs = sorted({p for p, _h in remote})
+        v.next_action = (f"Diagnose the logs of {first_of(known, noun='hosts')} (the peer{'s' * (len(addrs) > 1)} at "
+                         f"{first_of(addrs, noun='addresses')}) with these: a process that "
+                         "died (a traceback, an OOM kill), an Xid, a NIC or port going down. The reporting rank's GPU "
+                         "is not the suspect.")
     else:
         v.next_action = (f"Find the host{'s' * (len(names) != 1)} of {shown} and diagnose "
                          f"{'its' if len(names) == 1 else 'their'} logs with these: a process that died (a traceback, "

@@ -2181,3 +2181,23 @@ def test_nccls_own_warn_explains_the_ranks_pytorch_nccl_error(pipeline):
     assert (inc["category"], inc["initiator"]["gpu_index"], inc["initiator"]["kind"]) == ("ib_port", 4, "nccl_error")
     assert [(d["rank"], d["relation"]) for d in inc["downstream"]] == [(4, "same_host")]
     assert [x["rule"] for x in inc["evidence"]] == ["nccl_warn.explains_torch_nccl_error"]
+
+
+def test_one_peer_that_several_hosts_lost_is_named_once_and_by_its_host(pipeline):
+    """Three hosts' ranks lose the same peer, 10.1.0.3, whose Bootstrap line says it is gpu-n03: the incident named
+    "the peer at 10.1.0.3 (gpu-n03)" once per reporting host, three times in every field, and asked to "find the
+    hosts of" a peer it had named (a fresh user's trial). It is one peer, and its host is the one to diagnose."""
+    boot = ("2026-12-04T02:00:01.100000Z gpu-n0{n}:{n}100:{n}150 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.{n}<0>\n"
+            "2026-12-04T02:00:01.200000Z gpu-n0{n}:{n}100:{n}150 [0] NCCL INFO comm 0x5500{n} rank {r} nranks 4 cudaDev 0 "
+            "nvmlDev 0 busId 18000 commId 0xabcdef0123456789 - Init COMPLETE")
+    lost = ("2026-12-04T03:12:01.600000Z gpu-n0{n}:{n}100:{n}190 [0] misc/socket.cc:538 NCCL WARN Net : Call to recv "
+            "from 10.1.0.3<43210> failed : Connection timed out")
+    segs = [Segment(data=(boot.format(n=n, r=n - 1) + ("\n" + lost.format(n=n) if n != 3 else "")).encode(),
+                    origin=f"t:gpu-n0{n}", stream=f"gpu-n0{n}", host=f"gpu-n0{n}", ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0) for n in (1, 2, 3, 4)]
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 10.1.0.3 (gpu-n03)"])
+    assert "report that a peer went away (the peer at 10.1.0.3 (gpu-n03)):" in inc["explanation"]
+    assert inc["next_action"].startswith("Diagnose the logs of gpu-n03 (the peer at 10.1.0.3) with these:")
+    assert inc["missing"][0] == "the kernel and NCCL logs of gpu-n03"
