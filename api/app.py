@@ -465,7 +465,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             "hosts": sorted({e["host"] for e in timeline} | {inc["initiator"].get("host")} - {None}),
             "gpus": sorted({g for e in timeline if (g := _gpu_name(e)) is not None}),
             "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None}),
-            "communicators": sorted({e["comm"] for e in timeline if e.get("comm")}),
+            "communicators": sorted({e["comm"] for e in timeline if e.get("comm")} | set(inc.get("communicators") or ())),
         }
         return inc
 

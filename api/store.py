@@ -263,10 +263,12 @@ class Store:
         if device:
             where.append("(initiator_device = ? OR id IN (SELECT incident_id FROM incident_evidence WHERE device = ?))")
             params.extend([device, device])
-        if comm:
-            where.append("id IN (SELECT x.incident_id FROM incident_evidence x JOIN events e USING (event_id) "
-                         "WHERE e.comm = ?)")
-            params.append(comm)
+        if comm:  # the communicators its events are of (doc.communicators: membership from NCCL's init lines), or
+            # an evidence line's own commId (incidents stored before the doc said them)
+            where.append("(coalesce(list_contains(CAST(json_extract(doc, '$.communicators') AS VARCHAR[]), ?), false) "
+                         "OR id IN (SELECT x.incident_id FROM incident_evidence x JOIN events e USING (event_id) "
+                         "WHERE e.comm = ?))")
+            params.extend([comm, comm])
         key = SORTS[sort]
         if cursor:
             where.append(f"({key}, id) < (?, ?)")

@@ -21,6 +21,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
                                  sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recurs_to_diag
+from correlate.rules import comms_of
 from correlate.topology import peer_name
 from ingest.files import from_stdin
 from ingest.catalog import Catalog
@@ -276,6 +277,10 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "recurrence": None,
         "pattern": v.pattern,
         "evidence": evidence,
+        # the NCCL communicators (commIds) its events are of: their own, or membership from the init lines
+        # (rules.comms_of). A watchdog timeout prints none, so a hung job's incident could not be found by its commId
+        # (GET /incidents?comm=, blast_radius.communicators: a fresh user's trial)
+        "communicators": sorted({c for e in evs if e.signature != SYMPTOM for c in comms_of(e, scene.topo)}),
     }
 
 

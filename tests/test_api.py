@@ -938,3 +938,38 @@ def test_an_incidents_part_without_documents_is_a_503_and_does_not_stop_a_restar
         assert c.get(f"/incidents/{incidents[0]['id']}").status_code == 200
         r = c.get("/incidents/inc-bare")
         assert r.status_code == 503 and "JSON dict that is no incident" in r.json()["detail"], r.text
+
+
+def test_an_incident_is_found_by_the_communicator_its_ranks_are_of(tmp_path):
+    """A hung job's lines name no commId (a watchdog timeout prints none); its init lines do. The incident had
+    ``blast_radius.communicators: []`` and ``GET /incidents?comm=`` found nothing (a fresh user's trial): its
+    ``communicators`` are those its events are of, by the init lines' membership."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "job.log").write_text("\n".join([
+        *(f"node0{h}:{p}:{p + 50} [{d}] NCCL INFO comm 0x55{p} rank {r} nranks 4 cudaDev {d} busId {b} commId "
+          f"0x7f2d1c3e5a6b7c8d - Init COMPLETE"
+          for h, p, r, d, b in ((7, 1234, 0, 0, "3b000"), (7, 1235, 1, 1, "5e000"), (8, 2345, 2, 0, "18000"),
+                                (8, 2346, 3, 1, "86000"))),
+        *(f"[rank{r}]:[E1204 03:20:02.{r}12345913 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=8812, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+          "Timeout(ms)=600000) ran for 600071 milliseconds before timing out." for r in (1, 2, 3))]) + "\n")
+    (logs / "node07.kern.log").write_text(
+        "Dec  4 03:10:02 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    root = tmp_path / "lake"
+    lk = Lake(root)
+    lk.init()
+    _, batch, incidents = diagnose_paths([logs], Settings())
+    lk.write("events", batch.events, "b1")
+    lk.write("topology", batch.topology, "b1")
+    inc, ev = incident_rows(incidents, int(time.time() * 1e6))
+    lk.write("incidents", inc, "i1")
+    lk.write("incident_evidence", ev, "i1")
+    (lost,) = [i for i in incidents if i["category"] == "gpu_off_bus"]
+    assert lost["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
+    with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
+        got = c.get("/incidents", params={"comm": "0x7f2d1c3e5a6b7c8d"}).json()["items"]
+        assert [i["id"] for i in got] == [lost["id"]]
+        assert c.get("/incidents", params={"comm": "0x1"}).json()["items"] == []
+        detail = c.get(f"/incidents/{lost['id']}").json()
+        assert detail["blast_radius"]["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
