@@ -378,7 +378,10 @@ def assign_hosts(hits: list[Hit]) -> None:
       job's log shipped under its launcher's key put every rank's watchdog timeout on the launcher, where
       ``diagnose`` of the same file put each on its host: a fresh user's trial);
     * the host the file's earlier recognised lines all named in their prefix (the log's writer, not a host the
-      text mentions); a file whose prefixes name several hosts says nothing more about such a line;
+      text mentions); a file whose prefixes name several hosts says nothing more about such a line; before any
+      recognised line, the host its earlier NCCL lines (``host:pid:tid [dev] NCCL …``, INFO lines no signature
+      reads) all named (:func:`_nccl_hosts_before`: a rank's timeout after a page of NCCL INFO lines took the
+      file's name, a real-logs pass on modelscope/FunASR#2006);
     * the file name.
 
     A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host of any other line.
@@ -388,6 +391,7 @@ def assign_hosts(hits: list[Hit]) -> None:
     watchdog timeout and its NCCL lines were two hosts), else by the address; it is no line of the file's writer,
     so it does not name the file's host (the driver node's own lines went to the first remote node named)."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
+    nccl: dict[int, list[tuple[int, str]]] = {}  # id(segment) -> its NCCL lines' (line, host), read when needed
     placed = rank_hosts(hits)
     # by worker process (address and pid): a node that takes the address over later is another (a break-it pass)
     alias = {(h.seg.stream, h.prefix.via, h.prefix.pid): h.prefix.host for h in hits
@@ -411,9 +415,30 @@ def assign_hosts(hits: list[Hit]) -> None:
         elif ranks and (at := ranks.get(h.prefix.rank)):  # where the stream's NCCL lines put its rank
             h.row["host"] = at
         elif text:
-            h.row["host"] = named.get(seg.stream) or seg.host or "unknown"
+            got = named.get(seg.stream) if seg.stream in named else _nccl_hosts_before(seg, h.line, nccl)
+            h.row["host"] = got or seg.host or "unknown"
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
+
+
+#: NCCL's prefix at a line's start, after a stamp at most (formats.md §11.1): "node01:311:405 [0] NCCL INFO …"
+_NCCL_LINE = re.compile(rb"^(?:\[[^\]\n]{1,40}\] )?([A-Za-z0-9][\w.-]{0,252}):\d+:\d+ \[\d+\] NCCL ", re.M)
+
+
+def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, list[tuple[int, str]]]) -> str | None:
+    """The one host the NCCL lines of ``seg`` before physical line ``line`` name in their ``host:pid:tid`` prefix,
+    recognised or not; None when they name none or several. ``memo`` keeps each segment's (line, host) list: the
+    segment's text is read once, and only for a line that names no host of its own."""
+    got = memo.get(id(seg))
+    if got is None:
+        data, got, at, n = seg.data, [], 0, 0
+        for m in _NCCL_LINE.finditer(data):
+            n += data.count(b"\n", at, m.start())
+            at = m.start()
+            got.append((n, m.group(1).decode("utf-8", "replace")))
+        memo[id(seg)] = got
+    hosts = {host for n, host in got[:bisect_left(got, (line, ""))]}
+    return next(iter(hosts)) if len(hosts) == 1 else None
 
 
 def _file_text(seg: Segment) -> bool:

@@ -683,3 +683,22 @@ def test_an_address_where_a_syslog_header_puts_the_host_names_it_unless_the_reco
     assert [e["host"] for e in got] == ["2001:db8::11", "2001:db8::12", "10.1.2.3"]
     ev = run(pipeline, lines[2]).events.to_pylist()  # a Kafka segment of host node07
     assert [(e["host"], json.loads(e["details"])["source_addr"]) for e in ev] == [("node07", "10.1.2.3")]
+
+
+def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pipeline):
+    """A rank's timeout after a page of NCCL INFO lines that no signature reads ("[Service thread] Connection closed
+    by localRank 3") took the file's name as its host, though every NCCL prefix before it named train-m-0 (a
+    real-logs pass on modelscope/FunASR#2006). The NCCL lines before it name its host when they all name one; two
+    hosts' lines, or none before it, leave the file's name."""
+    info = "train-m-0:14051:14895 [0] NCCL INFO [Service thread] Connection closed by localRank 3"
+    stop = ("[rank11]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL "
+            "work: 15735, last completed NCCL work: 15733.")
+
+    def hosts(text):
+        seg = Segment(data=text.encode(), origin="trainm0.log", stream="trainm0.log", host="trainm0", ref_ts=T0,
+                      ref_basis="file", ingest_ts=T0)
+        return [e["host"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+
+    assert hosts("\n".join([info, info, stop])) == ["train-m-0"]
+    assert hosts("\n".join([stop, info])) == ["trainm0"]
+    assert hosts("\n".join([info, info.replace("train-m-0", "train-m-1"), stop])) == ["trainm0"]
