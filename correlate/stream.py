@@ -392,8 +392,14 @@ class StreamCorrelator:
                     pending.update(members)
                     continue
                 held[inc["id"]] = last
-            h = _content_hash(inc)
             prev = self.emitted.get(inc["id"])
+            if prev and prev[2].get("communicators"):
+                # the communicators an incident was of stay its own when their init lines leave the kept topology
+                # (``_prune``): a version that only lost them was emitted again at later steps
+                was = set(prev[2]["communicators"])
+                if not was.issubset(inc.get("communicators") or ()):
+                    inc = {**inc, "communicators": sorted(was.union(inc.get("communicators") or ()))}
+            h = _content_hash(inc)
             if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):
                 continue
             # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident

@@ -629,3 +629,35 @@ def test_a_line_stamped_far_ahead_of_its_arrival_does_not_move_its_hosts_waterma
     assert fast.step(now_us=now + 6 * S) == [] and fast.future_events == 2
     [inc] = fast.step(now_us=now + 5 * S + 121 * S)  # quiet for idle_us: closed, once, whole
     assert inc["version"] == 1 and len(member_ids(inc)) == 2
+
+
+def test_an_incidents_communicators_stay_when_their_init_lines_leave_the_stream(pipeline):
+    """An incident names the communicators its events are of, from the job's init lines; the stream keeps those lines
+    only while they may teach something (``_prune``), and each later step re-rendered the incident without them: a
+    new version that only lost its ``communicators`` (the benchmark's stream emitted 14 such). They stay the
+    incident's; a version is emitted again only for what it gained."""
+    from ingest.decode import Decoded, Segment
+
+    t0 = 1_790_000_000_000_000
+    init = ("2026-09-21T13:33:20.000000Z node07:1234:1290 [0] NCCL INFO comm 0x55d1c0a0 rank 0 nranks 2 cudaDev 0 "
+            "busId 3b000 commId 0x7f2d1c3e5a6b7c8d - Init COMPLETE")
+    xid = "2026-09-21T13:40:00.000000Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    again = xid.replace("13:40:00", "13:40:30")
+
+    def table(text):
+        seg = Segment(data=text.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=t0,
+                      ref_basis="kafka", ingest_ts=t0)
+        return pipeline.run(Decoded(segments=[seg])).events
+
+    sc = StreamCorrelator()
+    sc.add(table(init + "\n" + xid))
+    (first,) = [i for i in sc.step(now_us=t0, flush=True) if i["category"] == "gpu_off_bus"]
+    assert first["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
+    for k in [k for k, e in sc.events.items() if e.kind == "nccl_init"]:  # as _prune lets an old init line go
+        del sc.events[k]
+        sc.teaching.pop(k, None)
+    sc.wiring.clear()
+    sc.wiring_ranks.clear()
+    sc.add(table(again))
+    (second,) = [i for i in sc.step(now_us=t0, flush=True) if i["id"] == first["id"]]
+    assert second["version"] == 2 and second["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
