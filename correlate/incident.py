@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
+from correlate.attribute import (SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
                                  sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recurs_to_diag
@@ -145,7 +145,13 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
         action = fatal_branch(scene.catalog.xids[main.xid].action, main.fatal)
-        n = sum(e.count for e in v.initiator_events if e.xid == main.xid)  # lines of the naming Xid
+        # times the naming Xid came: its lines of one second are one report (an Xid 74 on links 3 and 5 together was
+        # "It did: 2 lines of Xid 74" beside "if it repeats": a fresh user's trial); a storm's count stands
+        seconds: dict[int, int] = {}
+        for e in v.initiator_events:
+            if e.xid == main.xid:
+                seconds[e.ts // S] = max(seconds.get(e.ts // S, 0), e.count)
+        n = sum(seconds.values())
         if software_cause(scene.catalog, main.xid) and "software" not in action:
             software = (f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} suspect the "
                         f"driver or GPU firmware as much as the GPU: NVIDIA's resolution of Xid {main.xid} includes "
@@ -155,7 +161,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
             action = sentences(software, action) if n > 1 else sentences(action, software)
         elif n > 1 and "repeat" in action:
             # "nothing to do …; contact support if it repeats" after 40 of them (a break-it pass): it did
-            action = sentences(action, f"It did: {n:,} lines of Xid {main.xid}")
+            action = sentences(action, f"It did: Xid {main.xid} came {n:,} times")
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         code, _, cls = f.action.partition("/")

@@ -2201,3 +2201,15 @@ def test_one_peer_that_several_hosts_lost_is_named_once_and_by_its_host(pipeline
     assert "report that a peer went away (the peer at 10.1.0.3 (gpu-n03)):" in inc["explanation"]
     assert inc["next_action"].startswith("Diagnose the logs of gpu-n03 (the peer at 10.1.0.3) with these:")
     assert inc["missing"][0] == "the kernel and NCCL logs of gpu-n03"
+
+
+def test_one_xid_on_two_links_at_once_is_no_repeat(pipeline):
+    """An Xid 74 on links 3 and 5 in one second is one report of two links; it read "It did: 2 lines of Xid 74"
+    beside the catalog's "reseat/diag if it repeats" (a fresh user's trial). Lines of one second count once; the
+    same Xid a second apart is a repeat, said as times."""
+    x74 = ("[Fri Dec  4 03:10:0{s} 2026] NVRM: Xid (PCI:0000:18:00): 74, pid='<unknown>', name=<unknown>, NVLink: "
+           "fatal error detected on link {l}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    (inc,) = run(pipeline, x74.format(s=4, l=3) + "\n" + x74.format(s=4, l=5))
+    assert "reseat/diag if it repeats" in inc["next_action"] and "It did" not in inc["next_action"]
+    (inc,) = run(pipeline, x74.format(s=4, l=3) + "\n" + x74.format(s=6, l=3))
+    assert inc["next_action"].endswith("reseat/diag if it repeats. It did: Xid 74 came 2 times.")
