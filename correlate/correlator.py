@@ -21,7 +21,7 @@ import orjson
 import pyarrow as pa
 
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, first_of, is_fault, may_relate,
-                                 resolve_subjects, roots_verdict)
+                                 reach, resolve_subjects, roots_verdict)
 from correlate.cluster import components
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
@@ -152,6 +152,11 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
                    for e in p.events)}
     if not own:
         return [(scene, v)]
+    # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error
+    # was split off stayed behind as a party "no rule ties" (a break-it pass)
+    first = {scene.subject[e.event_id] for e in v.initiator_events}
+    mine = set(reach(scene, v.initiator_events)) | first
+    own |= set(reach(scene, [e for e in scene.events if scene.subject[e.event_id] in own])) - mine
     out = []
     for part in ([e for e in scene.events if scene.subject[e.event_id] not in own],
                  [e for e in scene.events if scene.subject[e.event_id] in own]):

@@ -2158,6 +2158,18 @@ def test_a_device_fault_on_another_host_that_no_rule_ties_is_an_incident_of_its_
         ("node07", "nccl_timeout", "same_comm"), ("node08", "nccl_timeout", "same_comm")}
     assert "no rule ties" not in lost["explanation"]
     assert (link["initiator"]["device"], link["downstream"]) == ("0000:18:00.0", [])
+    # what the split-off fault explains goes with it: the NCCL error of rank 2, on that GPU, a second later (it stayed
+    # behind as a party "no rule ties" to node07's: a break-it pass)
+    warn = ("[2026-12-04 03:10:05] node08:2345:2400 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion "
+            "from peer 10.1.0.7<41234> with status=12 opcode=0 len=0 vendor err 129 (Recv)")
+    segs.append(Segment(data=warn.encode(), origin="t:node08n", stream="node08n", host="node08", ref_ts=T0,
+                        ref_basis="kafka", ingest_ts=T0))
+    b = pipeline.run(Decoded(segments=segs))
+    incs = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+    assert [(i["initiator"]["host"], i["initiator"]["xid"]) for i in incs] == [("node07", 79), ("node08", 74)]
+    assert [(d["kind"], d["relation"]) for d in incs[1]["downstream"]] == [("nccl_error", "same_host")]
+    assert "nccl_error" not in {d["kind"] for d in incs[0]["downstream"]}
+    segs.pop()
     # two GPUs fallen off the bus on two hosts of the job, seconds apart: neither explains the other and either
     # explains the timeouts — no single culprit, the two said together as candidates (not split: one has no edge)
     later = "Dec  4 03:10:09 node08 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
