@@ -253,6 +253,14 @@ HostQuery = Annotated[str | None, Query(min_length=1, max_length=255, descriptio
                       AfterValidator(_host)]
 
 
+def _comm_id(text: str) -> str:
+    """A communicator id as NCCL prints its commId (``0x%lx``: lower case, with 0x), from any case, with or without
+    the 0x and blanks around it (``0X7F2D…`` and ``7f2d…`` found nothing: a break-it pass); other text as given."""
+    t = text.strip()
+    hexa = t[2:] if t[:2].lower() == "0x" else t
+    return f"0x{hexa.lower()}" if hexa and all(c in "0123456789abcdefABCDEF" for c in hexa) else t
+
+
 #: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)
 Since = Annotated[datetime | None, BeforeValidator(_from_day)]
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
@@ -407,7 +415,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                                         "names)")] = None,
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config; as domain)")] = None,
         device: DeviceQuery = None,
-        comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job)")] = None,
+        comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job), as NCCL "
+                                          "prints it (0x7f2d1c3e5a6b7c8d); any case, with or without 0x")] = None,
         severity: Annotated[list[Severity] | None, Query(description="exactly these severities (repeat it: "
                                                                      "severity=error&severity=critical)")] = None,
         min_severity: Annotated[Severity | None, Query(description="this severity or above (info < warning < "
@@ -427,7 +436,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             hosts_in = _fleet_hosts(fleet, domain or None, rack or None)
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
                                 min_severity=min_severity, category=category, status=status, device=device,
-                                comm=comm, sort=sort, limit=limit + 1,
+                                comm=_comm_id(comm) if comm else None, sort=sort, limit=limit + 1,
                                 cursor=_decode_cursor(cursor, sort) if cursor else None)
         more = len(items) > limit
         items = items[:limit]

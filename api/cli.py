@@ -426,7 +426,9 @@ def _unreadable(p: Path) -> str | None:
     try:
         os.stat(p)
     except FileNotFoundError:
-        return f"a symbolic link to {os.readlink(p)}, which does not exist" if p.is_symlink() else None
+        # a chain of links is said by where it ends ("a link to dangling, which does not exist" named a link that
+        # exists, to nothing: a break-it pass)
+        return f"a symbolic link to nothing ({os.path.realpath(p)} does not exist)" if p.is_symlink() else None
     except OSError as e:
         return e.strerror or str(e)
     return None
