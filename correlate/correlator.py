@@ -131,7 +131,8 @@ def attribute(scene: Scene) -> Verdict | None:
 
 def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     """The incidents of one candidate incident (``scene``, attributed ``v``): itself, unless it holds a fault of
-    its own on another host — a device fault (kernel or NVML line, an initiator's or either role, error or worse)
+    its own on another host — a device fault (``Scene.hardware_faults``: a kernel or NVML line, not Fabric Manager's;
+    an initiator's or either role, error or worse)
     that nothing in the scene explains, of a subject no rule ties to the initiator. Such a subject, with its
     events, is an incident of its own; the rest is attributed again without it (and each part split again, so
     that two such hosts are two more incidents).
@@ -145,11 +146,11 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
         return [(scene, v)]  # no single culprit: its candidates are said together
     hosts = {e.host for e in v.initiator_events}
     serious = SEVERITY_RANK["error"]
+    device = {id(e) for e in scene.hardware_faults()}  # the scene's one definition of a device's fault
     own = {p.key for p in v.downstream
            if not p.rule and p.key[0] not in hosts
-           and any(e.signature != SYMPTOM and e.source in ("dmesg", "nvml") and e.sev >= serious
-                   and scene.role(e) in ("initiator", "either") and scene.is_fault(e) and not scene.explained(e)
-                   for e in p.events)}
+           and any(id(e) in device and e.sev >= serious and scene.role(e) in ("initiator", "either")
+                   and not scene.explained(e) for e in p.events)}
     if not own:
         return [(scene, v)]
     # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error
