@@ -802,9 +802,11 @@ def peer_failed(scene: Scene) -> Verdict | None:
                          "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
                          "suspect.")
     elif known:
-        addrs = sorted({p for p, _h in remote})
-        v.next_action = (f"Diagnose the logs of {first_of(known, noun='hosts')} (the peer{'s' * (len(addrs) > 1)} at "
-                         f"{first_of(addrs, noun='addresses')}) with these: a process that "
+        # the addresses that are not already the hosts' own names ("… of 172.16.0.5 (the peer at 172.16.0.5)" when
+        # the topology knew the peer by its address alone)
+        addrs = sorted({p for p, h in remote if h != peer_name(p)})
+        at = f" (the peer{'s' * (len(addrs) > 1)} at {first_of(addrs, noun='addresses')})" if addrs else ""
+        v.next_action = (f"Diagnose the logs of {first_of(known, noun='hosts')}{at} with these: a process that "
                          "died (a traceback, an OOM kill), an Xid, a NIC or port going down. The reporting rank's GPU "
                          "is not the suspect.")
     else:

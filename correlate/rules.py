@@ -63,6 +63,9 @@ class Pred(BaseModel):
     #: an Xid 149's decoded link-down cause (``details.link_down_cause``, ``ingest.extract``: peer_side_down,
     #: signal_integrity, cable_or_transceiver …)
     link_down_cause: list[str] | None = None
+    #: the event is NCCL's last error as an exception quotes it after "Last error:" (``details.quote``,
+    #: ``ingest.pipeline.LAST_ERROR_QUOTE``), not a line NCCL printed
+    quoted: bool | None = None
 
     # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
     # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
@@ -239,7 +242,7 @@ def pred_shape(e: Ev) -> tuple:
     shape = e.shape
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
-                           e.details.get("link_down_cause"))
+                           e.details.get("link_down_cause"), "quote" in e.details)
     return shape
 
 
@@ -262,6 +265,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.has_cause_xid is not None and (e.cause_xid is not None) != p.has_cause_xid:
         return False
     if p.link_down_cause is not None and e.details.get("link_down_cause") not in p.link_down_cause:
+        return False
+    if p.quoted is not None and ("quote" in e.details) != p.quoted:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None

@@ -310,6 +310,7 @@ class Pipeline:
                 if original is not None and cut is None:
                     message = original if len(original) <= MAX_LINE_BYTES else original[:MAX_LINE_BYTES]
             prefix = parse_prefix(text, ref_us=seg.ref_ts, tz=self.tz)
+            quote = c.sig.source == "nccl" and prefix.pid is None and _after_last_error(buf, a)
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
@@ -324,6 +325,8 @@ class Pipeline:
             for sub, known in enumerate(rows):
                 row = known.copy()
                 row["details"] = known["details"].copy()
+                if quote:
+                    row["details"]["quote"] = LAST_ERROR_QUOTE
                 if cut is not None:
                     row["details"]["truncated_at"] = MAX_LINE_BYTES
                     row["details"]["line_bytes"] = b - a
@@ -385,6 +388,23 @@ class Pipeline:
 #: typed columns it remembers (``Pipeline._lines``); then each starts again. Only
 #: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so each memo
 #: holds at most ~16,384 × (512 characters of key + the rows): ~25 MB
+#: ``details.quote`` of an NCCL message that a framework's exception quotes after "Last error:" (PyTorch's
+#: ``DistBackendError`` / ``ProcessGroupNCCL`` append ``ncclGetLastError()``, the text of NCCL's last WARN, without
+#: its ``host:pid:tid [cudaDev] file:line NCCL WARN`` prefix): a copy of a report, not a report of its own when the
+#: WARN is in the logs too (rule ``nccl_warn.explains_its_last_error_quote``). Seen in deepspeedai/DeepSpeed#6875
+#: (the WARN, then its copy) and NVIDIA/nccl#2076 (the copy alone).
+LAST_ERROR_QUOTE = "ncclGetLastError"
+_LAST_ERROR = re.compile(rb"(?:^|\n)[^\n]{0,40}Last error:[^\S\n]*\Z")
+
+
+def _after_last_error(buf: bytes, a: int) -> bool:
+    """The line before the one starting at byte ``a`` of ``buf`` ends in "Last error:" (after at most 40 bytes of
+    prefix: a torchrun ``[rankN]:``, a stamp): the line at ``a`` is NCCL's last error as an exception quotes it."""
+    if a < 12 or buf[a - 1] != 0x0A:
+        return False
+    return _LAST_ERROR.search(buf, max(0, a - 64), a - 1) is not None
+
+
 _COLUMNS_MEMO = 1 << 14
 _COLUMNS_MEMO_LINE = 512
 #: bytes an excerpt of a long line keeps before (or after) the match it was cut for

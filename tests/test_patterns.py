@@ -2195,6 +2195,54 @@ def test_nccls_own_warn_explains_the_ranks_pytorch_nccl_error(pipeline):
     assert [x["rule"] for x in inc["evidence"]] == ["nccl_warn.explains_torch_nccl_error"]
 
 
+def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_second_report(pipeline):
+    """PyTorch's NCCL exception ends in "Last error:" and ncclGetLastError(), NCCL's last WARN without its prefix: the
+    copy was a second NET/IB report of the host without a GPU, and the failure had two candidates (a real-logs pass on
+    deepspeedai/DeepSpeed#6875's whole excerpt). The copy is marked (``details.quote``), its WARN explains it, and
+    the exception's "ncclRemoteError: …" line follows the WARN as its first line does. With torchrun's ``[rankN]:``
+    before every line too; a line after "Last error:" that NCCL printed with its own prefix is no copy."""
+    warn = ("[2025-12-29 16:47:24] nodea:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from peer "
+            "10.0.0.2<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca ibp152s0")
+    for tag in ("", "[rank4]: "):
+        exc = "\n".join(tag + x for x in (
+            "[E1229 16:47:25.333820755 ProcessGroupNCCL.cpp:541] [Rank 4] found async exception when checking for "
+            "NCCL errors: NCCL error: remote process exited or there was a network error, NCCL version 2.22.3",
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+            "Last error:",
+            "NET/IB: Got completion from peer 10.0.0.2<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca "
+            "ibp152s0"))
+        (inc,) = run(pipeline, warn + "\n" + exc, host="nodea")
+        assert (inc["pattern"], inc["category"], inc["initiator"]["gpu_index"]) == ("roots", "ib_port", 4), tag
+        rules = {x["rule"] for x in inc["evidence"]}
+        assert rules == {"nccl_warn.explains_torch_nccl_error", "nccl_warn.explains_its_last_error_quote"}, tag
+        assert "candidates" not in inc["initiator"] and "earliest fault nothing else explains" in inc["explanation"]
+    seg = Segment(data=(warn + "\n" + exc).encode(), origin="t:nodea", stream="nodea", host="nodea", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    quoted = [e["signature"] for e in ev if "quote" in orjson.loads(e["details"] or "{}")]
+    assert quoted == ["nccl.net_ib.completion_error"]
+    # NCCL's own line after an unrelated "Last error:" keeps its prefix: not a copy
+    own = "Last error:\n" + warn
+    ev = pipeline.run(Decoded(segments=[Segment(data=own.encode(), origin="t:nodea", stream="nodea", host="nodea",
+                                                ref_ts=T0, ref_basis="kafka", ingest_ts=T0)])).events.to_pylist()
+    assert [("quote" in orjson.loads(e["details"] or "{}"), e["gpu_index"]) for e in ev] == [(False, 4)]
+
+
+def test_a_quoted_last_error_alone_stands_for_its_warn(pipeline):
+    """NVIDIA/nccl#2076: the exception's copy of NCCL's last error is all the logs hold ("socketProgressOpt: Call to
+    recv from … failed : Connection reset by peer"); it names the lost peer as the WARN would, and the next step names
+    the peer's address once (it read "Diagnose the logs of 172.16.0.5 (the peer at 172.16.0.5)")."""
+    text = "\n".join("[rank1]: " + x for x in (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+        "remote process exited or there was a network error, NCCL version 2.21.5",
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+        "Last error:",
+        "socketProgressOpt: Call to recv from 172.16.0.5<33759> failed : Connection reset by peer"))
+    (inc,) = run(pipeline, text, host="node")
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 172.16.0.5"])
+    assert inc["next_action"].startswith("Diagnose the logs of 172.16.0.5 with these:")
+
+
 def test_one_peer_that_several_hosts_lost_is_named_once_and_by_its_host(pipeline):
     """Three hosts' ranks lose the same peer, 10.1.0.3, whose Bootstrap line says it is gpu-n03: the incident named
     "the peer at 10.1.0.3 (gpu-n03)" once per reporting host, three times in every field, and asked to "find the
