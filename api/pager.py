@@ -193,6 +193,10 @@ def describe_initiator(inc: dict[str, Any]) -> str:
              "link": "NVLink"}.get(i["device_type"], i["device_type"])
     dev = i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "")
     what = f"{dtype} {dev}".strip()
+    if i["device_type"] == "gpu" and i.get("kind") in ("nccl_error", "nccl_timeout"):
+        # NCCL's report names the GPU its rank runs on, not a fault of the GPU (api.render.describe_initiator)
+        rank = i.get("rank")
+        what = f"the rank{f' {rank}' if rank is not None else ''} on {what}"
     if i.get("link") is not None and i["device_type"] != "link":
         what = f"{'port' if i['device_type'] in ('nic', 'nvswitch') else 'NVLink'} {i['link']} of {what}"
     code = (f"Xid {i['xid']}" if i.get("xid") is not None else f"SXid {i['sxid']}" if i.get("sxid") is not None

@@ -352,7 +352,7 @@ def test_an_alertmanager_re_send_refused_whole_is_not_repeated_at_every_round(tm
     assert asyncio.run(pager.flush(5)) == 0
     pager.am_resend_s = 3600.0
     [r] = pager.receivers
-    r.last_refresh = 0.0  # due now
+    r.last_refresh = float("-inf")  # due now (0.0 was due only on a machine up for more than am_resend_s: time.monotonic())
     pd.fail, pd.fail_status = 1, 413  # the batch is refused, each alert alone is taken
     before = len(pd.requests)
 

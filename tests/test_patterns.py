@@ -2201,6 +2201,9 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
     deepspeedai/DeepSpeed#6875's whole excerpt). The copy is marked (``details.quote``), its WARN explains it, and
     the exception's "ncclRemoteError: …" line follows the WARN as its first line does. With torchrun's ``[rankN]:``
     before every line too; a line after "Last error:" that NCCL printed with its own prefix is no copy."""
+    from api.pager import describe_initiator as page_initiator
+    from api.render import describe_initiator
+
     warn = ("[2025-12-29 16:47:24] nodea:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from peer "
             "10.0.0.2<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca ibp152s0")
     for tag in ("", "[rank4]: "):
@@ -2216,6 +2219,12 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
         rules = {x["rule"] for x in inc["evidence"]}
         assert rules == {"nccl_warn.explains_torch_nccl_error", "nccl_warn.explains_its_last_error_quote"}, tag
         assert "candidates" not in inc["initiator"] and "earliest fault nothing else explains" in inc["explanation"]
+        # the table and the page name the rank's report on its GPU, not a fault of the GPU (real-logs passes on
+        # NVIDIA/nccl#1405 and #302: a NET/IB error read "node gpu index 4")
+        assert describe_initiator(inc["initiator"]) == "nodea rank on gpu index 4 (nccl_error)", tag
+        assert page_initiator(inc) == "the rank on GPU index 4 on nodea (nccl_error)", tag
+    assert describe_initiator({"host": "n1", "device_type": "gpu", "gpu_index": 4, "kind": "xid", "xid": 79}) == \
+        "n1 gpu index 4 (Xid 79)"
     seg = Segment(data=(warn + "\n" + exc).encode(), origin="t:nodea", stream="nodea", host="nodea", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
     ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
