@@ -2237,6 +2237,22 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
     assert [("quote" in orjson.loads(e["details"] or "{}"), e["gpu_index"]) for e in ev] == [(False, 4)]
 
 
+def test_a_programs_ncclcheck_line_follows_the_warn_that_says_what_failed(pipeline):
+    """nccl-tests' "<host>: Test NCCL failure common.cu:958 '<ncclGetErrorString> / '" (and a program's NCCLCHECK
+    of NCCL's documentation, "Failed, NCCL error <file>:<line>") gave no event: a run whose WARN lines were not
+    logged had nothing at all (real-logs pass, NVIDIA/nccl#473, NVIDIA/nccl-tests#322, CAPS-UMU/FIDESlib#14). It is
+    the host's NCCL error, named by the host the line prints, and NCCL's WARN before it explains it."""
+    warn = ("[2026-12-04 03:10:01] nodea:9621:9685 [0] misc/socket.cc:538 NCCL WARN Net : Call to recv from "
+            "10.0.0.2<43210> failed : Connection reset by peer")
+    fail = "nodea: Test NCCL failure common.cu:958 'remote process exited or there was a network error / '"
+    (inc,) = run(pipeline, warn + "\n" + fail, host="job-17")
+    assert inc["pattern"] == "comm.peer_failed", inc["pattern"]
+    assert {x["rule"] for x in inc["evidence"]} == {"nccl_warn.explains_torch_nccl_error"}
+    (inc,) = run(pipeline, "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'", host="job-17")
+    assert (inc["initiator"]["host"], inc["initiator"]["kind"]) == ("fastmoe", "nccl_error")
+    assert "NCCL call of this program failed" in inc["next_action"]
+
+
 def test_a_quoted_last_error_alone_stands_for_its_warn(pipeline):
     """NVIDIA/nccl#2076: the exception's copy of NCCL's last error is all the logs hold ("socketProgressOpt: Call to
     recv from … failed : Connection reset by peer"); it names the lost peer as the WARN would, and the next step names
