@@ -20,13 +20,14 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from correlate.model import Ev
 from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds, pred_shape
 from correlate.topology import Topology, gpu_index_key
-from correlate.window import Clocks
+from correlate.window import FILE_REACH_US, Clocks, file_dated
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 from schemas.pci import normalize_bus_id
@@ -483,25 +484,35 @@ def find_edges(scene: Scene) -> list[Edge]:
         for i in effects:
             if timing[i] is None:
                 timing[i] = _timing(evs[i], clocks, skew_of)
+        # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
+        filed = [i for i in effects if timing[i][6]]
+        filed_starts = [starts_of[i] for i in filed]
         w = int(r.window_s * S)
         for ci in causes:
             c = evs[ci]
             if timing[ci] is None:
                 timing[ci] = _timing(c, clocks, skew_of)
-            c_start, _, c_prec, c_host, c_skew, _ = timing[ci]
+            c_start, _, c_prec, c_host, c_skew, _, _ = timing[ci]
             upper_bound = c.undated()
             bound = w + c_prec + c_skew + slack
             hi = bisect_right(starts, c_start + bound)
             lo = 0 if upper_bound else bisect_left(starts, c_start - bound)
+            pairs = effects[lo:hi]
+            if filed and not upper_bound:  # file-dated effects past the window, up to the reach
+                pairs = chain(pairs, filed[bisect_right(filed_starts, c_start + bound):
+                                           bisect_right(filed_starts, c_start + FILE_REACH_US + bound)])
             found = []
-            for ei in effects[lo:hi]:
+            for ei in pairs:
                 e = evs[ei]
                 if e is c:
                     continue
-                e_start, e_ts, e_prec, e_host, e_skew, span = timing[ei]
+                e_start, e_ts, e_prec, e_host, e_skew, span, e_filed = timing[ei]
                 near = c_prec + e_prec + (c_skew + e_skew if c_host != e_host else 0)  # tolerance(c, e, 0)
                 if upper_bound:
                     if c_start < e_start - near - w:
+                        continue
+                elif e_filed:
+                    if not e_start - FILE_REACH_US - w - near <= c_start <= e_start + near:
                         continue
                 elif (abs(c_start - e_start) > near + w
                       or c_start > (e_ts if span else e_start) + near):
@@ -515,14 +526,16 @@ def find_edges(scene: Scene) -> list[Edge]:
     return edges
 
 
-def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool]:
+def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool, bool]:
     """What ``window.may_cause`` reads of ``e`` (:func:`find_edges`): its start, line time and precision (µs),
-    host, the host's clock skew (µs; ``skew_of`` keeps it per host) and whether it is a watchdog span
-    (``elapsed_ms`` or an implied start: the cause may fall anywhere up to its line time)."""
+    host, the host's clock skew (µs; ``skew_of`` keeps it per host), whether it is a watchdog span
+    (``elapsed_ms`` or an implied start: the cause may fall anywhere up to its line time) and whether it is dated
+    by its file's mtime (``window.file_dated``)."""
     skew = skew_of.get(e.host)
     if skew is None:
         skew = skew_of[e.host] = clocks.skew(e.host)
-    return (e.start, e.ts, e.precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None))
+    return (e.start, e.ts, e.precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None),
+            file_dated(e))
 
 
 def rank_key(scene: Scene, evs: list[Ev]) -> tuple:

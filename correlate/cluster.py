@@ -33,17 +33,13 @@ from correlate.model import Ev
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, comms_of, gpu_key,
                              pred_shape)
 from correlate.topology import Topology
-from correlate.window import Clocks, may_cause, within
+from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
 
 S = 1_000_000
 #: kinds that describe wiring or configuration, never a fault on their own
 FACT_KINDS = frozenset({"nccl_transport", "nccl_init"})
 SYMPTOM = "operator.symptom"
-#: how far before its file's mtime a line that printed no time may have been written and still be placed with the
-#: fault of its host it reports (``_join_file_timed``): a job's log ends when the job dies, which is at most the
-#: NCCL timeout after the fault (PyTorch's default 10 min; 30 min before 2.2)
-FILE_REACH_US = 3600 * S
 #: relations decided by one key per event (see ``_buckets``); those whose buckets hold one host's faults (``_sweep``)
 _KEYED, _ONE_HOST = KEYED_RELATIONS, ONE_HOST_RELATIONS
 
@@ -166,7 +162,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                         dsu.union(i, j)
                         ri = dsu.find(i)
     if related is not None:
-        _join_file_timed(faults, dsu, by_host, related)
+        _join_file_timed(faults, dsu, by_host, related, topo)
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
@@ -176,7 +172,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
 
 
 def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
-                     related: Callable[[Ev, Ev], bool]) -> None:
+                     related: Callable[[Ev, Ev], bool], topo: Topology | None = None) -> None:
     """Join each component of faults timed only by their file (``ts_basis`` ``file``: lines that printed no time,
     dated by the file's mtime, so written then *or earlier*: ``window`` module doc) to the latest fault (by start,
     then order) of its first fault's host that has a time of its own, began no later than them and no more than
@@ -187,7 +183,13 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
     that holds a fault with a time of its own is placed by it already. One that finds none joins, the same way, the
     latest related file-dated fault of another component of its host (afterwards, in component order) while the
     faults so joined span at most ``FILE_REACH_US`` (a chain of job logs 50 min apart is no one incident). Cost: a
-    binary search per component, then its host's faults within the reach, latest first."""
+    binary search per component, then its host's faults within the reach, latest first.
+
+    A component its own host's faults do not take, whose faults name a peer (``details.peer_addr``) that ``topo``
+    knows the host of (``Topology.peer_host``), joins that host's latest related fault the same way: NCCL before
+    2.26 stamps no line, so a rank's "Got completion from peer 10.0.0.7" is dated by its log's end, and the fallen
+    GPU of 10.0.0.7's host ten minutes before is what it reports (a fresh user's trial: it was an incident of its
+    own that named the reporting ranks' GPUs as suspects)."""
     file_only: dict[int, list[int]] = {}
     timed_roots: set[int] = set()
     for i, e in enumerate(faults):
@@ -201,14 +203,10 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
     for r, idx in file_only.items():
         if r in timed_roots:
             continue
-        host = faults[idx[0]].host
-        if host not in timed:
-            own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis != "file"),
-                         key=lambda j: (faults[j].start, faults[j].order))
-            timed[host] = ([faults[j].start for j in own], own)
-        starts, own = timed[host]
+        starts, own = _timed_of(faults[idx[0]].host, faults, by_host, timed)
         t = min(faults[i].start for i in idx)
-        if _join_latest(starts, own, t, idx, faults, dsu, related) is None:
+        if _join_latest(starts, own, t, idx, faults, dsu, related) is None and not _join_peer_host(
+                idx, t, faults, by_host, timed, dsu, related, topo):
             later.append((r, idx))
     # then a component no fault with a time of its own took: the latest related fault of another such component of
     # its host (shine-cluster#171: nvidia-smi, run after the job died, cannot reach a GPU; the job's own log, another
@@ -239,6 +237,39 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
         if j is not None:
             (lo2, hi2), _ = span.pop(fit[j]), span.pop(root)
             span[dsu.find(root)] = (min(lo, lo2), max(hi, hi2))
+
+
+def _timed_of(host: str, faults: list[Ev], by_host: dict[str, list[int]],
+              timed: dict[str, tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
+    """``host``'s faults with a time of their own as (starts, fault indices), by (start, order); kept in ``timed``."""
+    got = timed.get(host)
+    if got is None:
+        own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis != "file"),
+                     key=lambda j: (faults[j].start, faults[j].order))
+        got = timed[host] = ([faults[j].start for j in own], own)
+    return got
+
+
+def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str, list[int]],
+                    timed: dict[str, tuple[list[int], list[int]]], dsu: _DSU, related: Callable[[Ev, Ev], bool],
+                    topo: Topology | None) -> bool:
+    """Join the file-dated faults ``idx`` to the latest related fault with a time of its own of a host their peer
+    addresses name (``_join_file_timed``); whether one took them."""
+    if topo is None:
+        return False
+    seen: set[str] = set()
+    for i in idx:
+        e = faults[i]
+        if not e.details.get("peer_addr"):
+            continue
+        host = topo.peer_host(e)
+        if not host or host == e.host or host in seen:
+            continue
+        seen.add(host)
+        starts, own = _timed_of(host, faults, by_host, timed)
+        if _join_latest(starts, own, t, idx, faults, dsu, related) is not None:
+            return True
+    return False
 
 
 def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faults: list[Ev], dsu: _DSU,

@@ -117,15 +117,34 @@ def within(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> bool:
     return abs(a.start - b.start) <= tolerance(a, b, window_us, clocks)
 
 
+#: how long before its file's mtime a line that printed no time may have been written and still be related to a
+#: fault with a time of its own (``cluster._join_file_timed``, :func:`may_cause`): a job's log ends when the job
+#: dies, which is at most the NCCL timeout after the fault (PyTorch's default 10 min; 30 min before 2.2)
+FILE_REACH_US = 3600 * S
+
+
+def file_dated(e: Ev) -> bool:
+    """``e`` printed no time and is dated by its file's mtime (``ts_basis`` ``file``, ``details.ts_upper_bound``):
+    written then or up to :data:`FILE_REACH_US` earlier."""
+    return e.ts_basis == "file" and e.undated()
+
+
 def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
     """``cause`` may have happened within ``window_us`` before ``effect`` (or after it by no more than the
     clocks' uncertainty): :func:`within` and :func:`not_after`. An effect that is a watchdog timeout spans
     from its implied start to its line time: the cause may fall anywhere in it. A cause whose time is only an upper bound
     (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
     ``details.ts_upper_bound``) happened at that time or earlier, so it passes unless even that latest
-    time is too early."""
+    time is too early. An effect dated by its file's mtime (:func:`file_dated`) happened then or earlier: a cause
+    not after it and at most :data:`FILE_REACH_US` plus the window before it may be its cause."""
     if cause.undated():
         return cause.start >= effect.start - tolerance(cause, effect, window_us, clocks)
+    if file_dated(effect):
+        # written at its file's mtime or earlier: a cause up to FILE_REACH_US (and the window) before that bound may
+        # be what it reports (a rank's unstamped "Got completion from peer" in a log that ended 15 min after the
+        # peer's GPU fell off the bus: a fresh user's trial)
+        near = tolerance(cause, effect, 0, clocks)
+        return effect.start - FILE_REACH_US - window_us - near <= cause.start <= effect.start + near
     if effect.elapsed_ms or effect.implied_start is not None:
         # a watchdog timeout (or a line that follows one): the collective began at ``effect.start`` and hung
         # until the line's time, so a fault that came after the collective began (within the window) is

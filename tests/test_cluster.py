@@ -70,6 +70,18 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                          and t - FILE_REACH_US <= f.start <= t and any(related(f, faults[i]) for i in idx)]
                 if timed:
                     dsu.union(first, max(timed, key=lambda j: (faults[j].start, faults[j].order)))
+                    continue
+                # else the same, on the host a peer address of its faults names (NCCL's Bootstrap lines), the
+                # first such host that has one
+                for i in idx:
+                    peer = topo.peer_host(faults[i]) if faults[i].details.get("peer_addr") else None
+                    if not peer or peer == faults[i].host:
+                        continue
+                    timed = [j for j, f in enumerate(faults) if f.ts_basis != "file" and f.host == peer
+                             and t - FILE_REACH_US <= f.start <= t and any(related(f, faults[k]) for k in idx)]
+                    if timed:
+                        dsu.union(first, max(timed, key=lambda j: (faults[j].start, faults[j].order)))
+                        break
                 else:
                     later.append((first, t, idx))
         # one no fault with a time of its own took joins, the same way, the file-dated faults of its host's other
@@ -110,13 +122,16 @@ def fleets(draw):
     events = []
     for i in range(n):
         host = draw(st.sampled_from(HOSTS))
+        basis = draw(st.sampled_from(["line", "line", "line", "file"]))
+        # a line that printed no time, dated by its file's mtime (window.file_dated): an upper bound
+        dated = {"ts_upper_bound": True} if basis == "file" and draw(st.booleans()) else {}
         kind = draw(st.sampled_from(KINDS))
         gpu = draw(st.one_of(st.none(), st.integers(0, 3)))
         by_bus = draw(st.booleans())
         info = draw(st.booleans())
         events.append(Ev(
             event_id=f"e{i}", ts=draw(st.integers(0, 400)) * S + draw(st.sampled_from([0, 1, 999_999])),
-            ts_basis=draw(st.sampled_from(["line", "line", "line", "file"])), host=host, source="dmesg", kind=kind, signature=kind,
+            ts_basis=basis, host=host, source="dmesg", kind=kind, signature=kind,
             severity="info" if info else draw(st.sampled_from(["warning", "error", "critical"])),
             device_type=draw(st.sampled_from(["gpu", "gpu", None, "nvswitch"])),
             device=f"0000:{gpu + 1:02x}:00.0" if gpu is not None and by_bus else None,
@@ -127,8 +142,8 @@ def fleets(draw):
             precision_us=draw(st.sampled_from([1, S, S, 90 * S])), origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
             elapsed_ms=draw(st.sampled_from([None, None, 60_000])), seq=draw(st.sampled_from([None, None, 7, 8])),
             # a peer named by its host's name, by an address a Bootstrap line gave one host, two hosts, or none
-            details={"peer_addr": p} if (p := draw(st.sampled_from([None, None, "h1", "10.0.0.2", "10.0.0.9",
-                                                                     "172.17.0.2"]))) else {}))
+            details=({"peer_addr": p} if (p := draw(st.sampled_from([None, None, "h1", "10.0.0.2", "10.0.0.9",
+                                                                      "172.17.0.2"]))) else {}) | dated))
     inits = draw(st.lists(st.tuples(st.sampled_from(["c1", "c2", "c3"]), st.integers(0, 7), st.sampled_from(HOSTS),
                                      st.one_of(st.none(), st.integers(0, 3))), max_size=8))
     domains = draw(st.lists(st.sampled_from([None, "nvl72-a", "nvl72-b"]), min_size=len(HOSTS),
@@ -236,7 +251,7 @@ EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down
 @st.composite
 def scenes(draw):
     """Events of one candidate incident, in ``Ev.order`` as ``components`` hands them over, some timed only
-    by an upper bound (``details.ts_upper_bound``), some watchdog timeouts (``elapsed_ms``) and lines placed at the
+    by an upper bound (``details.ts_upper_bound``: a file's mtime or a Kafka time), some watchdog timeouts (``elapsed_ms``) and lines placed at the
     start of the timeout they follow (``implied_start``); ids may repeat (``find_edges`` may be given events
     that ``correlate`` has not deduplicated: its relations once kept what they found by id)."""
     n = draw(st.integers(1, 30))
@@ -244,9 +259,11 @@ def scenes(draw):
     for i in range(n):
         kind = draw(st.sampled_from(EDGE_KINDS))
         gpu = draw(st.integers(0, 3))
+        # timed only by an upper bound: its file's mtime (window.file_dated: up to an hour earlier) or its Kafka time
+        bound = draw(st.sampled_from([None, None, None, None, None, "file", "kafka"]))
         events.append(Ev(
             event_id=f"e{draw(st.integers(0, i))}", ts=draw(st.integers(0, 900)) * S + draw(st.sampled_from([0, 1, 999_999])),
-            ts_basis="line", host=draw(st.sampled_from(HOSTS)), source="dmesg", kind=kind, signature=kind,
+            ts_basis=bound or "line", host=draw(st.sampled_from(HOSTS)), source="dmesg", kind=kind, signature=kind,
             severity=draw(st.sampled_from(["warning", "error", "critical"])),
             device_type="nvswitch" if kind == "sxid" else "gpu", device=f"0000:{gpu + 1:02x}:00.0", link=None,
             xid=draw(st.sampled_from([79, 74, 48, 145])) if kind == "xid" else None,
@@ -255,7 +272,7 @@ def scenes(draw):
             cause_xid=draw(st.sampled_from([None, 79])) if kind == "xid" else None,
             precision_us=draw(st.sampled_from([1, S])), origin=f"kafka:t/0/{i}:0",
             elapsed_ms=draw(st.sampled_from([None, 600_000])) if kind == "nccl_timeout" else None,
-            details={"ts_upper_bound": True} if draw(st.integers(0, 5)) == 0 else {}))
+            details={"ts_upper_bound": True} if bound else {}))
     for e in events:  # a line that follows a watchdog timeout is placed at the collective's start
         if e.kind == "nccl_error" and draw(st.booleans()):
             e.imply_start(e.ts - draw(st.sampled_from([S, 300 * S])))

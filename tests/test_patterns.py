@@ -63,6 +63,42 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
 
 
+def test_an_unstamped_peer_report_joins_the_fault_of_the_peer_it_names(tmp_path):
+    """NCCL before 2.26 stamps no line: a rank's "NET/IB : Got completion from peer 10.0.0.7" is dated by its log's
+    mtime, 15 min after node07's GPU fell off the bus. It was an incident of its own that named the reporting
+    ranks' GPUs as suspects (a fresh user's trial); the Bootstrap lines say 10.0.0.7 is node07, whose Xid 79 it
+    reports (rule peer_fault.explains_peer_reports, the report timed only by an upper bound an hour deep)."""
+    import os
+
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    t_xid = int(datetime(2026, 11, 29, 3, 10, tzinfo=timezone.utc).timestamp())
+    (tmp_path / "node07.dmesg.log").write_text(
+        "[Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+        "fallen off the bus.\n")
+    (tmp_path / "node07.nccl.log").write_text("node07:4007:4007 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n")
+    for n in (8, 9):
+        (tmp_path / f"node0{n}.nccl.log").write_text(
+            f"node0{n}:40{n}:40{n} [0] NCCL INFO Bootstrap : Using eth0:10.0.0.{n}<0>\n"
+            f"node0{n}:40{n}:41{n} [0] transport/net_ib.cc:1421 NCCL WARN NET/IB : Got completion from peer "
+            f"10.0.0.7<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n")
+    for f in tmp_path.iterdir():
+        os.utime(f, (t_xid + 900, t_xid + 900))
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    (inc,) = incidents
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node07", 79)
+    assert sorted((d["host"], d["relation"]) for d in inc["downstream"]) == [("node08", "peer_host"),
+                                                                              ("node09", "peer_host")]
+    # an hour and more before the log's time is another failure: the report stays apart
+    for f in tmp_path.iterdir():
+        if f.name != "node07.dmesg.log":
+            os.utime(f, (t_xid + 3600 + 900, t_xid + 3600 + 900))
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    assert [(i["initiator"]["host"], i["downstream"]) for i in incidents if i["initiator"]["xid"] == 79] == [
+        ("node07", [])]
+
+
 def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
     """A fleet has many jobs: the communicators of every job are known at once. Each hang names the rank
     missing from its own communicator (the one whose rank -> host map fits its timeouts), not from another."""
