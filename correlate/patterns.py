@@ -150,6 +150,16 @@ def recurs_to_diag(catalog: Catalog, xid: int | None) -> bool:
     return fact is not None and "dcgm diag" in fact.action.lower()
 
 
+def recovery_action(e: Ev) -> str | None:
+    """What an Xid 154 says the GPU now needs ("Drain and Reset", "Node Reboot Required" …: its new recovery
+    action, ``details.new_action_name``), or None for another event or the action "None". A GPU the driver wants
+    reset or drained is not a program's fault alone (a break-it pass: Xid 13, then Xid 154 "to 0x4 (Drain and
+    Reset)", was told "Node healthy … Do not drain")."""
+    if e.xid != 154 or str(e.details.get("new_action", "0x0")).lower() in ("0", "0x0"):
+        return None
+    return str(e.details.get("new_action_name") or e.details.get("new_action"))
+
+
 def application_xid(scene: Scene) -> Verdict | None:
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     if not faults or any(e.kind != "xid" for e in faults):
@@ -163,7 +173,7 @@ def application_xid(scene: Scene) -> Verdict | None:
     for e in faults:
         if id(e) in mine:
             continue
-        if scene.role(e) != "downstream" or scene.subject[e.event_id] not in app_gpus:
+        if scene.role(e) != "downstream" or scene.subject[e.event_id] not in app_gpus or recovery_action(e):
             return None
     first = min(app, key=lambda e: e.order)
     key = scene.subject[first.event_id]

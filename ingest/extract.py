@@ -226,8 +226,19 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             row["kind"] = sig.kind_by_catalog_category[fact.category]
     if xid == 149 and (cause := _link_down_cause(details)) is not None:
         details["link_down_reason"], details["link_down_cause"] = cause
+    if xid == 154 and (escalated := _RECOVERY_SEVERITY.get(_int(details.get("new_action", "")) or 0)):
+        # the catalog's row is "info … escalate severity from the new value": a GPU the driver wants reset or
+        # drained is no information line (a break-it pass: Xid 13 then "to 0x4 (Drain and Reset)" read "Node
+        # healthy … do not drain")
+        row["severity"] = escalated
     row["details"] = details
     return row
+
+
+#: Xid 154's new recovery action (``details.new_action``; NV2080_CTRL_GPU_RECOVERY_ACTION in open-gpu-kernel-modules
+#: ctrl2080gpu.h, xid-catalog.csv's note: 0 None, 1 GPU Reset Required, 2 Node Reboot Required, 3 Drain P2P,
+#: 4 Drain and Reset, 5 Recover IMEX Domain) -> the event's severity; 0 keeps the catalog's (info)
+_RECOVERY_SEVERITY = {1: "error", 2: "critical", 3: "error", 4: "critical", 5: "error"}
 
 
 #: Xid 149 NETIR_LINK_EVT's link-down reason, ``IntrInfo[25:20]`` (formats.md §2.4, NVIDIA's "XID 144-150 Decode"

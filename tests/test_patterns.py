@@ -1785,6 +1785,29 @@ def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group
     assert "; rank 7 is behind, still on SeqNum 96120: look there first" in near["explanation"]
 
 
+def test_xid_154_says_what_the_gpu_needs_and_escalates_from_its_new_action(pipeline):
+    """Xid 154 "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)": the catalog's row is info,
+    "escalate severity from the new value". After an Xid 13 it was "application, info … Node healthy … Do not drain
+    or RMA the GPU", against the driver's word (a break-it pass). The new action sets the severity (reset, drain P2P,
+    IMEX: error; node reboot, drain and reset: critical; None stays info) and is the next step."""
+    x13 = ("2026-11-29T03:10:00.000001Z nodeq kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=2345, name=python, Graphics "
+           "SM Warp Exception on (GPC 1, TPC 1, SM 1): MMU Fault")
+    x154 = ("2026-11-29T03:10:00.000101Z nodeq kernel: NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed "
+            "from 0x0 (None) to {code} ({name})")
+    (inc,) = run(pipeline, x13 + "\n" + x154.format(code="0x4", name="Drain and Reset"), host="nodeq")
+    assert (inc["category"], inc["severity"]) == ("driver", "critical")
+    assert inc["next_action"] == "The driver asks for: Drain and Reset (Xid 154, the GPU's recovery action)."
+    assert "Do not drain" not in inc["next_action"]
+    for code, name, severity in (("0x1", "GPU Reset Required", "error"), ("0x2", "Node Reboot Required", "critical"),
+                                 ("0x0", "None", "info")):
+        (inc,) = run(pipeline, x154.format(code=code, name=name), host="nodeq")
+        assert inc["severity"] == severity, code
+        assert inc["next_action"].startswith("The driver asks for: " + name) == (code != "0x0"), code
+    # with the action None it is a teardown line of the program's fault, as before
+    (inc,) = run(pipeline, x13 + "\n" + x154.format(code="0x0", name="None"), host="nodeq")
+    assert (inc["category"], inc["severity"]) == ("application", "info")
+
+
 def test_application_xids_that_repeat_on_one_gpu_under_other_programs_go_to_dcgm_diag(pipeline):
     """NVIDIA's advice for Xid 31 (xid-catalog.csv): "repeated faults on the same GPU with different apps -> run DCGM
     diag". pytorch/pytorch#51382 ("likely a faulty device"): three processes' Xid 31 on one GPU in 50 minutes were
