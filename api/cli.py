@@ -783,7 +783,9 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list
         format: Annotated[Optional[str], typer.Option("--format", "-f", help="table, csv, json or parquet; default: "
                                                       "from --output's name (.csv, .json, .ndjson, .parquet), "
                                                       "else table")] = None,
-        output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json")] = None,
+        output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json (not in the "
+                                                       "lake or state folder)")] = None,
+        force: Annotated[bool, typer.Option("--force", help="replace --output when it exists")] = False,
         config: ConfigOpt = None) -> None:
     """Read-only DuckDB SQL over the lake's views (events, incidents, incident_versions, incident_evidence,
     link_samples, topology) and the table macro events_between(lo, hi); without a query, it lists them."""
@@ -792,7 +794,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list
     s = _settings(config)
     err.print(f"[dim]lake: {escape(str(s.lake))}[/]")
     require_lake(s)
-    raise typer.Exit(run_sql(s, query, format, output, out, err))
+    raise typer.Exit(run_sql(s, query, format, output, out, err, force=force))
 
 
 def setup_logging(fmt: str, level: str = "INFO") -> None:

@@ -183,6 +183,29 @@ class TrimmedStream(io.TextIOBase):
         return getattr(self._stream, "encoding", None) or "utf-8"
 
 
+def output_in_store(output: Path | None, lake: str, state_dir: Path, err: Console) -> bool:
+    """Whether ``--output`` names a file inside the local lake (``lake``: its root, a path or ``file://`` URL) or the
+    state folder, said on ``err``: the "read-only" ``sql -o .firstfault/lake/events/kind=xid/x.parquet`` wrote a
+    Parquet file the ``events`` view then read as a broken partition, and every query failed (a break-it pass).
+    An S3 lake has no local folder to protect."""
+    if output is None:
+        return False
+    from ingest.lake import LakeError, lake_path
+
+    target = output.resolve()
+    stores = [state_dir]
+    try:
+        stores.append(lake_path(lake))
+    except LakeError:
+        pass
+    for store in stores:
+        if target.is_relative_to(store.resolve()):
+            err.print(f"[red]--output is inside {escape(str(store))}[/] (firstfault's own data: the lake or its "
+                      "state): write it elsewhere")
+            return True
+    return False
+
+
 def no_output_folder(output: Path | None, err: Console) -> bool:
     """Whether ``--output``'s folder does not exist, or ``--output`` is itself a folder, said on ``err``: a usage
     error (the command exits 2) found before any work, not an ``[Errno 2]`` after it (``firstfault sql``, ``report

@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from api.render import cli_console, no_output_folder, write_output
+from api.render import cli_console, no_output_folder, output_in_store, write_output
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
@@ -83,6 +83,8 @@ def degraded_links(
     except SettingsError as e:
         err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
+    if output_in_store(output, settings.lake, settings.state_dir, err):  # as `firstfault sql -o`
+        raise typer.Exit(2)
     require_lake(settings)
     try:
         report = degraded_link_report(settings, dt)

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from api.render import no_output_folder, write_output
+from api.render import no_output_folder, output_in_store, write_output
 from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, nanosecond_times, query_error,
                        refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
@@ -110,10 +110,14 @@ _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json
 
 
 def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path | None, out: Console,
-            err: Console) -> int:
+            err: Console, force: bool = False) -> int:
     """CLI body of ``firstfault sql``; returns the exit code. ``fmt`` None: from ``output``'s name, else a
-    table."""
-    if no_output_folder(output, err):
+    table. ``output`` inside the lake or the state folder is refused (2); an existing file is replaced only with
+    ``force`` (2 without: a query's result over an input log, silently, was a break-it pass's find)."""
+    if no_output_folder(output, err) or output_in_store(output, settings.lake, settings.state_dir, err):
+        return 2
+    if output is not None and output.is_file() and not force:  # a device or FIFO is written as it is
+        err.print(f"[red]--output exists:[/] {escape(str(output))} (--force replaces it)")
         return 2
     if fmt is None:  # a file's format from its name; else a table on the terminal
         fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"

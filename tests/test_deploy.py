@@ -333,6 +333,31 @@ def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
     assert r.returncode == 2 and "--output is a folder" in r.stderr and "say --format" not in r.stderr, r.stderr
 
 
+def test_sql_writes_no_output_into_the_lake_and_replaces_a_file_only_with_force(tmp_path):
+    """``sql -o <lake>/events/kind=xid/x.parquet`` wrote a file the events view then read as a broken Hive
+    partition: every query failed until it was deleted; ``-o`` also replaced an input log silently (a break-it
+    pass). Both are refused (exit 2) and nothing is written; ``--force`` replaces an existing file."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "lake" / "events" / "kind=xid").mkdir(parents=True, exist_ok=True)
+    evil = tmp_path / "lake" / "events" / "kind=xid" / "evil.parquet"
+    r = _firstfault("sql", "SELECT 1 AS a", "-o", str(evil), env=env)
+    assert r.returncode == 2 and "--output is inside" in r.stderr and not evil.exists(), r.stderr
+    (tmp_path / "state").mkdir()
+    r = _firstfault("sql", "SELECT 1 AS a", "-o", str(tmp_path / "state" / "x.csv"), env=env)
+    assert r.returncode == 2 and "--output is inside" in r.stderr, r.stderr
+    log = tmp_path / "node07.csv"
+    log.write_text("an input log\n")
+    r = _firstfault("sql", "SELECT 1 AS a", "-o", str(log), env=env)
+    assert r.returncode == 2 and "--force replaces it" in r.stderr and log.read_text() == "an input log\n", r.stderr
+    r = _firstfault("sql", "SELECT 1 AS a", "-o", str(log), "--force", env=env)
+    assert r.returncode == 0 and log.read_text().splitlines() == ['"a"', "1"], r.stderr
+    r = _firstfault("sql", "SELECT count(*) AS n FROM events", "-f", "json", env=env)
+    assert r.returncode == 0 and r.stdout.strip() == '{"n":0}', (r.stdout, r.stderr)
+
+
 def test_sql_table_counts_its_rows_on_stderr(tmp_path):
     """An empty result prints an empty table: stderr says "0 rows" so it does not read as a failure."""
     from ingest.lake import Lake
