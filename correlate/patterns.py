@@ -600,16 +600,26 @@ def silent_rank(scene: Scene) -> Verdict | None:
                 "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
                 "rank": silent, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
                 "gpu_index": None, "links": None, "events": []}
-        down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
+        # the rank may have timed out too, on an earlier collective: behind the others, not silent (it read "rank 5
+        # did not … never reported" beside rank 5's own timeout on SeqNum 1578: a fresh user's and a break-it pass)
+        behind = [e for e in timeouts if e.rank == silent and group(e) == grp and e.seq is not None
+                  and seq is not None and e.seq < seq]
+        if behind:
+            init["events"] = [e.event_id for e in behind]
+            why = (f"{len(ranks)} of {size} ranks timed out on SeqNum {seq}; rank {silent} timed out on SeqNum "
+                   f"{min(e.seq for e in behind)}, behind them: the others were waiting for it to reach {seq}.")
+        else:
+            why = (f"{len(ranks)} of {size} ranks timed out{'' if seq is None else f' on SeqNum {seq}'}; rank "
+                   f"{silent} did not. The rank that never reported is the one the others were waiting for.")
+        down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts
+                if e not in behind]
         v = Verdict(
-            pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=[],
-            downstream=down, confidence=0.7,
-            explanation=(f"{len(ranks)} of {size} ranks timed out{'' if seq is None else f' on SeqNum {seq}'}; rank "
-                         f"{silent} did not. The rank "
-                         "that never reported is the one the others were waiting for."),
+            pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=behind,
+            downstream=down, confidence=0.7, explanation=why,
             next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
                          "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
-            verify=["nvidia-smi", "dmesg -T | tail -100"])
+            verify=[f"nvidia-smi{f' (on {where[0]})' if where[0] else ''}",
+                    f"dmesg -T | tail -100{f' (on {where[0]})' if where[0] else ''}"])
         if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
             v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", "
                          "NCCL_DEBUG=INFO), or the job's rank-to-host map from the scheduler",

@@ -124,6 +124,25 @@ def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
     assert named == {(s.truth.host, s.truth.rank) for s in fleet.scenarios}
 
 
+def test_a_rank_that_timed_out_on_an_earlier_collective_is_behind_not_silent(pipeline):
+    """Ranks 0, 1, 3 time out on SeqNum 1580, rank 2 on SeqNum 1578: it is the rank the others waited for, but the
+    explanation said "rank 2 did not … the rank that never reported" beside its own timeout line (a fresh user's
+    trial; a break-it pass with 1,024 ranks). It says rank 2 was behind, its line is the initiator's evidence, and
+    the checks name its host."""
+    init = "node0{h}:10{r}:10{r} [{r}] NCCL INFO comm 0x{r} rank {r} nranks 4 cudaDev {r} busId {r}8000 commId 0xabc - Init COMPLETE"
+    wd = ("[rank{r}]:[E1130 03:22:01.51843200{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 600010 milliseconds before timing out.")
+    text = "\n".join([init.format(h=1, r=r) for r in range(4)]
+                      + [wd.format(r=r, seq=1578 if r == 2 else 1580) for r in range(4)])
+    (inc,) = run(pipeline, text, host="node01")
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 2, "node01")
+    assert inc["explanation"] == ("3 of 4 ranks timed out on SeqNum 1580; rank 2 timed out on SeqNum 1578, behind "
+                                  "them: the others were waiting for it to reach 1580.")
+    assert len(inc["initiator"]["events"]) == 1 and sorted(d["rank"] for d in inc["downstream"]) == [0, 1, 3]
+    assert inc["verify"] == ["nvidia-smi (on node01)", "dmesg -T | tail -100 (on node01)"]
+
+
 def test_a_silent_rank_no_line_places_says_its_host_is_what_is_missing(pipeline):
     """Rank 0's init line and its watchdog timeout in a job's log, rank 1 silent and never placed: the table said
     "None nccl_timeout" and ``missing`` was empty (a break-it pass). The incident names rank 1, says its host is
