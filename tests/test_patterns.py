@@ -124,6 +124,23 @@ def test_silent_rank_is_found_in_its_own_communicator_among_many(tmp_path):
     assert named == {(s.truth.host, s.truth.rank) for s in fleet.scenarios}
 
 
+def test_no_single_culprit_says_which_came_first_when_the_times_do(pipeline):
+    """An Xid 74 on one GPU, an SXid 20034 of an NVSwitch 40 s later, in one kernel log: no rule ties the two
+    (which switch port the GPU's link reaches is not known without the topology), so there is no single culprit —
+    but it read "The evidence does not say which came first" (a fresh user's trial). The order is said with its
+    gap; faults in the same second stay unordered."""
+    x74 = ("[Sun Nov 29 03:10:{s} 2026] NVRM: Xid (PCI:0000:18:00): 74, pid=5123, name=python, NVLink: fatal error "
+           "detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    sxid = "[Sun Nov 29 03:10:40 2026] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up"
+    (inc,) = run(pipeline, x74.format(s="00") + "\n" + sxid, host="node21")
+    assert inc["initiator"]["candidates"] == ["gpu 0000:18:00.0 on node21", "nvswitch 0000:06:00.0 on node21"]
+    assert inc["explanation"].endswith("gpu 0000:18:00.0 on node21 came first, 40 s before nvswitch 0000:06:00.0 on "
+                                       "node21; no rule here says that one caused the other.")
+    other = x74.format(s="00").replace("0000:18:00", "0000:2a:00")  # another GPU's Xid 74 in the same second
+    (inc,) = run(pipeline, x74.format(s="00") + "\n" + other, host="node21")
+    assert inc["explanation"].endswith("The evidence does not say which came first."), inc["explanation"]
+
+
 def test_a_rank_that_timed_out_on_an_earlier_collective_is_behind_not_silent(pipeline):
     """Ranks 0, 1, 3 time out on SeqNum 1580, rank 2 on SeqNum 1578: it is the rank the others waited for, but the
     explanation said "rank 2 did not … the rank that never reported" beside its own timeout line (a fresh user's
