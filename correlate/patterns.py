@@ -680,10 +680,17 @@ def silent_rank(scene: Scene) -> Verdict | None:
         if r in members and members[r][0]:
             placed[members[r][0]].append(r)
     unplaced = [r for r in silent_ranks if not (r in members and members[r][0])]
+    # every rank of the communicator timed out: none was silent (it said "without the communicator's membership"
+    # and asked for the init lines it had: a fresh user's trial)
+    every = bool(size) and len(ranks) == size and not behind
     if placed and unplaced:
         at = "; ".join(f"{_rank_runs(rs)} on {h}" for h, rs in sorted(placed.items()))
         why += (f". Of the {len(silent_ranks)} of {size} ranks that logged no timeout, NCCL's init lines place {at}; "
                 f"where {_rank_runs(unplaced)} ran is not known")
+    elif every:
+        why += (f". All {size} ranks of the communicator timed out: no rank was silent, so what stopped the "
+                "collective is not in these ranks' lines (a host, NIC or network fault the kernel logs of the job's "
+                "hosts may show, or a rank's process that stopped without a line)")
     else:
         why += ". Without the communicator's membership the silent rank cannot be named"
     v = unknown_verdict(scene, [(h, None, None) for h in sorted(placed)] if placed and unplaced else [], "nccl_hang",
@@ -694,12 +701,19 @@ def silent_rank(scene: Scene) -> Verdict | None:
                  if not member_ranks else "logs of the ranks that did not report"]
     if placed and unplaced:
         v.missing[0] = f"NCCL init lines or logs of ranks {_rank_runs(unplaced)}, to see where they ran"
+    elif every:
+        v.missing = ["the kernel logs of every host of the job around the implied start of the timeout",
+                     "a flight recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) to see which rank stopped first"]
     if seq is not None and placed and unplaced:
         hosts = ", ".join(sorted(placed))
         its = "its" if len(placed) == 1 else "their"
         v.next_action = (f"Check {hosts} first (ranks there logged no watchdog timeout for this SeqNum): {its} kernel "
                          f"log (Xid, AER, NIC link), {its} processes (py-spy dump) and GPUs; then find where ranks "
                          f"{_rank_runs(unplaced)} ran.")
+    elif every:
+        v.next_action = ("Every rank timed out: check the kernel logs (Xid, AER, NIC link) and the network of the "
+                         "job's hosts around the implied start of the timeout; enable TORCH_NCCL_TRACE_BUFFER_SIZE for "
+                         "a flight recorder dump next time.")
     elif seq is not None:
         v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
                          "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")

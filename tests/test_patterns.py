@@ -141,6 +141,22 @@ def test_no_single_culprit_says_which_came_first_when_the_times_do(pipeline):
     assert inc["explanation"].endswith("The evidence does not say which came first."), inc["explanation"]
 
 
+def test_when_every_rank_timed_out_none_is_silent_and_the_membership_is_not_asked_for(pipeline):
+    """All 4 ranks of a communicator whose init lines are all here time out on one SeqNum: it said "Without the
+    communicator's membership the silent rank cannot be named" and asked for the init lines it had (a fresh user's
+    trial). No rank was silent: the incident says so and asks for the hosts' kernel logs."""
+    init = "node0{h}:10{r}:10{r} [{r}] NCCL INFO comm 0x{r} rank {r} nranks 4 cudaDev {r} busId {r}8000 commId 0xabc - Init COMPLETE"
+    wd = ("[rank{r}]:[E1130 03:22:01.51843200{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 600010 milliseconds before timing out.")
+    text = "\n".join([init.format(h=1, r=r) for r in range(4)] + [wd.format(r=r) for r in range(4)])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["pattern"] == "comm.silent_rank" and "membership" not in inc["explanation"]
+    assert "All 4 ranks of the communicator timed out: no rank was silent" in inc["explanation"]
+    assert inc["missing"][0] == "the kernel logs of every host of the job around the implied start of the timeout"
+    assert inc["next_action"].startswith("Every rank timed out:")
+
+
 def test_a_rank_that_timed_out_on_an_earlier_collective_is_behind_not_silent(pipeline):
     """Ranks 0, 1, 3 time out on SeqNum 1580, rank 2 on SeqNum 1578: it is the rank the others waited for, but the
     explanation said "rank 2 did not … the rank that never reported" beside its own timeout line (a fresh user's
