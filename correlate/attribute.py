@@ -283,6 +283,9 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
              gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     f.update((k, str(v)) for k, v in (("xid", e.xid), ("sxid", e.sxid), ("link", e.link), ("pid", e.pid))
              if v is not None)
+    for k in ("xid", "sxid", "link"):  # a number out of its column's range is kept as written (ingest.extract)
+        if k not in f and (text := e.details.get(f"{k}_text")):
+            f[k] = str(text)
     f.setdefault("host", e.host)
     return f
 

@@ -1837,6 +1837,14 @@ def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group
     assert "; rank 7 is behind, still on SeqNum 96120: look there first" in near["explanation"]
 
 
+def test_an_xid_out_of_range_is_named_as_written_in_the_next_step(pipeline):
+    """An Xid no driver prints (4294967296, past int32) keeps its text in ``details.xid_text``; the next step read
+    "Xid <xid> is not in this catalog", the placeholder unfilled (a break-it pass). It names the code as written."""
+    (inc,) = run(pipeline, "2026-11-29T03:10:00.000001Z node60 kernel: NVRM: Xid (PCI:0000:18:00): 4294967296, pid=0, "
+                 "something new", host="node60")
+    assert inc["next_action"].startswith("Xid 4294967296 is not in this catalog"), inc["next_action"]
+
+
 def test_xid_154_says_what_the_gpu_needs_and_escalates_from_its_new_action(pipeline):
     """Xid 154 "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)": the catalog's row is info,
     "escalate severity from the new value". After an Xid 13 it was "application, info … Node healthy … Do not drain
