@@ -488,6 +488,10 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         m = _DMESG_X.match(s) if "dmesg_x" in can else None
         if m is None and p.ts is not None and "cri" in can:
             m = _CRI.match(s)
+            if m:  # the container's own line follows, with its launcher's label: "[rank1]: RuntimeError: …" (the
+                # rank was lost behind the CRI header: a break-it pass)
+                s = label_at = s[m.end():]
+                continue
         if m:
             s = s[m.end():]
             continue

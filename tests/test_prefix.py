@@ -205,6 +205,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     # pass: the tag hid it)
     ("2026-11-30T03:22:01.900000000Z stderr F " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,
      "[Rank 8]"),
+    # and a rank's exception after it, with PyTorch's "[rankN]: " before each line (a break-it pass: its GPU went
+    # unnamed behind the CRI header)
+    ("2026-11-29T03:10:00.123456789Z stderr F [rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered",
+     us(2026, 11, 29, 3, 10, 0) + 123456, None, 1, "RuntimeError"),
     # Open MPI --tag-output: job and rank, stream
     ("[1,3]<stderr>:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # and --timestamp-output before it, with a colon (NVIDIA/nccl#230): the stamp is the line's time, the label is
