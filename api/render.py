@@ -101,10 +101,15 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
 
 
 def _party_label(d: dict[str, Any]) -> str:
-    """``host:device`` (else ``host:kind``) of a downstream party; a party that is only an operator's report
+    """``host:device`` (else ``host:kind``; a rank's NCCL report ``host:kind (rank on device)``) of a downstream
+    party; a party that is only an operator's report
     (``--symptom``: its events are ``symptom-…``) says so, not the kind it is correlated as (a hang is an
     ``nccl_timeout`` that no line logged)."""
     what = d.get("device") or d.get("kind")
+    if d.get("device") and d.get("kind") in _RANK_REPORTS:
+        # a rank's NCCL report names the GPU it runs on: "node08:0000:3b:00.0" beside the failed GPU of the same bus
+        # id on node07 read as a second faulty GPU (a fresh user's trial)
+        what = f"{d['kind']} (rank on {d['device']})"
     if d.get("events") and all(str(e).startswith("symptom-") for e in d["events"]):
         what = "reported hang" if d.get("kind") == "nccl_timeout" else "reported failure"
     return f"{d['host']}:{what}"

@@ -2344,6 +2344,12 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
         assert page_initiator(inc) == "the rank on GPU index 4 on nodea (nccl_error)", tag
     assert describe_initiator({"host": "n1", "device_type": "gpu", "gpu_index": 4, "kind": "xid", "xid": 79}) == \
         "n1 gpu index 4 (Xid 79)"
+    # downstream too: "node08:0000:3b:00.0" beside a failed GPU of that bus id on node07 read as a second faulty GPU
+    from api.render import _party_label
+    assert _party_label({"host": "node08", "device": "0000:3b:00.0", "kind": "nccl_error", "events": ["e1"]}) == \
+        "node08:nccl_error (rank on 0000:3b:00.0)"
+    assert _party_label({"host": "node08", "device": "0000:3b:00.0", "kind": "xid", "events": ["e1"]}) == \
+        "node08:0000:3b:00.0"
     seg = Segment(data=(warn + "\n" + exc).encode(), origin="t:nodea", stream="nodea", host="nodea", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
     ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
