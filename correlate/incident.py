@@ -227,6 +227,19 @@ def software_cause(catalog: Catalog, xid: int) -> bool:
     return fact is not None and "INVESTIGATE_SW" in fact.nvidia_action.replace("INVESTIGATE_SW_USER", "")
 
 
+def counted_back_missing(v: Verdict) -> list[str]:
+    """Wall-clock kernel times, when the initiator's time is a raw ``dmesg`` uptime counted back from its file's
+    mtime (``ts_basis`` ``file`` without ``details.ts_upper_bound``): a copy or a later write of the file moves
+    them, and with them the order against other hosts' lines (a fresh user's trial: a copied raw dmesg made the
+    GPU's fall its own incident, and nothing asked for ``dmesg -T``)."""
+    hosts = sorted({e.host for e in v.initiator_events if e.ts_basis == "file" and not e.undated()})
+    if not hosts:
+        return []
+    return [f"wall-clock times for the kernel lines of {first_of(hosts, noun='hosts')} (dmesg -T, journalctl -k): "
+            "their raw uptime stamps were counted back from the file's modification time, which a copy or a later "
+            "write moves"]
+
+
 def software_missing(scene: Scene, v: Verdict) -> list[str]:
     """What to look up when the initiator is an Xid with a software cause (:func:`software_cause`): its host's
     driver version against the branch's release notes decides between a known driver bug and the GPU. The version is
@@ -284,7 +297,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "explanation": explanation,
         "next_action": v.next_action or action,
         "verify": v.verify or verify,
-        "missing": v.missing + [m for m in software_missing(scene, v) if m not in v.missing],
+        "missing": v.missing + [m for m in software_missing(scene, v) + counted_back_missing(v) if m not in v.missing],
         "recurrence": None,
         "pattern": v.pattern,
         "evidence": evidence,

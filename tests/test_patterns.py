@@ -1078,6 +1078,10 @@ def test_a_raw_kernel_stamp_counted_back_from_its_files_time_is_said_as_about(pi
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert "of node07 at about 2027-01-15T07:59:03.308145Z" in inc["explanation"], inc["explanation"]  # 56.69 s before
     assert "(its seconds since boot counted back from its file's time)" in inc["explanation"]
+    # and the wall-clock times are what would settle it (nothing asked for dmesg -T: a fresh user's trial)
+    assert inc["missing"] == ["wall-clock times for the kernel lines of node07 (dmesg -T, journalctl -k): their raw "
+                              "uptime stamps were counted back from the file's modification time, which a copy or a "
+                              "later write moves"]
 
 
 def test_another_jobs_application_xid_does_not_explain_a_ranks_timeout(pipeline):
