@@ -246,9 +246,20 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
         if not up and not exp:
             continue
         links = sorted({e.link for e in evs})
-        init = initiator_fields(scene, (host, "gpu", key), evs)
+        # the GPU's other faults are its own evidence too: link 2's CRC counters rising beside link 5 down were in
+        # no part of the incident (a fresh user's trial)
+        others = [e for e in scene.parties().get((host, "gpu", key), []) if scene.is_fault(e) and e not in evs]
+        init = initiator_fields(scene, (host, "gpu", key), evs)  # the links down name the initiator's links
         init["kind"] = "nvlink_down"
+        evs = evs + others
+        init["events"] = [e.event_id for e in sorted(evs, key=lambda e: e.order)]
         down, ctx = downstream_parties(scene, (host, "gpu", key), evs)
+        also = ""
+        if others:
+            kinds = sorted({e.kind for e in others})
+            on = sorted({e.link for e in others if e.link is not None})
+            also = (f" The same GPU also reported {', '.join(kinds)}"
+                    + (f" on link{'s' if len(on) > 1 else ''} {', '.join(map(str, on))}" if on else "") + ".")
         wired = f"{exp} links on a {model}" if exp else f"{len(up)} other links of this GPU are up"
         gpu = init.get("gpu_index") if init.get("gpu_index") is not None else key
         return Verdict(
@@ -256,7 +267,8 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
             downstream=down, context=ctx, confidence=0.85 if exp else 0.7, severity="error",
             explanation=(f"NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, links))} of GPU {key} on {host} "
                          f"{'are' if len(links) > 1 else 'is'} inactive while the platform wires them ({wired}; up: "
-                         f"{sorted(up) or 'unknown'}). Links inactive where they are wired are a link or GPU fault."),
+                         f"{sorted(up) or 'unknown'}). Links inactive where they are wired are a link or GPU fault."
+                         + also),
             # not the signature's own action: DCGM's "link N is currently down" says a PCIe card's links are down
             # by design, beside an explanation that the platform wires them (a fresh-user trial)
             next_action=WIRED_ACTION.format(gpu=gpu),

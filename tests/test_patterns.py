@@ -793,6 +793,32 @@ def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_desi
     assert benign["severity"] == "info" and "by design" in benign["explanation"]
 
 
+def test_a_wired_link_down_keeps_its_gpus_other_link_errors_as_evidence(tmp_path):
+    """The poller's samples of one H100: link 5 down, link 2's CRC counter rising over three minutes. The incident
+    named link 5 and left the three counter rises out of every part of it — initiator, downstream, context (a fresh
+    user's trial). They are the initiator GPU's evidence too, and said; the initiator's link stays 5."""
+    import orjson as _orjson
+
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    rows = []
+    for minute, crc in enumerate((0, 1000, 3000, 5000)):
+        links = [{"link": n, "state": "down" if n == 5 else "up", "gbps": 26.562,
+                  "counters": {"Replay Errors": 0, "CRC Errors": crc if n == 2 else 0}} for n in range(18)]
+        rows.append(_orjson.dumps({"format": "firstfault.link_sample/1", "host": "gpuc02",
+                                   "timestamp": f"2026-11-29T03:0{minute}:00Z", "gpu_index": 0,
+                                   "device": "0000:18:00.0", "model": "NVIDIA H100 80GB HBM3", "links": links}))
+    (tmp_path / "gpuc02.nvml.ndjson").write_bytes(b"\n".join(rows) + b"\n")
+    _, batch, incidents = diagnose_paths([tmp_path], Settings())
+    (inc,) = incidents
+    assert (inc["pattern"], inc["initiator"]["link"], inc["initiator"]["links"]) == ("link.inactive_where_wired", 5,
+                                                                                     [5])
+    kinds = dict(zip(batch.events.column("event_id").to_pylist(), batch.events.column("kind").to_pylist()))
+    assert sorted(kinds[i] for i in inc["initiator"]["events"]) == ["nvlink_down"] + ["nvlink_errors"] * 3
+    assert inc["explanation"].endswith("The same GPU also reported nvlink_errors on link 2.")
+
+
 def test_a_fault_no_rule_ties_to_the_initiator_is_named_beside_it_not_as_following_it(pipeline):
     """An ECC double-bit error (Xid 48, 63, 94) on one GPU and, a second later, an application's Xid 13 on another
     GPU of the host: nothing ties the two (rules.yaml has no rule from an ECC error to another GPU's Xid 13), so the
