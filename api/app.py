@@ -253,12 +253,18 @@ HostQuery = Annotated[str | None, Query(min_length=1, max_length=255, descriptio
                       AfterValidator(_host)]
 
 
-def _comm_id(text: str) -> str:
+def _comm_id(text: str | None) -> str | None:
     """A communicator id as NCCL prints its commId (``0x%lx``: lower case, with 0x), from any case, with or without
-    the 0x and blanks around it (``0X7F2D…`` and ``7f2d…`` found nothing: a break-it pass); other text as given."""
+    the 0x and blanks around it (``0X7F2D…`` and ``7f2d…`` found nothing: a break-it pass). Raises ValueError (a
+    422) for text that is no hex number: ``comm=0xZZ`` was an empty 200, as if the job had no incident (a second
+    break-it pass)."""
+    if text is None:
+        return None
     t = text.strip()
     hexa = t[2:] if t[:2].lower() == "0x" else t
-    return f"0x{hexa.lower()}" if hexa and all(c in "0123456789abcdefABCDEF" for c in hexa) else t
+    if not hexa or any(c not in "0123456789abcdefABCDEF" for c in hexa):
+        raise ValueError("a communicator id is hex digits, with or without 0x (NCCL's commId: 0x7f2d1c3e5a6b7c8d)")
+    return f"0x{hexa.lower()}"
 
 
 #: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)
@@ -416,7 +422,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         rack: Annotated[str | None, Query(max_length=255, description="rack (fleet config; as domain)")] = None,
         device: DeviceQuery = None,
         comm: Annotated[str | None, Query(max_length=64, description="NCCL communicator id (the job), as NCCL "
-                                          "prints it (0x7f2d1c3e5a6b7c8d); any case, with or without 0x")] = None,
+                                          "prints it (0x7f2d1c3e5a6b7c8d); any case, with or without 0x; other "
+                                          "text is a 422"), AfterValidator(_comm_id)] = None,
         severity: Annotated[list[Severity] | None, Query(description="exactly these severities (repeat it: "
                                                                      "severity=error&severity=critical)")] = None,
         min_severity: Annotated[Severity | None, Query(description="this severity or above (info < warning < "
@@ -436,7 +443,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             hosts_in = _fleet_hosts(fleet, domain or None, rack or None)
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
                                 min_severity=min_severity, category=category, status=status, device=device,
-                                comm=_comm_id(comm) if comm else None, sort=sort, limit=limit + 1,
+                                comm=comm or None, sort=sort, limit=limit + 1,
                                 cursor=_decode_cursor(cursor, sort) if cursor else None)
         more = len(items) > limit
         items = items[:limit]

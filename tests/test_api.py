@@ -971,6 +971,9 @@ def test_an_incident_is_found_by_the_communicator_its_ranks_are_of(tmp_path):
         got = c.get("/incidents", params={"comm": "0x7f2d1c3e5a6b7c8d"}).json()["items"]
         assert [i["id"] for i in got] == [lost["id"]]
         assert c.get("/incidents", params={"comm": "0x1"}).json()["items"] == []
+        for bad in ("0xZZ", "job-17", "0x"):  # no communicator id: said, not an empty list (a break-it pass)
+            r = c.get("/incidents", params={"comm": bad})
+            assert r.status_code == 422 and "hex digits" in r.text, (bad, r.text)
         for form in ("0X7F2D1C3E5A6B7C8D", "7f2d1c3e5a6b7c8d", " 0x7f2d1c3e5a6b7c8d "):  # as a person types it
             assert [i["id"] for i in c.get("/incidents", params={"comm": form}).json()["items"]] == [lost["id"]], form
         detail = c.get(f"/incidents/{lost['id']}").json()
