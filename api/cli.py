@@ -174,6 +174,9 @@ def _parse_symptom(text: str):
     bracket = re.fullmatch(r"([^@:]*)@\[([^\]]*)\](?::(.*))?", text, re.S)  # an IPv6 host in brackets, as in a URL
     if bracket:  # (its colons are no GPU list: a break-it pass): hang@[2001:db8::1]:0,1
         head, colon, gpus = f"{bracket[1]}@{bracket[2]}", ":" if bracket[3] is not None else "", bracket[3] or ""
+    elif re.fullmatch(r"[^@:]*@\[[^\]]*", text, re.S):  # "hang@[::1": its colons were read as a GPU list
+        raise typer.BadParameter(f"{text!r} opens '[' for an IPv6 host and does not close it: write "
+                                 f"{text.partition('[')[0]}[{text.partition('[')[2]}]", param_hint="--symptom")
     else:
         head, colon, gpus = text.partition(":")
     kind, at, host = head.partition("@")

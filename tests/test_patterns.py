@@ -362,7 +362,9 @@ def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline)
     import typer
 
     for bad, says in (("hang@:0", "names no host after @"), ("hang@ ", "names no host after @"),
-                      ("hang:", "names no GPU after ':'"), ("failure@node01:,", "names no GPU after ':'")):
+                      ("hang:", "names no GPU after ':'"), ("failure@node01:,", "names no GPU after ':'"),
+                      # an IPv6 host's bracket left open: said, not "GPUs are … not ':1'" (a break-it pass)
+                      ("hang@[::1", "does not close it")):
         with pytest.raises(typer.BadParameter, match=says):
             _parse_symptom(bad)
     assert _parse_symptom("hang@ node01 :0").host == "node01"
