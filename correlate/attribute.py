@@ -610,11 +610,16 @@ def _peer_gpu(scene: Scene, e: Ev) -> str | None:
     return scene.topo.gpu_key(e.host, None, int(i))
 
 
+#: relations across hosts a party that no rule reached is named by (:func:`downstream_parties`), nearest first
+_CROSS_HOST = ("same_collective", "same_comm", "peer_host")
+
+
 def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> tuple[list[Party], list[Ev]]:
     """Other subjects as downstream (with the relation that reached them) and pure context events."""
     reached = reach(scene, init_events)
     parties: list[Party] = []
     context: list[Ev] = []
+    holds = None
     for key, evs in scene.parties().items():
         if key == init_key:
             continue
@@ -622,8 +627,18 @@ def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> 
         if not faults:
             context.extend(evs)
             continue
-        rel, rule = reached.get(key, ("same_host" if key[0] == init_key[0] else "same_domain", None))
-        parties.append(Party(key, evs, rel, rule))
+        got = reached.get(key)
+        if got is None and key[0] == init_key[0]:
+            got = ("same_host", None)
+        elif got is None:
+            # on another host, by no rule: the relation that joined them (a communicator, a collective, a named peer),
+            # and the NVLink domain only when nothing nearer holds ("same_domain" with no fleet config, no domain at
+            # all, was said of a job's ranks: a fresh user's trial)
+            holds = holds or Relations(scene.topo).holds
+            rel = next((r for r in _CROSS_HOST + ("same_domain",)
+                        if any(holds(r, c, e) for c in init_events for e in faults)), None)
+            got = (rel, None)
+        parties.append(Party(key, evs, *got))
     parties.sort(key=lambda p: (min(e.start for e in p.events), p.key[0], str(p.key[2])))
     return parties, context
 

@@ -492,8 +492,9 @@ def _explain(scene: Scene, v: Verdict) -> str:
         # in its window (same host or domain) but tied to it by no rule: an application Xid on another GPU a second
         # later was told as one more reporter that "follows it" (a fresh-user trial)
         named = first_of([_beside_name(p, i["host"]) for p in beside], 3)
-        s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window "
-              f"({', '.join(sorted({p.relation or '' for p in beside}))}): {named}")
+        rels = sorted({p.relation for p in beside if p.relation})
+        s += (f"; no rule ties it to {len(beside)} other subject{'s' if len(beside) > 1 else ''} in its window"
+              + (f" ({', '.join(rels)})" if rels else "") + f": {named}")
         if earlier:
             own = f"a fault of {'their' if len(earlier) > 1 else 'its'} own, or one this does not explain"
             if len(earlier) == len(beside):  # the list just said: not again

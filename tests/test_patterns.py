@@ -63,6 +63,35 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
 
 
+def test_a_party_no_rule_reached_names_the_relation_that_holds_or_none(tmp_path):
+    """Ranks of a job without init lines time out after node07's Xid 79; the other hosts' NET/IB errors name node07's
+    address. The timeouts joined through those errors and their collective, no rule ties them to the Xid, and they
+    were said to be in its window "(same_domain)" with no fleet config and no domain (a fresh user's trial). A party
+    no rule reached names a relation that holds between it and the initiator, or none."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    (tmp_path / "node07.dmesg.log").write_text(
+        "[Sun Nov 29 03:10:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.\n")
+    wd = ("[rank{r}]:[E1129 03:20:00.40827125{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 600060 milliseconds before timing out.")
+    for n in (7, 8, 9):
+        lines = [f"[2026-11-29 02:00:00] node0{n}:40{n}:40{n} [0] NCCL INFO Bootstrap : Using eth0:10.0.0.{n}<0>"]
+        if n != 7:
+            lines.append(f"[2026-11-29 03:10:04] node0{n}:40{n}:42{n} [0] transport/net_ib.cc:1421 NCCL WARN NET/IB : "
+                         "Got completion from peer 10.0.0.7<44206> with status=12 opcode=129 len=65536 vendor err 129 "
+                         "(Recv)")
+        lines.append(wd.format(r=n - 7))
+        (tmp_path / f"node0{n}.nccl.log").write_text("\n".join(lines) + "\n")
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    (inc,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    assert "same_domain" not in inc["explanation"]
+    rels = {(d["host"], d["kind"]): d["relation"] for d in inc["downstream"]}
+    assert rels[("node08", "nccl_timeout")] is None and rels[("node08", "nccl_error")] == "peer_host", rels
+
+
 def test_an_unstamped_peer_report_joins_the_fault_of_the_peer_it_names(tmp_path):
     """NCCL before 2.26 stamps no line: a rank's "NET/IB : Got completion from peer 10.0.0.7" is dated by its log's
     mtime, 15 min after node07's GPU fell off the bus. It was an incident of its own that named the reporting
