@@ -797,8 +797,8 @@ def _reports_a_peer(e: Ev) -> bool:
         return True
     if e.signature == "torch.nccl_result":
         return e.details.get("nccl_result") == "ncclRemoteError"
-    return e.signature in ("torch.nccl_error", "nccltests.nccl_failure") and str(e.details.get("reason", "")).startswith(
-        "remote process exited")
+    return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure")
+            and str(e.details.get("reason", "")).startswith("remote process exited"))
 
 
 def peer_failed(scene: Scene) -> Verdict | None:
