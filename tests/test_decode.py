@@ -543,6 +543,14 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
         d = decode_file(tmp_path / name, relname=name)
         assert not d.rejects and d.segments and b"Xid" in d.segments[0].data, name
     assert decode_file(tmp_path / "node05.log", relname="node05.log").segments[0].data.count(b"Xid") == 21
+    # a burst of binary bytes in a log of text lines (a serial console's capture) keeps the log: the whole file was
+    # skipped, its Xid 79 lost (a break-it pass); random bytes with as many newlines stay binary
+    noisy = xid + b"kernel: eth0: link up\n" * 200 + random.Random(2).randbytes(20_000) + b"\n" + xid
+    (tmp_path / "node09.log").write_bytes(noisy)
+    d = decode_file(tmp_path / "node09.log", relname="node09.log")
+    assert not d.rejects and d.segments[0].data.count(b"Xid") == 2
+    (tmp_path / "node10.bin").write_bytes(random.Random(3).randbytes(60_000))
+    assert [r.error_code for r in decode_file(tmp_path / "node10.bin", relname="b").rejects] == ["not_text"]
 
 
 def test_messages_that_may_not_join_a_run_are_found_in_the_joined_bytes():
