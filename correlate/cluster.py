@@ -6,7 +6,8 @@ bounds added). Context events (informational lines: an NCCL fallback, a Fabric
 Manager start-up line) never start an incident; each joins the incident of the
 closest fault of its host within the link window of the ``same_host`` relation
 (or the rule for its kind), or is left out. An operator-reported symptom
-without a time links to every fault of its host. Faults dated only by their
+without a time links to every fault of its host (of a host that logged none: to the faults of the
+communicators NCCL's init lines place ranks of it in). Faults dated only by their
 file's mtime (lines that printed no time) that link to no fault with a time of
 its own join the latest fault of their host with one, up to an hour before
 them, that they may be related to, else the latest such fault of another file of
@@ -107,8 +108,17 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
         by_host[e.host].append(i)
     for i, e in enumerate(faults):  # an untimed symptom joins every fault of its host
         if e.signature == SYMPTOM and e.details.get("untimed"):
-            for j in by_host[e.host]:
+            mine = [j for j in by_host[e.host] if j != i]
+            for j in mine:
                 dsu.union(i, j)
+            if not mine:
+                # a host that logged no fault: the faults of the jobs whose ranks NCCL's init lines place on it (its
+                # silent ranks' peers that timed out: "failure@node07" was an incident of its own saying the logs hold
+                # nothing of node07, beside the hang that named node07's silent ranks — a fresh user's trial)
+                comms = {c for c, _dev in topo.comm_index().get(e.host, ())}
+                for j, f in enumerate(faults):
+                    if j != i and f.host != e.host and comms & comms_of(f, topo):
+                        dsu.union(i, j)
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
     holds = Relations(topo).holds

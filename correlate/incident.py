@@ -268,8 +268,12 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     worst = max(e.sev for e in faults)
     severity = v.severity or _SEV_NAME[worst]
     action, verify = default_action(scene, v)
-    start = min(e.start for e in evs)
-    end = max(e.ts for e in evs)
+    # an operator's report given no time is placed at its host's first line (api.diagnose.place_symptoms): it
+    # dates nothing when logged events are here (a silent host's report moved a hang's start an hour back to the
+    # host's NCCL init line: a fresh user's trial)
+    dated = [e for e in evs if not (e.signature == SYMPTOM and e.details.get("untimed"))] or evs
+    start = min(e.start for e in dated)
+    end = max(e.ts for e in dated)
     explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
@@ -285,7 +289,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
         # printed no usable time and the arrival or file time stands in; of events that start together, a logged
         # line's (an operator's report placed at a line's time does not make that start untimed)
-        "start_basis": min(evs, key=lambda e: (e.start, e.signature == SYMPTOM, e.order)).ts_basis,
+        "start_basis": min(dated, key=lambda e: (e.start, e.signature == SYMPTOM, e.order)).ts_basis,
         "severity": severity,
         "category": v.category,
         "initiator": init,

@@ -764,6 +764,10 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
     ranks_text = ", ".join(map(str, silent))
     if len(by_host) == 1:
         (host, hr), = by_host.items()
+        # an operator's report of that host agrees, said (cluster.components joins it to the job's hang: it was an
+        # incident of its own saying the logs hold nothing of the host, a fresh user's trial); not the initiator's
+        # evidence: an untimed report is placed at the host's first line, and would move the incident's start
+        told = [e for e in scene.symptoms() if e.host == host]
         init = {"host": host, "device_type": None, "device": None, "link": None, "rank": None,
                 "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None, "gpu_index": None, "links": None,
                 "events": []}
@@ -773,7 +777,8 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
             explanation=(f"{len(timed)} of {size} ranks timed out{on}; the {len(hr)} that did not (ranks "
                          f"{ranks_text}) all ran on {host}. The ranks that never reported are the ones the others "
                          f"were waiting for: {host} (a host that died, hung or lost its network stops all its ranks "
-                         "at once)."),
+                         "at once)." + (f" The operator reported a {told[0].details.get('symptom', 'failure')} of "
+                                        f"{host} too." if told else "")),
             next_action=(f"Look at {host}: is it up and reachable, its kernel log (Xid, AER, NIC link), its "
                          "processes' state (py-spy dump) and its GPUs (nvidia-smi)."),
             verify=[f"ping {host}", f"dmesg -T | tail -100 (on {host})", f"nvidia-smi (on {host})"],

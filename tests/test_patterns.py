@@ -186,6 +186,35 @@ def test_when_every_rank_timed_out_none_is_silent_and_the_membership_is_not_aske
     assert inc["next_action"].startswith("Every rank timed out:")
 
 
+def test_an_operators_report_of_a_silent_host_joins_its_jobs_hang(tmp_path):
+    """node07 logs nothing; the other hosts' ranks time out and the init lines place node07's two ranks: the hang
+    names node07. With ``--symptom failure@node07`` the report was an incident of its own, "the logs hold no fault of
+    this host … nothing in them names a cause", beside the hang blaming node07, dated by node07's init line an hour
+    earlier (a fresh user's trial). The report joins the hang, is said there, and dates nothing."""
+    from api.diagnose import diagnose_paths
+    from correlate.correlator import Symptom
+    from schemas.settings import Settings
+
+    for n in (7, 8, 9, 10):
+        lines = [f"[2026-11-29 02:00:0{r}] node{n:02d}:40{n}{r}:41{n}{r} [{r}] NCCL INFO comm 0x5{n}{r} rank "
+                 f"{2 * (n - 7) + r} nranks 8 cudaDev {r} busId {r + 3}b000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE"
+                 for r in (0, 1)]
+        if n != 7:
+            lines += [f"[rank{2 * (n - 7) + r}]:[E1129 03:20:00.40827125{r} ProcessGroupNCCL.cpp:616] [Rank "
+                      f"{2 * (n - 7) + r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, "
+                      "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600060 milliseconds "
+                      "before timing out." for r in (0, 1)]
+        (tmp_path / f"node{n:02d}.nccl.log").write_text("\n".join(lines) + "\n")
+    _, _, alone = diagnose_paths([tmp_path], Settings())
+    _, _, told = diagnose_paths([tmp_path], Settings(), symptoms=[Symptom(host="node07", kind="failure", gpus=[])])
+    (a,), (t,) = alone, told
+    assert (t["pattern"], t["initiator"]["host"]) == (a["pattern"], a["initiator"]["host"]) == ("comm.silent_rank",
+                                                                                               "node07")
+    assert t["explanation"] == a["explanation"] + " The operator reported a failure of node07 too."
+    assert (t["start"], t["end"]) == (a["start"], a["end"]) == ("2026-11-29T03:10:00.348271Z",
+                                                               "2026-11-29T03:20:00.408271Z")
+
+
 def test_a_rank_that_timed_out_on_an_earlier_collective_is_behind_not_silent(pipeline):
     """Ranks 0, 1, 3 time out on SeqNum 1580, rank 2 on SeqNum 1578: it is the rank the others waited for, but the
     explanation said "rank 2 did not … the rank that never reported" beside its own timeout line (a fresh user's
