@@ -443,7 +443,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             hosts_in = _fleet_hosts(fleet, domain or None, rack or None)
         items = store.incidents(since=since, until=until, host=host, hosts_in=hosts_in, severity=severity,
                                 min_severity=min_severity, category=category, status=status, device=device,
-                                comm=comm or None, sort=sort, limit=limit + 1,
+                                comm=comm, sort=sort, limit=limit + 1,
                                 cursor=_decode_cursor(cursor, sort) if cursor else None)
         more = len(items) > limit
         items = items[:limit]

@@ -91,6 +91,7 @@ import httpx
 import orjson
 from prometheus_client import Counter, Gauge
 
+from api.render import RANK_REPORTS
 from schemas.events import SEVERITY_RANK
 from schemas.settings import Settings, without_userinfo
 
@@ -193,7 +194,7 @@ def describe_initiator(inc: dict[str, Any]) -> str:
              "link": "NVLink"}.get(i["device_type"], i["device_type"])
     dev = i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "")
     what = f"{dtype} {dev}".strip()
-    if i["device_type"] == "gpu" and i.get("kind") in ("nccl_error", "nccl_timeout"):
+    if i["device_type"] == "gpu" and i.get("kind") in RANK_REPORTS:
         # NCCL's report names the GPU its rank runs on, not a fault of the GPU (api.render.describe_initiator)
         rank = i.get("rank")
         what = f"the rank{f' {rank}' if rank is not None else ''} on {what}"

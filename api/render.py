@@ -100,13 +100,18 @@ def _rows(incidents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
     return out
 
 
+#: kinds of initiators and parties that are a rank's report (NCCL's own lines), whose device is the GPU the rank
+#: runs on (the table here, the pages: ``api.pager.describe_initiator``)
+RANK_REPORTS = frozenset({"nccl_error", "nccl_timeout"})
+
+
 def _party_label(d: dict[str, Any]) -> str:
     """``host:device`` (else ``host:kind``; a rank's NCCL report ``host:kind (rank on device)``) of a downstream
     party; a party that is only an operator's report
     (``--symptom``: its events are ``symptom-…``) says so, not the kind it is correlated as (a hang is an
     ``nccl_timeout`` that no line logged)."""
     what = d.get("device") or d.get("kind")
-    if d.get("device") and d.get("kind") in _RANK_REPORTS:
+    if d.get("device") and d.get("kind") in RANK_REPORTS:
         # a rank's NCCL report names the GPU it runs on: "node08:0000:3b:00.0" beside the failed GPU of the same bus
         # id on node07 read as a second faulty GPU (a fresh user's trial)
         what = f"{d['kind']} (rank on {d['device']})"
@@ -414,10 +419,6 @@ def _labelled(rows: list[tuple[str, str, str]], min_width: int | None = None) ->
     return grid
 
 
-#: initiator kinds that are a rank's report (NCCL's own lines), whose device is the GPU the rank runs on
-_RANK_REPORTS = frozenset({"nccl_error", "nccl_timeout"})
-
-
 def describe_initiator(i: dict[str, Any]) -> str:
     """``node07 gpu 0000:9a:00.0 link 3 (Xid 79)`` style one-liner; ``gpu (unnamed)`` when no line named the
     device or its index."""
@@ -432,12 +433,11 @@ def describe_initiator(i: dict[str, Any]) -> str:
         return f"{f'rank {rank} (host unknown)' if rank is not None else '? (host unknown)'} {i['kind']}"
     parts = [str(i.get("host")), str(i["device_type"]),
              str(i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "(unnamed)"))]
-    if i["device_type"] == "gpu" and i.get("kind") in _RANK_REPORTS:
+    if i["device_type"] == "gpu" and i.get("kind") in RANK_REPORTS:
         # NCCL's report names the GPU its rank runs on, not a fault of the GPU: a NET/IB completion error read
         # "node01 gpu index 4" in the table (real-logs passes on NVIDIA/nccl#1405, #302)
         rank = i.get("rank")
         return f"{parts[0]} rank{f' {rank}' if rank is not None else ''} on gpu {parts[2]} ({i['kind']})"
-
     if i.get("links") and len(i["links"]) > 1:
         parts.append("links " + ",".join(map(str, i["links"])))
     elif i.get("link") is not None:

@@ -182,7 +182,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
 
 
 def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
-                     related: Callable[[Ev, Ev], bool], topo: Topology | None = None) -> None:
+                     related: Callable[[Ev, Ev], bool], topo: Topology) -> None:
     """Join each component of faults timed only by their file (``ts_basis`` ``file``: lines that printed no time,
     dated by the file's mtime, so written then *or earlier*: ``window`` module doc) to the latest fault (by start,
     then order) of its first fault's host that has a time of its own, began no later than them and no more than
@@ -262,11 +262,9 @@ def _timed_of(host: str, faults: list[Ev], by_host: dict[str, list[int]],
 
 def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str, list[int]],
                     timed: dict[str, tuple[list[int], list[int]]], dsu: _DSU, related: Callable[[Ev, Ev], bool],
-                    topo: Topology | None) -> bool:
+                    topo: Topology) -> bool:
     """Join the file-dated faults ``idx`` to the latest related fault with a time of its own of a host their peer
     addresses name (``_join_file_timed``); whether one took them."""
-    if topo is None:
-        return False
     seen: set[str] = set()
     for i in idx:
         e = faults[i]

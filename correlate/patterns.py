@@ -18,6 +18,7 @@ from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action,
 from correlate.model import Ev
 from correlate.topology import expected_links, peer_name
 from ingest.catalog import Catalog
+from ingest.extract import recovery_action_code
 from schemas.events import SEVERITY_RANK
 
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
@@ -109,8 +110,6 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
 
 #: an application Xid's last word, while it is one program's fault
 APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
-#: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 31:
-#: "repeated faults on the same GPU with different apps -> run DCGM diag"; Xid 13 alike); ``what`` says how it repeated
 #: what an application Xid explanation says of the GPU (:func:`application_xid`), and what it says once the Xid has
 #: come from several processes or incidents on that GPU, when NVIDIA's advice is DCGM's diagnostics (the recurring
 #: incident said "not of the GPU" beside "run DCGM diagnostics … before blaming the programs alone": a real-logs pass
@@ -118,6 +117,8 @@ APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
 APP_NOT_GPU = "), not of the GPU: no hardware Xid, ECC or link error accompanies"
 APP_MAYBE_GPU = ("), not of the GPU unless the Xid keeps coming back on that GPU (below): no hardware Xid, ECC or link "
                  "error accompanies")
+#: what to do once application Xids repeat on one GPU under different programs (NVIDIA's Xid catalog, Xid 31:
+#: "repeated faults on the same GPU with different apps -> run DCGM diag"; Xid 13 alike); ``what`` says how it repeated
 APP_RECUR_ADVICE = ("Application Xids came from {what}: run DCGM diagnostics on the GPU (dcgmi diag -r 3) before "
                     "blaming the programs alone; drain it if they fail, else debug the programs.")
 
@@ -155,7 +156,7 @@ def recovery_action(e: Ev) -> str | None:
     action, ``details.new_action_name``), or None for another event or the action "None". A GPU the driver wants
     reset or drained is not a program's fault alone (a break-it pass: Xid 13, then Xid 154 "to 0x4 (Drain and
     Reset)", was told "Node healthy … Do not drain")."""
-    if e.xid != 154 or str(e.details.get("new_action", "0x0")).lower() in ("0", "0x0"):
+    if e.xid != 154 or not recovery_action_code(e.details):  # 0 is the action "None"
         return None
     return str(e.details.get("new_action_name") or e.details.get("new_action"))
 
@@ -210,7 +211,8 @@ def application_xid(scene: Scene) -> Verdict | None:
     elif len(pids) > 1 and recurs_to_diag(scene.catalog, first.xid):  # a warning: what may be the GPU is no longer
         # one program's business
         severity = "warning"
-        explanation = explanation.replace(APP_NOT_GPU, APP_MAYBE_GPU, 1) + f" They came from {len(pids)} different processes."
+        explanation = (explanation.replace(APP_NOT_GPU, APP_MAYBE_GPU, 1)
+                       + f" They came from {len(pids)} different processes.")
         action = APP_RECUR_ADVICE.format(what=f"{len(pids)} different processes on this GPU")
     return Verdict(
         pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,

@@ -226,13 +226,20 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             row["kind"] = sig.kind_by_catalog_category[fact.category]
     if xid == 149 and (cause := _link_down_cause(details)) is not None:
         details["link_down_reason"], details["link_down_cause"] = cause
-    if xid == 154 and (escalated := _RECOVERY_SEVERITY.get(_int(details.get("new_action", "")) or 0)):
+    if xid == 154 and (escalated := _RECOVERY_SEVERITY.get(recovery_action_code(details) or 0)):
         # the catalog's row is "info … escalate severity from the new value": a GPU the driver wants reset or
         # drained is no information line (a break-it pass: Xid 13 then "to 0x4 (Drain and Reset)" read "Node
         # healthy … do not drain")
         row["severity"] = escalated
     row["details"] = details
     return row
+
+
+def recovery_action_code(details: dict[str, Any]) -> int | None:
+    """Xid 154's new recovery action as a number (``details.new_action``, printed ``0x4``), None when the line gave
+    none: the one reading of it, for the event's severity here and the incident's next step
+    (``correlate.patterns.recovery_action``)."""
+    return _int(str(details.get("new_action", "")))
 
 
 #: Xid 154's new recovery action (``details.new_action``; NV2080_CTRL_GPU_RECOVERY_ACTION in open-gpu-kernel-modules

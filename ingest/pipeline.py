@@ -384,10 +384,6 @@ class Pipeline:
         return head, excerpt, s - a, fields(c, excerpt)
 
 
-#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``), and lines whose occurrences'
-#: typed columns it remembers (``Pipeline._lines``); then each starts again. Only
-#: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so each memo
-#: holds at most ~16,384 × (512 characters of key + the rows): ~25 MB
 #: ``details.quote`` of an NCCL message that a framework's exception quotes after "Last error:" (PyTorch's
 #: ``DistBackendError`` / ``ProcessGroupNCCL`` append ``ncclGetLastError()``, the text of NCCL's last WARN, without
 #: its ``host:pid:tid [cudaDev] file:line NCCL WARN`` prefix): a copy of a report, not a report of its own when the
@@ -405,6 +401,10 @@ def _after_last_error(buf: bytes, a: int) -> bool:
     return _LAST_ERROR.search(buf, max(0, a - 64), a - 1) is not None
 
 
+#: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``), and lines whose occurrences'
+#: typed columns it remembers (``Pipeline._lines``); then each starts again. Only
+#: lines of at most ``_COLUMNS_MEMO_LINE`` characters are remembered (their fields are shorter), so each memo
+#: holds at most ~16,384 × (512 characters of key + the rows): ~25 MB
 _COLUMNS_MEMO = 1 << 14
 _COLUMNS_MEMO_LINE = 512
 #: bytes an excerpt of a long line keeps before (or after) the match it was cut for
