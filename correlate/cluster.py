@@ -289,10 +289,19 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
         if starts[k] < t - FILE_REACH_US:
             break
         j = own[k]
-        if any(related(faults[j], faults[i]) for i in idx):
+        if any(related(faults[j], faults[i]) and not across_reboot(faults[j], faults[i]) for i in idx):
             dsu.union(idx[0], j)
             return j
     return None
+
+
+def across_reboot(a: Ev, b: Ev) -> bool:
+    """``a`` and ``b`` are lines of one capture (a file, a Kafka value: their ``origin`` without the line) on
+    either side of a reboot in it (``details.reboots_after``, ``ingest.assemble.kernel_boots``): the processes and
+    the GPU state of one boot are gone in the next, so neither reports the other. A serial console's log put an Xid
+    79 of the boot before a reboot and an Xid 13 of the boot after it in one incident (a break-it pass)."""
+    return (a.details.get("reboots_after", 0) != b.details.get("reboots_after", 0)
+            and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0])
 
 
 def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],

@@ -28,7 +28,7 @@ Pure: takes the hits, returns rows.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +111,49 @@ def last_kernel_stamp(data: bytes) -> float | None:
         end = nl
 
 
+#: a raw kernel stamp this much (seconds) below the stamp of the line before it starts another boot: the kernel's
+#: ring buffer may print lines of two CPUs a few microseconds out of order, no boot ends within a second of starting
+REBOOT_BACK_S = 1.0
+#: every raw kernel stamp at a line start, with the newline before it (the data is searched with one before its first
+#: line): ``findall`` gives the stamps at C speed, ``finditer`` their offsets where a reboot was seen
+_KERNEL_STAMPS = re.compile(rb"\n\[ *(\d{1,10}\.\d{1,9})\]")
+
+
+def kernel_boots(data: bytes) -> list[tuple[int, float]]:
+    """The boots of a capture of raw kernel lines that spans reboots (a serial console's log, ``dmesg`` outputs
+    of one host appended to one file): ``(first line index, last kernel stamp in s)`` of each boot, oldest first,
+    the first boot from line 0; ``[]`` when the stamps never go back by :data:`REBOOT_BACK_S` (one boot).
+
+    A raw stamp is the time since the boot *of that boot* (formats.md §1.1): a new boot's stamps start again at 0
+    (``[    0.000000] Linux version …``), so a stamp below the one before it is a reboot (one stamp above both its
+    neighbours is a garbled stamp). Counting a file's stamps back from its mtime as one boot put a
+    fault of the boot before the reboot at a time of the boot after it (a break-it pass)."""
+    text = b"\n" + data
+    stamps = _KERNEL_STAMPS.findall(text)
+    if len(stamps) < 2:
+        return []
+    values = list(map(float, stamps))
+    if all(b >= a - REBOOT_BACK_S for a, b in zip(values, values[1:])):
+        return []
+    # a drop back to the level before a single stamp is that stamp garbled, not a reboot
+    drops = {i for i in range(1, len(values)) if values[i] < values[i - 1] - REBOOT_BACK_S
+             and not (i >= 2 and values[i] >= values[i - 2] - REBOOT_BACK_S)}
+    if not drops:
+        return []
+    boots: list[tuple[int, float]] = []
+    first, line, counted, prev = 0, 0, 0, values[0]  # ``counted``: offset in data up to which ``line`` counts
+    for i, m in enumerate(_KERNEL_STAMPS.finditer(text)):
+        # the match starts at the newline before its line: data[m.start() - 1] (the added one for line 0)
+        line += data.count(b"\n", counted, m.start())
+        counted = m.start()
+        if i in drops:
+            boots.append((first, prev))
+            first = line
+        prev = values[i]
+    boots.append((first, prev))
+    return boots
+
+
 def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
     """For ``dated`` (line number, µs) pairs in hit order, a function from a line number to the time of the
     dated line nearest to it: the first in ``dated`` order of those at the least distance, as
@@ -184,19 +227,31 @@ def resolve_times(hits: list[Hit], tz) -> None:
     # garbled uptime) is not counted back: it is timed as a line without a stamp (below); nor are the lines of a
     # segment whose last stamp is no uptime (over _MAX_UPTIME_S) or whose reference time is no time.
     # Where no line starts with a stamp (one after a syslog prefix), the hits' largest stamp is the last.
-    last: dict[int, tuple[int, float | None, float]] = {}  # segment -> (its ref_ts, last stamp, hits' largest)
+    # segment -> (it, its last stamp, the hits' largest, the last hit's, whether the hits' stamps went back)
+    last: dict[int, tuple[Segment, float | None, float, float, bool]] = {}
     for h in hits:
         if h.prefix.mono is not None and h.prefix.ts is None and h.seg.ref_basis in _COUNTED_BACK:
             k = id(h.seg)
             got = last.get(k)
             if got is None:
-                got = (h.seg.ref_ts, last_kernel_stamp(h.seg.data), h.prefix.mono)
-            last[k] = (got[0], got[1], max(got[2], h.prefix.mono))
+                got = (h.seg, last_kernel_stamp(h.seg.data), h.prefix.mono, h.prefix.mono, False)
+            back = got[4] or h.prefix.mono < got[3] - REBOOT_BACK_S  # the hits' own stamps go back: a reboot
+            last[k] = (got[0], got[1], max(got[2], h.prefix.mono), h.prefix.mono, back)
     ref_boot: dict[int, int] = {}  # segment -> boot time counted back from its reference time, µs
-    for k, (ref, stamp, largest) in last.items():
+    # segment -> (first line of each boot, the latest each boot may have begun, µs) when its lines span reboots: a
+    # boot before the last ended before the next began, so its lines are counted back from that start, as upper bounds
+    boots_of: dict[int, tuple[list[int], list[int]]] = {}
+    for k, (seg, stamp, largest, _, back) in last.items():
         stamp = largest if stamp is None else stamp
-        if stamp <= _MAX_UPTIME_S and plausible(ref):
-            ref_boot[k] = ref - int(stamp * US)
+        if stamp <= _MAX_UPTIME_S and plausible(seg.ref_ts):
+            ref_boot[k] = seg.ref_ts - int(stamp * US)
+            # a boot's first lines are stamped 0.000000 (a C-speed search; the full scan costs ~0.5 µs a line)
+            boots = kernel_boots(seg.data) if back or b"0.000000]" in seg.data else []
+            if boots and all(up <= _MAX_UPTIME_S for _, up in boots):
+                starts = [ref_boot[k]]
+                for _, up in reversed(boots[:-1]):
+                    starts.append(starts[-1] - int(up * US))
+                boots_of[k] = ([first for first, _ in boots], starts[::-1])
     # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
     # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
     # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
@@ -219,6 +274,15 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
         elif p.mono is not None and b is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
+        elif (p.mono is not None and (spans := boots_of.get(id(seg))) is not None
+              and (j := bisect_right(spans[0], h.line) - 1) < len(spans[0]) - 1):
+            # a line of a boot before the capture's last (its stamps start again at 0 after it): written before the
+            # boot after it began, the latest time that can be; counted as one boot it took a time of the last boot
+            row["ts"], row["ts_basis"] = spans[1][j] + int(p.mono * US), seg.ref_basis
+            row["ts_precision_us"] = 1 if seg.ref_basis != "kafka" else _REF_PRECISION["kafka"]
+            row["details"]["ts_upper_bound"] = True
+            row["details"]["uptime_s"] = p.mono
+            row["details"]["reboots_after"] = len(spans[0]) - 1 - j
         elif p.mono is not None and id(seg) in ref_boot and (t := ref_boot[id(seg)] + int(p.mono * US)) <= seg.ref_ts:
             basis = seg.ref_basis
             row["ts"], row["ts_basis"] = t, basis

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from correlate.correlator import correlate
-from ingest.assemble import nearest_dated
+from ingest.assemble import kernel_boots, nearest_dated
 from ingest.decode import Decoded, Segment
 
 T0 = 1_800_000_000_000_000  # 2027-01-15: after the stamps of the lines below, as an arrival is
@@ -332,7 +332,8 @@ def test_stamps_that_would_count_past_the_reference_are_not_counted_back(pipelin
     reboot = (f"[7000000.100000] {xid.format(79)}\n[    5.000000] Linux version 5.15\n"
               f"[  120.000000] {xid.format(48)}\n[  150.000000] eth0: link up")
     ev = run(pipeline, reboot, basis=basis).events
-    assert ev.column("ts").cast("int64").to_pylist() == [T0, T0 - 30_000_000]
+    # the line before the reboot: at or before the last boot's start (test_a_capture_that_spans_reboots_…)
+    assert ev.column("ts").cast("int64").to_pylist() == [T0 - 150_000_000, T0 - 30_000_000]
     garbled = f"[ 1000.000000] {xid.format(79)}\n[400000000.0] {xid.format(48)}\n[ 1001.000000] eth0: link up"
     ev = run(pipeline, garbled, basis=basis).events
     assert ev.column("ts").cast("int64").to_pylist() == [T0 - 1_000_000, T0 - 1_000_000]
@@ -340,6 +341,56 @@ def test_stamps_that_would_count_past_the_reference_are_not_counted_back(pipelin
     last = f"[ 1000.000000] {xid.format(79)}\n[400000000.0] eth0: link up"
     ev = run(pipeline, last, basis=basis).events
     assert ev.column("ts").cast("int64").to_pylist() == [T0]
+
+
+def test_kernel_boots_splits_a_capture_where_its_stamps_start_again():
+    """``kernel_boots``: (first line, last stamp) of each boot where the raw stamps go back by more than a second;
+    none for one boot, for stamps a few µs out of order (two CPUs' lines), nor for one garbled stamp."""
+    data = (b"[  100.000000] a\nnoise without a stamp\n[  200.500000] b\n[    0.000000] Linux version 6.8\n"
+            b"[    5.000000] c\n[   50.000000] d\nkernel: [ 9.0] not at a line start\n[    0.000000] Linux\n[ 3.0] e")
+    assert kernel_boots(data) == [(0, 200.5), (3, 50.0), (7, 3.0)]
+    assert kernel_boots(b"[    0.000000] Linux version 6.8\n[  12.0] a\n[  13.0] b") == []
+    assert kernel_boots(b"[  12.000010] a\n[  12.000002] b\n[  13.0] c") == []
+    assert kernel_boots(b"[  12.0] a\n[99999.0] garbled\n[  13.0] c\n[  14.0] d") == []
+    assert kernel_boots(b"") == [] and kernel_boots(b"no stamps\nat all") == []
+
+
+@pytest.mark.parametrize("basis", ["kafka", "file"])
+def test_a_capture_that_spans_reboots_dates_each_boot_before_the_next(pipeline, basis):
+    """A serial console's log (or ``dmesg`` outputs appended to one file) holds several boots: only the last boot's
+    stamps count back from the reference time; a line of an earlier boot was written before the next boot began, so
+    it is counted back from that start, as an upper bound (``details.reboots_after``). Counted as one boot, the Xid 79
+    that took the node down was dated inside the boot after it, and joined that boot's unrelated Xid 13 (a break-it
+    pass)."""
+    import orjson
+
+    xid = "NVRM: Xid (PCI:0000:{}:00): {}, pid=1, name=python, {}"
+    text = (f"[ 4990.000000] {xid.format('3b', 79, 'GPU has fallen off the bus.')}\n"
+            f"[ 5001.000000] eth0: link down\n"
+            f"[    0.000000] Linux version 5.15.0-91-generic\n"
+            f"[  400.000000] {xid.format('86', 48, 'An uncorrectable double bit error (DBE) has been detected.')}\n"
+            f"[  410.000000] eth0: link up\n"
+            f"[    0.000000] Linux version 5.15.0-91-generic\n"
+            f"[  300.000000] {xid.format('af', 13, 'Graphics SM Warp Exception')}\n"
+            f"[  900.000000] systemd[1]: Started Daily apt download activities.\n")
+    b = run(pipeline, text, basis=basis)
+    ev = b.events
+    last_boot = T0 - 900_000_000
+    second_boot = last_boot - 410_000_000
+    assert ev.column("ts").cast("int64").to_pylist() == [second_boot - 11_000_000, last_boot - 10_000_000,
+                                                          last_boot + 300_000_000]
+    assert ev.column("ts_basis").to_pylist() == [basis] * 3
+    details = [orjson.loads(d) for d in ev.column("details").to_pylist()]
+    assert [d.get("reboots_after") for d in details] == [2, 1, None]
+    assert [d.get("ts_upper_bound") for d in details] == [True, True, True if basis == "kafka" else None]
+    assert [d.get("uptime_s") for d in details] == [4990.0, 400.0, 300.0 if basis == "kafka" else None]
+    # each boot's fault its own incident: none reports a fault of another boot
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert len(incidents) == 3
+    xid79 = next(i for i in incidents if "Xid 79" in i["explanation"])
+    assert "logged 2 reboots before the last boot: its seconds since boot counted back from the latest time the " \
+           "next boot can have begun" in xid79["explanation"]
+    assert not xid79["downstream"]
 
 
 def test_an_envelope_time_that_is_no_time_is_not_counted_back_from(pipeline):
