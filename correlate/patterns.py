@@ -550,6 +550,13 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
     return best
 
 
+def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
+    """``e`` is a downstream line of the process that logged ``timeout`` (same host and rank; catalog role
+    ``downstream``: PyTorch's watchdog taking the process down, its thread terminating), which reports that timeout
+    and says nothing of another fault."""
+    return e.host == timeout.host and e.rank == timeout.rank and scene.role(e) == "downstream"
+
+
 #: how many collectives of one process group the other ranks can be ahead of a rank that is stuck: those they enqueue
 #: before a step's host sync waits for it (a training step runs hundreds, FSDP's per-layer gathers a few thousand at
 #: most). A rank further behind is of another group whose SeqNums count apart, though the lines name none (PyTorch
@@ -565,8 +572,11 @@ def silent_rank(scene: Scene) -> Verdict | None:
     # one rank's timeout alone too: it waited for another rank, so it is no cause (the roots fallback would name it
     # the earliest fault nothing explains); beside another fault or an operator's report, the patterns after this
     # one and the roots fallback weigh them (a non-fatal SXid, Fabric Manager's set-up: a break-it pass)
-    if len(timeouts) == 1 and (scene.symptoms()
-                               or any(scene.is_fault(e) for e in scene.events if e is not timeouts[0])):
+    # (the rank's own reporting lines are no other fault: PyTorch's "Some NCCL operations have failed or timed out"
+    # and "… taking the entire process down" after the timeout made it "the earliest fault nothing else explains",
+    # DeepDeWedge#22, vllm#6042: a real-logs pass)
+    if len(timeouts) == 1 and (scene.symptoms() or any(scene.is_fault(e) and not _reports_for(scene, e, timeouts[0])
+                                                       for e in scene.events if e is not timeouts[0])):
         return None
     # SeqNums and ranks count within a process group: a line of another group than the default names its group
     # (``details.pg``, ``pg_guid``: "[PG ID 6 PG GUID 623(…) Rank 2]") or at least that it is another

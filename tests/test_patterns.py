@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import orjson
+import pytest
 
 from correlate.correlator import correlate
 from ingest.decode import Decoded, Segment
@@ -696,6 +697,28 @@ def test_one_ranks_watchdog_timeout_is_not_named_the_cause(pipeline):
     (named,) = run(pipeline, "\n".join([init.format(r=0), init.format(r=1), WATCHDOG.format(s=1, rank=1)]),
                    host="node09")
     assert (named["pattern"], named["initiator"]["rank"], named["confidence"]) == ("comm.silent_rank", 0, 0.7)
+
+
+# PyTorch 2.1 – 2.3 after a watchdog timeout (MLI-lab/DeepDeWedge#22, vllm-project/vllm#6042)
+TAKING_DOWN = ["[rank{rank}]:[E ProcessGroupNCCL.cpp:537] Some NCCL operations have failed or timed out. Due to the "
+               "asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+               "[rank{rank}]:[E ProcessGroupNCCL.cpp:543] To avoid data inconsistency, we are taking the entire process "
+               "down."]
+
+
+@pytest.mark.parametrize("after", [[0], [1], [0, 1]])
+def test_a_timed_out_ranks_own_reports_after_its_timeout_are_no_other_fault(pipeline, after):
+    """The lines PyTorch's watchdog prints after a timeout, on the same rank ("Some NCCL operations have failed or
+    timed out", "… taking the entire process down": catalog role downstream), report that timeout: they made the
+    lone timeout "the earliest fault nothing else explains" at 0.75 (a real-logs pass: DeepDeWedge#22, vllm#6042),
+    where the timeout alone is "not the cause" at 0.3. Another rank's downstream line still counts as another
+    fault."""
+    lines = [WATCHDOG.format(s=1, rank=1)] + [TAKING_DOWN[k].format(rank=1) for k in after]
+    (one,) = run(pipeline, "\n".join(lines), host="node09")
+    assert (one["pattern"], one["category"], one["confidence"]) == ("comm.silent_rank", "nccl_hang", 0.3)
+    assert one["explanation"].startswith("rank 1 timed out on a collective (SeqNum 808): it waited for another rank")
+    other = run(pipeline, "\n".join([WATCHDOG.format(s=1, rank=1), TAKING_DOWN[1].format(rank=2)]), host="node09")
+    assert [i["pattern"] for i in other] != ["comm.silent_rank"]
 
 
 # a 2-rank job on one host whose rank 1 dies of a CUDA error that PyTorch's NCCL watchdog caught, and rank 0 times out
