@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -290,9 +291,18 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     return f
 
 
+#: an optional part of a catalog text: kept (without the brackets) when the event gives every field it names,
+#: dropped when it lacks one — for a field the line prints only sometimes (the RM's "GPU6" before a GSP line)
+OPTIONAL_PART = re.compile(r"\[\[(.*?)\]\]", re.S)
+_FIELD = re.compile(r"{(\w+)}")
+
+
 def _fill(template: str, fields: _Fields) -> str:
-    """A catalog text with an event's ``fields`` (``_fields``) in place of ``{field}``; a text that is no
-    template (a stray brace) as written."""
+    """A catalog text with an event's ``fields`` (``_fields``) in place of ``{field}``, its optional parts
+    (:data:`OPTIONAL_PART`) kept or dropped; a text that is no template (a stray brace) as written."""
+    if "[[" in template:
+        template = OPTIONAL_PART.sub(lambda m: m.group(1) if all(f in fields for f in _FIELD.findall(m.group(1)))
+                                     else "", template)
     try:
         return template.format_map(fields)
     except (IndexError, ValueError, AttributeError):
@@ -388,6 +398,10 @@ def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
     return related
 
 
+#: the driver's "GPU recovery action changed" Xid (formats.md §2.6): printed for the GPU whose fault changed it
+RECOVERY_XID = 154
+
+
 def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict[str, tuple]:
     """event_id -> subject key (module doc, step 1)."""
     subj: dict[str, tuple] = {}
@@ -398,9 +412,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         subj[e.event_id] = (host, dtype, dev)
 
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
+    recovering: dict[str, set[tuple]] = defaultdict(set)  # per host: the GPUs whose recovery action changed
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
+            if o.xid == RECOVERY_XID and subj[o.event_id][1] in (None, "gpu"):
+                recovering[o.host].add(subj[o.event_id])
     memo: dict[tuple, set[tuple]] = {}
     for e in events:
         host, dtype, dev = subj[e.event_id]
@@ -421,6 +438,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
             if q not in memo:
                 memo[q] = {s for s, odt, okind, ocat in named.get(host, ())
                            if odt == (e.device_type or odt) and (okind == e.kind or (ocat and ocat == q[3]))}
+                if not memo[q] and e.device_type in (None, "gpu"):
+                    # none of its kind: the GPU whose recovery action the driver changed (Xid 154 follows the fault
+                    # of its GPU, formats.md §2.6): "GSP RM heartbeat timed out", which names no GPU, then Xid 154
+                    # on 0000:01:00 was an unnamed GPU beside a GPU no rule tied to it (a real-logs pass:
+                    # NVIDIA/open-gpu-kernel-modules#1200)
+                    memo[q] = set(recovering.get(host, ()))
         elif dtype == "rank" and (c := fault_category(e, catalog)) in DEVICE_CATEGORIES:
             # a rank's line that reports its GPU's fault and names no GPU (a traceback's "[rank27]: RuntimeError:
             # CUDA error: uncorrectable ECC error encountered"): the GPU NCCL's init lines give the rank on its host

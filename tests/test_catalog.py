@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from correlate.attribute import OPTIONAL_PART
 from ingest.catalog import CatalogError, literal_requirements, load_catalog, required_literal, to_hyperscan
 from ingest.decode import Decoded, Segment
 from ingest.extract import columns, fields
@@ -35,18 +36,31 @@ def test_every_signature_an_incident_can_start_from_says_what_to_do(catalog):
     """An incident's next action is its initiator's catalog ``action`` (``correlate.incident.default_action``):
     a signature without one gave incidents with an empty "next" (a PyTorch watchdog line alone, an NCCL NET/IB
     completion error; a fresh-user trial). Every signature of an event that is not context has one, or is an
-    Xid or SXid line (the Xid and SXid catalogs say it); the fields its text names are fields its first example
-    gives (or the device and GPU every event may carry)."""
+    Xid or SXid line (the Xid and SXid catalogs say it); the fields its text names are fields every example gives
+    (or the device and GPU every event may carry): a field the pattern may not capture was printed as "<field>"
+    (GSP's heartbeat line without "GPU<n>": "the driver's GPU<rm_gpu> is /dev/nvidia<rm_gpu>", a real-logs pass)."""
     missing = [c.sig.id for c in catalog.entries if c.sig.emit == "event" and c.sig.role != "context"
                and not c.sig.action and c.sig.kind not in ("xid", "sxid", "gsp_error")]
     assert missing == []
     for c in catalog.entries:
         if c.sig.emit != "event" or not c.sig.action:
             continue
-        found = fields(c, c.sig.examples[0].line)
-        row = columns(c, found[0], catalog) if found else {"details": {}}
-        given = set(row) | set(row["details"]) | {"device", "device_short", "gpu_index"}
-        assert set(re.findall(r"{(\w+)}", c.sig.action)) <= given, c.sig.id
+        for ex in c.sig.examples:
+            assert _named(c.sig.action) <= _given(c, ex.line, catalog), (c.sig.id, ex.line)
+
+
+def _named(text: str) -> set[str]:
+    """The fields a catalog text needs: those it names outside its optional parts (``attribute.OPTIONAL_PART``)."""
+    return set(re.findall(r"{(\w+)}", OPTIONAL_PART.sub("", text)))
+
+
+def _given(c, line: str, catalog) -> set[str]:
+    """The template fields the event of ``line`` gives: its columns and details with a value, and what every event
+    may carry (``correlate.attribute._fields``)."""
+    found = fields(c, line)
+    row = columns(c, found[0], catalog) if found else {"details": {}}
+    return ({k for k, v in row.items() if v is not None} | {k for k, v in row["details"].items() if v is not None}
+            | {"device", "device_short", "gpu_index", "host"})
 
 
 def test_every_device_signature_an_incident_can_start_from_says_how_to_check_it(catalog):
@@ -54,7 +68,7 @@ def test_every_device_signature_an_incident_can_start_from_says_how_to_check_it(
     verify_commands``): a critical Xid 149 incident, a Fabric Manager error, an SXid with a severity, PCIe AER
     lines and eight other kernel and NVML signatures had none (a fresh-user trial). Every non-context event
     signature of the kernel log or NVML has some (NCCL and PyTorch lines are checked in the job's own logs);
-    the fields they name are fields its first example gives (or the device and GPU every event may carry)."""
+    the fields they name are fields every example gives (or the device and GPU every event may carry)."""
     missing = [c.sig.id for c in catalog.entries if c.sig.emit == "event" and c.sig.role != "context"
                and c.sig.source in ("dmesg", "nvml") and not c.sig.verify]
     assert missing == []
@@ -62,10 +76,8 @@ def test_every_device_signature_an_incident_can_start_from_says_how_to_check_it(
         templates = [*c.sig.verify, *(t for ts in getattr(c.sig, "verify_by_category", {}).values() for t in ts)]
         if c.sig.emit != "event" or not templates:
             continue
-        found = fields(c, c.sig.examples[0].line)
-        row = columns(c, found[0], catalog) if found else {"details": {}}
-        given = set(row) | set(row["details"]) | {"device", "device_short", "gpu_index"}
-        assert {f for t in templates for f in re.findall(r"{(\w+)}", t)} <= given, c.sig.id
+        for ex in c.sig.examples:
+            assert {f for t in templates for f in _named(t)} <= _given(c, ex.line, catalog), (c.sig.id, ex.line)
     # the categories a signature's verify_by_category names are categories of the Xid catalog
     categories = {x.category for x in catalog.xids.values()}
     assert all(set(getattr(c.sig, "verify_by_category", {})) <= categories for c in catalog.entries)

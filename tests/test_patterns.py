@@ -1362,6 +1362,28 @@ def test_a_gsp_heartbeat_timeout_is_a_critical_gsp_fault_of_the_gpu_the_driver_n
     assert "GPU6 is /dev/nvidia6" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
 
 
+
+def test_a_gpu_fault_that_names_no_gpu_is_of_the_gpu_whose_recovery_action_changed(pipeline):
+    """GSP's heartbeat lines without the RM's "GPU<n>" (NVIDIA/open-gpu-kernel-modules#1200), then Xid 154 on
+    0000:01:00: the initiator was "an unnamed GPU" beside the Xid 154's GPU, which "no rule ties" to it, and the
+    action and verify commands printed "GPU<rm_gpu>" (a real-logs pass). The fault is of the GPU whose recovery
+    action the driver changed, and a text's optional part (``[[…]]``) is dropped when the line lacks its field."""
+    text = ("NVRM: _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 3175895033 heartbeat 19834604 "
+            "heartbeatWithOffsetMs 3175815351 diff 79682 timeout 5200\n"
+            "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)")
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device"], inc["initiator"]["kind"], inc["downstream"]) == ("0000:01:00.0", "gsp_error",
+                                                                                         [])
+    assert len(inc["initiator"]["events"]) == 2
+    assert "<" not in inc["next_action"] and not any("<" in v for v in inc["verify"])
+    assert "Find it (`nvidia-smi --query-gpu=index,minor_number,pci.bus_id --format=csv`)" in inc["next_action"]
+    # two GPUs' recovery actions changed: which one the unnamed line is of, nothing says
+    other = text + "\nNVRM: Xid (PCI:0000:02:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset " \
+                   "Required)"
+    (two,) = run(pipeline, other)
+    assert two["initiator"]["device"] is None
+
+
 def test_an_nvml_double_bit_ecc_event_names_the_gpu_another_line_gave_and_asks_for_it_otherwise(pipeline):
     """The device plugin's NVML event (k8s-device-plugin#1014) names a handle, not a GPU: alone, its action asks for
     the GPU (a placeholder); with the host's nvidia-smi row showing Volatile Uncorr. ECC on one GPU, the action names
