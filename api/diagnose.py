@@ -171,12 +171,14 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
     which lines, per source, and how to capture wall-clock times; ``None`` when there are none. ``stdin``: the
     name (``<host>.stdin``) standard input was saved under (``diagnose -``): its events are timed by when it was
     read, and the note says so apart (``origin`` ``file:<stdin>@…``)."""
-    timed = [b == "file" for b in events.column("ts_basis").to_pylist()]
+    bases = events.column("ts_basis").to_pylist()
+    details = events.column("details").to_pylist() if "details" in events.column_names else [None] * len(bases)
+    # (a line dated by a stamped line after it in its file, details.ts_next_line, is not moved by a copy)
+    timed = [b == "file" and not (d and '"ts_next_line"' in d) for b, d in zip(bases, details)]
     if not any(timed):
         return None
     # a line whose own stamp was no time a fleet's log carries (year 1970 or 2099: ingest.assemble.resolve_times)
     # is said as such, not as a line that printed none (a break-it pass)
-    details = events.column("details").to_pylist() if "details" in events.column_names else [None] * len(timed)
     sources = [f"{s}:stamp" if t and d and '"ts_rejected"' in d else s
                for t, s, d in zip(timed, events.column("source").to_pylist(), details)]
     origins = events.column("origin").to_pylist() if stdin and "origin" in events.column_names else [None] * len(timed)

@@ -445,6 +445,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     counted = f"its seconds since boot counted back from {arrival}"
     if main.undated():  # the append time bounds it; a raw kernel stamp (details.uptime_s) was counted back from it
         how = counted if "uptime_s" in main.details else f"{arrival}: the line printed none"
+        if main.details.get("ts_next_line"):  # ingest.assemble._bound_by_later_stamp
+            how = "the time of a stamped line after it in its log: the line printed none"
         if main.details.get("reboots_after"):  # a boot before the capture's last: it ended before the next began
             n = main.details["reboots_after"]
             how = (f"logged {'before the host rebooted' if n == 1 else f'{n} reboots before the last boot'}: its "

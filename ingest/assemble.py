@@ -258,6 +258,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
     # a line does not take another host's time from another record, which would hang on how records were batched
     last_seg: dict[int, tuple[int, int]] = {}
     last_host: dict[str, tuple[int, int]] = {}
+    bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
@@ -300,6 +301,7 @@ def resolve_times(hits: list[Hit], tz) -> None:
             if row["ts_basis"] in ("file", "kafka"):
                 # the file's mtime or the Kafka append time: the line was written then or before
                 row["details"]["ts_upper_bound"] = True
+                bounded.add(id(h))
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not _believable(row["ts"], seg):  # e.g. a garbled uptime with a good boot time
@@ -308,6 +310,30 @@ def resolve_times(hits: list[Hit], tz) -> None:
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
+    if bounded:
+        _bound_by_later_stamp(hits, bounded)
+
+
+def _bound_by_later_stamp(hits: list[Hit], bounded: set[int]) -> None:
+    """The hits ``bounded`` (``id`` of each) printed no time and no stamped line came before them in their segment,
+    so :func:`resolve_times` dated them by the segment's reference time (a file's mtime, a Kafka append time), an
+    upper bound. The nearest later hit of the same segment that printed a stamp of its own is a nearer bound: a log is
+    written in order, so the line was written then or before. It takes that time when earlier (``details.
+    ts_next_line``; still ``ts_upper_bound``, its basis kept). NCCL before 2.26 stamps no WARN: a job's log copied
+    hours after the job (``scp``, ``kubectl logs > file``) put its first WARN at the copy's time, a second incident
+    beside the Xid 74 it reported a few lines before PyTorch's stamped watchdog line (a fresh user's trial)."""
+    later: dict[int, tuple[int, int]] = {}  # segment -> (ts, precision) of the nearest later stamped hit
+    for h in reversed(hits):
+        row = h.row
+        k = id(h.seg)
+        if id(h) in bounded:
+            got = later.get(k)
+            if got is not None and got[0] < row["ts"]:
+                row["ts"], row["ts_precision_us"] = got
+                row["details"]["ts_next_line"] = True
+        elif (h.prefix.ts is not None or h.prefix.mono is not None) and row["ts_basis"] != "inherited" \
+                and "ts_rejected" not in row["details"]:
+            later[k] = (row["ts"], row["ts_precision_us"])
 
 
 def _p2p_off(h: Hit) -> tuple[str, str] | None:

@@ -393,6 +393,57 @@ def test_a_capture_that_spans_reboots_dates_each_boot_before_the_next(pipeline, 
     assert not xid79["downstream"]
 
 
+@pytest.mark.parametrize("basis", ["file", "kafka"])
+def test_an_unstamped_line_before_a_stamped_one_is_dated_by_it(pipeline, basis):
+    """NCCL before 2.26 stamps no WARN; with no stamped line before it, the line was dated by its file's mtime (or
+    the Kafka append time), hours late for a log copied after the job: a second incident beside the Xid 74 it
+    reported (a fresh user's trial). A stamped line after it in the same log bounds it nearer: it was written then
+    or before (``details.ts_next_line``, still an upper bound). A line after a stamped one inherits its time, as
+    before."""
+    import orjson
+
+    t = datetime(2026, 12, 4, 9, 47, 31, 180000, tzinfo=timezone.utc)
+    stamp = t.strftime("%m%d %H:%M:%S.%f")
+    text = ("trn-h100-017:48213:48448 [2] include/alloc.h:111 NCCL WARN Cuda failure 'uncorrectable NVLink error "
+            "detected during the execution'\n"
+            "trn-h100-017:48213:48448 [2] NCCL INFO transport.cc:200 -> 1\n"
+            f"[rank2]:[E{stamp} ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 2] Process group watchdog thread "
+            "terminated with exception: CUDA error: uncorrectable NVLink error detected during the execution\n"
+            "trn-h100-017:48213:48448 [2] include/alloc.h:111 NCCL WARN Cuda failure 'unspecified launch failure'")
+    ev = run(pipeline, text, basis=basis).events
+    at = int(t.timestamp() * 1_000_000)
+    assert ev.column("ts").cast("int64").to_pylist() == [at, at, at]
+    assert ev.column("ts_basis").to_pylist() == [basis, "line", "inherited"]
+    details = [orjson.loads(d) for d in ev.column("details").to_pylist()]
+    assert [d.get("ts_next_line") for d in details] == [True, None, None]
+    assert [d.get("ts_upper_bound") for d in details] == [True, None, None]
+
+
+def test_a_job_log_copied_hours_later_reports_the_fault_its_stamped_lines_place(pipeline):
+    """The kind of the test above, end to end: a kernel log with an Xid 74 and a job's log copied four hours
+    later whose first fault line, an unstamped NCCL WARN, comes before PyTorch's stamped watchdog line: one incident,
+    the WARN downstream of the Xid 74 (it was a second critical incident, "at or before" the copy's time)."""
+    t = datetime(2026, 12, 4, 9, 47, 31, tzinfo=timezone.utc)
+    at = int(t.timestamp() * 1_000_000)
+    kern = ("[Fri Dec  4 09:47:31 2026] NVRM: Xid (PCI:0000:52:00): 74, pid=48213, name=python, NVLink: fatal error "
+            "detected on link 5(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    job = ("trn-h100-017:48213:48448 [2] include/alloc.h:111 NCCL WARN Cuda failure 'uncorrectable NVLink error "
+           "detected during the execution'\n"
+           "[rank2]:[E1204 09:47:31.180000506 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 2] Process group "
+           "watchdog thread terminated with exception: CUDA error: uncorrectable NVLink error detected during the "
+           "execution")
+    copied = at + 4 * 3600 * 1_000_000
+    segs = [Segment(data=kern.encode(), origin="file:kern.log", stream="k", host="trn-h100-017", ref_ts=copied,
+                    ref_basis="file", ingest_ts=copied),
+            Segment(data=job.encode(), origin="file:train.log", stream="j", host="trn-h100-017", ref_ts=copied,
+                    ref_basis="file", ingest_ts=copied)]
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=copied)
+    assert (inc["category"], inc["initiator"]["xid"]) == ("link_fault", 74)
+    assert {e for p in inc["downstream"] for e in p["events"]} | set(inc["initiator"]["events"]) == \
+        set(b.events.column("event_id").to_pylist())
+
+
 def test_an_envelope_time_that_is_no_time_is_not_counted_back_from(pipeline):
     """An envelope whose time is no time (1970) dates nothing: its raw stamp is timed by the arrival time, the
     envelope's time kept as rejected (as before counting back; a break-it pass saw it labelled ``envelope``)."""
