@@ -245,8 +245,11 @@ _DELTA = re.compile(r"^\[\s*\+\s*\d+\.\d+\] ")
 # c10: "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] " / old "[E ProcessGroupNCCL.cpp:737] "
 _C10 = re.compile(
     r"^(?:\[rank(?P<rank>\d+)\]:)?\[(?P<lvl>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+) )?\s*[\w.]+:\d+\] ")
-# glog: "I1025 02:19:08.002792       1 health.go:151] "
-_GLOG = re.compile(r"^(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+)\s+\d+ [\w.-]+:\d+\] ")
+# glog: "I1025 02:19:08.002792       1 health.go:151] "; PyTorch's Python logging prints it with a path and, in a
+# distributed job, c10's rank prefix: "[rank0]:E0515 22:06:12.551000 34254 site-packages/torch/_subclasses/
+# fake_tensor.py:2759] " (the rank and the time were lost: a fresh user's trial)
+_GLOG = re.compile(r"^(?:\[rank(?P<rank>\d+)\]:)?(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+                   r"\.(?P<frac>\d+)\s+\d+ [\w./-]+:\d+\] ")
 # dmesg -x (--decode): facility and level before the stamp, "kern  :warn  : [Sun Nov 29 03:10:00 2026] …",
 # "syslog:err   : …" (formats.md §1.3: gpud's logs print them; dmesg(1) pads each to six characters)
 _DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
@@ -306,7 +309,7 @@ def can_begin(c: str) -> frozenset[str]:
     digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
-    ``glog``: ``I W E F``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
+    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
     ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
@@ -317,7 +320,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket), ("iso", digit),
         ("golog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
-        ("glog", c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
+        ("glog", bracket or c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
 
 
 _HOSTLIKE_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")

@@ -569,6 +569,13 @@ def test_a_rank_line_of_a_jobs_aggregated_log_is_the_host_its_rank_ran_on(tmp_pa
     world = _init("node01", 0, 16) + _init("node01", 1, 16) + _init("node02", 8, 16)
     events, _ = _diagnosed(tmp_path / "job-7.out", world + "".join(_WATCHDOG.format(rank=r) for r in (8, 1, 5)))
     assert events[3:] == [("nccl_timeout", "node02"), ("nccl_timeout", "node01"), ("nccl_timeout", "job-7")]
+    # c10's rank prefix before glog's form (torch._logging; a glog build): the same (a fresh user's trial put every
+    # rank on the file's name, and said the init lines were missing)
+    glog = ("[rank{rank}]:E1130 03:22:01.518432 48210 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=58213, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600002 milliseconds before timing out.\n")
+    events, _ = _diagnosed(tmp_path / "job-7g.out", world + "".join(glog.format(rank=r) for r in (8, 1)))
+    assert events[3:] == [("nccl_timeout", "node02"), ("nccl_timeout", "node01")]
     # a sub-communicator's ranks restart on every node (rank 0 of a tensor-parallel group on each): the world's
     # say where the global rank ran
     sub = _init("node02", 0, 8, "0x11") + _init("node03", 0, 8, "0x12")

@@ -84,6 +84,12 @@ def us(*a, tz=timezone.utc):
     # glog
     ("I1025 02:19:08.002792       1 health.go:151] Skipping non-nvmlEventTypeXidCriticalError event",
      us(2026, 10, 25, 2, 19, 8) + 2792, 1, None, "Skipping"),
+    # PyTorch's Python logging (torch._logging) in glog's form, a path for the file, c10's rank prefix before it
+    # (a public job log: "[rank0]:E0515 22:06:12.551000 34254 site-packages/torch/_subclasses/fake_tensor.py:2759]")
+    ("[rank0]:E0515 22:06:12.551000 34254 site-packages/torch/_subclasses/fake_tensor.py:2759] [4/0] failed while",
+     us(2026, 5, 15, 22, 6, 12) + 551000, 1, None, "[4/0]"),
+    ("E1204 03:22:07.756204 48210 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught",
+     us(2025, 12, 4, 3, 22, 7) + 756204, 1, None, "[Rank 0]"),
     # Talos (talosctl -n <node>): the node's address is the host (vllm-project/vllm#40652), facility/level, RFC 3339
     # with nanoseconds; a host label before the facility is read as well (it hid the stamp)
     ("192.0.2.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0)",
@@ -183,6 +189,9 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     (" 12: " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # torchrun --tee: role and local rank
     ("[default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # c10's rank prefix before glog's form (torch._logging; a fresh user's trial), behind a pdsh label too
+    ("node08: [rank8]:E1130 03:22:01.518432 48210 torch/distributed/c10d/x.py:607] [Rank 8] Watchdog caught",
+     us(2026, 11, 30, 3, 22, 1) + 518432, "node08", 8, "[Rank 8]"),
     ("[trainer3]:node08:1234:1290 [3] NCCL WARN x", None, "node08", None, "node08:1234"),
     # PyTorch >= 2.2: a rank's Python exception lines (NVIDIA/nccl#1410); c10's own prefix has no blank after ':'
     ("[rank7]: torch.distributed.DistBackendError: NCCL error in: x", None, None, 7, "torch.distributed"),
