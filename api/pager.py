@@ -182,14 +182,18 @@ def incident_url(base_url: str | None, incident_id: str) -> str | None:
 
 
 def describe_initiator(inc: dict[str, Any]) -> str:
-    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``rank 5 on node03 (nccl_timeout)``; ``no single culprit
-    (node01)``."""
+    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``rank 5 on node03 (nccl_timeout)``; ``node12
+    (fabric_manager)``, a fault of the host; ``no single culprit (node01)``."""
     i = inc.get("initiator") or {}
     host = i.get("host") or "unknown host"
     if not i.get("device_type"):
-        if i.get("rank") is not None and i.get("kind"):  # the silent rank of a hang
+        if not i.get("kind"):
+            return f"no single culprit ({host})"
+        if i.get("rank") is not None:  # the silent rank of a hang
             return f"rank {i['rank']} on {host} ({i['kind']})"
-        return f"no single culprit ({host})"
+        # a fault of the host itself (Fabric Manager, a daemon): the table says "node012 fabric_manager", the page
+        # said "no single culprit (node012)" (a fresh user's trial)
+        return f"{host} ({i.get('fault') or i['kind']})"
     dtype = {"gpu": "GPU", "nic": "NIC", "nvswitch": "NVSwitch", "pcie_port": "PCIe port",
              "link": "NVLink"}.get(i["device_type"], i["device_type"])
     dev = i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "")

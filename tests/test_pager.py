@@ -156,10 +156,14 @@ def test_payloads_name_initiator_category_next_action_and_link():
     long = pagerduty_event(incident(next_action="x" * 5000), "rk", base)["payload"]["summary"]
     assert len(long) == 1024
     nobody = incident()
-    nobody["initiator"] = {"host": "node08", "device_type": None, "device": None, "kind": "nccl_timeout",
-                           "events": ["e1"]}
+    nobody["initiator"] = {"host": "node08", "device_type": None, "device": None, "kind": None, "events": ["e1"]}
     p = pagerduty_event(nobody, "rk", base)["payload"]
     assert "component" not in p and "link_fault: no single culprit (node08)" in p["summary"]  # absent, not null
+    # a fault of the host itself, as the table names it (it read "no single culprit": a fresh user's trial)
+    fm = incident(category="fabric_manager")
+    fm["initiator"] = {"host": "node012", "device_type": None, "device": None, "kind": "fabric_manager",
+                       "events": ["e1"]}
+    assert "fabric_manager: node012 (fabric_manager)" in pagerduty_event(fm, "rk", base)["payload"]["summary"]
 
 
 def test_alert_start_never_after_send_time_and_labels_can_be_frozen():
