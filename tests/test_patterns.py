@@ -2558,3 +2558,22 @@ def test_one_xid_on_two_links_at_once_is_no_repeat(pipeline):
     assert "reseat/diag if it repeats" in inc["next_action"] and "It did" not in inc["next_action"]
     (inc,) = run(pipeline, x74.format(s=4, l=3) + "\n" + x74.format(s=6, l=3))
     assert inc["next_action"].endswith("reseat/diag if it repeats. It did: Xid 74 came 2 times.")
+
+
+def test_nccl_without_the_cuda_library_is_the_library_path_not_a_gpu(pipeline):
+    """NCCL that cannot load libcuda.so (WSL 2 keeps it in /usr/lib/wsl/lib: hiyouga/LlamaFactory#1169) fails every
+    CUDA call, and PyTorch raises ncclUnhandledCudaError: it was a plain NCCL warning per rank with "collect the kernel
+    log". It is an NCCL software fault whose action is the library path, and it explains the rank's error."""
+    warn = ("node01:{pid}:{pid} [{dev}] misc/cudawrap.cc:179 NCCL WARN Failed to find CUDA library libcuda.so "
+            "(NCCL_CUDA_PATH='') : libcuda.so: cannot open shared object file: No such file or directory")
+    text = "\n".join([warn.format(pid=4163, dev=0), warn.format(pid=4164, dev=1),
+                      "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                      "ProcessGroupNCCL.cpp:1691, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+                      "version 2.18.5",
+                      "ncclUnhandledCudaError: Call to CUDA function failed."])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["category"] == "nccl_software"
+    assert "NCCL could not load the CUDA driver's library (libcuda.so)" in inc["next_action"]
+    assert "kernel log" not in inc["next_action"]
+    # the two ranks that could not load it are the candidates; rank 0's exception, which it explains, is none
+    assert inc["initiator"]["candidates"] == ["gpu index 0 on node01", "gpu index 1 on node01"]
