@@ -2577,3 +2577,19 @@ def test_nccl_without_the_cuda_library_is_the_library_path_not_a_gpu(pipeline):
     assert "kernel log" not in inc["next_action"]
     # the two ranks that could not load it are the candidates; rank 0's exception, which it explains, is none
     assert inc["initiator"]["candidates"] == ["gpu index 0 on node01", "gpu index 1 on node01"]
+
+
+def test_an_hca_nccl_skips_at_init_is_no_fault(pipeline):
+    """In a container NCCL lists every HCA of the host and skips those it cannot open ("NET/IB : Unable to open
+    device mlx5_59", after "Call to ibv_open_device failed"), then uses the others: each rank's two WARNs were a
+    fault of its GPU, an incident with every GPU a suspect (zai-org/ImageReward#65, a real-logs pass). They are
+    init context: no incident."""
+    lines = ["pod-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed",
+             "pod-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device mlx5_59",
+             "pod-2dxbs:80746:80746 [3] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; OOB "
+             "eth0:192.0.2.7<0>"]
+    assert run(pipeline, "\n".join(lines), host="pod-2dxbs") == []
+    # any other NCCL WARN of init is still a warning
+    (other,) = run(pipeline, "pod-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : No device found.",
+                   host="pod-2dxbs")
+    assert other["severity"] == "warning"
