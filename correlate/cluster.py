@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import Ev
+from correlate.model import Ev, across_reboot
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, comms_of, gpu_key,
                              pred_shape)
 from correlate.topology import Topology
@@ -295,15 +295,6 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
     return None
 
 
-def across_reboot(a: Ev, b: Ev) -> bool:
-    """``a`` and ``b`` are lines of one capture (a file, a Kafka value: their ``origin`` without the line) on
-    either side of a reboot in it (``details.reboots_after``, ``ingest.assemble.kernel_boots``): the processes and
-    the GPU state of one boot are gone in the next, so neither reports the other. A serial console's log put an Xid
-    79 of the boot before a reboot and an Xid 13 of the boot after it in one incident (a break-it pass)."""
-    return (a.details.get("reboots_after", 0) != b.details.get("reboots_after", 0)
-            and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0])
-
-
 def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],
            catalog: Catalog | None) -> tuple[set[int], set[int]] | None:
     """The faults (indexes) that hold ``rule.cause`` and those that hold ``rule.effect``, decided once per
@@ -520,9 +511,9 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for i, e in enumerate(faults):
             key = gpu_key(e, topo)
             if key is not None:
-                out[("gpu", e.host, key)].append(i)
+                out[("gpu", e.host, key, e.boot())].append(i)
             elif (subject := e.subject())[2] is not None:
-                out[("subject", *subject)].append(i)
+                out[("subject", *subject, e.boot())].append(i)
         return list(out.values())
     if rel == "same_domain":
         out = defaultdict(list)
@@ -538,6 +529,16 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
                 continue
             for comm in comms_of(e, topo):
                 out[(comm, e.seq) if seq else comm].append(i)
+        return list(out.values())
+    if rel == "same_host" and any(faults[i].boot() for idx in by_host.values() for i in idx):
+        # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a
+        # window that reaches across it joined it to a fault a minute into the next boot: one incident of two boots (a
+        # break-it pass). A host's faults of each such boot are a bucket of their own (a device that fails again
+        # after the reboot is a recurrence); ``rules.Relations.holds`` keeps apart only the lines of one capture
+        out = defaultdict(list)
+        for host, idx in by_host.items():
+            for i in idx:
+                out[(host, faults[i].boot())].append(i)
         return list(out.values())
     return list(by_host.values())
 

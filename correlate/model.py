@@ -104,6 +104,19 @@ class Ev:
         or its Kafka append time (``details.ts_upper_bound``, ``ingest.assemble``): written then or earlier."""
         return bool(self.details.get("ts_upper_bound"))
 
+    def boot(self) -> int:
+        """How many reboots follow the line in its capture (``details.reboots_after``, ``ingest.assemble.
+        kernel_boots``): 0 for the last boot and for every line of a capture without a reboot."""
+        return self.details.get("reboots_after") or 0
+
+
+def across_reboot(a: Ev, b: Ev) -> bool:
+    """``a`` and ``b`` are lines of one capture (a file, a Kafka value: their ``origin`` without the line) on
+    either side of a reboot in it (:meth:`Ev.boot`): the processes and the GPU state of one boot are gone in the next,
+    so neither reports the other. A serial console's log put an Xid 79 of the boot before a reboot and an Xid 13 of
+    the boot after it in one incident (a break-it pass)."""
+    return a.boot() != b.boot() and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0]
+
 
 def subject_of(host: str, device_type: str | None, device: str | None, gpu_index: int | None,
                rank: int | None) -> tuple:

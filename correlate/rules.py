@@ -14,7 +14,7 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from correlate.model import Ev
+from correlate.model import Ev, across_reboot
 from correlate.topology import Topology
 from ingest.catalog import Catalog, default_catalog
 from ingest.extract import LINK_DOWN_CAUSES
@@ -354,14 +354,14 @@ class Relations:
     def holds(self, rel: str, c: Ev, e: Ev) -> bool:
         """Does relation ``rel`` hold between cause ``c`` and effect ``e``? Raises ValueError for a relation not in
         :data:`Relation`."""
-        if rel == "same_host":
-            return c.host == e.host
+        if rel == "same_host":  # not across a reboot in one capture (model.across_reboot)
+            return c.host == e.host and not across_reboot(c, e)
         if rel == "same_comm":
             return not self.comms(c).isdisjoint(self.comms(e))
         if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
             return c.seq is not None and c.seq == e.seq and not self.comms(c).isdisjoint(self.comms(e))
         if rel in ("same_gpu", "same_device"):
-            if c.host != e.host:
+            if c.host != e.host or across_reboot(c, e):
                 return False
             kc, ke = self.key(c), self.key(e)
             if kc is not None and ke is not None:

@@ -393,6 +393,23 @@ def test_a_capture_that_spans_reboots_dates_each_boot_before_the_next(pipeline, 
     assert not xid79["downstream"]
 
 
+@pytest.mark.parametrize("gpu", ["86", "3b"])
+def test_a_fault_soon_after_a_reboot_is_no_incident_of_the_boot_before(pipeline, gpu):
+    """The next boot's fault a minute after it began is within the one-host windows (same host 120 s, same device
+    900 s) of the earlier boot's last lines, dated at that start: one incident, "no single culprit" of both GPUs (a
+    break-it pass: a serial console's log). Boots are kept apart: two incidents, the same GPU's too (it failed
+    again after the reboot: a recurrence, not one fault)."""
+    xid = "NVRM: Xid (PCI:0000:{}:00): {}, pid=1, name=python, {}"
+    text = (f"[ 5000.123456] {xid.format('3b', 79, 'GPU has fallen off the bus.')}\n"
+            "[ 5000.200000] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
+            "[    0.000000] Linux version 5.15.0-91-generic\n"
+            f"[  100.000000] {xid.format(gpu, 48, 'An uncorrectable double bit error (DBE) has been detected.')}\n")
+    b = run(pipeline, text, basis="file")
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert sorted(i["initiator"]["xid"] for i in incidents) == [48, 79]
+    assert all(i["confidence"] >= 0.8 and not i["downstream"] for i in incidents)
+
+
 @pytest.mark.parametrize("basis", ["file", "kafka"])
 def test_an_unstamped_line_before_a_stamped_one_is_dated_by_it(pipeline, basis):
     """NCCL before 2.26 stamps no WARN; with no stamped line before it, the line was dated by its file's mtime (or
