@@ -216,6 +216,20 @@ class Decoded:
 
 
 _GZIP = b"\x1f\x8b"
+#: a terminal's control sequences (ECMA-48) in a line's bytes: CSI (``ESC [ … m``: ``dmesg --color=always``,
+#: ``journalctl`` to a terminal, ``kubectl logs`` of a colouring program), OSC up to its end (never past a line), nF
+#: and the two-byte ones; ``ingest.prefix`` peels the same from a line's prefix
+_TERMINAL_CODES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])")
+
+
+def strip_terminal_codes(data: bytes) -> bytes:
+    """``data`` without terminal control sequences (:data:`_TERMINAL_CODES`); no newline is removed, so lines keep
+    their numbers. ``dmesg --color=always -T`` puts one between ``NVRM: `` and ``Xid``: the Xid 79 of a coloured
+    capture matched nothing, "Incidents: none" and exit 0 (a break-it pass). Callers test ``b"\x1b" in data`` first
+    (a C-speed search): most data has none."""
+    return _TERMINAL_CODES.sub(b"", data)
+
+
 _JSON_OBJECT_START = re.compile(rb'\s*\{\s*["}]')
 _JSON_ARRAY_START = re.compile(rb'\s*\[\s*\{\s*["}]')
 _BOM = b"\xef\xbb\xbf"

@@ -461,6 +461,26 @@ def test_a_job_log_copied_hours_later_reports_the_fault_its_stamped_lines_place(
         set(b.events.column("event_id").to_pylist())
 
 
+@pytest.mark.parametrize("basis", ["file", "kafka"])
+def test_terminal_colours_inside_a_line_are_no_part_of_it(pipeline, basis):
+    """``dmesg --color=always -T`` colours the stamp, ``NVRM: `` and the message apart: the code between ``NVRM: ``
+    and ``Xid`` hid the line from its signature, "Incidents: none" and exit 0 for a GPU off the bus (a break-it
+    pass); a raw stamp in colour was no kernel stamp. Colour codes are removed before framing
+    (``decode.strip_terminal_codes``): the events are those of the same lines without them."""
+    plain = ("[Sun Nov 15 14:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+             "[ 5000.123456] NVRM: Xid (PCI:0000:86:00): 74, pid=1234, name=python, NVLink: fatal error detected on "
+             "link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n[ 5010.000000] eth0: link up")
+    coloured = ("\x1b[32m[Sun Nov 15 14:00:00 2026] \x1b[0m\x1b[33mNVRM: \x1b[0m\x1b[1;31mXid (PCI:0000:3b:00): 79, "
+                "pid=0, GPU has fallen off the bus.\x1b[0m\n"
+                "\x1b[32m[ 5000.123456] \x1b[0m\x1b[33mNVRM: \x1b[0mXid (PCI:0000:86:00): 74, pid=1234, name=python, "
+                "NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n"
+                "\x1b[32m[ 5010.000000] \x1b[0meth0: link up\x1b]0;title\x07")
+    want = run(pipeline, plain, basis=basis).events.select(["ts", "ts_basis", "kind", "xid", "device", "link"])
+    got = run(pipeline, coloured, basis=basis).events.select(["ts", "ts_basis", "kind", "xid", "device", "link"])
+    assert got.to_pylist() == want.to_pylist()
+    assert want.column("xid").to_pylist() == [79, 74] and want.column("ts").cast("int64")[1].as_py() == T0 - 9_876_544
+
+
 def test_an_envelope_time_that_is_no_time_is_not_counted_back_from(pipeline):
     """An envelope whose time is no time (1970) dates nothing: its raw stamp is timed by the arrival time, the
     envelope's time kept as rejected (as before counting back; a break-it pass saw it labelled ``envelope``)."""
