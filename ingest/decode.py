@@ -1432,19 +1432,50 @@ def _mostly_clean_lines(head: bytes) -> bool:
 
 
 #: a file named after its host's IPv4 address: ``10.0.0.8.log``
-_IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:\.|$)")
+_IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:[._-]|$)")
+
+
+#: words that name a kind of log, not a host, in a file or folder name: ``node07-dmesg.log``, ``dmesg_node07.txt``,
+#: ``node07/dmesg.log`` (a per-host folder, as sosreport-style collections lay them out)
+LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal", "journalctl", "nccl", "train",
+                       "training", "torchrun", "stdout", "stderr", "console", "serial", "log", "logs", "out", "err"})
+_NAME_PARTS = re.compile(r"[-_]")
 
 
 def host_from_filename(path: Path) -> str:
     """``node07.dmesg.log`` -> ``node07`` (DESIGN.md: the file name up to its first ``.``; an IPv4 address whole:
     ``10.0.0.8.log`` -> ``10.0.0.8``), as text
     (``path_text``), a host name: blanks and other characters no host name holds (``ingest.pipeline``'s host check)
-    as ``_`` (``node01 (1).log``, a browser's second copy, is host ``node01_(1)``), at most 255 characters."""
+    as ``_`` (``node01 (1).log``, a browser's second copy, is host ``node01_(1)``), at most 255 characters.
+
+    A kind of log joined to the host by ``-`` or ``_`` (:data:`LOG_WORDS`: ``node07-dmesg.log``, ``dmesg_node07.txt``)
+    is no part of it, and a file named only by its kind (``dmesg.log``, ``kern.log``) takes the host of the nearest
+    folder above it whose name has a digit (``logs/node07/dmesg.log``): host ``node07-dmesg`` beside the ``node07`` its
+    NCCL lines named split one fault into two incidents, and two hosts' ``dmesg.log`` were one host ``dmesg`` (a
+    break-it pass)."""
     name = path_text(path.name)
     ip = _IPV4_NAME.match(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
     m = ip or _HOST_FROM_NAME.match(name)
     host = m.group(1) if m else name
+    if not ip:
+        host = _without_log_words(host)
+        if host.lower() in LOG_WORDS:
+            host = next((h for parent in path.parents[:4]
+                         if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
+                         and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
+
+
+def _without_log_words(name: str) -> str:
+    """``name`` without the :data:`LOG_WORDS` joined to its ends by ``-`` or ``_``; a name that is nothing else as it
+    is."""
+    parts = _NAME_PARTS.split(name)
+    seps = _NAME_PARTS.findall(name)
+    while len(parts) > 1 and parts[-1].lower() in LOG_WORDS:
+        parts.pop(), seps.pop()
+    while len(parts) > 1 and parts[0].lower() in LOG_WORDS:
+        parts.pop(0), seps.pop(0)
+    return "".join(p + s for p, s in zip(parts, seps + [""]))
 
 
 def _cr_lines(data: bytes) -> bytes:

@@ -31,7 +31,7 @@ from aiokafka import AIOKafkaProducer
 from benchmarks.crash import read_topic
 from ingest.catalog import default_catalog
 from ingest.consumer import DLQ_VALUE_BYTES, IngestWorker, produce_lines
-from ingest.decode import decode_file, decode_message
+from ingest.decode import Decoded, decode_file, decode_message
 from ingest.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1315,6 +1315,33 @@ def test_a_file_name_gives_a_host_name_and_a_key_its_stripped_text(tmp_path):
     [seg] = decode_message(xid("39"), topic="fleet.dmesg", partition=0, offset=1, key=b" node07\n", timestamp_ms=T_MS
                            ).segments
     assert seg.host == "node07"
+
+
+def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
+    """``node07-dmesg.log`` was host ``node07-dmesg`` beside the ``node07`` the job's NCCL lines named: one fault,
+    two incidents; ``logs/node07/dmesg.log`` and ``logs/node08/dmesg.log`` were one host ``dmesg``, node08's Xid 74
+    "downstream" of node07's Xid 79 (a break-it pass). A kind of log joined by ``-`` or ``_`` is dropped, and a file
+    named by its kind alone takes the nearest folder above it whose name has a digit."""
+    from correlate.correlator import correlate
+    from ingest.decode import decode_file, host_from_filename
+    from ingest.pipeline import Pipeline
+
+    names = {"node07-dmesg.log": "node07", "node07_dmesg.txt": "node07", "dmesg_node07.log": "node07",
+             "gpu-node-3-kern.log": "gpu-node-3", "trn-h100-017.train.log": "trn-h100-017", "slurm-4711.out":
+             "slurm-4711", "logs/node07/dmesg.log": "node07", "node08/var/log/kern.log": "node08",
+             "tmp/dmesg.log": "dmesg", "dmesg": "dmesg", "10.0.0.8-dmesg.log": "10.0.0.8"}
+    assert {n: host_from_filename(Path(n)) for n in names} == names
+    xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
+    for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
+                                 "node08": ("86", 74, "NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, "
+                                                      "0x0, 0x0, 0x0, 0x0)")}.items():
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "dmesg.log").write_text(xid.format(s=1 if x == 79 else 2, bus=bus, x=x, text=text))
+    decoded = [decode_file(tmp_path / h / "dmesg.log", relname=f"{h}/dmesg.log") for h in ("node07", "node08")]
+    b = Pipeline(default_catalog()).run(Decoded(segments=[s for d in decoded for s in d.segments]))
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=2_000_000_000_000_000)
+    assert sorted((i["initiator"]["host"], i["initiator"]["xid"]) for i in incidents) == [("node07", 79),
+                                                                                         ("node08", 74)]
 
 
 def test_a_record_that_names_no_host_is_refused_and_a_blank_key_gives_way_to_the_host_header(pipeline):
