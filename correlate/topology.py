@@ -390,9 +390,21 @@ ADDR_REUSE_US = 600_000_000
 def peer_name(addr: str) -> str:
     """One spelling of a peer's address or name as NCCL prints it: ``canonical_host`` (lower case, a host name's
     first label, an IPv6 address as RFC 5952 writes it) without an IPv6 zone: the zone is the printing host's own
-    interface (``fe80::…%ib1`` on one host is ``%ib0`` on the other: a break-it pass)."""
+    interface (``fe80::…%ib1`` on one host is ``%ib0`` on the other: a break-it pass). An IPv4-mapped IPv6 address
+    is its IPv4 address (``::ffff:10.0.0.7``, as a dual-stack socket prints a peer whose host said ``10.0.0.7``: it
+    named no host, a break-it pass)."""
     name = canonical_host(addr)
-    return name.split("%", 1)[0] if ":" in name else name
+    if ":" not in name:
+        return name
+    name = name.split("%", 1)[0]
+    if name.startswith("::ffff:"):
+        try:
+            mapped = ipaddress.IPv6Address(name).ipv4_mapped
+        except ValueError:
+            mapped = None
+        if mapped is not None:
+            return str(mapped)
+    return name
 
 
 @lru_cache(maxsize=65536)

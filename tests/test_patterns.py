@@ -2097,6 +2097,18 @@ def test_a_peers_error_that_names_its_address_follows_that_hosts_fault(pipeline)
     assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node201", 79)
     assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
 
+    # a connection to the peer that failed (NCCL's three forms: NVIDIA/nccl-tests#166, modelscope/ms-swift#8043),
+    # and a peer printed as an IPv4-mapped IPv6 address: each named no peer, an incident of its own (a break-it pass)
+    boot = BOOT.format(host="node201", addr="10.1.3.201")
+    for line in ("Net : Connect to {a}<43210> failed : Connection refused",
+                 "socketStartConnect: Connect to {a}<45763> failed : Software caused connection abort",
+                 "socketPollConnect: connect to {a}<52597> returned Connection refused",
+                 "Net : Call to recv from ::ffff:{a}<58355> failed : Connection reset by peer"):
+        warn = f"[2026-11-20 10:05:03] node024:1300:1390 [1] misc/socket.cc:484 NCCL WARN {line.format(a='10.1.3.201')}"
+        (inc,) = _hosts(pipeline, {"node201": boot + "\n" + xid79, "node024": warn})
+        assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node201", 79), line
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")], line
+
 
 def test_a_peer_address_no_line_gives_one_host_names_no_host(pipeline):
     """Without the peer's Bootstrap line, or with an address two hosts say they use (a container's 172.17.0.2),
