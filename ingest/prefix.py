@@ -179,9 +179,13 @@ _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # timeout on 10.175.94.190 in the head node's log)
 _RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
               r"(?:, ip=(?P<ray_ip>[0-9A-Fa-f.:]+))?\) ")
+# ``kubectl logs --prefix`` before each line: "[pod/<pod>/<container>] " (with ``--timestamps`` an RFC 3339 stamp
+# follows). The pod is no host of a kernel line a node agent's pod relays, so it names none; NCCL's own prefix does
+# (the stamp and the line were lost behind it: a break-it pass)
+_KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT + r"| *\d{1,7}: " + _LABEL_NEXT
-    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
+    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT
+    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
 #: nF (``ESC ( B``, a character set: ``tput sgr0``) and the two-byte Fe/Fp/Fs ones
@@ -274,13 +278,15 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 
 def _label(s: str) -> re.Match | None:
-    """``_LABEL.match(s)``, asked only where it can match: a bracket (not c10's ``[rank8]:[``) whose first ``]`` is
-    followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
+    """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's ``[rank8]:[``)
+    whose first ``]`` is followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
     blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost ~1 µs a hit line)."""
     if s[0] == "(":
         return _LABEL.match(s)
     if s[0] == "[":
         j = s.find("]")
+        if s.startswith("[pod/"):  # kubectl logs --prefix
+            return _LABEL.match(s)
         if j < 0 or s[j + 1:j + 2] not in (":", "<") or (
                 s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "):  # c10's "[rank8]:[E…"
             return None

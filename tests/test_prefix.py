@@ -189,6 +189,13 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     (" 12: " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     # torchrun --tee: role and local rank
     ("[default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    # kubectl logs --prefix --timestamps: the pod and container before the stamp; the pod names no host (a node agent's
+    # pod relays its node's kernel lines), NCCL's prefix does (a break-it pass: the stamp was lost)
+    ("[pod/dcgm-exporter-x7/dcgm] 2026-11-30T03:12:01.5Z NVRM: Xid (PCI:0000:3b:00): 79, pid=0",
+     us(2026, 11, 30, 3, 12, 1) + 500000, None, None, "NVRM"),
+    ("[pod/trainer-0/pytorch] 2026-11-30T03:22:01.9Z " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,
+     "[Rank 8]"),
+    ("[pod/trainer-0/pytorch] node08:1234:1290 [3] NCCL WARN x", None, "node08", None, "node08:1234"),
     # c10's rank prefix before glog's form (torch._logging; a fresh user's trial), behind a pdsh label too
     ("node08: [rank8]:E1130 03:22:01.518432 48210 torch/distributed/c10d/x.py:607] [Rank 8] Watchdog caught",
      us(2026, 11, 30, 3, 22, 1) + 518432, "node08", 8, "[Rank 8]"),
