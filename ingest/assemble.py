@@ -121,13 +121,16 @@ _KERNEL_STAMPS = re.compile(rb"\n\[ *(\d{1,10}\.\d{1,9})\]")
 
 def kernel_boots(data: bytes) -> list[tuple[int, float]]:
     """The boots of a capture of raw kernel lines that spans reboots (a serial console's log, ``dmesg`` outputs
-    of one host appended to one file): ``(first line index, last kernel stamp in s)`` of each boot, oldest first,
+    of one host appended to one file): ``(first line index, largest kernel stamp in s)`` of each boot, oldest first,
     the first boot from line 0; ``[]`` when the stamps never go back by :data:`REBOOT_BACK_S` (one boot).
 
     A raw stamp is the time since the boot *of that boot* (formats.md §1.1): a new boot's stamps start again at 0
-    (``[    0.000000] Linux version …``), so a stamp below the one before it is a reboot (one stamp above both its
-    neighbours is a garbled stamp). Counting a file's stamps back from its mtime as one boot put a
-    fault of the boot before the reboot at a time of the boot after it (a break-it pass)."""
+    (``[    0.000000] Linux version …``), so a stamp below the one before it is a reboot — unless the lines after it
+    repeat the boot's own lines, stamps and all: the same boot dumped again (``dmesg >> file`` twice), which was a
+    reboot and a "recurrence" of its one fault (a break-it pass). A boot's first lines print the same text at
+    ``0.000000`` every time, so the test is the first repeated line stamped past a second. Counting a file's stamps
+    back from its mtime as one boot put a fault of the boot before the reboot at a time of the boot after it (a
+    break-it pass). The largest stamp of a boot, not its last: two CPUs' lines may be a little out of order."""
     text = b"\n" + data
     stamps = _KERNEL_STAMPS.findall(text)
     if len(stamps) < 2:
@@ -135,23 +138,35 @@ def kernel_boots(data: bytes) -> list[tuple[int, float]]:
     values = list(map(float, stamps))
     if all(b >= a - REBOOT_BACK_S for a, b in zip(values, values[1:])):
         return []
-    # a drop back to the level before a single stamp is that stamp garbled, not a reboot
-    drops = {i for i in range(1, len(values)) if values[i] < values[i - 1] - REBOOT_BACK_S
-             and not (i >= 2 and values[i] >= values[i - 2] - REBOOT_BACK_S)}
-    if not drops:
-        return []
+    matches = list(_KERNEL_STAMPS.finditer(text))
+
+    def whole(i: int) -> bytes:  # stamped line i, stamp and text
+        at = matches[i].start() + 1
+        end = text.find(b"\n", at)
+        return text[at:end if end >= 0 else len(text)]
+
     boots: list[tuple[int, float]] = []
-    first, line, counted, prev = 0, 0, 0, values[0]  # ``counted``: offset in data up to which ``line`` counts
-    for i, m in enumerate(_KERNEL_STAMPS.finditer(text)):
+    first, line, counted, top, prev = 0, 0, 0, values[0], values[0]
+    seen: set[bytes] = set()  # the current boot's stamped lines
+    for i, m in enumerate(matches):
         # the match starts at the newline before its line: data[m.start() - 1] (the added one for line 0)
         line += data.count(b"\n", counted, m.start())
         counted = m.start()
-        if i in drops:
-            boots.append((first, prev))
-            first = line
-        prev = values[i]
-    boots.append((first, prev))
-    return boots
+        value = values[i]
+        if value < prev - REBOOT_BACK_S:
+            # the first line past a second after the drop (before any further drop): a repeat of this boot's, or not
+            j = next((j for j in range(i, len(values)) if values[j] > 1.0 or (j > i and values[j] < values[j - 1]
+                                                                                - REBOOT_BACK_S)), None)
+            again = j is not None and values[j] > 1.0 and (j == i or values[j] >= values[j - 1] - REBOOT_BACK_S) \
+                and whole(j) in seen
+            if not again:
+                boots.append((first, top))
+                first, top, seen = line, value, set()
+        top = max(top, value)
+        seen.add(whole(i))
+        prev = value
+    boots.append((first, top))
+    return boots if len(boots) > 1 else []
 
 
 def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
@@ -245,9 +260,14 @@ def resolve_times(hits: list[Hit], tz) -> None:
         stamp = largest if stamp is None else stamp
         if stamp <= _MAX_UPTIME_S and plausible(seg.ref_ts):
             ref_boot[k] = seg.ref_ts - int(stamp * US)
-            # a boot's first lines are stamped 0.000000 (a C-speed search; the full scan costs ~0.5 µs a line)
-            boots = kernel_boots(seg.data) if back or b"0.000000]" in seg.data else []
+            # a boot's first lines are stamped 0.000000, and a drop after the last hit shows as a last stamp below it
+            # (C-speed tests; the full scan costs ~0.5 µs a line)
+            boots = (kernel_boots(seg.data) if back or b"0.000000]" in seg.data or stamp < largest - REBOOT_BACK_S
+                     else [])
+            if not boots and stamp < largest:  # one boot: its largest stamp (two CPUs' lines a little out of order)
+                ref_boot[k] = seg.ref_ts - int(largest * US)
             if boots and all(up <= _MAX_UPTIME_S for _, up in boots):
+                ref_boot[k] = seg.ref_ts - int(boots[-1][1] * US)
                 starts = [ref_boot[k]]
                 for _, up in reversed(boots[:-1]):
                     starts.append(starts[-1] - int(up * US))
@@ -321,11 +341,13 @@ def _bound_by_later_stamp(hits: list[Hit], bounded: set[int]) -> None:
     written in order, so the line was written then or before. It takes that time when earlier (``details.
     ts_next_line``; still ``ts_upper_bound``, its basis kept). NCCL before 2.26 stamps no WARN: a job's log copied
     hours after the job (``scp``, ``kubectl logs > file``) put its first WARN at the copy's time, a second incident
-    beside the Xid 74 it reported a few lines before PyTorch's stamped watchdog line (a fresh user's trial)."""
-    later: dict[int, tuple[int, int]] = {}  # segment -> (ts, precision) of the nearest later stamped hit
+    beside the Xid 74 it reported a few lines before PyTorch's stamped watchdog line (a fresh user's trial). Only a
+    line of the same source (the signature's: NCCL and PyTorch, the kernel): a bug report's bundle of a job's log
+    and then the host's ``dmesg -T`` from its boot put the job's NCCL errors six days early (a break-it pass)."""
+    later: dict[tuple, tuple[int, int]] = {}  # (segment, source) -> (ts, precision) of the nearest later stamped hit
     for h in reversed(hits):
         row = h.row
-        k = id(h.seg)
+        k = (id(h.seg), h.c.sig.source)
         if id(h) in bounded:
             got = later.get(k)
             if got is not None and got[0] < row["ts"]:

@@ -344,15 +344,27 @@ def test_stamps_that_would_count_past_the_reference_are_not_counted_back(pipelin
 
 
 def test_kernel_boots_splits_a_capture_where_its_stamps_start_again():
-    """``kernel_boots``: (first line, last stamp) of each boot where the raw stamps go back by more than a second;
-    none for one boot, for stamps a few µs out of order (two CPUs' lines), nor for one garbled stamp."""
+    """``kernel_boots``: (first line, largest stamp) of each boot where the raw stamps go back by more than a second;
+    none for one boot, nor for stamps a little out of order (two CPUs' lines)."""
     data = (b"[  100.000000] a\nnoise without a stamp\n[  200.500000] b\n[    0.000000] Linux version 6.8\n"
             b"[    5.000000] c\n[   50.000000] d\nkernel: [ 9.0] not at a line start\n[    0.000000] Linux\n[ 3.0] e")
     assert kernel_boots(data) == [(0, 200.5), (3, 50.0), (7, 3.0)]
     assert kernel_boots(b"[    0.000000] Linux version 6.8\n[  12.0] a\n[  13.0] b") == []
     assert kernel_boots(b"[  12.000010] a\n[  12.000002] b\n[  13.0] c") == []
-    assert kernel_boots(b"[  12.0] a\n[99999.0] garbled\n[  13.0] c\n[  14.0] d") == []
     assert kernel_boots(b"") == [] and kernel_boots(b"no stamps\nat all") == []
+    # a boot's last line alone above the next boot's first (a grep of a serial console: "NVRM: (loading|Xid)") is a
+    # reboot: it was read as one garbled stamp (a break-it pass)
+    grep = b"[   12.3] NVRM: loading\n[ 5000.1] NVRM: Xid 79\n[   12.4] NVRM: loading\n[  300.0] NVRM: Xid 13\n"
+    assert kernel_boots(grep) == [(0, 5000.1), (2, 300.0)]
+    # a boot's largest stamp, not its last (two CPUs' lines 0.4 s apart, within a second)
+    assert kernel_boots(b"[ 5000.512] a\n[ 5000.1] b\n[    0.0] Linux\n[  9.0] c") == [(0, 5000.512), (2, 9.0)]
+    # the same boot dumped twice (dmesg >> file): its lines again, stamps and all, are no reboot; a real reboot
+    # prints its first lines at 0.000000 the same, and differs past its first second
+    boot = b"[    0.000000] Linux version 5.15.0-91-generic\n[    0.000000] BIOS-e820: usable\n[    1.234567] x\n"
+    fault = b"[ 5000.100000] NVRM: Xid (PCI:0000:1b:00): 79\n"
+    assert kernel_boots(boot + fault + boot + fault + b"[ 5010.0] NVRM: Xid 13\n") == []
+    again = boot.replace(b"1.234567", b"1.198310")
+    assert kernel_boots(boot + fault + again + b"[  60.0] NVRM: Xid 48\n") == [(0, 5000.1), (4, 60.0)]
 
 
 @pytest.mark.parametrize("basis", ["kafka", "file"])
@@ -393,17 +405,17 @@ def test_a_capture_that_spans_reboots_dates_each_boot_before_the_next(pipeline, 
     assert not xid79["downstream"]
 
 
-@pytest.mark.parametrize("gpu", ["86", "3b"])
-def test_a_fault_soon_after_a_reboot_is_no_incident_of_the_boot_before(pipeline, gpu):
+@pytest.mark.parametrize("gpu,after", [("86", 100), ("3b", 100), ("86", 60)])
+def test_a_fault_soon_after_a_reboot_is_no_incident_of_the_boot_before(pipeline, gpu, after):
     """The next boot's fault a minute after it began is within the one-host windows (same host 120 s, same device
-    900 s) of the earlier boot's last lines, dated at that start: one incident, "no single culprit" of both GPUs (a
+    900 s, same NVLink domain 60 s) of the earlier boot's last lines, dated at that start: one incident, "no single culprit" of both GPUs (a
     break-it pass: a serial console's log). Boots are kept apart: two incidents, the same GPU's too (it failed
     again after the reboot: a recurrence, not one fault)."""
     xid = "NVRM: Xid (PCI:0000:{}:00): {}, pid=1, name=python, {}"
     text = (f"[ 5000.123456] {xid.format('3b', 79, 'GPU has fallen off the bus.')}\n"
             "[ 5000.200000] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n"
             "[    0.000000] Linux version 5.15.0-91-generic\n"
-            f"[  100.000000] {xid.format(gpu, 48, 'An uncorrectable double bit error (DBE) has been detected.')}\n")
+            f"[  {after}.000000] {xid.format(gpu, 48, 'An uncorrectable double bit error (DBE) has been detected.')}\n")
     b = run(pipeline, text, basis="file")
     incidents = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert sorted(i["initiator"]["xid"] for i in incidents) == [48, 79]
@@ -434,6 +446,13 @@ def test_an_unstamped_line_before_a_stamped_one_is_dated_by_it(pipeline, basis):
     details = [orjson.loads(d) for d in ev.column("details").to_pylist()]
     assert [d.get("ts_next_line") for d in details] == [True, None, None]
     assert [d.get("ts_upper_bound") for d in details] == [True, None, None]
+    # a stamped line of another source (a bug report's bundle: the job's log, then the host's dmesg -T from its boot
+    # six days before) bounds nothing: the WARN keeps the reference time (a break-it pass)
+    bundle = text.split("\n")[0] + ("\n[Mon Nov 23 08:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 13, pid=2222, "
+                                    "name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)")
+    ev = run(pipeline, bundle, basis=basis).events
+    assert ev.column("ts").cast("int64").to_pylist()[0] == T0
+    assert "ts_next_line" not in orjson.loads(ev.column("details")[0].as_py())
 
 
 def test_a_job_log_copied_hours_later_reports_the_fault_its_stamped_lines_place(pipeline):
@@ -479,6 +498,27 @@ def test_terminal_colours_inside_a_line_are_no_part_of_it(pipeline, basis):
     got = run(pipeline, coloured, basis=basis).events.select(["ts", "ts_basis", "kind", "xid", "device", "link"])
     assert got.to_pylist() == want.to_pylist()
     assert want.column("xid").to_pylist() == [79, 74] and want.column("ts").cast("int64")[1].as_py() == T0 - 9_876_544
+
+
+@pytest.mark.parametrize("kern", ["[ 4990.000000] eth0: up\n[ 5000.100000] {xid}\n[ 5600.000000] eth0: down",
+                                  "[ 5000.100000] {xid}\n[    0.000000] Linux version 5.15\n[  600.0] eth0: up"])
+def test_a_peers_report_follows_the_peers_fault_its_file_dates(pipeline, kern):
+    """Plain ``dmesg`` (raw stamps counted back from the file's time; or before a reboot, an upper bound) is the most
+    common capture: the peer's unstamped "Got completion from peer 10.0.0.7" joined only a peer fault with a time of
+    its own, so it was an ib_port incident of the healthy host beside the Xid 79 (a break-it pass)."""
+    xid = "NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=python3, GPU has fallen off the bus."
+    job = ("node07:2233:2300 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n"
+           "node08:2234:2300 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.8<0>\n"
+           "node08:2234:2301 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<43210> "
+           "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.8 remoteGids::ffff:10.0.0.7")
+    segs = [Segment(data=kern.format(xid=xid).encode(), origin="file:node07.dmesg", stream="k", host="node07",
+                    ref_ts=T0, ref_basis="file", ingest_ts=T0),
+            Segment(data=job.encode(), origin="file:train.log", stream="j", host="train", ref_ts=T0 + 1_200_000_000,
+                    ref_basis="file", ingest_ts=T0 + 1_200_000_000)]  # copied 20 min after the kernel log
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0 + 1_200_000_000)
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node07", 79)
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node08", "peer_host")]
 
 
 def test_an_envelope_time_that_is_no_time_is_not_counted_back_from(pipeline):
