@@ -264,7 +264,9 @@ def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str,
                     timed: dict[str, tuple[list[int], list[int]]], dsu: _DSU, related: Callable[[Ev, Ev], bool],
                     topo: Topology) -> bool:
     """Join the file-dated faults ``idx`` to the latest related fault with a time of its own of a host their peer
-    addresses name (``_join_file_timed``); whether one took them."""
+    addresses name (``_join_file_timed``), else of its faults its file's time dates (a raw kernel stamp counted back
+    from it: plain ``dmesg``, the most common capture, whose peer's report beside it was an incident of its own, a
+    break-it pass); whether one took them."""
     seen: set[str] = set()
     for i in idx:
         e = faults[i]
@@ -276,6 +278,11 @@ def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str,
         seen.add(host)
         starts, own = _timed_of(host, faults, by_host, timed)
         if _join_latest(starts, own, t, idx, faults, dsu, related) is not None:
+            return True
+        counted = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis == "file"),
+                         key=lambda j: (faults[j].start, faults[j].order))
+        if counted and _join_latest([faults[j].start for j in counted], counted, t, idx, faults, dsu,
+                                    related) is not None:
             return True
     return False
 
@@ -519,7 +526,11 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         out = defaultdict(list)
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
-        return [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
+        groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
+        if any(faults[i].boot() for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
+            return [[i for i in idx if faults[i].boot() == b] for idx in groups
+                    for b in sorted({faults[i].boot() for i in idx})]
+        return groups
     if rel in ("same_comm", "same_collective"):
         out = defaultdict(list)
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none

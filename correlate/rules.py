@@ -386,7 +386,7 @@ class Relations:
             far = self.topo.nvlink_peer(e.host, ke, e.link)
             return far is not None and far[0] == c.device
         if rel == "same_domain":
-            return self.topo.domain(c.host) == self.topo.domain(e.host)
+            return self.topo.domain(c.host) == self.topo.domain(e.host) and not across_reboot(c, e)
         if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host)
             return c.host != e.host and (self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
         raise ValueError(f"unknown relation {rel!r}")

@@ -82,6 +82,12 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     if timed:
                         dsu.union(first, max(timed, key=lambda j: (faults[j].start, faults[j].order)))
                         break
+                    # else the peer host's faults its file's time dates (a raw dmesg stamp counted back from it)
+                    filed = [j for j, f in enumerate(faults) if f.ts_basis == "file" and f.host == peer
+                             and t - FILE_REACH_US <= f.start <= t and any(related(f, faults[k]) for k in idx)]
+                    if filed:
+                        dsu.union(first, max(filed, key=lambda j: (faults[j].start, faults[j].order)))
+                        break
                 else:
                     later.append((first, t, idx))
         # one no fault with a time of its own took joins, the same way, the file-dated faults of its host's other
