@@ -1439,7 +1439,14 @@ _IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:[._-]|$)")
 #: ``node07/dmesg.log`` (a per-host folder, as sosreport-style collections lay them out)
 LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal", "journalctl", "nccl", "train",
                        "training", "torchrun", "stdout", "stderr", "console", "serial", "log", "logs", "out", "err"})
+#: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``): never cut from the front
+_HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console"})
 _NAME_PARTS = re.compile(r"[-_]")
+#: a name that is a date or a number, not a host: ``2026-11-29``, ``20261129`` (logrotate's layouts)
+_DATE_NAME = re.compile(r"^[\d._-]+$")
+#: a folder that is a date, a number, or a rank's or an attempt's, not a host (torchrun's ``rank0/``, ``attempt_1/``);
+#: a file named ``rank1.log`` stays host ``rank1`` (a folder above it would put every rank's file on one host)
+_NO_HOST_FOLDER = re.compile(r"^(?:[\d._-]+|rank\d+|attempt[_-]?\d+)$", re.I)
 
 
 def host_from_filename(path: Path) -> str:
@@ -1448,10 +1455,12 @@ def host_from_filename(path: Path) -> str:
     (``path_text``), a host name: blanks and other characters no host name holds (``ingest.pipeline``'s host check)
     as ``_`` (``node01 (1).log``, a browser's second copy, is host ``node01_(1)``), at most 255 characters.
 
-    A kind of log joined to the host by ``-`` or ``_`` (:data:`LOG_WORDS`: ``node07-dmesg.log``, ``dmesg_node07.txt``)
-    is no part of it, and a file named only by its kind (``dmesg.log``, ``kern.log``) takes the host of the nearest
-    folder above it whose name has a digit (``logs/node07/dmesg.log``): host ``node07-dmesg`` beside the ``node07`` its
-    NCCL lines named split one fault into two incidents, and two hosts' ``dmesg.log`` were one host ``dmesg`` (a
+    A kind of log joined to the host by ``-`` or ``_`` (:data:`LOG_WORDS`: ``node07-dmesg.log``, ``dmesg_node07.txt``;
+    logrotate's date after it, ``messages-20261129``) is no part of it when what stays has a letter and a digit, as
+    host names do (``train-017`` stays), and a file named only by its kind (``dmesg.log``, ``kern.log``) or by a
+    date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
+    (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host ``node07-dmesg`` beside the ``node07``
+    its NCCL lines named split one fault into two incidents, and two hosts' ``dmesg.log`` were one host ``dmesg`` (a
     break-it pass)."""
     name = path_text(path.name)
     ip = _IPV4_NAME.match(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
@@ -1459,23 +1468,27 @@ def host_from_filename(path: Path) -> str:
     host = m.group(1) if m else name
     if not ip:
         host = _without_log_words(host)
-        if host.lower() in LOG_WORDS:
-            host = next((h for parent in path.parents[:4]
+        if host.lower() in LOG_WORDS or _DATE_NAME.match(host):
+            host = next((h for parent in path.parents[:6]
                          if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
-                         and any(c.isdigit() for c in h)), host)
+                         and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
 
 
 def _without_log_words(name: str) -> str:
-    """``name`` without the :data:`LOG_WORDS` joined to its ends by ``-`` or ``_``; a name that is nothing else as it
-    is."""
+    """``name`` without the :data:`LOG_WORDS` (and, after them, dates: digits only, six or more) joined to its ends by
+    ``-`` or ``_``, when what stays has a letter and a digit; else ``name`` as it is."""
     parts = _NAME_PARTS.split(name)
     seps = _NAME_PARTS.findall(name)
-    while len(parts) > 1 and parts[-1].lower() in LOG_WORDS:
-        parts.pop(), seps.pop()
-    while len(parts) > 1 and parts[0].lower() in LOG_WORDS:
-        parts.pop(0), seps.pop(0)
-    return "".join(p + s for p, s in zip(parts, seps + [""]))
+    lo, hi = 0, len(parts)
+    while hi - lo > 1 and (parts[hi - 1].lower() in LOG_WORDS or (parts[hi - 1].isdigit() and len(parts[hi - 1]) >= 6)):
+        hi -= 1
+    while hi - lo > 1 and parts[lo].lower() in LOG_WORDS - _HOST_WORDS:
+        lo += 1
+    kept = "".join(p + sep for p, sep in zip(parts[lo:hi], seps[lo:hi - 1] + [""]))
+    if kept != name and not (any(c.isalpha() for c in kept) and any(c.isdigit() for c in kept)):
+        return parts[lo] if hi - lo == 1 and parts[lo].lower() in LOG_WORDS else name
+    return kept
 
 
 def _cr_lines(data: bytes) -> bytes:

@@ -1329,7 +1329,12 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
     names = {"node07-dmesg.log": "node07", "node07_dmesg.txt": "node07", "dmesg_node07.log": "node07",
              "gpu-node-3-kern.log": "gpu-node-3", "trn-h100-017.train.log": "trn-h100-017", "slurm-4711.out":
              "slurm-4711", "logs/node07/dmesg.log": "node07", "node08/var/log/kern.log": "node08",
-             "tmp/dmesg.log": "dmesg", "dmesg": "dmesg", "10.0.0.8-dmesg.log": "10.0.0.8"}
+             "tmp/dmesg.log": "dmesg", "dmesg": "dmesg", "10.0.0.8-dmesg.log": "10.0.0.8",
+             # a second break-it pass: a host name that begins with a log word keeps it; dates and rank folders are
+             # no hosts (logrotate, torchrun); a file named by its rank stays that rank
+             "train-017.dmesg.log": "train-017", "kern-01": "kern-01", "log-server-03": "log-server-03",
+             "console-7.log": "console-7", "logs/node07/2026-11-29/dmesg.log": "node07",
+             "node07/messages-20261129": "node07", "node07/rank0/stdout.log": "node07", "logs/job-1/rank0.log": "rank0"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
