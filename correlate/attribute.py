@@ -361,9 +361,11 @@ def verify_commands(catalog: Catalog, e: Ev, subject: tuple | None = None) -> li
 def lead_key(e: Ev) -> tuple[bool, bool, bool]:
     """How an event ranks to name its party, lowest first, before role and severity: a logged line before an
     operator's report; a line with a time of its own before one dated only by its file or Kafka append time
-    (``Ev.undated``); the device's own report (kernel, NVML) before a program's (an NCCL or PyTorch line): a
+    (``Ev.undated``; one bounded by the stamped line after it, ``details.ts_next_line``, counts as timed: NCCL's
+    unstamped "Cuda failure 999" WARN gave way to the PyTorch exception it explains, whose action points at another
+    rank, a real-logs pass); the device's own report (kernel, NVML) before a program's (an NCCL or PyTorch line): a
     traceback's ``CUDA error: uncorrectable ECC error encountered`` beside its GPU's Xid 94 is named by the Xid."""
-    return e.signature == SYMPTOM, e.undated(), e.source == "nccl"
+    return e.signature == SYMPTOM, e.undated() and not e.details.get("ts_next_line"), e.source == "nccl"
 
 
 def fault_category(e: Ev, catalog: Catalog) -> str | None:

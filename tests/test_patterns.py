@@ -2605,3 +2605,20 @@ def test_an_hca_nccl_skips_at_init_is_no_fault(pipeline):
     (other,) = run(pipeline, "pod-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : No device found.",
                    host="pod-2dxbs")
     assert other["severity"] == "warning"
+
+
+def test_a_cuda_failure_nccl_warns_of_is_this_ranks_own(pipeline):
+    """NCCL's "Cuda failure 999 'unknown error'" (NVIDIA/nccl#1653: one desktop host) was a generic warning that gave
+    way, as the initiator's line, to the PyTorch exception it explains, whose action points at "another rank". It is
+    a CUDA error of this rank's GPU (signature nccl.cuda_failure), and a WARN bounded by the stamped line after it
+    names the initiator before that line (``attribute.lead_key``)."""
+    text = ("desktop-1:1689:2800 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'\n"
+            "desktop-1:1689:2800 [0] NCCL INFO include/alloc.h:199 -> 1\n"
+            "2025-03-21 17:08:31,569 - finetrainers - ERROR - Error during training: NCCL error in: /pytorch/torch/csrc/"
+            "distributed/c10d/NCCLUtils.hpp:268, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+            "version 2.21.5\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.")
+    (inc,) = run(pipeline, text, host="desktop-1")
+    assert (inc["initiator"]["host"], inc["initiator"]["gpu_index"]) == ("desktop-1", 0)
+    assert inc["next_action"].startswith("A CUDA call NCCL made on this rank's GPU failed ('unknown error')")
+    assert "another rank" not in inc["next_action"]
