@@ -518,18 +518,18 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for i, e in enumerate(faults):
             key = gpu_key(e, topo)
             if key is not None:
-                out[("gpu", e.host, key, e.boot())].append(i)
+                out[("gpu", e.host, key, e.boot)].append(i)
             elif (subject := e.subject())[2] is not None:
-                out[("subject", *subject, e.boot())].append(i)
+                out[("subject", *subject, e.boot)].append(i)
         return list(out.values())
     if rel == "same_domain":
         out = defaultdict(list)
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-        if any(faults[i].boot() for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
-            return [[i for i in idx if faults[i].boot() == b] for idx in groups
-                    for b in sorted({faults[i].boot() for i in idx})]
+        if any(faults[i].boot for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
+            return [[i for i in idx if faults[i].boot == b] for idx in groups
+                    for b in sorted({faults[i].boot for i in idx})]
         return groups
     if rel in ("same_comm", "same_collective"):
         out = defaultdict(list)
@@ -541,7 +541,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
             for comm in comms_of(e, topo):
                 out[(comm, e.seq) if seq else comm].append(i)
         return list(out.values())
-    if rel == "same_host" and any(faults[i].boot() for idx in by_host.values() for i in idx):
+    if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a
         # window that reaches across it joined it to a fault a minute into the next boot: one incident of two boots (a
         # break-it pass). A host's faults of each such boot are a bucket of their own (a device that fails again
@@ -549,7 +549,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         out = defaultdict(list)
         for host, idx in by_host.items():
             for i in idx:
-                out[(host, faults[i].boot())].append(i)
+                out[(host, faults[i].boot)].append(i)
         return list(out.values())
     return list(by_host.values())
 

@@ -70,6 +70,9 @@ class Ev:
     start: int = field(init=False)
     #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
     order: tuple[int, int, str] = field(init=False)
+    #: how many reboots follow the line in its capture (``details.reboots_after``, ``ingest.assemble.kernel_boots``):
+    #: 0 for the last boot and for every line of a capture without a reboot (read by every one-host relation test)
+    boot: int = field(init=False)
     #: (catalog, role, is a fault): what ``correlate.attribute.role_of`` and ``is_fault`` decided for the event
     #: under that catalog, kept with it (a streaming correlator asks again at every step)
     judged: tuple | None = field(default=None, init=False, repr=False)
@@ -79,6 +82,7 @@ class Ev:
     def __post_init__(self) -> None:
         self.pos = _pos(self.origin)
         self.sev = SEVERITY_RANK.get(self.severity, 0)
+        self.boot = self.details.get("reboots_after") or 0
         self._place()
 
     def imply_start(self, us: int) -> None:
@@ -104,18 +108,13 @@ class Ev:
         or its Kafka append time (``details.ts_upper_bound``, ``ingest.assemble``): written then or earlier."""
         return bool(self.details.get("ts_upper_bound"))
 
-    def boot(self) -> int:
-        """How many reboots follow the line in its capture (``details.reboots_after``, ``ingest.assemble.
-        kernel_boots``): 0 for the last boot and for every line of a capture without a reboot."""
-        return self.details.get("reboots_after") or 0
-
 
 def across_reboot(a: Ev, b: Ev) -> bool:
     """``a`` and ``b`` are lines of one capture (a file, a Kafka value: their ``origin`` without the line) on
-    either side of a reboot in it (:meth:`Ev.boot`): the processes and the GPU state of one boot are gone in the next,
+    either side of a reboot in it (``Ev.boot``): the processes and the GPU state of one boot are gone in the next,
     so neither reports the other. A serial console's log put an Xid 79 of the boot before a reboot and an Xid 13 of
     the boot after it in one incident (a break-it pass)."""
-    return a.boot() != b.boot() and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0]
+    return a.boot != b.boot and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0]
 
 
 def subject_of(host: str, device_type: str | None, device: str | None, gpu_index: int | None,
