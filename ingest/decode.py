@@ -1459,9 +1459,9 @@ def host_from_filename(path: Path) -> str:
     logrotate's date after it, ``messages-20261129``) is no part of it when what stays has a letter and a digit, as
     host names do (``train-017`` stays), and a file named only by its kind (``dmesg.log``, ``kern.log``) or by a
     date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
-    (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host ``node07-dmesg`` beside the ``node07``
-    its NCCL lines named split one fault into two incidents, and two hosts' ``dmesg.log`` were one host ``dmesg`` (a
-    break-it pass)."""
+    (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host
+    ``node07-dmesg`` beside the ``node07`` its NCCL lines named split one fault into two incidents, and two hosts'
+    ``dmesg.log`` were one host ``dmesg`` (a break-it pass)."""
     name = path_text(path.name)
     ip = _IPV4_NAME.match(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
     m = ip or _HOST_FROM_NAME.match(name)

@@ -278,15 +278,14 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 
 def _label(s: str) -> re.Match | None:
-    """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's ``[rank8]:[``)
-    whose first ``]`` is followed by ``:`` or ``<``, or a first word (after blanks) that is not all letters and ends with ``:`` and a
-    blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost ~1 µs a hit line)."""
-    if s[0] == "(":
+    """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
+    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, or a first word (after blanks) that is not all
+    letters and ends with ``:`` and a blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost
+    ~1 µs a hit line)."""
+    if s[0] == "(" or s.startswith("[pod/"):  # Ray's label, kubectl logs --prefix
         return _LABEL.match(s)
     if s[0] == "[":
         j = s.find("]")
-        if s.startswith("[pod/"):  # kubectl logs --prefix
-            return _LABEL.match(s)
         if j < 0 or s[j + 1:j + 2] not in (":", "<") or (
                 s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "):  # c10's "[rank8]:[E…"
             return None
@@ -315,7 +314,8 @@ def can_begin(c: str) -> frozenset[str]:
     digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
-    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities; ``jfull``:
+    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog
+    facilities; ``jfull``:
     ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""

@@ -408,8 +408,8 @@ def test_a_capture_that_spans_reboots_dates_each_boot_before_the_next(pipeline, 
 @pytest.mark.parametrize("gpu,after", [("86", 100), ("3b", 100), ("86", 60)])
 def test_a_fault_soon_after_a_reboot_is_no_incident_of_the_boot_before(pipeline, gpu, after):
     """The next boot's fault a minute after it began is within the one-host windows (same host 120 s, same device
-    900 s, same NVLink domain 60 s) of the earlier boot's last lines, dated at that start: one incident, "no single culprit" of both GPUs (a
-    break-it pass: a serial console's log). Boots are kept apart: two incidents, the same GPU's too (it failed
+    900 s, same NVLink domain 60 s) of the earlier boot's last lines, dated at that start: one incident, "no single
+    culprit" of both GPUs (a break-it pass: a serial console's log). Boots are kept apart: two incidents, the same GPU's too (it failed
     again after the reboot: a recurrence, not one fault)."""
     xid = "NVRM: Xid (PCI:0000:{}:00): {}, pid=1, name=python, {}"
     text = (f"[ 5000.123456] {xid.format('3b', 79, 'GPU has fallen off the bus.')}\n"
