@@ -259,19 +259,18 @@ def resolve_times(hits: list[Hit], tz) -> None:
     for k, (seg, stamp, largest, _, back) in last.items():
         stamp = largest if stamp is None else stamp
         if stamp <= _MAX_UPTIME_S and plausible(seg.ref_ts):
-            ref_boot[k] = seg.ref_ts - int(stamp * US)
             # a boot's first lines are stamped 0.000000, and a drop after the last hit shows as a last stamp below it
             # (C-speed tests; the full scan costs ~0.5 µs a line)
             boots = (kernel_boots(seg.data) if back or b"0.000000]" in seg.data or stamp < largest - REBOOT_BACK_S
                      else [])
-            if not boots and stamp < largest:  # one boot: its largest stamp (two CPUs' lines a little out of order)
-                ref_boot[k] = seg.ref_ts - int(largest * US)
             if boots and all(up <= _MAX_UPTIME_S for _, up in boots):
-                ref_boot[k] = seg.ref_ts - int(boots[-1][1] * US)
+                ref_boot[k] = seg.ref_ts - int(boots[-1][1] * US)  # the last boot's largest stamp
                 starts = [ref_boot[k]]
                 for _, up in reversed(boots[:-1]):
                     starts.append(starts[-1] - int(up * US))
                 boots_of[k] = ([first for first, _ in boots], starts[::-1])
+            else:  # one boot: its largest stamp (two CPUs' lines a little out of order); the last past a garbled one
+                ref_boot[k] = seg.ref_ts - int((stamp if boots else max(stamp, largest)) * US)
     # (ts, precision) of the closest earlier stamped line of the same segment (a file, a Kafka value: one
     # writer's lines in its order, whatever hosts they name), else of the same host in an earlier segment. The
     # hits of one call may come from many Kafka records (a run of unkeyed one-line records of several hosts):
@@ -299,18 +298,10 @@ def resolve_times(hits: list[Hit], tz) -> None:
               and (j := bisect_right(spans[0], h.line) - 1) < len(spans[0]) - 1):
             # a line of a boot before the capture's last (its stamps start again at 0 after it): written before the
             # boot after it began, the latest time that can be; counted as one boot it took a time of the last boot
-            row["ts"], row["ts_basis"] = spans[1][j] + int(p.mono * US), seg.ref_basis
-            row["ts_precision_us"] = 1 if seg.ref_basis != "kafka" else _REF_PRECISION["kafka"]
-            row["details"]["ts_upper_bound"] = True
-            row["details"]["uptime_s"] = p.mono
+            _counted_back(row, seg, spans[1][j] + int(p.mono * US), p.mono, upper_bound=True)
             row["details"]["reboots_after"] = len(spans[0]) - 1 - j
         elif p.mono is not None and id(seg) in ref_boot and (t := ref_boot[id(seg)] + int(p.mono * US)) <= seg.ref_ts:
-            basis = seg.ref_basis
-            row["ts"], row["ts_basis"] = t, basis
-            row["ts_precision_us"] = 1 if basis != "kafka" else _REF_PRECISION["kafka"]
-            if basis == "kafka":  # the append time: the value was written then or before (as a line without stamp)
-                row["details"]["ts_upper_bound"] = True
-                row["details"]["uptime_s"] = p.mono  # the line's own stamp, counted back from that time
+            _counted_back(row, seg, t, p.mono, upper_bound=False)
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
@@ -332,6 +323,18 @@ def resolve_times(hits: list[Hit], tz) -> None:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+def _counted_back(row: dict[str, Any], seg: Segment, ts: int, mono: float, *, upper_bound: bool) -> None:
+    """Time ``row`` by its raw kernel stamp ``mono`` (s) counted back from ``seg``'s reference time: ``ts`` (µs),
+    the segment's basis. An upper bound when ``upper_bound`` (a boot before the capture's last) or when the reference
+    is a Kafka append time (the value was written then or before, as a line without a stamp): ``details.
+    ts_upper_bound``, with the line's own stamp kept in ``details.uptime_s``."""
+    row["ts"], row["ts_basis"] = ts, seg.ref_basis
+    row["ts_precision_us"] = 1 if seg.ref_basis != "kafka" else _REF_PRECISION["kafka"]
+    if upper_bound or seg.ref_basis == "kafka":
+        row["details"]["ts_upper_bound"] = True
+        row["details"]["uptime_s"] = mono
 
 
 def _bound_by_later_stamp(hits: list[Hit], bounded: set[int]) -> None:
