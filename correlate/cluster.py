@@ -208,15 +208,17 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             file_only.setdefault(r, []).append(i)
         else:
             timed_roots.add(r)
-    timed: dict[str, tuple[list[int], list[int]]] = {}  # host -> (starts, fault indices), by (start, order)
+    # (host, file-dated?) -> (starts, fault indices) of the host's faults with a time of their own, or dated by their
+    # file, by (start, order): ``_host_faults``
+    memo: dict[tuple[str, bool], tuple[list[int], list[int]]] = {}
     later: list[tuple[int, list[int]]] = []
     for r, idx in file_only.items():
         if r in timed_roots:
             continue
-        starts, own = _timed_of(faults[idx[0]].host, faults, by_host, timed)
+        starts, own = _host_faults(faults[idx[0]].host, False, faults, by_host, memo)
         t = min(faults[i].start for i in idx)
         if _join_latest(starts, own, t, idx, faults, dsu, related) is None and not _join_peer_host(
-                idx, t, faults, by_host, timed, dsu, related, topo):
+                idx, t, faults, by_host, memo, dsu, related, topo):
             later.append((r, idx))
     # then a component no fault with a time of its own took: the latest related fault of another such component of
     # its host (shine-cluster#171: nvidia-smi, run after the job died, cannot reach a GPU; the job's own log, another
@@ -229,14 +231,8 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
         r = dsu.find(i)
         lo, hi = span.get(r, (f.start, f.start))
         span[r] = (min(lo, f.start), max(hi, f.start))
-    untimed: dict[str, tuple[list[int], list[int]]] = {}
     for r, idx in later:
-        host = faults[idx[0]].host
-        if host not in untimed:
-            own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis == "file"),
-                         key=lambda j: (faults[j].start, faults[j].order))
-            untimed[host] = ([faults[j].start for j in own], own)
-        starts, own = untimed[host]
+        starts, own = _host_faults(faults[idx[0]].host, True, faults, by_host, memo)
         root = dsu.find(idx[0])
         lo, hi = span[root]
         fit = {j: rj for j in own if (rj := dsu.find(j)) != root
@@ -249,20 +245,21 @@ def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
             span[dsu.find(root)] = (min(lo, lo2), max(hi, hi2))
 
 
-def _timed_of(host: str, faults: list[Ev], by_host: dict[str, list[int]],
-              timed: dict[str, tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
-    """``host``'s faults with a time of their own as (starts, fault indices), by (start, order); kept in ``timed``."""
-    got = timed.get(host)
+def _host_faults(host: str, filed: bool, faults: list[Ev], by_host: dict[str, list[int]],
+                 memo: dict[tuple[str, bool], tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
+    """``host``'s faults dated by their file (``ts_basis`` ``file``) when ``filed``, else those with a time of their
+    own, as (starts, fault indices), by (start, order); kept in ``memo``."""
+    got = memo.get((host, filed))
     if got is None:
-        own = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis != "file"),
+        own = sorted((j for j in by_host.get(host, ()) if (faults[j].ts_basis == "file") == filed),
                      key=lambda j: (faults[j].start, faults[j].order))
-        got = timed[host] = ([faults[j].start for j in own], own)
+        got = memo[(host, filed)] = ([faults[j].start for j in own], own)
     return got
 
 
 def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str, list[int]],
-                    timed: dict[str, tuple[list[int], list[int]]], dsu: _DSU, related: Callable[[Ev, Ev], bool],
-                    topo: Topology) -> bool:
+                    memo: dict[tuple[str, bool], tuple[list[int], list[int]]], dsu: _DSU,
+                    related: Callable[[Ev, Ev], bool], topo: Topology) -> bool:
     """Join the file-dated faults ``idx`` to the latest related fault with a time of its own of a host their peer
     addresses name (``_join_file_timed``), else of its faults its file's time dates (a raw kernel stamp counted back
     from it: plain ``dmesg``, the most common capture, whose peer's report beside it was an incident of its own, a
@@ -276,13 +273,8 @@ def _join_peer_host(idx: list[int], t: int, faults: list[Ev], by_host: dict[str,
         if not host or host == e.host or host in seen:
             continue
         seen.add(host)
-        starts, own = _timed_of(host, faults, by_host, timed)
-        if _join_latest(starts, own, t, idx, faults, dsu, related) is not None:
-            return True
-        counted = sorted((j for j in by_host.get(host, ()) if faults[j].ts_basis == "file"),
-                         key=lambda j: (faults[j].start, faults[j].order))
-        if counted and _join_latest([faults[j].start for j in counted], counted, t, idx, faults, dsu,
-                                    related) is not None:
+        if any(_join_latest(*_host_faults(host, filed, faults, by_host, memo), t, idx, faults, dsu, related) is not None
+               for filed in (False, True)):
             return True
     return False
 
