@@ -444,14 +444,14 @@ def _explain(scene: Scene, v: Verdict) -> str:
                else "its file's time" if main.ts_basis == "file" else "its Kafka record's time")
     counted = f"its seconds since boot counted back from {arrival}"
     if main.undated():  # the append time bounds it; a raw kernel stamp (details.uptime_s) was counted back from it
-        how = counted if "uptime_s" in main.details else f"{arrival}: the line printed none"
-        if main.details.get("ts_next_line"):  # ingest.assemble._bound_by_later_stamp
-            how = "the time of a stamped line after it in its log: the line printed none"
-        if main.details.get("reboots_after"):  # a boot before the capture's last: it ended before the next began
-            n = main.details["reboots_after"]
+        if n := main.details.get("reboots_after"):  # a boot before the capture's last: it ended before the next began
             how = (f"logged {'before the host rebooted' if n == 1 else f'{n} reboots before the last boot'}: its "
                    f"seconds since boot counted back from the latest time the next boot can have begun, itself "
                    f"counted back from {arrival}")
+        elif main.details.get("ts_next_line"):  # ingest.assemble._bound_by_later_stamp
+            how = "the time of a stamped line after it in its log: the line printed none"
+        else:
+            how = counted if "uptime_s" in main.details else f"{arrival}: the line printed none"
         when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} ({counted})"

@@ -637,13 +637,13 @@ def silent_rank(scene: Scene) -> Verdict | None:
                    f"{silent} did not. The rank that never reported is the one the others were waiting for.")
         down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts
                 if e not in behind]
+        on_host = f" (on {where[0]})" if where[0] else ""
         v = Verdict(
             pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=behind,
             downstream=down, confidence=0.7, explanation=why,
             next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
                          "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
-            verify=[f"nvidia-smi{f' (on {where[0]})' if where[0] else ''}",
-                    f"dmesg -T | tail -100{f' (on {where[0]})' if where[0] else ''}"])
+            verify=[f"nvidia-smi{on_host}", f"dmesg -T | tail -100{on_host}"])
         if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
             v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", "
                          "NCCL_DEBUG=INFO), or the job's rank-to-host map from the scheduler",
