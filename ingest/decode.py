@@ -42,7 +42,7 @@ import orjson
 import zstandard
 from msgspec import UNSET, UnsetType
 
-from ingest.prefix import US, parse_iso_us, plausible
+from ingest.prefix import TERMINAL_CODES, US, parse_iso_us, plausible
 from schemas.hostname import canonical_host
 from schemas.samples import POLLER_FORMAT, PollerSample
 
@@ -218,8 +218,8 @@ class Decoded:
 _GZIP = b"\x1f\x8b"
 #: a terminal's control sequences (ECMA-48) in a line's bytes: CSI (``ESC [ … m``: ``dmesg --color=always``,
 #: ``journalctl`` to a terminal, ``kubectl logs`` of a colouring program), OSC up to its end (never past a line), nF
-#: and the two-byte ones; ``ingest.prefix`` peels the same from a line's prefix
-_TERMINAL_CODES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])")
+#: and the two-byte ones: ``ingest.prefix.TERMINAL_CODES``, which peels the same from a line's prefix
+_TERMINAL_CODES = re.compile(TERMINAL_CODES.encode())
 
 
 def strip_terminal_codes(data: bytes) -> bytes:

@@ -189,7 +189,9 @@ _LABEL = re.compile(
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
 #: nF (``ESC ( B``, a character set: ``tput sgr0``) and the two-byte Fe/Fp/Fs ones
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])")
+#: (an OSC never runs past a line: ``decode.strip_terminal_codes`` reads the same forms in a segment's bytes)
+TERMINAL_CODES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])"
+_ANSI = re.compile(TERMINAL_CODES)
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
 _GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
