@@ -17,8 +17,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from correlate.attribute import (SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of, initiator_event, lead_key,
-                                 sentences, subject_label, verify_commands)
+from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
+                                 initiator_event, lead_key, sentences, subject_label, verify_commands)
 from correlate.model import Ev, subject_of
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recovery_action, recurs_to_diag
 from correlate.rules import comms_of
@@ -184,7 +184,8 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     if asked:  # the driver's own word for this GPU comes first (Xid 154's new recovery action)
         said = f"The driver asks for: {asked} (Xid 154, the GPU's recovery action)"
         # the catalog's own text for Xid 154 is only "do what the new action says"
-        action = said if main.xid == 154 else sentences(said, action or catalog_action(scene.catalog, main, subject))
+        own = action or catalog_action(scene.catalog, main, subject)
+        action = said if main.xid == RECOVERY_XID else sentences(said, own)
     # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the
     # signatures' sentences in the next incident of the same table (a fresh-user trial)
     return sentences(action or catalog_action(scene.catalog, main, subject)), verify_commands(scene.catalog, main,

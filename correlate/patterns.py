@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from typing import Callable
 
-from correlate.attribute import (SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
+from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import Ev
 from correlate.topology import expected_links, peer_name
@@ -156,7 +156,7 @@ def recovery_action(e: Ev) -> str | None:
     action, ``details.new_action_name``), or None for another event or the action "None". A GPU the driver wants
     reset or drained is not a program's fault alone (a break-it pass: Xid 13, then Xid 154 "to 0x4 (Drain and
     Reset)", was told "Node healthy … Do not drain")."""
-    if e.xid != 154 or not recovery_action_code(e.details):  # 0 is the action "None"
+    if e.xid != RECOVERY_XID or not recovery_action_code(e.details):  # 0 is the action "None"
         return None
     return str(e.details.get("new_action_name") or e.details.get("new_action"))
 
