@@ -31,7 +31,7 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import Ev, across_reboot
-from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, comms_of, gpu_key,
+from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_of, comms_of, gpu_key,
                              pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
@@ -528,10 +528,13 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none
         seq = rel == "same_collective"
         for i, e in enumerate(faults):
-            if (not e.comm and e.host not in placed) or (seq and e.seq is None):
+            if seq and e.seq is None:
                 continue
-            for comm in comms_of(e, topo):
+            comms = comms_of(e, topo) if e.comm or e.host in placed else ()
+            for comm in comms:
                 out[(comm, e.seq) if seq else comm].append(i)
+            if seq and not comms and (key := collective_of(e)) is not None:
+                out[("collective", key)].append(i)  # in no known communicator: the collective its line names
         return list(out.values())
     if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a

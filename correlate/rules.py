@@ -291,6 +291,19 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
     return topo.gpu_key(e.host, e.device, e.gpu_index)
 
 
+def collective_of(e: Ev) -> tuple | None:
+    """The collective a watchdog timeout names, for ranks that no communicator places (no NCCL init lines):
+    ``(SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives its SeqNum, OpType and timeout
+    (formats.md §12.2: "WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=11, NumelOut=11, Timeout(ms)=240000)"; PyTorch
+    before 2.2 prints no Numel, both are then None). Every rank of one collective prints the same tuple; the process
+    group is left out (one rank prints it, another the same timeout without it). Ray Train's workers on several hosts
+    timing out on one allreduce without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs
+    pass)."""
+    if e.seq is None or e.op is None or e.timeout_ms is None:
+        return None
+    return e.seq, e.op, e.details.get("numel_in"), e.details.get("numel_out"), e.timeout_ms
+
+
 def comms_of(e: Ev, topo: Topology) -> set[str]:
     """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines — of the
     communicators its host's GPUs were in when it began (``Topology.comm_live``)."""
@@ -359,7 +372,14 @@ class Relations:
         if rel == "same_comm":
             return not self.comms(c).isdisjoint(self.comms(e))
         if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
-            return c.seq is not None and c.seq == e.seq and not self.comms(c).isdisjoint(self.comms(e))
+            if c.seq is None or c.seq != e.seq:
+                return False
+            cc, ce = self.comms(c), self.comms(e)
+            if cc or ce:
+                return not cc.isdisjoint(ce)
+            # neither in a known communicator: the collective the two lines name (``collective_of``)
+            k = collective_of(c)
+            return k is not None and k == collective_of(e)
         if rel in ("same_gpu", "same_device"):
             if c.host != e.host or across_reboot(c, e):
                 return False

@@ -194,7 +194,8 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
 @st.composite
 def jobs(draw):
     """A communicator's or an NVLink domain's faults over many hosts with unequal skews: the keyed buckets that
-    ``cluster._sweep_hosts`` joins by intervals instead of pair by pair."""
+    ``cluster._sweep_hosts`` joins by intervals instead of pair by pair. Some hosts hold no rank of a communicator:
+    their timeouts are one collective by what their lines name (``rules.collective_of``)."""
     hosts = [f"h{i}" for i in range(draw(st.integers(2, 12)))]
     events = [Ev(event_id=f"e{i}", ts=draw(st.integers(0, 300)) * S + draw(st.sampled_from([0, 1, 999_999])),
                  ts_basis="line", host=draw(st.sampled_from(hosts)), source="nccl",
@@ -202,7 +203,8 @@ def jobs(draw):
                  device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                  rank=draw(st.integers(0, 15)), nranks=16, comm=draw(st.sampled_from(["c1", "c1", "c2", None])),
                  message="m", precision_us=draw(st.sampled_from([1, 1000, S, S, 20 * S])), origin=f"f:{i}",
-                 seq=draw(st.sampled_from([None, 7, 7, 8])))
+                 seq=draw(st.sampled_from([None, 7, 7, 8])), op=draw(st.sampled_from([None, "ALLREDUCE", "ALLREDUCE"])),
+                 timeout_ms=600_000, details={"numel_in": draw(st.sampled_from(["1", "1", "2"]))})
               for i in range(draw(st.integers(2, 60)))]
     topo = Topology(hosts={h: HostConfig(domain=draw(st.sampled_from([None, "d1", "d1", "d2"]))) for h in hosts})
     for r in range(16):

@@ -1068,6 +1068,34 @@ def test_the_timeouts_of_one_collective_are_one_incident_however_far_apart_their
     assert len(_hosts(pipeline, files)) == 2
 
 
+def test_the_timeouts_of_one_collective_are_one_incident_without_init_lines(pipeline):
+    """Without NCCL_DEBUG=INFO no init line places a rank: every rank's watchdog timeout names the collective it
+    waited on, and the ranks of one job print the same one (formats.md §12.2: SeqNum, OpType, NumelIn, NumelOut,
+    Timeout). Ray Train's workers on several hosts timing out on one allreduce were one incident per host, each
+    "no single culprit" (NVIDIA/nccl#1193, a real-logs pass): one incident of every rank now, and a host's GPU
+    fault is the initiator of all of them. Another collective (its NumelIn, its SeqNum) stays apart."""
+    def files(numel_in: dict[str, int] | None = None, seq: dict[str, int] | None = None) -> dict[str, str]:
+        out = {}
+        for r in range(5):
+            host = f"b{r // 2 + 1}"
+            line = TIMEOUT.format(rank=r).replace("NumelIn=1,", f"NumelIn={(numel_in or {}).get(host, 1)},")
+            out[host] = (out.get(host, "") + "\n" + line.replace("SeqNum=4242", f"SeqNum={(seq or {}).get(host, 4242)}"))
+        return out
+
+    (inc,) = _hosts(pipeline, files())
+    assert (inc["pattern"], inc["category"]) == ("comm.silent_rank", "nccl_hang")
+    assert inc["explanation"].startswith("5 ranks (0, 1, 2, 3, 4) timed out on the same collective (SeqNum 4242)")
+    assert sorted({d["host"] for d in inc["downstream"]}) == ["b1", "b2", "b3"]
+    assert len(_hosts(pipeline, files(numel_in={"b3": 2}))) == 2
+    assert len(_hosts(pipeline, files(seq={"b2": 4243}))) == 2
+    kern = "[Sun Nov 29 03:09:59 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    with_xid = files()
+    with_xid["b2"] = kern + with_xid["b2"]
+    (inc,) = _hosts(pipeline, with_xid)
+    assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["xid"]) == ("gpu_off_bus", "b2", 79)
+    assert sorted({d["host"] for d in inc["downstream"]}) == ["b1", "b2", "b3"]
+
+
 def test_an_xid_or_sxid_the_catalogs_do_not_hold_gets_an_action_not_a_placeholder(pipeline):
     """A newer driver's Xid (177) or an SXid not in sxid-catalog.csv took its signature's placeholder "from
     xid-catalog.csv per code" as its next action, and that was paged (a break-it pass): it says the code is not in
