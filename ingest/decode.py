@@ -1438,9 +1438,15 @@ _IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:[._-]|$)")
 #: words that name a kind of log, not a host, in a file or folder name: ``node07-dmesg.log``, ``dmesg_node07.txt``,
 #: ``node07/dmesg.log`` (a per-host folder, as sosreport-style collections lay them out)
 LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal", "journalctl", "nccl", "train",
-                       "training", "torchrun", "stdout", "stderr", "console", "serial", "log", "logs", "out", "err"})
-#: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``): never cut from the front
-_HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console"})
+                       "training", "torchrun", "stdout", "stderr", "console", "serial", "log", "logs", "out", "err",
+                       # the program or tool that wrote it: ``gb200node-torch.log`` was host ``gb200node-torch``, its
+                       # CUDA error an incident apart from the host's own fault (a real-logs pass); ``nvidia-smi``,
+                       # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
+                       "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager"})
+#: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): never
+#: cut from the front
+_HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
+                         "report", "dcgm"})
 _NAME_PARTS = re.compile(r"[-_]")
 #: a name that is a date or a number, not a host: ``2026-11-29``, ``20261129`` (logrotate's layouts)
 _DATE_NAME = re.compile(r"^[\d._-]+$")
