@@ -678,6 +678,8 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     if not roots:
         return None
     ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)
+    if logged and all(scene.role(e) == "downstream" and e.source == "nccl" for k in roots for e in unexplained[k]):
+        return _reports_only(scene, [k for k, _ in ranked])
     best_key, best_evs = ranked[0]
     clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
     category = scene.category_of(max(best_evs, key=lambda e: (e.signature != SYMPTOM, ROLE_RANK.get(scene.role(e), 0),
@@ -706,6 +708,25 @@ def roots_verdict(scene: Scene) -> Verdict | None:
                    f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
+
+
+def _reports_only(scene: Scene, candidates: list[tuple]) -> Verdict:
+    """Every fault nothing explains is a job's downstream report (catalog role ``downstream`` of a job's log, not the
+    kernel's Xid 94 or 45: PyTorch taking its process down, torchrun's worker that ended itself, a watchdog line):
+    they report a failure that began elsewhere, which
+    these logs do not hold. The earliest was "the earliest fault nothing else explains" at 0.75 (torchrun's "failed
+    (exitcode: -6)" alone, modelscope/ms-swift#6301; PyTorch's "taking the entire process down" alone: a real-logs
+    pass); now no single culprit, and what is missing is the first failure's logs."""
+    names = [candidate_name(*k) for k in candidates]
+    said = "; ".join(f"{n} ({u})" if (u := _unexplained(scene, k)) else n for n, k in zip(names, candidates))
+    v = unknown_verdict(scene, candidates, "other", why=(
+        f"Only downstream reports: {said} — each reports a failure that began elsewhere (a collective that failed, a "
+        "process taken down), and nothing logged here is that failure."))
+    v.missing = ["the first failure these lines report: the logs of the job's other ranks and processes before "
+                 "these lines (a traceback, a CUDA or NCCL error), and their hosts' kernel logs (Xid, OOM kill)"]
+    v.next_action = ("Find the failure these lines report: the job's other ranks' logs from before them (a traceback, a "
+                     "CUDA or NCCL error) and their hosts' kernel logs (Xid, OOM kill); these lines only report it.")
+    return v
 
 
 def subject_label(device_type: str | None, device: str) -> str:

@@ -808,13 +808,13 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
 
 
 #: what a rank prints when the other end of its connection went away: its peer failed, not it (NCCL misc/socket.cc;
-#: ncclRemoteError, "remote process exited or there was a network error": torch.yaml)
+#: ncclRemoteError, "remote process exited or there was a network error": torch.yaml; XLA's too)
 def _reports_a_peer(e: Ev) -> bool:
     if e.signature == "nccl.socket.peer_lost":
         return True
     if e.signature == "torch.nccl_result":
         return e.details.get("nccl_result") == "ncclRemoteError"
-    return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure")
+    return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure", "xla.nccl_error", "xla.nccl_async_error")
             and str(e.details.get("reason", "")).startswith("remote process exited"))
 
 

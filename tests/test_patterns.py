@@ -2650,3 +2650,35 @@ def test_a_cuda_failure_nccl_warns_of_is_this_ranks_own(pipeline):
     assert (inc["initiator"]["host"], inc["initiator"]["gpu_index"]) == ("desktop-1", 0)
     assert inc["next_action"].startswith("A CUDA call NCCL made on this rank's GPU failed ('unknown error')")
     assert "another rank" not in inc["next_action"]
+
+
+def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(pipeline):
+    """A job's lines that only report a failure that began elsewhere — PyTorch taking its process down, torchrun's
+    worker that ended itself with -6 (modelscope/ms-swift#6301) — were "the earliest fault nothing else explains" at
+    0.75 (a real-logs pass). Alone they name no culprit and ask for the first failure's logs; beside that failure
+    (a rank's CUDA out-of-memory error, modelscope/ms-swift#5943) it is the initiator, an application fault."""
+    down = ("[rank3]:[E626 16:48:25.440271515 ProcessGroupNCCL.cpp:698] [Rank 3] To avoid data inconsistency, we are "
+            "taking the entire process down.")
+    agent = ("E0626 16:48:31.101000 2904014 site-packages/torch/distributed/elastic/multiprocessing/api.py:882] failed "
+             "(exitcode: -6) local_rank: 3 (pid: 2904068) of binary:  /usr/bin/python")
+    for text in (down, agent, down + "\n" + agent):
+        (inc,) = run(pipeline, text)
+        assert (inc["pattern"], inc["confidence"], inc["initiator"]["device"]) == ("unknown", 0.3, None), inc
+        assert inc["explanation"].startswith("Only downstream reports: "), inc["explanation"]
+        assert inc["missing"][0].startswith("the first failure these lines report"), inc["missing"]
+    oom = ("[rank1]:[E626 16:48:20.000000000 x.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.63 "
+           "GiB. GPU 1 has a total capacity of 79.11 GiB of which 2.61 GiB is free.")
+    (inc,) = run(pipeline, oom.replace("[E626 16:48:20.000000000 x.py:1] ", "") + "\n" + down + "\n" + agent)
+    assert (inc["category"], inc["initiator"]["kind"], inc["initiator"]["gpu_index"]) == ("application", "cuda_error", 1)
+    assert inc["next_action"].startswith("The program ran out of GPU memory on this rank (tried to allocate 2.63 GiB)")
+
+
+def test_xla_aborting_a_communicator_for_a_remote_error_reports_a_peer(pipeline):
+    """XLA's "Aborting communicator: … due to async NCCL error: remote process exited or there was a network error"
+    gave no event (NVIDIA/JAX-Toolbox#194: other processes segfaulted first; a real-logs pass): it reports another
+    process's failure, as PyTorch's ncclRemoteError does."""
+    (inc,) = run(pipeline, "2023-08-25 11:06:39.330561: E external/xla/xla/service/gpu/nccl_utils.cc:191] Aborting "
+                           "communicator: 0x5555a108ff90 due to async NCCL error: remote process exited or there was a "
+                           "network error")
+    assert inc["pattern"] == "comm.peer_failed" and inc["initiator"]["device"] is None, inc
+    assert "reports that a peer went away" in inc["explanation"]
