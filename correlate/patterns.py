@@ -409,6 +409,40 @@ def missing_cause(scene: Scene) -> Verdict | None:
 
 # --- platform and software ---------------------------------------------------------------------
 
+def every_gpu_init_failed(scene: Scene) -> Verdict | None:
+    """Several GPUs of one host whose driver initialisation fails with the same code (``RmInitAdapter failed!
+    (0x11:0x45:2525)``) and nothing else: what they share failed — the driver, the host's PCIe/IOMMU, a VM's
+    passthrough, the firmware — not each GPU. NVIDIA/gpu-operator#649 (two passed-through GPUs of a VM failing
+    every five seconds) was "no single culprit" between the two GPUs with an NCCL-log next action (a real-logs
+    pass). A cause a rule names (an API mismatch, GSP firmware missing: ``driver_install.explains_init_failure``)
+    explains them, and this does not apply."""
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    if not faults or any(e.kind != "gpu_init_failed" or scene.explained(e) for e in faults):
+        return None
+    host = _only_host(scene)
+    gpus = sorted({scene.subject[e.event_id][2] for e in faults if scene.subject[e.event_id][2]}, key=str)
+    codes = {e.details.get("code") for e in faults if e.details.get("code")}
+    if host is None or len(gpus) < 2 or len(codes) != 1:
+        return None
+    code = codes.pop()
+    down, ctx = downstream_parties(scene, (host, None, None), [])
+    down = [p for p in down if not set(p.events) <= set(faults)]
+    return Verdict(
+        pattern="platform.every_gpu_init_failed", category="driver",
+        initiator=_host_initiator(host, "gpu_init_failed", faults), initiator_events=faults,
+        downstream=down, context=ctx, confidence=0.6, severity="critical",
+        explanation=(f"{len(gpus)} GPUs of {host} ({', '.join(gpus)}) fail to initialise with the same code "
+                     f"(RmInitAdapter failed! ({code})) and nothing else is logged: what they share is the likelier "
+                     "cause — the driver (its version, its install), the host's PCIe or IOMMU set-up, a VM's "
+                     "passthrough, the firmware — than each GPU failing alike at once."),
+        next_action=(f"Check what the GPUs of {host} share before replacing any: the driver and its firmware "
+                     "(`modinfo nvidia`, the NVRM lines before these), a VM's passthrough settings (IOMMU, the MMIO "
+                     "or 64-bit BAR space it gives the GPUs), the BIOS; then `nvidia-bug-report.sh`. Reseat or RMA a "
+                     "GPU only if it still fails alone."),
+        verify=[f"dmesg -T | grep -E 'NVRM|RmInitAdapter' (on {host})", f"nvidia-smi -q (on {host})"],
+        missing=[f"the kernel log of {host} from the driver's load (the NVRM lines before the first failure)"])
+
+
 def fabric_manager(scene: Scene) -> Verdict | None:
     fm = [e for e in scene.faults() if e.kind == "fabric_manager" and e.sev >= 1]
     nvls = [e for e in scene.faults() if e.signature.startswith("nccl.nvls.")]
@@ -987,6 +1021,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "link.both_ends": both_ends,
     "nvswitch.common_end": nvswitch_common_end,
     "caused_by.missing_cause": missing_cause,
+    "platform.every_gpu_init_failed": every_gpu_init_failed,
     "platform.fabric_manager": fabric_manager,
     "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,

@@ -2682,3 +2682,23 @@ def test_xla_aborting_a_communicator_for_a_remote_error_reports_a_peer(pipeline)
                            "network error")
     assert inc["pattern"] == "comm.peer_failed" and inc["initiator"]["device"] is None, inc
     assert "reports that a peer went away" in inc["explanation"]
+
+
+def test_every_gpu_of_a_host_failing_init_alike_blames_what_they_share(pipeline):
+    """Two GPUs of one host (a VM's passed-through pair) failing RmInitAdapter with the same code every five seconds,
+    nothing else logged (NVIDIA/gpu-operator#649): "no single culprit" between the two with an NCCL-log next action
+    before (a real-logs pass); the host's driver, PCIe/IOMMU or passthrough now, at 0.6. One GPU alone, two codes,
+    or a cause a rule names (an API mismatch) stay as they were."""
+    fail = ("[  {t}.281578] NVRM: GPU 0000:04:0{g}.0: RmInitAdapter failed! ({code})\n"
+            "[  {t}.281732] NVRM: GPU 0000:04:0{g}.0: rm_init_adapter failed, device minor number {m}")
+    both = "\n".join(fail.format(t=594 + 5 * i, g=1 + i % 2, m=i % 2, code="0x11:0x45:2525") for i in range(4))
+    (inc,) = run(pipeline, both, host="ocpworker")
+    assert (inc["pattern"], inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == (
+        "platform.every_gpu_init_failed", "driver", "ocpworker", None)
+    assert "2 GPUs of ocpworker (0000:04:01.0, 0000:04:02.0) fail to initialise with the same code" in inc["explanation"]
+    assert "NCCL" not in inc["next_action"] and inc["confidence"] == 0.6
+    one = "\n".join(fail.format(t=594 + 5 * i, g=1, m=0, code="0x11:0x45:2525") for i in range(2))
+    assert run(pipeline, one, host="ocpworker")[0]["pattern"] != "platform.every_gpu_init_failed"
+    two_codes = both.replace("04:02.0: RmInitAdapter failed! (0x11:0x45:2525)", "04:02.0: RmInitAdapter failed! (0x62:0x40:2477)")
+    assert two_codes != both
+    assert run(pipeline, two_codes, host="ocpworker")[0]["pattern"] != "platform.every_gpu_init_failed"
