@@ -2702,3 +2702,17 @@ def test_every_gpu_of_a_host_failing_init_alike_blames_what_they_share(pipeline)
     two_codes = both.replace("04:02.0: RmInitAdapter failed! (0x11:0x45:2525)", "04:02.0: RmInitAdapter failed! (0x62:0x40:2477)")
     assert two_codes != both
     assert run(pipeline, two_codes, host="ocpworker")[0]["pattern"] != "platform.every_gpu_init_failed"
+
+
+def test_a_row_remap_pending_in_nvidia_smi_q_is_its_sections_gpus_ecc_fault(pipeline):
+    """``nvidia-smi -q``'s "Remapped Rows … Pending : Yes" gave no event (leptonai/gpud#80: "This should alert"; a
+    real-logs pass): an ECC fault of the section's GPU, whose reset applies the remap. ECC Mode's "Pending : Enabled"
+    is no fault."""
+    text = ("GPU 00000000:19:00.0\n    Remapped Rows\n        Correctable Error                 : 0\n"
+            "        Uncorrectable Error               : 4\n        Pending                           : Yes\n"
+            "        Remapping Failure Occurred        : No\n    ECC Mode\n        Current                           : "
+            "Enabled\n        Pending                           : Enabled")
+    (inc,) = run(pipeline, text)
+    assert (inc["category"], inc["initiator"]["device"]) == ("ecc", "0000:19:00.0"), inc
+    assert inc["next_action"].startswith("A row of this GPU's memory is to be remapped")
+    assert run(pipeline, text.replace(": Yes", ": No")) == []
