@@ -895,6 +895,10 @@ def peer_failed(scene: Scene) -> Verdict | None:
                  + ("" if known else " (which host is that: the job's rank-to-host list, or NCCL_DEBUG=INFO's "
                     "'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)"),
                  "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
+    if not remote and mine:  # the host is known, its own: not "which host is that" (pytorch/pytorch#124380, a real-logs
+        # pass: a rank's peer was a process of its own host)
+        v.missing[0] = (f"the logs of the other processes on {first_of(mine, noun='hosts')} (their tracebacks, exit "
+                        "codes and NCCL lines) and that host's kernel log around these lines (an OOM kill, an Xid)")
     if not remote and mine:  # the peer is a process of the reporting host
         v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM "
                          "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "

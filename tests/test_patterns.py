@@ -1349,6 +1349,8 @@ def test_ranks_that_only_report_a_lost_peer_name_no_culprit_of_their_own(pipelin
     assert inc["initiator"]["candidates"] == ["the peer at 10.0.0.247"]
     (inc,) = run(pipeline, mine.split("\n")[-1], host="node22")
     assert inc["initiator"]["candidates"] == ["another process on node22"]
+    # what is missing is that host's other processes' logs, not "which host is that" (pytorch/pytorch#124380)
+    assert inc["missing"][0].startswith("the logs of the other processes on node22"), inc["missing"]
 
 
 def test_the_device_plugins_xid_line_names_the_gpu_by_its_uuid(pipeline):
