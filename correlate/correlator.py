@@ -147,8 +147,11 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     hosts = {e.host for e in v.initiator_events}
     serious = SEVERITY_RANK["error"]
     device = {id(e) for e in scene.hardware_faults()}  # the scene's one definition of a device's fault
+    # (a party a rule reached may hold one too: the rank on node08's GPU whose lost peer node07's fault explains, and
+    # that GPU's own fatal NVLink error beside it, were one party "by rule" and the Xid 74 was never its own incident:
+    # a fresh user's trial)
     own = {p.key for p in v.downstream
-           if not p.rule and p.key[0] not in hosts
+           if p.key[0] not in hosts
            and any(id(e) in device and e.sev >= serious and scene.role(e) in ("initiator", "either")
                    and not scene.explained(e) for e in p.events)}
     if not own:
@@ -158,9 +161,18 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     first = {scene.subject[e.event_id] for e in v.initiator_events}
     mine = set(reach(scene, v.initiator_events)) | first
     own |= set(reach(scene, [e for e in scene.events if scene.subject[e.event_id] in own])) - mine
+    causes: dict[str, list[Ev]] = {}
+    for x in scene.edges:
+        causes.setdefault(x.effect.event_id, []).append(x.cause)
+
+    def split_off(e: Ev) -> bool:
+        # an own subject's line that a fault outside it explains stays with that fault (the lost peer node07's GPU
+        # explains is no line of node08's NVLink error)
+        return (scene.subject[e.event_id] in own
+                and not any(scene.subject[c.event_id] not in own for c in causes.get(e.event_id, ())))
+
     out = []
-    for part in ([e for e in scene.events if scene.subject[e.event_id] not in own],
-                 [e for e in scene.events if scene.subject[e.event_id] in own]):
+    for part in ([e for e in scene.events if not split_off(e)], [e for e in scene.events if split_off(e)]):
         ids = {e.event_id for e in part}
         sub = Scene(events=part, topo=scene.topo, catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks,
                     subject={k: scene.subject[k] for k in ids}, memo=scene.memo,

@@ -2718,3 +2718,40 @@ def test_a_row_remap_pending_in_nvidia_smi_q_is_its_sections_gpus_ecc_fault(pipe
     assert (inc["category"], inc["initiator"]["device"]) == ("ecc", "0000:19:00.0"), inc
     assert inc["next_action"].startswith("A row of this GPU's memory is to be remapped")
     assert run(pipeline, text.replace(": Yes", ": No")) == []
+
+
+def test_a_device_fault_in_a_party_a_rule_reached_is_still_an_incident_of_its_own(tmp_path):
+    """node08's GPU logged a fatal NVLink error (Xid 74, the rank's pid) two seconds after node07's GPU fell off the
+    bus, and the rank on that GPU lost its peer node07 (which node07's fault explains): the two lines were one party
+    reached "by rule", and the Xid 74 was hidden in it as a reporter, never its own incident or page (a fresh user's
+    trial, against README's "One fault, one incident"). It is its own incident; the lost peer stays node07's."""
+    files = {
+        "node07.dmesg": "[Sun Nov 29 03:10:02 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+                        "GPU has fallen off the bus.",
+        "node07.train": "node07:1001:1001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n"
+                        "node07:1001:1090 [0] NCCL INFO comm 0x5599a1b2c3d0 rank 0 nranks 3 cudaDev 0 nvmlDev 0 busId "
+                        "3b000 commId 0x7f2d1c3e5a6b7c8d - Init COMPLETE",
+        "node08.dmesg": "[Sun Nov 29 03:10:04 2026] NVRM: Xid (PCI:0000:3b:00): 74, pid=2001, name=python, NVLink: "
+                        "fatal error detected on link 2(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        "node08.train": "node08:2001:2090 [0] NCCL INFO comm 0x55d0a1b2c3d0 rank 1 nranks 3 cudaDev 0 nvmlDev 0 busId "
+                        "3b000 commId 0x7f2d1c3e5a6b7c8d - Init COMPLETE\n"
+                        "node08:2001:2095 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote "
+                        "peer 10.0.0.7<35817>\n"
+                        "[rank1]:[E1129 03:20:02.551000123 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective"
+                        " operation timeout: WorkNCCL(SeqNum=52311, OpType=ALLREDUCE, NumelIn=25165824, NumelOut="
+                        "25165824, Timeout(ms)=600000) ran for 600047 milliseconds before timing out.",
+        "node09.train": "node09:3001:3090 [0] NCCL INFO comm 0x5612a1b2c3d0 rank 2 nranks 3 cudaDev 0 nvmlDev 0 busId "
+                        "3b000 commId 0x7f2d1c3e5a6b7c8d - Init COMPLETE\n"
+                        "[rank2]:[E1129 03:20:02.601000123 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective"
+                        " operation timeout: WorkNCCL(SeqNum=52311, OpType=ALLREDUCE, NumelIn=25165824, NumelOut="
+                        "25165824, Timeout(ms)=600000) ran for 600051 milliseconds before timing out."}
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    for name, text in files.items():
+        (tmp_path / f"{name}.log").write_text(text + "\n")
+    _, _, incs = diagnose_paths([tmp_path], Settings())
+    incs = sorted(incs, key=lambda i: i["start"])
+    assert [(i["initiator"]["host"], i["initiator"]["xid"]) for i in incs] == [("node07", 79), ("node08", 74)]
+    assert ("node08", "nccl_error") in {(d["host"], d["kind"]) for d in incs[0]["downstream"]}
+    assert "nccl_error" not in {d["kind"] for d in incs[1]["downstream"]}
