@@ -2755,3 +2755,21 @@ def test_a_device_fault_in_a_party_a_rule_reached_is_still_an_incident_of_its_ow
     assert [(i["initiator"]["host"], i["initiator"]["xid"]) for i in incs] == [("node07", 79), ("node08", 74)]
     assert ("node08", "nccl_error") in {(d["host"], d["kind"]) for d in incs[0]["downstream"]}
     assert "nccl_error" not in {d["kind"] for d in incs[1]["downstream"]}
+
+
+def test_the_kernels_nic_link_down_on_the_peer_host_explains_the_error_that_names_it(pipeline):
+    """node09's kernel said "mlx5_core 0000:4b:00.0 ibp75s0: Link down" (a warning) three seconds before node08's
+    NCCL completion error named node09's address as its peer: the rule asked an ib_port cause of error or worse, and
+    node08's reporting rank was the initiator (a fresh user's trial). The peer's NIC is now."""
+    files = {
+        "node08": "2026-11-29T03:05:00.000000+00:00 node08:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.8<0>\n"
+                  "2026-11-29T03:10:03.100000+00:00 node08:2001:2095 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : "
+                  "Got completion from peer 10.0.0.9<53249> with error 12, opcode 0, len 0, vendor err 129 (Recv)",
+        "node09": "2026-11-29T03:05:00.000000+00:00 node09:3001:3001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.9<0>\n"
+                  "2026-11-29T03:10:00.500000+00:00 node09 kernel: mlx5_core 0000:4b:00.0 ibp75s0: Link down"}
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == ("ib_port", "node09",
+                                                                                       "0000:4b:00.0"), inc
+    assert [(d["host"], d["kind"], d["relation"]) for d in inc["downstream"]] == [("node08", "nccl_error", "peer_host")]
+    up = files | {"node09": files["node09"].replace("Link down", "Link up")}
+    assert all(i["initiator"]["host"] != "node09" for i in _hosts(pipeline, up))
