@@ -198,6 +198,10 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
     /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
     two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
     faults = [e for e in scene.events if e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e)]
+    # the kernel's Xids and SXids name the fault when there are any: NCCL's "P2P is disabled between NVLINK connected
+    # GPUs" beside two GPUs' Xid 74 is their report, and it made the fault two kinds (the Xid 74 action lost for
+    # "collect the kernel log": a fresh user's trial)
+    faults = [e for e in faults if e.xid is not None or e.sxid is not None] or faults
     if not faults or len({(e.signature, e.xid, e.sxid) for e in faults}) != 1:
         return []
     if len({scene.subject[e.event_id] for e in faults}) < 2:

@@ -598,13 +598,18 @@ def test_an_xid_whose_catalog_action_branches_on_fatal_takes_the_branch_its_line
 def test_an_xid_79_incident_checks_the_gpu_with_lspci_not_nvidia_smi(pipeline):
     """A GPU that fell off the bus does not answer ``nvidia-smi -q -i``: the Xid signature's ``verify`` for the
     catalog's ``gpu_off_bus`` category (``verify_by_category``) looks at its PCIe slot instead, as the probe-time
-    off-bus signature does (a fresh-user trial). Other Xids keep ``nvidia-smi -q -i``."""
+    off-bus signature does (a fresh-user trial). An NVLink Xid asks for the links' state and error counters
+    (``nvidia-smi nvlink -s``/``-e``: never asked before, a second fresh user's trial); other Xids keep
+    ``nvidia-smi -q -i``."""
     xid79 = ("[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:06:00): 79, pid='<unknown>', name=<unknown>, "
              "GPU has fallen off the bus.")
     (off,) = run(pipeline, xid79)
     assert off["verify"][:2] == ["lspci -s 0000:06:00.0 -vv", "nvidia-smi -L"]
     (link,) = run(pipeline, XID74.format(s=1, bus="18", link=3))
-    assert link["verify"][0] == "nvidia-smi -q -i 0000:18:00.0"
+    assert link["verify"][:2] == ["nvidia-smi nvlink -s -i 0000:18:00.0", "nvidia-smi nvlink -e -i 0000:18:00.0"]
+    (gsp,) = run(pipeline, "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=nvidia-smi, "
+                           "Timeout waiting for RPC from GSP! Expected function 76 (GSP_RM_CONTROL) (0x20801348 0x410).")
+    assert gsp["verify"][0] == "nvidia-smi -q -i 0000:18:00.0", gsp["verify"]
 
 
 def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
@@ -2773,3 +2778,22 @@ def test_the_kernels_nic_link_down_on_the_peer_host_explains_the_error_that_name
     assert [(d["host"], d["kind"], d["relation"]) for d in inc["downstream"]] == [("node08", "nccl_error", "peer_host")]
     up = files | {"node09": files["node09"].replace("Link down", "Link up")}
     assert all(i["initiator"]["host"] != "node09" for i in _hosts(pipeline, up))
+
+
+def test_two_gpus_with_the_same_xid_beside_nccls_report_get_that_xids_action(pipeline):
+    """Two GPUs' Xid 74 and NCCL's "P2P is disabled between NVLINK connected GPUs" (their report): no single culprit,
+    and the action was "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh" — the input — since
+    the report made the fault two kinds (a fresh user's trial). The Xids name the fault: Xid 74's action."""
+    text = "\n".join([
+        "2026-11-29T03:10:00.120100+00:00 node10 kernel: NVRM: Xid (PCI:0000:18:00): 74, pid=4101, name=python, NVLink:"
+        " fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        "2026-11-29T03:10:00.120200+00:00 node10 kernel: NVRM: Xid (PCI:0000:2a:00): 74, pid=4102, name=python, NVLink:"
+        " fatal error detected on link 9(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        "node10:4101:4160 [0] NCCL INFO comm 0x55aa00000000 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId "
+        "0x1111aaaa2222bbbb - Init START",
+        "node10:4101:4160 [0] NCCL INFO P2P is disabled between NVLINK connected GPUs 0 and 1. This should not be the "
+        "case given their connectivity, and is probably due to a hardware issue. If you still want to proceed, you can "
+        "set NCCL_IGNORE_DISABLED_P2P=1."])
+    (inc,) = run(pipeline, text, host="node10")
+    assert inc["initiator"]["device"] is None and inc["category"] == "link_fault"
+    assert inc["next_action"].startswith("Every candidate reports the same fault (Xid 74). Reset GPU"), inc["next_action"]
