@@ -202,12 +202,19 @@ def _believable(ts: int, seg: Segment) -> bool:
     return plausible(ts) and (ts <= seg.ingest_ts + AHEAD_US or not plausible(seg.ingest_ts))
 
 
-def resolve_times(hits: list[Hit], tz) -> None:
+def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) -> None:
     """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
     A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) or more than ``AHEAD_US`` after its
     arrival (2099 in a line that reached Kafka today) is not used: the line's arrival time stands in, and
-    ``details.ts_rejected`` keeps what the line said."""
+    ``details.ts_rejected`` keeps what the line said.
+
+    ``seen_boots`` ((host, raw stamp, text after the prefixes) -> boot time, µs), shared by the streams of one batch,
+    holds the lines that printed both a wall-clock and a raw stamp; a stream of the host with no boot time of its own
+    that holds one of those very lines (the same boot captured twice: ``kern.log`` through syslog, and a raw ``dmesg``
+    taken later) takes that boot time instead of counting back from its file's time, which put the same Xid 79 at
+    two times an hour and a half apart, two incidents (a break-it pass). A line seen in one capture only says nothing
+    of another boot."""
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
@@ -235,6 +242,14 @@ def resolve_times(hits: list[Hit], tz) -> None:
     for h in hits:
         if h.prefix.ts is not None and h.prefix.mono is not None:
             boot.setdefault(h.row["host"], h.prefix.ts - int(h.prefix.mono * US))
+            if seen_boots is not None:
+                seen_boots.setdefault((h.row["host"], h.prefix.mono, h.prefix.rest), boot[h.row["host"]])
+    if seen_boots:
+        for h in hits:
+            if h.prefix.mono is not None and h.prefix.ts is None and h.row["host"] not in boot and (
+                    (b := seen_boots.get((h.row["host"], h.prefix.mono, h.prefix.rest))) is not None) \
+                    and len(kernel_boots(h.seg.data)) <= 1:  # a capture of several boots: each its own (below)
+                boot[h.row["host"]] = b
     # a file, a Kafka value or an envelope without boot time: its reference time (the file's mtime, the Kafka
     # append time, the shipper's read time) is the time of its last kernel stamp (of any line, not only of the
     # lines that matched: a capture usually ends with noise written long after the fault), or later
@@ -625,11 +640,12 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
     return out
 
 
-def assemble(hits: list[Hit], tz) -> Assembled:
-    """Rows for one stream's hits, in stream order: events, link samples, topology facts."""
+def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) -> Assembled:
+    """Rows for one stream's hits, in stream order: events, link samples, topology facts. ``seen_boots`` is shared by
+    the streams of one batch (:func:`resolve_times`)."""
     out = Assembled()
     assign_hosts(hits)  # first: a line's time is inherited from, and its boot time read off, its own host's lines
-    resolve_times(hits, tz)
+    resolve_times(hits, tz, seen_boots)
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []

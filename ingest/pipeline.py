@@ -249,9 +249,16 @@ class Pipeline:
         per_stream = self._extract(buf, segs, framed, located, rejects)
         clock.lap("extract")
         events, samples, topo = [], [], []
-        # lines of one stream (a file, or a topic/partition/key) share carried context across its messages
-        for stream_hits in per_stream.values():
-            out = assemble(stream_hits, self.tz)
+        # lines of one stream (a file, or a topic/partition/key) share carried context across its messages; the
+        # streams whose kernel lines print both a wall-clock and a raw stamp go first: a raw capture of the same boot
+        # in another stream takes its boot time from them (``assemble.resolve_times``, ``seen_boots``)
+        streams = list(per_stream.values())
+        order = sorted(range(len(streams)), key=lambda i: not any(
+            h.prefix.mono is not None and (h.prefix.ts is not None or h.prefix.yearless is not None)
+            for h in streams[i]))
+        seen_boots: dict[tuple, int] = {}
+        done = [assemble(streams[i], self.tz, seen_boots) for i in order]
+        for _, out in sorted(zip(order, done), key=lambda x: x[0]):
             events.extend(out.events)
             samples.extend(out.link_samples)
             topo.extend(out.topology)

@@ -126,6 +126,30 @@ def test_boot_time_from_a_line_that_printed_both(pipeline):
     assert abs((ts[1] - ts[0]) - (68190_000000 - 68185_875052)) < 2_000_000
 
 
+def test_a_raw_capture_of_a_boot_another_file_dated_takes_that_boot_time(pipeline):
+    """The same boot captured twice: ``kern.log`` through syslog (a wall-clock stamp and the kernel's raw one on each
+    line: the boot time is known) and a raw ``dmesg`` taken an hour and a half later, whose stamps were counted back
+    from its file's time — the same Xid 79 at two times, two incidents, the second a "recurrence" of the first (a
+    break-it pass). A raw line that is one of the other file's lines, stamp and text, takes that file's boot time;
+    a raw capture that shares no line with it (another boot, perhaps) still counts back from its own time."""
+    xid = "NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus."
+    kern = f"Dec  1 03:12:05 node01 kernel: [ 9000.500000] {xid}"
+    raw = f"[ 9000.500000] {xid}\n[ 9500.000000] usb 1-1: new high-speed USB device"
+    ref = 1_796_101_200_000_000  # 2026-12-01 05:00 UTC: the raw file's time, long after
+
+    def batch(raw_text: str):
+        segs = [Segment(data=kern.encode(), origin="f:kern", stream="kern", host="node01", ref_ts=ref,
+                        ref_basis="file", ingest_ts=ref),
+                Segment(data=raw_text.encode(), origin="f:dmesg", stream="dmesg", host="node01", ref_ts=ref,
+                        ref_basis="file", ingest_ts=ref)]
+        return pipeline.run(Decoded(segments=segs[::-1])).events  # the raw file first: the order does not matter
+
+    ev = batch(raw).to_pylist()
+    assert [e["ts_basis"] for e in ev] == ["monotonic+boot", "line"] and ev[0]["ts"] == ev[1]["ts"], ev
+    other = batch(raw.replace("9000.500000", "8000.500000")).to_pylist()
+    assert other[0]["ts_basis"] == "file" and other[0]["ts"] != other[1]["ts"]
+
+
 def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     text = ("[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got "
             "async error event: port error\n WorkerProc hit an exception.")
