@@ -650,7 +650,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
-        return _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size, silent_ranks, members)
+        return _read_in_part(_silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size, silent_ranks,
+                                           members), timeouts)
     if size and len(ranks) == size - 1:
         silent = silent_ranks[0]
         where = members.get(silent, (None, None))
@@ -685,7 +686,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
             v.next_action = (f"Find the host of rank {silent} (the job's rank-to-host map, or its NCCL init line) and "
                              "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
                              "(nvidia-smi).")
-        return v
+        return _read_in_part(v, timeouts)
     lowest = {}
     for e in mine:
         done = e.details.get("last_completed")
@@ -791,6 +792,22 @@ def _rank_runs(ranks: list[int]) -> str:
         else:
             runs.append([r, r])
     return ", ".join(str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in runs)
+
+
+def _read_in_part(v: Verdict, timeouts: list[Ev]) -> Verdict:
+    """A silent rank is told by a line its log does not hold: when a file that holds the ranks' timeouts was read in
+    part (``details.file_cut``: a truncated .gz, a file past ``max_bytes``), the line may be in the part lost. A job's
+    log cut just before rank 15's timeout named rank 15 the one the others waited for, at 0.7, though the file was
+    known to be cut (a break-it pass): said, at 0.4, and the whole file is what is missing."""
+    cut = sorted({e.origin.split("@")[0].removeprefix("file:") for e in timeouts if e.details.get("file_cut")})
+    if not cut:
+        return v
+    v.confidence = min(v.confidence, 0.4)
+    v.explanation += (f" But {first_of(cut, noun='files')} {'was' if len(cut) == 1 else 'were'} read in part (cut "
+                      "short): a timeout of the ranks named here may be in the part lost.")
+    v.missing = [f"the whole of {first_of(cut, noun='files')} (cut short: copied while it was written, a truncated "
+                 ".gz)", *v.missing]
+    return v
 
 
 def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, silent: list[int],

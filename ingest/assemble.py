@@ -689,6 +689,8 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
                 continue
         if sig.emit == "context":
             continue
+        if seg.cut:  # read in part: what the file does not show may be in the part lost (decode.Segment.cut)
+            row["details"]["file_cut"] = True
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest)
         # a line the pipeline will refuse joins only the repeats of its own Kafka value (or file): each value it came
         # in is then a reject of its own and dead-lettered (three keyless records of one line were one reject, one

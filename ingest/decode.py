@@ -71,6 +71,9 @@ class Segment:
     #: ``host`` is only the file name's guess: an NDJSON record of a file whose envelope names no host (a docker
     #: json-file log, a CRI log read as JSON) — a line's own host, or its rank's, comes first (``assemble``)
     host_guessed: bool = False
+    #: the file was read in part (a truncated .gz, a file past ``max_bytes``): its events say so
+    #: (``details.file_cut``), and what they do not hold may be in the part lost
+    cut: bool = False
 
 
 @dataclass(slots=True)
@@ -1567,4 +1570,6 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:
         out.rejects.append(lost)
+        for seg in out.segments:
+            seg.cut = True
     return out

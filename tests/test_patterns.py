@@ -2797,3 +2797,20 @@ def test_two_gpus_with_the_same_xid_beside_nccls_report_get_that_xids_action(pip
     (inc,) = run(pipeline, text, host="node10")
     assert inc["initiator"]["device"] is None and inc["category"] == "link_fault"
     assert inc["next_action"].startswith("Every candidate reports the same fault (Xid 74). Reset GPU"), inc["next_action"]
+
+
+def test_a_silent_rank_from_a_file_read_in_part_is_said_with_less_confidence(pipeline):
+    """A job's log cut just before one rank's timeout (a .gz copied while it was written) named that rank the one the
+    others waited for, at 0.7, though the file was known to be cut (a break-it pass). The incident still names it, at
+    0.4, says the file was read in part, and asks for the whole of it first."""
+    files = _job({0})
+    segs = [Segment(data=t.encode(), origin=f"file:{h}.log.gz@0:1", stream=h, host=h, ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0, cut=(h == "a1")) for h, t in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["confidence"]) == ("comm.silent_rank", 0, 0.4), inc
+    assert inc["explanation"].endswith("But a1.log.gz was read in part (cut short): a timeout of the ranks named here "
+                                       "may be in the part lost."), inc["explanation"]
+    assert inc["missing"][0].startswith("the whole of a1.log.gz")
+    (whole,) = _hosts(pipeline, files)
+    assert whole["confidence"] == 0.7 and "read in part" not in whole["explanation"]

@@ -671,6 +671,14 @@ def test_decode_file_keeps_the_whole_lines_of_a_truncated_file_and_says_the_rest
     n = got.count(b"\n")
     assert r.error_code == "bad_compression" and f"read its first {n} lines" in r.reason
     assert "the rest is lost" in r.reason
+    assert all(s.cut for s in d.segments)  # its events say so (details.file_cut): a silent rank may be in the rest
+    assert not any(s.cut for s in decode_file(_whole(tmp_path, lines), relname="whole.log").segments)
+
+
+def _whole(tmp_path, data: bytes):
+    f = tmp_path / "whole.log"
+    f.write_bytes(data)
+    return f
 
 
 def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
