@@ -192,8 +192,10 @@ _LABEL = re.compile(
 #: (an OSC never runs past a line: ``decode.strip_terminal_codes`` reads the same forms in a segment's bytes)
 TERMINAL_CODES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]+[0-~]|[0-~])"
 _ANSI = re.compile(TERMINAL_CODES)
-# "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name.
-_GREP_FILE = re.compile(r"^(?P<file>[\w.-]+\.(?:log|txt|out|err|json)):(?=\S)")
+# "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name; ``grep -rn`` its path
+# and the line number ("logs/node07/kern.log:5512:Dec  1 03:12:05 node07 kernel: …": the line's own host and time were
+# lost behind it, every Xid on one host "xid-hits", a break-it pass), a rotated log its number (kern.log.1)
+_GREP_FILE = re.compile(r"^(?P<file>/?(?:[\w.-]+/)*[\w.-]+\.(?:log|txt|out|err|json)(?:\.\d{1,3})?)(?::\d{1,10})?:(?=\S)")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
 _TALOS = re.compile(r"^(?P<fac>kern|user|daemon|syslog):\s+(?P<lvl>\w+): \[(?P<iso>[^\]]+)\]: ")
@@ -313,7 +315,7 @@ def can_begin(c: str) -> frozenset[str]:
     """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
     ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
     trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space, a letter or a
-    digit; ``grep_file``: a word character, ``.`` or ``-``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
+    digit; ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog
@@ -323,7 +325,7 @@ def can_begin(c: str) -> frozenset[str]:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
-        ("label", bracket or alpha or digit or c in " ("), ("grep_file", word),
+        ("label", bracket or alpha or digit or c in " ("), ("grep_file", word or c == "/"),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket), ("iso", digit),
