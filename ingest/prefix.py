@@ -266,7 +266,7 @@ _DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron
 # https://www.freedesktop.org/software/systemd/man/latest/journalctl.html#short-full)
 _JFULL = re.compile(
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}:?\d{2}) " + _HOST + r" "
+    r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}(?::?\d{2})?) " + _HOST + r" "
     r"(?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
 # journalctl -o short-unix: seconds since the epoch, "1795921800.000000 a1 kernel: …" (journalctl(1), short-unix)
 # (six digits after the point, a tag that begins with a letter: "1795921800.5 step 100: …" is no journal line)
@@ -353,15 +353,27 @@ def _tzof(tok: str | None, default: tzinfo) -> tzinfo | None:
     return _offset_zone(tok)
 
 
+#: zone abbreviations that name one offset wherever they are printed (the tz database's, as ``strftime("%Z")`` and
+#: journalctl's ``short-full`` print them): "03:12:05 EST" was read in the configured zone, UTC, five hours early (a
+#: break-it pass). The ambiguous ones (``CST``: US Central or China, ``IST``: India, Ireland or Israel, ``BST``) are
+#: not here: they are read in the configured zone
+_ZONE_HOURS = {"EST": -5, "EDT": -4, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7, "AKST": -9, "AKDT": -8,
+               "HST": -10, "WET": 0, "WEST": 1, "CET": 1, "CEST": 2, "EET": 2, "EEST": 3, "MSK": 3, "JST": 9, "KST": 9,
+               "HKT": 8, "SGT": 8, "AWST": 8, "ACST": 9.5, "ACDT": 10.5, "AEST": 10, "AEDT": 11, "NZST": 12,
+               "NZDT": 13}
+
+
 @lru_cache(maxsize=256)
 def _zone_named(tok: str, default: tzinfo) -> tzinfo | None:
-    """The zone of journalctl's ``short-full`` stamp: ``UTC``/``GMT``/``Z`` and offsets as they say; any other
-    name (``CET``, ``CST``: abbreviations are not unique) as the zone set for stamps that print none
-    (``default``, ``FIRSTFAULT_TIMEZONE``)."""
+    """The zone of journalctl's ``short-full`` stamp: ``UTC``/``GMT``/``Z``, offsets (``+0900``, ``+09:00``, ``+09``)
+    and the abbreviations of one offset (:data:`_ZONE_HOURS`) as they say; any other name (``CST``, ``IST``: not
+    unique) as the zone set for stamps that print none (``default``, ``FIRSTFAULT_TIMEZONE``)."""
     if tok in ("UTC", "GMT", "Z", "UT"):
         return timezone.utc
     if tok[0] in "+-":
-        return _offset_zone(tok)
+        return _offset_zone(tok if len(tok) > 3 else tok + "00")
+    if (hours := _ZONE_HOURS.get(tok)) is not None:
+        return timezone(timedelta(hours=hours), tok)
     return default
 
 

@@ -113,12 +113,18 @@ def us(*a, tz=timezone.utc):
     # a bare journal tag, no time
     ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990", None, 1, None, "NVRM"),
     # journalctl -o short-full (weekday, date, zone name) and -o short-unix (epoch seconds): their lines were timed
-    # by their file (a break-it pass); a zone abbreviation other than UTC/GMT is read in the zone set (here UTC)
+    # by their file (a break-it pass); a zone abbreviation of one offset is that offset (EST, CET, JST: they were read in
+    # the zone set, a second break-it pass), an ambiguous one (CST: US Central or China) in the zone set (here UTC),
+    # an offset of hours alone (+09) as one with minutes (the header did not parse)
     ("Sun 2026-11-29 03:10:00 UTC a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
      us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
     ("Fri 2024-05-17 10:08:35 +0200 node01 nv-fabricmanager[4177]: Successfully configured", us(2024, 5, 17, 8, 8, 35),
      1_000_000, "node01", "Successfully"),
-    ("Sun 2026-11-29 03:10:00 CET a1 kernel: NVRM: Xid 79", us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
+    ("Sun 2026-11-29 03:10:00 CET a1 kernel: NVRM: Xid 79", us(2026, 11, 29, 2, 10, 0), 1_000_000, "a1", "NVRM"),
+    ("Tue 2026-12-01 03:12:05 EST node07 kernel: NVRM: Xid 79", us(2026, 12, 1, 8, 12, 5), 1_000_000, "node07", "NVRM"),
+    ("Tue 2026-12-01 03:12:05 +09 node07 kernel: NVRM: Xid 79", us(2026, 11, 30, 18, 12, 5), 1_000_000, "node07",
+     "NVRM"),
+    ("Sun 2026-11-29 03:10:00 CST a1 kernel: NVRM: Xid 79", us(2026, 11, 29, 3, 10, 0), 1_000_000, "a1", "NVRM"),
     ("1795921800.250000 a1 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
      us(2026, 11, 29, 3, 10, 0) + 250000, 1, "a1", "NVRM"),
     # a number that starts a line is no journal stamp without journalctl's six digits and a tag (a break-it pass:
