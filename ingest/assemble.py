@@ -119,6 +119,10 @@ REBOOT_BACK_S = 1.0
 _KERNEL_STAMPS = re.compile(rb"\n\[ *(\d{1,10}\.\d{1,9})\]")
 
 
+#: how many stamped lines after a drop of the stamps ``kernel_boots`` reads for a repeat of the boot's own lines
+_REPEAT_LOOK = 64
+
+
 def kernel_boots(data: bytes) -> list[tuple[int, float]]:
     """The boots of a capture of raw kernel lines that spans reboots (a serial console's log, ``dmesg`` outputs
     of one host appended to one file): ``(first line index, largest kernel stamp in s)`` of each boot, oldest first,
@@ -128,7 +132,8 @@ def kernel_boots(data: bytes) -> list[tuple[int, float]]:
     (``[    0.000000] Linux version …``), so a stamp below the one before it is a reboot — unless the lines after it
     repeat the boot's own lines, stamps and all: the same boot dumped again (``dmesg >> file`` twice), which was a
     reboot and a "recurrence" of its one fault (a break-it pass). A boot's first lines print the same text at
-    ``0.000000`` every time, so the test is the first repeated line stamped past a second. Counting a file's stamps
+    ``0.000000`` every time, so the test is a repeated line stamped past a second among the first
+    :data:`_REPEAT_LOOK` after the drop. Counting a file's stamps
     back from its mtime as one boot put a fault of the boot before the reboot at a time of the boot after it (a
     break-it pass). The largest stamp of a boot, not its last: two CPUs' lines may be a little out of order."""
     text = b"\n" + data
@@ -154,11 +159,17 @@ def kernel_boots(data: bytes) -> list[tuple[int, float]]:
         counted = m.start()
         value = values[i]
         if value < prev - REBOOT_BACK_S:
-            # the first line past a second after the drop (before any further drop): a repeat of this boot's, or not
-            j = next((j for j in range(i, len(values)) if values[j] > 1.0 or (j > i and values[j] < values[j - 1]
-                                                                                - REBOOT_BACK_S)), None)
-            again = j is not None and values[j] > 1.0 and (j == i or values[j] >= values[j - 1] - REBOOT_BACK_S) \
-                and whole(j) in seen
+            # a line past a second among the first after the drop (before any further drop) that repeats one of this
+            # boot's, stamp and text: the same boot dumped again. Not only the first such line: a second dump after
+            # the ring buffer wrapped starts at a line the first one may not hold ("[5000] systemd…" then the same
+            # Xid 79 at the same stamp: a reboot, the Xid two incidents, a break-it pass)
+            again = False
+            for j in range(i, min(i + _REPEAT_LOOK, len(values))):
+                if j > i and values[j] < values[j - 1] - REBOOT_BACK_S:
+                    break
+                if values[j] > 1.0 and whole(j) in seen:
+                    again = True
+                    break
             if not again:
                 boots.append((first, top))
                 first, top, seen = line, value, set()
