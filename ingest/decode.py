@@ -1426,12 +1426,15 @@ _CLEAN_LINES_MIN = 20
 
 def _mostly_clean_lines(head: bytes) -> bool:
     """At least :data:`_CLEAN_LINES_MIN` lines of ``head`` and half of its lines hold no control byte text does not
-    hold (:data:`_CONTROL`): a log with a burst of binary noise (a serial console's capture), not binary data, whose
-    newlines fall every ~256 bytes in lines of noise. The file of an Xid 79, 200 lines and 20 KB of random bytes
-    was skipped whole, its first fault lost (a break-it pass)."""
+    hold (:data:`_CONTROL`), or its clean lines (two or more) hold four fifths of its bytes: a log with a burst of
+    binary noise (a serial console's capture), not binary data, whose newlines fall every ~256 bytes in lines of
+    noise. The file of an Xid 79, 200 lines and 20 KB of random bytes was skipped whole, its first fault lost (a
+    break-it pass); so was a short serial capture of two Xid lines after one line of boot noise (a second one)."""
     lines = head.split(b"\n")
-    clean = sum(1 for ln in lines if ln and len(ln.translate(None, _CONTROL)) == len(ln) and 0 not in ln)
-    return clean >= _CLEAN_LINES_MIN and 2 * clean >= len(lines)
+    clean = [ln for ln in lines if ln and len(ln.translate(None, _CONTROL)) == len(ln) and 0 not in ln]
+    if len(clean) >= _CLEAN_LINES_MIN and 2 * len(clean) >= len(lines):
+        return True
+    return len(clean) >= 2 and 5 * sum(map(len, clean)) >= 4 * (len(head) - head.count(0))
 
 
 #: a file named after its host's IPv4 address: ``10.0.0.8.log``

@@ -551,6 +551,13 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
     assert not d.rejects and d.segments[0].data.count(b"Xid") == 2
     (tmp_path / "node10.bin").write_bytes(random.Random(3).randbytes(60_000))
     assert [r.error_code for r in decode_file(tmp_path / "node10.bin", relname="b").rejects] == ["not_text"]
+    # a short serial capture: one line of boot noise, then two Xid lines (a second break-it pass: skipped whole)
+    short = b"\x1b[0m\x00\xff\xfe" + bytes(range(3, 27)) + b"\n" + xid + xid
+    (tmp_path / "node17.log").write_bytes(short)
+    d = decode_file(tmp_path / "node17.log", relname="node17.log")
+    assert not d.rejects and d.segments[0].data.count(b"Xid") == 2
+    (tmp_path / "node11.bin").write_bytes(random.Random(4).randbytes(600) + b"\n" + xid)
+    assert [r.error_code for r in decode_file(tmp_path / "node11.bin", relname="b").rejects] == ["not_text"]
 
 
 def test_messages_that_may_not_join_a_run_are_found_in_the_joined_bytes():
