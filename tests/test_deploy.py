@@ -432,6 +432,12 @@ def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     (tmp_path / "empty[/]dir").mkdir(parents=True)  # "empty[" holding "]dir"
     r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"), "--fail-on", "error")
     assert r.returncode == 2 and "no files found" in r.stderr and "empty[/]dir" in r.stderr, r.stderr
+    assert "hidden" not in r.stderr
+    (tmp_path / "empty[/]dir" / ".node00.log").write_bytes(b"x\n")  # a hidden file is not read in a folder: said
+    r = _firstfault("diagnose", str(tmp_path / "empty[/]dir"))
+    assert r.returncode == 2 and "(1 hidden file, whose names begin with '.', is not read in a folder: pass it by " \
+        "name)" in " ".join(r.stderr.split()), r.stderr
+    (tmp_path / "empty[/]dir" / ".node00.log").unlink()
     (tmp_path / "empty[/]dir" / "node01.log").write_bytes(b"")  # an empty capture holds no line ("1 lines" before)
     (tmp_path / "empty[/]dir" / "node02.log.gz").write_bytes(gzip.compress(b""))
     (tmp_path / "empty[/]dir" / "node03.log").write_bytes(b"\n  \n\n")  # blank lines only
