@@ -186,6 +186,10 @@ def _parse_symptom(text: str):
         raise typer.BadParameter(f"{text!r} names no host after @: write {kind}@HOST, or leave @ out when the files "
                                  "are of one host", param_hint="--symptom")
     host = host.strip()
+    if "@" in host:  # "hang@node01@node02:0": one symptom names one host (it was an incident of host "node01@node02")
+        raise typer.BadParameter(f"{text!r} names more than one host: give one --symptom per host "
+                                 f"(--symptom {kind}@{host.split('@')[0]} --symptom {kind}@{host.split('@')[1]})",
+                                 param_hint="--symptom")
     if host and not_host_names(pa.array([host]))[0].as_py():  # as ingest refuses it (bad_host): no event has it
         raise typer.BadParameter(f"{host[:80]!r} is no host name (at most {MAX_HOST_CHARS} characters, no blanks, "
                                  "control or format characters or '/')", param_hint="--symptom")

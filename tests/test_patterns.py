@@ -423,7 +423,9 @@ def test_a_report_sharing_a_subject_with_logged_lines_never_names_them(pipeline)
     for bad, says in (("hang@:0", "names no host after @"), ("hang@ ", "names no host after @"),
                       ("hang:", "names no GPU after ':'"), ("failure@node01:,", "names no GPU after ':'"),
                       # an IPv6 host's bracket left open: said, not "GPUs are … not ':1'" (a break-it pass)
-                      ("hang@[::1", "does not close it")):
+                      ("hang@[::1", "does not close it"),
+                      # two hosts in one symptom: it was an incident of host "node01@node02" (a break-it pass)
+                      ("hang@node01@node02:0", "names more than one host")):
         with pytest.raises(typer.BadParameter, match=says):
             _parse_symptom(bad)
     assert _parse_symptom("hang@ node01 :0").host == "node01"
