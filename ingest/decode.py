@@ -483,6 +483,7 @@ def looks_ndjson(data: bytes) -> bool:
 
 
 class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP",
+                                       "source_realtime": "_SOURCE_REALTIME_TIMESTAMP",
                                        "at_timestamp": "@timestamp", "host_name": "host.name"}):
     """The fields of an NDJSON envelope that decoding reads (shared/reference/formats.md §1.7); any other
     field is skipped unread. Each is any JSON value, or ``UNSET`` when the record does not have it (a field
@@ -490,7 +491,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     the wrong shape is a reject that names the field, not a validation error.
 
     Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
-    ``msg``. Time (first not null): ``__REALTIME_TIMESTAMP`` µs (journald), ``timestamp`` (Vector),
+    ``msg``. Time (first not null): ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its
+    writer said; ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received
+    after the Xid 74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp`` (Vector),
     ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
     ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
     flat, as ECS allows dotted names), then the node a pod ran on: ``kubernetes.host`` (Fluent Bit's kubernetes
@@ -503,6 +506,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     log: Any = UNSET
     msg: Any = UNSET
     realtime: Any = UNSET
+    source_realtime: Any = UNSET
     timestamp: Any = UNSET
     at_timestamp: Any = UNSET
     time: Any = UNSET
@@ -575,7 +579,9 @@ def _time_of(rec: Envelope) -> int | None:
     unreadable string, a number no unit reading places from 2000 to 2100, a
     journald ``__REALTIME_TIMESTAMP`` that is not a decimal count of µs.
     """
-    v = rec.realtime
+    v = rec.source_realtime
+    if v is None or v is UNSET:
+        v = rec.realtime
     if v is not None and v is not UNSET:
         return _journald_us(v)
     for k, attr in _TIME_FIELDS:
@@ -746,7 +752,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         if type(msg) is not str or rec.MESSAGE is not UNSET:
                             msg = _message_of(rec)
                     ts = rec.timestamp
-                    if type(ts) is not str or rec.realtime is not UNSET or (ts := _rfc3339_us(ts)) is None:
+                    if type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET or (
+                            ts := _rfc3339_us(ts)) is None:
                         ts = _time_of(rec)
                     h = rec.host
                     if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
@@ -796,7 +803,7 @@ def _one_line(m: bytes) -> bool:
 
 class VectorRecord(msgspec.Struct, gc=False, rename={
         "realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP", "host_name": "host.name",
-        "at_timestamp": "@timestamp"}):
+        "at_timestamp": "@timestamp", "source_realtime": "_SOURCE_REALTIME_TIMESTAMP"}):
     """A record of Vector's own shape (shared/reference/formats.md §1.7): ``message``, ``timestamp`` (RFC 3339)
     and ``host``, each a string, and none of the other :class:`Envelope` fields that would change what its
     message, time, boot or host is read as (``UnsetType``: a record that has one fails to decode as this).
@@ -811,6 +818,7 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     host: str
     MESSAGE: UnsetType = UNSET
     realtime: UnsetType = UNSET
+    source_realtime: UnsetType = UNSET
     monotonic: UnsetType = UNSET
     _HOSTNAME: UnsetType = UNSET
     hostname: UnsetType = UNSET

@@ -57,6 +57,9 @@ def test_host_header_when_there_is_no_key():
     # journald export JSON: µs strings, MESSAGE possibly a byte array
     ({"__REALTIME_TIMESTAMP": "1796008320000001", "__MONOTONIC_TIMESTAMP": "449410332316",
       "_HOSTNAME": "node12", "_BOOT_ID": "0123", "MESSAGE": list(XID.encode())}, "node12", 1796008320000001),
+    # the writer's own time before journald's receipt (an Xid 79 received after the Xid 74 it caused: a break-it pass)
+    ({"__REALTIME_TIMESTAMP": "1796008325000000", "_SOURCE_REALTIME_TIMESTAMP": "1796008320000001",
+      "_HOSTNAME": "node12", "MESSAGE": XID}, "node12", 1796008320000001),
 ])
 def test_envelope_presets(record, host, ts):
     d = msg(orjson.dumps(record) + b"\n" + orjson.dumps(record))
