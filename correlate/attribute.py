@@ -678,7 +678,7 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     if not roots:
         return None
     ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)
-    if logged and all(scene.role(e) == "downstream" and e.source == "nccl" for k in roots for e in unexplained[k]):
+    if logged and all(_reports_elsewhere(scene, e) for k in roots for e in unexplained[k]):
         return _reports_only(scene, [k for k, _ in ranked])
     best_key, best_evs = ranked[0]
     clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
@@ -708,6 +708,18 @@ def roots_verdict(scene: Scene) -> Verdict | None:
                    f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
+
+
+def _reports_elsewhere(scene: Scene, e: Ev) -> bool:
+    """``e`` is a job's line (source ``nccl``) whose catalog role is ``downstream`` and whose signature names no cause
+    of its own (no category, or ``nccl_hang``): a report of a failure that began elsewhere. CUDA's "system not yet
+    initialized" (802) is downstream of Fabric Manager, which its category names: alone it is that host's fabric,
+    with its own action (ollama/ollama#12136, NVIDIA/gpu-operator#1043: a real-logs pass found it "only downstream
+    reports")."""
+    if e.source != "nccl" or scene.role(e) != "downstream":
+        return False
+    c = scene.catalog.by_id.get(e.signature)
+    return c is None or c.sig.category in (None, "nccl_hang", "other")
 
 
 def _reports_only(scene: Scene, candidates: list[tuple]) -> Verdict:

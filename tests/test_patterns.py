@@ -2675,6 +2675,10 @@ def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(
         assert (inc["pattern"], inc["confidence"], inc["initiator"]["device"]) == ("unknown", 0.3, None), inc
         assert inc["explanation"].startswith("Only downstream reports: "), inc["explanation"]
         assert inc["missing"][0].startswith("the first failure these lines report"), inc["missing"]
+    # a downstream line whose signature names its cause (CUDA 802: Fabric Manager) is that cause's, with its action
+    # (ollama/ollama#12136: it was "only downstream reports", a second real-logs pass)
+    (fm,) = run(pipeline, "ggml_cuda_init: failed to initialize CUDA: system not yet initialized")
+    assert fm["category"] == "fabric_manager" and fm["next_action"].startswith("CUDA cannot start"), fm
     oom = ("[rank1]:[E626 16:48:20.000000000 x.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.63 "
            "GiB. GPU 1 has a total capacity of 79.11 GiB of which 2.61 GiB is free.")
     (inc,) = run(pipeline, oom.replace("[E626 16:48:20.000000000 x.py:1] ", "") + "\n" + down + "\n" + agent)
