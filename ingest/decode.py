@@ -1456,7 +1456,8 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # the program or tool that wrote it: ``gb200node-torch.log`` was host ``gb200node-torch``, its
                        # CUDA error an incident apart from the host's own fault (a real-logs pass); ``nvidia-smi``,
                        # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
-                       "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager"})
+                       "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager",
+                       "q"})  # nvidia-smi -q's output: node07-nvidia-smi-q.txt
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): never
 #: cut from the front
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
@@ -1476,8 +1477,8 @@ def host_from_filename(path: Path) -> str:
     as ``_`` (``node01 (1).log``, a browser's second copy, is host ``node01_(1)``), at most 255 characters.
 
     A kind of log joined to the host by ``-`` or ``_`` (:data:`LOG_WORDS`: ``node07-dmesg.log``, ``dmesg_node07.txt``;
-    logrotate's date after it, ``messages-20261129``) is no part of it when what stays has a letter and a digit, as
-    host names do (``train-017`` stays), and a file named only by its kind (``dmesg.log``, ``kern.log``) or by a
+    logrotate's date after it, ``messages-20261129``) is no part of it when what stays has a letter (``train-017``
+    stays: a log word that begins a name is kept), and a file named only by its kind (``dmesg.log``, ``kern.log``) or by a
     date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
     (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host
     ``node07-dmesg`` beside the ``node07`` its NCCL lines named split one fault into two incidents, and two hosts'
@@ -1497,7 +1498,7 @@ def host_from_filename(path: Path) -> str:
 
 def _without_log_words(name: str) -> str:
     """``name`` without the :data:`LOG_WORDS` (and, after them, dates: digits only, six or more) joined to its ends by
-    ``-`` or ``_``, when what stays has a letter and a digit; else ``name`` as it is."""
+    ``-`` or ``_``, when what stays has a letter; else ``name`` as it is."""
     parts = _NAME_PARTS.split(name)
     seps = _NAME_PARTS.findall(name)
     lo, hi = 0, len(parts)
@@ -1506,7 +1507,9 @@ def _without_log_words(name: str) -> str:
     while hi - lo > 1 and parts[lo].lower() in LOG_WORDS - _HOST_WORDS:
         lo += 1
     kept = "".join(p + sep for p, sep in zip(parts[lo:hi], seps[lo:hi - 1] + [""]))
-    if kept != name and not (any(c.isalpha() for c in kept) and any(c.isdigit() for c in kept)):
+    # what stays names a host when it has a letter (``gpu-node-dmesg.log`` was host ``gpu-node-dmesg`` beside the
+    # ``gpu-node`` its NCCL lines named: one machine split in two, a real-logs pass); a digit is not asked
+    if kept != name and not any(c.isalpha() for c in kept):
         return parts[lo] if hi - lo == 1 and parts[lo].lower() in LOG_WORDS else name
     return kept
 

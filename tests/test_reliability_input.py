@@ -1345,7 +1345,9 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              "node07/messages-20261129": "node07", "node07/rank0/stdout.log": "node07", "logs/job-1/rank0.log": "rank0",
              # a real-logs pass: the program that wrote it (kubernetes-sigs/dra-driver-nvidia-gpu#982's job log)
              "gb200node-torch.log": "gb200node", "node07-nvidia-smi.txt": "node07",
-             "node07_nvidia-bug-report.log": "node07", "nvidia-dgx-01.log": "nvidia-dgx-01", "node07-dcgmi.log": "node07"}
+             "node07_nvidia-bug-report.log": "node07", "nvidia-dgx-01.log": "nvidia-dgx-01", "node07-dcgmi.log": "node07",
+             # a host name without a digit (a second real-logs pass: gpu-node-dmesg beside gpu-node), nvidia-smi -q's
+             "gpu-node-dmesg.log": "gpu-node", "hostA-dmesg.log": "hostA", "node07-nvidia-smi-q.txt": "node07"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
