@@ -528,13 +528,17 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         placed = topo.comm_index()  # hosts with ranks: an event with no communicator of its own elsewhere has none
         seq = rel == "same_collective"
         for i, e in enumerate(faults):
-            if seq and e.seq is None:
+            if (not e.comm and e.host not in placed) or (seq and e.seq is None):
                 continue
-            comms = comms_of(e, topo) if e.comm or e.host in placed else ()
-            for comm in comms:
+            for comm in comms_of(e, topo):
                 out[(comm, e.seq) if seq else comm].append(i)
-            if seq and not comms and (key := collective_of(e)) is not None:
-                out[("collective", key)].append(i)  # in no known communicator: the collective its line names
+        return list(out.values())
+    if rel == "same_named_collective":  # in no known communicator: the collective its line names
+        out = defaultdict(list)
+        placed = topo.comm_index()
+        for i, e in enumerate(faults):
+            if (key := collective_of(e)) is not None and not ((e.comm or e.host in placed) and comms_of(e, topo)):
+                out[key].append(i)
         return list(out.values())
     if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a

@@ -24,11 +24,12 @@ from schemas.events import KINDS, SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_collective", "same_domain", "peer_host"]
+                   "same_comm", "same_collective", "same_named_collective", "same_domain", "peer_host"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
     "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
+    "same_named_collective": 0.75,
     "same_gpu": 0.9,
     "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8,
 }
@@ -145,7 +146,8 @@ class PatternRef(BaseModel):
 
 
 #: relations clustering decides by one key per event (``cluster._buckets``); of them, those within one host
-KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
+KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective",
+                             "same_named_collective", "same_domain"})
 ONE_HOST_RELATIONS = frozenset({"same_device", "same_gpu", "same_host"})
 
 
@@ -291,17 +293,25 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
     return topo.gpu_key(e.host, e.device, e.gpu_index)
 
 
+#: the first collectives of a process group (its barrier, the first broadcast of the parameters, Megatron's first
+#: COALESCED call of every group) are alike in every job that runs them: their SeqNum is below this
+NAMED_COLLECTIVE_MIN_SEQ = 16
+
+
 def collective_of(e: Ev) -> tuple | None:
-    """The collective a watchdog timeout names, for ranks that no communicator places (no NCCL init lines):
-    ``(SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives its SeqNum, OpType and timeout
-    (formats.md §12.2: "WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=11, NumelOut=11, Timeout(ms)=240000)"; PyTorch
-    before 2.2 prints no Numel, both are then None). Every rank of one collective prints the same tuple; the process
-    group is left out (one rank prints it, another the same timeout without it). Ray Train's workers on several hosts
-    timing out on one allreduce without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs
-    pass)."""
-    if e.seq is None or e.op is None or e.timeout_ms is None:
+    """The collective a watchdog timeout names (``same_named_collective``: ranks that no communicator places, no NCCL
+    init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives
+    its SeqNum (:data:`NAMED_COLLECTIVE_MIN_SEQ` or more), OpType and timeout (formats.md §12.2: "WorkNCCL(SeqNum=52311,
+    OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000)"; PyTorch before 2.2 prints no Numel,
+    both are then None; the group is its GUID or id when the line prints one, else None). Every rank of one
+    collective prints the same tuple. Ray Train's workers on several hosts timing out on one allreduce without
+    NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass); two jobs' start-up barriers
+    (SeqNum 1, one element) minutes apart, and two Megatron groups' first calls, were one collective (a break-it
+    pass): the low SeqNums are left out, the group kept."""
+    if e.seq is None or e.seq < NAMED_COLLECTIVE_MIN_SEQ or e.op is None or e.timeout_ms is None:
         return None
-    return e.seq, e.op, e.details.get("numel_in"), e.details.get("numel_out"), e.timeout_ms
+    d = e.details
+    return (d.get("pg_guid") or d.get("pg"), e.seq, e.op, d.get("numel_in"), d.get("numel_out"), e.timeout_ms)
 
 
 def comms_of(e: Ev, topo: Topology) -> set[str]:
@@ -372,14 +382,10 @@ class Relations:
         if rel == "same_comm":
             return not self.comms(c).isdisjoint(self.comms(e))
         if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
-            if c.seq is None or c.seq != e.seq:
-                return False
-            cc, ce = self.comms(c), self.comms(e)
-            if cc or ce:
-                return not cc.isdisjoint(ce)
-            # neither in a known communicator: the collective the two lines name (``collective_of``)
+            return c.seq is not None and c.seq == e.seq and not self.comms(c).isdisjoint(self.comms(e))
+        if rel == "same_named_collective":  # neither in a known communicator: the collective their lines name
             k = collective_of(c)
-            return k is not None and k == collective_of(e)
+            return k is not None and k == collective_of(e) and not self.comms(c) and not self.comms(e)
         if rel in ("same_gpu", "same_device"):
             if c.host != e.host or across_reboot(c, e):
                 return False

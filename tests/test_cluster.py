@@ -195,7 +195,7 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
 def jobs(draw):
     """A communicator's or an NVLink domain's faults over many hosts with unequal skews: the keyed buckets that
     ``cluster._sweep_hosts`` joins by intervals instead of pair by pair. Some hosts hold no rank of a communicator:
-    their timeouts are one collective by what their lines name (``rules.collective_of``)."""
+    their timeouts are one collective by what their lines name (``same_named_collective``, ``rules.collective_of``)."""
     hosts = [f"h{i}" for i in range(draw(st.integers(2, 12)))]
     events = [Ev(event_id=f"e{i}", ts=draw(st.integers(0, 300)) * S + draw(st.sampled_from([0, 1, 999_999])),
                  ts_basis="line", host=draw(st.sampled_from(hosts)), source="nccl",
@@ -203,8 +203,9 @@ def jobs(draw):
                  device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                  rank=draw(st.integers(0, 15)), nranks=16, comm=draw(st.sampled_from(["c1", "c1", "c2", None])),
                  message="m", precision_us=draw(st.sampled_from([1, 1000, S, S, 20 * S])), origin=f"f:{i}",
-                 seq=draw(st.sampled_from([None, 7, 7, 8])), op=draw(st.sampled_from([None, "ALLREDUCE", "ALLREDUCE"])),
-                 timeout_ms=600_000, details={"numel_in": draw(st.sampled_from(["1", "1", "2"]))})
+                 seq=draw(st.sampled_from([None, 7, 7, 8, 20, 20, 21])),
+                 op=draw(st.sampled_from([None, "ALLREDUCE", "ALLREDUCE"])), timeout_ms=600_000,
+                 details={"numel_in": draw(st.sampled_from(["1", "1", "2"]))})
               for i in range(draw(st.integers(2, 60)))]
     topo = Topology(hosts={h: HostConfig(domain=draw(st.sampled_from([None, "d1", "d1", "d2"]))) for h in hosts})
     for r in range(16):
@@ -214,7 +215,8 @@ def jobs(draw):
                     default_skew_us=S)
     links = draw(st.sampled_from([[LinkRule(relation="same_comm", window_s=w)] for w in (0, 1, 10, 30)]
                                  + [[LinkRule(relation="same_domain", window_s=w)] for w in (0, 5, 60)]
-                                 + [[LinkRule(relation="same_collective", window_s=w)] for w in (0, 10, 3600)]))
+                                 + [[LinkRule(relation="same_collective", window_s=w)] for w in (0, 10, 3600)]
+                                 + [[LinkRule(relation="same_named_collective", window_s=w)] for w in (0, 10, 60)]))
     return events, links, topo, clocks
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import orjson
@@ -1080,7 +1081,8 @@ def test_the_timeouts_of_one_collective_are_one_incident_without_init_lines(pipe
     waited on, and the ranks of one job print the same one (formats.md §12.2: SeqNum, OpType, NumelIn, NumelOut,
     Timeout). Ray Train's workers on several hosts timing out on one allreduce were one incident per host, each
     "no single culprit" (NVIDIA/nccl#1193, a real-logs pass): one incident of every rank now, and a host's GPU
-    fault is the initiator of all of them. Another collective (its NumelIn, its SeqNum) stays apart."""
+    fault is the initiator of all of them (``same_named_collective``). Another collective (its NumelIn, its SeqNum,
+    its process group) stays apart."""
     def files(numel_in: dict[str, int] | None = None, seq: dict[str, int] | None = None) -> dict[str, str]:
         out = {}
         for r in range(5):
@@ -1095,6 +1097,13 @@ def test_the_timeouts_of_one_collective_are_one_incident_without_init_lines(pipe
     assert sorted({d["host"] for d in inc["downstream"]}) == ["b1", "b2", "b3"]
     assert len(_hosts(pipeline, files(numel_in={"b3": 2}))) == 2
     assert len(_hosts(pipeline, files(seq={"b2": 4243}))) == 2
+    # a process group's first collectives are alike in every job (two jobs' start-up barriers minutes apart were one
+    # collective: a break-it pass): below SeqNum 16 no line names one collective across hosts
+    assert len(_hosts(pipeline, files(seq={"b1": 1, "b2": 1, "b3": 1}))) == 3
+    # nor two process groups that print their GUIDs (Megatron's groups each reach the same SeqNum)
+    grouped = {h: re.sub(r"\[Rank (\d+)\] Watchdog", rf"[PG ID 2 PG GUID {h}(TP) Rank \1] Process group watchdog "
+                         r"thread terminated with exception: [Rank \1] Watchdog", t) for h, t in files().items()}
+    assert all("PG GUID" in t for t in grouped.values()) and len(_hosts(pipeline, grouped)) == 3
     kern = "[Sun Nov 29 03:09:59 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
     with_xid = files()
     with_xid["b2"] = kern + with_xid["b2"]
