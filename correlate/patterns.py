@@ -650,8 +650,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
-        return _read_in_part(_silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size, silent_ranks,
-                                           members), timeouts)
+        return _read_in_part(scene, _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size,
+                                                  silent_ranks, members), {members[r][0] for r in silent_ranks})
     if size and len(ranks) == size - 1:
         silent = silent_ranks[0]
         where = members.get(silent, (None, None))
@@ -686,7 +686,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
             v.next_action = (f"Find the host of rank {silent} (the job's rank-to-host map, or its NCCL init line) and "
                              "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
                              "(nvidia-smi).")
-        return _read_in_part(v, timeouts)
+        return _read_in_part(scene, v, {where[0]})
     lowest = {}
     for e in mine:
         done = e.details.get("last_completed")
@@ -794,12 +794,14 @@ def _rank_runs(ranks: list[int]) -> str:
     return ", ".join(str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in runs)
 
 
-def _read_in_part(v: Verdict, timeouts: list[Ev]) -> Verdict:
-    """A silent rank is told by a line its log does not hold: when a file that holds the ranks' timeouts was read in
-    part (``details.file_cut``: a truncated .gz, a file past ``max_bytes``), the line may be in the part lost. A job's
-    log cut just before rank 15's timeout named rank 15 the one the others waited for, at 0.7, though the file was
-    known to be cut (a break-it pass): said, at 0.4, and the whole file is what is missing."""
-    cut = sorted({e.origin.split("@")[0].removeprefix("file:") for e in timeouts if e.details.get("file_cut")})
+def _read_in_part(scene: Scene, v: Verdict, hosts: set[str | None]) -> Verdict:
+    """A silent rank is told by a line its log does not hold: when a file that would hold it was read in part
+    (``Topology.cut_files``: a truncated .gz, a file past ``max_bytes``) — a file of the silent rank's host (``hosts``;
+    any file when its host is unknown, ``None``), or a job's log of several hosts — the line may be in the part lost.
+    A job's log cut just before rank 15's timeout named rank 15 the one the others waited for, at 0.7, though the file
+    was known to be cut (a break-it pass): said, at 0.4, and the whole file is what is missing. Another host's file
+    read in part says nothing of it (a second break-it pass)."""
+    cut = sorted(f for f, of in scene.topo.cut_files.items() if None in hosts or len(of) > 1 or of & hosts)
     if not cut:
         return v
     v.confidence = min(v.confidence, 0.4)

@@ -93,6 +93,9 @@ class Topology:
     #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>") -> the time of its latest
     #: such line (µs): a peer's error names the peer by that address (``peer_host``)
     addr_hosts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: file read in part (a truncated .gz: ``details.file_cut``) -> the hosts its lines are of: what a silent rank's
+    #: file does not hold may be in the part lost (``correlate.patterns``)
+    cut_files: dict[str, set[str]] = field(default_factory=dict)
     #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
 
@@ -163,6 +166,8 @@ class Topology:
             if addr is not None:
                 said = self.addr_hosts.setdefault(addr, {})
                 said[e.host] = max(said.get(e.host, e.ts), e.ts)
+            if e.details.get("file_cut"):
+                self.cut_files.setdefault(e.origin.split("@")[0].removeprefix("file:"), set()).add(e.host)
         self.comm_span = comm_spans(members)
 
     def peer_host(self, e: Ev) -> str | None:

@@ -2829,3 +2829,9 @@ def test_a_silent_rank_from_a_file_read_in_part_is_said_with_less_confidence(pip
     assert inc["missing"][0].startswith("the whole of a1.log.gz")
     (whole,) = _hosts(pipeline, files)
     assert whole["confidence"] == 0.7 and "read in part" not in whole["explanation"]
+    # another host's file read in part says nothing of the silent rank's line (a second break-it pass)
+    segs = [Segment(data=t.encode(), origin=f"file:{h}.log.gz@0:1", stream=h, host=h, ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0, cut=(h == "a2")) for h, t in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    (other,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert other["confidence"] == 0.7 and "read in part" not in other["explanation"], other["explanation"]
