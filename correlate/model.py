@@ -150,7 +150,9 @@ def follow_watchdogs(events: list[Ev]) -> None:
     Some NCCL operations have failed or timed out. …", ai2cm/ace#348): such a line follows the timeout of any rank of
     its host logged at most ``FOLLOW_UP_US`` before it (after it in the log's order when their times are equal; a
     PyTorch line: an NCCL WARN names no rank either, and is no follow-up of the watchdog's) —
-    the line was its own incident, 30 minutes after the collective its ranks' timeouts place (a real-logs pass).
+    the line was its own incident, 30 minutes after the collective its ranks' timeouts place (a real-logs pass). So is
+    torchrun's "failed (exitcode: -6) local_rank: 3" when its worker's process ended on the timeout (a break-it pass:
+    an incident apart, "only downstream reports").
     Sets ``Ev.implied_start`` in place."""
     timeouts: dict[tuple[str, int | None], list[Ev]] = {}
     for e in events:
@@ -163,7 +165,8 @@ def follow_watchdogs(events: list[Ev]) -> None:
     for lst in timeouts.values():
         lst.sort(key=lambda t: (t.ts, t.order))
     for e in events:
-        if e.elapsed_ms or e.source != "nccl" or e.kind not in ("nccl_timeout", "nccl_error"):
+        if e.elapsed_ms or e.source != "nccl" or (e.kind not in ("nccl_timeout", "nccl_error")
+                                                  and not e.signature.startswith("torch.elastic.")):
             continue
         best = None
         for t in timeouts.get((e.host, e.rank), ()):

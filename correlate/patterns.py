@@ -586,9 +586,10 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
 
 def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
     """``e`` is a downstream line of the process that logged ``timeout`` (same host and rank; catalog role
-    ``downstream``: PyTorch's watchdog taking the process down, its thread terminating), which reports that timeout
-    and says nothing of another fault."""
-    return e.host == timeout.host and e.rank == timeout.rank and scene.role(e) == "downstream"
+    ``downstream``: PyTorch's watchdog taking the process down, its thread terminating; torchrun's line on that
+    process's exit, which names its local rank only), which reports that timeout and says nothing of another fault."""
+    return (e.host == timeout.host and scene.role(e) == "downstream"
+            and (e.rank == timeout.rank or (e.rank is None and e.signature.startswith("torch.elastic."))))
 
 
 #: how many collectives of one process group the other ranks can be ahead of a rank that is stuck: those they enqueue

@@ -2684,6 +2684,13 @@ def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(
         assert (inc["pattern"], inc["confidence"], inc["initiator"]["device"]) == ("unknown", 0.3, None), inc
         assert inc["explanation"].startswith("Only downstream reports: "), inc["explanation"]
         assert inc["missing"][0].startswith("the first failure these lines report"), inc["missing"]
+    # torchrun's line three seconds after its worker's watchdog timeout is that timeout's (it was an incident apart:
+    # a break-it pass); the timeout stays "not the cause"
+    timeout = ("[rank3]:[E626 16:48:22.440271515 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=52311, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) "
+               "ran for 600047 milliseconds before timing out.")
+    (hang,) = run(pipeline, "\n".join([timeout, down, agent.replace("16:48:31", "16:48:25")]))
+    assert (hang["pattern"], hang["category"]) == ("comm.silent_rank", "nccl_hang"), hang
     # a downstream line whose signature names its cause (CUDA 802: Fabric Manager) is that cause's, with its action
     # (ollama/ollama#12136: it was "only downstream reports", a second real-logs pass)
     (fm,) = run(pipeline, "ggml_cuda_init: failed to initialize CUDA: system not yet initialized")
