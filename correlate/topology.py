@@ -364,10 +364,11 @@ def line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, s
 
 
 def teaches_topology(e: Ev) -> bool:
-    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`line_facts`, :func:`line_addr`).
+    """Whether :meth:`Topology.learn_events` learns anything from ``e`` (:func:`line_facts`, :func:`line_addr`, a line
+    of a file read in part: ``details.file_cut``).
     Other events leave the topology as it is, so the streaming correlator reuses its last step's topology when
     only such events came (``StreamCorrelator._learn``)."""
-    return line_facts(e) != (None, None, None, None) or line_addr(e) is not None
+    return line_facts(e) != (None, None, None, None) or line_addr(e) is not None or bool(e.details.get("file_cut"))
 
 
 def line_addr(e: Ev) -> str | None:

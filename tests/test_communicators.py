@@ -700,9 +700,9 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "uuid_gpu", "addr_hosts", "_comm_index"}
+        "uuid_gpu", "addr_hosts", "cut_files", "_comm_index"}
     return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or any(t.link_state.values())
-                or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu or t.addr_hosts)
+                or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu or t.addr_hosts or t.cut_files)
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
