@@ -2842,3 +2842,23 @@ def test_a_silent_rank_from_a_file_read_in_part_is_said_with_less_confidence(pip
     b = pipeline.run(Decoded(segments=segs))
     (other,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert other["confidence"] == 0.7 and "read in part" not in other["explanation"], other["explanation"]
+
+
+def test_a_broken_gpus_later_views_follow_its_fault(pipeline):
+    """A GPU left broken stays so until it is reset: nvidia-smi read half an hour after its Xid 79 shows it ERR!, and
+    the container runtime's driver timeout comes on each kubelet retry after an Xid 119. Each was an incident of its
+    own, "the earliest fault nothing else explains" (a break-it pass): they follow the fault, up to an hour; another
+    GPU's ERR! row does not follow it."""
+    xid79 = "Nov 29 03:00:01 node12 kernel: NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus."
+    smi = ("Sun Nov 29 03:30:00 2026\n"
+           "|   0  ERR!                           On  | {bus}:00.0 Off |                 ERR! |")
+    (inc,) = _hosts(pipeline, {"node12": xid79 + "\n" + smi.format(bus="00000000:19")})
+    assert inc["initiator"]["xid"] == 79 and "nvml.smi_gpu_err" in inc["explanation"], inc["explanation"]
+    apart = _hosts(pipeline, {"node12": xid79 + "\n" + smi.format(bus="00000000:1A")})
+    assert len(apart) == 2
+    xid119 = ("Nov 29 03:00:01 node11 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=1234, name=nvidia-smi, Timeout after "
+              "6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).")
+    cli = ("Nov 29 03:{m}:15 node11 kubelet[33460]: nvidia-container-cli: detection error: driver error: timed out: "
+           "unknown")
+    (inc,) = _hosts(pipeline, {"node11": "\n".join([xid119, cli.format(m="04"), cli.format(m="09")])})
+    assert inc["initiator"]["xid"] == 119 and [d["kind"] for d in inc["downstream"]] == ["driver"], inc["downstream"]
