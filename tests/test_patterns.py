@@ -1696,6 +1696,10 @@ def test_a_driver_of_two_versions_is_the_fault_not_the_gpu_it_cannot_start(pipel
     assert (inc["category"], inc["initiator"]["device"]) == ("driver", None)
     assert [d["device"] for d in inc["downstream"]] == ["0000:07:00.0", "0000:08:00.0"]
     assert [x["rule"] for x in inc["evidence"]] == ["driver_install.explains_init_failure"] * 2
+    # ten minutes later too: the mismatch stands until the driver is installed again (a break-it pass: "no single
+    # culprit" with an NCCL action)
+    (late,) = run(pipeline, two.replace("03:12:12 2026", "03:22:12 2026"))
+    assert (late["category"], late["initiator"]["device"]) == ("driver", None), late
     # ... also with each GPU's firmware line (it follows from the mismatch: they were three candidates, a break-it pass)
     fw = "[Mon Nov 30 03:12:12 2026] nvidia 0000:0{b}:00.0: Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed with error -2"
     (inc,) = run(pipeline, two + "\n" + "\n".join(fw.format(b=b) for b in (7, 8)))
