@@ -195,7 +195,11 @@ _ANSI = re.compile(TERMINAL_CODES)
 # "node01.log:[2025-09-17 15:16:23] …" — grep over several files prefixes the file name; ``grep -rn`` its path
 # and the line number ("logs/node07/kern.log:5512:Dec  1 03:12:05 node07 kernel: …": the line's own host and time were
 # lost behind it, every Xid on one host "xid-hits", a break-it pass), a rotated log its number (kern.log.1)
-_GREP_FILE = re.compile(r"^(?P<file>/?(?:[\w.-]+/)*[\w.-]+\.(?:log|txt|out|err|json)(?:\.\d{1,3})?)(?::\d{1,10})?:(?=\S)")
+_GREP_FILE = re.compile(r"^(?P<file>/?(?:[\w.-]+/)*(?:[\w.-]+\.(?:log|txt|out|err|json)(?:\.\d{1,3})?(?:\.gz)?"
+                        r"|(?P<named>(?:syslog|messages|dmesg|kern\.log)(?:[.-]\w{1,12}){0,2}(?:\.gz)?)))"
+                        r"(?P<line_no>:\d{1,10})?:(?=\S)")
+# (a log named by its kind alone, syslog, messages-20261129, kern.log.2.gz — zgrep over rotated logs — is a grep
+# prefix only with a folder or grep -n's line number: "syslog:err   : …" is dmesg -x's facility and level)
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
 _TALOS = re.compile(r"^(?P<fac>kern|user|daemon|syslog):\s+(?P<lvl>\w+): \[(?P<iso>[^\]]+)\]: ")
@@ -442,6 +446,20 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
         p.yearless = None
 
 
+@lru_cache(maxsize=1024)
+def _grep_host(path: str) -> str | None:
+    """The host a grep prefix's file names, as a file's name names its own (``decode.host_from_filename``:
+    ``logs/node07/dmesg.txt`` -> node07, ``node07.log`` -> node07), when that has a digit (as a host label's must):
+    ``grep -rn Xid logs/`` over raw dmesg files put two hosts' Xid 79s on one host, the output file's, a "recurrence"
+    (a break-it pass); ``kern.log:`` or ``output.txt:`` name none."""
+    from pathlib import PurePosixPath
+
+    from ingest.decode import LOG_WORDS, host_from_filename
+
+    host = host_from_filename(PurePosixPath(path))
+    return host if any(c.isdigit() for c in host) and host.lower() not in LOG_WORDS else None
+
+
 def _host_or_addr(p: Prefix, name: str) -> None:
     """The name a syslog or journal header puts where the host stands. An address is the sender's (``source_addr``),
     and names the host as talosctl's address does (``addr_host``: a Kafka key or an envelope's host names it
@@ -491,8 +509,12 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             break
         can = can_begin(s[0])  # each layer is tried only when the text's first character can begin it
         m = _GREP_FILE.match(s) if "grep_file" in can else None
+        if m and m["named"] and "/" not in m["file"] and not m["line_no"]:
+            m = None
         if m:
             s = label_at = s[m.end():]  # a label may follow: "node01.log:node07: [ 12.3] …"
+            if p.host is None and (host := _grep_host(m["file"])):
+                p.host = host  # the line's own header, label or NCCL prefix, read after it, names it better
             continue
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:

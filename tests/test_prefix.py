@@ -254,8 +254,15 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
     ("0: [default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("node01.log:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
-    # grep -rn: the file's path and the line's number (a break-it pass)
-    ("logs/node07/kern.log:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    # grep -rn: the file's path and the line's number (a break-it pass); the host the path names, when the line names
+    # none of its own (a second break-it pass), over rotated and compressed logs named by their kind (zgrep)
+    ("logs/node07/kern.log:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
+     "NVRM"),
+    ("logs/node08/syslog.1:812:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node08", None, "NVRM"),
+    ("logs/node07/kern.log.2.gz:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
+     "NVRM"),
+    ("messages-20261129:77:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    ("node01.log:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node01", None, "NVRM"),
     ("/var/log/kern.log.1:77:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
      "NVRM"),
     ("[1,3]<stdout>: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
