@@ -369,13 +369,17 @@ _ZONE_HOURS = {"EST": -5, "EDT": -4, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8,
 
 @lru_cache(maxsize=256)
 def _zone_named(tok: str, default: tzinfo) -> tzinfo | None:
-    """The zone of journalctl's ``short-full`` stamp: ``UTC``/``GMT``/``Z``, offsets (``+0900``, ``+09:00``, ``+09``)
+    """The zone of journalctl's ``short-full`` stamp: ``UTC``/``GMT``/``Z``, offsets (``+0900``, ``+09:00``, ``+09``),
+    the zone set for stamps that print none (``default``, ``FIRSTFAULT_TIMEZONE``) when it is that zone's own name,
     and the abbreviations of one offset (:data:`_ZONE_HOURS`) as they say; any other name (``CST``, ``IST``: not
-    unique) as the zone set for stamps that print none (``default``, ``FIRSTFAULT_TIMEZONE``)."""
+    unique) as the zone set."""
     if tok in ("UTC", "GMT", "Z", "UT"):
         return timezone.utc
     if tok[0] in "+-":
         return _offset_zone(tok if len(tok) > 3 else tok + "00")
+    if tok in {default.tzname(datetime(2026, m, 15)) for m in (1, 7)}:
+        return default  # the configured zone's own name: Asia/Manila's PST is +08:00, not the Pacific's (a break-it
+        # pass: 16 hours off), Cuba's CDT -04:00
     if (hours := _ZONE_HOURS.get(tok)) is not None:
         return timezone(timedelta(hours=hours), tok)
     return default

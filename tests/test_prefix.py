@@ -347,6 +347,16 @@ def test_zone_of_stamps_without_one_is_configurable():
     assert p.ts == us(2023, 3, 3, 4, 44, 24, tz=tz)
 
 
+def test_a_zone_name_is_the_configured_zones_when_it_is_its_own():
+    """journalctl short-full prints the local zone's name: Asia/Manila's PST is +08:00, not the US Pacific's -08:00
+    (a break-it pass: 16 hours off); CST in Asia/Shanghai is China's. Elsewhere PST is the Pacific's."""
+    line = "Sun 2026-11-29 03:12:05 {z} node07 kernel: NVRM: Xid 79"
+    manila, shanghai = ZoneInfo("Asia/Manila"), ZoneInfo("Asia/Shanghai")
+    assert parse_prefix(line.format(z="PST"), tz=manila).ts == us(2026, 11, 28, 19, 12, 5)
+    assert parse_prefix(line.format(z="CST"), tz=shanghai).ts == us(2026, 11, 28, 19, 12, 5)
+    assert parse_prefix(line.format(z="PST"), tz=ZoneInfo("UTC")).ts == us(2026, 11, 29, 11, 12, 5)
+
+
 def test_impossible_dates_do_not_raise():
     for line in ("[Fri Feb 30 04:44:24 2023] NVRM: x", "Feb 30 25:61:99 node07 kernel: x",
                  "2025-13-45T99:99:99Z NVRM: x", "[rank0]:[E1399 99:99:99.1 x.cpp:1] y"):
