@@ -1457,7 +1457,7 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # CUDA error an incident apart from the host's own fault (a real-logs pass); ``nvidia-smi``,
                        # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
                        "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager",
-                       "q"})  # nvidia-smi -q's output: node07-nvidia-smi-q.txt
+                       "q", "diag"})  # nvidia-smi -q's output: node07-nvidia-smi-q.txt; dcgmi diag's
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): never
 #: cut from the front
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
@@ -1504,8 +1504,12 @@ def _without_log_words(name: str) -> str:
     lo, hi = 0, len(parts)
     while hi - lo > 1 and (parts[hi - 1].lower() in LOG_WORDS or (parts[hi - 1].isdigit() and len(parts[hi - 1]) >= 6)):
         hi -= 1
-    while hi - lo > 1 and parts[lo].lower() in LOG_WORDS - _HOST_WORDS:
-        lo += 1
+    run = lo  # the log words at its front: two or more are no host's (nvidia-bug-report-node07), one is unless it may
+    # begin a host name (_HOST_WORDS: nvidia-dgx-01, train-017)
+    while hi - run > 1 and parts[run].lower() in LOG_WORDS:
+        run += 1
+    if run - lo >= 2 or (run - lo == 1 and parts[lo].lower() not in _HOST_WORDS):
+        lo = run
     kept = "".join(p + sep for p, sep in zip(parts[lo:hi], seps[lo:hi - 1] + [""]))
     # what stays names a host when it has a letter (``gpu-node-dmesg.log`` was host ``gpu-node-dmesg`` beside the
     # ``gpu-node`` its NCCL lines named: one machine split in two, a real-logs pass); a digit is not asked
