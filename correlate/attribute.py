@@ -415,9 +415,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
 
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
     recovering: dict[str, set[tuple]] = defaultdict(set)  # per host: the GPUs whose recovery action changed
+    rm_of: dict[tuple, set[str]] = defaultdict(set)  # a named GPU -> the RM's numbers its lines gave it ("GPU4 GSP")
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
+            if (rm := o.details.get("rm_gpu")) is not None:
+                rm_of[subj[o.event_id]].add(str(rm))
             if o.xid == RECOVERY_XID and subj[o.event_id][1] in (None, "gpu"):
                 recovering[o.host].add(subj[o.event_id])
     memo: dict[tuple, set[tuple]] = {}
@@ -462,6 +465,10 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
         else:
             continue
         same = memo[q]
+        if (rm := e.details.get("rm_gpu")) is not None:
+            # the RM's own GPU number: not a GPU whose lines gave it another (GPU1's failed GSP RPCs went to GPU0's
+            # Xid 119 "from GPU0 GSP": a break-it pass)
+            same = {g for g in same if not rm_of.get(g) or str(rm) in rm_of[g]}
         if len(same) == 1:
             subj[e.event_id] = next(iter(same))
     return subj

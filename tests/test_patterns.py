@@ -2866,3 +2866,18 @@ def test_a_broken_gpus_later_views_follow_its_fault(pipeline):
            "unknown")
     (inc,) = _hosts(pipeline, {"node11": "\n".join([xid119, cli.format(m="04"), cli.format(m="09")])})
     assert inc["initiator"]["xid"] == 119 and [d["kind"] for d in inc["downstream"]] == ["driver"], inc["downstream"]
+
+
+def test_an_rm_gpu_number_keeps_an_unnamed_line_off_another_gpu(pipeline):
+    """The RM's lines without a bus id name its own GPU number ("NVRM: GPU1 _issueRpcAndWait: rpcSendMessage failed");
+    an Xid 119 says "from GPU0 GSP". GPU1's failed RPCs were folded into GPU0's Xid 119 as its lines (a break-it
+    pass): they are not that GPU's; GPU0's own are."""
+    xid = ("Nov 29 03:00:01 node03 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=1234, name=python, Timeout after 6s of "
+           "waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).")
+    rpc = ("Nov 29 03:00:05 node03 kernel: NVRM: GPU{n} _issueRpcAndWait: rpcSendMessage failed with status 0x0000000f "
+           "for fn 10 sequence 12303!")
+    (inc,) = run(pipeline, xid + "\n" + rpc.format(n=1), host="node03")
+    assert inc["initiator"]["xid"] == 119 and "gsp.rpc_failed" not in inc["explanation"].split("it reported")[-1]
+    assert [d["kind"] for d in inc["downstream"]] == ["gsp_error"], inc["downstream"]
+    (inc,) = run(pipeline, xid + "\n" + rpc.format(n=0), host="node03")
+    assert inc["explanation"].endswith("it reported 2 lines (Xid 119, gsp.rpc_failed)."), inc["explanation"]
