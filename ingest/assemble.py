@@ -75,7 +75,8 @@ class Assembled:
     topology: list[dict[str, Any]] = field(default_factory=list)
 
 
-_DATE_LINE = re.compile(r"^\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})")
+_DATE_LINE = re.compile(r"^\s*(?:Timestamp\s+:\s+)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) "
+                        r"(\d{2}):(\d{2}):(\d{2}) (\d{4})")
 _MON = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
                                      "Dec"], 1)}
 

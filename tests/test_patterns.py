@@ -2748,6 +2748,9 @@ def test_a_row_remap_pending_in_nvidia_smi_q_is_its_sections_gpus_ecc_fault(pipe
     (inc,) = run(pipeline, text)
     assert (inc["category"], inc["initiator"]["device"]) == ("ecc", "0000:19:00.0"), inc
     assert inc["next_action"].startswith("A row of this GPU's memory is to be remapped")
+    # the output's own "Timestamp" line times it (it was the file's time: a break-it pass)
+    (inc,) = run(pipeline, "Timestamp                                 : Sun Nov 29 03:05:00 2026\n" + text)
+    assert inc["start"] == "2026-11-29T03:05:00.000000Z", inc["start"]
     assert run(pipeline, text.replace(": Yes", ": No")) == []
 
 
