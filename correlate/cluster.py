@@ -496,6 +496,51 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
         heappush(open_, (starts2[i] + half[a], i))
 
 
+#: how far from the first of them the timeouts of one collective its lines name may start (µs) and be one collective
+#: (:func:`join_named_collectives`): every rank enqueues it within seconds of the others, clocks a few seconds apart
+NAMED_COLLECTIVE_US = 60 * S
+
+
+def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[Ev]]:
+    """``comps`` (each sorted by ``Ev.order``, in order of their first event), with the components joined whose watchdog
+    timeouts name one collective (``rules.collective_of``: process group, SeqNum, OpType, Numel, timeout) of ranks that
+    no communicator places (no NCCL init lines: ``rules.comms_of`` gives none) and start within
+    :data:`NAMED_COLLECTIVE_US` of the first of them. Ray Train's workers on several hosts timing out on one allreduce
+    without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass).
+
+    Anchored at the first timeout of each group, not linked pair by pair: lines of one tuple every few seconds over
+    half an hour (a fleet running one model's jobs; the benchmark mix repeats its example lines) chained every host's
+    faults into one incident of 3,000 events when it was a link relation. Nothing else joins a component here."""
+    first: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # key -> (start of its first timeout, component)
+    placed = topo.comm_index()
+    for k, comp in enumerate(comps):
+        starts: dict[tuple, int] = {}
+        for e in comp:
+            if e.kind == "nccl_timeout" and (key := collective_of(e)) is not None and not (
+                    (e.comm or e.host in placed) and comms_of(e, topo)):
+                starts[key] = min(starts.get(key, e.start), e.start)
+        for key, t in starts.items():
+            first[key].append((t, k))
+    if not any(len(v) > 1 for v in first.values()):
+        return comps
+    dsu = _DSU(len(comps))
+    for runs in first.values():
+        runs.sort()
+        anchor = None
+        for t, k in runs:
+            if anchor is not None and t - anchor[0] <= NAMED_COLLECTIVE_US:
+                dsu.union(anchor[1], k)
+            else:
+                anchor = (t, k)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for k in range(len(comps)):
+        groups[dsu.find(k)].append(k)
+    out = [comps[ks[0]] if len(ks) == 1 else sorted((e for k in ks for e in comps[k]), key=attrgetter("order"))
+           for ks in groups.values()]
+    out.sort(key=lambda c: c[0].order)
+    return out
+
+
 def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:
     """Indexes of ``faults`` (each list in ``faults`` order) that may stand in relation ``rel``.
 
@@ -532,13 +577,6 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
                 continue
             for comm in comms_of(e, topo):
                 out[(comm, e.seq) if seq else comm].append(i)
-        return list(out.values())
-    if rel == "same_named_collective":  # in no known communicator: the collective its line names
-        out = defaultdict(list)
-        placed = topo.comm_index()
-        for i, e in enumerate(faults):
-            if (key := collective_of(e)) is not None and not ((e.comm or e.host in placed) and comms_of(e, topo)):
-                out[key].append(i)
         return list(out.values())
     if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a

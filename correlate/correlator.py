@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, first_of, is_fault, may_relate,
                                  reach, resolve_subjects, roots_verdict)
-from correlate.cluster import components
+from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
@@ -304,8 +304,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
-    for comp in components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
-                           related=may_relate(rules, catalog), catalog=catalog):
+    for comp in join_named_collectives(components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
+                                                  related=may_relate(rules, catalog), catalog=catalog), topo):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
             hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}

@@ -24,12 +24,11 @@ from schemas.events import KINDS, SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_collective", "same_named_collective", "same_domain", "peer_host"]
+                   "same_comm", "same_collective", "same_domain", "peer_host"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
     "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
-    "same_named_collective": 0.75,
     "same_gpu": 0.9,
     "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8,
 }
@@ -146,8 +145,7 @@ class PatternRef(BaseModel):
 
 
 #: relations clustering decides by one key per event (``cluster._buckets``); of them, those within one host
-KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective",
-                             "same_named_collective", "same_domain"})
+KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
 ONE_HOST_RELATIONS = frozenset({"same_device", "same_gpu", "same_host"})
 
 
@@ -299,8 +297,8 @@ NAMED_COLLECTIVE_MIN_SEQ = 16
 
 
 def collective_of(e: Ev) -> tuple | None:
-    """The collective a watchdog timeout names (``same_named_collective``: ranks that no communicator places, no NCCL
-    init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives
+    """The collective a watchdog timeout names (``cluster.join_named_collectives``: ranks that no communicator
+    places, no NCCL init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives
     its SeqNum (:data:`NAMED_COLLECTIVE_MIN_SEQ` or more), OpType and timeout (formats.md §12.2: "WorkNCCL(SeqNum=52311,
     OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000)"; PyTorch before 2.2 prints no Numel,
     both are then None; the group is its GUID or id when the line prints one, else None). Every rank of one
@@ -383,9 +381,6 @@ class Relations:
             return not self.comms(c).isdisjoint(self.comms(e))
         if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
             return c.seq is not None and c.seq == e.seq and not self.comms(c).isdisjoint(self.comms(e))
-        if rel == "same_named_collective":  # neither in a known communicator: the collective their lines name
-            k = collective_of(c)
-            return k is not None and k == collective_of(e) and not self.comms(c) and not self.comms(e)
         if rel in ("same_gpu", "same_device"):
             if c.host != e.host or across_reboot(c, e):
                 return False

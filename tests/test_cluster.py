@@ -194,8 +194,7 @@ def test_components_equal_the_pairwise_definition(fleet, own_rules, related):
 @st.composite
 def jobs(draw):
     """A communicator's or an NVLink domain's faults over many hosts with unequal skews: the keyed buckets that
-    ``cluster._sweep_hosts`` joins by intervals instead of pair by pair. Some hosts hold no rank of a communicator:
-    their timeouts are one collective by what their lines name (``same_named_collective``, ``rules.collective_of``)."""
+    ``cluster._sweep_hosts`` joins by intervals instead of pair by pair."""
     hosts = [f"h{i}" for i in range(draw(st.integers(2, 12)))]
     events = [Ev(event_id=f"e{i}", ts=draw(st.integers(0, 300)) * S + draw(st.sampled_from([0, 1, 999_999])),
                  ts_basis="line", host=draw(st.sampled_from(hosts)), source="nccl",
@@ -203,9 +202,7 @@ def jobs(draw):
                  device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                  rank=draw(st.integers(0, 15)), nranks=16, comm=draw(st.sampled_from(["c1", "c1", "c2", None])),
                  message="m", precision_us=draw(st.sampled_from([1, 1000, S, S, 20 * S])), origin=f"f:{i}",
-                 seq=draw(st.sampled_from([None, 7, 7, 8, 20, 20, 21])),
-                 op=draw(st.sampled_from([None, "ALLREDUCE", "ALLREDUCE"])), timeout_ms=600_000,
-                 details={"numel_in": draw(st.sampled_from(["1", "1", "2"]))})
+                 seq=draw(st.sampled_from([None, 7, 7, 8])))
               for i in range(draw(st.integers(2, 60)))]
     topo = Topology(hosts={h: HostConfig(domain=draw(st.sampled_from([None, "d1", "d1", "d2"]))) for h in hosts})
     for r in range(16):
@@ -215,8 +212,7 @@ def jobs(draw):
                     default_skew_us=S)
     links = draw(st.sampled_from([[LinkRule(relation="same_comm", window_s=w)] for w in (0, 1, 10, 30)]
                                  + [[LinkRule(relation="same_domain", window_s=w)] for w in (0, 5, 60)]
-                                 + [[LinkRule(relation="same_collective", window_s=w)] for w in (0, 10, 3600)]
-                                 + [[LinkRule(relation="same_named_collective", window_s=w)] for w in (0, 10, 60)]))
+                                 + [[LinkRule(relation="same_collective", window_s=w)] for w in (0, 10, 3600)]))
     return events, links, topo, clocks
 
 
@@ -362,3 +358,30 @@ def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_like
     timeout = ev("timeout", "h3", t - 900 * S, kind="nccl_timeout", signature="torch.watchdog_timeout")
     assert groups([timeout, port]) == [["port", "timeout"]]
     assert FILE_REACH_US == 3600 * S
+
+
+def test_named_collectives_join_anchored_at_their_first_timeout_not_chained():
+    """``join_named_collectives``: components whose watchdog timeouts name one collective (no NCCL init lines place
+    their ranks) and start within a minute of the first of them are one; a line of the same tuple every 50 s over ten
+    minutes is no single collective (as a link relation it chained every host's faults of the benchmark mix into one
+    incident of 3,000 events), nor are two tuples, nor ranks a communicator places."""
+    from correlate.cluster import NAMED_COLLECTIVE_US, join_named_collectives
+
+    def timeout(i: int, start_s: int, seq: int = 4242, host: str | None = None) -> Ev:
+        return Ev(event_id=f"t{i}", ts=(start_s + 600) * S, ts_basis="line", host=host or f"h{i}", source="nccl",
+                  kind="nccl_timeout", signature="torch.watchdog_timeout", severity="error", device_type=None,
+                  device=None, link=None, xid=None, sxid=None, peer=None, rank=i, nranks=None, comm=None, message="m",
+                  origin=f"f:{i}", seq=seq, op="ALLREDUCE", timeout_ms=600_000, elapsed_ms=600_000,
+                  details={"numel_in": "8", "numel_out": "8"})
+
+    topo = Topology()
+    got = join_named_collectives([[timeout(i, 50 * i)] for i in range(12)], topo)
+    assert [[e.event_id for e in c] for c in got] == [["t0", "t1"], ["t2", "t3"], ["t4", "t5"], ["t6", "t7"],
+                                                      ["t8", "t9"], ["t10", "t11"]]
+    assert NAMED_COLLECTIVE_US == 60 * S
+    assert len(join_named_collectives([[timeout(0, 0)], [timeout(1, 5, seq=4243)]], topo)) == 2
+    assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 5, seq=1)]], topo)) == 2  # a start-up one
+    topo.comm_ranks["c1"][0] = ("h0", None)
+    topo.comm_ranks["c1"][1] = ("h1", None)
+    topo._comm_index = None
+    assert len(join_named_collectives([[timeout(0, 0)], [timeout(1, 5)]], topo)) == 2

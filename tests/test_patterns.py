@@ -1081,8 +1081,8 @@ def test_the_timeouts_of_one_collective_are_one_incident_without_init_lines(pipe
     waited on, and the ranks of one job print the same one (formats.md §12.2: SeqNum, OpType, NumelIn, NumelOut,
     Timeout). Ray Train's workers on several hosts timing out on one allreduce were one incident per host, each
     "no single culprit" (NVIDIA/nccl#1193, a real-logs pass): one incident of every rank now, and a host's GPU
-    fault is the initiator of all of them (``same_named_collective``). Another collective (its NumelIn, its SeqNum,
-    its process group) stays apart."""
+    fault is the initiator of all of them (``cluster.join_named_collectives``). Another collective (its NumelIn, its
+    SeqNum, its process group) stays apart."""
     def files(numel_in: dict[str, int] | None = None, seq: dict[str, int] | None = None) -> dict[str, str]:
         out = {}
         for r in range(5):
