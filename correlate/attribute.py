@@ -26,7 +26,8 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from correlate.model import Ev
-from correlate.rules import RELATION_STRENGTH, Relations, Rules, any_holds, pred_shape
+from correlate.rules import (NAMED_COLLECTIVE_US, RELATION_STRENGTH, Relations, Rules, any_holds, collective_of,
+                             pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated
 from ingest.catalog import Catalog
@@ -559,6 +560,33 @@ def find_edges(scene: Scene) -> list[Edge]:
             found.sort(key=itemgetter(0))  # the effects in scene order
             edges.extend(x for _, x in found)
     return edges
+
+
+def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
+    """``edges`` and, for each watchdog timeout a rule explains, the same cause explaining the timeouts of other
+    hosts whose lines name the same collective (``rules.collective_of``) and that no communicator places (no NCCL
+    init lines: ``rules.comms_of`` gives none), relation ``same_collective``: those ranks waited on the one the cause
+    stopped. Without init lines an Xid 79 and its host's timeouts were one incident with the other hosts' timeouts of
+    the same allreduce "no rule ties it to … a fault of their own" (a fresh user's trial). Cost: nothing when no
+    explained timeout names a collective."""
+    explained: dict[tuple, list[Edge]] = defaultdict(list)
+    for x in edges:
+        if x.effect.kind == "nccl_timeout" and (k := collective_of(x.effect)) is not None:
+            explained[k].append(x)
+    if not explained:
+        return edges
+    have = {(x.cause.event_id, x.effect.event_id) for x in edges}
+    comms = Relations(scene.topo).comms
+    out = list(edges)
+    for e in scene.events:
+        if e.kind != "nccl_timeout" or (k := collective_of(e)) not in explained or comms(e):
+            continue
+        for x in explained[k]:
+            if x.effect.host != e.host and abs(x.effect.start - e.start) <= NAMED_COLLECTIVE_US \
+                    and (x.cause.event_id, e.event_id) not in have and x.cause is not e:
+                out.append(Edge(x.cause, e, x.rule, "same_collective"))
+                have.add((x.cause.event_id, e.event_id))
+    return out
 
 
 def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool, bool]:

@@ -31,8 +31,8 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import Ev, across_reboot
-from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_of, comms_of, gpu_key,
-                             pred_shape)
+from correlate.rules import (KEYED_RELATIONS, NAMED_COLLECTIVE_US, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds,
+                             collective_of, comms_of, gpu_key, pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -494,11 +494,6 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
         comps[root] = merged
         index(root)
         heappush(open_, (starts2[i] + half[a], i))
-
-
-#: how far from the first of them the timeouts of one collective its lines name may start (µs) and be one collective
-#: (:func:`join_named_collectives`): every rank enqueues it within seconds of the others, clocks a few seconds apart
-NAMED_COLLECTIVE_US = 60 * S
 
 
 def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[Ev]]:

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, find_edges, first_of, is_fault, may_relate,
-                                 reach, resolve_subjects, roots_verdict)
+from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_edges, find_edges, first_of, is_fault,
+                                 may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
@@ -329,7 +329,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             v = None
             if scene.faults():
                 scene.subject = resolve_subjects(comp, topo, catalog)
-                scene.edges = find_edges(scene)
+                scene.edges = collective_edges(scene, find_edges(scene))
                 v = attribute(scene)
             parts = [(s, pv, body(s, pv)) for s, pv in apart(scene, v)] if v is not None else []
             if cache is not None:

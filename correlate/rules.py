@@ -291,22 +291,22 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
     return topo.gpu_key(e.host, e.device, e.gpu_index)
 
 
-#: the first collectives of a process group (its barrier, the first broadcast of the parameters, Megatron's first
-#: COALESCED call of every group) are alike in every job that runs them: their SeqNum is below this
-NAMED_COLLECTIVE_MIN_SEQ = 16
-
+#: how far from the first of them the timeouts of one collective its lines name may start (µs) and be one collective
+#: (``cluster.join_named_collectives``, ``attribute.collective_edges``): every rank enqueues it within seconds of the
+#: others, clocks a few seconds apart
+NAMED_COLLECTIVE_US = 60_000_000
 
 def collective_of(e: Ev) -> tuple | None:
-    """The collective a watchdog timeout names (``cluster.join_named_collectives``: ranks that no communicator
-    places, no NCCL init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut, Timeout ms)``, or None unless the line gives
-    its SeqNum (:data:`NAMED_COLLECTIVE_MIN_SEQ` or more), OpType and timeout (formats.md §12.2: "WorkNCCL(SeqNum=52311,
-    OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000)"; PyTorch before 2.2 prints no Numel,
-    both are then None; the group is its GUID or id when the line prints one, else None). Every rank of one
-    collective prints the same tuple. Ray Train's workers on several hosts timing out on one allreduce without
-    NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass); two jobs' start-up barriers
-    (SeqNum 1, one element) minutes apart, and two Megatron groups' first calls, were one collective (a break-it
-    pass): the low SeqNums are left out, the group kept."""
-    if e.seq is None or e.seq < NAMED_COLLECTIVE_MIN_SEQ or e.op is None or e.timeout_ms is None:
+    """The collective a watchdog timeout names (``cluster.join_named_collectives``, ``attribute.collective_edges``:
+    ranks that no communicator places, no NCCL init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut,
+    Timeout ms)``, or None unless the line gives its SeqNum, OpType and timeout (formats.md §12.2: "WorkNCCL(SeqNum=
+    52311, OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000)"; PyTorch before 2.2 prints no
+    Numel, both are then None; the group is its GUID or id when the line prints one, else None). Every rank of one
+    collective prints the same tuple, within seconds of the others (:data:`NAMED_COLLECTIVE_US`); two jobs' start-up
+    barriers minutes apart print it too, and stay apart by that window, anchored at the first timeout (a break-it
+    pass: as a link relation it chained them). Ray Train's workers on several hosts timing out on one allreduce
+    without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass)."""
+    if e.seq is None or e.op is None or e.timeout_ms is None:
         return None
     d = e.details
     return (d.get("pg_guid") or d.get("pg"), e.seq, e.op, d.get("numel_in"), d.get("numel_out"), e.timeout_ms)

@@ -580,8 +580,14 @@ def _time_of(rec: Envelope) -> int | None:
     journald ``__REALTIME_TIMESTAMP`` that is not a decimal count of µs.
     """
     v = rec.source_realtime
-    if v is None or v is UNSET:
-        v = rec.realtime
+    if v is not None and v is not UNSET:
+        try:  # the writer's time when it is one; else journald's receipt (an empty or garbled field hid a valid one)
+            t = _journald_us(v)
+            if plausible(t):
+                return t
+        except ValueError:
+            pass
+    v = rec.realtime
     if v is not None and v is not UNSET:
         return _journald_us(v)
     for k, attr in _TIME_FIELDS:

@@ -377,9 +377,10 @@ def _zone_named(tok: str, default: tzinfo) -> tzinfo | None:
         return timezone.utc
     if tok[0] in "+-":
         return _offset_zone(tok if len(tok) > 3 else tok + "00")
-    if tok in {default.tzname(datetime(2026, m, 15)) for m in (1, 7)}:
-        return default  # the configured zone's own name: Asia/Manila's PST is +08:00, not the Pacific's (a break-it
-        # pass: 16 hours off), Cuba's CDT -04:00
+    for m in (1, 7):  # the configured zone's own name, at the offset it names (EST and EDT in a fall-back hour)
+        at = datetime(2026, m, 15)
+        if default.tzname(at) == tok and (off := default.utcoffset(at)) is not None:
+            return timezone(off, tok)  # Asia/Manila's PST is +08:00, not the Pacific's (a break-it pass: 16 h off)
     if (hours := _ZONE_HOURS.get(tok)) is not None:
         return timezone(timedelta(hours=hours), tok)
     return default
@@ -452,15 +453,17 @@ def _iso_into(p: Prefix, text: str, tz: tzinfo) -> None:
 
 @lru_cache(maxsize=1024)
 def _grep_host(path: str) -> str | None:
-    """The host a grep prefix's file names, as a file's name names its own (``decode.host_from_filename``:
-    ``logs/node07/dmesg.txt`` -> node07, ``node07.log`` -> node07), when that has a digit (as a host label's must):
-    ``grep -rn Xid logs/`` over raw dmesg files put two hosts' Xid 79s on one host, the output file's, a "recurrence"
-    (a break-it pass); ``kern.log:`` or ``output.txt:`` name none."""
+    """The host a grep prefix's file name names, as a file's name names its own (``decode.host_from_filename`` of
+    the name alone: ``node07.log``, ``logs/node07-dmesg.txt`` -> node07), when that has a digit (as a host label's
+    must): ``grep Xid node07.log node08.log`` put two hosts' Xid 79s on one host, the output file's, a "recurrence"
+    (a break-it pass). Not a folder's name: ``/home/user1/dmesg.txt``, ``a100-80g/dmesg.txt``, ``job-4711/…`` name
+    no host (a second break-it pass); ``kern.log:`` or ``output.txt:`` none either. A host the line names itself (its
+    syslog header, a label, NCCL's prefix) wins."""
     from pathlib import PurePosixPath
 
     from ingest.decode import LOG_WORDS, host_from_filename
 
-    host = host_from_filename(PurePosixPath(path))
+    host = host_from_filename(PurePosixPath(PurePosixPath(path).name))
     return host if any(c.isdigit() for c in host) and host.lower() not in LOG_WORDS else None
 
 
@@ -506,6 +509,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     if "\x1b" in s:
         s = _ANSI.sub("", s).lstrip("\x00")
     label_at = s  # where a label may stand: the start, after a grep file name or a label
+    grep_host = None  # the host a grep prefix's file name names: the line's when nothing else names one
     labels = 0
     ray_ip = None  # the host a Ray label named (NCCL's own host name wins over it)
     for _ in range(8):  # layers are few; the bound guards against a pathological line
@@ -517,8 +521,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             m = None
         if m:
             s = label_at = s[m.end():]  # a label may follow: "node01.log:node07: [ 12.3] …"
-            if p.host is None and (host := _grep_host(m["file"])):
-                p.host = host  # the line's own header, label or NCCL prefix, read after it, names it better
+            grep_host = _grep_host(m["file"])  # the line's own header, label or NCCL prefix names it better (below)
             continue
         m = _ADDR.match(s) if "addr" in can else None
         if m and p.ts is None:
@@ -688,5 +691,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.host = m.group("host") if p.host is None or p.host == ray_ip else p.host
             p.pid = p.pid or int(m.group("pid"))
             p.gpu_index = int(m.group("dev"))
+    if p.host is None and grep_host:
+        p.host = grep_host
     p.rest = s
     return p

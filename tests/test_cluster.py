@@ -365,7 +365,8 @@ def test_named_collectives_join_anchored_at_their_first_timeout_not_chained():
     their ranks) and start within a minute of the first of them are one; a line of the same tuple every 50 s over ten
     minutes is no single collective (as a link relation it chained every host's faults of the benchmark mix into one
     incident of 3,000 events), nor are two tuples, nor ranks a communicator places."""
-    from correlate.cluster import NAMED_COLLECTIVE_US, join_named_collectives
+    from correlate.cluster import join_named_collectives
+    from correlate.rules import NAMED_COLLECTIVE_US
 
     def timeout(i: int, start_s: int, seq: int = 4242, host: str | None = None) -> Ev:
         return Ev(event_id=f"t{i}", ts=(start_s + 600) * S, ts_basis="line", host=host or f"h{i}", source="nccl",
@@ -380,7 +381,8 @@ def test_named_collectives_join_anchored_at_their_first_timeout_not_chained():
                                                       ["t8", "t9"], ["t10", "t11"]]
     assert NAMED_COLLECTIVE_US == 60 * S
     assert len(join_named_collectives([[timeout(0, 0)], [timeout(1, 5, seq=4243)]], topo)) == 2
-    assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 5, seq=1)]], topo)) == 2  # a start-up one
+    assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 5, seq=1)]], topo)) == 1  # a start-up one
+    assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 300, seq=1)]], topo)) == 2  # two jobs'
     topo.comm_ranks["c1"][0] = ("h0", None)
     topo.comm_ranks["c1"][1] = ("h1", None)
     topo._comm_index = None

@@ -60,6 +60,11 @@ def test_host_header_when_there_is_no_key():
     # the writer's own time before journald's receipt (an Xid 79 received after the Xid 74 it caused: a break-it pass)
     ({"__REALTIME_TIMESTAMP": "1796008325000000", "_SOURCE_REALTIME_TIMESTAMP": "1796008320000001",
       "_HOSTNAME": "node12", "MESSAGE": XID}, "node12", 1796008320000001),
+    # ... and journald's receipt when the writer's is no time (a second break-it pass: the record was skipped)
+    ({"__REALTIME_TIMESTAMP": "1796008325000000", "_SOURCE_REALTIME_TIMESTAMP": "", "_HOSTNAME": "node12",
+      "MESSAGE": XID}, "node12", 1796008325000000),
+    ({"__REALTIME_TIMESTAMP": "1796008325000000", "_SOURCE_REALTIME_TIMESTAMP": "0", "_HOSTNAME": "node12",
+      "MESSAGE": XID}, "node12", 1796008325000000),
 ])
 def test_envelope_presets(record, host, ts):
     d = msg(orjson.dumps(record) + b"\n" + orjson.dumps(record))

@@ -254,13 +254,14 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     # two labels (srun's task before torchrun's), a label after grep's file name, a blank after a bracket label
     ("0: [default0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("node01.log:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
-    # grep -rn: the file's path and the line's number (a break-it pass); the host the path names, when the line names
-    # none of its own (a second break-it pass), over rotated and compressed logs named by their kind (zgrep)
-    ("logs/node07/kern.log:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
+    # grep -rn: the file's path and the line's number (a break-it pass); the host the file's name names, when the line
+    # names none of its own (a second break-it pass; not a folder's: a third), over rotated and compressed logs (zgrep)
+    ("logs/node07/kern.log:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    ("logs/node08/syslog.1:812:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    ("logs/node07/kern.log.2.gz:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None,
      "NVRM"),
-    ("logs/node08/syslog.1:812:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node08", None, "NVRM"),
-    ("logs/node07/kern.log.2.gz:5512:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
-     "NVRM"),
+    ("logs/node07-dmesg.txt:12:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
+    ("logs/node07.log:5:node03:1234:1290 [0] x.cc:1 NCCL WARN x", None, "node03", None, "node03:1234"),
     ("messages-20261129:77:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
     ("node01.log:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node01", None, "NVRM"),
     ("/var/log/kern.log.1:77:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
@@ -355,6 +356,10 @@ def test_a_zone_name_is_the_configured_zones_when_it_is_its_own():
     assert parse_prefix(line.format(z="PST"), tz=manila).ts == us(2026, 11, 28, 19, 12, 5)
     assert parse_prefix(line.format(z="CST"), tz=shanghai).ts == us(2026, 11, 28, 19, 12, 5)
     assert parse_prefix(line.format(z="PST"), tz=ZoneInfo("UTC")).ts == us(2026, 11, 29, 11, 12, 5)
+    # the hour New York's clocks fall back: EST and EDT are an hour apart though the zone is one (a break-it pass)
+    ny = ZoneInfo("America/New_York")
+    assert parse_prefix(line.format(z="EST").replace("11-29 03", "11-01 01"), tz=ny).ts == us(2026, 11, 1, 6, 12, 5)
+    assert parse_prefix(line.format(z="EDT").replace("11-29 03", "11-01 01"), tz=ny).ts == us(2026, 11, 1, 5, 12, 5)
 
 
 def test_impossible_dates_do_not_raise():
