@@ -35,7 +35,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, parse_prefix, plausible, resolve_year, to_us
+from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -304,7 +304,6 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # a line does not take another host's time from another record, which would hang on how records were batched
     last_seg: dict[int, tuple[int, int]] = {}
     last_host: dict[str, tuple[int, int]] = {}
-    lines_of: dict[int, Any] = {}  # segment -> its line starts (_stamp_before), found once when asked
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -330,7 +329,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             row["details"]["reboots_after"] = len(spans[0]) - 1 - j
         elif p.mono is not None and id(seg) in ref_boot and (t := ref_boot[id(seg)] + int(p.mono * US)) <= seg.ref_ts:
             _counted_back(row, seg, t, p.mono, upper_bound=False)
-        elif prev is not None or (prev := _stamp_before(h, tz, lines_of)) is not None:
+        elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
             ref_ok = plausible(seg.ref_ts)
@@ -351,39 +350,6 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
     if bounded:
         _bound_by_later_stamp(hits, bounded)
-
-
-#: how many lines before an unstamped hit ``_stamp_before`` reads for a stamp
-_STAMP_LOOK_BACK = 200
-
-
-def _stamp_before(h: Hit, tz, lines_of: dict[int, Any]) -> tuple[int, int] | None:
-    """(µs, precision) of the closest line before ``h`` in its segment, among the :data:`_STAMP_LOOK_BACK` before it,
-    that printed a dated stamp — a line no signature matched (a program's "2026-11-29 03:10:02,500 ERROR trainer: …"
-    before its traceback): README's "inherited". Only the stamped hits were read before, so a rank's CUDA
-    out-of-memory error at the end of its traceback took the file's time, an incident apart from the timeouts it
-    caused (a fresh user's trial). ``lines_of`` keeps each segment's line starts (numpy, once)."""
-    import numpy as np
-
-    seg = h.seg
-    got = lines_of.get(id(seg))
-    if got is None:  # (line starts, the line read up to, the stamp found there or before)
-        starts = np.concatenate(([0], np.flatnonzero(np.frombuffer(seg.data, dtype=np.uint8) == 10) + 1))
-        got = lines_of[id(seg)] = [starts, -1, None]
-    starts, done, found = got
-    data = seg.data
-    # lines after the last one read only (a flood of unstamped hits reads each line once), back to the look-back
-    for k in range(min(h.line, len(starts)) - 1, max(h.line - _STAMP_LOOK_BACK, done + 1, 0) - 1, -1):
-        a, b = int(starts[k]), int(starts[k + 1]) - 1 if k + 1 < len(starts) else len(data)
-        text = data[a:b].decode("utf-8", "replace").rstrip("\r")
-        if not text.strip():
-            continue
-        p = parse_prefix(text, ref_us=seg.ref_ts, tz=tz)
-        if p.ts is not None and _believable(p.ts, seg):
-            found = (p.ts, p.precision_us)
-            break
-    got[1], got[2] = max(done, h.line - 1), found
-    return found
 
 
 def _counted_back(row: dict[str, Any], seg: Segment, ts: int, mono: float, *, upper_bound: bool) -> None:

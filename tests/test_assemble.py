@@ -150,22 +150,6 @@ def test_a_raw_capture_of_a_boot_another_file_dated_takes_that_boot_time(pipelin
     assert other[0]["ts_basis"] == "file" and other[0]["ts"] != other[1]["ts"]
 
 
-def test_an_unstamped_hit_takes_the_time_of_a_stamped_line_no_signature_matched(pipeline):
-    """A program's "2026-11-29 03:10:02,500 ERROR trainer: …" then its traceback, ending in a rank's CUDA out-of-memory
-    error: only stamped hits were read, so the error took the file's (Kafka record's) time, an incident apart from the
-    timeouts it caused (a fresh user's trial). It takes the closest stamped line's before it (``inherited``), among
-    the 200 before it; a flood of unstamped lines reads each line once."""
-    text = ("2026-11-29 03:10:02,500 ERROR trainer: step 4211 failed\nTraceback (most recent call last):\n"
-            '  File "/workspace/train.py", line 412, in <module>\n'
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 6 has a total capacity of 79 "
-            "GiB")
-    ev = run(pipeline, text).events.to_pylist()
-    assert [(e["signature"], e["ts_basis"]) for e in ev] == [("torch.cuda_oom", "inherited")]
-    assert ev[0]["ts"].isoformat() == "2026-11-29T03:10:02.500000+00:00"
-    far = text.replace("Traceback", "\n".join(["noise"] * 300) + "\nTraceback")
-    assert run(pipeline, far).events.column("ts_basis").to_pylist() == ["kafka"]
-
-
 def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     text = ("[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got "
             "async error event: port error\n WorkerProc hit an exception.")
