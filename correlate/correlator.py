@@ -245,12 +245,13 @@ class AttributionCache:
         the rules and the catalog are, or when it outgrew ``MEMO_MAX_SHAPES``); return the number of each host's
         facts (hosts the topology knows nothing of have none)."""
         last = self.fleet
-        now = (rules, catalog, topo.fleet_facts())
+        # the fleet config, and the files read in part (fleet-wide: a silent rank's file: patterns._read_in_part)
+        now = (rules, catalog, topo.fleet_facts(), {f: frozenset(h) for f, h in topo.cut_files.items()})
         if (last is None or last[0] is not rules or last[1] is not catalog
                 or len(self.memo.ids) > self.MEMO_MAX_SHAPES):
             self.memo = ShapeMemo()  # shape ids are decided by the rules and the catalog
             self.scenes = {}
-        elif last[2] != now[2]:
+        elif last[2:] != now[2:]:
             self.scenes = {}
         self.fleet = now
         if topo is self.topo:

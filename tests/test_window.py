@@ -500,9 +500,9 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         f = t.host_facts()[host]
         return f, [t.comm_facts()[c] for c in f[5]]
 
-    # hosts (the fleet config) and addr_hosts (whose host a peer's address names: any host) are fleet-wide facts:
-    # AttributionCache.check compares them whole
-    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index", "addr_hosts"}
+    # hosts (the fleet config), addr_hosts (whose host a peer's address names: any host) and cut_files (the files read
+    # in part: any silent rank's) are fleet-wide facts: AttributionCache.check compares them whole
+    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index", "addr_hosts", "cut_files"}
     base = facts(topo())
     assert set(topo().host_facts()) == {"h"}
     for name, fn in change.items():
