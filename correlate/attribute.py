@@ -771,8 +771,8 @@ def _reports_only(scene: Scene, candidates: list[tuple]) -> Verdict:
         "process taken down), and nothing logged here is that failure."))
     v.missing = ["the first failure these lines report: the logs of the job's other ranks and processes before "
                  "these lines (a traceback, a CUDA or NCCL error), and their hosts' kernel logs (Xid, OOM kill)"]
-    v.next_action = ("Find the failure these lines report: the job's other ranks' logs from before them (a traceback, a "
-                     "CUDA or NCCL error) and their hosts' kernel logs (Xid, OOM kill); these lines only report it.")
+    v.next_action = ("Find the failure these lines report: the job's other ranks' logs from before them (a traceback, "
+                     "a CUDA or NCCL error) and their hosts' kernel logs (Xid, OOM kill); these lines only report it.")
     return v
 
 

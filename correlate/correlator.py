@@ -305,8 +305,9 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
-    for comp in join_named_collectives(components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
-                                                  related=may_relate(rules, catalog), catalog=catalog), topo):
+    comps = components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
+                       related=may_relate(rules, catalog), catalog=catalog)
+    for comp in join_named_collectives(comps, topo):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
             hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}

@@ -797,8 +797,9 @@ def _rank_runs(ranks: list[int]) -> str:
 
 def _read_in_part(scene: Scene, v: Verdict, hosts: set[str | None]) -> Verdict:
     """A silent rank is told by a line its log does not hold: when a file that would hold it was read in part
-    (``Topology.cut_files``: a truncated .gz, a file past ``max_bytes``) — a file of the silent rank's host (``hosts``;
-    any file when its host is unknown, ``None``), or a job's log of several hosts — the line may be in the part lost.
+    (``Topology.cut_files``: a truncated .gz, a file past ``max_bytes``) — a file of the silent rank's host
+    (``hosts``; any file when its host is unknown, ``None``), or a job's log of several hosts — the line may be in the
+    part lost.
     A job's log cut just before rank 15's timeout named rank 15 the one the others waited for, at 0.7, though the file
     was known to be cut (a break-it pass): said, at 0.4, and the whole file is what is missing. Another host's file
     read in part says nothing of it (a second break-it pass)."""

@@ -493,7 +493,8 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
     ``msg``. Time (first not null): ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its
     writer said; ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received
-    after the Xid 74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp`` (Vector),
+    after the Xid 74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp``
+    (Vector),
     ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
     ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
     flat, as ECS allows dotted names), then the node a pod ran on: ``kubernetes.host`` (Fluent Bit's kubernetes
@@ -1484,8 +1485,8 @@ def host_from_filename(path: Path) -> str:
 
     A kind of log joined to the host by ``-`` or ``_`` (:data:`LOG_WORDS`: ``node07-dmesg.log``, ``dmesg_node07.txt``;
     logrotate's date after it, ``messages-20261129``) is no part of it when what stays has a letter (``train-017``
-    stays: a log word that begins a name is kept), and a file named only by its kind (``dmesg.log``, ``kern.log``) or by a
-    date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
+    stays: a log word that begins a name is kept), and a file named only by its kind (``dmesg.log``, ``kern.log``) or
+    by a date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
     (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host
     ``node07-dmesg`` beside the ``node07`` its NCCL lines named split one fault into two incidents, and two hosts'
     ``dmesg.log`` were one host ``dmesg`` (a break-it pass)."""
