@@ -383,6 +383,19 @@ def test_named_collectives_join_anchored_at_their_first_timeout_not_chained():
     assert len(join_named_collectives([[timeout(0, 0)], [timeout(1, 5, seq=4243)]], topo)) == 2
     assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 5, seq=1)]], topo)) == 1  # a start-up one
     assert len(join_named_collectives([[timeout(0, 0, seq=1)], [timeout(1, 300, seq=1)]], topo)) == 2  # two jobs'
+    # a group holds at most one component with other faults than a job's lines: the ranks that only timed out join
+    # the host whose GPU failed; two such hosts' components stay apart (the benchmark mix made 500-party incidents)
+    xid = Ev(event_id="x", ts=0, ts_basis="line", host="h9", source="dmesg", kind="xid", signature="xid",
+             severity="critical", device_type=None, device=None, link=None, xid=79, sxid=None, peer=None, rank=None,
+             nranks=None, comm=None, message="m", origin="f:x")
+    got = join_named_collectives([[xid, timeout(0, 0)], [timeout(1, 5)], [timeout(2, 6)]], topo)
+    assert [sorted(e.event_id for e in c) for c in got] == [["t0", "t1", "t2", "x"]]
+    xid2 = Ev(**{**{f: getattr(xid, f) for f in ("event_id", "ts", "ts_basis", "host", "source", "kind", "signature",
+                                                 "severity", "device_type", "device", "link", "xid", "sxid", "peer",
+                                                 "rank", "nranks", "comm", "message", "origin")},
+                 "event_id": "x2", "host": "h8", "origin": "f:x2"})
+    got = join_named_collectives([[xid, timeout(0, 0)], [xid2, timeout(1, 5)], [timeout(2, 6)]], topo)
+    assert sorted(sorted(e.event_id for e in c) for c in got) == [["t0", "t2", "x"], ["t1", "x2"]]
     topo.comm_ranks["c1"][0] = ("h0", None)
     topo.comm_ranks["c1"][1] = ("h1", None)
     topo._comm_index = None
