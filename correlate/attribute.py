@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from correlate.model import Ev
 from correlate.rules import (NAMED_COLLECTIVE_US, RELATION_STRENGTH, Relations, Rules, any_holds, collective_of,
-                             pred_shape)
+                             named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated
 from ingest.catalog import Catalog
@@ -576,10 +576,9 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
     if not explained:
         return edges
     have = {(x.cause.event_id, x.effect.event_id) for x in edges}
-    comms = Relations(scene.topo).comms
     out = list(edges)
     for e in scene.events:
-        if e.kind != "nccl_timeout" or (k := collective_of(e)) not in explained or comms(e):
+        if (k := named_collective(e, scene.topo)) not in explained:
             continue
         for x in explained[k]:
             if x.effect.host != e.host and abs(x.effect.start - e.start) <= NAMED_COLLECTIVE_US \

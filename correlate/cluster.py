@@ -32,7 +32,7 @@ from operator import attrgetter
 
 from correlate.model import Ev, across_reboot
 from correlate.rules import (KEYED_RELATIONS, NAMED_COLLECTIVE_US, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds,
-                             collective_of, comms_of, gpu_key, pred_shape)
+                             comms_of, gpu_key, named_collective, pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -513,7 +513,6 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[E
     faults other than a job's lines (:data:`_JOB_KINDS`): the hosts whose ranks only timed out join the one whose GPU
     failed. Nothing else joins a component here."""
     first: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # key -> (start of its first timeout, component)
-    placed = topo.comm_index()
     # a component of a job's lines only (its ranks' timeouts and reports): joined to any; two with other faults (a
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
@@ -521,8 +520,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[E
     for k, comp in enumerate(comps):
         starts: dict[tuple, int] = {}
         for e in comp:
-            if e.kind == "nccl_timeout" and (key := collective_of(e)) is not None and not (
-                    (e.comm or e.host in placed) and comms_of(e, topo)):
+            if (key := named_collective(e, topo)) is not None:
                 starts[key] = min(starts.get(key, e.start), e.start)
         for key, t in starts.items():
             first[key].append((t, k))

@@ -132,6 +132,8 @@ def subject_of(host: str, device_type: str | None, device: str | None, gpu_index
 
 
 _TS_FIELDS = ("ts",)
+#: the signatures of torchrun's agent (torch.distributed.elastic): its line on a worker's exit names a local rank only
+TORCHRUN_AGENT = "torch.elastic."
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 
@@ -166,7 +168,7 @@ def follow_watchdogs(events: list[Ev]) -> None:
         lst.sort(key=lambda t: (t.ts, t.order))
     for e in events:
         if e.elapsed_ms or e.source != "nccl" or (e.kind not in ("nccl_timeout", "nccl_error")
-                                                  and not e.signature.startswith("torch.elastic.")):
+                                                  and not e.signature.startswith(TORCHRUN_AGENT)):
             continue
         best = None
         for t in timeouts.get((e.host, e.rank), ()):

@@ -15,7 +15,7 @@ from typing import Callable
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
-from correlate.model import Ev
+from correlate.model import TORCHRUN_AGENT, Ev
 from correlate.topology import expected_links, peer_name
 from ingest.catalog import Catalog
 from ingest.extract import recovery_action_code
@@ -589,7 +589,7 @@ def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
     ``downstream``: PyTorch's watchdog taking the process down, its thread terminating; torchrun's line on that
     process's exit, which names its local rank only), which reports that timeout and says nothing of another fault."""
     return (e.host == timeout.host and scene.role(e) == "downstream"
-            and (e.rank == timeout.rank or (e.rank is None and e.signature.startswith("torch.elastic."))))
+            and (e.rank == timeout.rank or (e.rank is None and e.signature.startswith(TORCHRUN_AGENT))))
 
 
 #: how many collectives of one process group the other ranks can be ahead of a rank that is stuck: those they enqueue

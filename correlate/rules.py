@@ -296,6 +296,7 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
 #: others, clocks a few seconds apart
 NAMED_COLLECTIVE_US = 60_000_000
 
+
 def collective_of(e: Ev) -> tuple | None:
     """The collective a watchdog timeout names (``cluster.join_named_collectives``, ``attribute.collective_edges``:
     ranks that no communicator places, no NCCL init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut,
@@ -310,6 +311,15 @@ def collective_of(e: Ev) -> tuple | None:
         return None
     d = e.details
     return (d.get("pg_guid") or d.get("pg"), e.seq, e.op, d.get("numel_in"), d.get("numel_out"), e.timeout_ms)
+
+
+def named_collective(e: Ev, topo: Topology) -> tuple | None:
+    """:func:`collective_of` a watchdog timeout (kind ``nccl_timeout``) whose rank no communicator places
+    (:func:`comms_of` gives none: no NCCL init line), else None: the collective by which ``cluster.join_named_collectives``
+    joins such ranks' timeouts and ``attribute.collective_edges`` explains them."""
+    if e.kind != "nccl_timeout" or (key := collective_of(e)) is None or comms_of(e, topo):
+        return None
+    return key
 
 
 def comms_of(e: Ev, topo: Topology) -> set[str]:

@@ -257,11 +257,15 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             if seen_boots is not None:
                 seen_boots.setdefault((h.row["host"], h.prefix.mono, h.prefix.rest), boot[h.row["host"]])
     if seen_boots:
+        rebooted: dict[int, bool] = {}  # segment -> it holds several boots (kernel_boots: a scan, once per segment)
         for h in hits:
             if h.prefix.mono is not None and h.prefix.ts is None and h.row["host"] not in boot and (
-                    (b := seen_boots.get((h.row["host"], h.prefix.mono, h.prefix.rest))) is not None) \
-                    and len(kernel_boots(h.seg.data)) <= 1:  # a capture of several boots: each its own (below)
-                boot[h.row["host"]] = b
+                    (b := seen_boots.get((h.row["host"], h.prefix.mono, h.prefix.rest))) is not None):
+                several = rebooted.get(id(h.seg))
+                if several is None:
+                    several = rebooted[id(h.seg)] = bool(kernel_boots(h.seg.data))
+                if not several:  # a capture of several boots: each its own (below)
+                    boot[h.row["host"]] = b
     # a file, a Kafka value or an envelope without boot time: its reference time (the file's mtime, the Kafka
     # append time, the shipper's read time) is the time of its last kernel stamp (of any line, not only of the
     # lines that matched: a capture usually ends with noise written long after the fault), or later

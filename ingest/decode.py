@@ -1465,8 +1465,8 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
                        "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager",
                        "q", "diag"})  # nvidia-smi -q's output: node07-nvidia-smi-q.txt; dcgmi diag's
-#: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): never
-#: cut from the front
+#: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
+#: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
                          "report", "dcgm"})
 _NAME_PARTS = re.compile(r"[-_]")
