@@ -169,15 +169,16 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
-               r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-)")
+               r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:)")
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # Ray before each line of a worker's output: "(RayWorkerWrapper pid=1019) ", "(raylet, ip=10.0.0.2) " on another
 # node, older Ray's "(pid=1019) " (formats.md §1.8). The driver prints its own node's workers without an address and
 # another node's with it: that address is the host the line comes from (vllm-project/vllm#13535: a worker's watchdog
-# timeout on 10.175.94.190 in the head node's log)
-_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
+# timeout on 10.175.94.190 in the head node's log). vLLM's own worker processes print the same form with their rank
+# in vLLM's world, which is their torch.distributed rank: "(VllmWorker rank=5 pid=948) " (vllm-project/vllm#14452)
+_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
               r"(?:, ip=(?P<ray_ip>[0-9A-Fa-f.:]+))?\) ")
 # ``kubectl logs --prefix`` before each line: "[pod/<pod>/<container>] " (with ``--timestamps`` an RFC 3339 stamp
 # follows). The pod is no host of a kernel line a node agent's pod relays, so it names none; NCCL's own prefix does
@@ -232,9 +233,12 @@ _KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|
 # ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
 # ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
 # NVIDIA/nccl#230); a log viewer's export may put a space before the offset ("2025-11-09 15:39:31.043 +08:00 [2025-…",
-# NVIDIA/nccl#1905: the offset was dropped, the line 8 h late)
+# NVIDIA/nccl#1905: the offset was dropped, the line 8 h late). A stamp to the minute (``date '+%F %R'`` before each
+# line of a job's output, after a blank: " 2025-02-18 12:54 [rank13]:[E218 04:54:22…", NVIDIA/nccl#1610) is read with
+# a precision of a minute: the whole prefix was skipped, and c10's rank and time behind it with it (a real-logs pass)
 _ISO = re.compile(
-    r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?"
+    r"^(?P<lead>[ \t]{1,8})?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
+    r"(?::(?P<s>\d{2})(?:[.,](?P<frac>\d+))?|(?= ))"
     r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
@@ -262,6 +266,12 @@ _C10 = re.compile(
 # fake_tensor.py:2759] " (the rank and the time were lost: a fresh user's trial)
 _GLOG = re.compile(r"^(?:\[rank(?P<rank>\d+)\]:)?(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
                    r"\.(?P<frac>\d+)\s+\d+ [\w./-]+:\d+\] ")
+# vLLM's logger: level, month-day and time without a year, then the file and line (vllm/logger.py: "%(levelname)s
+# %(asctime)s %(filename)s:%(lineno)d] %(message)s", datefmt "%m-%d %H:%M:%S"; later versions bracket the file):
+# "INFO 06-25 15:26:04 api_server.py:177] " (vllm-project/vllm#5828), "ERROR 11-04 18:02:56
+# [v1/executor/multiproc_executor.py:597] " (vllm-project/vllm#21661); often after a Ray or vLLM worker label
+_VLLM = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mmdd>\d\d-\d\d) (?P<h>\d{2}):(?P<mi>\d{2})"
+                   r":(?P<s>\d{2})(?:\.(?P<frac>\d+))? \[?[\w./-]+:\d+\] ")
 # dmesg -x (--decode): facility and level before the stamp, "kern  :warn  : [Sun Nov 29 03:10:00 2026] …",
 # "syslog:err   : …" (formats.md §1.3: gpud's logs print them; dmesg(1) pads each to six characters)
 _DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
@@ -311,7 +321,8 @@ LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
     "jfull": _JFULL, "unix": _UNIX, "cri": _CRI,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME,
-    "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "tag": _TAG, "mono": _MONO, "delta": _DELTA, "label": _LABEL}
+    "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
+    "label": _LABEL}
 
 
 @lru_cache(maxsize=4096)
@@ -321,9 +332,9 @@ def can_begin(c: str) -> frozenset[str]:
     trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space, a letter or a
     digit; ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
-    too, which is neither a letter nor a decimal digit); ``iso``, ``golog``: a digit;
-    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog
-    facilities; ``jfull``:
+    too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
+    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
+    first letters of the syslog facilities; ``jfull``:
     ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
@@ -332,9 +343,11 @@ def can_begin(c: str) -> frozenset[str]:
         ("label", bracket or alpha or digit or c in " ("), ("grep_file", word or c == "/"),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
-        ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket), ("iso", digit),
+        ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
+        ("iso", digit or c in " \t"),
         ("golog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
-        ("glog", bracket or c in ("I", "W", "E", "F")), ("tag", c == "k"), ("mono", bracket), ("delta", bracket)) if ok)
+        ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),
+        ("delta", bracket)) if ok)
 
 
 _HOSTLIKE_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
@@ -600,14 +613,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG)):
                 m = rx.match(s) if name in can else None
                 if m:
-                    r = _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"),
+                    r = _full(*m.group("y", "mo", "d", "h", "mi"), m["s"] or "00", m["frac"],
                               _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
-                        p.ts, p.precision_us = r
+                        p.ts, p.precision_us = r if m["s"] else (r[0], 60 * US)
                     else:
                         end = (m.end("tz") if "tz" in rx.groupindex and m["tz"]
-                               else m.end("frac") if m["frac"] else m.end("s"))
-                        p.unreadable = s[:end].lstrip("[")
+                               else m.end("frac") if m["frac"] else m.end("s") if m["s"] else m.end("mi"))
+                        p.unreadable = s[:end].lstrip("[ \t")
                     # the header's host even when its stamp is none a calendar has (a break-it pass, as RFC 3164)
                     if "host" in rx.groupindex and m["host"] and m["tag"]:
                         if _LEVEL_WORD.fullmatch(m["host"]):
@@ -638,13 +651,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 continue
         # c10's and glog's prefixes after a collector's stamp too (a CRI container log, syslog): the rank, and the
         # line's own time when nothing before it gave one
-        m = (_C10.match(s) if "c10" in can else None) or (_GLOG.match(s) if "glog" in can and p.ts is None else None)
+        m = (_C10.match(s) if "c10" in can else None) or (_GLOG.match(s) if "glog" in can and p.ts is None else None) \
+            or (_VLLM.match(s) if "vllm" in can and p.ts is None else None)
         if m:
             if "rank" in m.re.groupindex and m["rank"]:
                 p.rank = int(m["rank"])
             if m["mmdd"] and p.ts is None:
                 mmdd = m["mmdd"]
-                mo, d = int(mmdd[:-2]), int(mmdd[-2:])
+                mo, d = int(mmdd[:-2].rstrip("-")), int(mmdd[-2:])
                 us, prec = _frac_us(m["frac"])
                 stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
                 t = resolve_year(*stamp, ref_us, tz)
@@ -677,11 +691,13 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.host, p.addr_host = m["host"], False
         elif m["rank"]:
             p.rank = int(m["rank"])
-        elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"]:
+        elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"] or m["ray_rank"]:
             if m["ray_ip"] and _is_ip(m["ray_ip"]):  # "ip=cafe", "ip=::" or 4,000 digits name no node
                 p.host = p.via = ray_ip = m["ray_ip"]
             if (ray := m["ray_pid"] or m["ray_pid0"]) and p.pid is None:  # older Ray: "(pid=1019) "
                 p.pid = int(ray)
+            if m["ray_rank"] and p.rank is None:
+                p.rank = int(m["ray_rank"])
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
     if "NCCL" in s or "NCCL" in line:

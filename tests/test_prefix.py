@@ -223,6 +223,13 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
       for ip in ("cafe", "::", "10.0.0.02", "999.999.999.999", "1" * 4000)],
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
     ("(pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),  # older Ray
+    # vLLM's logger behind Ray's worker label (vllm-project/vllm#3688) and vLLM's own worker label, which names the
+    # worker's rank (vllm-project/vllm#14452); the stamp has no year
+    ("(RayWorkerVllm pid=4028887) ERROR 11-28 21:38:23 ray_utils.py:44] torch.distributed.DistBackendError: NCCL "
+     "error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, unhandled cuda error",
+     us(2026, 11, 28, 21, 38, 23), None, None, "torch.distributed"),
+    ("(VllmWorker rank=5 pid=948) ERROR 11-30 03:22:01 [multiproc_executor.py:597] RuntimeError: NCCL error",
+     us(2026, 11, 30, 3, 22, 1), None, 5, "RuntimeError"),
     # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
     # pass: the tag hid it)
     ("2026-11-30T03:22:01.900000000Z stderr F " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,
@@ -333,6 +340,41 @@ def test_raw_monotonic_is_kept():
 def test_nccl_prefix_gives_host_pid_and_cuda_device():
     p = parse_prefix(" node01:124:209 [4] NCCL INFO Channel 19/0 : 4[4] -> 5[5] via P2P/CUMEM/read")
     assert (p.host, p.pid, p.gpu_index) == ("node01", 124, 4)
+
+
+@pytest.mark.parametrize("line,ts,rest", [
+    # vLLM's logger (vllm/logger.py "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] ", datefmt "%m-%d %H:%M:%S"):
+    # vllm-project/vllm#5828, and the later bracketed file of vllm-project/vllm#21661
+    ("INFO 06-25 15:26:04 api_server.py:177] vLLM API server version 0.5.0.post1", us(2026, 6, 25, 15, 26, 4),
+     "vLLM API server"),
+    ("ERROR 11-04 18:02:56 [v1/executor/multiproc_executor.py:597] RuntimeError: NCCL error: unhandled cuda error",
+     us(2026, 11, 4, 18, 2, 56), "RuntimeError"),
+    ("WARNING 11-30 11:59:59.250 [core.py:1] x", us(2026, 11, 30, 11, 59, 59) + 250000, "x"),
+    # a month-day no calendar has is no time, and a level word alone is no stamp
+    ("ERROR 13-45 18:02:56 [core.py:1] x", None, "x"),
+    ("ERROR: 11-04 18:02:56 x", None, "ERROR: 11-04"),
+    ("INFO 11-04 18:02:56 no file and line", None, "INFO 11-04"),
+])
+def test_vllm_stamp_gives_the_time_with_the_year_of_the_reference(line, ts, rest):
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.rest[:len(rest)]) == (ts, rest)
+    assert p.year_inferred is (ts is not None)
+
+
+@pytest.mark.parametrize("line,ts,precision,rank,rest", [
+    # a stamp to the minute before each line, after a blank (NVIDIA/nccl#1610): its minute, and c10's rank behind it
+    (" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught",
+     us(2025, 2, 18, 12, 54), 60 * 10**6, 13, "[Rank 1]"),
+    ("2025-02-18 12:54 node01 kernel: NVRM: Xid", us(2025, 2, 18, 12, 54), 60 * 10**6, None, "NVRM: Xid"),
+    ("2025-02-18T12:54:07 x", us(2025, 2, 18, 12, 54, 7), 10**6, None, "x"),
+    # no stamp: a minute cut short, an hour alone, nvidia-smi -q's indented rows keep their blanks
+    ("2025-02-18 12:5 x", None, 1, None, "2025-02-18 12:5 x"),
+    ("2025-02-18 12 x", None, 1, None, "2025-02-18 12 x"),
+    ("    Link 0: <inactive>", None, 1, None, "    Link 0: <inactive>"),
+])
+def test_iso_stamp_to_the_minute(line, ts, precision, rank, rest):
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.precision_us, p.rank, p.rest[:len(rest)]) == (ts, precision, rank, rest)
 
 
 def test_year_is_inferred_back_across_new_year():
