@@ -16,7 +16,7 @@ from typing import Callable
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import TORCHRUN_AGENT, Ev
-from correlate.topology import expected_links, peer_name
+from correlate.topology import bridge_gateway, expected_links, peer_name
 from ingest.catalog import Catalog
 from ingest.extract import recovery_action_code
 from schemas.events import SEVERITY_RANK
@@ -869,7 +869,8 @@ def _reports_a_peer(e: Ev) -> bool:
         return True
     if e.signature == "torch.nccl_result":
         return e.details.get("nccl_result") == "ncclRemoteError"
-    return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure", "xla.nccl_error", "xla.nccl_async_error")
+    return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure", "xla.nccl_error", "xla.nccl_async_error",
+                            "vllm.nccl_error")
             and str(e.details.get("reason", "")).startswith("remote process exited"))
 
 
@@ -920,7 +921,22 @@ def peer_failed(scene: Scene) -> Verdict | None:
         # pass: a rank's peer was a process of its own host)
         v.missing[0] = (f"the logs of the other processes on {first_of(mine, noun='hosts')} (their tracebacks, exit "
                         "codes and NCCL lines) and that host's kernel log around these lines (an OOM kill, an Xid)")
-    if not remote and mine:  # the peer is a process of the reporting host
+    bridges = sorted({p for p, _h in remote if bridge_gateway(p)})
+    if remote and len(bridges) == len({p for p, _h in remote}):
+        # every peer NCCL names is a local bridge's gateway, no host of the job: the interface NCCL chose is wrong, no
+        # peer failed (dmlc/xgboost#7982: the operator was sent to the logs of 172.18.0.1, a real-logs pass)
+        addrs = first_of(bridges, noun="addresses")
+        v.pattern, v.category, v.confidence = "comm.bridge_interface", "nccl_software", 0.5
+        v.explanation = (f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} "
+                         f"that a peer went away, and the peer{'s' * (len(bridges) > 1)} NCCL connected to "
+                         f"({addrs}) {'is' if len(bridges) == 1 else 'are'} the gateway of a host-local bridge (Docker's "
+                         "or libvirt's), no host of the job: NCCL chose that bridge's interface for its sockets.")
+        v.next_action = ("Set NCCL_SOCKET_IFNAME to the interface of the hosts' own network (or exclude the bridges: "
+                         "NCCL_SOCKET_IFNAME=^docker,br-,virbr,lo) on every rank and rerun; NCCL_DEBUG=INFO's "
+                         "'NET/Socket : Using' lines say which interface each rank chose.")
+        v.missing = ["NCCL_DEBUG=INFO's 'NET/Socket : Using' and 'Bootstrap : Using' lines of every host (the "
+                     "interface and address each rank chose)"]
+    elif not remote and mine:  # the peer is a process of the reporting host
         v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM "
                          "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
                          "suspect.")

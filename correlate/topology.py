@@ -413,6 +413,23 @@ def peer_name(addr: str) -> str:
     return name
 
 
+@lru_cache(maxsize=4096)
+def bridge_gateway(addr: str) -> bool:
+    """Whether ``addr`` is the gateway address of a host-local bridge, no other host's: Docker's networks
+    (dockerd's default address pools, 172.17.0.0/16 … 172.31.0.0/16, each network's gateway its ``.0.1``: docker0 is
+    172.17.0.1, a compose network's br-… 172.18.0.1) and libvirt's default network (virbr0, 192.168.122.1). NCCL
+    that connects to one chose that bridge's interface for its sockets (dmlc/xgboost#7982: NCCL_SOCKET_IFNAME
+    fixed it); in AWS's default VPC, 172.31.0.0/16, the ``.0.1`` is the VPC router's, no host either."""
+    try:
+        ip = ipaddress.ip_address(peer_name(addr))
+    except ValueError:
+        return False
+    if ip.version != 4:
+        return False
+    a, b, c, d = ip.packed
+    return (a == 172 and 17 <= b <= 31 and c == 0 and d == 1) or (a, b, c, d) == (192, 168, 122, 1)
+
+
 @lru_cache(maxsize=65536)
 def _loopback(addr: str) -> bool:
     """Whether ``addr`` is a loopback IP address (a peer on the reporting host itself)."""

@@ -1464,11 +1464,12 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # CUDA error an incident apart from the host's own fault (a real-logs pass); ``nvidia-smi``,
                        # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
                        "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager",
-                       "q", "diag"})  # nvidia-smi -q's output: node07-nvidia-smi-q.txt; dcgmi diag's
+                       "q", "diag",  # nvidia-smi -q's output: node07-nvidia-smi-q.txt; dcgmi diag's
+                       "vllm", "sglang"})  # the inference servers' own logs: node01-vllm.log
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
-                         "report", "dcgm"})
+                         "report", "dcgm", "vllm", "sglang"})  # a pod's name: vllm-0, sglang-worker-1
 _NAME_PARTS = re.compile(r"[-_]")
 #: a name that is a date or a number, not a host: ``2026-11-29``, ``20261129`` (logrotate's layouts)
 _DATE_NAME = re.compile(r"^[\d._-]+$")

@@ -2890,3 +2890,57 @@ def test_an_rm_gpu_number_keeps_an_unnamed_line_off_another_gpu(pipeline):
     assert [d["kind"] for d in inc["downstream"]] == ["gsp_error"], inc["downstream"]
     (inc,) = run(pipeline, xid + "\n" + rpc.format(n=0), host="node03")
     assert inc["explanation"].endswith("it reported 2 lines (Xid 119, gsp.rpc_failed)."), inc["explanation"]
+
+
+def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
+    """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
+    no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
+    thread's fix: NCCL_SOCKET_IFNAME); a peer at a host's own address stays a lost peer."""
+    line = "ip-10-0-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from {addr}<34483> failed : " \
+           "Broken pipe"
+    for addr in ("172.18.0.1", "172.17.0.1", "192.168.122.1"):
+        (inc,) = run(pipeline, line.format(addr=addr), host="ip-10-0-12-104")
+        assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.bridge_interface", "nccl_software", 0.5)
+        assert "NCCL_SOCKET_IFNAME" in inc["next_action"] and addr in inc["explanation"], inc
+    for addr in ("172.18.0.5", "172.31.7.1", "10.0.0.1"):
+        (inc,) = run(pipeline, line.format(addr=addr), host="ip-10-0-12-104")
+        assert inc["pattern"] == "comm.peer_failed", (addr, inc["pattern"])
+
+
+def test_a_gpu_lost_from_the_bus_is_the_fault_of_the_failed_rpcs_around_it(pipeline):
+    """NVIDIA/open-gpu-kernel-modules#688: the RM's RPCs fail with status 0x0f before its assert names the status,
+    NV_ERR_GPU_IS_LOST ("GPU lost from the bus"): the incident is the GPU that fell off the bus, not a GSP fault."""
+    rpc = ("Feb 17 08:02:{s} dgx-a100 kernel: NVRM: _issueRpcAndWait: rpcSendMessage failed with status 0x0000000f for "
+           "fn 76!")
+    lost = ("Feb 17 08:02:35 dgx-a100 kernel: NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus "
+            "[NV_ERR_GPU_IS_LOST] (0x0000000F) returned from rmStatus @ kernel_ce_gv100.c:106")
+    (inc,) = run(pipeline, "\n".join([rpc.format(s="06"), rpc.format(s="27"), lost, rpc.format(s="35")]),
+                 host="dgx-a100")
+    assert (inc["category"], inc["severity"]) == ("gpu_off_bus", "critical"), inc
+    assert inc["next_action"].startswith("The driver says this GPU is lost from the bus"), inc["next_action"]
+
+
+def test_nccls_shared_memory_registration_failure_is_not_the_gpus(pipeline):
+    """horovod/horovod#893: include/shm.h:42's "Cuda failure 'invalid argument'" is NCCL registering its /dev/shm
+    segment with CUDA; the generic Cuda failure told "an error of this process, its driver or its GPU"."""
+    text = "\n".join([
+        "heinzel135:151780:151928 [2] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'",
+        "heinzel135:151780:151928 [2] NCCL INFO transport/shm.cu:187 -> 1",
+        "heinzel135:151780:151928 [2] NCCL INFO init.cu:658 -> 1"])
+    (inc,) = run(pipeline, text, host="heinzel135")
+    assert (inc["category"], inc["initiator"]["kind"]) == ("nccl_software", "nccl_error"), inc
+    assert "NCCL_SHM_DISABLE=1" in inc["next_action"] and "/dev/shm" in inc["next_action"]
+    (other,) = run(pipeline, "desktop-1:1689:2800 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'",
+                   host="desktop-1")
+    assert other["category"] != "nccl_software" and "NCCL_SHM_DISABLE" not in other["next_action"]
+
+
+def test_a_vllm_workers_nccl_error_is_an_event_at_its_own_time_and_rank(pipeline):
+    """vllm-project/vllm#21661: vLLM's NCCL binding raises "RuntimeError: NCCL error: <ncclGetErrorString>" behind its
+    logger's month-day stamp and its worker's label; it gave no event, and the stamp was not read."""
+    text = ("(VllmWorker rank=1 pid=213) ERROR 11-04 18:02:56 [multiproc_executor.py:597] RuntimeError: NCCL error: "
+            "unhandled cuda error (run with NCCL_DEBUG=INFO for details)")
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["initiator"]["kind"] == "nccl_error" and inc["initiator"]["rank"] == 1, inc["initiator"]
+    # the latest year that puts it before the reference (T0 is 2027-01-15)
+    assert inc["start"] == "2026-11-04T18:02:56.000000Z", inc["start"]

@@ -1350,7 +1350,10 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              "gpu-node-dmesg.log": "gpu-node", "hostA-dmesg.log": "hostA", "node07-nvidia-smi-q.txt": "node07",
              # a run of log words in front is none (a second break-it pass), one that may begin a name is kept
              "nvidia-bug-report-node07.log": "node07", "node3-dcgmi-diag.txt": "node3",
-             "logs/node07/nvidia-smi-q.txt": "node07", "logs/node07/dcgmi-diag.txt": "node07"}
+             "logs/node07/nvidia-smi-q.txt": "node07", "logs/node07/dcgmi-diag.txt": "node07",
+             # an inference server's log (vllm-project/vllm#21661's workers); a pod named after it keeps the name
+             "node01-vllm.log": "node01", "node02_sglang.log": "node02", "vllm-0.log": "vllm-0",
+             "sglang-worker-1.log": "sglang-worker-1"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
