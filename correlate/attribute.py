@@ -25,7 +25,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Callable, Iterable
 
-from correlate.model import Ev
+from correlate.model import Ev, subject_rank
 from correlate.rules import (NAMED_COLLECTIVE_US, RELATION_STRENGTH, Relations, Rules, any_holds, collective_of,
                              named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
@@ -649,7 +649,7 @@ def initiator_fields(scene: Scene, key: tuple, evs: list[Ev]) -> dict[str, Any]:
         # else the first of its links (not the naming event's own: of equal events that one depends on their ids,
         # which differ between the Kafka path and diagnose)
         "link": links[0] if links and (fact is None or fact.nvlink_related) else None,
-        "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
+        "rank": subject_rank(key, main.rank), "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
         "peer": main.peer or _peer_gpu(scene, main),
         # a NIC, NVSwitch or PCIe port has no GPU index: a line's is the CUDA device of the process that printed
         # it (NCCL's "[0]"), which is no part of the initiator's name

@@ -19,7 +19,7 @@ from typing import Any
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
                                  initiator_event, lead_key, sentences, subject_label, verify_commands)
-from correlate.model import Ev, subject_of
+from correlate.model import Ev, subject_of, subject_rank
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recovery_action, recurs_to_diag
 from correlate.rules import comms_of
 from correlate.topology import peer_name
@@ -76,8 +76,8 @@ def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relatio
     return {"host": host, "device_type": dtype if dtype != "rank" else None,
             "device": dev if dev and not dev.startswith(("gpu", "rank")) else main.device,
             "link": main.link if main.link is not None else (links[0] if links else None),
-            "rank": main.rank, "kind": main.kind, "xid": main.xid, "sxid": main.sxid,
-            "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
+            "rank": subject_rank((host, dtype, dev), main.rank), "kind": main.kind, "xid": main.xid,
+            "sxid": main.sxid, "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
             "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)]}
 
 

@@ -131,6 +131,16 @@ def subject_of(host: str, device_type: str | None, device: str | None, gpu_index
     return (host, device_type, None)
 
 
+def subject_rank(key: tuple, rank: int | None) -> int | None:
+    """``rank``, else the rank a subject key (:func:`subject_of`) names, ``(host, "rank", "rank7")`` -> 7: a party
+    whose naming line printed no rank (a traceback's "RuntimeError: CUDA error: uncorrectable ECC error
+    encountered") but whose other lines did (kohya-ss/sd-scripts#1434: "[Rank 1] NCCL watchdog thread terminated",
+    the incident said "on the host", a real-logs pass)."""
+    if rank is None and key[1] == "rank" and key[2] and key[2][4:].isdecimal():
+        return int(key[2][4:])
+    return rank
+
+
 _TS_FIELDS = ("ts",)
 #: the signatures of torchrun's agent (torch.distributed.elastic): its line on a worker's exit names a local rank only
 TORCHRUN_AGENT = "torch.elastic."

@@ -2944,3 +2944,15 @@ def test_a_vllm_workers_nccl_error_is_an_event_at_its_own_time_and_rank(pipeline
     assert inc["initiator"]["kind"] == "nccl_error" and inc["initiator"]["rank"] == 1, inc["initiator"]
     # the latest year that puts it before the reference (T0 is 2027-01-15)
     assert inc["start"] == "2026-11-04T18:02:56.000000Z", inc["start"]
+
+
+def test_a_party_named_by_a_rank_says_the_rank_when_its_first_line_printed_none(pipeline):
+    """kohya-ss/sd-scripts#1434: the traceback's ECC error names no rank, the watchdog's line of the same fault names
+    rank 1: one party, the GPU of rank 1 (its initiator said "on the host", rank null)."""
+    text = "\n".join([
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: "
+        "uncorrectable ECC error encountered"])
+    (inc,) = run(pipeline, text, host="h100-box")
+    assert (inc["initiator"]["kind"], inc["initiator"]["rank"]) == ("ecc", 1), inc["initiator"]
+    assert "the GPU of rank 1 of h100-box" in inc["explanation"], inc["explanation"]
