@@ -177,7 +177,10 @@ _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # node, older Ray's "(pid=1019) " (formats.md §1.8). The driver prints its own node's workers without an address and
 # another node's with it: that address is the host the line comes from (vllm-project/vllm#13535: a worker's watchdog
 # timeout on 10.175.94.190 in the head node's log). vLLM's own worker processes print the same form with their rank
-# in vLLM's world, which is their torch.distributed rank: "(VllmWorker rank=5 pid=948) " (vllm-project/vllm#14452)
+# in vLLM's world, which is their torch.distributed rank: "(VllmWorker rank=5 pid=948) " (vllm-project/vllm#14452).
+# A label with a pid or an address is one whatever follows it (a worker's traceback line, "torch.distributed.…");
+# a bare "(name) " only before a stamp or another prefix (the lookahead): a remote worker's NCCL error after
+# "(RayWorkerVllm pid=…, ip=10.0.0.2) " was the driver node's (a break-it pass)
 _RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
               r"(?:, ip=(?P<ray_ip>[0-9A-Fa-f.:]+))?\) ")
 # ``kubectl logs --prefix`` before each line: "[pod/<pod>/<container>] " (with ``--timestamps`` an RFC 3339 stamp
@@ -185,7 +188,8 @@ _RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?P
 # (the stamp and the line were lost behind it: a break-it pass)
 _KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL + _LABEL_NEXT
+    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
+    + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
@@ -244,9 +248,10 @@ _ISO = re.compile(
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
 _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
-    # (mozilla/translations#1167: its nvidia-smi failure was timed by its file)
+    # (mozilla/translations#1167: its nvidia-smi failure was timed by its file); SGLang's parallel ranks after the
+    # stamp, "[2025-11-04 18:02:56 TP1] ", "[… DP0 TP3] " (its logger: "[%(asctime)s{prefix}] "; a break-it pass)
     r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r"(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?\]:? ")
+    r"(?:[.,](?P<frac>\d+))?(?P<tz>Z|[+-]\d{2}:?\d{2})?(?: [A-Z]{1,4}\d{1,5}){0,4}\]:? ")
 # dmesg -T: "[Fri Aug 30 11:43:09 2024] ", one or two spaces before the day; Open MPI's ``mpirun --timestamp-output``
 # the same ctime(3) stamp unbracketed before its ``--tag-output`` label: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 # (NVIDIA/nccl#957: every line was timed by its file)
@@ -513,14 +518,20 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
     return _parse_prefix(line, ref_us, tz)
 
 
+#: what no prefix begins with and a damaged line may: a byte-order mark, the replacement character of a byte that was
+#: no UTF-8 (a line's first byte garbled: "\xff[Mon Nov 30 03:12:09 2026] NVRM: Xid …" took the time of the line
+#: before it, hours off: a break-it pass), NUL and the other control characters but the tab and ESC
+_LEADING_JUNK = "\ufeff\ufffd" + "".join(chr(c) for c in range(32) if c not in (9, 10, 27)) + "\x7f"
+
+
 def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     p = Prefix()
     # NUL bytes before a line (the zeroed blocks a crash leaves in a syslog file) and terminal colour codes are no
     # part of its prefixes: they hid the stamp and the host, and the line took its file's name and time (a break-it
     # pass)
-    s = line.lstrip("\ufeff\x00")
+    s = line.lstrip(_LEADING_JUNK)
     if "\x1b" in s:
-        s = _ANSI.sub("", s).lstrip("\x00")
+        s = _ANSI.sub("", s).lstrip(_LEADING_JUNK)
     label_at = s  # where a label may stand: the start, after a grep file name or a label
     grep_host = None  # the host a grep prefix's file name names: the line's when nothing else names one
     labels = 0

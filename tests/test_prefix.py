@@ -230,6 +230,13 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
      us(2026, 11, 28, 21, 38, 23), None, None, "torch.distributed"),
     ("(VllmWorker rank=5 pid=948) ERROR 11-30 03:22:01 [multiproc_executor.py:597] RuntimeError: NCCL error",
      us(2026, 11, 30, 3, 22, 1), None, 5, "RuntimeError"),
+    # a label with a pid or an address is one before anything: a remote worker's traceback line is its node's (a
+    # break-it pass); a bare name only before a stamp or another prefix
+    ("(RayWorkerVllm pid=4028887, ip=10.0.0.2) torch.distributed.DistBackendError: NCCL error in: x", None,
+     "10.0.0.2", None, "torch.distributed"),
+    ("(raylet, ip=10.0.0.2) Traceback (most recent call last):", None, "10.0.0.2", None, "Traceback"),
+    ("(RayWorkerWrapper) NVRM: Xid", None, None, None, "NVRM: Xid"),
+    ("(RayWorkerWrapper) hello", None, None, None, "(RayWorkerWrapper) hello"),
     # a Kubernetes CRI container log: stamp, stream and tag before c10's prefix, which gives the rank (a break-it
     # pass: the tag hid it)
     ("2026-11-30T03:22:01.900000000Z stderr F " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 900000, None, 8,
@@ -375,6 +382,21 @@ def test_vllm_stamp_gives_the_time_with_the_year_of_the_reference(line, ts, rest
 def test_iso_stamp_to_the_minute(line, ts, precision, rank, rest):
     p = parse_prefix(line, ref_us=REF)
     assert (p.ts, p.precision_us, p.rank, p.rest[:len(rest)]) == (ts, precision, rank, rest)
+
+
+@pytest.mark.parametrize("line,ts,rest", [
+    # SGLang's logger: its parallel ranks inside the bracket, after the stamp (a break-it pass)
+    ("[2025-11-04 18:02:56 TP1] Scheduler hit an exception: Traceback", us(2025, 11, 4, 18, 2, 56), "Scheduler"),
+    ("[2025-11-04 18:02:58 DP0 TP3] torch.distributed.DistBackendError: x", us(2025, 11, 4, 18, 2, 58), "torch."),
+    ("[2025-11-04 18:02:58 tp3] x", None, "[2025-11-04"),
+    # a garbled first byte (a replacement character), control characters or a byte-order mark before a stamp: the
+    # stamp is read (it took the time of the line before it, a break-it pass)
+    ("\ufffd[Mon Nov 30 03:12:09 2026] NVRM: Xid (PCI:0000:3b:00): 79", us(2026, 11, 30, 3, 12, 9), "NVRM: Xid"),
+    ("\x01\x7f\ufeff2026-11-30T03:12:09Z node07 kernel: NVRM: x", us(2026, 11, 30, 3, 12, 9), "NVRM: x"),
+])
+def test_a_stamp_behind_sglangs_ranks_or_a_damaged_first_byte_is_read(line, ts, rest):
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.rest[:len(rest)]) == (ts, rest)
 
 
 def test_year_is_inferred_back_across_new_year():
