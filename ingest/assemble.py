@@ -707,7 +707,11 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
             continue
         if seg.cut:  # read in part: what the file does not show may be in the part lost (decode.Segment.cut)
             row["details"]["file_cut"] = True
-        key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest)
+        # the GPU and the rank a line is of are part of what repeats: nvidia-smi nvlink -s prints the same "Link 3:
+        # <inactive>" under each GPU's header, and ranks the same error; one event of GPU 0 counted four times stood
+        # for four GPUs' down links (a fresh user's trial)
+        key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest,
+               row.get("gpu_index", p.gpu_index), row.get("rank", p.rank))
         # a line the pipeline will refuse joins only the repeats of its own Kafka value (or file): each value it came
         # in is then a reject of its own and dead-lettered (three keyless records of one line were one reject, one
         # dead letter, the other two values committed and lost: a break-it pass), and a flood of it in one value is

@@ -32,6 +32,17 @@ def test_storm_of_identical_lines_is_one_event_with_its_count(pipeline):
 
 
 
+def test_a_storm_is_of_one_gpu_and_one_rank(pipeline):
+    """The same line of two ranks, or under two GPUs' headers, is two events, each with its own count (a fresh
+    user's trial: nvidia-smi nvlink -s's four GPUs were one event of GPU 0)."""
+    err = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    ev = run(pipeline, "\n".join([f"[rank{r}]: {err}" for r in (0, 1, 0, 1, 1)])).events.to_pylist()
+    assert sorted((e["rank"], e["count"]) for e in ev) == [(0, 2), (1, 3)]
+    smi = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g})\n         Link 3: <inactive>" for g in (0, 1, 0))
+    ev = run(pipeline, smi).events.to_pylist()
+    assert sorted((e["gpu_index"], e["link"], e["count"]) for e in ev) == [(0, 3, 2), (1, 3, 1)]
+
+
 def test_hits_with_the_same_fields_get_rows_of_their_own(pipeline):
     """Typed columns are remembered per (signature, fields) for storms (``Pipeline._columns``): what one hit
     adds to its row (its time, a storm's count) must not reach another hit of the same fields."""
