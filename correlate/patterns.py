@@ -238,6 +238,7 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
     by_gpu: dict[tuple, list[Ev]] = defaultdict(list)
     for e in downs:
         by_gpu[scene.subject[e.event_id]].append(e)
+    wired_off: dict[str, list[tuple]] = defaultdict(list)  # host -> its GPUs with links inactive where wired
     for (host, _t, key), evs in by_gpu.items():
         if key is None:
             continue
@@ -245,8 +246,14 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
         model = scene.topo.gpu_model(host, key) or next((e.details.get("model") for e in evs
                                                           if e.details.get("model")), None)
         exp = expected_links(model)
-        if not up and not exp:
-            continue
+        if up or exp:
+            wired_off[host].append((key, evs, up, model, exp))
+    for host, gpus in wired_off.items():
+        # every wired link of each: what they share brought none up (a link or two of several GPUs are their own)
+        if len(gpus) > 1 and all(exp and len({e.link for e in evs}) >= exp and not up for _k, evs, up, _m, exp in gpus):
+            return _gpus_inactive_where_wired(scene, host, gpus)
+    for host, gpus in wired_off.items():
+        key, evs, up, model, exp = gpus[0]
         links = sorted({e.link for e in evs})
         # the GPU's other faults are its own evidence too: link 2's CRC counters rising beside link 5 down were in
         # no part of the incident (a fresh user's trial)
@@ -278,6 +285,39 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
             missing=[] if scene.topo.nvlink_peer(host, key, links[0]) else
             ["nvidia-smi nvlink -R on the host, to name the far end of each inactive link"])
     return None
+
+
+#: next action for NVLinks inactive where wired on several GPUs of one host: what those GPUs share first
+#: (reference/topology.md §6: Fabric Manager and the NVSwitch baseboard on HGX; MIG mode on A100)
+SHARED_WIRED_ACTION = ("The GPUs share what brings their NVLinks up: check Fabric Manager first (`systemctl status "
+                       "nvidia-fabricmanager`, `nvidia-smi -q` Fabric State: it must be Completed) and MIG mode; then "
+                       "drain the host, restart Fabric Manager after a GPU reset or reboot it, and recheck `nvidia-smi "
+                       "nvlink -s`. Links that stay inactive on every GPU point at the NVSwitch baseboard: run dcgmi "
+                       "diag -r 3 and have the baseboard repaired.")
+
+
+def _gpus_inactive_where_wired(scene: Scene, host: str, gpus: list[tuple]) -> Verdict:
+    """Every NVLink the platform wires inactive on several GPUs of ``host``: one cause they share (Fabric Manager,
+    MIG, the NVSwitch baseboard), not one GPU each. The first GPU was named alone, its reset the action,
+    the other GPUs' down links left out (a fresh user's trial: all 18 links of four H100s inactive)."""
+    evs = sorted((e for _k, g, *_ in gpus for e in g), key=lambda e: e.order)
+    init = _host_initiator(host, "nvlink_down", evs)
+    init["links"] = sorted({e.link for e in evs})
+    down, ctx = downstream_parties(scene, (host, None, None), evs)
+    down = [p for p in down if not any(p.key == (host, "gpu", k) for k, *_ in gpus)]
+    names = [f"{k} ({len({e.link for e in g})} link{'s' * (len({e.link for e in g}) != 1)})" for k, g, *_ in gpus]
+    model = next((m for *_, m, _e in gpus if m), None)
+    exp = next((x for *_, x in gpus if x), None)
+    return Verdict(
+        pattern="link.inactive_where_wired_on_many_gpus", category="link_fault", initiator=init,
+        initiator_events=evs, downstream=down, context=ctx, confidence=0.8, severity="error",
+        explanation=(f"NVLinks of {len(gpus)} GPUs on {host} are inactive while the platform wires them: "
+                     f"{first_of(names, noun='GPUs')}" + (f" ({exp} links on a {model})" if exp else "")
+                     + ". GPUs that lose their links together share the cause: Fabric Manager, MIG mode or the "
+                     "NVSwitch baseboard, not each GPU."),
+        next_action=SHARED_WIRED_ACTION,
+        verify=["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric", "nvidia-smi nvlink -s",
+                "dcgmi diag -r 3"])
 
 
 def both_ends(scene: Scene) -> Verdict | None:

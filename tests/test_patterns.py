@@ -2956,3 +2956,22 @@ def test_a_party_named_by_a_rank_says_the_rank_when_its_first_line_printed_none(
     (inc,) = run(pipeline, text, host="h100-box")
     assert (inc["initiator"]["kind"], inc["initiator"]["rank"]) == ("ecc", 1), inc["initiator"]
     assert "the GPU of rank 1 of h100-box" in inc["explanation"], inc["explanation"]
+
+
+def test_identical_lines_of_different_gpus_or_ranks_are_events_of_their_own(pipeline):
+    """nvidia-smi nvlink -s prints "Link 3: <inactive>" under each GPU's header: one event of GPU 0 counted four times
+    stood for four GPUs (a fresh user's trial); every wired link of each GPU down is what they share, not GPU 0."""
+    block = "\n".join(f"         Link {k}: <inactive>" for k in range(18))
+    text = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n{block}"
+                     for g in range(4))
+    (inc,) = run(pipeline, text, host="node31")
+    assert inc["pattern"] == "link.inactive_where_wired_on_many_gpus", inc["pattern"]
+    assert (inc["initiator"]["host"], inc["initiator"]["device"], len(inc["initiator"]["events"])) == ("node31", None,
+                                                                                                     72)
+    assert "gpu3 (18 links)" in inc["explanation"] and "Fabric Manager" in inc["next_action"]
+    # one link on each of two GPUs is no shared cause: the per-GPU verdict
+    two = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
+                    + "\n".join(f"         Link {k}: " + ("<inactive>" if k == 3 else "26.562 GB/s") for k in range(18))
+                    for g in range(2))
+    (inc,) = run(pipeline, two, host="node32")
+    assert inc["pattern"] == "link.inactive_where_wired", inc["pattern"]
