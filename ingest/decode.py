@@ -1465,7 +1465,11 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # ``nvidia-bug-report``, ``dcgmi``, Fabric Manager's log
                        "torch", "pytorch", "nvidia", "smi", "bug", "report", "dcgm", "dcgmi", "fabricmanager",
                        "q", "diag",  # nvidia-smi -q's output: node07-nvidia-smi-q.txt; dcgmi diag's
-                       "vllm", "sglang"})  # the inference servers' own logs: node01-vllm.log
+                       "vllm", "sglang",  # the inference servers' own logs: node01-vllm.log
+                       # the command and its flag: node12-dmesg-T.log, node14-journalctl-k.txt, node10-nvlink-s.txt,
+                       # node13-kmsg.log (hosts node12-dmesg-t … split one machine's fault from its ranks: a fresh
+                       # user's trial)
+                       "kmsg", "nvlink", "topo", "t", "k", "s"})
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",

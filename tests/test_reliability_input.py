@@ -1353,7 +1353,11 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              "logs/node07/nvidia-smi-q.txt": "node07", "logs/node07/dcgmi-diag.txt": "node07",
              # an inference server's log (vllm-project/vllm#21661's workers); a pod named after it keeps the name
              "node01-vllm.log": "node01", "node02_sglang.log": "node02", "vllm-0.log": "vllm-0",
-             "sglang-worker-1.log": "sglang-worker-1"}
+             "sglang-worker-1.log": "sglang-worker-1",
+             # a command and its flag (a fresh user's trial; a real-logs pass: dmesg-T.log was host "t")
+             "node12-dmesg-T.log": "node12", "node13-kmsg.log": "node13", "node14-journalctl-k.txt": "node14",
+             "node10-nvlink.txt": "node10", "node31-nvlink-s.txt": "node31", "logs/gpu4/dmesg-T.log": "gpu4",
+             "dmesg_T.log": "dmesg"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
