@@ -309,7 +309,7 @@ def _gpus_inactive_where_wired(scene: Scene, host: str, gpus: list[tuple]) -> Ve
     model = next((m for *_, m, _e in gpus if m), None)
     exp = next((x for *_, x in gpus if x), None)
     return Verdict(
-        pattern="link.inactive_where_wired_on_many_gpus", category="link_fault", initiator=init,
+        pattern="link.inactive_where_wired", category="link_fault", initiator=init,
         initiator_events=evs, downstream=down, context=ctx, confidence=0.8, severity="error",
         explanation=(f"NVLinks of {len(gpus)} GPUs on {host} are inactive while the platform wires them: "
                      f"{first_of(names, noun='GPUs')}" + (f" ({exp} links on a {model})" if exp else "")
@@ -966,7 +966,7 @@ def peer_failed(scene: Scene) -> Verdict | None:
         # every peer NCCL names is a local bridge's gateway, no host of the job: the interface NCCL chose is wrong, no
         # peer failed (dmlc/xgboost#7982: the operator was sent to the logs of 172.18.0.1, a real-logs pass)
         addrs = first_of(bridges, noun="addresses")
-        v.pattern, v.category, v.confidence = "comm.bridge_interface", "nccl_software", 0.5
+        v.category, v.confidence = "nccl_software", 0.5
         v.explanation = (f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} "
                          f"that a peer went away, and the peer{'s' * (len(bridges) > 1)} NCCL connected to "
                          f"({addrs}) {'is' if len(bridges) == 1 else 'are'} the gateway of a host-local bridge (Docker's "
