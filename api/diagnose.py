@@ -155,14 +155,15 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
 
 
 #: per events ``source``: (what a line placed by its file's modification time is, what it printed and how to get
-#: wall-clock times) (shared/reference/formats.md §1, §11.1)
+#: wall-clock times) (shared/reference/formats.md §1, §11.1); a stamp of a form the prefixes do not read is said too (a
+#: hybrid glog stamp was "no time printed": a fresh user's trial)
 _NO_TIME = {
     "dmesg": ("kernel line", "with a raw dmesg stamp (seconds since boot, counted back from the file's time) or "
                              "none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"),
-    "nccl": ("NCCL/framework line", "with no time printed: NCCL 2.26 and later stamp every level with "
-                                    "NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"),
-    "nvml": ("NVML/nvidia-smi line", "with no time printed: capture `date` beside it, or send the poller's "
-                                     "JSON samples"),
+    "nccl": ("NCCL/framework line", "with no time printed, or a stamp of a form not read (README: line stamps): "
+                                    "NCCL 2.26 and later stamp every level with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"),
+    "nvml": ("NVML/nvidia-smi line", "with no time printed, or a stamp of a form not read: capture `date` beside "
+                                     "it, or send the poller's JSON samples"),
 }
 
 
@@ -193,7 +194,8 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
         kinds = []
         for s in sorted(set(srcs)):
             k = srcs.count(s)
-            noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed")) if not s.endswith(":stamp") else (
+            noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed, or a stamp of a form not read")) \
+                if not s.endswith(":stamp") else (
                 "line", "whose own stamp is no time from 2000 to 2100, or more than a day after the file's time "
                         "(details.ts_rejected keeps it)")
             if from_stdin:

@@ -366,9 +366,10 @@ _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _OPTIONAL = {"fleet_config", "api_token", "public_url", "alertmanager_url", "pagerduty_url", "pagerduty_routing_key"}
 
 
-def _pairs(var: str, text: str) -> dict[str, float]:
-    """``node01=0.5,node02=3`` -> ``{"node01": 0.5, "node02": 3.0}``; SettingsError names the bad pair, or a host
-    given twice (which bound is meant? a fleet config refuses a host twice too)."""
+def _pairs(var: str, text: str, example: str | None = None) -> dict[str, float]:
+    """``node01=0.5,node02=3`` -> ``{"node01": 0.5, "node02": 3.0}``; SettingsError names the bad pair (``example``:
+    how the right form reads where it was given), or a host given twice (which bound is meant? a fleet config refuses
+    a host twice too)."""
     out = {}
     for p in (x.strip() for x in text.split(",")):
         if not p:
@@ -379,7 +380,8 @@ def _pairs(var: str, text: str) -> dict[str, float]:
                 raise ValueError
             seconds = float(num)
         except ValueError:
-            raise SettingsError(f"{var}: {p!r} is not host=seconds (e.g. {var}=node01=0.5,node02=3)") from None
+            raise SettingsError(f"{var}: {p!r} is not host=seconds (e.g. {example or var + '=node01=0.5,node02=3'})"
+                                ) from None
         if host.strip() in out:
             raise SettingsError(f"{var}: host {host.strip()!r} is given twice")
         out[host.strip()] = seconds
@@ -406,6 +408,9 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         except OSError as e:  # a folder, no permission
             raise SettingsError(f"cannot read the config file {path}: {e.strerror or e}") from e
     fields = Settings.model_fields
+    for name, v in list(data.items()):  # the environment's form in the file too: skew_s = "node01=0.5,node02=3"
+        if isinstance(v, str) and name in fields and fields[name].annotation == dict[str, float]:
+            data[name] = _pairs(f"{name} (from {path})", v, f'{name} = "node01=0.5,node02=3"')
     source = {name: str(path) for name in data} if path is not None else {}  # where each value came from
     for k, v in env.items():
         if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":

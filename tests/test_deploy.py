@@ -196,6 +196,19 @@ def test_a_toml_boolean_is_no_number(tmp_path):
     assert load_settings(tmp_path / "n.toml", env={}).resolve_after_s == 60
 
 
+def test_skew_bounds_in_the_file_take_the_table_or_the_environments_form(tmp_path):
+    """``skew_s = "node01=0.5"`` in firstfault.toml was refused as "not a valid dictionary" while the README gives that
+    form (a fresh user's trial): the file takes it as the environment does, or a ``[skew_s]`` table."""
+    (tmp_path / "s.toml").write_text('skew_s = "node01=0.5, node02=3"\n')
+    assert load_settings(tmp_path / "s.toml", env={}).skew_s == {"node01": 0.5, "node02": 3.0}
+    (tmp_path / "t.toml").write_text("[skew_s]\nnode01 = 0.5\n")
+    assert load_settings(tmp_path / "t.toml", env={}).skew_s == {"node01": 0.5}
+    (tmp_path / "b.toml").write_text('skew_s = "node01"\n')
+    with pytest.raises(SettingsError, match=re.escape(f"skew_s (from {tmp_path / 'b.toml'}): 'node01' is not "
+                                                      'host=seconds (e.g. skew_s = "node01=0.5,node02=3")')):
+        load_settings(tmp_path / "b.toml", env={})
+
+
 def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
     """A bad value names its source: the environment variable over a good file's value, the file for its own
     (a fresh-user trial found an environment value blamed on the file); a misspelt variable gets a suggestion."""
@@ -725,7 +738,8 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
     assert mtime_note(table(("nccl", "line"), ("dmesg", "envelope"))) is None
     note = mtime_note(table(("nccl", "file")))
     assert note.startswith("1 event timed by its file's modification time") and "1 NCCL/framework line with no " \
-        "time printed: NCCL 2.26 and later" in note and "dmesg" not in note
+        "time printed, or a stamp of a form not read (README: line stamps): NCCL 2.26 and later" in note \
+        and "dmesg" not in note
     note = mtime_note(table(("dmesg", "file"), ("dmesg", "file"), ("nvml", "file"), ("nccl", "line")))
     assert note.startswith("3 events timed by their file's") and "2 kernel lines with a raw dmesg stamp" in note \
         and "`dmesg -T`" in note and "1 NVML/nvidia-smi line with no time printed" in note and "NCCL" not in note
