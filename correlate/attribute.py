@@ -577,11 +577,14 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
         return edges
     have = {(x.cause.event_id, x.effect.event_id) for x in edges}
     out = list(edges)
+    skew = scene.clocks.skew
     for e in scene.events:
         if (k := named_collective(e, scene.topo)) not in explained:
             continue
         for x in explained[k]:
-            if x.effect.host != e.host and abs(x.effect.start - e.start) <= NAMED_COLLECTIVE_US \
+            # the window widens by both hosts' skew bounds, as the clustering's join (cluster.join_named_collectives)
+            if x.effect.host != e.host \
+                    and abs(x.effect.start - e.start) <= NAMED_COLLECTIVE_US + skew(x.effect.host) + skew(e.host) \
                     and (x.cause.event_id, e.event_id) not in have and x.cause is not e:
                 out.append(Edge(x.cause, e, x.rule, "same_collective"))
                 have.add((x.cause.event_id, e.event_id))

@@ -500,7 +500,7 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
 _JOB_KINDS = frozenset({"nccl_timeout", "nccl_error", "nccl_init", "nccl_transport", "nccl_p2p_fallback"})
 
 
-def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[Ev]]:
+def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks | None = None) -> list[list[Ev]]:
     """``comps`` (each sorted by ``Ev.order``, in order of their first event), with the components joined whose watchdog
     timeouts name one collective (``rules.collective_of``: process group, SeqNum, OpType, Numel, timeout) of ranks that
     no communicator places (no NCCL init lines: ``rules.comms_of`` gives none) and start within
@@ -511,32 +511,33 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology) -> list[list[E
     half an hour (a fleet running one model's jobs; the benchmark mix repeats its example lines) chained every host's
     faults into one incident of 3,000 events when it was a link relation. A group holds at most one component with
     faults other than a job's lines (:data:`_JOB_KINDS`): the hosts whose ranks only timed out join the one whose GPU
-    failed. Nothing else joins a component here."""
+    failed. Nothing else joins a component here. ``clocks``: the window widens by both hosts' skew bounds (a host 90 s
+    ahead stayed apart: a break-it pass)."""
     first: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # key -> (start of its first timeout, component)
     # a component of a job's lines only (its ranks' timeouts and reports): joined to any; two with other faults (a
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
     job_only = [all(e.kind in _JOB_KINDS for e in comp) for comp in comps]
     for k, comp in enumerate(comps):
-        starts: dict[tuple, int] = {}
+        starts: dict[tuple, tuple[int, str]] = {}
         for e in comp:
-            if (key := named_collective(e, topo)) is not None:
-                starts[key] = min(starts.get(key, e.start), e.start)
-        for key, t in starts.items():
-            first[key].append((t, k))
+            if (key := named_collective(e, topo)) is not None and (key not in starts or e.start < starts[key][0]):
+                starts[key] = (e.start, e.host)
+        for key, (t, host) in starts.items():
+            first[key].append((t, k, clocks.skew(host) if clocks is not None else 0))
     if not any(len(v) > 1 for v in first.values()):
         return comps
     dsu = _DSU(len(comps))
     for runs in first.values():
         runs.sort()
         anchor, other = None, False  # the group's first timeout and component; whether it holds another's faults
-        for t, k in runs:
-            if anchor is not None and t - anchor[0] <= NAMED_COLLECTIVE_US:
+        for t, k, skew in runs:
+            if anchor is not None and t - anchor[0] <= NAMED_COLLECTIVE_US + anchor[2] + skew:
                 if job_only[k] or not other:
                     dsu.union(anchor[1], k)
                     other = other or not job_only[k]
             else:
-                anchor, other = (t, k), not job_only[k]
+                anchor, other = (t, k, skew), not job_only[k]
     groups: dict[int, list[int]] = defaultdict(list)
     for k in range(len(comps)):
         groups[dsu.find(k)].append(k)

@@ -26,9 +26,9 @@ from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
-from correlate.rules import Rules, default_rules
+from correlate.rules import Rules, collective_of, default_rules
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
-from correlate.window import Clocks, estimate_clocks
+from correlate.window import Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 from schemas.events import SEVERITY_RANK
@@ -293,6 +293,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     follow_watchdogs(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
     skew, offsets = estimate_clocks(evs)
+    for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts
+        skew[h] = max(skew.get(h, 0), bound)
     clocks = settings.clocks.with_estimates(skew)
     evs = evs + symptom_events(symptoms or [], evs, now_us)
     incidents: list[dict[str, Any]] = []
@@ -307,7 +309,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     memo = cache.memo if cache is not None else ShapeMemo()
     comps = components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
                        related=may_relate(rules, catalog), catalog=catalog)
-    for comp in join_named_collectives(comps, topo):
+    for comp in join_named_collectives(comps, topo, clocks):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
             hosts = {h: (facts.get(h), clocks.skew(h)) for h in {e.host for e in comp}}

@@ -104,6 +104,38 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
     return skew, {h: m - fleet for h, m in meds.items()}
 
 
+#: how far apart in time the ranks of one collective start it (µs): a training step's straggling, on top of the clocks
+COLLECTIVE_SPREAD_US = 2 * S
+
+
+def collective_skew(events: list[Ev], key, *, cap_us: int = SKEW_CAP_US,
+                    spread_us: int = COLLECTIVE_SPREAD_US) -> dict[str, int]:
+    """Per-host skew bound (µs) from watchdog timeouts of one collective on several hosts, for logs that came with no
+    Kafka append time (:func:`estimate_skew` needs one: files). Every rank of a collective starts it within a step of
+    the others, so its timeouts' implied starts (``Ev.start``, line-stamped) differ across hosts by their clocks: a
+    host's offset is the median, over the collectives (``key(e)``: ``rules.collective_of``) it shares with another host,
+    of its ranks' median start minus the median over the collective's hosts; its bound that offset plus
+    ``spread_us``, rounded up to whole seconds, capped at ``cap_us``. One host's clock 90 s ahead split a job's
+    incident in two, its Xid 79 apart from the other hosts' ranks it made wait (a break-it pass)."""
+    groups: dict[tuple, dict[str, list[int]]] = {}
+    for e in events:
+        if e.kind == "nccl_timeout" and e.ts_basis == "line" and (k := key(e)) is not None:
+            groups.setdefault(k, {}).setdefault(e.host, []).append(e.start)
+    offsets: dict[str, list[int]] = {}
+    for hosts in groups.values():
+        if len(hosts) < 2:
+            continue
+        meds = {h: sorted(v)[len(v) // 2] for h, v in hosts.items()}
+        mid = sorted(meds.values())[len(meds) // 2]
+        for h, m in meds.items():
+            offsets.setdefault(h, []).append(m - mid)
+    out = {}
+    for h, o in offsets.items():
+        off = sorted(o)[len(o) // 2]
+        out[h] = min(cap_us, -(-(abs(off) + spread_us) // S) * S)
+    return out
+
+
 def tolerance(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> int:
     """The largest |t_a − t_b| (µs) at which ``a`` and ``b`` may be related."""
     tol = window_us + a.precision_us + b.precision_us

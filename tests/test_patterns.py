@@ -2975,3 +2975,47 @@ def test_identical_lines_of_different_gpus_or_ranks_are_events_of_their_own(pipe
                     for g in range(2))
     (inc,) = run(pipeline, two, host="node32")
     assert (inc["pattern"], inc["initiator"]["gpu_index"]) == ("link.inactive_where_wired", 0), inc["initiator"]
+
+
+def test_a_hosts_clock_minutes_off_is_measured_by_the_collective_its_ranks_timed_out_on(pipeline):
+    """Three hosts' ranks time out on one allreduce; node08's clock is off by up to three minutes, its GPU fell off
+    the bus. The timeouts' implied starts give node08's offset (window.collective_skew): one incident, every host's
+    ranks downstream (a break-it pass: two incidents past ~60 s of skew, "no single culprit" for the others)."""
+    from datetime import timedelta
+
+    line = ("[rank{r}]:[E1130 {t}.518432000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 "
+            "milliseconds before timing out.")
+    fault = datetime(2026, 11, 30, 3, 12, 1)
+    for ahead in (0, 90, -75, 180):
+        own = fault + timedelta(seconds=ahead)  # node08's clock
+        timeout = (fault + timedelta(seconds=600)).strftime("%H:%M:%S")
+        files = {"node07": "\n".join(line.format(r=r, t=timeout) for r in (0, 1)),
+                 "node08": own.strftime("[%a %b %d %H:%M:%S %Y] ") + "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+                           "name=python3, GPU has fallen off the bus.\n" + "\n".join(
+                               line.format(r=r, t=(own + timedelta(seconds=600)).strftime("%H:%M:%S")) for r in (8, 9)),
+                 "node09": "\n".join(line.format(r=r, t=timeout) for r in (16, 17))}
+        (inc,) = _hosts(pipeline, files)
+        assert inc["initiator"]["xid"] == 79, (ahead, inc["initiator"])
+        assert {d["host"] for d in inc["downstream"]} == {"node07", "node08", "node09"}, (ahead, inc["downstream"])
+        assert len(inc["downstream"]) == 6, (ahead, inc["downstream"])
+
+
+def test_collective_skew_is_each_hosts_offset_from_the_collectives_median():
+    from correlate.model import Ev
+    from correlate.rules import collective_of
+    from correlate.window import S, collective_skew
+
+    def t(eid, host, start, seq=42):
+        return Ev(event_id=eid, ts=start + 600 * S, ts_basis="line", host=host, source="nccl", kind="nccl_timeout",
+                  signature="torch.watchdog_timeout", severity="error", device_type=None, device=None, link=None,
+                  xid=None, sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", precision_us=1,
+                  elapsed_ms=600_000, seq=seq, op="ALLREDUCE", timeout_ms=600_000)
+
+    base = 1_000_000 * S
+    evs = [t("a", "node07", base), t("b", "node07", base + S // 2), t("c", "node08", base + 90 * S),
+           t("d", "node09", base), t("e", "node10", base + 7 * S, seq=43)]
+    # the hosts' medians: node07 +0.5 s (the median), node08 +90 s, node09 0; each bound its offset from node07's plus
+    # the collective's spread (2 s), rounded up to whole seconds; node10 shares no collective with another host
+    assert collective_skew(evs, collective_of) == {"node07": 2 * S, "node08": 92 * S, "node09": 3 * S}
+    assert collective_skew(evs, collective_of, cap_us=60 * S)["node08"] == 60 * S
