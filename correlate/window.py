@@ -115,7 +115,8 @@ def collective_skew(events: list[Ev], key, *, cap_us: int = SKEW_CAP_US,
     the others, so its timeouts' implied starts (``Ev.start``, line-stamped) differ across hosts by their clocks: a
     host's offset is the median, over the collectives (``key(e)``: ``rules.collective_of``) it shares with another host,
     of its ranks' median start minus the median over the collective's hosts; its bound that offset plus
-    ``spread_us``, rounded up to whole seconds, capped at ``cap_us``. One host's clock 90 s ahead split a job's
+    ``spread_us``, rounded up to whole seconds, capped at ``cap_us``. A collective of which a host's timeouts start more
+    than ``5 × spread_us`` apart is not used (repeated lines are no one collective). One host's clock 90 s ahead split a job's
     incident in two, its Xid 79 apart from the other hosts' ranks it made wait (a break-it pass)."""
     groups: dict[tuple, dict[str, list[int]]] = {}
     for e in events:
@@ -123,7 +124,10 @@ def collective_skew(events: list[Ev], key, *, cap_us: int = SKEW_CAP_US,
             groups.setdefault(k, {}).setdefault(e.host, []).append(e.start)
     offsets: dict[str, list[int]] = {}
     for hosts in groups.values():
-        if len(hosts) < 2:
+        # one collective: each host's ranks start it within a few seconds of each other; a tuple a host printed
+        # minutes apart is no one collective (a job's repeated start-up barrier, a fleet's jobs of one model: the
+        # benchmark mix's repeated lines gave every host a bound of 300 s)
+        if len(hosts) < 2 or any(max(v) - min(v) > 5 * spread_us for v in hosts.values()):
             continue
         meds = {h: sorted(v)[len(v) // 2] for h, v in hosts.items()}
         mid = sorted(meds.values())[len(meds) // 2]

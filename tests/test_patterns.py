@@ -3019,3 +3019,5 @@ def test_collective_skew_is_each_hosts_offset_from_the_collectives_median():
     # the collective's spread (2 s), rounded up to whole seconds; node10 shares no collective with another host
     assert collective_skew(evs, collective_of) == {"node07": 2 * S, "node08": 92 * S, "node09": 3 * S}
     assert collective_skew(evs, collective_of, cap_us=60 * S)["node08"] == 60 * S
+    # a tuple a host printed minutes apart (a repeated start-up barrier) is no one collective: no estimate from it
+    assert collective_skew(evs + [t("f", "node08", base + 400 * S)], collective_of) == {}
