@@ -155,8 +155,8 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
 
 
 #: per events ``source``: (what a line placed by its file's modification time is, what it printed and how to get
-#: wall-clock times) (shared/reference/formats.md §1, §11.1); a stamp of a form the prefixes do not read is said too (a
-#: hybrid glog stamp was "no time printed": a fresh user's trial)
+#: wall-clock times) (shared/reference/formats.md §1, §11.1); a stamp of a form the prefixes do not read is said too
+#: (a hybrid glog stamp was "no time printed": a fresh user's trial)
 _NO_TIME = {
     "dmesg": ("kernel line", "with a raw dmesg stamp (seconds since boot, counted back from the file's time) or "
                              "none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"),

@@ -498,6 +498,10 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
 
 #: the kinds of a job's own lines (NCCL's and PyTorch's): a component of these alone is a job's report
 _JOB_KINDS = frozenset({"nccl_timeout", "nccl_error", "nccl_init", "nccl_transport", "nccl_p2p_fallback"})
+#: and torchrun's report of a worker that ended with an error of its own (not the -9 of a kill from outside): once it
+#: follows its host's timeouts (model.AGENT_FOLLOW_UP_US) it was a host's "fault of its own" that kept the hosts of a
+#: collective apart (a fresh user's trial)
+_JOB_SIGNATURES = frozenset({"torch.elastic.worker_failed"})
 
 
 def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks | None = None) -> list[list[Ev]]:
@@ -517,7 +521,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     # a component of a job's lines only (its ranks' timeouts and reports): joined to any; two with other faults (a
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
-    job_only = [all(e.kind in _JOB_KINDS for e in comp) for comp in comps]
+    job_only = [all(e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES for e in comp) for comp in comps]
     for k, comp in enumerate(comps):
         starts: dict[tuple, tuple[int, str]] = {}
         for e in comp:

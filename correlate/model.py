@@ -146,6 +146,10 @@ _TS_FIELDS = ("ts",)
 TORCHRUN_AGENT = "torch.elastic."
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
+#: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
+#: debug dump (TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC) and the agent sees the exit at its next poll (a fresh user's
+#: trial: "failed (exitcode: -6)" 31 s after the timeouts was an incident apart, "only downstream reports")
+AGENT_FOLLOW_UP_US = 120_000_000
 
 
 def follow_watchdogs(events: list[Ev]) -> None:
@@ -181,8 +185,9 @@ def follow_watchdogs(events: list[Ev]) -> None:
                                                   and not e.signature.startswith(TORCHRUN_AGENT)):
             continue
         best = None
+        reach = AGENT_FOLLOW_UP_US if e.signature.startswith(TORCHRUN_AGENT) else FOLLOW_UP_US
         for t in timeouts.get((e.host, e.rank), ()):
-            if (t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (e.seq is None or t.seq is None or e.seq == t.seq)
+            if (t.ts <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
                          or (e.signature.startswith("torch.") and (t.ts < e.ts or t.order < e.order)))):
                 best = t

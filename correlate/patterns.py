@@ -250,7 +250,12 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
             wired_off[host].append((key, evs, up, model, exp))
     for host, gpus in wired_off.items():
         # every wired link of each: what they share brought none up (a link or two of several GPUs are their own)
-        if len(gpus) > 1 and all(exp and len({e.link for e in evs}) >= exp and not up for _k, evs, up, _m, exp in gpus):
+        # and no other GPU of the host with a link up (two GPUs of eight down, six up: the two are suspects, not what
+        # all eight share: a break-it pass)
+        mine = {k for k, *_ in gpus}
+        if len(gpus) > 1 and all(exp and len({e.link for e in evs}) >= exp and not up for _k, evs, up, _m, exp in gpus) \
+                and not any(h == host and k not in mine and any(s == "up" for s in states.values())
+                            for (h, k), states in scene.topo.link_state.items()):
             return _gpus_inactive_where_wired(scene, host, gpus)
     for host, gpus in wired_off.items():
         key, evs, up, model, exp = gpus[0]
@@ -969,8 +974,9 @@ def peer_failed(scene: Scene) -> Verdict | None:
         v.category, v.confidence = "nccl_software", 0.5
         v.explanation = (f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} "
                          f"that a peer went away, and the peer{'s' * (len(bridges) > 1)} NCCL connected to "
-                         f"({addrs}) {'is' if len(bridges) == 1 else 'are'} the gateway of a host-local bridge (Docker's "
-                         "or libvirt's), no host of the job: NCCL chose that bridge's interface for its sockets.")
+                         f"({addrs}) {'is' if len(bridges) == 1 else 'are'} the gateway of a host-local bridge "
+                         "(Docker's or libvirt's), no host of the job: NCCL chose that bridge's interface for its "
+                         "sockets.")
         v.next_action = ("Set NCCL_SOCKET_IFNAME to the interface of the hosts' own network (or exclude the bridges: "
                          "NCCL_SOCKET_IFNAME=^docker,br-,virbr,lo) on every rank and rerun; NCCL_DEBUG=INFO's "
                          "'NET/Socket : Using' lines say which interface each rank chose.")

@@ -109,30 +109,47 @@ COLLECTIVE_SPREAD_US = 2 * S
 
 
 def collective_skew(events: list[Ev], key, *, cap_us: int = SKEW_CAP_US,
-                    spread_us: int = COLLECTIVE_SPREAD_US) -> dict[str, int]:
+                    spread_us: int = COLLECTIVE_SPREAD_US, gap_us: int = 60 * S) -> dict[str, int]:
     """Per-host skew bound (µs) from watchdog timeouts of one collective on several hosts, for logs that came with no
     Kafka append time (:func:`estimate_skew` needs one: files). Every rank of a collective starts it within a step of
-    the others, so its timeouts' implied starts (``Ev.start``, line-stamped) differ across hosts by their clocks: a
-    host's offset is the median, over the collectives (``key(e)``: ``rules.collective_of``) it shares with another host,
-    of its ranks' median start minus the median over the collective's hosts; its bound that offset plus
-    ``spread_us``, rounded up to whole seconds, capped at ``cap_us``. A collective of which a host's timeouts start more
-    than ``5 × spread_us`` apart is not used (repeated lines are no one collective). One host's clock 90 s ahead split a job's
-    incident in two, its Xid 79 apart from the other hosts' ranks it made wait (a break-it pass)."""
+    the others, so its timeouts' implied starts (``Ev.start``, line-stamped) differ across hosts by their clocks.
+
+    Per collective (``key(e)``: ``rules.collective_of``) and host, the ranks' starts fall in runs apart by more than
+    ``gap_us``: the first run is the host's (a job that restarted and hung again prints the collective again later),
+    its median the host's start; a collective some host printed in more than two runs is not used (the same line
+    repeated is no one collective: the benchmark mix's gave every host a 300 s bound). A host's offset is its start
+    minus the median over the collective's hosts; the bound is the median of its offsets over the collectives plus
+    ``spread_us``, rounded up to whole seconds, capped at ``cap_us`` — for a host whose clock is off alone: hosts off
+    by the same amount (within ``2 × spread_us`` of each other) are a second job that started later, printing the same
+    collective, not clocks off alike (a break-it pass: two jobs two minutes apart were joined, one's Xid blamed for the
+    other's ranks). One host's clock 90 s ahead split a job's incident in two (a break-it pass)."""
     groups: dict[tuple, dict[str, list[int]]] = {}
     for e in events:
         if e.kind == "nccl_timeout" and e.ts_basis == "line" and (k := key(e)) is not None:
             groups.setdefault(k, {}).setdefault(e.host, []).append(e.start)
     offsets: dict[str, list[int]] = {}
     for hosts in groups.values():
-        # one collective: each host's ranks start it within a few seconds of each other; a tuple a host printed
-        # minutes apart is no one collective (a job's repeated start-up barrier, a fleet's jobs of one model: the
-        # benchmark mix's repeated lines gave every host a bound of 300 s)
-        if len(hosts) < 2 or any(max(v) - min(v) > 5 * spread_us for v in hosts.values()):
+        if len(hosts) < 2:
             continue
-        meds = {h: sorted(v)[len(v) // 2] for h, v in hosts.items()}
-        mid = sorted(meds.values())[len(meds) // 2]
-        for h, m in meds.items():
-            offsets.setdefault(h, []).append(m - mid)
+        first: dict[str, int] = {}
+        for h, starts in hosts.items():
+            starts.sort()
+            runs = [[starts[0]]]
+            for t in starts[1:]:
+                if t - runs[-1][-1] > gap_us:
+                    runs.append([t])
+                else:
+                    runs[-1].append(t)
+            if len(runs) > 2:
+                break
+            first[h] = runs[0][len(runs[0]) // 2]
+        else:
+            mid = sorted(first.values())[len(first) // 2]
+            offs = {h: t - mid for h, t in first.items()}
+            for h, o in offs.items():
+                if abs(o) > spread_us and any(g != h and abs(p - o) <= 2 * spread_us for g, p in offs.items()):
+                    continue  # off together with another host: a second job, not this host's clock
+                offsets.setdefault(h, []).append(o)
     out = {}
     for h, o in offsets.items():
         off = sorted(o)[len(o) // 2]

@@ -2896,8 +2896,8 @@ def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
     thread's fix: NCCL_SOCKET_IFNAME); a peer at a host's own address stays a lost peer."""
-    line = "ip-10-0-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from {addr}<34483> failed : " \
-           "Broken pipe"
+    line = ("ip-10-0-12-104:28056:39685 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from {addr}<34483> "
+            "failed : Broken pipe")
     for addr in ("172.18.0.1", "172.17.0.1", "192.168.122.1"):
         (inc,) = run(pipeline, line.format(addr=addr), host="ip-10-0-12-104")
         assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.peer_failed", "nccl_software", 0.5)
@@ -2969,6 +2969,12 @@ def test_identical_lines_of_different_gpus_or_ranks_are_events_of_their_own(pipe
     assert (inc["initiator"]["host"], inc["initiator"]["device"], len(inc["initiator"]["events"])) == ("node31", None,
                                                                                                      72)
     assert "gpu3 (18 links)" in inc["explanation"] and "Fabric Manager" in inc["next_action"]
+    # two GPUs of eight with every link down beside six with theirs up: the two are suspects, not what all share
+    some = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
+                     + "\n".join(f"         Link {k}: " + ("<inactive>" if g in (2, 5) else "26.562 GB/s")
+                                 for k in range(18)) for g in range(8))
+    (inc,) = run(pipeline, some, host="node33")
+    assert (inc["pattern"], inc["initiator"]["gpu_index"]) == ("link.inactive_where_wired", 2), inc["initiator"]
     # one link on each of two GPUs is no shared cause: the per-GPU verdict, its GPU the initiator
     two = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
                     + "\n".join(f"         Link {k}: " + ("<inactive>" if k == 3 else "26.562 GB/s") for k in range(18))
@@ -3019,5 +3025,47 @@ def test_collective_skew_is_each_hosts_offset_from_the_collectives_median():
     # the collective's spread (2 s), rounded up to whole seconds; node10 shares no collective with another host
     assert collective_skew(evs, collective_of) == {"node07": 2 * S, "node08": 92 * S, "node09": 3 * S}
     assert collective_skew(evs, collective_of, cap_us=60 * S)["node08"] == 60 * S
-    # a tuple a host printed minutes apart (a repeated start-up barrier) is no one collective: no estimate from it
-    assert collective_skew(evs + [t("f", "node08", base + 400 * S)], collective_of) == {}
+    # a job restarted and hung again on the same collective: the host's first run counts; a straggler 20 s late does
+    # not move the median; three runs of one line on a host are no one collective
+    assert collective_skew(evs + [t("f", "node08", base + 1900 * S)], collective_of)["node08"] == 92 * S
+    late = [t("g", "node09", base + S // 4), t("h", "node09", base + 20 * S)]
+    assert collective_skew(evs + late, collective_of)["node08"] == 92 * S
+    assert collective_skew(evs + [t(f"r{k}", "node08", base + k * 400 * S) for k in (1, 2)], collective_of) == {}
+    # two jobs two minutes apart printing the same collective: the later job's hosts are off together, no clock
+    two = [t("a", "node01", base), t("b", "node02", base), t("c", "node03", base + 120 * S),
+           t("d", "node04", base + 120 * S)]
+    assert all(v == 2 * S for v in collective_skew(two, collective_of).values())
+
+
+def test_torchruns_report_of_a_worker_its_watchdog_took_down_follows_the_fault(pipeline):
+    """torchrun's "failed (exitcode: -6) local_rank: 0" half a minute after its host's ranks timed out: a report of
+    the timeout, downstream of what explains it (a fresh user's trial: one "only downstream reports" incident per host
+    beside the Xid 74 that explained every timeout, and the hosts' collective kept apart)."""
+    line = ("[rank{r}]:[E1104 18:12:10.150000123 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=51234, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+            "Timeout(ms)=600000) ran for 600041 milliseconds before timing out.")
+    agent = ("E1104 18:12:41.412000 4400 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+             "local_rank: 0 (pid: 4412) of binary: /usr/bin/python3")
+    xid = ("[Wed Nov  4 18:02:10 2026] NVRM: Xid (PCI:0000:ab:00): 74, pid=4413, name=python3, NVLink: fatal error "
+           "detected on link 4(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    files = {"node01": "\n".join([line.format(r=0), line.format(r=1), agent]),
+             "node03": "\n".join([xid, line.format(r=4), line.format(r=5), agent])}
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["initiator"]["host"], inc["initiator"]["xid"]) == ("node03", 74), inc["initiator"]
+    assert "rank_failure.explains_torchrun_report" in inc["explanation"], inc["explanation"]
+    assert sum(d["kind"] == "other" for d in inc["downstream"]) == 2, inc["downstream"]
+
+
+def test_a_nic_modules_cable_error_explains_its_hosts_nccl_errors(pipeline):
+    """mlx5's "Port module event[error]: module 0, Cable error, High power budget exceeded" gave no event: its host's
+    ranks' timeouts had no cause on their host (a fresh user's trial)."""
+    text = "\n".join([
+        "[Wed Nov  4 18:00:42 2026] mlx5_core 0000:5e:00.0: Port module event[error]: module 0, Cable error, High "
+        "power budget exceeded",
+        "[rank8]:[E1104 18:10:42.150000123 ProcessGroupNCCL.cpp:632] [Rank 8] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+        "milliseconds before timing out."])
+    (inc,) = run(pipeline, text, host="node02")
+    assert (inc["category"], inc["initiator"]["device"]) == ("ib_port", "0000:5e:00.0"), inc["initiator"]
+    assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"], inc["downstream"]
+    assert "High power budget exceeded" in inc["next_action"]
