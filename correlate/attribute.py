@@ -26,7 +26,7 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from correlate.model import Ev, subject_rank
-from correlate.rules import (NAMED_COLLECTIVE_US, RELATION_STRENGTH, Relations, Rules, any_holds, collective_of,
+from correlate.rules import (RELATION_STRENGTH, Relations, Rules, any_holds, collective_of, collective_window_us,
                              named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated
@@ -215,15 +215,19 @@ class Scene:
             got = self._parties = (subject, out)
         return dict(got[1])
 
-    def explained(self, e: Ev) -> bool:
-        """An edge from another subject explains ``e``."""
-        me = self.subject[e.event_id]
+    def causes_of(self, e: Ev) -> list[Ev]:
+        """The causes the scene's edges give ``e`` (an index of the edges by effect, built again when they change)."""
         if self._causes_of is None or self._causes_of[0] is not self.edges or self._causes_of[1] != len(self.edges):
             index: dict[str, list[Ev]] = defaultdict(list)
             for x in self.edges:
                 index[x.effect.event_id].append(x.cause)
             self._causes_of = (self.edges, len(self.edges), index)
-        return any(self.subject[c.event_id] != me for c in self._causes_of[2].get(e.event_id, ()))
+        return self._causes_of[2].get(e.event_id, [])
+
+    def explained(self, e: Ev) -> bool:
+        """An edge from another subject explains ``e``."""
+        me = self.subject[e.event_id]
+        return any(self.subject[c.event_id] != me for c in self.causes_of(e))
 
 
 def role_of(e: Ev, catalog: Catalog) -> str:
@@ -582,9 +586,8 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
         if (k := named_collective(e, scene.topo)) not in explained:
             continue
         for x in explained[k]:
-            # the window widens by both hosts' skew bounds, as the clustering's join (cluster.join_named_collectives)
             if x.effect.host != e.host \
-                    and abs(x.effect.start - e.start) <= NAMED_COLLECTIVE_US + skew(x.effect.host) + skew(e.host) \
+                    and abs(x.effect.start - e.start) <= collective_window_us(skew(x.effect.host), skew(e.host)) \
                     and (x.cause.event_id, e.event_id) not in have and x.cause is not e:
                 out.append(Edge(x.cause, e, x.rule, "same_collective"))
                 have.add((x.cause.event_id, e.event_id))

@@ -31,7 +31,7 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import Ev, across_reboot
-from correlate.rules import (KEYED_RELATIONS, NAMED_COLLECTIVE_US, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds,
+from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
                              comms_of, gpu_key, named_collective, pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
@@ -508,7 +508,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     """``comps`` (each sorted by ``Ev.order``, in order of their first event), with the components joined whose watchdog
     timeouts name one collective (``rules.collective_of``: process group, SeqNum, OpType, Numel, timeout) of ranks that
     no communicator places (no NCCL init lines: ``rules.comms_of`` gives none) and start within
-    :data:`NAMED_COLLECTIVE_US` of the first of them. Ray Train's workers on several hosts timing out on one allreduce
+    ``rules.collective_window_us`` of the first of them. Ray Train's workers on several hosts timing out on one allreduce
     without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass).
 
     Anchored at the first timeout of each group, not linked pair by pair: lines of one tuple every few seconds over
@@ -536,7 +536,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
         runs.sort()
         anchor, other = None, False  # the group's first timeout and component; whether it holds another's faults
         for t, k, skew in runs:
-            if anchor is not None and t - anchor[0] <= NAMED_COLLECTIVE_US + anchor[2] + skew:
+            if anchor is not None and t - anchor[0] <= collective_window_us(anchor[2], skew):
                 if job_only[k] or not other:
                     dsu.union(anchor[1], k)
                     other = other or not job_only[k]

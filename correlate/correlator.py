@@ -161,15 +161,12 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     first = {scene.subject[e.event_id] for e in v.initiator_events}
     mine = set(reach(scene, v.initiator_events)) | first
     own |= set(reach(scene, [e for e in scene.events if scene.subject[e.event_id] in own])) - mine
-    causes: dict[str, list[Ev]] = {}
-    for x in scene.edges:
-        causes.setdefault(x.effect.event_id, []).append(x.cause)
 
     def split_off(e: Ev) -> bool:
         # an own subject's line that a fault outside it explains stays with that fault (the lost peer node07's GPU
         # explains is no line of node08's NVLink error)
         return (scene.subject[e.event_id] in own
-                and not any(scene.subject[c.event_id] not in own for c in causes.get(e.event_id, ())))
+                and not any(scene.subject[c.event_id] not in own for c in scene.causes_of(e)))
 
     out = []
     for part in ([e for e in scene.events if not split_off(e)], [e for e in scene.events if split_off(e)]):

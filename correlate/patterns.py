@@ -253,9 +253,10 @@ def inactive_where_wired(scene: Scene) -> Verdict | None:
         # and no other GPU of the host with a link up (two GPUs of eight down, six up: the two are suspects, not what
         # all eight share: a break-it pass)
         mine = {k for k, *_ in gpus}
-        if len(gpus) > 1 and all(exp and len({e.link for e in evs}) >= exp and not up for _k, evs, up, _m, exp in gpus) \
-                and not any(h == host and k not in mine and any(s == "up" for s in states.values())
-                            for (h, k), states in scene.topo.link_state.items()):
+        if (len(gpus) > 1
+                and all(exp and len({e.link for e in evs}) >= exp and not up for _k, evs, up, _m, exp in gpus)
+                and not any(h == host and k not in mine and scene.topo.links_up(h, k)
+                            for h, k in scene.topo.link_state)):
             return _gpus_inactive_where_wired(scene, host, gpus)
     for host, gpus in wired_off.items():
         key, evs, up, model, exp = gpus[0]
@@ -962,10 +963,6 @@ def peer_failed(scene: Scene) -> Verdict | None:
                  + ("" if known else " (which host is that: the job's rank-to-host list, or NCCL_DEBUG=INFO's "
                     "'Bootstrap' and 'NET/IB : Using … OOB' lines of each host)"),
                  "the job's other ranks: the first one to stop (exit code, traceback, OOM kill) is the failure"]
-    if not remote and mine:  # the host is known, its own: not "which host is that" (pytorch/pytorch#124380, a real-logs
-        # pass: a rank's peer was a process of its own host)
-        v.missing[0] = (f"the logs of the other processes on {first_of(mine, noun='hosts')} (their tracebacks, exit "
-                        "codes and NCCL lines) and that host's kernel log around these lines (an OOM kill, an Xid)")
     bridges = sorted({p for p, _h in remote if bridge_gateway(p)})
     if remote and len(bridges) == len({p for p, _h in remote}):
         # every peer NCCL names is a local bridge's gateway, no host of the job: the interface NCCL chose is wrong, no
@@ -982,7 +979,10 @@ def peer_failed(scene: Scene) -> Verdict | None:
                          "'NET/Socket : Using' lines say which interface each rank chose.")
         v.missing = ["NCCL_DEBUG=INFO's 'NET/Socket : Using' and 'Bootstrap : Using' lines of every host (the "
                      "interface and address each rank chose)"]
-    elif not remote and mine:  # the peer is a process of the reporting host
+    elif not remote and mine:  # the peer is a process of the reporting host; the host is known, its own: not "which
+        # host is that" (pytorch/pytorch#124380, a real-logs pass: a rank's peer was a process of its own host)
+        v.missing[0] = (f"the logs of the other processes on {first_of(mine, noun='hosts')} (their tracebacks, exit "
+                        "codes and NCCL lines) and that host's kernel log around these lines (an OOM kill, an Xid)")
         v.next_action = (f"Find which process on {first_of(mine, noun='hosts')} stopped first (a traceback, an OOM "
                          "kill in dmesg, an Xid) and diagnose its logs with these. The reporting rank's GPU is not the "
                          "suspect.")

@@ -297,6 +297,13 @@ def gpu_key(e: Ev, topo: Topology) -> str | None:
 NAMED_COLLECTIVE_US = 60_000_000
 
 
+def collective_window_us(skew_a_us: int, skew_b_us: int) -> int:
+    """How far apart (µs) two hosts' timeouts of one collective may start: :data:`NAMED_COLLECTIVE_US` widened by both
+    hosts' skew bounds (a host 90 s ahead stayed apart: a break-it pass), for the clustering's join and the
+    attribution's edges alike."""
+    return NAMED_COLLECTIVE_US + skew_a_us + skew_b_us
+
+
 def collective_of(e: Ev) -> tuple | None:
     """The collective a watchdog timeout names (``cluster.join_named_collectives``, ``attribute.collective_edges``:
     ranks that no communicator places, no NCCL init lines): ``(process group, SeqNum, OpType, NumelIn, NumelOut,

@@ -164,12 +164,14 @@ def _year_of_day(day: int) -> int:
 # "NVRM: "/"nvidia-nvswitchN: " (the lookahead), and a host label is a name with a digit (fleets number their
 # nodes: node07, gpu-a100-07, worker-0); a word without one is a level or a program's tag. The role and the
 # digits of a bracket label are separate runs, so a line of "[a000…" is read in linear time.
+#: Python logging's level names, as vLLM's logger prints them first (``_VLLM``)
+_PY_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:out|err)>: ?"
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
-               r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:)")
+               r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|" + _PY_LEVEL + r" \d\d-\d\d \d\d:)")
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
@@ -275,7 +277,7 @@ _GLOG = re.compile(r"^(?:\[rank(?P<rank>\d+)\]:)?(?P<lvl>[IWEF])(?P<mmdd>\d{4}) 
 # %(asctime)s %(filename)s:%(lineno)d] %(message)s", datefmt "%m-%d %H:%M:%S"; later versions bracket the file):
 # "INFO 06-25 15:26:04 api_server.py:177] " (vllm-project/vllm#5828), "ERROR 11-04 18:02:56
 # [v1/executor/multiproc_executor.py:597] " (vllm-project/vllm#21661); often after a Ray or vLLM worker label
-_VLLM = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mmdd>\d\d-\d\d) (?P<h>\d{2}):(?P<mi>\d{2})"
+_VLLM = re.compile(r"^(?P<lvl>" + _PY_LEVEL + r") (?P<mmdd>\d\d-\d\d) (?P<h>\d{2}):(?P<mi>\d{2})"
                    r":(?P<s>\d{2})(?:\.(?P<frac>\d+))? \[?[\w./-]+:\d+\] ")
 # dmesg -x (--decode): facility and level before the stamp, "kern  :warn  : [Sun Nov 29 03:10:00 2026] …",
 # "syslog:err   : …" (formats.md §1.3: gpud's logs print them; dmesg(1) pads each to six characters)
