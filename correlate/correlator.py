@@ -26,7 +26,7 @@ from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key
 from correlate.model import Ev, events_from_table, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
-from correlate.rules import Rules, collective_of, default_rules
+from correlate.rules import Rules, collective_of, default_rules, host_window_us
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
 from correlate.window import Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
@@ -154,12 +154,21 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
            if p.key[0] not in hosts
            and any(id(e) in device and e.sev >= serious and scene.role(e) in ("initiator", "either")
                    and not scene.explained(e) for e in p.events)}
+    # and, on the initiator's host too, a subject no rule ties to it whose device faults began more than the host's
+    # link window before it: going on long before (a chain of repeats joined it, not the initiator). An application's
+    # Xid 13 every 61 s for two days and another GPU's Xid 79 were one incident starting two days before the Xid 79
+    # (a break-it pass)
+    begun = min(e.start for e in v.initiator_events) - host_window_us(scene.rules)
+    first = {scene.subject[e.event_id] for e in v.initiator_events}
+    mine = set(reach(scene, v.initiator_events)) | first
+    own |= {k for k, evs in scene.parties().items()
+            if k[0] in hosts and k not in mine
+            and min((e.start for e in evs if id(e) in device and not scene.explained(e)),
+                    default=begun) < begun}
     if not own:
         return [(scene, v)]
     # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error
     # was split off stayed behind as a party "no rule ties" (a break-it pass)
-    first = {scene.subject[e.event_id] for e in v.initiator_events}
-    mine = set(reach(scene, v.initiator_events)) | first
     own |= set(reach(scene, [e for e in scene.events if scene.subject[e.event_id] in own])) - mine
 
     def split_off(e: Ev) -> bool:

@@ -193,6 +193,13 @@ def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
     return out
 
 
+def host_window_us(rules: Rules) -> int:
+    """The longest window (µs) of the ``same_host`` links without ``kinds`` (``rules.yaml``: 120 s): how far apart
+    two faults of one host may lie and be joined by clustering as such, not through a chain of repeats."""
+    return int(max((l.window_s for l in rules.links
+                    if l.relation == "same_host" and not l.kinds and l.from_rule is None), default=0) * 1_000_000)
+
+
 class RulesError(ValueError):
     """``rules.yaml`` is invalid; the message names the file and what is wrong."""
 

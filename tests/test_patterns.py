@@ -3069,3 +3069,52 @@ def test_a_nic_modules_cable_error_explains_its_hosts_nccl_errors(pipeline):
     assert (inc["category"], inc["initiator"]["device"]) == ("ib_port", "0000:5e:00.0"), inc["initiator"]
     assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"], inc["downstream"]
     assert "High power budget exceeded" in inc["next_action"]
+
+
+def _repeats(line: str, first: datetime, every_s: int, n: int) -> list[str]:
+    """``line`` (a ``{when}`` for ``dmesg -T``'s stamp) ``n`` times, ``every_s`` seconds apart from ``first``."""
+    return [line.format(when=datetime.fromtimestamp(first.timestamp() + k * every_s, timezone.utc)
+                        .strftime("%a %b %e %H:%M:%S %Y")) for k in range(n)]
+
+
+XID13 = ("[{when}] NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python, Graphics SM Warp Exception on (GPC 0, "
+         "TPC 0, SM 0): Out Of Range Address")
+XID79 = "[{when}] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+XID74_LINK = ("[{when}] NVRM: Xid (PCI:0000:1b:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error "
+              "detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+
+
+@pytest.mark.parametrize("repeat,every_s,n,category", [
+    (XID13, 61, 180, "application"),  # an application's Xid 13 every 61 s for three hours (a break-it pass)
+    (XID74_LINK, 70, 10, "link_fault"),  # an NVLink error every 70 s for ten minutes (no storm: > 60 s apart)
+])
+def test_a_fault_going_on_long_before_the_initiator_on_its_host_is_an_incident_of_its_own(
+        pipeline, repeat, every_s, n, category):
+    """Repeats of one GPU's fault chain into one candidate incident (each within the link window of the last);
+    another GPU of the host that fails at the end of the chain, tied to it by no rule, was in that incident, which
+    started hours before its initiator. The fault that began more than the host's link window (``same_host``,
+    120 s) before the initiator is going on of itself: an incident of its own; the initiator's starts at its line."""
+    t0 = datetime(2026, 12, 1, 1, 0, 0, tzinfo=timezone.utc)
+    chain = _repeats(repeat, t0, every_s, n)
+    fall = _repeats(XID79, datetime.fromtimestamp(t0.timestamp() + every_s * (n - 1) + 30, timezone.utc), 1, 1)
+    incs = run(pipeline, "\n".join(chain + fall), host="node44")
+    assert len(incs) == 2, [(i["initiator"], i["start"]) for i in incs]
+    early, off = incs
+    assert (early["initiator"]["device"], early["start"][:19]) == ("0000:1b:00.0", "2026-12-01T01:00:00")
+    assert (len(early["initiator"]["events"]), early["category"]) == (n, category)
+    assert early["downstream"] == [] and early["context"] == []
+    assert (off["initiator"]["device"], off["initiator"]["xid"], off["category"]) == ("0000:3b:00.0", 79, "gpu_off_bus")
+    assert off["start"] == off["end"] and off["downstream"] == [] and off["context"] == []
+
+
+def test_another_gpus_fault_just_before_the_initiator_stays_beside_it(pipeline):
+    """The other side of the rule above: an application's Xid 13 on one GPU a few seconds before another GPU of the
+    host falls off the bus began within the host's link window: one incident, the Xid 13 named beside the
+    Xid 79 as tied by no rule, as before."""
+    t0 = datetime(2026, 12, 1, 1, 0, 0, tzinfo=timezone.utc)
+    text = "\n".join(_repeats(XID13, t0, 61, 2) + _repeats(XID79, datetime.fromtimestamp(t0.timestamp() + 66,
+                                                                                       timezone.utc), 1, 1))
+    (inc,) = run(pipeline, text, host="node44")
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:3b:00.0", 79)
+    assert "no rule ties it to 1 other subject in its window (same_host): gpu 0000:1b:00.0 (Xid 13)" \
+        in inc["explanation"], inc["explanation"]
