@@ -52,10 +52,17 @@ MONTHS.update({
     "fev": 2, "out": 10,
     "mrt": 3, "mei": 5,
 })
+# full month names: a locale whose ``%b`` prints the whole word ("april 24 16:22:15 host kernel: NVRM: Xid …", lower
+# case, NVIDIA/open-gpu-kernel-modules#1010; the line's time was not read and its file's mtime stood for it), English's
+# own in a paste ("April 24"), and the Nordic and German forms of the months whose word is short (nb_NO "juni", "des.")
+MONTHS.update({m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+     "december"], 1)})
+MONTHS.update({"sept": 9, "juni": 6, "juli": 7, "des": 12, "märz": 3, "maart": 3})
 MONTHS.update({f"{i}月": i for i in range(1, 13)})
 MONTHS.update({f"{i}월": i for i in range(1, 13)})  # ko_KR
 
-_MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}[月월]|[^\W\d_]{3,5}\.?)"
+_MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}[月월]|[^\W\d_]{3,9}\.?)"
 
 
 @dataclass(slots=True)

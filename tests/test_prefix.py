@@ -43,6 +43,12 @@ def us(*a, tz=timezone.utc):
     ("paź 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 10, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
     ("dic 3 07:56:59 node02 kernel: NVRM: Xid", us(2025, 12, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
     ("out 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 10, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    # a month's whole name, in a locale's lower case (NVIDIA/open-gpu-kernel-modules#1010) or a paste's English
+    ("april 24 16:22:15 robin kernel: NVRM: Xid (PCI:0000:01:00): 79, x", us(2026, 4, 24, 16, 22, 15), 1_000_000,
+     "robin", "NVRM"),
+    ("September 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 9, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    ("juni 3 07:56:59 node02 kernel: NVRM: Xid", us(2026, 6, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
+    ("des. 3 07:56:59 node02 kernel: NVRM: Xid", us(2025, 12, 3, 7, 56, 59), 1_000_000, "node02", "NVRM"),
     # journalctl --no-hostname: the word before the colon is the kernel's tag (or a tag with its pid), no host
     ("Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspIsHeartbeatTimedOut: x", us(2026, 3, 21, 21, 42, 1), 1_000_000, None,
      "NVRM: GPU0"),
