@@ -428,9 +428,10 @@ def describe_initiator(i: dict[str, Any]) -> str:
         # a rank without a GPU: the silent rank of a hang, on its host if an init line placed it ("None nccl_timeout"
         # when none did: a break-it pass)
         rank = i.get("rank")
+        what = i.get("fault") or i["kind"]  # a fault of the host: "gpu09 host.edac_memory_error", not "gpu09 other"
         if i.get("host"):
-            return f"{i['host']}{f' rank {rank}' if rank is not None else ''} {i['kind']}"
-        return f"{f'rank {rank} (host unknown)' if rank is not None else '? (host unknown)'} {i['kind']}"
+            return f"{i['host']}{f' rank {rank}' if rank is not None else ''} {what}"
+        return f"{f'rank {rank} (host unknown)' if rank is not None else '? (host unknown)'} {what}"
     parts = [str(i.get("host")), str(i["device_type"]),
              str(i.get("device") or (f"index {i['gpu_index']}" if i.get("gpu_index") is not None else "(unnamed)"))]
     if i["device_type"] == "gpu" and i.get("kind") in RANK_REPORTS:

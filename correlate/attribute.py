@@ -49,7 +49,7 @@ DEVICE_CATEGORIES = frozenset(XID_CATEGORY.values()) - {"application"}
 #: does not hand to the one GPU of the host that logged the same category. A Fabric Manager that failed at boot was
 #: the party of the GPU whose NVLS setup failed half a day later, and so downstream of that GPU's Xid 79 (a break-it
 #: pass)
-HOST_CATEGORIES = frozenset({"fabric_manager", "driver"})
+HOST_CATEGORIES = frozenset({"fabric_manager", "driver", "host_memory"})
 #: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises
 KIND_CATEGORY = {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang", "ib_port": "ib_port",
                  "fabric_manager": "fabric_manager"}

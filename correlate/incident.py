@@ -401,7 +401,8 @@ def _same_fault(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def _fault(scene: Scene, v: Verdict) -> str | None:
-    """What failed, in one word of the events vocabulary (``nvlink_down`` for a link-down Xid 149)."""
+    """What failed, in one word of the events vocabulary (``nvlink_down`` for a link-down Xid 149; the signature of
+    an event of kind ``other``: ``host.edac_memory_error``)."""
     k = v.initiator.get("kind")
     ev = v.initiator_events
     if k == "xid" and ev:
@@ -412,6 +413,9 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
         cat = scene.category_of(main)
         return {"link_fault": "nvlink_errors", "ecc": "ecc", "gpu_off_bus": "gpu_off_bus",
                 "gsp_error": "gsp_error"}.get(cat, "xid")
+    if k == "other" and ev:
+        # no kind says it: its signature does ("gpu09 other" named a DIMM's uncorrected error: a real-logs pass)
+        return initiator_event(scene, ev).signature
     return k
 
 

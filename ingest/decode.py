@@ -1469,7 +1469,10 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # the command and its flag: node12-dmesg-T.log, node14-journalctl-k.txt, node10-nvlink-s.txt,
                        # node13-kmsg.log (hosts node12-dmesg-t … split one machine's fault from its ranks: a fresh
                        # user's trial)
-                       "kmsg", "nvlink", "topo", "t", "k", "s"})
+                       "kmsg", "nvlink", "topo", "t", "k", "s",
+                       # the container runtime's and the node agent's: popos-docker.log (saharmor/dalle-playground#104's
+                       # compose output beside its dmesg: two hosts "popos" and "popos-docker", a real-logs pass)
+                       "docker", "containerd", "kubelet"})
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",

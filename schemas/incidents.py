@@ -20,7 +20,7 @@ import pyarrow as pa
 #: patterns of ``correlate.patterns`` and the signature catalog's ``category`` entries; ``other`` when none
 #: says. ``tests/test_catalog.py`` checks that every category the code can name is listed here.
 Category = Literal["application", "c2c", "driver", "ecc", "fabric_manager", "gpu_engine", "gpu_failure",
-                   "gpu_off_bus", "gsp_error", "ib_port", "link_fault", "nccl_hang", "nccl_software",
+                   "gpu_off_bus", "gsp_error", "host_memory", "ib_port", "link_fault", "nccl_hang", "nccl_software",
                    "nvswitch_fault", "other", "pcie", "pcie_p2p", "security", "thermal_power"]
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 

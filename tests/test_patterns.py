@@ -3118,3 +3118,20 @@ def test_another_gpus_fault_just_before_the_initiator_stays_beside_it(pipeline):
     assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:3b:00.0", 79)
     assert "no rule ties it to 1 other subject in its window (same_host): gpu 0000:1b:00.0 (Xid 13)" \
         in inc["explanation"], inc["explanation"]
+
+
+def test_a_dimms_uncorrected_error_is_the_hosts_fault_named_by_its_signature(pipeline):
+    """EDAC's uncorrected error of a host DIMM (ovro-lwa/lwa-issues#117: the GPU server froze, a DIMM was replaced) is
+    a fault of the host, category ``host_memory``, named by its signature where its kind (``other``) says nothing
+    ("gpu09 other" in the table: a real-logs pass); a corrected one (CE) is counted, no fault."""
+    from api.render import describe_initiator
+
+    ue = ("[Tue Dec  1 04:00:00 2026] EDAC MC3: 1 UE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (channel:2 "
+          "slot:0 page:0xb757589 offset:0x140 grain:32 -  OVERFLOW err_code:0101:0092 socket:1 imc:1 rank:0)")
+    (inc,) = run(pipeline, ue, host="gpu09")
+    i = inc["initiator"]
+    assert (inc["category"], inc["severity"], i["host"], i["device_type"], i["fault"]) == (
+        "host_memory", "critical", "gpu09", None, "host.edac_memory_error")
+    assert describe_initiator(i) == "gpu09 host.edac_memory_error"
+    assert "DIMM CPU_SrcID#1_MC#1_Chan#2_DIMM#0" in inc["next_action"], inc["next_action"]
+    assert run(pipeline, ue.replace(" UE ", " CE "), host="gpu09") == []

@@ -1357,7 +1357,9 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              # a command and its flag (a fresh user's trial; a real-logs pass: dmesg-T.log was host "t")
              "node12-dmesg-T.log": "node12", "node13-kmsg.log": "node13", "node14-journalctl-k.txt": "node14",
              "node10-nvlink.txt": "node10", "node31-nvlink-s.txt": "node31", "logs/gpu4/dmesg-T.log": "gpu4",
-             "dmesg_T.log": "dmesg"}
+             "dmesg_T.log": "dmesg",
+             # the container runtime's and the node agent's (a real-logs pass)
+             "popos-docker.log": "popos", "node07-kubelet.log": "node07", "node08_containerd.txt": "node08"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
