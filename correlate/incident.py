@@ -278,7 +278,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     # host's NCCL init line: a fresh user's trial)
     dated = [e for e in evs if not (e.signature == SYMPTOM and e.details.get("untimed"))] or evs
     start = min(e.start for e in dated)
-    end = max(e.ts for e in dated)
+    end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
     explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]

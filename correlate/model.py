@@ -55,6 +55,7 @@ class Ev:
     details: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
     ingest_ts: int | None = None  # Kafka append time (µs) when the event came through Kafka
+    last_ts: int | None = None  # the last copy's time (µs) of a storm folded into this event (``count`` > 1)
     #: implied start (µs) taken from the watchdog timeout this line follows (``follow_watchdogs``)
     implied_start: int | None = None
 
@@ -217,8 +218,8 @@ def _details(text: str) -> dict[str, Any]:
 
 
 def events_from_table(table: pa.Table) -> list[Ev]:
-    """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin``, ``details`` and ``process`` may be absent) ->
-    ``Ev`` objects, timestamps as µs ints; KeyError names another missing column, ValueError the required
+    """Arrow events table (``schemas.events.EVENTS_SCHEMA``; ``origin``, ``details``, ``process`` and ``last_ts`` may be
+    absent) -> ``Ev`` objects, timestamps as µs ints; KeyError names another missing column, ValueError the required
     columns that hold nulls (``schemas.events.check_required``) or values out of range (``check_ranges``).
     A ``ts_precision_us`` below 1 reads as 1; ``details`` that are not a JSON object as ``{}``.
 
@@ -232,7 +233,7 @@ def events_from_table(table: pa.Table) -> list[Ev]:
 
     def col(name: str) -> list:
         if name not in names:
-            if name in ("origin", "details", "process"):
+            if name in ("origin", "details", "process", "last_ts"):
                 return [None] * n
             raise KeyError(f"events table without the column {name!r}")
         c = table.column(name)
@@ -245,4 +246,4 @@ def events_from_table(table: pa.Table) -> list[Ev]:
     count = [c or 1 for c in col("count")]
     details = [_details(d) if d else {} for d in col("details")]
     origin = [o or "" for o in col("origin")]
-    return list(map(Ev, *cols, precision, count, details, origin, col("ingest_ts")))
+    return list(map(Ev, *cols, precision, count, details, origin, col("ingest_ts"), col("last_ts")))

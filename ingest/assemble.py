@@ -46,6 +46,11 @@ _COUNTED_BACK = frozenset({"file", "kafka", "envelope"})
 _MAX_UPTIME_S = 10 * 365 * 86400
 _SXID_GROUP_US = 2 * US
 STORM_GAP_US = 60 * US
+#: the longest a storm event spans from its first copy (µs): a longer storm is one event per span, so each stays within
+#: the windows (120 s) of what it explains or follows. One event for an Xid 74 every 30 s for an hour was placed at its
+#: first line alone: a watchdog timeout 45 minutes in was a hang of its own, and the incident ended where it began
+#: (a break-it pass)
+STORM_SPAN_US = 60 * US
 
 
 @dataclass(slots=True)
@@ -711,7 +716,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
         # <inactive>" under each GPU's header, and ranks the same error; one event of GPU 0 counted four times stood
         # for four GPUs' down links (a fresh user's trial)
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest,
-               row.get("gpu_index", p.gpu_index), row.get("rank", p.rank))
+               row.get("gpu_index", p.gpu_index), row.get("rank", p.rank),
+               # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
+               # off the bus again after the reboot was one event, and no recurrence: a break-it pass)
+               row["details"].get("reboots_after"))
         # a line the pipeline will refuse joins only the repeats of its own Kafka value (or file): each value it came
         # in is then a reject of its own and dead-lettered (three keyless records of one line were one reject, one
         # dead letter, the other two values committed and lost: a break-it pass), and a flood of it in one value is
@@ -722,6 +730,11 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
         # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
         eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
                if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
+        if p.mono is not None and (eid is None or row["ts_basis"] != "line"):
+            # so is a line its raw kernel stamp dates to the µs since boot, however its wall time was got: two copies
+            # of one boot's dmesg counted back from two files' mtimes an hour apart were two failures, the second
+            # "failed before" (a break-it pass); kern.log's copy of it (its stamp in the brackets) is the same event
+            eid = line_event_id(row["host"], round(p.mono * US), row["signature"], "uptime\x00" + p.rest, h.sub)
         if eid is not None:
             if eid in copies:
                 continue
@@ -770,7 +783,8 @@ def _storable(row: dict[str, Any], ingest_ts: int | None, host_ok: dict[str, boo
 
 
 class Storms:
-    """Identical lines repeated in a burst become one event with ``count`` and ``last_ts``.
+    """Identical lines repeated in a burst become one event with ``count`` and ``last_ts``, one per
+    :data:`STORM_SPAN_US` of a longer storm.
 
     A failing node can print one line hundreds of thousands of times (800,000
     copies of one Xid 95 line have been seen). Lines of one stream are the same
@@ -781,17 +795,19 @@ class Storms:
     built, so a storm costs one event, not one per line.
     """
 
-    def __init__(self, gap_us: int = STORM_GAP_US) -> None:
+    def __init__(self, gap_us: int = STORM_GAP_US, span_us: int = STORM_SPAN_US) -> None:
         self.gap_us = gap_us
+        self.span_us = span_us
         self.open: dict[tuple, dict[str, Any]] = {}
 
     def joins(self, key: tuple, ts: int) -> bool:
-        """True when a line of ``key`` at ``ts`` (µs) repeats the open event of its key: counted into it."""
+        """True when a line of ``key`` at ``ts`` (µs) repeats the open event of its key: counted into it. Not when
+        the event would span ``span_us`` or more from its first copy (:data:`STORM_SPAN_US`)."""
         cur = self.open.get(key)
         if cur is None:
             return False
         last = cur.get("last_ts") or cur["ts"]
-        if abs(ts - last) > self.gap_us:
+        if abs(ts - last) > self.gap_us or abs(ts - cur["ts"]) >= self.span_us:
             return False
         cur["count"] += 1
         cur["last_ts"] = max(last, ts)

@@ -907,7 +907,9 @@ def test_a_wired_link_down_keeps_its_gpus_other_link_errors_as_evidence(tmp_path
     assert (inc["pattern"], inc["initiator"]["link"], inc["initiator"]["links"]) == ("link.inactive_where_wired", 5,
                                                                                      [5])
     kinds = dict(zip(batch.events.column("event_id").to_pylist(), batch.events.column("kind").to_pylist()))
-    assert sorted(kinds[i] for i in inc["initiator"]["events"]) == ["nvlink_down"] + ["nvlink_errors"] * 3
+    # the down link's four samples a minute apart are four events (a state that stays is one event per
+    # ingest.assemble.STORM_SPAN_US), the counter's three rises three
+    assert sorted(kinds[i] for i in inc["initiator"]["events"]) == ["nvlink_down"] * 4 + ["nvlink_errors"] * 3
     assert inc["explanation"].endswith("The same GPU also reported nvlink_errors on link 2.")
 
 
@@ -3135,3 +3137,77 @@ def test_a_dimms_uncorrected_error_is_the_hosts_fault_named_by_its_signature(pip
     assert describe_initiator(i) == "gpu09 host.edac_memory_error"
     assert "DIMM CPU_SrcID#1_MC#1_Chan#2_DIMM#0" in inc["next_action"], inc["next_action"]
     assert run(pipeline, ue.replace(" UE ", " CE "), host="gpu09") == []
+
+
+XID74_ISO = ("{when} node44 kernel: NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python3, NVLink: fatal error "
+             "detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+
+
+def test_a_storm_that_goes_on_explains_what_follows_it_late_in_the_storm(tmp_path):
+    """One Xid 74 line every 30 s for an hour, and a watchdog timeout 45 minutes in: one event for the hour stood
+    at its first line alone, the timeout was a hang of its own and the incident ended where it began (a break-it
+    pass). A storm is one event per ``STORM_SPAN_US`` (its ``count`` and ``last_ts``), so the timeout follows the
+    link's error, and the incident ends at the storm's last line."""
+    from api.diagnose import diagnose_paths
+    from ingest.assemble import STORM_SPAN_US
+    from schemas.settings import Settings
+
+    t0 = datetime(2026, 11, 26, tzinfo=timezone.utc).timestamp()
+    lines = [XID74_ISO.format(when=datetime.fromtimestamp(t0 + 30 * k, timezone.utc).isoformat()) for k in range(120)]
+    lines.append("2026-11-26T00:45:40+00:00 node44 python[9]: [rank0]:[E1126 00:45:40.000000 ProcessGroupNCCL.cpp:616] "
+                 "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, "
+                 "NumelIn=1, NumelOut=1, Timeout(ms)=30000) ran for 30000 milliseconds before timing out.")
+    (tmp_path / "node44.log").write_text("\n".join(lines) + "\n")
+    _, batch, incidents = diagnose_paths([tmp_path], Settings())
+    counts = [c for c, k in zip(batch.events.column("count").to_pylist(), batch.events.column("kind").to_pylist())
+              if k == "xid"]
+    assert (sum(counts), len(counts)) == (120, 3600 * 1_000_000 // STORM_SPAN_US)
+    (inc,) = incidents
+    assert (inc["category"], inc["start"], inc["end"]) == ("link_fault", "2026-11-26T00:00:00.000000Z",
+                                                            "2026-11-26T00:59:30.000000Z")
+    assert [(p["host"], p["relation"]) for p in inc["downstream"]] == [("node44", "same_host")]
+
+
+def test_a_fault_again_after_a_reboot_is_no_repeat_of_the_one_before(tmp_path):
+    """A raw dmesg capture: the GPU falls off the bus, the host reboots (its stamps start again at 0), and the GPU
+    falls off the bus 60 s into the next boot. Folded as one storm of two lines, the recurrence was lost and the
+    step was the first time's (a break-it pass): two events, two incidents, the second "failed before"."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    (tmp_path / "node73.dmesg.log").write_text(
+        "[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+        "[    0.000000] Linux version 6.5.0-1018-nvidia\n"
+        "[    5.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n"
+        "[   60.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    _, batch, incidents = diagnose_paths([tmp_path], Settings())
+    assert batch.events.column("count").to_pylist() == [1, 1]
+    first, again = incidents
+    assert (first["recurrence"]["previous"], again["recurrence"]["previous"]) == ([], [first["id"]])
+
+
+def test_copies_of_one_boots_dmesg_are_one_failure(tmp_path):
+    """The same raw dmesg saved twice (``node71.dmesg.log`` and its rotated ``.1``), their seconds since boot counted
+    back from mtimes an hour apart: two failures, the second "failed before" and pushed towards RMA (a break-it
+    pass). A line its raw kernel stamp dates to the µs is one event wherever it was read (``line_event_id``), and so
+    is kern.log's copy of it (the stamp in its brackets)."""
+    import os
+
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    text = ("[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+            "[ 1850.000000] NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python3, NVLink: fatal error detected on "
+            "link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")
+    for name, hour in (("node71.dmesg.log", 11), ("node71.dmesg.log.1", 10)):
+        (tmp_path / name).write_text(text)
+        when = datetime(2026, 12, 4, hour, tzinfo=timezone.utc).timestamp()
+        os.utime(tmp_path / name, (when, when))
+    (tmp_path / "node71.kern.log").write_text(
+        "Dec  4 10:31:16 node71 kernel: [ 1850.000000] NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python3, "
+        "NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")
+    _, batch, incidents = diagnose_paths([tmp_path], Settings())
+    ids = batch.events.column("event_id").to_pylist()
+    assert (len(ids), len(set(ids))) == (5, 2)
+    (inc,) = incidents
+    assert (inc["category"], inc["recurrence"]["previous"]) == ("gpu_off_bus", [])
