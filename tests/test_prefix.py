@@ -85,6 +85,9 @@ def us(*a, tz=timezone.utc):
      us(2026, 6, 26, 6, 24, 44) + 903881, 1, None, "[Rank 1]"),
     ("[rank0]:[E1206 18:44:16.994932383 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 0] Timeout",
      us(2025, 12, 6, 18, 44, 16) + 994932, 1, None, "[PG 1"),
+    # glog's thread id and a path inside c10's brackets (a fresh user's trial: the time was not read)
+    ("[rank8]:[E1201 03:20:02.120267 41200 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:607] [Rank 8] Watchdog",
+     us(2026, 12, 1, 3, 20, 2) + 120267, 1, None, "[Rank 8]"),
     # older c10: no time at all
     ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught", None, 1, None, "[Rank 1]"),
     # glog
