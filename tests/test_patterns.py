@@ -1635,7 +1635,8 @@ def test_a_gpu_nvidia_smi_cannot_reach_explains_the_timeouts_of_the_jobs_own_fil
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=smi)
     assert (inc["initiator"]["device"], inc["category"]) == ("0000:1c:00.0", "gpu_off_bus")
     assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]
-    assert {x["rule"] for x in inc["evidence"]} == {"device_fault.explains_nccl"}
+    # (and the lost GPU's hour-long rule for collectives begun after it: gpu_fall.explains_later_hang)
+    assert {x["rule"] for x in inc["evidence"]} == {"device_fault.explains_nccl", "gpu_fall.explains_later_hang"}
     # more than an hour (FILE_REACH_US) after the collectives began, the two files stay apart
     far = [Segment(data=x.data, origin=x.origin, stream=x.stream, host="hoth", ref_ts=x.ref_ts + (3600_000_000 if
                    x.stream == "nvidia-smi.txt" else 0), ref_basis="file", ingest_ts=x.ingest_ts) for x in segs]
@@ -3211,3 +3212,32 @@ def test_copies_of_one_boots_dmesg_are_one_failure(tmp_path):
     assert (len(ids), len(set(ids))) == (5, 2)
     (inc,) = incidents
     assert (inc["category"], inc["recurrence"]["previous"]) == ("gpu_off_bus", [])
+
+
+def test_a_gpu_fallen_off_the_bus_explains_a_collective_its_host_begins_minutes_later(tmp_path):
+    """A GPU fallen off the bus stays gone until the node is restarted: a collective its host's ranks begin five
+    minutes later never completes. The Xid 79 was an incident of its own beside a hang whose every visible rank
+    "waited" (device_fault.explains_nccl reaches 120 s; a break-it pass of 60 hosts, a fresh user's file-dated
+    timeouts). Rule gpu_fall.explains_later_hang ties them; another host's rank of the same collective follows
+    by same_collective; an hour before the collective began, no longer."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    timeout = ("2026-11-29T03:{mi}:00+00:00 {host} python[9]: [rank{r}]:[E1129 03:{mi}:00.000000 ProcessGroupNCCL.cpp:616] "
+               "[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+               "NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.")
+    (tmp_path / "node37.log").write_text(
+        "2026-11-29T02:57:00+00:00 node37 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.\n" + timeout.format(mi=12, host="node37", r=3) + "\n")
+    (tmp_path / "node38.log").write_text(timeout.format(mi=12, host="node38", r=9) + "\n")
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    (inc,) = incidents
+    assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    assert sorted((p["host"], p["relation"]) for p in inc["downstream"]) == [("node37", "same_host"),
+                                                                           ("node38", "same_collective")]
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fall.explains_later_hang"}
+    # more than the rule's hour before the collective began (03:02): not its cause
+    (tmp_path / "node37.log").write_text((tmp_path / "node37.log").read_text().replace("T02:57:00", "T01:55:00"))
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    assert all(x["rule"] != "gpu_fall.explains_later_hang" for i in incidents for x in i["evidence"])
+    assert len(incidents) == 2
