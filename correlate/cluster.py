@@ -513,7 +513,8 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
 
     Anchored at the first timeout of each group, not linked pair by pair: lines of one tuple every few seconds over
     half an hour (a fleet running one model's jobs; the benchmark mix repeats its example lines) chained every host's
-    faults into one incident of 3,000 events when it was a link relation. A group holds at most one component with
+    faults into one incident of 3,000 events when it was a link relation. A collective one rank timed out on from two
+    hosts is two jobs' and joins nothing. A group holds at most one component with
     faults other than a job's lines (:data:`_JOB_KINDS`): the hosts whose ranks only timed out join the one whose GPU
     failed. Nothing else joins a component here. ``clocks``: the window widens by both hosts' skew bounds (a host 90 s
     ahead stayed apart: a break-it pass)."""
@@ -522,26 +523,42 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
     job_only = [all(e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES for e in comp) for comp in comps]
+    # (key, component) -> rank (c10's rank in the job, else the line's) -> the hosts that timed out as it: one rank on
+    # two hosts within one group is two jobs at the same step of the same program, which the collective's name cannot
+    # tell apart (two jobs' ranks 0 - 15 on SeqNum 808 were one incident, the second job's hosts "downstream" of the
+    # first's Xid 79: a break-it pass); such a group joins nothing
+    ranks_of: dict[tuple, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for k, comp in enumerate(comps):
         starts: dict[tuple, tuple[int, str]] = {}
         for e in comp:
-            if (key := named_collective(e, topo)) is not None and (key not in starts or e.start < starts[key][0]):
-                starts[key] = (e.start, e.host)
+            if (key := named_collective(e, topo)) is not None:
+                if key not in starts or e.start < starts[key][0]:
+                    starts[key] = (e.start, e.host)
+                if (rank := e.details.get("global_rank", e.rank)) is not None:
+                    ranks_of[(key, k)][rank].add(e.host)
         for key, (t, host) in starts.items():
             first[key].append((t, k, clocks.skew(host) if clocks is not None else 0))
     if not any(len(v) > 1 for v in first.values()):
         return comps
     dsu = _DSU(len(comps))
-    for runs in first.values():
+    for key, runs in first.items():
         runs.sort()
-        anchor, other = None, False  # the group's first timeout and component; whether it holds another's faults
+        groups: list[list[int]] = []
+        anchor = None  # the group's first timeout
         for t, k, skew in runs:
-            if anchor is not None and t - anchor[0] <= collective_window_us(anchor[2], skew):
-                if job_only[k] or not other:
-                    dsu.union(anchor[1], k)
-                    other = other or not job_only[k]
+            if anchor is not None and t - anchor[0] <= collective_window_us(anchor[1], skew):
+                groups[-1].append(k)
             else:
-                anchor, other = (t, k, skew), not job_only[k]
+                anchor = (t, skew)
+                groups.append([k])
+        for ks in groups:
+            if len(ks) < 2 or _two_jobs([ranks_of.get((key, k), {}) for k in ks]):
+                continue
+            other = not job_only[ks[0]]  # whether the group holds another's faults than a job's lines
+            for k in ks[1:]:
+                if job_only[k] or not other:
+                    dsu.union(ks[0], k)
+                    other = other or not job_only[k]
     groups: dict[int, list[int]] = defaultdict(list)
     for k in range(len(comps)):
         groups[dsu.find(k)].append(k)
@@ -549,6 +566,16 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
            for ks in groups.values()]
     out.sort(key=lambda c: c[0].order)
     return out
+
+
+def _two_jobs(ranks: list[dict[int, set[str]]]) -> bool:
+    """Whether the components whose timeouts of one collective ``ranks`` gives (rank -> hosts, per component) put one
+    rank on two hosts: two jobs' (:func:`join_named_collectives`)."""
+    where: dict[int, set[str]] = defaultdict(set)
+    for r in ranks:
+        for rank, hosts in r.items():
+            where[rank] |= hosts
+    return any(len(h) > 1 for h in where.values())
 
 
 def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:
