@@ -1472,7 +1472,10 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        "kmsg", "nvlink", "topo", "t", "k", "s",
                        # the container runtime's and the node agent's: popos-docker.log (saharmor/dalle-playground#104's
                        # compose output beside its dmesg: two hosts "popos" and "popos-docker", a real-logs pass)
-                       "docker", "containerd", "kubelet"})
+                       "docker", "containerd", "kubelet",
+                       # a raw capture, and the command with its flag run together: node07-raw.log, node07-dmesgT.log
+                       # (hosts node07-raw, node07-dmesgt: a break-it pass)
+                       "raw", "dmesgt"})
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",

@@ -1359,7 +1359,9 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              "node10-nvlink.txt": "node10", "node31-nvlink-s.txt": "node31", "logs/gpu4/dmesg-T.log": "gpu4",
              "dmesg_T.log": "dmesg",
              # the container runtime's and the node agent's (a real-logs pass)
-             "popos-docker.log": "popos", "node07-kubelet.log": "node07", "node08_containerd.txt": "node08"}
+             "popos-docker.log": "popos", "node07-kubelet.log": "node07", "node08_containerd.txt": "node08",
+             # a raw capture; the command and its flag run together (a break-it pass)
+             "node07-raw.log": "node07", "node07-dmesgT.log": "node07"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
