@@ -477,10 +477,20 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         timeline.sort(key=lambda j: j["skew_adjusted_ts"])
         inc = dict(inc)
         inc["timeline"] = timeline
+        init = inc["initiator"]
+        # the ranks NCCL placed on the initiator's GPU: the process on a GPU that fell off the bus logs nothing, and
+        # was left out (a fresh user's trial); its communicators' init lines within a week of the incident (a line
+        # that printed no time is dated by its file or its Kafka record, after it)
+        placed: list[int] = []
+        if init.get("device_type") == "gpu" and init.get("device") and init.get("host"):
+            start = datetime.fromisoformat(inc["start"].replace("Z", "+00:00"))
+            end = datetime.fromisoformat(inc["end"].replace("Z", "+00:00"))
+            placed = store.ranks_on(init["host"], init["device"], list(inc.get("communicators") or ()),
+                                    start - timedelta(days=7), end + timedelta(days=7))
         inc["blast_radius"] = {
-            "hosts": sorted({e["host"] for e in timeline} | {inc["initiator"].get("host")} - {None}),
+            "hosts": sorted({e["host"] for e in timeline} | {init.get("host")} - {None}),
             "gpus": sorted({g for e in timeline if (g := _gpu_name(e)) is not None}),
-            "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None}),
+            "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None} | set(placed)),
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")} | set(inc.get("communicators") or ())),
         }
         return inc

@@ -309,6 +309,16 @@ class Store:
             return []
         return self.query("SELECT * FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY ts, origin", [ids])
 
+    def ranks_on(self, host: str, device: str, comms: list[str], since: Any, until: Any) -> list[int]:
+        """The ranks NCCL's init lines (kind ``nccl_init``) of ``comms`` placed on GPU ``device`` (a PCI bus id) of
+        ``host``, from lines of ``since`` … ``until`` (datetimes; the date partitions of that span are read)."""
+        if not comms:
+            return []
+        rows = self.query("SELECT DISTINCT rank FROM events_between(?, ?) WHERE kind = 'nccl_init' AND host = ? "
+                          "AND device = ? AND comm IN (SELECT unnest(?)) AND rank IS NOT NULL ORDER BY rank",
+                          [since, until, host, device, comms])
+        return [r["rank"] for r in rows]
+
     def events(self, *, since: Any = None, until: Any = None, host: str | None = None, kind: str | None = None,
                xid: int | None = None, sxid: int | None = None, device: str | None = None,
                signature: str | None = None, text: str | None = None, min_severity: str | None = None,

@@ -978,3 +978,5 @@ def test_an_incident_is_found_by_the_communicator_its_ranks_are_of(tmp_path):
             assert [i["id"] for i in c.get("/incidents", params={"comm": form}).json()["items"]] == [lost["id"]], form
         detail = c.get(f"/incidents/{lost['id']}").json()
         assert detail["blast_radius"]["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
+        # rank 0, on the GPU that fell off the bus, logged nothing: its init line places it (a fresh user's trial)
+        assert detail["blast_radius"]["ranks"] == [0, 1, 2, 3]
