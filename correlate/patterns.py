@@ -797,6 +797,11 @@ def silent_rank(scene: Scene) -> Verdict | None:
         why += (f". All {size} ranks of the communicator timed out: no rank was silent, so what stopped the "
                 "collective is not in these ranks' lines (a host, NIC or network fault the kernel logs of the job's "
                 "hosts may show, or a rank's process that stopped without a line)")
+    elif unplaced and members and size:
+        # NCCL's init lines of some ranks only (one host's log of two): the silent ranks are those the logs do not
+        # hold (it said "without the communicator's membership" and asked for the init lines it had: a fresh user)
+        why += (f". {len(unplaced)} of its {size} ranks ({_rank_runs(unplaced)}) logged no timeout, and no line here "
+                "places them: their hosts' logs are not in these files")
     else:
         why += ". Without the communicator's membership the silent rank cannot be named"
     v = unknown_verdict(scene, [(h, None, None) for h in sorted(placed)] if placed and unplaced else [], "nccl_hang",
@@ -805,7 +810,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
     v.missing = ["NCCL init lines (rank, nranks, commId: NCCL_DEBUG=INFO) of every rank, to see which rank never "
                  "timed out", "the kernel logs of every host of the job around the implied start of the timeout"
                  if not member_ranks else "logs of the ranks that did not report"]
-    if placed and unplaced:
+    if unplaced and (placed or (members and size)):
         v.missing[0] = f"NCCL init lines or logs of ranks {_rank_runs(unplaced)}, to see where they ran"
     elif every:
         v.missing = ["the kernel logs of every host of the job around the implied start of the timeout",

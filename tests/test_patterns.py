@@ -3241,3 +3241,19 @@ def test_a_gpu_fallen_off_the_bus_explains_a_collective_its_host_begins_minutes_
     _, _, incidents = diagnose_paths([tmp_path], Settings())
     assert all(x["rule"] != "gpu_fall.explains_later_hang" for i in incidents for x in i["evidence"])
     assert len(incidents) == 2
+
+
+def test_a_hang_whose_silent_ranks_no_line_places_says_which_ranks_logs_are_missing(pipeline):
+    """One host's log of a 16-rank job: NCCL's init lines place ranks 8 - 15 on node08, all of which timed out.
+    The silent ranks 0 - 7 ran elsewhere; it said "without the communicator's membership" and asked for the init
+    lines of every rank, which it had in part (a fresh user's trial): it names the ranks whose logs are missing."""
+    inits = [f"node08:{2300 + r}:{2400 + r} [{r - 8}] NCCL INFO comm 0x55{r} rank {r} nranks 16 cudaDev {r - 8} busId "
+             f"{r - 8}{r - 8}000 commId 0x7f3a2b1c4d5e6f70 - Init COMPLETE" for r in range(8, 16)]
+    timeouts = [f"[rank{r}]:[E1201 03:20:02.120267000 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+                "ran for 600011 milliseconds before timing out." for r in range(8, 16)]
+    (inc,) = run(pipeline, "\n".join(inits + timeouts), host="node08")
+    assert inc["pattern"] == "comm.silent_rank"
+    assert "8 of its 16 ranks (0–7) logged no timeout, and no line here places them" in inc["explanation"], \
+        inc["explanation"]
+    assert inc["missing"][0] == "NCCL init lines or logs of ranks 0–7, to see where they ran"
