@@ -1435,6 +1435,36 @@ def binary_file(data: bytes) -> str | None:
     return None
 
 
+#: how :func:`binary_file` begins its reason for a format known by its magic number (no log lines in it)
+_MAGIC_SAYS = "not log text: a"
+#: the fewest characters of a line of text among binary data (:func:`text_lines`): random bytes do not make one
+_TEXT_LINE_MIN = 16
+
+
+def text_lines(data: bytes) -> tuple[bytes, int, int] | None:
+    """The lines of text among binary data, or None when there is none: (``data`` with every other line emptied, so
+    the lines keep their numbers; how many lines were kept; how many bytes were dropped). A line of text is UTF-8
+    of at least :data:`_TEXT_LINE_MIN` characters with no control byte text does not hold (:data:`_CONTROL`) and no
+    NUL. A kern.log whose first 70 KB a crash overwrote with junk was skipped whole, its Xid 79 lost (a break-it
+    pass)."""
+    out: list[bytes] = []
+    kept = dropped = 0
+    for ln in data.split(b"\n"):
+        ok = len(ln) >= _TEXT_LINE_MIN and 0 not in ln and len(ln.translate(None, _CONTROL)) == len(ln)
+        if ok:
+            try:
+                ok = len(ln.decode("utf-8")) >= _TEXT_LINE_MIN
+            except UnicodeDecodeError:
+                ok = False
+        if ok:
+            out.append(ln)
+            kept += 1
+        else:
+            out.append(b"")
+            dropped += len(ln)
+    return (b"\n".join(out), kept, dropped) if kept else None
+
+
 #: clean lines (no control byte text does not hold) from which a head with a burst of binary bytes is still a log
 _CLEAN_LINES_MIN = 20
 
@@ -1601,7 +1631,12 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
     if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
         data = data.decode(codec, "replace").encode("utf-8")  # as its byte order mark would have said
     if (why := binary_file(data)) is not None:
-        return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
+        kept = None if why.startswith(_MAGIC_SAYS) else text_lines(data)
+        if kept is None:
+            return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
+        data, lines, dropped = kept
+        lost = Reject(origin, f"{why}; its {lines} line{'s' * (lines != 1)} of text read, {dropped} bytes of binary "
+                      "data skipped", raw[:4096], "not_text")
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:

@@ -558,6 +558,16 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
     d = decode_file(tmp_path / "node09.log", relname="node09.log")
     assert not d.rejects and d.segments[0].data.count(b"Xid") == 2
     (tmp_path / "node10.bin").write_bytes(random.Random(3).randbytes(60_000))
+    # a log whose first 70 KB a crash overwrote with junk: its lines of text are read, the junk said (it was skipped
+    # whole and its Xid 79 lost: a break-it pass); random bytes hold no line of text
+    (tmp_path / "node11.log").write_bytes(random.Random(4).randbytes(70_000) + b"\n" +
+                                          b"kernel: eth0: link up\n" * 100 + xid)
+    d = decode_file(tmp_path / "node11.log", relname="node11.log")
+    assert d.segments[0].data.count(b"Xid") == 1 and d.segments[0].data.count(b"link up") == 100
+    (reject,) = d.rejects
+    assert reject.error_code == "not_text" and "; its 101 lines of text read, " in reject.reason, reject.reason
+    assert reject.reason.endswith("bytes of binary data skipped"), reject.reason
+    assert not decode_file(tmp_path / "node10.bin", relname="node10.bin").segments
     assert [r.error_code for r in decode_file(tmp_path / "node10.bin", relname="b").rejects] == ["not_text"]
     # a short serial capture: one line of boot noise, then two Xid lines (a second break-it pass: skipped whole)
     short = b"\x1b[0m\x00\xff\xfe" + bytes(range(3, 27)) + b"\n" + xid + xid
