@@ -277,7 +277,8 @@ _DELTA = re.compile(r"^\[\s*\+\s*\d+\.\d+\] ")
 # too ("[E1201 03:20:02.120267 41200 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:607]": the time was not read, a
 # fresh user's trial)
 _C10 = re.compile(
-    r"^(?:\[rank(?P<rank>\d+)\]:)?\[(?P<lvl>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+) )?\s*(?:\d+\s+)?[\w./-]+:\d+\] ")
+    r"^(?:\[rank(?P<rank>\d+)\]:)?\[(?P<lvl>[IWEF])(?:(?P<mmdd>\d{3,4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"\.(?P<frac>\d+) )?\s*(?:\d+\s+)?[\w./-]+:\d+\] ")
 # glog: "I1025 02:19:08.002792       1 health.go:151] "; PyTorch's Python logging prints it with a path and, in a
 # distributed job, c10's rank prefix: "[rank0]:E0515 22:06:12.551000 34254 site-packages/torch/_subclasses/
 # fake_tensor.py:2759] " (the rank and the time were lost: a fresh user's trial)

@@ -3223,8 +3223,8 @@ def test_a_gpu_fallen_off_the_bus_explains_a_collective_its_host_begins_minutes_
     from api.diagnose import diagnose_paths
     from schemas.settings import Settings
 
-    timeout = ("2026-11-29T03:{mi}:00+00:00 {host} python[9]: [rank{r}]:[E1129 03:{mi}:00.000000 ProcessGroupNCCL.cpp:616] "
-               "[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+    timeout = ("2026-11-29T03:{mi}:00+00:00 {host} python[9]: [rank{r}]:[E1129 03:{mi}:00.000000 "
+               "ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
                "NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.")
     (tmp_path / "node37.log").write_text(
         "2026-11-29T02:57:00+00:00 node37 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
