@@ -3257,3 +3257,36 @@ def test_a_hang_whose_silent_ranks_no_line_places_says_which_ranks_logs_are_miss
     assert "8 of its 16 ranks (0–7) logged no timeout, and no line here places them" in inc["explanation"], \
         inc["explanation"]
     assert inc["missing"][0] == "NCCL init lines or logs of ranks 0–7, to see where they ran"
+
+
+def test_the_oom_killer_explains_the_rank_it_killed_and_the_peers_that_waited(pipeline):
+    """The kernel's OOM killer kills a rank (NVIDIA/DALI#585: a multi-GPU job hung, its container's memory limit
+    exhausted; no event before, a real-logs pass): torchrun reports the worker killed (-9) and the host's other rank
+    times out waiting; one incident, the host's memory its category, the GPUs not blamed."""
+    text = "\n".join([
+        "2026-12-01T03:10:00+00:00 node21 kernel: Memory cgroup out of memory: Killed process 4182 (python) "
+        "total-vm:812044kB, anon-rss:518420kB, file-rss:1240kB, shmem-rss:0kB",
+        "2026-12-01T03:10:01+00:00 node21 torchrun[77]: ERROR:torch.distributed.elastic.multiprocessing.api:failed "
+        "(exitcode: -9) local_rank: 1 (pid: 4182) of binary: /opt/conda/bin/python",
+        "2026-12-01T03:20:00+00:00 node21 python[4181]: [rank0]:[E1201 03:20:00.000000000 ProcessGroupNCCL.cpp:616] "
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600030 milliseconds before timing out."])
+    (inc,) = run(pipeline, text, host="node21")
+    assert (inc["category"], inc["initiator"]["fault"], inc["initiator"]["device_type"]) == (
+        "host_memory", "host.oom_kill", None)
+    assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
+    assert "The GPUs are not at fault" in inc["next_action"]
+
+
+def test_a_task_blocked_after_a_gpus_fault_follows_it(pipeline):
+    """gpud#117: six Xid 45 on one GPU, then, three minutes later, a task blocked in the kernel (the driver hung,
+    nvidia-smi stuck): two incidents before; the hung task follows the GPU's fault (gpu_fault.explains_host_stall).
+    Alone, a hung task is an incident of its own host."""
+    xid = "[Sat Oct 12 18:35:32 2024] NVRM: Xid (PCI:0000:61:00): 45, pid=1496200, name=distprovers-gpu, Ch 0000000a"
+    hung = "[Sat Oct 12 18:38:44 2024] INFO: task cache_mgr_event:620917 blocked for more than 120 seconds."
+    (inc,) = run(pipeline, xid + "\n" + hung, host="node1")
+    assert (inc["initiator"]["xid"], [(p["kind"], p["relation"]) for p in inc["downstream"]]) == (
+        45, [("other", "same_host")])
+    (alone,) = run(pipeline, hung, host="node1")
+    assert (alone["initiator"]["fault"], alone["category"], alone["severity"]) == ("host.hung_task", "other",
+                                                                                   "warning")
