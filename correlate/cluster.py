@@ -513,8 +513,10 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
 
     Anchored at the first timeout of each group, not linked pair by pair: lines of one tuple every few seconds over
     half an hour (a fleet running one model's jobs; the benchmark mix repeats its example lines) chained every host's
-    faults into one incident of 3,000 events when it was a link relation. A collective one rank timed out on from two
-    hosts is two jobs' and joins nothing. A group holds at most one component with
+    faults into one incident of 3,000 events when it was a link relation. A rank in the job (:func:`_job_rank`) that
+    timed out on the collective from two hosts is two jobs': a group is taken in time order, a job at a time, each
+    component whose ranks the job holds on other hosts left for the next; two such components of one instant join
+    nothing (no line tells their jobs apart). A job holds at most one component with
     faults other than a job's lines (:data:`_JOB_KINDS`): the hosts whose ranks only timed out join the one whose GPU
     failed. Nothing else joins a component here. ``clocks``: the window widens by both hosts' skew bounds (a host 90 s
     ahead stayed apart: a break-it pass)."""
@@ -523,10 +525,10 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
     job_only = [all(e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES for e in comp) for comp in comps]
-    # (key, component) -> rank (c10's rank in the job, else the line's) -> the hosts that timed out as it: one rank on
-    # two hosts within one group is two jobs at the same step of the same program, which the collective's name cannot
-    # tell apart (two jobs' ranks 0 - 15 on SeqNum 808 were one incident, the second job's hosts "downstream" of the
-    # first's Xid 79: a break-it pass); such a group joins nothing
+    # (key, component) -> rank in the job (_job_rank) -> the hosts that timed out as it: one rank on two hosts within
+    # one group is two jobs at the same step of the same program, which the collective's name cannot tell apart (two
+    # jobs' ranks 0 - 15 on SeqNum 808 were one incident, the second job's hosts "downstream" of the first's Xid 79: a
+    # break-it pass; refusing the group, one replica more split the first job: a second one)
     ranks_of: dict[tuple, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for k, comp in enumerate(comps):
         starts: dict[tuple, tuple[int, str]] = {}
@@ -534,7 +536,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
             if (key := named_collective(e, topo)) is not None:
                 if key not in starts or e.start < starts[key][0]:
                     starts[key] = (e.start, e.host)
-                if (rank := e.details.get("global_rank", e.rank)) is not None:
+                if (rank := _job_rank(e)) is not None:
                     ranks_of[(key, k)][rank].add(e.host)
         for key, (t, host) in starts.items():
             first[key].append((t, k, clocks.skew(host) if clocks is not None else 0))
@@ -543,22 +545,38 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     dsu = _DSU(len(comps))
     for key, runs in first.items():
         runs.sort()
-        groups: list[list[int]] = []
+        groups: list[list[tuple[int, int]]] = []
         anchor = None  # the group's first timeout
         for t, k, skew in runs:
             if anchor is not None and t - anchor[0] <= collective_window_us(anchor[1], skew):
-                groups[-1].append(k)
+                groups[-1].append((t, k))
             else:
                 anchor = (t, skew)
-                groups.append([k])
-        for ks in groups:
-            if len(ks) < 2 or _two_jobs([ranks_of.get((key, k), {}) for k in ks]):
-                continue
-            other = not job_only[ks[0]]  # whether the group holds another's faults than a job's lines
-            for k in ks[1:]:
-                if job_only[k] or not other:
-                    dsu.union(ks[0], k)
+                groups.append([(t, k)])
+        for group in groups:
+            # two components that put one rank on two hosts within a second of each other: which job each is of, no
+            # line tells (two jobs' ranks 0 - 15 at one instant); they join nothing
+            unsure = {k for t, k in group for t2, k2 in group
+                      if k2 != k and abs(t - t2) <= _SAME_INSTANT_US
+                      and _collide(ranks_of.get((key, k), {}), ranks_of.get((key, k2), {}))}
+            ks = [k for _t, k in group if k not in unsure]
+            while len(ks) > 1:  # a job, then the components whose ranks it already holds on other hosts: another job
+                taken: dict[int, set[str]] = {}  # rank -> its hosts, in this job
+                other = False  # whether the job holds another's faults than a job's lines
+                rest = []
+                for k in ks:
+                    ranks = ranks_of.get((key, k), {})
+                    if _collide(ranks, taken):
+                        rest.append(k)
+                        continue
+                    if k != ks[0]:
+                        if not job_only[k] and other:
+                            continue
+                        dsu.union(ks[0], k)
                     other = other or not job_only[k]
+                    for r, hosts in ranks.items():
+                        taken.setdefault(r, set()).update(hosts)
+                ks = rest
     groups: dict[int, list[int]] = defaultdict(list)
     for k in range(len(comps)):
         groups[dsu.find(k)].append(k)
@@ -568,14 +586,23 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     return out
 
 
-def _two_jobs(ranks: list[dict[int, set[str]]]) -> bool:
-    """Whether the components whose timeouts of one collective ``ranks`` gives (rank -> hosts, per component) put one
-    rank on two hosts: two jobs' (:func:`join_named_collectives`)."""
-    where: dict[int, set[str]] = defaultdict(set)
-    for r in ranks:
-        for rank, hosts in r.items():
-            where[rank] |= hosts
-    return any(len(h) > 1 for h in where.values())
+#: timeouts of one collective this close (µs) are of one instant: which of two colliding components is the earlier, no
+#: line tells (:func:`join_named_collectives`)
+_SAME_INSTANT_US = S
+
+
+def _collide(a: dict[int, set[str]], b: dict[int, set[str]]) -> bool:
+    """Whether two components' ranks (rank -> hosts) put one rank on two hosts: they are of two jobs."""
+    return any(len(hosts | b[r]) > 1 for r, hosts in a.items() if r in b)
+
+
+def _job_rank(e: Ev) -> int | None:
+    """A watchdog timeout's rank in its job (:func:`join_named_collectives`): c10's ``[rankN]:`` (``details.global_rank``),
+    else the line's own rank when it names no process group but the default one; None for a rank in another process
+    group (``[PG ID 6 … Rank 0]``: each data-parallel replica's pipeline group has a rank 0 of its own)."""
+    if "global_rank" in e.details:
+        return e.details["global_rank"]
+    return e.rank if str(e.details.get("pg") or "0") == "0" else None
 
 
 def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:

@@ -360,28 +360,37 @@ def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_like
     assert FILE_REACH_US == 3600 * S
 
 
-def test_a_collective_one_rank_timed_out_on_from_two_hosts_is_two_jobs_and_joins_nothing():
+def test_a_collective_one_rank_timed_out_on_from_two_hosts_is_two_jobs():
     """Two jobs of one program at the same step: ranks 0 and 1 on h0, h1 (h0's GPU fell off the bus) and ranks 0 and 1
     on h2, h3, all timing out on one SeqNum. The collective's name cannot tell the jobs apart: joined, h2 and h3 were
-    "downstream" of h0's Xid 79 (a break-it pass). A rank on two hosts within one group: nothing joins by it. A
-    process group's own ranks that repeat across hosts, with c10's rank in the job distinct (``details.global_rank``),
-    are one job's."""
+    "downstream" of h0's Xid 79 (a break-it pass). A rank on two hosts within one group is two jobs: taken in time
+    order, a job at a time (refusing the whole group, a second replica split the first job: a second break-it pass).
+    A process group's own ranks that repeat across hosts are one job's, with c10's rank in the job distinct
+    (``details.global_rank``) or without it (``[PG ID 6 … Rank 0]``: each replica's group has a rank 0)."""
     from correlate.cluster import join_named_collectives
 
-    def timeout(host: str, rank: int, start_s: int, global_rank: int | None = None) -> Ev:
+    def timeout(host: str, rank: int, start_s: int, global_rank: int | None = None, pg: str | None = None) -> Ev:
         return Ev(event_id=f"t{host}", ts=(start_s + 600) * S, ts_basis="line", host=host, source="nccl",
                   kind="nccl_timeout", signature="torch.watchdog_timeout", severity="error", device_type=None,
                   device=None, link=None, xid=None, sxid=None, peer=None, rank=rank, nranks=None, comm=None,
                   message="m", origin=f"f:{host}", seq=808, op="ALLREDUCE", timeout_ms=600_000, elapsed_ms=600_000,
                   details={"numel_in": "8", "numel_out": "8",
-                           **({"global_rank": global_rank} if global_rank is not None else {})})
+                           **({"global_rank": global_rank} if global_rank is not None else {}),
+                           **({"pg": pg} if pg is not None else {})})
 
     xid = Ev(event_id="x", ts=0, ts_basis="line", host="h0", source="dmesg", kind="xid", signature="xid",
              severity="critical", device_type=None, device=None, link=None, xid=79, sxid=None, peer=None, rank=None,
              nranks=None, comm=None, message="m", origin="f:x")
     topo = Topology()
-    two = [[xid, timeout("h0", 0, 0)], [timeout("h1", 1, 1)], [timeout("h2", 0, 2)], [timeout("h3", 1, 3)]]
-    assert len(join_named_collectives(two, topo)) == 4
+    two = [[xid, timeout("h0", 0, 0)], [timeout("h1", 1, 1)], [timeout("h2", 0, 30)], [timeout("h3", 1, 31)]]
+    assert sorted(sorted(e.event_id for e in c) for c in join_named_collectives(two, topo)) == [
+        ["th0", "th1", "x"], ["th2", "th3"]]
+    # the two jobs at one instant: which of h1 and h3 is h0's job, no line tells; they join nothing
+    same = [[xid, timeout("h0", 0, 0)], [timeout("h1", 1, 0)], [timeout("h2", 0, 0)], [timeout("h3", 1, 0)]]
+    assert len(join_named_collectives(same, topo)) == 4
+    replicas = [[xid, timeout("h0", 0, 0, pg="6")], [timeout("h1", 1, 1, pg="6")], [timeout("h2", 0, 2, pg="6")]]
+    assert [sorted(e.event_id for e in c) for c in join_named_collectives(replicas, topo)] == [
+        ["th0", "th1", "th2", "x"]]
     one = [[xid, timeout("h0", 0, 0, 0)], [timeout("h1", 0, 1, 8)], [timeout("h2", 1, 2, 9)]]
     assert [sorted(e.event_id for e in c) for c in join_named_collectives(one, topo)] == [["th0", "th1", "th2", "x"]]
 
