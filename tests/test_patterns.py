@@ -1635,8 +1635,7 @@ def test_a_gpu_nvidia_smi_cannot_reach_explains_the_timeouts_of_the_jobs_own_fil
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=smi)
     assert (inc["initiator"]["device"], inc["category"]) == ("0000:1c:00.0", "gpu_off_bus")
     assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]
-    # (and the lost GPU's hour-long rule for collectives begun after it: gpu_fall.explains_later_hang)
-    assert {x["rule"] for x in inc["evidence"]} == {"device_fault.explains_nccl", "gpu_fall.explains_later_hang"}
+    assert {x["rule"] for x in inc["evidence"]} == {"device_fault.explains_nccl"}
     # more than an hour (FILE_REACH_US) after the collectives began, the two files stay apart
     far = [Segment(data=x.data, origin=x.origin, stream=x.stream, host="hoth", ref_ts=x.ref_ts + (3600_000_000 if
                    x.stream == "nvidia-smi.txt" else 0), ref_basis="file", ingest_ts=x.ingest_ts) for x in segs]
@@ -3214,30 +3213,39 @@ def test_copies_of_one_boots_dmesg_are_one_failure(tmp_path):
     assert (inc["category"], inc["recurrence"]["previous"]) == ("gpu_off_bus", [])
 
 
-def test_a_gpu_fallen_off_the_bus_explains_a_collective_its_host_begins_minutes_later(tmp_path):
-    """A GPU fallen off the bus stays gone until the node is restarted: a collective its host's ranks begin five
-    minutes later never completes. The Xid 79 was an incident of its own beside a hang whose every visible rank
-    "waited" (device_fault.explains_nccl reaches 120 s; a break-it pass of 60 hosts, a fresh user's file-dated
-    timeouts). Rule gpu_fall.explains_later_hang ties them; another host's rank of the same collective follows
-    by same_collective; an hour before the collective began, no longer."""
+def test_a_gpu_fallen_off_the_bus_explains_a_collective_its_communicator_begins_minutes_later(tmp_path):
+    """A GPU fallen off the bus stays gone until the node is restarted: a collective its communicator begins five
+    minutes later never completes. The Xid 79 was an incident of its own beside a hang whose rank on the lost GPU
+    "did not report" (device_fault.explains_nccl reaches 120 s; a fresh user's timeouts dated by their file). Rule
+    gpu_fall.explains_later_hang ties them for the communicator NCCL's init lines give the GPU; a job begun after the
+    GPU was lost never used it (a second break-it pass), nor does it an hour on."""
     from api.diagnose import diagnose_paths
     from schemas.settings import Settings
 
+    init = ("2026-11-29T02:00:00+00:00 {host} python[9]: {host}:9:10 [{d}] NCCL INFO comm 0x55{r} rank {r} nranks 4 "
+            "cudaDev {d} busId {bus} commId 0x7f3a2b1c4d5e6f70 - Init COMPLETE")
     timeout = ("2026-11-29T03:{mi}:00+00:00 {host} python[9]: [rank{r}]:[E1129 03:{mi}:00.000000 "
-               "ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
-               "NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600000 milliseconds before timing out.")
-    (tmp_path / "node37.log").write_text(
-        "2026-11-29T02:57:00+00:00 node37 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
-        "GPU has fallen off the bus.\n" + timeout.format(mi=12, host="node37", r=3) + "\n")
-    (tmp_path / "node38.log").write_text(timeout.format(mi=12, host="node38", r=9) + "\n")
+               "ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+               "SeqNum=808, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) ran for 600000 "
+               "milliseconds before timing out.")
+    xid = ("2026-11-29T02:57:00+00:00 node37 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+           "name=<unknown>, GPU has fallen off the bus.")
+    (tmp_path / "node37.log").write_text("\n".join([
+        init.format(host="node37", r=0, d=0, bus="3b000"), init.format(host="node37", r=1, d=1, bus="5e000"), xid,
+        timeout.format(mi=12, host="node37", r=1)]) + "\n")
+    (tmp_path / "node38.log").write_text("\n".join([
+        init.format(host="node38", r=2, d=0, bus="18000"), init.format(host="node38", r=3, d=1, bus="86000"),
+        timeout.format(mi=12, host="node38", r=2), timeout.format(mi=12, host="node38", r=3)]) + "\n")
     _, _, incidents = diagnose_paths([tmp_path], Settings())
     (inc,) = incidents
     assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
-    assert sorted((p["host"], p["relation"]) for p in inc["downstream"]) == [("node37", "same_host"),
-                                                                           ("node38", "same_collective")]
+    assert sorted((p["host"], p["rank"], p["relation"]) for p in inc["downstream"]) == [
+        ("node37", 1, "same_comm"), ("node38", 2, "same_comm"), ("node38", 3, "same_comm")]
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_fall.explains_later_hang"}
-    # more than the rule's hour before the collective began (03:02): not its cause
-    (tmp_path / "node37.log").write_text((tmp_path / "node37.log").read_text().replace("T02:57:00", "T01:55:00"))
+    # a job whose init lines come after the GPU fell (its ranks on the host's other GPUs): not its cause
+    for name in ("node37.log", "node38.log"):
+        (tmp_path / name).write_text((tmp_path / name).read_text().replace("T02:00:00", "T03:00:00")
+                                     .replace("busId 3b000", "busId 2c000"))
     _, _, incidents = diagnose_paths([tmp_path], Settings())
     assert all(x["rule"] != "gpu_fall.explains_later_hang" for i in incidents for x in i["evidence"])
     assert len(incidents) == 2
@@ -3290,3 +3298,15 @@ def test_a_task_blocked_after_a_gpus_fault_follows_it(pipeline):
     (alone,) = run(pipeline, hung, host="node1")
     assert (alone["initiator"]["fault"], alone["category"], alone["severity"]) == ("host.hung_task", "other",
                                                                                    "warning")
+
+
+def test_a_gpus_fault_going_on_before_the_initiator_stays_its_own_though_the_initiator_reaches_it(pipeline):
+    """A GPU's NVLink Xid 74 every 30 s from five minutes before another GPU of the host falls off the bus, and once
+    more 2 s after it: one incident of the Xid 79 starting five minutes before it, "though a line it explains was
+    logged 5 min before it" (a second break-it pass). The link's fault, begun long before, is its own incident."""
+    t0 = datetime(2026, 11, 29, 2, 50, tzinfo=timezone.utc)
+    chain = _repeats(XID74_LINK, t0, 30, 10) + _repeats(XID74_LINK, datetime(2026, 11, 29, 2, 55, 2,
+                                                                            tzinfo=timezone.utc), 1, 1)
+    fall = _repeats(XID79, datetime(2026, 11, 29, 2, 55, tzinfo=timezone.utc), 1, 1)
+    incs = run(pipeline, "\n".join(chain[:10] + fall + chain[10:]), host="node41")
+    assert [(i["initiator"]["xid"], i["start"][11:19]) for i in incs] == [(74, "02:50:00"), (79, "02:55:00")]
