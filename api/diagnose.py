@@ -83,8 +83,20 @@ def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> l
 
 def _run(pipe: Pipeline, decoded: Decoded) -> Batch:
     batch = pipe.run(decoded)
-    batch.events = with_counter_events(batch.events, batch.link_samples, pipe.catalog)
+    batch.events = _first_of_each(with_counter_events(batch.events, batch.link_samples, pipe.catalog))
     return batch
+
+
+def _first_of_each(events: pa.Table) -> pa.Table:
+    """``events`` with one row per ``event_id`` (the first): a line read in two files — two copies of one boot's dmesg,
+    kern.log and the journal — is one event (``schemas.events.line_event_id``), listed and counted once (it was twice
+    in the JSON and the count: a break-it pass)."""
+    ids = events.column("event_id").to_pylist()
+    if len(set(ids)) == len(ids):
+        return events
+    seen: set[str] = set()
+    keep = [not (i in seen or seen.add(i)) for i in ids]
+    return events.filter(pa.array(keep))
 
 
 def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, str], None] | None

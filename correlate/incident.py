@@ -433,7 +433,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
     if not v.initiator_events:
         return "No single culprit."
     main = initiator_event(scene, v.initiator_events)
-    what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else main.kind
+    what = (f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid
+            else main.signature if main.kind == "other" else main.kind)  # "other on the host of gpu09": a DIMM's error
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
     elif main.xid is None and not main.sxid and (phrase := _says(scene.catalog, main)):

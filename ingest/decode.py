@@ -1417,13 +1417,15 @@ _NOT_LOGS = ((b"LPKSHHRH", b"",
 
 def binary_file(data: bytes) -> str | None:
     """Why a file's (decompressed) bytes are no log text, or None when they may be: a magic number of
-    :data:`_NOT_LOGS`, or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control
+    :data:`_NOT_LOGS` or a tar archive's (a break-it pass: its members were read as one log), or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control
     bytes that text does not hold (:data:`_CONTROL`) among the non-NUL bytes of its first 64 KB. Log lines hold
     almost none (a serial console's noise, a terminal capture's spinner: 0 – 3 %); an executable, a database or
     compressed data of a format not read here, ~8 % or more (random bytes: 8.6 %)."""
     for magic, end, what in _NOT_LOGS:
         if data.startswith(magic) and data.endswith(end):
             return f"not log text: {what}"
+    if data[257:262] == b"ustar":  # POSIX tar's magic, at offset 257: its members' first lines were glued to headers
+        return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
     if _wide_codec(data) is not None:  # UTF-16 or UTF-32 text: its code units hold such bytes
         return None
     head = data[:_SNIFF_BYTES]

@@ -568,6 +568,17 @@ def test_a_file_that_is_no_log_text_is_skipped_with_why(tmp_path):
     assert reject.error_code == "not_text" and "; its 101 lines of text read, " in reject.reason, reject.reason
     assert reject.reason.endswith("bytes of binary data skipped"), reject.reason
     assert not decode_file(tmp_path / "node10.bin", relname="node10.bin").segments
+    # a tar archive of logs is no log: its members' first lines were glued to their headers (a break-it pass)
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("nodeA.log")
+        info.size = len(xid)
+        tar.addfile(info, io.BytesIO(xid))
+    (tmp_path / "logs.tar").write_bytes(buf.getvalue())
+    d = decode_file(tmp_path / "logs.tar", relname="logs.tar")
+    assert not d.segments and "a tar archive: unpack it (`tar xf FILE`)" in d.rejects[0].reason
     assert [r.error_code for r in decode_file(tmp_path / "node10.bin", relname="b").rejects] == ["not_text"]
     # a short serial capture: one line of boot noise, then two Xid lines (a second break-it pass: skipped whole)
     short = b"\x1b[0m\x00\xff\xfe" + bytes(range(3, 27)) + b"\n" + xid + xid
