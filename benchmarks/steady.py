@@ -11,7 +11,7 @@ each fetch. Every ``--every`` polls it prints the last step's CPU time (ms), the
 the incident versions emitted so far.
 
 Baseline, in the same run: the same polls in one record (one batch), where the ingest folds identical lines
-less than a minute apart into one event with a count (``ingest.assemble.Storms``), then ``correlate()`` once:
+less than a minute apart into one event a minute with a count (``ingest.assemble.Storms``), then ``correlate()`` once:
 its events and CPU time. Across batches nothing folds: every poll is an event of its own, and the link's
 incident, never quiet, is held and correlated again whole at every step (``early_after_s`` emits it while it
 lasts), so a step's cost grows with the hours the link has been down.

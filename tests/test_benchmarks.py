@@ -118,13 +118,14 @@ def test_steady_benchmark_smoke():
     """`python -m benchmarks.steady` (a smoke test, no timing asserted): a link a poller reports down at each of 40
     polls 10 s apart is one event per poll (one Kafka record each) kept by the streaming correlator, and early
     versions of its incident are emitted while it lasts (one per 300 s of evidence); the same polls in one
-    batch fold into one event (ingest.assemble.Storms) and one incident."""
+    batch fold into one event a minute (ingest.assemble.Storms, STORM_SPAN_US: 390 s of polls, seven) and one
+    incident."""
     from benchmarks.steady import run
 
     r = run(40, 10.0, 20)
     assert [(c["poll"], c["kept_events"]) for c in r["checkpoints"]] == [(20, 20), (40, 40)]
     assert r["checkpoints"][-1]["emitted"] == 1  # at poll 31: 300 s of evidence since the first poll held it
-    assert (r["one_batch"]["events"], r["one_batch"]["incidents"]) == (1, 1)
+    assert (r["one_batch"]["events"], r["one_batch"]["incidents"]) == (7, 1)
 
 
 def test_correlator_against_a_commit_runs_both_codes_on_the_same_events(capsys):
