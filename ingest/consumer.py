@@ -60,7 +60,8 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import (CommitFailedError, IllegalStateError, KafkaError, OutOfOrderSequenceNumber,
+                             UnknownProducerId)
 
 from ingest import metrics
 from ingest.broker import require_topics
@@ -349,8 +350,7 @@ class IngestWorker:
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_interval_ms=600000,
             retry_backoff_ms=500)
-        self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
-                                          enable_idempotence=True, max_request_size=16 * 1024 * 1024)
+        self._producer = self._new_producer()
         self._admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
         try:
             await self._producer.start()
@@ -518,15 +518,38 @@ class IngestWorker:
         assert self._consumer is not None
         await self._acked(self._consumer.commit(offsets), "a commit")
 
+    def _new_producer(self) -> AIOKafkaProducer:
+        """The worker's idempotent producer (dead letters, the events topic)."""
+        return AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
+                                max_request_size=16 * 1024 * 1024)
+
+    async def _renew_producer(self) -> None:
+        """A new producer in place of one whose idempotence state the broker no longer has: after a broker restart
+        it answered every send with OutOfOrderSequenceNumber, and the worker retried the batch for ever (a CI run).
+        A record sent again so may be stored twice: the events topic's readers drop an event id they hold, and a
+        dead letter twice is no loss. Raises KafkaError while the broker cannot start it."""
+        old, self._producer = self._producer, self._new_producer()
+        if old is not None:
+            try:
+                await old.stop()
+            except KafkaError:
+                pass
+        await self._producer.start()
+
     async def _retry(self, step: Callable[[], Awaitable[None]], spans: dict[TopicPartition, tuple[int, int]],
                      what: str) -> None:
         """Run ``step`` until it succeeds, unhealthy meanwhile; raise :class:`_Abandoned` when the batch's
-        partitions are no longer ours (whoever has them replays the batch from its commit metadata)."""
+        partitions are no longer ours (whoever has them replays the batch from its commit metadata). A producer
+        the broker lost the idempotence state of is made again (:meth:`_renew_producer`) before the next try."""
         backoff = 0.5
+        renew = False
         while True:
             if not set(spans) <= self._consumer.assignment():
                 raise _Abandoned(f"partitions reassigned before this worker could {what}")
             try:
+                if renew:
+                    await self._renew_producer()
+                    renew = False
                 await step()
                 return
             except (CommitFailedError, IllegalStateError) as e:
@@ -534,6 +557,7 @@ class IngestWorker:
             except LakeError as e:
                 self.health.fail(f"lake: {e}")
             except (KafkaError, OSError) as e:
+                renew = renew or isinstance(e, (OutOfOrderSequenceNumber, UnknownProducerId))
                 self.health.fail(f"kafka: cannot {what}: {type(e).__name__}: {e}")
             if self.stop.is_set():
                 raise _Abandoned(f"stopping before this worker could {what}")

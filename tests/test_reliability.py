@@ -136,6 +136,40 @@ def test_crash_benchmark_smoke(kafka, tmp_path):
 # --- the broker goes away ---------------------------------------------------------------------------------
 
 
+def test_a_producer_whose_idempotence_state_the_broker_lost_is_made_again(kafka, tmp_path):
+    """After a broker restart the worker's idempotent producer was answered OutOfOrderSequenceNumber on every send,
+    and the worker retried its batch for ever (a CI run of test_broker_stopped_and_restarted_mid_stream). The
+    broker's loss of a producer's state cannot be brought about on purpose here: the step raises the error the broker
+    sent, once (a stand-in, said so); the worker makes a new producer, which the real broker takes, and goes on."""
+    from aiokafka.errors import OutOfOrderSequenceNumber
+
+    topic = f"renew{time.time_ns()}"
+    lake = tmp_path / "lake"
+    Lake(lake).init()
+
+    async def main() -> tuple[int, bool]:
+        await ensure_topics(kafka, [topic, topic + ".dlq"])
+        w = IngestWorker(bootstrap=kafka, topics=[topic], group_id=topic, lake=Lake(lake), dlq_topic=topic + ".dlq")
+        await w.start()
+        try:
+            first = w._producer
+            calls = []
+
+            async def step() -> None:
+                calls.append(w._producer)
+                if len(calls) == 1:
+                    raise OutOfOrderSequenceNumber()
+                await w._producer.send_and_wait(topic + ".dlq", b"after the renewal")
+
+            w.ack_patience_s = 0.1
+            await w._retry(step, {}, "store the batch")
+            return len(calls), calls[0] is first and calls[1] is not first and w._producer is calls[1]
+        finally:
+            await w.close()
+
+    assert asyncio.run(main()) == (2, True)
+
+
 def test_broker_stopped_and_restarted_mid_stream(tmp_path):
     """A broker of its own (the session's serves the other tests), stopped with SIGTERM while a worker is
     halfway through a backlog and started again 3 s later on the same ports and data: the worker reports
