@@ -40,9 +40,10 @@ from api.store import (SORTS, Store, StoreError, decimal_floats, json_bytes, nan
 from schemas.fleet import HostConfig, load_fleet_config
 from schemas.hostname import canonical_host
 from schemas.events import EventKind
-from schemas.incidents import Category
+from schemas.incidents import Category, iso_us
 from schemas.pci import normalize_bus_id
 from ingest.lake import Lake
+from ingest.prefix import from_us
 from schemas.settings import Settings
 
 Severity = Literal["critical", "error", "warning", "info"]
@@ -483,10 +484,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         # that printed no time is dated by its file or its Kafka record, after it)
         placed: list[int] = []
         if init.get("device_type") == "gpu" and init.get("device") and init.get("host"):
-            start = datetime.fromisoformat(inc["start"].replace("Z", "+00:00"))
-            end = datetime.fromisoformat(inc["end"].replace("Z", "+00:00"))
             placed = store.ranks_on(init["host"], init["device"], list(inc.get("communicators") or ()),
-                                    start - timedelta(days=7), end + timedelta(days=7))
+                                    from_us(iso_us(inc["start"])) - timedelta(days=7),
+                                    from_us(iso_us(inc["end"])) + timedelta(days=7))
         inc["blast_radius"] = {
             "hosts": sorted({e["host"] for e in timeline} | {init.get("host")} - {None}),
             "gpus": sorted({g for e in timeline if (g := _gpu_name(e)) is not None}),

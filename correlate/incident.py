@@ -414,9 +414,14 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
         return {"link_fault": "nvlink_errors", "ecc": "ecc", "gpu_off_bus": "gpu_off_bus",
                 "gsp_error": "gsp_error"}.get(cat, "xid")
     if k == "other" and ev:
-        # no kind says it: its signature does ("gpu09 other" named a DIMM's uncorrected error: a real-logs pass)
-        return initiator_event(scene, ev).signature
+        return _fault_word(initiator_event(scene, ev))
     return k
+
+
+def _fault_word(e: Ev) -> str:
+    """``e``'s kind, or its signature when the kind is ``other`` and says nothing ("gpu09 other" named a DIMM's
+    uncorrected error: a real-logs pass)."""
+    return e.signature if e.kind == "other" else e.kind
 
 
 def initiator_key(init: dict[str, Any]) -> tuple:
@@ -433,8 +438,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
     if not v.initiator_events:
         return "No single culprit."
     main = initiator_event(scene, v.initiator_events)
-    what = (f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid
-            else main.signature if main.kind == "other" else main.kind)  # "other on the host of gpu09": a DIMM's error
+    what = f"Xid {main.xid}" if main.xid is not None else f"SXid {main.sxid}" if main.sxid else _fault_word(main)
     if main.xid is not None and main.xid in scene.catalog.xids:
         what += f" ({scene.catalog.xids[main.xid].name})"
     elif main.xid is None and not main.sxid and (phrase := _says(scene.catalog, main)):

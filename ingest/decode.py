@@ -1415,17 +1415,26 @@ _NOT_LOGS = ((b"LPKSHHRH", b"",
              (b"SQLite format 3\x00", b"", "an SQLite database"))
 
 
-def binary_file(data: bytes) -> str | None:
-    """Why a file's (decompressed) bytes are no log text, or None when they may be: a magic number of
-    :data:`_NOT_LOGS` or a tar archive's (a break-it pass: its members were read as one log), or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 % control
-    bytes that text does not hold (:data:`_CONTROL`) among the non-NUL bytes of its first 64 KB. Log lines hold
-    almost none (a serial console's noise, a terminal capture's spinner: 0 – 3 %); an executable, a database or
-    compressed data of a format not read here, ~8 % or more (random bytes: 8.6 %)."""
+def known_format(data: bytes) -> str | None:
+    """Why bytes of a format known by its magic number are no log text (what to do instead), or None: a magic number
+    of :data:`_NOT_LOGS`, or a tar archive's at offset 257 (a break-it pass: its members were read as one log, their
+    first lines glued to their headers)."""
     for magic, end, what in _NOT_LOGS:
         if data.startswith(magic) and data.endswith(end):
             return f"not log text: {what}"
-    if data[257:262] == b"ustar":  # POSIX tar's magic, at offset 257: its members' first lines were glued to headers
+    if data[257:262] == b"ustar":
         return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
+    return None
+
+
+def binary_file(data: bytes) -> str | None:
+    """Why a file's (decompressed) bytes are no log text, or None when they may be: a format known by its magic
+    number (:func:`known_format`), or (unless it is UTF-16 or UTF-32 text with a byte order mark) more than 5 %
+    control bytes that text does not hold (:data:`_CONTROL`) among the non-NUL bytes of its first 64 KB. Log lines
+    hold almost none (a serial console's noise, a terminal capture's spinner: 0 – 3 %); an executable, a database or
+    compressed data of a format not read here, ~8 % or more (random bytes: 8.6 %)."""
+    if (why := known_format(data)) is not None:
+        return why
     if _wide_codec(data) is not None:  # UTF-16 or UTF-32 text: its code units hold such bytes
         return None
     head = data[:_SNIFF_BYTES]
@@ -1437,8 +1446,6 @@ def binary_file(data: bytes) -> str | None:
     return None
 
 
-#: how :func:`binary_file` begins its reason for a format known by its magic number (no log lines in it)
-_MAGIC_SAYS = "not log text: a"
 #: the fewest characters of a line of text among binary data (:func:`text_lines`): random bytes do not make one
 _TEXT_LINE_MIN = 16
 
@@ -1452,7 +1459,7 @@ def text_lines(data: bytes) -> tuple[bytes, int, int] | None:
     out: list[bytes] = []
     kept = dropped = 0
     for ln in data.split(b"\n"):
-        ok = len(ln) >= _TEXT_LINE_MIN and 0 not in ln and len(ln.translate(None, _CONTROL)) == len(ln)
+        ok = len(ln) >= _TEXT_LINE_MIN and _clean(ln)
         if ok:
             try:
                 ok = len(ln.decode("utf-8")) >= _TEXT_LINE_MIN
@@ -1467,6 +1474,11 @@ def text_lines(data: bytes) -> tuple[bytes, int, int] | None:
     return (b"\n".join(out), kept, dropped) if kept else None
 
 
+def _clean(line: bytes) -> bool:
+    """``line`` holds no control byte text does not hold (:data:`_CONTROL`) and no NUL."""
+    return 0 not in line and len(line.translate(None, _CONTROL)) == len(line)
+
+
 #: clean lines (no control byte text does not hold) from which a head with a burst of binary bytes is still a log
 _CLEAN_LINES_MIN = 20
 
@@ -1478,7 +1490,7 @@ def _mostly_clean_lines(head: bytes) -> bool:
     noise. The file of an Xid 79, 200 lines and 20 KB of random bytes was skipped whole, its first fault lost (a
     break-it pass); so was a short serial capture of two Xid lines after one line of boot noise (a second one)."""
     lines = head.split(b"\n")
-    clean = [ln for ln in lines if ln and len(ln.translate(None, _CONTROL)) == len(ln) and 0 not in ln]
+    clean = [ln for ln in lines if ln and _clean(ln)]
     if len(clean) >= _CLEAN_LINES_MIN and 2 * len(clean) >= len(lines):
         return True
     return len(clean) >= 2 and 5 * sum(map(len, clean)) >= 4 * (len(head) - head.count(0))
@@ -1633,7 +1645,7 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
     if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
         data = data.decode(codec, "replace").encode("utf-8")  # as its byte order mark would have said
     if (why := binary_file(data)) is not None:
-        kept = None if why.startswith(_MAGIC_SAYS) else text_lines(data)
+        kept = None if known_format(data) is not None else text_lines(data)
         if kept is None:
             return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
         data, lines, dropped = kept
