@@ -189,17 +189,24 @@ _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
 # in vLLM's world, which is their torch.distributed rank: "(VllmWorker rank=5 pid=948) " (vllm-project/vllm#14452).
 # A label with a pid or an address is one whatever follows it (a worker's traceback line, "torch.distributed.…");
 # a bare "(name) " only before a stamp or another prefix (the lookahead): a remote worker's NCCL error after
-# "(RayWorkerVllm pid=…, ip=10.0.0.2) " was the driver node's (a break-it pass)
-_RAY_LABEL = (r"\((?:[A-Za-z_][\w.-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
+# "(RayWorkerVllm pid=…, ip=10.0.0.2) " was the driver node's (a break-it pass). An actor's name may hold a slash, as
+# a named actor's index does: "(model_worker/12 pid=43581, ip=10.208.16.54) " (areal-project/AReaL#3: the label was
+# not read, and the line took its file's name and time)
+_RAY_LABEL = (r"\((?:[A-Za-z_][\w./-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?P<ray_pid>\d+))?|pid=(?P<ray_pid0>\d+))"
               r"(?:, ip=(?P<ray_ip>[0-9A-Fa-f.:]+))?\) ")
 # ``kubectl logs --prefix`` before each line: "[pod/<pod>/<container>] " (with ``--timestamps`` an RFC 3339 stamp
 # follows). The pod is no host of a kernel line a node agent's pod relays, so it names none; NCCL's own prefix does
 # (the stamp and the line were lost behind it: a break-it pass)
 _KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
+# a clock without a date before another prefix, as a terminal multiplexer or a log viewer adds:
+# "18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] …" (modelscope/ms-swift#7992: c10's stamp
+# behind it was not read, and the line took its file's time). It names no day: the stamp behind it gives the time
+_CLOCK_LABEL = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})? "
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
-    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT + ")")
+    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
+    + r"|" + _CLOCK_LABEL + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
 #: nF (``ESC ( B``, a character set: ``tput sgr0``) and the two-byte Fe/Fp/Fs ones
@@ -315,9 +322,9 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
-    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, or a first word (after blanks) that is not all
-    letters and ends with ``:`` and a blank (most hit lines are neither, "NVRM: " the most common: the regex alone cost
-    ~1 µs a hit line)."""
+    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, a first word (after blanks) that is not all
+    letters and ends with ``:`` and a blank, or a clock (``18:11:06.680 ``: a digit and a colon); most hit lines are
+    none of them, "NVRM: " the most common: the regex alone cost ~1 µs a hit line."""
     if s[0] == "(" or s.startswith("[pod/"):  # Ray's label, kubectl logs --prefix
         return _LABEL.match(s)
     if s[0] == "[":
@@ -328,7 +335,8 @@ def _label(s: str) -> re.Match | None:
     else:
         t = s.lstrip(" ") if s[0] == " " else s
         j = t.find(" ")
-        if j < 2 or t[j - 1] != ":" or t[:j - 1].isalpha():  # a word with a digit ends with the colon ("NVRM:")
+        if (j < 2 or t[j - 1] != ":" or t[:j - 1].isalpha()) \
+                and not (t[2:3] == ":" and t[:2].isdecimal()):  # a word with a digit ends with the colon ("NVRM:")
             return None
     return _LABEL.match(s)
 

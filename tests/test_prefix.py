@@ -232,6 +232,15 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
       for ip in ("cafe", "::", "10.0.0.02", "999.999.999.999", "1" * 4000)],
     ("(not a label) NVRM: x", None, None, None, "(not a label)"),
     ("(pid=1019) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),  # older Ray
+    # a named actor's index after a slash (areal-project/AReaL#3); a name with a slash and no pid or address is no label
+    ("(model_worker/12 pid=43581, ip=10.208.16.54) " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432,
+     "10.208.16.54", 8, "[Rank 8]"),
+    ("(a/b) hello", None, None, None, "(a/b) hello"),
+    # a clock without a date before c10's prefix (modelscope/ms-swift#7992): c10's stamp is the line's time; a clock
+    # before no prefix stays in the message
+    ("18:11:06.680 " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("18:11:06 [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    ("18:11:06.680 RuntimeError: x", None, None, None, "18:11:06.680 RuntimeError"),
     # vLLM's logger behind Ray's worker label (vllm-project/vllm#3688) and vLLM's own worker label, which names the
     # worker's rank (vllm-project/vllm#14452); the stamp has no year
     ("(RayWorkerVllm pid=4028887) ERROR 11-28 21:38:23 ray_utils.py:44] torch.distributed.DistBackendError: NCCL "
