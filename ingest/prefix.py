@@ -89,11 +89,13 @@ class Prefix:
     #: the stamp a syslog or ISO header printed when it is no date ("Feb 30 12:00:00", an offset of +99:00): the
     #: line is untimed, but said so (``details.ts_unreadable``)
     unreadable: str | None = None
+    #: ``ts`` came from a clock without a date (``18:11:06 ``), its day taken from the reference (:func:`clock_us`)
+    dayless: bool = False
 
     @property
     def year_inferred(self) -> bool:
-        """``ts`` came from a stamp without a year (its year was inferred from the reference time)."""
-        return self.yearless is not None
+        """``ts`` came from a stamp without a year or without a date (both inferred from the reference time)."""
+        return self.yearless is not None or self.dayless
 
 
 def to_us(dt: datetime) -> int:
@@ -153,6 +155,26 @@ def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us:
 
 
 _DAY_US = 86400 * US
+#: how far a clock without a date may run ahead of its reference and still be of the reference's day (a host's clock a
+#: little ahead of the collector's, a line read just after midnight)
+CLOCK_AHEAD_US = 3600 * US
+
+
+def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo) -> int | None:
+    """µs for a clock without a date (``19:14:43``) read against ``ref_us`` (a file's modification time, a record's
+    arrival): the latest such instant at most :data:`CLOCK_AHEAD_US` after the reference, so a log's lines from
+    before midnight take the day before a reference after it. ``None`` without a reference, or for one outside the
+    calendar."""
+    if ref_us is None:
+        return None
+    try:
+        day = from_us(ref_us).astimezone(tz).date()
+        t = to_us(datetime(day.year, day.month, day.day, h, mi, tzinfo=tz)) + s * US + us  # 60: a leap second
+    except (OverflowError, ValueError):
+        return None
+    if t + _DAY_US <= ref_us + CLOCK_AHEAD_US:  # just after midnight, read just before it
+        return t + _DAY_US
+    return t - _DAY_US if t > ref_us + CLOCK_AHEAD_US else t
 
 
 @lru_cache(maxsize=1024)
@@ -200,8 +222,12 @@ _RAY_LABEL = (r"\((?:[A-Za-z_][\w./-]*(?: rank=(?P<ray_rank>\d{1,7}))?(?: pid=(?
 _KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
 # a clock without a date before another prefix, as a terminal multiplexer or a log viewer adds:
 # "18:11:06.680 [rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] …" (modelscope/ms-swift#7992: c10's stamp
-# behind it was not read, and the line took its file's time). It names no day: the stamp behind it gives the time
-_CLOCK_LABEL = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})? "
+# behind it was not read, and the line took its file's time). It names no day: a stamp behind it gives the time; a
+# line with none ("19:14:43  NVRM: Xid (PCI:0000:1a:00): 13, …", a paste with its hosts cut out,
+# flashinfer-ai/flashinfer#3869: every Xid at its file's time, their order lost) is dated by its reference
+# (``clock_us``)
+_CLOCK_LABEL = (r"(?P<clock_h>[01]\d|2[0-3]):(?P<clock_mi>[0-5]\d):(?P<clock_s>[0-5]\d|60)"
+                r"(?:[.,](?P<clock_frac>\d{1,9}))?[ \t]{1,2}")
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
@@ -235,7 +261,8 @@ _RFC5424 = re.compile(
 _HOST = (r"(?P<host>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3})(?:%[\w.-]+)?(?= )"
          r"|[^\s:\[]+)")  # IPv4-mapped (::ffff:10.0.0.1) and scoped (fe80::1%eth0) too (a break-it pass)
 _RFC3164 = re.compile(
-    r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? "
+    r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))?"
+    r" {1,2}"
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
 #: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
 #: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
@@ -556,6 +583,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     label_at = s  # where a label may stand: the start, after a grep file name or a label
     grep_host = None  # the host a grep prefix's file name names: the line's when nothing else names one
     labels = 0
+    clock = None  # a clock label's match: the line's time when nothing after it gives one
     ray_ip = None  # the host a Ray label named (NCCL's own host name wins over it)
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
@@ -721,6 +749,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             break
         if m["host"]:
             p.host, p.addr_host = m["host"], False
+        elif m["clock_h"]:
+            clock = m
         elif m["rank"]:
             p.rank = int(m["rank"])
         elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"] or m["ray_rank"]:
@@ -741,5 +771,10 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.gpu_index = int(m.group("dev"))
     if p.host is None and grep_host:
         p.host = grep_host
+    if clock is not None and p.ts is None and p.mono is None:
+        us, prec = _frac_us(clock["clock_frac"])
+        t = clock_us(int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us, ref_us, tz)
+        if t is not None:
+            p.ts, p.precision_us, p.dayless = t, prec, True
     p.rest = s
     return p

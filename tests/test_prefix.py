@@ -516,3 +516,32 @@ def test_a_leap_second_is_the_second_after_59():
     p = parse_prefix("Dec 31 23:59:60 node09 kernel: NVRM: x", ref_us=us(2017, 1, 1, 0, 5, 0))
     assert (p.ts, p.host) == (us(2017, 1, 1, 0, 0, 0), "node09")
     assert parse_prefix("2016-12-31T23:58:60Z node07 kernel: x", ref_us=REF).ts is None  # only a minute's last second
+
+
+@pytest.mark.parametrize("line,ref,ts,rest", [
+    # a paste with its hosts cut out (flashinfer-ai/flashinfer#3869): the clock and the reference's day
+    ("19:14:43  NVRM: Xid (PCI:0000:1a:00): 13, Graphics Exception", us(2026, 11, 30, 20, 0, 0),
+     us(2026, 11, 30, 19, 14, 43), "NVRM: Xid"),
+    ("19:15:34.250 NVRM: Xid (PCI:0000:9a:00): 31, pid=1", us(2026, 11, 30, 20, 0, 0),
+     us(2026, 11, 30, 19, 15, 34) + 250000, "NVRM: Xid"),
+    # a log from before midnight read after it: the day before; a clock a little ahead of its reference: the same day
+    ("23:59:58 NVRM: Xid (PCI:0000:9a:00): 79", us(2026, 12, 1, 0, 3, 0), us(2026, 11, 30, 23, 59, 58), "NVRM"),
+    ("00:00:30 NVRM: Xid (PCI:0000:9a:00): 79", us(2026, 11, 30, 23, 59, 50), us(2026, 12, 1, 0, 0, 30), "NVRM"),
+    # a stamp behind the clock wins (modelscope/ms-swift#7992)
+    ("18:11:06.680 " + _C10_LINE, us(2026, 12, 1, 0, 0, 0), us(2026, 11, 30, 3, 22, 1) + 518432, "[Rank 8]"),
+    # no reference: no day, no time; a clock no day has is none
+    ("19:14:43 NVRM: Xid", None, None, "NVRM"),
+    ("24:14:43 NVRM: Xid", us(2026, 11, 30, 20, 0, 0), None, "24:14:43 NVRM"),
+])
+def test_a_clock_without_a_date_takes_the_day_of_its_reference(line, ref, ts, rest):
+    p = parse_prefix(line, ref_us=ref)
+    assert (p.ts, p.rest[:len(rest)]) == (ts, rest)
+    assert p.dayless == (ts is not None and rest != "[Rank 8]") and p.year_inferred == (ts is not None)
+
+
+def test_a_syslog_stamp_with_two_blanks_and_no_host_is_read():
+    # "Aug 19 11:36:35  NVRM: Xid …" (amoghmunikote/cmpunlocker#31: a paste with its host cut out, two blanks left)
+    p = parse_prefix("Aug 19 11:36:35  NVRM: Xid (PCI:0000:02:00): 31, pid=56543", ref_us=REF)
+    assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), None, "NVRM: Xid")
+    p = parse_prefix("Aug 19 11:36:35  node07 kernel: NVRM: Xid (PCI:0000:02:00): 31", ref_us=REF)
+    assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), "node07", "NVRM: Xid")
