@@ -424,7 +424,8 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
-            if (rm := o.details.get("rm_gpu")) is not None:
+            # the RM's GPU number is the device minor: "rm_init_adapter failed, device minor number 0" gives it too
+            if (rm := o.details.get("rm_gpu", o.details.get("minor"))) is not None:
                 rm_of[subj[o.event_id]].add(str(rm))
             if o.xid == RECOVERY_XID and subj[o.event_id][1] in (None, "gpu"):
                 recovering[o.host].add(subj[o.event_id])
@@ -474,6 +475,12 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
             # the RM's own GPU number: not a GPU whose lines gave it another (GPU1's failed GSP RPCs went to GPU0's
             # Xid 119 "from GPU0 GSP": a break-it pass)
             same = {g for g in same if not rm_of.get(g) or str(rm) in rm_of[g]}
+            if len(same) != 1:
+                # the GPU a line of its host gave that number with a bus id ("NVRM: GPU0 _kgspBootGspRm: unexpected
+                # WPR2 already up" before "NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0":
+                # an unnamed GPU, NVIDIA/open-gpu-kernel-modules#1058, a real-logs pass)
+                same = {g for g, numbers in rm_of.items()
+                        if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers} or same
         if len(same) == 1:
             subj[e.event_id] = next(iter(same))
     return subj

@@ -161,6 +161,8 @@ class Signature(BaseModel):
         for k, sev in self.severity_map.items():
             if sev not in SEVERITIES:
                 raise ValueError(f"{self.id}: severity_map[{k!r}] = {sev!r} is not a severity")
+            if k != k.lower():  # the group's value is looked up in lower case (ingest.extract): it would never match
+                raise ValueError(f"{self.id}: severity_map key {k!r} is not lower case")
         if self.severity_map and not self.severity_group:
             raise ValueError(f"{self.id}: severity_map needs severity_group")
         if self.action_map and not (self.severity_group and self.action):

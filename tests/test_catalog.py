@@ -206,6 +206,15 @@ def test_an_action_map_needs_the_group_it_is_keyed_by_and_an_action_for_the_rest
         load_catalog(tmp_path)
 
 
+def test_a_severity_map_key_that_is_not_lower_case_is_refused(tmp_path):
+    """The group's value is looked up in lower case (``ingest.extract``): ``{DOWN: warning}`` never matched, and an
+    InfiniBand port that went DOWN took the signature's default severity (a first version of ib.port_state)."""
+    _one_entry_catalog(tmp_path, "    kind: ib_port\n    severity: info\n    pattern: '(?P<s>a)'\n"
+                                 "    severity_group: s\n    severity_map: {DOWN: warning}\n")
+    with pytest.raises(CatalogError, match="(?s)x.yaml.*'DOWN' is not lower case"):
+        load_catalog(tmp_path)
+
+
 def test_misspelled_key_is_refused(tmp_path):
     _one_entry_catalog(tmp_path, "    kind: xid\n    severity: info\n    patern: 'a'\n")
     with pytest.raises(CatalogError, match="patern"):

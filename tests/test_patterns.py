@@ -2894,6 +2894,20 @@ def test_an_rm_gpu_number_keeps_an_unnamed_line_off_another_gpu(pipeline):
     assert inc["explanation"].endswith("it reported 2 lines (Xid 119, gsp.rpc_failed)."), inc["explanation"]
 
 
+def test_an_rm_gpu_number_names_the_gpu_its_minor_number_line_gives_a_bus_id(pipeline):
+    """The RM numbers its GPUs by device minor: "NVRM: GPU0 _kgspBootGspRm: unexpected WPR2 already up" names no bus
+    id, "NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0" gives GPU0 one. The GSP fault was on
+    "an unnamed GPU" (NVIDIA/open-gpu-kernel-modules#1058, a real-logs pass); another minor's line names another GPU."""
+    wpr2 = "[   81.967331] NVRM: GPU{n} _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP"
+    init = "[   81.970029] NVRM: GPU 0000:{bus}:00.0: rm_init_adapter failed, device minor number {n}"
+    (inc,) = run(pipeline, "\n".join([wpr2.format(n=0), init.format(bus="01", n=0)]), host="node03")
+    assert (inc["initiator"]["kind"], inc["initiator"]["device"]) == ("gsp_error", "0000:01:00.0")
+    assert "WPR2" in inc["next_action"] and "another release" not in inc["next_action"], inc["next_action"]
+    both = "\n".join([wpr2.format(n=1), init.format(bus="01", n=0), init.format(bus="02", n=1)])
+    devices = {i["initiator"]["device"] for i in run(pipeline, both, host="node03")}
+    assert "0000:02:00.0" in devices and None not in devices, devices
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
