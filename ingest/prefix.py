@@ -315,9 +315,12 @@ _C10 = re.compile(
     r"\.(?P<frac>\d+) )?\s*(?:\d+\s+)?[\w./-]+:\d+\] ")
 # glog: "I1025 02:19:08.002792       1 health.go:151] "; PyTorch's Python logging prints it with a path and, in a
 # distributed job, c10's rank prefix: "[rank0]:E0515 22:06:12.551000 34254 site-packages/torch/_subclasses/
-# fake_tensor.py:2759] " (the rank and the time were lost: a fresh user's trial)
-_GLOG = re.compile(r"^(?:\[rank(?P<rank>\d+)\]:)?(?P<lvl>[IWEF])(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-                   r"\.(?P<frac>\d+)\s+\d+ [\w./-]+:\d+\] ")
+# fake_tensor.py:2759] " (the rank and the time were lost: a fresh user's trial). Abseil's logging, which XLA and JAX
+# use, prints the same prefix with a zero date and the seconds since the epoch before its time zone is set up
+# (absl/log/internal/log_format.cc): "E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] "
+# (EnzymeAD/Enzyme-JAX#623: the line took its file's time)
+_GLOG = re.compile(r"^(?:\[rank(?P<rank>\d+)\]:)?(?P<lvl>[IWEF])(?:0000 00:00:(?P<epoch>\d{9,10})\.(?P<efrac>\d{1,9})"
+                   r"|(?P<mmdd>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+))\s+\d+ [\w./-]+:\d+\] ")
 # vLLM's logger: level, month-day and time without a year, then the file and line (vllm/logger.py: "%(levelname)s
 # %(asctime)s %(filename)s:%(lineno)d] %(message)s", datefmt "%m-%d %H:%M:%S"; later versions bracket the file):
 # "INFO 06-25 15:26:04 api_server.py:177] " (vllm-project/vllm#5828), "ERROR 11-04 18:02:56
@@ -716,7 +719,11 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         if m:
             if "rank" in m.re.groupindex and m["rank"]:
                 p.rank = int(m["rank"])
-            if m["mmdd"] and p.ts is None:
+            if m.re is _GLOG and m["epoch"] and p.ts is None:
+                us, prec = _frac_us(m["efrac"])
+                if plausible(t := int(m["epoch"]) * US + us):
+                    p.ts, p.precision_us = t, prec
+            elif m["mmdd"] and p.ts is None:
                 mmdd = m["mmdd"]
                 mo, d = int(mmdd[:-2].rstrip("-")), int(mmdd[-2:])
                 us, prec = _frac_us(m["frac"])

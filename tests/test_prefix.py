@@ -545,3 +545,14 @@ def test_a_syslog_stamp_with_two_blanks_and_no_host_is_read():
     assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), None, "NVRM: Xid")
     p = parse_prefix("Aug 19 11:36:35  node07 kernel: NVRM: Xid (PCI:0000:02:00): 31", ref_us=REF)
     assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), "node07", "NVRM: Xid")
+
+
+def test_abseils_prefix_before_its_time_zone_is_set_up_gives_the_epoch_seconds():
+    # "E0000 00:00:1743713172.513857  698835 file.cc:3072] " (EnzymeAD/Enzyme-JAX#623: XLA's line took its file's time)
+    p = parse_prefix("E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] Execution of replica "
+                     "0 failed: DEADLINE_EXCEEDED", ref_us=REF)
+    assert (p.ts, p.precision_us, p.rest[:9]) == (1743713172513857, 1, "Execution")
+    # glog's own date still reads as before; a zero date with no epoch is no stamp
+    assert parse_prefix("E0929 17:42:48.594192 1044529 client.cc:332] x", ref_us=REF).ts == us(2026, 9, 29, 17, 42, 48) \
+        + 594192
+    assert parse_prefix("E0000 00:00:0000000000.000000     100 a.cc:1] x", ref_us=REF).ts is None
