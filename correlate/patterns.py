@@ -914,15 +914,31 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
 
 
 #: what a rank prints when the other end of its connection went away: its peer failed, not it (NCCL misc/socket.cc;
-#: ncclRemoteError, "remote process exited or there was a network error": torch.yaml; XLA's too)
+#: ncclRemoteError, "remote process exited or there was a network error": torch.yaml; XLA's too); an InfiniBand
+#: completion flushed (status 5, IBV_WC_WR_FLUSH_ERR) because its queue pair was already in error: the first error
+#: is elsewhere, the peer's when no other completion error of this host came before (areal-project/AReaL#3: the
+#: reporting rank was the initiator at 0.75, the peer 10.10.11.9 unnamed; a real-logs pass)
+IB_WC_WR_FLUSH_ERR = "5"
+
+
 def _reports_a_peer(e: Ev) -> bool:
     if e.signature == "nccl.socket.peer_lost":
         return True
+    if e.signature == "nccl.net_ib.completion_error":
+        return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR
     if e.signature == "torch.nccl_result":
         return e.details.get("nccl_result") == "ncclRemoteError"
     return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure", "xla.nccl_error", "xla.nccl_async_error",
                             "vllm.nccl_error")
             and str(e.details.get("reason", "")).startswith("remote process exited"))
+
+
+def _explained_but_by_a_report(scene: Scene, e: Ev) -> bool:
+    """An edge from another subject explains ``e`` (``Scene.explained``), and its cause is no report of a lost peer
+    itself: NCCL's flushed completion explains PyTorch's "remote process exited" on its host by rule, and both report
+    the peer."""
+    me = scene.subject[e.event_id]
+    return any(scene.subject[c.event_id] != me and not _reports_a_peer(c) for c in scene.causes_of(e))
 
 
 def peer_failed(scene: Scene) -> Verdict | None:
@@ -937,7 +953,7 @@ def peer_failed(scene: Scene) -> Verdict | None:
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     reports = [e for e in faults if _reports_a_peer(e)]
     if not reports or any(not _reports_a_peer(e) and e.signature != "nccl.warn" and scene.role(e) != "downstream"
-                          for e in faults) or any(scene.explained(e) for e in reports):
+                          for e in faults) or any(_explained_but_by_a_report(scene, e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})
     # the peer's host when NCCL's Bootstrap / NET/IB OOB lines said whose address it is (Topology.peer_host); a peer

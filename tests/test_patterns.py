@@ -1506,6 +1506,23 @@ def test_a_gpu_named_by_its_uuid_is_the_gpu_a_preamble_of_days_before_gave_that_
     assert inc["initiator"]["device"] == uuid
 
 
+def test_a_flushed_infiniband_completion_reports_its_peer(pipeline):
+    """NCCL's "Got completion from peer … with status=5" (IBV_WC_WR_FLUSH_ERR: the queue pair was already in error)
+    beside ncclRemoteError: the first error is the peer's (areal-project/AReaL#3: the reporting rank was the initiator
+    at 0.75, "the earliest fault nothing else explains"). A completion error of its own first (status 12, retry
+    exceeded: its link or the peer's) keeps the host a suspect."""
+    flushed = ("[2027-01-15 08:00:01] node22:43581:43700 [4] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+               "from peer 10.10.11.9<51354> with status={status} opcode=0 len=0 vendor err 249 (Recv) localGid "
+               "::ffff:10.10.15.1 remoteGids::ffff:10.10.14.4")
+    remote = ("[2027-01-15 08:00:02] [rank12]:[E115 08:00:02.855233166 ProcessGroupNCCL.cpp:1534] [PG 134 Rank 1] "
+              "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
+              "was a network error, NCCL version 2.22.3")
+    (inc,) = run(pipeline, flushed.format(status=5) + "\n" + remote, host="node22")
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 10.10.11.9"])
+    (own,) = run(pipeline, flushed.format(status=12) + "\n" + remote, host="node22")
+    assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "node22", own["pattern"]
+
+
 def test_a_full_dev_shm_is_the_initiator_and_its_peers_reports_follow(pipeline):
     """NCCL's shared-memory buffers live in /dev/shm: when it is full (pytorch/ci-infra#490, NVIDIA/nccl#525) the
     rank that says so is the initiator, a configuration fault (nccl_software) whose action is about /dev/shm, and
