@@ -97,7 +97,11 @@ def encode(table: pa.Table) -> bytes:
 def decode(value: bytes) -> pa.Table:
     """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt, and
     ``ValueError`` naming the columns if its columns do not cast to ``EVENTS_SCHEMA``, a required one holds
-    nulls (``schemas.events.check_required``) or times are out of range (``check_ranges``)."""
+    nulls (``schemas.events.check_required``), times are out of range or values none the ingest writes
+    (``check_ranges``), or the value is empty (a tombstone: a null value crash-looped the correlate worker, a
+    break-it pass)."""
+    if not value:
+        raise ValueError("an empty events record (a null value: a tombstone, or a producer that sent nothing)")
     t = pa.ipc.open_stream(value).read_all()
     if t.schema != EVENTS_SCHEMA:
         try:

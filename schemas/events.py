@@ -16,6 +16,8 @@ from typing import Final, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.hostname import MAX_HOST_CHARS, not_host_names
+
 # Where ``ts`` came from. ``line``: the line's own stamp; ``envelope``: the
 # shipper's record time (Vector ``timestamp``, journald ``__REALTIME_TIMESTAMP``);
 # ``kafka``: the Kafka record's append/create time; ``monotonic+boot``: a raw
@@ -222,6 +224,40 @@ def check_ranges(table: pa.Table) -> None:
     if bad:
         raise ValueError("events table with values out of range: " + ", ".join(bad) + " (times: years 1900 - "
                          "2199; durations: 0 to ten years)")
+    check_values(table)
+
+
+#: the columns whose values are one of a set (:func:`check_values`)
+_ALLOWED: Final = {"source": SOURCES, "kind": KINDS, "severity": SEVERITIES, "device_type": DEVICE_TYPES}
+
+
+def check_values(table: pa.Table) -> None:
+    """Raise ``ValueError`` naming each column that holds what the ingest never writes: a ``source``, ``kind``,
+    ``severity`` or ``device_type`` outside its set (:data:`KINDS`, …), a ``host`` that is no host name
+    (``schemas.hostname.not_host_names``) or a ``count`` below 1, with how many rows and the first such value. A
+    producer other than ours wrote ``device_type='toaster'`` or a host with a NUL to ``fleet.events``, and the
+    correlator took them: a real Xid 79 became "no single culprit" beside a "toaster" (a break-it pass)."""
+    bad = []
+    for name, allowed in _ALLOWED.items():
+        if name not in table.column_names:
+            continue
+        col = _plain(table, name)
+        mask = pc.invert(pc.or_(pc.is_in(col, value_set=pa.array(allowed, col.type)), pc.is_null(col)))
+        if pc.any(mask).as_py():
+            first = pc.filter(col, mask)[0].as_py()
+            bad.append(f"{name} ({pc.sum(mask).as_py()} of {table.num_rows} rows; {str(first)[:40]!r} is none of "
+                       f"{', '.join(allowed)})")
+    if "host" in table.column_names:
+        mask = pc.fill_null(not_host_names(_plain(table, "host")), False)
+        if pc.any(mask).as_py():
+            bad.append(f"host ({pc.sum(mask).as_py()} of {table.num_rows} rows: empty, longer than {MAX_HOST_CHARS} "
+                       "characters, or holding blanks, control characters or '/')")
+    if "count" in table.column_names:
+        mask = pc.fill_null(pc.less(_plain(table, "count"), 1), False)
+        if pc.any(mask).as_py():
+            bad.append(f"count ({pc.sum(mask).as_py()} of {table.num_rows} rows below 1)")
+    if bad:
+        raise ValueError("events table with values the ingest never writes: " + "; ".join(bad))
 
 
 def empty_events() -> pa.Table:

@@ -1023,7 +1023,10 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     schema's text (``ArrowNotImplementedError``), and one whose ``ts`` no year holds (``check_ranges``; it made
     every later step raise), are logged (``bad_events_record``, naming the column) and skipped, and the next
     record's Xid 79 still becomes an incident. Before, such a record reached the
-    correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering."""
+    correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering. So are
+    a null value (a tombstone: it raised AttributeError and the worker crash-looped on it, its offset never
+    committed) and values the ingest never writes (``check_values``: a device type "toaster", a host with a NUL; a
+    break-it pass)."""
     import logging
 
     import pyarrow as pa
@@ -1045,6 +1048,10 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     odd = good.set_column(j, "details", pa.array([{"a": 1}] * good.num_rows))
     # a time no year holds (year 148108: it made every later step of the streaming correlator raise)
     far = good.set_column(i, good.schema.field(i), pa.array([2**62], pa.int64()).cast(good.schema.field(i).type))
+    k = good.schema.get_field_index("device_type")
+    toaster = good.set_column(k, good.schema.field(k), pa.array(["toaster"]).cast(good.schema.field(k).type))
+    h = good.schema.get_field_index("host")
+    nul = good.set_column(h, good.schema.field(h), pa.array(["nöde 7\x00"]).cast(good.schema.field(h).type))
 
     def ipc(t: pa.Table) -> bytes:  # as another producer would write it, in its own schema
         sink = pa.BufferOutputStream()
@@ -1058,7 +1065,7 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
         producer = AIOKafkaProducer(bootstrap_servers=kafka)
         await producer.start()
         try:
-            for value in (encode(bad), ipc(odd), encode(far), encode(good)):
+            for value in (encode(bad), ipc(odd), encode(far), None, encode(toaster), encode(nul), encode(good)):
                 await producer.send_and_wait(topic, value, key=b"node31", partition=0)
         finally:
             await producer.stop()
@@ -1076,10 +1083,12 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
         incidents = asyncio.run(go())
     # once each; a consumer-group rebalance on a loaded machine may deliver the records again (Kafka's
     # at-least-once): a redelivered record is logged again with the same text
-    nulls, cast, ranges = dict.fromkeys(r.getMessage() for r in caplog.records
-                                        if getattr(r, "error_code", None) == "bad_events_record")
+    nulls, cast, ranges, tombstone, device_type, host = dict.fromkeys(
+        r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record")
     assert "nulls in required columns: ts (1 of 1 rows)" in nulls and "details" in cast, (nulls, cast)
     assert "values out of range: ts (1 of 1 rows)" in ranges, ranges
+    assert "an empty events record" in tombstone and "device_type (1 of 1 rows; 'toaster'" in device_type
+    assert "host (1 of 1 rows" in host, host
     assert [(i["category"], i["initiator"]["device"]) for i in incidents] == [("gpu_off_bus", "0000:3a:00.0")]
 
 
