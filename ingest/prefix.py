@@ -536,13 +536,31 @@ def _grep_host(path: str) -> str | None:
     return host if any(c.isdigit() for c in host) and host.lower() not in LOG_WORDS else None
 
 
+#: the names a machine has before it is given its own (the kernel's "(none)", a container's or an installer's
+#: "localhost"): three machines' syslog lines, each "localhost", were one host whose incident folded node08's Xid 74
+#: into node07's Xid 79 (a break-it pass). Such a name names no host: the file's, the Kafka key's or the envelope's does
+PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain", "localhost4", "localhost4.localdomain4",
+                               "localhost6", "localhost6.localdomain6", "ip6-localhost", "ip6-loopback", "(none)"})
+
+
+def placeholder_host(name: str) -> bool:
+    """``name`` is one of :data:`PLACEHOLDER_HOSTS` (any case) or a loopback address (127.0.0.0/8, ::1)."""
+    if name.lower() in PLACEHOLDER_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _host_or_addr(p: Prefix, name: str) -> None:
     """The name a syslog or journal header puts where the host stands. An address is the sender's (``source_addr``),
     and names the host as talosctl's address does (``addr_host``: a Kafka key or an envelope's host names it
     better): a central syslog server's file of many machines each named by its address was one host, the file's
     name (a break-it pass; it was taken for a relay's before). No address (``999.999.999.999``) names none, nor
-    syslog's ``-`` (no value); any other name is the host."""
-    if name == "-":  # syslog's NILVALUE: the sender gave no name
+    syslog's ``-`` (no value), nor a name every machine may have (:data:`PLACEHOLDER_HOSTS`, a loopback address);
+    any other name is the host."""
+    if name == "-" or placeholder_host(name):  # syslog's NILVALUE: the sender gave no name
         return
     if _HOSTLIKE_IP.match(name) or ":" in name:
         p.source_addr = name
@@ -773,7 +791,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         m = _NCCL.search(s)
         if m:
             # NCCL's own host name wins over Ray's address of the same node: it is the name the host's other logs use
-            p.host = m.group("host") if p.host is None or p.host == ray_ip else p.host
+            if not placeholder_host(m["host"]):
+                p.host = m["host"] if p.host is None or p.host == ray_ip else p.host
             p.pid = p.pid or int(m.group("pid"))
             p.gpu_index = int(m.group("dev"))
     if p.host is None and grep_host:

@@ -556,3 +556,17 @@ def test_abseils_prefix_before_its_time_zone_is_set_up_gives_the_epoch_seconds()
     assert parse_prefix("E0929 17:42:48.594192 1044529 client.cc:332] x", ref_us=REF).ts == us(2026, 9, 29, 17, 42, 48) \
         + 594192
     assert parse_prefix("E0000 00:00:0000000000.000000     100 a.cc:1] x", ref_us=REF).ts is None
+
+
+@pytest.mark.parametrize("name", ["localhost", "localhost.localdomain", "LOCALHOST", "(none)", "127.0.0.1",
+                                  "127.0.1.1", "::1", "ip6-localhost"])
+def test_a_name_every_machine_may_have_names_no_host(name):
+    # three machines' syslog lines, each "localhost", were one host (a break-it pass): the file's, the key's or the
+    # envelope's name wins; a real name or address still names its host
+    p = parse_prefix(f"Nov 30 03:10:00 {name} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0", ref_us=REF)
+    assert (p.host, p.ts, p.rest[:9]) == (None, us(2026, 11, 30, 3, 10, 0), "NVRM: Xid")
+    if name != "(none)" and ":" not in name:  # no names NCCL's prefix reads
+        n = parse_prefix(f"{name}:1234:1290 [3] NCCL WARN Net : Connection closed by remote peer", ref_us=REF)
+        assert (n.host, n.gpu_index) == (None, 3)
+    for real in ("node07", "10.0.0.7", "localhost-07"):
+        assert parse_prefix(f"Nov 30 03:10:00 {real} kernel: NVRM: Xid", ref_us=REF).host == real
