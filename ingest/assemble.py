@@ -541,7 +541,10 @@ def assign_hosts(hits: list[Hit]) -> None:
     A Ray driver prints another node's worker output with that node's address (``Prefix.via``): such a line is
     that node's, named by the host its worker's NCCL lines name under the same address (one node, one name: its
     watchdog timeout and its NCCL lines were two hosts), else by the address; it is no line of the file's writer,
-    so it does not name the file's host (the driver node's own lines went to the first remote node named)."""
+    so it does not name the file's host (the driver node's own lines went to the first remote node named). A name
+    that is no host name (300 characters, a blank) names no file's host: its own line is refused, and a raw dmesg
+    line after it took it and was refused too, its Xid 79 lost (a break-it pass)."""
+    valid: dict[str, bool] = {}  # host -> is_host_name(host), asked once per name
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
     placed = rank_hosts(hits)
@@ -558,7 +561,8 @@ def assign_hosts(hits: list[Hit]) -> None:
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
-        if text and own and own == h.prefix.host and not h.prefix.via:
+        if text and own and own == h.prefix.host and not h.prefix.via and (
+                valid[own] if own in valid else valid.setdefault(own, is_host_name(own))):
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         ranks = placed.get(seg.stream) if not own and h.prefix.rank is not None else None

@@ -926,3 +926,14 @@ def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pip
     assert hosts("\n".join([info, info, stop])) == ["train-m-0"]
     assert hosts("\n".join([stop, info])) == ["trainm0"]
     assert hosts("\n".join([info, info.replace("train-m-0", "train-m-1"), stop])) == ["trainm0"]
+
+
+def test_a_name_that_is_no_host_name_names_no_files_host(pipeline):
+    """A syslog line whose host is 300 characters is refused; the raw dmesg line after it, which names no host, took
+    that name as the file's and was refused too, its Xid 79 lost (a break-it pass): it is the file's (node11)."""
+    text = ("Nov 30 03:09:00 " + "a" * 300 + " kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the "
+            "bus.\n[   12.3] NVRM: Xid (PCI:0000:5e:00): 79, pid=0, GPU has fallen off the bus.")
+    seg = Segment(data=text.encode(), origin="file:node11.log", stream="f", host="node11", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    assert [(e["host"], e["device"]) for e in b.events.to_pylist()] == [("node11", "0000:5e:00.0")]
