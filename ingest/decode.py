@@ -471,15 +471,41 @@ def _unzstd(data: bytes, limit: int) -> bytes:
     return b"".join(out)
 
 
-def looks_ndjson(data: bytes) -> bool:
-    """True when the value starts with a JSON object: ``{`` and then ``"`` or ``}``.
+#: the lines after the first that :func:`looks_ndjson` looks at, and the bytes it looks in
+_NDJSON_HEAD_LINES = 8
+_NDJSON_HEAD_BYTES = 8192
 
-    Only the opening is looked at, so a broken record still goes to the
+
+def looks_ndjson(data: bytes) -> bool:
+    """True when the value starts with a JSON object (``{`` and then ``"`` or ``}``) and so does each of the next
+    :data:`_NDJSON_HEAD_LINES` lines that is not blank, in its first :data:`_NDJSON_HEAD_BYTES` bytes.
+
+    Only the openings are looked at, so a broken record still goes to the
     dead-letter topic. A plain-text line that starts with a Python dict
     (Hugging Face's trainer prints ``{'loss': 1.23, …}`` on every logging
-    step) is text, not a broken envelope.
+    step) is text, not a broken envelope; so is a log whose first line is a program's JSON (metrics, a config)
+    and whose next lines are text: it was read as NDJSON whole, its Xid line a broken record ("record is not an
+    object", its stamp read as the number 2026) and the file skipped, or the Kafka value dead-lettered whole (a
+    break-it pass).
     """
-    return _JSON_OBJECT_START.match(data) is not None
+    if _JSON_OBJECT_START.match(data) is None:
+        return False
+    nl = data.find(b"\n", 0, _NDJSON_HEAD_BYTES)
+    if nl < 0:
+        return True
+    for line in data[nl + 1:_NDJSON_HEAD_BYTES].split(b"\n", _NDJSON_HEAD_LINES)[:_NDJSON_HEAD_LINES]:
+        first = line.lstrip()[:1]
+        if first and first != b"{" and not _is_json(line):  # a record that is JSON but no object: a bad record
+            return False
+    return True
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "monotonic": "__MONOTONIC_TIMESTAMP",

@@ -736,3 +736,21 @@ def test_a_vector_pod_record_without_a_host_names_its_node_read_column_by_column
                       ref_basis="kafka", ingest_ts=1, source=None, runs=True)
     [r] = d.rejects
     assert "field 'kubernetes.pod_node_name' is a number, not a host name" in r.reason
+
+
+def test_a_log_whose_first_line_is_a_programs_json_is_text():
+    """A training log that prints its config or metrics as JSON first, then text: it was read as NDJSON whole, its
+    Xid line a broken record, the file skipped or the Kafka value dead-lettered whole (a break-it pass). Records
+    that all open as objects stay NDJSON, a broken one among them a reject."""
+    from ingest.decode import decode_message, looks_ndjson
+
+    text = (b'{"loss": 1.25, "step": 100}\n'
+            b"2026-11-30T03:10:00.123456Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
+            b"the bus.\n")
+    assert not looks_ndjson(text)
+    d = decode_message(text, topic="t", partition=0, offset=1, key=b"node07", timestamp_ms=1)
+    assert [s.data for s in d.segments] == [text] and d.rejects == []
+    records = b'{"message": "a", "host": "n1"}\n\n  {"message": "b", "host": "n1"}\n{"message": "c\n'
+    assert looks_ndjson(records)
+    d = decode_message(records, topic="t", partition=0, offset=1, key=b"node07", timestamp_ms=1)
+    assert [s.data for s in d.segments] == [b"a", b"b"] and len(d.rejects) == 1
