@@ -243,9 +243,17 @@ def diagnose(
     if fail_on is not None and fail_on not in SEVERITY_RANK:
         raise typer.BadParameter(f"{fail_on!r}: critical, error, warning or info", param_hint="--fail-on")
     args = [str(p) for p in paths]  # as given: "-" is standard input
+    stdin = None
     if "-" in args:
         stdin = _stdin_file()
         paths = [stdin if a == "-" else p for a, p in zip(args, paths)]
+    shown_as: dict[Path, str] = {stdin: "standard input"} if stdin is not None else {}  # a copy -> as it was named
+    # a pipe named on the command line (`diagnose <(journalctl -k)`, a FIFO) is read once, as standard input is: it
+    # was refused, "not a regular file or folder" (a break-it pass); one under a folder is still skipped, and said
+    for i, (a, p) in enumerate(zip(args, paths)):
+        if a != "-" and p.is_fifo():
+            paths[i] = _pipe_file(p)
+            shown_as[paths[i]] = a
     missing = [p for p in paths if not p.exists()]
     if missing:
         # a link to nothing or a loop of links is said as the system says it ("no such file" for a loop: a break-it pass)
@@ -283,7 +291,7 @@ def diagnose(
     try:
         for f, rel in walk(paths, others, same):
             # standard input is said as such, not by the temporary file it was copied to
-            given.setdefault(rel, []).append("standard input" if "-" in args and f == stdin else str(f))
+            given.setdefault(rel, []).append(shown_as.get(f, str(f)))
     except FileNotFoundError as e:  # removed since the check above
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
@@ -462,12 +470,41 @@ def _stdin_file() -> Path:
     atexit.register(shutil.rmtree, folder, True)
     host = socket.gethostname().split(".", 1)[0] or "localhost"
     path = Path(folder) / f"{host}{STDIN_SUFFIX}"
-    left = MAX_FILE_BYTES + 1
-    with path.open("wb") as f:
-        while left > 0 and (chunk := sys.stdin.buffer.read(min(left, 1 << 20))):
-            f.write(chunk)
-            left -= len(chunk)
+    _copy(sys.stdin.buffer, path, MAX_FILE_BYTES + 1)
     return path
+
+
+def _pipe_file(pipe: Path) -> Path:
+    """A pipe named on the command line copied to a file of a temporary folder (removed at exit), as
+    :func:`_stdin_file` copies standard input: a shell's process substitution (``/dev/fd/63``, ``/proc/self/fd/…``)
+    is named after this machine as standard input is, a named FIFO keeps its name (``node07.log``). At most
+    ``decode.MAX_FILE_BYTES`` and one byte more. Raises ``OSError`` when it cannot be opened."""
+    import atexit
+    import shutil
+    import socket
+    import tempfile
+
+    from ingest.decode import MAX_FILE_BYTES
+    from ingest.files import STDIN_SUFFIX
+
+    folder = tempfile.mkdtemp(prefix="firstfault-pipe-")
+    atexit.register(shutil.rmtree, folder, True)
+    if str(pipe).startswith(("/dev/fd/", "/proc/")):
+        name = f"{socket.gethostname().split('.', 1)[0] or 'localhost'}{STDIN_SUFFIX}"
+    else:
+        name = pipe.name
+    path = Path(folder) / name
+    with pipe.open("rb") as src:
+        _copy(src, path, MAX_FILE_BYTES + 1)
+    return path
+
+
+def _copy(src, path: Path, most: int) -> None:
+    """At most ``most`` bytes of the binary stream ``src`` into the new file ``path``, 1 MiB at a time."""
+    with path.open("wb") as f:
+        while most > 0 and (chunk := src.read(min(most, 1 << 20))):
+            f.write(chunk)
+            most -= len(chunk)
 
 
 def _close_hosts(host: str, seen: list[str]) -> list[str]:

@@ -836,14 +836,35 @@ def test_serve_on_a_busy_port_exits_1_with_a_hint():
         r.stderr
 
 
-def test_diagnose_refuses_a_device_or_fifo(tmp_path):
+def test_diagnose_refuses_a_device_and_reads_a_pipe_it_is_given(tmp_path):
+    """A device (/dev/zero) is refused; a pipe named on the command line (a FIFO, a shell's ``<(journalctl -k)``) is
+    read once as standard input is, named after its file (it was refused: a break-it pass)."""
     import os
+    import subprocess
+    import sys
+    import threading
 
+    r = _firstfault("diagnose", "/dev/zero")
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
     fifo = tmp_path / "node01.dmesg.log"
     os.mkfifo(fifo)
-    for p in ("/dev/zero", str(fifo)):
-        r = _firstfault("diagnose", p)
-        assert r.returncode == 2 and "not a regular file" in r.stderr, (p, r.stderr)
+
+    def write() -> None:
+        with open(fifo, "w") as f:
+            f.write("[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    r = _firstfault("diagnose", str(fifo), "-f", "json")
+    t.join(10)
+    import orjson
+
+    [e] = orjson.loads(r.stdout)["events"]
+    assert r.returncode == 0 and (e["host"], e["xid"]) == ("node01", 79), r.stderr
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    r = subprocess.run(["bash", "-c", f"{exe} diagnose -f json <(printf '%s\\n' "
+                        "'[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, fallen off the bus.')"],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and [e["xid"] for e in orjson.loads(r.stdout)["events"]] == [79], r.stderr
 
 
 def test_diagnose_symptom_gpus_are_indexes_or_bus_ids(tmp_path):
