@@ -10,7 +10,9 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -211,8 +213,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         err.print(f"[red]a value cannot be written as {fmt}[/] ({type(e).__name__}: {escape(str(e))}); CAST it to "
                   "VARCHAR, or write --format parquet")
         return 2
-    except OSError as e:
-        err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
+    except OSError as e:  # a full disk: said; a reader gone (`| head -1`): quiet, as `diagnose` (a fresh user's trial)
+        if isinstance(e, BrokenPipeError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — what is still buffered goes nowhere at exit
+        else:
+            err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         return 1
     finally:
         timer.cancel()

@@ -1153,3 +1153,17 @@ def test_diagnose_with_a_terminal_on_stderr_finishes_and_draws_its_progress_ther
     assert r.returncode == 0, bytes(seen[-2000:])
     assert b"Incidents" in r.stdout and b"node004" in r.stdout
     assert b"reading" in seen and b"Traceback" not in seen
+
+
+def test_sql_read_by_a_program_that_stops_reading_ends_quietly(tmp_path):
+    """`firstfault sql … | head -1`: the closed pipe ends the command with 1 and no "cannot write the output: Broken
+    pipe" (a fresh user's trial), as `diagnose` does."""
+    import subprocess
+    import sys
+
+    (tmp_path / "lake" / "events").mkdir(parents=True)
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {exe} sql 'SELECT * FROM range(200000) t(x)' -f json | head -1"],
+                       capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake")})
+    assert r.stdout == '{"x":0}\n' and r.returncode == 1 and "cannot write" not in r.stderr, r.stderr
