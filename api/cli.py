@@ -650,11 +650,16 @@ def kafka_stop(config: ConfigOpt = None) -> None:
 
 @kafka_app.command("status")
 def kafka_status(config: ConfigOpt = None) -> None:
-    """Exit 0 and print the address when the broker answers; exit 1 otherwise."""
+    """The local broker (the one `kafka start` runs under state_dir): exit 0 and print its address when it answers;
+    exit 1 otherwise. A kafka_bootstrap that names another broker is said, not checked (`run --once` reaches it)."""
     from ingest import broker
 
     s = _settings(config)
     st = broker.status(s.state_dir)
+    if s.kafka_bootstrap and (not st or s.kafka_bootstrap != st.bootstrap):
+        # it looked like the configured broker's status (a fresh user's trial)
+        err.print(f"kafka_bootstrap (FIRSTFAULT_KAFKA_BOOTSTRAP) names {s.kafka_bootstrap}, not the local broker: "
+                  "this is the local broker's status", style="yellow", markup=False, highlight=False, soft_wrap=True)
     if not st:
         err.print("not running")
         raise typer.Exit(1)
