@@ -107,6 +107,9 @@ DLQ_HEADER_BYTES = 1000
 INTENT = "ff1"
 #: a broker acknowledgement (commit, send) slower than this marks the worker unhealthy while it waits
 ACK_PATIENCE_S = 10.0
+#: an idle worker asks the broker for its partitions' ends this often (s): a fetch that returns nothing says nothing
+#: of a broker that is gone, and ``/healthz`` said ok a minute after the broker stopped (a fresh user's trial)
+BROKER_CHECK_S = 15.0
 
 
 @dataclass
@@ -340,6 +343,7 @@ class IngestWorker:
         self._buf: dict[TopicPartition, list[ConsumerRecord]] = {}
         self.chunk_records = max(1, max_records // CHUNKS_PER_BATCH)
         self.ack_patience_s = ACK_PATIENCE_S
+        self.broker_check_s = BROKER_CHECK_S
         self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
 
     async def start(self) -> None:
@@ -394,12 +398,12 @@ class IngestWorker:
 
     async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0) -> None:
         assert self._consumer is not None
-        idle_since = time.monotonic()
+        idle_since = checked = time.monotonic()
         while not self.stop.is_set():
             with gc_paused():  # one batch's objects are freed before the collector resumes: ingest.gcpause
                 taken = await self._next_batch()
                 if taken.records:
-                    idle_since = time.monotonic()
+                    idle_since = checked = time.monotonic()
                     await self._one_batch(taken)
                 got = bool(taken.records)
                 del taken
@@ -414,7 +418,22 @@ class IngestWorker:
                         return
                     if time.monotonic() - idle_since > idle_timeout_s and lag < 0:
                         return
+                elif time.monotonic() - checked > self.broker_check_s:
+                    checked = time.monotonic()
+                    await self._check_broker()
                 continue
+
+    async def _check_broker(self) -> None:
+        """An idle worker's check that the broker answers (:data:`BROKER_CHECK_S`): its partitions' ends within
+        ``ack_patience_s``, else unhealthy with the reason ("kafka: …"), until it answers again."""
+        try:
+            await asyncio.wait_for(self.lag(), self.ack_patience_s)
+        except (KafkaError, asyncio.TimeoutError) as e:
+            self.health.fail(f"kafka: the broker did not answer within {self.ack_patience_s:g} s "
+                             f"({type(e).__name__}{': ' + str(e) if str(e) else ''})")
+            return
+        if not self.health.ok and self.health.reason.startswith("kafka:"):
+            self.health.recover()
 
     # --- one batch -------------------------------------------------------------------------------
     async def _one_batch(self, taken: Taken) -> None:

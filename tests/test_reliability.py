@@ -217,6 +217,42 @@ def test_broker_stopped_and_restarted_mid_stream(tmp_path):
         broker.stop(state)
 
 
+def test_an_idle_worker_reports_a_broker_that_went_away(tmp_path):
+    """A worker with nothing to read asks the broker for its partitions' ends (``broker_check_s``): with the broker
+    stopped it reports itself unhealthy ("kafka: …"; ``/healthz`` said ok a minute after the broker stopped, a fresh
+    user's trial), and healthy again once the broker is back."""
+    state = tmp_path / "broker"
+    st = broker.start(state, timeout_s=180)
+    try:
+        topics = ["idle.dmesg"]
+        asyncio.run(ensure_topics(st.bootstrap, topics + ["idle.dlq", "idle.events"], partitions=1))
+        lake = tmp_path / "lake"
+        Lake(lake).init()
+        worker = IngestWorker(bootstrap=st.bootstrap, topics=topics, group_id="idle", lake=Lake(lake),
+                              dlq_topic="idle.dlq", events_topic="idle.events", session_timeout_ms=6000)
+        worker.ack_patience_s, worker.broker_check_s = 2.0, 1.0
+
+        async def main() -> None:
+            await worker.start()
+            try:
+                await worker.run()
+            finally:
+                await worker.close()
+
+        bg = InThread(main)
+        wait_for(lambda: worker.health.lag == {"idle.dmesg/0": 0}, 60, "the idle worker to check the broker")
+        assert worker.health.ok
+        broker.stop(state)
+        wait_for(lambda: not worker.health.ok, 60, "the idle worker to report the broker gone")
+        assert worker.health.reason.startswith("kafka: the broker did not answer"), worker.health.reason
+        broker.start(state, timeout_s=180)
+        wait_for(lambda: worker.health.ok, 120, "the worker to be healthy again")
+        bg.call(worker.stop.set)
+        bg.join(60)
+    finally:
+        broker.stop(state)
+
+
 # --- a consumer-group rebalance ------------------------------------------------------------------------------
 
 
