@@ -733,9 +733,9 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
         on_listening=_tell_bound(s) if s.api_port == 0 else None))
 
 
-def _until_signalled(stop: asyncio.Event, run: Any) -> None:
-    """Run the coroutine ``run()`` makes; SIGINT / SIGTERM set ``stop`` (the worker finishes its batch and
-    commits, then returns)."""
+def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
+    """Run the coroutine ``run()`` makes and return what it returns; SIGINT / SIGTERM set ``stop`` (the worker
+    finishes its batch and commits, then returns)."""
     from ingest.gcpause import tune_for_worker
 
     tune_for_worker()  # a worker process: rarer collections of the older generations, freed memory kept (ingest.gcpause)
@@ -746,12 +746,12 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run()
+        return await run()
 
     from correlate.consumer import CorrelateFailed
 
     try:
-        asyncio.run(main())
+        return asyncio.run(main())
     except CorrelateFailed as e:  # --once, caught up: its traceback is in the log already (StepGuard)
         err.print(f"[red]{escape(str(e))}[/]: the events are stored in the lake, the incidents could not be made "
                   "(a defect: the log above has its traceback)")
@@ -762,22 +762,39 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> None:
 def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the raw topics")] = False,
            config: ConfigOpt = None) -> None:
     """An ingest worker: raw topics -> lake + fleet.events (keyed by correlation domain). Run many."""
-    from api.service import IngestService
+    from api.service import IngestService, ingested_line
 
     s = _settings(config)
     svc = IngestService(s, _bootstrap(s))
+    t0 = time.monotonic()
     _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
+    # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial)
+    _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0))
 
 
 @app.command()
 def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caught up with fleet.events")] = False,
               config: ConfigOpt = None) -> None:
     """A correlate worker: fleet.events -> incidents in the lake, pages, hourly report. Run several."""
+    from api.render import IncidentsReport, incidents_title
     from api.service import CorrelateService
 
     s = _settings(config)
     svc = CorrelateService(s, _bootstrap(s))
-    _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
+    incs = _until_signalled(svc.worker.stop, lambda: svc.run(once=once)) or []
+    # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)
+    _said(s, "correlate", f"read {svc.worker.records} {s.events_topic} records → {len(incs)} incident"
+                          f"{'s' * (len(incs) != 1)}; lake: {s.lake}")
+    if once and s.log_format != "json":
+        out.print(IncidentsReport(incs, title=incidents_title(incs, "caught up: ")))
+
+
+def _said(s: Settings, worker: str, line: str) -> None:
+    """A worker's summary at its end: a line on stderr, or a log record when stderr is a JSON log stream."""
+    if s.log_format == "json":
+        logging.getLogger(f"firstfault.{worker}").warning(line)
+    else:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _holds_no_events(lake: str) -> bool:

@@ -27,7 +27,7 @@ from correlate.consumer import CorrelateWorker
 from correlate.correlator import correlation_settings
 from correlate.metrics import StepGuard, add_counted
 from correlate.stream import StreamCorrelator
-from ingest.consumer import IngestWorker
+from ingest.consumer import Health, IngestWorker
 from ingest.lake import Lake
 from ingest.pipeline import Batch, Pipeline
 from ingest.publish import Domains
@@ -142,10 +142,7 @@ class Service:
     def ingested(self, seconds: float | None = None) -> str:
         """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"``: what the worker has read so
         far (``seconds``: how long it took, when the caller knows) and where it went, for a caught-up line."""
-        h = self.worker.health
-        took = f" in {seconds:.1f} s" if seconds is not None else ""
-        return (f"ingested {h.records} Kafka records, {h.lines} lines → {h.events} events{took}; "
-                f"lake: {self.settings.lake}")
+        return ingested_line(self.worker.health, self.settings.lake, seconds)
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
                   on_caught_up=None, on_serving=None, on_incidents=None, on_listening=None) -> list[dict[str, Any]]:
@@ -264,6 +261,13 @@ class IngestService:
             await self.worker.run(until_caught_up=once)
         finally:
             await self.worker.close()
+
+
+def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
+    """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"`` (``Service.ingested``), from an ingest
+    worker's ``Health``; ``seconds`` when the caller knows how long it took."""
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    return f"ingested {h.records} Kafka records, {h.lines} lines → {h.events} events{took}; lake: {lake}"
 
 
 class CorrelateService:

@@ -17,6 +17,7 @@ import datetime as dt
 import errno
 import gc
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -251,6 +252,29 @@ def test_an_idle_worker_reports_a_broker_that_went_away(tmp_path):
         bg.join(60)
     finally:
         broker.stop(state)
+
+
+def test_the_workers_once_runs_say_what_they_did(kafka, tmp_path):
+    """``ingest --once`` printed only its dead-letter warnings and ``correlate --once`` nothing at all (a fresh user's
+    trial): each says what it read and where it went, and ``correlate --once`` prints the incidents as ``run --once``
+    does."""
+    prefix = f"once.{time.time_ns()}"
+    env = crash.worker_env(kafka, prefix, "run", tmp_path, max_records=100)
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    topics = env["FIRSTFAULT_TOPICS"].split(",")
+    asyncio.run(ensure_topics(kafka, topics + [env["FIRSTFAULT_EVENTS_TOPIC"], env["FIRSTFAULT_DLQ_TOPIC"]]))
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    line = f"{stamp} node31 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    asyncio.run(produce(kafka, [(f"{prefix}.dmesg", b"node31", line.encode(), int(time.time() * 1000), 1)]))
+    run = {role: subprocess.run([crash.FIRSTFAULT, role, "--once"], env=env, capture_output=True, text=True,
+                                timeout=300, cwd=env["FIRSTFAULT_STATE_DIR"]) for role in ("ingest", "correlate")}
+    assert run["ingest"].returncode == 0 and "ingested 1 Kafka records, 1 lines → 1 events in" in run["ingest"].stderr, \
+        run["ingest"].stderr
+    assert run["correlate"].returncode == 0, run["correlate"].stderr
+    assert re.search(rf"read [1-9]\d* {re.escape(prefix)}\.run\.events records → 1 incident; lake: ",
+                     run["correlate"].stderr), run["correlate"].stderr[-400:]
+    assert "caught up: 1 incident" in run["correlate"].stdout and "node31 gpu 0000:3b:00.0 (Xid 79)" in \
+        run["correlate"].stdout, run["correlate"].stdout
 
 
 # --- a consumer-group rebalance ------------------------------------------------------------------------------
