@@ -418,7 +418,8 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         name = k[len(_PREFIX):].lower()
         if name not in fields:
             known = [_PREFIX + f.upper() for f in fields]
-            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.75)  # not by the common prefix
+            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.75) or (  # not by the common prefix
+                [f for f in fields if f.startswith(name)][:1] if len(name) >= 4 else [])  # or one it begins
             raise SettingsError(f"unknown setting {k}: " + (f"did you mean {_PREFIX + close[0].upper()}?" if close
                                                             else f"the settings are {', '.join(known)}"))
         source[name] = k
@@ -433,11 +434,15 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
     data.update(given)
     source.update((k, "the command line") for k in given)
 
-    def _did_you_mean(err: dict) -> str:  # a misspelt key of the file: the setting it is closest to
+    def _did_you_mean(err: dict) -> str:  # a misspelt key of the file: the setting it is closest to, or the one it
+        # begins ("resolv": only "Extra inputs are not permitted", where FIRSTFAULT_RESOLV got a hint; a fresh user)
         if err["type"] != "extra_forbidden" or len(err["loc"]) != 1:
             return ""
-        close = difflib.get_close_matches(str(err["loc"][0]), list(fields), n=1, cutoff=0.75)
-        return f" (did you mean {close[0]}?)" if close else ""
+        key = str(err["loc"][0])
+        close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.75) or (
+            [f for f in fields if f.startswith(key)][:1] if len(key) >= 4 else [])
+        return (f" (did you mean {close[0]}?)" if close
+                else f" (the settings are {', '.join(fields)})")
 
     try:
         return Settings.model_validate(data)
@@ -446,5 +451,6 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         msgs = "; ".join((f"{'.'.join(map(str, err['loc']))}"
                           + (f" (from {source[str(err['loc'][0])]})" if str(err["loc"][0]) in source else "") + ": "
                           if err["loc"] else "")  # a check of several settings names them itself
-                         + f"{err['msg']}" + _did_you_mean(err) for err in e.errors())
+                         + ("unknown setting" if err["type"] == "extra_forbidden" and len(err["loc"]) == 1
+                            else err["msg"]) + _did_you_mean(err) for err in e.errors())
         raise SettingsError(f"invalid configuration: {msgs}") from e

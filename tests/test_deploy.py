@@ -230,9 +230,15 @@ def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
     assert "did you mean" not in str(e.value)
     # a misspelt key of the file gets its suggestion too
     (tmp_path / "typo.toml").write_text("api_prot = 8080\n")
-    with pytest.raises(SettingsError, match=re.escape(f"api_prot (from {tmp_path / 'typo.toml'}): Extra inputs are "
-                                                      "not permitted (did you mean api_port?)")):
+    with pytest.raises(SettingsError, match=re.escape(f"api_prot (from {tmp_path / 'typo.toml'}): unknown setting "
+                                                      "(did you mean api_port?)")):
         load_settings(tmp_path / "typo.toml", env={})
+    # or the setting it begins, in the file and the environment ("resolv" had no hint: a fresh user's trial)
+    (tmp_path / "short.toml").write_text("resolv = 1\n")
+    with pytest.raises(SettingsError, match=r"resolv \(from .*\): unknown setting \(did you mean resolve_after_s\?\)"):
+        load_settings(tmp_path / "short.toml", env={})
+    with pytest.raises(SettingsError, match="did you mean FIRSTFAULT_RESOLVE_AFTER_S[?]"):
+        load_settings(env={"FIRSTFAULT_RESOLV": "1"})
     assert load_settings(tmp_path / "ok.toml", env={}).reach_back_s == 600
 
 
