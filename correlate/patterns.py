@@ -832,6 +832,33 @@ def silent_rank(scene: Scene) -> Verdict | None:
         lead = min(timeouts, key=lambda e: e.order)
         v.next_action = sentences(catalog_action(scene.catalog, lead, scene.subject.get(lead.event_id)),
                                   "Find the rank that did not report and check its host")
+    return _out_of_step(v, mine, seq) if seq is not None else v
+
+
+def _out_of_step(v: Verdict, mine: list[Ev], seq: int) -> Verdict:
+    """Ranks that timed out on one SeqNum of one process group while running different collectives (c10's
+    ``OpType``): they are out of step, each waiting for peers that are in another collective — the program issued a
+    collective on some ranks only, not a rank that stopped. They were told to find a silent rank (NVIDIA/nccl#1409:
+    rank 7's BROADCAST and rank 3's ALLREDUCE at SeqNum 80078, at the end of every epoch; a real-logs pass)."""
+    ops: dict[str, list[int]] = defaultdict(list)
+    for e in mine:
+        if e.op and e.rank is not None:
+            ops[e.op].append(e.rank)
+    if len(ops) < 2:
+        return v
+    said = "; ".join(f"{op} on rank{'s' * (len(set(rs)) > 1)} {_rank_runs(sorted(set(rs)))}"
+                     for op, rs in sorted(ops.items()))
+    v.pattern, v.category, v.confidence = "comm.out_of_step", "application", 0.6
+    v.explanation = (f"The ranks that timed out on SeqNum {seq} were not in the same collective ({said}): ranks that "
+                     "issue different collectives at one sequence number are out of step, each waiting for peers "
+                     "that are in another one. The program ran a collective on some ranks only (a branch on the "
+                     "rank, an uneven number of batches per rank, a collective inside a condition); no rank's "
+                     "hardware is shown at fault.")
+    v.next_action = ("Find the code path that issues a collective on some ranks only: compare the ranks' stacks "
+                     "(py-spy dump) or a flight recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) at this SeqNum; "
+                     "TORCH_DISTRIBUTED_DEBUG=DETAIL checks that every rank calls the same collective with the same "
+                     "shapes.")
+    v.missing = ["the Python stacks of the ranks at the timeout (py-spy dump, or the flight recorder dump)"]
     return v
 
 

@@ -1523,6 +1523,21 @@ def test_a_flushed_infiniband_completion_reports_its_peer(pipeline):
     assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "node22", own["pattern"]
 
 
+def test_ranks_in_different_collectives_at_one_seqnum_are_out_of_step(pipeline):
+    """NVIDIA/nccl#1409: rank 7 timed out in a BROADCAST and rank 3 in an ALLREDUCE, both SeqNum 80078 of the default
+    process group — the program issued a collective on some ranks only; it was told to find the silent rank. The
+    same collective on both stays a hang whose silent rank is sought."""
+    line = ("[rank{r}]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=80078, OpType={op}, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) "
+            "ran for 600026 milliseconds before timing out.")
+    (inc,) = run(pipeline, "\n".join([line.format(r=7, op="BROADCAST"), line.format(r=3, op="ALLREDUCE")]))
+    assert (inc["pattern"], inc["category"]) == ("comm.out_of_step", "application"), inc["explanation"]
+    assert "ALLREDUCE on rank 3; BROADCAST on rank 7" in inc["explanation"], inc["explanation"]
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" in inc["next_action"]
+    (same,) = run(pipeline, "\n".join([line.format(r=7, op="ALLREDUCE"), line.format(r=3, op="ALLREDUCE")]))
+    assert same["pattern"] == "comm.silent_rank", same["pattern"]
+
+
 def test_a_full_dev_shm_is_the_initiator_and_its_peers_reports_follow(pipeline):
     """NCCL's shared-memory buffers live in /dev/shm: when it is full (pytorch/ci-infra#490, NVIDIA/nccl#525) the
     rank that says so is the initiator, a configuration fault (nccl_software) whose action is about /dev/shm, and
