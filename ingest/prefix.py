@@ -553,6 +553,13 @@ def placeholder_host(name: str) -> bool:
         return False
 
 
+def _hours_apart(a: int, b: int) -> bool:
+    """``a`` and ``b`` (µs) are 1 – 14 whole hours apart, give or take 2 s (two clocks of one instant, one of them
+    in another zone; the stamps may be taken a moment apart)."""
+    hours = round((a - b) / (3600 * US))
+    return 1 <= abs(hours) <= 14 and abs(a - b - hours * 3600 * US) <= 2 * US
+
+
 def _host_or_addr(p: Prefix, name: str) -> None:
     """The name a syslog or journal header puts where the host stands. An address is the sender's (``source_addr``),
     and names the host as talosctl's address does (``addr_host``: a Kafka key or an envelope's host names it
@@ -605,6 +612,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     grep_host = None  # the host a grep prefix's file name names: the line's when nothing else names one
     labels = 0
     clock = None  # a clock label's match: the line's time when nothing after it gives one
+    zoneless = False  # the stamp that gave ``p.ts`` printed no zone (a wrapper's local time, maybe)
     ray_ip = None  # the host a Ray label named (NCCL's own host name wins over it)
     for _ in range(8):  # layers are few; the bound guards against a pathological line
         if not s:
@@ -698,6 +706,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                               _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
                         p.ts, p.precision_us = r if m["s"] else (r[0], 60 * US)
+                        zoneless = "tz" not in rx.groupindex or not m["tz"]
                     else:
                         end = (m.end("tz") if "tz" in rx.groupindex and m["tz"]
                                else m.end("frac") if m["frac"] else m.end("s") if m["s"] else m.end("mi"))
@@ -741,14 +750,18 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 us, prec = _frac_us(m["efrac"])
                 if plausible(t := int(m["epoch"]) * US + us):
                     p.ts, p.precision_us = t, prec
-            elif m["mmdd"] and p.ts is None:
+            elif m["mmdd"] and (p.ts is None or zoneless):
                 mmdd = m["mmdd"]
                 mo, d = int(mmdd[:-2].rstrip("-")), int(mmdd[-2:])
                 us, prec = _frac_us(m["frac"])
                 stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
-                t = resolve_year(*stamp, ref_us, tz)
-                if t is not None:
-                    p.ts, p.precision_us, p.yearless = t, prec, stamp
+                t = resolve_year(*stamp, ref_us if p.ts is None else p.ts, tz)
+                if t is not None and (p.ts is None or _hours_apart(t, p.ts)):
+                    # a wrapper's stamp without a zone whole hours from the process's own: one of them is another
+                    # zone's, and the process's is the one its lines without the wrapper print
+                    # ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969…]": one rank's timeout was two incidents
+                    # 8 hours apart, limuloo/PyDIff#31, a real-logs pass); its year is the wrapper's, printed
+                    p.ts, p.precision_us, p.yearless = t, prec, (stamp if p.ts is None else None)
             s = s[m.end():]
             continue
         m = _TAG.match(s) if "tag" in can else None

@@ -570,3 +570,16 @@ def test_a_name_every_machine_may_have_names_no_host(name):
         assert (n.host, n.gpu_index) == (None, 3)
     for real in ("node07", "10.0.0.7", "localhost-07"):
         assert parse_prefix(f"Nov 30 03:10:00 {real} kernel: NVRM: Xid", ref_us=REF).host == real
+
+
+def test_a_wrappers_zoneless_stamp_whole_hours_from_c10s_gives_way_to_it():
+    # "2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969…]" (limuloo/PyDIff#31): the wrapper's local time, 8 h from the
+    # process's own stamp, which the rank's lines without the wrapper print; one timeout was two incidents 8 h apart
+    line = "2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969438582 ProcessGroupNCCL.cpp:1785] [Rank 0] Exception"
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.rank, p.yearless) == (us(2025, 6, 24, 9, 29, 6) + 969438, 0, None)
+    # a stamp with its zone, or one a moment from c10's, stays the line's time
+    for outer, ts in (("2025-06-24T17:29:06Z ", us(2025, 6, 24, 17, 29, 6)),
+                      ("2025-06-24 09:29:07  ", us(2025, 6, 24, 9, 29, 7)),
+                      ("2025-06-24 09:59:06  ", us(2025, 6, 24, 9, 59, 6))):
+        assert parse_prefix(outer + line.split("  ", 1)[1], ref_us=REF).ts == ts, outer
