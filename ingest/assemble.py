@@ -35,7 +35,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, plausible, resolve_year, to_us
+from ingest.prefix import US, Prefix, parse_prefix, plausible, resolve_year, to_us
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -313,6 +313,8 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # a line does not take another host's time from another record, which would hang on how records were batched
     last_seg: dict[int, tuple[int, int]] = {}
     last_host: dict[str, tuple[int, int]] = {}
+    last_line: dict[int, int] = {}  # segment -> the line of its last hit that gave ``last_seg``
+    heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (record_heads)
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -338,6 +340,10 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             row["details"]["reboots_after"] = len(spans[0]) - 1 - j
         elif p.mono is not None and id(seg) in ref_boot and (t := ref_boot[id(seg)] + int(p.mono * US)) <= seg.ref_ts:
             _counted_back(row, seg, t, p.mono, upper_bound=False)
+        elif p.mono is None and (head := _traceback_head(seg, h.line, heads, last_line.get(id(seg), -1), tz)):
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = head.ts, "inherited", head.precision_us
+            if row.get("rank") is None and head.rank is not None:
+                row["rank"] = head.rank
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
@@ -357,8 +363,46 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
+            last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+#: a Python traceback's first line, alone or after a logger's message ("[2025-02-09 21:23:00 TP2] Scheduler hit an
+#: exception: Traceback (most recent call last):"), and how far below it its exception line may be
+_TRACEBACK = re.compile(rb"Traceback \(most recent call last\):[ \t\r]*$", re.M)
+TRACEBACK_LINES = 200
+
+
+def _traceback_head(seg: Segment, line: int, heads: dict[int, list[tuple[int, int]]], after: int,
+                    tz) -> Prefix | None:
+    """The prefix of the header of the Python traceback physical line ``line`` of ``seg`` ends, when the line
+    printed no time: the traceback's first line, or the line before it, when one of them printed a time, at most
+    :data:`TRACEBACK_LINES` above and below the last line of ``seg`` that gave a time (``after``). An exception
+    line of a traceback whose header a logger stamped ("[2025-02-09 21:23:00 TP2] Scheduler hit an exception:
+    Traceback …", then "RuntimeError: NCCL error: unhandled system error") is of that record: it was timed by its
+    file's modification time and named no rank (sgl-project/sglang#3460, a real-logs pass). ``heads`` keeps each
+    segment's traceback headers (line, byte offset), found once."""
+    got = heads.get(id(seg))
+    if got is None:
+        data, n, at, got = seg.data, 0, 0, []
+        if b"Traceback (most recent call last)" in data:
+            for m in _TRACEBACK.finditer(data):
+                n += data.count(b"\n", at, m.start())
+                at = m.start()
+                got.append((n, data.rfind(b"\n", 0, m.start()) + 1))
+        heads[id(seg)] = got
+    j = bisect_right(got, (line, 1 << 62)) - 1
+    if j < 0 or not after < got[j][0] <= line or line - got[j][0] > TRACEBACK_LINES:
+        return None
+    data, start = seg.data, got[j][1]
+    end = data.find(b"\n", start)
+    before = data.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start else None
+    for a, b in ((start, end if end >= 0 else len(data)),) + (((before, start - 1),) if before is not None else ()):
+        p = parse_prefix(data[a:b].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
+        if p.ts is not None and _believable(p.ts, seg):
+            return p
+    return None
 
 
 def _counted_back(row: dict[str, Any], seg: Segment, ts: int, mono: float, *, upper_bound: bool) -> None:

@@ -937,3 +937,29 @@ def test_a_name_that_is_no_host_name_names_no_files_host(pipeline):
                   ref_basis="file", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
     assert [(e["host"], e["device"]) for e in b.events.to_pylist()] == [("node11", "0000:5e:00.0")]
+
+
+def test_an_exception_line_takes_the_time_of_its_tracebacks_stamped_header(pipeline):
+    """sgl-project/sglang#3460: "[2025-02-09 21:23:00 TP2] Scheduler hit an exception: Traceback (most recent call
+    last):", the frames, then "RuntimeError: NCCL error: unhandled system error": the exception line printed no time
+    and was timed by its file's modification time. It is of the stamped record. A line after a later stamped hit, or
+    far below the header, is not."""
+    head = "[2025-02-09 21:23:00 TP2] Scheduler hit an exception: Traceback (most recent call last):"
+    frames = ['  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1787, in run',
+              '    raise RuntimeError(f"NCCL error: {error_str}")']
+    exc = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
+
+    def times(text: str) -> list[tuple[int, str]]:
+        seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
+                      ref_basis="file", ingest_ts=T0)
+        return [(e["ts"], e["ts_basis"]) for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+
+    header_ts = datetime(2025, 2, 9, 21, 23, tzinfo=timezone.utc)
+    assert times("\n".join([head, *frames, exc])) == [(header_ts, "inherited")]
+    # the logger's line before a bare "Traceback" header stamps it too
+    plain = "2025-02-09 21:23:00,123 ERROR scheduler: exception in the loop"
+    assert times("\n".join([plain, "Traceback (most recent call last):", *frames, exc])) == [
+        (header_ts.replace(microsecond=123_000), "inherited")]
+    # more than TRACEBACK_LINES below its header: the file's time, as before
+    far = times("\n".join([head, *frames * 150, exc]))
+    assert far[0][1] == "file", far
