@@ -1238,8 +1238,9 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     """
     tp = _partition_names(topic, partition)
     origin = tp[0] + str(offset)
-    if value is None:
-        return Decoded(rejects=[Reject(origin, "empty value (tombstone)", b"", "empty")])
+    if not value:  # a null value, or an empty one: dead-lettered alike (the empty one vanished unsaid: a break-it pass)
+        return Decoded(rejects=[Reject(origin, "empty value (tombstone)" if value is None else "empty value", b"",
+                                       "empty")])
     if len(value) > MAX_VALUE_BYTES:
         # the value itself (the record holds it already): the dead letter keeps as much of it as it can take
         return Decoded(rejects=[Reject(origin, f"value of {len(value)} bytes exceeds {MAX_VALUE_BYTES}",
@@ -1263,6 +1264,9 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
         return Decoded(rejects=[Reject(origin, why, value, "not_text")])  # whole: sent again, it reads alike
+    if 0 in data and not data.strip(b"\x00 \t\r\n"):  # zeroed blocks and nothing else: no text at all, said (a
+        # 9 MB value of NUL bytes vanished unsaid: a break-it pass)
+        return Decoded(rejects=[Reject(origin, "only NUL bytes and blanks: no text", value, "not_text")])
     host = None
     if key:
         host, stream = _key_names(topic, partition, key)

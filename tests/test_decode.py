@@ -210,6 +210,11 @@ def test_tombstone_and_corrupt_compression_are_rejected():
     assert (key, value, dict(headers)["ff-error-code"]) == (b"node07", None, b"empty")
     [(_, value, _)] = dead_letters(msg(b"\x1f\x8b\x08\x00garbage").rejects)
     assert value == b"\x1f\x8b\x08\x00garbage"
+    # an empty value and one of NUL bytes only are dead-lettered too (they vanished unsaid: a break-it pass); a
+    # value of blanks is an empty text, and NULs before text are a crash's zeroed blocks
+    assert [(r.reason, r.error_code) for r in msg(b"").rejects] == [("empty value", "empty")]
+    assert [r.error_code for r in msg(b"\x00" * 4096 + b"\n").rejects] == ["not_text"]
+    assert not msg(b"  \n\n").rejects and not msg(b"\x00\x00[ 12.3] NVRM: x").rejects
 
 
 def test_gzip_and_zstd_values_and_files(tmp_path):
