@@ -124,7 +124,9 @@ def incidents_table(incidents: list[dict[str, Any]], title: str = "Incidents",
                     changes: dict[str, str] | None = None) -> Table:
     """A rich table: one row per incident, initiator first (row order: ``_rows``); with ``changes`` (id -> what
     the row is to the reader: ``new``, ``updated``, ``resolved`` …) a first column says it."""
-    t = Table(title=title, show_lines=False, caption=_caption(incidents), caption_justify="left")
+    # the title at the left, as the caption: centred over a wide table it stood after ~80 blanks in a file or a pipe
+    # (a fresh user's trial)
+    t = Table(title=title, show_lines=False, caption=_caption(incidents), caption_justify="left", title_justify="left")
     if changes is not None:
         t.add_column("what", no_wrap=True)
     for col in ("start (UTC)", "severity", "category", "initiator", "downstream", "conf"):
