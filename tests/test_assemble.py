@@ -963,3 +963,20 @@ def test_an_exception_line_takes_the_time_of_its_tracebacks_stamped_header(pipel
     # more than TRACEBACK_LINES below its header: the file's time, as before
     far = times("\n".join([head, *frames * 150, exc]))
     assert far[0][1] == "file", far
+
+
+def test_nvidia_smi_q_clocks_event_reasons_are_of_their_sections_gpu(pipeline):
+    """nvidia-smi -q's "HW Power Brake Slowdown : Active" under "GPU 00000000:1E:00.0" (a V100 held at 382 MHz by a
+    server's BMC, l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling): no event before; it is that
+    GPU's, and a reason that is not Active, or the software power cap, is none."""
+    text = ("GPU 00000000:1E:00.0\n    Product Name                    : Tesla V100-SXM2-32GB\n"
+            "    Clocks Throttle Reasons\n        SW Power Cap                      : Active\n"
+            "        HW Slowdown                       : Active\n            HW Thermal Slowdown           : Not Active\n"
+            "            HW Power Brake Slowdown       : Active\nGPU 00000000:3B:00.0\n"
+            "    Clocks Event Reasons\n        HW Thermal Slowdown               : Active\n")
+    seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    got = [(e["device"], json.loads(e["details"])["clocks_reason"])
+           for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+    assert got == [("0000:1e:00.0", "HW Slowdown"), ("0000:1e:00.0", "HW Power Brake Slowdown"),
+                   ("0000:3b:00.0", "HW Thermal Slowdown")]
