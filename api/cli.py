@@ -252,7 +252,11 @@ def diagnose(
     # was refused, "not a regular file or folder" (a break-it pass); one under a folder is still skipped, and said
     for i, (a, p) in enumerate(zip(args, paths)):
         if a != "-" and p.is_fifo():
-            paths[i] = _pipe_file(p)
+            try:
+                paths[i] = _pipe_file(p)
+            except OSError as e:
+                err.print(f"[red]cannot read {escape(a)}:[/] {escape(e.strerror or str(e))}")
+                raise typer.Exit(2) from None
             shown_as[paths[i]] = a
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -458,53 +462,45 @@ def _stdin_file() -> Path:
     (removed at exit) named after this machine, ``<short host name>.stdin``: its lines that name no host are this
     machine's (DESIGN.md: the file name up to its first ``.``), its time reference is now. At most
     ``decode.MAX_FILE_BYTES`` (1 GiB) is copied and one byte more, so a longer input is refused as a file is."""
-    import atexit
-    import shutil
-    import socket
-    import tempfile
-
-    from ingest.decode import MAX_FILE_BYTES
-    from ingest.files import STDIN_SUFFIX
-
-    folder = tempfile.mkdtemp(prefix="firstfault-stdin-")
-    atexit.register(shutil.rmtree, folder, True)
-    host = socket.gethostname().split(".", 1)[0] or "localhost"
-    path = Path(folder) / f"{host}{STDIN_SUFFIX}"
-    _copy(sys.stdin.buffer, path, MAX_FILE_BYTES + 1)
-    return path
+    return _temp_copy(sys.stdin.buffer, _this_machines_file())
 
 
 def _pipe_file(pipe: Path) -> Path:
-    """A pipe named on the command line copied to a file of a temporary folder (removed at exit), as
-    :func:`_stdin_file` copies standard input: a shell's process substitution (``/dev/fd/63``, ``/proc/self/fd/…``)
-    is named after this machine as standard input is, a named FIFO keeps its name (``node07.log``). At most
-    ``decode.MAX_FILE_BYTES`` and one byte more. Raises ``OSError`` when it cannot be opened."""
+    """A pipe named on the command line copied as :func:`_stdin_file` copies standard input: a shell's process
+    substitution (``/dev/fd/63``, ``/proc/self/fd/…``) is named after this machine as standard input is, a named FIFO
+    keeps its name (``node07.log``). Opening it waits for its writer, as ``cat`` does. Raises ``OSError`` when it
+    cannot be opened."""
+    name = _this_machines_file() if str(pipe).startswith(("/dev/fd/", "/proc/")) else pipe.name
+    with pipe.open("rb") as src:
+        return _temp_copy(src, name)
+
+
+def _this_machines_file() -> str:
+    """``<short host name>.stdin``: the file name whose lines that name no host are this machine's."""
+    import socket
+
+    from ingest.files import STDIN_SUFFIX
+
+    return f"{socket.gethostname().split('.', 1)[0] or 'localhost'}{STDIN_SUFFIX}"
+
+
+def _temp_copy(src, name: str) -> Path:
+    """At most ``decode.MAX_FILE_BYTES`` and one byte more of the binary stream ``src`` into the file ``name`` of a
+    new temporary folder (removed at exit), 1 MiB at a time; its path."""
     import atexit
     import shutil
-    import socket
     import tempfile
 
     from ingest.decode import MAX_FILE_BYTES
-    from ingest.files import STDIN_SUFFIX
 
-    folder = tempfile.mkdtemp(prefix="firstfault-pipe-")
+    folder = tempfile.mkdtemp(prefix="firstfault-input-")
     atexit.register(shutil.rmtree, folder, True)
-    if str(pipe).startswith(("/dev/fd/", "/proc/")):
-        name = f"{socket.gethostname().split('.', 1)[0] or 'localhost'}{STDIN_SUFFIX}"
-    else:
-        name = pipe.name
-    path = Path(folder) / name
-    with pipe.open("rb") as src:
-        _copy(src, path, MAX_FILE_BYTES + 1)
-    return path
-
-
-def _copy(src, path: Path, most: int) -> None:
-    """At most ``most`` bytes of the binary stream ``src`` into the new file ``path``, 1 MiB at a time."""
+    path, most = Path(folder) / name, MAX_FILE_BYTES + 1
     with path.open("wb") as f:
         while most > 0 and (chunk := src.read(min(most, 1 << 20))):
             f.write(chunk)
             most -= len(chunk)
+    return path
 
 
 def _close_hosts(host: str, seen: list[str]) -> list[str]:
