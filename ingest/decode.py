@@ -471,27 +471,30 @@ def _unzstd(data: bytes, limit: int) -> bytes:
     return b"".join(out)
 
 
+#: a message field of an envelope (``_MESSAGE_FIELDS``) as a JSON key
+_MESSAGE_KEY = re.compile(rb'"(?:MESSAGE|message|log|msg)"\s*:')
 #: the lines after the first that :func:`looks_ndjson` looks at, and the bytes it looks in
 _NDJSON_HEAD_LINES = 8
 _NDJSON_HEAD_BYTES = 8192
 
 
 def looks_ndjson(data: bytes) -> bool:
-    """True when the value starts with a JSON object (``{`` and then ``"`` or ``}``) and so does each of the next
-    :data:`_NDJSON_HEAD_LINES` lines that is not blank, in its first :data:`_NDJSON_HEAD_BYTES` bytes.
+    """True when the value starts with a JSON object (``{`` and then ``"`` or ``}``), unless that object names no
+    message field (no envelope: a program's JSON, its metrics or config) and one of the next
+    :data:`_NDJSON_HEAD_LINES` lines that is not blank, in its first :data:`_NDJSON_HEAD_BYTES` bytes, is no JSON.
 
     Only the openings are looked at, so a broken record still goes to the
     dead-letter topic. A plain-text line that starts with a Python dict
     (Hugging Face's trainer prints ``{'loss': 1.23, …}`` on every logging
-    step) is text, not a broken envelope; so is a log whose first line is a program's JSON (metrics, a config)
-    and whose next lines are text: it was read as NDJSON whole, its Xid line a broken record ("record is not an
-    object", its stamp read as the number 2026) and the file skipped, or the Kafka value dead-lettered whole (a
-    break-it pass).
+    step) is text, not a broken envelope; so is a log whose first line is a program's JSON and whose next lines
+    are text: it was read as NDJSON whole, its Xid line a broken record ("record is not an object", its stamp read
+    as the number 2026) and the file skipped, or the Kafka value dead-lettered whole (a break-it pass). Text lines
+    among envelopes are read as text (:func:`decode_ndjson`).
     """
     if _JSON_OBJECT_START.match(data) is None:
         return False
     nl = data.find(b"\n", 0, _NDJSON_HEAD_BYTES)
-    if nl < 0:
+    if nl < 0 or _MESSAGE_KEY.search(data, 0, nl):
         return True
     for line in data[nl + 1:_NDJSON_HEAD_BYTES].split(b"\n", _NDJSON_HEAD_LINES)[:_NDJSON_HEAD_LINES]:
         first = line.lstrip()[:1]
@@ -766,6 +769,14 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     add = out.segments.append
     lines = None  # the value's lines, split only for a reject's or a poller's record
     run = _Run()  # with ``runs``: one-line records
+    text: list[tuple[int, bytes]] = []  # consecutive text lines among the records (_each_record): one segment
+
+    def end_text() -> None:
+        if text:
+            add(Segment(b"\n".join(t for _, t in text), origin, stream, host, ref_ts, ref_basis, ingest_ts, source,
+                        text[0][0], None, ref_basis == "file"))
+            text.clear()
+
     try:
         for first, chunk in _chunks(data):
             clean = _clean_body(chunk)
@@ -774,6 +785,15 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                 _add_columns(out, run, cols, first, origin, stream, host, ingest_ts, source)
                 continue
             for i, rec in _envelopes(chunk, first, origin, out.rejects, clean):
+                if type(rec) is bytes:  # text lines among the records: a segment of each run of them, numbered
+                    if text and text[-1][0] == i - 1:
+                        text.append((i, rec))
+                    else:
+                        end_text()
+                        run.flush(out, origin, stream, ingest_ts, source)
+                        text.append((i, rec))
+                    continue
+                end_text()
                 try:
                     fmt = rec.format
                     if fmt is not UNSET and fmt == POLLER_FORMAT:
@@ -824,6 +844,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
             out.rejects.append(Reject(f"{origin}#r{stop.line}", f"NDJSON records {stop.line} on: not read, "
                                       f"{MAX_REJECTS_PER_VALUE} records of this value before them were unreadable",
                                       rest, "bad_envelope"))
+    end_text()
     run.flush(out, origin, stream, ingest_ts, source)
     return out
 
@@ -1085,10 +1106,16 @@ def _clean_records(clean: tuple[bytes, int] | None) -> list[Envelope] | None:
 def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reject]
                  ) -> Iterator[tuple[int, Envelope]]:
     """(line index, envelope) of each line that is not blank (``lines`` start at line ``first``), read one by
-    one; a line that is not a JSON object in UTF-8 is a ``bad_envelope`` reject (:func:`_reject`)."""
+    one; a line that is not a JSON object in UTF-8 is a ``bad_envelope`` reject (:func:`_reject`), but a line that
+    does not open as one and is no JSON at all — text among the records: a crash's traceback after a program's JSON
+    records, a comment — is (line index, its bytes), read as text (a break-it pass: such lines were rejects, an
+    NCCL error among them lost)."""
     decode = _ENVELOPE.decode
     for i, raw in enumerate(lines, first):
         if not raw or raw.isspace():
+            continue
+        if raw.lstrip()[:1] != b"{" and not _is_json(raw):
+            yield i, raw
             continue
         try:
             raw.decode()  # JSON text is UTF-8 (RFC 8259), in the fields that are skipped too

@@ -759,3 +759,23 @@ def test_a_log_whose_first_line_is_a_programs_json_is_text():
     assert looks_ndjson(records)
     d = decode_message(records, topic="t", partition=0, offset=1, key=b"node07", timestamp_ms=1)
     assert [s.data for s in d.segments] == [b"a", b"b"] and len(d.rejects) == 1
+
+
+def test_text_lines_among_ndjson_records_are_read_as_text():
+    """A crash's lines after a program's JSON records, a comment among a shipper's envelopes, an Xid after nine
+    metrics lines: they were rejects ("record is not an object"), the Xid and NCCL errors lost, or the comment
+    turned the envelopes into text, their hosts lost (a break-it pass). A line that opens as an object and is
+    broken stays a reject."""
+    from ingest.decode import decode_message
+
+    xid = b"[Fri Dec  4 10:00:00 2026] NVRM: Xid (PCI:0000:1a:00): 79, pid=1234, GPU has fallen off the bus."
+    env = b'{"message": "a", "host": "node07", "timestamp": "2026-12-04T10:00:00Z"}'
+    metrics = [b'{"step": %d, "loss": 1.2}' % i for i in range(9)]
+    d = decode_message(b"\n".join([*metrics, xid, xid]), topic="t", partition=0, offset=1, key=b"n1",
+                       timestamp_ms=1)
+    assert [(s.data, s.line_base) for s in d.segments] == [(xid + b"\n" + xid, 9)] and len(d.rejects) == 9
+    d = decode_message(b"\n".join([env, b"# exported by vector", env, b'{"message": "c']), topic="t", partition=0,
+                       offset=1, key=b"n1", timestamp_ms=1)
+    assert [(s.data, s.host) for s in d.segments] == [(b"a", "node07"), (b"# exported by vector", "n1"),
+                                                      (b"a", "node07")]
+    assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r3"]
