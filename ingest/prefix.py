@@ -262,8 +262,8 @@ _HOST = (r"(?P<host>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d
          r"|[^\s:\[]+)")  # IPv4-mapped (::ffff:10.0.0.1) and scoped (fe80::1%eth0) too (a break-it pass)
 _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))?"
-    r" {1,2}"
-    + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?")
+    r"(?:(?P<nohost>  )(?=\S)| "
+    + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?)")
 #: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
 #: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
 #: over the file's, the record's key and NCCL's own host (a break-it pass). The level and logger stay in the message
@@ -685,7 +685,13 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 if t is not None:
                     p.ts, p.precision_us, p.yearless = t, prec, stamp
                 else:
-                    p.unreadable = s[:m.start("host")].strip()
+                    p.unreadable = s[:m.start("host" if m["host"] else "nohost")].strip()
+                if m["nohost"]:
+                    # two blanks: a header whose host is empty (a paste with its host cut out: "Aug 19 11:36:35  NVRM:
+                    # Xid …", amoghmunikote/cmpunlocker#31); the message begins after them, its first word no host
+                    # ("  mlx5_core 0000:ab:00.0 mlx5_5: …" was host mlx5_core: a break-it pass)
+                    s = s[m.end():]
+                    continue
                 if _LEVEL_WORD.fullmatch(m["host"]) or (m["tag"] is None and not m["tag_pid"]
                                                         and _KERNEL_MESSAGE.fullmatch(m["host"])):
                     s = s[m.start("host"):]  # the message begins at the word: no host, no tag

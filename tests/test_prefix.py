@@ -543,7 +543,10 @@ def test_a_syslog_stamp_with_two_blanks_and_no_host_is_read():
     # "Aug 19 11:36:35  NVRM: Xid …" (amoghmunikote/cmpunlocker#31: a paste with its host cut out, two blanks left)
     p = parse_prefix("Aug 19 11:36:35  NVRM: Xid (PCI:0000:02:00): 31, pid=56543", ref_us=REF)
     assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), None, "NVRM: Xid")
-    p = parse_prefix("Aug 19 11:36:35  node07 kernel: NVRM: Xid (PCI:0000:02:00): 31", ref_us=REF)
+    # the word after the two blanks is the message's, not a host (a driver's name was a host: a break-it pass)
+    p = parse_prefix("Nov  4 10:00:02  mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN", ref_us=REF)
+    assert (p.ts, p.host, p.rest[:10]) == (us(2026, 11, 4, 10, 0, 2), None, "mlx5_core ")
+    p = parse_prefix("Aug 19 11:36:35 node07 kernel: NVRM: Xid (PCI:0000:02:00): 31", ref_us=REF)
     assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), "node07", "NVRM: Xid")
 
 
