@@ -469,6 +469,10 @@ def _explain(scene: Scene, v: Verdict) -> str:
         when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} ({counted})"
+    elif day := main.details.get("ts_day_from"):  # a clock without a date (ingest.assemble._date_clocks)
+        src = ("the nearest line with a date" if day == "line" else "the time standard input was read"
+               if from_stdin(main.origin) else "its file's time" if day == "file" else "its Kafka record's time")
+        when = f"at about {iso(main.ts)} (its clock; the day from {src})"
     elif main.ts_basis == "inherited" and ("ts_unreadable" in main.details or "ts_rejected" in main.details):
         # a line whose stamp is no date, or none to believe, took the time of the line before it: said, not passed off
         # as its own (a break-it pass: "Feb 30 …" read as the time of another host's line)

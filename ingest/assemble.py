@@ -35,7 +35,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, parse_prefix, plausible, resolve_year, to_us
+from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year, to_us
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -249,6 +249,9 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
+    # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
+    # reference time (each line at or before the next: a log written before its file's time)
+    _date_clocks(hits, dated, tz)
     # 3. boot time: a segment's own envelope's (journald: a capture that spans a reboot holds two), else its
     # host's: an envelope's or a line of the host that printed wall time and the kernel stamp (one call may
     # hold several hosts' lines: unkeyed Kafka records, a job's aggregated log)
@@ -330,6 +333,8 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             b = None
         if p.ts is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
+            if p.dayless:  # the line's clock, a day not its own: said (the explanation, details.ts_day_from)
+                row["details"]["ts_day_from"] = "line" if dated else seg.ref_basis
         elif p.mono is not None and b is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
         elif (p.mono is not None and (spans := boots_of.get(id(seg))) is not None
@@ -366,6 +371,40 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+#: a clock line may precede the next line of its log by up to this (two CPUs' lines a little out of order)
+CLOCK_BACK_SLACK_US = 300 * US
+
+
+def _date_clocks(hits: list[Hit], dated: list[tuple[int, int]], tz) -> None:
+    """Date again the hits whose time came from a clock without a date (``Prefix.dayless``), which
+    ``prefix.parse_prefix`` dated one by one from the reference: by the nearest dated line of the stream when it has
+    one (the day that puts the clock nearest it), else in each segment's order from its last line back — the last
+    by the segment's reference time (``prefix.clock_us``), each earlier one at or before the next line (give or take
+    :data:`CLOCK_BACK_SLACK_US`). Dated one by one, a log of 09:10 then 11:45 whose file was written at 10:30 put the
+    11:45 line 21 hours before the first; a clock line among fully stamped lines took its file's day, 14 days from
+    them (a break-it pass)."""
+    clocked = [h for h in hits if h.prefix.dayless and h.prefix.clock is not None]
+    if not clocked:
+        return
+    if dated:
+        nearest = nearest_dated(dated)
+        for h in clocked:
+            t = clock_us(*h.prefix.clock, nearest(h.line), tz, nearest=True)
+            if t is not None:
+                h.prefix.ts = t
+        return
+    by_seg: dict[int, list[Hit]] = {}
+    for h in clocked:
+        by_seg.setdefault(id(h.seg), []).append(h)
+    for seg_hits in by_seg.values():
+        nxt = None
+        for h in sorted(seg_hits, key=lambda x: x.line, reverse=True):
+            t = (clock_us(*h.prefix.clock, h.seg.ref_ts, tz) if nxt is None
+                 else clock_us(*h.prefix.clock, nxt, tz, ahead_us=CLOCK_BACK_SLACK_US))
+            if t is not None:
+                h.prefix.ts = nxt = t
 
 
 #: a Python traceback's first line, alone or after a logger's message ("[2025-02-09 21:23:00 TP2] Scheduler hit an

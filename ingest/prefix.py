@@ -91,6 +91,8 @@ class Prefix:
     unreadable: str | None = None
     #: ``ts`` came from a clock without a date (``18:11:06 ``), its day taken from the reference (:func:`clock_us`)
     dayless: bool = False
+    #: that clock, (hour, minute, second, µs): ``ingest.assemble.resolve_times`` dates it again, in its log's order
+    clock: tuple[int, int, int, int] | None = None
 
     @property
     def year_inferred(self) -> bool:
@@ -160,11 +162,12 @@ _DAY_US = 86400 * US
 CLOCK_AHEAD_US = 3600 * US
 
 
-def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo) -> int | None:
+def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo, *,
+             ahead_us: int = CLOCK_AHEAD_US, nearest: bool = False) -> int | None:
     """µs for a clock without a date (``19:14:43``) read against ``ref_us`` (a file's modification time, a record's
-    arrival): the latest such instant at most :data:`CLOCK_AHEAD_US` after the reference, so a log's lines from
-    before midnight take the day before a reference after it. ``None`` without a reference, or for one outside the
-    calendar."""
+    arrival, the next line's time): the latest such instant at most ``ahead_us`` after the reference, so a log's
+    lines from before midnight take the day before a reference after it; with ``nearest``, the one nearest the
+    reference (a dated line beside it). ``None`` without a reference, or for one outside the calendar."""
     if ref_us is None:
         return None
     try:
@@ -172,9 +175,11 @@ def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo) -
         t = to_us(datetime(day.year, day.month, day.day, h, mi, tzinfo=tz)) + s * US + us  # 60: a leap second
     except (OverflowError, ValueError):
         return None
-    if t + _DAY_US <= ref_us + CLOCK_AHEAD_US:  # just after midnight, read just before it
+    if nearest:
+        return min((t - _DAY_US, t, t + _DAY_US), key=lambda c: abs(c - ref_us))
+    if t + _DAY_US <= ref_us + ahead_us:  # just after midnight, read just before it
         return t + _DAY_US
-    return t - _DAY_US if t > ref_us + CLOCK_AHEAD_US else t
+    return t - _DAY_US if t > ref_us + ahead_us else t
 
 
 @lru_cache(maxsize=1024)
@@ -821,5 +826,6 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         t = clock_us(int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us, ref_us, tz)
         if t is not None:
             p.ts, p.precision_us, p.dayless = t, prec, True
+            p.clock = (int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us)
     p.rest = s
     return p

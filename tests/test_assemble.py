@@ -980,3 +980,31 @@ def test_nvidia_smi_q_clocks_event_reasons_are_of_their_sections_gpu(pipeline):
            for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
     assert got == [("0000:1e:00.0", "HW Slowdown"), ("0000:1e:00.0", "HW Power Brake Slowdown"),
                    ("0000:3b:00.0", "HW Thermal Slowdown")]
+
+
+def test_clocks_without_a_date_are_dated_in_their_logs_order(pipeline):
+    """Clock lines ("09:10:00  NVRM: …") were dated one by one from their file's time: written at 10:30, a log of
+    09:10 then 11:45 put the 11:45 line 21 hours before the first; a clock line among fully stamped lines took the
+    file's day, 14 days from them (a break-it pass). The last clock line takes the file's day, each earlier one the
+    latest at or before the next; beside a dated line, the day nearest it; the explanation says the day is not the
+    line's."""
+    def run_(text: str, ref: datetime) -> list[tuple[datetime, str]]:
+        ts = int(ref.timestamp() * 1_000_000)
+        seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=ts,
+                      ref_basis="file", ingest_ts=ts)
+        return [(e["ts"], json.loads(e["details"]).get("ts_day_from"))
+                for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+
+    xid = "{t}  NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python"
+    log = "\n".join([xid.format(t="09:10:00", bus="1a", x=79), xid.format(t="11:45:00", bus="1b", x=74)])
+    ref = datetime(2026, 12, 5, 10, 30, tzinfo=timezone.utc)
+    assert run_(log, ref) == [(datetime(2026, 12, 4, 9, 10, tzinfo=timezone.utc), "file"),
+                              (datetime(2026, 12, 4, 11, 45, tzinfo=timezone.utc), "file")]
+    # across midnight, in order: the day before for the lines before it
+    log = "\n".join([xid.format(t="23:59:58", bus="1a", x=79), xid.format(t="00:00:03", bus="1b", x=74)])
+    assert [t for t, _ in run_(log, ref)] == [datetime(2026, 12, 4, 23, 59, 58, tzinfo=timezone.utc),
+                                              datetime(2026, 12, 5, 0, 0, 3, tzinfo=timezone.utc)]
+    # beside a dated line: its day
+    log = "\n".join(["2026-11-20T10:00:00Z node1 kernel: NVRM: Xid (PCI:0000:1c:00): 48, pid=1",
+                     xid.format(t="10:00:05", bus="1b", x=74)])
+    assert run_(log, ref)[1] == (datetime(2026, 11, 20, 10, 0, 5, tzinfo=timezone.utc), "line")
