@@ -250,14 +250,18 @@ def diagnose(
     shown_as: dict[Path, str] = {stdin: "standard input"} if stdin is not None else {}  # a copy -> as it was named
     # a pipe named on the command line (`diagnose <(journalctl -k)`, a FIFO) is read once, as standard input is: it
     # was refused, "not a regular file or folder" (a break-it pass); one under a folder is still skipped, and said
-    for i, (a, p) in enumerate(zip(args, paths)):
+    copied: dict[tuple[int, int], Path] = {}  # a pipe named twice (or by a link) is read once: opened again, it
+    for i, (a, p) in enumerate(zip(args, paths)):  # waited for a writer for ever (a break-it pass)
         if a != "-" and p.is_fifo():
-            try:
-                paths[i] = _pipe_file(p)
-            except OSError as e:
-                err.print(f"[red]cannot read {escape(a)}:[/] {escape(e.strerror or str(e))}")
-                raise typer.Exit(2) from None
-            shown_as[paths[i]] = a
+            key = (p.stat().st_dev, p.stat().st_ino)
+            if key not in copied:
+                try:
+                    copied[key] = _pipe_file(p)
+                except OSError as e:
+                    err.print(f"[red]cannot read {escape(a)}:[/] {escape(e.strerror or str(e))}")
+                    raise typer.Exit(2) from None
+            paths[i] = copied[key]
+            shown_as.setdefault(paths[i], a)
     missing = [p for p in paths if not p.exists()]
     if missing:
         # a link to nothing or a loop of links is said as the system says it ("no such file" for a loop: a break-it pass)

@@ -42,7 +42,7 @@ import orjson
 import zstandard
 from msgspec import UNSET, UnsetType
 
-from ingest.prefix import TERMINAL_CODES, US, parse_iso_us, plausible
+from ingest.prefix import TERMINAL_CODES, US, parse_iso_us, placeholder_host, plausible
 from schemas.hostname import canonical_host
 from schemas.samples import POLLER_FORMAT, PollerSample
 
@@ -824,6 +824,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     boot = ts - int(mono)
                 m = msg.encode("utf-8", "surrogateescape")
                 rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
+                if h and placeholder_host(h):  # "localhost": every machine's name, no host (prefix.PLACEHOLDER_HOSTS;
+                    h = None                    # two files' envelopes were one host: a break-it pass)
                 # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an
                 # empty one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line
                 # counts see the lines they would see record by record
@@ -983,7 +985,7 @@ def _add_columns(out: Decoded, run: _Run, cols: tuple[list[str], list[str], list
     msgs, hosts, times = cols
     n = len(msgs)
     joined = "\n".join(msgs).encode()  # UTF-8; no surrogates: msgspec refuses a lone one
-    hosts = [h or host for h in hosts]
+    hosts = [h if h and not placeholder_host(h) else host for h in hosts]
     bad = _not_in_run(joined, n)
     if bad is not None:  # line k of ``joined`` is message k
         pieces = joined.split(b"\n") if bad else None

@@ -548,14 +548,18 @@ PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain", "localhost4
                                "localhost6", "localhost6.localdomain6", "ip6-localhost", "ip6-loopback", "(none)"})
 
 
+@lru_cache(maxsize=1 << 14)
 def placeholder_host(name: str) -> bool:
-    """``name`` is one of :data:`PLACEHOLDER_HOSTS` (any case) or a loopback address (127.0.0.0/8, ::1)."""
+    """``name`` is one of :data:`PLACEHOLDER_HOSTS` (any case) or a loopback address (127.0.0.0/8, ::1, and
+    IPv4-mapped ones); asked once per name (a fleet's hosts repeat in every record)."""
     if name.lower() in PLACEHOLDER_HOSTS:
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        ip = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # an IPv4 address mapped into IPv6 (::ffff:127.0.0.1, rsyslog on a dual-stack socket) is the IPv4 one's
+    return (ip.ipv4_mapped or ip).is_loopback if isinstance(ip, ipaddress.IPv6Address) else ip.is_loopback
 
 
 def _hours_apart(a: int, b: int) -> bool:

@@ -779,3 +779,14 @@ def test_text_lines_among_ndjson_records_are_read_as_text():
     assert [(s.data, s.host) for s in d.segments] == [(b"a", "node07"), (b"# exported by vector", "n1"),
                                                       (b"a", "node07")]
     assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r3"]
+
+
+def test_an_envelopes_placeholder_host_names_no_host():
+    """Two machines' envelopes each saying host "localhost" were one host (a break-it pass): the Kafka key names it,
+    as for a syslog header's "localhost"; a real name still wins over the key."""
+    from ingest.decode import decode_message
+
+    for h, want in (("localhost", "node07"), ("127.0.0.1", "node07"), ("node09", "node09")):
+        value = orjson.dumps({"message": "NVRM: Xid (PCI:0000:1a:00): 79", "host": h})
+        d = decode_message(value, topic="t", partition=0, offset=1, key=b"node07", timestamp_ms=1)
+        assert [s.host for s in d.segments] == [want], h

@@ -866,6 +866,13 @@ def test_diagnose_refuses_a_device_and_reads_a_pipe_it_is_given(tmp_path):
 
     [e] = orjson.loads(r.stdout)["events"]
     assert r.returncode == 0 and (e["host"], e["xid"]) == ("node01", 79), r.stderr
+    # the same pipe named twice, or by a link, is read once (opened again, it waited for a writer for ever)
+    (tmp_path / "link.log").symlink_to(fifo)
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    r = _firstfault("diagnose", str(fifo), str(tmp_path / "link.log"), "-f", "json")
+    t.join(10)
+    assert r.returncode == 0 and [e["xid"] for e in orjson.loads(r.stdout)["events"]] == [79], r.stderr
     exe = str(Path(sys.executable).with_name("firstfault"))
     r = subprocess.run(["bash", "-c", f"{exe} diagnose -f json <(printf '%s\\n' "
                         "'[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, fallen off the bus.')"],

@@ -562,7 +562,7 @@ def test_abseils_prefix_before_its_time_zone_is_set_up_gives_the_epoch_seconds()
 
 
 @pytest.mark.parametrize("name", ["localhost", "localhost.localdomain", "LOCALHOST", "(none)", "127.0.0.1",
-                                  "127.0.1.1", "::1", "ip6-localhost"])
+                                  "127.0.1.1", "::1", "ip6-localhost", "::ffff:127.0.0.1"])
 def test_a_name_every_machine_may_have_names_no_host(name):
     # three machines' syslog lines, each "localhost", were one host (a break-it pass): the file's, the key's or the
     # envelope's name wins; a real name or address still names its host
