@@ -352,6 +352,8 @@ _CRI = re.compile(r"^(?:stdout|stderr) [PF] ")
 # a bare journal tag left over: "kernel: NVRM: …"
 _TAG = re.compile(r"^(?:kernel|kern): ")
 # NCCL: "<host>:<pid>:<tid> [<cudaDev>] " anywhere before "NCCL"; host is the short name (formats.md §11.1)
+#: the largest CUDA device index NCCL's prefix may name (64 GPUs of 8 MIG instances and more, well past any host)
+MAX_GPU_INDEX = 1023
 _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 
@@ -822,7 +824,10 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             if not placeholder_host(m["host"]):
                 p.host = m["host"] if p.host is None or p.host == ray_ip else p.host
             p.pid = p.pid or int(m.group("pid"))
-            p.gpu_index = int(m.group("dev"))
+            # a CUDA device index no host has (a thread's garbage, "[32707]", NVIDIA/nccl#1485) names no GPU: it was
+            # a suspect "gpu index 32707 on node2" (a real-logs pass)
+            dev = int(m.group("dev")) if len(m.group("dev")) <= 4 else MAX_GPU_INDEX + 1
+            p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
     if p.host is None and grep_host:
         p.host = grep_host
     if clock is not None and p.ts is None and p.mono is None:

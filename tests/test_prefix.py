@@ -586,3 +586,12 @@ def test_a_wrappers_zoneless_stamp_whole_hours_from_c10s_gives_way_to_it():
                       ("2025-06-24 09:29:07  ", us(2025, 6, 24, 9, 29, 7)),
                       ("2025-06-24 09:59:06  ", us(2025, 6, 24, 9, 59, 6))):
         assert parse_prefix(outer + line.split("  ", 1)[1], ref_us=REF).ts == ts, outer
+
+
+def test_a_cuda_device_index_no_host_has_names_no_gpu():
+    # "node2:24881:25569 [32707] include/alloc.h:243 NCCL WARN Cuda failure 'driver shutting down'" (NVIDIA/nccl#1485):
+    # a thread's garbage, once a suspect "gpu index 32707"; the host and pid stay the line's
+    p = parse_prefix("node2:24881:25569 [32707] include/alloc.h:243 NCCL WARN Cuda failure 'driver shutting down'")
+    assert (p.host, p.pid, p.gpu_index) == ("node2", 24881, None)
+    assert parse_prefix("node2:24881:25569 [959657526] x NCCL WARN y").gpu_index is None
+    assert parse_prefix("node2:24881:25569 [7] x NCCL WARN y").gpu_index == 7
