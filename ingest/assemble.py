@@ -317,7 +317,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     last_seg: dict[int, tuple[int, int]] = {}
     last_host: dict[str, tuple[int, int]] = {}
     last_line: dict[int, int] = {}  # segment -> the line of its last hit that gave ``last_seg``
-    heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (record_heads)
+    heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (_traceback_head)
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -415,9 +415,10 @@ TRACEBACK_LINES = 200
 
 def _traceback_head(seg: Segment, line: int, heads: dict[int, list[tuple[int, int]]], after: int,
                     tz) -> Prefix | None:
-    """The prefix of the header of the Python traceback physical line ``line`` of ``seg`` ends, when the line
-    printed no time: the traceback's first line, or the line before it, when one of them printed a time, at most
-    :data:`TRACEBACK_LINES` above and below the last line of ``seg`` that gave a time (``after``). An exception
+    """The prefix of the header of the Python traceback that physical line ``line`` of ``seg`` ends (the line printed
+    no time): the traceback's first line, or the line before it, when one of them printed a time; the header at
+    most :data:`TRACEBACK_LINES` above ``line`` and below ``after``, the last line of ``seg`` that gave a time (a
+    nearer one is the line's, as before). ``None`` when there is none. An exception
     line of a traceback whose header a logger stamped ("[2025-02-09 21:23:00 TP2] Scheduler hit an exception:
     Traceback …", then "RuntimeError: NCCL error: unhandled system error") is of that record: it was timed by its
     file's modification time and named no rank (sgl-project/sglang#3460, a real-logs pass). ``heads`` keeps each

@@ -1054,8 +1054,9 @@ def _chunks(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def _envelopes(chunk: bytes, first: int, origin: str, rejects: list[Reject], clean: tuple[bytes, int] | None
-               ) -> Iterator[tuple[int, Envelope]]:
-    """(line index, envelope) of each record of a chunk (:func:`_chunks`) whose first line is line ``first``: a
+               ) -> Iterator[tuple[int, Envelope | bytes]]:
+    """(line index, envelope or a text line's bytes: :func:`_each_record`) of each record of a chunk
+    (:func:`_chunks`) whose first line is line ``first``: a
     clean chunk (``clean``: what :func:`_clean_body` gave for it) in one call (:func:`_clean_records`), any
     other line by line (:func:`_each_record`, whose unreadable lines go to ``rejects``)."""
     recs = _clean_records(clean)
@@ -1106,7 +1107,7 @@ def _clean_records(clean: tuple[bytes, int] | None) -> list[Envelope] | None:
 
 
 def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reject]
-                 ) -> Iterator[tuple[int, Envelope]]:
+                 ) -> Iterator[tuple[int, Envelope | bytes]]:
     """(line index, envelope) of each line that is not blank (``lines`` start at line ``first``), read one by
     one; a line that is not a JSON object in UTF-8 is a ``bad_envelope`` reject (:func:`_reject`), but a line that
     does not open as one and is no JSON at all — text among the records: a crash's traceback after a program's JSON
