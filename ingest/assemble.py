@@ -251,7 +251,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                     h.prefix.ts = t
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
-    _date_clocks(hits, dated, tz)
+    _date_clocks(hits, tz)
     # 3. boot time: a segment's own envelope's (journald: a capture that spans a reboot holds two), else its
     # host's: an envelope's or a line of the host that printed wall time and the kernel stamp (one call may
     # hold several hosts' lines: unkeyed Kafka records, a job's aggregated log)
@@ -334,7 +334,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         if p.ts is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = p.ts, "line", p.precision_us
             if p.dayless:  # the line's clock, a day not its own: said (the explanation, details.ts_day_from)
-                row["details"]["ts_day_from"] = "line" if dated else seg.ref_basis
+                row["details"]["ts_day_from"] = p.day_from or seg.ref_basis
         elif p.mono is not None and b is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = b + int(p.mono * US), "monotonic+boot", 1
         elif (p.mono is not None and (spans := boots_of.get(id(seg))) is not None
@@ -373,38 +373,49 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         _bound_by_later_stamp(hits, bounded)
 
 
-#: a clock line may precede the next line of its log by up to this (two CPUs' lines a little out of order)
-CLOCK_BACK_SLACK_US = 300 * US
+#: how far a clock line's time may go back from the line before it in its log (two CPUs' lines, two processes' buffered
+#: output, two hosts' clocks a few minutes apart in a merged log) and still be of the same day
+CLOCK_ORDER_SLACK_US = 3600 * US
 
 
-def _date_clocks(hits: list[Hit], dated: list[tuple[int, int]], tz) -> None:
+def _date_clocks(hits: list[Hit], tz) -> None:
     """Date again the hits whose time came from a clock without a date (``Prefix.dayless``), which
-    ``prefix.parse_prefix`` dated one by one from the reference: by the nearest dated line of the stream when it has
-    one (the day that puts the clock nearest it), else in each segment's order from its last line back — the last
-    by the segment's reference time (``prefix.clock_us``), each earlier one at or before the next line (give or take
-    :data:`CLOCK_BACK_SLACK_US`). Dated one by one, a log of 09:10 then 11:45 whose file was written at 10:30 put the
-    11:45 line 21 hours before the first; a clock line among fully stamped lines took its file's day, 14 days from
-    them (a break-it pass)."""
+    ``prefix.parse_prefix`` dated one by one from the reference, in each segment's order: a clock line after a line
+    with a time is the earliest such instant at or after that time less :data:`CLOCK_ORDER_SLACK_US`; the clock lines
+    before the segment's first line with a date of its own go back from it (or, with none, from the segment's
+    reference time, ``prefix.clock_us``), each the latest at or before the next one plus that slack. Dated one by
+    one, a log of 09:10 then 11:45 written at 10:30 put its 11:45 line 21 hours before the first; a clock line among
+    fully stamped lines took its file's day, 14 days from them; going back more than 5 minutes cost a day per step
+    (break-it passes)."""
     clocked = [h for h in hits if h.prefix.dayless and h.prefix.clock is not None]
     if not clocked:
         return
-    if dated:
-        nearest = nearest_dated(dated)
-        for h in clocked:
-            t = clock_us(*h.prefix.clock, nearest(h.line), tz, nearest=True)
-            if t is not None:
-                h.prefix.ts = t
-        return
+    segs = {id(h.seg) for h in clocked}
     by_seg: dict[int, list[Hit]] = {}
-    for h in clocked:
-        by_seg.setdefault(id(h.seg), []).append(h)
+    for h in hits:
+        if id(h.seg) in segs and h.prefix.ts is not None:
+            by_seg.setdefault(id(h.seg), []).append(h)
     for seg_hits in by_seg.values():
-        nxt = None
-        for h in sorted(seg_hits, key=lambda x: x.line, reverse=True):
-            t = (clock_us(*h.prefix.clock, h.seg.ref_ts, tz) if nxt is None
-                 else clock_us(*h.prefix.clock, nxt, tz, ahead_us=CLOCK_BACK_SLACK_US))
+        seg_hits.sort(key=lambda x: x.line)
+        prev, leading = None, []
+        for h in seg_hits:
+            p = h.prefix
+            if not p.dayless:
+                prev = p.ts
+            elif prev is None:
+                leading.append(h)
+            elif (t := clock_us(*p.clock, prev - CLOCK_ORDER_SLACK_US, tz, after=True)) is not None:
+                p.ts = prev = t
+        nxt = anchor = next((h.prefix.ts for h in seg_hits if not h.prefix.dayless), None)  # the first dated line
+        for h in reversed(leading):
+            p = h.prefix
+            t = (clock_us(*p.clock, h.seg.ref_ts, tz) if nxt is None
+                 else clock_us(*p.clock, nxt, tz, ahead_us=CLOCK_ORDER_SLACK_US))
             if t is not None:
-                h.prefix.ts = nxt = t
+                p.ts = nxt = t
+        for h in seg_hits:
+            if h.prefix.dayless:
+                h.prefix.day_from = "line" if anchor is not None else h.seg.ref_basis
 
 
 #: a Python traceback's first line, alone or after a logger's message ("[2025-02-09 21:23:00 TP2] Scheduler hit an
@@ -440,7 +451,7 @@ def _traceback_head(seg: Segment, line: int, heads: dict[int, list[tuple[int, in
     before = data.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start else None
     for a, b in ((start, end if end >= 0 else len(data)),) + (((before, start - 1),) if before is not None else ()):
         p = parse_prefix(data[a:b].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
-        if p.ts is not None and _believable(p.ts, seg):
+        if p.ts is not None and _believable(p.ts, seg) and not p.dayless:  # a clock's day is its log's (_date_clocks)
             return p
     return None
 

@@ -93,6 +93,8 @@ class Prefix:
     dayless: bool = False
     #: that clock, (hour, minute, second, µs): ``ingest.assemble.resolve_times`` dates it again, in its log's order
     clock: tuple[int, int, int, int] | None = None
+    #: where that clock's day came from: ``line`` (a line of its log with a date), else its reference's basis
+    day_from: str | None = None
 
     @property
     def year_inferred(self) -> bool:
@@ -163,11 +165,12 @@ CLOCK_AHEAD_US = 3600 * US
 
 
 def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo, *,
-             ahead_us: int = CLOCK_AHEAD_US, nearest: bool = False) -> int | None:
+             ahead_us: int = CLOCK_AHEAD_US, after: bool = False) -> int | None:
     """µs for a clock without a date (``19:14:43``) read against ``ref_us`` (a file's modification time, a record's
     arrival, the next line's time): the latest such instant at most ``ahead_us`` after the reference, so a log's
-    lines from before midnight take the day before a reference after it; with ``nearest``, the one nearest the
-    reference (a dated line beside it). ``None`` without a reference, or for one outside the calendar."""
+    lines from before midnight take the day before a reference after it; with ``after``, the earliest at or after
+    the reference (the line before it in its log, less a tolerance). ``None`` without a reference, or for one outside
+    the calendar."""
     if ref_us is None:
         return None
     try:
@@ -175,8 +178,8 @@ def clock_us(h: int, mi: int, s: int, us: int, ref_us: int | None, tz: tzinfo, *
         t = to_us(datetime(day.year, day.month, day.day, h, mi, tzinfo=tz)) + s * US + us  # 60: a leap second
     except (OverflowError, ValueError):
         return None
-    if nearest:
-        return min((t - _DAY_US, t, t + _DAY_US), key=lambda c: abs(c - ref_us))
+    if after:
+        return t + _DAY_US if t < ref_us else t - _DAY_US if t - _DAY_US >= ref_us else t
     if t + _DAY_US <= ref_us + ahead_us:  # just after midnight, read just before it
         return t + _DAY_US
     return t - _DAY_US if t > ref_us + ahead_us else t

@@ -1008,3 +1008,12 @@ def test_clocks_without_a_date_are_dated_in_their_logs_order(pipeline):
     log = "\n".join(["2026-11-20T10:00:00Z node1 kernel: NVRM: Xid (PCI:0000:1c:00): 48, pid=1",
                      xid.format(t="10:00:05", bus="1b", x=74)])
     assert run_(log, ref)[1] == (datetime(2026, 11, 20, 10, 0, 5, tzinfo=timezone.utc), "line")
+    # more than 12 h after the dated line before it: the same day, after it (it was the day before, "earliest")
+    log = "\n".join(["2026-11-20T08:00:00Z node1 kernel: NVRM: Xid (PCI:0000:1c:00): 13, pid=1",
+                     xid.format(t="21:30:00", bus="1b", x=79)])
+    assert run_(log, ref)[1][0] == datetime(2026, 11, 20, 21, 30, tzinfo=timezone.utc)
+    # two writers' clocks 10 minutes apart, interleaved: one day, not a day lost per step back (a break-it pass)
+    lines = [xid.format(t=f"{10 if k % 2 else 9}:{(k // 2) + (0 if k % 2 else 50):02d}:00", bus="1a", x=31)
+             for k in range(20)]
+    days = {t.date() for t, _ in run_("\n".join(lines), datetime(2026, 12, 3, 11, tzinfo=timezone.utc))}
+    assert days == {datetime(2026, 12, 3).date()}, days
