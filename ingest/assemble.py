@@ -232,6 +232,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     taken later) takes that boot time instead of counting back from its file's time, which put the same Xid 79 at
     two times an hour and a half apart, two incidents (a break-it pass). A line seen in one capture only says nothing
     of another boot."""
+    _shift_zoneless(hits)
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
@@ -371,6 +372,23 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+def _shift_zoneless(hits: list[Hit]) -> None:
+    """Move the hits of a segment whose time came from a stamp without a zone (``Prefix.zoneless``: a wrapper's, as
+    "2025-06-24 17:29:06  " before a line) by the one shift its lines with c10's own stamp behind such a wrapper's
+    gave (``Prefix.zone_shift``, whole hours: the wrapper's local time): the wrapper's lines alone stayed 8 hours
+    from the c10 lines beside them (a break-it pass). Several shifts in a segment: none is moved."""
+    shifts: dict[int, set[int]] = {}
+    for h in hits:
+        if h.prefix.zone_shift is not None:
+            shifts.setdefault(id(h.seg), set()).add(round(h.prefix.zone_shift / (3600 * US)) * 3600 * US)
+    if not shifts:
+        return
+    for h in hits:
+        got = shifts.get(id(h.seg))
+        if got is not None and len(got) == 1 and h.prefix.zoneless and h.prefix.ts is not None:
+            h.prefix.ts += next(iter(got))
 
 
 #: how far a clock line's time may go back from the line before it in its log (two CPUs' lines, two processes' buffered

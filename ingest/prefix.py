@@ -95,6 +95,11 @@ class Prefix:
     clock: tuple[int, int, int, int] | None = None
     #: where that clock's day came from: ``line`` (a line of its log with a date), else its reference's basis
     day_from: str | None = None
+    #: ``ts`` came from a stamp that printed no zone (a wrapper's, maybe local time: ``zone_shift``)
+    zoneless: bool = False
+    #: c10's own stamp behind a zoneless one was whole hours from it and gave ``ts``: c10's minus the wrapper's, µs
+    #: (``ingest.assemble.resolve_times`` moves the segment's lines with the wrapper's stamp alone by as much)
+    zone_shift: int | None = None
 
     @property
     def year_inferred(self) -> bool:
@@ -781,6 +786,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     # zone's, and the process's is the one its lines without the wrapper print
                     # ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969…]": one rank's timeout was two incidents
                     # 8 hours apart, limuloo/PyDIff#31, a real-logs pass); its year is the wrapper's, printed
+                    if p.ts is not None:
+                        p.zone_shift = t - p.ts
                     p.ts, p.precision_us, p.yearless = t, prec, (stamp if p.ts is None else None)
             s = s[m.end():]
             continue
@@ -833,6 +840,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
     if p.host is None and grep_host:
         p.host = grep_host
+    p.zoneless = zoneless and p.zone_shift is None
     if clock is not None and p.ts is None and p.mono is None:
         us, prec = _frac_us(clock["clock_frac"])
         t = clock_us(int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us, ref_us, tz)

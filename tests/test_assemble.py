@@ -1017,3 +1017,19 @@ def test_clocks_without_a_date_are_dated_in_their_logs_order(pipeline):
              for k in range(20)]
     days = {t.date() for t, _ in run_("\n".join(lines), datetime(2026, 12, 3, 11, tzinfo=timezone.utc))}
     assert days == {datetime(2026, 12, 3).date()}, days
+
+
+def test_a_wrappers_lines_alone_move_with_the_shift_c10s_stamps_gave(pipeline):
+    """"2025-06-24 17:29:06  [rank0]:[E624 09:29:06…]" takes c10's time (the wrapper's is another zone's); the
+    wrapper's own line after it, "2025-06-24 17:29:07  RuntimeError: NCCL error: …", stayed 8 hours away (a break-it
+    pass): it moves by the same whole hours."""
+    text = ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.123456789 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
+            "2025-06-24 17:29:07  RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details)")
+    seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    got = [e["ts"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+    assert got == [datetime(2025, 6, 24, 9, 29, 6, 123456, tzinfo=timezone.utc),
+                   datetime(2025, 6, 24, 9, 29, 7, tzinfo=timezone.utc)], got
