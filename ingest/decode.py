@@ -770,11 +770,15 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     lines = None  # the value's lines, split only for a reject's or a poller's record
     run = _Run()  # with ``runs``: one-line records
     text: list[tuple[int, bytes]] = []  # consecutive text lines among the records (_each_record): one segment
+    # the host, time and basis of the record before them, and whether its host is the file name's guess: the text
+    # lines are its writer's, written after it (they took the file's name and time, 13 days and a host away from the
+    # records around them: a break-it pass)
+    last = (host, ref_ts, ref_basis, ref_basis == "file")
 
     def end_text() -> None:
         if text:
-            add(Segment(b"\n".join(t for _, t in text), origin, stream, host, ref_ts, ref_basis, ingest_ts, source,
-                        text[0][0], None, ref_basis == "file"))
+            add(Segment(b"\n".join(t for _, t in text), origin, stream, last[0], last[1], last[2], ingest_ts, source,
+                        text[0][0], None, last[3]))
             text.clear()
 
     try:
@@ -826,6 +830,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                 rts, basis = (ts, "envelope") if ts is not None else (ref_ts, ref_basis)
                 if h and placeholder_host(h):  # "localhost": every machine's name, no host (prefix.PLACEHOLDER_HOSTS;
                     h = None                    # two files' envelopes were one host: a break-it pass)
+                last = (h or host, rts, basis, not h and ref_basis == "file")
                 # a blank or "|" may start a continuation or a table row: such a message, one of many lines, an
                 # empty one or one that ends in "\r" (a line end) stays a segment of its own, so framing and line
                 # counts see the lines they would see record by record

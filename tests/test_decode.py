@@ -776,8 +776,10 @@ def test_text_lines_among_ndjson_records_are_read_as_text():
     assert [(s.data, s.line_base) for s in d.segments] == [(xid + b"\n" + xid, 9)] and len(d.rejects) == 9
     d = decode_message(b"\n".join([env, b"# exported by vector", env, b'{"message": "c']), topic="t", partition=0,
                        offset=1, key=b"n1", timestamp_ms=1)
-    assert [(s.data, s.host) for s in d.segments] == [(b"a", "node07"), (b"# exported by vector", "n1"),
-                                                      (b"a", "node07")]
+    # a text line is its record's writer's: the host and time of the record before it
+    assert [(s.data, s.host, s.ref_ts) for s in d.segments] == [
+        (b"a", "node07", 1796378400000000), (b"# exported by vector", "node07", 1796378400000000),
+        (b"a", "node07", 1796378400000000)]
     assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r3"]
 
 
