@@ -277,6 +277,8 @@ _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))?"
     r"(?:(?P<nohost>  )(?=\S)| "
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?)")
+#: a host and a tag with ": " after a syslog stamp's two blanks (``_RFC3164``'s ``nohost``)
+_HOST_TAG = re.compile(r"(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
 #: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
 #: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
 #: over the file's, the record's key and NCCL's own host (a break-it pass). The level and logger stay in the message
@@ -708,8 +710,15 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 if m["nohost"]:
                     # two blanks: a header whose host is empty (a paste with its host cut out: "Aug 19 11:36:35  NVRM:
                     # Xid …", amoghmunikote/cmpunlocker#31); the message begins after them, its first word no host
-                    # ("  mlx5_core 0000:ab:00.0 mlx5_5: …" was host mlx5_core: a break-it pass)
+                    # ("  mlx5_core 0000:ab:00.0 mlx5_5: …" was host mlx5_core: a break-it pass) — unless a host and
+                    # a tag with ": " follow ("  gpu-node-7 kernel: …": its host was lost, a second break-it pass)
                     s = s[m.end():]
+                    ht = _HOST_TAG.match(s)
+                    if ht and not _LEVEL_WORD.fullmatch(ht["host"]) and not _KERNEL_MESSAGE.fullmatch(ht["host"]):
+                        _host_or_addr(p, ht["host"])
+                        if ht["pid"]:
+                            p.pid = int(ht["pid"])
+                        s = s[ht.end():]
                     continue
                 if _LEVEL_WORD.fullmatch(m["host"]) or (m["tag"] is None and not m["tag_pid"]
                                                         and _KERNEL_MESSAGE.fullmatch(m["host"])):

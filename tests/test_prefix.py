@@ -548,6 +548,9 @@ def test_a_syslog_stamp_with_two_blanks_and_no_host_is_read():
     assert (p.ts, p.host, p.rest[:10]) == (us(2026, 11, 4, 10, 0, 2), None, "mlx5_core ")
     p = parse_prefix("Aug 19 11:36:35 node07 kernel: NVRM: Xid (PCI:0000:02:00): 31", ref_us=REF)
     assert (p.ts, p.host, p.rest[:9]) == (us(2026, 8, 19, 11, 36, 35), "node07", "NVRM: Xid")
+    # a host and a tag with ": " after the two blanks are the header's (gpu-node-7 was lost: a second break-it pass)
+    p = parse_prefix("Nov 20 08:00:01  gpu-node-7 kernel: NVRM: Xid (PCI:0000:02:00): 79", ref_us=REF)
+    assert (p.host, p.rest[:9]) == ("gpu-node-7", "NVRM: Xid")
 
 
 def test_abseils_prefix_before_its_time_zone_is_set_up_gives_the_epoch_seconds():
