@@ -971,13 +971,11 @@ def test_nvidia_smi_q_clocks_event_reasons_are_of_their_sections_gpu(pipeline):
     GPU's, and a reason that is not Active, or the software power cap, is none."""
     text = ("GPU 00000000:1E:00.0\n    Product Name                    : Tesla V100-SXM2-32GB\n"
             "    Clocks Throttle Reasons\n        SW Power Cap                      : Active\n"
-            "        HW Slowdown                       : Active\n            HW Thermal Slowdown           : Not Active\n"
+            "        HW Slowdown                       : Active\n"
+            "            HW Thermal Slowdown           : Not Active\n"
             "            HW Power Brake Slowdown       : Active\nGPU 00000000:3B:00.0\n"
             "    Clocks Event Reasons\n        HW Thermal Slowdown               : Active\n")
-    seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
-                  ref_basis="file", ingest_ts=T0)
-    got = [(e["device"], json.loads(e["details"])["clocks_reason"])
-           for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+    got = [(e["device"], json.loads(e["details"])["clocks_reason"]) for e in _file_events(pipeline, text)]
     assert got == [("0000:1e:00.0", "HW Slowdown"), ("0000:1e:00.0", "HW Power Brake Slowdown"),
                    ("0000:3b:00.0", "HW Thermal Slowdown")]
 
@@ -1028,8 +1026,13 @@ def test_a_wrappers_lines_alone_move_with_the_shift_c10s_stamps_gave(pipeline):
             "Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
             "2025-06-24 17:29:07  RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for "
             "details)")
-    seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
-                  ref_basis="file", ingest_ts=T0)
-    got = [e["ts"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+    got = [e["ts"] for e in _file_events(pipeline, text)]
     assert got == [datetime(2025, 6, 24, 9, 29, 6, 123456, tzinfo=timezone.utc),
                    datetime(2025, 6, 24, 9, 29, 7, tzinfo=timezone.utc)], got
+
+
+def _file_events(pipeline, text: str) -> list[dict]:
+    """The events of ``text`` read as the file node1.log written at ``T0``."""
+    seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    return pipeline.run(Decoded(segments=[seg])).events.to_pylist()

@@ -1176,7 +1176,8 @@ def test_sql_read_by_a_program_that_stops_reading_ends_quietly(tmp_path):
 
     (tmp_path / "lake" / "events").mkdir(parents=True)
     exe = str(Path(sys.executable).with_name("firstfault"))
-    r = subprocess.run(["bash", "-c", f"set -o pipefail; {exe} sql 'SELECT * FROM range(200000) t(x)' -f json | head -1"],
+    query = "SELECT * FROM range(200000) t(x)"
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {exe} sql '{query}' -f json | head -1"],
                        capture_output=True, text=True, timeout=120,
                        env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake")})
     assert r.stdout == '{"x":0}\n' and r.returncode == 1 and "cannot write" not in r.stderr, r.stderr

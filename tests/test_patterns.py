@@ -1511,9 +1511,9 @@ def test_a_flushed_infiniband_completion_reports_its_peer(pipeline):
     beside ncclRemoteError: the first error is the peer's (areal-project/AReaL#3: the reporting rank was the initiator
     at 0.75, "the earliest fault nothing else explains"). A completion error of its own first (status 12, retry
     exceeded: its link or the peer's) keeps the host a suspect."""
-    flushed = ("[2027-01-15 08:00:01] node22:43581:43700 [4] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
-               "from peer 10.10.11.9<51354> with status={status} opcode=0 len=0 vendor err 249 (Recv) localGid "
-               "::ffff:10.10.15.1 remoteGids::ffff:10.10.14.4")
+    flushed = ("[2027-01-15 08:00:01] node22:43581:43700 [4] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got "
+               "completion from peer 10.10.11.9<51354> with status={status} opcode=0 len=0 vendor err 249 (Recv) "
+               "localGid ::ffff:10.10.15.1 remoteGids::ffff:10.10.14.4")
     remote = ("[2027-01-15 08:00:02] [rank12]:[E115 08:00:02.855233166 ProcessGroupNCCL.cpp:1534] [PG 134 Rank 1] "
               "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there "
               "was a network error, NCCL version 2.22.3")

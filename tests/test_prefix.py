@@ -559,8 +559,8 @@ def test_abseils_prefix_before_its_time_zone_is_set_up_gives_the_epoch_seconds()
                      "0 failed: DEADLINE_EXCEEDED", ref_us=REF)
     assert (p.ts, p.precision_us, p.rest[:9]) == (1743713172513857, 1, "Execution")
     # glog's own date still reads as before; a zero date with no epoch is no stamp
-    assert parse_prefix("E0929 17:42:48.594192 1044529 client.cc:332] x", ref_us=REF).ts == us(2026, 9, 29, 17, 42, 48) \
-        + 594192
+    glog = parse_prefix("E0929 17:42:48.594192 1044529 client.cc:332] x", ref_us=REF)
+    assert glog.ts == us(2026, 9, 29, 17, 42, 48) + 594192
     assert parse_prefix("E0000 00:00:0000000000.000000     100 a.cc:1] x", ref_us=REF).ts is None
 
 
