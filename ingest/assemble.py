@@ -870,6 +870,8 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
             "gpu_index": row.get("gpu_index", p.gpu_index),
             "rank": row.get("rank", p.rank),
         }
+        if p.gpu_index_text is not None and ev["gpu_index"] is None:
+            row["details"].setdefault("gpu_index_text", p.gpu_index_text)
         for k, v in row.items():
             if k not in ev or ev[k] is None:
                 ev[k] = v

@@ -95,6 +95,8 @@ class Prefix:
     clock: tuple[int, int, int, int] | None = None
     #: where that clock's day came from: ``line`` (a line of its log with a date), else its reference's basis
     day_from: str | None = None
+    #: NCCL's ``[device]`` when it is no device index (over ``MAX_GPU_INDEX``): ``details.gpu_index_text``
+    gpu_index_text: str | None = None
     #: ``ts`` came from a stamp that printed no zone (a wrapper's, maybe local time: ``zone_shift``)
     zoneless: bool = False
     #: c10's own stamp behind a zoneless one was whole hours from it and gave ``ts``: c10's minus the wrapper's, µs
@@ -847,6 +849,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             # a suspect "gpu index 32707 on node2" (a real-logs pass)
             dev = int(m.group("dev")) if len(m.group("dev")) <= 4 else MAX_GPU_INDEX + 1
             p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
+            if p.gpu_index is None:
+                p.gpu_index_text = m.group("dev")[:64]  # kept in details, as a number too big for its column
     if p.host is None and grep_host:
         p.host = grep_host
     p.zoneless = zoneless and p.zone_shift is None
