@@ -253,7 +253,8 @@ def diagnose(
     copied: dict[tuple[int, int], Path] = {}  # a pipe named twice (or by a link) is read once: opened again, it
     for i, (a, p) in enumerate(zip(args, paths)):  # waited for a writer for ever (a break-it pass)
         if a != "-" and p.is_fifo():
-            key = (p.stat().st_dev, p.stat().st_ino)
+            st = p.stat()
+            key = (st.st_dev, st.st_ino)
             if key not in copied:
                 try:
                     copied[key] = _pipe_file(p)

@@ -405,10 +405,9 @@ def _date_clocks(hits: list[Hit], tz) -> None:
     one, a log of 09:10 then 11:45 written at 10:30 put its 11:45 line 21 hours before the first; a clock line among
     fully stamped lines took its file's day, 14 days from them; going back more than 5 minutes cost a day per step
     (break-it passes)."""
-    clocked = [h for h in hits if h.prefix.dayless and h.prefix.clock is not None]
-    if not clocked:
+    segs = {id(h.seg) for h in hits if h.prefix.dayless}
+    if not segs:
         return
-    segs = {id(h.seg) for h in clocked}
     by_seg: dict[int, list[Hit]] = {}
     for h in hits:
         if id(h.seg) in segs and h.prefix.ts is not None:
@@ -628,8 +627,8 @@ def _part(h: Hit) -> str:
 _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 
-def assign_hosts(hits: list[Hit]) -> None:
-    """Set each hit's ``host``: the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as
+def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
+    """Set each hit's ``host`` (``known``: the host-name answers of the batch so far, :func:`_is_host`): the line's own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as
     nccl-tests' ``on node02``) wins over the envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
     plain-text file (:func:`_file_text`) the file name (``worker3.log``) is only a guess (DESIGN.md: where neither
     the line nor the envelope names the host), so a line that names none (a traceback line, a PyTorch line
@@ -657,7 +656,6 @@ def assign_hosts(hits: list[Hit]) -> None:
     so it does not name the file's host (the driver node's own lines went to the first remote node named). A name
     that is no host name (300 characters, a blank) names no file's host: its own line is refused, and a raw dmesg
     line after it took it and was refused too, its Xid 79 lost (a break-it pass)."""
-    valid: dict[str, bool] = {}  # host -> is_host_name(host), asked once per name
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
     placed = rank_hosts(hits)
@@ -674,8 +672,7 @@ def assign_hosts(hits: list[Hit]) -> None:
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
-        if text and own and own == h.prefix.host and not h.prefix.via and (
-                valid[own] if own in valid else valid.setdefault(own, is_host_name(own))):
+        if text and own and own == h.prefix.host and not h.prefix.via and _is_host(own, known):
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         ranks = placed.get(seg.stream) if not own and h.prefix.rank is not None else None
@@ -782,14 +779,15 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
     """Rows for one stream's hits, in stream order: events, link samples, topology facts. ``seen_boots`` is shared by
     the streams of one batch (:func:`resolve_times`)."""
     out = Assembled()
-    assign_hosts(hits)  # first: a line's time is inherited from, and its boot time read off, its own host's lines
+    host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host (_is_host)
+    # first: a line's time is inherited from, and its boot time read off, its own host's lines
+    assign_hosts(hits, host_ok)
     resolve_times(hits, tz, seen_boots)
     carry_context(hits)
     hits = merge_sxid_groups(hits)
     topo_rows: list[Hit] = []
     storms = Storms()
     copies: set[str] = set()  # the ids of the lines their own precise stamps date (line_event_id), this batch
-    host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host
     #: (host, GPU index) -> bus id, from the stream's ``gpu_bus`` lines so far (``nvidia-smi --query-gpu`` or
     #: its table before ``nvidia-smi nvlink`` output; a poller's sample): link samples printed by index get it
     bus_of: dict[tuple[str, int], str] = {}
@@ -892,13 +890,19 @@ def _storable(row: dict[str, Any], ingest_ts: int | None, host_ok: dict[str, boo
     """Whether the pipeline stores an event of ``row`` (``ingest.pipeline``: ``_named_hosts``, ``_in_range``,
     ``_kafka_times``): its host is a host name, its time one the correlator places (``schemas.events.TS_RANGE_US``),
     and a line timed by its Kafka record has a record time from 2000 to 2100. ``host_ok`` remembers the hosts."""
-    host = row.get("host") or ""
-    ok = host_ok.get(host)
-    if ok is None:
-        ok = host_ok[host] = is_host_name(host)
     ts = row.get("ts")
-    return (ok and ts is not None and TS_RANGE_US[0] <= ts < TS_RANGE_US[1]
+    return (_is_host(row.get("host") or "", host_ok) and ts is not None and TS_RANGE_US[0] <= ts < TS_RANGE_US[1]
             and (row.get("ts_basis") != "kafka" or plausible(ingest_ts)))
+
+
+def _is_host(name: str, known: dict[str, bool] | None) -> bool:
+    """``schemas.hostname.is_host_name(name)``, asked once per name of a batch: ``known`` remembers the answers."""
+    if known is None:
+        return is_host_name(name)
+    ok = known.get(name)
+    if ok is None:
+        ok = known[name] = is_host_name(name)
+    return ok
 
 
 class Storms:

@@ -790,12 +790,10 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                 continue
             for i, rec in _envelopes(chunk, first, origin, out.rejects, clean):
                 if type(rec) is bytes:  # text lines among the records: a segment of each run of them, numbered
-                    if text and text[-1][0] == i - 1:
-                        text.append((i, rec))
-                    else:
+                    if not (text and text[-1][0] == i - 1):
                         end_text()
                         run.flush(out, origin, stream, ingest_ts, source)
-                        text.append((i, rec))
+                    text.append((i, rec))
                     continue
                 end_text()
                 try:

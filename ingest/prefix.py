@@ -89,9 +89,8 @@ class Prefix:
     #: the stamp a syslog or ISO header printed when it is no date ("Feb 30 12:00:00", an offset of +99:00): the
     #: line is untimed, but said so (``details.ts_unreadable``)
     unreadable: str | None = None
-    #: ``ts`` came from a clock without a date (``18:11:06 ``), its day taken from the reference (:func:`clock_us`)
-    dayless: bool = False
-    #: that clock, (hour, minute, second, µs): ``ingest.assemble.resolve_times`` dates it again, in its log's order
+    #: a clock without a date (``18:11:06 ``) that gave ``ts``, (hour, minute, second, µs), its day taken from the
+    #: reference (:func:`clock_us`): ``ingest.assemble.resolve_times`` dates it again, in its log's order
     clock: tuple[int, int, int, int] | None = None
     #: where that clock's day came from: ``line`` (a line of its log with a date), else its reference's basis
     day_from: str | None = None
@@ -102,6 +101,11 @@ class Prefix:
     #: c10's own stamp behind a zoneless one was whole hours from it and gave ``ts``: c10's minus the wrapper's, µs
     #: (``ingest.assemble.resolve_times`` moves the segment's lines with the wrapper's stamp alone by as much)
     zone_shift: int | None = None
+
+    @property
+    def dayless(self) -> bool:
+        """``ts`` came from a clock without a date (``clock``)."""
+        return self.clock is not None
 
     @property
     def year_inferred(self) -> bool:
@@ -856,9 +860,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     p.zoneless = zoneless and p.zone_shift is None
     if clock is not None and p.ts is None and p.mono is None:
         us, prec = _frac_us(clock["clock_frac"])
-        t = clock_us(int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us, ref_us, tz)
-        if t is not None:
-            p.ts, p.precision_us, p.dayless = t, prec, True
-            p.clock = (int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us)
+        hms = (int(clock["clock_h"]), int(clock["clock_mi"]), int(clock["clock_s"]), us)
+        if (t := clock_us(*hms, ref_us, tz)) is not None:
+            p.ts, p.precision_us, p.clock = t, prec, hms
     p.rest = s
     return p

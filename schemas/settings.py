@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +389,14 @@ def _pairs(var: str, text: str, example: str | None = None) -> dict[str, float]:
     return out
 
 
+def _closest(name: str, fields: Iterable[str]) -> list[str]:
+    """The setting a misspelt ``name`` means, as a list of none or one: the closest (difflib, 0.75), else the first
+    that begins with it (four characters or more: "resolv" for ``resolve_after_s``)."""
+    fields = list(fields)
+    return difflib.get_close_matches(name, fields, n=1, cutoff=0.75) or (
+        [f for f in fields if f.startswith(name)][:1] if len(name) >= 4 else [])
+
+
 def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                   overrides: dict[str, Any] | None = None) -> Settings:
     """Defaults < TOML file < environment < ``overrides``. Raises :class:`SettingsError`."""
@@ -418,8 +427,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         name = k[len(_PREFIX):].lower()
         if name not in fields:
             known = [_PREFIX + f.upper() for f in fields]
-            close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.75) or (  # not by the common prefix
-                [f for f in fields if f.startswith(name)][:1] if len(name) >= 4 else [])  # or one it begins
+            close = _closest(name, fields)  # not by the common prefix
             raise SettingsError(f"unknown setting {k}: " + (f"did you mean {_PREFIX + close[0].upper()}?" if close
                                                             else f"the settings are {', '.join(known)}"))
         source[name] = k
@@ -438,9 +446,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         # begins ("resolv": only "Extra inputs are not permitted", where FIRSTFAULT_RESOLV got a hint; a fresh user)
         if err["type"] != "extra_forbidden" or len(err["loc"]) != 1:
             return ""
-        key = str(err["loc"][0])
-        close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.75) or (
-            [f for f in fields if f.startswith(key)][:1] if len(key) >= 4 else [])
+        close = _closest(str(err["loc"][0]), fields)
         return (f" (did you mean {close[0]}?)" if close
                 else f" (the settings are {', '.join(fields)})")
 
