@@ -9,6 +9,7 @@ each pattern are in rules.yaml.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import defaultdict
 from typing import Callable
@@ -1049,6 +1050,70 @@ def peer_failed(scene: Scene) -> Verdict | None:
     return v
 
 
+#: NCCL's warning that a connection to a peer's address could not be made (misc/socket.cc; ingest/signatures/nccl.yaml)
+CONNECT_FAILED = "nccl.socket.connect_failed"
+
+
+def _link_local(addr: str) -> bool:
+    """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10): an interface without an address of the
+    hosts' network (a USB NIC, a cloud metadata or an unconfigured port), no address a peer is reached at."""
+    try:
+        return ipaddress.ip_address(peer_name(addr)).is_link_local
+    except ValueError:
+        return False
+
+
+def connect_failed(scene: Scene) -> Verdict | None:
+    """Several processes that could not connect to a peer's address (NCCL's ``Connect to <addr> failed``) and logged
+    nothing of their own but NCCL's generic warnings and downstream lines: one cause they share — the network path
+    (the interface NCCL chose, a firewall, a container network) or no process listening at that address — not a GPU
+    each. The roots fallback named each reporting GPU a candidate, "no single culprit" at 0.3
+    (sgl-project/sglang#6017: every local rank of one node failed to connect to one link-local address; a
+    real-logs pass). One process's failure stays the roots' (its rank, with the signature's advice); a fault of a
+    rank's own, or a host's, leaves the incident to the other patterns."""
+    if scene.hardware_faults():
+        return None
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    tries = [e for e in faults if e.signature == CONNECT_FAILED]
+    if not tries or any(e.signature not in (CONNECT_FAILED, "nccl.warn") and scene.role(e) != "downstream"
+                        for e in faults):
+        return None
+    if len({(e.host, e.pid, e.rank, e.gpu_index) for e in tries}) < 2:
+        return None
+    hosts = sorted({e.host for e in tries})
+    addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
+    peers = {a: h for e in tries if (a := e.details.get("peer_addr")) and (h := scene.topo.peer_host(e))}
+    names = [f"the path to {a}" + (f" ({h})" if (h := peers.get(a)) and h != a else "") for a in addrs] \
+        or ["the network path between the job's hosts"]
+    local = [a for a in addrs if _link_local(a) or bridge_gateway(a)]
+    on, shown = first_of(hosts, noun="hosts"), first_of(addrs, noun="addresses")
+    v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
+        f"{len(tries)} lines of {len({(e.host, e.pid, e.rank, e.gpu_index) for e in tries})} processes on {on} say "
+        f"they could not connect to {shown or 'a peer'}: what they share is the network path (the interface NCCL "
+        "chose, a firewall, a container network) or the process that should listen there, not a GPU of their own."
+        + (f" {first_of(local, noun='addresses')} {'is' if len(local) == 1 else 'are'} no address of the job's hosts "
+           "(link-local, or a host-local bridge's gateway): NCCL took it from an interface the peers do not share."
+           if local else "")))
+    v.pattern = "comm.connect_failed"
+    v.initiator = {**v.initiator, "host": None, "candidates": names}
+    said = [e for e in scene.symptoms() if not any(e in p.events for p in v.downstream)]
+    for host in sorted({e.host for e in said}):  # the report's host is the pseudo-initiator's: kept as a party
+        v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
+    v.confidence = 0.5
+    if local and len(local) == len(addrs):
+        v.category = "nccl_software"
+        v.next_action = ("Set NCCL_SOCKET_IFNAME to the interface of the hosts' own network on every rank (or exclude "
+                         "the others: NCCL_SOCKET_IFNAME=^docker,br-,virbr,lo) and rerun; NCCL_DEBUG=INFO's 'Bootstrap "
+                         ": Using' and 'NET/Socket : Using' lines say which interface and address each rank chose.")
+    else:
+        v.next_action = ("Check the path from these hosts to the address: NCCL_SOCKET_IFNAME set to the interface every "
+                         "host shares, no firewall dropping NCCL's ports, the peer's process started (its log); in a "
+                         "running job, the peer's host may have failed first: read its kernel and NCCL logs.")
+    v.missing = ["NCCL_DEBUG=INFO's 'Bootstrap : Using' and 'NET/Socket : Using' lines of every host (the interface "
+                 "and address each rank chose)"]
+    return v
+
+
 def host_context(scene: Scene) -> Verdict | None:
     symptoms = scene.symptoms()
     if not symptoms or scene.hardware_faults():
@@ -1162,6 +1227,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,
     "comm.silent_rank": silent_rank,
     "comm.peer_failed": peer_failed,
+    "comm.connect_failed": connect_failed,
     "platform.host_context": host_context,
     "operator.symptom_only": symptom_only,
 }

@@ -2200,6 +2200,42 @@ def test_a_peers_error_that_names_its_address_follows_that_hosts_fault(pipeline)
         assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")], line
 
 
+CONNECT = ("[2026-11-20 10:05:0{rank}] {host}:14{rank}33:14{rank}33 [{rank}] misc/socket.cc:484 NCCL WARN "
+           "socketStartConnect: Connect to {addr}<43369> failed : Software caused connection abort\n"
+           "[2026-11-20 10:05:0{rank}] {host}:14{rank}33:14{rank}33 [{rank}] NCCL INFO bootstrap.cc:285 -> 2")
+
+
+def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
+    """Several ranks that could not connect (sgl-project/sglang#6017: every local rank of a node to one link-local
+    address) are one incident of the path they share, not a GPU each ("no single culprit" at 0.3 before); a
+    link-local address or a bridge's gateway is NCCL's interface choice (nccl_software); an address of the job's
+    network names its host when the Bootstrap lines say it; one rank alone stays the roots' (its GPU, the
+    signature's advice); a rank's own CUDA error leaves the incident to the other rules."""
+    for addr, category in (("169.254.20.10", "nccl_software"), ("172.17.0.1", "nccl_software"),
+                           ("10.1.3.201", "other")):
+        node = "\n".join(CONNECT.format(host="node031", rank=r, addr=addr) for r in (0, 1, 2))
+        (inc,) = _hosts(pipeline, {"node031": node})
+        assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.connect_failed", category, 0.5), addr
+        assert inc["initiator"]["host"] is None and inc["initiator"]["candidates"] == [f"the path to {addr}"], addr
+        assert inc["explanation"].startswith(f"3 lines of 3 processes on node031 say they could not connect to {addr}")
+        assert ("NCCL_SOCKET_IFNAME" in inc["next_action"]) and ("no address of the job's hosts" in inc["explanation"]) \
+            == (category == "nccl_software"), addr
+    # the address is a host of the job's (its Bootstrap line): named beside it
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201"),
+             "node031": "\n".join(CONNECT.format(host="node031", rank=r, addr="10.1.3.201") for r in (0, 1))}
+    (inc,) = _hosts(pipeline, files)
+    assert inc["initiator"]["candidates"] == ["the path to 10.1.3.201 (node201)"]
+    # one rank: its own incident, as before
+    (inc,) = _hosts(pipeline, {"node031": CONNECT.format(host="node031", rank=0, addr="169.254.20.10")})
+    assert inc["pattern"] != "comm.connect_failed"
+    assert inc["initiator"]["host"] == "node031" and inc["confidence"] == 0.75
+    # a rank's own CUDA error beside them: not this pattern
+    oom = ("[2026-11-20 10:05:00] node031:14033:14033 [0] include/alloc.h:103 NCCL WARN Cuda failure 'out of memory'")
+    incs = _hosts(pipeline, {"node031": oom + "\n" + "\n".join(
+        CONNECT.format(host="node031", rank=r, addr="169.254.20.10") for r in (0, 1))})
+    assert all(i["pattern"] != "comm.connect_failed" for i in incs)
+
+
 def test_a_peer_address_no_line_gives_one_host_names_no_host(pipeline):
     """Without the peer's Bootstrap line, or with an address two hosts say they use (a container's 172.17.0.2),
     the report is not tied to any host's fault: the two stay apart, as before."""
