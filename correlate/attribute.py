@@ -785,6 +785,12 @@ def _reports_only(scene: Scene, candidates: list[tuple]) -> Verdict:
                  "these lines (a traceback, a CUDA or NCCL error), and their hosts' kernel logs (Xid, OOM kill)"]
     v.next_action = ("Find the failure these lines report: the job's other ranks' logs from before them (a traceback, "
                      "a CUDA or NCCL error) and their hosts' kernel logs (Xid, OOM kill); these lines only report it.")
+    # reports of one kind say where to look themselves (torchrun's lost rendezvous: the endpoint's host, not "the
+    # job's other ranks" — pytorch/pytorch#67742, a real-logs pass)
+    parties = scene.parties()
+    reports = [e for k in candidates for e in parties.get(k, ()) if scene.is_fault(e) and not scene.explained(e)]
+    if len({e.signature for e in reports}) == 1 and (act := catalog_action(scene.catalog, reports[0])):
+        v.next_action = sentences(act)
     return v
 
 

@@ -654,6 +654,29 @@ def test_an_xid_nvidia_resolves_with_investigate_sw_asks_for_the_driver_version(
     assert "INVESTIGATE_SW" not in off_bus["next_action"] and not any("driver version" in m for m in off_bus["missing"])
 
 
+def test_a_gsp_rpc_dump_without_its_xid_119_is_the_gpu_s_gsp_failure(pipeline):
+    """The RM's GSP RPC dump (its history headers, a stack through ``_kgspRpcRecvPoll``) is the GPU's GSP failure when
+    its Xid 119 line is not in the log (NVIDIA/open-gpu-kernel-modules#942: no event from the dump alone, a real-logs
+    pass); with the Xid 119 before it the incident is the Xid's, the dump one of its lines."""
+    dump = ("[Mon Nov 30 03:12:01 2026] NVRM: GPU3 RPC history (CPU -> GSP):\n"
+            "[Mon Nov 30 03:12:01 2026] NVRM:     entry function                   sequence data0\n"
+            "[Mon Nov 30 03:12:01 2026] NVRM: GPU3 RPC event history (CPU <- GSP):\n"
+            "[Mon Nov 30 03:12:01 2026]  os_dump_stack+0xe/0x20 [nvidia]\n"
+            "[Mon Nov 30 03:12:01 2026]  _kgspRpcRecvPoll+0x650/0x820 [nvidia]\n"
+            "[Mon Nov 30 03:12:01 2026]  _issueRpcAndWait+0xdd/0x970 [nvidia]")
+    (alone,) = run(pipeline, dump)
+    assert (alone["category"], alone["initiator"]["kind"]) == ("gsp_error", "gsp_error")
+    assert alone["next_action"].startswith("The driver dumped its GSP RPC history") and "/dev/nvidia3" in alone["next_action"]
+    b = pipeline.run(Decoded(segments=[Segment(data=dump.encode(), origin="t:node07", stream="node07", host="node07",
+                                               ref_ts=T0, ref_basis="kafka", ingest_ts=T0)]))
+    assert b.events.column("signature").to_pylist() == ["gsp.rpc_history"] * 3
+    assert len(alone["initiator"]["events"]) == 3
+    xid = ("[Mon Nov 30 03:12:00 2026] NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=nvidia-smi, Timeout waiting for "
+           "RPC from GSP3! Expected function 76 (GSP_RM_CONTROL) (0x20801348 0x410).")
+    (inc,) = run(pipeline, xid + "\n" + dump)
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (119, "0000:18:00.0")
+
+
 def test_a_lone_nonfatal_nvlink_xid_says_nothing_failed_after_it(pipeline):
     """An NVLink Xid whose line says Nonfatal, with nothing downstream, is the earliest fault but not a failure
     anyone reported: confidence 0.15 lower and ``missing`` asks whether anything failed, and for a symptom if a job
@@ -2759,11 +2782,22 @@ def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(
             "taking the entire process down.")
     agent = ("E0626 16:48:31.101000 2904014 site-packages/torch/distributed/elastic/multiprocessing/api.py:882] failed "
              "(exitcode: -6) local_rank: 3 (pid: 2904068) of binary:  /usr/bin/python")
-    for text in (down, agent, down + "\n" + agent):
+    keepalive = ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'docker.b_3427_0' has "
+                 "failed to send a keep-alive heartbeat to the rendezvous 'test' due to an error of type "
+                 "RendezvousConnectionError.")
+    # reports of one kind say where to look themselves (torchrun's lost rendezvous: its endpoint's host; it was "the
+    # job's other ranks", pytorch/pytorch#67742, a real-logs pass); reports of several kinds (torchrun's line is the
+    # watchdog's, explained by it), the first failure
+    for text, act in ((down, "PyTorch's NCCL watchdog is taking this process down"), (agent, "Worker local_rank 3 (pid 2904068) of torchrun "),
+                      (down + "\n" + agent, "PyTorch's NCCL watchdog is taking this process down"),
+                      (keepalive + "\n" + down, "Find the failure these lines report"),
+                      (keepalive, "The torchrun agent on this node cannot reach the rendezvous (test: "
+                                  "RendezvousConnectionError)")):
         (inc,) = run(pipeline, text)
         assert (inc["pattern"], inc["confidence"], inc["initiator"]["device"]) == ("unknown", 0.3, None), inc
         assert inc["explanation"].startswith("Only downstream reports: "), inc["explanation"]
         assert inc["missing"][0].startswith("the first failure these lines report"), inc["missing"]
+        assert inc["next_action"].startswith(act), inc["next_action"]
     # torchrun's line three seconds after its worker's watchdog timeout is that timeout's (it was an incident apart:
     # a break-it pass); the timeout stays "not the cause"
     timeout = ("[rank3]:[E626 16:48:22.440271515 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
