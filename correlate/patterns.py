@@ -950,7 +950,7 @@ IB_WC_WR_FLUSH_ERR = "5"
 
 
 def _reports_a_peer(e: Ev) -> bool:
-    if e.signature == "nccl.socket.peer_lost":
+    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected"):
         return True
     if e.signature == "nccl.net_ib.completion_error":
         return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR

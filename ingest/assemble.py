@@ -524,6 +524,11 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
                              "nvml.q_row_remap", "nvml.fabric_state_incomplete", "nvml.q_clocks_event"})
 
 
+#: how many lines after Open MPI's "peer process has unexpectedly disconnected" its help text names the peer (13 in
+#: help-mpi-btl-tcp.txt's "peer hung up")
+MPI_HELP_LINES = 20
+
+
 def carry_context(hits: list[Hit]) -> None:
     """Fill fields one line takes from an earlier line of the same segment (module doc)."""
     gpu_ctx: dict[str, Any] | None = None
@@ -533,8 +538,16 @@ def carry_context(hits: list[Hit]) -> None:
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
+    mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
+        if sid == "mpi.peer_disconnected":
+            mpi_report = h
+        elif sid == "mpi.peer_host":  # its help text's "Peer host:" line, a dozen lines on, names the peer it lost
+            if mpi_report is not None and mpi_report.seg is h.seg and 0 < h.line - mpi_report.line <= MPI_HELP_LINES:
+                mpi_report.row["details"].setdefault("peer_addr", d.get("peer_host"))
+            mpi_report = None
+            continue
         if sid == "driver.loaded":  # of its own host: a file may hold several hosts' kernel lines (a break-it pass)
             if d.get("driver_version"):
                 driver[row["host"]] = d["driver_version"]

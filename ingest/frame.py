@@ -6,7 +6,12 @@ Two real shapes continue a message over several physical lines:
   stamp and are indented to exactly the width of the first line's
   ``[  1843.308145] `` stamp (shared/reference/formats.md §1.8, corpus 004);
 * a ``dcgmi diag`` / ``dcgmi health`` table, whose long cells wrap onto rows
-  with an empty first cell, breaking words anywhere (corpus 008).
+  with an empty first cell, breaking words anywhere (corpus 008);
+* a record of torchrun's failure summary (``ChildFailedError``: ``[0]:`` then
+  its ``  time      : …``, ``  host      : …``, ``  rank      : …`` lines,
+  torch/distributed/elastic/multiprocessing/errors), with the ``Root Cause
+  (first observed failure):`` line before it: one line, which a signature
+  reads whole (NVIDIA/nccl#1439: no event from it before).
 
 Framing keeps the original text of a joined line (with its newlines) for the
 event's ``message``, and maps each logical line back to the physical line it
@@ -48,6 +53,12 @@ def _stamp_widths(line: bytes) -> tuple[int, ...]:
 
 _TABLE_ROW = re.compile(rb"^\|([^|\n]*)\|([^|\n]*)\|?[^\S\n]*$")
 
+#: torchrun's failure summary (torch/distributed/elastic/multiprocessing/errors/__init__.py, _FAILURE_FORMAT_TEMPLATE):
+#: a record's head, ``[<idx>]:``, the line before it that names the record the root cause, and the record's fields
+_RECORD_HEAD = re.compile(rb"\[\d{1,6}\]:[^\S\n]*$")
+_ROOT_CAUSE = b"Root Cause (first observed failure):"
+_RECORD_FIELD = re.compile(rb"^  (?:time|host|rank|exitcode|error_file|traceback) *: ")
+
 
 @dataclass(slots=True)
 class Framed:
@@ -78,8 +89,17 @@ def _join_lines(lines: list[bytes]) -> tuple[list[bytes], list[int], list[list[b
     first: list[int] = []
     joined_from: list[list[bytes]] = []
     widths: tuple[int, ...] = ()
-    in_table = False
+    in_table = in_record = False
     for i, line in enumerate(lines):
+        if in_record and _RECORD_FIELD.match(line):  # a field of torchrun's failure record: onto its head
+            out[-1] = out[-1] + b" " + line.strip()
+            joined_from[-1].append(line)
+            continue
+        in_record = _RECORD_HEAD.match(line) is not None
+        if in_record and out and out[-1].rstrip() == _ROOT_CAUSE:  # the root cause's record: onto that line
+            out[-1] = out[-1].rstrip() + b" " + line.strip()
+            joined_from[-1].append(line)
+            continue
         # a continuation: exactly as many spaces as the stamp (or header) of the line it continues, then text
         w = next((w for w in widths if len(line) > w and line[:w] == b" " * w and line[w:w + 1] not in (b" ", b"\t")),
                  0) if widths and out else 0
@@ -156,6 +176,8 @@ def _frame_runs(data: bytes, runs: list[tuple[int, int]]) -> Framed:
     for a, b in runs:
         if a > 0:  # include the line before the run: a continuation joins it
             a = data.rfind(b"\n", 0, a - 1) + 1
+            if a > 0 and _RECORD_HEAD.match(data, a, data.find(b"\n", a)):  # and a record's root-cause line before it
+                a = data.rfind(b"\n", 0, a - 1) + 1
         line_no += data.count(b"\n", pos, a)
         pos = a
         lines = data[a:b].split(b"\n")

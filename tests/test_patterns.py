@@ -2259,6 +2259,39 @@ def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
     assert all(i["pattern"] != "comm.connect_failed" for i in incs)
 
 
+MPI_PEER = """[2026-11-20 10:05:01] An MPI communication peer process has unexpectedly disconnected.  This
+usually indicates a failure in the peer process (e.g., a crash or
+otherwise exiting without calling MPI_FINALIZE first).
+
+Although this local MPI process will likely now behave unpredictably
+(it may even hang or crash), the root cause of this problem is the
+failure of the peer -- that is what you need to investigate.  For
+example, there may be a core file that you can examine.  More
+generally: such peer hangups are frequently caused by application bugs
+or other external events.
+
+  Local host: node313
+  Local PID:  7720
+  Peer host:  node316
+--------------------------------------------------------------------------"""
+
+
+def test_open_mpi_s_lost_peer_names_the_peer_host(pipeline):
+    """Open MPI's "peer process has unexpectedly disconnected" help text gave no event (horovod/horovod#1950, a
+    real-logs pass): it is a report of its ``Peer host:`` (``assemble.carry_context``), as NCCL's lost peer is —
+    alone, the peer's logs are asked for; with the peer host's own fault, that fault is the initiator and the report
+    its downstream; a help text cut before its peer line names no peer."""
+    (inc,) = _hosts(pipeline, {"node313": MPI_PEER})
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at node316"])
+    assert inc["next_action"].startswith("Diagnose the logs of node316")
+    xid79 = "[2026-11-20 10:05:00] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    (both,) = _hosts(pipeline, {"node313": MPI_PEER, "node316": xid79})
+    assert (both["initiator"]["host"], both["initiator"]["xid"]) == ("node316", 79)
+    assert [(d["host"], d["relation"]) for d in both["downstream"]] == [("node313", "peer_host")]
+    (cut,) = _hosts(pipeline, {"node313": MPI_PEER.split("\n  Peer host")[0]})
+    assert (cut["pattern"], cut["initiator"]["candidates"]) == ("comm.peer_failed", ["another rank of the job"])
+
+
 def test_a_peer_address_no_line_gives_one_host_names_no_host(pipeline):
     """Without the peer's Bootstrap line, or with an address two hosts say they use (a container's 172.17.0.2),
     the report is not tied to any host's fault: the two stay apart, as before."""
@@ -2771,6 +2804,54 @@ def test_a_cuda_failure_nccl_warns_of_is_this_ranks_own(pipeline):
     assert (inc["initiator"]["host"], inc["initiator"]["gpu_index"]) == ("desktop-1", 0)
     assert inc["next_action"].startswith("A CUDA call NCCL made on this rank's GPU failed ('unknown error')")
     assert "another rank" not in inc["next_action"]
+
+
+TORCHRUN_SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2024-09-11_09:17:38
+  host      : node9017.cluster.local
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 886321)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 886321
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-09-11_09:17:37
+  host      : node9018.idas
+  rank      : 1 (local_rank: 1)
+  exitcode  : {code} (pid: 886322)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 886322
+============================================================"""
+
+
+def test_torchrun_s_failure_summary_names_the_rank_and_host_that_failed_first(pipeline):
+    """torchrun's ``ChildFailedError`` summary gave no event (NVIDIA/nccl#1439, a real-logs pass): its root cause's
+    record, framed into one line with the line that names it (``ingest.frame``), names the rank, the host it ran on
+    and the exit code. A kill (-9) is that rank's failure; another code is a report of what its own log says, which
+    the incident asks for by rank and host. The other failures' records (``Failures:``) are no event."""
+    b = pipeline.run(Decoded(segments=[Segment(data=TORCHRUN_SUMMARY.format(code=-6).encode(), origin="t:job",
+                                               stream="job", host=None, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)]))
+    assert b.events.column("signature").to_pylist() == ["torch.elastic.root_cause"]
+    ev = b.events.to_pylist()[0]
+    assert (ev["host"], ev["rank"], ev["pid"]) == ("node9018", 1, 886322)
+    assert ev["message"].startswith("Root Cause (first observed failure):\n[0]:\n  time      : 2024-09-11_09:17:37")
+    (abort,) = run(pipeline, TORCHRUN_SUMMARY.format(code=-6))
+    assert (abort["pattern"], abort["initiator"]["candidates"]) == ("unknown", ["rank 1 on node9018"])
+    assert abort["next_action"].startswith("The first failure torchrun observed: rank 1 (local_rank 1, pid 886322) "
+                                           "on this host exited with -6")
+    (killed,) = run(pipeline, TORCHRUN_SUMMARY.format(code=-9))
+    assert (killed["initiator"]["host"], killed["initiator"]["rank"], killed["category"]) == ("node9018", 1,
+                                                                                           "application")
+    assert "OOM killer" in killed["next_action"]
+    # a record's fields join its head only: indented lines after another line stay lines of their own
+    other = TORCHRUN_SUMMARY.format(code=-9).replace("Root Cause (first observed failure):\n[0]:\n", "Root Cause:\n")
+    assert run(pipeline, other) == []
 
 
 def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(pipeline):
