@@ -1078,7 +1078,8 @@ def connect_failed(scene: Scene) -> Verdict | None:
     if not tries or any(e.signature not in (CONNECT_FAILED, "nccl.warn") and scene.role(e) != "downstream"
                         for e in faults):
         return None
-    if len({(e.host, e.pid, e.rank, e.gpu_index) for e in tries}) < 2:
+    procs = {(e.host, e.pid, e.rank, e.gpu_index) for e in tries}
+    if len(procs) < 2:
         return None
     hosts = sorted({e.host for e in tries})
     addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
@@ -1088,7 +1089,7 @@ def connect_failed(scene: Scene) -> Verdict | None:
     local = [a for a in addrs if _link_local(a) or bridge_gateway(a)]
     on, shown = first_of(hosts, noun="hosts"), first_of(addrs, noun="addresses")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
-        f"{len(tries)} lines of {len({(e.host, e.pid, e.rank, e.gpu_index) for e in tries})} processes on {on} say "
+        f"{len(tries)} lines of {len(procs)} processes on {on} say "
         f"they could not connect to {shown or 'a peer'}: what they share is the network path (the interface NCCL "
         "chose, a firewall, a container network) or the process that should listen there, not a GPU of their own."
         + (f" {first_of(local, noun='addresses')} {'is' if len(local) == 1 else 'are'} no address of the job's hosts "
