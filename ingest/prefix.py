@@ -362,6 +362,13 @@ _JFULL = re.compile(
 # (six digits after the point, a tag that begins with a letter: "1795921800.5 step 100: …" is no journal line)
 _UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) " + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)"
                    r"(?:\[(?P<pid>\d+)\])?: ")
+# a table export of CloudWatch Logs (its console's and Logs Insights' copy: "  | 2025-05-16T16:39:55.218-07:00 | node01:86:2554
+# [0] … NCCL WARN …", the stamp the log service gave the line between bars; aws/aws-ofi-nccl#889, #715: its lines
+# were timed by their file, a real-logs pass)
+_CWLOGS = re.compile(r"^\|[^\S\n]*(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)[^\S\n]*\|[^\S\n]*")
+# libfabric's own log prefix, "libfabric:<pid>:<epoch seconds>::<provider>:<subsystem>:<function>():<line><<level>> "
+# (ofiwg/libfabric, src/log.c: "%s:%d:%ld:%s:%s:%s:%s():%d<%s> "; aws/aws-ofi-nccl#346, a real-logs pass)
+_LIBFABRIC = re.compile(r"^libfabric:(?P<pid>\d{1,10}):(?P<epoch>\d{9,11}):")
 # Kubernetes CRI container log, after its RFC 3339 stamp: the stream and the partial/full tag,
 # "2026-11-29T03:20:00.040000000Z stderr F [rank2]:[E1129 …" (kubelet's log format, as containerd writes it)
 _CRI = re.compile(r"^(?:stdout|stderr) [PF] ")
@@ -398,7 +405,7 @@ def _label(s: str) -> re.Match | None:
 #: on the line's beginning only)
 LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
-    "jfull": _JFULL, "unix": _UNIX, "cri": _CRI,
+    "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
     "label": _LABEL}
@@ -414,14 +421,15 @@ def can_begin(c: str) -> frozenset[str]:
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
+    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (
         ("label", bracket or alpha or digit or c in " ("), ("grep_file", word or c == "/"),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
-        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cri", c == "s"),
+        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c == "|"),
+        ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
         ("iso", digit or c in " \t"),
         ("golog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
@@ -694,6 +702,18 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m["pid"])
                 s = s[m.end():]
                 continue
+            m = _CWLOGS.match(s) if "cwlogs" in can else None
+            if m:
+                _iso_into(p, m.group("iso"), tz)
+                s = label_at = s[m.end():]  # the line as the service got it: its own prefixes follow
+                continue
+            m = _LIBFABRIC.match(s) if "libfabric" in can else None
+            if m:
+                if plausible(t := int(m["epoch"]) * US):
+                    p.ts, p.precision_us = t, US
+                p.pid = int(m["pid"])
+                s = s[m.end():]
+                break  # the rest is libfabric's provider, subsystem and function: the message
             m = _RFC5424.match(s) if "rfc5424" in can else None
             if m:
                 _iso_into(p, m.group("iso"), tz)

@@ -797,6 +797,26 @@ def test_a_rank_that_died_of_a_cuda_error_is_the_first_fault_of_its_job_and_its_
     assert "gpu_fault.explains_cuda_error" in hw["explanation"]
 
 
+def test_a_worker_s_own_cuda_error_is_its_job_s_first_fault_as_the_watchdog_s_is(pipeline):
+    """A process's own CUDA error before any watchdog caught it — vLLM's worker traceback (vllm-project/vllm#6725),
+    the custom all-reduce's CUDACHECK (sgl-project/sglang#1421) — gave no event (a real-logs pass): it is the rank's
+    failure as the watchdog's form is (``cuda.program_error``): its peers' timeouts follow it, and an Xid of its GPU
+    that second is what it reports."""
+    timeout = CUDA_DEATH.split("\n")[1]
+    for own in ("(VllmWorker rank=1 pid=2187734) ERROR 08-10 15:36:05 [multiproc_executor.py:527] RuntimeError: "
+                "CUDA error: an illegal memory access was encountered",
+                "[rank1]:[E810 15:36:05.945860779 custom_all_reduce.cuh:330] Failed: Cuda error "
+                "/workspace/csrc/custom_all_reduce.cuh:330 'an illegal memory access was encountered'"):
+        (alone,) = run(pipeline, own + "\n" + timeout, host="gpu-node-a")
+        assert (alone["initiator"]["kind"], alone["initiator"]["rank"]) == ("cuda_error", 1), own
+        assert _parties(alone) == [("nccl_timeout", 0)] and "cuda_error.explains_nccl" in alone["explanation"]
+        mmu = KERNEL.format(xid="31, pid=2187734, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+                                "GPCCLIENT_T1_0 faulted @ 0x7f1b_2e000000. Fault is of type FAULT_PDE")
+        (app,) = run(pipeline, "\n".join([mmu, own, timeout]), host="gpu-node-a")
+        assert (app["initiator"]["xid"], app["category"]) == (31, "application"), own
+        assert sorted(_parties(app)) == [("cuda_error", 1), ("nccl_timeout", 0)], own
+
+
 def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
     """A job's log whose traceback printed no time (``RuntimeError: CUDA error: uncorrectable ECC error
     encountered``, dated by the file's mtime ten minutes later, when the job died) and the kernel's Xid 94 on GPU

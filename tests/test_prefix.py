@@ -61,6 +61,14 @@ def us(*a, tz=timezone.utc):
      None, "nvidia-nvswitch3: SXid"),
     ("Sep 18 20:07:01 nvidia-modeset: ERROR: GPU:0: Idling display engine timed out", us(2026, 9, 18, 20, 7, 1),
      1_000_000, None, "nvidia-modeset: ERROR"),
+    # a CloudWatch Logs table export: the service's stamp between bars, then the line (aws/aws-ofi-nccl#889, #715)
+    ("  | 2025-05-16T16:39:55.218-07:00 | node01:86:2554 [0] nccl_net_ofi_init:155 NCCL WARN NET/OFI Initializing",
+     us(2025, 5, 16, 23, 39, 55) + 218000, 1000, "node01", "node01:86:2554"),
+    ("| 2024-11-28T07:42:11.527Z | algo-1:1:2 [0] NCCL INFO x", us(2024, 11, 28, 7, 42, 11) + 527000, 1000, "algo-1",
+     "algo-1:1:2"),
+    # libfabric's own prefix: pid and epoch seconds (aws/aws-ofi-nccl#346)
+    ("libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5", us(2024, 2, 21, 13, 6, 47),
+     1_000_000, None, ":efa:cq:"),
     # a paste indented before its stamp (a Markdown code block)
     ("     Mar 21 21:42:01 kernel: NVRM: GPU0 x", us(2026, 3, 21, 21, 42, 1), 1_000_000, None, "NVRM: GPU0"),
     ("  2024-01-01T00:00:00Z node01 kernel: NVRM: x", us(2024, 1, 1, 0, 0, 0), 1_000_000, "node01", "NVRM"),
