@@ -33,8 +33,9 @@ def require_lake(s: Settings) -> None:
 
     refuse_lake_file(s)  # a file, a broken link: no lake can be there (as `serve` says)
     if not Lake(s.lake).remote and not (lake_path(s.lake) / "events").is_dir():
+        demo = escape(str(s.state_dir / "demo" / "lake"))  # under the state folder a demo of these settings uses
         err.print(f"[red]no lake at {escape(str(s.lake))}[/] (no events/ folder): run `make demo` (its lake is "
-                  ".firstfault/demo/lake) or point FIRSTFAULT_LAKE / --config at one")
+                  f"{demo}) or point FIRSTFAULT_LAKE / --config at one")
         raise typer.Exit(2)
 
 

@@ -329,6 +329,11 @@ def _firstfault(*args: str, env: dict[str, str] | None = None):
 def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake")})
     assert r.returncode == 2 and "no lake at" in r.stderr and not (tmp_path / "nolake").exists()
+    # the demo's lake it names is under the state folder these settings give (it named .firstfault/demo/lake whatever
+    # FIRSTFAULT_STATE_DIR said: a fresh user's trial)
+    r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake"),
+                                            "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")})
+    assert r.returncode == 2 and f"its lake is {tmp_path / 'state' / 'demo' / 'lake'}" in " ".join(r.stderr.split())
 
 
 def test_report_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
