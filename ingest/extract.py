@@ -9,6 +9,7 @@ SXid line groups, time bases) live in ``ingest.assemble``.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -38,7 +39,7 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
     """One dcgm-exporter sample line read with prometheus_client's text-format parser.
 
     Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``,
-    ``value``, ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
+    ``value`` (``value_text`` instead for NaN and ±Inf), ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
     ``exporter_host`` (``Hostname``/``hostname``: often the exporter pod, not the node — formats.md §8,
     so the host comes from the Kafka key or the line's envelope), ``uuid``, ``model`` (``modelName``). Label names
     per formats.md §10.2 (``Hostname`` renamed ``hostname`` in dcgm-exporter #655).
@@ -55,7 +56,14 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
     for fam in fams:
         for smp in fam.samples:
             lab = smp.labels
-            f = {"metric": smp.name, "value": repr(smp.value) if smp.value != int(smp.value) else str(int(smp.value))}
+            v = smp.value
+            # NaN and ±Inf are legal sample values (a counter the exporter could not read): no number to keep, the line
+            # is kept (``int(nan)`` raised, and the whole file or Kafka value holding it was lost: a break-it pass)
+            f = {"metric": smp.name}
+            if not math.isfinite(v):
+                f["value_text"] = repr(v)
+            else:
+                f["value"] = repr(v) if v != int(v) else str(int(v))
             m = _DCGM_LINK.match(smp.name)
             f["counter"] = m.group("counter") if m else smp.name
             if m:

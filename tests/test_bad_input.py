@@ -66,6 +66,22 @@ def test_a_number_out_of_range_in_a_line_prefix_costs_only_that_field(pipeline, 
     assert orjson.loads(events[1]["details"])[f"{column}_text"] in ("40000", "99999999999")
 
 
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "1e400"])
+def test_a_dcgm_sample_that_is_no_finite_number_costs_only_its_value(pipeline, value):
+    """NaN and ±Inf are legal in the Prometheus text format (a counter dcgm-exporter could not read): ``int(nan)``
+    raised and the whole file — an Xid 79 beside it — was skipped, a Kafka value dead-lettered (a break-it pass).
+    The sample is kept without a value (``value_text`` in ``prometheus_fields``), every other line as before."""
+    from ingest.extract import prometheus_fields
+
+    metric = ('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3{gpu="3",pci_bus_id="00000000:3B:00.0",Hostname="node07"} '
+              + value)
+    (f,) = prometheus_fields(metric)
+    assert "value" not in f and f["value_text"] in ("nan", "inf", "-inf") and f["link"] == "3"
+    xid = "2025-01-01T00:00:00Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    events, incidents = run(pipeline, xid, metric)
+    assert [e["xid"] for e in events] == [79] and incidents[0]["initiator"]["xid"] == 79
+
+
 def test_an_out_of_range_topo_matrix_row_costs_only_that_value(pipeline):
     """The kind, not the line: every table of a batch is built with out-of-range integers nulled, here a
     ``topo -m`` row of ``GPU99999`` (int16 ``gpu_index`` of the topology facts)."""
