@@ -106,6 +106,11 @@ def _statement_name(text: str, kind: object) -> str:
 #: DuckDB's errors for a query that cannot be bound to the views (an unknown table, column, function or type) or
 #: that reads outside the lake (the connection's sandbox, ``api.store.connect``): exit 2, as for a query that does
 #: not parse; the others (I/O, the timeout, a bad value) exit 1
+#: rows the terminal table shows (``--format table``); the other formats write every row up to ``sql_max_rows``
+TABLE_MAX_ROWS = 1000
+#: what a terminal would act on in a value (ESC, BEL, backspace, carriage return …): shown as its escape instead
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
 _QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -180,11 +185,17 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if fmt == "table":
             t = Table()
             for c in tbl.column_names:  # names and values are text, not rich markup ("[rank0]", "[/]")
-                t.add_column(Text(c), overflow="fold")
-            for row in tbl.to_pylist():
+                t.add_column(Text(_cell(c)), overflow="fold")
+            # a table for reading: its first rows (rich lays out every cell: 99k rows of events took minutes and GB,
+            # a break-it pass); csv/json write them all
+            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():
                 t.add_row(*(Text(_cell(v)) for v in row.values()))
             out.print(t)
-            err.print(f"{tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'}", highlight=False)
+            if tbl.num_rows > TABLE_MAX_ROWS:
+                err.print(f"the table shows the first {TABLE_MAX_ROWS:,} of {tbl.num_rows:,} rows: -f csv or -f json "
+                          "(to a file with -o) gives them all", highlight=False)
+            else:
+                err.print(f"{tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'}", highlight=False)
         elif fmt == "csv":
             import sys
 
@@ -227,14 +238,15 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
 def _cell(v: object) -> str:
     """A value as a terminal table shows it: nothing for null (and for NaN and infinities, which are null in
     JSON), a list, struct, interval or blob as JSON (:func:`api.store.json_default`), anything else as its
-    text."""
+    text, control characters as their escapes (``\\x1b``)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if isinstance(v, bytes):
         return json_default(v)
     if isinstance(v, (list, dict, pa.MonthDayNano)):
         return json_bytes(v).decode()
-    return str(v)
+    # a value's control characters are shown, not obeyed (an analyst's chr(27)||'[2J' cleared the terminal)
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(v))
 
 
 def _flat(tbl):

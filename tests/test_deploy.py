@@ -357,6 +357,22 @@ def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
     assert r.returncode == 2 and "--output is a folder" in r.stderr and "say --format" not in r.stderr, r.stderr
 
 
+def test_sql_s_table_shows_its_first_rows_and_no_terminal_codes(tmp_path):
+    """The terminal table lays out every cell: 99k rows took minutes and GB (a break-it pass). It shows the first
+    ``TABLE_MAX_ROWS`` and says how to get them all; a value's control characters are shown as escapes, not sent
+    to the terminal (``chr(27)||'[2J'`` cleared it)."""
+    from api.sql import TABLE_MAX_ROWS
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "COLUMNS": "120"}
+    r = _firstfault("sql", f"SELECT range AS n FROM range({TABLE_MAX_ROWS + 5})", env=env)
+    assert r.returncode == 0 and f"first {TABLE_MAX_ROWS:,} of {TABLE_MAX_ROWS + 5:,} rows" in r.stderr, r.stderr
+    assert f" {TABLE_MAX_ROWS - 1} " in r.stdout and f" {TABLE_MAX_ROWS} " not in r.stdout
+    r = _firstfault("sql", "SELECT chr(27) || '[2J' AS x", env=env)
+    assert r.returncode == 0 and "\x1b" not in r.stdout and "\\x1b[2J" in r.stdout, r.stdout
+
+
 def test_sql_writes_no_output_into_the_lake_and_replaces_a_file_only_with_force(tmp_path):
     """``sql -o <lake>/events/kind=xid/x.parquet`` wrote a file the events view then read as a broken Hive
     partition: every query failed until it was deleted; ``-o`` also replaced an input log silently (a break-it
