@@ -365,7 +365,7 @@ def diagnose(
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = _first_of(_as_given(files, given))
-        err.print(f"{len(files)} different files are all host {h} by their name ({shown}): their events are "
+        err.print(f"{len(files)} different files are all host {h} by their name or folder ({shown}): their events are "
                   "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
                   "file after its host", style="yellow", markup=False, highlight=False)
     try:

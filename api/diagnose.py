@@ -143,7 +143,8 @@ def file_of(origin: str) -> tuple[str, str] | None:
 
 def same_named_files(events: pa.Table) -> dict[str, list[str]]:
     """Host -> the files (``<rel>@<digest>``, sorted) of two or more different files of one file name whose
-    events carry the host that name gives (``ingest.decode.host_from_filename``): ``a/node01.log`` and
+    events carry the host that name (or, for a name that is a kind of log, its folder) gives
+    (``ingest.decode.host_from_filename``): ``a/node01.log`` and
     ``b/node01.log`` from two machines are one host ``node01`` to the correlator, which joins their events
     (a corpus of cases each called ``node01.log``). One file read twice (same content digest) is one file; a
     host's files of different names (``node01.dmesg.log``, ``node01.nccl.log``) are one host by design
@@ -154,7 +155,9 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
         if f is None:
             continue
         name = PurePosixPath(f[0]).name
-        if canonical_host(host_from_filename(PurePosixPath(name))) == host:  # as the lake names it: Node01.log
+        # the host its name gives, or its folder for a file named by its kind (job-1/alpha/kern.log and
+        # job-1/bravo/kern.log are both host job-1: merged with no word, a break-it pass); as the lake names it
+        if canonical_host(host_from_filename(PurePosixPath(f[0]))) == host:
             by.setdefault((host, name), set()).add(f)
     out: dict[str, list[str]] = {}
     for (host, _name), files in sorted(by.items()):

@@ -728,9 +728,18 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
         (tmp_path / d / "Node01.log").write_text(text)
     _, upper, _ = diagnose_paths([tmp_path / "A", tmp_path / "B"], Settings())
     assert list(same_named_files(upper.events)) == ["node01"]
+    # files named by their kind take their folder's host: two hosts' kern.log under one job folder are said too
+    for d in ("alpha", "bravo"):
+        (tmp_path / "job-12345" / d).mkdir(parents=True)
+        (tmp_path / "job-12345" / d / "kern.log").write_text(xid if d == "alpha" else xid.replace("1b:00", "3b:00"))
+    _, job, _ = diagnose_paths([tmp_path / "job-12345"], Settings())
+    [(host, files)] = same_named_files(job.events).items()
+    assert host == "job-12345" and {f.split("@")[0] for f in files} == {"job-12345/alpha/kern.log",
+                                                                         "job-12345/bravo/kern.log"}
     r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "b"))
     both = f"({tmp_path / 'a' / 'node01.log'}, {tmp_path / 'b' / 'node01.log'})"
-    assert r.returncode == 0 and f"all host node01 by their name {both}" in " ".join(r.stderr.split()), r.stderr
+    assert r.returncode == 0 and f"all host node01 by their name or folder {both}" in " ".join(r.stderr.split()), \
+        r.stderr
     # two folders of one name given: each file by the path it was given as ("input/node01.log@2c5c58c6" twice told
     # nothing: a fresh user's trial)
     for d in ("x", "y"):
@@ -738,7 +747,8 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
         (tmp_path / d / "input" / "node01.log").write_text(xid if d == "x" else xid.replace("1b:00", "3b:00"))
     r = _firstfault("diagnose", str(tmp_path / "x" / "input"), str(tmp_path / "y" / "input"))
     said = " ".join(r.stderr.split())
-    assert (f"2 different files are all host node01 by their name ({tmp_path / 'x' / 'input' / 'node01.log'}, "
+    assert ("2 different files are all host node01 by their name or folder "
+            f"({tmp_path / 'x' / 'input' / 'node01.log'}, "
             f"{tmp_path / 'y' / 'input' / 'node01.log'})") in said, r.stderr
     assert "diagnose them apart" in r.stderr
     # what was read besides events is counted too: corpus 006's `nvidia-smi topo -m` gave "3 lines → 0 events"
