@@ -31,6 +31,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ingest.catalog import Compiled
@@ -253,6 +254,9 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
     _date_clocks(hits, tz)
+    # 2c. a local time the zone's clock went back over (the hour repeated in autumn) is its second pass when the log's
+    # order says so
+    _fall_back(hits, tz)
     # 3. boot time: a segment's own envelope's (journald: a capture that spans a reboot holds two), else its
     # host's: an envelope's or a line of the host that printed wall time and the kernel stamp (one call may
     # hold several hosts' lines: unkeyed Kafka records, a job's aggregated log)
@@ -372,6 +376,33 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+#: how far (µs) a zoneless stamp may lie before the line before it without being read as the second pass of an hour
+#: the zone's clock repeated (``_fall_back``): lines of two CPUs or threads a little out of order are not
+FALL_BACK_SLACK_US = 60 * US
+
+
+def _fall_back(hits: list[Hit], tz) -> None:
+    """A stamp without a zone (syslog's, an ISO stamp with none) read in ``tz`` that falls in the hour a zone's
+    clock repeats when it goes back (``01:00 – 02:00`` twice in America/New_York's November) is read as its first
+    pass; a line of that hour more than :data:`FALL_BACK_SLACK_US` before the line before it, whose second pass is not,
+    is the second (``datetime.fold``): ``01:59:58`` then ``01:00:03`` five seconds later was read an hour before it,
+    the two faults two incidents (a break-it pass). Lines in order, or in a zone without such an hour, are left."""
+    prev: int | None = None
+    for h in hits:
+        p = h.prefix
+        if p.ts is None:
+            continue
+        if prev is not None and (p.yearless is not None or p.zoneless) and p.ts < prev - FALL_BACK_SLACK_US:
+            try:
+                local = datetime.fromtimestamp(p.ts / US, tz)
+                later = to_us(local.replace(fold=1))
+            except (OverflowError, OSError, ValueError):
+                later = p.ts
+            if later > p.ts and later >= prev - FALL_BACK_SLACK_US:
+                p.ts = later
+        prev = p.ts
 
 
 def _shift_zoneless(hits: list[Hit]) -> None:

@@ -66,6 +66,33 @@ def test_a_number_out_of_range_in_a_line_prefix_costs_only_that_field(pipeline, 
     assert orjson.loads(events[1]["details"])[f"{column}_text"] in ("40000", "99999999999")
 
 
+def test_a_local_stamp_in_the_hour_a_zone_repeats_follows_its_log_s_order():
+    """In America/New_York the clock goes from 01:59:59 EDT back to 01:00:00 EST on 2026-11-01: ``01:59:58`` then
+    ``01:00:03`` is five seconds later, not an hour earlier (two incidents, the Xid 74 "first": a break-it pass). A
+    line a few seconds out of order in that hour, and a zone with no such hour, keep their times."""
+    from zoneinfo import ZoneInfo
+
+    from ingest.pipeline import Pipeline
+
+    ny = Pipeline(tz=ZoneInfo("America/New_York"))
+    lines = ["Nov  1 01:59:58 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+             "Nov  1 01:00:03 node07 kernel: NVRM: Xid (PCI:0000:5e:00): 74, pid=1, name=p, Channel 0x1, NVLink: "
+             "fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+             "Nov  1 01:00:01 node07 kernel: NVRM: Xid (PCI:0000:86:00): 13, pid=2, name=p, Graphics Exception"]
+    seg = Segment(data="\n".join(lines).encode(), origin="t:dst", stream="s", host="node07",
+                  ref_ts=us_of(2026, 11, 1, 12), ref_basis="kafka", ingest_ts=us_of(2026, 11, 1, 12))
+    ts = ny.run(Decoded(segments=[seg])).events.column("ts").to_pylist()
+    assert [t.strftime("%H:%M:%S") for t in ts] == ["05:59:58", "06:00:03", "06:00:01"]
+    (inc,) = correlate(ny.run(Decoded(segments=[seg])).events, now_us=us_of(2026, 11, 1, 12))
+    assert inc["initiator"]["xid"] == 79
+    utc = Pipeline().run(Decoded(segments=[seg])).events.column("ts").to_pylist()
+    assert [t.strftime("%H:%M:%S") for t in utc] == ["01:59:58", "01:00:03", "01:00:01"]
+
+
+def us_of(*a: int) -> int:
+    return to_us(datetime(*a, tzinfo=timezone.utc))
+
+
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "1e400"])
 def test_a_dcgm_sample_that_is_no_finite_number_costs_only_its_value(pipeline, value):
     """NaN and ±Inf are legal in the Prometheus text format (a counter dcgm-exporter could not read): ``int(nan)``
