@@ -1055,12 +1055,14 @@ CONNECT_FAILED = "nccl.socket.connect_failed"
 
 
 def _link_local(addr: str) -> bool:
-    """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10): an interface without an address of the
-    hosts' network (a USB NIC, a cloud metadata or an unconfigured port), no address a peer is reached at."""
+    """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10: an interface without an address of the
+    hosts' network, a USB NIC, a cloud metadata or an unconfigured port) or a loopback one (``lo``: a break-it pass),
+    no address a peer on another host is reached at."""
     try:
-        return ipaddress.ip_address(peer_name(addr)).is_link_local
+        ip = ipaddress.ip_address(peer_name(addr))
     except ValueError:
         return False
+    return ip.is_link_local or ip.is_loopback
 
 
 def connect_failed(scene: Scene) -> Verdict | None:
@@ -1069,8 +1071,10 @@ def connect_failed(scene: Scene) -> Verdict | None:
     (the interface NCCL chose, a firewall, a container network) or no process listening at that address — not a GPU
     each. The roots fallback named each reporting GPU a candidate, "no single culprit" at 0.3
     (sgl-project/sglang#6017: every local rank of one node failed to connect to one link-local address; a
-    real-logs pass). One process's failure stays the roots' (its rank, with the signature's advice); a fault of a
-    rank's own, or a host's, leaves the incident to the other patterns."""
+    real-logs pass). One process's failure stays the roots' (its rank, with the signature's advice) unless every
+    address it names is link-local, loopback or a bridge's gateway (NCCL's interface, whoever tried it: one process
+    per host each blamed its GPU, a break-it pass); a fault of a rank's own, or a host's, leaves the incident to the
+    other patterns."""
     if scene.hardware_faults():
         return None
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
@@ -1079,21 +1083,24 @@ def connect_failed(scene: Scene) -> Verdict | None:
                         for e in faults):
         return None
     procs = {(e.host, e.pid, e.rank, e.gpu_index) for e in tries}
-    if len(procs) < 2:
+    addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
+    local = [a for a in addrs if _link_local(a) or bridge_gateway(a)]
+    # one process: the roots' (its rank), unless the address itself says NCCL's interface is wrong
+    if len(procs) < 2 and not (local and len(local) == len(addrs)):
         return None
     hosts = sorted({e.host for e in tries})
-    addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
     peers = {a: h for e in tries if (a := e.details.get("peer_addr")) and (h := scene.topo.peer_host(e))}
     names = [f"the path to {a}" + (f" ({h})" if (h := peers.get(a)) and h != a else "") for a in addrs] \
         or ["the network path between the job's hosts"]
-    local = [a for a in addrs if _link_local(a) or bridge_gateway(a)]
     on, shown = first_of(hosts, noun="hosts"), first_of(addrs, noun="addresses")
     v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
-        f"{len(tries)} lines of {len(procs)} processes on {on} say "
-        f"they could not connect to {shown or 'a peer'}: what they share is the network path (the interface NCCL "
+        f"{len(tries)} line{'s' * (len(tries) != 1)} of {len(procs)} process{'es' * (len(procs) != 1)} on {on} "
+        f"say{'s' * (len(tries) == 1)} {'it' if len(procs) == 1 else 'they'} could not connect to "
+        f"{shown or 'a peer'}: what they share is the network path (the interface NCCL "
         "chose, a firewall, a container network) or the process that should listen there, not a GPU of their own."
         + (f" {first_of(local, noun='addresses')} {'is' if len(local) == 1 else 'are'} no address of the job's hosts "
-           "(link-local, or a host-local bridge's gateway): NCCL took it from an interface the peers do not share."
+           "(link-local, loopback, or a host-local bridge's gateway): NCCL took it from an interface the peers do not "
+           "share."
            if local else "")))
     v.pattern = "comm.connect_failed"
     v.initiator = {**v.initiator, "host": None, "candidates": names}

@@ -237,6 +237,11 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     for h in hits:
+        if h.prefix.ts is None and h.prefix.mono is None and (when := h.row["details"].get("failure_time")):
+            # torchrun's failure record prints the time its worker failed: the line's time when it has no stamp (a
+            # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
+            if (t := _failure_time(when, tz)) is not None:
+                h.prefix.ts, h.prefix.precision_us = t, US
         if h.c.sig.id == "clock.date_line":
             t = _date_line_ts(h.text, tz)
             if t is not None:
@@ -376,6 +381,17 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+def _failure_time(text: str, tz) -> int | None:
+    """torchrun's failure record's ``time`` (``2024-09-11_09:17:37``, its agent's local time:
+    torch/distributed/elastic/multiprocessing/errors, ``time.strftime("%Y-%m-%d_%H:%M:%S")``) in µs, read in ``tz``;
+    None for any other text or a time no fleet's log carries."""
+    try:
+        t = to_us(datetime.strptime(text, "%Y-%m-%d_%H:%M:%S").replace(tzinfo=tz))
+    except (ValueError, OverflowError):
+        return None
+    return t if plausible(t) else None
 
 
 #: how far (µs) a zoneless stamp may lie before the line before it without being read as the second pass of an hour
@@ -878,7 +894,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) ->
                row.get("gpu_index", p.gpu_index), row.get("rank", p.rank),
                # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
                # off the bus again after the reboot was one event, and no recurrence: a break-it pass)
-               row["details"].get("reboots_after"))
+               row["details"].get("reboots_after"),
+               # and the peer a line's context named (Open MPI's "Peer host:": two blocks of one text naming two
+               # peers were one event of the first peer, a break-it pass)
+               row["details"].get("peer_addr"))
         # a line the pipeline will refuse joins only the repeats of its own Kafka value (or file): each value it came
         # in is then a reject of its own and dead-lettered (three keyless records of one line were one reject, one
         # dead letter, the other two values committed and lost: a break-it pass), and a flood of it in one value is

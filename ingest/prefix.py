@@ -704,9 +704,16 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 continue
             m = _CWLOGS.match(s) if "cwlogs" in can else None
             if m:
-                _iso_into(p, m.group("iso"), tz)
-                s = label_at = s[m.end():]  # the line as the service got it: its own prefixes follow
-                continue
+                # the line as the service got it follows, with its own prefixes: read whole (its syslog header's host:
+                # the export of a fleet's /var/log/messages mixes instances, whose lines went to one host — a break-it
+                # pass); the service's stamp, with its zone, times it
+                collected = _parse_iso(m.group("iso"), tz)
+                inner = _parse_prefix(s[m.end():], collected[0] if collected else ref_us, tz)
+                if collected:
+                    inner.ts, inner.precision_us = collected
+                    inner.yearless = inner.clock = inner.day_from = inner.zone_shift = None
+                    inner.zoneless = False
+                return inner
             m = _LIBFABRIC.match(s) if "libfabric" in can else None
             if m:
                 if plausible(t := int(m["epoch"]) * US):

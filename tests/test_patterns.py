@@ -2268,10 +2268,15 @@ def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
              "node031": "\n".join(CONNECT.format(host="node031", rank=r, addr="10.1.3.201") for r in (0, 1))}
     (inc,) = _hosts(pipeline, files)
     assert inc["initiator"]["candidates"] == ["the path to 10.1.3.201 (node201)"]
-    # one rank: its own incident, as before
-    (inc,) = _hosts(pipeline, {"node031": CONNECT.format(host="node031", rank=0, addr="169.254.20.10")})
+    # one rank: its own incident, as before — unless its address is no host's (link-local, loopback, a bridge's
+    # gateway: NCCL's interface, not its GPU; a break-it pass)
+    (inc,) = _hosts(pipeline, {"node031": CONNECT.format(host="node031", rank=0, addr="10.1.3.201")})
     assert inc["pattern"] != "comm.connect_failed"
     assert inc["initiator"]["host"] == "node031" and inc["confidence"] == 0.75
+    for addr in ("169.254.20.10", "127.0.0.1"):
+        (inc,) = _hosts(pipeline, {"node031": CONNECT.format(host="node031", rank=0, addr=addr)})
+        assert (inc["pattern"], inc["category"]) == ("comm.connect_failed", "nccl_software"), addr
+        assert inc["explanation"].startswith(f"1 line of 1 process on node031 says it could not connect to {addr}")
     # a rank's own CUDA error beside them: not this pattern
     oom = ("[2026-11-20 10:05:00] node031:14033:14033 [0] include/alloc.h:103 NCCL WARN Cuda failure 'out of memory'")
     incs = _hosts(pipeline, {"node031": oom + "\n" + "\n".join(
@@ -2310,6 +2315,15 @@ def test_open_mpi_s_lost_peer_names_the_peer_host(pipeline):
     assert [(d["host"], d["relation"]) for d in both["downstream"]] == [("node313", "peer_host")]
     (cut,) = _hosts(pipeline, {"node313": MPI_PEER.split("\n  Peer host")[0]})
     assert (cut["pattern"], cut["initiator"]["candidates"]) == ("comm.peer_failed", ["another rank of the job"])
+    # under a launcher's prefix (srun -l, mpirun's tag) the peer is read too; two blocks naming two peers are two
+    # reports, not one event of the first peer (a break-it pass)
+    tagged = "\n".join("[1,3]<stderr>:" + line for line in MPI_PEER.split("\n"))
+    (inc,) = _hosts(pipeline, {"node313": tagged})
+    assert inc["initiator"]["candidates"] == ["the peer at node316"]
+    two = MPI_PEER + "\n" + MPI_PEER.replace("10:05:01", "10:05:03").replace("node316", "node317")
+    (inc,) = _hosts(pipeline, {"node313": two, "node317": xid79})
+    assert (inc["initiator"]["host"], [(d["host"], d["relation"]) for d in inc["downstream"]]) == (
+        "node317", [("node313", "peer_host")])
 
 
 def test_a_peer_address_no_line_gives_one_host_names_no_host(pipeline):
@@ -2856,19 +2870,30 @@ def test_torchrun_s_failure_summary_names_the_rank_and_host_that_failed_first(pi
     and the exit code. A kill (-9) is that rank's failure; another code is a report of what its own log says, which
     the incident asks for by rank and host. The other failures' records (``Failures:``) are no event."""
     b = pipeline.run(Decoded(segments=[Segment(data=TORCHRUN_SUMMARY.format(code=-6).encode(), origin="t:job",
-                                               stream="job", host=None, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)]))
+                                               stream="job", host="job", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)]))
     assert b.events.column("signature").to_pylist() == ["torch.elastic.root_cause"]
     ev = b.events.to_pylist()[0]
-    assert (ev["host"], ev["rank"], ev["pid"]) == ("node9018", 1, 886322)
+    # the log's host (the record's stays in details: a job log's other lines are of the same agent's host, and the
+    # record on a host of its own split one failure into two incidents, a break-it pass); the record's time when the
+    # line has none (its file's time parted it from the kernel's OOM kill of that pid: a second one)
+    assert (ev["host"], ev["rank"], ev["pid"], orjson.loads(ev["details"])["failed_host"]) == ("job", 1, 886322,
+                                                                                             "node9018.idas")
+    assert (ev["ts"].isoformat(), ev["ts_basis"]) == ("2024-09-11T09:17:37+00:00", "line")
     assert ev["message"].startswith("Root Cause (first observed failure):\n[0]:\n  time      : 2024-09-11_09:17:37")
     (abort,) = run(pipeline, TORCHRUN_SUMMARY.format(code=-6))
-    assert (abort["pattern"], abort["initiator"]["candidates"]) == ("unknown", ["rank 1 on node9018"])
+    assert (abort["pattern"], abort["initiator"]["candidates"]) == ("unknown", ["rank 1 on node07"])
     assert abort["next_action"].startswith("The first failure torchrun observed: rank 1 (local_rank 1, pid 886322) "
-                                           "on this host exited with -6")
+                                           "on node9018.idas exited with -6")
     (killed,) = run(pipeline, TORCHRUN_SUMMARY.format(code=-9))
-    assert (killed["initiator"]["host"], killed["initiator"]["rank"], killed["category"]) == ("node9018", 1,
+    assert (killed["initiator"]["host"], killed["initiator"]["rank"], killed["category"]) == ("node07", 1,
                                                                                            "application")
     assert "OOM killer" in killed["next_action"]
+    oom = "[Wed Sep 11 09:17:36 2024] Out of memory: Killed process 886322 (python) total-vm:1kB, anon-rss:1kB"
+    (by_oom,) = run(pipeline, oom + "\n" + TORCHRUN_SUMMARY.format(code=-9))
+    assert (by_oom["category"], [d["kind"] for d in by_oom["downstream"]]) == ("host_memory", ["other"])
+    # stopped from outside (SIGTERM: a preemption, scancel): not "the worker ended itself"
+    (term,) = run(pipeline, TORCHRUN_SUMMARY.format(code=-15))
+    assert "was stopped from outside (exit -15" in term["next_action"] and "ended itself" not in term["next_action"]
     # a record's fields join its head only: indented lines after another line stay lines of their own
     other = TORCHRUN_SUMMARY.format(code=-9).replace("Root Cause (first observed failure):\n[0]:\n", "Root Cause:\n")
     assert run(pipeline, other) == []

@@ -66,6 +66,12 @@ def us(*a, tz=timezone.utc):
      us(2025, 5, 16, 23, 39, 55) + 218000, 1000, "node01", "node01:86:2554"),
     ("| 2024-11-28T07:42:11.527Z | algo-1:1:2 [0] NCCL INFO x", us(2024, 11, 28, 7, 42, 11) + 527000, 1000, "algo-1",
      "algo-1:1:2"),
+    # ... with the line's own header after it: its host (a fleet's /var/log/messages in one export), the service's
+    # zoned stamp for the time, also over a zoneless stamp of the line's own (a break-it pass)
+    ("  | 2025-05-16T23:40:05Z | May 16 23:40:05 node08 kernel: NVRM: Xid (PCI:0000:5e:00): 79",
+     us(2025, 5, 16, 23, 40, 5), 1_000_000, "node08", "NVRM: Xid"),
+    ("| 2025-05-16T16:39:55.218-07:00 | libfabric:451707:1708520807::efa:cq:x", us(2025, 5, 16, 23, 39, 55) + 218000,
+     1000, None, ":efa:cq:x"),
     # libfabric's own prefix: pid and epoch seconds (aws/aws-ofi-nccl#346)
     ("libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5", us(2024, 2, 21, 13, 6, 47),
      1_000_000, None, ":efa:cq:"),
