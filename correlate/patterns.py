@@ -162,18 +162,28 @@ def recovery_action(e: Ev) -> str | None:
     return str(e.details.get("new_action_name") or e.details.get("new_action"))
 
 
+def _program_s_cuda_error(scene: Scene, e: Ev) -> bool:
+    """``e`` is the CUDA error a program raised (its traceback's, its watchdog's) that an application Xid explains
+    (``gpu_fault.explains_cuda_error``): the same fault seen from the program."""
+    return e.kind == "cuda_error" and any(c.kind == "xid" and scene.role(c) == "application"
+                                          for c in scene.causes_of(e))
+
+
 def application_xid(scene: Scene) -> Verdict | None:
+    """A program's own Xids (13, 31, 43 …) and their teardown, and the CUDA error the program raised for them (its
+    traceback's "RuntimeError: CUDA error: an illegal memory access": read since cuda.program_error, it turned the
+    benign case into a warning, a simulated scenario's check): the node is healthy."""
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
-    if not faults or any(e.kind != "xid" for e in faults):
+    if not faults or any(e.kind != "xid" and not _program_s_cuda_error(scene, e) for e in faults):
         return None
-    app = [e for e in faults if scene.role(e) == "application"]
+    app = [e for e in faults if e.kind == "xid" and scene.role(e) == "application"]
     if not app:
         return None
     # every other Xid must be a downstream teardown (43, 45, 154) on the same GPU as an application Xid
     app_gpus = {scene.subject[e.event_id] for e in app}
     mine = set(map(id, app))  # ``e in app`` compared every pair: 20,000 Xid 13 lines of one GPU took 3 s here alone
     for e in faults:
-        if id(e) in mine:
+        if id(e) in mine or e.kind != "xid":  # the program's CUDA errors: checked above
             continue
         if scene.role(e) != "downstream" or scene.subject[e.event_id] not in app_gpus or recovery_action(e):
             return None

@@ -815,6 +815,11 @@ def test_a_worker_s_own_cuda_error_is_its_job_s_first_fault_as_the_watchdog_s_is
         (app,) = run(pipeline, "\n".join([mmu, own, timeout]), host="gpu-node-a")
         assert (app["initiator"]["xid"], app["category"]) == (31, "application"), own
         assert sorted(_parties(app)) == [("cuda_error", 1), ("nccl_timeout", 0)], own
+        # a single-GPU program's own Xid and its traceback, nothing else: the benign case it was before the traceback
+        # was read (a warning of the roots: the simulated benign_app_xid scenarios' check)
+        (benign,) = run(pipeline, "\n".join([mmu, own]), host="gpu-node-a")
+        assert (benign["pattern"], benign["severity"]) == ("benign.application_xid", "info"), own
+        assert _parties(benign) == [("cuda_error", 1)], own
 
 
 def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
