@@ -106,7 +106,8 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
     console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir}) after "
                   f"{time.monotonic() - t0:.1f} s")
     t0 = time.monotonic()  # the ingest's time, below, without the broker's start (a JVM: seconds)
-    # the events topic too: the README's scaling-out workers (`firstfault ingest` / `correlate`) read it from this broker
+    # the events topic too: the README's scaling-out workers (`firstfault ingest` / `correlate`) read it from this
+    # broker
     topics = settings.topics + [settings.dlq_topic, settings.events_topic]
     asyncio.run(broker.ensure_topics(st.bootstrap, topics))
     if asyncio.run(topics_empty(st.bootstrap, settings.topics)):

@@ -1124,9 +1124,9 @@ def connect_failed(scene: Scene) -> Verdict | None:
                          "the others: NCCL_SOCKET_IFNAME=^docker,br-,virbr,lo) and rerun; NCCL_DEBUG=INFO's 'Bootstrap "
                          ": Using' and 'NET/Socket : Using' lines say which interface and address each rank chose.")
     else:
-        v.next_action = ("Check the path from these hosts to the address: NCCL_SOCKET_IFNAME set to the interface every "
-                         "host shares, no firewall dropping NCCL's ports, the peer's process started (its log); in a "
-                         "running job, the peer's host may have failed first: read its kernel and NCCL logs.")
+        v.next_action = ("Check the path from these hosts to the address: NCCL_SOCKET_IFNAME set to the interface "
+                         "every host shares, no firewall dropping NCCL's ports, the peer's process started (its log); "
+                         "in a running job, the peer's host may have failed first: read its kernel and NCCL logs.")
     v.missing = ["NCCL_DEBUG=INFO's 'Bootstrap : Using' and 'NET/Socket : Using' lines of every host (the interface "
                  "and address each rank chose)"]
     return v

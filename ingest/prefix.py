@@ -362,10 +362,11 @@ _JFULL = re.compile(
 # (six digits after the point, a tag that begins with a letter: "1795921800.5 step 100: …" is no journal line)
 _UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) " + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)"
                    r"(?:\[(?P<pid>\d+)\])?: ")
-# a table export of CloudWatch Logs (its console's and Logs Insights' copy: "  | 2025-05-16T16:39:55.218-07:00 | node01:86:2554
-# [0] … NCCL WARN …", the stamp the log service gave the line between bars; aws/aws-ofi-nccl#889, #715: its lines
-# were timed by their file, a real-logs pass)
-_CWLOGS = re.compile(r"^\|[^\S\n]*(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)[^\S\n]*\|[^\S\n]*")
+# a table export of CloudWatch Logs (its console's and Logs Insights' copy: "  | 2025-05-16T16:39:55.218-07:00 |
+# node01:86:2554 [0] … NCCL WARN …", the stamp the log service gave the line between bars; aws/aws-ofi-nccl#889,
+# #715: its lines were timed by their file, a real-logs pass)
+_CWLOGS = re.compile(r"^\|[^\S\n]*(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+                     r"[^\S\n]*\|[^\S\n]*")
 # libfabric's own log prefix, "libfabric:<pid>:<epoch seconds>::<provider>:<subsystem>:<function>():<line><<level>> "
 # (ofiwg/libfabric, src/log.c: "%s:%d:%ld:%s:%s:%s:%s():%d<%s> "; aws/aws-ofi-nccl#346, a real-logs pass)
 _LIBFABRIC = re.compile(r"^libfabric:(?P<pid>\d{1,10}):(?P<epoch>\d{9,11}):")
@@ -421,7 +422,8 @@ def can_begin(c: str) -> frozenset[str]:
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed
+    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or
+    ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["

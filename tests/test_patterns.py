@@ -666,7 +666,8 @@ def test_a_gsp_rpc_dump_without_its_xid_119_is_the_gpu_s_gsp_failure(pipeline):
             "[Mon Nov 30 03:12:01 2026]  _issueRpcAndWait+0xdd/0x970 [nvidia]")
     (alone,) = run(pipeline, dump)
     assert (alone["category"], alone["initiator"]["kind"]) == ("gsp_error", "gsp_error")
-    assert alone["next_action"].startswith("The driver dumped its GSP RPC history") and "/dev/nvidia3" in alone["next_action"]
+    assert alone["next_action"].startswith("The driver dumped its GSP RPC history")
+    assert "/dev/nvidia3" in alone["next_action"]
     b = pipeline.run(Decoded(segments=[Segment(data=dump.encode(), origin="t:node07", stream="node07", host="node07",
                                                ref_ts=T0, ref_basis="kafka", ingest_ts=T0)]))
     assert b.events.column("signature").to_pylist() == ["gsp.rpc_history"] * 3
@@ -2266,8 +2267,8 @@ def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
         assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.connect_failed", category, 0.5), addr
         assert inc["initiator"]["host"] is None and inc["initiator"]["candidates"] == [f"the path to {addr}"], addr
         assert inc["explanation"].startswith(f"3 lines of 3 processes on node031 say they could not connect to {addr}")
-        assert ("NCCL_SOCKET_IFNAME" in inc["next_action"]) and ("no address of the job's hosts" in inc["explanation"]) \
-            == (category == "nccl_software"), addr
+        local = "no address of the job's hosts" in inc["explanation"]
+        assert ("NCCL_SOCKET_IFNAME" in inc["next_action"]) and local == (category == "nccl_software"), addr
     # the address is a host of the job's (its Bootstrap line): named beside it
     files = {"node201": BOOT.format(host="node201", addr="10.1.3.201"),
              "node031": "\n".join(CONNECT.format(host="node031", rank=r, addr="10.1.3.201") for r in (0, 1))}
@@ -2919,7 +2920,8 @@ def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(
     # reports of one kind say where to look themselves (torchrun's lost rendezvous: its endpoint's host; it was "the
     # job's other ranks", pytorch/pytorch#67742, a real-logs pass); reports of several kinds (torchrun's line is the
     # watchdog's, explained by it), the first failure
-    for text, act in ((down, "PyTorch's NCCL watchdog is taking this process down"), (agent, "Worker local_rank 3 (pid 2904068) of torchrun "),
+    for text, act in ((down, "PyTorch's NCCL watchdog is taking this process down"),
+                      (agent, "Worker local_rank 3 (pid 2904068) of torchrun "),
                       (down + "\n" + agent, "PyTorch's NCCL watchdog is taking this process down"),
                       (keepalive + "\n" + down, "Find the failure these lines report"),
                       (keepalive, "The torchrun agent on this node cannot reach the rendezvous (test: "
