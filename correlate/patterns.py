@@ -414,6 +414,38 @@ def nvswitch_common_end(scene: Scene) -> Verdict | None:
         verify=["nvidia-smi nvlink -R", "nvidia-smi nvlink -e", "journalctl -u nvidia-fabricmanager -n 200"])
 
 
+def fm_partition_sxids(scene: Scene) -> Verdict | None:
+    """Every fault is an SXid whose catalog row says it comes only from Fabric Manager's configuration
+    (``sxid-catalog.csv`` action ``CHECK_FM_CONFIG``: 11004 NPORT_INGRESS_ACLFAIL, "ingress invalid ACL", expected only
+    with a wrong partition setup). The switches enforced the partitions they were given: GPUs of one VM or job in
+    different partitions, not a switch fault. Four switches' SXids were "no single culprit" among the switches (a
+    Shared NVSwitch passthrough how-to: two GPUs given to one VM from two partitions; a real-logs pass)."""
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    if not faults or any(e.kind != "sxid" or e.sxid not in scene.catalog.sxids
+                         or not scene.catalog.sxids[e.sxid].action.startswith("CHECK_FM_CONFIG") for e in faults):
+        return None
+    first = min(faults, key=lambda e: e.order)
+    hosts = sorted({e.host for e in faults})
+    switches = sorted({str(e.device) for e in faults if e.device})
+    codes = sorted({e.sxid for e in faults})
+    names = ", ".join(f"{c} ({scene.catalog.sxids[c].name})" for c in codes)
+    init = {"host": hosts[0] if len(hosts) == 1 else None, "device_type": None, "device": None, "link": None,
+            "rank": None, "kind": "fabric_manager", "xid": None, "sxid": first.sxid, "peer": None, "gpu_index": None,
+            "links": None, "events": [e.event_id for e in faults]}
+    ids = {e.event_id for e in faults}
+    return Verdict(
+        pattern="platform.fm_partition", category="fabric_manager", initiator=init, initiator_events=faults,
+        downstream=[], context=[e for e in scene.events if e.event_id not in ids], confidence=0.7, severity="error",
+        explanation=(f"SXid {names} on {len(switches) or 'the'} NVSwitch{'es' * (len(switches) != 1)} of "
+                     f"{first_of(hosts, noun='hosts')}: the switches refused traffic their access control does not "
+                     "allow, which NVIDIA expects only from a wrong Fabric Manager partition setup (sxid-catalog.csv: "
+                     "CHECK_FM_CONFIG) — GPUs of one VM or job in different partitions. Not a switch fault."),
+        next_action=("Check Fabric Manager's partitions: the GPUs given to the VM or job must all be in one activated "
+                     "partition (list and activate them with the partition API, e.g. NVIDIA's fmpm sample: fmpm -l, "
+                     "fmpm -a <id>); then rerun. Fabric Manager's log says which partition is active."),
+        verify=["journalctl -u nvidia-fabricmanager -n 200", "nvidia-smi -q | grep -iA3 fabric"])
+
+
 def missing_cause(scene: Scene) -> Verdict | None:
     unexplained = []
     for e in scene.faults():
@@ -1238,6 +1270,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "link.inactive_where_wired": inactive_where_wired,
     "link.both_ends": both_ends,
     "nvswitch.common_end": nvswitch_common_end,
+    "platform.fm_partition": fm_partition_sxids,
     "caused_by.missing_cause": missing_cause,
     "platform.every_gpu_init_failed": every_gpu_init_failed,
     "platform.fabric_manager": fabric_manager,

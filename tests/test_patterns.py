@@ -678,6 +678,21 @@ def test_a_gsp_rpc_dump_without_its_xid_119_is_the_gpu_s_gsp_failure(pipeline):
     assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (119, "0000:18:00.0")
 
 
+def test_sxids_only_a_wrong_fabric_manager_partition_gives_are_its_configuration(pipeline):
+    """SXid 11004 "ingress invalid ACL" on four NVSwitches at once (a Shared NVSwitch passthrough how-to: a VM's two
+    GPUs from two partitions) was "no single culprit" among the switches at 0.3; the SXid catalog says it comes only
+    from a wrong Fabric Manager partition setup (CHECK_FM_CONFIG). Beside another fault, it is judged as before."""
+    sx = ("[ 8123.6175{i}] nvidia-nvswitch{i}: SXid (PCI:0000:00:0{b}.0): 11004, Non-fatal, Link 3{i} ingress invalid "
+          "ACL (First)")
+    text = "\n".join(sx.format(i=i, b=f"{7 + i:x}") for i in range(4))
+    (inc,) = run(pipeline, text)
+    assert (inc["pattern"], inc["category"], inc["confidence"]) == ("platform.fm_partition", "fabric_manager", 0.7)
+    assert "SXid 11004 (NPORT_INGRESS_ACLFAIL) on 4 NVSwitches of node07" in inc["explanation"]
+    assert inc["next_action"].startswith("Check Fabric Manager's partitions")
+    fatal = "[ 8123.700000] nvidia-nvswitch0: SXid (PCI:0000:00:07.0): 20034, Fatal, Link 30 LTSSM Fault Up"
+    assert all(i["pattern"] != "platform.fm_partition" for i in run(pipeline, text + "\n" + fatal))
+
+
 def test_a_lone_nonfatal_nvlink_xid_says_nothing_failed_after_it(pipeline):
     """An NVLink Xid whose line says Nonfatal, with nothing downstream, is the earliest fault but not a failure
     anyone reported: confidence 0.15 lower and ``missing`` asks whether anything failed, and for a symptom if a job
