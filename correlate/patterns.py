@@ -878,15 +878,26 @@ def silent_rank(scene: Scene) -> Verdict | None:
     return _out_of_step(v, mine, seq) if seq is not None else v
 
 
+#: c10's OpTypes whose ranks all give one element count (``NumelIn``): not all-to-all, point-to-point, gather or scatter,
+#: whose counts are per rank (c10d ProcessGroupNCCL.cpp, ``WorkNCCL``'s ``numelIn``)
+SAME_NUMEL_OPS = frozenset({"BROADCAST", "ALLREDUCE", "REDUCE", "REDUCE_SCATTER", "_REDUCE_SCATTER_BASE", "ALLGATHER",
+                            "_ALLGATHER_BASE", "COALESCED", "ALLREDUCE_COALESCED", "ALLGATHER_COALESCED",
+                            "REDUCE_SCATTER_COALESCED"})
+
+
 def _out_of_step(v: Verdict, mine: list[Ev], seq: int) -> Verdict:
     """Ranks that timed out on one SeqNum of one process group while running different collectives (c10's
-    ``OpType``): they are out of step, each waiting for peers that are in another collective — the program issued a
+    ``OpType``, or its ``NumelIn`` for a collective every rank gives one count: :data:`SAME_NUMEL_OPS`): they are
+    out of step, each waiting for peers that are in another collective — the program issued a
     collective on some ranks only, not a rank that stopped. They were told to find a silent rank (NVIDIA/nccl#1409:
     rank 7's BROADCAST and rank 3's ALLREDUCE at SeqNum 80078, at the end of every epoch; a real-logs pass)."""
     ops: dict[str, list[int]] = defaultdict(list)
     for e in mine:
         if e.op and e.rank is not None:
-            ops[e.op].append(e.rank)
+            # a collective whose every rank gives the same element count names it too: the same BROADCAST of 64
+            # and of 24,084,544 elements are two collectives (modelscope/ms-swift#10183, a real-logs pass)
+            n = e.details.get("numel_in") if e.op in SAME_NUMEL_OPS else None
+            ops[f"{e.op} of {int(n):,} elements" if n is not None and str(n).isdigit() else e.op].append(e.rank)
     if len(ops) < 2:
         return v
     said = "; ".join(f"{op} on rank{'s' * (len(set(rs)) > 1)} {_rank_runs(sorted(set(rs)))}"

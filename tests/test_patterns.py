@@ -1596,10 +1596,20 @@ def test_ranks_in_different_collectives_at_one_seqnum_are_out_of_step(pipeline):
             "ran for 600026 milliseconds before timing out.")
     (inc,) = run(pipeline, "\n".join([line.format(r=7, op="BROADCAST"), line.format(r=3, op="ALLREDUCE")]))
     assert (inc["pattern"], inc["category"]) == ("comm.out_of_step", "application"), inc["explanation"]
-    assert "ALLREDUCE on rank 3; BROADCAST on rank 7" in inc["explanation"], inc["explanation"]
+    assert "ALLREDUCE of 5,056 elements on rank 3; BROADCAST of 5,056 elements on rank 7" in inc["explanation"]
     assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" in inc["next_action"]
     (same,) = run(pipeline, "\n".join([line.format(r=7, op="ALLREDUCE"), line.format(r=3, op="ALLREDUCE")]))
     assert same["pattern"] == "comm.silent_rank", same["pattern"]
+    # one OpType of two sizes (modelscope/ms-swift#10183: BROADCAST of 64 and of 24,084,544 elements at SeqNum 7219,
+    # ranks sent into different broadcasts by a bug of the program; a real-logs pass); an all-to-all's counts are per
+    # rank and say nothing
+    sized = line.replace("NumelIn=5056, NumelOut=5056", "NumelIn={n}, NumelOut={n}")
+    (bcast,) = run(pipeline, "\n".join([sized.format(r=2, op="BROADCAST", n=24084544),
+                                        sized.format(r=3, op="BROADCAST", n=64)]))
+    assert bcast["pattern"] == "comm.out_of_step" and "BROADCAST of 64 elements on rank 3" in bcast["explanation"]
+    (a2a,) = run(pipeline, "\n".join([sized.format(r=2, op="ALLTOALL_BASE", n=100),
+                                      sized.format(r=3, op="ALLTOALL_BASE", n=64)]))
+    assert a2a["pattern"] == "comm.silent_rank", a2a["pattern"]
 
 
 def test_a_full_dev_shm_is_the_initiator_and_its_peers_reports_follow(pipeline):
