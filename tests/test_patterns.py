@@ -2930,6 +2930,29 @@ def test_torchrun_s_failure_summary_names_the_rank_and_host_that_failed_first(pi
     assert run(pipeline, other) == []
 
 
+def test_c10d_store_and_monitored_barrier_reports_say_whose_failure_they_report(pipeline):
+    """c10d's store lines (a lost TCPStore server, gpustack/gpustack#6019, sgl-project/sglang#20859) and the
+    monitored barrier's (pytorch/pytorch#76198) gave no event (a real-logs pass): they are reports, and say where to
+    look — the store's host, the rank the barrier names; a port the store could not bind is its host's fault."""
+    lost = ("[rank12]:[W318 10:00:41.915284135 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=135, "
+            "addr=[node02]:48750, remote=[node01]:20000): Connection reset by peer")
+    (inc,) = run(pipeline, lost, host="node02")
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("unknown", ["rank 12 on node02"])
+    assert inc["next_action"].startswith("The c10d key-value store (TCPStore, at MASTER_ADDR:MASTER_PORT: node01)")
+    barrier = ("[E ProcessGroupGloo.cpp:136] Rank 1 successfully reached monitoredBarrier, but received errors while "
+               "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.")
+    (inc,) = run(pipeline, barrier, host="node02")
+    assert inc["pattern"] == "unknown" and inc["next_action"].startswith("PyTorch's monitored barrier names the "
+                                                                         "faulty rank 0")
+    bind = ("[W socket.cpp:436] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address "
+            "already in use).")
+    (inc,) = run(pipeline, bind, host="node01")
+    assert (inc["initiator"]["host"], inc["category"]) == ("node01", "nccl_software")
+    ipv6 = ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29500 (errno: 97 - Address family "
+            "not supported by protocol).")
+    assert run(pipeline, ipv6, host="node01") == []
+
+
 def test_downstream_reports_alone_name_no_culprit_and_ask_for_the_first_failure(pipeline):
     """A job's lines that only report a failure that began elsewhere — PyTorch taking its process down, torchrun's
     worker that ended itself with -6 (modelscope/ms-swift#6301) — were "the earliest fault nothing else explains" at
