@@ -1022,6 +1022,19 @@ def _explained_but_by_a_report(scene: Scene, e: Ev) -> bool:
     return any(scene.subject[c.event_id] != me and not _reports_a_peer(c) for c in scene.causes_of(e))
 
 
+def _named_elsewhere(scene: Scene, hosts: list[str], names: list[str], pattern: str, confidence: float,
+                     why: str) -> Verdict:
+    """No single culprit among the reporting ``hosts``: the candidates are what their lines name (``names``: a peer,
+    the path to an address), the reports' symptoms kept as parties of their hosts (the pseudo-initiator's)."""
+    v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=why)
+    v.pattern, v.confidence = pattern, confidence
+    v.initiator = {**v.initiator, "host": None, "candidates": names}
+    said = [e for e in scene.symptoms() if not any(e in p.events for p in v.downstream)]
+    for host in sorted({e.host for e in said}):
+        v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
+    return v
+
+
 def peer_failed(scene: Scene) -> Verdict | None:
     """Ranks that only report losing a peer (a connection closed or reset, ncclRemoteError) and nothing of their
     own but NCCL's generic warnings and downstream lines: the failure is on the other side of the connection, whose
@@ -1048,17 +1061,11 @@ def peer_failed(scene: Scene) -> Verdict | None:
     names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in remote] \
         or [f"another process on {h}" for h in mine] or ["another rank of the job"]
     shown, on = first_of(names), first_of(hosts, noun="hosts")
-    v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
+    v = _named_elsewhere(scene, hosts, names, "comm.peer_failed", 0.25, (
         f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went "
         "away "
         f"({shown}): the connection's other end failed first — its process died, or its host or the network did. "
         "Nothing logged here is a fault of its own."))
-    v.pattern = "comm.peer_failed"
-    v.initiator = {**v.initiator, "host": None, "candidates": names}
-    said = [e for e in scene.symptoms() if not any(e in p.events for p in v.downstream)]
-    for host in sorted({e.host for e in said}):  # the report's host is the pseudo-initiator's: kept as a party
-        v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
-    v.confidence = 0.25
     # the peers' hosts when NCCL's address lines said every one of them: no need to find them
     known = sorted({h for _p, h in remote if h}) if remote and all(h for _p, h in remote) else []
     v.missing = [f"the kernel and NCCL logs of {first_of(known, noun='hosts') if known else shown}"
@@ -1146,7 +1153,7 @@ def connect_failed(scene: Scene) -> Verdict | None:
     names = [f"the path to {a}" + (f" ({h})" if (h := peers.get(a)) and h != a else "") for a in addrs] \
         or ["the network path between the job's hosts"]
     on, shown = first_of(hosts, noun="hosts"), first_of(addrs, noun="addresses")
-    v = unknown_verdict(scene, [(h, None, None) for h in hosts], "other", why=(
+    v = _named_elsewhere(scene, hosts, names, "comm.connect_failed", 0.5, (
         f"{len(tries)} line{'s' * (len(tries) != 1)} of {len(procs)} process{'es' * (len(procs) != 1)} on {on} "
         f"say{'s' * (len(tries) == 1)} {'it' if len(procs) == 1 else 'they'} could not connect to "
         f"{shown or 'a peer'}: what they share is the network path (the interface NCCL "
@@ -1155,12 +1162,6 @@ def connect_failed(scene: Scene) -> Verdict | None:
            "(link-local, loopback, or a host-local bridge's gateway): NCCL took it from an interface the peers do not "
            "share."
            if local else "")))
-    v.pattern = "comm.connect_failed"
-    v.initiator = {**v.initiator, "host": None, "candidates": names}
-    said = [e for e in scene.symptoms() if not any(e in p.events for p in v.downstream)]
-    for host in sorted({e.host for e in said}):  # the report's host is the pseudo-initiator's: kept as a party
-        v.downstream.append(Party((host, None, None), [e for e in said if e.host == host], "same_host", None))
-    v.confidence = 0.5
     if local and len(local) == len(addrs):
         v.category = "nccl_software"
         v.next_action = ("Set NCCL_SOCKET_IFNAME to the interface of the hosts' own network on every rank (or exclude "
