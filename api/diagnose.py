@@ -148,23 +148,27 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
     ``b/node01.log`` from two machines are one host ``node01`` to the correlator, which joins their events
     (a corpus of cases each called ``node01.log``). One file read twice (same content digest) is one file; a
     host's files of different names (``node01.dmesg.log``, ``node01.nccl.log``) are one host by design
-    (DESIGN.md) and are not listed."""
+    (DESIGN.md) and are not listed, nor are files of different names in one folder that names their host
+    (``node07/kern.log``, ``node07/nccl.log``); in different folders that name one host they are."""
     by: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for host, origin in zip(events.column("host").to_pylist(), events.column("origin").to_pylist()):
         f = file_of(origin or "")
         if f is None:
             continue
-        name = PurePosixPath(f[0]).name
-        # the host its name gives, or its folder for a file named by its kind (job-1/alpha/kern.log and
-        # job-1/bravo/kern.log are both host job-1: merged with no word, a break-it pass); as the lake names it
-        if canonical_host(host_from_filename(PurePosixPath(f[0]))) == host:
-            by.setdefault((host, name), set()).add(f)
+        path = PurePosixPath(f[0])
+        # the host its name gives (as the lake names it: Node01.log), grouped by that name; or its folder's, for a file
+        # named by its kind, grouped by host: job-1/alpha/kern.log and job-1/bravo/dmesg.log are both host job-1
+        # (merged with no word, two break-it passes)
+        if canonical_host(host_from_filename(path)) == host:
+            named = canonical_host(host_from_filename(PurePosixPath(path.name))) == host
+            by.setdefault((host, path.name if named else ""), set()).add(f)
     out: dict[str, list[str]] = {}
-    for (host, _name), files in sorted(by.items()):
+    for (host, name), files in sorted(by.items()):
         first = {}  # per content digest, the first of its names: one file read twice is one file
         for rel, digest in sorted(files):
             first.setdefault(digest, f"{rel}@{digest}")
-        if len(first) > 1:
+        # files of a folder-named host from one folder are that host's logs of different kinds (DESIGN.md)
+        if len(first) > 1 and (name or len({PurePosixPath(r).parent for r, _d in files}) > 1):
             out.setdefault(host, []).extend(sorted(first.values()))
     return out
 

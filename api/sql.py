@@ -108,8 +108,11 @@ def _statement_name(text: str, kind: object) -> str:
 #: not parse; the others (I/O, the timeout, a bad value) exit 1
 #: rows the terminal table shows (``--format table``); the other formats write every row up to ``sql_max_rows``
 TABLE_MAX_ROWS = 1000
-#: what a terminal would act on in a value (ESC, BEL, backspace, carriage return …): shown as its escape instead
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: what a terminal would act on in a value (ESC, BEL, backspace, carriage return …) or that turns the text around it
+#: (the bidirectional overrides and isolates, line and paragraph separators): shown as its escape instead
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: characters of one cell the terminal table shows; the rest is said to be cut (csv and json write it all)
+TABLE_MAX_CELL = 1000
 
 _QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
@@ -188,8 +191,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
                 t.add_column(Text(_cell(c)), overflow="fold")
             # a table for reading: its first rows (rich lays out every cell: 99k rows of events took minutes and GB,
             # a break-it pass); csv/json write them all
-            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():
-                t.add_row(*(Text(_cell(v)) for v in row.values()))
+            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():  # and the start of a long cell (1,000 cells of
+                # 64 KB took 8 s and 1 GB: a break-it pass)
+                t.add_row(*(Text(c if len(c := _cell(v)) <= TABLE_MAX_CELL
+                                 else c[:TABLE_MAX_CELL] + f"… ({len(c):,} characters)") for v in row.values()))
             out.print(t)
             if tbl.num_rows > TABLE_MAX_ROWS:
                 err.print(f"the table shows the first {TABLE_MAX_ROWS:,} of {tbl.num_rows:,} rows: -f csv or -f json "

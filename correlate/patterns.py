@@ -420,7 +420,8 @@ def fm_partition_sxids(scene: Scene) -> Verdict | None:
     with a wrong partition setup). The switches enforced the partitions they were given: GPUs of one VM or job in
     different partitions, not a switch fault. Four switches' SXids were "no single culprit" among the switches (a
     Shared NVSwitch passthrough how-to: two GPUs given to one VM from two partitions; a real-logs pass)."""
-    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    # and the guest's jobs' Xid 45 (the catalog row: "the guest's CUDA jobs are aborted (Xid 45)", a break-it pass)
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM and e.xid != 45]
     if not faults or any(e.kind != "sxid" or e.sxid not in scene.catalog.sxids
                          or not scene.catalog.sxids[e.sxid].action.startswith("CHECK_FM_CONFIG") for e in faults):
         return None
@@ -440,9 +441,13 @@ def fm_partition_sxids(scene: Scene) -> Verdict | None:
                      f"{first_of(hosts, noun='hosts')}: the switches refused traffic their access control does not "
                      "allow, which NVIDIA expects only from a wrong Fabric Manager partition setup (sxid-catalog.csv: "
                      "CHECK_FM_CONFIG) — GPUs of one VM or job in different partitions. Not a switch fault."),
-        next_action=("Check Fabric Manager's partitions: the GPUs given to the VM or job must all be in one activated "
-                     "partition (list and activate them with the partition API, e.g. NVIDIA's fmpm sample: fmpm -l, "
-                     "fmpm -a <id>); then rerun. Fabric Manager's log says which partition is active."),
+        next_action=sentences("Check Fabric Manager's partitions: the GPUs given to the VM or job must all be in one "
+                              "activated partition (list and activate them with the partition API, e.g. NVIDIA's fmpm "
+                              "sample: fmpm -l, fmpm -a <id>); then rerun. Fabric Manager's log says which partition "
+                              "is active",
+                              # a Fatal one left the switch needing its reset as any fatal SXid (the catalog: /FATAL)
+                              "The switches said Fatal: reset them and the partition's GPUs before the rerun (stop "
+                              "Fabric Manager, nvidia-smi -r, start it)" if any(e.fatal for e in faults) else ""),
         verify=["journalctl -u nvidia-fabricmanager -n 200", "nvidia-smi -q | grep -iA3 fabric"])
 
 
@@ -898,7 +903,8 @@ def _out_of_step(v: Verdict, mine: list[Ev], seq: int) -> Verdict:
             # and of 24,084,544 elements are two collectives (modelscope/ms-swift#10183, a real-logs pass)
             n = e.details.get("numel_in") if e.op in SAME_NUMEL_OPS else None
             ops[f"{e.op} of {int(n):,} elements" if n is not None and str(n).isdigit() else e.op].append(e.rank)
-    if len(ops) < 2:
+    # a rank in two of them: two process groups (two jobs of one host) that share SeqNum 1, not one out of step
+    if len(ops) < 2 or sum(len(set(rs)) for rs in ops.values()) != len({r for rs in ops.values() for r in rs}):
         return v
     said = "; ".join(f"{op} on rank{'s' * (len(set(rs)) > 1)} {_rank_runs(sorted(set(rs)))}"
                      for op, rs in sorted(ops.items()))
@@ -1114,6 +1120,14 @@ def peer_failed(scene: Scene) -> Verdict | None:
 CONNECT_FAILED = "nccl.socket.connect_failed"
 
 
+def _loopback(addr: str) -> bool:
+    """Whether ``addr`` is a loopback IP address (the reporting host's own)."""
+    try:
+        return ipaddress.ip_address(peer_name(addr)).is_loopback
+    except ValueError:
+        return False
+
+
 def _link_local(addr: str) -> bool:
     """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10: an interface without an address of the
     hosts' network, a USB NIC, a cloud metadata or an unconfigured port) or a loopback one (``lo``: a break-it pass),
@@ -1139,16 +1153,20 @@ def connect_failed(scene: Scene) -> Verdict | None:
         return None
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     tries = [e for e in faults if e.signature == CONNECT_FAILED]
-    if not tries or any(e.signature not in (CONNECT_FAILED, "nccl.warn") and scene.role(e) != "downstream"
+    # beside NCCL's generic warnings and its downstream lines only: a process's exit (torchrun's record of rank 0's
+    # crash) is what a listener that went away left (a break-it pass)
+    if not tries or any(e.signature not in (CONNECT_FAILED, "nccl.warn")
+                        and (scene.role(e) != "downstream" or e.kind not in ("nccl_error", "nccl_timeout"))
                         for e in faults):
         return None
     procs = {(e.host, e.pid, e.rank, e.gpu_index) for e in tries}
     addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
-    local = [a for a in addrs if _link_local(a) or bridge_gateway(a)]
+    hosts = sorted({e.host for e in tries})
+    # loopback is every process's own host: a wrong interface only when processes of several hosts used it
+    local = [a for a in addrs if _link_local(a) and (len(hosts) > 1 or not _loopback(a)) or bridge_gateway(a)]
     # one process: the roots' (its rank), unless the address itself says NCCL's interface is wrong
     if len(procs) < 2 and not (local and len(local) == len(addrs)):
         return None
-    hosts = sorted({e.host for e in tries})
     peers = {a: h for e in tries if (a := e.details.get("peer_addr")) and (h := scene.topo.peer_host(e))}
     names = [f"the path to {a}" + (f" ({h})" if (h := peers.get(a)) and h != a else "") for a in addrs] \
         or ["the network path between the job's hosts"]

@@ -404,12 +404,14 @@ def _fall_back(hits: list[Hit], tz) -> None:
     clock repeats when it goes back (``01:00 – 02:00`` twice in America/New_York's November) is read as its first
     pass; a line of that hour more than :data:`FALL_BACK_SLACK_US` before the line before it, whose second pass is not,
     is the second (``datetime.fold``): ``01:59:58`` then ``01:00:03`` five seconds later was read an hour before it,
-    the two faults two incidents (a break-it pass). Lines in order, or in a zone without such an hour, are left."""
-    prev: int | None = None
+    the two faults two incidents (a break-it pass). The line before is its own host's (a file may hold several
+    hosts' lines); lines in order, or in a zone without such an hour, are left."""
+    last: dict[str, int] = {}  # host -> its latest line's time: another host's clock says nothing of this one's
     for h in hits:
         p = h.prefix
         if p.ts is None:
             continue
+        prev = last.get(h.row["host"])
         if prev is not None and (p.yearless is not None or p.zoneless) and p.ts < prev - FALL_BACK_SLACK_US:
             try:
                 local = datetime.fromtimestamp(p.ts / US, tz)
@@ -418,7 +420,7 @@ def _fall_back(hits: list[Hit], tz) -> None:
                 later = p.ts
             if later > p.ts and later >= prev - FALL_BACK_SLACK_US:
                 p.ts = later
-        prev = p.ts
+        last[h.row["host"]] = p.ts
 
 
 def _shift_zoneless(hits: list[Hit]) -> None:

@@ -263,9 +263,10 @@ _ANSI = re.compile(TERMINAL_CODES)
 # lost behind it, every Xid on one host "xid-hits", a break-it pass), a rotated log its number (kern.log.1)
 _GREP_FILE = re.compile(r"^(?P<file>/?(?:[\w.-]+/)*(?:[\w.-]+\.(?:log|txt|out|err|json)(?:\.\d{1,3})?(?:\.gz)?"
                         r"|(?P<named>(?:syslog|messages|dmesg|kern\.log)(?:[.-]\w{1,12}){0,2}(?:\.gz)?)))"
-                        r"(?P<line_no>:\d{1,10})?:(?=\S)")
+                        r"(?P<line_no>:\d{1,10})?:(?=\S|[^\S\n]+\|[^\S\n]*\d{4}-\d\d-\d\d)")
 # (a log named by its kind alone, syslog, messages-20261129, kern.log.2.gz — zgrep over rotated logs — is a grep
-# prefix only with a folder or grep -n's line number: "syslog:err   : …" is dmesg -x's facility and level)
+# prefix only with a folder or grep -n's line number: "syslog:err   : …" is dmesg -x's facility and level; blanks
+# after it only before a CloudWatch export's stamp, "node07.log:  | 2025-05-16T16:39:55Z | …": a break-it pass)
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")
 _TALOS = re.compile(r"^(?P<fac>kern|user|daemon|syslog):\s+(?P<lvl>\w+): \[(?P<iso>[^\]]+)\]: ")
@@ -365,7 +366,7 @@ _UNIX = re.compile(r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{6}) " + _HOST + r" (?P<ta
 # a table export of CloudWatch Logs (its console's and Logs Insights' copy: "  | 2025-05-16T16:39:55.218-07:00 |
 # node01:86:2554 [0] … NCCL WARN …", the stamp the log service gave the line between bars; aws/aws-ofi-nccl#889,
 # #715: its lines were timed by their file, a real-logs pass)
-_CWLOGS = re.compile(r"^\|[^\S\n]*(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+_CWLOGS = re.compile(r"^[ \t]*\|[^\S\n]*(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
                      r"[^\S\n]*\|[^\S\n]*")
 # libfabric's own log prefix, "libfabric:<pid>:<epoch seconds>::<provider>:<subsystem>:<function>():<line><<level>> "
 # (ofiwg/libfabric, src/log.c: "%s:%d:%ld:%s:%s:%s:%s():%d<%s> "; aws/aws-ofi-nccl#346, a real-logs pass)
@@ -422,7 +423,7 @@ def can_begin(c: str) -> frozenset[str]:
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or
+    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or
     ``M T W F S``; the other bracketed
     ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
@@ -430,7 +431,7 @@ def can_begin(c: str) -> frozenset[str]:
     return frozenset(name for name, ok in (
         ("label", bracket or alpha or digit or c in " ("), ("grep_file", word or c == "/"),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
-        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c == "|"),
+        ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c in "| \t"),
         ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
         ("iso", digit or c in " \t"),

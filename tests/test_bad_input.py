@@ -87,6 +87,12 @@ def test_a_local_stamp_in_the_hour_a_zone_repeats_follows_its_log_s_order():
     assert inc["initiator"]["xid"] == 79
     utc = Pipeline().run(Decoded(segments=[seg])).events.column("ts").to_pylist()
     assert [t.strftime("%H:%M:%S") for t in utc] == ["01:59:58", "01:00:03", "01:00:01"]
+    # the line before is the host's own: another host's later line in the same file moves nothing (a break-it pass)
+    other = lines[0].replace("node07", "node08") + "\n" + lines[1]
+    seg = Segment(data=other.encode(), origin="t:dst2", stream="s", host=None, ref_ts=us_of(2026, 11, 1, 12),
+                  ref_basis="kafka", ingest_ts=us_of(2026, 11, 1, 12))
+    ts = ny.run(Decoded(segments=[seg])).events.column("ts").to_pylist()
+    assert [t.strftime("%H:%M:%S") for t in ts] == ["05:59:58", "05:00:03"]
 
 
 def us_of(*a: int) -> int:

@@ -371,6 +371,9 @@ def test_sql_s_table_shows_its_first_rows_and_no_terminal_codes(tmp_path):
     assert f" {TABLE_MAX_ROWS - 1} " in r.stdout and f" {TABLE_MAX_ROWS} " not in r.stdout
     r = _firstfault("sql", "SELECT chr(27) || '[2J' AS x", env=env)
     assert r.returncode == 0 and "\x1b" not in r.stdout and "\\x1b[2J" in r.stdout, r.stdout
+    # a cell's start (1,000 cells of 64 KB took 8 s and 1 GB), and no right-to-left override (a break-it pass)
+    r = _firstfault("sql", "SELECT repeat('x', 5000) || chr(8238) AS x FROM range(3)", env=env)
+    assert r.returncode == 0 and r.stdout.count("x") == 3 * 1000 + 1 and "\u202e" not in r.stdout, r.stdout
 
 
 def test_sql_writes_no_output_into_the_lake_and_replaces_a_file_only_with_force(tmp_path):
@@ -736,6 +739,16 @@ def test_diagnose_says_when_different_files_are_one_host_by_their_name(tmp_path)
     [(host, files)] = same_named_files(job.events).items()
     assert host == "job-12345" and {f.split("@")[0] for f in files} == {"job-12345/alpha/kern.log",
                                                                          "job-12345/bravo/kern.log"}
+    # ... also of different names; a host's logs of two kinds in the folder that names it are its own (not said)
+    (tmp_path / "job-12345" / "bravo" / "kern.log").rename(tmp_path / "job-12345" / "bravo" / "dmesg.log")
+    _, job, _ = diagnose_paths([tmp_path / "job-12345"], Settings())
+    assert {f.split("@")[0] for f in same_named_files(job.events)["job-12345"]} == {"job-12345/alpha/kern.log",
+                                                                                    "job-12345/bravo/dmesg.log"}
+    (tmp_path / "node07").mkdir()
+    (tmp_path / "node07" / "kern.log").write_text(xid)
+    (tmp_path / "node07" / "dmesg.log").write_text(xid.replace("1b:00", "3b:00"))
+    _, own, _ = diagnose_paths([tmp_path / "node07"], Settings())
+    assert same_named_files(own.events) == {}
     r = _firstfault("diagnose", str(tmp_path / "a"), str(tmp_path / "b"))
     both = f"({tmp_path / 'a' / 'node01.log'}, {tmp_path / 'b' / 'node01.log'})"
     assert r.returncode == 0 and f"all host node01 by their name or folder {both}" in " ".join(r.stderr.split()), \

@@ -72,6 +72,9 @@ def us(*a, tz=timezone.utc):
      us(2025, 5, 16, 23, 40, 5), 1_000_000, "node08", "NVRM: Xid"),
     ("| 2025-05-16T16:39:55.218-07:00 | libfabric:451707:1708520807::efa:cq:x", us(2025, 5, 16, 23, 39, 55) + 218000,
      1000, None, ":efa:cq:x"),
+    # ... behind grep's file name
+    ("logs/node07.log:  | 2025-05-16T16:39:55.218-07:00 | node07:1:2 [0] NCCL WARN x",
+     us(2025, 5, 16, 23, 39, 55) + 218000, 1000, "node07", "node07:1:2"),
     # libfabric's own prefix: pid and epoch seconds (aws/aws-ofi-nccl#346)
     ("libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5", us(2024, 2, 21, 13, 6, 47),
      1_000_000, None, ":efa:cq:"),
