@@ -1130,13 +1130,11 @@ def _loopback(addr: str) -> bool:
 
 def _link_local(addr: str) -> bool:
     """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10: an interface without an address of the
-    hosts' network, a USB NIC, a cloud metadata or an unconfigured port) or a loopback one (``lo``: a break-it pass),
-    no address a peer on another host is reached at."""
+    hosts' network, a USB NIC, a cloud metadata or an unconfigured port): no address a peer is reached at."""
     try:
-        ip = ipaddress.ip_address(peer_name(addr))
+        return ipaddress.ip_address(peer_name(addr)).is_link_local
     except ValueError:
         return False
-    return ip.is_link_local or ip.is_loopback
 
 
 def connect_failed(scene: Scene) -> Verdict | None:
@@ -1162,8 +1160,9 @@ def connect_failed(scene: Scene) -> Verdict | None:
     procs = {(e.host, e.pid, e.rank, e.gpu_index) for e in tries}
     addrs = sorted({peer_name(str(a)) for e in tries if (a := e.details.get("peer_addr"))})
     hosts = sorted({e.host for e in tries})
-    # loopback is every process's own host: a wrong interface only when processes of several hosts used it
-    local = [a for a in addrs if _link_local(a) and (len(hosts) > 1 or not _loopback(a)) or bridge_gateway(a)]
+    # no address of the job's hosts: link-local, a bridge's gateway, and loopback (``lo``: a break-it pass) when
+    # processes of several hosts used it — on one host it is every process's own path
+    local = [a for a in addrs if _link_local(a) or bridge_gateway(a) or (_loopback(a) and len(hosts) > 1)]
     # one process: the roots' (its rank), unless the address itself says NCCL's interface is wrong
     if len(procs) < 2 and not (local and len(local) == len(addrs)):
         return None
