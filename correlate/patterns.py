@@ -9,7 +9,6 @@ each pattern are in rules.yaml.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections import defaultdict
 from typing import Callable
@@ -17,7 +16,7 @@ from typing import Callable
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import TORCHRUN_AGENT, Ev
-from correlate.topology import bridge_gateway, expected_links, peer_name
+from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from ingest.catalog import Catalog
 from ingest.extract import recovery_action_code
 from schemas.events import SEVERITY_RANK
@@ -883,8 +882,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     return _out_of_step(v, mine, seq) if seq is not None else v
 
 
-#: c10's OpTypes whose ranks all give one element count (``NumelIn``): not all-to-all, point-to-point, gather or scatter,
-#: whose counts are per rank (c10d ProcessGroupNCCL.cpp, ``WorkNCCL``'s ``numelIn``)
+#: c10's OpTypes whose ranks all give one element count (``NumelIn``): not all-to-all, point-to-point, gather or
+#: scatter, whose counts are per rank (c10d ProcessGroupNCCL.cpp, ``WorkNCCL``'s ``numelIn``)
 SAME_NUMEL_OPS = frozenset({"BROADCAST", "ALLREDUCE", "REDUCE", "REDUCE_SCATTER", "_REDUCE_SCATTER_BASE", "ALLGATHER",
                             "_ALLGATHER_BASE", "COALESCED", "ALLREDUCE_COALESCED", "ALLGATHER_COALESCED",
                             "REDUCE_SCATTER_COALESCED"})
@@ -1120,23 +1119,6 @@ def peer_failed(scene: Scene) -> Verdict | None:
 CONNECT_FAILED = "nccl.socket.connect_failed"
 
 
-def _loopback(addr: str) -> bool:
-    """Whether ``addr`` is a loopback IP address (the reporting host's own)."""
-    try:
-        return ipaddress.ip_address(peer_name(addr)).is_loopback
-    except ValueError:
-        return False
-
-
-def _link_local(addr: str) -> bool:
-    """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10: an interface without an address of the
-    hosts' network, a USB NIC, a cloud metadata or an unconfigured port): no address a peer is reached at."""
-    try:
-        return ipaddress.ip_address(peer_name(addr)).is_link_local
-    except ValueError:
-        return False
-
-
 def connect_failed(scene: Scene) -> Verdict | None:
     """Several processes that could not connect to a peer's address (NCCL's ``Connect to <addr> failed``) and logged
     nothing of their own but NCCL's generic warnings and downstream lines: one cause they share — the network path
@@ -1162,7 +1144,7 @@ def connect_failed(scene: Scene) -> Verdict | None:
     hosts = sorted({e.host for e in tries})
     # no address of the job's hosts: link-local, a bridge's gateway, and loopback (``lo``: a break-it pass) when
     # processes of several hosts used it — on one host it is every process's own path
-    local = [a for a in addrs if _link_local(a) or bridge_gateway(a) or (_loopback(a) and len(hosts) > 1)]
+    local = [a for a in addrs if link_local(a) or bridge_gateway(a) or (loopback(a) and len(hosts) > 1)]
     # one process: the roots' (its rank), unless the address itself says NCCL's interface is wrong
     if len(procs) < 2 and not (local and len(local) == len(addrs)):
         return None

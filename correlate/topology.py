@@ -183,7 +183,7 @@ class Topology:
         if not isinstance(raw, str) or not raw:
             return None
         addr = peer_name(raw)
-        if _loopback(addr):
+        if loopback(addr):
             return e.host
         said = self.addr_hosts.get(addr)
         if said is None:
@@ -431,10 +431,21 @@ def bridge_gateway(addr: str) -> bool:
 
 
 @lru_cache(maxsize=65536)
-def _loopback(addr: str) -> bool:
-    """Whether ``addr`` is a loopback IP address (a peer on the reporting host itself)."""
+def loopback(addr: str) -> bool:
+    """Whether ``addr`` (as :func:`peer_name` spells it) is a loopback IP address (a peer on the reporting host
+    itself)."""
     try:
         return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return False
+
+
+@lru_cache(maxsize=4096)
+def link_local(addr: str) -> bool:
+    """Whether ``addr`` is a link-local IP address (169.254.0.0/16, fe80::/10: an interface without an address of the
+    hosts' network, a USB NIC, a cloud metadata or an unconfigured port): no address a peer is reached at."""
+    try:
+        return ipaddress.ip_address(peer_name(addr)).is_link_local
     except ValueError:
         return False
 
