@@ -264,8 +264,8 @@ class IngestService:
 
 
 def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
-    """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"`` (``Service.ingested``), from an ingest
-    worker's ``Health``; ``seconds`` when the caller knows how long it took."""
+    """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"`` (``Service.ingested``), from an
+    ingest worker's ``Health``; ``seconds`` when the caller knows how long it took."""
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     return f"ingested {h.records} Kafka records, {h.lines} lines → {h.events} events{took}; lake: {lake}"
 

@@ -191,10 +191,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
                 t.add_column(Text(_cell(c)), overflow="fold")
             # a table for reading: its first rows (rich lays out every cell: 99k rows of events took minutes and GB,
             # a break-it pass); csv/json write them all
-            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():  # and the start of a long cell (1,000 cells of
-                # 64 KB took 8 s and 1 GB: a break-it pass)
-                t.add_row(*(Text(c if len(c := _cell(v)) <= TABLE_MAX_CELL
-                                 else c[:TABLE_MAX_CELL] + f"… ({len(c):,} characters)") for v in row.values()))
+            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():
+                t.add_row(*(Text(_table_cell(v)) for v in row.values()))
             out.print(t)
             if tbl.num_rows > TABLE_MAX_ROWS:
                 err.print(f"the table shows the first {TABLE_MAX_ROWS:,} of {tbl.num_rows:,} rows: -f csv or -f json "
@@ -252,6 +250,13 @@ def _cell(v: object) -> str:
         return json_bytes(v).decode()
     # a value's control characters are shown, not obeyed (an analyst's chr(27)||'[2J' cleared the terminal)
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(v))
+
+
+def _table_cell(v: object) -> str:
+    """:func:`_cell` as the terminal table shows it: its first :data:`TABLE_MAX_CELL` characters and how many there
+    are (1,000 cells of 64 KB took 8 s and 1 GB to lay out: a break-it pass)."""
+    c = _cell(v)
+    return c if len(c) <= TABLE_MAX_CELL else f"{c[:TABLE_MAX_CELL]}… ({len(c):,} characters)"
 
 
 def _flat(tbl):
