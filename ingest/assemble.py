@@ -691,7 +691,8 @@ _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
     """Set each hit's ``host`` (``known``: the host-name answers of the batch so far, :func:`_is_host`): the line's
-    own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as nccl-tests' ``on node02``) wins over the envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
+    own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as nccl-tests' ``on node02``) wins over the
+    envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
     plain-text file (:func:`_file_text`) the file name (``worker3.log``) is only a guess (DESIGN.md: where neither
     the line nor the envelope names the host), so a line that names none (a traceback line, a PyTorch line
     without the prefix) is, in order:

@@ -422,10 +422,8 @@ def can_begin(c: str) -> frozenset[str]:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
-    first letters of the syslog facilities; ``jfull``:
-    ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or
-    ``M T W F S``; the other bracketed
-    ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
+    first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
+    tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
     return frozenset(name for name, ok in (

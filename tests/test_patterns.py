@@ -2318,8 +2318,8 @@ def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
     assert (inc["pattern"], inc["category"]) == ("comm.connect_failed", "nccl_software")
     assert inc["explanation"].startswith("1 line of 1 process on node031 says it could not connect to 169.254.20.10")
     # loopback is a wrong interface only for processes of several hosts (one incident holds one host's: never so far):
-    # on one host it is every process's own path, and a process's exit beside the failures (torchrun's record of rank 0) is the listener that went away (a
-    # break-it pass)
+    # on one host it is every process's own path, and a process's exit beside the failures (torchrun's record of
+    # rank 0) is the listener that went away (a break-it pass)
     one = "\n".join(CONNECT.format(host="node031", rank=r, addr="127.0.0.1") for r in (1, 2))
     (inc,) = _hosts(pipeline, {"node031": one})
     assert (inc["pattern"], inc["category"]) == ("comm.connect_failed", "other")
