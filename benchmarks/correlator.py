@@ -1,6 +1,6 @@
 """The correlator alone, this checkout against another commit, alternating on the same events.
 
-``python -m benchmarks.correlator [--against REV] [--lines N] [--rounds R] [--json]``
+``python -m benchmarks.correlator [--against REV] [--lines N] [--rounds R] [--ignore KEY] [--json]``
 
 The correlator phases of :mod:`benchmarks.ingest` run once inside a seven-minute benchmark, on a machine whose
 speed moves by ±30 % from one quarter hour to the next: too noisy to judge a change of 20 %. This one makes the
@@ -11,7 +11,7 @@ of its own, one after the other:
 
 * ``correlate()`` over all the events, the best of ``--calls`` calls (CPU s; rules, catalog and platforms
   loaded before, as a service has them), and a hash of its incidents (orjson, sorted keys): the two codes must
-  give the same incidents, or the run fails (exit 1);
+  give the same incidents (but for the keys given by ``--ignore``), or the run fails (exit 1);
 * the streaming correlator fed the same events in ~40 steps of arrival order, as :func:`benchmarks.ingest.
   correlator` feeds it: the CPU s of all steps, the longest step, the incident versions emitted.
 
@@ -54,8 +54,9 @@ def make_events(lines: int, seed: int, out: Path) -> int:
     return st["events"]
 
 
-def child(root: str, path: str, calls: int) -> dict:
-    """One code's numbers (run in a process of its own, with ``root`` first on ``sys.path``)."""
+def child(root: str, path: str, calls: int, ignore: tuple[str, ...] = ()) -> dict:
+    """One code's numbers (run in a process of its own, with ``root`` first on ``sys.path``); the incidents' hash
+    leaves out their keys in ``ignore``."""
     sys.path.insert(0, root)
     import orjson
     import pyarrow as pa
@@ -76,7 +77,8 @@ def child(root: str, path: str, calls: int) -> dict:
         incidents = correlator.correlate(ev, sm, tp, now_us=NOW_US)
         cpu = time.process_time() - c0
         best = cpu if best is None else min(best, cpu)
-    digest = hashlib.sha256(orjson.dumps(incidents, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    kept = [{k: v for k, v in i.items() if k not in ignore} for i in incidents]
+    digest = hashlib.sha256(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     size = max(1, -(-ev.num_rows // STEPS))
     sc, steps, versions = StreamCorrelator(), [], 0
     for events, samples, topology in batches:
@@ -90,9 +92,10 @@ def child(root: str, path: str, calls: int) -> dict:
             "stream_steps": len(steps), "stream_versions": versions}
 
 
-def _run_child(root: Path, path: Path, calls: int) -> dict:
+def _run_child(root: Path, path: Path, calls: int, ignore: list[str]) -> dict:
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(root), str(path),
-                          "--calls", str(calls)], capture_output=True, text=True, check=False)
+                          "--calls", str(calls), *(f"--ignore={k}" for k in ignore)],
+                         capture_output=True, text=True, check=False)
     if out.returncode:
         raise RuntimeError(f"the child for {root} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout)
@@ -126,10 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=_positive, default=4, help="alternations of the two codes (default 4)")
     ap.add_argument("--calls", type=_positive, default=8, help="correlate() calls per child, the best counts")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
+    ap.add_argument("--ignore", action="append", default=[], metavar="KEY",
+                    help="an incident key the two codes may differ in (repeatable): a change that only thins "
+                         "`evidence` compares the rest")
     ap.add_argument("--child", nargs=2, metavar=("ROOT", "EVENTS"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        print(json.dumps(child(a.child[0], a.child[1], a.calls)))
+        print(json.dumps(child(a.child[0], a.child[1], a.calls, tuple(a.ignore))))
         return 0
     here = Path(__file__).resolve().parent.parent
     rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", "--quiet", a.against + "^{commit}"],
@@ -152,13 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, list[dict]] = {"this": [], "against": []}
         for k in range(a.rounds):
             for name, root in (("against", tree), ("this", here)):
-                r = _run_child(root, events_file, a.calls)
+                r = _run_child(root, events_file, a.calls, a.ignore)
                 runs[name].append(r)
                 print(f"round {k + 1}/{a.rounds} {name}: correlate() {r['correlate_cpu_s']:.3f} s, stream "
                       f"{r['stream_cpu_s']:.2f} s (longest step {r['stream_step_max_s']:.3f} s)", file=sys.stderr)
         same = {r["incidents_sha256"] for rs in runs.values() for r in rs}
         report = {"events": n, "lines": a.lines, "seed": a.seed, "against": base, "rounds": a.rounds,
                   "incidents": runs["this"][0]["incidents"], "same_incidents": len(same) == 1,
+                  "ignored_keys": a.ignore,
                   "this": _summary(runs["this"]), "against_summary": _summary(runs["against"]), "runs": runs}
     finally:
         subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False,

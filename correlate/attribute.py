@@ -498,16 +498,24 @@ def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
 
 
 def find_edges(scene: Scene) -> list[Edge]:
-    """Every (cause, effect, rule, relation) the ``explains`` rules allow (step 2), in the order of the
-    rules, then of the causes, then of the effects in ``scene.events``.
+    """The (cause, effect, rule, relation) the ``explains`` rules allow (step 2), in the order of the rules, then of
+    the causes, then of the effects in ``scene.events``: for each rule and effect, of each class of alike causes
+    (:func:`cause_class`: one kind of line of one device, read alike by every relation) the first in scene order
+    (the earliest) that ``window.may_cause`` and a relation of the rule pair with it. A device printing thousands of
+    distinct Xid lines a minute (pids, channels, addresses) made an edge from every one of them to every other:
+    5,000 lines took 8 s and 61 MB of evidence, 20,000 lines 68 s, 1.8 GB and 790 MB (a break-it pass); the later
+    copies of a class say what its first says. Whether an event is explained by another subject is the same as
+    with every pair.
 
-    Cost: each rule's sides are tested once per event shape (``Scene.matching``), and a cause is paired
-    only with the rule's effects whose start lies within the widest tolerance ``window.may_cause`` could
-    grant it (a binary search over those effects' starts); a cause timed only by an upper bound
-    (``details.ts_upper_bound``) may precede its effect by any amount, so every effect up to that bound.
-    A pair is tested by ``window.may_cause``'s conditions, inline, with what they read of each event taken
-    once per call (:func:`_timing`; ``tests/test_cluster.py`` holds the edges equal to the pairwise
-    definition), then by the rule's relations in order (one ``rules.Relations`` per call)."""
+    Cost: each rule's sides are tested once per event shape (``Scene.matching``). A cause alone in its class is
+    paired only with the effects whose start lies within the widest tolerance ``window.may_cause`` could grant it (a
+    binary search over the rule's effects by start; a cause timed only by an upper bound, ``details.ts_upper_bound``,
+    may precede its effect by any amount), each pair tested by ``may_cause``'s conditions inline (what they read of
+    an event taken once per call: :func:`_timing`), then by the rule's relations in order. A class of several causes
+    takes the effects within reach of any of them, finds each effect's first cause by a binary search over the
+    class's starts, and tests the relations once per class of effect (:func:`relation_class`), so a flood costs its
+    effects times its classes, not its lines squared. ``tests/test_cluster.py``
+    holds the edges equal to the pairwise definition thinned this way."""
     edges: list[Edge] = []
     evs = scene.events
     if not evs:
@@ -516,9 +524,12 @@ def find_edges(scene: Scene) -> list[Edge]:
     starts_of = [e.start for e in evs]
     slack = max(e.precision_us for e in evs) + clocks.max_skew()
     skew_of: dict[str, int] = {}
-    # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span)
+    # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span, file-dated)
     timing = [None] * len(evs)
-    holds = Relations(topo).holds
+    rel = Relations(topo)
+    holds = rel.holds
+    classes: dict[tuple, int] = {}  # (event, communicators read) and relation_class -> the class's number
+    rebooted = frozenset(e.origin.rpartition(":")[0] for e in evs if e.boot)  # captures that hold a reboot
     for r in scene.rules.explains:
         causes = scene.matching(r.id, "cause", r.cause)
         if not causes:
@@ -528,49 +539,155 @@ def find_edges(scene: Scene) -> list[Edge]:
             continue
         effects.sort(key=starts_of.__getitem__)  # the rule's effects by start (stable: ties in scene order)
         starts = [starts_of[i] for i in effects]
-        for i in effects:
+        for i in chain(causes, effects):
             if timing[i] is None:
                 timing[i] = _timing(evs[i], clocks, skew_of)
         # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
         filed = [i for i in effects if timing[i][6]]
         filed_starts = [starts_of[i] for i in filed]
+        comms = not _NO_COMMS.issuperset(r.relations)
+        # the causes by class, each in scene order (start order: Ev.order); a rule's only cause is a class alone
+        by_cause: dict[tuple, list[int]] = {}
+        if len(causes) == 1:
+            by_cause[()] = causes
+        else:
+            for i in causes:
+                c = evs[i]
+                key = (_class_of(classes, evs, i, rel, comms, rebooted), pred_shape(c), c.precision_us, c.undated())
+                by_cause.setdefault(key, []).append(i)
         w = int(r.window_s * S)
-        for ci in causes:
-            c = evs[ci]
-            if timing[ci] is None:
-                timing[ci] = _timing(c, clocks, skew_of)
-            c_start, _, c_prec, c_host, c_skew, _, _ = timing[ci]
+        found: list[tuple[int, int, Edge]] = []
+        for members in by_cause.values():
+            c = evs[members[0]]
+            c_start, _, c_prec, c_host, c_skew, _, _ = timing[members[0]]
             upper_bound = c.undated()
             bound = w + c_prec + c_skew + slack
-            hi = bisect_right(starts, c_start + bound)
+            last = starts_of[members[-1]]
+            # the effects any member's window may hold: every effect up to the last member's reach for an upper bound
+            hi = bisect_right(starts, last + bound)
             lo = 0 if upper_bound else bisect_left(starts, c_start - bound)
             pairs = effects[lo:hi]
             if filed and not upper_bound:  # file-dated effects past the window, up to the reach
-                pairs = chain(pairs, filed[bisect_right(filed_starts, c_start + bound):
-                                           bisect_right(filed_starts, c_start + FILE_REACH_US + bound)])
-            found = []
-            for ei in pairs:
-                e = evs[ei]
-                if e is c:
-                    continue
-                e_start, e_ts, e_prec, e_host, e_skew, span, e_filed = timing[ei]
-                near = c_prec + e_prec + (c_skew + e_skew if c_host != e_host else 0)  # tolerance(c, e, 0)
-                if upper_bound:
-                    if c_start < e_start - near - w:
-                        continue
-                elif e_filed:
-                    if not e_start - FILE_REACH_US - w - near <= c_start <= e_start + near:
-                        continue
-                elif (abs(c_start - e_start) > near + w
-                      or c_start > (e_ts if span else e_start) + near):
-                    continue
-                for name in r.relations:
-                    if holds(name, c, e):
-                        found.append((ei, Edge(c, e, r.id, name)))
-                        break
-            found.sort(key=itemgetter(0))  # the effects in scene order
-            edges.extend(x for _, x in found)
+                pairs = chain(pairs, filed[bisect_right(filed_starts, last + bound):
+                                           bisect_right(filed_starts, last + FILE_REACH_US + bound)])
+            if len(members) == 1:
+                _pair_one(members[0], pairs, evs, timing, w, r, holds, found)
+            else:
+                _pair_class(members, pairs, evs, timing, w, r, holds, found, starts_of,
+                            lambda i: _class_of(classes, evs, i, rel, comms, rebooted))
+        found.sort(key=_pair_order)  # the causes in scene order, then their effects
+        edges.extend(x for _, _, x in found)
     return edges
+
+
+def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any, holds: Callable,
+              found: list) -> None:
+    """:func:`find_edges` for a cause alone in its class: each effect of ``pairs`` it may cause in time and relates
+    to by one of the rule's relations (the first that holds), appended to ``found`` as (cause, effect, edge)."""
+    c = evs[ci]
+    c_start, _, c_prec, c_host, c_skew, _, _ = timing[ci]
+    upper_bound = c.undated()
+    for ei in pairs:
+        e = evs[ei]
+        if e is c:
+            continue
+        e_start, e_ts, e_prec, e_host, e_skew, span, e_filed = timing[ei]
+        near = c_prec + e_prec + (c_skew + e_skew if c_host != e_host else 0)  # tolerance(c, e, 0)
+        if upper_bound:
+            if c_start < e_start - near - w:
+                continue
+        elif e_filed:
+            if not e_start - FILE_REACH_US - w - near <= c_start <= e_start + near:
+                continue
+        elif (abs(c_start - e_start) > near + w
+              or c_start > (e_ts if span else e_start) + near):
+            continue
+        for name in r.relations:
+            if holds(name, c, e):
+                found.append((ci, ei, Edge(c, e, r.id, name)))
+                break
+
+
+def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any,
+                holds: Callable, found: list, starts_of: list[int], class_of: Callable) -> None:
+    """:func:`find_edges` for a class of alike causes (``members``, in start order): for each effect of ``pairs``,
+    the first member it may cause in time (a binary search: the time test bounds a member's start on both sides,
+    an upper-bound member's from below only) other than the effect itself, paired by the relation the class and the
+    effect's class stand in (decided once per class of effect: :func:`relation_class`)."""
+    c = evs[members[0]]
+    _, _, c_prec, c_host, c_skew, _, _ = timing[members[0]]
+    upper_bound = c.undated()
+    c_starts = [starts_of[i] for i in members]
+    first, last = c_starts[0], c_starts[-1]
+    related: dict[int, str | None] = {}
+    for ei in pairs:
+        e_start, e_ts, e_prec, e_host, e_skew, span, e_filed = timing[ei]
+        near = c_prec + e_prec + (c_skew + e_skew if c_host != e_host else 0)  # tolerance(c, e, 0)
+        if upper_bound:
+            lo, hi = e_start - near - w, last
+        elif e_filed:
+            lo, hi = e_start - FILE_REACH_US - w - near, e_start + near
+        else:
+            lo, hi = e_start - near - w, min(e_start + near + w, (e_ts if span else e_start) + near)
+        if hi < first or lo > last:
+            continue
+        k = bisect_left(c_starts, lo) if lo > first else 0
+        if k < len(members) and members[k] == ei:
+            k += 1  # not its own cause
+        if k == len(members) or c_starts[k] > hi:
+            continue
+        e = evs[ei]
+        ek = class_of(ei)
+        if ek in related:
+            name = related[ek]
+        else:
+            name = related[ek] = next((x for x in r.relations if holds(x, c, e)), None)
+        if name is not None:
+            ci = members[k]
+            found.append((ci, ei, Edge(evs[ci], e, r.id, name)))
+
+
+def _class_of(classes: dict, evs: list[Ev], i: int, rel: Relations, comms: bool, rebooted: frozenset[str]) -> int:
+    """:func:`relation_class` of ``evs[i]`` as a small number (one per class in the call), kept in ``classes``."""
+    got = classes.get((i, comms))
+    if got is None:
+        key = relation_class(evs[i], rel, comms, rebooted)
+        got = classes.get(key)
+        if got is None:
+            got = classes[key] = len(classes)
+        classes[(i, comms)] = got
+    return got
+
+
+#: relations that read no communicator (``rules.Relations.holds``): a rule of only these needs no ``comms_of``
+_NO_COMMS = frozenset({"same_host", "same_gpu", "same_device", "cause_xid", "nvlink_peer", "same_nvswitch",
+                       "same_domain", "peer_host"})
+
+
+def _pair_order(x: tuple[int, int, Edge]) -> tuple[int, int]:
+    return x[0], x[1]
+
+
+def relation_class(e: Ev, rel: Relations, comms: bool, rebooted: frozenset[str]) -> tuple:
+    """What ``rules.Relations.holds`` reads of ``e`` on either side of a pair (:func:`find_edges`): two events of one
+    class stand in the same relations to any third. Its host, device, GPU key (``gpu_key``), GPU index, rank, link,
+    Xid and the Xid it names as cause, SeqNum, its boot and — when its capture (``origin`` without the line) is one of
+    ``rebooted``, those that hold a line of an earlier boot — its capture (``model.across_reboot``: the events of other
+    captures are never across a reboot), and when ``comms`` its communicators (``comms_of``: a time reads them). An
+    event that names its peer's address (``details.peer_addr``: ``Topology.peer_host`` reads its time too) is a class
+    of its own."""
+    if e.details.get("peer_addr"):
+        return (id(e),)
+    capture = e.origin.rpartition(":")[0] if rebooted else None
+    return (e.host, e.device_type, e.device, e.gpu_index, e.rank, e.link, e.xid, e.cause_xid, e.seq, e.boot,
+            capture if capture in rebooted else None, rel.key(e), rel.comms(e) if comms else None)
+
+
+def cause_class(c: Ev, rel: Relations, comms: bool, rebooted: frozenset[str]) -> tuple:
+    """The class of alike causes ``c`` is in (:func:`find_edges`): its :func:`relation_class`, its shape
+    (``rules.pred_shape``: which rules it satisfies) and what the time test reads of a cause besides its start and
+    host (its precision, whether only an upper bound times it)."""
+    return (relation_class(c, rel, comms, rebooted), pred_shape(c), c.precision_us, c.undated())
 
 
 def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
