@@ -421,12 +421,17 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
     named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
     recovering: dict[str, set[tuple]] = defaultdict(set)  # per host: the GPUs whose recovery action changed
     rm_of: dict[tuple, set[str]] = defaultdict(set)  # a named GPU -> the RM's numbers its lines gave it ("GPU4 GSP")
+    minor_of: dict[tuple, set[str]] = defaultdict(set)  # and its device minor numbers ("device minor number 7")
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
             named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
-            # the RM's GPU number is the device minor: "rm_init_adapter failed, device minor number 0" gives it too
-            if (rm := o.details.get("rm_gpu", o.details.get("minor"))) is not None:
+            # the RM's GPU number is often the device minor ("rm_init_adapter failed, device minor number 0" beside
+            # "GPU0 …"), not always: "GPU6 _kgspBootGspRm" beside minor number 7 of the same GPU
+            # (NVIDIA/open-gpu-kernel-modules#1230, a real-logs pass), so a minor number names a GPU but rules none out
+            if (rm := o.details.get("rm_gpu")) is not None:
                 rm_of[subj[o.event_id]].add(str(rm))
+            if (minor := o.details.get("minor")) is not None:
+                minor_of[subj[o.event_id]].add(str(minor))
             if o.xid == RECOVERY_XID and subj[o.event_id][1] in (None, "gpu"):
                 recovering[o.host].add(subj[o.event_id])
     memo: dict[tuple, set[tuple]] = {}
@@ -455,6 +460,11 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
                     # on 0000:01:00 was an unnamed GPU beside a GPU no rule tied to it (a real-logs pass:
                     # NVIDIA/open-gpu-kernel-modules#1200)
                     memo[q] = set(recovering.get(host, ()))
+                if not memo[q] and e.kind == "gsp_error":
+                    # GSP-RM that could not boot names the GPU by the RM's number alone; the GPU whose init failed
+                    # with it is named by its bus id ("GPU6 _kgspBootGspRm: unexpected WPR2 already up" between "GPU
+                    # 0000:a1:00.0: RmInitAdapter failed!" lines was an unnamed GPU: #1230, a real-logs pass)
+                    memo[q] = {s for s, _odt, okind, _ocat in named.get(host, ()) if okind == "gpu_init_failed"}
         elif dtype == "rank" and (c := fault_category(e, catalog)) in DEVICE_CATEGORIES:
             # a rank's line that reports its GPU's fault and names no GPU (a traceback's "[rank27]: RuntimeError:
             # CUDA error: uncorrectable ECC error encountered"): the GPU NCCL's init lines give the rank on its host
@@ -479,8 +489,9 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
                 # the GPU a line of its host gave that number with a bus id ("NVRM: GPU0 _kgspBootGspRm: unexpected
                 # WPR2 already up" before "NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0":
                 # an unnamed GPU, NVIDIA/open-gpu-kernel-modules#1058, a real-logs pass)
-                same = {g for g, numbers in rm_of.items()
-                        if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers} or same
+                same = ({g for g, numbers in rm_of.items() if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers}
+                        or {g for g, numbers in minor_of.items()
+                            if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers} or same)
         if len(same) == 1:
             subj[e.event_id] = next(iter(same))
     return subj

@@ -3212,6 +3212,21 @@ def test_an_rm_gpu_number_names_the_gpu_its_minor_number_line_gives_a_bus_id(pip
     assert "0000:02:00.0" in devices and None not in devices, devices
 
 
+def test_an_rm_gpu_number_apart_from_the_minor_still_names_the_gpu_whose_init_failed(pipeline):
+    """The RM's number is not always the device minor: "GPU6 _kgspBootGspRm: unexpected WPR2 already up" between
+    "GPU 0000:a1:00.0: RmInitAdapter failed!" and "rm_init_adapter failed, device minor number 7" lines was an unnamed
+    GPU, and the bus id's init failure "a fault of its own" (NVIDIA/open-gpu-kernel-modules#1230, a real-logs pass):
+    one GPU, whose GSP could not boot."""
+    lines = ["[  101.209077] NVRM: GPU 0000:a1:00.0: RmInitAdapter failed! (0x62:0x40:2168)",
+             "[  101.210899] NVRM: GPU 0000:a1:00.0: rm_init_adapter failed, device minor number 7",
+             "[  101.287612] NVRM: GPU6 _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP",
+             "[  101.287650] NVRM: GPU6 RmInitAdapter: Cannot initialize GSP firmware RM"]
+    (inc,) = run(pipeline, "\n".join(lines), host="node01")
+    assert (inc["initiator"]["kind"], inc["initiator"]["device"], inc["downstream"]) == (
+        "gsp_error", "0000:a1:00.0", [])
+    assert "WPR2" in inc["next_action"], inc["next_action"]
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
