@@ -707,8 +707,8 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
     * the host the file's earlier recognised lines all named in their prefix (the log's writer, not a host the
       text mentions); a file whose prefixes name several hosts says nothing more about such a line; before any
       recognised line, the host its earlier NCCL lines (``host:pid:tid [dev] NCCL …``, INFO lines no signature
-      reads) all named (:func:`_nccl_hosts_before`: a rank's timeout after a page of NCCL INFO lines took the
-      file's name, a real-logs pass on modelscope/FunASR#2006);
+      reads) all named, or all of them when they name one host (:func:`_nccl_hosts_before`: a rank's timeout after a
+      page of NCCL INFO lines took the file's name, a real-logs pass on modelscope/FunASR#2006);
     * the file name.
 
     A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host of any other line.
@@ -756,7 +756,11 @@ _NCCL_LINE = re.compile(rb"^(?:\[[^\]\n]{1,40}\] )?([A-Za-z0-9][\w.-]{0,252}):\d
 
 def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, int]]) -> str | None:
     """The one host the NCCL lines of ``seg`` before physical line ``line`` name in their ``host:pid:tid`` prefix,
-    recognised or not; None when they name none or several. ``memo`` keeps each segment's (line of its first NCCL
+    recognised or not; None when they name none or several. When all of the segment's NCCL lines name one host, a
+    line before the first of them is that host's too: a rank's watchdog timeout printed before the NCCL lines of its
+    process (a container's log: NVIDIA/Megatron-LM#735, "[rank2]:[E …] Watchdog caught collective operation timeout"
+    and then "9aee1c01f3e7:6727:7168 [1] NCCL INFO …") went to the file's name, its peers' to the container (a
+    real-logs pass). ``memo`` keeps each segment's (line of its first NCCL
     line, that host, line of the first naming another host): the text is read once, up to a second host, and only
     for a line that names no host of its own (a copy of every NCCL line was searched per such line: 5 minutes for a
     file of 2.4 million INFO lines and 2,000 timeouts, a break-it pass)."""
@@ -774,7 +778,7 @@ def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, 
                 break
         got = memo[id(seg)] = (first, host, other)
     first, host, other = got
-    if first < 0 or line <= first or 0 <= other < line:
+    if first < 0 or (line <= first and other >= 0) or 0 <= other < line:
         return None
     return host
 

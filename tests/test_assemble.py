@@ -912,8 +912,10 @@ def test_an_address_where_a_syslog_header_puts_the_host_names_it_unless_the_reco
 def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pipeline):
     """A rank's timeout after a page of NCCL INFO lines that no signature reads ("[Service thread] Connection closed
     by localRank 3") took the file's name as its host, though every NCCL prefix before it named train-m-0 (a
-    real-logs pass on modelscope/FunASR#2006). The NCCL lines before it name its host when they all name one; two
-    hosts' lines, or none before it, leave the file's name."""
+    real-logs pass on modelscope/FunASR#2006). The NCCL lines before it name its host when they all name one, and so
+    do the NCCL lines after it when all of the file's name one (NVIDIA/Megatron-LM#735: a container's "[rank2]:"
+    timeout before its process's NCCL lines went to the file's name, its peers' to the container); two hosts' lines
+    before it, or two in a file whose lines are all after it, leave the file's name."""
     info = "train-m-0:14051:14895 [0] NCCL INFO [Service thread] Connection closed by localRank 3"
     stop = ("[rank11]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL "
             "work: 15735, last completed NCCL work: 15733.")
@@ -924,8 +926,9 @@ def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pip
         return [e["host"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
 
     assert hosts("\n".join([info, info, stop])) == ["train-m-0"]
-    assert hosts("\n".join([stop, info])) == ["trainm0"]
+    assert hosts("\n".join([stop, info])) == ["train-m-0"]
     assert hosts("\n".join([info, info.replace("train-m-0", "train-m-1"), stop])) == ["trainm0"]
+    assert hosts("\n".join([stop, info, info.replace("train-m-0", "train-m-1")])) == ["trainm0"]
 
 
 def test_a_name_that_is_no_host_name_names_no_files_host(pipeline):
