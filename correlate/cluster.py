@@ -501,7 +501,7 @@ _JOB_KINDS = frozenset({"nccl_timeout", "nccl_error", "nccl_init", "nccl_transpo
 #: and torchrun's report of a worker that ended with an error of its own (not the -9 of a kill from outside): once it
 #: follows its host's timeouts (model.AGENT_FOLLOW_UP_US) it was a host's "fault of its own" that kept the hosts of a
 #: collective apart (a fresh user's trial)
-_JOB_SIGNATURES = frozenset({"torch.elastic.worker_failed"})
+_JOB_SIGNATURES = frozenset({"torch.elastic.worker_failed", "deepspeed.launcher.worker_failed"})
 
 
 def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks | None = None) -> list[list[Ev]]:

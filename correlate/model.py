@@ -143,8 +143,9 @@ def subject_rank(key: tuple, rank: int | None) -> int | None:
 
 
 _TS_FIELDS = ("ts",)
-#: the signatures of torchrun's agent (torch.distributed.elastic): its line on a worker's exit names a local rank only
-TORCHRUN_AGENT = "torch.elastic."
+#: the signatures of a launcher's agent — torchrun's (torch.distributed.elastic), DeepSpeed's launcher — whose line on
+#: a worker's exit names a local rank only (``str.startswith`` prefixes)
+TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.")
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 #: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
@@ -190,7 +191,8 @@ def follow_watchdogs(events: list[Ev]) -> None:
         for t in timeouts.get((e.host, e.rank), ()):
             if (t.ts <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
-                         or (e.signature.startswith("torch.") and (t.ts < e.ts or t.order < e.order)))):
+                         or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
+                             and (t.ts < e.ts or t.order < e.order)))):
                 best = t
         if best is not None:
             e.imply_start(best.start)

@@ -1008,7 +1008,7 @@ IB_WC_WR_FLUSH_ERR = "5"
 
 
 def _reports_a_peer(e: Ev) -> bool:
-    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected"):
+    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected", "nccl.ras.process_lost"):
         return True
     if e.signature == "nccl.net_ib.completion_error":
         return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR

@@ -3227,6 +3227,23 @@ def test_an_rm_gpu_number_apart_from_the_minor_still_names_the_gpu_whose_init_fa
     assert "WPR2" in inc["next_action"], inc["next_action"]
 
 
+def test_a_gpu_whose_own_firmware_did_not_boot_is_the_boards_fault_not_the_drivers(pipeline):
+    """NVIDIA/open-gpu-kernel-modules#789: GSP-RM could not start ("Cannot initialize GSP firmware RM", RmInitAdapter's
+    0x65), and on a retry 19 minutes later the driver says why, the GPU's own firmware boot (GFW) never completed: no
+    event, the incident's advice was to try another driver; it is the board's (a cold power-cycle, the VBIOS, an
+    RMA), critical."""
+    lines = ["[  903.609564] NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
+             "[  903.610907] NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+             "[ 2052.745833] NVRM: gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)",
+             "[ 2052.745838] NVRM: kgspWaitForGfwBootOk_TU102: failed to wait for GFW boot complete: 0x65 VBIOS version "
+             "94.02.59.00.05"]
+    first, retry = run(pipeline, "\n".join(lines), host="node01")  # 19 minutes apart: two attempts to load
+    assert (first["category"], first["initiator"]["device"]) == ("gsp_error", "0000:98:00.0")
+    assert (retry["severity"], retry["category"], retry["initiator"]["kind"]) == (
+        "critical", "gpu_failure", "gpu_init_failed"), retry["initiator"]
+    assert "not the driver release" in retry["next_action"], retry["next_action"]
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
@@ -3617,6 +3634,40 @@ def test_the_oom_killer_explains_the_rank_it_killed_and_the_peers_that_waited(pi
         "host_memory", "host.oom_kill", None)
     assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
     assert "The GPUs are not at fault" in inc["next_action"]
+
+
+def test_deepspeeds_launcher_reports_a_worker_as_torchrun_does(pipeline):
+    """DeepSpeed's launcher ("<argv> exits with return code = <code>", deepspeedai/DeepSpeed#3232, DeepSpeed#4510 behind
+    pdsh's "<host>: " prefix; no event before, a real-logs pass) is torchrun's agent's report in another form: the
+    OOM killer explains its -9 as it explains torchrun's; a worker that ended itself (-6) after its rank's watchdog
+    timeout is that timeout's report, not a fault of its own."""
+    kill = ("2026-12-01T03:10:00+00:00 node21 kernel: Memory cgroup out of memory: Killed process 4182 (python) "
+            "total-vm:812044kB, anon-rss:518420kB, file-rss:1240kB, shmem-rss:0kB")
+    exit_ = ("node21: [2026-12-01 03:10:01,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', "
+             "'-u', 'main.py', '--local_rank={rank}', '--deepspeed'] exits with return code = {code}")
+    (inc,) = run(pipeline, "\n".join([kill, exit_.format(rank=1, code=-9)]), host="node21")
+    assert (inc["category"], inc["initiator"]["fault"], len(inc["initiator"]["events"])) == (
+        "host_memory", "host.oom_kill", 2)
+    assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
+    (alone,) = run(pipeline, exit_.format(rank=1, code=-9), host="node21")
+    assert (alone["severity"], alone["category"]) == ("error", "application")
+    assert alone["next_action"].startswith("A worker (local_rank 1) of DeepSpeed's launcher was killed by SIGKILL")
+    timeout = ("node21: [rank0]:[E1201 03:09:30.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+               "collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+               "Timeout(ms)=600000) ran for 600030 milliseconds before timing out.")
+    incs = run(pipeline, "\n".join([timeout, exit_.format(rank=0, code=-6)]), host="node21")
+    assert [i["category"] for i in incs] == ["nccl_hang"], [(i["category"], i["initiator"].get("fault")) for i in incs]
+
+
+def test_nccls_ras_report_names_the_lost_process_as_the_peer_to_read(pipeline):
+    """NCCL's RAS client names a dead or missing process by its node ("Process 3487984 on node 172.16.64.213 managing
+    GPU 5", NCCL user guide, Troubleshooting: RAS; no event before, a real-logs pass): a report of that peer, whose
+    logs are the ones to read, not a fault of the host where ncclras ran."""
+    text = "\n".join(["Errors", "======", "", "DEAD",
+                      "  1 job process is considered dead (unreachable via the RAS network)",
+                      "  Process 3487984 on node 172.16.64.213 managing GPU 5"])
+    (inc,) = run(pipeline, text, host="login01")
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["the peer at 172.16.64.213"]), inc
 
 
 def test_a_task_blocked_after_a_gpus_fault_follows_it(pipeline):
