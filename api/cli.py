@@ -219,7 +219,7 @@ def _parse_symptom(text: str):
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+    paths: Annotated[list[str], typer.Argument(metavar="PATH",
                                                 help="log files or folders (raw lines or NDJSON, gzip/zstd ok); - "
                                                      "reads standard input, as this machine's log")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
@@ -242,7 +242,12 @@ def diagnose(
         raise typer.BadParameter(f"{format!r}: json or table", param_hint="--format")
     if fail_on is not None and fail_on not in SEVERITY_RANK:
         raise typer.BadParameter(f"{fail_on!r}: critical, error, warning or info", param_hint="--fail-on")
-    args = [str(p) for p in paths]  # as given: "-" is standard input
+    args = list(paths)  # as given: "-" is standard input
+    if "" in args:
+        # an empty argument (`diagnose "$LOG"` with LOG unset) is no path: as Path("") it was the current folder,
+        # whose every file was diagnosed (a break-it pass)
+        raise typer.BadParameter("an empty path names no file or folder", param_hint="PATH")
+    paths = [Path(a) for a in args]
     stdin = None
     if "-" in args:
         stdin = _stdin_file()
@@ -252,7 +257,7 @@ def diagnose(
     # was refused, "not a regular file or folder" (a break-it pass); one under a folder is still skipped, and said
     copied: dict[tuple[int, int], Path] = {}  # a pipe named twice (or by a link) is read once: opened again, it
     for i, (a, p) in enumerate(zip(args, paths)):  # waited for a writer for ever (a break-it pass)
-        if a != "-" and p.is_fifo():
+        if a != "-" and _exists(p) and p.is_fifo():
             st = p.stat()
             key = (st.st_dev, st.st_ino)
             if key not in copied:
@@ -263,7 +268,7 @@ def diagnose(
                     raise typer.Exit(2) from None
             paths[i] = copied[key]
             shown_as.setdefault(paths[i], a)
-    missing = [p for p in paths if not p.exists()]
+    missing = [p for p in paths if not _exists(p)]
     if missing:
         # a link to nothing or a loop of links is said as the system says it ("no such file" for a loop: a break-it pass)
         why = {str(p): _unreadable(p) for p in missing}
@@ -297,8 +302,9 @@ def diagnose(
     given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     same: list[tuple[Path, Path]] = []  # links to a file read already, a file named twice: read once, said
+    unlisted: list[tuple[Path, str]] = []  # folders under a folder that cannot be listed: said
     try:
-        for f, rel in walk(paths, others, same):
+        for f, rel in walk(paths, others, same, unlisted):
             # standard input is said as such, not by the temporary file it was copied to
             given.setdefault(rel, []).append(shown_as.get(f, str(f)))
     except FileNotFoundError as e:  # removed since the check above
@@ -308,6 +314,10 @@ def diagnose(
         shown = _first_of(map(str, sorted(others)))
         err.print(f"skipped, not regular files (FIFOs, sockets, devices, broken links): {shown}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)  # one line: grep
+    if unlisted:
+        shown = _first_of(f"{d} ({why})" for d, why in sorted(unlisted))
+        err.print(f"skipped, folders that cannot be listed: {shown}", style="yellow", markup=False, highlight=False,
+                  soft_wrap=True)  # one line: grep
     if same:
         shown = _first_of(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same)
         err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",
@@ -446,6 +456,15 @@ def _offsets(zone: str) -> tuple:
 
     z = ZoneInfo(zone)
     return tuple(datetime(2026, m, 1, tzinfo=z).utcoffset() for m in (1, 7))
+
+
+def _exists(p: Path) -> bool:
+    """``Path.exists``, False also where the system refuses to look (a file under a folder without search permission:
+    ``exists`` raised PermissionError, a traceback; a break-it pass): :func:`_unreadable` then says why."""
+    try:
+        return p.exists()
+    except OSError:
+        return False
 
 
 def _unreadable(p: Path) -> str | None:

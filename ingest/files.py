@@ -10,6 +10,7 @@ wherever it lies, and two different files named alike do not collide.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -26,10 +27,13 @@ def from_stdin(origin: str) -> bool:
 
 
 def walk(paths: Iterable[Path], others: list[Path] | None = None,
-         same: list[tuple[Path, Path]] | None = None) -> Iterator[tuple[Path, str]]:
+         same: list[tuple[Path, Path]] | None = None,
+         unlisted: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, str]]:
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
     their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
+    ``unlisted``, when given, gets the folders under a folder that cannot be listed, with the system's reason
+    (``Permission denied``): their files were left out silently (a break-it pass).
 
     A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
     same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
@@ -65,8 +69,15 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
                 continue
             if x.is_file():
                 files.append(x)
-            elif others is not None and not x.is_dir():
-                others.append(x)
+            elif not x.is_dir():
+                if others is not None:
+                    others.append(x)
+            elif unlisted is not None:
+                try:
+                    with os.scandir(x):
+                        pass
+                except OSError as e:
+                    unlisted.append((x, e.strerror or str(e)))
         for f in sorted(files, key=lambda f: (f.is_symlink(), f)):  # the file itself before a link to it
             if first(f):
                 yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
@@ -84,8 +95,9 @@ def content_digest(f: Path, limit: int = 1 << 20) -> str:
 def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None] | None = None) -> Decoded:
     """Decode every file under ``paths`` into one batch of segments (and rejects).
 
-    A file found by the walk that is gone when it is read (a log rotated or removed meanwhile) is a reject
-    (origin ``file:<name>``, ``error_code`` ``decode_error``), not the end of the others.
+    A file found by the walk that is gone when it is read (a log rotated or removed meanwhile), or that cannot be
+    read (``Permission denied``: it ended the whole run, exit 1, the readable files not diagnosed; a break-it pass),
+    is a reject (origin ``file:<name>``, ``error_code`` ``decode_error``), not the end of the others.
     ``progress(done, total, name)`` is called after each file."""
     out = Decoded()
     files = list(walk(paths))
@@ -95,6 +107,9 @@ def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None
         except FileNotFoundError:
             d = Decoded(rejects=[Reject(f"file:{rel}", f"{rel} was gone before it was read (removed or rotated "
                                                        "meanwhile)", b"", "decode_error")])
+        except OSError as e:
+            d = Decoded(rejects=[Reject(f"file:{rel}", f"{rel} cannot be read: {e.strerror or e}", b"",
+                                        "decode_error")])
         if progress is not None:
             progress(n, len(files), rel)
         out.segments.extend(d.segments)

@@ -681,6 +681,45 @@ def _whole(tmp_path, data: bytes):
     return f
 
 
+def _without_root_powers() -> list[str]:
+    """The prefix that runs a command without the privilege to read what its mode refuses: as root, ``setpriv``
+    (util-linux) drops the capabilities that override file modes; else none is needed."""
+    if os.geteuid() != 0:
+        return []
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_diagnose_skips_what_it_may_not_read_and_reads_the_rest(tmp_path):
+    """One root-owned 0600 log in a collected folder ended the run ("[Errno 13] Permission denied", exit 1) and the
+    readable files were not diagnosed; a folder that cannot be listed was left out silently; a file under a folder
+    without search permission gave a traceback; an empty PATH (`diagnose "$LOG"`, LOG unset) diagnosed the current
+    folder (a break-it pass). Each is said, the rest read."""
+    d = tmp_path / "logs"
+    (d / "locked").mkdir(parents=True)
+    (d / "node07.log").write_bytes(xid())
+    (d / "secret.log").write_bytes(xid("3b"))
+    (d / "secret.log").chmod(0)
+    (d / "locked" / "node08.log").write_bytes(xid())
+    (d / "locked").chmod(0)
+    try:
+        r = subprocess.run([*_without_root_powers(), FIRSTFAULT, "diagnose", str(d), "--format", "json"],
+                           capture_output=True, timeout=120, cwd=str(tmp_path))
+        err = r.stderr.decode()
+        assert r.returncode == 0, err[-2000:]
+        assert f"skipped {d / 'secret.log'}: logs/secret.log cannot be read: Permission denied" in err, err
+        assert f"skipped, folders that cannot be listed: {d / 'locked'} (Permission denied)" in err, err
+        assert [e["host"] for e in orjson.loads(r.stdout)["events"]] == ["node07"]
+        r = subprocess.run([*_without_root_powers(), FIRSTFAULT, "diagnose", str(d / "locked" / "node08.log")],
+                           capture_output=True, timeout=120, cwd=str(tmp_path))
+        err = r.stderr.decode()
+        assert (r.returncode, err.strip()) == (2, f"cannot read {d / 'locked' / 'node08.log'}: Permission denied")
+    finally:
+        (d / "locked").chmod(0o755)
+    r = subprocess.run([FIRSTFAULT, "diagnose", ""], capture_output=True, timeout=120, cwd=str(d))
+    assert r.returncode == 2 and "an empty path names no file or folder" in r.stderr.decode(), r.stderr.decode()
+
+
 def test_diagnose_exits_2_when_every_file_was_skipped(tmp_path):
     """Nothing read is no healthy fleet: a folder whose only file is corrupt said "Incidents: none" and
     exited 0 (as an empty capture does not: exit 2)."""
