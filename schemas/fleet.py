@@ -89,9 +89,33 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
     return dict(hosts)
 
 
+#: the largest settings or fleet config file read (bytes): a fleet of 100,000 hosts is ~5 MB of YAML
+CONFIG_MAX_BYTES = 64 << 20
+
+
+def read_config_text(path: Path) -> str:
+    """The text (UTF-8) of a settings or fleet config file. Raises ``OSError`` with the reason for
+    what is no regular file (a FIFO without a writer waited for ever; ``/dev/zero`` read until memory ran out: a
+    break-it pass) or is larger than :data:`CONFIG_MAX_BYTES`, as for a file that cannot be read;
+    ``UnicodeDecodeError`` for text that is not UTF-8."""
+    import os
+    import stat
+
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError("not a regular file (a pipe, a device)")
+    with open(path, "rb") as f:
+        data = f.read(CONFIG_MAX_BYTES + 1)
+    if len(data) > CONFIG_MAX_BYTES:
+        raise OSError(f"larger than {CONFIG_MAX_BYTES >> 20} MiB: no config file")
+    return data.decode("utf-8")
+
+
 def _read(path: Path) -> dict[str, HostConfig]:
     try:
-        doc = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_Strings) or {}  # noqa: S506 (BaseLoader)
+        doc = yaml.load(read_config_text(Path(path)), Loader=_Strings) or {}  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid YAML: {e}") from e
     except RecursionError:

@@ -19,6 +19,8 @@ from typing import Any
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from schemas.fleet import read_config_text
+
 
 #: a Kafka topic name (``org.apache.kafka.common.internals.Topic``)
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -407,7 +409,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
         path = Path("firstfault.toml")
     if path is not None:
         try:
-            data.update(tomllib.loads(path.read_text(encoding="utf-8")))
+            data.update(tomllib.loads(read_config_text(path)))
         except FileNotFoundError as e:
             raise SettingsError(f"config file not found: {path}") from e
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

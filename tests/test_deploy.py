@@ -86,6 +86,11 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_TOPICS": ",,"}, "topics (from FIRSTFAULT_TOPICS): Value error, needs at least one topic"),
     ({"FIRSTFAULT_DLQ_TOPIC": "dead letters"}, "'dead letters' is not a Kafka topic name"),
     ({"FIRSTFAULT_FLEET_CONFIG": "/"}, "cannot read the fleet config /"),
+    # a device or a pipe is no config file: /dev/zero was read until memory ran out, a FIFO without a writer waited
+    # for ever (a break-it pass)
+    ({"FIRSTFAULT_CONFIG": "/dev/zero"}, "cannot read the config file /dev/zero: not a regular file (a pipe, a device)"),
+    ({"FIRSTFAULT_FLEET_CONFIG": "/dev/zero"},
+     "cannot read the fleet config /dev/zero: not a regular file (a pipe, a device)"),
     # an unusable lake was a LakeError or ArrowInvalid traceback where the lake was first opened (a break-it pass)
     ({"FIRSTFAULT_LAKE": "ftp://x/y"}, "'ftp://x/y': a lake is a path, file:// URL or s3://bucket/prefix"),
     ({"FIRSTFAULT_LAKE": "s3://"}, "'s3://' names no bucket"),
@@ -150,6 +155,20 @@ def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
     folder as the config file, a fleet config that is no file); SettingsError is exit 2 in every command."""
     with pytest.raises(SettingsError, match=re.escape(said)):
         load_settings(env=env)
+
+
+def test_a_config_file_larger_than_any_config_is_refused_unread(tmp_path):
+    """A 2 GB sparse file as the fleet config was read whole (MemoryError at 2.2 GB, a traceback: a break-it pass):
+    past ``CONFIG_MAX_BYTES`` it is refused, naming the limit."""
+    from schemas.fleet import CONFIG_MAX_BYTES
+
+    big = tmp_path / "fleet.yaml"
+    with open(big, "wb") as f:
+        f.truncate(CONFIG_MAX_BYTES + 1)
+    for env, what in (({"FIRSTFAULT_FLEET_CONFIG": str(big)}, "fleet config"),
+                      ({"FIRSTFAULT_CONFIG": str(big)}, "config file")):
+        with pytest.raises(SettingsError, match=re.escape(f"cannot read the {what} {big}: larger than 64 MiB")):
+            load_settings(env=env)
 
 
 def test_a_configuration_error_is_one_line_on_stderr():
