@@ -38,7 +38,7 @@ from api.sql import SqlRefused, check_read_only
 from api.store import (SORTS, Store, StoreError, decimal_floats, json_bytes, nanosecond_times,
                        refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
-from schemas.hostname import canonical_host
+from schemas.hostname import canonical_host, is_host_name
 from schemas.events import EventKind
 from schemas.incidents import Category, iso_us
 from schemas.pci import normalize_bus_id
@@ -245,8 +245,15 @@ DeviceQuery = Annotated[str | None, Query(max_length=64, description="PCI bus id
 
 def _host(v: str | None) -> str | None:
     """A ``host`` parameter as the lake stores hosts (``schemas.hostname``): ``NODE07``, ``node07.cluster.local`` ->
-    ``node07``."""
-    return canonical_host(v) if v else v
+    ``node07``, blanks around it dropped (as a Kafka key's). Raises ValueError (a 422) for text no stored host can
+    be (``is_host_name``: blanks inside, ``/``, control characters): ``host=a%2Fb`` or a pasted ``" node004 "`` was
+    an empty 200, which reads as a healthy host (a break-it pass)."""
+    if not v:
+        return v
+    name = canonical_host(v.strip())
+    if not is_host_name(name):
+        raise ValueError(f"{v!r} is no host name: no blank, control character or '/' inside it")
+    return name
 
 
 #: ``host`` of the query routes (:func:`_host`); empty is a 422, not the whole fleet
