@@ -3244,6 +3244,25 @@ def test_a_gpu_whose_own_firmware_did_not_boot_is_the_boards_fault_not_the_drive
     assert "not the driver release" in retry["next_action"], retry["next_action"]
 
 
+def test_nvls_failures_on_a_healthy_fabric_are_not_sent_to_a_fabric_manager_restart(pipeline):
+    """NVIDIA/nccl#2077: NVLS bind failing with CUDA error 2 ('out of memory') on a healthy fabric is the NVSwitches'
+    multicast objects used up by a job's many communicators; pie-project/pie#500: nvls.cc's 'invalid argument' in a
+    container without /dev/nvidia-caps. Both were told to restart Fabric Manager and reset every GPU (a real-logs
+    pass); error 401 still points at the fabric's setup."""
+    bind = ("node01:420:437 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed to bind NVLink SHARP (NVLS) "
+            "Multicast memory of size 2097152 : CUDA error {n} '{text}'.")
+    (inc,) = run(pipeline, bind.format(n=2, text="out of memory"), host="node01")
+    assert "multicast objects are used up" in inc["next_action"] and "restarting Fabric Manager does not help" in inc[
+        "next_action"], inc["next_action"]
+    (inc,) = run(pipeline, bind.format(n=401, text="the operation cannot be performed in the present state"),
+                 host="node01")
+    assert inc["next_action"].startswith("NVLS multicast memory could not be bound: the NVLink fabric is not set up")
+    (inc,) = run(pipeline, "node01:12098:12141 [2] transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'",
+                 host="node01")
+    nxt = inc["next_action"]
+    assert nxt.index("/dev/nvidia-caps") < nxt.index("reset all GPUs"), nxt
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
