@@ -109,8 +109,11 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
         origin = f"file:{rel}"
         try:
             d = decode_file(f, relname=f"{rel}@{content_digest(f)}")
-        except (PermissionError, IsADirectoryError):
+        except IsADirectoryError:
             raise
+        except PermissionError as e:  # as ingest.files.decode_paths says it
+            bad.append(Reject(origin, f"{rel} cannot be read: {e.strerror or e}", b"", "decode_error"))
+            continue
         except Exception as e:  # noqa: BLE001
             bad.append(Reject(origin, f"cannot read {rel}: {type(e).__name__}: {e}", b"", "decode_error"))
             continue
@@ -122,12 +125,11 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
         except Exception as e:  # noqa: BLE001
             bad.append(Reject(origin, f"cannot match {rel}: {type(e).__name__}: {e}", b"", "pipeline_error"))
             continue
-        good.segments.extend(d.segments)
-        good.rejects.extend(d.rejects)
+        good.add(d)
     for rj in bad:
         log.info("%s", rj.reason, extra={"stage": "diagnose", "error_code": rj.error_code})
     good.rejects.extend(bad)
-    batch = _run(pipe, Decoded(segments=good.segments, rejects=list(good.rejects)))
+    batch = _run(pipe, Decoded(segments=good.segments, rejects=list(good.rejects), pod_nodes=good.pod_nodes))
     return good, batch
 
 

@@ -689,10 +689,12 @@ def _part(h: Hit) -> str:
 _TOPO_CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 
 
-def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
+def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: dict[str, str] | None = None) -> None:
     """Set each hit's ``host`` (``known``: the host-name answers of the batch so far, :func:`_is_host`): the line's
     own claim (a syslog prefix, NCCL's ``host:pid:tid``, a field such as nccl-tests' ``on node02``) wins over the
-    envelope, the Kafka key or the file name (DESIGN.md, Inputs). In a
+    envelope, the Kafka key or the file name (DESIGN.md, Inputs). A claim that names a pod the batch's Kubernetes
+    records place on a node (``pods``, ``decode.Decoded.pod_nodes``: inside a pod a process's host name is the pod's)
+    is that node's, the pod kept in ``details.pod``: a pod's NCCL error and its node's Xid 79 were two hosts. In a
     plain-text file (:func:`_file_text`) the file name (``worker3.log``) is only a guess (DESIGN.md: where neither
     the line nor the envelope names the host), so a line that names none (a traceback line, a PyTorch line
     without the prefix) is, in order:
@@ -721,6 +723,14 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
     line after it took it and was refused too, its Xid 79 lost (a break-it pass)."""
     named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
+    if pods:
+        for h in hits:
+            if (node := pods.get(h.prefix.host)) is not None:
+                h.row["details"].setdefault("pod", h.prefix.host)
+                h.prefix.host = node
+            if (node := pods.get(h.row.get("host"))) is not None:
+                h.row["details"].setdefault("pod", h.row["host"])
+                h.row["host"] = node
     placed = rank_hosts(hits)
     # by worker process (address and pid): a node that takes the address over later is another (a break-it pass)
     alias = {(h.seg.stream, h.prefix.via, h.prefix.pid): h.prefix.host for h in hits
@@ -745,6 +755,8 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None) -> None:
             h.row["host"] = at
         elif text:
             got = named.get(seg.stream) if seg.stream in named else _nccl_hosts_before(seg, h.line, nccl)
+            if got and pods:
+                got = pods.get(got, got)
             h.row["host"] = got or seg.host or "unknown"
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
@@ -842,13 +854,15 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
     return out
 
 
-def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) -> Assembled:
+def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
+             pods: dict[str, str] | None = None) -> Assembled:
     """Rows for one stream's hits, in stream order: events, link samples, topology facts. ``seen_boots`` is shared by
-    the streams of one batch (:func:`resolve_times`)."""
+    the streams of one batch (:func:`resolve_times`); ``pods``: pod name -> node (``decode.Decoded.pod_nodes``,
+    :func:`assign_hosts`)."""
     out = Assembled()
     host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host (_is_host)
     # first: a line's time is inherited from, and its boot time read off, its own host's lines
-    assign_hosts(hits, host_ok)
+    assign_hosts(hits, host_ok, pods)
     resolve_times(hits, tz, seen_boots)
     carry_context(hits)
     hits = merge_sxid_groups(hits)

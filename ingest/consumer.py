@@ -172,8 +172,7 @@ def decode_records(records: list[ConsumerRecord]) -> Decoded:
     out = Decoded()
     for (topic, partition), run in itertools.groupby(records, _TOPIC_PARTITION):
         d = decode_partition(topic, partition, run)
-        out.segments += d.segments
-        out.rejects += d.rejects
+        out.add(d)
     return out
 
 
@@ -198,8 +197,7 @@ def _decode_chunk(records: list[ConsumerRecord]) -> tuple[Decoded, int, int]:
     size = 0
     for i, r in enumerate(records):
         d = _decode_one(r)
-        out.segments += d.segments
-        out.rejects += d.rejects
+        out.add(d)
         size += d.held_bytes()
         if size > MAX_CHUNK_BYTES:
             return out, i + 1, size
@@ -741,8 +739,7 @@ class IngestWorker:
             if taken < n:
                 log.info("chunk of %s/%d cut after %d records: %d bytes of text", tp.topic, tp.partition, taken, size)
                 n = taken
-            out.segments += d.segments
-            out.rejects += d.rejects
+            out.add(d)
             records += rs[:n]
             lo, hi = rs[0].offset, rs[n - 1].offset
             if tp in spans:  # not from _ready (one chunk per partition), but a span must hold whatever comes

@@ -207,10 +207,19 @@ class Reject:
 @dataclass(slots=True)
 class Decoded:
     """Segments of lines (:class:`Records` and :class:`Envelopes` for runs of one-line records) and rejects, in
-    input order."""
+    input order; ``pod_nodes``: pod name -> the node it ran on, from the Kubernetes metadata of the records
+    (:func:`_k8s_pod`): inside a pod a process's host name (NCCL's ``host:pid:tid``) is the pod's."""
 
     segments: list[Segment | Records | Envelopes] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
+    pod_nodes: dict[str, str] = field(default_factory=dict)
+
+    def add(self, other: Decoded) -> None:
+        """Append ``other``'s segments, rejects and pods (a later record's node for a pod wins)."""
+        self.segments += other.segments
+        self.rejects += other.rejects
+        if other.pod_nodes:
+            self.pod_nodes.update(other.pod_nodes)
 
     def held_bytes(self) -> int:
         """Bytes of text and of rejected parts this holds: what a partition read's byte limit counts."""
@@ -579,6 +588,27 @@ def _host_of(rec: Envelope) -> str | None:
     return _k8s_host(rec.kubernetes)
 
 
+def _k8s_pod(k8s: Any, pods: dict[str, str]) -> None:
+    """Note in ``pods`` the pod a record's Kubernetes metadata names and the node it ran on: ``kubernetes.pod_name``
+    (Vector's kubernetes_logs source, Fluent Bit's kubernetes filter) or ``kubernetes.pod.name`` (Filebeat), with
+    the node of :func:`_k8s_host`. A pod's NCCL lines name the pod (``job-a7de-master-0:617:2799 [3] … NCCL WARN
+    Cuda failure 999``): its node's Xid 79 two seconds before was another host's, two incidents
+    (scitix/sichek#44's form; a real-logs pass). Names of another type than a string say nothing."""
+    if not isinstance(k8s, dict):
+        return
+    pod = k8s.get("pod_name")
+    if pod is None and isinstance(k8s.get("pod"), dict):
+        pod = k8s["pod"].get("name")
+    if not isinstance(pod, str) or not pod:
+        return
+    try:
+        node = _k8s_host(k8s)
+    except ValueError:
+        return
+    if node and node != pod:
+        pods[pod] = node
+
+
 def _k8s_host(k8s: Any) -> str | None:
     """The node a pod's record names in its Kubernetes metadata (:class:`Envelope`): a pod's record names no host of
     its own (a keyless one was dead-lettered "it names no host": a break-it pass). Raises ``ValueError`` for a field
@@ -784,7 +814,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     try:
         for first, chunk in _chunks(data):
             clean = _clean_body(chunk)
-            cols = _vector_columns(clean) if clean is not None and runs and columnar else None
+            cols = _vector_columns(clean, out.pod_nodes) if clean is not None and runs and columnar else None
             if cols is not None:
                 _add_columns(out, run, cols, first, origin, stream, host, ingest_ts, source)
                 continue
@@ -813,6 +843,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     h = rec.host
                     if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
                         h = _host_of(rec)
+                    if rec.kubernetes is not UNSET:
+                        _k8s_pod(rec.kubernetes, out.pod_nodes)
                 except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")
@@ -894,11 +926,12 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
 _VECTOR = msgspec.json.Decoder(VectorRecord)
 
 
-def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], list[int]] | None:
+def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
+                    ) -> tuple[list[str], list[str], list[int]] | None:
     """(messages, hosts, times in µs since the epoch, UTC) of a clean chunk (:func:`_clean_body`'s body and
     number of lines) whose every record has Vector's shape (:class:`VectorRecord`) and a time
     :func:`_rfc3339_us` reads (:func:`_vector_times`); ``None`` for any other chunk. A host is ``""`` where the
-    record's is empty."""
+    record's is empty. The pods the records' Kubernetes metadata names go to ``pods`` (:func:`_k8s_pod`)."""
     try:
         recs = _VECTOR.decode_lines(clean[0])
     except (msgspec.DecodeError, RecursionError):  # a record of another shape (ValidationError is one)
@@ -910,6 +943,8 @@ def _vector_columns(clean: tuple[bytes, int]) -> tuple[list[str], list[str], lis
         return None
     hosts = [r.host for r in recs]
     for i, r in enumerate(recs):
+        if pods is not None and r.kubernetes is not UNSET:
+            _k8s_pod(r.kubernetes, pods)
         if not r.host and r.kubernetes is not UNSET:  # as the record-by-record reading reads it (a break-it pass:
             try:                                      # the Kafka key stood in for the pod's node)
                 hosts[i] = _k8s_host(r.kubernetes) or ""
@@ -1325,9 +1360,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
-    out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the two assignments
+    out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
+    out.pod_nodes = {}
     return out
 
 
@@ -1364,7 +1400,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     out = _new_decoded(Decoded)
     segments: list[Segment | Records] = []
     rejects: list[Reject] = []
-    out.segments, out.rejects = segments, rejects
+    out.segments, out.rejects, out.pod_nodes = segments, rejects, {}
     prefix, source = _partition_names(topic, partition)
     special = _SPECIAL_FIRST
     limit = (1 << 62) if max_bytes is None else max_bytes  # None: no limit
@@ -1396,6 +1432,8 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                            timestamp_ms=r.timestamp, headers=r.headers, runs=True)
         segments.extend(d.segments)
         rejects.extend(d.rejects)
+        if d.pod_nodes:
+            out.pod_nodes.update(d.pod_nodes)
         return d.held_bytes()
 
     def via_message(r) -> int:  # decode_one after the runs so far (the order within each stream is kept)

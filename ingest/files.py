@@ -112,6 +112,5 @@ def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None
                                         "decode_error")])
         if progress is not None:
             progress(n, len(files), rel)
-        out.segments.extend(d.segments)
-        out.rejects.extend(d.rejects)
+        out.add(d)
     return out

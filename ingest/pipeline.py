@@ -257,7 +257,7 @@ class Pipeline:
             h.prefix.mono is not None and (h.prefix.ts is not None or h.prefix.yearless is not None)
             for h in streams[i]))
         seen_boots: dict[tuple, int] = {}
-        done = [assemble(streams[i], self.tz, seen_boots) for i in order]
+        done = [assemble(streams[i], self.tz, seen_boots, decoded.pod_nodes) for i in order]
         for _, out in sorted(zip(order, done), key=lambda x: x[0]):
             events.extend(out.events)
             samples.extend(out.link_samples)

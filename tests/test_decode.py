@@ -743,6 +743,37 @@ def test_a_vector_pod_record_without_a_host_names_its_node_read_column_by_column
     assert "field 'kubernetes.pod_node_name' is a number, not a host name" in r.reason
 
 
+def test_a_pods_nccl_lines_are_its_nodes(pipeline):
+    """Inside a pod NCCL's host name is the pod's (``job-a7de-master-0:617:2799 [3] … NCCL WARN Cuda failure 999``,
+    scitix/sichek#44's form): its node's Xid 79 two seconds before was another host's, two incidents (a real-logs
+    pass). The records' Kubernetes metadata place the pod on its node (``Decoded.pod_nodes``), in Vector's
+    kubernetes_logs form, read column by column or record by record, and in Filebeat's; the pod stays in
+    ``details.pod``. A pod of no record's metadata keeps its name."""
+    from correlate.correlator import correlate
+
+    node = {"host": "gpu-node-07", "timestamp": "2024-04-05T21:29:39.559615Z", "source_type": "journald",
+            "message": "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}
+    line = "job-a7de-master-0:617:2799 [3] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'"
+    vector = {"host": "", "timestamp": "2024-04-05T21:29:41.963223476Z", "source_type": "kubernetes_logs",
+              "message": line, "kubernetes": {"pod_name": "job-a7de-master-0", "pod_node_name": "gpu-node-07"}}
+    filebeat = {"@timestamp": "2024-04-05T21:29:41.963Z", "message": line,
+                "kubernetes": {"pod": {"name": "job-a7de-master-0"}, "node": {"name": "gpu-node-07"}}}
+    for pod, columnar in ((vector, True), (vector, False), (filebeat, True)):
+        value = b"\n".join(orjson.dumps(r) for r in (node, pod))
+        d = decode_ndjson(value, origin="file:k8s.ndjson", stream="file:k8s.ndjson", host="k8s", ref_ts=1,
+                          ref_basis="file", ingest_ts=1, source=None, runs=True, columnar=columnar)
+        assert d.pod_nodes == {"job-a7de-master-0": "gpu-node-07"}, (pod, columnar)
+        b = pipeline.run(d)
+        got = [(e["host"], orjson.loads(e["details"]).get("pod")) for e in b.events.to_pylist()]
+        assert got == [("gpu-node-07", None), ("gpu-node-07", "job-a7de-master-0")], got
+        (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=1_800_000_000_000_000)
+        assert (inc["initiator"]["xid"], [p["host"] for p in inc["downstream"]]) == (79, ["gpu-node-07"])
+    alone = decode_ndjson(orjson.dumps({**vector, "kubernetes": {"pod_node_name": "gpu-node-07"}}),
+                          origin="file:k.ndjson", stream="file:k.ndjson", host="k", ref_ts=1, ref_basis="file",
+                          ingest_ts=1, source=None, runs=True)
+    assert [e["host"] for e in pipeline.run(alone).events.to_pylist()] == ["job-a7de-master-0"]
+
+
 def test_a_log_whose_first_line_is_a_programs_json_is_text():
     """A training log that prints its config or metrics as JSON first, then text: it was read as NDJSON whole, its
     Xid line a broken record, the file skipped or the Kafka value dead-lettered whole (a break-it pass). Records
