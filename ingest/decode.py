@@ -481,7 +481,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
 
 
 #: a message field of an envelope (``_MESSAGE_FIELDS``) as a JSON key
-_MESSAGE_KEY = re.compile(rb'"(?:MESSAGE|message|log|msg)"\s*:')
+_MESSAGE_KEY = re.compile(rb'"(?:MESSAGE|message|log|msg|textPayload|SyslogMessage|jsonPayload)"\s*:')
 #: the lines after the first that :func:`looks_ndjson` looks at, and the bytes it looks in
 _NDJSON_HEAD_LINES = 8
 _NDJSON_HEAD_BYTES = 8192
@@ -538,7 +538,13 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     flat, as ECS allows dotted names), then the node a pod ran on: ``kubernetes.host`` (Fluent Bit's kubernetes
     filter), ``kubernetes.pod_node_name`` (Vector's kubernetes_logs source), ``kubernetes.node.name`` (Filebeat's
     kubernetes processor). ``format``: a poller's link sample
-    (``schemas.samples.POLLER_FORMAT``)."""
+    (``schemas.samples.POLLER_FORMAT``).
+
+    Cloud logging exports name their fields otherwise (a GCP or Azure export gave "no message field" and the whole
+    file was skipped, its Xid 79 lost: a real-logs pass): Google Cloud Logging's LogEntry (``textPayload``, or
+    ``jsonPayload`` holding a journald record's ``MESSAGE`` / ``_HOSTNAME`` as GKE's node logs do; ``timestamp``;
+    the node in ``resource.labels.node_name``), Azure Monitor's Syslog table (``SyslogMessage``, ``Computer``,
+    ``TimeGenerated``). They come after the fields above: a record that has both reads the first."""
 
     MESSAGE: Any = UNSET
     message: Any = UNSET
@@ -557,13 +563,22 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     host_name: Any = UNSET
     kubernetes: Any = UNSET
     format: Any = UNSET
+    textPayload: Any = UNSET
+    SyslogMessage: Any = UNSET
+    jsonPayload: Any = UNSET
+    TimeGenerated: Any = UNSET
+    Computer: Any = UNSET
+    resource: Any = UNSET
+    labels: Any = UNSET
 
 
 #: one decoder for every record: typed decoding reads the fields above and skips the rest of the record
 _ENVELOPE = msgspec.json.Decoder(Envelope)
 #: (field name, Envelope attribute) in the order each reader tries them
-_MESSAGE_FIELDS = (("MESSAGE", "MESSAGE"), ("message", "message"), ("log", "log"), ("msg", "msg"))
-_TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("time", "time"), ("date", "date"))
+_MESSAGE_FIELDS = (("MESSAGE", "MESSAGE"), ("message", "message"), ("log", "log"), ("msg", "msg"),
+                   ("textPayload", "textPayload"), ("SyslogMessage", "SyslogMessage"))
+_TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("time", "time"), ("date", "date"),
+                ("TimeGenerated", "TimeGenerated"))
 
 
 def _host_of(rec: Envelope) -> str | None:
@@ -585,7 +600,31 @@ def _host_of(rec: Envelope) -> str | None:
                 return n
             continue
         raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
-    return _k8s_host(rec.kubernetes)
+    return _k8s_host(rec.kubernetes) or _cloud_host(rec)
+
+
+#: the label GKE puts on a container's log entries naming the node (Google Cloud Logging, ``LogEntry.labels``)
+_GKE_NODE_LABEL = "compute.googleapis.com/resource_name"
+
+
+def _cloud_host(rec: Envelope) -> str | None:
+    """The host of a cloud logging export's record (:class:`Envelope`): Azure's ``Computer``, the journald record
+    GKE puts in ``jsonPayload`` (``_HOSTNAME``), Google Cloud's ``resource.labels.node_name`` (a ``k8s_node``
+    resource) or, for a container's entry, the node GKE names in ``labels`` (:data:`_GKE_NODE_LABEL`); None when it
+    names none. Raises ``ValueError`` for one that is no string."""
+    payload = rec.jsonPayload if isinstance(rec.jsonPayload, dict) else {}
+    resource = rec.resource if isinstance(rec.resource, dict) else {}
+    labels = resource.get("labels") if isinstance(resource.get("labels"), dict) else {}
+    entry = rec.labels if isinstance(rec.labels, dict) else {}
+    for name, v in (("Computer", rec.Computer), ("jsonPayload._HOSTNAME", payload.get("_HOSTNAME")),
+                    ("resource.labels.node_name", labels.get("node_name")),
+                    ("labels.compute.googleapis.com/resource_name", entry.get(_GKE_NODE_LABEL))):
+        if v is None or v is UNSET or v == "":
+            continue
+        if isinstance(v, str):
+            return v
+        raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
+    return None
 
 
 def _k8s_pod(k8s: Any, pods: dict[str, str]) -> None:
@@ -747,11 +786,20 @@ def _message_of(rec: Envelope) -> str:
         if v is None:
             raise ValueError(f"field {k!r} is null (journald drops very large fields)")
         raise ValueError(f"field {k!r} has type {type(v).__name__}, not a string")
+    payload = rec.jsonPayload
+    if isinstance(payload, dict):  # Google Cloud Logging: a structured payload, GKE's node logs a journald record
+        for k in ("MESSAGE", "message"):
+            v = payload.get(k)
+            if isinstance(v, str):
+                return v
+            if v is not None:
+                raise ValueError(f"field 'jsonPayload.{k}' has type {type(v).__name__}, not a string")
     fmt = rec.format
     if isinstance(fmt, str) and fmt.startswith(POLLER_FORMAT.rsplit("/", 1)[0] + "/"):  # a poller's sample, another
         # version: say so, not that it has no message (a break-it pass)
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
-    raise ValueError("no message field (MESSAGE, message, log or msg)")
+    raise ValueError("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
+                     "MESSAGE or message)")
 
 
 def _poller_text(rec: dict) -> str:
@@ -845,6 +893,9 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         h = _host_of(rec)
                     if rec.kubernetes is not UNSET:
                         _k8s_pod(rec.kubernetes, out.pod_nodes)
+                    elif h and isinstance(rec.resource, dict) and isinstance(
+                            labels := rec.resource.get("labels"), dict):  # a GKE container's entry: its pod, its node
+                        _k8s_pod({"pod_name": labels.get("pod_name"), "host": h}, out.pod_nodes)
                 except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")

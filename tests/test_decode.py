@@ -774,6 +774,35 @@ def test_a_pods_nccl_lines_are_its_nodes(pipeline):
     assert [e["host"] for e in pipeline.run(alone).events.to_pylist()] == ["job-a7de-master-0"]
 
 
+def test_cloud_logging_exports_give_their_lines_hosts_and_times(pipeline):
+    """A Google Cloud Logging or Azure Monitor export names its fields otherwise: "no message field", the file skipped
+    and its Xid 79 lost (a real-logs pass). Google's LogEntry (``textPayload``; GKE's node journal as ``jsonPayload``
+    with ``MESSAGE`` and ``_HOSTNAME``; a container's entry with its node in ``labels`` and its pod in
+    ``resource.labels``), as NDJSON or as ``gcloud logging read --format=json``'s array, and Azure's Syslog table
+    (``SyslogMessage``, ``Computer``, ``TimeGenerated``) give the line, its host and its time."""
+    xid = "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    node = {"insertId": "def", "jsonPayload": {"MESSAGE": xid, "_HOSTNAME": "gke-c1-pool-1-abcd",
+                                               "SYSLOG_IDENTIFIER": "kernel"},
+            "resource": {"type": "k8s_node", "labels": {"node_name": "gke-c1-pool-1-abcd"}},
+            "timestamp": "2024-04-05T21:29:39.559615Z", "logName": "projects/p/logs/kubelet"}
+    pod = {"textPayload": "job-a7de-master-0:617:2799 [3] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown "
+                          "error'",
+           "resource": {"type": "k8s_container", "labels": {"pod_name": "job-a7de-master-0"}},
+           "labels": {"compute.googleapis.com/resource_name": "gke-c1-pool-1-abcd"},
+           "timestamp": "2024-04-05T21:29:41.963223476Z"}
+    azure = {"TimeGenerated": "2024-04-05T21:29:39.559Z", "Computer": "node1", "Facility": "kern",
+             "SyslogMessage": xid}
+    as_ndjson = b"\n".join(orjson.dumps(r) for r in (node, pod, azure))
+    for data in (as_ndjson, orjson.dumps([node, pod, azure], option=orjson.OPT_INDENT_2)):
+        d = decode_message(data, topic="t", partition=0, offset=1, key=None, timestamp_ms=1)
+        assert not d.rejects, d.rejects
+        got = [(e["host"], e["signature"], e["ts"].isoformat(), e["ts_basis"])
+               for e in pipeline.run(d).events.to_pylist()]
+        assert got == [("gke-c1-pool-1-abcd", "xid", "2024-04-05T21:29:39.559615+00:00", "envelope"),
+                       ("gke-c1-pool-1-abcd", "nccl.cuda_failure", "2024-04-05T21:29:41.963223+00:00", "envelope"),
+                       ("node1", "xid", "2024-04-05T21:29:39.559000+00:00", "envelope")], got
+
+
 def test_a_log_whose_first_line_is_a_programs_json_is_text():
     """A training log that prints its config or metrics as JSON first, then text: it was read as NDJSON whole, its
     Xid line a broken record, the file skipped or the Kafka value dead-lettered whole (a break-it pass). Records
