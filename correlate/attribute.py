@@ -511,8 +511,11 @@ def _rank_gpus(topo: Topology, host: str, rank: int) -> set[str]:
 def find_edges(scene: Scene) -> list[Edge]:
     """The (cause, effect, rule, relation) the ``explains`` rules allow (step 2), in the order of the rules, then of
     the causes, then of the effects in ``scene.events``: for each rule and effect, of each class of alike causes
-    (:func:`cause_class`: one kind of line of one device, read alike by every relation) the first in scene order
-    (the earliest) that ``window.may_cause`` and a relation of the rule pair with it. A device printing thousands of
+    (:func:`cause_class`: one kind of line of one device, read alike by every relation) that ``window.may_cause``
+    and a relation of the rule pair with it, the last that starts at or before the effect (in scene order), else
+    the first after it: the copy going on when the effect came, which what explains that copy reaches (the
+    earliest moved a CUDA error to the incident of an Xid 74 storm begun before the Xid 79 that explained the storm's
+    later copies: a break-it pass). A device printing thousands of
     distinct Xid lines a minute (pids, channels, addresses) made an edge from every one of them to every other:
     5,000 lines took 8 s and 61 MB of evidence, 20,000 lines 68 s, 1.8 GB and 790 MB (a break-it pass); the later
     copies of a class say what its first says. Whether an event is explained by another subject is the same as
@@ -622,9 +625,10 @@ def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int
 def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any,
                 holds: Callable, found: list, starts_of: list[int], class_of: Callable) -> None:
     """:func:`find_edges` for a class of alike causes (``members``, in start order): for each effect of ``pairs``,
-    the first member it may cause in time (a binary search: the time test bounds a member's start on both sides,
-    an upper-bound member's from below only) other than the effect itself, paired by the relation the class and the
-    effect's class stand in (decided once per class of effect: :func:`relation_class`)."""
+    of the members that may cause it in time (a binary search: the time test bounds a member's start on both sides,
+    an upper-bound member's from below only) other than the effect itself, the last that starts at or before it,
+    else the first after it, paired by the relation the class and the effect's class stand in (decided once per
+    class of effect: :func:`relation_class`)."""
     c = evs[members[0]]
     _, _, c_prec, c_host, c_skew, _, _ = timing[members[0]]
     upper_bound = c.undated()
@@ -642,11 +646,15 @@ def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing:
             lo, hi = e_start - near - w, min(e_start + near + w, (e_ts if span else e_start) + near)
         if hi < first or lo > last:
             continue
-        k = bisect_left(c_starts, lo) if lo > first else 0
-        if k < len(members) and members[k] == ei:
-            k += 1  # not its own cause
-        if k == len(members) or c_starts[k] > hi:
-            continue
+        # the member nearest before the effect (the copy that was going on when it came: the one an initiator of
+        # the storm's later copies reaches, a break-it pass), else the first after it; never the effect itself
+        k = bisect_right(c_starts, min(hi, e_start)) - 1
+        if k >= 0 and members[k] == ei:
+            k -= 1
+        if k < 0 or c_starts[k] < lo:
+            k = max(bisect_left(c_starts, lo), bisect_right(c_starts, e_start))
+            if k == len(members) or c_starts[k] > hi:
+                continue
         e = evs[ei]
         ek = class_of(ei)
         if ek in related:

@@ -10,6 +10,8 @@ its window. This test checks the fast form against that definition, pair by pair
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -286,6 +288,13 @@ def scenes(draw):
     for e in events:  # a line that follows a watchdog timeout is placed at the collective's start
         if e.kind == "nccl_error" and draw(st.booleans()):
             e.imply_start(e.ts - draw(st.sampled_from([S, 300 * S])))
+    # alike lines: copies of a line at other times (a storm of distinct lines, one class of cause in find_edges)
+    for k in range(draw(st.integers(0, 12))):
+        e = events[draw(st.integers(0, len(events) - 1))]
+        copy = dataclasses.replace(e, event_id=f"c{k}", ts=e.ts + draw(st.integers(-200, 200)) * S)
+        if e.implied_start is not None:
+            copy.imply_start(copy.ts - (e.ts - e.implied_start))
+        events.append(copy)
     skews = draw(st.lists(st.sampled_from([0, S, 30 * S]), min_size=len(HOSTS), max_size=len(HOSTS)))
     return sorted(events, key=lambda e: e.order), skews
 
@@ -294,9 +303,9 @@ def scenes(draw):
 @given(scenes())
 def test_edges_equal_the_pairwise_definition(scene_):
     """``find_edges`` pairs a cause only with effects near it in time, and of a class of alike causes
-    (``attribute.cause_class``) only the first that may cause an effect; the definition tries every ordered pair with
-    ``window.may_cause`` and ``rules.relation``, then keeps, per rule, effect and class of cause, the first cause in
-    scene order. Same edges, in the same order."""
+    (``attribute.cause_class``) only one that may cause an effect; the definition tries every ordered pair with
+    ``window.may_cause`` and ``rules.relation``, then keeps, per rule, effect and class of cause, the last cause in
+    scene order that starts at or before the effect, else the first after it. Same edges, in the same order."""
     from correlate.attribute import Scene, cause_class, find_edges
     from correlate.rules import Relations, any_holds
     from correlate.window import may_cause
@@ -315,17 +324,24 @@ def test_edges_equal_the_pairwise_definition(scene_):
     for r in rules.explains:
         w = int(r.window_s * S)
         comms = any(x in ("same_comm", "same_collective") for x in r.relations)
-        taken = set()  # (effect, class of cause) already explained
-        for c in events:
+        chosen: dict[tuple, tuple[int, int, str]] = {}  # (effect, class of cause) -> (cause, effect, relation)
+        for i, c in enumerate(events):
             if not any_holds(r.cause, c, catalog):
                 continue
             for j, e in enumerate(events):
                 if c is e or not any_holds(r.effect, e, catalog) or not may_cause(c, e, w, clocks):
                     continue
                 rel_name = next((x for x in r.relations if relation(x, c, e, topo)), None)
-                if rel_name and (j, k := cause_class(c, rel, comms, rebooted)) not in taken:
-                    taken.add((j, k))
-                    want.append((c.event_id, e.event_id, r.id, rel_name))
+                if not rel_name:
+                    continue
+                key = (j, cause_class(c, rel, comms, rebooted))
+                had = chosen.get(key)
+                # the causes come in scene order: a later one at or before the effect replaces any before it; one
+                # after the effect only fills an empty place
+                if had is None or c.start <= e.start:
+                    chosen[key] = (i, j, rel_name)
+        for i, j, rel_name in sorted(chosen.values()):  # by cause, then effect: find_edges' order
+            want.append((events[i].event_id, events[j].event_id, r.id, rel_name))
     assert got == want
 
 
@@ -478,3 +494,26 @@ def test_a_flood_of_alike_lines_gives_each_effect_one_edge_of_their_class(tmp_pa
     # edge of each class, not one per line
     assert max(per.values()) == 2
     assert len(evidence) == 1194
+
+
+def test_an_effect_of_a_storm_is_paired_with_the_copy_going_on_when_it_came(tmp_path):
+    """An Xid 74 every 10 s on one link (distinct pids: no storm folds them), a GPU that falls off the bus at
+    10:04:58 and a CUDA NVLink error a second after the last Xid 74: the Xid 79 explains the Xid 74s after it, and
+    through the one going on when the CUDA error came, the CUDA error. Pairing it with the storm's first copy, before
+    the Xid 79, moved it to the Xid 74s' incident (a break-it pass on the thinned edges)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    xid74 = ("[Fri Dec  4 10:{m:02d}:{s:02d} 2026] NVRM: Xid (PCI:0000:4c:00): 74, pid={pid}, name=python, NVLink: fatal "
+             "error detected on link 4(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    lines = [xid74.format(m=k * 10 // 60, s=k * 10 % 60, pid=1001 + k) for k in range(31)]
+    lines.append("[Fri Dec  4 10:04:58 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.")
+    (tmp_path / "node01.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "job.log").write_text(
+        "[2026-12-04 10:05:01] node01:48213:48448 [2] include/alloc.h:111 NCCL WARN Cuda failure 'Invalid access of "
+        "peer GPU memory over nvlink or a hardware error'\n")
+    _, _, incidents = diagnose_paths([tmp_path], Settings())
+    by_xid = {i["initiator"]["xid"]: i for i in incidents}
+    assert sorted(by_xid) == [74, 79], [(i["initiator"]["xid"], i["category"]) for i in incidents]
+    assert {p["kind"] for p in by_xid[79]["downstream"]} == {"xid", "cuda_error"}, by_xid[79]["downstream"]
+    assert by_xid[74]["downstream"] == [], by_xid[74]["downstream"]
