@@ -754,7 +754,8 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         elif ranks and (at := ranks.get(h.prefix.rank)):  # where the stream's NCCL lines put its rank
             h.row["host"] = at
         elif text:
-            got = named.get(seg.stream) if seg.stream in named else _nccl_hosts_before(seg, h.line, nccl)
+            got = (named.get(seg.stream) if seg.stream in named
+                   else _nccl_hosts_before(seg, h.line, nccl, h.c.sig.source != "dmesg"))
             if got and pods:
                 got = pods.get(got, got)
             h.row["host"] = got or seg.host or "unknown"
@@ -766,16 +767,19 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
 _NCCL_LINE = re.compile(rb"^(?:\[[^\]\n]{1,40}\] )?([A-Za-z0-9][\w.-]{0,252}):\d+:\d+ \[\d+\] NCCL ", re.M)
 
 
-def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, int]]) -> str | None:
+def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, int]], backward: bool = True
+                       ) -> str | None:
     """The one host the NCCL lines of ``seg`` before physical line ``line`` name in their ``host:pid:tid`` prefix,
-    recognised or not; None when they name none or several. When all of the segment's NCCL lines name one host, a
-    line before the first of them is that host's too: a rank's watchdog timeout printed before the NCCL lines of its
-    process (a container's log: NVIDIA/Megatron-LM#735, "[rank2]:[E …] Watchdog caught collective operation timeout"
-    and then "9aee1c01f3e7:6727:7168 [1] NCCL INFO …") went to the file's name, its peers' to the container (a
-    real-logs pass). ``memo`` keeps each segment's (line of its first NCCL
-    line, that host, line of the first naming another host): the text is read once, up to a second host, and only
-    for a line that names no host of its own (a copy of every NCCL line was searched per such line: 5 minutes for a
-    file of 2.4 million INFO lines and 2,000 timeouts, a break-it pass)."""
+    recognised or not; None when they name none or several. With ``backward`` (a job's line, not the kernel's), when
+    all of the segment's NCCL lines name one host, a line before the first of them is that host's too: a rank's
+    watchdog timeout printed before the NCCL lines of its process (a container's log: NVIDIA/Megatron-LM#735,
+    "[rank2]:[E …] Watchdog caught collective operation timeout" and then "9aee1c01f3e7:6727:7168 [1] NCCL INFO …")
+    went to the file's name, its peers' to the container (a real-logs pass); a kernel line is no container's (a
+    node's dmesg and then a job's output in one file gave the node's Xid 79 to the container: a break-it pass).
+    ``memo`` keeps each segment's (line of its first NCCL line, that host, line of the first naming another host):
+    the text is read once, up to a second host, and only for a line that names no host of its own (a copy of every
+    NCCL line was searched per such line: 5 minutes for a file of 2.4 million INFO lines and 2,000 timeouts, a
+    break-it pass)."""
     got = memo.get(id(seg))
     if got is None:
         data, first, host, other, at, n = seg.data, -1, "", -1, 0, 0
@@ -790,7 +794,7 @@ def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, 
                 break
         got = memo[id(seg)] = (first, host, other)
     first, host, other = got
-    if first < 0 or (line <= first and other >= 0) or 0 <= other < line:
+    if first < 0 or (line <= first and (other >= 0 or not backward)) or 0 <= other < line:
         return None
     return host
 

@@ -929,6 +929,9 @@ def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pip
     assert hosts("\n".join([stop, info])) == ["train-m-0"]
     assert hosts("\n".join([info, info.replace("train-m-0", "train-m-1"), stop])) == ["trainm0"]
     assert hosts("\n".join([stop, info, info.replace("train-m-0", "train-m-1")])) == ["trainm0"]
+    # a kernel line is no container's: a node's dmesg, then its job's output, in one file (a break-it pass)
+    xid = "[Fri Dec  4 10:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
+    assert hosts("\n".join([xid, info, stop])) == ["trainm0", "train-m-0"]
 
 
 def test_a_name_that_is_no_host_name_names_no_files_host(pipeline):

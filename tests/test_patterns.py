@@ -1484,7 +1484,7 @@ def test_a_gsp_heartbeat_timeout_is_a_critical_gsp_fault_of_the_gpu_the_driver_n
             "kbusSendSysmembarSingle failed.")
     (inc,) = run(pipeline, text)
     assert (inc["category"], inc["severity"], inc["initiator"]["kind"]) == ("gsp_error", "critical", "gsp_error")
-    assert "GPU6 is /dev/nvidia6" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
+    assert "GPU6, most often /dev/nvidia6 but not always" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
 
 
 
@@ -3670,7 +3670,7 @@ def test_deepspeeds_launcher_reports_a_worker_as_torchrun_does(pipeline):
     assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
     (alone,) = run(pipeline, exit_.format(rank=1, code=-9), host="node21")
     assert (alone["severity"], alone["category"]) == ("error", "application")
-    assert alone["next_action"].startswith("A worker (local_rank 1) of DeepSpeed's launcher was killed by SIGKILL")
+    assert alone["next_action"].startswith("A worker of DeepSpeed's launcher was killed by SIGKILL")
     timeout = ("node21: [rank0]:[E1201 03:09:30.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
                "collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
                "Timeout(ms)=600000) ran for 600030 milliseconds before timing out.")
