@@ -38,7 +38,9 @@ _DCGM_LINK = re.compile(r"^(?P<counter>DCGM_FI_\w+?)_L(?P<link>\d+)(?:_TOTAL)?$"
 def prometheus_fields(text: str) -> list[dict[str, str]]:
     """One dcgm-exporter sample line read with prometheus_client's text-format parser.
 
-    Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``,
+    Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``, ``xid`` (dcgm-exporter's count of
+    Xids within its window, DCGM_EXP_XID_ERRORS_COUNT, by its ``xid`` label), ``last_xid`` (DCGM_FI_DEV_XID_ERRORS:
+    the last Xid the GPU had, at some time — ``signatures/nvml.yaml``, ``dcgm.exporter.xid_last``),
     ``value`` (``value_text`` instead for NaN and ±Inf), ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
     ``exporter_host`` (``Hostname``/``hostname``: often the exporter pod, not the node — formats.md §8,
     so the host comes from the Kafka key or the line's envelope), ``uuid``, ``model`` (``modelName``). Label names
@@ -66,6 +68,12 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
                 f["value"] = repr(v) if v != int(v) else str(int(v))
             m = _DCGM_LINK.match(smp.name)
             f["counter"] = m.group("counter") if m else smp.name
+            if smp.name == "DCGM_EXP_XID_ERRORS_COUNT" and lab.get("xid"):  # the windowed count's Xid
+                f["xid"] = lab["xid"]
+            elif smp.name == "DCGM_FI_DEV_XID_ERRORS":  # the last Xid the GPU had, at some time: no Xid column
+                x = lab.get("err_code") or f.get("value")  # its newer err_code label (NVIDIA/DCGM#235), else its value
+                if x:
+                    f["last_xid"] = x
             if m:
                 f["link"] = m.group("link")
             for src, dst in (("gpu", "gpu_index"), ("pci_bus_id", "pci"), ("Hostname", "exporter_host"),

@@ -3263,6 +3263,23 @@ def test_nvls_failures_on_a_healthy_fabric_are_not_sent_to_a_fabric_manager_rest
     assert nxt.index("/dev/nvidia-caps") < nxt.index("reset all GPUs"), nxt
 
 
+def test_dcgm_exporters_xid_metrics_name_the_gpu_and_its_xid(pipeline):
+    """dcgm-exporter's Xid metrics gave no event (NVIDIA/dcgm-exporter#239, NVIDIA/DCGM#235; a real-logs pass): the
+    windowed count (DCGM_EXP_XID_ERRORS_COUNT, label xid) is a recent Xid of the GPU its pci_bus_id names, with the
+    Xid catalog's severity; the last-value gauge (DCGM_FI_DEV_XID_ERRORS) only a warning that such an Xid was seen,
+    some time (it keeps its value); a value of 0 is none."""
+    labels = 'gpu="{g}",UUID="GPU-00000000-0000-0000-0000-00000000000{g}",pci_bus_id="00000000:{bus}:00.0"'
+    lines = ["DCGM_FI_DEV_XID_ERRORS{" + labels.format(g=0, bus="1B") + "} 79",
+             "DCGM_FI_DEV_XID_ERRORS{" + labels.format(g=1, bus="2A") + "} 0",
+             "DCGM_EXP_XID_ERRORS_COUNT{" + labels.format(g=0, bus="1B") + ',xid="79"} 2']
+    (inc,) = run(pipeline, "\n".join(lines[:2]), host="node01")
+    assert (inc["severity"], inc["initiator"]["device"]) == ("warning", "0000:1b:00.0"), inc["initiator"]
+    assert "says nothing of when" in inc["next_action"], inc["next_action"]
+    (inc,) = run(pipeline, "\n".join(lines), host="node01")
+    assert (inc["severity"], inc["category"], inc["initiator"]["device"], inc["initiator"]["xid"]) == (
+        "critical", "gpu_off_bus", "0000:1b:00.0", 79)
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
