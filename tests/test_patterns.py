@@ -3280,6 +3280,19 @@ def test_dcgm_exporters_xid_metrics_name_the_gpu_and_its_xid(pipeline):
         "critical", "gpu_off_bus", "0000:1b:00.0", 79)
 
 
+def test_an_aer_error_the_driver_cannot_recover_explains_the_gpus_next_fault(pipeline):
+    """NVIDIA/open-gpu-kernel-modules#1229: a Completion Timeout the nvidia driver cannot recover (no AER callbacks),
+    then an Xid 31 of the same GPU: "no rule ties it" before (a real-logs pass). The GPU's unrecovered AER error
+    explains its Xid (pcie.unrecovered_aer_explains_gpu_fault), named as evidence."""
+    lines = ["[  812.1] pcieport 0000:00:01.2: AER: Uncorrectable (Non-Fatal) error received from 0000:63:00.0",
+             "[  812.2] nvidia 0000:63:00.0: AER: can't recover (no error_detected callback)",
+             "[  812.9] NVRM: Xid (PCI:0000:63:00): 31, pid=2201, name=plasmashell, MMU Fault: ENGINE GR_HOST0 "
+             "HUBCLIENT_ESC0 faulted @ 0x7f58_a0000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"]
+    incs = run(pipeline, "\n".join(lines), host="node01")
+    rules = {x["rule"] for i in incs for x in i["evidence"]}
+    assert "pcie.unrecovered_aer_explains_gpu_fault" in rules, [(i["initiator"], i["evidence"]) for i in incs]
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
