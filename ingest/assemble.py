@@ -581,9 +581,11 @@ MPI_HELP_LINES = 20
 def carry_context(hits: list[Hit]) -> None:
     """Fill fields one line takes from an earlier line of the same segment (module doc)."""
     gpu_ctx: dict[str, Any] | None = None
-    uuids: dict[str, str] = {}
-    serials: dict[str, str] = {}
-    last_preamble: str | None = None
+    # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
+    # Xid on the same bus id (a real-logs pass)
+    uuids: dict[tuple[str, str], str] = {}
+    serials: dict[tuple[str, str], str] = {}
+    last_preamble: tuple[str, str] | None = None
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
@@ -612,8 +614,8 @@ def carry_context(hits: list[Hit]) -> None:
             gpu_ctx = {"gpu_index": row.get("gpu_index"), "model": d.get("model"), "uuid": d.get("uuid")}
             continue
         if sid == "gpu.preamble" and row.get("device"):
-            uuids[row["device"]] = d.get("uuid", "")
-            last_preamble = row["device"]
+            last_preamble = (row["host"], row["device"])
+            uuids[last_preamble] = d.get("uuid", "")
             continue
         if sid == "gpu.board_serial":
             if last_preamble:
@@ -624,10 +626,11 @@ def carry_context(hits: list[Hit]) -> None:
             for k in ("model", "uuid"):
                 if gpu_ctx.get(k) and k not in d:
                     d[k] = gpu_ctx[k]
-        if row.get("device") in uuids and "uuid" not in d:
-            d["uuid"] = uuids[row["device"]]
-        if row.get("device") in serials and "board_serial" not in d:
-            d["board_serial"] = serials[row["device"]]
+        at = (row["host"], row.get("device"))
+        if at in uuids and "uuid" not in d:
+            d["uuid"] = uuids[at]
+        if at in serials and "board_serial" not in d:
+            d["board_serial"] = serials[at]
         off = _p2p_off(h) if sid in ("nccl.env.p2p", "shell.env.p2p_disable") else None
         if off:
             p2p_off = off

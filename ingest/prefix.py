@@ -286,6 +286,9 @@ _RFC3164 = re.compile(
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?)")
 #: a host and a tag with ": " after a syslog stamp's two blanks (``_RFC3164``'s ``nohost``)
 _HOST_TAG = re.compile(r"(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
+#: journalctl -o short-monotonic's host and the kernel's tag after the raw stamp (journalctl(1): "[ 3731.387524]
+#: node2 kernel: …")
+_MONO_HOST = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) kernel: ")
 #: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
 #: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
 #: over the file's, the record's key and NCCL's own host (a break-it pass). The level and logger stay in the message
@@ -844,6 +847,11 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             # seconds since boot: a machine up for more than ~300 years is a garbled stamp, not an uptime
             p.mono = mono if mono < 1e10 else None
             s = s[m.end():]
+            if p.host is None and (h := _MONO_HOST.match(s)):
+                # journalctl -o short-monotonic: "[ 3731.387524] node2 kernel: …", the host after the stamp (a merged
+                # journal of two hosts put node2's Xid 79 on the file's name: a real-logs pass)
+                _host_or_addr(p, h["host"])
+                s = s[h.end():]
             continue
         m = _DELTA.match(s) if "delta" in can else None
         if m:

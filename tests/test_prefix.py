@@ -379,6 +379,28 @@ def test_raw_monotonic_is_kept():
     assert parse_prefix("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0").mono == 1843.308145
 
 
+def test_journalctls_short_monotonic_names_the_host_after_the_stamp(pipeline):
+    """journalctl -o short-monotonic: "[ 3731.387530] node2 kernel: NVRM: Xid …" (journalctl(1)); a merged journal of two
+    hosts put node2's Xid 79 on the file's name, with node1's GPU preamble's UUID (a real-logs pass). The host after
+    the stamp is the line's; a kernel message after a raw stamp ("mlx5_core 0000:ab:00.0 mlx5_5: …") names none."""
+    from ingest.decode import Decoded, Segment
+
+    p = parse_prefix("[ 3731.387530] node2 kernel: NVRM: Xid (PCI:0000:a1:00): 79, pid=123, name=python, GPU has "
+                     "fallen off the bus.")
+    assert (p.mono, p.host, p.rest[:9]) == (3731.38753, "node2", "NVRM: Xid")
+    assert parse_prefix("[   12.3] mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN").host is None
+    text = ("[ 3731.387524] node1 kernel: NVRM: GPU at PCI:0000:a1:00: GPU-979426f2-893a-7cbb-c4cf-81472f89a462\n"
+            "[ 3731.387530] node2 kernel: NVRM: Xid (PCI:0000:a1:00): 79, pid=123, name=python, GPU has fallen off the "
+            "bus.\n")
+    seg = Segment(data=text.encode(), origin="file:journal.txt", stream="file:journal.txt", host="journal",
+                  ref_ts=1_800_000_000_000_000, ref_basis="file", ingest_ts=1_800_000_000_000_000)
+    import orjson
+
+    got = [(e["host"], orjson.loads(e["details"]).get("uuid")) for e in
+           pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+    assert got == [("node2", None)], got
+
+
 def test_nccl_prefix_gives_host_pid_and_cuda_device():
     p = parse_prefix(" node01:124:209 [4] NCCL INFO Channel 19/0 : 4[4] -> 5[5] via P2P/CUMEM/read")
     assert (p.host, p.pid, p.gpu_index) == ("node01", 124, 4)
