@@ -1671,7 +1671,10 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        "docker", "containerd", "kubelet",
                        # a raw capture, and the command with its flag run together: node07-raw.log, node07-dmesgT.log
                        # (hosts node07-raw, node07-dmesgt: a break-it pass)
-                       "raw", "dmesgt"})
+                       "raw", "dmesgt",
+                       # health checks and benchmarks run on the node: node01-nhc.log, node01-nvbandwidth.txt (hosts
+                       # node01-nhc … apart from node01: a real-logs pass)
+                       "nhc", "health", "nvbandwidth"})
 #: the log words that also begin host names (``log-server-03``, ``train-017``, ``console-7``, ``nvidia-dgx-01``): one
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",

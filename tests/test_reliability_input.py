@@ -1409,7 +1409,9 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              # the container runtime's and the node agent's (a real-logs pass)
              "popos-docker.log": "popos", "node07-kubelet.log": "node07", "node08_containerd.txt": "node08",
              # a raw capture; the command and its flag run together (a break-it pass)
-             "node07-raw.log": "node07", "node07-dmesgT.log": "node07"}
+             "node07-raw.log": "node07", "node07-dmesgT.log": "node07",
+             # health checks and benchmarks run on the node (a real-logs pass: node01-nhc was a host of its own)
+             "node01-nhc.log": "node01", "node01-nvbandwidth.txt": "node01", "node01-health.log": "node01"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
