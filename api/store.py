@@ -10,6 +10,7 @@ locked after the views are created (DuckDB ``allowed_directories``,
 from __future__ import annotations
 
 import base64
+import os
 import re
 import threading
 import time
@@ -123,6 +124,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
     reason) from the start, so that what reads them raises too, and those with more columns (and the macros
     over the same parts) selecting the table's by name (``narrow``; not always: ~11 ms more per connection)."""
     broken: dict[str, str] = {}
+    unlisted = _unlisted_folders(root)
     for sql in _view_statements():
         m = _CREATED.search(sql)
         if m is None:
@@ -131,7 +133,8 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
         name, head, select = m["name"], sql[:m.end()], sql[m.end():]
         table = _COLUMNS_OF.get(name)
         cols = ", ".join(f'"{c}"' for c in TABLES[table].names) if table else "*"
-        why = (mismatched or {}).get(name) or broken.get(_SAME_PARTS.get(name, ""))
+        why = ((mismatched or {}).get(name) or broken.get(_SAME_PARTS.get(name, ""))
+               or unlisted.get(_TABLE_OF_VIEW.get(name) or _TABLE_OF_VIEW.get(_SAME_PARTS.get(name, ""), "")))
         if why is None:
             body = re.sub(r"'[^']*'", "''", select)  # names, not the paths in string literals
             upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)
@@ -168,6 +171,32 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
             _COLUMNS_CHECKED[root] = time.monotonic()
 
 
+def _unlisted_folders(root: str) -> dict[str, str]:
+    """Table -> why its folder under a local lake ``root`` cannot be read whole: a partition folder that cannot be
+    listed (``Permission denied``), which DuckDB's glob skips silently — ``SELECT count(*) FROM events WHERE
+    kind='ecc'`` answered 0 for a lake whose ``kind=ecc`` folder another user's umask closed, which reads as "no
+    ECC errors" (a break-it pass). Walked at most once per :data:`_RECHECK_S` per root while every folder is
+    readable (``_LISTED``); an S3 lake has no such folders."""
+    if "://" in root or time.monotonic() - _LISTED.get(root, -_RECHECK_S) < _RECHECK_S:
+        return {}
+    out: dict[str, str] = {}
+    for table in TABLES:
+        base = os.path.join(root, table)
+        if not os.path.isdir(base):
+            continue
+        bad: list[str] = []
+        for _ in os.walk(base, onerror=lambda e: bad.append(f"{e.filename} ({e.strerror or e})")):
+            if bad:
+                break
+        if bad:
+            out[table] = f"folder {bad[0]} cannot be listed: its parts would be left out"
+    if not out:
+        _LISTED[root] = time.monotonic()
+    return out
+
+
+#: lake root -> when every folder of its tables was last listed (``_unlisted_folders``)
+_LISTED: dict[str, float] = {}
 #: lake root -> when its views' columns were last found as their tables' (``time.monotonic``): the check binds
 #: every view again (~30 ms, every part's footer), so a connection within ``_RECHECK_S`` of a clean one skips
 #: it; a part of another schema written meanwhile is found by the first connection after that
