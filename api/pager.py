@@ -582,8 +582,15 @@ class Pager:
         rows = self._rows("SELECT seq, incident_id, version, action, doc FROM outbox "
                           "WHERE receiver = ? AND state = 'pending' ORDER BY seq", (r.name,))
         for seq, iid, version, action, doc in rows:
-            view = orjson.loads(doc) | {"status": "resolved" if action == "resolve" else "open"}
-            ok, retry, err = await self._post(client, r, self._body(r, view))
+            try:
+                view = orjson.loads(doc) | {"status": "resolved" if action == "resolve" else "open"}
+                body = self._body(r, view)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                # a page no receiver can be sent (a start that is no time): rejected with the reason, not raised at
+                # every round ahead of the pages behind it (a break-it pass)
+                ok, retry, err = False, False, f"cannot build the page: {type(e).__name__}: {e}"
+            else:
+                ok, retry, err = await self._post(client, r, body)
             with self._tx():
                 if ok:
                     self.db.execute("UPDATE outbox SET state = 'done', sent = ?, attempts = attempts + 1 "

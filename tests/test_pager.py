@@ -693,3 +693,17 @@ def test_a_full_outbox_holds_the_versions_and_enqueues_them_when_it_takes_them_a
     (tmp_path / "st" / "pager").write_text("")  # no folder can be made there
     with pytest.raises(OutboxError, match="the pager outbox .*st/pager/outbox.sqlite cannot be opened"):
         Pager(pd_settings(tmp_path / "st", pd.url))
+
+
+def test_a_page_no_receiver_can_be_sent_is_rejected_and_the_rest_go_on(tmp_path, pd):
+    """A queued page whose start is no time made building the Alertmanager alert raise at every round, ahead of the
+    pages behind it (a break-it pass): it is rejected with the reason, the next page is delivered."""
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    pager.enqueue([incident("inc-bad"), incident("inc-good")])
+    with pager._tx():  # the first page's document as a bad writer could have left it
+        pager.db.execute("UPDATE outbox SET doc = ? WHERE incident_id = 'inc-bad'", (b"[]",))
+    assert asyncio.run(pager.flush(5)) == 0
+    assert [b["dedup_key"] for b in pd.bodies()] == ["inc-good"]
+    rows = pager._rows("SELECT state, last_error FROM outbox WHERE incident_id = 'inc-bad'", ())
+    assert rows and all(state == "rejected" and err.startswith("cannot build the page: ") for state, err in rows), rows
+    pager.close()
