@@ -208,7 +208,13 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
         return []
     e = faults[0]
     c = scene.catalog.by_id.get(e.signature)
-    return faults if e.xid is not None or e.sxid is not None or (c is not None and c.sig.category) else []
+    if e.xid is not None or e.sxid is not None or (c is not None and c.sig.category):
+        return faults
+    # or one that its line's words give an action of its own (action_map), the same on all: two GPUs' NCCL "Cuda
+    # failure 700" in one second (pytorch/pytorch#152780) got "collect the kernel log" (a real-logs pass)
+    group = c.sig.severity_group if c is not None and c.sig.action_map else None
+    said = {str(x.details.get(group, "")).lower() for x in faults} if group else set()
+    return faults if len(said) == 1 and next(iter(said)) in c.sig.action_map else []
 
 
 def _says(catalog: Catalog, e: Ev) -> str | None:

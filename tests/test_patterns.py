@@ -3293,6 +3293,18 @@ def test_an_aer_error_the_driver_cannot_recover_explains_the_gpus_next_fault(pip
     assert "pcie.unrecovered_aer_explains_gpu_fault" in rules, [(i["initiator"], i["evidence"]) for i in incs]
 
 
+def test_every_rank_of_a_host_failing_alike_in_nccl_gets_that_errors_action(pipeline):
+    """pytorch/pytorch#152780: two RTX 5090s' NCCL "Cuda failure 700 'an illegal memory access was encountered'" in
+    one second (NCCL 2.26.2; NVIDIA/nccl#1637, an NCCL P2P bug) was "collect the kernel log" (a real-logs pass): the
+    same fault on every candidate, whose words give it an action (action_map), takes that action."""
+    line = ("[2025-05-04 23:32:59] host-x:94092{r}:94092{r} [{r}] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an "
+            "illegal memory access was encountered'")
+    (inc,) = run(pipeline, "\n".join([line.format(r=0), line.format(r=1)]), host="host-x")
+    assert inc["next_action"].startswith("Every candidate reports the same fault (nccl.cuda_failure). An illegal "
+                                         "memory access in a CUDA call NCCL made"), inc["next_action"]
+    assert "NCCL_P2P_DISABLE=1" in inc["next_action"]
+
+
 def test_a_peer_that_is_a_local_bridges_gateway_blames_the_interface_nccl_chose(pipeline):
     """dmlc/xgboost#7982: the only peer NCCL names, 172.18.0.1, is a Docker network's gateway on the reporting host,
     no host of the job; the operator was sent to "the logs of 172.18.0.1". The socket interface is the fault (the
