@@ -316,7 +316,7 @@ def diagnose(
                   markup=False, highlight=False, soft_wrap=True)  # one line: grep
     if unlisted:
         shown = _first_of(f"{d} ({why})" for d, why in sorted(unlisted))
-        err.print(f"skipped, folders that cannot be listed: {shown}", style="yellow", markup=False, highlight=False,
+        err.print(f"skipped, cannot be listed or read: {shown}", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)  # one line: grep
     if same:
         shown = _first_of(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same)

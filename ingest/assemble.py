@@ -728,12 +728,21 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
     if pods:
         for h in hits:
-            if (node := pods.get(h.prefix.host)) is not None:
-                h.row["details"].setdefault("pod", h.prefix.host)
-                h.prefix.host = node
-            if (node := pods.get(h.row.get("host"))) is not None:
-                h.row["details"].setdefault("pod", h.row["host"])
-                h.row["host"] = node
+            if h.c.sig.source == "dmesg":  # the kernel's lines are the node's own: no pod writes them (a break-it pass)
+                continue
+            for name, put in ((h.prefix.host, "prefix"), (h.row.get("host"), "row")):
+                if name not in pods:
+                    continue
+                # the pod's node when its line was written: its own record's, when it came in one that names a node
+                # (a pod recreated under its name on another node after the first one's GPU fell off: the batch's
+                # last record of it moved the fault to the healthy node, a break-it pass); else the batch's
+                seg = h.seg
+                node = seg.host if seg.host and not _file_text(seg) and seg.host not in pods else pods[name]
+                h.row["details"].setdefault("pod", name)
+                if put == "prefix":
+                    h.prefix.host = node
+                else:
+                    h.row["host"] = node
     placed = rank_hosts(hits)
     # by worker process (address and pid): a node that takes the address over later is another (a break-it pass)
     alias = {(h.seg.stream, h.prefix.via, h.prefix.pid): h.prefix.host for h in hits
@@ -759,9 +768,11 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         elif text:
             got = (named.get(seg.stream) if seg.stream in named
                    else _nccl_hosts_before(seg, h.line, nccl, h.c.sig.source != "dmesg"))
-            if got and pods:
-                got = pods.get(got, got)
-            h.row["host"] = got or seg.host or "unknown"
+            got = got or seg.host
+            if got and pods and h.c.sig.source != "dmesg" and got in pods:  # a file named by its pod (kubectl logs)
+                h.row["details"].setdefault("pod", got)
+                got = pods[got]
+            h.row["host"] = got or "unknown"
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
 

@@ -43,7 +43,7 @@ import zstandard
 from msgspec import UNSET, UnsetType
 
 from ingest.prefix import TERMINAL_CODES, US, parse_iso_us, placeholder_host, plausible
-from schemas.hostname import canonical_host
+from schemas.hostname import canonical_host, is_host_name
 from schemas.samples import POLLER_FORMAT, PollerSample
 
 TOPIC_SOURCE = {"fleet.dmesg": "dmesg", "fleet.nccl": "nccl", "fleet.nvml": "nvml"}
@@ -622,9 +622,15 @@ def _cloud_host(rec: Envelope) -> str | None:
         if v is None or v is UNSET or v == "":
             continue
         if isinstance(v, str):
+            if placeholder_host(v):  # journald's _HOSTNAME before the host name was set: the next field names it
+                continue
             return v
         raise ValueError(f"field {name!r} is {_json_kind(v)}, not a host name")
     return None
+
+
+#: a pod name of an Indexed Job: its host name, then a dash and Kubernetes' five random characters
+_INDEXED_POD = re.compile(r"(?P<hostname>.+-\d+)-[bcdfghjklmnpqrstvwxz2456789]{5}")
 
 
 def _k8s_pod(k8s: Any, pods: dict[str, str]) -> None:
@@ -644,8 +650,14 @@ def _k8s_pod(k8s: Any, pods: dict[str, str]) -> None:
         node = _k8s_host(k8s)
     except ValueError:
         return
-    if node and node != pod:
+    # a node that is no host name ("nodeA ", a newline) is refused with its own record: spread to the pod's other
+    # records it lost their events too (a break-it pass)
+    if node and node != pod and is_host_name(node):
         pods[pod] = node
+        # an Indexed Job's pod (JobSet's) has the host name <job>-<index>, its name a random suffix more
+        # (kubernetes.io, "Job with pod-to-pod communication": pod comm-demo-0-mrvlp, host name comm-demo-0)
+        if (m := _INDEXED_POD.fullmatch(pod)) is not None:
+            pods.setdefault(m["hostname"], node)
 
 
 def _k8s_host(k8s: Any) -> str | None:
@@ -966,6 +978,12 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     hostname: UnsetType = UNSET
     host_name: UnsetType = UNSET
     format: UnsetType = UNSET
+    # cloud exports' fields: a record that has one is read record by record, where a host or a GKE pod they name
+    # counts (read column by column, the Kafka key stood in: a break-it pass)
+    Computer: UnsetType = UNSET
+    resource: UnsetType = UNSET
+    labels: UnsetType = UNSET
+    jsonPayload: UnsetType = UNSET
     log: Any = UNSET
     msg: Any = UNSET
     at_timestamp: Any = UNSET

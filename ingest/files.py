@@ -32,8 +32,9 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
     their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
-    ``unlisted``, when given, gets the folders under a folder that cannot be listed, with the system's reason
-    (``Permission denied``): their files were left out silently (a break-it pass).
+    ``unlisted``, when given, gets the folders (a folder given too) that cannot be listed and the entries that cannot
+    be looked at, with the system's reason (``Permission denied``): their files were left out silently, or a folder
+    that can be listed but not searched raised (break-it passes).
 
     A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
     same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
@@ -64,12 +65,24 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
                 yield p, path_text(p.name)
             continue
         files = []
+        if unlisted is not None:
+            try:
+                with os.scandir(p):
+                    pass
+            except OSError as e:  # the folder named itself: "no files found" said nothing of why (a break-it pass)
+                unlisted.append((p, e.strerror or str(e)))
         for x in p.rglob("*"):
             if x.name.startswith("."):
                 continue
-            if x.is_file():
+            try:
+                is_file, is_dir = x.is_file(), x.is_dir()
+            except OSError as e:  # a folder that can be listed but not searched (chmod -R 644): a traceback before
+                if unlisted is not None:
+                    unlisted.append((x, e.strerror or str(e)))
+                continue
+            if is_file:
                 files.append(x)
-            elif not x.is_dir():
+            elif not is_dir:
                 if others is not None:
                     others.append(x)
             elif unlisted is not None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from schemas.hostname import MAX_HOST_CHARS, canonical_host, is_host_name
+from schemas.settings import read_config_text
 
 
 @dataclass(slots=True)
@@ -87,30 +88,6 @@ def load_fleet_config(path: Path) -> dict[str, HostConfig]:
             _LOADED.clear()
         _LOADED[key] = hosts
     return dict(hosts)
-
-
-#: the largest settings or fleet config file read (bytes): a fleet of 100,000 hosts is ~5 MB of YAML
-CONFIG_MAX_BYTES = 64 << 20
-
-
-def read_config_text(path: Path) -> str:
-    """The text (UTF-8) of a settings or fleet config file. Raises ``OSError`` with the reason for
-    what is no regular file (a FIFO without a writer waited for ever; ``/dev/zero`` read until memory ran out: a
-    break-it pass) or is larger than :data:`CONFIG_MAX_BYTES`, as for a file that cannot be read;
-    ``UnicodeDecodeError`` for text that is not UTF-8."""
-    import os
-    import stat
-
-    st = os.stat(path)
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(21, "Is a directory", str(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise OSError("not a regular file (a pipe, a device)")
-    with open(path, "rb") as f:
-        data = f.read(CONFIG_MAX_BYTES + 1)
-    if len(data) > CONFIG_MAX_BYTES:
-        raise OSError(f"larger than {CONFIG_MAX_BYTES >> 20} MiB: no config file")
-    return data.decode("utf-8")
 
 
 def _read(path: Path) -> dict[str, HostConfig]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,8 +19,6 @@ from typing import Any
 
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
-
-from schemas.fleet import read_config_text
 
 
 #: a Kafka topic name (``org.apache.kafka.common.internals.Topic``)
@@ -399,13 +398,39 @@ def _closest(name: str, fields: Iterable[str]) -> list[str]:
         [f for f in fields if f.startswith(name)][:1] if len(name) >= 4 else [])
 
 
+#: the largest settings or fleet config file read (bytes): a fleet of 100,000 hosts is ~5 MB of YAML; a valid 64 MiB
+#: one took minutes and GBs to read (a break-it pass)
+CONFIG_MAX_BYTES = 16 << 20
+
+
+def read_config_text(path: Path) -> str:
+    """The text (UTF-8) of a settings or fleet config file. Raises ``OSError`` with the reason for
+    what is no regular file (a FIFO without a writer waited for ever; ``/dev/zero`` read until memory ran out: a
+    break-it pass) or is larger than :data:`CONFIG_MAX_BYTES`, as for a file that cannot be read;
+    ``UnicodeDecodeError`` for text that is not UTF-8."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError("not a regular file (a pipe, a device)")
+    with open(path, "rb") as f:
+        data = f.read(CONFIG_MAX_BYTES + 1)
+    if len(data) > CONFIG_MAX_BYTES:
+        raise OSError(f"larger than {CONFIG_MAX_BYTES >> 20} MiB: no config file")
+    return data.decode("utf-8")
+
+
 def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                   overrides: dict[str, Any] | None = None) -> Settings:
     """Defaults < TOML file < environment < ``overrides``. Raises :class:`SettingsError`."""
     env = dict(os.environ if env is None else env)
     data: dict[str, Any] = {}
     path = config or (Path(env[_PREFIX + "CONFIG"]) if env.get(_PREFIX + "CONFIG") else None)
-    if path is None and Path("firstfault.toml").exists():
+    try:
+        here = path is None and Path("firstfault.toml").exists()
+    except OSError:  # a current folder this user may not search (sudo -u svc … from /root: a traceback, a break-it pass)
+        here = False
+    if here:
         path = Path("firstfault.toml")
     if path is not None:
         try:

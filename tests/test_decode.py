@@ -774,6 +774,49 @@ def test_a_pods_nccl_lines_are_its_nodes(pipeline):
     assert [e["host"] for e in pipeline.run(alone).events.to_pylist()] == ["job-a7de-master-0"]
 
 
+def test_a_pods_node_is_its_own_records_and_no_kernel_line_is_a_pods(pipeline):
+    """Break-it pass on the pod -> node mapping: a pod recreated under its name on another node (its last record names
+    gpu-node-b) moved its fault on gpu-node-a to the healthy node — a line takes its own record's node; a node name
+    that is no host name was spread to the pod's other records, which were refused with it; a pod named like a host
+    moved that host's kernel lines; an Indexed Job's pod (name comm-demo-0-mrvlp) prints its host name comm-demo-0;
+    a cloud export's fields make a record be read record by record (column by column they were lost)."""
+    xid = "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+
+    def hosts(*records, columnar=True):
+        value = b"\n".join(orjson.dumps(r) for r in records)
+        d = decode_ndjson(value, origin="file:k.ndjson", stream="file:k.ndjson", host="k", ref_ts=1,
+                          ref_basis="file", ingest_ts=1, source=None, runs=True, columnar=columnar)
+        return [(e["host"], e["signature"]) for e in pipeline.run(d).events.to_pylist()], d
+
+    def pod(name, node, line, t="2024-04-05T21:29:41Z"):
+        return {"host": "", "timestamp": t, "message": line,
+                "kubernetes": {"pod_name": name, "pod_node_name": node}}
+
+    cuda = "{}:617:2799 [3] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown error'"
+    bootstrap = "{}:700:700 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.9<0>"
+    got, _ = hosts({"host": "gpu-node-a", "timestamp": "2024-04-05T21:29:39Z", "message": xid},
+                   pod("trainer-0", "gpu-node-a", cuda.format("trainer-0")),
+                   pod("trainer-0", "gpu-node-b", bootstrap.format("trainer-0"), "2024-04-05T21:50:00Z"))
+    assert got[:2] == [("gpu-node-a", "xid"), ("gpu-node-a", "nccl.cuda_failure")], got
+    got, d = hosts(pod("job-0", "nodeA", cuda.format("job-0")), pod("job-0", "nodeA ", "some other line"))
+    assert d.pod_nodes == {"job-0": "nodeA"} and got == [("nodea", "nccl.cuda_failure")], got  # hosts are lower case
+    for columnar in (True, False):
+        got, _ = hosts({"host": "node05", "timestamp": "2024-04-05T21:29:39Z", "message": xid},
+                       pod("node05", "gpu-node-9", "hello", "2024-04-05T22:00:00Z"), columnar=columnar)
+        assert got == [("node05", "xid")], got
+    got, d = hosts(pod("comm-demo-0-mrvlp", "gpu-node-07", cuda.format("comm-demo-0")))
+    assert got == [("gpu-node-07", "nccl.cuda_failure")] and d.pod_nodes["comm-demo-0"] == "gpu-node-07", got
+    cloud = [{"message": xid, "timestamp": "2024-04-05T21:29:39Z", "host": "", "Computer": "azn1"},
+             {"message": cuda.format("job-1"), "timestamp": "2024-04-05T21:29:41Z", "host": "",
+              "resource": {"labels": {"pod_name": "job-1"}},
+              "labels": {"compute.googleapis.com/resource_name": "gke-n1"}}]
+    assert hosts(*cloud, columnar=True)[0] == hosts(*cloud, columnar=False)[0] == [
+        ("azn1", "xid"), ("gke-n1", "nccl.cuda_failure")]
+    gke = {"jsonPayload": {"MESSAGE": xid, "_HOSTNAME": "localhost"},
+           "resource": {"type": "k8s_node", "labels": {"node_name": "gke-n1"}}, "timestamp": "2024-04-05T21:29:39Z"}
+    assert hosts(gke)[0] == [("gke-n1", "xid")]
+
+
 def test_cloud_logging_exports_give_their_lines_hosts_and_times(pipeline):
     """A Google Cloud Logging or Azure Monitor export names its fields otherwise: "no message field", the file skipped
     and its Xid 79 lost (a real-logs pass). Google's LogEntry (``textPayload``; GKE's node journal as ``jsonPayload``

@@ -160,14 +160,14 @@ def test_settings_that_cannot_be_used_are_refused_when_read(env, said):
 def test_a_config_file_larger_than_any_config_is_refused_unread(tmp_path):
     """A 2 GB sparse file as the fleet config was read whole (MemoryError at 2.2 GB, a traceback: a break-it pass):
     past ``CONFIG_MAX_BYTES`` it is refused, naming the limit."""
-    from schemas.fleet import CONFIG_MAX_BYTES
+    from schemas.settings import CONFIG_MAX_BYTES
 
     big = tmp_path / "fleet.yaml"
     with open(big, "wb") as f:
         f.truncate(CONFIG_MAX_BYTES + 1)
     for env, what in (({"FIRSTFAULT_FLEET_CONFIG": str(big)}, "fleet config"),
                       ({"FIRSTFAULT_CONFIG": str(big)}, "config file")):
-        with pytest.raises(SettingsError, match=re.escape(f"cannot read the {what} {big}: larger than 64 MiB")):
+        with pytest.raises(SettingsError, match=re.escape(f"cannot read the {what} {big}: larger than 16 MiB")):
             load_settings(env=env)
 
 

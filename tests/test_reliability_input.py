@@ -708,12 +708,24 @@ def test_diagnose_skips_what_it_may_not_read_and_reads_the_rest(tmp_path):
         err = r.stderr.decode()
         assert r.returncode == 0, err[-2000:]
         assert f"skipped {d / 'secret.log'}: logs/secret.log cannot be read: Permission denied" in err, err
-        assert f"skipped, folders that cannot be listed: {d / 'locked'} (Permission denied)" in err, err
+        assert f"skipped, cannot be listed or read: {d / 'locked'} (Permission denied)" in err, err
         assert [e["host"] for e in orjson.loads(r.stdout)["events"]] == ["node07"]
         r = subprocess.run([*_without_root_powers(), FIRSTFAULT, "diagnose", str(d / "locked" / "node08.log")],
                            capture_output=True, timeout=120, cwd=str(tmp_path))
         err = r.stderr.decode()
         assert (r.returncode, err.strip()) == (2, f"cannot read {d / 'locked' / 'node08.log'}: Permission denied")
+        # a folder that can be listed but not searched (chmod -R 644) raised a traceback; a folder given that cannot
+        # be listed said "no files found" (a second break-it pass)
+        (d / "locked").chmod(0o444)
+        r = subprocess.run([*_without_root_powers(), FIRSTFAULT, "diagnose", str(d), "--format", "json"],
+                           capture_output=True, timeout=120, cwd=str(tmp_path))
+        err = r.stderr.decode()
+        assert r.returncode == 0 and f"{d / 'locked' / 'node08.log'} (Permission denied)" in err, err[-2000:]
+        (d / "locked").chmod(0)
+        r = subprocess.run([*_without_root_powers(), FIRSTFAULT, "diagnose", str(d / "locked")],
+                           capture_output=True, timeout=120, cwd=str(tmp_path))
+        err = r.stderr.decode()
+        assert r.returncode == 2 and f"cannot be listed or read: {d / 'locked'} (Permission denied)" in err, err
     finally:
         (d / "locked").chmod(0o755)
     r = subprocess.run([FIRSTFAULT, "diagnose", ""], capture_output=True, timeout=120, cwd=str(d))
