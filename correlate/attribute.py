@@ -489,7 +489,8 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
                 # the GPU a line of its host gave that number with a bus id ("NVRM: GPU0 _kgspBootGspRm: unexpected
                 # WPR2 already up" before "NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0":
                 # an unnamed GPU, NVIDIA/open-gpu-kernel-modules#1058, a real-logs pass)
-                same = ({g for g, numbers in rm_of.items() if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers}
+                same = ({g for g, numbers in rm_of.items()
+                         if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers}
                         or {g for g, numbers in minor_of.items()
                             if g[0] == host and g[1] in (None, "gpu") and str(rm) in numbers} or same)
         if len(same) == 1:

@@ -428,8 +428,8 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
     path = config or (Path(env[_PREFIX + "CONFIG"]) if env.get(_PREFIX + "CONFIG") else None)
     try:
         here = path is None and Path("firstfault.toml").exists()
-    except OSError:  # a current folder this user may not search (sudo -u svc … from /root: a traceback, a break-it pass)
-        here = False
+    except OSError:  # a current folder this user may not search (sudo -u svc … from /root: a traceback, a break-it
+        here = False  # pass): no local config
     if here:
         path = Path("firstfault.toml")
     if path is not None:

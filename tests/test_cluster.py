@@ -504,8 +504,8 @@ def test_an_effect_of_a_storm_is_paired_with_the_copy_going_on_when_it_came(tmp_
     from api.diagnose import diagnose_paths
     from schemas.settings import Settings
 
-    xid74 = ("[Fri Dec  4 10:{m:02d}:{s:02d} 2026] NVRM: Xid (PCI:0000:4c:00): 74, pid={pid}, name=python, NVLink: fatal "
-             "error detected on link 4(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+    xid74 = ("[Fri Dec  4 10:{m:02d}:{s:02d} 2026] NVRM: Xid (PCI:0000:4c:00): 74, pid={pid}, name=python, NVLink: "
+             "fatal error detected on link 4(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
     lines = [xid74.format(m=k * 10 // 60, s=k * 10 % 60, pid=1001 + k) for k in range(31)]
     lines.append("[Fri Dec  4 10:04:58 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.")
     (tmp_path / "node01.log").write_text("\n".join(lines) + "\n")

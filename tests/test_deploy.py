@@ -88,7 +88,8 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_FLEET_CONFIG": "/"}, "cannot read the fleet config /"),
     # a device or a pipe is no config file: /dev/zero was read until memory ran out, a FIFO without a writer waited
     # for ever (a break-it pass)
-    ({"FIRSTFAULT_CONFIG": "/dev/zero"}, "cannot read the config file /dev/zero: not a regular file (a pipe, a device)"),
+    ({"FIRSTFAULT_CONFIG": "/dev/zero"},
+     "cannot read the config file /dev/zero: not a regular file (a pipe, a device)"),
     ({"FIRSTFAULT_FLEET_CONFIG": "/dev/zero"},
      "cannot read the fleet config /dev/zero: not a regular file (a pipe, a device)"),
     # an unusable lake was a LakeError or ArrowInvalid traceback where the lake was first opened (a break-it pass)

@@ -3235,8 +3235,8 @@ def test_a_gpu_whose_own_firmware_did_not_boot_is_the_boards_fault_not_the_drive
     lines = ["[  903.609564] NVRM: RmInitAdapter: Cannot initialize GSP firmware RM",
              "[  903.610907] NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
              "[ 2052.745833] NVRM: gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)",
-             "[ 2052.745838] NVRM: kgspWaitForGfwBootOk_TU102: failed to wait for GFW boot complete: 0x65 VBIOS version "
-             "94.02.59.00.05"]
+             "[ 2052.745838] NVRM: kgspWaitForGfwBootOk_TU102: failed to wait for GFW boot complete: 0x65 VBIOS "
+             "version 94.02.59.00.05"]
     first, retry = run(pipeline, "\n".join(lines), host="node01")  # 19 minutes apart: two attempts to load
     assert (first["category"], first["initiator"]["device"]) == ("gsp_error", "0000:98:00.0")
     assert (retry["severity"], retry["category"], retry["initiator"]["kind"]) == (

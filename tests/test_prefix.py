@@ -380,9 +380,11 @@ def test_raw_monotonic_is_kept():
 
 
 def test_journalctls_short_monotonic_names_the_host_after_the_stamp(pipeline):
-    """journalctl -o short-monotonic: "[ 3731.387530] node2 kernel: NVRM: Xid …" (journalctl(1)); a merged journal of two
-    hosts put node2's Xid 79 on the file's name, with node1's GPU preamble's UUID (a real-logs pass). The host after
+    """journalctl -o short-monotonic: "[ 3731.387530] node2 kernel: NVRM: Xid …" (journalctl(1)); a merged journal of
+    two hosts put node2's Xid 79 on the file's name, with node1's GPU preamble's UUID (a real-logs pass). The host after
     the stamp is the line's; a kernel message after a raw stamp ("mlx5_core 0000:ab:00.0 mlx5_5: …") names none."""
+    import orjson
+
     from ingest.decode import Decoded, Segment
 
     p = parse_prefix("[ 3731.387530] node2 kernel: NVRM: Xid (PCI:0000:a1:00): 79, pid=123, name=python, GPU has "
@@ -394,8 +396,6 @@ def test_journalctls_short_monotonic_names_the_host_after_the_stamp(pipeline):
             "bus.\n")
     seg = Segment(data=text.encode(), origin="file:journal.txt", stream="file:journal.txt", host="journal",
                   ref_ts=1_800_000_000_000_000, ref_basis="file", ingest_ts=1_800_000_000_000_000)
-    import orjson
-
     got = [(e["host"], orjson.loads(e["details"]).get("uuid")) for e in
            pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
     assert got == [("node2", None)], got
