@@ -245,14 +245,16 @@ DeviceQuery = Annotated[str | None, Query(max_length=64, description="PCI bus id
 
 def _host(v: str | None) -> str | None:
     """A ``host`` parameter as the lake stores hosts (``schemas.hostname``): ``NODE07``, ``node07.cluster.local`` ->
-    ``node07``, blanks around it dropped (as a Kafka key's). Raises ValueError (a 422) for text no stored host can
-    be (``is_host_name``: blanks inside, ``/``, control characters): ``host=a%2Fb`` or a pasted ``" node004 "`` was
-    an empty 200, which reads as a healthy host (a break-it pass)."""
+    ``node07``, blanks around it dropped (as a Kafka key's). Raises a 404 for text no stored host can be
+    (``is_host_name``: blanks inside, ``/``, control characters): ``host=a%2Fb`` or a pasted ``" node004 "`` was an
+    empty 200, which reads as a healthy host (a break-it pass). Not a 422: the parameter's schema is any text, and a
+    request the schema allows is answered as one (a host no lake holds, as ``/hosts/{host}/timeline`` says)."""
     if not v:
         return v
     name = canonical_host(v.strip())
     if not is_host_name(name):
-        raise ValueError(f"{v!r} is no host name: no blank, control character or '/' inside it")
+        raise HTTPException(404, f"{v!r} is no host name (a blank, control character or '/' inside it): no host of "
+                                 "the lake has it")
     return name
 
 
