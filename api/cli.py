@@ -302,7 +302,7 @@ def diagnose(
     given: dict[str, list[str]] = {}  # each file's name in its origin -> the paths it was read from
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     same: list[tuple[Path, Path]] = []  # links to a file read already, a file named twice: read once, said
-    unlisted: list[tuple[Path, str]] = []  # folders under a folder that cannot be listed: said
+    unlisted: list[tuple[Path, str]] = []  # folders that cannot be listed, entries that cannot be read: said
     try:
         for f, rel in walk(paths, others, same, unlisted):
             # standard input is said as such, not by the temporary file it was copied to

@@ -15,7 +15,7 @@ from correlate.attribute import first_of
 from correlate.correlator import Symptom, correlate, correlation_settings
 from ingest.counters import with_counter_events
 from ingest.decode import Decoded, Reject, decode_file, host_from_filename
-from ingest.files import content_digest, decode_paths, walk
+from ingest.files import content_digest, decode_paths, unreadable, walk
 from ingest.pipeline import Batch, Pipeline
 from schemas.hostname import canonical_host
 from schemas.settings import Settings
@@ -112,7 +112,7 @@ def _per_file(paths: list[Path], pipe: Pipeline, progress: Callable[[int, int, s
         except IsADirectoryError:
             raise
         except PermissionError as e:  # as ingest.files.decode_paths says it
-            bad.append(Reject(origin, f"{rel} cannot be read: {e.strerror or e}", b"", "decode_error"))
+            bad.append(unreadable(rel, e))
             continue
         except Exception as e:  # noqa: BLE001
             bad.append(Reject(origin, f"cannot read {rel}: {type(e).__name__}: {e}", b"", "decode_error"))

@@ -134,7 +134,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
         table = _COLUMNS_OF.get(name)
         cols = ", ".join(f'"{c}"' for c in TABLES[table].names) if table else "*"
         why = ((mismatched or {}).get(name) or broken.get(_SAME_PARTS.get(name, ""))
-               or unlisted.get(_TABLE_OF_VIEW.get(name) or _TABLE_OF_VIEW.get(_SAME_PARTS.get(name, ""), "")))
+               or unlisted.get(_TABLE_OF_VIEW.get(name) or _SAME_PARTS.get(name, "")))
         if why is None:
             body = re.sub(r"'[^']*'", "''", select)  # names, not the paths in string literals
             upstream = next((b for b in broken if re.search(rf"\b{b}\b", body)), None)

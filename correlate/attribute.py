@@ -23,7 +23,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 from correlate.model import Ev, subject_rank
 from correlate.rules import (RELATION_STRENGTH, Relations, Rules, any_holds, collective_of, collective_window_us,
@@ -516,21 +516,20 @@ def find_edges(scene: Scene) -> list[Edge]:
     and a relation of the rule pair with it, the last that starts at or before the effect (in scene order), else
     the first after it: the copy going on when the effect came, which what explains that copy reaches (the
     earliest moved a CUDA error to the incident of an Xid 74 storm begun before the Xid 79 that explained the storm's
-    later copies: a break-it pass). A device printing thousands of
-    distinct Xid lines a minute (pids, channels, addresses) made an edge from every one of them to every other:
-    5,000 lines took 8 s and 61 MB of evidence, 20,000 lines 68 s, 1.8 GB and 790 MB (a break-it pass); the later
-    copies of a class say what its first says. Whether an event is explained by another subject is the same as
-    with every pair.
+    later copies: a break-it pass). A device printing thousands of distinct Xid lines a minute (pids, channels,
+    addresses) made an edge from every one of them to every other: 5,000 lines took 8 s and 61 MB of evidence, 20,000
+    lines 68 s, 1.8 GB and 790 MB (a break-it pass); the other copies of a class say what the one kept says. Whether
+    an event is explained by another subject is the same as with every pair.
 
     Cost: each rule's sides are tested once per event shape (``Scene.matching``). A cause alone in its class is
     paired only with the effects whose start lies within the widest tolerance ``window.may_cause`` could grant it (a
     binary search over the rule's effects by start; a cause timed only by an upper bound, ``details.ts_upper_bound``,
     may precede its effect by any amount), each pair tested by ``may_cause``'s conditions inline (what they read of
     an event taken once per call: :func:`_timing`), then by the rule's relations in order. A class of several causes
-    takes the effects within reach of any of them, finds each effect's first cause by a binary search over the
-    class's starts, and tests the relations once per class of effect (:func:`relation_class`), so a flood costs its
-    effects times its classes, not its lines squared. ``tests/test_cluster.py``
-    holds the edges equal to the pairwise definition thinned this way."""
+    takes the effects within reach of any of them, finds each effect's cause by a binary search over the class's
+    starts, and tests the relations once per class of effect (:func:`relation_class`), so a flood costs its effects
+    times its classes, not its lines squared. ``tests/test_cluster.py`` holds the edges equal to the pairwise
+    definition thinned this way."""
     edges: list[Edge] = []
     evs = scene.events
     if not evs:
@@ -560,15 +559,14 @@ def find_edges(scene: Scene) -> list[Edge]:
         # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
         filed = [i for i in effects if timing[i][6]]
         filed_starts = [starts_of[i] for i in filed]
-        comms = not _NO_COMMS.issuperset(r.relations)
+        comms = not _COMMS.isdisjoint(r.relations)
         # the causes by class, each in scene order (start order: Ev.order); a rule's only cause is a class alone
         by_cause: dict[tuple, list[int]] = {}
         if len(causes) == 1:
             by_cause[()] = causes
         else:
             for i in causes:
-                c = evs[i]
-                key = (_class_of(classes, evs, i, rel, comms, rebooted), pred_shape(c), c.precision_us, c.undated())
+                key = cause_class(evs[i], _class_of(classes, evs, i, rel, comms, rebooted))
                 by_cause.setdefault(key, []).append(i)
         w = int(r.window_s * S)
         found: list[tuple[int, int, Edge]] = []
@@ -590,7 +588,7 @@ def find_edges(scene: Scene) -> list[Edge]:
             else:
                 _pair_class(members, pairs, evs, timing, w, r, holds, found, starts_of,
                             lambda i: _class_of(classes, evs, i, rel, comms, rebooted))
-        found.sort(key=_pair_order)  # the causes in scene order, then their effects
+        found.sort(key=itemgetter(0, 1))  # the causes in scene order, then their effects
         edges.extend(x for _, _, x in found)
     return edges
 
@@ -679,13 +677,9 @@ def _class_of(classes: dict, evs: list[Ev], i: int, rel: Relations, comms: bool,
     return got
 
 
-#: relations that read no communicator (``rules.Relations.holds``): a rule of only these needs no ``comms_of``
-_NO_COMMS = frozenset({"same_host", "same_gpu", "same_device", "cause_xid", "nvlink_peer", "same_nvswitch",
-                       "same_domain", "peer_host"})
-
-
-def _pair_order(x: tuple[int, int, Edge]) -> tuple[int, int]:
-    return x[0], x[1]
+#: the relations that read an event's communicators (``rules.Relations.holds``, ``comms_of``): a rule of none of them
+#: needs no ``comms_of`` for its classes (``relation_class``)
+_COMMS = frozenset({"same_comm", "same_collective"})
 
 
 def relation_class(e: Ev, rel: Relations, comms: bool, rebooted: frozenset[str]) -> tuple:
@@ -703,11 +697,11 @@ def relation_class(e: Ev, rel: Relations, comms: bool, rebooted: frozenset[str])
             capture if capture in rebooted else None, rel.key(e), rel.comms(e) if comms else None)
 
 
-def cause_class(c: Ev, rel: Relations, comms: bool, rebooted: frozenset[str]) -> tuple:
-    """The class of alike causes ``c`` is in (:func:`find_edges`): its :func:`relation_class`, its shape
-    (``rules.pred_shape``: which rules it satisfies) and what the time test reads of a cause besides its start and
-    host (its precision, whether only an upper bound times it)."""
-    return (relation_class(c, rel, comms, rebooted), pred_shape(c), c.precision_us, c.undated())
+def cause_class(c: Ev, relations: Hashable) -> tuple:
+    """The class of alike causes ``c`` is in (:func:`find_edges`): its :func:`relation_class` (``relations``, or a
+    number that stands for it), its shape (``rules.pred_shape``: which rules it satisfies) and what the time test
+    reads of a cause besides its start and host (its precision, whether only an upper bound times it)."""
+    return (relations, pred_shape(c), c.precision_us, c.undated())
 
 
 def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:

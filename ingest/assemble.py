@@ -730,19 +730,10 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         for h in hits:
             if h.c.sig.source == "dmesg":  # the kernel's lines are the node's own: no pod writes them (a break-it pass)
                 continue
-            for name, put in ((h.prefix.host, "prefix"), (h.row.get("host"), "row")):
-                if name not in pods:
-                    continue
-                # the pod's node when its line was written: its own record's, when it came in one that names a node
-                # (a pod recreated under its name on another node after the first one's GPU fell off: the batch's
-                # last record of it moved the fault to the healthy node, a break-it pass); else the batch's
-                seg = h.seg
-                node = seg.host if seg.host and not _file_text(seg) and seg.host not in pods else pods[name]
-                h.row["details"].setdefault("pod", name)
-                if put == "prefix":
-                    h.prefix.host = node
-                else:
-                    h.row["host"] = node
+            if h.prefix.host in pods:
+                h.prefix.host = _pod_node(h, h.prefix.host, pods)
+            if h.row.get("host") in pods:
+                h.row["host"] = _pod_node(h, h.row["host"], pods)
     placed = rank_hosts(hits)
     # by worker process (address and pid): a node that takes the address over later is another (a break-it pass)
     alias = {(h.seg.stream, h.prefix.via, h.prefix.pid): h.prefix.host for h in hits
@@ -769,12 +760,21 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
             got = (named.get(seg.stream) if seg.stream in named
                    else _nccl_hosts_before(seg, h.line, nccl, h.c.sig.source != "dmesg"))
             got = got or seg.host
-            if got and pods and h.c.sig.source != "dmesg" and got in pods:  # a file named by its pod (kubectl logs)
-                h.row["details"].setdefault("pod", got)
-                got = pods[got]
+            if pods and got in pods and h.c.sig.source != "dmesg":  # a file named by its pod (kubectl logs)
+                got = _pod_node(h, got, pods)
             h.row["host"] = got or "unknown"
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
+
+
+def _pod_node(h: Hit, pod: str, pods: dict[str, str]) -> str:
+    """The node pod ``pod`` ran on when ``h``'s line was written (:func:`assign_hosts`), the pod kept in
+    ``details.pod``: its own record's node, when it came in one whose envelope names one (a pod recreated under its
+    name on another node after the first one's GPU fell off: the batch's last record of it moved the fault to the
+    healthy node, a break-it pass); else the batch's (``pods``, ``decode.Decoded.pod_nodes``)."""
+    h.row["details"].setdefault("pod", pod)
+    seg = h.seg
+    return seg.host if seg.host and not _file_text(seg) and seg.host not in pods else pods[pod]
 
 
 #: NCCL's prefix at a line's start, after a stamp at most (formats.md §11.1): "node01:311:405 [0] NCCL INFO …"

@@ -644,20 +644,24 @@ def _k8s_pod(k8s: Any, pods: dict[str, str]) -> None:
     pod = k8s.get("pod_name")
     if pod is None and isinstance(k8s.get("pod"), dict):
         pod = k8s["pod"].get("name")
-    if not isinstance(pod, str) or not pod:
-        return
     try:
         node = _k8s_host(k8s)
     except ValueError:
         return
-    # a node that is no host name ("nodeA ", a newline) is refused with its own record: spread to the pod's other
-    # records it lost their events too (a break-it pass)
-    if node and node != pod and is_host_name(node):
-        pods[pod] = node
-        # an Indexed Job's pod (JobSet's) has the host name <job>-<index>, its name a random suffix more
-        # (kubernetes.io, "Job with pod-to-pod communication": pod comm-demo-0-mrvlp, host name comm-demo-0)
-        if (m := _INDEXED_POD.fullmatch(pod)) is not None:
-            pods.setdefault(m["hostname"], node)
+    _note_pod(pods, pod, node)
+
+
+def _note_pod(pods: dict[str, str], pod: Any, node: str | None) -> None:
+    """``pods[pod] = node`` (:func:`_k8s_pod`; a GKE container's entry), for a pod name (a non-empty string) and a
+    node that is a host name: one that is not ("nodeA ", a newline) is refused with its own record, and spread to
+    the pod's other records it lost their events too (a break-it pass). An Indexed Job's pod (JobSet's) also under
+    its host name, <job>-<index>, its name a random suffix more (kubernetes.io, "Job with pod-to-pod communication":
+    pod comm-demo-0-mrvlp, host name comm-demo-0)."""
+    if not isinstance(pod, str) or not pod or not node or node == pod or not is_host_name(node):
+        return
+    pods[pod] = node
+    if (m := _INDEXED_POD.fullmatch(pod)) is not None:
+        pods.setdefault(m["hostname"], node)
 
 
 def _k8s_host(k8s: Any) -> str | None:
@@ -907,7 +911,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         _k8s_pod(rec.kubernetes, out.pod_nodes)
                     elif h and isinstance(rec.resource, dict) and isinstance(
                             labels := rec.resource.get("labels"), dict):  # a GKE container's entry: its pod, its node
-                        _k8s_pod({"pod_name": labels.get("pod_name"), "host": h}, out.pod_nodes)
+                        _note_pod(out.pod_nodes, labels.get("pod_name"), h)
                 except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")

@@ -65,12 +65,9 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
                 yield p, path_text(p.name)
             continue
         files = []
-        if unlisted is not None:
-            try:
-                with os.scandir(p):
-                    pass
-            except OSError as e:  # the folder named itself: "no files found" said nothing of why (a break-it pass)
-                unlisted.append((p, e.strerror or str(e)))
+        # the folder named itself: "no files found" said nothing of why (a break-it pass)
+        if unlisted is not None and (why := _unlistable(p)):
+            unlisted.append((p, why))
         for x in p.rglob("*"):
             if x.name.startswith("."):
                 continue
@@ -85,15 +82,26 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
             elif not is_dir:
                 if others is not None:
                     others.append(x)
-            elif unlisted is not None:
-                try:
-                    with os.scandir(x):
-                        pass
-                except OSError as e:
-                    unlisted.append((x, e.strerror or str(e)))
+            elif unlisted is not None and (why := _unlistable(x)):
+                unlisted.append((x, why))
         for f in sorted(files, key=lambda f: (f.is_symlink(), f)):  # the file itself before a link to it
             if first(f):
                 yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
+
+
+def _unlistable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be listed (the system's words: ``Permission denied``), or None when it can."""
+    try:
+        with os.scandir(folder):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
+def unreadable(rel: str, e: OSError) -> Reject:
+    """The reject of a file ``rel`` (its name in event ids) that cannot be read: origin ``file:<rel>``, ``error_code``
+    ``decode_error``, the system's reason (``Permission denied``)."""
+    return Reject(f"file:{rel}", f"{rel} cannot be read: {e.strerror or e}", b"", "decode_error")
 
 
 def content_digest(f: Path, limit: int = 1 << 20) -> str:
@@ -121,8 +129,7 @@ def decode_paths(paths: Iterable[Path], progress: Callable[[int, int, str], None
             d = Decoded(rejects=[Reject(f"file:{rel}", f"{rel} was gone before it was read (removed or rotated "
                                                        "meanwhile)", b"", "decode_error")])
         except OSError as e:
-            d = Decoded(rejects=[Reject(f"file:{rel}", f"{rel} cannot be read: {e.strerror or e}", b"",
-                                        "decode_error")])
+            d = Decoded(rejects=[unreadable(rel, e)])
         if progress is not None:
             progress(n, len(files), rel)
         out.add(d)

@@ -9,6 +9,7 @@ unknown ``FIRSTFAULT_*`` variable stops start-up with a message naming it.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import re
 import stat
@@ -410,7 +411,7 @@ def read_config_text(path: Path) -> str:
     ``UnicodeDecodeError`` for text that is not UTF-8."""
     st = os.stat(path)
     if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(21, "Is a directory", str(path))
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if not stat.S_ISREG(st.st_mode):
         raise OSError("not a regular file (a pipe, a device)")
     with open(path, "rb") as f:

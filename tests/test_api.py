@@ -22,16 +22,23 @@ from schemas.settings import Settings
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):
     root = tmp_path_factory.mktemp("apilake")
+    _, incidents = lake_of(root, [SAMPLES])
+    return root, incidents
+
+
+def lake_of(root, paths) -> tuple:
+    """A lake at ``root`` of what ``diagnose`` makes of ``paths``: its events, link samples and topology, and its
+    incidents; returns (the batch, the incidents)."""
     lk = Lake(root)
     lk.init()
-    _, batch, incidents = diagnose_paths([SAMPLES], Settings())
+    _, batch, incidents = diagnose_paths(paths, Settings())
     lk.write("events", batch.events, "b1")
     lk.write("link_samples", batch.link_samples, "b1")
     lk.write("topology", batch.topology, "b1")
     inc, ev = incident_rows(incidents, int(time.time() * 1e6))
     lk.write("incidents", inc, "i1")
     lk.write("incident_evidence", ev, "i1")
-    return root, incidents
+    return batch, incidents
 
 
 class Server:
@@ -964,14 +971,7 @@ def test_an_incident_is_found_by_the_communicator_its_ranks_are_of(tmp_path):
     (logs / "node07.kern.log").write_text(
         "Dec  4 03:10:02 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
     root = tmp_path / "lake"
-    lk = Lake(root)
-    lk.init()
-    _, batch, incidents = diagnose_paths([logs], Settings())
-    lk.write("events", batch.events, "b1")
-    lk.write("topology", batch.topology, "b1")
-    inc, ev = incident_rows(incidents, int(time.time() * 1e6))
-    lk.write("incidents", inc, "i1")
-    lk.write("incident_evidence", ev, "i1")
+    _, incidents = lake_of(root, [logs])
     (lost,) = [i for i in incidents if i["category"] == "gpu_off_bus"]
     assert lost["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
     with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
@@ -1000,11 +1000,7 @@ def test_a_lake_folder_that_cannot_be_listed_fails_its_queries_not_silently(tmp_
     from pathlib import Path
 
     root = tmp_path / "lake"
-    lk = Lake(root)
-    lk.init()
-    _, batch, _ = diagnose_paths([SAMPLES], Settings())
-    lk.write("events", batch.events, "b1")
-    lk.write("topology", batch.topology, "b1")
+    batch, _ = lake_of(root, [SAMPLES])
     closed = next((root / "events").glob("kind=*"))
     caps = "-dac_override,-dac_read_search"
     prefix = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"] if os.geteuid() == 0 else []

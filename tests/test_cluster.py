@@ -306,7 +306,7 @@ def test_edges_equal_the_pairwise_definition(scene_):
     (``attribute.cause_class``) only one that may cause an effect; the definition tries every ordered pair with
     ``window.may_cause`` and ``rules.relation``, then keeps, per rule, effect and class of cause, the last cause in
     scene order that starts at or before the effect, else the first after it. Same edges, in the same order."""
-    from correlate.attribute import Scene, cause_class, find_edges
+    from correlate.attribute import Scene, cause_class, find_edges, relation_class
     from correlate.rules import Relations, any_holds
     from correlate.window import may_cause
     from ingest.catalog import default_catalog
@@ -334,7 +334,7 @@ def test_edges_equal_the_pairwise_definition(scene_):
                 rel_name = next((x for x in r.relations if relation(x, c, e, topo)), None)
                 if not rel_name:
                     continue
-                key = (j, cause_class(c, rel, comms, rebooted))
+                key = (j, cause_class(c, relation_class(c, rel, comms, rebooted)))
                 had = chosen.get(key)
                 # the causes come in scene order: a later one at or before the effect replaces any before it; one
                 # after the effect only fills an empty place
