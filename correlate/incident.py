@@ -283,7 +283,11 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     # dates nothing when logged events are here (a silent host's report moved a hang's start an hour back to the
     # host's NCCL init line: a fresh user's trial)
     dated = [e for e in evs if not (e.signature == SYMPTOM and e.details.get("untimed"))] or evs
-    start = min(e.start for e in dated)
+    # the start is the first fault's: context before it (Fabric Manager's "Successfully configured" line, a
+    # communicator's init) is the scene, not the incident (an FM incident began at its healthy INFO line, 14 min
+    # before its first error: NVIDIA/nccl#1043, a real-logs pass)
+    first = [e for e in dated if scene.is_fault(e)] or dated
+    start = min(e.start for e in first)
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
     explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
@@ -300,7 +304,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
         # printed no usable time and the arrival or file time stands in; of events that start together, a logged
         # line's (an operator's report placed at a line's time does not make that start untimed)
-        "start_basis": min(dated, key=lambda e: (e.start, e.signature == SYMPTOM, e.order)).ts_basis,
+        "start_basis": min(first, key=lambda e: (e.start, e.signature == SYMPTOM, e.order)).ts_basis,
         "severity": severity,
         "category": v.category,
         "initiator": init,

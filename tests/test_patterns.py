@@ -3755,3 +3755,22 @@ def test_a_gpus_fault_going_on_before_the_initiator_stays_its_own_though_the_ini
     fall = _repeats(XID79, datetime(2026, 11, 29, 2, 55, tzinfo=timezone.utc), 1, 1)
     incs = run(pipeline, "\n".join(chain[:10] + fall + chain[10:]), host="node41")
     assert [(i["initiator"]["xid"], i["start"][11:19]) for i in incs] == [(74, "02:50:00"), (79, "02:55:00")]
+
+
+def test_an_incidents_start_is_its_first_faults_not_its_contexts(pipeline):
+    """NVIDIA/nccl#1043 (a real-logs pass): Fabric Manager's healthy "Successfully configured" INFO line came 14
+    minutes before its first multicast error and the incident started at it. Context before a fault (that line, a
+    communicator's init) is the scene; the start is the first fault's, the end still the last line's."""
+    text = "\n".join([
+        "[Oct 31 2023 20:45:27] [INFO] [tid 526845] Successfully configured all the available NVSwitches to route GPU "
+        "NVLink traffic. NVLink Peer-to-Peer support will be enabled once the GPUs are successfully registered with "
+        "the NVLink fabric.",
+        "[Oct 31 2023 20:59:37] [ERROR] [tid 527118] failed to release multicast team with handle "
+        "17117060486525261364, cannot find the team",
+        "[Oct 31 2023 21:11:20] [ERROR] [tid 527118] failed to find the GPU handle 12766911663723876521 in the "
+        "multicast team request setup 4285537028137661651."])
+    (inc,) = run(pipeline, text, host="node08")
+    assert inc["category"] == "fabric_manager", inc
+    assert (inc["start"], inc["start_basis"], inc["end"]) == (
+        "2023-10-31T20:59:37.000000Z", "line", "2023-10-31T21:11:20.000000Z"), inc
+    assert len(inc["initiator"]["events"]) == 2, inc["initiator"]
