@@ -207,6 +207,67 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
     return time_of
 
 
+#: a full date with its year where a line's prefix may print one: ISO (``2025-10-02 12:20:48``, Megatron's iteration
+#: lines, Python's logging), ctime (``Thu Oct  2 12:20:54 2025``, ``dmesg -T``), Fabric Manager's ``Oct 31 2023
+#: 20:45:27``. Only where :func:`ingest.prefix.parse_prefix` reads it as the line's stamp does it date anything
+_FULL_DATE = re.compile(rb"(?:19|20)\d\d-[01]\d-[0-3]\d[ T]\d\d:\d\d"
+                        rb"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?:19|20)\d\d"
+                        rb"|[A-Z][a-z]{2} +\d{1,2} (?:19|20)\d\d \d\d:\d\d:\d\d")
+#: the bytes of a file read for dated lines (:func:`_year_from_unmatched`): the scan is bounded, whatever the file
+YEAR_SCAN_BYTES = 16 << 20
+#: the dated candidates tried per year-less line, nearest first
+_YEAR_TRIES = 8
+
+
+def _year_from_unmatched(hits: list[Hit], tz) -> None:
+    """Year-less stamps (glog/c10's ``E1002 12:20:55``, syslog's ``Oct  2 12:20:55``) of a file's hits when none of
+    the stream's hits is dated: the year of the nearest line of the file whose prefix is a full date, matched or not
+    (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead of the file's time.
+
+    A copied file's time says nothing of its lines' year: a 2025 watchdog line read in 2026 was put in 2026, a year
+    from the Xid of its GPU (NVIDIA-NeMo/Megatron-Bridge#836, a real-logs pass). Only files (``ref_basis`` "file"): a
+    Kafka record's or an envelope's time is when the line was read, and its year the line's. At most
+    ``YEAR_SCAN_BYTES`` of a file are searched (C-speed, :data:`_FULL_DATE`); a candidate dates only when
+    :func:`ingest.prefix.parse_prefix` reads it as the line's stamp with its year. Lines are numbered as ``Hit.line``
+    (0-based in the segment)."""
+    by_seg: dict[int, list[Hit]] = {}
+    for h in hits:
+        if h.prefix.yearless is not None and h.seg.ref_basis == "file":
+            by_seg.setdefault(id(h.seg), []).append(h)
+    for todo in by_seg.values():
+        data = todo[0].seg.data[:YEAR_SCAN_BYTES]
+        lines: list[int] = []  # candidate line numbers, ascending, and where each line starts and ends
+        spans: list[tuple[int, int]] = []
+        line = last = 0
+        for m in _FULL_DATE.finditer(data):
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            if spans and start == spans[-1][0]:
+                continue
+            line += data.count(b"\n", last, start)
+            last = start
+            end = data.find(b"\n", m.end())
+            lines.append(line)
+            spans.append((start, len(data) if end < 0 else end))
+        if not lines:
+            continue
+        known: dict[int, int | None] = {}
+
+        def dated_at(k: int) -> int | None:
+            if k not in known:
+                a, b = spans[k]
+                p = parse_prefix(data[a:b].decode("utf-8", "replace"), ref_us=None, tz=tz)
+                known[k] = p.ts if p.ts is not None and not p.year_inferred and plausible(p.ts) else None
+            return known[k]
+
+        for h in todo:
+            i = bisect_left(lines, h.line)
+            order = sorted(range(max(0, i - _YEAR_TRIES), min(len(lines), i + _YEAR_TRIES)),
+                           key=lambda k: (abs(lines[k] - h.line), k))
+            ref = next((t for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
+            if ref is not None and (t := resolve_year(*h.prefix.yearless, ref, tz)) is not None:
+                h.prefix.ts = t
+
+
 #: how far (µs) a line's time may lie ahead of its arrival (its Kafka append time, its file's mtime) and still be
 #: its time: a day, far beyond any clock skew the correlator allows (``correlate.window.SKEW_CAP_US``). A line stamped
 #: 2099 kept that time, and its incident, its page and the top of ``GET /incidents`` stayed open for ever (a break-it
@@ -256,6 +317,8 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
+    else:
+        _year_from_unmatched(hits, tz)
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
     _date_clocks(hits, tz)

@@ -217,6 +217,29 @@ def test_year_from_the_nearest_dated_line(pipeline):
 
 
 
+@pytest.mark.parametrize("dated", [
+    " [2025-10-02 12:20:48] iteration       48/      50 | consumed samples:         3072 | elapsed time (ms): 1.2",
+    "[Thu Oct  2 12:20:54 2025] systemd[1]: Started Session 4 of user trainer.",
+    "2025-10-02 12:20:40,101 - INFO - training step 48",
+])
+def test_a_files_year_less_line_takes_the_year_of_its_nearest_dated_line_matched_or_not(pipeline, dated):
+    """NVIDIA-NeMo/Megatron-Bridge#836 (a real-logs pass): a rank's c10 watchdog line (``E1002``: month and day)
+    below Megatron's dated iteration lines, none of which a signature matches: the year was the copied file's
+    (2026), a year from the rank's Xid. Lines a signature does not match date a file's year-less lines when no hit
+    does; a Kafka record's arrival keeps its own year (a line is read when it is written)."""
+    watchdog = ("[rank29]:[E1002 12:20:55.123831168 ProcessGroupNCCL.cpp:1923] [PG ID 5 PG GUID 83(TENSOR_MODEL_"
+                "PARALLEL_GROUP) Rank 1] Process group watchdog thread terminated with exception: CUDA error: "
+                "unspecified launch failure")
+    text = "\n".join(["noise without a stamp", dated, "more noise", watchdog, "after"])
+    (ev,) = run(pipeline, text, basis="file").events.to_pylist()
+    assert ev["ts"].isoformat() == "2025-10-02T12:20:55.123831+00:00", ev["ts"]
+    (ev,) = run(pipeline, text, basis="kafka").events.to_pylist()
+    assert ev["ts"].year == 2026, ev["ts"]  # T0 is 2027-01-15: the latest year before it
+    # a dated line the prefix reader does not read as the line's stamp dates nothing
+    (ev,) = run(pipeline, "\n".join(["step done at 2025-10-02 12:20:48", watchdog]), basis="file").events.to_pylist()
+    assert ev["ts"].year == 2026, ev["ts"]
+
+
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10**6)), min_size=1, max_size=12),
        st.integers(-3, 45))
 def test_nearest_dated_line_is_the_first_of_the_closest(dated, line):
