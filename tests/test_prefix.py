@@ -637,3 +637,22 @@ def test_a_cuda_device_index_no_host_has_names_no_gpu():
     assert (p.host, p.pid, p.gpu_index) == ("node2", 24881, None)
     assert parse_prefix("node2:24881:25569 [959657526] x NCCL WARN y").gpu_index is None
     assert parse_prefix("node2:24881:25569 [7] x NCCL WARN y").gpu_index == 7
+
+
+@pytest.mark.parametrize("line, host, pid", [
+    # openucx/ucx#6000, #9590: UCX's log prefix; the pid padded to five (msr-fiddle/pipedream#76's signal handler)
+    ("[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE", "compute001", 31180),
+    ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", "8d6bf97c3bf4", 3039),
+    # behind mpirun's --tag-output label
+    ("[1,13]<stderr>:[lxbk1127:2330856:0:2330856] ib_mlx5_log.c:177  Transport retry", "lxbk1127", 2330856),
+])
+def test_ucxs_prefix_names_the_host_and_pid(line, host, pid):
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.host, p.pid) == (host, pid)
+
+
+def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_brackets():
+    p = parse_prefix("Dec  1 10:00:00 nodeA app[12]: [nodeB:1:0:1] x", ref_us=REF)
+    assert (p.host, p.pid) == ("nodeA", 12)
+    for line in ("[rank8]:[E1129 03:20:00.040000 ProcessGroupNCCL.cpp:1] x", "[12:34:56:78] x", "[a:b:c:d] x"):
+        assert parse_prefix(line, ref_us=REF).host is None, line
