@@ -499,9 +499,15 @@ def looks_ndjson(data: bytes) -> bool:
     are text: it was read as NDJSON whole, its Xid line a broken record ("record is not an object", its stamp read
     as the number 2026) and the file skipped, or the Kafka value dead-lettered whole (a break-it pass). Text lines
     among envelopes are read as text (:func:`decode_ndjson`).
+
+    A first line that is no JSON object before envelopes (a record whose start was cut off — ``tail -c``, a copy
+    begun mid-record —, a banner, ``null``) does not make the records text: when each of the next lines that are
+    not blank (up to :data:`_NDJSON_HEAD_LINES`, in the first :data:`_NDJSON_HEAD_BYTES` bytes) opens as a JSON
+    object and the first names a message field, it is NDJSON. Three hosts' records were read as text of one host
+    named after the file, each at the file's time (a break-it pass).
     """
     if _JSON_OBJECT_START.match(data) is None:
-        return False
+        return _envelopes_after_first_line(data)
     nl = data.find(b"\n", 0, _NDJSON_HEAD_BYTES)
     if nl < 0 or _MESSAGE_KEY.search(data, 0, nl):
         return True
@@ -510,6 +516,17 @@ def looks_ndjson(data: bytes) -> bool:
         if first and first != b"{" and not _is_json(line):  # a record that is JSON but no object: a bad record
             return False
     return True
+
+
+def _envelopes_after_first_line(data: bytes) -> bool:
+    """:func:`looks_ndjson` of data whose first line is no JSON object: the lines after it are envelopes."""
+    nl = data.find(b"\n", 0, _NDJSON_HEAD_BYTES)
+    if nl < 0:
+        return False
+    lines = [line for line in data[nl + 1:_NDJSON_HEAD_BYTES].split(b"\n", _NDJSON_HEAD_LINES)[:_NDJSON_HEAD_LINES]
+             if line.strip()]
+    return (bool(lines) and _MESSAGE_KEY.search(lines[0]) is not None
+            and all(_JSON_OBJECT_START.match(line) is not None for line in lines))
 
 
 def _is_json(line: bytes) -> bool:
@@ -1229,6 +1246,14 @@ def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reje
         if not raw or raw.isspace():
             continue
         if raw.lstrip()[:1] != b"{" and not _is_json(raw):
+            if raw.rstrip().endswith(b"}") and _MESSAGE_KEY.search(raw) is not None:
+                # a record's end whose start was cut off (a file copied from an offset): its host and time are lost,
+                # and read as text it was a fault of a host named after the file, at the file's time (a break-it pass)
+                rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: the end of a record whose start is "
+                                      "missing (the file begins or was cut inside it)", raw, "bad_envelope"))
+                if len(rejects) >= MAX_REJECTS_PER_VALUE:
+                    raise _TooManyRejects(i + 1)
+                continue
             yield i, raw
             continue
         try:

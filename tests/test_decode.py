@@ -864,6 +864,33 @@ def test_a_log_whose_first_line_is_a_programs_json_is_text():
     assert [s.data for s in d.segments] == [b"a", b"b"] and len(d.rejects) == 1
 
 
+@pytest.mark.parametrize("first", [
+    b'026-02-02T22:52:40Z", "message": "NVRM: Xid (PCI:0000:4c:00): 79, pid=123, GPU has fallen off the bus."}',
+    b"some banner line", b"null", b"42", b"[1]"])
+def test_envelopes_after_a_first_line_that_is_no_record_stay_envelopes(tmp_path, first):
+    """A file whose first record was cut (``tail -c``, a copy begun mid-record), or that opens with a banner or a
+    JSON value that is no object: its envelopes were read as text of one host named after the file, each at the
+    file's time (a break-it pass). The records keep their hosts and times; a record's cut end is a reject, not an
+    Xid of the file's host."""
+    rec = '{{"host": "{h}", "timestamp": "2026-02-02T22:52:{s}Z", "message": "NVRM: Xid (PCI:0000:4c:00): 79, ' \
+          'pid=123, GPU has fallen off the bus."}}'
+    f = tmp_path / "cut.ndjson"
+    f.write_bytes(b"\n".join([first, rec.format(h="g2", s=45).encode(), rec.format(h="g3", s=50).encode()]) + b"\n")
+    d = decode_file(f, relname=f.name)
+    hosts = [(s.host, s.ref_basis) for s in d.segments if b"Xid" in s.data]
+    assert hosts == [("g2", "envelope"), ("g3", "envelope")], hosts
+    reasons = [r.reason for r in d.rejects]
+    if first.endswith(b"}"):
+        assert reasons == ["NDJSON record 0: the end of a record whose start is missing (the file begins or was cut "
+                           "inside it)"], reasons
+    elif first == b"some banner line":
+        assert reasons == [], reasons  # text, read as text
+    else:  # JSON that is no object: a bad record, as among records
+        assert len(reasons) == 1 and "record is not an object" in reasons[0], reasons
+    # text before a line that merely opens like a record, or before text, stays text
+    f.write_bytes(b"banner\n" + rec.format(h="g2", s=45).encode() + b"\nplain text line\n")
+    assert [s.host for s in decode_file(f, relname=f.name).segments] == ["cut"]
+
 def test_text_lines_among_ndjson_records_are_read_as_text():
     """A crash's lines after a program's JSON records, a comment among a shipper's envelopes, an Xid after nine
     metrics lines: they were rejects ("record is not an object"), the Xid and NCCL errors lost, or the comment
