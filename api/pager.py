@@ -337,6 +337,10 @@ def _plan(paged: str | None, status: str) -> list[str]:
 
 
 #: what an httpx error without a message means (``Pager._post``)
+#: the bytes of a receiver's error answer read (its first 300 go into the error): the rest is not read
+_ERROR_BODY_BYTES = 4096
+#: a POST's whole exchange (connect, send, answer) may take this many times the per-step timeout (``timeout_s``)
+_EXCHANGE_STEPS = 3
 _NO_TEXT = {"ReadTimeout": "no answer within the read timeout", "ConnectTimeout": "no connection within the timeout",
             "WriteTimeout": "the request could not be sent within the timeout",
             "PoolTimeout": "no free connection within the timeout"}
@@ -643,19 +647,31 @@ class Pager:
     async def _post(self, client: httpx.AsyncClient, r: Receiver, body: Any) -> tuple[bool, bool, str]:
         """POST ``body``; returns (acknowledged, worth retrying, error) and keeps the receiver's backoff."""
         try:
-            resp = await client.post(r.url, json=body)
-            if 200 <= resp.status_code < 300:
-                r.failures, r.next_try, r.last_error, r.last_success = 0, 0.0, "", self.clock()
-                return True, False, ""
-            code = resp.status_code
-            err = f"HTTP {code}: {resp.text[:300]}"
+            # one deadline for the whole exchange, and at most _ERROR_BODY_BYTES of an error's body: httpx's timeout
+            # bounds each read, so a receiver that sent a byte every 2 s held every receiver's pages for ever while
+            # health said ok, and an endless error body was read whole into memory (a break-it pass; encode/httpx#1450)
+            deadline = asyncio.timeout(_EXCHANGE_STEPS * self.timeout_s)
+            async with deadline, client.stream("POST", r.url, json=body) as resp:
+                code = resp.status_code
+                if 200 <= code < 300:
+                    r.failures, r.next_try, r.last_error, r.last_success = 0, 0.0, "", self.clock()
+                    return True, False, ""
+                head = b""
+                async for chunk in resp.aiter_bytes():
+                    head += chunk
+                    if len(head) >= _ERROR_BODY_BYTES:
+                        break
+                headers = resp.headers
+            err = f"HTTP {code}: {head[:300].decode('utf-8', 'replace')}"
             if 300 <= code < 400:
-                to = without_userinfo(resp.headers.get("location", "?"))[:300]
+                to = without_userinfo(headers.get("location", "?"))[:300]
                 err = f"HTTP {code}: redirected to {to!r}; set the receiver's URL to it"
             elif code in _CONFIG_STATUS:
                 err += " (check the receiver's URL and credentials)"
             retry = code in _RETRY_STATUS or code in _CONFIG_STATUS or code >= 500 or 300 <= code < 400
-            after = resp.headers.get("retry-after", "")
+            after = headers.get("retry-after", "")
+        except TimeoutError:
+            err, retry, after = f"no whole answer within {_EXCHANGE_STEPS * self.timeout_s:g} s", True, ""
         except httpx.HTTPError as e:  # httpx's timeouts carry no text: "ReadTimeout: " said nothing (a break-it pass)
             why = str(e) or _NO_TEXT.get(type(e).__name__, "no detail")
             err, retry, after = f"{type(e).__name__}: {why}", True, ""

@@ -707,3 +707,62 @@ def test_a_page_no_receiver_can_be_sent_is_rejected_and_the_rest_go_on(tmp_path,
     rows = pager._rows("SELECT state, last_error FROM outbox WHERE incident_id = 'inc-bad'", ())
     assert rows and all(state == "rejected" and err.startswith("cannot build the page: ") for state, err in rows), rows
     pager.close()
+
+
+@pytest.mark.parametrize("shape", ["trickle", "endless"])
+def test_a_receiver_that_answers_slowly_or_endlessly_is_given_up_on_time_and_bounded(tmp_path, shape):
+    """A receiver that answers 500 and sends its body a byte every 0.2 s held every receiver's pages for ever (httpx's
+    timeout bounds each read), health ok; one whose error body never ends was read whole into memory, 2.5 GB (a
+    break-it pass; encode/httpx#1450). One deadline bounds the exchange and only the body's head is read. (A real
+    socket on 127.0.0.1 that answers so.)"""
+    import socket
+    import threading
+
+    stop = threading.Event()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+
+    def answer(c: socket.socket) -> None:
+        with c:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += c.recv(65536)
+            c.sendall(b"HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"x" if shape == "trickle" else b"y" * 65536
+            while not stop.is_set():
+                try:
+                    c.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                except OSError:
+                    return
+                if shape == "trickle":
+                    time.sleep(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                c, _ = server.accept()
+            except OSError:
+                continue
+            threading.Thread(target=answer, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        pager = Pager(pd_settings(tmp_path, url), timeout_s=0.3, backoff_base_s=0.05, backoff_max_s=0.1)
+        pager.enqueue([incident()])
+        t0 = time.monotonic()
+        assert asyncio.run(pager.flush(2.0)) == 1
+        assert time.monotonic() - t0 < 6, time.monotonic() - t0
+        err = pager.health()["receivers"]["pagerduty"]["last_error"]
+        if shape == "trickle":
+            assert err == "no whole answer within 0.9 s", err
+        else:
+            assert err == "HTTP 500: " + "y" * 300, err[:80]
+        health = pager.health()
+        assert health["receivers"]["pagerduty"]["consecutive_failures"] >= 1 and health["ok"] is False, health
+        pager.close()
+    finally:
+        stop.set()
+        server.close()
