@@ -437,8 +437,12 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not _believable(row["ts"], seg):  # e.g. a garbled uptime with a good boot time
             row["details"]["ts_rejected"] = row["ts"]
-            row["ts"], row["ts_basis"] = seg.ingest_ts, seg.ref_basis
-            row["ts_precision_us"] = _REF_PRECISION.get(seg.ref_basis, US)
+            # the arrival: a Kafka append time or a file's mtime, whatever the segment's reference was (an envelope's
+            # time a day ahead was replaced by the file's and still said "envelope": a break-it pass)
+            basis = seg.ref_basis if seg.ref_basis != "envelope" else (
+                "kafka" if seg.origin.startswith("kafka:") else "file")
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = seg.ingest_ts, basis, _REF_PRECISION[basis]
+            row["details"]["ts_upper_bound"] = True
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
             last_line[id(seg)] = h.line
