@@ -218,7 +218,11 @@ def _load_sxids(path: Path) -> dict[int, SxidFact]:
                 name=row["name"],
                 fatal=row["fatal"],
                 meaning=row["what_it_means"],
-                severity=_SXID_SEVERITY.get(row["fatal"], "warning"),
+                # a non-fatal SXid NVSentinel's mapping says to ignore (IGNORE/NONFATAL: SXid 22013's MINION DLREQ
+                # interrupts the driver prints at load) is information, not a warning (NVIDIA/nvtrust#124: a warning
+                # incident whose action said "can be ignored", a real-logs pass)
+                severity=("info" if row["fatal"] == "non-fatal" and row["nvsentinel_action"].startswith("IGNORE")
+                          else _SXID_SEVERITY.get(row["fatal"], "warning")),
                 action=row["nvsentinel_action"] or "",
                 source=row["source"],
             )
