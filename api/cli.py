@@ -234,7 +234,7 @@ def diagnose(
     incidents in DESIGN.md's shape)."""
     from api.diagnose import SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files
     from api.render import IncidentsReport, events_json
-    from ingest.files import walk
+    from ingest.files import NOTE_SUFFIXES, walk
 
     from schemas.events import SEVERITY_RANK
 
@@ -303,8 +303,9 @@ def diagnose(
     others: list[Path] = []  # FIFOs, sockets, broken links under a folder: not read, but said
     same: list[tuple[Path, Path]] = []  # links to a file read already, a file named twice: read once, said
     unlisted: list[tuple[Path, str]] = []  # folders that cannot be listed, entries that cannot be read: said
+    notes: list[Path] = []  # a folder's notes and configuration files (files.NOTE_SUFFIXES): not read, but said
     try:
-        for f, rel in walk(paths, others, same, unlisted):
+        for f, rel in walk(paths, others, same, unlisted, notes):
             # standard input is said as such, not by the temporary file it was copied to
             given.setdefault(rel, []).append(shown_as.get(f, str(f)))
     except FileNotFoundError as e:  # removed since the check above
@@ -318,6 +319,10 @@ def diagnose(
         shown = _first_of(f"{d} ({why})" for d, why in sorted(unlisted))
         err.print(f"skipped, cannot be listed or read: {shown}", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)  # one line: grep
+    if notes:
+        shown = _first_of(map(str, sorted(notes)))
+        err.print(f"skipped, notes and configuration files under a folder ({', '.join(sorted(NOTE_SUFFIXES))}; "
+                  f"name one to read it): {shown}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     if same:
         shown = _first_of(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same)
         err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",

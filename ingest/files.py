@@ -26,15 +26,23 @@ def from_stdin(origin: str) -> bool:
     return origin.startswith("file:") and f"{STDIN_SUFFIX}@" in origin
 
 
+#: the name endings of notes and configuration files (a write-up, a ticket, a case's expected.yaml): under a folder
+#: they are not read, as logs they were hosts named after the file ("expected", "source") with incidents of the lines
+#: they quote (a fresh user's trial); named as files they are read
+NOTE_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".adoc", ".yaml", ".yml", ".toml"})
+
+
 def walk(paths: Iterable[Path], others: list[Path] | None = None,
          same: list[tuple[Path, Path]] | None = None,
-         unlisted: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, str]]:
+         unlisted: list[tuple[Path, str]] | None = None,
+         notes: list[Path] | None = None) -> Iterator[tuple[Path, str]]:
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
     their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
     ``unlisted``, when given, gets the folders (a folder given too) that cannot be listed and the entries that cannot
     be looked at, with the system's reason (``Permission denied``): their files were left out silently, or a folder
-    that can be listed but not searched raised (break-it passes).
+    that can be listed but not searched raised (break-it passes). Under a folder, hidden files and notes or
+    configuration files (:data:`NOTE_SUFFIXES`) are not read; ``notes``, when given, gets the latter.
 
     A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
     same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
@@ -78,6 +86,10 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
                     unlisted.append((x, e.strerror or str(e)))
                 continue
             if is_file:
+                if x.suffix.lower() in NOTE_SUFFIXES:
+                    if notes is not None:
+                        notes.append(x)
+                    continue
                 files.append(x)
             elif not is_dir:
                 if others is not None:

@@ -487,6 +487,24 @@ def test_a_loop_of_links_or_a_link_to_nothing_is_said_as_such(tmp_path):
                      "cannot read T/dangling: a symbolic link to nothing (T/gone does not exist)"], r.stderr
 
 
+def test_a_folders_notes_and_configuration_files_are_said_not_read_and_read_when_named(tmp_path):
+    """A case folder's write-up (``source.md``) and ``expected.yaml`` quote log lines: read as logs they were hosts
+    "source" and "expected" with error incidents of their own (a fresh user's trial). Under a folder they are not
+    read, and stderr says so; named as a file, one is read."""
+    xid = "[Mon Feb  2 22:52:40 2026] NVRM: Xid (PCI:0000:4c:00): 79, pid=1, GPU has fallen off the bus.\n"
+    (tmp_path / "node01.log").write_text(xid)
+    (tmp_path / "source.md").write_text("The thread quoted:\n" + xid.replace("4c:00", "4d:00"))
+    (tmp_path / "expected.yaml").write_text("note: |\n  " + xid.replace("4c:00", "4e:00"))
+    r = _firstfault("diagnose", str(tmp_path), "-f", "json")
+    assert r.returncode == 0, r.stderr
+    hosts = {i["initiator"]["host"] for i in json.loads(r.stdout)["incidents"]}
+    assert hosts == {"node01"}, hosts
+    said = " ".join(r.stderr.split())
+    assert "skipped, notes and configuration files under a folder" in said and "source.md" in said \
+        and "expected.yaml" in said, r.stderr
+    r = _firstfault("diagnose", str(tmp_path / "source.md"), "-f", "json")
+    assert [i["initiator"]["device"] for i in json.loads(r.stdout)["incidents"]] == ["0000:4d:00.0"], r.stdout
+
 def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     """Paths, lake locations and error texts are user text: ``[/]`` in them is no markup to fail on (each
     exited 1 with rich's MarkupError traceback)."""
