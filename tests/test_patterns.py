@@ -3774,3 +3774,24 @@ def test_an_incidents_start_is_its_first_faults_not_its_contexts(pipeline):
     assert (inc["start"], inc["start_basis"], inc["end"]) == (
         "2023-10-31T20:59:37.000000Z", "line", "2023-10-31T21:11:20.000000Z"), inc
     assert len(inc["initiator"]["events"]) == 2, inc["initiator"]
+
+
+def test_a_hang_in_the_communicators_abort_is_a_teardown_hang_not_a_collective_one(pipeline):
+    """mit-han-lab/distrifuser#6 (a real-logs pass): after the run's last step, each rank's "Future for ProcessGroup
+    abort timed out" and its heartbeat monitor with no work pending (workMetaList_.size()=0) were "2 ranks hung in the
+    same collective" and a search for a silent rank (pytorch/pytorch#128751: the heartbeat monitor firing during
+    commAbort misleads debugging). The abort explains the idle heartbeat; the action names the teardown. A heartbeat
+    timeout with work pending stays a hang in a collective."""
+    text = "\n".join(
+        [f"[rank{r}]:[E ProcessGroupNCCL.cpp:1025] [PG 0 Rank {r}] Future for ProcessGroup abort timed out after "
+         "600000 ms" for r in (0, 1)]
+        + [f"[rank{r}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {r}] Heartbeat monitor timed out! Process will be "
+           "terminated after dumping debug info. workMetaList_.size()=0" for r in (1, 0)])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["category"] == "nccl_software", inc
+    assert "teardown" in inc["next_action"] and "600000 ms" in inc["next_action"], inc["next_action"]
+    assert {x["rule"] for x in inc["evidence"]} == {"torch_abort.explains_idle_heartbeat"}, inc["evidence"]
+    busy = ("[rank0]:[E1019 01:04:03.356947152 ProcessGroupNCCL.cpp:1413] [PG 3 Rank 0] Heartbeat monitor timed out! "
+            "Process will be terminated after dumping debug info. workMetaList_.size()=121")
+    (hang,) = run(pipeline, busy, host="node01")
+    assert hang["category"] == "nccl_hang", hang
