@@ -460,7 +460,13 @@ def _explain(scene: Scene, v: Verdict) -> str:
     elif i.get("device_type"):
         where = f"an unnamed {i['device_type'].upper() if i['device_type'] == 'gpu' else i['device_type']}"
     elif i.get("rank") is not None and main.device_type in (None, "gpu"):
-        where = f"the GPU of rank {i['rank']}"
+        # a process group's rank is one of every node's (rank 1 of a TP group): c10's "[rank29]:" names the process
+        # (details.global_rank; "rank 1" sent an operator to the wrong process: NVIDIA-NeMo/Megatron-Bridge#836, a
+        # real-logs pass)
+        pg = main.details.get("pg_guid") or main.details.get("pg")
+        group = f"process group {pg}" if pg is not None else "its process group"
+        where = (f"the GPU of rank {main.details['global_rank']} (rank {i['rank']} of {group})"
+                 if "global_rank" in main.details else f"the GPU of rank {i['rank']}")
     else:
         where = "the host"
     when = f"at {iso(main.ts)}"

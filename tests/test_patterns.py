@@ -3795,3 +3795,15 @@ def test_a_hang_in_the_communicators_abort_is_a_teardown_hang_not_a_collective_o
             "Process will be terminated after dumping debug info. workMetaList_.size()=121")
     (hang,) = run(pipeline, busy, host="node01")
     assert hang["category"] == "nccl_hang", hang
+
+
+def test_a_process_groups_rank_is_named_with_the_processs_rank_in_the_job(pipeline):
+    """NVIDIA-NeMo/Megatron-Bridge#836 (a real-logs pass): "[rank29]:… [PG ID 5 … Rank 1] … CUDA error" was "the GPU of
+    rank 1": rank 1 of a tensor-parallel group is on every node, and an operator looks at the wrong process. The
+    explanation names the job's rank first, the group's beside it."""
+    line = ("[rank29]:[E1002 12:20:55.123831168 ProcessGroupNCCL.cpp:1923] [PG ID 5 PG GUID 83(TENSOR_MODEL_PARALLEL_"
+            "GROUP) Rank 1] Process group watchdog thread terminated with exception: CUDA error: unspecified launch "
+            "failure")
+    (inc,) = run(pipeline, line, host="node03")
+    assert inc["initiator"]["rank"] == 1, inc["initiator"]  # the event's rank stays its communicator's
+    assert "on the GPU of rank 29 (rank 1 of its process group) of node03" in inc["explanation"], inc["explanation"]
