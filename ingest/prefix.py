@@ -217,7 +217,8 @@ _PY_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:out|err)>: ?"
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
-               r"|\d{4}/\d\d/\d\d |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|[IWEF]\d{4} \d\d:"
+               r"|\d{4}/\d\d/\d\d |\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:"
+               r"|[IWEF]\d{4} \d\d:"
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
                r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|" + _PY_LEVEL + r" \d\d-\d\d \d\d:)")
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
@@ -314,6 +315,13 @@ _ISO = re.compile(
     r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
+# Hugging Face's example scripts and trainers built on them (LlamaFactory, DeepSpeed examples): logging.basicConfig(
+# format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S"): "02/11/2024 22:38:41 -
+# INFO - llmtuner.data.template - …". Month first, as the datefmt says; only before " - <level> - ", which makes it
+# that format (a line's stamps gave no date and a copied file's year was used: hiyouga/LlamaFactory#2470, a real-logs
+# pass)
+_HFLOG = re.compile(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?P<frac>)"
+                    r" - (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
 _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file); SGLang's parallel ranks after the
@@ -416,7 +424,7 @@ def _label(s: str) -> re.Match | None:
 LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
     "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
-    "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "ctime": _CTIME,
+    "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG, "ctime": _CTIME,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
     "label": _LABEL}
 
@@ -441,7 +449,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
         ("iso", digit or c in " \t"),
-        ("golog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
+        ("golog", digit), ("hflog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
         ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),
         ("delta", bracket)) if ok)
 
@@ -775,7 +783,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m.group("pid"))
                 s = s[m.end():]
                 continue
-            for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG)):
+            for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG)):
                 m = rx.match(s) if name in can else None
                 if m:
                     r = _full(*m.group("y", "mo", "d", "h", "mi"), m["s"] or "00", m["frac"],

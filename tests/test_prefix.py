@@ -656,3 +656,16 @@ def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_bracket
     assert (p.host, p.pid) == ("nodeA", 12)
     for line in ("[rank8]:[E1129 03:20:00.040000 ProcessGroupNCCL.cpp:1] x", "[12:34:56:78] x", "[a:b:c:d] x"):
         assert parse_prefix(line, ref_us=REF).host is None, line
+
+
+def test_hugging_faces_example_logging_stamp_is_read_month_first_and_behind_a_pdsh_label():
+    """hiyouga/LlamaFactory#2470 (a real-logs pass): "02/11/2024 22:38:41 - INFO - llmtuner.data.template - …"
+    (transformers' example scripts: datefmt "%m/%d/%Y %H:%M:%S", then " - <level> - ") gave no time, and pdsh's
+    "gpu004: " before it no host. Month first; only before " - <level> - "."""
+    p = parse_prefix("02/11/2024 22:38:41 - INFO - llmtuner.data.template - Replace eos token", ref_us=REF)
+    assert (p.ts, p.rest) == (us(2024, 2, 11, 22, 38, 41), "INFO - llmtuner.data.template - Replace eos token")
+    p = parse_prefix("gpu004: 02/11/2024 22:38:41 - WARNING - x - y", ref_us=REF)
+    assert (p.host, p.ts) == ("gpu004", us(2024, 2, 11, 22, 38, 41))
+    for line in ("02/11/2024 22:38:41 something", "02/11/2024 22:38:41 - note - x"):
+        assert parse_prefix(line, ref_us=REF).ts is None, line
+    assert parse_prefix("13/11/2024 22:38:41 - INFO - x", ref_us=REF).unreadable == "13/11/2024 22:38:41"
