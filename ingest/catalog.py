@@ -218,10 +218,12 @@ def _load_sxids(path: Path) -> dict[int, SxidFact]:
                 name=row["name"],
                 fatal=row["fatal"],
                 meaning=row["what_it_means"],
-                # a non-fatal SXid NVSentinel's mapping says to ignore (IGNORE/NONFATAL: SXid 22013's MINION DLREQ
-                # interrupts the driver prints at load) is information, not a warning (NVIDIA/nvtrust#124: a warning
-                # incident whose action said "can be ignored", a real-logs pass)
+                # a non-fatal SXid whose meaning says it "can be ignored" (22013's MINION DLREQ interrupts, which the
+                # driver prints at load) is information, not a warning (NVIDIA/nvtrust#124: a warning incident whose
+                # action said "can be ignored", a real-logs pass). Not every IGNORE/NONFATAL of NVSentinel's mapping:
+                # 136 rows, among them MINION boot errors and poisoned data (a break-it pass)
                 severity=("info" if row["fatal"] == "non-fatal" and row["nvsentinel_action"].startswith("IGNORE")
+                          and "can be ignored" in row["what_it_means"]
                           else _SXID_SEVERITY.get(row["fatal"], "warning")),
                 action=row["nvsentinel_action"] or "",
                 source=row["source"],

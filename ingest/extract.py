@@ -231,7 +231,7 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
         sev = sig.severity_map[f[sig.severity_group].lower()]
         if sev == "warning" and sig.severity == "sxid_catalog" and (
                 sfact := catalog.sxids.get(row.get("sxid", -1))) is not None and sfact.severity == "info":
-            sev = "info"  # a Non-fatal SXid the catalog says to ignore (catalog._load_sxids)
+            sev = "info"  # a Non-fatal SXid the catalog says can be ignored (catalog._load_sxids)
     elif sev == "xid_catalog":
         fact = catalog.xids.get(xid) if xid is not None else None
         sev = fact.severity if fact else "error"
