@@ -2,8 +2,9 @@
 
 What one line cannot say alone:
 
-* **time**: a stamp without a year takes the year of the nearest dated line
-  of the same segment (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
+* **time**: a stamp without a year takes the year that puts it nearest the
+  nearest dated line of the same segment (of a file: a line no signature matched
+  too, ``_year_from_unmatched``) (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
   header); raw ``[  123.456]`` stamps become wall time with the boot time
   (journald, or a syslog line that printed both), else with the segment's
   reference time (a file's mtime, a Kafka value's append time, an envelope's
@@ -36,7 +37,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year, to_us
+from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year_nearest, to_us
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -207,6 +208,7 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
     return time_of
 
 
+
 #: a full date with its year where a line's prefix may print one: ISO (``2025-10-02 12:20:48``, Megatron's iteration
 #: lines, Python's logging), ctime (``Thu Oct  2 12:20:54 2025``, ``dmesg -T``), Fabric Manager's ``Oct 31 2023
 #: 20:45:27``. Only where :func:`ingest.prefix.parse_prefix` reads it as the line's stamp does it date anything
@@ -264,7 +266,7 @@ def _year_from_unmatched(hits: list[Hit], tz) -> None:
             order = sorted(range(max(0, i - _YEAR_TRIES), min(len(lines), i + _YEAR_TRIES)),
                            key=lambda k: (abs(lines[k] - h.line), k))
             ref = next((t for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
-            if ref is not None and (t := resolve_year(*h.prefix.yearless, ref, tz)) is not None:
+            if ref is not None and (t := resolve_year_nearest(*h.prefix.yearless, ref, tz)) is not None:
                 h.prefix.ts = t
 
 
@@ -314,7 +316,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         nearest = nearest_dated(dated)
         for h in hits:
             if h.prefix.yearless is not None:
-                t = resolve_year(*h.prefix.yearless, nearest(h.line), tz)
+                t = resolve_year_nearest(*h.prefix.yearless, nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
     else:

@@ -240,6 +240,31 @@ def test_a_files_year_less_line_takes_the_year_of_its_nearest_dated_line_matched
     assert ev["ts"].year == 2026, ev["ts"]
 
 
+@pytest.mark.parametrize("dated, stamp, expect", [
+    ("2025-06-01 10:00:00,101 - INFO - starting training run", "E0605 03:20:55.123831", "2025-06-05T03:20:55"),
+    ("2025-12-28 10:00:00,101 - INFO - starting training run", "E0102 03:20:55.123831", "2026-01-02T03:20:55"),
+    # a dated hit above (the driver's load line) rather than an unmatched line: the same rule
+    ("[Sun Jun  1 10:00:00 2025] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05",
+     "E0605 03:20:55.123831", "2025-06-05T03:20:55"),
+])
+def test_a_year_less_stamp_below_a_dated_line_is_after_it_not_a_year_before(pipeline, monkeypatch, dated, stamp,
+                                                                             expect):
+    """A dated line above a year-less one is a time the line came after: a watchdog line of June 5 under a run's June 1
+    banner was put in 2024 (the year's choice read every dated line as an upper bound: a break-it pass), one of
+    January 2 under December 28's, a year early. Also past the bytes the scan reads (a 220 MB log: 166 of 200 lines a
+    year off)."""
+    watchdog = (f"[rank3]:[{stamp}168 ProcessGroupNCCL.cpp:1923] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group "
+                "watchdog thread terminated with exception: CUDA error: unspecified launch failure")
+    text = "\n".join([dated] + [f" iteration {i}/100000 | loss 2.3" for i in range(20)] + [watchdog])
+    for ref in (T0, T0 - 365 * 86400 * 10**6):
+        ev = [e for e in run(pipeline, text, basis="file", ref=ref).events.to_pylist()
+              if e["signature"] != "driver.loaded"]
+        assert [e["ts"].isoformat()[:19] for e in ev if e["rank"] == 3] == [expect], ev
+    monkeypatch.setattr("ingest.assemble.YEAR_SCAN_BYTES", len(dated) + 40)  # the watchdog line past the scan
+    ev = [e for e in run(pipeline, text, basis="file").events.to_pylist() if e["rank"] == 3]
+    assert [e["ts"].isoformat()[:19] for e in ev] == [expect], ev
+
+
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10**6)), min_size=1, max_size=12),
        st.integers(-3, 45))
 def test_nearest_dated_line_is_the_first_of_the_closest(dated, line):
