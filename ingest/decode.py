@@ -485,6 +485,11 @@ _MESSAGE_KEY = re.compile(rb'"(?:MESSAGE|message|log|msg|textPayload|SyslogMessa
 #: the lines after the first that :func:`looks_ndjson` looks at, and the bytes it looks in
 _NDJSON_HEAD_LINES = 8
 _NDJSON_HEAD_BYTES = 8192
+#: how far :func:`looks_ndjson` looks for the end of a first line that is no record (a cut one, a banner)
+_FIRST_LINE_BYTES = 1 << 20
+#: a JSON string's end and the next key, as in the tail of a record whose start was cut off (``…","stream":"stderr",
+#: "time":"…"}``: Docker's json-file log, whose message key comes first)
+_RECORD_TAIL = re.compile(rb'"\s*,\s*"[\w@.$-]{1,64}"\s*:')
 
 
 def looks_ndjson(data: bytes) -> bool:
@@ -520,11 +525,11 @@ def looks_ndjson(data: bytes) -> bool:
 
 def _envelopes_after_first_line(data: bytes) -> bool:
     """:func:`looks_ndjson` of data whose first line is no JSON object: the lines after it are envelopes."""
-    nl = data.find(b"\n", 0, _NDJSON_HEAD_BYTES)
+    nl = data.find(b"\n", 0, _FIRST_LINE_BYTES)  # a cut record may be long (a 9 kB one was text: a break-it pass)
     if nl < 0:
         return False
-    lines = [line for line in data[nl + 1:_NDJSON_HEAD_BYTES].split(b"\n", _NDJSON_HEAD_LINES)[:_NDJSON_HEAD_LINES]
-             if line.strip()]
+    head = data[nl + 1:nl + 1 + _NDJSON_HEAD_BYTES]
+    lines = [line for line in head.split(b"\n", _NDJSON_HEAD_LINES)[:_NDJSON_HEAD_LINES] if line.strip()]
     return (bool(lines) and _MESSAGE_KEY.search(lines[0]) is not None
             and all(_JSON_OBJECT_START.match(line) is not None for line in lines))
 
@@ -1246,9 +1251,11 @@ def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reje
         if not raw or raw.isspace():
             continue
         if raw.lstrip()[:1] != b"{" and not _is_json(raw):
-            if raw.rstrip().endswith(b"}") and _MESSAGE_KEY.search(raw) is not None:
+            if i == 0 and raw.rstrip().endswith(b"}") and (
+                    _MESSAGE_KEY.search(raw) is not None or _RECORD_TAIL.search(raw) is not None):
                 # a record's end whose start was cut off (a file copied from an offset): its host and time are lost,
-                # and read as text it was a fault of a host named after the file, at the file's time (a break-it pass)
+                # and read as text it was a fault of a host named after the file, at the file's time (a break-it pass).
+                # Only the first line: elsewhere such a line is text (fluentd's out_stdout "… kern.node07: {…}")
                 rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: the end of a record whose start is "
                                       "missing (the file begins or was cut inside it)", raw, "bad_envelope"))
                 if len(rejects) >= MAX_REJECTS_PER_VALUE:

@@ -891,6 +891,29 @@ def test_envelopes_after_a_first_line_that_is_no_record_stay_envelopes(tmp_path,
     f.write_bytes(b"banner\n" + rec.format(h="g2", s=45).encode() + b"\nplain text line\n")
     assert [s.host for s in decode_file(f, relname=f.name).segments] == ["cut"]
 
+
+def test_only_a_files_first_line_is_read_as_a_records_cut_end(tmp_path):
+    """A second break-it pass: the cut-record reject took fluentd's out_stdout line ("… kern.node07: {…}") among
+    records for one, its Xid 79 lost; Docker's json-file tail (its message key first: ``…","stream":"stderr",
+    "time":"…"}``) and a cut first line past 8 kB were still text of the file's host."""
+    xid = "NVRM: Xid (PCI:0000:4c:00): 79, pid=1, GPU has fallen off the bus."
+    rec = lambda h: orjson.dumps({"host": h, "timestamp": "2025-10-02T12:00:00Z", "message": xid})
+    f = tmp_path / "fluentd-0.log"
+    f.write_bytes(rec("a") + b"\n" + rec("b") + b"\n2025-10-02 12:00:05.123456789 +0000 kern.node07: "
+                  + orjson.dumps({"host": "node07", "message": xid}) + b"\n")
+    d = decode_file(f, relname=f.name)
+    assert d.rejects == [] and sum(s.data.count(b"Xid") for s in d.segments) == 3, d
+    docker = lambda: orjson.dumps({"log": xid + "\n", "stream": "stderr", "time": "2025-10-02T11:00:00.000000000Z"})
+    f = tmp_path / "node07.json"
+    f.write_bytes(xid.encode() + b'\\n","stream":"stderr","time":"2025-10-02T11:00:00.000000000Z"}\n'
+                  + docker() + b"\n" + docker() + b"\n")
+    d = decode_file(f, relname=f.name)
+    assert len(d.rejects) == 1 and sum(s.data.count(b"Xid") for s in d.segments) == 2, d
+    f = tmp_path / "fleet.ndjson"
+    f.write_bytes(b"x" * 9000 + b'", "message": "' + xid.encode() + b'"}\n' + rec("nodea") + b"\n" + rec("nodeb"))
+    d = decode_file(f, relname=f.name)
+    assert [s.host for s in d.segments] == ["nodea", "nodeb"] and len(d.rejects) == 1, d
+
 def test_text_lines_among_ndjson_records_are_read_as_text():
     """A crash's lines after a program's JSON records, a comment among a shipper's envelopes, an Xid after nine
     metrics lines: they were rejects ("record is not an object"), the Xid and NCCL errors lost, or the comment
