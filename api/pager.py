@@ -646,22 +646,31 @@ class Pager:
 
     async def _post(self, client: httpx.AsyncClient, r: Receiver, body: Any) -> tuple[bool, bool, str]:
         """POST ``body``; returns (acknowledged, worth retrying, error) and keeps the receiver's backoff."""
+        code, headers, head = None, None, b""
         try:
             # one deadline for the whole exchange, and at most _ERROR_BODY_BYTES of an error's body: httpx's timeout
             # bounds each read, so a receiver that sent a byte every 2 s held every receiver's pages for ever while
             # health said ok, and an endless error body was read whole into memory (a break-it pass; encode/httpx#1450)
             deadline = asyncio.timeout(_EXCHANGE_STEPS * self.timeout_s)
             async with deadline, client.stream("POST", r.url, json=body) as resp:
-                code = resp.status_code
+                code, headers = resp.status_code, resp.headers
                 if 200 <= code < 300:
                     r.failures, r.next_try, r.last_error, r.last_success = 0, 0.0, "", self.clock()
                     return True, False, ""
-                head = b""
                 async for chunk in resp.aiter_bytes():
                     head += chunk
                     if len(head) >= _ERROR_BODY_BYTES:
                         break
-                headers = resp.headers
+        except TimeoutError:
+            if code is None:
+                err, retry, after = f"no whole answer within {_EXCHANGE_STEPS * self.timeout_s:g} s", True, ""
+            # else: the status and headers came, the body was slow: what came of it is enough (a slow 429 lost its
+            # Retry-After and a 301 its advice, the receiver hit again at once: a second break-it pass)
+        except httpx.HTTPError as e:  # httpx's timeouts carry no text: "ReadTimeout: " said nothing (a break-it pass)
+            if code is None:
+                why = str(e) or _NO_TEXT.get(type(e).__name__, "no detail")
+                err, retry, after = f"{type(e).__name__}: {why}", True, ""
+        if code is not None and headers is not None:
             err = f"HTTP {code}: {head[:300].decode('utf-8', 'replace')}"
             if 300 <= code < 400:
                 to = without_userinfo(headers.get("location", "?"))[:300]
@@ -670,11 +679,6 @@ class Pager:
                 err += " (check the receiver's URL and credentials)"
             retry = code in _RETRY_STATUS or code in _CONFIG_STATUS or code >= 500 or 300 <= code < 400
             after = headers.get("retry-after", "")
-        except TimeoutError:
-            err, retry, after = f"no whole answer within {_EXCHANGE_STEPS * self.timeout_s:g} s", True, ""
-        except httpx.HTTPError as e:  # httpx's timeouts carry no text: "ReadTimeout: " said nothing (a break-it pass)
-            why = str(e) or _NO_TEXT.get(type(e).__name__, "no detail")
-            err, retry, after = f"{type(e).__name__}: {why}", True, ""
         r.last_error = err
         if retry:
             r.failures += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -709,12 +710,13 @@ def test_a_page_no_receiver_can_be_sent_is_rejected_and_the_rest_go_on(tmp_path,
     pager.close()
 
 
-@pytest.mark.parametrize("shape", ["trickle", "endless"])
+@pytest.mark.parametrize("shape", ["trickle", "endless", "slow_headers", "slow_429"])
 def test_a_receiver_that_answers_slowly_or_endlessly_is_given_up_on_time_and_bounded(tmp_path, shape):
     """A receiver that answers 500 and sends its body a byte every 0.2 s held every receiver's pages for ever (httpx's
     timeout bounds each read), health ok; one whose error body never ends was read whole into memory, 2.5 GB (a
-    break-it pass; encode/httpx#1450). One deadline bounds the exchange and only the body's head is read. (A real
-    socket on 127.0.0.1 that answers so.)"""
+    break-it pass; encode/httpx#1450). One deadline bounds the exchange and only the body's head is read; a status
+    whose body is slow keeps its code and Retry-After (a slow 429 was hit again at once: a second break-it pass).
+    (A real socket on 127.0.0.1 that answers so.)"""
     import socket
     import threading
 
@@ -729,14 +731,17 @@ def test_a_receiver_that_answers_slowly_or_endlessly_is_given_up_on_time_and_bou
             buf = b""
             while b"\r\n\r\n" not in buf:
                 buf += c.recv(65536)
-            c.sendall(b"HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
-            chunk = b"x" if shape == "trickle" else b"y" * 65536
+            status = b"429 Too Many Requests\r\nRetry-After: 60" if shape == "slow_429" else b"500 Oops"
+            c.sendall(b"HTTP/1.1 " + status + b"\r\n")
+            if shape != "slow_headers":
+                c.sendall(b"Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"y" * 65536 if shape == "endless" else b"x"
             while not stop.is_set():
                 try:
-                    c.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    c.sendall(b"X-A: b\r\n" if shape == "slow_headers" else b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 except OSError:
                     return
-                if shape == "trickle":
+                if shape != "endless":
                     time.sleep(0.2)
 
     def serve() -> None:
@@ -756,10 +761,14 @@ def test_a_receiver_that_answers_slowly_or_endlessly_is_given_up_on_time_and_bou
         assert asyncio.run(pager.flush(2.0)) == 1
         assert time.monotonic() - t0 < 6, time.monotonic() - t0
         err = pager.health()["receivers"]["pagerduty"]["last_error"]
-        if shape == "trickle":
+        if shape == "slow_headers":
             assert err == "no whole answer within 0.9 s", err
-        else:
+        elif shape == "endless":
             assert err == "HTTP 500: " + "y" * 300, err[:80]
+        else:  # the status and headers came: the body's head that came is enough, and a Retry-After holds
+            assert re.fullmatch(r"HTTP (500|429): x{1,10}", err), err
+        if shape == "slow_429":
+            assert pager.receivers[0].next_try - time.monotonic() > 50
         health = pager.health()
         assert health["receivers"]["pagerduty"]["consecutive_failures"] >= 1 and health["ok"] is False, health
         pager.close()
