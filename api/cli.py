@@ -354,10 +354,14 @@ def diagnose(
             what = "" if args == ["-"] else f" {files} file{'s' * (files != 1)},"  # standard input is no file
             # a folder's hidden files are not read: said, or "no files found" stood beside a file (a break-it pass)
             hidden = sum(1 for a in args if a != "-" and Path(a).is_dir() for x in Path(a).rglob(".*") if x.is_file())
-            them = f"{hidden} hidden file{'s' * (hidden != 1)}, whose names begin with '.', " + (
-                "are not read in a folder: pass them by name" if hidden != 1 else "is not read in a folder: pass it by name")
+            why = [f"{hidden} hidden file{'s' * (hidden != 1)}, whose names begin with '.', "
+                   + ("are not read in a folder: pass them by name" if hidden != 1
+                      else "is not read in a folder: pass it by name")] if hidden else []
+            if notes:  # the folder holds notes only: listed above, not "no files" alone (a break-it pass)
+                why.insert(0, f"{len(notes)} notes or configuration file{'s' * (len(notes) != 1)}, not read in a "
+                              "folder: name one to read it")
             err.print(f"[red]no log lines[/] in {where}:{what} empty or blank lines (or NUL bytes) only" if files
-                      else f"[red]no files found[/] under {where}" + (f" ({them})" if hidden else ""))
+                      else f"[red]no files found[/] under {where}" + (f" ({'; '.join(why)})" if why else ""))
         raise typer.Exit(2)
     seen = sorted(set(batch.events.column("host").to_pylist()))
     listed = _first_of(seen, 8)

@@ -32,6 +32,14 @@ def from_stdin(origin: str) -> bool:
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".adoc", ".yaml", ".yml", ".toml"})
 
 
+def _note(name: str) -> bool:
+    """A notes or configuration file's name (:data:`NOTE_SUFFIXES`), compressed or not (``expected.yaml.gz``)."""
+    stem, dot, ext = name.lower().rpartition(".")
+    if dot and ext in ("gz", "zst", "zstd"):
+        name = stem
+    return Path(name).suffix.lower() in NOTE_SUFFIXES
+
+
 def walk(paths: Iterable[Path], others: list[Path] | None = None,
          same: list[tuple[Path, Path]] | None = None,
          unlisted: list[tuple[Path, str]] | None = None,
@@ -86,7 +94,7 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
                     unlisted.append((x, e.strerror or str(e)))
                 continue
             if is_file:
-                if x.suffix.lower() in NOTE_SUFFIXES:
+                if _note(x.name):
                     if notes is not None:
                         notes.append(x)
                     continue

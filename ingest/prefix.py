@@ -421,8 +421,9 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # UCX (Open MPI's pml/ucx, UCC, any program on UCX): "[<host>:<pid>:<thread>:<tid>] " before its log and its signal
 # handler's lines, the pid padded to five ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 …"; ucs/debug/log.c): the
 # host of "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE" was the file's
-# name (openucx/ucx#6000, a real-logs pass)
-_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *:\d{1,6}:\d{1,10}\] ")
+# name (openucx/ucx#6000, a real-logs pass). A host with a digit, as a label's (compute001, a container's id):
+# "[Epoch:1:2:3]", "[INFO:1:2:3]" are no hosts (a break-it pass)
+_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])(?=[A-Za-z_.-]*\d)[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *:\d{1,6}:\d{1,10}\] ")
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
@@ -933,7 +934,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     if s[:1] == "[" and (p.host is None or p.pid is None) and (m := _UCX.match(s)) is not None:
         if p.host is None and not placeholder_host(m["host"]):
             p.host = m["host"]
-        p.pid = p.pid or int(m["pid"])
+        if p.host == m["host"]:  # not another host's process's pid (a relay's "nodeA kernel: [nodeB:1:0:1]")
+            p.pid = p.pid or int(m["pid"])
     if p.host is None and grep_host:
         p.host = grep_host
     p.zoneless = zoneless and p.zone_shift is None

@@ -504,6 +504,14 @@ def test_a_folders_notes_and_configuration_files_are_said_not_read_and_read_when
         and "expected.yaml" in said, r.stderr
     r = _firstfault("diagnose", str(tmp_path / "source.md"), "-f", "json")
     assert [i["initiator"]["device"] for i in json.loads(r.stdout)["incidents"]] == ["0000:4d:00.0"], r.stdout
+    # compressed notes too; a folder of notes only says so (a second break-it pass: "no files found" alone)
+    (tmp_path / "node01.log").unlink()
+    (tmp_path / "expected.yaml").rename(tmp_path / "expected.YAML.gz")
+    (tmp_path / "expected.YAML.gz").write_bytes(gzip.compress(xid.encode()))
+    r = _firstfault("diagnose", str(tmp_path))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "expected.YAML.gz" in said and "(2 notes or configuration files, not read in a " \
+        "folder: name one to read it)" in said, r.stderr
 
 def test_markup_in_paths_and_settings_is_printed_as_text(tmp_path):
     """Paths, lake locations and error texts are user text: ``[/]`` in them is no markup to fail on (each

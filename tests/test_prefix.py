@@ -654,7 +654,10 @@ def test_ucxs_prefix_names_the_host_and_pid(line, host, pid):
 def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_brackets():
     p = parse_prefix("Dec  1 10:00:00 nodeA app[12]: [nodeB:1:0:1] x", ref_us=REF)
     assert (p.host, p.pid) == ("nodeA", 12)
-    for line in ("[rank8]:[E1129 03:20:00.040000 ProcessGroupNCCL.cpp:1] x", "[12:34:56:78] x", "[a:b:c:d] x"):
+    p = parse_prefix("Oct  2 12:00:00 nodeA kernel: [nodeB1:1:0:1] x", ref_us=REF)
+    assert (p.host, p.pid) == ("nodeA", None)  # not nodeB1's process's pid
+    for line in ("[rank8]:[E1129 03:20:00.040000 ProcessGroupNCCL.cpp:1] x", "[12:34:56:78] x", "[a:b:c:d] x",
+                 "[Epoch:1:2:3] loss", "[INFO:1:2:3] x", "[iter:100:200:300] loss"):
         assert parse_prefix(line, ref_us=REF).host is None, line
 
 
