@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
@@ -153,8 +154,18 @@ def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us:
             return None
         years = range(ref_year + 1, ref_year - 5, -1)
     t = None
-    # a stamp more than two days ahead is from the year before, and 29 February exists only in leap years
-    # (up to 4 years back)
+    # a stamp more than two days ahead is from the year before
+    for t in _in_years(years, month, day, h, mi, s, us, tz):
+        if t is None or ref_us is None or t <= ref_us + 2 * 86400 * US:
+            return t
+    return t
+
+
+def _in_years(years: Iterable[int], month: int, day: int, h: int, mi: int, s: int, us: int,
+              tz: tzinfo) -> Iterator[int | None]:
+    """The stamp's µs in each of ``years`` (lazily: callers stop at the first that fits) that has its date and is in
+    the calendar (1 – 9999); ``None``, then no more, for a date no year has (29 February exists only in leap
+    years: other years are passed over)."""
     for year in years:
         if not 1 <= year <= 9999:
             continue
@@ -162,11 +173,9 @@ def resolve_year(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us:
         if second is None:
             if month == 2 and day == 29:
                 continue
-            return None
-        t = second + us
-        if ref_us is None or t <= ref_us + 2 * 86400 * US:
-            return t
-    return t
+            yield None
+            return
+        yield second + us
 
 
 def resolve_year_nearest(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us: int,
@@ -181,15 +190,9 @@ def resolve_year_nearest(month: int, day: int, h: int, mi: int, s: int, us: int,
     except (OverflowError, ValueError):
         return None
     best = None
-    for year in range(ref_year - 4, ref_year + 5):  # 29 February: the leap years around
-        if not 1 <= year <= 9999:
-            continue
-        second = _second_us(year, month, day, h, mi, s, tz)
-        if second is None:
-            if month == 2 and day == 29:
-                continue
+    for t in _in_years(range(ref_year - 4, ref_year + 5), month, day, h, mi, s, us, tz):  # 29 February's years too
+        if t is None:
             return None
-        t = second + us
         if best is None or abs(t - ref_us) < abs(best - ref_us):
             best = t
     return best
