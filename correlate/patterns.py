@@ -544,8 +544,11 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     lead = sorted(fm, key=lambda e: (-e.sev, e.start))[:1] or sorted(nvls, key=lambda e: e.start)[:1]
     host = lead[0].host
     parts = []
+    # the IMEX daemon's own memory export errors (GB200/GB300: no Fabric Manager there) are no Fabric Manager's
+    # (kubernetes-sigs/dra-driver-nvidia-gpu#948, a real-logs pass)
+    imex = bool(lead) and lead[0].signature.startswith("imex.")
     if fm:
-        parts.append(f"Fabric Manager on {host} says: “{_payload(fm[0])}”")
+        parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(fm[0])}”")
     if nvls:
         codes = sorted({e.details.get("cuda_error") for e in nvls if e.details.get("cuda_error")})
         parts.append(f"NCCL could not set up NVLS (NVLink SHARP) multicast"
@@ -560,8 +563,11 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         downstream=down, context=[e for e in ctx if e not in init_events],
         confidence=0.85 if fm else 0.7, severity="error",
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so the NVLink fabric "
-                     "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
-                     "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards)."),
+                     + ("management of this host is the cause: the IMEX daemons of its domain could not export or "
+                        "import memory (a workload started before every node's daemon was ready, a node missing from "
+                        "the domain)." if imex else
+                        "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
+                        "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards).")),
         next_action=catalog_action(scene.catalog, lead[0], scene.subject.get(lead[0].event_id)),
         verify=(verify_commands(scene.catalog, lead[0], scene.subject.get(lead[0].event_id))
                 or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"]),

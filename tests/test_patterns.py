@@ -3807,3 +3807,17 @@ def test_a_process_groups_rank_is_named_with_the_processs_rank_in_the_job(pipeli
     (inc,) = run(pipeline, line, host="node03")
     assert inc["initiator"]["rank"] == 1, inc["initiator"]  # the event's rank stays its communicator's
     assert "on the GPU of rank 29 (rank 1 of its process group) of node03" in inc["explanation"], inc["explanation"]
+
+
+def test_the_imex_daemons_memory_export_errors_are_imexs_not_fabric_managers(pipeline):
+    """kubernetes-sigs/dra-driver-nvidia-gpu#948 (a real-logs pass): the IMEX daemon's "Failed to get new memory
+    reference with rc: 87" (GB200: no Fabric Manager on the compute trays) gave no event bare, and behind IMEX's log
+    prefix was "Fabric Manager on … says", its advice Fabric Manager's; recreating the workload pods fixed it."""
+    text = "\n".join(["[Mar 17 2026 10:00:00] [ERROR] [tid 77] Failed to get new memory reference with rc: 87",
+                      "[Mar 17 2026 10:00:00] [ERROR] [tid 77] Failed to allocate memory reference.",
+                      "[Mar 17 2026 10:00:01] [ERROR] [tid 77] Received import response from node id 0 with failure "
+                      "status 3"])
+    (inc,) = run(pipeline, text, host="gb200-n01")
+    assert inc["category"] == "fabric_manager", inc
+    assert inc["explanation"].startswith("The IMEX daemon on gb200-n01 says"), inc["explanation"]
+    assert "nvidia-imex-ctl -N" in inc["next_action"] and "recreate the workload" in inc["next_action"], inc
