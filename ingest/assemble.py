@@ -208,7 +208,6 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
     return time_of
 
 
-
 #: a full date with its year where a line's prefix may print one: ISO (``2025-10-02 12:20:48``, Megatron's iteration
 #: lines, Python's logging), ctime (``Thu Oct  2 12:20:54 2025``, ``dmesg -T``), Fabric Manager's ``Oct 31 2023
 #: 20:45:27``. Only where :func:`ingest.prefix.parse_prefix` reads it as the line's stamp does it date anything
@@ -223,8 +222,9 @@ _YEAR_TRIES = 8
 
 def _year_from_unmatched(hits: list[Hit], tz) -> None:
     """Year-less stamps (glog/c10's ``E1002 12:20:55``, syslog's ``Oct  2 12:20:55``) of a file's hits when none of
-    the stream's hits is dated: the year of the nearest line of the file whose prefix is a full date, matched or not
-    (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead of the file's time.
+    the stream's hits is dated: the year that puts each nearest the nearest line of the file whose prefix is a full
+    date, matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead
+    of the file's time.
 
     A copied file's time says nothing of its lines' year: a 2025 watchdog line read in 2026 was put in 2026, a year
     from the Xid of its GPU (NVIDIA-NeMo/Megatron-Bridge#836, a real-logs pass). Only files (``ref_basis`` "file"): a
@@ -443,7 +443,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             # time a day ahead was replaced by the file's and still said "envelope": a break-it pass)
             basis = seg.ref_basis if seg.ref_basis != "envelope" else (
                 "kafka" if seg.origin.startswith("kafka:") else "file")
-            row["ts"], row["ts_basis"], row["ts_precision_us"] = seg.ingest_ts, basis, _REF_PRECISION[basis]
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = seg.ingest_ts, basis, _REF_PRECISION.get(basis, US)
             row["details"]["ts_upper_bound"] = True
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])

@@ -507,8 +507,9 @@ def looks_ndjson(data: bytes) -> bool:
 
     A first line that is no JSON object before envelopes (a record whose start was cut off — ``tail -c``, a copy
     begun mid-record —, a banner, ``null``) does not make the records text: when each of the next lines that are
-    not blank (up to :data:`_NDJSON_HEAD_LINES`, in the first :data:`_NDJSON_HEAD_BYTES` bytes) opens as a JSON
-    object and the first names a message field, it is NDJSON. Three hosts' records were read as text of one host
+    not blank (up to :data:`_NDJSON_HEAD_LINES`, in the :data:`_NDJSON_HEAD_BYTES` bytes after the first line, which
+    may be up to :data:`_FIRST_LINE_BYTES` long) opens as a JSON object and the first names a message field, it is
+    NDJSON. Three hosts' records were read as text of one host
     named after the file, each at the file's time (a break-it pass).
     """
     if _JSON_OBJECT_START.match(data) is None:
