@@ -426,6 +426,7 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # host of "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE" was the file's
 # name (openucx/ucx#6000, a real-logs pass). A host with a digit, as a label's (compute001, a container's id):
 # "[Epoch:1:2:3]", "[INFO:1:2:3]" are no hosts (a break-it pass)
+_CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 _UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])(?=[A-Za-z_.-]*\d)[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *:\d{1,6}:\d{1,10}\] ")
 
 def _label(s: str) -> re.Match | None:
@@ -935,9 +936,13 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             if p.gpu_index is None:
                 p.gpu_index_text = m.group("dev")[:64]  # kept in details, as a number too big for its column
     if s[:1] == "[" and (p.host is None or p.pid is None) and (m := _UCX.match(s)) is not None:
-        if p.host is None and not placeholder_host(m["host"]):
+        # a Docker container's short id ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7") is the container's name for
+        # itself, not its machine's: the line stays its file's or stream's host, as before UCX's prefix was read (the
+        # benchmark's fleet mix: a node's SIGBUS lines became incidents of phantom hosts)
+        container = _CONTAINER_ID.fullmatch(m["host"]) is not None
+        if p.host is None and not container and not placeholder_host(m["host"]):
             p.host = m["host"]
-        if p.host == m["host"]:  # not another host's process's pid (a relay's "nodeA kernel: [nodeB:1:0:1]")
+        if p.host == m["host"] or (container and p.host is None):  # not another host's process's pid
             p.pid = p.pid or int(m["pid"])
     if p.host is None and grep_host:
         p.host = grep_host
