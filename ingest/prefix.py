@@ -427,7 +427,8 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # name (openucx/ucx#6000, a real-logs pass). A host with a digit, as a label's (compute001, a container's id):
 # "[Epoch:1:2:3]", "[INFO:1:2:3]" are no hosts (a break-it pass)
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
-_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])(?=[A-Za-z_.-]*\d)[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *:\d{1,6}:\d{1,10}\] ")
+_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])(?=[A-Za-z_.-]*\d)[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *"
+                  r":\d{1,6}:\d{1,10}\] ")
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's

@@ -641,7 +641,8 @@ def test_a_cuda_device_index_no_host_has_names_no_gpu():
 
 @pytest.mark.parametrize("line, host, pid", [
     # openucx/ucx#6000, #9590: UCX's log prefix; the pid padded to five (msr-fiddle/pipedream#76's signal handler)
-    ("[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE", "compute001", 31180),
+    ("[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE", "compute001",
+     31180),
     # a Docker container's short id names no machine: the pid only
     ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", None, 3039),
     # behind mpirun's --tag-output label
