@@ -547,8 +547,8 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     # the IMEX daemon's own memory export errors (GB200/GB300: no Fabric Manager there) are no Fabric Manager's
     # (kubernetes-sigs/dra-driver-nvidia-gpu#948, a real-logs pass)
     imex = bool(lead) and lead[0].signature.startswith("imex.")
-    if fm:
-        parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(fm[0])}”")
+    if fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
+        parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(lead[0])}”")
     if nvls:
         codes = sorted({e.details.get("cuda_error") for e in nvls if e.details.get("cuda_error")})
         parts.append(f"NCCL could not set up NVLS (NVLink SHARP) multicast"

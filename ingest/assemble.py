@@ -2,9 +2,10 @@
 
 What one line cannot say alone:
 
-* **time**: a stamp without a year takes the year that puts it nearest the
-  nearest dated line of the same segment (of a file: a line no signature matched
-  too, ``_year_from_unmatched``) (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
+* **time**: a stamp without a year takes its year from the nearest dated line
+  of the same segment (of a file: a line no signature matched too,
+  ``_year_from_unmatched``), after it when it is above, before it when below
+  (``year_by_side``) (glog/c10 next to ``dmesg -T`` or an ``nvidia-smi``
   header); raw ``[  123.456]`` stamps become wall time with the boot time
   (journald, or a syslog line that printed both), else with the segment's
   reference time (a file's mtime, a Kafka value's append time, an envelope's
@@ -37,7 +38,7 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year_nearest, to_us
+from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year, resolve_year_after, to_us
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -188,11 +189,12 @@ def kernel_boots(data: bytes) -> list[tuple[int, float]]:
     return boots if len(boots) > 1 else []
 
 
-def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
+def nearest_dated(dated: list[tuple[int, int]], with_line: bool = False) -> Callable[[int], Any]:
     """For ``dated`` (line number, µs) pairs in hit order, a function from a line number to the time of the
     dated line nearest to it: the first in ``dated`` order of those at the least distance, as
     ``min(dated, key=distance)`` gives, found by binary search over the distinct line numbers (a storm of
-    year-less lines among dated ones costs a search per line, not a pass over every dated line)."""
+    year-less lines among dated ones costs a search per line, not a pass over every dated line). With
+    ``with_line``, that dated line's ``(line number, µs)``."""
     first: dict[int, int] = {}  # line number -> index of its first pair in ``dated``
     for i, (line, _ts) in enumerate(dated):
         first.setdefault(line, i)
@@ -203,9 +205,21 @@ def nearest_dated(dated: list[tuple[int, int]]) -> Callable[[int], int]:
         below = lines[k - 1] if k > 0 else None
         above = lines[k] if k < len(lines) else None
         if below is None or (above is not None and (above - line, first[above]) < (line - below, first[below])):
-            return dated[first[above]][1]
-        return dated[first[below]][1]
+            return dated[first[above]] if with_line else dated[first[above]][1]
+        return dated[first[below]] if with_line else dated[first[below]][1]
     return time_of
+
+
+def year_by_side(yearless: tuple[int, int, int, int, int, int], line: int, dated_line: int, dated_us: int,
+                 tz) -> int | None:
+    """µs of a year-less stamp on ``line`` given the dated line ``dated_line`` (at ``dated_us``) nearest to it: a
+    log is in its order, so after a dated line above it (:func:`ingest.prefix.resolve_year_after`), before one below
+    it or on its own line (:func:`ingest.prefix.resolve_year`, at most two days after). The year nearest the dated
+    line put an August line five months before its January banner, and a March line after the October one below it
+    (a third break-it pass)."""
+    if dated_line < line:
+        return resolve_year_after(*yearless, dated_us, tz)
+    return resolve_year(*yearless, dated_us, tz)
 
 
 #: a full date with its year where a line's prefix may print one: ISO (``2025-10-02 12:20:48``, Megatron's iteration
@@ -222,8 +236,8 @@ _YEAR_TRIES = 8
 
 def _year_from_unmatched(hits: list[Hit], tz) -> None:
     """Year-less stamps (glog/c10's ``E1002 12:20:55``, syslog's ``Oct  2 12:20:55``) of a file's hits when none of
-    the stream's hits is dated: the year that puts each nearest the nearest line of the file whose prefix is a full
-    date, matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead
+    the stream's hits is dated: the year the nearest line of the file whose prefix is a full date gives it
+    (:func:`year_by_side`), matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead
     of the file's time.
 
     A copied file's time says nothing of its lines' year: a 2025 watchdog line read in 2026 was put in 2026, a year
@@ -265,8 +279,8 @@ def _year_from_unmatched(hits: list[Hit], tz) -> None:
             i = bisect_left(lines, h.line)
             order = sorted(range(max(0, i - _YEAR_TRIES), min(len(lines), i + _YEAR_TRIES)),
                            key=lambda k: (abs(lines[k] - h.line), k))
-            ref = next((t for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
-            if ref is not None and (t := resolve_year_nearest(*h.prefix.yearless, ref, tz)) is not None:
+            ref = next(((lines[k], t) for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
+            if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz)) is not None:
                 h.prefix.ts = t
 
 
@@ -313,10 +327,10 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             dated.append((h.line, h.prefix.ts))
     # 2. year-less stamps take the year of the nearest dated line
     if dated:
-        nearest = nearest_dated(dated)
+        nearest = nearest_dated(dated, with_line=True)
         for h in hits:
             if h.prefix.yearless is not None:
-                t = resolve_year_nearest(*h.prefix.yearless, nearest(h.line), tz)
+                t = year_by_side(h.prefix.yearless, h.line, *nearest(h.line), tz)
                 if t is not None:
                     h.prefix.ts = t
     else:

@@ -1252,11 +1252,12 @@ def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reje
         if not raw or raw.isspace():
             continue
         if raw.lstrip()[:1] != b"{" and not _is_json(raw):
-            if i == 0 and raw.rstrip().endswith(b"}") and (
+            if i == 0 and raw.rstrip().endswith(b"}") and raw.count(b"}") > raw.count(b"{") and (
                     _MESSAGE_KEY.search(raw) is not None or _RECORD_TAIL.search(raw) is not None):
                 # a record's end whose start was cut off (a file copied from an offset): its host and time are lost,
                 # and read as text it was a fault of a host named after the file, at the file's time (a break-it pass).
-                # Only the first line: elsewhere such a line is text (fluentd's out_stdout "… kern.node07: {…}")
+                # Only the first line, and one whose opening braces were cut off: a line that holds a whole "{…}"
+                # after text (fluentd's out_stdout "… kern.node07: {…}") is text (break-it passes)
                 rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: the end of a record whose start is "
                                       "missing (the file begins or was cut inside it)", raw, "bad_envelope"))
                 if len(rejects) >= MAX_REJECTS_PER_VALUE:

@@ -35,7 +35,7 @@ NOTE_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".adoc", ".yaml", ".yml",
 def _note(name: str) -> bool:
     """A notes or configuration file's name (:data:`NOTE_SUFFIXES`), compressed or not (``expected.yaml.gz``)."""
     stem, dot, ext = name.lower().rpartition(".")
-    if dot and ext in ("gz", "zst", "zstd"):
+    if dot and ext in ("gz", "zst", "zstd", "bz2", "xz"):
         name = stem
     return Path(name).suffix.lower() in NOTE_SUFFIXES
 

@@ -178,24 +178,23 @@ def _in_years(years: Iterable[int], month: int, day: int, h: int, mi: int, s: in
         yield second + us
 
 
-def resolve_year_nearest(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us: int,
-                         tz: tzinfo) -> int | None:
-    """µs for a stamp without a year next to a dated line of its log at ``ref_us``: the year that puts it nearest
-    that time, before or after (a tie: the earlier). :func:`resolve_year` reads its reference as an upper bound (a
-    file's time, an arrival), which a dated line is not: a watchdog line of June 5 under a run's banner of June 1 was
-    put in the year before, and so were 166 of 200 lines of a 220 MB log (a break-it pass). ``None`` for a date no
-    calendar has, or a reference outside the calendar."""
+def resolve_year_after(month: int, day: int, h: int, mi: int, s: int, us: int, ref_us: int,
+                       tz: tzinfo) -> int | None:
+    """µs for a stamp without a year printed after a dated line of its log at ``ref_us`` (a line above it): the
+    earliest year that puts it at most two days before ``ref_us`` or later — the reference's year, or the next one
+    for a stamp past New Year. :func:`resolve_year` reads its reference as an upper bound (a file's time, a dated line
+    below), so a watchdog line of June 5 under a run's banner of June 1 went a year back, and 166 of 200 lines of a
+    220 MB log (a break-it pass); the year nearest the dated line put an August line five months before its January
+    banner (a third). ``None`` for a date no calendar has, or a reference outside the calendar."""
     try:
         ref_year = _year_of_day(ref_us // _DAY_US)
     except (OverflowError, ValueError):
         return None
-    best = None
-    for t in _in_years(range(ref_year - 4, ref_year + 5), month, day, h, mi, s, us, tz):  # 29 February's years too
-        if t is None:
-            return None
-        if best is None or abs(t - ref_us) < abs(best - ref_us):
-            best = t
-    return best
+    t = None
+    for t in _in_years(range(ref_year - 1, ref_year + 6), month, day, h, mi, s, us, tz):  # 29 February's years too
+        if t is None or t >= ref_us - 2 * 86400 * US:
+            return t
+    return t
 
 
 _DAY_US = 86400 * US
@@ -424,10 +423,10 @@ _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<ti
 # UCX (Open MPI's pml/ucx, UCC, any program on UCX): "[<host>:<pid>:<thread>:<tid>] " before its log and its signal
 # handler's lines, the pid padded to five ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 …"; ucs/debug/log.c): the
 # host of "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE" was the file's
-# name (openucx/ucx#6000, a real-logs pass). A host with a digit, as a label's (compute001, a container's id):
-# "[Epoch:1:2:3]", "[INFO:1:2:3]" are no hosts (a break-it pass)
+# name (openucx/ucx#6000, a real-logs pass). UCX pads the pid to five ("%-5d"): "[Epoch:1:2:3]", "[step1:2:3:4]",
+# "[INFO:1:2:3]" are no UCX prefixes (break-it passes)
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
-_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])(?=[A-Za-z_.-]*\d)[A-Za-z0-9][\w.-]*):(?P<pid>\d{1,10}) *"
+_UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pidf>(?P<pid>\d{1,10}) *)"
                   r":\d{1,6}:\d{1,10}\] ")
 
 def _label(s: str) -> re.Match | None:
@@ -936,7 +935,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
             if p.gpu_index is None:
                 p.gpu_index_text = m.group("dev")[:64]  # kept in details, as a number too big for its column
-    if s[:1] == "[" and (p.host is None or p.pid is None) and (m := _UCX.match(s)) is not None:
+    if (s[:1] == "[" and (p.host is None or p.pid is None) and (m := _UCX.match(s)) is not None
+            and len(m["pidf"]) >= 5):
         # a Docker container's short id ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7") is the container's name for
         # itself, not its machine's: the line stays its file's or stream's host, as before UCX's prefix was read (the
         # benchmark's fleet mix: a node's SIGBUS lines became incidents of phantom hosts)

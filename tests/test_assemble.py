@@ -240,6 +240,17 @@ def test_a_files_year_less_line_takes_the_year_of_its_nearest_dated_line_matched
     assert ev["ts"].year == 2026, ev["ts"]
 
 
+def test_a_year_less_stamp_is_after_a_dated_line_above_and_before_one_below(pipeline):
+    """A third break-it pass: the year nearest the dated line put an August Xid five months before its log's January
+    banner above it, and a March Xid after the October Xid below it (the order reversed, the wrong initiator)."""
+    xid = "node07 kernel: NVRM: Xid (PCI:0000:3b:00): {}, pid=123, name=python, GPU has fallen off the bus."
+    ev = run(pipeline, "2025-01-10 08:00:00 INFO job started\nAug 12 03:20:55 " + xid.format(79),
+             basis="file").events.to_pylist()
+    assert [e["ts"].isoformat()[:10] for e in ev] == ["2025-08-12"], ev
+    ev = run(pipeline, "Mar 15 03:20:55 " + xid.format(79) + "\n2025-10-01T08:00:00Z " + xid.format(48)).events
+    assert [t.isoformat()[:10] for t in ev.column("ts").to_pylist()] == ["2025-03-15", "2025-10-01"]
+
+
 @pytest.mark.parametrize("dated, stamp, expect", [
     ("2025-06-01 10:00:00,101 - INFO - starting training run", "E0605 03:20:55.123831", "2025-06-05T03:20:55"),
     ("2025-12-28 10:00:00,101 - INFO - starting training run", "E0102 03:20:55.123831", "2026-01-02T03:20:55"),
@@ -297,9 +308,11 @@ def test_a_dated_stamp_behind_a_year_less_one_keeps_its_own_time(pipeline):
             "pid=1, GPU has fallen off the bus.\n"
             "Dec 31 23:59:59 node001 kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=1, GPU has fallen off the bus.")
     ev = run(pipeline, text, ref=T0).events.to_pylist()
+    # the last line's year: after the dated line above it (2025-06-01), as a log is in its order (ingest.assemble.
+    # year_by_side; the year nearest it put lines before their banners: a break-it pass)
     assert [(e["device"], e["ts"].isoformat()) for e in ev] == [
         ("0000:3b:00.0", "2024-12-31T23:59:58+00:00"), ("0000:3c:00.0", "2025-06-01T10:00:00+00:00"),
-        ("0000:3d:00.0", "2024-12-31T23:59:59+00:00")]
+        ("0000:3d:00.0", "2025-12-31T23:59:59+00:00")]
 
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
@@ -335,7 +348,8 @@ def test_a_relayed_line_with_a_full_stamp_is_a_dated_line_for_its_neighbours(pip
     text = (f"Nov 30 03:12:45 relay kernel: kern: err: [2026-04-22T21:25:20Z]: {XID79}\n"
             f"Nov 30 03:12:46 relay kernel: {XID79.replace('3b:00', '3c:00')}")
     ev = run(pipeline, text, ref=1_812_000_000_000_000).events.to_pylist()  # a reference in June 2027
-    assert [e["ts"].isoformat() for e in ev] == ["2026-04-22T21:25:20+00:00", "2025-11-30T03:12:46+00:00"]
+    # after the dated line above it (a relay received it after its inner stamp), not the year before
+    assert [e["ts"].isoformat() for e in ev] == ["2026-04-22T21:25:20+00:00", "2026-11-30T03:12:46+00:00"]
 
 
 def test_long_lines_stay_out_of_the_columns_memo(pipeline):

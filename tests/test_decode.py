@@ -903,6 +903,11 @@ def test_only_a_files_first_line_is_read_as_a_records_cut_end(tmp_path):
                   + orjson.dumps({"host": "node07", "message": xid}) + b"\n")
     d = decode_file(f, relname=f.name)
     assert d.rejects == [] and sum(s.data.count(b"Xid") for s in d.segments) == 3, d
+    # the same line first: a whole "{…}" after text is text, not a record's cut end (a third break-it pass)
+    f.write_bytes(b"2025-10-02 12:00:05.123456789 +0000 kern.node07: " + orjson.dumps({"host": "node07", "message": xid})
+                  + b"\n" + rec("a") + b"\n" + rec("b") + b"\n")
+    d = decode_file(f, relname=f.name)
+    assert d.rejects == [] and sum(s.data.count(b"Xid") for s in d.segments) == 3, d
     docker = lambda: orjson.dumps({"log": xid + "\n", "stream": "stderr", "time": "2025-10-02T11:00:00.000000000Z"})
     f = tmp_path / "node07.json"
     f.write_bytes(xid.encode() + b'\\n","stream":"stderr","time":"2025-10-02T11:00:00.000000000Z"}\n'

@@ -3821,3 +3821,9 @@ def test_the_imex_daemons_memory_export_errors_are_imexs_not_fabric_managers(pip
     assert inc["category"] == "fabric_manager", inc
     assert inc["explanation"].startswith("The IMEX daemon on gb200-n01 says"), inc["explanation"]
     assert "nvidia-imex-ctl -N" in inc["next_action"] and "recreate the workload" in inc["next_action"], inc
+    # beside Fabric Manager's own exit, the quoted line is the one whose daemon is named (a third break-it pass)
+    fm = ("2026-03-17T10:00:00Z gb200-n01 systemd[1]: nvidia-fabricmanager.service: Main process exited, "
+          "code=exited, status=1/FAILURE")
+    (inc,) = run(pipeline, fm + "\n" + text, host="gb200-n01")
+    assert inc["explanation"].startswith("The IMEX daemon on gb200-n01 says: “Failed to get new memory reference"), \
+        inc["explanation"]

@@ -645,6 +645,8 @@ def test_a_cuda_device_index_no_host_has_names_no_gpu():
      31180),
     # a Docker container's short id names no machine: the pid only
     ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", None, 3039),
+    # a host without a digit: the pid's width (UCX pads it to five) makes the prefix UCX's
+    ("[gpuhost:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded", "gpuhost", 31180),
     # behind mpirun's --tag-output label
     ("[1,13]<stderr>:[lxbk1127:2330856:0:2330856] ib_mlx5_log.c:177  Transport retry", "lxbk1127", 2330856),
 ])
@@ -659,7 +661,8 @@ def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_bracket
     p = parse_prefix("Oct  2 12:00:00 nodeA kernel: [nodeB1:1:0:1] x", ref_us=REF)
     assert (p.host, p.pid) == ("nodeA", None)  # not nodeB1's process's pid
     for line in ("[rank8]:[E1129 03:20:00.040000 ProcessGroupNCCL.cpp:1] x", "[12:34:56:78] x", "[a:b:c:d] x",
-                 "[Epoch:1:2:3] loss", "[INFO:1:2:3] x", "[iter:100:200:300] loss"):
+                 "[Epoch:1:2:3] loss", "[INFO:1:2:3] x", "[iter:100:200:300] loss", "[step1:2:3:4] foo",
+                 "[Layer12:1:0:4] x"):
         assert parse_prefix(line, ref_us=REF).host is None, line
 
 
