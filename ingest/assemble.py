@@ -237,8 +237,8 @@ _YEAR_TRIES = 8
 def _year_from_unmatched(hits: list[Hit], tz) -> None:
     """Year-less stamps (glog/c10's ``E1002 12:20:55``, syslog's ``Oct  2 12:20:55``) of a file's hits when none of
     the stream's hits is dated: the year the nearest line of the file whose prefix is a full date gives it
-    (:func:`year_by_side`), matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's watchdog line), instead
-    of the file's time.
+    (:func:`year_by_side`), matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's
+    watchdog line), instead of the file's time.
 
     A copied file's time says nothing of its lines' year: a 2025 watchdog line read in 2026 was put in 2026, a year
     from the Xid of its GPU (NVIDIA-NeMo/Megatron-Bridge#836, a real-logs pass). Only files (``ref_basis`` "file"): a

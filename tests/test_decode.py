@@ -904,8 +904,8 @@ def test_only_a_files_first_line_is_read_as_a_records_cut_end(tmp_path):
     d = decode_file(f, relname=f.name)
     assert d.rejects == [] and sum(s.data.count(b"Xid") for s in d.segments) == 3, d
     # the same line first: a whole "{…}" after text is text, not a record's cut end (a third break-it pass)
-    f.write_bytes(b"2025-10-02 12:00:05.123456789 +0000 kern.node07: " + orjson.dumps({"host": "node07", "message": xid})
-                  + b"\n" + rec("a") + b"\n" + rec("b") + b"\n")
+    out_stdout = b"2025-10-02 12:00:05.123456789 +0000 kern.node07: " + orjson.dumps({"host": "node07", "message": xid})
+    f.write_bytes(out_stdout + b"\n" + rec("a") + b"\n" + rec("b") + b"\n")
     d = decode_file(f, relname=f.name)
     assert d.rejects == [] and sum(s.data.count(b"Xid") for s in d.segments) == 3, d
     docker = lambda: orjson.dumps({"log": xid + "\n", "stream": "stderr", "time": "2025-10-02T11:00:00.000000000Z"})
