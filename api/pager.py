@@ -336,11 +336,11 @@ def _plan(paged: str | None, status: str) -> list[str]:
 # ---- the pager ------------------------------------------------------------------------------------------
 
 
-#: what an httpx error without a message means (``Pager._post``)
 #: the bytes of a receiver's error answer read (its first 300 go into the error): the rest is not read
 _ERROR_BODY_BYTES = 4096
 #: a POST's whole exchange (connect, send, answer) may take this many times the per-step timeout (``timeout_s``)
 _EXCHANGE_STEPS = 3
+#: what an httpx error without a message means (``Pager._post``)
 _NO_TEXT = {"ReadTimeout": "no answer within the read timeout", "ConnectTimeout": "no connection within the timeout",
             "WriteTimeout": "the request could not be sent within the timeout",
             "PoolTimeout": "no free connection within the timeout"}

@@ -443,7 +443,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         else:
             ref_ok = plausible(seg.ref_ts)
             row["ts"] = seg.ref_ts if ref_ok else seg.ingest_ts
-            row["ts_basis"] = seg.ref_basis if ref_ok else ("kafka" if seg.origin.startswith("kafka:") else "file")
+            row["ts_basis"] = seg.ref_basis if ref_ok else _arrival_basis(seg)
             row["ts_precision_us"] = _REF_PRECISION.get(row["ts_basis"], US)
             if row["ts_basis"] in ("file", "kafka"):
                 # the file's mtime or the Kafka append time: the line was written then or before
@@ -455,8 +455,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             row["details"]["ts_rejected"] = row["ts"]
             # the arrival: a Kafka append time or a file's mtime, whatever the segment's reference was (an envelope's
             # time a day ahead was replaced by the file's and still said "envelope": a break-it pass)
-            basis = seg.ref_basis if seg.ref_basis != "envelope" else (
-                "kafka" if seg.origin.startswith("kafka:") else "file")
+            basis = seg.ref_basis if seg.ref_basis != "envelope" else _arrival_basis(seg)
             row["ts"], row["ts_basis"], row["ts_precision_us"] = seg.ingest_ts, basis, _REF_PRECISION.get(basis, US)
             row["details"]["ts_upper_bound"] = True
         if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
@@ -464,6 +463,11 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             last_line[id(seg)] = h.line
     if bounded:
         _bound_by_later_stamp(hits, bounded)
+
+
+def _arrival_basis(seg: Segment) -> str:
+    """The ``ts_basis`` of ``seg.ingest_ts``, its arrival: ``kafka`` (the append time) or ``file`` (the mtime)."""
+    return "kafka" if seg.origin.startswith("kafka:") else "file"
 
 
 def _failure_time(text: str, tz) -> int | None:

@@ -509,8 +509,8 @@ def looks_ndjson(data: bytes) -> bool:
     begun mid-record —, a banner, ``null``) does not make the records text: when each of the next lines that are
     not blank (up to :data:`_NDJSON_HEAD_LINES`, in the :data:`_NDJSON_HEAD_BYTES` bytes after the first line, which
     may be up to :data:`_FIRST_LINE_BYTES` long) opens as a JSON object and the first names a message field, it is
-    NDJSON. Three hosts' records were read as text of one host
-    named after the file, each at the file's time (a break-it pass).
+    NDJSON. Three hosts' records were read as text of one host named after the file, each at the file's time (a
+    break-it pass).
     """
     if _JSON_OBJECT_START.match(data) is None:
         return _envelopes_after_first_line(data)
@@ -1166,9 +1166,11 @@ def _not_in_run(joined: bytes, n: int) -> list[int] | None:
     return np.flatnonzero((starts == ends) | (first == 32) | (first == 124) | (last == 13)).tolist()
 
 
-def _reject(rejects: list[Reject], origin: str, i: int, e: Exception, raw: bytes) -> None:
-    """Append the ``bad_envelope`` reject of line ``i``; raise :class:`_TooManyRejects` at the cap."""
-    rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {_why(e, raw)}", raw, "bad_envelope"))
+def _reject(rejects: list[Reject], origin: str, i: int, e: Exception | str, raw: bytes) -> None:
+    """Append the ``bad_envelope`` reject of line ``i`` (its reason: ``e`` when a text, else :func:`_why`'s); raise
+    :class:`_TooManyRejects` at the cap."""
+    why = e if isinstance(e, str) else _why(e, raw)
+    rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: {why}", raw, "bad_envelope"))
     if len(rejects) >= MAX_REJECTS_PER_VALUE:
         raise _TooManyRejects(i + 1)
 
@@ -1258,10 +1260,8 @@ def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reje
                 # and read as text it was a fault of a host named after the file, at the file's time (a break-it pass).
                 # Only the first line, and one whose opening braces were cut off: a line that holds a whole "{…}"
                 # after text (fluentd's out_stdout "… kern.node07: {…}") is text (break-it passes)
-                rejects.append(Reject(f"{origin}#r{i}", f"NDJSON record {i}: the end of a record whose start is "
-                                      "missing (the file begins or was cut inside it)", raw, "bad_envelope"))
-                if len(rejects) >= MAX_REJECTS_PER_VALUE:
-                    raise _TooManyRejects(i + 1)
+                _reject(rejects, origin, i, "the end of a record whose start is missing (the file begins or was cut "
+                        "inside it)", raw)
                 continue
             yield i, raw
             continue

@@ -349,7 +349,7 @@ _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<
 # that format (a line's stamps gave no date and a copied file's year was used: hiyouga/LlamaFactory#2470, a real-logs
 # pass)
 _HFLOG = re.compile(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?P<frac>)"
-                    r" - (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )")
+                    r" - (?=" + _PY_LEVEL + r" - )")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
 _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file); SGLang's parallel ranks after the
@@ -421,9 +421,9 @@ MAX_GPU_INDEX = 1023
 _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 # UCX (Open MPI's pml/ucx, UCC, any program on UCX): "[<host>:<pid>:<thread>:<tid>] " before its log and its signal
-# handler's lines, the pid padded to five ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 …"; ucs/debug/log.c): the
-# host of "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE" was the file's
-# name (openucx/ucx#6000, a real-logs pass). UCX pads the pid to five ("%-5d"): "[Epoch:1:2:3]", "[step1:2:3:4]",
+# handler's lines, the pid padded to five ("%-5d", ucs/debug/log.c: "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 …"):
+# the host of "[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE" was the
+# file's name (openucx/ucx#6000, a real-logs pass); by the pid's width "[Epoch:1:2:3]", "[step1:2:3:4]" and
 # "[INFO:1:2:3]" are no UCX prefixes (break-it passes)
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 _UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pidf>(?P<pid>\d{1,10}) *)"
