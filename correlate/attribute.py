@@ -50,9 +50,11 @@ DEVICE_CATEGORIES = frozenset(XID_CATEGORY.values()) - {"application"}
 #: the party of the GPU whose NVLS setup failed half a day later, and so downstream of that GPU's Xid 79 (a break-it
 #: pass)
 HOST_CATEGORIES = frozenset({"fabric_manager", "driver", "host_memory"})
-#: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises
+#: event kind -> incident category, for an event that neither the Xid catalog nor its signature categorises. A GPU
+#: that does not start (RmInitAdapter, its FSP refusing the boot) is a GPU failure as GFW's boot timeout is; it was
+#: "other" (a real-logs pass: NVIDIA/nvtrust#19)
 KIND_CATEGORY = {"ecc": "ecc", "gpu_off_bus": "gpu_off_bus", "nccl_timeout": "nccl_hang", "ib_port": "ib_port",
-                 "fabric_manager": "fabric_manager"}
+                 "fabric_manager": "fabric_manager", "gpu_init_failed": "gpu_failure"}
 SYMPTOM = "operator.symptom"
 
 

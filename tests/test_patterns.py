@@ -1868,7 +1868,9 @@ def test_a_driver_of_the_wrong_flavour_or_version_is_the_fault_not_the_gpu(pipel
     # a journal line indented otherwise (here by two blanks) is a line of its own, not a continuation: it names no
     # host (the stream's, node07), and homecomp's GPU is not told the driver's
     incs = run(pipeline, journal.replace(" " * 33 + "NVRM: installed", "  NVRM: installed"))
-    assert sorted((i["initiator"]["host"], i["category"]) for i in incs) == [("homecomp", "other"), ("node07", "driver")]
+    # (a GPU that does not start is a GPU failure: attribute.KIND_CATEGORY)
+    assert sorted((i["initiator"]["host"], i["category"]) for i in incs) == [("homecomp", "gpu_failure"),
+                                                                             ("node07", "driver")]
     # journalctl's other forms, rsyslog's ISO stamps (an offset after a blank too), and kern.log's one header per line,
     # whose second line alone says it, naming no GPU (a break-it pass on this test's first cut: none was read)
     second = "NVRM: installed in this system requires use of the NVIDIA open kernel modules."
@@ -3827,3 +3829,22 @@ def test_the_imex_daemons_memory_export_errors_are_imexs_not_fabric_managers(pip
     (inc,) = run(pipeline, fm + "\n" + text, host="gb200-n01")
     assert inc["explanation"].startswith("The IMEX daemon on gb200-n01 says: “Failed to get new memory reference"), \
         inc["explanation"]
+
+
+def test_a_gpu_its_fsp_refuses_to_boot_is_a_gpu_failure(pipeline):
+    """An H100 whose firmware security processor answers the boot commands with an error (NVIDIA/nvtrust#19, a driver
+    printing "NVRM kfsp…" with no colon): no event before, then an incident of category "other" (a real-logs pass).
+    Any GPU that does not start, as RmInitAdapter's failure, is a GPU failure (``attribute.KIND_CATEGORY``)."""
+    text = "\n".join([
+        "[  343.059154] NVRM kfspProcessCommandResponse_GH100: FSP response reported error. Task ID: 0x2 Command type: "
+        "0x14 Error code: 0x6",
+        "[  343.060592] NVRM kfspSendBootCommands_GH100: Sent following content to FSP:",
+        "[  343.065531] NVRM kfspSendBootCommands_GH100: FSP boot cmds failed. RM cannot boot.",
+        "[  343.066452] NVRM kfspDumpDebugState_GH100: FSP microcode v4.76"])
+    (inc,) = run(pipeline, text, host="cvm")
+    assert (inc["category"], inc["severity"], inc["initiator"]["kind"], inc["initiator"]["host"]) == (
+        "gpu_failure", "error", "gpu_init_failed", "cvm")
+    assert "answered error 0x6" in inc["next_action"]
+    rm = "[  199.234935] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x25:0x40:1470)"
+    (inc,) = run(pipeline, rm)
+    assert (inc["category"], inc["initiator"]["device"]) == ("gpu_failure", "0000:0a:00.0")
