@@ -6,6 +6,7 @@ stay integers in µs UTC.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,8 +195,25 @@ def follow_watchdogs(events: list[Ev]) -> None:
                          or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
                              and (t.ts < e.ts or t.order < e.order)))):
                 best = t
+        if best is None and e.seq is not None and e.rank is not None and e.signature.startswith("torch."):
+            best = _same_work(e, timeouts.get((e.host, None), ()))
         if best is not None:
             e.imply_start(best.start)
+
+
+def _same_work(e: Ev, timeouts: Iterable[Ev]) -> Ev | None:
+    """The timeout of another rank of ``e``'s host on the same work (SeqNum, and process group when both print
+    one) within ``FOLLOW_UP_US`` of ``e``, either side, for a rank whose own timeout line the log lacks: its
+    "Exception … detected by watchdog at work: 1580" is the same collective's hang. Rank 3's line, 10 minutes after
+    the implied start of ranks 0 and 4's timeouts on SeqNum 1580, was an incident apart (hiyouga/LlamaFactory#7396,
+    a real-logs pass)."""
+    pg = e.details.get("pg_guid") or e.details.get("pg")
+    for t in timeouts:
+        tpg = t.details.get("pg_guid") or t.details.get("pg")
+        if t.seq == e.seq and t.rank != e.rank and abs(e.ts - t.ts) <= FOLLOW_UP_US and (
+                pg is None or tpg is None or pg == tpg):
+            return t
+    return None
 
 
 def _pos(origin: str) -> int:  # once per event (Ev.__post_init__): no cache

@@ -276,10 +276,12 @@ _KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
 # (``clock_us``)
 _CLOCK_LABEL = (r"(?P<clock_h>[01]\d|2[0-3]):(?P<clock_mi>[0-5]\d):(?P<clock_s>[0-5]\d|60)"
                 r"(?:[.,](?P<clock_frac>\d{1,9}))?[ \t]{1,2}")
+# a viewer's line number in brackets before a stamp: "[80746] [rank0]:[E321 02:07:08.408271257 …" (each line the
+# next number: hiyouga/LlamaFactory#7396, #8261; c10's stamp behind it was not read, every line took its file's time)
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
-    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
+    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
     + r"|" + _CLOCK_LABEL + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
@@ -431,14 +433,14 @@ _UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pidf>(
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
-    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, a first word (after blanks) that is not all
+    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, or a number's followed by a blank, a first word (after blanks) that is not all
     letters and ends with ``:`` and a blank, or a clock (``18:11:06.680 ``: a digit and a colon); most hit lines are
     none of them, "NVRM: " the most common: the regex alone cost ~1 µs a hit line."""
     if s[0] == "(" or s.startswith("[pod/"):  # Ray's label, kubectl logs --prefix
         return _LABEL.match(s)
     if s[0] == "[":
         j = s.find("]")
-        if j < 0 or s[j + 1:j + 2] not in (":", "<") or (
+        if j < 0 or (s[j + 1:j + 2] not in (":", "<") and not (s[j + 1:j + 2] == " " and s[1:j].isdecimal())) or (
                 s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "):  # c10's "[rank8]:[E…"
             return None
     else:

@@ -776,6 +776,26 @@ def test_a_timed_out_ranks_own_reports_after_its_timeout_are_no_other_fault(pipe
     assert [i["pattern"] for i in other] != ["comm.silent_rank"]
 
 
+def test_a_ranks_report_on_the_work_another_rank_timed_out_on_is_that_hang(pipeline):
+    """Ranks 0 and 4 print the watchdog's timeout on SeqNum 1580 (ran for 600 s), ranks 0 and 3 its "Exception …
+    detected by watchdog at work: 1580" (hiyouga/LlamaFactory#7396, each line behind a viewer's line number "[80746] ",
+    ``prefix._LABEL``): rank 3's line, with no timeout of its own in the log, stood at its line time, 10 minutes after
+    the others' implied start, and was an incident apart (a real-logs pass). Another work number, or another process
+    group, stays apart."""
+    t = ("[{n}] [rank{r}]:[E321 02:07:08.{f} ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
+         "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) "
+         "ran for 600060 milliseconds before timing out.")
+    x = ("[{n}] [rank{r}]:[E321 02:07:08.{f} ProcessGroupNCCL.cpp:1664] [PG 1 Rank {r}] Exception (either an error or "
+         "timeout) detected by watchdog at work: {w}, last enqueued NCCL work: 1582, last completed NCCL work: 1579.")
+    lines = [t.format(n=80746, r=0, f="408271257"), t.format(n=80747, r=4, f="414640780"),
+             x.format(n=80748, r=0, f="465150152", w=1580), x.format(n=80749, r=3, f="465224069", w=1580)]
+    (inc,) = run(pipeline, "\n".join(lines), host="train")
+    assert inc["start"].startswith("2026-03-21T01:57:08")  # the stamps behind the line numbers are read
+    assert sorted(d["rank"] for d in inc["downstream"]) == [0, 3, 4]
+    other = lines[:3] + [x.format(n=80749, r=3, f="465224069", w=1581)]
+    assert len(run(pipeline, "\n".join(other), host="train")) == 2
+
+
 # a 2-rank job on one host whose rank 1 dies of a CUDA error that PyTorch's NCCL watchdog caught, and rank 0 times out
 # on the collective rank 1 left, 600 s later (PyTorch 2.4+ c10 prefix; torch.watchdog_cuda_error, cuda.ecc_uncorrectable)
 CUDA_DEATH = ("[rank1]:[E810 15:36:05.945860779 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
