@@ -19,7 +19,8 @@ What one line cannot say alone:
   the uuid of the Xid that follows; an ``nvidia-smi -q`` ``GPU <bus id>`` section
   header names the GPU of its Fabric and GPU Recovery Action lines; ``NCCL_P2P_DISABLE=1`` / ``NCCL_P2P_LEVEL``
   puts the ranks that follow on the P2P fallback path; a board serial line names
-  the serial of the GPU of the preamble before it;
+  the serial of the GPU of the preamble before it; the driver's RC watchdog line
+  (``GPU is probably locked!``) gives its notify timeout to the host's next Xid;
 * **line groups**: an NVSwitch error is printed as up to three SXid lines of
   one switch and code (Fatal/Non-fatal line, Severity/Engine line, Data
   line), merged into one event.
@@ -677,6 +678,7 @@ def carry_context(hits: list[Hit]) -> None:
     q_device: str | None = None
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
+    rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
         if sid == "mpi.peer_disconnected":
@@ -708,6 +710,11 @@ def carry_context(hits: list[Hit]) -> None:
             if last_preamble:
                 serials[last_preamble] = d.get("board_serial", "")
             continue
+        if sid == "driver.rc_watchdog":  # names no GPU: the host's next Xid is the one it raised
+            rc_watchdog[row["host"]] = d.get("rc_watchdog_timeout_s", "")
+            continue
+        if row["kind"] == "xid" and (timeout_s := rc_watchdog.pop(row["host"], None)) is not None:
+            d.setdefault("rc_watchdog_timeout_s", timeout_s)
         if h.c.sig.source == "nvml" and gpu_ctx and row.get("gpu_index") is None and sid.startswith("nvml.nvlink"):
             row["gpu_index"] = gpu_ctx["gpu_index"]
             for k in ("model", "uuid"):

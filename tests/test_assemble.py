@@ -92,6 +92,23 @@ def test_preamble_and_serial_attach_to_the_xid(pipeline):
     assert d["uuid"] == "GPU-45eab12c-e144-7b1c-26a4-df5d9aa40520" and d["board_serial"] == "1652724066231"
 
 
+def test_the_rc_watchdogs_timeout_attaches_to_the_xid_it_raised(pipeline):
+    """The driver's RC watchdog line names no GPU (ggml-org/llama.cpp#27102: the whole kernel record, four lines): its
+    notify timeout goes to the host's next Xid, once; it was a line no signature read (a real-logs pass)."""
+    import orjson
+
+    text = ("Aug 16 23:01:35 box kernel: NVRM: krcWatchdog_IMPL: RC watchdog: GPU is probably locked!  Notify Timeout "
+            "Seconds: 7\n"
+            "Aug 16 23:01:35 box kernel: NVRM: GPU at PCI:0000:01:00: GPU-3da9f59b-4d76-1187-950a-e2beea666068\n"
+            "Aug 16 23:01:35 box kernel: NVRM: GPU Board Serial Number: 0\n"
+            "Aug 16 23:01:35 box kernel: NVRM: Xid (PCI:0000:01:00): 8, pid=709378, name=llama-server, channel "
+            "0x00000027\n"
+            "Aug 16 23:05:35 box kernel: NVRM: Xid (PCI:0000:01:00): 13, pid=709378, name=llama-server, channel "
+            "0x00000027")
+    ev = run(pipeline, text).events.to_pylist()
+    assert [(e["xid"], orjson.loads(e["details"]).get("rc_watchdog_timeout_s")) for e in ev] == [(8, "7"), (13, None)]
+
+
 def test_nvlink_block_header_names_the_gpu_of_its_links(pipeline):
     text = "GPU 3: Tesla V100-SXM2-32GB (UUID: x)\n         Link 0: 25.781 GB/s\n         Link 3: <inactive>"
     b = run(pipeline, text)
