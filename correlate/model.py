@@ -78,7 +78,8 @@ class Ev:
     #: (catalog, role, is a fault): what ``correlate.attribute.role_of`` and ``is_fault`` decided for the event
     #: under that catalog, kept with it (a streaming correlator asks again at every step)
     judged: tuple | None = field(default=None, init=False, repr=False)
-    #: ``rules.pred_shape`` of the event, made on first use (the fields it reads do not change)
+    #: ``rules.pred_shape`` of the event, made on first use (the fields it reads do not change; ``imply_start``
+    #: clears it: whether it follows a timeout is one)
     shape: tuple | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,7 @@ class Ev:
     def imply_start(self, us: int) -> None:
         """Set ``implied_start`` (µs) and the ``start`` and ``order`` derived from it."""
         self.implied_start = us
+        self.shape = None  # rules.pred_shape reads whether it follows a timeout
         self._place()
 
     def _place(self) -> None:
@@ -144,9 +146,11 @@ def subject_rank(key: tuple, rank: int | None) -> int | None:
 
 
 _TS_FIELDS = ("ts",)
-#: the signatures of a launcher's agent — torchrun's (torch.distributed.elastic), DeepSpeed's launcher — whose line on
-#: a worker's exit names a local rank only (``str.startswith`` prefixes)
-TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.")
+#: the signatures of a launcher's agent — torchrun's (torch.distributed.elastic), DeepSpeed's launcher, Ray's raylet —
+#: whose line on a worker's exit names a local rank or a pid only (``str.startswith`` prefixes). Ray's "A worker died
+#: or was killed …" right after its host's watchdog took a rank's process down is that teardown, not a death the
+#: timeout waited on (verl-project/verl#2995: an incident apart, "the earliest fault nothing else explains")
+TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", "ray.worker_died")
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 #: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
@@ -193,7 +197,7 @@ def follow_watchdogs(events: list[Ev]) -> None:
             if (t.ts <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
                          or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
-                             and (t.ts < e.ts or t.order < e.order)))):
+                             and (t.ts < e.ts or (t.ts == e.ts and t.pos < e.pos))))):
                 best = t
         if best is None and e.seq is not None and e.rank is not None and e.signature.startswith("torch."):
             best = _same_work(e, timeouts.get((e.host, None), ()))

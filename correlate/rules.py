@@ -66,6 +66,9 @@ class Pred(BaseModel):
     #: the event is NCCL's last error as an exception quotes it after "Last error:" (``details.quote``,
     #: ``ingest.pipeline.LAST_ERROR_QUOTE``), not a line NCCL printed
     quoted: bool | None = None
+    #: the event follows a watchdog timeout of its host: it has the timeout's implied start (``Ev.implied_start``,
+    #: ``model.follow_watchdogs``): Ray's worker death right after the watchdog took the process down, not before
+    follows_timeout: bool | None = None
 
     # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
     # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
@@ -249,7 +252,7 @@ def pred_shape(e: Ev) -> tuple:
     shape = e.shape
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
-                           e.details.get("link_down_cause"), "quote" in e.details)
+                           e.details.get("link_down_cause"), "quote" in e.details, e.implied_start is not None)
     return shape
 
 
@@ -274,6 +277,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.link_down_cause is not None and e.details.get("link_down_cause") not in p.link_down_cause:
         return False
     if p.quoted is not None and ("quote" in e.details) != p.quoted:
+        return False
+    if p.follows_timeout is not None and (e.implied_start is not None) != p.follows_timeout:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None

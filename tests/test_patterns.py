@@ -2604,6 +2604,28 @@ def test_a_ray_worker_that_died_is_the_first_fault_of_its_peers_nccl_errors(pipe
     assert [(d["kind"], d["relation"]) for d in inc["downstream"]] == [("nccl_error", "same_host")]
 
 
+def test_a_ray_worker_the_watchdog_took_down_is_its_timeouts_report_not_a_first_fault(pipeline):
+    """A rank's watchdog times out after two hours and takes its process down; in the same millisecond Ray's raylet
+    says a worker on that node died (verl-project/verl#2995): the death was an incident apart, "the earliest fault
+    nothing else explains" at 0.75 (a real-logs pass). It follows the timeout (``model.follow_watchdogs``) and
+    reports it (``rank_failure.explains_torchrun_report``; ``follows_timeout``: not the reverse). A worker that died
+    before its host's rank timed out is still what the rank waited on."""
+    label = "(WorkerDict pid=835, ip=172.26.143.83) "
+    timeout = (label + "[rank38]:[E809 14:59:30.411244289 ProcessGroupNCCL.cpp:629] [Rank 38] Watchdog caught "
+               "collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, "
+               "Timeout(ms)=7200000) ran for 7200015 milliseconds before timing out.")
+    down = (label + "[rank38]:[E809 14:59:30.411351178 ProcessGroupNCCL.cpp:695] [Rank 38] To avoid data "
+            "inconsistency, we are taking the entire process down.")
+    died = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+            "the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 39a9 Node ID: 1f94 Worker IP "
+            "address: 172.26.143.83 Worker port: 10005 Worker PID: 833 Worker exit type: SYSTEM_ERROR Worker exit "
+            "detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    for lines in ([timeout, down, died], [timeout, died]):  # the second: the death's stamp is the timeout's own
+        (inc,) = run(pipeline, "\n".join(lines), host="driver")
+        assert inc["initiator"]["kind"] != "other" and inc["confidence"] == 0.3
+        assert ("other", "172.26.143.83") in [(d["kind"], d["host"]) for d in inc["downstream"]]
+
+
 def test_a_line_delivered_twice_is_one_event_and_one_incident(pipeline):
     """At-least-once shippers deliver a line again (a producer's retry, a replay after a restart: another Kafka
     offset), and a kernel line may come through kern.log and the journal: the second copy was a second event, whose

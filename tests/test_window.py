@@ -109,7 +109,7 @@ def test_a_pytorch_follow_up_line_that_prints_no_rank_follows_its_hosts_timeout(
     def line(eid, ts, rank, order, *, elapsed=None, sig="torch.taking_down", host="a"):
         e = ev(eid, host, ts, elapsed_ms=elapsed, kind="nccl_timeout" if elapsed else "nccl_error", xid=None,
                device=None)
-        e.source, e.rank, e.signature, e.order = "nccl", rank, sig, order
+        e.source, e.rank, e.signature, e.order, e.pos = "nccl", rank, sig, order, order  # pos: the log's order
         return e
 
     timeout = line("t", 700 * S, 3, 1, elapsed=1_800_000, sig="torch.watchdog_timeout")
