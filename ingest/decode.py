@@ -1351,6 +1351,8 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
         data = data[3:]
     elif data[:2] in _WIDE_FIRST and (codec := _wide_codec(data)):
         data = data.decode(codec, "replace").encode("utf-8")
+    if 0 in data:
+        data = end_nul_holes(data)
     if looks_ndjson(data):
         return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts, ref_basis=ref_basis,
                              ingest_ts=ingest_ts, source=source)
@@ -1467,6 +1469,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
+    if 0 in data:  # plain text (_decode_text does the same after a byte order mark's decoding)
+        data = end_nul_holes(data)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
@@ -1652,6 +1656,19 @@ def binary_file(data: bytes) -> str | None:
         return (f"not log text: {control} of its first {len(head)} bytes are control characters that text does not "
                 f"hold (binary data)")
     return None
+
+
+#: a run of NUL bytes right after text: the zeroed blocks a crash leaves where a file's write was cut (ext4's delayed
+#: allocation), after the line it cut. Two or more: UTF-16 text of ASCII holds single NULs
+_NUL_HOLE = re.compile(rb"([^\n\x00])\x00{2,}")
+
+
+def end_nul_holes(data: bytes) -> bytes:
+    """``data`` with each run of two or more NUL bytes that follows text ended by a line feed: the line a crash cut
+    and the zeroed blocks after it were one line with the next, whose Xid was lost (a break-it pass: "… GPU has fal",
+    8 kB of NULs, then an Xid 48 line read as the cut Xid 79). NUL runs at a line's start stay (``prefix`` drops them,
+    lines keep their numbers); a cut line adds one."""
+    return _NUL_HOLE.sub(rb"\1\n", data) if b"\x00\x00" in data else data
 
 
 #: the fewest characters of a line of text among binary data (:func:`text_lines`): random bytes do not make one

@@ -217,6 +217,22 @@ def test_tombstone_and_corrupt_compression_are_rejected():
     assert not msg(b"  \n\n").rejects and not msg(b"\x00\x00[ 12.3] NVRM: x").rejects
 
 
+def test_a_crashs_zeroed_blocks_after_a_cut_line_end_it(tmp_path, pipeline):
+    """A crash cut a line and left zeroed blocks after it (ext4's delayed allocation): "… GPU has fal", 8 kB of NULs,
+    then an Xid 48 line. The three were one line, read as the cut Xid 79, the Xid 48 lost (a break-it pass); in a
+    file and in a Kafka value alike the NUL run ends the cut line (``decode.end_nul_holes``)."""
+    x79 = b"Dec  1 03:12:05 node07 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python3, GPU has fallen off"
+    x48 = (b"Dec  1 03:20:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, name=python3, An uncorrectable "
+           b"double bit error (DBE) has been detected on GPU in the framebuffer at partition 1, subpartition 0.")
+    text = x79 + b" the bus.\n" + x79[:80] + b"\x00" * 8192 + x48 + b"\n"
+    f = tmp_path / "node07.log"
+    f.write_bytes(text)
+    for d in (decode_file(f, relname=f.name), msg(text)):
+        xids = pipeline.run(d).events.column("xid").to_pylist()
+        assert sorted(xids) == [48, 79, 79], xids  # the cut line is an Xid 79 line still
+    assert b"\x00" not in b"".join(s.data for s in decode_file(f, relname=f.name).segments)
+
+
 def test_gzip_and_zstd_values_and_files(tmp_path):
     raw = ("[Fri Mar  3 04:44:24 2023] " + XID).encode()
     for blob in (gzip.compress(raw), zstandard.ZstdCompressor().compress(raw)):
