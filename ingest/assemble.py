@@ -212,14 +212,21 @@ def nearest_dated(dated: list[tuple[int, int]], with_line: bool = False) -> Call
 
 
 def year_by_side(yearless: tuple[int, int, int, int, int, int], line: int, dated_line: int, dated_us: int,
-                 tz) -> int | None:
+                 tz, bound: int | None = None) -> int | None:
     """µs of a year-less stamp on ``line`` given the dated line ``dated_line`` (at ``dated_us``) nearest to it: a
     log is in its order, so after a dated line above it (:func:`ingest.prefix.resolve_year_after`), before one below
     it or on its own line (:func:`ingest.prefix.resolve_year`, at most two days after). The year nearest the dated
     line put an August line five months before its January banner, and a March line after the October one below it
-    (a third break-it pass)."""
+    (a third break-it pass). ``bound`` (µs), its segment's reference time (a file's mtime, a Kafka append time: the
+    log was written then or earlier), caps the year after a dated line: past it by more than two days, the lines are
+    an older log appended below a newer one (``cat dmesg-T.txt syslog``: "Sep 28" under "Oct 2 2025" in a file of
+    October 3, 2025 went to 2026, past its file's time, and fell back to the dated line's time, a break-it pass), and
+    take the latest year at most two days after the bound."""
     if dated_line < line:
-        return resolve_year_after(*yearless, dated_us, tz)
+        t = resolve_year_after(*yearless, dated_us, tz)
+        if t is not None and bound is not None and plausible(bound) and t > bound + 2 * 86400 * US:
+            return resolve_year(*yearless, bound, tz)
+        return t
     return resolve_year(*yearless, dated_us, tz)
 
 
@@ -281,7 +288,7 @@ def _year_from_unmatched(hits: list[Hit], tz) -> None:
             order = sorted(range(max(0, i - _YEAR_TRIES), min(len(lines), i + _YEAR_TRIES)),
                            key=lambda k: (abs(lines[k] - h.line), k))
             ref = next(((lines[k], t) for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
-            if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz)) is not None:
+            if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz, h.seg.ref_ts)) is not None:
                 h.prefix.ts = t
 
 
@@ -331,7 +338,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         nearest = nearest_dated(dated, with_line=True)
         for h in hits:
             if h.prefix.yearless is not None:
-                t = year_by_side(h.prefix.yearless, h.line, *nearest(h.line), tz)
+                t = year_by_side(h.prefix.yearless, h.line, *nearest(h.line), tz, h.seg.ref_ts)
                 if t is not None:
                     h.prefix.ts = t
     else:

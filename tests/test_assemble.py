@@ -268,6 +268,24 @@ def test_a_year_less_stamp_is_after_a_dated_line_above_and_before_one_below(pipe
     assert [t.isoformat()[:10] for t in ev.column("ts").to_pylist()] == ["2025-03-15", "2025-10-01"]
 
 
+def test_a_year_after_the_dated_line_above_is_no_later_than_the_files_time(pipeline):
+    """``cat dmesg-T.txt syslog`` in a file of October 3, 2025: the syslog's "Sep 28" lines under the dmesg's "Oct 2
+    2025" lines went to 2026 (the year after the line above), past the file's time, and fell back to the dated line's
+    time, both Xids at one instant (a break-it pass). The file's time caps the year: 2025, the two in their order. A
+    log in its order keeps the year after its banner."""
+    from datetime import datetime, timezone
+
+    mtime = int(datetime(2025, 10, 3, 10, tzinfo=timezone.utc).timestamp() * 10**6)
+    xid = "node07 kernel: NVRM: Xid (PCI:0000:{}:00): 79, pid=1234, name=python3, GPU has fallen off the bus."
+    text = "\n".join(["[Thu Oct  2 12:20:54 2025] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+                      "Sep 28 10:00:00 " + xid.format("1b"), "Sep 28 10:00:05 " + xid.format("3b")])
+    ev = [e for e in run(pipeline, text, basis="file", ref=mtime).events.to_pylist() if e["xid"] == 79]
+    assert [(e["ts"].isoformat()[:19], e["ts_basis"]) for e in ev] == [("2025-09-28T10:00:00", "line"),
+                                                                        ("2025-09-28T10:00:05", "line")]
+    ev = [e for e in run(pipeline, text, basis="file").events.to_pylist() if e["xid"] == 79]  # a file of 2027
+    assert [e["ts"].isoformat()[:10] for e in ev] == ["2026-09-28", "2026-09-28"]
+
+
 @pytest.mark.parametrize("dated, stamp, expect", [
     ("2025-06-01 10:00:00,101 - INFO - starting training run", "E0605 03:20:55.123831", "2025-06-05T03:20:55"),
     ("2025-12-28 10:00:00,101 - INFO - starting training run", "E0102 03:20:55.123831", "2026-01-02T03:20:55"),
