@@ -14,12 +14,13 @@ Message values come in the shapes real shippers produce (DESIGN.md, Inputs):
   JSON (``_HOSTNAME``, ``__REALTIME_TIMESTAMP`` µs, ``MESSAGE``, ``_BOOT_ID``,
   ``__MONOTONIC_TIMESTAMP`` µs) — shared/reference/formats.md §1.7;
 * a JSON array of such envelopes (a shipper's batch), read element by element;
-* any of these compressed with gzip (every member), zstd (every frame) or zlib,
-  decompressed in bounded steps under a size cap (a decompression bomb is
-  rejected, not expanded).
+* any of these compressed with gzip (every member), zstd (every frame), zlib,
+  bzip2 or xz (every stream: logrotate's ``compresscmd``), decompressed in
+  bounded steps under a size cap (a decompression bomb is rejected, not
+  expanded).
 
 A UTF-8 byte order mark before the value is dropped. Other compression
-formats (xz, bzip2, lz4, snappy, zip, 7z) are rejected by name.
+formats (lz4, snappy, zip, 7z) are rejected by name.
 
 Bad input never raises out of here: a record that cannot be read becomes a
 :class:`Reject` with a reason (the consumer sends it to the dead-letter topic)
@@ -28,6 +29,8 @@ and the rest of the value goes on.
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import re
 import zlib
 from collections.abc import Iterator
@@ -319,9 +322,9 @@ def _wide_codec(data: bytes) -> str | None:
             zero = sum(1 for u in units if not any(u[high:high + width - 1]))  # its high bytes all zero
             return codec if units and zero * 4 >= len(units) else None
     return None
-#: magic numbers, by format. gzip, zstd and zlib (the RFC 1950 headers of the default 32 KB window, whose
-#: second byte is never printable text) are read; the others are formats this service does not read: such a
-#: value is rejected with the format's name, not taken as (binary) text.
+#: magic numbers, by format. gzip, zstd, zlib (the RFC 1950 headers of the default 32 KB window, whose
+#: second byte is never printable text), bzip2 and xz are read; the others are formats this service does not read:
+#: such a value is rejected with the format's name, not taken as (binary) text.
 _MAGIC = re.compile(rb"""(?P<gzip>\x1f\x8b)|(?P<zstd>\x28\xb5\x2f\xfd)|(?P<zlib>\x78[\x01\x9c\xda])
     |(?P<bzip2>BZh[1-9](?:1AY&SY|\x17rE8P\x90))|(?P<xz>\xfd7zXZ\x00)|(?P<lz4_frame>\x04\x22\x4d\x18)
     |(?P<lz4_legacy>\x02\x21\x4c\x18)|(?P<snappy_framed>\xff\x06\x00\x00sNaPpY)|(?P<zip>PK\x03\x04)
@@ -359,8 +362,8 @@ class CompressionError(ValueError):
 def compression_of(data: bytes) -> str | None:
     """The compression format ``data`` starts with, by magic number; ``None`` for uncompressed bytes.
 
-    ``"gzip"``, ``"zstd"`` and ``"zlib"`` are read by :func:`decompress`; any other name (``"xz"``,
-    ``"bzip2"``, ``"lz4 frame"``, …) is a format this service does not read.
+    ``"gzip"``, ``"zstd"``, ``"zlib"``, ``"bzip2"`` and ``"xz"`` are read by :func:`decompress`; any other name
+    (``"lz4 frame"``, ``"zip"``, …) is a format this service does not read.
     """
     if data[:1] not in _MAGIC_FIRST:
         return None
@@ -371,18 +374,19 @@ def compression_of(data: bytes) -> str | None:
 
 
 def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
-    """Decompress a gzip, zstd or zlib value (by magic number); any other bytes come back as they are.
+    """Decompress a gzip, zstd, zlib, bzip2 or xz value (by magic number); any other bytes come back as they are.
 
-    ``data``: one value or file as it was stored. Every gzip member and every
-    zstd frame is read (shippers concatenate them), in bounded steps: at most
+    ``data``: one value or file as it was stored. Every gzip member, zstd
+    frame and bzip2 or xz stream is read (shippers and ``pbzip2`` concatenate
+    them), in bounded steps: at most
     ``limit`` bytes of output are ever held, so a decompression bomb is
     rejected after ``limit`` bytes, not expanded.
 
     Returns the decompressed bytes (at most ``limit``). Raises
     :class:`CompressionError` (a ``ValueError``) when the stream is corrupt
     or truncated, has trailing garbage, would decompress to more than
-    ``limit`` bytes, or is in a format this service does not read (xz, bzip2,
-    lz4, snappy, zip, 7z: see :func:`compression_of`).
+    ``limit`` bytes, or is in a format this service does not read (lz4,
+    snappy, zip, 7z: see :func:`compression_of`).
     """
     kind = compression_of(data)
     if kind is None:
@@ -392,11 +396,52 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
             return _unzstd(data, limit)
         if kind in ("gzip", "zlib"):
             return _inflate(data, limit, wbits=31 if kind == "gzip" else 15, kind=kind)
+        if kind in _STDLIB_STREAMS:
+            return _unstream(data, limit, kind)
     except zstandard.ZstdError as e:
         raise CompressionError(f"corrupt zstd stream: {e}") from None
     except zlib.error as e:
         raise CompressionError(f"corrupt {kind} stream: {e}") from None
-    raise CompressionError(f"{kind} compression is not read here (gzip, zstd or zlib only)")
+    raise CompressionError(f"{kind} compression is not read here (gzip, zstd, zlib, bzip2 or xz only)")
+
+
+#: bzip2 and xz, read by the standard library's incremental decompressors: (decompressor, magic of a next stream)
+_STDLIB_STREAMS = {"bzip2": (bz2.BZ2Decompressor, b"BZh"), "xz": (lzma.LZMADecompressor, b"\xfd7zXZ\x00")}
+
+
+def _unstream(data: bytes, limit: int, kind: str) -> bytes:
+    """Every bzip2 or xz stream of ``data`` (``pbzip2`` and ``xz`` of concatenated files write several), never more
+    than ``limit + 1`` bytes of output held (``max_length``), as :func:`_inflate` reads gzip members. logrotate's
+    ``compresscmd`` may be either; they were skipped ("not read here", a break-it pass)."""
+    make, magic = _STDLIB_STREAMS[kind]
+    out: list[bytes] = []
+    n = whole = 0
+    rest = data
+    while True:
+        d = make()
+        chunk = rest
+        while True:
+            try:
+                piece = d.decompress(chunk, max_length=limit + 1 - n)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as e:
+                if not whole:  # the first stream: corrupt
+                    raise CompressionError(f"corrupt {kind} stream: {e}") from None
+                raise _trailing(len(rest), kind, out) from None
+            n += len(piece)
+            out.append(piece)
+            if n > limit:
+                raise _too_large(limit, out)
+            chunk = b""
+            if d.eof:
+                break
+            if d.needs_input:
+                raise CompressionError(f"truncated {kind} stream (ends after {len(data)} bytes)", b"".join(out))
+        whole += 1
+        rest = d.unused_data
+        if not rest.strip(b"\x00"):  # the end, or zero padding
+            return b"".join(out)
+        if not rest.startswith(magic):
+            raise _trailing(len(rest), kind, out)
 
 
 def _too_large(limit: int, out: list[bytes] | None = None) -> CompressionError:

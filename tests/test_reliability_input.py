@@ -604,11 +604,43 @@ def test_decode_reads_every_zstd_frame():
     assert b"".join(s.data for s in d.segments) == b"first\n" + xid()
 
 
-@pytest.mark.parametrize("value", [lzma.compress(xid()), __import__("bz2").compress(xid()),
-                                   b"\x04\x22\x4d\x18" + b"\x00" * 20], ids=["xz", "bzip2", "lz4frame"])
+@pytest.mark.parametrize("value", [b"\x04\x22\x4d\x18" + b"\x00" * 20, b"PK\x03\x04" + b"\x00" * 20],
+                         ids=["lz4frame", "zip"])
 def test_decode_rejects_unknown_compression(value):
     d = dm(value)
     assert not d.segments and [r.error_code for r in d.rejects] == ["bad_compression"]
+
+
+@pytest.mark.parametrize("kind", ["xz", "bzip2"])
+def test_decode_reads_every_bzip2_and_xz_stream_and_bounds_them(kind, tmp_path):
+    """logrotate's ``compresscmd`` may be bzip2 or xz (``.log.bz2``, ``.log.xz``): they were skipped, "not read here"
+    (a break-it pass). Every stream is read (``pbzip2``, ``cat a.xz b.xz``), a cut stream gives its whole lines and
+    says what is lost, a corrupt one is refused, one past the size cap is refused, not expanded."""
+    import bz2
+
+    from ingest.decode import CompressionError, decompress
+
+    pack = lzma.compress if kind == "xz" else bz2.compress
+    two = pack(b"first\n") + pack(xid())
+    d = dm(two)
+    assert b"".join(s.data for s in d.segments) == b"first\n" + xid() and not d.rejects
+    text = b"".join(b"%08d " % i + xid() for i in range(30_000))  # 3.6 MB: several of bzip2's 900 kB blocks
+    cut = pack(text)
+    with pytest.raises(CompressionError, match=f"truncated {kind} stream") as e:
+        decompress(cut[: len(cut) // 2])
+    assert e.value.partial and text.startswith(e.value.partial)
+    with pytest.raises(CompressionError, match=f"corrupt {kind} stream"):
+        decompress(cut[:12] + b"\x00" * 64)
+    with pytest.raises(CompressionError, match="exceeds 1000 bytes") as e:
+        decompress(pack(b"\x00" * 10_000_000), limit=1000)
+    assert e.value.too_large and len(e.value.partial) == 1000
+    with pytest.raises(CompressionError, match="trailing data"):
+        decompress(pack(xid()) + b"junk that is no stream")
+    f = tmp_path / f"kern.log.1.{'xz' if kind == 'xz' else 'bz2'}"
+    f.write_bytes(two)
+    from ingest.decode import decode_file
+
+    assert b"".join(s.data for s in decode_file(f, relname=f.name).segments) == b"first\n" + xid()
 
 
 def test_decode_reads_an_envelope_after_a_bom():
@@ -855,20 +887,22 @@ def test_decode_reads_zlib_and_names_the_unread_formats():
     import zlib
 
     assert [s.data for s in dm(zlib.compress(xid())).segments] == [xid()]
-    assert "xz compression" in dm(lzma.compress(xid())).rejects[0].reason
+    assert [s.data for s in dm(lzma.compress(xid())).segments] == [xid()]
+    assert "lz4 frame compression is not read here" in dm(b"\x04\x22\x4d\x18" + b"\x00" * 20).rejects[0].reason
     # text that merely starts like a magic number is text
     for text in (b"BZh " + xid(), b"PK " + xid(), b"x" + xid(), b"(" + xid()):
         assert [s.data for s in dm(text).segments] == [text]
 
 
-@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "xz"])
 def test_a_decompression_bomb_is_rejected_not_expanded(codec):
     """256 MB of zeros compressed to a few hundred KB: rejected after 64 MB (MAX_VALUE_BYTES) of output,
     and never more than about that much held at once."""
     import resource
 
     raw = b"\x00" * (256 << 20)
-    bomb = gzip.compress(raw, compresslevel=1) if codec == "gzip" else zstandard.ZstdCompressor().compress(raw)
+    bomb = (gzip.compress(raw, compresslevel=1) if codec == "gzip" else lzma.compress(raw, preset=0) if codec == "xz"
+            else zstandard.ZstdCompressor().compress(raw))
     del raw
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     d = dm(bomb)
