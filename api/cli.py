@@ -115,7 +115,7 @@ def _tell(s: Settings, level: int, msg: str, *, style: str = "", **extra: str) -
     JSON record of the ``firstfault.serve`` logger at ``level`` with ``extra`` fields, else one unwrapped line of
     text in ``style`` (paths and hosts in it are text, not Rich markup)."""
     if s.log_format == "json":
-        logging.getLogger("firstfault.serve").log(level, msg, extra=extra or None)
+        logging.getLogger("firstfault.serve").log(level, msg, extra=extra or None)  # INFO too (setup_logging)
     else:
         err.print(msg, style=style, soft_wrap=True, highlight=False, markup=False)
 
@@ -124,7 +124,7 @@ def _tell_address(s: Settings, port: int) -> None:
     """Where the API listens, as the demo says it: the base URL, its OpenAPI docs and its metrics."""
     host = f"[{s.api_host}]" if ":" in s.api_host else s.api_host
     url = f"http://{host}:{port}"
-    _tell(s, logging.WARNING, f"API on {url} (docs: {url}/docs, metrics: {url}/metrics)", url=url)
+    _tell(s, logging.INFO, f"API on {url} (docs: {url}/docs, metrics: {url}/metrics)", url=url)
 
 
 def _tell_bound(s: Settings) -> Any:
@@ -852,7 +852,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     p = s.api_port if port is None else port
     refuse_lake_file(s)
     _port_free(s, p)
-    _tell(s, logging.WARNING, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
+    _tell(s, logging.INFO, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
     if _holds_no_events(s.lake):
         _tell(s, logging.WARNING, f"the lake at {s.lake} holds no events yet: every query answers empty until an "
                                   "ingest worker (or `firstfault run`) writes there; if it should hold some, check "
@@ -878,7 +878,9 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
 
 @app.command()
-def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list the views and table macros")] = None,
+def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it from standard input (a file of it, a "
+                                                       "query that begins with a -- comment); omitted = list the "
+                                                       "views and table macros")] = None,
         format: Annotated[Optional[str], typer.Option("--format", "-f", help="table, csv, json or parquet; default: "
                                                       "from --output's name (.csv, .json, .ndjson, .parquet), "
                                                       "else table")] = None,
@@ -891,6 +893,8 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; omitted = list
     from api.sql import run_sql
 
     s = _settings(config)
+    if query == "-":  # a query file, or one that begins with "--": the shell passes it as an option's name
+        query = sys.stdin.read()
     err.print(f"[dim]lake: {escape(str(s.lake))}[/]")
     require_lake(s)
     raise typer.Exit(run_sql(s, query, format, output, out, err, force=force))
@@ -911,11 +915,17 @@ def setup_logging(fmt: str, level: str = "INFO") -> None:
         handler.setFormatter(JsonFormatter("%(levelname)s %(name)s %(message)s", timestamp="time",
                                            reserved_attrs=[*RESERVED_ATTRS, "color_message"],
                                            rename_fields={"levelname": "level", "name": "logger"}))
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:  # UTC, said (the lines' and the incidents' times are UTC; a local time without its zone read as them)
+        text = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+        text.converter = time.gmtime
+        handler.setFormatter(text)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # where the API listens and which lake it serves are told at INFO whatever the level (they were WARNINGs, which
+    # a log-based alert reads as trouble: a fresh user's trial)
+    serve = logging.getLogger("firstfault.serve")
+    serve.setLevel(min(logging.INFO, root.level))
     # aiokafka logs every reconnect attempt at ERROR: the worker reports broker trouble itself
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 

@@ -223,6 +223,7 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
                 rest = rest.replace("the file's time", "the time it was read")
             kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
         when = "when standard input was read" if from_stdin else \
-            f"{'their' if n != 1 else 'its'} file's modification time (a copied file moves them)"
+            (f"{'their' if n != 1 else 'its'} file's modification time (a copied file moves them: copy with `cp -p`, "
+             "`scp -p` or `rsync -t`, or set it back with `touch -d`)")
         notes.append(f"{n} event{'s' * (n != 1)} timed by {when}: {'; '.join(kinds)}")
     return ". ".join(notes)

@@ -336,14 +336,14 @@ def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
     assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-def _firstfault(*args: str, env: dict[str, str] | None = None):
+def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
     import subprocess
     import sys
     from pathlib import Path
 
     exe = str(Path(sys.executable).with_name("firstfault"))
     return subprocess.run([exe, *args], env={"PATH": "/usr/bin:/bin", **(env or {})}, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, input=stdin)
 
 
 def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
@@ -436,6 +436,20 @@ def test_sql_table_counts_its_rows_on_stderr(tmp_path):
     assert r.returncode == 0 and r.stdout.splitlines() == [
         '"name","type"', '"events","VIEW"', '"events_between(lo, hi)","TABLE MACRO"', '"incident_evidence","VIEW"',
         '"incident_versions","VIEW"', '"incidents","VIEW"', '"link_samples","VIEW"', '"topology","VIEW"'], r.stdout
+
+
+def test_a_query_that_begins_with_a_comment_goes_after_the_options_end_or_on_standard_input(tmp_path):
+    """The README's analyst queries begin with a ``--`` comment: pasted, the shell's argument was read as an option's
+    name ("No such option: -- top initiating GPUs …", a fresh user's trial). After ``--``, or on standard input
+    (``sql -``), it runs."""
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+    query = "-- the answer\nSELECT 42 AS x"
+    for r in (_firstfault("sql", "-f", "csv", "--", query, env=env), _firstfault("sql", "-f", "csv", "-", env=env,
+                                                                               stdin=query)):
+        assert r.returncode == 0 and r.stdout.splitlines() == ['"x"', "42"], (r.stdout, r.stderr)
 
 
 def test_sql_prints_a_float_column_as_it_was_stored(tmp_path):
@@ -693,6 +707,30 @@ def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
     assert r.returncode == 1 and "choose another with --port" in r.stderr and (lake / "kept").exists(), r.stderr
 
 
+def test_where_the_api_listens_is_info_told_at_any_level_and_text_logs_are_utc(capsys):
+    """``serve``'s "API on …" and "serving the lake at …" were WARNINGs (to pass the default level), which a log-based
+    alert reads as trouble; text log lines printed local time with no zone beside UTC incidents (a fresh user's
+    trial). INFO at any level, and text times end in Z."""
+    import logging
+
+    from api.cli import setup_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        for fmt in ("json", "text"):
+            setup_logging(fmt, "WARNING")
+            logging.getLogger("firstfault.serve").info("API on http://127.0.0.1:1")
+            logging.getLogger("firstfault.other").info("hidden")
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 2 and json.loads(err[0])["level"] == "INFO", err
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ INFO firstfault.serve: API on", err[1]), err
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+        logging.getLogger("firstfault.serve").setLevel(logging.NOTSET)
+
+
 def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     """``serve`` with ``log_format = "json"`` (from firstfault.toml) and ``FIRSTFAULT_LOG_LEVEL=INFO``: uvicorn's
     start-up and access lines are JSON objects on stderr like firstfault's own, nothing on stdout."""
@@ -727,7 +765,7 @@ def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     lines = [orjson.loads(line) for line in err.decode().splitlines() if line.strip()]
     assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
     assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
-    assert any(r["message"].startswith("serving the lake at") for r in lines)
+    assert [r["level"] for r in lines if r["message"].startswith(("serving the lake at", "API on "))] == ["INFO"] * 2
     # a lake nothing was ingested into is said to be one (a mistyped lake path served empty answers silently)
     assert [r["level"] for r in lines if "holds no events yet" in r["message"]] == ["WARNING"], err.decode()
     assert [r.get("url") for r in lines if r["message"].startswith("API on ")] == [f"http://127.0.0.1:{port}"]
@@ -844,7 +882,8 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
     piped = pa.table({"source": ["dmesg", "nccl", "dmesg"], "ts_basis": ["file"] * 3,
                       "origin": ["file:vm.stdin@1a2b:1", "file:node07.log@9f:4", "file:vm.stdin@1a2b:2"]})
     note = mtime_note(piped, "vm.stdin")
-    assert note.startswith("1 event timed by its file's modification time (a copied file moves them): 1 NCCL/") \
+    assert note.startswith("1 event timed by its file's modification time (a copied file moves them: copy with `cp "
+                           "-p`, `scp -p` or `rsync -t`, or set it back with `touch -d`): 1 NCCL/") \
         and ". 2 events timed by when standard input was read: 2 kernel lines with a raw dmesg stamp (seconds since " \
         "boot, counted back from the time it was read)" in note, note
     assert mtime_note(piped).startswith("3 events timed by their file's modification time")
