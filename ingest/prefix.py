@@ -276,12 +276,16 @@ _KUBECTL_LABEL = r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9][a-z0-9-]{0,62}\] "
 # (``clock_us``)
 _CLOCK_LABEL = (r"(?P<clock_h>[01]\d|2[0-3]):(?P<clock_mi>[0-5]\d):(?P<clock_s>[0-5]\d|60)"
                 r"(?:[.,](?P<clock_frac>\d{1,9}))?[ \t]{1,2}")
+# a runner's label of a process's stream: "<benchmark>.<node> [stderr] " (mila-iqia/milabench#269: "dinov2-giant-nodes.
+# cn-d004 [stderr] [rank14]:[E909 09:55:29.307629539 …": c10's stamp behind it was not read); it names no host
+_STD_LABEL = r"[\w.-]{1,253} \[std(?:out|err)\] "
 # a viewer's line number in brackets before a stamp: "[80746] [rank0]:[E321 02:07:08.408271257 …" (each line the
 # next number: hiyouga/LlamaFactory#7396, #8261; c10's stamp behind it was not read, every line took its file's time)
 _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
-    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
+    + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
+    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
     + r"|" + _CLOCK_LABEL + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
@@ -447,7 +451,8 @@ def _label(s: str) -> re.Match | None:
         t = s.lstrip(" ") if s[0] == " " else s
         j = t.find(" ")
         if (j < 2 or t[j - 1] != ":" or t[:j - 1].isalpha()) \
-                and not (t[2:3] == ":" and t[:2].isdecimal()):  # a word with a digit ends with the colon ("NVRM:")
+                and not (t[2:3] == ":" and t[:2].isdecimal()) \
+                and t[j + 1:j + 9] not in ("[stderr]", "[stdout]"):  # a word with a digit ends with the colon ("NVRM:")
             return None
     return _LABEL.match(s)
 
@@ -682,6 +687,9 @@ def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.
 #: what no prefix begins with and a damaged line may: a byte-order mark, the replacement character of a byte that was
 #: no UTF-8 (a line's first byte garbled: "\xff[Mon Nov 30 03:12:09 2026] NVRM: Xid …" took the time of the line
 #: before it, hours off: a break-it pass), NUL and the other control characters but the tab and ESC
+#: box-drawing verticals a terminal log viewer frames lines with (vllm-project/vllm#6976: "│ ERROR 09-27 06:46:46
+#: engine.py:157] RuntimeError: CUDA error: …": the vLLM stamp behind it was not read, the line took its file's time)
+_BOX_EDGES = "│┃║"
 _LEADING_JUNK = "\ufeff\ufffd" + "".join(chr(c) for c in range(32) if c not in (9, 10, 27)) + "\x7f"
 
 
@@ -693,6 +701,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     s = line.lstrip(_LEADING_JUNK)
     if "\x1b" in s:
         s = _ANSI.sub("", s).lstrip(_LEADING_JUNK)
+    if s and s[0] in _BOX_EDGES:  # a terminal viewer's frame: "│ ERROR 09-27 06:46:46 engine.py:157] …"
+        s = s.lstrip(_BOX_EDGES + " \t")
     label_at = s  # where a label may stand: the start, after a grep file name or a label
     grep_host = None  # the host a grep prefix's file name names: the line's when nothing else names one
     labels = 0

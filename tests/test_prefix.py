@@ -321,6 +321,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("[80746] " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("[80746] [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
     ("[80746] Watchdog caught", None, None, None, "[80746] Watchdog"),
+    # a runner's stream label (mila-iqia/milabench#269) and a terminal viewer's frame (vllm-project/vllm#6976)
+    ("dinov2-giant-nodes.cn-d004 [stderr] " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("node [stderr] hello", None, None, None, "node [stderr]"),
+    ("│ [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
     # pdsh 'journalctl -k -o cat | grep Xid': no stamp, the kernel's line right behind the host
     ("node12: NVRM: Xid (PCI:0000:18:00): 74, pid=2345", None, "node12", None, "NVRM"),
     ("gpu_node12: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007", None, "gpu_node12", None, "nvidia-nvswitch1"),
@@ -351,7 +355,8 @@ def test_a_parallel_shell_or_launcher_label_is_peeled(line, ts, host, rank, rest
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.from_regex(LAYERS["label"]), st.text(min_size=1),
                  st.sampled_from(["[rank8]:[E1130 ", "[rank8]: ", "[rank8]:", "node07: NVRM: ", " 12: [", "[default0]:",
-                                  "[1,3]<stdout>:", "[80746] ", "[80746] [rank0]:[E"])
+                                  "[1,3]<stdout>:", "[80746] ", "[80746] [rank0]:[E", "bench.cn-d004 [stderr] ",
+                                  "x [stdout] [rank1]:[E"])
                  .flatmap(lambda head: st.text().map(lambda tail: head + tail))))
 def test_the_label_is_asked_for_wherever_it_can_match(text):
     """``parse_prefix`` asks the label regex only where a cheap look says it can match (``prefix._label``):
