@@ -190,7 +190,7 @@ def describe_initiator(inc: dict[str, Any]) -> str:
         if not i.get("kind"):
             return f"no single culprit ({host})"
         if i.get("rank") is not None:  # the silent rank of a hang
-            return f"rank {i['rank']} on {host} ({i['kind']})"
+            return f"rank {i['rank']} on {host} ({i.get('fault') or i['kind']})"
         # a fault of the host itself (Fabric Manager, a daemon): the table says "node012 fabric_manager", the page
         # said "no single culprit (node012)" (a fresh user's trial)
         return f"{host} ({i.get('fault') or i['kind']})"

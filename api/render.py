@@ -440,7 +440,8 @@ def describe_initiator(i: dict[str, Any]) -> str:
         # NCCL's report names the GPU its rank runs on, not a fault of the GPU: a NET/IB completion error read
         # "node01 gpu index 4" in the table (real-logs passes on NVIDIA/nccl#1405, #302)
         rank = i.get("rank")
-        return f"{parts[0]} rank{f' {rank}' if rank is not None else ''} on gpu {parts[2]} ({i['kind']})"
+        what = i.get("fault") or i["kind"]  # a silent rank logged no timeout: "silent_rank" (incident._fault)
+        return f"{parts[0]} rank{f' {rank}' if rank is not None else ''} on gpu {parts[2]} ({what})"
     if i.get("links") and len(i["links"]) > 1:
         parts.append("links " + ",".join(map(str, i["links"])))
     elif i.get("link") is not None:

@@ -425,6 +425,8 @@ def _fault(scene: Scene, v: Verdict) -> str | None:
                 "gsp_error": "gsp_error"}.get(cat, "xid")
     if k == "other" and ev:
         return _fault_word(initiator_event(scene, ev))
+    if k == "nccl_timeout" and not ev:  # the rank the others waited on: it logged no timeout ("rank 0 (nccl_timeout)"
+        return "silent_rank"  # read as "rank 0 timed out", a fresh user's trial)
     return k
 
 

@@ -253,9 +253,11 @@ def test_a_silent_rank_no_line_places_says_its_host_is_what_is_missing(pipeline)
     assert inc["pattern"] == "comm.silent_rank" and (inc["initiator"]["host"], inc["initiator"]["rank"]) == (None, 1)
     assert inc["missing"][0].startswith('the host of rank 1: its NCCL init line ("rank 1 nranks 2", NCCL_DEBUG=INFO)')
     assert inc["next_action"].startswith("Find the host of rank 1")
-    assert describe_initiator(inc["initiator"]) == "rank 1 (host unknown) nccl_timeout"
-    assert page_initiator(inc) == "rank 1 on unknown host (nccl_timeout)"
-    assert describe_initiator({**inc["initiator"], "host": "node02"}) == "node02 rank 1 nccl_timeout"
+    # it logged no timeout: "silent_rank", not "nccl_timeout" (read as "rank 1 timed out": a fresh user's trial)
+    assert (inc["initiator"]["kind"], inc["initiator"]["fault"]) == ("nccl_timeout", "silent_rank")
+    assert describe_initiator(inc["initiator"]) == "rank 1 (host unknown) silent_rank"
+    assert page_initiator(inc) == "rank 1 on unknown host (silent_rank)"
+    assert describe_initiator({**inc["initiator"], "host": "node02"}) == "node02 rank 1 silent_rank"
 
 
 def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pipeline):
