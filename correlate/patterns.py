@@ -201,6 +201,9 @@ def application_xid(scene: Scene) -> Verdict | None:
     # the GPU as the lines name it: its bus id, else its UUID (the device plugin's line), else unnamed ("on None"
     # and "nvidia-smi -q -i None" before: a break-it pass on k8s-device-plugin#189)
     gpu = key[2] or first.details.get("uuid")
+    # what nvidia-smi -i takes: a bus id, an index or a UUID; not the subject's "gpu4" of a GPU named by index only
+    # ("nvidia-smi -q -i gpu4" for DCGM's "Detected XID 31 for GPU 4": a real-logs pass, NVIDIA/NVSentinel#911)
+    smi_id = (init["gpu_index"] if key[2] and key[2] == f"gpu{init.get('gpu_index')}" else gpu)
     one = lines == 1
     explanation = (f"Xid {', '.join(map(str, xids))} on {gpu or 'an unnamed GPU'} ({key[0]}) "
                    f"{'is a fault' if one else 'are faults'} of the program that ran there (Xid {first.xid}: "
@@ -227,7 +230,7 @@ def application_xid(scene: Scene) -> Verdict | None:
     return Verdict(
         pattern="benign.application_xid", category="application", initiator=init, initiator_events=evs,
         downstream=down, context=ctx, confidence=0.8, severity=severity, explanation=explanation,
-        next_action=action, verify=[f"nvidia-smi -q -i {gpu or '<gpu>'} | grep -iA3 'Remapped\\|Retired'"])
+        next_action=action, verify=[f"nvidia-smi -q -i {smi_id or '<gpu>'} | grep -iA3 'Remapped\\|Retired'"])
 
 
 # --- links --------------------------------------------------------------------------------------

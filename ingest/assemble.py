@@ -480,13 +480,16 @@ def _arrival_basis(seg: Segment) -> str:
 
 def _failure_time(text: str, tz) -> int | None:
     """torchrun's failure record's ``time`` (``2024-09-11_09:17:37``, its agent's local time:
-    torch/distributed/elastic/multiprocessing/errors, ``time.strftime("%Y-%m-%d_%H:%M:%S")``) in µs, read in ``tz``;
-    None for any other text or a time no fleet's log carries."""
-    try:
-        t = to_us(datetime.strptime(text, "%Y-%m-%d_%H:%M:%S").replace(tzinfo=tz))
-    except (ValueError, OverflowError):
-        return None
-    return t if plausible(t) else None
+    torch/distributed/elastic/multiprocessing/errors, ``time.strftime("%Y-%m-%d_%H:%M:%S")``), or Cray MPICH's abort
+    line's ctime (``Fri Aug 28 22:45:13 2026``), in µs, read in ``tz``; None for any other text or a time no fleet's
+    log carries."""
+    for form in ("%Y-%m-%d_%H:%M:%S", "%a %b %d %H:%M:%S %Y"):
+        try:
+            t = to_us(datetime.strptime(" ".join(text.split()), form).replace(tzinfo=tz))
+        except (ValueError, OverflowError):
+            continue
+        return t if plausible(t) else None
+    return None
 
 
 #: how far (µs) a zoneless stamp may lie before the line before it without being read as the second pass of an hour

@@ -268,6 +268,20 @@ def test_a_year_less_stamp_is_after_a_dated_line_above_and_before_one_below(pipe
     assert [t.isoformat()[:10] for t in ev.column("ts").to_pylist()] == ["2025-03-15", "2025-10-01"]
 
 
+def test_cray_mpichs_abort_line_gives_its_rank_node_and_time(pipeline):
+    """Cray MPICH's "MPICH ERROR [Rank 2047] [job id …] [Fri Aug 28 22:45:13 2026] [nid004069] - Abort(1) …"
+    (E3SM-Project/E3SM#8699): its host, rank and time were not read, a real-logs pass; the error before it on the same
+    rank, with no stamp, takes that time as an upper bound."""
+    text = ("2047: cudaSetDevice(cuda_device_id) error( cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are "
+            "busy or unavailable\n"
+            "2047: MPICH ERROR [Rank 2047] [job id 57638547.0] [Fri Aug 28 22:45:13 2026] [nid004069] - Abort(1) (rank "
+            "2047 in comm 432): application called MPI_Abort(comm=0xC4000001, 1) - process 2047")
+    ev = run(pipeline, text, basis="file").events.to_pylist()
+    got = [(e["signature"], e["host"], e["rank"], e["ts"].isoformat()[:19], e["ts_basis"]) for e in ev]
+    assert got[1] == ("mpich.abort", "nid004069", 2047, "2026-08-28T22:45:13", "line"), got
+    assert got[0][0] == "cuda.devices_unavailable" and got[0][3] == "2026-08-28T22:45:13", got
+
+
 def test_a_year_after_the_dated_line_above_is_no_later_than_the_files_time(pipeline):
     """``cat dmesg-T.txt syslog`` in a file of October 3, 2025: the syslog's "Sep 28" lines under the dmesg's "Oct 2
     2025" lines went to 2026 (the year after the line above), past the file's time, and fell back to the dated line's
