@@ -1033,7 +1033,13 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         # the GPU and the rank a line is of are part of what repeats: nvidia-smi nvlink -s prints the same "Link 3:
         # <inactive>" under each GPU's header, and ranks the same error; one event of GPU 0 counted four times stood
         # for four GPUs' down links (a fresh user's trial)
-        key = (row["host"], row["signature"], row.get("device"), row.get("link"), p.rest,
+        # Ray's log deduplication prints a line seen again on other workers once, with "[repeated 8x across cluster]":
+        # eight more copies, counted (they were one; verl-project/verl#2995, a real-logs pass), and the same line as
+        # the copy Ray printed first
+        rest, repeats = p.rest, 1
+        if rest.endswith("cluster]") and (m := _RAY_REPEATED.search(rest)):
+            rest, repeats = rest[:m.start()], max(1, int(m[1]))
+        key = (row["host"], row["signature"], row.get("device"), row.get("link"), rest,
                row.get("gpu_index", p.gpu_index), row.get("rank", p.rank),
                # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
                # off the bus again after the reboot was one event, and no recurrence: a break-it pass)
@@ -1060,7 +1066,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             if eid in copies:
                 continue
             copies.add(eid)
-        if storms.joins(key, row["ts"]):
+        if storms.joins(key, row["ts"], repeats):
             continue
         ev = {
             "event_id": eid or make_event_id(origin, h.sub),
@@ -1068,7 +1074,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             "source": sig.source,
             "message": h.message,
             "origin": origin,
-            "count": 1,
+            "count": repeats,
             "ingest_ts": seg.ingest_ts,
             "pid": row.get("pid", p.pid),
             "gpu_index": row.get("gpu_index", p.gpu_index),
@@ -1111,6 +1117,10 @@ def _is_host(name: str, known: dict[str, bool] | None) -> bool:
     return ok
 
 
+#: Ray's deduplicated copies at a line's end: "… [repeated 8x across cluster]" (ray/_private/ray_logging.py)
+_RAY_REPEATED = re.compile(r"\s*\[repeated (\d{1,9})x across cluster\]$")
+
+
 class Storms:
     """Identical lines repeated in a burst become one event with ``count`` and ``last_ts``, one per
     :data:`STORM_SPAN_US` of a longer storm.
@@ -1129,16 +1139,17 @@ class Storms:
         self.span_us = span_us
         self.open: dict[tuple, dict[str, Any]] = {}
 
-    def joins(self, key: tuple, ts: int) -> bool:
-        """True when a line of ``key`` at ``ts`` (µs) repeats the open event of its key: counted into it. Not when
-        the event would span ``span_us`` or more from its first copy (:data:`STORM_SPAN_US`)."""
+    def joins(self, key: tuple, ts: int, copies: int = 1) -> bool:
+        """True when a line of ``key`` at ``ts`` (µs) repeats the open event of its key: counted into it (``copies``
+        times: a line Ray's deduplication says was repeated). Not when the event would span ``span_us`` or more from
+        its first copy (:data:`STORM_SPAN_US`)."""
         cur = self.open.get(key)
         if cur is None:
             return False
         last = cur.get("last_ts") or cur["ts"]
         if abs(ts - last) > self.gap_us or abs(ts - cur["ts"]) >= self.span_us:
             return False
-        cur["count"] += 1
+        cur["count"] += copies
         cur["last_ts"] = max(last, ts)
         cur["ts"] = min(cur["ts"], ts)
         return True

@@ -268,6 +268,17 @@ def test_a_year_less_stamp_is_after_a_dated_line_above_and_before_one_below(pipe
     assert [t.isoformat()[:10] for t in ev.column("ts").to_pylist()] == ["2025-03-15", "2025-10-01"]
 
 
+def test_rays_deduplicated_copies_are_counted_into_the_line_they_repeat(pipeline):
+    """Ray prints a line seen on other workers again once, "… [repeated 8x across cluster]" (verl-project/verl#2995):
+    the event counted 1 for 9 workers' deaths (a real-logs pass). The copies count, into the line Ray printed first."""
+    died = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker IP "
+            "address: 172.26.143.83 Worker port: 10005 Worker PID: 833 Worker exit type: SYSTEM_ERROR")
+    ev = run(pipeline, died + "\n" + died + " [repeated 8x across cluster]").events.to_pylist()
+    assert [(e["signature"], e["count"]) for e in ev] == [("ray.worker_died", 9)], ev
+    ev = run(pipeline, died + " [repeated 8x across cluster]").events.to_pylist()
+    assert [e["count"] for e in ev] == [8]
+
+
 def test_cray_mpichs_abort_line_gives_its_rank_node_and_time(pipeline):
     """Cray MPICH's "MPICH ERROR [Rank 2047] [job id …] [Fri Aug 28 22:45:13 2026] [nid004069] - Abort(1) …"
     (E3SM-Project/E3SM#8699): its host, rank and time were not read, a real-logs pass; the error before it on the same
