@@ -816,7 +816,7 @@ def _peer_gpu(scene: Scene, e: Ev) -> str | None:
 
 
 #: relations across hosts a party that no rule reached is named by (:func:`downstream_parties`), nearest first
-_CROSS_HOST = ("same_collective", "same_comm", "peer_host")
+_CROSS_HOST = ("same_collective", "same_comm", "peer_host", "same_log")
 
 
 def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> tuple[list[Party], list[Ev]]:

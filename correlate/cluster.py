@@ -32,7 +32,7 @@ from operator import attrgetter
 
 from correlate.model import Ev, across_reboot
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
-                             comms_of, gpu_key, named_collective, pred_shape)
+                             comms_of, gpu_key, log_of, named_collective, pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -641,6 +641,12 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
                 continue
             for comm in comms_of(e, topo):
                 out[(comm, e.seq) if seq else comm].append(i)
+        return list(out.values())
+    if rel == "same_log":
+        out = defaultdict(list)
+        for i, e in enumerate(faults):
+            if (log := log_of(e)) is not None:
+                out[log].append(i)
         return list(out.values())
     if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a

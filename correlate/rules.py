@@ -24,13 +24,13 @@ from schemas.events import KINDS, SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_collective", "same_domain", "peer_host"]
+                   "same_comm", "same_collective", "same_domain", "peer_host", "same_log"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
     "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
     "same_gpu": 0.9,
-    "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8,
+    "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8, "same_log": 0.5,
 }
 
 
@@ -148,7 +148,8 @@ class PatternRef(BaseModel):
 
 
 #: relations clustering decides by one key per event (``cluster._buckets``); of them, those within one host
-KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain"})
+KEYED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain",
+                             "same_log"})
 ONE_HOST_RELATIONS = frozenset({"same_device", "same_gpu", "same_host"})
 
 
@@ -297,6 +298,19 @@ def any_holds(preds: list[Pred], e: Ev, catalog: Catalog | None = None) -> bool:
     return any(holds(p, e, catalog) for p in preds)
 
 
+def log_of(e: Ev) -> str | None:
+    """The log file a job-side line (NCCL, PyTorch, MPI: source ``nccl``) was read from (its ``origin`` without the
+    line number), else None: the output of a job's launcher (mpirun, srun, a pdsh of the ranks) holds every host's
+    ranks, one job's. Relation ``same_log`` joins two hosts' errors of such a file: the two ends of one failed
+    connection that NCCL names by no peer address and no init line places ("NET/IB : Got completion with error 12"
+    on gpu4 and on gpu5 were two incidents, each "the earliest fault" of its own host: NVIDIA/nccl-tests#24, #36; a
+    real-logs pass, the third). Not a Kafka record's (one host's, as shipped) nor a kernel log's (a syslog server's
+    file holds every host's, of no one job)."""
+    if e.source != "nccl" or not e.origin.startswith("file:"):
+        return None
+    return e.origin.rsplit(":", 1)[0]
+
+
 def gpu_key(e: Ev, topo: Topology) -> str | None:
     if e.device_type not in (None, "gpu"):
         return None
@@ -437,6 +451,8 @@ class Relations:
             return far is not None and far[0] == c.device
         if rel == "same_domain":
             return self.topo.domain(c.host) == self.topo.domain(e.host) and not across_reboot(c, e)
+        if rel == "same_log":  # lines of one job's log file (log_of)
+            return (k := log_of(c)) is not None and k == log_of(e)
         if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host)
             return c.host != e.host and (self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
         raise ValueError(f"unknown relation {rel!r}")

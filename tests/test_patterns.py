@@ -3892,3 +3892,36 @@ def test_a_gpu_its_fsp_refuses_to_boot_is_a_gpu_failure(pipeline):
     rm = "[  199.234935] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x25:0x40:1470)"
     (inc,) = run(pipeline, rm)
     assert (inc["category"], inc["initiator"]["device"]) == ("gpu_failure", "0000:0a:00.0")
+
+
+def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(pipeline, tmp_path):
+    """mpirun's output of a 2-host nccl-tests run: both hosts' ranks print "NET/IB : Got completion with error 12"
+    (retry count exceeded), NCCL names no peer address and no init line places the ranks (NVIDIA/nccl-tests#24, #36):
+    two incidents, each blaming its own host at 0.75, one of them arbitrarily (real-logs passes, the third time). One
+    job's log file ties them (``rules.log_of``, relation ``same_log``): one incident, no single culprit, both hosts
+    suspects. The same lines in two hosts' own files stay apart (nothing ties them), and so do two errors an hour
+    apart in one file."""
+    from ingest.decode import decode_file
+
+    warn = ("{h}:359{p}:359{q} [0] transport/net_ib.cc:774 NCCL WARN NET/IB : Got completion with error 12, opcode 0, "
+            "len 32631, vendor err 129")
+
+    def incidents(files):
+        segs = []
+        for name, text in files.items():
+            f = tmp_path / name
+            f.write_text(text)
+            segs += decode_file(f, relname=name).segments
+        b = pipeline.run(Decoded(segments=segs))
+        return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+    both = warn.format(h="gpu5", p=17, q=94) + "\n" + warn.format(h="gpu4", p=2, q=77) + "\n"
+    (inc,) = incidents({"mpirun.log": both})
+    assert (inc["initiator"]["device_type"], inc["category"], inc["confidence"]) == (None, "ib_port", 0.3)
+    assert sorted(inc["initiator"]["candidates"]) == ["gpu index 0 on gpu4", "gpu index 0 on gpu5"], inc["initiator"]
+    apart = incidents({"gpu5.log": warn.format(h="gpu5", p=17, q=94) + "\n",
+                       "gpu4.log": warn.format(h="gpu4", p=2, q=77) + "\n"})
+    assert len(apart) == 2
+    hour = incidents({"job.log": "2026-11-30T03:00:00Z " + warn.format(h="gpu5", p=17, q=94) + "\n"
+                                 "2026-11-30T04:00:00Z " + warn.format(h="gpu4", p=2, q=77) + "\n"})
+    assert len(hour) == 2
