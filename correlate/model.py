@@ -197,12 +197,22 @@ def follow_watchdogs(events: list[Ev]) -> None:
             if (t.ts <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
                          or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
-                             and (t.ts < e.ts or (t.ts == e.ts and t.pos < e.pos))))):
+                             and (t.ts < e.ts or _after_in_log(t, e))))):
                 best = t
         if best is None and e.seq is not None and e.rank is not None and e.signature.startswith("torch."):
             best = _same_work(e, timeouts.get((e.host, None), ()))
         if best is not None:
             e.imply_start(best.start)
+
+
+def _after_in_log(t: Ev, e: Ev) -> bool:
+    """``e``, of ``t``'s time, comes after the timeout ``t``: by its line number when both are lines of one capture
+    (a file, a Kafka value), else in correlation order (``Ev.order``), which the timeout's implied start leads. By
+    that order alone a line above the timeout in its own file followed it: a Ray worker's death printed before its
+    host's timeout became its report (a test of this session's Ray rule)."""
+    if t.origin.rsplit(":", 1)[0] == e.origin.rsplit(":", 1)[0]:
+        return t.pos < e.pos
+    return t.order < e.order
 
 
 def _same_work(e: Ev, timeouts: Iterable[Ev]) -> Ev | None:
