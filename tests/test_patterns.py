@@ -3925,3 +3925,23 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     hour = incidents({"job.log": "2026-11-30T03:00:00Z " + warn.format(h="gpu5", p=17, q=94) + "\n"
                                  "2026-11-30T04:00:00Z " + warn.format(h="gpu4", p=2, q=77) + "\n"})
     assert len(hour) == 2
+
+
+def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pipeline):
+    """NCCL's proxy thread of a process fails its Connect (retcode 2, a system error) and closes its socket; the
+    process's main thread then says "Connection closed by remote peer 10.104.148.191": its own proxy (NVIDIA/nccl#914).
+    It read "no single culprit, suspect the peer at 10.104.148.191" (a real-logs pass): the proxy's failure explains
+    the closed connection (``nccl_proxy.explains_own_connection_closed``). A proxy's retcode 6 (a remote error) is
+    the peer's, no event of this host's own."""
+    text = "\n".join([
+        "host:22337:22453 [6] NCCL INFO transport/net_ib.cc:605 -> 2",
+        "host:22337:22453 [6] proxy.cc:1097 NCCL WARN [Proxy Service 14] Failed to execute operation Connect from rank "
+        "14, retcode {rc}",
+        "host:22337:22400 [6] misc/socket.cc:521 NCCL WARN Net : Connection closed by remote peer 10.104.148.191<37877>",
+        "host:22337:22400 [6] proxy.cc:862 NCCL WARN Proxy Call to rank 14 failed (Connect)"])
+    (inc,) = run(pipeline, text.format(rc=2), host="host")
+    assert (inc["initiator"]["kind"], inc["initiator"]["rank"], inc["category"]) == ("nccl_error", 14, "nccl_software")
+    assert "nccl_proxy.explains_own_connection_closed" in [x["rule"] for x in inc["evidence"]]
+    assert "10.104.148.191" not in inc["next_action"]
+    remote = run(pipeline, text.format(rc=6), host="host")
+    assert all(i["initiator"].get("kind") != "nccl_error" or "proxy" not in i["next_action"] for i in remote)
