@@ -249,6 +249,9 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
                r"|[IWEF]\d{4} \d\d:"
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
                r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|" + _PY_LEVEL + r" \d\d-\d\d \d\d:)")
+# after a host label only: a Python exception or its traceback, as pdsh prints every rank's ("node07: RuntimeError:
+# NCCL error in: …": NVIDIA/nccl#520, DeepSpeed's multi-node runner; the line took its file's name, a real-logs pass)
+_EXCEPTION_NEXT = r"(?=(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |Traceback \(most recent call last\):)"
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
@@ -285,7 +288,7 @@ _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
-    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): " + _LABEL_NEXT
+    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT + "|" + _EXCEPTION_NEXT + ")"
     + r"|" + _CLOCK_LABEL + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),
@@ -437,7 +440,7 @@ _UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pidf>(
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
-    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<``, or a number's followed by a blank, a first word (after blanks) that is not all
+    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<`` (or a number's by a blank), a first word (after blanks) that is not all
     letters and ends with ``:`` and a blank, or a clock (``18:11:06.680 ``: a digit and a colon); most hit lines are
     none of them, "NVRM: " the most common: the regex alone cost ~1 µs a hit line."""
     if s[0] == "(" or s.startswith("[pod/"):  # Ray's label, kubectl logs --prefix
@@ -937,9 +940,12 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
     if "NCCL" in s or "NCCL" in line:
         m = _NCCL.search(s)
         if m:
-            # NCCL's own host name wins over Ray's address of the same node: it is the name the host's other logs use
-            if not placeholder_host(m["host"]):
-                p.host = m["host"] if p.host is None or p.host == ray_ip else p.host
+            # NCCL's own host name wins over Ray's address of the same node, and over a parallel shell's address
+            # label ("104.171.201.171: lambda-scalar02:95750:95750 [0] NCCL INFO …": DeepSpeed's pdsh over addresses,
+            # huggingface/accelerate#1317, a real-logs pass): it is the name the host's other logs use
+            if not placeholder_host(m["host"]) and (
+                    p.host is None or p.host == ray_ip or (p.addr_host and p.host == p.source_addr)):
+                p.host, p.addr_host = m["host"], False
             p.pid = p.pid or int(m.group("pid"))
             # a CUDA device index no host has (a thread's garbage, "[32707]", NVIDIA/nccl#1485) names no GPU: it was
             # a suspect "gpu index 32707 on node2" (a real-logs pass)

@@ -2618,10 +2618,10 @@ def test_a_ray_worker_the_watchdog_took_down_is_its_timeouts_report_not_a_first_
                "Timeout(ms)=7200000) ran for 7200015 milliseconds before timing out.")
     down = (label + "[rank38]:[E809 14:59:30.411351178 ProcessGroupNCCL.cpp:695] [Rank 38] To avoid data "
             "inconsistency, we are taking the entire process down.")
-    died = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
-            "the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 39a9 Node ID: 1f94 Worker IP "
-            "address: 172.26.143.83 Worker port: 10005 Worker PID: 833 Worker exit type: SYSTEM_ERROR Worker exit "
-            "detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    died = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+            "troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 39a9 Node ID: "
+            "1f94 Worker IP address: 172.26.143.83 Worker port: 10005 Worker PID: 833 Worker exit type: SYSTEM_ERROR "
+            "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.")
     for lines in ([timeout, down, died], [timeout, died]):  # the second: the death's stamp is the timeout's own
         (inc,) = run(pipeline, "\n".join(lines), host="driver")
         assert inc["initiator"]["kind"] != "other" and inc["confidence"] == 0.3
@@ -3937,7 +3937,8 @@ def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pi
         "host:22337:22453 [6] NCCL INFO transport/net_ib.cc:605 -> 2",
         "host:22337:22453 [6] proxy.cc:1097 NCCL WARN [Proxy Service 14] Failed to execute operation Connect from rank "
         "14, retcode {rc}",
-        "host:22337:22400 [6] misc/socket.cc:521 NCCL WARN Net : Connection closed by remote peer 10.104.148.191<37877>",
+        "host:22337:22400 [6] misc/socket.cc:521 NCCL WARN Net : Connection closed by remote peer "
+        "10.104.148.191<37877>",
         "host:22337:22400 [6] proxy.cc:862 NCCL WARN Proxy Call to rank 14 failed (Connect)"])
     (inc,) = run(pipeline, text.format(rc=2), host="host")
     assert (inc["initiator"]["kind"], inc["initiator"]["rank"], inc["category"]) == ("nccl_error", 14, "nccl_software")

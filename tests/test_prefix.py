@@ -324,6 +324,14 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     # a runner's stream label (mila-iqia/milabench#269) and a terminal viewer's frame (vllm-project/vllm#6976)
     ("dinov2-giant-nodes.cn-d004 [stderr] " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("node [stderr] hello", None, None, None, "node [stderr]"),
+    # pdsh's label before a rank's Python exception (NVIDIA/nccl#520: DeepSpeed's multi-node runner), and NCCL's own
+    # host name over a parallel shell's address label (huggingface/accelerate#1317)
+    ("compute-dy-p4d24xlarge-77: RuntimeError: NCCL error in: x", None, "compute-dy-p4d24xlarge-77", None,
+     "RuntimeError"),
+    ("node07: torch.distributed.DistBackendError: NCCL error", None, "node07", None, "torch.distributed"),
+    ("node07: Traceback (most recent call last):", None, "node07", None, "Traceback"),
+    ("104.171.201.171: lambda-scalar02:95750:95750 [0] NCCL INFO Bootstrap", None, "lambda-scalar02", None,
+     "lambda-scalar02:95750"),
     ("│ [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
     # pdsh 'journalctl -k -o cat | grep Xid': no stamp, the kernel's line right behind the host
     ("node12: NVRM: Xid (PCI:0000:18:00): 74, pid=2345", None, "node12", None, "NVRM"),
