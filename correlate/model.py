@@ -208,8 +208,8 @@ def follow_watchdogs(events: list[Ev]) -> None:
 def _after_in_log(t: Ev, e: Ev) -> bool:
     """``e``, of ``t``'s time, comes after the timeout ``t``: by its line number when both are lines of one capture
     (a file, a Kafka value), else in correlation order (``Ev.order``), which the timeout's implied start leads. By
-    that order alone a line above the timeout in its own file followed it: a Ray worker's death printed before its
-    host's timeout became its report (a test of this session's Ray rule)."""
+    that order alone a line above the timeout in its own file followed it, and a Ray worker's death printed before
+    its host's timeout, stamped with that timeout's time, would be that timeout's report."""
     if t.origin.rsplit(":", 1)[0] == e.origin.rsplit(":", 1)[0]:
         return t.pos < e.pos
     return t.order < e.order
