@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import Ev, across_reboot
+from correlate.model import TORCHRUN_AGENT, Ev, across_reboot
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
                              comms_of, gpu_key, log_of, named_collective, pred_shape)
 from correlate.topology import Topology
@@ -504,6 +504,14 @@ _JOB_KINDS = frozenset({"nccl_timeout", "nccl_error", "nccl_init", "nccl_transpo
 _JOB_SIGNATURES = frozenset({"torch.elastic.worker_failed", "deepspeed.launcher.worker_failed"})
 
 
+def _job_line(e: Ev) -> bool:
+    """A line of the job's own (:data:`_JOB_KINDS`, :data:`_JOB_SIGNATURES`), or a launcher's agent's report of the
+    worker its host's watchdog took down (``model.follow_watchdogs``: Ray's death line after the timeout kept two
+    hosts' timeouts of one collective apart, a break-it pass)."""
+    return (e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES
+            or (e.implied_start is not None and e.signature.startswith(TORCHRUN_AGENT)))
+
+
 def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks | None = None) -> list[list[Ev]]:
     """``comps`` (each sorted by ``Ev.order``, in order of their first event), with the components joined whose watchdog
     timeouts name one collective (``rules.collective_of``: process group, SeqNum, OpType, Numel, timeout) of ranks that
@@ -524,7 +532,7 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     # a component of a job's lines only (its ranks' timeouts and reports): joined to any; two with other faults (a
     # GPU's, a host's) are not joined by a collective their timeouts name: each has its own story, and the benchmark
     # mix's repeated lines made incidents of 500 parties so (correlate() 65 % slower)
-    job_only = [all(e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES for e in comp) for comp in comps]
+    job_only = [all(_job_line(e) for e in comp) for comp in comps]
     # (key, component) -> rank in the job (_job_rank) -> the hosts that timed out as it: one rank on two hosts within
     # one group is two jobs at the same step of the same program, which the collective's name cannot tell apart (two
     # jobs' ranks 0 - 15 on SeqNum 808 were one incident, the second job's hosts "downstream" of the first's Xid 79: a

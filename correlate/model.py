@@ -91,7 +91,7 @@ class Ev:
     def imply_start(self, us: int) -> None:
         """Set ``implied_start`` (µs) and the ``start`` and ``order`` derived from it."""
         self.implied_start = us
-        self.shape = None  # rules.pred_shape reads whether it follows a timeout
+        self.shape = self.judged = None  # rules.pred_shape and attribute's role read whether it follows a timeout
         self._place()
 
     def _place(self) -> None:

@@ -2624,8 +2624,16 @@ def test_a_ray_worker_the_watchdog_took_down_is_its_timeouts_report_not_a_first_
             "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.")
     for lines in ([timeout, down, died], [timeout, died]):  # the second: the death's stamp is the timeout's own
         (inc,) = run(pipeline, "\n".join(lines), host="driver")
-        assert inc["initiator"]["kind"] != "other" and inc["confidence"] == 0.3
+        assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.silent_rank", "nccl_hang", 0.3), inc
         assert ("other", "172.26.143.83") in [(d["kind"], d["host"]) for d in inc["downstream"]]
+    # two hosts' ranks time out on the collective and Ray reports both workers dead: one hang, both deaths its reports
+    # (the deaths were faults of their own, role "either", and kept the two hosts apart: a break-it pass)
+    other = [x.replace("172.26.143.83", "172.26.143.84").replace("rank38", "rank39").replace("Rank 38", "Rank 39")
+             .replace("Worker PID: 833", "Worker PID: 834") for x in (timeout, died)]
+    (both,) = run(pipeline, "\n".join([timeout, other[0], died, other[1]]), host="driver")
+    assert (both["pattern"], both["category"]) == ("comm.silent_rank", "nccl_hang"), both
+    assert sorted((d["kind"], d["host"]) for d in both["downstream"] if d["kind"] == "other") == [
+        ("other", "172.26.143.83"), ("other", "172.26.143.84")]
 
 
 def test_a_line_delivered_twice_is_one_event_and_one_incident(pipeline):
