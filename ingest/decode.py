@@ -378,7 +378,7 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
 
     ``data``: one value or file as it was stored. Every gzip member, zstd
     frame and bzip2 or xz stream is read (shippers and ``pbzip2`` concatenate
-    them), in bounded steps: at most
+    them), in bounded steps (the pieces are joined at the end: twice that at the peak): at most
     ``limit`` bytes of output are ever held, so a decompression bomb is
     rejected after ``limit`` bytes, not expanded.
 
@@ -440,6 +440,9 @@ def _unstream(data: bytes, limit: int, kind: str) -> bytes:
         rest = d.unused_data
         if not rest.strip(b"\x00"):  # the end, or zero padding
             return b"".join(out)
+        # xz's stream padding (NUL bytes, a multiple of four, between streams: xz-file-format.txt §2.2) before the
+        # next stream; its second stream was "trailing data", its lines lost (a break-it pass)
+        rest = rest.lstrip(b"\x00")
         if not rest.startswith(magic):
             raise _trailing(len(rest), kind, out)
 
@@ -1396,8 +1399,6 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
         data = data[3:]
     elif data[:2] in _WIDE_FIRST and (codec := _wide_codec(data)):
         data = data.decode(codec, "replace").encode("utf-8")
-    if 0 in data:
-        data = end_nul_holes(data)
     if looks_ndjson(data):
         return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts, ref_basis=ref_basis,
                              ingest_ts=ingest_ts, source=source)
@@ -1514,8 +1515,6 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
-    if 0 in data:  # plain text (_decode_text does the same after a byte order mark's decoding)
-        data = end_nul_holes(data)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
@@ -1704,16 +1703,18 @@ def binary_file(data: bytes) -> str | None:
 
 
 #: a run of NUL bytes right after text: the zeroed blocks a crash leaves where a file's write was cut (ext4's delayed
-#: allocation), after the line it cut. Two or more: UTF-16 text of ASCII holds single NULs
-_NUL_HOLE = re.compile(rb"([^\n\x00])\x00{2,}")
+#: allocation), after the line it cut. Eight or more: UTF-16 and UTF-32 text without a byte order mark, which a Kafka
+#: value may be, holds runs of one to three (it became a line per character, a break-it pass)
+_NUL_HOLE = re.compile(rb"([^\n\x00])\x00{8,}")
 
 
 def end_nul_holes(data: bytes) -> bytes:
-    """``data`` with each run of two or more NUL bytes that follows text ended by a line feed: the line a crash cut
+    """``data`` with each run of eight or more NUL bytes that follows text ended by a line feed: the line a crash cut
     and the zeroed blocks after it were one line with the next, whose Xid was lost (a break-it pass: "… GPU has fal",
     8 kB of NULs, then an Xid 48 line read as the cut Xid 79). NUL runs at a line's start stay (``prefix`` drops them,
-    lines keep their numbers); a cut line adds one."""
-    return _NUL_HOLE.sub(rb"\1\n", data) if b"\x00\x00" in data else data
+    lines keep their numbers); a cut line adds one. Applied to every segment (``ingest.pipeline.Pipeline.run``): a
+    file's text, a Kafka value, an envelope's message (Vector's file source ships the hole inside the record)."""
+    return _NUL_HOLE.sub(rb"\1\n", data) if b"\x00" * 8 in data else data
 
 
 #: the fewest characters of a line of text among binary data (:func:`text_lines`): random bytes do not make one

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ingest.assemble import Hit, assemble
 from ingest.catalog import Catalog, default_catalog
-from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment, strip_terminal_codes
+from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment, end_nul_holes, strip_terminal_codes
 from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
@@ -237,9 +237,11 @@ class Pipeline:
         """
         clock = _Clock(timings)
         segs = decoded.segments
-        for seg in segs:  # terminal colours are no part of a line (decode.strip_terminal_codes)
+        for seg in segs:  # terminal colours are no part of a line (decode.strip_terminal_codes), nor a crash's hole
             if b"\x1b" in seg.data:
                 seg.data = strip_terminal_codes(seg.data)
+            if 0 in seg.data:  # (decode.end_nul_holes: a run of NULs after text ends the line it cut)
+                seg.data = end_nul_holes(seg.data)
         buf, framed, starts = frame_all(list(map(_DATA, segs)))
         clock.lap("frame")
         hits = hit_lines(self.matcher, buf)

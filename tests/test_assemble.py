@@ -309,6 +309,11 @@ def test_a_year_after_the_dated_line_above_is_no_later_than_the_files_time(pipel
                                                                         ("2025-09-28T10:00:05", "line")]
     ev = [e for e in run(pipeline, text, basis="file").events.to_pylist() if e["xid"] == 79]  # a file of 2027
     assert [e["ts"].isoformat()[:10] for e in ev] == ["2026-09-28", "2026-09-28"]
+    # a file older than its dated line bounds nothing: the line below it is not put a year before it (a break-it
+    # pass: December 2026 under December 2026 went to 2025, silently)
+    old = int(datetime(2025, 6, 1, tzinfo=timezone.utc).timestamp() * 10**6)
+    ev = [e for e in run(pipeline, text, basis="file", ref=old).events.to_pylist() if e["xid"] == 79]
+    assert all(e["ts"].year != 2024 for e in ev), ev
 
 
 @pytest.mark.parametrize("dated, stamp, expect", [
