@@ -877,6 +877,10 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     asyncio.run(main())
 
 
+#: the longest query ``sql -`` reads from standard input (characters)
+SQL_STDIN_CHARS = 1 << 20
+
+
 @app.command()
 def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it from standard input (a file of it, a "
                                                        "query that begins with a -- comment); omitted = list the "
@@ -894,7 +898,10 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it fro
 
     s = _settings(config)
     if query == "-":  # a query file, or one that begins with "--": the shell passes it as an option's name
-        query = sys.stdin.read()
+        query = sys.stdin.read(SQL_STDIN_CHARS + 1)  # bounded: 100 MB of "query" took 790 MB (a break-it pass)
+        if len(query) > SQL_STDIN_CHARS:
+            err.print(f"[red]the query on standard input is longer than {SQL_STDIN_CHARS:,} characters[/]")
+            raise typer.Exit(2)
     err.print(f"[dim]lake: {escape(str(s.lake))}[/]")
     require_lake(s)
     raise typer.Exit(run_sql(s, query, format, output, out, err, force=force))

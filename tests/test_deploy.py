@@ -450,6 +450,9 @@ def test_a_query_that_begins_with_a_comment_goes_after_the_options_end_or_on_sta
     for r in (_firstfault("sql", "-f", "csv", "--", query, env=env), _firstfault("sql", "-f", "csv", "-", env=env,
                                                                                stdin=query)):
         assert r.returncode == 0 and r.stdout.splitlines() == ['"x"', "42"], (r.stdout, r.stderr)
+    # bounded: a megabyte and more of "query" is refused, not read whole (a break-it pass: 100 MB, 790 MB of memory)
+    r = _firstfault("sql", "-", env=env, stdin="SELECT 1 " + "-" * (1 << 20))
+    assert r.returncode == 2 and "longer than 1,048,576 characters" in r.stderr, r.stderr
 
 
 def test_sql_prints_a_float_column_as_it_was_stored(tmp_path):
