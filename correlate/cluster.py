@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import TORCHRUN_AGENT, Ev, across_reboot
+from correlate.model import RAY_WORKER_DIED, Ev, across_reboot
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
                              comms_of, gpu_key, log_of, named_collective, pred_shape)
 from correlate.topology import Topology
@@ -505,11 +505,11 @@ _JOB_SIGNATURES = frozenset({"torch.elastic.worker_failed", "deepspeed.launcher.
 
 
 def _job_line(e: Ev) -> bool:
-    """A line of the job's own (:data:`_JOB_KINDS`, :data:`_JOB_SIGNATURES`), or a launcher's agent's report of the
-    worker its host's watchdog took down (``model.follow_watchdogs``: Ray's death line after the timeout kept two
-    hosts' timeouts of one collective apart, a break-it pass)."""
+    """A line of the job's own (:data:`_JOB_KINDS`, :data:`_JOB_SIGNATURES`), or Ray's report of the worker its
+    host's watchdog took down (``model.follow_watchdogs``: its death line after the timeout kept two hosts' timeouts
+    of one collective apart, a break-it pass)."""
     return (e.kind in _JOB_KINDS or e.signature in _JOB_SIGNATURES
-            or (e.implied_start is not None and e.signature.startswith(TORCHRUN_AGENT)))
+            or (e.implied_start is not None and e.signature == RAY_WORKER_DIED))
 
 
 def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks | None = None) -> list[list[Ev]]:

@@ -151,6 +151,8 @@ _TS_FIELDS = ("ts",)
 #: or was killed …" right after its host's watchdog took a rank's process down is that teardown, not a death the
 #: timeout waited on (verl-project/verl#2995: an incident apart, "the earliest fault nothing else explains")
 TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", "ray.worker_died")
+#: Ray's death line, which follows a timeout as the others do and then reports it (``attribute._judge``)
+RAY_WORKER_DIED = "ray.worker_died"
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 #: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
