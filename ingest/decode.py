@@ -378,9 +378,9 @@ def decompress(data: bytes, limit: int = MAX_VALUE_BYTES) -> bytes:
 
     ``data``: one value or file as it was stored. Every gzip member, zstd
     frame and bzip2 or xz stream is read (shippers and ``pbzip2`` concatenate
-    them), in bounded steps (the pieces are joined at the end: twice that at the peak): at most
-    ``limit`` bytes of output are ever held, so a decompression bomb is
-    rejected after ``limit`` bytes, not expanded.
+    them), in bounded steps: at most ``limit`` bytes of output are ever
+    decompressed (held twice over while the pieces are joined), so a
+    decompression bomb is rejected after ``limit`` bytes, not expanded.
 
     Returns the decompressed bytes (at most ``limit``). Raises
     :class:`CompressionError` (a ``ValueError``) when the stream is corrupt
