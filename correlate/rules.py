@@ -304,11 +304,12 @@ def log_of(e: Ev) -> str | None:
     ranks, one job's. Relation ``same_log`` joins two hosts' errors of such a file: the two ends of one failed
     connection that NCCL names by no peer address and no init line places ("NET/IB : Got completion with error 12"
     on gpu4 and on gpu5 were two incidents, each "the earliest fault" of its own host: NVIDIA/nccl-tests#24, #36; a
-    real-logs pass, the third). Only lines that printed no stamp (``ts_basis`` ``file``: a launcher's capture of the
-    ranks' output, as NCCL before 2.26 prints it): a syslog server's file holds every host's lines, stamped, of no one
-    job (three hosts' journald-wrapped NCCL errors were one incident, a break-it pass), and stamped lines a minute
-    apart chained three hours of a file into one. Not a Kafka record's (one host's, as shipped)."""
-    if e.source != "nccl" or e.ts_basis != "file" or not e.origin.startswith("file:"):
+    real-logs pass, the third). Only lines that printed no stamp of their own (``ts_basis`` ``file``, or
+    ``inherited`` from a stamped line near them: a launcher's capture of the ranks' output, as NCCL before 2.26 prints
+    it): a syslog server's file holds every host's lines, each stamped, of no one job (three hosts' journald-wrapped
+    NCCL errors were one incident, a break-it pass), and stamped lines a minute apart chained three hours of a file
+    into one. Not a Kafka record's (one host's, as shipped)."""
+    if e.source != "nccl" or e.ts_basis not in ("file", "inherited") or not e.origin.startswith("file:"):
         return None
     return e.origin.rsplit(":", 1)[0]
 

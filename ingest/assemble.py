@@ -221,14 +221,18 @@ def year_by_side(yearless: tuple[int, int, int, int, int, int], line: int, dated
     log was written then or earlier), caps the year after a dated line: past it by more than two days, the lines are
     an older log appended below a newer one (``cat dmesg-T.txt syslog``: "Sep 28" under "Oct 2 2025" in a file of
     October 3, 2025 went to 2026, past its file's time, and fell back to the dated line's time, a break-it pass), and
-    take the latest year at most two days after the bound — unless the dated line itself is past the bound (a file
-    whose time is older than its content: capping put a December 2026 line under a dated December 2026 line in 2025,
-    silently, a break-it pass)."""
+    take the latest year at most two days after the bound. A file whose time is older than its dated line bounds
+    nothing: the year that puts the line nearest the dated line (capping put a December 2026 line under a dated
+    December 2026 line in 2025, silently; not capping put "Sep 28" under "Oct 2 2025" a year on: break-it passes)."""
     if dated_line < line:
         t = resolve_year_after(*yearless, dated_us, tz)
-        if (t is not None and bound is not None and plausible(bound) and t > bound + 2 * 86400 * US
-                and dated_us <= bound + 2 * 86400 * US):  # a file older than its dated line bounds nothing
-            return resolve_year(*yearless, bound, tz)
+        if t is not None and bound is not None and plausible(bound) and t > bound + 2 * 86400 * US:
+            if dated_us <= bound + 2 * 86400 * US:
+                return resolve_year(*yearless, bound, tz)
+            # a file older than its dated line bounds nothing: the year that puts the line nearest that dated line
+            near = resolve_year(*yearless, dated_us, tz)
+            if near is not None and abs(near - dated_us) < abs(t - dated_us):
+                return near
         return t
     return resolve_year(*yearless, dated_us, tz)
 

@@ -1399,6 +1399,8 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
         data = data[3:]
     elif data[:2] in _WIDE_FIRST and (codec := _wide_codec(data)):
         data = data.decode(codec, "replace").encode("utf-8")
+    if 0 in data:  # before the records are parsed: a hole with no line feed glued two records (a break-it pass)
+        data = end_nul_holes(data)
     if looks_ndjson(data):
         return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ref_ts, ref_basis=ref_basis,
                              ingest_ts=ingest_ts, source=source)
@@ -1508,6 +1510,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         stream = f"{topic}/{partition}/{host or ''}"
     ts = timestamp_ms * 1000
     source = tp[1]
+    if 0 in data:  # a crash's hole ends its line before any record is parsed (end_nul_holes)
+        data = end_nul_holes(data)
     if data[:1] in _NOT_PLAIN_FIRST:
         if looks_ndjson(data):  # the common structured case, straight (_decode_text would ask again)
             return decode_ndjson(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
@@ -1712,8 +1716,9 @@ def end_nul_holes(data: bytes) -> bytes:
     """``data`` with each run of eight or more NUL bytes that follows text ended by a line feed: the line a crash cut
     and the zeroed blocks after it were one line with the next, whose Xid was lost (a break-it pass: "… GPU has fal",
     8 kB of NULs, then an Xid 48 line read as the cut Xid 79). NUL runs at a line's start stay (``prefix`` drops them,
-    lines keep their numbers); a cut line adds one. Applied to every segment (``ingest.pipeline.Pipeline.run``): a
-    file's text, a Kafka value, an envelope's message (Vector's file source ships the hole inside the record)."""
+    lines keep their numbers); a cut line adds one. Applied to a file's text and a Kafka value before their records
+    are parsed (a hole after a record glued it to the next, both lost), and to every segment
+    (``ingest.pipeline.Pipeline.run``): an envelope's message too (Vector's file source ships the hole inside it)."""
     return _NUL_HOLE.sub(rb"\1\n", data) if b"\x00" * 8 in data else data
 
 

@@ -252,6 +252,10 @@ _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][
 # after a host label only: a Python exception or its traceback, as pdsh prints every rank's ("node07: RuntimeError:
 # NCCL error in: …": NVIDIA/nccl#520, DeepSpeed's multi-node runner; the line took its file's name, a real-logs pass)
 _EXCEPTION_NEXT = r"(?=(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |Traceback \(most recent call last\):)"
+# and not a program's own word with a number before its exception ("rank0: torch.distributed.DistBackendError",
+# "cuda0: RuntimeError", "E1: Traceback"): hosts named rank0 and cuda0 split a host's lines (a break-it pass)
+_NOT_HOST_BEFORE_EXCEPTION = (r"(?!(?i:rank|local_rank|gpu|cuda|cpu|dev|device|worker_id|step|epoch|iter|layer|error"
+                              r"|warning|warn|err|info|debug|[ewid])\d+: " + _EXCEPTION_NEXT + ")")
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
@@ -288,7 +292,8 @@ _LABEL = re.compile(
     r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
-    + r"|(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT + "|" + _EXCEPTION_NEXT + ")"
+    + r"|" + _NOT_HOST_BEFORE_EXCEPTION + r"(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT
+    + "|" + _EXCEPTION_NEXT + ")"
     + r"|" + _CLOCK_LABEL + _LABEL_NEXT + ")")
 #: a terminal's control sequences (ECMA-48), as `kubectl logs`, a colouring journal viewer or a captured terminal
 #: leave around a line's stamp and host: CSI (``ESC [ … m``, colours), OSC (``ESC ] 0;title BEL``, a window title),

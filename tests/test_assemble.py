@@ -314,6 +314,10 @@ def test_a_year_after_the_dated_line_above_is_no_later_than_the_files_time(pipel
     old = int(datetime(2025, 6, 1, tzinfo=timezone.utc).timestamp() * 10**6)
     ev = [e for e in run(pipeline, text, basis="file", ref=old).events.to_pylist() if e["xid"] == 79]
     assert all(e["ts"].year != 2024 for e in ev), ev
+    # nor a year on from it: the year nearest the dated line (a file of Sep 29, 2025: "Sep 28" is 2025's, a third)
+    sep29 = int(datetime(2025, 9, 29, tzinfo=timezone.utc).timestamp() * 10**6)
+    ev = [e for e in run(pipeline, text, basis="file", ref=sep29).events.to_pylist() if e["xid"] == 79]
+    assert [e["ts"].isoformat()[:10] for e in ev] == ["2025-09-28", "2025-09-28"], ev
 
 
 @pytest.mark.parametrize("dated, stamp, expect", [

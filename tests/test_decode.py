@@ -234,6 +234,14 @@ def test_a_crashs_zeroed_blocks_after_a_cut_line_end_it(tmp_path, pipeline):
         xids = pipeline.run(d).events.column("xid").to_pylist()
         assert sorted(xids) == [48, 79, 79], xids  # the cut line is an Xid 79 line still
     assert end_nul_holes("Dec  1 x".encode("utf-32-le")) == "Dec  1 x".encode("utf-32-le")
+    # NDJSON records with the hole between them and no line feed: both read, in a file and a Kafka value (the hole was
+    # ended only after the records were parsed, and the file was refused whole: a break-it pass)
+    records = (orjson.dumps({"_HOSTNAME": "node07", "MESSAGE": x79.decode() + " the bus."}) + b"\x00" * 4096
+               + orjson.dumps({"_HOSTNAME": "node07", "MESSAGE": x48.decode()}) + b"\n")
+    g = tmp_path / "node07.json"
+    g.write_bytes(records)
+    for d in (decode_file(g, relname=g.name), msg(records)):
+        assert sorted(pipeline.run(d).events.column("xid").to_pylist()) == [48, 79], d.rejects
 
 
 def test_gzip_and_zstd_values_and_files(tmp_path):

@@ -3927,6 +3927,11 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     (inc,) = incidents({"mpirun.log": both})
     assert (inc["initiator"]["device_type"], inc["category"], inc["confidence"]) == (None, "ib_port", 0.3)
     assert sorted(inc["initiator"]["candidates"]) == ["gpu index 0 on gpu4", "gpu index 0 on gpu5"], inc["initiator"]
+    # after a stamped line of the capture, whose time they take (ts_basis inherited): still one (a break-it pass)
+    stamped = ("[rank1]:[E1130 02:59:00.123456789 ProcessGroupNCCL.cpp:1] [Rank 1] some line no signature reads\n"
+               "2026-11-30T02:59:00Z job started\n" + both)
+    ib = [i for i in incidents({"mpirun2.log": stamped}) if i["category"] == "ib_port"]
+    assert len(ib) == 1 and len(ib[0]["initiator"]["candidates"]) == 2, ib
     apart = incidents({"gpu5.log": warn.format(h="gpu5", p=17, q=94) + "\n",
                        "gpu4.log": warn.format(h="gpu4", p=2, q=77) + "\n"})
     assert len(apart) == 2

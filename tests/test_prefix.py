@@ -330,6 +330,10 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
      "RuntimeError"),
     ("node07: torch.distributed.DistBackendError: NCCL error", None, "node07", None, "torch.distributed"),
     ("node07: Traceback (most recent call last):", None, "node07", None, "Traceback"),
+    # a program's own numbered word before its exception is no host (a break-it pass: hosts rank0 and cuda0)
+    ("rank0: torch.distributed.DistBackendError: NCCL error", None, None, None, "rank0: torch"),
+    ("cuda0: RuntimeError: CUDA error: x", None, None, None, "cuda0: RuntimeError"),
+    ("E1: Traceback (most recent call last):", None, None, None, "E1: Traceback"),
     ("104.171.201.171: lambda-scalar02:95750:95750 [0] NCCL INFO Bootstrap", None, "lambda-scalar02", None,
      "lambda-scalar02:95750"),
     ("│ [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
