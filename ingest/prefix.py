@@ -445,9 +445,9 @@ _UCX = re.compile(r"\[(?P<host>(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*):(?P<pidf>(
 
 def _label(s: str) -> re.Match | None:
     """``_LABEL.match(s)``, asked only where it can match: kubectl's ``[pod/…]``, a bracket (not c10's
-    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<`` (or a number's by a blank), a first word (after blanks) that is not all
-    letters and ends with ``:`` and a blank, or a clock (``18:11:06.680 ``: a digit and a colon); most hit lines are
-    none of them, "NVRM: " the most common: the regex alone cost ~1 µs a hit line."""
+    ``[rank8]:[``) whose first ``]`` is followed by ``:`` or ``<`` (or a number's by a blank), a first word (after
+    blanks) that is not all letters and ends with ``:`` and a blank, or a clock (``18:11:06.680 ``: a digit and a
+    colon); most hit lines are none of them, "NVRM: " the most common: the regex alone cost ~1 µs a hit line."""
     if s[0] == "(" or s.startswith("[pod/"):  # Ray's label, kubectl logs --prefix
         return _LABEL.match(s)
     if s[0] == "[":
