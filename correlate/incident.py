@@ -19,7 +19,7 @@ from typing import Any
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
                                  initiator_event, lead_key, sentences, subject_label, verify_commands)
-from correlate.model import Ev, subject_of, subject_rank
+from correlate.model import Ev, process_group, subject_of, subject_rank
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recovery_action, recurs_to_diag
 from correlate.rules import comms_of
 from correlate.topology import peer_name
@@ -477,7 +477,7 @@ def _explain(scene: Scene, v: Verdict) -> str:
         # a process group's rank is one of every node's (rank 1 of a TP group): c10's "[rank29]:" names the process
         # (details.global_rank; "rank 1" sent an operator to the wrong process: NVIDIA-NeMo/Megatron-Bridge#836, a
         # real-logs pass)
-        pg = main.details.get("pg_guid") or main.details.get("pg")
+        pg = process_group(main)
         group = f"process group {pg}" if pg is not None else "its process group"
         where = (f"the GPU of rank {main.details['global_rank']} (rank {i['rank']} of {group})"
                  if "global_rank" in main.details else f"the GPU of rank {i['rank']}")

@@ -118,7 +118,17 @@ def across_reboot(a: Ev, b: Ev) -> bool:
     either side of a reboot in it (``Ev.boot``): the processes and the GPU state of one boot are gone in the next,
     so neither reports the other. A serial console's log put an Xid 79 of the boot before a reboot and an Xid 13 of
     the boot after it in one incident (a break-it pass)."""
-    return a.boot != b.boot and a.origin.rsplit(":", 1)[0] == b.origin.rsplit(":", 1)[0]
+    return a.boot != b.boot and capture_of(a) == capture_of(b)
+
+
+def capture_of(e: Ev) -> str:
+    """The capture a line was read from (a file, a Kafka value): its ``origin`` without the line number."""
+    return e.origin.rsplit(":", 1)[0]
+
+
+def process_group(e: Ev) -> str | None:
+    """The process group a PyTorch line names: its GUID, else its id (``details.pg_guid``, ``details.pg``)."""
+    return e.details.get("pg_guid") or e.details.get("pg")
 
 
 def subject_of(host: str, device_type: str | None, device: str | None, gpu_index: int | None,
@@ -150,9 +160,9 @@ _TS_FIELDS = ("ts",)
 #: whose line on a worker's exit names a local rank or a pid only (``str.startswith`` prefixes). Ray's "A worker died
 #: or was killed …" right after its host's watchdog took a rank's process down is that teardown, not a death the
 #: timeout waited on (verl-project/verl#2995: an incident apart, "the earliest fault nothing else explains")
-TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", "ray.worker_died")
 #: Ray's death line, which follows a timeout as the others do and then reports it (``attribute._judge``)
 RAY_WORKER_DIED = "ray.worker_died"
+TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", RAY_WORKER_DIED)
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 #: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
@@ -212,7 +222,7 @@ def _after_in_log(t: Ev, e: Ev) -> bool:
     (a file, a Kafka value), else in correlation order (``Ev.order``), which the timeout's implied start leads. By
     that order alone a line above the timeout in its own file followed it, and a Ray worker's death printed before
     its host's timeout, stamped with that timeout's time, would be that timeout's report."""
-    if t.origin.rsplit(":", 1)[0] == e.origin.rsplit(":", 1)[0]:
+    if capture_of(t) == capture_of(e):
         return t.pos < e.pos
     return t.order < e.order
 
@@ -223,9 +233,9 @@ def _same_work(e: Ev, timeouts: Iterable[Ev]) -> Ev | None:
     "Exception … detected by watchdog at work: 1580" is the same collective's hang. Rank 3's line, 10 minutes after
     the implied start of ranks 0 and 4's timeouts on SeqNum 1580, was an incident apart (hiyouga/LlamaFactory#7396,
     a real-logs pass)."""
-    pg = e.details.get("pg_guid") or e.details.get("pg")
+    pg = process_group(e)
     for t in timeouts:
-        tpg = t.details.get("pg_guid") or t.details.get("pg")
+        tpg = process_group(t)
         if t.seq == e.seq and t.rank != e.rank and abs(e.ts - t.ts) <= FOLLOW_UP_US and (
                 pg is None or tpg is None or pg == tpg):
             return t

@@ -14,7 +14,7 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from correlate.model import Ev, across_reboot
+from correlate.model import Ev, across_reboot, capture_of, process_group
 from correlate.topology import Topology
 from ingest.catalog import Catalog, default_catalog
 from ingest.extract import LINK_DOWN_CAUSES
@@ -311,7 +311,7 @@ def log_of(e: Ev) -> str | None:
     into one. Not a Kafka record's (one host's, as shipped)."""
     if e.source != "nccl" or e.ts_basis not in ("file", "inherited") or not e.origin.startswith("file:"):
         return None
-    return e.origin.rsplit(":", 1)[0]
+    return capture_of(e)
 
 
 def gpu_key(e: Ev, topo: Topology) -> str | None:
@@ -346,7 +346,7 @@ def collective_of(e: Ev) -> tuple | None:
     if e.seq is None or e.op is None or e.timeout_ms is None:
         return None
     d = e.details
-    return (d.get("pg_guid") or d.get("pg"), e.seq, e.op, d.get("numel_in"), d.get("numel_out"), e.timeout_ms)
+    return (process_group(e), e.seq, e.op, d.get("numel_in"), d.get("numel_out"), e.timeout_ms)
 
 
 def named_collective(e: Ev, topo: Topology) -> tuple | None:
