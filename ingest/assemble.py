@@ -683,9 +683,12 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
 MPI_HELP_LINES = 20
 
 
-def carry_context(hits: list[Hit]) -> None:
-    """Fill fields one line takes from an earlier line of the same segment (module doc)."""
+def carry_context(hits: list[Hit]) -> list[Hit]:
+    """Fill fields one line takes from an earlier line of the same segment (module doc); the hits kept (an
+    nvidia-smi table's second row that reads ERR! under a first row that did too is the same report, dropped)."""
+    kept: list[Hit] = []
     gpu_ctx: dict[str, Any] | None = None
+    smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
     # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
     # Xid on the same bus id (a real-logs pass)
     uuids: dict[tuple[str, str], str] = {}
@@ -698,7 +701,20 @@ def carry_context(hits: list[Hit]) -> None:
     rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
-        if sid == "mpi.peer_disconnected":
+        kept.append(h)
+        if sid in ("nvml.smi_table_row", "nvml.smi_gpu_err"):
+            smi_row = h
+        elif sid == "nvml.smi_gpu_err_fields":  # the row below a GPU's first row (its Fan/Temp/Perf row)
+            above, smi_row = smi_row, None
+            if above is not None and above.seg is h.seg and h.line - above.line == 1:
+                if above.c.sig.id == "nvml.smi_gpu_err":  # the first row's ERR! reported it
+                    kept.pop()
+                    continue
+                for k in ("gpu_index", "device"):
+                    if row.get(k) is None and above.row.get(k) is not None:
+                        row[k] = above.row[k]
+                if above.row["details"].get("model") and "model" not in d:
+                    d["model"] = above.row["details"]["model"]
             mpi_report = h
         elif sid == "mpi.peer_host":  # its help text's "Peer host:" line, a dozen lines on, names the peer it lost
             if mpi_report is not None and mpi_report.seg is h.seg and 0 < h.line - mpi_report.line <= MPI_HELP_LINES:
@@ -748,6 +764,7 @@ def carry_context(hits: list[Hit]) -> None:
         elif p2p_off and row["kind"] == "nccl_init":
             row["kind"] = "nccl_p2p_fallback"
             d["p2p_disabled_by"] = f"{p2p_off[0]}={p2p_off[1]}"
+    return kept
 
 
 def merge_sxid_groups(hits: list[Hit]) -> list[Hit]:
@@ -993,8 +1010,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
     # first: a line's time is inherited from, and its boot time read off, its own host's lines
     assign_hosts(hits, host_ok, pods)
     resolve_times(hits, tz, seen_boots)
-    carry_context(hits)
-    hits = merge_sxid_groups(hits)
+    hits = merge_sxid_groups(carry_context(hits))
     topo_rows: list[Hit] = []
     storms = Storms()
     copies: set[str] = set()  # the ids of the lines their own precise stamps date (line_event_id), this batch

@@ -1185,3 +1185,29 @@ def _file_events(pipeline, text: str) -> list[dict]:
     seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
                   ref_basis="file", ingest_ts=T0)
     return pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+
+
+_SMI_HEAD = ("| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+             "|=========================================+======================+======================|\n")
+
+
+@pytest.mark.parametrize(("rows", "want"), [
+    # driver 535's table (NVIDIA/dcgm-exporter#313): the first row reads N/A, the second ERR! -> the first row's GPU
+    (["|   0  NVIDIA A10G                    On  | 00000000:00:16.0 N/A |                  N/A |",
+      "|ERR!  ERR! ERR!               N/A /  N/A |      0MiB / 23028MiB |     N/A      Default |",
+      "|   1  NVIDIA A10G                    On  | 00000000:00:17.0 Off |                    0 |",
+      "|  0%   28C    P8               9W / 300W |      0MiB / 23028MiB |      0%      Default |"],
+     [("nvml.smi_gpu_err_fields", 0, "0000:00:16.0")]),
+    # every field ERR! (NVIDIA/gpu-operator#559): the first row's report, not a second one of its next row
+    (["|   0  ERR!                On   | 00000000:19:00.0 Off |                 ERR! |",
+      "|ERR!  ERR! ERR!    ERR! / ERR! |      0MiB / 46068MiB |    ERR!      Default |"],
+     [("nvml.smi_gpu_err", 0, "0000:19:00.0")]),
+    # a second row with no first row above it names no GPU, and is still reported
+    (["|ERR!  ERR! ERR!               N/A /  N/A |      0MiB / 23028MiB |     N/A      Default |"],
+     [("nvml.smi_gpu_err_fields", None, None)]),
+])
+def test_an_nvidia_smi_row_of_err_is_the_gpu_of_the_row_above(pipeline, rows, want):
+    """A GPU in error in nvidia-smi's table: its second row's ERR! (temperature, performance state) is the GPU its
+    first row names; once per GPU."""
+    got = [(e["signature"], e["gpu_index"], e["device"]) for e in _file_events(pipeline, _SMI_HEAD + "\n".join(rows))]
+    assert got == want
