@@ -104,8 +104,11 @@ class Ev:
         self.order = (self.start, self.pos, self.event_id)
 
     def subject(self) -> tuple:
-        """What reported it: (host, device_type, device) or the best key we have (:func:`subject_of`)."""
-        return subject_of(self.host, self.device_type, self.device, self.gpu_index, self.rank)
+        """What reported it: (host, device_type, device) or the best key we have (:func:`subject_of`); a rank is
+        the process's in the job (``details.global_rank``, c10's ``[rank4]:``) where its line names another group's
+        rank: ranks 0 and 4, each rank 0 of its own process group 5, were one party (xdit-project/xDiT#147)."""
+        return subject_of(self.host, self.device_type, self.device, self.gpu_index,
+                          self.details.get("global_rank", self.rank))
 
     def undated(self) -> bool:
         """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime

@@ -715,6 +715,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                         row[k] = above.row[k]
                 if above.row["details"].get("model") and "model" not in d:
                     d["model"] = above.row["details"]["model"]
+        if sid == "mpi.peer_disconnected":
             mpi_report = h
         elif sid == "mpi.peer_host":  # its help text's "Peer host:" line, a dozen lines on, names the peer it lost
             if mpi_report is not None and mpi_report.seg is h.seg and 0 < h.line - mpi_report.line <= MPI_HELP_LINES:
@@ -1064,6 +1065,9 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             rest, repeats = rest[:m.start()], max(1, int(m[1]))
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), rest,
                row.get("gpu_index", p.gpu_index), row.get("rank", p.rank),
+               # and the process's rank in the job (c10's "[rank4]:"): two processes, each rank 0 of its own group of
+               # one id ("[PG 5 Rank 0]"), were one event of one party (xdit-project/xDiT#147, a real-logs pass)
+               p.rank,
                # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
                # off the bus again after the reboot was one event, and no recurrence: a break-it pass)
                row["details"].get("reboots_after"),

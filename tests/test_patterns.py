@@ -3863,6 +3863,18 @@ def test_a_process_groups_rank_is_named_with_the_processs_rank_in_the_job(pipeli
     assert "on the GPU of rank 29 (rank 1 of its process group) of node03" in inc["explanation"], inc["explanation"]
 
 
+def test_two_processes_of_one_group_rank_are_two_parties(pipeline):
+    """xdit-project/xDiT#147 (a real-logs pass): "[rank0]:… [PG 5 Rank 0] Heartbeat monitor timed out!" and
+    "[rank4]:… [PG 5 Rank 0] …" are two processes, each rank 0 of its own group of id 5: they were one event and one
+    party ("rank 0, 4 events"). Each is its own, by the job's rank c10's prefix prints."""
+    text = "\n".join(
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:1316] [PG 5 Rank 0] Heartbeat monitor timed out! Process will be "
+        f"terminated after dumping debug info. workMetaList_.size()={n}" for r, n in ((0, 3), (4, 3)))
+    (inc,) = run(pipeline, text, host="node01")
+    parties = sorted(len(p["events"]) for p in inc["downstream"] + [inc["initiator"]] if p["events"])
+    assert parties == [1, 1], inc
+
+
 def test_the_imex_daemons_memory_export_errors_are_imexs_not_fabric_managers(pipeline):
     """kubernetes-sigs/dra-driver-nvidia-gpu#948 (a real-logs pass): the IMEX daemon's "Failed to get new memory
     reference with rc: 87" (GB200: no Fabric Manager on the compute trays) gave no event bare, and behind IMEX's log
