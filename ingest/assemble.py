@@ -684,11 +684,13 @@ MPI_HELP_LINES = 20
 
 
 def carry_context(hits: list[Hit]) -> list[Hit]:
-    """Fill fields one line takes from an earlier line of the same segment (module doc); the hits kept (an
-    nvidia-smi table's second row that reads ERR! under a first row that did too is the same report, dropped)."""
+    """Fill fields one line takes from an earlier line of the same segment (module doc); the hits kept: a line
+    that repeats the report of the line before it is dropped (an nvidia-smi table's second row that reads ERR! under a
+    first row that did too; aws-ofi-nccl's "initialization failed" after its "Only EFA provider is supported")."""
     kept: list[Hit] = []
     gpu_ctx: dict[str, Any] | None = None
     smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
+    no_efa: set[tuple[str, Any]] = set()  # (host, pid) of aws-ofi-nccl's "Only EFA provider is supported" (nccl.ofi.no_efa)
     # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
     # Xid on the same bus id (a real-logs pass)
     uuids: dict[tuple[str, str], str] = {}
@@ -715,6 +717,12 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                         row[k] = above.row[k]
                 if above.row["details"].get("model") and "model" not in d:
                     d["model"] = above.row["details"]["model"]
+        if sid == "nccl.ofi.no_efa":  # the plugin's "initialization failed" of that process stands for the same
+            no_efa.add((row["host"], row.get("pid") or h.prefix.pid))
+        elif sid == "nccl.ofi.init_failed" and d.get("ofi_init") and \
+                (row["host"], row.get("pid") or h.prefix.pid) in no_efa:
+            kept.pop()
+            continue
         if sid == "mpi.peer_disconnected":
             mpi_report = h
         elif sid == "mpi.peer_host":  # its help text's "Peer host:" line, a dozen lines on, names the peer it lost

@@ -600,11 +600,14 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     the wrong shape is a reject that names the field, not a validation error.
 
     Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
-    ``msg``. Time (first not null): ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its
+    ``msg`` — a structured logger's (zap, logrus, slog), whose ``error`` or ``err`` field holds the cause, read as
+    ``msg: error`` as their text encoders print it (the EKS node monitoring agent's "failed to reconcile DCGM state"
+    named nv-hostengine in ``error`` alone: no event, a real-logs pass). Time (first not null): ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its
     writer said; ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received
     after the Xid 74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp``
     (Vector),
-    ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s). Host (first usable): ``_HOSTNAME``,
+    ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s), then zap's ``ts`` when it reads as a time (ISO 8601
+    or epoch seconds; another ``ts`` is no error). Host (first usable): ``_HOSTNAME``,
     ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
     flat, as ECS allows dotted names), then the node a pod ran on: ``kubernetes.host`` (Fluent Bit's kubernetes
     filter), ``kubernetes.pod_node_name`` (Vector's kubernetes_logs source), ``kubernetes.node.name`` (Filebeat's
@@ -621,6 +624,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     message: Any = UNSET
     log: Any = UNSET
     msg: Any = UNSET
+    error: Any = UNSET
+    err: Any = UNSET
+    ts: Any = UNSET
     realtime: Any = UNSET
     source_realtime: Any = UNSET
     timestamp: Any = UNSET
@@ -790,6 +796,14 @@ def _time_of(rec: Envelope) -> int | None:
         if isinstance(v, (int, float)):
             return _epoch_us(v, k)
         raise ValueError(f"field {k!r} has type {type(v).__name__}, not a time")
+    v = rec.ts  # zap's: read when it is a time, else the record has none (another program's "ts" is no error)
+    if type(v) is str:
+        return _rfc3339_us(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            return _epoch_us(v, "ts")
+        except ValueError:
+            return None
     return None
 
 
@@ -866,6 +880,8 @@ def _message_of(rec: Envelope) -> str:
         if v is UNSET:
             continue
         if isinstance(v, str):
+            if k == "msg" and (cause := _cause_of(rec)):
+                return f"{v}: {cause}"
             return v
         if isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
             # journald: a field that is not valid UTF-8 is an array of byte values
@@ -887,6 +903,14 @@ def _message_of(rec: Envelope) -> str:
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
     raise ValueError("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
                      "MESSAGE or message)")
+
+
+def _cause_of(rec: Envelope) -> str | None:
+    """A structured logger's error field (``error``: zap, logrus; ``err``: slog's convention), when a string."""
+    for v in (rec.error, rec.err):
+        if isinstance(v, str) and v:
+            return v
+    return None
 
 
 def _poller_text(rec: dict) -> str:

@@ -1211,3 +1211,14 @@ def test_an_nvidia_smi_row_of_err_is_the_gpu_of_the_row_above(pipeline, rows, wa
     first row names; once per GPU."""
     got = [(e["signature"], e["gpu_index"], e["device"]) for e in _file_events(pipeline, _SMI_HEAD + "\n".join(rows))]
     assert got == want
+
+
+def test_aws_ofi_nccl_without_efa_is_one_warning_not_an_init_failure(pipeline):
+    """aws-ofi-nccl on an instance without EFA (aws/deep-learning-containers#2675): "Only EFA provider is supported"
+    then "aws-ofi-nccl initialization failed", an error incident with EFA repair advice; harmless there (the
+    maintainers). One warning per process; another process's init failure stays its own."""
+    text = ("algo-1:249:249 [0] ofi_init:1288 NCCL WARN NET/OFI Only EFA provider is supported\n"
+            "algo-1:249:249 [0] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n"
+            "algo-1:250:250 [1] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n")
+    got = [(e["signature"], e["severity"], e["pid"]) for e in _file_events(pipeline, text)]
+    assert got == [("nccl.ofi.no_efa", "warning", 249), ("nccl.ofi.init_failed", "error", 250)]

@@ -145,6 +145,28 @@ def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
     assert len(got.rejects) == (isinstance(odd, str) or odd == {"timestamp": "2026-02-30T03:12:00Z"})
 
 
+@pytest.mark.parametrize(("record", "text", "ts"), [
+    # zap (the EKS node monitoring agent, aws/containers-roadmap#2555): the cause in "error", the time in "ts"
+    ({"level": "error", "ts": "2025-03-04T07:57:23Z", "msg": "failed to reconcile DCGM state", "hostname": "node01",
+      "error": "failed to initialize DCGM: Error connecting to nv-hostengine: Host engine connection invalid"},
+     "failed to reconcile DCGM state: failed to initialize DCGM: Error connecting to nv-hostengine: Host engine "
+     "connection invalid", 1741075043000000),
+    # zap's epoch seconds; slog's "err"
+    ({"ts": 1741075043.5, "msg": "probe failed", "err": "timeout", "host": "node01"}, "probe failed: timeout",
+     1741075043500000),
+    # a "ts" that is no time is no error (the record has no time of its own); an "error" that is no string is not read
+    ({"ts": "step 4", "msg": "loss 0.3", "error": 0, "host": "node01"}, "loss 0.3", None),
+])
+def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts):
+    """A structured logger's JSON line (zap, logrus, slog) is its message and its cause, as its text encoder prints
+    them: "failed to reconcile DCGM state" alone hid the nv-hostengine error that names the fault (a real-logs pass)."""
+    d = msg(orjson.dumps(record) + b"\n" + orjson.dumps(record))
+    assert not d.rejects
+    assert d.segments[0].data.decode() == text
+    assert d.segments[0].host == "node01"
+    assert (d.segments[0].ref_ts if d.segments[0].ref_basis == "envelope" else None) == ts
+
+
 def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
     """Envelopes are read as ``ingest.decode.Envelope`` (msgspec): fields outside it are skipped, so a value
     a JSON parser may refuse there (a number past a double, an integer past 64 bits) costs nothing; the
