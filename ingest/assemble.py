@@ -686,10 +686,12 @@ MPI_HELP_LINES = 20
 def carry_context(hits: list[Hit]) -> list[Hit]:
     """Fill fields one line takes from an earlier line of the same segment (module doc); the hits kept: a line
     that repeats the report of the line before it is dropped (an nvidia-smi table's second row that reads ERR! under a
-    first row that did too; aws-ofi-nccl's "initialization failed" after its "Only EFA provider is supported")."""
+    first row that did too; aws-ofi-nccl's "initialization failed" after its "Only EFA provider is supported"; the
+    driver's two lines of one RmInitAdapter failure)."""
     kept: list[Hit] = []
     gpu_ctx: dict[str, Any] | None = None
     smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
+    rm_init: dict[tuple[str, Any], Hit] = {}  # (host, device) -> its last RmInitAdapter line (gpu.rm_init_failed)
     no_efa: set[tuple[str, Any]] = set()  # (host, pid) of aws-ofi-nccl's "Only EFA provider is supported" (nccl.ofi.no_efa)
     # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
     # Xid on the same bus id (a real-logs pass)
@@ -717,6 +719,18 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                         row[k] = above.row[k]
                 if above.row["details"].get("model") and "model" not in d:
                     d["model"] = above.row["details"]["model"]
+        if sid == "gpu.rm_init_failed":  # "RmInitAdapter failed! (0x22:0x56:884)" and "rm_init_adapter failed, device
+            # minor number 0", a line apart, are one failure: one event, with the code (whose stage chooses the action)
+            at, prev = (row["host"], row.get("device")), rm_init.get((row["host"], row.get("device")))
+            if prev is not None and prev.seg is h.seg and 0 < h.line - prev.line <= 2 and \
+                    ("code" in d) != ("code" in prev.row["details"]):
+                for k in ("code", "rm_stage", "minor"):
+                    if k in d:
+                        prev.row["details"].setdefault(k, d[k])
+                rm_init.pop(at)
+                kept.pop()
+                continue
+            rm_init[at] = h
         if sid == "nccl.ofi.no_efa":  # the plugin's "initialization failed" of that process stands for the same
             no_efa.add((row["host"], row.get("pid") or h.prefix.pid))
         elif sid == "nccl.ofi.init_failed" and d.get("ofi_init") and \

@@ -1222,3 +1222,16 @@ def test_aws_ofi_nccl_without_efa_is_one_warning_not_an_init_failure(pipeline):
             "algo-1:250:250 [1] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n")
     got = [(e["signature"], e["severity"], e["pid"]) for e in _file_events(pipeline, text)]
     assert got == [("nccl.ofi.no_efa", "warning", 249), ("nccl.ofi.init_failed", "error", 250)]
+
+
+def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_code(pipeline):
+    """"rm_init_adapter failed, device minor number 0" and "RmInitAdapter failed! (0x22:0x56:884)" of one GPU, in
+    either order, are one failure: one event with the code, whose stage 0x22 (the PCI memory windows) gives the BIOS
+    advice, not an RMA (NVIDIA/open-gpu-kernel-modules#862, a real-logs pass). Another GPU's stays its own."""
+    a = "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0"
+    b = "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)"
+    c = "Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:02:00.0: RmInitAdapter failed! (0x25:0x65:1589)"
+    for text in (f"{a}\n{b}\n{c}", f"{b}\n{a}\n{c}"):
+        got = [(e["device"], json.loads(e["details"]).get("rm_stage"), json.loads(e["details"]).get("minor"))
+               for e in _file_events(pipeline, text)]
+        assert got == [("0000:01:00.0", "0x22", "0"), ("0000:02:00.0", "0x25", None)], text

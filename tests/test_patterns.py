@@ -3971,3 +3971,30 @@ def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pi
     assert "10.104.148.191" not in inc["next_action"]
     remote = run(pipeline, text.format(rc=6), host="host")
     assert all(i["initiator"].get("kind") != "nccl_error" or "proxy" not in i["next_action"] for i in remote)
+
+
+@pytest.mark.parametrize(("text", "rule", "category", "words"), [
+    # the driver release does not support the GPU (NVIDIA/nvtrust#67): the probe failure after it is its downstream
+    ("[  349.902869] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2330)\n"
+     "[  349.902869] NVRM: installed in this system is not supported by the\n"
+     "[  349.902869] NVRM: NVIDIA 550.90.07 driver release.\n"
+     "[  349.909739] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+     "driver_install.explains_init_failure", "driver", "driver branch that lists it"),
+    # the firmware gave the GPU no memory window (Dunedan/mbp-2016-linux#60)
+    ("[ 9.100000] NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:\n"
+     "             NVRM: BAR1 is 0M @ 0x0 (PCI:0000:0a:00.0)\n"
+     "[ 9.100000] NVRM: The system BIOS may have misconfigured your GPU.\n"
+     "[ 9.100100] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+     "pci_window.explains_init_failure", "pcie", "Above 4G Decoding"),
+    # RmInitAdapter's stage 0x22, the PCI memory windows (NVIDIA/open-gpu-kernel-modules#862): the BIOS, not an RMA
+    ("[ 5.000000] NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n"
+     "[ 5.000000] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n",
+     None, "gpu_failure", "Resizable BAR"),
+])
+def test_a_gpu_the_host_cannot_start_for_its_configuration_says_so(pipeline, text, rule, category, words):
+    """A GPU that never started because of the driver release or the BIOS (a real-logs pass): only the probe failure
+    was read, as a GPU off the bus, or an RMA was the advice."""
+    (inc,) = run(pipeline, text, host="node05")
+    assert (inc["category"], words in inc["next_action"]) == (category, True), inc["next_action"]
+    assert {x["rule"] for x in inc["evidence"]} == ({rule} if rule else set()), inc["evidence"]
+    assert "RMA" not in inc["next_action"]
