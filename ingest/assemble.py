@@ -39,7 +39,8 @@ from typing import Any
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import US, Prefix, clock_us, parse_prefix, plausible, resolve_year, resolve_year_after, to_us
+from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, plausible, resolve_year,
+                           resolve_year_after, to_us)
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -243,6 +244,16 @@ def year_by_side(yearless: tuple[int, int, int, int, int, int], line: int, dated
 _FULL_DATE = re.compile(rb"(?:19|20)\d\d-[01]\d-[0-3]\d[ T]\d\d:\d\d"
                         rb"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?:19|20)\d\d"
                         rb"|[A-Z][a-z]{2} +\d{1,2} (?:19|20)\d\d \d\d:\d\d:\d\d")
+#: an RFC 3339 stamp with its zone inside a message (logrus' ``time="…"``, a JSON field): :func:`_own_date`
+_OWN_DATE = re.compile(r"(?<![\d.:-])((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))")
+
+
+def _own_date(rest: str) -> int | None:
+    """µs of the first RFC 3339 stamp with a zone in a line's message, None without one."""
+    m = _OWN_DATE.search(rest) if "T" in rest else None
+    return parse_iso_us(m[1]) if m else None
+
+
 #: the bytes of a file read for dated lines (:func:`_year_from_unmatched`): the scan is bounded, whatever the file
 YEAR_SCAN_BYTES = 16 << 20
 #: the dated candidates tried per year-less line, nearest first
@@ -338,6 +349,13 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             t = _date_line_ts(h.text, tz)
             if t is not None:
                 h.prefix.ts, h.prefix.precision_us = t, US
+        if h.prefix.yearless is not None and (own := _own_date(h.prefix.rest)) is not None:
+            # a year-less header over a message that prints its own full date (logrus' time="2024-04-30T21:13:04Z"
+            # under dockerd's syslog header): that date's year, when it is the header's day (NVIDIA/dcgm-exporter#319:
+            # the file's time put it two years on, a real-logs pass)
+            t = resolve_year(*h.prefix.yearless, own, tz)
+            if t is not None and abs(t - own) <= 86400 * US:
+                h.prefix.ts, h.prefix.yearless = t, None
         if h.prefix.ts is not None and not h.prefix.year_inferred:
             dated.append((h.line, h.prefix.ts))
     # 2. year-less stamps take the year of the nearest dated line

@@ -1235,3 +1235,16 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
         got = [(e["device"], json.loads(e["details"]).get("rm_stage"), json.loads(e["details"]).get("minor"))
                for e in _file_events(pipeline, text)]
         assert got == [("0000:01:00.0", "0x22", "0"), ("0000:02:00.0", "0x25", None)], text
+
+
+@pytest.mark.parametrize(("line", "year"), [
+    # dockerd's syslog line over logrus' own full stamp (NVIDIA/dcgm-exporter#319): the stamp's year, not the file's
+    ('Apr 30 21:13:04 node1 dockerd[10261]: time="2024-04-30T21:13:04.829815111Z" level=error msg="nvidia-container-cli:'
+     ' detection error: nvml error: unknown error: unknown"', 2024),
+    # a date of another day in the message is no stamp of the line: the file's year
+    ("Apr 30 21:13:04 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, cert valid to 2031-01-01T00:00:00Z",
+     2026),
+])
+def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, line, year):
+    (ev,) = _file_events(pipeline, line)
+    assert ev["ts"].year == year
