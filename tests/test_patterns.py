@@ -3998,3 +3998,20 @@ def test_a_gpu_the_host_cannot_start_for_its_configuration_says_so(pipeline, tex
     assert (inc["category"], words in inc["next_action"]) == (category, True), inc["next_action"]
     assert {x["rule"] for x in inc["evidence"]} == ({rule} if rule else set()), inc["evidence"]
     assert "RMA" not in inc["next_action"]
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    # NCCL's own internal error after a topology WARN (NVIDIA-NeMo/Run#266: NCCL 2.27 fixed it)
+    ("graph/topo.h:230 NCCL WARN Could not find NET with id 0\n"
+     "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:3376, internal error - please report this issue to the NCCL developers, NCCL version 2.25.1",
+     "NCCL reached a state it did not expect (an internal error, NCCL 2.25.1)"),
+    # 'invalid argument' from NCCL's enqueue on every rank (NVIDIA/TensorRT-LLM#4238: NCCL 2.26.2 fixed it)
+    ("node0:1:2 [0] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n"
+     "node0:1:3 [1] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'",
+     "On every rank at once it is the NCCL release"),
+])
+def test_an_error_of_nccls_own_says_the_nccl_release(pipeline, text, words):
+    """NCCL's own failures (a real-logs pass): its advice was a GPU, NVLink or network fault of another rank."""
+    (inc,) = run(pipeline, text, host="node0")
+    assert words in inc["next_action"], inc["next_action"]
