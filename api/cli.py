@@ -380,7 +380,9 @@ def diagnose(
         (batch.topology.num_rows, "topology fact"), (batch.link_samples.num_rows, "link sample")) if n)
     err.print(f"{batch.lines} line{'s' * (batch.lines != 1)} → {batch.events.num_rows} event"
               f"{'s' * (batch.events.num_rows != 1)}{facts}", markup=False, highlight=False)
-    if note := mtime_note(batch.events, stdin.name if "-" in args else None):
+    # standard input and a shell's process substitution (`<(journalctl -k)`) are saved under this machine's name: their
+    # lines are timed by when they were read, not by a file's time (a fresh user's trial on the pipe)
+    if note := mtime_note(batch.events, _this_machines_file()):
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = _first_of(_as_given(files, given))

@@ -267,7 +267,9 @@ def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
     """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"`` (``Service.ingested``), from an
     ingest worker's ``Health``; ``seconds`` when the caller knows how long it took."""
     took = f" in {seconds:.1f} s" if seconds is not None else ""
-    return f"ingested {h.records} Kafka records, {h.lines} lines → {h.events} events{took}; lake: {lake}"
+    dead = f", {h.rejects} dead-lettered" if h.rejects else ""
+    return (f"ingested {h.records} Kafka record{'s' * (h.records != 1)}, {h.lines} line{'s' * (h.lines != 1)} → "
+            f"{h.events} event{'s' * (h.events != 1)}{dead}{took}; lake: {lake}")
 
 
 class CorrelateService:

@@ -213,7 +213,9 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         return 0
     except duckdb.Error as e:
         msg = query_error(e, settings.sql_timeout_s, "sql_timeout_s")
-        err.print(f"[red]query failed:[/] {escape(msg)}")
+        # a query that reads files or the network is refused, not failed (a fresh user's trial: "query failed")
+        label = "query refused" if isinstance(e, duckdb.PermissionException) else "query failed"
+        err.print(f"[red]{label}:[/] {escape(msg)}")
         # a query naming a table, column or function that is not there is a usage error, like a parse error
         return 2 if isinstance(e, _QUERY_ERRORS) else 1
     except StoreError as e:  # a result no output format can hold as it is: the query must say another type

@@ -255,12 +255,16 @@ def counted_back_missing(v: Verdict) -> list[str]:
     mtime (``ts_basis`` ``file`` without ``details.ts_upper_bound``): a copy or a later write of the file moves
     them, and with them the order against other hosts' lines (a fresh user's trial: a copied raw dmesg made the
     GPU's fall its own incident, and nothing asked for ``dmesg -T``)."""
-    hosts = sorted({e.host for e in v.initiator_events if e.ts_basis == "file" and not e.undated()})
+    counted = [e for e in v.initiator_events if e.ts_basis == "file" and not e.undated()]
+    hosts = sorted({e.host for e in counted})
     if not hosts:
         return []
+    # standard input's lines were counted back from when it was read (a fresh user's trial: "the file's modification
+    # time" beside an explanation that said standard input)
+    back = ("the time standard input was read, not when they were written" if all(from_stdin(e.origin) for e in counted)
+            else "the file's modification time, which a copy or a later write moves")
     return [f"wall-clock times for the kernel lines of {first_of(hosts, noun='hosts')} (dmesg -T, journalctl -k): "
-            "their raw uptime stamps were counted back from the file's modification time, which a copy or a later "
-            "write moves"]
+            f"their raw uptime stamps were counted back from {back}"]
 
 
 def software_missing(scene: Scene, v: Verdict) -> list[str]:

@@ -1128,7 +1128,14 @@ def test_diagnose_dash_reads_standard_input_as_this_machines_log(tmp_path):
     # fresh-user trial)
     (mine,) = [i for i in out["incidents"] if i["initiator"]["host"] == me]
     assert "(its seconds since boot counted back from the time standard input was read)" in mine["explanation"]
+    # and what is missing says so too: it said "the file's modification time" (a fresh user's trial)
+    assert any("counted back from the time standard input was read" in m for m in mine["missing"]), mine["missing"]
     assert not list(tmp_path.glob("firstfault-stdin-*")), list(tmp_path.iterdir())
+    # a shell's process substitution is read as standard input is: stderr says so, without a copy's advice
+    r = subprocess.run(["bash", "-c", f"{exe} diagnose <(printf %s \"$L\") -f json"], capture_output=True, text=True,
+                       env={**env, "L": lines}, timeout=120)
+    assert r.returncode == 0 and "timed by when standard input was read" in r.stderr, r.stderr
+    assert "cp -p" not in r.stderr, r.stderr
     r = subprocess.run([exe, "diagnose", "-"], input="", capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and "no log lines in standard input: empty or blank" in r.stderr, r.stderr  # no "1 file"
 

@@ -269,7 +269,7 @@ def test_the_workers_once_runs_say_what_they_did(kafka, tmp_path):
     run = {role: subprocess.run([crash.FIRSTFAULT, role, "--once"], env=env, capture_output=True, text=True,
                                 timeout=300, cwd=env["FIRSTFAULT_STATE_DIR"]) for role in ("ingest", "correlate")}
     said = run["ingest"].stderr
-    assert run["ingest"].returncode == 0 and "ingested 1 Kafka records, 1 lines → 1 events in" in said, said
+    assert run["ingest"].returncode == 0 and "ingested 1 Kafka record, 1 line → 1 event in" in said, said
     assert run["correlate"].returncode == 0, run["correlate"].stderr
     assert re.search(rf"read [1-9]\d* {re.escape(prefix)}\.run\.events records → 1 incident; lake: ",
                      run["correlate"].stderr), run["correlate"].stderr[-400:]
