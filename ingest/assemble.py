@@ -710,7 +710,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     gpu_ctx: dict[str, Any] | None = None
     smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
     rm_init: dict[tuple[str, Any], Hit] = {}  # (host, device) -> its last RmInitAdapter line (gpu.rm_init_failed)
-    no_efa: set[tuple[str, Any]] = set()  # (host, pid) of aws-ofi-nccl's "Only EFA provider is supported" (nccl.ofi.no_efa)
+    no_efa: set[tuple[str, Any]] = set()  # (host, pid) of aws-ofi-nccl's "Only EFA provider is supported"
     # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
     # Xid on the same bus id (a real-logs pass)
     uuids: dict[tuple[str, str], str] = {}

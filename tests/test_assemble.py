@@ -1239,8 +1239,8 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
 
 @pytest.mark.parametrize(("line", "year"), [
     # dockerd's syslog line over logrus' own full stamp (NVIDIA/dcgm-exporter#319): the stamp's year, not the file's
-    ('Apr 30 21:13:04 node1 dockerd[10261]: time="2024-04-30T21:13:04.829815111Z" level=error msg="nvidia-container-cli:'
-     ' detection error: nvml error: unknown error: unknown"', 2024),
+    ('Apr 30 21:13:04 node1 dockerd[10261]: time="2024-04-30T21:13:04.829815111Z" level=error '
+     'msg="nvidia-container-cli: detection error: nvml error: unknown error: unknown"', 2024),
     # a date of another day in the message is no stamp of the line: the file's year
     ("Apr 30 21:13:04 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, cert valid to 2031-01-01T00:00:00Z",
      2026),
