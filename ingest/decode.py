@@ -603,9 +603,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     ``msg`` — a structured logger's (zap, logrus, slog), whose ``error`` or ``err`` field holds the cause, read as
     ``msg: error`` as their text encoders print it (the EKS node monitoring agent's "failed to reconcile DCGM state"
     named nv-hostengine in ``error`` alone: no event, a real-logs pass). Time (first not null):
-    ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its writer said; ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received
-    after the Xid 74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp``
-    (Vector),
+    ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its writer said;
+    ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received after the Xid
+    74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp`` (Vector),
     ``@timestamp`` (Filebeat), ``time``, ``date`` (Fluent Bit, s), then zap's ``ts`` when it reads as a time (ISO 8601
     or epoch seconds; another ``ts`` is no error). Host (first usable): ``_HOSTNAME``,
     ``hostname``, ``host`` (a string, or Filebeat's ``{"name": …}``), ``host.name`` (the same ECS field written
