@@ -70,7 +70,7 @@ from ingest.decode import Decoded, Reject, decode_message, decode_partition, dec
 from ingest.gcpause import gc_paused, gc_resumed
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
-from ingest.publish import CONTENT_TYPE, Domains, encode, split_by_domain
+from ingest.publish import CONTENT_TYPE, Domains, encode_records, split_by_domain
 
 log = logging.getLogger("firstfault.ingest")
 
@@ -103,6 +103,9 @@ REPLAY_WAIT_S = 30.0
 #: a dead-letter record's value and header sizes at most (the value keeps the bad parts, cut to this)
 DLQ_VALUE_BYTES = 8 * 1024 * 1024
 DLQ_HEADER_BYTES = 1000
+#: the original key and headers a dead letter keeps, at most (bytes each): a 17 MiB key made the dead letter larger
+#: than the producer sends, and the worker retried it for ever (a break-it pass)
+DLQ_KEPT_BYTES = 1024 * 1024
 #: commit metadata of a batch begun and not yet committed: "ff1:<last offset>:<batch id>"
 INTENT = "ff1"
 #: a broker acknowledgement (commit, send) slower than this marks the worker unhealthy while it waits
@@ -236,7 +239,8 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
     queue (``errors.deadletterqueue.*``), the dead-letter record keeps the original key and headers, the
     ``ff-*`` headers after them: a value whose host came from its key or a ``host`` header still has it when
     the record is sent again, and lands on the partition its key chose. A value not in ``originals`` gets
-    its coordinates as the key.
+    its coordinates as the key. A key of more than ``DLQ_KEPT_BYTES`` is cut to them (``ff-key-cut`` says so), and
+    headers of more are dropped (``ff-headers-dropped``): the dead letter must fit the producer's record size.
     """
     groups: dict[str, list[Reject]] = {}
     for rj in rejects:
@@ -250,6 +254,11 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
         else:
             reason = f"{len(parts)} parts unreadable: " + "; ".join(p.reason for p in parts[:5])
         key, kept = originals[origin] if originals and origin in originals else (origin.encode(), [])
+        if key is not None and len(key) > DLQ_KEPT_BYTES:  # said: its coordinates name the record that has it whole
+            kept = [*kept, ("ff-key-cut", f"first {DLQ_KEPT_BYTES} of {len(key)} key bytes".encode())]
+            key = key[:DLQ_KEPT_BYTES]
+        if sum(len(k) + len(v or b"") for k, v in kept) > DLQ_KEPT_BYTES:
+            kept = [("ff-headers-dropped", f"{len(kept)} headers of more than {DLQ_KEPT_BYTES} bytes".encode())]
         headers = [*kept,
                    ("ff-reason", _cut(reason.encode("utf-8", "replace"))),
                    ("ff-error-code", parts[0].error_code.encode()),
@@ -775,8 +784,9 @@ class IngestWorker:
         assert self._producer is not None
         futs = []
         for key, table in split_by_domain(batch.events, self.domains).items():
-            futs.append(await self._producer.send(self.events_topic, value=encode(table), key=key.encode(),
-                                                  headers=[("content-type", CONTENT_TYPE)]))
+            for value in encode_records(table):  # a domain's events in records the producer takes (publish.py)
+                futs.append(await self._producer.send(self.events_topic, value=value, key=key.encode(),
+                                                      headers=[("content-type", CONTENT_TYPE)]))
         for f in futs:
             await self._acked(f, "published events")
 

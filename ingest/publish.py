@@ -94,6 +94,21 @@ def encode(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
+#: an events record's value at most (bytes): the worker's producer sends up to 16 MiB, and one domain's events of one
+#: batch passed it (60,000 Xid lines of one host: 31.8 MB), so the worker retried the batch for ever (a break-it pass)
+EVENTS_RECORD_BYTES = 4 * 1024 * 1024
+
+
+def encode_records(table: pa.Table, max_bytes: int = EVENTS_RECORD_BYTES) -> list[bytes]:
+    """An events table as Arrow IPC streams (:func:`encode`) of at most ``max_bytes`` each, in row order: the table
+    halved until each part fits (a single event larger than ``max_bytes`` is a record of its own)."""
+    value = encode(table)
+    if len(value) <= max_bytes or table.num_rows <= 1:
+        return [value]
+    half = table.num_rows // 2
+    return encode_records(table.slice(0, half), max_bytes) + encode_records(table.slice(half), max_bytes)
+
+
 def decode(value: bytes) -> pa.Table:
     """One ``fleet.events`` value back to an events table. Raises ``pyarrow.ArrowInvalid`` if corrupt, and
     ``ValueError`` naming the columns if its columns do not cast to ``EVENTS_SCHEMA``, a required one holds

@@ -222,6 +222,45 @@ def test_a_broken_record_is_rejected_with_a_reason_and_the_rest_goes_on():
     assert "record 1" in d.rejects[0].reason and "not a string" in d.rejects[1].reason
 
 
+def test_a_dead_letter_fits_the_producer_whatever_the_original_key_and_headers():
+    """A 17 MiB key (or headers as large) made the dead letter larger than the worker's producer sends: the worker
+    retried it for ever and ingested nothing more (a break-it pass). The key is cut, and said; headers that large are
+    dropped, and said; a dead letter of ordinary ones keeps them as they were."""
+    from ingest.consumer import DLQ_KEPT_BYTES, dead_letters
+
+    origin = "kafka:fleet.dmesg/2/41"
+    big = b"k" * (17 << 20)
+    [(key, _, headers)] = dead_letters(msg(None).rejects, {origin: (big, [("host", b"node07")])})
+    h = dict(headers)
+    assert (len(key), h["host"], h["ff-key-cut"]) == (DLQ_KEPT_BYTES, b"node07",
+                                                       f"first {DLQ_KEPT_BYTES} of {len(big)} key bytes".encode())
+    [(key, _, headers)] = dead_letters(msg(None).rejects, {origin: (b"node07", [("x", big), ("host", b"node07")])})
+    assert key == b"node07" and [k for k, _ in headers][:2] == ["ff-headers-dropped", "ff-reason"]
+    assert sum(len(v or b"") for _, v in headers) < 4096
+    [(key, _, headers)] = dead_letters(msg(None).rejects, {origin: (b"node07", [("host", b"node07")])})
+    assert (key, headers[0]) == (b"node07", ("host", b"node07"))
+
+
+def test_a_domains_events_go_in_records_the_producer_takes():
+    """One host's 60,000 events of one batch were one 31.8 MB events record, over the producer's 16 MiB: the worker
+    retried the batch for ever (a break-it pass). They are records of at most EVENTS_RECORD_BYTES, in order, and
+    read back whole."""
+    import pyarrow as pa
+
+    from ingest.publish import decode, encode_records
+    from schemas.events import EVENTS_SCHEMA
+
+    row = {f.name: None for f in EVENTS_SCHEMA}
+    row.update(event_id="e", ts=1796008320000000, ts_basis="line", host="node050", source="dmesg", kind="xid",
+               signature="xid", severity="error", message="NVRM: Xid (PCI:0000:3b:00): 13, " + "x" * 400)
+    t = pa.Table.from_pylist([{**row, "event_id": f"e{i}"} for i in range(20_000)], EVENTS_SCHEMA)
+    values = encode_records(t, 1 << 20)
+    assert len(values) > 4 and max(map(len, values)) <= 1 << 20
+    back = pa.concat_tables([decode(v) for v in values])
+    assert back.column("event_id").to_pylist() == [f"e{i}" for i in range(20_000)]
+    assert encode_records(t.slice(0, 10), 1 << 20) == [encode_records(t.slice(0, 10))[0]]
+
+
 def test_tombstone_and_corrupt_compression_are_rejected():
     from ingest.consumer import dead_letters
 
