@@ -290,8 +290,9 @@ def hourly_rates(s: Series, window_start: int, hours: int) -> list[dict[str, Any
 
 
 def _num(x: float) -> int | float:
-    """Counts print as integers; ratios stay floats."""
-    return int(x) if float(x).is_integer() else round(x, 6)
+    """Counts print as integers; ratios stay floats, and so does a count past 2^53 (a float holds no larger integer
+    exactly, and JSON, CSV and Parquet writers refused one past 2^63: a break-it pass)."""
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
 # --- the report ------------------------------------------------------------------------------------------------

@@ -395,8 +395,8 @@ class Store:
             f"count(*) FILTER (WHERE state IN ('inactive', 'down')) AS down_samples, any_value(model) AS model "
             f"FROM link_samples {where} {'AND' if where else 'WHERE'} state IS NOT NULL GROUP BY ALL", params)
         counters = self.query(
-            f"SELECT host, coalesce(device, 'gpu' || gpu_index::VARCHAR) AS gpu, link, counter, "
-            f"arg_max(value, ts) AS value, max(value) - arg_min(value, ts) AS rise, max(ts) AS ts "
+            f"SELECT host, coalesce(device, 'gpu' || gpu_index::VARCHAR) AS gpu, any_value(gpu_index) AS gpu_index, "
+            f"link, counter, arg_max(value, ts) AS value, max(value) - arg_min(value, ts) AS rise, max(ts) AS ts "
             f"FROM link_samples {where} {'AND' if where else 'WHERE'} counter IS NOT NULL GROUP BY ALL", params)
         out: dict[tuple, dict[str, Any]] = {}
         for r in states:
@@ -406,7 +406,8 @@ class Store:
                       "flapped": bool(r["up_samples"] and r["down_samples"]), "counters": {}}
         for r in counters:
             k = (r["host"], r["gpu"], r["link"])
-            d = out.setdefault(k, {"host": r["host"], "gpu": r["gpu"], "gpu_index": None, "link": r["link"],
+            # a link with counter samples only keeps its GPU's index (it was null: a break-it pass)
+            d = out.setdefault(k, {"host": r["host"], "gpu": r["gpu"], "gpu_index": r["gpu_index"], "link": r["link"],
                                    "state": None, "gbps": None, "ts": r["ts"], "model": None, "flapped": False,
                                    "counters": {}})
             d["counters"][r["counter"]] = {"value": r["value"], "rise": r["rise"]}

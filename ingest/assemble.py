@@ -1087,7 +1087,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
                 "device": row.get("device") or bus_of.get((row["host"], row.get("gpu_index"))),
                 "link": row.get("link"), "state": state,
                 "gbps": float(d["gbps"]) if "gbps" in d else None, "counter": d.get("counter"),
-                "value": _maybe_float(d.get("value")), "model": d.get("model"), "origin": origin})
+                "value": _sample_value(d.get("value")), "model": d.get("model"), "origin": origin})
             if sig.emit == "link_sample":
                 continue
         if sig.emit == "context":
@@ -1224,6 +1224,18 @@ class Storms:
     def start(self, key: tuple, ev: dict[str, Any]) -> None:
         """``ev`` (count 1) is the open event of ``key`` from now on."""
         self.open[key] = ev
+
+
+#: a counter sample at or past this is no count: NVML's unsigned -1 (18446744073709551615) where a counter has no value;
+#: read as one, it was a rise of 1.8e19 errors, and the degraded-link report's JSON, CSV and Parquet failed on it (a
+#: break-it pass)
+_NO_COUNT = float(2**63)
+
+
+def _sample_value(v: Any) -> float | None:
+    """A link sample's value (float), None when it is no number, not finite, negative or at least :data:`_NO_COUNT`."""
+    x = _maybe_float(v)
+    return x if x is not None and 0 <= x < _NO_COUNT else None
 
 
 def _maybe_float(v: Any) -> float | None:

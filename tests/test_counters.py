@@ -72,3 +72,21 @@ def test_a_counter_that_rose_alone_is_a_link_fault_incident(tmp_path, catalog):
         for name in ("id", "kind", "source", "category", "role", "action", "action_map", "severity_group", "says",
                      "verify"):
             assert hasattr(d, name) and hasattr(line_sig, name), name
+
+
+def test_nvmls_no_value_is_no_count(pipeline, catalog):
+    """NVML's unsigned -1 (18446744073709551615) where a counter has no value was a rise of 1.8e19 CRC errors, and the
+    degraded-link report's JSON, CSV and Parquet failed on it (a break-it pass): it is no value, and no event."""
+    state: dict = {}
+    counter_events(sample(pipeline, T0, 10, crc=5), catalog, state)
+    none = sample(pipeline, T0 + S, 10, crc=18446744073709551615)
+    assert [v for c, v in zip(none.column("counter").to_pylist(), none.column("value").to_pylist())
+            if c == "CRC Errors"] == [None]
+    assert counter_events(none, catalog, state) == []
+
+
+def test_the_reports_numbers_print_as_integers_only_where_a_float_holds_them():
+    from api.degraded_links import _num
+
+    assert [_num(3.0), _num(0.25), _num(2.0**60), _num(1e308)] == [3, 0.25, 2.0**60, 1e308]
+    assert type(_num(2.0**52)) is int and type(_num(2.0**60)) is float

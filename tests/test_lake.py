@@ -164,3 +164,19 @@ def test_lake_path_reads_the_file_urls_of_this_host_and_paths():
     for bad in ("file://nfs1/srv/lake", "file://", "ftp://x/y"):
         with pytest.raises(LakeError):
             lake_path(bad)
+
+
+def test_a_link_with_counter_samples_only_keeps_its_gpu_index(tmp_path):
+    """``/links`` of a link that only counter samples name (``nvidia-smi nvlink -e``) said ``gpu_index`` null though
+    its rows hold it (a break-it pass)."""
+    from api.store import Store
+    from schemas.samples import LINK_SAMPLES_SCHEMA
+
+    row = {f.name: None for f in LINK_SAMPLES_SCHEMA}
+    row.update(host="node31", ts=1_764_547_200_000_000, gpu_index=0, link=0, counter="CRC Errors", value=5.0,
+               origin="file:node31.log")
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("link_samples", pa.Table.from_pylist([row], LINK_SAMPLES_SCHEMA), "b0")
+    (got,) = Store(lake).links(host="node31")
+    assert (got["gpu"], got["gpu_index"], got["counters"]["CRC Errors"]["value"]) == ("gpu0", 0, 5.0)
