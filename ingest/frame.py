@@ -214,15 +214,21 @@ def segment_starts(scans: list[bytes]) -> np.ndarray:
 
 
 def lf_line_ends(datas: list[bytes]) -> list[bytes]:
-    """``datas`` with every CRLF line end made LF, and a ``\\r`` that ends a segment dropped.
+    """``datas`` with every CRLF line end made LF, a ``\\r`` that ends a segment dropped, and a line that a
+    ``\\r`` redraws read as a terminal shows it: the text after its last ``\\r``.
 
     The ``\\r`` of a CRLF line end (files written on Windows, serial consoles, some shippers) belongs to
     the line end, not the text: left in, it ends the event's ``message`` and keeps ``$`` from matching
-    (Hyperscan's multiline ``$`` binds before ``\\n`` only). A ``\\r`` inside a line (a progress bar
-    redrawing itself) is text and stays. Line counts do not change. Segments without ``\\r`` are
-    returned as they are (same objects).
+    (Hyperscan's multiline ``$`` binds before ``\\n`` only). A ``\\r`` inside a line is a progress bar
+    redrawing itself (tqdm's ``Training:  45%|####5 | 450/1000\\r``), and what follows the last one is the line
+    the log holds: with the bar in front, a fault line's own stamp was not read and it took its file's time (a
+    break-it pass). Line counts do not change. Segments without ``\\r`` are returned as they are (same objects).
     """
-    return [d.replace(b"\r\n", b"\n").removesuffix(b"\r") if 13 in d else d for d in datas]
+    return [_REDRAWN.sub(b"", d.replace(b"\r\n", b"\n").removesuffix(b"\r")) if 13 in d else d for d in datas]
+
+
+#: a line's text up to its last ``\\r`` that more text follows (:func:`lf_line_ends`)
+_REDRAWN = re.compile(rb"(?m)^[^\n]*\r(?=[^\r\n])")
 
 
 def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:

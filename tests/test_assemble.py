@@ -1248,3 +1248,18 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
 def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, line, year):
     (ev,) = _file_events(pipeline, line)
     assert ev["ts"].year == year
+
+
+def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
+    """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
+    bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
+    ``\\r`` is the line, as a terminal shows it."""
+    text = ("Training:  45%|####5     | 450/1000 [01:02<01:15,  7.30it/s]\r"
+            "2026-11-15T14:15:47.300000Z node12 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen "
+            "off the bus.\n"
+            "Training:  46%|####6     | 460/1000\rTraining:  47%|####7     | 470/1000\r"
+            "[rank3]:[E1115 14:16:10.000000 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 "
+            "milliseconds before timing out.\n")
+    got = [(e["signature"], e["ts_basis"], e["ts"].isoformat()[:19]) for e in _file_events(pipeline, text)]
+    assert got == [("xid", "line", "2026-11-15T14:15:47"), ("torch.watchdog_timeout", "line", "2026-11-15T14:16:10")]
