@@ -24,6 +24,34 @@ from schemas.events import SEVERITY_RANK
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
 
 
+
+def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
+    """``0–4095`` for ranks named by their number alone, runs of four or more consecutive ones as ranges (a named one,
+    ``1 (global rank 29)``, as its name), the first ``n`` pieces and how many more: 4,096 ranks listed one by one were
+    23 KB of one explanation, 448 KB for 65,536, the page's whole description (a break-it pass). ``ranks``
+    ascending. Up to ``n`` ranks are each said."""
+    if len(ranks) <= n:
+        return ", ".join(names.get(r, str(r)) for r in ranks)
+    pieces: list[str] = []
+    run: list[int] = []
+    for r in ranks + [None]:
+        if r is not None and names.get(r, str(r)) == str(r) and run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            if len(run) < 4:
+                pieces.extend(map(str, run))
+            else:
+                pieces.append(f"{run[0]}–{run[-1]}")
+        run = []
+        if r is None:
+            break
+        if names.get(r, str(r)) == str(r):
+            run = [r]
+        else:
+            pieces.append(names[r])
+    return first_of(pieces, n)
+
 def _host_initiator(host: str | None, kind: str, events: list[Ev]) -> dict:
     return {"host": host, "device_type": None, "device": None, "link": None, "rank": None, "kind": kind,
             "xid": None, "sxid": None, "peer": None, "gpu_index": None, "links": None,
@@ -808,7 +836,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
     what = "timed out on" if seq is not None else "hung in"  # a stuck watchdog names no collective
     if len(ranks) > 1:
         same = sorted(set(lowest.values()))
-        why = (f"{len(ranks)} ranks ({', '.join(names[r] for r in sorted(ranks))}) {what} the same collective{on}; "
+        why = (f"{len(ranks)} ranks ({ranks_said(sorted(ranks), names)}) {what} the same collective{on}; "
                "every visible rank waited, so none of them is the cause"
                + ("" if not lowest or len(same) != 1 else ", and none of them had completed any work yet" if same[0] < 0
                   else f", and their last completed work is the same ({same[0]})"))

@@ -4015,3 +4015,23 @@ def test_an_error_of_nccls_own_says_the_nccl_release(pipeline, text, words):
     """NCCL's own failures (a real-logs pass): its advice was a GPU, NVLink or network fault of another rank."""
     (inc,) = run(pipeline, text, host="node0")
     assert words in inc["next_action"], inc["next_action"]
+
+
+def test_one_collective_timed_out_on_a_thousand_hosts_is_one_incident_said_in_ranges(pipeline):
+    """A job's watchdog timeouts on 1,024 hosts, one rank each, with no init lines: one incident. Joining them compared
+    every pair of hosts (4,096 hosts: 39 s, /healthz starved), and the explanation listed every rank (23 KB; 448 KB for
+    65,536 ranks, the page's whole description): a break-it pass. The ranks are said as ranges."""
+    line = ("[rank{r}]:[E626 06:24:44.{us:06d}000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+            "Timeout(ms)=600000) ran for 600000 milliseconds before timing out.")
+    incs = _hosts(pipeline, {f"node{r:05d}": line.format(r=r, us=r * 100) for r in range(1024)})
+    assert len(incs) == 1 and len(incs[0]["downstream"]) == 1024, [len(i["downstream"]) for i in incs]
+    assert incs[0]["explanation"].startswith("1024 ranks (0–1023) timed out on the same collective (SeqNum 808)")
+
+
+def test_ranks_are_said_one_by_one_up_to_eight_then_in_ranges():
+    from correlate.patterns import ranks_said
+
+    assert ranks_said([0, 1, 2, 3, 4], {}) == "0, 1, 2, 3, 4"
+    assert ranks_said(list(range(10)) + [12, 13, 20], {13: "13 (global rank 29)"}) == "0–9, 12, 13 (global rank 29), 20"
+    assert ranks_said(list(range(0, 40, 2)), {}) == "0, 2, 4, 6, 8, 10, 12, 14 and 12 more"
