@@ -4033,5 +4033,6 @@ def test_ranks_are_said_one_by_one_up_to_eight_then_in_ranges():
     from correlate.patterns import ranks_said
 
     assert ranks_said([0, 1, 2, 3, 4], {}) == "0, 1, 2, 3, 4"
-    assert ranks_said(list(range(10)) + [12, 13, 20], {13: "13 (global rank 29)"}) == "0–9, 12, 13 (global rank 29), 20"
+    named = {13: "13 (global rank 29)"}
+    assert ranks_said(list(range(10)) + [12, 13, 20], named) == "0–9, 12, 13 (global rank 29), 20"
     assert ranks_said(list(range(0, 40, 2)), {}) == "0, 2, 4, 6, 8, 10, 12, 14 and 12 more"
