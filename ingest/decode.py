@@ -1708,7 +1708,15 @@ def known_format(data: bytes) -> str | None:
             return f"not log text: {what}"
     if data[257:262] == b"ustar":
         return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
+    if _OWN_OUTPUT.match(data[:256]):
+        return "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"
     return None
+
+
+#: ``firstfault diagnose``'s own output, saved beside the logs it read: its JSON (``{"events": [``) or its table
+#: (``Incidents`` over a box): read again, its quoted lines were a second host's faults, and the same GPU's fault
+#: "recurred" (a real-logs pass)
+_OWN_OUTPUT = re.compile(rb'\{\s*"events":\s*\[|Incidents\r?\n' + "\u250f".encode())  # U+250F: the box's corner
 
 
 def binary_file(data: bytes) -> str | None:

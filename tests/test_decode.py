@@ -1038,3 +1038,23 @@ def test_an_envelopes_placeholder_host_names_no_host():
         value = orjson.dumps({"message": "NVRM: Xid (PCI:0000:1a:00): 79", "host": h})
         d = decode_message(value, topic="t", partition=0, offset=1, key=b"node07", timestamp_ms=1)
         assert [s.host for s in d.segments] == [want], h
+
+
+def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
+    """``diagnose logs/ -f json > logs/diag.json`` then ``diagnose logs/``: its quoted lines were a second host's
+    faults, and the same GPU's fault "recurred" (a real-logs pass). Its JSON and its table are skipped, and said."""
+    from api.diagnose import diagnose_paths
+    from ingest.decode import known_format
+    from schemas.settings import Settings
+
+    log = tmp_path / "node04.log"
+    log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    _, batch, incidents = diagnose_paths([log], Settings())
+    (tmp_path / "diag.json").write_bytes(orjson.dumps({"events": batch.events.to_pylist(), "incidents": incidents},
+                                                      option=orjson.OPT_INDENT_2, default=str))
+    (tmp_path / "diag.txt").write_text("Incidents\n\u250f━━━┓\n┃ start ┃\n")
+    decoded, again, _ = diagnose_paths([tmp_path], Settings())
+    assert sorted(r.reason for r in decoded.rejects) == [
+        "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"] * 2
+    assert again.events.num_rows == batch.events.num_rows == 1
+    assert known_format(b'{"host": "node04", "message": "x"}') is None and known_format(b"Incidents: none\n") is None
