@@ -345,6 +345,11 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
             if (t := _failure_time(when, tz)) is not None:
                 h.prefix.ts, h.prefix.precision_us = t, US
+        elif h.prefix.ts is None and h.prefix.mono is None and (ms := h.row["details"].get("sample_ts_ms")):
+            # a Prometheus sample's own timestamp (ms): three samples ten minutes apart were all at their file's time,
+            # in no order, and a counter's rise had no rate (a break-it pass)
+            if plausible(t := int(ms) * 1000):
+                h.prefix.ts, h.prefix.precision_us = t, 1000
         if h.c.sig.id == "clock.date_line":
             t = _date_line_ts(h.text, tz)
             if t is not None:

@@ -42,6 +42,7 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
     Xids within its window, DCGM_EXP_XID_ERRORS_COUNT, by its ``xid`` label), ``last_xid`` (DCGM_FI_DEV_XID_ERRORS:
     the last Xid the GPU had, at some time — ``signatures/nvml.yaml``, ``dcgm.exporter.xid_last``),
     ``value`` (``value_text`` instead for NaN and ±Inf), ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
+    ``sample_ts_ms`` (the sample's own timestamp, when the line prints one),
     ``exporter_host`` (``Hostname``/``hostname``: often the exporter pod, not the node — formats.md §8,
     so the host comes from the Kafka key or the line's envelope), ``uuid``, ``model`` (``modelName``). Label names
     per formats.md §10.2 (``Hostname`` renamed ``hostname`` in dcgm-exporter #655).
@@ -62,6 +63,9 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
             # NaN and ±Inf are legal sample values (a counter the exporter could not read): no number to keep, the line
             # is kept (``int(nan)`` raised, and the whole file or Kafka value holding it was lost: a break-it pass)
             f = {"metric": smp.name}
+            if smp.timestamp is not None and math.isfinite(smp.timestamp):  # the sample's own time (ms in the text:
+                # /federate and a scrape's dump print it), the line's time when it has no stamp of its own
+                f["sample_ts_ms"] = str(round(smp.timestamp * 1000))
             if not math.isfinite(v):
                 f["value_text"] = repr(v)
             else:

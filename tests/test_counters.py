@@ -90,3 +90,16 @@ def test_the_reports_numbers_print_as_integers_only_where_a_float_holds_them():
 
     assert [_num(3.0), _num(0.25), _num(2.0**60), _num(1e308)] == [3, 0.25, 2.0**60, 1e308]
     assert type(_num(2.0**52)) is int and type(_num(2.0**60)) is float
+
+
+def test_a_prometheus_samples_own_timestamp_is_its_time(pipeline, catalog):
+    """dcgm-exporter samples with their timestamps (a /federate dump): all three were at their file's time, in no
+    order, and the counter's rise had no rate (a break-it pass). Each is at its own time; the rise has its rate."""
+    lines = "\n".join(f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3{{gpu="3",pci_bus_id="00000000:19:00.0"}} {v} {ms}'
+                      for v, ms in ((10, 1764471600000), (20, 1764472200000)))
+    seg = Segment(data=lines.encode(), origin="file:node32.prom", stream="s", host="node32", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    samples = pipeline.run(Decoded(segments=[seg])).link_samples
+    assert [t.timestamp() for t in samples.column("ts").to_pylist()] == [1764471600.0, 1764472200.0]
+    (ev,) = counter_events(samples, catalog, {})
+    assert ev["details"]["delta"] == 10 and abs(ev["details"]["rate_per_s"] - 10 / 600) < 1e-6
