@@ -610,9 +610,12 @@ def _unsure(group: list[tuple[int, int]], ranks: dict[int, dict[int, set[str]]])
     for entries in by_rank.values():
         if len(entries) < 2 or len(set().union(*(h for _t, _k, h in entries))) < 2:
             continue
+        entries.sort(key=lambda x: x[0])  # in time order: a pair further apart than an instant ends the search
         for i, (t, k, h) in enumerate(entries):
             for t2, k2, h2 in entries[i + 1:]:
-                if k2 != k and abs(t - t2) <= _SAME_INSTANT_US and len(h | h2) > 1:
+                if t2 - t > _SAME_INSTANT_US:
+                    break
+                if k2 != k and len(h | h2) > 1:
                     out.update((k, k2))
     return out
 

@@ -32,7 +32,7 @@ def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
     ascending. Up to ``n`` ranks are each said."""
     if len(ranks) <= n:
         return ", ".join(names.get(r, str(r)) for r in ranks)
-    pieces: list[str] = []
+    pieces: list[tuple[str, int]] = []  # (said, how many ranks)
     run: list[int] = []
     for r in ranks + [None]:
         if r is not None and names.get(r, str(r)) == str(r) and run and r == run[-1] + 1:
@@ -40,17 +40,19 @@ def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
             continue
         if run:
             if len(run) < 4:
-                pieces.extend(map(str, run))
+                pieces.extend((str(x), 1) for x in run)
             else:
-                pieces.append(f"{run[0]}–{run[-1]}")
+                pieces.append((f"{run[0]}–{run[-1]}", len(run)))
         run = []
         if r is None:
             break
         if names.get(r, str(r)) == str(r):
             run = [r]
         else:
-            pieces.append(names[r])
-    return first_of(pieces, n)
+            pieces.append((names[r], 1))
+    said = ", ".join(p for p, _ in pieces[:n])
+    left = sum(k for _, k in pieces[n:])
+    return f"{said} and {left} more" if left else said
 
 def _host_initiator(host: str | None, kind: str, events: list[Ev]) -> dict:
     return {"host": host, "device_type": None, "device": None, "link": None, "rank": None, "kind": kind,
@@ -1002,7 +1004,7 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
     down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
     timed = sorted({e.rank for e in timeouts})
     on = '' if seq is None else f' on SeqNum {seq}'
-    ranks_text = ", ".join(map(str, silent))
+    ranks_text = ranks_said(sorted(silent), {})
     if len(by_host) == 1:
         (host, hr), = by_host.items()
         # an operator's report of that host agrees, said (cluster.components joins it to the job's hang: it was an
@@ -1024,15 +1026,19 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
                          "processes' state (py-spy dump) and its GPUs (nvidia-smi)."),
             verify=[f"ping {host}", f"dmesg -T | tail -100 (on {host})", f"nvidia-smi (on {host})"],
             missing=[f"the kernel log of {host} around the implied start of the timeout"])
-    names = [f"{h} (rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})" for h, rs in sorted(by_host.items())]
+    # at most eight hosts, each one's ranks in ranges (512 silent ranks of 1,024 hosts were 30 KB of explanation, 3 KB
+    # of next action and of missing: a break-it pass)
+    names = [f"{h} (rank{'s' if len(rs) > 1 else ''} {ranks_said(sorted(rs), {})})" for h, rs in sorted(by_host.items())]
     why = (f"{len(timed)} of {size} ranks timed out{on}; the {len(silent)} that did not ran on "
-           f"{len(by_host)} hosts: {'; '.join(names)}. The others waited for one of them; the logs do not say which.")
+           f"{len(by_host)} hosts: {first_of(names, 8, '; ', noun='hosts')}. The others waited for one of them; the "
+           "logs do not say which.")
     v = unknown_verdict(scene, [(h, None, None) for h in sorted(by_host)], "nccl_hang", why=why)
     v.pattern = "comm.silent_rank"
-    v.missing = [f"the kernel logs of {', '.join(sorted(by_host))} around the implied start of the timeout",
+    hosts = first_of(sorted(by_host), 8, noun="hosts")
+    v.missing = [f"the kernel logs of {hosts} around the implied start of the timeout",
                  "which of those ranks' processes were still alive (py-spy dump, the scheduler's job state)"]
-    v.next_action = ("Check which of " + ", ".join(sorted(by_host)) + " stopped first: their kernel logs (Xid, AER, "
-                     "NIC link), processes (py-spy dump) and GPUs (nvidia-smi).")
+    v.next_action = (f"Check which of {hosts} stopped first: their kernel logs (Xid, AER, NIC link), processes "
+                     "(py-spy dump) and GPUs (nvidia-smi).")
     return v
 
 

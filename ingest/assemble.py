@@ -244,13 +244,16 @@ def year_by_side(yearless: tuple[int, int, int, int, int, int], line: int, dated
 _FULL_DATE = re.compile(rb"(?:19|20)\d\d-[01]\d-[0-3]\d[ T]\d\d:\d\d"
                         rb"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d (?:19|20)\d\d"
                         rb"|[A-Z][a-z]{2} +\d{1,2} (?:19|20)\d\d \d\d:\d\d:\d\d")
-#: an RFC 3339 stamp with its zone inside a message (logrus' ``time="…"``, a JSON field): :func:`_own_date`
-_OWN_DATE = re.compile(r"(?<![\d.:-])((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))")
+#: the record's own RFC 3339 stamp with its zone at the start of a message: logrus' ``time="…"``, a JSON record's
+#: ``"time"``/``"ts"``/``"timestamp"`` first, or the stamp alone (:func:`_own_date`). A date further in is the message's
+#: (a certificate's expiry, a "lastSuccess" field), not the line's: it dated the whole file a year off (a break-it pass)
+_OWN_DATE = re.compile(r'(?:time=|\{"(?:time|ts|timestamp|@timestamp)":\s*)?"?((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d'
+                       r'(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))')
 
 
 def _own_date(rest: str) -> int | None:
-    """µs of the first RFC 3339 stamp with a zone in a line's message, None without one."""
-    m = _OWN_DATE.search(rest) if "T" in rest else None
+    """µs of the RFC 3339 stamp a line's message begins with (:data:`_OWN_DATE`), None without one."""
+    m = _OWN_DATE.match(rest)
     return parse_iso_us(m[1]) if m else None
 
 
@@ -715,7 +718,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     gpu_ctx: dict[str, Any] | None = None
     smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
     rm_init: dict[tuple[str, Any], Hit] = {}  # (host, device) -> its last RmInitAdapter line (gpu.rm_init_failed)
-    no_efa: set[tuple[str, Any]] = set()  # (host, pid) of aws-ofi-nccl's "Only EFA provider is supported"
+    no_efa: dict[tuple[str, Any], Hit] = {}  # (host, pid) -> aws-ofi-nccl's "Only EFA provider is supported"
     # (host, device) -> its UUID, its board serial: a merged journal's preamble of node1's GPU gave its UUID to node2's
     # Xid on the same bus id (a real-logs pass)
     uuids: dict[tuple[str, str], str] = {}
@@ -745,7 +748,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if sid == "gpu.rm_init_failed":  # "RmInitAdapter failed! (0x22:0x56:884)" and "rm_init_adapter failed, device
             # minor number 0", a line apart, are one failure: one event, with the code (whose stage chooses the action)
             at, prev = (row["host"], row.get("device")), rm_init.get((row["host"], row.get("device")))
-            if prev is not None and prev.seg is h.seg and 0 < h.line - prev.line <= 2 and \
+            if prev is not None and at[1] is not None and prev.seg is h.seg and 0 < h.line - prev.line <= 2 and \
                     ("code" in d) != ("code" in prev.row["details"]):
                 for k in ("code", "rm_stage", "minor"):
                     if k in d:
@@ -755,9 +758,11 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                 continue
             rm_init[at] = h
         if sid == "nccl.ofi.no_efa":  # the plugin's "initialization failed" of that process stands for the same
-            no_efa.add((row["host"], row.get("pid") or h.prefix.pid))
+            if pid := row.get("pid") or h.prefix.pid:
+                no_efa[(row["host"], pid)] = h
         elif sid == "nccl.ofi.init_failed" and d.get("ofi_init") and \
-                (row["host"], row.get("pid") or h.prefix.pid) in no_efa:
+                (said := no_efa.get((row["host"], row.get("pid") or h.prefix.pid))) is not None and \
+                said.seg is h.seg and abs(row["ts"] - said.row["ts"]) <= 60 * US:  # one start of that process
             kept.pop()
             continue
         if sid == "mpi.peer_disconnected":

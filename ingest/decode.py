@@ -1708,15 +1708,22 @@ def known_format(data: bytes) -> str | None:
             return f"not log text: {what}"
     if data[257:262] == b"ustar":
         return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
-    if _OWN_OUTPUT.match(data[:256]):
+    if _own_output(data[:4096]):
         return "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"
     return None
 
 
-#: ``firstfault diagnose``'s own output, saved beside the logs it read: its JSON (``{"events": [``) or its table
-#: (``Incidents`` over a box): read again, its quoted lines were a second host's faults, and the same GPU's fault
-#: "recurred" (a real-logs pass)
-_OWN_OUTPUT = re.compile(rb'\{\s*"events":\s*\[|Incidents\r?\n' + "\u250f".encode())  # U+250F: the box's corner
+#: ``firstfault diagnose``'s own table: ``Incidents`` over a box (U+250F, its corner)
+_OWN_TABLE = re.compile(rb"(?m)^Incidents\r?\n" + "\u250f".encode())
+
+
+def _own_output(head: bytes) -> bool:
+    """Whether a file's first bytes are ``firstfault diagnose``'s own output saved beside the logs it read — its JSON
+    (an ``events`` list whose events have ``event_id`` and ``ts_basis``) or its table, after stderr's lines when both
+    went to the file: read again, its quoted lines were a second host's faults, and the same GPU's fault "recurred"
+    (a real-logs pass). Another tool's ``{"events": [`` (``aws logs get-log-events``) is a log (a break-it pass)."""
+    return (b'"events": [' in head and b'"event_id": "' in head and b'"ts_basis": "' in head) \
+        or _OWN_TABLE.search(head) is not None
 
 
 def binary_file(data: bytes) -> str | None:

@@ -224,11 +224,25 @@ def lf_line_ends(datas: list[bytes]) -> list[bytes]:
     the log holds: with the bar in front, a fault line's own stamp was not read and it took its file's time (a
     break-it pass). Line counts do not change. Segments without ``\\r`` are returned as they are (same objects).
     """
-    return [_REDRAWN.sub(b"", d.replace(b"\r\n", b"\n").removesuffix(b"\r")) if 13 in d else d for d in datas]
+    return [_REDRAWN.sub(_as_shown, d.replace(b"\r\n", b"\n").removesuffix(b"\r")) if 13 in d else d for d in datas]
 
 
-#: a line's text up to its last ``\\r`` that more text follows (:func:`lf_line_ends`)
-_REDRAWN = re.compile(rb"(?m)^[^\n]*\r(?=[^\r\n])")
+#: a line that holds a ``\\r`` (:func:`lf_line_ends`)
+_REDRAWN = re.compile(rb"(?m)^[^\n\r]*\r[^\n]*")
+#: a progress bar's words (tqdm's ``45%|####5 |``, ``7.30it/s``, ``1.2s/it``)
+_BAR = re.compile(rb"%\||\d(?:it/s|s/it)\b")
+
+
+def _as_shown(m: re.Match) -> bytes:
+    """A line with ``\\r`` in it as a terminal shows its last write: the text after its last ``\\r``, behind the text
+    before its first one unless that is a progress bar — a collector's header (syslog's, CRI's ``<stamp> stderr F``)
+    stays with the line it is the header of (a break-it pass: dropped, the line took another host's time); the
+    redrawn text between is dropped. A line whose last ``\\r`` ends it stays as it is."""
+    line = m.group(0)
+    head, *_, last = line.split(b"\r")
+    if not last.strip():
+        return line
+    return last if _BAR.search(head) else head + last
 
 
 def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:

@@ -1222,6 +1222,10 @@ def test_aws_ofi_nccl_without_efa_is_one_warning_not_an_init_failure(pipeline):
             "algo-1:250:250 [1] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n")
     got = [(e["signature"], e["severity"], e["pid"]) for e in _file_events(pipeline, text)]
     assert got == [("nccl.ofi.no_efa", "warning", 249), ("nccl.ofi.init_failed", "error", 250)]
+    # the same pid a month later (a container's pids repeat) is another start, its failure its own (a break-it pass)
+    text = ("2026-11-01T10:00:00Z node51:57:57 [0] ofi_init:1288 NCCL WARN NET/OFI Only EFA provider is supported\n"
+            "2026-11-30T10:00:00Z node51:57:57 [0] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n")
+    assert [e["signature"] for e in _file_events(pipeline, text)] == ["nccl.ofi.no_efa", "nccl.ofi.init_failed"]
 
 
 def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_code(pipeline):
@@ -1244,6 +1248,10 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
     # a date of another day in the message is no stamp of the line: the file's year
     ("Apr 30 21:13:04 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, cert valid to 2031-01-01T00:00:00Z",
      2026),
+    # ... nor a date of the same day further in the message (a second break-it pass: a JSON record's "lastSuccess"
+    # dated the whole file a year off)
+    ('Apr 30 21:13:04 node1 agent[7]: {"level":"error","lastSuccess":"2025-04-30T21:12:00Z","msg":"nvidia-container-cli:'
+     ' detection error: nvml error: unknown error"}', 2026),
 ])
 def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, line, year):
     (ev,) = _file_events(pipeline, line)
@@ -1263,3 +1271,13 @@ def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline
             "milliseconds before timing out.\n")
     got = [(e["signature"], e["ts_basis"], e["ts"].isoformat()[:19]) for e in _file_events(pipeline, text)]
     assert got == [("xid", "line", "2026-11-15T14:15:47"), ("torch.watchdog_timeout", "line", "2026-11-15T14:16:10")]
+    # a collector's header before the bar stays with its line (a second break-it pass: a syslog line took the host
+    # and time of the line before it, a CRI line its file's time)
+    nccl = ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, unhandled cuda error, NCCL version "
+            "2.21.5\n")
+    text = ("Nov 30 08:00:00 gpu-b02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+            f"Nov 30 10:00:01 gpu-a17 python[123]: \rEpoch 3:  45%|####5     | 450/1000\r{nccl}"
+            f"2026-11-30T10:00:02.123456789Z stderr F \rTraining 1%|\r{nccl}")
+    got = [(e["signature"], e["host"], e["ts_basis"], e["ts"].isoformat()[11:19]) for e in _file_events(pipeline, text)]
+    assert got == [("xid", "gpu-b02", "line", "08:00:00"), ("torch.nccl_error", "gpu-a17", "line", "10:00:01"),
+                   ("torch.nccl_error", "node1", "line", "10:00:02")]

@@ -1058,3 +1058,8 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
         "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"] * 2
     assert again.events.num_rows == batch.events.num_rows == 1
     assert known_format(b'{"host": "node04", "message": "x"}') is None and known_format(b"Incidents: none\n") is None
+    # another tool's {"events": [ (aws logs get-log-events) is a log; ours after stderr's lines (2>&1) is ours (a
+    # second break-it pass)
+    assert known_format(b'{\n    "events": [\n        {"timestamp": 1, "message": "NVRM: Xid"}]}') is None
+    ours = (tmp_path / "diag.json").read_bytes()
+    assert known_format(b"1 line \xe2\x86\x92 1 event\n" + ours) is not None

@@ -4036,3 +4036,26 @@ def test_ranks_are_said_one_by_one_up_to_eight_then_in_ranges():
     named = {13: "13 (global rank 29)"}
     assert ranks_said(list(range(10)) + [12, 13, 20], named) == "0–9, 12, 13 (global rank 29), 20"
     assert ranks_said(list(range(0, 40, 2)), {}) == "0, 2, 4, 6, 8, 10, 12, 14 and 12 more"
+
+
+def test_a_health_checks_line_that_quotes_an_xid_is_that_xid(pipeline):
+    """azurehpc-health-checks' check_gpu_xid quotes the kernel's Xid line (NHC2001): the catch-all NHC signature made it
+    a warning of no GPU (a break-it pass). The Xid wins the line."""
+    line = ("ERROR:  nhc:  Health check failed:  check_gpu_xid: GPU Xid errors detected: Nov 30 10:00:00 node82 kernel: "
+            "[  123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.. FaultCode: NHC2001")
+    (inc,) = run(pipeline, line, host="node82")
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"], inc["severity"]) == (79, "0000:3b:00.0", "critical")
+
+
+def test_c10ds_retry_to_reach_the_store_is_no_fault(pipeline):
+    """c10d's "[c10d] The client socket has failed to connect to …" while it retries at start-up (pytorch/PiPPy#158):
+    an error incident when the job trained on, and a GPU's Xid after it lost confidence (a break-it pass). It is an
+    event, no fault; the timeout that ends the tries is one."""
+    retry = ("[W1130 10:00:00.223456 1234 torch/csrc/distributed/c10d/socket.cpp:697] [c10d] The client socket has "
+             "failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).")
+    assert run(pipeline, retry, host="node61") == []
+    xid = "[2026-11-30 10:00:05] node62 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+    (inc,) = run(pipeline, retry + "\n" + xid, host="node62")
+    assert (inc["initiator"]["xid"], inc["confidence"]) == (79, 0.8)
+    (inc,) = run(pipeline, "torch.distributed.DistStoreError: Socket Timeout", host="node61")
+    assert inc["category"] == "nccl_software" and "c10d store" in inc["next_action"]
