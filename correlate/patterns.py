@@ -1028,7 +1028,8 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
             missing=[f"the kernel log of {host} around the implied start of the timeout"])
     # at most eight hosts, each one's ranks in ranges (512 silent ranks of 1,024 hosts were 30 KB of explanation, 3 KB
     # of next action and of missing: a break-it pass)
-    names = [f"{h} (rank{'s' if len(rs) > 1 else ''} {ranks_said(sorted(rs), {})})" for h, rs in sorted(by_host.items())]
+    names = [f"{h} (rank{'s' if len(rs) > 1 else ''} {ranks_said(sorted(rs), {})})"
+             for h, rs in sorted(by_host.items())]
     why = (f"{len(timed)} of {size} ranks timed out{on}; the {len(silent)} that did not ran on "
            f"{len(by_host)} hosts: {first_of(names, 8, '; ', noun='hosts')}. The others waited for one of them; the "
            "logs do not say which.")

@@ -247,8 +247,8 @@ _FULL_DATE = re.compile(rb"(?:19|20)\d\d-[01]\d-[0-3]\d[ T]\d\d:\d\d"
 #: the record's own RFC 3339 stamp with its zone at the start of a message: logrus' ``time="…"``, a JSON record's
 #: ``"time"``/``"ts"``/``"timestamp"`` first, or the stamp alone (:func:`_own_date`). A date further in is the message's
 #: (a certificate's expiry, a "lastSuccess" field), not the line's: it dated the whole file a year off (a break-it pass)
-_OWN_DATE = re.compile(r'(?:time=|\{"(?:time|ts|timestamp|@timestamp)":\s*)?"?((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d'
-                       r'(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))')
+_OWN_DATE = re.compile(r'(?:time=|\{"(?:time|ts|timestamp|@timestamp)":\s*)?"?'
+                       r'((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))')
 
 
 def _own_date(rest: str) -> int | None:

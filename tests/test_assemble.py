@@ -1224,7 +1224,8 @@ def test_aws_ofi_nccl_without_efa_is_one_warning_not_an_init_failure(pipeline):
     assert got == [("nccl.ofi.no_efa", "warning", 249), ("nccl.ofi.init_failed", "error", 250)]
     # the same pid a month later (a container's pids repeat) is another start, its failure its own (a break-it pass)
     text = ("2026-11-01T10:00:00Z node51:57:57 [0] ofi_init:1288 NCCL WARN NET/OFI Only EFA provider is supported\n"
-            "2026-11-30T10:00:00Z node51:57:57 [0] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n")
+            "2026-11-30T10:00:00Z node51:57:57 [0] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization "
+            "failed\n")
     assert [e["signature"] for e in _file_events(pipeline, text)] == ["nccl.ofi.no_efa", "nccl.ofi.init_failed"]
 
 
@@ -1250,8 +1251,8 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
      2026),
     # ... nor a date of the same day further in the message (a second break-it pass: a JSON record's "lastSuccess"
     # dated the whole file a year off)
-    ('Apr 30 21:13:04 node1 agent[7]: {"level":"error","lastSuccess":"2025-04-30T21:12:00Z","msg":"nvidia-container-cli:'
-     ' detection error: nvml error: unknown error"}', 2026),
+    ('Apr 30 21:13:04 node1 agent[7]: {"level":"error","lastSuccess":"2025-04-30T21:12:00Z",'
+     '"msg":"nvidia-container-cli: detection error: nvml error: unknown error"}', 2026),
 ])
 def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, line, year):
     (ev,) = _file_events(pipeline, line)

@@ -4041,8 +4041,9 @@ def test_ranks_are_said_one_by_one_up_to_eight_then_in_ranges():
 def test_a_health_checks_line_that_quotes_an_xid_is_that_xid(pipeline):
     """azurehpc-health-checks' check_gpu_xid quotes the kernel's Xid line (NHC2001): the catch-all NHC signature made it
     a warning of no GPU (a break-it pass). The Xid wins the line."""
-    line = ("ERROR:  nhc:  Health check failed:  check_gpu_xid: GPU Xid errors detected: Nov 30 10:00:00 node82 kernel: "
-            "[  123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.. FaultCode: NHC2001")
+    line = ("ERROR:  nhc:  Health check failed:  check_gpu_xid: GPU Xid errors detected: Nov 30 10:00:00 node82 "
+            "kernel: [  123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.. "
+            "FaultCode: NHC2001")
     (inc,) = run(pipeline, line, host="node82")
     assert (inc["initiator"]["xid"], inc["initiator"]["device"], inc["severity"]) == (79, "0000:3b:00.0", "critical")
 
