@@ -229,8 +229,8 @@ def lf_line_ends(datas: list[bytes]) -> list[bytes]:
 
 #: a line that holds a ``\\r`` (:func:`lf_line_ends`)
 _REDRAWN = re.compile(rb"(?m)^[^\n\r]*\r[^\n]*")
-#: a progress bar's words (tqdm's ``45%|####5 |``, ``7.30it/s``, ``1.2s/it``)
-_BAR = re.compile(rb"%\||\d(?:it/s|s/it)\b")
+#: a progress bar's words: a percentage (tqdm's ``45%|####5 |``, a bare ``10%``) or a rate (``7.30it/s``, ``1.2s/it``)
+_BAR = re.compile(rb"\d%|\d(?:it/s|s/it)\b")
 
 
 def _as_shown(m: re.Match) -> bytes:

@@ -966,8 +966,10 @@ def test_crlf_in_files_and_envelopes_and_a_carriage_return_inside_a_line(pipelin
     assert [e["message"][-1] for e in b.events.to_pylist()] == [".", "."]
     b = pipeline.run(dm(envelope(host="n1", message=xid().decode() + "\r")))
     assert [e["message"][-1] for e in b.events.to_pylist()] == ["."]
-    b = pipeline.run(dm(b"10%\r20%\r" + xid()))  # a progress bar redrawn on one line: its \r are text
-    assert [e["message"][:8] for e in b.events.to_pylist()] == ["10%\r20%\r"]
+    # a progress bar redrawn on one line, then the line: what a terminal shows, the line (its \r were text, and a
+    # stamp behind the bar was not read: a break-it pass)
+    b = pipeline.run(dm(b"10%\r20%\r" + xid()))
+    assert [e["message"] for e in b.events.to_pylist()] == [xid().decode()]
 
 
 def test_a_long_line_excerpt_does_not_split_a_character(pipeline):
