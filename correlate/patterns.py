@@ -24,7 +24,6 @@ from schemas.events import SEVERITY_RANK
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
 
 
-
 def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
     """``0–4095`` for ranks named by their number alone, runs of four or more consecutive ones as ranges (a named one,
     ``1 (global rank 29)``, as its name), the first ``n`` pieces and how many more: 4,096 ranks listed one by one were
@@ -33,26 +32,28 @@ def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
     if len(ranks) <= n:
         return ", ".join(names.get(r, str(r)) for r in ranks)
     pieces: list[tuple[str, int]] = []  # (said, how many ranks)
-    run: list[int] = []
-    for r in ranks + [None]:
-        if r is not None and names.get(r, str(r)) == str(r) and run and r == run[-1] + 1:
-            run.append(r)
-            continue
-        if run:
-            if len(run) < 4:
-                pieces.extend((str(x), 1) for x in run)
-            else:
-                pieces.append((f"{run[0]}–{run[-1]}", len(run)))
-        run = []
-        if r is None:
-            break
-        if names.get(r, str(r)) == str(r):
-            run = [r]
+    run: list[int] = []  # consecutive ranks named by their number alone
+
+    def close_run() -> None:
+        if len(run) < 4:
+            pieces.extend((str(x), 1) for x in run)
         else:
+            pieces.append((f"{run[0]}–{run[-1]}", len(run)))
+        run.clear()
+
+    for r in ranks:
+        if r in names and names[r] != str(r):  # a named rank ends a run and is said by its name
+            close_run()
             pieces.append((names[r], 1))
+            continue
+        if run and r != run[-1] + 1:
+            close_run()
+        run.append(r)
+    close_run()
     said = ", ".join(p for p, _ in pieces[:n])
     left = sum(k for _, k in pieces[n:])
     return f"{said} and {left} more" if left else said
+
 
 def _host_initiator(host: str | None, kind: str, events: list[Ev]) -> dict:
     return {"host": host, "device_type": None, "device": None, "link": None, "rank": None, "kind": kind,

@@ -747,7 +747,8 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                     d["model"] = above.row["details"]["model"]
         if sid == "gpu.rm_init_failed":  # "RmInitAdapter failed! (0x22:0x56:884)" and "rm_init_adapter failed, device
             # minor number 0", a line apart, are one failure: one event, with the code (whose stage chooses the action)
-            at, prev = (row["host"], row.get("device")), rm_init.get((row["host"], row.get("device")))
+            at = (row["host"], row.get("device"))
+            prev = rm_init.get(at)
             if prev is not None and at[1] is not None and prev.seg is h.seg and 0 < h.line - prev.line <= 2 and \
                     ("code" in d) != ("code" in prev.row["details"]):
                 for k in ("code", "rm_stage", "minor"):

@@ -215,7 +215,8 @@ def segment_starts(scans: list[bytes]) -> np.ndarray:
 
 def lf_line_ends(datas: list[bytes]) -> list[bytes]:
     """``datas`` with every CRLF line end made LF, a ``\\r`` that ends a segment dropped, and a line that a
-    ``\\r`` redraws read as a terminal shows it: the text after its last ``\\r``.
+    ``\\r`` redraws read as a terminal shows it: the text after its last ``\\r``, behind a collector's header
+    (:func:`_as_shown`).
 
     The ``\\r`` of a CRLF line end (files written on Windows, serial consoles, some shippers) belongs to
     the line end, not the text: left in, it ends the event's ``message`` and keeps ``$`` from matching

@@ -100,13 +100,15 @@ EVENTS_RECORD_BYTES = 4 * 1024 * 1024
 
 
 def encode_records(table: pa.Table, max_bytes: int = EVENTS_RECORD_BYTES) -> list[bytes]:
-    """An events table as Arrow IPC streams (:func:`encode`) of at most ``max_bytes`` each, in row order: the table
-    halved until each part fits (a single event larger than ``max_bytes`` is a record of its own)."""
+    """An events table as Arrow IPC streams (:func:`encode`) of at most ``max_bytes`` each, in row order: cut into as
+    many equal runs of rows as its encoding needs, each cut again if it still does not fit (events differ in size);
+    a single event larger than ``max_bytes`` is a record of its own."""
     value = encode(table)
     if len(value) <= max_bytes or table.num_rows <= 1:
         return [value]
-    half = table.num_rows // 2
-    return encode_records(table.slice(0, half), max_bytes) + encode_records(table.slice(half), max_bytes)
+    parts = min(table.num_rows, -(-len(value) // max_bytes) + 1)  # one more: the parts' own stream headers
+    step = -(-table.num_rows // parts)
+    return [v for i in range(0, table.num_rows, step) for v in encode_records(table.slice(i, step), max_bytes)]
 
 
 def decode(value: bytes) -> pa.Table:
