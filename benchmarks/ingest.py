@@ -426,6 +426,46 @@ def read_split_files(files: list[Path]) -> dict:
     return {"lines": n, "bytes": nbytes, "cpu_s": cpu, "wall_s": wall, "lines_per_s": n / max(cpu, 1e-9)}
 
 
+def startup_phase(runs: int = 3) -> dict:
+    """``firstfault diagnose`` on the bundled samples (``samples/``), each run a new process: with an empty cache
+    of compiled Hyperscan databases (``ingest.match.compile_database``: the catalog compiled at start, as every process
+    did before the cache) and with the cache kept from a first run, alternating; the best wall and CPU seconds
+    (user + system of the child) of ``runs`` each, and the incidents of both (the same, or the phase raises)."""
+    import resource
+
+    out: dict = {}
+    incidents: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="ffstart-") as d:
+        def once(cache: Path) -> tuple[float, float, int]:
+            env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+            r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "api.cli", "diagnose", str(ROOT / "samples"), "-f", "json"],
+                               capture_output=True, cwd=str(ROOT), env=env, timeout=300)
+            wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+            if r.returncode != 0:
+                raise RuntimeError(f"diagnose failed ({r.returncode}): {r.stderr[-2000:].decode(errors='replace')}")
+            cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+            return wall, cpu, len(orjson.loads(r.stdout)["incidents"])
+
+        once(Path(d) / "warm")  # writes the cache the warm runs load
+        runs_of: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
+        for k in range(runs):
+            for kind in ("cold", "warm"):
+                wall, cpu, n = once(Path(d) / (f"cold{k}" if kind == "cold" else "warm"))
+                runs_of[kind].append((wall, cpu))
+                incidents.setdefault(kind, n)
+                if n != incidents[kind]:
+                    raise RuntimeError(f"diagnose gave {n} incidents, then {incidents[kind]}")
+    if incidents["cold"] != incidents["warm"]:
+        raise RuntimeError(f"incidents differ: {incidents}")
+    for kind, xs in runs_of.items():
+        out[f"{kind}_wall_s"] = round(min(w for w, _ in xs), 3)
+        out[f"{kind}_cpu_s"] = round(min(c for _, c in xs), 3)
+    out["runs"] = runs
+    out["incidents"] = incidents["warm"]
+    return out
+
+
 # --- child processes ----------------------------------------------------------------------------------
 
 #: quick mode runs the worker commands in this process (a smoke test: no child start-up, numbers not comparable)
@@ -634,6 +674,11 @@ def run(a: argparse.Namespace) -> dict:
                                        re_lines=a.re_lines or 20_000)
             save()
 
+        if "startup" not in a.skip:
+            log("start-up: diagnose on the samples, compiled-database cache empty / kept …")
+            out["startup"] = startup_phase(1 if a.quick else 3)
+            save()
+
         modes: dict[str, dict] = {}
         out["modes"] = modes
         if "files" not in a.skip:
@@ -819,6 +864,11 @@ def table(out: dict) -> str:
                          f"lines of {j['kept_runs']} run(s); then quiet for 2 h, a step with one Xid of another host "
                          f"takes up to {j['quiet_step_max_s']:.2f} s, {j['quiet_kept_events']} events and "
                          f"{j['quiet_kept_wiring']} wiring lines kept")
+    if "startup" in out:
+        r = out["startup"]
+        lines.append(f"start-up, `diagnose samples/` in a new process (best of {r['runs']}): compiled-database cache "
+                     f"empty {r['cold_wall_s']:.2f} s ({r['cold_cpu_s']:.2f} CPU s)  |  kept {r['warm_wall_s']:.2f} s "
+                     f"({r['warm_cpu_s']:.2f} CPU s); {r['incidents']} incidents either way")
     if "storm" in out:
         r = out["storm"]
         lines.append(f"storm, one host ({r['lines']} kernel lines, {r['fault_lines']} fault lines; in process): "
@@ -872,7 +922,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="records per ingest batch with one line per message (default 80,000: 2,000 one-line "
                          "records are only ~240 KB, and each batch writes a Parquet part per event kind)")
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
-                    help="phases to leave out: baselines, stages, files")
+                    help="phases to leave out: baselines, stages, startup, files")
     ap.add_argument("--out", help="also write the JSON object to this file, updated after each phase")
     ap.add_argument("--job-hosts", type=int, default=None, help="hosts (8 ranks each) of the large-job correlator "
                     "phase (default 1,024; --quick 32)")

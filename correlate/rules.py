@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from correlate.model import Ev, across_reboot, capture_of, process_group
 from correlate.topology import Topology
-from ingest.catalog import Catalog, default_catalog
+from ingest.catalog import Catalog, default_catalog, read_yaml
 from ingest.extract import LINK_DOWN_CAUSES
 from schemas.catalog import Role, validation_message
 from schemas.events import KINDS, SEVERITY_RANK
@@ -213,7 +213,7 @@ def default_rules() -> Rules:
     """The shipped rules, validated once per process. Raises :class:`RulesError` (YAML or validation errors, with
     the file's path)."""
     try:
-        rules = Rules.model_validate(yaml.safe_load(RULES_FILE.read_text(encoding="utf-8")))
+        rules = Rules.model_validate(read_yaml(RULES_FILE.read_text(encoding="utf-8")))
     except ValidationError as e:
         raise RulesError(f"{RULES_FILE}: {validation_message(e)}") from e
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:  # bytes that are no UTF-8 were a traceback

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
-import yaml
 
 from correlate.model import Ev
+from ingest.catalog import read_yaml
 from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
 from schemas.hostname import canonical_host
 
@@ -41,7 +41,7 @@ HANDOVER_MARGIN_US = 60_000_000
 
 @lru_cache(maxsize=1)
 def _platforms() -> list[dict[str, Any]]:
-    return yaml.safe_load(PLATFORMS_FILE.read_text(encoding="utf-8"))["platforms"]
+    return read_yaml(PLATFORMS_FILE.read_text(encoding="utf-8"))["platforms"]
 
 
 def expected_links(model: str | None) -> int | None:

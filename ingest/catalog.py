@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from re import _parser as _re_parser  # the parser re.compile uses: literal_requirements reads its tree
 
 import yaml
@@ -231,6 +232,18 @@ def _load_sxids(path: Path) -> dict[int, SxidFact]:
     return out
 
 
+#: PyYAML's safe loader on libyaml (C) when PyYAML was built with it: the same documents, a tenth of the time (0.40 →
+#: 0.04 s for the catalog, rules and platforms, which every command reads at start-up)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)`` through libyaml when PyYAML has it (:data:`_SAFE_LOADER`); raises ``yaml.YAMLError``
+    as ``safe_load`` does. ``tests/test_catalog.py`` holds the two loaders to the same documents for every shipped
+    YAML file."""
+    return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 — a safe loader, PyYAML's C build of SafeLoader
+
+
 def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
     """Load and validate every ``*.yaml`` in ``directory`` (sorted by name).
 
@@ -246,7 +259,7 @@ def load_catalog(directory: Path = CATALOG_DIR) -> Catalog:
         raise CatalogError(f"no signature files (*.yaml) in {directory}")
     for path in files:
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raw = read_yaml(path.read_text(encoding="utf-8"))
             doc = CatalogFile.model_validate(raw)
         except ValidationError as e:
             raise CatalogError(f"{path.name}: {validation_message(e)}") from e

@@ -13,8 +13,14 @@ line, every signature); the tests hold the two to the same answers.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import platform
 import re
+import tempfile
 import threading
+from importlib.metadata import version as _dist_version
+from pathlib import Path
 from typing import Protocol
 
 import hyperscan
@@ -61,6 +67,92 @@ Hits = dict[int, list[int]]
 LineHit = tuple[int, int, list[int]]
 
 
+def cache_dir() -> Path:
+    """Where compiled Hyperscan databases are kept between processes: ``$XDG_CACHE_HOME/firstfault/hyperscan``
+    (``~/.cache/firstfault/hyperscan`` when ``XDG_CACHE_HOME`` is unset or not absolute: the XDG Base Directory
+    specification)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "firstfault" / "hyperscan"
+
+
+def _platform_key() -> str:
+    """What a serialized database depends on besides its expressions: the Hyperscan build and this CPU (Hyperscan
+    compiles for the instruction sets it finds: a database from another CPU may be refused or slower)."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        pass
+    return f"{_dist_version('hyperscan')}|{platform.machine()}|{platform.processor()}|{flags.strip()}"
+
+
+def cache_file(expressions: list[bytes], flags: list[int], mode: int = hyperscan.HS_MODE_BLOCK) -> Path:
+    """The file of :func:`cache_dir` that keeps the database :func:`compile_database` compiles of these arguments:
+    named by a SHA-256 of them and of :func:`_platform_key`."""
+    key = hashlib.sha256(repr((mode, expressions, flags, _platform_key())).encode()).hexdigest()
+    return cache_dir() / f"{key}.hsdb"
+
+
+def compile_database(expressions: list[bytes], flags: list[int], mode: int = hyperscan.HS_MODE_BLOCK
+                     ) -> hyperscan.Database:
+    """A Hyperscan database of ``expressions`` (ids 0 … n−1) with their ``flags``, compiled once per machine:
+    compiling the catalog takes ~1 s, loading it ~1 ms (``hyperscan.dumpb``/``loadb``), and every ``diagnose``,
+    worker and API process starts with it.
+
+    The file (:func:`cache_file`) is named by a SHA-256 of the mode, the expressions, the flags and
+    :func:`_platform_key`, and holds the SHA-256 of the serialized database before it: a file that is short, does not
+    check out or that Hyperscan refuses is compiled again and replaced (written to a temporary file and renamed, so
+    processes starting together never read half a file); the folder keeps the :data:`CACHE_KEEP` databases last used
+    (:func:`_prune`). A cache folder that cannot be made or written costs only the
+    compile. Raises ``hyperscan.error`` when an expression does not compile."""
+    path = cache_file(expressions, flags, mode)
+    try:
+        blob = path.read_bytes()
+        digest, body = blob[:32], blob[32:]
+        if len(blob) > 32 and hashlib.sha256(body).digest() == digest:
+            db = hyperscan.loadb(body, mode)
+            os.utime(path)  # in use: the newest are kept (_prune)
+            return db
+    except (OSError, hyperscan.error):
+        pass
+    db = hyperscan.Database(mode=mode)
+    db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags)
+    try:
+        body = hyperscan.dumpb(db)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(hashlib.sha256(body).digest() + body)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(path.parent)
+    except (OSError, hyperscan.error):
+        pass  # a read-only home, a full disk: compiled again next time
+    return db
+
+
+#: compiled databases kept (the catalog's is ~0.9 MB; an edited catalog, or a test's, is another file)
+CACHE_KEEP = 16
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the :data:`CACHE_KEEP` databases of ``folder`` last written or loaded (a file another process
+    removes first is no error)."""
+    files = []
+    for p in folder.glob("*.hsdb"):
+        try:
+            files.append((p.stat().st_mtime, p))
+        except OSError:
+            pass
+    for _, p in sorted(files, reverse=True)[CACHE_KEEP:]:
+        p.unlink(missing_ok=True)
+
+
 class Matcher(Protocol):
     def scan(self, buf: bytes) -> Hits: ...
 
@@ -82,10 +174,8 @@ class HyperscanMatcher:
             if (loose := prefilter(c.sig.pattern)) is not None:
                 exprs[c.index] = loose.encode()
                 self._check[c.index] = c.rx
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = [hyperscan.HS_FLAG_MULTILINE] * len(exprs)
         try:
-            self._db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+            self._db = compile_database(exprs, [hyperscan.HS_FLAG_MULTILINE] * len(exprs))
         except hyperscan.error as e:  # name the entry that failed
             for c in catalog.entries:
                 try:

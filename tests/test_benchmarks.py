@@ -77,6 +77,9 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
     # the same storm in Vector records: the same events (a storm's lines collapse alike whatever carries the time)
     assert r["storm"]["envelopes"]["events"] == r["storm"]["events"] and r["storm"]["envelopes"]["lines_per_s"] > 0
     assert r["quick"] and all(t["holds"] is None for t in r["targets"].values())  # a smoke test judges nothing
+    # start-up with the compiled-database cache empty and kept: the samples' incidents either way
+    st = r["startup"]
+    assert st["runs"] == 1 and st["incidents"] >= 3 and all(st[k] > 0 for k in ("cold_wall_s", "warm_wall_s"))
     assert r["correlator"]["stream_steps"] >= 2 and 0 < r["correlator"]["stream_step_max_s"] < 60
     assert 0 < r["correlator"]["stream_attributions_reused"] < 1  # steps that touch few hosts reuse the rest
     job = r["correlator"]["job"]  # one communicator of 32 hosts x 8 ranks, one Xid 79: one incident, all ranks under it

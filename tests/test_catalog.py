@@ -3,6 +3,7 @@ fields come out right, and the Hyperscan matcher agrees with the plain-`re` refe
 
 from __future__ import annotations
 
+import os
 import random
 import re
 
@@ -399,4 +400,60 @@ def test_an_xid_with_nothing_to_do_says_so_in_words(catalog):
     actions = {x: f.action for x, f in catalog.xids.items()}
     assert not [x for x, a in actions.items() if a.lower().startswith("none")]
     assert sentences(actions[44]) == "Nothing to do for the node now; contact support if it repeats."
+
+
+
+def test_the_yaml_files_read_alike_through_libyaml_and_pure_python():
+    """``read_yaml`` (libyaml's safe loader, a tenth of the start-up time) gives every shipped YAML file exactly what
+    PyYAML's pure-Python ``safe_load`` gives."""
+    import yaml
+
+    from ingest.catalog import read_yaml
+
+    root = CAT_DIR.parents[1]
+    files = sorted(CAT_DIR.glob("*.yaml")) + sorted((root / "correlate").glob("*.yaml"))
+    assert len(files) >= 11
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert read_yaml(text) == yaml.safe_load(text), path.name
+    with pytest.raises(yaml.YAMLError, match="line 2"):
+        read_yaml("a: [1,\nb: }")
+
+
+def test_a_compiled_database_is_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
+    """``compile_database`` writes the catalog's compiled database once and loads it after; a file cut short, one
+    whose bytes changed and a cache folder that cannot be written are compiled again, with the same hits."""
+    from ingest import match
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    buf = b"\n".join(ex.line.encode() for _, _, ex in EXAMPLES[:300])
+    want = HyperscanMatcher(CAT).scan(buf)  # compiles and writes
+    [kept] = list(match.cache_dir().glob("*.hsdb"))
+    assert match.cache_dir() == tmp_path / "cache" / "firstfault" / "hyperscan"
+    ino = kept.stat().st_ino  # a database compiled again is written to a new file renamed over the old one
+    assert HyperscanMatcher(CAT).scan(buf) == want and kept.stat().st_ino == ino  # loaded, not compiled
+    blob = kept.read_bytes()
+    for damaged in (blob[:1000], blob[:40] + bytes([blob[40] ^ 1]) + blob[41:], b""):
+        kept.write_bytes(damaged)
+        assert HyperscanMatcher(CAT).scan(buf) == want
+        assert kept.read_bytes() == blob and kept.stat().st_ino != ino  # replaced by the same database
+        ino = kept.stat().st_ino
+    # other expression lists are other files; the last CACHE_KEEP written or loaded are kept
+    monkeypatch.setattr(match, "CACHE_KEEP", 3)
+    os.utime(kept, (1, 1))  # the oldest
+    for k, word in enumerate((b"Xid", b"SXid", b"NVLink")):
+        match.compile_database([word], [0])
+        os.utime(match.cache_file([word], [0]), (k + 2, k + 2))  # written in this order
+    assert not kept.exists() and len(list(match.cache_dir().glob("*.hsdb"))) == 3
+    xid = match.cache_file([b"Xid"], [0])
+    os.utime(xid, (1, 1))
+    match.compile_database([b"Xid"], [0])  # loaded: the newest again
+    match.compile_database([b"NCCL"], [0])
+    assert sorted(match.cache_dir().glob("*.hsdb")) == sorted(match.cache_file([w], [0]) for w in
+                                                               (b"Xid", b"NVLink", b"NCCL"))
+    # a cache folder under a file: nothing kept, the same hits; no temporary file left behind anywhere
+    before = sorted(xid.parent.iterdir())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xid))
+    assert HyperscanMatcher(CAT).scan(buf) == want
+    assert sorted(xid.parent.iterdir()) == before
 
