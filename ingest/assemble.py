@@ -448,6 +448,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     last_host: dict[str, tuple[int, int]] = {}
     last_line: dict[int, int] = {}  # segment -> the line of its last hit that gave ``last_seg``
     heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (_traceback_head)
+    line_starts: dict[int, list[int]] = {}  # segment -> the byte offset of each line's start (_stamp_before)
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -479,6 +480,10 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             row["ts"], row["ts_basis"], row["ts_precision_us"] = head.ts, "inherited", head.precision_us
             if row.get("rank") is None and head.rank is not None:
                 row["rank"] = head.rank
+        elif (p.mono is None and p.yearless is None and p.clock is None and p.unreadable is None  # printed no time
+              and "ts_rejected" not in row["details"]
+              and (near := _stamp_before(seg, h.line, last_line.get(id(seg), -1), line_starts, tz))):
+            row["ts"], row["ts_basis"], row["ts_precision_us"] = near.ts, "inherited", near.precision_us
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
         else:
@@ -651,6 +656,48 @@ def _traceback_head(seg: Segment, line: int, heads: dict[int, list[tuple[int, in
         if p.ts is not None and _believable(p.ts, seg) and not p.dayless:  # a clock's day is its log's (_date_clocks)
             return p
     return None
+
+
+#: how far above a line that printed no time the stamped line whose time it takes may be (:func:`_stamp_before`)
+STAMP_LINES = 200
+#: a line that may begin with a date and time: a clock (``hh:mm:ss``) in its first 64 bytes, the only lines
+#: :func:`_stamp_before` reads a prefix of
+_CLOCK_NEAR_START = re.compile(rb"^[^\n]{0,56}?\d:\d\d:\d\d", re.M)
+
+
+def _stamp_before(seg: Segment, line: int, after: int, line_starts: dict[int, list[int]], tz) -> Prefix | None:
+    """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
+    (``parse_prefix``: not a raw kernel stamp, not a clock without a day, a time ``_believable`` for the segment; a
+    stamp without a year takes the year of the segment's reference time, as ``resolve_year`` gives hits), at
+    most :data:`STAMP_LINES` above it and below line ``after`` (the last line of ``seg`` that gave a time: a nearer one
+    is the line's, as before); ``None`` when there is none. A line with no time of its own (an exception line a
+    program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable ECC error
+    encountered`` after ``[2025-01-29 08:52:44 TP2] Using default MoE config …``) was written after that line: it was
+    timed by its file's modification time, an incident of its own beside the Xid 94 of that minute (sgl-project/sglang
+    #3204, a real-logs pass). Only lines with a clock near their start are read (:data:`_CLOCK_NEAR_START`, one regex
+    pass over the lines between); ``line_starts`` keeps each segment's line offsets, found once."""
+    lo = max(after + 1, line - STAMP_LINES)
+    if lo >= line:
+        return None
+    data = seg.data
+    starts = line_starts.get(id(seg))
+    if starts is None:
+        starts = line_starts[id(seg)] = [0, *(m.end() for m in _NEWLINE.finditer(data))]
+    if line >= len(starts):
+        return None
+    hits = [m.start() for m in _CLOCK_NEAR_START.finditer(data, starts[lo], starts[line])]
+    for a in reversed(hits[-8:]):
+        end = data.find(b"\n", a, starts[line])
+        p = parse_prefix(data[a:end if end >= 0 else starts[line]].decode("utf-8", "replace"), ref_us=seg.ref_ts,
+                         tz=tz)
+        if p.ts is None and p.yearless is not None and p.mono is None:  # syslog's, glog's: the year of the segment's
+            p.ts = resolve_year(*p.yearless, seg.ref_ts, tz)            # time, as its own hits without a dated line
+        if p.ts is not None and p.mono is None and not p.dayless and _believable(p.ts, seg):
+            return p
+    return None
+
+
+_NEWLINE = re.compile(rb"\n")
 
 
 def _counted_back(row: dict[str, Any], seg: Segment, ts: int, mono: float, *, upper_bound: bool) -> None:

@@ -901,8 +901,8 @@ def _message_of(rec: Envelope) -> str:
     if isinstance(fmt, str) and fmt.startswith(POLLER_FORMAT.rsplit("/", 1)[0] + "/"):  # a poller's sample, another
         # version: say so, not that it has no message (a break-it pass)
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
-    raise ValueError("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
-                     "MESSAGE or message)")
+    raise NoMessageField("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
+                         "MESSAGE or message)")
 
 
 def _cause_of(rec: Envelope) -> str | None:
@@ -939,11 +939,27 @@ class _TooManyRejects(Exception):
         self.line = line
 
 
+class NoMessageField(ValueError):
+    """A JSON object with none of the fields a log shipper's envelope holds its message in (``Envelope``): a
+    program's own JSON (an API's error body), not a log record."""
+
+
+def _says_whence(rec: Envelope) -> bool:
+    """``rec`` has one of the fields an envelope names its host or time in (set, whatever its value)."""
+    return any(getattr(rec, a) is not UNSET for a in _WHENCE)
+
+
+#: the host and time fields of :class:`Envelope`
+_WHENCE = ("_HOSTNAME", "hostname", "host", "host_name", "kubernetes", "Computer", "realtime", "source_realtime",
+           "timestamp", "at_timestamp", "time", "date", "TimeGenerated", "ts", "monotonic")
+
+
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None, runs: bool = False,
                   columnar: bool = True) -> Decoded:
     """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
-    rejects (``bad_envelope``, the record as it came). Times are µs since the epoch, UTC. Never raises.
+    rejects (``bad_envelope``, the record as it came), but a file's JSON object with no message field
+    (:class:`NoMessageField`) and no host or time field either (:func:`_says_whence`) is read as a text line. Times are µs since the epoch, UTC. Never raises.
     With ``runs``, consecutive records whose messages are one line each are one :class:`Envelopes`
     (:func:`per_record` gives the same segments).
 
@@ -1010,6 +1026,15 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                 except (msgspec.DecodeError, RecursionError, ValueError, TypeError, OverflowError) as e:
                     if lines is None:
                         lines = data.split(b"\n")
+                    if type(e) is NoMessageField and not origin.startswith("kafka:") and not _says_whence(rec):
+                        # a file's JSON line that is no log record, no message and no host or time (ollama's API
+                        # error body, whose message said "CUDA error: uncorrectable ECC error encountered": skipped, a
+                        # real-logs pass): read as the text it is, as the text lines among records are. A record with
+                        # a host or a time but no message, or a Kafka value of either, is a shipper's mistake: a
+                        # reject with its reason (dead-lettered)
+                        run.flush(out, origin, stream, ingest_ts, source)
+                        text.append((i, lines[i]))
+                        continue
                     _reject(out.rejects, origin, i, e, lines[i])
                     continue
                 boot = None

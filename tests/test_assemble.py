@@ -1114,6 +1114,43 @@ def test_an_exception_line_takes_the_time_of_its_tracebacks_stamped_header(pipel
     assert far[0][1] == "file", far
 
 
+def test_a_line_without_a_time_takes_the_nearest_stamped_line_above_it_recognised_or_not(pipeline):
+    """sgl-project/sglang#3204: the logger's stamped lines ("[2025-01-29 08:52:44 TP2] Using default MoE config …"),
+    none a fault, then "RuntimeError: CUDA error: uncorrectable ECC error encountered" with no time: it was timed by
+    its file's modification time, an incident of its own years after the Xid 94 of that minute. Any stamped line above
+    it dates it (a logger's, Python logging's, syslog's); a raw kernel stamp, a clock without a day or a line more than
+    STAMP_LINES above do not, nor does a stamped line above a nearer hit that gave a time."""
+    from ingest.assemble import STAMP_LINES
+
+    ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    noise = "frame #1: <unknown function> + 0xe4271b (0x79eb37e4271b in /usr/lib/libtorch_cuda.so)"
+    t = datetime(2025, 1, 29, 8, 52, 44, tzinfo=timezone.utc)
+
+    def times(*lines: str) -> list[tuple[datetime, str]]:
+        return [(e["ts"], e["ts_basis"]) for e in _file_events(pipeline, "\n".join(lines))]
+
+    moe = "[2025-01-29 08:52:44 TP2] Using default MoE config. Performance might be sub-optimal!"
+    assert times("[2025-01-29 08:52:43 TP5] Using default MoE config.", moe, ecc) == [(t, "inherited")]
+    assert times("2025-01-29 08:52:44,123 - root - INFO - loading weights", noise, noise, ecc) == [
+        (t.replace(microsecond=123_000), "inherited")]
+    assert times("2025-01-29T08:52:44+00:00 node1 python[311]: serving", ecc) == [(t, "inherited")]
+    # the nearest of several, even when another stamped line is further up
+    assert times("[2025-01-29 07:00:00 TP2] start", moe, noise, ecc) == [(t, "inherited")]
+    file_time = datetime.fromtimestamp(T0 / 1e6, timezone.utc)
+    for above in ("[  430.123456] eth0: link up", "12:00:01 worker started"):
+        assert times(above, ecc) == [(file_time, "file")], above
+    # a stamp without a year (syslog's, glog's): the latest year that puts it before the file's time (2027-01-15), as
+    # its hits would take
+    assert times("Jan 29 08:52:44 node1 python[311]: serving", ecc) == [(t.replace(year=2026), "inherited")]
+    assert times("E0129 08:52:44.123000 311 server.cc:10] serving", ecc) == [
+        (t.replace(year=2026, microsecond=123_000), "inherited")]
+    assert times(moe, *[noise] * STAMP_LINES, ecc) == [(file_time, "file")]
+    assert times(moe, *[noise] * (STAMP_LINES - 1), ecc) == [(t, "inherited")]
+    # a hit with its own time nearer than the stamped line: that hit's time, as before
+    xid = "[Wed Jan 29 08:52:50 2025] NVRM: Xid (PCI:0000:52:00): 94, pid=2211, name=python3, Contained: SM"
+    assert times(moe, xid, noise, ecc)[1] == (t.replace(second=50), "inherited")
+
+
 def test_nvidia_smi_q_clocks_event_reasons_are_of_their_sections_gpu(pipeline):
     """nvidia-smi -q's "HW Power Brake Slowdown : Active" under "GPU 00000000:1E:00.0" (a V100 held at 382 MHz by a
     server's BMC, l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling): no event before; it is that

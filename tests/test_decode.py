@@ -1063,3 +1063,25 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     assert known_format(b'{\n    "events": [\n        {"timestamp": 1, "message": "NVRM: Xid"}]}') is None
     ours = (tmp_path / "diag.json").read_bytes()
     assert known_format(b"1 line \xe2\x86\x92 1 event\n" + ours) is not None
+
+
+def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipeline):
+    """ollama/ollama#4226: the API's error body, one JSON line in a client's log, said "CUDA error: uncorrectable ECC
+    error encountered" and had no message field: skipped ("read in part"), no event. A file's JSON object that names
+    none of an envelope's message fields is the text it is; its neighbours stay records. A Kafka value of such records
+    is still dead-lettered (a shipper's mistake, kept with its reason)."""
+    body = {"error": {"message": "timed out waiting for llama runner to start: CUDA error: uncorrectable ECC error "
+                                 "encountered\n  current device: 0", "type": "api_error", "param": None}}
+    rec = orjson.dumps({"host": "node07", "timestamp": "2024-05-07T10:00:00Z", "message": XID})
+    f = tmp_path / "client.log"
+    f.write_bytes(b"\n".join([rec, orjson.dumps(body), rec.replace(b"10:00:00", b"10:00:09")]) + b"\n")
+    d = decode_file(f, relname="client.log")
+    assert not d.rejects and len(d.segments) == 3
+    assert d.segments[1].data == orjson.dumps(body) and d.segments[1].host == "node07"  # the records' writer's
+    got = sorted((e["signature"], e["count"]) for e in pipeline.run(d).events.to_pylist())
+    assert got == [("cuda.ecc_uncorrectable", 1), ("xid", 2)], got  # the two Xid records: one storm of two
+    k = decode_message(b"\n".join([rec, orjson.dumps(body)]), topic="t", partition=0, offset=1, key=None,
+                       timestamp_ms=1)
+    assert len(k.segments) == 1 and [r.reason for r in k.rejects] == [
+        "NDJSON record 1: no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
+        "MESSAGE or message)"]
