@@ -658,8 +658,11 @@ def _traceback_head(seg: Segment, line: int, heads: dict[int, list[tuple[int, in
     return None
 
 
-#: how far above a line that printed no time the stamped line whose time it takes may be (:func:`_stamp_before`)
-STAMP_LINES = 200
+#: how far above a line that printed no time the stamped line whose time it takes may be (:func:`_stamp_before`): a
+#: line printed right after a stamped one, a record's own next lines; lines further down may be hours later (a program's
+#: unstamped output between says nothing of the time that passed: a simulated job's CUDA error 75 progress lines under
+#: the job's start-up warning took its time, seven hours before the crash, and became an incident of its own)
+STAMP_LINES = 5
 #: a line that may begin with a date and time: a clock (``hh:mm:ss``) in its first 64 bytes, the only lines
 #: :func:`_stamp_before` reads a prefix of
 _CLOCK_NEAR_START = re.compile(rb"^[^\n]{0,56}?\d:\d\d:\d\d", re.M)
@@ -670,7 +673,7 @@ def _stamp_before(seg: Segment, line: int, after: int, line_starts: dict[int, li
     (``parse_prefix``: not a raw kernel stamp, not a clock without a day, a time ``_believable`` for the segment; a
     stamp without a year takes the year of the segment's reference time, as ``resolve_year`` gives hits), at
     most :data:`STAMP_LINES` above it and below line ``after`` (the last line of ``seg`` that gave a time: a nearer one
-    is the line's, as before); ``None`` when there is none. A line with no time of its own (an exception line a
+    is the line's, as before); ``None`` when there is none. A line with no time of its own right after a stamped one (an exception line a
     program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable ECC error
     encountered`` after ``[2025-01-29 08:52:44 TP2] Using default MoE config …``) was written after that line: it was
     timed by its file's modification time, an incident of its own beside the Xid 94 of that minute (sgl-project/sglang
