@@ -4060,3 +4060,26 @@ def test_c10ds_retry_to_reach_the_store_is_no_fault(pipeline):
     assert (inc["initiator"]["xid"], inc["confidence"]) == (79, 0.8)
     (inc,) = run(pipeline, "torch.distributed.DistStoreError: Socket Timeout", host="node61")
     assert inc["category"] == "nccl_software" and "c10d store" in inc["next_action"]
+
+
+def test_the_tasks_srun_killed_after_one_failed_are_downstream_of_it(tmp_path):
+    """lattice/quda#693: task 0 aborted on nid03679, srun terminated the step and the other nodes' tasks ended
+    "Killed": five incidents, one per node, each "the earliest fault", the Killed ones told of their memory limit. The
+    launcher's output is one job's: the killed tasks are downstream of the task that failed first
+    (``slurm.task_crash_explains_step_kill``). A Killed task alone is an incident of its own, its action naming the
+    teardown, the time limit and the OOM killer."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    (tmp_path / "job.out").write_text("\n".join([
+        "srun: error: nid03679: task 0: Aborted", "srun: Terminating job step 7355455.0",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+        *[f"srun: error: {h}: task {t}: Killed" for h, t in (("nid05031", 42), ("nid06267", 61), ("nid04508", 18))],
+    ]) + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert (inc["initiator"]["host"], inc["category"]) == ("nid03679", "application")
+    assert sorted(d["host"] for d in inc["downstream"]) == ["nid04508", "nid05031", "nid06267"]
+    (tmp_path / "job.out").write_text("srun: error: nid05031: task 42: Killed\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert inc["initiator"]["host"] == "nid05031" and not inc["downstream"]
+    assert "terminated the step" in inc["next_action"] and "OOM killer" in inc["next_action"]
