@@ -570,6 +570,54 @@ def every_gpu_init_failed(scene: Scene) -> Verdict | None:
         missing=[f"the kernel log of {host} from the driver's load (the NVRM lines before the first failure)"])
 
 
+def every_gpu_held_down(scene: Scene) -> Verdict | None:
+    """Several GPUs of one host whose clocks the hardware holds down for the same reason (``nvidia-smi -q``'s
+    "Clocks Event Reasons": ``HW Power Brake Slowdown : Active`` on each, with the ``HW Slowdown`` it sets) and
+    nothing else: the server does it to all of them — its BMC asserts the power brake (a GPU its power table does not
+    know, a power supply lost or in fault), or its cooling fails them all — not each GPU. A Dell C4130's four V100s
+    braked by the iDRAC were "no single culprit" among the four, and the missing piece was said to be earlier kernel
+    lines (l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling; NVIDIA/NVSentinel#1666: two GPUs per node
+    braked for 36 hours after a power event; a real-logs pass)."""
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    if not faults or any(e.signature != "nvml.q_clocks_event" for e in faults):
+        return None
+    host = _only_host(scene)
+    by_gpu: dict[str, set[str]] = {}
+    for e in faults:
+        gpu = scene.subject[e.event_id][2]
+        if gpu:
+            by_gpu.setdefault(str(gpu), set()).add(str(e.details.get("clocks_reason") or ""))
+    if host is None or len(by_gpu) < 2:
+        return None
+    if all(any("Power Brake" in r for r in rs) for rs in by_gpu.values()):
+        what, why = "the power brake", ("its BMC asserts the brake on every GPU (a GPU model its power table does "
+                                        "not know, a power supply lost, failed or in redundancy loss)")
+        action = (f"Look at {host}'s BMC, not the GPUs: its event log (`ipmitool sel elist`) for power supply "
+                  "events, the power supplies' state, and whether the BMC firmware's power table knows this GPU "
+                  "model (an update or the vendor's setting); `nvidia-smi -q -d PERFORMANCE` shows the brake clear "
+                  "once it stops. Do not RMA the GPUs for this.")
+    elif all(any("Thermal" in r for r in rs) for rs in by_gpu.values()):
+        what, why = "thermal slowdown", "its cooling fails them all (fans, airflow, the inlet temperature)"
+        action = (f"Check {host}'s cooling before the GPUs: its fans and their profile in the BMC, the inlet "
+                  "temperature, blanking panels and airflow (`nvidia-smi -q -d TEMPERATURE,PERFORMANCE`, the BMC's "
+                  "sensor and event logs).")
+    else:
+        return None
+    gpus = sorted(by_gpu)
+    down, ctx = downstream_parties(scene, (host, None, None), [])
+    down = [p for p in down if not set(p.events) <= set(faults)]
+    return Verdict(
+        pattern="platform.every_gpu_held_down", category="thermal_power",
+        initiator=_host_initiator(host, "other", faults), initiator_events=faults,
+        downstream=down, context=ctx, confidence=0.7, severity="warning",
+        explanation=(f"{len(gpus)} GPUs of {host} ({', '.join(gpus)}) have their clocks held down by {what} and "
+                     f"nothing else is logged: the server does it to all of them — {why} — rather than each GPU "
+                     "failing alike at once."),
+        next_action=action,
+        verify=[f"ipmitool sel elist (on {host}'s BMC)", f"nvidia-smi -q -d PERFORMANCE (on {host})"],
+        missing=[f"the BMC event log of {host} (`ipmitool sel elist`) from before the slowdown"])
+
+
 def fabric_manager(scene: Scene) -> Verdict | None:
     fm = [e for e in scene.faults() if e.kind == "fabric_manager" and e.sev >= 1]
     nvls = [e for e in scene.faults() if e.signature.startswith("nccl.nvls.")]
@@ -1329,6 +1377,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "platform.fm_partition": fm_partition_sxids,
     "caused_by.missing_cause": missing_cause,
     "platform.every_gpu_init_failed": every_gpu_init_failed,
+    "platform.every_gpu_held_down": every_gpu_held_down,
     "platform.fabric_manager": fabric_manager,
     "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,

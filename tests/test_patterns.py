@@ -4083,3 +4083,27 @@ def test_the_tasks_srun_killed_after_one_failed_are_downstream_of_it(tmp_path):
     [inc] = diagnose_paths([tmp_path], Settings())[2]
     assert inc["initiator"]["host"] == "nid05031" and not inc["downstream"]
     assert "terminated the step" in inc["next_action"] and "OOM killer" in inc["next_action"]
+
+
+def test_every_gpu_of_a_host_held_down_alike_is_the_servers_fault_not_each_gpus(pipeline):
+    """A Dell C4130's iDRAC asserts the power brake on its four V100s (l4rz/reverse-engineering-dell-idrac-to-get-rid-
+    of-gpu-throttling): "no single culprit" among four GPUs, missing "earlier kernel lines". Every GPU of one host held
+    down by the power brake is the host's BMC or power supplies; by thermal slowdown, its cooling. One GPU, or GPUs
+    held down for different reasons, are not this."""
+    def smi(reasons: dict[str, str]) -> str:
+        out = ["Timestamp                                 : Mon Aug  5 12:57:09 2024"]
+        for bus, reason in reasons.items():
+            out += [f"GPU 00000000:{bus}:00.0", "    Clocks Event Reasons",
+                    "        HW Slowdown                       : Active",
+                    f"            {reason:<30}: Active"]
+        return "\n".join(out) + "\n"
+
+    brake = "HW Power Brake Slowdown"
+    [inc] = run(pipeline, smi({b: brake for b in ("1A", "1C", "1D", "1E")}))
+    assert (inc["pattern"], inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == (
+        "platform.every_gpu_held_down", "thermal_power", "node07", None)
+    assert "BMC" in inc["next_action"] and "Do not RMA" in inc["next_action"]
+    [inc] = run(pipeline, smi({b: "HW Thermal Slowdown" for b in ("1A", "1C")}))
+    assert inc["pattern"] == "platform.every_gpu_held_down" and "cooling" in inc["next_action"]
+    for reasons in ({"1A": brake}, {"1A": brake, "1C": "HW Thermal Slowdown"}):
+        assert all(i["pattern"] != "platform.every_gpu_held_down" for i in run(pipeline, smi(reasons))), reasons
