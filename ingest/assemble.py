@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ingest.catalog import Compiled
 from ingest.decode import Segment
 from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, plausible, resolve_year,
@@ -448,7 +450,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     last_host: dict[str, tuple[int, int]] = {}
     last_line: dict[int, int] = {}  # segment -> the line of its last hit that gave ``last_seg``
     heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (_traceback_head)
-    line_starts: dict[int, list[int]] = {}  # segment -> the byte offset of each line's start (_stamp_before)
+    located: dict[int, Any] = {}  # segment -> its line last located by _line_start, or its newline offsets
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -482,7 +484,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 row["rank"] = head.rank
         elif (p.mono is None and p.yearless is None and p.clock is None and p.unreadable is None  # printed no time
               and "ts_rejected" not in row["details"]
-              and (near := _stamp_before(seg, h.line, last_line.get(id(seg), -1), line_starts, tz))):
+              and (near := _stamp_before(seg, h.line, h.message, last_line.get(id(seg), -1), located, tz))):
             row["ts"], row["ts_basis"], row["ts_precision_us"] = near.ts, "inherited", near.precision_us
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
@@ -668,31 +670,36 @@ STAMP_LINES = 5
 _CLOCK_NEAR_START = re.compile(rb"^[^\n]{0,56}?\d:\d\d:\d\d", re.M)
 
 
-def _stamp_before(seg: Segment, line: int, after: int, line_starts: dict[int, list[int]], tz) -> Prefix | None:
+def _stamp_before(seg: Segment, line: int, head: str, after: int, located: dict[int, Any], tz) -> Prefix | None:
     """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
     (``parse_prefix``: not a raw kernel stamp, not a clock without a day, a time ``_believable`` for the segment; a
     stamp without a year takes the year of the segment's reference time, as ``resolve_year`` gives hits), at
     most :data:`STAMP_LINES` above it and below line ``after`` (the last line of ``seg`` that gave a time: a nearer one
-    is the line's, as before); ``None`` when there is none. A line with no time of its own right after a stamped one (an exception line a
-    program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable ECC error
-    encountered`` after ``[2025-01-29 08:52:44 TP2] Using default MoE config …``) was written after that line: it was
-    timed by its file's modification time, an incident of its own beside the Xid 94 of that minute (sgl-project/sglang
-    #3204, a real-logs pass). Only lines with a clock near their start are read (:data:`_CLOCK_NEAR_START`, one regex
-    pass over the lines between); ``line_starts`` keeps each segment's line offsets, found once."""
+    is the line's, as before); ``None`` when there is none. A line with no time of its own right after a stamped one
+    (an exception line a program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable
+    ECC error encountered`` after ``[2025-01-29 08:52:44 TP2] Using default MoE config …``) was written after that
+    line: it was timed by its file's modification time, an incident of its own beside the Xid 94 of that minute
+    (sgl-project/sglang#3204, a real-logs pass). Only lines with a clock near their start are read
+    (:data:`_CLOCK_NEAR_START`, one regex pass over the lines between). ``head`` is the line's text (its first
+    physical line is looked for after the last line located in ``seg``: :func:`_line_start`); ``located`` keeps, per
+    segment, that line and where it starts."""
     lo = max(after + 1, line - STAMP_LINES)
     if lo >= line:
         return None
     data = seg.data
-    starts = line_starts.get(id(seg))
-    if starts is None:
-        starts = line_starts[id(seg)] = [0, *(m.end() for m in _NEWLINE.finditer(data))]
-    if line >= len(starts):
+    stop = _line_start(seg, line, head, located)
+    if stop is None:
         return None
-    hits = [m.start() for m in _CLOCK_NEAR_START.finditer(data, starts[lo], starts[line])]
-    for a in reversed(hits[-8:]):
-        end = data.find(b"\n", a, starts[line])
-        p = parse_prefix(data[a:end if end >= 0 else starts[line]].decode("utf-8", "replace"), ref_us=seg.ref_ts,
-                         tz=tz)
+    first = stop
+    for _ in range(line - lo):  # back to the start of line ``lo``
+        if first == 0:
+            break
+        first = data.rfind(b"\n", 0, first - 1) + 1
+    if _CLOCK_NEAR_START.search(data, first, stop) is None:  # most often none: one C call
+        return None
+    for a in reversed([m.start() for m in _CLOCK_NEAR_START.finditer(data, first, stop)]):
+        end = data.find(b"\n", a, stop)
+        p = parse_prefix(data[a:end if end >= 0 else stop].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
         if p.ts is None and p.yearless is not None and p.mono is None:  # syslog's, glog's: the year of the segment's
             p.ts = resolve_year(*p.yearless, seg.ref_ts, tz)            # time, as its own hits without a dated line
         if p.ts is not None and p.mono is None and not p.dayless and _believable(p.ts, seg):
@@ -700,7 +707,30 @@ def _stamp_before(seg: Segment, line: int, after: int, line_starts: dict[int, li
     return None
 
 
-_NEWLINE = re.compile(rb"\n")
+
+def _line_start(seg: Segment, line: int, head: str, located: dict[int, Any]) -> int | None:
+    """The byte offset in ``seg.data`` where physical line ``line`` starts, ``None`` past its end. Its text's first line
+    (``head``) is found after the line last located in the segment (``located``: segment -> (line, offset), or the
+    segment's newline offsets once a search failed) and checked by the newlines between, at C speed: a numpy scan of
+    every newline of a large segment cost 5 % of a batched ingest; a line whose text is not in the data as it is (a
+    frame joined it, bytes that are no UTF-8) falls back to that scan, kept for the segment's other lines."""
+    if line == 0:
+        return 0
+    data = seg.data
+    got = located.get(id(seg))
+    if type(got) is tuple and got[0] <= line:
+        at_line, at = got
+        key = b"\n" + head.split("\n", 1)[0][:200].encode("utf-8", "surrogateescape")
+        pos = data.find(key, max(at - 1, 0)) + 1
+        if pos and data.count(b"\n", at, pos) == line - at_line:
+            located[id(seg)] = (line, pos)
+            return pos
+    elif got is None:
+        located[id(seg)] = (0, 0)
+        return _line_start(seg, line, head, located)
+    if type(got) is not np.ndarray:
+        got = located[id(seg)] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return int(got[line - 1]) + 1 if line <= len(got) else None
 
 
 def _counted_back(row: dict[str, Any], seg: Segment, ts: int, mono: float, *, upper_bound: bool) -> None:
