@@ -1319,3 +1319,20 @@ def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline
     got = [(e["signature"], e["host"], e["ts_basis"], e["ts"].isoformat()[11:19]) for e in _file_events(pipeline, text)]
     assert got == [("xid", "gpu-b02", "line", "08:00:00"), ("torch.nccl_error", "gpu-a17", "line", "10:00:01"),
                    ("torch.nccl_error", "node1", "line", "10:00:02")]
+
+
+@given(st.lists(st.sampled_from(["a", "a", "b x", "", "é", "\udcff", "NVRM: Xid 79"]), min_size=1, max_size=30),
+       st.data())
+def test_a_line_is_located_where_it_starts_whatever_its_neighbours(lines, data):
+    """``_line_start`` (the stamped-line search's locator): the offset of each asked line, asked in order of any
+    subset, from its own text (repeated lines, text that is no UTF-8) or, failing that, the segment's newlines."""
+    from ingest.assemble import _line_start
+
+    raw = [x.encode("utf-8", "surrogateescape") for x in lines]
+    seg = Segment(data=b"\n".join(raw), origin="file:x", stream="f", host="x", ref_ts=T0, ref_basis="file",
+                  ingest_ts=T0)
+    starts = [sum(len(r) + 1 for r in raw[:k]) for k in range(len(raw))]
+    asked = sorted(data.draw(st.sets(st.integers(0, len(raw) - 1))))
+    located: dict = {}
+    for k in asked:
+        assert _line_start(seg, k, raw[k].decode("utf-8", "replace"), located) == starts[k], (k, lines)
