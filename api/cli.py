@@ -655,19 +655,35 @@ def kafka_start(config: ConfigOpt = None) -> None:
 
 
 @kafka_app.command("topics")
-def kafka_topics(partitions: Annotated[int, typer.Option(min=1, help="partitions per new topic")] = 3,
+def kafka_topics(partitions: Annotated[Optional[int], typer.Option(
+        min=1, help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
+                    "(Kafka cannot remove partitions)")] = None,
                  config: ConfigOpt = None) -> None:
-    """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing."""
+    """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing;
+    with --partitions, add partitions to those that have fewer. One line per topic on stderr."""
     from ingest import broker
 
     s = _settings(config)
     try:
-        asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic, s.events_topic],
-                                         partitions=partitions))
+        got = asyncio.run(broker.ensure_topics(_bootstrap(s), s.topics + [s.dlq_topic, s.events_topic],
+                                               partitions=partitions or 3, grow=partitions is not None))
     except broker.BrokerError as e:
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
-    err.print(f"topics ready: {', '.join(s.topics + [s.dlq_topic, s.events_topic])}")
+    grown = False
+    for name, (before, now) in got.items():
+        if before is None:
+            err.print(f"{name}: created, {now} partitions")
+        elif before != now:
+            grown = True
+            err.print(f"{name}: {before} -> {now} partitions")
+        elif partitions is not None and now > partitions:
+            err.print(f"{name}: {now} partitions, more than {partitions}: kept (Kafka cannot remove partitions)")
+        else:
+            err.print(f"{name}: {now} partitions")
+    if grown:
+        err.print("keys map to partitions anew from now on: a host's records written before stay where they were "
+                  "(a correlate worker reads both; let the ingest workers rebalance)")
 
 
 @kafka_app.command("stop")

@@ -320,22 +320,50 @@ def stop(state_dir: Path, timeout_s: float = 30.0) -> bool:
     return True
 
 
-async def ensure_topics(bootstrap: str, topics: list[str], partitions: int = 3) -> None:
-    """Create the topics that do not exist yet. Raises :class:`BrokerError` on a per-topic error."""
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+async def ensure_topics(bootstrap: str, topics: list[str], partitions: int = 3, *, grow: bool = False
+                        ) -> dict[str, tuple[int | None, int]]:
+    """Create the topics that do not exist yet with ``partitions`` partitions; with ``grow``, also add partitions to
+    an existing topic that has fewer (Kafka cannot remove partitions: one with more keeps them). Returns topic ->
+    (partitions before, None for a topic created; partitions now). Raises :class:`BrokerError` on a per-topic error.
+
+    ``firstfault kafka topics --partitions 6`` after ``kafka start`` (which creates them with 3) said "topics ready"
+    and left every topic at 3 (a fresh user's trial)."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+    from aiokafka.errors import InvalidPartitionsError, KafkaError
 
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
     await admin.start()
     try:
         have = set(await admin.list_topics())
+        out: dict[str, tuple[int | None, int]] = {}
         new = [NewTopic(name=t, num_partitions=partitions, replication_factor=1) for t in topics if t not in have]
-        if not new:
-            return
-        resp = await admin.create_topics(new)
-        # aiokafka does not raise per-topic errors: read them from the response (kafka-local.md)
-        for t in getattr(resp, "topic_errors", []) or getattr(resp, "topic_error_codes", []):
-            name, code = t[0], t[1]
-            if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
-                raise BrokerError(f"creating topic {name} failed with Kafka error code {code}")
+        if new:
+            resp = await admin.create_topics(new)
+            # aiokafka does not raise per-topic errors: read them from the response (kafka-local.md)
+            for t in getattr(resp, "topic_errors", []) or getattr(resp, "topic_error_codes", []):
+                name, code = t[0], t[1]
+                if code not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
+                    raise BrokerError(f"creating topic {name} failed with Kafka error code {code}")
+            out.update({n.name: (None, partitions) for n in new})
+        old = [t for t in topics if t in have]
+        if old:
+            counts = {d["topic"]: len(d["partitions"]) for d in await admin.describe_topics(old)}
+            grown = set()
+            for t in old:
+                if grow and counts.get(t, partitions) < partitions:
+                    try:
+                        await admin.create_partitions({t: NewPartitions(total_count=partitions)})
+                        grown.add(t)
+                    except InvalidPartitionsError:  # the metadata was a moment old: it has that many already
+                        for _ in range(20):
+                            await asyncio.sleep(0.25)
+                            [d] = await admin.describe_topics([t])
+                            counts[t] = len(d["partitions"])
+                            if counts[t] >= partitions:
+                                break
+                    except KafkaError as e:
+                        raise BrokerError(f"adding partitions to topic {t} failed: {e}") from e
+            out.update({t: (counts.get(t), partitions if t in grown else counts.get(t, partitions)) for t in old})
+        return out
     finally:
         await admin.close()
