@@ -583,7 +583,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             # while the query's slot is held: its text and objects are this query's memory too
             rows = None if req.format == "arrow" else _ndjson(schema, batches, settings.sql_max_bytes)
         except StoreError as e:  # a table the lake cannot read is the server's trouble (README), not the query's
-            raise HTTPException(503 if e.unavailable else 400, f"query failed: {e}") from None
+            raise HTTPException(503 if e.unavailable else 400,
+                                f"{'query refused' if e.refused else 'query failed'}: {e}") from None
         finally:
             sql_slots.release()
         # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer);

@@ -968,6 +968,21 @@ class _ClosedOutput(io.TextIOBase):
         return self
 
 
+def _comment_first_query(args: list[str]) -> None:
+    """Exit 2 with the way out when ``firstfault sql`` is given a query that begins with a ``--`` comment before a
+    bare ``--``: click reads it as an option, "No such option: -- top initiating GPUs…", the whole query in its box (a
+    fresh user's trial). An option's name holds no blank, so such an argument can only be query text."""
+    if not args or args[0] != "sql":
+        return
+    for a in args[1:]:
+        if a == "--":
+            return
+        if a.startswith("--") and any(c.isspace() for c in a):
+            err.print("[red]a query that begins with a -- comment is read as an option:[/] put `--` before it "
+                      "(`firstfault sql -- \"$(cat q.sql)\"`) or give it on standard input (`firstfault sql - < q.sql`)")
+            sys.exit(2)
+
+
 def main() -> None:
     if sys.stdout is None:
         sys.stdout = _ClosedOutput()
@@ -976,6 +991,7 @@ def main() -> None:
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
     setup_logging(fmt if fmt in ("text", "json") else "text",
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
+    _comment_first_query(sys.argv[1:])
     try:
         app()
     except Exception as e:

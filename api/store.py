@@ -56,11 +56,14 @@ def _incident_shaped(d: Any) -> bool:
 
 class StoreError(RuntimeError):
     """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
-    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400)."""
+    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400); ``refused``: it
+    asked for what the connection does not allow (files, the network)."""
 
-    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+    def __init__(self, message: str, *, unavailable: bool = False, refused: bool = False) -> None:
         super().__init__(message)
         self.unavailable = unavailable
+        #: a query that reads files or the network: refused, as ``firstfault sql`` says it (a fresh user's trial)
+        self.refused = refused
 
 
 def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckdb.DuckDBPyConnection:
@@ -467,7 +470,8 @@ class Store:
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
             msg = query_error(e, timeout_s)
-            raise StoreError(msg, unavailable=" cannot be read: " in msg) from e
+            raise StoreError(msg, unavailable=" cannot be read: " in msg,
+                             refused=isinstance(e, duckdb.PermissionException)) from e
         finally:
             timer.cancel()
             con.close()

@@ -279,6 +279,9 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": bad})
         assert r.status_code == 400, bad
         assert r.headers["content-type"] == "application/problem+json" and "Traceback" not in r.text
+    # reading a file is refused, in the words `firstfault sql` uses ("query failed" here: a fresh user's trial)
+    assert api.post("/sql", json={"query": "SELECT * FROM read_csv('/etc/passwd')"}).json()["detail"].startswith(
+        "query refused: Permission Error")
     # DuckDB's advice to SET a limit higher is no advice here, where SET is refused (a break-it pass)
     r = api.post("/sql", json={"query": "SELECT " + "(" * 1100 + "1" + ")" * 1100 + " AS x"})
     assert r.status_code == 400 and "Max expression depth limit" in r.json()["detail"], r.text

@@ -450,6 +450,9 @@ def test_a_query_that_begins_with_a_comment_goes_after_the_options_end_or_on_sta
     for r in (_firstfault("sql", "-f", "csv", "--", query, env=env), _firstfault("sql", "-f", "csv", "-", env=env,
                                                                                stdin=query)):
         assert r.returncode == 0 and r.stdout.splitlines() == ['"x"', "42"], (r.stdout, r.stderr)
+    # without either: exit 2 with the way out, not click's "No such option" with the whole query in its box
+    r = _firstfault("sql", "-f", "csv", query, env=env)
+    assert r.returncode == 2 and "put `--` before it" in r.stderr and "No such option" not in r.stderr, r.stderr
     # bounded: a megabyte and more of "query" is refused, not read whole (a break-it pass: 100 MB, 790 MB of memory)
     r = _firstfault("sql", "-", env=env, stdin="SELECT 1 " + "-" * (1 << 20))
     assert r.returncode == 2 and "longer than 1,048,576 characters" in r.stderr, r.stderr
