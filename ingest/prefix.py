@@ -332,6 +332,9 @@ _HOST_TAG = re.compile(r"(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)
 #: journalctl -o short-monotonic's host and the kernel's tag after the raw stamp (journalctl(1): "[ 3731.387524]
 #: node2 kernel: …")
 _MONO_HOST = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) kernel: ")
+#: UCX's "[host:pid:tid]" after its Unix-time stamp (ucs/debug/log.c), and the stamps it may be (2001 – 2100)
+_UCX_HOST = re.compile(r"\[(?P<host>[A-Za-z0-9][\w.-]{0,252}):(?P<pid>\d{1,10}):\d{1,10}\] +")
+_EPOCH_MIN_S, _EPOCH_MAX_S = 978_307_200, 4_102_444_800
 #: a log level where a header's host would stand: Python logging's "%(asctime)s %(levelname)s %(name)s: …" ("2026-11-15
 #: 14:15:51,456 ERROR trainer: RuntimeError: …") has the ISO header's shape, and every such line was of host "error",
 #: over the file's, the record's key and NCCL's own host (a break-it pass). The level and logger stay in the message
@@ -908,9 +911,18 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         m = _MONO.match(s) if "mono" in can else None
         if m and p.mono is None:
             mono = float(m.group("mono"))
+            s = s[m.end():]
+            if _EPOCH_MIN_S <= mono < _EPOCH_MAX_S and p.ts is None and (u := _UCX_HOST.match(s)):
+                # UCX's own stamp, Unix seconds (ucs/debug/log.c: "[1739305867.601977] [dgx14:1131436:0]"), not an
+                # uptime: its lines were timed by their file, and the line after them took that time as its own
+                # (rapidsai/rapidsmpf#69, a real-logs pass)
+                p.ts, p.precision_us = int(round(mono * US)), 1
+                _host_or_addr(p, u["host"])
+                p.pid = int(u["pid"])
+                s = s[u.end():]
+                continue
             # seconds since boot: a machine up for more than ~300 years is a garbled stamp, not an uptime
             p.mono = mono if mono < 1e10 else None
-            s = s[m.end():]
             if p.host is None and (h := _MONO_HOST.match(s)):
                 # journalctl -o short-monotonic: "[ 3731.387524] node2 kernel: …", the host after the stamp (a merged
                 # journal of two hosts put node2's Xid 79 on the file's name: a real-logs pass)

@@ -688,6 +688,18 @@ def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_bracket
         assert parse_prefix(line, ref_us=REF).host is None, line
 
 
+def test_ucxs_log_stamp_is_unix_time_not_an_uptime():
+    """UCX's logger prints Unix seconds before "[host:pid:tid]" (ucs/debug/log.c): "[1739305867.605579] [dgx14:1131436:0]
+    mpool.c:269  UCX  ERROR Failed to allocate memory pool" (rapidsai/rapidsmpf#69) was read as a 55-year uptime,
+    timed by its file, and Open MPI's line below it took that time as its own. A kernel's raw stamp stays one."""
+    p = parse_prefix("[1739305867.605579] [dgx14:1131436:0]           mpool.c:269  UCX  ERROR Failed", ref_us=REF)
+    assert (p.ts, p.mono, p.host, p.pid, p.rest) == (1739305867605579, None, "dgx14", 1131436,
+                                                     "mpool.c:269  UCX  ERROR Failed")
+    for line in ("[ 4567.123456] NVRM: Xid (PCI:0000:3b:00): 79", "[1739305867.605579] eth0: link up"):
+        p = parse_prefix(line, ref_us=REF)
+        assert p.ts is None and p.mono is not None, line
+
+
 def test_hugging_faces_example_logging_stamp_is_read_month_first_and_behind_a_pdsh_label():
     """hiyouga/LlamaFactory#2470 (a real-logs pass): "02/11/2024 22:38:41 - INFO - llmtuner.data.template - …"
     (transformers' example scripts: datefmt "%m/%d/%Y %H:%M:%S", then " - <level> - ") gave no time, and pdsh's
