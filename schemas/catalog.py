@@ -167,6 +167,11 @@ class Signature(BaseModel):
             raise ValueError(f"{self.id}: severity_map needs severity_group")
         if self.action_map and not (self.severity_group and self.action):
             raise ValueError(f"{self.id}: action_map needs severity_group and an action for the other values")
+        for k in self.action_map:
+            # looked up in lower case too (correlate.attribute.catalog_action): nvml.q_clocks_event's "HW Power Brake
+            # Slowdown" never matched, and the power brake got the generic text (a real-logs pass)
+            if k != k.lower():
+                raise ValueError(f"{self.id}: action_map key {k!r} is not lower case")
         return self
 
 

@@ -4107,3 +4107,21 @@ def test_every_gpu_of_a_host_held_down_alike_is_the_servers_fault_not_each_gpus(
     assert inc["pattern"] == "platform.every_gpu_held_down" and "cooling" in inc["next_action"]
     for reasons in ({"1A": brake}, {"1A": brake, "1C": "HW Thermal Slowdown"}):
         assert all(i["pattern"] != "platform.every_gpu_held_down" for i in run(pipeline, smi(reasons))), reasons
+
+
+def test_the_power_brake_under_hw_slowdown_names_the_incident_and_its_action(pipeline):
+    """nvidia-smi -q's "HW Slowdown : Active" above "HW Power Brake Slowdown : Active" on one GPU (a V100 a Dell iDRAC
+    held at 382 MHz, l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling): the incident's action was
+    the parent row's generic text, and the brake's own action (its key not lower case) never applied (a real-logs
+    pass). The reason under the parent row names it: the server's brake, the GPU not at fault; pasted without the
+    table's indent it is the same; the parent row alone is still a fault."""
+    text = ("GPU 00000000:1A:00.0\n    Clocks Throttle Reasons\n        HW Slowdown                       : Active\n"
+            "            HW Thermal Slowdown           : Not Active\n"
+            "            HW Power Brake Slowdown       : Active\n")
+    (inc,) = run(pipeline, text)
+    assert (inc["category"], inc["initiator"]["device"]) == ("thermal_power", "0000:1a:00.0"), inc
+    assert inc["next_action"].startswith("The server asserts this GPU's power brake"), inc["next_action"]
+    (inc,) = run(pipeline, "HW Power Brake Slowdown: Active\n")
+    assert "the GPU is not at fault" in inc["next_action"], inc["next_action"]
+    (inc,) = run(pipeline, text.replace("Brake Slowdown       : Active", "Brake Slowdown       : Not Active"))
+    assert inc["next_action"].startswith("This GPU's clocks are held down (HW Slowdown)"), inc["next_action"]
