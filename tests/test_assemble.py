@@ -1336,3 +1336,15 @@ def test_a_line_is_located_where_it_starts_whatever_its_neighbours(lines, data):
     located: dict = {}
     for k in asked:
         assert _line_start(seg, k, raw[k].decode("utf-8", "replace"), located) == starts[k], (k, lines)
+
+
+def test_nvidia_smi_q_retired_pages_pending_is_its_sections_gpus(pipeline):
+    """nvidia-smi -q's "Retired Pages … Pending Page Blacklist : Yes" (a V100's dynamic page retirement,
+    stas00/ml-engineering's debug guide) gave no event (a real-logs pass): an ECC fault of the section's GPU; N/A (A100
+    and later print it there) and No are none."""
+    text = ("GPU 00000000:3B:00.0\n    Product Name                          : Tesla V100-SXM2-32GB\n"
+            "    Retired Pages\n        Single Bit ECC                    : 0\n"
+            "        Double Bit ECC                    : 1\n        Pending Page Blacklist            : Yes\n"
+            "GPU 00000000:3C:00.0\n    Retired Pages\n        Pending Page Blacklist            : N/A\n")
+    got = [(e["device"], e["kind"], e["signature"]) for e in _file_events(pipeline, text)]
+    assert got == [("0000:3b:00.0", "ecc", "nvml.q_retired_pages")]
