@@ -579,7 +579,7 @@ def every_gpu_held_down(scene: Scene) -> Verdict | None:
     lines (l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling; NVIDIA/NVSentinel#1666: two GPUs per node
     braked for 36 hours after a power event; a real-logs pass)."""
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
-    if not faults or any(e.signature != "nvml.q_clocks_event" for e in faults):
+    if not faults or any(e.signature not in ("nvml.q_clocks_event", "nvml.q_hw_slowdown") for e in faults):
         return None
     host = _only_host(scene)
     by_gpu: dict[str, set[str]] = {}
