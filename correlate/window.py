@@ -91,7 +91,10 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
     """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
     delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
     offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
-    ``d = Kafka append time − line time``."""
+    ``d = Kafka append time − line time``; a host whose offset passes ``cap_us`` has none: its lines are old (logs
+    replayed, as the demo's samples of 2023 beside 2026's) or its clock is wrong beyond any skew the windows
+    tolerate, and moving them by years (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh
+    user's trial) says nothing."""
     delays = _append_delays(events, min_events)
     if delays is None:
         return {}, {}
@@ -101,7 +104,7 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
         d = per_host[h]
         mad = sorted(abs(x - m) for x in d)[len(d) // 2]
         skew[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
-    return skew, {h: m - fleet for h, m in meds.items()}
+    return skew, {h: m - fleet for h, m in meds.items() if abs(m - fleet) <= cap_us}
 
 
 #: how far apart in time the ranks of one collective start it (µs): a training step's straggling, on top of the clocks

@@ -274,6 +274,16 @@ def test_skew_is_estimated_from_kafka_append_time():
     assert est["d"] == 3 * S  # rounded up to whole seconds: steady from one event to the next, never narrower
     clocks = Clocks(default_skew_us=2 * S, skew_us={"b": S}).with_estimates(est)
     assert (clocks.skew("a"), clocks.skew("b"), clocks.skew("c")) == (2 * S, S, 5 * S)
+    # the offsets: c's lines move 5 s forward; a host whose lines are years old (logs replayed: the demo's samples
+    # of 2023) has none, not an offset of years (a fresh user's trial), and its bound is the cap
+    from correlate.window import SKEW_CAP_US, estimate_clocks
+
+    for k in range(6):
+        e = ev(f"g{k}", "g", 1000 * S + k * S - 3 * 365 * 86400 * S)
+        e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", 1000 * S + k * S + 100_000
+        evs.append(e)
+    skew, offsets = estimate_clocks(evs)
+    assert offsets["c"] == 5 * S and offsets["a"] == 0 and "g" not in offsets and skew["g"] == SKEW_CAP_US
     # files carry no append time: no estimate
     for e in evs:
         e.origin = "file:x:1"
