@@ -113,7 +113,8 @@ def attribute(scene: Scene) -> Verdict | None:
 
     With an operator's symptom, the logged events are first attributed alone: when a benign pattern recognises
     them (they are not a fault), they explain nothing the operator reported either, and the incident is the
-    symptom's (``patterns.symptom_verdict``), not the benign pattern's turned into a fault by the report."""
+    symptom's (``patterns.symptom_verdict``), not the benign pattern's turned into a fault by the report; when the
+    report defeated another pattern, the candidates' verdict keeps that pattern's category."""
     verdict = _first_pattern(scene)
     symptoms = scene.symptoms()
     if symptoms and len(symptoms) < len(scene.events) and not (verdict and verdict.pattern.startswith("benign.")):
@@ -126,6 +127,14 @@ def attribute(scene: Scene) -> Verdict | None:
         plain = _first_pattern(logged) if logged.faults() else None
         if plain is not None and plain.pattern.startswith("benign."):
             return symptom_verdict(scene, benign=plain)
+        if verdict is None and plain is not None:
+            # the report defeated a pattern that named what the logs are (one rank's watchdog timeout: a hang,
+            # comm.silent_rank): the roots verdict keeps that category, not "other" (a fresh user's trial: telling
+            # the tool more made it say less)
+            v = roots_verdict(scene)
+            if v is not None and v.category == "other":
+                v.category = plain.category
+            return v
     return verdict or roots_verdict(scene)
 
 

@@ -4125,3 +4125,19 @@ def test_the_power_brake_under_hw_slowdown_names_the_incident_and_its_action(pip
     assert "the GPU is not at fault" in inc["next_action"], inc["next_action"]
     (inc,) = run(pipeline, text.replace("Brake Slowdown       : Active", "Brake Slowdown       : Not Active"))
     assert inc["next_action"].startswith("This GPU's clocks are held down (HW Slowdown)"), inc["next_action"]
+
+
+def test_an_operators_report_beside_one_ranks_timeout_keeps_the_category_the_logs_give(pipeline):
+    """One rank's watchdog timeout alone is a hang whose silent rank is unknown (comm.silent_rank, ``nccl_hang``); with
+    the operator's "hang" or "failure" beside it the pattern steps aside for the candidates' verdict, which said
+    ``other``: telling the tool more made it say less (a fresh user's trial). The category stays ``nccl_hang``."""
+    from correlate.correlator import Symptom
+
+    line = ("[rank8]:[E1129 03:20:02.120267 ProcessGroupNCCL.cpp:607] [Rank 8] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+            "ran for 600045 milliseconds before timing out.")
+    (plain,) = _with(pipeline, line, [], host="node08")
+    assert (plain["pattern"], plain["category"]) == ("comm.silent_rank", "nccl_hang")
+    for kind in ("hang", "failure"):
+        (told,) = _with(pipeline, line, [Symptom(host="node08", kind=kind)], host="node08")
+        assert told["category"] == "nccl_hang", (kind, told["pattern"], told["category"])
