@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# recipes quiet, progress on stderr: `make demo ARGS=--once > incidents.txt` captures the table alone
+# recipes quiet, progress on stderr: `make demo ARGS=--once > incidents.txt` captures the incidents alone (their
+# table under its title, "20 incidents (11 open, 9 resolved)")
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
 	@echo "creating $(VENV) and installing firstfault with its test extras (a few minutes the first time) …" >&2

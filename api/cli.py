@@ -231,7 +231,7 @@ def diagnose(
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print the incidents (a table; with --format json the events and
-    incidents in DESIGN.md's shape)."""
+    incidents in docs/DESIGN.md's shape)."""
     from api.diagnose import SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files
     from api.render import IncidentsReport, events_json
     from ingest.files import NOTE_SUFFIXES, walk

@@ -58,7 +58,7 @@ def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> l
     given the one host the logs are of: per file, the hosts of its events, topology facts and link samples (a
     line's own host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or,
     for a file none of whose lines was recognised, the host its name gives (a silent host is the usual suspect of a
-    hang, not one to leave out). Raises :class:`SymptomHostError` naming the hosts when they are several (a report
+    hang, not one to leave out), unless it holds only blank lines. Raises :class:`SymptomHostError` naming the hosts when they are several (a report
     about one host would change every host's incidents), or when there is none."""
     if all(x.host for x in symptoms):
         return symptoms
@@ -69,7 +69,8 @@ def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> l
         for origin in t.column("origin").unique().to_pylist():
             if f := file_of(origin):
                 heard.add(f"file:{f[0]}@{f[1]}")
-    hosts.update(seg.host for seg in decoded.segments if seg.host and seg.stream not in heard)
+    # a file of blank lines is of no host (a folder's empty.log was one of "3 hosts": a fresh user's trial)
+    hosts.update(seg.host for seg in decoded.segments if seg.host and seg.stream not in heard and seg.data.strip())
     hosts = sorted(hosts)
     kind = next(x.kind for x in symptoms if not x.host)
     if not hosts:

@@ -1102,6 +1102,10 @@ def test_diagnose_refuses_a_symptom_without_a_host_on_files_of_several_hosts(tmp
     (tmp_path / "one" / "node09.dmesg.log").write_bytes(b"[  12.5] usb 1-1: new high-speed USB device\n")
     r = run(app, ["diagnose", str(tmp_path / "one"), "--symptom", "failure", "--format", "json"])
     assert r.exit_code == 0 and orjson.loads(r.stdout)["incidents"][0]["initiator"]["host"] == "node09", r.output
+    # a file of blank lines beside it is of no host (empty.log was one of "3 hosts": a fresh user's trial)
+    (tmp_path / "one" / "empty.log").write_bytes(b"\n  \n\n")
+    r = run(app, ["diagnose", str(tmp_path / "one"), "--symptom", "failure", "--format", "json"])
+    assert r.exit_code == 0 and orjson.loads(r.stdout)["incidents"][0]["initiator"]["host"] == "node09", r.output
 
 
 @kafka
