@@ -4141,3 +4141,18 @@ def test_an_operators_report_beside_one_ranks_timeout_keeps_the_category_the_log
     for kind in ("hang", "failure"):
         (told,) = _with(pipeline, line, [Symptom(host="node08", kind=kind)], host="node08")
         assert told["category"] == "nccl_hang", (kind, told["pattern"], told["category"])
+
+
+def test_gpus_mig_parted_could_not_reset_explain_its_failure_to_apply(pipeline):
+    """nvidia-mig-parted's GPUs "In use by another client" are why it could not apply the MIG configuration
+    (NVIDIA/mig-parted#181: nvidia_drm held them): one incident whose action is theirs, not five suspects and
+    "collect the kernel log" (a real-logs pass: no event before)."""
+    text = ("ERRO[0003]\n"
+            "The following GPUs could not be reset:\n"
+            "  GPU 00000000:01:00.0: In use by another client\n"
+            "  GPU 00000000:47:00.0: In use by another client\n"
+            "FATA[0008] Error applying MIG configuration with hooks: error resetting all GPUs: exit status 255\n")
+    (inc,) = run(pipeline, text, host="node01")
+    assert {x["rule"] for x in inc["evidence"]} == {"mig_reset.explains_apply_failure"}, inc["evidence"]
+    assert "nvidia_drm" in inc["next_action"], inc["next_action"]
+    assert "collect the kernel log" not in inc["next_action"].lower()
