@@ -3986,6 +3986,11 @@ def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pi
      "[ 9.100000] NVRM: The system BIOS may have misconfigured your GPU.\n"
      "[ 9.100100] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
      "pci_window.explains_init_failure", "pcie", "Above 4G Decoding"),
+    # a VM's kernel could not place a hot-plugged GPU's BAR1 (kata-containers/kata-containers#835): the driver's
+    # probe failure a minute later follows it, and the action names the VM's case
+    ("[    9.976683] pci 0000:02:00.0: BAR 1: failed to assign [mem size 0x800000000 64bit pref]\n"
+     "[   72.162223] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+     "pci_bar_unassigned.explains_init_failure", "pcie", "root port"),
     # RmInitAdapter's stage 0x22, the PCI memory windows (NVIDIA/open-gpu-kernel-modules#862): the BIOS, not an RMA
     ("[ 5.000000] NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n"
      "[ 5.000000] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n",
