@@ -781,6 +781,11 @@ def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
 SEQ_BEHIND_MAX = 5_000
 
 
+#: the most ranks a communicator's size is believed at (NCCL's largest jobs hold about a hundred thousand): a larger
+#: ``nranks`` is a garbled or hostile line, not a size to list the silent ranks of
+NRANKS_MAX = 1 << 20
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -827,8 +832,11 @@ def silent_rank(scene: Scene) -> Verdict | None:
     mine = [e for e in timeouts if group(e) == grp and e.seq == seq]
     comm = _comm_of(scene, mine) if grp is None else None
     members = scene.topo.comm_ranks.get(comm, {}) if comm else {}
-    size = max([e.nranks or 0 for e in (scene.events if grp is None else mine)]
-               + [scene.topo.comm_size.get(comm, 0) if comm else 0, len(members)])
+    # a communicator's size as its lines say it, up to NRANKS_MAX: an init line's "nranks 2147483647" built a set of
+    # two billion ranks below (23 GB; the service's every step failed with MemoryError and no incident came out: a
+    # break-it pass)
+    size = max([n for e in (scene.events if grp is None else mine) if (n := e.nranks or 0) <= NRANKS_MAX]
+               + [n if (n := scene.topo.comm_size.get(comm, 0) if comm else 0) <= NRANKS_MAX else 0, len(members)])
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):

@@ -4161,3 +4161,24 @@ def test_gpus_mig_parted_could_not_reset_explain_its_failure_to_apply(pipeline):
     assert {x["rule"] for x in inc["evidence"]} == {"mig_reset.explains_apply_failure"}, inc["evidence"]
     assert "nvidia_drm" in inc["next_action"], inc["next_action"]
     assert "collect the kernel log" not in inc["next_action"].lower()
+
+
+def test_a_communicator_size_no_job_has_is_not_listed_rank_by_rank(tmp_path):
+    """NCCL init lines saying "nranks 2147483647" (garbled or hostile) made the silent-rank pattern build a set of two
+    billion ranks: 23 GB, and the service's every step failed with MemoryError (a break-it pass). A size past
+    NRANKS_MAX is not believed: the members the init lines place are the communicator, and the rank of them that did
+    not time out is named."""
+    from api.diagnose import diagnose_paths
+    from correlate.patterns import NRANKS_MAX
+    from schemas.settings import Settings
+
+    init = ("node0{n}:1234:1290 [{r}] NCCL INFO comm 0x7f2d1c3e5a6b7c8d rank {r} nranks {size} cudaDev {r} nvmlDev {r} "
+            "busId 1{r}000 commId 0x1234abcd5678ef90 - Init COMPLETE")
+    out = ("[rank{r}]:[E1201 03:22:44.903881913 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+           "for 600020 milliseconds before timing out.")
+    for size in (2**31 - 1, NRANKS_MAX + 1):
+        (tmp_path / "job.log").write_text("\n".join([init.format(n=r + 1, r=r, size=size) for r in range(4)]
+                                                    + [out.format(r=r) for r in range(3)]) + "\n")
+        [inc] = diagnose_paths([tmp_path], Settings())[2]
+        assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 3, "node04")
