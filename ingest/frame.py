@@ -29,6 +29,8 @@ from itertools import chain, repeat
 import hyperscan
 import numpy as np
 
+from ingest.prefix import parse_prefix
+
 #: what a continuation line is indented under: dmesg's stamp, or a syslog/journal header through its tag
 #: (journalctl aligns a multi-line message's later lines under its first: "May 11 19:25:29 homecomp kernel: NVRM:
 #: The NVIDIA GPU …" then 33 blanks and "NVRM: installed in this system requires …",
@@ -230,20 +232,28 @@ def lf_line_ends(datas: list[bytes]) -> list[bytes]:
 
 #: a line that holds a ``\\r`` (:func:`lf_line_ends`)
 _REDRAWN = re.compile(rb"(?m)^[^\n\r]*\r[^\n]*")
-#: a progress bar's words: a percentage (tqdm's ``45%|####5 |``, a bare ``10%``) or a rate (``7.30it/s``, ``1.2s/it``)
-_BAR = re.compile(rb"\d%|\d(?:it/s|s/it)\b")
 
 
 def _as_shown(m: re.Match) -> bytes:
-    """A line with ``\\r`` in it as a terminal shows its last write: the text after its last ``\\r``, behind the text
-    before its first one unless that is a progress bar — a collector's header (syslog's, CRI's ``<stamp> stderr F``)
-    stays with the line it is the header of (a break-it pass: dropped, the line took another host's time); the
-    redrawn text between is dropped. A line whose last ``\\r`` ends it stays as it is."""
+    """A line with ``\r`` in it as a terminal shows its last write — the text after its last ``\r`` — behind the
+    collector's header the line began with (syslog's ``Dec  1 03:12:02 node02 python[4411]: ``, CRI's ``<stamp>
+    stderr F ``: what ``parse_prefix`` reads as the line's prefixes), which is the header of the whole line, not of the
+    text the program redrew: the text between is dropped, a progress bar or a status line (``step 122/1000
+    loss=0.52``). The header stays unless the last write has a date or a host of its own. Before, a progress bar in
+    the first write took the header with it (the ECC error of node02's rank 1 took node01's Xid 13 as its cause, and
+    a CRI record's line its file's time: a break-it pass), and a status line was joined to the line after it. A line
+    whose last ``\r`` ends it stays as it is."""
     line = m.group(0)
     head, *_, last = line.split(b"\r")
     if not last.strip():
         return line
-    return last if _BAR.search(head) else head + last
+    text = head.decode("utf-8", "surrogateescape")
+    rest = parse_prefix(text).rest
+    header = text[:len(text) - len(rest)] if rest and text.endswith(rest) else text if not rest else ""
+    if not header.strip():
+        return last
+    own = parse_prefix(last.decode("utf-8", "surrogateescape"))
+    return last if own.ts is not None or own.host is not None else header.encode("utf-8", "surrogateescape") + last
 
 
 def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]:

@@ -1319,6 +1319,18 @@ def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline
     got = [(e["signature"], e["host"], e["ts_basis"], e["ts"].isoformat()[11:19]) for e in _file_events(pipeline, text)]
     assert got == [("xid", "gpu-b02", "line", "08:00:00"), ("torch.nccl_error", "gpu-a17", "line", "10:00:01"),
                    ("torch.nccl_error", "node1", "line", "10:00:02")]
+    # the bar's first write in the header's own write, with no "\r" between them: the header stays all the same (a
+    # third break-it pass: node02's ECC error took node01's host and its Xid 13 as its cause); a status line that is
+    # no bar is redrawn over too, not joined to the line after it; a last write with its own date is the line alone
+    ecc = "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+    text = ("Dec  1 03:12:01 node01 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=9, Graphics Exception\n"
+            f"Dec  1 03:12:02 node02 python[4411]: Epoch 3:  45%|####5 | 450/1000\r{ecc}"
+            f"2026-12-01T03:12:03.123456789Z stderr F Training: 0%|\rTraining: 45%|\r{ecc}"
+            f"step 122/1000 loss=0.5201\r2026-12-01T03:12:04Z node03 kernel: NVRM: Xid (PCI:0000:5e:00): 79, pid=1, "
+            "GPU has fallen off the bus.\n")
+    got = [(e["signature"], e["host"], e["ts"].isoformat()[11:19]) for e in _file_events(pipeline, text)]
+    assert got == [("xid", "node01", "03:12:01"), ("cuda.ecc_uncorrectable", "node02", "03:12:02"),
+                   ("cuda.ecc_uncorrectable", "node1", "03:12:03"), ("xid", "node03", "03:12:04")], got
 
 
 @given(st.lists(st.sampled_from(["a", "a", "b x", "", "é", "\udcff", "NVRM: Xid 79"]), min_size=1, max_size=30),
