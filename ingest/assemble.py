@@ -253,10 +253,22 @@ _OWN_DATE = re.compile(r'(?:time=|\{"(?:time|ts|timestamp|@timestamp)":\s*)?"?'
                        r'((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))')
 
 
+#: a JSON record's time field anywhere in it (logrus' JSON formatter sorts its keys: "time" comes last; zap writes
+#: "ts" second, as epoch seconds or ISO 8601)
+_JSON_OWN_DATE = re.compile(r'"(?:time|ts|timestamp|@timestamp)":\s*(?:"((?:19|20)\d\d-[01]\d-[0-3]\dT\d\d:\d\d:\d\d'
+                            r'(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))"|(1\d{9}(?:\.\d{1,9})?)\b)')
+
+
 def _own_date(rest: str) -> int | None:
-    """µs of the RFC 3339 stamp a line's message begins with (:data:`_OWN_DATE`), None without one."""
+    """µs of the RFC 3339 stamp a line's message begins with (:data:`_OWN_DATE`), or of a JSON record's time field
+    wherever it stands (:data:`_JSON_OWN_DATE`: logrus' sorted keys, zap's epoch ``ts`` under a syslog header took the
+    file's year, two years off: a break-it pass); None without one."""
     m = _OWN_DATE.match(rest)
-    return parse_iso_us(m[1]) if m else None
+    if m:
+        return parse_iso_us(m[1])
+    if rest.startswith("{") and (j := _JSON_OWN_DATE.search(rest, 0, 4096)):
+        return parse_iso_us(j[1]) if j[1] else int(float(j[2]) * 1_000_000)
+    return None
 
 
 #: the bytes of a file read for dated lines (:func:`_year_from_unmatched`): the scan is bounded, whatever the file

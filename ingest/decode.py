@@ -624,6 +624,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     message: Any = UNSET
     log: Any = UNSET
     msg: Any = UNSET
+    level: Any = UNSET
     error: Any = UNSET
     err: Any = UNSET
     ts: Any = UNSET
@@ -658,9 +659,13 @@ _TIME_FIELDS = (("timestamp", "timestamp"), ("@timestamp", "at_timestamp"), ("ti
                 ("TimeGenerated", "TimeGenerated"))
 
 
+#: an address with its port ("10.0.0.5:29500", "node07:8080"): a program's field, not the machine a record is of
+_HOST_PORT = re.compile(r"[^:\s\[\]]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
+
+
 def _host_of(rec: Envelope) -> str | None:
     """The record's host (the first usable host field, :class:`Envelope`), or None when it names none (no field, an
-    empty or null one, an ECS ``host`` object without a name). Raises ``ValueError`` for a host field that is a
+    empty or null one, an address with its port, an ECS ``host`` object without a name). Raises ``ValueError`` for a host field that is a
     number, a boolean or a list: a shipper's mapping gone wrong, which took the Kafka key's host silently (a
     break-it pass)."""
     for name, v in (("_HOSTNAME", rec._HOSTNAME), ("hostname", rec.hostname), ("host", rec.host),
@@ -668,7 +673,7 @@ def _host_of(rec: Envelope) -> str | None:
         if v is None or v is UNSET:
             continue
         if isinstance(v, str):
-            if v:
+            if v and not _HOST_PORT.fullmatch(v):  # "10.0.0.5:29500": a program's peer, no machine (a break-it pass)
                 return v
             continue
         if isinstance(v, dict):  # Filebeat / ECS: {"host": {"name": …}}
@@ -782,21 +787,33 @@ def _time_of(rec: Envelope) -> int | None:
     v = rec.realtime
     if v is not None and v is not UNSET:
         return _journald_us(v)
+    logger = _logger_record(rec)
+    if logger and (t := _zap_ts(rec.ts)) is not None:  # zap's own time before the program's fields
+        return t
     for k, attr in _TIME_FIELDS:
         v = getattr(rec, attr)
         if v is None or v is UNSET:
             continue
-        if type(v) is str:  # the common case first (a str is never a bool or a number)
-            t = _rfc3339_us(v)
-            if t is None:
-                raise ValueError(f"field {k!r} is not an ISO 8601 time: {v[:60]!r}")
-            return t
-        if isinstance(v, bool):
-            raise ValueError(f"field {k!r} is a boolean, not a time")
-        if isinstance(v, (int, float)):
-            return _epoch_us(v, k)
-        raise ValueError(f"field {k!r} has type {type(v).__name__}, not a time")
-    v = rec.ts  # zap's: read when it is a time, else the record has none (another program's "ts" is no error)
+        try:
+            if type(v) is str:  # the common case first (a str is never a bool or a number)
+                t = _rfc3339_us(v)
+                if t is None:
+                    raise ValueError(f"field {k!r} is not an ISO 8601 time: {v[:60]!r}")
+                return t
+            if isinstance(v, bool):
+                raise ValueError(f"field {k!r} is a boolean, not a time")
+            if isinstance(v, (int, float)):
+                return _epoch_us(v, k)
+            raise ValueError(f"field {k!r} has type {type(v).__name__}, not a time")
+        except ValueError:
+            if not logger:  # a structured logger's other fields are the program's: not times, no error
+                raise
+    return _zap_ts(rec.ts)
+
+
+def _zap_ts(v: Any) -> int | None:
+    """zap's ``ts``: read when it is a time (ISO 8601 or epoch seconds …), else the record has none (another program's
+    "ts" is no error)."""
     if type(v) is str:
         return _rfc3339_us(v)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -874,7 +891,18 @@ def _rfc3339_us(v: str) -> int | None:
     return base + (int(frac[:6].ljust(6, "0")) if frac else 0)
 
 
+def _logger_record(rec: Envelope) -> bool:
+    """A structured logger's record (zap, logrus, slog: a string ``msg`` and a string ``level``): its ``msg``, its
+    ``ts`` or ``time`` and its ``error``/``err`` are the logger's, any other field the program's own — a ``log`` field
+    (a file path), a ``time`` that is a duration (1.53), a ``date`` of "Mon" shadowed its message or refused the
+    record, its Xid line lost (a break-it pass)."""
+    return type(rec.msg) is str and type(rec.level) is str
+
+
 def _message_of(rec: Envelope) -> str:
+    if _logger_record(rec) and rec.MESSAGE is UNSET and type(rec.message) is not str:
+        cause = _cause_of(rec)
+        return f"{rec.msg}: {cause}" if cause else rec.msg
     for k, attr in _MESSAGE_FIELDS:
         v = getattr(rec, attr)
         if v is UNSET:
@@ -1016,7 +1044,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                             ts := _rfc3339_us(ts)) is None:
                         ts = _time_of(rec)
                     h = rec.host
-                    if type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET:
+                    if (type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET
+                            or ":" in h):
                         h = _host_of(rec)
                     if rec.kubernetes is not UNSET:
                         _k8s_pod(rec.kubernetes, out.pod_nodes)

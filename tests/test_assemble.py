@@ -1290,6 +1290,12 @@ def test_the_drivers_two_lines_of_one_rm_init_failure_are_one_event_with_its_cod
     # dated the whole file a year off)
     ('Apr 30 21:13:04 node1 agent[7]: {"level":"error","lastSuccess":"2025-04-30T21:12:00Z",'
      '"msg":"nvidia-container-cli: detection error: nvml error: unknown error"}', 2026),
+    # a JSON record's own time field wherever it stands: logrus' JSON formatter sorts its keys ("time" last), zap
+    # writes "ts" second, in epoch seconds (a third break-it pass: two years off)
+    ('Apr 30 21:13:04 node1 agent[7]: {"level":"fatal","msg":"nvidia-container-cli: detection error: nvml error: '
+     'unknown error","time":"2024-04-30T21:13:04Z"}', 2024),
+    ('Apr 30 21:13:04 node1 agent[7]: {"level":"fatal","ts":1714511584.123,"msg":"nvidia-container-cli: detection '
+     'error: nvml error: unknown error"}', 2024),
 ])
 def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, line, year):
     (ev,) = _file_events(pipeline, line)

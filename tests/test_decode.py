@@ -156,6 +156,15 @@ def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
      1741075043500000),
     # a "ts" that is no time is no error (the record has no time of its own); an "error" that is no string is not read
     ({"ts": "step 4", "msg": "loss 0.3", "error": 0, "host": "node01"}, "loss 0.3", None),
+    # a logger's record (msg and level): the program's own "log", "time", "date" or "timestamp" fields neither hide
+    # its msg nor refuse it, and a "host" that is an address with its port is no machine (a break-it pass: the Xid
+    # line lost, the record refused, the event of host "10.0.0.5:29500")
+    ({"level": "error", "ts": 1741075043.5, "msg": "NVRM: Xid 79", "log": "/var/log/kern.log", "hostname": "node01"},
+     "NVRM: Xid 79", 1741075043500000),
+    ({"level": "error", "ts": "2025-03-04T07:57:23Z", "msg": "m", "time": 1.53, "date": "Mon", "timestamp": "n/a",
+      "host": "node01"}, "m", 1741075043000000),
+    ({"level": "error", "ts": 1741075043.5, "msg": "health check failed", "host": "10.0.0.5:29500",
+      "hostname": "node01", "error": "NVRM: Xid 79"}, "health check failed: NVRM: Xid 79", 1741075043500000),
 ])
 def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts):
     """A structured logger's JSON line (zap, logrus, slog) is its message and its cause, as its text encoder prints
