@@ -1336,10 +1336,18 @@ class Storms:
 _NO_COUNT = float(2**63)
 
 
+#: DCGM's "blank" values and the three after them (not found, not supported, no permission) that dcgm-exporter passes
+#: on where a field has no value: 32-bit 0x7ffffff0, 64-bit 0x7ffffffffffffff0, double 2^47 (dcgm_structs.h
+#: DCGM_INT32_BLANK, DCGM_INT64_BLANK, DCGM_FP64_BLANK). 2147483632 read as a count was a rise of 2.1e9 NVLink errors in a
+#: minute (a break-it pass)
+_DCGM_BLANKS = frozenset(float(b + k) for b in (0x7FFFFFF0, 0x7FFFFFFFFFFFFFF0, 2.0**47) for k in range(4))
+
+
 def _sample_value(v: Any) -> float | None:
-    """A link sample's value (float), None when it is no number, not finite, negative or at least :data:`_NO_COUNT`."""
+    """A link sample's value (float), None when it is no number, not finite, negative, at least :data:`_NO_COUNT` or
+    one of DCGM's blank values (:data:`_DCGM_BLANKS`)."""
     x = _maybe_float(v)
-    return x if x is not None and 0 <= x < _NO_COUNT else None
+    return x if x is not None and 0 <= x < _NO_COUNT and x not in _DCGM_BLANKS else None
 
 
 def _maybe_float(v: Any) -> float | None:
