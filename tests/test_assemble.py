@@ -1151,6 +1151,25 @@ def test_a_line_without_a_time_takes_the_nearest_stamped_line_above_it_recognise
     assert times(moe, xid, noise, ecc)[1] == (t.replace(second=50), "inherited")
 
 
+def test_nvidia_smi_table_rows_behind_a_collectors_header_are_read_as_bare_ones(pipeline):
+    """The nvidia-smi table as a DaemonSet's CRI lines (``kubectl logs --timestamps``) or behind syslog's header gave no
+    event: its row patterns were anchored at the row's ``|`` (a break-it pass). The same GPUs read ERR! either way."""
+    table = (_SMI_HEAD
+             + "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |\n"
+             + "|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                  N/A |\n"
+             + "| ERR!  ERR!  ERR!             ERR! / ERR! |  4MiB /  81559MiB |    ERR!      Default |\n"
+             + "|   2  NVIDIA H100 80GB HBM3          On  |   00000000:3A:00.0 Off |                 ERR! |\n")
+    def smi(text: str) -> list[tuple[str, str]]:
+        return [(e["device"], e["signature"]) for e in _file_events(pipeline, text)
+                if e["signature"].startswith("nvml.smi")]
+
+    bare = smi(table)
+    assert bare == [("0000:2a:00.0", "nvml.smi_gpu_err_fields"), ("0000:3a:00.0", "nvml.smi_gpu_err")]
+    for header in ("2026-12-01T03:12:00.123456789Z stdout F ", "Dec  1 03:12:00 node07 nvidia-smi[42]: "):
+        text = "".join(header + row + "\n" for row in table.splitlines())
+        assert smi(text) == bare, header
+
+
 def test_nvidia_smi_q_clocks_event_reasons_are_of_their_sections_gpu(pipeline):
     """nvidia-smi -q's "HW Power Brake Slowdown : Active" under "GPU 00000000:1E:00.0" (a V100 held at 382 MHz by a
     server's BMC, l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling): no event before; it is that
