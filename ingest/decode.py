@@ -1762,7 +1762,10 @@ def known_format(data: bytes) -> str | None:
             return f"not log text: {what}"
     if data[257:262] == b"ustar":
         return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
-    if _own_output(data[:4096]):
+    head = data[:_SNIFF_BYTES]
+    if (codec := _wide_codec(head)) is not None:  # PowerShell's `>` writes UTF-16 (a break-it pass)
+        head = head.decode(codec, "replace").encode()
+    if _own_output(head):
         return "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"
     return None
 
@@ -1775,8 +1778,11 @@ def _own_output(head: bytes) -> bool:
     """Whether a file's first bytes are ``firstfault diagnose``'s own output saved beside the logs it read — its JSON
     (an ``events`` list whose events have ``event_id`` and ``ts_basis``) or its table, after stderr's lines when both
     went to the file: read again, its quoted lines were a second host's faults, and the same GPU's fault "recurred"
-    (a real-logs pass). Another tool's ``{"events": [`` (``aws logs get-log-events``) is a log (a break-it pass)."""
+    (a real-logs pass); its incidents alone too (``jq '{incidents}'``). Another tool's ``{"events": [`` (``aws logs
+    get-log-events``) is a log (a break-it pass). ``head``: the first 64 KB (stderr's lines may fill 4 KB before the
+    table), UTF-16 or UTF-32 decoded."""
     return (b'"events": [' in head and b'"event_id": "' in head and b'"ts_basis": "' in head) \
+        or (b'"incidents": [' in head and b'"initiator": {' in head and b'"next_action": "' in head) \
         or _OWN_TABLE.search(head) is not None
 
 

@@ -1072,6 +1072,12 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     assert known_format(b'{\n    "events": [\n        {"timestamp": 1, "message": "NVRM: Xid"}]}') is None
     ours = (tmp_path / "diag.json").read_bytes()
     assert known_format(b"1 line \xe2\x86\x92 1 event\n" + ours) is not None
+    # ... as PowerShell's `>` writes it (UTF-16), after more than 4 KB of stderr's lines, or its incidents alone
+    # (`jq '{incidents}'`): ours too (a third break-it pass)
+    table = "Incidents\n\u250f━━━┓\n┃ start ┃\n"
+    assert known_format("\ufeff".encode("utf-16-le") + table.encode("utf-16-le")) is not None
+    assert known_format(b"skipped x: a note\n" * 400 + table.encode()) is not None
+    assert known_format(orjson.dumps({"incidents": incidents}, option=orjson.OPT_INDENT_2)) is not None
 
 
 def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipeline):
