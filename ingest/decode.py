@@ -1688,7 +1688,10 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 # line without a "{" is no array of objects: memchr spares each raw dmesg line the regex)
                 value[0] not in _BRACKETS or 123 in value and (
                     _JSON_OBJECT_START if value[0] == 123 else _JSON_ARRAY_START).match(value)
-                or value[0] == 91 and 123 in value and value.rstrip()[-1:] == b"]")):  # [1, {…}]: looks_json_array
+                or value[0] == 91 and 123 in value and value.rstrip()[-1:] == b"]"  # [1, {…}]: looks_json_array
+                # a first line that is no record before envelopes (a lone "{", a cut record): decode_message reads
+                # them as records (looks_ndjson), and so must this (a property's draw: "{\n\n{"message": …}")
+                or 123 in value and 10 in value and _envelopes_after_first_line(value))):
             size += via_message(r)  # asks
             if size > limit:
                 break
