@@ -536,6 +536,13 @@ def missing_cause(scene: Scene) -> Verdict | None:
 
 # --- platform and software ---------------------------------------------------------------------
 
+def _host_parties(scene: Scene, host: str, faults: list[Ev]) -> tuple[list[Party], list]:
+    """The downstream parties and context of a verdict whose initiator is ``host`` itself through ``faults``: those
+    of :func:`downstream_parties` that hold more than those faults."""
+    down, ctx = downstream_parties(scene, (host, None, None), [])
+    return [p for p in down if not set(p.events) <= set(faults)], ctx
+
+
 def every_gpu_init_failed(scene: Scene) -> Verdict | None:
     """Several GPUs of one host whose driver initialisation fails with the same code (``RmInitAdapter failed!
     (0x11:0x45:2525)``) and nothing else: what they share failed — the driver, the host's PCIe/IOMMU, a VM's
@@ -552,8 +559,7 @@ def every_gpu_init_failed(scene: Scene) -> Verdict | None:
     if host is None or len(gpus) < 2 or len(codes) != 1:
         return None
     code = codes.pop()
-    down, ctx = downstream_parties(scene, (host, None, None), [])
-    down = [p for p in down if not set(p.events) <= set(faults)]
+    down, ctx = _host_parties(scene, host, faults)
     return Verdict(
         pattern="platform.every_gpu_init_failed", category="driver",
         initiator=_host_initiator(host, "gpu_init_failed", faults), initiator_events=faults,
@@ -604,8 +610,7 @@ def every_gpu_held_down(scene: Scene) -> Verdict | None:
     else:
         return None
     gpus = sorted(by_gpu)
-    down, ctx = downstream_parties(scene, (host, None, None), [])
-    down = [p for p in down if not set(p.events) <= set(faults)]
+    down, ctx = _host_parties(scene, host, faults)
     return Verdict(
         pattern="platform.every_gpu_held_down", category="thermal_power",
         initiator=_host_initiator(host, "other", faults), initiator_events=faults,
