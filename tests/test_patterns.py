@@ -3986,6 +3986,13 @@ def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pi
      "[ 9.100000] NVRM: The system BIOS may have misconfigured your GPU.\n"
      "[ 9.100100] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
      "pci_window.explains_init_failure", "pcie", "Above 4G Decoding"),
+    # the open module of R515 - R525 refuses a GPU that is no data-center GPU (NVIDIA/open-gpu-kernel-modules#230):
+    # its RmInitAdapter failure is that, not a GPU to RMA
+    ("[    3.513141] NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.\n"
+     "[    3.513144] NVRM: To force use of Open nvidia.ko on other GPUs, see the\n"
+     "[    3.824916] NVRM: GPU 0000:04:00.0: RmInitAdapter failed! (0x63:0x0:1905)\n"
+     "[    3.827920] NVRM: GPU 0000:04:00.0: rm_init_adapter failed, device minor number 0\n",
+     "driver_install.explains_init_failure", "driver", "NVreg_OpenRmEnableUnsupportedGpus=1"),
     # a VM's kernel could not place a hot-plugged GPU's BAR1 (kata-containers/kata-containers#835): the driver's
     # probe failure a minute later follows it, and the action names the VM's case
     ("[    9.976683] pci 0000:02:00.0: BAR 1: failed to assign [mem size 0x800000000 64bit pref]\n"
@@ -4003,6 +4010,40 @@ def test_a_gpu_the_host_cannot_start_for_its_configuration_says_so(pipeline, tex
     assert (inc["category"], words in inc["next_action"]) == (category, True), inc["next_action"]
     assert {x["rule"] for x in inc["evidence"]} == ({rule} if rule else set()), inc["evidence"]
     assert "RMA" not in inc["next_action"]
+
+
+@pytest.mark.parametrize(("text", "rule", "says", "words"), [
+    # Secure Boot refused the module, then nvidia-smi found no driver (canonical/nvidia-graphics-drivers#62)
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.\n"
+     "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service\n",
+     "module_refused.explains_driver_not_loaded", "driver.module_key_rejected", "mokutil --test-key"),
+    # nouveau held the GPUs, then the container runtime found no driver (mattshma/bigdata#133's lines)
+    ("[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).\n"
+     "[188560.000000] nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.\n",
+     "module_refused.explains_driver_not_loaded", "driver.nouveau_conflict", "Blacklist nouveau"),
+    # DKMS could not build the module for the new kernel (Frogging-Family/nvidia-all#34); after the reboot into it
+    # modprobe finds none (NVIDIA/nvidia-docker#365's line)
+    ("2026-11-30T03:00:00Z Error! Bad return status for module build on kernel: 5.12.0-rc5-144-tkg-cfs (x86_64)\n"
+     "2026-11-30T09:00:00Z modprobe: FATAL: Module nvidia not found.\n",
+     "dkms_failure.explains_driver_not_loaded", "driver.dkms_build_failed", "dkms autoinstall -k 5.12.0-rc5-144"),
+])
+def test_a_driver_that_is_not_loaded_is_explained_by_why(pipeline, text, rule, says, words):
+    """A host whose NVIDIA driver does not load gave no event at all (a real-logs pass): the tools' "no driver" lines
+    (nvidia-smi, the container runtime, modprobe) follow the reason the module is not there — Secure Boot refused it,
+    nouveau holds the GPUs, DKMS did not build it for the kernel now running — one incident named by the reason."""
+    (inc,) = run(pipeline, text, host="node05")
+    assert inc["category"] == "driver"
+    assert rule in {x["rule"] for x in inc["evidence"]}, inc["evidence"]
+    assert words in inc["next_action"], inc["next_action"]
+    assert "RMA" not in inc["next_action"]
+
+
+def test_secure_boot_lockdown_alone_is_no_incident(pipeline):
+    """The kernel's lockdown line is printed at every boot of a Secure Boot host, also one whose module is signed by
+    an enrolled key: context, no fault (Start9Labs/start-technologies#3702 had it beside nvidia-smi's failure)."""
+    assert run(pipeline, "[    0.000000] Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7\n",
+               host="node05") == []
 
 
 @pytest.mark.parametrize(("text", "words"), [
