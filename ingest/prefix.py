@@ -436,6 +436,10 @@ _TAG = re.compile(r"^(?:kernel|kern): ")
 #: the largest CUDA device index NCCL's prefix may name (64 GPUs of 8 MIG instances and more, well past any host)
 MAX_GPU_INDEX = 1023
 _NCCL = re.compile(r"(?:^|[\s:])(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+#: what follows NCCL's prefix in NCCL <= 2.2, whose lines said "INFO" / "WARN" without the word NCCL
+#: ("gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : …", NVIDIA/nccl-tests#15:
+#: the line had no host; a real-logs pass)
+_NCCL_UNTAGGED = re.compile(r"(?:[\w./-]{1,120}\.(?:h|cu|cc):\d+ )?(?:WARN|INFO) ")
 # nccl-tests host tag or a shell prompt is not a host claim; only the forms above are.
 # UCX (Open MPI's pml/ucx, UCC, any program on UCX): "[<host>:<pid>:<thread>:<tid>] " before its log and its signal
 # handler's lines, the pid padded to five ("%-5d", ucs/debug/log.c: "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 …"):
@@ -954,22 +958,27 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 p.rank = int(m["ray_rank"])
         s = label_at = s[m.end():]  # another may follow: srun's "0: " before torchrun's "[default0]:"
         labels += 1
+    m = None
     if "NCCL" in s or "NCCL" in line:
         m = _NCCL.search(s)
-        if m:
-            # NCCL's own host name wins over Ray's address of the same node, and over a parallel shell's address
-            # label ("104.171.201.171: lambda-scalar02:95750:95750 [0] NCCL INFO …": DeepSpeed's pdsh over addresses,
-            # huggingface/accelerate#1317, a real-logs pass): it is the name the host's other logs use
-            if not placeholder_host(m["host"]) and (
-                    p.host is None or p.host == ray_ip or (p.addr_host and p.host == p.source_addr)):
-                p.host, p.addr_host = m["host"], False
-            p.pid = p.pid or int(m.group("pid"))
-            # a CUDA device index no host has (a thread's garbage, "[32707]", NVIDIA/nccl#1485) names no GPU: it was
-            # a suspect "gpu index 32707 on node2" (a real-logs pass)
-            dev = int(m.group("dev")) if len(m.group("dev")) <= 4 else MAX_GPU_INDEX + 1
-            p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
-            if p.gpu_index is None:
-                p.gpu_index_text = m.group("dev")[:64]  # kept in details, as a number too big for its column
+    elif "WARN " in s or "INFO " in s:  # NCCL <= 2.2: its prefix before "INFO" / "WARN" alone
+        m = _NCCL.search(s)
+        if m and not _NCCL_UNTAGGED.match(s, m.end()):
+            m = None
+    if m:
+        # NCCL's own host name wins over Ray's address of the same node, and over a parallel shell's address
+        # label ("104.171.201.171: lambda-scalar02:95750:95750 [0] NCCL INFO …": DeepSpeed's pdsh over addresses,
+        # huggingface/accelerate#1317, a real-logs pass): it is the name the host's other logs use
+        if not placeholder_host(m["host"]) and (
+                p.host is None or p.host == ray_ip or (p.addr_host and p.host == p.source_addr)):
+            p.host, p.addr_host = m["host"], False
+        p.pid = p.pid or int(m.group("pid"))
+        # a CUDA device index no host has (a thread's garbage, "[32707]", NVIDIA/nccl#1485) names no GPU: it was
+        # a suspect "gpu index 32707 on node2" (a real-logs pass)
+        dev = int(m.group("dev")) if len(m.group("dev")) <= 4 else MAX_GPU_INDEX + 1
+        p.gpu_index = dev if dev <= MAX_GPU_INDEX else None
+        if p.gpu_index is None:
+            p.gpu_index_text = m.group("dev")[:64]  # kept in details, as a number too big for its column
     if (s[:1] == "[" and (p.host is None or p.pid is None) and (m := _UCX.match(s)) is not None
             and len(m["pidf"]) >= 5):
         # a Docker container's short id ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7") is the container's name for
