@@ -463,6 +463,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     last_line: dict[int, int] = {}  # segment -> the line of its last hit that gave ``last_seg``
     heads: dict[int, list[tuple[int, int]]] = {}  # segment -> its tracebacks' headers (_traceback_head)
     located: dict[int, Any] = {}  # segment -> its line last located by _line_start, or its newline offsets
+    shifted = {id(h.seg) for h in hits if h.prefix.zone_shift is not None}  # _shift_zoneless moved their stamps
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
@@ -496,7 +497,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 row["rank"] = head.rank
         elif (p.mono is None and p.yearless is None and p.clock is None and p.unreadable is None  # printed no time
               and "ts_rejected" not in row["details"]
-              and (near := _stamp_before(seg, h.line, h.message, last_line.get(id(seg), -1), located, tz))):
+              and (near := _stamp_before(seg, h.line, h.message, last_line.get(id(seg), -1), located, shifted, tz))):
             row["ts"], row["ts_basis"], row["ts_precision_us"] = near.ts, "inherited", near.precision_us
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
@@ -682,10 +683,11 @@ STAMP_LINES = 5
 _CLOCK_NEAR_START = re.compile(rb"^[^\n]{0,56}?\d:\d\d:\d\d", re.M)
 
 
-def _stamp_before(seg: Segment, line: int, head: str, after: int, located: dict[int, Any], tz) -> Prefix | None:
+def _stamp_before(seg: Segment, line: int, head: str, after: int, located: dict[int, Any], shifted: set[int],
+                  tz) -> Prefix | None:
     """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
-    (``parse_prefix``: not a raw kernel stamp, not a clock without a day, a time ``_believable`` for the segment; a
-    stamp without a year takes the year of the segment's reference time, as ``resolve_year`` gives hits), at
+    (``parse_prefix``: not a raw kernel stamp, not a clock without a day or a year, a time ``_believable`` for the
+    segment, with a word after it; no ``\r`` between them), at
     most :data:`STAMP_LINES` above it and below line ``after`` (the last line of ``seg`` that gave a time: a nearer one
     is the line's, as before); ``None`` when there is none. A line with no time of its own right after a stamped one
     (an exception line a program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable
@@ -709,14 +711,26 @@ def _stamp_before(seg: Segment, line: int, head: str, after: int, located: dict[
         first = data.rfind(b"\n", 0, first - 1) + 1
     if _CLOCK_NEAR_START.search(data, first, stop) is None:  # most often none: one C call
         return None
+    line_end = data.find(b"\n", stop)
+    if data.find(b"\r", first, line_end if line_end >= 0 else len(data)) >= 0:
+        # a progress bar redrawn between them (or on the line itself) is hours of a terminal's lines on one: the job's
+        # start-up line above a tqdm bar dated its crash seven hours early (a break-it pass)
+        return None
     for a in reversed([m.start() for m in _CLOCK_NEAR_START.finditer(data, first, stop)]):
         end = data.find(b"\n", a, stop)
         p = parse_prefix(data[a:end if end >= 0 else stop].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
-        if p.ts is None and p.yearless is not None and p.mono is None:  # syslog's, glog's: the year of the segment's
-            p.ts = resolve_year(*p.yearless, seg.ref_ts, tz)            # time, as its own hits without a dated line
-        if p.ts is not None and p.mono is None and not p.dayless and _believable(p.ts, seg):
+        # a full date of a log's header: not one without a year (the year its hits take comes from their dated
+        # neighbours: resolve_times), not a zoneless wrapper's of a segment whose stamps were shifted (``shifted``),
+        # not a row of data a program printed (a DataFrame's "2012-01-01 02:00:00  0.5  0.3": no word after it; both
+        # break-it passes)
+        if (p.ts is not None and p.mono is None and not p.dayless and p.yearless is None and _believable(p.ts, seg)
+                and not (p.zoneless and id(seg) in shifted) and _WORD.search(p.rest) is not None):
             return p
     return None
+
+
+#: a word after a log header's stamp (a log line says something; a data row is numbers)
+_WORD = re.compile(r"[A-Za-z]{2}")
 
 
 
