@@ -1040,9 +1040,9 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         if type(msg) is not str or rec.MESSAGE is not UNSET:
                             msg = _message_of(rec)
                     ts = rec.timestamp
-                    if type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET or (
-                            ts := _rfc3339_us(ts)) is None:
-                        ts = _time_of(rec)
+                    if (type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET
+                            or rec.level is not UNSET or (ts := _rfc3339_us(ts)) is None):
+                        ts = _time_of(rec)  # a logger's record: its "ts" before the program's "timestamp" (break-it)
                     h = rec.host
                     if (type(h) is not str or not h or rec._HOSTNAME is not UNSET or rec.hostname is not UNSET
                             or ":" in h):
@@ -1164,6 +1164,8 @@ def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
     if times is None:
         return None
     hosts = [r.host for r in recs]
+    if any(":" in h for h in hosts):  # an address with its port is no host (_host_of): read record by record (a
+        return None                   # break-it pass: the columns kept "10.0.0.5:29500" over the Kafka key)
     for i, r in enumerate(recs):
         if pods is not None and r.kubernetes is not UNSET:
             _k8s_pod(r.kubernetes, pods)
@@ -1765,14 +1767,17 @@ def known_format(data: bytes) -> str | None:
             return f"not log text: {what}"
     if data[257:262] == b"ustar":
         return "not log text: a tar archive: unpack it (`tar xf FILE`) and diagnose its folder"
-    head = data[:_SNIFF_BYTES]
-    if (codec := _wide_codec(head)) is not None:  # PowerShell's `>` writes UTF-16 (a break-it pass)
-        head = head.decode(codec, "replace").encode()
+    head = data[:_OWN_HEAD_BYTES]
+    if (codec := _wide_codec(data[:4 * _OWN_HEAD_BYTES])) is not None:  # PowerShell's `>` writes UTF-16 (a break-it
+        head = data[:4 * _OWN_HEAD_BYTES].decode(codec, "replace").encode()[:_OWN_HEAD_BYTES]  # pass)
     if _own_output(head):
         return "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"
     return None
 
 
+#: the first bytes of a file in which diagnose's own output is looked for: its start, after a few of stderr's lines (a
+#: job's log with a table pasted 7 KB in was skipped whole with its ECC error: a break-it pass)
+_OWN_HEAD_BYTES = 4096
 #: ``firstfault diagnose``'s own table: ``Incidents`` over a box (U+250F, its corner)
 _OWN_TABLE = re.compile(rb"(?m)^Incidents\r?\n" + "\u250f".encode())
 
@@ -1782,8 +1787,8 @@ def _own_output(head: bytes) -> bool:
     (an ``events`` list whose events have ``event_id`` and ``ts_basis``) or its table, after stderr's lines when both
     went to the file: read again, its quoted lines were a second host's faults, and the same GPU's fault "recurred"
     (a real-logs pass); its incidents alone too (``jq '{incidents}'``). Another tool's ``{"events": [`` (``aws logs
-    get-log-events``) is a log (a break-it pass). ``head``: the first 64 KB (stderr's lines may fill 4 KB before the
-    table), UTF-16 or UTF-32 decoded."""
+    get-log-events``) is a log (a break-it pass). ``head``: the first 4 KB (:data:`_OWN_HEAD_BYTES`), UTF-16 or UTF-32
+    decoded."""
     return (b'"events": [' in head and b'"event_id": "' in head and b'"ts_basis": "' in head) \
         or (b'"incidents": [' in head and b'"initiator": {' in head and b'"next_action": "' in head) \
         or _OWN_TABLE.search(head) is not None
