@@ -17,6 +17,7 @@ import hashlib
 import os
 import platform
 import re
+import stat
 import tempfile
 import threading
 from importlib.metadata import version as _dist_version
@@ -102,21 +103,27 @@ def compile_database(expressions: list[bytes], flags: list[int], mode: int = hyp
     worker and API process starts with it.
 
     The file (:func:`cache_file`) is named by a SHA-256 of the mode, the expressions, the flags and
-    :func:`_platform_key`, and holds the SHA-256 of the serialized database before it: a file that is short, does not
-    check out or that Hyperscan refuses is compiled again and replaced (written to a temporary file and renamed, so
+    :func:`_platform_key`, and holds the SHA-256 of the serialized database and that name's 32 bytes before it (a
+    database of other expressions under this name, whole and checked, matched nothing: a break-it pass): a file that
+    is short, is no regular file (:func:`_read_cached`), does not check out or that Hyperscan refuses is compiled
+    again and replaced (written to a temporary file and renamed, so
     processes starting together never read half a file); the folder keeps the :data:`CACHE_KEEP` databases last used
     (:func:`_prune`). A cache folder that cannot be made or written costs only the
     compile. Raises ``hyperscan.error`` when an expression does not compile."""
     path = cache_file(expressions, flags, mode)
-    try:
-        blob = path.read_bytes()
-        digest, body = blob[:32], blob[32:]
-        if len(blob) > 32 and hashlib.sha256(body).digest() == digest:
-            db = hyperscan.loadb(body, mode)
-            os.utime(path)  # in use: the newest are kept (_prune)
+    key = bytes.fromhex(path.stem)
+    blob = _read_cached(path)
+    if blob is not None and len(blob) > 64 and blob[32:64] == key and hashlib.sha256(blob[64:]).digest() == blob[:32]:
+        try:
+            db = hyperscan.loadb(blob[64:], mode)
+        except hyperscan.error:
+            db = None
+        if db is not None:
+            try:
+                os.utime(path)  # in use: the newest are kept (_prune)
+            except OSError:
+                pass  # a file this process may not touch is still read
             return db
-    except (OSError, hyperscan.error):
-        pass
     db = hyperscan.Database(mode=mode)
     db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags)
     try:
@@ -125,7 +132,7 @@ def compile_database(expressions: list[bytes], flags: list[int], mode: int = hyp
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(hashlib.sha256(body).digest() + body)
+                f.write(hashlib.sha256(body).digest() + key + body)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -134,6 +141,29 @@ def compile_database(expressions: list[bytes], flags: list[int], mode: int = hyp
     except (OSError, hyperscan.error):
         pass  # a read-only home, a full disk: compiled again next time
     return db
+
+
+#: the largest cached database read (the catalog's is ~0.9 MB)
+CACHE_MAX_BYTES = 64 << 20
+
+
+def _read_cached(path: Path) -> bytes | None:
+    """The bytes of a cached database file, or None: no such file, not a regular file (a FIFO blocked the reader, a
+    link to /dev/zero filled memory: a break-it pass), a symbolic link, or larger than :data:`CACHE_MAX_BYTES`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > CACHE_MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(CACHE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 #: compiled databases kept (the catalog's is ~0.9 MB; an edited catalog, or a test's, is another file)

@@ -433,11 +433,25 @@ def test_a_compiled_database_is_kept_and_a_damaged_one_compiled_again(tmp_path, 
     ino = kept.stat().st_ino  # a database compiled again is written to a new file renamed over the old one
     assert HyperscanMatcher(CAT).scan(buf) == want and kept.stat().st_ino == ino  # loaded, not compiled
     blob = kept.read_bytes()
-    for damaged in (blob[:1000], blob[:40] + bytes([blob[40] ^ 1]) + blob[41:], b""):
+    # cut short, a byte changed, empty, and another database whole under this name (it matched nothing: a break-it
+    # pass)
+    other = match.cache_file([b"Xid"], [0])
+    match.compile_database([b"Xid"], [0])
+    foreign = other.read_bytes()
+    for damaged in (blob[:1000], blob[:80] + bytes([blob[80] ^ 1]) + blob[81:], b"", foreign):
         kept.write_bytes(damaged)
         assert HyperscanMatcher(CAT).scan(buf) == want
         assert kept.read_bytes() == blob and kept.stat().st_ino != ino  # replaced by the same database
         ino = kept.stat().st_ino
+    # a FIFO or a link to /dev/zero where the file was: compiled in memory, no hang, no memory filled (a break-it pass)
+    kept.unlink()
+    os.mkfifo(kept)
+    assert HyperscanMatcher(CAT).scan(buf) == want
+    kept.unlink()
+    kept.symlink_to("/dev/zero")
+    assert HyperscanMatcher(CAT).scan(buf) == want
+    kept.unlink()
+    HyperscanMatcher(CAT)
     # other expression lists are other files; the last CACHE_KEEP written or loaded are kept
     monkeypatch.setattr(match, "CACHE_KEEP", 3)
     os.utime(kept, (1, 1))  # the oldest
