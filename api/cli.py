@@ -656,7 +656,7 @@ def kafka_start(config: ConfigOpt = None) -> None:
 
 @kafka_app.command("topics")
 def kafka_topics(partitions: Annotated[Optional[int], typer.Option(
-        min=1, help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
+        min=1, max=10_000, help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
                     "(Kafka cannot remove partitions)")] = None,
                  config: ConfigOpt = None) -> None:
     """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing;

@@ -596,14 +596,14 @@ def every_gpu_held_down(scene: Scene) -> Verdict | None:
     if host is None or len(by_gpu) < 2:
         return None
     if all(any("Power Brake" in r for r in rs) for rs in by_gpu.values()):
-        what, why = "the power brake", ("its BMC asserts the brake on every GPU (a GPU model its power table does "
-                                        "not know, a power supply lost, failed or in redundancy loss)")
+        what, why = "the power brake", ("the server's BMC asserting the brake (a GPU model its power table does not "
+                                        "know, a power supply lost, failed or in redundancy loss)")
         action = (f"Look at {host}'s BMC, not the GPUs: its event log (`ipmitool sel elist`) for power supply "
                   "events, the power supplies' state, and whether the BMC firmware's power table knows this GPU "
                   "model (an update or the vendor's setting); `nvidia-smi -q -d PERFORMANCE` shows the brake clear "
                   "once it stops. Do not RMA the GPUs for this.")
     elif all(any("Thermal" in r for r in rs) for rs in by_gpu.values()):
-        what, why = "thermal slowdown", "its cooling fails them all (fans, airflow, the inlet temperature)"
+        what, why = "thermal slowdown", "their cooling (fans, airflow, the inlet temperature)"
         action = (f"Check {host}'s cooling before the GPUs: its fans and their profile in the BMC, the inlet "
                   "temperature, blanking panels and airflow (`nvidia-smi -q -d TEMPERATURE,PERFORMANCE`, the BMC's "
                   "sensor and event logs).")
@@ -616,8 +616,8 @@ def every_gpu_held_down(scene: Scene) -> Verdict | None:
         initiator=_host_initiator(host, "other", faults), initiator_events=faults,
         downstream=down, context=ctx, confidence=0.7, severity="warning",
         explanation=(f"{len(gpus)} GPUs of {host} ({', '.join(gpus)}) have their clocks held down by {what} and "
-                     f"nothing else is logged: the server does it to all of them — {why} — rather than each GPU "
-                     "failing alike at once."),
+                     f"nothing else is logged: what they share — {why} — is the likelier cause than each GPU failing "
+                     "alike at once."),
         next_action=action,
         verify=[f"ipmitool sel elist (on {host}'s BMC)", f"nvidia-smi -q -d PERFORMANCE (on {host})"],
         missing=[f"the BMC event log of {host} (`ipmitool sel elist`) from before the slowdown"])
@@ -786,9 +786,10 @@ def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
 SEQ_BEHIND_MAX = 5_000
 
 
-#: the most ranks a communicator's size is believed at (NCCL's largest jobs hold about a hundred thousand): a larger
-#: ``nranks`` is a garbled or hostile line, not a size to list the silent ranks of
-NRANKS_MAX = 1 << 20
+#: the most ranks a communicator's size is believed at (131,072: NCCL's largest jobs hold about a hundred thousand): a
+#: larger ``nranks`` is a garbled or hostile line, not a size to list the silent ranks of (at 2^20, 300 communicators
+#: of one init line each took 110 s: a break-it pass)
+NRANKS_MAX = 1 << 17
 
 
 def silent_rank(scene: Scene) -> Verdict | None:

@@ -86,15 +86,20 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_C
     return estimate_clocks(events, min_events=min_events, cap_us=cap_us)[0]
 
 
+#: the largest clock offset believed (µs): further, a host's lines are old, not its clock wrong (estimate_clocks)
+OFFSET_MAX_US = 86400 * S
+
+
 def estimate_clocks(events: list[Ev], *, min_events: int = 5,
                     cap_us: int = SKEW_CAP_US) -> tuple[dict[str, int], dict[str, int]]:
     """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
     delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
     offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
-    ``d = Kafka append time − line time``; a host whose offset passes ``cap_us`` has none: its lines are old (logs
-    replayed, as the demo's samples of 2023 beside 2026's) or its clock is wrong beyond any skew the windows
-    tolerate, and moving them by years (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh
-    user's trial) says nothing."""
+    ``d = Kafka append time − line time``; a host whose offset passes :data:`OFFSET_MAX_US` (a day) has none: its
+    lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and moving them by years
+    (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh user's trial) says nothing. A clock
+    minutes off keeps its offset (dropped past the 300 s skew cap, a 10-minute error went uncorrected: a break-it
+    pass)."""
     delays = _append_delays(events, min_events)
     if delays is None:
         return {}, {}
@@ -104,7 +109,7 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
         d = per_host[h]
         mad = sorted(abs(x - m) for x in d)[len(d) // 2]
         skew[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
-    return skew, {h: m - fleet for h, m in meds.items() if abs(m - fleet) <= cap_us}
+    return skew, {h: m - fleet for h, m in meds.items() if abs(m - fleet) <= OFFSET_MAX_US}
 
 
 #: how far apart in time the ranks of one collective start it (µs): a training step's straggling, on top of the clocks

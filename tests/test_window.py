@@ -282,8 +282,13 @@ def test_skew_is_estimated_from_kafka_append_time():
         e = ev(f"g{k}", "g", 1000 * S + k * S - 3 * 365 * 86400 * S)
         e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", 1000 * S + k * S + 100_000
         evs.append(e)
+    for k in range(6):  # a clock ten minutes behind keeps its offset past the skew cap (a break-it pass)
+        e = ev(f"m{k}", "m", 1000 * S + k * S - 600 * S)
+        e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", 1000 * S + k * S + 100_000
+        evs.append(e)
     skew, offsets = estimate_clocks(evs)
-    assert offsets["c"] == 5 * S and offsets["a"] == 0 and "g" not in offsets and skew["g"] == SKEW_CAP_US
+    assert offsets["c"] - offsets["a"] == 5 * S and "g" not in offsets and skew["g"] == SKEW_CAP_US
+    assert offsets["m"] - offsets["a"] == 600 * S and skew["m"] == SKEW_CAP_US
     # files carry no append time: no estimate
     for e in evs:
         e.origin = "file:x:1"
