@@ -656,8 +656,8 @@ def kafka_start(config: ConfigOpt = None) -> None:
 
 @kafka_app.command("topics")
 def kafka_topics(partitions: Annotated[Optional[int], typer.Option(
-        min=1, max=10_000, help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
-                    "(Kafka cannot remove partitions)")] = None,
+        min=1, max=10_000, help="partitions per topic: new topics get this many (default 3), existing ones with "
+                                 "fewer get more (Kafka cannot remove partitions)")] = None,
                  config: ConfigOpt = None) -> None:
     """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing;
     with --partitions, add partitions to those that have fewer. One line per topic on stderr."""
@@ -979,7 +979,8 @@ def _comment_first_query(args: list[str]) -> None:
             return
         if a.startswith("--") and any(c.isspace() for c in a):
             err.print("[red]a query that begins with a -- comment is read as an option:[/] put `--` before it "
-                      "(`firstfault sql -- \"$(cat q.sql)\"`) or give it on standard input (`firstfault sql - < q.sql`)")
+                      "(`firstfault sql -- \"$(cat q.sql)\"`) or give it on standard input "
+                      "(`firstfault sql - < q.sql`)")
             sys.exit(2)
 
 

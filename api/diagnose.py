@@ -54,12 +54,12 @@ class SymptomHostError(ValueError):
 
 
 def place_symptoms(symptoms: list[Symptom], decoded: Decoded, batch: Batch) -> list[Symptom]:
-    """``symptoms`` with the ones without a host (``Symptom.host`` empty: ``--symptom hang`` without ``@HOST``)
-    given the one host the logs are of: per file, the hosts of its events, topology facts and link samples (a
-    line's own host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or,
-    for a file none of whose lines was recognised, the host its name gives (a silent host is the usual suspect of a
-    hang, not one to leave out), unless it holds only blank lines. Raises :class:`SymptomHostError` naming the hosts when they are several (a report
-    about one host would change every host's incidents), or when there is none."""
+    """``symptoms`` with the ones without a host (``Symptom.host`` empty: ``--symptom hang`` without ``@HOST``) given
+    the one host the logs are of: per file, the hosts of its events, topology facts and link samples (a line's own
+    host wins over its file's name: a ``kern.log`` whose lines all say ``node07`` is node07's), or, for a file none
+    of whose lines was recognised, the host its name gives (a silent host is the usual suspect of a hang, not one to
+    leave out), unless it holds only blank lines. Raises :class:`SymptomHostError` naming the hosts when they are
+    several (a report about one host would change every host's incidents), or when there is none."""
     if all(x.host for x in symptoms):
         return symptoms
     hosts: set[str] = set()

@@ -616,8 +616,8 @@ def every_gpu_held_down(scene: Scene) -> Verdict | None:
         initiator=_host_initiator(host, "other", faults), initiator_events=faults,
         downstream=down, context=ctx, confidence=0.7, severity="warning",
         explanation=(f"{len(gpus)} GPUs of {host} ({', '.join(gpus)}) have their clocks held down by {what} and "
-                     f"nothing else is logged: what they share — {why} — is the likelier cause than each GPU failing "
-                     "alike at once."),
+                     f"nothing else is logged: what they share — {why} — is the likelier cause than each GPU "
+                     "failing alike at once."),
         next_action=action,
         verify=[f"ipmitool sel elist (on {host}'s BMC)", f"nvidia-smi -q -d PERFORMANCE (on {host})"],
         missing=[f"the BMC event log of {host} (`ipmitool sel elist`) from before the slowdown"])

@@ -1352,8 +1352,8 @@ _NO_COUNT = float(2**63)
 
 #: DCGM's "blank" values and the three after them (not found, not supported, no permission) that dcgm-exporter passes
 #: on where a field has no value: 32-bit 0x7ffffff0, 64-bit 0x7ffffffffffffff0, double 2^47 (dcgm_structs.h
-#: DCGM_INT32_BLANK, DCGM_INT64_BLANK, DCGM_FP64_BLANK). 2147483632 read as a count was a rise of 2.1e9 NVLink errors in a
-#: minute (a break-it pass)
+#: DCGM_INT32_BLANK, DCGM_INT64_BLANK, DCGM_FP64_BLANK). 2147483632 read as a count was a rise of 2.1e9 NVLink errors
+#: in a minute (a break-it pass)
 _DCGM_BLANKS = frozenset(float(b + k) for b in (0x7FFFFFF0, 0x7FFFFFFFFFFFFFF0, 2.0**47) for k in range(4))
 
 

@@ -665,9 +665,9 @@ _HOST_PORT = re.compile(r"[^:\s\[\]]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
 
 def _host_of(rec: Envelope) -> str | None:
     """The record's host (the first usable host field, :class:`Envelope`), or None when it names none (no field, an
-    empty or null one, an address with its port, an ECS ``host`` object without a name). Raises ``ValueError`` for a host field that is a
-    number, a boolean or a list: a shipper's mapping gone wrong, which took the Kafka key's host silently (a
-    break-it pass)."""
+    empty or null one, an address with its port, an ECS ``host`` object without a name). Raises ``ValueError`` for a
+    host field that is a number, a boolean or a list: a shipper's mapping gone wrong, which took the Kafka key's host
+    silently (a break-it pass)."""
     for name, v in (("_HOSTNAME", rec._HOSTNAME), ("hostname", rec.hostname), ("host", rec.host),
                     ("host.name", rec.host_name)):
         if v is None or v is UNSET:
@@ -985,10 +985,10 @@ _WHENCE = ("_HOSTNAME", "hostname", "host", "host_name", "kubernetes", "Computer
 def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, ref_ts: int,
                   ref_basis: str, ingest_ts: int, source: str | None, runs: bool = False,
                   columnar: bool = True) -> Decoded:
-    """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become
-    rejects (``bad_envelope``, the record as it came), but a file's JSON object with no message field
-    (:class:`NoMessageField`) and no host or time field either (:func:`_says_whence`) is read as a text line. Times are µs since the epoch, UTC. Never raises.
-    With ``runs``, consecutive records whose messages are one line each are one :class:`Envelopes`
+    """One segment per NDJSON record (origin ``<origin>#r<line index>``); unreadable records become rejects
+    (``bad_envelope``, the record as it came), but a file's JSON object with no message field (:class:`NoMessageField`)
+    and no host or time field either (:func:`_says_whence`) is read as a text line. Times are µs since the epoch, UTC.
+    Never raises. With ``runs``, consecutive records whose messages are one line each are one :class:`Envelopes`
     (:func:`per_record` gives the same segments).
 
     Each line is read as an :class:`Envelope` (msgspec: only the fields decoding uses are built; a

@@ -689,9 +689,10 @@ def test_ucxs_prefix_does_not_override_a_hosts_own_prefix_nor_read_other_bracket
 
 
 def test_ucxs_log_stamp_is_unix_time_not_an_uptime():
-    """UCX's logger prints Unix seconds before "[host:pid:tid]" (ucs/debug/log.c): "[1739305867.605579] [dgx14:1131436:0]
-    mpool.c:269  UCX  ERROR Failed to allocate memory pool" (rapidsai/rapidsmpf#69) was read as a 55-year uptime,
-    timed by its file, and Open MPI's line below it took that time as its own. A kernel's raw stamp stays one."""
+    """UCX's logger prints Unix seconds before "[host:pid:tid]" (ucs/debug/log.c): "[1739305867.605579]
+    [dgx14:1131436:0] mpool.c:269 UCX ERROR Failed to allocate memory pool" (rapidsai/rapidsmpf#69) was read as a
+    55-year uptime, timed by its file, and Open MPI's line below it took that time as its own. A kernel's raw stamp
+    stays one."""
     p = parse_prefix("[1739305867.605579] [dgx14:1131436:0]           mpool.c:269  UCX  ERROR Failed", ref_us=REF)
     assert (p.ts, p.mono, p.host, p.pid, p.rest) == (1739305867605579, None, "dgx14", 1131436,
                                                      "mpool.c:269  UCX  ERROR Failed")
