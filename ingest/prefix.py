@@ -486,17 +486,17 @@ LAYERS: dict[str, re.Pattern] = {
 def can_begin(c: str) -> frozenset[str]:
     """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
     ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
-    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space, a letter or a
-    digit; ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
+    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space or a word character
+    (``_ . -`` too: a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
     tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
     ``str.isalnum`` and ``str.isdecimal``.)"""
-    word, digit, alpha, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c.isalpha(), c == "["
+    word, digit, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c == "["
     return frozenset(name for name, ok in (
-        ("label", bracket or alpha or digit or c in " ("), ("grep_file", word or c == "/"),
+        ("label", bracket or word or c in " ("), ("grep_file", word or c == "/"),
         ("addr", digit or c in "abcdefABCDEF:"), ("talos", c in ("k", "u", "d", "s")),
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c in "| \t"),
         ("libfabric", c == "l"), ("cri", c == "s"),
