@@ -267,7 +267,7 @@ def _own_date(rest: str) -> int | None:
     if m:
         return parse_iso_us(m[1])
     if rest.startswith("{") and (j := _JSON_OWN_DATE.search(rest, 0, 4096)):
-        return parse_iso_us(j[1]) if j[1] else int(float(j[2]) * 1_000_000)
+        return parse_iso_us(j[1]) if j[1] else int(float(j[2]) * US)
     return None
 
 
@@ -687,7 +687,7 @@ def _stamp_before(seg: Segment, line: int, head: str, after: int, located: dict[
                   tz) -> Prefix | None:
     """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
     (``parse_prefix``: not a raw kernel stamp, not a clock without a day or a year, a time ``_believable`` for the
-    segment, with a word after it; no ``\r`` between them), at
+    segment, with a word after it; no ``\\r`` between them), at
     most :data:`STAMP_LINES` above it and below line ``after`` (the last line of ``seg`` that gave a time: a nearer one
     is the line's, as before); ``None`` when there is none. A line with no time of its own right after a stamped one
     (an exception line a program printed under its logger's stamped lines: ``RuntimeError: CUDA error: uncorrectable
@@ -743,7 +743,7 @@ def _line_start(seg: Segment, line: int, head: str, located: dict[int, Any]) -> 
     if line == 0:
         return 0
     data = seg.data
-    got = located.get(id(seg))
+    got = located.get(id(seg), (0, 0))  # a segment not yet located: from its start
     if type(got) is tuple and got[0] <= line:
         at_line, at = got
         key = b"\n" + head.split("\n", 1)[0][:200].encode("utf-8", "surrogateescape")
@@ -751,9 +751,6 @@ def _line_start(seg: Segment, line: int, head: str, located: dict[int, Any]) -> 
         if pos and data.count(b"\n", at, pos) == line - at_line:
             located[id(seg)] = (line, pos)
             return pos
-    elif got is None:
-        located[id(seg)] = (0, 0)
-        return _line_start(seg, line, head, located)
     if type(got) is not np.ndarray:
         got = located[id(seg)] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     return int(got[line - 1]) + 1 if line <= len(got) else None

@@ -901,16 +901,13 @@ def _logger_record(rec: Envelope) -> bool:
 
 def _message_of(rec: Envelope) -> str:
     if _logger_record(rec) and rec.MESSAGE is UNSET and type(rec.message) is not str:
-        cause = _cause_of(rec)
-        return f"{rec.msg}: {cause}" if cause else rec.msg
+        return _with_cause(rec.msg, rec)
     for k, attr in _MESSAGE_FIELDS:
         v = getattr(rec, attr)
         if v is UNSET:
             continue
         if isinstance(v, str):
-            if k == "msg" and (cause := _cause_of(rec)):
-                return f"{v}: {cause}"
-            return v
+            return _with_cause(v, rec) if k == "msg" else v
         if isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
             # journald: a field that is not valid UTF-8 is an array of byte values
             return bytes(v).decode("utf-8", "replace")
@@ -931,6 +928,12 @@ def _message_of(rec: Envelope) -> str:
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
     raise NoMessageField("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
                          "MESSAGE or message)")
+
+
+def _with_cause(msg: str, rec: Envelope) -> str:
+    """A structured logger's ``msg`` with its error after it (``msg: error``), as its text encoder prints them."""
+    cause = _cause_of(rec)
+    return f"{msg}: {cause}" if cause else msg
 
 
 def _cause_of(rec: Envelope) -> str | None:

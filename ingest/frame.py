@@ -235,21 +235,26 @@ _REDRAWN = re.compile(rb"(?m)^[^\n\r]*\r[^\n]*")
 
 
 def _as_shown(m: re.Match) -> bytes:
-    """A line with ``\r`` in it as a terminal shows its last write — the text after its last ``\r`` — behind the
+    """A line with ``\\r`` in it as a terminal shows its last write — the text after its last ``\\r`` — behind the
     collector's header the line began with (syslog's ``Dec  1 03:12:02 node02 python[4411]: ``, CRI's ``<stamp>
     stderr F ``: what ``parse_prefix`` reads as the line's prefixes), which is the header of the whole line, not of the
     text the program redrew: the text between is dropped, a progress bar or a status line (``step 122/1000
     loss=0.52``). The header stays unless the last write has a date or a host of its own. Before, a progress bar in
     the first write took the header with it (the ECC error of node02's rank 1 took node01's Xid 13 as its cause, and
     a CRI record's line its file's time: a break-it pass), and a status line was joined to the line after it. A line
-    whose last ``\r`` ends it stays as it is."""
+    whose last ``\\r`` ends it stays as it is."""
     line = m.group(0)
     head, *_, last = line.split(b"\r")
     if not last.strip():
         return line
     text = head.decode("utf-8", "surrogateescape")
     rest = parse_prefix(text).rest
-    header = text[:len(text) - len(rest)] if rest and text.endswith(rest) else text if not rest else ""
+    if not rest:  # the first write is a header alone
+        header = text
+    elif text.endswith(rest):
+        header = text[:-len(rest)]
+    else:
+        header = ""
     if not header.strip():
         return last
     own = parse_prefix(last.decode("utf-8", "surrogateescape"))

@@ -20,6 +20,7 @@ import re
 import stat
 import tempfile
 import threading
+from functools import lru_cache
 from importlib.metadata import version as _dist_version
 from pathlib import Path
 from typing import Protocol
@@ -77,9 +78,11 @@ def cache_dir() -> Path:
     return root / "firstfault" / "hyperscan"
 
 
+@lru_cache(maxsize=1)
 def _platform_key() -> str:
     """What a serialized database depends on besides its expressions: the Hyperscan build and this CPU (Hyperscan
-    compiles for the instruction sets it finds: a database from another CPU may be refused or slower)."""
+    compiles for the instruction sets it finds: a database from another CPU may be refused or slower); read once per
+    process."""
     flags = ""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
