@@ -98,12 +98,13 @@ class Verdict:
 @dataclass
 class ShapeMemo:
     """Rule tests decided once per event shape: (kind, signature, Xid, SXid or not, severity, fatal, cause
-    or not) is all ``rules.any_holds`` reads of an event. Shared by the scenes of one ``correlate()`` call."""
+    or not) is all ``rules.any_holds`` reads of an event. Shared by the scenes of one ``correlate()`` call (and by
+    the streaming correlator's calls while their rules and catalog are the same: ``correlator.Cache``)."""
 
     #: shape -> its id (0, 1, …)
     ids: dict[tuple, int] = field(default_factory=dict)
-    #: (rule id, "cause" | "effect") -> shape id -> the side's predicates hold
-    hits: dict[tuple[str, str], dict[int, bool]] = field(default_factory=dict)
+    #: shape id -> (cause, effect): bit k of each is set when that side of ``Rules.explains[k]`` holds for the shape
+    sides: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,7 +124,7 @@ class Scene:
     memo: ShapeMemo = field(default_factory=ShapeMemo, repr=False)
     _faults: list[Ev] | None = field(default=None, repr=False)
     #: the scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
-    #: of its events: ``matching`` decides a rule side once per shape
+    #: of its events (``_grouped``): ``live_rules`` and ``matching`` read a rule side once per shape
     _shapes: tuple[list[tuple[int, Ev]], dict[int, list[int]]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
     _parties: tuple | None = field(default=None, repr=False)  # (the subject it was grouped by, parties)
@@ -151,13 +152,13 @@ class Scene:
             self._faults = [e for e in self.events if self.is_fault(e)]
         return list(self._faults)
 
-    def matching(self, rule_id: str, side: str, preds: list) -> list[int]:
-        """The indexes (ascending) of the scene's events for which ``rules.any_holds(preds, e)`` holds
-        (``preds`` is ``side`` of rule ``rule_id``), decided once per event shape (``ShapeMemo``): the events
-        are grouped by shape once per scene, so a rule side costs its shapes and its hits, not every event."""
-        memo = self.memo
+    def _grouped(self) -> tuple[list[tuple[int, Ev]], dict[int, list[int]]]:
+        """The scene's distinct event shapes as (shape id, one event of that shape), and per shape id the indexes
+        of its events; a shape seen for the first time gets its id and the sides of every ``explains`` rule that
+        hold for it (``ShapeMemo.sides``: one test per shape and rule side, whatever the number of scenes)."""
         if self._shapes is None:
-            ids = memo.ids
+            memo = self.memo
+            ids, sides = memo.ids, memo.sides
             groups: dict[int, list[int]] = {}
             reps: list[tuple[int, Ev]] = []
             for k, e in enumerate(self.events):
@@ -169,20 +170,39 @@ class Scene:
                 if group is None:
                     groups[i] = [k]
                     reps.append((i, e))
+                    if i not in sides:
+                        cause = effect = 0
+                        for bit, r in enumerate(self.rules.explains):
+                            if any_holds(r.cause, e, self.catalog):
+                                cause |= 1 << bit
+                            if any_holds(r.effect, e, self.catalog):
+                                effect |= 1 << bit
+                        sides[i] = (cause, effect)
                 else:
                     group.append(k)
             self._shapes = (reps, groups)
-        reps, groups = self._shapes
-        known = memo.hits.get((rule_id, side))
-        if known is None:
-            known = memo.hits[(rule_id, side)] = {}
-        hit = []
-        for i, e in reps:
-            yes = known.get(i)
-            if yes is None:
-                yes = known[i] = any_holds(preds, e, self.catalog)
-            if yes:
-                hit.append(groups[i])
+        return self._shapes
+
+    def live_rules(self) -> list[int]:
+        """The indexes (ascending) of the ``explains`` rules with a cause and an effect among the scene's events
+        (either may be the same event: :func:`find_edges` pairs distinct ones): the rules :func:`find_edges` tries,
+        from one OR of the shapes' ``ShapeMemo.sides`` instead of a pass over the shapes per rule."""
+        reps, _ = self._grouped()
+        sides = self.memo.sides
+        cause = effect = 0
+        for i, _e in reps:
+            c, f = sides[i]
+            cause |= c
+            effect |= f
+        both = cause & effect
+        return [bit for bit in range(both.bit_length()) if both >> bit & 1]
+
+    def matching(self, rule: int, side: int) -> list[int]:
+        """The indexes (ascending) of the scene's events for which ``rules.any_holds`` holds for side ``side`` (0:
+        cause, 1: effect) of ``Rules.explains[rule]``, decided once per event shape (``ShapeMemo.sides``)."""
+        reps, groups = self._grouped()
+        sides = self.memo.sides
+        hit = [groups[i] for i, _e in reps if sides[i][side] >> rule & 1]
         if len(hit) == 1:
             return list(hit[0])
         return sorted(k for group in hit for k in group)
@@ -528,7 +548,8 @@ def find_edges(scene: Scene) -> list[Edge]:
     lines 68 s, 1.8 GB and 790 MB (a break-it pass); the other copies of a class say what the one kept says. Whether
     an event is explained by another subject is the same as with every pair.
 
-    Cost: each rule's sides are tested once per event shape (``Scene.matching``). A cause alone in its class is
+    Cost: each rule's sides are tested once per event shape (``ShapeMemo.sides``), and only the rules with
+    a cause and an effect in the scene are tried (``Scene.live_rules``). A cause alone in its class is
     paired only with the effects whose start lies within the widest tolerance ``window.may_cause`` could grant it (a
     binary search over the rule's effects by start; a cause timed only by an upper bound, ``details.ts_upper_bound``,
     may precede its effect by any amount), each pair tested by ``may_cause``'s conditions inline (what they read of
@@ -551,13 +572,11 @@ def find_edges(scene: Scene) -> list[Edge]:
     holds = rel.holds
     classes: dict[tuple, int] = {}  # (event, communicators read) and relation_class -> the class's number
     rebooted = frozenset(e.origin.rpartition(":")[0] for e in evs if e.boot)  # captures that hold a reboot
-    for r in scene.rules.explains:
-        causes = scene.matching(r.id, "cause", r.cause)
-        if not causes:
-            continue
-        effects = scene.matching(r.id, "effect", r.effect)
-        if not effects:
-            continue
+    explains = scene.rules.explains
+    for k in scene.live_rules():
+        r = explains[k]
+        causes = scene.matching(k, 0)
+        effects = scene.matching(k, 1)
         effects.sort(key=starts_of.__getitem__)  # the rule's effects by start (stable: ties in scene order)
         starts = [starts_of[i] for i in effects]
         for i in chain(causes, effects):
