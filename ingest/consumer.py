@@ -639,7 +639,7 @@ class IngestWorker:
         ev = batch.events
         for kind, n in collections.Counter(ev.column("kind").to_pylist()).items():
             metrics.EVENTS.labels(kind=kind).inc(n)
-        family_of = self.pipeline.catalog.family_of  # the catalog file's family (README, Signatures)
+        family_of = self.pipeline.catalog.family_of  # the catalog file's family (docs/recognition.md)
         for sig, n in collections.Counter(ev.column("signature").to_pylist()).items():
             metrics.MATCHES.labels(family=family_of.get(sig, "other")).inc(n)
         h.batches += 1

@@ -160,7 +160,7 @@ def test_api_over_the_lake(through_kafka):
             assert c.get("/docs").status_code == 200
             metrics = c.get("/metrics").text
             assert "firstfault_lines_total" in metrics
-            # families are the catalog files' (README, Signatures), not the signature ids' first segments
+            # families are the catalog files' (docs/recognition.md), not the signature ids' first segments
             fams = {l.split('family="')[1].split('"')[0] for l in metrics.splitlines()
                     if l.startswith("firstfault_signature_matches_total{")}
             assert {"xid", "fabric"} <= fams <= {"xid", "sxid", "pcie", "fabric", "nccl", "torch", "nvml", "ib", "host", "other"}
