@@ -12,6 +12,7 @@ whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone. An IPv6
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 import pyarrow as pa
@@ -69,6 +70,9 @@ def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.Ch
                   pc.match_substring_regex(hosts, _NOT_IN_HOST))
 
 
+@functools.lru_cache(maxsize=65536)
 def is_host_name(name: str | None) -> bool:
-    """Whether ``name`` is a host name the lake stores (:func:`not_host_names` of one string)."""
+    """Whether ``name`` is a host name the lake stores (:func:`not_host_names` of one string). Kept per name for
+    the process (an Arrow call compiles its RE2 pattern each time: ~0.1 ms, 5 % of a batch's CPU when every batch
+    asked again for each of its hosts)."""
     return bool(name) and not not_host_names(pa.array([name], pa.string()))[0].as_py()
