@@ -116,6 +116,11 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
     for (host, _t, key), evs in by_gpu.items():
         if key is None or scene.topo.has_nvlink_evidence(host, key):
             return None
+        if 0 not in {e.link for e in evs if e.link is not None} and any(e.link is not None for e in evs):
+            # a GPU without NVLink has every link down, and DCGM lists them from link 0 (NVIDIA/DCGM#49,
+            # NVIDIA/NVSentinel#1481: "link 0 … link 11"); links 16 and 17 down alone are a GB200's links still
+            # training after a reboot (NVIDIA/NVSentinel#1701), or down: the GPU has NVLink
+            return None
         model = scene.topo.gpu_model(host, key) or next((e.details.get("model") for e in evs
                                                           if e.details.get("model")), None)
         exp = expected_links(model)
@@ -128,9 +133,10 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
     return Verdict(
         pattern="benign.no_nvlink_on_gpu", category="link_fault", initiator=init, initiator_events=evs,
         confidence=0.6 if unknown_model else 0.85, severity="info",
-        explanation=(f"Every NVLink reported for {key} on {host} is 'down' (links {links}) and nothing shows this "
-                     "GPU has NVLink at all: no link up, no NV# path in topo -m. PCIe GPUs without an NVLink bridge "
-                     "report all links down by design; DCGM flags them anyway (a known false positive)."),
+        explanation=(f"Every NVLink reported for {key} on {host} is 'down' (links {links}, from link 0) and nothing "
+                     "shows this GPU has NVLink at all: no link up, no NV# path in topo -m. PCIe GPUs without an "
+                     "NVLink bridge report all links down by design; DCGM flags them anyway (a known false "
+                     "positive)."),
         next_action=("No action: do not run field diagnostics or RMA for these links. If this GPU should have "
                      "NVLink, give its platform in the fleet config and re-run."),
         verify=[f"nvidia-smi nvlink -s -i {init.get('gpu_index') if init.get('gpu_index') is not None else 0}",

@@ -961,11 +961,11 @@ def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_desi
     wired (reference/topology.md §1), so the incident is a link fault and its next action resets the GPU — not the
     signature's note that a PCIe card's links are down by design (NVIDIA/DCGM#49), which it said beside an
     explanation that the platform wires them (a fresh-user trial). Without a fleet config the same line is the
-    benign PCIe case."""
+    benign PCIe case (link 0: a PCIe card's listing starts there)."""
     from correlate.correlator import Settings
     from schemas.fleet import HostConfig
 
-    line = "2026-11-30T03:12:01Z node07 dcgm: GPU 0's NvLink link 3 is currently down"
+    line = "2026-11-30T03:12:01Z node07 dcgm: GPU 0's NvLink link 0 is currently down"
     seg = Segment(data=line.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
@@ -976,6 +976,22 @@ def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_desi
     assert "nvidia-smi -r -i 0" in inc["next_action"] and "MIG" in inc["next_action"]
     (benign,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert benign["severity"] == "info" and "by design" in benign["explanation"]
+
+
+@pytest.mark.parametrize("links, benign", [((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), True), ((0, 1), True),
+                                            ((16, 17), False), ((3,), False), ((5, 6, 7), False)])
+def test_dcgm_links_down_are_down_by_design_only_from_link_0(pipeline, links, benign):
+    """A GPU without NVLink has every link down and DCGM lists them from link 0 (NVIDIA/DCGM#49, NVIDIA/NVSentinel#1481:
+    links 0 – 11 of an A100 PCIe). Links 16 and 17 down alone, on a GPU of no known model, were called the PCIe
+    false positive with "do not RMA" (NVIDIA/NVSentinel#1701: a GB200's links still training after a reboot; a
+    real-logs pass): links down beside others not reported are an NVLink GPU's link fault."""
+    text = "\n".join(f"2026-11-30T03:12:0{k % 10}Z node07 dcgm: GPU 3's NvLink link {n} is currently down"
+                     for k, n in enumerate(links))
+    (inc,) = run(pipeline, text, host="node07")
+    assert (inc["pattern"] == "benign.no_nvlink_on_gpu", inc["category"]) == (benign, "link_fault")
+    assert (inc["severity"] == "info") is benign
+    assert ("do not run field diagnostics or RMA" in inc["next_action"]) is benign
+    assert inc["initiator"]["gpu_index"] == 3
 
 
 def test_a_wired_link_down_keeps_its_gpus_other_link_errors_as_evidence(tmp_path):
