@@ -1061,8 +1061,11 @@ def _pod_node(h: Hit, pod: str, pods: dict[str, str]) -> str:
     return seg.host if seg.host and not _file_text(seg) and seg.host not in pods else pods[pod]
 
 
-#: NCCL's prefix at a line's start, after a stamp at most (formats.md §11.1): "node01:311:405 [0] NCCL INFO …"
-_NCCL_LINE = re.compile(rb"^(?:\[[^\]\n]{1,40}\] )?([A-Za-z0-9][\w.-]{0,252}):\d+:\d+ \[\d+\] NCCL ", re.M)
+#: NCCL's prefix at a line's start, after a stamp or a local Ray worker's "(pid=34272) " / "(RayWorker pid=7) " at
+#: most (formats.md §11.1; a worker of another node, "(pid=7, ip=10.0.0.2) ", is no line of the file's writer):
+#: "node01:311:405 [0] NCCL INFO …"
+_NCCL_LINE = re.compile(rb"^(?:\[[^\]\n]{1,40}\] |\((?:[\w.:-]{1,80} )?pid=\d{1,10}\) )?"
+                        rb"([A-Za-z0-9][\w.-]{0,252}):\d+:\d+ \[\d+\] NCCL ", re.M)
 
 
 def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, int]], backward: bool = True
