@@ -471,3 +471,12 @@ def test_a_compiled_database_is_kept_and_a_damaged_one_compiled_again(tmp_path, 
     assert HyperscanMatcher(CAT).scan(buf) == want
     assert sorted(xid.parent.iterdir()) == before
 
+
+
+def test_dcgm_nvlink_down_reads_every_link_of_a_shortened_message(catalog):
+    """NVSentinel's NVLink health event as a paste shortens it, the later links without their "GPU N's NvLink"
+    (NVIDIA/NVSentinel#1701): one occurrence per link, each of the GPU the line names (only link 16 was read, a
+    real-logs pass)."""
+    c = catalog.by_id["dcgm.nvlink_down"]
+    line = "message: \"GPU 3's NvLink link 16 is currently down ... link 17 is currently down\""
+    assert [(f.get("gpu_index"), f["link"]) for f in fields(c, line)] == [("3", "16"), ("3", "17")]
