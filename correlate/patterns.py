@@ -1164,7 +1164,11 @@ def peer_failed(scene: Scene) -> Verdict | None:
         return None
     faults = [e for e in scene.faults() if e.signature != SYMPTOM]
     reports = [e for e in faults if _reports_a_peer(e)]
+    # a framework's NCCL error that a report explains is that report raised ("NCCL error: unhandled system error"
+    # after "Net : Connection closed by remote peer": pytorch/elastic#134, the survivor was the initiator at 0.75; a
+    # real-logs pass)
     if not reports or any(not _reports_a_peer(e) and e.signature != "nccl.warn" and scene.role(e) != "downstream"
+                          and not any(_reports_a_peer(c) for c in scene.causes_of(e))
                           for e in faults) or any(_explained_but_by_a_report(scene, e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})

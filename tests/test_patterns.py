@@ -1632,6 +1632,20 @@ def test_a_flushed_infiniband_completion_reports_its_peer(pipeline):
     assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "node22", own["pattern"]
 
 
+def test_a_framework_error_raised_from_a_lost_peer_is_that_report(pipeline):
+    """NCCL 2.7's "Net : Connection closed by remote peer" (no peer named) and PyTorch's "NCCL error: unhandled
+    system error" after it (pytorch/elastic#134: another worker had been killed): the NCCL WARN explains the
+    PyTorch error, which is no fault of the rank's own — the peer went away. The survivor was the initiator at
+    0.75 (a real-logs pass). A framework error no report explains keeps the rank a suspect."""
+    closed = ("[2027-01-15 08:00:01] multigpu:141:158 [0] include/socket.h:416 NCCL WARN Net : Connection closed by "
+              "remote peer")
+    raised = "[2027-01-15 08:00:02] RuntimeError: NCCL error: unhandled system error, NCCL version 2.7.8"
+    (inc,) = run(pipeline, closed + "\n" + raised, host="multigpu")
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["another rank of the job"])
+    (own,) = run(pipeline, raised, host="multigpu")
+    assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "multigpu", own["pattern"]
+
+
 def test_ranks_in_different_collectives_at_one_seqnum_are_out_of_step(pipeline):
     """NVIDIA/nccl#1409: rank 7 timed out in a BROADCAST and rank 3 in an ALLREDUCE, both SeqNum 80078 of the default
     process group — the program issued a collective on some ranks only; it was told to find the silent rank. The
