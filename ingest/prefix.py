@@ -246,7 +246,7 @@ _BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:ou
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:"
-               r"|[IWEF]\d{4} \d\d:"
+               r"|[IWEF]\d{4} \d\d:|\d\d-\d\d-\d{4} \d\d:\d\d:\d\d:\d{1,3} \[pid="
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
                r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|" + _PY_LEVEL + r" \d\d-\d\d \d\d:)")
 # after a host label only: a Python exception or its traceback, as pdsh prints every rank's ("node07: RuntimeError:
@@ -367,6 +367,11 @@ _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<
 # pass)
 _HFLOG = re.compile(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?P<frac>)"
                     r" - (?=" + _PY_LEVEL + r" - )")
+# cuFile's log (cufile.log of GPUDirect Storage): " 29-12-2025 13:30:14:51 [pid=111425 tid=112507] ERROR  0:522 …":
+# day first, then milliseconds after a colon, unpadded ("51" is 51 ms), and the process; only before its "[pid=N
+# tid=N] ", which makes it that format (its lines were timed by their file: NVIDIA/gds-nvidia-fs#19, a real-logs pass)
+_CUFILE = re.compile(r"^ ?(?P<d>\d{2})-(?P<mo>\d{2})-(?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+                     r":(?P<frac>\d{1,3}) \[pid=(?P<pid>\d{1,10}) tid=\d{1,10}\] ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
 _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file); SGLang's parallel ranks after the
@@ -477,7 +482,8 @@ def _label(s: str) -> re.Match | None:
 LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
     "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
-    "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG, "ctime": _CTIME,
+    "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG,
+    "cufile": _CUFILE, "ctime": _CTIME,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
     "label": _LABEL}
 
@@ -490,6 +496,7 @@ def can_begin(c: str) -> frozenset[str]:
     (``_ . -`` too: a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
+    ``cufile``: a digit or a blank;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
     tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
@@ -502,7 +509,8 @@ def can_begin(c: str) -> frozenset[str]:
         ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
         ("iso", digit or c in " \t"),
-        ("golog", digit), ("hflog", digit), ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
+        ("golog", digit), ("hflog", digit), ("cufile", digit or c == " "),
+        ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
         ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),
         ("delta", bracket)) if ok)
 
@@ -841,10 +849,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m.group("pid"))
                 s = s[m.end():]
                 continue
-            for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG)):
+            for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG),
+                             ("cufile", _CUFILE)):
                 m = rx.match(s) if name in can else None
                 if m:
-                    r = _full(*m.group("y", "mo", "d", "h", "mi"), m["s"] or "00", m["frac"],
+                    frac = m["frac"].zfill(3) if name == "cufile" else m["frac"]  # cuFile's unpadded milliseconds
+                    if name == "cufile":
+                        p.pid = int(m["pid"])
+                    r = _full(*m.group("y", "mo", "d", "h", "mi"), m["s"] or "00", frac,
                               _tzof(m["tz"] if "tz" in rx.groupindex else None, tz))
                     if r:
                         p.ts, p.precision_us = r if m["s"] else (r[0], 60 * US)

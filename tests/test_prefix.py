@@ -712,3 +712,21 @@ def test_hugging_faces_example_logging_stamp_is_read_month_first_and_behind_a_pd
     for line in ("02/11/2024 22:38:41 something", "02/11/2024 22:38:41 - note - x"):
         assert parse_prefix(line, ref_us=REF).ts is None, line
     assert parse_prefix("13/11/2024 22:38:41 - INFO - x", ref_us=REF).unreadable == "13/11/2024 22:38:41"
+
+
+def test_cufiles_stamp_is_read_day_first_with_unpadded_milliseconds_and_its_pid():
+    """NVIDIA/gds-nvidia-fs#19, #31, tinygrad/open-gpu-kernel-modules#50 (a real-logs pass): cuFile's log, cufile.log,
+    stamps " 29-12-2025 13:30:14:51 [pid=111425 tid=112507] ERROR …" — day first, milliseconds after a colon without
+    padding ("51" is 51 ms, "865" 865 ms) — and its lines were timed by their file. Only before "[pid=N tid=N] "; a
+    date no calendar has is said to be unreadable; pdsh's label before it names the host."""
+    p = parse_prefix(" 29-12-2025 13:30:14:51 [pid=111425 tid=112507] ERROR  0:522 nvidia-fs MAP ioctl failed",
+                     ref_us=REF)
+    assert (p.ts, p.precision_us, p.pid, p.rest) == (us(2025, 12, 29, 13, 30, 14) + 51_000, 1000, 111425,
+                                                     "ERROR  0:522 nvidia-fs MAP ioctl failed")
+    p = parse_prefix("06-11-2023 20:12:02:865 [pid=157254 tid=157254] ERROR  cufio-drv:716 x", ref_us=REF)
+    assert (p.ts, p.pid) == (us(2023, 11, 6, 20, 12, 2) + 865_000, 157254)
+    p = parse_prefix("node7: 29-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
+    assert (p.host, p.ts) == ("node7", us(2025, 12, 29, 13, 30, 14) + 51_000)
+    assert parse_prefix("29-12-2025 13:30:14:51 hello", ref_us=REF).ts is None
+    bad = parse_prefix("32-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
+    assert bad.unreadable == "32-12-2025 13:30:14:51"
