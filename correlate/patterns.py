@@ -1127,8 +1127,10 @@ def _reports_a_peer(e: Ev) -> bool:
         return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR
     if e.signature == "torch.nccl_result":
         return e.details.get("nccl_result") == "ncclRemoteError"
+    if e.signature == "tf.collective_abort":  # TensorFlow's "Aborting RingReduce with Unavailable: Socket closed"
+        return str(e.details.get("reason", "")).lower().startswith(("socket closed", "connection reset"))
     return (e.signature in ("torch.nccl_error", "nccltests.nccl_failure", "xla.nccl_error", "xla.nccl_async_error",
-                            "vllm.nccl_error")
+                            "vllm.nccl_error", "paddle.nccl_error", "horovod.nccl_error")
             and str(e.details.get("reason", "")).startswith("remote process exited"))
 
 

@@ -1646,6 +1646,26 @@ def test_a_framework_error_raised_from_a_lost_peer_is_that_report(pipeline):
     assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "multigpu", own["pattern"]
 
 
+@pytest.mark.parametrize("line, peer", [
+    ("2019-05-19 15:08:13.128241: E tensorflow/core/common_runtime/ring_reducer.cc:369] Aborting RingReduce with "
+     "Unavailable: Socket closed", True),
+    ("2019-05-19 15:08:13.128241: E tensorflow/core/common_runtime/ring_reducer.cc:369] Aborting RingReduce with "
+     "Deadline Exceeded: deadline exceeded", False),
+    ("2023-01-15 08:00:02 OSError: (External) NCCL error(6), remote process exited or there was a network error.",
+     True),
+    ("2023-01-15 08:00:02 [1,1]<stderr>:RuntimeError: ncclCommInitRank failed: remote process exited or there was a "
+     "network error", True),
+    ("2023-01-15 08:00:02 [1,1]<stderr>:RuntimeError: ncclCommInitRank failed: invalid usage", False)])
+def test_other_frameworks_reports_of_a_lost_peer_name_the_peer(pipeline, line, peer):
+    """TensorFlow's collective abort on a closed socket (tensorflow/tensorflow#28891: a MultiWorkerMirroredStrategy
+    peer failed) and PaddlePaddle's and Horovod's "remote process exited" report that a peer went away, as PyTorch's
+    and XLA's do: "only downstream reports" before (a real-logs pass). Their other reasons stay the rank's own."""
+    (inc,) = run(pipeline, line, host="worker3")
+    assert (inc["pattern"] == "comm.peer_failed") is peer, inc["pattern"]
+    if peer:
+        assert inc["initiator"]["candidates"] == ["another rank of the job"]
+
+
 def test_ranks_in_different_collectives_at_one_seqnum_are_out_of_step(pipeline):
     """NVIDIA/nccl#1409: rank 7 timed out in a BROADCAST and rank 3 in an ALLREDUCE, both SeqNum 80078 of the default
     process group — the program issued a collective on some ranks only; it was told to find the silent rank. The
