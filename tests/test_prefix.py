@@ -312,6 +312,13 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("logs/node07-dmesg.txt:12:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
     ("logs/node07.log:5:node03:1234:1290 [0] x.cc:1 NCCL WARN x", None, "node03", None, "node03:1234"),
     ("messages-20261129:77:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
+    # a bare log name before a syslog or ISO stamp: grep in /var/log (aws/aws-parallelcluster#1150: the line's host and
+    # time were lost; a real-logs pass); dmesg -x's facility and level before anything else stays the line's
+    ("messages:Nov 30 03:12:01 node07 kernel: NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None, "NVRM"),
+    ("messages-20261129:Nov 29 03:12:01 node08 kernel: NVRM: Xid", us(2026, 11, 29, 3, 12, 1), "node08", None,
+     "NVRM"),
+    ("syslog:2026-11-30T03:12:01.5Z node07 kernel: NVRM: Xid", us(2026, 11, 30, 3, 12, 1) + 500000, "node07", None,
+     "NVRM"),
     ("node01.log:[Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node01", None, "NVRM"),
     ("/var/log/kern.log.1:77:node07: [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), "node07", None,
      "NVRM"),
