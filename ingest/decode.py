@@ -1961,6 +1961,12 @@ def _without_log_words(name: str) -> str:
         run += 1
     if run - lo >= 2 or (run - lo == 1 and parts[lo].lower() not in _HOST_WORDS):
         lo = run
+    # Slurm's "--output=%x-%j-%N.out": the job's name and id before the node's (tr1-13B-round3-682842-node07.out, as
+    # BigScience's chronicles set it to find which node crashed: each job of an array was another host, the node's
+    # recurrence unseen; a real-logs pass). A job id or date is digits only, six or more, as at the end above
+    job = max((k for k in range(lo, hi - 1) if parts[k].isdigit() and len(parts[k]) >= 6), default=None)
+    if job is not None and any(c.isalpha() for c in "".join(parts[job + 1:hi])):
+        lo = job + 1
     kept = "".join(p + sep for p, sep in zip(parts[lo:hi], seps[lo:hi - 1] + [""]))
     # what stays names a host when it has a letter (``gpu-node-dmesg.log`` was host ``gpu-node-dmesg`` beside the
     # ``gpu-node`` its NCCL lines named: one machine split in two, a real-logs pass); a digit is not asked

@@ -1465,7 +1465,11 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              # a raw capture; the command and its flag run together (a break-it pass)
              "node07-raw.log": "node07", "node07-dmesgT.log": "node07",
              # health checks and benchmarks run on the node (a real-logs pass: node01-nhc was a host of its own)
-             "node01-nhc.log": "node01", "node01-nvbandwidth.txt": "node01", "node01-health.log": "node01"}
+             "node01-nhc.log": "node01", "node01-nvbandwidth.txt": "node01", "node01-health.log": "node01",
+             # Slurm's --output=%x-%j-%N.out (a real-logs pass: BigScience's tr1-13B chronicle); a short job id or a
+             # digit part of a host name is no job's
+             "tr1-13B-round3-682842-node07.out": "node07", "682842-node07.out": "node07",
+             "node07-682842.out": "node07", "run-123456-7.log": "run-123456-7", "gpu-node-0123.log": "gpu-node-0123"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
