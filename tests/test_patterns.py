@@ -3640,7 +3640,9 @@ def test_another_gpus_fault_just_before_the_initiator_stays_beside_it(pipeline):
 def test_a_dimms_uncorrected_error_is_the_hosts_fault_named_by_its_signature(pipeline):
     """EDAC's uncorrected error of a host DIMM (ovro-lwa/lwa-issues#117: the GPU server froze, a DIMM was replaced) is
     a fault of the host, category ``host_memory``, named by its signature where its kind (``other``) says nothing
-    ("gpu09 other" in the table: a real-logs pass); a corrected one (CE) is counted, no fault."""
+    ("gpu09 other" in the table: a real-logs pass); a corrected one (CE) is counted, no fault — unless its line says
+    the controller's log overflowed or counts many (illinois-scicomp/machine-shop-maintenance#66: "262 CE … OVERFLOW",
+    the DIMM replaced): a warning to replace the DIMM."""
     from api.render import describe_initiator
 
     ue = ("[Tue Dec  1 04:00:00 2026] EDAC MC3: 1 UE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (channel:2 "
@@ -3651,7 +3653,14 @@ def test_a_dimms_uncorrected_error_is_the_hosts_fault_named_by_its_signature(pip
         "host_memory", "critical", "gpu09", None, "host.edac_memory_error")
     assert describe_initiator(i) == "gpu09 host.edac_memory_error"
     assert "DIMM CPU_SrcID#1_MC#1_Chan#2_DIMM#0" in inc["next_action"], inc["next_action"]
-    assert run(pipeline, ue.replace(" UE ", " CE "), host="gpu09") == []
+    ce = ue.replace(" UE ", " CE ")
+    assert run(pipeline, ce.replace("-  OVERFLOW ", ""), host="gpu09") == []
+    (inc,) = run(pipeline, ce, host="gpu09")
+    assert (inc["category"], inc["severity"], inc["initiator"]["fault"]) == (
+        "host_memory", "warning", "host.edac_ce_flood")
+    assert "replace the DIMM" in inc["next_action"]
+    (inc,) = run(pipeline, ce.replace(": 1 CE", ": 262 CE").replace("-  OVERFLOW ", ""), host="gpu09")
+    assert inc["initiator"]["fault"] == "host.edac_ce_flood"
 
 
 XID74_ISO = ("{when} node44 kernel: NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python3, NVLink: fatal error "
