@@ -4190,6 +4190,39 @@ def test_the_tasks_srun_killed_after_one_failed_are_downstream_of_it(tmp_path):
     assert "terminated the step" in inc["next_action"] and "OOM killer" in inc["next_action"]
 
 
+def test_slurms_oom_kill_report_explains_sruns_report_of_the_task(tmp_path):
+    """hafs-community/HAFS#101: slurmstepd's "Detected 1 oom-kill event(s) in step 3495064.0 cgroup", then srun's
+    "task 4: Out Of Memory" of the node: two incidents, the first no event (a real-logs pass). One job's OOM kill in
+    one output file (``slurm.step_oom_explains_task_report``): the memory its category, srun's line downstream."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    (tmp_path / "job.err").write_text("\n".join([
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. Some of your processes may have "
+        "been killed by the cgroup out-of-memory handler.",
+        "srun: error: Orion-01-01: task 4: Out Of Memory", "srun: Terminating job step 3495064.0"]) + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert (inc["category"], inc["initiator"]["fault"]) == ("host_memory", "slurm.step_oom_kill")
+    assert [d["host"] for d in inc["downstream"]] == ["orion-01-01"]
+    assert "raise its request" in inc["next_action"]
+
+
+def test_the_old_oom_killer_lines_explain_the_rank_they_killed(pipeline):
+    """Kernels before 4.19 print "Out of memory: Kill process N (comm) score S or sacrifice child" and "Killed process
+    N (comm) total-vm:…" (intel/platform-resource-manager#42; no event, a real-logs pass): read as the newer form, so
+    torchrun's -9 is their report as it is of "Out of memory: Killed process"."""
+    text = "\n".join([
+        "2026-12-01T03:10:00+00:00 node21 kernel: Out of memory: Kill process 4182 (python) score 1031 or sacrifice "
+        "child",
+        "2026-12-01T03:10:00+00:00 node21 kernel: Killed process 4182 (python) total-vm:118026216kB, "
+        "anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB",
+        "2026-12-01T03:10:01+00:00 node21 torchrun[77]: ERROR:torch.distributed.elastic.multiprocessing.api:failed "
+        "(exitcode: -9) local_rank: 1 (pid: 4182) of binary: /opt/conda/bin/python"])
+    (inc,) = run(pipeline, text, host="node21")
+    assert (inc["category"], inc["initiator"]["fault"]) == ("host_memory", "host.oom_kill")
+    assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
+
+
 def test_every_gpu_of_a_host_held_down_alike_is_the_servers_fault_not_each_gpus(pipeline):
     """A Dell C4130's iDRAC asserts the power brake on its four V100s (l4rz/reverse-engineering-dell-idrac-to-get-rid-
     of-gpu-throttling): "no single culprit" among four GPUs, missing "earlier kernel lines". Every GPU of one host held
