@@ -220,8 +220,8 @@ def _parse_symptom(text: str):
 @app.command()
 def diagnose(
     paths: Annotated[list[str], typer.Argument(metavar="PATH",
-                                                help="log files or folders (raw lines or NDJSON, gzip/zstd ok); - "
-                                                     "reads standard input, as this machine's log")],
+                                                help="log files or folders (raw lines or NDJSON; gzip, zstd, bzip2, "
+                                                     "xz ok); - reads standard input, as this machine's log")],
     format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
@@ -340,6 +340,16 @@ def diagnose(
     for origin, line in _skipped(batch.rejects, given):  # decode rejects and lines too long to read
         label = "read in part" if origin in read else "skipped"  # a truncated .gz gives the lines before the cut
         err.print(f"[yellow]{label}[/] {line}", markup=True, highlight=False, soft_wrap=True)  # one line: grep
+    # files that held no line beside others that did (empty, or blank lines only): said, as the other skipped files
+    # are (a folder's empty.log went unsaid: a fresh user's trial); all of them: the error below
+    from api.diagnose import file_of
+
+    held = {f[0] for seg in decoded.segments if seg.data.strip(_BLANK) and (f := file_of(seg.origin))}
+    rejected = {f[0] for r in decoded.rejects if (f := file_of(r.origin.split("#", 1)[0]))}
+    if held and (empty := sorted(p for name, ps in given.items() if name not in held and name not in rejected
+                                 for p in ps if p != "-")):
+        err.print(f"skipped, empty or blank lines only: {_first_of(empty)}", style="yellow", markup=False,
+                  highlight=False, soft_wrap=True)  # one line: grep
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but
     # blank lines (or nothing), or no files at all
     if all(not s.data.strip(_BLANK) for s in decoded.segments):  # NUL bytes: a log zeroed by a power loss
@@ -720,9 +730,12 @@ def _bootstrap(s: Settings) -> str:
         return s.kafka_bootstrap
     st = broker.status(s.state_dir)
     if not st:
-        err.print("[red]no Kafka bootstrap configured and no local broker running[/] "
-                  "(set FIRSTFAULT_KAFKA_BOOTSTRAP or run `firstfault kafka start`)")
-        raise typer.Exit(1)
+        # a configuration's gap: exit 2 (README, exit codes); the local broker is looked up under this state folder,
+        # so another folder's broker (the demo's) is named by its address (a fresh user's trial)
+        err.print(f"[red]no Kafka bootstrap configured and no local broker running under {s.state_dir}[/] (set "
+                  "FIRSTFAULT_KAFKA_BOOTSTRAP — to another state folder's broker: `FIRSTFAULT_STATE_DIR=<it> "
+                  "firstfault kafka status` prints its address — or run `firstfault kafka start`)")
+        raise typer.Exit(2)
     return st.bootstrap
 
 

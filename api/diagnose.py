@@ -182,8 +182,9 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
 _NO_TIME = {
     "dmesg": ("kernel line", "with a raw dmesg stamp (seconds since boot, counted back from the file's time) or "
                              "none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"),
-    "nccl": ("NCCL/framework line", "with no time printed, or a stamp of a form not read (README: line stamps): "
-                                    "NCCL 2.26 and later stamp every level with NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"),
+    "nccl": ("NCCL/framework line", "with no time printed, or a stamp of a form not read (docs/recognition.md: "
+                                    "line stamps): NCCL 2.26 and later stamp every level with "
+                                    "NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"),
     "nvml": ("NVML/nvidia-smi line", "with no time printed, or a stamp of a form not read: capture `date` beside "
                                      "it, or send the poller's JSON samples"),
 }

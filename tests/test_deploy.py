@@ -507,6 +507,20 @@ def test_a_loop_of_links_or_a_link_to_nothing_is_said_as_such(tmp_path):
                      "cannot read T/dangling: a symbolic link to nothing (T/gone does not exist)"], r.stderr
 
 
+def test_a_folders_empty_files_are_said(tmp_path):
+    """A folder's empty.log went unsaid while its notes and binary files were listed as skipped (a fresh user's
+    trial): files with no line beside files with some are named on stderr; a file with lines but no event is not."""
+    xid = "[Mon Feb  2 22:52:40 2026] NVRM: Xid (PCI:0000:4c:00): 79, pid=1, GPU has fallen off the bus.\n"
+    (tmp_path / "node01.log").write_text(xid)
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "blank.log").write_text("\n  \n")
+    (tmp_path / "quiet.log").write_text("nothing to see\n")
+    r = _firstfault("diagnose", str(tmp_path), "-f", "json")
+    assert r.returncode == 0, r.stderr
+    said = [x for x in r.stderr.replace(str(tmp_path), "T").splitlines() if x.startswith("skipped")]
+    assert said == ["skipped, empty or blank lines only: T/blank.log, T/empty.log"], r.stderr
+
+
 def test_a_folders_notes_and_configuration_files_are_said_not_read_and_read_when_named(tmp_path):
     """A case folder's write-up (``source.md``) and ``expected.yaml`` quote log lines: read as logs they were hosts
     "source" and "expected" with error incidents of their own (a fresh user's trial). Under a folder they are not
@@ -878,7 +892,7 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
     assert mtime_note(table(("nccl", "line"), ("dmesg", "envelope"))) is None
     note = mtime_note(table(("nccl", "file")))
     assert note.startswith("1 event timed by its file's modification time") and "1 NCCL/framework line with no " \
-        "time printed, or a stamp of a form not read (README: line stamps): NCCL 2.26 and later" in note \
+        "time printed, or a stamp of a form not read (docs/recognition.md: line stamps): NCCL 2.26 and later" in note \
         and "dmesg" not in note
     note = mtime_note(table(("dmesg", "file"), ("dmesg", "file"), ("nvml", "file"), ("nccl", "line")))
     assert note.startswith("3 events timed by their file's") and "2 kernel lines with a raw dmesg stamp" in note \
