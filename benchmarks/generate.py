@@ -117,8 +117,10 @@ def _kernel(r: random.Random) -> str:
                 f"kernel.perf_event_max_sample_rate to {_rr(r, 20000, 80000)}")
     if k == 5:
         return f"TCP: request_sock_TCP: Possible SYN flooding on port {_rr(r, 1024, 65535)}. Sending cookies."
-    if k == 6:
-        return f"nfs: server fs{_rr(r, 1, 9)}.storage.internal {'not responding, still trying' if r.random() < .5 else 'OK'}"
+    if k == 6:  # the recovery line only: "not responding, still trying" is a storage stall (host.nfs_not_responding)
+        server = _rr(r, 1, 9)
+        r.random()  # the draw that chose between the two, so the rest of the mix is drawn as before
+        return f"nfs: server fs{server}.storage.internal OK"
     if k == 7:
         return (f"mlx5_core 0000:{_rr(r, 0x0c, 0xe0):02x}:00.{_rr(r, 2)}: mlx5_fw_tracer_handle_traces:"
                 f"{_rr(r, 700, 800)}:(pid {_rr(r, 100, 99999)}): FWTracer: Events were lost")
