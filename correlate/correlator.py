@@ -367,7 +367,47 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
-    return sorted(incidents, key=lambda i: (i["start"], i["id"]))
+    return sorted(name_faults_near_hangs(incidents), key=lambda i: (i["start"], i["id"]))
+
+
+#: how far (µs) from an unexplained hang's start another host's fault is named beside it (:func:`name_faults_near_hangs`)
+NEAR_HANG_US = 60 * S
+#: incident categories no host fault is: a hang, a program's own fault, the unclassified
+_NOT_HOST_FAULTS = frozenset({"nccl_hang", "application", "other"})
+
+
+def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_HANG_US) -> list[dict[str, Any]]:
+    """``incidents`` (DESIGN.md shape), each hang no evidence explains (category ``nccl_hang``, confidence below
+    0.5: the logs do not say which hosts ran the job) given, in ``missing``, up to three error or critical
+    incidents of other hosts whose start lies within ``near_us`` (µs) of its start (the implied start of the
+    collective that timed out), nearest first: a host's fatal PCIe error and Xid 79 at the very second a rank on
+    another host began to wait were two incidents, the hang's asking for "the kernel logs of every host" that were
+    already given (a fresh user's trial). Which hosts ran the job (NCCL's Init COMPLETE lines) joins them as
+    initiator and downstream; without them, this names the candidates. A new list is set, never the cached one
+    changed (``correlate``'s ``cache``)."""
+    from datetime import datetime
+
+    def us(t: str) -> int:
+        return int(datetime.fromisoformat(t).timestamp() * S)
+
+    faults = [(us(i["start"]), i) for i in incidents if i["severity"] in ("error", "critical")
+              and i["category"] not in _NOT_HOST_FAULTS and i.get("status") != "superseded"
+              and i["initiator"].get("host")]
+    if not faults:
+        return incidents
+    for inc in incidents:
+        if inc["category"] != "nccl_hang" or inc["confidence"] >= 0.5:
+            continue
+        start, mine = us(inc["start"]), set(inc.get("clocks") or ())
+        near = sorted((abs(t - start), t, i) for t, i in faults
+                      if abs(t - start) <= near_us and i["initiator"]["host"] not in mine)
+        said = [f"whether {i['initiator']['host']} ran a rank of this job: its {i['category']} incident {i['id']} "
+                f"({i['severity']}) began {abs(t - start) / S:.1f} s {'before' if t <= start else 'after'} the "
+                "timeout's implied start (NCCL_DEBUG=INFO's Init COMPLETE lines tie each rank to its host)"
+                for _, t, i in near[:3]]
+        if said:
+            inc["missing"] = list(inc.get("missing") or []) + said
+    return incidents
 
 
 def _dedup(evs: list[Ev]) -> list[Ev]:
