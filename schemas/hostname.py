@@ -70,9 +70,14 @@ def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.Ch
                   pc.match_substring_regex(hosts, _NOT_IN_HOST))
 
 
-@functools.lru_cache(maxsize=65536)
 def is_host_name(name: str | None) -> bool:
-    """Whether ``name`` is a host name the lake stores (:func:`not_host_names` of one string). Kept per name for
-    the process (an Arrow call compiles its RE2 pattern each time: ~0.1 ms, 5 % of a batch's CPU when every batch
-    asked again for each of its hosts)."""
-    return bool(name) and not not_host_names(pa.array([name], pa.string()))[0].as_py()
+    """Whether ``name`` is a host name the lake stores (:func:`not_host_names` of one string). The answer for a name
+    of at most :data:`MAX_HOST_CHARS` characters is kept for the process (an Arrow call compiles its RE2 pattern
+    each time: ~0.1 ms, 5 % of a batch's CPU when every batch asked again for each of its hosts); a longer one is
+    no host name and is not kept (distinct 200 KB Kafka keys held 400 MB: a break-it pass)."""
+    return bool(name) and len(name) <= MAX_HOST_CHARS and _short_host_name(name)
+
+
+@functools.lru_cache(maxsize=65536)
+def _short_host_name(name: str) -> bool:
+    return not not_host_names(pa.array([name], pa.string()))[0].as_py()
