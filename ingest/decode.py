@@ -1940,11 +1940,31 @@ def host_from_filename(path: Path) -> str:
     host = m.group(1) if m else name
     if not ip:
         host = _without_log_words(host)
+        if path.suffix.lower() in (".out", ".err"):
+            host = _slurm_node(host)
         if host.lower() in LOG_WORDS or _DATE_NAME.match(host):
             host = next((h for parent in path.parents[:6]
                          if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
                          and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
+
+
+def _slurm_node(name: str) -> str:
+    """The node of a Slurm output file's name made by ``--output=%x-%j-%N.out`` (``.err``): what follows its last
+    job id (digits only, six or more) when that is one node name — a letter first, a digit in it, no rank or attempt
+    (``tr1-13B-round3-682842-node07`` -> ``node07``: BigScience's tr1-13B chronicle named its jobs' output so to find
+    which node crashed, and each job of an array was another host, the node's recurrence unseen; a real-logs pass);
+    else ``name`` as it is (``node-000123-a``, ``run_20261130_103015_crash``, ``node07-1234567-rank3``: a first
+    version cut them all, two machines' files one host: a break-it pass)."""
+    parts = _NAME_PARTS.split(name)
+    job = max((k for k in range(len(parts) - 1) if parts[k].isdigit() and len(parts[k]) >= 6), default=None)
+    if job is None or job != len(parts) - 2:
+        return name
+    node = parts[-1]
+    if node[:1].isalpha() and any(c.isdigit() for c in node) and not _NO_HOST_FOLDER.match(node) \
+            and node.lower() not in LOG_WORDS:
+        return node
+    return name
 
 
 def _without_log_words(name: str) -> str:
@@ -1961,12 +1981,6 @@ def _without_log_words(name: str) -> str:
         run += 1
     if run - lo >= 2 or (run - lo == 1 and parts[lo].lower() not in _HOST_WORDS):
         lo = run
-    # Slurm's "--output=%x-%j-%N.out": the job's name and id before the node's (tr1-13B-round3-682842-node07.out, as
-    # BigScience's chronicles set it to find which node crashed: each job of an array was another host, the node's
-    # recurrence unseen; a real-logs pass). A job id or date is digits only, six or more, as at the end above
-    job = max((k for k in range(lo, hi - 1) if parts[k].isdigit() and len(parts[k]) >= 6), default=None)
-    if job is not None and any(c.isalpha() for c in "".join(parts[job + 1:hi])):
-        lo = job + 1
     kept = "".join(p + sep for p, sep in zip(parts[lo:hi], seps[lo:hi - 1] + [""]))
     # what stays names a host when it has a letter (``gpu-node-dmesg.log`` was host ``gpu-node-dmesg`` beside the
     # ``gpu-node`` its NCCL lines named: one machine split in two, a real-logs pass); a digit is not asked

@@ -1475,7 +1475,12 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              # Slurm's --output=%x-%j-%N.out (a real-logs pass: BigScience's tr1-13B chronicle); a short job id or a
              # digit part of a host name is no job's
              "tr1-13B-round3-682842-node07.out": "node07", "682842-node07.out": "node07",
-             "node07-682842.out": "node07", "run-123456-7.log": "run-123456-7", "gpu-node-0123.log": "gpu-node-0123"}
+             "node07-682842.out": "node07", "run-123456-7.log": "run-123456-7", "gpu-node-0123.log": "gpu-node-0123",
+             # what follows the job id is a node name only with a letter first and a digit, no rank (a break-it pass:
+             # a first version made these hosts "a", "rank3", "crash", two machines' files one host)
+             "node-123456-a.out": "node-123456-a", "node07-1234567-rank3.out": "node07-1234567-rank3",
+             "node07_20261130_103015_crash.log": "node07_20261130_103015_crash",
+             "node07-build-1234567-cuda12.log": "node07-build-1234567-cuda12", "job-1234567-x/dmesg.log": "job-1234567-x"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
