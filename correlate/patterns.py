@@ -116,10 +116,12 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
     for (host, _t, key), evs in by_gpu.items():
         if key is None or scene.topo.has_nvlink_evidence(host, key):
             return None
-        if 0 not in {e.link for e in evs if e.link is not None} and any(e.link is not None for e in evs):
-            # a GPU without NVLink has every link down, and DCGM lists them from link 0 (NVIDIA/DCGM#49,
+        down = {e.link for e in evs if e.link is not None}
+        if down and down != set(range(len(down))):
+            # a GPU without NVLink has every link down, and DCGM lists them from link 0 on (NVIDIA/DCGM#49,
             # NVIDIA/NVSentinel#1481: "link 0 … link 11"); links 16 and 17 down alone are a GB200's links still
-            # training after a reboot (NVIDIA/NVSentinel#1701), or down: the GPU has NVLink
+            # training after a reboot (NVIDIA/NVSentinel#1701), links 0 and 9 a gap: the GPU has NVLink (a break-it
+            # pass against "from link 0")
             return None
         model = scene.topo.gpu_model(host, key) or next((e.details.get("model") for e in evs
                                                           if e.details.get("model")), None)
@@ -133,7 +135,7 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
     return Verdict(
         pattern="benign.no_nvlink_on_gpu", category="link_fault", initiator=init, initiator_events=evs,
         confidence=0.6 if unknown_model else 0.85, severity="info",
-        explanation=(f"Every NVLink reported for {key} on {host} is 'down' (links {links}, from link 0) and nothing "
+        explanation=(f"Every NVLink reported for {key} on {host} is 'down' (links {links}, 0 on) and nothing "
                      "shows this GPU has NVLink at all: no link up, no NV# path in topo -m. PCIe GPUs without an "
                      "NVLink bridge report all links down by design; DCGM flags them anyway (a known false "
                      "positive)."),
@@ -1134,6 +1136,15 @@ def _reports_a_peer(e: Ev) -> bool:
             and str(e.details.get("reason", "")).startswith("remote process exited"))
 
 
+def _network_reason(e: Ev) -> bool:
+    """A framework's NCCL error whose reason a lost peer may raise (NCCL's "unhandled system error", "remote process
+    exited …"), not one of the rank's own GPU ("unhandled cuda error": another process's lost-peer WARN on the host
+    excused it as "a peer went away": a break-it pass)."""
+    reason = str(e.details.get("reason") or e.details.get("nccl_result") or "").lower()
+    return "system error" in reason or "remote process" in reason or "systemerror" in reason \
+        or "remoteerror" in reason
+
+
 def _explained_but_by_a_report(scene: Scene, e: Ev) -> bool:
     """An edge from another subject explains ``e`` (``Scene.explained``), and its cause is no report of a lost peer
     itself: NCCL's flushed completion explains PyTorch's "remote process exited" on its host by rule, and both report
@@ -1170,7 +1181,7 @@ def peer_failed(scene: Scene) -> Verdict | None:
     # after "Net : Connection closed by remote peer": pytorch/elastic#134, the survivor was the initiator at 0.75; a
     # real-logs pass)
     if not reports or any(not _reports_a_peer(e) and e.signature != "nccl.warn" and scene.role(e) != "downstream"
-                          and not any(_reports_a_peer(c) for c in scene.causes_of(e))
+                          and not (_network_reason(e) and any(_reports_a_peer(c) for c in scene.causes_of(e)))
                           for e in faults) or any(_explained_but_by_a_report(scene, e) for e in reports):
         return None
     hosts = sorted({e.host for e in reports})

@@ -979,7 +979,8 @@ def test_a_dcgm_link_down_where_the_platform_wires_it_is_not_called_down_by_desi
 
 
 @pytest.mark.parametrize("links, benign", [((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), True), ((0, 1), True),
-                                            ((16, 17), False), ((3,), False), ((5, 6, 7), False)])
+                                            ((16, 17), False), ((3,), False), ((5, 6, 7), False),
+                                            ((0, 9), False), ((0, 1, 3), False)])
 def test_dcgm_links_down_are_down_by_design_only_from_link_0(pipeline, links, benign):
     """A GPU without NVLink has every link down and DCGM lists them from link 0 (NVIDIA/DCGM#49, NVIDIA/NVSentinel#1481:
     links 0 – 11 of an A100 PCIe). Links 16 and 17 down alone, on a GPU of no known model, were called the PCIe
@@ -1644,6 +1645,13 @@ def test_a_framework_error_raised_from_a_lost_peer_is_that_report(pipeline):
     assert (inc["pattern"], inc["initiator"]["candidates"]) == ("comm.peer_failed", ["another rank of the job"])
     (own,) = run(pipeline, raised, host="multigpu")
     assert own["pattern"] != "comm.peer_failed" and own["initiator"]["host"] == "multigpu", own["pattern"]
+    # a CUDA error of the rank's own is no lost peer's, whatever another process's WARN beside it says (a break-it
+    # pass: "unhandled cuda error" and another pid's "Connection closed by remote peer" were "a peer went away")
+    cuda = "[2027-01-15 08:00:01] RuntimeError: NCCL error: unhandled cuda error, NCCL version 2.7.8"
+    other = ("[2027-01-15 08:00:02] multigpu:142:159 [1] include/socket.h:416 NCCL WARN Net : Connection closed by "
+             "remote peer")
+    incs = run(pipeline, cuda + "\n" + other, host="multigpu")
+    assert all(i["pattern"] != "comm.peer_failed" for i in incs), [i["pattern"] for i in incs]
 
 
 @pytest.mark.parametrize("line, peer", [
