@@ -471,6 +471,8 @@ class Pager:
                         (inc["id"], inc["version"], status, orjson.dumps(view), orjson.dumps(initiator),
                          orjson.dumps(explained)))
         n = sum(self._put(view, a) for a in actions)
+        if status != "open":  # a closed version re-roots nothing: the old id's last, superseded, version shares its
+            return n  # events with the incident that superseded it, and resolved that page too (a break-it pass)
         return n + self._supersede(inc["id"], set(initiator) | set(explained))
 
     def _explained_by_open_page(self, iid: str, initiator: list[str]) -> bool:

@@ -261,6 +261,25 @@ def test_superseded_version_closes_the_page_and_never_opens_one(tmp_path, pd):
     pager.close()
 
 
+def test_the_old_ids_superseded_version_leaves_the_new_incidents_page_open(tmp_path, pd):
+    """A watchdog timeout whose implied start came before the Xid re-rooted the incident (a new id): the new
+    incident's page opened and resolved the old one, then the old id's last version (status superseded, the same
+    initiator events) resolved the new page — an open critical incident with no page in Alertmanager (a break-it
+    pass, 4 times of 4). A closed version supersedes nothing."""
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    pager.enqueue([incident("inc-old", init_events=["x1"])])
+    # the same Xid is the new incident's initiator; its id is the timeouts' earliest implied start's
+    pager.enqueue([incident("inc-new", init_events=["x1"], downstream=[("node08", None, 9, "nccl_timeout",
+                                                                            "same_comm", ["t1", "t2"])])])
+    gone = incident("inc-old", version=2, init_events=["x1"]) | {"status": "superseded", "superseded_by": "inc-new"}
+    pager.enqueue([gone])
+    asyncio.run(pager.flush(5))
+    assert [(x["event_action"], x["dedup_key"]) for x in pd.bodies()] == [
+        ("trigger", "inc-old"), ("trigger", "inc-new"), ("resolve", "inc-old")]
+    assert pager.health()["open_pages"] == 1
+    pager.close()
+
+
 def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
     clock = [time.time()]
     pager = Pager(pd_settings(tmp_path, pd.url, resolve_after_s=900), clock=lambda: clock[0])
