@@ -403,6 +403,9 @@ class Pager:
         self.outbox_error: str | None = None
 
     def close(self) -> None:
+        if self.unqueued:  # versions the outbox refused: said, as they are lost with the process
+            log.error("the pager outbox %s never took %d incident version(s); they are not paged: %s", self.path,
+                      len(self.unqueued), ", ".join(sorted(self.unqueued)[:10]), extra={"error_code": "outbox_failed"})
         with self._lock:
             self.db.close()
             self._closed = True
@@ -573,6 +576,8 @@ class Pager:
             await self._round_locked(client, refresh=refresh)
 
     async def _round_locked(self, client: httpx.AsyncClient, *, refresh: bool) -> None:
+        if self.unqueued:  # versions the outbox refused (a full disk): tried every round, not only when another
+            self.enqueue([])  # incident changes (a held page was never sent once the space came back: a break-it pass)
         self._expire()
         for r in self.receivers:
             if time.monotonic() < r.next_try:
