@@ -1569,6 +1569,10 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             said = e.lost(head.count(b"\n"), len(head))
             d.rejects.append(Reject(origin, f"cannot decompress: {e}; {said}", value, "bad_compression"))
             return d
+    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
+        # UTF-16/32 text without a byte order mark, as a file's is read (decode_file): its lines matched nothing,
+        # no event and no dead letter (a break-it pass on the service path)
+        data = data.decode(codec, "replace").encode("utf-8")
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
         return Decoded(rejects=[Reject(origin, why, value, "not_text")])  # whole: sent again, it reads alike
@@ -1602,6 +1606,8 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
+    if data[-1:] == b"\r":  # lines ended by CR alone, as a file's are read (_cr_lines): the redraw rule showed the
+        data = _cr_lines(data)  # last one only, an Xid before it lost unsaid (a break-it pass on the service path)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
@@ -1713,7 +1719,8 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 end_runs()
                 last_key = None
             ts = r.timestamp * 1000
-            segments.append(Segment(value, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
+            data = _cr_lines(value) if value[-1] == 13 else value  # as decode_message reads it
+            segments.append(Segment(data, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
         else:
             if key != last_key:
                 host, stream = _key_names(topic, partition, key)

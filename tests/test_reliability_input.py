@@ -1272,6 +1272,31 @@ def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pip
     assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 1
 
 
+
+@pytest.mark.parametrize("value", [
+    (xid("3b") + b"\n" + xid("5e") + b"\n").decode().encode("utf-16-le"),
+    (xid("3b") + b"\n" + xid("5e") + b"\n").decode().encode("utf-16-be"),
+    xid("3b") + b"\r" + xid("5e") + b"\r"])
+def test_a_kafka_value_of_bomless_utf16_or_cr_ended_lines_is_read_as_a_files(pipeline, value):
+    """UTF-16 text without a byte order mark, and lines ended by CR alone, read in a file gave their events; sent as
+    a Kafka value they gave none and no dead letter (the NULs of UTF-16 were no binary data; the CR-ended lines were
+    read as one line redrawn, its last write shown): silent loss (a break-it pass on the service path). The record
+    by itself and in a partition's one-pass decoding alike."""
+    from types import SimpleNamespace
+
+    from ingest.decode import decode_partition
+
+    d = decode_message(value, topic="fleet.dmesg", partition=0, offset=7, key=b"node07", timestamp_ms=T_MS,
+                       headers=[])
+    assert not d.rejects and pipeline.run(d).events.num_rows == 2
+    rec = SimpleNamespace(value=value, offset=7, key=b"node07", timestamp=T_MS, headers=())
+    assert [x.data for x in decode_partition("fleet.dmesg", 0, [rec]).segments] == [x.data for x in d.segments]
+    # a progress bar's redraws in one line stay one line
+    bar = decode_message(b"10%\r20%\r" + xid("3b"), topic="fleet.dmesg", partition=0, offset=8, key=b"node07",
+                         timestamp_ms=T_MS, headers=[])
+    assert [x.data.count(b"\n") for x in bar.segments] == [0]
+
+
 def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lines(tmp_path):
     """Concatenated gzip members (a rotated log appended to) cut one byte into the next member: that byte
     read as "1 bytes of trailing data" and the complete first member's lines were lost (a break-it pass); a
