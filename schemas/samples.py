@@ -13,10 +13,10 @@ Times are UTC µs.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 LINK_SAMPLES_SCHEMA: Final = pa.schema([
     pa.field("host", pa.string(), nullable=False),
@@ -67,9 +67,23 @@ class PollerLink(BaseModel):
     gbps: float | None = Field(default=None, ge=0, description="per-link rate, GB/s; required when up")
     # NVML's counters are unsigned 64-bit (nvmlDeviceGetNvLinkErrorCounter); what the lake stores is a signed one:
     # a negative count was no sample row at all, and 2**63 a float
+    # (a count is a JSON integer: true and "7" were read as 1 and 7, rises of a link no poller saw: a break-it pass)
     counters: dict[str, Annotated[int, Field(ge=0, le=2**63 - 1)]] = Field(
         default_factory=dict, description='error counters by their nvidia-smi name, e.g. "Replay Errors", '
-                                          '"Recovery Errors", "CRC Errors"; 0 to 2^63 - 1')
+                                          '"Recovery Errors", "CRC Errors"; JSON integers 0 to 2^63 - 1; NVML\'s '
+                                          'unsigned -1, 2^64 - 1 (no value), is left out')
+
+    @field_validator("counters", mode="before")
+    @classmethod
+    def _no_value(cls, v: Any) -> Any:
+        """NVML's unsigned -1 (18446744073709551615: the counter has no value) is no count: that counter is left out,
+        not the GPU's whole sample dead-lettered (a break-it pass; the text path reads it alike: assemble._NO_COUNT)."""
+        if isinstance(v, dict):
+            for k, c in v.items():
+                if isinstance(c, (bool, str)):
+                    raise ValueError(f"counter {str(k)[:64]!r} is {c!r}: a count is a JSON number")
+            return {k: c for k, c in v.items() if not (type(c) is int and c == 2**64 - 1)}
+        return v
 
     @model_validator(mode="after")
     def _speed_when_up(self) -> "PollerLink":

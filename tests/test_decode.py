@@ -825,6 +825,27 @@ def test_a_poller_counter_is_stored_under_its_name_or_refused_naming_it(name):
     assert rows == [(name, 5.0)]
 
 
+@pytest.mark.parametrize("value, stored", [(True, None), ("7", None), (1.5, None), (7, 7.0), (7.0, 7.0),
+                                           (2**64 - 1, "left out")])
+def test_a_poller_counter_is_a_json_number(value, stored):
+    """``true`` and ``"7"`` were read as counts 1 and 7: rises the degraded-link report counted on a link no poller
+    saw (a break-it pass on the service path); they are a ``bad_envelope`` dead letter naming the counter. NVML's
+    unsigned -1 (no value) dead-lettered the GPU's whole sample, every link's: that counter alone is left out."""
+    rec = {"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
+           "gpu_index": 0, "links": [{"link": 0, "state": "inactive", "counters": {"CRC Errors": value}},
+                                     {"link": 1, "state": "inactive", "counters": {"Replay Errors": 2}}]}
+    d = decode_message(orjson.dumps(rec), topic="fleet.nvml", partition=0, offset=1, key=None,
+                       timestamp_ms=1_796_000_000_000)
+    if stored is None:
+        [r] = d.rejects
+        assert r.error_code == "bad_envelope" and "CRC Errors" in r.reason, r.reason
+        return
+    assert not d.rejects
+    rows = {(r["link"], r["counter"]): r["value"] for r in _pipeline().run(d).link_samples.to_pylist() if r["counter"]}
+    want = {(1, "Replay Errors"): 2.0} | ({} if stored == "left out" else {(0, "CRC Errors"): stored})
+    assert rows == want
+
+
 @functools.cache
 def _pipeline():
     """One ``Pipeline`` for a hypothesis test's examples (a fixture is not reset between them)."""
