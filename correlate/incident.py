@@ -373,14 +373,19 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew. Only the same
     # fault of the same subject, earlier (not one of the same start: the stream's incident it is about to supersede),
     # and not a program's: an Xid 13 before an Xid 79 of the GPU is no recurrence of the Xid 79 (a break-it pass)
-    again = [p for p in prev if p["start"] < body["start"] and _same_fault(p, body)]
+    # an initiator timed only by an upper bound (its file's mtime, a Kafka append time) may be the earlier one itself,
+    # seen again: a node condition that repeats the Xid 95 its kernel log printed months before, read from `kubectl
+    # describe node`, was "It recurred" (a break-it pass); such an incident is listed under recurrence, not called one
+    proven = not v.initiator_events or any(not e.undated() for e in v.initiator_events)
+    prev_before = [p for p in prev if p["start"] < body["start"]] if proven else []
+    again = [p for p in prev_before if _same_fault(p, body)]
     if again:
         inc["explanation"] = (f"{body['explanation']} It recurred: {len(again)} earlier incident(s) had the same "
                               f"fault on the same initiator, the first at {min(p['start'] for p in again)} "
                               f"({first_of([p['id'] for p in again], 3)}).")
     # a program's Xid again on the same GPU, in an earlier incident: NVIDIA's advice for application Xids that repeat
     # on one GPU (pytorch/pytorch#51382: three processes' Xid 31 on one GPU in 50 minutes, each "Node healthy")
-    apps = [p for p in prev if p["start"] < body["start"] and p.get("category") == "application"
+    apps = [p for p in prev_before if p.get("category") == "application"
             and recurs_to_diag(scene.catalog, p["initiator"].get("xid"))] if (
         body.get("category") == "application" and recurs_to_diag(scene.catalog, body["initiator"].get("xid"))) else []
     if apps:
@@ -395,7 +400,7 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     # now (an RTX PRO 6000's Xid 62, then two days later its Xid 120, each read "… if it repeats": a real-logs pass on
     # an NVIDIA developer forum thread, "Xid 62 / Xid 154 GSP PMU halt crash")
     serious = SEVERITY_RANK["error"]
-    before = [p for p in prev if p["start"] < body["start"] and p.get("category") != "application"
+    before = [p for p in prev_before if p.get("category") != "application"
               and SEVERITY_RANK.get(p.get("severity"), 0) >= serious] if (
         body.get("category") != "application" and SEVERITY_RANK.get(body.get("severity"), 0) >= serious) else []
     if before:

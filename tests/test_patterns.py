@@ -2151,6 +2151,29 @@ def test_a_different_fault_of_the_same_gpu_is_no_recurrence(pipeline):
     assert "failed before" not in fall["next_action"]
 
 
+def test_a_fault_timed_only_by_its_files_time_is_no_recurrence(pipeline):
+    """A node condition that repeats the Xid 95 its kernel log printed months before (``kubectl describe node``, no
+    time of its own: timed by the file, an upper bound) was a second incident "It recurred: 1 earlier incident(s)",
+    and would be again at every capture (a break-it pass). It may be the earlier one seen again: listed under
+    ``recurrence``, not called one; a second stamped Xid 95 still is."""
+    stamped = ("[Mon Mar  9 06:11:10 2026] NVRM: Xid (PCI:0000:16:00): 95, pid=0, name=x, Uncontained memory error on "
+               "GPU")
+    segs = [Segment(data=stamped.encode(), origin="file:kern.log", stream="file:kern.log", host="node07",
+                    ref_ts=T0, ref_basis="file", ingest_ts=T0),
+            Segment(data=b"NVRM: Xid (PCI:0000:16:00): 95, pid=0, name=x, Uncontained memory error on GPU",
+                    origin="file:describe.txt", stream="file:describe.txt", host="node07", ref_ts=T0,
+                    ref_basis="file", ingest_ts=T0)]
+    b = pipeline.run(Decoded(segments=segs))
+    got = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+    assert len(got) == 2 and got[1]["recurrence"]["previous"] == [got[0]["id"]]
+    assert "recurred" not in got[1]["explanation"] and "failed before" not in got[1]["next_action"]
+    segs[1] = Segment(data=stamped.replace("Mar  9", "Mar 10").encode(), origin="file:kern.log.1",
+                      stream="file:kern.log.1", host="node07", ref_ts=T0, ref_basis="file", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=segs))
+    got = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+    assert "It recurred: 1 earlier incident(s)" in got[1]["explanation"]
+
+
 def test_a_serious_fault_after_another_of_the_same_gpu_takes_the_step_for_a_repeat(pipeline):
     """An RTX PRO 6000's Xid 62 (PMU halt) with Xid 154, then two days later its Xid 120 (GSP error) with Xid 154
     (NVIDIA developer forums, "Xid 62 / Xid 154 GSP PMU halt crash on RTX PRO 6000 Blackwell": it needed a power cycle
