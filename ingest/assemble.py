@@ -805,7 +805,8 @@ def _p2p_off(h: Hit) -> tuple[str, str] | None:
 #: lines of an ``nvidia-smi -q`` GPU section that name no GPU themselves (formats.md §9.5)
 _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy", "nvml.recovery_action",
                              "nvml.q_row_remap", "nvml.fabric_state_incomplete", "nvml.q_clocks_event",
-                             "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable"})
+                             "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
+                             "nvml.q_ecc_section"})
 
 
 #: how many lines after Open MPI's "peer process has unexpectedly disconnected" its help text names the peer (13 in
@@ -830,6 +831,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     last_preamble: tuple[str, str] | None = None
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
+    q_section: str | None = None  # the nvidia-smi -q ECC section the next counts are of (nvml.q_ecc_section)
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
     rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
@@ -884,8 +886,16 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if h.c.sig.source == "dmesg" and "driver_version" not in d and (version := driver.get(row["host"])):
             d["driver_version"] = version
         if sid == "nvml.q_gpu_header":
-            q_device = row.get("device")
+            q_device, q_section = row.get("device"), None
             continue
+        if sid == "nvml.q_ecc_section":  # the ECC counts' section below it: Volatile or Aggregate
+            q_section = d.get("ecc_section")
+            continue
+        if sid == "nvml.q_ecc_uncorrectable" and q_section:
+            d["ecc_section"] = q_section
+            if q_section == "Aggregate":  # the GPU's lifetime: a past error (Volatile's own row says a new one); an
+                # SRAM count stays a warning (RMA above 4: stas00/ml-engineering), a DRAM one was repaired by a remap
+                row["severity"] = "warning" if d.get("ecc_memory", "").upper() == "SRAM" else "info"
         if sid in _Q_SECTION_SIGS and q_device and not row.get("device"):
             row["device"] = q_device
         if sid == "nvml.gpu_header":
