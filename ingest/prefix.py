@@ -246,7 +246,7 @@ _BRACKET_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*\d+\]: ?|\[\d+,\d+\]<std(?:ou
 _LABEL_NEXT = (r"(?=\[\s*\d+\.\d+\] |\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) |\[[A-Z][a-z]{2} \d|\[\d{4}-\d\d-\d\d[T ]"
                r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[[IWEF] |" + _BRACKET_LABEL + r"|\d{4}-\d\d-\d\d[T ]"
                r"|\d{4}/\d\d/\d\d |\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - |<\d{1,3}>|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:"
-               r"|[IWEF]\d{4} \d\d:|\d\d-\d\d-\d{4} \d\d:\d\d:\d\d:\d{1,3} \[pid="
+               r"|[IWEF]\d{4} \d\d:| ?\d\d-\d\d-\d{4} \d\d:\d\d:\d\d:\d{1,3} \[pid="
                r"|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] |NVRM: |nvidia-nvswitch\d+: "
                r"|(?:kern|user|daemon|syslog):\s+\w+: \[\d{4}-|" + _PY_LEVEL + r" \d\d-\d\d \d\d:)")
 # after a host label only: a Python exception or its traceback, as pdsh prints every rank's ("node07: RuntimeError:

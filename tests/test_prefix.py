@@ -734,6 +734,9 @@ def test_cufiles_stamp_is_read_day_first_with_unpadded_milliseconds_and_its_pid(
     assert (p.ts, p.pid) == (us(2023, 11, 6, 20, 12, 2) + 865_000, 157254)
     p = parse_prefix("node7: 29-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
     assert (p.host, p.ts) == ("node7", us(2025, 12, 29, 13, 30, 14) + 51_000)
+    # pdsh before cuFile's own blank: two blanks after the label (a break-it pass: neither host nor time was read)
+    p = parse_prefix("node7:  29-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
+    assert (p.host, p.ts) == ("node7", us(2025, 12, 29, 13, 30, 14) + 51_000)
     assert parse_prefix("29-12-2025 13:30:14:51 hello", ref_us=REF).ts is None
     bad = parse_prefix("32-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
     assert bad.unreadable == "32-12-2025 13:30:14:51"
