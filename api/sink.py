@@ -105,8 +105,12 @@ class IncidentSink:
                 bad = (bad[0] + 1, bad[1]) if bad else (1, e)
         if bad:
             log.warning("skipped %d stored incident row(s): %s", *bad)
-        for d in docs:
-            self.incidents.setdefault(d["id"], d)
+        for d in docs:  # the latest version of each
+            had = self.incidents.get(d["id"])
+            if had is None or int(d.get("version", 1)) > int(had.get("version", 1)):
+                self.incidents[d["id"]] = d
+        # the gauge from what is stored, not 0 until the first new version (a break-it pass: 29 open, 0 said)
+        OPEN.set(sum(1 for i in self.incidents.values() if i["status"] == "open"))
         return docs
 
     #: how far back a restart looks for the membership lines of jobs still running (µs): a week

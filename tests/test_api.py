@@ -930,6 +930,7 @@ def test_an_incidents_part_without_documents_is_a_503_and_does_not_stop_a_restar
     lk = Lake(str(tmp_path / "lake"))
     lk.init()
     _, _, incidents = diagnose_paths([SAMPLES], Settings())
+    incidents[0]["status"] = "open"  # as a service's last version of it was
     inc, ev = incident_rows(incidents[:2], int(time.time() * 1e6))
     lk.write("incidents", inc, "i1")
     lk.write("incident_evidence", ev, "i1")
@@ -949,6 +950,10 @@ def test_an_incidents_part_without_documents_is_a_503_and_does_not_stop_a_restar
         got = sink.stored()
     assert sorted(d["id"] for d in got) == sorted(i["id"] for i in incidents[:2])
     assert "skipped 2 stored incident row(s): a stored incident has no readable document" in caplog.text
+    # the open-incidents gauge is of what is stored from the start (a break-it pass: 0 until the first new version)
+    from api.sink import OPEN
+
+    assert OPEN._value.get() == 1
     with Server(Settings(lake=str(tmp_path / "lake"), api_max_scan_days=3650)) as c:
         r = c.get("/incidents/inc-old")
         assert r.status_code == 503 and "was not written by firstfault's incidents schema" in r.json()["detail"], r.text
