@@ -210,4 +210,7 @@ class IncidentSink:
         return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
 
     def current(self) -> list[dict[str, Any]]:
-        return sorted(self.incidents.values(), key=lambda i: (i["start"], i["id"]))
+        """The latest version of every incident not superseded (a later incident holds its events), by start: a
+        superseded one was a row of the caught-up table beside the incident that superseded it (a break-it pass)."""
+        return sorted((i for i in self.incidents.values() if i.get("status") != "superseded"),
+                      key=lambda i: (i["start"], i["id"]))
