@@ -370,7 +370,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     return sorted(name_faults_near_hangs(incidents), key=lambda i: (i["start"], i["id"]))
 
 
-#: how far (µs) from an unexplained hang's start another host's fault is named beside it (:func:`name_faults_near_hangs`)
+#: how far (µs) from an unexplained hang's start another host's fault is named beside it
+#: (:func:`name_faults_near_hangs`)
 NEAR_HANG_US = 60 * S
 #: incident categories no host fault is: a hang, a program's own fault, the unclassified
 _NOT_HOST_FAULTS = frozenset({"nccl_hang", "application", "other"})

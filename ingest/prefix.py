@@ -311,8 +311,8 @@ _GREP_FILE = re.compile(r"^(?P<file>/?(?:[\w.-]+/)*(?:[\w.-]+\.(?:log|txt|out|er
 # prefix only with a folder or grep -n's line number: "syslog:err   : …" is dmesg -x's facility and level; blanks
 # after it only before a CloudWatch export's stamp, "node07.log:  | 2025-05-16T16:39:55Z | …": a break-it pass)
 #: a syslog or ISO stamp right after a bare log name's colon: "messages:Jun 17 20:18:08 ip-172-31-27-211 kernel: …",
-#: "messages-20190616:Jun 16 …" — grep over /var/log/messages* in its folder (aws/aws-parallelcluster#1150: the line's
-#: own host and time were lost, and lines after a path-prefixed one took its host and time; a real-logs pass)
+#: "messages-20190616:Jun 16 …" — grep over /var/log/messages* in its folder (aws/aws-parallelcluster#1150: the
+#: line's own host and time were lost, and lines after a path-prefixed one took its host and time; a real-logs pass)
 _STAMP_AFTER = re.compile(_MON + r" {1,2}\d{1,2} \d\d:\d\d:\d\d |\d{4}-\d\d-\d\d[T ]\d\d:")
 # Talos and syslog relays: "192.0.2.119: kern: warning: [2026-04-22T21:25:20.458998481Z]: …" (formats.md §1.8)
 _ADDR = re.compile(r"^(?P<addr>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+): ")

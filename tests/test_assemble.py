@@ -1075,8 +1075,9 @@ def test_a_line_without_a_host_takes_the_one_host_its_files_nccl_lines_named(pip
     # a kernel line is no container's: a node's dmesg, then its job's output, in one file (a break-it pass)
     xid = "[Fri Dec  4 10:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
     assert hosts("\n".join([xid, info, stop])) == ["trainm0", "train-m-0"]
-    # a local Ray worker's NCCL lines, "(pid=34272) host:pid:tid …", after the driver's exception (ray-project/ray#16979:
-    # the RuntimeError went to the file's name, its cause, the worker's P2P failure, to the host: a real-logs pass)
+    # a local Ray worker's NCCL lines, "(pid=34272) host:pid:tid …", after the driver's exception
+    # (ray-project/ray#16979: the RuntimeError went to the file's name, its cause, the worker's P2P failure, to the
+    # host: a real-logs pass)
     exc = ("RuntimeError: NCCL error in: /opt/conda/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled cuda error, "
            "NCCL version 2.7.8")
     ray = "(pid=34272) train-m-0:34272:34565 [0] NCCL INFO threadThresholds 8/8/64 | 32/8/64 | 8/8/64"

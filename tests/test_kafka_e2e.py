@@ -163,8 +163,8 @@ def test_api_over_the_lake(through_kafka):
             # families are the catalog files' (docs/recognition.md), not the signature ids' first segments
             fams = {l.split('family="')[1].split('"')[0] for l in metrics.splitlines()
                     if l.startswith("firstfault_signature_matches_total{")}
-            assert {"xid", "fabric"} <= fams <= {"xid", "sxid", "pcie", "fabric", "nccl", "torch", "nvml", "ib", "host", "gds",
-                                               "other"}
+            assert {"xid", "fabric"} <= fams <= {"xid", "sxid", "pcie", "fabric", "nccl", "torch", "nvml", "ib", "host",
+                                               "gds", "other"}
     finally:
         server.should_exit = True
         t.join(10)

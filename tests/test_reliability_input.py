@@ -1505,7 +1505,8 @@ def test_a_kind_of_log_in_a_file_name_is_no_part_of_its_host(tmp_path):
              # a first version made these hosts "a", "rank3", "crash", two machines' files one host)
              "node-123456-a.out": "node-123456-a", "node07-1234567-rank3.out": "node07-1234567-rank3",
              "node07_20261130_103015_crash.log": "node07_20261130_103015_crash",
-             "node07-build-1234567-cuda12.log": "node07-build-1234567-cuda12", "job-1234567-x/dmesg.log": "job-1234567-x"}
+             "node07-build-1234567-cuda12.log": "node07-build-1234567-cuda12",
+             "job-1234567-x/dmesg.log": "job-1234567-x"}
     assert {n: host_from_filename(Path(n)) for n in names} == names
     xid = "[Sun Nov 15 14:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): {x}, pid=1, name=python, {text}\n"
     for host, (bus, x, text) in {"node07": ("3b", 79, "GPU has fallen off the bus."),
