@@ -378,6 +378,12 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             t = resolve_year(*h.prefix.yearless, own, tz)
             if t is not None and abs(t - own) <= 86400 * US:
                 h.prefix.ts, h.prefix.yearless = t, None
+        elif (h.prefix.ts is None and h.prefix.mono is None and h.prefix.yearless is None
+              and h.prefix.rest.startswith(('time="', "{")) and (own := _own_date(h.prefix.rest)) is not None):
+            # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
+            # device plugin's and the GPU operator's own log, ComputeCanada/puppet-magic_castle#387), or a JSON
+            # record read as text: its own time, not its file's (a real-logs pass)
+            h.prefix.ts, h.prefix.precision_us = own, US
         if h.prefix.ts is not None and not h.prefix.year_inferred:
             dated.append((h.line, h.prefix.ts))
     # 2. year-less stamps take the year of the nearest dated line

@@ -1410,3 +1410,15 @@ def test_nvidia_smi_q_ecc_counts_are_read_with_their_section(pipeline, volatile,
     rows = [r for r in run(pipeline, text).events.to_pylist() if r["signature"] == "nvml.q_ecc_uncorrectable"]
     assert [(json.loads(r["details"])["ecc_section"], r["severity"]) for r in rows] == want
     assert {r["device"] for r in rows} == {"0000:10:1c.0"}
+
+
+def test_a_logrus_text_record_without_a_header_is_timed_by_its_own_time(pipeline):
+    """``time="2024-09-30T19:49:46Z" level=error msg="… In use by another client …"`` (the GPU operator's own log,
+    ComputeCanada/puppet-magic_castle#387) was timed by its file: "the line printed no time" (a real-logs pass). Its
+    own RFC 3339 time dates it; a time further in the message does not."""
+    line = ('time="2024-09-30T19:49:46Z" level=error msg="The following GPUs could not be reset:  GPU 00000000:00:06.0: '
+            'In use by another client"')
+    (row,) = run(pipeline, line, basis="file").events.to_pylist()
+    assert (row["ts"], row["ts_basis"]) == (datetime(2024, 9, 30, 19, 49, 46, tzinfo=timezone.utc), "line")
+    (row,) = run(pipeline, 'level=error time="2024-09-30T19:49:46Z" ' + line[29:], basis="file").events.to_pylist()
+    assert row["ts_basis"] != "line"
