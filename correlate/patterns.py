@@ -662,7 +662,12 @@ def fabric_manager(scene: Scene) -> Verdict | None:
                         "import memory (a workload started before every node's daemon was ready, a node missing from "
                         "the domain)." if imex else
                         "management of this host is the cause: Fabric Manager not running, restarted without a GPU "
-                        "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards).")),
+                        "reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards)."
+                        if fm else
+                        "management of this host is the likelier cause: Fabric Manager not running, restarted "
+                        "without a GPU reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards); "
+                        "with Fabric Manager healthy, the NCCL release with this driver (NVLS's 'invalid argument' "
+                        "on one node's older driver, fixed by NCCL 2.26.5: pytorch/pytorch#150852).")),
         next_action=catalog_action(scene.catalog, lead[0], scene.subject.get(lead[0].event_id)),
         verify=(verify_commands(scene.catalog, lead[0], scene.subject.get(lead[0].event_id))
                 or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"]),

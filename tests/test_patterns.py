@@ -4346,3 +4346,15 @@ def test_a_communicator_size_no_job_has_is_not_listed_rank_by_rank(tmp_path):
                                                     + [out.format(r=r) for r in range(3)]) + "\n")
         [inc] = diagnose_paths([tmp_path], Settings())[2]
         assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 3, "node04")
+
+
+def test_nvls_failing_alone_names_fabric_manager_as_likelier_and_the_nccl_release(pipeline):
+    """NCCL's NVLS ``Cuda failure 1 'invalid argument'`` with no Fabric Manager line: the explanation said the fabric
+    management "is the cause", where pytorch/pytorch#150852 found one node's older driver with NCCL 2.26.2, fixed by
+    NCCL 2.26.5 (a real-logs pass). Without Fabric Manager's own line it is the likelier cause, and the NCCL release
+    with the driver is named."""
+    line = ("[2025-04-08 08:39:46] devgpu263:1234:1290 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+            "'invalid argument'")
+    (inc,) = run(pipeline, line, host="devgpu263")
+    assert inc["pattern"] == "platform.fabric_manager"
+    assert "likelier cause" in inc["explanation"] and "NCCL 2.26.5" in inc["explanation"]
