@@ -259,6 +259,19 @@ _JSON_OWN_DATE = re.compile(r'"(?:time|ts|timestamp|@timestamp)":\s*(?:"((?:19|2
                             r'(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d))"|(1\d{9}(?:\.\d{1,9})?)\b)')
 
 
+#: a program's name before a JSON record in a line ("preflight-dcgm-diag {…}")
+_PROGRAM_BEFORE_RECORD = re.compile(r"[A-Za-z][\w.-]{0,63}:? (?=\{\")")
+
+
+def _record_text(rest: str) -> str:
+    """``rest`` when it begins as a logrus text record (``time="…``) or a JSON record (``{``), or the JSON record after
+    a program's name (:data:`_PROGRAM_BEFORE_RECORD`); else "" (nothing of a record's own: the message's)."""
+    if rest.startswith(('time="', "{")):
+        return rest
+    m = _PROGRAM_BEFORE_RECORD.match(rest)
+    return rest[m.end():] if m else ""
+
+
 def _own_date(rest: str) -> int | None:
     """µs of the RFC 3339 stamp a line's message begins with (:data:`_OWN_DATE`), or of a JSON record's time field
     wherever it stands (:data:`_JSON_OWN_DATE`: logrus' sorted keys, zap's epoch ``ts`` under a syslog header took the
@@ -379,10 +392,12 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             if t is not None and abs(t - own) <= 86400 * US:
                 h.prefix.ts, h.prefix.yearless = t, None
         elif (h.prefix.ts is None and h.prefix.mono is None and h.prefix.yearless is None
-              and h.prefix.rest.startswith(('time="', "{")) and (own := _own_date(h.prefix.rest)) is not None):
+              and (own := _own_date(_record_text(h.prefix.rest))) is not None):
             # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
             # device plugin's and the GPU operator's own log, ComputeCanada/puppet-magic_castle#387), or a JSON
-            # record read as text: its own time, not its file's (a real-logs pass)
+            # record read as text, after its program's name at most ("preflight-dcgm-diag {"event": "Test fail", …,
+            # "timestamp": "2026-06-04T06:08:10.021979Z"}": NVIDIA/NVSentinel#1358): its own time, not its file's (a
+            # real-logs pass)
             h.prefix.ts, h.prefix.precision_us = own, US
         if h.prefix.ts is not None and not h.prefix.year_inferred:
             dated.append((h.line, h.prefix.ts))

@@ -1422,3 +1422,9 @@ def test_a_logrus_text_record_without_a_header_is_timed_by_its_own_time(pipeline
     assert (row["ts"], row["ts_basis"]) == (datetime(2024, 9, 30, 19, 49, 46, tzinfo=timezone.utc), "line")
     (row,) = run(pipeline, 'level=error time="2024-09-30T19:49:46Z" ' + line[29:], basis="file").events.to_pylist()
     assert row["ts_basis"] != "line"
+    # a JSON record after its program's name (NVIDIA/NVSentinel#1358's preflight-dcgm-diag)
+    rec = ('preflight-dcgm-diag {"event": "Test fail", "level": "error", "test": "pcie", "detail": "Detected XID 45 '
+           'for GPU 0 Please consult the documentation for details of this XID.", "timestamp": '
+           '"2026-06-04T06:08:10.021979Z", "module": "preflight-dcgm-diag"}')
+    (row,) = run(pipeline, rec, basis="file").events.to_pylist()
+    assert (row["ts"], row["ts_basis"]) == (datetime(2026, 6, 4, 6, 8, 10, 21979, tzinfo=timezone.utc), "line")
