@@ -100,7 +100,7 @@ class PollerLink(BaseModel):
 
 
 class PollerSample(BaseModel):
-    """One NDJSON record of a GPU's NVLinks, sent by a poller to the NVML topic (README, "Input shapes").
+    """One NDJSON record of a GPU's NVLinks, sent by a poller to the NVML topic (docs/recognition.md, input shapes).
 
     ``{"format": "firstfault.link_sample/1", "host": "node07", "timestamp": "2026-11-30T03:12:01Z",
     "gpu_index": 0, "device": "0000:18:00.0", "model": "NVIDIA H100 80GB HBM3",
