@@ -400,12 +400,14 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
         if inc["category"] != "nccl_hang" or inc["confidence"] >= 0.5:
             continue
         start, mine = us(inc["start"]), set(inc.get("clocks") or ())
-        near = sorted((abs(t - start), t, i) for t, i in faults
-                      if abs(t - start) <= near_us and i["initiator"]["host"] not in mine)
+        # by distance, time and id: two faults at one instant compared their dicts (a TypeError that stopped diagnose
+        # and every streaming step: a break-it pass)
+        near = sorted(((abs(t - start), t, i["id"], i) for t, i in faults
+                       if abs(t - start) <= near_us and i["initiator"]["host"] not in mine), key=lambda x: x[:3])
         said = [f"whether {i['initiator']['host']} ran a rank of this job: its {i['category']} incident {i['id']} "
                 f"({i['severity']}) began {abs(t - start) / S:.1f} s {'before' if t <= start else 'after'} the "
                 "timeout's implied start (NCCL_DEBUG=INFO's Init COMPLETE lines tie each rank to its host)"
-                for _, t, i in near[:3]]
+                for _, t, _id, i in near[:3]]
         if said:
             inc["missing"] = list(inc.get("missing") or []) + said
     return incidents

@@ -1146,8 +1146,10 @@ def _network_reason(e: Ev) -> bool:
     exited …"), not one of the rank's own GPU ("unhandled cuda error": another process's lost-peer WARN on the host
     excused it as "a peer went away": a break-it pass)."""
     reason = str(e.details.get("reason") or e.details.get("nccl_result") or "").lower()
-    return "system error" in reason or "remote process" in reason or "systemerror" in reason \
-        or "remoteerror" in reason
+    # NCCL's "internal error" too: a remote peer's error surfaces as one (NVIDIA/nccl#795, #1514: "Net : Connection
+    # closed by remote peer" then "internal error"; a second break-it pass)
+    return any(w in reason for w in ("system error", "remote process", "systemerror", "remoteerror", "internal error",
+                                     "internalerror"))
 
 
 def _explained_but_by_a_report(scene: Scene, e: Ev) -> bool:

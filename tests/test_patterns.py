@@ -1652,6 +1652,10 @@ def test_a_framework_error_raised_from_a_lost_peer_is_that_report(pipeline):
              "remote peer")
     incs = run(pipeline, cuda + "\n" + other, host="multigpu")
     assert all(i["pattern"] != "comm.peer_failed" for i in incs), [i["pattern"] for i in incs]
+    # NCCL's "internal error" is how a remote peer's error surfaces (NVIDIA/nccl#795, #1514: a second break-it pass)
+    internal = "[2027-01-15 08:00:02] RuntimeError: NCCL error: internal error, NCCL version 2.14.3"
+    (inc,) = run(pipeline, closed + "\n" + internal, host="multigpu")
+    assert inc["pattern"] == "comm.peer_failed", inc["pattern"]
 
 
 @pytest.mark.parametrize("line, peer", [
@@ -4358,3 +4362,25 @@ def test_nvls_failing_alone_names_fabric_manager_as_likelier_and_the_nccl_releas
     (inc,) = run(pipeline, line, host="devgpu263")
     assert inc["pattern"] == "platform.fabric_manager"
     assert "likelier cause" in inc["explanation"] and "NCCL 2.26.5" in inc["explanation"]
+
+
+def test_faults_near_an_unexplained_hang_are_named_nearest_first_even_at_one_instant():
+    """Two hosts' faults at the same instant near a hang compared their incident dicts when sorted: a TypeError that
+    stopped diagnose and every streaming step (a break-it pass). Both are named, nearest first; a fault of a host of
+    the hang itself, a resolved-as-superseded one and one beyond 60 s are not."""
+    from correlate.correlator import name_faults_near_hangs
+
+    def inc(iid, host, start, category="gpu_failure", severity="critical", **kw):
+        return {"id": iid, "start": start, "category": category, "severity": severity, "confidence": 0.8,
+                "initiator": {"host": host}, "missing": [], "clocks": {host: {}}, **kw}
+
+    hang = inc("inc-h", "node01", "2026-06-26T06:14:44Z", "nccl_hang", "error", confidence=0.3)
+    hang["confidence"] = 0.3
+    got = name_faults_near_hangs([hang, inc("inc-b", "node03", "2026-06-26T06:14:44Z"),
+                                  inc("inc-a", "node02", "2026-06-26T06:14:44Z"),
+                                  inc("inc-c", "node04", "2026-06-26T06:14:40Z"),
+                                  inc("inc-own", "node01", "2026-06-26T06:14:44Z"),
+                                  inc("inc-old", "node05", "2026-06-26T06:14:44Z", status="superseded"),
+                                  inc("inc-far", "node06", "2026-06-26T06:16:00Z")])
+    named = [m.split(" incident ")[1].split(" ")[0] for m in got[0]["missing"]]
+    assert named == ["inc-a", "inc-b", "inc-c"]
