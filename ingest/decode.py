@@ -1947,31 +1947,11 @@ def host_from_filename(path: Path) -> str:
     host = m.group(1) if m else name
     if not ip:
         host = _without_log_words(host)
-        if path.suffix.lower() in (".out", ".err"):
-            host = _slurm_node(host)
         if host.lower() in LOG_WORDS or _DATE_NAME.match(host):
             host = next((h for parent in path.parents[:6]
                          if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
                          and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
-
-
-def _slurm_node(name: str) -> str:
-    """The node of a Slurm output file's name made by ``--output=%x-%j-%N.out`` (``.err``): what follows its last
-    job id (digits only, six or more) when that is one node name — a letter first, a digit in it, no rank or attempt
-    (``tr1-13B-round3-682842-node07`` -> ``node07``: BigScience's tr1-13B chronicle named its jobs' output so to find
-    which node crashed, and each job of an array was another host, the node's recurrence unseen; a real-logs pass);
-    else ``name`` as it is (``node-000123-a``, ``run_20261130_103015_crash``, ``node07-1234567-rank3``: a first
-    version cut them all, two machines' files one host: a break-it pass)."""
-    parts = _NAME_PARTS.split(name)
-    job = max((k for k in range(len(parts) - 1) if parts[k].isdigit() and len(parts[k]) >= 6), default=None)
-    if job is None or job != len(parts) - 2:
-        return name
-    node = parts[-1]
-    if node[:1].isalpha() and any(c.isdigit() for c in node) and not _NO_HOST_FOLDER.match(node) \
-            and node.lower() not in LOG_WORDS:
-        return node
-    return name
 
 
 def _without_log_words(name: str) -> str:
