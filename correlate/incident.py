@@ -373,10 +373,12 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew. Only the same
     # fault of the same subject, earlier (not one of the same start: the stream's incident it is about to supersede),
     # and not a program's: an Xid 13 before an Xid 79 of the GPU is no recurrence of the Xid 79 (a break-it pass)
-    # an initiator timed only by an upper bound (its file's mtime, a Kafka append time) may be the earlier one itself,
-    # seen again: a node condition that repeats the Xid 95 its kernel log printed months before, read from `kubectl
-    # describe node`, was "It recurred" (a break-it pass); such an incident is listed under recurrence, not called one
-    proven = not v.initiator_events or any(not e.undated() for e in v.initiator_events)
+    # an initiator timed only by its file's time (an upper bound: written then or any time before) may be the earlier
+    # one itself, seen again: a node condition that repeats the Xid 95 its kernel log printed months before, read from
+    # `kubectl describe node`, was "It recurred" (a break-it pass); such an incident is listed under recurrence, not
+    # called one. A Kafka record's append time is no such bound: a raw dmesg line shipped as written (a second
+    # break-it pass: two Xid 79s 14 days apart lost their recurrence)
+    proven = not v.initiator_events or any(not (e.undated() and e.ts_basis == "file") for e in v.initiator_events)
     prev_before = [p for p in prev if p["start"] < body["start"]] if proven else []
     again = [p for p in prev_before if _same_fault(p, body)]
     if again:

@@ -2171,6 +2171,12 @@ def test_a_fault_timed_only_by_its_files_time_is_no_recurrence(pipeline):
     got = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
     assert len(got) == 2 and got[1]["recurrence"]["previous"] == [got[0]["id"]]
     assert "recurred" not in got[1]["explanation"] and "failed before" not in got[1]["next_action"]
+    # a Kafka record's append time is no such bound: a line shipped as written recurs (a second break-it pass)
+    segs[1] = Segment(data=segs[1].data, origin="kafka:fleet.dmesg/0/7", stream="fleet.dmesg/0/node07", host="node07",
+                      ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=segs))
+    got = sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+    assert "It recurred: 1 earlier incident(s)" in got[1]["explanation"]
     segs[1] = Segment(data=stamped.replace("Mar  9", "Mar 10").encode(), origin="file:kern.log.1",
                       stream="file:kern.log.1", host="node07", ref_ts=T0, ref_basis="file", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=segs))
