@@ -1475,8 +1475,8 @@ def _decode_text(data: bytes, *, origin: str, stream: str, host: str | None, ref
     A UTF-8 byte order mark (Windows editors, PowerShell's ``Out-File``) is not text: it is dropped,
     so neither an envelope nor a first line's ``^`` anchor sees it. Text that begins with a UTF-16 or UTF-32
     byte order mark (a capture saved by PowerShell's ``>``) is read as such and handled as UTF-8 from then on
-    (bytes that are no text of it read as U+FFFD); without a mark, a file's such text is recognised by its zero
-    bytes (:func:`bomless_codec`, ``decode_file``), a Kafka value's is binary data (a ``not_text`` reject).
+    (bytes that are no text of it read as U+FFFD); without a mark, such text is recognised by its zero bytes
+    (:func:`bomless_codec`: ``decode_file``, ``decode_message``) before it gets here.
     """
     if data[:3] == _BOM:
         data = data[3:]
@@ -1571,8 +1571,11 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             return d
     if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
         # UTF-16/32 text without a byte order mark, as a file's is read (decode_file): its lines matched nothing,
-        # no event and no dead letter (a break-it pass on the service path)
-        data = data.decode(codec, "replace").encode("utf-8")
+        # no event and no dead letter (a break-it pass on the service path); what decodes to no text (random 16-bit
+        # values) stays the binary data it is, a not_text reject below (a second break-it pass)
+        text = data.decode(codec, "replace").encode("utf-8")
+        if binary_file(text) is None:
+            data = text
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
         return Decoded(rejects=[Reject(origin, why, value, "not_text")])  # whole: sent again, it reads alike
@@ -1606,8 +1609,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
         if data[:3] == _BOM or data[:2] in _WIDE_FIRST or looks_json_array(data):
             return _decode_text(data, origin=origin, stream=stream, host=host, ref_ts=ts, ref_basis="kafka",
                                 ingest_ts=ts, source=source, line_base=0)
-    if data[-1:] == b"\r":  # lines ended by CR alone, as a file's are read (_cr_lines): the redraw rule showed the
-        data = _cr_lines(data)  # last one only, an Xid before it lost unsaid (a break-it pass on the service path)
+    data = _cr_value(data)
     out = _new_decoded(Decoded)  # the dataclass __init__ costs twice as much as the assignments
     out.segments = [Segment(data, origin, stream, host, ts, "kafka", ts, source)]
     out.rejects = []
@@ -1719,7 +1721,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
                 end_runs()
                 last_key = None
             ts = r.timestamp * 1000
-            data = _cr_lines(value) if value[-1] == 13 else value  # as decode_message reads it
+            data = _cr_value(value)  # as decode_message reads it
             segments.append(Segment(data, prefix + str(r.offset), stream, host, ts, "kafka", ts, source))
         else:
             if key != last_key:
@@ -1974,6 +1976,19 @@ def _without_log_words(name: str) -> str:
     if kept != name and not any(c.isalpha() for c in kept):
         return parts[lo] if hi - lo == 1 and parts[lo].lower() in LOG_WORDS else name
     return kept
+
+
+def _cr_value(data: bytes) -> bytes:
+    """A Kafka value whose lines end in CR alone (``XidA\rXidB\r``, also with a final LF), read as a file's are
+    (:func:`_cr_lines`): the redraw rule showed its last line only, the Xid before it lost unsaid (two break-it passes
+    on the service path). A value with no line terminator at its end (one line a progress bar redrew) stays a line;
+    a value of several LF-ended lines costs one search for its first LF."""
+    if data[-1:] not in (b"\r", b"\n"):
+        return data
+    i = data.find(b"\n")
+    if i >= 0 and data[i:].strip(b"\r\n"):
+        return data
+    return _cr_lines(data) if 13 in data else data
 
 
 def _cr_lines(data: bytes) -> bytes:

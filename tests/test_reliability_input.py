@@ -1276,7 +1276,8 @@ def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pip
 @pytest.mark.parametrize("value", [
     (xid("3b") + b"\n" + xid("5e") + b"\n").decode().encode("utf-16-le"),
     (xid("3b") + b"\n" + xid("5e") + b"\n").decode().encode("utf-16-be"),
-    xid("3b") + b"\r" + xid("5e") + b"\r"])
+    xid("3b") + b"\r" + xid("5e") + b"\r", xid("3b") + b"\r" + xid("5e") + b"\n",
+    xid("3b") + b"\r" + xid("5e") + b"\r\n"])
 def test_a_kafka_value_of_bomless_utf16_or_cr_ended_lines_is_read_as_a_files(pipeline, value):
     """UTF-16 text without a byte order mark, and lines ended by CR alone, read in a file gave their events; sent as
     a Kafka value they gave none and no dead letter (the NULs of UTF-16 were no binary data; the CR-ended lines were
@@ -1295,6 +1296,12 @@ def test_a_kafka_value_of_bomless_utf16_or_cr_ended_lines_is_read_as_a_files(pip
     bar = decode_message(b"10%\r20%\r" + xid("3b"), topic="fleet.dmesg", partition=0, offset=8, key=b"node07",
                          timestamp_ms=T_MS, headers=[])
     assert [x.data.count(b"\n") for x in bar.segments] == [0]
+    # random 16-bit values whose high bytes are zero decode to no text: still binary data, dead-lettered (a second
+    # break-it pass: 6 KB of junk text, no reject)
+    noise = bytes(b for k in range(4000) for b in ((k * 7919) % 255 + 1, 0))
+    junk = decode_message(noise, topic="fleet.dmesg", partition=0, offset=9, key=b"node07", timestamp_ms=T_MS,
+                          headers=[])
+    assert not junk.segments and [r.error_code for r in junk.rejects] == ["not_text"]
 
 
 def test_a_gzip_cut_inside_its_second_members_header_keeps_the_first_members_lines(tmp_path):
