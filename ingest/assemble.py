@@ -914,9 +914,11 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
             continue
         if sid == "nvml.q_ecc_uncorrectable" and q_section:
             d["ecc_section"] = q_section
-            if q_section == "Aggregate":  # the GPU's lifetime: a past error (Volatile's own row says a new one); an
-                # SRAM count stays a warning (RMA above 4: stas00/ml-engineering), a DRAM one was repaired by a remap
-                row["severity"] = "warning" if d.get("ecc_memory", "").upper() == "SRAM" else "info"
+            if q_section == "Aggregate":  # the GPU's lifetime: a past error (Volatile's own row says a new one); a DRAM
+                # one was repaired by a remap; an SRAM count is a warning, an error above 4 (the RMA limit:
+                # stas00/ml-engineering; 12 was a warning no page followed: a second break-it pass)
+                sram = d.get("ecc_memory", "").upper() == "SRAM"
+                row["severity"] = ("error" if int(d.get("ecc_count") or 0) > 4 else "warning") if sram else "info"
         if sid in _Q_SECTION_SIGS and q_device and not row.get("device"):
             row["device"] = q_device
         if sid == "nvml.gpu_header":

@@ -82,7 +82,9 @@ class PollerLink(BaseModel):
             for k, c in v.items():
                 if isinstance(c, (bool, str)):
                     raise ValueError(f"counter {str(k)[:64]!r} is {c!r}: a count is a JSON number")
-            return {k: c for k, c in v.items() if not (type(c) is int and c == 2**64 - 1)}
+            # NVML's unsigned -1 also as a float (1.8446744073709552e19: a JSON encoder of doubles) or signed (-1: a
+            # poller that reads it as int64): no value either (a second break-it pass)
+            return {k: c for k, c in v.items() if not (type(c) in (int, float) and c in (2**64 - 1, 2.0**64, -1))}
         return v
 
     @model_validator(mode="after")

@@ -1397,13 +1397,14 @@ def test_nvidia_smi_q_retired_pages_pending_is_its_sections_gpus(pipeline):
 
 @pytest.mark.parametrize("volatile, aggregate, memory, want", [
     (0, 1, "DRAM", [("Aggregate", "info")]), (1, 1, "DRAM", [("Volatile", "error")]),
-    (0, 5, "SRAM", [("Aggregate", "warning")]), (2, 3, "SRAM", [("Volatile", "error"), ("Aggregate", "warning")])])
+    (0, 3, "SRAM", [("Aggregate", "warning")]), (2, 3, "SRAM", [("Volatile", "error"), ("Aggregate", "warning")]),
+    (0, 12, "SRAM", [("Aggregate", "error")])])
 def test_nvidia_smi_q_ecc_counts_are_read_with_their_section(pipeline, volatile, aggregate, memory, want):
     """nvidia-smi -q's ECC Errors counts under "Volatile" (since the driver loaded) and "Aggregate" (the GPU's
     lifetime): a GPU whose Aggregate DRAM Uncorrectable read 1 with Volatile 0 and no remap pending — a past error,
     repaired — was an error incident (a break-it pass). The section is read from the line above the counts: an
-    Aggregate DRAM count is information, an Aggregate SRAM count a warning (RMA above 4, stas00/ml-engineering), a
-    Volatile one an error."""
+    Aggregate DRAM count is information, an Aggregate SRAM count a warning and above 4 an error (the RMA limit,
+    stas00/ml-engineering), a Volatile one an error."""
     text = "\n".join(["GPU 00000000:10:1C.0", "    ECC Errors", "        Volatile",
                       f"            {memory} Uncorrectable            : {volatile}", "        Aggregate",
                       f"            {memory} Uncorrectable            : {aggregate}"])

@@ -826,7 +826,8 @@ def test_a_poller_counter_is_stored_under_its_name_or_refused_naming_it(name):
 
 
 @pytest.mark.parametrize("value, stored", [(True, None), ("7", None), (1.5, None), (7, 7.0), (7.0, 7.0),
-                                           (2**64 - 1, "left out")])
+                                           (2**64 - 1, "left out"), (1.8446744073709552e19, "left out"),
+                                           (-1, "left out"), (-7, None)])
 def test_a_poller_counter_is_a_json_number(value, stored):
     """``true`` and ``"7"`` were read as counts 1 and 7: rises the degraded-link report counted on a link no poller
     saw (a break-it pass on the service path); they are a ``bad_envelope`` dead letter naming the counter. NVML's
