@@ -115,6 +115,8 @@ _RETRY_STATUS = {408, 425, 429}
 #: a receiver's URL, proxy or credentials are wrong (module doc): retried with backoff until an operator fixes them
 _CONFIG_STATUS = {401, 403, 404, 405, 407, 426}
 _CLOSED = ("resolved", "superseded")  # incident statuses that close a page
+#: inhibited incidents kept to be paged if the page that inhibited them closes (the oldest dropped past it)
+INHIBITED_KEPT = 1_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -400,12 +402,18 @@ class Pager:
         #: incident id -> its latest version the outbox refused (a full or read-only disk): enqueued first next time,
         #: so no page is lost while the process lives (one version per incident: bounded by the incidents)
         self.unqueued: dict[str, dict[str, Any]] = {}
+        #: incident id -> its latest open version not paged because an open page explains its initiator
+        self.inhibited_by: dict[str, dict[str, Any]] = {}
         self.outbox_error: str | None = None
 
     def close(self) -> None:
-        if self.unqueued:  # versions the outbox refused: said, as they are lost with the process
-            log.error("the pager outbox %s never took %d incident version(s); they are not paged: %s", self.path,
-                      len(self.unqueued), ", ".join(sorted(self.unqueued)[:10]), extra={"error_code": "outbox_failed"})
+        # versions the outbox refused that would page (at or above page_min_severity): said, as they are lost with the
+        # process (every held version was named, those no page would follow too: a break-it pass)
+        lost = sorted(i for i, inc in self.unqueued.items()
+                      if SEVERITY_RANK.get(inc.get("severity"), 0) >= self.min_rank)
+        if lost:
+            log.error("the pager outbox %s never took %d incident version(s) to page; they are not paged: %s",
+                      self.path, len(lost), ", ".join(lost[:10]), extra={"error_code": "outbox_failed"})
         with self._lock:
             self.db.close()
             self._closed = True
@@ -437,6 +445,14 @@ class Pager:
             with self._tx():
                 for inc in pending:
                     added += self._enqueue_one(inc)
+                # incidents inhibited by a page that has closed since: paged now, unless another open page explains
+                # them (a re-rooted incident whose initiator had been the old page's reporter was inhibited, then
+                # the old page resolved, and the open incident had no page: a break-it pass)
+                for inc in list(self.inhibited_by.values()):
+                    n = self._enqueue_one(inc)
+                    added += n
+                    if n or self.db.execute("SELECT 1 FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone():
+                        self.inhibited_by.pop(inc["id"], None)
         except sqlite3.Error as e:
             # a full or read-only state folder: the versions stay in memory and are enqueued with the next call (the
             # service died of it, with pages of versions already stored never queued: a break-it pass)
@@ -464,9 +480,17 @@ class Pager:
         if row is None and not actions:
             return 0  # superseded before it was ever paged
         if (row is None or row[1] == "resolved") and self._explained_by_open_page(inc["id"], initiator):
-            self.inhibited += 1
-            log.info("incident %s not paged: its initiator is a downstream reporter of an open page", inc["id"])
+            if inc["id"] not in self.inhibited_by:
+                self.inhibited += 1
+                log.info("incident %s not paged: its initiator is a downstream reporter of an open page", inc["id"])
+            if inc["status"] not in _CLOSED:  # kept, to be paged if that page closes while this stays open
+                self.inhibited_by[inc["id"]] = inc
+                while len(self.inhibited_by) > INHIBITED_KEPT:
+                    self.inhibited_by.pop(next(iter(self.inhibited_by)))
+            else:
+                self.inhibited_by.pop(inc["id"], None)
             return 0
+        self.inhibited_by.pop(inc["id"], None)
         view = page_view(inc)
         view["page_labels"] = orjson.loads(row[2])["page_labels"] if row else alert_labels(inc)
         status = "resolved" if inc["status"] in _CLOSED else "open"

@@ -280,6 +280,23 @@ def test_the_old_ids_superseded_version_leaves_the_new_incidents_page_open(tmp_p
     pager.close()
 
 
+def test_an_incident_inhibited_by_a_page_that_closes_is_paged_then(tmp_path, pd):
+    """A re-rooted incident whose initiator had been the old incident's downstream reporter was inhibited by the old
+    page, then the old id's superseded version resolved that page: an open incident with no page (a break-it pass).
+    It is paged once the page that inhibited it closes, in the same call or a later one."""
+    pager = Pager(pd_settings(tmp_path, pd.url))
+    pager.enqueue([incident("inc-a", init_events=["x1"], downstream=[("node08", None, 9, "nccl_timeout", "same_comm",
+                                                                      ["t1"])])])
+    assert pager.enqueue([incident("inc-b", init_events=["t1"])]) == 0  # inhibited while inc-a's page is open
+    gone = incident("inc-a", version=2, init_events=["x1"]) | {"status": "superseded", "superseded_by": "inc-b"}
+    pager.enqueue([gone])
+    asyncio.run(pager.flush(5))
+    assert [(x["event_action"], x["dedup_key"]) for x in pd.bodies()] == [
+        ("trigger", "inc-a"), ("resolve", "inc-a"), ("trigger", "inc-b")]
+    assert pager.health()["open_pages"] == 1 and pager.health()["inhibited"] == 1
+    pager.close()
+
+
 def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
     clock = [time.time()]
     pager = Pager(pd_settings(tmp_path, pd.url, resolve_after_s=900), clock=lambda: clock[0])
@@ -714,7 +731,7 @@ def test_a_full_outbox_holds_the_versions_and_enqueues_them_when_it_takes_them_a
     pager.unqueued = {"inc-b": incident("inc-b")}
     with caplog.at_level(logging.ERROR, logger="firstfault.pager"):
         pager.close()
-    assert any("never took 1 incident version(s)" in r.getMessage() and "inc-b" in r.getMessage()
+    assert any("never took 1 incident version(s) to page" in r.getMessage() and "inc-b" in r.getMessage()
                for r in caplog.records)
     (tmp_path / "st").mkdir()
     (tmp_path / "st" / "pager").write_text("")  # no folder can be made there
