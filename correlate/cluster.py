@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import RAY_WORKER_DIED, Ev, across_reboot
+from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
                              comms_of, gpu_key, log_of, named_collective, pred_shape)
 from correlate.topology import Topology
@@ -727,3 +727,14 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
             if hit:
                 groups[dsu.find(min(hit))].append(e)
                 break
+        else:
+            # a line that printed no time, dated by the stamped line after it (``details.ts_upper_bound``), came
+            # before the faults its file prints next: it joins the first of them printed within its window, though
+            # the fault's start lies earlier (a watchdog timeout's implied start: torchtune's unstamped "Saving
+            # checkpoint" line before its ranks' timeouts, meta-pytorch/torchtune#2093, a real-logs pass)
+            if e.undated():
+                cap = capture_of(e)
+                later = [i for i in idx if capture_of(faults[i]) == cap and faults[i].pos > e.pos
+                         and 0 <= faults[i].ts - e.ts <= w + e.precision_us]
+                if later:
+                    groups[dsu.find(min(later, key=lambda i: faults[i].pos))].append(e)

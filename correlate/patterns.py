@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import datetime, timezone
 from typing import Callable
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
-from correlate.model import TORCHRUN_AGENT, Ev
+from correlate.model import TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from ingest.catalog import Catalog
 from ingest.extract import recovery_action_code
 from schemas.events import SEVERITY_RANK
 
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
+#: the ending of the ids of the signatures of a trainer's checkpoint-save start (torchtune.checkpoint_save, …)
+CHECKPOINT_SAVE = ".checkpoint_save"
 
 
 def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
@@ -805,6 +808,84 @@ SEQ_BEHIND_MAX = 5_000
 NRANKS_MAX = 1 << 17
 
 
+#: how far a checkpoint save's start may stand from a timeout's window and still be taken as inside it: a line's time
+#: and the watchdog's poll interval ("ran for 600058 milliseconds" of a 600000 ms timeout), a few seconds
+SAVE_SLACK_US = 5_000_000
+
+
+def _save_before(save: Ev, t: Ev) -> bool:
+    """The checkpoint save ``save`` began at or before the implied start of the timeout ``t`` and within its timeout
+    before it: the ranks entered the collective while the save ran. A save line that printed no time (a
+    torchtune line before the stamped watchdog lines, timed by the line after it: ``details.ts_upper_bound``) counts
+    when it comes before the timeout in the same file and its bound does not put it a whole timeout before."""
+    window = (t.timeout_ms or t.elapsed_ms or 0) * 1000
+    if not window:
+        return False
+    if save.undated():
+        return capture_of(save) == capture_of(t) and save.pos < t.pos and save.ts >= t.start - window - SAVE_SLACK_US
+    return t.start - window - SAVE_SLACK_US <= save.ts <= t.start + SAVE_SLACK_US
+
+
+def slow_checkpoint(scene: Scene) -> Verdict | None:
+    """Ranks that timed out on a collective they entered while a checkpoint save was running (a trainer's "Saving
+    checkpoint" line at or before the timeout's implied start, within the timeout): the rank that saved (rank 0,
+    writing the whole model) did not reach the collective before the process group's timeout — a slow save, not a
+    rank that stopped. meta-pytorch/torchtune#2093: "Saving checkpoint took 965.61 secs" against the 600 s default;
+    ranks 3, 4, 5, 7 timed out and it read "the silent rank cannot be named" (a real-logs pass; a longer
+    init_process_group timeout fixed it, PR #2901). Not with a device fault in the scene (an Xid, ECC, a link), nor
+    with another fault than the timeouts and their reports: those may be why the collective hung."""
+    timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.elapsed_ms]
+    saves = [e for e in scene.events if e.signature.endswith(CHECKPOINT_SAVE)]
+    if not timeouts or not saves or scene.hardware_faults() or _serious_device_fault(scene):
+        return None
+    if any(e.kind not in ("nccl_timeout", "nccl_error") and e.signature != SYMPTOM and scene.role(e) != "downstream"
+           and not e.signature.startswith(TORCHRUN_AGENT) for e in scene.faults()):
+        return None
+    if any(e.kind == "nccl_error" and scene.role(e) != "downstream" for e in scene.faults()):
+        return None  # an NCCL error of its own (a lost peer, a transport failure) is another cause
+    comm = _comm_of(scene, [e for e in timeouts if e.rank is not None])
+    hosts = {e.host for e in timeouts} | ({h for h, _d in scene.topo.comm_ranks[comm].values()} if comm else set())
+    fits = [(s, t) for t in timeouts for s in saves
+            if (s.host in hosts or capture_of(s) == capture_of(t)) and _save_before(s, t)]
+    if not fits:
+        return None
+    save = max((s for s, _t in fits), key=lambda e: e.order)  # the save nearest the hang
+    waited = sorted({t for s, t in fits if s is save}, key=lambda e: e.order)
+    lead = waited[0]
+    ranks = sorted({e.rank for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None})
+    timeout_s = (lead.timeout_ms or lead.elapsed_ms) / 1000
+    when = (f"before the timeout lines in {capture_of(save).split(':', 1)[-1].split('@', 1)[0]} (it printed no "
+            "time of its own)" if save.undated() else f"at {_iso(save.ts)}")
+    m = re.search(scene.catalog.by_id[save.signature].sig.pattern, save.message)
+    said = save.message[m.start():m.start() + 120].splitlines()[0].strip() if m else _payload(save)
+    down, ctx = _host_parties(scene, save.host, [save])
+    init = _host_initiator(save.host, "other", [save])
+    return Verdict(
+        pattern="comm.slow_checkpoint", category="application", initiator=init, initiator_events=[save],
+        downstream=down, context=ctx, confidence=0.5 if save.undated() else 0.6, severity="error",
+        explanation=(f"A checkpoint save began on {save.host} {when} (\"{said}\"), and "
+                     f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_said(ranks, {}) or '?'} timed out "
+                     f"{'on SeqNum ' + str(lead.seq) + ' ' if lead.seq is not None else ''}after "
+                     f"{timeout_s:,.0f} s in a collective {'it' if len(ranks) == 1 else 'they'} entered at "
+                     f"{_iso(lead.start)}, while it ran: the rank "
+                     "that saved (rank 0 writing the whole model, often) had not reached the collective within the "
+                     "process group's timeout. A save slower than the timeout, not a rank that stopped; the ranks' "
+                     "hardware is not the suspect."),
+        next_action=(f"Make the timeout longer than the save: init_process_group(timeout=…) above the save's time (it "
+                     f"is {timeout_s:,.0f} s now; the framework's own setting: torchtune's, Trainer's "
+                     "`ddp_timeout`, DeepSpeed's `timeout`), or put a barrier with a long timeout around the save, or "
+                     "save asynchronously or sharded (torch.distributed.checkpoint, async_save) so no rank writes "
+                     "the whole model while the others wait. Check the save's time in its own log (\"Saving "
+                     "checkpoint took …\") and the storage it writes to."),
+        verify=[f"grep -iE 'saving|saved|checkpoint' <the job's log on {save.host}>",
+                f"df -h <the checkpoint directory> (on {save.host})"],
+        missing=["the save's end (its \"saved\" line and time) or its duration, to compare with the timeout"])
+
+
+def _iso(us: int) -> str:
+    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -1425,6 +1506,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "platform.fabric_manager": fabric_manager,
     "software.nccl_hang_with_benign_nvlink": nccl_hang_with_benign_nvlink,
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,
+    "comm.slow_checkpoint": slow_checkpoint,
     "comm.silent_rank": silent_rank,
     "comm.peer_failed": peer_failed,
     "comm.connect_failed": connect_failed,

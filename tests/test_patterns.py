@@ -4390,3 +4390,63 @@ def test_faults_near_an_unexplained_hang_are_named_nearest_first_even_at_one_ins
                                   inc("inc-far", "node06", "2026-06-26T06:16:00Z")])
     named = [m.split(" incident ")[1].split(" ")[0] for m in got[0]["missing"]]
     assert named == ["inc-a", "inc-b", "inc-c"]
+
+
+ACE_SAVE = ("2026-02-18T10:28:25.497Z 2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained "
+            "for 3 complete epochs and 36738 additional batches, or 369000 total batches, with best_validation_loss "
+            "0.20325350761413574 and best_inference_error 0.3175671041704888")
+ACE_TIMEOUT = ("2026-02-18T10:48:25.681Z [rank{r}]:[E218 10:48:25.033625188 ProcessGroupNCCL.cpp:632] [Rank {r}] "
+               "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1512677, OpType=ALLREDUCE, "
+               "NumelIn=306176, NumelOut=306176, Timeout(ms)=1200000) ran for 1200027 milliseconds before timing out.")
+
+
+def test_ranks_that_timed_out_while_a_checkpoint_save_ran_are_a_slow_save(pipeline):
+    """ai2cm/ace#851: the trainer began saving its checkpoint at 10:28:25 and rank 7's ALLREDUCE, entered 0.2 s later,
+    timed out 20 minutes after (1,200 s): a save slower than the process group's timeout, which was read as a silent
+    rank nobody could name (a real-logs pass; meta-pytorch/torchtune#2093 alike). The save's host is the initiator,
+    the timeouts its downstream, and the next action raises the timeout, not a look at the ranks' hardware."""
+    (inc,) = run(pipeline, "\n".join([ACE_SAVE, ACE_TIMEOUT.format(r=7), ACE_TIMEOUT.format(r=6)]), host="job")
+    assert (inc["pattern"], inc["category"], inc["severity"]) == ("comm.slow_checkpoint", "application", "error")
+    assert inc["initiator"]["host"] == "job" and inc["confidence"] == pytest.approx(0.6)
+    assert "Saving latest checkpoint model trained for 3 complete epochs" in inc["explanation"]
+    assert "ranks 6, 7 timed out on SeqNum 1512677 after 1,200 s" in inc["explanation"]
+    assert "2026-02-18 10:28:25" in inc["explanation"]
+    assert "init_process_group(timeout=" in inc["next_action"] and "barrier" in inc["next_action"]
+    assert sorted(d["rank"] for d in inc["downstream"]) == [6, 7]
+
+
+def test_an_unstamped_save_line_before_the_timeouts_in_their_file_is_a_slow_save(pipeline):
+    """torchtune prints its "Saving checkpoint. This may take some time." with no time (meta-pytorch/torchtune#2093):
+    dated only by the stamped watchdog line after it, it counts when it comes before the timeouts in their file (at a
+    lower confidence: the lines do not say when the save began)."""
+    wd = ("[rank{r}]:[E1129 11:56:57.20405550{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=28956, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 60002{r} milliseconds before timing out.")
+    save = ("INFO:torchtune.utils._logging:Saving checkpoint. This may take some time. Retrieving full model state "
+            "dict...")
+    (inc,) = run(pipeline, "\n".join([save, "INFO:torchtune.utils._logging:Getting full model state dict took 114.73 "
+                                            "secs", wd.format(r=4), wd.format(r=5)]))
+    assert inc["pattern"] == "comm.slow_checkpoint" and inc["confidence"] == pytest.approx(0.5), inc["explanation"]
+    assert "it printed no time of its own" in inc["explanation"]
+    # after the timeouts in the file, it is no save they waited on
+    incs = run(pipeline, "\n".join([wd.format(r=4), wd.format(r=5), save]))
+    assert all(i["pattern"] != "comm.slow_checkpoint" for i in incs)
+
+
+def test_a_slow_save_is_not_claimed_beside_a_device_fault(pipeline):
+    """A GPU that fell off the bus on a host of the job is a cause of the hang the save's timing does not outweigh:
+    the save is no initiator then."""
+    xid = ("[Wed Feb 18 10:28:30 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+           "off the bus.")
+    incs = run(pipeline, "\n".join([ACE_SAVE, xid, ACE_TIMEOUT.format(r=7)]), host="job")
+    assert all(i["pattern"] != "comm.slow_checkpoint" for i in incs), [i["pattern"] for i in incs]
+
+
+def test_a_save_that_began_a_whole_timeout_before_the_collective_is_no_slow_save(pipeline):
+    """A save that began more than the timeout before the collective's implied start had ended before the ranks
+    entered it (here 100 s before a 60 s timeout's start): the hang is not the save's."""
+    wd = ("2026-02-18T10:31:05.681Z [rank7]:[E218 10:31:05.681000000 ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog "
+          "caught collective operation timeout: WorkNCCL(SeqNum=1512677, OpType=ALLREDUCE, NumelIn=306176, NumelOut=306176, "
+          "Timeout(ms)=60000) ran for 60000 milliseconds before timing out.")
+    incs = run(pipeline, "\n".join([ACE_SAVE, wd]), host="job")
+    assert incs and all(i["pattern"] != "comm.slow_checkpoint" for i in incs), [i["pattern"] for i in incs]
