@@ -199,7 +199,9 @@ def _training(r: random.Random, step: int, day: str) -> list[str]:
                 f"{r.uniform(1e-5, 3e-4):.3e}, 'epoch': {r.uniform(0, 3):.2f}}}"]
     if k < 90:
         return [f"{day} 10:{_rr(r, 60):02d}:{_rr(r, 60):02d},{_rr(r, 1000):03d} - INFO - "
-                f"trainer - Saving model checkpoint to /checkpoints/run-{_rr(r, 100)}/step_{step}"]
+                # (HF Trainer's "Saving model checkpoint to …" is a signature's, hf.trainer_checkpoint_save: its next
+                # line, with the same draws)
+                f"trainer - Configuration saved in /checkpoints/run-{_rr(r, 100)}/step_{step}/config.json"]
     if k < 99:
         return ["/usr/local/lib/python3.10/dist-packages/torch/utils/data/dataloader.py:558: UserWarning: This "
                 "DataLoader will create 16 worker processes in total. Our suggested max number of worker in "
