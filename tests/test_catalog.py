@@ -480,3 +480,14 @@ def test_dcgm_nvlink_down_reads_every_link_of_a_shortened_message(catalog):
     c = catalog.by_id["dcgm.nvlink_down"]
     line = "message: \"GPU 3's NvLink link 16 is currently down ... link 17 is currently down\""
     assert [(f.get("gpu_index"), f["link"]) for f in fields(c, line)] == [("3", "16"), ("3", "17")]
+
+
+def test_dcgm4_diag_rows_give_every_failing_gpu_of_a_glued_line(catalog):
+    """DCGM 4's dcgmi diag table: a test's row and its per-GPU rows ("|  | GPU0: Fail |", NVIDIA/DCGM#253's layout)
+    glued by the framer without blanks: one occurrence per failing GPU, none for a passing one (only DCGM 3's
+    "Fail - GPU: N" was read, a real-logs pass)."""
+    c = catalog.by_id["dcgm.diag_gpu_fail"]
+    line = "| pcie | FailGPU0: FailGPU1: PassGPU2: FailGPU3: Fail"
+    assert [f["gpu_index"] for f in fields(c, line)] == ["0", "2", "3"]
+    assert [f.get("dcgm_test") for f in fields(c, line)] == ["pcie"] * 3
+    assert fields(c, "| software | PassGPU0: PassGPU1: Pass") == []
