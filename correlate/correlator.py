@@ -397,8 +397,9 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
     if not faults:
         return incidents
     for inc in incidents:
-        if inc["category"] != "nccl_hang" or inc["confidence"] >= 0.5:
-            continue
+        hang = inc["category"] == "nccl_hang" and inc["confidence"] < 0.5
+        if not (hang or inc.get("pattern") == "comm.slow_checkpoint"):  # a slow save is read without the job's
+            continue  # membership too: a fault elsewhere is named beside it (a break-it pass)
         start, mine = us(inc["start"]), set(inc.get("clocks") or ())
         # by distance, time and id: two faults at one instant compared their dicts (a TypeError that stopped diagnose
         # and every streaming step: a break-it pass)

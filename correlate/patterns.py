@@ -24,7 +24,11 @@ from schemas.events import SEVERITY_RANK
 
 PCIE_PATHS = {"PIX", "PXB", "PHB", "NODE"}
 #: the ending of the ids of the signatures of a trainer's checkpoint-save start (torchtune.checkpoint_save, …)
-CHECKPOINT_SAVE = ".checkpoint_save"
+CHECKPOINT_SAVE = "checkpoint_save"  # hf.trainer_checkpoint_save too (".checkpoint_save" missed it: a break-it pass)
+#: how many lines before a timeout a save line that printed no time may stand (the lines between are the save's
+#: own: torchtune's "Getting full model state dict took …"): one an hour of training lines before was "the save" (a
+#: break-it pass; its bound was the watchdog line's time)
+SAVE_LINES = 20
 
 
 def ranks_said(ranks: list[int], names: dict[int, str], n: int = 8) -> str:
@@ -822,7 +826,8 @@ def _save_before(save: Ev, t: Ev) -> bool:
     if not window:
         return False
     if save.undated():
-        return capture_of(save) == capture_of(t) and save.pos < t.pos and save.ts >= t.start - window - SAVE_SLACK_US
+        return (capture_of(save) == capture_of(t) and 0 < t.pos - save.pos <= SAVE_LINES
+                and save.ts >= t.start - window - SAVE_SLACK_US)
     return t.start - window - SAVE_SLACK_US <= save.ts <= t.start + SAVE_SLACK_US
 
 
@@ -843,10 +848,23 @@ def slow_checkpoint(scene: Scene) -> Verdict | None:
         return None
     if any(e.kind == "nccl_error" and scene.role(e) != "downstream" for e in scene.faults()):
         return None  # an NCCL error of its own (a lost peer, a transport failure) is another cause
+    # a worker that exited with an error of its own (a Python exception: exit code 1) is why the others waited, not the
+    # save (the watchdog's own abort, -6, is the timeouts' report): a break-it pass
+    if any(e.signature in ("torch.elastic.worker_failed", "torch.elastic.root_cause")
+           and str(e.details.get("exitcode", "")).isdigit() for e in scene.events):
+        return None
     comm = _comm_of(scene, [e for e in timeouts if e.rank is not None])
-    hosts = {e.host for e in timeouts} | ({h for h, _d in scene.topo.comm_ranks[comm].values()} if comm else set())
+    # the save's line is the job's: in a timeout's own log, or on a host the communicator's init lines place a rank of
+    # the job on (another job's save on the same host was "the save": a break-it pass)
+    members = {h for h, _d in scene.topo.comm_ranks[comm].values()} if comm else set()
+    # a save whose end the log prints before the timeout, shorter than the timeout, made nobody wait that long
+    # (torchtune's "Saving checkpoint took 40.80 secs" an hour before the hang: a break-it pass)
+    ended = [e for e in scene.events if e.signature == "torchtune.checkpoint_saved"]
     fits = [(s, t) for t in timeouts for s in saves
-            if (s.host in hosts or capture_of(s) == capture_of(t)) and _save_before(s, t)]
+            if (capture_of(s) == capture_of(t) or s.host in members) and _save_before(s, t)
+            and not any(capture_of(x) == capture_of(s) and s.pos < x.pos < t.pos
+                        and float(x.details.get("save_s") or 0) * 1000 < (t.timeout_ms or t.elapsed_ms or 0)
+                        for x in ended)]
     if not fits:
         return None
     save = max((s for s, _t in fits), key=lambda e: e.order)  # the save nearest the hang

@@ -4450,3 +4450,23 @@ def test_a_save_that_began_a_whole_timeout_before_the_collective_is_no_slow_save
           "Timeout(ms)=60000) ran for 60000 milliseconds before timing out.")
     incs = run(pipeline, "\n".join([ACE_SAVE, wd]), host="job")
     assert incs and all(i["pattern"] != "comm.slow_checkpoint" for i in incs), [i["pattern"] for i in incs]
+
+
+@pytest.mark.parametrize("between, slow", [([], True), (["INFO:torchtune.utils._logging:Saving checkpoint took 40.80 secs"],
+                                                       False),
+                                           (["INFO:torchtune.utils._logging:Saving checkpoint took 965.61 secs"], True),
+                                           (["E1129 11:47:01.101000 5000 site-packages/torch/distributed/elastic/"
+                                             "multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 1 (pid: 5002)"
+                                             " of binary: /usr/bin/python"], False)])
+def test_a_save_that_ended_in_time_or_a_crashed_worker_is_no_slow_checkpoint(pipeline, between, slow):
+    """comm.slow_checkpoint blamed a save whose own log said it ended in 40.80 s, an hour before the hang (its line
+    printed no time and took the watchdog line's), and a hang a worker's exception (exit code 1) began (a break-it
+    pass). A save that ended shorter than the timeout, or a worker that failed on its own, is no slow save; a save
+    that took longer than the timeout is."""
+    save = "INFO:torchtune.utils._logging:Saving checkpoint. This may take some time. Retrieving full model state dict..."
+    timeout = ("[rank{r}]:[E1129 11:56:57.204055504 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=28956, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+               "Timeout(ms)=600000) ran for 600024 milliseconds before timing out.")
+    text = "\n".join([save, *between, timeout.format(r=4), timeout.format(r=5)])
+    incs = run(pipeline, text, host="node07")
+    assert any(i["pattern"] == "comm.slow_checkpoint" for i in incs) is slow, [i["pattern"] for i in incs]
