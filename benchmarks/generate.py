@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import orjson
+
 from ingest.catalog import Catalog, default_catalog
 from ingest.match import ReferenceMatcher
 from ingest.prefix import US, parse_prefix, to_us
@@ -252,6 +254,8 @@ def fault_templates(catalog: Catalog) -> list[_Fault]:
     ref = to_us(T0)
     for c in catalog.entries:
         for ex in c.sig.examples:
+            if ex.line.startswith("{") and not _json_record(ex.line):
+                continue  # a JSON record cut in its report (NVSentinel#953's): as a Kafka value, a bad envelope
             p = parse_prefix(ex.line, ref_us=ref)
             src = SOURCES.index(c.sig.source)
             if c.sig.id == "clock.date_line":
@@ -264,6 +268,14 @@ def fault_templates(catalog: Catalog) -> list[_Fault]:
                 stamp, payload = "none", ex.line
             out.append(_Fault(fam.get(c.sig.id, "?"), c.sig.id, src, payload, stamp))
     return out
+
+
+def _json_record(line: str) -> bool:
+    """``line`` parses as a JSON object."""
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 _NODE01 = re.compile(r"\bnode01\b")
