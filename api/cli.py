@@ -347,7 +347,7 @@ def diagnose(
     held = {f[0] for seg in decoded.segments if seg.data.strip(_BLANK) and (f := file_of(seg.origin))}
     rejected = {f[0] for r in decoded.rejects if (f := file_of(r.origin.split("#", 1)[0]))}
     if held and (empty := sorted(p for name, ps in given.items() if name not in held and name not in rejected
-                                 for p in ps if p != "-")):
+                                 for p in ps)):
         err.print(f"skipped, empty or blank lines only: {_first_of(empty)}", style="yellow", markup=False,
                   highlight=False, soft_wrap=True)  # one line: grep
     # a wrong folder or an empty capture must not pass a --fail-on gate as healthy: files that hold nothing but

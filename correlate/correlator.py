@@ -32,6 +32,7 @@ from correlate.window import Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 from schemas.events import SEVERITY_RANK
+from schemas.incidents import iso_us
 
 S = 1_000_000
 log = logging.getLogger("firstfault.correlate")
@@ -379,28 +380,24 @@ _NOT_HOST_FAULTS = frozenset({"nccl_hang", "application", "other"})
 
 def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_HANG_US) -> list[dict[str, Any]]:
     """``incidents`` (DESIGN.md shape), each hang no evidence explains (category ``nccl_hang``, confidence below
-    0.5: the logs do not say which hosts ran the job) given, in ``missing``, up to three error or critical
-    incidents of other hosts whose start lies within ``near_us`` (µs) of its start (the implied start of the
-    collective that timed out), nearest first: a host's fatal PCIe error and Xid 79 at the very second a rank on
-    another host began to wait were two incidents, the hang's asking for "the kernel logs of every host" that were
-    already given (a fresh user's trial). Which hosts ran the job (NCCL's Init COMPLETE lines) joins them as
-    initiator and downstream; without them, this names the candidates. A new list is set, never the cached one
-    changed (``correlate``'s ``cache``)."""
-    from datetime import datetime
-
-    def us(t: str) -> int:
-        return int(datetime.fromisoformat(t).timestamp() * S)
-
-    faults = [(us(i["start"]), i) for i in incidents if i["severity"] in ("error", "critical")
+    0.5: the logs do not say which hosts ran the job) and each slow checkpoint save (``comm.slow_checkpoint``, read
+    without the job's membership too) given, in ``missing``, up to three error or critical incidents of other hosts
+    whose start lies within ``near_us`` (µs) of its start (the implied start of the collective that timed out),
+    nearest first: a host's fatal PCIe error and Xid 79 at the very second a rank on another host began to wait
+    were two incidents, the hang's asking for "the kernel logs of every host" that were already given (a fresh
+    user's trial). Which hosts ran the job (NCCL's Init COMPLETE lines) joins them as initiator and downstream;
+    without them, this names the candidates. A new list is set, never the cached one changed (``correlate``'s
+    ``cache``)."""
+    faults = [(iso_us(i["start"]), i) for i in incidents if i["severity"] in ("error", "critical")
               and i["category"] not in _NOT_HOST_FAULTS and i.get("status") != "superseded"
               and i["initiator"].get("host")]
     if not faults:
         return incidents
     for inc in incidents:
         hang = inc["category"] == "nccl_hang" and inc["confidence"] < 0.5
-        if not (hang or inc.get("pattern") == "comm.slow_checkpoint"):  # a slow save is read without the job's
-            continue  # membership too: a fault elsewhere is named beside it (a break-it pass)
-        start, mine = us(inc["start"]), set(inc.get("clocks") or ())
+        if not (hang or inc.get("pattern") == "comm.slow_checkpoint"):
+            continue
+        start, mine = iso_us(inc["start"]), set(inc.get("clocks") or ())
         # by distance, time and id: two faults at one instant compared their dicts (a TypeError that stopped diagnose
         # and every streaming step: a break-it pass)
         near = sorted(((abs(t - start), t, i["id"], i) for t, i in faults

@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Callable
 
-from correlate.attribute import (RECOVERY_XID, SYMPTOM, Party, Scene, Verdict, catalog_action, downstream_parties,
+from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
@@ -817,12 +817,19 @@ NRANKS_MAX = 1 << 17
 SAVE_SLACK_US = 5_000_000
 
 
+def _timeout_us(t: Ev) -> int:
+    """The process group's timeout of watchdog timeout ``t``, µs (its elapsed time where it printed none); 0
+    without."""
+    return (t.timeout_ms or t.elapsed_ms or 0) * 1000
+
+
 def _save_before(save: Ev, t: Ev) -> bool:
     """The checkpoint save ``save`` began at or before the implied start of the timeout ``t`` and within its timeout
     before it: the ranks entered the collective while the save ran. A save line that printed no time (a
     torchtune line before the stamped watchdog lines, timed by the line after it: ``details.ts_upper_bound``) counts
-    when it comes before the timeout in the same file and its bound does not put it a whole timeout before."""
-    window = (t.timeout_ms or t.elapsed_ms or 0) * 1000
+    when it comes at most :data:`SAVE_LINES` lines before the timeout in the same file and its bound does not put it
+    a whole timeout before."""
+    window = _timeout_us(t)
     if not window:
         return False
     if save.undated():
@@ -838,7 +845,10 @@ def slow_checkpoint(scene: Scene) -> Verdict | None:
     rank that stopped. meta-pytorch/torchtune#2093: "Saving checkpoint took 965.61 secs" against the 600 s default;
     ranks 3, 4, 5, 7 timed out and it read "the silent rank cannot be named" (a real-logs pass; a longer
     init_process_group timeout fixed it, PR #2901). Not with a device fault in the scene (an Xid, ECC, a link), nor
-    with another fault than the timeouts and their reports: those may be why the collective hung."""
+    with another fault than the timeouts and their reports (a worker that exited with its own error among them):
+    those may be why the collective hung. The save is the job's (a timeout's own log, or a host the communicator's
+    init lines place a rank on) and did not end, by its own log, in less than the timeout before the collective
+    began (torchtune's "Saving checkpoint took N secs")."""
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.elapsed_ms]
     saves = [e for e in scene.events if e.signature.endswith(CHECKPOINT_SAVE)]
     if not timeouts or not saves or scene.hardware_faults() or _serious_device_fault(scene):
@@ -863,15 +873,14 @@ def slow_checkpoint(scene: Scene) -> Verdict | None:
     fits = [(s, t) for t in timeouts for s in saves
             if (capture_of(s) == capture_of(t) or s.host in members) and _save_before(s, t)
             and not any(capture_of(x) == capture_of(s) and s.pos < x.pos < t.pos
-                        and float(x.details.get("save_s") or 0) * 1000 < (t.timeout_ms or t.elapsed_ms or 0)
-                        for x in ended)]
+                        and float(x.details.get("save_s") or 0) * S < _timeout_us(t) for x in ended)]
     if not fits:
         return None
     save = max((s for s, _t in fits), key=lambda e: e.order)  # the save nearest the hang
     waited = sorted({t for s, t in fits if s is save}, key=lambda e: e.order)
     lead = waited[0]
     ranks = sorted({e.rank for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None})
-    timeout_s = (lead.timeout_ms or lead.elapsed_ms) / 1000
+    timeout_s = _timeout_us(lead) / S
     when = (f"before the timeout lines in {capture_of(save).split(':', 1)[-1].split('@', 1)[0]} (it printed no "
             "time of its own)" if save.undated() else f"at {_iso(save.ts)}")
     m = re.search(scene.catalog.by_id[save.signature].sig.pattern, save.message)

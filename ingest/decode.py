@@ -279,6 +279,15 @@ def bomless_codec(data: bytes) -> str | None:
     return None
 
 
+def bomless_text(data: bytes) -> bytes | None:
+    """``data`` as UTF-8 when the whole of it is UTF-16 or UTF-32 text without a byte order mark
+    (:func:`bomless_codec` of its head, :func:`_wide_all` of all of it), else None; a file's and a Kafka value's
+    (``decode_file``, ``decode_message``)."""
+    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
+        return data.decode(codec, "replace").encode("utf-8")
+    return None
+
+
 def _code_units(data: bytes, width: int) -> np.ndarray:
     """``data``'s whole code units of ``width`` bytes, one row of bytes each."""
     n = len(data) // width
@@ -1569,13 +1578,11 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
             said = e.lost(head.count(b"\n"), len(head))
             d.rejects.append(Reject(origin, f"cannot decompress: {e}; {said}", value, "bad_compression"))
             return d
-    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
+    if (text := bomless_text(data)) is not None and binary_file(text) is None:
         # UTF-16/32 text without a byte order mark, as a file's is read (decode_file): its lines matched nothing,
         # no event and no dead letter (a break-it pass on the service path); what decodes to no text (random 16-bit
         # values) stays the binary data it is, a not_text reject below (a second break-it pass)
-        text = data.decode(codec, "replace").encode("utf-8")
-        if binary_file(text) is None:
-            data = text
+        data = text
     if 0 in data and (why := binary_file(data)) is not None:  # random bytes, an executable: matched nothing before,
         # and neither an event nor a dead letter said so (a break-it pass); a log zeroed by a crash is still text
         return Decoded(rejects=[Reject(origin, why, value, "not_text")])  # whole: sent again, it reads alike
@@ -2053,8 +2060,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
         lost = Reject(origin, f"cannot decompress: {e}; {said}", raw[-4096:], "bad_compression")
     if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
-    if 0 in data[:4096] and _wide_codec(data) is None and (codec := bomless_codec(data)) and _wide_all(data, codec):
-        data = data.decode(codec, "replace").encode("utf-8")  # as its byte order mark would have said
+    if (text := bomless_text(data)) is not None:
+        data = text  # as its byte order mark would have said
     if (why := binary_file(data)) is not None:
         kept = None if known_format(data) is not None else text_lines(data)
         if kept is None:

@@ -70,7 +70,7 @@ class PollerLink(BaseModel):
     # (a count is a JSON integer: true and "7" were read as 1 and 7, rises of a link no poller saw: a break-it pass)
     counters: dict[str, Annotated[int, Field(ge=0, le=2**63 - 1)]] = Field(
         default_factory=dict, description='error counters by their nvidia-smi name, e.g. "Replay Errors", '
-                                          '"Recovery Errors", "CRC Errors"; JSON integers 0 to 2^63 - 1; NVML\'s '
+                                          '"Recovery Errors", "CRC Errors"; whole JSON numbers 0 to 2^63 - 1; NVML\'s '
                                           'unsigned -1, 2^64 - 1 (no value), is left out')
 
     @field_validator("counters", mode="before")
