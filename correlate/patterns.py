@@ -913,6 +913,54 @@ def _iso(us: int) -> str:
     return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _waited_for(scene: Scene, rank: int, where: tuple, size: int, why: str, timeouts: list[Ev], own: list[Ev],
+                confidence: float, reports: list[Ev] | None = None) -> Verdict:
+    """``comm.silent_rank``'s verdict naming ``rank`` as the one the timed-out ranks waited for: the rank that logged
+    no timeout of a communicator's collective, or the one PyTorch's desync report names (``reports``). ``where``:
+    its (host, GPU) from NCCL's init lines, or (None, None); ``own``: its own timeouts (on an earlier collective:
+    behind the others), its initiator events; every other timeout is downstream (``same_comm``)."""
+    init = {"host": where[0], "device_type": "gpu" if where[1] else None,
+            "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
+            "rank": rank, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
+            "gpu_index": None, "links": None, "events": [e.event_id for e in own]}
+    down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts
+            if e not in own]
+    on_host = f" (on {where[0]})" if where[0] else ""
+    v = Verdict(
+        pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=list(own),
+        downstream=down, confidence=confidence, explanation=why,
+        next_action=(f"Look at rank {rank}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
+                     "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
+        verify=[f"nvidia-smi{on_host}", f"dmesg -T | tail -100{on_host}"])
+    if reports:
+        v.context = list(v.context) + [e for e in reports if e not in v.context]
+    if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
+        v.missing = [f"the host of rank {rank}: its NCCL init line (\"rank {rank} nranks {size or '<n>'}\", "
+                     "NCCL_DEBUG=INFO), or the job's rank-to-host map from the scheduler",
+                     f"the kernel log of rank {rank}'s host around the implied start of the timeout"]
+        v.next_action = (f"Find the host of rank {rank} (the job's rank-to-host map, or its NCCL init line) and "
+                         "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
+                         "(nvidia-smi).")
+    return _read_in_part(scene, v, {where[0]})
+
+
+#: PyTorch's desync report line (ingest/signatures/torch.yaml): the ranks the others waited for
+DESYNC_REPORT = "torch.desync_report"
+
+
+def _desync_ranks(scene: Scene) -> tuple[list[int], list[Ev]]:
+    """The ranks PyTorch's desync reports in ``scene`` name (``details.lagging_ranks``, "7" or "0, 1, 2"; at most
+    ``NRANKS_MAX`` of them, each below it), ascending, and those reports."""
+    reports = [e for e in scene.events if e.signature == DESYNC_REPORT]
+    ranks: set[int] = set()
+    for e in reports:
+        for x in str(e.details.get("lagging_ranks") or "").split(","):
+            x = x.strip()
+            if x.isdigit() and len(x) <= 7 and int(x) < NRANKS_MAX and len(ranks) < NRANKS_MAX:
+                ranks.add(int(x))
+    return sorted(ranks), reports
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -966,44 +1014,39 @@ def silent_rank(scene: Scene) -> Verdict | None:
                + [n if (n := scene.topo.comm_size.get(comm, 0) if comm else 0) <= NRANKS_MAX else 0, len(members)])
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
+    lagging, reports = _desync_ranks(scene)
+    if len(lagging) == 1:
+        # PyTorch's desync report names the one rank the others waited for (pytorch/pytorch#152623: rank 7 finished
+        # #182 and never joined #183; it read "the silent rank cannot be named" two lines above the report)
+        r = lagging[0]
+        state = {str(e.details.get("desync_state")) for e in reports}
+        did = ("joined a collective and did not finish it" if state == {"joined but didn't finish"}
+               else "finished a collective and did not join the next" if state == {"finished"}
+               else "fell behind the others")
+        on = "" if seq is None else f" on SeqNum {seq}"
+        who = f"rank {next(iter(ranks))}" if len(ranks) == 1 else f"{len(ranks)} ranks"
+        why = (f"{who} timed out{on}; PyTorch's desync report "
+               f"(TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
+               f"(#{', #'.join(sorted({str(e.details.get('lag_seq')) for e in reports}))}, counted from 1 by the report), "
+               "so the others were waiting for it.")
+        mine_r = [e for e in timeouts if e.rank == r and group(e) == grp]
+        return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, mine_r, 0.7, reports)
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
         return _read_in_part(scene, _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size,
                                                   silent_ranks, members), {members[r][0] for r in silent_ranks})
     if size and len(ranks) == size - 1:
         silent = silent_ranks[0]
-        where = members.get(silent, (None, None))
-        init = {"host": where[0], "device_type": "gpu" if where[1] else None,
-                "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
-                "rank": silent, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
-                "gpu_index": None, "links": None, "events": []}
         # the rank may have timed out too, on an earlier collective: behind the others, not silent (it read "rank 5
         # did not … never reported" beside rank 5's own timeout on SeqNum 1578: a fresh user's and a break-it pass)
         behind = [e for e in timeouts if e.rank == silent and group(e) == grp and e.seq is not None
                   and seq is not None and e.seq < seq]
         if behind:
-            init["events"] = [e.event_id for e in behind]
             why = (f"{len(ranks)} of {size} ranks timed out on SeqNum {seq}; rank {silent} timed out on SeqNum "
                    f"{min(e.seq for e in behind)}, behind them: the others were waiting for it to reach {seq}.")
         else:
             why = (f"{len(ranks)} of {size} ranks timed out{'' if seq is None else f' on SeqNum {seq}'}; rank "
                    f"{silent} did not. The rank that never reported is the one the others were waiting for.")
-        down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts
-                if e not in behind]
-        on_host = f" (on {where[0]})" if where[0] else ""
-        v = Verdict(
-            pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=behind,
-            downstream=down, confidence=0.7, explanation=why,
-            next_action=(f"Look at rank {silent}'s host{' ' + where[0] if where[0] else ''}: its kernel log (Xid, "
-                         "AER), its process state (py-spy dump) and its GPU (nvidia-smi)."),
-            verify=[f"nvidia-smi{on_host}", f"dmesg -T | tail -100{on_host}"])
-        if where[0] is None:  # named, but no line placed it: say what would (it said nothing was missing)
-            v.missing = [f"the host of rank {silent}: its NCCL init line (\"rank {silent} nranks {size}\", "
-                         "NCCL_DEBUG=INFO), or the job's rank-to-host map from the scheduler",
-                         f"the kernel log of rank {silent}'s host around the implied start of the timeout"]
-            v.next_action = (f"Find the host of rank {silent} (the job's rank-to-host map, or its NCCL init line) and "
-                             "look at its kernel log (Xid, AER), its process state (py-spy dump) and its GPU "
-                             "(nvidia-smi).")
-        return _read_in_part(scene, v, {where[0]})
+        return _waited_for(scene, silent, members.get(silent, (None, None)), size, why, timeouts, behind, 0.7)
     lowest = {}
     for e in mine:
         done = e.details.get("last_completed")
@@ -1072,6 +1115,9 @@ def silent_rank(scene: Scene) -> Verdict | None:
         # hold (it said "without the communicator's membership" and asked for the init lines it had: a fresh user)
         why += (f". {len(unplaced)} of its {size} ranks ({_rank_runs(unplaced)}) logged no timeout, and no line here "
                 "places them: their hosts' logs are not in these files")
+    elif lagging:
+        why += (f". PyTorch's desync report names ranks {_rank_runs(lagging)} as those the others waited for; no line "
+                "here places them")
     else:
         why += ". Without the communicator's membership the silent rank cannot be named"
     v = unknown_verdict(scene, [(h, None, None) for h in sorted(placed)] if placed and unplaced else [], "nccl_hang",
@@ -1095,6 +1141,12 @@ def silent_rank(scene: Scene) -> Verdict | None:
         v.next_action = ("Every rank timed out: check the kernel logs (Xid, AER, NIC link) and the network of the "
                          "job's hosts around the implied start of the timeout; enable TORCH_NCCL_TRACE_BUFFER_SIZE for "
                          "a flight recorder dump next time.")
+    elif lagging:
+        v.context = list(v.context) + [e for e in reports if e not in v.context]
+        v.missing[0] = f"NCCL init lines or the job's rank-to-host map for ranks {_rank_runs(lagging)}"
+        v.next_action = (f"Find the hosts of ranks {_rank_runs(lagging)} (the desync report's lagging ranks: the job's "
+                         "rank-to-host map, or their NCCL init lines) and check them first: kernel log (Xid, AER, NIC "
+                         "link), processes (py-spy dump) and GPUs.")
     elif seq is not None:
         v.next_action = ("Find the rank that did not log a watchdog timeout for this SeqNum and check its host; "
                          "enable TORCH_NCCL_TRACE_BUFFER_SIZE for a flight recorder dump next time.")

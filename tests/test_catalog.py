@@ -491,3 +491,16 @@ def test_dcgm4_diag_rows_give_every_failing_gpu_of_a_glued_line(catalog):
     assert [f["gpu_index"] for f in fields(c, line)] == ["0", "2", "3"]
     assert [f.get("dcgm_test") for f in fields(c, line)] == ["pcie"] * 3
     assert fields(c, "| software | PassGPU0: PassGPU1: Pass") == []
+
+
+def test_hyperscan_reports_the_desync_report_after_other_lines(catalog, hsm):
+    """Hyperscan 5.4.12 (vectorscan in hyperscan 0.9.1) reported nothing of a pattern starting ``\\[\\d+\\] finished
+    collective`` compiled beside the c10d store entry's ``\\[\\d+\\] is setting up NCCL communicator …`` once 14 bytes
+    or more preceded the line (alone, or at the buffer's start, it matched): the desync report's pattern starts at
+    the rank's digit. Checked here in the buffer that lost it."""
+    buf = (b"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1155874, OpType=ALLREDUCE, "
+           b"NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out.\n\n"
+           b"[1] finished collective #1155873, but didn't join collective #1155874\n")
+    hits = hsm.scan(buf)
+    assert hits == ReferenceMatcher(catalog).scan(buf)
+    assert catalog.by_id["torch.desync_report"].index in hits[2]

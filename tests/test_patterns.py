@@ -4470,3 +4470,45 @@ def test_a_save_that_ended_in_time_or_a_crashed_worker_is_no_slow_checkpoint(pip
     text = "\n".join([save, *between, timeout.format(r=4), timeout.format(r=5)])
     incs = run(pipeline, text, host="node07")
     assert any(i["pattern"] == "comm.slow_checkpoint" for i in incs) is slow, [i["pattern"] for i in incs]
+
+
+DESYNC_WD = ("[rank{r}]:[E515 18:36:47.34180859{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=241, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, Timeout(ms)=600000) ran "
+             "for 600086 milliseconds before timing out.")
+
+
+def test_a_desync_report_names_the_rank_the_others_waited_for(pipeline):
+    """PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) under a watchdog timeout names the lagging rank ("[7]
+    finished collective #182, but didn't join collective #183", pytorch/pytorch#152623): the hang's explanation said
+    "without the communicator's membership the silent rank cannot be named" two lines above it (a real-logs pass).
+    The named rank is the initiator, on the host NCCL's init lines give it; the timed-out ranks are downstream."""
+    init = "node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc - Init COMPLETE"
+    text = "\n".join([init.format(h=1 + r // 4, r=r, d=r % 4) for r in range(8)]
+                     + [DESYNC_WD.format(r=r) for r in (0, 1)]
+                     + ["[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0",
+                        "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                        "             [7] finished collective #182, but didn't join collective #183 (count from 1)"])
+    (inc,) = run(pipeline, text, host="node01")
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 7, "node02")
+    assert inc["confidence"] == 0.7 and sorted(d["rank"] for d in inc["downstream"]) == [0, 1]
+    assert inc["explanation"] == (
+        "2 ranks timed out on SeqNum 241; PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names rank 7: it finished "
+        "a collective and did not join the next (#182, counted from 1 by the report), so the others were waiting for "
+        "it.")
+    assert inc["verify"] == ["nvidia-smi (on node02)", "dmesg -T | tail -100 (on node02)"]
+
+
+def test_a_desync_report_of_several_ranks_names_them_when_no_line_places_them(pipeline):
+    """Three ranks stuck inside a collective ("[3, 4, 5] joined but didn't finish collective #315") and no NCCL init
+    lines: no one rank is the cause, but the explanation, the next action and what is missing name ranks 3 – 5
+    instead of "the silent rank cannot be named"."""
+    text = "\n".join([DESYNC_WD.format(r=0),
+                      "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                      "           - [3, 4, 5] joined but didn't finish collective #315 (count from 1)"])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["pattern"] == "comm.silent_rank" and inc["initiator"]["rank"] is None
+    assert inc["explanation"].endswith("PyTorch's desync report names ranks 3–5 as those the others waited for; no "
+                                       "line here places them.")
+    assert "cannot be named" not in inc["explanation"]
+    assert inc["next_action"].startswith("Find the hosts of ranks 3–5")
+    assert inc["missing"][0] == "NCCL init lines or the job's rank-to-host map for ranks 3–5"
