@@ -867,6 +867,31 @@ def test_a_worker_s_own_cuda_error_is_its_job_s_first_fault_as_the_watchdog_s_is
         assert _parties(benign) == [("cuda_error", 1)], own
 
 
+def test_a_cublas_or_cudnn_failure_is_its_job_s_first_fault_and_a_gpu_xid_beside_it_explains_it(pipeline):
+    """A process's failed cuBLAS or cuDNN call ("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `…`",
+    "cuDNN error: CUDNN_STATUS_EXECUTION_FAILED") gave no event (a real-logs pass: facebookresearch/SparseConvNet#208,
+    pytorch/pytorch#40420): it is the rank's failure as cuda.program_error's is — its peers' timeouts follow it
+    (``cuda_error.explains_nccl``) — and a hardware Xid of its host that second is what it reports
+    (``gpu_fault.explains_cuda_error``); its own cuBLAS handle that found no memory is the program's
+    (``cuda.cublas_alloc_failed``, category application)."""
+    timeout = CUDA_DEATH.split("\n")[1]
+    stamp = "[rank1]:[E810 15:36:05.945860779 Exceptions.h:120] "
+    for own in (stamp + "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, "
+                        "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+                stamp + "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED"):
+        (alone,) = run(pipeline, own + "\n" + timeout, host="gpu-node-a")
+        assert (alone["initiator"]["kind"], alone["initiator"]["rank"]) == ("cuda_error", 1), own
+        assert _parties(alone) == [("nccl_timeout", 0)] and "cuda_error.explains_nccl" in alone["explanation"]
+        off = KERNEL.format(xid="79, pid=0, GPU has fallen off the bus.")
+        (hw,) = run(pipeline, "\n".join([off, own, timeout]), host="gpu-node-a")
+        assert (hw["initiator"]["xid"], hw["category"]) == (79, "gpu_off_bus"), own
+        assert ("cuda_error", 1) in _parties(hw) and "gpu_fault.explains_cuda_error" in hw["explanation"], own
+    alloc = stamp + "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+    (oom,) = run(pipeline, alloc + "\n" + timeout, host="gpu-node-a")
+    assert (oom["initiator"]["kind"], oom["category"]) == ("cuda_error", "application")
+    assert _parties(oom) == [("nccl_timeout", 0)]
+
+
 def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
     """A job's log whose traceback printed no time (``RuntimeError: CUDA error: uncorrectable ECC error
     encountered``, dated by the file's mtime ten minutes later, when the job died) and the kernel's Xid 94 on GPU
