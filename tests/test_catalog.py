@@ -504,3 +504,18 @@ def test_hyperscan_reports_the_desync_report_after_other_lines(catalog, hsm):
     hits = hsm.scan(buf)
     assert hits == ReferenceMatcher(catalog).scan(buf)
     assert catalog.by_id["torch.desync_report"].index in hits[2]
+
+
+#: a pattern's start that is a run with no bound (a class, ``\w``/``\d``/``\S``, maybe in a group and an optional
+#: one): ``re.search`` tries it from every character of a line (test_no_pattern_starts_with_an_unbounded_run)
+UNBOUNDED_START = re.compile(r"^(?:\(\?:)*(?:\(\?P<\w+>)?(?:\[[^\]]*\]|\\[wdS])[+*]")
+
+
+def test_no_pattern_starts_with_an_unbounded_run(catalog):
+    """nccltests' ``(?:(?P<host>[\\w.-]+): )?Test NCCL failure …`` made Python's ``re`` (the reference matcher, and
+    the field extraction of a hit line) run the host from every character of a line and back: 163 s and 114 s for
+    the two nccl-tests entries on the 70 KB lines of test_a_leading_word_run_is_checked_by_its_own_regex, nearly all
+    of that test. A pattern starts with a literal, an anchor such as ``(?:^|[^\\w-])`` before a run, or a bounded
+    run (``{1,253}``)."""
+    bad = [c.sig.id for c in catalog.entries if UNBOUNDED_START.search(c.sig.pattern)]
+    assert bad == []
