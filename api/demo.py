@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import shlex
 import shutil
 import signal
 import time
@@ -142,6 +143,28 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
     asyncio.run(main())
     # the broker is left running for the next demo (README), said — after --once too (a script never learnt that a
     # JVM of 512 MB stayed behind: a fresh user's trial)
-    console.print(f"{'done' if once else 'stopped'}; the broker on {st.bootstrap} keeps running (pid {st.pid}): "
-                  "`.venv/bin/firstfault kafka stop` stops it")
+    console.print(exit_line(settings.state_dir, once), markup=False, highlight=False, soft_wrap=True)
     return 0 if shown else 1
+
+
+def stop_command(state_dir: Path) -> str:
+    """The command that stops this state folder's broker, as the user can paste it: with
+    ``FIRSTFAULT_STATE_DIR=<it>`` (shell-quoted) when the folder is not the default one or the variable is set
+    (run as ``firstfault kafka stop`` alone, it stopped the default folder's broker: another user's demo, a fresh
+    user's trial)."""
+    cmd = ".venv/bin/firstfault kafka stop"
+    default = Settings.model_fields["state_dir"].default
+    if os.environ.get("FIRSTFAULT_STATE_DIR") or Path(os.path.abspath(state_dir)) != Path(os.path.abspath(default)):
+        return f"FIRSTFAULT_STATE_DIR={shlex.quote(str(state_dir))} {cmd}"
+    return cmd
+
+
+def exit_line(state_dir: Path, once: bool) -> str:
+    """What the demo says at its end of the broker it leaves: the one running from ``state_dir`` now, looked up
+    again (one stopped and started anew under the demo has another pid: the pid of its start was named, a fresh
+    user's trial), or that none runs."""
+    done = "done" if once else "stopped"
+    st = broker.status(state_dir)
+    if st is None:
+        return f"{done}; no broker is running from {state_dir} now (it was stopped under the demo)"
+    return f"{done}; the broker on {st.bootstrap} keeps running (pid {st.pid}): `{stop_command(state_dir)}` stops it"

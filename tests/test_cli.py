@@ -1,0 +1,61 @@
+"""The ``firstfault`` command's words, in-process (``typer.testing.CliRunner``; no broker, no subprocess): the
+demo's closing line, ``--help``'s choices and placeholders, usage errors, ``sql``'s listing and the file-time note
+of ``diagnose`` (findings of a new user's trial)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from ingest.broker import BrokerState
+
+runner = CliRunner()
+
+
+def _state(pid: int, port: int) -> BrokerState:
+    return BrokerState(pid=pid, port=port, controller_port=port + 1, data_dir="/x/data", log_dir="/x/logs",
+                       cluster_id="c", started=0.0)
+
+
+def test_the_demo_s_stop_hint_names_its_own_state_folder(monkeypatch):
+    """``FIRSTFAULT_STATE_DIR=/tmp/x/mine make demo`` said "`.venv/bin/firstfault kafka stop` stops it": run as
+    printed, that stopped the default folder's broker, another user's demo. With the folder not the default, or the
+    variable set, the hint carries the variable, shell-quoted."""
+    from api import demo
+
+    monkeypatch.setattr(demo.broker, "status", lambda state_dir: _state(9898, 46159))
+    monkeypatch.delenv("FIRSTFAULT_STATE_DIR", raising=False)
+    assert demo.exit_line(Path(".firstfault"), True) == (
+        "done; the broker on 127.0.0.1:46159 keeps running (pid 9898): `.venv/bin/firstfault kafka stop` stops it")
+    assert demo.exit_line(Path("/tmp/x/mine"), True) == (
+        "done; the broker on 127.0.0.1:46159 keeps running (pid 9898): "
+        "`FIRSTFAULT_STATE_DIR=/tmp/x/mine .venv/bin/firstfault kafka stop` stops it")
+    assert demo.stop_command(Path("/tmp/my demo")) == \
+        "FIRSTFAULT_STATE_DIR='/tmp/my demo' .venv/bin/firstfault kafka stop"
+    monkeypatch.setenv("FIRSTFAULT_STATE_DIR", ".firstfault")  # set, even to the default: said as set
+    assert demo.stop_command(Path(".firstfault")) == "FIRSTFAULT_STATE_DIR=.firstfault .venv/bin/firstfault kafka stop"
+
+
+def test_the_demo_s_exit_names_the_broker_running_then(monkeypatch):
+    """The broker stopped and started again under a running demo has a new pid: Ctrl-C named the pid of the demo's
+    start. The closing line reads the broker's status at exit; with none running it says so."""
+    from api import demo
+
+    monkeypatch.delenv("FIRSTFAULT_STATE_DIR", raising=False)
+    seen: list[Path] = []
+    now: list[BrokerState | None] = [_state(4242, 40001)]
+
+    def status(state_dir: Path) -> BrokerState | None:
+        seen.append(state_dir)
+        return now[0]
+
+    monkeypatch.setattr(demo.broker, "status", status)
+    assert demo.exit_line(Path(".firstfault"), False) == (
+        "stopped; the broker on 127.0.0.1:40001 keeps running (pid 4242): `.venv/bin/firstfault kafka stop` stops it")
+    now[0] = None
+    assert demo.exit_line(Path(".firstfault"), False) == \
+        "stopped; no broker is running from .firstfault now (it was stopped under the demo)"
+    assert seen == [Path(".firstfault")] * 2
