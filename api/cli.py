@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import orjson
 import typer
@@ -222,12 +222,14 @@ def diagnose(
     paths: Annotated[list[str], typer.Argument(metavar="PATH",
                                                 help="log files or folders (raw lines or NDJSON; gzip, zstd, bzip2, "
                                                      "xz ok); - reads standard input, as this machine's log")],
-    format: Annotated[str, typer.Option("--format", "-f", help="json or table")] = "table",
+    format: Annotated[Literal["json", "table"], typer.Option("--format", "-f", help="the report's form")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
              "bus ids (e.g. hang:0,1 or failure@node07:0000:1b:00.0)")] = None,
-    fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)")] = None,
-    fail_on: Annotated[Optional[str], typer.Option(help="exit 3 if an incident has this severity or worse: critical, error, warning or info")] = None,
+    fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)",
+                                                         metavar="<file>")] = None,
+    fail_on: Annotated[Optional[Literal["critical", "error", "warning", "info"]], typer.Option(
+        help="exit 3 if an incident has this severity or worse")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run the whole pipeline over local files; print the incidents (a table; with --format json the events and
@@ -742,7 +744,7 @@ def _bootstrap(s: Settings) -> str:
 @app.command()
 def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing the incidents")] = False,
          port: PortOpt = None, config: ConfigOpt = None) -> None:
-    """The main job on the embedded default: local broker + bundled real logs -> incidents + API."""
+    """Start a local Kafka broker, ingest the bundled sample logs, print their incidents and serve the API."""
     from api.demo import DemoRunning, run_demo
     from ingest.broker import BrokerError
 
@@ -916,11 +918,10 @@ SQL_STDIN_CHARS = 1 << 20
 def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it from standard input (a file of it, a "
                                                        "query that begins with a -- comment); omitted = list the "
                                                        "views and table macros")] = None,
-        format: Annotated[Optional[str], typer.Option("--format", "-f", help="table, csv, json or parquet; default: "
-                                                      "from --output's name (.csv, .json, .ndjson, .parquet), "
-                                                      "else table")] = None,
+        format: Annotated[Optional[Literal["table", "csv", "json", "parquet"]], typer.Option(
+            "--format", "-f", help="default: from --output's name (.csv, .json, .ndjson, .parquet), else table")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json (not in the "
-                                                       "lake or state folder)")] = None,
+                                                       "lake or state folder)", metavar="<file>")] = None,
         force: Annotated[bool, typer.Option("--force", help="replace --output when it exists")] = False,
         config: ConfigOpt = None) -> None:
     """Read-only DuckDB SQL over the lake's views (events, incidents, incident_versions, incident_evidence,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 from rich.markup import escape
@@ -43,8 +43,8 @@ def require_lake(s: Settings) -> None:
 def degraded_links(
     hour: Annotated[Optional[str], typer.Option(help="UTC hour, e.g. 2026-11-30T03; default: the last "
                                                      "complete hour")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="json, html, csv or parquet; default: "
-                                                  "from --output's name, else json")] = None,
+    format: Annotated[Optional[Literal["json", "html", "csv", "parquet"]], typer.Option(
+        "--format", "-f", help="default: from --output's name, else json")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write; default: stdout "
                                                    "(not for parquet)", dir_okay=False)] = None,
     store: Annotated[bool, typer.Option("--store", help="write every format into "
