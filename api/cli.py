@@ -919,7 +919,8 @@ def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it fro
                                                        "query that begins with a -- comment); omitted = list the "
                                                        "views and table macros")] = None,
         format: Annotated[Optional[Literal["table", "csv", "json", "parquet"]], typer.Option(
-            "--format", "-f", help="default: from --output's name (.csv, .json, .ndjson, .parquet), else table")] = None,
+            "--format", "-f", help="default: from --output's name (.csv, .json, .ndjson, .parquet), else "
+                                   "table")] = None,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file for parquet/csv/json (not in the "
                                                        "lake or state folder)", metavar="<file>")] = None,
         force: Annotated[bool, typer.Option("--force", help="replace --output when it exists")] = False,

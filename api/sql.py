@@ -115,8 +115,34 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 TABLE_MAX_CELL = 1000
 
 _QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
+#: the last line of ``firstfault sql`` without a query (stderr): how to see a view's columns
+COLUMNS_HINT = 'columns: firstfault sql "DESCRIBE events" (or another view)'
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+def output_format(fmt: str | None, output: Path | None, force: bool) -> str:
+    """The format ``--format`` and ``--output`` say together (``fmt`` None: from ``output``'s name, else a table).
+    Raises ``typer.BadParameter`` for a pair that cannot be written, said as click says the other commands' usage
+    errors (``report degraded-links``'s; these were plain lines: a new user's trial): exit 2, before the query
+    runs. An existing ``output`` is replaced only with ``force`` (a query's result over an input log, silently, was
+    a break-it pass's find)."""
+    from typer import BadParameter  # typer 0.29 carries its own click: its BadParameter is the one it catches
+
+    if output is not None and output.is_file() and not force:  # a device or FIFO is written as it is
+        raise BadParameter(f"{output} exists (--force replaces it)", param_hint="--output")
+    if fmt is None:  # a file's format from its name; else a table on the terminal
+        fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"
+        if fmt is None:
+            raise BadParameter(f"say --format for {output.name} (csv, json or parquet; a name ending in .csv, .json, "
+                               ".ndjson or .parquet says it)", param_hint="--format")
+    if fmt not in ("table", "csv", "json", "parquet"):
+        raise BadParameter("table, csv, json or parquet", param_hint="--format")
+    if fmt == "table" and output is not None:
+        raise BadParameter("table is for the terminal: write csv, json or parquet to --output", param_hint="--format")
+    if fmt == "parquet" and output is None:
+        raise BadParameter("parquet needs --output FILE", param_hint="--format")
+    return fmt
 
 
 def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path | None, out: Console,
@@ -126,22 +152,9 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     ``force`` (2 without: a query's result over an input log, silently, was a break-it pass's find)."""
     if no_output_folder(output, err) or output_in_store(output, settings.lake, settings.state_dir, err):
         return 2
-    if output is not None and output.is_file() and not force:  # a device or FIFO is written as it is
-        err.print(f"[red]--output exists:[/] {escape(str(output))} (--force replaces it)")
-        return 2
-    if fmt is None:  # a file's format from its name; else a table on the terminal
-        fmt = _BY_SUFFIX.get(output.suffix.lower()) if output is not None else "table"
-        if fmt is None:
-            err.print(f"[red]say --format for {escape(output.name)}[/] (csv, json or parquet; a name ending in .csv, "
-                      ".json, .ndjson or .parquet says it)")
-            return 2
-    if fmt not in ("table", "csv", "json", "parquet"):
-        err.print("[red]--format must be table, csv, json or parquet[/]")
-        return 2
-    if fmt == "table" and output is not None:
-        err.print("[red]--format table is for the terminal[/]: write csv, json or parquet to --output")
-        return 2
-    if query is None:
+    fmt = output_format(fmt, output, force)
+    listing = query is None
+    if listing:
         # the views, then the table macros (events_between(lo, hi)) with their parameters
         query = ("SELECT table_name AS name, table_type AS type FROM information_schema.tables UNION ALL "
                  "SELECT function_name || '(' || array_to_string(parameters, ', ') || ')', 'TABLE MACRO' "
@@ -159,9 +172,6 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
     timer.start()
     try:
-        if fmt == "parquet" and output is None:
-            err.print("[red]--format parquet needs --output FILE[/]")
-            return 2
         rel = con.sql(query)
         refuse_lossy_columns(rel)
         dup = sorted({n for n in rel.columns if rel.columns.count(n) > 1})
@@ -184,6 +194,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if output is not None:
             _write(tbl, fmt, output)
             err.print(f"wrote {tbl.num_rows} row{'' if tbl.num_rows == 1 else 's'} to {output}", markup=False)
+            if listing:
+                err.print(COLUMNS_HINT, markup=False, highlight=False)
             return 0
         if fmt == "table":
             t = Table()
@@ -210,13 +222,17 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
 
             for row in tbl.to_pylist():
                 sys.stdout.buffer.write(json_bytes(row) + b"\n")
+        if listing:  # the views' columns are one query away (a new user's trial listed the names alone)
+            err.print(COLUMNS_HINT, markup=False, highlight=False)
         return 0
     except duckdb.Error as e:
         msg = query_error(e, settings.sql_timeout_s, "sql_timeout_s")
-        # a query that reads files or the network is refused, not failed (a fresh user's trial: "query failed")
-        label = "query refused" if isinstance(e, duckdb.PermissionException) else "query failed"
+        # a query that reads files or the network is refused, not failed (a fresh user's trial: "query failed"); one
+        # naming a table, column or function that is not there is invalid, a usage error like a parse error, exit 2
+        # (it said "query failed", the words of a query that fails while it runs, exit 1: a new user's trial)
+        label = "query refused" if isinstance(e, duckdb.PermissionException) else \
+            "query invalid" if isinstance(e, _QUERY_ERRORS) else "query failed"
         err.print(f"[red]{label}:[/] {escape(msg)}")
-        # a query naming a table, column or function that is not there is a usage error, like a parse error
         return 2 if isinstance(e, _QUERY_ERRORS) else 1
     except StoreError as e:  # a result no output format can hold as it is: the query must say another type
         err.print(f"[red]query refused:[/] {escape(str(e))}")

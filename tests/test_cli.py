@@ -106,3 +106,58 @@ def test_help_names_a_file_option_file_and_says_what_the_demo_does():
     summary = next(x for x in _help().splitlines() if "│ demo " in x)
     assert "Start a local Kafka broker, ingest the bundled sample logs, print their incidents and serve the API" \
         in summary and "main job" not in summary, summary
+
+
+@pytest.fixture
+def empty_lake(tmp_path, monkeypatch):
+    from ingest.lake import Lake
+
+    Lake(str(tmp_path / "lake")).init()
+    monkeypatch.setenv("FIRSTFAULT_LAKE", str(tmp_path / "lake"))
+    monkeypatch.setenv("FIRSTFAULT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_sql_says_its_usage_errors_as_the_other_commands_do(empty_lake):
+    """``report degraded-links``'s usage errors were click's boxed ones, ``sql``'s plain lines (a new user's trial):
+    both say them through click now (its "Usage:" and "Invalid value for …"), exit 2 as before, and nothing is
+    written."""
+    (empty_lake / "keep.csv").write_text("kept\n")
+    for args, said in ((["-o", "r.txt"], "Invalid value for --format: say --format for r.txt"),
+                       (["-f", "parquet"], "Invalid value for --format: parquet needs --output FILE"),
+                       (["-f", "table", "-o", "t.csv"], "Invalid value for --format: table is for the terminal"),
+                       (["-o", "keep.csv"], "Invalid value for --output: keep.csv exists (--force replaces it)")):
+        r = runner.invoke(app, ["sql", "SELECT 1 AS a", *args])
+        assert r.exit_code == 2 and r.output.count("Usage: ") == 1 and said in _words(r.output), (args, r.output)
+    r = runner.invoke(app, ["report", "degraded-links", "-o", "r.txt"])
+    assert r.exit_code == 2 and "Usage: " in r.output and "Invalid value for --format: say --format" in \
+        _words(r.output), r.output
+    assert sorted(p.name for p in empty_lake.iterdir()) == ["keep.csv", "lake"]
+    assert (empty_lake / "keep.csv").read_text() == "kept\n"
+    r = runner.invoke(app, ["sql", "SELECT 1 AS a", "-o", "keep.csv", "--force"])
+    assert r.exit_code == 0 and (empty_lake / "keep.csv").read_text() == '"a"\n1\n', r.output
+
+
+def test_sql_says_an_invalid_query_apart_from_one_that_fails(empty_lake):
+    """``SELECT * FROM nosuch`` exits 2 (a usage error) but said "query failed", the words of a query that fails
+    while it runs, exit 1 (README): it is "query invalid"."""
+    for q, code, said in (("SELECT * FROM nosuch", 2, "query invalid: Catalog Error: Table with name nosuch"),
+                          ("SELECT nocol FROM events", 2, "query invalid: Binder Error"),
+                          ("SELECT 'x'::INTEGER", 1, "query failed: Conversion Error"),
+                          ("SELECT * FROM read_csv('/etc/passwd')", 2, "query refused: Permission Error")):
+        r = runner.invoke(app, ["sql", q])
+        assert r.exit_code == code and said in r.output and "Usage: " not in r.output, (q, r.output)
+
+
+def test_sql_without_a_query_ends_its_listing_with_how_to_see_columns(empty_lake):
+    """``firstfault sql`` lists the views and table macros, not their columns (a new user's trial): its last line
+    says the query that shows them, on stderr (a csv listing stays csv)."""
+    r = runner.invoke(app, ["sql"])
+    lines = r.output.splitlines()
+    assert r.exit_code == 0 and lines[-2:] == ["7 rows", 'columns: firstfault sql "DESCRIBE events" (or another '
+                                                           'view)'], lines
+    assert "│ events_between(lo, hi) │ TABLE MACRO │" in r.output
+    r = runner.invoke(app, ["sql", "DESCRIBE events", "-f", "csv"])
+    assert r.exit_code == 0 and r.output.splitlines()[2].startswith('"event_id","VARCHAR"'), r.output
+    assert "DESCRIBE" not in r.output  # a query: no hint
