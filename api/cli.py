@@ -394,8 +394,8 @@ def diagnose(
               f"{'s' * (batch.events.num_rows != 1)}{facts}", markup=False, highlight=False)
     # standard input and a shell's process substitution (`<(journalctl -k)`) are saved under this machine's name: their
     # lines are timed by when they were read, not by a file's time (a fresh user's trial on the pipe)
-    if note := mtime_note(batch.events, _this_machines_file()):
-        err.print(note, style="yellow", markup=False, highlight=False)
+    if note := mtime_note(batch.events, _this_machines_file(), width=err.width):  # a line per point, wrapped
+        err.print(note, style="yellow", markup=False, highlight=False, soft_wrap=True)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = _first_of(_as_given(files, given))
         err.print(f"{len(files)} different files are all host {h} by their name or folder ({shown}): their events are "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+import textwrap
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -190,11 +192,15 @@ _NO_TIME = {
 }
 
 
-def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
+def mtime_note(events: pa.Table, stdin: str | None = None, width: int | None = None) -> str | None:
     """What stderr says of the events timed by their file's modification time (``ts_basis`` ``file``): how many,
     which lines, per source, and how to capture wall-clock times; ``None`` when there are none. ``stdin``: the
     name (``<host>.stdin``) standard input was saved under (``diagnose -``): its events are timed by when it was
-    read, and the note says so apart (``origin`` ``file:<stdin>@…``)."""
+    read, and the note says so apart (``origin`` ``file:<stdin>@…``).
+
+    A short line per group (``3 events timed by their file's modification time:``), then one indented line per
+    source and one for the copy's advice, each wrapped to ``width`` columns (the terminal's; None: not wrapped). It
+    was one line of ~560 characters (a new user's trial)."""
     bases = events.column("ts_basis").to_pylist()
     details = events.column("details").to_pylist() if "details" in events.column_names else [None] * len(bases)
     # (a line dated by a stamped line after it in its file, details.ts_next_line, is not moved by a copy)
@@ -211,10 +217,13 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
     for t, s, o in zip(timed, sources, origins):
         if t:
             groups.setdefault(bool(o and o.startswith(piped)), []).append(s)
-    notes = []
+    lines = []
     for from_stdin, srcs in sorted(groups.items()):
         n = len(srcs)
-        kinds = []
+        when = "when standard input was read" if from_stdin else \
+            f"{'their' if n != 1 else 'its'} file's modification time"
+        lines.append(f"{n} event{'s' * (n != 1)} timed by {when}:")
+        points = []
         for s in sorted(set(srcs)):
             k = srcs.count(s)
             noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed, or a stamp of a form not read")) \
@@ -223,9 +232,17 @@ def mtime_note(events: pa.Table, stdin: str | None = None) -> str | None:
                         "(details.ts_rejected keeps it)")
             if from_stdin:
                 rest = rest.replace("the file's time", "the time it was read")
-            kinds.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
-        when = "when standard input was read" if from_stdin else \
-            (f"{'their' if n != 1 else 'its'} file's modification time (a copied file moves them: copy with `cp -p`, "
-             "`scp -p` or `rsync -t`, or set it back with `touch -d`)")
-        notes.append(f"{n} event{'s' * (n != 1)} timed by {when}: {'; '.join(kinds)}")
-    return ". ".join(notes)
+            points.append(f"{k} {noun}{'s' * (k != 1)} {rest}")
+        if not from_stdin:
+            points.append("a copied file moves them: copy with `cp -p`, `scp -p` or `rsync -t`, or set it back with "
+                          "`touch -d`")
+        for p in points:
+            if not width:
+                lines.append(f"  - {p}")
+                continue
+            # a command in backquotes stays on one line (`dmesg` and `-T` apart were two commands to paste)
+            whole = re.sub(r"`[^`]*`", lambda m: m.group().replace(" ", "\x00"), p)
+            lines.extend(x.replace("\x00", " ") for x in textwrap.wrap(
+                whole, width, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False,
+                break_long_words=False))
+    return "\n".join(lines)

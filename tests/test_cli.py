@@ -161,3 +161,47 @@ def test_sql_without_a_query_ends_its_listing_with_how_to_see_columns(empty_lake
     r = runner.invoke(app, ["sql", "DESCRIBE events", "-f", "csv"])
     assert r.exit_code == 0 and r.output.splitlines()[2].startswith('"event_id","VARCHAR"'), r.output
     assert "DESCRIBE" not in r.output  # a query: no hint
+
+
+def test_the_file_time_note_is_a_short_line_and_a_wrapped_line_per_point():
+    """``diagnose``'s note on events timed by their file's modification time was one line of ~560 characters (a new
+    user's trial): a short first line, then an indented line per source and one for the copy's advice, wrapped to the
+    terminal's width with the continuation indented under its point."""
+    import pyarrow as pa
+
+    from api.diagnose import mtime_note
+
+    events = pa.table({"source": ["dmesg", "dmesg", "nvml", "nccl"], "ts_basis": ["file", "file", "file", "line"]})
+    lines = mtime_note(events, width=60).splitlines()
+    assert lines == [
+        "3 events timed by their file's modification time:",
+        "  - 2 kernel lines with a raw dmesg stamp (seconds since",
+        "    boot, counted back from the file's time) or none:",
+        "    `dmesg -T` or `journalctl -k -o short-iso` print",
+        "    wall-clock times",
+        "  - 1 NVML/nvidia-smi line with no time printed, or a stamp",
+        "    of a form not read: capture `date` beside it, or send",
+        "    the poller's JSON samples",
+        "  - a copied file moves them: copy with `cp -p`, `scp -p` or",
+        "    `rsync -t`, or set it back with `touch -d`"], lines
+    assert mtime_note(events).splitlines()[1] == "  - 2 kernel lines with a raw dmesg stamp (seconds since boot, " \
+        "counted back from the file's time) or none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"
+
+
+def test_diagnose_prints_the_file_time_note_wrapped_to_the_terminal(tmp_path, monkeypatch):
+    log = tmp_path / "node07.dmesg.log"
+    log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    monkeypatch.setenv("COLUMNS", "72")
+    from api import cli
+
+    monkeypatch.setattr(cli, "err", cli.cli_console("stderr"))  # made at import: COLUMNS read again
+    r = runner.invoke(app, ["diagnose", str(log), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    note = r.output[r.output.index("1 event timed by"):].splitlines()[:6]
+    assert note == ["1 event timed by its file's modification time:",
+                    "  - 1 kernel line with a raw dmesg stamp (seconds since boot, counted",
+                    "    back from the file's time) or none: `dmesg -T` or",
+                    "    `journalctl -k -o short-iso` print wall-clock times",  # a command is not cut
+                    "  - a copied file moves them: copy with `cp -p`, `scp -p` or `rsync -t`,",
+                    "    or set it back with `touch -d`"], note
+    assert all(len(x) <= 72 for x in note)

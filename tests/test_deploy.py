@@ -902,10 +902,15 @@ def test_the_file_time_note_says_which_lines_printed_no_time():
     piped = pa.table({"source": ["dmesg", "nccl", "dmesg"], "ts_basis": ["file"] * 3,
                       "origin": ["file:vm.stdin@1a2b:1", "file:node07.log@9f:4", "file:vm.stdin@1a2b:2"]})
     note = mtime_note(piped, "vm.stdin")
-    assert note.startswith("1 event timed by its file's modification time (a copied file moves them: copy with `cp "
-                           "-p`, `scp -p` or `rsync -t`, or set it back with `touch -d`): 1 NCCL/") \
-        and ". 2 events timed by when standard input was read: 2 kernel lines with a raw dmesg stamp (seconds since " \
-        "boot, counted back from the time it was read)" in note, note
+    assert note.splitlines()[:2] == ["1 event timed by its file's modification time:", "  - 1 NCCL/framework line "
+                                     "with no time printed, or a stamp of a form not read (docs/recognition.md: line "
+                                     "stamps): NCCL 2.26 and later stamp every level with "
+                                     "NCCL_DEBUG_TIMESTAMP_LEVELS=ALL"] \
+        and note.splitlines()[2:] == [
+            "  - a copied file moves them: copy with `cp -p`, `scp -p` or `rsync -t`, or set it back with `touch -d`",
+            "2 events timed by when standard input was read:",
+            "  - 2 kernel lines with a raw dmesg stamp (seconds since boot, counted back from the time it was read) or "
+            "none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"], note
     assert mtime_note(piped).startswith("3 events timed by their file's modification time")
     # a line whose own stamp is no time a fleet's log carries (1970, 2099) is said as such, not as one that printed
     # none (a break-it pass: "kernel lines with a raw dmesg stamp … or none" for a full ISO stamp of 1970)
