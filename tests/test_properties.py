@@ -1,6 +1,6 @@
 """Property-based tests of the pure input path (hypothesis): decode, pipeline, prefixes, example lines
 behind stamps. The properties and strategies live in ``benchmarks/fuzz.py``; ``python -m benchmarks.fuzz``
-runs the same properties for longer (its length and result are in the README's reliability table)."""
+runs the same properties for longer (its length and result are in docs/reliability.md)."""
 
 from __future__ import annotations
 

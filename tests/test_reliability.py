@@ -122,7 +122,7 @@ def wait_for(pred, timeout: float, what: str, every: float = 0.1):
 
 def test_crash_benchmark_smoke(kafka, tmp_path):
     """`python -m benchmarks.crash` at a small size: two SIGKILLs of `firstfault ingest` during a replay of
-    20,000 lines; nothing lost, duplicated or changed, same incidents (the benchmark size is in the README)."""
+    20,000 lines; nothing lost, duplicated or changed, same incidents (the benchmark size: docs/reliability.md)."""
     a = crash.parser().parse_args(["--lines", "20000", "--kills", "2", "--max-records", "4", "--bootstrap", kafka])
     a.workdir, a.argv = str(tmp_path), ["--lines", "20000", "--kills", "2"]
     out = crash.run(a)
