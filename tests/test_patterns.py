@@ -3924,6 +3924,22 @@ def test_a_task_blocked_after_a_gpus_fault_follows_it(pipeline):
                                                                                    "warning")
 
 
+def test_pods_the_kubelet_rejects_after_a_gpu_fell_off_the_bus_follow_it(pipeline):
+    """NVIDIA/k8s-device-plugin#2038: a GPU falls off the bus (Xid 79), then the kubelet rejects every GPU pod of the
+    node because the device plugin's GetPreferredAllocation fails: two incidents before; the rejection follows the
+    GPU's fault (gpu_fault.explains_pod_admission). Alone, it is an incident of its own host (a real-logs pass)."""
+    xid = ("Sep 17 10:01:02 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+           "GPU has fallen off the bus.")
+    rejected = ("Sep 17 10:05:00 gpu-node-3 kubelet[2211]: Warning  UnexpectedAdmissionError  pod/...  Allocate failed "
+                "due to device plugin GetPreferredAllocation rpc failed")
+    (inc,) = run(pipeline, xid + "\n" + rejected, host="gpu-node-3")
+    assert (inc["initiator"]["xid"], [(p["kind"], p["relation"]) for p in inc["downstream"]]) == (
+        79, [("other", "same_host")])
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_pod_admission"}
+    (alone,) = run(pipeline, rejected, host="gpu-node-3")
+    assert (alone["initiator"]["fault"], alone["severity"]) == ("k8s.admission.preferred_allocation_failed", "error")
+
+
 def test_a_gpus_fault_going_on_before_the_initiator_stays_its_own_though_the_initiator_reaches_it(pipeline):
     """A GPU's NVLink Xid 74 every 30 s from five minutes before another GPU of the host falls off the bus, and once
     more 2 s after it: one incident of the Xid 79 starting five minutes before it, "though a line it explains was
