@@ -18,6 +18,7 @@ from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
+from correlate.window import may_cause
 from ingest.catalog import Catalog
 from ingest.extract import recovery_action_code
 from schemas.events import SEVERITY_RANK
@@ -152,6 +153,97 @@ def no_nvlink_on_gpu(scene: Scene) -> Verdict | None:
                 "nvidia-smi topo -m", "nvidia-smi -q | grep -i 'product name'"],
         missing=(["the GPU model or the host's expected topology (fleet config, or nvidia-smi nvlink -s from a "
                   "healthy day) to confirm the GPU has no NVLink"] if unknown_model else []))
+
+
+#: how long before srun's "task N: Killed" Slurm's own cancel of the step (``slurm.step_cancelled``) may come and be
+#: why: srun's kill follows the step's signal within its KillWait (30 s by default) and the "Waiting up to 32 seconds"
+CANCEL_REACH_US = 120 * S
+
+
+def _cancel_before(c: Ev, k: Ev, scene: Scene) -> bool:
+    """Slurm's cancel line ``c`` came before srun's kill report ``k`` and within :data:`CANCEL_REACH_US` of it: by
+    their lines when both are of one capture (srun's output), else by their times."""
+    if capture_of(c) == capture_of(k):
+        if c.pos > k.pos:
+            return False
+    elif c.host != k.host:
+        return False
+    return may_cause(c, k, CANCEL_REACH_US, scene.clocks)
+
+
+def job_cancelled(scene: Scene) -> Verdict | None:
+    """Tasks srun reports Killed (``slurm.task_killed``) after Slurm cancelled their step on purpose (a time limit, a
+    preemption, scancel: ``slurm.step_cancelled``) and nothing else: the kill of the cancel, no fault of the nodes (a
+    real-logs pass: three time limits paged as errors). A task that crashed on its own signal, an OOM kill or any
+    other fault keeps the incident what it was."""
+    faults = scene.faults()
+    if not faults or any(e.signature != "slurm.task_killed" for e in faults):
+        return None
+    cancels = [e for e in scene.events if e.signature == "slurm.step_cancelled"]
+    if not cancels or not all(any(_cancel_before(c, k, scene) for c in cancels) for k in faults):
+        return None
+    first = cancels[0]
+    reason = (first.details.get("cancel_reason") or "").lower()
+    why = {"time limit": "its time limit", "preemption": "a preemption"}.get(reason, "scancel (no reason printed)")
+    step = first.details.get("step") or "?"
+    return Verdict(
+        pattern="benign.job_cancelled", category="application",
+        initiator=_host_initiator(first.host, "other", cancels), initiator_events=cancels,
+        context=[e for e in scene.events if e not in cancels], confidence=0.9, severity="info",
+        explanation=(f"Slurm cancelled step {step} on {first.host} on purpose ({why}); srun's \"Killed\" of the "
+                     f"tasks on {first_of(sorted({k.host for k in faults}), noun='hosts')} after it is that cancel's "
+                     "kill, not a fault of the nodes."),
+        next_action=catalog_action(scene.catalog, first, scene.subject.get(first.event_id)),
+        verify=verify_commands(scene.catalog, first, scene.subject.get(first.event_id)))
+
+
+#: the port-state signatures of a NIC, and the states each calls up
+PORT_UP = {"ib.mlx5_link": ("link_state", {"up"}), "ib.port_state": ("port_state", {"ACTIVE", "ACTIVE_DEFER"})}
+#: how soon a port that went down must be up again for the down to be no incident: a link's negotiation at boot
+#: (a ConnectX-6's "Link down" 16 s before its "Link up", a real-logs pass), not a port that stayed down under a job
+PORT_BACK_US = 60 * S
+
+
+def _port_of(e: Ev) -> tuple:
+    return (e.host, e.signature, e.device, e.details.get("netdev") or e.details.get("ib_dev"), e.link)
+
+
+def port_recovered(scene: Scene) -> Verdict | None:
+    """A NIC port that went down once and came up again within :data:`PORT_BACK_US`, and nothing else: a link that
+    negotiates at boot or a cable reseated, no fault (it stayed an open warning that said jobs die). A port that went
+    down twice (a flap: a storm folded into one event counts its copies) or stayed down, or any other fault beside
+    it (a job's NCCL errors: ``ib_port.explains_nccl``), keeps the incident what it was."""
+    faults = scene.faults()
+    if not faults or any(e.signature not in PORT_UP for e in faults):
+        return None
+    downs: dict[tuple, list[Ev]] = defaultdict(list)
+    for e in faults:
+        downs[_port_of(e)].append(e)
+    ups: list[Ev] = []
+    for port, evs in downs.items():
+        if len(evs) > 1 or evs[0].count > 1:
+            return None
+        down = evs[0]
+        group, up_states = PORT_UP[down.signature]
+        back = [e for e in scene.events if e is not down and _port_of(e) == port
+                and e.details.get(group) in up_states and e.order > down.order
+                and e.start - down.start <= PORT_BACK_US + e.precision_us + down.precision_us]
+        if not back:
+            return None
+        ups.append(back[0])
+    evs = sorted(faults, key=lambda e: e.order)
+    key = scene.subject[evs[0].event_id]
+    names = sorted({str(p[3] or p[2]) for p in downs})
+    return Verdict(
+        pattern="benign.port_recovered", category="ib_port",
+        initiator=initiator_fields(scene, key, evs), initiator_events=evs,
+        context=[e for e in scene.events if e not in evs], confidence=0.8, severity="info",
+        explanation=(f"The NIC port{'s' if len(names) > 1 else ''} {', '.join(names)} of {evs[0].host} went down once "
+                     "and came up again within a minute, and nothing else failed beside it: a link negotiating (at "
+                     "boot, after a reset) or a cable reseated, not a flapping port."),
+        next_action=("No action. If it goes down again, or jobs fail while it is down, check the cable or "
+                     "transceiver and the switch port (ibstat, mlxlink, the switch's logs)."),
+        verify=["ibstat", "ibdev2netdev"])
 
 
 #: an application Xid's last word, while it is one program's fault
@@ -1574,6 +1666,8 @@ def _payload(e: Ev) -> str:
 PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "benign.fabric_manager_not_needed": fabric_manager_not_needed,
     "benign.no_nvlink_on_gpu": no_nvlink_on_gpu,
+    "benign.job_cancelled": job_cancelled,
+    "benign.port_recovered": port_recovered,
     "benign.application_xid": application_xid,
     "link.inactive_where_wired": inactive_where_wired,
     "link.both_ends": both_ends,
