@@ -2259,17 +2259,22 @@ def test_an_hca_event_gets_the_action_of_what_it_said(pipeline):
     """NCCL's NET/IB async events (transport/net_ib.cc; ibv_event_type_str): a port error sends the on-call to the
     port, its cable and the switch (llm-d#191), a catastrophic error to the HCA (NVIDIA/nccl#230), a queue pair's
     fatal error to one connection's memory use (GPUDirect RDMA); one action each, not all three in one text (a fresh
-    user's trial). An event the map does not name keeps the whole text."""
+    user's trial). An event the map does not name keeps the whole text. The subnet manager's and the address table's
+    events (a GID table change, an SM change, a client reregistration) are information: no incident (NVIDIA/nccl#1819,
+    openucx/ucx#7349; a real-logs pass)."""
     line = "node07:815:864 [0] transport/net_ib.cc:80 NCCL WARN NET/IB : mlx5_0:1 {what}"
     said = {"Got async error event: port error": "a port went down or flapped",
             "Got async event : local catastrophic error": "the HCA itself failed",
             "async fatal event on QP (0x55d4): local access violation work queue error": "one connection's use of memory",
-            "Got async event : sm change": "A port error or flap points at the port"}
+            "Got async event : path migration request error": "A port error or flap points at the port"}
     for what, action in said.items():
         (inc,) = run(pipeline, line.format(what=what))
         assert inc["initiator"]["kind"] == "ib_port" and action in inc["next_action"], what
-        whole = what.endswith("sm change")
+        whole = what.endswith("path migration request error")
         assert ("a catastrophic error at the HCA" in inc["next_action"]) is whole, what
+    for what in ("Got async event : SM change", "Got async event : GID table change",
+                 "Got async event : client reregistration", "Got async event : P_Key change"):
+        assert run(pipeline, line.format(what=what)) == [], what
 
 
 def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group(pipeline):
@@ -4553,3 +4558,57 @@ def test_a_desync_report_of_several_ranks_names_them_when_no_line_places_them(pi
     assert "cannot be named" not in inc["explanation"]
     assert inc["next_action"].startswith("Find the hosts of ranks 3–5")
     assert inc["missing"][0] == "NCCL init lines or the job's rank-to-host map for ranks 3–5"
+
+
+SRUN_TIME_LIMIT = """srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
+slurmstepd: error: *** STEP 32233190.0 ON nid01934 CANCELLED AT 2020-07-03T02:59:56 {reason}***
+srun: error: nid01934: task 0: Killed"""
+
+
+@pytest.mark.parametrize("reason", ["DUE TO TIME LIMIT ", "DUE TO PREEMPTION ", ""])
+def test_tasks_killed_after_slurm_cancelled_their_step_are_no_fault(pipeline, reason):
+    """srun's "task 0: Killed" right after slurmstepd's cancel of the step (a time limit, a preemption, scancel) is
+    that cancel's kill: information, not an error of the node (desihub/desitarget#628; a real-logs pass)."""
+    (inc,) = run(pipeline, SRUN_TIME_LIMIT.format(reason=reason), host="login1")
+    assert (inc["pattern"], inc["severity"], inc["category"]) == ("benign.job_cancelled", "info", "application")
+    assert inc["initiator"]["host"] == "nid01934"
+
+
+def test_tasks_killed_after_a_node_failure_or_with_no_cancel_stay_errors(pipeline):
+    node_fail = SRUN_TIME_LIMIT.format(reason="DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ")
+    (inc,) = run(pipeline, node_fail, host="login1")
+    assert inc["severity"] == "error" and inc["pattern"] != "benign.job_cancelled"
+    (inc,) = run(pipeline, "srun: error: nid01934: task 0: Killed", host="login1")
+    assert inc["severity"] == "error"
+    # a task of the node that crashed on its own signal beside it is a fault the cancel does not explain
+    crash = SRUN_TIME_LIMIT.format(reason="DUE TO TIME LIMIT ") + "\nsrun: error: nid01934: task 1: Segmentation fault"
+    (inc,) = run(pipeline, crash, host="login1")
+    assert inc["severity"] == "error" and inc["pattern"] != "benign.job_cancelled"
+
+
+def test_a_cancel_after_the_kill_does_not_excuse_it(pipeline):
+    text = "\n".join(reversed(SRUN_TIME_LIMIT.format(reason="DUE TO TIME LIMIT ").splitlines()))
+    (inc,) = run(pipeline, text, host="login1")
+    assert inc["severity"] == "error"
+
+
+MLX5_LINK = "[Mon Nov 30 03:12:{s:02d} 2026] mlx5_core 0000:01:00.0 enp1s0np0: Link {state}"
+
+
+def test_a_nic_port_down_once_then_up_is_no_incident_but_a_flap_is(pipeline):
+    """A port that goes down once and is up again 16 s later (a link negotiating at boot: a ConnectX-6's boot log, a
+    real-logs pass) is information; down, up, down, up within the minute is a flapping port, a warning still; so is a
+    port that stays down."""
+    once = "\n".join([MLX5_LINK.format(s=5, state="down"), MLX5_LINK.format(s=21, state="up")])
+    (inc,) = run(pipeline, once)
+    assert (inc["pattern"], inc["severity"]) == ("benign.port_recovered", "info")
+    flap = "\n".join([MLX5_LINK.format(s=5, state="down"), MLX5_LINK.format(s=9, state="up"),
+                      MLX5_LINK.format(s=20, state="down"), MLX5_LINK.format(s=24, state="up")])
+    (inc,) = run(pipeline, flap)
+    assert inc["severity"] == "warning" and inc["pattern"] != "benign.port_recovered"
+    (inc,) = run(pipeline, MLX5_LINK.format(s=5, state="down"))
+    assert inc["severity"] == "warning"
+    late = "\n".join([MLX5_LINK.format(s=5, state="down"),
+                      "[Mon Nov 30 03:14:30 2026] mlx5_core 0000:01:00.0 enp1s0np0: Link up"])
+    (inc,) = run(pipeline, late)
+    assert inc["severity"] == "warning"
