@@ -4612,3 +4612,23 @@ def test_a_nic_port_down_once_then_up_is_no_incident_but_a_flap_is(pipeline):
                       "[Mon Nov 30 03:14:30 2026] mlx5_core 0000:01:00.0 enp1s0np0: Link up"])
     (inc,) = run(pipeline, late)
     assert inc["severity"] == "warning"
+
+
+def test_a_rank_stopped_on_a_nan_explains_its_peers_timeouts(pipeline):
+    """Megatron's gradient check raises on the rank that found a NaN ("Rank 13, node …, device 5, iteration 1:
+    Unexpected result nan", modelscope/ms-swift#6465; no event before, a real-logs pass) and ends its process; the
+    other rank of the host then times out on the collective it waited in. One incident: the NaN the initiator, the
+    job's own numerics (category application), the timeout its downstream — as a rank's CUDA error is."""
+    nan = ("2026-12-01T03:10:00+00:00 node21 python[4182]: [rank1]: RuntimeError: Rank 1, node node21, device 1, "
+           "iteration 7: Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass "
+           "before data-parallel communication collective')")
+    timeout = ("2026-12-01T03:20:00+00:00 node21 python[4181]: [rank0]:[E1201 03:20:00.000000000 "
+               "ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, "
+               "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600030 milliseconds before "
+               "timing out.")
+    (inc,) = run(pipeline, "\n".join([nan, timeout]), host="node21")
+    assert (inc["category"], inc["initiator"]["fault"], inc["initiator"]["rank"]) == (
+        "application", "megatron.unexpected_result", 1)
+    assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"]
+    assert {x["rule"] for x in inc["evidence"]} == {"cuda_error.explains_nccl"}
+    assert "not the GPU" in inc["next_action"]
