@@ -24,7 +24,7 @@ from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_
                                  may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key
-from correlate.model import Ev, events_from_table, follow_watchdogs
+from correlate.model import Ev, events_from_table, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, collective_of, default_rules, host_window_us
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
@@ -309,6 +309,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
     evs = _dedup(evs)
     follow_watchdogs(evs)
+    evs = follow_reports(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
     skew, offsets = estimate_clocks(evs)
     for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts

@@ -7,7 +7,7 @@ stay integers in µs UTC.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -172,6 +172,47 @@ FOLLOW_UP_US = 5_000_000
 #: debug dump (TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC) and the agent sees the exit at its next poll (a fresh user's
 #: trial: "failed (exitcode: -6)" 31 s after the timeouts was an incident apart, "only downstream reports")
 AGENT_FOLLOW_UP_US = 120_000_000
+
+
+#: PyTorch's desync report line (ingest/signatures/torch.yaml): the ranks a watchdog timeout waited for
+DESYNC_REPORT = "torch.desync_report"
+#: how many lines after its watchdog timeout (of the same capture) PyTorch prints the desync report: the "Rank 0"
+#: header, "Timeout at collective", then the lagging ranks (pytorch/pytorch#152623: three lines)
+REPORT_LINES = 16
+#: how long after its watchdog timeout a desync report of a capture without the timeout (a Kafka value per line)
+#: may come, of the same host (µs): the same millisecond or so
+REPORT_REACH_US = 5_000_000
+
+
+def follow_reports(events: list[Ev]) -> list[Ev]:
+    """``events`` with each PyTorch desync report (:data:`DESYNC_REPORT`) that follows a watchdog timeout replaced
+    by a copy of the host, rank and implied start of that timeout (as ``follow_watchdogs`` gives the lines after a
+    timeout of their host), ``details.report_of`` its event_id: the report's lines print
+    neither (continuation lines under "[rank0]:[E… ProcessGroupNCCL.cpp:1937] Rank 0"), so a job's log of several
+    hosts gave it the file's host and no scene held it beside the ranks it is about (a break-it pass). The timeout it
+    follows: the nearest before it in its capture within :data:`REPORT_LINES` lines, else the latest of its host
+    within :data:`REPORT_REACH_US` before it. A report that follows none is left as it is (``comm.silent_rank`` reads
+    only followed ones: a report under another process group's timeout names that group's ranks)."""
+    if not any(e.signature == DESYNC_REPORT for e in events):
+        return events
+    by_capture: dict[str, list[Ev]] = {}
+    by_host: dict[str, list[Ev]] = {}
+    for e in events:
+        if e.kind == "nccl_timeout" and e.elapsed_ms:
+            by_capture.setdefault(capture_of(e), []).append(e)
+            by_host.setdefault(e.host, []).append(e)
+    out = list(events)
+    for k, e in enumerate(events):
+        if e.signature != DESYNC_REPORT or "report_of" in e.details:
+            continue
+        before = [t for t in by_capture.get(capture_of(e), ()) if 0 < e.pos - t.pos <= REPORT_LINES]
+        if not before:
+            before = [t for t in by_host.get(e.host, ()) if 0 <= e.ts - t.ts <= REPORT_REACH_US]
+        if before:
+            t = max(before, key=lambda t: (t.pos, t.ts) if capture_of(t) == capture_of(e) else (0, t.ts))
+            out[k] = replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
+                             implied_start=t.start if e.implied_start is None else e.implied_start)
+    return out
 
 
 def follow_watchdogs(events: list[Ev]) -> None:

@@ -16,7 +16,7 @@ from typing import Callable
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
-from correlate.model import TORCHRUN_AGENT, Ev, capture_of
+from correlate.model import DESYNC_REPORT, TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from correlate.window import may_cause
 from ingest.catalog import Catalog
@@ -1036,21 +1036,33 @@ def _waited_for(scene: Scene, rank: int, where: tuple, size: int, why: str, time
     return _read_in_part(scene, v, {where[0]})
 
 
-#: PyTorch's desync report line (ingest/signatures/torch.yaml): the ranks the others waited for
-DESYNC_REPORT = "torch.desync_report"
+#: the rank list of a desync report line: "[3, 4, 5] joined but didn't finish collective #315"
+_LAGGING = re.compile(r"\[([\d, ]*)\] (?:joined but didn't finish|finished) collective #")
 
 
-def _desync_ranks(scene: Scene) -> tuple[list[int], list[Ev]]:
-    """The ranks PyTorch's desync reports in ``scene`` name (``details.lagging_ranks``, "7" or "0, 1, 2"; at most
-    ``NRANKS_MAX`` of them, each below it), ascending, and those reports."""
-    reports = [e for e in scene.events if e.signature == DESYNC_REPORT]
+def _desync_ranks(scene: Scene, timeouts: list[Ev], size: int) -> tuple[list[int], list[Ev]]:
+    """The ranks PyTorch's desync reports in ``scene`` name as those the others waited for, ascending, and those
+    reports: only reports that follow one of ``timeouts`` (``details.report_of``, ``model.follow_reports``: a report
+    under another process group's timeout names that group's ranks, a break-it pass), their whole bracketed list
+    (read from the line: the signature's field holds at most its last 400 characters, "9" of "119" was read as rank
+    9), without ranks at or past ``size`` when it is known (no rank of this communicator); none of a report that
+    lists every rank of the communicator or a rank of ``timeouts`` (ranks in the collective with those that waited in
+    it: it names no laggard). At most ``NRANKS_MAX`` ranks, each below it."""
+    mine = {e.event_id for e in timeouts}
+    waited = {e.rank for e in timeouts}
+    reports = [e for e in scene.events if e.signature == DESYNC_REPORT and e.details.get("report_of") in mine]
     ranks: set[int] = set()
+    used: list[Ev] = []
     for e in reports:
-        for x in str(e.details.get("lagging_ranks") or "").split(","):
-            x = x.strip()
-            if x.isdigit() and len(x) <= 7 and int(x) < NRANKS_MAX and len(ranks) < NRANKS_MAX:
-                ranks.add(int(x))
-    return sorted(ranks), reports
+        m = _LAGGING.search(e.message)
+        listed = [int(x) for x in (m.group(1).split(",") if m else ()) if x.strip().isdigit() and len(x.strip()) <= 7]
+        if (size and len(set(listed)) >= size) or not waited.isdisjoint(listed):
+            continue  # every rank, or ranks that timed out waiting here too: no laggard named
+        named = [r for r in listed if r < NRANKS_MAX and (not size or r < size)]
+        if named:
+            used.append(e)
+            ranks.update(named[:NRANKS_MAX - len(ranks)])
+    return sorted(ranks), used
 
 
 def silent_rank(scene: Scene) -> Verdict | None:
@@ -1106,7 +1118,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
                + [n if (n := scene.topo.comm_size.get(comm, 0) if comm else 0) <= NRANKS_MAX else 0, len(members)])
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
-    lagging, reports = _desync_ranks(scene)
+    lagging, reports = _desync_ranks(scene, [e for e in timeouts if group(e) == grp], size)
     if len(lagging) == 1:
         # PyTorch's desync report names the one rank the others waited for (pytorch/pytorch#152623: rank 7 finished
         # #182 and never joined #183; it read "the silent rank cannot be named" two lines above the report)
@@ -1115,14 +1127,14 @@ def silent_rank(scene: Scene) -> Verdict | None:
         did = ("joined a collective and did not finish it" if state == {"joined but didn't finish"}
                else "finished a collective and did not join the next" if state == {"finished"}
                else "fell behind the others")
-        on = "" if seq is None else f" on SeqNum {seq}"
+        on = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if grp not in (None, "?")
+                                                             else "")
         who = f"rank {next(iter(ranks))}" if len(ranks) == 1 else f"{len(ranks)} ranks"
         why = (f"{who} timed out{on}; PyTorch's desync report "
                f"(TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
                f"(#{', #'.join(sorted({str(e.details.get('lag_seq')) for e in reports}))}, counted from 1 by the report), "
                "so the others were waiting for it.")
-        mine_r = [e for e in timeouts if e.rank == r and group(e) == grp]
-        return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, mine_r, 0.7, reports)
+        return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, [], 0.7, reports)
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
         return _read_in_part(scene, _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size,
                                                   silent_ranks, members), {members[r][0] for r in silent_ranks})
@@ -1288,15 +1300,17 @@ def _out_of_step(v: Verdict, mine: list[Ev], seq: int) -> Verdict:
     return v
 
 
-def _rank_runs(ranks: list[int]) -> str:
-    """Ranks as runs: ``[0, 1, 2, 3, 9, 11, 12]`` -> ``"0–3, 9, 11–12"``."""
+def _rank_runs(ranks: list[int], most: int = 8) -> str:
+    """Ranks as runs: ``[0, 1, 2, 3, 9, 11, 12]`` -> ``"0–3, 9, 11–12"``; past ``most`` runs, the first ``most`` and
+    how many ranks in all ("0, 8, …, 56 … (80 ranks)": every 8th of 640 ranks printed 80 numbers, a break-it pass)."""
     runs: list[list[int]] = []
     for r in sorted(ranks):
         if runs and r == runs[-1][1] + 1:
             runs[-1][1] = r
         else:
             runs.append([r, r])
-    return ", ".join(str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in runs)
+    said = ", ".join(str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in runs[:most])
+    return said if len(runs) <= most else f"{said} … ({len(ranks)} ranks)"
 
 
 def _read_in_part(scene: Scene, v: Verdict, hosts: set[str | None]) -> Verdict:

@@ -4632,3 +4632,56 @@ def test_a_rank_stopped_on_a_nan_explains_its_peers_timeouts(pipeline):
     assert [d["kind"] for d in inc["downstream"]] == ["nccl_timeout"]
     assert {x["rule"] for x in inc["evidence"]} == {"cuda_error.explains_nccl"}
     assert "not the GPU" in inc["next_action"]
+
+
+def _job_log(report: list[str], *, extra: list[str] = ()) -> str:
+    """A job's log of two hosts (8 ranks, NCCL's init lines place 0–3 on node01, 4–7 on node02), ranks 0 and 1 timed
+    out, then rank 0's desync report: its lines print no host."""
+    init = "node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc - Init COMPLETE"
+    return "\n".join([init.format(h=1 + r // 4, r=r, d=r % 4) for r in range(8)]
+                     + [DESYNC_WD.format(r=r) for r in (0, 1)] + list(extra)
+                     + ["[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0",
+                        "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                        *report])
+
+
+def test_a_desync_report_in_a_job_log_of_several_hosts_follows_its_timeout(pipeline):
+    """A job's log ("train.log") holds every host's lines; the report's continuation lines print no host, so they were
+    the file's host's and no scene held them beside the ranks (a break-it pass: "the logs do not say which" under a
+    report naming rank 7). The report takes the host and rank of the watchdog timeout it follows."""
+    (inc,) = run(pipeline, _job_log(["             [7] finished collective #182, but didn't join collective #183"
+                                     " (count from 1)"]), host="train")
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 7, "node02")
+    assert sorted(d["rank"] for d in inc["downstream"]) == [0, 1]
+
+
+@pytest.mark.parametrize("report", [
+    # the ranks in the collective with those that timed out in it: no laggard
+    ["           - [0, 1, 2, 3, 4, 5, 6, 7] joined but didn't finish collective #315 (count from 1)"],
+    ["           - [0] joined but didn't finish collective #315 (count from 1)"],
+    # no rank of this communicator of 8
+    ["             [12] finished collective #182, but didn't join collective #183 (count from 1)"],
+])
+def test_a_desync_report_that_names_no_laggard_names_none(pipeline, report):
+    """A report listing every rank, or a rank that timed out waiting in the same collective, or a rank past the
+    communicator's size named that rank the one the others waited for, at 0.7 (a break-it pass). None of them is named:
+    the six silent ranks' hosts are."""
+    (inc,) = run(pipeline, _job_log(report), host="train")
+    assert inc["pattern"] == "comm.silent_rank" and inc["initiator"]["rank"] is None
+    assert inc["explanation"].startswith("2 of 8 ranks timed out on SeqNum 241; the 6 that did not ran on 2 hosts")
+
+
+def test_a_desync_report_of_another_process_group_does_not_name_a_default_group_rank(pipeline):
+    """A process group's own timeout ("[PG ID 6 PG GUID 623(TP) Rank 0]") and its report naming its rank 3 beside the
+    default group's timeouts: rank 3 of the default group, which timed out like the others, was named the cause at
+    0.7 (a break-it pass). The default group's hang names its own silent ranks."""
+    pg = ("[rank4]:[E515 18:36:47.341808590 ProcessGroupNCCL.cpp:632] [PG ID 6 PG GUID 623(TP) Rank 0] Watchdog caught "
+          "collective operation timeout: WorkNCCL(SeqNum=17, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, "
+          "Timeout(ms)=600000) ran for 600086 milliseconds before timing out.")
+    text = _job_log([], extra=[DESYNC_WD.format(r=r) for r in (2, 3, 4, 5)]).splitlines()[:-2] + [
+        pg, "[rank4]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] [PG ID 6 PG GUID 623(TP) Rank 0]",
+        "             [3] finished collective #12, but didn't join collective #13 (count from 1)"]
+    incs = run(pipeline, "\n".join(text), host="train")
+    default = [i for i in incs if "6 of 8 ranks" in i["explanation"]]
+    assert len(default) == 1 and default[0]["initiator"]["rank"] is None
+    assert default[0]["initiator"]["host"] == "node02" and "ranks 6, 7" in default[0]["explanation"]
