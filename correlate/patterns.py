@@ -1130,10 +1130,9 @@ def silent_rank(scene: Scene) -> Verdict | None:
         on = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if grp not in (None, "?")
                                                              else "")
         who = f"rank {next(iter(ranks))}" if len(ranks) == 1 else f"{len(ranks)} ranks"
-        why = (f"{who} timed out{on}; PyTorch's desync report "
-               f"(TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
-               f"(#{', #'.join(sorted({str(e.details.get('lag_seq')) for e in reports}))}, counted from 1 by the report), "
-               "so the others were waiting for it.")
+        seqs = ", #".join(sorted({str(e.details.get("lag_seq")) for e in reports}))
+        why = (f"{who} timed out{on}; PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
+               f"(#{seqs}, counted from 1 by the report), so the others were waiting for it.")
         return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, [], 0.7, reports)
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
         return _read_in_part(scene, _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size,
@@ -1302,7 +1301,8 @@ def _out_of_step(v: Verdict, mine: list[Ev], seq: int) -> Verdict:
 
 def _rank_runs(ranks: list[int], most: int = 8) -> str:
     """Ranks as runs: ``[0, 1, 2, 3, 9, 11, 12]`` -> ``"0–3, 9, 11–12"``; past ``most`` runs, the first ``most`` and
-    how many ranks in all ("0, 8, …, 56 … (80 ranks)": every 8th of 640 ranks printed 80 numbers, a break-it pass)."""
+    how many ranks in all ("8, 16, …, 64 … (80 ranks)": every 8th of 640 ranks printed 80 numbers, a break-it
+    pass)."""
     runs: list[list[int]] = []
     for r in sorted(ranks):
         if runs and r == runs[-1][1] + 1:

@@ -499,7 +499,8 @@ def test_hyperscan_reports_the_desync_report_after_other_lines(catalog, hsm):
     or more preceded the line (alone, or at the buffer's start, it matched): the desync report's pattern starts at
     the rank's digit. Checked here in the buffer that lost it."""
     buf = (b"[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1155874, OpType=ALLREDUCE, "
-           b"NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out.\n\n"
+           b"NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing "
+           b"out.\n\n"
            b"[1] finished collective #1155873, but didn't join collective #1155874\n")
     hits = hsm.scan(buf)
     assert hits == ReferenceMatcher(catalog).scan(buf)

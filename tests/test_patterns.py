@@ -4518,6 +4518,8 @@ def test_a_save_that_ended_in_time_or_a_crashed_worker_is_no_slow_checkpoint(pip
     assert any(i["pattern"] == "comm.slow_checkpoint" for i in incs) is slow, [i["pattern"] for i in incs]
 
 
+#: the desync report's line before its ranks (pytorch/pytorch#152623)
+DESYNC_HEAD = "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:"
 DESYNC_WD = ("[rank{r}]:[E515 18:36:47.34180859{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
              "operation timeout: WorkNCCL(SeqNum=241, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, Timeout(ms)=600000) ran "
              "for 600086 milliseconds before timing out.")
@@ -4528,11 +4530,12 @@ def test_a_desync_report_names_the_rank_the_others_waited_for(pipeline):
     finished collective #182, but didn't join collective #183", pytorch/pytorch#152623): the hang's explanation said
     "without the communicator's membership the silent rank cannot be named" two lines above it (a real-logs pass).
     The named rank is the initiator, on the host NCCL's init lines give it; the timed-out ranks are downstream."""
-    init = "node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc - Init COMPLETE"
+    init = ("node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc"
+            " - Init COMPLETE")
     text = "\n".join([init.format(h=1 + r // 4, r=r, d=r % 4) for r in range(8)]
                      + [DESYNC_WD.format(r=r) for r in (0, 1)]
                      + ["[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0",
-                        "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                        DESYNC_HEAD,
                         "             [7] finished collective #182, but didn't join collective #183 (count from 1)"])
     (inc,) = run(pipeline, text, host="node01")
     assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 7, "node02")
@@ -4549,7 +4552,7 @@ def test_a_desync_report_of_several_ranks_names_them_when_no_line_places_them(pi
     lines: no one rank is the cause, but the explanation, the next action and what is missing name ranks 3 – 5
     instead of "the silent rank cannot be named"."""
     text = "\n".join([DESYNC_WD.format(r=0),
-                      "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                      DESYNC_HEAD,
                       "           - [3, 4, 5] joined but didn't finish collective #315 (count from 1)"])
     (inc,) = run(pipeline, text, host="node01")
     assert inc["pattern"] == "comm.silent_rank" and inc["initiator"]["rank"] is None
@@ -4637,11 +4640,12 @@ def test_a_rank_stopped_on_a_nan_explains_its_peers_timeouts(pipeline):
 def _job_log(report: list[str], *, extra: list[str] = ()) -> str:
     """A job's log of two hosts (8 ranks, NCCL's init lines place 0–3 on node01, 4–7 on node02), ranks 0 and 1 timed
     out, then rank 0's desync report: its lines print no host."""
-    init = "node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc - Init COMPLETE"
+    init = ("node0{h}:10{r}:10{r} [{d}] NCCL INFO comm 0x{r} rank {r} nranks 8 cudaDev {d} busId {d}8000 commId 0xabc"
+            " - Init COMPLETE")
     return "\n".join([init.format(h=1 + r // 4, r=r, d=r % 4) for r in range(8)]
                      + [DESYNC_WD.format(r=r) for r in (0, 1)] + list(extra)
                      + ["[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0",
-                        "         - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+                        DESYNC_HEAD,
                         *report])
 
 
