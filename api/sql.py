@@ -198,14 +198,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
                 err.print(COLUMNS_HINT, markup=False, highlight=False)
             return 0
         if fmt == "table":
-            t = Table()
-            for c in tbl.column_names:  # names and values are text, not rich markup ("[rank0]", "[/]")
-                t.add_column(Text(_cell(c)), overflow="fold")
             # a table for reading: its first rows (rich lays out every cell: 99k rows of events took minutes and GB,
             # a break-it pass); csv/json write them all
-            for row in tbl.slice(0, TABLE_MAX_ROWS).to_pylist():
-                t.add_row(*(Text(_table_cell(v)) for v in row.values()))
-            out.print(t)
+            _print_table(tbl.column_names, [list(r.values()) for r in tbl.slice(0, TABLE_MAX_ROWS).to_pylist()],
+                         out, err)
             if tbl.num_rows > TABLE_MAX_ROWS:
                 err.print(f"the table shows the first {TABLE_MAX_ROWS:,} of {tbl.num_rows:,} rows: -f csv or -f json "
                           "(to a file with -o) gives them all", highlight=False)
@@ -254,6 +250,72 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     finally:
         timer.cancel()
         con.close()
+
+
+#: the fewest characters a column of the terminal table gets (or its whole width, when narrower): a table whose
+#: columns need more than the terminal has prints one block per row instead
+TABLE_MIN_COLUMN = 10
+
+
+def table_fits(names: list[str], rows: list[list[str]], width: int) -> bool:
+    """Whether a table of ``names`` and ``rows`` (cells as shown) fits ``width`` with each column at least
+    :data:`TABLE_MIN_COLUMN` wide, or as wide as its widest cell when narrower (rich folds the rest). Rich squeezed
+    ``SELECT * FROM events``' 33 columns to 1 - 3 characters each, and one row of ``incidents`` took 143 lines (a new
+    user's trial)."""
+    from rich.cells import cell_len
+
+    need = 3 * len(names) + 1  # the borders: "│ " before each cell, " │" after the last
+    for i, name in enumerate(names):
+        widest = 0
+        for cell in (name, *(r[i] for r in rows)):
+            widest = max(widest, max((cell_len(x) for x in cell.splitlines()), default=0))
+            if widest >= TABLE_MIN_COLUMN:
+                break
+        need += min(widest, TABLE_MIN_COLUMN)
+    return need <= width
+
+
+def _print_table(columns: list[str], values: list[list[object]], out: Console, err: Console) -> None:
+    """The terminal table of ``columns`` and the rows' ``values``; when its columns do not fit the terminal
+    (:func:`table_fits`), one block per row instead, a ``column  value`` line per column (as DuckDB's ``.mode
+    line``), said on ``err``. Names and values are text, not rich markup ("[rank0]", "[/]")."""
+    names = [_cell(c) for c in columns]
+    rows = [[_table_cell(v) for v in row] for row in values]
+    if table_fits(names, rows, out.width) or not rows:
+        t = Table()
+        for name in names:
+            t.add_column(Text(name), overflow="fold")
+        for row in rows:
+            t.add_row(*map(Text, row))
+        out.print(t)
+        return
+    err.print("too wide for the terminal: one block per row (-f csv / -f json for a file)", markup=False,
+              highlight=False)
+    out.file.write("".join(f"{line}\n" for line in row_blocks(names, rows, out)))
+
+
+def row_blocks(names: list[str], rows: list[list[str]], console: Console):
+    """The lines of one block per row, ``console``'s width wide: a ``-[ row N ]-`` line, then a line per column, its
+    name padded to the longest (at most half the width) and its value folded to the rest; a blank line between
+    blocks. Written out, not laid out by rich: a grid of 1,000 rows of 33 columns took 5 s."""
+    from itertools import zip_longest
+
+    from rich.cells import cell_len
+
+    def fold(text: str, w: int) -> list[str]:
+        if "\n" not in text and cell_len(text) <= w:
+            return [text]
+        return [x.plain for x in Text(text).wrap(console, w, overflow="fold")] or [""]
+
+    nw = min(max(map(cell_len, names)), max(console.width // 2, TABLE_MIN_COLUMN))
+    vw = max(console.width - nw - 2, 1)
+    for n, row in enumerate(rows, 1):
+        if n > 1:
+            yield ""
+        yield f"-[ row {n} ]-"
+        for name, cell in zip(names, row):
+            for a, b in zip_longest(fold(name, nw), fold(cell, vw), fillvalue=""):
+                yield f"{a}{' ' * (nw - cell_len(a))}  {b}".rstrip()
 
 
 def _cell(v: object) -> str:

@@ -205,3 +205,30 @@ def test_diagnose_prints_the_file_time_note_wrapped_to_the_terminal(tmp_path, mo
                     "  - a copied file moves them: copy with `cp -p`, `scp -p` or `rsync -t`,",
                     "    or set it back with `touch -d`"], note
     assert all(len(x) <= 72 for x in note)
+
+
+def test_sql_prints_one_block_per_row_when_the_columns_do_not_fit(empty_lake, monkeypatch):
+    """``SELECT * FROM events LIMIT 2`` squeezed 33 columns to 1 - 3 characters each, and one row of ``incidents``
+    took 143 lines (a new user's trial): when the columns do not fit the terminal, one block per row (a line per
+    column, as DuckDB's ``.mode line``), said on stderr; a table that fits is still a table."""
+    from api import cli
+    from api.sql import TABLE_MIN_COLUMN, table_fits
+
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setattr(cli, "out", cli.cli_console())  # made at import: COLUMNS read again
+    cols = ", ".join(f"'v{i}' AS column_{i}" for i in range(6))
+    r = runner.invoke(app, ["sql", f"SELECT {cols}, repeat('x', 70) AS long_value FROM range(2)"])
+    assert r.exit_code == 0, r.output
+    blocks = [f"-[ row {n} ]-\n" + "".join(f"column_{i}    v{i}\n" for i in range(6)) + f"long_value  {'x' * 48}\n"
+              f"            {'x' * 22}\n" for n in (1, 2)]
+    assert r.stdout == "\n".join(blocks), r.stdout
+    assert r.stderr.splitlines()[1:] == ["too wide for the terminal: one block per row (-f csv / -f json for a "
+                                         "file)", "2 rows"], r.stderr
+    # narrow: the table, its long value folded in its column; no note
+    r = runner.invoke(app, ["sql", "SELECT 'node07' AS host, 79 AS xid, repeat('y', 100) AS message"])
+    assert r.exit_code == 0 and r.stdout.splitlines()[1] == "┃ host   ┃ xid ┃ message" + " " * 35 + "┃", r.stdout
+    assert "too wide" not in r.stderr and r.stderr.splitlines()[-1] == "1 row", r.stderr
+    # the rule: each column at least TABLE_MIN_COLUMN wide (or as its widest cell), with the borders
+    names = ["a" * 20] * 4
+    assert table_fits(names, [], 4 * TABLE_MIN_COLUMN + 13) and not table_fits(names, [], 4 * TABLE_MIN_COLUMN + 12)
+    assert table_fits(["n", "x"], [["1", "2"]], 9) and not table_fits(["n", "x"], [["1", "2"]], 8)
