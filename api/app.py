@@ -357,8 +357,11 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         lo = _aware(since) if since else datetime(1970, 1, 1, tzinfo=timezone.utc)
         hi = _aware(until) if until else datetime.now(timezone.utc)
         if hi - lo > timedelta(days=settings.api_max_scan_days):
-            raise HTTPException(422, f"this query would scan more than {settings.api_max_scan_days:g} days of the "
-                                     "whole fleet: give `since` (and `until`) closer together, or a `host`")
+            days = f"{settings.api_max_scan_days:g} days"
+            # without `since`, "closer together" named a parameter not given (a new user's trial)
+            fix = f"give `since` (at most {days} before `until`), or a `host`" if since is None else \
+                "give `since` (and `until`) closer together, or a `host`"
+            raise HTTPException(422, f"this query would scan more than {days} of the whole fleet: {fix}")
 
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
     app.add_middleware(HeadAsGet)

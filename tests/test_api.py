@@ -301,8 +301,12 @@ def test_sql_json_and_arrow_and_refusals(api):
 def test_limits(lake):
     root, _ = lake
     with Server(Settings(lake=str(root), api_max_scan_days=7, api_max_body_bytes=2048)) as c:
-        r = c.get("/events")
-        assert r.status_code == 422 and "7 days" in r.json()["detail"]
+        r = c.get("/events")  # no `since`: said as the one to give (it said "closer together", a new user's trial)
+        assert r.status_code == 422 and r.json()["detail"] == "this query would scan more than 7 days of the whole " \
+            "fleet: give `since` (at most 7 days before `until`), or a `host`", r.text
+        r = c.get("/events", params={"since": "2026-01-01", "until": "2026-11-30"})
+        assert r.status_code == 422 and r.json()["detail"] == "this query would scan more than 7 days of the whole " \
+            "fleet: give `since` (and `until`) closer together, or a `host`", r.text
         assert c.get("/events", params={"host": "node023"}).status_code == 200
         r = c.post("/sql", content=b"x" * 4096, headers={"content-type": "application/json"})
         assert r.status_code == 413
