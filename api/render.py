@@ -195,13 +195,16 @@ class TrimmedStream(io.TextIOBase):
         return getattr(self._stream, "encoding", None) or "utf-8"
 
 
-def output_in_store(output: Path | None, lake: str, state_dir: Path, err: Console) -> bool:
-    """Whether ``--output`` names a file inside the local lake (``lake``: its root, a path or ``file://`` URL) or the
-    state folder, said on ``err``: the "read-only" ``sql -o .firstfault/lake/events/kind=xid/x.parquet`` wrote a
-    Parquet file the ``events`` view then read as a broken partition, and every query failed (a break-it pass).
-    An S3 lake has no local folder to protect."""
+def output_in_store(output: Path | None, lake: str, state_dir: Path) -> None:
+    """Raise ``typer.BadParameter`` when ``--output`` names a file inside the local lake (``lake``: its root, a path
+    or ``file://`` URL) or the state folder: the "read-only" ``sql -o .firstfault/lake/events/kind=xid/x.parquet``
+    wrote a Parquet file the ``events`` view then read as a broken partition, and every query failed (a break-it
+    pass). Said as click says the other usage errors (exit 2; it was a plain line: a new user's trial). An S3 lake
+    has no local folder to protect."""
     if output is None:
-        return False
+        return
+    from typer import BadParameter  # typer 0.29 carries its own click: its BadParameter is the one it catches
+
     from ingest.lake import LakeError, lake_path
 
     target = output.resolve()
@@ -212,26 +215,23 @@ def output_in_store(output: Path | None, lake: str, state_dir: Path, err: Consol
         pass
     for store in stores:
         if target.is_relative_to(store.resolve()):
-            err.print(f"[red]--output is inside {escape(str(store))}[/] (firstfault's own data: the lake or its "
-                      "state): write it elsewhere")
-            return True
-    return False
+            raise BadParameter(f"{output} is inside {store} (firstfault's own data: the lake or its state): write it "
+                               "elsewhere", param_hint="--output")
 
 
-def no_output_folder(output: Path | None, err: Console) -> bool:
-    """Whether ``--output``'s folder does not exist, or ``--output`` is itself a folder, said on ``err``: a usage
-    error (the command exits 2) found before any work, not an ``[Errno 2]`` after it (``firstfault sql``, ``report
-    degraded-links``; a folder was asked for its format by its name's ending: a break-it pass). Call it before
-    reading the format off the name."""
+def no_output_folder(output: Path | None) -> None:
+    """Raise ``typer.BadParameter`` when ``--output``'s folder does not exist, or ``--output`` is itself a folder: a
+    usage error (exit 2, said as click says the others) found before any work, not an ``[Errno 2]`` after it
+    (``firstfault sql``, ``report degraded-links``; a folder was asked for its format by its name's ending: a
+    break-it pass). Call it before reading the format off the name."""
     if output is None:
-        return False
+        return
+    from typer import BadParameter
+
     if output.is_dir():
-        err.print(f"[red]--output is a folder:[/] {escape(str(output))} (name a file in it)")
-        return True
-    if output.parent.is_dir():
-        return False
-    err.print(f"[red]no such folder for --output:[/] {escape(str(output.parent))}")
-    return True
+        raise BadParameter(f"{output} is a folder (name a file in it)", param_hint="--output")
+    if not output.parent.is_dir():
+        raise BadParameter(f"no such folder: {output.parent}", param_hint="--output")
 
 
 def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:

@@ -62,8 +62,7 @@ def degraded_links(
     if store and (format is not None or output is not None):  # they were ignored, silently (a break-it pass)
         raise typer.BadParameter("--store writes every format into the lake; --format and --output write one file "
                                  "instead", param_hint="--store")
-    if no_output_folder(output, err):
-        raise typer.Exit(2)
+    no_output_folder(output)
     if format is None:  # a file's format from its name, as `firstfault sql` (report.xlsx was written as JSON)
         format = output.suffix.lower().lstrip(".") if output is not None else "json"
         format = {"htm": "html"}.get(format, format)  # not .ndjson: the report is one indented JSON document
@@ -84,8 +83,7 @@ def degraded_links(
     except SettingsError as e:
         err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
-    if output_in_store(output, settings.lake, settings.state_dir, err):  # as `firstfault sql -o`
-        raise typer.Exit(2)
+    output_in_store(output, settings.lake, settings.state_dir)  # as `firstfault sql -o`
     require_lake(settings)
     try:
         report = degraded_link_report(settings, dt)

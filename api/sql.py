@@ -149,9 +149,10 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             err: Console, force: bool = False) -> int:
     """CLI body of ``firstfault sql``; returns the exit code. ``fmt`` None: from ``output``'s name, else a
     table. ``output`` inside the lake or the state folder is refused (2); an existing file is replaced only with
-    ``force`` (2 without: a query's result over an input log, silently, was a break-it pass's find)."""
-    if no_output_folder(output, err) or output_in_store(output, settings.lake, settings.state_dir, err):
-        return 2
+    ``force`` (2 without: a query's result over an input log, silently, was a break-it pass's find): these usage
+    errors raise ``typer.BadParameter``."""
+    no_output_folder(output)
+    output_in_store(output, settings.lake, settings.state_dir)
     fmt = output_format(fmt, output, force)
     listing = query is None
     if listing:

@@ -346,6 +346,11 @@ def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None
                           timeout=120, input=stdin)
 
 
+def _boxed(text: str) -> str:
+    """``text`` without click's error box and its wrapping: one space between words."""
+    return " ".join(text.replace("│", " ").split())
+
+
 def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake")})
     assert r.returncode == 2 and "no lake at" in r.stderr and not (tmp_path / "nolake").exists()
@@ -366,15 +371,18 @@ def test_sql_says_when_it_cut_the_rows_at_sql_max_rows(tmp_path):
     from ingest.lake import Lake
 
     Lake(str(tmp_path / "lake")).init()
-    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_SQL_MAX_ROWS": "3"}
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_SQL_MAX_ROWS": "3", "COLUMNS": "300"}
     r = _firstfault("sql", "SELECT * FROM range(5)", "--format", "json", env=env)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 3 and "truncated" in r.stderr, r.stderr
     r = _firstfault("sql", "SELECT * FROM range(3)", "--format", "csv", "-o", str(tmp_path / "x.csv"), env=env)
     assert r.returncode == 0 and "truncated" not in r.stderr and "wrote 3 rows" in r.stderr, r.stderr
-    r = _firstfault("sql", "SELECT 1", "-o", str(tmp_path / "nosuch" / "x.csv"), env=env)  # said before the query
-    assert r.returncode == 2 and "no such folder for --output" in r.stderr and "nosuch" in r.stderr, r.stderr
+    # said before the query, in click's box as the other usage errors (they were plain lines: a new user's trial)
+    r = _firstfault("sql", "SELECT 1", "-o", str(tmp_path / "nosuch" / "x.csv"), env=env)
+    assert r.returncode == 2 and "Usage: " in r.stderr and \
+        f"Invalid value for --output: no such folder: {tmp_path / 'nosuch'}" in _boxed(r.stderr), r.stderr
     r = _firstfault("sql", "SELECT 1", "-o", str(tmp_path), env=env)  # was asked for a format by its name's ending
-    assert r.returncode == 2 and "--output is a folder" in r.stderr and "say --format" not in r.stderr, r.stderr
+    assert r.returncode == 2 and f"Invalid value for --output: {tmp_path} is a folder" in _boxed(r.stderr) and \
+        "say --format" not in r.stderr, r.stderr
 
 
 def test_sql_s_table_shows_its_first_rows_and_no_terminal_codes(tmp_path):
@@ -403,14 +411,17 @@ def test_sql_writes_no_output_into_the_lake_and_replaces_a_file_only_with_force(
     from ingest.lake import Lake
 
     Lake(str(tmp_path / "lake")).init()
-    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")}
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_STATE_DIR": str(tmp_path / "state"),
+           "COLUMNS": "300"}  # click's box folds a long path
     (tmp_path / "lake" / "events" / "kind=xid").mkdir(parents=True, exist_ok=True)
     evil = tmp_path / "lake" / "events" / "kind=xid" / "evil.parquet"
     r = _firstfault("sql", "SELECT 1 AS a", "-o", str(evil), env=env)
-    assert r.returncode == 2 and "--output is inside" in r.stderr and not evil.exists(), r.stderr
+    assert r.returncode == 2 and "Usage: " in r.stderr and not evil.exists(), r.stderr
+    assert f"Invalid value for --output: {evil} is inside {tmp_path / 'lake'} (firstfault's own data" in \
+        _boxed(r.stderr), r.stderr
     (tmp_path / "state").mkdir()
     r = _firstfault("sql", "SELECT 1 AS a", "-o", str(tmp_path / "state" / "x.csv"), env=env)
-    assert r.returncode == 2 and "--output is inside" in r.stderr, r.stderr
+    assert r.returncode == 2 and f"is inside {tmp_path / 'state'} (firstfault's own" in _boxed(r.stderr), r.stderr
     log = tmp_path / "node07.csv"
     log.write_text("an input log\n")
     r = _firstfault("sql", "SELECT 1 AS a", "-o", str(log), env=env)
