@@ -155,8 +155,31 @@ def stop_command(state_dir: Path) -> str:
     cmd = ".venv/bin/firstfault kafka stop"
     default = Settings.model_fields["state_dir"].default
     if os.environ.get("FIRSTFAULT_STATE_DIR") or Path(os.path.abspath(state_dir)) != Path(os.path.abspath(default)):
-        return f"FIRSTFAULT_STATE_DIR={shlex.quote(str(state_dir))} {cmd}"
+        return f"FIRSTFAULT_STATE_DIR={shell_quote(str(state_dir))} {cmd}"
     return cmd
+
+
+def shell_quote(path: str) -> str:
+    """``path`` quoted for bash: ``shlex.quote`` when its bytes are UTF-8, else bash's ``$'…'`` with ``\\xNN`` for
+    each byte that is not (and for control characters): ``shlex.quote`` of a non-UTF-8 folder gave
+    ``'/…/st\\udcffdir'``, which names another folder when pasted (a break-it pass)."""
+    raw = os.fsencode(path)
+    try:
+        raw.decode("utf-8")
+        return shlex.quote(path)
+    except UnicodeDecodeError:
+        pass
+    out = []
+    for ch in raw.decode("utf-8", "surrogateescape"):
+        if "\udc80" <= ch <= "\udcff":  # a byte that is not UTF-8
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif ch in "\\'":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
 
 
 def exit_line(state_dir: Path, once: bool) -> str:

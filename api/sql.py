@@ -116,7 +116,7 @@ TABLE_MAX_CELL = 1000
 
 _QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
 #: the last line of ``firstfault sql`` without a query (stderr): how to see a view's columns
-COLUMNS_HINT = 'columns: firstfault sql "DESCRIBE events" (or another view)'
+COLUMNS_HINT = 'columns: firstfault sql "DESCRIBE events" (or another view; events_between(lo, hi) is a macro)'
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
 _BY_SUFFIX = {".csv": "csv", ".json": "json", ".ndjson": "json", ".jsonl": "json", ".parquet": "parquet"}
 

@@ -156,7 +156,7 @@ def test_sql_without_a_query_ends_its_listing_with_how_to_see_columns(empty_lake
     r = runner.invoke(app, ["sql"])
     lines = r.output.splitlines()
     assert r.exit_code == 0 and lines[-2:] == ["7 rows", 'columns: firstfault sql "DESCRIBE events" (or another '
-                                                           'view)'], lines
+                                                           'view; events_between(lo, hi) is a macro)'], lines
     assert "│ events_between(lo, hi) │ TABLE MACRO │" in r.output
     r = runner.invoke(app, ["sql", "DESCRIBE events", "-f", "csv"])
     assert r.exit_code == 0 and r.output.splitlines()[2].startswith('"event_id","VARCHAR"'), r.output
@@ -232,3 +232,22 @@ def test_sql_prints_one_block_per_row_when_the_columns_do_not_fit(empty_lake, mo
     names = ["a" * 20] * 4
     assert table_fits(names, [], 4 * TABLE_MIN_COLUMN + 13) and not table_fits(names, [], 4 * TABLE_MIN_COLUMN + 12)
     assert table_fits(["n", "x"], [["1", "2"]], 9) and not table_fits(["n", "x"], [["1", "2"]], 8)
+
+
+def test_the_demo_s_stop_hint_quotes_a_folder_that_is_not_utf_8(monkeypatch):
+    """A state folder whose name is not UTF-8 was quoted ``'/…/st\\udcffdir'``, which names another folder when
+    pasted (a break-it pass): bash's ``$'…'`` with ``\\xNN`` for its bytes that are not UTF-8, which bash reads back
+    as the folder's own bytes."""
+    import os
+    import subprocess
+
+    from api import demo
+
+    monkeypatch.delenv("FIRSTFAULT_STATE_DIR", raising=False)
+    folder = os.fsdecode(b"/tmp/st\xffdir/\xc3\xa9t\xc3 it's\\ \x1b")
+    said = demo.stop_command(Path(folder))
+    assert said == "FIRSTFAULT_STATE_DIR=$'/tmp/st\\xffdir/\u00e9t\\xc3 it\\'s\\\\ \\x1b' .venv/bin/firstfault kafka stop"
+    quoted = said.removeprefix("FIRSTFAULT_STATE_DIR=").removesuffix(" .venv/bin/firstfault kafka stop")
+    r = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True)
+    assert r.stdout == os.fsencode(folder)
+    assert demo.shell_quote("/tmp/my demo") == "'/tmp/my demo'"  # UTF-8: as shlex.quote
