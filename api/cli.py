@@ -217,7 +217,8 @@ def _parse_symptom(text: str):
     return Symptom(host=host, kind=kind, gpus=[*map(str, index), *bus_ids])
 
 
-@app.command()
+# the list of `firstfault --help` keeps a docstring's line breaks: a one-line summary (it broke mid-sentence)
+@app.command(short_help="Find the first fault in local log files and print its incidents, without Kafka.")
 def diagnose(
     paths: Annotated[list[str], typer.Argument(metavar="PATH",
                                                 help="log files or folders (raw lines or NDJSON; gzip, zstd, bzip2, "
@@ -653,12 +654,16 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
 
 @kafka_app.command("start")
 def kafka_start(config: ConfigOpt = None) -> None:
-    """Resolve the Kafka jars (once), format storage and start the broker; print its address."""
+    """Resolve the Kafka jars (once), format storage and start the broker; print its address (on stdout, alone: a
+    script reads it). A broker already running is said so on stderr, with its pid."""
     from ingest import broker
 
     s = _settings(config)
     try:
+        running = broker.status(s.state_dir.resolve())
         st = broker.start(s.state_dir, log=lambda m: err.print(m))
+        if running is not None and running.pid == st.pid:  # it printed the address alone (a new user's trial)
+            err.print(f"already running: {st.bootstrap} (pid {st.pid})", markup=False, highlight=False)
         asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic, s.events_topic]))
     except broker.BrokerError as e:
         err.print(f"[red]{escape(str(e))}[/]")
@@ -914,7 +919,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 SQL_STDIN_CHARS = 1 << 20
 
 
-@app.command()
+@app.command(short_help="Read-only DuckDB SQL over the lake's views and table macro; without a query, list them.")
 def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it from standard input (a file of it, a "
                                                        "query that begins with a -- comment); omitted = list the "
                                                        "views and table macros")] = None,

@@ -48,7 +48,8 @@ def check_read_only(query: str) -> str:
     except duckdb.Error as e:
         raise SqlRefused(f"cannot parse the query: {query_error(e, 0)}") from e
     if len(stmts) != 1:
-        raise SqlRefused(f"send exactly one statement (got {len(stmts)})")
+        raise SqlRefused(f"send exactly one statement (got {len(stmts)})" + (": run them one at a time"
+                                                                             if len(stmts) > 1 else ""))
     try:
         kind = stmts[0].type
     except ValueError:  # a statement type this duckdb's Python enum does not know (UPDATE EXTENSIONS)

@@ -251,3 +251,37 @@ def test_the_demo_s_stop_hint_quotes_a_folder_that_is_not_utf_8(monkeypatch):
     r = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True)
     assert r.stdout == os.fsencode(folder)
     assert demo.shell_quote("/tmp/my demo") == "'/tmp/my demo'"  # UTF-8: as shlex.quote
+
+
+def test_help_lists_each_command_in_one_clean_sentence():
+    """``firstfault --help`` broke ``diagnose``'s and ``sql``'s entries mid-sentence (their docstrings' line breaks;
+    a new user's trial): at 200 columns every command is one line, ending its sentence."""
+    box = _help().split("Commands")[1]
+    entries = [x.strip("│ ").rstrip() for x in box.splitlines()[1:] if x.startswith("│")]
+    assert [e.split()[0] for e in entries] == ["diagnose", "demo", "run", "ingest", "correlate", "serve", "sql",
+                                               "kafka", "report"], entries
+    assert all(e.endswith(".") for e in entries), entries
+    assert entries[0] == "diagnose   Find the first fault in local log files and print its incidents, without Kafka."
+
+
+def test_kafka_start_says_a_broker_already_running(monkeypatch):
+    """``kafka start`` on a running broker printed its address alone, exit 0 (a new user's trial): stderr says it was
+    running, with its pid; stdout is the address alone still (a script reads it)."""
+    from ingest import broker
+
+    async def no_topics(*a, **k):
+        return {}
+
+    monkeypatch.setattr(broker, "status", lambda state_dir: _state(4242, 42237))
+    monkeypatch.setattr(broker, "ensure_topics", no_topics)
+    r = runner.invoke(app, ["kafka", "start"])
+    assert r.exit_code == 0 and r.stdout == "127.0.0.1:42237\n", r.output
+    assert r.stderr == "already running: 127.0.0.1:42237 (pid 4242)\n", r.stderr
+
+
+def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
+    r = runner.invoke(app, ["sql", "-"], input="SELECT 1; SELECT 2;")
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == \
+        "refused: send exactly one statement (got 2): run them one at a time", r.stderr
+    r = runner.invoke(app, ["sql", "-"], input="-- nothing")
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == "refused: send exactly one statement (got 0)", r.stderr
