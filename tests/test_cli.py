@@ -246,7 +246,8 @@ def test_the_demo_s_stop_hint_quotes_a_folder_that_is_not_utf_8(monkeypatch):
     monkeypatch.delenv("FIRSTFAULT_STATE_DIR", raising=False)
     folder = os.fsdecode(b"/tmp/st\xffdir/\xc3\xa9t\xc3 it's\\ \x1b")
     said = demo.stop_command(Path(folder))
-    assert said == "FIRSTFAULT_STATE_DIR=$'/tmp/st\\xffdir/\u00e9t\\xc3 it\\'s\\\\ \\x1b' .venv/bin/firstfault kafka stop"
+    assert said == "FIRSTFAULT_STATE_DIR=$'/tmp/st\\xffdir/\u00e9t\\xc3 it\\'s\\\\ \\x1b' " \
+        ".venv/bin/firstfault kafka stop"
     quoted = said.removeprefix("FIRSTFAULT_STATE_DIR=").removesuffix(" .venv/bin/firstfault kafka stop")
     r = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True, check=True)
     assert r.stdout == os.fsencode(folder)
