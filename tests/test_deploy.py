@@ -1353,3 +1353,23 @@ def test_sql_read_by_a_program_that_stops_reading_ends_quietly(tmp_path):
                        capture_output=True, text=True, timeout=120,
                        env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake")})
     assert r.stdout == '{"x":0}\n' and r.returncode == 1 and "cannot write" not in r.stderr, r.stderr
+
+
+def test_the_makefile_s_pip_hides_setuptools_editable_warning_alone():
+    """The first ``make demo`` opened with setuptools' ``BuildBackendWarning: Editable installation.`` (11 lines, a
+    new user's trial): the Makefile's pip call filters that message, with a user's own PYTHONWARNINGS kept; another
+    warning is still shown."""
+    import shlex
+    import subprocess
+    import sys
+
+    line = next(x.strip("\t@ \\") for x in (ROOT / "Makefile").read_text().splitlines() if "PYTHONWARNINGS=" in x)
+    assert line == 'PYTHONWARNINGS="$${PYTHONWARNINGS:+$$PYTHONWARNINGS,}ignore:Editable installation"', line
+    code = ("import warnings\nclass BuildBackendWarning(UserWarning): pass\n"
+            "warnings.warn('Editable installation.\\n!!\\n', BuildBackendWarning)\nwarnings.warn('another one')\n")
+    for before in ({}, {"PYTHONWARNINGS": "default"}):  # as the shell runs the recipe's line (make's $$ is $)
+        cmd = f"{line.replace('$$', '$')} {shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+        r = subprocess.run(["sh", "-c", cmd],
+                           env={"PATH": "/usr/bin:/bin", **before}, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "Editable installation" not in r.stderr and "UserWarning: another one" in \
+            r.stderr, (before, r.stderr)
