@@ -4689,3 +4689,21 @@ def test_a_desync_report_of_another_process_group_does_not_name_a_default_group_
     default = [i for i in incs if "6 of 8 ranks" in i["explanation"]]
     assert len(default) == 1 and default[0]["initiator"]["rank"] is None
     assert default[0]["initiator"]["host"] == "node02" and "ranks 6, 7" in default[0]["explanation"]
+
+
+def test_a_rank_that_crashed_on_a_signal_explains_its_peers_timeout(pipeline):
+    """NVIDIA/nccl#2213's job log: rank 1 crashed in ncclLocalOpAppend (Abseil's handler: "*** SIGSEGV received at
+    time=…", a line that prints no time of its own, dated by its file), rank 0 then timed out waiting for it. They
+    were two error incidents (a break-it pass); the crash explains the timeout as a rank's CUDA error does
+    (``cuda_error.explains_nccl``)."""
+    text = "\n".join([
+        "*** SIGSEGV received at time=1775734074 on cpu 19 ***",
+        "PC: @     0xe1e2567f5014  (unknown)  ncclLocalOpAppend()",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1155874, OpType=ALLREDUCE, "
+        "NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out."])
+    seg = Segment(data=text.encode(), origin="file:node01.log", stream="file:node01.log", host="node01", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert inc["initiator"]["fault"] == "absl.fatal_signal" and inc["severity"] == "error"
+    assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
