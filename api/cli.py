@@ -241,10 +241,6 @@ def diagnose(
 
     from schemas.events import SEVERITY_RANK
 
-    if format not in ("json", "table"):
-        raise typer.BadParameter(f"{format!r}: json or table", param_hint="--format")
-    if fail_on is not None and fail_on not in SEVERITY_RANK:
-        raise typer.BadParameter(f"{fail_on!r}: critical, error, warning or info", param_hint="--fail-on")
     args = list(paths)  # as given: "-" is standard input
     if "" in args:
         # an empty argument (`diagnose "$LOG"` with LOG unset) is no path: as Path("") it was the current folder,

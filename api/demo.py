@@ -125,8 +125,9 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         shown.extend(incidents)
         console.print(svc.ingested(time.monotonic() - t0))
         (out or console).print(IncidentsReport(incidents, title=incidents_title(incidents)))
-        console.print(f"query it: FIRSTFAULT_LAKE={settings.lake} .venv/bin/firstfault sql \"SELECT category, count(*) "
-                      "FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
+        # the lake shell-quoted as the stop hint's state folder is (stop_command): a folder with a blank split it
+        console.print(f"query it: FIRSTFAULT_LAKE={shell_quote(str(settings.lake))} .venv/bin/firstfault sql "
+                      "\"SELECT category, count(*) FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
 
     def serving(server) -> None:
         host, port_ = settings.api_host, server.servers[0].sockets[0].getsockname()[1]

@@ -137,8 +137,6 @@ def output_format(fmt: str | None, output: Path | None, force: bool) -> str:
         if fmt is None:
             raise BadParameter(f"say --format for {output.name} (csv, json or parquet; a name ending in .csv, .json, "
                                ".ndjson or .parquet says it)", param_hint="--format")
-    if fmt not in ("table", "csv", "json", "parquet"):
-        raise BadParameter("table, csv, json or parquet", param_hint="--format")
     if fmt == "table" and output is not None:
         raise BadParameter("table is for the terminal: write csv, json or parquet to --output", param_hint="--format")
     if fmt == "parquet" and output is None:

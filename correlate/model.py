@@ -203,13 +203,15 @@ def follow_reports(events: list[Ev]) -> list[Ev]:
             by_host.setdefault(e.host, []).append(e)
     out = list(events)
     for k, e in enumerate(events):
-        if e.signature != DESYNC_REPORT or "report_of" in e.details:
+        if e.signature != DESYNC_REPORT:
             continue
         before = [t for t in by_capture.get(capture_of(e), ()) if 0 < e.pos - t.pos <= REPORT_LINES]
-        if not before:
-            before = [t for t in by_host.get(e.host, ()) if 0 <= e.ts - t.ts <= REPORT_REACH_US]
-        if before:
-            t = max(before, key=lambda t: (t.pos, t.ts) if capture_of(t) == capture_of(e) else (0, t.ts))
+        if before:  # the nearest line before it
+            t = max(before, key=lambda t: (t.pos, t.ts))
+        else:  # the latest of its host
+            t = max((t for t in by_host.get(e.host, ()) if 0 <= e.ts - t.ts <= REPORT_REACH_US),
+                    key=lambda t: t.ts, default=None)
+        if t is not None:
             out[k] = replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
                              implied_start=t.start if e.implied_start is None else e.implied_start)
     return out
