@@ -369,6 +369,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     _shift_zoneless(hits)
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
+    unlent: set[int] = set()  # hits timed by an epoch in their message: not lent to the unstamped lines after them
     for h in hits:
         if h.prefix.ts is None and h.prefix.mono is None and (when := h.row["details"].get("failure_time")):
             # torchrun's failure record prints the time its worker failed: the line's time when it has no stamp (a
@@ -380,6 +381,15 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             # in no order, and a counter's rise had no rate (a break-it pass)
             if plausible(t := int(ms) * 1000):
                 h.prefix.ts, h.prefix.precision_us = t, 1000
+        elif h.prefix.ts is None and h.prefix.mono is None and (sec := h.row["details"].get("epoch_s")):
+            # a line that prints its own time as epoch seconds (a signature's ``epoch_s`` group: Abseil's "*** SIGSEGV
+            # received at time=1775734074 on cpu 19 ***" from a signal handler, NVIDIA/nccl#2213): a crash dated by
+            # its file's time was the file's copy time, not the crash's. Its time is its own only: in a capture that
+            # prints no stamps the lines after it (the peers' watchdog timeouts half an hour later) keep their file's
+            # time as an upper bound rather than take the crash's
+            if plausible(t := int(sec) * US):
+                h.prefix.ts, h.prefix.precision_us = t, US
+                unlent.add(id(h))
         if h.c.sig.id == "clock.date_line":
             t = _date_line_ts(h.text, tz)
             if t is not None:
@@ -540,7 +550,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             basis = seg.ref_basis if seg.ref_basis != "envelope" else _arrival_basis(seg)
             row["ts"], row["ts_basis"], row["ts_precision_us"] = seg.ingest_ts, basis, _REF_PRECISION.get(basis, US)
             row["details"]["ts_upper_bound"] = True
-        if row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None:
+        if (row["ts_basis"] not in ("kafka", "envelope", "file") or p.mono is not None) and id(h) not in unlent:
             last_seg[id(seg)] = last_host[host] = (row["ts"], row["ts_precision_us"])
             last_line[id(seg)] = h.line
     if bounded:

@@ -185,6 +185,23 @@ def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     assert [e["ts_basis"] for e in ev] == ["line", "inherited"] and ev[0]["ts"] == ev[1]["ts"]
 
 
+def test_a_line_that_prints_its_epoch_is_timed_by_it_and_lends_it_to_no_line_after_it(pipeline):
+    """A signature's ``epoch_s`` group (Abseil's crash line, NVIDIA/nccl#2213) times a line that has no stamp; a
+    stamp before it wins (vllm-project/vllm#13136 prints both: its logger's local time, the handler's UTC epoch); the
+    unstamped lines after it keep their arrival as an upper bound (a peer's watchdog printed half an hour later)."""
+    text = ("*** SIGSEGV received at time=1775734074 on cpu 19 ***\n"
+            "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out.")
+    ev = run(pipeline, text, basis="file").events.to_pylist()
+    assert [(e["signature"], e["ts_basis"]) for e in ev] == [("absl.fatal_signal", "line"),
+                                                            ("torch.watchdog_timeout", "file")]
+    assert ev[0]["ts"] == datetime(2026, 4, 9, 11, 27, 54, tzinfo=timezone.utc)
+    assert ev[1]["ts"] == datetime.fromtimestamp(T0 / 1e6, timezone.utc)
+    stamped = run(pipeline, "[2025-02-11T21:50:49Z] logging.cc:460: *** SIGSEGV received at time=1739339449 on "
+                            "cpu 57 ***").events.to_pylist()
+    assert stamped[0]["ts"] == datetime(2025, 2, 11, 21, 50, 49, tzinfo=timezone.utc)
+
+
 def _records(pipeline, values: list[tuple[str | None, str]]):
     """Kafka values (key, text) of one partition in one batch, as unkeyed one-line records arrive: one segment
     each, one stream (the partition's)."""

@@ -4693,17 +4693,19 @@ def test_a_desync_report_of_another_process_group_does_not_name_a_default_group_
 
 def test_a_rank_that_crashed_on_a_signal_explains_its_peers_timeout(pipeline):
     """NVIDIA/nccl#2213's job log: rank 1 crashed in ncclLocalOpAppend (Abseil's handler: "*** SIGSEGV received at
-    time=…", a line that prints no time of its own, dated by its file), rank 0 then timed out waiting for it. They
-    were two error incidents (a break-it pass); the crash explains the timeout as a rank's CUDA error does
-    (``cuda_error.explains_nccl``)."""
+    time=…", a line whose only time is that epoch), rank 0 then timed out waiting for it, 1800 s later, printing no
+    time (dated by its file, written then). They were two error incidents (a break-it pass); the crash explains the
+    timeout as a rank's CUDA error does (``cuda_error.explains_nccl``)."""
     text = "\n".join([
         "*** SIGSEGV received at time=1775734074 on cpu 19 ***",
         "PC: @     0xe1e2567f5014  (unknown)  ncclLocalOpAppend()",
         "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1155874, OpType=ALLREDUCE, "
         "NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out."])
-    seg = Segment(data=text.encode(), origin="file:node01.log", stream="file:node01.log", host="node01", ref_ts=T0,
-                  ref_basis="file", ingest_ts=T0)
+    written = (1775734074 + 1802) * 1_000_000  # the file's time: when the watchdog printed
+    seg = Segment(data=text.encode(), origin="file:node01.log", stream="file:node01.log", host="node01",
+                  ref_ts=written, ref_basis="file", ingest_ts=written)
     b = pipeline.run(Decoded(segments=[seg]))
-    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=written)
     assert inc["initiator"]["fault"] == "absl.fatal_signal" and inc["severity"] == "error"
+    assert "at 2026-04-09T11:27:54.000000Z" in inc["explanation"]  # its epoch, not its file's time
     assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
