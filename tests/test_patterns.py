@@ -4709,3 +4709,22 @@ def test_a_rank_that_crashed_on_a_signal_explains_its_peers_timeout(pipeline):
     assert inc["initiator"]["fault"] == "absl.fatal_signal" and inc["severity"] == "error"
     assert "at 2026-04-09T11:27:54.000000Z" in inc["explanation"]  # its epoch, not its file's time
     assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
+
+
+def test_a_vllm_worker_that_crashed_on_a_segfault_explains_its_peers_timeout(pipeline):
+    """tvm_ffi's handler (FlashInfer's, in vLLM and SGLang workers: vllm-project/vllm#27868) prints the crash as
+    "!!!!!!! Segfault encountered !!!!!!!" and the frames under it: the same kind of first fault as Abseil's line, so
+    the peer's watchdog timeout that follows is its downstream report (``cuda_error.explains_nccl``)."""
+    text = "\n".join([
+        "[2025-11-03 10:00:00] INFO engine started",
+        "!!!!!!! Segfault encountered !!!!!!!",
+        '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()',
+        "[2025-11-03 10:30:02] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+        "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out."])
+    seg = Segment(data=text.encode(), origin="file:node01.log", stream="file:node01.log", host="node01", ref_ts=T0,
+                  ref_basis="file", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert inc["initiator"]["fault"] == "tvm_ffi.fatal_signal" and inc["severity"] == "error"
+    assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
+    assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
