@@ -19,20 +19,40 @@ Domain of an event (first that applies):
 A value is one Arrow IPC stream (``schemas.events.EVENTS_SCHEMA``) holding the
 events of one domain from one batch. A job spanning two NVLink domains is
 correlated within each domain (documented limit).
+
+The batch's facts that are no events go the same way, so a correlate worker
+knows what the single process's correlator knows: its link samples
+(``nvidia-smi nvlink -s/-e``, DCGM: link states) and topology facts
+(``nvidia-smi topo -m``/``nvlink -R`` paths, GPU index -> PCI bus id), each
+host's rows under the key of the host's own events (:meth:`Domains.key`), one
+Arrow IPC stream of ``schemas.samples.LINK_SAMPLES_SCHEMA`` or
+``TOPOLOGY_SCHEMA`` per value, with a record header :data:`TABLE_HEADER`
+naming the table (``link_samples`` or ``topology``). A record without that
+header is an events record (what producers before it sent).
 """
 
 from __future__ import annotations
 
 import io
 from collections import defaultdict
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.events import EVENTS_SCHEMA, check_ranges, check_required
+from schemas.events import EVENTS_SCHEMA, check_ranges, check_required, check_values, out_of_range
 from schemas.fleet import HostConfig
+from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
 CONTENT_TYPE = b"application/vnd.apache.arrow.stream"
+#: the record header that names a ``fleet.events`` value's table when it holds no events; absent: events
+TABLE_HEADER = "firstfault-table"
+#: the tables other than events that go over ``fleet.events``, by their :data:`TABLE_HEADER` value
+FACT_TABLES: dict[str, pa.Schema] = {"link_samples": LINK_SAMPLES_SCHEMA, "topology": TOPOLOGY_SCHEMA}
+
+
+class UnknownTable(ValueError):
+    """A ``fleet.events`` record whose :data:`TABLE_HEADER` names no table this version reads."""
 
 
 class Domains:
@@ -86,11 +106,26 @@ def split_by_domain(events: pa.Table, domains: Domains) -> dict[str, pa.Table]:
     return {k: events.take(pa.array(v)) for k, v in sorted(idx.items())}
 
 
-def encode(table: pa.Table) -> bytes:
-    """An events table as one Arrow IPC stream."""
+def split_facts_by_domain(table: pa.Table, domains: Domains) -> dict[str, pa.Table]:
+    """A batch's link samples or topology facts (any table with a ``host`` column) grouped by the correlation
+    domain key of each row's host (:meth:`Domains.key` without a communicator: the key of the host's device
+    events). Call it after :func:`split_by_domain` of the same batch, so the host's communicators are learned."""
+    if table.num_rows == 0:
+        return {}
+    idx: dict[str, list[int]] = defaultdict(list)
+    keys: dict[str, str] = {}  # host -> its key, once per host
+    for i, h in enumerate(table.column("host").to_pylist()):
+        if h not in keys:
+            keys[h] = domains.key(h)
+        idx[keys[h]].append(i)
+    return {k: table.take(pa.array(v)) for k, v in sorted(idx.items())}
+
+
+def encode(table: pa.Table, schema: pa.Schema = EVENTS_SCHEMA) -> bytes:
+    """A table (events, or ``schema``'s rows) as one Arrow IPC stream of ``schema``."""
     buf = io.BytesIO()
-    with pa.ipc.new_stream(buf, EVENTS_SCHEMA) as w:
-        w.write_table(table.cast(EVENTS_SCHEMA) if table.schema != EVENTS_SCHEMA else table)
+    with pa.ipc.new_stream(buf, schema) as w:
+        w.write_table(table.cast(schema) if table.schema != schema else table)
     return buf.getvalue()
 
 
@@ -99,16 +134,83 @@ def encode(table: pa.Table) -> bytes:
 EVENTS_RECORD_BYTES = 4 * 1024 * 1024
 
 
-def encode_records(table: pa.Table, max_bytes: int = EVENTS_RECORD_BYTES) -> list[bytes]:
-    """An events table as Arrow IPC streams (:func:`encode`) of at most ``max_bytes`` each, in row order: cut into as
-    many equal runs of rows as its encoding needs, each cut again if it still does not fit (events differ in size);
-    a single event larger than ``max_bytes`` is a record of its own."""
-    value = encode(table)
+def encode_records(table: pa.Table, max_bytes: int = EVENTS_RECORD_BYTES,
+                   schema: pa.Schema = EVENTS_SCHEMA) -> list[bytes]:
+    """An events table (or ``schema``'s rows) as Arrow IPC streams (:func:`encode`) of at most ``max_bytes`` each, in
+    row order: cut into as many equal runs of rows as its encoding needs, each cut again if it still does not fit
+    (rows differ in size); a single row larger than ``max_bytes`` is a record of its own."""
+    value = encode(table, schema)
     if len(value) <= max_bytes or table.num_rows <= 1:
         return [value]
     parts = min(table.num_rows, -(-len(value) // max_bytes) + 1)  # one more: the parts' own stream headers
     step = -(-table.num_rows // parts)
-    return [v for i in range(0, table.num_rows, step) for v in encode_records(table.slice(i, step), max_bytes)]
+    return [v for i in range(0, table.num_rows, step)
+            for v in encode_records(table.slice(i, step), max_bytes, schema)]
+
+
+def fact_headers(name: str) -> list[tuple[str, bytes]]:
+    """The record headers of a value of the fact table ``name`` (a key of :data:`FACT_TABLES`)."""
+    if name not in FACT_TABLES:
+        raise UnknownTable(f"no table {name!r} goes over fleet.events (only {', '.join(FACT_TABLES)} besides events)")
+    return [("content-type", CONTENT_TYPE), (TABLE_HEADER, name.encode())]
+
+
+def table_of(headers: Iterable[tuple[str, bytes | None]] | None) -> str | None:
+    """The fact table a record's headers name (its last :data:`TABLE_HEADER`), None for an events record (no such
+    header). Raises :class:`UnknownTable` for a name this version does not read, quoting it (at most 64
+    characters)."""
+    name = None
+    for k, v in headers or ():
+        if k == TABLE_HEADER:
+            name = (v or b"").decode("utf-8", "replace")
+    if name is None or name == "events":
+        return None
+    if name not in FACT_TABLES:
+        raise UnknownTable(f"a record of table {name[:64]!r} (header {TABLE_HEADER}), which this version does not read "
+                           f"(it reads events and {', '.join(FACT_TABLES)})")
+    return name
+
+
+def decode_record(value: bytes | None, headers: Iterable[tuple[str, bytes | None]] | None = None
+                  ) -> tuple[str, pa.Table]:
+    """One ``fleet.events`` record (its value and headers) -> (table name, table): ``("events", t)`` for a record
+    without :data:`TABLE_HEADER` (:func:`decode`), else ``("link_samples", t)`` or ``("topology", t)``
+    (:func:`decode_facts`). Raises :class:`UnknownTable` (a ``ValueError``) for another table name, and what
+    those two raise for a value that is not a good one."""
+    name = table_of(headers)
+    if name is None:
+        return "events", decode(value)
+    return name, decode_facts(value, name)
+
+
+def decode_facts(value: bytes | None, name: str) -> pa.Table:
+    """A ``fleet.events`` value of fact table ``name`` (``link_samples`` or ``topology``) back to a table of its
+    schema (``schemas.samples``). Raises ``pyarrow.ArrowInvalid`` if corrupt, and ``ValueError`` if empty, if its
+    columns do not cast to the schema, a required column holds nulls, a time is out of range (years 1900 - 2199) or
+    a host is no host name: as :func:`decode`, naming the column."""
+    schema = FACT_TABLES[name]
+    if not value:
+        raise ValueError(f"an empty {name} record (a null value: a tombstone, or a producer that sent nothing)")
+    t = pa.ipc.open_stream(value).read_all()
+    if t.schema != schema:
+        loose = pa.schema([f.with_nullable(True) for f in schema])  # a cast refuses nulls unnamed: counted below
+        try:
+            t = t.select([f.name for f in schema]).cast(loose)
+        except (pa.ArrowException, KeyError, ValueError) as e:
+            raise ValueError(f"{name} record that does not fit the {name} schema: {e}") from e
+    nulls = [f"{f.name} ({t.column(f.name).null_count} of {t.num_rows} rows)" for f in schema
+             if not f.nullable and t.column(f.name).null_count]
+    if nulls:
+        raise ValueError(f"{name} table with nulls in required columns: " + ", ".join(nulls))
+    t = t.cast(schema) if t.schema != schema else t
+    bad = [f"{c} ({pc.sum(m).as_py()} of {t.num_rows} rows)" for c, m in out_of_range(t).items()]
+    if bad:
+        raise ValueError(f"{name} table with times out of range: {', '.join(bad)} (years 1900 - 2199)")
+    try:
+        check_values(t)  # of its columns, the host
+    except ValueError as e:
+        raise ValueError(str(e).replace("events table", f"{name} table", 1)) from None
+    return t
 
 
 def decode(value: bytes) -> pa.Table:
