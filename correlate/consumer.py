@@ -6,7 +6,9 @@ correlate worker. Per batch of records the worker adds the events to its
 :class:`~correlate.stream.StreamCorrelator`, lets it emit closed incidents,
 hands them to ``on_incidents`` (which stores them durably and pages), and then
 commits, per partition, the **safe offset**: the first record whose events the
-correlator still holds. Everything before it is either forgotten (older than
+correlator still holds (or the link-sample and topology records published just
+before it: records whose header names such a table, ``ingest.publish``, which the
+worker hands to the correlator as the single process does). Everything before it is either forgotten (older than
 the host's watermark minus the lateness and the longest window) or already
 reflected in stored incidents.
 
@@ -45,7 +47,8 @@ from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
 from ingest.consumer import stop_client
-from ingest.publish import decode
+from ingest.publish import decode_record
+from schemas.events import empty_events
 
 log = logging.getLogger("firstfault.correlate")
 S = 1_000_000
@@ -54,7 +57,8 @@ OnIncidents = Callable[[list[dict[str, Any]]], None]
 
 @dataclass
 class _Partition:
-    """Records of one partition not yet safe to commit: (offset, event ids)."""
+    """Records of one partition not yet safe to commit: (offset, event ids), or (offset, None) for a record of link
+    samples or topology facts."""
 
     held: deque = field(default_factory=deque)
     last: int = -1
@@ -163,14 +167,19 @@ class CorrelateWorker:
             for tp, recs in data.items():
                 p = self.parts.setdefault(tp, _Partition())
                 for r in recs:
-                    try:
-                        table = decode(r.value)
+                    try:  # events, or (a header names the table) link samples or topology facts
+                        name, table = decode_record(r.value, r.headers)
                     except (pa.ArrowException, ValueError, OSError, TypeError) as e:  # not ours to fix: skip, say so
                         log.error("correlate: undecodable record %s/%d/%d: %s", tp.topic, tp.partition, r.offset, e,
                                   extra={"stage": "correlate", "error_code": "bad_events_record"})
-                        table = None
-                    if table is not None and table.num_rows:
-                        add_counted(self.correlator, table, now_us=now, source=f"{tp.topic}/{tp.partition}")
+                        name, table = "events", None
+                    source = f"{tp.topic}/{tp.partition}"
+                    if name != "events":  # as the single process hands them over with its batch's events
+                        add_counted(self.correlator, empty_events(), table if name == "link_samples" else None,
+                                    table if name == "topology" else None, now_us=now, source=source)
+                        p.held.append((r.offset, None))
+                    elif table is not None and table.num_rows:
+                        add_counted(self.correlator, table, now_us=now, source=source)
                         p.held.append((r.offset, table.column("event_id").to_pylist()))
                     else:
                         p.held.append((r.offset, []))
@@ -255,7 +264,12 @@ class CorrelateWorker:
         in its events or as the membership lines of live communicators (``StreamCorrelator.wiring``: a replay
         from a later offset would not name the ranks of a job that started before it) — unless the worker
         reads those lines back when it starts over (``restore_events``, from the lake): then a job that
-        finished and left its GPUs idle does not hold the commit (and the replay after a restart) for days."""
+        finished and left its GPUs idle does not hold the commit (and the replay after a restart) for days.
+
+        Records of link samples or topology facts hold no events: they never hold the commit themselves. Those right
+        before the first record still held stay with it (the ingest worker publishes a domain's facts of a batch
+        just before its events), so a replay brings the facts of the events it replays; older ones a worker that
+        starts over knows no more, as the single process after a restart, until the hosts send them again."""
         keep = self.correlator.events
         wiring = self.correlator.wiring if self.restore_events is None else {}
         out = {}
@@ -263,7 +277,17 @@ class CorrelateWorker:
             p = self.parts.get(tp)
             if p is None or p.last < 0:
                 continue
-            while p.held and not any(e in keep or e in wiring for e in p.held[0][1]):
+            drop = run = 0  # records before the first still held; of them, the facts records right before it
+            for _, ids in p.held:
+                if ids is None:  # link samples or topology facts: held only as the run before held events
+                    run += 1
+                    continue
+                if any(e in keep or e in wiring for e in ids):
+                    break
+                drop, run = drop + run + 1, 0
+            else:
+                drop = len(p.held)
+            for _ in range(drop):
                 p.held.popleft()
             out[tp] = p.held[0][0] if p.held else p.last + 1
         return out

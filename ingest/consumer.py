@@ -70,7 +70,8 @@ from ingest.decode import Decoded, Reject, decode_message, decode_partition, dec
 from ingest.gcpause import gc_paused, gc_resumed
 from ingest.lake import Lake, LakeError
 from ingest.pipeline import Batch, Pipeline
-from ingest.publish import CONTENT_TYPE, Domains, encode_records, split_by_domain
+from ingest.publish import (CONTENT_TYPE, FACT_TABLES, Domains, encode_records, fact_headers, split_by_domain,
+                            split_facts_by_domain)
 
 log = logging.getLogger("firstfault.ingest")
 
@@ -779,14 +780,24 @@ class IngestWorker:
 
     # --- sinks -----------------------------------------------------------------------------------
     async def _publish(self, batch: Batch) -> None:
-        """Events to the correlators, keyed by correlation domain; acknowledged before offsets move
-        (a replay publishes them again: the correlators keep one copy per event_id)."""
+        """Events to the correlators, keyed by correlation domain, and the batch's link samples and topology facts
+        under the key of their host's events (``ingest.publish``); acknowledged before offsets move (a replay
+        publishes them again: the correlators keep one copy per event_id, and the newest sample of each link).
+        Per domain its facts go first: the correlator has them when the events come (as ``run``'s single process
+        gives it a batch's three tables at once), and a replay from the events' record brings them back."""
         assert self._producer is not None
+        events = split_by_domain(batch.events, self.domains)  # first: it learns the hosts' communicators
+        facts = {name: split_facts_by_domain(getattr(batch, name), self.domains) for name in FACT_TABLES}
         futs = []
-        for key, table in split_by_domain(batch.events, self.domains).items():
-            for value in encode_records(table):  # a domain's events in records the producer takes (publish.py)
+        for key in sorted({*events, *(k for f in facts.values() for k in f)}):
+            records = [(value, fact_headers(name)) for name, by_key in facts.items() if key in by_key
+                       for value in encode_records(by_key[key], schema=FACT_TABLES[name])]
+            # a domain's events in records the producer takes (publish.py)
+            records += [(value, [("content-type", CONTENT_TYPE)]) for value in
+                        (encode_records(events[key]) if key in events else [])]
+            for value, headers in records:
                 futs.append(await self._producer.send(self.events_topic, value=value, key=key.encode(),
-                                                      headers=[("content-type", CONTENT_TYPE)]))
+                                                      headers=headers))
         for f in futs:
             await self._acked(f, "published events")
 
