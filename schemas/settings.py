@@ -74,8 +74,8 @@ class Settings(BaseModel):
     topics: list[str] = Field(["fleet.dmesg", "fleet.nccl", "fleet.nvml"], description="raw input topics")
     dlq_topic: str = Field("fleet.dlq", description="dead-letter topic for input that cannot be read")
     group_id: str = Field("firstfault-ingest", description="Kafka consumer group of the ingest workers")
-    events_topic: str = Field("fleet.events", description="recognised events, keyed by correlation domain, "
-                              "from `firstfault ingest` to `firstfault correlate`")
+    events_topic: str = Field("fleet.events", description="recognised events, link samples and topology facts, keyed "
+                              "by correlation domain, from `firstfault ingest` to `firstfault correlate`")
     correlate_group_id: str = Field("firstfault-correlate", description="Kafka consumer group of the correlate workers")
     session_timeout_ms: int = Field(30000, ge=3000, le=3_600_000, description="Kafka consumer session timeout: how soon "
                                     "a dead worker's partitions move to another (at most an hour)")
