@@ -3,7 +3,8 @@
 * :class:`Service` (``firstfault run``, the demo): one ingest worker, the streaming correlator fed
   in-process with every durable batch, the pager and the HTTP API.
 * :class:`IngestService` (``firstfault ingest``): a consumer-group member over the raw topics that
-  stores events and publishes them to ``fleet.events`` keyed by correlation domain (``ingest.publish``).
+  stores events and publishes them, with the link samples and topology facts the correlator learns from, to
+  ``fleet.events`` keyed by correlation domain (``ingest.publish``).
 * :class:`CorrelateService` (``firstfault correlate``): a consumer-group member over ``fleet.events``
   (``correlate.consumer``) that stores incidents, pages, and writes the hourly degraded-link report.
 

@@ -330,11 +330,14 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list:
 
 
 def published(bootstrap: str, topic: str, partitions: int) -> dict[str, set]:
-    """event_id -> the distinct rows published for it to an events topic (every copy read back)."""
-    from ingest.publish import decode
+    """event_id -> the distinct rows published for it to an events topic (every copy read back; its link-sample and
+    topology records, named by their header, are no events)."""
+    from ingest.publish import decode, table_of
 
     out: dict[str, set] = {}
     for r in read_topic(bootstrap, topic, partitions):
+        if table_of(r.headers) is not None:
+            continue
         t = decode(r.value)
         for row in zip(*(t.column(n).to_pylist() for n in t.column_names)):
             out.setdefault(row[0], set()).add(row)
