@@ -7,10 +7,10 @@ correlate worker. Per batch of records the worker adds the events to its
 hands them to ``on_incidents`` (which stores them durably and pages), and then
 commits, per partition, the **safe offset**: the first record whose events the
 correlator still holds (or the link-sample and topology records published just
-before it: records whose header names such a table, ``ingest.publish``, which the
-worker hands to the correlator as the single process does). Everything before it is either forgotten (older than
-the host's watermark minus the lateness and the longest window) or already
-reflected in stored incidents.
+before it: records whose header names such a table, ``ingest.publish``, which
+the worker hands to the correlator as the single process does). Everything
+before it is either forgotten (older than the host's watermark minus the
+lateness and the longest window) or already reflected in stored incidents.
 
 So after a crash, a restart or a rebalance, the new owner of a partition
 replays from the safe offset and rebuilds the open windows exactly; incident
