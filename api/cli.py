@@ -235,7 +235,8 @@ def diagnose(
 ) -> None:
     """Run the whole pipeline over local files; print the incidents (a table; with --format json the events and
     incidents in docs/DESIGN.md's shape)."""
-    from api.diagnose import SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files
+    from api.diagnose import (SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files,
+                              year_note)
     from api.render import IncidentsReport, events_json
     from ingest.files import NOTE_SUFFIXES, walk
 
@@ -393,6 +394,8 @@ def diagnose(
     # lines are timed by when they were read, not by a file's time (a fresh user's trial on the pipe)
     if note := mtime_note(batch.events, _this_machines_file(), width=err.width):  # a line per point, wrapped
         err.print(note, style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if note := year_note(batch.events):
+        err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = _first_of(_as_given(files, given))
         err.print(f"{len(files)} different files are all host {h} by their name or folder ({shown}): their events are "

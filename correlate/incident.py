@@ -510,6 +510,10 @@ def _explain(scene: Scene, v: Verdict) -> str:
         when = f"at or before {iso(main.ts)} ({how})"
     elif main.ts_basis in ("file", "kafka"):  # a raw kernel stamp counted back from that time: as exact as it is
         when = f"at about {iso(main.ts)} ({counted})"
+    elif year := main.details.get("ts_year_from"):  # a stamp without a year (ingest.assemble.resolve_times)
+        src = ("a dated log of the same job or host" if year == "related" else "the time standard input was read"
+               if from_stdin(main.origin) else "its file's time")
+        when = f"at {iso(main.ts)} (its stamp prints no year; the year from {src})"
     elif day := main.details.get("ts_day_from"):  # a clock without a date (ingest.assemble._date_clocks)
         src = ("the nearest line with a date" if day == "line" else "the time standard input was read"
                if from_stdin(main.origin) else "its file's time" if day == "file" else "its Kafka record's time")

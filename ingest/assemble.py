@@ -290,7 +290,7 @@ YEAR_SCAN_BYTES = 16 << 20
 _YEAR_TRIES = 8
 
 
-def _year_from_unmatched(hits: list[Hit], tz) -> None:
+def _year_from_unmatched(hits: list[Hit], tz) -> set[int]:
     """Year-less stamps (glog/c10's ``E1002 12:20:55``, syslog's ``Oct  2 12:20:55``) of a file's hits when none of
     the stream's hits is dated: the year the nearest line of the file whose prefix is a full date gives it
     (:func:`year_by_side`), matched or not (a Megatron iteration line ``[2025-10-02 12:20:48]`` above a rank's
@@ -301,7 +301,8 @@ def _year_from_unmatched(hits: list[Hit], tz) -> None:
     Kafka record's or an envelope's time is when the line was read, and its year the line's. At most
     ``YEAR_SCAN_BYTES`` of a file are searched (C-speed, :data:`_FULL_DATE`); a candidate dates only when
     :func:`ingest.prefix.parse_prefix` reads it as the line's stamp with its year. Lines are numbered as ``Hit.line``
-    (0-based in the segment)."""
+    (0-based in the segment). Returns the ``id`` of each hit it dated."""
+    dated: set[int] = set()
     by_seg: dict[int, list[Hit]] = {}
     for h in hits:
         if h.prefix.yearless is not None and h.seg.ref_basis == "file":
@@ -338,6 +339,83 @@ def _year_from_unmatched(hits: list[Hit], tz) -> None:
             ref = next(((lines[k], t) for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
             if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz, h.seg.ref_ts)) is not None:
                 h.prefix.ts = t
+                dated.add(id(h))
+    return dated
+
+
+#: how far (µs) a file's year-less stamp may lie from the dated lines of a related file for that file to give its
+#: year (:func:`year_anchors`): the files of one job span hours, its hosts' kernel logs days at most
+RELATED_YEAR_US = 7 * 86400 * US
+
+
+@dataclass
+class YearAnchors:
+    """A batch's dated stamps for the year-less stamps of its files (:func:`year_anchors`): ``spans``, (``"comm"``,
+    NCCL communicator id) or (``"host"``, host) -> the (earliest, latest) µs of each stream's dated stamps that holds
+    that communicator's lines or that host's; ``predated``, the ``id`` of each hit a dated line of its own file (not
+    a hit) already gave its year (:func:`_year_from_unmatched`, not run twice)."""
+
+    spans: dict[tuple[str, str], list[tuple[int, int]]] = field(default_factory=dict)
+    predated: set[int] = field(default_factory=set)
+
+
+def year_anchors(streams: list[list[Hit]], tz) -> YearAnchors:
+    """The dated stamps of a batch's streams (``Hit.row`` with its ``comm`` and ``host``, before
+    :func:`resolve_times`): a stream's full stamps (a year printed, no raw uptime), or, in a file none of whose hits
+    prints a year, the years its other dated lines give its hits (:func:`_year_from_unmatched`).
+
+    The files of one job come together: a rank's log of c10/glog stamps without a year (``[rank21]:[E1204
+    03:21:41…``), copied long after the job, took its year from its file's time, a year from its peer's log, which
+    printed ``2025-12-04 03:11:40`` above the same stamps and shared its communicator — two hangs of one collective
+    a year apart, each naming the other's host as the silent one (a fresh user's trial)."""
+    out = YearAnchors()
+    for hits in streams:
+        times = [h.prefix.ts for h in hits if h.prefix.ts is not None and not h.prefix.year_inferred
+                 and plausible(h.prefix.ts)]
+        if not times and any(h.prefix.yearless is not None for h in hits):
+            done = _year_from_unmatched(hits, tz)
+            out.predated |= done
+            times = [h.prefix.ts for h in hits if id(h) in done and h.prefix.ts is not None]
+        if not times:
+            continue
+        span = (min(times), max(times))
+        for k in _year_keys(hits):
+            out.spans.setdefault(k, []).append(span)
+    return out
+
+
+def _year_keys(hits: list[Hit]) -> set[tuple[str, str]]:
+    """The communicators and hosts of a stream's hits, as :class:`YearAnchors` keys."""
+    keys = {("comm", c) for h in hits if (c := h.row.get("comm"))}
+    keys.update(("host", host) for h in hits if (host := h.row.get("host")))
+    return keys
+
+
+def _year_from_related(hits: list[Hit], tz, anchors: YearAnchors, done: set[int]) -> set[int]:
+    """Year-less stamps of a file's hits (``ref_basis`` "file", not in ``done``) that nothing of their own file dates:
+    the year that puts each within :data:`RELATED_YEAR_US` of the dated stamps of a stream of the same communicator or
+    host (:func:`year_anchors`), the nearest such span when several do; else they keep their file's time's year.
+    Returns the ``id`` of each hit it dated."""
+    spans = sorted({span for k in _year_keys(hits) for span in anchors.spans.get(k, ())})
+    dated: set[int] = set()
+    if not spans:
+        return dated
+    for h in hits:
+        if h.prefix.yearless is None or id(h) in done or h.seg.ref_basis != "file":
+            continue
+        best: tuple[int, int] | None = None  # (distance to its span, µs)
+        for lo, hi in spans:
+            # the latest year at most the window (and resolve_year's two days) after the span: inside, or just before
+            t = resolve_year(*h.prefix.yearless, hi + RELATED_YEAR_US, tz)
+            if t is None or t < lo - RELATED_YEAR_US:
+                continue
+            gap = max(lo - t, t - hi, 0)
+            if best is None or gap < best[0]:
+                best = (gap, t)
+        if best is not None:
+            h.prefix.ts = best[1]
+            dated.add(id(h))
+    return dated
 
 
 #: how far (µs) a line's time may lie ahead of its arrival (its Kafka append time, its file's mtime) and still be
@@ -353,7 +431,8 @@ def _believable(ts: int, seg: Segment) -> bool:
     return plausible(ts) and (ts <= seg.ingest_ts + AHEAD_US or not plausible(seg.ingest_ts))
 
 
-def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None) -> None:
+def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
+                  anchors: YearAnchors | None = None) -> None:
     """Set ``row['ts']``, ``ts_basis``, ``ts_precision_us`` on every hit of one stream (module doc).
 
     A stamp outside :func:`plausible` (year 0001, 9999, a garbled uptime) or more than ``AHEAD_US`` after its
@@ -365,7 +444,11 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     that holds one of those very lines (the same boot captured twice: ``kern.log`` through syslog, and a raw ``dmesg``
     taken later) takes that boot time instead of counting back from its file's time, which put the same Xid 79 at
     two times an hour and a half apart, two incidents (a break-it pass). A line seen in one capture only says nothing
-    of another boot."""
+    of another boot.
+
+    ``anchors`` (:func:`year_anchors` of the batch's streams) date the year-less stamps of a file nothing of its own
+    dates by the files of its communicator or host; a year still taken from the file's time is said in
+    ``details.ts_year_from`` (``file``; ``related`` when another file gave it)."""
     _shift_zoneless(hits)
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
@@ -420,7 +503,16 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 if t is not None:
                     h.prefix.ts = t
     else:
-        _year_from_unmatched(hits, tz)
+        # the file's own dated lines, matched or not; else those of the batch's files of its job or host; else the
+        # year of its file's time, a guess said in ``details.ts_year_from``
+        if anchors is not None:
+            done = {id(h) for h in hits if id(h) in anchors.predated}
+            related = _year_from_related(hits, tz, anchors, done)
+        else:
+            done, related = _year_from_unmatched(hits, tz), set()
+        for h in hits:
+            if h.prefix.yearless is not None and h.seg.ref_basis == "file" and id(h) not in done:
+                h.row["details"]["ts_year_from"] = "related" if id(h) in related else "file"
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
     _date_clocks(hits, tz)
@@ -1203,15 +1295,16 @@ def rank_hosts(hits: list[Hit]) -> dict[str, dict[int, str]]:
 
 
 def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
-             pods: dict[str, str] | None = None) -> Assembled:
-    """Rows for one stream's hits, in stream order: events, link samples, topology facts. ``seen_boots`` is shared by
-    the streams of one batch (:func:`resolve_times`); ``pods``: pod name -> node (``decode.Decoded.pod_nodes``,
-    :func:`assign_hosts`)."""
+             pods: dict[str, str] | None = None,
+             anchors: YearAnchors | None = None) -> Assembled:
+    """Rows for one stream's hits, in stream order: events, link samples, topology facts. ``seen_boots`` and
+    ``anchors`` (:func:`year_anchors`) are shared by the streams of one batch (:func:`resolve_times`); ``pods``: pod
+    name -> node (``decode.Decoded.pod_nodes``, :func:`assign_hosts`)."""
     out = Assembled()
     host_ok: dict[str, bool] = {}  # host -> is_host_name, asked once per host (_is_host)
     # first: a line's time is inherited from, and its boot time read off, its own host's lines
     assign_hosts(hits, host_ok, pods)
-    resolve_times(hits, tz, seen_boots)
+    resolve_times(hits, tz, seen_boots, anchors)
     hits = merge_sxid_groups(carry_context(hits))
     topo_rows: list[Hit] = []
     storms = Storms()

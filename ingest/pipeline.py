@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.assemble import Hit, assemble
+from ingest.assemble import Hit, assemble, year_anchors
 from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment, end_nul_holes, strip_terminal_codes
 from ingest.extract import columns, fields
@@ -259,7 +259,8 @@ class Pipeline:
             h.prefix.mono is not None and (h.prefix.ts is not None or h.prefix.yearless is not None)
             for h in streams[i]))
         seen_boots: dict[tuple, int] = {}
-        done = [assemble(streams[i], self.tz, seen_boots, decoded.pod_nodes) for i in order]
+        anchors = year_anchors(streams, self.tz)  # the dated stamps of the job's or host's other files (year-less stamps)
+        done = [assemble(streams[i], self.tz, seen_boots, decoded.pod_nodes, anchors) for i in order]
         for _, out in sorted(zip(order, done), key=lambda x: x[0]):
             events.extend(out.events)
             samples.extend(out.link_samples)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -249,6 +249,70 @@ def test_year_from_the_nearest_dated_line(pipeline):
     ev = run(pipeline, text).events.to_pylist()
     assert [e["ts"].year for e in ev] == [2024, 2024]
 
+
+
+_INIT = ("{host}:91234:91290 [2] NCCL INFO comm 0x55d1c8a0 rank {rank} nranks 24 cudaDev 2 nvmlDev 2 busId 5e000 "
+         "commId {comm} - Init COMPLETE")
+_C10 = ("[rank{rank}]:[E1204 03:21:4{s}.527381 91234 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=18201, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
+        "for 600031 milliseconds before timing out.")
+_COPIED = 1_796_400_000_000_000  # 2026-12-04: the files' time, a year after the job
+
+
+def _files(pipeline, texts: dict[str, str]):
+    segs = [Segment(data=t.encode(), origin=f"file:{h}.log", stream=f"file:{h}.log", host=h, ref_ts=_COPIED,
+                    ref_basis="file", ingest_ts=_COPIED) for h, t in texts.items()]
+    return pipeline.run(Decoded(segments=segs))
+
+
+_STEP = "2025-12-04 03:11:40,112 INFO trainer: step 18200"
+
+
+@pytest.mark.parametrize(("comm_b", "log_a", "year_b", "from_b"), [
+    ("0x8f3c2a1b9d7e6f50", [_STEP, "{init}", "{c10}"], 2025, "related"),  # one job: node-a's dated lines
+    ("0x8f3c2a1b9d7e6f50", ["[2025-12-04 03:11:40] {init}"], 2025, "related"),  # its dated init line
+    ("0x1111111111111111", [_STEP, "{init}", "{c10}"], 2026, "file"),  # another job
+    ("0x8f3c2a1b9d7e6f50", ["[2025-11-20 03:11:40] {init}"], 2026, "file"),  # its dates two weeks before
+])
+def test_a_files_year_less_stamps_take_the_year_of_a_dated_log_of_its_job(pipeline, comm_b, log_a, year_b, from_b):
+    """Two ranks' logs of one job copied a year later (a fresh user's trial): node-a's prints a date above its c10
+    stamps (``E1204``: no year), node-b's nothing but c10 stamps. node-b's took its year from its file's time, a year
+    from node-a's: one collective's hang was two incidents a year apart. A file nothing of its own dates takes the
+    year of a dated log of the same communicator (or host) within a week of it; else its file's, said in
+    ``details.ts_year_from``."""
+    comm = "0x8f3c2a1b9d7e6f50"
+    b = _files(pipeline, {
+        "node-a": "\n".join(x.format(init=_INIT.format(host="node-a", rank=10, comm=comm), c10=_C10.format(rank=10, s=0))
+                            for x in log_a),
+        "node-b": "\n".join([_INIT.format(host="node-b", rank=21, comm=comm_b), _C10.format(rank=21, s=1)])})
+    ev = b.events.to_pylist()
+    timeouts = {e["host"]: e for e in ev if e["signature"] == "torch.watchdog_timeout"}
+    assert all(e["ts"].year == 2025 and "ts_year_from" not in json.loads(e["details"] or "{}")
+               for e in ev if e["host"] == "node-a")
+    assert timeouts["node-b"]["ts"].year == year_b
+    assert json.loads(timeouts["node-b"]["details"])["ts_year_from"] == from_b
+    if from_b == "related" and "node-a" in timeouts:
+        assert timeouts["node-b"]["ts"] - timeouts["node-a"]["ts"] == timedelta(seconds=1)
+        (hang,) = correlate(b.events, b.link_samples, b.topology, now_us=_COPIED)  # one hang of both ranks
+        assert hang["category"] == "nccl_hang" and "2 ranks (10, 21) timed out" in hang["explanation"]
+
+
+def test_a_year_taken_from_the_files_time_is_said(pipeline):
+    """A syslog Xid line of a file nothing dates: its year is its file's time's, a guess the incident's explanation
+    and ``diagnose``'s stderr say (``details.ts_year_from``; a fresh user's trial found a year's gap unsaid)."""
+    from api.diagnose import year_note
+
+    b = _files(pipeline, {"node-c": "Dec  4 03:11:52 node-c kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, "
+                                    "name=python, GPU has fallen off the bus."})
+    (e,) = b.events.to_pylist()
+    assert e["ts"] == datetime(2026, 12, 4, 3, 11, 52, tzinfo=timezone.utc)
+    assert json.loads(e["details"])["ts_year_from"] == "file"
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=_COPIED)
+    assert "at 2026-12-04T03:11:52.000000Z (its stamp prints no year; the year from its file's time)" \
+        in inc["explanation"]
+    assert year_note(b.events).startswith("1 event with a stamp that prints no year")
+    assert year_note(run(pipeline, "[Thu Dec  4 03:11:52 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, "
+                                   "GPU has fallen off the bus.", basis="file").events) is None
 
 
 @pytest.mark.parametrize("dated", [
