@@ -453,6 +453,9 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # 1. dated lines of this segment (full stamps, not year-inferred)
     dated: list[tuple[int, int]] = []
     unlent: set[int] = set()  # hits timed by an epoch in their message: not lent to the unstamped lines after them
+    # segments some of whose hits print a wall-clock stamp: an epoch (UTC) there may disagree with their local time
+    stamped = {id(h.seg) for h in hits if h.prefix.ts is not None or h.prefix.yearless is not None
+               or h.prefix.clock is not None}
     for h in hits:
         if h.prefix.ts is None and h.prefix.mono is None and (when := h.row["details"].get("failure_time")):
             # torchrun's failure record prints the time its worker failed: the line's time when it has no stamp (a
@@ -464,12 +467,15 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             # in no order, and a counter's rise had no rate (a break-it pass)
             if plausible(t := int(ms) * 1000):
                 h.prefix.ts, h.prefix.precision_us = t, 1000
-        elif h.prefix.ts is None and h.prefix.mono is None and (sec := h.row["details"].get("epoch_s")):
+        elif (h.prefix.ts is None and h.prefix.mono is None and (sec := h.row["details"].get("epoch_s"))
+              and id(h.seg) not in stamped):
             # a line that prints its own time as epoch seconds (a signature's ``epoch_s`` group: Abseil's "*** SIGSEGV
             # received at time=1775734074 on cpu 19 ***" from a signal handler, NVIDIA/nccl#2213): a crash dated by
             # its file's time was the file's copy time, not the crash's. Its time is its own only: in a capture that
             # prints no stamps the lines after it (the peers' watchdog timeouts half an hour later) keep their file's
-            # time as an upper bound rather than take the crash's
+            # time as an upper bound rather than take the crash's. Not in a segment whose other lines print stamps:
+            # glog's, syslog's and dmesg -T's are local times without a zone, and the epoch's UTC put the crash eight
+            # hours from the watchdog timeout it caused, two pages (a break-it pass); it takes their times as before
             if plausible(t := int(sec) * US):
                 h.prefix.ts, h.prefix.precision_us = t, US
                 unlent.add(id(h))

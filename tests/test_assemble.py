@@ -200,6 +200,14 @@ def test_a_line_that_prints_its_epoch_is_timed_by_it_and_lends_it_to_no_line_aft
     stamped = run(pipeline, "[2025-02-11T21:50:49Z] logging.cc:460: *** SIGSEGV received at time=1739339449 on "
                             "cpu 57 ***").events.to_pylist()
     assert stamped[0]["ts"] == datetime(2025, 2, 11, 21, 50, 49, tzinfo=timezone.utc)
+    # among lines stamped in local time without a zone (c10/glog), the UTC epoch is not used: it put the crash eight
+    # hours from the timeout it caused, two pages (a break-it pass); the crash takes their times as before
+    local = run(pipeline, "[rank0]:[I409 03:20:01.000000000 ProcessGroupNCCL.cpp:900] [Rank 0] Watchdog caught "
+                          "collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                          "Timeout(ms)=60000) ran for 60002 milliseconds before timing out.\n"
+                          "[rank1]: *** SIGSEGV received at time=1775734074 on cpu 19 ***", basis="file")
+    crash = [e for e in local.events.to_pylist() if e["signature"] == "absl.fatal_signal"]
+    assert crash[0]["ts_basis"] != "line" and crash[0]["ts"].hour != 11
 
 
 def _records(pipeline, values: list[tuple[str | None, str]]):
