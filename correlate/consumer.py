@@ -58,10 +58,11 @@ OnIncidents = Callable[[list[dict[str, Any]]], None]
 @dataclass
 class _Partition:
     """Records of one partition not yet safe to commit: (offset, event ids), or (offset, None) for a record of link
-    samples or topology facts."""
+    samples or topology facts; ``tail_from``, the first offset the latest poll read of it."""
 
     held: deque = field(default_factory=deque)
     last: int = -1
+    tail_from: int = 1 << 62
 
 
 class CorrelateFailed(RuntimeError):
@@ -166,6 +167,7 @@ class CorrelateWorker:
             now = int(time.time() * S)
             for tp, recs in data.items():
                 p = self.parts.setdefault(tp, _Partition())
+                p.tail_from = recs[0].offset if recs else p.tail_from
                 for r in recs:
                     try:  # events, or (a header names the table) link samples or topology facts
                         name, table = decode_record(r.value, r.headers)
@@ -268,8 +270,11 @@ class CorrelateWorker:
 
         Records of link samples or topology facts hold no events: they never hold the commit themselves. Those right
         before the first record still held stay with it (the ingest worker publishes a domain's facts of a batch
-        just before its events), so a replay brings the facts of the events it replays; older ones a worker that
-        starts over knows no more, as the single process after a restart, until the hosts send them again."""
+        just before its events), so a replay brings the facts of the events it replays; so do those at the end that
+        the latest poll read (``_Partition.tail_from``): a fetch may end between a batch's facts and its events,
+        and the commit passed the facts before their events came (a break-it pass: a restart then said "up:
+        unknown"). Older ones a worker that starts over knows no more, as the single process after a restart,
+        until the hosts send them again."""
         keep = self.correlator.events
         wiring = self.correlator.wiring if self.restore_events is None else {}
         out = {}
@@ -285,8 +290,13 @@ class CorrelateWorker:
                 if any(e in keep or e in wiring for e in ids):
                     break
                 drop, run = drop + run + 1, 0
-            else:
-                drop = len(p.held)
+            else:  # nothing held: all go but the facts at the end the latest poll read, whose events may come next
+                tail = 0
+                for off, ids in reversed(p.held):
+                    if ids is not None or off < p.tail_from:
+                        break
+                    tail += 1
+                drop = len(p.held) - tail
             for _ in range(drop):
                 p.held.popleft()
             out[tp] = p.held[0][0] if p.held else p.last + 1
