@@ -53,7 +53,7 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -91,6 +91,15 @@ async def stop_client(stop: Callable[[], Awaitable[Any]]) -> None:
         if task is not None and task.cancelling():
             raise
         log.debug("stopping a Kafka client: a fetch it cancelled re-raised its CancelledError")
+
+
+def new_producer(bootstrap: str) -> AIOKafkaProducer:
+    """A worker's idempotent producer, not started: every in-sync replica acknowledges a record (``acks=all``), and
+    records of up to 16 MiB (a dead letter's value is cut at ``DLQ_VALUE_BYTES``, its kept key and headers at
+    ``DLQ_KEPT_BYTES``). The ingest worker's (dead letters, ``fleet.events``) and the correlate worker's (dead
+    letters)."""
+    return AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
+                            max_request_size=16 * 1024 * 1024)
 
 
 #: decoded text per chunk at most (the chunk is cut after the record that passes it; one record always fits)
@@ -225,8 +234,9 @@ def kafka_origin(origin: str) -> str:
     return origin.split("#", 1)[0]
 
 
-def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None, list[tuple[str, bytes]]]] | None = None
-                 ) -> list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]:
+def dead_letters(rejects: list[Reject],
+                 originals: dict[str, tuple[bytes | None, list[tuple[str, bytes]]]] | None = None,
+                 nulls: Container[str] = ()) -> list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]]:
     """(key, value, headers) of the dead-letter records for ``rejects``: **one per Kafka value**.
 
     A value with 10,000 broken NDJSON records is one dead-letter record, not 10,000: its value is the
@@ -242,6 +252,9 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
     the record is sent again, and lands on the partition its key chose. A value not in ``originals`` gets
     its coordinates as the key. A key of more than ``DLQ_KEPT_BYTES`` is cut to them (``ff-key-cut`` says so), and
     headers of more are dropped (``ff-headers-dropped``): the dead letter must fit the producer's record size.
+
+    A tombstone's dead letter is a tombstone (value None): a reject with ``error_code`` ``empty`` alone in its
+    value, or one whose coordinates ``nulls`` holds (a null value another reader refused: ``correlate.consumer``).
     """
     groups: dict[str, list[Reject]] = {}
     for rj in rejects:
@@ -271,7 +284,7 @@ def dead_letters(rejects: list[Reject], originals: dict[str, tuple[bytes | None,
             headers += [("ff-value-bytes", str(len(value)).encode()),
                         ("ff-value-cut", f"first {DLQ_VALUE_BYTES} bytes; the whole value is at ff-origin".encode())]
         # a tombstone's dead letter is a tombstone: sent again, it reads as it first did (b"" is an empty line)
-        tombstone = len(parts) == 1 and parts[0].error_code == "empty"
+        tombstone = len(parts) == 1 and (parts[0].error_code == "empty" or origin in nulls)
         out.append((key, None if tombstone else value[:DLQ_VALUE_BYTES], headers))
     return out
 
@@ -546,9 +559,8 @@ class IngestWorker:
         await self._acked(self._consumer.commit(offsets), "a commit")
 
     def _new_producer(self) -> AIOKafkaProducer:
-        """The worker's idempotent producer (dead letters, the events topic)."""
-        return AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
-                                max_request_size=16 * 1024 * 1024)
+        """The worker's idempotent producer (dead letters, the events topic): :func:`new_producer`."""
+        return new_producer(self.bootstrap)
 
     async def _renew_producer(self) -> None:
         """A new producer in place of one whose idempotence state the broker no longer has: after a broker restart
@@ -848,5 +860,5 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "originals_of", "produce_lines",
-           "TopicPartition"]
+__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "new_producer", "originals_of",
+           "produce_lines", "TopicPartition"]
