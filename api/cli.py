@@ -849,8 +849,9 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
     svc = CorrelateService(s, _bootstrap(s))
     incs = _until_signalled(svc.worker.stop, lambda: svc.run(once=once)) or []
     # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)
+    dead = f", {svc.worker.dead_lettered} dead-lettered to {s.dlq_topic}" if svc.worker.dead_lettered else ""
     _said(s, "correlate", f"read {svc.worker.records} {s.events_topic} records → {len(incs)} incident"
-                          f"{'s' * (len(incs) != 1)}; lake: {s.lake}")
+                          f"{'s' * (len(incs) != 1)}{dead}; lake: {s.lake}")
     if once and s.log_format != "json":
         out.print(IncidentsReport(incs, title=incidents_title(incs, "caught up: ")))
 

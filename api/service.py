@@ -281,7 +281,8 @@ class CorrelateService:
         self.sink = IncidentSink(settings)
         self.worker = CorrelateWorker(
             bootstrap=bootstrap, topic=settings.events_topic, group_id=settings.correlate_group_id,
-            settings=correlation_settings(settings), lateness_us=int(settings.allowed_lateness_s * S),
+            dlq_topic=settings.dlq_topic, settings=correlation_settings(settings),
+            lateness_us=int(settings.allowed_lateness_s * S),
             on_incidents=self.sink.emit, restore=self.sink.stored, restore_events=self.sink.membership_events,
             read_back=self.sink.incident_events,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),

@@ -24,6 +24,13 @@ which no replay brings, are read back from the lake (the caller's
 ``read_back``) host by host, as the partitions show which hosts are this
 worker's (``StreamCorrelator.to_read_back``). Duplicated deliveries are harmless: events are keyed by
 ``event_id``.
+
+A record the worker cannot read (``decode_record`` refuses it: a corrupt Arrow stream, nulls in required columns,
+times no year holds, a header naming a table it does not read, a null value) goes to the dead-letter topic
+(``dlq_topic``, as the ingest worker's rejects: ``ingest.consumer.dead_letters``) with ``ff-error-code``
+``bad_events_record``, the reason and its coordinates, its own key and headers kept. The worker awaits the broker's
+acknowledgement before any commit moves past it (the record holds the safe offset until then), retrying with a
+back-off while the broker does not acknowledge; correlation goes on with the next record.
 """
 
 from __future__ import annotations
@@ -37,32 +44,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError, OutOfOrderSequenceNumber, UnknownProducerId
 
 from correlate.correlator import Settings
-from correlate.metrics import StepGuard, add_counted
+from correlate.metrics import DEAD_LETTER_FAILURES, DEAD_LETTERS, StepGuard, add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import stop_client
+from ingest.consumer import dead_letters, new_producer, originals_of, stop_client
+from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
 
 log = logging.getLogger("firstfault.correlate")
 S = 1_000_000
+#: the dead letters' ``ff-error-code`` (and the log's ``error_code``) of a record the worker cannot read
+BAD_RECORD = "bad_events_record"
 OnIncidents = Callable[[list[dict[str, Any]]], None]
 
 
 @dataclass
 class _Partition:
     """Records of one partition not yet safe to commit: (offset, event ids), or (offset, None) for a record of link
-    samples or topology facts; ``tail_from``, the first offset the latest poll read of it."""
+    samples or topology facts; ``tail_from``, the first offset the latest poll read of it; ``dead``: offsets of
+    records whose dead letters the broker has not acknowledged yet (each holds the safe offset at or before it)."""
 
     held: deque = field(default_factory=deque)
     last: int = -1
     tail_from: int = 1 << 62
+    dead: set[int] = field(default_factory=set)
 
 
 class CorrelateFailed(RuntimeError):
@@ -73,14 +85,14 @@ class CorrelateFailed(RuntimeError):
 class CorrelateWorker:
     """One correlate consumer-group member (see module doc)."""
 
-    def __init__(self, *, bootstrap: str, topic: str, group_id: str, settings: Settings, lateness_us: int,
-                 on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
+    def __init__(self, *, bootstrap: str, topic: str, group_id: str, dlq_topic: str, settings: Settings,
+                 lateness_us: int, on_incidents: OnIncidents, restore: Callable[[], list[dict[str, Any]]] | None = None,
                  session_timeout_ms: int = 30000, tick_s: float = 5.0, close_after_us: int = 120 * S,
                  early_after_us: int | None = 300 * S,
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
                  restore_events: Callable[[], pa.Table | None] | None = None,
                  read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None) -> None:
-        self.bootstrap, self.topic, self.group_id = bootstrap, topic, group_id
+        self.bootstrap, self.topic, self.group_id, self.dlq_topic = bootstrap, topic, group_id, dlq_topic
         self.settings, self.lateness_us = settings, lateness_us
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
         self.read_back = read_back
@@ -91,7 +103,10 @@ class CorrelateWorker:
         self.parts: dict[TopicPartition, _Partition] = {}
         self.correlator = self._fresh()
         self.consumer: AIOKafkaConsumer | None = None
+        self.producer: AIOKafkaProducer | None = None  # dead letters (ingest.consumer.new_producer)
         self.records = 0
+        self.dead_lettered = 0  # dead letters the broker acknowledged
+        self.dead_letter_failures = 0  # tries to send them that failed (each said in the log)
         self.rebalances = 0
         self.store_failures = 0
         self.step = StepGuard()  # a step that raises is said and tried again, not a crash loop
@@ -117,24 +132,28 @@ class CorrelateWorker:
             heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_records=1000,
             fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
         self.consumer.subscribe([self.topic], listener=_Listener(self))
+        self.producer = new_producer(self.bootstrap)
         try:
             admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
             try:
                 await admin.start()
-                await require_topics(admin, [self.topic], self.bootstrap)
+                await require_topics(admin, [self.topic, self.dlq_topic], self.bootstrap)
             finally:
                 try:
                     await admin.close()
                 except KafkaError:
                     pass
+            await self.producer.start()
             await self.consumer.start()
         except BaseException:  # no broker: close it, so no client is left unclosed
             await self.close()
             raise
 
     async def close(self) -> None:
-        if self.consumer is not None:
-            await stop_client(self.consumer.stop)
+        """Stop the consumer, then the producer, each whatever the one before raised (``stop_client``)."""
+        for c in (self.consumer, self.producer):
+            if c is not None:
+                await stop_client(c.stop)
 
     # --- rebalance -------------------------------------------------------------------------------
     async def revoked(self, revoked: set[TopicPartition]) -> None:
@@ -165,16 +184,19 @@ class CorrelateWorker:
         while not self.stop.is_set():
             data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
             now = int(time.time() * S)
+            bad: list[tuple[_Partition, ConsumerRecord, str]] = []
             for tp, recs in data.items():
                 p = self.parts.setdefault(tp, _Partition())
                 p.tail_from = recs[0].offset if recs else p.tail_from
                 for r in recs:
                     try:  # events, or (a header names the table) link samples or topology facts
                         name, table = decode_record(r.value, r.headers)
-                    except (pa.ArrowException, ValueError, OSError, TypeError) as e:  # not ours to fix: skip, say so
-                        log.error("correlate: undecodable record %s/%d/%d: %s", tp.topic, tp.partition, r.offset, e,
-                                  extra={"stage": "correlate", "error_code": "bad_events_record"})
+                    except (pa.ArrowException, ValueError, OSError, TypeError) as e:  # not ours to fix: dead-letter
+                        log.error("correlate: undecodable record %s/%d/%d (to %s): %s", tp.topic, tp.partition,
+                                  r.offset, self.dlq_topic, e, extra={"stage": "correlate", "error_code": BAD_RECORD})
                         name, table = "events", None
+                        bad.append((p, r, str(e) or type(e).__name__))
+                        p.dead.add(r.offset)  # holds the commit until the broker has its dead letter
                     source = f"{tp.topic}/{tp.partition}"
                     if name != "events":  # as the single process hands them over with its batch's events
                         add_counted(self.correlator, empty_events(), table if name == "link_samples" else None,
@@ -187,6 +209,8 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
+            if bad and not await self._dead_letter(bad):  # stopped before the broker acknowledged them
+                continue
             # after new records, or (a read that failed) once its back-off has passed even if the partitions are quiet
             if (data or self.correlator.read_back_again) and self.read_back is not None \
                     and time.monotonic() >= self._read_back_at:
@@ -206,6 +230,75 @@ class CorrelateWorker:
                     continue
                 await self._commit_safe(set(self.parts))
                 return
+
+    async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
+        """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode
+        error's text), to ``dlq_topic`` and await the broker's acknowledgements; then their records no longer hold
+        the commit. One dead letter per record (``ingest.consumer.dead_letters``): ``ff-error-code``
+        ``bad_events_record``, ``ff-reason`` the error, ``ff-origin`` ``kafka:<topic>/<partition>/<offset>``, the
+        record's key and headers kept, a null value's dead letter a tombstone.
+
+        A try the broker does not acknowledge (a ``KafkaError``: aiokafka gives up on a record after
+        ``request_timeout_ms``, 40 s) is logged (``error_code`` ``dead_letter_failed``), counted
+        (``firstfault_correlate_dead_letter_failures_total``) and made again after a back-off of 0.5 s doubling to
+        30 s, with a new producer when the broker lost the old one's idempotence state; meanwhile nothing is committed
+        past those records. A dead letter sent twice so is no loss. False when ``stop`` is set first (the records
+        still hold the commit: the next owner of their partitions reads them again)."""
+        rejects = [Reject(f"kafka:{r.topic}/{r.partition}/{r.offset}", why, r.value or b"", BAD_RECORD)
+                   for _, r, why in bad]
+        nulls = {rj.origin for (_, r, _), rj in zip(bad, rejects) if r.value is None}
+        letters = dead_letters(rejects, originals_of([r for _, r, _ in bad], rejects), nulls)
+        backoff, renew = 0.5, False
+        while True:
+            attempt = asyncio.ensure_future(self._send(letters, renew))
+            stop = asyncio.ensure_future(self.stop.wait())
+            await asyncio.wait({attempt, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                await asyncio.gather(attempt, return_exceptions=True)
+                return False
+            try:
+                attempt.result()
+                break
+            except (KafkaError, OSError) as e:
+                renew = renew or isinstance(e, (OutOfOrderSequenceNumber, UnknownProducerId))
+                self.dead_letter_failures += 1
+                DEAD_LETTER_FAILURES.inc()
+                log.error("correlate: %d dead letter(s) not acknowledged (%s: %s); no commit past them, retrying in "
+                          "%.1f s", len(letters), type(e).__name__, e, backoff,
+                          extra={"stage": "correlate", "error_code": "dead_letter_failed"})
+            try:
+                await asyncio.wait_for(self.stop.wait(), backoff)
+                return False
+            except asyncio.TimeoutError:
+                backoff = min(backoff * 2, 30.0)
+        for p, r, _ in bad:
+            p.dead.discard(r.offset)
+        DEAD_LETTERS.labels(error_code=BAD_RECORD).inc(len(letters))
+        self.dead_lettered += len(letters)
+        return True
+
+    async def _send(self, letters: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]],
+                    renew: bool) -> None:
+        """Send ``letters`` (key, value, headers) to ``dlq_topic`` and await every acknowledgement; first a new
+        producer in place of the old one when ``renew`` (the broker lost its idempotence state: after a broker
+        restart it answers every send with ``OutOfOrderSequenceNumber``). Raises ``KafkaError``."""
+        if renew:
+            fresh = new_producer(self.bootstrap)
+            try:
+                await fresh.start()
+            except BaseException:
+                await stop_client(fresh.stop)
+                raise
+            old, self.producer = self.producer, fresh
+            if old is not None:
+                await stop_client(old.stop)
+        assert self.producer is not None
+        futs = [await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)
+                for key, value, headers in letters]
+        for f in futs:
+            await f
 
     async def _read_back(self) -> None:
         """Read back from the lake the faults of stored incidents on the hosts these partitions carry
@@ -274,7 +367,10 @@ class CorrelateWorker:
         the latest poll read (``_Partition.tail_from``): a fetch may end between a batch's facts and its events,
         and the commit passed the facts before their events came (a break-it pass: a restart then said "up:
         unknown"). Older ones a worker that starts over knows no more, as the single process after a restart,
-        until the hosts send them again."""
+        until the hosts send them again.
+
+        A record whose dead letter the broker has not acknowledged yet (``_Partition.dead``) holds the commit too:
+        never past it, until the acknowledgement comes (``_dead_letter``)."""
         keep = self.correlator.events
         wiring = self.correlator.wiring if self.restore_events is None else {}
         out = {}
@@ -283,7 +379,9 @@ class CorrelateWorker:
             if p is None or p.last < 0:
                 continue
             drop = run = 0  # records before the first still held; of them, the facts records right before it
-            for _, ids in p.held:
+            for off, ids in p.held:
+                if off in p.dead:  # a record whose dead letter the broker has not acknowledged yet
+                    break
                 if ids is None:  # link samples or topology facts: held only as the run before held events
                     run += 1
                     continue

@@ -20,6 +20,13 @@ STEP_FAILURES = Counter("firstfault_correlate_step_failures_total",
                         "correlator steps that raised (a defect, or input nobody foresaw): said in the log and on "
                         "/healthz; the events stay stored and the next step tries again")
 
+DEAD_LETTERS = Counter("firstfault_correlate_dead_letters_total",
+                       "fleet.events records the correlate worker could not read, sent to the dead-letter topic with "
+                       "the reason and acknowledged", ["error_code"])
+DEAD_LETTER_FAILURES = Counter("firstfault_correlate_dead_letter_failures_total",
+                               "tries to send the correlate worker's dead letters that the broker did not acknowledge: "
+                               "said in the log, tried again; no offset is committed past them meanwhile")
+
 log = logging.getLogger("firstfault.correlate")
 
 

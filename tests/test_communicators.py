@@ -209,17 +209,18 @@ def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, re
     assert len(kept) == 8 and {e.comm for e in kept} == {f"0x{restarts:016x}"}
     assert set(sc.wiring) == {e.event_id for e in kept}  # older than the events kept: topology only
 
-    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=Settings(),
-                             lateness_us=sc.lateness_us, on_incidents=lambda incidents: None)  # never started
+    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", dlq_topic="fleet.dlq",
+                             settings=Settings(), lateness_us=sc.lateness_us,
+                             on_incidents=lambda incidents: None)  # never started
     worker.correlator, tp = sc, TopicPartition("fleet.events", 0)
     worker.parts[tp] = _Partition(held=deque(offsets), last=restarts)
     assert worker.safe_offsets({tp}) == {tp: restarts - 1}  # the last run's record: its lines are in wiring
     # a worker that reads the membership back when it starts over (from the lake: restore_events) commits past
     # it: a finished job whose GPUs stay idle would hold the commit, and the replay after a restart, for days
     lines = pa.concat_tables(tables[-1:])
-    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", settings=Settings(),
-                             lateness_us=sc.lateness_us, on_incidents=lambda incidents: None,
-                             restore_events=lambda: lines)
+    worker = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", dlq_topic="fleet.dlq",
+                             settings=Settings(), lateness_us=sc.lateness_us,
+                             on_incidents=lambda incidents: None, restore_events=lambda: lines)
     assert set(worker.correlator.events) == set(lines.column("event_id").to_pylist())  # read back at the start
     worker.correlator, tp = sc, TopicPartition("fleet.events", 0)
     worker.parts[tp] = _Partition(held=deque(offsets), last=restarts)
@@ -509,7 +510,7 @@ def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault
     conf = Settings(lake=str(tmp_path / "lake"))
     # the correlator's settings, as the correlate command gives them (the process settings passed here went unread
     # until StreamCorrelator.add asked for the clock bounds of every event)
-    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g",
+    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", dlq_topic="fleet.dlq",
                         settings=correlation_settings(conf),
                         lateness_us=60 * S, on_incidents=lambda incs: None, restore=lambda: stored,
                         read_back=IncidentSink(conf).incident_events)

@@ -1114,7 +1114,7 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     """``fleet.events`` records come from the ingest side, but Arrow IPC does not check a column's nullability:
     a record of another producer whose ``ts`` holds nulls, one whose ``details`` no cast turns into the
     schema's text (``ArrowNotImplementedError``), and one whose ``ts`` no year holds (``check_ranges``; it made
-    every later step raise), are logged (``bad_events_record``, naming the column) and skipped, and the next
+    every later step raise), are logged (``bad_events_record``, naming the column) and dead-lettered, and the next
     record's Xid 79 still becomes an incident. Before, such a record reached the
     correlator and raised a TypeError from inside its step (for a table of one wiring line) or clustering. So are
     a null value (a tombstone: it raised AttributeError and the worker crash-looped on it, its offset never
@@ -1152,7 +1152,7 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
             w.write_table(t)
         return sink.getvalue().to_pybytes()
     topic = f"nullts.{time.time_ns()}"
-    asyncio.run(_create(kafka, [topic], big=False))
+    asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
 
     async def go() -> list[dict]:
         producer = AIOKafkaProducer(bootstrap_servers=kafka)
@@ -1163,8 +1163,8 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
         finally:
             await producer.stop()
         got: list[dict] = []
-        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, settings=Settings(), lateness_us=300_000_000,
-                            on_incidents=got.extend)
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq", settings=Settings(),
+                            lateness_us=300_000_000, on_incidents=got.extend)
         await w.start()
         try:
             await asyncio.wait_for(w.run(until_caught_up=True), 120)

@@ -116,8 +116,8 @@ def test_facts_records_never_hold_the_commit_and_stay_with_the_events_right_afte
     from correlate.consumer import CorrelateWorker, _Partition
     from correlate.correlator import Settings
 
-    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="t", group_id="g", settings=Settings(), lateness_us=1,
-                        on_incidents=lambda incs: None)
+    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="t", group_id="g", dlq_topic="d", settings=Settings(),
+                        lateness_us=1, on_incidents=lambda incs: None)
     tp = TopicPartition("t", 0)
 
     def safe(held: list, kept: set[str], tail_from: int = 1 << 62) -> int:
@@ -145,7 +145,7 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
                                                                                             caplog):
     """A link-samples and a topology record before the events of node011 give the worker's NVLink incident the
     links that are up; a record whose header names a table this version does not read is logged as a bad record
-    (`bad_events_record`, naming the table) and skipped, and correlation goes on."""
+    (`bad_events_record`, naming the table) and dead-lettered, and correlation goes on."""
     from aiokafka import AIOKafkaProducer
 
     from correlate.consumer import CorrelateWorker
@@ -154,7 +154,7 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
 
     b = batch_of(pipeline, int(time.time() * 1_000_000), "node011.nvml.log", "node036.nvml.log")  # 036: gpu_bus
     topic = f"facts.{time.time_ns()}"
-    asyncio.run(_create(kafka, [topic], big=False))
+    asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
 
     async def go() -> tuple[list[dict], CorrelateWorker]:
         producer = AIOKafkaProducer(bootstrap_servers=kafka)
@@ -169,8 +169,8 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
         finally:
             await producer.stop()
         got: list[dict] = []
-        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, settings=Settings(), lateness_us=300_000_000,
-                            on_incidents=got.extend)
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq", settings=Settings(),
+                            lateness_us=300_000_000, on_incidents=got.extend)
         await w.start()
         try:
             await asyncio.wait_for(w.run(until_caught_up=True), 120)

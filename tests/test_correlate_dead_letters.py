@@ -1,0 +1,175 @@
+"""The correlate worker's poison records go to the dead-letter topic with their reason, as the ingest worker's do.
+
+A ``fleet.events`` record the correlate worker cannot read (a corrupt Arrow stream, a header naming a table it does
+not read, a null value, rows that do not fit the schema) was logged (``bad_events_record``) and skipped: gone from
+the worker's view with nothing kept. It now becomes one dead-letter record (``ingest.consumer.dead_letters``: headers
+``ff-reason``, ``ff-error-code``, ``ff-origin``, the original key and headers kept), acknowledged by the broker
+before any commit moves past it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from datetime import datetime, timezone
+
+import pytest
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaTimeoutError
+
+from benchmarks.crash import read_topic
+from correlate.consumer import CorrelateWorker, _Partition
+from correlate.correlator import Settings
+from ingest.decode import Decoded, Segment
+from ingest.publish import TABLE_HEADER, encode
+from tests.test_reliability_input import _create, xid
+
+
+#: an informational line (``host.apei_hardware_error``, severity info): no fault
+CORRECTED = b"{35}[Hardware Error]: event severity: corrected"
+
+
+def _events(pipeline, lines: dict[str, bytes], ts_us: int):
+    """The pure pipeline's events of one line per host (``lines``: host -> line after ``kernel:``), each stamped
+    ``ts_us`` (µs since the epoch) in the line: a time of the line's own moves its host's watermark, an arrival
+    time does not."""
+    stamp = datetime.fromtimestamp(ts_us / 1e6, timezone.utc).isoformat()
+    segs = [Segment(data=f"{stamp} {host} kernel: ".encode() + line, origin=f"t:{host}", stream=host, host=host,
+                    ref_ts=ts_us, ref_basis="kafka", ingest_ts=ts_us) for host, line in lines.items()]
+    events = pipeline.run(Decoded(segments=segs)).events
+    assert events.num_rows == len(lines) and set(events.column("ts_basis").to_pylist()) == {"line"}
+    return events
+
+
+def _worker(**kw) -> CorrelateWorker:
+    return CorrelateWorker(bootstrap="127.0.0.1:9", topic="t", group_id="g", dlq_topic="d", settings=Settings(),
+                           lateness_us=1, on_incidents=lambda incs: None, **kw)  # never started
+
+
+def test_a_record_whose_dead_letter_is_not_acknowledged_holds_the_commit():
+    """A record whose dead letter the broker has not acknowledged yet (``_Partition.dead``) holds the safe offset at
+    it, with the facts records right before it; once acknowledged, the commit passes it."""
+    w = _worker()
+    tp = TopicPartition("t", 0)
+    w.parts = {tp: _Partition(held=deque([(0, []), (1, None), (2, []), (3, [])]), last=3, dead={2})}
+    assert w.safe_offsets({tp}) == {tp: 1}
+    w.parts[tp].dead.discard(2)
+    assert w.safe_offsets({tp}) == {tp: 4}
+
+
+class _FlakyProducer:
+    """A producer whose first ``fail`` sends raise ``KafkaTimeoutError`` (a broker away); then it acknowledges,
+    keeping what it was given: (topic, key, value, headers)."""
+
+    def __init__(self, fail: int) -> None:
+        self.fail, self.sent = fail, []
+
+    async def send(self, topic, value=None, key=None, headers=None):
+        if self.fail:
+            self.fail -= 1
+            raise KafkaTimeoutError("no broker")
+        self.sent.append((topic, key, value, headers))
+        f = asyncio.get_running_loop().create_future()
+        f.set_result(None)
+        return f
+
+
+def test_a_dead_letter_the_broker_does_not_acknowledge_is_said_counted_and_sent_again(caplog):
+    """Until the broker acknowledges a dead letter, each failed try is logged (``dead_letter_failed``) and counted,
+    its record holds the commit, and the worker tries again after a back-off; a ``stop`` meanwhile ends the wait
+    with the record still holding the commit."""
+    from aiokafka.structs import ConsumerRecord
+
+    from correlate.metrics import DEAD_LETTER_FAILURES
+
+    rec = ConsumerRecord("t", 0, 7, 0, 0, b"host:n1", b"junk", None, 4, 4, [("h", b"v")])
+
+    async def go(fail: int, stop: bool) -> tuple[CorrelateWorker, _Partition, bool]:
+        w = _worker()
+        w.producer = _FlakyProducer(fail)
+        p = _Partition(held=deque([(7, [])]), last=7, dead={7})
+        w.parts = {TopicPartition("t", 0): p}
+        if stop:
+            asyncio.get_running_loop().call_later(0.2, w.stop.set)
+        done = await asyncio.wait_for(w._dead_letter([(p, rec, "bad bytes")]), 10)
+        return w, p, done
+
+    before = DEAD_LETTER_FAILURES._value.get()
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        w, p, done = asyncio.run(go(fail=1, stop=False))
+    assert done and w.dead_letter_failures == 1 and DEAD_LETTER_FAILURES._value.get() == before + 1
+    assert [r for r in caplog.records if getattr(r, "error_code", None) == "dead_letter_failed"]
+    [(topic, key, value, headers)] = w.producer.sent
+    h = dict(headers)
+    assert (topic, key, value, h["h"], h["ff-origin"]) == ("d", b"host:n1", b"junk", b"v", b"kafka:t/0/7")
+    assert not p.dead and w.safe_offsets(set(w.parts)) == {TopicPartition("t", 0): 8} and w.dead_lettered == 1
+
+    w, p, done = asyncio.run(go(fail=10**6, stop=True))
+    assert not done and p.dead == {7} and w.safe_offsets(set(w.parts)) == {TopicPartition("t", 0): 7}
+
+
+@pytest.mark.kafka
+def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_with_their_reason(kafka, pipeline):
+    """Five records on one partition: a good events record, random bytes, a record whose ``firstfault-table``
+    header names a table this version does not read, a null value and another good record. The DLQ topic then
+    holds exactly three dead letters, ``ff-error-code`` ``bad_events_record``, ``ff-origin`` naming each bad
+    record's offset, ``ff-reason`` its cause, its key and headers kept, the null value's a tombstone; both good
+    records' Xids are incidents; and the committed offset is past all five.
+
+    The two Xids are stamped 3 h ago and a sixth record brings an informational line of both hosts stamped now:
+    it moves their watermarks, so the Xids' incidents, emitted, no longer hold their records (the correlator keeps
+    them aside, cold) and only that sixth record holds the commit (offset 5). Without it the first record would
+    hold the commit at 0, whatever the bad records do."""
+    now_us = int(time.time() * 1_000_000)
+    first = _events(pipeline, {"node31": xid("3a")}, now_us - 3 * 3600 * 1_000_000)
+    second = _events(pipeline, {"node32": xid("3b")}, now_us - 3 * 3600 * 1_000_000)
+    later = _events(pipeline, {"node31": CORRECTED, "node32": CORRECTED}, now_us)
+    topic = f"cdlq.{time.time_ns()}"
+    dlq = f"{topic}.dlq"
+    asyncio.run(_create(kafka, [topic, dlq], big=False))
+    junk = os.urandom(512)
+    records = [  # (key, value, headers), at offsets 0 to 5 of partition 0
+        (b"host:node31", encode(first), []),
+        (b"host:node40", junk, [("trace", b"t-1")]),
+        (b"host:node41", b"\x00", [(TABLE_HEADER, b"gpu_temps")]),
+        (b"host:node42", None, []),
+        (b"host:node32", encode(second), []),
+        (b"host:node31", encode(later), []),
+    ]
+
+    async def go() -> tuple[list[dict], CorrelateWorker, int | None]:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka)
+        await producer.start()
+        try:
+            for key, value, headers in records:
+                await producer.send_and_wait(topic, value, key=key, partition=0, headers=headers)
+        finally:
+            await producer.stop()
+        got: list[dict] = []
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
+                            lateness_us=300_000_000, on_incidents=got.extend)
+        await w.start()
+        try:
+            await asyncio.wait_for(w.run(until_caught_up=True), 120)
+            committed = await w.consumer.committed(TopicPartition(topic, 0))
+        finally:
+            await w.close()
+        return got, w, committed
+
+    incidents, w, committed = asyncio.run(go())
+    assert committed == 5 and w.records == 6
+    xids = sorted((i["initiator"]["host"], i["initiator"]["device"]) for i in incidents if i["category"] == "gpu_off_bus")
+    assert xids == [("node31", "0000:3a:00.0"), ("node32", "0000:3b:00.0")], incidents
+    dead = sorted(read_topic(kafka, dlq, 2), key=lambda r: dict(r.headers)["ff-origin"])
+    assert len(dead) == 3 and w.dead_lettered == 3, [dict(r.headers) for r in dead]
+    heads = [dict(r.headers) for r in dead]
+    assert [h["ff-error-code"] for h in heads] == [b"bad_events_record"] * 3
+    assert [h["ff-origin"] for h in heads] == [f"kafka:{topic}/0/{o}".encode() for o in (1, 2, 3)]
+    assert [r.key for r in dead] == [b"host:node40", b"host:node41", b"host:node42"]
+    corrupt, unknown, tombstone = dead
+    assert corrupt.value == junk and heads[0]["trace"] == b"t-1" and heads[0]["ff-reason"]
+    assert b"'gpu_temps'" in heads[1]["ff-reason"] and heads[1][TABLE_HEADER] == b"gpu_temps"
+    assert unknown.value == b"\x00"
+    assert tombstone.value is None and b"an empty events record" in heads[2]["ff-reason"]
