@@ -564,8 +564,9 @@ def test_correlator_and_pager_killed_mid_incident(kafka, tmp_path):
     am = Alertmanager(tmp_path, hook.url + "/hook")
     am.start()
     env = crash.worker_env(kafka, prefix, "c", tmp_path, max_records=100)
-    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_LAKE=str(lake), FIRSTFAULT_ALERTMANAGER_URL=am.url,
-               FIRSTFAULT_CLOSE_AFTER_S="1", FIRSTFAULT_IDLE_CLOSE_S="2", FIRSTFAULT_PUBLIC_URL="http://127.0.0.1:1")
+    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_DLQ_TOPIC=f"{prefix}.dlq", FIRSTFAULT_LAKE=str(lake),
+               FIRSTFAULT_ALERTMANAGER_URL=am.url, FIRSTFAULT_CLOSE_AFTER_S="1", FIRSTFAULT_IDLE_CLOSE_S="2",
+               FIRSTFAULT_PUBLIC_URL="http://127.0.0.1:1")
     Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
 
     def notified(status: str) -> list[str]:
@@ -647,7 +648,7 @@ def test_a_restarted_correlate_worker_joins_a_long_timeout_to_a_fault_it_kept_as
         await _ingest_in_process(kafka, raw, events_topic, prefix, lake, pipe, by_host)
 
     env = crash.worker_env(kafka, prefix, "c", tmp_path, max_records=100)
-    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_LAKE=str(lake))
+    env.update(FIRSTFAULT_EVENTS_TOPIC=events_topic, FIRSTFAULT_DLQ_TOPIC=f"{prefix}.dlq", FIRSTFAULT_LAKE=str(lake))
     Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
 
     def correlate_once() -> None:
@@ -711,12 +712,14 @@ def test_run_restarts_over_its_own_lake_and_logs_json_only(kafka, tmp_path):
     assert "node004" in r.stdout and "  next " in r.stdout  # each incident's whole next action under the table
 
 
-@pytest.mark.parametrize("command,setting", [("correlate", "EVENTS_TOPIC"), ("ingest", "DLQ_TOPIC")])
+@pytest.mark.parametrize("command,setting", [("correlate", "EVENTS_TOPIC"), ("correlate", "DLQ_TOPIC"),
+                                             ("ingest", "DLQ_TOPIC")])
 def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_path, command, setting):
     """`firstfault correlate` on an events topic the broker does not have printed aiokafka's traceback
     (UnknownTopicOrPartitionError); `firstfault ingest` without its dead-letter topic fetched, then retried the
     batch's store for ever, unhealthy with an unnamed UnknownTopicOrPartitionError. Each names the missing topic
-    and the broker at start and says which command creates the topics, exit 1."""
+    and the broker at start and says which command creates the topics, exit 1 — `firstfault correlate` its
+    dead-letter topic too (where the records of fleet.events it cannot read go)."""
     missing = f"missing.{time.time_ns()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
     env.update(FIRSTFAULT_KAFKA_BOOTSTRAP=kafka, FIRSTFAULT_LAKE=str(tmp_path / "lake"),
@@ -724,6 +727,8 @@ def test_a_worker_on_a_topic_the_broker_lacks_says_so_in_one_line(kafka, tmp_pat
     if command == "ingest":
         env["FIRSTFAULT_TOPICS"] = "fleet.dmesg"
         asyncio.run(ensure_topics(kafka, ["fleet.dmesg", "fleet.events"]))
+    else:  # the other topic it needs is there: only the missing one is named
+        asyncio.run(ensure_topics(kafka, ["fleet.events", "fleet.dlq"]))
     r = subprocess.run([crash.FIRSTFAULT, command, "--once"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and f"topic {missing} does not exist on the broker at {kafka}" in r.stderr, r.stderr
     assert "firstfault kafka topics" in r.stderr and "Traceback" not in r.stderr
