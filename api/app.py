@@ -36,7 +36,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only
-from api.store import (SORTS, Store, StoreError, decimal_floats, json_bytes, nanosecond_times,
+from api.store import (SORTS, Store, StoreError, decimal_floats, holds_no_events, json_bytes, nanosecond_times,
                        refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
 from schemas.hostname import canonical_host, is_host_name
@@ -86,6 +86,8 @@ class SqlRequest(BaseModel):
 class Healthz(BaseModel):
     status: Literal["ok", "unhealthy"]
     reason: str = ""
+    #: what a client should know that changes no status: a lake that holds no events yet
+    note: str = ""
     ingest: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -399,6 +401,19 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return _problem(500, "internal error", type(exc).__name__, request.url.path)
 
     # HEAD too (a load balancer's probe): the same handler, one operation in the schema (two would share its id)
+    events_seen = False
+
+    def empty_lake_note() -> str:
+        """The note of a lake that holds no events yet (a mistyped lake path answered every route empty with
+        ``/healthz`` ok: a fresh user's trial); the status stays ok (a new deployment's lake is empty until its
+        first batch). Once it holds events it is not listed again."""
+        nonlocal events_seen
+        if events_seen or not holds_no_events(settings.lake):
+            events_seen = True
+            return ""
+        return (f"the lake at {settings.lake} holds no events yet: every query answers empty until an ingest worker "
+                "(or `firstfault run`) writes there; if it should hold some, check the lake setting")
+
     @app.head("/healthz", include_in_schema=False)
     @app.get("/healthz", response_model=Healthz, responses={503: {"model": Healthz}}, tags=["operations"])
     async def healthz() -> JSONResponse:
@@ -406,7 +421,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         Runs on the event loop, not in the worker threads, so slow SQL cannot delay it."""
         h = health() if health else {"ok": True}
         body = Healthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
-                       ingest={k: v for k, v in h.items() if k not in ("ok", "reason")})
+                       note=empty_lake_note(), ingest={k: v for k, v in h.items() if k not in ("ok", "reason")})
         return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
                             status_code=200 if body.status == "ok" else 503)
 

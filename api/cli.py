@@ -864,19 +864,20 @@ def _said(s: Settings, worker: str, line: str) -> None:
         err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _holds_no_events(lake: str) -> bool:
-    """Whether a local lake has no events partition but the empty ``_schema`` one (or no events folder): a
-    lake nothing was ingested into, often a mistyped path. Reads the events folder's first level only (a lake
-    of months holds ~10^5 parts). An S3 lake is not listed here: ``False``."""
-    from ingest.lake import LakeError, lake_path
+def _refuse_missing_lake(s: Settings) -> None:
+    """Exit 2, as ``sql`` does, when a local lake's folder does not exist: ``serve`` is a reader, and it made the
+    folder and answered every route empty with ``/healthz`` ok, a mistyped ``FIRSTFAULT_LAKE`` a healthy-looking API
+    serving nothing (a fresh user's trial). A folder that exists is served (an initialised lake nothing was ingested
+    into yet: a new deployment; ``holds no events yet`` is said). The writers (``ingest``, ``run``) create it."""
+    from ingest.lake import Lake, lake_path
 
-    if lake.startswith("s3://"):
-        return False
-    try:
-        folder = lake_path(lake) / "events"
-        return not folder.is_dir() or all(p.name == "kind=_schema" for p in folder.iterdir())
-    except (LakeError, OSError):
-        return False
+    if Lake(s.lake).remote or lake_path(s.lake).exists():
+        return
+    demo = s.state_dir / "demo" / "lake"  # under the state folder a demo of these settings uses
+    _tell(s, logging.ERROR, f"no lake at {s.lake} (no such folder): run `make demo` (its lake is {demo}), point "
+                            "FIRSTFAULT_LAKE / --config at one, or start an ingest worker (or `firstfault run`) "
+                            "first: it creates the lake", style="red", stage="serve", error_code="no_lake")
+    raise typer.Exit(2)
 
 
 @app.command()
@@ -885,13 +886,15 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     import uvicorn
 
     from api.app import create_app, when_listening
+    from api.store import holds_no_events
 
     s = _settings(config)
     p = s.api_port if port is None else port
     refuse_lake_file(s)
+    _refuse_missing_lake(s)
     _port_free(s, p)
     _tell(s, logging.INFO, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
-    if _holds_no_events(s.lake):
+    if holds_no_events(s.lake):
         _tell(s, logging.WARNING, f"the lake at {s.lake} holds no events yet: every query answers empty until an "
                                   "ingest worker (or `firstfault run`) writes there; if it should hold some, check "
                                   "the lake setting", style="yellow")

@@ -66,6 +66,22 @@ class StoreError(RuntimeError):
         self.refused = refused
 
 
+def holds_no_events(lake: str) -> bool:
+    """Whether a local lake has no events partition but the empty ``_schema`` one (or no events folder): a
+    lake nothing was ingested into, often a mistyped path (``serve`` says so at its start, ``/healthz`` in its
+    ``note``). Reads the events folder's first level only (a lake of months holds ~10^5 parts). An S3 lake is not
+    listed here: ``False``."""
+    from ingest.lake import lake_path
+
+    if lake.startswith("s3://"):
+        return False
+    try:
+        folder = lake_path(lake) / "events"
+        return not folder.is_dir() or all(p.name == "kind=_schema" for p in folder.iterdir())
+    except (LakeError, OSError):
+        return False
+
+
 def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckdb.DuckDBPyConnection:
     """A locked-down connection with the analyst views (raises :class:`StoreError`)."""
     try:

@@ -1073,3 +1073,19 @@ def test_openapi_documents_the_incident_event_and_link_shapes(api, lake):
     got = api.get("/incidents", params={"limit": 500}).json()["items"]
     want = {i["id"]: list(i) for i in incidents}
     assert got and all(list(i) == want[i["id"]] for i in got)
+
+
+def test_healthz_notes_a_lake_that_holds_no_events_and_keeps_its_status(api, tmp_path):
+    """A mistyped lake path answered every route empty with /healthz ok (a fresh user's trial): ``note`` says the
+    lake holds no events yet; the status stays ok (a new deployment's lake is empty until its first batch)."""
+    root = tmp_path / "lake"
+    Lake(root).init()
+    with Server(Settings(lake=str(root))) as c:
+        r = c.get("/healthz")
+        assert (r.status_code, r.json()["status"]) == (200, "ok")
+        assert r.json()["note"] == (f"the lake at {root} holds no events yet: every query answers empty until an "
+                                    "ingest worker (or `firstfault run`) writes there; if it should hold some, "
+                                    "check the lake setting")
+        lake_of(root, [SAMPLES])  # events arrive: the note goes
+        assert c.get("/healthz").json() == {"status": "ok", "reason": "", "note": "", "ingest": {}}
+    assert api.get("/healthz").json()["note"] == ""

@@ -336,14 +336,14 @@ def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
     assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None = None):
+def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, cwd=None):
     import subprocess
     import sys
     from pathlib import Path
 
     exe = str(Path(sys.executable).with_name("firstfault"))
     return subprocess.run([exe, *args], env={"PATH": "/usr/bin:/bin", **(env or {})}, capture_output=True, text=True,
-                          timeout=120, input=stdin)
+                          timeout=120, input=stdin, cwd=cwd)
 
 
 def _boxed(text: str) -> str:
@@ -359,6 +359,29 @@ def test_sql_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path)
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LAKE": str(tmp_path / "nolake"),
                                             "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")})
     assert r.returncode == 2 and f"its lake is {tmp_path / 'state' / 'demo' / 'lake'}" in " ".join(r.stderr.split())
+
+
+def test_serve_of_a_lake_that_does_not_exist_exits_2_as_sql_does_and_creates_nothing(tmp_path):
+    """``serve`` in a folder with no lake made ``.firstfault/lake``, warned and answered every route empty, /healthz
+    ok, where ``sql`` exits 2 (a fresh user's trial): a reader refuses a lake folder that does not exist, naming
+    the demo's lake and what creates one; in JSON log mode the refusal is one ERROR record."""
+    import orjson
+
+    env = {"FIRSTFAULT_LAKE": str(tmp_path / "nolake"), "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")}
+    r = _firstfault("serve", "--port", "0", env=env)
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and not (tmp_path / "nolake").exists() and not (tmp_path / "state").exists(), r.stderr
+    assert said == (f"no lake at {tmp_path / 'nolake'} (no such folder): run `make demo` (its lake is "
+                    f"{tmp_path / 'state' / 'demo' / 'lake'}), point FIRSTFAULT_LAKE / --config at one, or start an "
+                    "ingest worker (or `firstfault run`) first: it creates the lake"), r.stderr
+    r = _firstfault("serve", "--port", "0", env={**env, "FIRSTFAULT_LOG_FORMAT": "json"})
+    [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
+    assert (r.returncode, rec["level"], rec["error_code"], rec["stage"]) == (2, "ERROR", "no_lake", "serve"), r.stderr
+    assert rec["message"].startswith(f"no lake at {tmp_path / 'nolake'} (no such folder): ")
+    # the default lake, in a folder with none: the same (it created ./.firstfault/lake)
+    r = _firstfault("serve", "--port", "0", env={"HOME": str(tmp_path)}, cwd=tmp_path)
+    assert r.returncode == 2 and "no lake at .firstfault/lake (no such folder)" in r.stderr, r.stderr
+    assert not (tmp_path / ".firstfault").exists()
 
 
 def test_report_on_a_lake_that_does_not_exist_says_so_and_creates_nothing(tmp_path):
@@ -808,7 +831,7 @@ def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
 def test_an_empty_lake_is_told_from_one_with_events(tmp_path):
     """``serve``'s check for a lake nothing was ingested into: no folder, only the ``_schema`` partition
     (``Lake.init``), then a lake with one events part; an S3 lake is not listed."""
-    from api.cli import _holds_no_events
+    from api.store import holds_no_events as _holds_no_events
     from api.diagnose import diagnose_paths
     from ingest.lake import Lake
     from schemas.settings import Settings
@@ -987,21 +1010,24 @@ def test_a_closed_stderr_does_not_stop_a_command():
     assert r.returncode == 0 and "diagnose" in r.stdout, r.returncode
 
 
-def test_serve_on_a_busy_port_exits_1_with_a_hint():
+def test_serve_on_a_busy_port_exits_1_with_a_hint(tmp_path):
     import socket
 
+    (tmp_path / "lake").mkdir()  # a lake folder that does not exist is refused first (exit 2)
+    lake = {"FIRSTFAULT_LAKE": str(tmp_path / "lake")}
+
     with socket.create_server(("127.0.0.1", 0)) as busy:
-        r = _firstfault("serve", "--port", str(busy.getsockname()[1]))
+        r = _firstfault("serve", "--port", str(busy.getsockname()[1]), env=lake)
     assert r.returncode == 1 and "choose another with --port" in r.stderr and "Traceback" not in r.stderr
     with socket.create_server(("127.0.0.1", 0)) as busy:  # in json mode the refusal is a log record too
-        r = _firstfault("serve", "--port", str(busy.getsockname()[1]), env={"FIRSTFAULT_LOG_FORMAT": "json"})
+        r = _firstfault("serve", "--port", str(busy.getsockname()[1]), env={**lake, "FIRSTFAULT_LOG_FORMAT": "json"})
     import orjson
 
     [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 1 and rec["error_code"] == "port_in_use" and rec["level"] == "ERROR", r.stderr
     # an address this machine does not have (TEST-NET-1, RFC 5737) is no busy port: another code and hint
     r = _firstfault("serve", "--port", "18764",
-                    env={"FIRSTFAULT_LOG_FORMAT": "json", "FIRSTFAULT_API_HOST": "192.0.2.1"})
+                    env={**lake, "FIRSTFAULT_LOG_FORMAT": "json", "FIRSTFAULT_API_HOST": "192.0.2.1"})
     [rec] = [orjson.loads(line) for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 1 and rec["error_code"] == "cannot_bind" and "FIRSTFAULT_API_HOST" in rec["message"], \
         r.stderr
