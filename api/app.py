@@ -401,6 +401,13 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return _problem(500, "internal error", type(exc).__name__, request.url.path)
 
     # HEAD too (a load balancer's probe): the same handler, one operation in the schema (two would share its id)
+    def known_host(host: str | None, found: bool) -> None:
+        """A 404 for a ``host`` filter the lake holds nothing of (no event, link sample or topology fact), as
+        ``/hosts/{host}/timeline`` says it: ``/links?host=nope`` was a 200 with no items, which reads as a host with
+        no link trouble (a fresh user's trial). Asked only when the page found nothing."""
+        if host and not found and not store.knows_host(host):
+            raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it")
+
     events_seen = False
 
     def empty_lake_note() -> str:
@@ -466,6 +473,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                 min_severity=min_severity, category=category, status=status, device=device,
                                 comm=comm, sort=sort, limit=limit + 1,
                                 cursor=_decode_cursor(cursor, sort) if cursor else None)
+        known_host(host, bool(items))
         more = len(items) > limit
         items = items[:limit]
         nxt = _encode_cursor(sort, items[-1]) if more and items else None
@@ -538,6 +546,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         rows = store.events(since=since, until=until, host=host, kind=kind, xid=xid, sxid=sxid, device=device,
                             signature=signature, text=text, min_severity=min_severity, limit=limit + 1,
                             offset=offset)
+        known_host(host, bool(rows))
         more = len(rows) > limit
         return _as_is({"items": [_event_json(r) for r in rows[:limit]],
                        "next_offset": offset + limit if more else None})
@@ -549,8 +558,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                                                "flapping, or with rising error counters")] = False
                    ) -> Response:
         """NVLink state and error counters per host, GPU and link, against the expected topology."""
-        items = [_event_json(d) for d in store.links(host=host) if d["degraded"] or not degraded]
-        return _as_is({"items": items})
+        links = store.links(host=host)
+        known_host(host, bool(links))
+        return _as_is({"items": [_event_json(d) for d in links if d["degraded"] or not degraded]})
 
     @app.get("/hosts/{host}/timeline", response_model=None, dependencies=[Depends(auth)], tags=["events"],
              responses={200: {"model": HostTimeline}, 404: {"model": Problem}})
@@ -566,8 +576,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         for i in incs:
             i.pop("_sort_key", None)
         evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
-        if not incs and not evs and not store.knows_host(host):
-            raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it")
+        known_host(host, bool(incs or evs))
         return _as_is({"host": host, "incidents": incs, "events": [_event_json(e) for e in evs]})
 
     @app.post("/sql", dependencies=[Depends(auth)], tags=["sql"],

@@ -1089,3 +1089,21 @@ def test_healthz_notes_a_lake_that_holds_no_events_and_keeps_its_status(api, tmp
         lake_of(root, [SAMPLES])  # events arrive: the note goes
         assert c.get("/healthz").json() == {"status": "ok", "reason": "", "note": "", "ingest": {}}
     assert api.get("/healthz").json()["note"] == ""
+
+
+def test_a_host_filter_the_lake_holds_nothing_of_is_a_404_on_every_route(api):
+    """``/hosts/nope/timeline`` was a 404 but ``/links?host=nope`` a 200 with no items, which reads as a host with
+    no link trouble (a fresh user's trial): every route's ``host`` the lake holds nothing of is the same 404, in
+    the same words; a host it holds with nothing that matches is a 200 with an empty page."""
+    said = "no host nope in the lake: no event, link sample or topology fact names it"
+    for route in ("/links", "/events", "/incidents"):
+        r = api.get(route, params={"host": "NOPE"})
+        assert (r.status_code, r.headers["content-type"], r.json()) == (404, "application/problem+json", {
+            "type": "about:blank", "title": "Not Found", "status": 404, "detail": said, "instance": route}), route
+    assert api.get("/hosts/nope/timeline").json()["detail"] == said
+    assert api.get("/links", params={"host": "node004"}).json() == {"items": []}  # an Xid host: no link samples
+    assert api.get("/links", params={"host": "node011"}).json()["items"]
+    assert api.get("/events", params={"host": "node004", "kind": "fabric_manager"}).json() == {
+        "items": [], "next_offset": None}
+    assert api.get("/incidents", params={"host": "node004", "category": "fabric_manager"}).json() == {
+        "items": [], "next_cursor": None}
