@@ -40,6 +40,7 @@ from api.store import (SORTS, Store, StoreError, decimal_floats, holds_no_events
                        refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
 from schemas.hostname import canonical_host, is_host_name
+from schemas.errors import error_text
 from schemas.events import EventKind
 from schemas.incidents import Category, iso_us
 from schemas.pci import normalize_bus_id
@@ -383,7 +384,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}{_plus_hint(e)}" for e in exc.errors())
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {error_text(e)}{_plus_hint(e)}" for e in exc.errors())
         if any(tuple(e["loc"][:1]) == ("body",) and (len(e["loc"]) == 1 or e["type"] == "json_invalid")
                for e in exc.errors()):
             # `curl -d 'SELECT 1' …/sql` (a form body) or a query not wrapped in JSON: pydantic's words alone did not

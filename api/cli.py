@@ -60,7 +60,31 @@ def _flags_without_a_type() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _plain_value_errors() -> None:
+    """typer 0.26 and later check a value (a ``--format`` of a Literal) through pydantic and print its message as it
+    is: "Invalid value for '--format' / '-f': Value error, 'xml' is not one of 'json', 'table'." (a fresh user's
+    trial): the message without pydantic's "Value error, ". Older typers say click's words already (no
+    ``get_error_msg``)."""
+    import importlib
+
+    for name in ("typer._coercion", "typer._param_types"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        shown = getattr(mod, "get_error_msg", None)
+        if shown is None or getattr(shown, "_firstfault", False):
+            continue
+
+        def get_error_msg(exc: Any, _shown: Any = shown) -> str:
+            return _shown(exc).removeprefix("Value error, ")
+
+        get_error_msg._firstfault = True  # type: ignore[attr-defined]
+        mod.get_error_msg = get_error_msg  # type: ignore[attr-defined]
+
+
 _flags_without_a_type()
+_plain_value_errors()
 err = cli_console("stderr")
 out = cli_console()
 

@@ -511,13 +511,31 @@ def _has_more(reader: pa.RecordBatchReader) -> bool | None:
 _SET_HINT = re.compile(r'\s*Use "SET [^"]*" to [^.]*\.?')
 
 
+#: a query that names a table or table function the connection does not have (DuckDB's first line of it)
+_NO_SUCH_TABLE = re.compile(r"Table (?:Function )?with name \S+ does not exist")
+
+
+@lru_cache(maxsize=1)
+def lake_names() -> str:
+    """The views and table macros of ``schemas/views.sql``, as ``firstfault sql`` without a query lists them:
+    ``events, …; the table macro events_between(lo, hi)``."""
+    made = [re.search(r"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)\s+(\w+)\s*(\([^)]*\))?", st, re.I)
+            for st in _view_statements()]
+    views = sorted(m[2] for m in made if m and m[1].upper() == "VIEW")
+    macros = sorted(m[2] + " ".join((m[3] or "()").split()) for m in made if m and m[1].upper() == "MACRO")
+    return ", ".join(views) + (f"; the table macro{'s' * (len(macros) > 1)} {', '.join(macros)}" if macros else "")
+
+
 def query_error(e: Exception, timeout_s: float, setting: str = "") -> str:
     """A failed query's error in one line: its first line, "ran longer than …" for the time limit (``setting``
     names the limit's setting), and DuckDB's ``Use "SET …"`` advice as what can be done here (it advised a SET
-    that is refused: a break-it pass)."""
+    that is refused: a break-it pass). A table that is not there is said with the views there are (DuckDB's
+    "Catalog Error: Table with name nope does not exist!" alone: a fresh user's trial)."""
     msg = str(e).splitlines()[0]
     if "INTERRUPT" in msg.upper():
         return f"the query ran longer than {timeout_s:g} s{f' ({setting})' if setting else ''} and was stopped"
+    if isinstance(e, duckdb.CatalogException) and _NO_SUCH_TABLE.search(msg):
+        return f"{msg} The lake's views: {lake_names()}"
     said = _SET_HINT.sub("", msg)
     return said + " (settings cannot be changed here: simplify the query)" if said != msg else msg
 

@@ -958,11 +958,13 @@ def _poller_text(rec: dict) -> str:
     raises ``ValueError`` naming the bad field."""
     from pydantic import ValidationError
 
+    from schemas.errors import error_text
+
     try:
         return PollerSample.model_validate(rec).as_smi_text()
     except ValidationError as e:
         first = e.errors()[0]
-        raise ValueError(f"{POLLER_FORMAT}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ValueError(f"{POLLER_FORMAT}: {'.'.join(map(str, first['loc']))}: {error_text(first)}") from None
 
 
 #: bad_envelope rejects one value may give: past this the rest of the value is one reject, kept whole, not read

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from schemas.errors import error_text
 from schemas.events import KINDS, SEVERITIES, SOURCES
 from schemas.incidents import Category
 
@@ -233,6 +234,6 @@ class CatalogFile(BaseModel):
 def validation_message(e: ValidationError) -> str:
     """A pydantic error as one line: where and what, for each problem (at most three), without pydantic's links (a
     signature or rules file that did not validate printed several lines ending in a URL: a break-it pass)."""
-    parts = [f"{'.'.join(map(str, err['loc'])) or 'the file'}: {err['msg']}" for err in e.errors()[:3]]
+    parts = [f"{'.'.join(map(str, err['loc'])) or 'the file'}: {error_text(err)}" for err in e.errors()[:3]]
     more = len(e.errors()) - len(parts)
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")

@@ -21,6 +21,8 @@ from typing import Any
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
+from schemas.errors import error_text
+
 
 #: a Kafka topic name (``org.apache.kafka.common.internals.Topic``)
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -486,5 +488,5 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                           + (f" (from {source[str(err['loc'][0])]})" if str(err["loc"][0]) in source else "") + ": "
                           if err["loc"] else "")  # a check of several settings names them itself
                          + ("unknown setting" if err["type"] == "extra_forbidden" and len(err["loc"]) == 1
-                            else err["msg"]) + _did_you_mean(err) for err in e.errors())
+                            else error_text(err)) + _did_you_mean(err) for err in e.errors())
         raise SettingsError(f"invalid configuration: {msgs}") from e

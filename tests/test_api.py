@@ -1107,3 +1107,18 @@ def test_a_host_filter_the_lake_holds_nothing_of_is_a_404_on_every_route(api):
         "items": [], "next_offset": None}
     assert api.get("/incidents", params={"host": "node004", "category": "fabric_manager"}).json() == {
         "items": [], "next_cursor": None}
+
+
+def test_errors_say_the_tool_s_words_not_the_library_s(api):
+    """``/incidents?since=2026`` said "query.since: Value error, '2026' is no time…" and ``POST /sql`` of a table
+    that is not there DuckDB's "Catalog Error: Table with name nope does not exist!" alone (a fresh user's trial):
+    pydantic's "Value error, " is dropped, and the views the lake has follow the catalog error."""
+    r = api.get("/incidents", params={"since": "2026"})
+    assert (r.status_code, r.json()["detail"]) == (422, "query.since: '2026' is no time: a date is YYYY-MM-DD or "
+                                                        "YYYYMMDD, a Unix time in seconds has at least 9 digits since "
+                                                        "1973"), r.text
+    r = api.post("/sql", json={"query": "SELECT * FROM nope"})
+    assert (r.status_code, r.headers["content-type"], r.json()["detail"]) == (
+        400, "application/problem+json", "query failed: Catalog Error: Table with name nope does not exist! The "
+        "lake's views: events, incident_evidence, incident_versions, incidents, link_samples, topology; the table "
+        "macro events_between(lo, hi)"), r.text

@@ -87,6 +87,9 @@ def test_help_shows_an_option_s_choices(cmd, option, choices, tmp_path):
     # a wrong value: a usage error before anything runs (no lake, no file needed)
     r = runner.invoke(app, [*cmd, *(["x.log"] if cmd == ("diagnose",) else []), option, "xlsx"])
     assert r.exit_code == 2 and f"'xlsx' is not one of {', '.join(map(repr, values))}" in _words(r.output), r.output
+    # pydantic's "Value error, " before it (typer 0.26+) is the library's wording, not the tool's (a fresh user's trial)
+    said = "Invalid value for '--format' / '-f'" if option == "--format" else f"Invalid value for '{option}'"
+    assert f"{said}: 'xlsx' is not one of" in _words(r.output) and "Value error" not in r.output, r.output
     if cmd == ("diagnose",):  # each value is accepted: the file is read and the report written
         log = tmp_path / "node07.log"
         log.write_text("[Mon Dec  1 03:04:05 2026] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the "
@@ -148,6 +151,19 @@ def test_sql_says_an_invalid_query_apart_from_one_that_fails(empty_lake):
                           ("SELECT * FROM read_csv('/etc/passwd')", 2, "query refused: Permission Error")):
         r = runner.invoke(app, ["sql", q])
         assert r.exit_code == code and said in r.output and "Usage: " not in r.output, (q, r.output)
+
+
+def test_sql_of_a_table_that_is_not_there_lists_the_views(empty_lake):
+    """``SELECT * FROM nope`` said DuckDB's "Catalog Error: Table with name nope does not exist!" alone (a fresh
+    user's trial): the views and table macro the lake has follow it, as ``sql`` without a query lists them."""
+    views = ("The lake's views: events, incident_evidence, incident_versions, incidents, link_samples, topology; the "
+             "table macro events_between(lo, hi)")
+    for q, said in (("SELECT * FROM nope", "Table with name nope does not exist!"),
+                    ("SELECT * FROM events_betwen(1, 2)", "Table Function with name events_betwen does not exist!")):
+        r = runner.invoke(app, ["sql", q])
+        assert r.exit_code == 2 and _words(r.output).endswith(f"query invalid: Catalog Error: {said} {views}"), r.output
+    r = runner.invoke(app, ["sql", "SELECT nocol FROM events"])  # another catalog or binder error: as it was
+    assert r.exit_code == 2 and "The lake's views" not in r.output, r.output
 
 
 def test_sql_without_a_query_ends_its_listing_with_how_to_see_columns(empty_lake):

@@ -83,7 +83,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_CLOSE_AFTER_S": "1e300"}, "close_after_s"),
     ({"FIRSTFAULT_EARLY_AFTER_S": "-1"}, "early_after_s"),
     ({"FIRSTFAULT_CONFIG": "/"}, "cannot read the config file /"),
-    ({"FIRSTFAULT_TOPICS": ",,"}, "topics (from FIRSTFAULT_TOPICS): Value error, needs at least one topic"),
+    ({"FIRSTFAULT_TOPICS": ",,"}, "topics (from FIRSTFAULT_TOPICS): needs at least one topic"),
     ({"FIRSTFAULT_DLQ_TOPIC": "dead letters"}, "'dead letters' is not a Kafka topic name"),
     ({"FIRSTFAULT_FLEET_CONFIG": "/"}, "cannot read the fleet config /"),
     # a device or a pipe is no config file: /dev/zero was read until memory ran out, a FIFO without a writer waited
@@ -96,7 +96,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_LAKE": "ftp://x/y"}, "'ftp://x/y': a lake is a path, file:// URL or s3://bucket/prefix"),
     ({"FIRSTFAULT_LAKE": "s3://"}, "'s3://' names no bucket"),
     ({"FIRSTFAULT_LAKE": "file://"}, "'file://' names no folder"),
-    ({"FIRSTFAULT_LAKE": " "}, "lake (from FIRSTFAULT_LAKE): Value error, is empty"),
+    ({"FIRSTFAULT_LAKE": " "}, "lake (from FIRSTFAULT_LAKE): is empty"),
     # the filesystem root would get the table folders; another host's file:// URL is no local folder
     ({"FIRSTFAULT_LAKE": "file:///"}, "'file:///' names no folder below the filesystem root"),
     ({"FIRSTFAULT_LAKE": "/"}, "'/' names no folder below the filesystem root"),
@@ -109,11 +109,11 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://[::1"}, "'http://[::1' is no URL"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "not a url"}, "'not a url' is no http:// or https:// URL with a host"),
     ({"FIRSTFAULT_PAGERDUTY_URL": "ftp://127.0.0.1/", "FIRSTFAULT_PAGERDUTY_ROUTING_KEY": "k"},
-     "pagerduty_url (from FIRSTFAULT_PAGERDUTY_URL): Value error, 'ftp://127.0.0.1/' is no http:// or https://"),
+     "pagerduty_url (from FIRSTFAULT_PAGERDUTY_URL): 'ftp://127.0.0.1/' is no http:// or https://"),
     ({"FIRSTFAULT_PUBLIC_URL": "ff.example"}, "public_url (from FIRSTFAULT_PUBLIC_URL)"),
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://127.0.0.1:9093/api/v2/alerts/"}, "give Alertmanager's base URL"),
     ({"FIRSTFAULT_PAGERDUTY_URL": "https://events.pagerduty.com/v2/enqueue"},
-     "invalid configuration: Value error, pagerduty_url is set but pagerduty_routing_key is not"),
+     "invalid configuration: pagerduty_url is set but pagerduty_routing_key is not"),
     # a query or fragment would swallow the path the pager adds; Alertmanager's API path given at all; a password
     # is not repeated in the error
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://am.example:9093?tenant=gpu"}, "a query or fragment has no place here"),
@@ -122,7 +122,7 @@ def test_any_empty_variable_counts_as_unset():
     ({"FIRSTFAULT_ALERTMANAGER_URL": "http://ops:hunter2@am.example:0"}, "'http://…@am.example:0': port 0 is not"),
     # a file as the state folder was a FileExistsError / NotADirectoryError traceback in `demo` and `kafka start` (a
     # fresh-user trial)
-    ({"FIRSTFAULT_STATE_DIR": "/etc/passwd"}, "state_dir (from FIRSTFAULT_STATE_DIR): Value error, '/etc/passwd' is "
+    ({"FIRSTFAULT_STATE_DIR": "/etc/passwd"}, "state_dir (from FIRSTFAULT_STATE_DIR): '/etc/passwd' is "
                                               "a file, not a folder"),
     ({"FIRSTFAULT_STATE_DIR": "/etc/passwd/state"}, "'/etc/passwd/state': '/etc/passwd' is a file, not a folder"),
     # a bootstrap pasted with the rest of `kafka status`'s line, or in Java's listener syntax, was a ValueError
@@ -209,7 +209,7 @@ def test_a_toml_boolean_is_no_number(tmp_path):
     (a break-it pass): a boolean where a number goes is refused, naming the file; a boolean setting takes one."""
     for key in ("resolve_after_s", "sql_timeout_s", "batch_max_records"):
         (tmp_path / "b.toml").write_text(f"{key} = false\n")
-        with pytest.raises(SettingsError, match=re.escape(f"{key} (from {tmp_path / 'b.toml'}): Value error, is "
+        with pytest.raises(SettingsError, match=re.escape(f"{key} (from {tmp_path / 'b.toml'}): is "
                                                           "false, not a number")):
             load_settings(tmp_path / "b.toml", env={})
     (tmp_path / "n.toml").write_text("resolve_after_s = 60\n")
