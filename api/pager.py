@@ -739,14 +739,17 @@ class Pager:
 
     def health(self) -> dict[str, Any]:
         """``ok`` is false while a receiver is failing; per receiver: pending entries, rejected entries,
-        consecutive failures, the last error and the last success (epoch seconds)."""
+        consecutive failures, the last error and the last success (ISO 8601 UTC, as every time the API gives; it was
+        Unix seconds: a fresh user's trial)."""
         if getattr(self, "_closed", False):
             return {"ok": True, "closed": True}
         counts = {(rcv, st): n for rcv, st, n in self._rows(
             "SELECT receiver, state, count(*) FROM outbox WHERE state != 'done' GROUP BY receiver, state")}
         recv = {r.name: {"url": without_userinfo(r.url), "pending": counts.get((r.name, "pending"), 0),
                          "rejected": counts.get((r.name, "rejected"), 0), "consecutive_failures": r.failures,
-                         "last_error": r.last_error, "last_success": r.last_success} for r in self.receivers}
+                         "last_error": r.last_error,
+                         "last_success": None if r.last_success is None else _iso(r.last_success)}
+                for r in self.receivers}
         open_pages = self._rows("SELECT count(*) FROM pages WHERE status = 'open'")[0][0]
         return {"ok": all(r.failures == 0 for r in self.receivers) and self.outbox_error is None, "receivers": recv,
                 "open_pages": open_pages, "inhibited": self.inhibited, "outbox_error": self.outbox_error,

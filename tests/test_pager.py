@@ -318,9 +318,16 @@ def test_receiver_outage_retries_with_backoff_and_delivers_once(tmp_path, pd, ca
     sent0, failed0 = metric("firstfault_pages_sent_total", "pagerduty"), metric("firstfault_pages_failed_total",
                                                                                  "pagerduty")
     pager = Pager(pd_settings(tmp_path, pd.url), backoff_base_s=0.05, backoff_max_s=1.0)
+    assert pager.health()["receivers"]["pagerduty"]["last_success"] is None
     pd.fail = 4  # HTTP 500 four times
     pager.enqueue([incident()])
     assert asyncio.run(pager.flush(5)) == 0
+    # the last success is ISO 8601 UTC, as every other time /healthz and the API give (it was Unix seconds,
+    # 1796496544.1: a fresh user's trial)
+    from datetime import datetime, timezone
+    last = pager.health()["receivers"]["pagerduty"]["last_success"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", last), last
+    assert abs((datetime.now(timezone.utc) - datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()) < 60
     times = [t for t, _, _ in pd.requests]
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert len(times) == 5 and gaps[-1] > 2 * gaps[0]  # the waits grow
