@@ -83,7 +83,33 @@ def _plain_value_errors() -> None:
         mod.get_error_msg = get_error_msg  # type: ignore[attr-defined]
 
 
+def _arguments_by_their_name() -> None:
+    """typer 0.25 and later show an argument as ``{PATH}...`` in the usage line and ``PATH <list[str]>`` in
+    ``--help`` (a fresh user's trial): a required argument is its name (``PATH...``, as click writes it), an
+    optional one ``[QUERY]``, and an argument with a metavar shows no Python type beside it. Older typers show none
+    already (no ``TyperArgument._usage_display_name``)."""
+    from typer.core import TyperArgument
+
+    usage = getattr(TyperArgument, "_usage_display_name", None)
+    if usage is None or getattr(usage, "_firstfault", False):
+        return
+    shown = TyperArgument.display_type_rich
+
+    def _usage_display_name(self: TyperArgument) -> str:
+        if not self.required:
+            return usage(self)
+        return self.display_name_raw + ("..." if self.nargs != 1 else "")
+
+    def display_type_rich(self: TyperArgument, ctx: Any) -> str | None:
+        return None if self.metavar is not None else shown(self, ctx)
+
+    _usage_display_name._firstfault = True  # type: ignore[attr-defined]
+    TyperArgument._usage_display_name = _usage_display_name  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 _flags_without_a_type()
+_arguments_by_their_name()
 _plain_value_errors()
 err = cli_console("stderr")
 out = cli_console()
@@ -156,7 +182,7 @@ def _tell_bound(s: Settings) -> Any:
     return lambda server: _tell_address(s, server.servers[0].sockets[0].getsockname()[1])
 
 
-PortOpt = Annotated[Optional[int], typer.Option("--port", min=0, max=65535,
+PortOpt = Annotated[Optional[int], typer.Option("--port", min=0, max=65535, metavar="<port>",
                                                  help="HTTP API port (default: the api_port setting, 8080)")]
 
 
@@ -249,6 +275,7 @@ def diagnose(
                                                      "xz ok); - reads standard input, as this machine's log")],
     format: Annotated[Literal["json", "table"], typer.Option("--format", "-f", help="the report's form")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
+        metavar="<symptom>",
         help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
              "bus ids (e.g. hang:0,1 or failure@node07:0000:1b:00.0)")] = None,
     fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)",
@@ -696,8 +723,9 @@ def kafka_start(config: ConfigOpt = None) -> None:
 
 @kafka_app.command("topics")
 def kafka_topics(partitions: Annotated[Optional[int], typer.Option(
-        min=1, max=10_000, help="partitions per topic: new topics get this many (default 3), existing ones with "
-                                 "fewer get more (Kafka cannot remove partitions)")] = None,
+        min=1, max=10_000, metavar="<n>",
+        help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
+             "(Kafka cannot remove partitions)")] = None,
                  config: ConfigOpt = None) -> None:
     """Create the configured topics (raw, dead-letter and the events topic) on the configured broker, if missing;
     with --partitions, add partitions to those that have fewer. One line per topic on stderr."""
@@ -947,9 +975,9 @@ SQL_STDIN_CHARS = 1 << 20
 
 
 @app.command(short_help="Read-only DuckDB SQL over the lake's views and table macro; without a query, list them.")
-def sql(query: Annotated[Optional[str], typer.Argument(help="SQL; - reads it from standard input (a file of it, a "
-                                                       "query that begins with a -- comment); omitted = list the "
-                                                       "views and table macros")] = None,
+def sql(query: Annotated[Optional[str], typer.Argument(
+        metavar="QUERY", help="SQL; - reads it from standard input (a file of it, a query that begins with a -- "
+                              "comment); omitted = list the views and table macros")] = None,
         format: Annotated[Optional[Literal["table", "csv", "json", "parquet"]], typer.Option(
             "--format", "-f", help="default: from --output's name (.csv, .json, .ndjson, .parquet), else "
                                    "table")] = None,

@@ -41,7 +41,8 @@ def require_lake(s: Settings) -> None:
 
 @report_app.command("degraded-links")
 def degraded_links(
-    hour: Annotated[Optional[str], typer.Option(help="UTC hour, e.g. 2026-11-30T03; default: the last "
+    hour: Annotated[Optional[str], typer.Option(metavar="<hour>",
+                                                help="UTC hour, e.g. 2026-11-30T03; default: the last "
                                                      "complete hour")] = None,
     format: Annotated[Optional[Literal["json", "html", "csv", "parquet"]], typer.Option(
         "--format", "-f", help="default: from --output's name, else json")] = None,

@@ -302,3 +302,25 @@ def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake)
         "refused: send exactly one statement (got 2): run them one at a time", r.stderr
     r = runner.invoke(app, ["sql", "-"], input="-- nothing")
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == "refused: send exactly one statement (got 0)", r.stderr
+
+
+COMMANDS = [("diagnose",), ("demo",), ("run",), ("ingest",), ("correlate",), ("serve",), ("sql",), ("kafka", "start"),
+            ("kafka", "topics"), ("kafka", "stop"), ("kafka", "status"), ("report", "degraded-links")]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
+def test_help_shows_no_python_type_names(cmd):
+    """``diagnose --help`` showed ``Usage: … {PATH}...``, ``PATH <list[str]>`` and ``--symptom <list[str]>`` (a fresh
+    user's trial), ``--port`` ``<int range>``, ``sql``'s query ``<str>``: a required argument is its name, an
+    optional one in brackets, and every value a placeholder of what it is."""
+    text = _help(*cmd)
+    usage = next(x for x in text.splitlines() if "Usage:" in x).split()
+    want = {("diagnose",): ["[OPTIONS]", "PATH..."], ("sql",): ["[OPTIONS]", "[QUERY]"]}.get(cmd, ["[OPTIONS]"])
+    assert usage[usage.index(cmd[-1]) + 1:] == want, usage
+    for raw in ("<list[", "<str>", "<int", "<float", "<path>", "{"):
+        assert raw not in text, (raw, text)
+    placeholders = {"--symptom": "<symptom>", "--port": "<port> [0<=x<=65535]", "--partitions": "<n> [1<=x<=10000]",
+                    "--hour": "<hour>"}
+    for option, shown in placeholders.items():
+        line = next((x for x in text.splitlines() if f"│ {option} " in x), None)
+        assert line is None or f" {shown} " in line, line

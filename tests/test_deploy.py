@@ -45,7 +45,7 @@ def test_compose_commands_exist():
         # user's trial); an option that takes one does
         assert "<bool>" not in r.output and "--help" in r.output, r.output
     r = runner.invoke(app, ["run", "--help"])
-    assert "<bool>" not in r.output and "<int range>" in r.output, r.output
+    assert "<bool>" not in r.output and "<port> [0<=x<=65535]" in r.output, r.output
 
 
 def test_compose_environment_is_known_settings():
