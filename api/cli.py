@@ -1059,6 +1059,22 @@ def _comment_first_query(args: list[str]) -> None:
             sys.exit(2)
 
 
+def _config_before_the_command(args: list[str]) -> None:
+    """Exit 2 with the way out when ``--config`` comes before the command's name (``firstfault --config f.toml sql
+    …``): click said "No such option: --config" and no more (a fresh user's trial). ``--config`` is each command's
+    option, after its name."""
+    if not args or not (args[0] == "--config" or args[0].startswith("--config=")):
+        return
+    value = args[0].partition("=")[2] if "=" in args[0] else (args[1] if len(args) > 1 else "")
+    rest = args[1:] if "=" in args[0] else args[2:]
+    words = [w for w in rest if not w.startswith("-")][:2]
+    names = words if words[:1] == ["kafka"] or words[:1] == ["report"] else words[:1]
+    command = " ".join(names) or "<command>"
+    err.print(f"[red]--config is an option of each command, not of firstfault:[/] put it after the command name "
+              f"(firstfault {escape(command)} --config {escape(value or 'f.toml')} …)", soft_wrap=True)
+    sys.exit(2)
+
+
 def main() -> None:
     if sys.stdout is None:
         sys.stdout = _ClosedOutput()
@@ -1068,6 +1084,7 @@ def main() -> None:
     setup_logging(fmt if fmt in ("text", "json") else "text",
                   level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "WARNING")
     _comment_first_query(sys.argv[1:])
+    _config_before_the_command(sys.argv[1:])
     try:
         app()
     except Exception as e:

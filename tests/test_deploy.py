@@ -1399,3 +1399,17 @@ def test_the_makefile_s_pip_hides_setuptools_editable_warning_alone():
                            env={"PATH": "/usr/bin:/bin", **before}, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and "Editable installation" not in r.stderr and "UserWarning: another one" in \
             r.stderr, (before, r.stderr)
+
+
+def test_config_before_the_command_name_says_where_it_goes(tmp_path):
+    """``firstfault --config f.toml sql "SELECT 1"`` said "No such option: --config" and no more (a fresh user's
+    trial): exit 2, saying where it goes, with the command and file given; after the name it is read."""
+    for args, said in ((["--config", "f.toml", "sql", "SELECT 1"], "firstfault sql --config f.toml …"),
+                       (["--config=x.toml", "kafka", "status"], "firstfault kafka status --config x.toml …"),
+                       (["--config"], "firstfault <command> --config f.toml …")):
+        r = _firstfault(*args)
+        assert (r.returncode, " ".join(r.stderr.split())) == (2, "--config is an option of each command, not of "
+                                                                 f"firstfault: put it after the command name ({said})"), r
+    (tmp_path / "f.toml").write_text('log_format = "xml"\n')  # after the name the file is read: its error is said
+    r = _firstfault("sql", "--config", str(tmp_path / "f.toml"), "SELECT 1")
+    assert r.returncode == 2 and f"log_format (from {tmp_path / 'f.toml'}): must be text or json" in r.stderr, r.stderr
