@@ -766,18 +766,22 @@ def kafka_stop(config: ConfigOpt = None) -> None:
 @kafka_app.command("status")
 def kafka_status(config: ConfigOpt = None) -> None:
     """The local broker (the one `kafka start` runs under state_dir): exit 0 and print its address when it answers;
-    exit 1 otherwise. A kafka_bootstrap that names another broker is said, not checked (`run --once` reaches it)."""
+    exit 1 otherwise. A kafka_bootstrap that names another broker is said to be another, not checked."""
     from ingest import broker
 
     s = _settings(config)
     st = broker.status(s.state_dir)
-    if s.kafka_bootstrap and (not st or s.kafka_bootstrap != st.bootstrap):
-        # it looked like the configured broker's status (a fresh user's trial)
-        err.print(f"kafka_bootstrap (FIRSTFAULT_KAFKA_BOOTSTRAP) names {s.kafka_bootstrap}, not the local broker: "
-                  "this is the local broker's status", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    # another broker's address is said as not checked: "names 127.0.0.1:N, not the local broker … not running" read
+    # as that broker being down while it ran (a fresh user's trial)
+    other = (f"kafka_bootstrap {s.kafka_bootstrap} (FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked)"
+             if s.kafka_bootstrap and (not st or s.kafka_bootstrap != st.bootstrap) else "")
     if not st:
-        err.print("not running")
+        err.print(f"no local broker under {s.state_dir}; {other}" if other else "not running", markup=False,
+                  highlight=False, soft_wrap=True)
         raise typer.Exit(1)
+    if other:
+        err.print(f"{other}; the local broker under {s.state_dir}:", style="yellow", markup=False, highlight=False,
+                  soft_wrap=True)
     out.print(f"{st.bootstrap} pid={st.pid} data={st.data_dir}")
 
 

@@ -324,3 +324,31 @@ def test_help_shows_no_python_type_names(cmd):
     for option, shown in placeholders.items():
         line = next((x for x in text.splitlines() if f"│ {option} " in x), None)
         assert line is None or f" {shown} " in line, line
+
+
+def test_kafka_status_says_a_configured_broker_is_another_one_not_checked(monkeypatch, tmp_path):
+    """With ``FIRSTFAULT_KAFKA_BOOTSTRAP`` naming a running broker and no local one, ``kafka status`` said "… names
+    127.0.0.1:N, not the local broker …" then "not running", which read as that broker being down (a fresh user's
+    trial): no local broker under the state folder, and the configured one not checked. Exit codes are the local
+    broker's, as documented (0 running, 1 not)."""
+    from ingest import broker
+
+    now: list[BrokerState | None] = [None]
+    monkeypatch.setattr(broker, "status", lambda state_dir: now[0])
+    monkeypatch.setenv("FIRSTFAULT_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", "127.0.0.1:46159")
+    r = runner.invoke(app, ["kafka", "status"], env={"COLUMNS": "300"})
+    assert (r.exit_code, _words(r.output)) == (1, f"no local broker under {tmp_path}; kafka_bootstrap 127.0.0.1:46159 "
+                                                  "(FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked)")
+    now[0] = _state(4242, 40001)
+    r = runner.invoke(app, ["kafka", "status"], env={"COLUMNS": "300"})
+    assert (r.exit_code, r.output.splitlines()) == (0, [
+        f"kafka_bootstrap 127.0.0.1:46159 (FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked); the "
+        f"local broker under {tmp_path}:", "127.0.0.1:40001 pid=4242 data=/x/data"]), r.output
+    monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", "127.0.0.1:40001")  # the local broker itself: its status alone
+    r = runner.invoke(app, ["kafka", "status"])
+    assert (r.exit_code, r.output) == (0, "127.0.0.1:40001 pid=4242 data=/x/data\n")
+    monkeypatch.delenv("FIRSTFAULT_KAFKA_BOOTSTRAP")
+    now[0] = None
+    r = runner.invoke(app, ["kafka", "status"])
+    assert (r.exit_code, r.output) == (1, "not running\n")
