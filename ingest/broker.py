@@ -93,7 +93,8 @@ def ensure_jars(log=print) -> Path:
     if not mvn:
         raise BrokerError("Maven (mvn) is not on PATH; it is needed once to fetch the Kafka jars")
     libs.mkdir(parents=True, exist_ok=True)
-    log(f"resolving Apache Kafka {KAFKA_VERSION} jars from Maven Central into {libs} …")
+    # Maven runs quietly (-q): the line says what the wait is, and that it is once
+    log(f"fetching the Apache Kafka {KAFKA_VERSION} jars from Maven Central into {libs} (once: they are kept) …")
     cmd = [mvn, "-B", "-q", "-f", str(POM), "package", f"-Djars.dir={libs}", f"-Dkafka.version={KAFKA_VERSION}"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(POM.parent))
     shutil.rmtree(POM.parent / "target", ignore_errors=True)

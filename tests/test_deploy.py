@@ -1413,3 +1413,38 @@ def test_config_before_the_command_name_says_where_it_goes(tmp_path):
     (tmp_path / "f.toml").write_text('log_format = "xml"\n')  # after the name the file is read: its error is said
     r = _firstfault("sql", "--config", str(tmp_path / "f.toml"), "SELECT 1")
     assert r.returncode == 2 and f"log_format (from {tmp_path / 'f.toml'}): must be text or json" in r.stderr, r.stderr
+
+
+def test_the_first_make_demo_says_each_stage_before_it(tmp_path, monkeypatch):
+    """The first ``make demo`` said "creating .venv … (a few minutes the first time) …" then nothing for ~90 s while
+    pip ran quietly (a fresh user's trial): a line on stderr before each pip run, one when the folder is ready;
+    fetching the Kafka jars (Maven, quiet) is said as that, and as done once."""
+    import shutil
+    import subprocess
+
+    from ingest import broker
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    r = subprocess.run(["make", "-n", "-B", f"VENV={tmp_path / 'venv'}", "setup"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    lines = [" ".join(x.split()) for x in r.stdout.replace("\\\n", " ").splitlines()]  # a command a line
+    said = [x for x in lines if x.startswith("echo ")]
+    assert all(x.endswith(">&2") for x in said), said  # progress on stderr: stdout is the demo's incidents
+    pips = [i for i, x in enumerate(lines) if "pip install" in x]
+    assert len(pips) == 2 and all(lines[i - 1].startswith("echo ") for i in pips), lines
+    assert said[-1] == f'echo " {tmp_path / "venv"} ready" >&2', said  # blanks squeezed above
+    assert 'installing firstfault and its dependencies' in lines[pips[1] - 1]
+    monkeypatch.setattr(broker, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(broker.shutil, "which", lambda name: "/usr/bin/mvn")
+
+    def mvn(cmd, **kw):
+        (tmp_path / "cache" / "libs" / "kafka_2.13-4.1.0.jar").write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(broker.subprocess, "run", mvn)
+    logged: list[str] = []
+    broker.ensure_jars(logged.append)
+    broker.ensure_jars(logged.append)  # cached: nothing said
+    assert logged == [f"fetching the Apache Kafka {broker.KAFKA_VERSION} jars from Maven Central into "
+                      f"{tmp_path / 'cache' / 'libs'} (once: they are kept) …"]
