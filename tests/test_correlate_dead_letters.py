@@ -16,7 +16,7 @@ from collections import deque
 from datetime import datetime, timezone
 
 import pytest
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
 from benchmarks.crash import read_topic
@@ -24,6 +24,7 @@ from correlate.consumer import CorrelateWorker, _Partition
 from correlate.correlator import Settings
 from ingest.decode import Decoded, Segment
 from ingest.publish import TABLE_HEADER, encode
+from tests.kafka_helpers import correlate_records
 from tests.test_reliability_input import _create, xid
 
 
@@ -139,26 +140,7 @@ def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_w
         (b"host:node31", encode(later), []),
     ]
 
-    async def go() -> tuple[list[dict], CorrelateWorker, int | None]:
-        producer = AIOKafkaProducer(bootstrap_servers=kafka)
-        await producer.start()
-        try:
-            for key, value, headers in records:
-                await producer.send_and_wait(topic, value, key=key, partition=0, headers=headers)
-        finally:
-            await producer.stop()
-        got: list[dict] = []
-        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
-                            lateness_us=300_000_000, on_incidents=got.extend)
-        await w.start()
-        try:
-            await asyncio.wait_for(w.run(until_caught_up=True), 120)
-            committed = await w.consumer.committed(TopicPartition(topic, 0))
-        finally:
-            await w.close()
-        return got, w, committed
-
-    incidents, w, committed = asyncio.run(go())
+    incidents, w, committed = asyncio.run(correlate_records(kafka, topic, records, dlq_topic=dlq))
     assert committed == 5 and w.records == 6
     xids = sorted((i["initiator"]["host"], i["initiator"]["device"]) for i in incidents if i["category"] == "gpu_off_bus")
     assert xids == [("node31", "0000:3a:00.0"), ("node32", "0000:3b:00.0")], incidents

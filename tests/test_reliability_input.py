@@ -1123,12 +1123,10 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     import logging
 
     import pyarrow as pa
-    from aiokafka import AIOKafkaProducer
 
-    from correlate.consumer import CorrelateWorker
-    from correlate.correlator import Settings
     from ingest.decode import Decoded, Segment
     from ingest.publish import encode
+    from tests.kafka_helpers import correlate_records
 
     now_us = int(time.time() * 1_000_000)
     seg = Segment(data=xid("3a"), origin="t:node31", stream="node31", host="node31", ref_ts=now_us,
@@ -1154,26 +1152,9 @@ def test_an_events_record_with_nulls_in_required_columns_is_skipped_and_correlat
     topic = f"nullts.{time.time_ns()}"
     asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
 
-    async def go() -> list[dict]:
-        producer = AIOKafkaProducer(bootstrap_servers=kafka)
-        await producer.start()
-        try:
-            for value in (encode(bad), ipc(odd), encode(far), None, encode(toaster), encode(nul), encode(good)):
-                await producer.send_and_wait(topic, value, key=b"node31", partition=0)
-        finally:
-            await producer.stop()
-        got: list[dict] = []
-        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq", settings=Settings(),
-                            lateness_us=300_000_000, on_incidents=got.extend)
-        await w.start()
-        try:
-            await asyncio.wait_for(w.run(until_caught_up=True), 120)
-        finally:
-            await w.close()
-        return got
-
+    values = (encode(bad), ipc(odd), encode(far), None, encode(toaster), encode(nul), encode(good))
     with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
-        incidents = asyncio.run(go())
+        incidents, _, _ = asyncio.run(correlate_records(kafka, topic, [(b"node31", v, []) for v in values]))
     # once each; a consumer-group rebalance on a loaded machine may deliver the records again (Kafka's
     # at-least-once): a redelivered record is logged again with the same text
     nulls, cast, ranges, tombstone, device_type, host = dict.fromkeys(

@@ -146,40 +146,18 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
     """A link-samples and a topology record before the events of node011 give the worker's NVLink incident the
     links that are up; a record whose header names a table this version does not read is logged as a bad record
     (`bad_events_record`, naming the table) and dead-lettered, and correlation goes on."""
-    from aiokafka import AIOKafkaProducer
-
-    from correlate.consumer import CorrelateWorker
-    from correlate.correlator import Settings
+    from tests.kafka_helpers import correlate_records
     from tests.test_reliability_input import _create
 
     b = batch_of(pipeline, int(time.time() * 1_000_000), "node011.nvml.log", "node036.nvml.log")  # 036: gpu_bus
     topic = f"facts.{time.time_ns()}"
     asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
 
-    async def go() -> tuple[list[dict], CorrelateWorker]:
-        producer = AIOKafkaProducer(bootstrap_servers=kafka)
-        await producer.start()
-        try:
-            for name in FACT_TABLES:
-                await producer.send_and_wait(topic, encode(getattr(b, name), FACT_TABLES[name]), key=b"host:node011",
-                                             partition=0, headers=fact_headers(name))
-            await producer.send_and_wait(topic, b"\x00", key=b"host:node011", partition=0,
-                                         headers=[(TABLE_HEADER, b"gpu_temps")])
-            await producer.send_and_wait(topic, encode(b.events), key=b"host:node011", partition=0)
-        finally:
-            await producer.stop()
-        got: list[dict] = []
-        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq", settings=Settings(),
-                            lateness_us=300_000_000, on_incidents=got.extend)
-        await w.start()
-        try:
-            await asyncio.wait_for(w.run(until_caught_up=True), 120)
-        finally:
-            await w.close()
-        return got, w
-
+    records = [(b"host:node011", encode(getattr(b, name), FACT_TABLES[name]), fact_headers(name))
+               for name in FACT_TABLES]
+    records += [(b"host:node011", b"\x00", [(TABLE_HEADER, b"gpu_temps")]), (b"host:node011", encode(b.events), [])]
     with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
-        incidents, w = asyncio.run(go())
+        incidents, w, _ = asyncio.run(correlate_records(kafka, topic, records))
     bad = {r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "bad_events_record"}
     assert len(bad) == 1 and "'gpu_temps' (header firstfault-table)" in bad.pop()
     [inc] = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
