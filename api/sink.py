@@ -44,6 +44,22 @@ _MEMBERSHIP_SQL = """
     ORDER BY events.ts, event_id"""
 
 
+#: a fact table's (``{table}``: ``link_samples`` or ``topology``) newest row of each ``{key}`` of the hosts $1 since
+#: their times $2 (µs), at most $4 per host (the newest), oldest first; $3 the date of the earliest (only the date
+#: partitions from it on are read: the lake is partitioned by ``ts``)
+_FACTS_SQL = """
+    WITH wanted AS (SELECT unnest(?::VARCHAR[]) AS host, unnest(?::BIGINT[]) AS since),
+    newest AS (
+        SELECT t.* FROM (SELECT {cols} FROM read_parquet(getvariable('lake') || '/{table}/**/*.parquet',
+                                                         hive_partitioning = true, union_by_name = true)
+                         WHERE date >= ?) t
+        JOIN wanted USING (host) WHERE epoch_us(t.ts) >= wanted.since
+        QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY t.ts DESC, t.origin DESC) = 1)
+    SELECT * FROM newest
+    QUALIFY row_number() OVER (PARTITION BY host ORDER BY ts DESC, origin DESC) <= ?
+    ORDER BY ts, origin"""
+
+
 class IncidentSink:
     """``emit`` stores incident versions (one atomic lake part per call, named after the versions, so a
     replay rewrites the same file) and then enqueues pages; ``incidents`` holds the latest of each.
@@ -179,6 +195,58 @@ class IncidentSink:
         when there is none (or no lake)."""
         return self._read_events(lambda con, last: con.sql(_MEMBERSHIP_SQL, params=[
             last + timedelta(microseconds=1), self.MEMBERSHIP_US]).to_arrow_table())
+
+    #: how far back of a host's time a correlate worker reads back its link samples (µs): a day, many polls of a
+    #: link's state (a poller samples every few minutes; ``nvidia-smi nvlink -s`` runs at boot or by hand)
+    LINK_SAMPLES_BACK_US = 86_400 * S
+    #: how far back it reads back its topology facts (µs): a week, as membership lines (``MEMBERSHIP_US``): the
+    #: wiring (``nvidia-smi topo -m``, ``nvlink -R``, a GPU index's bus id) is printed once, at boot
+    TOPOLOGY_BACK_US = 7 * 86_400 * S
+    #: rows read back per host and table at most, the newest (a host of 8 GPUs × 18 NVLinks, each with a state and
+    #: four counters, has ~860 sample keys; a GB200 host of 4 GPUs half that)
+    FACT_ROWS_PER_HOST = 4096
+
+    def host_facts(self, anchors: dict[str, int]) -> tuple[pa.Table | None, pa.Table | None]:
+        """The newest link sample of each (GPU, link, counter) and the newest topology fact of each (fact, GPU, link,
+        peer) of the hosts of ``anchors`` (host -> a time in µs since the epoch: its events' watermark, or now), no
+        older than ``LINK_SAMPLES_BACK_US`` / ``TOPOLOGY_BACK_US`` before its anchor, at most
+        ``FACT_ROWS_PER_HOST`` per host and table (the newest): what a correlate worker reads back for the hosts it
+        begins to see (``correlate.consumer.CorrelateWorker``), so that it knows them as ``firstfault run`` does
+        though its replay starts after them. The keys are the correlator's (``correlate.stream.SAMPLE_KEY``,
+        ``FACT_KEY``); one query per table, reading the rows of the date partitions from the earliest bound on only (as
+        ``events_between``). Returns (link samples in
+        ``LINK_SAMPLES_SCHEMA``, topology in ``TOPOLOGY_SCHEMA``), each oldest first, None for none.
+
+        Raises ``api.store.StoreError`` when the lake cannot be read (a corrupt part, a storage error): the worker
+        says so and asks again later."""
+        import duckdb
+
+        from api.store import StoreError, connect
+        from correlate.stream import FACT_KEY, SAMPLE_KEY
+        from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
+
+        if not anchors:
+            return None, None
+        hosts = sorted(anchors)
+        out: list[pa.Table | None] = []
+        try:
+            con = connect(self.lake)
+            try:
+                for table, schema, keys, back in (("link_samples", LINK_SAMPLES_SCHEMA, SAMPLE_KEY,
+                                                   self.LINK_SAMPLES_BACK_US),
+                                                  ("topology", TOPOLOGY_SCHEMA, FACT_KEY, self.TOPOLOGY_BACK_US)):
+                    since = [anchors[h] - back for h in hosts]
+                    lo = datetime.fromtimestamp(max(min(since), 0) / S, timezone.utc).date()
+                    t = con.sql(_FACTS_SQL.format(
+                        table=table, cols=", ".join(f'"{c}"' for c in schema.names),
+                        key=", ".join(f'"{c}"' for c in keys)),
+                        params=[hosts, since, lo, self.FACT_ROWS_PER_HOST]).to_arrow_table()
+                    out.append(t.select(schema.names).cast(schema) if t.num_rows else None)
+            finally:
+                con.close()
+        except duckdb.Error as e:
+            raise StoreError(f"cannot read the lake's link samples and topology: {e}") from e
+        return out[0], out[1]
 
     def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest

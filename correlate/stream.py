@@ -319,6 +319,18 @@ class StreamCorrelator:
             elif any(is_fault(e, catalog) for e in read):
                 self.cold.update((e.event_id, e) for e in read)
 
+    def add_older_facts(self, samples: pa.Table | None, topology: pa.Table | None) -> None:
+        """Link samples and topology facts read back from the lake for hosts a correlate worker has just begun to
+        see (``api.sink.IncidentSink.host_facts``; ``schemas.samples`` schemas, None for none): what the single
+        process learned before the worker's replay starts (a ``topo -m`` at boot, a link state sampled an hour ago).
+        They go before the rows the stream holds, so of a link or fact the stream has a row of, its own stays the
+        newest (the last of its key: ``_latest``), as the replay has it; the others fill in. Kept and bounded as
+        the stream's own (the newest row of each key, at the next ``step``)."""
+        if samples is not None and samples.num_rows:
+            self.samples.insert(0, samples)
+        if topology is not None and topology.num_rows:
+            self.topology.insert(0, topology)
+
     def _window_us(self) -> int:
         """The longest link window, capped at an hour (µs)."""
         return min(max(int(l.window_s * S) for l in self.rules.links), 3600 * S)
@@ -618,9 +630,10 @@ class StreamCorrelator:
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything
-#: (``Topology.learn_samples`` / ``learn_topology`` keep the last value of each)
-_SAMPLE_KEY = ("host", "device", "gpu_index", "link", "counter", "model")
-_FACT_KEY = ("host", "fact", "device", "gpu_index", "link", "peer_name")
+#: (``Topology.learn_samples`` / ``learn_topology`` keep the last value of each); a correlate worker reads back the
+#: newest row of each from the lake (``api.sink.IncidentSink.host_facts``)
+SAMPLE_KEY = _SAMPLE_KEY = ("host", "device", "gpu_index", "link", "counter", "model")
+FACT_KEY = _FACT_KEY = ("host", "fact", "device", "gpu_index", "link", "peer_name")
 
 
 def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
