@@ -284,7 +284,7 @@ class CorrelateService:
             dlq_topic=settings.dlq_topic, settings=correlation_settings(settings),
             lateness_us=int(settings.allowed_lateness_s * S),
             on_incidents=self.sink.emit, restore=self.sink.stored, restore_events=self.sink.membership_events,
-            read_back=self.sink.incident_events,
+            read_back=self.sink.incident_events, read_facts=self.sink.host_facts,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
             early_after_us=settings.early_after_us(),
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))

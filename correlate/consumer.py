@@ -25,6 +25,13 @@ which no replay brings, are read back from the lake (the caller's
 worker's (``StreamCorrelator.to_read_back``). Duplicated deliveries are harmless: events are keyed by
 ``event_id``.
 
+The link samples and topology facts of a host published before the safe offset (a ``topo -m`` at boot, link states
+sampled an hour ago), or under the host's earlier key on another partition (``host:<h>`` before an NCCL init line
+made it ``comm:<c>``), no replay brings: when the worker first sees a host's events (after a start or a rebalance, or
+a host new to it) it reads back from the lake that host's newest topology facts and newest sample of each link
+(the caller's ``read_facts``: ``api.sink.IncidentSink.host_facts``, bounded in time and rows), the hosts of one
+poll in one read, and hands them to its correlator before what it holds (``_read_facts``).
+
 A record the worker cannot read (``decode_record`` refuses it: a corrupt Arrow stream, nulls in required columns,
 times no year holds, a header naming a table it does not read, a null value) goes to the dead-letter topic
 (``dlq_topic``, as the ingest worker's rejects: ``ingest.consumer.dead_letters``) with ``ff-error-code``
@@ -44,12 +51,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import IllegalStateError, KafkaError, OutOfOrderSequenceNumber, UnknownProducerId
 
 from correlate.correlator import Settings
-from correlate.metrics import DEAD_LETTER_FAILURES, DEAD_LETTERS, StepGuard, add_counted
+from correlate.metrics import DEAD_LETTER_FAILURES, DEAD_LETTERS, FACTS_READ_BACK_FAILURES, StepGuard, add_counted
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -63,6 +71,11 @@ S = 1_000_000
 #: the dead letters' ``ff-error-code`` (and the log's ``error_code``) of a record the worker cannot read
 BAD_RECORD = "bad_events_record"
 OnIncidents = Callable[[list[dict[str, Any]]], None]
+#: host -> its time (µs) => (link samples, topology facts) of those hosts read back from the lake
+#: (``api.sink.IncidentSink.host_facts``)
+ReadFacts = Callable[[dict[str, int]], tuple[pa.Table | None, pa.Table | None]]
+#: hosts whose facts one lake read asks for at most (``CorrelateWorker._read_facts``)
+FACTS_HOSTS_PER_READ = 1000
 
 
 @dataclass
@@ -91,11 +104,12 @@ class CorrelateWorker:
                  early_after_us: int | None = 300 * S,
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
                  restore_events: Callable[[], pa.Table | None] | None = None,
-                 read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None) -> None:
+                 read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None,
+                 read_facts: ReadFacts | None = None) -> None:
         self.bootstrap, self.topic, self.group_id, self.dlq_topic = bootstrap, topic, group_id, dlq_topic
         self.settings, self.lateness_us = settings, lateness_us
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
-        self.read_back = read_back
+        self.read_back, self.read_facts = read_back, read_facts
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
         self.early_after_us = early_after_us
@@ -113,6 +127,13 @@ class CorrelateWorker:
         self._backoff = 0.5
         self.read_back_failures = 0
         self._read_back_at, self._read_back_backoff = 0.0, 0.5
+        #: hosts whose facts were read back (or found none) since the worker started or was last assigned
+        #: partitions; those seen since and not read back yet (host -> the first time seen, µs: the anchor of a host
+        #: without a watermark), read by ``_read_facts``
+        self.facts_read: set[str] = set()
+        self.facts_wanted: dict[str, int] = {}
+        self.facts_read_back_failures = 0
+        self._facts_at, self._facts_backoff = 0.0, 0.5
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -166,6 +187,8 @@ class CorrelateWorker:
         self.rebalances += 1
         self.correlator = self._fresh()
         self.parts = {}
+        # the fresh correlator knows no host's facts: each is read back again as its events come
+        self.facts_read, self.facts_wanted, self._facts_at, self._facts_backoff = set(), {}, 0.0, 0.5
         committed = {}
         for tp in assigned:
             off = await self.consumer.committed(tp)
@@ -205,6 +228,10 @@ class CorrelateWorker:
                     elif table is not None and table.num_rows:
                         add_counted(self.correlator, table, now_us=now, source=source)
                         p.held.append((r.offset, table.column("event_id").to_pylist()))
+                        if self.read_facts is not None:
+                            for h in pc.unique(table.column("host")).to_pylist():
+                                if h not in self.facts_read:
+                                    self.facts_wanted.setdefault(h, now)
                     else:
                         p.held.append((r.offset, []))
                     p.last = r.offset
@@ -215,6 +242,9 @@ class CorrelateWorker:
             if (data or self.correlator.read_back_again) and self.read_back is not None \
                     and time.monotonic() >= self._read_back_at:
                 await self._read_back()
+            # the facts of hosts first seen (or whose read failed, once its back-off has passed), before the step
+            if self.facts_wanted and time.monotonic() >= self._facts_at:
+                await self._read_facts()
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
                 incidents = self.step(self.correlator, now)
@@ -322,6 +352,45 @@ class CorrelateWorker:
         self.correlator.add_cold(table, wanted)
         self._read_back_backoff = 0.5
 
+    async def _read_facts(self) -> None:
+        """Read back from the lake the latest link samples and topology facts (``read_facts``:
+        ``api.sink.IncidentSink.host_facts``) of the hosts this worker has begun to see (``facts_wanted``: their
+        events came, after a start, a rebalance, or for the first time: a host whose key changed from
+        ``host:<h>`` to ``comm:<c>`` comes to another partition), and hand them to the correlator before what it
+        holds (``StreamCorrelator.add_older_facts``): facts published before the replay's start (a ``topo -m`` at
+        boot, link states sampled an hour ago) or under the host's earlier key, which the single process knows.
+        At most ``FACTS_HOSTS_PER_READ`` hosts (the first seen) per read, in one lake query per table, off the
+        event loop; the others at the next pass of the loop. Each host is read once until the next rebalance or
+        restart. Each host's time (its anchor) is its watermark (``StreamCorrelator.host_watermarks``: its clock),
+        or when it was first seen if its events give none, but never after now.
+
+        When the lake cannot be read (``read_facts`` raises), it is logged (``error_code``
+        ``facts_read_back_failed``), counted (``facts_read_back_failures``,
+        ``firstfault_correlate_facts_read_back_failures_total``) and asked again after a back-off of 0.5 s doubling
+        to 30 s; correlation goes on meanwhile with the facts the stream brings."""
+        assert self.read_facts is not None
+        hosts = list(self.facts_wanted)[:FACTS_HOSTS_PER_READ]
+        now = int(time.time() * S)
+        marks = {h: wm.value(self.correlator.settings.clocks) for h in hosts
+                 if (wm := self.correlator.host_watermarks.get(h)) is not None}
+        anchors = {h: min(now, self.facts_wanted[h] if marks.get(h) is None else marks[h]) for h in hosts}
+        try:
+            samples, topology = await asyncio.get_running_loop().run_in_executor(None, self.read_facts, anchors)
+        except Exception as e:  # an injected lake read (api.sink.IncidentSink.host_facts): storage errors
+            self.facts_read_back_failures += 1
+            FACTS_READ_BACK_FAILURES.inc()
+            log.error("correlate: could not read back the link samples and topology of %d host(s) (%s); retrying in "
+                      "%.1f s", len(hosts), e, self._facts_backoff,
+                      extra={"stage": "restore", "error_code": "facts_read_back_failed"})
+            self._facts_at = time.monotonic() + self._facts_backoff
+            self._facts_backoff = min(self._facts_backoff * 2, 30.0)
+            return
+        self.correlator.add_older_facts(samples, topology)
+        for h in hosts:
+            del self.facts_wanted[h]
+        self.facts_read.update(hosts)
+        self._facts_backoff = 0.5
+
     async def _emit(self, incidents: list[dict[str, Any]]) -> bool:
         """Hand incidents to ``on_incidents``; False (and a pause) when they could not be stored. Nothing is
         committed then: the sink keeps the versions and stores them on a later call (``api.sink``), and a
@@ -366,8 +435,8 @@ class CorrelateWorker:
         just before its events), so a replay brings the facts of the events it replays; so do those at the end that
         the latest poll read (``_Partition.tail_from``): a fetch may end between a batch's facts and its events,
         and the commit passed the facts before their events came (a break-it pass: a restart then said "up:
-        unknown"). Older ones a worker that starts over knows no more, as the single process after a restart,
-        until the hosts send them again.
+        unknown"). Older ones a worker that starts over reads back from the lake (``read_facts``, ``_read_facts``)
+        when the hosts' events come.
 
         A record whose dead letter the broker has not acknowledged yet (``_Partition.dead``) holds the commit too:
         never past it, until the acknowledgement comes (``_dead_letter``)."""

@@ -26,6 +26,9 @@ DEAD_LETTERS = Counter("firstfault_correlate_dead_letters_total",
 DEAD_LETTER_FAILURES = Counter("firstfault_correlate_dead_letter_failures_total",
                                "tries to send the correlate worker's dead letters that the broker did not acknowledge: "
                                "said in the log, tried again; no offset is committed past them meanwhile")
+FACTS_READ_BACK_FAILURES = Counter("firstfault_correlate_facts_read_back_failures_total",
+                                   "lake reads of the link samples and topology facts of hosts a correlate worker "
+                                   "began to see that failed: said in the log, tried again; correlation goes on")
 
 log = logging.getLogger("firstfault.correlate")
 
