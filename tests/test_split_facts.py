@@ -213,3 +213,192 @@ def test_the_split_workers_incidents_equal_the_single_processs_on_nvlink_states(
     [nvlink] = [d for d in single if d["pattern"] == "link.inactive_where_wired"]
     assert nvlink["initiator"]["host"] == "node011" and UP in nvlink["explanation"], nvlink["explanation"]
     assert len(single) >= 3 and split == single
+
+
+async def _commit_at_events_of(kafka: str, topic: str, partitions: int, group: str, key: bytes) -> dict[int, int]:
+    """Commit for consumer group ``group`` on each of the ``partitions`` of ``topic`` the offset of the first events
+    record (no `firstfault-table` header) keyed ``key``, else the partition's end: a correlate worker of that group
+    then starts past the facts records published just before those events, as one whose commit passed them before a
+    restart. Returns partition -> the offset committed."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
+
+    reader = AIOKafkaConsumer(bootstrap_servers=kafka, enable_auto_commit=False)
+    await reader.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        reader.assign(tps)
+        await reader.seek_to_beginning(*tps)
+        ends = await reader.end_offsets(tps)
+        at = {tp: ends[tp] for tp in tps}
+        while [tp for tp in tps if await reader.position(tp) < ends[tp]]:
+            for tp, recs in (await reader.getmany(timeout_ms=1000)).items():
+                for r in recs:
+                    if r.key == key and table_of(r.headers) is None:
+                        at[tp] = min(at[tp], r.offset)
+    finally:
+        await reader.stop()
+    committer = AIOKafkaConsumer(bootstrap_servers=kafka, group_id=group, enable_auto_commit=False)
+    await committer.start()
+    try:
+        committer.assign(list(at))
+        await committer.commit({tp: OffsetAndMetadata(off, "") for tp, off in at.items()})
+    finally:
+        await committer.stop()
+    return {tp.partition: off for tp, off in at.items()}
+
+
+@pytest.mark.kafka
+def test_a_correlate_worker_that_starts_past_a_hosts_facts_reads_them_back_from_the_lake(kafka, tmp_path):
+    """`firstfault ingest --once` stores node011's link samples (`nvidia-smi nvlink -s`) in the lake and publishes
+    them just before its events; the correlate group's offset is then committed at node011's events record, past
+    its facts records (a worker whose commit passed them before it restarted, or facts published under the host's
+    earlier key, on another partition). `firstfault correlate --once` reads them back from the lake when it first
+    sees node011's events: its NVLink incident names the links that are up, as `firstfault run` does (it said
+    "up: unknown")."""
+    from ingest.broker import ensure_topics
+    from ingest.consumer import produce_lines
+
+    tag = str(time.time_ns())
+    asyncio.run(ensure_topics(kafka, [f"r.{tag}", f"e.{tag}", f"d.{tag}"], partitions=2))
+    asyncio.run(produce_lines(kafka, f"r.{tag}", "node011", [(SAMPLES / "node011.nvml.log").read_bytes()]))
+    env = _env(kafka, tmp_path, "split", tag)
+
+    def firstfault(*args: str) -> None:
+        p = subprocess.run([FIRSTFAULT, *args], env=env, capture_output=True, timeout=300)
+        assert p.returncode == 0, (args, p.stderr.decode()[-3000:])
+
+    firstfault("ingest", "--once")
+    at = asyncio.run(_commit_at_events_of(kafka, f"e.{tag}", 2, env["FIRSTFAULT_CORRELATE_GROUP_ID"], b"host:node011"))
+    assert any(off > 0 for off in at.values()), at  # the facts records before node011's events are skipped
+    firstfault("correlate", "--once")
+    [nvlink] = [d for d in _incidents(tmp_path / "split" / "lake") if d["pattern"] == "link.inactive_where_wired"]
+    assert nvlink["initiator"]["host"] == "node011" and UP in nvlink["explanation"], nvlink["explanation"]
+
+
+# --- reading a host's facts back from the lake ------------------------------------------------------------------
+
+H = 3600 * 1_000_000
+T = 1796008320000000  # 2026-11-30 (µs)
+
+
+def _sample(host: str, ts: int, link: int, state: str | None = "up", counter: str | None = None) -> dict:
+    row = {f.name: None for f in LINK_SAMPLES_SCHEMA}
+    return {**row, "host": host, "ts": ts, "gpu_index": 0, "link": link, "state": state, "counter": counter,
+            "value": 1.0 if counter else None, "origin": f"o:{host}:{ts}:{link}"}
+
+
+def _fact(host: str, ts: int, peer: str, path: str) -> dict:
+    row = {f.name: None for f in TOPOLOGY_SCHEMA}
+    return {**row, "host": host, "ts": ts, "fact": "topo_path", "gpu_index": 0, "peer_name": peer, "path": path,
+            "origin": f"o:{host}:{ts}:{peer}"}
+
+
+def test_the_lake_gives_back_each_hosts_newest_sample_per_link_and_newest_fact_within_its_bounds(tmp_path):
+    """`IncidentSink.host_facts`: only the hosts asked for; of each (GPU, link, counter) the newest sample no older
+    than a day before the host's own time, of each topology fact the newest no older than a week; each host by its
+    own time (one whose events are from 2024 gets its 2024 facts); at most `FACT_ROWS_PER_HOST` rows per host and
+    table, the newest; oldest first, in the tables' schemas. A lake that cannot be read raises StoreError."""
+    from api.sink import IncidentSink
+    from api.store import StoreError
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    old = T - 2 * 365 * 24 * H  # a host whose clock (and events) are two years behind
+    samples = [_sample("n1", T - 2 * H, 0, "up"), _sample("n1", T - 1 * H, 0, "inactive"),  # newest wins
+               _sample("n1", T - 3 * H, 0, None, "CRC Errors"),  # another key of the same link
+               _sample("n1", T - 30 * H, 1, "up"),  # older than a day before n1's time
+               _sample("n2", T - H, 0, "up"),  # not asked for
+               _sample("n3", old - H, 2, "inactive")]
+    facts = [_fact("n1", T - 3 * 24 * H, "GPU1", "NV2"), _fact("n1", T - 2 * 24 * H, "GPU1", "NV4"),
+             _fact("n1", T - 8 * 24 * H, "NIC0", "PIX"),  # older than a week
+             _fact("n3", old - 5 * 24 * H, "GPU1", "SYS")]
+    # in two parts each, on several dates (the lake is partitioned by ts): a replay's copy of a row is harmless
+    for i, part in enumerate((samples[:3], samples[3:], samples[:1])):
+        lake.write("link_samples", pa.Table.from_pylist(part, LINK_SAMPLES_SCHEMA), f"s{i}")
+    for i, part in enumerate((facts[:2], facts[2:])):
+        lake.write("topology", pa.Table.from_pylist(part, TOPOLOGY_SCHEMA), f"t{i}")
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake")))
+
+    s, t = sink.host_facts({"n1": T, "n3": old, "n9": T})
+    assert s.schema == LINK_SAMPLES_SCHEMA and t.schema == TOPOLOGY_SCHEMA
+    assert [(r["host"], r["link"], r["state"], r["counter"], r["ts"].timestamp() * 1e6) for r in s.to_pylist()] == [
+        ("n3", 2, "inactive", None, old - H), ("n1", 0, None, "CRC Errors", T - 3 * H),
+        ("n1", 0, "inactive", None, T - H)]
+    assert [(r["host"], r["peer_name"], r["path"]) for r in t.to_pylist()] == [("n3", "GPU1", "SYS"),
+                                                                              ("n1", "GPU1", "NV4")]
+    assert sink.host_facts({"n2": T + 30 * H}) == (None, None)  # its one sample is older than a day before
+    assert sink.host_facts({}) == (None, None)
+    sink.FACT_ROWS_PER_HOST = 1
+    s, t = sink.host_facts({"n1": T})
+    assert [(r["link"], r["state"]) for r in s.to_pylist()] == [(0, "inactive")] and t.num_rows == 1
+
+    [bad] = (tmp_path / "lake" / "topology").glob("date=2024-*/*/*.parquet")
+    bad.write_bytes(b"PAR1")  # a part cut short
+    with pytest.raises(StoreError, match="cannot read the lake's link samples and topology"):
+        sink.host_facts({"n1": T, "n3": old})
+
+
+@pytest.mark.kafka
+def test_a_lake_that_cannot_give_the_facts_back_is_said_counted_and_asked_again_and_correlation_goes_on(
+        kafka, pipeline, tmp_path, caplog):
+    """node011's events alone on `fleet.events` (its facts records went before the worker's commit); the lake
+    holds its link samples but also a part cut short, so the read back fails: the worker logs it
+    (`facts_read_back_failed`), counts it, keeps node011 to ask again after a back-off, and correlates on: its NVLink
+    incident is made, its links' states unknown. Once the part is whole again, the next read gives the correlator
+    node011's link samples and the host is not asked for again."""
+    from aiokafka import AIOKafkaProducer
+
+    from api.sink import IncidentSink
+    from correlate.consumer import CorrelateWorker
+    from correlate.correlator import correlation_settings
+    from correlate.metrics import FACTS_READ_BACK_FAILURES
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+    from tests.test_reliability_input import _create
+
+    now = int(time.time() * 1_000_000)
+    b = batch_of(pipeline, now, "node011.nvml.log")
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("link_samples", b.link_samples, "b0")
+    cut = tmp_path / "lake" / "link_samples" / "date=2026-01-01" / "hour=00" / "part-cut.parquet"
+    cut.parent.mkdir(parents=True)
+    cut.write_bytes(b"PAR1")
+    conf = Settings(lake=str(tmp_path / "lake"))
+    topic = f"facts.{time.time_ns()}"
+    asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
+    failed_before = FACTS_READ_BACK_FAILURES._value.get()
+
+    async def go() -> tuple[list[dict], CorrelateWorker]:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, encode(b.events), key=b"host:node011", partition=0)
+        finally:
+            await producer.stop()
+        got: list[dict] = []
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq",
+                            settings=correlation_settings(conf), lateness_us=300_000_000, on_incidents=got.extend,
+                            read_facts=IncidentSink(conf).host_facts)
+        await w.start()
+        try:
+            await asyncio.wait_for(w.run(until_caught_up=True), 120)
+        finally:
+            await w.close()
+        return got, w
+
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        incidents, w = asyncio.run(go())
+    said = [r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "facts_read_back_failed"]
+    assert said and "1 host(s)" in said[0] and "too small to be a Parquet file" in said[0]
+    assert w.facts_read_back_failures == len(said) == FACTS_READ_BACK_FAILURES._value.get() - failed_before
+    assert list(w.facts_wanted) == ["node011"] and not w.facts_read and w._facts_backoff > 0.5
+    [inc] = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
+    assert "up: unknown" in inc["explanation"] and not w.correlator.samples
+    cut.unlink()
+    asyncio.run(w._read_facts())
+    assert w.facts_read == {"node011"} and not w.facts_wanted and w._facts_backoff == 0.5
+    assert [t.num_rows for t in w.correlator.samples] == [6]
