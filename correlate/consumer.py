@@ -361,8 +361,9 @@ class CorrelateWorker:
         boot, link states sampled an hour ago) or under the host's earlier key, which the single process knows.
         At most ``FACTS_HOSTS_PER_READ`` hosts (the first seen) per read, in one lake query per table, off the
         event loop; the others at the next pass of the loop. Each host is read once until the next rebalance or
-        restart. Each host's time (its anchor) is its watermark (``StreamCorrelator.host_watermarks``: its clock),
-        or when it was first seen if its events give none, but never after now.
+        restart; a read a rebalance overtook is dropped (the fresh correlator asks again for the hosts its partitions
+        bring). Each host's time (its anchor) is its watermark (``StreamCorrelator.host_watermarks``: its clock), or
+        when it was first seen if its events give none, but never after now.
 
         When the lake cannot be read (``read_facts`` raises), it is logged (``error_code``
         ``facts_read_back_failed``), counted (``facts_read_back_failures``,
@@ -374,6 +375,7 @@ class CorrelateWorker:
         marks = {h: wm.value(self.correlator.settings.clocks) for h in hosts
                  if (wm := self.correlator.host_watermarks.get(h)) is not None}
         anchors = {h: min(now, self.facts_wanted[h] if marks.get(h) is None else marks[h]) for h in hosts}
+        correlator = self.correlator
         try:
             samples, topology = await asyncio.get_running_loop().run_in_executor(None, self.read_facts, anchors)
         except Exception as e:  # an injected lake read (api.sink.IncidentSink.host_facts): storage errors
@@ -382,9 +384,13 @@ class CorrelateWorker:
             log.error("correlate: could not read back the link samples and topology of %d host(s) (%s); retrying in "
                       "%.1f s", len(hosts), e, self._facts_backoff,
                       extra={"stage": "restore", "error_code": "facts_read_back_failed"})
+            if self.correlator is not correlator:  # a rebalance meanwhile started over, its back-off too
+                return
             self._facts_at = time.monotonic() + self._facts_backoff
             self._facts_backoff = min(self._facts_backoff * 2, 30.0)
             return
+        if self.correlator is not correlator:  # a rebalance while the lake was read: its fresh correlator (and
+            return  # ``facts_wanted``) asks again for the hosts its partitions bring (a KeyError crashed the worker)
         self.correlator.add_older_facts(samples, topology)
         for h in hosts:
             del self.facts_wanted[h]

@@ -402,3 +402,24 @@ def test_a_lake_that_cannot_give_the_facts_back_is_said_counted_and_asked_again_
     asyncio.run(w._read_facts())
     assert w.facts_read == {"node011"} and not w.facts_wanted and w._facts_backoff == 0.5
     assert [t.num_rows for t in w.correlator.samples] == [6]
+
+
+def test_a_facts_read_a_rebalance_overtook_is_dropped_and_asked_again(pipeline):
+    """A rebalance (``CorrelateWorker.assigned``: a fresh correlator, no hosts read or wanted) while the lake is read
+    for node011: the read's rows do not go to the fresh correlator, which asks for node011 again when its events
+    come (test_scale: the read deleted a host the rebalance had forgotten, and the KeyError ended the worker)."""
+    from correlate.consumer import CorrelateWorker
+    from correlate.correlator import Settings
+
+    b = batch_of(pipeline, int(time.time() * 1_000_000), "node011.nvml.log")
+
+    def read_facts(anchors: dict[str, int]) -> tuple[pa.Table, None]:
+        assert list(anchors) == ["node011"]
+        w.correlator, w.facts_read, w.facts_wanted = w._fresh(), set(), {}  # what assigned() does meanwhile
+        return b.link_samples, None
+
+    w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="t", group_id="g", dlq_topic="d", settings=Settings(),
+                        lateness_us=1, on_incidents=lambda incs: None, read_facts=read_facts)
+    w.facts_wanted = {"node011": int(time.time() * 1_000_000)}
+    asyncio.run(w._read_facts())
+    assert not w.correlator.samples and not w.facts_read and not w.facts_wanted
