@@ -267,6 +267,17 @@ def counted_back_missing(v: Verdict) -> list[str]:
             f"their raw uptime stamps were counted back from {back}"]
 
 
+def year_missing(scene: Scene) -> list[str]:
+    """The year of the scene's lines whose stamps print none and took it from their file's time (``details.
+    ts_year_from`` ``file``: ``ingest.assemble.resolve_times``): a copied old log lands in the year of its copy. Said
+    whatever the incident's first line (a hang of no single culprit has none; a fresh user's trial)."""
+    hosts = sorted({e.host for e in scene.events if e.details.get("ts_year_from") == "file"})
+    if not hosts:
+        return []
+    return [f"the year of the lines of {first_of(hosts, noun='hosts')}: their stamps print none, and it was taken from "
+            "their file's time (a log of the same job or host that prints dates gives it, or copy files with `cp -p`)"]
+
+
 def software_missing(scene: Scene, v: Verdict) -> list[str]:
     """What to look up when the initiator is an Xid with a software cause (:func:`software_cause`): its host's
     driver version against the branch's release notes decides between a known driver bug and the GPU. The version is
@@ -332,7 +343,8 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "explanation": explanation,
         "next_action": v.next_action or action,
         "verify": v.verify or verify,
-        "missing": v.missing + [m for m in software_missing(scene, v) + counted_back_missing(v) if m not in v.missing],
+        "missing": v.missing + [m for m in software_missing(scene, v) + counted_back_missing(v) + year_missing(scene)
+                                if m not in v.missing],
         "recurrence": None,
         "pattern": v.pattern,
         "evidence": evidence,

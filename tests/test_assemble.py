@@ -318,6 +318,7 @@ def test_a_year_taken_from_the_files_time_is_said(pipeline):
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=_COPIED)
     assert "at 2026-12-04T03:11:52.000000Z (its stamp prints no year; the year from its file's time)" \
         in inc["explanation"]
+    assert [m for m in inc["missing"] if m.startswith("the year of the lines of node-c: their stamps print none")]
     assert year_note(b.events).startswith("1 event with a stamp that prints no year")
     assert year_note(run(pipeline, "[Thu Dec  4 03:11:52 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, "
                                    "GPU has fallen off the bus.", basis="file").events) is None
