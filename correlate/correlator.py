@@ -409,6 +409,18 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
                 for _, t, _id, i in near[:3]]
         if said:
             inc["missing"] = list(inc.get("missing") or []) + said
+            # the nearest said where the reader looks first: it was a last `missing` line under a row of "? (no single
+            # culprit)" (a fresh user's second trial); a new string, the cached body's left as it was
+            d, t, _id, first = near[0]
+            host = first["initiator"]["host"]
+            if inc.get("explanation"):
+                inc["explanation"] = (f"{inc['explanation']} {host}'s {first['category']} incident {first['id']} "
+                                      f"({first['severity']}) began {d / S:.1f} s {'before' if t <= start else 'after'}"
+                                      f" this collective's start: if {host} ran a rank of this job, it is the likely "
+                                      "first fault.")
+            if inc.get("next_action"):
+                inc["next_action"] = (f"First find whether {host} ran a rank of this job (its {first['category']} "
+                                      f"incident {first['id']}); then: {inc['next_action']}")
     return incidents
 
 

@@ -4426,7 +4426,8 @@ def test_faults_near_an_unexplained_hang_are_named_nearest_first_even_at_one_ins
         return {"id": iid, "start": start, "category": category, "severity": severity, "confidence": 0.8,
                 "initiator": {"host": host}, "missing": [], "clocks": {host: {}}, **kw}
 
-    hang = inc("inc-h", "node01", "2026-06-26T06:14:44Z", "nccl_hang", "error", confidence=0.3)
+    hang = inc("inc-h", "node01", "2026-06-26T06:14:44Z", "nccl_hang", "error", confidence=0.3,
+               explanation="2 ranks timed out.", next_action="Find the rank that did not time out.")
     hang["confidence"] = 0.3
     got = name_faults_near_hangs([hang, inc("inc-b", "node03", "2026-06-26T06:14:44Z"),
                                   inc("inc-a", "node02", "2026-06-26T06:14:44Z"),
@@ -4436,6 +4437,12 @@ def test_faults_near_an_unexplained_hang_are_named_nearest_first_even_at_one_ins
                                   inc("inc-far", "node06", "2026-06-26T06:16:00Z")])
     named = [m.split(" incident ")[1].split(" ")[0] for m in got[0]["missing"]]
     assert named == ["inc-a", "inc-b", "inc-c"]
+    # the nearest is said in the explanation and the next action too, where a reader looks first
+    assert got[0]["explanation"] == ("2 ranks timed out. node02's gpu_failure incident inc-a (critical) began 0.0 s "
+                                     "before this collective's start: if node02 ran a rank of this job, it is the "
+                                     "likely first fault.")
+    assert got[0]["next_action"].startswith("First find whether node02 ran a rank of this job (its gpu_failure "
+                                            "incident inc-a); then: Find the rank")
 
 
 ACE_SAVE = ("2026-02-18T10:28:25.497Z 2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained "
