@@ -445,7 +445,7 @@ def diagnose(
     # lines are timed by when they were read, not by a file's time (a fresh user's trial on the pipe)
     if note := mtime_note(batch.events, _this_machines_file(), width=err.width):  # a line per point, wrapped
         err.print(note, style="yellow", markup=False, highlight=False, soft_wrap=True)
-    if note := year_note(batch.events):
+    if note := year_note(batch.events, _this_machines_file()):
         err.print(note, style="yellow", markup=False, highlight=False)
     for h, files in same_named_files(batch.events).items():  # other machines' logs under one name: one host
         shown = _first_of(_as_given(files, given))
