@@ -196,19 +196,19 @@ def year_note(events: pa.Table, stdin: str | None = None) -> str | None:
     """What stderr says of the events whose stamps print no year and took it from their file's time
     (``details.ts_year_from`` ``file``: ``ingest.assemble.resolve_times``): a copied old log lands in the year it was
     copied, a year from the logs of its job's other hosts (a fresh user's trial); ``None`` when there are none.
-    ``stdin``: the name standard input was saved under (:func:`mtime_note`): its lines took the year it was read."""
+    ``stdin``: the name standard input was saved under (:func:`mtime_note`): its lines took the year it was read,
+    their own (`journalctl -k | firstfault diagnose -` prints syslog stamps), and are not counted."""
     if "details" not in events.column_names:
         return None
     origins = events.column("origin").to_pylist() if "origin" in events.column_names else [None] * events.num_rows
-    guessed = [o for d, o in zip(events.column("details").to_pylist(), origins) if d and '"ts_year_from":"file"' in d]
-    if not guessed:
+    piped = f"file:{stdin}@" if stdin else None
+    n = sum(1 for d, o in zip(events.column("details").to_pylist(), origins)
+            if d and '"ts_year_from":"file"' in d and not (piped and o and o.startswith(piped)))
+    if not n:
         return None
-    n, piped = len(guessed), f"file:{stdin}@" if stdin else None
-    from_stdin = bool(piped) and all(o and o.startswith(piped) for o in guessed)
-    when = "the time standard input was read" if from_stdin else f"{'their' if n != 1 else 'its'} file's time"
     return (f"{n} event{'s' * (n != 1)} with a stamp that prints no year (glog/c10 `E1204 03:21:41`, syslog `Dec  4 "
-            f"03:21:41`) took {'their' if n != 1 else 'its'} year from {when}: give a log of the same job or host "
-            f"that prints dates{'' if from_stdin else ', or copy the files with `cp -p`'}")
+            f"03:21:41`) took {'their' if n != 1 else 'its'} year from {'their' if n != 1 else 'its'} file's time: "
+            "give a log of the same job or host that prints dates, or copy the files with `cp -p`")
 
 
 def mtime_note(events: pa.Table, stdin: str | None = None, width: int | None = None) -> str | None:

@@ -271,7 +271,9 @@ def year_missing(scene: Scene) -> list[str]:
     """The year of the scene's lines whose stamps print none and took it from their file's time (``details.
     ts_year_from`` ``file``: ``ingest.assemble.resolve_times``): a copied old log lands in the year of its copy. Said
     whatever the incident's first line (a hang of no single culprit has none; a fresh user's trial)."""
-    hosts = sorted({e.host for e in scene.events if e.details.get("ts_year_from") == "file"})
+    # (standard input's lines took the year it was read: this machine's live log, `journalctl -k | … diagnose -`)
+    hosts = sorted({e.host for e in scene.events
+                    if e.details.get("ts_year_from") == "file" and not from_stdin(e.origin)})
     if not hosts:
         return []
     return [f"the year of the lines of {first_of(hosts, noun='hosts')}: their stamps print none, and it was taken from "
