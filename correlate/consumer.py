@@ -37,7 +37,7 @@ times no year holds, a header naming a table it does not read, a null value) goe
 (``dlq_topic``, as the ingest worker's rejects: ``ingest.consumer.dead_letters``) with ``ff-error-code``
 ``bad_events_record``, the reason and its coordinates, its own key and headers kept. The worker awaits the broker's
 acknowledgement before any commit moves past it (the record holds the safe offset until then), retrying with a
-back-off while the broker does not acknowledge; correlation goes on with the next record.
+back-off while the broker does not acknowledge, in a task of its own: correlation goes on with the next record.
 """
 
 from __future__ import annotations
@@ -74,6 +74,9 @@ OnIncidents = Callable[[list[dict[str, Any]]], None]
 #: host -> its time (µs) => (link samples, topology facts) of those hosts read back from the lake
 #: (``api.sink.IncidentSink.host_facts``)
 ReadFacts = Callable[[dict[str, int]], tuple[pa.Table | None, pa.Table | None]]
+#: how long ``run(until_caught_up=True)`` waits for dead letters still being sent before its last commit (s): one
+#: not acknowledged by then keeps its record for the next run
+DEAD_LETTER_SETTLE_S = 30.0
 #: hosts whose facts one lake read asks for at most (``CorrelateWorker._read_facts``)
 FACTS_HOSTS_PER_READ = 1000
 
@@ -118,6 +121,7 @@ class CorrelateWorker:
         self.correlator = self._fresh()
         self.consumer: AIOKafkaConsumer | None = None
         self.producer: AIOKafkaProducer | None = None  # dead letters (ingest.consumer.new_producer)
+        self._dead_letter_tasks: set[asyncio.Future] = set()  # dead letters being sent (_dead_letter_later)
         self.records = 0
         self.dead_lettered = 0  # dead letters the broker acknowledged
         self.dead_letter_failures = 0  # tries to send them that failed (each said in the log)
@@ -171,7 +175,11 @@ class CorrelateWorker:
             raise
 
     async def close(self) -> None:
-        """Stop the consumer, then the producer, each whatever the one before raised (``stop_client``)."""
+        """Stop the dead letters still being sent (their records hold the commit: read again by the next owner),
+        then the consumer, then the producer, each whatever the one before raised (``stop_client``)."""
+        for task in list(self._dead_letter_tasks):
+            task.cancel()
+        await asyncio.gather(*self._dead_letter_tasks, return_exceptions=True)
         for c in (self.consumer, self.producer):
             if c is not None:
                 await stop_client(c.stop)
@@ -236,8 +244,8 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
-            if bad and not await self._dead_letter(bad):  # stopped before the broker acknowledged them
-                continue
+            if bad:  # sent beside correlation; their records hold their partitions' commits until acknowledged
+                self._dead_letter_later(bad)
             # after new records, or (a read that failed) once its back-off has passed even if the partitions are quiet
             if (data or self.correlator.read_back_again) and self.read_back is not None \
                     and time.monotonic() >= self._read_back_at:
@@ -258,29 +266,36 @@ class CorrelateWorker:
                     raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
                 if not await self._emit(incidents):
                     continue
+                await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)
                 await self._commit_safe(set(self.parts))
                 return
 
     async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
         """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode
-        error's text), to ``dlq_topic`` and await the broker's acknowledgements; then their records no longer hold
-        the commit. One dead letter per record (``ingest.consumer.dead_letters``): ``ff-error-code``
+        error's text), to ``dlq_topic`` and await the broker's acknowledgements; each record no longer holds the
+        commit once its own is in. One dead letter per record (``ingest.consumer.dead_letters``): ``ff-error-code``
         ``bad_events_record``, ``ff-reason`` the error, ``ff-origin`` ``kafka:<topic>/<partition>/<offset>``, the
-        record's key and headers kept, a null value's dead letter a tombstone.
+        record's key and headers kept, a null value's dead letter a tombstone. ``run`` starts it as a task of its own
+        (:meth:`_dead_letter_later`): correlation goes on meanwhile.
 
         A try the broker does not acknowledge (a ``KafkaError``: aiokafka gives up on a record after
-        ``request_timeout_ms``, 40 s) is logged (``error_code`` ``dead_letter_failed``), counted
-        (``firstfault_correlate_dead_letter_failures_total``) and made again after a back-off of 0.5 s doubling to
-        30 s, with a new producer when the broker lost the old one's idempotence state; meanwhile nothing is committed
-        past those records. A dead letter sent twice so is no loss. False when ``stop`` is set first (the records
-        still hold the commit: the next owner of their partitions reads them again)."""
+        ``request_timeout_ms``, 40 s; one it refuses, a letter larger than the topic takes) is logged (``error_code``
+        ``dead_letter_failed``), counted (``firstfault_correlate_dead_letter_failures_total``) and made again, for the
+        letters not yet acknowledged only, after a back-off of 0.5 s doubling to 30 s, with a new producer when the
+        broker lost the old one's idempotence state; meanwhile nothing is committed past those records. False when
+        ``stop`` is set first (the records still hold the commit: the next owner of their partitions reads them
+        again)."""
         rejects = [Reject(f"kafka:{r.topic}/{r.partition}/{r.offset}", why, r.value or b"", BAD_RECORD)
                    for _, r, why in bad]
         nulls = {rj.origin for (_, r, _), rj in zip(bad, rejects) if r.value is None}
-        letters = dead_letters(rejects, originals_of([r for _, r, _ in bad], rejects), nulls)
+        letters = dead_letters(rejects, originals_of([r for _, r, _ in bad], rejects), nulls)  # one per record
+        pending = [(p, r.offset, letter) for (p, r, _), letter in zip(bad, letters)]
         backoff, renew = 0.5, False
         while True:
-            attempt = asyncio.ensure_future(self._send(letters, renew))
+            pending = [x for x in pending if x[1] in x[0].dead]  # not yet acknowledged
+            if not pending:
+                return True
+            attempt = asyncio.ensure_future(self._send(pending, renew))
             stop = asyncio.ensure_future(self.stop.wait())
             await asyncio.wait({attempt, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
@@ -290,30 +305,48 @@ class CorrelateWorker:
                 return False
             try:
                 attempt.result()
-                break
+                continue
             except (KafkaError, OSError) as e:
                 renew = renew or isinstance(e, (OutOfOrderSequenceNumber, UnknownProducerId))
                 self.dead_letter_failures += 1
                 DEAD_LETTER_FAILURES.inc()
+                left = sum(1 for x in pending if x[1] in x[0].dead)
                 log.error("correlate: %d dead letter(s) not acknowledged (%s: %s); no commit past them, retrying in "
-                          "%.1f s", len(letters), type(e).__name__, e, backoff,
+                          "%.1f s", left, type(e).__name__, e, backoff,
                           extra={"stage": "correlate", "error_code": "dead_letter_failed"})
             try:
                 await asyncio.wait_for(self.stop.wait(), backoff)
                 return False
             except asyncio.TimeoutError:
                 backoff = min(backoff * 2, 30.0)
-        for p, r, _ in bad:
-            p.dead.discard(r.offset)
-        DEAD_LETTERS.labels(error_code=BAD_RECORD).inc(len(letters))
-        self.dead_lettered += len(letters)
-        return True
 
-    async def _send(self, letters: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]],
+    def _dead_letter_later(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> None:
+        """:meth:`_dead_letter` as a task of its own: a dead letter the broker refuses for minutes (a DLQ topic whose
+        ``max.message.bytes`` the letter passes, a broker away) held every partition's correlation and its pages while
+        ``run`` awaited it (a break-it pass); now only the commit of its records' partitions waits."""
+        task = asyncio.ensure_future(self._dead_letter(bad))
+        self._dead_letter_tasks.add(task)
+        task.add_done_callback(self._dead_letter_tasks.discard)
+
+    async def _dead_letters_settled(self, timeout_s: float) -> None:
+        """Wait at most ``timeout_s`` for the dead letters still being sent (``run(until_caught_up=True)``, before its
+        last commit: a letter acknowledged by then lets the commit pass its record)."""
+        if self._dead_letter_tasks:
+            await asyncio.wait(set(self._dead_letter_tasks), timeout=timeout_s)
+
+    def _dead_acked(self, p: _Partition, offset: int) -> None:
+        p.dead.discard(offset)
+        DEAD_LETTERS.labels(error_code=BAD_RECORD).inc()
+        self.dead_lettered += 1
+
+    async def _send(self, pending: list[tuple[_Partition, int, tuple[bytes | None, bytes | None,
+                                                                     list[tuple[str, bytes]]]]],
                     renew: bool) -> None:
-        """Send ``letters`` (key, value, headers) to ``dlq_topic`` and await every acknowledgement; first a new
-        producer in place of the old one when ``renew`` (the broker lost its idempotence state: after a broker
-        restart it answers every send with ``OutOfOrderSequenceNumber``). Raises ``KafkaError``."""
+        """Send ``pending`` dead letters ((partition state, offset, (key, value, headers))) to ``dlq_topic`` and
+        await each acknowledgement, marking each record as it comes (:meth:`_dead_acked`); first a new producer in
+        place of the old one when ``renew`` (the broker lost its idempotence state: after a broker restart it
+        answers every send with ``OutOfOrderSequenceNumber``). Raises the first ``KafkaError`` (or ``OSError``) after
+        the acknowledgements of the letters sent before it."""
         if renew:
             fresh = new_producer(self.bootstrap)
             try:
@@ -325,10 +358,22 @@ class CorrelateWorker:
             if old is not None:
                 await stop_client(old.stop)
         assert self.producer is not None
-        futs = [await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)
-                for key, value, headers in letters]
-        for f in futs:
-            await f
+        sent, error = [], None
+        for p, off, (key, value, headers) in pending:
+            try:
+                sent.append((p, off, await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)))
+            except (KafkaError, OSError) as e:
+                error = e
+                break
+        for p, off, fut in sent:
+            try:
+                await fut
+            except (KafkaError, OSError) as e:
+                error = error or e
+                continue
+            self._dead_acked(p, off)
+        if error is not None:
+            raise error
 
     async def _read_back(self) -> None:
         """Read back from the lake the faults of stored incidents on the hosts these partitions carry

@@ -111,6 +111,41 @@ def test_a_dead_letter_the_broker_does_not_acknowledge_is_said_counted_and_sent_
     assert not done and p.dead == {7} and w.safe_offsets(set(w.parts)) == {TopicPartition("t", 0): 7}
 
 
+def test_a_dead_letter_the_broker_keeps_refusing_holds_its_partitions_commit_and_nothing_else():
+    """A dead letter the broker refuses for minutes (a DLQ topic whose max.message.bytes it passes) held every
+    partition's correlation and pages while the worker awaited it (a break-it pass). It is sent in a task of its own:
+    only its record's partition's commit waits, another partition's passes; a retry sends only the letters not yet
+    acknowledged (each reached the DLQ once); close() ends the task with the record still holding the commit."""
+    from aiokafka.structs import ConsumerRecord
+
+    class _Refusing(_FlakyProducer):  # refuses one key for ever, acknowledges the others
+        async def send(self, topic, value=None, key=None, headers=None):
+            if key == b"host:big":
+                raise KafkaTimeoutError("MessageSizeTooLarge")
+            return await super().send(topic, value=value, key=key, headers=headers)
+
+        async def stop(self) -> None:
+            pass
+
+    async def go() -> tuple[CorrelateWorker, _Partition, _Partition]:
+        w = _worker()
+        w.producer = _Refusing(0)
+        a = _Partition(held=deque([(3, []), (4, [])]), last=4, dead={3, 4})
+        b = _Partition(held=deque([(9, [])]), last=9)
+        w.parts = {TopicPartition("t", 0): a, TopicPartition("t", 1): b}
+        recs = [ConsumerRecord("t", 0, o, 0, 0, k, b"x", None, 1, 1, []) for o, k in ((3, b"host:n1"), (4, b"host:big"))]
+        w._dead_letter_later([(a, r, "bad") for r in recs])  # returns at once: run() goes on
+        await asyncio.sleep(1.0)  # two tries at least (0.5 s back-off)
+        assert w._dead_letter_tasks and w.dead_letter_failures >= 2
+        await w.close()
+        return w, a, b
+
+    w, a, b = asyncio.run(go())
+    assert [key for _, key, _, _ in w.producer.sent] == [b"host:n1"] and w.dead_lettered == 1
+    assert a.dead == {4} and not w._dead_letter_tasks
+    assert w.safe_offsets(set(w.parts)) == {TopicPartition("t", 0): 4, TopicPartition("t", 1): 10}
+
+
 @pytest.mark.kafka
 def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_with_their_reason(kafka, pipeline):
     """Five records on one partition: a good events record, random bytes, a record whose ``firstfault-table``
