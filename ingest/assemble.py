@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -370,8 +370,10 @@ def year_anchors(streams: list[list[Hit]], tz) -> YearAnchors:
     a year apart, each naming the other's host as the silent one (a fresh user's trial)."""
     out = YearAnchors()
     for hits in streams:
+        # stamps a file's time believes (a clock set years ahead dated its job's other files, then lost them their
+        # own times: a break-it pass)
         times = [h.prefix.ts for h in hits if h.prefix.ts is not None and not h.prefix.year_inferred
-                 and plausible(h.prefix.ts)]
+                 and _believable(h.prefix.ts, h.seg)]
         if not times and any(h.prefix.yearless is not None for h in hits):
             done = _year_from_unmatched(hits, tz)
             out.predated |= done
@@ -381,13 +383,29 @@ def year_anchors(streams: list[list[Hit]], tz) -> YearAnchors:
         span = (min(times), max(times))
         for k in _year_keys(hits):
             out.spans.setdefault(k, []).append(span)
+    # a job's thousands of files overlap: merged, a year-less line tries a few spans, not one per file (quadratic in
+    # a job's ranks: 2,000 rank logs took 152 s, a break-it pass)
+    out.spans = {k: _merged(v) for k, v in out.spans.items()}
+    return out
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` ((lo, hi) µs) sorted, the overlapping ones merged."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 
 def _year_keys(hits: list[Hit]) -> set[tuple[str, str]]:
-    """The communicators and hosts of a stream's hits, as :class:`YearAnchors` keys."""
+    """The communicators and hosts of a stream's hits, as :class:`YearAnchors` keys: a line's host is its header's
+    or its segment's (the file's name or folder, the record's key) here, before :func:`assign_hosts` sets the rows'
+    (a host's ``dmesg -T`` and its ``kern.log`` of syslog stamps were a year apart: a break-it pass)."""
     keys = {("comm", c) for h in hits if (c := h.row.get("comm"))}
-    keys.update(("host", host) for h in hits if (host := h.row.get("host")))
+    keys.update(("host", host) for h in hits if (host := h.row.get("host") or h.prefix.host or h.seg.host))
     return keys
 
 
@@ -396,7 +414,7 @@ def _year_from_related(hits: list[Hit], tz, anchors: YearAnchors, done: set[int]
     the year that puts each within :data:`RELATED_YEAR_US` of the dated stamps of a stream of the same communicator or
     host (:func:`year_anchors`), the nearest such span when several do; else they keep their file's time's year.
     Returns the ``id`` of each hit it dated."""
-    spans = sorted({span for k in _year_keys(hits) for span in anchors.spans.get(k, ())})
+    spans = _merged(span for k in _year_keys(hits) for span in anchors.spans.get(k, ()))
     dated: set[int] = set()
     if not spans:
         return dated
@@ -405,9 +423,9 @@ def _year_from_related(hits: list[Hit], tz, anchors: YearAnchors, done: set[int]
             continue
         best: tuple[int, int] | None = None  # (distance to its span, µs)
         for lo, hi in spans:
-            # the latest year at most the window (and resolve_year's two days) after the span: inside, or just before
-            t = resolve_year(*h.prefix.yearless, hi + RELATED_YEAR_US, tz)
-            if t is None or t < lo - RELATED_YEAR_US:
+            # the latest year at most the window after the span (resolve_year adds two days): inside, or just before
+            t = resolve_year(*h.prefix.yearless, hi + RELATED_YEAR_US - 2 * 86400 * US, tz)
+            if t is None or t < lo - RELATED_YEAR_US or not _believable(t, h.seg):
                 continue
             gap = max(lo - t, t - hi, 0)
             if best is None or gap < best[0]:

@@ -305,6 +305,29 @@ def test_a_files_year_less_stamps_take_the_year_of_a_dated_log_of_its_job(pipeli
         assert hang["category"] == "nccl_hang" and "2 ranks (10, 21) timed out" in hang["explanation"]
 
 
+def test_a_hosts_year_less_log_takes_the_year_of_its_dated_log_but_not_of_a_clock_ahead_of_its_file(pipeline):
+    """Of one host, a ``dmesg -T`` (dated) and a ``kern.log`` of syslog stamps (no year), both copied a year later:
+    the key of the host was never set before the rows' hosts were (a break-it pass: two incidents a year apart); a
+    dated line ahead of its own file's time (a clock set years on) dates no other file; a week past the dated lines
+    is the window, not nine days."""
+    def ts(texts: dict[str, tuple[str, str]]) -> dict[str, datetime]:
+        segs = [Segment(data=t.encode(), origin=f"file:{name}", stream=f"file:{name}", host=host, ref_ts=_COPIED,
+                        ref_basis="file", ingest_ts=_COPIED) for name, (host, t) in texts.items()]
+        ev = pipeline.run(Decoded(segments=segs)).events.to_pylist()
+        return {e["origin"].split(":")[1].split("@")[0]: e["ts"] for e in ev if e["signature"] == "xid"}
+
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    got = ts({"node07/dmesg-T.txt": ("node07", f"[Thu Dec  4 03:00:10 2025] {xid}"),
+              "node07/kern.log": ("node07", f"Dec  4 03:00:11 node07 kernel: {xid}")})
+    assert got["node07/kern.log"] == datetime(2025, 12, 4, 3, 0, 11, tzinfo=timezone.utc)
+    ahead = ts({"a/dmesg-T.txt": ("node07", f"[Thu Dec  4 03:00:10 2031] {xid}"),
+                "b/kern.log": ("node07", f"Dec  4 03:00:11 node07 kernel: {xid}")})
+    assert ahead["b/kern.log"] == datetime(2026, 12, 4, 3, 0, 11, tzinfo=timezone.utc)  # its own file's year
+    late = ts({"a/dmesg-T.txt": ("node07", f"[Thu Nov 25 03:00:10 2025] {xid}"),
+               "b/kern.log": ("node07", f"Dec  4 03:00:11 node07 kernel: {xid}")})  # 9 days after
+    assert late["b/kern.log"].year == 2026
+
+
 def test_a_year_taken_from_the_files_time_is_said(pipeline):
     """A syslog Xid line of a file nothing dates: its year is its file's time's, a guess the incident's explanation
     and ``diagnose``'s stderr say (``details.ts_year_from``; a fresh user's trial found a year's gap unsaid)."""
