@@ -1071,8 +1071,14 @@ def _config_before_the_command(args: list[str]) -> None:
         return
     value = args[0].partition("=")[2] if "=" in args[0] else (args[1] if len(args) > 1 else "")
     rest = args[1:] if "=" in args[0] else args[2:]
-    words = [w for w in rest if not w.startswith("-")][:2]
-    names = words if words[:1] == ["kafka"] or words[:1] == ["report"] else words[:1]
+    # the command's name and its subcommand's, as the app knows them: the value of an option between is no command
+    # ("--config c.toml report --hour 2026-12-05T19 degraded-links" named "report 2026-12-05T19": a break-it pass)
+    group, names = typer.main.get_command(app), []
+    for w in rest:
+        sub = getattr(group, "commands", {}).get(w)
+        if sub is not None:
+            names.append(w)
+            group = sub
     command = " ".join(names) or "<command>"
     err.print(f"[red]--config is an option of each command, not of firstfault:[/] put it after the command name "
               f"(firstfault {escape(command)} --config {escape(value or 'f.toml')} …)", soft_wrap=True)

@@ -1406,7 +1406,12 @@ def test_config_before_the_command_name_says_where_it_goes(tmp_path):
     trial): exit 2, saying where it goes, with the command and file given; after the name it is read."""
     for args, said in ((["--config", "f.toml", "sql", "SELECT 1"], "firstfault sql --config f.toml …"),
                        (["--config=x.toml", "kafka", "status"], "firstfault kafka status --config x.toml …"),
-                       (["--config"], "firstfault <command> --config f.toml …")):
+                       (["--config"], "firstfault <command> --config f.toml …"),
+                       # the value of an option between is no command, nor is a word the app does not know (a
+                       # break-it pass: "firstfault report 2026-12-05T19 …", "firstfault nosuchcmd …")
+                       (["--config", "c.toml", "report", "--hour", "2026-12-05T19", "degraded-links"],
+                        "firstfault report degraded-links --config c.toml …"),
+                       (["--config", "c.toml", "nosuchcmd"], "firstfault <command> --config c.toml …")):
         r = _firstfault(*args)
         assert (r.returncode, " ".join(r.stderr.split())) == (2, "--config is an option of each command, not of "
                                                                  f"firstfault: put it after the command name ({said})"), r
