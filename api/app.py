@@ -39,7 +39,7 @@ from api.sql import SqlRefused, check_read_only
 from api.store import (SORTS, Store, StoreError, decimal_floats, holds_no_events, json_bytes, nanosecond_times,
                        refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
-from schemas.hostname import canonical_host, is_host_name
+from schemas.hostname import canonical_host, close_hosts, is_host_name
 from schemas.errors import error_text
 from schemas.events import EventKind
 from schemas.incidents import Category, iso_us
@@ -407,7 +407,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         ``/hosts/{host}/timeline`` says it: ``/links?host=nope`` was a 200 with no items, which reads as a host with
         no link trouble (a fresh user's trial). Asked only when the page found nothing."""
         if host and not found and not store.knows_host(host):
-            raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it")
+            close = close_hosts(host, store.hosts())  # node4 for node004: as diagnose --symptom offers it
+            raise HTTPException(404, f"no host {host} in the lake: no event, link sample or topology fact names it"
+                                + (f"; did you mean {' or '.join(close)}?" if close else ""))
 
     events_seen = False
 

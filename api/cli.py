@@ -8,7 +8,6 @@ at or above that severity.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import errno
 import io
 import logging
@@ -428,8 +427,10 @@ def diagnose(
     listed = _first_of(seen, 8)
     # a host of topology facts or link samples only (`nvidia-smi topo -m`) is known: its symptom uses them
     known = set(seen) | {h for t in (batch.topology, batch.link_samples) for h in t.column("host").to_pylist()}
+    from schemas.hostname import close_hosts
+
     for h in sorted({x.host for x in symptoms} - known):  # a typo, or other hosts' logs: it joins no evidence
-        close = _close_hosts(h, seen)
+        close = close_hosts(h, seen)
         err.print(f"symptom host {h} has no events in these logs (hosts with events: {listed or 'none'}); its "
                   "report joins no logged evidence" + (f". Did you mean {' or '.join(close)}?" if close else ""),
                   style="yellow", highlight=False, markup=False)  # text, not markup
@@ -599,21 +600,6 @@ def _temp_copy(src, name: str) -> Path:
             f.write(chunk)
             most -= len(chunk)
     return path
-
-
-def _close_hosts(host: str, seen: list[str]) -> list[str]:
-    """The host names of ``seen`` that ``host`` (a symptom's, with no events) was likely meant to be: those equal
-    to it but for leading zeros in its numbers (``node07`` for ``node007``), else the closest by ``difflib`` among
-    those with the same numbers (``node07`` for ``nodo07``; none for ``node99`` among node01 - node08)."""
-    def unpadded(name: str) -> str:  # digits as text: int() refuses more than 4300 of them
-        return re.sub(r"\d+", lambda m: m.group().lstrip("0") or "0", name.lower())
-
-    same = [h for h in seen if unpadded(h) == unpadded(host)]
-    # a name whose numbers differ is another host, however alike its letters ("Did you mean node08?" for node99:
-    # a fresh-user trial): only names with the same numbers, or a letter's slip (nodo07), are offered
-    digits = re.findall(r"\d+", unpadded(host))
-    return same or difflib.get_close_matches(host, [h for h in seen if re.findall(r"\d+", unpadded(h)) == digits],
-                                             n=1)
 
 
 def _unnamed_gpus(batch, host: str, gpus: list[str]) -> str:

@@ -400,6 +400,12 @@ class Store:
                           "OR EXISTS (SELECT 1 FROM topology WHERE host = ?) AS known", [host, host, host])
         return bool(rows[0]["known"])
 
+    def hosts(self) -> list[str]:
+        """Every host the lake holds anything of (an event, a link sample or a topology fact), sorted."""
+        rows = self.query("SELECT DISTINCT host FROM events UNION SELECT DISTINCT host FROM link_samples "
+                          "UNION SELECT DISTINCT host FROM topology")
+        return sorted(r["host"] for r in rows if r["host"] is not None)
+
     # --- links -----------------------------------------------------------------------------------
     def links(self, *, host: str | None = None) -> list[dict[str, Any]]:
         """Per host, GPU and link: the latest state and speed, the latest error counters and how much

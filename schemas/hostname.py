@@ -12,8 +12,10 @@ whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone. An IPv6
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -81,3 +83,19 @@ def is_host_name(name: str | None) -> bool:
 @functools.lru_cache(maxsize=65536)
 def _short_host_name(name: str) -> bool:
     return not not_host_names(pa.array([name], pa.string()))[0].as_py()
+
+
+def close_hosts(host: str, seen: list[str]) -> list[str]:
+    """The host names of ``seen`` that ``host`` (a ``diagnose --symptom`` host with no events, an API ``host`` the
+    lake holds nothing of) was likely meant to be: those equal to it but for leading zeros in its numbers
+    (``node07`` for ``node007``), else the closest by ``difflib`` among those with the same numbers (``node07`` for
+    ``nodo07``; none for ``node99`` among node01 - node08)."""
+    def unpadded(name: str) -> str:  # digits as text: int() refuses more than 4300 of them
+        return re.sub(r"\d+", lambda m: m.group().lstrip("0") or "0", name.lower())
+
+    same = [h for h in seen if unpadded(h) == unpadded(host)]
+    # a name whose numbers differ is another host, however alike its letters ("Did you mean node08?" for node99:
+    # a fresh-user trial): only names with the same numbers, or a letter's slip (nodo07), are offered
+    digits = re.findall(r"\d+", unpadded(host))
+    return same or difflib.get_close_matches(host, [h for h in seen if re.findall(r"\d+", unpadded(h)) == digits],
+                                             n=1)

@@ -1109,6 +1109,19 @@ def test_a_host_filter_the_lake_holds_nothing_of_is_a_404_on_every_route(api):
         "items": [], "next_cursor": None}
 
 
+def test_a_host_filter_the_lake_holds_nothing_of_offers_the_host_it_likely_meant(api):
+    """``/incidents?host=node4`` said "no host node4 in the lake" though it holds node004 (a second new user's
+    trial): the 404 offers the lake's hosts ``diagnose --symptom`` would (the same numbers but for leading zeros,
+    or a letter's slip), on every route; a host of link samples only counts; another number is another host."""
+    said = "no host {} in the lake: no event, link sample or topology fact names it"
+    for route in ("/links", "/events", "/incidents", "/hosts/node4/timeline"):
+        r = api.get(route, params={"host": "node4"} if "timeline" not in route else None)
+        assert (r.status_code, r.json()["detail"]) == (404, said.format("node4") + "; did you mean node004?"), route
+    assert api.get("/links", params={"host": "nodo011"}).json()["detail"] == (
+        said.format("nodo011") + "; did you mean node011?")
+    assert api.get("/events", params={"host": "node999"}).json()["detail"] == said.format("node999")
+
+
 def test_errors_say_the_tool_s_words_not_the_library_s(api):
     """``/incidents?since=2026`` said "query.since: Value error, '2026' is no time…" and ``POST /sql`` of a table
     that is not there DuckDB's "Catalog Error: Table with name nope does not exist!" alone (a fresh user's trial):

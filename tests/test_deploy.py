@@ -1316,14 +1316,14 @@ def test_a_lake_that_cannot_be_opened_is_one_line_and_exit_1(monkeypatch, capfd)
 
 def test_a_symptom_hosts_suggestion_compares_numbers_as_text():
     """Zero padding aside, names compare as written; a run of 4301 digits made int() raise (a break-it pass)."""
-    from api.cli import _close_hosts
+    from schemas.hostname import close_hosts
 
-    assert _close_hosts("node07", ["node027", "node007", "node0007"]) == ["node007", "node0007"]
-    assert _close_hosts("Node17", ["NODE017"]) == ["NODE017"]
-    assert _close_hosts("node" + "1" * 4301, ["node7"]) == []
+    assert close_hosts("node07", ["node027", "node007", "node0007"]) == ["node007", "node0007"]
+    assert close_hosts("Node17", ["NODE017"]) == ["NODE017"]
+    assert close_hosts("node" + "1" * 4301, ["node7"]) == []
     # another number is another host: node99 is no typo of node08 (it was offered: a fresh-user trial), nodo07 is
-    assert _close_hosts("node99", ["node01", "node08"]) == []
-    assert _close_hosts("nodo07", ["node07", "node08"]) == ["node07"]
+    assert close_hosts("node99", ["node01", "node08"]) == []
+    assert close_hosts("nodo07", ["node07", "node08"]) == ["node07"]
 
 
 def test_diagnose_with_a_terminal_on_stderr_finishes_and_draws_its_progress_there():
