@@ -103,9 +103,13 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
               out: Console | None) -> int:
     t0 = time.monotonic()
     console.print("[bold]firstfault demo[/]: local Kafka broker, bundled real logs → incidents")
+    running = broker.status(settings.state_dir.resolve())
     st = broker.start(settings.state_dir, log=lambda m: console.print(m))
-    console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir}) after "
-                  f"{time.monotonic() - t0:.1f} s")
+    if running is not None and running.pid == st.pid:  # "ready … after 0.0 s" read as one just started (a trial)
+        console.print(f"broker already running on {st.bootstrap} (pid {st.pid}, data {st.data_dir})")
+    else:
+        console.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir}) after "
+                      f"{time.monotonic() - t0:.1f} s")
     t0 = time.monotonic()  # the ingest's time, below, without the broker's start (a JVM: seconds)
     # the events topic too: the README's scaling-out workers (`firstfault ingest` / `correlate`) read it from this
     # broker

@@ -61,6 +61,34 @@ def test_the_demo_s_exit_names_the_broker_running_then(monkeypatch):
     assert seen == [Path(".firstfault")] * 2
 
 
+def test_the_demo_says_a_broker_already_running_as_kafka_start_does(monkeypatch, tmp_path):
+    """A second ``make demo ARGS=--once`` with the broker up said "broker ready on … after 0.0 s", as if it had just
+    started one (a second new user's trial); ``kafka start`` says "already running": so does the demo, with its
+    pid. One it starts is "ready … after N s"."""
+    from rich.console import Console
+
+    from api import demo
+    from schemas.settings import Settings
+
+    class Stop(Exception):
+        pass
+
+    def ensure_topics(*a, **k):
+        raise Stop  # the broker line is said: the rest needs a broker
+
+    now: list[BrokerState | None] = [_state(4242, 40001)]
+    monkeypatch.setattr(demo.broker, "status", lambda state_dir: now[0])
+    monkeypatch.setattr(demo.broker, "start", lambda state_dir, log: _state(4242, 40001))
+    monkeypatch.setattr(demo.broker, "ensure_topics", ensure_topics)
+    for running, said in ((True, "broker already running on 127.0.0.1:40001 (pid 4242, data /x/data)"),
+                          (False, "broker ready on 127.0.0.1:40001 (pid 4242, data /x/data) after 0.0 s")):
+        now[0] = _state(4242, 40001) if running else None
+        console = Console(record=True, width=200)
+        with pytest.raises(Stop):
+            demo._run_demo(Settings(state_dir=tmp_path), once=True, port=None, console=console, out=None)
+        assert console.export_text().splitlines()[1] == said
+
+
 def _words(text: str) -> str:
     """``text`` without click's error box and its wrapping: one space between words."""
     return " ".join(text.replace("│", " ").split())
