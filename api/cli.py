@@ -935,7 +935,10 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     refuse_lake_file(s)
     _refuse_missing_lake(s)
     _port_free(s, p)
-    _tell(s, logging.INFO, f"serving the lake at {s.lake} (set FIRSTFAULT_LAKE or --config to read another)")
+    # where it came from: a FIRSTFAULT_LAKE set and forgotten was told "set FIRSTFAULT_LAKE … to read another" (a trial)
+    src = s.source_of("lake")
+    _tell(s, logging.INFO, f"serving the lake at {s.lake} ({src}"
+                           + ("; set FIRSTFAULT_LAKE or --config to read another)" if src == "the default" else ")"))
     if holds_no_events(s.lake):
         _tell(s, logging.WARNING, f"the lake at {s.lake} holds no events yet: every query answers empty until an "
                                   "ingest worker (or `firstfault run`) writes there; if it should hold some, check "

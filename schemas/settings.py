@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from schemas.errors import error_text
 
@@ -128,6 +128,14 @@ class Settings(BaseModel):
     pagerduty_url: str | None = Field(None, description="PagerDuty Events v2 endpoint (enqueue URL)")
     pagerduty_routing_key: SecretStr | None = Field(None, description="PagerDuty integration (routing) key")
     page_min_severity: str = Field("error", description="page incidents at or above this severity")
+    #: where each value :func:`load_settings` was given came from: the config file, the environment variable, "the
+    #: command line"; a default is not listed
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def source_of(self, name: str) -> str:
+        """Where setting ``name`` came from, as said beside it: ``from FIRSTFAULT_LAKE``, ``from firstfault.toml``,
+        ``from the command line``, or ``the default``."""
+        return f"from {self._sources[name]}" if name in self._sources else "the default"
 
     @field_validator("*", mode="before")
     @classmethod
@@ -481,7 +489,9 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                 else f" (the settings are {', '.join(fields)})")
 
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
+        settings._sources = source
+        return settings
     except ValidationError as e:
         # each message says where its value came from: the file, the environment variable, the command line
         msgs = "; ".join((f"{'.'.join(map(str, err['loc']))}"

@@ -785,6 +785,38 @@ def test_where_the_api_listens_is_info_told_at_any_level_and_text_logs_are_utc(c
         logging.getLogger("firstfault.serve").setLevel(logging.NOTSET)
 
 
+def test_serve_says_where_its_lake_setting_came_from(tmp_path, monkeypatch):
+    """``FIRSTFAULT_LAKE=.firstfault/demo/lake firstfault serve`` said "(set FIRSTFAULT_LAKE or --config to read
+    another)" of a lake FIRSTFAULT_LAKE had set (a second new user's trial): it says where the value came from, the
+    variable, the config file or the default (with how to read another)."""
+    import socket
+
+    import uvicorn
+
+    from ingest.lake import Lake
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, *a, **k: None)  # said before it serves: no server
+    for k in ("FIRSTFAULT_LAKE", "FIRSTFAULT_CONFIG", "FIRSTFAULT_LOG_FORMAT"):
+        monkeypatch.delenv(k, raising=False)
+    for lake in ("mine", ".firstfault/lake", "other"):
+        Lake(str(tmp_path / lake)).init()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+
+    def said(env: dict[str, str], *args: str) -> str:
+        r = CliRunner().invoke(app, ["serve", "--port", port, *args], env=env)
+        assert r.exit_code == 0, r.output
+        return next(line for line in r.stderr.splitlines() if line.startswith("serving the lake at"))
+
+    assert said({"FIRSTFAULT_LAKE": "mine"}) == "serving the lake at mine (from FIRSTFAULT_LAKE)"
+    assert said({}) == ("serving the lake at .firstfault/lake (the default; set FIRSTFAULT_LAKE or --config to read "
+                        "another)")
+    (tmp_path / "other.toml").write_text('lake = "other"\n')
+    assert said({}, "--config", "other.toml") == "serving the lake at other (from other.toml)"
+
+
 def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     """``serve`` with ``log_format = "json"`` (from firstfault.toml) and ``FIRSTFAULT_LOG_LEVEL=INFO``: uvicorn's
     start-up and access lines are JSON objects on stderr like firstfault's own, nothing on stdout."""
