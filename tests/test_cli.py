@@ -127,6 +127,14 @@ def test_help_shows_an_option_s_choices(cmd, option, choices, tmp_path):
             assert r.exit_code in (0, 3), (v, r.output)
 
 
+def test_diagnose_help_lists_its_exit_codes():
+    """``diagnose --help`` listed no exit codes: a CI gate's author read them in the README only (a second new
+    user's trial). One line after the options, as docs/diagnose.md's table says them."""
+    lines = [x.strip() for x in _help("diagnose").splitlines() if x.strip()]
+    assert lines[-1] == "exit 0 ok, 1 runtime failure, 2 usage/config error or nothing readable, 3 --fail-on matched"
+    assert lines[-2].startswith("╰"), lines[-3:]  # after the options' box
+
+
 def test_help_names_a_file_option_file_and_says_what_the_demo_does():
     """A file option's placeholder is ``<file>`` everywhere (``sql -o`` and ``--fleet-config`` said ``<path>``), and
     the demo's summary says what it does ("The main job on the embedded default: …" did not)."""
