@@ -90,7 +90,8 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
         except BlockingIOError:
             lock.seek(0)
             raise DemoRunning(f"another demo is running (pid {lock.read().strip() or '?'}) and serving its lake "
-                              f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C)") from None
+                              f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C), or run your own "
+                              "beside it with FIRSTFAULT_STATE_DIR=/tmp/mine FIRSTFAULT_API_PORT=18080") from None
         lock.truncate(0)
         lock.write(str(os.getpid()))
         lock.flush()

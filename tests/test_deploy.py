@@ -752,6 +752,10 @@ def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
         lock.flush()
         r = _firstfault("demo", "--once", env=env)
         assert r.returncode == 1 and f"another demo is running (pid {os.getpid()})" in r.stderr, r.stderr
+        # how to run one beside it, as the README says (a second new user's trial)
+        assert " ".join(r.stderr.split()) == (
+            f"another demo is running (pid {os.getpid()}) and serving its lake {lake}: stop it first (Ctrl-C), or run "
+            "your own beside it with FIRSTFAULT_STATE_DIR=/tmp/mine FIRSTFAULT_API_PORT=18080"), r.stderr
         with socket.create_server(("127.0.0.1", 0)) as busy:  # the running demo's port: named as the demo
             r = _firstfault("demo", "--port", str(busy.getsockname()[1]), env=env)
         assert r.returncode == 1 and "another demo is running" in r.stderr, r.stderr
