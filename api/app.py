@@ -384,7 +384,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {error_text(e)}{_plus_hint(e)}" for e in exc.errors())
+        # a body that is no JSON is "the body is not JSON: …" (it was "body.0: JSON decode error")
+        detail = "; ".join(f"the body {error_text(e)}" if e["type"] == "json_invalid" and e["loc"][:1] == ("body",)
+                           else f"{'.'.join(map(str, e['loc']))}: {error_text(e)}{_plus_hint(e)}" for e in exc.errors())
         if any(tuple(e["loc"][:1]) == ("body",) and (len(e["loc"]) == 1 or e["type"] == "json_invalid")
                for e in exc.errors()):
             # `curl -d 'SELECT 1' …/sql` (a form body) or a query not wrapped in JSON: pydantic's words alone did not

@@ -62,8 +62,9 @@ def _flags_without_a_type() -> None:
 def _plain_value_errors() -> None:
     """typer 0.26 and later check a value (a ``--format`` of a Literal) through pydantic and print its message as it
     is: "Invalid value for '--format' / '-f': Value error, 'xml' is not one of 'json', 'table'." (a fresh user's
-    trial): the message without pydantic's "Value error, ". Older typers say click's words already (no
-    ``get_error_msg``)."""
+    trial): the message without pydantic's "Value error, ", and a bound or a number in the tool's words
+    (``--port 99999``: "must be at most 65535, not 99999", not "Input should be less than or equal to 65535").
+    Older typers say click's words already (no ``get_error_msg``)."""
     import importlib
 
     for name in ("typer._coercion", "typer._param_types"):
@@ -76,7 +77,18 @@ def _plain_value_errors() -> None:
             continue
 
         def get_error_msg(exc: Any, _shown: Any = shown) -> str:
-            return _shown(exc).removeprefix("Value error, ")
+            # the tool's words (schemas/errors.py: "must be at most 65535, not 99999"), through typer's own
+            # escaping of terminal controls
+            errors = exc.errors() if callable(getattr(exc, "errors", None)) else []
+            if not errors:
+                return _shown(exc).removeprefix("Value error, ")
+            from schemas.errors import error_text
+
+            class Said:
+                def errors(self) -> list[dict[str, Any]]:
+                    return [{**errors[0], "msg": error_text(errors[0])}]
+
+            return _shown(Said())
 
         get_error_msg._firstfault = True  # type: ignore[attr-defined]
         mod.get_error_msg = get_error_msg  # type: ignore[attr-defined]
@@ -936,7 +948,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     refuse_lake_file(s)
     _refuse_missing_lake(s)
     _port_free(s, p)
-    # where it came from: a FIRSTFAULT_LAKE set and forgotten was told "set FIRSTFAULT_LAKE … to read another" (a trial)
+    # where it came from: a FIRSTFAULT_LAKE set and forgotten was told "set FIRSTFAULT_LAKE … to read another"
     src = s.source_of("lake")
     _tell(s, logging.INFO, f"serving the lake at {s.lake} ({src}"
                            + ("; set FIRSTFAULT_LAKE or --config to read another)" if src == "the default" else ")"))

@@ -499,4 +499,4 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                           if err["loc"] else "")  # a check of several settings names them itself
                          + ("unknown setting" if err["type"] == "extra_forbidden" and len(err["loc"]) == 1
                             else error_text(err)) + _did_you_mean(err) for err in e.errors())
-        raise SettingsError(f"invalid configuration: {msgs}") from e
+        raise SettingsError(msgs) from e  # said after "configuration error: " (it said "invalid configuration" too)
