@@ -127,7 +127,8 @@ def test_help_shows_an_option_s_choices(cmd, option, choices, tmp_path):
             assert r.exit_code in (0, 3), (v, r.output)
 
 
-@pytest.mark.parametrize("port,said", [("99999", "must be at most 65535, not 99999"), ("-1", "must be at least 0, not -1"),
+@pytest.mark.parametrize("port,said", [("99999", "must be at most 65535, not 99999"),
+                                       ("-1", "must be at least 0, not -1"),
                                        ("abc", "must be a whole number, not 'abc'")])
 def test_a_port_out_of_range_or_no_number_is_said_in_the_tool_s_words(port, said):
     """``serve --port 99999`` said pydantic's "Input should be less than or equal to 65535", ``--port abc`` "unable

@@ -1711,7 +1711,8 @@ def test_rules_that_would_match_nothing_or_crash_are_refused_with_where_and_what
 
     shipped = R.RULES_FILE.read_text(encoding="utf-8")
     cases = [("{relation: same_host, window_s: 120}", "{relation: same_host, window_s: .nan}", "finite number"),
-             ("{relation: same_host, window_s: 120}", "{relation: same_host, window_s: -120}", "must be at least 0, not -120"),
+             ("{relation: same_host, window_s: 120}", "{relation: same_host, window_s: -120}",
+              "must be at least 0, not -120"),
              ("cause: [{kind: [xid, gsp_error]}]", "cause: [{kind: [xidd]}]", "no event kind 'xidd'"),
              ("cause: [{kind: [xid, gsp_error]}]", "cause: [{signature: [no.such.sig]}]",
               "names signature 'no.such.sig', which the catalog does not have"),
