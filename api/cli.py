@@ -772,8 +772,10 @@ def kafka_status(config: ConfigOpt = None) -> None:
     st = broker.status(s.state_dir)
     # another broker's address is said as not checked: "names 127.0.0.1:N, not the local broker … not running" read
     # as that broker being down while it ran (a fresh user's trial)
-    other = (f"kafka_bootstrap {s.kafka_bootstrap} (FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked)"
-             if s.kafka_bootstrap and (not st or s.kafka_bootstrap != st.bootstrap) else "")
+    # … said with where the setting came from, and "localhost:N" for the local broker's 127.0.0.1:N is that broker (a
+    # break-it pass: a config file's value was said to be FIRSTFAULT_KAFKA_BOOTSTRAP's, localhost another broker)
+    other = (f"kafka_bootstrap {s.kafka_bootstrap} ({s.source_of('kafka_bootstrap')}) is not the local broker (not "
+             "checked)" if s.kafka_bootstrap and (not st or not _same_broker(s.kafka_bootstrap, st.bootstrap)) else "")
     if not st:
         err.print(f"no local broker under {s.state_dir}; {other}" if other else "not running", markup=False,
                   highlight=False, soft_wrap=True)
@@ -782,6 +784,17 @@ def kafka_status(config: ConfigOpt = None) -> None:
         err.print(f"{other}; the local broker under {s.state_dir}:", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)
     out.print(f"{st.bootstrap} pid={st.pid} data={st.data_dir}")
+
+
+def _same_broker(bootstrap: str, local: str) -> bool:
+    """Whether the ``host:port`` list ``bootstrap`` names the local broker at ``local`` (``127.0.0.1:N``): one of its
+    addresses is ``local``, or a loopback name (``localhost``, ``::1``) with its port."""
+    port = local.rpartition(":")[2]
+    for addr in bootstrap.split(","):
+        host, _, p = addr.strip().rpartition(":")
+        if addr.strip() == local or (p == port and host.strip("[]") in ("localhost", "127.0.0.1", "::1")):
+            return True
+    return False
 
 
 def _bootstrap(s: Settings) -> str:

@@ -386,15 +386,22 @@ def test_kafka_status_says_a_configured_broker_is_another_one_not_checked(monkey
     monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", "127.0.0.1:46159")
     r = runner.invoke(app, ["kafka", "status"], env={"COLUMNS": "300"})
     assert (r.exit_code, _words(r.output)) == (1, f"no local broker under {tmp_path}; kafka_bootstrap 127.0.0.1:46159 "
-                                                  "(FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked)")
+                                                  "(from FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not "
+                                                  "checked)")
     now[0] = _state(4242, 40001)
     r = runner.invoke(app, ["kafka", "status"], env={"COLUMNS": "300"})
     assert (r.exit_code, r.output.splitlines()) == (0, [
-        f"kafka_bootstrap 127.0.0.1:46159 (FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked); the "
+        f"kafka_bootstrap 127.0.0.1:46159 (from FIRSTFAULT_KAFKA_BOOTSTRAP) is not the local broker (not checked); the "
         f"local broker under {tmp_path}:", "127.0.0.1:40001 pid=4242 data=/x/data"]), r.output
-    monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", "127.0.0.1:40001")  # the local broker itself: its status alone
-    r = runner.invoke(app, ["kafka", "status"])
-    assert (r.exit_code, r.output) == (0, "127.0.0.1:40001 pid=4242 data=/x/data\n")
+    for local in ("127.0.0.1:40001", "localhost:40001", "[::1]:40001"):  # the local broker itself: its status alone
+        monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", local)
+        r = runner.invoke(app, ["kafka", "status"])
+        assert (r.exit_code, r.output) == (0, "127.0.0.1:40001 pid=4242 data=/x/data\n"), local
+    monkeypatch.delenv("FIRSTFAULT_KAFKA_BOOTSTRAP")  # a config file's value is said as the file's (a break-it pass)
+    (tmp_path / "c.toml").write_text('kafka_bootstrap = "127.0.0.1:1"\n')
+    r = runner.invoke(app, ["kafka", "status", "--config", str(tmp_path / "c.toml")], env={"COLUMNS": "300"})
+    assert r.exit_code == 0 and f"kafka_bootstrap 127.0.0.1:1 (from {tmp_path / 'c.toml'}) is not" in _words(r.output)
+    monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", "127.0.0.1:40001")
     monkeypatch.delenv("FIRSTFAULT_KAFKA_BOOTSTRAP")
     now[0] = None
     r = runner.invoke(app, ["kafka", "status"])
