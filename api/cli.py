@@ -918,10 +918,17 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
     incs = _until_signalled(svc.worker.stop, lambda: svc.run(once=once)) or []
     # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)
     dead = f", {svc.worker.dead_lettered} dead-lettered to {s.dlq_topic}" if svc.worker.dead_lettered else ""
+    # dead letters the broker did not take: their records hold the commit and are read again (the summary said
+    # nothing of them and the exit was 0: a break-it pass)
+    pending = sum(len(p.dead) for p in svc.worker.parts.values())
+    left = (f"; {pending} dead letter{'s' * (pending != 1)} not acknowledged by {s.dlq_topic}: their records are "
+            "read again next time") if pending else ""
     _said(s, "correlate", f"read {svc.worker.records} {s.events_topic} records → {len(incs)} incident"
-                          f"{'s' * (len(incs) != 1)}{dead}; lake: {s.lake}")
+                          f"{'s' * (len(incs) != 1)}{dead}{left}; lake: {s.lake}")
     if once and s.log_format != "json":
         out.print(IncidentsReport(incs, title=incidents_title(incs, "caught up: ")))
+    if once and pending:
+        raise typer.Exit(1)
 
 
 def _said(s: Settings, worker: str, line: str) -> None:
@@ -963,6 +970,11 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     _port_free(s, p)
     # where it came from: a FIRSTFAULT_LAKE set and forgotten was told "set FIRSTFAULT_LAKE … to read another"
     src = s.source_of("lake")
+    # a relative path of a config file is the working folder's, not the file's: said (a break-it pass: "mylake (from
+    # ../cfgdir/ff.toml)" served the working folder's mylake)
+    if src.startswith("from ") and src != "from FIRSTFAULT_LAKE" and "://" not in s.lake and \
+            not Path(s.lake).is_absolute():
+        src += f"; relative to the working folder: {Path(s.lake).resolve()}"
     _tell(s, logging.INFO, f"serving the lake at {s.lake} ({src}"
                            + ("; set FIRSTFAULT_LAKE or --config to read another)" if src == "the default" else ")"))
     if holds_no_events(s.lake):

@@ -227,6 +227,7 @@ class IncidentSink:
 
         if not anchors:
             return None, None
+        self._lake_still_there()
         hosts = sorted(anchors)
         out: list[pa.Table | None] = []
         try:
@@ -248,6 +249,15 @@ class IncidentSink:
             raise StoreError(f"cannot read the lake's link samples and topology: {e}") from e
         return out[0], out[1]
 
+    def _lake_still_there(self) -> None:
+        """Raise ``api.store.StoreError`` when the local lake this sink set up is gone (no ``events/`` folder: a lost
+        mount, a deleted folder): a read-back is then asked again, not read as "nothing" against the empty lake that
+        ``api.store.connect`` would lay out there (a break-it pass: every host's facts marked read, silently)."""
+        from api.store import StoreError
+
+        if not self.lake.remote and not (self.lake.root / "events").is_dir():
+            raise StoreError(f"the lake at {self.lake.location} is gone (no events/ folder: a lost mount?)")
+
     def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest
         event time: its rows in ``EVENTS_SCHEMA``, or None when it has none, the lake has no events or there is
@@ -257,6 +267,8 @@ class IncidentSink:
 
         from api.store import StoreError, connect
 
+        if strict:
+            self._lake_still_there()
         try:
             con = connect(self.lake)
             try:

@@ -177,9 +177,7 @@ class CorrelateWorker:
     async def close(self) -> None:
         """Stop the dead letters still being sent (their records hold the commit: read again by the next owner),
         then the consumer, then the producer, each whatever the one before raised (``stop_client``)."""
-        for task in list(self._dead_letter_tasks):
-            task.cancel()
-        await asyncio.gather(*self._dead_letter_tasks, return_exceptions=True)
+        await self._stop_dead_letters()
         for c in (self.consumer, self.producer):
             if c is not None:
                 await stop_client(c.stop)
@@ -197,6 +195,9 @@ class CorrelateWorker:
         self.parts = {}
         # the fresh correlator knows no host's facts: each is read back again as its events come
         self.facts_read, self.facts_wanted, self._facts_at, self._facts_backoff = set(), {}, 0.0, 0.5
+        # dead letters of the partitions before: their records are read again by whoever has them now (a task kept
+        # trying for a partition gone elsewhere, and both owners' letters landed: a break-it pass)
+        await self._stop_dead_letters()
         committed = {}
         for tp in assigned:
             off = await self.consumer.committed(tp)
@@ -306,7 +307,8 @@ class CorrelateWorker:
             try:
                 attempt.result()
                 continue
-            except (KafkaError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 — a KafkaError, or any other: said and tried again, never a task
+                # that ends silently with its record holding the commit for good (a break-it pass)
                 renew = renew or isinstance(e, (OutOfOrderSequenceNumber, UnknownProducerId))
                 self.dead_letter_failures += 1
                 DEAD_LETTER_FAILURES.inc()
@@ -334,6 +336,13 @@ class CorrelateWorker:
         if self._dead_letter_tasks:
             await asyncio.wait(set(self._dead_letter_tasks), timeout=timeout_s)
 
+    async def _stop_dead_letters(self) -> None:
+        """Cancel the dead letters still being sent (:meth:`_dead_letter_later`): their records hold the commit."""
+        tasks = list(self._dead_letter_tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def _dead_acked(self, p: _Partition, offset: int) -> None:
         p.dead.discard(offset)
         DEAD_LETTERS.labels(error_code=BAD_RECORD).inc()
@@ -345,8 +354,8 @@ class CorrelateWorker:
         """Send ``pending`` dead letters ((partition state, offset, (key, value, headers))) to ``dlq_topic`` and
         await each acknowledgement, marking each record as it comes (:meth:`_dead_acked`); first a new producer in
         place of the old one when ``renew`` (the broker lost its idempotence state: after a broker restart it
-        answers every send with ``OutOfOrderSequenceNumber``). Raises the first ``KafkaError`` (or ``OSError``) after
-        the acknowledgements of the letters sent before it."""
+        answers every send with ``OutOfOrderSequenceNumber``). Raises the first error (a ``KafkaError`` most often)
+        after the acknowledgements of the letters sent before it."""
         if renew:
             fresh = new_producer(self.bootstrap)
             try:
@@ -362,13 +371,13 @@ class CorrelateWorker:
         for p, off, (key, value, headers) in pending:
             try:
                 sent.append((p, off, await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)))
-            except (KafkaError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 — said by _dead_letter, which tries again
                 error = e
                 break
         for p, off, fut in sent:
             try:
                 await fut
-            except (KafkaError, OSError) as e:
+            except Exception as e:  # noqa: BLE001
                 error = error or e
                 continue
             self._dead_acked(p, off)

@@ -285,6 +285,8 @@ def dead_letters(rejects: list[Reject],
                         ("ff-value-cut", f"first {DLQ_VALUE_BYTES} bytes; the whole value is at ff-origin".encode())]
         # a tombstone's dead letter is a tombstone: sent again, it reads as it first did (b"" is an empty line)
         tombstone = len(parts) == 1 and (parts[0].error_code == "empty" or origin in nulls)
+        if tombstone and key is None:  # Kafka takes no record without a key and a value: its coordinates key it
+            key = origin.encode()  # (aiokafka's assertion killed the correlate worker's sending task: a break-it pass)
         out.append((key, None if tombstone else value[:DLQ_VALUE_BYTES], headers))
     return out
 

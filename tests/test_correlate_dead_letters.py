@@ -111,6 +111,18 @@ def test_a_dead_letter_the_broker_does_not_acknowledge_is_said_counted_and_sent_
     assert not done and p.dead == {7} and w.safe_offsets(set(w.parts)) == {TopicPartition("t", 0): 7}
 
 
+def test_a_null_record_without_a_key_gets_a_dead_letter_kafka_takes():
+    """A record with no key and a null value: its dead letter, a tombstone, needs a key (Kafka takes no record with
+    neither; aiokafka's assertion ended the sending task silently, its record holding the commit for good: a break-it
+    pass): its coordinates."""
+    from ingest.consumer import dead_letters
+    from ingest.decode import Reject
+
+    rj = Reject("kafka:fleet.events/0/5", "an empty events record", b"", "bad_events_record")
+    [(key, value, headers)] = dead_letters([rj], {"kafka:fleet.events/0/5": (None, [])}, {"kafka:fleet.events/0/5"})
+    assert (key, value, dict(headers)["ff-origin"]) == (b"kafka:fleet.events/0/5", None, b"kafka:fleet.events/0/5")
+
+
 def test_a_dead_letter_the_broker_keeps_refusing_holds_its_partitions_commit_and_nothing_else():
     """A dead letter the broker refuses for minutes (a DLQ topic whose max.message.bytes it passes) held every
     partition's correlation and pages while the worker awaited it (a break-it pass). It is sent in a task of its own:

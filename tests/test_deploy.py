@@ -829,7 +829,8 @@ def test_serve_says_where_its_lake_setting_came_from(tmp_path, monkeypatch):
     assert said({}) == ("serving the lake at .firstfault/lake (the default; set FIRSTFAULT_LAKE or --config to read "
                         "another)")
     (tmp_path / "other.toml").write_text('lake = "other"\n')
-    assert said({}, "--config", "other.toml") == "serving the lake at other (from other.toml)"
+    assert said({}, "--config", "other.toml") == ("serving the lake at other (from other.toml; relative to the "
+                                                 f"working folder: {(tmp_path / 'other').resolve()})")
 
 
 def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):

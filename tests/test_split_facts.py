@@ -339,6 +339,14 @@ def test_the_lake_gives_back_each_hosts_newest_sample_per_link_and_newest_fact_w
     bad.write_bytes(b"PAR1")  # a part cut short
     with pytest.raises(StoreError, match="cannot read the lake's link samples and topology"):
         sink.host_facts({"n1": T, "n3": old})
+    # a lake gone (a lost mount) is said, not read as "no facts" against an empty lake laid out there (a break-it
+    # pass: every host's facts were marked read, silently)
+    import shutil
+
+    shutil.rmtree(tmp_path / "lake")
+    with pytest.raises(StoreError, match="is gone"):
+        sink.host_facts({"n1": T})
+    assert not (tmp_path / "lake").exists()
 
 
 @pytest.mark.kafka
