@@ -259,7 +259,8 @@ class Pipeline:
             h.prefix.mono is not None and (h.prefix.ts is not None or h.prefix.yearless is not None)
             for h in streams[i]))
         seen_boots: dict[tuple, int] = {}
-        anchors = year_anchors(streams, self.tz)  # the dated stamps of the job's or host's other files (year-less stamps)
+        # the dated stamps of each job's and host's files, for the year-less stamps of the others
+        anchors = year_anchors(streams, self.tz)
         done = [assemble(streams[i], self.tz, seen_boots, decoded.pod_nodes, anchors) for i in order]
         for _, out in sorted(zip(order, done), key=lambda x: x[0]):
             events.extend(out.events)

@@ -261,8 +261,8 @@ def test_year_from_the_nearest_dated_line(pipeline):
 
 _INIT = ("{host}:91234:91290 [2] NCCL INFO comm 0x55d1c8a0 rank {rank} nranks 24 cudaDev 2 nvmlDev 2 busId 5e000 "
          "commId {comm} - Init COMPLETE")
-_C10 = ("[rank{rank}]:[E1204 03:21:4{s}.527381 91234 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
-        "operation timeout: WorkNCCL(SeqNum=18201, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
+_C10 = ("[rank{rank}]:[E1204 03:21:4{s}.527381 91234 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=18201, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
         "for 600031 milliseconds before timing out.")
 _COPIED = 1_796_400_000_000_000  # 2026-12-04: the files' time, a year after the job
 
@@ -290,8 +290,8 @@ def test_a_files_year_less_stamps_take_the_year_of_a_dated_log_of_its_job(pipeli
     ``details.ts_year_from``."""
     comm = "0x8f3c2a1b9d7e6f50"
     b = _files(pipeline, {
-        "node-a": "\n".join(x.format(init=_INIT.format(host="node-a", rank=10, comm=comm), c10=_C10.format(rank=10, s=0))
-                            for x in log_a),
+        "node-a": "\n".join(x.format(init=_INIT.format(host="node-a", rank=10, comm=comm),
+                                      c10=_C10.format(rank=10, s=0)) for x in log_a),
         "node-b": "\n".join([_INIT.format(host="node-b", rank=21, comm=comm_b), _C10.format(rank=21, s=1)])})
     ev = b.events.to_pylist()
     timeouts = {e["host"]: e for e in ev if e["signature"] == "torch.watchdog_timeout"}

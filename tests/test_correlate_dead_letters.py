@@ -145,7 +145,8 @@ def test_a_dead_letter_the_broker_keeps_refusing_holds_its_partitions_commit_and
         a = _Partition(held=deque([(3, []), (4, [])]), last=4, dead={3, 4})
         b = _Partition(held=deque([(9, [])]), last=9)
         w.parts = {TopicPartition("t", 0): a, TopicPartition("t", 1): b}
-        recs = [ConsumerRecord("t", 0, o, 0, 0, k, b"x", None, 1, 1, []) for o, k in ((3, b"host:n1"), (4, b"host:big"))]
+        recs = [ConsumerRecord("t", 0, o, 0, 0, k, b"x", None, 1, 1, [])
+                for o, k in ((3, b"host:n1"), (4, b"host:big"))]
         w._dead_letter_later([(a, r, "bad") for r in recs])  # returns at once: run() goes on
         await asyncio.sleep(1.0)  # two tries at least (0.5 s back-off)
         assert w._dead_letter_tasks and w.dead_letter_failures >= 2
@@ -189,7 +190,8 @@ def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_w
 
     incidents, w, committed = asyncio.run(correlate_records(kafka, topic, records, dlq_topic=dlq))
     assert committed == 5 and w.records == 6
-    xids = sorted((i["initiator"]["host"], i["initiator"]["device"]) for i in incidents if i["category"] == "gpu_off_bus")
+    xids = sorted((i["initiator"]["host"], i["initiator"]["device"]) for i in incidents
+                  if i["category"] == "gpu_off_bus")
     assert xids == [("node31", "0000:3a:00.0"), ("node32", "0000:3b:00.0")], incidents
     dead = sorted(read_topic(kafka, dlq, 2), key=lambda r: dict(r.headers)["ff-origin"])
     assert len(dead) == 3 and w.dead_lettered == 3, [dict(r.headers) for r in dead]

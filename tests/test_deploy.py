@@ -1461,8 +1461,8 @@ def test_config_before_the_command_name_says_where_it_goes(tmp_path):
                         "firstfault report degraded-links --config c.toml …"),
                        (["--config", "c.toml", "nosuchcmd"], "firstfault <command> --config c.toml …")):
         r = _firstfault(*args)
-        assert (r.returncode, " ".join(r.stderr.split())) == (2, "--config is an option of each command, not of "
-                                                                 f"firstfault: put it after the command name ({said})"), r
+        want = f"--config is an option of each command, not of firstfault: put it after the command name ({said})"
+        assert (r.returncode, " ".join(r.stderr.split())) == (2, want), r
     (tmp_path / "f.toml").write_text('log_format = "xml"\n')  # after the name the file is read: its error is said
     r = _firstfault("sql", "--config", str(tmp_path / "f.toml"), "SELECT 1")
     assert r.returncode == 2 and f"log_format (from {tmp_path / 'f.toml'}): must be text or json" in r.stderr, r.stderr

@@ -4727,7 +4727,8 @@ def test_a_vllm_worker_that_crashed_on_a_segfault_explains_its_peers_timeout(pip
         "!!!!!!! Segfault encountered !!!!!!!",
         '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()',
         "[2025-11-03 10:30:02] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
-        "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing out."])
+        "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) ran for 1800002 milliseconds before timing "
+        "out."])
     seg = Segment(data=text.encode(), origin="file:node01.log", stream="file:node01.log", host="node01", ref_ts=T0,
                   ref_basis="file", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
