@@ -198,18 +198,12 @@ def decode_facts(value: bytes | None, name: str) -> pa.Table:
             t = t.select([f.name for f in schema]).cast(loose)
         except (pa.ArrowException, KeyError, ValueError) as e:
             raise ValueError(f"{name} record that does not fit the {name} schema: {e}") from e
-    nulls = [f"{f.name} ({t.column(f.name).null_count} of {t.num_rows} rows)" for f in schema
-             if not f.nullable and t.column(f.name).null_count]
-    if nulls:
-        raise ValueError(f"{name} table with nulls in required columns: " + ", ".join(nulls))
+    check_required(t, [f.name for f in schema if not f.nullable], name)
     t = t.cast(schema) if t.schema != schema else t
     bad = [f"{c} ({pc.sum(m).as_py()} of {t.num_rows} rows)" for c, m in out_of_range(t).items()]
     if bad:
         raise ValueError(f"{name} table with times out of range: {', '.join(bad)} (years 1900 - 2199)")
-    try:
-        check_values(t)  # of its columns, the host
-    except ValueError as e:
-        raise ValueError(str(e).replace("events table", f"{name} table", 1)) from None
+    check_values(t, name)  # of its columns, the host
     return t
 
 

@@ -11,6 +11,7 @@ normalised to ``dddd:bb:dd.f`` lower case (see ``schemas.pci``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Final, Literal
 
 import pyarrow as pa
@@ -170,20 +171,20 @@ def _plain(table: pa.Table, name: str) -> pa.ChunkedArray:
     return col
 
 
-def check_required(table: pa.Table) -> None:
-    """Raise ``ValueError`` naming each column of ``REQUIRED`` that holds nulls in ``table``, with how many; a
-    missing one is left to the reader. Arrow's casts and IPC reads do not check nullability, so a table written
-    by another producer may carry them. A dictionary- or run-end-encoded column is counted decoded (a null may
-    hide in its dictionary or values)."""
+def check_required(table: pa.Table, required: Iterable[str] = REQUIRED, what: str = "events") -> None:
+    """Raise ``ValueError`` naming each column of ``required`` (the events table's ``REQUIRED``) that holds nulls in
+    ``table``, with how many; a missing one is left to the reader. Arrow's casts and IPC reads do not check
+    nullability, so a table written by another producer may carry them. A dictionary- or run-end-encoded column is
+    counted decoded (a null may hide in its dictionary or values). ``what`` names the table in the message."""
     bad = []
-    for name in REQUIRED:
+    for name in required:
         if name not in table.column_names:
             continue
         col = _plain(table, name)
         if col.null_count:
             bad.append(f"{name} ({col.null_count} of {table.num_rows} rows)")
     if bad:
-        raise ValueError("events table with nulls in required columns: " + ", ".join(bad))
+        raise ValueError(f"{what} table with nulls in required columns: " + ", ".join(bad))
 
 
 #: event times the correlator accepts (µs since the epoch): years 1900 – 2199 (``ts``, ``last_ts``, ``ingest_ts``)
@@ -231,12 +232,13 @@ def check_ranges(table: pa.Table) -> None:
 _ALLOWED: Final = {"source": SOURCES, "kind": KINDS, "severity": SEVERITIES, "device_type": DEVICE_TYPES}
 
 
-def check_values(table: pa.Table) -> None:
+def check_values(table: pa.Table, what: str = "events") -> None:
     """Raise ``ValueError`` naming each column that holds what the ingest never writes: a ``source``, ``kind``,
     ``severity`` or ``device_type`` outside its set (:data:`KINDS`, …), a ``host`` that is no host name
     (``schemas.hostname.not_host_names``) or a ``count`` below 1, with how many rows and the first such value. A
     producer other than ours wrote ``device_type='toaster'`` or a host with a NUL to ``fleet.events``, and the
-    correlator took them: a real Xid 79 became "no single culprit" beside a "toaster" (a break-it pass)."""
+    correlator took them: a real Xid 79 became "no single culprit" beside a "toaster" (a break-it pass). ``what``
+    names the table in the message."""
     bad = []
     for name, allowed in _ALLOWED.items():
         if name not in table.column_names:
@@ -257,7 +259,7 @@ def check_values(table: pa.Table) -> None:
         if pc.any(mask).as_py():
             bad.append(f"count ({pc.sum(mask).as_py()} of {table.num_rows} rows below 1)")
     if bad:
-        raise ValueError("events table with values the ingest never writes: " + "; ".join(bad))
+        raise ValueError(f"{what} table with values the ingest never writes: " + "; ".join(bad))
 
 
 def empty_events() -> pa.Table:
