@@ -93,6 +93,28 @@ class _Partition:
     dead: set[int] = field(default_factory=set)
 
 
+@dataclass
+class _Backoff:
+    """A retry's wait (s): 0.5, doubled after each failure up to 30, 0.5 again after a success; ``at``, the
+    ``time.monotonic()`` before which the next try waits (the lake reads, tried again from ``run``'s loop)."""
+
+    delay: float = 0.5
+    at: float = 0.0
+
+    def failed(self) -> float:
+        """The wait before the next try (s); ``at`` is set to its end and the next wait doubled."""
+        wait = self.delay
+        self.at = time.monotonic() + wait
+        self.delay = min(wait * 2, 30.0)
+        return wait
+
+    def ok(self) -> None:
+        self.delay = 0.5
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.at
+
+
 class CorrelateFailed(RuntimeError):
     """``run(until_caught_up=True)`` caught up, and the correlator's steps raise (``StepGuard``): nothing is committed,
     the incidents cannot be made."""
@@ -128,16 +150,16 @@ class CorrelateWorker:
         self.rebalances = 0
         self.store_failures = 0
         self.step = StepGuard()  # a step that raises is said and tried again, not a crash loop
-        self._backoff = 0.5
+        self.store_wait = _Backoff()  # incidents the sink could not store (_emit)
         self.read_back_failures = 0
-        self._read_back_at, self._read_back_backoff = 0.0, 0.5
+        self.read_back_wait = _Backoff()
         #: hosts whose facts were read back (or found none) since the worker started or was last assigned
         #: partitions; those seen since and not read back yet (host -> the first time seen, µs: the anchor of a host
         #: without a watermark), read by ``_read_facts``
         self.facts_read: set[str] = set()
         self.facts_wanted: dict[str, int] = {}
         self.facts_read_back_failures = 0
-        self._facts_at, self._facts_backoff = 0.0, 0.5
+        self.facts_wait = _Backoff()
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -194,7 +216,7 @@ class CorrelateWorker:
         self.correlator = self._fresh()
         self.parts = {}
         # the fresh correlator knows no host's facts: each is read back again as its events come
-        self.facts_read, self.facts_wanted, self._facts_at, self._facts_backoff = set(), {}, 0.0, 0.5
+        self.facts_read, self.facts_wanted, self.facts_wait = set(), {}, _Backoff()
         # dead letters of the partitions before: their records are read again by whoever has them now (a task kept
         # trying for a partition gone elsewhere, and both owners' letters landed: a break-it pass)
         await self._stop_dead_letters()
@@ -249,10 +271,10 @@ class CorrelateWorker:
                 self._dead_letter_later(bad)
             # after new records, or (a read that failed) once its back-off has passed even if the partitions are quiet
             if (data or self.correlator.read_back_again) and self.read_back is not None \
-                    and time.monotonic() >= self._read_back_at:
+                    and self.read_back_wait.due():
                 await self._read_back()
             # the facts of hosts first seen (or whose read failed, once its back-off has passed), before the step
-            if self.facts_wanted and time.monotonic() >= self._facts_at:
+            if self.facts_wanted and self.facts_wait.due():
                 await self._read_facts()
             if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
@@ -291,7 +313,7 @@ class CorrelateWorker:
         nulls = {rj.origin for (_, r, _), rj in zip(bad, rejects) if r.value is None}
         letters = dead_letters(rejects, originals_of([r for _, r, _ in bad], rejects), nulls)  # one per record
         pending = [(p, r.offset, letter) for (p, r, _), letter in zip(bad, letters)]
-        backoff, renew = 0.5, False
+        wait, renew = _Backoff(), False
         while True:
             pending = [x for x in pending if x[1] in x[0].dead]  # not yet acknowledged
             if not pending:
@@ -313,14 +335,15 @@ class CorrelateWorker:
                 self.dead_letter_failures += 1
                 DEAD_LETTER_FAILURES.inc()
                 left = sum(1 for x in pending if x[1] in x[0].dead)
+                delay = wait.failed()
                 log.error("correlate: %d dead letter(s) not acknowledged (%s: %s); no commit past them, retrying in "
-                          "%.1f s", left, type(e).__name__, e, backoff,
+                          "%.1f s", left, type(e).__name__, e, delay,
                           extra={"stage": "correlate", "error_code": "dead_letter_failed"})
             try:
-                await asyncio.wait_for(self.stop.wait(), backoff)
+                await asyncio.wait_for(self.stop.wait(), delay)
                 return False
             except asyncio.TimeoutError:
-                backoff = min(backoff * 2, 30.0)
+                pass
 
     def _dead_letter_later(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> None:
         """:meth:`_dead_letter` as a task of its own: a dead letter the broker refuses for minutes (a DLQ topic whose
@@ -398,13 +421,11 @@ class CorrelateWorker:
             self.correlator.read_back_failed(wanted)
             self.read_back_failures += 1
             log.error("correlate: could not read back the events of %d stored incidents (%s); retrying in %.1f s",
-                      len(wanted), e, self._read_back_backoff,
+                      len(wanted), e, self.read_back_wait.failed(),
                       extra={"stage": "restore", "error_code": "read_back_failed"})
-            self._read_back_at = time.monotonic() + self._read_back_backoff
-            self._read_back_backoff = min(self._read_back_backoff * 2, 30.0)
             return
         self.correlator.add_cold(table, wanted)
-        self._read_back_backoff = 0.5
+        self.read_back_wait.ok()
 
     async def _read_facts(self) -> None:
         """Read back from the lake the latest link samples and topology facts (``read_facts``:
@@ -436,12 +457,11 @@ class CorrelateWorker:
             self.facts_read_back_failures += 1
             FACTS_READ_BACK_FAILURES.inc()
             log.error("correlate: could not read back the link samples and topology of %d host(s) (%s); retrying in "
-                      "%.1f s", len(hosts), e, self._facts_backoff,
+                      "%.1f s", len(hosts), e, self.facts_wait.delay,
                       extra={"stage": "restore", "error_code": "facts_read_back_failed"})
             if self.correlator is not correlator:  # a rebalance meanwhile started over, its back-off too
                 return
-            self._facts_at = time.monotonic() + self._facts_backoff
-            self._facts_backoff = min(self._facts_backoff * 2, 30.0)
+            self.facts_wait.failed()
             return
         if self.correlator is not correlator:  # a rebalance while the lake was read: its fresh correlator (and
             return  # ``facts_wanted``) asks again for the hosts its partitions bring (a KeyError crashed the worker)
@@ -449,7 +469,7 @@ class CorrelateWorker:
         for h in hosts:
             del self.facts_wanted[h]
         self.facts_read.update(hosts)
-        self._facts_backoff = 0.5
+        self.facts_wait.ok()
 
     async def _emit(self, incidents: list[dict[str, Any]]) -> bool:
         """Hand incidents to ``on_incidents``; False (and a pause) when they could not be stored. Nothing is
@@ -459,14 +479,14 @@ class CorrelateWorker:
             self.on_incidents(incidents)
         except OSError as e:  # ingest.lake.LakeError is an OSError: a read-only or full lake
             self.store_failures += 1
-            log.error("correlate: incidents not stored (%s); retrying in %.1f s", e, self._backoff,
+            wait = self.store_wait.failed()
+            log.error("correlate: incidents not stored (%s); retrying in %.1f s", e, wait,
                       extra={"stage": "store", "error_code": "store_failed"})
-            await asyncio.sleep(self._backoff)
-            self._backoff = min(self._backoff * 2, 30.0)
+            await asyncio.sleep(wait)
             return False
-        if self.store_failures and self._backoff > 0.5:
+        if self.store_failures and self.store_wait.delay > 0.5:
             log.warning("correlate: incidents stored again")
-        self._backoff = 0.5
+        self.store_wait.ok()
         return True
 
     async def _caught_up(self) -> bool:

@@ -522,11 +522,12 @@ def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault
         asyncio.run(w._read_back())
     assert w.read_back_failures == 1 and not w.correlator.cold and "read back" in caplog.text
     assert [x["id"] for x in w.correlator.read_back_again] == [stored[0]["id"]]
-    assert w._read_back_backoff == 1.0
+    assert w.read_back_wait.delay == 1.0
     part.write_bytes(whole)
     asyncio.run(w._read_back())
     assert set(w.correlator.cold) == set(a.events.column("event_id").to_pylist())
-    assert w.correlator.read_back_again == [] and w.correlator.to_read_back() == [] and w._read_back_backoff == 0.5
+    assert w.correlator.read_back_again == [] and w.correlator.to_read_back() == []
+    assert w.read_back_wait.delay == 0.5
 
 
 def test_a_hang_not_emitted_yet_keeps_its_communicator_after_the_job_restarts(pipeline):

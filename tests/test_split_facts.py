@@ -403,12 +403,12 @@ def test_a_lake_that_cannot_give_the_facts_back_is_said_counted_and_asked_again_
     said = [r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "facts_read_back_failed"]
     assert said and "1 host(s)" in said[0] and "too small to be a Parquet file" in said[0]
     assert w.facts_read_back_failures == len(said) == FACTS_READ_BACK_FAILURES._value.get() - failed_before
-    assert list(w.facts_wanted) == ["node011"] and not w.facts_read and w._facts_backoff > 0.5
+    assert list(w.facts_wanted) == ["node011"] and not w.facts_read and w.facts_wait.delay > 0.5
     [inc] = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
     assert "up: unknown" in inc["explanation"] and not w.correlator.samples
     cut.unlink()
     asyncio.run(w._read_facts())
-    assert w.facts_read == {"node011"} and not w.facts_wanted and w._facts_backoff == 0.5
+    assert w.facts_read == {"node011"} and not w.facts_wanted and w.facts_wait.delay == 0.5
     assert [t.num_rows for t in w.correlator.samples] == [6]
 
 
