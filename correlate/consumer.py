@@ -61,7 +61,7 @@ from correlate.metrics import DEAD_LETTER_FAILURES, DEAD_LETTERS, FACTS_READ_BAC
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import dead_letters, new_producer, originals_of, stop_client
+from ingest.consumer import dead_letters, new_producer, originals_of, renewed_producer, stop_client
 from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
@@ -380,15 +380,7 @@ class CorrelateWorker:
         answers every send with ``OutOfOrderSequenceNumber``). Raises the first error (a ``KafkaError`` most often)
         after the acknowledgements of the letters sent before it."""
         if renew:
-            fresh = new_producer(self.bootstrap)
-            try:
-                await fresh.start()
-            except BaseException:
-                await stop_client(fresh.stop)
-                raise
-            old, self.producer = self.producer, fresh
-            if old is not None:
-                await stop_client(old.stop)
+            self.producer = await renewed_producer(self.bootstrap, self.producer)
         assert self.producer is not None
         sent, error = [], None
         for p, off, (key, value, headers) in pending:

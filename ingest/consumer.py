@@ -102,6 +102,23 @@ def new_producer(bootstrap: str) -> AIOKafkaProducer:
                             max_request_size=16 * 1024 * 1024)
 
 
+async def renewed_producer(bootstrap: str, old: AIOKafkaProducer | None) -> AIOKafkaProducer:
+    """A started :func:`new_producer` in place of ``old``, which is then stopped (``stop_client``): a producer whose
+    idempotence state the broker no longer has (after a broker restart it answered every send with
+    OutOfOrderSequenceNumber, and the ingest worker retried the batch for ever: a CI run). A record sent again so may
+    be stored twice: the events topic's readers drop an event id they hold, and a dead letter twice is no loss.
+    Raises KafkaError while the broker cannot start the new one (it is stopped; ``old`` is left as it is)."""
+    fresh = new_producer(bootstrap)
+    try:
+        await fresh.start()
+    except BaseException:
+        await stop_client(fresh.stop)
+        raise
+    if old is not None:
+        await stop_client(old.stop)
+    return fresh
+
+
 #: decoded text per chunk at most (the chunk is cut after the record that passes it; one record always fits)
 MAX_CHUNK_BYTES = 128 * 1024 * 1024
 #: decoded text per batch: no further chunk is added once a batch holds this much
@@ -565,17 +582,9 @@ class IngestWorker:
         return new_producer(self.bootstrap)
 
     async def _renew_producer(self) -> None:
-        """A new producer in place of one whose idempotence state the broker no longer has: after a broker restart
-        it answered every send with OutOfOrderSequenceNumber, and the worker retried the batch for ever (a CI run).
-        A record sent again so may be stored twice: the events topic's readers drop an event id they hold, and a
-        dead letter twice is no loss. Raises KafkaError while the broker cannot start it."""
-        old, self._producer = self._producer, self._new_producer()
-        if old is not None:
-            try:
-                await old.stop()
-            except KafkaError:
-                pass
-        await self._producer.start()
+        """A new producer in place of one whose idempotence state the broker no longer has (:func:`renewed_producer`).
+        Raises KafkaError while the broker cannot start it."""
+        self._producer = await renewed_producer(self.bootstrap, self._producer)
 
     async def _retry(self, step: Callable[[], Awaitable[None]], spans: dict[TopicPartition, tuple[int, int]],
                      what: str) -> None:
@@ -863,4 +872,4 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
 
 
 __all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "new_producer", "originals_of",
-           "produce_lines", "TopicPartition"]
+           "produce_lines", "renewed_producer", "TopicPartition"]
