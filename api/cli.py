@@ -962,6 +962,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
 
     from api.app import create_app, when_listening
     from api.store import holds_no_events
+    from ingest.lake import Lake
 
     s = _settings(config)
     p = s.api_port if port is None else port
@@ -972,7 +973,7 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     src = s.source_of("lake")
     # a relative path of a config file is the working folder's, not the file's: said (a break-it pass: "mylake (from
     # ../cfgdir/ff.toml)" served the working folder's mylake)
-    if src.startswith("from ") and src != "from FIRSTFAULT_LAKE" and "://" not in s.lake and \
+    if src.startswith("from ") and src != "from FIRSTFAULT_LAKE" and not Lake(s.lake).remote and \
             not Path(s.lake).is_absolute():
         src += f"; relative to the working folder: {Path(s.lake).resolve()}"
     _tell(s, logging.INFO, f"serving the lake at {s.lake} ({src}"
