@@ -219,18 +219,16 @@ def port_recovered(scene: Scene) -> Verdict | None:
     downs: dict[tuple, list[Ev]] = defaultdict(list)
     for e in faults:
         downs[_port_of(e)].append(e)
-    ups: list[Ev] = []
     for port, evs in downs.items():
         if len(evs) > 1 or evs[0].count > 1:
             return None
         down = evs[0]
         group, up_states = PORT_UP[down.signature]
-        back = [e for e in scene.events if e is not down and _port_of(e) == port
-                and e.details.get(group) in up_states and e.order > down.order
-                and e.start - down.start <= PORT_BACK_US + e.precision_us + down.precision_us]
-        if not back:
+        if not any(e is not down and _port_of(e) == port and e.details.get(group) in up_states
+                   and e.order > down.order
+                   and e.start - down.start <= PORT_BACK_US + e.precision_us + down.precision_us
+                   for e in scene.events):  # not up again within the minute
             return None
-        ups.append(back[0])
     evs = sorted(faults, key=lambda e: e.order)
     key = scene.subject[evs[0].event_id]
     names = sorted({str(p[3] or p[2]) for p in downs})
