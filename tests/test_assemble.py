@@ -262,8 +262,8 @@ def test_year_from_the_nearest_dated_line(pipeline):
 _INIT = ("{host}:91234:91290 [2] NCCL INFO comm 0x55d1c8a0 rank {rank} nranks 24 cudaDev 2 nvmlDev 2 busId 5e000 "
          "commId {comm} - Init COMPLETE")
 _C10 = ("[rank{rank}]:[E1204 03:21:4{s}.527381 91234 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
-        "collective operation timeout: WorkNCCL(SeqNum=18201, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran "
-        "for 600031 milliseconds before timing out.")
+        "collective operation timeout: WorkNCCL(SeqNum=18201, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+        "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
 _COPIED = 1_796_400_000_000_000  # 2026-12-04: the files' time, a year after the job
 
 
