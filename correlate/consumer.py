@@ -79,18 +79,24 @@ ReadFacts = Callable[[dict[str, int]], tuple[pa.Table | None, pa.Table | None]]
 DEAD_LETTER_SETTLE_S = 30.0
 #: hosts whose facts one lake read asks for at most (``CorrelateWorker._read_facts``)
 FACTS_HOSTS_PER_READ = 1000
+#: records a partition may hold behind a dead letter the broker has not acknowledged before the worker stops fetching
+#: it (``consumer.pause``) until the letter is in: a DLQ refusing for hours (a broker away, a letter past the topic's
+#: ``max.message.bytes``) let ``_Partition.held`` grow by every record read meanwhile, without bound (stop 57's note)
+HELD_BEHIND_DEAD_MAX = 50_000
 
 
 @dataclass
 class _Partition:
     """Records of one partition not yet safe to commit: (offset, event ids), or (offset, None) for a record of link
     samples or topology facts; ``tail_from``, the first offset the latest poll read of it; ``dead``: offsets of
-    records whose dead letters the broker has not acknowledged yet (each holds the safe offset at or before it)."""
+    records whose dead letters the broker has not acknowledged yet (each holds the safe offset at or before it);
+    ``paused``: fetching it is paused until they are (``CorrelateWorker._pause_behind_dead_letters``)."""
 
     held: deque = field(default_factory=deque)
     last: int = -1
     tail_from: int = 1 << 62
     dead: set[int] = field(default_factory=set)
+    paused: bool = False
 
 
 @dataclass
@@ -130,14 +136,14 @@ class CorrelateWorker:
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
                  restore_events: Callable[[], pa.Table | None] | None = None,
                  read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None,
-                 read_facts: ReadFacts | None = None) -> None:
+                 read_facts: ReadFacts | None = None, held_behind_dead_max: int = HELD_BEHIND_DEAD_MAX) -> None:
         self.bootstrap, self.topic, self.group_id, self.dlq_topic = bootstrap, topic, group_id, dlq_topic
         self.settings, self.lateness_us = settings, lateness_us
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
         self.read_back, self.read_facts = read_back, read_facts
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
-        self.early_after_us = early_after_us
+        self.early_after_us, self.held_behind_dead_max = early_after_us, held_behind_dead_max
         self.stop = asyncio.Event()
         self.parts: dict[TopicPartition, _Partition] = {}
         self.correlator = self._fresh()
@@ -236,6 +242,7 @@ class CorrelateWorker:
         assert self.consumer is not None
         last_tick = time.monotonic()
         while not self.stop.is_set():
+            self._pause_behind_dead_letters()
             data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
             now = int(time.time() * S)
             bad: list[tuple[_Partition, ConsumerRecord, str]] = []
@@ -283,7 +290,7 @@ class CorrelateWorker:
                 if self.step.last_error is not None or not await self._emit(incidents):
                     continue
                 await self._commit_safe(set(self.parts))
-            if until_caught_up and not data and await self._caught_up():
+            if until_caught_up and not data and await self._caught_up(but=self._paused()):
                 incidents = self.step(self.correlator, int(time.time() * S), flush=True)
                 if self.step.last_error is not None:  # caught up, and no incidents can be made: said, not looped
                     raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
@@ -292,6 +299,38 @@ class CorrelateWorker:
                 await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)
                 await self._commit_safe(set(self.parts))
                 return
+
+    def _pause_behind_dead_letters(self) -> None:
+        """Stop fetching a partition that holds ``held_behind_dead_max`` records or more behind a dead letter the
+        broker has not acknowledged (``consumer.pause``; logged, ``error_code`` ``partition_paused``, and shown by
+        ``paused_partitions``), and fetch it again once every letter of it is in: a DLQ that refuses for hours
+        (a broker away, a letter past the topic's ``max.message.bytes``) no longer grows ``_Partition.held`` by
+        every record read meanwhile. The other partitions go on. ``run(until_caught_up=True)`` counts a paused
+        partition as caught up: its commit stays before the letter, and its records are read again next time."""
+        assert self.consumer is not None
+        for tp, p in self.parts.items():
+            try:
+                if p.paused and not p.dead:
+                    self.consumer.resume(tp)
+                    p.paused = False
+                    log.warning("correlate: %s/%d fetched again: its dead letters are in", tp.topic, tp.partition)
+                elif not p.paused and p.dead and len(p.held) >= self.held_behind_dead_max:
+                    self.consumer.pause(tp)
+                    p.paused = True
+                    log.error("correlate: %s/%d paused: %d records held behind %d dead letter(s) the broker has not "
+                              "acknowledged (see dead_letter_failed); fetched again once they are in", tp.topic,
+                              tp.partition, len(p.held), len(p.dead),
+                              extra={"stage": "correlate", "error_code": "partition_paused"})
+            except IllegalStateError:  # revoked meanwhile: the next assignment starts over (``assigned``)
+                continue
+
+    def _paused(self) -> set[TopicPartition]:
+        return {tp for tp, p in self.parts.items() if p.paused}
+
+    @property
+    def paused_partitions(self) -> int:
+        """Partitions not fetched while their dead letters wait for the broker (``_pause_behind_dead_letters``)."""
+        return sum(1 for p in self.parts.values() if p.paused)
 
     async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
         """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode
@@ -481,13 +520,14 @@ class CorrelateWorker:
         self.store_wait.ok()
         return True
 
-    async def _caught_up(self) -> bool:
+    async def _caught_up(self, but: set[TopicPartition] = frozenset()) -> bool:
+        """Whether every assigned partition but ``but`` (paused ones) has been read to its end offset."""
         assert self.consumer is not None
         parts = self.consumer.assignment()
         if not parts:
             return False
         ends = await self.consumer.end_offsets(list(parts))
-        for tp in parts:
+        for tp in parts - but:
             try:
                 if await self.consumer.position(tp) < ends[tp]:
                     return False

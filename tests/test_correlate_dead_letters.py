@@ -204,3 +204,91 @@ def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_w
     assert b"'gpu_temps'" in heads[1]["ff-reason"] and heads[1][TABLE_HEADER] == b"gpu_temps"
     assert unknown.value == b"\x00"
     assert tombstone.value is None and b"an empty events record" in heads[2]["ff-reason"]
+
+
+@pytest.mark.kafka
+def test_a_partition_whose_dead_letter_the_dlq_refuses_is_paused_until_the_letter_is_in(kafka, pipeline):
+    """A dead letter the DLQ refuses (its ``max.message.bytes`` below the letter) held the commit while the worker
+    kept reading the partition: ``_Partition.held`` grew by every record read meanwhile, without bound (stop 57's
+    note). With 2,600 records behind the refused letter and ``held_behind_dead_max`` 100, the worker pauses the
+    partition after its first poll (at most 1,000 records read), logs ``partition_paused``, and reads nothing more of
+    it; once the topic takes larger records (an operator's fix, through the admin API), the letter goes, the
+    partition is fetched again, every record is read, and the commit passes the letter's record."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+    from aiokafka.producer import AIOKafkaProducer
+
+    topic = f"cpause.{time.time_ns()}"
+    dlq = f"{topic}.dlq"
+    now_us = int(time.time() * 1_000_000)
+    info = encode(_events(pipeline, {"node51": CORRECTED}, now_us))
+    n = 2_600
+
+    async def go() -> tuple[CorrelateWorker, int, int, int | None, list[str]]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1,
+                                                                        topic_configs={"max.message.bytes": "2000"})])
+            producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=20)
+            await producer.start()
+            try:  # offset 0: 8 kB of junk, its dead letter past the DLQ's 2,000 bytes; then n good records
+                futs = [await producer.send(topic, os.urandom(8000), key=b"host:node50", partition=0)]
+                futs += [await producer.send(topic, info, key=b"host:node51", partition=0) for _ in range(n)]
+                await asyncio.gather(*futs)
+            finally:
+                await producer.stop()
+            w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
+                                lateness_us=300_000_000, on_incidents=lambda incs: None, held_behind_dead_max=100)
+            await w.start()
+            try:
+                task = asyncio.create_task(w.run())
+                tp = TopicPartition(topic, 0)
+                for _ in range(300):  # paused after the first poll's records
+                    await asyncio.sleep(0.1)
+                    if w.paused_partitions:
+                        break
+                assert w.consumer.paused() == {tp} and w.parts[tp].dead == {0}
+                await asyncio.sleep(2.0)  # the letter still refused: nothing more read
+                read_while_paused = w.records
+                failures = w.dead_letter_failures
+                await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, dlq,
+                                                          configs={"max.message.bytes": str(1 << 20)})])
+                for _ in range(600):  # the letter goes at its next try (back-off ≤ 4 s by now), then the rest
+                    await asyncio.sleep(0.1)
+                    if w.records == n + 1 and not w.paused_partitions:
+                        break
+                w.stop.set()
+                await asyncio.wait_for(task, 30)
+                await w._commit_safe({tp})
+                committed = await w.consumer.committed(tp)
+            finally:
+                await w.close()
+            return w, read_while_paused, failures, committed, [r.getMessage() for r in logs.records]
+        finally:
+            await admin.close()
+
+    logs = _Collect()
+    logging.getLogger("firstfault.correlate").addHandler(logs)
+    try:
+        w, read_while_paused, failures, committed, said = asyncio.run(go())
+    finally:
+        logging.getLogger("firstfault.correlate").removeHandler(logs)
+    assert 100 <= read_while_paused <= 1_001 and failures >= 1, (read_while_paused, failures)
+    assert w.records == n + 1 and w.dead_lettered == 1 and not w.paused_partitions
+    assert committed == 1, committed  # past the letter's record; the next holds its events (an open window)
+    assert [r for r in logs.records if getattr(r, "error_code", None) == "partition_paused"]
+    assert any("fetched again" in m for m in said)
+    [letter] = read_topic(kafka, dlq, 1)
+    assert dict(letter.headers)["ff-origin"] == f"kafka:{topic}/0/0".encode()
+
+
+class _Collect(logging.Handler):
+    """Keeps the records it is given (caplog does not see records of an ``asyncio.run`` in another test's loop)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
