@@ -320,6 +320,43 @@ async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) ->
     call(server)
 
 
+class WorkerHealthz(BaseModel):
+    status: Literal["ok", "unhealthy"]
+    reason: str = ""
+    #: ``ingest`` or ``correlate``
+    worker: str
+    #: the worker's counters (records read, events, dead letters, paused partitions, …)
+    counts: dict[str, Any] = Field(default_factory=dict)
+
+
+def create_worker_app(worker: str, health: Callable[[], dict[str, Any]]) -> FastAPI:
+    """The HTTP endpoints of an ``ingest`` or ``correlate`` worker (``--port``, the ``worker_port`` setting): what an
+    orchestrator probes and Prometheus scrapes, as the API's own two routes. ``GET /healthz``: 200 ok, or 503
+    unhealthy with the reason (``health()``: a dict with ``ok``, ``reason`` and the worker's counts); ``GET
+    /metrics``: the Prometheus text of this process (its ``firstfault_ingest_*`` or ``firstfault_correlate_*``
+    series, which the API process, a reader of the lake, never had). No lake routes: the API (``serve``) has those."""
+    app = FastAPI(title=f"firstfault {worker} worker", version="0.1.0", docs_url=None, redoc_url=None,
+                  openapi_tags=[{"name": "operations", "description": "Health and Prometheus metrics."}])
+
+    @app.head("/healthz", include_in_schema=False)
+    @app.get("/healthz", response_model=WorkerHealthz, responses={503: {"model": WorkerHealthz}},
+             tags=["operations"])
+    async def healthz() -> JSONResponse:
+        """Liveness: unhealthy while the worker cannot store, commit or correlate (the reason says why)."""
+        h = health()
+        body = WorkerHealthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
+                             worker=worker, counts={k: v for k, v in h.items() if k not in ("ok", "reason")})
+        return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
+                            status_code=200 if body.status == "ok" else 503)
+
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
+    def metrics() -> Response:
+        """Prometheus text exposition."""
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
 def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
     """The app over ``settings.lake``; ``health`` reports the ingest worker when one runs in-process."""
     store = Store(Lake(settings.lake))

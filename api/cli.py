@@ -155,18 +155,20 @@ def _settings(config: Path | None, **overrides) -> Settings:
     return s
 
 
-def _port_free(s: Settings, port: int) -> None:
-    """Exit 1 with a hint when ``api_host:port`` cannot be bound (another server, the demo, holds it)."""
+def _port_free(s: Settings, port: int, setting: str = "api_port") -> None:
+    """Exit 1 with a hint when ``api_host:port`` cannot be bound (another server, the demo, holds it); ``setting``
+    names the port's setting in the hint (``api_port``, or a worker's ``worker_port``)."""
     import socket
 
+    env = f"FIRSTFAULT_{setting.upper()}"
     try:
         with socket.create_server((s.api_host, port)):
             pass
     except OSError as e:
         in_use = e.errno == errno.EADDRINUSE
         msg = f"cannot serve on {s.api_host}:{port}: {e.strerror}" + (
-            " (is the demo or another firstfault running?); choose another with --port or FIRSTFAULT_API_PORT"
-            if in_use else "; check api_host (FIRSTFAULT_API_HOST) and the port (--port, FIRSTFAULT_API_PORT)")
+            f" (is the demo or another firstfault running?); choose another with --port or {env}"
+            if in_use else f"; check api_host (FIRSTFAULT_API_HOST) and the port (--port, {env})")
         _tell(s, logging.ERROR, msg, style="red", stage="serve", error_code="port_in_use" if in_use else "cannot_bind")
         raise typer.Exit(1) from None
 
@@ -181,10 +183,15 @@ def _tell(s: Settings, level: int, msg: str, *, style: str = "", **extra: str) -
         err.print(msg, style=style, soft_wrap=True, highlight=False, markup=False)
 
 
+def _base_url(s: Settings, port: int) -> str:
+    """``http://<api_host>:<port>``, an IPv6 host in brackets."""
+    host = f"[{s.api_host}]" if ":" in s.api_host else s.api_host
+    return f"http://{host}:{port}"
+
+
 def _tell_address(s: Settings, port: int) -> None:
     """Where the API listens, as the demo says it: the base URL, its OpenAPI docs and its metrics."""
-    host = f"[{s.api_host}]" if ":" in s.api_host else s.api_host
-    url = f"http://{host}:{port}"
+    url = _base_url(s, port)
     _tell(s, logging.INFO, f"API on {url} (docs: {url}/docs, metrics: {url}/metrics)", url=url)
 
 
@@ -892,35 +899,59 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
         raise typer.Exit(1) from None
 
 
+WorkerPortOpt = Annotated[Optional[int], typer.Option(
+    "--port", min=0, max=65535, metavar="<port>",
+    help="serve this worker's /healthz and /metrics on api_host:<port> (default: the worker_port setting, unset: "
+         "none; 0: any free port)")]
+
+
+def _worker_settings(config: Path | None, port: int | None) -> Settings:
+    """The settings of an ``ingest`` or ``correlate`` worker, ``--port`` as its ``worker_port``; exits 1 when that
+    port cannot be bound (``_port_free``)."""
+    s = _settings(config, **({"worker_port": port} if port is not None else {}))
+    if s.worker_port is not None:
+        _port_free(s, s.worker_port, "worker_port")
+    return s
+
+
+def _tell_worker_bound(s: Settings, worker: str) -> Any:
+    """A ``uvicorn.Server`` callback that tells where a worker's /healthz and /metrics listen."""
+    def told(server: Any) -> None:
+        url = _base_url(s, server.servers[0].sockets[0].getsockname()[1])
+        _tell(s, logging.INFO, f"{worker} worker: health on {url}/healthz, metrics on {url}/metrics", url=url)
+    return told
+
+
 @app.command()
 def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the raw topics")] = False,
-           config: ConfigOpt = None) -> None:
+           port: WorkerPortOpt = None, config: ConfigOpt = None) -> None:
     """An ingest worker: raw topics -> lake + fleet.events (keyed by correlation domain). Run many."""
     from api.service import IngestService, ingested_line
 
-    s = _settings(config)
+    s = _worker_settings(config, port)
     svc = IngestService(s, _bootstrap(s))
     t0 = time.monotonic()
-    _until_signalled(svc.worker.stop, lambda: svc.run(once=once))
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "ingest")))
     # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial)
     _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0))
 
 
 @app.command()
 def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caught up with fleet.events")] = False,
-              config: ConfigOpt = None) -> None:
+              port: WorkerPortOpt = None, config: ConfigOpt = None) -> None:
     """A correlate worker: fleet.events -> incidents in the lake, pages, hourly report. Run several."""
     from api.render import IncidentsReport, incidents_title
     from api.service import CorrelateService
 
-    s = _settings(config)
+    s = _worker_settings(config, port)
     svc = CorrelateService(s, _bootstrap(s))
-    incs = _until_signalled(svc.worker.stop, lambda: svc.run(once=once)) or []
+    incs = _until_signalled(svc.worker.stop,
+                            lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "correlate"))) or []
     # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)
     dead = f", {svc.worker.dead_lettered} dead-lettered to {s.dlq_topic}" if svc.worker.dead_lettered else ""
     # dead letters the broker did not take: their records hold the commit and are read again (the summary said
     # nothing of them and the exit was 0: a break-it pass)
-    pending = sum(len(p.dead) for p in svc.worker.parts.values())
+    pending = svc.worker.dead_letters_pending
     left = (f"; {pending} dead letter{'s' * (pending != 1)} not acknowledged by {s.dlq_topic}: their records are "
             "read again next time") if pending else ""
     _said(s, "correlate", f"read {svc.worker.records} {s.events_topic} records → {len(incs)} incident"

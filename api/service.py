@@ -75,6 +75,43 @@ async def _stop_tasks(stop: asyncio.Event, *tasks: asyncio.Task) -> None:
             await asyncio.wait_for(t, 5)
 
 
+class WorkerEndpoint:
+    """The ``/healthz`` and ``/metrics`` of an ``ingest`` or ``correlate`` worker (``api.app.create_worker_app``) on
+    ``api_host:port`` (``--port``, the ``worker_port`` setting; None: nothing served), served by uvicorn on the
+    worker's event loop while it runs; ``on_listening(server)`` once it listens (port 0: the port the system
+    chose). Before, a split deployment's workers had neither: no liveness probe, and their counters (dead letters,
+    store failures) were in no process Prometheus could scrape."""
+
+    def __init__(self, settings: Settings, worker: str, health: Callable[[], dict[str, Any]], port: int | None,
+                 on_listening: Callable[[Any], None] | None = None) -> None:
+        self.settings, self.worker, self.health, self.port = settings, worker, health, port
+        self.on_listening = on_listening
+        self.server: uvicorn.Server | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._stop = asyncio.Event()
+
+    def start(self) -> None:
+        if self.port is None:
+            return
+        from api.app import create_worker_app, when_listening
+
+        cfg = uvicorn.Config(create_worker_app(self.worker, self.health), host=self.settings.api_host,
+                             port=self.port, log_config=None, log_level=self.settings.log_level.lower(),
+                             lifespan="off")
+        self.server = uvicorn.Server(cfg)
+        self._tasks.append(asyncio.create_task(self.server.serve()))
+        if self.on_listening is not None:
+            self._tasks.append(asyncio.create_task(when_listening(self.server, self.on_listening, self._stop)))
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self.server is not None:
+            self.server.should_exit = True
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                await asyncio.wait_for(t, 5)
+
+
 class Service:
     """All in one process: ingest + correlate + pager + API (see module doc)."""
 
@@ -256,12 +293,26 @@ class IngestService:
             return []
         return [(r["host"], r["t"], r["comm"]) for r in rows]
 
-    async def run(self, *, once: bool = False) -> None:
-        await self.worker.start()
+    def health(self) -> dict[str, Any]:
+        """The worker's ``/healthz`` (``WorkerEndpoint``): ``ok``, ``reason`` (the lake cannot be written, a
+        broker acknowledgement is late) and its counts (``ingest.consumer.Health``)."""
+        h = self.worker.health
+        return {"ok": h.ok, "reason": h.reason, "batches": h.batches, "records": h.records, "lines": h.lines,
+                "events": h.events, "rejects": h.rejects, "fallbacks": h.fallbacks, "replays": h.replays, "lag": h.lag}
+
+    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None) -> None:
+        """Consume until ``worker.stop`` is set (``once``: until caught up), serving ``/healthz`` and ``/metrics``
+        on the ``worker_port`` setting when it is set."""
+        endpoint = WorkerEndpoint(self.settings, "ingest", self.health, self.settings.worker_port, on_listening)
+        endpoint.start()
         try:
-            await self.worker.run(until_caught_up=once)
+            await self.worker.start()
+            try:
+                await self.worker.run(until_caught_up=once)
+            finally:
+                await self.worker.close()
         finally:
-            await self.worker.close()
+            await endpoint.stop()
 
 
 def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
@@ -290,20 +341,36 @@ class CorrelateService:
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))
         self.hourly = Hourly(settings, self.sink.lake)
 
-    async def run(self, *, once: bool = False) -> list[dict[str, Any]]:
+    def health(self) -> dict[str, Any]:
+        """The worker's ``/healthz`` (``WorkerEndpoint``): ``CorrelateWorker.health``, the incidents held and the
+        pager's state (a receiver down is said in the reason but leaves the status ok, as on ``run``'s API)."""
+        h = self.worker.health()
+        pager = self.sink.pager.health()
+        return {**h, "reason": h["reason"] or paging_trouble(pager), "incidents": len(self.sink.incidents),
+                "pager": pager}
+
+    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None
+                  ) -> list[dict[str, Any]]:
+        """Consume ``fleet.events`` until ``worker.stop`` is set (``once``: until caught up), paging and writing the
+        hourly report, serving ``/healthz`` and ``/metrics`` on the ``worker_port`` setting when it is set."""
         stop = asyncio.Event()
+        endpoint = WorkerEndpoint(self.settings, "correlate", self.health, self.settings.worker_port, on_listening)
+        endpoint.start()
         pager_task = asyncio.create_task(self.sink.pager.run_forever(stop))
         report_task = asyncio.create_task(self._reports(stop))
-        await self.worker.start()
         try:
-            await self.worker.run(until_caught_up=once)
-            if once:
-                await self.sink.pager.flush(10)
+            await self.worker.start()
+            try:
+                await self.worker.run(until_caught_up=once)
+                if once:
+                    await self.sink.pager.flush(10)
+            finally:
+                await _stop_tasks(stop, pager_task, report_task)
+                _tell_pending(self.sink.pager)
+                self.sink.pager.close()
+                await self.worker.close()
         finally:
-            await _stop_tasks(stop, pager_task, report_task)
-            _tell_pending(self.sink.pager)
-            self.sink.pager.close()
-            await self.worker.close()
+            await endpoint.stop()
         return self.sink.current()
 
     async def _reports(self, stop: asyncio.Event) -> None:

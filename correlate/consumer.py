@@ -57,7 +57,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import IllegalStateError, KafkaError, OutOfOrderSequenceNumber, UnknownProducerId
 
 from correlate.correlator import Settings
-from correlate.metrics import DEAD_LETTER_FAILURES, DEAD_LETTERS, FACTS_READ_BACK_FAILURES, StepGuard, add_counted
+from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_PENDING, FACTS_READ_BACK_FAILURES,
+                               PAUSED_PARTITIONS, StepGuard, add_counted)
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -155,6 +156,7 @@ class CorrelateWorker:
         self.dead_letter_failures = 0  # tries to send them that failed (each said in the log)
         self.rebalances = 0
         self.store_failures = 0
+        self.last_store_error: str | None = None  # why the latest incidents could not be stored; None once they are
         self.step = StepGuard()  # a step that raises is said and tried again, not a crash loop
         self.store_wait = _Backoff()  # incidents the sink could not store (_emit)
         self.read_back_failures = 0
@@ -323,9 +325,29 @@ class CorrelateWorker:
                               extra={"stage": "correlate", "error_code": "partition_paused"})
             except IllegalStateError:  # revoked meanwhile: the next assignment starts over (``assigned``)
                 continue
+        PAUSED_PARTITIONS.set(self.paused_partitions)
+        DEAD_LETTERS_PENDING.set(self.dead_letters_pending)
 
     def _paused(self) -> set[TopicPartition]:
         return {tp for tp, p in self.parts.items() if p.paused}
+
+    def health(self) -> dict[str, Any]:
+        """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
+        while its steps raise (``StepGuard``) or the incidents cannot be stored (``_emit``); its counts: records
+        read, rebalances, dead letters acknowledged / not yet / failed tries, paused partitions, store and lake
+        read failures, failed steps."""
+        reason = (f"correlator steps fail: {self.step.last_error}" if self.step.last_error is not None
+                  else f"incidents not stored: {self.last_store_error}" if self.last_store_error is not None else "")
+        return {"ok": not reason, "reason": reason, "records": self.records, "rebalances": self.rebalances,
+                "dead_lettered": self.dead_lettered, "dead_letters_pending": self.dead_letters_pending,
+                "dead_letter_failures": self.dead_letter_failures, "paused_partitions": self.paused_partitions,
+                "store_failures": self.store_failures, "read_back_failures": self.read_back_failures,
+                "facts_read_back_failures": self.facts_read_back_failures, "correlate_failures": self.step.failures}
+
+    @property
+    def dead_letters_pending(self) -> int:
+        """Dead letters the broker has not acknowledged yet (their records hold their partitions' commits)."""
+        return sum(len(p.dead) for p in self.parts.values())
 
     @property
     def paused_partitions(self) -> int:
@@ -510,6 +532,7 @@ class CorrelateWorker:
             self.on_incidents(incidents)
         except OSError as e:  # ingest.lake.LakeError is an OSError: a read-only or full lake
             self.store_failures += 1
+            self.last_store_error = str(e) or type(e).__name__
             wait = self.store_wait.failed()
             log.error("correlate: incidents not stored (%s); retrying in %.1f s", e, wait,
                       extra={"stage": "store", "error_code": "store_failed"})
@@ -517,6 +540,7 @@ class CorrelateWorker:
             return False
         if self.store_failures and self.store_wait.delay > 0.5:
             log.warning("correlate: incidents stored again")
+        self.last_store_error = None
         self.store_wait.ok()
         return True
 

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pyarrow as pa
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from correlate.stream import StreamCorrelator
 
@@ -26,6 +26,12 @@ DEAD_LETTERS = Counter("firstfault_correlate_dead_letters_total",
 DEAD_LETTER_FAILURES = Counter("firstfault_correlate_dead_letter_failures_total",
                                "tries to send the correlate worker's dead letters that the broker did not acknowledge: "
                                "said in the log, tried again; no offset is committed past them meanwhile")
+DEAD_LETTERS_PENDING = Gauge("firstfault_correlate_dead_letters_pending",
+                             "dead letters of the correlate worker the broker has not acknowledged yet (their records "
+                             "hold their partitions' commits)")
+PAUSED_PARTITIONS = Gauge("firstfault_correlate_paused_partitions",
+                          "fleet.events partitions the correlate worker does not fetch while 50,000 records wait "
+                          "behind their dead letters (fetched again once the broker takes them)")
 FACTS_READ_BACK_FAILURES = Counter("firstfault_correlate_facts_read_back_failures_total",
                                    "lake reads of the link samples and topology facts of hosts a correlate worker "
                                    "began to see that failed: said in the log, tried again; correlation goes on")

@@ -107,6 +107,8 @@ class Settings(BaseModel):
     fleet_config: Path | None = Field(None, description="YAML: hosts -> platform, NVLink domain, rack")
     api_host: str = Field("127.0.0.1", description="HTTP API listen address")
     api_port: int = Field(8080, ge=0, le=65535, description="HTTP API port (0 = any free port)")
+    worker_port: int | None = Field(None, ge=0, le=65535, description="port of an `ingest` or `correlate` worker's "
+                                    "/healthz and /metrics on api_host (unset = none; 0 = any free port)")
     # secrets are SecretStr: never printed by repr, logs or error messages
     api_token: SecretStr | None = Field(None, description="bearer token required by the API; unset = no auth")
     api_max_scan_days: float = Field(31.0, gt=0, le=36500, description="longest time range a query may scan without a "

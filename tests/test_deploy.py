@@ -1501,3 +1501,14 @@ def test_the_first_make_demo_says_each_stage_before_it(tmp_path, monkeypatch):
     broker.ensure_jars(logged.append)  # cached: nothing said
     assert logged == [f"fetching the Apache Kafka {broker.KAFKA_VERSION} jars from Maven Central into "
                       f"{tmp_path / 'cache' / 'libs'} (once: they are kept) …"]
+
+
+def test_compose_workers_serve_and_check_their_health_on_their_worker_port():
+    """Each ingest and correlate replica serves /healthz and /metrics on its worker_port, on every interface (for
+    Prometheus in another container), and its health check asks that port."""
+    svc = compose()["services"]
+    for name in ("ingest", "correlate"):
+        env = svc[name]["environment"]
+        port = env["FIRSTFAULT_WORKER_PORT"]
+        assert env["FIRSTFAULT_API_HOST"] == "0.0.0.0" and Settings(worker_port=port).worker_port == int(port)
+        assert f"http://127.0.0.1:{port}/healthz" in " ".join(svc[name]["healthcheck"]["test"])

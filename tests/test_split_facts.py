@@ -431,3 +431,73 @@ def test_a_facts_read_a_rebalance_overtook_is_dropped_and_asked_again(pipeline):
     w.facts_wanted = {"node011": int(time.time() * 1_000_000)}
     asyncio.run(w._read_facts())
     assert not w.correlator.samples and not w.facts_read and not w.facts_wanted
+
+
+@pytest.mark.kafka
+def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, tmp_path):
+    """`firstfault ingest --port 0` and `firstfault correlate --port 0`, as processes on the real broker, say where
+    their /healthz and /metrics listen; /healthz is 200 ok with the worker's counts once it has read the sample
+    fleet's NVML records, /metrics holds its own series (the dead letters the correlate worker counts were in no
+    process Prometheus could scrape: a split deployment's workers served nothing), and SIGTERM ends each with 0."""
+    import re
+    import signal
+    import urllib.request
+
+    from ingest.broker import ensure_topics
+    from ingest.consumer import produce_lines
+
+    tag = str(time.time_ns())
+    asyncio.run(ensure_topics(kafka, [f"r.{tag}", f"e.{tag}", f"d.{tag}"], partitions=2))
+    for f in NVML:
+        asyncio.run(produce_lines(kafka, f"r.{tag}", f.name.split(".")[0], [f.read_bytes()]))
+
+    def get(url: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    procs = {w: subprocess.Popen([FIRSTFAULT, w, "--port", "0"], env=_env(kafka, tmp_path, "w", tag),
+                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL) for w in ("ingest", "correlate")}
+    try:
+        seen = {}
+        for w, p in procs.items():
+            assert p.stderr is not None
+            line = p.stderr.readline().decode()  # its first line: where it listens
+            m = re.search(r"health on (http://127\.0\.0\.1:\d+)/healthz, metrics on \1/metrics", line)
+            assert m and line.startswith(f"{w} worker:"), line
+            base = m.group(1)
+            for _ in range(300):
+                status, body = get(f"{base}/healthz")
+                h = orjson.loads(body)
+                if status == 200 and h["counts"]["records"] >= (len(NVML) if w == "ingest" else 1):
+                    break
+                time.sleep(0.1)
+            assert status == 200 and h["status"] == "ok" and h["worker"] == w, h
+            seen[w] = h
+            status, text = get(f"{base}/metrics")
+            assert status == 200 and f"firstfault_{w}_".encode() in text
+        assert seen["ingest"]["counts"]["records"] == len(NVML) and seen["ingest"]["counts"]["events"] > 0
+        c = seen["correlate"]["counts"]
+        assert (c["dead_letters_pending"], c["paused_partitions"], c["correlate_failures"]) == (0, 0, 0), c
+        status, text = get(f"{base}/metrics")
+        assert b"firstfault_correlate_paused_partitions 0.0" in text
+        assert b"firstfault_correlate_dead_letters_pending 0.0" in text
+    finally:
+        for p in procs.values():
+            p.send_signal(signal.SIGTERM)
+        codes = {w: p.wait(60) for w, p in procs.items()}
+    assert codes == {"ingest": 0, "correlate": 0}, [p.stderr.read().decode()[-2000:] for p in procs.values()]
+
+
+def test_a_worker_port_that_is_taken_is_one_line_and_exit_1(tmp_path):
+    """A worker whose --port another socket holds exits 1 before it connects, naming the worker_port setting."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        env = _env("127.0.0.1:9", tmp_path, "w", "x")
+        p = subprocess.run([FIRSTFAULT, "correlate", "--port", str(port)], env=env, capture_output=True, timeout=60)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and f"cannot serve on 127.0.0.1:{port}" in err and "FIRSTFAULT_WORKER_PORT" in err, err
