@@ -26,7 +26,7 @@ from operator import itemgetter
 from typing import Any, Callable, Hashable, Iterable
 
 from correlate.model import RAY_WORKER_DIED, Ev, subject_rank
-from correlate.rules import (RELATION_STRENGTH, Relations, Rules, any_holds, collective_of, collective_window_us,
+from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, collective_of, collective_window_us,
                              named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated
@@ -105,6 +105,16 @@ class ShapeMemo:
     ids: dict[tuple, int] = field(default_factory=dict)
     #: shape id -> (cause, effect): bit k of each is set when that side of ``Rules.explains[k]`` holds for the shape
     sides: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: (rules, catalog, the cause sides' index, the effect sides' index): ``rules.SideIndex`` of ``Rules.explains``
+    index: tuple | None = field(default=None, repr=False)
+
+    def side_bits(self, e: Ev, rules: Rules, catalog: Catalog) -> tuple[int, int]:
+        """(cause, effect) bits of ``e`` under ``rules.explains`` (``sides``' values), through the rules' indexes."""
+        got = self.index
+        if got is None or got[0] is not rules or got[1] is not catalog:
+            got = self.index = (rules, catalog, SideIndex([r.cause for r in rules.explains], catalog),
+                                SideIndex([r.effect for r in rules.explains], catalog))
+        return got[2].bits(e), got[3].bits(e)
 
 
 @dataclass
@@ -174,13 +184,7 @@ class Scene:
                     groups[i] = [k]
                     reps.append((i, e))
                     if i not in sides:
-                        cause = effect = 0
-                        for bit, r in enumerate(self.rules.explains):
-                            if any_holds(r.cause, e, self.catalog):
-                                cause |= 1 << bit
-                            if any_holds(r.effect, e, self.catalog):
-                                effect |= 1 << bit
-                        sides[i] = (cause, effect)
+                        sides[i] = memo.side_bits(e, self.rules, self.catalog)
                 else:
                     group.append(k)
             self._shapes = (reps, groups)
@@ -440,9 +444,18 @@ def may_relate(rules: Rules, catalog: Catalog) -> Callable[[Ev, Ev], bool]:
     reports the timed Xid), or both report the same category of fault (:func:`fault_category`). For
     ``cluster.components``' file-dated faults (``related``)."""
     memo: dict[tuple, bool] = {}  # per pair of event shapes (rules.pred_shape: fault_category reads no more of it)
+    index = ShapeMemo()
+    bits: dict[tuple, tuple[int, int]] = {}  # per event shape: which explains rules' (cause, effect) hold for it
 
-    def explains(x: Ev, y: Ev) -> bool:
-        return any(any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog) for r in rules.explains)
+    def sides(e: Ev) -> tuple[int, int]:
+        shape = pred_shape(e)
+        got = bits.get(shape)
+        if got is None:
+            got = bits[shape] = index.side_bits(e, rules, catalog)
+        return got
+
+    def explains(x: Ev, y: Ev) -> bool:  # a rule whose cause holds for x and whose effect holds for y
+        return bool(sides(x)[0] & sides(y)[1])
 
     def related(a: Ev, b: Ev) -> bool:
         key = (pred_shape(a), pred_shape(b))

@@ -31,7 +31,7 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
-from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, any_holds, collective_window_us,
+from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, SideIndex, collective_window_us,
                              comms_of, gpu_key, log_of, named_collective, pred_shape)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
@@ -122,16 +122,21 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
     holds = Relations(topo).holds
-    shapes: dict[tuple, list[int]] | None = None
+    # the faults of each shape (rules.pred_shape) with which sides of the derived links hold for it (bits 2k and
+    # 2k + 1: the k-th derived link's cause and effect), decided once per shape for all those links
+    shapes: list[tuple[list[int], int]] | None = None
+    derived = [rule for rule in links if rule.cause is not None]
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
         if rule.cause is not None:  # derived from an explains rule: effect to its nearest cause
-            if shapes is None:  # the faults by what predicates read of them (rules.pred_shape), once
-                shapes = defaultdict(list)
+            if shapes is None:
+                by_shape: dict[tuple, list[int]] = defaultdict(list)
                 for i, e in enumerate(faults):
-                    shapes[pred_shape(e)].append(i)
-            sides = _sides(rule, faults, shapes, catalog)
+                    by_shape[pred_shape(e)].append(i)
+                index = SideIndex([p for r in derived for p in (r.cause, r.effect or [])], catalog)
+                shapes = [(idx, index.bits(faults[idx[0]])) for idx in by_shape.values()]
+            sides = _sides(2 * next(k for k, r in enumerate(derived) if r is rule), shapes)
             if sides is not None:  # only the faults of either side are bucketed
                 sub = sorted(sides[0] | sides[1])
                 sub_faults = [faults[i] for i in sub]
@@ -294,17 +299,16 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
     return None
 
 
-def _sides(rule: LinkRule, faults: list[Ev], shapes: dict[tuple, list[int]],
-           catalog: Catalog | None) -> tuple[set[int], set[int]] | None:
-    """The faults (indexes) that hold ``rule.cause`` and those that hold ``rule.effect``, decided once per
-    ``rules.pred_shape`` (``shapes``: the faults of each shape), or None when no fault holds one side."""
+def _sides(bit: int, shapes: list[tuple[list[int], int]]) -> tuple[set[int], set[int]] | None:
+    """The faults (indexes) that hold a derived link's ``cause`` and those that hold its ``effect`` (bits ``bit`` and
+    ``bit + 1`` of each shape's ``rules.SideIndex`` bits; ``shapes``: the faults of each ``rules.pred_shape`` with
+    them), or None when no fault holds one side."""
     cause: set[int] = set()
     effect: set[int] = set()
-    for idx in shapes.values():
-        e = faults[idx[0]]
-        if any_holds(rule.cause, e, catalog):
+    for idx, bits in shapes:
+        if bits >> bit & 1:
             cause.update(idx)
-        if any_holds(rule.effect, e, catalog):
+        if bits >> (bit + 1) & 1:
             effect.update(idx)
     return (cause, effect) if cause and effect else None
 

@@ -298,6 +298,50 @@ def any_holds(preds: list[Pred], e: Ev, catalog: Catalog | None = None) -> bool:
     return any(holds(p, e, catalog) for p in preds)
 
 
+class SideIndex:
+    """Many predicate lists tested on one event at once: ``bits(e)`` has bit ``k`` set when
+    ``any_holds(sides[k], e, catalog)``. Each predicate is filed under the first condition it must meet that one
+    lookup decides — its ``kind``, else its signatures when none ends in ``*``, else its Xids — and only the
+    predicates filed under the event's kind, signature and Xid (and those filed under none) are tested with
+    :func:`holds`: a fault's shape met ~90 rule sides, two or three of which could hold (``attribute.ShapeMemo``,
+    ``attribute.may_relate``, ``cluster.components``' derived links). Built for one rules and catalog, not to be
+    changed in place."""
+
+    __slots__ = ("catalog", "by_kind", "by_signature", "by_xid", "rest")
+
+    def __init__(self, sides: list[list[Pred]], catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or default_catalog()
+        self.by_kind: dict[str, list[tuple[int, Pred]]] = {}
+        self.by_signature: dict[str, list[tuple[int, Pred]]] = {}
+        self.by_xid: dict[int, list[tuple[int, Pred]]] = {}
+        self.rest: list[tuple[int, Pred]] = []
+        for k, preds in enumerate(sides):
+            for p in preds:
+                if p.kind is not None:
+                    for v in set(p.kind):
+                        self.by_kind.setdefault(v, []).append((k, p))
+                elif p.signature is not None and not any(s.endswith("*") for s in p.signature):
+                    for v in set(p.signature):
+                        self.by_signature.setdefault(v, []).append((k, p))
+                elif p.xid is not None:
+                    for v in set(p.xid):
+                        self.by_xid.setdefault(v, []).append((k, p))
+                else:
+                    self.rest.append((k, p))
+
+    def bits(self, e: Ev) -> int:
+        """Bit ``k`` set when a predicate of ``sides[k]`` holds for ``e`` (:func:`any_holds`)."""
+        out = 0
+        cat = self.catalog
+        for filed in (self.by_kind.get(e.kind), self.by_signature.get(e.signature),
+                      self.by_xid.get(e.xid) if e.xid is not None else None, self.rest):
+            if filed:
+                for k, p in filed:
+                    if not out >> k & 1 and holds(p, e, cat):
+                        out |= 1 << k
+        return out
+
+
 def log_of(e: Ev) -> str | None:
     """The log file a job-side line (NCCL, PyTorch, MPI: source ``nccl``) was read from (its ``origin`` without the
     line number), else None: the output of a job's launcher (mpirun, srun, a pdsh of the ranks) holds every host's
