@@ -140,6 +140,17 @@ class Scene:
     #: for (``live_rules``, read by ``matching``)
     _sides: tuple[int, dict[tuple[int, int], list[list[int]]]] | None = field(default=None, repr=False)
     _causes_of: tuple | None = field(default=None, repr=False)  # (edges, their count, effect id -> causes)
+    #: (edges, their count, subject, the ids of the events an edge from another subject explains): ``explained``
+    _explained: tuple | None = field(default=None, repr=False)
+    _relations: Relations | None = field(default=None, repr=False)  # ``relations``
+
+    def relations(self) -> Relations:
+        """One ``rules.Relations`` over the scene's topology for its events (each event's GPU key and communicators
+        found once: ``find_edges`` and ``incident.body`` ask both), made again when the topology is set anew."""
+        got = self._relations
+        if got is None or got.topo is not self.topo:
+            got = self._relations = Relations(self.topo)
+        return got
     _parties: tuple | None = field(default=None, repr=False)  # (the subject it was grouped by, parties)
 
     # --- roles -------------------------------------------------------------
@@ -274,9 +285,14 @@ class Scene:
         return self._causes_of[2].get(e.event_id, [])
 
     def explained(self, e: Ev) -> bool:
-        """An edge from another subject explains ``e``."""
-        me = self.subject[e.event_id]
-        return any(self.subject[c.event_id] != me for c in self.causes_of(e))
+        """An edge from another subject explains ``e``: the effects of such edges, found once per scene's edges and
+        subjects (built again when either is set anew or the edges grow)."""
+        got = self._explained
+        if got is None or got[0] is not self.edges or got[1] != len(self.edges) or got[2] is not self.subject:
+            subject = self.subject
+            ids = {x.effect.event_id for x in self.edges if subject[x.cause.event_id] != subject[x.effect.event_id]}
+            got = self._explained = (self.edges, len(self.edges), subject, ids)
+        return e.event_id in got[3]
 
 
 def role_of(e: Ev, catalog: Catalog) -> str:
@@ -604,7 +620,7 @@ def find_edges(scene: Scene) -> list[Edge]:
     skew_of: dict[str, int] = {}
     # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span, file-dated)
     timing = [None] * len(evs)
-    rel = Relations(topo)
+    rel = scene.relations()
     holds = rel.holds
     classes: dict[tuple, int] = {}  # (event, communicators read) and relation_class -> the class's number
     rebooted = frozenset(e.origin.rpartition(":")[0] for e in evs if e.boot)  # captures that hold a reboot

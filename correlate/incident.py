@@ -21,7 +21,6 @@ from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict
                                  initiator_event, lead_key, sentences, subject_label, verify_commands)
 from correlate.model import Ev, process_group, subject_of, subject_rank
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recovery_action, recurs_to_diag
-from correlate.rules import comms_of
 from correlate.topology import peer_name
 from ingest.files import from_stdin
 from ingest.catalog import Catalog
@@ -324,6 +323,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     init = dict(v.initiator)
     init.setdefault("fault", _fault(scene, v))
     untied = [p for p in v.downstream if _untied(scene, v, p)]
+    comms = scene.relations().comms  # rules.comms_of, once per event of the scene
     return {
         "id": incident_id(evs),
         "version": None,
@@ -353,7 +353,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         # the NCCL communicators (commIds) its events are of: their own, or membership from the init lines
         # (rules.comms_of). A watchdog timeout prints none, so a hung job's incident could not be found by its commId
         # (GET /incidents?comm=, blast_radius.communicators: a fresh user's trial)
-        "communicators": sorted({c for e in evs if e.signature != SYMPTOM for c in comms_of(e, scene.topo)}),
+        "communicators": sorted({c for e in evs if e.signature != SYMPTOM for c in comms(e)}),
     }
 
 
