@@ -168,8 +168,10 @@ class Scene:
         return KIND_CATEGORY.get(e.kind, "other")
 
     def is_fault(self, e: Ev) -> bool:
-        """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault`."""
-        return is_fault(e, self.catalog)
+        """Evidence that something went wrong (not context, not wiring facts): :func:`is_fault` (inline: asked for
+        most events of a scene by several patterns)."""
+        judged = e.judged
+        return (judged if judged is not None and judged[0] is self.catalog else _judge(e, self.catalog))[2]
 
     def faults(self) -> list[Ev]:
         if self._faults is None:
@@ -497,13 +499,14 @@ def resolve_subjects(events: list[Ev], topo: Topology, catalog: Catalog) -> dict
             dev = topo.index_to_bus.get((host, e.gpu_index), dev)
         subj[e.event_id] = (host, dtype, dev)
 
-    named: dict[str, list[tuple[tuple, str | None, str, str | None]]] = defaultdict(list)
+    #: per host, each distinct (subject, device type, kind, category) once (a storm's lines name one device alike)
+    named: dict[str, dict[tuple[tuple, str | None, str, str | None], None]] = defaultdict(dict)
     recovering: dict[str, set[tuple]] = defaultdict(set)  # per host: the GPUs whose recovery action changed
     rm_of: dict[tuple, set[str]] = defaultdict(set)  # a named GPU -> the RM's numbers its lines gave it ("GPU4 GSP")
     minor_of: dict[tuple, set[str]] = defaultdict(set)  # and its device minor numbers ("device minor number 7")
     for o in events:  # per host: (subject, device type, kind, category) of the events that name a device
         if subj[o.event_id][2] is not None:
-            named[o.host].append((subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog)))
+            named[o.host][(subj[o.event_id], o.device_type, o.kind, fault_category(o, catalog))] = None
             # the RM's GPU number is often the device minor ("rm_init_adapter failed, device minor number 0" beside
             # "GPU0 …"), not always: "GPU6 _kgspBootGspRm" beside minor number 7 of the same GPU
             # (NVIDIA/open-gpu-kernel-modules#1230, a real-logs pass), so a minor number names a GPU but rules none out
@@ -612,7 +615,7 @@ def find_edges(scene: Scene) -> list[Edge]:
     definition thinned this way."""
     edges: list[Edge] = []
     evs = scene.events
-    if not evs:
+    if len(evs) < 2:  # an edge pairs two events (312 of the mix's 575 scenes hold one)
         return edges
     clocks, topo = scene.clocks, scene.topo
     starts_of = [e.start for e in evs]
