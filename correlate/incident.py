@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
@@ -29,10 +29,17 @@ from schemas.events import KIND_PHRASES, SEVERITY_RANK
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
 
 
+_EPOCH = datetime(1970, 1, 1)  # naive UTC: isoformat then adds no offset
+
+
 def iso(us: int) -> str:
-    """µs since the epoch -> ``2026-11-30T03:12:00.123456Z``."""
-    dt = datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """µs since the epoch -> ``2026-11-30T03:12:00.123456Z`` (``isoformat``, a third of ``strftime``'s cost; a year
+    before 1000, which ``isoformat`` pads to four digits and ``strftime`` does not, as ``strftime`` says it)."""
+    dt = _EPOCH + timedelta(microseconds=us)
+    if dt.year < 1000:
+        dt = datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.isoformat(timespec="microseconds") + "Z"
 
 
 def incident_id(events: list[Ev]) -> str:

@@ -199,9 +199,20 @@ def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
 
 def host_window_us(rules: Rules) -> int:
     """The longest window (µs) of the ``same_host`` links without ``kinds`` (``rules.yaml``: 120 s): how far apart
-    two faults of one host may lie and be joined by clustering as such, not through a chain of repeats."""
-    return int(max((l.window_s for l in rules.links
-                    if l.relation == "same_host" and not l.kinds and l.from_rule is None), default=0) * 1_000_000)
+    two faults of one host may lie and be joined by clustering as such, not through a chain of repeats. Kept per
+    rules object (``correlator.apart`` asks once per candidate incident; the rules are not changed in place)."""
+    got = _HOST_WINDOW.get(id(rules))
+    if got is None or got[0] is not rules:
+        got = _HOST_WINDOW[id(rules)] = (rules, int(max(
+            (l.window_s for l in rules.links if l.relation == "same_host" and not l.kinds and l.from_rule is None),
+            default=0) * 1_000_000))
+        if len(_HOST_WINDOW) > 64:  # rules made anew at each call (tests): keep the last few
+            _HOST_WINDOW.pop(next(iter(_HOST_WINDOW)))
+    return got[1]
+
+
+#: id(rules) -> (rules, host_window_us(rules)): the rules kept with it, so the id names no other object
+_HOST_WINDOW: dict[int, tuple[Rules, int]] = {}
 
 
 class RulesError(ValueError):
