@@ -625,7 +625,21 @@ def find_edges(scene: Scene) -> list[Edge]:
     timing = [None] * len(evs)
     rel = scene.relations()
     holds = rel.holds
-    classes: dict[tuple, int] = {}  # (event, communicators read) and relation_class -> the class's number
+    numbers: dict[tuple, int] = {}  # relation_class -> the class's number
+    # per whether communicators are read (0, 1): event index -> its relation class's number, and -> its cause_class
+    class_no: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    cause_of: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {})
+
+    def class_of(i: int, comms: bool) -> int:
+        """:func:`relation_class` of ``evs[i]`` as a small number (one per class in the call)."""
+        got = class_no[comms].get(i)
+        if got is None:
+            key = relation_class(evs[i], rel, comms, rebooted)
+            got = numbers.get(key)
+            if got is None:
+                got = numbers[key] = len(numbers)
+            class_no[comms][i] = got
+        return got
     rebooted = frozenset(e.origin.rpartition(":")[0] for e in evs if e.boot)  # captures that hold a reboot
     explains = scene.rules.explains
     for k in scene.live_rules():
@@ -646,8 +660,11 @@ def find_edges(scene: Scene) -> list[Edge]:
         if len(causes) == 1:
             by_cause[()] = causes
         else:
+            known = cause_of[comms]
             for i in causes:
-                key = cause_class(evs[i], _class_of(classes, evs, i, rel, comms, rebooted))
+                key = known.get(i)
+                if key is None:
+                    key = known[i] = cause_class(evs[i], class_of(i, comms))
                 by_cause.setdefault(key, []).append(i)
         w = int(r.window_s * S)
         found: list[tuple[int, int, Edge]] = []
@@ -668,7 +685,7 @@ def find_edges(scene: Scene) -> list[Edge]:
                 _pair_one(members[0], pairs, evs, timing, w, r, holds, found)
             else:
                 _pair_class(members, pairs, evs, timing, w, r, holds, found, starts_of,
-                            lambda i: _class_of(classes, evs, i, rel, comms, rebooted))
+                            lambda i, comms=comms: class_of(i, comms))
         found.sort(key=itemgetter(0, 1))  # the causes in scene order, then their effects
         edges.extend(x for _, _, x in found)
     return edges
@@ -744,18 +761,6 @@ def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing:
         if name is not None:
             ci = members[k]
             found.append((ci, ei, Edge(evs[ci], e, r.id, name)))
-
-
-def _class_of(classes: dict, evs: list[Ev], i: int, rel: Relations, comms: bool, rebooted: frozenset[str]) -> int:
-    """:func:`relation_class` of ``evs[i]`` as a small number (one per class in the call), kept in ``classes``."""
-    got = classes.get((i, comms))
-    if got is None:
-        key = relation_class(evs[i], rel, comms, rebooted)
-        got = classes.get(key)
-        if got is None:
-            got = classes[key] = len(classes)
-        classes[(i, comms)] = got
-    return got
 
 
 #: the relations that read an event's communicators (``rules.Relations.holds``, ``comms_of``): a rule of none of them

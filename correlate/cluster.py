@@ -182,7 +182,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
     _attach_context(context, faults, dsu, groups_out, links, clocks)
-    comps = [sorted(g, key=lambda e: e.order) for g in groups_out.values()]
+    order = attrgetter("order")
+    comps = [sorted(g, key=order) for g in groups_out.values()]
     return sorted(comps, key=lambda g: g[0].order)
 
 
@@ -681,7 +682,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
             if (log := log_of(e)) is not None:
                 out[log].append(i)
         return list(out.values())
-    if rel == "same_host" and any(faults[i].boot for idx in by_host.values() for i in idx):
+    if rel == "same_host" and any(e.boot for e in faults):  # by_host holds every fault of ``faults``
         # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a
         # window that reaches across it joined it to a fault a minute into the next boot: one incident of two boots (a
         # break-it pass). A host's faults of each such boot are a bucket of their own (a device that fails again
