@@ -15,6 +15,7 @@ import hashlib
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from operator import attrgetter
 from typing import Any
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
@@ -73,7 +74,12 @@ def _lead(evs: list[Ev]) -> Ev:
     """The event that names a party: by ``attribute.lead_key`` (a line with a time of its own, the device's own
     report, before a file-dated line or a program's; an operator's report only when the party has nothing else),
     then the worst, then an Xid (``attribute.initiator_event``), then the earliest."""
+    if len(evs) == 1:
+        return evs[0]
     return min(evs, key=lambda e: (*lead_key(e), -e.sev, e.xid is None, e.order))
+
+
+_ORDER = attrgetter("order")
 
 
 def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relation: str | None) -> dict[str, Any]:
@@ -84,7 +90,7 @@ def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relatio
             "link": main.link if main.link is not None else (links[0] if links else None),
             "rank": subject_rank((host, dtype, dev), main.rank), "kind": main.kind, "xid": main.xid,
             "sxid": main.sxid, "gpu_index": main.gpu_index, "links": links or None, "relation": relation,
-            "events": [e.event_id for e in sorted(evs, key=lambda e: e.order)]}
+            "events": [e.event_id for e in sorted(evs, key=_ORDER)]}
 
 
 def party_subject(p: dict[str, Any]) -> tuple:

@@ -417,9 +417,12 @@ def comms_of(e: Ev, topo: Topology) -> set[str]:
     """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines — of the
     communicators its host's GPUs were in when it began (``Topology.comm_live``)."""
     out = {e.comm} if e.comm else set()
+    placed = topo.comm_index().get(e.host)
+    if not placed:  # no init line places a rank on its host (most events of a fleet's kernel logs)
+        return out
     key = gpu_key(e, topo)
     timed = bool(topo.comm_span)
-    for comm, dev in topo.comm_index().get(e.host, ()):
+    for comm, dev in placed:
         if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)):
             if key is None and e.rank is not None and not _rank_here(topo, comm, e.rank, e.host):
                 continue  # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
