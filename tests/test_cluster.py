@@ -345,6 +345,69 @@ def test_edges_equal_the_pairwise_definition(scene_):
     assert got == want
 
 
+@st.composite
+def shaped_events(draw):
+    """One event of any shape the rules' predicates read (``rules.pred_shape``): the kinds, signatures (a
+    ``prefix*`` one's matches too) and Xids the shipped rules name, and others; every flag either way."""
+    from ingest.catalog import default_catalog
+    from schemas.events import KINDS as ALL_KINDS
+
+    rules, catalog = default_rules(), default_catalog()
+    preds = [p for r in rules.explains for p in r.cause + r.effect] + [
+        p for l in rules.links for p in (l.cause or []) + (l.effect or [])]
+    named = sorted({s for p in preds for s in p.signature or ()})
+    signatures = sorted({s for s in named if not s.endswith("*")}
+                        | {k for k in catalog.by_id for s in named if s.endswith("*") and k.startswith(s[:-1])}
+                        | {"nccl.other", "kern.unknown", "operator.symptom"})
+    xids = sorted({x for p in preds for x in p.xid or ()} | set(list(catalog.xids)[:40]) | {1, 999})
+    details = {}
+    if draw(st.booleans()):
+        details["link_down_cause"] = draw(st.sampled_from(["peer_side_down", "signal_integrity",
+                                                           "cable_or_transceiver", "other"]))
+    if draw(st.booleans()):
+        details["quote"] = "Last error: …"
+    e = Ev(event_id="e", ts=S, ts_basis="line", host="h0", source=draw(st.sampled_from(["dmesg", "nccl", "nvml"])),
+           kind=draw(st.sampled_from(sorted(ALL_KINDS))), signature=draw(st.sampled_from(signatures)),
+           severity=draw(st.sampled_from(["debug", "info", "warning", "error", "critical"])), device_type=None,
+           device=None, link=None, xid=draw(st.one_of(st.none(), st.sampled_from(xids))),
+           sxid=draw(st.one_of(st.none(), st.integers(10000, 30000))), peer=None, rank=None, nranks=None, comm=None,
+           message="m", fatal=draw(st.sampled_from([None, True, False])),
+           cause_xid=draw(st.one_of(st.none(), st.sampled_from(xids))), details=details)
+    if draw(st.booleans()):
+        e.imply_start(0)
+    return e
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(shaped_events(), min_size=1, max_size=6))
+def test_the_side_index_equals_any_holds_on_every_side(events):
+    """``rules.SideIndex`` tests only the predicates filed under an event's kind, signature and Xid (and those filed
+    under none): bit for bit what ``any_holds`` says of every side of the explains rules and of the links derived from
+    them; and ``attribute.may_relate``, which reads those bits, says what the rules say pair by pair."""
+    from correlate.attribute import ShapeMemo, fault_category, may_relate
+    from correlate.rules import SideIndex
+    from ingest.catalog import default_catalog
+
+    rules, catalog = default_rules(), default_catalog()
+    sides = [r.cause for r in rules.explains] + [r.effect for r in rules.explains] + [
+        p for l in rules.links if l.cause is not None for p in (l.cause, l.effect)]
+    index = SideIndex(sides, catalog)
+    memo = ShapeMemo()
+    for e in events:
+        want = sum(1 << k for k, preds in enumerate(sides) if any_holds(preds, e, catalog))
+        assert index.bits(e) == want
+        n = len(rules.explains)
+        assert memo.side_bits(e, rules, catalog) == (want & ((1 << n) - 1), want >> n & ((1 << n) - 1))
+    related = may_relate(rules, catalog)
+    for a in events:
+        for b in events:
+            cat = fault_category(a, catalog)
+            want = (cat is not None and cat == fault_category(b, catalog)) or any(
+                (any_holds(r.cause, x, catalog) and any_holds(r.effect, y, catalog))
+                for r in rules.explains for x, y in ((a, b), (b, a)))
+            assert related(a, b) == want
+
+
 def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_likely_reports():
     """A traceback's ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` printed no time: dated by its
     job log's mtime (the job's last line, ten minutes after the Xid it reports, when the other ranks timed out),
