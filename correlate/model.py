@@ -81,6 +81,8 @@ class Ev:
     #: ``rules.pred_shape`` of the event, made on first use (the fields it reads do not change; ``imply_start``
     #: clears it: whether it follows a timeout is one)
     shape: tuple | None = field(default=None, init=False, repr=False)
+    #: ``subject()``, made on first use (the fields it reads do not change)
+    subj: tuple | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pos = _pos(self.origin)
@@ -107,8 +109,11 @@ class Ev:
         """What reported it: (host, device_type, device) or the best key we have (:func:`subject_of`); a rank is
         the process's in the job (``details.global_rank``, c10's ``[rank4]:``) where its line names another group's
         rank: ranks 0 and 4, each rank 0 of its own process group 5, were one party (xdit-project/xDiT#147)."""
-        return subject_of(self.host, self.device_type, self.device, self.gpu_index,
-                          self.details.get("global_rank", self.rank))
+        got = self.subj
+        if got is None:
+            got = self.subj = subject_of(self.host, self.device_type, self.device, self.gpu_index,
+                                         self.details.get("global_rank", self.rank))
+        return got
 
     def undated(self) -> bool:
         """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime
