@@ -57,8 +57,21 @@ TABLES: dict[str, pa.Schema] = {
 _ZSTD = {"events": {"event_id", "message", "origin", "details"}, "link_samples": {"origin"},
          "topology": {"origin"}, "incidents": {"explanation", "next_action", "doc"},
          "incident_evidence": {"incident_id", "event_id"}}
+
+
+def _leaf_paths(schema: pa.Schema) -> list[str]:
+    """The Parquet column paths of ``schema`` (a list column ``hosts`` is ``hosts.list.element``), which is what
+    per-column writer settings are keyed by."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return [meta.schema.column(i).path for i in range(meta.num_columns)]
+
+
+#: table -> Parquet column path -> codec (a nested column's leaves take their top-level column's)
 CODECS: dict[str, dict[str, str]] = {
-    name: {c: "zstd" if c in _ZSTD[name] else "snappy" for c in schema.names} for name, schema in TABLES.items()}
+    name: {c: "zstd" if c.split(".", 1)[0] in _ZSTD[name] else "snappy" for c in _leaf_paths(schema)}
+    for name, schema in TABLES.items()}
 #: the time column each table is partitioned by
 TIME_COLUMN = {"events": "ts", "link_samples": "ts", "topology": "ts", "incidents": "written_at",
                "incident_evidence": "written_at"}

@@ -1,6 +1,6 @@
 """The lake's Parquet parts (``ingest.lake``): what a reader gets back from a part is the table's schema, for
 pyarrow and DuckDB alike, whether the part is small (time-column statistics only, no dictionary pages) or
-large; no part stores the Arrow schema."""
+large; no part stores the Arrow schema; each column has its codec (``ingest.lake.CODECS``: zstd or snappy)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from api.demo import SAMPLES
 from api.diagnose import diagnose_paths
-from ingest.lake import _DICTIONARY_ROWS, TABLES, TIME_COLUMN, Lake
+from ingest.lake import _DICTIONARY_ROWS, CODECS, TABLES, TIME_COLUMN, Lake
 from schemas.incidents import incident_rows
 from schemas.settings import Settings
 
@@ -57,6 +57,12 @@ def test_small_and_large_parts_read_back_as_the_tables_schema(tables, tmp_path, 
         with_stats = {rg.column(i).path_in_schema for i in range(rg.num_columns) if rg.column(i).is_stats_set}
         assert (with_stats == {c.path_in_schema for c in map(rg.column, range(rg.num_columns))}) if every \
             else with_stats == {TIME_COLUMN[name]}, with_stats
+        # codecs: zstd for the long text, snappy for the rest (standard Parquet codecs; DuckDB reads every row)
+        codecs = {rg.column(i).path_in_schema: rg.column(i).compression for i in range(rg.num_columns)}
+        assert codecs == {c: CODECS[name][c].upper() for c in codecs}, codecs
+        assert "ZSTD" in codecs.values() and "SNAPPY" in codecs.values()
+        [(n,)] = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()
+        assert n == pq.read_metadata(path).num_rows
 
 
 def test_a_bad_part_spoils_only_its_own_tables_views_and_says_which_file(tables, tmp_path):
