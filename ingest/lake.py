@@ -50,7 +50,7 @@ TABLES: dict[str, pa.Schema] = {
 }
 #: the Parquet codec of each column, per table: zstd for the columns of long text (the raw line, ids, origins,
 #: JSON), snappy for the others. Arrow makes a zstd compressor per column chunk (~10 µs, most of it
-#: ``ZSTD_createCCtx``), which on the small parts of a batch (~100 rows, 34 columns) was ~40 % of a part's
+#: ``ZSTD_createCCtx``), which on the small parts of a batch (~100 rows, 33 columns) was ~40 % of a part's
 #: encoding; snappy's is nearly free, and on short or mostly null columns it compresses about as well. The
 #: 104 parts of 1M lines of the mix: 0.088 → 0.063 CPU s of encoding, 1.011 → 1.054 MB (+4 %). Both are
 #: standard Parquet codecs that DuckDB and every Parquet reader read.
