@@ -317,6 +317,8 @@ async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) ->
         if stop.is_set():
             return
         await asyncio.sleep(0.05)
+    if stop.is_set() or not server.servers or not server.servers[0].sockets:  # stopped before this task ran: its
+        return  # sockets are closed (a worker whose broker was away crashed on them, hiding its error: a break-it pass)
     call(server)
 
 
@@ -329,12 +331,33 @@ class WorkerHealthz(BaseModel):
     counts: dict[str, Any] = Field(default_factory=dict)
 
 
-def create_worker_app(worker: str, health: Callable[[], dict[str, Any]]) -> FastAPI:
+class WorkerMetrics:
+    """The default registry's metric families a worker reports (``generate_latest`` reads any object with
+    ``collect()``): the ``firstfault_*`` families defined in ``modules`` (module-level metrics), and every family
+    that is not firstfault's (``process_*``, ``python_*``). Every module's metrics are registered in every process
+    that imports it: a correlate worker's ``/metrics`` said ``firstfault_ingest_healthy 0`` for good (only an ingest
+    worker sets it), and an alert on it fired for every correlate replica (a break-it pass)."""
+
+    def __init__(self, modules: tuple[Any, ...]) -> None:
+        from prometheus_client.metrics import MetricWrapperBase
+
+        self.names = frozenset(fam.name for mod in modules for m in vars(mod).values()
+                               if isinstance(m, MetricWrapperBase) for fam in m.describe())
+
+    def collect(self) -> Iterator[Any]:
+        for fam in REGISTRY.collect():
+            if fam.name in self.names or not fam.name.startswith("firstfault_"):
+                yield fam
+
+
+def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_modules: tuple[Any, ...]) -> FastAPI:
     """The HTTP endpoints of an ``ingest`` or ``correlate`` worker (``--port``, the ``worker_port`` setting): what an
     orchestrator probes and Prometheus scrapes, as the API's own two routes. ``GET /healthz``: 200 ok, or 503
     unhealthy with the reason (``health()``: a dict with ``ok``, ``reason`` and the worker's counts); ``GET
-    /metrics``: the Prometheus text of this process (its ``firstfault_ingest_*`` or ``firstfault_correlate_*``
-    series, which the API process, a reader of the lake, never had). No lake routes: the API (``serve``) has those."""
+    /metrics``: the Prometheus text of the worker's own series (``WorkerMetrics`` of ``metric_modules``: those of
+    ``ingest.metrics``, or of ``correlate.metrics``, ``api.sink`` and ``api.pager``), which the API process, a
+    reader of the lake, never had. No lake routes: the API (``serve``) has those."""
+    reported = WorkerMetrics(metric_modules)
     app = FastAPI(title=f"firstfault {worker} worker", version="0.1.0", docs_url=None, redoc_url=None,
                   openapi_tags=[{"name": "operations", "description": "Health and Prometheus metrics."}])
 
@@ -352,7 +375,7 @@ def create_worker_app(worker: str, health: Callable[[], dict[str, Any]]) -> Fast
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics() -> Response:
         """Prometheus text exposition."""
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(reported), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]
 
     return app
 

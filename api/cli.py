@@ -952,8 +952,10 @@ def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caugh
     # dead letters the broker did not take: their records hold the commit and are read again (the summary said
     # nothing of them and the exit was 0: a break-it pass)
     pending = svc.worker.dead_letters_pending
+    unread = svc.worker.unread_partitions
     left = (f"; {pending} dead letter{'s' * (pending != 1)} not acknowledged by {s.dlq_topic}: their records are "
             "read again next time") if pending else ""
+    left += (f"; {', '.join(unread)} not read to the end (paused behind them)") if unread else ""
     _said(s, "correlate", f"read {svc.worker.records} {s.events_topic} records → {len(incs)} incident"
                           f"{'s' * (len(incs) != 1)}{dead}{left}; lake: {s.lake}")
     if once and s.log_format != "json":

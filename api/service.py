@@ -16,12 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 
+import api.pager as api_pager
+import api.sink as api_sink
+import correlate.metrics as correlate_metrics
+import ingest.metrics as ingest_metrics
 from api.pager import Pager, api_base_url, paging_trouble
 from api.sink import IncidentSink
 from correlate.consumer import CorrelateWorker
@@ -75,41 +80,58 @@ async def _stop_tasks(stop: asyncio.Event, *tasks: asyncio.Task) -> None:
             await asyncio.wait_for(t, 5)
 
 
+#: the modules whose metrics each worker's /metrics reports (``api.app.WorkerMetrics``)
+METRIC_MODULES: dict[str, tuple[Any, ...]] = {"ingest": (ingest_metrics,),
+                                              "correlate": (correlate_metrics, api_sink, api_pager)}
+
+
 class WorkerEndpoint:
     """The ``/healthz`` and ``/metrics`` of an ``ingest`` or ``correlate`` worker (``api.app.create_worker_app``) on
-    ``api_host:port`` (``--port``, the ``worker_port`` setting; None: nothing served), served by uvicorn on the
-    worker's event loop while it runs; ``on_listening(server)`` once it listens (port 0: the port the system
-    chose). Before, a split deployment's workers had neither: no liveness probe, and their counters (dead letters,
-    store failures) were in no process Prometheus could scrape."""
+    ``api_host:port`` (``--port``, the ``worker_port`` setting; None: nothing served), served by uvicorn on a thread
+    of its own while the worker runs: the worker's event loop is busy for a batch's decoding or a correlator step at
+    a time, and a probe that waited for it took up to 1.2 s while a backlog was read (a break-it pass; Kubernetes'
+    probes time out after 1 s by default). ``on_listening(server)`` once it listens (port 0: the port the system
+    chose). Before, a split deployment's workers served neither route: no liveness probe, and their counters (dead
+    letters, store failures) were in no process Prometheus could scrape."""
 
     def __init__(self, settings: Settings, worker: str, health: Callable[[], dict[str, Any]], port: int | None,
                  on_listening: Callable[[Any], None] | None = None) -> None:
         self.settings, self.worker, self.health, self.port = settings, worker, health, port
+        self.metric_modules = METRIC_MODULES[worker]
         self.on_listening = on_listening
         self.server: uvicorn.Server | None = None
-        self._tasks: list[asyncio.Task] = []
-        self._stop = asyncio.Event()
+        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    async def start(self, timeout_s: float = 10.0) -> None:
+        """Start serving and wait until it listens (at most ``timeout_s``); a server that could not bind (another
+        process took the port since the CLI checked it) is logged (``error_code`` ``cannot_bind``), and the worker
+        runs without it."""
         if self.port is None:
             return
-        from api.app import create_worker_app, when_listening
+        from api.app import create_worker_app
 
-        cfg = uvicorn.Config(create_worker_app(self.worker, self.health), host=self.settings.api_host,
+        cfg = uvicorn.Config(create_worker_app(self.worker, self.health, self.metric_modules),
+                             host=self.settings.api_host,
                              port=self.port, log_config=None, log_level=self.settings.log_level.lower(),
                              lifespan="off")
-        self.server = uvicorn.Server(cfg)
-        self._tasks.append(asyncio.create_task(self.server.serve()))
+        self.server = uvicorn.Server(cfg)  # on a thread not the main one it leaves the signals to the CLI
+        self._thread = threading.Thread(target=self.server.run, name=f"firstfault-{self.worker}-endpoint", daemon=True)
+        self._thread.start()
+        end = time.monotonic() + timeout_s
+        while not self.server.started and self._thread.is_alive() and time.monotonic() < end:
+            await asyncio.sleep(0.01)
+        if not self.server.started:
+            log.error("%s worker: could not serve /healthz and /metrics on %s:%d", self.worker, self.settings.api_host,
+                      self.port, extra={"stage": "serve", "error_code": "cannot_bind"})
+            return
         if self.on_listening is not None:
-            self._tasks.append(asyncio.create_task(when_listening(self.server, self.on_listening, self._stop)))
+            self.on_listening(self.server)
 
     async def stop(self) -> None:
-        self._stop.set()
-        if self.server is not None:
-            self.server.should_exit = True
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-                await asyncio.wait_for(t, 5)
+        if self.server is None or self._thread is None:
+            return
+        self.server.should_exit = True
+        await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 5.0)
 
 
 class Service:
@@ -298,13 +320,14 @@ class IngestService:
         broker acknowledgement is late) and its counts (``ingest.consumer.Health``)."""
         h = self.worker.health
         return {"ok": h.ok, "reason": h.reason, "batches": h.batches, "records": h.records, "lines": h.lines,
-                "events": h.events, "rejects": h.rejects, "fallbacks": h.fallbacks, "replays": h.replays, "lag": h.lag}
+                "events": h.events, "rejects": h.rejects, "fallbacks": h.fallbacks, "replays": h.replays,
+                "lag": dict(h.lag)}  # a copy: the worker's loop changes it while this thread answers
 
     async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None) -> None:
         """Consume until ``worker.stop`` is set (``once``: until caught up), serving ``/healthz`` and ``/metrics``
         on the ``worker_port`` setting when it is set."""
         endpoint = WorkerEndpoint(self.settings, "ingest", self.health, self.settings.worker_port, on_listening)
-        endpoint.start()
+        await endpoint.start()
         try:
             await self.worker.start()
             try:
@@ -355,7 +378,7 @@ class CorrelateService:
         hourly report, serving ``/healthz`` and ``/metrics`` on the ``worker_port`` setting when it is set."""
         stop = asyncio.Event()
         endpoint = WorkerEndpoint(self.settings, "correlate", self.health, self.settings.worker_port, on_listening)
-        endpoint.start()
+        await endpoint.start()
         pager_task = asyncio.create_task(self.sink.pager.run_forever(stop))
         report_task = asyncio.create_task(self._reports(stop))
         try:

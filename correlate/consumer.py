@@ -243,6 +243,7 @@ class CorrelateWorker:
     async def run(self, *, until_caught_up: bool = False) -> None:
         assert self.consumer is not None
         last_tick = time.monotonic()
+        settled = False  # until_caught_up: the dead letters of paused partitions had their time
         while not self.stop.is_set():
             self._pause_behind_dead_letters()
             data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
@@ -293,6 +294,11 @@ class CorrelateWorker:
                     continue
                 await self._commit_safe(set(self.parts))
             if until_caught_up and not data and await self._caught_up(but=self._paused()):
+                if self._paused() and not settled:  # caught up but for partitions paused behind dead letters: they
+                    await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)  # get the letters' time; those whose
+                    settled = True  # letters went in are fetched again and read to their ends (a --once run said
+                    if self._pause_behind_dead_letters():  # "caught up" and exited 0 with them unread: a break-it)
+                        continue
                 incidents = self.step(self.correlator, int(time.time() * S), flush=True)
                 if self.step.last_error is not None:  # caught up, and no incidents can be made: said, not looped
                     raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
@@ -302,19 +308,25 @@ class CorrelateWorker:
                 await self._commit_safe(set(self.parts))
                 return
 
-    def _pause_behind_dead_letters(self) -> None:
+    def _pause_behind_dead_letters(self) -> int:
         """Stop fetching a partition that holds ``held_behind_dead_max`` records or more behind a dead letter the
         broker has not acknowledged (``consumer.pause``; logged, ``error_code`` ``partition_paused``, and shown by
         ``paused_partitions``), and fetch it again once every letter of it is in: a DLQ that refuses for hours
         (a broker away, a letter past the topic's ``max.message.bytes``) no longer grows ``_Partition.held`` by
-        every record read meanwhile. The other partitions go on. ``run(until_caught_up=True)`` counts a paused
-        partition as caught up: its commit stays before the letter, and its records are read again next time."""
+        every record read meanwhile. The other partitions go on. Returns how many partitions it fetches again.
+
+        ``run(until_caught_up=True)`` counts a paused partition as caught up once the others are, then gives its
+        letters ``DEAD_LETTER_SETTLE_S``: fetched again if they went in, it is read to its end; if not, its commit
+        stays before the letter, the run ends saying so (``unread_partitions``) and its records are read again next
+        time."""
         assert self.consumer is not None
+        resumed = 0
         for tp, p in self.parts.items():
             try:
                 if p.paused and not p.dead:
                     self.consumer.resume(tp)
                     p.paused = False
+                    resumed += 1
                     log.warning("correlate: %s/%d fetched again: its dead letters are in", tp.topic, tp.partition)
                 elif not p.paused and p.dead and len(p.held) >= self.held_behind_dead_max:
                     self.consumer.pause(tp)
@@ -327,9 +339,15 @@ class CorrelateWorker:
                 continue
         PAUSED_PARTITIONS.set(self.paused_partitions)
         DEAD_LETTERS_PENDING.set(self.dead_letters_pending)
+        return resumed
 
     def _paused(self) -> set[TopicPartition]:
         return {tp for tp, p in self.parts.items() if p.paused}
+
+    @property
+    def unread_partitions(self) -> list[str]:
+        """``topic/partition`` of the partitions paused behind dead letters (not read to their ends)."""
+        return sorted(f"{tp.topic}/{tp.partition}" for tp, p in list(self.parts.items()) if p.paused)
 
     def health(self) -> dict[str, Any]:
         """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
@@ -347,12 +365,12 @@ class CorrelateWorker:
     @property
     def dead_letters_pending(self) -> int:
         """Dead letters the broker has not acknowledged yet (their records hold their partitions' commits)."""
-        return sum(len(p.dead) for p in self.parts.values())
+        return sum(len(p.dead) for p in list(self.parts.values()))  # a copy: the endpoint's thread asks too
 
     @property
     def paused_partitions(self) -> int:
         """Partitions not fetched while their dead letters wait for the broker (``_pause_behind_dead_letters``)."""
-        return sum(1 for p in self.parts.values() if p.paused)
+        return sum(1 for p in list(self.parts.values()) if p.paused)
 
     async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
         """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode

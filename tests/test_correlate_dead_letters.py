@@ -214,30 +214,16 @@ def test_a_partition_whose_dead_letter_the_dlq_refuses_is_paused_until_the_lette
     partition after its first poll (at most 1,000 records read), logs ``partition_paused``, and reads nothing more of
     it; once the topic takes larger records (an operator's fix, through the admin API), the letter goes, the
     partition is fetched again, every record is read, and the commit passes the letter's record."""
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-    from aiokafka.producer import AIOKafkaProducer
 
-    topic = f"cpause.{time.time_ns()}"
-    dlq = f"{topic}.dlq"
-    now_us = int(time.time() * 1_000_000)
-    info = encode(_events(pipeline, {"node51": CORRECTED}, now_us))
-    n = 2_600
+    topic, dlq, n = f"cpause.{time.time_ns()}", f"cpause.{time.time_ns()}.dlq", 2_600
 
     async def go() -> tuple[CorrelateWorker, int, int, int | None, list[str]]:
         admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
         await admin.start()
         try:
-            await admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1,
-                                                                        topic_configs={"max.message.bytes": "2000"})])
-            producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=20)
-            await producer.start()
-            try:  # offset 0: 8 kB of junk, its dead letter past the DLQ's 2,000 bytes; then n good records
-                futs = [await producer.send(topic, os.urandom(8000), key=b"host:node50", partition=0)]
-                futs += [await producer.send(topic, info, key=b"host:node51", partition=0) for _ in range(n)]
-                await asyncio.gather(*futs)
-            finally:
-                await producer.stop()
+            await _behind_a_refused_letter(kafka, pipeline, topic, dlq, n)
             w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
                                 lateness_us=300_000_000, on_incidents=lambda incs: None, held_behind_dead_max=100)
             await w.start()
@@ -292,3 +278,75 @@ class _Collect(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+
+
+async def _behind_a_refused_letter(kafka: str, pipeline, topic: str, dlq: str, n: int) -> None:
+    """Topics ``topic`` (one partition) and ``dlq`` (``max.message.bytes`` 2,000); at offset 0 of ``topic`` 8 kB of
+    junk, whose dead letter the DLQ refuses; then ``n`` records of an informational event (node51)."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.producer import AIOKafkaProducer
+
+    info = encode(_events(pipeline, {"node51": CORRECTED}, int(time.time() * 1_000_000)))
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1, topic_configs={"max.message.bytes": "2000"})])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=20)
+    await producer.start()
+    try:
+        futs = [await producer.send(topic, os.urandom(8000), key=b"host:node50", partition=0)]
+        futs += [await producer.send(topic, info, key=b"host:node51", partition=0) for _ in range(n)]
+        await asyncio.gather(*futs)
+    finally:
+        await producer.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("accepted", [True, False], ids=["letter-accepted", "letter-refused"])
+def test_a_once_run_reads_a_paused_partition_to_its_end_once_its_letter_is_in_or_says_it_did_not(kafka, pipeline,
+                                                                                                 monkeypatch, accepted):
+    """``run(until_caught_up=True)`` with a partition paused behind a refused dead letter: it said "caught up" and
+    `correlate --once` exited 0 with ~10k records of it never read, nothing said (a break-it pass). Now the paused
+    partition gets the letters' settle time (2 s here): a letter accepted meanwhile (the DLQ's max.message.bytes
+    raised) and the partition is fetched again and read to its end; refused throughout, the run ends with it named
+    in ``unread_partitions``, its letter pending and its commit before the letter."""
+    import correlate.consumer as consumer
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    monkeypatch.setattr(consumer, "DEAD_LETTER_SETTLE_S", 2.0)
+    topic, dlq, n = f"conce.{time.time_ns()}", f"conce.{time.time_ns()}.dlq", 2_600
+    tp = TopicPartition(topic, 0)
+
+    async def go() -> tuple[CorrelateWorker, int | None]:
+        await _behind_a_refused_letter(kafka, pipeline, topic, dlq, n)
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
+                            lateness_us=300_000_000, on_incidents=lambda incs: None, held_behind_dead_max=100)
+        await w.start()
+        try:
+            task = asyncio.create_task(w.run(until_caught_up=True))
+            while not w.paused_partitions and not task.done():
+                await asyncio.sleep(0.05)
+            if accepted:
+                admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+                await admin.start()
+                try:
+                    await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, dlq,
+                                                              configs={"max.message.bytes": str(1 << 20)})])
+                finally:
+                    await admin.close()
+            await asyncio.wait_for(task, 90)
+            committed = await w.consumer.committed(tp)
+        finally:
+            await w.close()
+        return w, committed
+
+    w, committed = asyncio.run(go())
+    if accepted:
+        assert (w.records, w.dead_lettered, w.unread_partitions, w.dead_letters_pending) == (n + 1, 1, [], 0)
+        assert committed is not None and committed >= 1
+    else:
+        assert w.records <= 1_001 and w.unread_partitions == [f"{topic}/0"] and w.dead_letters_pending == 1
+        assert committed in (None, 0), committed

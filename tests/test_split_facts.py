@@ -477,7 +477,10 @@ def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, t
             assert status == 200 and h["status"] == "ok" and h["worker"] == w, h
             seen[w] = h
             status, text = get(f"{base}/metrics")
-            assert status == 200 and f"firstfault_{w}_".encode() in text
+            other = "correlate" if w == "ingest" else "ingest"  # each worker's own series only: a correlate worker
+            # said firstfault_ingest_healthy 0 for good (a break-it pass)
+            assert status == 200 and f"firstfault_{w}_".encode() in text and f"firstfault_{other}_".encode() not in text
+            assert b"process_cpu_seconds_total" in text
         assert seen["ingest"]["counts"]["records"] == len(NVML) and seen["ingest"]["counts"]["events"] > 0
         c = seen["correlate"]["counts"]
         assert (c["dead_letters_pending"], c["paused_partitions"], c["correlate_failures"]) == (0, 0, 0), c
@@ -501,3 +504,49 @@ def test_a_worker_port_that_is_taken_is_one_line_and_exit_1(tmp_path):
         p = subprocess.run([FIRSTFAULT, "correlate", "--port", str(port)], env=env, capture_output=True, timeout=60)
     err = p.stderr.decode()
     assert p.returncode == 1 and f"cannot serve on 127.0.0.1:{port}" in err and "FIRSTFAULT_WORKER_PORT" in err, err
+
+
+def test_a_worker_serving_its_port_without_a_broker_says_so_in_one_line(tmp_path):
+    """`correlate --port 0` and `ingest --once --port 0` with no broker at kafka_bootstrap: the one-line "cannot reach
+    Kafka" and exit 1, as without --port (the endpoint's listening callback ran on closed sockets and its IndexError
+    traceback hid the error: a break-it pass)."""
+    for args in (["correlate", "--port", "0"], ["ingest", "--once", "--port", "0"]):
+        p = subprocess.run([FIRSTFAULT, *args], env=_env("127.0.0.1:1", tmp_path, "nb", "x"), capture_output=True,
+                           timeout=120)
+        err = p.stderr.decode()
+        assert p.returncode == 1 and "cannot reach Kafka" in err and "Traceback" not in err, (args, err[-2000:])
+
+
+def test_a_workers_health_answers_while_its_event_loop_is_busy():
+    """The worker's /healthz is served on a thread of its own: a probe answered in up to 1.2 s while the worker's
+    loop decoded a backlog (a break-it pass; Kubernetes' probes time out after 1 s by default). With the loop blocked
+    for 2 s, /healthz answers within 0.5 s."""
+    import threading
+    import urllib.request
+
+    from api.service import WorkerEndpoint
+    from schemas.settings import Settings
+
+    got: dict = {}
+
+    async def go() -> None:
+        told: list[int] = []
+        ep = WorkerEndpoint(Settings(), "ingest", lambda: {"ok": True, "reason": "", "records": 7}, 0,
+                            lambda server: told.append(server.servers[0].sockets[0].getsockname()[1]))
+        await ep.start()
+        try:
+            def probe() -> None:
+                t = time.monotonic()
+                with urllib.request.urlopen(f"http://127.0.0.1:{told[0]}/healthz", timeout=5) as r:
+                    got.update(status=r.status, body=orjson.loads(r.read()), took=time.monotonic() - t)
+            th = threading.Thread(target=probe)
+            th.start()
+            time.sleep(2.0)  # the worker's loop busy: a batch decoded, a correlator step
+            th.join(5)
+        finally:
+            await ep.stop()
+
+    asyncio.run(go())
+    assert got["status"] == 200 and got["body"] == {"status": "ok", "reason": "", "worker": "ingest",
+                                                    "counts": {"records": 7}}
+    assert got["took"] < 0.5, got
