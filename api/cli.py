@@ -876,17 +876,31 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
     """Run the coroutine ``run()`` makes and return what it returns; SIGINT / SIGTERM set ``stop`` (the worker
-    finishes its batch and commits, then returns)."""
+    finishes its batch and commits, then returns). A second one ends the process at once, exit 1: a correlate
+    worker stopped while its broker was away waited for the broker to commit, and ignored every later SIGTERM (a
+    break-it pass); what it had not committed is read again by the next run (at-least-once)."""
     from ingest.gcpause import tune_for_worker
 
     tune_for_worker()  # a worker process: rarer collections of the older generations, freed memory kept (ingest.gcpause)
+
+    signals = []
+
+    def signalled() -> None:
+        signals.append(1)
+        if len(signals) == 1:
+            stop.set()
+            return
+        err.print("a second signal: stopping now, without the last commit (its records are read again next time)",
+                  style="red", highlight=False)
+        sys.stderr.flush()
+        os._exit(1)
 
     async def main() -> None:
         import signal
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, signalled)
         return await run()
 
     from correlate.consumer import CorrelateFailed

@@ -550,3 +550,31 @@ def test_a_workers_health_answers_while_its_event_loop_is_busy():
     assert got["status"] == 200 and got["body"] == {"status": "ok", "reason": "", "worker": "ingest",
                                                     "counts": {"records": 7}}
     assert got["took"] < 0.5, got
+
+
+def test_a_second_signal_ends_a_worker_that_waits_for_its_broker(tmp_path):
+    """A correlate worker whose broker does not answer (here a socket that accepts and never replies) waits on it,
+    and ignored every later SIGTERM (a break-it pass: 115 s and two TERMs, still running). The first SIGTERM asks it
+    to stop after its commit; a second ends it at once, exit 1, saying so."""
+    import signal
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        silent.listen(16)
+        env = _env(f"127.0.0.1:{silent.getsockname()[1]}", tmp_path, "sig", "x")
+        p = subprocess.Popen([FIRSTFAULT, "correlate"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(3.0)  # started, waiting for the broker's answer
+            p.send_signal(signal.SIGTERM)
+            time.sleep(1.0)
+            assert p.poll() is None  # the first asks; it still waits
+            p.send_signal(signal.SIGTERM)
+            t = time.monotonic()
+            code = p.wait(10)
+            took = time.monotonic() - t
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    err = p.stderr.read().decode()
+    assert code == 1 and took < 5 and "a second signal: stopping now" in err, (code, took, err[-2000:])
