@@ -1666,7 +1666,7 @@ def test_every_command_that_serves_refuses_a_port_out_of_range():
 
     served = sorted(name for name, cmd in get_command(app).commands.items()
                     if any("--port" in p.opts for p in cmd.params))
-    assert served == ["demo", "run", "serve"]
+    assert served == ["correlate", "demo", "ingest", "run", "serve"]
     for name in served:
         for port in ("99999", "-1"):
             r = CliRunner().invoke(app, [name, "--port", port])
