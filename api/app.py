@@ -317,8 +317,10 @@ async def when_listening(server: Any, call: Callable[[Any], None], stop: Any) ->
         if stop.is_set():
             return
         await asyncio.sleep(0.05)
-    if stop.is_set() or not server.servers or not server.servers[0].sockets:  # stopped before this task ran: its
-        return  # sockets are closed (a worker whose broker was away crashed on them, hiding its error: a break-it pass)
+    # stopped before this task ran (a start that failed at once): its sockets are closed, and ``call`` would raise
+    # on them, hiding the error that stopped it (a break-it pass)
+    if stop.is_set() or not server.servers or not server.servers[0].sockets:
+        return
     call(server)
 
 

@@ -294,10 +294,13 @@ class CorrelateWorker:
                     continue
                 await self._commit_safe(set(self.parts))
             if until_caught_up and not data and await self._caught_up(but=self._paused()):
-                if self._paused() and not settled:  # caught up but for partitions paused behind dead letters: they
-                    await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)  # get the letters' time; those whose
-                    settled = True  # letters went in are fetched again and read to their ends (a --once run said
-                    if self._pause_behind_dead_letters():  # "caught up" and exited 0 with them unread: a break-it)
+                # caught up but for partitions paused behind dead letters: the letters get their time, and the
+                # partitions whose letters went in are fetched again and read to their ends (a --once run said
+                # "caught up" and exited 0 with them unread: a break-it pass)
+                if self._paused() and not settled:
+                    await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)
+                    settled = True
+                    if self._pause_behind_dead_letters():
                         continue
                 incidents = self.step(self.correlator, int(time.time() * S), flush=True)
                 if self.step.last_error is not None:  # caught up, and no incidents can be made: said, not looped
