@@ -636,10 +636,13 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                       until: UntilQuery = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> Response:
-        """What happened on one host: its incidents and its events (warnings and worse by default).
-        404 when the lake holds nothing of the host at all (no event, link sample or topology fact)."""
+        """What happened on one host: its incidents and its events, ``min_severity`` and worse (``warning`` by
+        default; of an incident, its own severity). 404 when the lake holds nothing of the host at all (no event,
+        link sample or topology fact)."""
         check_range(since, until)
-        incs = store.incidents(host=host, since=since, until=until, limit=limit)
+        # min_severity is the incidents' filter too: it filtered the events alone, so ?min_severity=critical still
+        # listed an info incident (a fresh user's trial)
+        incs = store.incidents(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
         for i in incs:
             i.pop("_sort_key", None)
         evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)

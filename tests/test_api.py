@@ -167,6 +167,27 @@ def test_events_links_and_host_timeline(api):
     assert r.status_code == 404 and "no host node999" in r.json()["detail"]
 
 
+def test_host_timeline_min_severity_filters_its_incidents_too(api):
+    """``min_severity`` filtered the timeline's events alone: ``/hosts/node032/timeline?min_severity=critical``
+    listed its info incident, and the default (``warning``) ``/hosts/node013/timeline`` an info fabric_manager one
+    (a fresh user's trial)."""
+    def timeline(host, **params):
+        tl = api.get(f"/hosts/{host}/timeline", params=params).json()
+        return [(i["category"], i["severity"]) for i in tl["incidents"]], {e["severity"] for e in tl["events"]}
+
+    assert timeline("node032", min_severity="info")[0] == [("application", "info")]
+    assert timeline("node032", min_severity="critical") == ([], set())
+    assert timeline("node013", min_severity="info")[0] == [("fabric_manager", "info")]
+    assert timeline("node013") == ([], {"warning"})
+    rank = {"info": 0, "warning": 1, "error": 2, "critical": 3}
+    for host in ("node004", "node013", "node015", "node023", "node032"):
+        for least in rank:
+            incs, sevs = timeline(host, min_severity=least)
+            assert all(rank[s] >= rank[least] for _, s in incs) and all(rank[s] >= rank[least] for s in sevs)
+            listed = api.get("/incidents", params={"host": host, "min_severity": least, "limit": 100}).json()
+            assert incs == [(i["category"], i["severity"]) for i in listed["items"]], (host, least)
+
+
 def test_a_bare_until_date_means_through_that_utc_day(api):
     """``since=D&until=D`` is the day D (UTC), on every route with ``until``: a bare date was midnight, so the
     range was one microsecond and answered nothing (a break-it pass)."""
