@@ -35,7 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_met
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter
 
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
-from api.sql import SqlRefused, check_read_only
+from api.sql import SqlRefused, check_read_only, query_problem
 from api.store import (SORTS, Store, StoreError, decimal_floats, holds_no_events, json_bytes, nanosecond_times,
                        refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
@@ -663,8 +663,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         ``sql_timeout_s``."""
         try:
             check_read_only(req.query)
-        except SqlRefused as e:
-            raise HTTPException(400, f"refused: {e}") from None
+        except SqlRefused as e:  # in the words `firstfault sql` uses (it said "refused: …": a fresh user's trial)
+            raise HTTPException(400, "{}: {}".format(*query_problem(e))) from None
         max_rows = min(req.max_rows or settings.sql_max_rows, settings.sql_max_rows)
         if not sql_slots.acquire(blocking=False):
             raise HTTPException(429, f"{SQL_CONCURRENCY} SQL queries are already running; retry shortly",
@@ -676,8 +676,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             # while the query's slot is held: its text and objects are this query's memory too
             rows = None if req.format == "arrow" else _ndjson(schema, batches, settings.sql_max_bytes)
         except StoreError as e:  # a table the lake cannot read is the server's trouble (README), not the query's
-            raise HTTPException(503 if e.unavailable else 400,
-                                f"{'query refused' if e.refused else 'query failed'}: {e}") from None
+            raise HTTPException(503 if e.unavailable else 400, "{}: {}".format(*query_problem(e))) from None
         finally:
             sql_slots.release()
         # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer);

@@ -25,8 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, output_in_store, write_output
-from api.store import (StoreError, connect, decimal_floats, json_bytes, json_default, nanosecond_times, query_error,
-                       refuse_day_end_times, refuse_lossy_columns)
+from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, connect, decimal_floats, json_bytes,
+                       json_default, nanosecond_times, query_error, query_verdict, refuse_day_end_times,
+                       refuse_lossy_columns)
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -34,7 +35,27 @@ ALLOWED = {duckdb.StatementType.SELECT}
 
 
 class SqlRefused(ValueError):
-    """The query is not a single read-only SELECT; the message says why."""
+    """The query is not a single read-only SELECT; the message says why. ``verdict``: :data:`QUERY_INVALID` when
+    it does not parse (or is no UTF-8), else :data:`QUERY_REFUSED`."""
+
+    def __init__(self, message: str, verdict: str = QUERY_REFUSED) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+#: ``firstfault sql``'s exit code for each verdict: the query is the user's to change (2, a usage error), or it
+#: failed while it ran (1)
+EXIT_CODES = {QUERY_INVALID: 2, QUERY_REFUSED: 2, QUERY_FAILED: 1}
+
+
+def query_problem(e: Exception, timeout_s: float = 0, setting: str = "") -> tuple[str, str]:
+    """What went wrong with an analyst's query, as ``firstfault sql`` and ``POST /sql`` both say it (``verdict:
+    message``): its verdict (:data:`QUERY_INVALID`, :data:`QUERY_REFUSED` or :data:`QUERY_FAILED`) and its message
+    in one line, of a :class:`SqlRefused`, a :class:`StoreError` or a DuckDB error (``timeout_s`` and ``setting``:
+    its time limit, as :func:`api.store.query_error` says it)."""
+    if isinstance(e, (SqlRefused, StoreError)):
+        return e.verdict, str(e)
+    return query_verdict(e), query_error(e, timeout_s, setting)
 
 
 def check_read_only(query: str) -> str:
@@ -42,11 +63,11 @@ def check_read_only(query: str) -> str:
     try:
         query.encode("utf-8")
     except UnicodeEncodeError:  # a command-line argument that was no UTF-8 (surrogate escapes)
-        raise SqlRefused("the query is not valid UTF-8") from None
+        raise SqlRefused("the query is not valid UTF-8", QUERY_INVALID) from None
     try:
         stmts = duckdb.extract_statements(query)
     except duckdb.Error as e:
-        raise SqlRefused(f"cannot parse the query: {query_error(e, 0)}") from e
+        raise SqlRefused(query_error(e, 0), QUERY_INVALID) from e  # "Parser Error: syntax error at or near …"
     if len(stmts) != 1:
         raise SqlRefused(f"send exactly one statement (got {len(stmts)})" + (": run them one at a time"
                                                                              if len(stmts) > 1 else ""))
@@ -115,7 +136,6 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 #: characters of one cell the terminal table shows; the rest is said to be cut (csv and json write it all)
 TABLE_MAX_CELL = 1000
 
-_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException, duckdb.PermissionException)
 #: the last line of ``firstfault sql`` without a query (stderr): how to see a view's columns
 COLUMNS_HINT = 'columns: firstfault sql "DESCRIBE events" (or another view; events_between(lo, hi) is a macro)'
 #: --output file name endings and the format they say (``firstfault sql`` without --format)
@@ -162,8 +182,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     try:
         check_read_only(query)
     except SqlRefused as e:
-        err.print(f"[red]refused:[/] {escape(str(e))}")
-        return 2
+        return _said(err, e)
     try:
         con = connect(Lake(settings.lake))
     except StoreError as e:  # the lake cannot be opened at all (its views' SQL, an S3 error): one line, not a traceback
@@ -221,18 +240,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         if listing:  # the views' columns are one query away (a new user's trial listed the names alone)
             err.print(COLUMNS_HINT, markup=False, highlight=False)
         return 0
-    except duckdb.Error as e:
-        msg = query_error(e, settings.sql_timeout_s, "sql_timeout_s")
+    except (duckdb.Error, StoreError) as e:  # StoreError: a result no output format can hold as it is
         # a query that reads files or the network is refused, not failed (a fresh user's trial: "query failed"); one
         # naming a table, column or function that is not there is invalid, a usage error like a parse error, exit 2
         # (it said "query failed", the words of a query that fails while it runs, exit 1: a new user's trial)
-        label = "query refused" if isinstance(e, duckdb.PermissionException) else \
-            "query invalid" if isinstance(e, _QUERY_ERRORS) else "query failed"
-        err.print(f"[red]{label}:[/] {escape(msg)}")
-        return 2 if isinstance(e, _QUERY_ERRORS) else 1
-    except StoreError as e:  # a result no output format can hold as it is: the query must say another type
-        err.print(f"[red]query refused:[/] {escape(str(e))}")
-        return 2
+        return _said(err, e, settings.sql_timeout_s)
     except pa.ArrowNotImplementedError as e:  # e.g. an interval column: Parquet has no such type
         err.print(f"[red]cannot write the result as {fmt}:[/] {escape(str(e))}; CAST that column to VARCHAR, "
                   "or choose another --format")
@@ -250,6 +262,13 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     finally:
         timer.cancel()
         con.close()
+
+
+def _said(err: Console, e: Exception, timeout_s: float = 0) -> int:
+    """Say a query's error on ``err`` as ``POST /sql`` says it (:func:`query_problem`); its exit code."""
+    verdict, msg = query_problem(e, timeout_s, "sql_timeout_s")
+    err.print(f"[red]{verdict}:[/] {escape(msg)}")
+    return EXIT_CODES[verdict]
 
 
 #: the fewest characters a column of the terminal table gets (or its whole width, when narrower): a table whose

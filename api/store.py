@@ -54,16 +54,31 @@ def _incident_shaped(d: Any) -> bool:
             and isinstance(ctx, list) and all(isinstance(c, dict) and "event" in c for c in ctx))
 
 
+#: how an analyst's query went wrong, the words that begin what ``firstfault sql`` and ``POST /sql`` both say of it
+#: (they worded one error differently: a fresh user's trial): the query itself is wrong (it does not parse, names a
+#: table, column or function the views do not have), it asks for what is not allowed (not read-only, files, the
+#: network, settings, a type no format holds whole), or it failed while it ran (a value, the time limit)
+QUERY_INVALID, QUERY_REFUSED, QUERY_FAILED = "query invalid", "query refused", "query failed"
+_INVALID_QUERY_ERRORS = (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException)
+
+
+def query_verdict(e: Exception) -> str:
+    """:data:`QUERY_REFUSED` for a DuckDB error of what the connection does not allow (files, the network),
+    :data:`QUERY_INVALID` for a query DuckDB cannot parse or bind, else :data:`QUERY_FAILED`."""
+    if isinstance(e, duckdb.PermissionException):
+        return QUERY_REFUSED
+    return QUERY_INVALID if isinstance(e, _INVALID_QUERY_ERRORS) else QUERY_FAILED
+
+
 class StoreError(RuntimeError):
     """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
-    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400); ``refused``: it
-    asked for what the connection does not allow (files, the network)."""
+    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400); ``verdict``:
+    an analyst's query's :data:`QUERY_INVALID`, :data:`QUERY_REFUSED` or :data:`QUERY_FAILED` (the default)."""
 
-    def __init__(self, message: str, *, unavailable: bool = False, refused: bool = False) -> None:
+    def __init__(self, message: str, *, unavailable: bool = False, verdict: str = QUERY_FAILED) -> None:
         super().__init__(message)
         self.unavailable = unavailable
-        #: a query that reads files or the network: refused, as ``firstfault sql`` says it (a fresh user's trial)
-        self.refused = refused
+        self.verdict = verdict
 
 
 def holds_no_events(lake: str) -> bool:
@@ -492,8 +507,7 @@ class Store:
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
             msg = query_error(e, timeout_s)
-            raise StoreError(msg, unavailable=" cannot be read: " in msg,
-                             refused=isinstance(e, duckdb.PermissionException)) from e
+            raise StoreError(msg, unavailable=" cannot be read: " in msg, verdict=query_verdict(e)) from e
         finally:
             timer.cancel()
             con.close()
@@ -664,4 +678,5 @@ def refuse_lossy_columns(rel: duckdb.DuckDBPyRelation) -> None:
     lossy = [f"{n} ({t})" for n, t in zip(rel.columns, map(str, rel.types)) if _LOSSY_TYPES.search(t)]
     if lossy:
         raise StoreError(f"{', '.join(lossy)}: this type cannot be written as it is stored (a time zone's offset, "
-                         "the largest UHUGEINTs, BIT and VARINT values would be lost); CAST it to VARCHAR")
+                         "the largest UHUGEINTs, BIT and VARINT values would be lost); CAST it to VARCHAR",
+                         verdict=QUERY_REFUSED)

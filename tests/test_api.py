@@ -167,6 +167,35 @@ def test_events_links_and_host_timeline(api):
     assert r.status_code == 404 and "no host node999" in r.json()["detail"]
 
 
+def test_sql_errors_are_worded_as_firstfault_sql_words_them(api, lake, monkeypatch):
+    """``POST /sql`` said "query failed: Catalog Error…" where ``firstfault sql`` said "query invalid: …" (exit 2),
+    and a refusal "refused: cannot parse…" (a fresh user's trial): both say one of "query invalid" (the query is
+    wrong), "query refused" (not allowed) or "query failed" (it failed while it ran), in the same words; the
+    command exits 2 for the first two, 1 for the third, and the API answers 400."""
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    monkeypatch.setenv("FIRSTFAULT_LAKE", str(lake[0]))
+    for q, said in (("SELEC 1", 'query invalid: Parser Error: syntax error at or near "SELEC"'),
+                    ("SELECT * FROM nope", "query invalid: Catalog Error: Table with name nope does not exist! "),
+                    ("SELECT nocol FROM events", 'query invalid: Binder Error: Referenced column "nocol" not found'),
+                    ("SELECT error(1)", "query invalid: Binder Error: No function matches the given name"),
+                    ("SELECT 'x'::INTEGER", "query failed: Conversion Error: Could not convert string 'x' to INT32"),
+                    ("SELECT * FROM read_csv('/etc/passwd')", 'query refused: Permission Error: Cannot access file '
+                                                              '"/etc/passwd"'),
+                    ("SET threads = 1", "query refused: only SELECT queries are allowed, not SET"),
+                    ("DELETE FROM events", "query refused: only SELECT queries are allowed, not DELETE"),
+                    ("SELECT 1; SELECT 2", "query refused: send exactly one statement (got 2): run them one at a time"),
+                    ("SELECT '12:00:00+02'::TIMETZ AS t", "query refused: t (TIME WITH TIME ZONE): this type cannot")):
+        r = api.post("/sql", json={"query": q})
+        detail = r.json()["detail"]
+        assert r.status_code == 400 and detail.startswith(said), (q, detail)
+        cli = CliRunner().invoke(app, ["sql", q])
+        assert cli.exit_code == (1 if said.startswith("query failed") else 2), (q, cli.output)
+        assert " ".join(cli.stderr.split()).endswith(" ".join(detail.split())), (q, cli.stderr, detail)
+
+
 def test_host_timeline_min_severity_filters_its_incidents_too(api):
     """``min_severity`` filtered the timeline's events alone: ``/hosts/node032/timeline?min_severity=critical``
     listed its info incident, and the default (``warning``) ``/hosts/node013/timeline`` an info fabric_manager one
@@ -300,7 +329,8 @@ def test_sql_json_and_arrow_and_refusals(api):
         r = api.post("/sql", json={"query": bad})
         assert r.status_code == 400, bad
         assert r.headers["content-type"] == "application/problem+json" and "Traceback" not in r.text
-    # reading a file is refused, in the words `firstfault sql` uses ("query failed" here: a fresh user's trial)
+    # reading a file is refused, in the words `firstfault sql` uses ("query failed" here: a fresh user's trial;
+    # test_sql_errors_are_worded_as_firstfault_sql_words_them)
     assert api.post("/sql", json={"query": "SELECT * FROM read_csv('/etc/passwd')"}).json()["detail"].startswith(
         "query refused: Permission Error")
     # DuckDB's advice to SET a limit higher is no advice here, where SET is refused (a break-it pass)
@@ -1166,6 +1196,6 @@ def test_errors_say_the_tool_s_words_not_the_library_s(api):
                                                         "1973"), r.text
     r = api.post("/sql", json={"query": "SELECT * FROM nope"})
     assert (r.status_code, r.headers["content-type"], r.json()["detail"]) == (
-        400, "application/problem+json", "query failed: Catalog Error: Table with name nope does not exist! The "
+        400, "application/problem+json", "query invalid: Catalog Error: Table with name nope does not exist! The "
         "lake's views: events, incident_evidence, incident_versions, incidents, link_samples, topology; the table "
         "macro events_between(lo, hi)"), r.text

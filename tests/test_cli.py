@@ -346,9 +346,10 @@ def test_kafka_start_says_a_broker_already_running(monkeypatch):
 def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
     r = runner.invoke(app, ["sql", "-"], input="SELECT 1; SELECT 2;")
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == \
-        "refused: send exactly one statement (got 2): run them one at a time", r.stderr
+        "query refused: send exactly one statement (got 2): run them one at a time", r.stderr
     r = runner.invoke(app, ["sql", "-"], input="-- nothing")
-    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == "refused: send exactly one statement (got 0)", r.stderr
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == \
+        "query refused: send exactly one statement (got 0)", r.stderr
 
 
 COMMANDS = [("diagnose",), ("demo",), ("run",), ("ingest",), ("correlate",), ("serve",), ("sql",), ("kafka", "start"),
