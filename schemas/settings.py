@@ -466,10 +466,11 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             continue  # an empty variable counts as unset (compose passes unset ones as empty)
         name = k[len(_PREFIX):].lower()
         if name not in fields:
-            known = [_PREFIX + f.upper() for f in fields]
             close = _closest(name, fields)  # not by the common prefix
-            raise SettingsError(f"unknown setting {k}: " + (f"did you mean {_PREFIX + close[0].upper()}?" if close
-                                                            else f"the settings are {', '.join(known)}"))
+            # none close: a pointer to the table, not all 36 names on one line (a fresh user's trial)
+            raise SettingsError(f"unknown setting {k}" + (f": did you mean {_PREFIX + close[0].upper()}?" if close
+                                                          else " (none is close to it; the settings: README.md's "
+                                                               "Configuration table)"))
         source[name] = k
         ann = fields[name].annotation
         if ann in (list[str],):

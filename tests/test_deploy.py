@@ -254,11 +254,15 @@ def test_a_bad_setting_is_blamed_on_where_it_came_from(tmp_path):
         load_settings(tmp_path / "ok.toml", env={}, overrides={"reach_back_s": -1})
     with pytest.raises(SettingsError, match="did you mean FIRSTFAULT_REACH_BACK_S[?]"):
         load_settings(env={"FIRSTFAULT_REACH_BAK_S": "5"})
-    # nothing close: the settings are listed, not a far guess (FIRSTFAULT_BOGUS was "did you mean
-    # FIRSTFAULT_TOPICS?", by the prefix they share; a fresh-user trial)
-    with pytest.raises(SettingsError, match="FIRSTFAULT_BOGUS: the settings are FIRSTFAULT_STATE_DIR, ") as e:
+    # nothing close: not a far guess (FIRSTFAULT_BOGUS was "did you mean FIRSTFAULT_TOPICS?", by the prefix they
+    # share; a fresh-user trial), nor all 36 names on one line (a later one): where the settings are listed
+    with pytest.raises(SettingsError) as e:
         load_settings(env={"FIRSTFAULT_BOGUS": "1"})
-    assert "did you mean" not in str(e.value)
+    assert str(e.value) == "unknown setting FIRSTFAULT_BOGUS (none is close to it; the settings: README.md's " \
+        "Configuration table)"
+    with pytest.raises(SettingsError) as e:
+        load_settings(env={"FIRSTFAULT_RESOLVE_AFTR_S": "5"})
+    assert str(e.value) == "unknown setting FIRSTFAULT_RESOLVE_AFTR_S: did you mean FIRSTFAULT_RESOLVE_AFTER_S?"
     # a misspelt key of the file gets its suggestion too
     (tmp_path / "typo.toml").write_text("api_prot = 8080\n")
     with pytest.raises(SettingsError, match=re.escape(f"api_prot (from {tmp_path / 'typo.toml'}): unknown setting "
@@ -345,6 +349,18 @@ def test_a_platform_no_gpu_model_matches_is_said_once_at_start(tmp_path, caplog)
 def test_a_bad_log_level_is_a_configuration_error_not_a_traceback():
     r = _firstfault("sql", "SELECT 1", env={"FIRSTFAULT_LOG_LEVEL": "bogus"})
     assert r.returncode == 2 and "log_level" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_stray_environment_variable_stops_the_command_in_one_short_line(tmp_path):
+    """``FIRSTFAULT_BOGUS=1 firstfault diagnose …`` listed all the settings' names on one line, where a misspelt key
+    of the file got "did you mean …?" (a fresh user's trial): one short line, and still exit 2 (a deployment with a
+    misspelt variable must not start with the setting it meant left at its default)."""
+    for var, said in (("FIRSTFAULT_BOGUS", "unknown setting FIRSTFAULT_BOGUS (none is close to it; the settings: "
+                                           "README.md's Configuration table)"),
+                      ("FIRSTFAULT_RESOLVE_AFTER", "unknown setting FIRSTFAULT_RESOLVE_AFTER: did you mean "
+                                                   "FIRSTFAULT_RESOLVE_AFTER_S?")):
+        r = _firstfault("diagnose", str(tmp_path), env={var: "1"})
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", f"configuration error: {said}\n"), (var, r.stderr)
 
 
 def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, cwd=None):
