@@ -802,8 +802,13 @@ def _takes_list(q: Any) -> bool:
 
 def _plus_hint(error: dict[str, Any]) -> str:
     """For a query time that failed with a blank in it: a ``+02:00`` offset sent unencoded, which a URL query reads
-    as a space (``2026-06-24T17:44:00 02:00``): how to write it."""
+    as a space (``2026-06-24T17:44:00 02:00``): how to write it. For ``status=superseded``: where those are."""
     value = error.get("input")
+    if tuple(error.get("loc", ())) == ("query", "status") and isinstance(value, str) and \
+            value.strip().lower() == "superseded":  # a bare "should be 'open' or 'resolved'" (a fresh user's trial)
+        return (" (superseded versions, which a later incident explains, are left out of the lists: "
+                "`POST /sql` or `firstfault sql` reads them, SELECT * FROM incidents WHERE status = 'superseded'; "
+                "the view incident_versions holds every version)")
     if error.get("loc", ())[:1] == ("query",) and isinstance(value, str) and " " in value.strip():
         return " (a '+' in a URL query is a space: write it %2B, or give the time in UTC with Z)"
     return ""
