@@ -45,7 +45,8 @@ def degraded_links(
                                                 help="UTC hour, e.g. 2026-11-30T03; default: the last "
                                                      "complete hour")] = None,
     format: Annotated[Optional[Literal["json", "html", "csv", "parquet"]], typer.Option(
-        "--format", "-f", help="default: from --output's name, else json")] = None,
+        "--format", "-f", help="default: from --output's suffix (.json .html .csv .parquet); json without -o; "
+                               "another suffix needs --format")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write; default: stdout "
                                                    "(not for parquet)", dir_okay=False)] = None,
     store: Annotated[bool, typer.Option("--store", help="write every format into "

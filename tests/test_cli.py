@@ -183,6 +183,9 @@ def test_sql_says_its_usage_errors_as_the_other_commands_do(empty_lake):
     r = runner.invoke(app, ["report", "degraded-links", "-o", "r.txt"])
     assert r.exit_code == 2 and "Usage: " in r.output and "Invalid value for --format: say --format" in \
         _words(r.output), r.output
+    # as --help says it ("from --output's name, else json" read as json for r.txt: a fresh user's trial)
+    assert "default: from --output's suffix (.json .html .csv .parquet); json without -o; another suffix needs " \
+        "--format" in _words(_help("report", "degraded-links"))
     assert sorted(p.name for p in empty_lake.iterdir()) == ["keep.csv", "lake"]
     assert (empty_lake / "keep.csv").read_text() == "kept\n"
     r = runner.invoke(app, ["sql", "SELECT 1 AS a", "-o", "keep.csv", "--force"])
