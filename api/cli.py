@@ -307,7 +307,7 @@ def diagnose(
     incidents in docs/DESIGN.md's shape)."""
     from api.diagnose import (SymptomHostError, diagnose_paths, mtime_note, place_symptoms, same_named_files,
                               year_note)
-    from api.render import IncidentsReport, events_json
+    from api.render import IncidentsReport, events_json, incidents_title
     from ingest.files import NOTE_SUFFIXES, walk
 
     from schemas.events import SEVERITY_RANK
@@ -479,7 +479,9 @@ def diagnose(
                                                  option=orjson.OPT_INDENT_2))
             sys.stdout.buffer.write(b"\n")
         else:
-            out.print(IncidentsReport(incidents))  # texts quote log lines and host names: text, not markup
+            # titled with its counts, as `demo` and `run --once` title theirs ("Incidents" alone: a fresh user's trial);
+            # texts quote log lines and host names: text, not markup
+            out.print(IncidentsReport(incidents, title=incidents_title(incidents)))
         sys.stdout.flush()
     except OSError as e:  # a full disk: said in one line, as `sql` and `report` do; a reader gone (`| head`): quiet
         if not isinstance(e, BrokenPipeError):

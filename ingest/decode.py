@@ -1799,8 +1799,11 @@ def known_format(data: bytes) -> str | None:
 #: the first bytes of a file in which diagnose's own output is looked for: its start, after a few of stderr's lines (a
 #: job's log with a table pasted 7 KB in was skipped whole with its ECC error: a break-it pass)
 _OWN_HEAD_BYTES = 4096
-#: ``firstfault diagnose``'s own table: ``Incidents`` over a box (U+250F, its corner)
-_OWN_TABLE = re.compile(rb"(?m)^Incidents\r?\n" + "\u250f".encode())
+#: ``firstfault diagnose``'s own table: its title over a box (U+250F, its corner): ``Incidents``, or its counts as
+#: ``api.render.incidents_title`` says them (``20 incidents (11 open, 9 resolved)``; ``demo``'s and ``run --once``'s
+#: too, after ``caught up: ``)
+_OWN_TABLE = re.compile(rb"(?m)^(?:Incidents|(?:caught up: )?\d+ incidents?(?: \([a-z0-9, ]+\))?)\r?\n"
+                        + "\u250f".encode())
 
 
 def _own_output(head: bytes) -> bool:

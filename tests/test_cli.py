@@ -273,6 +273,19 @@ def test_diagnose_prints_the_file_time_note_wrapped_to_the_terminal(tmp_path, mo
     assert all(len(x) <= 72 for x in note)
 
 
+def test_diagnose_titles_its_table_with_its_counts_as_the_demo_does(tmp_path):
+    """``diagnose`` titled its table "Incidents" where ``demo``, ``run --once`` and ``correlate --once`` say "20
+    incidents (11 open, 9 resolved)" (a fresh user's trial); none is "Incidents: none", as theirs."""
+    log = tmp_path / "node07.dmesg.log"
+    log.write_text("[Mon Dec  1 03:04:05 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    r = runner.invoke(app, ["diagnose", str(log)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "1 incident (1 resolved)", r.output
+    quiet = tmp_path / "node08.log"
+    quiet.write_text("[Mon Dec  1 03:04:05 2026] systemd[1]: Started Session 1 of user root.\n")
+    r = runner.invoke(app, ["diagnose", str(quiet)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "Incidents: none", r.output
+
+
 def test_sql_prints_one_block_per_row_when_the_columns_do_not_fit(empty_lake, monkeypatch):
     """``SELECT * FROM events LIMIT 2`` squeezed 33 columns to 1 - 3 characters each, and one row of ``incidents``
     took 143 lines (a new user's trial): when the columns do not fit the terminal, one block per row (a line per

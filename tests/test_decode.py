@@ -1111,6 +1111,11 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     assert known_format("\ufeff".encode("utf-16-le") + table.encode("utf-16-le")) is not None
     assert known_format(b"health check ok\n" * 500 + table.encode()) is None
     assert known_format(orjson.dumps({"incidents": incidents}, option=orjson.OPT_INDENT_2)) is not None
+    # its table titled with its counts, as diagnose titles it now (as the demo's: a fresh user's trial), and the
+    # demo's and `run --once`'s; a log line that says as much over no table is a log
+    for title in ("20 incidents (11 open, 9 resolved)", "1 incident (1 open)", "caught up: 3 incidents (3 resolved)"):
+        assert known_format(f"{title}\n\u250f━━━┓\n┃ start ┃\n".encode()) is not None, title
+        assert known_format(f"{title}\nnext line\n".encode()) is None, title
 
 
 def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipeline):

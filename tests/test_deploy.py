@@ -1222,7 +1222,8 @@ def test_piped_tables_have_no_trailing_spaces(tmp_path):
     log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
     r = _firstfault("diagnose", str(log), "--symptom", "failure@node07", "--format", "table")
     lines = r.stdout.splitlines()
-    assert r.returncode == 0 and any("Incidents" in x for x in lines) and any("verify" in x for x in lines), r.stdout
+    # titled with its counts, as the demo's (it was "Incidents" alone: a fresh user's trial)
+    assert r.returncode == 0 and lines[0] == "2 incidents (2 open)" and any("verify" in x for x in lines), r.stdout
     # what was read is progress, on stderr; stdout is the report alone
     assert "1 line → 1 event" in r.stderr and "→" not in r.stdout
     assert [x for x in lines + r.stderr.splitlines() if x != x.rstrip()] == []
@@ -1426,7 +1427,7 @@ def test_diagnose_with_a_terminal_on_stderr_finishes_and_draws_its_progress_ther
     reader.join(5)
     os.close(master)
     assert r.returncode == 0, bytes(seen[-2000:])
-    assert b"Incidents" in r.stdout and b"node004" in r.stdout
+    assert r.stdout.startswith(b"1 incident (1 open)\n") and b"node004" in r.stdout
     assert b"reading" in seen and b"Traceback" not in seen
 
 
