@@ -150,7 +150,8 @@ _TAGS = [
     {"name": "events", "description": "Recognised log lines and samples: by host and time, a host's timeline."},
     {"name": "links", "description": "NVLink state now, from the newest link samples and the topology."},
     {"name": "reports", "description": "The hourly degraded-link report (JSON, HTML, CSV, Parquet)."},
-    {"name": "sql", "description": "Ad-hoc read-only DuckDB SQL over the lake's views (NDJSON)."},
+    {"name": "sql",
+     "description": "Ad-hoc read-only DuckDB SQL over the lake's views (NDJSON or an Arrow IPC stream)."},
     {"name": "operations", "description": "Health and Prometheus metrics."},
 ]
 
@@ -649,7 +650,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         known_host(host, bool(incs or evs))
         return _as_is({"host": host, "incidents": incs, "events": [_event_json(e) for e in evs]})
 
-    @app.post("/sql", dependencies=[Depends(auth)], tags=["sql"],
+    @app.post("/sql", dependencies=[Depends(auth)], tags=["sql"], response_class=StreamingResponse,
               responses={200: {"content": {"application/x-ndjson": {}, "application/vnd.apache.arrow.stream": {}}},
                          400: {"model": Problem},
                          503: {"model": Problem, "description": "a table the query reads has a part the lake "

@@ -1068,9 +1068,11 @@ def sql(query: Annotated[Optional[str], typer.Argument(
         config: ConfigOpt = None) -> None:
     """Read-only DuckDB SQL over the lake's views (events, incidents, incident_versions, incident_evidence,
     link_samples, topology) and the table macro events_between(lo, hi); without a query, it lists them."""
-    from api.sql import run_sql
+    from api.sql import check_output, run_sql
 
     s = _settings(config)
+    # a usage error is said first, alone (it came after "lake: …": a fresh user's trial)
+    format = check_output(s, format, output, force)
     if query == "-":  # a query file, or one that begins with "--": the shell passes it as an option's name
         query = sys.stdin.read(SQL_STDIN_CHARS + 1)  # bounded: 100 MB of "query" took 790 MB (a break-it pass)
         if len(query) > SQL_STDIN_CHARS:

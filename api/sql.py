@@ -164,15 +164,22 @@ def output_format(fmt: str | None, output: Path | None, force: bool) -> str:
     return fmt
 
 
+def check_output(settings: Settings, fmt: str | None, output: Path | None, force: bool) -> str:
+    """The format to write (:func:`output_format`), once ``output`` is known to be a file that may be written (not a
+    folder, not in the lake or the state folder): its usage errors (``typer.BadParameter``) come before anything is
+    read or said."""
+    no_output_folder(output)
+    output_in_store(output, settings.lake, settings.state_dir)
+    return output_format(fmt, output, force)
+
+
 def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path | None, out: Console,
             err: Console, force: bool = False) -> int:
     """CLI body of ``firstfault sql``; returns the exit code. ``fmt`` None: from ``output``'s name, else a
     table. ``output`` inside the lake or the state folder is refused (2); an existing file is replaced only with
     ``force`` (2 without: a query's result over an input log, silently, was a break-it pass's find): these usage
     errors raise ``typer.BadParameter``."""
-    no_output_folder(output)
-    output_in_store(output, settings.lake, settings.state_dir)
-    fmt = output_format(fmt, output, force)
+    fmt = check_output(settings, fmt, output, force)
     listing = query is None
     if listing:
         # the views, then the table macros (events_between(lo, hi)) with their parameters

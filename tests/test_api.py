@@ -439,6 +439,11 @@ def test_bearer_auth_when_configured(lake):
         groups = {t["name"] for t in spec["tags"]}
         assert all(op.get("tags") and set(op["tags"]) <= groups for path in spec["paths"].values()
                    for op in path.values()), spec["paths"].keys()
+        # the sql group names both formats POST /sql streams (it said "(NDJSON)" alone: a fresh user's trial)
+        sql_tag = next(t["description"] for t in spec["tags"] if t["name"] == "sql")
+        media = spec["paths"]["/sql"]["post"]["responses"]["200"]["content"]
+        assert sql_tag.endswith("(NDJSON or an Arrow IPC stream).") and set(media) == {
+            "application/x-ndjson", "application/vnd.apache.arrow.stream"}, (sql_tag, media)
         r = c.get("/incidents")
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         assert c.get("/incidents", headers={"Authorization": "Bearer wrong"}).status_code == 401
