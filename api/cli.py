@@ -1034,10 +1034,6 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
     # log_config=None: uvicorn's loggers go through firstfault's handler (log_format, log_level), not their own
     server = uvicorn.Server(uvicorn.Config(create_app(s), host=s.api_host, port=p, log_config=None,
                                            log_level=s.log_level.lower()))
-    if p:
-        _tell_address(s, p)
-        server.run()
-        return
 
     async def main() -> None:  # port 0: the system picks one, told once bound
         stop = asyncio.Event()
@@ -1048,7 +1044,18 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
             stop.set()
             await told
 
-    asyncio.run(main())
+    try:
+        if p:
+            _tell_address(s, p)
+            server.run()
+        else:
+            asyncio.run(main())
+    except KeyboardInterrupt:  # uvicorn raises Ctrl-C's SIGINT again once it has shut down: exit 130, as before
+        if server.started:  # said, as the demo says "stopped; …" (it ended silently: a fresh user's trial)
+            _tell(s, logging.INFO, "stopped")
+        raise
+    if server.started:  # stopped otherwise (a SIGINT that was ignored where it started)
+        _tell(s, logging.INFO, "stopped")
 
 
 #: the longest query ``sql -`` reads from standard input (characters)
