@@ -161,6 +161,8 @@ _DAY = re.compile(r"(\d{4})(-?)(\d{2})\2(\d{2})", re.ASCII)
 #: a date-time in ISO 8601's basic form (``20261115T141547Z``), which pydantic refuses ("invalid date separator")
 _BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(?P<minutes>\d{2})?)?",
                               re.ASCII | re.IGNORECASE)
+#: the clock of an extended-form date-time (``2026-12-31T25:00``): its hour, minutes and seconds, as written
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ](?P<h>\d{2})(?::(?P<m>\d{2})(?::(?P<s>\d{2}))?)?", re.ASCII | re.IGNORECASE)
 #: a number as pydantic reads a time from it (Unix seconds; past ``MAX_UNIX_S`` milliseconds)
 _NUMBER = re.compile(r"[+-]?(\d+)(\.\d*)?", re.ASCII)
 #: pydantic reads a number above this (or below its negative) as Unix milliseconds, not seconds (2603-10-11)
@@ -201,6 +203,9 @@ def _time(v: Any) -> Any:
             raise ValueError(f"{shown} is no Unix time in seconds (beyond ±{MAX_UNIX_S:,}, the years 1336 – 2603; "
                              "milliseconds are not read)")
         return v
+    if (m := _CLOCK.match(v)) and (bad := next((f"{shown}: the {name} is 00 to {top}" for name, part, top in (
+            ("hour", "h", 23), ("minute", "m", 59), ("second", "s", 59)) if m[part] and int(m[part]) > top), None)):
+        raise ValueError(bad)  # pydantic said "unexpected extra characters at the end of the input" (a fresh user)
     if m := _BASIC_DATE_TIME.fullmatch(v):
         if m["minutes"] and int(m["minutes"]) >= 60:
             raise ValueError(f"{shown}: an offset's minutes are 00 to 59")
@@ -801,6 +806,11 @@ def _takes_list(q: Any) -> bool:
     return any(get_origin(a) in (list, set, tuple) for a in (t, *get_args(t)))
 
 
+#: a time, a blank, then what an offset's digits look like: ``17:44:00 02:00`` (not ``2026-12-31 23:61``, a date-time
+#: with a blank for its T, whose minutes are out of range)
+_BLANK_OFFSET = re.compile(r"\d{2}:?\d{2}(:?\d{2}([.,]\d+)?)? \d{2}(:?\d{2})?$", re.ASCII)
+
+
 def _plus_hint(error: dict[str, Any]) -> str:
     """For a query time that failed with a blank in it: a ``+02:00`` offset sent unencoded, which a URL query reads
     as a space (``2026-06-24T17:44:00 02:00``): how to write it. For ``status=superseded``: where those are."""
@@ -810,7 +820,7 @@ def _plus_hint(error: dict[str, Any]) -> str:
         return (" (superseded versions, which a later incident explains, are left out of the lists: "
                 "`POST /sql` or `firstfault sql` reads them, SELECT * FROM incidents WHERE status = 'superseded'; "
                 "the view incident_versions holds every version)")
-    if error.get("loc", ())[:1] == ("query",) and isinstance(value, str) and " " in value.strip():
+    if error.get("loc", ())[:1] == ("query",) and isinstance(value, str) and _BLANK_OFFSET.search(value.strip()):
         return " (a '+' in a URL query is a space: write it %2B, or give the time in UTC with Z)"
     return ""
 

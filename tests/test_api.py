@@ -1212,6 +1212,17 @@ def test_errors_say_the_tool_s_words_not_the_library_s(api):
     assert (r.status_code, r.json()["detail"]) == (422, "query.since: '2026' is no time: a date is YYYY-MM-DD or "
                                                         "YYYYMMDD, a Unix time in seconds has at least 9 digits since "
                                                         "1973"), r.text
+    # an hour, minute or second past its range was pydantic's "unexpected extra characters at the end of the input"
+    # (a fresh user's trial); an offset sent as a blank still gets its hint
+    for param, value, said in (("until", "2026-12-31T25:00", "the hour is 00 to 23"),
+                               ("since", "2026-12-31T24", "the hour is 00 to 23"),
+                               ("until", "2026-12-31 23:61", "the minute is 00 to 59"),
+                               ("since", "2026-12-31T23:59:60Z", "the second is 00 to 59")):
+        r = api.get("/incidents", params={param: value})
+        assert (r.status_code, r.json()["detail"]) == (422, f"query.{param}: {value!r}: {said}"), r.text
+    assert api.get("/incidents", params={"since": "2026-12-31T23:59:59Z"}).status_code == 200
+    r = api.get("/incidents", params={"since": "2026-06-24T17:44:00 02:00"})
+    assert r.status_code == 422 and "write it %2B" in r.json()["detail"], r.text
     r = api.post("/sql", json={"query": "SELECT * FROM nope"})
     assert (r.status_code, r.headers["content-type"], r.json()["detail"]) == (
         400, "application/problem+json", "query invalid: Catalog Error: Table with name nope does not exist! The "
