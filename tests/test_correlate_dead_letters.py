@@ -290,7 +290,8 @@ async def _behind_a_refused_letter(kafka: str, pipeline, topic: str, dlq: str, n
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(topic, 1, 1), NewTopic(dlq, 1, 1, topic_configs={"max.message.bytes": "2000"})])
+        await admin.create_topics([NewTopic(topic, 1, 1),
+                                   NewTopic(dlq, 1, 1, topic_configs={"max.message.bytes": "2000"})])
     finally:
         await admin.close()
     producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=20)
