@@ -433,6 +433,12 @@ def read_config_text(path: Path) -> str:
     return data.decode("utf-8")
 
 
+#: ``FIRSTFAULT_*`` variables the project reads that are no setting: the config file's path, the Kafka jars' cache
+#: folder (``ingest.broker``), a snapshot's revision (``benchmarks.accuracy``); they were refused as unknown settings,
+#: and ``FIRSTFAULT_CACHE`` stopped every command (a break-it pass)
+NOT_SETTINGS = frozenset({_PREFIX + "CONFIG", _PREFIX + "CACHE", _PREFIX + "REVISION"})
+
+
 def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
                   overrides: dict[str, Any] | None = None) -> Settings:
     """Defaults < TOML file < environment < ``overrides``. Raises :class:`SettingsError`."""
@@ -462,7 +468,7 @@ def load_settings(config: Path | None = None, env: dict[str, str] | None = None,
             data[name] = _pairs(f"{name} (from {path})", v, f'{name} = "node01=0.5,node02=3"')
     source = {name: str(path) for name in data} if path is not None else {}  # where each value came from
     for k, v in env.items():
-        if not k.startswith(_PREFIX) or k == _PREFIX + "CONFIG" or v == "":
+        if not k.startswith(_PREFIX) or k in NOT_SETTINGS or v == "":
             continue  # an empty variable counts as unset (compose passes unset ones as empty)
         name = k[len(_PREFIX):].lower()
         if name not in fields:

@@ -363,6 +363,17 @@ def test_a_stray_environment_variable_stops_the_command_in_one_short_line(tmp_pa
         assert (r.returncode, r.stdout, r.stderr) == (2, "", f"configuration error: {said}\n"), (var, r.stderr)
 
 
+def test_the_projects_own_variables_that_are_no_settings_are_no_unknown_settings(tmp_path):
+    """``FIRSTFAULT_CACHE`` (the Kafka jars' cache folder, ingest/broker.py) and ``FIRSTFAULT_REVISION``
+    (benchmarks/accuracy.py) are read by the project but are no settings: they were refused as unknown settings,
+    and every command stopped (a break-it pass)."""
+    s = load_settings(env={"FIRSTFAULT_CACHE": str(tmp_path), "FIRSTFAULT_REVISION": "abc", "FIRSTFAULT_LAKE": "x"})
+    assert s.lake == "x" and s.source_of("lake") == "from FIRSTFAULT_LAKE"
+    (tmp_path / "node01.log").write_text("[ 12.000000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n")
+    r = _firstfault("diagnose", str(tmp_path / "node01.log"), env={"FIRSTFAULT_CACHE": str(tmp_path)})
+    assert r.returncode == 0 and "gpu_off_bus" in r.stdout and "unknown setting" not in r.stderr, r.stderr
+
+
 def _firstfault(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, cwd=None):
     import subprocess
     import sys
