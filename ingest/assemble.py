@@ -1402,10 +1402,12 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
         eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
                if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
-        if p.mono is not None and (eid is None or row["ts_basis"] != "line"):
+        if p.mono is not None:
             # so is a line its raw kernel stamp dates to the µs since boot, however its wall time was got: two copies
             # of one boot's dmesg counted back from two files' mtimes an hour apart were two failures, the second
-            # "failed before" (a break-it pass); kern.log's copy of it (its stamp in the brackets) is the same event
+            # "failed before" (a break-it pass); kern.log's copy of it (its stamp in the brackets) is the same event,
+            # whatever its header's precision (rsyslog's high-precision ISO stamps, Debian 12's default, gave it an id
+            # of its wall time: one Xid 119 of a dmesg and a kern.log was "reported 2 lines", a second break-it pass)
             eid = line_event_id(row["host"], round(p.mono * US), row["signature"], "uptime\x00" + p.rest, h.sub)
         if eid is not None:
             if eid in copies:

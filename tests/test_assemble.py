@@ -178,6 +178,25 @@ def test_a_raw_capture_of_a_boot_another_file_dated_takes_that_boot_time(pipelin
     assert other[0]["ts_basis"] == "file" and other[0]["ts"] != other[1]["ts"]
 
 
+@pytest.mark.parametrize("header", ["Nov 20 03:11:44", "2026-11-20T03:11:44+00:00", "2026-11-20T03:11:44.123+00:00",
+                                    "2026-11-20T03:11:44.123456+00:00"],
+                         ids=["syslog", "iso-seconds", "iso-ms", "iso-us"])
+def test_a_kern_log_copy_of_a_raw_dmesg_line_is_its_event_whatever_its_headers_precision(pipeline, header):
+    """A raw ``dmesg`` line and kern.log's copy of it (a header, then the same raw stamp): one event id, whatever the
+    header's precision. rsyslog's high-precision ISO stamps (Debian 12's default) gave the copy an id of its wall
+    time, the raw line one of its stamp since boot: one Xid 119 was "reported 2 lines" (a break-it pass)."""
+    xid = ("[ 1234.567890] NVRM: Xid (PCI:0000:61:00): 119, pid=1365232, name=nvidia-smi, Timeout waiting for RPC "
+           "from GSP! Expected function 76 (GSP_RM_CONTROL) (0x20801348 0x410).")
+    ref = 1_796_000_000_000_000  # 2026-11-29: the files copied after the line
+    segs = [Segment(data=f"{header} node07 kernel: {xid}".encode(), origin="f:kern", stream="kern", host="node07",
+                    ref_ts=ref, ref_basis="file", ingest_ts=ref),
+            Segment(data=xid.encode(), origin="f:dmesg", stream="dmesg", host="node07", ref_ts=ref, ref_basis="file",
+                    ingest_ts=ref)]
+    ev = pipeline.run(Decoded(segments=segs)).events.to_pylist()
+    assert [(e["signature"], e["xid"]) for e in ev] == [("xid", 119)] * 2 and ev[0]["event_id"] == ev[1]["event_id"], ev
+    assert [e["ts_basis"] for e in ev] == ["line", "monotonic+boot"], ev  # the copy dated by its header
+
+
 def test_unstamped_line_inherits_the_previous_stamp(pipeline):
     text = ("[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got "
             "async error event: port error\n WorkerProc hit an exception.")
