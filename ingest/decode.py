@@ -1802,8 +1802,11 @@ _OWN_HEAD_BYTES = 4096
 #: ``firstfault diagnose``'s own table: its title over a box (U+250F, its corner): ``Incidents``, or its counts as
 #: ``api.render.incidents_title`` says them (``20 incidents (11 open, 9 resolved)``; ``demo``'s and ``run --once``'s
 #: too, after ``caught up: ``)
-_OWN_TABLE = re.compile(rb"(?m)^(?:Incidents|(?:caught up: )?\d+ incidents?(?: \([a-z0-9, ]+\))?)\r?\n"
-                        + "\u250f".encode())
+#: Saved with colour (``FORCE_COLOR=1 … > file``) the title is set in SGR codes and padded with spaces to the table's
+#: width: it was read as a log and made a phantom host's incident (a break-it pass)
+_SGR = rb"(?:\x1b\[[0-9;]*m)*"
+_OWN_TABLE = re.compile(rb"(?m)^" + _SGR + rb"(?:Incidents|(?:caught up: )?\d+ incidents?(?: \([a-z0-9, ]+\))?)"
+                        + _SGR + rb" *" + _SGR + rb"\r?\n" + _SGR + "\u250f".encode())
 
 
 def _own_output(head: bytes) -> bool:
