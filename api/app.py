@@ -36,8 +36,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only, query_problem
-from api.store import (SORTS, Store, StoreError, decimal_floats, holds_no_events, json_bytes, nanosecond_times,
-                       refuse_day_end_times)
+from api.store import (QUERY_FAILED, QUERY_INVALID, SORTS, Store, StoreError, decimal_floats, holds_no_events,
+                       json_bytes, nanosecond_times, refuse_day_end_times)
 from schemas.fleet import HostConfig, load_fleet_config
 from schemas.hostname import canonical_host, close_hosts, is_host_name
 from schemas.errors import error_text
@@ -938,8 +938,8 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch], max_bytes: int
     that limit counts, ``[x > -1 FOR x IN range(5000)]`` 40 times)."""
     dup = sorted({n for n in schema.names if schema.names.count(n) > 1})
     if dup:
-        raise HTTPException(400, f"columns {', '.join(map(repr, dup))} appear more than once: a JSON row keeps one; "
-                                 "give them distinct aliases, or ask for format arrow")
+        raise HTTPException(400, f"{QUERY_INVALID}: columns {', '.join(map(repr, dup))} appear more than once: a "
+                                 "JSON row keeps one; give them distinct aliases, or ask for format arrow")
     out: list[bytes] = []
     size = 0
     try:
@@ -951,12 +951,12 @@ def _ndjson(schema: pa.Schema, batches: Iterator[pa.RecordBatch], max_bytes: int
                 chunk = b"".join(json_bytes(row) + b"\n" for row in b.slice(start, step).to_pylist())
                 size += len(chunk)
                 if size > max_bytes:
-                    raise HTTPException(400, f"the result as JSON holds more than {max_bytes} bytes (sql_max_bytes): "
-                                             "select fewer rows or columns, or ask for format arrow")
+                    raise HTTPException(400, f"{QUERY_FAILED}: the result as JSON holds more than {max_bytes} bytes "
+                                             "(sql_max_bytes): select fewer rows or columns, or ask for format arrow")
                 out.append(chunk)
     except (OverflowError, ValueError, pa.ArrowException) as e:
-        raise HTTPException(400, f"a value cannot be written as JSON ({type(e).__name__}: {e}); CAST it to VARCHAR, "
-                                 "or ask for format arrow") from None
+        raise HTTPException(400, f"{QUERY_FAILED}: a value cannot be written as JSON ({type(e).__name__}: {e}); CAST "
+                                 "it to VARCHAR, or ask for format arrow") from None
     return out
 
 

@@ -506,7 +506,7 @@ class Store:
                     break
             schema = reader.schema
         except (duckdb.Error, pa.ArrowException, OSError) as e:  # pyarrow reports an interrupt as OSError
-            msg = query_error(e, timeout_s)
+            msg = query_error(e, timeout_s, "sql_timeout_s")  # as `firstfault sql` says it (a break-it pass)
             raise StoreError(msg, unavailable=" cannot be read: " in msg, verdict=query_verdict(e)) from e
         finally:
             timer.cancel()

@@ -209,6 +209,26 @@ def test_sql_errors_are_worded_as_firstfault_sql_words_them(api, lake, monkeypat
         assert " ".join(cli.stderr.split()).endswith(" ".join(detail.split())), (q, cli.stderr, detail)
 
 
+def test_every_sql_error_of_the_api_begins_with_its_verdict(api, monkeypatch):
+    """Errors of writing the rows as JSON (two columns of one name, a value JSON cannot hold) and of the time limit
+    came without a verdict, or without the limit's setting, where docs/api.md says every detail begins with one (a
+    break-it pass)."""
+    import api.store as store_mod
+
+    for q, said in (("SELECT 1 AS a, 2 AS a", "query invalid: columns 'a' appear more than once"),
+                    ("SELECT '24:00:00'::TIME AS t", "query failed: a value cannot be written as JSON"),
+                    ("SELECT 'infinity'::DATE AS d", "query failed: a value cannot be written as JSON")):
+        r = api.post("/sql", json={"query": q})
+        assert r.status_code == 400 and r.json()["detail"].startswith(said), (q, r.json())
+    said = store_mod.query_error(RuntimeError("INTERRUPT Error: Interrupted!"), 2.0, "sql_timeout_s")
+    assert said == "the query ran longer than 2 s (sql_timeout_s) and was stopped"
+    calls = []
+    real = store_mod.query_error
+    monkeypatch.setattr(store_mod, "query_error", lambda e, t, setting="": calls.append(setting) or real(e, t, setting))
+    api.post("/sql", json={"query": "SELECT 'x'::INTEGER"})
+    assert calls == ["sql_timeout_s"]
+
+
 def test_host_timeline_min_severity_filters_its_incidents_too(api):
     """``min_severity`` filtered the timeline's events alone: ``/hosts/node032/timeline?min_severity=critical``
     listed its info incident, and the default (``warning``) ``/hosts/node013/timeline`` an info fabric_manager one
