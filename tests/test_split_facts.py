@@ -162,7 +162,10 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
     assert len(bad) == 1 and "'gpu_temps' (header firstfault-table)" in bad.pop()
     [inc] = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
     assert UP in inc["explanation"] and inc["initiator"]["link"] in (3, 5)
-    assert [t.num_rows for t in w.correlator.samples] == [6] and w.records == 4
+    # four records read, or more only when the group rebalanced under load and the worker read them again from its
+    # safe offset (a full suite with helpers running: 8 after 2 assignments)
+    assert [t.num_rows for t in w.correlator.samples] == [6] and w.records >= 4
+    assert w.records == 4 or w.rebalances > 1, (w.records, w.rebalances)
     assert [t.column("fact").to_pylist() for t in w.correlator.topology] == [["gpu_bus"]]
 
 
