@@ -341,16 +341,17 @@ class WorkerHealthz(BaseModel):
 
 class WorkerMetrics:
     """The default registry's metric families a worker reports (``generate_latest`` reads any object with
-    ``collect()``): the ``firstfault_*`` families defined in ``modules`` (module-level metrics), and every family
-    that is not firstfault's (``process_*``, ``python_*``). Every module's metrics are registered in every process
-    that imports it: a correlate worker's ``/metrics`` said ``firstfault_ingest_healthy 0`` for good (only an ingest
-    worker sets it), and an alert on it fired for every correlate replica (a break-it pass)."""
+    ``collect()``): the ``firstfault_*`` families defined in ``modules`` (module-level metrics) but those named in
+    ``leave_out``, and every family that is not firstfault's (``process_*``, ``python_*``). Every module's metrics
+    are registered in every process that imports it: a correlate worker's ``/metrics`` said
+    ``firstfault_ingest_healthy 0`` for good (only an ingest worker sets it), and an alert on it fired for every
+    correlate replica (a break-it pass)."""
 
-    def __init__(self, modules: tuple[Any, ...]) -> None:
+    def __init__(self, modules: tuple[Any, ...], leave_out: frozenset[str] = frozenset()) -> None:
         from prometheus_client.metrics import MetricWrapperBase
 
         self.names = frozenset(fam.name for mod in modules for m in vars(mod).values()
-                               if isinstance(m, MetricWrapperBase) for fam in m.describe())
+                               if isinstance(m, MetricWrapperBase) for fam in m.describe()) - leave_out
 
     def collect(self) -> Iterator[Any]:
         for fam in REGISTRY.collect():
@@ -358,14 +359,15 @@ class WorkerMetrics:
                 yield fam
 
 
-def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_modules: tuple[Any, ...]) -> FastAPI:
+def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_modules: tuple[Any, ...],
+                      leave_out: frozenset[str] = frozenset()) -> FastAPI:
     """The HTTP endpoints of an ``ingest`` or ``correlate`` worker (``--port``, the ``worker_port`` setting): what an
     orchestrator probes and Prometheus scrapes, as the API's own two routes. ``GET /healthz``: 200 ok, or 503
     unhealthy with the reason (``health()``: a dict with ``ok``, ``reason`` and the worker's counts); ``GET
     /metrics``: the Prometheus text of the worker's own series (``WorkerMetrics`` of ``metric_modules``: those of
     ``ingest.metrics``, or of ``correlate.metrics``, ``api.sink`` and ``api.pager``), which the API process, a
     reader of the lake, never had. No lake routes: the API (``serve``) has those."""
-    reported = WorkerMetrics(metric_modules)
+    reported = WorkerMetrics(metric_modules, leave_out)
     app = FastAPI(title=f"firstfault {worker} worker", version="0.1.0", docs_url=None, redoc_url=None,
                   openapi_tags=[{"name": "operations", "description": "Health and Prometheus metrics."}])
 

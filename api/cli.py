@@ -889,8 +889,10 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
 
     def signalled() -> None:
         signals.append(1)
-        if len(signals) == 1:
-            stop.set()
+        if len(signals) == 1:  # said: a worker waiting on a broker that is away showed nothing for minutes (an
+            stop.set()  # operator's trial)
+            logging.getLogger("firstfault.service").warning(
+                "stopping: the batch in hand is finished and committed first; a second signal stops at once")
             return
         err.print("a second signal: stopping now, without the last commit (its records are read again next time)",
                   style="red", highlight=False)

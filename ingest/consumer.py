@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -421,6 +422,13 @@ class IngestWorker:
         """Records behind the end of the assigned partitions (0 when caught up; -1 with no partitions)."""
         assert self._consumer is not None
         parts = self._consumer.assignment()
+        for gone in set(self.health.lag) - {f"{tp.topic}/{tp.partition}" for tp in parts}:
+            # a partition no longer ours (a rebalance): its series goes, or its last lag stayed for good and a
+            # "lag > N" alert on a partition revoked while behind fired on (an operator's trial)
+            topic, _, partition = gone.rpartition("/")
+            with contextlib.suppress(KeyError):
+                metrics.LAG.remove(topic, partition)
+            del self.health.lag[gone]
         if not parts:
             return -1
         ends = await self._consumer.end_offsets(list(parts))

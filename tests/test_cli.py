@@ -180,7 +180,8 @@ def test_sql_says_its_usage_errors_as_the_other_commands_do(empty_lake):
                        (["-o", "keep.csv"], "Invalid value for --output: keep.csv exists (--force replaces it)")):
         r = runner.invoke(app, ["sql", "SELECT 1 AS a", *args])
         assert r.exit_code == 2 and r.output.count("Usage: ") == 1 and said in _words(r.output), (args, r.output)
-        assert r.stderr.startswith("Usage: "), (args, r.stderr)  # alone: no "lake: …" before it (a fresh user's trial)
+        # alone: no "lake: …" before it (a fresh user's trial)
+        assert r.stderr.startswith("Usage: "), (args, r.stderr)
     r = runner.invoke(app, ["report", "degraded-links", "-o", "r.txt"])
     assert r.exit_code == 2 and "Usage: " in r.output and "Invalid value for --format: say --format" in \
         _words(r.output), r.output

@@ -108,3 +108,47 @@ def test_a_prometheus_samples_own_timestamp_is_its_time(pipeline, catalog):
     assert [t.timestamp() for t in samples.column("ts").to_pylist()] == [1764471600.0, 1764472200.0]
     (ev,) = counter_events(samples, catalog, {})
     assert ev["details"]["delta"] == 10 and abs(ev["details"]["rate_per_s"] - 10 / 600) < 1e-6
+
+
+def test_a_partition_no_longer_assigned_leaves_no_lag_series(tmp_path):
+    """``firstfault_consumer_lag_records`` kept the last lag of a partition a rebalance gave to another worker, for
+    good: ``sum`` counted it twice and a "lag > N" alert on it fired on (an operator's trial). The series of a
+    partition no longer assigned goes with it. (The consumer here is a stand-in with aiokafka's three calls
+    ``lag()`` makes, so that the assignment can change between two calls without a second worker and a rebalance.)"""
+    import asyncio
+
+    from aiokafka import TopicPartition
+
+    from ingest import metrics
+    from ingest.consumer import IngestWorker
+    from ingest.lake import Lake
+    from ingest.pipeline import Pipeline
+
+    class _Assigned:
+        def __init__(self, tps, end):
+            self.tps, self.end = set(tps), end
+
+        def assignment(self):
+            return set(self.tps)
+
+        async def end_offsets(self, tps):
+            return {tp: self.end for tp in tps}
+
+        async def position(self, tp):
+            return 0
+
+    a, b = TopicPartition("lagt", 0), TopicPartition("lagt", 1)
+    w = IngestWorker(bootstrap="127.0.0.1:9", topics=["lagt"], group_id="g", lake=Lake(str(tmp_path)), dlq_topic="d",
+                     pipeline=Pipeline())
+    w._consumer = _Assigned([a, b], 7)
+    assert asyncio.run(w.lag()) == 14 and w.health.lag == {"lagt/0": 7, "lagt/1": 7}
+
+    def series():
+        return sorted(s.labels["partition"] for m in metrics.LAG.collect() for s in m.samples
+                      if s.labels["topic"] == "lagt")
+
+    assert series() == ["0", "1"]
+    w._consumer = _Assigned([a], 3)  # partition 1 went to another worker
+    assert asyncio.run(w.lag()) == 3 and w.health.lag == {"lagt/0": 3} and series() == ["0"]
+    w._consumer = _Assigned([], 0)
+    assert asyncio.run(w.lag()) == -1 and w.health.lag == {} and series() == []
