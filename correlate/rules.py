@@ -7,7 +7,7 @@ not) come from the signature catalog's xid-catalog.csv.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -162,6 +162,13 @@ class Rules(BaseModel):
     explains: list[ExplainRule]
     patterns: list[PatternRef] = Field(default_factory=list)
 
+    @cached_property
+    def host_window_us(self) -> int:
+        """:func:`host_window_us`, found once: like the derived links, it is of the rules as validated (other links
+        are other rules, made through validation: ``Rules.model_validate``, not ``model_copy``)."""
+        return int(max((l.window_s for l in self.links
+                        if l.relation == "same_host" and not l.kinds and l.from_rule is None), default=0) * 1_000_000)
+
     @model_validator(mode="after")
     def _derive_links(self) -> Rules:
         ids = [r.id for r in self.explains] + [p.id for p in self.patterns]
@@ -199,20 +206,9 @@ def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
 
 def host_window_us(rules: Rules) -> int:
     """The longest window (µs) of the ``same_host`` links without ``kinds`` (``rules.yaml``: 120 s): how far apart
-    two faults of one host may lie and be joined by clustering as such, not through a chain of repeats. Kept per
-    rules object (``correlator.apart`` asks once per candidate incident; the rules are not changed in place)."""
-    got = _HOST_WINDOW.get(id(rules))
-    if got is None or got[0] is not rules:
-        got = _HOST_WINDOW[id(rules)] = (rules, int(max(
-            (l.window_s for l in rules.links if l.relation == "same_host" and not l.kinds and l.from_rule is None),
-            default=0) * 1_000_000))
-        if len(_HOST_WINDOW) > 64:  # rules made anew at each call (tests): keep the last few
-            _HOST_WINDOW.pop(next(iter(_HOST_WINDOW)))
-    return got[1]
-
-
-#: id(rules) -> (rules, host_window_us(rules)): the rules kept with it, so the id names no other object
-_HOST_WINDOW: dict[int, tuple[Rules, int]] = {}
+    two faults of one host may lie and be joined by clustering as such, not through a chain of repeats
+    (``Rules.host_window_us``, found once per rules object: ``correlator.apart`` asks once per candidate incident)."""
+    return rules.host_window_us
 
 
 class RulesError(ValueError):
