@@ -101,7 +101,6 @@ class WorkerEndpoint:
     def __init__(self, settings: Settings, worker: str, health: Callable[[], dict[str, Any]], port: int | None,
                  on_listening: Callable[[Any], None] | None = None) -> None:
         self.settings, self.worker, self.health, self.port = settings, worker, health, port
-        self.metric_modules = METRIC_MODULES[worker]
         self.on_listening = on_listening
         self.server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -114,7 +113,7 @@ class WorkerEndpoint:
             return
         from api.app import create_worker_app
 
-        app = create_worker_app(self.worker, self.health, self.metric_modules, LEAVE_OUT[self.worker])
+        app = create_worker_app(self.worker, self.health, METRIC_MODULES[self.worker], LEAVE_OUT[self.worker])
         cfg = uvicorn.Config(app, host=self.settings.api_host,
                              port=self.port, log_config=None, log_level=self.settings.log_level.lower(),
                              lifespan="off")

@@ -345,12 +345,13 @@ class CorrelateWorker:
         return resumed
 
     def _paused(self) -> set[TopicPartition]:
-        return {tp for tp, p in self.parts.items() if p.paused}
+        """The partitions paused behind dead letters (of a copy of ``parts``: the endpoint's thread asks too)."""
+        return {tp for tp, p in list(self.parts.items()) if p.paused}
 
     @property
     def unread_partitions(self) -> list[str]:
         """``topic/partition`` of the partitions paused behind dead letters (not read to their ends)."""
-        return sorted(f"{tp.topic}/{tp.partition}" for tp, p in list(self.parts.items()) if p.paused)
+        return sorted(f"{tp.topic}/{tp.partition}" for tp in self._paused())
 
     def health(self) -> dict[str, Any]:
         """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
@@ -373,7 +374,7 @@ class CorrelateWorker:
     @property
     def paused_partitions(self) -> int:
         """Partitions not fetched while their dead letters wait for the broker (``_pause_behind_dead_letters``)."""
-        return sum(1 for p in list(self.parts.values()) if p.paused)
+        return len(self._paused())
 
     async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
         """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode
