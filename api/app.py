@@ -339,6 +339,18 @@ class WorkerHealthz(BaseModel):
     counts: dict[str, Any] = Field(default_factory=dict)
 
 
+def _health_parts(h: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """A health report (``ok``, ``reason`` and counts) as ``/healthz`` says it: (status, reason, the counts)."""
+    return ("ok" if h.get("ok", True) else "unhealthy", h.get("reason", ""),
+            {k: v for k, v in h.items() if k not in ("ok", "reason")})
+
+
+def _health_answer(body: Healthz | WorkerHealthz) -> JSONResponse:
+    """``body`` as JSON (a value JSON has no type for as its text), 200 when its status is ok, else 503."""
+    return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
+                        status_code=200 if body.status == "ok" else 503)
+
+
 class WorkerMetrics:
     """The default registry's metric families a worker reports (``generate_latest`` reads any object with
     ``collect()``): the ``firstfault_*`` families defined in ``modules`` (module-level metrics) but those named in
@@ -375,12 +387,9 @@ def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_
     @app.get("/healthz", response_model=WorkerHealthz, responses={503: {"model": WorkerHealthz}},
              tags=["operations"])
     async def healthz() -> JSONResponse:
-        """Liveness: unhealthy while the worker cannot store, commit or correlate (the reason says why)."""
-        h = health()
-        body = WorkerHealthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
-                             worker=worker, counts={k: v for k, v in h.items() if k not in ("ok", "reason")})
-        return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
-                            status_code=200 if body.status == "ok" else 503)
+        """Readiness: unhealthy while the worker cannot store, commit or correlate (the reason says why)."""
+        status, reason, counts = _health_parts(health())
+        return _health_answer(WorkerHealthz(status=status, reason=reason, worker=worker, counts=counts))
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics() -> Response:
@@ -501,11 +510,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     async def healthz() -> JSONResponse:
         """Liveness and readiness: unhealthy while ingest cannot store or commit (the reason says why).
         Runs on the event loop, not in the worker threads, so slow SQL cannot delay it."""
-        h = health() if health else {"ok": True}
-        body = Healthz(status="ok" if h.get("ok", True) else "unhealthy", reason=h.get("reason", ""),
-                       note=empty_lake_note(), ingest={k: v for k, v in h.items() if k not in ("ok", "reason")})
-        return JSONResponse(orjson.loads(orjson.dumps(body.model_dump(), default=str)),
-                            status_code=200 if body.status == "ok" else 503)
+        status, reason, counts = _health_parts(health() if health else {"ok": True})
+        return _health_answer(Healthz(status=status, reason=reason, note=empty_lake_note(), ingest=counts))
 
     @app.get("/incidents", response_model=None, responses={200: {"model": IncidentPage}}, dependencies=[Depends(auth)],
              tags=["incidents"])
