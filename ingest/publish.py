@@ -99,11 +99,16 @@ def split_by_domain(events: pa.Table, domains: Domains) -> dict[str, pa.Table]:
     domains.learn(events)
     if events.num_rows == 0:
         return {}
-    keys = [domains.key(h, c) for h, c in zip(events.column("host").to_pylist(), events.column("comm").to_pylist())]
+    return _rows_by_key(events, [domains.key(h, c) for h, c in zip(events.column("host").to_pylist(),
+                                                                    events.column("comm").to_pylist())])
+
+
+def _rows_by_key(table: pa.Table, keys: list[str]) -> dict[str, pa.Table]:
+    """``table``'s rows grouped by ``keys`` (one per row), in row order, the groups in key order."""
     idx: dict[str, list[int]] = defaultdict(list)
     for i, k in enumerate(keys):
         idx[k].append(i)
-    return {k: events.take(pa.array(v)) for k, v in sorted(idx.items())}
+    return {k: table.take(pa.array(v)) for k, v in sorted(idx.items())}
 
 
 def split_facts_by_domain(table: pa.Table, domains: Domains) -> dict[str, pa.Table]:
@@ -112,13 +117,9 @@ def split_facts_by_domain(table: pa.Table, domains: Domains) -> dict[str, pa.Tab
     events). Call it after :func:`split_by_domain` of the same batch, so the host's communicators are learned."""
     if table.num_rows == 0:
         return {}
-    idx: dict[str, list[int]] = defaultdict(list)
-    keys: dict[str, str] = {}  # host -> its key, once per host
-    for i, h in enumerate(table.column("host").to_pylist()):
-        if h not in keys:
-            keys[h] = domains.key(h)
-        idx[keys[h]].append(i)
-    return {k: table.take(pa.array(v)) for k, v in sorted(idx.items())}
+    hosts = table.column("host").to_pylist()
+    key_of = {h: domains.key(h) for h in set(hosts)}  # once per host
+    return _rows_by_key(table, [key_of[h] for h in hosts])
 
 
 def encode(table: pa.Table, schema: pa.Schema = EVENTS_SCHEMA) -> bytes:
