@@ -821,7 +821,9 @@ _BLANK_OFFSET = re.compile(r"\d{2}:?\d{2}(:?\d{2}([.,]\d+)?)? \d{2}(:?\d{2})?$",
 
 def _plus_hint(error: dict[str, Any]) -> str:
     """For a query time that failed with a blank in it: a ``+02:00`` offset sent unencoded, which a URL query reads
-    as a space (``2026-06-24T17:44:00 02:00``): how to write it. For ``status=superseded``: where those are."""
+    as a space (``2026-06-24T17:44:00 02:00``): how to write it; for any other time pydantic could not parse, the
+    forms that are read (``since=yesterday`` was told only "input is too short": a fresh user's trial). For
+    ``status=superseded``: where those are."""
     value = error.get("input")
     if tuple(error.get("loc", ())) == ("query", "status") and isinstance(value, str) and \
             value.strip().lower() == "superseded":  # a bare "should be 'open' or 'resolved'" (a fresh user's trial)
@@ -830,6 +832,9 @@ def _plus_hint(error: dict[str, Any]) -> str:
                 "the view incident_versions holds every version)")
     if error.get("loc", ())[:1] == ("query",) and isinstance(value, str) and _BLANK_OFFSET.search(value.strip()):
         return " (a '+' in a URL query is a space: write it %2B, or give the time in UTC with Z)"
+    if str(error.get("type", "")).startswith(("datetime_", "date_")):  # pydantic's words named no form that is read
+        return (" (a time is ISO 8601, 2026-12-01T10:00:00Z, or Unix seconds, 1796119200; a bare date, 2026-12-01, is "
+                "that UTC day; words such as 'yesterday' are not read)")
     return ""
 
 

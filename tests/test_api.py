@@ -311,6 +311,11 @@ def test_a_bare_until_date_means_through_that_utc_day(api):
     r = api.get("/incidents?since=2026-06-24T17:44:00+02:00")
     assert r.status_code == 422 and "write it %2B" in r.json()["detail"], r.json()
     assert api.get("/incidents", params={"since": "2026-06-24T17:44:00+02:00"}).status_code == 200
+    # words are no time: the 422 says which forms are read (it said only "input is too short": a fresh user's trial)
+    for p in ("since", "until"):
+        r = api.get("/incidents", params={p: "yesterday"})
+        d = r.json()["detail"]
+        assert r.status_code == 422 and d.startswith(f"query.{p}: ") and "ISO 8601" in d and "Unix seconds" in d, d
 
 
 def test_sql_json_and_arrow_and_refusals(api):
