@@ -295,8 +295,8 @@ def diagnose(
     format: Annotated[Literal["json", "table"], typer.Option("--format", "-f", help="the report's form")] = "table",
     symptom: Annotated[Optional[list[str]], typer.Option(
         metavar="<symptom>",
-        help="what you know that the logs may not say: hang|failure\\[@HOST]\\[:GPU,GPU], GPUs as indexes or PCI "
-             "bus ids (e.g. hang:0,1 or failure@node07:0000:1b:00.0)")] = None,
+        help="what you know that the logs may not say: hang or failure, then @HOST and :GPU,GPU where known, GPUs "
+             "as indexes or PCI bus ids (e.g. hang:0,1, failure@node07 or failure:0000:1b:00.0)")] = None,
     fleet_config: Annotated[Optional[Path], typer.Option(help="fleet config YAML (hosts, platform, domain)",
                                                          metavar="<file>")] = None,
     fail_on: Annotated[Optional[Literal["critical", "error", "warning", "info"]], typer.Option(

@@ -50,8 +50,8 @@ def degraded_links(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write; default: stdout "
                                                    "(not for parquet)", dir_okay=False)] = None,
     store: Annotated[bool, typer.Option("--store", help="write every format into "
-                                        "<lake>/reports/degraded_links/date=…/hour=…/ (what the service "
-                                        "does hourly); print the files")] = False,
+                                        "reports/degraded_links/ of the lake, a folder per date and hour (what "
+                                        "the service does hourly); print the files")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)] = None,
 ) -> None:

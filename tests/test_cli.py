@@ -384,6 +384,17 @@ def test_the_readme_names_every_command():
     assert missing == [] and ".venv/bin/firstfault kafka topics " in readme, missing
 
 
+@pytest.mark.parametrize("cmd", [(), ("kafka",), ("report",), *COMMANDS], ids=lambda c: " ".join(c) or "firstfault")
+def test_help_at_80_columns_cuts_no_word(cmd):
+    """At a terminal's 80 columns rich cuts a word longer than its help column with "…": ``diagnose --help`` showed
+    ``hang|failure[@HOST][:GPU…`` and ``report degraded-links --help`` ``<lake>/reports/degraded_links/da…`` (a fresh
+    user's trial). Every help text wraps at its blanks instead."""
+    r = runner.invoke(app, [*cmd, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert r.exit_code == 0 and "Usage:" in r.output, r.output
+    assert max(map(len, r.output.splitlines())) <= 80
+    assert [x for x in r.output.splitlines() if "…" in x] == [], r.output
+
+
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
 def test_help_shows_no_python_type_names(cmd):
     """``diagnose --help`` showed ``Usage: … {PATH}...``, ``PATH <list[str]>`` and ``--symptom <list[str]>`` (a fresh
