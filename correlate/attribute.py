@@ -287,14 +287,32 @@ class Scene:
         return self._causes_of[2].get(e.event_id, [])
 
     def explained(self, e: Ev) -> bool:
-        """An edge from another subject explains ``e``: the effects of such edges, found once per scene's edges and
-        subjects (built again when either is set anew or the edges grow)."""
+        """An edge from another subject explains ``e``, or an edge from an explained event of its own subject: what
+        a subject's explained fault caused is explained with it (a root port's fatal AER error explains the GPU's
+        fall below it, and the fall the NCCL "unspecified launch failure" of that GPU's own rank: the GPU stayed a
+        candidate by that last line and was named the initiator, the port a downstream party no rule reached — a
+        fresh user's trial). The effects, found once per scene's edges and subjects (built again when either is set
+        anew or the edges grow)."""
         got = self._explained
         if got is None or got[0] is not self.edges or got[1] != len(self.edges) or got[2] is not self.subject:
-            subject = self.subject
-            ids = {x.effect.event_id for x in self.edges if subject[x.cause.event_id] != subject[x.effect.event_id]}
-            got = self._explained = (self.edges, len(self.edges), subject, ids)
+            got = self._explained = (self.edges, len(self.edges), self.subject, explained_ids(self.edges,
+                                                                                              self.subject))
         return e.event_id in got[3]
+
+
+def explained_ids(edges: list[Edge], subject: dict[str, tuple]) -> set[str]:
+    """The ids of the events ``edges`` explain: effects of an edge from another subject (by ``subject``: event id ->
+    subject key), then, to a fixed point, effects of an edge from an explained event of the same subject."""
+    ids = {x.effect.event_id for x in edges if subject[x.cause.event_id] != subject[x.effect.event_id]}
+    own = [x for x in edges if subject[x.cause.event_id] == subject[x.effect.event_id]]
+    grew = bool(ids and own)
+    while grew:
+        grew = False
+        for x in own:
+            if x.cause.event_id in ids and x.effect.event_id not in ids:
+                ids.add(x.effect.event_id)
+                grew = True
+    return ids
 
 
 def role_of(e: Ev, catalog: Catalog) -> str:

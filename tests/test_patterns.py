@@ -65,6 +65,48 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
 
 
+def test_what_an_explained_fault_caused_on_its_own_device_is_explained_with_it(pipeline):
+    """A root port's fatal AER error explains the GPU's fall below it, and the fall the NCCL "unspecified launch
+    failure" of that GPU's own rank. The GPU stayed a candidate by that last line (an edge of its own subject) and was
+    named the initiator, the port a downstream party "no rule ties" (a fresh user's trial): the port initiates."""
+    text = "\n".join([
+        "node07:4242:4300 [3] NCCL INFO comm 0x7fdf08000d00 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId c8000 "
+        "commId 0x5ae77eb5ea4ec1ee - Init COMPLETE",
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: AER: Multiple Uncorrected (Fatal) error received: "
+        "0000:c7:00.0",
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Requester ID)",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: AER: can't recover (no error_detected callback)",
+        "[Mon Nov 30 03:12:03 2026] NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.",
+        "[2026-11-30 03:12:05] node07:4242:4300 [3] enqueue.cc:1556 NCCL WARN Cuda failure 'unspecified launch "
+        "failure'",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"], inc["category"]) == \
+        ("pcie_port", "0000:c7:00.0", "pcie"), inc["explanation"]
+    assert [(d["device_type"], d["device"], d["relation"]) for d in inc["downstream"]] == \
+        [("gpu", "0000:c8:00.0", "same_host")]
+    assert {x["rule"] for x in inc["evidence"]} >= {"pcie.fatal_aer_explains_gpu_fall", "device_fault.explains_nccl"}
+
+
+def test_explained_ids_follow_edges_of_one_subject_from_an_explained_event_only():
+    """:func:`correlate.attribute.explained_ids`: an edge from another subject explains its effect; an edge within a
+    subject explains its effect only when its cause is explained, to any depth, whatever the edges' order."""
+    from types import SimpleNamespace as NS
+
+    from correlate.attribute import explained_ids
+
+    ev = {i: NS(event_id=i) for i in "pabcdxy"}
+    subject = {"p": "port", "a": "gpu", "b": "gpu", "c": "gpu", "d": "gpu", "x": "nic", "y": "nic"}
+    edge = lambda c, e: NS(cause=ev[c], effect=ev[e])  # noqa: E731
+    # p → a (across), then a → b → c within the GPU, listed last first; x → y within the NIC, x explained by nothing
+    edges = [edge("b", "c"), edge("a", "b"), edge("p", "a"), edge("x", "y"), edge("d", "a")]
+    assert explained_ids(edges, subject) == {"a", "b", "c"}
+    assert explained_ids([x for x in edges if x.cause.event_id != "p"], subject) == set()
+    assert explained_ids([edge("y", "x"), edge("x", "y")], subject) == set()  # a cycle of one subject explains nothing
+
+
 def test_a_party_no_rule_reached_names_the_relation_that_holds_or_none(tmp_path):
     """Ranks of a job without init lines time out after node07's Xid 79; the other hosts' NET/IB errors name node07's
     address. The timeouts joined through those errors and their collective, no rule ties them to the Xid, and they
