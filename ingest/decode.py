@@ -1659,6 +1659,7 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
     out = _new_decoded(Decoded)
     segments: list[Segment | Records] = []
     rejects: list[Reject] = []
+    reject_offsets: list[int] = []  # each reject's record: a run's NUL records are read stream by stream
     out.segments, out.rejects, out.pod_nodes = segments, rejects, {}
     prefix, source = _partition_names(topic, partition)
     special = _SPECIAL_FIRST
@@ -1690,7 +1691,9 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
         d = decode_message(r.value, topic=topic, partition=partition, offset=r.offset, key=r.key,
                            timestamp_ms=r.timestamp, headers=r.headers, runs=True)
         segments.extend(d.segments)
-        rejects.extend(d.rejects)
+        if d.rejects:
+            rejects.extend(d.rejects)
+            reject_offsets.extend([r.offset] * len(d.rejects))
         if d.pod_nodes:
             out.pod_nodes.update(d.pod_nodes)
         return d.held_bytes()
@@ -1751,6 +1754,11 @@ def decode_partition_until(topic: str, partition: int, records, max_bytes: int |
             break
     if runs:
         end_runs()
+    if any(a > b for a, b in zip(reject_offsets, reject_offsets[1:])):
+        # in offset order, as decode_message on each record gives them (and the dead-letter topic gets them): the
+        # binary values of two keys' runs came stream by stream (a property's draw: offsets 2 before 1)
+        order = sorted(range(len(rejects)), key=reject_offsets.__getitem__)
+        out.rejects = [rejects[i] for i in order]
     return out, read, size
 
 
