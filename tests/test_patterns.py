@@ -90,6 +90,24 @@ def test_what_an_explained_fault_caused_on_its_own_device_is_explained_with_it(p
     assert {x["rule"] for x in inc["evidence"]} >= {"pcie.fatal_aer_explains_gpu_fall", "device_fault.explains_nccl"}
 
 
+def test_an_aer_line_under_the_gpu_driver_s_name_is_the_gpu_s_own(pipeline):
+    """AER prints the lines of the device that sent the error under its driver's name: ``nvidia 0000:c8:00.0: AER:
+    PCIe Bus Error`` is the GPU's, not a port 0000:c8:00.0's. Filed as a port beside the GPU of the same bus id, it
+    made two candidates of one fault and "no single culprit" (a fresh user's trial): one GPU, its port beside it."""
+    text = "\n".join([
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: AER: Uncorrected (Fatal) error received: 0000:c8:00.0",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Receiver ID)",
+        "[Mon Nov 30 03:12:03 2026] NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"], inc["initiator"]["xid"]) == \
+        ("gpu", "0000:c8:00.0", 79), inc["explanation"]
+    assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("pcie_port", "0000:c7:00.0")]
+    assert "PCIe AER errors came before it on 0000:c7:00.0" in inc["explanation"]
+
+
 def test_explained_ids_follow_edges_of_one_subject_from_an_explained_event_only():
     """:func:`correlate.attribute.explained_ids`: an edge from another subject explains its effect; an edge within a
     subject explains its effect only when its cause is explained, to any depth, whatever the edges' order."""
