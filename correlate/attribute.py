@@ -336,6 +336,13 @@ def _judge(e: Ev, catalog: Catalog) -> tuple[Catalog, str, bool]:
     else:
         if e.xid is not None and e.xid in catalog.xids and e.kind in ("xid", "gsp_error"):
             role = catalog.xids[e.xid].role
+            # an Xid 74 whose registers NVIDIA's WORKFLOW_NVLINK_ERR reads (ingest.extract.xid74_registers, formats.md
+            # §2.2): only sympathetic bits, "follow the other Xid/SXid", report of a fault elsewhere (rule
+            # nvlink.fault_explains_sympathetic_xid74 names it; alone it is still the one fault here, and reported);
+            # only ignorable bits, "can be safely ignored": no fault. Both were "either", a candidate beside the GPU
+            # whose link failed (a fresh user's trial: "no single culprit")
+            reading = e.details.get("register_reading") if e.xid == 74 else None
+            role = {"sympathetic": "downstream", "ignorable": "context"}.get(reading, role)
         else:
             c = catalog.by_id.get(e.signature)
             role = c.sig.role if c else "either"

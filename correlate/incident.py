@@ -186,6 +186,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         elif n > 1 and "repeat" in action:
             # "nothing to do …; contact support if it repeats" after 40 of them (a break-it pass): it did
             action = sentences(action, f"It did: Xid {main.xid} came {n:,} times")
+        action = sentences(action, registers_say(main))  # an Xid 74's registers, read (formats.md §2.2)
     elif main.sxid is not None and main.sxid in scene.catalog.sxids:
         f = scene.catalog.sxids[main.sxid]
         code, _, cls = f.action.partition("/")
@@ -615,6 +616,13 @@ def _explain(scene: Scene, v: Verdict) -> str:
         link = f"link {main.link}" if main.link is not None else "the link"
         s += (f". Its link-down reason ({main.details.get('link_down_reason')}) says "
               + _LINK_DOWN_SAYS[cause].format(link=link))
+    if said := registers_say(main):
+        s += ". " + said
+    follow74 = [e for p in follow for e in p.events if e.details.get("register_reading") == "sympathetic"]
+    if follow74:  # why a GPU's Xid 74 follows it: its own registers say so
+        s += (f". The Xid 74 of {first_of(sorted({subject_label('gpu', e.device or '?') for e in follow74}), 3)} "
+              "sets only sympathetic register bits (" + "; ".join(sorted({_bits(e) for e in follow74})) + "): NVIDIA "
+              "reads it as a secondary error, to follow the other Xid's resolution")
     return s + "."
 
 
@@ -629,6 +637,49 @@ _LINK_DOWN_SAYS = {
     "software": "software took {link} down (investigate the software or user action)",
     "host": "the host took {link} down (investigate the host)",
 }
+
+
+#: what a class of set bits of an Xid 74's registers (``details.register_classes``, ``ingest.extract.XID74_BITS``)
+#: tells the reader: NVIDIA's WORKFLOW_NVLINK_ERR resolutions (formats.md §2.2, NVIDIA's Xid catalog "Resolution
+#: Buckets"), in own words
+_REGISTERS_SAY = {
+    "sympathetic": "a sympathetic (secondary) error: it follows a fault elsewhere, whose resolution comes first (the "
+                   "peer GPU or NVSwitch on that link, another Xid or SXid); alone, NVIDIA asks for a bug report "
+                   "(nvidia-bug-report.sh)",
+    "sympathetic_fabric_reset": "a sympathetic error after which the fabric needs a reset (restart Fabric Manager, "
+                                "reset the GPUs)",
+    "ignorable": "bits NVIDIA says can be safely ignored",
+    "ecc_parity": "an ECC/parity error of the link, likely hardware: report it to NVIDIA if it comes more than twice "
+                  "on the same link",
+    "possible_hardware": "possibly hardware: check the link's mechanical connections and reseat it, run diagnostics "
+                         "if it persists",
+    "signal_integrity": "marginal signal integrity of the link: check its mechanical connections, run field "
+                        "diagnostics",
+    "report_if_repeated": "report it to NVIDIA if it repeats",
+    "not_expected": "an error NVIDIA does not expect in production: report it",
+    "field_diag_if_repeated": "if it repeats, run NVIDIA's field diagnostics and report it",
+    "ecc_threshold": "the link crossed its ECC error threshold with no uncorrectable error: keep running (field "
+                     "diagnostics check the link)",
+    "undocumented": "a bit NVIDIA's table does not name: report it to NVIDIA",
+}
+
+
+def _bits(e: Ev) -> str:
+    """An Xid 74's set register bits as a sentence names them: ``1st register bit 1, 4th register bit 16``."""
+    return ", ".join(f"{reg} register bit {bit}" for reg, _, bit in
+                     (w.partition(":") for w in str(e.details.get("register_bits", "")).split()))
+
+
+def registers_say(e: Ev) -> str:
+    """What an Xid 74's registers say (``details.register_classes``, ``ingest.extract.xid74_registers``), as a
+    sentence: ``Its registers (3rd register bit 16) say: if it repeats, run NVIDIA's field diagnostics and report
+    it``; "" for another line. The catalog's action asked the reader to decode them by hand (a fresh user's trial)."""
+    classes = [c for c in str(e.details.get("register_classes", "")).split() if c in _REGISTERS_SAY]
+    if e.xid != 74 or not classes:
+        return ""
+    if len(classes) > 1:
+        classes = [c for c in classes if c != "ignorable"]  # beside another bit, the ignorable ones say nothing
+    return f"Its registers ({_bits(e)}) say: " + "; ".join(_REGISTERS_SAY[c] for c in classes)
 
 
 def _span(us: int) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from correlate.model import Ev, across_reboot, capture_of, process_group
 from correlate.topology import Topology
 from ingest.catalog import Catalog, default_catalog, read_yaml
-from ingest.extract import LINK_DOWN_CAUSES
+from ingest.extract import LINK_DOWN_CAUSES, XID74_READINGS
 from schemas.catalog import Role, validation_message
 from schemas.events import KINDS, SEVERITY_RANK
 
@@ -63,6 +63,9 @@ class Pred(BaseModel):
     #: an Xid 149's decoded link-down cause (``details.link_down_cause``, ``ingest.extract``: peer_side_down,
     #: signal_integrity, cable_or_transceiver …)
     link_down_cause: list[str] | None = None
+    #: what an Xid 74's registers say of it (``details.register_reading``, ``ingest.extract.xid74_registers``, NVIDIA's
+    #: WORKFLOW_NVLINK_ERR bits: sympathetic, ignorable, own_error)
+    register_reading: list[str] | None = None
     #: the event is NCCL's last error as an exception quotes it after "Last error:" (``details.quote``,
     #: ``ingest.pipeline.LAST_ERROR_QUOTE``), not a line NCCL printed
     quoted: bool | None = None
@@ -86,6 +89,11 @@ class Pred(BaseModel):
     @classmethod
     def _causes(cls, v: list[str] | None) -> list[str] | None:
         return _known(v, LINK_DOWN_CAUSES, "link-down cause")
+
+    @field_validator("register_reading")
+    @classmethod
+    def _readings(cls, v: list[str] | None) -> list[str] | None:
+        return _known(v, XID74_READINGS, "register reading")
 
     @field_validator("signature", "xid", "xid_category")
     @classmethod
@@ -260,7 +268,8 @@ def pred_shape(e: Ev) -> tuple:
     shape = e.shape
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
-                           e.details.get("link_down_cause"), "quote" in e.details, e.implied_start is not None)
+                           e.details.get("link_down_cause"), e.details.get("register_reading"), "quote" in e.details,
+                           e.implied_start is not None)
     return shape
 
 
@@ -283,6 +292,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.has_cause_xid is not None and (e.cause_xid is not None) != p.has_cause_xid:
         return False
     if p.link_down_cause is not None and e.details.get("link_down_cause") not in p.link_down_cause:
+        return False
+    if p.register_reading is not None and e.details.get("register_reading") not in p.register_reading:
         return False
     if p.quoted is not None and ("quote" in e.details) != p.quoted:
         return False

@@ -257,6 +257,11 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
             row["kind"] = sig.kind_by_catalog_category[fact.category]
     if xid == 149 and (cause := _link_down_cause(details)) is not None:
         details["link_down_reason"], details["link_down_cause"] = cause
+    if xid == 74 and (read := xid74_registers(details.get("registers"))) is not None:
+        details.update(read)
+        if read["register_reading"] == "ignorable":
+            # NVIDIA: those bits "can be safely ignored" (formats.md §2.2), as a Non-fatal SXid the catalog ignores
+            row["severity"] = "info"
     if xid == 154 and (escalated := _RECOVERY_SEVERITY.get(recovery_action_code(details) or 0)):
         # the catalog's row is "info … escalate severity from the new value": a GPU the driver wants reset or
         # drained is no information line (a break-it pass: Xid 13 then "to 0x4 (Drain and Reset)" read "Node
@@ -303,3 +308,77 @@ def _link_down_cause(details: dict[str, Any]) -> tuple[str, str] | None:
         return None
     reason = (intr >> 20) & 0x3F
     return f"0x{reason:02x}", _LINK_DOWN_CAUSES.get(reason, "unknown")
+
+
+#: Xid 74's registers, (register, bit) -> what NVIDIA says of a set bit: WORKFLOW_NVLINK_ERR in NVIDIA's Xid catalog
+#: (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, sheet "Resolution Buckets" of
+#: https://docs.nvidia.com/Xid-Catalog.xlsx; quoted in NVIDIA/NVSentinel docs/designs/019-workflow-nvlink-err.md),
+#: summarised in formats.md §2.2. Registers count from 1 as the catalog does; it names bits of the 1st, 3rd, 4th and
+#: 5th only (the ones Hopper fills). ``sympathetic``: "generally sympathetic or secondary errors: if seen with other
+#: bits set or other Xid/SXid, follow the resolution for those; if seen solo, report a bug";
+#: ``sympathetic_fabric_reset``: the same, "though a reset of the fabric is required"; ``ignorable``: "can be safely
+#: ignored"; ``ecc_parity``: "likely HW issue with ECC/Parity", report if more than 2 times on the same link;
+#: ``possible_hardware``: "check link mechanical connections and re-seat", run diags if it persists;
+#: ``signal_integrity``: "marginal channel SI issue"; ``report_if_repeated``; ``not_expected`` ("not expected to be
+#: seen in production": report it); ``field_diag_if_repeated``; ``ecc_threshold`` ("a threshold of ECC errors being
+#: exceeded. There was no uncorrectable error at this time. Continue operation")
+XID74_BITS: dict[tuple[int, int], str] = {
+    **{(1, b): "ignorable" for b in (0, 23, 30)},
+    **{(1, b): "sympathetic" for b in (1, 20)},
+    **{(1, b): "ecc_parity" for b in (4, 5)},
+    **{(1, b): "possible_hardware" for b in (8, 9, 12, 16, 17, 24, 28)},
+    **{(1, b): "signal_integrity" for b in (21, 22)},
+    **{(1, b): "report_if_repeated" for b in (27, 29)},
+    **{(3, b): "ecc_parity" for b in (0, 1, 2, 6)},
+    (3, 13): "not_expected",
+    **{(3, b): "field_diag_if_repeated" for b in (16, 19)},
+    **{(3, b): "report_if_repeated" for b in (17, 18)},
+    **{(4, b): "sympathetic" for b in (16, 17)},
+    (4, 18): "sympathetic_fabric_reset",
+    **{(5, b): "ecc_parity" for b in (18, 19, 21, 22, 24, 25, 27, 28)},
+    **{(5, b): "ecc_threshold" for b in (20, 23, 26, 29)},
+}
+#: a set bit the table does not name: NVIDIA "If bits other than those specifically outlined below are seen, please
+#: report a bug" (the same source)
+XID74_UNDOCUMENTED = "undocumented"
+#: classes that say the line reports a fault elsewhere (NVIDIA: "follow the resolution for those")
+_SYMPATHETIC = frozenset({"sympathetic", "sympathetic_fabric_reset"})
+#: what an Xid 74's registers say of the line as a whole (``details.register_reading``, what rules.yaml predicates may
+#: name): ``sympathetic`` (only sympathetic bits, ignorable ones beside them: a report of a fault elsewhere),
+#: ``ignorable`` (only ignorable bits), ``own_error`` (any other bit: this link's own error, whose resolution comes
+#: first — NVIDIA: sympathetic bits "seen with other bits set", follow those)
+XID74_READINGS = frozenset({"sympathetic", "ignorable", "own_error"})
+
+
+def xid74_registers(registers: Any) -> dict[str, str] | None:
+    """What an Xid 74 line's seven registers (``details.registers``: ``0x2, 0x0, …``) say, by :data:`XID74_BITS`:
+    ``register_bits`` (the set bits, ``1st:1 3rd:16``), ``register_classes`` (their classes in that order, each
+    once: ``sympathetic``), ``register_reading`` (:data:`XID74_READINGS`). None without seven registers or with no
+    bit set. ``0x0, 0x0, 0x10000, 0x0, …`` -> 3rd register bit 16, ``field_diag_if_repeated``, ``own_error``;
+    ``0x2, 0x0, …`` -> 1st bit 1, ``sympathetic`` (formats.md §2.2)."""
+    words = [w for w in re.split(r"[,\s]+", str(registers or "")) if w]
+    values = [_int(w) for w in words]
+    if len(values) != 7 or any(v is None or v < 0 for v in values):
+        return None
+    bits: list[str] = []
+    classes: list[str] = []
+    for reg, value in enumerate(values, start=1):
+        for bit in range(value.bit_length()):
+            if value >> bit & 1:
+                bits.append(f"{_ORDINAL[reg]}:{bit}")
+                cls = XID74_BITS.get((reg, bit), XID74_UNDOCUMENTED)
+                if cls not in classes:
+                    classes.append(cls)
+    if not classes:
+        return None
+    found = set(classes)
+    if found <= {"ignorable"}:
+        reading = "ignorable"
+    elif found <= _SYMPATHETIC | {"ignorable"}:
+        reading = "sympathetic"
+    else:
+        reading = "own_error"
+    return {"register_bits": " ".join(bits), "register_classes": " ".join(classes), "register_reading": reading}
+
+
+_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 5: "5th", 6: "6th", 7: "7th"}

@@ -520,3 +520,76 @@ def test_no_pattern_starts_with_an_unbounded_run(catalog):
     run (``{1,253}``)."""
     bad = [c.sig.id for c in catalog.entries if UNBOUNDED_START.search(c.sig.pattern)]
     assert bad == []
+
+
+# Xid 74's register bits as NVIDIA's WORKFLOW_NVLINK_ERR table gives them (formats.md §2.2): register, bit, class
+XID74_TABLE = [(1, b, "ignorable") for b in (0, 23, 30)] + [(1, b, "sympathetic") for b in (1, 20)] + [
+    (1, b, "ecc_parity") for b in (4, 5)] + [(1, b, "possible_hardware") for b in (8, 9, 12, 16, 17, 24, 28)] + [
+    (1, b, "signal_integrity") for b in (21, 22)] + [(1, b, "report_if_repeated") for b in (27, 29)] + [
+    (3, b, "ecc_parity") for b in (0, 1, 2, 6)] + [(3, 13, "not_expected")] + [
+    (3, b, "field_diag_if_repeated") for b in (16, 19)] + [(3, b, "report_if_repeated") for b in (17, 18)] + [
+    (4, b, "sympathetic") for b in (16, 17)] + [(4, 18, "sympathetic_fabric_reset")] + [
+    (5, b, "ecc_parity") for b in (18, 19, 21, 22, 24, 25, 27, 28)] + [
+    (5, b, "ecc_threshold") for b in (20, 23, 26, 29)]
+
+
+def _regs(*words: int) -> str:
+    return ", ".join(hex(w) for w in (list(words) + [0] * 7)[:7])
+
+
+@pytest.mark.parametrize("reg,bit,cls", XID74_TABLE, ids=[f"{r}:{b}" for r, b, _ in XID74_TABLE])
+def test_an_xid_74s_register_bit_reads_as_nvidias_table_says(reg, bit, cls):
+    """One set bit of an Xid 74's seven registers decodes to its class in NVIDIA's WORKFLOW_NVLINK_ERR table
+    (formats.md §2.2), and the line's reading follows: only sympathetic bits, a report of a fault elsewhere; only
+    ignorable ones, nothing to do; any other, the link's own error. The action asked the reader to decode them."""
+    from ingest.extract import xid74_registers
+
+    words = [0] * 7
+    words[reg - 1] = 1 << bit
+    got = xid74_registers(_regs(*words))
+    ordinal = {1: "1st", 3: "3rd", 4: "4th", 5: "5th"}[reg]
+    reading = {"ignorable": "ignorable", "sympathetic": "sympathetic",
+               "sympathetic_fabric_reset": "sympathetic"}.get(cls, "own_error")
+    assert got == {"register_bits": f"{ordinal}:{bit}", "register_classes": cls, "register_reading": reading}
+
+
+def test_an_xid_74s_registers_read_as_a_whole():
+    """Sympathetic bits beside another bit follow that bit's resolution (NVIDIA: "if seen with other bits set …
+    follow the resolution for those"); ignorable ones beside a sympathetic one leave it sympathetic; a bit the table
+    does not name (the 2nd register) is NVIDIA's "report a bug"; no bit set, or not seven registers, reads nothing."""
+    from ingest.extract import xid74_registers
+
+    assert xid74_registers("0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0") == {
+        "register_bits": "3rd:16", "register_classes": "field_diag_if_repeated", "register_reading": "own_error"}
+    assert xid74_registers("0x102, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0") == {
+        "register_bits": "1st:1 1st:8", "register_classes": "sympathetic possible_hardware",
+        "register_reading": "own_error"}
+    assert xid74_registers("0x800003, 0x0, 0x0, 0x30000, 0x0, 0x0, 0x0")["register_reading"] == "sympathetic"
+    assert xid74_registers("0x0, 0x4, 0x0, 0x0, 0x0, 0x0, 0x0") == {
+        "register_bits": "2nd:2", "register_classes": "undocumented", "register_reading": "own_error"}
+    assert xid74_registers("0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0") is None
+    assert xid74_registers("0x2, 0x0") is None
+    assert xid74_registers(None) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=7, max_size=7))
+def test_every_set_bit_of_an_xid_74s_registers_is_read(words):
+    """Property: the decode names each set bit once, in register and bit order, with its table class or
+    ``undocumented``; the reading is sympathetic only when every class is sympathetic or ignorable and one is
+    sympathetic, ignorable only when every one is."""
+    from ingest.extract import XID74_BITS, xid74_registers
+
+    got = xid74_registers(_regs(*words))
+    set_bits = [(r, b) for r, w in enumerate(words, start=1) for b in range(32) if w >> b & 1]
+    if not set_bits:
+        assert got is None
+        return
+    ordinal = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 5: "5th", 6: "6th", 7: "7th"}
+    assert got["register_bits"].split() == [f"{ordinal[r]}:{b}" for r, b in set_bits]
+    classes = list(dict.fromkeys(XID74_BITS.get(rb, "undocumented") for rb in set_bits))
+    assert got["register_classes"].split() == classes
+    kinds = set(classes)
+    want = ("ignorable" if kinds == {"ignorable"} else "sympathetic"
+            if kinds <= {"ignorable", "sympathetic", "sympathetic_fabric_reset"} else "own_error")
+    assert got["register_reading"] == want

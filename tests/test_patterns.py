@@ -3069,7 +3069,10 @@ def test_one_xid_on_two_links_at_once_is_no_repeat(pipeline):
     (inc,) = run(pipeline, x74.format(s=4, l=3) + "\n" + x74.format(s=4, l=5))
     assert "reseat/diag if it repeats" in inc["next_action"] and "It did" not in inc["next_action"]
     (inc,) = run(pipeline, x74.format(s=4, l=3) + "\n" + x74.format(s=6, l=3))
-    assert inc["next_action"].endswith("reseat/diag if it repeats. It did: Xid 74 came 2 times.")
+    # then what its registers say (formats.md §2.2): the 3rd register's bit 16, field diagnostics when it repeats
+    assert inc["next_action"].endswith("reseat/diag if it repeats. It did: Xid 74 came 2 times. Its registers (3rd "
+                                       "register bit 16) say: if it repeats, run NVIDIA's field diagnostics and "
+                                       "report it.")
 
 
 def test_nccl_without_the_cuda_library_is_the_library_path_not_a_gpu(pipeline):
@@ -4796,3 +4799,65 @@ def test_a_vllm_worker_that_crashed_on_a_segfault_explains_its_peers_timeout(pip
     assert inc["initiator"]["fault"] == "tvm_ffi.fatal_signal" and inc["severity"] == "error"
     assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
     assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
+
+
+XID74_REGS = ("[Tue Dec  1 10:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): 74, pid='<unknown>', name=<unknown>, "
+              "NVLink: fatal error detected on link {link}({regs})")
+
+
+def test_a_sympathetic_xid_74_follows_the_gpu_whose_link_failed(pipeline):
+    """Two GPUs of one host log Xid 74 a second apart: the first with the 3rd register's bit 16 (its link's own
+    error), the second with only the 1st register's bit 1, which NVIDIA's WORKFLOW_NVLINK_ERR calls a sympathetic
+    or secondary error, "follow the other Xid" (formats.md §2.2). The first is the initiator and the second follows
+    it; the action says what the registers mean (it was "no single culprit", and asked the reader to decode the
+    seven registers by hand: a fresh user's trial)."""
+    text = "\n".join([XID74_REGS.format(s=5, bus="b3", link=14, regs="0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0"),
+                      XID74_REGS.format(s=6, bus="9b", link=2, regs="0x2, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")])
+    (inc,) = run(pipeline, text)
+    i = inc["initiator"]
+    assert (i["device_type"], i["device"], i["link"], i["xid"]) == ("gpu", "0000:b3:00.0", 14, 74)
+    assert [(d["device"], d["link"], d["relation"]) for d in inc["downstream"]] == [
+        ("0000:9b:00.0", 2, "same_host")]
+    assert inc["confidence"] > 0.8
+    assert "nvlink.fault_explains_sympathetic_xid74" in inc["explanation"]
+    assert ("The Xid 74 of gpu 0000:9b:00.0 sets only sympathetic register bits (1st register bit 1)"
+            in inc["explanation"]), inc["explanation"]
+    assert "Its registers (3rd register bit 16) say: if it repeats, run NVIDIA's field diagnostics" in \
+        inc["next_action"], inc["next_action"]
+    assert "decode" not in inc["next_action"]
+    # the other order of the lines in time says the same: the registers, not the clock, tell who follows
+    text = "\n".join([XID74_REGS.format(s=5, bus="9b", link=2, regs="0x2, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0"),
+                      XID74_REGS.format(s=6, bus="b3", link=14, regs="0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0")])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device"], [d["device"] for d in inc["downstream"]]) == (
+        "0000:b3:00.0", ["0000:9b:00.0"])
+
+
+def test_a_sympathetic_xid_74_alone_is_still_reported(pipeline):
+    """NVIDIA: a sympathetic Xid 74 "seen solo, please report a bug" (formats.md §2.2): with no other fault it is the
+    incident's initiator, and the action says it follows a fault elsewhere and asks for the bug report. Two GPUs that
+    both report only sympathetic bits explain neither the other: no single culprit, not one of them downstream."""
+    (inc,) = run(pipeline, XID74_REGS.format(s=6, bus="9b", link=2, regs="0x100000, 0x0, 0x0, 0x10000, 0x0, 0x0, 0x0"))
+    assert (inc["initiator"]["device"], inc["initiator"]["link"], inc["severity"]) == ("0000:9b:00.0", 2, "critical")
+    assert inc["downstream"] == []
+    assert ("Its registers (1st register bit 20, 4th register bit 16) say: a sympathetic (secondary) error: it "
+            "follows a fault elsewhere") in inc["next_action"], inc["next_action"]
+    assert "nvidia-bug-report.sh" in inc["next_action"]
+    text = "\n".join([XID74_REGS.format(s=5, bus="9b", link=2, regs="0x2, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0"),
+                      XID74_REGS.format(s=6, bus="b3", link=14, regs="0x2, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")])
+    (inc,) = run(pipeline, text)
+    assert inc["initiator"]["device_type"] is None
+    assert inc["initiator"]["candidates"] == ["gpu 0000:9b:00.0 on node07", "gpu 0000:b3:00.0 on node07"]
+
+
+def test_an_xid_74_with_only_ignorable_bits_is_no_initiating_fault(pipeline):
+    """The 1st register's bits 0, 23 and 30 "can be safely ignored" (NVIDIA's WORKFLOW_NVLINK_ERR, formats.md §2.2):
+    alone such a line makes no incident of severity warning or above; beside another GPU's Xid 74 of its own it is
+    not a candidate."""
+    ignorable = XID74_REGS.format(s=6, bus="9b", link=2, regs="0x40800001, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")
+    incs = run(pipeline, ignorable)
+    assert [i for i in incs if i["severity"] in ("warning", "error", "critical")] == []
+    text = "\n".join([ignorable, XID74_REGS.format(s=7, bus="b3", link=14, regs="0x100, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device"], inc["initiator"]["link"]) == ("0000:b3:00.0", 14)
+    assert "possibly hardware: check the link's mechanical connections and reseat it" in inc["next_action"]
