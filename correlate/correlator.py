@@ -23,7 +23,7 @@ import pyarrow as pa
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_edges, find_edges, first_of, is_fault,
                                  may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import components, join_named_collectives
-from correlate.incident import body, finish, initiator_key
+from correlate.incident import body, finish, initiator_key, untied_before
 from correlate.model import Ev, events_from_table, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import Rules, collective_of, default_rules, host_window_us
@@ -176,6 +176,12 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
             if k[0] in hosts and k not in first
             and min((e.start for e in evs if id(e) in device and not scene.explained(e)),
                     default=begun) < begun}
+    # and a party no rule ties to the initiator whose faults all came before it (``incident.untied_before``): no
+    # reporter of it, a fault of its own. An application's Xid 13 on one GPU 30 s before another GPU's Xid 79 was the
+    # Xid 79's incident's context, and that incident started at the Xid 13 (README "start": only a watchdog timeout's
+    # collective may start an incident before its initiator's line), the Xid 13 never an incident (a fresh user's
+    # second trial)
+    own |= {p.key for p in v.downstream if untied_before(scene, v, p)}
     if not own:
         return [(scene, v)]
     # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error
@@ -189,8 +195,11 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
         return (scene.subject[e.event_id] in own
                 and not any(scene.subject[c.event_id] not in own for c in scene.causes_of(e)))
 
+    parts = ([e for e in scene.events if not split_off(e)], [e for e in scene.events if split_off(e)])
+    if not all(parts):  # every line of its own subjects explained from outside them: nothing to split
+        return [(scene, v)]
     out = []
-    for part in ([e for e in scene.events if not split_off(e)], [e for e in scene.events if split_off(e)]):
+    for part in parts:
         ids = {e.event_id for e in part}
         sub = Scene(events=part, topo=scene.topo, catalog=scene.catalog, rules=scene.rules, clocks=scene.clocks,
                     subject={k: scene.subject[k] for k in ids}, memo=scene.memo,

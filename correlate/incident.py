@@ -336,7 +336,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
                 for x in v.edges or scene.edges]
     init = dict(v.initiator)
     init.setdefault("fault", _fault(scene, v))
-    untied = [p for p in v.downstream if _untied(scene, v, p)]
+    untied = [p for p in v.downstream if untied_before(scene, v, p)]
     comms = scene.relations().comms  # rules.comms_of, once per event of the scene
     return {
         "id": incident_id(evs),
@@ -371,11 +371,13 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     }
 
 
-def _untied(scene: Scene, v: Verdict, p: Party) -> bool:
+def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
     """A party in the incident's window that no rule ties to its one initiator and whose logged faults all came
     before the initiator's first: no downstream reporter of it (an Xid 13 on another GPU 30 s before an Xid 79 was
-    listed downstream, as if the Xid 79 had caused it: a fresh user's trial). Its lines are the incident's context;
-    the explanation names it ("which came first")."""
+    listed downstream, as if the Xid 79 had caused it: a fresh user's trial). ``correlator.apart`` makes it an
+    incident of its own (it was the incident's context, which then started at it, 30 s before the Xid 79 with no
+    "~": a fresh user's second trial); where a scene still holds one, its lines are the incident's context and the
+    explanation names it ("which came first")."""
     if p.rule or v.initiator.get("device_type") is None or not v.initiator_events:
         return False
     first = min(e.start for e in v.initiator_events)

@@ -1505,19 +1505,24 @@ def test_a_gpu_left_needing_a_reset_explains_the_cuda_contexts_that_fail_on_it(p
 
 
 def test_an_initiator_chosen_for_its_seriousness_is_not_called_the_earliest(pipeline):
-    """Two GPUs of a host fail 20 s apart, no rule between them (NVIDIA/gpu-operator#1146): the Xid 48 is the
+    """Two GPUs of a host fail 20 s apart, no rule between them (NVIDIA/gpu-operator#1146): the Xid 48 was the
     initiator for its role and severity (``rank_key``), but the other GPU's init failure came first; the
-    explanation said the Xid 48 was "the earliest fault". It says "most serious" and names what came first."""
+    explanation said the Xid 48 was "the earliest fault", then "most serious", naming what came first, in one incident
+    that started at the init failure. No rule ties them and the init failure came first: two incidents (README
+    "start": only a watchdog timeout starts an incident before its initiator's line), each the earliest of its own."""
     text = ("Dec  2 11:38:27 worker4 kernel: [  199.234935] NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device "
             "minor number 5\n"
             "Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', "
             "name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
             "physAddr 0x7fffa8860")
-    (inc,) = run(pipeline, text)
-    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:07:00.0", 48)
-    assert "is the most serious fault nothing else explains" in inc["explanation"]
-    assert "gpu 0000:0a:00.0 (gpu_init_failed), which came first: a fault of its own" in inc["explanation"]
-    assert inc["explanation"].count("0000:0a:00.0") == 1  # named once, not listed again
+    init, inc = run(pipeline, text)
+    assert (init["initiator"]["device"], init["category"], init["start"]) == (
+        "0000:0a:00.0", "gpu_failure", "2026-12-02T11:38:27.000000Z")
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"], inc["start"]) == (
+        "0000:07:00.0", 48, "2026-12-02T11:38:47.000000Z")
+    assert (inc["downstream"], inc["context"]) == ([], [])
+    assert "is the earliest fault nothing else explains" in inc["explanation"]
+    assert "0000:0a:00.0" not in inc["explanation"]
     # alone, or first, it is the earliest, as before
     (alone,) = run(pipeline, text.split("\n")[1])
     assert "is the earliest fault nothing else explains" in alone["explanation"]
@@ -2304,15 +2309,17 @@ def test_a_host_daemons_fault_that_names_no_gpu_stays_the_hosts_not_a_gpus_party
     incs = run(pipeline, text)
     (inc,) = [i for i in incs if i["initiator"]["xid"] == 79]
     assert inc["initiator"]["device"] == "0000:1b:00.0"
-    # the Fabric Manager's fault came first and no rule ties it: context, not a reporter of the Xid (a fresh user's
-    # trial: an earlier fault no rule ties was listed downstream)
+    # the Fabric Manager's fault came first and no rule ties it: no reporter of the Xid (a fresh user's trial: an
+    # earlier fault no rule ties was listed downstream), nor the Xid incident's context, which then started twelve
+    # hours before its initiator (a fresh user's second trial): an incident of the host's own
     (nvls,) = inc["downstream"]
     assert (nvls["kind"], nvls["gpu_index"]) == ("nccl_error", 2)
-    assert [(c["kind"], c["host"]) for c in inc["context"] if c["kind"] == "fabric_manager"] == [("fabric_manager",
-                                                                                                  "node07")]
+    assert (inc["context"], inc["start"]) == ([], "2025-06-01T12:00:00.000000Z")
+    (fm,) = [i for i in incs if i is not inc]
+    assert (fm["category"], fm["initiator"]["host"], fm["initiator"]["device_type"]) == ("fabric_manager", "node07",
+                                                                                          None)
     # nothing explains the Fabric Manager failure; the Xid 79 explains the NVLS failure (so may the Fabric Manager)
     assert {x["effect"] for x in inc["evidence"]} == set(nvls["events"])
-    assert "host (fabric_manager), which came first: a fault of its own" in inc["explanation"]
 
 
 def test_an_hca_event_gets_the_action_of_what_it_said(pipeline):
@@ -2666,18 +2673,22 @@ def test_an_initiator_logged_after_a_line_it_explains_is_not_called_the_earliest
     assert "earliest" not in inc["explanation"]
 
 
-def test_an_earlier_fault_no_rule_ties_is_context_not_a_reporter(pipeline):
-    """An Xid 13 on one GPU, then 30 s later an Xid 79 on another of the host (one incident by the same-host link, no
-    rule between them): the Xid 13 was listed downstream, as if the Xid 79 had caused it (a fresh user's trial). It is
-    the incident's context, and the explanation says it came first; a fault after the initiator stays downstream."""
+def test_an_earlier_fault_no_rule_ties_is_an_incident_of_its_own(pipeline):
+    """An Xid 13 on one GPU, then 30 s later an Xid 79 on another of the host (one candidate incident by the same-host
+    link, no rule between them): the Xid 13 was listed downstream, as if the Xid 79 had caused it (a fresh user's
+    trial), then was the incident's context, the incident starting at it, 30 s before the Xid 79 (a second trial;
+    README "start": only a watchdog timeout starts an incident before its initiator's line). It is an application
+    incident of its own, the Xid 79's starts at its line; a fault after the initiator stays downstream."""
     x13 = ("2026-12-03T10:00:00+00:00 node55 kernel: NVRM: Xid (PCI:0000:18:00): 13, pid=2201, name=python3, Graphics "
            "Exception: ESR 0x50c730=0x201f0009")
     x79 = ("2026-12-03T10:00:30+00:00 node55 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
            "GPU has fallen off the bus.")
-    (inc,) = run(pipeline, x13 + "\n" + x79)
-    assert (inc["initiator"]["device"], inc["downstream"]) == ("0000:3b:00.0", [])
-    assert [c["kind"] for c in inc["context"]] == ["xid"]
-    assert "gpu 0000:18:00.0 (Xid 13), which came first: a fault of its own" in inc["explanation"]
+    app, inc = run(pipeline, x13 + "\n" + x79)
+    assert (app["initiator"]["device"], app["category"], app["severity"], app["start"]) == (
+        "0000:18:00.0", "application", "info", "2026-12-03T10:00:00.000000Z")
+    assert (inc["initiator"]["device"], inc["downstream"], inc["context"]) == ("0000:3b:00.0", [], [])
+    assert (inc["category"], inc["start"], inc["start_basis"]) == ("gpu_off_bus", "2026-12-03T10:00:30.000000Z", "line")
+    assert "0000:18:00.0" not in inc["explanation"]
     (after,) = run(pipeline, x79.replace("10:00:30", "10:00:00") + "\n" + x13.replace("10:00:00", "10:00:30"))
     assert [d["device"] for d in after["downstream"]] == ["0000:18:00.0"]
 
@@ -3758,17 +3769,20 @@ def test_a_fault_going_on_long_before_the_initiator_on_its_host_is_an_incident_o
     assert off["start"] == off["end"] and off["downstream"] == [] and off["context"] == []
 
 
-def test_another_gpus_fault_just_before_the_initiator_stays_beside_it(pipeline):
+def test_another_gpus_fault_just_before_the_initiator_is_an_incident_of_its_own(pipeline):
     """The other side of the rule above: an application's Xid 13 on one GPU a few seconds before another GPU of the
-    host falls off the bus began within the host's link window: one incident, the Xid 13 named beside the
-    Xid 79 as tied by no rule, as before."""
+    host falls off the bus began within the host's link window. It was one incident, the Xid 13 named beside the Xid
+    79 as tied by no rule, the incident starting 66 s before its initiator (README "start": only a watchdog timeout
+    does). All its lines came first and no rule ties them: an incident of its own, as when it began long before."""
     t0 = datetime(2026, 12, 1, 1, 0, 0, tzinfo=timezone.utc)
     text = "\n".join(_repeats(XID13, t0, 61, 2) + _repeats(XID79, datetime.fromtimestamp(t0.timestamp() + 66,
                                                                                        timezone.utc), 1, 1))
-    (inc,) = run(pipeline, text, host="node44")
-    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:3b:00.0", 79)
-    assert "no rule ties it to 1 other subject in its window (same_host): gpu 0000:1b:00.0 (Xid 13)" \
-        in inc["explanation"], inc["explanation"]
+    app, inc = run(pipeline, text, host="node44")
+    assert (app["initiator"]["device"], len(app["initiator"]["events"]), app["category"]) == (
+        "0000:1b:00.0", 2, "application")
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"], inc["start"][:19]) == (
+        "0000:3b:00.0", 79, "2026-12-01T01:01:06")
+    assert (inc["downstream"], inc["context"]) == ([], [])
 
 
 def test_a_dimms_uncorrected_error_is_the_hosts_fault_named_by_its_signature(pipeline):
