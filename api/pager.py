@@ -91,7 +91,7 @@ import httpx
 import orjson
 from prometheus_client import Counter, Gauge
 
-from api.render import RANK_REPORTS
+from api.render import RANK_REPORTS, candidate_hosts
 from schemas.events import SEVERITY_RANK
 from schemas.settings import Settings, without_userinfo
 
@@ -189,8 +189,8 @@ def describe_initiator(inc: dict[str, Any]) -> str:
     i = inc.get("initiator") or {}
     host = i.get("host") or "unknown host"
     if not i.get("device_type"):
-        if not i.get("kind"):
-            return f"no single culprit ({host})"
+        if not i.get("kind"):  # candidates on several hosts: their hosts, not "unknown host" (api.render)
+            return f"no single culprit ({i.get('host') or candidate_hosts(i) or host})"
         if i.get("rank") is not None:  # the silent rank of a hang
             return f"rank {i['rank']} on {host} ({i.get('fault') or i['kind']})"
         # a fault of the host itself (Fabric Manager, a daemon): the table says "node012 fabric_manager", the page

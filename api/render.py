@@ -421,12 +421,25 @@ def _labelled(rows: list[tuple[str, str, str]], min_width: int | None = None) ->
     return grid
 
 
+def candidate_hosts(i: dict[str, Any], n: int = 3) -> str | None:
+    """The hosts of an initiator with no single culprit, as its ``candidates`` name them
+    (``correlate.attribute.candidate_name``: ``gpu 0000:b3:00.0 on node07``, or the host alone): ``node07, node08``,
+    the first ``n`` and how many more; ``None`` when it names none. Candidates on several hosts leave ``host`` null
+    (DESIGN.md), and the table showed "? (no single culprit)" where the suspects' hosts were known (a fresh user's
+    trial: two ranks' NCCL errors on node07 and node08)."""
+    hosts = sorted({str(c).rsplit(" on ", 1)[-1] for c in i.get("candidates") or ()})
+    if not hosts:
+        return None
+    rest = f" and {len(hosts) - n} more" if len(hosts) > n else ""
+    return ", ".join(hosts[:n]) + rest
+
+
 def describe_initiator(i: dict[str, Any]) -> str:
     """``node07 gpu 0000:9a:00.0 link 3 (Xid 79)`` style one-liner; ``gpu (unnamed)`` when no line named the
     device or its index."""
     if i.get("device_type") is None:
         if not i.get("kind"):
-            return f"{i.get('host') or '?'} (no single culprit)"
+            return f"{i.get('host') or candidate_hosts(i) or '?'} (no single culprit)"
         # a rank without a GPU: the silent rank of a hang, on its host if an init line placed it ("None nccl_timeout"
         # when none did: a break-it pass)
         rank = i.get("rank")
