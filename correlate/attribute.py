@@ -971,10 +971,19 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         return _reports_only(scene, [k for k, _ in ranked])
     best_key, best_evs = ranked[0]
     clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
-    category = scene.category_of(max(best_evs, key=lambda e: (e.signature != SYMPTOM, ROLE_RANK.get(scene.role(e), 0),
-                                                              e.sev)))
+
+    def category_of(evs: list[Ev]) -> str:
+        return scene.category_of(max(evs, key=lambda e: (e.signature != SYMPTOM, ROLE_RANK.get(scene.role(e), 0),
+                                                         e.sev)))
+
+    category = category_of(best_evs)
     if not clear:
-        return unknown_verdict(scene, [k for k, _ in ranked], category)
+        # no single culprit: the category is the candidates' that rank alike when they agree, else "other". It was
+        # the earliest one's, an order two files' times gave two lines that printed none: two ranks' unstamped NCCL
+        # errors, a CUDA failure on node07 and a NET/IB completion error on node08, were an ib_port incident when
+        # node08's file was written first, though no IB port event was logged (a fresh user's trial)
+        tied = {category_of(evs) for _, evs in ranked if rank_key(scene, evs)[:2] == rank_key(scene, best_evs)[:2]}
+        return unknown_verdict(scene, [k for k, _ in ranked], category if len(tied) == 1 else "other")
     init = initiator_fields(scene, best_key, best_evs)
     down, ctx = downstream_parties(scene, best_key, best_evs)
     strengths = [RELATION_STRENGTH.get(p.relation or "", 0.5) for p in down if p.rule]

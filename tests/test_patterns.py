@@ -4875,3 +4875,41 @@ def test_an_xid_74_with_only_ignorable_bits_is_no_initiating_fault(pipeline):
     (inc,) = run(pipeline, text)
     assert (inc["initiator"]["device"], inc["initiator"]["link"]) == ("0000:b3:00.0", 14)
     assert "possibly hardware: check the link's mechanical connections and reseat it" in inc["next_action"]
+
+
+def test_candidates_of_other_categories_in_either_file_order_are_said_alike(pipeline, tmp_path):
+    """Two ranks of one communicator, their NCCL lines unstamped in files written a second apart: a CUDA failure on
+    node07's GPU, a NET/IB completion error on node08's (a fresh user's trial). No rule ties them and they rank alike:
+    no single culprit. Its category was the earlier file's candidate's (ib_port when node08's was written first,
+    though no IB port event was logged) and its table cell "? (no single culprit)". The category is "other" in both
+    orders, and the table and the page name the candidates' hosts."""
+    import os
+
+    from api.pager import describe_initiator as page_initiator
+    from api.render import describe_initiator
+    from ingest.decode import decode_file
+
+    init = ("{h}:{p}:{p}0 [{g}] NCCL INFO comm 0x7fdf08000d00 rank {r} nranks 16 cudaDev {g} nvmlDev {g} busId {b}000 "
+            "commId 0x5ae77eb5ea4ec1ee - Init COMPLETE\n")
+    files = {"node07.nccl.log": init.format(h="node07", p=4242, g=3, r=3, b="b3")
+             + "node07:4242:4300 [3] enqueue.cc:1556 NCCL WARN Cuda failure 'unspecified launch failure'\n",
+             "node08.nccl.log": init.format(h="node08", p=5150, g=1, r=9, b="1b")
+             + "node08:5150:5210 [1] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 192.0.2.59<44206> "
+               "with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n"}
+    seen = []
+    for first in files:
+        segs = []
+        for k, (name, text) in enumerate(files.items()):
+            f = tmp_path / first / name
+            f.parent.mkdir(exist_ok=True)
+            f.write_text(text)
+            os.utime(f, (T0 / 1e6 + (name != first), T0 / 1e6 + (name != first)))
+            segs += decode_file(f, relname=name).segments
+        b = pipeline.run(Decoded(segments=segs))
+        (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+        assert (inc["initiator"]["host"], inc["initiator"]["device_type"], inc["category"]) == (None, None, "other")
+        assert describe_initiator(inc["initiator"]) == "node07, node08 (no single culprit)"
+        assert page_initiator(inc) == "no single culprit (node07, node08)"
+        seen.append(inc["start"])
+    assert seen[0] == seen[1]
+    # candidates alike in category keep theirs: both ends' completion errors are ib_port (the test above)
