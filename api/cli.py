@@ -768,7 +768,11 @@ def kafka_stop(config: ConfigOpt = None) -> None:
     from ingest import broker
 
     s = _settings(config)
-    err.print("stopped" if broker.stop(s.state_dir) else "not running")
+    st = broker.read_state(s.state_dir.resolve())
+    # which broker: "stopped" alone did not say (a fresh user's trial read nothing there)
+    stopped = broker.stop(s.state_dir)
+    err.print(f"stopped the broker on {st.bootstrap} (pid {st.pid})" if stopped and st else
+              "stopped" if stopped else "not running")
 
 
 @kafka_app.command("status")

@@ -361,6 +361,25 @@ def test_kafka_start_says_a_broker_already_running(monkeypatch):
     assert r.stderr == "already running: 127.0.0.1:42237 (pid 4242)\n", r.stderr
 
 
+def test_kafka_stop_names_the_broker_it_stopped(monkeypatch):
+    """``kafka stop`` said "stopped" alone, which a fresh user's trial did not see as an answer: it names the broker
+    (its address and pid); a second one says "not running"."""
+    from ingest import broker
+
+    running = [True]
+
+    def stop(state_dir, timeout_s=30.0):
+        was, running[0] = running[0], False
+        return was
+
+    monkeypatch.setattr(broker, "read_state", lambda state_dir: _state(4242, 42237) if running[0] else None)
+    monkeypatch.setattr(broker, "stop", stop)
+    r = runner.invoke(app, ["kafka", "stop"])
+    assert r.exit_code == 0 and r.stderr == "stopped the broker on 127.0.0.1:42237 (pid 4242)\n", r.stderr
+    r = runner.invoke(app, ["kafka", "stop"])
+    assert r.exit_code == 0 and r.stderr == "not running\n", r.stderr
+
+
 def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
     r = runner.invoke(app, ["sql", "-"], input="SELECT 1; SELECT 2;")
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == \
