@@ -966,11 +966,12 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     roots = logged or roots  # an operator's report competes with no logged fault: it follows whatever broke
     if not roots:
         return None
-    ranked = sorted(roots.items(), key=lambda kv: rank_key(scene, kv[1]), reverse=True)
+    rank = {k: rank_key(scene, evs) for k, evs in roots.items()}  # each once: a scene may hold thousands of roots
+    ranked = sorted(roots.items(), key=lambda kv: rank[kv[0]], reverse=True)
     if logged and all(_reports_elsewhere(scene, e) for k in roots for e in unexplained[k]):
         return _reports_only(scene, [k for k, _ in ranked])
     best_key, best_evs = ranked[0]
-    clear = len(ranked) == 1 or rank_key(scene, best_evs)[:2] > rank_key(scene, ranked[1][1])[:2]
+    clear = len(ranked) == 1 or rank[best_key][:2] > rank[ranked[1][0]][:2]
 
     def category_of(evs: list[Ev]) -> str:
         return scene.category_of(max(evs, key=lambda e: (e.signature != SYMPTOM, ROLE_RANK.get(scene.role(e), 0),
@@ -982,7 +983,7 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         # the earliest one's, an order two files' times gave two lines that printed none: two ranks' unstamped NCCL
         # errors, a CUDA failure on node07 and a NET/IB completion error on node08, were an ib_port incident when
         # node08's file was written first, though no IB port event was logged (a fresh user's trial)
-        tied = {category_of(evs) for _, evs in ranked if rank_key(scene, evs)[:2] == rank_key(scene, best_evs)[:2]}
+        tied = {category_of(evs) for k, evs in ranked if rank[k][:2] == rank[best_key][:2]}
         return unknown_verdict(scene, [k for k, _ in ranked], category if len(tied) == 1 else "other")
     init = initiator_fields(scene, best_key, best_evs)
     down, ctx = downstream_parties(scene, best_key, best_evs)
