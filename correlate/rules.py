@@ -24,13 +24,14 @@ from schemas.events import KINDS, SEVERITY_RANK
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 Relation = Literal["same_device", "same_gpu", "cause_xid", "nvlink_peer", "same_nvswitch", "same_host",
-                   "same_comm", "same_collective", "same_domain", "peer_host", "same_log"]
+                   "same_comm", "same_collective", "same_domain", "peer_host", "same_log", "names_device"]
 
 #: how much a relation says about causation (used for confidence)
 RELATION_STRENGTH: dict[str, float] = {
     "cause_xid": 0.95, "nvlink_peer": 0.9, "same_nvswitch": 0.9, "same_comm": 0.85, "same_collective": 0.85,
     "same_gpu": 0.9,
     "same_device": 0.9, "same_host": 0.75, "same_domain": 0.7, "peer_host": 0.8, "same_log": 0.5,
+    "names_device": 0.9,
 }
 
 
@@ -521,6 +522,8 @@ class Relations:
             return self.topo.domain(c.host) == self.topo.domain(e.host) and not across_reboot(c, e)
         if rel == "same_log":  # lines of one job's log file (log_of)
             return (k := log_of(c)) is not None and k == log_of(e)
+        if rel == "names_device":  # the effect's line names the cause's device as its peer (an AER error's source)
+            return e.peer is not None and e.peer == c.device and c.host == e.host and not across_reboot(c, e)
         if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host)
             return c.host != e.host and (self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
         raise ValueError(f"unknown relation {rel!r}")

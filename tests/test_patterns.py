@@ -108,6 +108,29 @@ def test_an_aer_line_under_the_gpu_driver_s_name_is_the_gpu_s_own(pipeline):
     assert "PCIe AER errors came before it on 0000:c7:00.0" in inc["explanation"]
 
 
+def test_a_port_s_aer_line_naming_another_source_relays_that_device_s_error(pipeline):
+    """``AER: … error received: <source>`` on a port is the error message the source sent; the source logs its own
+    lines after it. The port's line was a candidate of its own beside the GPU whose error it relayed ("no single
+    culprit", 0.3: a break-it pass): the GPU initiates, the port is downstream by ``names_device``. A port that
+    names itself as the source keeps its own error (the fall below it is its downstream)."""
+    text = "\n".join([
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: AER: Uncorrected (Non-Fatal) error received: 0000:c8:00.0",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: AER: PCIe Bus Error: severity=Uncorrected (Non-Fatal), "
+        "type=Transaction Layer, (Requester ID)",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: AER:    [14] CmpltTO                (First)",
+        "[Mon Nov 30 03:12:01 2026] nvidia 0000:c8:00.0: AER: can't recover (no error_detected callback)",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("gpu", "0000:c8:00.0"), inc["explanation"]
+    assert [(d["device_type"], d["device"], d["relation"]) for d in inc["downstream"]] == [
+        ("pcie_port", "0000:c7:00.0", "names_device")]
+    assert {x["rule"] for x in inc["evidence"]} == {"pcie.source_error_explains_port_report"}
+    own = text.replace("received: 0000:c8:00.0", "received: 0000:c7:00.0")
+    (inc,) = run(pipeline, own)
+    assert "pcie.source_error_explains_port_report" not in {x["rule"] for x in inc["evidence"]}
+    assert "names_device" not in {d["relation"] for d in inc["downstream"]}
+
+
 def test_explained_ids_follow_edges_of_one_subject_from_an_explained_event_only():
     """:func:`correlate.attribute.explained_ids`: an edge from another subject explains its effect; an edge within a
     subject explains its effect only when its cause is explained, to any depth, whatever the edges' order."""
