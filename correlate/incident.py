@@ -666,10 +666,16 @@ _REGISTERS_SAY = {
 }
 
 
+#: the most set bits of an Xid 74 a sentence names one by one (seven registers of all ones set 224)
+_BITS_SAID = 8
+
+
 def _bits(e: Ev) -> str:
-    """An Xid 74's set register bits as a sentence names them: ``1st register bit 1, 4th register bit 16``."""
-    return ", ".join(f"{reg} register bit {bit}" for reg, _, bit in
-                     (w.partition(":") for w in str(e.details.get("register_bits", "")).split()))
+    """An Xid 74's set register bits as a sentence names them: ``1st register bit 1, 4th register bit 16``; past
+    :data:`_BITS_SAID`, ``… and 216 more`` (a line of all ones named 224 bits, 5.7 kB: a break-it pass)."""
+    words = str(e.details.get("register_bits", "")).split()
+    said = ", ".join(f"{reg} register bit {bit}" for reg, _, bit in (w.partition(":") for w in words[:_BITS_SAID]))
+    return said + (f" and {len(words) - _BITS_SAID} more" if len(words) > _BITS_SAID else "")
 
 
 def registers_say(e: Ev) -> str:

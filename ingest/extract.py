@@ -358,7 +358,9 @@ def xid74_registers(registers: Any) -> dict[str, str] | None:
     ``0x2, 0x0, …`` -> 1st bit 1, ``sympathetic`` (formats.md §2.2)."""
     words = [w for w in re.split(r"[,\s]+", str(registers or "")) if w]
     values = [_int(w) for w in words]
-    if len(values) != 7 or any(v is None or v < 0 for v in values):
+    # 32-bit registers: a wider value is no register the driver printed (a 9,300-digit one listed every bit of it,
+    # megabytes per event: a break-it pass)
+    if len(values) != 7 or any(v is None or not 0 <= v <= 0xFFFFFFFF for v in values):
         return None
     bits: list[str] = []
     classes: list[str] = []

@@ -570,6 +570,23 @@ def test_an_xid_74s_registers_read_as_a_whole():
     assert xid74_registers("0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0") is None
     assert xid74_registers("0x2, 0x0") is None
     assert xid74_registers(None) is None
+    # registers are 32 bits: a wider value is none the driver printed (a 9,300-digit one named every bit: break-it)
+    assert xid74_registers("0x1" + "0" * 8 + ", 0x0, 0x0, 0x0, 0x0, 0x0, 0x0") is None
+    assert xid74_registers("0xFFFFFFFF, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")["register_bits"].count(":") == 32
+
+
+def test_an_xid_74s_bits_are_named_up_to_eight_then_counted():
+    """Seven registers of all ones set 224 bits: the sentence names eight and counts the rest (it named all 224, 5.7 kB
+    in each of the explanation and the action: a break-it pass)."""
+    from types import SimpleNamespace
+
+    from correlate.incident import _bits
+    from ingest.extract import xid74_registers
+
+    e = SimpleNamespace(details=xid74_registers(", ".join(["0xffffffff"] * 7)))
+    assert _bits(e) == ", ".join(f"1st register bit {b}" for b in range(8)) + " and 216 more"
+    e = SimpleNamespace(details=xid74_registers("0x2, 0x0, 0x0, 0x10000, 0x0, 0x0, 0x0"))
+    assert _bits(e) == "1st register bit 1, 4th register bit 16"
 
 
 @settings(max_examples=200, deadline=None)
