@@ -615,6 +615,8 @@ def run(a: argparse.Namespace) -> dict:
     out: dict = {"command": "python -m benchmarks.ingest " + " ".join(sys.argv[1:]),
                  "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit(),
                  "machine": machine()}
+    if a.workdir:  # a parent that does not exist yet is made (mkdtemp raised a bare FileNotFoundError)
+        Path(a.workdir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ffbench-", dir=a.workdir))
     state = work / "state"
     started = False
