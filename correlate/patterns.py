@@ -1003,6 +1003,16 @@ def _iso(us: int) -> str:
     return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _rank_parties(timeouts: list[Ev]) -> list[Party]:
+    """The ranks that timed out as downstream parties of a hang (``same_comm``, ``comm.silent_rank``): one per rank
+    of a host, with its lines in their order. A rank's watchdog timeout and the exception its watchdog raised after
+    it were two parties, each rank listed twice (a scenario trial)."""
+    by_rank: dict[tuple, list[Ev]] = defaultdict(list)
+    for e in sorted(timeouts, key=lambda e: e.order):
+        by_rank[(e.host, "rank", f"rank{e.rank}")].append(e)
+    return [Party(k, evs, "same_comm", "comm.silent_rank") for k, evs in by_rank.items()]
+
+
 def _waited_for(scene: Scene, rank: int, where: tuple, size: int, why: str, timeouts: list[Ev], own: list[Ev],
                 confidence: float, reports: list[Ev] | None = None) -> Verdict:
     """``comm.silent_rank``'s verdict naming ``rank`` as the one the timed-out ranks waited for: the rank that logged
@@ -1013,8 +1023,7 @@ def _waited_for(scene: Scene, rank: int, where: tuple, size: int, why: str, time
             "device": where[1] if where[1] and not where[1].startswith("gpu") else None, "link": None,
             "rank": rank, "kind": "nccl_timeout", "xid": None, "sxid": None, "peer": None,
             "gpu_index": None, "links": None, "events": [e.event_id for e in own]}
-    down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts
-            if e not in own]
+    down = _rank_parties([e for e in timeouts if e not in own])
     on_host = f" (on {where[0]})" if where[0] else ""
     v = Verdict(
         pattern="comm.silent_rank", category="nccl_hang", initiator=init, initiator_events=list(own),
@@ -1341,7 +1350,7 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
     by_host: dict[str, list[int]] = defaultdict(list)
     for r in silent:
         by_host[members[r][0]].append(r)
-    down = [Party((e.host, "rank", f"rank{e.rank}"), [e], "same_comm", "comm.silent_rank") for e in timeouts]
+    down = _rank_parties(timeouts)
     timed = sorted({e.rank for e in timeouts})
     on = '' if seq is None else f' on SeqNum {seq}'
     ranks_text = ranks_said(sorted(silent), {})

@@ -272,6 +272,24 @@ def test_when_every_rank_timed_out_none_is_silent_and_the_membership_is_not_aske
     assert inc["next_action"].startswith("Every rank timed out:")
 
 
+def test_a_rank_that_timed_out_is_one_downstream_party_with_all_its_lines(pipeline):
+    """Rank 3 of 4 is silent; each other rank logs its watchdog's timeout and, after it, the exception the watchdog
+    raised (PyTorch 2.x, ProcessGroupNCCL.cpp). Each rank was listed twice downstream, a party per line (a scenario
+    trial): one party per rank, holding both lines."""
+    init = ("node01:10{r}:10{r} [{r}] NCCL INFO comm 0x{r} rank {r} nranks 4 cudaDev {r} busId {r}8000 commId 0xabc - "
+            "Init COMPLETE")
+    wd = ("[rank{r}]:[E1130 03:22:01.51843200{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+          "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+          "for 600010 milliseconds before timing out.")
+    ex = ("[rank{r}]:[E1130 03:22:01.52600007{r} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+          "Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1581, "
+          "last completed NCCL work: 1579.")
+    text = "\n".join([init.format(r=r) for r in range(4)] + [x.format(r=r) for r in range(3) for x in (wd, ex)])
+    (inc,) = run(pipeline, text, host="node01")
+    assert inc["pattern"] == "comm.silent_rank" and inc["initiator"]["rank"] == 3, inc["explanation"]
+    assert [(d["rank"], len(d["events"])) for d in inc["downstream"]] == [(0, 2), (1, 2), (2, 2)]
+
+
 def test_an_operators_report_of_a_silent_host_joins_its_jobs_hang(tmp_path):
     """node07 logs nothing; the other hosts' ranks time out and the init lines place node07's two ranks: the hang
     names node07. With ``--symptom failure@node07`` the report was an incident of its own, "the logs hold no fault of
