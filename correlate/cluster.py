@@ -32,7 +32,7 @@ from operator import attrgetter
 
 from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, SideIndex, collective_window_us,
-                             comms_of, gpu_key, log_of, named_collective, pred_shape)
+                             comms_of, gpu_key, log_of, named_collective, pred_shape, rank_scope)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -655,7 +655,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
             if key is not None:
                 out[("gpu", e.host, key, e.boot)].append(i)
             elif (subject := e.subject())[2] is not None:
-                out[("subject", *subject, e.boot)].append(i)
+                # two jobs' ranks of one number on one host are two (rules.rank_scope)
+                out[("subject", *subject, e.boot, rank_scope(e, topo) if subject[1] == "rank" else None)].append(i)
         return list(out.values())
     if rel == "same_domain":
         out = defaultdict(list)

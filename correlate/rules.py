@@ -7,6 +7,7 @@ not) come from the signature catalog's xid-catalog.csv.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal, get_args
@@ -15,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from correlate.model import Ev, across_reboot, capture_of, process_group
-from correlate.topology import Topology
+from correlate.topology import Topology, log_stream
 from ingest.catalog import Catalog, default_catalog, read_yaml
 from ingest.extract import LINK_DOWN_CAUSES, XID74_READINGS
 from schemas.catalog import Role, validation_message
@@ -423,28 +424,74 @@ def named_collective(e: Ev, topo: Topology) -> tuple | None:
 
 def comms_of(e: Ev, topo: Topology) -> set[str]:
     """Communicators ``e`` belongs to: its own id, or membership learned from NCCL init lines — of the
-    communicators its host's GPUs were in when it began (``Topology.comm_live``)."""
+    communicators its host's GPUs were in when it began (``Topology.comm_live``). A rank's line without a GPU (a
+    watchdog timeout) is of the communicators that hold its rank on its host (:func:`_holders`), or that put no rank
+    of that number anywhere."""
+    return placement(e, topo)[0]
+
+
+def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
+    """:func:`comms_of` ``e``, and whether ``e`` is a rank's line without a GPU whose rank number communicators of
+    several jobs hold on its host (on several GPUs: :func:`_holders`): then the rank number alone is no subject
+    (:func:`rank_scope`)."""
     out = {e.comm} if e.comm else set()
     placed = topo.comm_index().get(e.host)
     if not placed:  # no init line places a rank on its host (most events of a fleet's kernel logs)
-        return out
+        return out, False
     key = gpu_key(e, topo)
     timed = bool(topo.comm_span)
+    by_rank = key is None and e.rank is not None
+    held: dict[str, str | None] = {}  # communicator holding e's rank on its host -> that rank's GPU
     for comm, dev in placed:
         if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)):
-            if key is None and e.rank is not None and not _rank_here(topo, comm, e.rank, e.host):
-                continue  # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
+            if by_rank and (where := topo.comm_ranks.get(comm, {}).get(e.rank)) is not None:
+                # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
+                if where[0] == e.host:
+                    held[comm] = where[1]
+                continue
             out.add(comm)
-    return out
+    if len(held) == 1 or _one_gpu(held.values()):
+        out.update(held)
+        return out, False
+    if held:
+        out |= _holders(e, held, topo)
+    return out, bool(held)
 
 
-def _rank_here(topo: Topology, comm: str, rank: int, host: str) -> bool:
-    """Whether ``comm`` may hold rank ``rank`` on ``host``: its init lines put that rank there, or put no rank of that
-    number anywhere (a sub-communicator's ranks are numbered apart; membership may be partial). A watchdog timeout
-    names its rank but no GPU, and was of every communicator with a rank on its host: another job's application Xid
-    then explained it, and two jobs' hangs half an hour apart were one collective (a break-it pass)."""
-    where = topo.comm_ranks.get(comm, {}).get(rank)
-    return where is None or where[0] == host
+def rank_scope(e: Ev, topo: Topology) -> frozenset[str] | None:
+    """What tells apart the ranks of one number on ``e``'s host when communicators of several jobs hold that number
+    there (:func:`placement`): the communicators ``e`` is of, else (its log chose none) the log it was read from
+    (``topology.log_stream``: two logs, two processes); else None. Relations ``same_device`` / ``same_gpu`` hold
+    between two lines of a rank (no GPU named: ``Ev.subject``) only when their scopes are equal: two jobs' watchdog
+    timeouts of "rank 0" on one host, ten minutes apart, were one device's and joined the two jobs' incidents (a
+    scenario trial)."""
+    if e.rank is None:
+        return None
+    comms, shared = placement(e, topo)
+    if not shared:
+        return None
+    return frozenset(comms) if comms else frozenset({log_stream(e)})
+
+
+def _holders(e: Ev, held: dict[str, str | None], topo: Topology) -> set[str]:
+    """Of the communicators ``held`` that hold ``e``'s rank on its host (-> that rank's GPU there), on several GPUs,
+    those ``e`` is of (on one GPU they are one process's: its default group, its subgroups; ``placement`` takes them
+    all). Such communicators are of several jobs (two jobs on GPUs 0-3 and 4-7 of two hosts, both numbering their
+    ranks 0-7, each its own log per host), and ``e`` is of those whose init lines of its host its own log holds
+    (``topology.log_stream``) when they put it on one GPU; otherwise of none: which job's rank timed out no line
+    tells. A watchdog timeout names its rank but no GPU, and was of every communicator with a rank of that number on
+    its host: another job's application Xid then explained it, and two jobs' hangs half an hour apart were one
+    collective (a break-it pass); two jobs that share their hosts were one incident of both jobs' GPU faults, ten
+    minutes apart, "no single culprit" (a scenario trial)."""
+    log = log_stream(e)
+    mine = {c: dev for c, dev in held.items() if log in topo.comm_logs.get((c, e.host), ())}
+    return set(mine) if mine and (len(mine) == 1 or _one_gpu(mine.values())) else set()
+
+
+def _one_gpu(devs: Iterable[str | None]) -> bool:
+    """Whether ``devs`` name one GPU, all of them known."""
+    seen = set(devs)
+    return len(seen) == 1 and None not in seen
 
 
 def relation(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
@@ -462,12 +509,13 @@ class Relations:
     topology's facts and the events stand (one ``find_edges`` or ``components`` call): a rule relating by
     communicator asks for every pair of a rank storm."""
 
-    __slots__ = ("topo", "_keys", "_comms")
+    __slots__ = ("topo", "_keys", "_comms", "_scopes")
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self._keys: dict[int, str | None] = {}  # id(event) ->
         self._comms: dict[int, frozenset[str]] = {}
+        self._scopes: dict[int, frozenset[str] | None] = {}
 
     def key(self, e: Ev) -> str | None:
         """:func:`gpu_key` of ``e``."""
@@ -484,6 +532,14 @@ class Relations:
             got = self._comms[id(e)] = frozenset(comms_of(e, self.topo))
         return got
 
+    def scope(self, e: Ev) -> frozenset[str] | None:
+        """:func:`rank_scope` of ``e``."""
+        try:
+            return self._scopes[id(e)]
+        except KeyError:
+            got = self._scopes[id(e)] = rank_scope(e, self.topo)
+            return got
+
     def holds(self, rel: str, c: Ev, e: Ev) -> bool:
         """Does relation ``rel`` hold between cause ``c`` and effect ``e``? Raises ValueError for a relation not in
         :data:`Relation`."""
@@ -499,7 +555,7 @@ class Relations:
             kc, ke = self.key(c), self.key(e)
             if kc is not None and ke is not None:
                 return kc == ke
-            return c.subject() == e.subject() and c.subject()[2] is not None
+            return c.subject() == e.subject() and c.subject()[2] is not None and self.scope(c) == self.scope(e)
         if rel == "cause_xid":
             return e.cause_xid is not None and c.xid == e.cause_xid and self.holds("same_gpu", c, e)
         if rel == "nvlink_peer":

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from correlate.model import Ev
+from correlate.model import Ev, capture_of
 from ingest.catalog import read_yaml
 from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
 from schemas.hostname import canonical_host
@@ -89,6 +89,9 @@ class Topology:
     #: (communicator, host) -> (since, until) µs on that host's clock, where a GPU of the host changed hands
     #: between processes (``comm_spans``); a pair not here is not bounded in time
     comm_span: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
+    #: (communicator, host) -> the logs (:func:`log_stream`) its membership lines of that host were read from: which
+    #: of two jobs on one host a rank's line without a GPU is of (``rules.comms_of``)
+    comm_logs: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: address (``peer_name``'s spelling) -> host whose NCCL said it uses it out of band (``nccl.bootstrap``:
     #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>") -> the time of its latest
     #: such line (µs): a peer's error names the peer by that address (``peer_host``)
@@ -154,6 +157,7 @@ class Topology:
                 comm = member[0]
                 members.append((comm, e))
                 self.comm_ranks[comm][e.rank] = (e.host, line_gpu(e))
+                self.comm_logs.setdefault((comm, e.host), set()).add(log_stream(e))
                 if e.nranks:
                     self.comm_size[comm] = e.nranks
             if index is not None:
@@ -228,13 +232,17 @@ class Topology:
         return out
 
     def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None,
-                                            dict[str, tuple[int | None, int | None]] | None]]:
+                                            dict[str, tuple[int | None, int | None]] | None,
+                                            dict[str, frozenset[str]] | None]]:
         """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size, host -> its
-        ``comm_span``), as plain values for equality tests (see :meth:`host_facts`)."""
+        ``comm_span``, host -> its ``comm_logs``), as plain values for equality tests (see :meth:`host_facts`)."""
         spans: dict[str, dict[str, tuple[int | None, int | None]]] = {}
         for (comm, host), span in self.comm_span.items():
             spans.setdefault(comm, {})[host] = span
-        return {comm: (pos, dict(ranks), self.comm_size.get(comm), spans.get(comm))
+        logs: dict[str, dict[str, frozenset[str]]] = {}
+        for (comm, host), of in self.comm_logs.items():
+            logs.setdefault(comm, {})[host] = frozenset(of)
+        return {comm: (pos, dict(ranks), self.comm_size.get(comm), spans.get(comm), logs.get(comm))
                 for pos, (comm, ranks) in enumerate(self.comm_ranks.items())}
 
     def fleet_facts(self) -> dict[str, tuple[str | None, str | None, str | None]]:
@@ -361,6 +369,17 @@ def line_facts(e: Ev) -> tuple[tuple[str, int] | None, int | None, str | None, s
     model = e.details.get("model") if e.gpu_index is not None else None
     uuid = e.details.get("uuid") if (e.device or e.gpu_index is not None) and e.device_type in (None, "gpu") else None
     return rank_membership(e), index, model or None, uuid if isinstance(uuid, str) and uuid else None
+
+
+def log_stream(e: Ev) -> str:
+    """The log a line was read from, as one job's process writes it: its file (``model.capture_of``), or its Kafka
+    topic and partition (a Kafka value is a batch of a stream, not the stream: ``kafka:fleet.nccl/3/1207:5`` ->
+    ``kafka:fleet.nccl/3``). Two jobs on one host write two logs: a rank's watchdog timeout is of the communicator whose
+    init lines its own log holds (``rules.comms_of``; two jobs on GPUs 0-3 and 4-7 of two hosts, both numbering their
+    ranks 0-7, were one incident of both GPUs' faults: a scenario trial)."""
+    if e.origin.startswith("kafka:"):
+        return e.origin.rsplit("/", 1)[0]
+    return capture_of(e)
 
 
 def teaches_topology(e: Ev) -> bool:

@@ -702,9 +702,10 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "uuid_gpu", "addr_hosts", "cut_files", "_comm_index"}
-    return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or any(t.link_state.values())
-                or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu or t.addr_hosts or t.cut_files)
+        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index"}
+    return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or t.comm_logs
+                or any(t.link_state.values()) or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu
+                or t.addr_hosts or t.cut_files)
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
@@ -1028,3 +1029,90 @@ def test_a_peers_address_is_known_after_its_bootstrap_line_is_forgotten(pipeline
     (batch,) = [i for i in want if i["category"] == "ib_port"]
     assert (inc["initiator"]["host"], [(d["host"], d["relation"]) for d in inc["downstream"]]) == (
         "n2", [("n1", "peer_host")]) == (batch["initiator"]["host"], [(d["host"], d["relation"]) for d in batch["downstream"]])
+
+
+def _job_log(host: str, day: datetime, pid0: int, comm: str, ranks: list[int], gpus: list[int],
+             hang: datetime | None, seq: int) -> list[str]:
+    """One job's log on ``host``: NCCL 2.19+ init lines stamped by the launcher (``[<time>] <host>:<pid>:<tid>
+    [<dev>] NCCL INFO comm … commId …``), then, at ``hang``, each rank's watchdog timeout as c10 prints it
+    (``[rankN]:[E…``)."""
+    out = [f"[{day:%Y-%m-%d %H:%M:%S}] {host}:{pid0 + k}:{pid0 + k + 60} [{k}] NCCL INFO comm 0x55{pid0 + k:x}a0 "
+           f"rank {r} nranks 8 cudaDev {k} nvmlDev {g} busId {g:x}1000 commId {comm} - Init COMPLETE"
+           for k, (r, g) in enumerate(zip(ranks, gpus))]
+    if hang is not None:
+        out += [timeout(hang + timedelta(milliseconds=3 * k), r, seq=seq) for k, r in enumerate(ranks)]
+    return out
+
+
+def _two_jobs(tmp_path, one_file: bool = False):
+    """Two jobs on the same two hosts, each on half the GPUs, each numbering its ranks 0-7 (ranks 0-3 on the first
+    host, 4-7 on the second), each its own log per host (or, ``one_file``, both in one file per host); the first
+    job's GPU falls off the bus and its ranks time out, 20 minutes later the second job's GPU reports an
+    uncorrectable ECC error and its ranks time out."""
+    hosts = ["gpu-a17", "gpu-a18"]
+    start = datetime(2026, 10, 2, 1, 0, 0, tzinfo=timezone.utc)
+    fall, dbe = start + timedelta(hours=2), start + timedelta(hours=2, minutes=20)
+    files: dict[str, list[str]] = {}
+    for h, host in enumerate(hosts):
+        ranks = [4 * h + k for k in range(4)]
+        files[f"{host}.train.log"] = _job_log(host, start, 4100, "0x0a0a0b0b0c0c0d0d", ranks, [0, 1, 2, 3],
+                                              fall + timedelta(seconds=600), 512)
+        files[f"{host}.eval.log"] = _job_log(host, start + timedelta(minutes=5), 8200, "0x7e7e6d6d5c5c4b4b", ranks,
+                                             [4, 5, 6, 7], dbe + timedelta(seconds=600), 90210)
+        if one_file:
+            files[f"{host}.jobs.log"] = files.pop(f"{host}.train.log") + files.pop(f"{host}.eval.log")
+    files[f"{hosts[0]}.dmesg.log"] = [f"[{fall:%a %b %d %H:%M:%S %Y}] NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', "
+                                      "name=<unknown>, GPU has fallen off the bus."]
+    files[f"{hosts[1]}.dmesg.log"] = [f"[{dbe:%a %b %d %H:%M:%S %Y}] NVRM: Xid (PCI:0000:61:00): 48, pid=8205, "
+                                      "name=pt_main_thread, An uncorrectable double bit error (DBE) has been detected "
+                                      "on GPU in the framebuffer at partition 3, subpartition 1."]
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return hosts, fall, dbe
+
+
+def test_two_jobs_sharing_their_hosts_are_two_incidents_each_with_its_own_ranks(pipeline, tmp_path):
+    """Two jobs on the same two hosts (GPUs 0-3 and 4-7), both numbering their ranks 0-7, each its own log per host:
+    a rank's watchdog timeout, which names no GPU, is of the communicator whose init lines its own log holds
+    (``rules.comms_of``), and one job's "rank 0" is not the other's (``rules.rank_scope``). They were one incident
+    of both jobs' GPU faults, "no single culprit", every rank's timeouts in both (a scenario trial)."""
+    from correlate.model import events_from_table
+    from correlate.rules import comms_of
+    from ingest.files import decode_paths
+
+    hosts, fall, _dbe = _two_jobs(tmp_path)
+    b = pipeline.run(decode_paths([tmp_path]))
+    evs = events_from_table(b.events)
+    topo = build_topology(evs, None, None)
+    timeouts = [e for e in evs if e.signature == "torch.watchdog_timeout"]
+    assert len(timeouts) == 16
+    for e in timeouts:
+        own = "0x0a0a0b0b0c0c0d0d" if ".train." in e.origin else "0x7e7e6d6d5c5c4b4b"
+        assert comms_of(e, topo) == {own}, e.origin
+    incidents = correlate(b.events, b.link_samples, b.topology, now_us=int(fall.timestamp() * S))
+    assert len(incidents) == 2, [(i["category"], i["initiator"]) for i in incidents]
+    by_xid = {i["initiator"]["xid"]: i for i in incidents}
+    assert set(by_xid) == {79, 48}
+    for xid, job in [(79, ".train."), (48, ".eval.")]:
+        down = by_xid[xid]["downstream"]
+        assert {(d["host"], d["rank"]) for d in down} == {(hosts[r // 4], r) for r in range(8)}, xid
+        assert {d["relation"] for d in down} <= {"same_comm", "same_collective"}
+        ids = {x for d in down for x in d["events"]}
+        assert all(job in e.origin for e in evs if e.event_id in ids), xid
+
+
+def test_a_rank_two_jobs_hold_on_its_host_joins_neither_when_its_log_holds_both(pipeline, tmp_path):
+    """Both jobs' lines in one file per host: which job's rank 0 timed out no line tells, so its timeout is of
+    neither communicator by its rank (``rules.comms_of``) rather than of both, and its rank is told apart by its log
+    alone (``rules.rank_scope``; a scenario trial)."""
+    from correlate.model import events_from_table
+    from correlate.rules import comms_of, rank_scope
+    from correlate.topology import log_stream
+    from ingest.files import decode_paths
+
+    _two_jobs(tmp_path, one_file=True)
+    evs = events_from_table(pipeline.run(decode_paths([tmp_path])).events)
+    topo = build_topology(evs, None, None)
+    timeouts = [e for e in evs if e.signature == "torch.watchdog_timeout"]
+    assert len(timeouts) == 16
+    assert all(comms_of(e, topo) == set() and rank_scope(e, topo) == {log_stream(e)} for e in timeouts)

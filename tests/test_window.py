@@ -509,6 +509,7 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         "comm_ranks": lambda t: t.comm_ranks["c1"].__setitem__(1, ("other", None)),
         "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
         "comm_span": lambda t: t.comm_span.__setitem__(("c1", "h"), (None, 5_000_000)),
+        "comm_logs": lambda t: t.comm_logs.__setitem__(("c1", "h"), {"file:h.jobB.log@0f0f0f0f"}),
         "uuid_gpu": lambda t: t.uuid_gpu.__setitem__(("h", "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"), "0000:09:00.0"),
     }
     def facts(t: Topology, host: str = "h") -> tuple:  # a host's facts and those of its communicators
