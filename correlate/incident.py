@@ -25,6 +25,7 @@ from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, rec
 from correlate.topology import peer_name
 from ingest.files import from_stdin
 from ingest.catalog import Catalog
+from ingest.extract import GPU_DRIVERS
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
 
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
@@ -720,7 +721,7 @@ def _aer_before(scene: Scene, v: Verdict) -> str:
     gpus = {o.device for o in scene.events if o.device and o.device_type in (None, "gpu") and o.kind != "pcie_aer"}
     near = [e for e in scene.events if e.kind == "pcie_aer" and e.host == fall.host and e not in v.initiator_events
             and (e.device == fall.device or e.device_type != "gpu" and not (
-                e.device and (e.details.get("driver") == "nvidia" or e.device in gpus)))
+                e.device and (e.details.get("driver") in GPU_DRIVERS or e.device in gpus)))
             and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.precision_us + fall.precision_us]
     # lines dated only by their file (or record) say no order: a paste puts nvidia-smi's output before the dmesg
     unordered = [e for e in near if e.undated() and fall.undated()]

@@ -31,8 +31,9 @@ _STR_COLUMNS = {"comm", "op", "peer", "device", "process"}
 _RENAME = {"cause": "cause_xid", "ran_ms": "elapsed_ms", "name": "process", "peer_name": "peer_addr"}
 _UNKNOWN = {"<unknown>", "'<unknown>'", "", "..."}
 #: the kernel drivers of NVIDIA GPUs, as an AER line names the device's driver (``nvidia 0000:b3:00.0: AER: …``;
-#: the open and proprietary kernel modules both register as "nvidia")
-_GPU_DRIVERS = frozenset({"nvidia"})
+#: the open and proprietary kernel modules both register as "nvidia"); ``correlate.incident`` reads events of lakes
+#: written before such lines were filed as the GPU's by it too
+GPU_DRIVERS = frozenset({"nvidia"})
 
 
 _DCGM_LINK = re.compile(r"^(?P<counter>DCGM_FI_\w+?)_L(?P<link>\d+)(?:_TOTAL)?$")
@@ -232,7 +233,7 @@ def columns(c: Compiled, f: dict[str, str], catalog: Catalog) -> dict[str, Any]:
                 row[k] = v
         else:
             details[k] = v
-    if sig.kind == "pcie_aer" and row["device_type"] == "pcie_port" and details.get("driver") in _GPU_DRIVERS:
+    if sig.kind == "pcie_aer" and row["device_type"] == "pcie_port" and details.get("driver") in GPU_DRIVERS:
         # AER prints the lines of the device that reported the error under its driver's name (aer_print_error:
         # pci_err(dev, …)): "nvidia 0000:b3:00.0: AER: PCIe Bus Error" is the GPU's own, not a port's (it was filed
         # as a pcie_port 0000:b3:00.0 beside the GPU 0000:b3:00.0: a fresh user's trial)
