@@ -577,6 +577,15 @@ def test_an_xid_74s_registers_read_as_a_whole():
     assert xid74_registers("0xFFFFFFFF, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0")["register_bits"].count(":") == 32
 
 
+def test_every_class_of_an_xid_74s_bits_has_its_sentence():
+    """Each class ``ingest.extract.XID74_BITS`` gives a set bit (and a bit it does not name) has the sentence
+    ``correlate.incident.registers_say`` tells it by: a class without one would be left out of the action unsaid."""
+    from correlate.incident import _REGISTERS_SAY
+    from ingest.extract import XID74_BITS, XID74_UNDOCUMENTED
+
+    assert set(XID74_BITS.values()) | {XID74_UNDOCUMENTED} == set(_REGISTERS_SAY)
+
+
 def test_an_xid_74s_bits_are_named_up_to_eight_then_counted():
     """Seven registers of all ones set 224 bits: the sentence names eight and counts the rest (it named all 224, 5.7 kB
     in each of the explanation and the action: a break-it pass)."""
