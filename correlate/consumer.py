@@ -58,7 +58,7 @@ from aiokafka.errors import IllegalStateError, KafkaError, OutOfOrderSequenceNum
 
 from correlate.correlator import Settings
 from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_PENDING, FACTS_READ_BACK_FAILURES,
-                               PAUSED_PARTITIONS, StepGuard, add_counted)
+                               HEALTHY, LAG, PAUSED_PARTITIONS, StepGuard, add_counted)
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -168,6 +168,7 @@ class CorrelateWorker:
         self.facts_wanted: dict[str, int] = {}
         self.facts_read_back_failures = 0
         self.facts_wait = _Backoff()
+        self.lag: dict[str, int] = {}  # "topic/partition" -> records behind its end, as ``observe`` last saw
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -214,8 +215,12 @@ class CorrelateWorker:
 
     # --- rebalance -------------------------------------------------------------------------------
     async def revoked(self, revoked: set[TopicPartition]) -> None:
-        """Before partitions move: commit what is safe, then drop all state (it is rebuilt by replay)."""
+        """Before partitions move: commit what is safe, then drop all state (it is rebuilt by replay). Their lag
+        series go: a revoked partition's last lag would stay for good (as ``ingest.consumer.IngestWorker.lag``)."""
         await self._commit_safe(revoked)
+        for tp in revoked:
+            if self.lag.pop(f"{tp.topic}/{tp.partition}", None) is not None:
+                LAG.remove(tp.topic, str(tp.partition))
 
     async def assigned(self, assigned: set[TopicPartition]) -> None:
         """After a rebalance: start over from the safe offsets of every partition now ours."""
@@ -290,7 +295,9 @@ class CorrelateWorker:
                 last_tick = time.monotonic()
                 incidents = self.step(self.correlator, now)
                 # a step that raised commits nothing: a restart replays its events
-                if self.step.last_error is not None or not await self._emit(incidents):
+                stored = self.step.last_error is None and await self._emit(incidents)
+                await self.observe()
+                if not stored:
                     continue
                 await self._commit_safe(set(self.parts))
             if until_caught_up and not data and await self._caught_up(but=self._paused()):
@@ -310,6 +317,25 @@ class CorrelateWorker:
                 await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)
                 await self._commit_safe(set(self.parts))
                 return
+
+    async def observe(self) -> None:
+        """Set ``firstfault_correlate_healthy`` (1 while ``health()`` is ok) and, per assigned partition,
+        ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between the worker's position and the
+        partition's end as the last fetch saw it (``AIOKafkaConsumer.highwater``: no request of its own), kept in
+        ``lag`` for ``/healthz``. Called after each step: a correlate worker falling behind its topic showed nothing
+        on /metrics (the ingest worker's lag alone was there: stop 58's list)."""
+        assert self.consumer is not None
+        HEALTHY.set(1 if self.health()["ok"] else 0)
+        for tp in self.consumer.assignment():
+            end = self.consumer.highwater(tp)
+            if end is None:  # nothing fetched from it yet
+                continue
+            try:
+                n = max(0, end - await self.consumer.position(tp))
+            except IllegalStateError:  # revoked meanwhile
+                continue
+            self.lag[f"{tp.topic}/{tp.partition}"] = n
+            LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
 
     def _pause_behind_dead_letters(self) -> int:
         """Stop fetching a partition that holds ``held_behind_dead_max`` records or more behind a dead letter the
@@ -357,14 +383,15 @@ class CorrelateWorker:
         """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
         while its steps raise (``StepGuard``) or the incidents cannot be stored (``_emit``); its counts: records
         read, rebalances, dead letters acknowledged / not yet / failed tries, paused partitions, store and lake
-        read failures, failed steps."""
+        read failures, failed steps; ``lag``: records behind each partition's end (``observe``)."""
         reason = (f"correlator steps fail: {self.step.last_error}" if self.step.last_error is not None
                   else f"incidents not stored: {self.last_store_error}" if self.last_store_error is not None else "")
         return {"ok": not reason, "reason": reason, "records": self.records, "rebalances": self.rebalances,
                 "dead_lettered": self.dead_lettered, "dead_letters_pending": self.dead_letters_pending,
                 "dead_letter_failures": self.dead_letter_failures, "paused_partitions": self.paused_partitions,
                 "store_failures": self.store_failures, "read_back_failures": self.read_back_failures,
-                "facts_read_back_failures": self.facts_read_back_failures, "correlate_failures": self.step.failures}
+                "facts_read_back_failures": self.facts_read_back_failures, "correlate_failures": self.step.failures,
+                "lag": dict(self.lag)}
 
     @property
     def dead_letters_pending(self) -> int:

@@ -11,6 +11,8 @@ import pyarrow as pa
 from prometheus_client import Counter, Gauge
 
 from correlate.stream import StreamCorrelator
+from ingest.metrics import LAG  # noqa: F401 — one lag series per topic and partition: the correlate worker sets
+# fleet.events's (``CorrelateWorker.observe``), and its /metrics reports it (``api.app.WorkerMetrics``)
 
 LATE = Counter("firstfault_late_events_total", "events too late to change incidents")
 FUTURE = Counter("firstfault_future_events_total", "events stamped further ahead of their Kafka append time than "
@@ -32,6 +34,8 @@ DEAD_LETTERS_PENDING = Gauge("firstfault_correlate_dead_letters_pending",
 PAUSED_PARTITIONS = Gauge("firstfault_correlate_paused_partitions",
                           "fleet.events partitions the correlate worker does not fetch while 50,000 records wait "
                           "behind their dead letters (fetched again once the broker takes them)")
+HEALTHY = Gauge("firstfault_correlate_healthy", "1 while the correlate worker's steps succeed and its incidents are "
+                "stored, 0 while not (its /healthz says why)")
 FACTS_READ_BACK_FAILURES = Counter("firstfault_correlate_facts_read_back_failures_total",
                                    "lake reads of the link samples and topology facts of hosts a correlate worker "
                                    "began to see that failed: said in the log, tried again; correlation goes on")

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaTimeoutError
+from prometheus_client import REGISTRY
 
 from benchmarks.crash import read_topic
 from correlate.consumer import CorrelateWorker, _Partition
@@ -190,6 +191,10 @@ def test_the_correlate_workers_undecodable_records_go_to_the_dead_letter_topic_w
 
     incidents, w, committed = asyncio.run(correlate_records(kafka, topic, records, dlq_topic=dlq))
     assert committed == 5 and w.records == 6
+    # caught up and healthy, as its /metrics and /healthz say (a correlate worker had no lag series: stop 58's list)
+    assert w.health()["lag"] == {f"{topic}/0": 0}
+    assert REGISTRY.get_sample_value("firstfault_consumer_lag_records", {"topic": topic, "partition": "0"}) == 0
+    assert REGISTRY.get_sample_value("firstfault_correlate_healthy") == 1
     xids = sorted((i["initiator"]["host"], i["initiator"]["device"]) for i in incidents
                   if i["category"] == "gpu_off_bus")
     assert xids == [("node31", "0000:3a:00.0"), ("node32", "0000:3b:00.0")], incidents

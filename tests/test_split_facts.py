@@ -474,7 +474,8 @@ def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, t
             for _ in range(300):
                 status, body = get(f"{base}/healthz")
                 h = orjson.loads(body)
-                if status == 200 and h["counts"]["records"] >= (len(NVML) if w == "ingest" else 1):
+                if status == 200 and h["counts"]["records"] >= (len(NVML) if w == "ingest" else 1) \
+                        and (w == "ingest" or h["counts"]["lag"]):  # a correlate worker's lag: after its first step
                     break
                 time.sleep(0.1)
             assert status == 200 and h["status"] == "ok" and h["worker"] == w, h
@@ -490,6 +491,10 @@ def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, t
         status, text = get(f"{base}/metrics")
         assert b"firstfault_correlate_paused_partitions 0.0" in text
         assert b"firstfault_correlate_dead_letters_pending 0.0" in text
+        # its own lag and health (only the ingest worker's were there: stop 58's list), as /healthz says them
+        assert b"firstfault_correlate_healthy 1.0" in text
+        lags = re.findall(rb'firstfault_consumer_lag_records\{partition="(\d+)",topic="([^"]+)"\} (\d+)', text)
+        assert lags and {f"{t.decode()}/{p.decode()}": int(n) for p, t, n in lags} == c["lag"], (lags, c)
         # not the open incidents of the lake it restored at its start (an operator's trial): the API's to count
         assert b"firstfault_incidents_open" not in text and "incidents" not in c
     finally:
