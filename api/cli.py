@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterable
@@ -904,8 +905,6 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
         os._exit(1)
 
     async def main() -> None:
-        import signal
-
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, signalled)
@@ -1050,6 +1049,12 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
             stop.set()
             await told
 
+    def terminated(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    # uvicorn raises the SIGTERM it shut down on again once done: here an exception, so a service manager's stop is
+    # said and exits 0, as the workers' (the default action killed it unsaid, status 143: stop 58's list)
+    before = signal.signal(signal.SIGTERM, terminated)
     try:
         if p:
             _tell_address(s, p)
@@ -1060,8 +1065,16 @@ def serve(port: PortOpt = None, config: ConfigOpt = None) -> None:
         if server.started:  # said, as the demo says "stopped; …" (it ended silently: a fresh user's trial)
             _tell(s, logging.INFO, "stopped")
         raise
-    if server.started:  # stopped otherwise (a SIGINT that was ignored where it started)
+    except _Terminated:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if server.started:  # stopped otherwise (SIGTERM; a SIGINT that was ignored where it started)
         _tell(s, logging.INFO, "stopped")
+
+
+class _Terminated(Exception):
+    """``serve``'s SIGTERM, raised by its handler once uvicorn has shut down (``serve``)."""
 
 
 #: the longest query ``sql -`` reads from standard input (characters)

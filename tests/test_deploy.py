@@ -1542,3 +1542,35 @@ def test_compose_workers_serve_and_check_their_health_on_their_worker_port():
         port = env["FIRSTFAULT_WORKER_PORT"]
         assert env["FIRSTFAULT_API_HOST"] == "0.0.0.0" and Settings(worker_port=port).worker_port == int(port)
         assert f"http://127.0.0.1:{port}/healthz" in " ".join(svc[name]["healthcheck"]["test"])
+
+
+def test_serve_stopped_by_sigterm_says_so_and_exits_0(tmp_path):
+    """A service manager stops ``serve`` with SIGTERM: uvicorn shut down and raised the signal again, whose default
+    action killed the process unsaid, status -15 (stop 58's list). It says "stopped" and exits 0, as the workers."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    (tmp_path / "lake").mkdir()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake"),
+                                                      "COLUMNS": "200"})
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0 and err.decode().rstrip().splitlines()[-1].endswith("stopped"), (p.returncode, err)
