@@ -161,8 +161,10 @@ _DAY = re.compile(r"(\d{4})(-?)(\d{2})\2(\d{2})", re.ASCII)
 #: a date-time in ISO 8601's basic form (``20261115T141547Z``), which pydantic refuses ("invalid date separator")
 _BASIC_DATE_TIME = re.compile(r"\d{8}T\d{2}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{2}(?P<minutes>\d{2})?)?",
                               re.ASCII | re.IGNORECASE)
-#: the clock of an extended-form date-time (``2026-12-31T25:00``): its hour, minutes and seconds, as written
-_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ](?P<h>\d{2})(?::(?P<m>\d{2})(?::(?P<s>\d{2}))?)?", re.ASCII | re.IGNORECASE)
+#: a date-time, ISO 8601 basic (``20261115T1415Z``) or extended (``2026-12-31T25:00``), as far as its hour
+_DATE_TIME = re.compile(r"\d{4}(-?)\d{2}\1\d{2}[T ]\d{2}", re.ASCII | re.IGNORECASE)
+#: what Python's ISO 8601 reader says of a field past its range (``hour must be in 0..23``)
+_PAST_RANGE = re.compile(r"(\w+) must be in (\d+)\.\.(\d+)$")
 #: a number as pydantic reads a time from it (Unix seconds; past ``MAX_UNIX_S`` milliseconds)
 _NUMBER = re.compile(r"[+-]?(\d+)(\.\d*)?", re.ASCII)
 #: pydantic reads a number above this (or below its negative) as Unix milliseconds, not seconds (2603-10-11)
@@ -185,9 +187,11 @@ def _day(v: Any) -> date | None:
 
 
 def _time(v: Any) -> Any:
-    """A value that is no bare date, for pydantic's datetime parsing: a date-time in ISO 8601's basic form
-    (``20261115T141547Z``, which pydantic refuses) as a datetime (naive: UTC, as pydantic's); anything else as
-    given. ValueError for the values pydantic would read as another time than meant: a number of 1 to 8 digits
+    """A value that is no bare date, for pydantic's datetime parsing: a date-time (ISO 8601's basic form,
+    ``20261115T141547Z``, or the extended one) as Python's ``datetime.fromisoformat`` reads it (naive: UTC, as
+    pydantic's), ValueError naming the field past its range (``20261205T2500Z``: "the hour is 00 to 23", an offset
+    of 24 hours, 30 February); anything else as given. ValueError also for the values pydantic would read as
+    another time than meant: a number of 1 to 8 digits
     but 0 (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year,
     month or date was meant; ``123`` alike, where ``99999`` was refused: a break-it pass), a number past
     ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a basic-form offset whose minutes are 60
@@ -203,17 +207,22 @@ def _time(v: Any) -> Any:
             raise ValueError(f"{shown} is no Unix time in seconds (beyond ±{MAX_UNIX_S:,}, the years 1336 – 2603; "
                              "milliseconds are not read)")
         return v
-    if (m := _CLOCK.match(v)) and (bad := next((f"{shown}: the {name} is 00 to {top}" for name, part, top in (
-            ("hour", "h", 23), ("minute", "m", 59), ("second", "s", 59)) if m[part] and int(m[part]) > top), None)):
-        raise ValueError(bad)  # pydantic said "unexpected extra characters at the end of the input" (a fresh user)
-    if m := _BASIC_DATE_TIME.fullmatch(v):
-        if m["minutes"] and int(m["minutes"]) >= 60:
-            raise ValueError(f"{shown}: an offset's minutes are 00 to 59")
-        try:
-            return datetime.fromisoformat(v.upper().replace(",", "."))
-        except ValueError:
-            return v
-    return v
+    if not _DATE_TIME.match(v):
+        return v
+    if (m := _BASIC_DATE_TIME.fullmatch(v)) and m["minutes"] and int(m["minutes"]) >= 60:
+        raise ValueError(f"{shown}: an offset's minutes are 00 to 59")
+    try:  # Python's reader takes what pydantic refuses (the basic form, ``T12``, ``+01``) and names what is wrong
+        return datetime.fromisoformat(v.upper().replace(",", "."))
+    except ValueError as e:
+        said = str(e)
+    if m := _PAST_RANGE.match(said):  # pydantic said "unexpected extra characters at the end of the input" (a
+        # fresh user) or, of the basic form, "invalid date separator"
+        raise ValueError(f"{shown}: the {m[1]} is {int(m[2]):02d} to {m[3]}") from None
+    if said.startswith("offset must be"):  # ``+24:00``
+        raise ValueError(f"{shown}: an offset is less than 24 hours, -23:59 to +23:59") from None
+    if "out of range for month" in said:  # ``2026-02-30T10:00``
+        raise ValueError(f"{shown}: {said}") from None
+    return v  # a form Python does not read either: pydantic's words, with the forms that are read (_plus_hint)
 
 
 def _from_day(v: Any) -> Any:
