@@ -1560,9 +1560,9 @@ def test_serve_stopped_by_sigterm_says_so_and_exits_0(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     exe = str(Path(sys.executable).with_name("firstfault"))
+    env = {"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake"), "COLUMNS": "200"}
     p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake"),
-                                                      "COLUMNS": "200"})
+                         stderr=subprocess.PIPE, env=env)
     try:
         for _ in range(200):
             try:
