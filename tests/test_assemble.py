@@ -1499,20 +1499,25 @@ def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline
 
 
 @given(st.lists(st.sampled_from(["a", "a", "b x", "", "é", "\udcff", "NVRM: Xid 79"]), min_size=1, max_size=30),
-       st.data())
-def test_a_line_is_located_where_it_starts_whatever_its_neighbours(lines, data):
-    """``_line_start`` (the stamped-line search's locator): the offset of each asked line, asked in order of any
-    subset, from its own text (repeated lines, text that is no UTF-8) or, failing that, the segment's newlines."""
-    from ingest.assemble import _line_start
+       st.lists(st.integers(0, 40), max_size=8), st.sampled_from([1, 3, 64, 1 << 16]))
+def test_a_segments_newlines_are_found_as_far_as_asked_whatever_is_asked_before(lines, asked, piece):
+    """``_newlines`` (where the searches for a traceback's header and a stamped line above a line look): the offsets
+    of at least the first ``count`` newlines (all when fewer), whatever was asked of the segment before, read in
+    pieces of any size."""
+    from unittest import mock
+
+    from ingest import assemble
+    from ingest.assemble import _newlines
 
     raw = [x.encode("utf-8", "surrogateescape") for x in lines]
     seg = Segment(data=b"\n".join(raw), origin="file:x", stream="f", host="x", ref_ts=T0, ref_basis="file",
                   ingest_ts=T0)
-    starts = [sum(len(r) + 1 for r in raw[:k]) for k in range(len(raw))]
-    asked = sorted(data.draw(st.sets(st.integers(0, len(raw) - 1))))
+    want = [i for i, c in enumerate(seg.data) if c == 10]
     located: dict = {}
-    for k in asked:
-        assert _line_start(seg, k, raw[k].decode("utf-8", "replace"), located) == starts[k], (k, lines)
+    with mock.patch.object(assemble, "NEWLINE_SCAN_BYTES", piece):
+        for count in asked:
+            got = _newlines(seg, count, located).tolist()
+            assert got == want[:len(got)] and len(got) >= min(count, len(want)), (count, lines)
 
 
 def test_nvidia_smi_q_retired_pages_pending_is_its_sections_gpus(pipeline):
