@@ -475,49 +475,52 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     stamped = {id(h.seg) for h in hits if h.prefix.ts is not None or h.prefix.yearless is not None
                or h.prefix.clock is not None}
     for h in hits:
-        if h.prefix.ts is None and h.prefix.mono is None and (when := h.row["details"].get("failure_time")):
-            # torchrun's failure record prints the time its worker failed: the line's time when it has no stamp (a
-            # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
-            if (t := _failure_time(when, tz)) is not None:
-                h.prefix.ts, h.prefix.precision_us = t, US
-        elif h.prefix.ts is None and h.prefix.mono is None and (ms := h.row["details"].get("sample_ts_ms")):
-            # a Prometheus sample's own timestamp (ms): three samples ten minutes apart were all at their file's time,
-            # in no order, and a counter's rise had no rate (a break-it pass)
-            if plausible(t := int(ms) * 1000):
-                h.prefix.ts, h.prefix.precision_us = t, 1000
-        elif (h.prefix.ts is None and h.prefix.mono is None and (sec := h.row["details"].get("epoch_s"))
-              and id(h.seg) not in stamped):
-            # a line that prints its own time as epoch seconds (a signature's ``epoch_s`` group: Abseil's "*** SIGSEGV
-            # received at time=1775734074 on cpu 19 ***" from a signal handler, NVIDIA/nccl#2213): a crash dated by
-            # its file's time was the file's copy time, not the crash's. Its time is its own only: in a capture that
-            # prints no stamps the lines after it (the peers' watchdog timeouts half an hour later) keep their file's
-            # time as an upper bound rather than take the crash's. Not in a segment whose other lines print stamps:
-            # glog's, syslog's and dmesg -T's are local times without a zone, and the epoch's UTC put the crash eight
-            # hours from the watchdog timeout it caused, two pages (a break-it pass); it takes their times as before
-            if plausible(t := int(sec) * US):
-                h.prefix.ts, h.prefix.precision_us = t, US
-                unlent.add(id(h))
+        p = h.prefix
+        if p.ts is None and p.mono is None:
+            details = h.row["details"]
+            if when := details.get("failure_time"):
+                # torchrun's failure record prints the time its worker failed: the line's time when it has no stamp (a
+                # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
+                if (t := _failure_time(when, tz)) is not None:
+                    p.ts, p.precision_us = t, US
+            elif ms := details.get("sample_ts_ms"):
+                # a Prometheus sample's own timestamp (ms): three samples ten minutes apart were all at their file's
+                # time, in no order, and a counter's rise had no rate (a break-it pass)
+                if plausible(t := int(ms) * 1000):
+                    p.ts, p.precision_us = t, 1000
+            elif (sec := details.get("epoch_s")) and id(h.seg) not in stamped:
+                # a line that prints its own time as epoch seconds (a signature's ``epoch_s`` group: Abseil's "***
+                # SIGSEGV received at time=1775734074 on cpu 19 ***" from a signal handler, NVIDIA/nccl#2213): a crash
+                # dated by its file's time was the file's copy time, not the crash's. Its time is its own only: in a
+                # capture that prints no stamps the lines after it (the peers' watchdog timeouts half an hour later)
+                # keep their file's time as an upper bound rather than take the crash's. Not in a segment whose other
+                # lines print stamps: glog's, syslog's and dmesg -T's are local times without a zone, and the epoch's
+                # UTC put the crash eight hours from the watchdog timeout it caused, two pages (a break-it pass); it
+                # takes their times as before
+                if plausible(t := int(sec) * US):
+                    p.ts, p.precision_us = t, US
+                    unlent.add(id(h))
         if h.c.sig.id == "clock.date_line":
             t = _date_line_ts(h.text, tz)
             if t is not None:
-                h.prefix.ts, h.prefix.precision_us = t, US
-        if h.prefix.yearless is not None and (own := _own_date(h.prefix.rest)) is not None:
+                p.ts, p.precision_us = t, US
+        if p.yearless is not None and (own := _own_date(p.rest)) is not None:
             # a year-less header over a message that prints its own full date (logrus' time="2024-04-30T21:13:04Z"
             # under dockerd's syslog header): that date's year, when it is the header's day (NVIDIA/dcgm-exporter#319:
             # the file's time put it two years on, a real-logs pass)
-            t = resolve_year(*h.prefix.yearless, own, tz)
+            t = resolve_year(*p.yearless, own, tz)
             if t is not None and abs(t - own) <= 86400 * US:
-                h.prefix.ts, h.prefix.yearless = t, None
-        elif (h.prefix.ts is None and h.prefix.mono is None and h.prefix.yearless is None
-              and (own := _own_date(_record_text(h.prefix.rest))) is not None):
+                p.ts, p.yearless = t, None
+        elif (p.ts is None and p.mono is None and p.yearless is None
+              and (own := _own_date(_record_text(p.rest))) is not None):
             # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
             # device plugin's and the GPU operator's own log, ComputeCanada/puppet-magic_castle#387), or a JSON
             # record read as text, after its program's name at most ("preflight-dcgm-diag {"event": "Test fail", …,
             # "timestamp": "2026-06-04T06:08:10.021979Z"}": NVIDIA/NVSentinel#1358): its own time, not its file's (a
             # real-logs pass)
-            h.prefix.ts, h.prefix.precision_us = own, US
-        if h.prefix.ts is not None and not h.prefix.year_inferred:
-            dated.append((h.line, h.prefix.ts))
+            p.ts, p.precision_us = own, US
+        if p.ts is not None and p.yearless is None and p.clock is None:  # not p.year_inferred
+            dated.append((h.line, p.ts))
     # 2. year-less stamps take the year of the nearest dated line
     if dated:
         nearest = nearest_dated(dated, with_line=True)
@@ -1354,8 +1357,8 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
     bus_of: dict[tuple[str, int], str] = {}
     for h in hits:
         sig, row, p, seg = h.c.sig, h.row, h.prefix, h.seg
-        origin = h.origin
         if sig.emit == "topology":
+            origin = h.origin
             if sig.id == "nvml.topo_row":
                 topo_rows.append(h)
             elif sig.id in ("nvml.smi_table_row", "nvml.query_gpu_bus"):
@@ -1381,7 +1384,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
                 "device": row.get("device") or bus_of.get((row["host"], row.get("gpu_index"))),
                 "link": row.get("link"), "state": state,
                 "gbps": float(d["gbps"]) if "gbps" in d else None, "counter": d.get("counter"),
-                "value": _sample_value(d.get("value")), "model": d.get("model"), "origin": origin})
+                "value": _sample_value(d.get("value")), "model": d.get("model"), "origin": h.origin})
             if sig.emit == "link_sample":
                 continue
         if sig.emit == "context":
@@ -1416,9 +1419,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             key = (*key, seg.origin)
         # a line its own precise stamp dates is one event however often it is delivered (schemas.line_event_id): a
         # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
-        eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
-               if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
-        if p.mono is not None:
+        if p.mono is None:
+            eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
+                   if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
+        else:
             # so is a line its raw kernel stamp dates to the µs since boot, however its wall time was got: two copies
             # of one boot's dmesg counted back from two files' mtimes an hour apart were two failures, the second
             # "failed before" (a break-it pass); kern.log's copy of it (its stamp in the brackets) is the same event,
@@ -1431,23 +1435,21 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             copies.add(eid)
         if storms.joins(key, row["ts"], repeats):
             continue
-        ev = {
-            "event_id": eid or make_event_id(origin, h.sub),
-            "ts_basis": row["ts_basis"],
-            "source": sig.source,
-            "message": h.message,
-            "origin": origin,
-            "count": repeats,
-            "ingest_ts": seg.ingest_ts,
-            "pid": row.get("pid", p.pid),
-            "gpu_index": row.get("gpu_index", p.gpu_index),
-            "rank": row.get("rank", p.rank),
-        }
+        # the row's columns, then the event's own (the line's pid, GPU and rank where the row has none)
+        origin = h.origin
+        ev = dict(row)
+        ev["event_id"] = eid or make_event_id(origin, h.sub)
+        ev["source"], ev["message"], ev["origin"], ev["count"] = sig.source, h.message, origin, repeats
+        if seg.ingest_ts is not None or "ingest_ts" not in ev:
+            ev["ingest_ts"] = seg.ingest_ts
+        if "pid" not in ev:
+            ev["pid"] = p.pid
+        if "gpu_index" not in ev:
+            ev["gpu_index"] = p.gpu_index
+        if "rank" not in ev:
+            ev["rank"] = p.rank
         if p.gpu_index_text is not None and ev["gpu_index"] is None:
             row["details"].setdefault("gpu_index_text", p.gpu_index_text)
-        for k, v in row.items():
-            if k not in ev or ev[k] is None:
-                ev[k] = v
         if p.rank is not None and ev["rank"] != p.rank and ev["rank"] is not None:
             # c10's "[rank218]:" is the process's rank in the job; a line of another process group names the rank in
             # that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053), which stays the event's rank (the
