@@ -492,6 +492,12 @@ LAYERS: dict[str, re.Pattern] = {
     "label": _LABEL}
 
 
+#: the layers of a dated stamp (numbers only) and of a month's name, each tried in this order (``parse_prefix``)
+_DATED_LAYERS = (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG),
+                 ("cufile", _CUFILE))
+_MONTH_NAMED_LAYERS = (("ctime", _CTIME), ("fmtime", _FMTIME))
+
+
 @lru_cache(maxsize=4096)
 def can_begin(c: str) -> frozenset[str]:
     """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
@@ -853,8 +859,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m.group("pid"))
                 s = s[m.end():]
                 continue
-            for name, rx in (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG),
-                             ("cufile", _CUFILE)):
+            for name, rx in _DATED_LAYERS:
                 m = rx.match(s) if name in can else None
                 if m:
                     frac = m["frac"].zfill(3) if name == "cufile" else m["frac"]  # cuFile's unpadded milliseconds
@@ -883,7 +888,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 m = None
             if m:
                 continue
-            for name, rx in (("ctime", _CTIME), ("fmtime", _FMTIME)):
+            for name, rx in _MONTH_NAMED_LAYERS:
                 m = rx.match(s) if name in can else None
                 if m and (mo := _month(m["mon"])):
                     r = _full(m["y"], mo, m["day"], m["h"], m["mi"], m["s"], None, tz)
