@@ -893,23 +893,26 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
 _WORD = re.compile(r"[A-Za-z]{2}")
 
 
-#: bytes of a segment whose newlines :func:`_newlines` finds at a time, doubling as it reads on: a Kafka value's at
-#: once, a large file's only as far as its hits need
+#: bytes of a segment whose newlines :func:`_newlines` finds at a time, doubling as it reads on up to
+#: :data:`NEWLINE_SCAN_MAX` (numpy's scratch for a piece is its size): a Kafka value's at once, a large file's only as
+#: far as its hits need
 NEWLINE_SCAN_BYTES = 1 << 16
+NEWLINE_SCAN_MAX = 64 << 20
 
 
 def _newlines(seg: Segment, count: int, located: dict[int, tuple[np.ndarray, int]]) -> np.ndarray:
     """The byte offsets in ``seg.data`` of its first ``count`` newlines or more (all of them when it holds fewer),
     ascending: line ``k`` starts after the ``k``-th (0 for line 0). ``located`` keeps each segment's offsets found so
     far and how many bytes they cover; the data is read on in pieces of :data:`NEWLINE_SCAN_BYTES` or more, with
-    numpy (~4 GB/s, where ``bytes.count`` counts ~2 GB/s and finds no offsets)."""
+    numpy (~4 GB/s, where ``bytes.count`` counts ~2 GB/s and finds no offsets): ~8 µs for a 30 KB Kafka value, where
+    finding a line by its text and counting the newlines before it took ~14 µs."""
     data = seg.data
     got = located.get(id(seg))
     if got is not None and (len(got[0]) >= count or got[1] >= len(data)):
         return got[0]
     nl, read = got or (_NO_NEWLINES, 0)
     while len(nl) < count and read < len(data):
-        n = min(len(data) - read, max(NEWLINE_SCAN_BYTES, read))
+        n = min(len(data) - read, max(NEWLINE_SCAN_BYTES, min(read, NEWLINE_SCAN_MAX)))
         more = (np.frombuffer(data, dtype=np.uint8, count=n, offset=read) == 10).nonzero()[0]
         if read:
             more += read

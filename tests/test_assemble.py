@@ -1499,11 +1499,12 @@ def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline
 
 
 @given(st.lists(st.sampled_from(["a", "a", "b x", "", "é", "\udcff", "NVRM: Xid 79"]), min_size=1, max_size=30),
-       st.lists(st.integers(0, 40), max_size=8), st.sampled_from([1, 3, 64, 1 << 16]))
-def test_a_segments_newlines_are_found_as_far_as_asked_whatever_is_asked_before(lines, asked, piece):
+       st.lists(st.integers(0, 40), max_size=8), st.sampled_from([1, 3, 64, 1 << 16]),
+       st.sampled_from([2, 8, 64 << 20]))
+def test_a_segments_newlines_are_found_as_far_as_asked_whatever_is_asked_before(lines, asked, piece, most):
     """``_newlines`` (where the searches for a traceback's header and a stamped line above a line look): the offsets
     of at least the first ``count`` newlines (all when fewer), whatever was asked of the segment before, read in
-    pieces of any size."""
+    pieces of any size, up to any size."""
     from unittest import mock
 
     from ingest import assemble
@@ -1514,7 +1515,8 @@ def test_a_segments_newlines_are_found_as_far_as_asked_whatever_is_asked_before(
                   ingest_ts=T0)
     want = [i for i, c in enumerate(seg.data) if c == 10]
     located: dict = {}
-    with mock.patch.object(assemble, "NEWLINE_SCAN_BYTES", piece):
+    with mock.patch.object(assemble, "NEWLINE_SCAN_BYTES", piece), \
+            mock.patch.object(assemble, "NEWLINE_SCAN_MAX", most):
         for count in asked:
             got = _newlines(seg, count, located).tolist()
             assert got == want[:len(got)] and len(got) >= min(count, len(want)), (count, lines)
