@@ -62,7 +62,8 @@ from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import dead_letters, new_producer, originals_of, renewed_producer, stop_client
+from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, dead_letters, new_producer, originals_of,
+                             renewed_producer, stop_client)
 from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
@@ -169,6 +170,11 @@ class CorrelateWorker:
         self.facts_read_back_failures = 0
         self.facts_wait = _Backoff()
         self.lag: dict[str, int] = {}  # "topic/partition" -> records behind its end, as ``observe`` last saw
+        #: an idle worker asks the broker every ``broker_check_s`` (``observe``); one that does not answer within
+        #: ``ack_patience_s`` makes the worker unhealthy, this the reason, until it answers again
+        self.broker_check_s, self.ack_patience_s = BROKER_CHECK_S, ACK_PATIENCE_S
+        self.broker_error: str | None = None
+        self._checked = time.monotonic()
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -296,7 +302,7 @@ class CorrelateWorker:
                 incidents = self.step(self.correlator, now)
                 # a step that raised commits nothing: a restart replays its events
                 stored = self.step.last_error is None and await self._emit(incidents)
-                await self.observe()
+                await self.observe(fetched=bool(data))
                 if not stored:
                     continue
                 await self._commit_safe(set(self.parts))
@@ -318,16 +324,31 @@ class CorrelateWorker:
                 await self._commit_safe(set(self.parts))
                 return
 
-    async def observe(self) -> None:
-        """Set ``firstfault_correlate_healthy`` (1 while ``health()`` is ok) and, per assigned partition,
-        ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between the worker's position and the
-        partition's end as the last fetch saw it (``AIOKafkaConsumer.highwater``: no request of its own), kept in
-        ``lag`` for ``/healthz``. Called after each step: a correlate worker falling behind its topic showed nothing
-        on /metrics (the ingest worker's lag alone was there: stop 58's list)."""
+    async def observe(self, fetched: bool = True) -> None:
+        """Set, per assigned partition, ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between
+        the worker's position and the partition's end as the last fetch saw it (``AIOKafkaConsumer.highwater``),
+        kept in ``lag`` for ``/healthz``; then ``firstfault_correlate_healthy`` (1 while ``health()`` is ok). Called
+        after each step: a correlate worker falling behind its topic showed nothing on /metrics (the ingest worker's
+        lag alone was there: stop 58's list). Not ``fetched`` for ``broker_check_s``, it asks the broker for the
+        ends itself (the topics' metadata while it holds no partition): a fetch that returns nothing says nothing of
+        a broker that is gone, and its /healthz said ok for 90 s after the broker stopped (a fresh user's trial)."""
         assert self.consumer is not None
+        parts = self.consumer.assignment()
+        ends = {tp: self.consumer.highwater(tp) for tp in parts}
+        if fetched:
+            self._checked, self.broker_error = time.monotonic(), None
+        elif time.monotonic() - self._checked > self.broker_check_s:
+            self._checked = time.monotonic()
+            try:
+                asked = self.consumer.end_offsets(list(parts)) if parts else self.consumer.topics()
+                got = await asyncio.wait_for(asked, self.ack_patience_s)
+                ends = got if parts else ends
+                self.broker_error = None
+            except (KafkaError, asyncio.TimeoutError) as e:
+                self.broker_error = (f"kafka: the broker did not answer within {self.ack_patience_s:g} s "
+                                     f"({type(e).__name__}{': ' + str(e) if str(e) else ''})")
         HEALTHY.set(1 if self.health()["ok"] else 0)
-        for tp in self.consumer.assignment():
-            end = self.consumer.highwater(tp)
+        for tp, end in ends.items():
             if end is None:  # nothing fetched from it yet
                 continue
             try:
@@ -381,11 +402,13 @@ class CorrelateWorker:
 
     def health(self) -> dict[str, Any]:
         """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
-        while its steps raise (``StepGuard``) or the incidents cannot be stored (``_emit``); its counts: records
+        while its steps raise (``StepGuard``), the incidents cannot be stored (``_emit``) or the broker does not
+        answer (``observe``); its counts: records
         read, rebalances, dead letters acknowledged / not yet / failed tries, paused partitions, store and lake
         read failures, failed steps; ``lag``: records behind each partition's end (``observe``)."""
         reason = (f"correlator steps fail: {self.step.last_error}" if self.step.last_error is not None
-                  else f"incidents not stored: {self.last_store_error}" if self.last_store_error is not None else "")
+                  else f"incidents not stored: {self.last_store_error}" if self.last_store_error is not None
+                  else self.broker_error or "")
         return {"ok": not reason, "reason": reason, "records": self.records, "rebalances": self.rebalances,
                 "dead_lettered": self.dead_lettered, "dead_letters_pending": self.dead_letters_pending,
                 "dead_letter_failures": self.dead_letter_failures, "paused_partitions": self.paused_partitions,

@@ -27,10 +27,13 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from prometheus_client import REGISTRY
 
 from benchmarks import crash
 from benchmarks.generate import SOURCES, generate
 from benchmarks.ingest import messages, produce
+from correlate.consumer import CorrelateWorker
+from correlate.correlator import Settings as CorrelateSettings
 from ingest import broker
 from ingest.broker import ensure_topics
 from ingest.consumer import IngestWorker, produce_lines
@@ -221,7 +224,8 @@ def test_broker_stopped_and_restarted_mid_stream(tmp_path):
 def test_an_idle_worker_reports_a_broker_that_went_away(tmp_path):
     """A worker with nothing to read asks the broker for its partitions' ends (``broker_check_s``): with the broker
     stopped it reports itself unhealthy ("kafka: …"; ``/healthz`` said ok a minute after the broker stopped, a fresh
-    user's trial), and healthy again once the broker is back."""
+    user's trial), and healthy again once the broker is back. The correlate worker beside it alike (its /healthz said
+    ok for 90 s after the broker stopped: a second fresh user's trial), ``firstfault_correlate_healthy`` with it."""
     state = tmp_path / "broker"
     st = broker.start(state, timeout_s=180)
     try:
@@ -232,23 +236,35 @@ def test_an_idle_worker_reports_a_broker_that_went_away(tmp_path):
         worker = IngestWorker(bootstrap=st.bootstrap, topics=topics, group_id="idle", lake=Lake(lake),
                               dlq_topic="idle.dlq", events_topic="idle.events", session_timeout_ms=6000)
         worker.ack_patience_s, worker.broker_check_s = 2.0, 1.0
+        correlator = CorrelateWorker(bootstrap=st.bootstrap, topic="idle.events", group_id="idle-c",
+                                     dlq_topic="idle.dlq", settings=CorrelateSettings(), lateness_us=300_000_000,
+                                     on_incidents=lambda incidents: None, session_timeout_ms=6000, tick_s=0.5)
+        correlator.ack_patience_s, correlator.broker_check_s = 2.0, 1.0
 
         async def main() -> None:
             await worker.start()
+            await correlator.start()
             try:
-                await worker.run()
+                await asyncio.gather(worker.run(), correlator.run())
             finally:
                 await worker.close()
+                await correlator.close()
+
+        def healthy() -> tuple[bool, bool, float | None]:
+            return worker.health.ok, correlator.health()["ok"], REGISTRY.get_sample_value("firstfault_correlate_healthy")
 
         bg = InThread(main)
-        wait_for(lambda: worker.health.lag == {"idle.dmesg/0": 0}, 60, "the idle worker to check the broker")
-        assert worker.health.ok
+        wait_for(lambda: worker.health.lag == {"idle.dmesg/0": 0} and correlator.lag == {"idle.events/0": 0}, 60,
+                 "the idle workers to check the broker")
+        assert healthy() == (True, True, 1)
         broker.stop(state)
-        wait_for(lambda: not worker.health.ok, 60, "the idle worker to report the broker gone")
+        wait_for(lambda: healthy() == (False, False, 0), 60, "the idle workers to report the broker gone")
         assert worker.health.reason.startswith("kafka: the broker did not answer"), worker.health.reason
+        assert correlator.health()["reason"].startswith("kafka: the broker did not answer"), correlator.health()
         broker.start(state, timeout_s=180)
-        wait_for(lambda: worker.health.ok, 120, "the worker to be healthy again")
+        wait_for(lambda: healthy() == (True, True, 1), 120, "the workers to be healthy again")
         bg.call(worker.stop.set)
+        bg.call(correlator.stop.set)
         bg.join(60)
     finally:
         broker.stop(state)
