@@ -171,20 +171,37 @@ def frame(data: bytes) -> Framed:
     return _frame_runs(data, _runs(data, _candidate_starts(data)))
 
 
+#: runs' bytes (with the line before each) that :func:`_join_lines` left as they were: a run repeated (the same
+#: traceback in many messages: ~2 µs a line through the rules) is known to pass at the cost of a set lookup.
+#: ``_join_lines`` is pure, so what it did to a run it does again. Runs of at most ``_PASSING_BYTES``; cleared when
+#: it holds ``_PASSING_MAX`` (so at most ~8 MB). Threads framing at once share it (a set's add and lookup are atomic)
+_PASSING: set[bytes] = set()
+_PASSING_MAX = 4096
+_PASSING_BYTES = 2048
+
+
 def _frame_runs(data: bytes, runs: list[tuple[int, int]]) -> Framed:
     # (first physical line, last physical line, logical lines, their first lines, their parts)
     edits: list[tuple[int, int, list[bytes], list[int], list[list[bytes]]]] = []
-    pos = line_no = 0  # line_no: physical index of the line starting at byte pos
+    pos = line_no = 0  # line_no: physical index of the line starting at byte pos (counted only up to an edit)
     for a, b in runs:
         if a > 0:  # include the line before the run: a continuation joins it
             a = data.rfind(b"\n", 0, a - 1) + 1
             if a > 0 and _RECORD_HEAD.match(data, a, data.find(b"\n", a)):  # and a record's root-cause line before it
                 a = data.rfind(b"\n", 0, a - 1) + 1
-        line_no += data.count(b"\n", pos, a)
-        pos = a
-        lines = data[a:b].split(b"\n")
+        text = data[a:b]
+        if text in _PASSING:  # these lines passed through the rules unchanged before
+            continue
+        lines = text.split(b"\n")
         out, first, parts = _join_lines(lines)
-        if len(out) != len(lines) or any(o is not x for o, x in zip(out, lines)):
+        if len(out) == len(lines) and all(o is x for o, x in zip(out, lines)):
+            if len(text) <= _PASSING_BYTES:
+                if len(_PASSING) >= _PASSING_MAX:
+                    _PASSING.clear()
+                _PASSING.add(text)
+        else:
+            line_no += data.count(b"\n", pos, a)
+            pos = a
             edits.append((line_no, line_no + len(lines) - 1, out, first, parts))
     if not edits:
         return Framed(scan=data)
@@ -287,14 +304,20 @@ def frame_all(datas: list[bytes]) -> tuple[bytes, dict[int, Framed], np.ndarray]
         if any(13 in d for d in datas):  # "\r" (memchr); few, large segments here
             datas = lf_line_ends(datas)
             starts = segment_starts(datas)
-        found = _find_candidates(datas)  # (line offset as if joined, is a table row)
+        found = _find_candidates(datas)
     local: dict[int, list[int]] = {0: [0]} if datas and datas[0][:1] == b"|" else {}
-    if found:
-        seg = np.searchsorted(starts, [p for p, _ in found], side="right") - 1
-        for (p, is_table), si in zip(found, seg.tolist()):
-            off = p - int(starts[si])
-            if off or is_table:  # an indented first line cannot continue anything
-                local.setdefault(si, []).append(off)
+    if len(found):
+        pos = found >> 1  # line offsets as if joined, ascending
+        seg = np.searchsorted(starts, pos, side="right") - 1
+        off = pos - starts[seg]
+        keep = (off != 0) | ((found & 1) != 0)  # an indented first line cannot continue anything; a table row can be
+        seg, off = seg[keep], off[keep]
+        # per segment, its candidates' offsets (ascending: seg is too): one slice per segment, not a step per line
+        cut = (np.flatnonzero(seg[1:] != seg[:-1]) + 1).tolist()
+        seg_l, off_l = seg.tolist(), off.tolist()
+        for i, j in zip([0, *cut], [*cut, len(seg_l)]):
+            if i < j:
+                local.setdefault(seg_l[i], []).extend(off_l[i:j])
     changed = {}
     for si, offs in local.items():
         fr = _frame_runs(datas[si], _runs(datas[si], sorted(offs)))
@@ -326,15 +349,16 @@ _DB: dict[bool, object] = {}  # vectored? -> the compiled candidate-line databas
 _SCRATCH = threading.local()  # a Hyperscan scratch serves one scan at a time: one per thread and database
 
 
-def _find_candidates(data: bytes | list[bytes]) -> list[tuple[int, bool]]:
-    """(line offset, is a table row) of every line after the first starting with two spaces or ``|``.
+def _find_candidates(data: bytes | list[bytes]) -> np.ndarray:
+    """Every line after the first starting with two spaces or ``|``, ascending: its offset times two, plus one when
+    it is a table row (``|``) — int64 array, ``>> 1`` the offset, ``& 1`` the row bit.
 
     ``data``: the joined bytes, or the segments themselves — Hyperscan's
     vectored mode then scans them with a newline between each, as if joined,
     without copying them; offsets are those of the joined bytes either way.
     """
     if not data:
-        return []
+        return np.zeros(0, dtype=np.int64)
     vectored = isinstance(data, list)
     db = _DB.get(vectored)
     if db is None:
@@ -345,13 +369,13 @@ def _find_candidates(data: bytes | list[bytes]) -> list[tuple[int, bool]]:
     scratch = scratches.get(vectored)
     if scratch is None:
         scratch = scratches[vectored] = hyperscan.Scratch(db)
-    out: list[tuple[int, bool]] = []
+    out: list[int] = []
     add = out.append
 
     def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-        add((to - 2, False) if pid == 0 else (to - 1, True))
+        add(2 * (to - 2) if pid == 0 else 2 * (to - 1) + 1)
 
     db.scan(list(chain.from_iterable(zip(data, repeat(b"\n")))) if vectored else data,
             match_event_handler=on_match, scratch=scratch)
     out.sort()
-    return out
+    return np.array(out, dtype=np.int64)

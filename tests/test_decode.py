@@ -1143,3 +1143,23 @@ def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipel
     assert len(k.segments) == 1 and [r.reason for r in k.rejects] == [
         "NDJSON record 1: no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
         "MESSAGE or message)"]
+
+
+def test_a_run_framing_left_as_it_was_is_left_so_again_and_a_joined_one_is_joined_again():
+    """``ingest.frame`` remembers the runs of candidate lines its rules left unchanged (``_PASSING``) and skips them
+    when they come again; a run the rules changed is never remembered. The same segment framed twice, the second
+    time from the memo, gives the same logical lines, first lines and originals."""
+    from ingest import frame as fr
+
+    fr._PASSING.clear()
+    tb = b"Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    main()"
+    dmesg = b"[  1843.308145] NVRM: Xid 79, GPU has fallen\n                NVRM: off the bus."
+    data = b"\n".join([b"start", tb, b"x", dmesg, b"y", tb, b"end"])
+    first = fr.frame_all([data, tb, data])
+    assert tb in fr._PASSING  # the traceback's run: its line before, then its indented lines
+    assert not any(b"off the bus" in p for p in fr._PASSING)  # joined: not remembered
+    again = fr.frame_all([data, tb, data])
+    assert first[0] == again[0] and (first[2] == again[2]).all()
+    assert {k: (v.scan, v.first_line, v.original) for k, v in first[1].items()} == \
+        {k: (v.scan, v.first_line, v.original) for k, v in again[1].items()}
+    assert first[1][0].original == {5: dmesg.decode()} and first[1][0].first_line[5:] == [5, 7, 8, 9, 10, 11]
