@@ -991,7 +991,11 @@ def roots_verdict(scene: Scene) -> Verdict | None:
     conf = 0.6 + (0.3 * sum(strengths) / len(strengths) if strengths else 0.15)
     if len(ranked) > 1:
         conf -= 0.15
-    if ROLE_RANK.get(scene.role(max(best_evs, key=lambda e: e.sev)), 0) >= 3:
+    # the role of its worst line; of lines as bad, the most initiator-like (a rank's unstamped "CUDA error:
+    # uncorrectable ECC error encountered", role either, joined to the Xid 48 of its GPU took the bonus from it:
+    # the order of their lines decided, a scenario trial)
+    worst = max(e.sev for e in best_evs)
+    if max(ROLE_RANK.get(scene.role(e), 0) for e in best_evs if e.sev == worst) >= 3:
         conf += 0.05
     missing = []
     faults = [e for e in best_evs if scene.is_fault(e)]

@@ -330,6 +330,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     # communicator's init) is the scene, not the incident (an FM incident began at its healthy INFO line, 14 min
     # before its first error: NVIDIA/nccl#1043, a real-logs pass)
     first = [e for e in dated if scene.is_fault(e)] or dated
+    first = _known_first(first)
     start = min(e.start for e in first)
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
     explanation = v.explanation or _explain(scene, v)
@@ -372,6 +373,27 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     }
 
 
+def known_before(e: Ev, t: int) -> bool:
+    """``e`` began before ``t`` (µs) as far as its time tells: not a line that printed no time, took an earlier
+    stamped line's and may have been written at ``t`` or after (its span, ``details.ts_until`` µs, the latest it may
+    have been written: ``ingest.assemble._span_inherited``). Such a line says its fault came after that stamped line,
+    not when (a ``[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered`` under the job's NCCL init
+    line, four hours before the Xid 48 it reports: a scenario trial)."""
+    return e.start < t and e.details.get("ts_until", -1) < t
+
+
+def _known_first(evs: list[Ev]) -> list[Ev]:
+    """The events of ``evs`` that may date an incident's start, its earliest evidence: each but a line whose
+    inherited time spans (:func:`known_before`) to the earliest start of the others. Such a line started the
+    incident of the Xid 48 it reports four hours early, with a "~" (a scenario trial). All of ``evs`` when each is
+    such a line."""
+    known = [e for e in evs if "ts_until" not in e.details]
+    if len(known) in (0, len(evs)):
+        return evs
+    first = min(e.start for e in known)
+    return known + [e for e in evs if "ts_until" in e.details and known_before(e, first)]
+
+
 def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
     """A party in the incident's window that no rule ties to its one initiator and whose logged faults all came
     before the initiator's first: no downstream reporter of it (an Xid 13 on another GPU 30 s before an Xid 79 was
@@ -383,7 +405,7 @@ def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
         return False
     first = min(e.start for e in v.initiator_events)
     own = [e for e in p.events if e.signature != SYMPTOM and scene.is_fault(e)]
-    return bool(own) and all(e.start < first and not e.undated() for e in own)
+    return bool(own) and all(known_before(e, first) and not e.undated() for e in own)
 
 
 def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
@@ -561,15 +583,19 @@ def _explain(scene: Scene, v: Verdict) -> str:
     # (not when the initiator's first line is dated only by its file or record: it may be the earliest after all)
     first = min(v.initiator_events, key=lambda e: e.start)
     earlier = [] if first.undated() else [p for p in beside
-                                          if any(e.start < first.start and scene.is_fault(e) for e in p.events)]
+                                          if any(known_before(e, first.start) and scene.is_fault(e) for e in p.events)]
     # a reporter it explains logged before it (a fatal AER a second after the Xid 79 it explains, within the lines'
     # resolution and skew): it is not "the earliest" of the lines (a fresh user's trial read a contradiction)
-    # (when it was logged: a watchdog timeout whose collective began before the fault was logged ten minutes after it)
+    # (when it was logged: a watchdog timeout whose collective began before the fault was logged ten minutes after it;
+    # not a line that took an earlier line's time and may have been written after it: "logged 98 min before it" of a
+    # rank's unstamped CUDA error under the job's init line, a scenario trial)
     ahead = None if first.undated() else max(
         (first.start - e.ts for p in v.downstream if p.rule for e in p.events
-         if e.ts < first.start and not e.undated() and scene.is_fault(e)), default=None)
+         if e.ts < first.start and not e.undated() and known_before(e, first.start) and scene.is_fault(e)),
+        default=None)
     rank = 'most serious ' if earlier else '' if ahead else 'earliest '
-    own_first = min((e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)),
+    # (not a line that took an earlier line's time and may have been written after the others: _known_first)
+    own_first = min(_known_first([e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)]),
                     key=lambda e: e.order, default=main)
     if own_first is not main and own_first.start < main.start and _fault_name(own_first) != _fault_name(main):
         # named by its most serious line, which is not its first (an Xid 13 five seconds before the Xid 109 of the
