@@ -681,24 +681,25 @@ def _span_inherited(hits: list[Hit]) -> None:
     """Widen the precision of each ``inherited`` time of ``hits`` to the span its line may have been written in. The
     line printed no time and took the time of the closest stamped line before it (:func:`resolve_times`): it was
     written after that line and before the next line of its segment and source (NCCL and PyTorch, the kernel: as
-    :func:`_bound_by_later_stamp`) that printed a time of its own, or, past the last one, before the segment's
-    reference time (a file's mtime, a Kafka append time: an upper bound). Its ``ts_precision_us`` becomes that
-    next time (plus its own precision, µs) less its time, when larger than the stamped line's precision it took, and
+    :func:`_bound_by_later_stamp`) that printed a time of its own. Its ``ts_precision_us`` becomes that next time
+    (plus its precision) less its time, µs, when larger than the precision of the stamped line it took, and
     ``details.ts_until`` (µs) says the latest it may have been written. A training script prints unstamped output for
     hours: a ``[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered`` under the job's NCCL init line
     took that line's time, four hours before the Xid 48 it reports, with its 1 s precision, and made an incident of
     its own (a scenario trial); the span lets the correlation windows (``correlate.window.tolerance``) join it to the
     fault, and ``correlate.incident.body`` does not start the incident at it. A traceback right after a stamped line
-    (the usual case) spans no more than that line's precision: unchanged. A later line stamped before it (another
-    writer's lines in one file) bounds nothing."""
+    and before the next (the usual case) spans no more than that line's precision: unchanged. A later line stamped
+    before it (another writer's lines in one file) bounds nothing. Past the last such line only the segment's
+    reference time bounds it (a file's mtime, a Kafka append time), which may be a copy's, days or years later: that
+    span was tried and joined an ``nvidia-smi`` table's ERR! row of one GPU, under its dated header, to another GPU's
+    Xid 79 half an hour before (a test), and gave lines of the 1M-line mix spans of up to two years; it is not
+    taken, the line keeps the stamped line's precision (as it did)."""
     later: dict[tuple, int] = {}  # (segment, source) -> the latest the nearest later self-timed hit may be (µs)
     for h in reversed(hits):
         row = h.row
         k = (id(h.seg), h.c.sig.source)
         if row["ts_basis"] == "inherited":
             until = later.get(k)
-            if until is None and plausible(h.seg.ref_ts):
-                until = h.seg.ref_ts
             if until is not None and until - row["ts"] > row["ts_precision_us"]:
                 row["ts_precision_us"] = until - row["ts"]
                 row["details"]["ts_until"] = until
