@@ -1570,12 +1570,12 @@ def test_a_logrus_text_record_without_a_header_is_timed_by_its_own_time(pipeline
     assert (row["ts"], row["ts_basis"]) == (datetime(2026, 6, 4, 6, 8, 10, 21979, tzinfo=timezone.utc), "line")
 
 
-_INIT = ("[2026-12-01 23:05:12] node201:84834:84895 [5] NCCL INFO comm 0x557508a8a0 rank 5 nranks 24 cudaDev 5 "
-         "nvmlDev 5 busId c3000 commId 0x1f0e9d8c7b6a5948 - Init COMPLETE")
+_ECC_INIT = ("[2026-12-01 23:05:12] node201:84834:84895 [5] NCCL INFO comm 0x557508a8a0 rank 5 nranks 24 cudaDev 5 "
+             "nvmlDev 5 busId c3000 commId 0x1f0e9d8c7b6a5948 - Init COMPLETE")
 _ECC = "[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered"
-_C10 = ("[rank7]:[E1202 {clock} ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog caught collective operation "
-        "timeout: WorkNCCL(SeqNum=31207, OpType=ALLREDUCE, NumelIn=104857600, NumelOut=104857600, Timeout(ms)=600000) "
-        "ran for 600021 milliseconds before timing out.")
+_ECC_C10 = ("[rank7]:[E1202 {clock} ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=31207, OpType=ALLREDUCE, NumelIn=104857600, NumelOut=104857600, "
+            "Timeout(ms)=600000) ran for 600021 milliseconds before timing out.")
 
 
 def _us(t: datetime) -> int:
@@ -1594,12 +1594,13 @@ def test_an_inherited_time_spans_to_the_next_stamped_line(pipeline):
         return row
 
     init = datetime(2026, 12, 1, 23, 5, 12, tzinfo=timezone.utc)
-    row = ecc_row(_INIT, _ECC, _C10.format(clock="03:22:39.771000179"))
+    row = ecc_row(_ECC_INIT, _ECC, _ECC_C10.format(clock="03:22:39.771000179"))
     until = _us(datetime(2026, 12, 2, 3, 22, 39, 771000, tzinfo=timezone.utc)) + 1  # the c10 line's µs
     assert (row["ts"], row["ts_basis"]) == (init, "inherited")
     assert row["ts_precision_us"] == until - _us(init) and row["details"]["ts_until"] == until
     # the usual case: the next stamp within the stamped line's second (or nothing after it), nothing changes
-    for lines in ([_INIT, _ECC, _C10.format(clock="23:05:12.771000179").replace("E1202", "E1201")], [_INIT, _ECC]):
+    same_second = _ECC_C10.format(clock="23:05:12.771000179").replace("E1202", "E1201")
+    for lines in ([_ECC_INIT, _ECC, same_second], [_ECC_INIT, _ECC]):
         row = ecc_row(*lines)
         assert (row["ts"], row["ts_precision_us"]) == (init, 1_000_000) and "ts_until" not in row["details"], lines
 
@@ -1612,8 +1613,8 @@ def test_an_inherited_times_interval_holds_the_time_the_line_was_written(pipelin
     t0 = datetime(2026, 12, 1, 20, 0, 0, tzinfo=timezone.utc)
     t1 = t0 + timedelta(seconds=before + after, microseconds=frac)
     written = t0 + timedelta(seconds=before + after * 0.5)  # anywhere between them: its midpoint, say
-    init = _INIT.replace("2026-12-01 23:05:12", t0.strftime("%Y-%m-%d %H:%M:%S"))
-    c10 = _C10.format(clock=t1.strftime("%H:%M:%S.%f000")).replace("E1202", t1.strftime("E%m%d"))
+    init = _ECC_INIT.replace("2026-12-01 23:05:12", t0.strftime("%Y-%m-%d %H:%M:%S"))
+    c10 = _ECC_C10.format(clock=t1.strftime("%H:%M:%S.%f000")).replace("E1202", t1.strftime("E%m%d"))
     (row,) = [e for e in _file_events(pipeline, "\n".join([init, _ECC, c10]))
               if e["signature"] == "cuda.ecc_uncorrectable"]
     assert abs(_us(written) - _us(row["ts"])) <= row["ts_precision_us"]
@@ -1627,7 +1628,7 @@ def test_an_exception_under_an_hours_old_stamp_joins_the_fault_it_reports_and_st
     init line's time."""
     kern = ("[Wed Dec  2 03:12:40 2026] NVRM: Xid (PCI:0000:c3:00): 48, pid=84834, name=python, An uncorrectable "
             "double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, subpartition 0.")
-    job = "\n".join([_INIT, _ECC, _C10.format(clock="03:22:39.771000179")])
+    job = "\n".join([_ECC_INIT, _ECC, _ECC_C10.format(clock="03:22:39.771000179")])
     b = pipeline.run(Decoded(segments=[
         Segment(data=t.encode(), origin=f"file:{n}", stream=n, host="node201", ref_ts=_COPIED, ref_basis="file",
                 ingest_ts=_COPIED) for n, t in (("kern.log", kern), ("train.log", job))]))
