@@ -11,8 +11,10 @@ communicators NCCL's init lines place ranks of it in). Faults dated only by thei
 file's mtime (lines that printed no time) that link to no fault with a time of
 its own join the latest fault of their host with one, up to an hour before
 them, that they may be related to, else the latest such fault of another file of
-their host (``_join_file_timed``). Events that only describe wiring (NCCL channel and init
-lines) are topology facts, not members.
+their host (``_join_file_timed``). A fault whose time is inherited from the stamped line before it and spans
+more than a link's window (``details.ts_until``) is not joined by that link; unless another link joins it, it
+joins the latest related fault of its host and GPU in its span (``_join_spanned``). Events that only describe
+wiring (NCCL channel and init lines) are topology facts, not members.
 
 Cost: faults are compared only with faults of the same host, NVLink domain or
 communicator (whichever the rule's relation names) inside its window, nearest
@@ -99,7 +101,24 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     dsu = _DSU(n)
     starts = [e.start for e in faults]
     # how much farther than a link's window two faults may be (window.tolerance): both skews and resolutions
-    slack = 2 * clocks.max_skew() + 2 * max((e.precision_us for e in faults), default=0)
+    # an inherited time whose span (details.ts_until) is longer than a link's window joins no fault by that link:
+    # it says when its line was written no closer than that (_loose_for; _join_spanned places it)
+    spanned = [i for i, e in enumerate(faults) if "ts_until" in e.details]
+    firm_p = max((e.precision_us for e in faults if "ts_until" not in e.details), default=0)
+    spans = sorted(faults[i].precision_us for i in spanned)
+    loose_memo: dict[int, frozenset[int]] = {}
+
+    def loose_for(w: int) -> frozenset[int]:
+        got = loose_memo.get(w)
+        if got is None:
+            got = loose_memo[w] = frozenset(i for i in spanned if faults[i].precision_us > w)
+        return got
+
+    def slack_for(w: int) -> int:
+        """How much farther than ``w`` two faults joined by a link of window ``w`` may be (window.tolerance): both
+        skews and resolutions, of the faults the link may join (not those of :func:`loose_for`)."""
+        k = bisect_right(spans, w)
+        return 2 * clocks.max_skew() + 2 * max(firm_p, spans[k - 1] if k else 0)
     starts2 = [2 * s for s in starts]
     precisions2 = [2 * e.precision_us for e in faults]
     lefts2 = [s - p for s, p in zip(starts2, precisions2)]
@@ -129,6 +148,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     for rule in links:
         w = int(rule.window_s * S)
         keyed = rule.relation in _KEYED
+        loose, slack = loose_for(w), slack_for(w)
         if rule.cause is not None:  # derived from an explains rule: effect to its nearest cause
             if shapes is None:
                 by_shape: dict[tuple, list[int]] = defaultdict(list)
@@ -138,7 +158,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 shapes = [(idx, index.bits(faults[idx[0]])) for idx in by_shape.values()]
             sides = _sides(2 * next(k for k, r in enumerate(derived) if r is rule), shapes)
             if sides is not None:  # only the faults of either side are bucketed
-                sub = sorted(sides[0] | sides[1])
+                sub = sorted((sides[0] | sides[1]) - loose)
                 sub_faults = [faults[i] for i in sub]
                 sub_hosts: dict[str, list[int]] = defaultdict(list)
                 for k, e in enumerate(sub_faults):
@@ -148,11 +168,13 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
             continue
         if rule.relation == "peer_host":
             _join_peers(faults, by_host, topo, starts, w, slack, dsu, clocks,
-                        set(rule.kinds) if rule.kinds else None, kinds)
+                        set(rule.kinds) if rule.kinds else None, kinds, loose)
             continue
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
+            if loose:
+                idx = [i for i in idx if i not in loose]
             if rule.relation in _ONE_HOST or (keyed and _one_host(idx, hosts)):
                 # within one host, a keyed bucket needs the time test only
                 _sweep(idx, starts2, precisions2, w, dsu, lefts2)
@@ -178,6 +200,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                         ri = dsu.find(i)
     if related is not None:
         _join_file_timed(faults, dsu, by_host, related, topo)
+        if spanned and links:
+            _join_spanned(faults, loose_for(min(int(r.window_s * S) for r in links)), dsu, by_host, related, topo)
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
@@ -300,6 +324,62 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
     return None
 
 
+def _join_spanned(faults: list[Ev], loose: frozenset[int], dsu: _DSU, by_host: dict[str, list[int]],
+                  related: Callable[[Ev, Ev], bool], topo: Topology) -> None:
+    """Join each fault of ``loose`` whose component holds no other fault with a time of its own to the latest fault
+    of its host, of its GPU (:func:`_gpu_of`, when both name one), that is ``related`` to it and began within its
+    span: after ``FILE_REACH_US`` before its time and no later than the latest it may have been written
+    (``details.ts_until``, µs, plus that fault's precision). ``loose``: faults whose time is inherited from the stamped
+    line before them (``ingest.assemble._span_inherited``) and spans more than a link's window, which that link does
+    not join by time (``components``): a training script prints unstamped output for hours, so a rank's
+    ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` under the job's NCCL init line spans four hours,
+    and joined by time alone it would join whatever its host logged in them; as ``_join_file_timed`` places a line
+    dated only by its file, it joins the fault it reports, the Xid 48 of its GPU (a scenario trial), by its subject
+    and a rule (``attribute.may_relate``). Faults dated by their file and other loose ones are not joined to."""
+    firm_roots: set[int] = set()
+    for i, e in enumerate(faults):
+        if i not in loose and e.ts_basis != "file":
+            firm_roots.add(dsu.find(i))
+    gpus: dict[int, str | None] = {}
+
+    def gpu(i: int) -> str | None:
+        if i not in gpus:
+            gpus[i] = _gpu_of(faults[i], topo)
+        return gpus[i]
+
+    widest = max((f.precision_us for j, f in enumerate(faults) if j not in loose), default=0)
+    starts = [f.start for f in faults]
+    for i in sorted(loose, key=lambda i: faults[i].order):
+        if dsu.find(i) in firm_roots:
+            continue
+        e = faults[i]
+        until = e.details["ts_until"]
+        host = by_host.get(e.host, [])  # in faults order: by start
+        for j in reversed(host[:bisect_right(host, until + widest, key=starts.__getitem__)]):  # latest first
+            f = faults[j]
+            if f.start < e.ts - FILE_REACH_US:
+                break
+            if j in loose or f.ts_basis == "file" or f.start > until + f.precision_us:
+                continue
+            mine, theirs = gpu(i), gpu(j)
+            if (mine is None or theirs is None or mine == theirs) and not across_reboot(f, e) and related(f, e):
+                dsu.union(i, j)
+                firm_roots.add(dsu.find(i))
+                break
+
+
+def _gpu_of(e: Ev, topo: Topology) -> str | None:
+    """The GPU ``e`` names (``rules.gpu_key``), or that of its rank when its line names none (a rank's
+    ``CUDA error``): the one GPU of its host the communicators of ``e`` (``rules.comms_of``) place that rank on;
+    None when unknown."""
+    key = gpu_key(e, topo)
+    if key is not None or e.rank is None:
+        return key
+    on = {where[1] for comm in comms_of(e, topo)
+          if (where := topo.comm_ranks.get(comm, {}).get(e.rank)) is not None and where[0] == e.host and where[1]}
+    return next(iter(on)) if len(on) == 1 else None
+
+
 def _sides(bit: int, shapes: list[tuple[list[int], int]]) -> tuple[set[int], set[int]] | None:
     """The faults (indexes) that hold a derived link's ``cause`` and those that hold its ``effect`` (bits ``bit`` and
     ``bit + 1`` of each shape's ``rules.SideIndex`` bits; ``shapes``: the faults of each ``rules.pred_shape`` with
@@ -362,22 +442,25 @@ def _outward(starts: list[int], items: list[int], t: int, limit: int) -> Iterato
 
 
 def _join_peers(faults: list[Ev], by_host: dict[str, list[int]], topo: Topology, starts: list[int], w: int,
-                slack: int, dsu: _DSU, clocks: Clocks, kinds_of_rule: set[str] | None, kinds: list[str]) -> None:
+                slack: int, dsu: _DSU, clocks: Clocks, kinds_of_rule: set[str] | None, kinds: list[str],
+                loose: frozenset[int] = frozenset()) -> None:
     """Union each fault that names its peer on another host (``Topology.peer_host``) with that host's faults within
     ``w`` (``window.within``): the ``peer_host`` relation holds for those pairs and no others, so a fault is compared
     with the peer host's faults near its start (a binary search over them, ``by_host`` lists are in start order),
     never with the other faults that name the same peer (8,000 ranks losing one host were 64 million pairs, 97 s: a
-    break-it pass). ``slack`` bounds how much farther than ``w`` two faults may be (µs)."""
+    break-it pass). ``slack`` bounds how much farther than ``w`` two faults may be (µs). The faults ``loose``
+    (inherited times that span more than ``w``: ``components``) join none."""
     for i, e in enumerate(faults):
         p = topo.peer_host(e)
-        if p is None or p == e.host or p not in by_host or (kinds_of_rule and kinds[i] not in kinds_of_rule):
+        if p is None or p == e.host or p not in by_host or (kinds_of_rule and kinds[i] not in kinds_of_rule) or (
+                i in loose):
             continue
         there = by_host[p]
         s = starts[i]
         lo = bisect_left(there, s - w - slack, key=starts.__getitem__)
         hi = bisect_right(there, s + w + slack, key=starts.__getitem__)
         for j in there[lo:hi]:
-            if (kinds_of_rule and kinds[j] not in kinds_of_rule) or dsu.find(j) == dsu.find(i):
+            if (kinds_of_rule and kinds[j] not in kinds_of_rule) or j in loose or dsu.find(j) == dsu.find(i):
                 continue
             if within(faults[j], e, w, clocks):
                 dsu.union(i, j)
@@ -715,7 +798,10 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         starts.append(f.start)
         idx.append(i)
     precision = [f.precision_us for f in faults]
-    widest = {h: max(precision[i] for i in idx) for h, (_s, idx) in per_host.items()}
+    # an inherited time that spans more than a context event's window takes none (nor is one: components)
+    spanned = [("ts_until" in f.details) for f in faults]
+    widest = {h: max((precision[i] for i in idx if not spanned[i]), default=0) for h, (_s, idx) in per_host.items()}
+    spanning = {h for h, (_s, idx) in per_host.items() if any(spanned[i] for i in idx)}
     windows: dict[str, int] = {}  # kind -> its context window (µs)
     skews = 2 * clocks.max_skew()
     for e in context:
@@ -725,11 +811,13 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         w = windows.get(e.kind)
         if w is None:
             w = windows[e.kind] = _context_window(e, links) + 2 * S
-        limit = w + e.precision_us + widest[e.host] + skews
+        if "ts_until" in e.details and e.precision_us > w:
+            continue
+        limit = w + e.precision_us + max(widest[e.host], w if e.host in spanning else 0) + skews
         for d, near in _outward(starts, idx, e.start, limit):
             # window.within on one host (no skew): d <= w + both precisions
             room = d - w - e.precision_us
-            hit = [i for i in near if precision[i] >= room]
+            hit = [i for i in near if precision[i] >= room and not (spanned[i] and precision[i] > w)]
             if hit:
                 groups[dsu.find(min(hit))].append(e)
                 break

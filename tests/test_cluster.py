@@ -15,8 +15,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_fault, components, members
-from correlate.model import Ev
+from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_fault, _gpu_of, components, members
+from correlate.model import Ev, across_reboot
 from correlate.rules import LinkRule, Pred, any_holds, default_rules, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, may_cause, within
@@ -33,6 +33,9 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
     evs = members(events)
     faults = [e for e in evs if _default_is_fault(e)]
     dsu = _DSU(len(faults))
+
+    def loose(e: Ev, w: int) -> bool:  # an inherited time that spans more than the window: no join by it
+        return "ts_until" in e.details and e.precision_us > w
     for i, a in enumerate(faults):
         for j, b in enumerate(faults[:i]):
             if a.host == b.host and any(x.signature == "operator.symptom" and x.details.get("untimed")
@@ -40,6 +43,8 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                 dsu.union(i, j)
             for r in links:
                 if r.cause is not None or r.kinds and (a.kind not in r.kinds or b.kind not in r.kinds):
+                    continue
+                if loose(a, int(r.window_s * S)) or loose(b, int(r.window_s * S)):
                     continue
                 if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
                     dsu.union(i, j)
@@ -49,10 +54,11 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
         if r.cause is None:
             continue
         for i, a in enumerate(faults):
-            if not any_holds(r.effect, a):
+            if not any_holds(r.effect, a) or loose(a, int(r.window_s * S)):
                 continue
             near = [(abs(b.start - a.start), b.start, j) for j, b in enumerate(faults)
-                    if j != i and any_holds(r.cause, b) and within(b, a, int(r.window_s * S), clocks)
+                    if j != i and any_holds(r.cause, b) and not loose(b, int(r.window_s * S))
+                    and within(b, a, int(r.window_s * S), clocks)
                     and may_cause(b, a, int(r.window_s * S), clocks)
                     and relation(r.relation, b, a, topo)]
             if near:
@@ -108,6 +114,23 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                        <= FILE_REACH_US]
             if untimed:
                 dsu.union(first, max(untimed, key=lambda j: (faults[j].start, faults[j].order)))
+        # a fault whose inherited time spans more than the shortest link's window, in a component with no other
+        # fault with a time of its own, joins the latest related fault of its host (and GPU, when both name one)
+        # with one that began from FILE_REACH_US before its time to the latest it may have been written
+        if links:
+            shortest = min(int(r.window_s * S) for r in links)
+            vague = {i for i, f in enumerate(faults) if loose(f, shortest)}
+            for i in sorted(vague, key=lambda i: faults[i].order):
+                e = faults[i]
+                if any(dsu.find(k) == dsu.find(i) and k not in vague and f.ts_basis != "file"
+                       for k, f in enumerate(faults)):
+                    continue
+                cands = [j for j, f in enumerate(faults) if j not in vague and f.ts_basis != "file"
+                         and f.host == e.host and e.ts - FILE_REACH_US <= f.start <= e.details["ts_until"] +
+                         f.precision_us and ((g := _gpu_of(f, topo)) is None or _gpu_of(e, topo) in (None, g))
+                         and not across_reboot(f, e) and related(f, e)]
+                if cands:
+                    dsu.union(i, max(cands, key=lambda j: (faults[j].start, faults[j].order)))
     groups: dict[int, list[str]] = {}
     for i, f in enumerate(faults):
         groups.setdefault(dsu.find(i), []).append(f.event_id)
@@ -117,7 +140,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
             continue
         w = _context_window(e, links) + 2 * S
         near = [(abs(f.start - e.start), order[f.event_id], i) for i, f in enumerate(faults)
-                if f.host == e.host and within(e, f, w, clocks)]
+                if f.host == e.host and within(e, f, w, clocks) and not loose(e, w) and not loose(f, w)]
         if near:
             best = min(near, key=lambda x: (x[0], x[1]))[2]
             groups[dsu.find(best)].append(e.event_id)
@@ -130,15 +153,20 @@ def fleets(draw):
     events = []
     for i in range(n):
         host = draw(st.sampled_from(HOSTS))
-        basis = draw(st.sampled_from(["line", "line", "line", "file"]))
+        basis = draw(st.sampled_from(["line", "line", "line", "file", "inherited"]))
         # a line that printed no time, dated by its file's mtime (window.file_dated): an upper bound
         dated = {"ts_upper_bound": True} if basis == "file" and draw(st.booleans()) else {}
+        # or by the stamped line before it, written before the next (ingest.assemble._span_inherited): a span
+        span = draw(st.sampled_from([3 * S, 200 * S, 5000 * S])) if basis == "inherited" else None
         kind = draw(st.sampled_from(KINDS))
         gpu = draw(st.one_of(st.none(), st.integers(0, 3)))
         by_bus = draw(st.booleans())
         info = draw(st.booleans())
+        ts = draw(st.integers(0, 400)) * S + draw(st.sampled_from([0, 1, 999_999]))
+        if span is not None:
+            dated = {"ts_until": ts + span}
         events.append(Ev(
-            event_id=f"e{i}", ts=draw(st.integers(0, 400)) * S + draw(st.sampled_from([0, 1, 999_999])),
+            event_id=f"e{i}", ts=ts,
             ts_basis=basis, host=host, source="dmesg", kind=kind, signature=kind,
             severity="info" if info else draw(st.sampled_from(["warning", "error", "critical"])),
             device_type=draw(st.sampled_from(["gpu", "gpu", None, "nvswitch"])),
@@ -147,7 +175,8 @@ def fleets(draw):
             rank=draw(st.one_of(st.none(), st.integers(0, 7))), nranks=None,
             comm=draw(st.sampled_from([None, None, "c1", "c2"])), message="m",
             gpu_index=gpu if not by_bus else None,
-            precision_us=draw(st.sampled_from([1, S, S, 90 * S])), origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
+            precision_us=span or draw(st.sampled_from([1, S, S, 90 * S])),
+            origin=f"kafka:t/0/{i}:{draw(st.integers(0, 3))}",
             elapsed_ms=draw(st.sampled_from([None, None, 60_000])), seq=draw(st.sampled_from([None, None, 7, 8])),
             # a peer named by its host's name, by an address a Bootstrap line gave one host, two hosts, or none
             details=({"peer_addr": p} if (p := draw(st.sampled_from([None, None, "h1", "10.0.0.2", "10.0.0.9",
@@ -448,6 +477,52 @@ def test_a_fault_dated_only_by_its_file_joins_the_fault_of_its_host_it_most_like
     timeout = ev("timeout", "h3", t - 900 * S, kind="nccl_timeout", signature="torch.watchdog_timeout")
     assert groups([timeout, port]) == [["port", "timeout"]]
     assert FILE_REACH_US == 3600 * S
+
+
+def test_a_fault_whose_inherited_time_spans_hours_joins_by_its_subject_and_a_rule_not_by_time():
+    """A rank's unstamped ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` under its job's NCCL init
+    line took that line's time, four hours before the Xid 48 it reports; its span (``details.ts_until``: the next
+    stamped line of its log, µs) is longer than the links' windows, which then join it to nothing by time: not
+    another GPU's Xid 13 in its span, not a context line (a NIC's "Link ACTIVE") hours before the Xid. It joins
+    the latest fault of its host, of its rank's GPU (NCCL's init line: rank 5 on 0000:c3:00.0), that may be what it
+    reports (``attribute.may_relate``) and began in its span: the Xid 48 (a scenario trial: an incident of its own,
+    hours early). A short span (a traceback right under a stamped c10 line) joins by time as before."""
+    from correlate.attribute import may_relate
+    from ingest.catalog import default_catalog
+
+    t = 1_800_000_000 * S
+
+    def ev(eid, ts, kind="xid", signature="xid", xid=None, device=None, rank=None, precision=S, until=None,
+           severity="critical", device_type="gpu"):
+        return Ev(event_id=eid, ts=ts, ts_basis="inherited" if until else "line", host="h1", source="dmesg",
+                  kind=kind, signature=signature, severity=severity, device_type=device_type, device=device,
+                  link=None, xid=xid, sxid=None, peer=None, rank=rank, nranks=None, comm=None, message="m",
+                  precision_us=precision, details={"ts_until": until} if until else {})
+
+    topo, clocks, rules = Topology(), Clocks(default_skew_us=S), default_rules()
+    topo.comm_ranks["c1"][5] = ("h1", "0000:c3:00.0")
+    topo.comm_ranks["c1"][2] = ("h1", "0000:52:00.0")
+    related = may_relate(rules, default_catalog())
+
+    def groups(evs):
+        return sorted(sorted(e.event_id for e in c) for c in components(evs, rules.links, topo, clocks,
+                                                                        related=related))
+
+    span = 4 * 3600 * S + 600 * S
+    cuda = ev("cuda", t - 4 * 3600 * S, kind="ecc", signature="cuda.ecc_uncorrectable", rank=5, precision=span,
+              until=t - 4 * 3600 * S + span)
+    xid48 = ev("xid48", t, xid=48, device="0000:c3:00.0")
+    xid13 = ev("xid13", t - 2 * 3600 * S, xid=13, device="0000:52:00.0", severity="info")
+    nic = ev("nic", t - 3 * 3600 * S, kind="ib_port", signature="ib.port_state", severity="info", device_type="nic")
+    assert groups([cuda, xid48, xid13, nic]) == [["cuda", "xid48"], ["xid13"]]
+    # its rank on another GPU: the Xid 48 is no fault of its own
+    other = dataclasses.replace(cuda, rank=2)
+    assert groups([other, xid48]) == [["cuda"], ["xid48"]]
+    # after the latest it may have been written: not what it reports
+    assert groups([cuda, dataclasses.replace(xid48, ts=t + 900 * S)]) == [["cuda"], ["xid48"]]
+    # a span within the windows (the usual traceback under a stamped line): the links join it by time
+    short = dataclasses.replace(cuda, ts=t + 2 * S, precision_us=2 * S, details={"ts_until": t + 4 * S})
+    assert groups([short, xid48, xid13]) == [["cuda", "xid48"], ["xid13"]]
 
 
 def test_a_collective_one_rank_timed_out_on_from_two_hosts_is_two_jobs():
