@@ -201,7 +201,8 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     if related is not None:
         _join_file_timed(faults, dsu, by_host, related, topo)
         if spanned and links:
-            _join_spanned(faults, loose_for(min(int(r.window_s * S) for r in links)), dsu, by_host, related, topo)
+            shortest = min(int(r.window_s * S) for r in links)
+            _join_spanned(faults, loose_for(shortest), dsu, by_host, related, topo, starts, max(firm_p, shortest))
     groups_out: dict[int, list[Ev]] = defaultdict(list)
     for i, e in enumerate(faults):
         groups_out[dsu.find(i)].append(e)
@@ -325,7 +326,7 @@ def _join_latest(starts: list[int], own: list[int], t: int, idx: list[int], faul
 
 
 def _join_spanned(faults: list[Ev], loose: frozenset[int], dsu: _DSU, by_host: dict[str, list[int]],
-                  related: Callable[[Ev, Ev], bool], topo: Topology) -> None:
+                  related: Callable[[Ev, Ev], bool], topo: Topology, starts: list[int], widest: int) -> None:
     """Join each fault of ``loose`` whose component holds no other fault with a time of its own to the latest fault
     of its host, of its GPU (:func:`_gpu_of`, when both name one), that is ``related`` to it and began within its
     span: after ``FILE_REACH_US`` before its time and no later than the latest it may have been written
@@ -335,11 +336,10 @@ def _join_spanned(faults: list[Ev], loose: frozenset[int], dsu: _DSU, by_host: d
     ``RuntimeError: CUDA error: uncorrectable ECC error encountered`` under the job's NCCL init line spans four hours,
     and joined by time alone it would join whatever its host logged in them; as ``_join_file_timed`` places a line
     dated only by its file, it joins the fault it reports, the Xid 48 of its GPU (a scenario trial), by its subject
-    and a rule (``attribute.may_relate``). Faults dated by their file and other loose ones are not joined to."""
-    firm_roots: set[int] = set()
-    for i, e in enumerate(faults):
-        if i not in loose and e.ts_basis != "file":
-            firm_roots.add(dsu.find(i))
+    and a rule (``attribute.may_relate``). Faults dated by their file and other loose ones are not joined to.
+    ``starts``: the faults' starts (µs); ``widest``: no fault but those of ``loose`` has a coarser precision (µs)."""
+    find = dsu.find
+    firm_roots = {find(i) for i, e in enumerate(faults) if e.ts_basis != "file" and i not in loose}
     gpus: dict[int, str | None] = {}
 
     def gpu(i: int) -> str | None:
@@ -347,8 +347,6 @@ def _join_spanned(faults: list[Ev], loose: frozenset[int], dsu: _DSU, by_host: d
             gpus[i] = _gpu_of(faults[i], topo)
         return gpus[i]
 
-    widest = max((f.precision_us for j, f in enumerate(faults) if j not in loose), default=0)
-    starts = [f.start for f in faults]
     for i in sorted(loose, key=lambda i: faults[i].order):
         if dsu.find(i) in firm_roots:
             continue
