@@ -173,7 +173,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
         for idx in _buckets(rule.relation, faults, by_host, topo):
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
-            if loose:
+            if loose and not loose.isdisjoint(idx):
                 idx = [i for i in idx if i not in loose]
             if rule.relation in _ONE_HOST or (keyed and _one_host(idx, hosts)):
                 # within one host, a keyed bucket needs the time test only

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,6 +257,9 @@ class AttributionCache:
     scenes: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any]]], dict[str, tuple]]] = field(
         default_factory=dict)
     memo: ShapeMemo = field(default_factory=ShapeMemo)
+    #: ``attribute.may_relate`` of the rules and catalog, kept with the shape memo: its answers are per pair of
+    #: shapes, asked at every call of the faults whose times are spanned or file-dated (``cluster.components``)
+    related: Callable[[Ev, Ev], bool] | None = None
     fleet: tuple | None = None  # (rules, catalog, fleet config) of the last call
     #: the last call's facts and their numbers: communicator -> (facts, number), host -> (facts, number)
     comms: dict[str, tuple[tuple, int]] = field(default_factory=dict)
@@ -277,6 +281,7 @@ class AttributionCache:
         if (last is None or last[0] is not rules or last[1] is not catalog
                 or len(self.memo.ids) > self.MEMO_MAX_SHAPES):
             self.memo = ShapeMemo()  # shape ids are decided by the rules and the catalog
+            self.related = None
             self.scenes = {}
         elif last[2:] != now[2:]:
             self.scenes = {}
@@ -335,8 +340,13 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
+    related = cache.related if cache is not None else None
+    if related is None:
+        related = may_relate(rules, catalog)
+        if cache is not None:
+            cache.related = related
     comps = components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
-                       related=may_relate(rules, catalog), catalog=catalog)
+                       related=related, catalog=catalog)
     for comp in join_named_collectives(comps, topo, clocks):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])
