@@ -1206,7 +1206,7 @@ def main() -> None:
         # their modules (pyarrow, aiokafka) are imported once one is raised: `firstfault --help` need not load them
         from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
-        from api.pager import OutboxError
+        from api.pager import OutboxError, OutboxInUse
         from correlate.rules import RulesError
         from ingest.broker import MissingTopicsError
         from ingest.catalog import CatalogError
@@ -1222,6 +1222,8 @@ def main() -> None:
         elif isinstance(e, LakeError):  # a lake that cannot be opened at all (an S3 bucket not reachable, a folder
             # not writable)
             err.print(f"[red]{escape(str(e))}[/]; check lake (FIRSTFAULT_LAKE) and, for S3, the AWS_* environment")
+        elif isinstance(e, OutboxInUse):  # two workers given one state folder
+            err.print(f"[red]{escape(str(e))}[/]")
         elif isinstance(e, OutboxError):  # a full or read-only state folder (a sqlite3 traceback before)
             err.print(f"[red]{escape(str(e))}[/]; check state_dir (FIRSTFAULT_STATE_DIR): free space, permissions")
         elif isinstance(e, KafkaConnectionError):  # at start: no broker there (one that goes away later is waited for)

@@ -74,7 +74,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import fcntl
 import logging
+import os
 import random
 import socket
 import sqlite3
@@ -109,6 +111,11 @@ OUTBOX_FAILED = Counter("firstfault_pager_outbox_failures_total",
 class OutboxError(OSError):
     """The pager outbox (``<state_dir>/pager/outbox.sqlite``) cannot be opened: the message names the file and the
     reason (a full or read-only state folder was a sqlite3 traceback at start: a break-it pass)."""
+
+
+class OutboxInUse(OutboxError):
+    """Another process (another correlate worker or ``run`` given the same ``state_dir``) holds the pager outbox."""
+
 
 ALERTNAME = "FirstFaultIncident"
 _RETRY_STATUS = {408, 425, 429}
@@ -393,10 +400,13 @@ class Pager:
         self._lock = threading.RLock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._hold(path.with_suffix(".lock"))
             self.db = sqlite3.connect(path, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
+        except OutboxInUse:
+            raise
         except (sqlite3.Error, OSError) as e:
             raise OutboxError(f"the pager outbox {path} cannot be opened: {e}") from e
         #: incident id -> its latest version the outbox refused (a full or read-only disk): enqueued first next time,
@@ -405,6 +415,25 @@ class Pager:
         #: incident id -> its latest open version not paged because an open page explains its initiator
         self.inhibited_by: dict[str, dict[str, Any]] = {}
         self.outbox_error: str | None = None
+
+    def _hold(self, lock_path: Path) -> None:
+        """Hold ``lock_path`` (``flock``, released when the process ends, however it ends) with this process's pid in
+        it. Raises :class:`OutboxInUse` naming the other pid when another process holds it: two correlate workers
+        given one ``state_dir`` both started and shared one outbox, which docs/operations.md forbids (a fresh user's
+        trial)."""
+        self._lockfile = open(lock_path, "a+")  # noqa: SIM115 — held open for the pager's life (close)
+        try:
+            fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lockfile.seek(0)
+            pid = self._lockfile.read().strip() or "?"
+            self._lockfile.close()
+            raise OutboxInUse(f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process (pid "
+                              f"{pid}): give each correlate worker or `run` its own state_dir (FIRSTFAULT_STATE_DIR)"
+                              ) from None
+        self._lockfile.truncate(0)
+        self._lockfile.write(str(os.getpid()))
+        self._lockfile.flush()
 
     def close(self) -> None:
         # versions the outbox refused that would page (at or above page_min_severity): said, as they are lost with the
@@ -417,6 +446,7 @@ class Pager:
         with self._lock:
             self.db.close()
             self._closed = True
+        self._lockfile.close()  # the outbox is free for the next process (or pager) of this state_dir
 
     @contextmanager
     def _tx(self) -> Iterator[None]:

@@ -825,3 +825,28 @@ def test_a_receiver_that_answers_slowly_or_endlessly_is_given_up_on_time_and_bou
     finally:
         stop.set()
         server.close()
+
+
+def test_a_second_process_on_one_state_dir_is_refused_naming_the_first(tmp_path):
+    """Two correlate workers given one ``state_dir`` both started and shared one outbox, which docs/operations.md
+    forbids (a fresh user's trial): the outbox is held (``flock``) while its pager lives; another process's pager
+    is refused with the holder's pid, and takes it once the first has closed."""
+    import os
+    import sys
+
+    from api.pager import OutboxInUse
+
+    settings = Settings(state_dir=tmp_path / "state")
+    first = Pager(settings)
+    other = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
+             "from api.pager import Pager, OutboxInUse\nfrom schemas.settings import Settings\n"
+             f"try:\n    Pager(Settings(state_dir={str(tmp_path / 'state')!r})).close(); print('opened')\n"
+             "except OutboxInUse as e:\n    print(e)")
+    said = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=60)
+    assert said.stdout.strip() == (f"the pager outbox {tmp_path / 'state' / 'pager' / 'outbox.sqlite'} is in use by "
+                                   f"another process (pid {os.getpid()}): give each correlate worker or `run` its own "
+                                   "state_dir (FIRSTFAULT_STATE_DIR)"), said
+    first.close()
+    said = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=60)
+    assert said.stdout.strip() == "opened", said
+    assert issubclass(OutboxInUse, OSError)
