@@ -958,7 +958,9 @@ def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught u
 
 
 @app.command()
-def correlate(once: Annotated[bool, typer.Option("--once", help="stop when caught up with fleet.events")] = False,
+def correlate(once: Annotated[bool, typer.Option("--once", help=(
+        "stop when caught up with fleet.events; a member of the correlate group: beside running workers it takes "
+        "partitions from them while it runs"))] = False,
               port: WorkerPortOpt = None, config: ConfigOpt = None) -> None:
     """A correlate worker: fleet.events -> incidents in the lake, pages, hourly report. Run several."""
     from api.render import IncidentsReport, incidents_title
