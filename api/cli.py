@@ -963,11 +963,13 @@ def correlate(once: Annotated[bool, typer.Option("--once", help=(
         "partitions from them while it runs"))] = False,
               port: WorkerPortOpt = None, config: ConfigOpt = None) -> None:
     """A correlate worker: fleet.events -> incidents in the lake, pages, hourly report. Run several."""
-    from api.render import IncidentsReport, incidents_title
+    from api.render import IncidentsReport, incident_progress, incidents_title
     from api.service import CorrelateService
 
     s = _worker_settings(config, port)
     svc = CorrelateService(s, _bootstrap(s))
+    if not once:  # each step's incidents as `run` shows them (--once prints them all when caught up)
+        svc.on_incidents = incident_progress(s.log_format, err)
     incs = _until_signalled(svc.worker.stop,
                             lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "correlate"))) or []
     # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)

@@ -177,14 +177,7 @@ class Service:
         self.emit(self.step(self.correlator, int(time.time() * S)))
 
     def emit(self, incidents: list[dict[str, Any]]) -> None:
-        before = {i["id"]: self.sink.incidents[i["id"]]["status"] for i in self.sink.unstored + list(incidents)
-                  if i["id"] in self.sink.incidents} if self.on_incidents is not None else {}
-        stored = self.sink.emit(incidents)
-        if stored and self.on_incidents is not None:
-            try:  # progress only: a closed stderr (rich exits on a broken pipe) must not stop the service
-                self.on_incidents(stored, before)
-            except (Exception, SystemExit) as e:  # noqa: BLE001
-                log.warning("could not show the incidents stored: %s: %s", type(e).__name__, e)
+        emit_shown(self.sink, incidents, self.on_incidents)
 
     def health(self) -> dict[str, Any]:
         h = self.worker.health
@@ -350,17 +343,36 @@ def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
             f"{h.events} event{'s' * (h.events != 1)}{dead}{took}; lake: {lake}")
 
 
+def emit_shown(sink: IncidentSink, incidents: list[dict[str, Any]],
+               on_incidents: Callable[[list[dict[str, Any]], dict[str, str]], None] | None) -> list[dict[str, Any]]:
+    """``sink.emit(incidents)`` (raises as it does), then ``on_incidents(stored, before)``: the versions stored and
+    the status each incident had before them (``api.render.incident_progress`` shows them). Returns the versions
+    stored."""
+    before = {i["id"]: sink.incidents[i["id"]]["status"] for i in sink.unstored + list(incidents)
+              if i["id"] in sink.incidents} if on_incidents is not None else {}
+    stored = sink.emit(incidents)
+    if stored and on_incidents is not None:
+        try:  # progress only: a closed stderr (rich exits on a broken pipe) must not stop the service
+            on_incidents(stored, before)
+        except (Exception, SystemExit) as e:  # noqa: BLE001
+            log.warning("could not show the incidents stored: %s: %s", type(e).__name__, e)
+    return stored
+
+
 class CorrelateService:
     """``firstfault correlate``: ``fleet.events`` -> incidents in the lake, pages, hourly report."""
 
     def __init__(self, settings: Settings, bootstrap: str) -> None:
         self.settings = settings
         self.sink = IncidentSink(settings)
+        #: ``on_incidents(versions, before)`` with the versions each step stores (the CLI shows them: a worker
+        #: printed nothing but warnings for 25 minutes, a fresh user's trial)
+        self.on_incidents: Callable[[list[dict[str, Any]], dict[str, str]], None] | None = None
         self.worker = CorrelateWorker(
             bootstrap=bootstrap, topic=settings.events_topic, group_id=settings.correlate_group_id,
             dlq_topic=settings.dlq_topic, settings=correlation_settings(settings),
             lateness_us=int(settings.allowed_lateness_s * S),
-            on_incidents=self.sink.emit, restore=self.sink.stored, restore_events=self.sink.membership_events,
+            on_incidents=lambda incidents: emit_shown(self.sink, incidents, self.on_incidents), restore=self.sink.stored, restore_events=self.sink.membership_events,
             read_back=self.sink.incident_events, read_facts=self.sink.host_facts,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
             early_after_us=settings.early_after_us(),

@@ -850,3 +850,24 @@ def test_a_second_process_on_one_state_dir_is_refused_naming_the_first(tmp_path)
     said = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=60)
     assert said.stdout.strip() == "opened", said
     assert issubclass(OutboxInUse, OSError)
+
+
+def test_a_correlate_worker_shows_the_incidents_each_step_stores(tmp_path):
+    """``firstfault correlate`` printed nothing but warnings for 25 minutes while it stored and paged incidents (a
+    fresh user's trial): its service hands each step's stored versions, with their statuses before, to
+    ``on_incidents`` (the CLI's ``incident_progress``), as ``run`` does. No broker is reached: the worker's own
+    callback is called as its step would."""
+    from api.diagnose import diagnose_paths
+    from api.service import CorrelateService
+
+    corpus = Path(__file__).parent / "corpus" / "002-sxid12028-xid137-xid94-nvswitch-cascade"
+    _, _, incidents = diagnose_paths([corpus], Settings())
+    svc = CorrelateService(Settings(lake=str(tmp_path / "lake"), state_dir=str(tmp_path / "state")),
+                           "127.0.0.1:9")
+    shown: list[tuple[list[str], dict[str, str]]] = []
+    svc.on_incidents = lambda versions, before: shown.append(([v["id"] for v in versions], before))
+    svc.worker.on_incidents(incidents)
+    svc.worker.on_incidents([{**incidents[0], "version": incidents[0]["version"] + 1, "status": "resolved"}])
+    svc.sink.pager.close()
+    assert incidents and shown == [([i["id"] for i in incidents], {}), ([incidents[0]["id"]], {
+        incidents[0]["id"]: incidents[0]["status"]})], shown
