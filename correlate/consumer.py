@@ -210,6 +210,9 @@ class CorrelateWorker:
         except BaseException:  # no broker: close it, so no client is left unclosed
             await self.close()
             raise
+        # healthy from its start, as the ingest worker's gauge: it read 0 until the first step was done, seconds
+        # while /healthz said ok (a break-it pass: an alert on 0 fired at every restart)
+        HEALTHY.set(1 if self.health()["ok"] else 0)
 
     async def close(self) -> None:
         """Stop the dead letters still being sent (their records hold the commit: read again by the next owner),
