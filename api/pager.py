@@ -113,6 +113,11 @@ class OutboxError(OSError):
     reason (a full or read-only state folder was a sqlite3 traceback at start: a break-it pass)."""
 
 
+#: the outbox locks this process holds (``Pager._hold``): resolved lock path -> [its open file, pagers holding it]
+_HELD: dict[str, list[Any]] = {}
+_HELD_LOCK = threading.Lock()
+
+
 class OutboxInUse(OutboxError):
     """Another process (another correlate worker or ``run`` given the same ``state_dir``) holds the pager outbox."""
 
@@ -421,19 +426,37 @@ class Pager:
         it. Raises :class:`OutboxInUse` naming the other pid when another process holds it: two correlate workers
         given one ``state_dir`` both started and shared one outbox, which docs/operations.md forbids (a fresh user's
         trial)."""
-        self._lockfile = open(lock_path, "a+")  # noqa: SIM115 — held open for the pager's life (close)
-        try:
-            fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lockfile.seek(0)
-            pid = self._lockfile.read().strip() or "?"
-            self._lockfile.close()
-            raise OutboxInUse(f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process (pid "
-                              f"{pid}): give each correlate worker or `run` its own state_dir (FIRSTFAULT_STATE_DIR)"
-                              ) from None
-        self._lockfile.truncate(0)
-        self._lockfile.write(str(os.getpid()))
-        self._lockfile.flush()
+        self._lock_key = str(lock_path.resolve())
+        with _HELD_LOCK:
+            held = _HELD.get(self._lock_key)
+            if held is not None:  # this process's own (a sink made again, tests): one flock per process
+                held[1] += 1
+                return
+            f = open(lock_path, "a+")  # noqa: SIM115 — held open while a pager of this process lives (close)
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                pid = f.read().strip() or "?"
+                f.close()
+                raise OutboxInUse(f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process "
+                                  f"(pid {pid}): give each correlate worker or `run` its own state_dir "
+                                  "(FIRSTFAULT_STATE_DIR)") from None
+            f.truncate(0)
+            f.write(str(os.getpid()))
+            f.flush()
+            _HELD[self._lock_key] = [f, 1]
+
+    def _release(self) -> None:
+        """Let go of this pager's hold on the outbox's lock (once); the last of the process's pagers frees it."""
+        with _HELD_LOCK:
+            held = _HELD.get(self._lock_key)
+            if held is not None and not getattr(self, "_released", False):
+                self._released = True
+                held[1] -= 1
+                if held[1] <= 0:
+                    held[0].close()
+                    del _HELD[self._lock_key]
 
     def close(self) -> None:
         # versions the outbox refused that would page (at or above page_min_severity): said, as they are lost with the
@@ -446,7 +469,7 @@ class Pager:
         with self._lock:
             self.db.close()
             self._closed = True
-        self._lockfile.close()  # the outbox is free for the next process (or pager) of this state_dir
+        self._release()  # the outbox is free for the next process of this state_dir
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
