@@ -10,7 +10,6 @@ fresh lake, correlate, print the incidents, and serve the API until Ctrl-C
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import shlex
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
+from api.pager import hold_lock
 from api.render import IncidentsReport, incident_progress, incidents_title
 from api.service import Service
 from ingest import broker
@@ -84,17 +84,12 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
     state folder is running (its lake is left alone). ``check`` (the CLI's port check) runs once the demo
     holds its lock, before anything is started or removed."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.state_dir / "demo.lock", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends, however it ends
-        except BlockingIOError:
-            lock.seek(0)
-            raise DemoRunning(f"another demo is running (pid {lock.read().strip() or '?'}) and serving its lake "
-                              f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C), or run your own "
-                              "beside it with FIRSTFAULT_STATE_DIR=/tmp/mine FIRSTFAULT_API_PORT=18080") from None
-        lock.truncate(0)
-        lock.write(str(os.getpid()))
-        lock.flush()
+    lock, pid = hold_lock(settings.state_dir / "demo.lock")  # released when the process ends, however it ends
+    if lock is None:
+        raise DemoRunning(f"another demo is running (pid {pid}) and serving its lake "
+                          f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C), or run your own "
+                          "beside it with FIRSTFAULT_STATE_DIR=/tmp/mine FIRSTFAULT_API_PORT=18080")
+    with lock:
         if check is not None:
             check()
         return _run_demo(settings, once=once, port=port, console=console, out=out)

@@ -113,6 +113,24 @@ class OutboxError(OSError):
     reason (a full or read-only state folder was a sqlite3 traceback at start: a break-it pass)."""
 
 
+def hold_lock(path: Path) -> tuple[Any, str]:
+    """``flock`` ``path`` (made if missing) and write this process's pid in it: (the open file, "") — the lock lasts
+    while the file is open, and goes with the process however it ends, so a ``kill -9`` leaves no stale lock — or,
+    when another open file holds it, (None, the pid written there or "?")."""
+    f = open(path, "a+")  # noqa: SIM115 — the caller holds it open
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        pid = f.read().strip() or "?"
+        f.close()
+        return None, pid
+    f.truncate(0)
+    f.write(str(os.getpid()))
+    f.flush()
+    return f, ""
+
+
 #: the outbox locks this process holds (``Pager._hold``): resolved lock path -> [its open file, pagers holding it]
 _HELD: dict[str, list[Any]] = {}
 _HELD_LOCK = threading.Lock()
@@ -432,19 +450,11 @@ class Pager:
             if held is not None:  # this process's own (a sink made again, tests): one flock per process
                 held[1] += 1
                 return
-            f = open(lock_path, "a+")  # noqa: SIM115 — held open while a pager of this process lives (close)
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.seek(0)
-                pid = f.read().strip() or "?"
-                f.close()
+            f, pid = hold_lock(lock_path)  # held open while a pager of this process lives (close)
+            if f is None:
                 raise OutboxInUse(f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process "
                                   f"(pid {pid}): give each correlate worker or `run` its own state_dir "
-                                  "(FIRSTFAULT_STATE_DIR)") from None
-            f.truncate(0)
-            f.write(str(os.getpid()))
-            f.flush()
+                                  "(FIRSTFAULT_STATE_DIR)")
             _HELD[self._lock_key] = [f, 1]
 
     def _release(self) -> None:

@@ -863,34 +863,14 @@ def test_serve_says_where_its_lake_setting_came_from(tmp_path, monkeypatch):
 def test_the_web_servers_own_logs_follow_log_format_and_log_level(tmp_path):
     """``serve`` with ``log_format = "json"`` (from firstfault.toml) and ``FIRSTFAULT_LOG_LEVEL=INFO``: uvicorn's
     start-up and access lines are JSON objects on stderr like firstfault's own, nothing on stdout."""
-    import os
     import signal
-    import socket
-    import subprocess
-    import sys
-    import time
 
-    import httpx
     import orjson
 
     (tmp_path / "lake").mkdir()
     (tmp_path / "firstfault.toml").write_text(f'log_format = "json"\nlake = "{tmp_path / "lake"}"\n')
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    exe = str(Path(sys.executable).with_name("firstfault"))
-    p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "FIRSTFAULT_LOG_LEVEL": "INFO"})
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-    finally:
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+    _, out, err, port = _serve_until_healthy(tmp_path, {"PATH": "/usr/bin:/bin", "FIRSTFAULT_LOG_LEVEL": "INFO"},
+                                             signal.SIGINT)
     lines = [orjson.loads(line) for line in err.decode().splitlines() if line.strip()]
     assert out == b"" and {"uvicorn.error", "uvicorn.access"} <= {r["logger"] for r in lines}, err.decode()
     assert any("GET /healthz" in r["message"] for r in lines if r["logger"] == "uvicorn.access")
@@ -1548,6 +1528,16 @@ def test_serve_stopped_by_sigterm_says_so_and_exits_0(tmp_path):
     """A service manager stops ``serve`` with SIGTERM: uvicorn shut down and raised the signal again, whose default
     action killed the process unsaid, status -15 (stop 58's list). It says "stopped" and exits 0, as the workers."""
     import signal
+
+    (tmp_path / "lake").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake"), "COLUMNS": "200"}
+    code, _, err, _ = _serve_until_healthy(tmp_path, env, signal.SIGTERM)
+    assert code == 0 and err.decode().rstrip().splitlines()[-1].endswith("stopped"), (code, err)
+
+
+def _serve_until_healthy(cwd: Path, env: dict[str, str], sig: int) -> tuple[int, bytes, bytes, int]:
+    """Run ``firstfault serve`` on a free port of 127.0.0.1 in ``cwd`` with ``env`` until its ``/healthz`` answers
+    200 (20 s at most), then send it ``sig``: its exit code, stdout, stderr and port."""
     import socket
     import subprocess
     import sys
@@ -1555,13 +1545,11 @@ def test_serve_stopped_by_sigterm_says_so_and_exits_0(tmp_path):
 
     import httpx
 
-    (tmp_path / "lake").mkdir()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     exe = str(Path(sys.executable).with_name("firstfault"))
-    env = {"PATH": "/usr/bin:/bin", "FIRSTFAULT_LAKE": str(tmp_path / "lake"), "COLUMNS": "200"}
-    p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+    p = subprocess.Popen([exe, "serve", "--port", str(port)], cwd=cwd, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=env)
     try:
         for _ in range(200):
@@ -1571,6 +1559,6 @@ def test_serve_stopped_by_sigterm_says_so_and_exits_0(tmp_path):
             except httpx.TransportError:
                 time.sleep(0.1)
     finally:
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=30)
-    assert p.returncode == 0 and err.decode().rstrip().splitlines()[-1].endswith("stopped"), (p.returncode, err)
+    return p.returncode, out, err, port
