@@ -354,9 +354,9 @@ class CorrelateWorker:
         for tp, end in ends.items():
             if end is None:  # nothing fetched from it yet
                 continue
-            try:
-                n = max(0, end - await self.consumer.position(tp))
-            except IllegalStateError:  # revoked meanwhile
+            try:  # a position not known yet is asked of the broker: bounded, as the ends
+                n = max(0, end - await asyncio.wait_for(self.consumer.position(tp), self.ack_patience_s))
+            except (IllegalStateError, KafkaError, asyncio.TimeoutError):  # revoked meanwhile; the broker away
                 continue
             self.lag[f"{tp.topic}/{tp.partition}"] = n
             LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
