@@ -175,6 +175,7 @@ class CorrelateWorker:
         self.broker_check_s, self.ack_patience_s = BROKER_CHECK_S, ACK_PATIENCE_S
         self.broker_error: str | None = None
         self._checked = time.monotonic()
+        self.committed: dict[TopicPartition, int] = {}  # the offsets last committed (or found committed when assigned)
 
     def _fresh(self) -> StreamCorrelator:
         c = StreamCorrelator(settings=self.settings, lateness_us=self.lateness_us, rules=default_rules(),
@@ -242,10 +243,13 @@ class CorrelateWorker:
         # dead letters of the partitions before: their records are read again by whoever has them now (a task kept
         # trying for a partition gone elsewhere, and both owners' letters landed: a break-it pass)
         await self._stop_dead_letters()
-        committed = {}
+        committed: dict[TopicPartition, int | None] = {}
+        self.committed = {}
         for tp in assigned:
             off = await self.consumer.committed(tp)
             committed[tp] = off
+            if off is not None:
+                self.committed[tp] = off
             if off is not None:
                 self.consumer.seek(tp, off)
             else:
@@ -681,13 +685,28 @@ class CorrelateWorker:
         return out
 
     async def _commit_safe(self, tps: set[TopicPartition]) -> None:
+        """Commit the safe offsets of ``tps`` that moved since the worker's last commit (an idle worker committed
+        the same offsets every tick). A commit the broker has not acknowledged within ``ack_patience_s`` makes the
+        worker unhealthy ("kafka: …") while it waits: a commit to a broker that is gone waits without end, and the
+        worker's /healthz said ok for good (a break-it pass)."""
         assert self.consumer is not None
-        offsets = self.safe_offsets(tps)
-        if offsets:
-            try:
-                await self.consumer.commit(offsets)
-            except KafkaError as e:  # a rebalance in progress: the next owner replays a little more
-                log.warning("correlate: commit failed (%s); replay will cover it", e)
+        offsets = {tp: o for tp, o in self.safe_offsets(tps).items() if self.committed.get(tp) != o}
+        if not offsets:
+            return
+        task = asyncio.ensure_future(self.consumer.commit(offsets))
+        try:
+            if not (await asyncio.wait({task}, timeout=self.ack_patience_s))[0]:
+                self.broker_error = (f"kafka: the broker did not acknowledge a commit within "
+                                     f"{self.ack_patience_s:g} s; waiting for it")
+                HEALTHY.set(0)
+                log.warning("correlate: %s", self.broker_error)
+            await task
+            self.committed.update(offsets)
+            if self.broker_error is not None and "commit" in self.broker_error:
+                self.broker_error = None
+                HEALTHY.set(1 if self.health()["ok"] else 0)
+        except KafkaError as e:  # a rebalance in progress: the next owner replays a little more
+            log.warning("correlate: commit failed (%s); replay will cover it", e)
 
 
 class _Listener(ConsumerRebalanceListener):
