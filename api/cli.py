@@ -858,7 +858,10 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     from api.render import IncidentsReport, IncidentsView, incident_progress, incidents_title
     from api.service import Service
 
+    from api.pager import outbox_free
+
     s = _settings(config, **({"api_port": port} if port is not None else {}))
+    outbox_free(s.state_dir)  # before the API's address is told (it was, then OutboxInUse: a break-it pass)
     if serve:
         _port_free(s, s.api_port)  # port 0 too: the host is checked
         if s.api_port != 0:  # port 0: the system picks one, told once bound

@@ -21,7 +21,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
-from api.pager import hold_lock
+from api.pager import hold_lock, outbox_free
 from api.render import IncidentsReport, incident_progress, incidents_title
 from api.service import Service
 from ingest import broker
@@ -81,8 +81,9 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
              out: Console | None = None, check: Callable[[], None] | None = None) -> int:
     """Progress on ``console`` (stderr), the incidents table on ``out`` (stdout). Exit code 0 when
     incidents were produced from the samples. Raises :class:`DemoRunning` when another demo of the same
-    state folder is running (its lake is left alone). ``check`` (the CLI's port check) runs once the demo
-    holds its lock, before anything is started or removed."""
+    state folder is running (its lake is left alone), ``api.pager.OutboxInUse`` when another process holds its
+    pager outbox. ``check`` (the CLI's port check) runs once the demo holds its lock, before anything is started or
+    removed."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     lock, pid = hold_lock(settings.state_dir / "demo.lock")  # released when the process ends, however it ends
     if lock is None:
@@ -92,6 +93,7 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
     with lock:
         if check is not None:
             check()
+        outbox_free(settings.state_dir)  # before a broker is started or a sample written
         return _run_demo(settings, once=once, port=port, console=console, out=out)
 
 

@@ -131,6 +131,26 @@ def hold_lock(path: Path) -> tuple[Any, str]:
     return f, ""
 
 
+def outbox_free(state_dir: Path) -> None:
+    """Raise :class:`OutboxInUse` when another process holds ``state_dir``'s pager outbox (``Pager._hold``): asked
+    before anything is started, a demo refused by the outbox had started a broker and written the sample logs into
+    the topics live workers read (a break-it pass)."""
+    lock_path = Path(state_dir) / "pager" / "outbox.lock"
+    with _HELD_LOCK:
+        if str(lock_path.resolve()) in _HELD or not lock_path.exists():
+            return
+        f, pid = hold_lock(lock_path)
+        if f is not None:
+            f.close()
+            return
+    raise OutboxInUse(_in_use(lock_path, pid))
+
+
+def _in_use(lock_path: Path, pid: str) -> str:
+    return (f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process (pid {pid}): give "
+            "each correlate worker or `run` its own state_dir (FIRSTFAULT_STATE_DIR)")
+
+
 #: the outbox locks this process holds (``Pager._hold``): resolved lock path -> [its open file, pagers holding it]
 _HELD: dict[str, list[Any]] = {}
 _HELD_LOCK = threading.Lock()
@@ -452,9 +472,7 @@ class Pager:
                 return
             f, pid = hold_lock(lock_path)  # held open while a pager of this process lives (close)
             if f is None:
-                raise OutboxInUse(f"the pager outbox {lock_path.with_suffix('.sqlite')} is in use by another process "
-                                  f"(pid {pid}): give each correlate worker or `run` its own state_dir "
-                                  "(FIRSTFAULT_STATE_DIR)")
+                raise OutboxInUse(_in_use(lock_path, pid))
             _HELD[self._lock_key] = [f, 1]
 
     def _release(self) -> None:

@@ -345,15 +345,18 @@ def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
 
 def emit_shown(sink: IncidentSink, incidents: list[dict[str, Any]],
                on_incidents: Callable[[list[dict[str, Any]], dict[str, str]], None] | None) -> list[dict[str, Any]]:
-    """``sink.emit(incidents)`` (raises as it does), then ``on_incidents(stored, before)``: the versions stored and
-    the status each incident had before them (``api.render.incident_progress`` shows them). Returns the versions
-    stored."""
-    before = {i["id"]: sink.incidents[i["id"]]["status"] for i in sink.unstored + list(incidents)
-              if i["id"] in sink.incidents} if on_incidents is not None else {}
+    """``sink.emit(incidents)`` (raises as it does), then ``on_incidents(new, before)``: the versions stored that
+    are newer than the incident's stored one, and the status each incident had before them
+    (``api.render.incident_progress`` shows them). A correlate worker restarted on its group replays its partitions
+    from the safe offsets and emits versions already stored, which were shown "updated" by the hundred (a break-it
+    pass). Returns the versions stored."""
+    had = {i["id"]: sink.incidents[i["id"]] for i in sink.unstored + list(incidents)
+           if i["id"] in sink.incidents} if on_incidents is not None else {}
     stored = sink.emit(incidents)
-    if stored and on_incidents is not None:
+    new = [v for v in stored if v["id"] not in had or v.get("version", 1) > had[v["id"]].get("version", 1)]
+    if new and on_incidents is not None:
         try:  # progress only: a closed stderr (rich exits on a broken pipe) must not stop the service
-            on_incidents(stored, before)
+            on_incidents(new, {k: inc["status"] for k, inc in had.items()})
         except (Exception, SystemExit) as e:  # noqa: BLE001
             log.warning("could not show the incidents stored: %s: %s", type(e).__name__, e)
     return stored

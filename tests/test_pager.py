@@ -868,6 +868,31 @@ def test_a_correlate_worker_shows_the_incidents_each_step_stores(tmp_path):
     svc.on_incidents = lambda versions, before: shown.append(([v["id"] for v in versions], before))
     svc.worker.on_incidents(incidents)
     svc.worker.on_incidents([{**incidents[0], "version": incidents[0]["version"] + 1, "status": "resolved"}])
+    svc.worker.on_incidents(incidents)  # a replay after a restart: versions already stored, not shown (break-it)
     svc.sink.pager.close()
     assert incidents and shown == [([i["id"] for i in incidents], {}), ([incidents[0]["id"]], {
         incidents[0]["id"]: incidents[0]["status"]})], shown
+
+
+def test_a_demo_or_run_refused_by_the_outbox_starts_nothing(tmp_path):
+    """A demo whose state_dir's outbox another process held started a broker and wrote the sample logs into the
+    topics live workers read, then exited 1 (a break-it pass): ``outbox_free`` refuses it before anything starts,
+    ``demo`` and ``run`` exit 1 naming the holder, no broker under the state_dir, no sample written."""
+    import os
+    import sys
+
+    from api.pager import outbox_free
+
+    state = tmp_path / "state"
+    outbox_free(state)  # no outbox yet: free
+    first = Pager(Settings(state_dir=state))
+    outbox_free(state)  # held by this process: free for it
+    exe = str(Path(sys.executable).with_name("firstfault"))
+    env = {"PATH": "/usr/bin:/bin", "FIRSTFAULT_STATE_DIR": str(state), "COLUMNS": "300"}
+    try:
+        for cmd in (["demo", "--once"], ["run", "--once", "--no-serve"]):
+            r = subprocess.run([exe, *cmd], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1 and f"is in use by another process (pid {os.getpid()})" in r.stderr, r.stderr
+            assert "broker" not in r.stderr and not (state / "kafka").exists(), r.stderr
+    finally:
+        first.close()
