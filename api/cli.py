@@ -855,10 +855,9 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     With --once, the incidents once caught up are printed on stdout; else on stderr, as progress.
 
     A running service also prints on stderr each incident version it stores later (new, updated, resolved)."""
+    from api.pager import outbox_free
     from api.render import IncidentsReport, IncidentsView, incident_progress, incidents_title
     from api.service import Service
-
-    from api.pager import outbox_free
 
     s = _settings(config, **({"api_port": port} if port is not None else {}))
     outbox_free(s.state_dir)  # before the API's address is told (it was, then OutboxInUse: a break-it pass)

@@ -441,6 +441,7 @@ class Pager:
         path = self.path = Path(settings.state_dir) / "pager" / "outbox.sqlite"
         # health() may be called from another thread (the API's thread pool): one lock around the connection
         self._lock = threading.RLock()
+        self._lock_key, self._released = "", True  # nothing held yet (_hold)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._hold(path.with_suffix(".lock"))
@@ -451,6 +452,7 @@ class Pager:
         except OutboxInUse:
             raise
         except (sqlite3.Error, OSError) as e:
+            self._release()  # held, then the outbox would not open: not held for good
             raise OutboxError(f"the pager outbox {path} cannot be opened: {e}") from e
         #: incident id -> its latest version the outbox refused (a full or read-only disk): enqueued first next time,
         #: so no page is lost while the process lives (one version per incident: bounded by the incidents)
@@ -464,7 +466,7 @@ class Pager:
         it. Raises :class:`OutboxInUse` naming the other pid when another process holds it: two correlate workers
         given one ``state_dir`` both started and shared one outbox, which docs/operations.md forbids (a fresh user's
         trial)."""
-        self._lock_key = str(lock_path.resolve())
+        self._lock_key, self._released = str(lock_path.resolve()), False
         with _HELD_LOCK:
             held = _HELD.get(self._lock_key)
             if held is not None:  # this process's own (a sink made again, tests): one flock per process
@@ -479,7 +481,7 @@ class Pager:
         """Let go of this pager's hold on the outbox's lock (once); the last of the process's pagers frees it."""
         with _HELD_LOCK:
             held = _HELD.get(self._lock_key)
-            if held is not None and not getattr(self, "_released", False):
+            if held is not None and not self._released:
                 self._released = True
                 held[1] -= 1
                 if held[1] <= 0:

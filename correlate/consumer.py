@@ -174,6 +174,7 @@ class CorrelateWorker:
         #: ``ack_patience_s`` makes the worker unhealthy, this the reason, until it answers again
         self.broker_check_s, self.ack_patience_s = BROKER_CHECK_S, ACK_PATIENCE_S
         self.broker_error: str | None = None
+        self.commit_error: str | None = None  # a commit the broker has not acknowledged in time (_commit_safe)
         self._checked = time.monotonic()
         self.committed: dict[TopicPartition, int] = {}  # the offsets last committed (or found committed when assigned)
 
@@ -211,9 +212,9 @@ class CorrelateWorker:
         except BaseException:  # no broker: close it, so no client is left unclosed
             await self.close()
             raise
-        # healthy from its start, as the ingest worker's gauge: it read 0 until the first step was done, seconds
-        # while /healthz said ok (a break-it pass: an alert on 0 fired at every restart)
-        HEALTHY.set(1 if self.health()["ok"] else 0)
+        # what /healthz says, read at each scrape: set after each step, it read 0 until the first step was done,
+        # seconds while /healthz said ok (a break-it pass: an alert on 0 fired at every restart)
+        HEALTHY.set_function(lambda: 1 if self.health()["ok"] else 0)
 
     async def close(self) -> None:
         """Stop the dead letters still being sent (their records hold the commit: read again by the next owner),
@@ -250,7 +251,6 @@ class CorrelateWorker:
             committed[tp] = off
             if off is not None:
                 self.committed[tp] = off
-            if off is not None:
                 self.consumer.seek(tp, off)
             else:
                 await self.consumer.seek_to_beginning(tp)
@@ -334,8 +334,7 @@ class CorrelateWorker:
     async def observe(self, fetched: bool = True) -> None:
         """Set, per assigned partition, ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between
         the worker's position and the partition's end as the last fetch saw it (``AIOKafkaConsumer.highwater``),
-        kept in ``lag`` for ``/healthz``; then ``firstfault_correlate_healthy`` (1 while ``health()`` is ok). Called
-        after each step: a correlate worker falling behind its topic showed nothing on /metrics (the ingest worker's
+        kept in ``lag`` for ``/healthz``. Called after each step: a correlate worker falling behind its topic showed nothing on /metrics (the ingest worker's
         lag alone was there: stop 58's list). Not ``fetched`` for ``broker_check_s``, it asks the broker for the
         ends itself (the topics' metadata while it holds no partition): a fetch that returns nothing says nothing of
         a broker that is gone, and its /healthz said ok for 90 s after the broker stopped (a fresh user's trial)."""
@@ -354,7 +353,6 @@ class CorrelateWorker:
             except (KafkaError, asyncio.TimeoutError) as e:
                 self.broker_error = (f"kafka: the broker did not answer within {self.ack_patience_s:g} s "
                                      f"({type(e).__name__}{': ' + str(e) if str(e) else ''})")
-        HEALTHY.set(1 if self.health()["ok"] else 0)
         for tp, end in ends.items():
             if end is None:  # nothing fetched from it yet
                 continue
@@ -410,12 +408,12 @@ class CorrelateWorker:
     def health(self) -> dict[str, Any]:
         """What the worker's ``/healthz`` says (``api.app.create_worker_app``): ``ok`` false with the ``reason``
         while its steps raise (``StepGuard``), the incidents cannot be stored (``_emit``) or the broker does not
-        answer (``observe``); its counts: records
-        read, rebalances, dead letters acknowledged / not yet / failed tries, paused partitions, store and lake
-        read failures, failed steps; ``lag``: records behind each partition's end (``observe``)."""
+        answer (``observe``, ``_commit_safe``); its counts: records read, rebalances, dead letters acknowledged /
+        not yet / failed tries, paused partitions, store and lake read failures, failed steps; ``lag``: records
+        behind each partition's end (``observe``). ``firstfault_correlate_healthy`` reads its ``ok``."""
         reason = (f"correlator steps fail: {self.step.last_error}" if self.step.last_error is not None
                   else f"incidents not stored: {self.last_store_error}" if self.last_store_error is not None
-                  else self.broker_error or "")
+                  else self.commit_error or self.broker_error or "")
         return {"ok": not reason, "reason": reason, "records": self.records, "rebalances": self.rebalances,
                 "dead_lettered": self.dead_lettered, "dead_letters_pending": self.dead_letters_pending,
                 "dead_letter_failures": self.dead_letter_failures, "paused_partitions": self.paused_partitions,
@@ -696,17 +694,15 @@ class CorrelateWorker:
         task = asyncio.ensure_future(self.consumer.commit(offsets))
         try:
             if not (await asyncio.wait({task}, timeout=self.ack_patience_s))[0]:
-                self.broker_error = (f"kafka: the broker did not acknowledge a commit within "
+                self.commit_error = (f"kafka: the broker did not acknowledge a commit within "
                                      f"{self.ack_patience_s:g} s; waiting for it")
-                HEALTHY.set(0)
-                log.warning("correlate: %s", self.broker_error)
+                log.warning("correlate: %s", self.commit_error)
             await task
             self.committed.update(offsets)
-            if self.broker_error is not None and "commit" in self.broker_error:
-                self.broker_error = None
-                HEALTHY.set(1 if self.health()["ok"] else 0)
         except KafkaError as e:  # a rebalance in progress: the next owner replays a little more
             log.warning("correlate: commit failed (%s); replay will cover it", e)
+        finally:
+            self.commit_error = None
 
 
 class _Listener(ConsumerRebalanceListener):
