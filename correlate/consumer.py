@@ -334,10 +334,11 @@ class CorrelateWorker:
     async def observe(self, fetched: bool = True) -> None:
         """Set, per assigned partition, ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between
         the worker's position and the partition's end as the last fetch saw it (``AIOKafkaConsumer.highwater``),
-        kept in ``lag`` for ``/healthz``. Called after each step: a correlate worker falling behind its topic showed nothing on /metrics (the ingest worker's
-        lag alone was there: stop 58's list). Not ``fetched`` for ``broker_check_s``, it asks the broker for the
-        ends itself (the topics' metadata while it holds no partition): a fetch that returns nothing says nothing of
-        a broker that is gone, and its /healthz said ok for 90 s after the broker stopped (a fresh user's trial)."""
+        kept in ``lag`` for ``/healthz``. Called after each step: a correlate worker falling behind its topic showed
+        nothing on /metrics (the ingest worker's lag alone was there: stop 58's list). Not ``fetched`` for
+        ``broker_check_s``, it asks the broker for the ends itself (the topics' metadata while it holds no
+        partition): a fetch that returns nothing says nothing of a broker that is gone, and its /healthz said ok for
+        90 s after the broker stopped (a fresh user's trial)."""
         assert self.consumer is not None
         parts = self.consumer.assignment()
         ends = {tp: self.consumer.highwater(tp) for tp in parts}
