@@ -4,6 +4,7 @@ session, in a private state folder, and stops it at the end; tests marked `kafka
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 
@@ -24,6 +25,17 @@ def catalog():
 @pytest.fixture(scope="session")
 def pipeline(catalog):
     return Pipeline(catalog)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging():
+    """The root logger's handlers and level as before each test: a command run in process (``setup_logging``) leaves
+    a handler on the stderr pytest captured for it, closed by the next test ("--- Logging error --- I/O operation
+    on closed file" in a CI run's output)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
 
 
 @pytest.fixture(scope="session")

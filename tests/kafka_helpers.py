@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
@@ -14,11 +15,12 @@ Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
 
 
 async def correlate_records(kafka: str, topic: str, records: list[Record], *, dlq_topic: str | None = None,
-                            timeout_s: float = 120) -> tuple[list[dict], CorrelateWorker, int | None]:
+                            timeout_s: float = 120, prepare: Callable[[CorrelateWorker], None] | None = None,
+                            ) -> tuple[list[dict], CorrelateWorker, int | None]:
     """Send ``records`` to partition 0 of ``topic`` (which must exist, with ``dlq_topic``, default
     ``<topic>.dlq``), then run a correlate worker of group ``topic`` over it until it has caught up (at most
     ``timeout_s`` seconds). Returns the incidents it emitted, the worker (closed) and its committed offset of
-    partition 0 (None: nothing committed)."""
+    partition 0 (None: nothing committed). ``prepare`` is called with the started worker before it runs."""
     producer = AIOKafkaProducer(bootstrap_servers=kafka)
     await producer.start()
     try:
@@ -30,6 +32,8 @@ async def correlate_records(kafka: str, topic: str, records: list[Record], *, dl
     w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq_topic or f"{topic}.dlq",
                         settings=Settings(), lateness_us=300_000_000, on_incidents=got.extend)
     await w.start()
+    if prepare is not None:
+        prepare(w)
     try:
         await asyncio.wait_for(w.run(until_caught_up=True), timeout_s)
         committed = await w.consumer.committed(TopicPartition(topic, 0))
