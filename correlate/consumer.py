@@ -237,18 +237,37 @@ class CorrelateWorker:
     async def assigned(self, assigned: set[TopicPartition]) -> None:
         """After a rebalance: start over from the safe offsets of every partition now ours.
 
-        aiokafka sets the assignment before it calls this, and its fetcher may fetch the new partitions while this
-        awaits the broker: the offsets are asked first, then the fresh state and the seeks come with no await between
-        them. Records ``run`` reads after the fresh state that a fetch before the seek brought are read again from
-        the seek: ``run`` skips an offset its partition has read (they were read twice into one correlator, with one
-        rebalance: a CI run)."""
+        aiokafka sets the assignment, and its fetcher fetches it, before it calls this: ``run`` reads nothing of an
+        assignment until it is ``ready`` (its fetches are dropped; the seeks bring them again), and ``_caught_up``
+        says nothing of it (a --once run ended while this awaited the broker, the state it had read then thrown
+        away; another read its records twice: a CI run). The committed offsets (the earliest where none) are asked
+        first, each answer within ``ack_patience_s`` and asked again after a back-off of 0.5 s doubling to 30 s
+        while the broker does not give them (logged, ``error_code`` ``assignment_offsets_failed``); then the fresh
+        state, the seeks and ``ready`` come with no await between them. Returns early, nothing set up, once
+        ``stop`` is set."""
         assert self.consumer is not None
         # dead letters of the partitions before: their records are read again by whoever has them now (a task kept
         # trying for a partition gone elsewhere, and both owners' letters landed: a break-it pass)
         await self._stop_dead_letters()
-        committed = {tp: await self.consumer.committed(tp) for tp in assigned}
-        never = [tp for tp, off in committed.items() if off is None]
-        starts = await self.consumer.beginning_offsets(never) if never else {}
+        wait = _Backoff()
+        while True:
+            try:
+                committed = {tp: await asyncio.wait_for(self.consumer.committed(tp), self.ack_patience_s)
+                             for tp in assigned}
+                never = [tp for tp, off in committed.items() if off is None]
+                starts = await asyncio.wait_for(self.consumer.beginning_offsets(never), self.ack_patience_s) \
+                    if never else {}
+                break
+            except (KafkaError, asyncio.TimeoutError) as e:
+                delay = wait.failed()
+                log.error("correlate: the offsets of the partitions assigned were not given (%s); asking again in "
+                          "%.1f s", type(e).__name__ + (f": {e}" if str(e) else ""), delay,
+                          extra={"stage": "correlate", "error_code": "assignment_offsets_failed"})
+                try:
+                    await asyncio.wait_for(self.stop.wait(), delay)
+                    return
+                except asyncio.TimeoutError:
+                    continue
         self.rebalances += 1
         self.correlator = self._fresh()
         self.parts = {}
@@ -269,11 +288,13 @@ class CorrelateWorker:
         while not self.stop.is_set():
             self._pause_behind_dead_letters()
             data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
+            if data and self.consumer.assignment() != self.ready:  # not set up yet (``assigned``): sought again
+                continue
             now = int(time.time() * S)
             bad: list[tuple[_Partition, ConsumerRecord, str]] = []
             for tp, recs in data.items():
                 p = self.parts.setdefault(tp, _Partition())
-                if recs and recs[0].offset <= p.last:  # fetched before an assignment's seek, read again after it
+                if recs and recs[0].offset <= p.last:  # returned before an assignment's seek, fetched again after it
                     recs = [r for r in recs if r.offset > p.last]
                 p.tail_from = recs[0].offset if recs else p.tail_from
                 for r in recs:
@@ -629,10 +650,8 @@ class CorrelateWorker:
         return True
 
     async def _caught_up(self, but: set[TopicPartition] = frozenset()) -> bool:
-        """Whether every assigned partition but ``but`` (paused ones) has been read to its end offset, from the
-        state ``assigned`` set up for them (``ready``): aiokafka sets an assignment, and fetches it, before it calls
-        ``assigned``, and a --once run read to the end while the call awaited the broker ended with that read's state
-        then thrown away (a test's worker, its facts held once, ended holding none)."""
+        """Whether every assigned partition but ``but`` (paused ones) has been read to its end offset, into the
+        state ``assigned`` set up for them (``ready``)."""
         assert self.consumer is not None
         parts = self.consumer.assignment()
         if not parts or parts != self.ready:

@@ -162,18 +162,23 @@ def test_a_correlate_worker_hands_facts_records_to_its_correlator_and_skips_an_u
     assert len(bad) == 1 and "'gpu_temps' (header firstfault-table)" in bad.pop()
     [inc] = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
     assert UP in inc["explanation"] and inc["initiator"]["link"] in (3, 5)
-    # four records read, or more when a fetch came while the assignment awaited the broker: read into the state
-    # it then replaced, and again from its seek (8 with one rebalance: a CI run); the state holds them once
-    assert [t.num_rows for t in w.correlator.samples] == [6] and w.records >= 4
+    # four records read, or more only after a second assignment (8 with one: a CI run, of a fetch read before its
+    # assignment was set up, test_records_fetched_while_an_assignment_awaits_the_broker_are_read_once)
+    assert [t.num_rows for t in w.correlator.samples] == [6]
+    assert w.records == 4 or w.rebalances > 1, (w.records, w.rebalances)
     assert [t.column("fact").to_pylist() for t in w.correlator.topology] == [["gpu_bus"]]
 
 
 @pytest.mark.kafka
-def test_records_fetched_while_an_assignment_awaits_the_broker_are_read_once(kafka, pipeline):
-    """aiokafka sets a worker's partitions before it calls ``assigned``, and its fetcher may fetch them while the
-    callback awaits their committed offsets: records read then went into the state ``assigned`` then replaced, or
-    were read again after its seek into the fresh one (8 records read of 4, with one rebalance: a CI run). Made
-    sure to happen: each committed offset is answered 1.5 s late. The fresh state holds each record once."""
+@pytest.mark.parametrize("broker", ["late", "refuses once"])
+def test_records_fetched_while_an_assignment_awaits_the_broker_are_read_once(kafka, pipeline, broker, caplog):
+    """aiokafka sets a worker's partitions, and fetches them, before it calls ``assigned``: records read while the
+    callback awaited their committed offsets went into the state it then replaced (a --once run could end there,
+    holding nothing), or were read again after its seek (8 records read of 4, with one rebalance: a CI run). Made
+    sure to happen: each committed offset is answered 1.5 s late, or the first ask fails (a ``KafkaError``: logged
+    ``assignment_offsets_failed``, asked again after 0.5 s). Each record is read once, into the state set up."""
+    from aiokafka.errors import KafkaConnectionError
+
     from tests.kafka_helpers import correlate_records
     from tests.test_reliability_input import _create
 
@@ -189,18 +194,22 @@ def test_records_fetched_while_an_assignment_awaits_the_broker_are_read_once(kaf
 
         async def committed(tp):
             asked.append(tp)
-            await asyncio.sleep(1.5)
+            if broker == "refuses once" and len(asked) == 1:
+                await asyncio.sleep(0.5)
+                raise KafkaConnectionError("the coordinator went away")
+            await asyncio.sleep(1.5 if broker == "late" else 0)
             return await real(tp)
         w.consumer.committed = committed
 
-    incidents, w, _ = asyncio.run(correlate_records(kafka, topic, records, prepare=late))
-    assert asked and w.rebalances == 1 and w.records >= 3
-    assert [t.num_rows for t in w.correlator.samples] == [6]  # held once (twice: [6, 6])
+    with caplog.at_level(logging.ERROR, logger="firstfault.correlate"):
+        incidents, w, _ = asyncio.run(correlate_records(kafka, topic, records, prepare=late))
+    failed = [r.getMessage() for r in caplog.records if getattr(r, "error_code", None) == "assignment_offsets_failed"]
+    assert len(failed) == (broker == "refuses once") and all("KafkaConnectionError" in m for m in failed), failed
+    assert asked and w.rebalances == 1 and w.records == 3, (w.rebalances, w.records)
+    assert [t.num_rows for t in w.correlator.samples] == [6]  # held once (twice: [6, 6]; none: [])
     assert [t.column("fact").to_pylist() for t in w.correlator.topology] == [["gpu_bus"]]
-    # made from the state thrown away, then from the fresh one: the same incident again
-    links = [i for i in incidents if i["pattern"] == "link.inactive_where_wired"]
-    assert links and len({i["id"] for i in links}) == 1, [i["id"] for i in links]
-    assert len({e["event_id"] for e in links[-1]["evidence"]}) == len(links[-1]["evidence"])
+    [link] = {i["id"]: i for i in incidents if i["pattern"] == "link.inactive_where_wired"}.values()
+    assert UP in link["explanation"]
 
 
 def _env(kafka: str, tmp: Path, name: str, tag: str) -> dict[str, str]:
