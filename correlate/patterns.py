@@ -1104,9 +1104,24 @@ def silent_rank(scene: Scene) -> Verdict | None:
 
     printed = {process(e): g for e in timeouts if (g := own_group(e)) not in (None, "?")}
 
-    def group(e: Ev) -> str | None:
+    def group_said(e: Ev) -> str | None:
         g = own_group(e)
         return printed.get(process(e), g) if g in (None, "?") else g
+
+    # PyTorch 2.2 – 2.3 name a group only in the line after the timeout ("[PG 1 Rank 8] Exception (either an error or
+    # timeout) detected by watchdog at work: 1580", no GUID; its "[Rank 8] Watchdog caught …" names none): where
+    # ranks whose logs hold the timeout line alone name no group on a SeqNum, and the others' lines name one such
+    # group, they are one collective, of the communicator NCCL's lines describe (rank 8 timed out on 1580, was told
+    # "also rank 8 on SeqNum 1580" and counted among the ranks that logged no timeout: a fresh user's trial)
+    unnamed = {e.seq for e in timeouts if e.seq is not None and group_said(e) is None}
+    groups_at: dict[int, set[str]] = defaultdict(set)
+    for e in timeouts:
+        if e.seq in unnamed and (g := group_said(e)) is not None:
+            groups_at[e.seq].add(g if g != "?" and not e.details.get("pg_guid") else "")
+
+    def group(e: Ev) -> str | None:
+        g = group_said(e)
+        return None if g is not None and len(groups_at.get(e.seq, ())) == 1 and "" not in groups_at[e.seq] else g
 
     by_seq: dict[tuple[str | None, int | None], set[int]] = defaultdict(set)
     for e in timeouts:
@@ -1177,7 +1192,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
         same = sorted(set(lowest.values()))
         why = (f"{len(ranks)} ranks ({ranks_said(sorted(ranks), names)}) {what} the same collective{on}; "
                "every visible rank waited, so none of them is the cause"
-               + ("" if not lowest or len(same) != 1 else ", and none of them had completed any work yet" if same[0] < 0
+               + ("" if len(lowest) < len(ranks) or len(same) != 1  # said of each only when each said it
+                  else ", and none of them had completed any work yet" if same[0] < 0
                   else f", and their last completed work is the same ({same[0]})"))
     else:
         why = (f"rank {names[next(iter(ranks))]} {what} a collective{on}: it waited for another rank, so it is not "

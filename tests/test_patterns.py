@@ -1280,6 +1280,34 @@ def test_the_silent_ranks_of_one_host_name_that_host(pipeline):
     assert (inc["initiator"]["rank"], inc["initiator"]["host"]) == (3, "a2")
 
 
+@pytest.mark.parametrize("group", ["PG 1", "PG ID 0 PG GUID 0(default_pg)"])
+def test_a_rank_whose_next_line_names_its_process_group_still_timed_out_with_the_others(pipeline, group):
+    """PyTorch 2.2 – 2.3 name a rank's process group only in the line after its timeout ("[PG 1 Rank 8] Exception
+    (either an error or timeout) detected by watchdog at work: …"): a rank whose log held it was taken as of another
+    group than the ranks whose logs held the timeout line alone, and counted among the ranks that logged no timeout
+    (node08 named first, a fresh user's trial). Of one SeqNum, they are one collective (PyTorch 2.4+'s default group,
+    "PG ID 0 PG GUID 0(default_pg)", was the default already). The last completed work is said of the ranks only
+    when each said it."""
+    exc = ("[rank{rank}]:[E1129 03:20:00.04{rank}000000 ProcessGroupNCCL.cpp:1664] [{group} Rank {rank}] Exception "
+           "(either an error or timeout) detected by watchdog at work: 4242, last enqueued NCCL work: 4243, last "
+           "completed NCCL work: 4241.")
+    files = _job({0, 1}, extra={"a3": exc.format(rank=4, group=group)})
+    (inc,) = _hosts(pipeline, files)
+    assert inc["pattern"] == "comm.silent_rank"
+    assert inc["explanation"].startswith("4 of 6 ranks timed out on SeqNum 4242; the 2 that did not (ranks 0, 1) all "
+                                         "ran on a1."), inc["explanation"]
+    assert inc["initiator"]["host"] == "a1"
+    (inc,) = _hosts(pipeline, _job(set(), extra={"a3": exc.format(rank=4, group="PG 1")}))  # every rank timed out
+    assert inc["explanation"].startswith("6 ranks (0, 1, 2, 3, 4, 5) timed out on the same collective (SeqNum 4242); "
+                                         "every visible rank waited, so none of them is the cause. "), inc["explanation"]
+    each = _job(set())  # each rank said its last completed work
+    for r in range(6):
+        each[f"a{r // 2 + 1}"] += "\n" + exc.format(rank=r, group="PG 1")
+    (inc,) = _hosts(pipeline, each)
+    assert "; every visible rank waited, so none of them is the cause, and their last completed work is the same " \
+           "(4241)." in inc["explanation"], inc["explanation"]
+
+
 def test_an_application_xid_on_a_silent_ranks_gpu_is_the_first_fault_of_the_hang(pipeline):
     """A program's own fault (Xid 31, an MMU fault: xid-catalog.csv typical_role application) on the GPU of rank 0,
     at the implied start of the collective its peers then time out on: the Xid is the initiator and the timeouts
