@@ -18,7 +18,7 @@ for a bad hour or fleet config; ``OSError`` when a report file cannot be written
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
 import duckdb
@@ -100,6 +100,20 @@ def why_empty(settings: Settings, hour: str, option: str = "--hour") -> str:
     return "the lake holds no link samples yet"
 
 
+def not_over(hour: datetime, now: datetime | None = None) -> str | None:
+    """What to say of the report of ``hour`` (an aware UTC datetime on the hour) asked at ``now`` (default: the
+    current time) before that hour ended: its counts are those so far, or the hour has not begun. None once it is
+    over. A report of the hour under way read like a complete one (a fresh user's trial)."""
+    now = now or datetime.now(timezone.utc)
+    end = hour + timedelta(hours=1)
+    if now >= end:
+        return None
+    if now < hour:
+        return f"the hour {hour:%Y-%m-%dT%H} has not begun (it starts at {hour:%H:%M} UTC)"
+    return (f"the hour {hour:%Y-%m-%dT%H} is not over: its counts up to {now:%H:%M} UTC (it ends at {end:%H:%M} "
+            "UTC; the correlator writes the hour's report after it)")
+
+
 def degraded_link_report(settings: Settings, hour: datetime | str, *,
                          hosts: dict[str, HostConfig] | None = None) -> dict[str, Any]:
     """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``."""
@@ -150,16 +164,18 @@ def report_router(settings: Settings) -> APIRouter:
         except ValueError as e:  # parse_hour's message names the form (a regex in a 422 says less)
             raise RequestValidationError([{"loc": ("query", "hour"), "msg": str(e), "type": "value_error"}]) from None
         report = degraded_link_report(settings, dt, hosts=hosts)
-        headers = {}
+        headers, notes = {}, [n for n in (not_over(dt),) if n]
         if not report["totals"]["hosts_sampled"]:  # an empty report reads like a healthy fleet: say why it is empty
             try:
                 why = why_empty(settings, report["hour"], option="?hour=")
             except StoreError:
                 why = None
             if why:
-                headers["X-Firstfault-Note"] = f"no host in the report of {report['hour']}: {why}"
-                if format == "json":
-                    report = {**report, "note": headers["X-Firstfault-Note"]}
+                notes.append(f"no host in the report of {report['hour']}: {why}")
+        if notes:
+            headers["X-Firstfault-Note"] = "; ".join(notes)
+            if format == "json":
+                report = {**report, "note": headers["X-Firstfault-Note"]}
         if format in ("csv", "parquet"):
             headers["Content-Disposition"] = f'attachment; filename="degraded_links-{report["hour"]}.{format}"'
         return Response(render(report, format), media_type=FORMATS[format], headers=headers)

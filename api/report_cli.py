@@ -57,7 +57,7 @@ def degraded_links(
 ) -> None:
     """Links down that the topology expects up, error counters that rose, flapping links, for one hour."""
     from api.degraded_links import due_hour, parse_hour
-    from api.report import degraded_link_report, write_hourly
+    from api.report import degraded_link_report, not_over, write_hourly
     from api.report_render import FORMATS, render
     from api.store import StoreError
 
@@ -89,15 +89,19 @@ def degraded_links(
     require_lake(settings)
     try:
         report = degraded_link_report(settings, dt)
+        notes = [n for n in (not_over(dt),) if n]
+        for n in notes:
+            err.print(n, style="yellow", markup=False, highlight=False)
         if store:
             for f in write_hourly(settings, dt, report=report):
                 print(f)
             if not report["totals"]["hosts_sampled"]:  # said as for one format (a fresh user's trial: silent)
                 _no_samples(settings, report["hour"])
             return
-        if not report["totals"]["hosts_sampled"] and (note := _no_samples(settings, report["hour"])) \
-                and format == "json":
-            report = {**report, "note": note}  # as GET /reports/degraded-links gives it
+        if not report["totals"]["hosts_sampled"] and (note := _no_samples(settings, report["hour"])):
+            notes.append(note)
+        if notes and format == "json":
+            report = {**report, "note": "; ".join(notes)}  # as GET /reports/degraded-links gives it
         data = render(report, format)
         if output is None:
             sys.stdout.buffer.write(data)

@@ -444,6 +444,43 @@ def test_cli_says_when_the_hour_has_no_samples(lake_settings, tmp_path):
     assert res.exit_code == 0 and "the lake holds no link samples yet" in " ".join(res.stderr.split()), res.stderr
 
 
+def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
+    """The report of the hour under way read like a complete one, and a future hour said only that the lake had no
+    samples in it (a fresh user's trial): both say what the hour is, in the JSON's ``note``, the API's
+    ``X-Firstfault-Note`` and the CLI's stderr; an hour that is over says nothing of it."""
+    import typer
+    from typer.testing import CliRunner
+
+    from api.report import not_over
+    from api.report_cli import report_app
+
+    at = datetime(2026, 12, 6, 3, 5, tzinfo=timezone.utc)
+    assert not_over(datetime(2026, 12, 6, 3, tzinfo=timezone.utc), at) == (
+        "the hour 2026-12-06T03 is not over: its counts up to 03:05 UTC (it ends at 04:00 UTC; the correlator writes "
+        "the hour's report after it)")
+    assert not_over(datetime(2026, 12, 6, 5, tzinfo=timezone.utc), at) == (
+        "the hour 2026-12-06T05 has not begun (it starts at 05:00 UTC)")
+    assert not_over(datetime(2026, 12, 6, 2, tzinfo=timezone.utc), at) is None
+    assert not_over(datetime(2026, 12, 6, 2, tzinfo=timezone.utc), datetime(2026, 12, 6, 3, tzinfo=timezone.utc)) \
+        is None  # over at its last microsecond
+    now = datetime.now(timezone.utc)
+    hour = f"{now:%Y-%m-%dT%H}"
+    if now.minute == 59 and now.second > 50:  # the hour would end between the call and the check
+        time.sleep(11)
+        now, hour = datetime.now(timezone.utc), f"{datetime.now(timezone.utc):%Y-%m-%dT%H}"
+    r = api.get("/reports/degraded-links", params={"hour": hour})
+    assert r.json()["note"].startswith(f"the hour {hour} is not over: its counts up to ") and \
+        "; no host in the report of" in r.json()["note"] and r.headers["x-firstfault-note"] == r.json()["note"]
+    assert "x-firstfault-note" not in api.get("/reports/degraded-links", params={"hour": HOUR}).headers
+    app = typer.Typer()
+    app.add_typer(report_app, name="report")
+    cfg = tmp_path / "firstfault.toml"
+    cfg.write_text(f'lake = "{lake_settings.lake}"\n')
+    res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--config", str(cfg)])
+    assert res.exit_code == 0 and f"the hour {hour} is not over" in " ".join(res.stderr.split())
+    assert json.loads(res.stdout)["note"].startswith(f"the hour {hour} is not over")
+
+
 # --- looked at as a person would: headless Chromium -----------------------------------------------------------
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     assert Path(CHROMIUM).exists(), "Debian chromium is needed (scripts/test-deps.sh installs it)"
