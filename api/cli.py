@@ -945,6 +945,19 @@ def _tell_worker_bound(s: Settings, worker: str) -> Any:
     return told
 
 
+def _tell_worker(s: Settings, worker: str, bootstrap: str) -> None:
+    """What an ``ingest`` or ``correlate`` worker reads (topics, broker, group) and where it writes (the lake, the
+    events topic), once it has reached the broker: it said only where its /healthz listens, and the lake at its exit
+    (a fresh user's trial)."""
+    if worker == "ingest":
+        what = (f"reading {', '.join(s.topics)} on {bootstrap} (group {s.group_id}) into the lake {s.lake}, events "
+                f"to {s.events_topic}, dead letters to {s.dlq_topic}")
+    else:
+        what = (f"reading {s.events_topic} on {bootstrap} (group {s.correlate_group_id}), incidents into the lake "
+                f"{s.lake}")
+    _tell(s, logging.INFO, f"{worker} worker: {what}")
+
+
 @app.command()
 def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught up with the raw topics")] = False,
            port: WorkerPortOpt = None, config: ConfigOpt = None) -> None:
@@ -952,9 +965,11 @@ def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught u
     from api.service import IngestService, ingested_line
 
     s = _worker_settings(config, port)
-    svc = IngestService(s, _bootstrap(s))
+    bootstrap = _bootstrap(s)
+    svc = IngestService(s, bootstrap)
     t0 = time.monotonic()
-    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "ingest")))
+    _until_signalled(svc.worker.stop, lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "ingest"),
+                                                      on_started=lambda: _tell_worker(s, "ingest", bootstrap)))
     # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial)
     _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0))
 
@@ -969,11 +984,13 @@ def correlate(once: Annotated[bool, typer.Option("--once", help=(
     from api.service import CorrelateService
 
     s = _worker_settings(config, port)
-    svc = CorrelateService(s, _bootstrap(s))
+    bootstrap = _bootstrap(s)
+    svc = CorrelateService(s, bootstrap)
     if not once:  # each step's incidents as `run` shows them (--once prints them all when caught up)
         svc.on_incidents = incident_progress(s.log_format, err)
-    incs = _until_signalled(svc.worker.stop,
-                            lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "correlate"))) or []
+    incs = _until_signalled(svc.worker.stop, lambda: svc.run(
+        once=once, on_listening=_tell_worker_bound(s, "correlate"),
+        on_started=lambda: _tell_worker(s, "correlate", bootstrap))) or []
     # the incidents it holds, as `run --once` prints them (it printed nothing: a fresh user's trial)
     dead = f", {svc.worker.dead_lettered} dead-lettered to {s.dlq_topic}" if svc.worker.dead_lettered else ""
     # dead letters the broker did not take: their records hold the commit and are read again (the summary said

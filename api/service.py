@@ -319,13 +319,16 @@ class IngestService:
                 "events": h.events, "rejects": h.rejects, "fallbacks": h.fallbacks, "replays": h.replays,
                 "lag": dict(h.lag)}  # a copy: the worker's loop changes it while this thread answers
 
-    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None) -> None:
+    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None,
+                  on_started: Callable[[], None] | None = None) -> None:
         """Consume until ``worker.stop`` is set (``once``: until caught up), serving ``/healthz`` and ``/metrics``
-        on the ``worker_port`` setting when it is set."""
+        on the ``worker_port`` setting when it is set; ``on_started()`` once the worker has reached the broker."""
         endpoint = WorkerEndpoint(self.settings, "ingest", self.health, self.settings.worker_port, on_listening)
         await endpoint.start()
         try:
             await self.worker.start()
+            if on_started is not None:
+                on_started()
             try:
                 await self.worker.run(until_caught_up=once)
             finally:
@@ -392,10 +395,11 @@ class CorrelateService:
         # correlates (two workers said 33 each: an operator's trial)
         return {**h, "reason": h["reason"] or paging_trouble(pager), "pager": pager}
 
-    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None
-                  ) -> list[dict[str, Any]]:
+    async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None,
+                  on_started: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """Consume ``fleet.events`` until ``worker.stop`` is set (``once``: until caught up), paging and writing the
-        hourly report, serving ``/healthz`` and ``/metrics`` on the ``worker_port`` setting when it is set."""
+        hourly report, serving ``/healthz`` and ``/metrics`` on the ``worker_port`` setting when it is set;
+        ``on_started()`` once the worker has reached the broker."""
         stop = asyncio.Event()
         endpoint = WorkerEndpoint(self.settings, "correlate", self.health, self.settings.worker_port, on_listening)
         await endpoint.start()
@@ -403,6 +407,8 @@ class CorrelateService:
         report_task = asyncio.create_task(self._reports(stop))
         try:
             await self.worker.start()
+            if on_started is not None:
+                on_started()
             try:
                 await self.worker.run(until_caught_up=once)
                 if once:

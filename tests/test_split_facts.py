@@ -514,6 +514,13 @@ def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, t
             m = re.search(r"health on (http://127\.0\.0\.1:\d+)/healthz, metrics on \1/metrics", line)
             assert m and line.startswith(f"{w} worker:"), line
             base = m.group(1)
+            # then what it reads and where it writes (only the lake at its exit: a fresh user's trial)
+            where = p.stderr.readline().decode()
+            lake = tmp_path / "w" / "lake"
+            assert where == (f"ingest worker: reading r.{tag} on {kafka} (group w.{tag}) into the lake {lake}, events "
+                             f"to e.{tag}, dead letters to d.{tag}\n" if w == "ingest" else
+                             f"correlate worker: reading e.{tag} on {kafka} (group wc.{tag}), incidents into the "
+                             f"lake {lake}\n"), where
             for _ in range(300):
                 status, body = get(f"{base}/healthz")
                 h = orjson.loads(body)
