@@ -654,7 +654,10 @@ class CorrelateWorker:
         state ``assigned`` set up for them (``ready``)."""
         assert self.consumer is not None
         parts = self.consumer.assignment()
-        if not parts or parts != self.ready:
+        if not parts:  # none, as ``assigned`` set up: the group's other members hold them all (more members than
+            # partitions): nothing to read (a --once run beside running workers waited for good: a break-it pass)
+            return self.rebalances > 0 and not self.ready
+        if parts != self.ready:
             return False
         ends = await self.consumer.end_offsets(list(parts))
         for tp in parts - but:
