@@ -62,8 +62,8 @@ from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, dead_letters, new_producer, originals_of,
-                             renewed_producer, stop_client)
+from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, dead_letters, new_producer,
+                             originals_of, renewed_producer, stop_client)
 from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
@@ -144,6 +144,7 @@ class CorrelateWorker:
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
         self.read_back, self.read_facts = read_back, read_facts
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
+        self.metadata_max_age_ms = METADATA_MAX_AGE_MS  # partitions added to the topic are read within it
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
         self.early_after_us, self.held_behind_dead_max = early_after_us, held_behind_dead_max
         self.stop = asyncio.Event()
@@ -195,7 +196,8 @@ class CorrelateWorker:
             bootstrap_servers=self.bootstrap, group_id=self.group_id, enable_auto_commit=False,
             auto_offset_reset="earliest", session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_records=1000,
-            fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024)
+            fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024,
+            metadata_max_age_ms=self.metadata_max_age_ms)
         self.consumer.subscribe([self.topic], listener=_Listener(self))
         self.producer = new_producer(self.bootstrap)
         try:

@@ -142,6 +142,10 @@ ACK_PATIENCE_S = 10.0
 #: an idle worker asks the broker for its partitions' ends this often (s): a fetch that returns nothing says nothing
 #: of a broker that is gone, and ``/healthz`` said ok a minute after the broker stopped (a fresh user's trial)
 BROKER_CHECK_S = 15.0
+#: how old (ms) a consumer's topic metadata may grow before it is asked again: partitions added to a topic
+#: (``firstfault kafka topics --partitions N``) are read within it. aiokafka's default, 300 s, left them unread for
+#: minutes while /healthz said ok with lag 0 (a break-it pass)
+METADATA_MAX_AGE_MS = 30_000
 
 
 @dataclass
@@ -375,6 +379,7 @@ class IngestWorker:
         self.max_records, self.linger_ms = max_records, linger_ms
         self.events_topic, self.domains = events_topic, domains or Domains()
         self.session_timeout_ms = session_timeout_ms
+        self.metadata_max_age_ms = METADATA_MAX_AGE_MS
         #: called after partitions are (re)assigned: a worker that takes over hosts from another
         #: reloads what it needs to key their events as the previous owner did (ingest.publish.Domains)
         self.on_assigned: Callable[[], None] | None = None
@@ -403,7 +408,7 @@ class IngestWorker:
             fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=16 * 1024 * 1024,
             session_timeout_ms=self.session_timeout_ms,
             heartbeat_interval_ms=max(1000, self.session_timeout_ms // 10), max_poll_interval_ms=600000,
-            retry_backoff_ms=500)
+            retry_backoff_ms=500, metadata_max_age_ms=self.metadata_max_age_ms)
         self._producer = self._new_producer()
         self._admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
         try:

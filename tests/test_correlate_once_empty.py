@@ -13,7 +13,9 @@ from correlate.correlator import Settings
 
 class _NoPartitions:
     """A consumer whose group gives it no partition: the rebalance listener is called (with none) during its first
-    ``getmany``, as aiokafka does while the group is joined."""
+    ``getmany``, as aiokafka does while the group is joined. A stand-in for the real broker's group: which member
+    the broker's assignor gives a partition to is its choice (by member id), so a real group gives a --once run
+    none only some of the time (three of four tries in the break-it pass)."""
 
     def __init__(self, worker: CorrelateWorker, rebalance: bool) -> None:
         self.worker, self.rebalance, self.polls = worker, rebalance, 0

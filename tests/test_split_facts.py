@@ -212,6 +212,60 @@ def test_records_fetched_while_an_assignment_awaits_the_broker_are_read_once(kaf
     assert UP in link["explanation"]
 
 
+@pytest.mark.kafka
+def test_partitions_added_to_the_events_topic_are_read_within_the_metadata_age(kafka, pipeline):
+    """A partition added to ``fleet.events`` (``firstfault kafka topics --partitions N``) went unread for minutes
+    while /healthz said ok with lag 0: aiokafka asks the topic's metadata again only every ``metadata_max_age_ms``,
+    300 s by default (a break-it pass). The workers ask every ``METADATA_MAX_AGE_MS`` (30 s); here 1 s, and the new
+    partition's record is read."""
+    from aiokafka import AIOKafkaProducer, TopicPartition
+
+    from correlate.consumer import CorrelateWorker
+    from correlate.correlator import Settings
+    from ingest.broker import ensure_topics
+    from ingest.consumer import METADATA_MAX_AGE_MS
+
+    assert METADATA_MAX_AGE_MS == 30_000
+    b = batch_of(pipeline, int(time.time() * 1_000_000), "node011.nvml.log")
+    topic = f"grow.{time.time_ns()}"
+    asyncio.run(ensure_topics(kafka, [topic, f"{topic}.dlq"], partitions=1))
+
+    async def go() -> tuple[CorrelateWorker, frozenset, float]:
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq",
+                            settings=Settings(), lateness_us=300_000_000, on_incidents=lambda incs: None)
+        w.metadata_max_age_ms = 1000
+        await w.start()
+        task = asyncio.create_task(w.run())
+        try:
+            for _ in range(300):
+                if w.ready:
+                    break
+                await asyncio.sleep(0.1)
+            first = w.ready
+            await ensure_topics(kafka, [topic], partitions=2, grow=True)
+            producer = AIOKafkaProducer(bootstrap_servers=kafka)
+            await producer.start()
+            try:
+                await producer.send_and_wait(topic, encode(b.events), key=b"host:node011", partition=1)
+            finally:
+                await producer.stop()
+            t0 = time.monotonic()
+            for _ in range(300):
+                if w.records:
+                    break
+                await asyncio.sleep(0.1)
+            return w, first, time.monotonic() - t0
+        finally:
+            w.stop.set()
+            await asyncio.wait_for(task, 30)
+            await w.close()
+
+    w, first, took = asyncio.run(go())
+    assert first == {TopicPartition(topic, 0)}
+    assert w.ready == {TopicPartition(topic, 0), TopicPartition(topic, 1)} and w.records == 1, (w.ready, w.records)
+    assert took < 20, took
+
+
 def _env(kafka: str, tmp: Path, name: str, tag: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
     env.update(FIRSTFAULT_KAFKA_BOOTSTRAP=kafka, FIRSTFAULT_LAKE=str(tmp / name / "lake"), FIRSTFAULT_TOPICS=f"r.{tag}",
