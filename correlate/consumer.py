@@ -58,7 +58,7 @@ from aiokafka.errors import IllegalStateError, KafkaError, OutOfOrderSequenceNum
 
 from correlate.correlator import Settings
 from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_PENDING, FACTS_READ_BACK_FAILURES,
-                               HEALTHY, LAG, PAUSED_PARTITIONS, StepGuard, add_counted)
+                               HEALTHY, LAG, PAUSED_PARTITIONS, REBALANCES, StepGuard, add_counted)
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
@@ -271,6 +271,7 @@ class CorrelateWorker:
                 except asyncio.TimeoutError:
                     continue
         self.rebalances += 1
+        REBALANCES.inc()
         self.correlator = self._fresh()
         self.parts = {}
         # the fresh correlator knows no host's facts: each is read back again as its events come

@@ -36,6 +36,9 @@ PAUSED_PARTITIONS = Gauge("firstfault_correlate_paused_partitions",
                           "behind their dead letters (fetched again once the broker takes them)")
 HEALTHY = Gauge("firstfault_correlate_healthy", "1 while the correlate worker's steps succeed and its incidents are "
                 "stored, 0 while not (its /healthz says why)")
+REBALANCES = Counter("firstfault_correlate_rebalances_total",
+                     "assignments a correlate worker set up (each rebuilds its state from the safe offsets); "
+                     "/healthz counts them as rebalances")
 FACTS_READ_BACK_FAILURES = Counter("firstfault_correlate_facts_read_back_failures_total",
                                    "lake reads of the link samples and topology facts of hosts a correlate worker "
                                    "began to see that failed: said in the log, tried again; correlation goes on")

@@ -597,6 +597,8 @@ def test_the_split_workers_serve_their_health_and_metrics_on_their_port(kafka, t
         assert b"firstfault_correlate_dead_letters_pending 0.0" in text
         # its own lag and health (only the ingest worker's were there: stop 58's list), as /healthz says them
         assert b"firstfault_correlate_healthy 1.0" in text
+        # its assignments, as /healthz counts them (only /healthz did: a break-it pass)
+        assert f"firstfault_correlate_rebalances_total {float(c['rebalances'])}".encode() in text and c["rebalances"]
         lags = re.findall(rb'firstfault_consumer_lag_records\{partition="(\d+)",topic="([^"]+)"\} (\d+)', text)
         assert lags and {f"{t.decode()}/{p.decode()}": int(n) for p, t, n in lags} == c["lag"], (lags, c)
         # not the open incidents of the lake it restored at its start (an operator's trial): the API's to count
