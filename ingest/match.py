@@ -289,19 +289,13 @@ class HyperscanMatcher:
         ends there (the pattern's own match ends where the superset's does; at most ``_MAX_WINDOWS``), not whole:
         a backtracking pattern over a 10 MB line could run for hours."""
         check = self._check
-        kept: list[LineHit] = []
-        for k, (start, end, sigs) in enumerate(out):
-            if not check.keys().isdisjoint(sigs):
-                ok = []
-                for s in sigs:
-                    if s in check and not self._holds(check[s], buf, start, end, match_ends[(k, s)]):
-                        continue
-                    ok.append(s)
-                sigs[:] = ok
-                if not sigs:
-                    continue
-            kept.append((start, end, sigs))
-        return kept
+        emptied = False
+        for (k, s), ends in match_ends.items():  # only the lines such a signature hit, not every hit line
+            start, end, sigs = out[k]
+            if not self._holds(check[s], buf, start, end, ends):
+                sigs.remove(s)
+                emptied = emptied or not sigs
+        return [hit for hit in out if hit[2]] if emptied else out
 
     @staticmethod
     def _holds(rx: re.Pattern[str], buf: bytes, start: int, end: int, ends: list[int]) -> bool:
