@@ -21,13 +21,7 @@ async def correlate_records(kafka: str, topic: str, records: list[Record], *, dl
     ``<topic>.dlq``), then run a correlate worker of group ``topic`` over it until it has caught up (at most
     ``timeout_s`` seconds). Returns the incidents it emitted, the worker (closed) and its committed offset of
     partition 0 (None: nothing committed). ``prepare`` is called with the started worker before it runs."""
-    producer = AIOKafkaProducer(bootstrap_servers=kafka)
-    await producer.start()
-    try:
-        for key, value, headers in records:
-            await producer.send_and_wait(topic, value, key=key, partition=0, headers=headers)
-    finally:
-        await producer.stop()
+    await send_records(kafka, topic, records)
     got: list[dict] = []
     w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq_topic or f"{topic}.dlq",
                         settings=Settings(), lateness_us=300_000_000, on_incidents=got.extend)
@@ -40,3 +34,14 @@ async def correlate_records(kafka: str, topic: str, records: list[Record], *, dl
     finally:
         await w.close()
     return got, w, committed
+
+
+async def send_records(kafka: str, topic: str, records: list[Record], partition: int = 0) -> None:
+    """Send ``records`` to ``partition`` of ``topic``, each acknowledged before the next."""
+    producer = AIOKafkaProducer(bootstrap_servers=kafka)
+    await producer.start()
+    try:
+        for key, value, headers in records:
+            await producer.send_and_wait(topic, value, key=key, partition=partition, headers=headers)
+    finally:
+        await producer.stop()

@@ -218,12 +218,13 @@ def test_partitions_added_to_the_events_topic_are_read_within_the_metadata_age(k
     while /healthz said ok with lag 0: aiokafka asks the topic's metadata again only every ``metadata_max_age_ms``,
     300 s by default (a break-it pass). The workers ask every ``METADATA_MAX_AGE_MS`` (30 s); here 1 s, and the new
     partition's record is read."""
-    from aiokafka import AIOKafkaProducer, TopicPartition
+    from aiokafka import TopicPartition
 
     from correlate.consumer import CorrelateWorker
     from correlate.correlator import Settings
     from ingest.broker import ensure_topics
     from ingest.consumer import METADATA_MAX_AGE_MS
+    from tests.kafka_helpers import send_records
 
     assert METADATA_MAX_AGE_MS == 30_000
     b = batch_of(pipeline, int(time.time() * 1_000_000), "node011.nvml.log")
@@ -243,12 +244,7 @@ def test_partitions_added_to_the_events_topic_are_read_within_the_metadata_age(k
                 await asyncio.sleep(0.1)
             first = w.ready
             await ensure_topics(kafka, [topic], partitions=2, grow=True)
-            producer = AIOKafkaProducer(bootstrap_servers=kafka)
-            await producer.start()
-            try:
-                await producer.send_and_wait(topic, encode(b.events), key=b"host:node011", partition=1)
-            finally:
-                await producer.stop()
+            await send_records(kafka, topic, [(b"host:node011", encode(b.events), [])], partition=1)
             t0 = time.monotonic()
             for _ in range(300):
                 if w.records:
@@ -457,14 +453,13 @@ def test_a_lake_that_cannot_give_the_facts_back_is_said_counted_and_asked_again_
     (`facts_read_back_failed`), counts it, keeps node011 to ask again after a back-off, and correlates on: its NVLink
     incident is made, its links' states unknown. Once the part is whole again, the next read gives the correlator
     node011's link samples and the host is not asked for again."""
-    from aiokafka import AIOKafkaProducer
-
     from api.sink import IncidentSink
     from correlate.consumer import CorrelateWorker
     from correlate.correlator import correlation_settings
     from correlate.metrics import FACTS_READ_BACK_FAILURES
     from ingest.lake import Lake
     from schemas.settings import Settings
+    from tests.kafka_helpers import send_records
     from tests.test_reliability_input import _create
 
     now = int(time.time() * 1_000_000)
@@ -481,12 +476,7 @@ def test_a_lake_that_cannot_give_the_facts_back_is_said_counted_and_asked_again_
     failed_before = FACTS_READ_BACK_FAILURES._value.get()
 
     async def go() -> tuple[list[dict], CorrelateWorker]:
-        producer = AIOKafkaProducer(bootstrap_servers=kafka)
-        await producer.start()
-        try:
-            await producer.send_and_wait(topic, encode(b.events), key=b"host:node011", partition=0)
-        finally:
-            await producer.stop()
+        await send_records(kafka, topic, [(b"host:node011", encode(b.events), [])])
         got: list[dict] = []
         w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq",
                             settings=correlation_settings(conf), lateness_us=300_000_000, on_incidents=got.extend,
