@@ -1298,8 +1298,9 @@ def test_a_rank_whose_next_line_names_its_process_group_still_timed_out_with_the
                                          "ran on a1."), inc["explanation"]
     assert inc["initiator"]["host"] == "a1"
     (inc,) = _hosts(pipeline, _job(set(), extra={"a3": exc.format(rank=4, group="PG 1")}))  # every rank timed out
-    assert inc["explanation"].startswith("6 ranks (0, 1, 2, 3, 4, 5) timed out on the same collective (SeqNum 4242); "
-                                         "every visible rank waited, so none of them is the cause. "), inc["explanation"]
+    assert inc["explanation"].startswith(
+        "6 ranks (0, 1, 2, 3, 4, 5) timed out on the same collective (SeqNum 4242); every visible rank waited, so none "
+        "of them is the cause. "), inc["explanation"]
     each = _job(set())  # each rank said its last completed work
     for r in range(6):
         each[f"a{r // 2 + 1}"] += "\n" + exc.format(rank=r, group="PG 1")
