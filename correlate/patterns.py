@@ -1118,6 +1118,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     for e in timeouts:
         if e.seq in unnamed and (g := group_said(e)) is not None:
             groups_at[e.seq].add(g if g != "?" and not e.details.get("pg_guid") else "")
+        elif e.seq in unnamed and str(e.details.get("pg")) == "0":  # "[PG 0 Rank 2]": the default group, named:
+            groups_at[e.seq].add("")  # a "[PG 6 Rank 0]" beside it on that SeqNum is another group (a break-it pass)
 
     def group(e: Ev) -> str | None:
         g = group_said(e)

@@ -1309,6 +1309,22 @@ def test_a_rank_whose_next_line_names_its_process_group_still_timed_out_with_the
            "(4241)." in inc["explanation"], inc["explanation"]
 
 
+def test_a_subgroup_on_the_default_groups_seqnum_stays_apart_when_the_default_group_names_itself(pipeline):
+    """PyTorch 2.2 – 2.3: the default group's ranks print "[PG 0 Rank N] Exception …", a real subgroup's "[PG 6 Rank
+    N] …" on a SeqNum of the same number; the timeout lines name none. The PG 6 ranks were merged into the default
+    group's collective ("6 ranks timed out …, none of them is the cause") and a1, whose ranks 0 and 1 never reached
+    it, went unnamed (a break-it pass)."""
+    exc = ("[rank{rank}]:[E1129 03:20:00.04{rank}000000 ProcessGroupNCCL.cpp:1664] [PG {pg} Rank {rank}] Exception "
+           "(either an error or timeout) detected by watchdog at work: 4242, last enqueued NCCL work: 4243, last "
+           "completed NCCL work: 4241.")
+    files = _job(set())
+    for r in range(6):
+        files[f"a{r // 2 + 1}"] += "\n" + exc.format(rank=r, pg=6 if r < 2 else 0)
+    (inc,) = _hosts(pipeline, files)
+    assert inc["explanation"].startswith("4 of 6 ranks timed out on SeqNum 4242; the 2 that did not (ranks 0, 1) all "
+                                         "ran on a1."), inc["explanation"]
+
+
 def test_an_application_xid_on_a_silent_ranks_gpu_is_the_first_fault_of_the_hang(pipeline):
     """A program's own fault (Xid 31, an MMU fault: xid-catalog.csv typical_role application) on the GPU of rank 0,
     at the implied start of the collective its peers then time out on: the Xid is the initiator and the timeouts
