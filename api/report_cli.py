@@ -88,8 +88,11 @@ def degraded_links(
     output_in_store(output, settings.lake, settings.state_dir)  # as `firstfault sql -o`
     require_lake(settings)
     try:
-        report = degraded_link_report(settings, dt)
         notes = [n for n in (not_over(dt),) if n]
+        if store and notes:  # the stored files would read as the hour's, until the correlator wrote it over
+            raise typer.BadParameter(f"{notes[0]}: --store writes an hour's report once the hour is over (as the "
+                                     "correlator does); without --store, see its counts so far", param_hint="--hour")
+        report = degraded_link_report(settings, dt)
         for n in notes:
             err.print(n, style="yellow", markup=False, highlight=False)
         if store:

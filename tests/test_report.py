@@ -479,6 +479,11 @@ def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
     res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--config", str(cfg)])
     assert res.exit_code == 0 and f"the hour {hour} is not over" in " ".join(res.stderr.split())
     assert json.loads(res.stdout)["note"].startswith(f"the hour {hour} is not over")
+    # --store refuses it: the stored files would read as the hour's report (a break-it pass), exit 2, nothing written
+    res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--store", "--config", str(cfg)])
+    assert res.exit_code == 2 and "--store writes an hour's report once the hour is over" in " ".join(
+        res.stderr.split()), res.stderr
+    assert not list(Path(lake_settings.lake).glob(f"reports/degraded_links/date={hour[:10]}/hour={hour[11:]}/*"))
 
 
 # --- looked at as a person would: headless Chromium -----------------------------------------------------------
