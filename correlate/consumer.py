@@ -62,8 +62,8 @@ from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, dead_letters, new_producer,
-                             originals_of, renewed_producer, stop_client)
+from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, broker_silent, dead_letters,
+                             error_named, new_producer, originals_of, renewed_producer, stop_client)
 from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
@@ -157,7 +157,8 @@ class CorrelateWorker:
         self.dead_lettered = 0  # dead letters the broker acknowledged
         self.dead_letter_failures = 0  # tries to send them that failed (each said in the log)
         self.rebalances = 0
-        self.ready: frozenset[TopicPartition] = frozenset()  # the partitions ``assigned`` last set up (sought)
+        #: the partitions ``assigned`` last set up (sought); None before it first has
+        self.ready: frozenset[TopicPartition] | None = None
         self.store_failures = 0
         self.last_store_error: str | None = None  # why the latest incidents could not be stored; None once they are
         self.step = StepGuard()  # a step that raises is said and tried again, not a crash loop
@@ -263,7 +264,7 @@ class CorrelateWorker:
             except (KafkaError, asyncio.TimeoutError) as e:
                 delay = wait.failed()
                 log.error("correlate: the offsets of the partitions assigned were not given (%s); asking again in "
-                          "%.1f s", type(e).__name__ + (f": {e}" if str(e) else ""), delay,
+                          "%.1f s", error_named(e), delay,
                           extra={"stage": "correlate", "error_code": "assignment_offsets_failed"})
                 try:
                     await asyncio.wait_for(self.stop.wait(), delay)
@@ -382,8 +383,7 @@ class CorrelateWorker:
                 ends = got if parts else ends
                 self.broker_error = None
             except (KafkaError, asyncio.TimeoutError) as e:
-                self.broker_error = (f"kafka: the broker did not answer within {self.ack_patience_s:g} s "
-                                     f"({type(e).__name__}{': ' + str(e) if str(e) else ''})")
+                self.broker_error = broker_silent(e, self.ack_patience_s)
         for tp, end in ends.items():
             if end is None:  # nothing fetched from it yet
                 continue
@@ -657,11 +657,11 @@ class CorrelateWorker:
         state ``assigned`` set up for them (``ready``)."""
         assert self.consumer is not None
         parts = self.consumer.assignment()
-        if not parts:  # none, as ``assigned`` set up: the group's other members hold them all (more members than
-            # partitions): nothing to read (a --once run beside running workers waited for good: a break-it pass)
-            return self.rebalances > 0 and not self.ready
         if parts != self.ready:
             return False
+        if not parts:  # none, as ``assigned`` set up: the group's other members hold them all (more members than
+            # partitions): nothing to read (a --once run beside running workers waited for good: a break-it pass)
+            return True
         ends = await self.consumer.end_offsets(list(parts))
         for tp in parts - but:
             try:

@@ -148,6 +148,18 @@ BROKER_CHECK_S = 15.0
 METADATA_MAX_AGE_MS = 30_000
 
 
+def error_named(e: BaseException) -> str:
+    """``"KafkaTimeoutError: <its message>"``, or the type alone for an exception with no message (asyncio's
+    ``TimeoutError``): how a worker names a broker error in its log and its /healthz reason."""
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def broker_silent(e: BaseException, patience_s: float) -> str:
+    """A worker's /healthz reason while the broker does not answer within ``patience_s`` (s), ``e`` what the ask
+    raised: ``"kafka: the broker did not answer within 10 s (KafkaConnectionError: …)"``."""
+    return f"kafka: the broker did not answer within {patience_s:g} s ({error_named(e)})"
+
+
 @dataclass
 class Health:
     """What ``/healthz`` and the metrics report about this worker."""
@@ -491,8 +503,7 @@ class IngestWorker:
         try:
             await asyncio.wait_for(self.lag(), self.ack_patience_s)
         except (KafkaError, asyncio.TimeoutError) as e:
-            self.health.fail(f"kafka: the broker did not answer within {self.ack_patience_s:g} s "
-                             f"({type(e).__name__}{': ' + str(e) if str(e) else ''})")
+            self.health.fail(broker_silent(e, self.ack_patience_s))
             return
         if not self.health.ok and self.health.reason.startswith("kafka:"):
             self.health.recover()
