@@ -585,6 +585,71 @@ class Pager:
             return n  # events with the incident that superseded it, and resolved that page too (a break-it pass)
         return n + self._supersede(inc["id"], set(initiator) | set(explained))
 
+    def adopt(self, stored: list[dict[str, Any]],
+              first: Callable[[list[str], list[str]], dict[str, dict[str, Any]]] | None = None) -> int:
+        """Take over the pages of stored incidents this outbox has never seen: the latest stored version of each
+        (``IncidentSink.stored``, read when a correlate worker's correlator starts over: a start, a rebalance).
+        Returns how many pages it took over; nothing is sent.
+
+        Each correlate worker has its own outbox, but an incident moves between workers with its partition. The
+        worker that stored an incident's version paged it, so a version at or above ``page_min_severity`` whose
+        evidence is younger than ``resolve_after_s`` (the ``_expire`` rule) is taken as an open page, and one
+        resolved (or older) as a closed one; superseded and lower versions are left alone. The taking worker's pager
+        had none of them: the incident's next version was a new page, its resolved one a trigger and a resolve
+        (PagerDuty opened a second incident for a dedup key the first worker had resolved), and its labels those of
+        that version (Alertmanager: a second alert when the severity had changed since the first page: a break-it
+        pass). ``first(ids, severities)``: the first stored version of each of ``ids`` whose severity is one of
+        ``severities`` (the version the first worker paged; a failure is said and the stored one used): a page taken
+        over keeps its labels. It is not re-sent to Alertmanager (``_refresh``: the worker that holds the incident's
+        partition re-sends its own) until a version of this worker updates it. One whose initiator a stored open
+        incident names among its downstream or context events was not paged (inhibited): it is not taken over, so
+        its next version is inhibited again. An incident stored while no receiver was configured is taken as paged
+        too: configure receivers before the first incident."""
+        if not self.receivers:
+            return 0
+        todo = []
+        for inc in stored:
+            if inc.get("status") not in ("open", "resolved") or not isinstance(inc.get("id"), str) \
+                    or SEVERITY_RANK.get(inc.get("severity"), 0) < self.min_rank:
+                continue
+            if not self._rows("SELECT 1 FROM pages WHERE incident_id = ?", (inc["id"],)):
+                todo.append(inc)
+        if not todo:
+            return 0
+        firsts: dict[str, dict[str, Any]] = {}
+        if first is not None:
+            try:
+                firsts = first([i["id"] for i in todo], [s for s, r in SEVERITY_RANK.items() if r >= self.min_rank])
+            except Exception as e:  # noqa: BLE001 — the stored version's labels are the next best
+                log.warning("could not read the first paged versions of %d stored incident(s): %s", len(todo), e)
+        # one a stored open incident explains was not paged (inhibited): left to the inhibition of its next version
+        explains = {i["id"]: set(_members(i)[1]) for i in stored
+                    if i.get("status") == "open" and SEVERITY_RANK.get(i.get("severity"), 0) >= self.min_rank}
+        now, n = self.clock(), 0
+        with self._tx():
+            for inc in todo:
+                if self.db.execute("SELECT 1 FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone():
+                    continue
+                init = set(_members(inc)[0])
+                if init and any(init & ex for iid, ex in explains.items() if iid != inc["id"]):
+                    continue
+                try:
+                    end = _epoch(inc.get("end"))
+                    labels = alert_labels(firsts.get(inc["id"]) or inc)
+                    view = page_view(inc) | {"page_labels": labels, "adopted": True}
+                except (ValueError, TypeError, KeyError, AttributeError):
+                    continue  # a stored row no page can be made of: as before, its next version is a new page
+                quiet = end is not None and now - end > self.resolve_after_s
+                status = "open" if inc["status"] == "open" and not quiet else "resolved"
+                initiator, explained = _members(inc)
+                self.db.execute("INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                                (inc["id"], int(inc.get("version", 1)), status, orjson.dumps(view),
+                                 orjson.dumps(initiator), orjson.dumps(explained)))
+                n += 1
+        if n:
+            log.info("took over %d page(s) of stored incidents this outbox had not seen", n)
+        return n
+
     def _explained_by_open_page(self, iid: str, initiator: list[str]) -> bool:
         if not initiator:
             return False
@@ -729,9 +794,10 @@ class Pager:
 
     async def _refresh(self, client: httpx.AsyncClient, r: Receiver) -> None:
         """Re-send every open page that has nothing pending, so Alertmanager neither expires nor forgets it."""
-        docs = [orjson.loads(d) for (d,) in self._rows(
+        docs = [doc for (d,) in self._rows(
             "SELECT doc FROM pages WHERE status = 'open' AND incident_id NOT IN "
-            "(SELECT incident_id FROM outbox WHERE receiver = ? AND state = 'pending')", (r.name,))]
+            "(SELECT incident_id FROM outbox WHERE receiver = ? AND state = 'pending')", (r.name,))
+                if not (doc := orjson.loads(d)).get("adopted")]  # taken over (``adopt``): its owner re-sends it
         if docs:
             now = self.clock()
             body = [alertmanager_alert(d, self.base_url, now=now, hold_s=self.am_hold_s, labels=d["page_labels"])

@@ -125,9 +125,30 @@ class IncidentSink:
             had = self.incidents.get(d["id"])
             if had is None or int(d.get("version", 1)) > int(had.get("version", 1)):
                 self.incidents[d["id"]] = d
+        # the pages another worker opened for them (an incident moves with its partition): their next versions update
+        # those pages, not open second ones (a break-it pass)
+        self.pager.adopt(docs, self.first_versions)
         # the gauge from what is stored, not 0 until the first new version (a break-it pass: 29 open, 0 said)
         OPEN.set(sum(1 for i in self.incidents.values() if i["status"] == "open"))
         return docs
+
+    def first_versions(self, ids: list[str], severities: list[str]) -> dict[str, dict[str, Any]]:
+        """The first stored version (lowest ``version``) of each incident of ``ids`` whose severity is one of
+        ``severities``: incident id -> the incident (DESIGN.md's shape); an id with none is left out. The version a
+        pager paged first, whose labels its page keeps (``Pager.adopt``). Raises :class:`api.store.StoreError`."""
+        from api.store import Store
+
+        if not ids or not severities:
+            return {}
+        store = Store(self.lake)
+        rows = store.query("SELECT arg_min(doc, version) AS doc FROM incident_versions "
+                           "WHERE id IN (SELECT unnest(?)) AND severity IN (SELECT unnest(?)) "
+                           "AND status <> 'superseded' GROUP BY id", [ids, severities])
+        out = {}
+        for r in rows:
+            d = store.incident_doc(r["doc"])
+            out[d["id"]] = d
+        return out
 
     #: how far back a restart looks for the membership lines of jobs still running (µs): a week
     MEMBERSHIP_US = 7 * 86_400 * 1_000_000

@@ -896,3 +896,81 @@ def test_a_demo_or_run_refused_by_the_outbox_starts_nothing(tmp_path):
             assert "broker" not in r.stderr and not (state / "kafka").exists(), r.stderr
     finally:
         first.close()
+
+
+def test_an_incident_a_second_correlate_worker_takes_over_is_not_paged_again(tmp_path, pd):
+    """Each correlate worker has its own outbox, but an incident moves between workers with its partition (a
+    rebalance, a worker that died). The worker that takes it over read the incident back from the lake, yet its pager
+    had never seen it: the incident's resolved version was paged as a trigger and its resolve, and the trigger
+    reached PagerDuty after the first worker had resolved the page by its evidence's age: a second PagerDuty
+    incident for one fault (a break-it pass). The taking worker's pager learns, from the stored versions, the pages
+    the first worker opened. (Two real sinks over one real lake; a local receiver with PagerDuty's dedup rules.)"""
+    from api.sink import IncidentSink
+
+    now = time.time()
+    lake = str(tmp_path / "lake")
+    a = IncidentSink(pd_settings(tmp_path / "a", pd.url, lake=lake))
+    a.emit([incident(version=1, end=now - 60)])
+    assert asyncio.run(a.pager.flush(5)) == 0 and pd.pages == 1
+    b = IncidentSink(pd_settings(tmp_path / "b", pd.url, lake=lake))
+    b.stored()  # the rebalance: the taking worker's correlator starts from the stored incidents
+    a.pager.clock = b.pager.clock = lambda: now + a.pager.resolve_after_s  # the evidence went quiet
+    assert asyncio.run(a.pager.flush(5)) == 0 and not pd.open_keys  # the first worker resolves its page
+    b.emit([incident(version=2, status="resolved", end=now - 60)])
+    assert asyncio.run(b.pager.flush(5)) == 0
+    assert pd.pages == 1 and not pd.open_keys
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger", "resolve", "resolve"]
+    # the worker that takes it over re-opens the page when new evidence comes
+    b.emit([incident(version=3, end=now + a.pager.resolve_after_s - 10)])
+    assert asyncio.run(b.pager.flush(5)) == 0 and pd.pages == 2 and pd.open_keys == {"inc-a"}
+    # an incident the first worker did not page (its initiator is a downstream reporter of an open page) is not
+    # taken over as paged: its next version is inhibited again, not paged
+    a.emit([incident("inc-x", downstream=DOWN), incident("inc-d", init_events=["d3"])])
+    assert a.pager.inhibited == 1 and asyncio.run(a.pager.flush(5)) == 0 and pd.pages == 3
+    c = IncidentSink(pd_settings(tmp_path / "c", pd.url, lake=lake))
+    c.stored()
+    c.emit([incident("inc-d", version=2, init_events=["d3"], next_action="Check the peer.")])
+    assert asyncio.run(c.pager.flush(5)) == 0 and pd.pages == 3 and c.pager.inhibited == 1
+    c.pager.close()
+    a.pager.close()
+    b.pager.close()
+
+
+def test_a_page_taken_over_keeps_the_labels_it_was_first_paged_with(tmp_path, pd):
+    """Alertmanager tells alerts apart by their labels, which a page keeps from its first version. The worker that
+    took an incident over (a rebalance) sent its next version with the labels of that version: when the severity had
+    changed since the first page, Alertmanager held two alerts for one incident, and the new one notified again (a
+    break-it pass). It keeps the first paged version's labels, read from the lake, and leaves re-sending the page
+    to the worker that holds it until it updates it itself. (Two real sinks over one real lake; a local receiver
+    stands in for Alertmanager's /api/v2/alerts: the labels sent are what is compared.)"""
+    from api.sink import IncidentSink
+
+    now = time.time()
+    lake = str(tmp_path / "lake")
+
+    def settings(name):
+        return Settings(state_dir=tmp_path / name, alertmanager_url=pd.url, api_port=8080, lake=lake)
+
+    a = IncidentSink(settings("a"))
+    a.pager.am_resend_s = 0.0
+    a.emit([incident(version=1, severity="info", end=now - 90)])  # not paged: below page_min_severity
+    a.emit([incident(version=2, severity="error", end=now - 60)])  # the first page: severity=error
+    a.emit([incident(version=3, severity="critical", end=now - 30)])
+    assert asyncio.run(a.pager.flush(5)) == 0
+    b = IncidentSink(settings("b"))
+    b.stored()
+    b.pager.am_resend_s = 0.0
+
+    async def rounds():
+        async with httpx.AsyncClient() as client:
+            await b.pager._round(client)
+
+    asyncio.run(rounds())  # a re-send round of the taking worker: the page is the first worker's to re-send
+    assert len(pd.bodies()) == 2
+    b.emit([incident(version=4, severity="critical", end=now - 10)])
+    assert asyncio.run(b.pager.flush(5)) == 0
+    sent = [x["labels"] for body in pd.bodies() for x in body]
+    assert [lb["severity"] for lb in sent] == ["error"] * 3
+    assert [x["annotations"]["version"] for body in pd.bodies() for x in body] == ["2", "3", "4"]
+    a.pager.close()
+    b.pager.close()
