@@ -166,7 +166,7 @@ _DATE_TIME = re.compile(r"\d{4}(-?)\d{2}\1\d{2}[T ]\d{2}", re.ASCII | re.IGNOREC
 #: what Python's ISO 8601 reader says of a field past its range (``hour must be in 0..23``)
 _PAST_RANGE = re.compile(r"(\w+) must be in (\d+)\.\.(\d+)$")
 #: a number as pydantic reads a time from it (Unix seconds; past ``MAX_UNIX_S`` milliseconds)
-_NUMBER = re.compile(r"[+-]?(\d+)(\.\d*)?", re.ASCII)
+_NUMBER = re.compile(r"[+-]?(\d+)(\.\d*)?([eE][+-]?\d+)?", re.ASCII)
 #: pydantic reads a number above this (or below its negative) as Unix milliseconds, not seconds (2603-10-11)
 MAX_UNIX_S = 20_000_000_000
 
@@ -194,19 +194,22 @@ def _time(v: Any) -> Any:
     another time than meant: a number of 1 to 8 digits
     but 0 (``2026``, ``202611``, ``2026335``, ``+20261201``: a Unix time in January – August 1970, where a year,
     month or date was meant; ``123`` alike, where ``99999`` was refused: a break-it pass), a number past
-    ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20), a basic-form offset whose minutes are 60
-    or more (``+0060`` would be read as +01:00)."""
+    ``MAX_UNIX_S`` (read as milliseconds: ``20000000001`` is 1970-08-20; in exponent form too, ``2.5e10``), a
+    basic-form offset whose minutes are 60 or more (``+0060`` would be read as +01:00). A number in exponent form is
+    given to pydantic as a decimal (it read ``1.7e9`` and refused ``17e8``)."""
     if not isinstance(v, str):
         return v
     shown = repr(v if len(v) <= 40 else v[:40] + "…")
     if m := _NUMBER.fullmatch(v):
-        if len(m[1]) <= 8 and float(v) != 0:  # 0 is the epoch: "from the beginning" (0.5 is no more a time than 9.5)
+        # 0 is the epoch: "from the beginning" (0.5 is no more a time than 9.5); an exponent form by its value, not
+        # its digits (2.5e10 was read as milliseconds, 1970-10-17: a break-it pass)
+        if (abs(float(v)) < 1e8 if m[3] else len(m[1]) <= 8) and float(v) != 0:
             raise ValueError(f"{shown} is no time: a date is YYYY-MM-DD or YYYYMMDD, a Unix time in seconds has at "
                              "least 9 digits since 1973")
         if abs(float(v)) > MAX_UNIX_S:
             raise ValueError(f"{shown} is no Unix time in seconds (beyond ±{MAX_UNIX_S:,}, the years 1336 – 2603; "
                              "milliseconds are not read)")
-        return v
+        return repr(float(v)) if m[3] else v
     if not _DATE_TIME.match(v):
         return v
     if (m := _BASIC_DATE_TIME.fullmatch(v)) and m["minutes"] and int(m["minutes"]) >= 60:
