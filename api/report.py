@@ -174,7 +174,7 @@ def report_router(settings: Settings) -> APIRouter:
                 notes.append(f"no host in the report of {report['hour']}: {why}")
         if notes:
             headers["X-Firstfault-Note"] = "; ".join(notes)
-            if format == "json":
+            if format in ("json", "html"):  # a page saved from the browser keeps no header
                 report = {**report, "note": headers["X-Firstfault-Note"]}
         if format in ("csv", "parquet"):
             headers["Content-Disposition"] = f'attachment; filename="degraded_links-{report["hour"]}.{format}"'

@@ -103,7 +103,7 @@ def degraded_links(
             return
         if not report["totals"]["hosts_sampled"] and (note := _no_samples(settings, report["hour"])):
             notes.append(note)
-        if notes and format == "json":
+        if notes and format in ("json", "html"):  # the HTML too: a partial hour's page read as the whole hour's
             report = {**report, "note": "; ".join(notes)}  # as GET /reports/degraded-links gives it
         data = render(report, format)
         if output is None:

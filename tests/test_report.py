@@ -472,6 +472,10 @@ def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
     assert r.json()["note"].startswith(f"the hour {hour} is not over: its counts up to ") and \
         "; no host in the report of" in r.json()["note"] and r.headers["x-firstfault-note"] == r.json()["note"]
     assert "x-firstfault-note" not in api.get("/reports/degraded-links", params={"hour": HOUR}).headers
+    # the HTML says it in the page (it read as the whole hour's, and a page saved from the browser keeps no header)
+    page = api.get("/reports/degraded-links", params={"hour": hour, "format": "html"}).text
+    assert f'<p class="warn note">the hour {hour} is not over: its counts up to ' in page, page[:3000]
+    assert 'class="warn note"' not in api.get("/reports/degraded-links", params={"hour": HOUR, "format": "html"}).text
     app = typer.Typer()
     app.add_typer(report_app, name="report")
     cfg = tmp_path / "firstfault.toml"
@@ -479,6 +483,10 @@ def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
     res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--config", str(cfg)])
     assert res.exit_code == 0 and f"the hour {hour} is not over" in " ".join(res.stderr.split())
     assert json.loads(res.stdout)["note"].startswith(f"the hour {hour} is not over")
+    html = tmp_path / "links.html"  # the README's command: -o links.html, opened in a browser
+    res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "-o", str(html), "--config", str(cfg)])
+    assert res.exit_code == 0 and f'<p class="warn note">the hour {hour} is not over: its counts up to ' in \
+        html.read_text(), html.read_text()[:3000]
     # --store refuses it: the stored files would read as the hour's report (a break-it pass), exit 2, nothing written
     res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--store", "--config", str(cfg)])
     assert res.exit_code == 2 and "--store writes an hour's report once the hour is over" in " ".join(
