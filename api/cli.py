@@ -474,6 +474,12 @@ def diagnose(
         err.print(f"{len(files)} different files are all host {h} by their name or folder ({shown}): their events are "
                   "correlated as one host's. If they come from different hosts, diagnose them apart or name each "
                   "file after its host", style="yellow", markup=False, highlight=False)
+    if not incidents and not symptoms:  # "Incidents: none" for a job that hung with only `topo -m` logged (a fresh
+        # user's trial on tests/corpus/006): what the logs cannot say is the operator's to add
+        err.print("no incident: nothing in these logs is a fault. If a job hung or failed anyway, say so with "
+                  "--symptom hang|failure[@HOST]: a silent hang logs nothing, and the platform's lines (PCIe "
+                  "topology, P2P, Fabric Manager) are then weighed against it", style="yellow", markup=False,
+                  highlight=False)
     try:
         if format == "json":
             sys.stdout.buffer.write(orjson.dumps({"events": events_json(batch.events), "incidents": incidents},

@@ -286,6 +286,14 @@ def test_diagnose_titles_its_table_with_its_counts_as_the_demo_does(tmp_path):
     quiet.write_text("[Mon Dec  1 03:04:05 2026] systemd[1]: Started Session 1 of user root.\n")
     r = runner.invoke(app, ["diagnose", str(quiet)], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and r.stdout.splitlines()[0] == "Incidents: none", r.output
+    # and stderr says what a silent hang needs (tests/corpus/006 read "Incidents: none" and nothing more: a fresh
+    # user's trial), not when a symptom was given or an incident found
+    hint = "no incident: nothing in these logs is a fault. If a job hung or failed anyway, say so with --symptom"
+    assert hint in " ".join(r.stderr.split()), r.stderr
+    r = runner.invoke(app, ["diagnose", str(quiet), "--symptom", "hang"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "no incident:" not in r.stderr and r.stdout.startswith("1 incident"), r.output
+    r = runner.invoke(app, ["diagnose", str(log)], env={"COLUMNS": "200"})
+    assert "no incident:" not in r.stderr, r.stderr
 
 
 def test_sql_prints_one_block_per_row_when_the_columns_do_not_fit(empty_lake, monkeypatch):
