@@ -719,6 +719,34 @@ def test_an_xid_79_incident_checks_the_gpu_with_lspci_not_nvidia_smi(pipeline):
     assert gsp["verify"][0] == "nvidia-smi -q -i 0000:18:00.0", gsp["verify"]
 
 
+def test_a_gpus_fall_explains_the_node_reboot_its_driver_asks_of_every_gpu_of_the_host(pipeline):
+    """One GPU of an 8-GPU host fell off the bus and the driver set "Node Reboot Required" (Xid 154) on all eight
+    (a real-logs pass: an HGX host whose GPU5 lost its PCIe link, "all eight GPUs given Xid 154 recovery action 0x2").
+    The seven other GPUs' Xid 154 are reports of that fall (``gpu_loss.explains_hostwide_recovery_action``), not
+    faults "no rule ties" to it; a GPU whose own Xid comes with its 154 stays a fault of its own, and a 154 on another
+    host is no report of this host's fall."""
+    xid154 = ("[Mon Sep 14 04:48:46 2026] NVRM: Xid (PCI:0000:{bus}:00): 154, GPU recovery action changed from 0x0 "
+              "(None) to 0x2 (Node Reboot Required)")
+    fall = ("[Mon Sep 14 04:48:46 2026] NVRM: Xid (PCI:0000:a1:00): 79, pid=9962, name=python, GPU has fallen off "
+            "the bus.")
+    others = ["01", "21", "41", "61", "81", "c1", "e1"]
+    (inc,) = run(pipeline, "\n".join([fall] + [xid154.format(bus=b) for b in others + ["a1"]]))
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:a1:00.0", 79), inc["explanation"]
+    assert sorted(d["device"] for d in inc["downstream"]) == [f"0000:{b}:00.0" for b in others]
+    effects = {x["effect"] for x in inc["evidence"] if x["rule"] == "gpu_loss.explains_hostwide_recovery_action"}
+    assert {d["device"] for d in inc["downstream"] if effects & set(d["events"])} == {f"0000:{b}:00.0" for b in others}
+    assert "by rule gpu_loss.explains_hostwide_recovery_action" in inc["explanation"]
+    # a GPU with a fault of its own beside its 154 (an uncorrectable ECC error) is not explained away by the fall
+    own = ("[Mon Sep 14 04:48:46 2026] NVRM: Xid (PCI:0000:21:00): 48, pid=1, name=python, An uncorrectable double "
+           "bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.")
+    (both,) = run(pipeline, "\n".join([fall, own] + [xid154.format(bus=b) for b in others + ["a1"]]))
+    assert "gpu 0000:21:00.0 on node07 (Xid 48;" in both["explanation"], both["explanation"]
+    assert "gpu 0000:a1:00.0 on node07 (Xid 79" in both["explanation"], both["explanation"]
+    # the same 154 on another host: a fault of that host, not a report of this one's fall
+    other_host = run(pipeline, xid154.format(bus="01"), host="node08")
+    assert [i["initiator"]["host"] for i in other_host] == ["node08"]
+
+
 def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
     """An Xid's explanation names it ("Xid 79 (GPU has fallen off the bus)"); one of another kind said only
     its field name ("gpu_off_bus on gpu …"; a fresh-user trial). Every kind has its phrase
