@@ -1072,6 +1072,39 @@ def _desync_ranks(scene: Scene, timeouts: list[Ev], size: int) -> tuple[list[int
     return sorted(ranks), used
 
 
+#: how long before a hang's collective began a rank's exit still counts as the one its peers waited for (µs): a
+#: rank that left the loop before the others issued their last collective (the ``same_host`` link's window)
+EXIT_LEAD_US = 120 * S
+#: PyTorch's line at the exit of a process that never called destroy_process_group (torch.yaml)
+PG_NOT_DESTROYED = "torch.pg_not_destroyed"
+
+
+def _ranks_timed_out(ranks: set[int]) -> str:
+    return f"rank {next(iter(ranks))}" if len(ranks) == 1 else f"{len(ranks)} ranks"
+
+
+def _exited_rank(scene: Scene, mine: list[Ev]) -> tuple[int, list[Ev]] | None:
+    """The one rank of the job whose process exited (``torch.pg_not_destroyed``: ProcessGroupNCCL's destructor
+    without destroy_process_group) from ``EXIT_LEAD_US`` before the hang's collective began (``Ev.start`` of
+    ``mine``, the timeouts of one collective) until its last timeout line, and that is none of the processes that
+    timed out, with its exit lines; None when no rank or several did. Ranks are the job's (c10's ``[rank4]:``
+    prefix; ``details.global_rank`` of a timeout of another process group). Every rank prints the line at a normal
+    exit: alone it names nobody (NVIDIA/nccl#1504: rank 0 exited a second after rank 1's SeqNum 1 began, and rank 1
+    timed out 30 minutes later; it read "the silent rank cannot be named")."""
+    if not mine:
+        return None
+    waited = {e.details.get("global_rank", e.rank) for e in mine}
+    lo, hi = min(e.start for e in mine) - EXIT_LEAD_US, max(e.ts for e in mine)
+    gone: dict[int, list[Ev]] = defaultdict(list)
+    for e in scene.events:
+        if e.signature == PG_NOT_DESTROYED and e.rank is not None and e.rank not in waited and lo <= e.ts <= hi:
+            gone[e.rank].append(e)
+    if len(gone) != 1:
+        return None
+    r, evs = next(iter(gone.items()))
+    return r, sorted(evs, key=lambda e: e.order)
+
+
 def silent_rank(scene: Scene) -> Verdict | None:
     timeouts = [e for e in scene.events if e.kind == "nccl_timeout" and e.rank is not None]
     if not timeouts or _serious_device_fault(scene) or any(scene.explained(e) for e in timeouts):
@@ -1158,6 +1191,26 @@ def silent_rank(scene: Scene) -> Verdict | None:
         why = (f"{who} timed out{on}; PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
                f"(#{seqs}, counted from 1 by the report), so the others were waiting for it.")
         return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, [], 0.7, reports)
+    exited = _exited_rank(scene, mine)
+    if exited is not None:
+        r, gone = exited
+        other = grp not in (None, "?")
+        who = f"the process of global rank {r}" if other else f"rank {r}"
+        on = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if other else "")
+        began = min(e.start for e in mine)
+        lead = (gone[0].ts - began) / S
+        when = f"{lead:.1f} s after" if lead >= 0 else f"{-lead:.1f} s before"
+        why = (f"{_ranks_timed_out(ranks)} timed out{on}; {who} exited without destroy_process_group (PyTorch's "
+               f"warning at its exit) {when} the collective began: its "
+               "peers waited for a process that had ended.")
+        where = (None, None) if other else members.get(r, (None, None))
+        v = _waited_for(scene, r, where if where[0] else (gone[0].host, where[1]), size, why, timeouts, [], 0.7,
+                        gone)
+        v.next_action = (f"Find why {who} on {gone[0].host} ended while its peers were still in a collective: its "
+                         "last lines and traceback (an exception, an OOM kill, a rank that left the training loop "
+                         "early: uneven batches per rank, a condition on the rank), then make every rank run the same "
+                         "collectives and call destroy_process_group at the end.")
+        return v
     if len(silent_ranks) > 1 and len(ranks) < size and all(r in members and members[r][0] for r in silent_ranks):
         return _read_in_part(scene, _silent_ranks(scene, [e for e in timeouts if group(e) is None], seq, size,
                                                   silent_ranks, members), {members[r][0] for r in silent_ranks})

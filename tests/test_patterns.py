@@ -5027,3 +5027,54 @@ def test_candidates_of_other_categories_in_either_file_order_are_said_alike(pipe
         seen.append(inc["start"])
     assert seen[0] == seen[1]
     # candidates alike in category keep theirs: both ends' completion errors are ib_port (the test above)
+
+
+#: rank 0's exit, then rank 1's timeout on the collective rank 0 never ran (NVIDIA/nccl#1504)
+EXIT_LINE = ("[rank{r}]:[W1106 04:13:02.10722833{r} ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT "
+             "been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+             "destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare "
+             "cases this process can exit before this point and block the progress of another member of the process "
+             "group. This constraint has always been present,  but this warning has only been added since PyTorch 2.4 "
+             "(function operator())")
+EXIT_WD = ("[rank{r}]:[E1106 04:43:01.01894158{r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=1, OpType=COALESCED, NumelIn=18446744073709551615, "
+           "NumelOut=18446744073709551615, Timeout(ms)=1800000) ran for 1800039 milliseconds before timing out.")
+
+
+def test_a_rank_that_exited_after_the_collective_began_is_the_one_its_peers_waited_for(pipeline):
+    """Rank 0's process exited without destroy_process_group ("process group has NOT been destroyed …") a second
+    after rank 1's SeqNum 1 began, and rank 1 timed out 30 minutes later (NVIDIA/nccl#1504): it read "rank 1 timed out
+    …: the silent rank cannot be named" with rank 0's exit line in the log (a real-logs pass). Rank 0 is the rank
+    waited for, on the host its line names; rank 1 is downstream."""
+    (inc,) = run(pipeline, "\n".join([EXIT_LINE.format(r=0), EXIT_WD.format(r=1)]), host="node03")
+    assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 0, "node03")
+    assert inc["confidence"] == 0.7 and [d["rank"] for d in inc["downstream"]] == [1]
+    assert inc["explanation"] == ("rank 1 timed out on SeqNum 1; rank 0 exited without destroy_process_group (PyTorch's "
+                                  "warning at its exit) 1.1 s after the collective began: its peers waited for a "
+                                  "process that had ended.")
+    assert inc["next_action"].startswith("Find why rank 0 on node03 ended while its peers were still in a collective")
+    assert [c["signature"] for c in inc["context"]] == ["torch.pg_not_destroyed"]
+
+
+@pytest.mark.parametrize("exits", [(1,), (0, 2)])
+def test_an_exit_of_a_rank_that_timed_out_or_of_several_ranks_names_none(pipeline, exits):
+    """The exit line of the rank that timed out itself, or of several ranks, names no rank the others waited for."""
+    text = "\n".join([*(EXIT_LINE.format(r=r).replace("04:13:02", f"04:13:0{2 + r}") for r in exits),
+                      EXIT_WD.format(r=1)])
+    incs = run(pipeline, text, host="node03")
+    assert [i["initiator"]["rank"] for i in incs if i["pattern"] == "comm.silent_rank"] == [None]
+
+
+def test_an_exit_long_before_the_collective_began_names_none(pipeline):
+    """A rank's exit more than ``EXIT_LEAD_US`` before the collective began is of an earlier run, not the hang's."""
+    early = EXIT_LINE.format(r=0).replace("04:13:02", "04:05:02")
+    incs = run(pipeline, "\n".join([early, EXIT_WD.format(r=1)]), host="node03")
+    assert [i["initiator"]["rank"] for i in incs if i["pattern"] == "comm.silent_rank"] == [None]
+
+
+def test_exit_lines_of_a_job_that_ended_are_information(pipeline):
+    """Every rank prints the exit line at a normal exit without destroy_process_group (ai2cm/ace#679,
+    anhvth/opensloth#17): no incident of warning or worse."""
+    text = "\n".join(EXIT_LINE.format(r=r).replace("04:13:02", f"04:13:0{2 + r}") for r in range(4))
+    incs = run(pipeline, text, host="node03")
+    assert all(i["severity"] == "info" for i in incs), [(i["severity"], i["pattern"]) for i in incs]
