@@ -1467,8 +1467,12 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             key = (*key, seg.origin)
         # a line its own precise stamp dates is one event however often it is delivered (schemas.line_event_id): a
         # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
+        # the rank a launcher's prefix named (c10's "[rank2]:", srun's "2: ") is part of what the line says: two ranks
+        # of one host print the same words in one microsecond (PyTorch's exit warning of ranks 0 and 2 were one event:
+        # the second rank's exit lost, a real-logs pass); every copy of one line carries its prefix
+        text = p.rest if p.rank is None else f"rank{p.rank}\x00{p.rest}"
         if p.mono is None:
-            eid = (line_event_id(row["host"], row["ts"], row["signature"], p.rest, h.sub)
+            eid = (line_event_id(row["host"], row["ts"], row["signature"], text, h.sub)
                    if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
         else:
             # so is a line its raw kernel stamp dates to the µs since boot, however its wall time was got: two copies
@@ -1476,7 +1480,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             # "failed before" (a break-it pass); kern.log's copy of it (its stamp in the brackets) is the same event,
             # whatever its header's precision (rsyslog's high-precision ISO stamps, Debian 12's default, gave it an id
             # of its wall time: one Xid 119 of a dmesg and a kern.log was "reported 2 lines", a second break-it pass)
-            eid = line_event_id(row["host"], round(p.mono * US), row["signature"], "uptime\x00" + p.rest, h.sub)
+            eid = line_event_id(row["host"], round(p.mono * US), row["signature"], "uptime\x00" + text, h.sub)
         if eid is not None:
             if eid in copies:
                 continue

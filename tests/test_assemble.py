@@ -38,6 +38,18 @@ def test_a_storm_is_of_one_gpu_and_one_rank(pipeline):
     err = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
     ev = run(pipeline, "\n".join([f"[rank{r}]: {err}" for r in (0, 1, 0, 1, 1)])).events.to_pylist()
     assert sorted((e["rank"], e["count"]) for e in ev) == [(0, 2), (1, 3)]
+
+
+def test_the_same_words_of_two_ranks_in_one_microsecond_are_two_events_and_a_copy_of_either_is_not(pipeline):
+    """c10's prefix names the rank of a line its own stamp dates: ranks 0 and 2 printing PyTorch's exit warning in
+    one µs (their ns stamps 2 ns apart) were one event, the second rank's exit lost (a real-logs pass); a line
+    delivered twice (kern.log and the journal, a shipper's retry) stays one event."""
+    def line(r: int, ns: str) -> str:
+        return (f"[rank{r}]:[W1106 04:13:02.1072283{ns} ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group "
+                "has NOT been destroyed before we destruct ProcessGroupNCCL.")
+    ev = run(pipeline, "\n".join([line(0, "30"), line(2, "32"), line(0, "30")])).events.to_pylist()
+    assert sorted((e["rank"], e["count"]) for e in ev) == [(0, 1), (2, 1)]
+    assert {e["signature"] for e in ev} == {"torch.pg_not_destroyed"} and len({e["event_id"] for e in ev}) == 2
     smi = "\n".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g})\n         Link 3: <inactive>" for g in (0, 1, 0))
     ev = run(pipeline, smi).events.to_pylist()
     assert sorted((e["gpu_index"], e["link"], e["count"]) for e in ev) == [(0, 3, 2), (1, 3, 1)]
