@@ -177,6 +177,12 @@ FOLLOW_UP_US = 5_000_000
 #: debug dump (TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC) and the agent sees the exit at its next poll (a fresh user's
 #: trial: "failed (exitcode: -6)" 31 s after the timeouts was an incident apart, "only downstream reports")
 AGENT_FOLLOW_UP_US = 120_000_000
+#: how long before its timeout line a rank's own PyTorch follow-up line may come: PyTorch 2.x prints "Timeout at NCCL
+#: work", "Some NCCL operations have failed" and "taking the entire process down" first and then re-throws the timeout
+#: ("Process group watchdog thread terminated with exception: … Watchdog caught collective operation timeout … ran
+#: for N milliseconds") 1.4 ms later (NVIDIA/nccl#1504); with the first "Watchdog caught" line missing from a paste,
+#: the follow-ups were an incident apart, the same hang twice (a real-logs pass)
+FOLLOW_LEAD_US = 100_000
 
 
 #: PyTorch's desync report line (ingest/signatures/torch.yaml): the ranks a watchdog timeout waited for
@@ -231,7 +237,8 @@ def follow_watchdogs(events: list[Ev]) -> None:
     and "To avoid data inconsistency, we are taking the entire process down" (formats.md, PyTorch
     watchdog). Only the first says how long the collective ran; the others report the same hang, so they
     are placed at the same start. A follow-up line is one of the same host and rank, from the NCCL/PyTorch
-    log, with no elapsed time of its own, at most ``FOLLOW_UP_US`` after the timeout line and with the
+    log, with no elapsed time of its own, at most ``FOLLOW_UP_US`` after the timeout line (a PyTorch line of the
+    rank: or up to ``FOLLOW_LEAD_US`` before it, as PyTorch 2.x re-throws the timeout after them) and with the
     same SeqNum when it prints one. Older PyTorch prints the follow-up lines with no rank ("[E ProcessGroupNCCL.cpp:471]
     Some NCCL operations have failed or timed out. …", ai2cm/ace#348): such a line follows the timeout of any rank of
     its host logged at most ``FOLLOW_UP_US`` before it (after it in the log's order when their times are equal; a
@@ -256,8 +263,9 @@ def follow_watchdogs(events: list[Ev]) -> None:
             continue
         best = None
         reach = AGENT_FOLLOW_UP_US if e.signature.startswith(TORCHRUN_AGENT) else FOLLOW_UP_US
+        lead = FOLLOW_LEAD_US if e.rank is not None and e.signature.startswith("torch.") else 0
         for t in timeouts.get((e.host, e.rank), ()):
-            if (t.ts <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
+            if (t.ts - lead <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
                          or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
                              and (t.ts < e.ts or _after_in_log(t, e))))):

@@ -907,6 +907,30 @@ def test_a_timed_out_ranks_own_reports_after_its_timeout_are_no_other_fault(pipe
     assert [i["pattern"] for i in other] != ["comm.silent_rank"]
 
 
+def test_a_ranks_follow_up_lines_printed_just_before_its_rethrown_timeout_report_that_timeout(pipeline):
+    """PyTorch 2.x prints a rank's "Timeout at NCCL work", "Some NCCL operations have failed" and "taking the entire
+    process down" and then, 1.4 ms later, re-throws the timeout ("Process group watchdog thread terminated with
+    exception: … ran for 1800014 milliseconds"; NVIDIA/nccl#1504, whose paste lacks the first "Watchdog caught"
+    line): the follow-ups, before the only line that says how long the work ran, were an incident apart, the same hang
+    twice (a real-logs pass). Another rank's lines stay its own."""
+    pre = "[rank{r}]:[E1103 07:34:57.4608{f} ProcessGroupNCCL.cpp:{c}] "
+    lines = [pre.format(r=1, f="01783", c=1834) + "[PG ID 0 PG GUID 0(default_pg) Rank 1] Timeout at NCCL work: 1, "
+             "last enqueued NCCL work: 1, last completed NCCL work: -1.",
+             pre.format(r=1, f="43251", c=630) + "[Rank 1] Some NCCL operations have failed or timed out. Due to the "
+             "asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+             pre.format(r=1, f="51231", c=636) + "[Rank 1] To avoid data inconsistency, we are taking the entire "
+             "process down.",
+             "[rank1]:[E1103 07:34:57.462234381 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+             "Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=1, OpType=COALESCED, NumelIn=18446744073709551615, "
+             "NumelOut=18446744073709551615, Timeout(ms)=1800000) ran for 1800014 milliseconds before timing out."]
+    (one,) = run(pipeline, "\n".join(lines), host="node01")
+    assert one["pattern"] == "comm.silent_rank" and one["start"].startswith("2026-11-03T07:04:57")
+    assert one["explanation"].startswith("rank 1 timed out on a collective (SeqNum 1)")
+    other = [lines[-1], lines[2].replace("rank1]", "rank2]").replace("[Rank 1]", "[Rank 2]")]
+    assert len(run(pipeline, "\n".join(other), host="node01")) == 2
+
+
 def test_a_ranks_report_on_the_work_another_rank_timed_out_on_is_that_hang(pipeline):
     """Ranks 0 and 4 print the watchdog's timeout on SeqNum 1580 (ran for 600 s), ranks 0 and 3 its "Exception …
     detected by watchdog at work: 1580" (hiyouga/LlamaFactory#7396, each line behind a viewer's line number "[80746] ",
