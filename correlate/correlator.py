@@ -388,7 +388,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
-    return sorted(name_faults_near_hangs(incidents), key=lambda i: (i["start"], i["id"]))
+    incidents = name_port_faults_together(name_faults_near_hangs(incidents))
+    return sorted(incidents, key=lambda i: (i["start"], i["id"]))
 
 
 #: how far (µs) from an unexplained hang's start another host's fault is named beside it
@@ -441,6 +442,65 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
                 inc["next_action"] = (f"First find whether {host} ran a rank of this job (its {first['category']} "
                                       f"incident {first['id']}); then: {inc['next_action']}")
     return incidents
+
+
+#: how far apart (µs, beyond both hosts' clock-skew bounds) two hosts' NIC port faults began to be named as one
+#: moment of the fabric (:func:`name_port_faults_together`): a switch that reboots or a subnet manager that sweeps
+#: drops its ports within a second, and each host's NCCL and kernel print it within a second or two of that
+NEAR_PORT_US = 10 * S
+#: the severities a NIC port incident has that another host's is named beside
+_PORT_SEVERITIES = frozenset({"warning", "error", "critical"})
+
+
+def _port_fault(i: dict[str, Any]) -> bool:
+    """``i`` (DESIGN.md incident shape) is a NIC's InfiniBand/RoCE port fault of warning or above, not superseded."""
+    init = i["initiator"]
+    return (i["category"] == "ib_port" and init.get("device_type") == "nic" and init.get("host") is not None
+            and i["severity"] in _PORT_SEVERITIES and i.get("status") != "superseded")
+
+
+def _skew_s(i: dict[str, Any]) -> float:
+    """The clock-skew bound (s) of an incident's initiator host, from its ``clocks``; 0 when not given."""
+    c = (i.get("clocks") or {}).get(i["initiator"]["host"]) or {}
+    return float(c.get("skew_bound_s") or 0.0)
+
+
+def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NEAR_PORT_US) -> list[dict[str, Any]]:
+    """``incidents`` (DESIGN.md shape), each NIC port incident (category ``ib_port``, initiator a ``nic``, warning
+    or above) that began within ``near_us`` (µs, plus both hosts' clock-skew bounds) of another host's named beside
+    it: in its explanation the other hosts and incidents (up to three, nearest first), and its next action led by
+    what those hosts share. Each such incident blamed its own host's port and cable, while NCCL's "NET/IB : Got async
+    event : port error" on several nodes at once pointed at the fabric: its maintainer asked for the IB fabric to be
+    checked (``ibqueryerrors``, UFM counters; NVIDIA/nccl#905, a real-logs pass). The initiators stay: which switch a
+    port is cabled to is not in the logs. A new dict is set for each incident changed, never the cached one."""
+    ports = [(iso_us(i["start"]), i) for i in incidents if _port_fault(i)]
+    if len(ports) < 2:
+        return incidents
+    out = []
+    for inc in incidents:
+        if not _port_fault(inc):
+            out.append(inc)
+            continue
+        start, host = iso_us(inc["start"]), inc["initiator"]["host"]
+        near = sorted(((abs(t - start), t, i["id"], i) for t, i in ports if i["initiator"]["host"] != host
+                       and abs(t - start) <= near_us + (_skew_s(inc) + _skew_s(i)) * S), key=lambda x: x[:3])
+        if not near:
+            out.append(inc)
+            continue
+        hosts = list(dict.fromkeys(i["initiator"]["host"] for *_, i in near))
+        said = ", ".join(f"{i['initiator']['host']}'s {i['id']}, {d / S:.1f} s "
+                         f"{'before' if t <= start else 'after'}" for d, t, _id, i in near[:3])
+        inc = dict(inc)
+        inc["explanation"] = (f"{inc['explanation']} NIC port faults of {len(hosts)} other host(s) began within "
+                              f"{near_us / S:g} s of it ({said}): ports of several hosts failing together point at "
+                              "what they share — a switch, its power or firmware, or the subnet manager — more than at "
+                              "each host's cable.")
+        inc["next_action"] = (f"Ports of {', '.join([host, *hosts[:3]])}{' and others' if len(hosts) > 3 else ''} "
+                              "failed at the same moment: check the switch they share and the subnet manager's log "
+                              "(opensm or UFM; `ibqueryerrors`, `ibdiagnet` over the fabric) first; then: "
+                              f"{inc['next_action']}")
+        out.append(inc)
+    return out
 
 
 def _dedup(evs: list[Ev]) -> list[Ev]:

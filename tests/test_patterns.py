@@ -5102,3 +5102,32 @@ def test_exit_lines_of_a_job_that_ended_are_information(pipeline):
     text = "\n".join(EXIT_LINE.format(r=r).replace("04:13:02", f"04:13:0{2 + r}") for r in range(4))
     incs = run(pipeline, text, host="node03")
     assert all(i["severity"] == "info" for i in incs), [(i["severity"], i["pattern"]) for i in incs]
+
+
+NET_IB_PORT_ERROR = ("[2023-07-03 10:{t}] {host}:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async "
+                     "event : port error")
+
+
+def test_port_faults_of_several_hosts_at_one_moment_name_each_other_and_the_fabric(tmp_path):
+    """NVIDIA/nccl#905: NCCL's "NET/IB : Got async event : port error" on several nodes at once, each its own incident
+    that blamed its host's port and cable; the maintainer asked for the IB fabric to be checked (a real-logs pass).
+    Hosts' port faults within seconds name each other and lead with the switch and the subnet manager; a host's port
+    fault a minute apart from the others', and a GPU fault at the same moment, do not."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    for host, t in (("gpu-a", "15:02"), ("gpu-b", "15:03"), ("gpu-c", "16:30")):
+        (tmp_path / f"{host}.nccl.log").write_text(NET_IB_PORT_ERROR.format(t=t, host=host) + "\n")
+    (tmp_path / "gpu-d.dmesg.log").write_text(
+        "2023-07-03T10:15:02.500000+00:00 gpu-d kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the "
+        "bus.\n")
+    incs = {i["initiator"]["host"]: i for i in diagnose_paths([tmp_path], Settings())[2]}
+    a, b, c, d = incs["gpu-a"], incs["gpu-b"], incs["gpu-c"], incs["gpu-d"]
+    assert (a["category"], a["initiator"]["device_type"], a["initiator"]["host"]) == ("ib_port", "nic", "gpu-a")
+    assert f"gpu-b's {b['id']}, 1.0 s after" in a["explanation"] and "gpu-c" not in a["explanation"]
+    assert f"gpu-a's {a['id']}, 1.0 s before" in b["explanation"]
+    assert a["next_action"].startswith("Ports of gpu-a, gpu-b failed at the same moment: check the switch they share")
+    assert "subnet manager" in b["next_action"]
+    # a minute later: its own port; a GPU's fault at the same moment is no port of the fabric
+    assert "other host" not in c["explanation"] and not c["next_action"].startswith("Ports of")
+    assert "other host" not in d["explanation"] and not d["next_action"].startswith("Ports of")
