@@ -450,13 +450,17 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
 NEAR_PORT_US = 10 * S
 #: the severities a NIC port incident has that another host's is named beside
 _PORT_SEVERITIES = frozenset({"warning", "error", "critical"})
+#: the pattern of a port that went down once and came back within a minute (``patterns.port_recovered``)
+PORT_RECOVERED = "benign.port_recovered"
 
 
 def _port_fault(i: dict[str, Any]) -> bool:
-    """``i`` (DESIGN.md incident shape) is a NIC's InfiniBand/RoCE port fault of warning or above, not superseded."""
+    """``i`` (DESIGN.md incident shape) is a NIC's InfiniBand/RoCE port fault of warning or above, or a port that went
+    down and came back (info), not superseded."""
     init = i["initiator"]
     return (i["category"] == "ib_port" and init.get("device_type") == "nic" and init.get("host") is not None
-            and i["severity"] in _PORT_SEVERITIES and i.get("status") != "superseded")
+            and (i["severity"] in _PORT_SEVERITIES or i.get("pattern") == PORT_RECOVERED)
+            and i.get("status") != "superseded")
 
 
 def _skew_s(i: dict[str, Any]) -> float:
@@ -467,12 +471,14 @@ def _skew_s(i: dict[str, Any]) -> float:
 
 def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NEAR_PORT_US) -> list[dict[str, Any]]:
     """``incidents`` (DESIGN.md shape), each NIC port incident (category ``ib_port``, initiator a ``nic``, warning
-    or above) that began within ``near_us`` (µs, plus both hosts' clock-skew bounds) of another host's named beside
-    it: in its explanation the other hosts and incidents (up to three, nearest first), and its next action led by
-    what those hosts share. Each such incident blamed its own host's port and cable, while NCCL's "NET/IB : Got async
-    event : port error" on several nodes at once pointed at the fabric: its maintainer asked for the IB fabric to be
-    checked (``ibqueryerrors``, UFM counters; NVIDIA/nccl#905, a real-logs pass). The initiators stay: which switch a
-    port is cabled to is not in the logs. A new dict is set for each incident changed, never the cached one."""
+    or above, or a port back within a minute) that began within ``near_us`` (µs, plus both hosts' clock-skew bounds)
+    of another host's named beside it: in its explanation the other hosts and incidents (up to three, nearest first),
+    and its next action led by what those hosts share (a port that came back keeps its severity, info, and says
+    there is nothing to do on its host). Each such incident blamed its own host's port and cable, while NCCL's
+    "NET/IB : Got async event : port error" on several nodes at once pointed at the fabric: its maintainer asked for
+    the IB fabric to be checked (``ibqueryerrors``, UFM counters; NVIDIA/nccl#905, a real-logs pass). The initiators
+    stay: which switch a port is cabled to is not in the logs. A new dict is set for each incident changed, never the
+    cached one."""
     ports = [(iso_us(i["start"]), i) for i in incidents if _port_fault(i)]
     if len(ports) < 2:
         return incidents
@@ -491,6 +497,21 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
         said = ", ".join(f"{i['initiator']['host']}'s {i['id']}, {d / S:.1f} s "
                          f"{'before' if t <= start else 'after'}" for d, t, _id, i in near[:3])
         inc = dict(inc)
+        if inc.get("pattern") == PORT_RECOVERED:
+            # a port back within a minute is no fault of its host, but not a link negotiating either when other hosts'
+            # ports dropped with it: 20+ servers' "mlx5_eth0: Port: 1 Link DOWN" in one second, every server-facing
+            # port of one switch (mymdbook.github.io/xai_link_flap, a real-logs pass: each "No action", "not a
+            # flapping port"). Info still: the hosts have nothing to do
+            inc["explanation"] = (f"The NIC port of {host} went down and came up again, as ports of {len(hosts)} other "
+                                  f"host(s) did within {near_us / S:g} s ({said}): a switch, its power or firmware, "
+                                  "or the subnet manager dropped them together — not this host's cable, nor a link "
+                                  "negotiating.")
+            inc["next_action"] = (f"Nothing to do on {host}: its port came back. Check the switch that the ports of "
+                                  f"{', '.join([host, *hosts[:3]])}{' and others' if len(hosts) > 3 else ''} share and "
+                                  "the subnet manager's log for that moment (opensm or UFM; `ibqueryerrors`); if it "
+                                  "repeats, take it to the switch's owner.")
+            out.append(inc)
+            continue
         inc["explanation"] = (f"{inc['explanation']} NIC port faults of {len(hosts)} other host(s) began within "
                               f"{near_us / S:g} s of it ({said}): ports of several hosts failing together point at "
                               "what they share — a switch, its power or firmware, or the subnet manager — more than at "

@@ -5131,3 +5131,30 @@ def test_port_faults_of_several_hosts_at_one_moment_name_each_other_and_the_fabr
     # a minute later: its own port; a GPU's fault at the same moment is no port of the fabric
     assert "other host" not in c["explanation"] and not c["next_action"].startswith("Ports of")
     assert "other host" not in d["explanation"] and not d["next_action"].startswith("Ports of")
+
+
+def test_ports_of_several_hosts_back_within_a_minute_are_the_switch_not_a_negotiation(tmp_path):
+    """mymdbook.github.io/xai_link_flap: 20+ servers logged "mlx5_eth0: Port: 1 Link DOWN" in one second, every
+    server-facing port of one switch dropped and came back ~12 s later; each host's incident was "No action … a link
+    negotiating or a cable reseated" (``benign.port_recovered``), and a name that is not mlx5_<n> gave no event at all
+    (a real-logs pass). Together they name the switch and the subnet manager, still info (nothing to do on the
+    hosts); one host's port back alone stays a negotiation."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    line = "2025-12-14T16:{t}+00:00 {h} kernel: mlx5_core 0000:1a:00.0 mlx5_eth0: Port: 1 Link {s}"
+    for h, t in (("srv-05", "29:41.210000"), ("srv-10", "29:41.480000"), ("srv-11", "31:02.000000")):
+        up = t.replace(":41.", ":53.").replace(":02.", ":14.")
+        (tmp_path / f"{h}.dmesg.log").write_text(line.format(t=t, h=h, s="DOWN") + "\n"
+                                                 + line.format(t=up, h=h, s="ACTIVE") + "\n")
+    incs = {i["initiator"]["host"]: i for i in diagnose_paths([tmp_path], Settings())[2]}
+    a, b, alone = incs["srv-05"], incs["srv-10"], incs["srv-11"]
+    assert {i["pattern"] for i in (a, b, alone)} == {"benign.port_recovered"}
+    assert {i["severity"] for i in (a, b, alone)} == {"info"}
+    assert a["explanation"].startswith("The NIC port of srv-05 went down and came up again, as ports of 1 other "
+                                       f"host(s) did within 10 s (srv-10's {b['id']}, 0.3 s after)")
+    assert "not this host's cable, nor a link negotiating" in b["explanation"]
+    assert a["next_action"].startswith("Nothing to do on srv-05: its port came back. Check the switch that the ports "
+                                       "of srv-05, srv-10 share and the subnet manager's log")
+    assert "a link negotiating (at boot, after a reset)" in alone["explanation"]
+    assert alone["next_action"].startswith("No action.")
