@@ -535,7 +535,8 @@ def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid
     return _mode_row(e2e, split, nbytes, broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None,
                      extra={"messages": _count(corpus, shape), "produce_s": produce_s, "lake_events": lake_events,
                             "batches": e2e["batches"], "max_records": max_records, "ceiling_runs": CEILING_RUNS,
-                            "stage_cpu_s": e2e.get("stage_cpu_s")})
+                            "stage_cpu_s": e2e.get("stage_cpu_s"), "thread_cpu_s": e2e.get("thread_cpu_s"),
+                            "outside_stages_cpu_s": e2e.get("outside_stages_cpu_s")})
 
 
 async def _drop_topics(bootstrap: str, topics: list[str]) -> None:

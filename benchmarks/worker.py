@@ -15,7 +15,10 @@ the ingest process alone (not of the generator, the broker or the baselines):
 * ``files``: the same files to durable Parquet events, without correlating.
 
 CPU time is the process's user + system time (all threads), so it holds on
-a machine shared with the broker.
+a machine shared with the broker. ``ingest`` also splits it by thread
+(``thread_cpu_s``: the event loop's, the pipeline's, the lake writers') and
+names what its stages leave (``outside_stages_cpu_s``: Kafka fetching,
+commits, metrics, the collector, the event loop).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import json
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,6 +53,34 @@ def _rss_mb() -> float:
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+#: thread name prefix -> group of :func:`_thread_cpu`: the event loop (fetching, decoding, commits, the lake
+#: writes' encoding), the loop's default executor (the pipeline, ``IngestWorker._run_pipeline``), the lake's pool
+THREAD_GROUPS = (("MainThread", "main"), ("asyncio_", "pipeline"), ("lake-write", "lake_write"))
+
+
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of each live thread of this process: thread id -> (group, seconds), the group
+    by :data:`THREAD_GROUPS` (``other`` for the rest). A thread that ends between two calls is left out."""
+    out = {}
+    for t in threading.enumerate():
+        if t.ident is None:
+            continue
+        try:
+            sec = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        except OSError:  # ended meanwhile
+            continue
+        out[t.ident] = (next((g for prefix, g in THREAD_GROUPS if t.name.startswith(prefix)), "other"), sec)
+    return out
+
+
+def _thread_cpu_since(before: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per thread group since ``before`` (a :func:`_thread_cpu`; threads started since count whole)."""
+    out: dict[str, float] = {}
+    for ident, (group, sec) in _thread_cpu().items():
+        out[group] = out.get(group, 0.0) + sec - before.get(ident, (group, 0.0))[1]
+    return {k: round(v, 4) for k, v in sorted(out.items())}
 
 
 async def _ingest(a: argparse.Namespace) -> dict:
@@ -101,19 +133,20 @@ async def _ingest(a: argparse.Namespace) -> dict:
                      max_records=a.max_records or s.batch_max_records, linger_ms=s.batch_linger_ms)
     await w.start()
     rss0 = _rss_mb()
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, c0, th0 = time.perf_counter(), _cpu(), _thread_cpu()
     try:
         # until caught up with the backlog; run() may return before the group has its assignment
         while w.health.records < a.expect_records and time.perf_counter() - t0 < a.timeout:
             await w.run(until_caught_up=True, idle_timeout_s=10)
     finally:
-        c1 = _cpu()
+        c1, threads = _cpu(), _thread_cpu_since(th0)
         await w.close()
     h = w.health
     t1 = done[-1] if done else time.perf_counter()
     return {"lines": h.lines, "records": h.records, "batches": h.batches, "events": events[0], "rejects": h.rejects,
             "wall_s": t1 - t0, "cpu_s": c1 - c0, "peak_rss_mb": _rss_mb(), "rss_at_start_mb": rss0,
-            "ok": h.ok, "reason": h.reason, "stage_cpu_s": {k: round(v, 4) for k, v in stages.items()}}
+            "ok": h.ok, "reason": h.reason, "stage_cpu_s": {k: round(v, 4) for k, v in stages.items()},
+            "thread_cpu_s": threads, "outside_stages_cpu_s": round(c1 - c0 - sum(stages.values()), 4)}
 
 
 async def _split(a: argparse.Namespace) -> dict:

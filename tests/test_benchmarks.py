@@ -69,6 +69,11 @@ def test_quick_benchmark_runs_every_mode(kafka, tmp_path):
         if name.startswith("kafka"):
             assert row["lines"] == n, name
             assert row["lake_events"] == row["events"] > 0, name  # every event durable, once
+            # the worker's CPU split by thread: the event loop's and the pipeline's threads ran, and what the
+            # stages leave is the process's CPU less theirs
+            assert row["thread_cpu_s"]["main"] > 0 and row["thread_cpu_s"]["pipeline"] > 0, name
+            assert row["outside_stages_cpu_s"] == pytest.approx(
+                row["cpu_s"] - sum(row["stage_cpu_s"].values()), abs=2e-3), name
     assert {"decode", "frame", "match", "extract", "assemble", "arrow", "write"} <= set(
         r["stages"]["batch"]["stage_cpu_s"])
     assert r["correlator"]["events"] > 0
