@@ -149,7 +149,8 @@ def line_event_id(host: str, ts_us: int, signature: str, text: str, sub: int = 0
     again (a producer's retry, a replay after a restart: another Kafka offset), and one kernel line may come twice
     (kern.log and the journal): the second copy was a second event, whose incident superseded the first under
     another id and paged again ("reported 2 lines": a break-it pass). A host does not print one line twice in one
-    microsecond, but two of its processes may: ``text`` holds the rank a launcher's prefix named (``[rank2]:``). Returns 24 hex characters (96 bits of BLAKE2b), as :func:`make_event_id`."""
+    microsecond, but two of its processes may: ``text`` holds the rank a launcher's prefix named (``[rank2]:``).
+    Returns 24 hex characters (96 bits of BLAKE2b), as :func:`make_event_id`."""
     h = hashlib.blake2b(b"line\x00", digest_size=12)
     h.update(f"{host}\x00{ts_us}\x00{signature}\x00{sub}\x00".encode("utf-8", "surrogatepass"))
     h.update(text.encode("utf-8", "surrogatepass"))

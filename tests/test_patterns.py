@@ -5073,9 +5073,9 @@ def test_a_rank_that_exited_after_the_collective_began_is_the_one_its_peers_wait
     (inc,) = run(pipeline, "\n".join([EXIT_LINE.format(r=0), EXIT_WD.format(r=1)]), host="node03")
     assert (inc["pattern"], inc["initiator"]["rank"], inc["initiator"]["host"]) == ("comm.silent_rank", 0, "node03")
     assert inc["confidence"] == 0.7 and [d["rank"] for d in inc["downstream"]] == [1]
-    assert inc["explanation"] == ("rank 1 timed out on SeqNum 1; rank 0 exited without destroy_process_group (PyTorch's "
-                                  "warning at its exit) 1.1 s after the collective began: its peers waited for a "
-                                  "process that had ended.")
+    assert inc["explanation"] == (
+        "rank 1 timed out on SeqNum 1; rank 0 exited without destroy_process_group (PyTorch's warning at its exit) "
+        "1.1 s after the collective began: its peers waited for a process that had ended.")
     assert inc["next_action"].startswith("Find why rank 0 on node03 ended while its peers were still in a collective")
     assert [c["signature"] for c in inc["context"]] == ["torch.pg_not_destroyed"]
 
