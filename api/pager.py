@@ -183,6 +183,8 @@ CREATE TABLE IF NOT EXISTS pages (           -- one row per paged incident: its 
   doc BLOB NOT NULL,                         -- page_view() of the latest version, with page_labels
   initiator_events BLOB NOT NULL,            -- JSON list: to find pages a later incident supersedes
   explained_events BLOB NOT NULL);           -- JSON list: downstream + context events (inhibition)
+CREATE TABLE IF NOT EXISTS storing (         -- versions this worker is about to store in the lake (Pager.storing)
+  incident_id TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (incident_id, version));
 """
 
 
@@ -536,6 +538,9 @@ class Pager:
                     added += n
                     if n or self.db.execute("SELECT 1 FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone():
                         self.inhibited_by.pop(inc["id"], None)
+                # the versions noted before their lake write (``storing``) are in the outbox now
+                self.db.executemany("DELETE FROM storing WHERE incident_id = ? AND version <= ?",
+                                    [(i["id"], int(i["version"])) for i in pending])
         except sqlite3.Error as e:
             # a full or read-only state folder: the versions stay in memory and are enqueued with the next call (the
             # service died of it, with pages of versions already stored never queued: a break-it pass)
@@ -551,6 +556,24 @@ class Pager:
         if added and self._wake is not None:
             self._wake.set()
         return added
+
+    def storing(self, incidents: list[dict[str, Any]]) -> None:
+        """Note ``incidents`` (versions: ``id``, ``version``) as about to be stored in the lake, before the lake write
+        (``IncidentSink.emit``); ``enqueue`` clears the note. A worker that dies between the lake write and
+        ``enqueue`` leaves a stored version no outbox has: at its restart ``adopt`` pages the versions noted here
+        that the lake holds (they were taken for another worker's pages and never paged: a break-it pass). An outbox
+        that refuses the note (a full or read-only disk) is said and the lake write goes on: the version is then
+        paged by ``enqueue``, or, if the worker dies first, taken over as paged by ``adopt`` (as before the note)."""
+        if not self.receivers or not incidents:
+            return
+        try:
+            with self._tx():
+                self.db.executemany("INSERT OR IGNORE INTO storing VALUES (?, ?)",
+                                    [(i["id"], int(i["version"])) for i in incidents])
+        except sqlite3.Error as e:
+            OUTBOX_FAILED.inc()
+            log.warning("the pager outbox %s could not note %d incident version(s) before storing them: %s",
+                        self.path, len(incidents), e, extra={"error_code": "outbox_failed"})
 
     def _enqueue_one(self, inc: dict[str, Any]) -> int:
         row = self.db.execute("SELECT version, status, doc FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone()
@@ -604,9 +627,24 @@ class Pager:
         partition re-sends its own) until a version of this worker updates it. One whose initiator a stored open
         incident names among its downstream or context events was not paged (inhibited): it is not taken over, so
         its next version is inhibited again. An incident stored while no receiver was configured is taken as paged
-        too: configure receivers before the first incident."""
+        too: configure receivers before the first incident. A version this outbox noted it was about to store
+        (``storing``: the worker died between the lake write and ``enqueue``) is its own, never paged: it is
+        enqueued now, and the notes are cleared (one the lake does not hold was never stored: the replay makes it
+        again)."""
         if not self.receivers:
             return 0
+        noted = {(i, v) for i, v in self._rows("SELECT incident_id, version FROM storing")}
+        mine = [inc for inc in stored if (inc.get("id"), int(inc.get("version", 1))) in noted]
+        if noted:
+            with self._tx():
+                for inc in mine:  # this worker's own versions, stored and never enqueued: paged as enqueue would
+                    self._enqueue_one(inc)
+                self.db.execute("DELETE FROM storing")
+            if mine:
+                log.warning("paging %d incident version(s) stored before this worker's last stop but never enqueued",
+                            len(mine), extra={"error_code": "outbox_failed"})
+                if self._wake is not None:
+                    self._wake.set()
         todo = []
         for inc in stored:
             if inc.get("status") not in ("open", "resolved") or not isinstance(inc.get("id"), str) \

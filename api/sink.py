@@ -79,7 +79,8 @@ class IncidentSink:
 
     def emit(self, incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store ``incidents`` (and any versions a failed call left) in the lake, then page them; return the
-        versions stored (those a failed call left first).
+        versions stored (those a failed call left first). The outbox notes them first (``Pager.storing``): a death
+        between the lake write and the outbox leaves them to be paged at the restart (``Pager.adopt``).
 
         Raises :class:`ingest.lake.LakeError` when the lake cannot be written; the versions are kept
         and stored by the next call (an empty list is enough to retry)."""
@@ -89,6 +90,7 @@ class IncidentSink:
         inc_t, ev_t = incident_rows(incidents, int(time.time() * S))
         bid = hashlib.blake2b("|".join(f"{i['id']}:{i['version']}" for i in incidents).encode(),
                               digest_size=10).hexdigest()
+        self.pager.storing(incidents)  # a death between the lake write and enqueue leaves a note (Pager.adopt)
         try:
             self.lake.write("incidents", inc_t, bid)
             self.lake.write("incident_evidence", ev_t, bid)

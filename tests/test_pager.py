@@ -974,3 +974,42 @@ def test_a_page_taken_over_keeps_the_labels_it_was_first_paged_with(tmp_path, pd
     assert [x["annotations"]["version"] for body in pd.bodies() for x in body] == ["2", "3", "4"]
     a.pager.close()
     b.pager.close()
+
+
+def test_a_version_stored_by_a_worker_that_died_before_its_outbox_took_it_is_paged_after_the_restart(tmp_path, pd):
+    """``IncidentSink.emit`` writes the lake, then the outbox. A worker that died between the two left a stored
+    version no outbox had; at its restart ``stored`` took it for another worker's page (``Pager.adopt``): nothing was
+    sent, and the incident's resolved version went out as a resolve alone, a critical incident never paged (a
+    break-it pass; before adoption it was a trigger and a resolve). The outbox notes the versions it is about to
+    store: those the lake has at the restart are paged, not taken over. (A real lake and outbox; the death between
+    the two writes is an enqueue that raises; a local receiver with PagerDuty's dedup rules.)"""
+    from api.sink import IncidentSink
+
+    now = time.time()
+    lake = str(tmp_path / "lake")
+    a = IncidentSink(pd_settings(tmp_path / "a", pd.url, lake=lake))
+
+    def died(incidents):
+        raise KeyboardInterrupt  # the process ends here: the lake has the version, the outbox does not
+
+    a.pager.enqueue = died
+    with pytest.raises(KeyboardInterrupt):
+        a.emit([incident(version=1, end=now - 60)])
+    a.pager.close()
+    again = IncidentSink(pd_settings(tmp_path / "a", pd.url, lake=lake))  # the same worker, restarted
+    assert [i["id"] for i in again.stored()] == ["inc-a"]
+    assert asyncio.run(again.pager.flush(5)) == 0 and pd.pages == 1 and pd.open_keys == {"inc-a"}
+    again.emit([incident(version=2, status="resolved", end=now - 30)])
+    assert asyncio.run(again.pager.flush(5)) == 0 and pd.pages == 1 and not pd.open_keys
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger", "resolve"]
+    # a version noted but never stored (the death came before the lake took it) is no page: the replay makes it again
+    b = IncidentSink(pd_settings(tmp_path / "b", pd.url, lake=str(tmp_path / "lake-b")))
+    b.lake.write = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        b.emit([incident("inc-b", version=1, end=now - 60)])
+    b.pager.close()
+    b = IncidentSink(pd_settings(tmp_path / "b", pd.url, lake=str(tmp_path / "lake-b")))
+    assert b.stored() == [] and asyncio.run(b.pager.flush(5)) == 0 and len(pd.bodies()) == 2
+    assert b.pager._rows("SELECT count(*) FROM storing") == [(0,)]
+    b.pager.close()
+    again.pager.close()
