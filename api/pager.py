@@ -462,6 +462,11 @@ class Pager:
         #: incident id -> its latest open version not paged because an open page explains its initiator
         self.inhibited_by: dict[str, dict[str, Any]] = {}
         self.outbox_error: str | None = None
+        #: ``latest(ids)``: incident id -> the latest stored version of each of ``ids`` the lake holds
+        #: (``IncidentSink.latest_versions``; None: no lake, pages are not followed); see ``_follow``
+        self.latest: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
+        self._followed = float("-inf")  # time.monotonic() of the last _follow that read the lake
+        self._following = False  # the last _follow read the lake: adopted pages are re-sent too (_refresh)
 
     def _hold(self, lock_path: Path) -> None:
         """Hold ``lock_path`` (``flock``, released when the process ends, however it ends) with this process's pid in
@@ -623,8 +628,8 @@ class Pager:
         that version (Alertmanager: a second alert when the severity had changed since the first page: a break-it
         pass). ``first(ids, severities)``: the first stored version of each of ``ids`` whose severity is one of
         ``severities`` (the version the first worker paged; a failure is said and the stored one used): a page taken
-        over keeps its labels. It is not re-sent to Alertmanager (``_refresh``: the worker that holds the incident's
-        partition re-sends its own) until a version of this worker updates it. One whose initiator a stored open
+        over keeps its labels. It is re-sent to Alertmanager once ``_follow`` has read the lake (then while its version
+        is the latest stored: the same alert as the first worker's re-sends). One whose initiator a stored open
         incident names among its downstream or context events was not paged (inhibited): it is not taken over, so
         its next version is inhibited again. An incident stored while no receiver was configured is taken as paged
         too: configure receivers before the first incident. A version this outbox noted it was about to store
@@ -788,6 +793,8 @@ class Pager:
     async def _round_locked(self, client: httpx.AsyncClient, *, refresh: bool) -> None:
         if self.unqueued:  # versions the outbox refused (a full disk): tried every round, not only when another
             self.enqueue([])  # incident changes (a held page was never sent once the space came back: a break-it pass)
+        if self.latest is not None and time.monotonic() - self._followed >= self.am_resend_s:
+            await self._follow()
         self._expire()
         for r in self.receivers:
             if time.monotonic() < r.next_try:
@@ -830,12 +837,61 @@ class Pager:
                 return  # the receiver is likely down: back off instead of trying the rest now
             log.error("page %s v%s %s rejected by %s: %s", iid, version, action, r.name, err)
 
+    async def _follow(self) -> None:
+        """Bring the open pages up to the latest stored version of their incidents (``latest``), sending nothing:
+        one another correlate worker stored since (the incident moved to it with its partition) is what the page says
+        now — resolved when that version is closed (that worker sent the resolve), else open with its content, the
+        labels kept. Called before ``_expire`` and the re-sends, at most every ``am_resend_s``.
+
+        Each worker's outbox had only its own versions: the worker an incident had left kept re-sending its page to
+        Alertmanager after the taking worker resolved it (the alert fired again: a second notification), and its
+        ``_expire`` resolved the page by its old evidence while the taking worker's newer evidence kept it open; the
+        taking worker did not re-send a page it took over (``adopt``), so when the first worker died Alertmanager let
+        the alert expire (a break-it pass). Once followed, an open page at the latest version is re-sent by every
+        worker that has it (the same labels and version: one alert). A lake that cannot be read is said and the
+        pages are left as they are (taken-over pages are then not re-sent, as before)."""
+        self._followed = time.monotonic()
+        ids = [i for (i,) in self._rows("SELECT incident_id FROM pages WHERE status = 'open'")]
+        if not ids:
+            self._following = True
+            return
+        try:
+            got = await asyncio.to_thread(self.latest, ids)
+        except Exception as e:  # noqa: BLE001 — an injected lake read: storage errors of every kind
+            if self._following:
+                log.warning("could not read the latest stored versions of %d open page(s): %s", len(ids), e)
+            self._following = False
+            return
+        self._following = True
+        n = 0
+        with self._tx():
+            for iid, inc in got.items():
+                row = self.db.execute("SELECT version, status, doc FROM pages WHERE incident_id = ?",
+                                      (iid,)).fetchone()
+                try:
+                    if row is None or row[1] != "open" or int(inc["version"]) <= row[0]:
+                        continue  # this worker's own version (or one it stored since the read) is the latest
+                    view = page_view(inc) | {"page_labels": orjson.loads(row[2])["page_labels"], "adopted": True}
+                    _epoch(inc.get("end"))
+                except (ValueError, TypeError, KeyError, AttributeError):
+                    continue  # a stored row no page can be made of: the page stays as it is
+                status = "resolved" if inc.get("status") in _CLOSED else "open"
+                initiator, explained = _members(inc)
+                self.db.execute("UPDATE pages SET version = ?, status = ?, doc = ?, initiator_events = ?, "
+                                "explained_events = ? WHERE incident_id = ?",
+                                (int(inc["version"]), status, orjson.dumps(view | {"status": status}),
+                                 orjson.dumps(initiator), orjson.dumps(explained), iid))
+                n += 1
+        if n:
+            log.info("%d open page(s) follow a later version another worker stored", n)
+
     async def _refresh(self, client: httpx.AsyncClient, r: Receiver) -> None:
-        """Re-send every open page that has nothing pending, so Alertmanager neither expires nor forgets it."""
-        docs = [doc for (d,) in self._rows(
+        """Re-send every open page that has nothing pending, so Alertmanager neither expires nor forgets it; a page
+        taken over (``adopt``) only once ``_follow`` has read the lake (else its first worker re-sends it)."""
+        docs = [doc for doc in (orjson.loads(d) for (d,) in self._rows(
             "SELECT doc FROM pages WHERE status = 'open' AND incident_id NOT IN "
-            "(SELECT incident_id FROM outbox WHERE receiver = ? AND state = 'pending')", (r.name,))
-                if not (doc := orjson.loads(d)).get("adopted")]  # taken over (``adopt``): its owner re-sends it
+            "(SELECT incident_id FROM outbox WHERE receiver = ? AND state = 'pending')", (r.name,)))
+                if self._following or not doc.get("adopted")]
         if docs:
             now = self.clock()
             body = [alertmanager_alert(d, self.base_url, now=now, hold_s=self.am_hold_s, labels=d["page_labels"])

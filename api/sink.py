@@ -73,6 +73,7 @@ class IncidentSink:
         self.lake = lake or Lake(settings.lake)
         self.lake.init()
         self.pager = Pager(settings, public_url=settings.public_url)
+        self.pager.latest = self.latest_versions  # its open pages follow what other workers store (Pager._follow)
         self.incidents: dict[str, dict[str, Any]] = {}
         #: versions emitted but not yet stored (the lake refused them); written first next time
         self.unstored: list[dict[str, Any]] = []
@@ -150,6 +151,22 @@ class IncidentSink:
         for r in rows:
             d = store.incident_doc(r["doc"])
             out[d["id"]] = d
+        return out
+
+    def latest_versions(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The latest stored version of each incident of ``ids``: incident id -> the incident (DESIGN.md's shape);
+        an id the lake does not hold is left out. What the pager's open pages follow (``Pager._follow``): another
+        correlate worker may have stored a later version. Raises :class:`api.store.StoreError`."""
+        from api.store import Store
+
+        if not ids:
+            return {}
+        store = Store(self.lake)
+        out = {}
+        for r in store.query("SELECT doc FROM incidents WHERE id IN (SELECT unnest(?))", [ids]):
+            d = store.incident_doc(r["doc"])
+            if d["id"] not in out or int(d.get("version", 1)) > int(out[d["id"]].get("version", 1)):
+                out[d["id"]] = d
         return out
 
     #: how far back a restart looks for the membership lines of jobs still running (µs): a week

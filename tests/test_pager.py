@@ -940,8 +940,8 @@ def test_a_page_taken_over_keeps_the_labels_it_was_first_paged_with(tmp_path, pd
     """Alertmanager tells alerts apart by their labels, which a page keeps from its first version. The worker that
     took an incident over (a rebalance) sent its next version with the labels of that version: when the severity had
     changed since the first page, Alertmanager held two alerts for one incident, and the new one notified again (a
-    break-it pass). It keeps the first paged version's labels, read from the lake, and leaves re-sending the page
-    to the worker that holds it until it updates it itself. (Two real sinks over one real lake; a local receiver
+    break-it pass). It keeps the first paged version's labels, read from the lake, in its re-sends of the page too
+    (``Pager._follow``). (Two real sinks over one real lake; a local receiver
     stands in for Alertmanager's /api/v2/alerts: the labels sent are what is compared.)"""
     from api.sink import IncidentSink
 
@@ -965,13 +965,13 @@ def test_a_page_taken_over_keeps_the_labels_it_was_first_paged_with(tmp_path, pd
         async with httpx.AsyncClient() as client:
             await b.pager._round(client)
 
-    asyncio.run(rounds())  # a re-send round of the taking worker: the page is the first worker's to re-send
-    assert len(pd.bodies()) == 2
+    asyncio.run(rounds())  # a re-send round of the taking worker: the latest stored version, the first labels
+    assert len(pd.bodies()) == 3
     b.emit([incident(version=4, severity="critical", end=now - 10)])
     assert asyncio.run(b.pager.flush(5)) == 0
     sent = [x["labels"] for body in pd.bodies() for x in body]
-    assert [lb["severity"] for lb in sent] == ["error"] * 3
-    assert [x["annotations"]["version"] for body in pd.bodies() for x in body] == ["2", "3", "4"]
+    assert [lb["severity"] for lb in sent] == ["error"] * 4
+    assert [x["annotations"]["version"] for body in pd.bodies() for x in body] == ["2", "3", "3", "4"]
     a.pager.close()
     b.pager.close()
 
@@ -1013,3 +1013,73 @@ def test_a_version_stored_by_a_worker_that_died_before_its_outbox_took_it_is_pag
     assert b.pager._rows("SELECT count(*) FROM storing") == [(0,)]
     b.pager.close()
     again.pager.close()
+
+
+def test_a_page_taken_over_is_re_sent_by_whoever_holds_its_latest_version(tmp_path, alertmanager):
+    """Two correlate workers over one lake, each with its own outbox (the pages of an incident move with it,
+    ``Pager.adopt``). A page taken over was never re-sent by the taking worker (its first worker's to re-send), and
+    the first worker kept re-sending its own copy whatever the lake said since (a break-it pass):
+
+    * the taking worker resolved the incident, and the first worker's next re-send fired the alert again, a second
+      notification of a fault already over;
+    * the first worker died: nobody re-sent the open page, and Alertmanager let it expire (``endsAt``), a resolved
+      notification for an incident still open.
+
+    Each pager now follows the lake's latest stored version of its open pages before it re-sends them (nothing is
+    sent for it): a newer version another worker stored is what its page says now (resolved: not re-sent), and an
+    open page at the latest version is re-sent by every worker that has it. (A real Alertmanager; two real sinks over
+    one real lake; the death of a worker is its pager stopped.)"""
+    from api.sink import IncidentSink
+
+    am, hook = alertmanager
+    lake = str(tmp_path / "lake")
+
+    def sink(name):
+        s = IncidentSink(Settings(state_dir=tmp_path / name, alertmanager_url=am.url, api_port=8080, lake=lake))
+        s.pager.am_resend_s, s.pager.am_hold_s, s.pager.poll_s = 0.3, 2.0, 0.1
+        return s
+
+    def active(iid):
+        return [x for x in am.alerts() if x["labels"].get("incident_id") == iid and x["status"]["state"] == "active"]
+
+    def notified(status):
+        return [x["labels"]["incident_id"] for n in hook.bodies("/hook") for x in n["alerts"] if x["status"] == status]
+
+    a, b = sink("a"), sink("b")
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        stop_a, stop_b = asyncio.Event(), asyncio.Event()
+        run_a = asyncio.create_task(a.pager.run_forever(stop_a))
+
+        async def until(pred, what, timeout=15.0):
+            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
+
+        try:
+            now = time.time()
+            a.emit([incident(version=1, end=now - 10)])
+            await until(lambda: active("inc-a"), "the first worker's page")
+            b.stored()  # a rebalance: inc-a moves to the second worker
+            run_b = asyncio.create_task(b.pager.run_forever(stop_b))
+            b.emit([incident(version=2, status="resolved", end=now - 5)])
+            await until(lambda: b.pager.pending() == 0, "the resolve to be sent")
+            await asyncio.sleep(1.5)  # the first worker's re-sends, every 0.3 s
+            assert not active("inc-a"), am.alerts()
+            assert notified("firing") == ["inc-a"] and notified("resolved") == ["inc-a"], hook.bodies("/hook")
+
+            # an incident the first worker paged, taken over at a rebalance; then the first worker dies
+            a.emit([incident("inc-y", init_events=["y1"], end=time.time() - 10)])
+            await until(lambda: active("inc-y"), "the page of inc-y")
+            b.stored()
+            stop_a.set()
+            await asyncio.wait_for(run_a, 5)
+            await asyncio.sleep(4.0)  # twice the hold: the alert expires unless someone re-sends it
+            assert active("inc-y") and "inc-y" not in notified("resolved"), notified("resolved")
+        finally:
+            stop_a.set()
+            stop_b.set()
+            await asyncio.gather(run_a, *([run_b] if "run_b" in locals() else []), return_exceptions=True)
+
+    asyncio.run(go())
+    a.pager.close()
+    b.pager.close()
