@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -68,6 +68,10 @@ class Pred(BaseModel):
     #: what an Xid 74's registers say of it (``details.register_reading``, ``ingest.extract.xid74_registers``, NVIDIA's
     #: WORKFLOW_NVLINK_ERR bits: sympathetic, ignorable, own_error)
     register_reading: list[str] | None = None
+    #: an Xid 154's new recovery action (``details.new_action``, "0x2" of "changed from 0x0 (None) to 0x2 (Node Reboot
+    #: Required)"), compared as numbers: 0x1 GPU Reset Required, 0x2 Node Reboot Required, 0x3 Drain P2P, 0x4 Drain and
+    #: Reset (NVIDIA's memory error management guide, NVML_GPU_RECOVERY_ACTION_*)
+    recovery_action: list[str] | None = None
     #: the event is NCCL's last error as an exception quotes it after "Last error:" (``details.quote``,
     #: ``ingest.pipeline.LAST_ERROR_QUOTE``), not a line NCCL printed
     quoted: bool | None = None
@@ -96,6 +100,18 @@ class Pred(BaseModel):
     @classmethod
     def _readings(cls, v: list[str] | None) -> list[str] | None:
         return _known(v, XID74_READINGS, "register reading")
+
+    @field_validator("recovery_action")
+    @classmethod
+    def _actions(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return None
+        if not v:
+            raise ValueError("an empty list matches nothing")
+        for a in v:
+            if _action(a) is None:
+                raise ValueError(f"no recovery action {a!r} (a hexadecimal number: 0x2)")
+        return v
 
     @field_validator("signature", "xid", "xid_category")
     @classmethod
@@ -262,6 +278,14 @@ def unknown_signatures(rules: Rules, catalog: Catalog) -> list[str]:
     return out
 
 
+def _action(v: Any) -> int | None:
+    """A recovery action as a number ("0x2" -> 2), or None when ``v`` is no hexadecimal number."""
+    try:
+        return int(v, 16) if isinstance(v, str) else None
+    except ValueError:
+        return None
+
+
 def pred_shape(e: Ev) -> tuple:
     """What :func:`holds` reads of an event (its Xid's catalog facts follow from the Xid): events of one shape satisfy
     the same predicates, so rule sides are decided once per shape (``attribute.Scene.matching``,
@@ -271,7 +295,7 @@ def pred_shape(e: Ev) -> tuple:
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
                            e.details.get("link_down_cause"), e.details.get("register_reading"), "quote" in e.details,
-                           e.implied_start is not None)
+                           e.implied_start is not None, e.details.get("new_action"))
     return shape
 
 
@@ -296,6 +320,9 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.link_down_cause is not None and e.details.get("link_down_cause") not in p.link_down_cause:
         return False
     if p.register_reading is not None and e.details.get("register_reading") not in p.register_reading:
+        return False
+    if p.recovery_action is not None and \
+            _action(e.details.get("new_action")) not in {_action(a) for a in p.recovery_action}:
         return False
     if p.quoted is not None and ("quote" in e.details) != p.quoted:
         return False

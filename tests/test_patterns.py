@@ -745,6 +745,14 @@ def test_a_gpus_fall_explains_the_node_reboot_its_driver_asks_of_every_gpu_of_th
     # the same 154 on another host: a fault of that host, not a report of this one's fall
     other_host = run(pipeline, xid154.format(bus="01"), host="node08")
     assert [i["initiator"]["host"] for i in other_host] == ["node08"]
+    # another GPU's "GPU Reset Required" (0x1) asks a reset of that GPU alone: no report of the fall (it was said to
+    # follow it by this rule: a break-it pass)
+    reset = xid154.format(bus="21").replace("0x2 (Node Reboot Required)", "0x1 (GPU Reset Required)")
+    (alone,) = run(pipeline, "\n".join([fall, xid154.format(bus="a1"), reset]))
+    (gpu21,) = [d for d in alone["downstream"] if d["device"] == "0000:21:00.0"]
+    tied = {x["effect"] for x in alone["evidence"] if x["rule"] == "gpu_loss.explains_hostwide_recovery_action"}
+    assert tied and not tied & set(gpu21["events"]), alone["evidence"]
+    assert "by rule gpu_loss.explains_hostwide_recovery_action" not in alone["explanation"], alone["explanation"]
 
 
 def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
