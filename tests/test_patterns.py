@@ -1053,6 +1053,33 @@ def test_a_cublas_or_cudnn_failure_is_its_job_s_first_fault_and_a_gpu_xid_beside
     assert _parties(oom) == [("nccl_timeout", 0)]
 
 
+def test_jax_and_tensorflow_own_gpu_failures_are_their_job_s_first_fault(pipeline):
+    """XLA's out of memory ("RESOURCE_EXHAUSTED: Out of memory while trying to allocate …", jax-ml/jax#13428) and the
+    stream executor's lost context with the driver's enum alone ("could not synchronize on CUDA context:
+    CUDA_ERROR_LAUNCH_FAILED :: …", then TensorFlow's "GPU sync failed", tensorflow/tensorflow#1450) gave no event (a
+    real-logs pass). A process's out of memory is its job's first fault, an application one, which the other
+    process's aborted communicator follows (``cuda_error.explains_nccl``); a lost context is what its GPU's Xid that
+    second caused (``gpu_fault.explains_cuda_error``) and, alone, what the other process's abort follows."""
+    stamp = "2026-08-10 15:36:{s}.120000: E external/xla/xla/"
+    oom = (stamp.format(s="05") + "pjrt/pjrt_stream_executor_client.cc:2432] Execution of replica 0 failed: "
+           "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 6291456 bytes.")
+    abort = (stamp.format(s="09") + "service/gpu/nccl_utils.cc:191] Aborting communicator: 0x5555a108ff90 due to async "
+             "NCCL error: remote process exited or there was a network error")
+    (inc,) = run(pipeline, oom + "\n" + abort, host="gpu-node-a")
+    assert (inc["initiator"]["kind"], inc["category"], inc["severity"]) == ("cuda_error", "application", "error")
+    assert _parties(inc) == [("nccl_error", None)] and "cuda_error.explains_nccl" in inc["explanation"]
+    lost = ("2026-08-10 15:36:06.421165: E tensorflow/stream_executor/cuda/cuda_driver.cc:1110] could not synchronize "
+            "on CUDA context: CUDA_ERROR_LAUNCH_FAILED :: No stack trace available\n"
+            "2026-08-10 15:36:06.421198: F tensorflow/core/common_runtime/gpu/gpu_util.cc:370] GPU sync failed")
+    (alone,) = run(pipeline, lost + "\n" + abort, host="gpu-node-a")
+    assert alone["initiator"]["kind"] == "cuda_error" and _parties(alone) == [("nccl_error", None)]
+    assert "cuda_error.explains_nccl" in alone["explanation"]
+    off = KERNEL.format(xid="79, pid=0, GPU has fallen off the bus.")
+    (hw,) = run(pipeline, off + "\n" + lost, host="gpu-node-a")
+    assert (hw["initiator"]["xid"], hw["category"]) == (79, "gpu_off_bus")
+    assert _parties(hw) == [("cuda_error", None)] and "gpu_fault.explains_cuda_error" in hw["explanation"]
+
+
 def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
     """A job's log whose traceback printed no time (``RuntimeError: CUDA error: uncorrectable ECC error
     encountered``, dated by the file's mtime ten minutes later, when the job died) and the kernel's Xid 94 on GPU
