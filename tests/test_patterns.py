@@ -5193,3 +5193,21 @@ def test_ports_of_several_hosts_back_within_a_minute_are_the_switch_not_a_negoti
                                        "of srv-05, srv-10 share and the subnet manager's log")
     assert "a link negotiating (at boot, after a reset)" in alone["explanation"]
     assert alone["next_action"].startswith("No action.")
+
+
+def test_a_gpu_that_never_came_back_from_a_reset_or_wake_is_the_initiator_not_its_rm_init_failure(pipeline):
+    """The kernel gave up on a GPU that did not answer after a wake from D3cold ("not ready 65535ms after resume;
+    giving up", "Unable to change power state from D3cold to D0, device inaccessible") on a VM host binding it for
+    passthrough (bryansteiner/gpu-passthrough-tutorial#39): the RmInitAdapter failures of stage 0x22 that follow are
+    its downstream, and the action is the lost GPU's (power-cycle, D3cold), not the BIOS's BAR settings that stage 0x22
+    alone is told (a real-logs pass: neither kernel line was read). The poll before the verdict is no event."""
+    text = ("[   52.597123] nvidia 0000:01:00.0: not ready 32767ms after resume; waiting\n"
+            "[   87.412701] nvidia 0000:01:00.0: not ready 65535ms after resume; giving up\n"
+            "[   87.412759] nvidia 0000:01:00.0: Unable to change power state from D3cold to D0, device inaccessible\n"
+            "[   87.473074] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)\n"
+            "[   87.473112] NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n")
+    (inc,) = run(pipeline, text, host="node05")
+    assert (inc["category"], inc["severity"]) == ("gpu_off_bus", "critical")
+    assert (inc["initiator"]["kind"], inc["initiator"]["device"]) == ("gpu_off_bus", "0000:01:00.0"), inc["initiator"]
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fall.explains_probe_failure"}, inc["evidence"]
+    assert "d3cold_allowed" in inc["next_action"] and "Resizable BAR" not in inc["next_action"], inc["next_action"]
