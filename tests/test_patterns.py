@@ -5211,3 +5211,31 @@ def test_a_gpu_that_never_came_back_from_a_reset_or_wake_is_the_initiator_not_it
     assert (inc["initiator"]["kind"], inc["initiator"]["device"]) == ("gpu_off_bus", "0000:01:00.0"), inc["initiator"]
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_fall.explains_probe_failure"}, inc["evidence"]
     assert "d3cold_allowed" in inc["next_action"] and "Resizable BAR" not in inc["next_action"], inc["next_action"]
+
+
+@pytest.mark.parametrize("license_line", [
+    # nvidia-smi -q of the guest (NVIDIA/gpu-operator#628), which prints no time: the poll's
+    "        License Status                    : Unlicensed (Restricted)\n",
+    # the guest's licensing daemon (NVIDIA/nvidia-docker#1787), hours before
+    "2027-01-15T05:58:03Z node05 nvidia-gridd: Failed to acquire license from XXX.XXX.XXX.XXX\n",
+])
+def test_an_unlicensed_vgpu_explains_cuda_finding_its_gpu_unavailable(pipeline, license_line):
+    """A vGPU VM without a license is restricted: CUDA finds the healthy GPU "busy or unavailable" (Azure/AKS#4870,
+    DDMAL/Rodan#1332). The license is the initiator and its action licenses the guest, not the CUDA error's "an
+    Exclusive_Process GPU or a GPU that needs a reset" (a real-logs pass: no license line was read)."""
+    text = license_line + "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n"
+    (inc,) = run(pipeline, text, host="node05")
+    assert (inc["category"], inc["initiator"]["kind"]) == ("driver", "driver"), inc["initiator"]
+    assert {x["rule"] for x in inc["evidence"]} == {"vgpu_license.explains_cuda_unavailable"}, inc["evidence"]
+    assert "ClientConfigToken" in inc["next_action"] and "Exclusive_Process" not in inc["next_action"]
+
+
+def test_a_vgpu_in_its_license_grace_period_is_a_warning_that_explains_nothing(pipeline):
+    """"Unlicensed (Unrestricted)" is the grace period: a warning of its own, and no CUDA error is put on it by the
+    license rule."""
+    grace = "        License Status                    : Unlicensed (Unrestricted)\n"
+    (alone,) = run(pipeline, grace, host="node05")
+    assert (alone["severity"], alone["category"]) == ("warning", "driver")
+    incs = run(pipeline, grace + "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n",
+               host="node05")
+    assert not any(x["rule"] == "vgpu_license.explains_cuda_unavailable" for i in incs for x in i["evidence"])
