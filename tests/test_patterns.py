@@ -5239,3 +5239,17 @@ def test_a_vgpu_in_its_license_grace_period_is_a_warning_that_explains_nothing(p
     incs = run(pipeline, grace + "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n",
                host="node05")
     assert not any(x["rule"] == "vgpu_license.explains_cuda_unavailable" for i in incs for x in i["evidence"])
+
+
+def test_the_vgpu_managers_failure_explains_the_hosts_vgpu_start_failure(pipeline):
+    """The host's vGPU manager could not set up the VM's vGPU (mbilker/vgpu_unlock-rs#5's vmiop_log line), and
+    nvidia-vgpu-vfio's start of it failed with the manager's status 0x1 (DualCoder/vgpu_unlock#95's kernel line, here
+    in the same journal): one incident named by the manager's reason, not two suspects or "read the vGPU manager's
+    lines" (a real-logs pass: the manager's line was not read)."""
+    text = ("Apr 06 13:46:20 pve nvidia-vgpu-mgr[25539]: error: vmiop_log: (0x0): init_device_instance failed for"
+            " inst 0 with error 1 (error setting vGPU configuration information f>\n"
+            "Apr 06 13:46:21 pve kernel: [nvidia-vgpu-vfio] 00eac34d-8b67-401e-9faa-feb8f2456c29: start failed."
+            " status: 0x1\n")
+    (inc,) = run(pipeline, text, host="pve")
+    assert {x["rule"] for x in inc["evidence"]} == {"vgpu_manager.explains_vfio_start_failure"}, inc["evidence"]
+    assert "init_device_instance error 1" in inc["next_action"], inc["next_action"]
