@@ -1090,15 +1090,26 @@ def _exited_rank(scene: Scene, mine: list[Ev]) -> tuple[int, list[Ev]] | None:
     timed out, with its exit lines; None when no rank or several did. Ranks are the job's (c10's ``[rank4]:``
     prefix; ``details.global_rank`` of a timeout of another process group). Every rank prints the line at a normal
     exit: alone it names nobody (NVIDIA/nccl#1504: rank 0 exited a second after rank 1's SeqNum 1 began, and rank 1
-    timed out 30 minutes later; it read "the silent rank cannot be named")."""
+    timed out 30 minutes later; it read "the silent rank cannot be named"). An exit line of a rank that timed out,
+    logged before its own timeout line, is no process of this job (a process that ended does not time out later): the
+    exit lines are another job's on a shared host, and name none (two 4-GPU jobs on one host, one ending normally as
+    the other hung: the ended job's rank 0 was named, its rank 1 passed over as a rank that timed out; a break-it
+    pass)."""
     if not mine:
         return None
-    waited = {e.details.get("global_rank", e.rank) for e in mine}
+    timed_out: dict[int | str | None, int] = {}  # rank in the job -> its first timeout line (µs)
+    for e in mine:
+        r = e.details.get("global_rank", e.rank)
+        timed_out[r] = min(timed_out.get(r, e.ts), e.ts)
     lo, hi = min(e.start for e in mine) - EXIT_LEAD_US, max(e.ts for e in mine)
     gone: dict[int, list[Ev]] = defaultdict(list)
     for e in scene.events:
-        if e.signature == PG_NOT_DESTROYED and e.rank is not None and e.rank not in waited and lo <= e.ts <= hi:
+        if e.signature != PG_NOT_DESTROYED or e.rank is None or not lo <= e.ts <= hi:
+            continue
+        if e.rank not in timed_out:
             gone[e.rank].append(e)
+        elif e.ts < timed_out[e.rank]:
+            return None
     if len(gone) != 1:
         return None
     r, evs = next(iter(gone.items()))

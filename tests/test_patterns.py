@@ -5131,6 +5131,22 @@ def test_an_exit_long_before_the_collective_began_names_none(pipeline):
     assert [i["initiator"]["rank"] for i in incs if i["pattern"] == "comm.silent_rank"] == [None]
 
 
+def test_exit_lines_of_another_job_on_the_host_name_none_of_a_hangs_ranks(pipeline):
+    """Two 4-GPU jobs on one host, their ranks numbered alike: one ends normally 30 s after the other's collective
+    began (ranks 0 and 1 print the exit line), the other's ranks 1, 2 and 3 time out on it. Rank 1's exit before
+    its own timeout is no process of the hung job: the exit lines are the other job's and name no rank (its rank 0
+    was named the rank the hung job waited for, "a process that had ended"; a break-it pass)."""
+    ended = [EXIT_LINE.format(r=r).replace("04:13:02", f"04:13:3{r}") for r in (0, 1)]
+    incs = run(pipeline, "\n".join([*ended, *(EXIT_WD.format(r=r) for r in (1, 2, 3))]), host="node03")
+    (hang,) = [i for i in incs if i["pattern"] == "comm.silent_rank"]
+    assert hang["initiator"]["rank"] is None and "exited without" not in hang["explanation"], hang["explanation"]
+    # the hung job's own rank 1, exiting after its timeout (rank 3's came 4 s later), does not hide rank 0's exit
+    late = EXIT_LINE.format(r=1).replace("04:13:02", "04:43:03")
+    wds = [EXIT_WD.format(r=r) for r in (1, 2)] + [EXIT_WD.format(r=3).replace("04:43:01", "04:43:05")]
+    (named,) = run(pipeline, "\n".join([ended[0], *wds, late]), host="node03")
+    assert (named["pattern"], named["initiator"]["rank"]) == ("comm.silent_rank", 0), named["explanation"]
+
+
 def test_exit_lines_of_a_job_that_ended_are_information(pipeline):
     """Every rank prints the exit line at a normal exit without destroy_process_group (ai2cm/ace#679,
     anhvth/opensloth#17): no incident of warning or worse."""
