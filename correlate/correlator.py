@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -388,7 +388,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
-    incidents = name_port_faults_together(name_faults_near_hangs(incidents))
+    links = {e.event_id for e in evs if port_link_line(e)}
+    incidents = name_port_faults_together(name_faults_near_hangs(incidents), links=links)
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))
 
 
@@ -452,15 +453,31 @@ NEAR_PORT_US = 10 * S
 _PORT_SEVERITIES = frozenset({"warning", "error", "critical"})
 #: the pattern of a port that went down once and came back within a minute (``patterns.port_recovered``)
 PORT_RECOVERED = "benign.port_recovered"
+#: the lines that say a NIC port's link dropped or changed state (ingest/signatures/ib.yaml): what a switch or the
+#: subnet manager does to several hosts' ports at once. Not a NIC's own fault of kind ``ib_port`` (its slot's power,
+#: its driver's load, its firmware's health, an AWS ENA reset), which several hosts that boot or run alike print in
+#: one second with no switch between them
+PORT_LINK_SIGNATURES = frozenset({"ib.mlx5_link", "ib.port_state", "ib.bond_slave_down"})
+#: NCCL's "NET/IB : Got async event : <ibv_event_type_str>" of a port's link (IBV_EVENT_PORT_ERR), not the HCA's own
+#: "local catastrophic error" nor a queue pair's
+NCCL_PORT_EVENT = ("nccl.net_ib.async_event", "port error")
 
 
-def _port_fault(i: dict[str, Any]) -> bool:
+def port_link_line(e: Ev) -> bool:
+    """``e`` says a NIC port's link dropped or changed state (``PORT_LINK_SIGNATURES``, NCCL's async "port error")."""
+    return e.signature in PORT_LINK_SIGNATURES or (
+        e.signature == NCCL_PORT_EVENT[0] and str(e.details.get("ib_event") or "").lower() == NCCL_PORT_EVENT[1])
+
+
+def _port_fault(i: dict[str, Any], links: Container[str] | None = None) -> bool:
     """``i`` (DESIGN.md incident shape) is a NIC's InfiniBand/RoCE port fault of warning or above, or a port that went
-    down and came back (info), not superseded."""
+    down and came back (info), not superseded; with ``links`` (event ids of :func:`port_link_line` lines), one whose
+    initiator logged such a line."""
     init = i["initiator"]
     return (i["category"] == "ib_port" and init.get("device_type") == "nic" and init.get("host") is not None
             and (i["severity"] in _PORT_SEVERITIES or i.get("pattern") == PORT_RECOVERED)
-            and i.get("status") != "superseded")
+            and i.get("status") != "superseded"
+            and (links is None or any(x in links for x in init.get("events") or ())))
 
 
 def _skew_s(i: dict[str, Any]) -> float:
@@ -469,7 +486,8 @@ def _skew_s(i: dict[str, Any]) -> float:
     return float(c.get("skew_bound_s") or 0.0)
 
 
-def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NEAR_PORT_US) -> list[dict[str, Any]]:
+def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NEAR_PORT_US,
+                              links: Container[str] | None = None) -> list[dict[str, Any]]:
     """``incidents`` (DESIGN.md shape), each NIC port incident (category ``ib_port``, initiator a ``nic``, warning
     or above, or a port back within a minute) that began within ``near_us`` (µs, plus both hosts' clock-skew bounds)
     of another host's named beside it: in its explanation the other hosts and incidents (up to three, nearest first),
@@ -477,14 +495,17 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
     there is nothing to do on its host). Each such incident blamed its own host's port and cable, while NCCL's
     "NET/IB : Got async event : port error" on several nodes at once pointed at the fabric: its maintainer asked for
     the IB fabric to be checked (``ibqueryerrors``, UFM counters; NVIDIA/nccl#905, a real-logs pass). The initiators
-    stay: which switch a port is cabled to is not in the logs. A new dict is set for each incident changed, never the
-    cached one."""
-    ports = [(iso_us(i["start"]), i) for i in incidents if _port_fault(i)]
+    stay: which switch a port is cabled to is not in the logs. ``links``: the event ids of lines that say a port's link
+    dropped (:func:`port_link_line`); an incident whose initiator logged none is no port of the fabric (two hosts'
+    "Detected insufficient power on the PCIe slot" at one boot, two AWS instances' ENA resets, were told to check
+    the switch they share and the subnet manager: a break-it pass); None: every NIC fault of kind ``ib_port``. A new
+    dict is set for each incident changed, never the cached one."""
+    ports = [(iso_us(i["start"]), i) for i in incidents if _port_fault(i, links)]
     if len(ports) < 2:
         return incidents
     out = []
     for inc in incidents:
-        if not _port_fault(inc):
+        if not _port_fault(inc, links):
             out.append(inc)
             continue
         start, host = iso_us(inc["start"]), inc["initiator"]["host"]

@@ -5184,6 +5184,27 @@ def test_port_faults_of_several_hosts_at_one_moment_name_each_other_and_the_fabr
     assert "other host" not in d["explanation"] and not d["next_action"].startswith("Ports of")
 
 
+@pytest.mark.parametrize("line", [
+    "mlx5_core 0000:5c:00.0: mlx5_pcie_event:299:(pid 268269): Detected insufficient power on the PCIe slot (27W).",
+    "ena 0000:00:05.0 ens5: The number of lost tx completions is above the threshold (1019 > 128). Reset the device",
+    "mlx5_core 0000:05:00.0: poll_health:840:(pid 0): device's health compromised - reached miss count"])
+def test_nic_faults_of_their_own_on_several_hosts_at_one_moment_do_not_name_the_switch(tmp_path, line):
+    """A NIC's own fault of kind ib_port (its PCIe slot's power, an AWS ENA reset, its firmware's health) on two hosts
+    4 s apart — hosts powered on or loaded alike — is no port a switch or the subnet manager dropped: each keeps its
+    own action, without "check the switch they share" (they were told so: a break-it pass). Only lines that say a
+    port's link dropped (NCCL's async "port error", a port's state, a link down) name each other."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    for h, s in (("r12a", "40"), ("r12b", "44")):
+        (tmp_path / f"{h}.dmesg.log").write_text(f"2024-12-01T14:54:{s}.000000+00:00 {h} kernel: {line}\n")
+    incs = diagnose_paths([tmp_path], Settings())[2]
+    assert sorted((i["initiator"]["host"], i["initiator"]["device_type"]) for i in incs) == [
+        ("r12a", "nic"), ("r12b", "nic")], [(i["category"], i["initiator"]) for i in incs]
+    for i in incs:
+        assert "other host" not in i["explanation"] and "switch they share" not in i["next_action"], i["next_action"]
+
+
 def test_ports_of_several_hosts_back_within_a_minute_are_the_switch_not_a_negotiation(tmp_path):
     """mymdbook.github.io/xai_link_flap: 20+ servers logged "mlx5_eth0: Port: 1 Link DOWN" in one second, every
     server-facing port of one switch dropped and came back ~12 s later; each host's incident was "No action … a link
