@@ -1080,6 +1080,20 @@ def test_jax_and_tensorflow_own_gpu_failures_are_their_job_s_first_fault(pipelin
     assert _parties(hw) == [("cuda_error", None)] and "gpu_fault.explains_cuda_error" in hw["explanation"]
 
 
+def test_tensorflows_out_of_memory_on_the_cpu_is_the_hosts_memory_not_a_gpus(pipeline):
+    """TensorFlow's "OOM when allocating tensor … on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu"
+    (thtrieu/darkflow#873) is a tensor of the host's memory: xla.gpu_oom read it as "ran out of GPU memory", a
+    cuda_error on a GPU (a break-it pass). The same words on device:GPU:0 stay the GPU's."""
+    line = ("2024-02-16 16:13:21.692009: W tensorflow/core/framework/op_kernel.cc:1839] OP_REQUIRES failed at "
+            "matmul_op_impl.h:921 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[22436962,512] and type "
+            "float on /job:localhost/replica:0/task:0/device:{dev}:0 by allocator {alloc}")
+    (cpu,) = run(pipeline, line.format(dev="CPU", alloc="cpu"), host="c4-n37")
+    assert (cpu["initiator"]["kind"], cpu["category"]) == ("other", "host_memory"), cpu["initiator"]
+    assert "host memory" in cpu["next_action"] and "GPU memory" not in cpu["next_action"], cpu["next_action"]
+    (gpu,) = run(pipeline, line.format(dev="GPU", alloc="GPU_0_bfc"), host="c4-n37")
+    assert (gpu["initiator"]["kind"], gpu["initiator"]["gpu_index"]) == ("cuda_error", 0), gpu["initiator"]
+
+
 def test_a_tracebacks_cuda_ecc_error_dated_by_its_file_is_the_gpu_that_logged_the_xid(pipeline):
     """A job's log whose traceback printed no time (``RuntimeError: CUDA error: uncorrectable ECC error
     encountered``, dated by the file's mtime ten minutes later, when the job died) and the kernel's Xid 94 on GPU
