@@ -515,8 +515,11 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
             out.append(inc)
             continue
         hosts = list(dict.fromkeys(i["initiator"]["host"] for *_, i in near))
-        said = ", ".join(f"{i['initiator']['host']}'s {i['id']}, {d / S:.1f} s "
-                         f"{'before' if t <= start else 'after'}" for d, t, _id, i in near[:3])
+        # a pair farther apart than near_us by their clocks is named for their skew bounds: said so ("within 10 s …
+        # 60.0 s after" read as a contradiction: a break-it pass)
+        said = ", ".join(f"{i['initiator']['host']}'s {i['id']}, {d / S:.1f} s {'before' if t <= start else 'after'}"
+                         + (f" by clocks that may be off by {_skew_s(inc) + _skew_s(i):g} s" if d > near_us else "")
+                         for d, t, _id, i in near[:3])
         inc = dict(inc)
         if inc.get("pattern") == PORT_RECOVERED:
             # a port back within a minute is no fault of its host, but not a link negotiating either when other hosts'

@@ -5198,6 +5198,30 @@ def test_port_faults_of_several_hosts_at_one_moment_name_each_other_and_the_fabr
     assert "other host" not in d["explanation"] and not d["next_action"].startswith("Ports of")
 
 
+def test_port_faults_named_for_their_hosts_clock_skew_say_so(tmp_path):
+    """gpu-b's clock runs a minute behind (its ranks' timeouts of SeqNum 5 a minute after gpu-a's and gpu-c's: a skew
+    bound of 62 s). Its port error and gpu-a's, 60 s apart by their clocks, are named together, and the explanation
+    says it is by the clocks' bounds: "within 10 s of it (…, 60.0 s after)" read as a contradiction (a break-it
+    pass)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    wd = ("[rank{r}]:[E703 10:{t}.000000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+          "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600030 "
+          "milliseconds before timing out.")
+    for n, (host, t, port) in enumerate((("gpu-a", "05:00", "15:02"), ("gpu-b", "06:00", "16:02"),
+                                          ("gpu-c", "05:00", None))):
+        lines = [wd.format(r=2 * n + k, t=t) for k in (0, 1)] + ([NET_IB_PORT_ERROR.format(t=port, host=host)]
+                                                                if port else [])
+        (tmp_path / f"{host}.nccl.log").write_text("\n".join(lines) + "\n")
+    incs = {i["initiator"]["host"]: i for i in diagnose_paths([tmp_path], Settings())[2] if i["category"] == "ib_port"}
+    a, b = incs["gpu-a"], incs["gpu-b"]
+    bounds = a["clocks"]["gpu-a"]["skew_bound_s"] + b["clocks"]["gpu-b"]["skew_bound_s"]
+    assert bounds == 64.0, (a["clocks"], b["clocks"])
+    assert f"(gpu-b's {b['id']}, 60.0 s after by clocks that may be off by 64 s)" in a["explanation"], a["explanation"]
+    assert f"(gpu-a's {a['id']}, 60.0 s before by clocks that may be off by 64 s)" in b["explanation"], b["explanation"]
+
+
 @pytest.mark.parametrize("line", [
     "mlx5_core 0000:5c:00.0: mlx5_pcie_event:299:(pid 268269): Detected insufficient power on the PCIe slot (27W).",
     "ena 0000:00:05.0 ens5: The number of lost tx completions is above the threshold (1019 > 128). Reset the device",
