@@ -580,6 +580,15 @@ class Pager:
             log.warning("the pager outbox %s could not note %d incident version(s) before storing them: %s",
                         self.path, len(incidents), e, extra={"error_code": "outbox_failed"})
 
+    def _write_page(self, inc: dict[str, Any], status: str, view: dict[str, Any],
+                    members: tuple[list[str], list[str]] | None = None) -> None:
+        """The ``pages`` row of ``inc``'s version (new or replacing the incident's): ``status`` (open, resolved),
+        ``view`` (``page_view`` with ``page_labels``) and ``members`` (``_members(inc)``, made when not given)."""
+        initiator, explained = members or _members(inc)
+        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
+                        (inc["id"], int(inc.get("version", 1)), status, orjson.dumps(view), orjson.dumps(initiator),
+                         orjson.dumps(explained)))
+
     def _enqueue_one(self, inc: dict[str, Any]) -> int:
         row = self.db.execute("SELECT version, status, doc FROM pages WHERE incident_id = ?", (inc["id"],)).fetchone()
         if row is not None and inc["version"] <= row[0]:
@@ -605,9 +614,7 @@ class Pager:
         view = page_view(inc)
         view["page_labels"] = orjson.loads(row[2])["page_labels"] if row else alert_labels(inc)
         status = "resolved" if inc["status"] in _CLOSED else "open"
-        self.db.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                        (inc["id"], inc["version"], status, orjson.dumps(view), orjson.dumps(initiator),
-                         orjson.dumps(explained)))
+        self._write_page(inc, status, view, (initiator, explained))
         n = sum(self._put(view, a) for a in actions)
         if status != "open":  # a closed version re-roots nothing: the old id's last, superseded, version shares its
             return n  # events with the incident that superseded it, and resolved that page too (a break-it pass)
@@ -683,11 +690,7 @@ class Pager:
                 except (ValueError, TypeError, KeyError, AttributeError):
                     continue  # a stored row no page can be made of: as before, its next version is a new page
                 quiet = end is not None and now - end > self.resolve_after_s
-                status = "open" if inc["status"] == "open" and not quiet else "resolved"
-                initiator, explained = _members(inc)
-                self.db.execute("INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?)",
-                                (inc["id"], int(inc.get("version", 1)), status, orjson.dumps(view),
-                                 orjson.dumps(initiator), orjson.dumps(explained)))
+                self._write_page(inc, "open" if inc["status"] == "open" and not quiet else "resolved", view)
                 n += 1
         if n:
             log.info("took over %d page(s) of stored incidents this outbox had not seen", n)
@@ -876,11 +879,7 @@ class Pager:
                 except (ValueError, TypeError, KeyError, AttributeError):
                     continue  # a stored row no page can be made of: the page stays as it is
                 status = "resolved" if inc.get("status") in _CLOSED else "open"
-                initiator, explained = _members(inc)
-                self.db.execute("UPDATE pages SET version = ?, status = ?, doc = ?, initiator_events = ?, "
-                                "explained_events = ? WHERE incident_id = ?",
-                                (int(inc["version"]), status, orjson.dumps(view | {"status": status}),
-                                 orjson.dumps(initiator), orjson.dumps(explained), iid))
+                self._write_page(inc, status, view | {"status": status})
                 n += 1
         if n:
             log.info("%d open page(s) follow a later version another worker stored", n)

@@ -139,35 +139,28 @@ class IncidentSink:
         """The first stored version (lowest ``version``) of each incident of ``ids`` whose severity is one of
         ``severities``: incident id -> the incident (DESIGN.md's shape); an id with none is left out. The version a
         pager paged first, whose labels its page keeps (``Pager.adopt``). Raises :class:`api.store.StoreError`."""
-        from api.store import Store
-
         if not ids or not severities:
             return {}
-        store = Store(self.lake)
-        rows = store.query("SELECT arg_min(doc, version) AS doc FROM incident_versions "
-                           "WHERE id IN (SELECT unnest(?)) AND severity IN (SELECT unnest(?)) "
-                           "AND status <> 'superseded' GROUP BY id", [ids, severities])
-        out = {}
-        for r in rows:
-            d = store.incident_doc(r["doc"])
-            out[d["id"]] = d
-        return out
+        return self._docs_by_id("SELECT arg_min(doc, version) AS doc FROM incident_versions "
+                                "WHERE id IN (SELECT unnest(?)) AND severity IN (SELECT unnest(?)) "
+                                "AND status <> 'superseded' GROUP BY id", [ids, severities])
 
     def latest_versions(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The latest stored version of each incident of ``ids``: incident id -> the incident (DESIGN.md's shape);
         an id the lake does not hold is left out. What the pager's open pages follow (``Pager._follow``): another
         correlate worker may have stored a later version. Raises :class:`api.store.StoreError`."""
-        from api.store import Store
-
         if not ids:
             return {}
+        # the incidents view holds one row per id, its latest version (schemas/views.sql)
+        return self._docs_by_id("SELECT doc FROM incidents WHERE id IN (SELECT unnest(?))", [ids])
+
+    def _docs_by_id(self, sql: str, params: list[Any]) -> dict[str, dict[str, Any]]:
+        """The incidents (DESIGN.md's shape) of a query over the lake's views that gives one ``doc`` per id: incident
+        id -> incident. Raises :class:`api.store.StoreError`."""
+        from api.store import Store
+
         store = Store(self.lake)
-        out = {}
-        for r in store.query("SELECT doc FROM incidents WHERE id IN (SELECT unnest(?))", [ids]):
-            d = store.incident_doc(r["doc"])
-            if d["id"] not in out or int(d.get("version", 1)) > int(out[d["id"]].get("version", 1)):
-                out[d["id"]] = d
-        return out
+        return {d["id"]: d for d in (store.incident_doc(r["doc"]) for r in store.query(sql, params))}
 
     #: how far back a restart looks for the membership lines of jobs still running (µs): a week
     MEMBERSHIP_US = 7 * 86_400 * 1_000_000
