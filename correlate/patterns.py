@@ -1187,6 +1187,8 @@ def silent_rank(scene: Scene) -> Verdict | None:
     member_ranks = set(members)
     silent_ranks = sorted(set(range(size)) - ranks) if size else []
     lagging, reports = _desync_ranks(scene, [e for e in timeouts if group(e) == grp], size)
+    own_pg = grp not in (None, "?")  # a process group of its own, not the default one
+    on_seq = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if own_pg else "")
     if len(lagging) == 1:
         # PyTorch's desync report names the one rank the others waited for (pytorch/pytorch#152623: rank 7 finished
         # #182 and never joined #183; it read "the silent rank cannot be named" two lines above the report)
@@ -1195,26 +1197,21 @@ def silent_rank(scene: Scene) -> Verdict | None:
         did = ("joined a collective and did not finish it" if state == {"joined but didn't finish"}
                else "finished a collective and did not join the next" if state == {"finished"}
                else "fell behind the others")
-        on = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if grp not in (None, "?")
-                                                             else "")
-        who = f"rank {next(iter(ranks))}" if len(ranks) == 1 else f"{len(ranks)} ranks"
         seqs = ", #".join(sorted({str(e.details.get("lag_seq")) for e in reports}))
-        why = (f"{who} timed out{on}; PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names rank {r}: it {did} "
-               f"(#{seqs}, counted from 1 by the report), so the others were waiting for it.")
+        why = (f"{_ranks_timed_out(ranks)} timed out{on_seq}; PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names "
+               f"rank {r}: it {did} (#{seqs}, counted from 1 by the report), so the others were waiting for it.")
         return _waited_for(scene, r, members.get(r, (None, None)), size, why, timeouts, [], 0.7, reports)
     exited = _exited_rank(scene, mine)
     if exited is not None:
         r, gone = exited
-        other = grp not in (None, "?")
-        who = f"the process of global rank {r}" if other else f"rank {r}"
-        on = ("" if seq is None else f" on SeqNum {seq}") + (f" of process group {grp[3:]}" if other else "")
+        who = f"the process of global rank {r}" if own_pg else f"rank {r}"
         began = min(e.start for e in mine)
         lead = (gone[0].ts - began) / S
         when = f"{lead:.1f} s after" if lead >= 0 else f"{-lead:.1f} s before"
-        why = (f"{_ranks_timed_out(ranks)} timed out{on}; {who} exited without destroy_process_group (PyTorch's "
+        why = (f"{_ranks_timed_out(ranks)} timed out{on_seq}; {who} exited without destroy_process_group (PyTorch's "
                f"warning at its exit) {when} the collective began: its "
                "peers waited for a process that had ended.")
-        where = (None, None) if other else members.get(r, (None, None))
+        where = (None, None) if own_pg else members.get(r, (None, None))
         v = _waited_for(scene, r, where if where[0] else (gone[0].host, where[1]), size, why, timeouts, [], 0.7,
                         gone)
         v.next_action = (f"Find why {who} on {gone[0].host} ended while its peers were still in a collective: its "
@@ -1244,7 +1241,7 @@ def silent_rank(scene: Scene) -> Verdict | None:
         if done is not None:
             lowest[e.rank] = int(done)
     on = f" (SeqNum {seq})" if seq is not None else ""
-    if grp not in (None, "?"):
+    if own_pg:
         on += f" of process group {grp[3:]}"
 
     def named(e: Ev) -> str:
