@@ -503,9 +503,10 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
     ports = [(iso_us(i["start"]), i) for i in incidents if _port_fault(i, links)]
     if len(ports) < 2:
         return incidents
+    is_port = {id(i) for _, i in ports}
     out = []
     for inc in incidents:
-        if not _port_fault(inc, links):
+        if id(inc) not in is_port:
             out.append(inc)
             continue
         start, host = iso_us(inc["start"]), inc["initiator"]["host"]
@@ -520,6 +521,7 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
         said = ", ".join(f"{i['initiator']['host']}'s {i['id']}, {d / S:.1f} s {'before' if t <= start else 'after'}"
                          + (f" by clocks that may be off by {_skew_s(inc) + _skew_s(i):g} s" if d > near_us else "")
                          for d, t, _id, i in near[:3])
+        them = f"{', '.join([host, *hosts[:3]])}{' and others' if len(hosts) > 3 else ''}"
         inc = dict(inc)
         if inc.get("pattern") == PORT_RECOVERED:
             # a port back within a minute is no fault of its host, but not a link negotiating either when other hosts'
@@ -531,19 +533,17 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
                                   "or the subnet manager dropped them together — not this host's cable, nor a link "
                                   "negotiating.")
             inc["next_action"] = (f"Nothing to do on {host}: its port came back. Check the switch that the ports of "
-                                  f"{', '.join([host, *hosts[:3]])}{' and others' if len(hosts) > 3 else ''} share and "
-                                  "the subnet manager's log for that moment (opensm or UFM; `ibqueryerrors`); if it "
-                                  "repeats, take it to the switch's owner.")
+                                  f"{them} share and the subnet manager's log for that moment (opensm or UFM; "
+                                  "`ibqueryerrors`); if it repeats, take it to the switch's owner.")
             out.append(inc)
             continue
         inc["explanation"] = (f"{inc['explanation']} NIC port faults of {len(hosts)} other host(s) began within "
                               f"{near_us / S:g} s of it ({said}): ports of several hosts failing together point at "
                               "what they share — a switch, its power or firmware, or the subnet manager — more than at "
                               "each host's cable.")
-        inc["next_action"] = (f"Ports of {', '.join([host, *hosts[:3]])}{' and others' if len(hosts) > 3 else ''} "
-                              "failed at the same moment: check the switch they share and the subnet manager's log "
-                              "(opensm or UFM; `ibqueryerrors`, `ibdiagnet` over the fabric) first; then: "
-                              f"{inc['next_action']}")
+        inc["next_action"] = (f"Ports of {them} failed at the same moment: check the switch they share and the subnet "
+                              "manager's log (opensm or UFM; `ibqueryerrors`, `ibdiagnet` over the fabric) first; "
+                              f"then: {inc['next_action']}")
         out.append(inc)
     return out
 
