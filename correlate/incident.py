@@ -94,6 +94,21 @@ def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relatio
             "events": [e.event_id for e in sorted(evs, key=_ORDER)]}
 
 
+def _with_rank(scene: Scene, p: dict[str, Any], by_id: dict[str, Ev]) -> dict[str, Any]:
+    """Party ``p`` (a dict of :func:`_party`'s shape, changed in place and returned) with the rank of its GPU when
+    none of its lines named one: the rank NCCL's init lines placed on that GPU when its first event began
+    (``Topology.gpu_rank``). ``by_id`` (event id -> the scene's event) is filled on first need."""
+    if p.get("rank") is not None or p.get("device_type") != "gpu" or not p.get("device") or not p.get("events"):
+        return p
+    if not by_id:
+        by_id.update((x.event_id, x) for x in scene.events)
+    e = by_id.get(p["events"][0])
+    if e is not None:
+        host = p["host"]
+        p["rank"] = scene.topo.gpu_rank(host, scene.topo.gpu_key(host, p["device"], None), e)
+    return p
+
+
 def party_subject(p: dict[str, Any]) -> tuple:
     """The subject ``(host, device_type, device)`` a party of an incident object (``initiator``, a ``downstream``
     entry) stands for, keyed as its events' (:func:`correlate.model.subject_of`); so
@@ -333,10 +348,11 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     first = _known_first(first)
     start = min(e.start for e in first)
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
-    explanation = v.explanation or _explain(scene, v)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
-    init = dict(v.initiator)
+    by_id: dict[str, Ev] = {}
+    init = _with_rank(scene, dict(v.initiator), by_id)
+    explanation = v.explanation or _explain(scene, v, init.get("rank"))
     init.setdefault("fault", _fault(scene, v))
     untied = [p for p in v.downstream if untied_before(scene, v, p)]
     comms = scene.relations().comms  # rules.comms_of, once per event of the scene
@@ -353,8 +369,8 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "severity": severity,
         "category": v.category,
         "initiator": init,
-        "downstream": [_party(p.key[0], p.key[1], p.key[2], p.events, p.relation) for p in v.downstream
-                       if p not in untied],
+        "downstream": [_with_rank(scene, _party(p.key[0], p.key[1], p.key[2], p.events, p.relation), by_id)
+                       for p in v.downstream if p not in untied],
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
                     for e in sorted([*v.context, *(e for p in untied for e in p.events)], key=lambda e: e.order)],
         "confidence": v.confidence,
@@ -521,7 +537,9 @@ def _same_initiator(p: dict[str, Any], init: dict[str, Any]) -> bool:
     return init.get("device_type") is not None and initiator_key(p.get("initiator", {})) == initiator_key(init)
 
 
-def _explain(scene: Scene, v: Verdict) -> str:
+def _explain(scene: Scene, v: Verdict, rank: int | None = None) -> str:
+    """Why the initiator is it, naming its evidence; ``rank`` is the initiator's rank when only the init lines
+    placed it on its GPU (:func:`_with_rank`): said after the GPU."""
     i = v.initiator
     if not v.initiator_events:
         return "No single culprit."
@@ -533,6 +551,8 @@ def _explain(scene: Scene, v: Verdict) -> str:
         what += f" ({phrase})"
     if i.get("device"):
         where = f"{i.get('device_type')} {i['device']}"
+        if i.get("rank") is None and rank is not None:
+            where += f" (rank {rank}, as NCCL's init lines placed it)"
     elif i.get("gpu_index") is not None:
         where = f"GPU index {i['gpu_index']}"
     elif i.get("device_type"):

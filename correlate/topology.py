@@ -101,6 +101,8 @@ class Topology:
     cut_files: dict[str, set[str]] = field(default_factory=dict)
     #: host -> [(communicator, GPU key)], built from ``comm_ranks`` on first use (``comm_index``)
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
+    #: host -> [(communicator, rank, GPU key)] of the ranks placed on a GPU of it, built with ``_comm_index``
+    _rank_index: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict, repr=False, compare=False)
 
     # --- building -----------------------------------------------------------
     def learn_samples(self, samples: pa.Table) -> None:
@@ -254,11 +256,32 @@ class Topology:
         """host -> [(communicator id, GPU key or None)] of the ranks NCCL init lines placed on it."""
         if self._comm_index is None:
             out: dict[str, list[tuple[str, str | None]]] = {}
+            placed: dict[str, list[tuple[str, int, str]]] = {}
             for comm, ranks in self.comm_ranks.items():
-                for host, dev in ranks.values():
+                for rank, (host, dev) in ranks.items():
                     out.setdefault(host, []).append((comm, dev))
-            self._comm_index = out
+                    if dev is not None:
+                        placed.setdefault(host, []).append((comm, rank, dev))
+            self._comm_index, self._rank_index = out, placed
         return self._comm_index
+
+    def gpu_rank(self, host: str, key: str, e: Ev) -> int | None:
+        """The rank NCCL's init lines put on GPU ``key`` (:meth:`gpu_key`: a bus id, or ``gpu<index>``) of ``host``
+        when ``e`` (an event of that GPU) began: of the communicators then live there (:meth:`comm_live`) with a
+        rank on that GPU, the largest one's — the job's world communicator (its subgroups number their ranks anew:
+        NCCL's ``ncclCommSplit``); None when no init line places a rank there, or when the largest put different
+        ranks on it (two jobs' init lines no handover tells apart). An Xid 79 on the GPU of rank 5 was an initiator
+        with rank null though the job's own ``Init COMPLETE`` line said which rank that GPU held (DESIGN.md's
+        incident shape gives a GPU party its rank)."""
+        self.comm_index()
+        found = [(self.comm_size.get(comm) or len(self.comm_ranks[comm]), rank)
+                 for comm, rank, dev in self._rank_index.get(host, ())
+                 if self.line_key(host, dev) == key and self.comm_live(comm, host, e)]
+        if not found:
+            return None
+        top = max(size for size, _ in found)
+        ranks = {rank for size, rank in found if size == top}
+        return ranks.pop() if len(ranks) == 1 else None
 
     def comm_window(self, comm: str, host: str) -> tuple[float, float] | None:
         """``[lo, hi)`` µs: when an event of ``host`` that began then may belong to ``comm`` — its ``comm_span``

@@ -172,6 +172,33 @@ def test_faults_of_two_jobs_do_not_join_through_a_communicator_that_ended(pipeli
     assert hosts & {"n3", "n4"} and len(incidents) == 2
 
 
+@pytest.mark.parametrize("inits", ["world_and_split", "none", "two_jobs_alike"])
+def test_a_gpu_initiator_takes_the_rank_the_live_communicators_put_on_its_gpu(pipeline, inits):
+    """DESIGN.md's incident shape gives a GPU party its rank. n1's GPU 0 fell off the bus three hours into
+    today's job, whose init lines put rank 5 of 16 on it (and rank 1 of 4 in a split of it: the largest
+    communicator, the world, numbers the job's ranks); yesterday's job had rank 9 there. The Xid line names no
+    rank, and the initiator's was null. Without an init line it stays null; so it does when two live
+    communicators of one size put different ranks on the GPU (which job's rank no line tells)."""
+    today = T0 + timedelta(days=1)
+    logs: dict[str, list[str]] = {"n1": [], "n2": []}
+    if inits != "none":
+        logs["n1"].append(init(T0, "n1", 100, 9, 16, "0xaaaa000000000001"))
+        logs["n1"].append(init(today, "n1", 200, 5, 16, "0xbbbb000000000002"))
+        logs["n2"].append(init(today, "n2", 300, 6, 16, "0xbbbb000000000002"))
+    if inits == "world_and_split":
+        logs["n1"].append(init(today + timedelta(seconds=2), "n1", 200, 1, 4, "0xcccc000000000003"))
+    elif inits == "two_jobs_alike":
+        logs["n1"].append(init(today + timedelta(seconds=2), "n1", 200, 3, 16, "0xdddd000000000004"))
+    fault = today + timedelta(hours=3)
+    logs["n1"].append(fallen(fault))
+    b = events(pipeline, logs, fault + timedelta(minutes=1))
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=int(fault.timestamp() * S))
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:18:00.0", 79)
+    assert inc["initiator"]["rank"] == {"world_and_split": 5, "none": None, "two_jobs_alike": None}[inits]
+    assert ("gpu 0000:18:00.0 (rank 5, as NCCL's init lines placed it) of n1" in inc["explanation"]) == (
+        inits == "world_and_split")
+
+
 @pytest.mark.parametrize("restarts", [5])
 def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, restarts):
     """A job restarted every six hours on the same 4 hosts × 2 GPUs: the streaming correlator names the silent
@@ -702,7 +729,7 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index"}
+        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index", "_rank_index"}
     return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or t.comm_logs
                 or any(t.link_state.values()) or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu
                 or t.addr_hosts or t.cut_files)

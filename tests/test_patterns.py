@@ -1168,8 +1168,9 @@ def test_a_ranks_cuda_ecc_error_is_its_own_gpus_when_nccl_placed_the_rank_and_th
     (own,) = run(pipeline, "\n".join(lines + [cuda.format(r=1)]), host="node07")
     init_ = own["initiator"]
     assert (init_["device"], init_["xid"], len(init_["events"]), own["downstream"]) == ("0000:55:00.0", 94, 2, [])
-    assert own["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:55:00.0 of "
-                                         "node07 at 2026-08-10T15:36:04")
+    assert own["explanation"].startswith("Xid 94 (Contained memory error (one app affected)) on gpu 0000:55:00.0 "
+                                         "(rank 1, as NCCL's init lines placed it) of node07 at 2026-08-10T15:36:04")
+    assert init_["rank"] == 1
     assert own["next_action"].startswith("Restart the affected app")
 
 
