@@ -34,6 +34,7 @@ from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter
 
+from api.incident_render import to_html as incident_html
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only, query_problem
 from api.store import (QUERY_FAILED, QUERY_INVALID, SORTS, Store, StoreError, decimal_floats, holds_no_events,
@@ -134,6 +135,25 @@ def _event_json(r: dict[str, Any]) -> dict[str, Any]:
 # /metrics leaves out the ``<name>_created`` series beside each counter and histogram (a start time per series
 # that dashboards and alerts do not read)
 disable_created_metrics()
+
+
+def wants_html(accept: str) -> str | None:
+    """"html" when an ``Accept`` header names ``text/html`` before (or without) ``application/json`` at a q-value
+    no lower (a browser: ``text/html,application/xhtml+xml,…,*/*;q=0.8``), else None (curl's ``*/*``, a client
+    asking for JSON)."""
+    best: dict[str, float] = {}
+    for i, part in enumerate(accept.lower().split(",")):
+        kind, *params = [x.strip() for x in part.split(";")]
+        q = 1.0
+        for p in params:
+            if p.startswith("q="):
+                try:
+                    q = float(p[2:])
+                except ValueError:
+                    q = 0.0
+        best.setdefault(kind, q - i * 1e-6)  # the earlier of two equal q-values wins
+    html, json = best.get("text/html"), best.get("application/json")
+    return "html" if html is not None and html > 0 and (json is None or html > json) else None
 
 
 def _gpu_name(e: dict[str, Any]) -> str | None:
@@ -575,10 +595,17 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         return _as_is({"items": items, "next_cursor": nxt})
 
     @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], response_model=None,
-             responses={200: {"model": IncidentDetail}, 404: {"model": Problem}}, tags=["incidents"])
-    def get_incident(incident_id: Annotated[str, PathParam(max_length=64)]) -> Response:
+             responses={200: {"model": IncidentDetail, "content": {"text/html": {}}}, 404: {"model": Problem}},
+             tags=["incidents"])
+    def get_incident(incident_id: Annotated[str, PathParam(max_length=64)], request: Request,
+                     format: Annotated[Literal["json", "html"] | None, Query(
+                         description="json, or html: a page with the verdict, a timeline chart of every party's "
+                                     "events and the evidence lines; default: html when the Accept header asks "
+                                     "for text/html before JSON (a browser following an alert's link), else "
+                                     "json")] = None) -> Response:
         """One incident with its evidence timeline — every event with its raw line, time basis and
-        skew-adjusted time (line time + the host's estimated clock offset) — and its blast radius."""
+        skew-adjusted time (line time + the host's estimated clock offset) — and its blast radius; as a page
+        with a timeline chart for a browser (``format``)."""
         inc = store.incident(incident_id)
         if inc is None:
             raise HTTPException(404, f"no incident {incident_id}")
@@ -614,6 +641,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             "ranks": sorted({e["rank"] for e in timeline if e.get("rank") is not None} | set(placed)),
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")} | set(inc.get("communicators") or ())),
         }
+        if (format or wants_html(request.headers.get("accept", ""))) == "html":
+            return Response(incident_html(inc), media_type="text/html; charset=utf-8")
         return _as_is(inc)
 
     @app.get("/events", response_model=None, responses={200: {"model": EventPage}}, dependencies=[Depends(auth)],

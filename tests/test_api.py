@@ -163,6 +163,114 @@ def test_detail_has_timeline_with_time_basis_and_blast_radius(api):
     assert indexes and set(d["blast_radius"]["gpus"]) >= indexes
 
 
+def test_a_browser_following_an_incident_link_gets_a_page_with_its_timeline_chart(api):
+    """An alert's generatorURL is ``/incidents/{id}``: a browser (Accept text/html first) gets the page — the
+    verdict, the next action, a timeline chart with a lane per party and a marker per event by role, and every
+    evidence line —; curl (``*/*``) and a client asking for JSON keep the JSON; ``?format=`` overrides Accept."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from markupsafe import escape
+
+    (inc,) = api.get("/incidents", params={"host": "node015"}).json()["items"]
+    d = api.get(f"/incidents/{inc['id']}").json()
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
+    r = api.get(f"/incidents/{inc['id']}", headers={"Accept": browser})
+    assert r.status_code == 200 and r.headers["content-type"] == "text/html; charset=utf-8"
+    page = r.text
+    assert f'<p class="next-action">{escape(d["next_action"])}</p>' in page
+    assert f'<p class="explanation">{escape(d["explanation"])}</p>' in page
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "<script" not in page  # nothing to fetch
+    svg = ET.fromstring(page[page.index("<svg"):page.index("</svg>") + 6])  # matplotlib's SVG is XML
+    assert inc["id"] in svg.get("aria-label")
+    # the y axis names one lane per party: the initiator's first
+    lanes = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.text and t.text.startswith("node015")]
+    init = d["initiator"]
+    assert lanes and lanes[0] == f"node015 · {init['device_type']} {init['device']}"
+    rows = re.findall(r'<td class="role-(\w+)">.*?<td><code>(.*?)</code></td></tr>', page, re.S)
+    assert rows == [(e["role"], str(escape(e["message"]))) for e in d["timeline"]]
+    for accept in ("*/*", "application/json", "application/json, text/html;q=0.5", ""):
+        j = api.get(f"/incidents/{inc['id']}", headers={"Accept": accept})
+        assert j.headers["content-type"] == "application/json" and j.json() == d, accept
+    assert api.get(f"/incidents/{inc['id']}", params={"format": "json"},
+                   headers={"Accept": browser}).json() == d
+    assert api.get(f"/incidents/{inc['id']}", params={"format": "html"}).headers["content-type"].startswith(
+        "text/html")
+    assert api.get(f"/incidents/{inc['id']}", params={"format": "pdf"}).status_code == 422
+
+
+def test_the_incident_page_in_chromium_draws_the_initiator_first(api, tmp_path):
+    """The page saved from the API and opened from disk in headless Chromium (no server, nothing fetched): the
+    chart is on screen, the initiator's marker in its red (``ROLE``) and the downstream reporters' in orange (the
+    rest of the page hidden, so the colours are the chart's)."""
+    import numpy as np
+    from PIL import Image
+
+    from api.incident_render import ROLE
+    from tests.test_report import _chromium, _count
+
+    (inc,) = api.get("/incidents", params={"host": "node015"}).json()["items"]
+    page = tmp_path / "incident.html"
+    html = api.get(f"/incidents/{inc['id']}", params={"format": "html"}).text
+    # the chart alone on screen: the role colours of the evidence table and the cards are hidden
+    page.write_text(html.replace("</style>", "body > :not(figure) { display: none; } </style>", 1))
+    shot = tmp_path / "incident.png"
+    _chromium(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", page.as_uri())
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    assert _count(img, ROLE["initiator"][0], 24) >= 40 and _count(img, ROLE["downstream"][0], 24) >= 40
+
+
+def _party(host, device=None, rank=None, events=(), device_type="gpu"):
+    return {"host": host, "device_type": device_type if device else None, "device": device, "rank": rank,
+            "gpu_index": None, "kind": "xid", "events": list(events)}
+
+
+def _entry(eid, host, role, t, device=None, rank=None, **kw):
+    return {"event_id": eid, "host": host, "role": role, "device_type": "gpu" if device else None, "device": device,
+            "rank": rank, "gpu_index": None, "skew_adjusted_ts": t, "ts": t, "message": eid, **kw}
+
+
+def test_incident_page_lanes_per_party_suspects_and_the_rest_folded():
+    """One lane per party, named after the party also for its lines that name no device; a no-single-culprit
+    incident's candidates are suspects; past MAX_LANES the later parties share one lane; a timed-out collective
+    reaches back to when it began."""
+    from api.incident_render import MAX_LANES, lanes, timeline_svg
+
+    t = "2026-12-02T09:00:{:02d}.000000Z"
+    detail = {"id": "inc-x", "start": t.format(0),
+              "initiator": _party("n1", "0000:1b:00.0", events=["a", "b"]),
+              "downstream": [_party("n2", rank=r, events=[f"r{r}"]) for r in range(MAX_LANES + 5)],
+              "timeline": [_entry("a", "n1", "initiator", t.format(0), "0000:1b:00.0"),
+                           _entry("b", "n1", "initiator", t.format(1)),  # the driver's line naming no GPU
+                           *[_entry(f"r{r}", "n2", "downstream", t.format(30), rank=r, elapsed_ms=29_500.0)
+                             for r in range(MAX_LANES + 5)]]}
+    got = lanes(detail)
+    assert [x["name"] for x in got[:2]] == ["n1 · gpu 0000:1b:00.0", "n2 · rank 0"]
+    assert [e["event_id"] for e in got[0]["events"]] == ["a", "b"] and got[0]["role"] == "initiator"
+    assert len(got) == MAX_LANES and got[-1]["name"] == "+7 more parties" and len(got[-1]["events"]) == 7
+    svg = str(timeline_svg(detail))
+    assert "dashed: a timed-out collective" in svg and "seconds after 2026-12-02 09:00:00 UTC" in svg
+
+    unknown = {**detail, "initiator": {"host": None, "device_type": None, "events": [],
+                                       "candidates": ["gpu 0000:1b:00.0 on n1"]},
+               "downstream": [_party("n1", "0000:1b:00.0", events=["a"]), _party("n2", rank=0, events=["r0"])],
+               "timeline": detail["timeline"][:1] + detail["timeline"][2:3]}
+    assert [(x["name"], x["role"]) for x in lanes(unknown)] == [("n1 · gpu 0000:1b:00.0", "suspect"),
+                                                                 ("n2 · rank 0", "downstream")]
+    assert timeline_svg({**detail, "timeline": []}) is None
+
+
+@pytest.mark.parametrize("accept, html", [
+    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", True),  # Firefox, Chromium
+    ("*/*", False), ("", False), ("application/json", False), ("application/json, text/html", False),
+    ("text/html;q=0.5, application/json", False), ("application/json;q=0.5, text/html", True),
+    ("text/html;q=0", False), ("text/html;q=bad", False)])
+def test_an_accept_header_asks_for_html_only_before_json(accept, html):
+    from api.app import wants_html
+
+    assert (wants_html(accept) == "html") == html
+
+
 def test_events_links_and_host_timeline(api):
     ev = api.get("/events", params={"host": "node002", "sxid": 12028}).json()["items"]
     assert {e["device"] for e in ev} == {"0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}
@@ -905,7 +1013,7 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(
         "query: unknown parameter 'lim' (did you mean 'limit'?)")
     assert api.get("/incidents/nosuch", params={"x": 1}).json()["detail"].endswith(
-        "/incidents/{incident_id} takes: none")
+        "/incidents/{incident_id} takes: format")
     assert "'HOST' (did you mean 'host'?)" in api.get("/links", params={"HOST": "node004"}).json()["detail"]
     assert api.get("/incidents", params={"host": "node004"}).status_code == 200
     assert api.get("/metrics", params={"name[]": "x"}).status_code == 200

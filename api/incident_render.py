@@ -1,0 +1,173 @@
+"""One incident as a page a person reads: what broke first, what followed, and a picture of when (pure).
+
+Input is the incident detail object of ``GET /incidents/{id}`` (:func:`api.app.create_app`): the incident of
+DESIGN.md's shape plus ``timeline`` (its events, each with ``role`` — ``initiator`` / ``downstream`` /
+``context`` —, ``relation`` and ``skew_adjusted_ts``, the line's time plus its host's estimated clock offset) and
+``blast_radius``. :func:`to_html` returns the page as bytes and touches no file or network; like the degraded-link
+report (:mod:`api.report_render`) it is self-contained (no script, font or image fetched) and its chart is drawn
+by matplotlib's SVG backend without pyplot.
+
+The chart, :func:`timeline_svg`, has one lane per party (a GPU, an NVSwitch, a link, a rank, or a host's own
+lines): the initiator's lanes on top, then the downstream parties in the order they first reported, then context;
+the x axis is seconds after the incident's first event, on skew-adjusted times, so an on-call engineer sees at a
+glance which device spoke first and how long the others took to follow (600 s for a watchdog timeout after a GPU
+fell off the bus). A storm folded into one event (``count`` copies until ``last_ts``) is drawn as a bar.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from markupsafe import Markup
+
+from api.report_render import _env, _svg
+
+#: lanes drawn one by one; the parties after them share one lane ("+N more parties")
+MAX_LANES: Final = 24
+#: role -> (marker colour, matplotlib marker, legend text); the marker's shape tells roles apart without colour
+ROLE: Final = {
+    "initiator": ("#c62828", "X", "initiator (first fault)"),
+    "suspect": ("#6a1b9a", "D", "suspect (no single culprit)"),
+    "downstream": ("#ef6c00", "o", "downstream reporter"),
+    "context": ("#757575", "s", "context"),
+}
+#: lanes in this order of their most telling role
+_ORDER: Final = {r: n for n, r in enumerate(ROLE)}
+#: the shortest x axis (µs): lines stamped to the second that print in one second are not a millisecond apart
+MIN_SPAN_US: Final = 2_000_000
+
+
+def _us(text: str | None) -> int | None:
+    """µs since the epoch of an ISO 8601 UTC time as the API writes it (``2026-12-02T09:00:00.000000Z``)."""
+    if not text:
+        return None
+    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(t.timestamp()) * 1_000_000 + t.microsecond
+
+
+def lane_name(e: dict[str, Any]) -> str:
+    """The party an event of the timeline (or a party of the incident) speaks for: ``host · gpu 0000:1b:00.0`` (a device by its PCI bus id, or
+    an NVSwitch / NIC by its name), ``host · rank 5``, ``host · GPU 3`` (an index only), else ``host``."""
+    host = e.get("host") or "?"
+    if e.get("device"):
+        return f"{host} · {e.get('device_type') or 'device'} {e['device']}"
+    if e.get("rank") is not None:
+        return f"{host} · rank {e['rank']}"
+    if e.get("gpu_index") is not None:
+        return f"{host} · GPU {e['gpu_index']}"
+    return host
+
+
+def suspect_events(detail: dict[str, Any]) -> set[str]:
+    """Ids of the events of the parties an incident with no single culprit names as its candidates
+    (``initiator.candidates``; ``correlate.attribute.candidate_name``): the API lists them among ``downstream``,
+    and the page calls them suspects, as the CLI's table does (:func:`api.render._rows`)."""
+    from correlate.attribute import candidate_name
+    from correlate.incident import party_subject
+
+    named = set((detail.get("initiator") or {}).get("candidates") or ())
+    if not named:
+        return set()
+    return {e for d in detail.get("downstream") or () if candidate_name(*party_subject(d)) in named
+            for e in d.get("events") or ()}
+
+
+def role_of(e: dict[str, Any], suspects: set[str]) -> str:
+    """A timeline entry's role on the page: its ``role``, but ``suspect`` for a candidate's event."""
+    return "suspect" if e.get("event_id") in suspects else e.get("role") or "context"
+
+
+def lanes(detail: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chart's lanes: ``[{"name", "role", "events": [timeline entries]}]`` — a lane's role is its most
+    telling event's (:data:`ROLE`'s order: initiator, suspect, downstream, context); lanes by that role, then by
+    first skew-adjusted time. At most :data:`MAX_LANES` lanes; the parties after them are one lane named
+    ``+N more parties`` (an 8,192-rank hang has 8,192 downstream ranks: its lanes would be unreadable)."""
+    by: dict[str, dict[str, Any]] = {}
+    suspects = suspect_events(detail)
+    # a party's lines are its lane, also one that names no device (the driver's "probe failed" after the GPU's
+    # own line): the lane is named after the party
+    party = {eid: lane_name(p) for p in [detail.get("initiator") or {}, *(detail.get("downstream") or ())]
+             if p.get("host") for eid in p.get("events") or ()}
+    for e in detail.get("timeline") or []:
+        name = party.get(e.get("event_id")) or lane_name(e)
+        lane = by.setdefault(name, {"name": name, "role": "context", "events": []})
+        lane["events"].append(e)
+        if _ORDER.get(role_of(e, suspects), 3) < _ORDER[lane["role"]]:
+            lane["role"] = role_of(e, suspects)
+    out = sorted(by.values(), key=lambda x: (_ORDER[x["role"]], min(_us(e.get("skew_adjusted_ts")) or 0
+                                                                     for e in x["events"]), x["name"]))
+    if len(out) > MAX_LANES:
+        rest = out[MAX_LANES - 1:]
+        out = out[:MAX_LANES - 1] + [{"name": f"+{len(rest)} more parties", "role": "downstream",
+                                      "events": [e for x in rest for e in x["events"]]}]
+    return out
+
+
+def timeline_svg(detail: dict[str, Any]) -> Markup | None:
+    """The incident's events as an inline ``<svg>``: one lane per party (:func:`lanes`), x = seconds after the
+    first event (skew-adjusted; minutes past half an hour), a marker per event by role (:data:`ROLE`), a bar to
+    ``last_ts`` for a folded storm, and a thin line back to when a timed-out collective began (``elapsed_ms``
+    before its line: the ranks of a hang all waited from the moment the first fault struck); None when the
+    timeline is empty (the lake no longer holds its events)."""
+    from matplotlib.figure import Figure
+
+    rows = lanes(detail)
+    suspects = suspect_events(detail)
+    marks = [(y, e, t) for y, lane in enumerate(rows) for e in lane["events"]
+             if (t := _us(e.get("skew_adjusted_ts"))) is not None]
+    if not marks:
+        return None
+    began = {id(e): t - int(e["elapsed_ms"] * 1000) for _, e, t in marks if (e.get("elapsed_ms") or 0) > 0}
+    t0 = min([t for *_, t in marks] + list(began.values()))
+    t1 = max(t + max(0, (_us(e.get("last_ts")) or 0) - (_us(e.get("ts")) or 0)) for _, e, t in marks)
+    span_us = max(t1 - t0, MIN_SPAN_US)
+    unit, div = ("minutes", 60e6) if span_us > 1800e6 else ("seconds", 1e6)
+    height = 1.3 + 0.3 * len(rows)
+    fig = Figure(figsize=(10.0, height))
+    ax = fig.add_axes((0.30, 0.75 / height, 0.67, 1 - 1.2 / height))
+    seen: set[str] = set()
+    for y, e, t in marks:
+        x = (t - t0) / div
+        role = role_of(e, suspects)
+        colour, marker, label = ROLE.get(role, ROLE["context"])
+        if id(e) in began:  # the collective this timeout line ends, from when it began
+            ax.plot([(began[id(e)] - t0) / div, x], [y, y], color=colour, linewidth=1, alpha=0.5, linestyle="--")
+        last, ts = _us(e.get("last_ts")), _us(e.get("ts"))
+        if (e.get("count") or 1) > 1 and last is not None and ts is not None:
+            width = max(last - ts, 0) / div
+            ax.plot([x, x + width], [y, y], color=colour, linewidth=4, alpha=0.45, solid_capstyle="butt")
+            ax.annotate(f"×{e['count']}", (x + width, y), xytext=(3, 3), textcoords="offset points",
+                        fontsize=7, color=colour)
+        ax.scatter([x], [y], s=46 if role in ("initiator", "suspect") else 26, c=colour, marker=marker, zorder=3,
+                   label=None if label in seen else label, edgecolors="none")
+        seen.add(label)
+    ax.set_yticks(range(len(rows)), [x["name"] for x in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(-span_us / div * 0.03, span_us / div * 1.08)
+    first = min(t for *_, t in marks)
+    ax.axvline((first - t0) / div, color="#c62828", linewidth=0.6, linestyle=":")
+    stamp = datetime.fromtimestamp(t0 / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    dashed = "; dashed: a timed-out collective, from when it began" if began else ""
+    ax.set_xlabel(f"{unit} after {stamp} UTC (line times plus each host's estimated clock offset{dashed})",
+                  fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(True, axis="x", linewidth=0.3)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False)
+    return _svg(fig, f"timeline-{detail.get('id', 'incident')}",
+                f"timeline of incident {detail.get('id', '')}: {len(rows)} parties, first event at "
+                f"{datetime.fromtimestamp(first / 1e6, tz=timezone.utc):%Y-%m-%dT%H:%M:%S}Z")
+
+
+def to_html(detail: dict[str, Any]) -> bytes:
+    """The page for one incident: its verdict (severity, category, initiator, confidence, status), why, what to
+    do now and how to verify it, what is missing, the timeline chart, its downstream parties, and the evidence
+    lines with their times; UTF-8 HTML."""
+    from api.render import describe_initiator
+
+    suspects = suspect_events(detail)
+    page = _env().get_template("incident.html.j2").render(
+        i=detail, chart=timeline_svg(detail), role=ROLE, initiator=describe_initiator(detail.get("initiator") or {}),
+        roles={e.get("event_id"): role_of(e, suspects) for e in detail.get("timeline") or ()},
+        suspect_parties=[bool(set(d.get("events") or ()) & suspects) for d in detail.get("downstream") or ()])
+    return page.encode("utf-8")
