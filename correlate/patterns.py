@@ -739,7 +739,14 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     # the IMEX daemon's own memory export errors (GB200/GB300: no Fabric Manager there) are no Fabric Manager's
     # (kubernetes-sigs/dra-driver-nvidia-gpu#948, a real-logs pass)
     imex = bool(lead) and lead[0].signature.startswith("imex.")
-    if fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
+    # nvidia-imex-ctl's failed query of the daemon (a ComputeDomain daemon pod's probe) is the tool's line, not the
+    # daemon's, and says the daemon is not ready, not that an export failed (kubernetes-sigs/dra-driver-nvidia-gpu#333,
+    # a real-logs pass)
+    unready = imex and lead[0].signature == "imex.daemon_unreachable"
+    if unready:
+        parts.append(f"nvidia-imex-ctl on {host} could not query the IMEX daemon: "
+                     f"“{lead[0].message.splitlines()[0].strip()[:160]}”")
+    elif fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
         parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(lead[0])}”")
     if nvls:
         codes = sorted({e.details.get("cuda_error") for e in nvls if e.details.get("cuda_error")})
@@ -755,7 +762,11 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         downstream=down, context=[e for e in ctx if e not in init_events],
         confidence=0.85 if fm else 0.7, severity="error",
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so the NVLink fabric "
-                     + ("management of this host is the cause: the IMEX daemons of its domain could not export or "
+                     + ("management of this host is the cause: its IMEX daemon did not answer (not ready, or the "
+                        "tool reached for an address the daemon does not listen on), so a ComputeDomain's daemon pod "
+                        "stays unready and the domain's multi-node NVLink workloads wait for it."
+                        if unready else
+                        "management of this host is the cause: the IMEX daemons of its domain could not export or "
                         "import memory (a workload started before every node's daemon was ready, a node missing from "
                         "the domain)." if imex else
                         "management of this host is the cause: Fabric Manager not running, restarted without a GPU "

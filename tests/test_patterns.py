@@ -5329,3 +5329,19 @@ def test_the_vgpu_managers_failure_explains_the_hosts_vgpu_start_failure(pipelin
     (inc,) = run(pipeline, text, host="pve")
     assert {x["rule"] for x in inc["evidence"]} == {"vgpu_manager.explains_vfio_start_failure"}, inc["evidence"]
     assert "init_device_instance error 1" in inc["next_action"], inc["next_action"]
+
+
+def test_nvidia_imex_ctls_failed_probe_says_the_daemon_did_not_answer_not_that_an_export_failed(pipeline):
+    """A ComputeDomain daemon pod's startup probe (nvidia-imex-ctl) that could not query the IMEX daemon
+    (kubernetes-sigs/dra-driver-nvidia-gpu#333: the tool tried IPv6 on a node without it; #636: its exit status):
+    no event before. Now one fabric incident that quotes the tool's line as the tool's, says the daemon did not
+    answer, and does not say the IMEX daemons could not export or import memory (the export errors' explanation)."""
+    line = ("Startup probe failed: Query Status returned error code: 14 - failed to connect to all addresses; last "
+            "error: UNKNOWN: ipv6:%5B::%5D:50005: Address family not supported by protocol")
+    (inc,) = run(pipeline, line, host="gb200-n02")
+    assert (inc["category"], inc["pattern"]) == ("fabric_manager", "platform.fabric_manager"), inc
+    assert inc["explanation"].startswith("nvidia-imex-ctl on gb200-n02 could not query the IMEX daemon: “Startup"), \
+        inc["explanation"]
+    assert "its IMEX daemon did not answer" in inc["explanation"] and "export" not in inc["explanation"]
+    assert "nvidia-imex-ctl -q -i 127.0.0.1 50005" in inc["next_action"] and "no GPU or NVLink fault" in \
+        inc["next_action"]
