@@ -5345,3 +5345,49 @@ def test_nvidia_imex_ctls_failed_probe_says_the_daemon_did_not_answer_not_that_a
     assert "its IMEX daemon did not answer" in inc["explanation"] and "export" not in inc["explanation"]
     assert "nvidia-imex-ctl -q -i 127.0.0.1 50005" in inc["next_action"] and "no GPU or NVLink fault" in \
         inc["next_action"]
+
+
+def _run_hosts(pipeline, texts: dict[str, str]):
+    """``run`` for the logs of several hosts at once: one segment per host (``texts``: host -> its lines)."""
+    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, t in texts.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
+HOST_STALL_TIMEOUT = ("2026-12-01T03:{m}:15+00:00 {host} python[4181]: [rank{r}]:[E1201 03:{m}:15.000000000 "
+                      "ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+                      "SeqNum=9001, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600089 "
+                      "milliseconds before timing out.")
+
+
+@pytest.mark.parametrize("stall", [
+    # Zygo/bees#191's line; deepspeedai/DeepSpeed#925's soft lockup
+    "2026-12-01T03:10:40+00:00 node05 kernel: rcu: INFO: rcu_sched self-detected stall on CPU",
+    "2026-12-01T03:10:40+00:00 node05 kernel: watchdog: BUG: soft lockup - CPU#7 stuck for 23s! [python:4181]",
+    # aws/aws-parallelcluster#1150's NFS server
+    "2026-12-01T03:10:40+00:00 node05 kernel: nfs: server 10.2.80.41 not responding, still trying",
+])
+def test_a_host_that_stalled_while_the_collective_ran_is_the_initiator_of_its_ranks_timeouts(pipeline, stall):
+    """The host of two ranks stalled 25 s into their collective (a CPU stuck in the kernel, RCU's stall detector, an
+    NFS server that stopped answering its reads and checkpoint writes); its ranks and a peer host's rank timed out on
+    that collective 10 minutes later. The kernel's line was a "downstream" reporter of an NCCL hang with no
+    initiator (a real-logs pass): the stall is the initiator, the three timeouts its downstream, by
+    host_stall.explains_rank_timeouts."""
+    node05 = "\n".join([stall] + [HOST_STALL_TIMEOUT.format(m=20, host="node05", r=r) for r in (0, 1)])
+    node06 = HOST_STALL_TIMEOUT.format(m=20, host="node06", r=2)
+    incs = _run_hosts(pipeline, {"node05": node05, "node06": node06})
+    (inc,) = [i for i in incs if i["status"] != "superseded"]
+    assert (inc["initiator"]["host"], inc["initiator"]["fault"].split(".")[0]) == ("node05", "host")
+    assert inc["initiator"]["kind"] == "other" and inc["category"] == "other"
+    assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("node05", 0), ("node05", 1), ("node06", 2)]
+    assert "host_stall.explains_rank_timeouts" in {x["rule"] for x in inc["evidence"]}
+
+
+def test_a_host_stall_long_before_the_collective_began_explains_no_timeout(pipeline):
+    """The rule's window: a soft lockup an hour before the collective began is no cause of its timeout."""
+    stall = "2026-12-01T02:05:40+00:00 node05 kernel: watchdog: BUG: soft lockup - CPU#7 stuck for 23s! [python:4181]"
+    text = "\n".join([stall] + [HOST_STALL_TIMEOUT.format(m=20, host="node05", r=r) for r in (0, 1)])
+    incs = [i for i in run(pipeline, text, host="node05") if i["status"] != "superseded"]
+    assert "host_stall.explains_rank_timeouts" not in {x["rule"] for i in incs for x in i["evidence"]}
+    assert {i["initiator"]["fault"] for i in incs if i["category"] == "other"} == {"host.cpu_lockup"}
