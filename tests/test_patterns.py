@@ -5391,3 +5391,20 @@ def test_a_host_stall_long_before_the_collective_began_explains_no_timeout(pipel
     incs = [i for i in run(pipeline, text, host="node05") if i["status"] != "superseded"]
     assert "host_stall.explains_rank_timeouts" not in {x["rule"] for i in incs for x in i["evidence"]}
     assert {i["initiator"]["fault"] for i in incs if i["category"] == "other"} == {"host.cpu_lockup"}
+
+
+def test_a_rank_whose_checkpoint_write_failed_explains_its_peers_timeouts(pipeline):
+    """torch.save on a full file system: "PytorchStreamWriter failed writing file data/3: file write failed" in a
+    DeepSpeed ZeRO save (zai-org/ChatGLM-6B#1166; h2oai/h2o-llmstudio#214: the output volume full). No event before
+    (a real-logs pass); the rank dies of it and its peers time out in the next collective: one incident, the failed
+    write its initiator, by cuda_error.explains_nccl."""
+    text = "\n".join([
+        "2026-12-01T03:10:00+00:00 node09 python[4180]: [rank0]: RuntimeError: [enforce fail at inline_container.cc:471]"
+        " . PytorchStreamWriter failed writing file data/3: file write failed",
+        HOST_STALL_TIMEOUT.format(m=20, host="node09", r=1).replace(":15+00:00", ":01+00:00")
+        .replace("03:20:15.000000000", "03:20:01.000000000")])
+    (inc,) = run(pipeline, text, host="node09")
+    assert (inc["initiator"]["fault"], inc["category"]) == ("torch.checkpoint_write_failed", "other")
+    assert [d["rank"] for d in inc["downstream"]] == [1]
+    assert {x["rule"] for x in inc["evidence"]} == {"cuda_error.explains_nccl"}
+    assert "not a GPU fault" in inc["next_action"] and "data/3" in inc["next_action"]
