@@ -411,10 +411,15 @@ def _fill(template: str, fields: _Fields) -> str:
         return template
 
 
-def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None) -> str:
+def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None, also: Iterable[Ev] = ()) -> str:
     """The ``action`` of ``e``'s signature (its catalog entry) filled in for ``e`` and its resolved ``subject``
     (:func:`_fields`); "" without one. A signature's ``action_map`` gives the action for what the line said (the
-    value of its ``severity_group``, kept in ``details``: an HCA's "port error" or its "local catastrophic error")."""
+    value of its ``severity_group``, kept in ``details``: an HCA's "port error" or its "local catastrophic error").
+
+    ``also``: other events of the same report (an incident's initiator events); a field ``e`` lacks is taken from
+    the first of them of ``e``'s signature that has it. The kernel's OOM killer prints "python invoked oom-killer"
+    first and "Killed process 4182 (python)" after it: the first line named the incident and its action lost which
+    process was killed (equinor/ert#7797's dmesg, a real-logs pass)."""
     c = catalog.by_id.get(e.signature)
     if not (c and c.sig.action):
         return ""
@@ -423,7 +428,12 @@ def catalog_action(catalog: Catalog, e: Ev, subject: tuple | None = None) -> str
         said = str(said).lower()
         text = next((t for keys, t in c.sig.action_map.items() if said in (k.strip() for k in keys.split("|"))),
                     text)
-    return _fill(text, _fields(e, subject))
+    fields = _fields(e, subject)
+    for other in also:
+        if other is not e and other.signature == e.signature:
+            for k, v in _fields(other).items():
+                fields.setdefault(k, v)
+    return _fill(text, fields)
 
 
 def first_of(items: Iterable[str], n: int = 4, sep: str = ", ", noun: str = "") -> str:

@@ -229,8 +229,8 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
         action = said if main.xid == RECOVERY_XID else sentences(said, own)
     # as sentences: the Xid catalog's actions are lowercase phrases ("drain node and reboot (cold); …"), beside the
     # signatures' sentences in the next incident of the same table (a fresh-user trial)
-    return sentences(action or catalog_action(scene.catalog, main, subject)), verify_commands(scene.catalog, main,
-                                                                                            subject)
+    action = action or catalog_action(scene.catalog, main, subject, also=v.initiator_events)
+    return sentences(action), verify_commands(scene.catalog, main, subject)
 
 
 def _one_fault_of_all(scene: Scene) -> list[Ev]:

@@ -5393,6 +5393,22 @@ def test_a_host_stall_long_before_the_collective_began_explains_no_timeout(pipel
     assert {i["initiator"]["fault"] for i in incs if i["category"] == "other"} == {"host.cpu_lockup"}
 
 
+def test_the_oom_killers_action_names_the_process_it_killed_from_its_later_line(pipeline):
+    """The kernel prints "<comm> invoked oom-killer" first and "Out of memory: Killed process <pid> (<comm>)" after
+    it (equinor/ert#7797's dmesg, ISO stamps; a real-logs pass): the first line named the incident, and its action's
+    "killed a process — perl (pid 1440763)" lost the process, which only the later line of the same incident
+    gives."""
+    text = "\n".join([
+        "2024-04-29T14:55:41,678628+02:00 pool invoked oom-killer: gfp_mask=0x6200ca(GFP_HIGHUSER_MOVABLE), order=0, "
+        "oom_score_adj=0",
+        "2024-04-29T14:55:41,679700+02:00 Out of memory: Killed process 1440763 (perl) total-vm:87033376kB, "
+        "anon-rss:60356340kB, file-rss:0kB, shmem-rss:0kB, UID:21417 pgtables:169956kB oom_score_adj:0"])
+    (inc,) = run(pipeline, text, host="ws01")
+    assert (inc["initiator"]["fault"], len(inc["initiator"]["events"])) == ("host.oom_kill", 2)
+    assert inc["start"] == "2024-04-29T12:55:41.678628Z"
+    assert "killed a process — perl (pid 1440763) — a rank killed so" in inc["next_action"], inc["next_action"]
+
+
 def test_a_rank_whose_checkpoint_write_failed_explains_its_peers_timeouts(pipeline):
     """torch.save on a full file system: "PytorchStreamWriter failed writing file data/3: file write failed" in a
     DeepSpeed ZeRO save (zai-org/ChatGLM-6B#1166; h2oai/h2o-llmstudio#214: the output volume full). No event before
