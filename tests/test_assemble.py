@@ -1654,3 +1654,29 @@ def test_an_exception_under_an_hours_old_stamp_joins_the_fault_it_reports_and_st
     assert (inc["category"], inc["initiator"]["xid"]) == ("ecc", 48), inc["initiator"]
     assert inc["start_basis"] != "inherited" and inc["start"].startswith("2026-12-02T03:1"), inc["start"]
     assert "23:05" not in inc["explanation"], inc["explanation"]
+
+
+_OMPI_CRASH = (  # NVIDIA/nccl#2380 (NCCL 2.30: a segfault in ncclTuningCostModelInit), Open MPI's handler
+    "2026-08-31 12:27:50 [node03:00956] *** Process received signal ***\n"
+    "2026-08-31 12:27:50 [node03:00956] Signal: Segmentation fault (11)\n"
+    "2026-08-31 12:27:50 [node03:00956] Failing at address: 0x3bc\n"
+    "2026-08-31 12:27:50 [node03:00956] [ 0] /usr/lib/x86_64-linux-gnu/libc.so.6(+0x45330)[0x7d1d0c3eb330]\n"
+    "{frames}"
+    "2026-08-31 12:27:50 [node03:00956] *** End of error message ***\n")
+
+
+def test_a_crash_handler_s_backtrace_through_libnccl_names_nccl_the_initiator(tmp_path):
+    """A crash handler's backtrace whose frames run through libnccl.so is a crash in NCCL's own code
+    (NVIDIA/nccl#2380, #1996): the incident's initiator is that frame (category nccl_software) and its next action
+    says to update NCCL, where the handler's own line alone said "the process's own crash" (application). The same
+    handler with no NCCL frame stays the process's own crash."""
+    nccl = "".join(f"2026-08-31 12:27:50 [node03:00956] [ {i}] /usr/local/nccl/lib/libnccl.so.2(+0x{a})[0x7d1d0c8f{a}]\n"
+                   for i, a in ((4, "bd72c"), (5, "be74b")))
+    _, (inc,) = _diagnosed(tmp_path / "node03.mpi.log", _OMPI_CRASH.format(frames=nccl))
+    assert inc["category"] == "nccl_software"
+    assert (inc["initiator"]["host"], inc["initiator"]["fault"]) == ("node03", "nccl.crash_frame")
+    assert "crashed inside NCCL" in inc["next_action"] and "libnccl.so.2" in inc["next_action"]
+    own = "2026-08-31 12:27:50 [node03:00956] [ 1] /usr/lib/x86_64-linux-gnu/libc.so.6(+0x19badc)[0x7d1d0c541adc]\n"
+    _, (inc,) = _diagnosed(tmp_path / "node03.mpi.log", _OMPI_CRASH.format(frames=own))
+    assert (inc["category"], inc["initiator"]["fault"]) == ("application", "mpi.signal_received")
+    assert "inside NCCL" not in inc["next_action"]
