@@ -1804,7 +1804,6 @@ def test_a_gsp_heartbeat_timeout_is_a_critical_gsp_fault_of_the_gpu_the_driver_n
     assert "GPU6, most often /dev/nvidia6 but not always" in inc["next_action"] and len(inc["initiator"]["events"]) == 2
 
 
-
 def test_a_gpu_fault_that_names_no_gpu_is_of_the_gpu_whose_recovery_action_changed(pipeline):
     """GSP's heartbeat lines without the RM's "GPU<n>" (NVIDIA/open-gpu-kernel-modules#1200), then Xid 154 on
     0000:01:00: the initiator was "an unnamed GPU" beside the Xid 154's GPU, which "no rule ties" to it, and the
@@ -5424,3 +5423,23 @@ def test_a_rank_whose_checkpoint_write_failed_explains_its_peers_timeouts(pipeli
     assert [d["rank"] for d in inc["downstream"]] == [1]
     assert {x["rule"] for x in inc["evidence"]} == {"cuda_error.explains_nccl"}
     assert "not a GPU fault" in inc["next_action"] and "data/3" in inc["next_action"]
+
+
+def test_nccl_s_teardown_failure_is_explained_by_the_warn_before_it(pipeline):
+    """pytorch/pytorch#155740 (a real-logs pass): as PyTorch destroyed its process groups, each rank's NCCL warned
+    "Cuda failure 1 'invalid argument'" (transport/p2p.cc) and then "commReclaim: cleanup comm … rank N failed in
+    destroy/abort, error 1". The teardown failure is the WARN's effect, not a second fault: the ranks' one CUDA error
+    is what is left, and its action for 'invalid argument' on every rank at once applies (it was "no single culprit,
+    collect the kernel log"). A teardown failure with no WARN before it stays a fault of its own."""
+    lines = []
+    for r in (0, 1):
+        head = f"[2025-06-17 21:49:04] node01:335514{6 + r}:335514{6 + r} [{r}]"
+        lines += [f"{head} transport/p2p.cc:1128 NCCL WARN Cuda failure 1 'invalid argument'",
+                  f"{head} init.cc:2143 NCCL WARN commReclaim: cleanup comm 0x9801e1{r} rank {r} failed in "
+                  "destroy/abort, error 1"]
+    (inc,) = run(pipeline, "\n".join(lines), host="node01")
+    assert "Every candidate reports the same fault (nccl.cuda_failure)" in inc["next_action"], inc["next_action"]
+    assert "On every rank at once" in inc["next_action"], inc["next_action"]
+    assert {x["rule"] for x in inc["evidence"]} == {"nccl_warn.explains_its_teardown_failure"}, inc["evidence"]
+    (alone,) = run(pipeline, lines[1], host="node01")
+    assert alone["evidence"] == [] and "communicator 0x9801e10 of rank 0" in alone["next_action"], alone
