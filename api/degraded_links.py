@@ -32,8 +32,9 @@ number are skipped (and counted). For the hour ``[start, end)``:
 Each listed link is ``new`` (not listed in the window's 23 earlier hours),
 ``persisting`` (listed in the previous hour) or ``recurring`` (listed earlier,
 not in the previous hour). ``cleared`` lists links of the previous hour's
-report that are not listed now; ``silent_hosts`` hosts that sent samples in
-the window but none in the hour.
+report that a sample of this hour shows and that are not listed now (a link
+with no sample in the hour is not cleared); ``silent_hosts`` hosts that sent
+samples in the window but none in the hour.
 
 Times in the report are ISO 8601 UTC strings; no wall-clock time is read,
 so the same input gives the same report.
@@ -384,9 +385,13 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
         if "errors" in f["problems"]:
             item["rates_24h"] = hourly_rates(s, window_start, WINDOW_HOURS)
         links.append(item)
-    cleared = [{"host": k.host, "domain": domain(k.host), "gpu_index": k.gpu_index, "link": k.link,
-                "problems": f["problems"]} for k, f in sorted(previous.items()) if k not in now]
     host_rows = _hosts(samples, models, n_expected, links, start, end, domain)
+    # a link is cleared only when a sample of the hour shows it: one with none (its host silent, or not polled) is
+    # not known to be well, and a host that went silent after its links went down is the likeliest broken one
+    seen = {(h["host"], g["gpu_index"], n) for h in host_rows for g in h["gpus"] for n in g["sampled"]}
+    cleared = [{"host": k.host, "domain": domain(k.host), "gpu_index": k.gpu_index, "link": k.link,
+                "problems": f["problems"]} for k, f in sorted(previous.items())
+               if k not in now and (k.host, k.gpu_index, k.link) in seen]
     sampled = {h["host"] for h in host_rows}
     silent = sorted({k.host for k in samples.links} - sampled)
     return {

@@ -152,12 +152,16 @@ def test_build_report_on_rows_status_new_persisting_recurring():
     rows = (crc("new", [(H3 - 30 * M, 0), (H3 + 10 * M, 2)])
             + crc("persist", [(H3 - 90 * M, 0), (H3 - 30 * M, 1), (H3 + 10 * M, 2)])
             + crc("recur", [(H3 - 200 * M, 0), (H3 - 150 * M, 4), (H3 - 30 * M, 4), (H3 + 10 * M, 5)])
-            + crc("gone", [(H3 - 90 * M, 0), (H3 - 30 * M, 1), (H3 + 10 * M, 1)]))
+            + crc("gone", [(H3 - 90 * M, 0), (H3 - 30 * M, 1), (H3 + 10 * M, 1)])
+            # listed the hour before, then no sample in the hour: not known well, so not cleared (the demo's next
+            # hour, and a host that went silent after its links failed, said them cleared: a fresh user's trial)
+            + crc("quiet", [(H3 - 90 * M, 0), (H3 - 30 * M, 1)]))
     r = build_report(rows, [], H3)
     got = {x["host"]: (x["status"], x["first_listed"], x["hours_listed"], x["errors"]["crc"]) for x in r["links"]}
     assert got == {"new": ("new", "2026-11-30T03", 1, 2), "persist": ("persisting", "2026-11-30T02", 2, 1),
                    "recur": ("recurring", "2026-11-30T00", 2, 1)}
     assert r["cleared"] == [{"host": "gone", "domain": "gone", "gpu_index": 0, "link": 1, "problems": ["errors"]}]
+    assert r["silent_hosts"] == ["quiet"] and r["totals"]["cleared"] == 1
     assert r["totals"]["hosts_sampled"] == 4 and r["totals"]["errors_delta"]["crc"] == 4
     rates = next(x for x in r["links"] if x["host"] == "new")["rates_24h"]
     assert len(rates) == 24 and rates[-1] == {"hour": HOUR, "crc": 3.0, "replay": None, "recovery": None}
