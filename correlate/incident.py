@@ -193,7 +193,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                 seconds[e.ts // S] = max(seconds.get(e.ts // S, 0), e.count)
         n = sum(seconds.values())
         if software_cause(scene.catalog, main.xid) and "software" not in action:
-            software = (f"{'It repeated (' + str(n) + ' times), so' if n > 1 else 'If it repeats,'} suspect the "
+            software = (f"{f'It repeated ({n:,} times), so' if n > 1 else 'If it repeats,'} suspect the "
                         f"driver or GPU firmware as much as the GPU: NVIDIA's resolution of Xid {main.xid} includes "
                         "INVESTIGATE_SW (xid-catalog.csv). Compare the driver version with its branch's release "
                         "notes before replacing hardware")

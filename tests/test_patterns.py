@@ -788,6 +788,11 @@ def test_an_xid_nvidia_resolves_with_investigate_sw_asks_for_the_driver_version(
     (twice,) = run(pipeline, gsp.format(m=4) + "\n" + gsp.format(m=5))
     assert twice["next_action"].startswith("It repeated (2 times), so suspect the driver")  # first, then the reset
     assert "Reset GPU; power-cycle the node if it persists" in twice["next_action"]
+    # a storm's count is written as the explanation writes its lines ("20993 times" beside "20,993 lines": a fresh
+    # user's trial)
+    (storm,) = run(pipeline, "\n".join([gsp.format(m=4)] * 1500 + [gsp.format(m=5)]))
+    assert storm["next_action"].startswith("It repeated (1,501 times), so"), storm["next_action"]
+    assert "it reported 1,501 lines" in storm["explanation"], storm["explanation"]
     (off_bus,) = run(pipeline, "[Fri Mar  3 04:44:24 2023] NVRM: Xid (PCI:0000:61:00): 79, pid=1, name=x, "
                                "GPU has fallen off the bus.")
     assert "INVESTIGATE_SW" not in off_bus["next_action"] and not any("driver version" in m for m in off_bus["missing"])
