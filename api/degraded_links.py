@@ -343,13 +343,16 @@ def listed(samples: Samples, n_expected: Mapping[tuple[str, int], int | None], s
 
 
 def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[str, Any]], start: int, *,
-                 hosts: Mapping[str, HostConfig] | None = None) -> dict[str, Any]:
+                 hosts: Mapping[str, HostConfig] | None = None, asked_us: int | None = None) -> dict[str, Any]:
     """The report of the hour starting at ``start`` (µs UTC, on an hour).
 
     ``rows``: ``link_samples`` rows of ``[start - 23 h, start + 1 h)``, ``ts`` in
     µs; ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
-    config (NVLink domain and platform per host). Returns the JSON-ready
-    report (module doc; shape in tests/data/report/expected.json).
+    config (NVLink domain and platform per host); ``asked_us`` (µs UTC): when it is
+    asked — no host is silent in an hour that has not begun (every host of the
+    window was, in red, beside the note that the hour had not begun: a fresh
+    user's trial). Returns the JSON-ready report (module doc; shape in
+    tests/data/report/expected.json).
     """
     hosts = hosts or {}
     end = start + HOUR_US
@@ -393,7 +396,7 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
                 "problems": f["problems"]} for k, f in sorted(previous.items())
                if k not in now and (k.host, k.gpu_index, k.link) in seen]
     sampled = {h["host"] for h in host_rows}
-    silent = sorted({k.host for k in samples.links} - sampled)
+    silent = sorted({k.host for k in samples.links} - sampled) if asked_us is None or asked_us >= start else []
     return {
         "report": "degraded_links",
         "hour": hour_label(start),

@@ -119,7 +119,8 @@ def degraded_link_report(settings: Settings, hour: datetime | str, *,
     """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``."""
     start = to_us(parse_hour(hour) if isinstance(hour, str) else hour.astimezone(timezone.utc))
     samples, incidents = load_inputs(Lake(settings.lake), start)
-    return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts)
+    return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts,
+                        asked_us=to_us(datetime.now(timezone.utc)))
 
 
 def report_dir(hour: str) -> str:

@@ -162,6 +162,12 @@ def test_build_report_on_rows_status_new_persisting_recurring():
                    "recur": ("recurring", "2026-11-30T00", 2, 1)}
     assert r["cleared"] == [{"host": "gone", "domain": "gone", "gpu_index": 0, "link": 1, "problems": ["errors"]}]
     assert r["silent_hosts"] == ["quiet"] and r["totals"]["cleared"] == 1
+    # asked during the hour, "quiet" is silent so far; asked before the hour began, no host is (every host of the
+    # window was listed silent, in red, beside the note that the hour had not begun: a fresh user's trial)
+    assert build_report(rows, [], H3, asked_us=H3 + 5 * M)["silent_hosts"] == ["quiet"]
+    early = build_report(rows, [], H3 + 60 * M, asked_us=H3 + 5 * M)
+    assert early["silent_hosts"] == [] and early["totals"]["silent_hosts"] == 0
+    assert build_report(rows, [], H3 + 60 * M)["silent_hosts"] == ["gone", "new", "persist", "quiet", "recur"]
     assert r["totals"]["hosts_sampled"] == 4 and r["totals"]["errors_delta"]["crc"] == 4
     rates = next(x for x in r["links"] if x["host"] == "new")["rates_24h"]
     assert len(rates) == 24 and rates[-1] == {"hour": HOUR, "crc": 3.0, "replay": None, "recovery": None}
