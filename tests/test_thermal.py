@@ -1,0 +1,52 @@
+"""Thermal, power and clock lines of real reports, through the whole pipeline: the incident they make (or do not),
+its category and its next action. Real lines, hosts replaced; the catalog's own examples test each signature."""
+
+from __future__ import annotations
+
+from correlate.correlator import correlate
+from ingest.decode import Decoded, Segment
+
+T0 = 1_800_000_000_000_000
+
+
+def run(pipeline, text: str, host="node07"):
+    seg = Segment(data=text.encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    return b.events.to_pylist(), correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
+def raised(incs):
+    return [i for i in incs if i["severity"] in ("warning", "error", "critical")]
+
+
+# mbusb/multibootusb#164: a kernel that logs the CPU's thermal interrupt as a machine check
+CPU_THERMAL = """[13798.091040] CPU2: Core temperature/speed normal
+[13798.091043] mce: [Hardware Error]: Machine check events logged
+[14334.860099] CPU3: Core temperature above threshold, cpu clock throttled (total events = 57536)
+[14334.860100] CPU2: Core temperature above threshold, cpu clock throttled (total events = 57536)
+[14334.860117] mce: [Hardware Error]: Machine check events logged
+[14334.861151] CPU3: Core temperature/speed normal
+[14334.861152] CPU2: Core temperature/speed normal
+[14334.861156] mce: [Hardware Error]: Machine check events logged"""
+
+
+def test_a_throttled_cpu_names_the_incident_the_machine_checks_beside_it_do_not(pipeline):
+    """The machine-check lines around a CPU's thermal throttle are that throttle logged: the incident is the
+    host's cooling (thermal_power), not corrected memory errors of a DIMM (host_memory, before: the throttle lines
+    gave no event and the mce line named the incident)."""
+    _, incs = run(pipeline, CPU_THERMAL)
+    (inc,) = raised(incs)
+    assert (inc["category"], inc["severity"]) == ("thermal_power", "warning")
+    assert inc["initiator"]["fault"] == "host.cpu_thermal_throttle" and inc["initiator"]["device"] is None
+    assert "cooling" in inc["next_action"] and "DIMM" not in inc["next_action"]
+
+
+def test_a_throttle_that_ended_or_a_cpu_at_its_power_limit_raises_nothing(pipeline):
+    """collectd/collectd#2397's Xeon: power limit notifications and their end; a throttle's end alone."""
+    text = "\n".join(["[332835.628811] CPU0: Core power limit notification (total events = 1)",
+                      "[332835.628991] CPU0: Package power limit notification (total events = 1)",
+                      "[332837.132346] CPU0: Core power limit normal",
+                      "[  +0.002985] CPU1: Core temperature/speed normal"])
+    evs, incs = run(pipeline, text)
+    assert evs == [] and raised(incs) == []
