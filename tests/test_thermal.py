@@ -3,6 +3,8 @@ its category and its next action. Real lines, hosts replaced; the catalog's own 
 
 from __future__ import annotations
 
+import orjson
+
 from correlate.correlator import correlate
 from ingest.decode import Decoded, Segment
 
@@ -50,3 +52,36 @@ def test_a_throttle_that_ended_or_a_cpu_at_its_power_limit_raises_nothing(pipeli
                       "[  +0.002985] CPU1: Core temperature/speed normal"])
     evs, incs = run(pipeline, text)
     assert evs == [] and raised(incs) == []
+
+
+# stas00/ml-engineering (compute/accelerator/nvidia/debug.md): "dcgmi diag -r 2" on a faulty node, its Warning row
+# wrapped over six rows
+DIAG = """| GPU Memory                | Pass - GPUs: 1, 2, 3, 4, 5, 6, 7               |
+|                           | Fail - GPU: 0                                  |
+| Warning                   | GPU 0 Thermal violations totaling 13.3 second  |
+|                           | s started at 9.7 seconds into the test for GP  |
+|                           | U 0 Verify that the cooling on this machine i  |
+|                           | s functional, including external, thermal mat  |
+|                           | erial interface, fans, and any other componen  |
+|                           | ts."""
+
+
+def test_a_diagnostic_s_thermal_warning_row_joins_the_failed_gpu_s_incident(pipeline):
+    """The wrapped Warning row is read (it was not: the incident held the Fail row alone, its "read the Warning
+    rows" pointing at a row nothing read) and is the same GPU's: one incident of GPU 0 holding both."""
+    evs, incs = run(pipeline, DIAG)
+    thermal = [e for e in evs if e["signature"] == "dcgm.diag_thermal_violation"]
+    assert [(e["gpu_index"], e["severity"], orjson.loads(e["details"])["violation_whole_s"]) for e in thermal] == [
+        (0, "warning", "13")]
+    (inc,) = raised(incs)
+    assert inc["initiator"]["gpu_index"] == 0
+    held = set(inc["initiator"]["events"]) | {x for d in inc["downstream"] for x in d["events"]}
+    assert thermal[0]["event_id"] in held
+
+
+def test_a_thermal_violation_under_a_second_is_information(pipeline):
+    """NVIDIA/DCGM#242: DCGM warns on violations "totaling 0.0 seconds"; no incident of its own."""
+    evs, incs = run(pipeline, "GPU 3 Thermal violations totaling 0.0 seconds started at 30.0 seconds into the test "
+                              "for GPU 3")
+    assert [(e["signature"], e["severity"]) for e in evs] == [("dcgm.diag_thermal_violation", "info")]
+    assert raised(incs) == []
