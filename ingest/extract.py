@@ -43,7 +43,9 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
     """One dcgm-exporter sample line read with prometheus_client's text-format parser.
 
     Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``, ``xid`` (dcgm-exporter's count of
-    Xids within its window, DCGM_EXP_XID_ERRORS_COUNT, by its ``xid`` label), ``last_xid`` (DCGM_FI_DEV_XID_ERRORS:
+    Xids within its window, DCGM_EXP_XID_ERRORS_COUNT, by its ``xid`` label), ``clock_event`` (its count of a clock
+    event reason within its window, DCGM_EXP_CLOCK_EVENTS_COUNT: ``hw_thermal``, ``sw_power_cap``, …, by its
+    ``clock_event`` label, NVIDIA/dcgm-exporter#261), ``last_xid`` (DCGM_FI_DEV_XID_ERRORS:
     the last Xid the GPU had, at some time — ``signatures/nvml.yaml``, ``dcgm.exporter.xid_last``),
     ``value`` (``value_text`` instead for NaN and ±Inf), ``gpu_index`` (label ``gpu``), ``pci`` (``pci_bus_id``),
     ``sample_ts_ms`` (the sample's own timestamp, when the line prints one),
@@ -78,6 +80,8 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
             f["counter"] = m.group("counter") if m else smp.name
             if smp.name == "DCGM_EXP_XID_ERRORS_COUNT" and lab.get("xid"):  # the windowed count's Xid
                 f["xid"] = lab["xid"]
+            elif smp.name == "DCGM_EXP_CLOCK_EVENTS_COUNT" and lab.get("clock_event"):  # the windowed count's reason
+                f["clock_event"] = lab["clock_event"]
             elif smp.name == "DCGM_FI_DEV_XID_ERRORS":  # the last Xid the GPU had, at some time: no Xid column
                 x = lab.get("err_code") or f.get("value")  # its newer err_code label (NVIDIA/DCGM#235), else its value
                 if x:

@@ -85,3 +85,27 @@ def test_a_thermal_violation_under_a_second_is_information(pipeline):
                               "for GPU 3")
     assert [(e["signature"], e["severity"]) for e in evs] == [("dcgm.diag_thermal_violation", "info")]
     assert raised(incs) == []
+
+
+EXPORTER = ('DCGM_EXP_CLOCK_EVENTS_COUNT{{gpu="0",UUID="GPU-b9f9e81b-bee7-34bc-af17-132ef6592740",device="nvidia0",'
+            'modelName="NVIDIA T400 4GB",Hostname="node07",DCGM_FI_DRIVER_VERSION="545.29.02",clock_event="{reason}",'
+            'window_size_in_ms="300000"}} {n}')
+
+
+def test_the_exporter_s_count_of_a_thermal_or_brake_reason_is_the_gpu_held_down(pipeline):
+    """NVIDIA/dcgm-exporter#261's sample: hw_thermal counted once in the window is GPU 0's thermal_power warning,
+    the power brake's action says the server, not the GPU."""
+    _, incs = run(pipeline, EXPORTER.format(reason="hw_thermal", n=1))
+    (inc,) = raised(incs)
+    assert (inc["category"], inc["severity"], inc["initiator"]["gpu_index"]) == ("thermal_power", "warning", 0)
+    assert "cooling" in inc["next_action"]
+    _, incs = run(pipeline, EXPORTER.format(reason="hw_power_brake", n=3))
+    (inc,) = raised(incs)
+    assert "BMC" in inc["next_action"] and "not at fault" in inc["next_action"]
+
+
+def test_the_exporter_s_idle_power_cap_and_zero_counts_raise_nothing(pipeline):
+    text = "\n".join([EXPORTER.format(reason="gpu_idle", n=2), EXPORTER.format(reason="sw_power_cap", n=40),
+                      EXPORTER.format(reason="hw_thermal", n=0)])
+    evs, incs = run(pipeline, text)
+    assert evs == [] and raised(incs) == []
