@@ -109,3 +109,25 @@ def test_the_exporter_s_idle_power_cap_and_zero_counts_raise_nothing(pipeline):
                       EXPORTER.format(reason="hw_thermal", n=0)])
     evs, incs = run(pipeline, text)
     assert evs == [] and raised(incs) == []
+
+
+# NVIDIA/NVSentinel#1371: the node condition its GpuThermalMarginWatch raised
+NVSENTINEL = """{Type:GpuThermalMarginWatch
+ Status:True
+ Reason:GpuThermalMarginWatchIsNotHealthy
+ Message:ErrorCode:GPU_TEMP_HW_SLOWDOWN_VIOLATION GPU:0 PCI:0000:00:00.0 GPU_UUID:GPU-00000000-0000-0000-0000-000000000000 GPU 0 thermal margin 59°C below HW slowdown T.Limit (slowdown=200°C) Recommended Action=CONTACT_SUPPORT;}"""  # noqa: E501
+
+
+def test_nvsentinel_s_thermal_margin_violation_is_the_gpu_s_cooling_not_a_gpu_to_replace(pipeline):
+    """NVSentinel cordons for it (CONTACT_SUPPORT); it read as nothing. The GPU of its bus id, a thermal_power
+    warning whose action is the cooling; the power brake's says the server."""
+    _, incs = run(pipeline, NVSENTINEL)
+    (inc,) = raised(incs)
+    assert (inc["category"], inc["severity"], inc["initiator"]["device"]) == ("thermal_power", "warning",
+                                                                              "0000:00:00.0")
+    assert "cooling" in inc["next_action"] and "replace" in inc["next_action"]
+    brake = ("ErrorCode:GPU_HW_POWER_BRAKE_VIOLATION GPU:2 PCI:0000:1b:00.0 GPU 2 hardware power brake asserted for 3 "
+             "consecutive poll(s) (clocks event reasons mask 0x8c)")
+    _, incs = run(pipeline, brake)
+    (inc,) = raised(incs)
+    assert inc["initiator"]["device"] == "0000:1b:00.0" and "BMC" in inc["next_action"]
