@@ -131,3 +131,19 @@ def test_nvsentinel_s_thermal_margin_violation_is_the_gpu_s_cooling_not_a_gpu_to
     _, incs = run(pipeline, brake)
     (inc,) = raised(incs)
     assert inc["initiator"]["device"] == "0000:1b:00.0" and "BMC" in inc["next_action"]
+
+
+def test_a_host_s_thermal_shutdown_is_one_critical_incident_of_its_cooling(pipeline):
+    """pyavitz/debian-image-builder#98: the thermal core's critical trip and the power-off it orders read as
+    nothing; one critical thermal_power incident of the host (no device), its action the cooling, not the GPUs.
+    A thermal zone's registration at boot is none."""
+    text = "\n".join(["Feb 10 17:37:44 node07 kernel: thermal thermal_zone0: gpu-thermal: critical temperature reached, "
+                      "shutting down",
+                      "Feb 10 17:37:44 node07 kernel: reboot: HARDWARE PROTECTION shutdown (Temperature too high)"])
+    evs, incs = run(pipeline, text)
+    assert [e["signature"] for e in evs] == ["host.thermal_shutdown"] * 2
+    (inc,) = raised(incs)
+    assert (inc["category"], inc["severity"], inc["initiator"]["device"]) == ("thermal_power", "critical", None)
+    assert "cooling" in inc["next_action"] and "not its GPUs" in inc["next_action"]
+    evs, _ = run(pipeline, "[    1.234567] thermal LNXTHERM:00: registered as thermal_zone0")
+    assert evs == []
