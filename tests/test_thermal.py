@@ -147,3 +147,36 @@ def test_a_host_s_thermal_shutdown_is_one_critical_incident_of_its_cooling(pipel
     assert "cooling" in inc["next_action"] and "not its GPUs" in inc["next_action"]
     evs, _ = run(pipeline, "[    1.234567] thermal LNXTHERM:00: registered as thermal_zone0")
     assert evs == []
+
+
+def run_many(pipeline, parts: list[tuple[str, str, int]]):
+    """``parts``: (host, text, the segment's reference time in µs: its file's time for lines that print none)."""
+    segs = [Segment(data=t.encode(), origin=f"t:{h}:{i}", stream=h, host=h, ref_ts=ts, ref_basis="file", ingest_ts=ts)
+            for i, (h, t, ts) in enumerate(parts)]
+    b = pipeline.run(Decoded(segments=segs))
+    return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
+# illinois-scicomp/machine-shop-maintenance#80's Xid 79 lines, dated; a FreeIPMI SEL row of a failed PSU
+# (thomas-krenn/check_ipmi_sensor_v3#66) captured five minutes later, its event timed by that capture
+XID79 = """[Tue Apr 15 16:50:03 2025] NVRM: GPU at PCI:0000:02:00: GPU-be29ae39-c771-a3b8-e7c3-83562ff86bbe
+[Tue Apr 15 16:50:03 2025] NVRM: Xid (PCI:0000:02:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."""
+PSU = ("4    | Apr-15-2025 | 16:50:01 | Power Supply 2 PS2 Status                         | Power Supply      | "
+       "Critical | Power Supply Failure detected")
+XID_TS = 1_744_735_803_000_000  # 2025-04-15T16:50:03Z
+
+
+def test_a_power_supply_failure_of_the_host_explains_its_gpu_falling_off_the_bus(pipeline):
+    """A PSU failure in the BMC's log and the Xid 79 of a GPU of that host were two incidents, the GPU's saying
+    "reseat or replace": one incident now, the host's power its initiator and the GPU downstream by the rule."""
+    incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node07", PSU, XID_TS + 300 * 1_000_000)])
+    (inc,) = raised(incs)
+    assert inc["initiator"]["fault"] == "host.bmc_power_fault" and inc["category"] == "thermal_power"
+    assert [d["device"] for d in inc["downstream"]] == ["0000:02:00.0"]
+    assert "power.host_power_fault_explains_gpu_fall" in {x["rule"] for x in inc["evidence"]}
+
+
+def test_another_host_s_power_fault_does_not_explain_a_gpu_fall(pipeline):
+    incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node08", PSU, XID_TS + 60 * 1_000_000)])
+    fall = [i for i in incs if i["initiator"]["host"] == "node07"]
+    assert [i["category"] for i in fall] == ["gpu_off_bus"] and fall[0]["downstream"] == []
