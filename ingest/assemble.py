@@ -483,6 +483,12 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
                 if (t := _failure_time(when, tz)) is not None:
                     p.ts, p.precision_us = t, US
+            elif (sel := _sel_time(details.get("sel_date"), details.get("sel_time"), tz)) is not None:
+                # a BMC event log row's own date and time (host.bmc_power_fault: ipmitool's "11/15/2019 | 18:50:40",
+                # FreeIPMI's "Dec-09-2024 | 21:12:29"), the BMC's clock: a SEL dumped days later put a PSU failure at
+                # the dump's time, and by that upper bound it explained any earlier Xid 79 of the host (a real-logs
+                # pass). "PostInit" rows print none and keep their file's time
+                p.ts, p.precision_us = sel, US
             elif ms := details.get("sample_ts_ms"):
                 # a Prometheus sample's own timestamp (ms): three samples ten minutes apart were all at their file's
                 # time, in no order, and a counter's rise had no rate (a break-it pass)
@@ -710,6 +716,22 @@ def _span_inherited(hits: list[Hit]) -> None:
 def _arrival_basis(seg: Segment) -> str:
     """The ``ts_basis`` of ``seg.ingest_ts``, its arrival: ``kafka`` (the append time) or ``file`` (the mtime)."""
     return "kafka" if seg.origin.startswith("kafka:") else "file"
+
+
+def _sel_time(date: str | None, clock: str | None, tz) -> int | None:
+    """A BMC event log row's date and time (``host.bmc_power_fault``'s ``sel_date`` and ``sel_time``): ipmitool's
+    ``11/15/2019`` / ``11/15/19`` (month first) and FreeIPMI's ``Dec-09-2024``, with ``18:50:40``, in µs, read in
+    ``tz`` (the BMC's clock prints no zone); None for ``PostInit``/``Pre-Init`` rows (the BMC did not know the time
+    yet), a missing part or a time no fleet's log carries."""
+    if not date or not clock:
+        return None
+    for form in ("%m/%d/%Y %H:%M:%S", "%m/%d/%y %H:%M:%S", "%b-%d-%Y %H:%M:%S"):
+        try:
+            t = to_us(datetime.strptime(f"{date} {clock}", form).replace(tzinfo=tz))
+        except (ValueError, OverflowError):
+            continue
+        return t if plausible(t) else None
+    return None
 
 
 def _failure_time(text: str, tz) -> int | None:

@@ -180,3 +180,17 @@ def test_another_host_s_power_fault_does_not_explain_a_gpu_fall(pipeline):
     incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node08", PSU, XID_TS + 60 * 1_000_000)])
     fall = [i for i in incs if i["initiator"]["host"] == "node07"]
     assert [i["category"] for i in fall] == ["gpu_off_bus"] and fall[0]["downstream"] == []
+
+
+def test_the_power_fault_is_placed_at_the_bmc_s_time_not_the_dump_s(pipeline):
+    """The row prints the BMC's date and time: a SEL dumped two days after the fall still explains it, and a row of
+    a PSU that failed months before (a PSU not plugged in at setup, thomas-krenn/check_ipmi_sensor_v3#33) does not
+    explain today's Xid 79 however soon after it the log was dumped (by the dump's time, an upper bound, it did)."""
+    later = XID_TS + 2 * 86400 * 1_000_000
+    incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node07", PSU, later)])
+    (inc,) = raised(incs)
+    assert inc["start"] == "2025-04-15T16:50:01.000000Z" and len(inc["downstream"]) == 1
+    old = PSU.replace("Apr-15-2025 | 16:50:01", "Jan-10-2025 | 09:12:44")
+    incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node07", old, XID_TS + 300 * 1_000_000)])
+    assert sorted(i["category"] for i in raised(incs)) == ["gpu_off_bus", "thermal_power"]
+    assert all(i["downstream"] == [] for i in incs)
