@@ -755,7 +755,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
 def _problem_openapi(app: FastAPI) -> None:
     """Document every error response as RFC 9457 ``application/problem+json`` with the Problem schema
-    (what the exception handlers return), on every operation, for 400/401/404/413/422/429/500/503."""
+    (what the exception handlers return), on every operation, for 400/401/404/413/422/429/500/503, but a status
+    whose body the route declares itself (``/healthz``'s 503: the Healthz shape)."""
     from fastapi.openapi.utils import get_openapi
 
     def openapi() -> dict[str, Any]:
@@ -774,6 +775,11 @@ def _problem_openapi(app: FastAPI) -> None:
                         resps.pop(code, None)  # public: the app's default responses listed a 401 (a break-it pass)
                         continue
                     r = resps.setdefault(code, {"description": Problem.__doc__.strip()})
+                    schema = next(iter((r.get("content") or {}).values()), {}).get("schema", {})
+                    if r.get("content") and schema.get("$ref", "").rpartition("/")[2] not in (
+                            "Problem", "HTTPValidationError"):
+                        continue  # the route's own body for this status (/healthz's 503 is a Healthz, not a
+                        # Problem: the schema said problem+json, a break-it pass); FastAPI's 422 is the Problem
                     r["content"] = {PROBLEM: {"schema": ref}}
         comps.pop("HTTPValidationError", None)
         comps.pop("ValidationError", None)

@@ -42,8 +42,8 @@ def lake_of(root, paths) -> tuple:
 
 
 class Server:
-    def __init__(self, settings: Settings):
-        self.server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0,
+    def __init__(self, settings: Settings, health=None):
+        self.server = uvicorn.Server(uvicorn.Config(create_app(settings, health=health), host="127.0.0.1", port=0,
                                                     log_level="warning"))
         self.t = threading.Thread(target=self.server.run, daemon=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.checks import not_a_server_error, positive_data_acceptance
 
 from schemas.settings import Settings
 from tests.test_api import Server, lake  # noqa: F401  (the module-scoped lake fixture)
@@ -55,3 +55,19 @@ def test_public_routes_document_no_401(lake):  # noqa: F811
         paths = client.get("/openapi.json").json()["paths"]
     assert "401" not in paths["/healthz"]["get"]["responses"] and "401" not in paths["/metrics"]["get"]["responses"]
     assert "401" in paths["/incidents"]["get"]["responses"]
+
+
+def test_an_unhealthy_healthz_conforms_to_its_schema(lake):  # noqa: F811
+    """/healthz's 503 is the Healthz body (application/json, status ``unhealthy`` and the reason), as its route
+    declares: the schema said application/problem+json with the Problem shape (every error status was documented as
+    a Problem, over the route's own model), so a client made from the schema could not read why the service was
+    unhealthy; schemathesis, run above against a healthy server, never saw a 503 (a break-it pass)."""
+    root, _ = lake
+    why = {"ok": False, "reason": "ingest cannot store: lake not writable"}
+    with Server(Settings(lake=str(root)), health=lambda: why) as client:
+        schema = schemathesis.openapi.from_url(f"{client.base_url}/openapi.json")
+        documented = schema.raw_schema["paths"]["/healthz"]["get"]["responses"]["503"]["content"]
+        # a 503 is what this server should answer: every other check (status documented, content type, body)
+        response = schema["/healthz"]["GET"].Case().call_and_validate(excluded_checks=[not_a_server_error])
+    assert response.status_code == 503 and response.json()["reason"] == why["reason"]
+    assert list(documented) == ["application/json"]
