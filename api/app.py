@@ -32,7 +32,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter,
+                      WithJsonSchema)
 
 from api.incident_render import to_html as incident_html
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
@@ -310,10 +311,14 @@ def _comm_id(text: str | None) -> str | None:
     return f"0x{hexa.lower()}"
 
 
+#: the OpenAPI schema of ``since`` and ``until``: a string, as they take more than RFC 3339's ``date-time`` (Unix
+#: seconds, bare dates, ISO 8601's basic form, a time without an offset); ``format: date-time`` made a client or
+#: gateway that validates requests against the schema refuse those (a break-it pass)
+_TIME_SCHEMA = WithJsonSchema({"type": "string", "examples": ["2026-12-01T03:12:00Z", "2026-12-01", "1764558720"]})
 #: ``since`` of the query routes: a date-time, or a date meaning from the start of that UTC day (:func:`_from_day`)
-Since = Annotated[datetime | None, BeforeValidator(_from_day)]
+Since = Annotated[datetime | None, BeforeValidator(_from_day), _TIME_SCHEMA]
 #: ``until`` of the query routes: a date-time, or a date meaning its whole UTC day (:func:`_through_day`)
-Until = Annotated[datetime | None, BeforeValidator(_through_day)]
+Until = Annotated[datetime | None, BeforeValidator(_through_day), _TIME_SCHEMA]
 #: ``since`` / ``until`` of the routes whose description is only that
 SinceQuery = Annotated[Since, Query(description="ISO 8601 (a time without an offset is UTC; the basic form too) or "
                                                 "Unix seconds; a bare date (2026-12-01 or 20261201): from the start "
