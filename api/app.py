@@ -408,6 +408,47 @@ class WorkerMetrics:
                 yield fam
 
 
+def _answer_problems(app: FastAPI) -> None:
+    """Answer every error of ``app`` as RFC 9457 ``application/problem+json`` (:class:`Problem`): its own
+    ``HTTPException``s and the router's 404/405, refused parameters (422), a lake that cannot be read (503) and
+    anything else (500, without a stack trace). The API and the workers' own ``/healthz`` and ``/metrics`` both: a
+    worker answered FastAPI's ``{"detail": "Not Found"}`` as application/json (a break-it pass)."""
+
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # RFC 9457: the title is the kind of problem (the status phrase), the detail this occurrence; a 422 is
+        # "invalid request" whether the route or the parameters' validation (below) refused the request
+        try:
+            title = "invalid request" if exc.status_code == 422 else HTTPStatus(exc.status_code).phrase
+        except ValueError:
+            title = "error"
+        r = _problem(exc.status_code, title, str(exc.detail), instance=request.url.path)
+        for k, v in (exc.headers or {}).items():
+            r.headers[k] = v
+        return r
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # a body that is no JSON is "the body is not JSON: …" (it was "body.0: JSON decode error")
+        detail = "; ".join(f"the body {error_text(e)}" if e["type"] == "json_invalid" and e["loc"][:1] == ("body",)
+                           else f"{'.'.join(map(str, e['loc']))}: {error_text(e)}{_plus_hint(e)}" for e in exc.errors())
+        if any(tuple(e["loc"][:1]) == ("body",) and (len(e["loc"]) == 1 or e["type"] == "json_invalid")
+               for e in exc.errors()):
+            # `curl -d 'SELECT 1' …/sql` (a form body) or a query not wrapped in JSON: pydantic's words alone did not
+            # say what the body is (a fresh-user trial)
+            detail += ('; the body is a JSON object, Content-Type: application/json, e.g. {"query": "SELECT 1"} '
+                       "(curl --json '{\"query\": \"SELECT 1\"}' …)")
+        return _problem(422, "invalid request", detail, request.url.path)
+
+    @app.exception_handler(StoreError)
+    async def _store(request: Request, exc: StoreError) -> JSONResponse:
+        return _problem(503, "the lake could not be read", str(exc), request.url.path)
+
+    @app.exception_handler(Exception)
+    async def _any(request: Request, exc: Exception) -> JSONResponse:  # no stack traces in responses
+        return _problem(500, "internal error", type(exc).__name__, request.url.path)
+
+
 def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_modules: tuple[Any, ...],
                       leave_out: frozenset[str] = frozenset()) -> FastAPI:
     """The HTTP endpoints of an ``ingest`` or ``correlate`` worker (``--port``, the ``worker_port`` setting): what an
@@ -419,6 +460,7 @@ def create_worker_app(worker: str, health: Callable[[], dict[str, Any]], metric_
     reported = WorkerMetrics(metric_modules, leave_out)
     app = FastAPI(title=f"firstfault {worker} worker", version="0.1.0", docs_url=None, redoc_url=None,
                   openapi_tags=[{"name": "operations", "description": "Health and Prometheus metrics."}])
+    _answer_problems(app)
 
     @app.head("/healthz", include_in_schema=False)
     @app.get("/healthz", response_model=WorkerHealthz, responses={503: {"model": WorkerHealthz}},
@@ -485,39 +527,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
     app.add_middleware(HeadAsGet)
 
-    @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        # RFC 9457: the title is the kind of problem (the status phrase), the detail this occurrence; a 422 is
-        # "invalid request" whether the route or the parameters' validation (below) refused the request
-        try:
-            title = "invalid request" if exc.status_code == 422 else HTTPStatus(exc.status_code).phrase
-        except ValueError:
-            title = "error"
-        r = _problem(exc.status_code, title, str(exc.detail), instance=request.url.path)
-        for k, v in (exc.headers or {}).items():
-            r.headers[k] = v
-        return r
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # a body that is no JSON is "the body is not JSON: …" (it was "body.0: JSON decode error")
-        detail = "; ".join(f"the body {error_text(e)}" if e["type"] == "json_invalid" and e["loc"][:1] == ("body",)
-                           else f"{'.'.join(map(str, e['loc']))}: {error_text(e)}{_plus_hint(e)}" for e in exc.errors())
-        if any(tuple(e["loc"][:1]) == ("body",) and (len(e["loc"]) == 1 or e["type"] == "json_invalid")
-               for e in exc.errors()):
-            # `curl -d 'SELECT 1' …/sql` (a form body) or a query not wrapped in JSON: pydantic's words alone did not
-            # say what the body is (a fresh-user trial)
-            detail += ('; the body is a JSON object, Content-Type: application/json, e.g. {"query": "SELECT 1"} '
-                       "(curl --json '{\"query\": \"SELECT 1\"}' …)")
-        return _problem(422, "invalid request", detail, request.url.path)
-
-    @app.exception_handler(StoreError)
-    async def _store(request: Request, exc: StoreError) -> JSONResponse:
-        return _problem(503, "the lake could not be read", str(exc), request.url.path)
-
-    @app.exception_handler(Exception)
-    async def _any(request: Request, exc: Exception) -> JSONResponse:  # no stack traces in responses
-        return _problem(500, "internal error", type(exc).__name__, request.url.path)
+    _answer_problems(app)
 
     # HEAD too (a load balancer's probe): the same handler, one operation in the schema (two would share its id)
     def known_host(host: str | None, found: bool) -> None:

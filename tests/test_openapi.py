@@ -1,4 +1,5 @@
-"""Schemathesis against the API's own OpenAPI schema, served by the real uvicorn server over a real lake.
+"""The HTTP contract: schemathesis against the API's own OpenAPI schema, served by the real uvicorn server over a
+real lake; the schema of what the generated cases do not reach; a worker's own HTTP server.
 
 Every operation is called with generated requests; the checks are schemathesis' defaults: no 5xx, and
 responses conform to the schema (status codes, content types, bodies). (Driven through schemathesis'
@@ -6,12 +7,19 @@ hypothesis strategies rather than its pytest plugin, which does not run under py
 
 from __future__ import annotations
 
+import threading
+import time
+
+import httpx
 import jsonschema
 import pytest
 import schemathesis
+import uvicorn
 from hypothesis import HealthCheck, given, settings
+from prometheus_client.parser import text_string_to_metric_families
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
 
+from api.app import create_worker_app
 from schemas.settings import Settings
 from tests.test_api import Server, api, lake  # noqa: F401  (the module-scoped fixtures)
 
@@ -95,3 +103,32 @@ def test_the_schema_of_since_and_until_takes_every_form_the_api_takes(api):  # n
             r = api.get(path.replace("{host}", "node004"), params=query)
             assert r.status_code == 200, (path, v, r.text)
             assert validator.is_valid(v), (path, p["name"], v, p["schema"])
+
+
+def test_a_workers_errors_are_problems_as_the_apis():
+    """An ingest or correlate worker's own HTTP server (``--port``) answers a wrong path or method as RFC 9457
+    ``application/problem+json``, as the API does (README "HTTP API"); it answered FastAPI's ``{"detail": "Not
+    Found"}`` as application/json (a break-it pass). Its /metrics parses as Prometheus text, each family documented.
+    A real uvicorn server of ``create_worker_app``; the worker's health is a stub (no broker: what is tested is the
+    HTTP surface)."""
+    import ingest.metrics
+
+    app = create_worker_app("ingest", lambda: {"ok": True, "reason": ""}, (ingest.metrics,))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        for method, path, status in (("GET", "/nope", 404), ("POST", "/metrics", 405)):
+            r = httpx.request(method, base + path)
+            assert (r.status_code, r.headers["content-type"]) == (status, "application/problem+json"), r.text
+            assert r.json()["status"] == status and r.json()["instance"] == path
+        text = httpx.get(base + "/metrics").text
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert {"firstfault_lines", "firstfault_ingest_healthy", "firstfault_batch_seconds"} <= set(families)
+        assert all(f.documentation for f in families.values())
+    finally:
+        server.should_exit = True
+        t.join(10)
