@@ -132,3 +132,17 @@ def test_a_workers_errors_are_problems_as_the_apis():
     finally:
         server.should_exit = True
         t.join(10)
+
+
+def test_the_schemas_are_valid_openapi(api):  # noqa: F811
+    """The API's /openapi.json, as the server serves it, and a worker's are valid OpenAPI 3.1 documents
+    (openapi-spec-validator): ``_problem_openapi`` rewrites the generated one by hand, which neither FastAPI nor
+    schemathesis' case generation checks."""
+    import ingest.metrics
+
+    from openapi_spec_validator import validate
+
+    spec = api.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.1")
+    validate(spec)
+    validate(create_worker_app("ingest", lambda: {"ok": True}, (ingest.metrics,)).openapi())
