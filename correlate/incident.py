@@ -46,10 +46,14 @@ def iso(us: int) -> str:
 
 def incident_id(events: list[Ev]) -> str:
     """Stable id: from the earliest logged member event (time, then event id; an operator's symptom only when
-    the incident holds nothing else). Replays give the same id, and a symptom added to the logs leaves it."""
-    logged = [e for e in events if e.signature != SYMPTOM] or events
-    first = min(logged, key=lambda e: e.order)
-    return "inc-" + hashlib.blake2b(first.event_id.encode(), digest_size=8).hexdigest()
+    the incident holds nothing else, with the time it was placed at: the time given, else its host's last line's).
+    Replays give the same id, and a symptom added to the logs leaves it. An untimed symptom's event id is of the
+    report alone, so "hang" on node01 gave the same incident id over two cases' different logs (a fresh user's
+    trial: two hangs of one host would share a ticket)."""
+    logged = [e for e in events if e.signature != SYMPTOM]
+    first = min(logged or events, key=lambda e: e.order)
+    key = first.event_id if logged else f"{first.event_id}@{first.ts}"
+    return "inc-" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 def member_ids(inc: dict[str, Any]) -> list[str]:

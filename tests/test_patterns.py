@@ -383,6 +383,20 @@ def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pip
     assert sorted((i["pattern"], i["category"], i["initiator"]["candidates"]) for i in incs) == [
         ("operator.symptom_only", "other", ["node07"]), ("operator.symptom_only", "other", ["node08"])]
     assert all("py-spy" not in i["next_action"] for i in incs)
+    # the same report over the same logs is the same incident; over another day's logs of the host, another (its
+    # id was of the report alone: two hangs of one host would share a ticket, a fresh user's trial)
+    assert correlate(b.events, b.link_samples, b.topology, now_us=T0, symptoms=[hang])[0]["id"] == inc["id"]
+    ids = []
+    for day in ("11-30", "12-01"):  # a rank's init line of the host (information): where the report is placed
+        init = INIT.format(host="node07", pid=100, dev=0, rank=0, n=8, bus="18")
+        line = f"2026-{day}T03:12:01.000000+00:00 node07 python[100]: {init}"
+        seg2 = Segment(data=line.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
+                       ref_basis="kafka", ingest_ts=T0)
+        b2 = pipeline.run(Decoded(segments=[seg2]))
+        (other,) = correlate(b2.events, b2.link_samples, b2.topology, now_us=T0, symptoms=[hang])
+        assert other["pattern"] == "operator.symptom_only"
+        ids.append(other["id"])
+    assert len(set(ids)) == 2
     logged = quiet + "\n" + XID74.format(s=2, bus="18", link=0)
     seg = Segment(data=logged.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
