@@ -855,6 +855,28 @@ def test_unstamped_line_timed_by_its_file_is_an_upper_bound(pipeline):
     assert orjson.loads(ev[0]["details"])["ts_upper_bound"] is True
 
 
+@pytest.mark.parametrize("line, want", [
+    # slurmstepd's own lines as srun relays them to the job's output: no stamp of the line's own, a time in the
+    # message (chrisknewman/tusas#149; the STEPD line's stamp removed, as srun prints it)
+    ("slurmstepd: error: *** STEP 4008.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 DUE TO TIME LIMIT ***",
+     "2023-12-05T07:16:01"),
+    ("error: *** STEP 63532.0 STEPD TERMINATED ON cn106 AT 2020-12-14T09:44:56 DUE TO JOB NOT ENDING WITH SIGNALS ***",
+     "2020-12-14T09:44:56"),
+    ("slurmstepd: error: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+     "2018-08-06T17:21:44"),
+    ("slurmstepd: error: *** STEP 4008.0 ON nid001277 CANCELLED AT Tuesday ***", None),  # not a time: its file's
+])
+def test_a_line_that_prints_its_own_time_in_its_message_takes_it(pipeline, line, want):
+    """A signature's ``line_time`` group (an ISO 8601 time the message prints, read in the configured zone when
+    it names none) times a line that has no stamp of its own: Slurm's cancel of a step was at its file's copy time,
+    hours from the node's dmesg (a real-logs pass)."""
+    (ev,) = run(pipeline, line, basis="file").events.to_pylist()
+    if want is None:
+        assert ev["ts_basis"] == "file"
+    else:
+        assert ev["ts_basis"] == "line" and ev["ts"] == datetime.fromisoformat(want).replace(tzinfo=timezone.utc)
+
+
 _DCGMI_ROW = (b"| Warning                   | GPU 0GPU 0's NvLink link 0 is currently down   |\n"
               b"|                           | Run a field diagnostic on the GPU., GPU 0GPU   |\n"
               b"|                           | 0's NvLink link 1 is currently down Run a fie  |\n")
