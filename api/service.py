@@ -44,25 +44,65 @@ log = logging.getLogger("firstfault.service")
 S = 1_000_000
 
 
+#: hours back a worker catches up on the degraded-link reports it did not write (it was stopped, or the lake refused
+#: them): a day of reports, written one a tick; older hours are said, not written (``firstfault report --store``)
+CATCH_UP_HOURS = 24
+
+
 class Hourly:
-    """Writes the degraded-link report of each finished hour once its allowed lateness has passed."""
+    """Writes the degraded-link report of each finished hour once its allowed lateness has passed: the hour due
+    (``degraded_links.due_hour``) and those before it since the last report written (by this worker, else the latest
+    stored in the lake within ``CATCH_UP_HOURS``), oldest first, one a call. A worker stopped from 03:10 to 05:10,
+    or whose lake refused writes as long, wrote only 04's report: 03's was never written, and nothing said so (a
+    break-it pass). ``done``: the last hour written (a UTC ``datetime``), None before the first."""
 
     def __init__(self, settings: Settings, lake: Lake) -> None:
         self.settings, self.lake, self.done, self.failed = settings, lake, None, None
+        #: the first hour not written yet (``_next``): None until the lake was searched for the latest report stored
+        self.owed = None
+
+    def _stored(self, hour) -> bool:
+        from api.report import report_dir
+
+        return self.lake.exists(f"{report_dir(f'{hour:%Y-%m-%dT%H}')}/degraded_links.html")
+
+    def _next(self, due):
+        """The hour to write at ``due`` (the hour due now), or None when every hour up to it is written. Raises
+        OSError when the lake cannot be searched."""
+        from datetime import timedelta
+
+        hour = timedelta(hours=1)
+        if self.owed is None:  # a worker's start: after the latest report stored, else (a new lake) the hour due
+            stored = next((due - k * hour for k in range(CATCH_UP_HOURS + 1) if self._stored(due - k * hour)), None)
+            self.owed = due if stored is None else stored + hour
+        if self.owed > due:  # written (the clock may step back); again if its files went
+            return None if self._stored(due) else due
+        if due - self.owed >= CATCH_UP_HOURS * hour:
+            first, self.owed = self.owed, due - (CATCH_UP_HOURS - 1) * hour
+            log.warning("degraded-link reports for %s to %s not written: the service wrote none for more than %d "
+                        "hours; write them with `firstfault report degraded-links --hour HOUR --store`",
+                        f"{first:%Y-%m-%dT%H}", f"{self.owed - hour:%Y-%m-%dT%H}", CATCH_UP_HOURS,
+                        extra={"stage": "report", "error_code": "report_skipped"})
+        return self.owed
 
     async def maybe_write(self) -> None:
-        from datetime import datetime, timezone
+        """Write the report of the next hour to write (``_next``), if any. A lake that refuses it (StoreError,
+        OSError, ValueError) is logged as a warning; any other error once an hour with its traceback. Either way
+        the next call tries the same hour again: none is skipped while the lake refuses."""
+        from datetime import datetime, timedelta, timezone
 
         from api.degraded_links import due_hour
-        from api.report import report_dir, write_hourly
+        from api.report import write_hourly
         from api.store import StoreError
 
-        h = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
-        if h == self.done and self.lake.exists(f"{report_dir(f'{h:%Y-%m-%dT%H}')}/degraded_links.html"):
-            return
+        h = due = due_hour(datetime.now(timezone.utc), self.settings.allowed_lateness_s)
         try:
+            h = await asyncio.to_thread(self._next, due)
+            if h is None:
+                return
             await asyncio.to_thread(write_hourly, self.settings, h)
             self.done = h
+            self.owed = max(self.owed, h + timedelta(hours=1))
         except (StoreError, OSError, ValueError) as e:  # the next tick tries again
             log.warning("degraded-link report for %s not written: %s", h, e)
         except Exception as e:  # noqa: BLE001 — a defect: said with its traceback once an hour, the ticks go on (a

@@ -307,6 +307,62 @@ def test_write_hourly_writes_every_format(lake_settings, report, stored):
     assert not [f for f in d.iterdir() if f.name.startswith(".")]  # no temporary file left
 
 
+def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeypatch, caplog):
+    """A correlate worker writes the report of the hour that is due (``Hourly.maybe_write``). One that was stopped
+    from 03:10 to 05:10, or whose lake refused writes as long, then wrote only 04's: 03's, the hour with the
+    degraded links, was never written, and nothing said so (a break-it pass). The hours since the last report stored
+    are written, oldest first, one a tick. The wall clock is the one thing faked (``due_hour``): hours cannot pass."""
+    import asyncio
+    import logging
+
+    import api.degraded_links
+    from api.service import Hourly
+
+    lake_dir = tmp_path / "lake"
+    shutil.copytree(lake_settings.lake, lake_dir)
+    shutil.rmtree(lake_dir / "reports", ignore_errors=True)  # what other tests stored
+    settings = lake_settings.model_copy(update={"lake": str(lake_dir)})
+    lake = Lake(settings.lake)
+    due = {"hour": datetime(2026, 11, 30, 2, tzinfo=timezone.utc)}
+    monkeypatch.setattr(api.degraded_links, "due_hour", lambda now, lateness_s: due["hour"])
+    out = lake.root / "reports" / "degraded_links" / "date=2026-11-30"
+
+    def written() -> list[str]:
+        return sorted(d.name for d in out.iterdir() if (d / "degraded_links.html").exists()) if out.exists() else []
+
+    asyncio.run(Hourly(settings, lake).maybe_write())  # the worker at 03:10
+    assert written() == ["hour=02"]
+    due["hour"] = datetime(2026, 11, 30, 4, tzinfo=timezone.utc)  # stopped, started again at 05:10
+    restarted = Hourly(settings, lake)
+    for _ in range(3):  # ticks
+        asyncio.run(restarted.maybe_write())
+    assert written() == ["hour=02", "hour=03", "hour=04"]
+    assert (out / "hour=03" / "degraded_links.json").read_bytes() == GOLDEN.read_bytes()
+
+    # the same worker, its lake refusing the reports for longer than an hour (a file where their folder goes)
+    due["hour"] = datetime(2026, 11, 30, 5, tzinfo=timezone.utc)
+    shutil.move(out, tmp_path / "aside")
+    out.write_bytes(b"")
+    asyncio.run(restarted.maybe_write())
+    due["hour"] = datetime(2026, 11, 30, 6, tzinfo=timezone.utc)
+    asyncio.run(restarted.maybe_write())
+    out.unlink()
+    shutil.move(tmp_path / "aside", out)
+    for _ in range(3):
+        asyncio.run(restarted.maybe_write())
+    assert written() == ["hour=02", "hour=03", "hour=04", "hour=05", "hour=06"]
+
+    # none written for more than a day (a lake refusing them, the process suspended): the last 24 hours are
+    # written, the ones before are said. (A worker started again finds the reports stored within those 24 hours.)
+    due["hour"] = datetime(2026, 12, 1, 8, tzinfo=timezone.utc)
+    later = restarted
+    with caplog.at_level(logging.WARNING, logger="firstfault.service"):
+        asyncio.run(later.maybe_write())
+    [said] = [r for r in caplog.records if getattr(r, "error_code", None) == "report_skipped"]
+    assert "2026-11-30T07 to 2026-11-30T08 not written" in said.getMessage()
+    assert later.done == datetime(2026, 11, 30, 9, tzinfo=timezone.utc) and "hour=09" in written()
+
+
 # --- HTTP and CLI ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def api(lake_settings):
