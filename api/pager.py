@@ -73,6 +73,7 @@ not counted; their failures show in ``health()``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import fcntl
 import logging
@@ -222,6 +223,20 @@ def _epoch(s: str | None) -> float | None:
     return datetime.fromisoformat(s).timestamp() if s else None
 
 
+def evidence_end(inc: dict[str, Any]) -> float | None:
+    """When an incident's last evidence was written by the fleet's clock, epoch seconds: its ``end`` plus the largest
+    clock offset of its hosts (its ``clocks``: ``correlate.window.estimate_clocks``), no earlier than the time
+    ``correlate.incident.finish`` judges it quiet by. The ``end`` alone of a host whose clock ran 20 min behind
+    resolved its page as soon as it was opened (a break-it pass). None without an ``end``; ValueError for one that
+    is no ISO 8601 time."""
+    end = _epoch(inc.get("end"))
+    if end is None:
+        return None
+    offsets = [c.get("offset_s") for c in (inc.get("clocks") or {}).values() if isinstance(c, dict)]
+    offsets = [o for o in offsets if isinstance(o, (int, float))]
+    return end + max(offsets) if offsets else end
+
+
 def api_base_url(host: str, port: int) -> str:
     """The API's base URL at ``host:port`` as a link for someone on another machine: a wildcard address
     (``0.0.0.0``, ``::``) as this machine's name, an IPv6 address in brackets."""
@@ -367,6 +382,8 @@ def page_view(inc: dict[str, Any]) -> dict[str, Any]:
     view = {k: inc.get(k) for k in keys}
     view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
     view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in inc.get("downstream") or []]
+    with contextlib.suppress(ValueError, TypeError):
+        view["evidence_end"] = evidence_end(inc)  # what ``_expire`` judges it quiet by
     return view
 
 
@@ -684,7 +701,7 @@ class Pager:
                 if init and any(init & ex for iid, ex in explains.items() if iid != inc["id"]):
                     continue
                 try:
-                    end = _epoch(inc.get("end"))
+                    end = evidence_end(inc)
                     labels = alert_labels(firsts.get(inc["id"]) or inc)
                     view = page_view(inc) | {"page_labels": labels, "adopted": True}
                 except (ValueError, TypeError, KeyError, AttributeError):
@@ -737,7 +754,8 @@ class Pager:
         with self._tx():
             for pid, doc in self.db.execute("SELECT incident_id, doc FROM pages WHERE status = 'open'").fetchall():
                 view = orjson.loads(doc)
-                end = _epoch(view.get("end"))
+                # a page written before its view held ``evidence_end`` is judged by its ``end``
+                end = view["evidence_end"] if "evidence_end" in view else _epoch(view.get("end"))
                 if end is not None and now - end > self.resolve_after_s:
                     log.info("page %s resolved: no new evidence for %.0f s", pid, now - end)
                     self._resolve_page(pid, view)

@@ -381,7 +381,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
         for scene, v, made in parts:
             same = initiator_key(v.initiator)
             inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
-                         previous=history.get(same, []))
+                         previous=history.get(same, []), offsets_us=offsets)
             inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
                              for h in sorted({e.host for e in scene.events})}
             history.setdefault(same, []).append(inc)

@@ -429,9 +429,11 @@ def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
 
 
 def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
-           previous: list[dict[str, Any]] | None = None, version: int = 1) -> dict[str, Any]:
+           previous: list[dict[str, Any]] | None = None, version: int = 1,
+           offsets_us: dict[str, int] | None = None) -> dict[str, Any]:
     """A copy of ``body`` (made of ``scene`` and ``v``) with ``version``; ``status`` (``resolved`` once its last
-    event is older than ``resolve_after_us`` at ``now_us``, µs; else ``open``); and ``recurrence``: the earlier
+    event is older than ``resolve_after_us`` at ``now_us``, µs, each event's time moved by its host's clock offset,
+    ``offsets_us``: ``window.estimate_clocks``, host -> µs to add; else ``open``); and ``recurrence``: the earlier
     incidents of ``previous`` with the same initiator (that started no later than this one, each once: the
     streaming correlator passes its emitted incidents, later ones too), not this incident's own emitted
     versions (it re-renders an emitted incident at each step) nor one it superseded (the same fault)."""
@@ -440,7 +442,11 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
                  and p["start"] <= body["start"] and _same_initiator(p, v.initiator)}.values())
     inc = dict(body)
     inc["version"] = version
-    inc["status"] = "resolved" if now_us - max(e.ts for e in scene.events) > resolve_after_us else "open"
+    # quiet by the fleet's clock, not the host's: the Xid 79 of a host whose clock ran 20 min behind came out
+    # "resolved" the moment it was emitted, and was paged as a trigger and its resolve at once (a break-it pass)
+    off = offsets_us or {}
+    last = max(e.ts + off.get(e.host, 0) for e in scene.events)
+    inc["status"] = "resolved" if now_us - last > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}
     # the on-call engineer reads the explanation: a fault that came back is escalated, not handled anew. Only the same

@@ -311,6 +311,51 @@ def test_open_page_resolves_when_evidence_stops(tmp_path, pd):
     pager.close()
 
 
+def test_a_host_whose_clock_runs_behind_is_paged_until_its_fault_goes_quiet(tmp_path, pd):
+    """A host whose clock runs 20 minutes behind the fleet's (its Kafka append times say so: the correlator's clock
+    offset) sends an Xid 79. Its incident came out of the correlator ``resolved`` at once, and the pager sent the
+    trigger and its resolve together (a break-it pass). It is open, and its page too, until its evidence has been
+    quiet for ``resolve_after_s`` by the fleet's clock. The real streaming correlator and pager; the receiver is the
+    local PagerDuty-like server."""
+    from correlate.stream import StreamCorrelator
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    S = 1_000_000
+    now = int(time.time()) * S
+
+    def row(eid, host, ts, dev, xid, severity):
+        return {"event_id": eid, "ts": ts, "ts_basis": "line", "host": host, "source": "dmesg", "kind": "xid",
+                "signature": "xid", "severity": severity, "device_type": "gpu", "device": dev, "xid": xid,
+                "message": f"NVRM: Xid (PCI:{dev}): {xid}", "ts_precision_us": 1, "count": 1,
+                "origin": f"kafka:fleet.dmesg/0/{eid}:0", "ingest_ts": ts + 100_000}
+
+    rows = [row(f"{h}-{k}", h, now - 60 * S + k * S, f"0000:{k + 1:02x}:00.0", 13, "warning")
+            for h in ("node01", "node02", "node03") for k in range(6)]  # the fleet's clocks: right
+    behind = 1200 * S
+    rows += [{**row(f"node07-{k}", "node07", now - 60 * S + k * S - behind, "0000:18:00.0", 79, "critical"),
+              "ingest_ts": now - 60 * S + k * S + 100_000} for k in range(6)]
+    sc = StreamCorrelator()
+    sc.add(to_table(rows, EVENTS_SCHEMA), now_us=now)
+    [fell] = [i for i in sc.step(now + 200 * S) if i["initiator"]["host"] == "node07"]
+    assert fell["clocks"]["node07"]["offset_s"] == 1200.0
+    assert fell["status"] == "open"
+
+    clock = [now / S + 200]
+    pager = Pager(pd_settings(tmp_path, pd.url, resolve_after_s=900), clock=lambda: clock[0])
+    pager.enqueue([fell])
+    asyncio.run(pager.flush(5))
+    clock[0] += 600  # 805 s after the last Xid by the fleet's clock, 2005 s by node07's
+    asyncio.run(pager.flush(5))
+    assert [(x["event_action"], x["dedup_key"]) for x in pd.bodies()] == [("trigger", fell["id"])]
+    clock[0] += 100  # 905 s: quiet
+    asyncio.run(pager.flush(5))
+    assert [x["event_action"] for x in pd.bodies()] == ["trigger", "resolve"]
+    [later] = [i for i in sc.step(int(clock[0] * S)) if i["id"] == fell["id"]]
+    assert later["status"] == "resolved"
+    pager.close()
+
+
 # ---- delivery: outages, restarts, rejects -----------------------------------------------------------------
 
 
