@@ -644,7 +644,7 @@ def missing_cause(scene: Scene) -> Verdict | None:
 def _host_parties(scene: Scene, host: str, faults: list[Ev]) -> tuple[list[Party], list]:
     """The downstream parties and context of a verdict whose initiator is ``host`` itself through ``faults``: those
     of :func:`downstream_parties` that hold more than those faults."""
-    down, ctx = downstream_parties(scene, (host, None, None), [])
+    down, ctx = downstream_parties(scene, (host, None, None), faults)
     return [p for p in down if not set(p.events) <= set(faults)], ctx
 
 
@@ -754,7 +754,7 @@ def fabric_manager(scene: Scene) -> Verdict | None:
                      f"{' (CUDA error ' + ', '.join(codes) + ')' if codes else ''} on "
                      f"{len({scene.subject[e.event_id] for e in nvls})} GPU(s)")
     init_events = fm + nvls
-    down, ctx = downstream_parties(scene, (host, None, None), [])
+    down, ctx = downstream_parties(scene, (host, None, None), init_events)
     down = [p for p in down if not set(p.events) <= set(init_events)]
     return Verdict(
         pattern="platform.fabric_manager", category="fabric_manager",
