@@ -178,8 +178,15 @@ class Health:
     lag: dict[str, int] = field(default_factory=dict)
 
     def fail(self, reason: str) -> None:
+        """Unhealthy for ``reason`` (``"kafka: …"`` when the broker is the cause, ``"lake: …"`` when storing is),
+        logged once per reason with ``stage``/``error_code`` ``kafka``/``broker_unavailable`` or
+        ``store``/``store_failed``: a broker outage was logged as a storage failure, and an alert routed on
+        ``store_failed`` read it as the lake's (a break-it pass)."""
         if self.ok or self.reason != reason:
-            log.error("ingest unhealthy: %s", reason, extra={"stage": "store", "error_code": "store_failed"})
+            broker = reason.startswith("kafka:")
+            log.error("ingest unhealthy: %s", reason, extra={"stage": "kafka" if broker else "store",
+                                                              "error_code": "broker_unavailable" if broker
+                                                              else "store_failed"})
         self.ok, self.reason = False, reason
         metrics.HEALTHY.set(0)
         metrics.STORE_FAILURES.inc()

@@ -847,3 +847,21 @@ def test_stopping_a_client_survives_the_cancelled_fetch_aiokafka_re_raises():
         return "swallowed"
 
     assert asyncio.run(main()) == "cancelled"
+
+
+def test_an_unhealthy_ingest_worker_names_the_broker_or_the_lake_in_its_log(caplog):
+    """A broker that does not answer is logged ``stage: kafka``, ``error_code: broker_unavailable``; a lake that
+    refuses a batch ``stage: store``, ``error_code: store_failed``; each once per reason (a broker outage was logged
+    as a storage failure, and an alert routed on store_failed read it as the lake's: a break-it pass)."""
+    import logging
+
+    from ingest.consumer import Health, broker_silent
+
+    h = Health()
+    with caplog.at_level(logging.ERROR, logger="firstfault"):
+        h.fail(broker_silent(TimeoutError(), 10))
+        h.fail(broker_silent(TimeoutError(), 10))  # the same reason: not logged again
+        h.fail("lake: [Errno 28] No space left on device")
+    got = [(r.stage, r.error_code) for r in caplog.records if r.getMessage().startswith("ingest unhealthy")]
+    assert got == [("kafka", "broker_unavailable"), ("store", "store_failed")]
+    assert not h.ok and h.reason.startswith("lake:")
