@@ -939,6 +939,30 @@ def _message_of(rec: Envelope) -> str:
                          "MESSAGE or message)")
 
 
+#: a key of NVSentinel's HealthEvent (its one versioned event schema: version, agent, componentClass, checkName,
+#: isFatal, message, errorCode, entitiesImpacted, nodeName), as its modules' JSON logs write it, escaped or not
+_HEALTH_EVENT_KEY = b"checkName"
+_HEALTH_EVENT = re.compile(rb'checkName\\{0,3}"\s*:.{0,4000}?componentClass|componentClass\\{0,3}"\s*:'
+                           rb'.{0,4000}?checkName', re.S)
+
+
+def _with_health_events(msg: str, raw: bytes) -> str:
+    """A structured logger's message (``msg``) and, on the line after it, the record itself when it carries
+    NVSentinel health events: the fault is in them, not in the ``msg`` the record is read by.
+
+    NVSentinel's modules (platform-connectors' "Health events received", the syslog health monitor's "Attempting to
+    send health event", fault-quarantine's "Handling event for ruleset") log slog JSON records whose ``msg`` names
+    the step and whose nested ``events``/``event``/``annotations`` hold the HealthEvents: their ``message`` (DCGM's
+    "Detected XID 145 for GPU 0", the kernel's Xid line the syslog monitor read), ``errorCode``, the GPU's index,
+    bus id and UUID in ``entitiesImpacted`` and the node in ``nodeName``. Read by ``msg`` alone they gave no event
+    (NVIDIA/NVSentinel#1357, #288: a real-logs pass), though the catalog's patterns read them in the record's own
+    text (dcgm.health_xid, dcgm.xid_error: the escapes of an event nested in a string included). ``raw``: the
+    record's line (UTF-8 bytes); a line that is not UTF-8 reads its bad bytes as U+FFFD."""
+    if _HEALTH_EVENT.search(raw) is None:
+        return msg
+    return f"{msg}\n{raw.decode('utf-8', 'replace')}"
+
+
 def _with_cause(msg: str, rec: Envelope) -> str:
     """A structured logger's ``msg`` with its error after it (``msg: error``), as its text encoder prints them."""
     cause = _cause_of(rec)
@@ -1028,6 +1052,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         text[0][0], None, last[3]))
             text.clear()
 
+    health = _HEALTH_EVENT_KEY in data  # an NVSentinel module's records may carry health events (one find a value)
     try:
         for first, chunk in _chunks(data):
             clean = _clean_body(chunk)
@@ -1053,6 +1078,10 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
                         if type(msg) is not str or rec.MESSAGE is not UNSET:
                             msg = _message_of(rec)
+                        if health and _logger_record(rec):
+                            if lines is None:
+                                lines = data.split(b"\n")
+                            msg = _with_health_events(msg, lines[i])
                     ts = rec.timestamp
                     if (type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET
                             or rec.level is not UNSET or (ts := _rfc3339_us(ts)) is None):

@@ -1163,3 +1163,48 @@ def test_a_run_framing_left_as_it_was_is_left_so_again_and_a_joined_one_is_joine
     assert {k: (v.scan, v.first_line, v.original) for k, v in first[1].items()} == \
         {k: (v.scan, v.first_line, v.original) for k, v in again[1].items()}
     assert first[1][0].original == {5: dmesg.decode()} and first[1][0].first_line[5:] == [5, 7, 8, 9, 10, 11]
+
+
+def test_nvsentinel_health_events_are_read_from_its_modules_json_records(tmp_path, pipeline):
+    """NVSentinel's modules log slog JSON records whose ``msg`` names the step ("Health events received",
+    "Attempting to send health event") and whose nested HealthEvents hold the fault: DCGM's "Detected XID 145 for
+    GPU 0" (NVIDIA/NVSentinel#1357) or the kernel's Xid line the syslog monitor read (NVIDIA/NVSentinel#288), the GPU
+    in ``entitiesImpacted`` and the node in ``nodeName``. Read by ``msg`` alone they gave no event (a real-logs pass).
+    A healthy event ("No Health Failures", NVIDIA/NVSentinel#1475) and a logger record without health events stay
+    quiet; the records read record by record or in one clean call give the same."""
+    dcgm = {"time": "2026-06-02T19:47:38.025768133Z", "level": "INFO", "msg": "Health events received",
+            "module": "platform-connectors", "events": {"version": 1, "events": [
+                {"version": 1, "agent": "preflight-dcgm-diag", "componentClass": "GPU",
+                 "checkName": "DcgmDiagnosticMemory", "isFatal": True,
+                 "message": "Detected XID 145 for GPU 0 Please consult the documentation for details of this XID.",
+                 "errorCode": ["DCGM_FR_XID_ERROR"],
+                 "entitiesImpacted": [{"entityType": "GPU_UUID",
+                                       "entityValue": "GPU-95d4eaef-812a-5157-fec0-7d64667313dc"}],
+                 "nodeName": "node-b"}]}}
+    syslog = {"time": "2025-11-07T05:38:55.554629925Z", "level": "INFO", "msg": "Attempting to send health event",
+              "module": "syslog-health-monitor", "events": {"version": 1, "events": [
+                  {"version": 1, "agent": "syslog-health-monitor", "componentClass": "GPU",
+                   "checkName": "SysLogsXIDError", "isFatal": True,
+                   "message": "MESSAGE=kernel: [16450076.463693] NVRM: Xid (PCI:0002:00:00): 45, pid=2864945, "
+                              "name=kit, Ch 0000000e", "errorCode": ["45"],
+                   "entitiesImpacted": [{"entityType": "PCI", "entityValue": "0002:00:00"}],
+                   "nodeName": "node-c"}]}}
+    healthy = {"time": "2026-07-10T07:38:05.417260137Z", "level": "INFO", "msg": "Attempting to send health event",
+               "module": "syslog-health-monitor", "events": {"version": 1, "events": [
+                   {"version": 1, "agent": "syslog-health-monitor", "componentClass": "GPU",
+                    "checkName": "SysLogsXIDError", "isHealthy": True, "message": "No Health Failures",
+                    "entitiesImpacted": [{"entityType": "PCI", "entityValue": "0001:00:00"}],
+                    "nodeName": "node-d"}]}}
+    other = {"time": "2026-07-10T07:38:06Z", "level": "INFO", "msg": "Successfully sent health events",
+             "module": "syslog-health-monitor", "count": 1}
+    value = b"\n".join(orjson.dumps(r) for r in (dcgm, syslog, healthy, other)) + b"\n"
+    for runs in (True, False):
+        d = decode_ndjson(value, origin="file:nvsentinel.log", stream="file:nvsentinel.log", host="nvsentinel-pod",
+                          ref_ts=1, ref_basis="file", ingest_ts=1, source=None, runs=runs)
+        assert not d.rejects
+        got = sorted((e["signature"], e["host"], e["xid"], e["device"], orjson.loads(e["details"]).get("uuid"),
+                      e["ts"].isoformat()) for e in pipeline.run(d).events.to_pylist())
+        assert got == [
+            ("dcgm.xid_error", "node-b", 145, None, "GPU-95d4eaef-812a-5157-fec0-7d64667313dc",
+             "2026-06-02T19:47:38.025768+00:00"),
+            ("xid", "node-c", 45, "0002:00:00.0", None, "2025-11-07T05:38:55.554629+00:00")], (runs, got)
