@@ -106,7 +106,9 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
                       severity="error", device_type=None, device=None, link=None, xid=None, sxid=None, peer=None,
                       rank=None, nranks=None, comm=None, message=f"reported by operator: {s.kind} {s.note}".strip(),
                       precision_us=S, details={"symptom": s.kind, "gpus": list(s.gpus),
-                                               "untimed": s.ts is None}))
+                                               "untimed": s.ts is None,
+                                               # placed at a logged line's time (not given, not the run's)
+                                               "placed": s.ts is None and bool(host_ts or timed)}))
     return out
 
 

@@ -46,13 +46,14 @@ def iso(us: int) -> str:
 
 def incident_id(events: list[Ev]) -> str:
     """Stable id: from the earliest logged member event (time, then event id; an operator's symptom only when
-    the incident holds nothing else, with the time it was placed at: the time given, else its host's last line's).
-    Replays give the same id, and a symptom added to the logs leaves it. An untimed symptom's event id is of the
-    report alone, so "hang" on node01 gave the same incident id over two cases' different logs (a fresh user's
-    trial: two hangs of one host would share a ticket)."""
+    the incident holds nothing else, with the logged line's time it was placed at when no time was given:
+    ``details.placed``). Replays give the same id, and a symptom added to the logs leaves it; a report with no
+    line to place it at keeps one id from run to run. An untimed symptom's event id is of the report alone, so
+    "hang" on node01 gave the same incident id over two cases' different logs (a fresh user's trial: two hangs of
+    one host would share a ticket)."""
     logged = [e for e in events if e.signature != SYMPTOM]
     first = min(logged or events, key=lambda e: e.order)
-    key = first.event_id if logged else f"{first.event_id}@{first.ts}"
+    key = first.event_id if logged or not first.details.get("placed") else f"{first.event_id}@{first.ts}"
     return "inc-" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
