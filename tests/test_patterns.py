@@ -65,6 +65,42 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
 
 
+@pytest.mark.parametrize("port_lines", [
+    # pciehp's surprise removal (pop-os/pop#3363's syslog: Link Down, Card not present, Xid 79 in the same ms)
+    ["pcieport 0000:c7:00.0: pciehp: Slot(0): Link Down", "pcieport 0000:c7:00.0: pciehp: Slot(0): Card not present"],
+    # Downstream Port Containment, 5.x wording (lore 20220317225944.GA765564@bhelgaas) and 6.x wording (lore
+    # 20251015024159.56414-1-xueshuai): the port disabled the link below it
+    ["pcieport 0000:c7:00.0: DPC: containment event, status:0x1f01 source:0x0000",
+     "pcieport 0000:c7:00.0: DPC: unmasked uncorrectable error detected"],
+    ["pcieport 0000:c7:00.0: DPC: containment event, status:0x200d, ERR_FATAL received from 0000:c8:00.0"],
+], ids=["pciehp", "dpc-5x", "dpc-6x"])
+def test_the_port_that_lost_the_link_explains_the_gpu_s_fall_below_it(pipeline, port_lines):
+    """The port above a GPU says its link is gone (pciehp's Link Down, a DPC containment) and the GPU's Xid 79
+    follows: the port initiates, the GPU is downstream. Without an AER line beside them the GPU was the initiator and
+    the port's Link Down a downstream party of it (a real-logs pass)."""
+    text = "\n".join([f"[Mon Nov 30 03:12:01 2026] {line}" for line in port_lines] + [
+        "[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("pcie_port", "0000:c7:00.0")
+    assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
+    assert "pcie.fatal_aer_explains_gpu_fall" in {x["rule"] for x in inc["evidence"]}
+    assert inc["severity"] == "critical"
+
+
+def test_a_slot_s_card_arriving_and_its_link_s_capacity_raise_nothing(pipeline):
+    """pciehp's Card present / Link Up and the PCI core's "available PCIe bandwidth, limited by" line of a
+    Thunderbolt enclosure plugged in (system76/firmware-open#66) are no fault: no warning-or-above incident."""
+    text = "\n".join([
+        "[ 5372.032458] pcieport 0000:02:01.0: pciehp: Slot(1): Card present",
+        "[ 5372.032463] pcieport 0000:02:01.0: pciehp: Slot(1): Link Up",
+        "[ 5372.373620] pci 0000:04:00.0: 8.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s x4 link at "
+        "0000:02:01.0 (capable of 31.504 Gb/s with 8 GT/s x4 link)",
+    ])
+    assert [i["severity"] for i in run(pipeline, text) if i["severity"] in ("warning", "error", "critical")] == []
+
+
 def test_what_an_explained_fault_caused_on_its_own_device_is_explained_with_it(pipeline):
     """A root port's fatal AER error explains the GPU's fall below it, and the fall the NCCL "unspecified launch
     failure" of that GPU's own rank. The GPU stayed a candidate by that last line (an edge of its own subject) and was
