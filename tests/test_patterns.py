@@ -73,7 +73,10 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     ["pcieport 0000:c7:00.0: DPC: containment event, status:0x1f01 source:0x0000",
      "pcieport 0000:c7:00.0: DPC: unmasked uncorrectable error detected"],
     ["pcieport 0000:c7:00.0: DPC: containment event, status:0x200d, ERR_FATAL received from 0000:c8:00.0"],
-], ids=["pciehp", "dpc-5x", "dpc-6x"])
+    # the reason line alone, of the port's own uncorrectable error (an error, not critical: lore
+    # 20220317225944.GA765564@bhelgaas)
+    ["pcieport 0000:c7:00.0: DPC: unmasked uncorrectable error detected"],
+], ids=["pciehp", "dpc-5x", "dpc-6x", "dpc-reason"])
 def test_the_port_that_lost_the_link_explains_the_gpu_s_fall_below_it(pipeline, port_lines):
     """The port above a GPU says its link is gone (pciehp's Link Down, a DPC containment) and the GPU's Xid 79
     follows: the port initiates, the GPU is downstream. Without an AER line beside them the GPU was the initiator and
