@@ -76,7 +76,10 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     # the reason line alone, of the port's own uncorrectable error (an error, not critical: lore
     # 20220317225944.GA765564@bhelgaas)
     ["pcieport 0000:c7:00.0: DPC: unmasked uncorrectable error detected"],
-], ids=["pciehp", "dpc-5x", "dpc-6x", "dpc-reason"])
+    # a link that did not come back (lore ec99725df78f…@web.de: a dGPU's bridge failing to resume)
+    ["pcieport 0000:c7:00.0: broken device, retraining non-functional downstream link at 2.5GT/s",
+     "pcieport 0000:c7:00.0: retraining failed"],
+], ids=["pciehp", "dpc-5x", "dpc-6x", "dpc-reason", "retrain-failed"])
 def test_the_port_that_lost_the_link_explains_the_gpu_s_fall_below_it(pipeline, port_lines):
     """The port above a GPU says its link is gone (pciehp's Link Down, a DPC containment) and the GPU's Xid 79
     follows: the port initiates, the GPU is downstream. Without an AER line beside them the GPU was the initiator and
@@ -90,6 +93,19 @@ def test_the_port_that_lost_the_link_explains_the_gpu_s_fall_below_it(pipeline, 
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
     assert "pcie.fatal_aer_explains_gpu_fall" in {x["rule"] for x in inc["evidence"]}
     assert inc["severity"] == "critical"
+
+
+def test_a_link_retrained_at_gen1_alone_does_not_take_the_gpu_s_fall(pipeline):
+    """The forced 2.5GT/s retrain that brought the link back (openwrt/openwrt#22970: "ready 0ms after bus reset" next)
+    is a warning of its own; a GPU's Xid 79 some seconds later is not explained by it."""
+    text = "\n".join([
+        "[Mon Nov 30 03:12:01 2026] pcieport 0000:c7:00.0: broken device, retraining non-functional downstream link "
+        "at 2.5GT/s",
+        "[Mon Nov 30 03:12:03 2026] NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+        "off the bus.",
+    ])
+    rules = {x["rule"] for i in run(pipeline, text) for x in i["evidence"]}
+    assert "pcie.fatal_aer_explains_gpu_fall" not in rules
 
 
 def test_a_slot_s_card_arriving_and_its_link_s_capacity_raise_nothing(pipeline):
