@@ -518,7 +518,8 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
 
     # hosts (the fleet config), addr_hosts (whose host a peer's address names: any host) and cut_files (the files read
     # in part: any silent rank's) are fleet-wide facts: AttributionCache.check compares them whole
-    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index", "addr_hosts", "cut_files"}
+    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index", "_rank_index", "addr_hosts",
+                                                                 "cut_files"}
     base = facts(topo())
     assert set(topo().host_facts()) == {"h"}
     for name, fn in change.items():
