@@ -110,6 +110,7 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
     ``last_ts`` for a folded storm, and a thin line back to when a timed-out collective began (``elapsed_ms``
     before its line: the ranks of a hang all waited from the moment the first fault struck); None when the
     timeline is empty (the lake no longer holds its events)."""
+    from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
 
     rows = lanes(detail)
@@ -126,23 +127,45 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
     height = 1.3 + 0.3 * len(rows)
     fig = Figure(figsize=(10.0, height))
     ax = fig.add_axes((0.30, 0.75 / height, 0.67, 1 - 1.2 / height))
-    seen: set[str] = set()
+    # one artist per role and kind of mark, not one per event (matplotlib re-fits the axes' limits over every
+    # artist at each new one: an 8,192-rank hang drawn event by event took a minute and 7 MB of SVG), and the
+    # marks that fall on one spot (within 1/2,000 of the axis, finer than a pixel) drawn once: the ranks of a hang
+    # that timed out in one second are one marker of their shared lane
+    dots: dict[str, dict[tuple[int, int], tuple[float, int]]] = {}
+    dashes: dict[str, dict[tuple[int, int, int], list[tuple[float, int]]]] = {}
+    bars: dict[str, dict[tuple[int, int, int], list[tuple[float, int]]]] = {}
+    spot = 2000 / (span_us / div)
     for y, e, t in marks:
         x = (t - t0) / div
         role = role_of(e, suspects)
-        colour, marker, label = ROLE.get(role, ROLE["context"])
+        role = role if role in ROLE else "context"
         if id(e) in began:  # the collective this timeout line ends, from when it began
-            ax.plot([(began[id(e)] - t0) / div, x], [y, y], color=colour, linewidth=1, alpha=0.5, linestyle="--")
+            x0 = (began[id(e)] - t0) / div
+            dashes.setdefault(role, {}).setdefault((round(x0 * spot), round(x * spot), y), [(x0, y), (x, y)])
         last, ts = _us(e.get("last_ts")), _us(e.get("ts"))
         if (e.get("count") or 1) > 1 and last is not None and ts is not None:
             width = max(last - ts, 0) / div
-            ax.plot([x, x + width], [y, y], color=colour, linewidth=4, alpha=0.45, solid_capstyle="butt")
+            if (round(x * spot), round((x + width) * spot), y) in bars.setdefault(role, {}):
+                continue
+            bars[role][round(x * spot), round((x + width) * spot), y] = [(x, y), (x + width, y)]
             ax.annotate(f"×{e['count']}", (x + width, y), xytext=(3, 3), textcoords="offset points",
-                        fontsize=7, color=colour)
-        ax.scatter([x], [y], s=46 if role in ("initiator", "suspect") else 26, c=colour, marker=marker, zorder=3,
-                   label=None if label in seen else label, edgecolors="none")
-        seen.add(label)
-    ax.set_yticks(range(len(rows)), [x["name"] for x in rows], fontsize=7)
+                        fontsize=7, color=ROLE[role][0])
+        dots.setdefault(role, {}).setdefault((round(x * spot), y), (x, y))
+    for role, segments in dashes.items():
+        ax.add_collection(LineCollection(list(segments.values()), colors=ROLE[role][0], linewidths=1, alpha=0.5,
+                                         linestyles="--"), autolim=False)
+    for role, segments in bars.items():
+        ax.add_collection(LineCollection(list(segments.values()), colors=ROLE[role][0], linewidths=4, alpha=0.45,
+                                         capstyle="butt"), autolim=False)
+    for role in ROLE:  # the legend in ROLE's order
+        if role in dots:
+            colour, marker, label = ROLE[role]
+            xs, ys = zip(*dots[role].values())
+            ax.scatter(xs, ys, s=46 if role in ("initiator", "suspect") else 26, c=colour, marker=marker, zorder=3,
+                       label=label, edgecolors="none")
+    # a lane's name is a host's and a device's as the lines gave them: text, never mathtext (a '$' pair in a
+    # name was parsed as TeX, and one it could not parse failed the page)
+    ax.set_yticks(range(len(rows)), [x["name"] for x in rows], fontsize=7, parse_math=False)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-span_us / div * 0.03, span_us / div * 1.08)
     first = min(t for *_, t in marks)

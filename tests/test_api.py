@@ -260,6 +260,32 @@ def test_incident_page_lanes_per_party_suspects_and_the_rest_folded():
     assert timeline_svg({**detail, "timeline": []}) is None
 
 
+def test_incident_page_of_an_8192_rank_hang_is_drawn_in_seconds_and_names_lanes_as_given():
+    """An 8,192-rank hang (a GPU fell off the bus, every rank's watchdog timed out 600 s later): the chart is drawn
+    in seconds with one marker per spot, not one matplotlib artist per event (a minute and 7 MB of SVG); a lane
+    named with a '$' pair (a host's or device's name as its lines gave it) is text, not TeX that fails the page."""
+    import time
+
+    from api.incident_render import to_html
+
+    t = "2026-12-02T09:{:02d}:{:02d}.000000Z"
+    n = 8192
+    detail = {"id": "inc-hang", "start": t.format(0, 0), "end": t.format(10, 59), "severity": "critical",
+              "category": "gpu_hw", "explanation": "e", "next_action": "a",
+              "initiator": _party("n$\\frac$0", "0000:1b:00.0", events=["x"]),
+              "downstream": [_party(f"n{r // 8}", rank=r, events=[f"r{r}"]) for r in range(n)],
+              "timeline": [_entry("x", "n$\\frac$0", "initiator", t.format(0, 0), "0000:1b:00.0")]
+              + [_entry(f"r{r}", f"n{r // 8}", "downstream", t.format(10, r % 60), rank=r, elapsed_ms=600_000.0)
+                 for r in range(n)]}
+    began = time.monotonic()
+    page = to_html(detail).decode()
+    took = time.monotonic() - began
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert took < 20 and len(svg) < 300_000, (took, len(svg))
+    assert ">n$\\frac$0 · gpu 0000:1b:00.0</text>" in svg and ">+8170 more parties</text>" in svg
+    assert page.count('<td class="role-downstream">') == n  # every evidence line still listed
+
+
 @pytest.mark.parametrize("accept, html", [
     ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", True),  # Firefox, Chromium
     ("*/*", False), ("", False), ("application/json", False), ("application/json, text/html", False),
