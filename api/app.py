@@ -657,8 +657,12 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             "communicators": sorted({e["comm"] for e in timeline if e.get("comm")} | set(inc.get("communicators") or ())),
         }
         if (format or wants_html(request.headers.get("accept", ""))) == "html":
-            return Response(incident_html(inc), media_type="text/html; charset=utf-8")
-        return _as_is(inc)
+            out = Response(incident_html(inc), media_type="text/html; charset=utf-8")
+        else:
+            out = _as_is(inc)
+        if format is None:  # the body was chosen by the Accept header: a cache keys it by that too (RFC 9110 12.5.5)
+            out.headers["Vary"] = "Accept"
+        return out
 
     @app.get("/events", response_model=None, responses={200: {"model": EventPage}}, dependencies=[Depends(auth)],
              tags=["events"])

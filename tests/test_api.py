@@ -197,6 +197,8 @@ def test_a_browser_following_an_incident_link_gets_a_page_with_its_timeline_char
     assert api.get(f"/incidents/{inc['id']}", params={"format": "html"}).headers["content-type"].startswith(
         "text/html")
     assert api.get(f"/incidents/{inc['id']}", params={"format": "pdf"}).status_code == 422
+    # chosen by Accept, so a shared cache or the browser's must not give the page to a JSON client (RFC 9110 12.5.5)
+    assert r.headers["vary"] == "Accept" and api.get(f"/incidents/{inc['id']}").headers["vary"] == "Accept"
 
 
 def test_the_incident_page_in_chromium_draws_the_initiator_first(api, tmp_path):
