@@ -103,6 +103,8 @@ class Topology:
     _comm_index: dict[str, list[tuple[str, str | None]]] | None = field(default=None, repr=False, compare=False)
     #: host -> [(communicator, rank, GPU key)] of the ranks placed on a GPU of it, built with ``_comm_index``
     _rank_index: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict, repr=False, compare=False)
+    #: communicator -> the earliest ``until`` of its ``comm_span`` over its hosts (:meth:`comm_ended`), built lazily
+    _comm_end: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     # --- building -----------------------------------------------------------
     def learn_samples(self, samples: pa.Table) -> None:
@@ -175,6 +177,7 @@ class Topology:
             if e.details.get("file_cut"):
                 self.cut_files.setdefault(e.origin.split("@")[0].removeprefix("file:"), set()).add(e.host)
         self.comm_span = comm_spans(members)
+        self._comm_end = None
 
     def peer_host(self, e: Ev) -> str | None:
         """The host ``e``'s peer is on, when ``e`` names its peer (``details.peer_addr``: NCCL's "Got completion from
@@ -267,7 +270,8 @@ class Topology:
 
     def gpu_rank(self, host: str, key: str, e: Ev) -> int | None:
         """The rank NCCL's init lines put on GPU ``key`` (:meth:`gpu_key`: a bus id, or ``gpu<index>``) of ``host``
-        when ``e`` (an event of that GPU) began: of the communicators then live there (:meth:`comm_live`) with a
+        when ``e`` (an event of that GPU) began: of the communicators then live there (:meth:`comm_live`, and not
+        ended on another of their hosts: :meth:`comm_ended`) with a
         rank on that GPU, the largest one's — the job's world communicator (its subgroups number their ranks anew:
         NCCL's ``ncclCommSplit``); None when no init line places a rank there, or when the largest put different
         ranks on it (two jobs' init lines no handover tells apart). An Xid 79 on the GPU of rank 5 was an initiator
@@ -276,12 +280,30 @@ class Topology:
         self.comm_index()
         found = [(self.comm_size.get(comm) or len(self.comm_ranks[comm]), rank)
                  for comm, rank, dev in self._rank_index.get(host, ())
-                 if self.line_key(host, dev) == key and self.comm_live(comm, host, e)]
+                 if self.line_key(host, dev) == key and self.comm_live(comm, host, e)
+                 and not self.comm_ended(comm, e)]
         if not found:
             return None
         top = max(size for size, _ in found)
         ranks = {rank for size, rank in found if size == top}
         return ranks.pop() if len(ranks) == 1 else None
+
+    def comm_ended(self, comm: str, e: Ev) -> bool:
+        """Had ``comm`` ended when ``e`` began, on any host of its ranks? True when another process took over a GPU
+        of one of its ranks (:attr:`comm_span`'s ``until``, on that host's clock, plus ``HANDOVER_MARGIN_US``)
+        before ``e.start``: a communicator's ranks live and die together (a job restarted on other GPUs of a host
+        left its old communicator unbounded there, and a GPU it left was named by the dead run's rank); never for
+        an event timed only by its file or an operator's report."""
+        if e.ts_basis in UNORDERED_BASES:
+            return False
+        if self._comm_end is None:
+            ends: dict[str, int] = {}
+            for (c, _host), (_since, until) in self.comm_span.items():
+                if until is not None and until < ends.get(c, until + 1):
+                    ends[c] = until
+            self._comm_end = ends
+        end = self._comm_end.get(comm)
+        return end is not None and e.start >= end + HANDOVER_MARGIN_US
 
     def comm_window(self, comm: str, host: str) -> tuple[float, float] | None:
         """``[lo, hi)`` µs: when an event of ``host`` that began then may belong to ``comm`` — its ``comm_span``

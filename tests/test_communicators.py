@@ -199,6 +199,33 @@ def test_a_gpu_initiator_takes_the_rank_the_live_communicators_put_on_its_gpu(pi
         inits == "world_and_split")
 
 
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_gpu_a_restarted_job_left_takes_no_rank_of_the_run_before(pipeline, mode):
+    """Yesterday's run put rank 5 of 16 on n1's GPU 0000:18:00.0 (and rank 6 on n2's); restarted today from its
+    checkpoint, the job holds n1's other GPU (rank 3) and n2's same GPU, where the new process ended yesterday's
+    communicator. n1's GPU 0000:18:00.0, idle or another job's, fell off the bus: no rank of today's job is on it,
+    and yesterday's communicator died with its rank on n2 (its ranks live and die together), so the initiator has
+    no rank, in the batch correlator and in the streaming one (it was "rank 5, as NCCL's init lines placed it")."""
+    today = T0 + timedelta(days=1)
+    logs = {"n1": [init(T0, "n1", 100, 5, 16, "0xaaaa000000000001"),
+                   init(today, "n1", 200, 3, 16, "0xbbbb000000000002", gpu=1)],
+            "n2": [init(T0, "n2", 101, 6, 16, "0xaaaa000000000001"),
+                   init(today, "n2", 201, 6, 16, "0xbbbb000000000002")]}
+    fault = today + timedelta(hours=3)
+    logs["n1"].append(fallen(fault))
+    b = events(pipeline, logs, fault + timedelta(minutes=1))
+    if mode == "batch":
+        incidents = correlate(b.events, b.link_samples, b.topology, now_us=int(fault.timestamp() * S))
+    else:
+        sc = StreamCorrelator()
+        sc.add(b.events, b.link_samples, b.topology, now_us=int(fault.timestamp() * S))
+        incidents = [i for i in sc.step(now_us=int((fault + timedelta(minutes=30)).timestamp() * S), flush=True)
+                     if i["status"] != "superseded"]
+    (inc,) = incidents
+    assert (inc["initiator"]["device"], inc["initiator"]["xid"]) == ("0000:18:00.0", 79)
+    assert inc["initiator"]["rank"] is None and "as NCCL's init lines placed it" not in inc["explanation"]
+
+
 @pytest.mark.parametrize("restarts", [5])
 def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, restarts):
     """A job restarted every six hours on the same 4 hosts × 2 GPUs: the streaming correlator names the silent
@@ -729,7 +756,7 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index", "_rank_index"}
+        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index", "_rank_index", "_comm_end"}
     return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or t.comm_logs
                 or any(t.link_state.values()) or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu
                 or t.addr_hosts or t.cut_files)
