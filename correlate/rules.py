@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -78,6 +78,11 @@ class Pred(BaseModel):
     #: the event follows a watchdog timeout of its host: it has the timeout's implied start (``Ev.implied_start``,
     #: ``model.follow_watchdogs``): Ray's worker death right after the watchdog took the process down, not before
     follows_timeout: bool | None = None
+    #: the line printed its own time (``ts_basis`` ``line`` or ``monotonic+boot``), not a time of its arrival, its
+    #: file or a line near it: a BMC event log's "Pre-Init" row (logged before the BMC knew the time, at the host's
+    #: power-on) took its dump's time, and a SEL dumped a minute after an Xid 79 explained it by a PSU row of the
+    #: day the host was racked (a break-it pass)
+    own_time: bool | None = None
 
     # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
     # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
@@ -286,6 +291,10 @@ def _action(v: Any) -> int | None:
         return None
 
 
+#: the time bases of a line that printed its own time (``schemas.events.TS_BASES``; ``Pred.own_time``)
+OWN_TIME_BASES: Final = frozenset({"line", "monotonic+boot"})
+
+
 def pred_shape(e: Ev) -> tuple:
     """What :func:`holds` reads of an event (its Xid's catalog facts follow from the Xid): events of one shape satisfy
     the same predicates, so rule sides are decided once per shape (``attribute.Scene.matching``,
@@ -295,7 +304,7 @@ def pred_shape(e: Ev) -> tuple:
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
                            e.details.get("link_down_cause"), e.details.get("register_reading"), "quote" in e.details,
-                           e.implied_start is not None, e.details.get("new_action"))
+                           e.implied_start is not None, e.details.get("new_action"), e.ts_basis in OWN_TIME_BASES)
     return shape
 
 
@@ -327,6 +336,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.quoted is not None and ("quote" in e.details) != p.quoted:
         return False
     if p.follows_timeout is not None and (e.implied_start is not None) != p.follows_timeout:
+        return False
+    if p.own_time is not None and (e.ts_basis in OWN_TIME_BASES) != p.own_time:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None

@@ -4,6 +4,7 @@ its category and its next action. Real lines, hosts replaced; the catalog's own 
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from correlate.correlator import correlate
 from ingest.decode import Decoded, Segment
@@ -194,3 +195,20 @@ def test_the_power_fault_is_placed_at_the_bmc_s_time_not_the_dump_s(pipeline):
     incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node07", old, XID_TS + 300 * 1_000_000)])
     assert sorted(i["category"] for i in raised(incs)) == ["gpu_off_bus", "thermal_power"]
     assert all(i["downstream"] == [] for i in incs)
+
+
+@pytest.mark.parametrize("row", [
+    # ipmitool sel list's row logged before the BMC's clock was set, and FreeIPMI's (thomas-krenn/check_ipmi_sensor_v3
+    # #33: a PSU not plugged in at setup)
+    "   1 | Pre-Init |0000000000| Power Supply PS1 | Failure detected | Asserted",
+    "1    | PostInit    | PostInit | Power Supply 2 PS2 Status | Power Supply | Critical | Power Supply Failure detected",
+])
+def test_a_power_fault_row_of_no_time_of_its_own_explains_no_gpu_fall(pipeline, row):
+    """A "Pre-Init" row was logged before the BMC knew the time (the host's power-on, maybe the day it was racked);
+    it takes its dump's time. A SEL dumped a minute after an Xid 79 made it the initiator and the GPU downstream,
+    "check the PSU"; the GPU's own fault stays the initiator (power.host_power_fault_explains_gpu_fall needs the
+    row's own time)."""
+    incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node07", row, XID_TS + 60 * 1_000_000)])
+    (inc,) = raised(incs)
+    assert (inc["category"], inc["initiator"]["xid"], inc["initiator"]["device"]) == ("gpu_off_bus", 79, "0000:02:00.0")
+    assert "power.host_power_fault_explains_gpu_fall" not in {x["rule"] for i in incs for x in i["evidence"]}
