@@ -36,6 +36,17 @@ ROLE: Final = {
 _ORDER: Final = {r: n for n, r in enumerate(ROLE)}
 #: the shortest x axis (µs): lines stamped to the second that print in one second are not a millisecond apart
 MIN_SPAN_US: Final = 2_000_000
+#: the longest lane name drawn whole (characters); a longer one keeps its start and end around an ellipsis
+MAX_LANE_CHARS: Final = 80
+
+
+def lane_label(name: str) -> str:
+    """A lane's name as the chart's y axis shows it: whole up to :data:`MAX_LANE_CHARS`, else its start and end
+    around "…" (a party's host and its device or rank both stay readable)."""
+    if len(name) <= MAX_LANE_CHARS:
+        return name
+    half = (MAX_LANE_CHARS - 1) // 2
+    return f"{name[:half]}…{name[-(MAX_LANE_CHARS - 1 - half):]}"
 
 
 def _us(text: str | None) -> int | None:
@@ -124,9 +135,14 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
     t1 = max(t + max(0, (_us(e.get("last_ts")) or 0) - (_us(e.get("ts")) or 0)) for _, e, t in marks)
     span_us = max(t1 - t0, MIN_SPAN_US)
     unit, div = ("minutes", 60e6) if span_us > 1800e6 else ("seconds", 1e6)
-    height = 1.3 + 0.3 * len(rows)
+    height = 1.4 + 0.3 * len(rows)
     fig = Figure(figsize=(10.0, height))
-    ax = fig.add_axes((0.30, 0.75 / height, 0.67, 1 - 1.2 / height))
+    # the left margin fits the longest lane name (7 pt DejaVu Sans: under 4.2 pt a character, of the figure's 720):
+    # at a fixed 30 % a cloud node's name ("gke-…-pool-8a3c1f2e-9k2m · gpu 0000:06:00.0") lost its start, the part
+    # that tells hosts apart
+    labels = [lane_label(x["name"]) for x in rows]
+    left = min(0.45, max(0.12, (4.2 * max(len(x) for x in labels) + 14) / 720))
+    ax = fig.add_axes((left, 0.85 / height, 0.97 - left, 1 - 1.3 / height))
     # one artist per role and kind of mark, not one per event (matplotlib re-fits the axes' limits over every
     # artist at each new one: an 8,192-rank hang drawn event by event took a minute and 7 MB of SVG), and the
     # marks that fall on one spot (within 1/2,000 of the axis, finer than a pixel) drawn once: the ranks of a hang
@@ -165,14 +181,15 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
                        label=label, edgecolors="none")
     # a lane's name is a host's and a device's as the lines gave them: text, never mathtext (a '$' pair in a
     # name was parsed as TeX, and one it could not parse failed the page)
-    ax.set_yticks(range(len(rows)), [x["name"] for x in rows], fontsize=7, parse_math=False)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7, parse_math=False)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(-span_us / div * 0.03, span_us / div * 1.08)
     first = min(t for *_, t in marks)
     ax.axvline((first - t0) / div, color="#c62828", linewidth=0.6, linestyle=":")
     stamp = datetime.fromtimestamp(t0 / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     dashed = "; dashed: a timed-out collective, from when it began" if began else ""
-    ax.set_xlabel(f"{unit} after {stamp} UTC (line times plus each host's estimated clock offset{dashed})",
+    # two lines: beside a wide lane-name margin the axis is narrower than the one-line label
+    ax.set_xlabel(f"{unit} after {stamp} UTC\n(line times plus each host's estimated clock offset{dashed})",
                   fontsize=7)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(True, axis="x", linewidth=0.3)

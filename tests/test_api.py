@@ -288,6 +288,34 @@ def test_incident_page_of_an_8192_rank_hang_is_drawn_in_seconds_and_names_lanes_
     assert page.count('<td class="role-downstream">') == n  # every evidence line still listed
 
 
+def test_incident_page_lane_names_of_cloud_nodes_fit_the_chart():
+    """A cloud node's name with its device ("gke-…-pool-8a3c1f2e-9k2m · gpu 0000:06:00.0", 66 characters) is drawn
+    whole inside the chart (its start, which tells the hosts apart, was cut off at the SVG's left edge); a name past
+    MAX_LANE_CHARS keeps its start and end around an ellipsis."""
+    import re
+
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    from api.incident_render import MAX_LANE_CHARS, lane_label, timeline_svg
+
+    t = "2026-12-02T09:00:{:02d}.000000Z"
+    gke, aws = "gke-training-cluster-a3-megagpu-8g-pool-8a3c1f2e-9k2m", "ip-10-20-133-171.us-west-2.compute.internal"
+    detail = {"id": "inc-gke", "initiator": _party(gke, "0000:06:00.0", events=["a"]),
+              "downstream": [_party(aws, rank=0, events=["b"])],
+              "timeline": [_entry("a", gke, "initiator", t.format(0), "0000:06:00.0"),
+                           _entry("b", aws, "downstream", t.format(9), rank=0)]}
+    svg = str(timeline_svg(detail))
+    measure = TextToPath()
+    for name in (f"{gke} · gpu 0000:06:00.0", f"{aws} · rank 0"):
+        (x,) = re.findall(r'<text [^>]*x="([\d.]+)"[^>]*>' + re.escape(name) + "</text>", svg)
+        width = measure.get_text_width_height_descent(name, FontProperties(family="DejaVu Sans", size=7), False)[0]
+        assert float(x) - width >= 0, (name, x, width)
+    long = "n" * 100 + " · rank 3"
+    short = lane_label(long)
+    assert len(short) == MAX_LANE_CHARS and short.endswith("n · rank 3") and "…" in short
+
+
 @pytest.mark.parametrize("accept, html", [
     ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", True),  # Firefox, Chromium
     ("*/*", False), ("", False), ("application/json", False), ("application/json, text/html", False),
