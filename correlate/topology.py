@@ -92,6 +92,10 @@ class Topology:
     #: (communicator, host) -> the logs (:func:`log_stream`) its membership lines of that host were read from: which
     #: of two jobs on one host a rank's line without a GPU is of (``rules.comms_of``)
     comm_logs: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: (communicator, host) -> the time (µs, that host's clock) of its first membership line there that is timed by
+    #: itself or its arrival (not by its file or an operator): before it the communicator held no GPU there
+    #: (:meth:`gpu_rank`)
+    comm_first: dict[tuple[str, str], int] = field(default_factory=dict)
     #: address (``peer_name``'s spelling) -> host whose NCCL said it uses it out of band (``nccl.bootstrap``:
     #: "Bootstrap : Using eth0:10.0.0.5<0>", "NET/IB : Using … ; OOB eth0:10.0.0.5<0>") -> the time of its latest
     #: such line (µs): a peer's error names the peer by that address (``peer_host``)
@@ -162,6 +166,8 @@ class Topology:
                 members.append((comm, e))
                 self.comm_ranks[comm][e.rank] = (e.host, line_gpu(e))
                 self.comm_logs.setdefault((comm, e.host), set()).add(log_stream(e))
+                if e.ts_basis not in UNORDERED_BASES and e.ts < self.comm_first.get((comm, e.host), e.ts + 1):
+                    self.comm_first[(comm, e.host)] = e.ts
                 if e.nranks:
                     self.comm_size[comm] = e.nranks
             if index is not None:
@@ -238,16 +244,20 @@ class Topology:
 
     def comm_facts(self) -> dict[str, tuple[int, dict[int, tuple[str, str | None]], int | None,
                                             dict[str, tuple[int | None, int | None]] | None,
-                                            dict[str, frozenset[str]] | None]]:
+                                            dict[str, frozenset[str]] | None, dict[str, int] | None]]:
         """communicator id -> (its place in ``comm_ranks``, rank -> (host, GPU key), size, host -> its
-        ``comm_span``, host -> its ``comm_logs``), as plain values for equality tests (see :meth:`host_facts`)."""
+        ``comm_span``, host -> its ``comm_logs``, host -> its ``comm_first``), as plain values for equality tests (see
+        :meth:`host_facts`)."""
         spans: dict[str, dict[str, tuple[int | None, int | None]]] = {}
         for (comm, host), span in self.comm_span.items():
             spans.setdefault(comm, {})[host] = span
         logs: dict[str, dict[str, frozenset[str]]] = {}
         for (comm, host), of in self.comm_logs.items():
             logs.setdefault(comm, {})[host] = frozenset(of)
-        return {comm: (pos, dict(ranks), self.comm_size.get(comm), spans.get(comm), logs.get(comm))
+        first: dict[str, dict[str, int]] = {}
+        for (comm, host), t in self.comm_first.items():
+            first.setdefault(comm, {})[host] = t
+        return {comm: (pos, dict(ranks), self.comm_size.get(comm), spans.get(comm), logs.get(comm), first.get(comm))
                 for pos, (comm, ranks) in enumerate(self.comm_ranks.items())}
 
     def fleet_facts(self) -> dict[str, tuple[str | None, str | None, str | None]]:
@@ -270,8 +280,8 @@ class Topology:
 
     def gpu_rank(self, host: str, key: str, e: Ev) -> int | None:
         """The rank NCCL's init lines put on GPU ``key`` (:meth:`gpu_key`: a bus id, or ``gpu<index>``) of ``host``
-        when ``e`` (an event of that GPU) began: of the communicators then live there (:meth:`comm_live`, and not
-        ended on another of their hosts: :meth:`comm_ended`) with a
+        when ``e`` (an event of that GPU) began: of the communicators then live there (:meth:`comm_live`, not ended
+        on another of their hosts: :meth:`comm_ended`, nor begun there after it: :meth:`comm_later`) with a
         rank on that GPU, the largest one's — the job's world communicator (its subgroups number their ranks anew:
         NCCL's ``ncclCommSplit``); None when no init line places a rank there, or when the largest put different
         ranks on it (two jobs' init lines no handover tells apart). An Xid 79 on the GPU of rank 5 was an initiator
@@ -281,12 +291,19 @@ class Topology:
         found = [(self.comm_size.get(comm) or len(self.comm_ranks[comm]), rank)
                  for comm, rank, dev in self._rank_index.get(host, ())
                  if self.line_key(host, dev) == key and self.comm_live(comm, host, e)
-                 and not self.comm_ended(comm, e)]
+                 and not self.comm_ended(comm, e) and not self.comm_later(comm, host, e)]
         if not found:
             return None
         top = max(size for size, _ in found)
         ranks = {rank for size, rank in found if size == top}
         return ranks.pop() if len(ranks) == 1 else None
+
+    def comm_later(self, comm: str, host: str, e: Ev) -> bool:
+        """Did ``comm``'s first membership line on ``host`` (:attr:`comm_first`) come after ``e`` began, by more than
+        ``HANDOVER_MARGIN_US``? A job that started on a GPU two hours after it failed held no rank on it then (its
+        rank was the Xid's: a break-it pass); never for an event timed only by its file or an operator's report."""
+        first = self.comm_first.get((comm, host))
+        return first is not None and e.ts_basis not in UNORDERED_BASES and first > e.start + HANDOVER_MARGIN_US
 
     def comm_ended(self, comm: str, e: Ev) -> bool:
         """Had ``comm`` ended when ``e`` began, on any host of its ranks? True when another process took over a GPU

@@ -226,6 +226,28 @@ def test_a_gpu_a_restarted_job_left_takes_no_rank_of_the_run_before(pipeline, mo
     assert inc["initiator"]["rank"] is None and "as NCCL's init lines placed it" not in inc["explanation"]
 
 
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_gpu_fault_before_a_job_started_on_the_gpu_takes_no_rank_of_that_job(pipeline, mode):
+    """n1's GPU 0000:18:00.0 fell off the bus at 03:00; a job whose init lines put rank 5 of 16 on that GPU started
+    at 05:00 (the GPU back after a reset, or the bus id's next occupant). Its communicator held nothing at 03:00, and
+    the Xid was "rank 5, as NCCL's init lines placed it"; now no rank. Its init lines a minute after the fault (they
+    are often timed by their arrival) still place it."""
+    for gap, want in ((timedelta(hours=2), None), (timedelta(seconds=30), 5)):
+        fault, later = T0, T0 + gap
+        logs = {"n1": [fallen(fault), init(later, "n1", 200, 5, 16, "0xbbbb000000000002")],
+                "n2": [init(later, "n2", 300, 6, 16, "0xbbbb000000000002")]}
+        b = events(pipeline, logs, later + timedelta(minutes=1))
+        now = int((later + timedelta(minutes=30)).timestamp() * S)
+        if mode == "batch":
+            incidents = correlate(b.events, b.link_samples, b.topology, now_us=now)
+        else:
+            sc = StreamCorrelator()
+            sc.add(b.events, b.link_samples, b.topology, now_us=now)
+            incidents = [i for i in sc.step(now_us=now, flush=True) if i["status"] != "superseded"]
+        (inc,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+        assert inc["initiator"]["rank"] == want, gap
+
+
 @pytest.mark.parametrize("restarts", [5])
 def test_the_stream_keeps_the_membership_of_live_communicators_only(pipeline, restarts):
     """A job restarted every six hours on the same 4 hosts × 2 GPUs: the streaming correlator names the silent
@@ -756,7 +778,7 @@ def _learns_from(e: Ev) -> bool:
     t.learn_events([e])
     assert {f.name for f in fields(Topology)} == {  # a new field must be read here too
         "hosts", "link_state", "model", "paths", "remote", "index_to_bus", "comm_ranks", "comm_size", "comm_span",
-        "comm_logs", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index", "_rank_index", "_comm_end"}
+        "comm_logs", "comm_first", "uuid_gpu", "addr_hosts", "cut_files", "_comm_index", "_rank_index", "_comm_end"}
     return bool(t.model or t.remote or t.index_to_bus or t.comm_size or t.comm_span or t.comm_logs
                 or any(t.link_state.values()) or any(t.paths.values()) or any(t.comm_ranks.values()) or t.uuid_gpu
                 or t.addr_hosts or t.cut_files)

@@ -510,6 +510,7 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         "comm_size": lambda t: t.comm_size.__setitem__("c1", 3),
         "comm_span": lambda t: t.comm_span.__setitem__(("c1", "h"), (None, 5_000_000)),
         "comm_logs": lambda t: t.comm_logs.__setitem__(("c1", "h"), {"file:h.jobB.log@0f0f0f0f"}),
+        "comm_first": lambda t: t.comm_first.__setitem__(("c1", "h"), 5_000_000),
         "uuid_gpu": lambda t: t.uuid_gpu.__setitem__(("h", "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"), "0000:09:00.0"),
     }
     def facts(t: Topology, host: str = "h") -> tuple:  # a host's facts and those of its communicators
@@ -517,9 +518,10 @@ def test_host_facts_hold_every_per_host_field_of_the_topology():
         return f, [t.comm_facts()[c] for c in f[5]]
 
     # hosts (the fleet config), addr_hosts (whose host a peer's address names: any host) and cut_files (the files read
-    # in part: any silent rank's) are fleet-wide facts: AttributionCache.check compares them whole
-    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "_comm_index", "_rank_index", "addr_hosts",
-                                                                 "cut_files"}
+    # in part: any silent rank's) are fleet-wide facts: AttributionCache.check compares them whole; the private
+    # fields are indexes built from the others
+    assert set(change) == {f.name for f in fields(Topology)} - {"hosts", "addr_hosts", "cut_files", "_comm_index",
+                                                                 "_rank_index", "_comm_end"}
     base = facts(topo())
     assert set(topo().host_facts()) == {"h"}
     for name, fn in change.items():
