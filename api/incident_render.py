@@ -93,7 +93,8 @@ def lanes(detail: dict[str, Any]) -> list[dict[str, Any]]:
     """The chart's lanes: ``[{"name", "role", "events": [timeline entries]}]`` — a lane's role is its most
     telling event's (:data:`ROLE`'s order: initiator, suspect, downstream, context); lanes by that role, then by
     first skew-adjusted time. At most :data:`MAX_LANES` lanes; the parties after them are one lane named
-    ``+N more parties`` (an 8,192-rank hang has 8,192 downstream ranks: its lanes would be unreadable)."""
+    ``+N more parties`` (an 8,192-rank hang has 8,192 downstream ranks: its lanes would be unreadable), with
+    ``"folded": True`` (its storms' counts are not written on the chart)."""
     by: dict[str, dict[str, Any]] = {}
     suspects = suspect_events(detail)
     # a party's lines are its lane, also one that names no device (the driver's "probe failed" after the GPU's
@@ -110,7 +111,7 @@ def lanes(detail: dict[str, Any]) -> list[dict[str, Any]]:
                                                                      for e in x["events"]), x["name"]))
     if len(out) > MAX_LANES:
         rest = out[MAX_LANES - 1:]
-        out = out[:MAX_LANES - 1] + [{"name": f"+{len(rest)} more parties", "role": "downstream",
+        out = out[:MAX_LANES - 1] + [{"name": f"+{len(rest)} more parties", "role": "downstream", "folded": True,
                                       "events": [e for x in rest for e in x["events"]]}]
     return out
 
@@ -164,8 +165,9 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
             if (round(x * spot), round((x + width) * spot), y) in bars.setdefault(role, {}):
                 continue
             bars[role][round(x * spot), round((x + width) * spot), y] = [(x, y), (x + width, y)]
-            ax.annotate(f"×{e['count']}", (x + width, y), xytext=(3, 3), textcoords="offset points",
-                        fontsize=7, color=ROLE[role][0])
+            if not rows[y].get("folded"):  # the storms of hundreds of parties in one lane: their counts overlapped
+                ax.annotate(f"×{e['count']}", (x + width, y), xytext=(3, 3), textcoords="offset points",
+                            fontsize=7, color=ROLE[role][0])
         dots.setdefault(role, {}).setdefault((round(x * spot), y), (x, y))
     for role, segments in dashes.items():
         ax.add_collection(LineCollection(list(segments.values()), colors=ROLE[role][0], linewidths=1, alpha=0.5,

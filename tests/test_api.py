@@ -316,6 +316,29 @@ def test_incident_page_lane_names_of_cloud_nodes_fit_the_chart():
     assert len(short) == MAX_LANE_CHARS and short.endswith("n · rank 3") and "…" in short
 
 
+def test_incident_page_writes_no_storm_counts_in_the_folded_lane():
+    """50 hosts × 8 GPUs of Xid 74 storms (a count and a last time each): the lanes drawn one by one say each storm's
+    count at the end of its bar; the "+N more parties" lane holds hundreds of bars, and their counts written over one
+    another were a smear of digits: it writes none."""
+    import re
+
+    from api.incident_render import MAX_LANES, timeline_svg
+
+    def at(s: int) -> str:
+        return f"2026-12-02T09:{s // 60:02d}:{s % 60:02d}.000000Z"
+
+    parties, timeline = [], []
+    for h in range(50):
+        for g in range(8):
+            eid, dev = f"x{h}-{g}", f"0000:{0x18 + g:02x}:00.0"
+            parties.append(_party(f"node{h:03d}", dev, events=[eid]))
+            timeline.append(_entry(eid, f"node{h:03d}", "downstream" if h or g else "initiator", at(h % 7), dev,
+                                   count=100 + h * 8 + g, last_ts=at(h % 7 + 10 + h * 5 + g)))
+    svg = str(timeline_svg({"id": "inc-74", "initiator": parties[0], "downstream": parties[1:], "timeline": timeline}))
+    assert ">+377 more parties</text>" in svg
+    assert len(re.findall(r">×\d+</text>", svg)) == MAX_LANES - 1
+
+
 @pytest.mark.parametrize("accept, html", [
     ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", True),  # Firefox, Chromium
     ("*/*", False), ("", False), ("application/json", False), ("application/json, text/html", False),
