@@ -244,6 +244,11 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
     /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
     two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
     faults = [e for e in scene.events if e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e)]
+    # a fault its own subject's fault caused (an edge within the subject: a rank's teardown failure after its WARN,
+    # nccl_warn.explains_its_teardown_failure) is that fault's effect, not a second kind of fault
+    caused = {x.effect.event_id for x in scene.edges
+              if scene.subject[x.cause.event_id] == scene.subject[x.effect.event_id]}
+    faults = [e for e in faults if e.event_id not in caused] or faults
     # the kernel's Xids and SXids name the fault when there are any: NCCL's "P2P is disabled between NVLINK connected
     # GPUs" beside two GPUs' Xid 74 is their report, and it made the fault two kinds (the Xid 74 action lost for
     # "collect the kernel log": a fresh user's trial)

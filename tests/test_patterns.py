@@ -5517,6 +5517,14 @@ def test_nccl_s_teardown_failure_is_explained_by_the_warn_before_it(pipeline):
     assert {x["rule"] for x in inc["evidence"]} == {"nccl_warn.explains_its_teardown_failure"}, inc["evidence"]
     (alone,) = run(pipeline, lines[1], host="node01")
     assert alone["evidence"] == [] and "communicator 0x9801e10 of rank 0" in alone["next_action"], alone
+    # the rank's own GPU's WARN only (same_gpu): another job's (pid 1000, GPU 0) WARN 20 s before job B's (pid 2000,
+    # GPU 4) teardown failure explained it (a break-it pass)
+    two_jobs = ["[2025-06-17 21:49:04] node01:1000:1000 [0] transport/net_ib.cc:1294 NCCL WARN NET/IB : Got "
+                "completion from peer 10.0.0.2<38447> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+                "[2025-06-17 21:49:24] node01:2000:2000 [4] init.cc:2143 NCCL WARN commReclaim: cleanup comm "
+                "0x98014e10 rank 4 failed in destroy/abort, error 1"]
+    assert all(x["rule"] != "nccl_warn.explains_its_teardown_failure"
+               for i in run(pipeline, "\n".join(two_jobs), host="node01") for x in i["evidence"])
 
 
 def test_a_host_fault_beside_a_host_initiator_is_in_the_incident(pipeline):
