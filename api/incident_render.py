@@ -58,8 +58,9 @@ def _us(text: str | None) -> int | None:
 
 
 def lane_name(e: dict[str, Any]) -> str:
-    """The party an event of the timeline (or a party of the incident) speaks for: ``host · gpu 0000:1b:00.0`` (a device by its PCI bus id, or
-    an NVSwitch / NIC by its name), ``host · rank 5``, ``host · GPU 3`` (an index only), else ``host``."""
+    """The party an event of the timeline (or a party of the incident) speaks for: ``host · gpu 0000:1b:00.0`` (a
+    device by its PCI bus id, or an NVSwitch / NIC by its name), ``host · rank 5``, ``host · GPU 3`` (an index
+    only), else ``host``."""
     host = e.get("host") or "?"
     if e.get("device"):
         return f"{host} · {e.get('device_type') or 'device'} {e['device']}"

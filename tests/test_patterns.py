@@ -5420,14 +5420,6 @@ def test_nvidia_imex_ctls_failed_probe_says_the_daemon_did_not_answer_not_that_a
         inc["next_action"]
 
 
-def _run_hosts(pipeline, texts: dict[str, str]):
-    """``run`` for the logs of several hosts at once: one segment per host (``texts``: host -> its lines)."""
-    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
-            for h, t in texts.items()]
-    b = pipeline.run(Decoded(segments=segs))
-    return correlate(b.events, b.link_samples, b.topology, now_us=T0)
-
-
 HOST_STALL_TIMEOUT = ("2026-12-01T03:{m}:15+00:00 {host} python[4181]: [rank{r}]:[E1201 03:{m}:15.000000000 "
                       "ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
                       "SeqNum=9001, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600089 "
@@ -5449,7 +5441,7 @@ def test_a_host_that_stalled_while_the_collective_ran_is_the_initiator_of_its_ra
     host_stall.explains_rank_timeouts."""
     node05 = "\n".join([stall] + [HOST_STALL_TIMEOUT.format(m=20, host="node05", r=r) for r in (0, 1)])
     node06 = HOST_STALL_TIMEOUT.format(m=20, host="node06", r=2)
-    incs = _run_hosts(pipeline, {"node05": node05, "node06": node06})
+    incs = _hosts(pipeline, {"node05": node05, "node06": node06})
     (inc,) = [i for i in incs if i["status"] != "superseded"]
     assert (inc["initiator"]["host"], inc["initiator"]["fault"].split(".")[0]) == ("node05", "host")
     assert inc["initiator"]["kind"] == "other" and inc["category"] == "other"
