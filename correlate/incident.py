@@ -99,18 +99,12 @@ def _party(host: str, dtype: str | None, dev: str | None, evs: list[Ev], relatio
             "events": [e.event_id for e in sorted(evs, key=_ORDER)]}
 
 
-def _with_rank(scene: Scene, p: dict[str, Any], by_id: dict[str, Ev]) -> dict[str, Any]:
-    """Party ``p`` (a dict of :func:`_party`'s shape, changed in place and returned) with the rank of its GPU when
-    none of its lines named one: the rank NCCL's init lines placed on that GPU when its first event began
-    (``Topology.gpu_rank``). ``by_id`` (event id -> the scene's event) is filled on first need."""
-    if p.get("rank") is not None or p.get("device_type") != "gpu" or not p.get("device") or not p.get("events"):
-        return p
-    if not by_id:
-        by_id.update((x.event_id, x) for x in scene.events)
-    e = by_id.get(p["events"][0])
-    if e is not None:
-        host = p["host"]
-        p["rank"] = scene.topo.gpu_rank(host, scene.topo.gpu_key(host, p["device"], None), e)
+def _with_rank(scene: Scene, p: dict[str, Any], evs: list[Ev]) -> dict[str, Any]:
+    """Party ``p`` (a dict of :func:`_party`'s shape, changed in place and returned; ``evs`` its events) with the
+    rank of its GPU when none of its lines named one: the rank NCCL's init lines placed on that GPU (its bus id)
+    when its first event began (``Topology.gpu_rank``)."""
+    if p.get("rank") is None and p.get("device_type") == "gpu" and p.get("device") and evs:
+        p["rank"] = scene.topo.gpu_rank(p["host"], p["device"], min(evs, key=_ORDER))
     return p
 
 
@@ -360,8 +354,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
-    by_id: dict[str, Ev] = {}
-    init = _with_rank(scene, dict(v.initiator), by_id)
+    init = _with_rank(scene, dict(v.initiator), v.initiator_events)
     explanation = v.explanation or _explain(scene, v, init.get("rank"))
     init.setdefault("fault", _fault(scene, v))
     untied = [p for p in v.downstream if untied_before(scene, v, p)]
@@ -379,7 +372,7 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "severity": severity,
         "category": v.category,
         "initiator": init,
-        "downstream": [_with_rank(scene, _party(p.key[0], p.key[1], p.key[2], p.events, p.relation), by_id)
+        "downstream": [_with_rank(scene, _party(p.key[0], p.key[1], p.key[2], p.events, p.relation), p.events)
                        for p in v.downstream if p not in untied],
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
                     for e in sorted([*v.context, *(e for p in untied for e in p.events)], key=lambda e: e.order)],
