@@ -390,8 +390,9 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
-    links = {e.event_id for e in evs if port_link_line(e)}
-    incidents = name_port_faults_together(name_faults_near_hangs(incidents), links=links)
+    incidents = name_faults_near_hangs(incidents)
+    if sum(i["category"] == "ib_port" for i in incidents) > 1:  # the port lines looked for only when they may matter
+        incidents = name_port_faults_together(incidents, links={e.event_id for e in evs if port_link_line(e)})
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))
 
 
