@@ -731,13 +731,7 @@ def _sel_time(date: str | None, clock: str | None, tz) -> int | None:
     yet), a missing part or a time no fleet's log carries."""
     if not date or not clock:
         return None
-    for form in ("%m/%d/%Y %H:%M:%S", "%m/%d/%y %H:%M:%S", "%b-%d-%Y %H:%M:%S"):
-        try:
-            t = to_us(datetime.strptime(f"{date} {clock}", form).replace(tzinfo=tz))
-        except (ValueError, OverflowError):
-            continue
-        return t if plausible(t) else None
-    return None
+    return _local_time(f"{date} {clock}", ("%m/%d/%Y %H:%M:%S", "%m/%d/%y %H:%M:%S", "%b-%d-%Y %H:%M:%S"), tz)
 
 
 def _line_time(text: str | None, tz) -> int | None:
@@ -761,9 +755,15 @@ def _failure_time(text: str, tz) -> int | None:
     torch/distributed/elastic/multiprocessing/errors, ``time.strftime("%Y-%m-%d_%H:%M:%S")``), or Cray MPICH's abort
     line's ctime (``Fri Aug 28 22:45:13 2026``), in µs, read in ``tz``; None for any other text or a time no fleet's
     log carries."""
-    for form in ("%Y-%m-%d_%H:%M:%S", "%a %b %d %H:%M:%S %Y"):
+    return _local_time(" ".join(text.split()), ("%Y-%m-%d_%H:%M:%S", "%a %b %d %H:%M:%S %Y"), tz)
+
+
+def _local_time(text: str, forms: tuple[str, ...], tz) -> int | None:
+    """``text`` read by the first of ``forms`` (``strptime``) that reads it, in ``tz`` (a zoneless local time), in
+    µs; None when none reads it or the time is one no fleet's log carries (:func:`plausible`)."""
+    for form in forms:
         try:
-            t = to_us(datetime.strptime(" ".join(text.split()), form).replace(tzinfo=tz))
+            t = to_us(datetime.strptime(text, form).replace(tzinfo=tz))
         except (ValueError, OverflowError):
             continue
         return t if plausible(t) else None
