@@ -31,7 +31,9 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
+from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, disable_created_metrics,
+                               generate_latest)
+from prometheus_fastapi_instrumentator import Instrumentator
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter,
                       WithJsonSchema)
 
@@ -526,6 +528,14 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
     app.add_middleware(HeadAsGet)
+    # request metrics (docs/api.md#metrics): `firstfault_api_http_requests_total{handler,method,status}`, the
+    # durations (s) and the request/response sizes (bytes), by route template and status class (bounded labels; a
+    # path no route has is `none`), from prometheus-fastapi-instrumentator rather than a middleware of our own. The
+    # outermost middleware, so a 413 of BodyLimit counts. In a registry of this app's own, which /metrics adds to the
+    # process's: the library registers once per registry and counted nothing for a second app of one process.
+    http_registry = CollectorRegistry()
+    Instrumentator(excluded_handlers=["/metrics"], registry=http_registry).instrument(
+        app, metric_namespace="firstfault", metric_subsystem="api")
 
     _answer_problems(app)
 
@@ -764,8 +774,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics() -> Response:
-        """Prometheus text exposition."""
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        """Prometheus text exposition: the process's series and the API's request metrics."""
+        return Response(generate_latest(REGISTRY) + generate_latest(http_registry), media_type=CONTENT_TYPE_LATEST)
 
     _include_optional_routers(app, settings, auth)
     _problem_openapi(app)

@@ -927,6 +927,34 @@ def test_metrics_are_prometheus_text_without_created_series(api):
     assert "# TYPE " in r.text and "_created" not in r.text
 
 
+def test_metrics_count_requests_by_route_template_and_status_class(lake):
+    """/metrics had no request series (an SRE's latency and error-rate SLOs need them): now
+    prometheus-fastapi-instrumentator's, by route template (an incident id or an unknown path is not a label
+    value) and status class, of this server alone (a second app in one process counted nothing)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    root, incidents = lake
+    with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
+        for inc in incidents[:3]:
+            assert c.get(f"/incidents/{inc['id']}").status_code == 200
+        assert c.get("/incidents/inc-0000000000000000").status_code == 404
+        assert c.get("/no/such/path").status_code == 404
+        c.get("/metrics")
+        text = c.get("/metrics").text
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    count = {tuple(sorted(s.labels.items())): s.value for s in fams["firstfault_api_http_requests"].samples
+             if s.name.endswith("_total")}
+    by = lambda h, st: count.get((("handler", h), ("method", "GET"), ("status", st)))  # noqa: E731
+    assert by("/incidents/{incident_id}", "2xx") == 3
+    assert by("/incidents/{incident_id}", "4xx") == 1
+    assert by("none", "4xx") == 1
+    assert not any(dict(k)["handler"] == "/metrics" for k in count)  # the scrapes themselves are left out
+    dur = [s for s in fams["firstfault_api_http_request_duration_seconds"].samples
+           if s.name.endswith("_count") and s.labels["handler"] == "/incidents/{incident_id}"]
+    assert [s.value for s in dur] == [4]
+    assert "_created" not in text
+
+
 def test_the_incidents_report_shows_each_next_action_whole_after_the_table():
     """The demo printed the table alone, whose next-action cell is cut at 60 columns; ``IncidentsReport`` (the
     demo's and ``diagnose``'s output) follows it with each incident's whole next action."""
