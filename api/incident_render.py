@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from markupsafe import Markup
 
-from api.report_render import _env, _svg
+from api.report_render import page_environment, svg_element
 
 #: lanes drawn one by one; the parties after them share one lane ("+N more parties")
 MAX_LANES: Final = 24
@@ -197,7 +197,7 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(True, axis="x", linewidth=0.3)
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False)
-    return _svg(fig, f"timeline-{detail.get('id', 'incident')}",
+    return svg_element(fig, f"timeline-{detail.get('id', 'incident')}",
                 f"timeline of incident {detail.get('id', '')}: {len(rows)} parties, first event at "
                 f"{datetime.fromtimestamp(first / 1e6, tz=timezone.utc):%Y-%m-%dT%H:%M:%S}Z")
 
@@ -209,7 +209,7 @@ def to_html(detail: dict[str, Any]) -> bytes:
     from api.render import describe_initiator
 
     suspects = suspect_events(detail)
-    page = _env().get_template("incident.html.j2").render(
+    page = page_environment().get_template("incident.html.j2").render(
         i=detail, chart=timeline_svg(detail), role=ROLE, initiator=describe_initiator(detail.get("initiator") or {}),
         roles={e.get("event_id"): role_of(e, suspects) for e in detail.get("timeline") or ()},
         suspect_parties=[bool(set(d.get("events") or ()) & suspects) for d in detail.get("downstream") or ()])

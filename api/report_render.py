@@ -114,7 +114,7 @@ def to_csv(report: dict[str, Any]) -> bytes:
 
 
 # --- charts ------------------------------------------------------------------------------------------------------
-def _svg(fig, chart_id: str, label: str) -> Markup:
+def svg_element(fig, chart_id: str, label: str) -> Markup:
     """A matplotlib figure as an inline ``<svg>`` element (no XML prolog), labelled for screen readers."""
     import matplotlib
 
@@ -201,12 +201,15 @@ def rate_svg(link: dict[str, Any], hour: str) -> Markup:
     ax.set_title(f"{link['host']} GPU {link['gpu_index']} link {link['link']}: error counter rates, "
                  f"24 h to {x_hour + timedelta(hours=1):%Y-%m-%d %H:%M} UTC", fontsize=8)
     ax.legend(fontsize=7, loc="upper left", frameon=False)
-    return _svg(fig, f"rate-{name}", f"{link['host']} GPU {link['gpu_index']} link {link['link']}: "
+    return svg_element(fig, f"rate-{name}", f"{link['host']} GPU {link['gpu_index']} link {link['link']}: "
                                      f"CRC, replay and recovery errors per hour over the last 24 hours")
 
 
 # --- HTML ----------------------------------------------------------------------------------------------------------
-def _env() -> Environment:
+def page_environment() -> Environment:
+    """The Jinja2 environment of the HTML pages (``api/templates``: the degraded-link report and the incident page,
+    which extend ``page.html.j2``): autoescaped, with the filters ``hm`` (an ISO time's ``HH:MM``) and ``dhm``
+    (``YYYY-MM-DD HH:MM``)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["hm"] = lambda s: s[11:16] if s else ""  # "2026-11-30T03:20:00.000000Z" -> "03:20"
@@ -220,7 +223,7 @@ def to_html(report: dict[str, Any]) -> bytes:
     rates = {(x["host"], x["gpu_index"], x["link"]): rate_svg(x, report["hour"])  # a link with a rate to draw (one
              for x in report["links"]  # whose rises all came over less than a minute has its deltas, no chart)
              if any(p[c] is not None for p in x.get("rates_24h", []) for c in CLASSES)}
-    page = _env().get_template("degraded_links.html.j2").render(
+    page = page_environment().get_template("degraded_links.html.j2").render(
         r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL)
     return page.encode("utf-8")
 
