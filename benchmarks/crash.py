@@ -270,12 +270,13 @@ def ingest_with_kills(env: dict[str, str], work: Path, bootstrap: str, topics: l
 def raw_events(lake: Path):
     """Every events row in the lake's Parquet parts (replayed copies included), as an Arrow table."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from ingest.lake import read_part
 
     files = [f for f in (lake / "events").rglob("*.parquet") if not f.name.startswith("_")]
     if not files:
         return EVENTS_SCHEMA.empty_table()
-    return pa.concat_tables([pq.read_table(f, schema=EVENTS_SCHEMA) for f in files])
+    return pa.concat_tables([read_part(f, "events") for f in files])  # kind from its folder
 
 
 def lake_view(lake: Path, now_us: int) -> tuple[dict[str, tuple], int, list[dict]]:

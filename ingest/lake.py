@@ -8,6 +8,11 @@ Layout (DESIGN.md, Storage)::
     <lake>/incidents/date=…/hour=…/part-<batch>.parquet
     <lake>/incident_evidence/date=…/hour=…/part-<batch>.parquet
 
+A partition key is a folder, not also a column of the part (as pyarrow's ``write_dataset`` and DuckDB's
+``COPY … PARTITION_BY`` write them): an events part holds every column of the table but ``kind``, which its
+``kind=`` folder names, so hive readers (pyarrow, DuckDB, polars) read the table's columns once each. Parts an
+earlier version wrote hold ``kind`` as well; the DuckDB views and :func:`read_part` read both.
+
 The lake is a local folder (a path or ``file://`` URL) or an S3 prefix
 (``s3://bucket/prefix``; credentials, region and endpoint from the standard
 AWS environment: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
@@ -72,6 +77,12 @@ def _leaf_paths(schema: pa.Schema) -> list[str]:
 CODECS: dict[str, dict[str, str]] = {
     name: {c: "zstd" if c.split(".", 1)[0] in _ZSTD[name] else "snappy" for c in _leaf_paths(schema)}
     for name, schema in TABLES.items()}
+#: the columns a table's folders hold (``kind=…``) and its parts do not; ``date`` and ``hour`` are folders only
+PARTITION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("kind",)}
+#: table -> the schema of its parts: the table's without its ``PARTITION_COLUMNS``
+PART_SCHEMAS: dict[str, pa.Schema] = {
+    name: pa.schema([f for f in schema if f.name not in PARTITION_COLUMNS.get(name, ())])
+    for name, schema in TABLES.items()}
 #: the time column each table is partitioned by
 TIME_COLUMN = {"events": "ts", "link_samples": "ts", "topology": "ts", "incidents": "written_at",
                "incident_evidence": "written_at"}
@@ -135,7 +146,7 @@ class Lake:
                 rel = f"{name}/kind=_schema/date=1970-01-01/hour=00" if name == "events" \
                     else f"{name}/date=1970-01-01/hour=00"
                 if not self.exists(f"{rel}/_schema.parquet"):
-                    self._write_part(schema.empty_table(), rel, "_schema.parquet")
+                    self._write_part(PART_SCHEMAS[name].empty_table(), rel, "_schema.parquet")
         except OSError as e:
             raise LakeError(f"cannot initialise the lake at {self.location}: {e}") from e
 
@@ -279,7 +290,8 @@ _DICTIONARY_ROWS = 1024
 
 
 def _partitions(table_name: str, table: pa.Table) -> Iterable[tuple[list[tuple[str, str]], pa.Table]]:
-    """(partition keys, rows) per partition, in key order; rows keep their order.
+    """(partition keys, rows) per partition, in key order; rows keep their order; the rows without the
+    table's ``PARTITION_COLUMNS`` (their folder names them).
 
     Keys are computed column-wise: the hour of each row's time (a null time
     counts as the epoch), then one label per distinct (kind,) hour.
@@ -304,6 +316,7 @@ def _partitions(table_name: str, table: pa.Table) -> Iterable[tuple[list[tuple[s
         if table_name == "events":
             k.insert(0, ("kind", names[key[0]]))
         groups.append((tuple(k), g))
+    table = table.drop_columns(list(PARTITION_COLUMNS.get(table_name, ())))
     if len(uniq) == 1:
         yield list(groups[0][0]), table
         return
@@ -313,6 +326,22 @@ def _partitions(table_name: str, table: pa.Table) -> Iterable[tuple[list[tuple[s
     offsets = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))]).tolist()
     for k, g in sorted(groups):
         yield list(k), grouped.slice(offsets[g], offsets[g + 1] - offsets[g])
+
+
+def read_part(path: str | Path, table_name: str) -> pa.Table:
+    """One local part of ``table_name`` as a table of its schema (``TABLES``), its ``PARTITION_COLUMNS`` taken
+    from the ``key=value`` folders of ``path`` (``…/events/kind=xid/date=…/hour=…/part-….parquet``); a part an
+    earlier version wrote, which holds them too, reads the same. Raises OSError / ``pyarrow.ArrowInvalid`` for a
+    file that is not such a part."""
+    path = Path(path)
+    part = pq.read_table(path)
+    folders = dict(p.split("=", 1) for p in path.parent.parts if "=" in p)
+    for name in PARTITION_COLUMNS.get(table_name, ()):
+        if name not in part.column_names:
+            if name not in folders:
+                raise pa.ArrowInvalid(f"{path}: neither its folders nor the part name its {name}")
+            part = part.append_column(name, pa.array([folders[name]] * part.num_rows, pa.string()))
+    return part.select(TABLES[table_name].names).cast(TABLES[table_name])
 
 
 def filter_events(table: pa.Table, kinds: set[str]) -> pa.Table:

@@ -14,8 +14,12 @@
 --   incident_evidence  the events of each incident's latest version, with role and relation
 -- Times are TIMESTAMP WITH TIME ZONE in UTC.
 
+-- events: `kind` is the folder's (kind=…); new parts do not hold it, an earlier version's do (the same value).
+-- The columns are named so that they keep their order (a hive column comes after the files' columns).
 CREATE OR REPLACE VIEW events AS
-SELECT * EXCLUDE (date, hour)
+SELECT event_id, ts, ts_basis, host, source, kind, signature, severity, device_type, device, link, xid, sxid, peer,
+       rank, nranks, comm, message, gpu_index, pid, process, fatal, cause_xid, seq, op, timeout_ms, elapsed_ms,
+       ts_precision_us, count, last_ts, ingest_ts, origin, details
 FROM read_parquet(getvariable('lake') || '/events/**/*.parquet', hive_partitioning = true, union_by_name = true)
 WHERE kind <> '_schema'
 QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY ingest_ts NULLS LAST) = 1;
@@ -47,7 +51,9 @@ SEMI JOIN incidents i ON e.incident_id = i.id AND e.version = i.version;
 -- (the events view deduplicates over the whole lake before any filter can prune files). Same rows as
 -- SELECT * FROM events WHERE ts BETWEEN lo AND hi: replayed copies of an event share its ts.
 CREATE OR REPLACE MACRO events_between(lo, hi) AS TABLE
-SELECT * EXCLUDE (date, hour)
+SELECT event_id, ts, ts_basis, host, source, kind, signature, severity, device_type, device, link, xid, sxid, peer,
+       rank, nranks, comm, message, gpu_index, pid, process, fatal, cause_xid, seq, op, timeout_ms, elapsed_ms,
+       ts_precision_us, count, last_ts, ingest_ts, origin, details
 FROM read_parquet(getvariable('lake') || '/events/**/*.parquet', hive_partitioning = true, union_by_name = true)
 WHERE kind <> '_schema' AND date BETWEEN CAST(CAST(lo AS TIMESTAMPTZ) AS DATE) AND CAST(CAST(hi AS TIMESTAMPTZ) AS DATE)
   AND ts BETWEEN lo AND hi

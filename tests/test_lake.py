@@ -11,7 +11,8 @@ import pytest
 
 from api.demo import SAMPLES
 from api.diagnose import diagnose_paths
-from ingest.lake import _DICTIONARY_ROWS, CODECS, TABLES, TIME_COLUMN, Lake
+import ingest.lake
+from ingest.lake import _DICTIONARY_ROWS, CODECS, PART_SCHEMAS, TABLES, TIME_COLUMN, Lake, read_part
 from schemas.incidents import incident_rows
 from schemas.settings import Settings
 
@@ -45,8 +46,9 @@ def test_small_and_large_parts_read_back_as_the_tables_schema(tables, tmp_path, 
     [l_path] = lake.write(name, large, "large")
     for path, rows in ((s_path, small), (l_path, large)):
         back = pq.read_table(path)
-        assert back.schema.equals(TABLES[name]), (path, back.schema)
-        assert back.equals(rows)
+        assert back.schema.equals(PART_SCHEMAS[name]), (path, back.schema)  # events: no kind (its folder's)
+        assert back.equals(rows.select(PART_SCHEMAS[name].names))
+        assert read_part(path, name).equals(rows)
         assert pq.read_schema(path).metadata is None or b"ARROW:schema" not in pq.read_schema(path).metadata
     described = [duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{p}')").fetchall() for p in (s_path, l_path)]
     assert described[0] == described[1]
@@ -186,3 +188,86 @@ def test_a_link_with_counter_samples_only_keeps_its_gpu_index(tmp_path):
     lake.write("link_samples", pa.Table.from_pylist([row], LINK_SAMPLES_SCHEMA), "b0")
     (got,) = Store(lake).links(host="node31")
     assert (got["gpu"], got["gpu_index"], got["counters"]["CRC Errors"]["value"]) == ("gpu0", 0, 5.0)
+
+
+def _old_writer(monkeypatch) -> None:
+    """The writer as an earlier version had it: events parts (and the ``_schema`` placeholder) hold ``kind`` too."""
+    monkeypatch.setattr(ingest.lake, "PARTITION_COLUMNS", {})
+    monkeypatch.setattr(ingest.lake, "PART_SCHEMAS", dict(TABLES))
+
+
+def test_hive_readers_read_the_events_table_with_its_types(tables, tmp_path):
+    """pyarrow (``read_table``, ``dataset(partitioning="hive")``) and DuckDB's hive read of ``<lake>/events`` give
+    the table's columns and types (schemas/events.py) plus the folders' ``date`` and ``hour``: a part holds no
+    ``kind``, which its folder names. Parts that held it too made ``pq.read_table`` fail ("Unable to merge: Field
+    kind has incompatible types: string vs dictionary")."""
+    import pyarrow.dataset as ds
+
+    lake = Lake(str(tmp_path / "lake"))
+    lake.init()
+    lake.write("events", tables["events"], "b1")
+    ev = tables["events"].cast(TABLES["events"])
+    n = ev.num_rows
+    for f in lake.files("events"):
+        assert "kind" not in pq.read_schema(f).names
+    by_read_table = pq.read_table(lake.root / "events")  # pyarrow gives a partition key as a dictionary of strings
+    by_dataset = ds.dataset(lake.root / "events", format="parquet", partitioning="hive").to_table()
+    for t in (by_read_table, by_dataset):
+        assert t.num_rows == n  # the placeholder has no rows
+        got = t.select(ev.column_names).cast(TABLES["events"])
+        by_id = lambda rows: sorted(rows, key=lambda r: r["event_id"])  # noqa: E731
+        assert by_id(got.to_pylist()) == by_id(ev.to_pylist())
+    assert by_dataset.schema.field("kind").type == pa.string()
+    assert [(f.name, f.type) for f in by_dataset.select(ev.column_names).schema] == \
+        [(f.name, f.type) for f in TABLES["events"]]
+    glob = f"{lake.root}/events/**/*.parquet"
+    rel = duckdb.sql(f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true) WHERE kind <> '_schema'")
+    types = dict(zip(rel.columns, map(str, rel.types)))
+    want = dict(zip(TABLES["events"].names, map(str, duckdb.from_arrow(TABLES["events"].empty_table()).types)))
+    assert {c: types[c] for c in want} == want and types["date"] == "DATE"
+    assert sorted(rel.select("event_id, kind").fetchall()) == sorted(zip(ev.column("event_id").to_pylist(),
+                                                                          ev.column("kind").to_pylist()))
+
+
+def test_a_lake_of_old_and_new_parts_reads_as_before(tables, tmp_path, monkeypatch):
+    """A lake an earlier version wrote (parts and placeholder holding ``kind``) with new parts beside them: the
+    ``events`` view and ``events_between`` give what a lake of the old parts alone gave (columns, their order and
+    types, rows), and the placeholder keeps an empty lake's view typed. The events are split into two batches, the
+    first written the old way, the second the new way (and, in a third lake, all of them the old way)."""
+    from api.store import Store
+
+    ev = tables["events"]
+    first, second = ev.slice(0, ev.num_rows // 2), ev.slice(ev.num_rows // 2)
+    old, mixed, empty = (Lake(str(tmp_path / x)) for x in ("old", "mixed", "empty"))
+    with monkeypatch.context() as m:
+        _old_writer(m)
+        for lake in (old, mixed):
+            lake.init()
+            lake.write("events", first, "b1")
+        old.write("events", second, "b2")
+        assert "kind" in pq.read_schema(next(mixed.root.glob("events/kind=_schema/*/*/_schema.parquet"))).names
+    mixed.write("events", second, "b2")
+    assert {"kind" in pq.read_schema(f).names for f in mixed.files("events")} == {True, False}
+    queries = ["SELECT * FROM events ORDER BY event_id",
+               "SELECT * FROM events_between(TIMESTAMPTZ '2000-01-01', TIMESTAMPTZ '2100-01-01') ORDER BY event_id",
+               "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind"]
+    for q in queries:
+        a, b = (Store(lake).query(q) for lake in (old, mixed))
+        assert a and a == b and list(a[0]) == list(b[0]), q
+    assert list(Store(mixed).query(queries[0])[0]) == TABLES["events"].names  # the columns in the table's order
+    from api.store import connect
+
+    described = []
+    for lake in (old, mixed, empty):
+        if lake is empty:
+            lake.init()
+        con = connect(lake)
+        described.append(con.execute("DESCRIBE SELECT * FROM events").fetchall())
+        if lake is empty:
+            assert con.execute("SELECT count(*) FROM events").fetchone() == (0,)
+        con.close()
+    assert described[0] == described[1] == described[2]
+    assert [r[0] for r in described[2]] == TABLES["events"].names
+    for f in mixed.files("events"):  # one part alone, old or new, reads as the table
+        if f.name != "_schema.parquet":
+            assert read_part(f, "events").schema.equals(TABLES["events"])
