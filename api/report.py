@@ -7,8 +7,9 @@ The computation is :mod:`api.degraded_links` (pure), the file formats
   incidents overlapping the hour through the read-only DuckDB views;
 * :func:`degraded_link_report` = load + compute, for one hour;
 * :func:`write_hourly` writes the four formats into
-  ``<lake>/reports/degraded_links/date=YYYY-MM-DD/hour=HH/degraded_links.{json,csv,parquet,html}``
-  (each file atomically), what the service calls once an hour (:func:`due_hour` says which);
+  ``<lake>/reports/degraded_links/date=YYYY-MM-DD/hour=YYYY-MM-DDTHH/degraded_links.{json,csv,parquet,html}``
+  (each file atomically; the Parquet without the ``hour`` column its folder names), what the service calls
+  once an hour (:func:`due_hour` says which);
 * :func:`report_router` serves ``GET /reports/degraded-links?hour=&format=``, computed from the lake
   on each request (so late samples show up).
 
@@ -27,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
 from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
-from api.report_render import FORMATS, render
+from api.report_render import FORMATS, render, to_parquet
 from api.store import StoreError, connect
 from schemas.fleet import HostConfig, load_fleet_config
 from ingest.lake import Lake
@@ -124,7 +125,15 @@ def degraded_link_report(settings: Settings, hour: datetime | str, *,
 
 
 def report_dir(hour: str) -> str:
-    """``reports/degraded_links/date=2026-11-30/hour=03`` (relative to the lake) for hour ``2026-11-30T03``."""
+    """``reports/degraded_links/date=2026-11-30/hour=2026-11-30T03`` (relative to the lake) for hour
+    ``2026-11-30T03``: the folder's ``hour`` is the report's own (a hive reader reads it as the report's ``hour``
+    column, which the stored Parquet leaves to the folder). An earlier version wrote ``…/hour=03``
+    (:func:`old_report_dir`), with the ``hour`` column in its Parquet as well."""
+    return f"reports/degraded_links/date={hour[:10]}/hour={hour[:13]}"
+
+
+def old_report_dir(hour: str) -> str:
+    """Where an earlier version wrote the report of ``hour``: ``reports/degraded_links/date=2026-11-30/hour=03``."""
     return f"reports/degraded_links/date={hour[:10]}/hour={hour[11:13]}"
 
 
@@ -139,7 +148,8 @@ def write_hourly(settings: Settings, hour: datetime | str, *, report: dict | Non
     report = report if report is not None else degraded_link_report(settings, hour)
     lake = Lake(settings.lake)
     d = report_dir(report["hour"])
-    return [lake.put_bytes(f"{d}/degraded_links.{fmt}", render(report, fmt)) for fmt in ("json", "csv", "parquet", "html")]
+    return [lake.put_bytes(f"{d}/degraded_links.{fmt}", to_parquet(report, hour=False) if fmt == "parquet"
+                           else render(report, fmt)) for fmt in ("json", "csv", "parquet", "html")]
 
 
 def report_router(settings: Settings) -> APIRouter:

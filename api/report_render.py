@@ -86,9 +86,13 @@ def to_json(report: dict[str, Any]) -> bytes:
     return orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def to_parquet(report: dict[str, Any]) -> bytes:
+def to_parquet(report: dict[str, Any], *, hour: bool = True) -> bytes:
+    """:func:`links_table` as Parquet; without its ``hour`` column when ``hour`` is false: the part stored in the
+    lake under ``hour=<the hour>/``, whose folder names it (a hive key is a folder, not also a column: readers
+    read the report's ``hour`` from the folder, as the string ``2026-11-30T03``)."""
+    t = links_table(report)
     buf = io.BytesIO()
-    pq.write_table(links_table(report), buf, compression="zstd")
+    pq.write_table(t if hour else t.drop_columns(["hour"]), buf, compression="zstd")
     return buf.getvalue()
 
 

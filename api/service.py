@@ -62,9 +62,10 @@ class Hourly:
         self.owed = None
 
     def _stored(self, hour) -> bool:
-        from api.report import report_dir
+        from api.report import old_report_dir, report_dir
 
-        return self.lake.exists(f"{report_dir(f'{hour:%Y-%m-%dT%H}')}/degraded_links.html")
+        h = f"{hour:%Y-%m-%dT%H}"  # where this version writes it, or an earlier one did
+        return any(self.lake.exists(f"{d(h)}/degraded_links.html") for d in (report_dir, old_report_dir))
 
     def _next(self, due):
         """The hour to write at ``due`` (the hour due now), or None when every hour up to it is written. Raises

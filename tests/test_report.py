@@ -23,8 +23,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
 import httpx
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -299,12 +301,29 @@ def stored(lake_settings):
 
 
 def test_write_hourly_writes_every_format(lake_settings, report, stored):
-    d = Lake(lake_settings.lake).root / "reports" / "degraded_links" / "date=2026-11-30" / "hour=03"
+    d = Lake(lake_settings.lake).root / "reports" / "degraded_links" / "date=2026-11-30" / "hour=2026-11-30T03"
     assert stored == [d / f"degraded_links.{x}" for x in ("json", "csv", "parquet", "html")]
     assert stored[0].read_bytes() == GOLDEN.read_bytes()
     assert pq.read_table(stored[2]).num_rows == 5
     assert stored[3].read_bytes() == render(report, "html")
     assert not [f for f in d.iterdir() if f.name.startswith(".")]  # no temporary file left
+
+
+def test_the_stored_parquet_reads_as_the_reports_rows_with_hive_readers(lake_settings, report, stored):
+    """The stored Parquet leaves ``hour`` to its folder (``hour=2026-11-30T03``), so hive readers read the report's
+    ``hour`` once, as its string: it held an ``hour`` column under ``hour=03``, and DuckDB read the file's value
+    where polars read the folder's ``3`` (pyarrow's dataset: "Unable to merge")."""
+    import pyarrow.dataset as ds
+
+    want = pq.read_table(io.BytesIO(render(report, "parquet")))  # what -f parquet gives
+    assert "hour" not in pq.read_schema(stored[2]).names
+    base = Path(lake_settings.lake) / "reports" / "degraded_links"
+    got = ds.dataset(base, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    assert got.select(want.column_names).equals(want) and got.schema.field("hour").type == pa.string()
+    con = duckdb.connect()
+    rel = con.sql(f"SELECT * EXCLUDE (date) FROM read_parquet('{base}/**/*.parquet', hive_partitioning = true)")
+    assert dict(zip(rel.columns, rel.types))["hour"] == "VARCHAR"
+    assert rel.select(*want.column_names).arrow().read_all().to_pylist() == want.to_pylist()
 
 
 def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeypatch, caplog):
@@ -331,13 +350,13 @@ def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeyp
         return sorted(d.name for d in out.iterdir() if (d / "degraded_links.html").exists()) if out.exists() else []
 
     asyncio.run(Hourly(settings, lake).maybe_write())  # the worker at 03:10
-    assert written() == ["hour=02"]
+    assert written() == ["hour=2026-11-30T02"]
     due["hour"] = datetime(2026, 11, 30, 4, tzinfo=timezone.utc)  # stopped, started again at 05:10
     restarted = Hourly(settings, lake)
     for _ in range(3):  # ticks
         asyncio.run(restarted.maybe_write())
-    assert written() == ["hour=02", "hour=03", "hour=04"]
-    assert (out / "hour=03" / "degraded_links.json").read_bytes() == GOLDEN.read_bytes()
+    assert written() == ["hour=2026-11-30T02", "hour=2026-11-30T03", "hour=2026-11-30T04"]
+    assert (out / "hour=2026-11-30T03" / "degraded_links.json").read_bytes() == GOLDEN.read_bytes()
 
     # the same worker, its lake refusing the reports for longer than an hour (a file where their folder goes)
     due["hour"] = datetime(2026, 11, 30, 5, tzinfo=timezone.utc)
@@ -350,7 +369,7 @@ def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeyp
     shutil.move(tmp_path / "aside", out)
     for _ in range(3):
         asyncio.run(restarted.maybe_write())
-    assert written() == ["hour=02", "hour=03", "hour=04", "hour=05", "hour=06"]
+    assert written() == [f"hour=2026-11-30T0{h}" for h in range(2, 7)]
 
     # none written for more than a day (a lake refusing them, the process suspended): the last 24 hours are
     # written, the ones before are said. (A worker started again finds the reports stored within those 24 hours.)
@@ -360,7 +379,16 @@ def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeyp
         asyncio.run(later.maybe_write())
     [said] = [r for r in caplog.records if getattr(r, "error_code", None) == "report_skipped"]
     assert "2026-11-30T07 to 2026-11-30T08 not written" in said.getMessage()
-    assert later.done == datetime(2026, 11, 30, 9, tzinfo=timezone.utc) and "hour=09" in written()
+    assert later.done == datetime(2026, 11, 30, 9, tzinfo=timezone.utc) and "hour=2026-11-30T09" in written()
+
+
+    # a lake whose latest report an earlier version stored (``…/hour=07/``): a worker starts after it
+    shutil.rmtree(out)
+    (out / "hour=07").mkdir(parents=True)
+    (out / "hour=07" / "degraded_links.html").write_text("")
+    due["hour"] = datetime(2026, 11, 30, 8, tzinfo=timezone.utc)
+    asyncio.run(Hourly(settings, lake).maybe_write())
+    assert written() == ["hour=07", "hour=2026-11-30T08"]
 
 
 # --- HTTP and CLI ----------------------------------------------------------------------------------------------
@@ -457,7 +485,7 @@ def test_cli(lake_settings, tmp_path):
         res = run(app, ["report", "degraded-links", "--hour", HOUR, "-o", str(tmp_path / name), "--config", str(cfg)])
         assert res.exit_code == 2 and f"say --format for {name}" in res.output and not (tmp_path / name).exists()
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", "--config", str(cfg)])
-    assert res.exit_code == 0 and res.stdout.strip().endswith("hour=03/degraded_links.html")
+    assert res.exit_code == 0 and res.stdout.strip().endswith("hour=2026-11-30T03/degraded_links.html")
     # --store writes every format into the lake: --output or --format beside it were ignored, silently (a break-it pass)
     for extra in (["-o", str(tmp_path / "x.json")], ["-f", "csv"]):
         res = run(app, ["report", "degraded-links", "--hour", HOUR, "--store", *extra, "--config", str(cfg)])
@@ -557,7 +585,7 @@ def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
     res = CliRunner().invoke(app, ["report", "degraded-links", "--hour", hour, "--store", "--config", str(cfg)])
     assert res.exit_code == 2 and "--store writes an hour's report once the hour is over" in " ".join(
         res.stderr.split()), res.stderr
-    assert not list(Path(lake_settings.lake).glob(f"reports/degraded_links/date={hour[:10]}/hour={hour[11:]}/*"))
+    assert not list(Path(lake_settings.lake).glob(f"reports/degraded_links/date={hour[:10]}/hour={hour}/*"))
 
 
 # --- looked at as a person would: headless Chromium -----------------------------------------------------------
