@@ -1062,6 +1062,7 @@ def _p2p_off(h: Hit) -> tuple[str, str] | None:
 
 #: lines of an ``nvidia-smi -q`` GPU section that name no GPU themselves (formats.md §9.5)
 _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy", "nvml.recovery_action",
+                             "nvml.q_reset_required",
                              "nvml.q_row_remap", "nvml.fabric_state_incomplete", "nvml.q_clocks_event",
                              "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
                              "nvml.q_ecc_section"})

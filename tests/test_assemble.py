@@ -596,6 +596,25 @@ def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     ]
 
 
+def test_smi_q_reset_status_yes_is_a_fault_of_its_sections_gpu(pipeline):
+    """nvidia-smi -q's "GPU Reset Status" (R535 - R565): "Reset Required : Yes" names no GPU itself; it is a fault
+    of the GPU whose section it is in, and "No" (or 570's "deprecated") is none (a real capture: GPU 2 of eight left
+    "Reset Required: Yes", CUDA init failing on it alone; field of gpuopenanalytics/pynvml#51)."""
+    text = ("GPU 00000000:18:00.0\n    GPU Reset Status\n"
+            "        Reset Required                    : No\n"
+            "        Drain and Reset Recommended       : No\n"
+            "GPU 00000000:39:00.0\n    GPU Reset Status\n"
+            "        Reset Required                    : Yes\n"
+            "        Drain and Reset Recommended       : No\n"
+            "    Fan Speed                             : System is not in ready state\n"
+            "GPU 00000001:00:00.0\n        GPU Reset Status\n"
+            "            Reset Required                    : Requested functionality has been deprecated\n"
+            "        GPU Recovery Action                   : None\n")
+    ev = run(pipeline, text).events.to_pylist()
+    assert [(e["signature"], e["device"], e["severity"]) for e in ev] == [
+        ("nvml.q_reset_required", "0000:39:00.0", "error")]
+
+
 def test_raw_dmesg_file_mtime_is_the_time_of_its_last_line_not_of_its_last_match(pipeline):
     """A `dmesg > file` capture: the mtime dates the last kernel stamp of the file, which is usually a noise
     line long after the fault (here 2,700 s after the Xid)."""
