@@ -1025,6 +1025,14 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         missing = [f"whether anything failed: the lines of {', '.join(codes)} say Nonfatal or nothing of it, none "
                    f"says Fatal, and nothing reported a failure after them; if a job hung or failed then, diagnose "
                    f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
+    if faults and all(e.xid == RECOVERY_XID for e in faults):
+        # only the driver's "GPU recovery action changed" (Xid 154): NVIDIA's catalog calls it "informational only
+        # regarding another Xid", so what set the action is not in these lines (a GPU left "Node Reboot Required"
+        # with no other Xid in its paste: its next step is right, its cause is unknown; a real-logs pass)
+        conf -= 0.15
+        missing.append(f"the Xid that changed the recovery action of {init.get('device') or 'this GPU'} on "
+                       f"{best_key[0]}: Xid {RECOVERY_XID} only summarises another Xid, and none is in these lines "
+                       "(the kernel log from before it: dmesg -T | grep 'NVRM: Xid')")
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
 

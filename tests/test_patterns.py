@@ -824,6 +824,26 @@ def test_a_gpus_fall_explains_the_node_reboot_its_driver_asks_of_every_gpu_of_th
     assert "by rule gpu_loss.explains_hostwide_recovery_action" not in alone["explanation"], alone["explanation"]
 
 
+def test_a_recovery_action_alone_says_its_cause_is_missing(pipeline):
+    """Xid 154 is "informational only regarding another Xid" (NVIDIA's catalog): a GPU whose paste holds only its
+    "Node Reboot Required" (a real capture: the GPU's preamble and the 154, nothing else) gets the driver's step,
+    but its incident says the Xid that set it is missing and is less sure; with that Xid (79, real lines of a
+    training host's four falls) nothing is missing."""
+    lone = ("Aug 12 01:22:51 node07 kernel: NVRM: GPU at PCI:0000:01:00: GPU-9a613ad4-057b-4fb1-8572-ae2d3c112a92\n"
+            "Aug 12 01:22:51 node07 kernel: NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 "
+            "(None) to 0x2 (Node Reboot Required)")
+    (inc,) = run(pipeline, lone)
+    assert inc["initiator"]["xid"] == 154 and inc["next_action"].startswith("The driver asks for: Node Reboot")
+    assert inc["missing"][0].startswith("the Xid that changed the recovery action of 0000:01:00.0 on node07")
+    assert inc["confidence"] < 0.7
+    fell = ("[Mon Sep 14 04:48:45 2026] NVRM: Xid (PCI:0000:02:00): 79, pid=9962, name=python, GPU has fallen off "
+            "the bus.\n[Mon Sep 14 04:48:45 2026] NVRM: Xid (PCI:0000:02:00): 154, GPU recovery action changed from "
+            "0x0 (None) to 0x2 (Node Reboot Required)")
+    (inc,) = run(pipeline, fell)
+    assert inc["initiator"]["xid"] == 79 and not any("recovery action" in m for m in inc["missing"])
+    assert inc["confidence"] >= 0.75
+
+
 def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
     """An Xid's explanation names it ("Xid 79 (GPU has fallen off the bus)"); one of another kind said only
     its field name ("gpu_off_bus on gpu …"; a fresh-user trial). Every kind has its phrase
