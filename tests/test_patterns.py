@@ -844,6 +844,19 @@ def test_a_recovery_action_alone_says_its_cause_is_missing(pipeline):
     assert inc["confidence"] >= 0.75
 
 
+def test_a_recovery_action_row_of_query_gpu_is_a_fault_of_that_gpu(pipeline):
+    """`nvidia-smi --query-gpu=index,gpu_recovery_action --format=csv,noheader` (NVIDIA/DCGM#263: GPU 1 "Reset" while
+    DCGM's health check said Healthy): the one row that is not "None" is an error incident of that GPU, by index,
+    and of its bus id when an index-to-bus-id query of the host names it; the healthy rows give nothing."""
+    rows = "0, None\n1, Reset\n2, None\n3, None\n4, None\n5, None\n6, None\n7, None"
+    (inc,) = run(pipeline, rows)
+    assert (inc["severity"], inc["category"], inc["initiator"]["gpu_index"]) == ("error", "gpu_failure", 1)
+    assert "(Reset)" in inc["next_action"]
+    (inc,) = run(pipeline, "0, 00000000:18:00.0\n1, 00000000:2A:00.0\n" + rows)
+    assert inc["initiator"]["device"] == "0000:2a:00.0"
+    assert run(pipeline, rows.replace("1, Reset", "1, None")) == []
+
+
 def test_an_explanation_says_what_a_kind_without_an_xid_means(pipeline):
     """An Xid's explanation names it ("Xid 79 (GPU has fallen off the bus)"); one of another kind said only
     its field name ("gpu_off_bus on gpu …"; a fresh-user trial). Every kind has its phrase
