@@ -21,6 +21,8 @@ What one line cannot say alone:
   puts the ranks that follow on the P2P fallback path; a board serial line names
   the serial of the GPU of the preamble before it; the driver's RC watchdog line
   (``GPU is probably locked!``) gives its notify timeout to the host's next Xid;
+  an ``ibstat`` block's ``CA '…'``, ``Port N:`` and ``State:`` lines name the
+  HCA, port and logical state of its ``Physical state:`` line;
 * **line groups**: an NVSwitch error is printed as up to three SXid lines of
   one switch and code (Fatal/Non-fatal line, Severity/Engine line, Data
   line), merged into one event.
@@ -1073,6 +1075,10 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
 MPI_HELP_LINES = 20
 
 
+#: the context lines of an `ibstat` block (ib.yaml): its HCA's, its port's and the port's logical state's
+_IBSTAT_CONTEXT = frozenset({"ib.ibstat_ca", "ib.ibstat_port", "ib.ibstat_state"})
+
+
 def carry_context(hits: list[Hit]) -> list[Hit]:
     """Fill fields one line takes from an earlier line of the same segment (module doc); the hits kept: a line
     that repeats the report of the line before it is dropped (an nvidia-smi table's second row that reads ERR! under a
@@ -1094,6 +1100,8 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
     rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
+    # the `ibstat` block the next "Physical state:" line is under: its segment, HCA, port and logical State
+    ibstat: dict[str, Any] = {}
     for h in hits:
         sid, row, d = h.c.sig.id, h.row, h.row["details"]
         kept.append(h)
@@ -1159,6 +1167,25 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                 row["severity"] = ("error" if int(d.get("ecc_count") or 0) > 4 else "warning") if sram else "info"
         if sid in _Q_SECTION_SIGS and q_device and not row.get("device"):
             row["device"] = q_device
+        if sid in _IBSTAT_CONTEXT:  # `ibstat`'s "CA 'mlx5_1'", "Port 1:", "State: Down" above a port's physical state
+            if sid == "ib.ibstat_ca" or ibstat.get("seg") is not h.seg:
+                ibstat = {"seg": h.seg, "nic": row.get("device") if sid == "ib.ibstat_ca" else None}
+            if sid == "ib.ibstat_port":
+                ibstat.update(link=row.get("link"), port_state=None)
+            elif sid == "ib.ibstat_state":
+                ibstat["port_state"] = d.get("port_state")
+            continue
+        if sid == "ib.ibstat_physical_state" and ibstat.get("seg") is h.seg:
+            if ibstat.get("nic") and not row.get("device"):
+                row["device"] = ibstat["nic"]
+            if ibstat.get("link") is not None and row.get("link") is None:
+                row["link"] = ibstat["link"]
+            if state := ibstat.get("port_state"):
+                d.setdefault("port_state", state)
+                # a physical link under a logical state short of Active: no subnet manager brought the port up
+                # (Mellanox/network-operator#249); under Active it is the healthy port
+                if d.get("phys_state") == "LinkUp" and state != "Active":
+                    row["severity"] = "warning"
         if sid == "nvml.gpu_header":
             gpu_ctx = {"gpu_index": row.get("gpu_index"), "model": d.get("model"), "uuid": d.get("uuid")}
             continue

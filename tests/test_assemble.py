@@ -31,7 +31,6 @@ def test_storm_of_identical_lines_is_one_event_with_its_count(pipeline):
     assert ev[0]["last_ts"] is not None and ev[0]["ts"] < ev[0]["last_ts"]
 
 
-
 def test_a_storm_is_of_one_gpu_and_one_rank(pipeline):
     """The same line of two ranks, or under two GPUs' headers, is two events, each with its own count (a fresh
     user's trial: nvidia-smi nvlink -s's four GPUs were one event of GPU 0)."""
@@ -287,7 +286,6 @@ def test_year_from_the_nearest_dated_line(pipeline):
             "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |")
     ev = run(pipeline, text).events.to_pylist()
     assert [e["ts"].year for e in ev] == [2024, 2024]
-
 
 
 _INIT = ("{host}:91234:91290 [2] NCCL INFO comm 0x55d1c8a0 rank {rank} nranks 24 cudaDev 2 nvmlDev 2 busId 5e000 "
@@ -613,6 +611,25 @@ def test_smi_q_reset_status_yes_is_a_fault_of_its_sections_gpu(pipeline):
     ev = run(pipeline, text).events.to_pylist()
     assert [(e["signature"], e["device"], e["severity"]) for e in ev] == [
         ("nvml.q_reset_required", "0000:39:00.0", "error")]
+
+
+def test_an_ibstat_block_names_the_hca_port_and_state_of_its_physical_state_line(pipeline):
+    """``ibstat`` prints a block per HCA: its port's "Physical state:" line names neither the HCA nor the port, and its
+    meaning depends on the logical "State:" above it. Blocks from real reports: pytorch/tensorpipe#455 (mlx5_1 not
+    cabled, Disabled), Mellanox/network-operator#249 (a pod's VF with a physical link but State Down: no subnet
+    manager brought it up) and leptonai/gpud#482 (Polling). The healthy port (Active, LinkUp) is context, no fault;
+    without the carried context the three faults named no device and the LinkUp one was no warning."""
+    block = ("CA '{ca}'\n        CA type: MT4123\n        Number of ports: 1\n        Port 1:\n"
+             "                State: {state}\n                Physical state: {phys}\n                Rate: 200\n"
+             "                Link layer: InfiniBand\n")
+    text = "".join(block.format(ca=ca, state=st, phys=ph) for ca, st, ph in (
+        ("mlx5_0", "Active", "LinkUp"), ("mlx5_1", "Down", "Disabled"), ("mlx5_7", "Down", "LinkUp"),
+        ("mlx5_10", "Down", "Polling")))
+    ev = run(pipeline, text).events.to_pylist()
+    got = [(e["device"], e["link"], e["severity"], json.loads(e["details"]).get("port_state")) for e in ev]
+    assert got == [("mlx5_0", 1, "info", "Active"), ("mlx5_1", 1, "warning", "Down"),
+                   ("mlx5_7", 1, "warning", "Down"), ("mlx5_10", 1, "warning", "Down")]
+    assert {e["device_type"] for e in ev} == {"nic"} and {e["kind"] for e in ev} == {"ib_port"}
 
 
 def test_raw_dmesg_file_mtime_is_the_time_of_its_last_line_not_of_its_last_match(pipeline):
@@ -1219,7 +1236,6 @@ def test_a_record_that_names_its_host_keeps_it_before_talos_address(pipeline):
     seg = Segment(data=line.encode(), origin="talos.log", stream="talos.log", host="talos", ref_ts=T0,
                   ref_basis="file", ingest_ts=T0)  # a file: its name is only a guess
     assert [e["host"] for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()] == ["192.168.11.119"]
-
 
 
 def test_an_address_where_a_syslog_header_puts_the_host_names_it_unless_the_record_does(pipeline):
