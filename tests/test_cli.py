@@ -323,6 +323,23 @@ def test_sql_prints_one_block_per_row_when_the_columns_do_not_fit(empty_lake, mo
     assert table_fits(["n", "x"], [["1", "2"]], 9) and not table_fits(["n", "x"], [["1", "2"]], 8)
 
 
+def test_sql_right_aligns_columns_of_numbers(empty_lake, monkeypatch):
+    """``SELECT host, xid, count(*) … FROM events`` printed ``xid`` 13 and 119 flush left, as text (a new user's
+    trial): a column of numbers (ints, floats, decimals; nulls among them) is right-aligned, as DuckDB's and psql's
+    tables do; text, booleans and an all-null column stay left."""
+    from api import cli
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(cli, "out", cli.cli_console())
+    r = runner.invoke(app, ["sql", "SELECT * FROM (VALUES ('node32', 13, 1.5::DECIMAL(5, 2), 2.5::DOUBLE, true, NULL), "
+                                   "('node023', 119, 100.25, NULL, false, NULL)) t(host, xid, d, f, ok, nothing)"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[3:5] == [
+        "│ node32  │  13 │   1.50 │ 2.5 │ True  │         │",
+        "│ node023 │ 119 │ 100.25 │     │ False │         │",
+    ], r.stdout
+
+
 def test_the_demo_s_stop_hint_quotes_a_folder_that_is_not_utf_8(monkeypatch):
     """A state folder whose name is not UTF-8 was quoted ``'/…/st\\udcffdir'``, which names another folder when
     pasted (a break-it pass): bash's ``$'…'`` with ``\\xNN`` for its bytes that are not UTF-8, which bash reads back
