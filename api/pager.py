@@ -251,7 +251,8 @@ def incident_url(base_url: str | None, incident_id: str) -> str | None:
 
 
 def describe_initiator(inc: dict[str, Any]) -> str:
-    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``; ``rank 5 on node03 (nccl_timeout)``; ``node12
+    """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``, ``NVLinks 3, 5 of GPU index 3 on node011
+    (nvlink_down)`` when its ``links`` are several; ``rank 5 on node03 (nccl_timeout)``; ``node12
     (fabric_manager)``, a fault of the host; ``no single culprit (node01)``."""
     i = inc.get("initiator") or {}
     host = i.get("host") or "unknown host"
@@ -271,8 +272,14 @@ def describe_initiator(inc: dict[str, Any]) -> str:
         # NCCL's report names the GPU its rank runs on, not a fault of the GPU (api.render.describe_initiator)
         rank = i.get("rank")
         what = f"the rank{f' {rank}' if rank is not None else ''} on {what}"
-    if i.get("link") is not None and i["device_type"] != "link":
-        what = f"{'port' if i['device_type'] in ('nic', 'nvswitch') else 'NVLink'} {i['link']} of {what}"
+    port = i["device_type"] in ("nic", "nvswitch")
+    links = i.get("links") or []
+    if len(links) > 1 and i["device_type"] != "link":
+        # every link of the initiator, as the table and the incident page say them ("links 3,5"): the page said
+        # "NVLink 3 of GPU index 3" of V100 links 3 and 5 both inactive (a fresh user's trial)
+        what = f"{'ports' if port else 'NVLinks'} {', '.join(map(str, links))} of {what}"
+    elif i.get("link") is not None and i["device_type"] != "link":
+        what = f"{'port' if port else 'NVLink'} {i['link']} of {what}"
     code = (f"Xid {i['xid']}" if i.get("xid") is not None else f"SXid {i['sxid']}" if i.get("sxid") is not None
             else i.get("fault") or i.get("kind"))
     return f"{what} on {host}" + (f" ({code})" if code else "")

@@ -128,6 +128,28 @@ def metric(name: str, receiver: str) -> float:
 # ---- pure builders ---------------------------------------------------------------------------------------
 
 
+def test_pages_name_every_link_of_the_initiator_as_the_table_does():
+    """The demo's node011 incident is V100 NVLinks 3 and 5 of GPU 3 inactive (tests/corpus 011): the table and the
+    incident page said "gpu index 3 links 3,5", its Alertmanager page "NVLink 3 of GPU index 3 on node011" (a
+    fresh user's trial). A page names every link of ``links``; a NIC's or NVSwitch's several are ports."""
+    from api.pager import describe_initiator
+    from api.render import describe_initiator as table_initiator
+
+    inc = incident(category="link_fault", severity="error")
+    inc["initiator"] = {"host": "node011", "device_type": "gpu", "device": None, "gpu_index": 3, "link": 3,
+                        "links": [3, 5], "kind": "nvlink_down", "fault": "nvlink_down", "events": ["e1", "e2"]}
+    assert describe_initiator(inc) == "NVLinks 3, 5 of GPU index 3 on node011 (nvlink_down)"
+    assert table_initiator(inc["initiator"]) == "node011 gpu index 3 links 3,5"
+    a = alertmanager_alert(inc, "https://firstfault.example", now=1_800_000_000.0, hold_s=240)
+    assert a["annotations"]["initiator"] == "NVLinks 3, 5 of GPU index 3 on node011 (nvlink_down)"
+    assert a["annotations"]["summary"].startswith("[error] link_fault: NVLinks 3, 5 of GPU index 3 on node011")
+    nic = {**inc, "initiator": {"host": "node015", "device_type": "nic", "device": "mlx5_32", "link": 1,
+                                "links": [1, 2], "kind": "ib_port", "events": ["e1"]}}
+    assert describe_initiator(nic) == "ports 1, 2 of NIC mlx5_32 on node015 (ib_port)"
+    one = {**inc, "initiator": {**nic["initiator"], "links": [1]}}  # one link: as before
+    assert describe_initiator(one) == "port 1 of NIC mlx5_32 on node015 (ib_port)"
+
+
 def test_payloads_name_initiator_category_next_action_and_link():
     inc = incident(downstream=DOWN)
     base = "https://firstfault.example"
