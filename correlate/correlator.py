@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_edges, find_edges, first_of, is_fault,
                                  may_relate, reach, resolve_subjects, roots_verdict)
@@ -79,13 +80,17 @@ def correlation_settings(s) -> Settings:
     return Settings(clocks=clocks, resolve_after_us=int(s.resolve_after_s * S), hosts=hosts)
 
 
-def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> list[Ev]:
+def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int,
+                   facts: tuple[pa.Table | None, ...] = ()) -> list[Ev]:
     """Symptoms as events (signature ``operator.symptom``) so they join incidents like evidence.
 
     A symptom without a time is placed at its host's last event, else at the last event of any host, else at
     ``now_us`` (µs: reported now, about logs that hold no event); ``details.untimed`` says it was not given.
     Events whose time is only an upper bound (``details.ts_upper_bound``: a line with no stamp, timed by its
-    file's mtime or its Kafka arrival, maybe days after the lines around it) count only where no other does."""
+    file's mtime or its Kafka arrival, maybe days after the lines around it) count only where no other does.
+    ``facts``: the link-sample and topology tables (``origin`` and ``host`` columns); a symptom with no event to
+    be placed at is told apart by the origins of its host's facts (a file's name and content digest, a Kafka
+    record), so that one report about two different logs gives two event ids (and incident ids)."""
     if not symptoms:  # the usual call (every streaming step): no pass over the events
         return []
     out = []
@@ -96,8 +101,11 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
                    or [e.ts for e in events if e.host == s.host])
         ts = s.ts if s.ts is not None else (max(host_ts) if host_ts else latest)
         # the id is of what was reported (its place, host, kind, time if given, GPUs, note): the same report gives
-        # the same id on every run, also when it is placed at the time of the run
-        what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, s.ts, list(s.gpus), s.note]), digest_size=6)
+        # the same id on every run, also when it is placed at the time of the run; one with no line to be placed
+        # at, of the logs it is about too ("hang" on node01 gave one incident id over two cases' different
+        # topology-only logs: a fresh user's trial)
+        about = _fact_origins(facts, s.host) if s.ts is None and not timed else []
+        what = hashlib.blake2b(orjson.dumps([i, s.host, s.kind, s.ts, list(s.gpus), s.note, *about]), digest_size=6)
         # the report's GPUs are in details.gpus (patterns.symptom_verdict names them); the event is the host's, so
         # it stays a party of its own beside a GPU's own events, which it corroborates (a break-it pass found a
         # report placed on the failed GPU hidden in the initiator's events, and the confidence lower)
@@ -110,6 +118,16 @@ def symptom_events(symptoms: list[Symptom], events: list[Ev], now_us: int) -> li
                                                # placed at a logged line's time (not given, not the run's)
                                                "placed": s.ts is None and bool(host_ts or timed)}))
     return out
+
+
+def _fact_origins(facts: tuple[pa.Table | None, ...], host: str) -> list[str]:
+    """The sorted distinct ``origin`` values of ``host``'s rows in the tables ``facts`` (none for a table without
+    the columns)."""
+    got: set[str] = set()
+    for t in facts:
+        if t is not None and t.num_rows and {"host", "origin"} <= set(t.column_names):
+            got.update(t.filter(pc.equal(t.column("host"), host)).column("origin").unique().to_pylist())
+    return sorted(x for x in got if x is not None)
 
 
 def attribute(scene: Scene) -> Verdict | None:
@@ -331,7 +349,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts
         skew[h] = max(skew.get(h, 0), bound)
     clocks = settings.clocks.with_estimates(skew)
-    evs = evs + symptom_events(symptoms or [], evs, now_us)
+    evs = evs + symptom_events(symptoms or [], evs, now_us, (samples, topology))
     incidents: list[dict[str, Any]] = []
     # earlier incidents by initiator (incident.finish names those of the same initiator: one lookup, not a scan
     # of every incident the streaming correlator emitted)

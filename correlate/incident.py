@@ -48,9 +48,10 @@ def incident_id(events: list[Ev]) -> str:
     """Stable id: from the earliest logged member event (time, then event id; an operator's symptom only when
     the incident holds nothing else, with the logged line's time it was placed at when no time was given:
     ``details.placed``). Replays give the same id, and a symptom added to the logs leaves it; a report with no
-    line to place it at keeps one id from run to run. An untimed symptom's event id is of the report alone, so
+    line to place it at keeps one id from run to run. An untimed symptom's event id was of the report alone, so
     "hang" on node01 gave the same incident id over two cases' different logs (a fresh user's trial: two hangs of
-    one host would share a ticket)."""
+    one host would share a ticket): it is placed at a logged line when there is one, else its event id is also of
+    its host's facts' origins (``correlator.symptom_events``)."""
     logged = [e for e in events if e.signature != SYMPTOM]
     first = min(logged or events, key=lambda e: e.order)
     key = first.event_id if logged or not first.details.get("placed") else f"{first.event_id}@{first.ts}"

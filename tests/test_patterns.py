@@ -452,6 +452,20 @@ def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pip
         assert other["pattern"] == "operator.symptom_only"
         ids.append(other["id"])
     assert len(set(ids)) == 2
+    # logs with no event at all, only a host's topology facts (`nvidia-smi topo -m`): the report is told apart by
+    # the facts' origins (their file's name and content digest), so two hosts' different matrices under one name
+    # are two incidents, and the same matrix again is the same one (both were one id: a fresh user's trial)
+    ids = []
+    for second in ("NODE", "SYS", "NODE"):
+        topo = f"        GPU0    GPU1    CPU Affinity\nGPU0     X      {second}    0-63\nGPU1    {second}     X      0-63\n"
+        seg3 = Segment(data=topo.encode(), origin=f"file:node01.log@{second.lower()}", stream="node01",
+                       host="node01", ref_ts=T0, ref_basis="file_mtime", ingest_ts=T0)
+        b3 = pipeline.run(Decoded(segments=[seg3]))
+        assert b3.events.num_rows == 0 and b3.topology.num_rows > 0
+        (other,) = correlate(b3.events, b3.link_samples, b3.topology, now_us=T0,
+                             symptoms=[Symptom(host="node01", kind="hang")])
+        ids.append(other["id"])
+    assert ids[0] != ids[1] and ids[0] == ids[2]
     logged = quiet + "\n" + XID74.format(s=2, bus="18", link=0)
     seg = Segment(data=logged.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
