@@ -189,6 +189,9 @@ def report_router(settings: Settings) -> APIRouter:
                 report = {**report, "note": headers["X-Firstfault-Note"]}
         if format in ("csv", "parquet"):
             headers["Content-Disposition"] = f'attachment; filename="degraded_links-{report["hour"]}.{format}"'
-        return Response(render(report, format), media_type=FORMATS[format], headers=headers)
+        # the page links each incident to its page on this server (relative: behind a proxy's prefix too); the
+        # lake's and the CLI's files, opened where no API answers, keep the ids plain (a fresh user's trial)
+        return Response(render(report, format, incidents_at="../incidents/"), media_type=FORMATS[format],
+                        headers=headers)
 
     return router

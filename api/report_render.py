@@ -221,19 +221,25 @@ def page_environment() -> Environment:
     return env
 
 
-def to_html(report: dict[str, Any]) -> bytes:
-    """The page a person reads: summary, tables per link / domain / host, a heatmap per host, rate charts."""
+def to_html(report: dict[str, Any], *, incidents_at: str | None = None) -> bytes:
+    """The page a person reads: summary, tables per link / domain / host, a heatmap per host, rate charts.
+    ``incidents_at``: the URL the incident pages are under (``../incidents/``, as the API serves the report beside
+    ``GET /incidents/{id}``): each incident id links to its page (``<incidents_at><id>?format=html``); None (a
+    file of the lake or the CLI, opened where no API answers) leaves the ids plain text."""
     grids = {h["host"]: host_grid(h, report["links"]) for h in report["hosts"] if h["gpus"]}
     rates = {(x["host"], x["gpu_index"], x["link"]): rate_svg(x, report["hour"])  # a link with a rate to draw (one
              for x in report["links"]  # whose rises all came over less than a minute has its deltas, no chart)
              if any(p[c] is not None for p in x.get("rates_24h", []) for c in CLASSES)}
     page = page_environment().get_template("degraded_links.html.j2").render(
-        r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL)
+        r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL, incidents_at=incidents_at)
     return page.encode("utf-8")
 
 
-def render(report: dict[str, Any], fmt: str) -> bytes:
-    """The report in ``fmt`` (one of :data:`FORMATS`); raises ``ValueError`` for another."""
+def render(report: dict[str, Any], fmt: str, *, incidents_at: str | None = None) -> bytes:
+    """The report in ``fmt`` (one of :data:`FORMATS`; ``incidents_at``: HTML's links, :func:`to_html`); raises
+    ``ValueError`` for another."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    return {"json": to_json, "csv": to_csv, "parquet": to_parquet, "html": to_html}[fmt](report)
+    if fmt == "html":
+        return to_html(report, incidents_at=incidents_at)
+    return {"json": to_json, "csv": to_csv, "parquet": to_parquet}[fmt](report)
