@@ -388,10 +388,10 @@ class StreamCorrelator:
         held: dict[str, int] = {}
         for inc in incidents:
             members = member_ids(inc)
-            if revived and revived.issuperset(members) and not (
-                    flush and inc["id"] in self.emitted and self.emitted[inc["id"]][1] == _content_hash(inc)):
+            if revived and revived.issuperset(members) and not flush:
                 # brought back for a new event that did not join it: its last version stands (made when its
-                # context was whole), but for a flush that finds it unchanged but for its clock estimates
+                # context was whole). Not at a flush (every cold event is back, the input has ended): what the
+                # stream learned since, such as the rank a later init line gave its GPU, is the batch's too
                 continue
             kept = [by_id[m] for m in members if m in by_id]
             if not flush and not self._closed(kept, now_us):
@@ -438,7 +438,8 @@ class StreamCorrelator:
         two hours before its line (``Ev.start``): the fault its collective hung on, on a host whose log went on
         meanwhile, is found again. An incident of brought-back events alone is not emitted again (``step``).
         ``everything`` (a flushed step: the input has ended) brings every cold event back, so that a flushed
-        version whose content is unchanged gets the batch's clock estimates. Returns the ids brought back."""
+        version gets the batch's clock estimates and what was learned after it went cold (the rank of its GPU).
+        Returns the ids brought back."""
         fresh = [self.events[k] for k in self.fresh if k in self.events]
         self.fresh = []
         returned, self.returned = self.returned, set()

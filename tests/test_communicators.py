@@ -1192,3 +1192,40 @@ def test_a_rank_two_jobs_hold_on_its_host_joins_neither_when_its_log_holds_both(
     timeouts = [e for e in evs if e.signature == "torch.watchdog_timeout"]
     assert len(timeouts) == 16
     assert all(comms_of(e, topo) == set() and rank_scope(e, topo) == {log_stream(e)} for e in timeouts)
+
+
+
+def test_a_cold_faults_gpu_named_a_rank_later_gets_that_rank_at_the_flush(pipeline):
+    """n1's GPU 0 falls off the bus (Xid 79, through fleet.dmesg); n1's kernel log goes on (another job inits on its
+    GPU 1) until the Xid's incident has gone cold. Two hours later n1's NCCL log arrives through fleet.nccl (a
+    shipper that sends a job's log when the job ends): the job's ``Init COMPLETE`` line, written ten minutes before
+    the Xid, says GPU 0 held rank 0. Lateness is judged per raw partition, so the line counts. The batch
+    correlator names the Xid's initiator rank 0; the flushed stream must say the same (DESIGN.md: the same input
+    gives the same incidents). It kept the version made before the rank was known: a flush brought the cold
+    incident back but emitted it only when nothing but its clock estimates changed (a break-it pass over
+    benchmarks.simulate's link faults, delivered in time order with seconds of jitter)."""
+    import pyarrow as pa
+
+    xid = T0 + timedelta(hours=1)
+    late = xid + timedelta(hours=2)
+    feeds = [(xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, late),
+             (late, {"n1": [init(xid - timedelta(minutes=10), "n1", 700, 0, 2, "0x00000000000000dd")]})]
+    sc, tables = StreamCorrelator(), []
+    for at, logs in feeds:
+        (line,) = logs["n1"]
+        topic = "fleet.nccl" if "NCCL INFO" in line and at == late else "fleet.dmesg"
+        ref = int(at.timestamp() * S)
+        seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
+                      host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
+        b = pipeline.run(Decoded(segments=[seg]))
+        tables.append(b.events)
+        assert sc.add(b.events, now_us=ref) == 0  # nothing too late
+        sc.step(now_us=ref)
+    end = int((late + timedelta(hours=1)).timestamp() * S)
+    sc.step(now_us=end, flush=True)
+    (batch,) = [x for x in correlate(pa.concat_tables(tables), now_us=end) if x["initiator"].get("xid") == 79]
+    assert (batch["initiator"]["device"], batch["initiator"]["rank"]) == ("0000:18:00.0", 0)
+    (stream,) = [v[2] for v in sc.emitted.values() if v[2]["initiator"].get("xid") == 79]
+    assert stream["id"] == batch["id"] and stream["initiator"]["rank"] == 0, stream["initiator"]
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
+    assert strip(stream) == strip(batch)
