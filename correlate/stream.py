@@ -123,6 +123,9 @@ class StreamCorrelator:
     #: ids of cold events that came again (a correlate worker's replay) or were read back beside a held event of
     #: their incident (``add_cold``): the next step brings their incidents back (``_revive``)
     returned: set[str] = field(default_factory=set, repr=False)
+    #: ids of the cold events the last ``_revive`` brought back because a new membership line (``rank_membership``)
+    #: named their GPU: their incidents may name its rank now, so they are emitted again when they changed (``step``)
+    retaught: set[str] = field(default_factory=set, repr=False)
     #: stored incidents a correlate worker has yet to read back from the lake (``restore(read_back=True)``,
     #: ``to_read_back``): incident id -> (its hosts that have sent nothing through the worker yet, the incident;
     #: ``emitted`` forgets a stored incident at the first step that holds none of its events)
@@ -388,7 +391,7 @@ class StreamCorrelator:
         held: dict[str, int] = {}
         for inc in incidents:
             members = member_ids(inc)
-            if revived and revived.issuperset(members) and not flush:
+            if revived and revived.issuperset(members) and not flush and self.retaught.isdisjoint(members):
                 # brought back for a new event that did not join it: its last version stands (made when its
                 # context was whole). Not at a flush (every cold event is back, the input has ended): what the
                 # stream learned since, such as the rank a later init line gave its GPU, is the batch's too
@@ -442,6 +445,7 @@ class StreamCorrelator:
         Returns the ids brought back."""
         fresh = [self.events[k] for k in self.fresh if k in self.events]
         self.fresh = []
+        self.retaught = set()
         returned, self.returned = self.returned, set()
         if not self.cold or not (fresh or returned or everything):
             return set()
@@ -456,6 +460,11 @@ class StreamCorrelator:
         """The ids of the cold events the new events ``fresh`` may be related to, and the ``returned`` ones
         (``returned``), with the other cold events of their incidents (``_revive``)."""
         back = returned & self.cold.keys()
+        # a membership line that names a GPU (its rank in a communicator) may give a cold incident of that GPU
+        # the rank it lacked: that incident comes back, and is emitted again if it changed (a break-it pass)
+        named = {(e.host, g) for e in fresh if rank_membership(e) and (g := line_gpu(e))}
+        self.retaught = {k for k, e in self.cold.items() if (e.host, line_gpu(e)) in named} if named else set()
+        back |= self.retaught
         if fresh:
             slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())
             lo = min(e.start for e in fresh) - self._window_us() - slack
