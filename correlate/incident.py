@@ -360,8 +360,16 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     init.setdefault("fault", _fault(scene, v))
     untied = [p for p in v.downstream if untied_before(scene, v, p)]
     comms = scene.relations().comms  # rules.comms_of, once per event of the scene
+    downstream = [_with_rank(scene, _party(p.key[0], p.key[1], p.key[2], p.events, p.relation), p.events)
+                  for p in v.downstream if p not in untied]
+    context = [*v.context, *(e for p in untied for e in p.events)]
+    # the id is of the events the incident names (``member_ids``), not of a scene line it leaves out (a DCGM diag
+    # table's "Fail - All" row before the links a benign pattern names): a streaming correlator keeps an emitted
+    # incident's members, forgets the rest, and gave the incident a new id once that line was gone (a break-it pass)
+    named = {m for m in init.get("events") or ()} | {m for d in downstream for m in d["events"]} | {
+        e.event_id for e in context}
     return {
-        "id": incident_id(evs),
+        "id": incident_id([e for e in evs if e.event_id in named] or evs),
         "version": None,
         "status": None,
         "start": iso(start),
@@ -373,10 +381,9 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "severity": severity,
         "category": v.category,
         "initiator": init,
-        "downstream": [_with_rank(scene, _party(p.key[0], p.key[1], p.key[2], p.events, p.relation), p.events)
-                       for p in v.downstream if p not in untied],
+        "downstream": downstream,
         "context": [{"host": e.host, "kind": e.kind, "signature": e.signature, "event": e.event_id}
-                    for e in sorted([*v.context, *(e for p in untied for e in p.events)], key=lambda e: e.order)],
+                    for e in sorted(context, key=lambda e: e.order)],
         "confidence": v.confidence,
         "explanation": explanation,
         "next_action": v.next_action or action,

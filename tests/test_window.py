@@ -680,3 +680,51 @@ def test_an_incidents_communicators_stay_when_their_init_lines_leave_the_stream(
     sc.add(table(again))
     (second,) = [i for i in sc.step(now_us=t0, flush=True) if i["id"] == first["id"]]
     assert second["version"] == 2 and second["communicators"] == ["0x7f2d1c3e5a6b7c8d"]
+
+
+def test_an_incident_keeps_its_id_when_a_scene_line_it_does_not_name_is_forgotten(tmp_path):
+    """benchmarks.simulate's benign DCGM case (an A100 PCIe's ``dcgmi diag`` table: "PCIe | Fail - All", then a
+    Warning row of NVLinks down), its host logging on for an hour, delivered in time order with up to 5 s of jitter.
+    The incident's id came from the table's "Fail - All" row, which the scene holds but the incident does not name
+    (``member_ids``); the stream forgot that row once old and gave the same incident a new id, superseding the
+    batch's (a break-it pass). Its id is of the events it names: the stream's final incidents are the batch's."""
+    import os
+    import random
+
+    import pyarrow as pa
+
+    from api.diagnose import diagnose_paths
+    from benchmarks.simulate import scenario
+    from correlate.correlator import correlate
+    from schemas.settings import Settings
+
+    sc_ = scenario(12, "benign_dcgm_sku", 10)
+    for f in sc_.files:
+        (tmp_path / f.name).write_bytes(f.data)
+        os.utime(tmp_path / f.name, ns=(f.mtime * 1000, f.mtime * 1000))
+    _, batch, _ = diagnose_paths([tmp_path], Settings(), now_us=1)
+    ev = batch.events
+    end = sc_.t0 + 86400 * S
+    want = {i["id"]: i for i in correlate(ev, batch.link_samples, batch.topology, now_us=end)}
+    assert [(i["pattern"], i["severity"]) for i in want.values() if i["category"] == "link_fault"] == [
+        ("benign.no_nvlink_on_gpu", "info")]
+    rnd = random.Random(7)
+    arrive = [t + rnd.randrange(5 * S) for t in ev.column("ts").cast(pa.int64()).to_pylist()]
+    order = sorted(range(len(arrive)), key=lambda k: (arrive[k], k))
+    sc = StreamCorrelator()
+    sc.add(ev.schema.empty_table(), batch.link_samples, batch.topology)
+    k, now = 0, min(arrive)
+    while k < len(order):
+        now += 10 * S
+        j = k
+        while j < len(order) and arrive[order[j]] <= now:
+            j += 1
+        if j > k:
+            sc.add(ev.take(pa.array(order[k:j])), now_us=now)
+        sc.step(now_us=now)
+        k = j
+    sc.step(now_us=end, flush=True)
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
+    final = {i: v[2] for i, v in sc.emitted.items() if v[2]["status"] != "superseded"}
+    assert sorted(final) == sorted(want)
+    assert all(strip(final[i]) == strip(want[i]) for i in want)
