@@ -798,9 +798,10 @@ def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing:
             found.append((ci, ei, Edge(evs[ci], e, r.id, name)))
 
 
-#: the relations that read an event's communicators (``rules.Relations.holds``, ``comms_of``): a rule of none of them
+#: the relations that read an event's communicators (``rules.Relations.holds``, ``comms_of``; ``same_domain`` through
+#: ``Relations.other_job``): a rule of none of them
 #: needs no ``comms_of`` for its classes (``relation_class``)
-_COMMS = frozenset({"same_comm", "same_collective"})
+_COMMS = frozenset({"same_comm", "same_collective", "same_domain"})
 
 
 def relation_class(e: Ev, rel: Relations, comms: bool, rebooted: frozenset[str]) -> tuple:

@@ -34,7 +34,7 @@ from operator import attrgetter
 
 from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, SideIndex, collective_window_us,
-                             comms_of, gpu_key, log_of, named_collective, pred_shape, rank_scope)
+                             comms_of, gpu_key, job_local, log_of, named_collective, pred_shape, rank_scope)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -727,8 +727,9 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
     event belongs to;
     an event of several communicators is in several buckets; ``rules.relation`` is the definition these
-    keys follow), so pairs need only the time test. The others are tested pair by pair within a host (``peer_host``:
-    :func:`_join_peers`)."""
+    keys follow; but ``same_host`` is the host, whose two jobs' GPUs ``rules.other_job`` tells apart only for
+    attribution, ``correlator.apart`` splitting their incidents), so pairs need only the time test. The others are
+    tested pair by pair within a host (``peer_host``: :func:`_join_peers`)."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -744,6 +745,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
+        groups = [part for idx in groups for part in _domain_jobs(idx, faults, topo)]
         if any(faults[i].boot for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
             return [[i for i in idx if faults[i].boot == b] for idx in groups
                     for b in sorted({faults[i].boot for i in idx})]
@@ -775,6 +777,36 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
                 out[(host, faults[i].boot)].append(i)
         return list(out.values())
     return list(by_host.values())
+
+
+def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[int]]:
+    """The buckets of one NVLink domain's faults ``idx`` (sorted) in which ``same_domain`` holds for every pair and
+    which hold every such pair (``rules.other_job``: faults of two jobs that NCCL's init lines place on other hosts,
+    or of a job so placed and a GPU's own fault on a host of none of its ranks, are not tied by their domain): the
+    faults of no known job; per set of job hosts, the faults of that set with those of no known job they pair with;
+    and per host of two such sets, their faults. One bucket, ``idx``, when no fault's job is known (no init lines:
+    the most common). The faults of no known job are copied once per set, not per host (a 100-host job's
+    timeouts beside a storm of 20,000 Xid 145 lines)."""
+    rel = Relations(topo)
+    hosts_of: dict[int, frozenset[str]] = {}
+    for i in idx:
+        if (hosts := rel.job_of(faults[i])) is not None:
+            hosts_of[i] = hosts
+    if not hosts_of:
+        return [idx]
+    rest = [i for i in idx if i not in hosts_of]
+    by_job: dict[frozenset[str], list[int]] = defaultdict(list)
+    for i, hosts in hosts_of.items():
+        by_job[hosts].append(i)
+    out = [rest] + [sorted(mine + [i for i in rest if not job_local(faults[i]) or faults[i].host in hosts])
+                    for hosts, mine in by_job.items()]
+    if len(by_job) > 1:  # jobs whose hosts meet
+        by_host: dict[str, list[int]] = defaultdict(list)
+        for hosts, mine in by_job.items():
+            for h in hosts:
+                by_host[h].append(hosts)
+        out += [sorted(i for hosts in sets for i in by_job[hosts]) for sets in by_host.values() if len(sets) > 1]
+    return [b for b in out if len(b) > 1]
 
 
 def _context_window(e: Ev, links: list[LinkRule]) -> int:

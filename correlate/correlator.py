@@ -28,7 +28,7 @@ from correlate.cluster import components, join_named_collectives
 from correlate.incident import body, finish, initiator_key, untied_before
 from correlate.model import Ev, events_from_table, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
-from correlate.rules import Rules, collective_of, default_rules, host_window_us
+from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
 from correlate.window import Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
@@ -203,6 +203,15 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     # collective may start an incident before its initiator's line), the Xid 13 never an incident (a fresh user's
     # second trial)
     own |= {p.key for p in v.downstream if untied_before(scene, v, p)}
+    # and a party of another job's rank reports that no rule ties to the initiator (``rules.Relations.other_gpus``:
+    # NCCL's init lines place the job apart from the initiator's GPU): that job's hang, with its own suspects. A job
+    # begun on another GPU of the host after one GPU fell off the bus, its watchdog timeouts listed downstream of the
+    # Xid 79 "by no rule" (a break-it pass)
+    rel = scene.relations()
+    own |= {p.key for p in v.downstream
+            if not p.rule and p.events and all(e.kind in RANK_REPORTS for e in p.events)
+            and all(rel.other_gpus(c, e) for c in v.initiator_events if job_local(c) for e in p.events)
+            and any(job_local(c) for c in v.initiator_events)}
     if not own:
         return [(scene, v)]
     # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error
@@ -408,7 +417,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             incidents.append(inc)
     if cache is not None:
         cache.scenes = kept
-    incidents = name_faults_near_hangs(incidents)
+    incidents = name_faults_near_hangs(incidents, placed=lambda comms: job_hosts(comms, topo))
     if sum(i["category"] == "ib_port" for i in incidents) > 1:  # the port lines looked for only when they may matter
         incidents = name_port_faults_together(incidents, links={e.event_id for e in evs if port_link_line(e)})
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))
@@ -421,7 +430,9 @@ NEAR_HANG_US = 60 * S
 _NOT_HOST_FAULTS = frozenset({"nccl_hang", "application", "other"})
 
 
-def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_HANG_US) -> list[dict[str, Any]]:
+def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_HANG_US,
+                           placed: Callable[[list[str]], frozenset[str] | None] | None = None
+                           ) -> list[dict[str, Any]]:
     """``incidents`` (DESIGN.md shape), each hang no evidence explains (category ``nccl_hang``, confidence below
     0.5: the logs do not say which hosts ran the job) and each slow checkpoint save (``comm.slow_checkpoint``, read
     without the job's membership too) given, in ``missing``, up to three error or critical incidents of other hosts
@@ -430,7 +441,10 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
     were two incidents, the hang's asking for "the kernel logs of every host" that were already given (a fresh
     user's trial). Which hosts ran the job (NCCL's Init COMPLETE lines) joins them as initiator and downstream;
     without them, this names the candidates. A new list is set, never the cached one changed (``correlate``'s
-    ``cache``)."""
+    ``cache``). ``placed``: the hosts of a hang's communicators (its ``communicators``) when NCCL's init lines place
+    every rank of them (``rules.job_hosts``), else None; another host's fault is then named only if it is one of
+    them (a job placed on two hosts of a GB200 rack was asked "whether" a third host "ran a rank of this job", its
+    init lines saying it did not: a break-it pass)."""
     faults = [(iso_us(i["start"]), i) for i in incidents if i["severity"] in ("error", "critical")
               and i["category"] not in _NOT_HOST_FAULTS and i.get("status") != "superseded"
               and i["initiator"].get("host")]
@@ -441,10 +455,12 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
         if not (hang or inc.get("pattern") == "comm.slow_checkpoint"):
             continue
         start, mine = iso_us(inc["start"]), set(inc.get("clocks") or ())
+        job = placed(inc["communicators"]) if placed is not None and inc.get("communicators") else None
         # by distance, time and id: two faults at one instant compared their dicts (a TypeError that stopped diagnose
         # and every streaming step: a break-it pass)
         near = sorted(((abs(t - start), t, i["id"], i) for t, i in faults
-                       if abs(t - start) <= near_us and i["initiator"]["host"] not in mine), key=lambda x: x[:3])
+                       if abs(t - start) <= near_us and i["initiator"]["host"] not in mine
+                       and (job is None or i["initiator"]["host"] in job)), key=lambda x: x[:3])
         said = [f"whether {i['initiator']['host']} ran a rank of this job: its {i['category']} incident {i['id']} "
                 f"({i['severity']}) began {abs(t - start) / S:.1f} s {'before' if t <= start else 'after'} the "
                 "timeout's implied start (NCCL_DEBUG=INFO's Init COMPLETE lines tie each rank to its host)"

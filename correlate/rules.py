@@ -526,6 +526,53 @@ def _holders(e: Ev, held: dict[str, str | None], topo: Topology) -> set[str]:
     return set(mine) if mine and (len(mine) == 1 or _one_gpu(mine.values())) else set()
 
 
+#: the kinds of a rank's report of its communicator (:func:`other_job`)
+RANK_REPORTS = frozenset({"nccl_error", "nccl_timeout"})
+
+
+def job_local(c: Ev) -> bool:
+    """Is ``c`` a GPU's own fault, naming no NVLink link? What it stops is the job whose rank that GPU held; a
+    link's fault reaches the NVLink domain's fabric (a fatal Xid 149 with the rack's Xid 145,
+    marin-community/marin#9086), a switch's every GPU wired to it."""
+    return c.device_type == "gpu" and c.link is None
+
+
+def job_hosts(comms: Iterable[str], topo: Topology) -> frozenset[str] | None:
+    """The hosts of the ranks of ``comms`` (communicator ids) when NCCL's init lines place every rank of each (its
+    ``nranks``: ``Topology.comm_size``); None when ``comms`` is empty or one of them is not placed in full."""
+    hosts: set[str] = set()
+    for comm in comms:
+        ranks = topo.comm_ranks.get(comm)
+        size = topo.comm_size.get(comm)
+        if not ranks or size is None or len(ranks) < size:
+            return None
+        hosts.update(h for h, _dev in ranks.values())
+    return frozenset(hosts) if hosts else None
+
+
+def job_of(e: Ev, topo: Topology) -> frozenset[str] | None:
+    """The hosts of the job ``e`` is of, when NCCL's init lines tell: ``e`` is a rank's NCCL report (an error, a
+    watchdog timeout) or a GPU's own fault (:func:`job_local`), and every communicator it is of (:func:`comms_of`) has
+    all its ranks placed (:func:`job_hosts`); else None."""
+    return Relations(topo).job_of(e)
+
+
+def other_job(a: Ev, b: Ev, topo: Topology) -> bool:
+    """Are ``a`` and ``b`` of two jobs that NCCL's init lines tell apart? True when the hosts of their jobs
+    (:func:`job_of`) are known and share none, or when one's are known and the other is a GPU's own fault
+    (:func:`job_local`) on a host of none of them. Then the NVLink domain the two hosts share ties nothing
+    (``same_domain`` does not hold, either way): one job's fallen GPU explained another job's watchdog timeouts on
+    other hosts of its GB200 rack, and two jobs' GPU faults there were one incident (a break-it pass). Not without
+    init lines: then the domain is all that says which job a line may be of; nor for a link's or a switch's fault,
+    which reaches the domain's fabric.
+
+    On one host, true when one is a GPU's own fault whose GPU the init lines place in communicators none of which the
+    other, a rank's report, is of, nor hold a rank on that GPU: ``same_host`` does not hold then (a job begun on
+    another GPU of the host after one GPU fell off the bus, its watchdog timeouts 100 s after the Xid 79, was said to
+    follow from it: a break-it pass)."""
+    return Relations(topo).other_job(a, b)
+
+
 def _one_gpu(devs: Iterable[str | None]) -> bool:
     """Whether ``devs`` name one GPU, all of them known."""
     seen = set(devs)
@@ -578,11 +625,39 @@ class Relations:
             got = self._scopes[id(e)] = rank_scope(e, self.topo)
             return got
 
+    def other_job(self, a: Ev, b: Ev) -> bool:
+        """:func:`other_job` of ``a`` and ``b``, with their communicators found once."""
+        if a.host == b.host:
+            return self.other_gpus(a, b) or self.other_gpus(b, a)
+        ha, hb = self.job_of(a), self.job_of(b)
+        if ha is not None and hb is not None:
+            return ha.isdisjoint(hb)
+        return (hb is not None and job_local(a) and a.host not in hb) or (
+            ha is not None and job_local(b) and b.host not in ha)
+
+    def other_gpus(self, c: Ev, e: Ev) -> bool:
+        """Is ``c`` a GPU's own fault (:func:`job_local`) whose GPU NCCL's init lines place in communicators none of
+        which ``e``, a rank's NCCL report, is of, and none of ``e``'s communicators with a rank on that GPU? (On one
+        host, :func:`other_job`; on any, what ``correlator.apart`` splits off.)"""
+        if not job_local(c) or e.kind not in RANK_REPORTS:
+            return False
+        mine, theirs = self.comms(c), self.comms(e)
+        key = self.key(c)
+        if key is None or not mine or not theirs or not mine.isdisjoint(theirs):
+            return False
+        topo = self.topo
+        return not any(h == c.host and dev is not None and topo.line_key(h, dev) == key
+                       for comm in theirs for h, dev in topo.comm_ranks.get(comm, {}).values())
+
+    def job_of(self, e: Ev) -> frozenset[str] | None:
+        """:func:`job_of` ``e``."""
+        return job_hosts(self.comms(e), self.topo) if e.kind in RANK_REPORTS or job_local(e) else None
+
     def holds(self, rel: str, c: Ev, e: Ev) -> bool:
         """Does relation ``rel`` hold between cause ``c`` and effect ``e``? Raises ValueError for a relation not in
         :data:`Relation`."""
-        if rel == "same_host":  # not across a reboot in one capture (model.across_reboot)
-            return c.host == e.host and not across_reboot(c, e)
+        if rel == "same_host":  # not across a reboot in one capture (model.across_reboot), nor two jobs' GPUs
+            return c.host == e.host and not across_reboot(c, e) and not self.other_job(c, e)
         if rel == "same_comm":
             return not self.comms(c).isdisjoint(self.comms(e))
         if rel == "same_collective":  # one collective: its SeqNum within a communicator (formats.md §12.2)
@@ -613,7 +688,8 @@ class Relations:
             far = self.topo.nvlink_peer(e.host, ke, e.link)
             return far is not None and far[0] == c.device
         if rel == "same_domain":
-            return self.topo.domain(c.host) == self.topo.domain(e.host) and not across_reboot(c, e)
+            return (self.topo.domain(c.host) == self.topo.domain(e.host) and not across_reboot(c, e)
+                    and not self.other_job(c, e))
         if rel == "same_log":  # lines of one job's log file (log_of)
             return (k := log_of(c)) is not None and k == log_of(e)
         if rel == "names_device":  # the effect's line names the cause's device as its peer (an AER error's source)

@@ -352,7 +352,7 @@ def test_edges_equal_the_pairwise_definition(scene_):
     want = []
     for r in rules.explains:
         w = int(r.window_s * S)
-        comms = any(x in ("same_comm", "same_collective") for x in r.relations)
+        comms = any(x in ("same_comm", "same_collective", "same_domain") for x in r.relations)
         chosen: dict[tuple, tuple[int, int, str]] = {}  # (effect, class of cause) -> (cause, effect, relation)
         for i, c in enumerate(events):
             if not any_holds(r.cause, c, catalog):

@@ -1194,7 +1194,6 @@ def test_a_rank_two_jobs_hold_on_its_host_joins_neither_when_its_log_holds_both(
     assert all(comms_of(e, topo) == set() and rank_scope(e, topo) == {log_stream(e)} for e in timeouts)
 
 
-
 @pytest.mark.parametrize("flush", [True, False])
 def test_a_cold_faults_gpu_named_a_rank_later_gets_that_rank(pipeline, flush):
     """n1's GPU 0 falls off the bus (Xid 79, through fleet.dmesg); n1's kernel log goes on (another job inits on its
@@ -1232,3 +1231,85 @@ def test_a_cold_faults_gpu_named_a_rank_later_gets_that_rank(pipeline, flush):
     assert stream["id"] == batch["id"] and stream["initiator"]["rank"] == 0, stream["initiator"]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
     assert strip(stream) == strip(batch)
+
+
+def _incidents(pipeline, logs, fault: datetime, mode: str, settings=None) -> list[dict]:
+    """The incidents of ``logs`` (read 15 minutes after ``fault``), from the batch correlator or the streaming one."""
+    b = events(pipeline, logs, fault + timedelta(minutes=15))
+    now = int((fault + timedelta(minutes=40)).timestamp() * S)
+    if mode == "batch":
+        return correlate(b.events, b.link_samples, b.topology, now_us=now, settings=settings)
+    sc = StreamCorrelator(settings=settings) if settings is not None else StreamCorrelator()
+    sc.add(b.events, b.link_samples, b.topology, now_us=now)
+    return [i for i in sc.step(now_us=now, flush=True) if i["status"] != "superseded"]
+
+
+def _hosts_of(inc: dict) -> set[str]:
+    return {d["host"] for d in inc["downstream"]} | ({inc["initiator"]["host"]} - {None})
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+@pytest.mark.parametrize("second_fault", [False, True])
+def test_one_jobs_fallen_gpu_explains_no_other_jobs_timeouts_in_its_nvlink_domain(pipeline, mode, second_fault):
+    """Four hosts of one GB200 NVLink domain, two jobs whose init lines place all their ranks: Y on n1, n2 and Z
+    on n3, n4. n1's GPU falls off the bus and Y's rank on n2 times out; Z's ranks time out too, 5 s later
+    (``second_fault``: after n3's own GPU's Xid 79, 4 s after n1's). The shared domain (``same_domain``) made n1's
+    Xid 79 the initiator of Z's timeouts, and the two jobs' two fallen GPUs one incident of "no single culprit":
+    two incidents, each job's reporters with its own fault, or Z's hang on its own."""
+    from correlate.correlator import Settings
+    from schemas.fleet import HostConfig
+
+    day = T0 + timedelta(days=1)
+    logs = {h: [init(day, h, 200 + r, r, 2, "0xbbbb000000000002")] for r, h in enumerate(["n1", "n2"])}
+    logs |= {h: [init(day, h, 300 + r, r, 2, "0xcccc000000000003")] for r, h in enumerate(["n3", "n4"])}
+    fault = day + timedelta(hours=3)
+    logs["n1"].append(fallen(fault))
+    if second_fault:
+        logs["n3"].append(fallen(fault + timedelta(seconds=4)))
+    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=30_030 + 2_000), 1, seq=9))
+    for r, host in enumerate(["n3", "n4"]):
+        logs[host].append(timeout(fault + timedelta(seconds=600, milliseconds=30_030 + 5_000 + r), r, seq=40))
+    settings = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="nvl72-a") for h in logs})
+    incidents = _incidents(pipeline, logs, fault, mode, settings)
+    assert sorted(sorted(_hosts_of(i)) for i in incidents) == [["n1", "n2"], ["n3", "n4"]]
+    (y,) = [i for i in incidents if i["initiator"]["host"] == "n1"]
+    assert (y["initiator"]["xid"], [d["host"] for d in y["downstream"]]) == (79, ["n2"])
+    (z,) = [i for i in incidents if i is not y]
+    assert z["initiator"].get("xid") == (79 if second_fault else None)
+    assert "n1" not in z["explanation"].split("incident")[0]
+
+
+def _timeout_of(t: datetime, rank: int, seq: int, timeout_ms: int) -> str:
+    """A watchdog timeout printed at ``t``, for a collective that began ``timeout_ms`` + 10 ms before."""
+    return (f"[rank{rank}]:[E{t.month}{t.day:02d} {t:%H:%M:%S}.{t.microsecond:06d}000 ProcessGroupNCCL.cpp:616] "
+            f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            f"NumelIn=1, NumelOut=1, Timeout(ms)={timeout_ms}) ran for {timeout_ms + 10} milliseconds before timing "
+            "out.")
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_job_begun_after_a_gpu_fell_off_the_bus_hangs_on_its_own(pipeline, mode):
+    """Job Y holds both GPUs of n1 and n2 (ranks 0 - 3); n1's GPU 0, Y's rank 0, falls off the bus and Y's other
+    ranks time out 30 s later (a 30 s timeout). 40 s after the Xid job Z starts on n1's other GPU (rank 0) and
+    both of n2's (ranks 1, 2); 110 s after the Xid its ranks 0 and 1 time out, rank 2 never reports. Z's rank on n1
+    was downstream of the Xid 79 (``same_host``, within 120 s) and its rank on n2 listed "by no rule": Z never had a
+    rank on the lost GPU. Z's hang is its own incident, naming its silent rank."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    y, z = "0xbbbb000000000002", "0xdddd000000000004"
+    logs = {"n1": [init(day, "n1", 200, 0, 4, y), init(day, "n1", 201, 1, 4, y, gpu=1), fallen(fault)],
+            "n2": [init(day, "n2", 202, 2, 4, y), init(day, "n2", 203, 3, 4, y, gpu=1)]}
+    for r, host in ((1, "n1"), (2, "n2"), (3, "n2")):
+        logs[host].append(_timeout_of(fault + timedelta(seconds=30, milliseconds=110 + r), r, 500, 30_000))
+    start = fault + timedelta(seconds=40)
+    for r, (host, gpu) in enumerate([("n1", 1), ("n2", 0), ("n2", 1)]):
+        logs[host].append(init(start, host, 400 + r, r, 3, z, gpu=gpu))
+    for r, host in enumerate(["n1", "n2"]):
+        logs[host].append(_timeout_of(fault + timedelta(seconds=170, milliseconds=r), r, 12, 60_000))
+    incidents = _incidents(pipeline, logs, fault, mode)
+    (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    assert sorted((d["host"], d["rank"]) for d in fall["downstream"]) == [("n1", 1), ("n2", 2), ("n2", 3)]
+    (hang,) = [i for i in incidents if i is not fall]
+    assert (hang["category"], hang["initiator"]["host"], hang["initiator"]["device"]) == (
+        "nccl_hang", "n2", "0000:2a:00.0")
+    assert sorted((d["host"], d["rank"]) for d in hang["downstream"]) == [("n1", 0), ("n2", 1)]
