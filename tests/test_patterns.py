@@ -1703,6 +1703,41 @@ def test_an_xid_149s_link_down_reason_says_which_side_went_down(pipeline):
         inc["explanation"], inc["explanation"]
 
 
+def test_a_fatal_sxid_of_a_domains_switch_explains_its_gpus_peer_side_link_downs(pipeline):
+    """A multi-node NVLink domain whose switch logs on a host of its own: its fatal SXid 20034 on port 12, and within
+    half a second GPUs of three compute trays report — one link down on its peer's side (Xid 149 reason 0x25), two
+    RLW_SRC_TRACK packet losses (Xid 145). The switch is the initiator, over the domain; it and the peer-side
+    link-down were two candidates of "no single culprit" (a break-it pass). A GPU's own-side link-down (0x02, signal
+    integrity) is no report of the switch: it stays a candidate of its own."""
+    from correlate.correlator import Settings
+    from schemas.fleet import HostConfig
+
+    def lines(reason: str) -> list[tuple[str, str]]:
+        return [("sw1", "[Sun Nov 29 03:30:00 2026] nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 12 "
+                        "LTSSM Fault Up"),
+                ("c3", "[Sun Nov 29 03:29:59 2026] NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link "
+                       f"02 ({reason} 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")] + [
+                (h, f"[Sun Nov 29 03:30:00 2026] NVRM: Xid (PCI:00{b}:01:00): 145, RLW_SRC_TRACK Nonfatal XC0 i0 Link "
+                    "03 (0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)")
+                for h, b in (("c1", "08"), ("c2", "09"))]
+
+    rack = Settings(hosts={h: HostConfig(domain="nvl72-1") for h in ("sw1", "c1", "c2", "c3")})
+    got = {}
+    for reason in ("0x025001c6", "0x002001c6"):
+        segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka",
+                        ingest_ts=T0) for h, t in lines(reason)]
+        b = pipeline.run(Decoded(segments=segs))
+        (got[reason],) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=rack)
+    switch = got["0x025001c6"]
+    assert (switch["initiator"]["host"], switch["initiator"]["sxid"], switch["category"]) == (
+        "sw1", 20034, "nvswitch_fault")
+    assert sorted((d["host"], d["relation"]) for d in switch["downstream"]) == [
+        ("c1", "same_domain"), ("c2", "same_domain"), ("c3", "same_domain")]
+    assert "nvswitch.fatal_explains_domain_nvlink5" in switch["explanation"]
+    own = got["0x002001c6"]
+    assert own["initiator"]["device_type"] is None and "gpu 0018:01:00.0 on c3 (Xid 149)" in own["explanation"]
+
+
 def test_a_context_switch_timeout_on_a_ranks_gpu_explains_its_jobs_timeouts(pipeline):
     """Xid 109, a fatal context-switch timeout (xid-catalog.csv: reset the GPU), on rank 0's GPU at the hang's implied
     start: the timeouts follow it over the communicator, as for an Xid 79 or 48 (it reached them only over the
