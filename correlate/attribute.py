@@ -701,7 +701,7 @@ def find_edges(scene: Scene) -> list[Edge]:
                 if key is None:
                     key = known[i] = cause_class(evs[i], class_of(i, comms))
                 by_cause.setdefault(key, []).append(i)
-        w = int(r.window_s * S)
+        w, lead = int(r.window_s * S), int(r.lead_s * S)
         found: list[tuple[int, int, Edge]] = []
         for members in by_cause.values():
             c = evs[members[0]]
@@ -717,19 +717,20 @@ def find_edges(scene: Scene) -> list[Edge]:
                 pairs = chain(pairs, filed[bisect_right(filed_starts, last + bound):
                                            bisect_right(filed_starts, last + FILE_REACH_US + bound)])
             if len(members) == 1:
-                _pair_one(members[0], pairs, evs, timing, w, r, holds, found)
+                _pair_one(members[0], pairs, evs, timing, w, r, holds, found, lead)
             else:
                 _pair_class(members, pairs, evs, timing, w, r, holds, found, starts_of,
-                            lambda i, comms=comms: class_of(i, comms))
+                            lambda i, comms=comms: class_of(i, comms), lead)
         found.sort(key=itemgetter(0, 1))  # the causes in scene order, then their effects
         edges.extend(x for _, _, x in found)
     return edges
 
 
 def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any, holds: Callable,
-              found: list) -> None:
+              found: list, lead: int = 0) -> None:
     """:func:`find_edges` for a cause alone in its class: each effect of ``pairs`` it may cause in time and relates
-    to by one of the rule's relations (the first that holds), appended to ``found`` as (cause, effect, edge)."""
+    to by one of the rule's relations (the first that holds), appended to ``found`` as (cause, effect, edge).
+    ``lead``: the rule's ``lead_s`` in µs (``window.may_cause``)."""
     c = evs[ci]
     c_start, _, c_prec, c_host, c_skew, _, _ = timing[ci]
     upper_bound = c.undated()
@@ -743,10 +744,10 @@ def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int
             if c_start < e_start - near - w:
                 continue
         elif e_filed:
-            if not e_start - FILE_REACH_US - w - near <= c_start <= e_start + near:
+            if not e_start - FILE_REACH_US - w - near <= c_start <= e_start + near + lead:
                 continue
         elif (abs(c_start - e_start) > near + w
-              or c_start > (e_ts if span else e_start) + near):
+              or c_start > (e_ts if span else e_start) + near + lead):
             continue
         for name in r.relations:
             if holds(name, c, e):
@@ -755,7 +756,7 @@ def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int
 
 
 def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any,
-                holds: Callable, found: list, starts_of: list[int], class_of: Callable) -> None:
+                holds: Callable, found: list, starts_of: list[int], class_of: Callable, lead: int = 0) -> None:
     """:func:`find_edges` for a class of alike causes (``members``, in start order): for each effect of ``pairs``,
     of the members that may cause it in time (a binary search: the time test bounds a member's start on both sides,
     an upper-bound member's from below only) other than the effect itself, the last that starts at or before it,
@@ -773,9 +774,9 @@ def _pair_class(members: list[int], pairs: Iterable[int], evs: list[Ev], timing:
         if upper_bound:
             lo, hi = e_start - near - w, last
         elif e_filed:
-            lo, hi = e_start - FILE_REACH_US - w - near, e_start + near
+            lo, hi = e_start - FILE_REACH_US - w - near, e_start + near + lead
         else:
-            lo, hi = e_start - near - w, min(e_start + near + w, (e_ts if span else e_start) + near)
+            lo, hi = e_start - near - w, min(e_start + near + w, (e_ts if span else e_start) + near + lead)
         if hi < first or lo > last:
             continue
         # the member nearest before the effect (the copy that was going on when it came: the one an initiator of

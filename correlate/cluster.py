@@ -164,7 +164,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 for k, e in enumerate(sub_faults):
                     sub_hosts[e.host].append(k)
                 for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo):
-                    _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks)
+                    _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks, int(rule.lead_s * S))
             continue
         if rule.relation == "peer_host":
             _join_peers(faults, by_host, topo, starts, w, slack, dsu, clocks,
@@ -393,13 +393,14 @@ def _sides(bit: int, shapes: list[tuple[list[int], int]]) -> tuple[set[int], set
 
 
 def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], starts: list[int], w: int,
-           slack: int, dsu: _DSU, clocks: Clocks) -> None:
+           slack: int, dsu: _DSU, clocks: Clocks, lead: int = 0) -> None:
     """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that may have caused it
     within ``w``: ``window.within`` (the window, resolutions and, across hosts, both skews) and ``window.may_cause``
     (not clearly after it: a Fabric Manager failure hours after an NVLS error is none of its cause); ``slack``
-    bounds how much farther than ``w`` that can be (µs). Of equally near causes, the earlier, then the first in ``faults`` order. A binary search
-    per effect over the bucket's causes sorted by start, then outwards from it, nearest first: a host's thousands of
-    Fabric Manager lines cost an effect the few nearest, not all of them."""
+    bounds how much farther than ``w`` that can be (µs); ``lead``: how much later than an effect its cause may be
+    logged (µs, the rule's ``lead_s``). Of equally near causes, the earlier, then the first in ``faults`` order. A
+    binary search per effect over the bucket's causes sorted by start, then outwards from it, nearest first: a host's
+    thousands of Fabric Manager lines cost an effect the few nearest, not all of them."""
     cause, effect = sides
     causes = sorted((i for i in idx if i in cause), key=starts.__getitem__)
     if not causes:
@@ -411,7 +412,7 @@ def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], s
         for _d, near in _outward(cs, causes, starts[i], w + slack):
             j = next((j for j in sorted(near, key=lambda j: (starts[j], j))
                       if j != i and within(faults[j], faults[i], w, clocks)
-                      and may_cause(faults[j], faults[i], w, clocks)), None)
+                      and may_cause(faults[j], faults[i], w, clocks, lead)), None)
             if j is not None:
                 dsu.union(i, j)
                 break

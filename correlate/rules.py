@@ -153,6 +153,7 @@ class LinkRule(BaseModel):
     cause: list[Pred] | None = None
     effect: list[Pred] | None = None
     from_rule: str | None = None
+    lead_s: float = Field(default=0, ge=0, allow_inf_nan=False)  # the rule's (``ExplainRule.lead_s``)
 
     @field_validator("kinds")
     @classmethod
@@ -168,6 +169,9 @@ class ExplainRule(BaseModel):
     effect: list[Pred] = Field(min_length=1)
     relations: list[Relation] = Field(min_length=1)
     window_s: float = Field(ge=0, allow_inf_nan=False)  # NaN crashed every correlate(), -120 matched nothing
+    #: how long (seconds) an effect may be logged before its cause besides the clocks' uncertainty
+    #: (``window.may_cause``): a report another interrupt handler prints first
+    lead_s: float = Field(default=0, ge=0, allow_inf_nan=False)
     source: str
 
 
@@ -231,6 +235,7 @@ def reach(links: list[LinkRule], explains: list[ExplainRule]) -> list[LinkRule]:
                           for l in links)
             if not covered:
                 out.append(LinkRule(relation=rel, window_s=r.window_s, cause=r.cause, effect=r.effect, from_rule=r.id,
+                                    lead_s=r.lead_s,
                                     note=f"explains rule {r.id}: {r.window_s:g} s, longer than the links of {rel}"))
     return out
 

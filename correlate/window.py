@@ -190,14 +190,15 @@ def file_dated(e: Ev) -> bool:
     return e.ts_basis == "file" and e.undated()
 
 
-def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
+def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks, lead_us: int = 0) -> bool:
     """``cause`` may have happened within ``window_us`` before ``effect`` (or after it by no more than the
     clocks' uncertainty): :func:`within` and :func:`not_after`. An effect that is a watchdog timeout spans
     from its implied start to its line time: the cause may fall anywhere in it. A cause whose time is only an upper bound
     (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
     ``details.ts_upper_bound``) happened at that time or earlier, so it passes unless even that latest
     time is too early. An effect dated by its file's mtime (:func:`file_dated`) happened then or earlier: a cause
-    not after it and at most :data:`FILE_REACH_US` plus the window before it may be its cause."""
+    not after it and at most :data:`FILE_REACH_US` plus the window before it may be its cause. ``lead_us``: how much
+    later than the effect (µs) the cause may be logged besides that uncertainty (``rules.ExplainRule.lead_s``)."""
     if cause.undated():
         return cause.start >= effect.start - tolerance(cause, effect, window_us, clocks)
     if file_dated(effect):
@@ -205,20 +206,20 @@ def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks) -> bool:
         # be what it reports (a rank's unstamped "Got completion from peer" in a log that ended 15 min after the
         # peer's GPU fell off the bus: a fresh user's trial)
         near = tolerance(cause, effect, 0, clocks)
-        return effect.start - FILE_REACH_US - window_us - near <= cause.start <= effect.start + near
+        return effect.start - FILE_REACH_US - window_us - near <= cause.start <= effect.start + near + lead_us
     if effect.elapsed_ms or effect.implied_start is not None:
         # a watchdog timeout (or a line that follows one): the collective began at ``effect.start`` and hung
         # until the line's time, so a fault that came after the collective began (within the window) is
         # consistent with it
         return within(cause, effect, window_us, clocks) and cause.start <= effect.ts + tolerance(cause, effect, 0,
-                                                                                              clocks)
-    return within(cause, effect, window_us, clocks) and not_after(cause, effect, clocks)
+                                                                                              clocks) + lead_us
+    return within(cause, effect, window_us, clocks) and not_after(cause, effect, clocks, lead_us)
 
 
-def not_after(cause: Ev, effect: Ev, clocks: Clocks) -> bool:
+def not_after(cause: Ev, effect: Ev, clocks: Clocks, lead_us: int = 0) -> bool:
     """``cause`` did not clearly happen after ``effect``: a cause may look later
-    than its effect only by the clocks' uncertainty."""
-    return cause.start <= effect.start + tolerance(cause, effect, 0, clocks)
+    than its effect only by the clocks' uncertainty (and ``lead_us``, µs: :func:`may_cause`)."""
+    return cause.start <= effect.start + tolerance(cause, effect, 0, clocks) + lead_us
 
 
 @dataclass(slots=True)

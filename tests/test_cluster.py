@@ -59,7 +59,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
             near = [(abs(b.start - a.start), b.start, j) for j, b in enumerate(faults)
                     if j != i and any_holds(r.cause, b) and not loose(b, int(r.window_s * S))
                     and within(b, a, int(r.window_s * S), clocks)
-                    and may_cause(b, a, int(r.window_s * S), clocks)
+                    and may_cause(b, a, int(r.window_s * S), clocks, int(r.lead_s * S))
                     and relation(r.relation, b, a, topo)]
             if near:
                 dsu.union(i, min(near)[2])
@@ -358,7 +358,7 @@ def test_edges_equal_the_pairwise_definition(scene_):
             if not any_holds(r.cause, c, catalog):
                 continue
             for j, e in enumerate(events):
-                if c is e or not any_holds(r.effect, e, catalog) or not may_cause(c, e, w, clocks):
+                if c is e or not any_holds(r.effect, e, catalog) or not may_cause(c, e, w, clocks, int(r.lead_s * S)):
                     continue
                 rel_name = next((x for x in r.relations if relation(x, c, e, topo)), None)
                 if not rel_name:

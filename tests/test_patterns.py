@@ -5190,6 +5190,31 @@ def test_a_sympathetic_xid_74_follows_the_gpu_whose_link_failed(pipeline):
         "0000:b3:00.0", ["0000:9b:00.0"])
 
 
+def test_a_sympathetic_xid_74_logged_first_by_microseconds_still_follows(pipeline):
+    """The same two GPUs with microsecond stamps (``dmesg --time-format iso``): the peer's sympathetic Xid 74 printed
+    10 ms before the Xid 74 whose 1st register's bit 4 says its link's own ECC/parity error. Each GPU's interrupt is
+    serviced on its own, so the report may come first; the rule's ``lead_s`` (1 s) allows it. One clock and a
+    microsecond's resolution made them two incidents, the sympathetic one "the earliest fault nothing else explains"
+    (a break-it pass). Two seconds first is past the lead: the sympathetic one is no longer said to follow."""
+    from correlate.rules import default_rules
+
+    (rule,) = [r for r in default_rules().explains if r.id == "nvlink.fault_explains_sympathetic_xid74"]
+    assert rule.lead_s == 1
+    line = ("2026-12-01T10:00:{t},{us:06d}+00:00 NVRM: Xid (PCI:0000:{bus}:00): 74, pid='<unknown>', name=<unknown>, "
+            "NVLink: fatal error detected on link {link}({regs}, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)")
+    own = line.format(t="05", us=0, bus="b3", link=14, regs="0x10")
+    for t, us in (("04", 990_000), ("03", 0)):
+        text = "\n".join([line.format(t=t, us=us, bus="9b", link=2, regs="0x2"), own])
+        incs = run(pipeline, text)
+        if us:
+            (inc,) = incs
+            assert (inc["initiator"]["device"], [(d["device"], d["relation"]) for d in inc["downstream"]]) == (
+                "0000:b3:00.0", [("0000:9b:00.0", "same_host")])
+            assert "though a line it explains was logged 10 ms before it" in inc["explanation"], inc["explanation"]
+        else:
+            assert all("nvlink.fault_explains_sympathetic_xid74" not in i["explanation"] for i in incs)
+
+
 def test_a_sympathetic_xid_74_alone_is_still_reported(pipeline):
     """NVIDIA: a sympathetic Xid 74 "seen solo, please report a bug" (formats.md §2.2): with no other fault it is the
     incident's initiator, and the action says it follows a fault elsewhere and asks for the bug report. Two GPUs that
