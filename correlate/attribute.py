@@ -26,10 +26,10 @@ from operator import itemgetter
 from typing import Any, Callable, Hashable, Iterable
 
 from correlate.model import RAY_WORKER_DIED, Ev, subject_rank
-from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, collective_of, collective_window_us,
-                             named_collective, pred_shape)
+from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
+                             collective_window_us, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
-from correlate.window import FILE_REACH_US, Clocks, file_dated
+from correlate.window import FILE_REACH_US, Clocks, file_dated, within
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 from schemas.pci import normalize_bus_id
@@ -1145,8 +1145,29 @@ def _which_first(scene: Scene, candidates: list[tuple], names: list[str]) -> str
         return "The evidence does not say which came first."
     b, second = rest[0]
     gap = (b.start - a.start) / S
+    against = _rule_against_time(scene, b, a) if len(rest) == 1 else None
+    if against is not None:
+        # a rule that has the first follow the second, but for their times: a clock off by more than its bound (a
+        # GPU's Xid 149 saying its peer side went down, 6.5 s before the other GPU's own link-down beyond both skew
+        # bounds, was "no rule here says that one caused the other": a break-it pass)
+        hosts = sorted({a.host, b.host})
+        return (f"{first} came first, {gap:g} s before {second}, though rule {against} has it follow {second}: "
+                f"more apart than the clocks' skew bounds allow ({', '.join(hosts)}); if a clock was off by more, "
+                f"{second} is the first fault.")
     return (f"{first} came first, {gap:g} s before {second}{' and the others' if len(rest) > 1 else ''}; no rule here "
             "says that one caused the other.")
+
+
+def _rule_against_time(scene: Scene, c: Ev, e: Ev) -> str | None:
+    """The first ``explains`` rule by which ``c`` would explain ``e`` (its sides, a relation, the window) but for
+    their order in time: ``e`` logged before ``c`` by more than the clocks' uncertainty; None when there is none."""
+    rel = scene.relations()
+    for r in scene.rules.explains:
+        if (any_holds(r.cause, c, scene.catalog) and any_holds(r.effect, e, scene.catalog)
+                and within(c, e, int(r.window_s * S), scene.clocks)
+                and any(rel.holds(x, c, e) for x in r.relations)):
+            return r.id
+    return None
 
 
 def _fault_code(e: Ev) -> str:

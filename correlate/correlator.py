@@ -418,6 +418,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if cache is not None:
         cache.scenes = kept
     incidents = name_faults_near_hangs(incidents, placed=lambda comms: job_hosts(comms, topo))
+    incidents = name_faults_after_reports(incidents)
     if sum(i["category"] == "ib_port" for i in incidents) > 1:  # the port lines looked for only when they may matter
         incidents = name_port_faults_together(incidents, links={e.event_id for e in evs if port_link_line(e)})
     return sorted(incidents, key=lambda i: (i["start"], i["id"]))
@@ -479,6 +480,38 @@ def name_faults_near_hangs(incidents: list[dict[str, Any]], near_us: int = NEAR_
             if inc.get("next_action"):
                 inc["next_action"] = (f"First find whether {host} ran a rank of this job (its {first['category']} "
                                       f"incident {first['id']}); then: {inc['next_action']}")
+    return incidents
+
+
+def name_faults_after_reports(incidents: list[dict[str, Any]], near_us: int = NEAR_HANG_US) -> list[dict[str, Any]]:
+    """``incidents`` (DESIGN.md shape), each whose initiator is a rank's NCCL report (an error, a watchdog timeout:
+    nothing in its scene explained it) given, in ``missing`` and its explanation, the nearest error or critical
+    incident of another host of the same communicator (its ``communicators``) that began within ``near_us`` (µs)
+    after it: a rank's NET/IB error 6 s before its peer's GPU fell off the bus, past both hosts' skew bounds, was an
+    ``ib_port`` incident of its own that said nothing of the fall (a break-it pass). If the reporting host's clock
+    ran ahead by more than its bound, that fault is the first. A new list is set, never the cached one changed."""
+    faults = [(iso_us(i["start"]), i) for i in incidents if i["severity"] in ("error", "critical")
+              and i["category"] not in _NOT_HOST_FAULTS and i.get("status") != "superseded"
+              and i["initiator"].get("host") and i["initiator"].get("kind") not in RANK_REPORTS]
+    for inc in incidents:
+        host, comms = inc["initiator"].get("host"), set(inc.get("communicators") or ())
+        if inc["initiator"].get("kind") not in RANK_REPORTS or not host or not comms:
+            continue
+        start = iso_us(inc["start"])
+        later = sorted(((t - start, i["id"], i) for t, i in faults
+                        if start < t <= start + near_us and i["initiator"]["host"] != host
+                        and comms & set(i.get("communicators") or ())), key=lambda x: x[:2])
+        if not later:
+            continue
+        d, _id, first = later[0]
+        other = first["initiator"]["host"]
+        said = (f"the {first['category']} incident {first['id']} ({first['severity']}) of {other}, a host of the "
+                f"same communicator, began {d / S:.1f} s after it")
+        inc["missing"] = list(inc.get("missing") or []) + [
+            f"clock-skew bounds for {host}, {other} (NTP/PTP state): {said}, more than their bounds allow"]
+        if inc.get("explanation"):
+            inc["explanation"] = (f"{inc['explanation']} T{said[1:]}: if {host}'s clock ran ahead by more than its "
+                                  "skew bound, that is the first fault and this a report of it.")
     return incidents
 
 

@@ -1313,3 +1313,35 @@ def test_a_job_begun_after_a_gpu_fell_off_the_bus_hangs_on_its_own(pipeline, mod
     assert (hang["category"], hang["initiator"]["host"], hang["initiator"]["device"]) == (
         "nccl_hang", "n2", "0000:2a:00.0")
     assert sorted((d["host"], d["rank"]) for d in hang["downstream"]) == [("n1", 0), ("n2", 1)]
+
+
+def _ib_error(t: datetime, host: str, pid: int) -> str:
+    """NCCL's NET/IB error completion (formats.md §11.5) as a journald export prints it."""
+    return (f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 {host} python[{pid}]: {host}:{pid}:{pid} [0] transport/net_ib.cc:1696 "
+            "NCCL WARN NET/IB : Got completion from peer 10.0.0.1<44206> with status=12 opcode=129 len=65536 vendor "
+            "err 129 (Recv) localGid ::ffff:10.0.0.2 remoteGids::ffff:10.0.0.1")
+
+
+@pytest.mark.parametrize("before_s", [1, 6])
+def test_a_ranks_error_logged_past_the_skew_bounds_before_its_peers_fall_names_it(pipeline, before_s):
+    """Job Y: rank 0 on n1's GPU, rank 1 on n2. n2's NET/IB error completion (status 12, its peer lost) is logged
+    ``before_s`` before n1's Xid 79. 1 s: within both hosts' skew bounds, a report of the fall. 6 s: past them, the
+    error is an incident of its own, which said nothing of the fall of its peer's GPU (a break-it pass); it names the
+    fall's incident and asks for the two hosts' clock-skew bounds."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    y = "0xbbbb000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, y), fallen(fault)],
+            "n2": [init(day, "n2", 201, 1, 2, y), _ib_error(fault - timedelta(seconds=before_s), "n2", 201)]}
+    incidents = _incidents(pipeline, logs, fault, "batch")
+    (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    if before_s == 1:
+        assert len(incidents) == 1 and [d["host"] for d in fall["downstream"]] == ["n2"]
+        return
+    (report,) = [i for i in incidents if i is not fall]
+    assert (report["initiator"]["host"], report["initiator"]["kind"]) == ("n2", "nccl_error")
+    said = (f"he gpu_off_bus incident {fall['id']} (critical) of n1, a host of the same communicator, began "
+            f"{before_s:.1f} s after it")
+    assert f"T{said}: if n2's clock ran ahead by more than its skew bound" in report["explanation"]
+    assert f"clock-skew bounds for n2, n1 (NTP/PTP state): t{said}, more than their bounds allow" in report["missing"]
+    assert "clock-skew" not in " ".join(fall["missing"])

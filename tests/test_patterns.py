@@ -1703,6 +1703,32 @@ def test_an_xid_149s_link_down_reason_says_which_side_went_down(pipeline):
         inc["explanation"], inc["explanation"]
 
 
+def test_a_peer_side_link_down_logged_past_the_skew_bounds_before_its_cause_says_check_the_clocks(pipeline):
+    """The two Xid 149 of one NVL72 domain with the peer-side one logged 10 s before the own-side one: past both
+    hosts' skew bounds, so no rule may have it follow, and the incident has no single culprit. It said "no rule here
+    says that one caused the other" (a break-it pass); the rule that would, but for the times, is named, and a clock
+    off by more than its bound as what would make the later one the first fault."""
+    from correlate.correlator import Settings
+    from schemas.fleet import HostConfig
+
+    peer = ("[Sun Nov 29 03:29:51 2026] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 "
+            "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+    local = ("[Sun Nov 29 03:30:01 2026] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 03 "
+             "(0x004001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, t in (("r1", peer), ("r2", local))]
+    b = pipeline.run(Decoded(segments=segs))
+    rack = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="rack1") for h in ("r1", "r2")})
+    (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=rack)
+    assert inc["initiator"]["device_type"] is None
+    assert ("gpu 0008:01:00.0 on r1 came first, 10 s before gpu 0009:01:00.0 on r2, though rule "
+            "nvlink5.local_link_down_explains_peer_side_down has it follow gpu 0009:01:00.0 on r2: more apart than the "
+            "clocks' skew bounds allow (r1, r2); if a clock was off by more, gpu 0009:01:00.0 on r2 is the first "
+            "fault.") in inc["explanation"], inc["explanation"]
+    assert "no rule here says" not in inc["explanation"]
+    assert any(m.startswith("clock-skew bounds for r1, r2") for m in inc["missing"])
+
+
 def test_a_fatal_sxid_of_a_domains_switch_explains_its_gpus_peer_side_link_downs(pipeline):
     """A multi-node NVLink domain whose switch logs on a host of its own: its fatal SXid 20034 on port 12, and within
     half a second GPUs of three compute trays report — one link down on its peer's side (Xid 149 reason 0x25), two
