@@ -728,8 +728,9 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
     event belongs to;
     an event of several communicators is in several buckets; ``rules.relation`` is the definition these
-    keys follow; but ``same_host`` is the host, whose two jobs' GPUs ``rules.other_job`` tells apart only for
-    attribution, ``correlator.apart`` splitting their incidents), so pairs need only the time test. The others are
+    keys follow; but the host is one bucket, ``same_host`` and ``same_domain`` within it, whose two jobs' GPUs
+    ``rules.other_job`` tells apart only for attribution, ``correlator.apart`` splitting their incidents), so pairs
+    need only the time test. The others are
     tested pair by pair within a host (``peer_host``: :func:`_join_peers`)."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)

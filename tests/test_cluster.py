@@ -27,6 +27,16 @@ HOSTS = ["h0", "h1", "h2", "h3"]
 KINDS = ["xid", "nvlink_errors", "ecc", "nccl_error", "nccl_timeout", "fabric_manager", "nccl_p2p_fallback"]
 
 
+def joins(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
+    """The relations as clustering reads them: ``rules.relation``, but the host is one bucket whatever its jobs:
+    ``same_host``, and ``same_domain`` of two lines of one host (``rules.other_job`` tells two jobs' GPUs of one host
+    apart for attribution, ``correlator.apart`` splits their incidents: ``cluster._buckets``); across hosts,
+    ``same_domain`` keeps two jobs NCCL's init lines place apart (``cluster._domain_jobs``)."""
+    if rel == "same_host" or rel == "same_domain" and c.host == e.host:
+        return c.host == e.host and not across_reboot(c, e)
+    return relation(rel, c, e, topo)
+
+
 def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
               related=None) -> list[list[str]]:
     """The definition, every pair tested: components as sorted lists of event ids."""
@@ -46,7 +56,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     continue
                 if loose(a, int(r.window_s * S)) or loose(b, int(r.window_s * S)):
                     continue
-                if within(b, a, int(r.window_s * S), clocks) and relation(r.relation, b, a, topo):
+                if within(b, a, int(r.window_s * S), clocks) and joins(r.relation, b, a, topo):
                     dsu.union(i, j)
     # a link derived from an explains rule joins each fault of its effect side to the nearest fault of its cause side
     # (by start; then the earlier, then the first in order) that may have caused it within its window, in its relation
@@ -60,7 +70,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     if j != i and any_holds(r.cause, b) and not loose(b, int(r.window_s * S))
                     and within(b, a, int(r.window_s * S), clocks)
                     and may_cause(b, a, int(r.window_s * S), clocks, int(r.lead_s * S))
-                    and relation(r.relation, b, a, topo)]
+                    and joins(r.relation, b, a, topo)]
             if near:
                 dsu.union(i, min(near)[2])
     # a component whose faults are all timed by their file's mtime joins the latest fault (by start, then order) with
