@@ -5666,3 +5666,67 @@ def test_a_host_fault_beside_a_host_initiator_is_in_the_incident(pipeline):
     assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node07", "same_host")]
     held = set(inc["initiator"]["events"]) | {m for d in inc["downstream"] for m in d["events"]}
     assert len(held) == 2 and not set(inc["initiator"]["events"]) & {m for d in inc["downstream"] for m in d["events"]}
+
+
+def test_a_gpu_lost_minutes_before_a_serving_engine_died_is_its_initiator(pipeline):
+    """vLLM's engine core waits VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (300 s) for a worker before "RPC call to
+    sample_tokens timed out" and "EngineCore encountered a fatal error" (vllm-project/vllm#37250,
+    local-inference-lab/vllm#827; no event before, a real-logs pass): after a GPU of the host fell off the bus five
+    minutes earlier, the engine's end is that GPU's report (one incident, the GPU its initiator), past
+    device_fault.explains_nccl's 120 s. Without the Xid the engine's death is named on its own: the engine's, with
+    its own next action, and no GPU to drain. SGLang's scheduler death likewise."""
+    xid = ("2026-12-01T03:10:00+00:00 node21 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=4182, name=python3, "
+           "GPU has fallen off the bus.")
+    engine = [
+        "2026-12-01T03:15:07+00:00 node21 python[413]: (EngineCore_DP0 pid=413) ERROR 12-01 03:15:07 [core.py:710] "
+        "EngineCore encountered a fatal error.",
+        "2026-12-01T03:15:07+00:00 node21 python[413]: (EngineCore_DP0 pid=413) ERROR 12-01 03:15:07 [core.py:710] "
+        "TimeoutError: RPC call to sample_tokens timed out."]
+    (inc,) = run(pipeline, "\n".join([xid, *engine]), host="node21")
+    assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_later_host_reports"}
+    (alone,) = run(pipeline, engine[0], host="node21")
+    assert (alone["severity"], alone["category"], alone["initiator"]["device_type"]) == ("error", "application", None)
+    assert alone["next_action"].startswith("The vLLM engine core died of the exception its traceback names")
+    assert "Do not drain the GPUs for this line alone" in alone["next_action"]
+    sglang = ("2026-12-01T03:15:07+00:00 node21 python[413]: [2026-12-01 03:15:07 TP0] Scheduler hit an exception: "
+              "Traceback (most recent call last):")
+    (inc,) = run(pipeline, "\n".join([xid, sglang]), host="node21")
+    assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    # an hour later it is another failure of the engine, not the lost GPU's report
+    late = sglang.replace("03:15:07", "04:15:07")
+    assert {i["category"] for i in run(pipeline, "\n".join([xid, late]), host="node21")} == {
+        "gpu_off_bus", "application"}
+
+
+def test_a_vllm_engine_core_ending_alone_is_no_incident(pipeline):
+    """"Engine core proc EngineCore_DP0 died unexpectedly, shutting down client." is printed at every normal exit of
+    an offline vLLM script by several releases (vllm-project/vllm#32468, #31681; PR #36270 removed it): alone no
+    incident of warning or above. vLLM V0's worker monitor reports its own SIGTERM of the workers at shutdown (-15,
+    vllm-project/vllm#6145) the same way; a -11 is a crash."""
+    died = ("2026-12-01T03:15:07+00:00 node21 python[413]: ERROR 12-01 03:15:07 [core_client.py:564] Engine core proc "
+            "EngineCore_DP0 died unexpectedly, shutting down client.")
+    term = ("2026-12-01T03:15:07+00:00 node21 python[413]: ERROR 12-01 03:15:07 multiproc_worker_utils.py:120] Worker "
+            "VllmWorkerProcess pid 382811 died, exit code: -15")
+    assert [i for i in run(pipeline, "\n".join([died, term]), host="node21")
+            if i["severity"] in ("warning", "error", "critical")] == []
+    (crash,) = run(pipeline, term.replace("-15", "-11"), host="node21")
+    assert (crash["severity"], crash["category"]) == ("error", "application")
+    assert "segmentation fault" in crash["next_action"]
+
+
+def test_rays_memory_monitor_explains_the_workers_it_killed(pipeline):
+    """Ray's memory monitor kills a worker when its node's host memory passes Ray's threshold (hiyouga/EasyR1#185,
+    vllm-project/vllm#2669; no event before, a real-logs pass): its summary names the node by address, as Ray's
+    "ip=" prefix names the node of a worker's lines, and the NCCL error of a peer worker of that node after it is its
+    report: one incident of the host's memory, no GPU blamed."""
+    oom = ("(raylet) [2026-12-01 03:10:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / "
+           "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+           "351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7ad7d8, IP: 172.26.143.83) over the last time period.")
+    nccl = ("(RayWorkerWrapper pid=1100, ip=172.26.143.83) ERROR 12-01 03:10:02 [multiproc_executor.py:597] "
+            "RuntimeError: NCCL error: remote process exited or there was a network error")
+    (inc,) = run(pipeline, "\n".join([oom, nccl]), host="driver")
+    assert (inc["category"], inc["initiator"]["fault"], inc["initiator"]["host"]) == (
+        "host_memory", "ray.memory_monitor_kill", "172.26.143.83")
+    assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
+    assert "Not a GPU fault" in inc["next_action"]
