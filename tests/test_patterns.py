@@ -5693,6 +5693,14 @@ def test_a_gpu_lost_minutes_before_a_serving_engine_died_is_its_initiator(pipeli
               "Traceback (most recent call last):")
     (inc,) = run(pipeline, "\n".join([xid, sglang]), host="node21")
     assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    # SGLang's watchdog fires after --watchdog-timeout (300 s) with no progress (sgl-project/sglang#3752): the lost
+    # GPU's report too; alone a hang with no culprit named
+    watchdog = ["2026-12-01T03:15:07+00:00 node21 python[413]: [2026-12-01 03:15:07 TP%d] Watchdog timeout "
+                "(self.watchdog_timeout=300)" % r for r in (0, 1)]
+    (inc,) = run(pipeline, "\n".join([xid, *watchdog]), host="node21")
+    assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    (hang,) = run(pipeline, "\n".join(watchdog), host="node21")
+    assert (hang["category"], hang["initiator"]["device_type"], hang["confidence"]) == ("nccl_hang", None, 0.3)
     # an hour later it is another failure of the engine, not the lost GPU's report
     late = sglang.replace("03:15:07", "04:15:07")
     assert {i["category"] for i in run(pipeline, "\n".join([xid, late]), host="node21")} == {
