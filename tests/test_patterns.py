@@ -5693,6 +5693,11 @@ def test_a_gpu_lost_minutes_before_a_serving_engine_died_is_its_initiator(pipeli
               "Traceback (most recent call last):")
     (inc,) = run(pipeline, "\n".join([xid, sglang]), host="node21")
     assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
+    # vLLM V1's executor on a worker whose process ended (vllm-project/vllm#20657)
+    proc = ("2026-12-01T03:12:40+00:00 node21 python[413]: ERROR 12-01 03:12:40 [multiproc_executor.py:140] Worker "
+            "proc VllmWorker-2 died unexpectedly, shutting down executor.")
+    (inc,) = run(pipeline, "\n".join([xid, proc]), host="node21")
+    assert (inc["category"], inc["initiator"]["xid"]) == ("gpu_off_bus", 79)
     # SGLang's watchdog fires after --watchdog-timeout (300 s) with no progress (sgl-project/sglang#3752): the lost
     # GPU's report too; alone a hang with no culprit named
     watchdog = ["2026-12-01T03:15:07+00:00 node21 python[413]: [2026-12-01 03:15:07 TP%d] Watchdog timeout "
