@@ -27,7 +27,7 @@ from typing import Any, Callable, Hashable, Iterable
 
 from correlate.model import RAY_WORKER_DIED, Ev, subject_rank
 from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
-                             collective_window_us, named_collective, pred_shape)
+                             collective_window_us, log_of, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated, within
 from ingest.catalog import Catalog
@@ -810,14 +810,19 @@ def relation_class(e: Ev, rel: Relations, comms: bool, rebooted: frozenset[str])
     class stand in the same relations to any third. Its host, device, GPU key (``gpu_key``), GPU index, rank, link,
     Xid and the Xid it names as cause, SeqNum, its boot and — when its capture (``origin`` without the line) is one of
     ``rebooted``, those that hold a line of an earlier boot — its capture (``model.across_reboot``: the events of other
-    captures are never across a reboot), and when ``comms`` its communicators (``comms_of``: a time reads them). An
-    event that names its peer's address (``details.peer_addr``: ``Topology.peer_host`` reads its time too) is a class
-    of its own."""
+    captures are never across a reboot), the device it names as its peer (``names_device``), its job's log
+    (``same_log``: ``rules.log_of``), its subject and rank scope (``same_gpu`` between lines that name no GPU:
+    ``Ev.subject`` reads ``details.global_rank``, ``rules.rank_scope`` the log or communicators of a rank), and when
+    ``comms`` its communicators (``comms_of``: a time reads them). An event that names its peer's address
+    (``details.peer_addr``: ``Topology.peer_host`` reads its time too) is a class of its own. Without the peer, a
+    port's line relaying another device's AER error took the verdict of the port's line relaying the GPU's, and
+    the GPU's own relayed error lost its edge, by the order of the two lines."""
     if e.details.get("peer_addr"):
         return (id(e),)
     capture = e.origin.rpartition(":")[0] if rebooted else None
     return (e.host, e.device_type, e.device, e.gpu_index, e.rank, e.link, e.xid, e.cause_xid, e.seq, e.boot,
-            capture if capture in rebooted else None, rel.key(e), rel.comms(e) if comms else None)
+            capture if capture in rebooted else None, rel.key(e), rel.comms(e) if comms else None,
+            e.peer, log_of(e), e.subject(), rel.scope(e))
 
 
 def cause_class(c: Ev, relations: Hashable) -> tuple:

@@ -384,6 +384,32 @@ def test_edges_equal_the_pairwise_definition(scene_):
     assert got == want
 
 
+def test_edges_of_a_class_of_causes_read_each_effects_peer():
+    """A port relays the AER errors of the devices below it ("pcieport 0000:b0:02.0: AER: Uncorrected (Non-Fatal)
+    error received: 0000:b3:00.0"): rule ``pcie.source_error_explains_port_report`` ties the GPU's own AER errors (two
+    copies: one class of cause, ``attribute.cause_class``) to the port's line that names the GPU as its peer
+    (``names_device``), and to no line that names another device, whichever of the two the port printed first.
+    ``find_edges`` decides a class of causes' relation once per class of effect (``relation_class``), which read
+    no peer: the GPU's relayed error lost its edge, or the other device's took one, by the order of the lines."""
+    from correlate.attribute import Scene, find_edges
+    from ingest.catalog import default_catalog
+
+    gpu, other, port = "0000:b3:00.0", "0000:b4:00.0", "0000:b0:02.0"
+
+    def aer(i: int, signature: str, device: str, peer: str | None) -> Ev:
+        return Ev(event_id=f"e{i}", ts=(100 + i) * S, ts_basis="line", host="h0", source="dmesg", kind="pcie_aer",
+                  signature=signature, severity="error", device_type="pcie", device=device, link=None, xid=None,
+                  sxid=None, peer=peer, rank=None, nranks=None, comm=None, message="m", origin=f"file:/k.log:{i}")
+
+    for first, second in ((other, gpu), (gpu, other)):
+        events = [aer(0, "pcie.aer.bus_error", gpu, None), aer(1, "pcie.aer.bus_error", gpu, None),
+                  aer(2, "pcie.aer.received", port, first), aer(3, "pcie.aer.received", port, second)]
+        scene = Scene(events=events, topo=Topology(), catalog=default_catalog(), rules=default_rules(), clocks=Clocks())
+        got = [(x.cause.event_id, x.effect.event_id) for x in find_edges(scene) if x.relation == "names_device"]
+        relays_gpu = "e2" if first == gpu else "e3"
+        assert got == [("e1", relays_gpu)], (first, second)
+
+
 @st.composite
 def shaped_events(draw):
     """One event of any shape the rules' predicates read (``rules.pred_shape``): the kinds, signatures (a
