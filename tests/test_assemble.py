@@ -1307,19 +1307,24 @@ def test_an_exception_line_takes_the_time_of_its_tracebacks_stamped_header(pipel
               '    raise RuntimeError(f"NCCL error: {error_str}")']
     exc = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
 
-    def times(text: str) -> list[tuple[int, str]]:
+    def times(text: str, header: str = "sglang.scheduler_exception") -> list[tuple[int, str]]:
+        """The events' (time, basis), but the header's own (SGLang's scheduler exception is a catalog entry)."""
         seg = Segment(data=text.encode(), origin="file:node1.log", stream="f", host="node1", ref_ts=T0,
                       ref_basis="file", ingest_ts=T0)
-        return [(e["ts"], e["ts_basis"]) for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()]
+        return [(e["ts"], e["ts_basis"]) for e in pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+                if e["signature"] != header]
 
     header_ts = datetime(2025, 2, 9, 21, 23, tzinfo=timezone.utc)
     assert times("\n".join([head, *frames, exc])) == [(header_ts, "inherited")]
+    assert times("\n".join([head, *frames, exc]), header="") == [(header_ts, "line"), (header_ts, "inherited")]
     # the logger's line before a bare "Traceback" header stamps it too
     plain = "2025-02-09 21:23:00,123 ERROR scheduler: exception in the loop"
     assert times("\n".join([plain, "Traceback (most recent call last):", *frames, exc])) == [
         (header_ts.replace(microsecond=123_000), "inherited")]
-    # more than TRACEBACK_LINES below its header: the file's time, as before
-    far = times("\n".join([head, *frames * 150, exc]))
+    # more than TRACEBACK_LINES below its header: the file's time, as before (a header no catalog entry reads: below
+    # a recognised stamped line, a hit takes that line's time however far, as any unstamped hit does)
+    quiet = head.replace("Scheduler hit an exception", "Exception in the event loop")
+    far = times("\n".join([quiet, *frames * 150, exc]))
     assert far[0][1] == "file", far
     # the words inside lines, more often than TRACEBACK_WORDS_TRIED between the header and the exception: the header
     # is still found (the segment's headers read at once); and none is taken where the words end no line (a break-it
