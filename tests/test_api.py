@@ -1484,3 +1484,25 @@ def test_errors_say_the_tool_s_words_not_the_library_s(api):
         400, "application/problem+json", "query invalid: Catalog Error: Table with name nope does not exist! The "
         "lake's views: events, incident_evidence, incident_versions, incidents, link_samples, topology; the table "
         "macro events_between(lo, hi)"), r.text
+
+
+def test_request_metrics_keep_a_bounded_method_label(lake):
+    """The request series' ``method`` label was the request line's method as sent: 50 requests with made-up
+    methods (``XA1B2C3D4 /incidents``, a 405, no credentials needed) made 50 label values, ~400 more lines in every
+    scrape, without bound (a break-it pass). A method outside HTTP's registered ones counts as ``other``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    root, _ = lake
+    with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
+        for i in range(50):
+            assert c.request(f"X{i:08X}", "/incidents").status_code == 405
+        assert c.head("/incidents").status_code == 200
+        text = c.get("/metrics").text
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    count = {(s.labels["handler"], s.labels["method"], s.labels["status"]): s.value
+             for s in fams["firstfault_api_http_requests"].samples if s.name.endswith("_total")}
+    assert {m for _, m, _ in count} <= {"GET", "HEAD", "other"}, sorted({m for _, m, _ in count})
+    assert count[("/incidents", "other", "4xx")] == 50
+    assert count[("/incidents", "HEAD", "2xx")] == 1
+    dur = {s.labels["method"] for s in fams["firstfault_api_http_request_duration_seconds"].samples}
+    assert dur <= {"GET", "HEAD", "other"}
