@@ -61,8 +61,8 @@ from correlate.correlator import AttributionCache, Settings, correlate
 from correlate.incident import incident_hosts, member_ids
 from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
-from correlate.topology import (UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu, rank_membership,
-                                line_facts, teaches_topology)
+from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu,
+                                line_facts, rank_membership, teaches_topology)
 from correlate.window import SKEW_CAP_US, Watermark
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
@@ -461,9 +461,19 @@ class StreamCorrelator:
         (``returned``), with the other cold events of their incidents (``_revive``)."""
         back = returned & self.cold.keys()
         # a membership line that names a GPU (its rank in a communicator) may give a cold incident of that GPU
-        # the rank it lacked: that incident comes back, and is emitted again if it changed (a break-it pass)
-        named = {(e.host, g) for e in fresh if rank_membership(e) and (g := line_gpu(e))}
-        self.retaught = {k for k, e in self.cold.items() if (e.host, line_gpu(e)) in named} if named else set()
+        # the rank it lacked: that incident comes back, and is emitted again if it changed (a break-it pass). Only
+        # an event that began no more than HANDOVER_MARGIN_US before the line (or one timed only by its file or an
+        # operator): a job that started on a GPU later held no rank on it then (Topology.comm_later), and each
+        # later job's init line brought the incident back without the line that had named its rank, emitting a
+        # version with rank null (a second break-it pass: a version per job)
+        named: dict[tuple[str, str], int] = {}
+        for e in fresh:
+            if rank_membership(e) and (g := line_gpu(e)):
+                named[(e.host, g)] = min(e.ts, named.get((e.host, g), e.ts))
+        self.retaught = {
+            k for k, e in self.cold.items()
+            if (t := named.get((e.host, line_gpu(e)))) is not None
+            and (t <= e.start + HANDOVER_MARGIN_US or e.ts_basis in UNORDERED_BASES)} if named else set()
         back |= self.retaught
         if fresh:
             slack = self.lateness_us + 2 * max(SKEW_CAP_US, self.settings.clocks.max_skew())

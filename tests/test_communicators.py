@@ -1345,3 +1345,39 @@ def test_a_ranks_error_logged_past_the_skew_bounds_before_its_peers_fall_names_i
     assert f"T{said}: if n2's clock ran ahead by more than its skew bound" in report["explanation"]
     assert f"clock-skew bounds for n2, n1 (NTP/PTP state): t{said}, more than their bounds allow" in report["missing"]
     assert "clock-skew" not in " ".join(fall["missing"])
+
+
+def test_jobs_that_init_on_a_gpu_after_its_cold_fault_leave_its_incident_as_it_was(pipeline):
+    """As above (the Xid's incident learns rank 0 of the job that held GPU 0 when it failed), then GPU 0 runs a new
+    job every 20 minutes, each started hours after the fault (rank 5, then 3, …). A job that started on a GPU long
+    after its fault held no rank on it then (``Topology.comm_later``): the batch correlator keeps rank 0 and the one
+    communicator. Each new job's init line brought the cold incident back (``StreamCorrelator.retaught``), correlated
+    it without the first job's init line (gone from the kept events), and emitted a new version: rank null, and the
+    communicators of every later job added (unioned with the last version's), one version per job, without end
+    (a break-it pass). A membership line brings back only the cold events it may name a rank of: those that began
+    no more than ``HANDOVER_MARGIN_US`` before it."""
+    xid = T0 + timedelta(hours=1)
+    late = xid + timedelta(hours=2)
+    feeds = [(xid, {"n1": [fallen(xid)]}), *_busy("n1", xid, late),
+             (late, {"n1": [init(xid - timedelta(minutes=10), "n1", 700, 0, 2, "0x00000000000000dd")]})]
+    for k in range(10):
+        t = late + timedelta(minutes=20 * (k + 1))
+        feeds.append((t, {"n1": [init(t, "n1", 900 + k, 3 if k % 2 else 5, 8, f"0x0000000000000e{k:02x}")]}))
+    sc, tables, versions = StreamCorrelator(), [], []
+    for at, logs in feeds:
+        (line,) = logs["n1"]
+        topic = "fleet.nccl" if at == late else "fleet.dmesg"
+        ref = int(at.timestamp() * S)
+        seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
+                      host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
+        b = pipeline.run(Decoded(segments=[seg]))
+        tables.append(b.events)
+        assert sc.add(b.events, now_us=ref) == 0
+        versions += [(i["version"], i["initiator"]["rank"], i["communicators"]) for i in sc.step(now_us=ref)
+                     if i["initiator"].get("xid") == 79]
+    assert versions == [(1, None, []), (2, 0, ["0x00000000000000dd"])]
+    end = int((feeds[-1][0] + timedelta(hours=1)).timestamp() * S)
+    (batch,) = [x for x in correlate(pa.concat_tables(tables), now_us=end) if x["initiator"].get("xid") == 79]
+    (stream,) = [v[2] for v in sc.emitted.values() if v[2]["initiator"].get("xid") == 79]
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
+    assert strip(stream) == strip(batch)
