@@ -47,6 +47,7 @@ the same events (same ids, same content but ``version``/``status``).
 from __future__ import annotations
 
 import hashlib
+import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -466,10 +467,11 @@ class StreamCorrelator:
         # operator): a job that started on a GPU later held no rank on it then (Topology.comm_later), and each
         # later job's init line brought the incident back without the line that had named its rank, emitting a
         # version with rank null (a second break-it pass: a version per job)
-        named: dict[tuple[str, str], int] = {}
+        named: dict[tuple[str, str], float] = {}
         for e in fresh:
-            if rank_membership(e) and (g := line_gpu(e)):
-                named[(e.host, g)] = min(e.ts, named.get((e.host, g), e.ts))
+            if rank_membership(e) and (g := line_gpu(e)):  # a line dated by an upper bound may be of any time before
+                t = -math.inf if e.undated() else e.ts
+                named[(e.host, g)] = min(t, named.get((e.host, g), t))
         self.retaught = {
             k for k, e in self.cold.items()
             if (t := named.get((e.host, line_gpu(e)))) is not None

@@ -166,7 +166,10 @@ class Topology:
                 members.append((comm, e))
                 self.comm_ranks[comm][e.rank] = (e.host, line_gpu(e))
                 self.comm_logs.setdefault((comm, e.host), set()).add(log_stream(e))
-                if e.ts_basis not in UNORDERED_BASES and e.ts < self.comm_first.get((comm, e.host), e.ts + 1):
+                # a line dated only by an upper bound (its Kafka append, the stamped line after it) may have been
+                # written long before: it says no communicator began after an event (``comm_later``)
+                if e.ts_basis not in UNORDERED_BASES and not e.undated() \
+                        and e.ts < self.comm_first.get((comm, e.host), e.ts + 1):
                     self.comm_first[(comm, e.host)] = e.ts
                 if e.nranks:
                     self.comm_size[comm] = e.nranks

@@ -1381,3 +1381,33 @@ def test_jobs_that_init_on_a_gpu_after_its_cold_fault_leave_its_incident_as_it_w
     (stream,) = [v[2] for v in sc.emitted.values() if v[2]["initiator"].get("xid") == 79]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
     assert strip(stream) == strip(batch)
+
+
+def test_an_undated_init_line_that_comes_late_gives_a_cold_faults_gpu_its_rank(pipeline):
+    """As ``test_a_cold_faults_gpu_named_a_rank_later_gets_that_rank``, but the job's init line printed no time (NCCL
+    INFO lines print none without a journal), so it is dated by its Kafka append, two hours after the Xid: written
+    then or earlier (``Ev.undated``). It may name the GPU's rank at the Xid: the batch correlator names rank 0, and
+    the stream, without a flush, brings the cold incident back for it and says the same. A line's upper bound
+    neither makes its communicator begin after the fault (``Topology.comm_first``) nor keeps the cold incident
+    cold (``StreamCorrelator._reached``)."""
+    xid = T0 + timedelta(hours=1)
+    late = xid + timedelta(hours=2)
+    undated = ("n1:700:700 [0] NCCL INFO comm 0x55700000f0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 "
+               "commId 0x00000000000000dd - Init COMPLETE")
+    feeds = [(xid, "fleet.dmesg", fallen(xid)), *((at, "fleet.dmesg", logs["n1"][0]) for at, logs in _busy("n1", xid, late)),
+             (late, "fleet.nccl", undated)]
+    sc, tables = StreamCorrelator(), []
+    for at, topic, line in feeds:
+        ref = int(at.timestamp() * S)
+        seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
+                      host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
+        b = pipeline.run(Decoded(segments=[seg]))
+        tables.append(b.events)
+        assert sc.add(b.events, now_us=ref) == 0
+        sc.step(now_us=ref)
+    assert tables[-1].num_rows == 1 and tables[-1].column("rank").to_pylist() == [0]
+    end = int((late + timedelta(hours=1)).timestamp() * S)
+    (batch,) = [x for x in correlate(pa.concat_tables(tables), now_us=end) if x["initiator"].get("xid") == 79]
+    assert batch["initiator"]["rank"] == 0
+    (stream,) = [v[2] for v in sc.emitted.values() if v[2]["initiator"].get("xid") == 79]
+    assert stream["id"] == batch["id"] and stream["initiator"]["rank"] == 0, stream["initiator"]
