@@ -495,7 +495,10 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
     by_rank = key is None and e.rank is not None
     held: dict[str, str | None] = {}  # communicator holding e's rank on its host -> that rank's GPU
     for comm, dev in placed:
-        if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)):
+        # not of a communicator that began on the host long after e (Topology.comm_later), as a GPU's rank is not:
+        # a job that inits on four hosts' GPUs two hours after each failed joined the four into one incident
+        if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)) \
+                and not topo.comm_later(comm, e.host, e):
             if by_rank and (where := topo.comm_ranks.get(comm, {}).get(e.rank)) is not None:
                 # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
                 if where[0] == e.host:

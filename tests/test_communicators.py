@@ -1383,6 +1383,36 @@ def test_jobs_that_init_on_a_gpu_after_its_cold_fault_leave_its_incident_as_it_w
     assert strip(stream) == strip(batch)
 
 
+def test_a_job_that_starts_hours_after_faults_on_its_gpus_does_not_join_them(pipeline):
+    """Four hosts' GPU 0 fall off the bus at once (Xid 79); their logs go on (one-rank jobs on GPU 1 every 20
+    minutes); two hours later a four-rank job inits on their GPU 0. It held no GPU when they failed
+    (``Topology.comm_later``, as the initiator's rank is judged): the four faults stay four incidents of no
+    communicator. The batch correlator made them one "no single culprit" incident of that job's communicator, and
+    so did the streaming one once the job's lines brought the cold incidents back (a break-it pass):
+    ``rules.placement`` took a communicator live at a fault whose GPU had changed hands never before it."""
+    hosts = [f"n{i}" for i in range(4)]
+    xid = T0 + timedelta(hours=1)
+    feeds = [(xid, {h: [fallen(xid)] for h in hosts})]
+    for k in range(1, 6):
+        t = xid + timedelta(minutes=20 * k)
+        feeds.append((t, {h: [init(t, h, 500 + k, 0, 1, f"0x00000000000001{k:02x}", gpu=1)] for h in hosts}))
+    t = xid + timedelta(hours=2, minutes=20)
+    feeds.append((t, {h: [init(t, h, 900, i, 4, "0x0000000000000e00")] for i, h in enumerate(hosts)}))
+    sc, tables = StreamCorrelator(), []
+    for at, logs in feeds:
+        b = events(pipeline, logs, at)
+        tables.append(b.events)
+        assert sc.add(b.events, now_us=int(at.timestamp() * S)) == 0
+        sc.step(now_us=int(at.timestamp() * S))
+    end = int((t + timedelta(hours=1)).timestamp() * S)
+    batch = correlate(pa.concat_tables(tables), now_us=end)
+    assert sorted((i["initiator"]["host"], i["initiator"]["xid"], i["communicators"]) for i in batch) == \
+        [(h, 79, []) for h in hosts]
+    sc.step(now_us=end, flush=True)
+    stream = [v[2] for v in sc.emitted.values() if v[2]["status"] != "superseded"]
+    assert sorted(i["id"] for i in stream) == sorted(i["id"] for i in batch)
+
+
 def test_an_undated_init_line_that_comes_late_gives_a_cold_faults_gpu_its_rank(pipeline):
     """As ``test_a_cold_faults_gpu_named_a_rank_later_gets_that_rank``, but the job's init line printed no time (NCCL
     INFO lines print none without a journal), so it is dated by its Kafka append, two hours after the Xid: written
