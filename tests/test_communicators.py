@@ -1424,7 +1424,8 @@ def test_an_undated_init_line_that_comes_late_gives_a_cold_faults_gpu_its_rank(p
     late = xid + timedelta(hours=2)
     undated = ("n1:700:700 [0] NCCL INFO comm 0x55700000f0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 "
                "commId 0x00000000000000dd - Init COMPLETE")
-    feeds = [(xid, "fleet.dmesg", fallen(xid)), *((at, "fleet.dmesg", logs["n1"][0]) for at, logs in _busy("n1", xid, late)),
+    feeds = [(xid, "fleet.dmesg", fallen(xid)),
+             *((at, "fleet.dmesg", logs["n1"][0]) for at, logs in _busy("n1", xid, late)),
              (late, "fleet.nccl", undated)]
     sc, tables = StreamCorrelator(), []
     for at, topic, line in feeds:

@@ -457,7 +457,8 @@ def test_a_symptom_with_no_fault_logged_is_said_to_have_no_cause_in_the_logs(pip
     # are two incidents, and the same matrix again is the same one (both were one id: a fresh user's trial)
     ids = []
     for second in ("NODE", "SYS", "NODE"):
-        topo = f"        GPU0    GPU1    CPU Affinity\nGPU0     X      {second}    0-63\nGPU1    {second}     X      0-63\n"
+        topo = (f"        GPU0    GPU1    CPU Affinity\nGPU0     X      {second}    0-63\n"
+                f"GPU1    {second}     X      0-63\n")
         seg3 = Segment(data=topo.encode(), origin=f"file:node01.log@{second.lower()}", stream="node01",
                        host="node01", ref_ts=T0, ref_basis="file_mtime", ingest_ts=T0)
         b3 = pipeline.run(Decoded(segments=[seg3]))
