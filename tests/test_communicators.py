@@ -1347,6 +1347,19 @@ def test_a_ranks_error_logged_past_the_skew_bounds_before_its_peers_fall_names_i
     assert "clock-skew" not in " ".join(fall["missing"])
 
 
+def _feed_n1(pipeline, sc: StreamCorrelator, tables: list[pa.Table], at: datetime, topic: str,
+             line: str) -> list[dict]:
+    """One line of host n1 as its Kafka record of ``topic`` appended at ``at``, through the pipeline into the
+    streaming correlator ``sc`` (its events appended to ``tables``); the incident versions of the step after it."""
+    ref = int(at.timestamp() * S)
+    seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
+                  host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
+    b = pipeline.run(Decoded(segments=[seg]))
+    tables.append(b.events)
+    assert sc.add(b.events, now_us=ref) == 0
+    return sc.step(now_us=ref)
+
+
 def test_jobs_that_init_on_a_gpu_after_its_cold_fault_leave_its_incident_as_it_was(pipeline):
     """As above (the Xid's incident learns rank 0 of the job that held GPU 0 when it failed), then GPU 0 runs a new
     job every 20 minutes, each started hours after the fault (rank 5, then 3, …). A job that started on a GPU long
@@ -1366,14 +1379,8 @@ def test_jobs_that_init_on_a_gpu_after_its_cold_fault_leave_its_incident_as_it_w
     sc, tables, versions = StreamCorrelator(), [], []
     for at, logs in feeds:
         (line,) = logs["n1"]
-        topic = "fleet.nccl" if at == late else "fleet.dmesg"
-        ref = int(at.timestamp() * S)
-        seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
-                      host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
-        b = pipeline.run(Decoded(segments=[seg]))
-        tables.append(b.events)
-        assert sc.add(b.events, now_us=ref) == 0
-        versions += [(i["version"], i["initiator"]["rank"], i["communicators"]) for i in sc.step(now_us=ref)
+        emitted = _feed_n1(pipeline, sc, tables, at, "fleet.nccl" if at == late else "fleet.dmesg", line)
+        versions += [(i["version"], i["initiator"]["rank"], i["communicators"]) for i in emitted
                      if i["initiator"].get("xid") == 79]
     assert versions == [(1, None, []), (2, 0, ["0x00000000000000dd"])]
     end = int((feeds[-1][0] + timedelta(hours=1)).timestamp() * S)
@@ -1429,13 +1436,7 @@ def test_an_undated_init_line_that_comes_late_gives_a_cold_faults_gpu_its_rank(p
              (late, "fleet.nccl", undated)]
     sc, tables = StreamCorrelator(), []
     for at, topic, line in feeds:
-        ref = int(at.timestamp() * S)
-        seg = Segment(data=line.encode(), origin=f"kafka:{topic}/0/{next(OFFSETS)}:0", stream=f"{topic}/0/n1",
-                      host="n1", ref_ts=ref, ref_basis="kafka", ingest_ts=ref)
-        b = pipeline.run(Decoded(segments=[seg]))
-        tables.append(b.events)
-        assert sc.add(b.events, now_us=ref) == 0
-        sc.step(now_us=ref)
+        _feed_n1(pipeline, sc, tables, at, topic, line)
     assert tables[-1].num_rows == 1 and tables[-1].column("rank").to_pylist() == [0]
     end = int((late + timedelta(hours=1)).timestamp() * S)
     (batch,) = [x for x in correlate(pa.concat_tables(tables), now_us=end) if x["initiator"].get("xid") == 79]

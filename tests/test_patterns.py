@@ -1674,25 +1674,32 @@ def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
         assert sorted(d["rank"] for d in inc["downstream"]) == [1, 2, 3]
 
 
-def test_an_xid_149s_link_down_reason_says_which_side_went_down(pipeline):
-    """Xid 149 NETIR_LINK_EVT carries its link-down reason in IntrInfo[25:20] (formats.md §2.4): 0x25, the peer side
-    went down; 0x04, signal integrity on this side. In one NVL72 domain the GPU whose own link failed is the
-    initiator and the one that saw its peer go down follows it; alone, the peer-side report says to look at the far
-    end first (neither was read: the earlier of the two was blamed, or no single culprit; a break-it pass)."""
+def _xid149_pair(pipeline, peer_at: str):
+    """Two Xid 149 of one GB200 NVL72 domain (rack1): r1's GPU 0008:01:00.0 link 14 down on its peer's side
+    (reason 0x25) at ``peer_at`` (HH:MM:SS), r2's GPU 0009:01:00.0 link 3 down for its signal integrity (0x04) at
+    03:30:01. Returns r1's line, the pipeline's batch and the correlator settings of the domain."""
     from correlate.correlator import Settings
     from schemas.fleet import HostConfig
 
-    peer = ("[Sun Nov 29 03:30:00 2026] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 "
+    peer = (f"[Sun Nov 29 {peer_at} 2026] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 "
             "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
     local = ("[Sun Nov 29 03:30:01 2026] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 03 "
              "(0x004001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
     segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
             for h, t in (("r1", peer), ("r2", local))]
-    b = pipeline.run(Decoded(segments=segs))
+    rack = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="rack1") for h in ("r1", "r2")})
+    return peer, pipeline.run(Decoded(segments=segs)), rack
+
+
+def test_an_xid_149s_link_down_reason_says_which_side_went_down(pipeline):
+    """Xid 149 NETIR_LINK_EVT carries its link-down reason in IntrInfo[25:20] (formats.md §2.4): 0x25, the peer side
+    went down; 0x04, signal integrity on this side. In one NVL72 domain the GPU whose own link failed is the
+    initiator and the one that saw its peer go down follows it; alone, the peer-side report says to look at the far
+    end first (neither was read: the earlier of the two was blamed, or no single culprit; a break-it pass)."""
+    peer, b, rack = _xid149_pair(pipeline, "03:30:00")
     details = [orjson.loads(d) for d in b.events.column("details").to_pylist()]
     assert [(d["link_down_reason"], d["link_down_cause"]) for d in details] == [
         ("0x25", "peer_side_down"), ("0x04", "signal_integrity")]
-    rack = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="rack1") for h in ("r1", "r2")})
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=rack)
     assert (inc["initiator"]["host"], inc["initiator"]["link"]) == ("r2", 3)
     assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("r1", "same_domain")]
@@ -1709,17 +1716,7 @@ def test_a_peer_side_link_down_logged_past_the_skew_bounds_before_its_cause_says
     hosts' skew bounds, so no rule may have it follow, and the incident has no single culprit. It said "no rule here
     says that one caused the other" (a break-it pass); the rule that would, but for the times, is named, and a clock
     off by more than its bound as what would make the later one the first fault."""
-    from correlate.correlator import Settings
-    from schemas.fleet import HostConfig
-
-    peer = ("[Sun Nov 29 03:29:51 2026] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 "
-            "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
-    local = ("[Sun Nov 29 03:30:01 2026] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 03 "
-             "(0x004001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
-    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
-            for h, t in (("r1", peer), ("r2", local))]
-    b = pipeline.run(Decoded(segments=segs))
-    rack = Settings(hosts={h: HostConfig(platform="NVIDIA GB200", domain="rack1") for h in ("r1", "r2")})
+    _, b, rack = _xid149_pair(pipeline, "03:29:51")
     (inc,) = correlate(b.events, b.link_samples, b.topology, now_us=T0, settings=rack)
     assert inc["initiator"]["device_type"] is None
     assert ("gpu 0008:01:00.0 on r1 came first, 10 s before gpu 0009:01:00.0 on r2, though rule "
