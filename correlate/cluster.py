@@ -726,12 +726,11 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
 
     For the relations in ``_KEYED`` the relation holds for every pair of a bucket and for no pair across
     buckets (one bucket per GPU or other device, host, NVLink domain, communicator, or communicator and SeqNum an
-    event belongs to;
-    an event of several communicators is in several buckets; ``rules.relation`` is the definition these
-    keys follow; but the host is one bucket, ``same_host`` and ``same_domain`` within it, whose two jobs' GPUs
-    ``rules.other_job`` tells apart only for attribution, ``correlator.apart`` splitting their incidents), so pairs
-    need only the time test. The others are
-    tested pair by pair within a host (``peer_host``: :func:`_join_peers`)."""
+    event belongs to; an event of several communicators is in several buckets; ``rules.relation`` is the definition
+    these keys follow; but the host is one bucket, ``same_host`` and ``same_domain`` within it, whose two jobs' GPUs
+    ``rules.Relations.other_job`` tells apart only for attribution, ``correlator.apart`` splitting their incidents), so
+    pairs need only the time test. The others are tested pair by pair within a host (``peer_host``:
+    :func:`_join_peers`)."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -783,11 +782,11 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
 
 def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[int]]:
     """The buckets of one NVLink domain's faults ``idx`` (sorted) in which ``same_domain`` holds for every pair and
-    which hold every such pair (``rules.other_job``: faults of two jobs that NCCL's init lines place on other hosts,
-    or of a job so placed and a GPU's own fault on a host of none of its ranks, are not tied by their domain): the
-    faults of no known job; per set of job hosts, the faults of that set with those of no known job they pair with;
-    and per host of two such sets, their faults. One bucket, ``idx``, when no fault's job is known (no init lines:
-    the most common). The faults of no known job are copied once per set, not per host (a 100-host job's
+    which hold every such pair (``rules.Relations.other_job``: faults of two jobs that NCCL's init lines place on
+    other hosts, or of a job so placed and a GPU's own fault on a host of none of its ranks, are not tied by their
+    domain): the faults of no known job; per set of job hosts, the faults of that set with those of no known job they
+    pair with; and per host of two such sets, their faults. One bucket, ``idx``, when no fault's job is known (no
+    init lines: the most common). The faults of no known job are copied once per set, not per host (a 100-host job's
     timeouts beside a storm of 20,000 Xid 145 lines)."""
     rel = Relations(topo)
     hosts_of: dict[int, frozenset[str]] = {}

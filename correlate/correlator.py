@@ -207,11 +207,11 @@ def apart(scene: Scene, v: Verdict) -> list[tuple[Scene, Verdict]]:
     # NCCL's init lines place the job apart from the initiator's GPU): that job's hang, with its own suspects. A job
     # begun on another GPU of the host after one GPU fell off the bus, its watchdog timeouts listed downstream of the
     # Xid 79 "by no rule" (a break-it pass)
-    rel = scene.relations()
-    own |= {p.key for p in v.downstream
-            if not p.rule and p.events and all(e.kind in RANK_REPORTS for e in p.events)
-            and all(rel.other_gpus(c, e) for c in v.initiator_events if job_local(c) for e in p.events)
-            and any(job_local(c) for c in v.initiator_events)}
+    rel, gpus = scene.relations(), [c for c in v.initiator_events if job_local(c)]
+    if gpus:
+        own |= {p.key for p in v.downstream
+                if not p.rule and p.events and all(e.kind in RANK_REPORTS for e in p.events)
+                and all(rel.other_gpus(c, e) for c in gpus for e in p.events)}
     if not own:
         return [(scene, v)]
     # with what it explains that the initiator does not: the NCCL error of a rank on the GPU whose fatal NVLink error

@@ -543,7 +543,7 @@ def _holders(e: Ev, held: dict[str, str | None], topo: Topology) -> set[str]:
     return set(mine) if mine and (len(mine) == 1 or _one_gpu(mine.values())) else set()
 
 
-#: the kinds of a rank's report of its communicator (:func:`other_job`)
+#: the kinds of a rank's report of its communicator (:meth:`Relations.other_job`)
 RANK_REPORTS = frozenset({"nccl_error", "nccl_timeout"})
 
 
@@ -565,29 +565,6 @@ def job_hosts(comms: Iterable[str], topo: Topology) -> frozenset[str] | None:
             return None
         hosts.update(h for h, _dev in ranks.values())
     return frozenset(hosts) if hosts else None
-
-
-def job_of(e: Ev, topo: Topology) -> frozenset[str] | None:
-    """The hosts of the job ``e`` is of, when NCCL's init lines tell: ``e`` is a rank's NCCL report (an error, a
-    watchdog timeout) or a GPU's own fault (:func:`job_local`), and every communicator it is of (:func:`comms_of`) has
-    all its ranks placed (:func:`job_hosts`); else None."""
-    return Relations(topo).job_of(e)
-
-
-def other_job(a: Ev, b: Ev, topo: Topology) -> bool:
-    """Are ``a`` and ``b`` of two jobs that NCCL's init lines tell apart? True when the hosts of their jobs
-    (:func:`job_of`) are known and share none, or when one's are known and the other is a GPU's own fault
-    (:func:`job_local`) on a host of none of them. Then the NVLink domain the two hosts share ties nothing
-    (``same_domain`` does not hold, either way): one job's fallen GPU explained another job's watchdog timeouts on
-    other hosts of its GB200 rack, and two jobs' GPU faults there were one incident (a break-it pass). Not without
-    init lines: then the domain is all that says which job a line may be of; nor for a link's or a switch's fault,
-    which reaches the domain's fabric.
-
-    On one host, true when one is a GPU's own fault whose GPU the init lines place in communicators none of which the
-    other, a rank's report, is of, nor hold a rank on that GPU: ``same_host`` does not hold then (a job begun on
-    another GPU of the host after one GPU fell off the bus, its watchdog timeouts 100 s after the Xid 79, was said to
-    follow from it: a break-it pass)."""
-    return Relations(topo).other_job(a, b)
 
 
 def _one_gpu(devs: Iterable[str | None]) -> bool:
@@ -643,7 +620,18 @@ class Relations:
             return got
 
     def other_job(self, a: Ev, b: Ev) -> bool:
-        """:func:`other_job` of ``a`` and ``b``, with their communicators found once."""
+        """Are ``a`` and ``b`` of two jobs that NCCL's init lines tell apart? True when the hosts of their jobs
+        (:meth:`job_of`) are known and share none, or when one's are known and the other is a GPU's own fault
+        (:func:`job_local`) on a host of none of them. Then the NVLink domain the two hosts share ties nothing
+        (``same_domain`` does not hold, either way): one job's fallen GPU explained another job's watchdog timeouts on
+        other hosts of its GB200 rack, and two jobs' GPU faults there were one incident (a break-it pass). Not without
+        init lines: then the domain is all that says which job a line may be of; nor for a link's or a switch's fault,
+        which reaches the domain's fabric.
+
+        On one host, true when one is a GPU's own fault whose GPU the init lines place in communicators none of which
+        the other, a rank's report, is of, nor hold a rank on that GPU: ``same_host`` does not hold then (a job begun on
+        another GPU of the host after one GPU fell off the bus, its watchdog timeouts 100 s after the Xid 79, was said
+        to follow from it: a break-it pass)."""
         if a.host == b.host:
             return self.other_gpus(a, b) or self.other_gpus(b, a)
         ha, hb = self.job_of(a), self.job_of(b)
@@ -655,7 +643,7 @@ class Relations:
     def other_gpus(self, c: Ev, e: Ev) -> bool:
         """Is ``c`` a GPU's own fault (:func:`job_local`) whose GPU NCCL's init lines place in communicators none of
         which ``e``, a rank's NCCL report, is of, and none of ``e``'s communicators with a rank on that GPU? (On one
-        host, :func:`other_job`; on any, what ``correlator.apart`` splits off.)"""
+        host, :meth:`other_job`; on any, what ``correlator.apart`` splits off.)"""
         if not job_local(c) or e.kind not in RANK_REPORTS:
             return False
         mine, theirs = self.comms(c), self.comms(e)
@@ -667,7 +655,9 @@ class Relations:
                        for comm in theirs for h, dev in topo.comm_ranks.get(comm, {}).values())
 
     def job_of(self, e: Ev) -> frozenset[str] | None:
-        """:func:`job_of` ``e``."""
+        """The hosts of the job ``e`` is of, when NCCL's init lines tell: ``e`` is a rank's NCCL report (an error, a
+        watchdog timeout) or a GPU's own fault (:func:`job_local`), and every communicator it is of (:func:`comms_of`)
+        has all its ranks placed (:func:`job_hosts`); else None."""
         return job_hosts(self.comms(e), self.topo) if e.kind in RANK_REPORTS or job_local(e) else None
 
     def holds(self, rel: str, c: Ev, e: Ev) -> bool:

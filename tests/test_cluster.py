@@ -29,9 +29,9 @@ KINDS = ["xid", "nvlink_errors", "ecc", "nccl_error", "nccl_timeout", "fabric_ma
 
 def joins(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
     """The relations as clustering reads them: ``rules.relation``, but the host is one bucket whatever its jobs:
-    ``same_host``, and ``same_domain`` of two lines of one host (``rules.other_job`` tells two jobs' GPUs of one host
-    apart for attribution, ``correlator.apart`` splits their incidents: ``cluster._buckets``); across hosts,
-    ``same_domain`` keeps two jobs NCCL's init lines place apart (``cluster._domain_jobs``)."""
+    ``same_host``, and ``same_domain`` of two lines of one host (``rules.Relations.other_job`` tells two jobs' GPUs
+    of one host apart for attribution, ``correlator.apart`` splits their incidents: ``cluster._buckets``); across
+    hosts, ``same_domain`` keeps two jobs NCCL's init lines place apart (``cluster._domain_jobs``)."""
     if rel == "same_host" or rel == "same_domain" and c.host == e.host:
         return c.host == e.host and not across_reboot(c, e)
     return relation(rel, c, e, topo)
