@@ -19,6 +19,7 @@ from re import _parser as _re_parser  # the parser re.compile uses: literal_requ
 import yaml
 from pydantic import ValidationError
 
+from ingest.prefix import parse_prefix
 from schemas.catalog import CatalogFile, DerivedSignature, Signature, validation_message
 
 CATALOG_DIR = Path(__file__).with_name("signatures")
@@ -135,6 +136,26 @@ class Compiled:
     #: per extra, its other :func:`literal_requirements` (after that literal): checked only on lines that hold
     #: the literal (the Xid unit extra needs ``Link`` and ``XC``; an NVLink Xid 74 line holds the first only)
     extra_needs: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)
+
+    @property
+    def at_line_start(self) -> bool:
+        """The pattern is anchored at the line's start (``^``: a tool's rows as it prints them — ``ibdev2netdev``,
+        ``ibstat``, ``nvidia-smi -L``/``--query-gpu``/``topo -m``, dcgm-exporter's text): its ``^`` binds to the
+        message's start, behind the prefixes a collector writes in front (:meth:`search`)."""
+        return self.rx is not None and self.sig.pattern.startswith("^")
+
+    def search(self, line: str) -> re.Match[str] | None:
+        """``rx`` searched in ``line``; for a pattern :attr:`at_line_start` that finds nothing there, in the line's
+        message behind its prefixes (``ingest.prefix.parse_prefix``'s ``rest``: a syslog, ISO or kernel stamp, a
+        host, a tag), whose offsets the match then has. ``ibdev2netdev | logger`` ships "Nov 30 03:12:01 node07
+        ibdev2netdev: mlx5_0 port 1 ==> ib0 (Up)": a ``^`` of the raw line read nothing behind the stamp.
+        Raises ``AttributeError`` for a derived signature (no ``rx``)."""
+        m = self.rx.search(line)
+        if m is None and self.at_line_start:
+            rest = parse_prefix(line).rest
+            if rest != line:
+                m = self.rx.search(rest)
+        return m
 
 
 @dataclass(slots=True)

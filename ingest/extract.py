@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.catalog import Catalog, Compiled
+from ingest.prefix import parse_prefix
 from schemas.events import DURATION_MAX_MS
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
 
@@ -98,7 +99,11 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
 
 def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     """Named groups of ``c`` on ``text``: one dict per occurrence for ``multi``
-    entries, else at most one. ``extra`` regexes add groups not already set."""
+    entries, else at most one. ``extra`` regexes add groups not already set. A pattern anchored at the line's start
+    reads the message behind the line's prefixes when the line itself does not match
+    (:meth:`ingest.catalog.Compiled.search`)."""
+    if c.at_line_start and c.rx.search(text) is None:
+        text = parse_prefix(text).rest
     if c.sig.parser == "prometheus":
         return prometheus_fields(text)
     if c.sig.multi:

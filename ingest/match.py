@@ -28,7 +28,7 @@ from typing import Protocol
 import hyperscan
 import numpy as np
 
-from ingest.catalog import Catalog, CatalogError, to_hyperscan
+from ingest.catalog import Catalog, CatalogError, Compiled, to_hyperscan
 from ingest.decode import MAX_LINE_BYTES
 
 #: a pattern that begins with a class repeated without bound, anchored at a line's start, a word boundary or a
@@ -201,12 +201,17 @@ class HyperscanMatcher:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         exprs = catalog.hyperscan_expressions()
-        #: signature -> its regex, for the signatures scanned by a superset (:func:`prefilter`)
-        self._check: dict[int, re.Pattern[str]] = {}
+        #: signature -> its entry, for the signatures scanned by a superset (:func:`prefilter`; a pattern anchored
+        #: at the line's start without its ``^``, which reads its message behind a collector's stamp too:
+        #: :meth:`ingest.catalog.Compiled.search`)
+        self._check: dict[int, Compiled] = {}
         for c in catalog.entries:
             if (loose := prefilter(c.sig.pattern)) is not None:
                 exprs[c.index] = loose.encode()
-                self._check[c.index] = c.rx
+                self._check[c.index] = c
+            elif c.at_line_start:
+                exprs[c.index] = to_hyperscan(c.sig.pattern[1:]).encode()
+                self._check[c.index] = c
         try:
             self._db = compile_database(exprs, [hyperscan.HS_FLAG_MULTILINE] * len(exprs))
         except hyperscan.error as e:  # name the entry that failed
@@ -298,10 +303,13 @@ class HyperscanMatcher:
         return [hit for hit in out if hit[2]] if emptied else out
 
     @staticmethod
-    def _holds(rx: re.Pattern[str], buf: bytes, start: int, end: int, ends: list[int]) -> bool:
-        """Whether ``rx`` matches the line ``buf[start:end]`` (:meth:`_checked`)."""
+    def _holds(c: Compiled, buf: bytes, start: int, end: int, ends: list[int]) -> bool:
+        """Whether ``c`` matches the line ``buf[start:end]`` (:meth:`_checked`; a pattern anchored at the line's
+        start also behind the line's prefixes, :meth:`ingest.catalog.Compiled.search`, when the line is read
+        whole: a window of a longer line has no prefix in front)."""
         if end - start <= MAX_LINE_BYTES:
-            return rx.search(buf[start:end].decode("utf-8", "replace")) is not None
+            return c.search(buf[start:end].decode("utf-8", "replace")) is not None
+        rx = c.rx
         last = -1
         for to in ends[:_MAX_WINDOWS]:
             if to <= last:  # within the window just read
@@ -380,7 +388,7 @@ class ReferenceMatcher:
         hits: Hits = {}
         for i, raw in enumerate(buf.split(b"\n")):
             line = raw.decode("utf-8", "replace")
-            found = [c.index for c in self.catalog.entries if c.rx.search(line)]
+            found = [c.index for c in self.catalog.entries if c.search(line)]
             if found:
                 hits[i] = found
         return hits

@@ -352,7 +352,8 @@ _KERNEL_TAGS = frozenset({"kernel", "kern"})
 #: NVIDIA/open-gpu-kernel-modules#1146) puts it where the host goes. It is the message's first word, not a host:
 #: every line was of host "nvrm" (a real-logs pass)
 _KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|nvlink|nvswitch\d*))?|nvswitch\d*)")
-# ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag; Open MPI's
+# ISO 8601 at the start (dmesg --time-format iso uses a comma; rsyslog's file format adds host and tag, a program's
+# name beginning with a letter: "GPU 3: Tesla V100 …", nvidia-smi's row behind a bare stamp, names no host; Open MPI's
 # ``mpirun --timestamp-output`` a colon, before its ``--tag-output`` label: "2019-06-02T16:13:44.884Z: [1,12]<stdout>:",
 # NVIDIA/nccl#230); a log viewer's export may put a space before the offset ("2025-11-09 15:39:31.043 +08:00 [2025-…",
 # NVIDIA/nccl#1905: the offset was dropped, the line 8 h late). A stamp to the minute (``date '+%F %R'`` before each
@@ -361,7 +362,8 @@ _KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|
 _ISO = re.compile(
     r"^(?P<lead>[ \t]{1,8})?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,](?P<frac>\d+))?|(?= ))"
-    r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+(?:" + _HOST + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: )?")
+    r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+"
+    r"(?:" + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # Hugging Face's example scripts and trainers built on them (LlamaFactory, DeepSpeed examples): logging.basicConfig(

@@ -16,7 +16,7 @@ from ingest.catalog import CatalogError, literal_requirements, load_catalog, req
 from ingest.decode import Decoded, Segment
 from ingest.extract import columns, fields
 from ingest.match import HyperscanMatcher, ReferenceMatcher, best
-from ingest.prefix import parse_prefix
+from ingest.prefix import from_us, parse_prefix
 from tests.conftest import CORPUS
 
 from ingest.catalog import default_catalog
@@ -339,6 +339,42 @@ def test_a_leading_blank_run_is_matched_after_any_line(catalog, hsm):
         want = ReferenceMatcher(catalog).scan(buf)
         assert hsm.scan(buf) == want
         assert active in want[buf.count(b"\n") if buf.startswith((b"[", b"x")) else 1]
+
+
+#: the examples of signatures anchored at the line's start that a tool prints unindented (``ibdev2netdev``,
+#: ``ibstat``'s CA line, ``nvidia-smi -L``/``--query-gpu``/``topo -m``, dcgm-exporter's text)
+ROWS = [(c.sig.id, i, ex) for c in CAT.entries if c.at_line_start for i, ex in enumerate(c.sig.examples)
+        if "\n" not in ex.line and not ex.line[:1].isspace()]
+#: the stamps collectors write in front of a line: syslog (``logger -t``), journald short-iso, ISO, c10/glog
+ROW_STAMPS = ["Nov 30 03:12:01 node07 ibdev2netdev: ", "2026-11-30T03:12:01.123456+00:00 node07 kernel: ",
+              "2026-11-30T03:12:01.123456Z ", "2026-11-30 03:12:01,123 "]
+
+
+@pytest.mark.parametrize("stamp", ROW_STAMPS)
+def test_a_tools_row_is_read_behind_a_collectors_stamp(stamp, catalog, hsm, pipeline):
+    """A pattern anchored at the line's start (``^``) reads a tool's row behind the stamp a collector writes in front
+    (``ibdev2netdev | logger``, Fluent Bit's tail with a time key): the same signature and fields as the row printed
+    bare, the stamp's time, in both matchers and the pipeline. Before, the ``^`` bound to the raw line's first
+    character and nothing was read (``benchmarks/fuzz.py``'s ``examples_behind_stamps`` found it); the row's text in
+    the middle of another line still reads nothing."""
+    assert len(ROWS) >= 10, [s for s, _i, _e in ROWS]
+    for sid, i, ex in ROWS:
+        c = catalog.by_id[sid]
+        line = stamp + ex.line
+        hs, ref = hsm.scan(line.encode()), ReferenceMatcher(catalog).scan(line.encode())
+        assert hs == ref and c.index in hs.get(0, []), (sid, i, line, hs)
+        assert fields(c, line) == fields(c, ex.line), (sid, i, line)
+        mid = "GPU 0 said earlier: " + ex.line  # no prefix: the row's text after other words
+        assert c.index not in hsm.scan(mid.encode()).get(0, []), (sid, i, mid)
+        assert c.index not in ReferenceMatcher(catalog).scan(mid.encode()).get(0, []), (sid, i, mid)
+    seg = Segment(data="\n".join(stamp + ex.line for _s, _i, ex in ROWS).encode(), origin="t:x", stream="t",
+                  host="node07", ref_ts=1_796_000_000_000_000, ref_basis="kafka", ingest_ts=1_796_000_000_000_000)
+    b = pipeline.run(Decoded(segments=[seg]))
+    read = {(s, ts) for t in (b.events, b.link_samples, b.topology) if "signature" in t.column_names
+            for s, ts in zip(t.column("signature").to_pylist(), t.column("ts").to_pylist())}
+    want = from_us(parse_prefix(stamp + "x", ref_us=1_796_000_000_000_000).ts)
+    assert {"ib.ibdev2netdev_down", "nvml.query_recovery_action"} <= {s for s, _t in read}, read
+    assert all(ts == want for s, ts in read if s in {sid for sid, _i, _e in ROWS}), read
 
 
 def test_a_leading_word_run_is_checked_by_its_own_regex(catalog, hsm):
