@@ -48,6 +48,8 @@ from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, pla
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
+#: signatures whose events are also a link's state sample (GET /links): inactive, or down
+_LINK_STATE_SIGS = frozenset({"nvml.nvlink_inactive", "dcgm.nvlink_down", "nvml.nvlink_status_row"})
 _REF_PRECISION = {"kafka": 1000, "envelope": 1, "file": US}
 #: reference times a segment's raw kernel stamps are counted back from, its last stamp taken as printed then
 _COUNTED_BACK = frozenset({"file", "kafka", "envelope"})
@@ -1086,6 +1088,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     driver's two lines of one RmInitAdapter failure)."""
     kept: list[Hit] = []
     gpu_ctx: dict[str, Any] | None = None
+    status_header: Hit | None = None  # the last "gpuId N:" of a `dcgmi nvlink --link-status` table
     smi_row: Hit | None = None  # the nvidia-smi table's last first row of a GPU (nvml.smi_table_row, nvml.smi_gpu_err)
     rm_init: dict[tuple[str, Any], Hit] = {}  # (host, device) -> its last RmInitAdapter line (gpu.rm_init_failed)
     no_efa: dict[tuple[str, Any], Hit] = {}  # (host, pid) -> aws-ofi-nccl's "Only EFA provider is supported"
@@ -1189,6 +1192,16 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if sid == "nvml.gpu_header":
             gpu_ctx = {"gpu_index": row.get("gpu_index"), "model": d.get("model"), "uuid": d.get("uuid")}
             continue
+        if sid == "nvml.dcgmi_gpu_header":  # `dcgmi nvlink --link-status`: the GPU of the row right below it
+            status_header = h
+            continue
+        if sid == "nvml.nvlink_status_row":  # a row of link states names its GPU only by the header line above it:
+            # a row elsewhere (an NVSwitch's, under "physicalId N:") is no GPU's links (NVIDIA/DCGM#198)
+            above = status_header
+            if above is None or above.seg is not h.seg or h.line - above.line != 1:
+                kept.pop()
+                continue
+            row["gpu_index"] = above.row.get("gpu_index")
         if sid == "gpu.preamble" and row.get("device"):
             last_preamble = (row["host"], row["device"])
             uuids[last_preamble] = d.get("uuid", "")
@@ -1495,10 +1508,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
                     "peer_name": None, "peer_device": row.get("peer"),
                     "peer_link": _maybe_int(row["details"].get("peer_link")), "path": None, "origin": origin})
             continue
-        if sig.emit == "link_sample" or sig.id in ("nvml.nvlink_inactive", "dcgm.nvlink_down"):
+        if sig.emit == "link_sample" or sig.id in _LINK_STATE_SIGS:
             d = row["details"]
             state = "up" if "gbps" in d else "inactive" if sig.id == "nvml.nvlink_inactive" else \
-                "down" if sig.id == "dcgm.nvlink_down" else None
+                "down" if sig.id in ("dcgm.nvlink_down", "nvml.nvlink_status_row") else None
             out.link_samples.append({
                 "host": row["host"], "ts": row["ts"], "gpu_index": row.get("gpu_index"),
                 "device": row.get("device") or bus_of.get((row["host"], row.get("gpu_index"))),

@@ -124,8 +124,20 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
                 for k, v in m2.groupdict().items():
                     if v is not None and k not in f:
                         f[k] = v
+        if "link_states" in f:
+            out.extend(_links_down(f))
+            continue
         out.append(f)
     return out
+
+
+def _links_down(f: dict[str, str]) -> list[dict[str, str]]:
+    """One occurrence per link a link-state row says is down: ``dcgmi nvlink --link-status`` prints one letter per
+    link, link 0 first (``Key: Up=U, Down=D, Disabled=X, Not Supported=_``), so a D's place is its link number;
+    none for a row without a D (all up, disabled or unsupported). Source: NVIDIA/DCGM#198."""
+    states = f["link_states"].split()
+    rest = {k: v for k, v in f.items() if k != "link_states"}
+    return [{**rest, "link": str(i), "links_listed": str(len(states))} for i, s in enumerate(states) if s == "D"]
 
 
 def _bus_form(v: str) -> bool:  # "" (no such side) is no bus id

@@ -128,6 +128,22 @@ def test_nvlink_block_header_names_the_gpu_of_its_links(pipeline):
     assert b.link_samples.column("gpu_index").to_pylist() == [3, 3]
 
 
+def test_a_dcgmi_link_status_row_gives_each_down_link_of_the_gpu_above_it(pipeline):
+    """``dcgmi nvlink --link-status`` prints one letter per link under "gpuId N:", link 0 first (NVIDIA/DCGM#198:
+    every link of two H100 NVL "D", nothing read the table, a real-logs pass): one event per D, its link the
+    letter's place, of the GPU of the header right above; a row of all U is none, and a row under an NVSwitch's
+    "physicalId N:" is no GPU's links."""
+    text = ("+----------------------+\n|  NvLink Link Status  |\n+----------------------+\nGPUs:\n"
+            "    gpuId 0:\n        U U D U X _\n    gpuId 1:\n        U U U U U U\n    gpuId 2:\n"
+            "        D D D D D D\nNvSwitches:\n    physicalId 8:\n        U D U U U U\n\n"
+            "Key: Up=U, Down=D, Disabled=X, Not Supported=_")
+    b = run(pipeline, text)
+    ev = b.events.to_pylist()
+    assert {e["kind"] for e in ev} == {"nvlink_down"}
+    assert sorted((e["gpu_index"], e["link"]) for e in ev) == [(0, 2)] + [(2, k) for k in range(6)]
+    assert [(r["gpu_index"], r["link"], r["state"]) for r in b.link_samples.to_pylist()][:1] == [(0, 2, "down")]
+
+
 def test_link_samples_of_a_gpu_printed_by_index_take_its_bus_id_from_an_earlier_line(pipeline):
     """``nvidia-smi nvlink -s`` names GPUs by index; an earlier ``--query-gpu=index,pci.bus_id`` line of the same
     stream gives the bus id, so the link samples (``/links``, the degraded-link report) name the GPU by bus id.
