@@ -415,6 +415,9 @@ class IngestWorker:
         self._intents_since = 0.0
         #: records fetched and not yet in a batch, per partition, in offset order
         self._buf: dict[TopicPartition, list[ConsumerRecord]] = {}
+        #: offsets of records aiokafka cannot read, dead-lettered and sought past (_past_unreadable), per partition: a
+        #: batch that ends just before one commits past it
+        self._skipped: dict[TopicPartition, set[int]] = {}
         self.chunk_records = max(1, max_records // CHUNKS_PER_BATCH)
         self.ack_patience_s = ACK_PATIENCE_S
         self.broker_check_s = BROKER_CHECK_S
@@ -526,7 +529,8 @@ class IngestWorker:
                 {tp: (a, f"{INTENT}:{b}:{bid}") for tp, (a, b) in spans.items()}), spans, "begin the batch")
             batch = await self._run_pipeline(records, decoded)
             await self._retry(lambda: self._store(records, batch, bid), spans, "store the batch")
-            await self._retry(lambda: self._commit({tp: (b + 1, "") for tp, (a, b) in spans.items()}), spans,
+            ends = {tp: self._past_skipped(tp, b + 1) for tp, (a, b) in spans.items()}
+            await self._retry(lambda: self._commit({tp: (end, "") for tp, end in ends.items()}), spans,
                               "commit the batch")
         except _Abandoned as e:
             # Partitions still ours go back to the batch's start (a rebalance resets them so anyway); their
@@ -725,7 +729,12 @@ class IngestWorker:
         # records taken, each left to the cyclic collector (peak RSS ~1 GB over 1M records).
         want = [tp for tp in c.assignment() if len(self._buf.get(tp, ())) < 2 * self.chunk_records]
         if want:
-            data = await c.getmany(*want, timeout_ms=0 if ready else self.linger_ms, max_records=self.max_records)
+            try:
+                data = await c.getmany(*want, timeout_ms=0 if ready else self.linger_ms,
+                                       max_records=self.max_records)
+            except UnicodeDecodeError as e:  # a record aiokafka cannot read: found, dead-lettered, gone past
+                await self._past_unreadable(want, e)
+                data = {}
         else:
             data = {}
             if not ready:  # every partition has its chunks here and none can be taken yet (a replay waits)
@@ -739,6 +748,77 @@ class IngestWorker:
         for tp in [tp for tp in self._buf if tp not in mine]:
             del self._buf[tp]
         return self._take(await self._ready())
+
+    async def _past_unreadable(self, want: list[TopicPartition], error: UnicodeDecodeError) -> None:
+        """Go on past the records of ``want`` that aiokafka cannot read, after ``getmany`` raised ``error`` on one.
+
+        Kafka's protocol makes a record header's key a UTF-8 string, aiokafka decodes it so, and the broker does not
+        check it: a producer (kcat ``-H``, any librdkafka client) can send a key of other bytes. ``getmany`` then
+        raised out of the fetch on every call, the records it had drained from other partitions in that call lost,
+        and the worker stopped; restarted, it stopped again at the same offset, and so did the replica a rebalance
+        gave the partition to (a break-it pass). Here every assigned partition goes back to its committed offset
+        and has its commit metadata read again, as after a rebalance (records fetched and not yet in a batch are
+        fetched again: none is lost or taken twice). Then each partition of ``want`` is fetched up to the worker's
+        buffer (two chunks): a fetch that raises is made again one record at a time, and the record it raises on
+        is dead-lettered (``error_code`` ``unreadable_record``, its coordinates in ``ff-origin`` and as the key; no
+        value: aiokafka gives none, the record stays at its origin until its retention ends) before the worker
+        seeks past it. The offset so named is the position the fetch raised at: in a compacted topic (a gap) it
+        can be one before the record's; the next try names the next one."""
+        c = self._consumer
+        mine = c.assignment()
+        log.error("a fetch raised %s: %s; finding the records it cannot read", type(error).__name__, error,
+                  extra={"stage": "fetch", "error_code": "unreadable_record"})
+        self._buf.clear()
+        self._intents.clear()
+        for tp in sorted(mine):
+            committed = await c.committed(tp)
+            if committed is None:
+                await c.seek_to_beginning(tp)  # auto_offset_reset="earliest", as a new group's first start
+            else:
+                c.seek(tp, committed)
+        self._unread |= mine
+        for tp in sorted(set(want) & mine):
+            one = False  # after a fetch raised: one record at a time, to name the one it raises on
+            while len(buf := self._buf.setdefault(tp, [])) < 2 * self.chunk_records:
+                pos = await self._position(tp)
+                if pos is None:
+                    break
+                try:
+                    got = await c.getmany(tp, timeout_ms=max(self.linger_ms, 1000),
+                                          max_records=1 if one else 2 * self.chunk_records - len(buf))
+                except UnicodeDecodeError as e:
+                    c.seek(tp, pos)  # what it had drained of the partition is fetched again
+                    if one:
+                        origin = f"kafka:{tp.topic}/{tp.partition}/{pos}"
+                        rj = Reject(origin, f"the Kafka client cannot read the record ({type(e).__name__}: {e}): a "
+                                            "record header's key that is not UTF-8, as Kafka's protocol requires",
+                                    b"", "unreadable_record")
+                        try:
+                            await self._retry(lambda: self._send_dead_letters([rj], {}), {tp: (pos, pos)},
+                                              "dead-letter an unreadable record")
+                        except _Abandoned:  # the partition's new owner finds it again
+                            break
+                        c.seek(tp, pos + 1)
+                        self._skipped.setdefault(tp, set()).add(pos)
+                    one = not one
+                    continue
+                rs = got.get(tp, [])
+                if not rs:  # the partition's end, or a fetch slower than the wait: the next fetch goes on
+                    break
+                buf.extend(rs)
+
+    def _past_skipped(self, tp: TopicPartition, offset: int) -> int:
+        """``offset``, or past the unreadable records dead-lettered from it on (:meth:`_past_unreadable`): where a
+        batch that ends before ``offset`` commits ``tp``. Without it the commit stayed on such a record when no
+        other followed, and a restart dead-lettered it again."""
+        skipped = self._skipped.get(tp)
+        if not skipped:
+            return offset
+        while offset in skipped:
+            offset += 1
+        for o in [o for o in skipped if o < offset]:
+            skipped.discard(o)
+        return offset
 
     async def _position(self, tp: TopicPartition) -> int | None:
         """The consumer's position (next offset) on ``tp``; None when ``tp`` is not assigned to this
@@ -865,9 +945,15 @@ class IngestWorker:
             await self._acked(f, "published events")
 
     async def _dead_letter(self, batch: Batch, records: list[ConsumerRecord]) -> None:
+        await self._send_dead_letters(batch.rejects, originals_of(records, batch.rejects))
+
+    async def _send_dead_letters(self, rejects: list[Reject],
+                                 originals: dict[str, tuple[bytes | None, list[tuple[str, bytes]]]]) -> None:
+        """Send ``rejects`` to the dead-letter topic (:func:`dead_letters`: one record per Kafka value, with its
+        ``originals`` key and headers) and wait for the broker's acknowledgements; count and log them."""
         assert self._producer is not None
         futs, codes = [], []
-        for key, value, headers in dead_letters(batch.rejects, originals_of(records, batch.rejects)):
+        for key, value, headers in dead_letters(rejects, originals):
             futs.append(await self._producer.send(self.dlq_topic, value=value, headers=headers, key=key))
             h = dict(headers)
             codes.append(h["ff-error-code"].decode())
@@ -892,6 +978,7 @@ class _Assigned(ConsumerRebalanceListener):
         for tp in revoked:  # positions go back to the committed offsets: fetched records are read again
             self.worker._intents.pop(tp, None)
             self.worker._buf.pop(tp, None)
+            self.worker._skipped.pop(tp, None)
 
     async def on_partitions_assigned(self, assigned) -> None:
         self.worker._unread |= set(assigned)

@@ -396,6 +396,75 @@ def test_a_record_that_makes_the_pipeline_raise_is_isolated(kafka, tmp_path):
 
 
 @kafka
+@pytest.mark.skipif(not shutil.which("kcat"), reason="kcat (a librdkafka producer) sends the header aiokafka cannot")
+def test_a_record_whose_header_key_is_not_utf8_is_dead_lettered_and_the_rest_stored(kafka, tmp_path):
+    """Kafka's protocol makes a header key UTF-8; the broker does not check it and aiokafka's consumer decodes it
+    so, raising out of ``getmany``: a record of kcat's with header key ``\\xff\\xfe`` stopped the worker, and
+    every restart (or the replica given the partition) stopped at the same offset, the good records around it
+    never stored (a break-it pass). The record is dead-lettered (``unreadable_record``, its coordinates), the
+    records before and after it, on its partition and the other, are stored once, and the offsets pass it (the last
+    of its partition too)."""
+    from aiokafka import TopicPartition
+
+    from api.store import Store
+
+    topic = f"hdrkey.{time.time_ns()}"
+    asyncio.run(_create(kafka, [topic, topic + ".dlq"], big=False))
+
+    async def produce() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=kafka, acks="all")
+        await p.start()
+        try:
+            for bus in ("40", "41", "42"):
+                await p.send_and_wait(topic, xid(bus), key=b"node07", partition=0)
+            await p.send_and_wait(topic, xid("50"), key=b"node08", partition=1)
+        finally:
+            await p.stop()
+
+    asyncio.run(produce())
+
+    def unreadable() -> None:
+        subprocess.run([b"kcat", b"-P", b"-b", kafka.encode(), b"-t", topic.encode(), b"-p", b"0", b"-k", b"node07",
+                        b"-H", b"\xff\xfe=v"], input=xid("43"), check=True, timeout=60)
+
+    unreadable()
+
+    async def after() -> None:  # after it, on its partition and the other
+        p = AIOKafkaProducer(bootstrap_servers=kafka, acks="all")
+        await p.start()
+        try:
+            await p.send_and_wait(topic, xid("44"), key=b"node07", partition=0)
+            await p.send_and_wait(topic, xid("51"), key=b"node08", partition=1)
+        finally:
+            await p.stop()
+
+    asyncio.run(after())
+    unreadable()  # the last record of its partition: the commit passes it too, none is dead-lettered twice
+    lake = Lake(tmp_path / "lake")
+    w = IngestWorker(bootstrap=kafka, topics=[topic], group_id=topic, lake=lake, dlq_topic=topic + ".dlq",
+                     linger_ms=50)
+
+    async def go() -> dict:
+        await w.start()
+        try:
+            await asyncio.wait_for(w.run(until_caught_up=True, idle_timeout_s=60), 120)
+            return {p: await w._consumer.committed(TopicPartition(topic, p)) for p in (0, 1)}
+        finally:
+            await w.close()
+
+    committed = asyncio.run(go())
+    got = Store(lake).query("SELECT host, device FROM events ORDER BY device")
+    assert [(e["host"], e["device"][5:7]) for e in got] == [("node07", b) for b in ("40", "41", "42")] + [
+        ("node07", "44"), ("node08", "50"), ("node08", "51")]
+    dead = sorted(read_topic(kafka, topic + ".dlq", 2), key=lambda d: d.key)  # keyed by origin: two partitions
+    for d, offset in zip(dead, (3, 5), strict=True):
+        h = {k: v.decode() for k, v in d.headers}
+        assert h["ff-error-code"] == "unreadable_record" and "not UTF-8" in h["ff-reason"]
+        assert h["ff-origin"] == f"kafka:{topic}/0/{offset}" and d.key == h["ff-origin"].encode() and d.value == b""
+    assert committed == {0: 6, 1: 2} and w.health.ok and w.health.rejects == 2
+
+
+@kafka
 def test_a_backlog_is_fetched_once_not_dropped_and_fetched_again(kafka, tmp_path, monkeypatch):
     """A backlog larger than the worker's buffer: partitions with two chunks buffered are left alone (their
     fetch response waits in aiokafka), never paused — pausing made aiokafka drop a whole fetch response and
