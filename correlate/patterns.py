@@ -1685,12 +1685,14 @@ def host_context(scene: Scene) -> Verdict | None:
     if not fm:
         return None
     ports = sorted({e.device for e in fm if e.device} | {e.details.get("guid") for e in fm if e.details.get("guid")})
+    # the operator's word for it (``--symptom hang``): "a failure was reported" read as if they had said failure
+    said = "hang" if any(e.details.get("symptom") == "hang" for e in symptoms if e.host == host) else "failure"
     return Verdict(
         pattern="platform.host_context", category="fabric_manager",
         initiator=_host_initiator(host, "fabric_manager", fm), initiator_events=fm,
         downstream=[Party((host, None, None), symptoms, "same_host", None)],
         context=[e for e in ctx if e not in fm], confidence=0.4, severity="error",
-        explanation=(f"A failure was reported on {host} and the only platform activity logged is Fabric Manager's "
+        explanation=(f"A {said} was reported on {host} and the only platform activity logged is Fabric Manager's "
                      f"set-up ({len(fm)} lines{': ' + ', '.join(ports) if ports else ''}); no GPU or link fault is "
                      "logged. The NVLink fabric set-up is the likeliest cause, but the lines do not say it failed."),
         next_action=(catalog_action(scene.catalog, fm[-1], scene.subject.get(fm[-1].event_id))

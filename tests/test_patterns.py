@@ -535,6 +535,24 @@ def test_a_symptom_does_not_turn_benign_lines_into_a_fault(pipeline):
     assert [i["pattern"] for i in _with(pipeline, _corpus("032"), failed)] == ["benign.application_xid"]
 
 
+def test_fabric_manager_set_up_alone_says_the_symptom_the_operator_reported():
+    """Corpus 030 logs only Fabric Manager's set-up (a B200 whose GPUs never became usable); its lines name their
+    host, 10.0.0.1. With ``--symptom hang`` its incident said "A failure was reported" (a fresh user's trial): it
+    says what the operator reported, hang or failure."""
+    from pathlib import Path
+
+    from api.diagnose import diagnose_paths
+    from correlate.correlator import Symptom
+    from schemas.settings import Settings
+
+    (case,) = (Path(__file__).parent / "corpus").glob("030*/input")
+    for kind in ("hang", "failure"):
+        _, _, (inc,) = diagnose_paths([case], Settings(), symptoms=[Symptom(host="10.0.0.1", kind=kind, gpus=[])])
+        assert (inc["pattern"], inc["category"], inc["confidence"]) == ("platform.host_context", "fabric_manager", 0.4)
+        assert inc["explanation"].startswith(f"A {kind} was reported on 10.0.0.1 and the only platform activity "
+                                             "logged is Fabric Manager's set-up (5 lines: ")
+
+
 def test_a_reported_failure_follows_the_logged_fault_and_does_not_compete_with_it(pipeline):
     """An operator's ``failure`` on the host of a GPU that fell off the bus (corpus 004) is downstream of it:
     the initiator and the confidence are those without the report, and so is the incident's id; two reports
