@@ -753,6 +753,9 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         parts.append(f"NCCL could not set up NVLS (NVLink SHARP) multicast"
                      f"{' (CUDA error ' + ', '.join(codes) + ')' if codes else ''} on "
                      f"{len({scene.subject[e.event_id] for e in nvls})} GPU(s)")
+    # pytorch/pytorch#150852 is CUDA error 1, 'invalid argument': named where NVLS failed so (or the code is not
+    # printed), not for 401 or 999 (corpus 019, 027, 039: a fresh user's trial)
+    invalid_argument = not nvls or any(e.details.get("cuda_error") in (None, "", "1") for e in nvls)
     init_events = fm + nvls
     down, ctx = downstream_parties(scene, (host, None, None), init_events)
     down = [p for p in down if not set(p.events) <= set(init_events)]
@@ -774,8 +777,9 @@ def fabric_manager(scene: Scene) -> Verdict | None:
                         if fm else
                         "management of this host is the likelier cause: Fabric Manager not running, restarted "
                         "without a GPU reset, or missing what it needs (IMEX channels, ib_umad on NVLink5 boards); "
-                        "with Fabric Manager healthy, the NCCL release with this driver (NVLS's 'invalid argument' "
-                        "on one node's older driver, fixed by NCCL 2.26.5: pytorch/pytorch#150852).")),
+                        "with Fabric Manager healthy, the NCCL release with this driver"
+                        + (" (NVLS's 'invalid argument' on one node's older driver, fixed by NCCL 2.26.5: "
+                           "pytorch/pytorch#150852)." if invalid_argument else "."))),
         next_action=catalog_action(scene.catalog, lead[0], scene.subject.get(lead[0].event_id)),
         verify=(verify_commands(scene.catalog, lead[0], scene.subject.get(lead[0].event_id))
                 or ["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A3 Fabric"]),

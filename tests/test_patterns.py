@@ -4878,6 +4878,18 @@ def test_nvls_failing_alone_names_fabric_manager_as_likelier_and_the_nccl_releas
     assert "likelier cause" in inc["explanation"] and "NCCL 2.26.5" in inc["explanation"]
 
 
+def test_nvls_failing_with_another_cuda_error_does_not_cite_the_invalid_argument_fix(pipeline):
+    """pytorch/pytorch#150852 (NCCL 2.26.5's fix) is NVLS's CUDA error 1, 'invalid argument'. Corpus 039's NVLS
+    failure is CUDA error 999 (Fabric Manager in a "non critical error" state), and its explanation cited that fix
+    as well (a fresh user's trial): the NCCL release is still named, the fix for another error is not."""
+    line = "node01:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error'"
+    (inc,) = run(pipeline, line, host="node01")
+    assert inc["pattern"] == "platform.fabric_manager"
+    assert "(CUDA error 999)" in inc["explanation"] and "likelier cause" in inc["explanation"]
+    assert inc["explanation"].endswith("with Fabric Manager healthy, the NCCL release with this driver.")
+    assert "150852" not in inc["explanation"] and "invalid argument" not in inc["explanation"]
+
+
 def test_faults_near_an_unexplained_hang_are_named_nearest_first_even_at_one_instant():
     """Two hosts' faults at the same instant near a hang compared their incident dicts when sorted: a TypeError that
     stopped diagnose and every streaming step (a break-it pass). Both are named, nearest first; a fault of a host of
