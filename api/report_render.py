@@ -40,6 +40,7 @@ CELL: Final = {
     "errors": ("#f57c00", "E", "error counters rose"),
     "ok": ("#66bb6a", "", "up, no new errors"),
     "by_design": ("#bdbdbd", "", "not up, not expected (by design)"),
+    "unknown": ("#8d8d8d", "?", "not up, wiring unknown"),
     "no_data": ("#ffffff", "", "no sample this hour"),
 }
 CLASS_COLOUR: Final = {"crc": "#d32f2f", "replay": "#1e88e5", "recovery": "#43a047"}
@@ -145,7 +146,10 @@ def host_grid(host: dict[str, Any], links: list[dict[str, Any]]) -> dict[str, An
         cells = []
         for k in range(ncols):
             x = listed.get((g["gpu_index"], k))
-            status = (x["problems"][0] if x else "by_design" if k in g["not_up"]
+            # a link not up on a GPU whose model the samples do not name (DCGM's, no fleet config) may be wired:
+            # it is no link "by design" (the API's expected_up is null), as node008 of the demo showed
+            status = (x["problems"][0] if x else
+                      ("unknown" if g["expected_links"] is None else "by_design") if k in g["not_up"]
                       else "ok" if k in g["sampled"] else "no_data")
             cells.append({"link": k, "status": status,
                           "title": f"GPU {g['gpu_index']} link {k}: " + (_finding_text(x) if x else CELL[status][2])})

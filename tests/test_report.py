@@ -102,6 +102,24 @@ def test_expectation_platform_baseline_or_by_design():
     assert expectation(3, None, [(H3 + 70 * M, "up")], H3 + 60 * M) is None  # up only after the hour
 
 
+def test_a_link_not_up_on_a_gpu_of_unknown_wiring_is_not_drawn_by_design():
+    """The demo's node008 (DCGM's NVLink lines, no GPU model, no fleet config) showed its five links down in grey as
+    "not up, not expected (by design)" while ``/links`` said ``expected_up: null`` (a fresh user's trial): with the
+    GPU's link count unknown its links are "wiring unknown"; a PCIe card's (0 links expected) stay by design."""
+    from api.report_render import CELL, host_grid
+
+    def grid(expected):
+        host = {"host": "n1", "gpus": [{"gpu_index": 0, "model": None, "expected_links": expected,
+                                        "sampled": [0, 1, 2], "not_up": [1, 2]}]}
+        return host_grid(host, [])
+
+    unknown, pcie = grid(None), grid(0)
+    assert [c["status"] for c in unknown["rows"][0]["cells"]] == ["ok", "unknown", "unknown"]
+    assert unknown["rows"][0]["cells"][1]["title"] == "GPU 0 link 1: not up, wiring unknown"
+    assert unknown["present"] == ["ok", "unknown"] and CELL["unknown"][1] == "?"
+    assert [c["status"] for c in pcie["rows"][0]["cells"]] == ["ok", "by_design", "by_design"]
+
+
 def test_hours_and_counter_names():
     assert parse_hour("2026-11-30T03") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
     assert parse_hour("2026-11-30T05:00:00+02:00") == datetime(2026, 11, 30, 3, tzinfo=timezone.utc)
