@@ -728,3 +728,24 @@ def test_an_incident_keeps_its_id_when_a_scene_line_it_does_not_name_is_forgotte
     final = {i: v[2] for i, v in sc.emitted.items() if v[2]["status"] != "superseded"}
     assert sorted(final) == sorted(want)
     assert all(strip(final[i]) == strip(want[i]) for i in want)
+def test_attribution_cache_keeps_a_one_host_incident_when_only_skew_bounds_change():
+    """A one-host candidate incident's attribution reads no skew bound (``window.tolerance`` adds them across hosts
+    only), so a cached one is reused when the bounds move, as the clock estimates do at nearly every streaming step;
+    one of two hosts is attributed again. The incidents equal those attributed afresh, and carry the new bounds."""
+    from correlate.correlator import AttributionCache, Settings, correlate
+    from correlate.topology import HostConfig
+
+    evs = [ev("a1", "a", 1000 * S, xid=79), ev("b1", "b", 5000 * S, xid=74), ev("c1", "c", 5001 * S, xid=74)]
+    fleet = {h: HostConfig(domain="d") for h in ("b", "c")}
+
+    def settings(skew_s: int) -> Settings:
+        return Settings(clocks=Clocks(skew_us={h: skew_s * S for h in "abc"}, default_skew_us=0), hosts=fleet)
+
+    cache = AttributionCache()
+    first = correlate(evs, settings=settings(1), now_us=0, cache=cache)
+    assert sorted(len(member_ids(i)) for i in first) == [1, 2]  # a alone; b and c in one NVLink domain
+    assert (cache.hits, cache.misses) == (0, 2)
+    again = correlate(evs, settings=settings(3), now_us=0, cache=cache)
+    assert (cache.hits, cache.misses) == (1, 3)  # a's reused, b and c's attributed again
+    assert again == correlate(evs, settings=settings(3), now_us=0)
+    assert {i["clocks"]["a"]["skew_bound_s"] for i in again if "a" in i["clocks"]} == {3.0}
