@@ -258,24 +258,24 @@ class AttributionCache:
     streaming correlator re-correlates the events it keeps at every step, and most candidate incidents have
     not changed since the last one).
 
-    A candidate incident's subjects, edges and verdict are a pure function of its events (each fixed once
-    built but for its implied start, ``Ev.imply_start``), the rules, the catalog, the fleet config, and of the
-    topology and clock bounds as read for its events' hosts: each host's facts (``Topology.host_facts``), the
-    facts of the communicators with a rank on it (``Topology.comm_facts``) and, for a candidate incident of more
-    than one host, its skew bound (``window.tolerance`` adds the skew bounds of two events' hosts only when the hosts
-    differ, as ``attribute.find_edges`` and ``collective_edges`` do; the largest bound only limits a search: a
-    one-host candidate's attribution reads none, and the estimates move with nearly every streaming step — ~700 of
-    the ~1,400 attributions redone over the benchmark's 41 steps were redone for them alone). Each call numbers the hosts' facts: a host keeps its number while its facts and those of its
-    communicators equal the last call's (compared once per call, not once per candidate incident). An entry
-    is keyed by its events (object ids, kept alive by the entry, starts and implied starts) and used only
-    while its hosts' numbers (and, across hosts, skew bounds) are those it was made with; every entry is dropped when the
-    rules, the catalog or the fleet config change, or when the shape memo outgrows ``MEMO_MAX_SHAPES``; an entry whose
-    events name peers by address is used only while those addresses name the hosts they named (``Topology.peer_host``:
-    an address line of any host may teach one). An
-    entry keeps the incident's body too (``incident.body``); its status and recurrence (``incident.finish``)
-    are redone at every call. Only the last call's candidate incidents are kept, so the entries are as many as
-    the candidate incidents of the events the caller keeps; the rules, the catalog and a topology are not to be
-    changed in place (they are compared by identity: the same topology object keeps the hosts' numbers).
+    A candidate incident's subjects, edges and verdict are a pure function of its events (each fixed once built but
+    for its implied start, ``Ev.imply_start``), the rules, the catalog, the fleet config, and of the topology and
+    clock bounds as read for its events' hosts: each host's facts (``Topology.host_facts``), the facts of the
+    communicators with a rank on it (``Topology.comm_facts``) and, for a candidate incident of more than one host,
+    its skew bound (``window.tolerance`` adds the skew bounds of two events' hosts only when the hosts differ, as
+    ``attribute.find_edges`` and ``collective_edges`` do; the largest bound only limits a search: a one-host
+    candidate's attribution reads none, and the estimates move with nearly every streaming step — ~700 of the ~1,400
+    attributions redone over the benchmark's 41 steps were redone for them alone). Each call numbers the hosts'
+    facts: a host keeps its number while its facts and those of its communicators equal the last call's (compared
+    once per call, not once per candidate incident). An entry is keyed by its events (object ids, kept alive by the
+    entry, starts and implied starts) and used only while its hosts' numbers (and, across hosts, skew bounds) are
+    those it was made with; every entry is dropped when the rules, the catalog or the fleet config change, or when
+    the shape memo outgrows ``MEMO_MAX_SHAPES``; an entry whose events name peers by address is used only while
+    those addresses name the hosts they named (``Topology.peer_host``: an address line of any host may teach one).
+    An entry keeps the incident's body too (``incident.body``); its status and recurrence (``incident.finish``) are
+    redone at every call. Only the last call's candidate incidents are kept, so the entries are as many as the
+    candidate incidents of the events the caller keeps; the rules, the catalog and a topology are not to be changed
+    in place (they are compared by identity: the same topology object keeps the hosts' numbers).
 
     ``hits`` / ``misses``: candidate incidents taken from the cache / attributed, over the cache's life."""
 

@@ -728,6 +728,8 @@ def test_an_incident_keeps_its_id_when_a_scene_line_it_does_not_name_is_forgotte
     final = {i: v[2] for i, v in sc.emitted.items() if v[2]["status"] != "superseded"}
     assert sorted(final) == sorted(want)
     assert all(strip(final[i]) == strip(want[i]) for i in want)
+
+
 def test_attribution_cache_keeps_a_one_host_incident_when_only_skew_bounds_change():
     """A one-host candidate incident's attribution reads no skew bound (``window.tolerance`` adds them across hosts
     only), so a cached one is reused when the bounds move, as the clock estimates do at nearly every streaming step;
