@@ -424,8 +424,13 @@ def log_of(e: Ev) -> str | None:
     ``inherited`` from a stamped line near them: a launcher's capture of the ranks' output, as NCCL before 2.26 prints
     it): a syslog server's file holds every host's lines, each stamped, of no one job (three hosts' journald-wrapped
     NCCL errors were one incident, a break-it pass), and stamped lines a minute apart chained three hours of a file
-    into one. Not a Kafka record's (one host's, as shipped)."""
-    if e.source != "nccl" or e.ts_basis not in ("file", "inherited") or not e.origin.startswith("file:"):
+    into one. Not a Kafka record's (one host's, as shipped). A line timed by the time its own message prints, with no
+    stamp before it (``details.ts_in_text``: slurmstepd's "*** STEP … ON n17 CANCELLED AT 2023-03-06T03:17:51 DUE TO
+    NODE FAILURE ***", torchrun's failure record) is such a line too: srun's "Node failure on n37" above it in the
+    job's output was another incident (huggingface/m4-logs tr_141, a real-logs pass)."""
+    if e.source != "nccl" or not e.origin.startswith("file:"):
+        return None
+    if e.ts_basis not in ("file", "inherited") and not (e.ts_basis == "line" and e.details.get("ts_in_text")):
         return None
     return capture_of(e)
 

@@ -487,12 +487,15 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 # copied file's time made its kill and the kernel's OOM kill of that pid two incidents: a break-it pass)
                 if (t := _failure_time(when, tz)) is not None:
                     p.ts, p.precision_us = t, US
+                    details["ts_in_text"] = True
             elif (t := _line_time(details.get("line_time"), tz)) is not None:
                 # a message that prints when it happened as ISO 8601 (a signature's ``line_time`` group: slurmstepd's
                 # "*** STEP 4008.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***", its "STEPD TERMINATED ON cn106
                 # AT …"): the step's end was at its file's copy time, hours from the dmesg of the node it ended on (a
-                # real-logs pass, chrisknewman/tusas#149)
+                # real-logs pass, chrisknewman/tusas#149). ``ts_in_text``: the line printed no stamp of its own, a
+                # job's output as its launcher wrote it (``correlate.rules.log_of``)
                 p.ts, p.precision_us = t, US
+                details["ts_in_text"] = True
             elif (sel := _sel_time(details.get("sel_date"), details.get("sel_time"), tz)) is not None:
                 # a BMC event log row's own date and time (host.bmc_power_fault: ipmitool's "11/15/2019 | 18:50:40",
                 # FreeIPMI's "Dec-09-2024 | 21:12:29"), the BMC's clock: a SEL dumped days later put a PSU failure at

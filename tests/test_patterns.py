@@ -4739,6 +4739,31 @@ def test_the_tasks_srun_killed_after_one_failed_are_downstream_of_it(tmp_path):
     assert "terminated the step" in inc["next_action"] and "OOM killer" in inc["next_action"]
 
 
+def test_the_node_slurm_lost_is_the_initiator_not_the_node_that_printed_the_cancel(tmp_path):
+    """huggingface/m4-logs tr_141: a DeepSpeed training on Jean Zay ended with srun's "Node failure on jean-zay-iam37"
+    and slurmstepd's "*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE FAILURE ***" ("a node crashed
+    … most likely a HW issue"): no event (a real-logs pass). The lost node is the initiator; the survivor's cancel,
+    timed by the time it prints, is its report in the one job's output (``slurm.node_failure_explains_step_end``,
+    ``rules.log_of``). The cancel alone is a downstream report, not a fault of the node that printed it."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    cancel = ("slurmstepd: error: *** STEP 1943824.0 ON n17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE FAILURE, SEE "
+              "SLURMCTLD LOG FOR DETAILS ***")
+    (tmp_path / "n17.out").write_text("\n".join([
+        "** Finished validation **", "srun: error: Node failure on n37",
+        "srun: Job step aborted: Waiting up to 62 seconds for job step to finish.", cancel]) + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert (inc["initiator"]["host"], inc["initiator"]["fault"], inc["severity"]) == ("n37", "slurm.node_failure",
+                                                                                      "error")
+    assert [d["host"] for d in inc["downstream"]] == ["n17"]
+    assert {x["rule"] for x in inc["evidence"]} == {"slurm.node_failure_explains_step_end"}
+    assert "lost node n37" in inc["next_action"]
+    (tmp_path / "n17.out").write_text(cancel + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert inc["severity"] == "warning" and "not at fault" in inc["next_action"]
+
+
 def test_slurms_oom_kill_report_explains_sruns_report_of_the_task(tmp_path):
     """hafs-community/HAFS#101: slurmstepd's "Detected 1 oom-kill event(s) in step 3495064.0 cgroup", then srun's
     "task 4: Out Of Memory" of the node: two incidents, the first no event (a real-logs pass). One job's OOM kill in
