@@ -4739,6 +4739,30 @@ def test_the_tasks_srun_killed_after_one_failed_are_downstream_of_it(tmp_path):
     assert "terminated the step" in inc["next_action"] and "OOM killer" in inc["next_action"]
 
 
+def test_a_bad_argument_to_nccl_is_the_programs_and_a_collective_on_a_failed_comm_repeats_its_init(pipeline):
+    """NVIDIA/nccl#1558: PyTorch's "invalid argument" with NCCL's "Last error: Broadcast : sendbuff (nil) is not a
+    valid pointer" (a NULL buffer, "application specific") was an incident telling to look for a GPU, NVLink or
+    network fault on another rank. horovod/horovod#3625: Horovod's collectives on a communicator whose init had failed
+    ("AllReduce : invalid root 0 (root should be in the 0..-1 range)", "comm 0x… has already been destroyed") were
+    generic NCCL warnings; they repeat the init's failure (a real-logs pass)."""
+    text = "\n".join([
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2777, "
+        "invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5",
+        "ncclInvalidArgument: Invalid value for an argument.", "Last error:",
+        "Broadcast : sendbuff (nil) is not a valid pointer"])
+    (inc,) = run(pipeline, text, host="node31")
+    assert (inc["category"], inc["severity"]) == ("application", "error")
+    assert "not a GPU, NVLink or network fault" in inc["next_action"] and "sendbuff (nil)" in inc["next_action"]
+    text = "\n".join([
+        "node32:6502:6588 [0] misc/argcheck.cc:39 NCCL WARN AllReduce : invalid root 0 (root should be in the 0..-1 "
+        "range)",
+        "node32:6502:6588 [0] NCCL INFO enqueue.cc:1452 -> 4",
+        "node32:6502:6588 [0] init.cc:1137 NCCL WARN comm 0x7fd72034c4d0 has already been destroyed"])
+    (inc,) = run(pipeline, text, host="node32")
+    assert (inc["category"], inc["severity"]) == ("nccl_software", "warning")
+    assert "init failed" in inc["next_action"]
+
+
 def test_the_node_slurm_lost_is_the_initiator_not_the_node_that_printed_the_cancel(tmp_path):
     """huggingface/m4-logs tr_141: a DeepSpeed training on Jean Zay ended with srun's "Node failure on jean-zay-iam37"
     and slurmstepd's "*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE FAILURE ***" ("a node crashed
