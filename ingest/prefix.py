@@ -259,6 +259,11 @@ _NOT_HOST_BEFORE_EXCEPTION = (r"(?!(?i:rank|local_rank|gpu|cuda|cpu|dev|device|w
 # PyTorch >= 2.2 before each line a rank's Python exception prints: "[rank7]: torch.distributed.DistBackendError: …"
 # (NVIDIA/nccl#1410): a blank after the colon, where c10's log prefix has its "[E…" stamp ("[rank7]:[E…")
 _RANK_LABEL = r"\[rank(?P<rank>\d{1,7})\]: "
+# torchrun's ``--tee`` label with ``--role rank`` (torchtitan's run_train.sh: ``--role rank --tee 3``), "[rank0]:" with
+# no blank, before c10's own rank prefix: "[rank0]:[rank0]:[E128 13:23:00.788972321 ProcessGroupNCCL.cpp:1897] …"
+# (pytorch/torchtitan#810: c10's stamp behind it was not read, the line took its file's time; a real-logs pass). Its
+# number is the local rank of the label's node; c10's own after it is the rank the line is of
+_TEE_RANK_LABEL = r"\[rank\d{1,7}\]:(?=\[rank\d{1,7}\]:)"
 # Ray before each line of a worker's output: "(RayWorkerWrapper pid=1019) ", "(raylet, ip=10.0.0.2) " on another
 # node, older Ray's "(pid=1019) " (formats.md §1.8). The driver prints its own node's workers without an address and
 # another node's with it: that address is the host the line comes from (vllm-project/vllm#13535: a worker's watchdog
@@ -289,7 +294,7 @@ _STD_LABEL = r"[\w.-]{1,253} \[std(?:out|err)\] "
 # a viewer's line number in brackets before a stamp: "[80746] [rank0]:[E321 02:07:08.408271257 …" (each line the
 # next number: hiyouga/LlamaFactory#7396, #8261; c10's stamp behind it was not read, every line took its file's time)
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
+    r"^(?:" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
     + r"|" + _NOT_HOST_BEFORE_EXCEPTION + r"(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT
@@ -471,7 +476,8 @@ def _label(s: str) -> re.Match | None:
     if s[0] == "[":
         j = s.find("]")
         if j < 0 or (s[j + 1:j + 2] not in (":", "<") and not (s[j + 1:j + 2] == " " and s[1:j].isdecimal())) or (
-                s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "):  # c10's "[rank8]:[E…"
+                s.startswith("[rank") and s[5:6].isdecimal() and s[j + 2:j + 3] != " "
+                and not s.startswith("[rank", j + 2)):  # c10's "[rank8]:[E…", not torchrun's "[rank0]:" before it
             return None
     else:
         t = s.lstrip(" ") if s[0] == " " else s

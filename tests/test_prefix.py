@@ -328,6 +328,11 @@ _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8
     ("[80746] " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("[80746] [Mon Nov 30 03:12:01 2026] NVRM: Xid", us(2026, 11, 30, 3, 12, 1), None, None, "NVRM"),
     ("[80746] Watchdog caught", None, None, None, "[80746] Watchdog"),
+    # torchrun's --role rank --tee label before c10's own (pytorch/torchtitan#810: "[rank0]:[rank0]:[E128 …"): the
+    # rank is c10's, the node's local rank 0 of the label is not; one rank prefix alone stays c10's
+    ("[rank0]:" + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
+    ("[rank0]:[rank0]:[E128 13:23:00.788972321 ProcessGroupNCCL.cpp:1897] [PG ID 0 PG GUID 0(default_pg) Rank 0] x",
+     us(2026, 1, 28, 13, 23, 0) + 788972, None, 0, "[PG ID 0"),
     # a runner's stream label (mila-iqia/milabench#269) and a terminal viewer's frame (vllm-project/vllm#6976)
     ("dinov2-giant-nodes.cn-d004 [stderr] " + _C10_LINE, us(2026, 11, 30, 3, 22, 1) + 518432, None, 8, "[Rank 8]"),
     ("node [stderr] hello", None, None, None, "node [stderr]"),
