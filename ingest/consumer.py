@@ -347,6 +347,66 @@ def originals_of(records: list[ConsumerRecord], rejects: list[Reject]) -> dict[s
     return out
 
 
+#: the ``ff-error-code`` (and the log's ``error_code``) of a record the Kafka client cannot read (``fetch_readable``)
+UNREADABLE = "unreadable_record"
+
+
+class Readable(NamedTuple):
+    """What :func:`fetch_readable` read of one partition: ``records`` in offset order; ``unreadable``, the offset of
+    the record the client raised on (the consumer's position is left on it), None when it raised on none;
+    ``error``, what it raised then."""
+
+    records: list[ConsumerRecord]
+    unreadable: int | None = None
+    error: UnicodeDecodeError | None = None
+
+
+def unreadable_reason(error: UnicodeDecodeError) -> str:
+    """The dead letter's ``ff-reason`` of a record :func:`fetch_readable` names."""
+    return (f"the Kafka client cannot read the record ({type(error).__name__}: {error}): a record header's key that "
+            "is not UTF-8, as Kafka's protocol requires")
+
+
+async def fetch_readable(consumer: AIOKafkaConsumer, tp: TopicPartition, *, max_records: int,
+                         timeout_ms: int) -> Readable:
+    """Fetch up to ``max_records`` records of ``tp`` alone, and name the record aiokafka cannot read, if any.
+
+    Kafka's protocol makes a record header's key a UTF-8 string, aiokafka decodes it so, and the broker does not
+    check it: a producer (kcat ``-H``, any librdkafka client) can send a key of other bytes, and ``getmany`` raises
+    ``UnicodeDecodeError`` on every fetch that reaches it, the records before it in the fetch dropped (a break-it
+    pass). One ``getmany`` of ``tp`` (waiting at most ``timeout_ms``); when it raises, ``tp`` is sought back to
+    where it began and fetched again one record at a time, up to the record it raises on: its offset is the
+    position the fetch raised at (in a compacted topic, a gap, it can be one before the record's; the next try
+    names the next one). The consumer is left on it: the caller dead-letters it and seeks past it (``seek(tp,
+    unreadable + 1)``). Returns what was read before it (:class:`Readable`); no records and no offset when ``tp``
+    is no longer assigned (a rebalance during an await: aiokafka raises ``IllegalStateError``) or a fetch brought
+    nothing within ``timeout_ms``. Used by the ingest and the correlate workers (``IngestWorker._past_unreadable``,
+    ``correlate.consumer.CorrelateWorker._past_unreadable``)."""
+    out: list[ConsumerRecord] = []
+    one = False  # after a fetch raised: one record at a time, to name the one it raises on
+    while len(out) < max_records:
+        try:
+            pos = await consumer.position(tp)
+        except IllegalStateError:  # revoked meanwhile: its new owner reads it
+            break
+        try:
+            got = await consumer.getmany(tp, timeout_ms=timeout_ms, max_records=1 if one else max_records - len(out))
+        except UnicodeDecodeError as e:
+            try:
+                consumer.seek(tp, pos)  # what it had drained of the partition is fetched again
+            except IllegalStateError:
+                break
+            if one:
+                return Readable(out, pos, e)
+            one = True
+            continue
+        rs = got.get(tp, [])
+        out.extend(rs)
+        if not rs or not one:  # the partition's end (or a fetch slower than the wait), or a fetch that did not raise
+            break
+    return Readable(out)
+
+
 def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
     return b if len(b) <= n else b[:n - 3] + b"..."
 
@@ -767,7 +827,7 @@ class IngestWorker:
         c = self._consumer
         mine = c.assignment()
         log.error("a fetch raised %s: %s; finding the records it cannot read", type(error).__name__, error,
-                  extra={"stage": "fetch", "error_code": "unreadable_record"})
+                  extra={"stage": "fetch", "error_code": UNREADABLE})
         self._buf.clear()
         self._intents.clear()
         for tp in sorted(mine):
@@ -778,34 +838,24 @@ class IngestWorker:
                 c.seek(tp, committed)
         self._unread |= mine
         for tp in sorted(set(want) & mine):
-            one = False  # after a fetch raised: one record at a time, to name the one it raises on
             while len(buf := self._buf.setdefault(tp, [])) < 2 * self.chunk_records:
-                pos = await self._position(tp)
-                if pos is None:
-                    break
-                try:
-                    got = await c.getmany(tp, timeout_ms=max(self.linger_ms, 1000),
-                                          max_records=1 if one else 2 * self.chunk_records - len(buf))
-                except UnicodeDecodeError as e:
-                    c.seek(tp, pos)  # what it had drained of the partition is fetched again
-                    if one:
-                        origin = f"kafka:{tp.topic}/{tp.partition}/{pos}"
-                        rj = Reject(origin, f"the Kafka client cannot read the record ({type(e).__name__}: {e}): a "
-                                            "record header's key that is not UTF-8, as Kafka's protocol requires",
-                                    b"", "unreadable_record")
-                        try:
-                            await self._retry(lambda: self._send_dead_letters([rj], {}), {tp: (pos, pos)},
-                                              "dead-letter an unreadable record")
-                        except _Abandoned:  # the partition's new owner finds it again
-                            break
-                        c.seek(tp, pos + 1)
-                        self._skipped.setdefault(tp, set()).add(pos)
-                    one = not one
+                got = await fetch_readable(c, tp, max_records=2 * self.chunk_records - len(buf),
+                                           timeout_ms=max(self.linger_ms, 1000))
+                buf.extend(got.records)
+                if got.unreadable is None:
+                    if not got.records:  # the partition's end, or a fetch slower than the wait: the next one goes on
+                        break
                     continue
-                rs = got.get(tp, [])
-                if not rs:  # the partition's end, or a fetch slower than the wait: the next fetch goes on
+                pos, e = got.unreadable, got.error
+                assert e is not None
+                rj = Reject(f"kafka:{tp.topic}/{tp.partition}/{pos}", unreadable_reason(e), b"", UNREADABLE)
+                try:
+                    await self._retry(lambda: self._send_dead_letters([rj], {}), {tp: (pos, pos)},
+                                      "dead-letter an unreadable record")
+                except _Abandoned:  # the partition's new owner finds it again
                     break
-                buf.extend(rs)
+                c.seek(tp, pos + 1)
+                self._skipped.setdefault(tp, set()).add(pos)
 
     def _past_skipped(self, tp: TopicPartition, offset: int) -> int:
         """``offset``, or past the unreadable records dead-lettered from it on (:meth:`_past_unreadable`): where a
