@@ -38,6 +38,10 @@ times no year holds, a header naming a table it does not read, a null value) goe
 ``bad_events_record``, the reason and its coordinates, its own key and headers kept. The worker awaits the broker's
 acknowledgement before any commit moves past it (the record holds the safe offset until then), retrying with a
 back-off while the broker does not acknowledge, in a task of its own: correlation goes on with the next record.
+
+A record the Kafka client cannot read at all (a header key that is not UTF-8: aiokafka's ``getmany`` raises) is
+found one record at a time (``ingest.consumer.fetch_readable``), dead-lettered the same way with ``ff-error-code``
+``unreadable_record`` and no value or key of its own (aiokafka gives none), and gone past (``_past_unreadable``).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,8 +66,9 @@ from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
 from ingest.broker import require_topics
-from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, broker_silent, dead_letters,
-                             error_named, new_producer, originals_of, renewed_producer, stop_client)
+from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, UNREADABLE, broker_silent,
+                             dead_letters, error_named, fetch_readable, new_producer, originals_of, renewed_producer,
+                             stop_client, unreadable_reason)
 from ingest.decode import Reject
 from ingest.publish import decode_record
 from schemas.events import empty_events
@@ -85,6 +90,19 @@ FACTS_HOSTS_PER_READ = 1000
 #: it (``consumer.pause``) until the letter is in: a DLQ refusing for hours (a broker away, a letter past the topic's
 #: ``max.message.bytes``) let ``_Partition.held`` grow by every record read meanwhile, without bound (stop 57's note)
 HELD_BEHIND_DEAD_MAX = 50_000
+#: records one poll takes at most (``getmany``'s ``max_records``); and per partition, after a fetch raised
+#: (``_past_unreadable``)
+POLL_RECORDS = 1000
+#: how long a fetch of one partition waits for its records after a fetch raised (``_past_unreadable``; ms)
+REFETCH_WAIT_MS = 1000
+
+
+class Unreadable(NamedTuple):
+    """The coordinates of a record the Kafka client cannot read (``fetch_readable``): no key, headers or value."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 @dataclass
@@ -291,16 +309,23 @@ class CorrelateWorker:
         settled = False  # until_caught_up: the dead letters of paused partitions had their time
         while not self.stop.is_set():
             self._pause_behind_dead_letters()
-            data = await self.consumer.getmany(timeout_ms=200, max_records=1000)
-            if data and self.consumer.assignment() != self.ready:  # not set up yet (``assigned``): sought again
+            unreadable: dict[TopicPartition, tuple[int, str]] = {}
+            try:
+                data = await self.consumer.getmany(timeout_ms=200, max_records=POLL_RECORDS)
+            except UnicodeDecodeError as e:  # a record aiokafka cannot read: found, dead-lettered, gone past
+                data, unreadable = await self._past_unreadable(e)
+            fetched = bool(data or unreadable)
+            if fetched and self.consumer.assignment() != self.ready:  # not set up yet (``assigned``): sought again
                 continue
             now = int(time.time() * S)
-            bad: list[tuple[_Partition, ConsumerRecord, str]] = []
+            bad: list[tuple[_Partition, ConsumerRecord | Unreadable, str]] = []
+            for tp in unreadable.keys() - data.keys():
+                data[tp] = []
             for tp, recs in data.items():
                 p = self.parts.setdefault(tp, _Partition())
                 if recs and recs[0].offset <= p.last:  # returned before an assignment's seek, fetched again after it
                     recs = [r for r in recs if r.offset > p.last]
-                p.tail_from = recs[0].offset if recs else p.tail_from
+                p.tail_from = recs[0].offset if recs else unreadable[tp][0] if tp in unreadable else p.tail_from
                 for r in recs:
                     try:  # events, or (a header names the table) link samples or topology facts
                         name, table = decode_record(r.value, r.headers)
@@ -326,25 +351,32 @@ class CorrelateWorker:
                         p.held.append((r.offset, []))
                     p.last = r.offset
                     self.records += 1
+                if tp in unreadable and unreadable[tp][0] > p.last:  # after the records read before it
+                    off, why = unreadable[tp]
+                    bad.append((p, Unreadable(tp.topic, tp.partition, off), why))
+                    p.dead.add(off)  # holds the commit until the broker has its dead letter; past it then
+                    p.held.append((off, []))
+                    p.last = off
+                    self.records += 1
             if bad:  # sent beside correlation; their records hold their partitions' commits until acknowledged
                 self._dead_letter_later(bad)
             # after new records, or (a read that failed) once its back-off has passed even if the partitions are quiet
-            if (data or self.correlator.read_back_again) and self.read_back is not None \
+            if (fetched or self.correlator.read_back_again) and self.read_back is not None \
                     and self.read_back_wait.due():
                 await self._read_back()
             # the facts of hosts first seen (or whose read failed, once its back-off has passed), before the step
             if self.facts_wanted and self.facts_wait.due():
                 await self._read_facts()
-            if data or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
+            if fetched or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
                 incidents = self.step(self.correlator, now)
                 # a step that raised commits nothing: a restart replays its events
                 stored = self.step.last_error is None and await self._emit(incidents)
-                await self.observe(fetched=bool(data))
+                await self.observe(fetched=fetched)
                 if not stored:
                     continue
                 await self._commit_safe(set(self.parts))
-            if until_caught_up and not data and await self._caught_up(but=self._paused()):
+            if until_caught_up and not fetched and await self._caught_up(but=self._paused()):
                 # caught up but for partitions paused behind dead letters: the letters get their time, and the
                 # partitions whose letters went in are fetched again and read to their ends (a --once run said
                 # "caught up" and exited 0 with them unread: a break-it pass)
@@ -393,6 +425,65 @@ class CorrelateWorker:
                 continue
             self.lag[f"{tp.topic}/{tp.partition}"] = n
             LAG.labels(topic=tp.topic, partition=str(tp.partition)).set(n)
+
+    async def _past_unreadable(self, error: UnicodeDecodeError) -> tuple[dict[TopicPartition, list[ConsumerRecord]],
+                                                                         dict[TopicPartition, tuple[int, str]]]:
+        """Go on past a record aiokafka cannot read, after ``getmany`` raised ``error`` on it: (records, per
+        partition, in offset order, as ``getmany`` returns them; per partition, the offset of the record it cannot
+        read and the dead letter's reason), for ``run`` to read and dead-letter (``unreadable_record``).
+
+        Kafka's protocol makes a record header's key UTF-8 and the broker does not check it: one record of kcat's
+        ``-H $'\\xff\\xfe=v'`` on ``fleet.events`` made ``getmany`` raise at every call, the worker stopped, and so
+        did every restart and the partition's next owner, at the same offset (a break-it pass). The records
+        ``getmany`` had drained of other partitions in that call are lost from memory, their positions past them:
+        each assigned partition goes back to one past the last record the worker read of it (``_Partition.last``;
+        where none, to where ``assigned`` set it: the committed offset, or the beginning), so none is lost or read
+        twice, and the correlator's state stays. Then each one not paused whose fetches have seen records past that
+        offset (``highwater``; unknown counts) is fetched alone, up to ``POLL_RECORDS`` records, one record at a time
+        after a fetch raises (``ingest.consumer.fetch_readable``): the records before the one it raises on are
+        returned and the worker seeks past that one. Its offset then holds the commit (``_Partition.dead``) until
+        the broker acknowledges its dead letter, and the commit passes it after (the last record of its partition
+        too): a restart does not read it again. Nothing when the assignment is not the one ``assigned`` set up: its
+        seeks come."""
+        assert self.consumer is not None
+        c = self.consumer
+        log.error("correlate: a fetch raised %s: %s; finding the records the Kafka client cannot read",
+                  type(error).__name__, error, extra={"stage": "fetch", "error_code": UNREADABLE})
+        mine = c.assignment()
+        if mine != self.ready:
+            return {}, {}
+        starts: dict[TopicPartition, int | None] = {}
+        try:
+            for tp in sorted(mine):
+                p = self.parts.get(tp)
+                starts[tp] = p.last + 1 if p is not None and p.last >= 0 else self.committed.get(tp)
+                if starts[tp] is None:
+                    await c.seek_to_beginning(tp)  # as ``assigned`` did: no offset committed
+                else:
+                    c.seek(tp, starts[tp])
+        except IllegalStateError:  # a rebalance meanwhile: ``assigned`` seeks them
+            return {}, {}
+        data: dict[TopicPartition, list[ConsumerRecord]] = {}
+        unreadable: dict[TopicPartition, tuple[int, str]] = {}
+        paused = self._paused()
+        for tp in sorted(mine - paused):
+            end, start = c.highwater(tp), starts[tp]
+            if end is not None and start is not None and start >= end:  # nothing fetched past it: not the one
+                continue
+            got = await fetch_readable(c, tp, max_records=POLL_RECORDS, timeout_ms=REFETCH_WAIT_MS)
+            if got.records:
+                data[tp] = got.records
+            if got.unreadable is not None:
+                assert got.error is not None
+                try:
+                    c.seek(tp, got.unreadable + 1)
+                except IllegalStateError:  # revoked meanwhile: its new owner finds it
+                    continue
+                unreadable[tp] = (got.unreadable, unreadable_reason(got.error))
+                log.error("correlate: unreadable record %s/%d/%d (to %s): %s", tp.topic, tp.partition,
+                          got.unreadable, self.dlq_topic, got.error,
+                          extra={"stage": "correlate", "error_code": UNREADABLE})
+        return data, unreadable
 
     def _pause_behind_dead_letters(self) -> int:
         """Stop fetching a partition that holds ``held_behind_dead_max`` records or more behind a dead letter the
@@ -462,13 +553,14 @@ class CorrelateWorker:
         """Partitions not fetched while their dead letters wait for the broker (``_pause_behind_dead_letters``)."""
         return len(self._paused())
 
-    async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> bool:
+    async def _dead_letter(self, bad: list[tuple[_Partition, ConsumerRecord | Unreadable, str]]) -> bool:
         """Send the dead letters of records the worker cannot read, ``bad`` (partition state, record, the decode
         error's text), to ``dlq_topic`` and await the broker's acknowledgements; each record no longer holds the
         commit once its own is in. One dead letter per record (``ingest.consumer.dead_letters``): ``ff-error-code``
         ``bad_events_record``, ``ff-reason`` the error, ``ff-origin`` ``kafka:<topic>/<partition>/<offset>``, the
-        record's key and headers kept, a null value's dead letter a tombstone. ``run`` starts it as a task of its own
-        (:meth:`_dead_letter_later`): correlation goes on meanwhile.
+        record's key and headers kept, a null value's dead letter a tombstone; a record the Kafka client could not
+        read (:class:`Unreadable`, ``_past_unreadable``): ``unreadable_record``, an empty value and its coordinates
+        as the key. ``run`` starts it as a task of its own (:meth:`_dead_letter_later`): correlation goes on meanwhile.
 
         A try the broker does not acknowledge (a ``KafkaError``: aiokafka gives up on a record after
         ``request_timeout_ms``, 40 s; one it refuses, a letter larger than the topic takes) is logged (``error_code``
@@ -477,10 +569,13 @@ class CorrelateWorker:
         broker lost the old one's idempotence state; meanwhile nothing is committed past those records. False when
         ``stop`` is set first (the records still hold the commit: the next owner of their partitions reads them
         again)."""
-        rejects = [Reject(f"kafka:{r.topic}/{r.partition}/{r.offset}", why, r.value or b"", BAD_RECORD)
+        rejects = [Reject(f"kafka:{r.topic}/{r.partition}/{r.offset}", why, b"", UNREADABLE)
+                   if isinstance(r, Unreadable) else
+                   Reject(f"kafka:{r.topic}/{r.partition}/{r.offset}", why, r.value or b"", BAD_RECORD)
                    for _, r, why in bad]
-        nulls = {rj.origin for (_, r, _), rj in zip(bad, rejects) if r.value is None}
-        letters = dead_letters(rejects, originals_of([r for _, r, _ in bad], rejects), nulls)  # one per record
+        read = [r for _, r, _ in bad if not isinstance(r, Unreadable)]
+        nulls = {f"kafka:{r.topic}/{r.partition}/{r.offset}" for r in read if r.value is None}
+        letters = dead_letters(rejects, originals_of(read, rejects), nulls)  # one per record
         pending = [(p, r.offset, letter) for (p, r, _), letter in zip(bad, letters)]
         wait, renew = _Backoff(), False
         while True:
@@ -514,7 +609,7 @@ class CorrelateWorker:
             except asyncio.TimeoutError:
                 pass
 
-    def _dead_letter_later(self, bad: list[tuple[_Partition, ConsumerRecord, str]]) -> None:
+    def _dead_letter_later(self, bad: list[tuple[_Partition, ConsumerRecord | Unreadable, str]]) -> None:
         """:meth:`_dead_letter` as a task of its own: a dead letter the broker refuses for minutes (a DLQ topic whose
         ``max.message.bytes`` the letter passes, a broker away) held every partition's correlation and its pages while
         ``run`` awaited it (a break-it pass); now only the commit of its records' partitions waits."""
@@ -535,9 +630,9 @@ class CorrelateWorker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _dead_acked(self, p: _Partition, offset: int) -> None:
+    def _dead_acked(self, p: _Partition, offset: int, code: str) -> None:
         p.dead.discard(offset)
-        DEAD_LETTERS.labels(error_code=BAD_RECORD).inc()
+        DEAD_LETTERS.labels(error_code=code).inc()
         self.dead_lettered += 1
 
     async def _send(self, pending: list[tuple[_Partition, int, tuple[bytes | None, bytes | None,
@@ -553,18 +648,20 @@ class CorrelateWorker:
         assert self.producer is not None
         sent, error = [], None
         for p, off, (key, value, headers) in pending:
+            code = dict(headers)["ff-error-code"].decode()
             try:
-                sent.append((p, off, await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)))
+                sent.append((p, off, code,
+                             await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)))
             except Exception as e:  # noqa: BLE001 — said by _dead_letter, which tries again
                 error = e
                 break
-        for p, off, fut in sent:
+        for p, off, code, fut in sent:
             try:
                 await fut
             except Exception as e:  # noqa: BLE001
                 error = error or e
                 continue
-            self._dead_acked(p, off)
+            self._dead_acked(p, off, code)
         if error is not None:
             raise error
 

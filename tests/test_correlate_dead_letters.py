@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import subprocess
 import time
 from collections import deque
 from datetime import datetime, timezone
@@ -357,3 +359,142 @@ def test_a_once_run_reads_a_paused_partition_to_its_end_once_its_letter_is_in_or
     else:
         assert w.records <= 1_001 and w.unread_partitions == [f"{topic}/0"] and w.dead_letters_pending == 1
         assert committed in (None, 0), committed
+
+
+@pytest.mark.kafka
+@pytest.mark.skipif(not shutil.which("kcat"), reason="kcat (a librdkafka producer) sends the header aiokafka cannot")
+def test_a_record_whose_header_key_is_not_utf8_is_dead_lettered_and_the_rest_correlated(kafka, pipeline,
+                                                                                         monkeypatch):
+    """Kafka's protocol makes a header key UTF-8; the broker does not check it and aiokafka's consumer decodes it
+    so, raising ``UnicodeDecodeError`` out of ``getmany``: one record of kcat's with header key ``\\xff\\xfe`` on
+    ``fleet.events`` stopped the correlate worker, and every restart stopped at the same offset (a break-it pass).
+
+    Two partitions: on 0, an Xid of node61 (3 h ago), such a record, an Xid of node63 and a record of
+    informational lines of the four hosts stamped now (it moves their watermarks: the Xids' incidents, emitted, no
+    longer hold their records); on 1, an Xid of node62, such a record, an Xid of node64 and such a record, the last
+    of its partition. Each unreadable record is dead-lettered once (``unreadable_record``, its coordinates as
+    ``ff-origin`` and key, no value), each good record is decoded once (none lost, none read twice), the four Xids
+    are incidents, and the commits pass the unreadable records: 3 on partition 0 (the informational record holds
+    it), 4 on partition 1 (past its last record). A second worker of the group reads only that informational
+    record again and sends no dead letter."""
+    import correlate.consumer as consumer
+    from tests.kafka_helpers import send_records
+
+    now_us = int(time.time() * 1_000_000)
+    old = now_us - 3 * 3600 * 1_000_000
+    xids = {h: encode(_events(pipeline, {h: xid(bus)}, old))
+            for h, bus in (("node61", "4a"), ("node62", "5a"), ("node63", "4b"), ("node64", "5b"))}
+    later = encode(_events(pipeline, {h: CORRECTED for h in xids}, now_us))
+    topic = f"chdrkey.{time.time_ns()}"
+    dlq = f"{topic}.dlq"
+    asyncio.run(_create(kafka, [topic, dlq], big=False))
+
+    def unreadable(partition: int) -> None:
+        subprocess.run([b"kcat", b"-P", b"-b", kafka.encode(), b"-t", topic.encode(), b"-p", str(partition).encode(),
+                        b"-k", b"host:node66", b"-H", b"\xff\xfe=v"], input=b"x", check=True, timeout=60)
+
+    asyncio.run(send_records(kafka, topic, [(b"host:node61", xids["node61"], [])], partition=0))
+    asyncio.run(send_records(kafka, topic, [(b"host:node62", xids["node62"], [])], partition=1))
+    unreadable(0)
+    unreadable(1)
+    asyncio.run(send_records(kafka, topic, [(b"host:node63", xids["node63"], []), (b"host:node61", later, [])],
+                             partition=0))
+    asyncio.run(send_records(kafka, topic, [(b"host:node64", xids["node64"], [])], partition=1))
+    unreadable(1)  # the last record of its partition: the commit passes it too, no restart dead-letters it again
+
+    decoded: list[bytes] = []  # the values the worker decoded, each once
+    real = consumer.decode_record
+
+    def decode_record(value, headers):
+        decoded.append(value)
+        return real(value, headers)
+
+    monkeypatch.setattr(consumer, "decode_record", decode_record)
+
+    async def go() -> tuple[list[dict], CorrelateWorker, dict[int, int | None]]:
+        got: list[dict] = []
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=dlq, settings=Settings(),
+                            lateness_us=300_000_000, on_incidents=got.extend)
+        await w.start()
+        try:
+            await asyncio.wait_for(w.run(until_caught_up=True), 120)
+            return got, w, {p: await w.consumer.committed(TopicPartition(topic, p)) for p in (0, 1)}
+        finally:
+            await w.close()
+
+    incidents, w, committed = asyncio.run(go())
+    assert sorted(decoded) == sorted([*xids.values(), later]) and w.records == 8
+    assert committed == {0: 3, 1: 4} and w.dead_lettered == 3 and w.health()["ok"], (committed, w.health())
+    assert sorted({(i["initiator"]["host"], i["initiator"]["device"]) for i in incidents
+                   if i["category"] == "gpu_off_bus"}) == [
+        ("node61", "0000:4a:00.0"), ("node62", "0000:5a:00.0"), ("node63", "0000:4b:00.0"),
+        ("node64", "0000:5b:00.0")], incidents
+    assert REGISTRY.get_sample_value("firstfault_correlate_dead_letters_total",
+                                     {"error_code": "unreadable_record"}) >= 3
+
+    def letters() -> list:
+        return sorted(read_topic(kafka, dlq, 2), key=lambda r: dict(r.headers)["ff-origin"])
+
+    dead = letters()
+    assert [dict(d.headers)["ff-origin"] for d in dead] == [f"kafka:{topic}/{p}/{o}".encode()
+                                                            for p, o in ((0, 1), (1, 1), (1, 3))]
+    for d in dead:
+        h = dict(d.headers)
+        assert h["ff-error-code"] == b"unreadable_record" and b"not UTF-8" in h["ff-reason"]
+        assert d.key == h["ff-origin"] and d.value == b""
+
+    decoded.clear()
+    _, again, committed = asyncio.run(go())  # a restart: from the commits, past the unreadable records
+    assert decoded == [later] and again.records == 1 and again.dead_lettered == 0
+    assert committed == {0: 3, 1: 4} and len(letters()) == 3
+
+
+@pytest.mark.kafka
+@pytest.mark.skipif(not shutil.which("kcat"), reason="kcat (a librdkafka producer) sends the header aiokafka cannot")
+def test_records_drained_in_the_fetch_that_raised_on_an_unreadable_one_are_read_again(kafka, pipeline, monkeypatch):
+    """``getmany`` drains partitions one after another and raises at the unreadable record: the records it drained
+    of the partitions before it are gone from memory and their positions moved past them. Which partition comes
+    first is aiokafka's own order (a set's), so here the consumer drains partition 0 itself, as such a call does,
+    before the worker's first fetch raises on partition 1's record: the worker goes back to what it last read of
+    each partition, and partition 0's two Xids are read (once) and become incidents; without it they were lost."""
+    import correlate.consumer as consumer
+    from tests.kafka_helpers import send_records
+
+    old = int(time.time() * 1_000_000) - 3 * 3600 * 1_000_000
+    xids = {h: encode(_events(pipeline, {h: xid(bus)}, old)) for h, bus in (("node71", "6a"), ("node72", "6b"))}
+    topic = f"cdrain.{time.time_ns()}"
+    asyncio.run(_create(kafka, [topic, f"{topic}.dlq"], big=False))
+    asyncio.run(send_records(kafka, topic, [(f"host:{h}".encode(), v, []) for h, v in xids.items()], partition=0))
+    subprocess.run([b"kcat", b"-P", b"-b", kafka.encode(), b"-t", topic.encode(), b"-p", b"1", b"-k", b"host:node73",
+                    b"-H", b"\xff\xfe=v"], input=b"x", check=True, timeout=60)
+    decoded: list[bytes] = []
+    real = consumer.decode_record
+
+    def decode_record(value, headers):
+        decoded.append(value)
+        return real(value, headers)
+
+    monkeypatch.setattr(consumer, "decode_record", decode_record)
+
+    async def go() -> tuple[list[dict], CorrelateWorker, int, dict[int, int | None]]:
+        got: list[dict] = []
+        w = CorrelateWorker(bootstrap=kafka, topic=topic, group_id=topic, dlq_topic=f"{topic}.dlq",
+                            settings=Settings(), lateness_us=300_000_000, on_incidents=got.extend)
+        await w.start()
+        try:
+            p0 = TopicPartition(topic, 0)
+            drained = []
+            for _ in range(100):  # as a getmany that drains partition 0 before it raises on partition 1
+                drained += (await w.consumer.getmany(p0, timeout_ms=200)).get(p0, [])
+                if len(drained) == 2:
+                    break
+            await asyncio.wait_for(w.run(until_caught_up=True), 120)
+            return got, w, len(drained), {p: await w.consumer.committed(TopicPartition(topic, p)) for p in (0, 1)}
+        finally:
+            await w.close()
+
+    incidents, w, drained, committed = asyncio.run(go())
+    assert drained == 2 and sorted(decoded) == sorted(xids.values()) and w.records == 3 and w.dead_lettered == 1
+    assert sorted({(i["initiator"]["host"], i["initiator"]["device"]) for i in incidents
+                   if i["category"] == "gpu_off_bus"}) == [("node71", "0000:6a:00.0"), ("node72", "0000:6b:00.0")]
+    assert committed[1] == 1, committed
