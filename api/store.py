@@ -10,14 +10,15 @@ locked after the views are created (DuckDB ``allowed_directories``,
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import orjson
@@ -26,6 +27,9 @@ import pyarrow as pa
 from correlate.topology import expected_links
 from ingest.lake import TABLES, Lake, LakeError
 from ingest.prefix import LATEST_US, from_us
+
+log = logging.getLogger("firstfault.store")
+T = TypeVar("T")
 
 VIEWS_SQL = Path(__file__).resolve().parents[1] / "schemas" / "views.sql"
 SEV_RANK_SQL = "CASE severity WHEN 'critical' THEN 3 WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END"
@@ -271,6 +275,31 @@ def _schema_mismatch(con: duckdb.DuckDBPyConnection, view: str, root: str, have:
     return f"column {col} reads as {have[col]}, not {want[col]}: a part of another schema is in {table}/{where}"
 
 
+def vanished_part(e: BaseException | None) -> bool:
+    """Whether ``e`` (a DuckDB or Arrow error, or a :class:`StoreError` caused by one) is a Parquet part the query
+    had listed that was gone when it was opened: the lake's compaction (``ingest.compact``) removes the parts it
+    merged once the merged part is written, so a query that globbed the folder just before reads the merged part
+    when run again."""
+    while isinstance(e, StoreError):
+        e = e.__cause__
+    if not isinstance(e, (duckdb.IOException, pa.ArrowException, OSError)):
+        return False
+    msg = str(e)
+    return "No such file or directory" in msg or "No files found that match the pattern" in msg
+
+
+def once_more_if_vanished(run: Callable[[], T]) -> T:
+    """``run()``, and once more when it raised :class:`StoreError` for a part removed meanwhile
+    (:func:`vanished_part`); a second failure is raised."""
+    try:
+        return run()
+    except StoreError as e:
+        if not vanished_part(e):
+            raise
+        log.info("a lake part was removed while a query read it (compacted); running the query again: %s", e)
+    return run()
+
+
 class Store:
     """The queries the API and the CLI need (each raises :class:`StoreError` on failure)."""
 
@@ -278,6 +307,11 @@ class Store:
         self.lake = lake
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of ``sql`` as dicts; run once more when a part it listed was removed meanwhile
+        (:func:`vanished_part`). Raises :class:`StoreError`."""
+        return once_more_if_vanished(lambda: self._query(sql, params))
+
+    def _query(self, sql: str, params: list[Any] | None) -> list[dict[str, Any]]:
         con = connect(self.lake)
         try:
             cur = con.execute(sql, params or [])
@@ -477,7 +511,13 @@ class Store:
         caller reads, and a query that fails part-way raises here rather than cutting a response short.
         Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure, and when
         the rows read hold more than ``max_bytes`` bytes of Arrow data (DuckDB's ``memory_limit`` does not count
-        a result's strings: twenty values of 100 MB took the API to 8 GB)."""
+        a result's strings: twenty values of 100 MB took the API to 8 GB). Run once more when a part the query
+        listed was removed meanwhile (:func:`vanished_part`: nothing was returned yet)."""
+        return once_more_if_vanished(lambda: self._stream_sql(sql, max_rows=max_rows, timeout_s=timeout_s,
+                                                              max_bytes=max_bytes, batch_rows=batch_rows))
+
+    def _stream_sql(self, sql: str, *, max_rows: int, timeout_s: float, max_bytes: int,
+                    batch_rows: int) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
         con = connect(self.lake)
         timer = threading.Timer(timeout_s, con.interrupt)
         timer.start()

@@ -34,16 +34,19 @@ SELECT * EXCLUDE (date, hour)
 FROM read_parquet(getvariable('lake') || '/topology/**/*.parquet', hive_partitioning = true, union_by_name = true)
 QUALIFY row_number() OVER (PARTITION BY origin, fact, link, peer_name ORDER BY ts) = 1;
 
+-- A row stored twice (a compaction stopped between writing the merged part and removing the parts it merged:
+-- ingest/compact.py) is one row here and in incident_evidence.
 CREATE OR REPLACE VIEW incident_versions AS
 SELECT * EXCLUDE (date, hour)
-FROM read_parquet(getvariable('lake') || '/incidents/**/*.parquet', hive_partitioning = true, union_by_name = true);
+FROM read_parquet(getvariable('lake') || '/incidents/**/*.parquet', hive_partitioning = true, union_by_name = true)
+QUALIFY row_number() OVER (PARTITION BY id, version, written_at) = 1;
 
 CREATE OR REPLACE VIEW incidents AS
 SELECT * FROM incident_versions
 QUALIFY row_number() OVER (PARTITION BY id ORDER BY version DESC, written_at DESC) = 1;
 
 CREATE OR REPLACE VIEW incident_evidence AS
-SELECT e.* EXCLUDE (date, hour)
+SELECT DISTINCT e.* EXCLUDE (date, hour)
 FROM read_parquet(getvariable('lake') || '/incident_evidence/**/*.parquet', hive_partitioning = true, union_by_name = true) e
 SEMI JOIN incidents i ON e.incident_id = i.id AND e.version = i.version;
 

@@ -1,0 +1,317 @@
+"""Hourly compaction of the Parquet lake: the parts of a closed hour's partition folder merged into one.
+
+Every ingest batch writes one small part per partition folder (``ingest.lake``: ~70 rows each, ~69 parts per
+2,000-record batch), so a day of a fleet leaves hundreds of thousands of files, and every DuckDB query over the
+views globs and opens them all. DESIGN.md (Storage) says the lake is "compacted hourly"; this does it, one folder at
+a time (:func:`compact_folder`)::
+
+    <lake>/events/kind=xid/date=2026-11-30/hour=03/part-<batch>.parquet × n  ->  part-compacted-<hash>.parquet
+
+Steps, each safe to stop after:
+
+1. list the folder's parts (``part-*.parquet``; the ``_schema`` part and temporary files are not parts) with their
+   size and modification time;
+2. read them (:func:`ingest.lake.read_part`: parts of the old layout hold ``kind``, new ones do not) and drop the
+   rows the views of ``schemas/views.sql`` drop anyway (``DEDUP``), so every view answers the same rows after;
+3. write ONE part, atomically, with the writer, codecs and schema of ``Lake.write``, named
+   ``part-compacted-<sha256 of the member names>.parquet`` (no batch is named so, and a new member set gives a new
+   name);
+4. only then remove the members, each only if it is unchanged since step 1 (a batch replayed meanwhile rewrote
+   it: it stays, and the next run merges it).
+
+A crash between 3 and 4 leaves the merged part beside its members: nothing is lost, the rows are there twice, which
+the ``events``, ``link_samples`` and ``topology`` views deduplicate; ``incident_versions`` and
+``incident_evidence`` do not, so those two tables' rows are also made distinct (``DISTINCT`` of whole rows, which
+only a compaction's crash or a copied file makes), and the next run heals the folder. A second run over a folder
+of one part changes nothing.
+
+Readers: a DuckDB query that globbed a folder just before step 4 fails opening a removed member ("No such file").
+The API's queries (``api.store.Store``) retry once on that error, which reads the merged part; an analyst's
+``firstfault sql`` or plain ``duckdb`` query that raced a compaction fails with that message and is simply run
+again. Removing at once (not after a grace period) keeps the window to the one run, and leaves no duplicated
+incident rows visible meanwhile.
+
+Only closed hours are compacted: an hour whose end is at least ``min_age_s`` ago (default: the correlator's
+``allowed_lateness_s`` setting plus ``MARGIN_S``), the same rule as the hourly report's (``due_hour``). Late parts
+and replays into a compacted hour are merged by the next run over it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from ingest.lake import PARTITION_COLUMNS, PART_SCHEMAS, TABLES, TIME_COLUMN, Lake, LakeError, _encode
+
+#: table -> (PARTITION BY, ORDER BY) of the view that keeps one row per key (schemas/views.sql); None: the view keeps
+#: every row, and only exact copies of a row are dropped
+DEDUP: dict[str, tuple[str, str] | None] = {
+    "events": ("event_id", "ingest_ts NULLS LAST"),
+    "link_samples": ("origin, link, counter", "ts"),
+    "topology": ("origin, fact, link, peer_name", "ts"),
+    "incidents": None,
+    "incident_evidence": None,
+}
+#: seconds after an hour's allowed lateness has passed before its folders are compacted (a batch still in flight,
+#: an ingest worker catching up a few minutes)
+MARGIN_S = 600.0
+#: the prefix of a merged part's name; a batch's parts are ``part-<batch>.parquet`` with the batch's source
+#: coordinates, which never begin so
+COMPACTED_PREFIX = "part-compacted-"
+_HOUR_RE = re.compile(r"date=(\d{4}-\d{2}-\d{2})/hour=(\d{2})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One part of a folder as listed: its name, size (bytes) and modification time (ns since the epoch)."""
+
+    name: str
+    size: int
+    mtime_ns: int | None
+
+
+@dataclass(slots=True)
+class Folder:
+    """One partition folder of a table (``rel``: ``events/kind=xid/date=2026-11-30/hour=03``) and its parts."""
+
+    table: str
+    rel: str
+    hour: datetime
+    members: list[Member] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Merged:
+    """What compacting one folder did (or, dry, would do): ``parts`` merged into ``name``; rows and bytes of the
+    members and of the merged part (``bytes_after``: the encoded size; ``removed``: members removed, fewer than
+    ``parts`` when one changed meanwhile)."""
+
+    table: str
+    rel: str
+    parts: int
+    rows_before: int
+    rows_after: int
+    bytes_before: int
+    bytes_after: int
+    name: str
+    removed: int = 0
+
+
+def closed_before(now: datetime, min_age_s: float) -> datetime:
+    """The latest end of an hour closed at ``now`` (UTC, on the hour): an hour is closed when it ended at least
+    ``min_age_s`` seconds before ``now``; the hour starting at the returned time is the first one not closed."""
+    t = now.astimezone(timezone.utc) - timedelta(seconds=min_age_s)
+    return t.replace(minute=0, second=0, microsecond=0)
+
+
+def default_min_age_s(allowed_lateness_s: float) -> float:
+    """The age (seconds after its end) an hour must reach to be compacted: the allowed lateness plus ``MARGIN_S``."""
+    return allowed_lateness_s + MARGIN_S
+
+
+def merged_name(members: Iterable[str]) -> str:
+    """``part-compacted-<sha256 of the sorted member names, 16 hex>.parquet``."""
+    h = hashlib.sha256("\n".join(sorted(members)).encode()).hexdigest()[:16]
+    return f"{COMPACTED_PREFIX}{h}.parquet"
+
+
+def _fs(lake: Lake) -> tuple[pafs.FileSystem, str]:
+    return (lake.fs, lake.base) if lake.remote else (pafs.LocalFileSystem(), str(lake.root))
+
+
+def _is_part(name: str) -> bool:
+    return name.startswith("part-") and name.endswith(".parquet")
+
+
+def _members(fs: pafs.FileSystem, path: str) -> list[Member]:
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted((Member(i.base_name, i.size, i.mtime_ns) for i in infos
+                   if i.type == pafs.FileType.File and _is_part(i.base_name)), key=lambda m: m.name)
+
+
+def _dirs(fs: pafs.FileSystem, path: str) -> list[str]:
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
+
+
+def hour_folders(lake: Lake, hour: datetime) -> list[Folder]:
+    """The partition folders of every table for ``hour`` (a UTC datetime; minutes ignored), with their parts; those
+    that do not exist are left out. Raises OSError when the lake cannot be listed."""
+    fs, base = _fs(lake)
+    hour = hour.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    tail = f"date={hour:%Y-%m-%d}/hour={hour:%H}"
+    out = []
+    for table in TABLES:
+        prefixes = [table]
+        if PARTITION_COLUMNS.get(table):  # events: one folder per kind=
+            prefixes = [f"{table}/{d}" for d in _dirs(fs, f"{base}/{table}") if d != "kind=_schema"]
+        for p in prefixes:
+            members = _members(fs, f"{base}/{p}/{tail}")
+            if members:
+                out.append(Folder(table, f"{p}/{tail}", hour, members))
+    return out
+
+
+def folders_before(lake: Lake, before: datetime) -> list[Folder]:
+    """Every partition folder (of every table) of an hour that ended at or before ``before``, with its parts; one
+    recursive listing per table. Raises OSError when the lake cannot be listed."""
+    fs, base = _fs(lake)
+    out: dict[str, Folder] = {}
+    for table in TABLES:
+        infos = fs.get_file_info(pafs.FileSelector(f"{base}/{table}", recursive=True, allow_not_found=True))
+        for i in infos:
+            if i.type != pafs.FileType.File or not _is_part(i.base_name):
+                continue
+            rel = i.path[len(base) + 1:].rsplit("/", 1)[0]
+            m = _HOUR_RE.search(rel)
+            if m is None or "kind=_schema/" in rel:
+                continue
+            hour = datetime.strptime(f"{m[1]}T{m[2]}", "%Y-%m-%dT%H").replace(tzinfo=timezone.utc)
+            if hour + timedelta(hours=1) > before:
+                continue
+            f = out.setdefault(rel, Folder(table, rel, hour))
+            f.members.append(Member(i.base_name, i.size, i.mtime_ns))
+    for f in out.values():
+        f.members.sort(key=lambda m: m.name)
+    return [out[k] for k in sorted(out)]
+
+
+def read_members(lake: Lake, folder: Folder) -> pa.Table:
+    """The rows of every member of ``folder`` as one table of the table's schema (``TABLES``), in member order;
+    a member's partition columns from the folder when it does not hold them. Raises OSError / ArrowInvalid."""
+    fs, base = _fs(lake)
+    schema = TABLES[folder.table]
+    keys = dict(p.split("=", 1) for p in folder.rel.split("/") if "=" in p)
+    tables = []
+    for m in folder.members:
+        part = pq.read_table(f"{base}/{folder.rel}/{m.name}", filesystem=fs)
+        for name in PARTITION_COLUMNS.get(folder.table, ()):
+            if name not in part.column_names:
+                part = part.append_column(name, pa.array([keys[name]] * part.num_rows, pa.string()))
+        tables.append(part.select(schema.names).cast(schema))
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def dedup(table_name: str, table: pa.Table) -> pa.Table:
+    """The rows of ``table`` (of ``table_name``) that the views could still answer: for a view keeping one row
+    per key (``DEDUP``), the rows ranked first in the view's order (ties all kept: the view picks among them as it
+    did); then one of each set of identical rows. Sorted by the table's time column (readers prune by its min/max),
+    else in their order. Column types unchanged (rows are taken, not converted)."""
+    if table.num_rows == 0:
+        return table
+    cols = ", ".join(f'"{c}"' for c in table.column_names)
+    indexed = table.append_column("_i", pa.array(range(table.num_rows), pa.int64()))
+    rank = DEDUP[table_name]
+    inner = "SELECT * FROM indexed"
+    if rank is not None:
+        inner += f" QUALIFY rank() OVER (PARTITION BY {rank[0]} ORDER BY {rank[1]}) = 1"
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.register("indexed", indexed)
+        keep = con.sql(f"SELECT min(_i) FROM ({inner}) GROUP BY {cols}").to_arrow_table()
+    finally:
+        con.close()
+    idx = pc.sort_indices(keep.column(0))
+    kept = table.take(pc.take(keep.column(0), idx))
+    order = pc.sort_indices(kept, sort_keys=[(TIME_COLUMN[table_name], "ascending")])  # nulls last
+    return kept.take(order)
+
+
+def plan(lake: Lake, folder: Folder) -> tuple[pa.Buffer, Merged]:
+    """Read and deduplicate ``folder``'s members: the merged part, encoded as ``Lake.write`` encodes a part (the
+    part's schema, without the partition columns; ``ingest.lake._encode``), and what merging would do. Raises
+    OSError / ArrowInvalid."""
+    rows = read_members(lake, folder)
+    kept = dedup(folder.table, rows).drop_columns(list(PARTITION_COLUMNS.get(folder.table, ())))
+    kept = kept.cast(PART_SCHEMAS[folder.table])
+    data = _encode(kept, folder.table)
+    merged = Merged(folder.table, folder.rel, len(folder.members), rows.num_rows, kept.num_rows,
+                    sum(m.size for m in folder.members), data.size, merged_name(m.name for m in folder.members))
+    return data, merged
+
+
+def write_merged(lake: Lake, folder: Folder, data: pa.Buffer) -> str:
+    """Write ``data`` (:func:`plan`) as ``folder``'s merged part, atomically (``Lake._store_part``: a temporary
+    name, fsync, rename, fsync of the folder; one PUT on S3); return its name. Raises LakeError."""
+    name = merged_name(m.name for m in folder.members)
+    try:
+        lake._store_part(data, folder.rel, name)
+    except OSError as e:
+        raise LakeError(f"writing {folder.rel}/{name} to {lake.location} failed: {e}") from e
+    return name
+
+
+def remove_members(lake: Lake, folder: Folder, keep: str) -> int:
+    """Remove ``folder``'s members but ``keep`` (the merged part), each only if its size and modification time are
+    those listed (a batch replayed since rewrote it: it stays for the next run); return how many were removed.
+    A member already gone counts as removed. Raises LakeError."""
+    fs, base = _fs(lake)
+    removed = 0
+    try:
+        for m in folder.members:
+            if m.name == keep:
+                continue
+            path = f"{base}/{folder.rel}/{m.name}"
+            info = fs.get_file_info(path)
+            if info.type == pafs.FileType.NotFound:
+                removed += 1
+                continue
+            if info.size != m.size or info.mtime_ns != m.mtime_ns:
+                continue
+            fs.delete_file(path)
+            removed += 1
+    except OSError as e:
+        raise LakeError(f"removing the parts merged into {folder.rel}/{keep} from {lake.location} failed: {e}") from e
+    return removed
+
+
+def compact_folder(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merged | None:
+    """Merge ``folder``'s parts into one (module doc); None when it holds fewer than two. ``dry_run``: read and
+    count, write and remove nothing. Raises LakeError (a member unreadable included: nothing is removed then)."""
+    if len(folder.members) < 2:
+        return None
+    try:
+        data, merged = plan(lake, folder)
+    except (OSError, pa.ArrowException) as e:
+        raise LakeError(f"cannot read the parts of {folder.rel} in {lake.location}: {e}") from e
+    if not dry_run:
+        write_merged(lake, folder, data)
+        merged.removed = remove_members(lake, folder, merged.name)
+    return merged
+
+
+def compact(lake: Lake, *, hour: datetime | None = None, before: datetime | None = None,
+            now: datetime | None = None, min_age_s: float = MARGIN_S + 300.0, dry_run: bool = False,
+            progress: Callable[[int, int, str], None] | None = None) -> list[Merged]:
+    """Compact the closed hours' folders: those of ``hour`` alone, or of every hour ending at or before ``before``
+    (default: every closed hour). An hour is closed when it ended ``min_age_s`` seconds before ``now`` (default:
+    the clock); ``hour`` or ``before`` beyond that is cut to it (an open hour is never compacted: ``hour`` not
+    closed gives []). ``progress(done, total, folder)`` after each folder. Returns what was merged, in folder
+    order. Raises LakeError (the folders merged before it stay merged)."""
+    limit = closed_before(now or datetime.now(timezone.utc), min_age_s)
+    try:
+        if hour is not None:
+            hour = hour.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+            folders = hour_folders(lake, hour) if hour + timedelta(hours=1) <= limit else []
+        else:
+            folders = folders_before(lake, min(before, limit) if before is not None else limit)
+    except OSError as e:
+        raise LakeError(f"cannot list the lake at {lake.location}: {e}") from e
+    todo = [f for f in folders if len(f.members) > 1]
+    out = []
+    for n, f in enumerate(todo, 1):
+        m = compact_folder(lake, f, dry_run=dry_run)
+        if m is not None:
+            out.append(m)
+        if progress is not None:
+            progress(n, len(todo), f.rel)
+    return out
