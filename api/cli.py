@@ -43,6 +43,15 @@ def _add_report_app() -> None:
 _add_report_app()
 
 
+def _add_lake_app() -> None:
+    from api.lake_cli import lake_app
+
+    app.add_typer(lake_app, name="lake", help="Upkeep of the Parquet lake: compact closed hours' parts.")
+
+
+_add_lake_app()
+
+
 def _flags_without_a_type() -> None:
     """typer 0.25 and later print an option's type beside it in ``--help``, a flag's too (``--once <bool>``,
     ``--help <bool>``), as if it took a value (a fresh user's trial): a flag shows none. Older typers show none

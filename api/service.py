@@ -60,6 +60,8 @@ class Hourly:
         self.settings, self.lake, self.done, self.failed = settings, lake, None, None
         #: the first hour not written yet (``_next``): None until the lake was searched for the latest report stored
         self.owed = None
+        #: the last hour compacted (``maybe_compact``): None before the first call
+        self.compacted = None
 
     def _stored(self, hour) -> bool:
         from api.report import old_report_dir, report_dir
@@ -112,6 +114,52 @@ class Hourly:
                 self.failed = h
                 log.error("degraded-link report for %s failed (%s: %s); the next tick tries again", h,
                           type(e).__name__, e, exc_info=True, extra={"stage": "report", "error_code": "report_failed"})
+
+
+    async def maybe_compact(self) -> None:
+        """Compact (``ingest.compact``) the next closed hour this worker has not: an hour is closed
+        ``default_min_age_s`` (the allowed lateness plus ``MARGIN_S``) after its end. At a worker's start the
+        ``CATCH_UP_HOURS`` closed hours before it are gone over again, one a call (a folder of one part costs
+        a listing): late parts and a worker stopped for hours are merged so. Older hours: ``firstfault lake
+        compact``. A folder that cannot be compacted (a corrupt part) is logged as a warning and counted
+        (``firstfault_lake_compaction_failures_total``), and the hour's other folders are compacted: one bad part
+        does not hold up the hours after it. A lake that cannot be listed: the next call tries the same hour."""
+        from datetime import datetime, timedelta, timezone
+
+        from correlate.metrics import LAKE_COMPACTION_FAILURES, LAKE_PARTS_COMPACTED
+        from ingest.compact import closed_before, compact, default_min_age_s
+
+        hour = timedelta(hours=1)
+        age = default_min_age_s(self.settings.allowed_lateness_s)
+        latest = closed_before(datetime.now(timezone.utc), age) - hour
+        if self.compacted is None:
+            self.compacted = latest - CATCH_UP_HOURS * hour
+        if self.compacted >= latest:
+            return
+        h = self.compacted + hour
+        def folder_failed(folder, e: OSError) -> None:
+            LAKE_COMPACTION_FAILURES.inc()
+            log.warning("lake compaction of %s failed: %s", folder.rel, e,
+                        extra={"stage": "compact", "error_code": "compaction_failed"})
+
+        try:
+            merged = await asyncio.to_thread(compact, self.lake, hour=h, min_age_s=age, on_error=folder_failed)
+        except OSError as e:  # LakeError: the lake could not be listed; the next call tries the same hour again
+            LAKE_COMPACTION_FAILURES.inc()
+            log.warning("lake compaction of %s failed: %s", f"{h:%Y-%m-%dT%H}", e,
+                        extra={"stage": "compact", "error_code": "compaction_failed"})
+            return
+        except Exception as e:  # noqa: BLE001 — a defect: said with its traceback, the ticks go on
+            LAKE_COMPACTION_FAILURES.inc()
+            log.error("lake compaction of %s failed (%s: %s)", f"{h:%Y-%m-%dT%H}", type(e).__name__, e,
+                      exc_info=True, extra={"stage": "compact", "error_code": "compaction_failed"})
+            return
+        self.compacted = h
+        if merged:
+            LAKE_PARTS_COMPACTED.inc(sum(m.removed for m in merged))
+            log.info("lake hour %s compacted: %d parts of %d folders merged into one each (%d -> %d rows)",
+                     f"{h:%Y-%m-%dT%H}", sum(m.parts for m in merged), len(merged),
+                     sum(m.rows_before for m in merged), sum(m.rows_after for m in merged))
 
 
 async def _stop_tasks(stop: asyncio.Event, *tasks: asyncio.Task) -> None:
@@ -317,6 +365,7 @@ class Service:
             except OSError as e:  # the lake refused them: the sink keeps them for the next emit
                 log.warning("incidents not stored on this tick: %s", e)
             await self.hourly.maybe_write()
+            await self.hourly.maybe_compact()
 
     def current(self) -> list[dict[str, Any]]:
         return self.sink.current()
@@ -469,6 +518,7 @@ class CorrelateService:
                 await asyncio.wait_for(stop.wait(), 30)
             if not stop.is_set():
                 await self.hourly.maybe_write()
+                await self.hourly.maybe_compact()
 
 
 def _tell_pending(pager: Pager) -> None:

@@ -18,6 +18,14 @@ LATE = Counter("firstfault_late_events_total", "events too late to change incide
 FUTURE = Counter("firstfault_future_events_total", "events stamped further ahead of their Kafka append time than "
                  "any clock skew allows: correlated, but not moving their host's watermark")
 
+LAKE_PARTS_COMPACTED = Counter("firstfault_lake_parts_compacted_total",
+                               "Parquet parts the hourly compaction merged into one part per partition folder and "
+                               "removed (ingest.compact; by this correlate worker)")
+LAKE_COMPACTION_FAILURES = Counter("firstfault_lake_compaction_failures_total",
+                                   "partition folders (or hours, when the lake could not be listed) the hourly "
+                                   "compaction could not compact (a corrupt part, a read, write or removal refused): "
+                                   "logged; nothing is lost, the parts stay as they are")
+
 STEP_FAILURES = Counter("firstfault_correlate_step_failures_total",
                         "correlator steps that raised (a defect, or input nobody foresaw): said in the log and on "
                         "/healthz; the events stay stored and the next step tries again")

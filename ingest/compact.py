@@ -144,8 +144,8 @@ def _dirs(fs: pafs.FileSystem, path: str) -> list[str]:
 
 
 def hour_folders(lake: Lake, hour: datetime) -> list[Folder]:
-    """The partition folders of every table for ``hour`` (a UTC datetime; minutes ignored), with their parts; those
-    that do not exist are left out. Raises OSError when the lake cannot be listed."""
+    """The partition folders of every table for ``hour`` (a UTC datetime; minutes ignored), with their parts, sorted
+    by path; those that do not exist are left out. Raises OSError when the lake cannot be listed."""
     fs, base = _fs(lake)
     hour = hour.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
     tail = f"date={hour:%Y-%m-%d}/hour={hour:%H}"
@@ -158,7 +158,7 @@ def hour_folders(lake: Lake, hour: datetime) -> list[Folder]:
             members = _members(fs, f"{base}/{p}/{tail}")
             if members:
                 out.append(Folder(table, f"{p}/{tail}", hour, members))
-    return out
+    return sorted(out, key=lambda f: f.rel)
 
 
 def folders_before(lake: Lake, before: datetime) -> list[Folder]:
@@ -291,12 +291,15 @@ def compact_folder(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merg
 
 def compact(lake: Lake, *, hour: datetime | None = None, before: datetime | None = None,
             now: datetime | None = None, min_age_s: float = MARGIN_S + 300.0, dry_run: bool = False,
-            progress: Callable[[int, int, str], None] | None = None) -> list[Merged]:
+            progress: Callable[[int, int, str], None] | None = None,
+            on_error: Callable[[Folder, LakeError], None] | None = None) -> list[Merged]:
     """Compact the closed hours' folders: those of ``hour`` alone, or of every hour ending at or before ``before``
     (default: every closed hour). An hour is closed when it ended ``min_age_s`` seconds before ``now`` (default:
     the clock); ``hour`` or ``before`` beyond that is cut to it (an open hour is never compacted: ``hour`` not
     closed gives []). ``progress(done, total, folder)`` after each folder. Returns what was merged, in folder
-    order. Raises LakeError (the folders merged before it stay merged)."""
+    order. Raises LakeError when the lake cannot be listed, and when a folder cannot be compacted (a corrupt
+    part: nothing of that folder is removed) unless ``on_error(folder, error)`` is given, which is then called and
+    the other folders are compacted (the folders merged before stay merged either way)."""
     limit = closed_before(now or datetime.now(timezone.utc), min_age_s)
     try:
         if hour is not None:
@@ -309,7 +312,13 @@ def compact(lake: Lake, *, hour: datetime | None = None, before: datetime | None
     todo = [f for f in folders if len(f.members) > 1]
     out = []
     for n, f in enumerate(todo, 1):
-        m = compact_folder(lake, f, dry_run=dry_run)
+        try:
+            m = compact_folder(lake, f, dry_run=dry_run)
+        except LakeError as e:
+            if on_error is None:
+                raise
+            on_error(f, e)
+            m = None
         if m is not None:
             out.append(m)
         if progress is not None:

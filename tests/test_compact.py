@@ -213,3 +213,76 @@ def test_the_store_runs_a_query_again_when_a_part_it_listed_was_removed(tables, 
     assert len(calls) == 2
     lake.write("topology", tables["topology"], "b")
     assert Store(lake).query("SELECT count(*) AS n FROM topology") == [{"n": tables["topology"].num_rows}]
+
+
+def test_the_correlate_worker_compacts_each_closed_hour_once(tables, tmp_path, monkeypatch, caplog):
+    """``Hourly.maybe_compact`` (the correlate worker's and ``run``'s tick): the closed hours of the last day, one a
+    call, then each hour as it closes; a lake that refuses one is said and counted, and the same hour is tried
+    again. The wall clock is the one thing faked (``closed_before``): hours cannot pass."""
+    import asyncio
+    import logging
+
+    import ingest.compact
+    from api.service import CATCH_UP_HOURS, Hourly
+    from correlate.metrics import LAKE_COMPACTION_FAILURES, LAKE_PARTS_COMPACTED
+
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    before, parts = _views(lake), _parts(lake)
+    monkeypatch.setattr(ingest.compact, "closed_before", lambda now, age: HOUR + timedelta(hours=1))
+    bad = lake.root / "topology" / f"date={HOUR:%Y-%m-%d}" / f"hour={HOUR:%H}" / "part-bad.parquet"
+    bad.write_bytes(b"not parquet")
+    hourly = Hourly(Settings(lake=str(lake.root)), lake)
+    merged0, failed0 = LAKE_PARTS_COMPACTED._value.get(), LAKE_COMPACTION_FAILURES._value.get()
+    with caplog.at_level(logging.WARNING, logger="firstfault.service"):
+        for _ in range(CATCH_UP_HOURS + 1):
+            asyncio.run(hourly.maybe_compact())
+    assert hourly.compacted == HOUR
+    # the folder of the bad part is left as it was, the others are compacted
+    topo = "/".join(bad.parts[-4:-1])
+    assert _parts(lake)[topo] == sorted(parts[topo] + ["part-bad.parquet"])
+    assert all(len(v) == 1 for k, v in _parts(lake).items() if k != topo)
+    assert LAKE_COMPACTION_FAILURES._value.get() == failed0 + 1
+    assert [r.error_code for r in caplog.records if hasattr(r, "error_code")] == ["compaction_failed"]
+    assert "part-bad.parquet" in caplog.records[-1].getMessage()
+    assert LAKE_PARTS_COMPACTED._value.get() - merged0 == sum(len(v) for k, v in parts.items()
+                                                              if len(v) > 1 and k != topo)
+    asyncio.run(hourly.maybe_compact())  # nothing closed since: nothing done
+    assert hourly.compacted == HOUR and "part-bad.parquet" in _parts(lake)[topo]
+    bad.unlink()
+    assert _views(lake) == before
+
+
+def test_the_lake_compact_command(tables, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    parts = _parts(lake)
+    runner = CliRunner()
+    env = {"FIRSTFAULT_LAKE": str(lake.root), "COLUMNS": "200"}
+    r = runner.invoke(app, ["lake", "compact", "--dry-run"], env=env)
+    assert r.exit_code == 0, r.output
+    assert _parts(lake) == parts
+    lines = [ln for ln in r.stdout.splitlines() if " parts → 1, " in ln]
+    assert len(lines) == sum(len(v) > 1 for v in parts.values())
+    ev = next(ln for ln in lines if ln.startswith("events/kind=xid/"))
+    assert ev.startswith(f"events/kind=xid/date={HOUR:%Y-%m-%d}/hour={HOUR:%H}: "
+                         f"{len(parts[f'events/kind=xid/date={HOUR:%Y-%m-%d}/hour={HOUR:%H}'])} parts → 1, ")
+    assert "would merge" in r.stderr
+    r = runner.invoke(app, ["lake", "compact", "--hour", f"{HOUR:%Y-%m-%dT%H}"], env=env)
+    assert r.exit_code == 0 and r.stdout.splitlines() == lines and "merged" in r.stderr, r.output
+    assert all(len(v) == 1 for v in _parts(lake).values())
+    r = runner.invoke(app, ["lake", "compact"], env=env)
+    assert r.exit_code == 0 and r.stdout == "" and "nothing to compact" in r.stderr
+    now = datetime.now(timezone.utc)
+    for args in (["--hour", f"{now:%Y-%m-%dT%H}"], ["--hour", "x"], ["--before", "soon"],
+                 ["--hour", f"{HOUR:%Y-%m-%dT%H}", "--before", "2026-01-01"]):
+        r = runner.invoke(app, ["lake", "compact", *args], env=env)
+        assert r.exit_code == 2, (args, r.output)
+    r = runner.invoke(app, ["lake", "compact"], env={**env, "FIRSTFAULT_LAKE": str(tmp_path / "none")})
+    assert r.exit_code == 2 and "no lake" in r.stderr
+    bad = lake.root / "topology" / f"date={HOUR:%Y-%m-%d}" / f"hour={HOUR:%H}" / "part-bad.parquet"
+    bad.write_bytes(b"not parquet")
+    r = runner.invoke(app, ["lake", "compact"], env=env)
+    assert r.exit_code == 1 and "part-bad.parquet" in r.stderr, r.output
