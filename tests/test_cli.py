@@ -366,7 +366,7 @@ def test_help_lists_each_command_in_one_clean_sentence():
     box = _help().split("Commands")[1]
     entries = [x.strip("│ ").rstrip() for x in box.splitlines()[1:] if x.startswith("│")]
     assert [e.split()[0] for e in entries] == ["diagnose", "demo", "run", "ingest", "correlate", "serve", "sql",
-                                               "kafka", "report"], entries
+                                               "kafka", "report", "lake"], entries
     assert all(e.endswith(".") for e in entries), entries
     assert entries[0] == "diagnose   Find the first fault in local log files and print its incidents, without Kafka."
 
@@ -415,7 +415,8 @@ def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake)
 
 
 COMMANDS = [("diagnose",), ("demo",), ("run",), ("ingest",), ("correlate",), ("serve",), ("sql",), ("kafka", "start"),
-            ("kafka", "topics"), ("kafka", "stop"), ("kafka", "status"), ("report", "degraded-links")]
+            ("kafka", "topics"), ("kafka", "stop"), ("kafka", "status"), ("report", "degraded-links"),
+            ("lake", "compact")]
 
 
 def test_the_readme_names_every_command():
@@ -428,7 +429,8 @@ def test_the_readme_names_every_command():
     assert missing == [] and ".venv/bin/firstfault kafka topics " in readme, missing
 
 
-@pytest.mark.parametrize("cmd", [(), ("kafka",), ("report",), *COMMANDS], ids=lambda c: " ".join(c) or "firstfault")
+@pytest.mark.parametrize("cmd", [(), ("kafka",), ("report",), ("lake",), *COMMANDS],
+                         ids=lambda c: " ".join(c) or "firstfault")
 def test_help_at_80_columns_cuts_no_word(cmd):
     """At a terminal's 80 columns rich cuts a word longer than its help column with "…": ``diagnose --help`` showed
     ``hang|failure[@HOST][:GPU…`` and ``report degraded-links --help`` ``<lake>/reports/degraded_links/da…`` (a fresh
