@@ -115,7 +115,10 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
             # allowed_directories lock below still confines queries to the lake's prefix
             import s3fs
 
-            con.register_filesystem(s3fs.S3FileSystem())
+            # a filesystem of its own without a listings cache: fsspec's shared instance kept each folder's first
+            # listing, so once a part was written (or compacted away) after a process's first query, every query
+            # of that table failed ("FileNotFoundError" of a part the cached listing did not have)
+            con.register_filesystem(s3fs.S3FileSystem(use_listings_cache=False, skip_instance_cache=True))
         # no spilling to disk: a query bigger than memory_limit fails cleanly instead of filling the disk
         # (DuckDB's default spills to ./.tmp, up to 90 % of the disk, and makes that folder readable)
         con.execute("SET temp_directory = ''")

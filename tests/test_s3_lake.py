@@ -115,3 +115,51 @@ def test_hourly_report_objects_and_api_over_the_s3_lake(s3, stored):
     finally:
         server.should_exit = True
         t.join(10)
+
+
+def test_compaction_of_an_s3_lake(s3):
+    """``ingest.compact`` on an S3 lake: the parts of a closed hour become one object per folder, listed, read,
+    written (one PUT) and removed through pyarrow's S3 filesystem; the views read the same rows through s3fs."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow as pa
+
+    from ingest.compact import COMPACTED_PREFIX, compact
+
+    settings = Settings(lake="s3://fleet/compact")
+    _, batch, _ = diagnose_paths([SAMPLES / "node004.dmesg.log", SAMPLES / "node002.dmesg.log"], settings)
+    ev = batch.events
+    hour_us = 1_764_547_200_000_000  # 2025-12-01T00 UTC
+    ev = ev.set_column(ev.schema.get_field_index("ts"), "ts",
+                       pa.array([hour_us + i for i in range(ev.num_rows)], pa.timestamp("us", tz="UTC")))
+    lake = Lake(settings.lake)
+    lake.init()
+    for b in range(4):
+        lake.write("events", ev.slice(b * 3, 3), f"b{b}")
+    lake.write("events", ev.slice(0, 3), "replayed")
+    query = "SELECT * FROM events ORDER BY ALL"
+    before = Store(lake).query(query)
+    n = len(lake.files("events"))
+    merged = compact(lake, now=datetime(2025, 12, 1, 2, tzinfo=timezone.utc) + timedelta(minutes=1))
+    assert merged and sum(m.parts for m in merged) + 1 + len(merged) >= n  # + the _schema part
+    files = [f for f in lake.files("events") if "kind=_schema" not in f]
+    assert len(files) == len({f.rsplit("/", 1)[0] for f in files}) == len(merged)
+    assert all(f.rsplit("/", 1)[1].startswith(COMPACTED_PREFIX) for f in files)
+    assert Store(lake).query(query) == before and len(before) == min(12, ev.num_rows)
+
+
+def test_a_part_written_after_a_query_is_read_by_the_next(s3):
+    """The store's s3fs kept each folder's first listing (fsspec's shared instance and its listings cache): once an
+    ingest worker wrote a part after the API's first query, every query of that table failed ("events cannot be
+    read: … FileNotFoundError" of the new part). Each connection lists the lake afresh."""
+    settings = Settings(lake="s3://fleet/fresh")
+    _, batch, _ = diagnose_paths([SAMPLES / "node004.dmesg.log"], settings)
+    lake = Lake(settings.lake)
+    lake.init()
+    lake.write("events", batch.events.slice(0, 1), "b1")
+    assert Store(lake).query("SELECT count(*) AS n FROM events") == [{"n": 1}]
+    import pyarrow as pa
+
+    again = batch.events.slice(0, 1)  # another event of the same folder (kind, date, hour)
+    lake.write("events", again.set_column(0, "event_id", pa.array(["another"])), "b2")
+    assert Store(lake).query("SELECT count(*) AS n FROM events") == [{"n": 2}]
