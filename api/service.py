@@ -116,18 +116,21 @@ class Hourly:
                           type(e).__name__, e, exc_info=True, extra={"stage": "report", "error_code": "report_failed"})
 
 
-    async def maybe_compact(self) -> None:
+    async def maybe_compact(self, stop: asyncio.Event | None = None) -> None:
         """Compact (``ingest.compact``) the next closed hour this worker has not: an hour is closed
         ``default_min_age_s`` (the allowed lateness plus ``MARGIN_S``) after its end. At a worker's start the
         ``CATCH_UP_HOURS`` closed hours before it are gone over again, one a call (a folder of one part costs
         a listing): late parts and a worker stopped for hours are merged so. Older hours: ``firstfault lake
         compact``. A folder that cannot be compacted (a corrupt part) is logged as a warning and counted
         (``firstfault_lake_compaction_failures_total``), and the hour's other folders are compacted: one bad part
-        does not hold up the hours after it. A lake that cannot be listed: the next call tries the same hour."""
+        does not hold up the hours after it. A lake that cannot be listed: the next call tries the same hour.
+        ``stop`` set: the hour's compaction ends before its next folder (each folder is whole either way), and the
+        next call does the hour again."""
         from datetime import datetime, timedelta, timezone
 
         from correlate.metrics import LAKE_COMPACTION_FAILURES, LAKE_PARTS_COMPACTED
-        from ingest.compact import closed_before, compact, default_min_age_s
+        from ingest.compact import closed_before, compact_folder, default_min_age_s, hour_folders
+        from ingest.lake import LakeError
 
         hour = timedelta(hours=1)
         age = default_min_age_s(self.settings.allowed_lateness_s)
@@ -137,14 +140,29 @@ class Hourly:
         if self.compacted >= latest:
             return
         h = self.compacted + hour
-        def folder_failed(folder, e: OSError) -> None:
-            LAKE_COMPACTION_FAILURES.inc()
-            log.warning("lake compaction of %s failed: %s", folder.rel, e,
-                        extra={"stage": "compact", "error_code": "compaction_failed"})
+
+        def one_hour() -> list:  # in a thread; a folder merged counts at once (a stop may end the hour after it)
+            merged = []
+            for folder in hour_folders(self.lake, h):  # h <= latest: closed
+                if stop is not None and stop.is_set():
+                    raise _Stopped
+                try:
+                    m = compact_folder(self.lake, folder)
+                except LakeError as e:
+                    LAKE_COMPACTION_FAILURES.inc()
+                    log.warning("lake compaction of %s failed: %s", folder.rel, e,
+                                extra={"stage": "compact", "error_code": "compaction_failed"})
+                    continue
+                if m is not None:
+                    LAKE_PARTS_COMPACTED.inc(m.removed)
+                    merged.append(m)
+            return merged
 
         try:
-            merged = await asyncio.to_thread(compact, self.lake, hour=h, min_age_s=age, on_error=folder_failed)
-        except OSError as e:  # LakeError: the lake could not be listed; the next call tries the same hour again
+            merged = await asyncio.to_thread(one_hour)
+        except _Stopped:
+            return
+        except OSError as e:  # the lake could not be listed; the next call tries the same hour again
             LAKE_COMPACTION_FAILURES.inc()
             log.warning("lake compaction of %s failed: %s", f"{h:%Y-%m-%dT%H}", e,
                         extra={"stage": "compact", "error_code": "compaction_failed"})
@@ -156,10 +174,23 @@ class Hourly:
             return
         self.compacted = h
         if merged:
-            LAKE_PARTS_COMPACTED.inc(sum(m.removed for m in merged))
             log.info("lake hour %s compacted: %d parts of %d folders merged into one each (%d -> %d rows)",
                      f"{h:%Y-%m-%dT%H}", sum(m.parts for m in merged), len(merged),
                      sum(m.rows_before for m in merged), sum(m.rows_after for m in merged))
+
+
+class _Stopped(Exception):
+    """A compaction ended between two folders because the worker stops."""
+
+
+async def _compactions(hourly: Hourly, stop: asyncio.Event, every_s: float = 30.0) -> None:
+    """The lake's compaction of each closed hour (``Hourly.maybe_compact``) on a task of its own: an hour of a fleet
+    (tens of thousands of parts, ~3 ms each) delays neither the correlator's ticks nor the hourly report."""
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+        if not stop.is_set():
+            await hourly.maybe_compact(stop)
 
 
 async def _stop_tasks(stop: asyncio.Event, *tasks: asyncio.Task) -> None:
@@ -321,6 +352,7 @@ class Service:
 
         pager_task = asyncio.create_task(self.pager.run_forever(stop))
         tick_task = asyncio.create_task(self._tick(stop))
+        compact_task = asyncio.create_task(_compactions(self.hourly, stop))
         listen_task = asyncio.create_task(when_listening(server, listening, stop)) if server is not None else None
         await self.worker.start()
         try:
@@ -342,7 +374,7 @@ class Service:
                     on_serving(server)
                 await self.worker.run()
         finally:
-            await _stop_tasks(stop, pager_task, tick_task, *([listen_task] if listen_task else []))
+            await _stop_tasks(stop, pager_task, tick_task, compact_task, *([listen_task] if listen_task else []))
             _tell_pending(self.pager)
             self.pager.close()
             await self.worker.close()
@@ -365,7 +397,6 @@ class Service:
             except OSError as e:  # the lake refused them: the sink keeps them for the next emit
                 log.warning("incidents not stored on this tick: %s", e)
             await self.hourly.maybe_write()
-            await self.hourly.maybe_compact()
 
     def current(self) -> list[dict[str, Any]]:
         return self.sink.current()
@@ -495,6 +526,7 @@ class CorrelateService:
         await endpoint.start()
         pager_task = asyncio.create_task(self.sink.pager.run_forever(stop))
         report_task = asyncio.create_task(self._reports(stop))
+        compact_task = asyncio.create_task(_compactions(self.hourly, stop))
         try:
             await self.worker.start()
             if on_started is not None:
@@ -504,7 +536,7 @@ class CorrelateService:
                 if once:
                     await self.sink.pager.flush(10)
             finally:
-                await _stop_tasks(stop, pager_task, report_task)
+                await _stop_tasks(stop, pager_task, report_task, compact_task)
                 _tell_pending(self.sink.pager)
                 self.sink.pager.close()
                 await self.worker.close()
@@ -518,7 +550,6 @@ class CorrelateService:
                 await asyncio.wait_for(stop.wait(), 30)
             if not stop.is_set():
                 await self.hourly.maybe_write()
-                await self.hourly.maybe_compact()
 
 
 def _tell_pending(pager: Pager) -> None:

@@ -234,11 +234,23 @@ def test_the_correlate_worker_compacts_each_closed_hour_once(tables, tmp_path, m
     hourly = Hourly(Settings(lake=str(lake.root)), lake)
     merged0, failed0 = LAKE_PARTS_COMPACTED._value.get(), LAKE_COMPACTION_FAILURES._value.get()
     with caplog.at_level(logging.WARNING, logger="firstfault.service"):
-        for _ in range(CATCH_UP_HOURS + 1):
+        for _ in range(CATCH_UP_HOURS - 1):  # the day's closed hours before HOUR: nothing in them
             asyncio.run(hourly.maybe_compact())
+        topo = "/".join(bad.parts[-4:-1])
+        assert hourly.compacted == HOUR - timedelta(hours=1)
+        assert _parts(lake) == {**parts, topo: sorted(parts[topo] + ["part-bad.parquet"])}
+
+        async def stopping() -> None:  # the worker stops: the hour ends before its next folder, done again later
+            stop = asyncio.Event()
+            stop.set()
+            await hourly.maybe_compact(stop)
+
+        asyncio.run(stopping())
+        assert hourly.compacted == HOUR - timedelta(hours=1)
+        assert _parts(lake) == {**parts, topo: sorted(parts[topo] + ["part-bad.parquet"])}  # nothing done
+        asyncio.run(hourly.maybe_compact())
     assert hourly.compacted == HOUR
     # the folder of the bad part is left as it was, the others are compacted
-    topo = "/".join(bad.parts[-4:-1])
     assert _parts(lake)[topo] == sorted(parts[topo] + ["part-bad.parquet"])
     assert all(len(v) == 1 for k, v in _parts(lake).items() if k != topo)
     assert LAKE_COMPACTION_FAILURES._value.get() == failed0 + 1
