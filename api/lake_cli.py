@@ -39,7 +39,8 @@ def _parse_before(text: str) -> datetime:
 
 @lake_app.command("compact")
 def compact_cmd(
-    hour: Annotated[Optional[str], typer.Option(metavar="<hour>", help="only this UTC hour, e.g. 2026-11-30T03")] = None,
+    hour: Annotated[Optional[str], typer.Option(metavar="<hour>",
+                                                help="only this UTC hour, e.g. 2026-11-30T03")] = None,
     before: Annotated[Optional[str], typer.Option(metavar="<time>", help="only hours that ended by this time (ISO "
                                                   "8601, UTC without a zone); default: every closed hour")] = None,
     min_age: Annotated[Optional[float], typer.Option("--min-age", min=0, metavar="<seconds>", help=(
@@ -75,8 +76,9 @@ def compact_cmd(
     age = default_min_age_s(settings.allowed_lateness_s) if min_age is None else min_age
     limit = closed_before(datetime.now(timezone.utc), age)
     if h is not None and h + timedelta(hours=1) > limit:
+        last = limit - timedelta(hours=1)
         raise typer.BadParameter(f"the hour {h:%Y-%m-%dT%H} is not closed: an hour is compacted {age:.0f} s after "
-                                 f"its end (--min-age); the latest closed hour is {limit - timedelta(hours=1):%Y-%m-%dT%H}",
+                                 f"its end (--min-age); the latest closed hour is {last:%Y-%m-%dT%H}",
                                  param_hint="--hour")
     err.print(f"[dim]lake: {escape(str(settings.lake))}[/]")
     from api.cli import _progress
