@@ -831,11 +831,14 @@ class IngestWorker:
         self._buf.clear()
         self._intents.clear()
         for tp in sorted(mine):
-            committed = await c.committed(tp)
-            if committed is None:
-                await c.seek_to_beginning(tp)  # auto_offset_reset="earliest", as a new group's first start
-            else:
-                c.seek(tp, committed)
+            try:
+                committed = await c.committed(tp)
+                if committed is None:
+                    await c.seek_to_beginning(tp)  # auto_offset_reset="earliest", as a new group's first start
+                else:
+                    c.seek(tp, committed)
+            except IllegalStateError:  # revoked during an await: its new owner starts from the commit
+                continue
         self._unread |= mine
         for tp in sorted(set(want) & mine):
             while len(buf := self._buf.setdefault(tp, [])) < 2 * self.chunk_records:
@@ -854,7 +857,10 @@ class IngestWorker:
                                       "dead-letter an unreadable record")
                 except _Abandoned:  # the partition's new owner finds it again
                     break
-                c.seek(tp, pos + 1)
+                try:
+                    c.seek(tp, pos + 1)
+                except IllegalStateError:  # revoked while the letter was sent: its new owner finds the record again
+                    break
                 self._skipped.setdefault(tp, set()).add(pos)
 
     def _past_skipped(self, tp: TopicPartition, offset: int) -> int:
