@@ -18,7 +18,6 @@ import typer
 from rich.markup import escape
 
 from api.render import cli_console
-from schemas.settings import SettingsError, load_settings
 
 lake_app = typer.Typer(no_args_is_help=True, help="Upkeep of the Parquet lake (compaction).")
 err = cli_console("stderr")
@@ -67,11 +66,9 @@ def compact_cmd(
         b = _parse_before(before) if before is not None else None
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--before") from None
-    try:
-        settings = load_settings(config)
-    except SettingsError as e:
-        err.print(f"[red]configuration error:[/] {escape(str(e))}")
-        raise typer.Exit(2) from None
+    from api.cli import _settings  # at call time: api.cli imports this module
+
+    settings = _settings(config)  # exit 2 on a bad setting, as every command
     require_lake(settings)
     age = default_min_age_s(settings.allowed_lateness_s) if min_age is None else min_age
     limit = closed_before(datetime.now(timezone.utc), age)
