@@ -187,17 +187,30 @@ def folders_before(lake: Lake, before: datetime) -> list[Folder]:
 
 def read_members(lake: Lake, folder: Folder) -> pa.Table:
     """The rows of every member of ``folder`` as one table of the table's schema (``TABLES``), in member order;
-    a member's partition columns from the folder when it does not hold them. Raises OSError / ArrowInvalid."""
+    a member's partition columns from the folder when it does not hold them, and a column of the table it does not
+    hold (a part of an earlier schema) as nulls, as the views read it (``union_by_name``). Raises OSError, and
+    ArrowInvalid for a member holding a column the table has not (a part of a later schema, or of another table:
+    merging it would drop that column's values), one of another type, or a null where the table requires a value.
+    """
     fs, base = _fs(lake)
     schema = TABLES[folder.table]
     keys = dict(p.split("=", 1) for p in folder.rel.split("/") if "=" in p)
     tables = []
     for m in folder.members:
         part = pq.read_table(f"{base}/{folder.rel}/{m.name}", filesystem=fs)
+        if extra := [c for c in part.column_names if c not in schema.names]:
+            raise pa.ArrowInvalid(f"{m.name} holds {', '.join(extra)}, which {folder.table} has not: a part of "
+                                  "another schema (merging it would drop those columns)")
         for name in PARTITION_COLUMNS.get(folder.table, ()):
             if name not in part.column_names:
                 part = part.append_column(name, pa.array([keys[name]] * part.num_rows, pa.string()))
-        tables.append(part.select(schema.names).cast(schema))
+        for f in schema:
+            if f.name not in part.column_names:
+                part = part.append_column(f.name, pa.nulls(part.num_rows, f.type))
+        try:
+            tables.append(part.select(schema.names).cast(schema))
+        except ValueError as e:  # ArrowInvalid included; a null where the schema requires a value is a ValueError
+            raise pa.ArrowInvalid(f"{m.name}: {e}") from e
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
@@ -276,7 +289,8 @@ def remove_members(lake: Lake, folder: Folder, keep: str) -> int:
 
 def compact_folder(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merged | None:
     """Merge ``folder``'s parts into one (module doc); None when it holds fewer than two. ``dry_run``: read and
-    count, write and remove nothing. Raises LakeError (a member unreadable included: nothing is removed then)."""
+    count, write and remove nothing. Raises LakeError (a member unreadable or of another schema included:
+    nothing is removed then)."""
     if len(folder.members) < 2:
         return None
     try:

@@ -173,6 +173,46 @@ def test_the_open_hour_and_those_within_the_lateness_are_untouched(tables, tmp_p
     assert compact(lake, hour=HOUR, now=NOW) and all(len(v) == 1 for v in _parts(lake).values())
 
 
+def test_a_part_of_an_earlier_schema_is_merged_with_nulls_as_the_views_read_it(tables, tmp_path, monkeypatch):
+    """A part written before a column was added (here: without ``model``) reads as nulls in the views
+    (``union_by_name``); it raised KeyError out of ``compact``, past ``on_error``: every folder after it stayed
+    unmerged, and the worker's hour was tried again and again."""
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    folder = lake.root / f"link_samples/date={HOUR:%Y-%m-%d}/hour={HOUR:%H}"
+    old = tables["link_samples"].slice(0, 4).drop_columns(["model"])
+    old = old.set_column(old.schema.get_field_index("counter"), "counter", pa.array(["earlier schema"] * 4))
+    pq.write_table(old, folder / "part-earlier.parquet")
+    before = _views(lake)
+    assert [r[-2] for r in before[2] if r[7] == "earlier schema"] == [None] * 4  # model, next to last
+    compact(lake, now=NOW, on_error=lambda f, e: pytest.fail(str(e)))
+    assert all(len(v) == 1 for v in _parts(lake).values())
+    assert _views(lake) == before
+
+
+@pytest.mark.parametrize("table,column,value", [("link_samples", "firmware", "96.00.5A"),  # a later schema's part
+                                                ("events", "event_id", None)])  # a null where one is required
+def test_a_part_that_cannot_be_merged_whole_is_left_and_the_other_folders_merged(table, column, value, tables,
+                                                                                   tmp_path, monkeypatch):
+    """A part holding a column the table has not (merging would drop its values: the column was silently gone) or
+    a null in a column the table requires (a ValueError out of ``compact``) leaves its folder as it is; on_error
+    is told and the other folders are merged."""
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    rel, names = max((kv for kv in _parts(lake).items() if kv[0].startswith(table + "/")), key=lambda kv: len(kv[1]))
+    t = pq.read_table(lake.root / rel / names[-1])
+    if column in t.column_names:
+        t = t.set_column(t.schema.get_field_index(column), pa.field(column, pa.string()),
+                         pa.array([value] * t.num_rows, pa.string()))
+    else:
+        t = t.append_column(column, pa.array([value] * t.num_rows, pa.string()))
+    pq.write_table(t, lake.root / rel / "part-odd.parquet")
+    parts, failed = _parts(lake), []
+    compact(lake, now=NOW, on_error=lambda f, e: failed.append((f.rel, str(e))))
+    assert [f for f, _ in failed] == [rel] and "part-odd.parquet" in failed[0][1]
+    after = _parts(lake)
+    assert after[rel] == parts[rel] and all(len(v) == 1 for k, v in after.items() if k != rel)
+    assert pq.read_table(lake.root / rel / "part-odd.parquet").column(column).to_pylist() == [value] * t.num_rows
+
+
 def test_a_folder_of_one_part_is_left_as_it_is(tables, tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     lake.init()
