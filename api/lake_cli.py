@@ -28,12 +28,13 @@ def _size(n: int) -> str:
 
 
 def _parse_before(text: str) -> datetime:
-    """An ISO 8601 time (no zone = UTC; ``Z`` allowed) -> aware UTC datetime. Raises ValueError."""
+    """An ISO 8601 time (no zone = UTC; ``Z`` allowed) -> aware UTC datetime. Raises ValueError (a time whose UTC
+    is no date, ``0001-01-01T00:00+01:00``, included: it raised OverflowError, a traceback and exit code 1)."""
     try:
         dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+        return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (ValueError, OverflowError):
         raise ValueError(f"a time like 2026-11-30T04 or 2026-11-30T04:00:00Z (UTC), not {text!r}") from None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
 @lake_app.command("compact")

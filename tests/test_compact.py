@@ -329,6 +329,7 @@ def test_the_lake_compact_command(tables, tmp_path, monkeypatch):
     assert r.exit_code == 0 and r.stdout == "" and "nothing to compact" in r.stderr
     now = datetime.now(timezone.utc)
     for args in (["--hour", f"{now:%Y-%m-%dT%H}"], ["--hour", "x"], ["--before", "soon"],
+                 ["--before", "0001-01-01T00:00+01:00"], ["--before", "9999-12-31T23:00-01:00"],  # no UTC date
                  ["--hour", f"{HOUR:%Y-%m-%dT%H}", "--before", "2026-01-01"]):
         r = runner.invoke(app, ["lake", "compact", *args], env=env)
         assert r.exit_code == 2, (args, r.output)
