@@ -158,7 +158,9 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
     column types differ from its schema gets, for each view or macro over it, one of the same name and columns
     that raises the reason, naming the file, when a query reads it; the other tables stay usable (one bad file
     under ``events/`` made every view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned
-    the whole column to VARCHAR and the API answered 500).
+    the whole column to VARCHAR and the API answered 500). A part gone between the view's glob and the read of
+    its footer (the lake's compaction removed it: :func:`vanished_part`) is not such a part: the view is created
+    once more, which lists the merged part.
 
     The columns of the views over parts are checked once all are created (one catalog query). When one has a
     column of another type, or one more, the statements run again: with those views ``mismatched`` (view ->
@@ -183,10 +185,17 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
                 why = f"it reads {upstream}, which cannot be read: {broken[upstream]}"
         if why is None:
             reads_parts = name in narrow or _SAME_PARTS.get(name) in narrow
-            try:
-                con.execute(f"{head}SELECT {cols} FROM ({select})" if reads_parts else sql)
-            except duckdb.Error as e:
-                why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
+            create = f"{head}SELECT {cols} FROM ({select})" if reads_parts else sql
+            for attempt in (1, 2):
+                try:
+                    con.execute(create)
+                except duckdb.Error as e:
+                    # a part the glob listed was compacted away before its footer was read: the next glob lists
+                    # the merged part (it made the view one that raises "cannot be read", not retried)
+                    if attempt == 1 and vanished_part(e):
+                        continue
+                    why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
+                break
         if why is not None:
             broken[name] = why
             text = f"{_SAME_PARTS.get(name, name)} cannot be read: {why}".replace("'", "''")
