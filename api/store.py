@@ -160,7 +160,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
     under ``events/`` made every view, ``/links`` and ``/incidents`` fail; a part whose ``ts`` was text turned
     the whole column to VARCHAR and the API answered 500). A part gone between the view's glob and the read of
     its footer (the lake's compaction removed it: :func:`vanished_part`) is not such a part: the view is created
-    once more, which lists the merged part.
+    again (up to ``VANISHED_RUNS`` times), which lists the merged part.
 
     The columns of the views over parts are checked once all are created (one catalog query). When one has a
     column of another type, or one more, the statements run again: with those views ``mismatched`` (view ->
@@ -186,13 +186,13 @@ def _create_views(con: duckdb.DuckDBPyConnection, root: str, mismatched: dict[st
         if why is None:
             reads_parts = name in narrow or _SAME_PARTS.get(name) in narrow
             create = f"{head}SELECT {cols} FROM ({select})" if reads_parts else sql
-            for attempt in (1, 2):
+            for attempt in range(VANISHED_RUNS + 1):
                 try:
                     con.execute(create)
                 except duckdb.Error as e:
                     # a part the glob listed was compacted away before its footer was read: the next glob lists
                     # the merged part (it made the view one that raises "cannot be read", not retried)
-                    if attempt == 1 and vanished_part(e):
+                    if attempt < VANISHED_RUNS and vanished_part(e):
                         continue
                     why = re.sub(r"^[\w ]*Error: ", "", str(e).splitlines()[0])  # the caller says "Error" once
                 break
@@ -300,15 +300,24 @@ def vanished_part(e: BaseException | None) -> bool:
     return "No such file or directory" in msg or "No files found that match the pattern" in msg
 
 
-def once_more_if_vanished(run: Callable[[], T]) -> T:
-    """``run()``, and once more when it raised :class:`StoreError` for a part removed meanwhile
-    (:func:`vanished_part`); a second failure is raised."""
-    try:
-        return run()
-    except StoreError as e:
-        if not vanished_part(e):
-            raise
-        log.info("a lake part was removed while a query read it (compacted); running the query again: %s", e)
+#: how many times a query is run again when a part it listed was removed meanwhile (``again_if_vanished``): the
+#: compaction of an hour removes one folder's parts after another for seconds to minutes, so a query of the whole
+#: lake run again once met the next folder's removal (a break-it pass: 2 of 39 queries of 0.5 s failed during one
+#: 15 s compaction of 14 folders)
+VANISHED_RUNS = 5
+
+
+def again_if_vanished(run: Callable[[], T]) -> T:
+    """``run()``, and again, up to ``VANISHED_RUNS`` more times, while it raises :class:`StoreError` for a part
+    removed meanwhile (:func:`vanished_part`); another failure, or the last, is raised."""
+    for n in range(VANISHED_RUNS):
+        try:
+            return run()
+        except StoreError as e:
+            if not vanished_part(e):
+                raise
+            log.info("a lake part was removed while a query read it (compacted); running the query again (%d): %s",
+                     n + 1, e)
     return run()
 
 
@@ -319,9 +328,9 @@ class Store:
         self.lake = lake
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        """The rows of ``sql`` as dicts; run once more when a part it listed was removed meanwhile
-        (:func:`vanished_part`). Raises :class:`StoreError`."""
-        return once_more_if_vanished(lambda: self._query(sql, params))
+        """The rows of ``sql`` as dicts; run again when a part it listed was removed meanwhile
+        (:func:`again_if_vanished`). Raises :class:`StoreError`."""
+        return again_if_vanished(lambda: self._query(sql, params))
 
     def _query(self, sql: str, params: list[Any] | None) -> list[dict[str, Any]]:
         con = connect(self.lake)
@@ -523,9 +532,9 @@ class Store:
         caller reads, and a query that fails part-way raises here rather than cutting a response short.
         Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure, and when
         the rows read hold more than ``max_bytes`` bytes of Arrow data (DuckDB's ``memory_limit`` does not count
-        a result's strings: twenty values of 100 MB took the API to 8 GB). Run once more when a part the query
-        listed was removed meanwhile (:func:`vanished_part`: nothing was returned yet)."""
-        return once_more_if_vanished(lambda: self._stream_sql(sql, max_rows=max_rows, timeout_s=timeout_s,
+        a result's strings: twenty values of 100 MB took the API to 8 GB). Run again when a part the query
+        listed was removed meanwhile (:func:`again_if_vanished`: nothing was returned yet)."""
+        return again_if_vanished(lambda: self._stream_sql(sql, max_rows=max_rows, timeout_s=timeout_s,
                                                               max_bytes=max_bytes, batch_rows=batch_rows))
 
     def _stream_sql(self, sql: str, *, max_rows: int, timeout_s: float, max_bytes: int,

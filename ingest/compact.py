@@ -26,7 +26,7 @@ only a compaction's crash or a copied file makes), and the next run heals the fo
 of one part changes nothing.
 
 Readers: a DuckDB query that globbed a folder just before step 4 fails opening a removed member ("No such file").
-The API's queries (``api.store.Store``) retry once on that error, which reads the merged part; an analyst's
+The API's queries (``api.store.Store``) run again on that error (a few times), reading the merged part; an analyst's
 ``firstfault sql`` or plain ``duckdb`` query that raced a compaction fails with that message and is simply run
 again. Removing at once (not after a grace period) keeps the window to the one run, and leaves no duplicated
 incident rows visible meanwhile.
