@@ -163,7 +163,8 @@ def hour_folders(lake: Lake, hour: datetime) -> list[Folder]:
 
 def folders_before(lake: Lake, before: datetime) -> list[Folder]:
     """Every partition folder (of every table) of an hour that ended at or before ``before``, with its parts; one
-    recursive listing per table. Raises OSError when the lake cannot be listed."""
+    recursive listing per table. A folder whose ``date=``/``hour=`` names no hour (``hour=24``) is left out (it
+    raised ValueError, which ended the whole compaction). Raises OSError when the lake cannot be listed."""
     fs, base = _fs(lake)
     out: dict[str, Folder] = {}
     for table in TABLES:
@@ -175,7 +176,10 @@ def folders_before(lake: Lake, before: datetime) -> list[Folder]:
             m = _HOUR_RE.search(rel)
             if m is None or "kind=_schema/" in rel:
                 continue
-            hour = datetime.strptime(f"{m[1]}T{m[2]}", "%Y-%m-%dT%H").replace(tzinfo=timezone.utc)
+            try:
+                hour = datetime.strptime(f"{m[1]}T{m[2]}", "%Y-%m-%dT%H").replace(tzinfo=timezone.utc)
+            except ValueError:  # hour=24, date=2026-02-30: no folder Lake.write makes; left as it is
+                continue
             if hour + timedelta(hours=1) > before:
                 continue
             f = out.setdefault(rel, Folder(table, rel, hour))

@@ -214,6 +214,23 @@ def test_a_part_that_cannot_be_merged_whole_is_left_and_the_other_folders_merged
     assert pq.read_table(lake.root / rel / "part-odd.parquet").column(column).to_pylist() == [value] * t.num_rows
 
 
+def test_a_folder_that_names_no_hour_is_left_and_the_others_merged(tables, tmp_path, monkeypatch):
+    """A stray ``hour=24`` (or ``date=2025-02-30``) folder holding parts: ``compact`` raised ValueError and merged
+    nothing."""
+    import shutil
+
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    src = lake.root / f"topology/date={HOUR:%Y-%m-%d}/hour={HOUR:%H}"
+    strays = ("topology/date=2025-11-30/hour=24", "topology/date=2025-02-30/hour=01")
+    for stray in strays:
+        shutil.copytree(src, lake.root / stray)
+    n, parts = len(list(src.glob("part-*"))), _parts(lake)
+    merged = compact(lake, now=NOW)
+    assert {m.rel for m in merged} == {k for k, v in parts.items() if len(v) > 1}
+    assert all(len(v) == 1 for v in _parts(lake).values())
+    assert [len(list((lake.root / s).glob("part-*"))) for s in strays] == [n, n] and n > 1
+
+
 def test_a_folder_of_one_part_is_left_as_it_is(tables, tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     lake.init()
