@@ -291,15 +291,29 @@ def remove_members(lake: Lake, folder: Folder, keep: str) -> int:
     return removed
 
 
+def _vanished(lake: Lake, folder: Folder) -> bool:
+    """Whether a member of ``folder`` is gone since it was listed."""
+    fs, base = _fs(lake)
+    try:
+        infos = fs.get_file_info([f"{base}/{folder.rel}/{m.name}" for m in folder.members])
+    except OSError:
+        return False
+    return any(i.type == pafs.FileType.NotFound for i in infos)
+
+
 def compact_folder(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merged | None:
     """Merge ``folder``'s parts into one (module doc); None when it holds fewer than two. ``dry_run``: read and
-    count, write and remove nothing. Raises LakeError (a member unreadable or of another schema included:
-    nothing is removed then)."""
+    count, write and remove nothing. None too when a member was removed since the listing (another compaction of
+    the folder has its rows: two at once made the later one say the folder could not be read, exit code 1, a
+    failure counted). Raises LakeError (a member unreadable or of another schema included: nothing is removed
+    then)."""
     if len(folder.members) < 2:
         return None
     try:
         data, merged = plan(lake, folder)
     except (OSError, pa.ArrowException) as e:
+        if isinstance(e, OSError) and _vanished(lake, folder):
+            return None  # another compaction of the folder (a second worker, the CLI) merged and removed it
         raise LakeError(f"cannot read the parts of {folder.rel} in {lake.location}: {e}") from e
     if not dry_run:
         write_merged(lake, folder, data)

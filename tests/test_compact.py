@@ -17,10 +17,10 @@ import pytest
 import ingest.lake
 from api.demo import SAMPLES
 from api.diagnose import diagnose_paths
-from api.store import Store, StoreError, connect, again_if_vanished, vanished_part
-from ingest.compact import (COMPACTED_PREFIX, closed_before, compact, compact_folder, hour_folders, plan,
-                            remove_members, write_merged)
-from ingest.lake import TABLES, TIME_COLUMN, Lake
+from api.store import Store, StoreError, again_if_vanished, connect, vanished_part
+from ingest.compact import (COMPACTED_PREFIX, closed_before, compact, compact_folder, hour_folders,
+                            merged_name, plan, remove_members, write_merged)
+from ingest.lake import TABLES, TIME_COLUMN, Lake, LakeError
 from schemas.incidents import incident_rows
 from schemas.settings import Settings
 
@@ -158,6 +158,25 @@ def test_a_member_rewritten_during_the_compaction_is_kept(tables, tmp_path, monk
     os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert remove_members(lake, folder, name) == len(folder.members) - 1
     assert sorted(p.name for p in (lake.root / folder.rel).glob("part-*")) == sorted([name, victim.name])
+
+
+def test_a_folder_another_compaction_merged_meanwhile_is_no_failure(tables, tmp_path, monkeypatch):
+    """Two compactions of an hour at once (two workers, or the worker and the CLI: a break-it pass ran two
+    ``firstfault lake compact`` processes, the later ended with exit code 1, 'cannot read the parts of …'): the one
+    that finds a member gone since its listing leaves the folder to the other, quietly."""
+    lake = _lake(tmp_path, tables, monkeypatch, batches=3)
+    before = _views(lake)
+    mine = next(f for f in hour_folders(lake, HOUR) if f.table == "link_samples")
+    [other] = [f for f in hour_folders(lake, HOUR) if f.rel == mine.rel]
+    assert compact_folder(lake, other).removed == len(other.members)  # the other compaction, first
+    assert compact_folder(lake, mine) is None
+    assert [p.name for p in (lake.root / mine.rel).glob("part-*")] == [merged_name(m.name for m in mine.members)]
+    assert _views(lake) == before
+    bad = lake.root / mine.rel / "part-bad.parquet"  # a part that cannot be read is still a failure
+    bad.write_bytes(b"not parquet")
+    [folder] = [f for f in hour_folders(lake, HOUR) if f.rel == mine.rel]
+    with pytest.raises(LakeError, match="part-bad"):
+        compact_folder(lake, folder)
 
 
 def test_the_open_hour_and_those_within_the_lateness_are_untouched(tables, tmp_path, monkeypatch):
