@@ -270,7 +270,8 @@ def write_merged(lake: Lake, folder: Folder, data: pa.Buffer) -> str:
 def remove_members(lake: Lake, folder: Folder, keep: str) -> int:
     """Remove ``folder``'s members but ``keep`` (the merged part), each only if its size and modification time are
     those listed (a batch replayed since rewrote it: it stays for the next run); return how many were removed.
-    A member already gone counts as removed. Raises LakeError."""
+    A member already gone, or gone between the check and the removal (another compaction of the folder: it raised
+    'Cannot delete file', a failure of the folder), counts as removed. Raises LakeError."""
     fs, base = _fs(lake)
     removed = 0
     try:
@@ -284,7 +285,11 @@ def remove_members(lake: Lake, folder: Folder, keep: str) -> int:
                 continue
             if info.size != m.size or info.mtime_ns != m.mtime_ns:
                 continue
-            fs.delete_file(path)
+            try:
+                fs.delete_file(path)
+            except OSError:  # another compaction of the folder removed it after the check: gone all the same
+                if fs.get_file_info(path).type != pafs.FileType.NotFound:
+                    raise
             removed += 1
     except OSError as e:
         raise LakeError(f"removing the parts merged into {folder.rel}/{keep} from {lake.location} failed: {e}") from e

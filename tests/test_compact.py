@@ -13,7 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pyarrow import fs as pafs
 
+import ingest.compact
 import ingest.lake
 from api.demo import SAMPLES
 from api.diagnose import diagnose_paths
@@ -162,8 +164,10 @@ def test_a_member_rewritten_during_the_compaction_is_kept(tables, tmp_path, monk
 
 def test_a_folder_another_compaction_merged_meanwhile_is_no_failure(tables, tmp_path, monkeypatch):
     """Two compactions of an hour at once (two workers, or the worker and the CLI: a break-it pass ran two
-    ``firstfault lake compact`` processes, the later ended with exit code 1, 'cannot read the parts of …'): the one
-    that finds a member gone since its listing leaves the folder to the other, quietly."""
+    ``firstfault lake compact`` processes, the later ended with exit code 1, 'cannot read the parts of …' or
+    'Cannot delete file'): the one that finds a member gone since its listing leaves the folder to the other,
+    quietly, and a member the other removes between this one's check and removal counts as removed. The second
+    race is arranged by a wrapper of the real filesystem (it is a matter of microseconds)."""
     lake = _lake(tmp_path, tables, monkeypatch, batches=3)
     before = _views(lake)
     mine = next(f for f in hour_folders(lake, HOUR) if f.table == "link_samples")
@@ -172,6 +176,29 @@ def test_a_folder_another_compaction_merged_meanwhile_is_no_failure(tables, tmp_
     assert compact_folder(lake, mine) is None
     assert [p.name for p in (lake.root / mine.rel).glob("part-*")] == [merged_name(m.name for m in mine.members)]
     assert _views(lake) == before
+    # the other removed a member between this one's check and its removal
+    lake2 = _lake(tmp_path / "2", tables, monkeypatch, batches=3)
+    folder = next(f for f in hour_folders(lake2, HOUR) if f.table == "link_samples")
+    name = write_merged(lake2, folder, plan(lake2, folder)[0])
+    first = lake2.root / folder.rel / folder.members[0].name
+
+    class Raced:  # the real filesystem; the other compaction's removal comes right after this one's check
+        def __init__(self):
+            self.fs = pafs.LocalFileSystem()
+
+        def get_file_info(self, path):
+            info = self.fs.get_file_info(path)
+            if path == str(first) and first.exists():
+                first.unlink()
+            return info
+
+        def delete_file(self, path):
+            self.fs.delete_file(path)
+
+    monkeypatch.setattr(ingest.compact, "_fs", lambda lake: (Raced(), str(lake.root)))
+    assert remove_members(lake2, folder, name) == len(folder.members)
+    monkeypatch.undo()
+    assert [p.name for p in (lake2.root / folder.rel).glob("part-*")] == [name]
     bad = lake.root / mine.rel / "part-bad.parquet"  # a part that cannot be read is still a failure
     bad.write_bytes(b"not parquet")
     [folder] = [f for f in hour_folders(lake, HOUR) if f.rel == mine.rel]
