@@ -237,10 +237,10 @@ def dedup(table_name: str, table: pa.Table) -> pa.Table:
         keep = con.sql(f"SELECT min(_i) FROM ({inner}) GROUP BY {cols}").to_arrow_table()
     finally:
         con.close()
-    idx = pc.sort_indices(keep.column(0))
-    kept = table.take(pc.take(keep.column(0), idx))
-    order = pc.sort_indices(kept, sort_keys=[(TIME_COLUMN[table_name], "ascending")])  # nulls last
-    return kept.take(order)
+    kept = pc.take(keep.column(0), pc.sort_indices(keep.column(0)))  # row numbers, in the rows' order
+    # one take of the rows (two, the kept rows then their sorted copy, held a third copy of the folder: +25 % peak)
+    order = pc.sort_indices(pc.take(table.column(TIME_COLUMN[table_name]), kept))  # stable, nulls last
+    return table.take(pc.take(kept, order))
 
 
 def plan(lake: Lake, folder: Folder) -> tuple[pa.Buffer, Merged]:
@@ -248,10 +248,12 @@ def plan(lake: Lake, folder: Folder) -> tuple[pa.Buffer, Merged]:
     part's schema, without the partition columns; ``ingest.lake._encode``), and what merging would do. Raises
     OSError / ArrowInvalid."""
     rows = read_members(lake, folder)
+    n = rows.num_rows
     kept = dedup(folder.table, rows).drop_columns(list(PARTITION_COLUMNS.get(folder.table, ())))
+    del rows  # the members' rows are not held while the merged part is encoded
     kept = kept.cast(PART_SCHEMAS[folder.table])
     data = _encode(kept, folder.table)
-    merged = Merged(folder.table, folder.rel, len(folder.members), rows.num_rows, kept.num_rows,
+    merged = Merged(folder.table, folder.rel, len(folder.members), n, kept.num_rows,
                     sum(m.size for m in folder.members), data.size, merged_name(m.name for m in folder.members))
     return data, merged
 

@@ -116,6 +116,9 @@ def test_compaction_leaves_one_part_per_folder_and_every_view_the_same(tables, t
     # the merged parts are written as Lake.write writes parts: an events part holds no kind
     for f in lake.root.glob("events/kind=*/date=*/hour=*/part-compacted-*.parquet"):
         assert "kind" not in pq.read_schema(f).names
+    for f in lake.root.glob("**/part-compacted-*.parquet"):  # in time order (readers prune by its min/max)
+        t = pq.read_table(f).column(TIME_COLUMN[f.relative_to(lake.root).parts[0]]).to_pylist()
+        assert t == sorted(t)
 
 
 def test_a_crash_between_the_write_and_the_removal_loses_nothing(tables, tmp_path, monkeypatch):
