@@ -29,7 +29,7 @@ from fastapi.responses import Response
 
 from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
 from api.report_render import FORMATS, render, to_parquet
-from api.store import StoreError, connect
+from api.store import StoreError, again_if_vanished, connect
 from schemas.fleet import HostConfig, load_fleet_config
 from ingest.lake import Lake
 from schemas.settings import Settings
@@ -54,18 +54,23 @@ WHERE i.start < ? AND i."end" >= ? AND ev.link IS NOT NULL
 
 
 def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(link sample rows of the 24 h ending with the hour, incident evidence rows of the hour); ``ts`` in µs."""
+    """(link sample rows of the 24 h ending with the hour, incident evidence rows of the hour); ``ts`` in µs. Read
+    again when a part the query listed was compacted away meanwhile (``api.store.again_if_vanished``). Raises
+    :class:`StoreError`."""
     end = start_us + HOUR_US
     t = lambda us: datetime.fromtimestamp(us / 1e6, tz=timezone.utc)  # noqa: E731
-    con = connect(lake)
-    try:
-        samples = _rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end)]))
-        incidents = _rows(con.execute(_INCIDENTS_SQL, [t(end), t(start_us)]))
-    except duckdb.Error as e:
-        raise StoreError(str(e).splitlines()[0]) from e
-    finally:
-        con.close()
-    return samples, incidents
+
+    def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        con = connect(lake)
+        try:
+            return (_rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end)])),
+                    _rows(con.execute(_INCIDENTS_SQL, [t(end), t(start_us)])))
+        except duckdb.Error as e:
+            raise StoreError(str(e).splitlines()[0]) from e
+        finally:
+            con.close()
+
+    return again_if_vanished(read)  # a part the hourly compaction removed meanwhile: read again
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -254,7 +254,7 @@ class IncidentSink:
         says so and asks again later."""
         import duckdb
 
-        from api.store import StoreError, connect
+        from api.store import StoreError, again_if_vanished, connect
         from correlate.stream import FACT_KEY, SAMPLE_KEY
         from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
 
@@ -262,24 +262,29 @@ class IncidentSink:
             return None, None
         self._lake_still_there()
         hosts = sorted(anchors)
-        out: list[pa.Table | None] = []
-        try:
-            con = connect(self.lake)
+
+        def read() -> list[pa.Table | None]:
+            out: list[pa.Table | None] = []
             try:
-                for table, schema, keys, back in (("link_samples", LINK_SAMPLES_SCHEMA, SAMPLE_KEY,
-                                                   self.LINK_SAMPLES_BACK_US),
-                                                  ("topology", TOPOLOGY_SCHEMA, FACT_KEY, self.TOPOLOGY_BACK_US)):
-                    since = [anchors[h] - back for h in hosts]
-                    lo = datetime.fromtimestamp(max(min(since), 0) / S, timezone.utc).date()
-                    t = con.sql(_FACTS_SQL.format(
-                        table=table, cols=", ".join(f'"{c}"' for c in schema.names),
-                        key=", ".join(f'"{c}"' for c in keys)),
-                        params=[hosts, since, lo, self.FACT_ROWS_PER_HOST]).to_arrow_table()
-                    out.append(t.select(schema.names).cast(schema) if t.num_rows else None)
-            finally:
-                con.close()
-        except duckdb.Error as e:
-            raise StoreError(f"cannot read the lake's link samples and topology: {e}") from e
+                con = connect(self.lake)
+                try:
+                    for table, schema, keys, back in (("link_samples", LINK_SAMPLES_SCHEMA, SAMPLE_KEY,
+                                                       self.LINK_SAMPLES_BACK_US),
+                                                      ("topology", TOPOLOGY_SCHEMA, FACT_KEY, self.TOPOLOGY_BACK_US)):
+                        since = [anchors[h] - back for h in hosts]
+                        lo = datetime.fromtimestamp(max(min(since), 0) / S, timezone.utc).date()
+                        t = con.sql(_FACTS_SQL.format(
+                            table=table, cols=", ".join(f'"{c}"' for c in schema.names),
+                            key=", ".join(f'"{c}"' for c in keys)),
+                            params=[hosts, since, lo, self.FACT_ROWS_PER_HOST]).to_arrow_table()
+                        out.append(t.select(schema.names).cast(schema) if t.num_rows else None)
+                finally:
+                    con.close()
+            except duckdb.Error as e:
+                raise StoreError(f"cannot read the lake's link samples and topology: {e}") from e
+            return out
+
+        out = again_if_vanished(read)  # a part the hourly compaction removed meanwhile: read again
         return out[0], out[1]
 
     def _lake_still_there(self) -> None:
@@ -298,18 +303,24 @@ class IncidentSink:
         ``api.store.StoreError``."""
         import duckdb
 
-        from api.store import StoreError, connect
+        from api.store import StoreError, again_if_vanished, connect
 
         if strict:
             self._lake_still_there()
-        try:
+
+        def read_back() -> pa.Table | None:
             con = connect(self.lake)
             try:
                 # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
                 last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
-                t = read(con, last) if last is not None else None
+                return read(con, last) if last is not None else None
+            except duckdb.Error as e:
+                raise StoreError(f"cannot read the lake's events: {e}") from e
             finally:
                 con.close()
+
+        try:
+            t = again_if_vanished(read_back)  # a part the hourly compaction removed meanwhile: read again
         except (StoreError, duckdb.Error) as e:  # no lake yet is usual at a first start; a broken one is worth a line
             if strict and isinstance(e, StoreError):
                 raise

@@ -452,3 +452,42 @@ def test_the_lake_compact_command(tables, tmp_path, monkeypatch):
     bad.write_bytes(b"not parquet")
     r = runner.invoke(app, ["lake", "compact"], env=env)
     assert r.exit_code == 1 and "part-bad.parquet" in r.stderr, r.output
+
+
+
+def test_the_workers_lake_reads_run_again_over_a_part_compacted_away(tables, tmp_path, monkeypatch):
+    """The hourly report's read (``api.report.load_inputs``) and the correlate worker's read-backs
+    (``IncidentSink.membership_events``, ``host_facts``) open their own connections, not through ``Store``: a part
+    the compaction removed between a view's creation and a query's read failed them once (a break-it pass; the
+    read-back logged it and returned None, the worker's restored state without those events). The race is injected:
+    the first connection is made over a copy of the lake whose parts are then removed (DuckDB's real error), the
+    next over the lake."""
+    import shutil
+
+    from api import report
+    from api.sink import IncidentSink
+
+    root = tmp_path / "lake"
+    lake = Lake(str(root))
+    for name, t in tables.items():
+        lake.write(name, t, "a")
+    calls = []
+
+    def connect_once(lk, *a, **k):
+        calls.append(1)
+        if len(calls) > 1:
+            return connect(lk, *a, **k)
+        copy = tmp_path / f"copy{len(list(tmp_path.glob('copy*')))}"
+        shutil.copytree(root, copy)
+        con = connect(Lake(str(copy)), *a, **k)
+        for f in copy.rglob("*.parquet"):
+            f.unlink()
+        return con
+
+    monkeypatch.setattr(report, "connect", connect_once)
+    samples, _ = report.load_inputs(lake, int(HOUR.timestamp() * 1_000_000))
+    assert len(samples) == tables["link_samples"].num_rows and len(calls) == 2
+    monkeypatch.setattr("api.store.connect", connect_once)  # the sink imports it at call time
+    calls.clear()
+    got = IncidentSink(Settings(lake=str(root))).membership_events()
+    assert len(calls) == 2 and got is not None
