@@ -96,7 +96,7 @@ def compact_cmd(
     verb = "would merge" if dry_run else "merged"
     for m in merged:
         kept = "" if dry_run or m.removed == m.parts else f" ({m.parts - m.removed} changed meanwhile: kept)"
-        print(f"{m.rel}: {m.parts} parts → 1, {m.rows_before:,} → {m.rows_after:,} rows, "
+        print(f"{m.rel}: {m.parts} parts → {m.into}, {m.rows_before:,} → {m.rows_after:,} rows, "
               f"{_size(m.bytes_before)} → {_size(m.bytes_after)}{kept}")
     if failed:
         err.print(f"[red]{len(failed)} folder{'s' * (len(failed) > 1)} not compacted[/]")

@@ -64,6 +64,11 @@ DEDUP: dict[str, tuple[str, str] | None] = {
 #: seconds after an hour's allowed lateness has passed before its folders are compacted (a batch still in flight,
 #: an ingest worker catching up a few minutes)
 MARGIN_S = 600.0
+#: the most rows one merged part is made of: a folder's members are merged in runs of at most this many rows
+#: (:func:`row_groups`), as a merge holds its rows in memory, ~1.5 kB a row at its peak (a break-it pass: 1.6M events
+#: rows took 2.4 GB; one hour of a fleet's link samples may hold tens of millions), so a correlate worker's
+#: compaction stays within a few hundred MB
+MAX_ROWS = 200_000
 #: the prefix of a merged part's name; a batch's parts are ``part-<batch>.parquet`` with the batch's source
 #: coordinates, which never begin so
 COMPACTED_PREFIX = "part-compacted-"
@@ -104,6 +109,8 @@ class Merged:
     bytes_after: int
     name: str
     removed: int = 0
+    #: merged parts written: more than one when the members' rows exceed ``MAX_ROWS`` (:func:`row_groups`)
+    into: int = 1
 
 
 def closed_before(now: datetime, min_age_s: float) -> datetime:
@@ -308,7 +315,51 @@ def _vanished(lake: Lake, folder: Folder) -> bool:
     return any(i.type == pafs.FileType.NotFound for i in infos)
 
 
+def row_groups(lake: Lake, folder: Folder, max_rows: int | None = None) -> list[Folder]:
+    """``folder`` as runs of its members (in name order) of at most ``max_rows`` rows each by their Parquet footers
+    (default ``MAX_ROWS``; a member of more rows is a run of its own), the runs of one member left out: what :func:`compact_folder` merges
+    one merged part each. ``folder`` whole when a footer cannot be read (the merge then says why)."""
+    max_rows = MAX_ROWS if max_rows is None else max_rows
+    fs, base = _fs(lake)
+    try:
+        rows = [pq.read_metadata(f"{base}/{folder.rel}/{m.name}", filesystem=fs).num_rows for m in folder.members]
+    except (OSError, pa.ArrowException):
+        return [folder]
+    runs: list[list[Member]] = [[]]
+    total = 0
+    for m, n in zip(folder.members, rows):
+        if runs[-1] and total + n > max_rows:
+            runs.append([])
+            total = 0
+        runs[-1].append(m)
+        total += n
+    return [Folder(folder.table, folder.rel, folder.hour, run) for run in runs if len(run) > 1]
+
+
 def compact_folder(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merged | None:
+    """Merge ``folder``'s parts (:func:`compact_run`), in runs of at most ``MAX_ROWS`` rows (:func:`row_groups`):
+    what was merged, summed over the runs (``into`` merged parts); None when nothing was. Raises LakeError as
+    :func:`compact_run` does (the runs merged before stay merged)."""
+    out: Merged | None = None
+    for run in row_groups(lake, folder):
+        m = compact_run(lake, run, dry_run=dry_run)
+        if m is None:
+            continue
+        if out is None:
+            out = m
+            continue
+        out.parts += m.parts
+        out.rows_before += m.rows_before
+        out.rows_after += m.rows_after
+        out.bytes_before += m.bytes_before
+        out.bytes_after += m.bytes_after
+        out.removed += m.removed
+        out.into += 1
+        out.name = m.name
+    return out
+
+
+def compact_run(lake: Lake, folder: Folder, *, dry_run: bool = False) -> Merged | None:
     """Merge ``folder``'s parts into one (module doc); None when it holds fewer than two. ``dry_run``: read and
     count, write and remove nothing. None too when a member was removed since the listing (another compaction of
     the folder has its rows: two at once made the later one say the folder could not be read, exit code 1, a
