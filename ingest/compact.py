@@ -317,8 +317,9 @@ def _vanished(lake: Lake, folder: Folder) -> bool:
 
 def row_groups(lake: Lake, folder: Folder, max_rows: int | None = None) -> list[Folder]:
     """``folder`` as runs of its members (in name order) of at most ``max_rows`` rows each by their Parquet footers
-    (default ``MAX_ROWS``; a member of more rows is a run of its own), the runs of one member left out: what :func:`compact_folder` merges
-    one merged part each. ``folder`` whole when a footer cannot be read (the merge then says why)."""
+    (default ``MAX_ROWS``; a member of more rows is a run of its own), the runs of one member left out: what
+    :func:`compact_folder` merges, one merged part each. ``folder`` whole when a footer cannot be read (the merge
+    then says why)."""
     max_rows = MAX_ROWS if max_rows is None else max_rows
     fs, base = _fs(lake)
     try:
