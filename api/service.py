@@ -115,7 +115,6 @@ class Hourly:
                 log.error("degraded-link report for %s failed (%s: %s); the next tick tries again", h,
                           type(e).__name__, e, exc_info=True, extra={"stage": "report", "error_code": "report_failed"})
 
-
     async def maybe_compact(self, stop: asyncio.Event | None = None) -> None:
         """Compact (``ingest.compact``) the next closed hour this worker has not: an hour is closed
         ``default_min_age_s`` (the allowed lateness plus ``MARGIN_S``) after its end. At a worker's start the
@@ -174,8 +173,8 @@ class Hourly:
             return
         self.compacted = h
         if merged:
-            log.info("lake hour %s compacted: %d parts of %d folders merged into one each (%d -> %d rows)",
-                     f"{h:%Y-%m-%dT%H}", sum(m.parts for m in merged), len(merged),
+            log.info("lake hour %s compacted: %d parts of %d folders merged into %d (%d -> %d rows)",
+                     f"{h:%Y-%m-%dT%H}", sum(m.parts for m in merged), len(merged), sum(m.into for m in merged),
                      sum(m.rows_before for m in merged), sum(m.rows_after for m in merged))
 
 

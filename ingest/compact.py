@@ -50,7 +50,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from ingest.lake import PARTITION_COLUMNS, PART_SCHEMAS, TABLES, TIME_COLUMN, Lake, LakeError, _encode
+from ingest.lake import (PARTITION_COLUMNS, PART_SCHEMAS, TABLES, TIME_COLUMN, Lake, LakeError, _encode,
+                         with_partition_columns)
 
 #: table -> (PARTITION BY, ORDER BY) of the view that keeps one row per key (schemas/views.sql); None: the view keeps
 #: every row, and only exact copies of a row are dropped
@@ -205,16 +206,13 @@ def read_members(lake: Lake, folder: Folder) -> pa.Table:
     """
     fs, base = _fs(lake)
     schema = TABLES[folder.table]
-    keys = dict(p.split("=", 1) for p in folder.rel.split("/") if "=" in p)
     tables = []
     for m in folder.members:
         part = pq.read_table(f"{base}/{folder.rel}/{m.name}", filesystem=fs)
         if extra := [c for c in part.column_names if c not in schema.names]:
             raise pa.ArrowInvalid(f"{m.name} holds {', '.join(extra)}, which {folder.table} has not: a part of "
                                   "another schema (merging it would drop those columns)")
-        for name in PARTITION_COLUMNS.get(folder.table, ()):
-            if name not in part.column_names:
-                part = part.append_column(name, pa.array([keys[name]] * part.num_rows, pa.string()))
+        part = with_partition_columns(part, folder.table, folder.rel.split("/"), f"{folder.rel}/{m.name}")
         for f in schema:
             if f.name not in part.column_names:
                 part = part.append_column(f.name, pa.nulls(part.num_rows, f.type))

@@ -334,14 +334,21 @@ def read_part(path: str | Path, table_name: str) -> pa.Table:
     earlier version wrote, which holds them too, reads the same. Raises OSError / ``pyarrow.ArrowInvalid`` for a
     file that is not such a part."""
     path = Path(path)
-    part = pq.read_table(path)
-    folders = dict(p.split("=", 1) for p in path.parent.parts if "=" in p)
+    part = with_partition_columns(pq.read_table(path), table_name, path.parent.parts, str(path))
+    return part.select(TABLES[table_name].names).cast(TABLES[table_name])
+
+
+def with_partition_columns(part: pa.Table, table_name: str, folders: Iterable[str], where: str) -> pa.Table:
+    """``part`` (a part of ``table_name``) with the ``PARTITION_COLUMNS`` it does not hold, as strings from the
+    ``key=value`` names among ``folders`` (a part an earlier version wrote holds them itself). Raises
+    ``pyarrow.ArrowInvalid`` naming ``where`` when neither gives one."""
+    keys = dict(p.split("=", 1) for p in folders if "=" in p)
     for name in PARTITION_COLUMNS.get(table_name, ()):
         if name not in part.column_names:
-            if name not in folders:
-                raise pa.ArrowInvalid(f"{path}: neither its folders nor the part name its {name}")
-            part = part.append_column(name, pa.array([folders[name]] * part.num_rows, pa.string()))
-    return part.select(TABLES[table_name].names).cast(TABLES[table_name])
+            if name not in keys:
+                raise pa.ArrowInvalid(f"{where}: neither its folders nor the part name its {name}")
+            part = part.append_column(name, pa.array([keys[name]] * part.num_rows, pa.string()))
+    return part
 
 
 def filter_events(table: pa.Table, kinds: set[str]) -> pa.Table:
