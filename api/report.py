@@ -87,15 +87,19 @@ def why_empty(settings: Settings, hour: str, option: str = "--hour") -> str:
     """Why the report of ``hour`` (``2026-11-30T03``) lists no host: the lake has no link samples in that hour
     (then the latest hours it has samples for), or the hour's samples hold nothing the report reads, or the lake
     holds none at all; ``option`` is how the caller names another hour. Raises :class:`StoreError` when the
-    lake cannot be read."""
-    con = connect(Lake(settings.lake))
-    try:
-        hours = [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
-                                          "ORDER BY h DESC").fetchall()]
-    except duckdb.Error as e:
-        raise StoreError(str(e).splitlines()[0]) from e
-    finally:
-        con.close()
+    lake cannot be read (read again first when a part it listed was compacted away meanwhile)."""
+
+    def read() -> list[str]:
+        con = connect(Lake(settings.lake))
+        try:
+            return [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
+                                             "ORDER BY h DESC").fetchall()]
+        except duckdb.Error as e:
+            raise StoreError(str(e).splitlines()[0]) from e
+        finally:
+            con.close()
+
+    hours = again_if_vanished(read)  # a part the hourly compaction removed meanwhile: read again
     if hour in hours:
         return "its link samples of that hour hold no NVLink state or error counter the report reads"
     if hours:

@@ -511,3 +511,65 @@ def test_the_workers_lake_reads_run_again_over_a_part_compacted_away(tables, tmp
     calls.clear()
     got = IncidentSink(Settings(lake=str(root))).membership_events()
     assert len(calls) == 2 and got is not None
+
+
+def test_firstfault_sql_and_why_empty_run_again_over_a_part_compacted_away(tables, tmp_path, monkeypatch, capsys):
+    """``firstfault sql`` and the report's "why is it empty" (``api.report.why_empty``) met a part the compaction
+    removed after their query listed it and failed once (left alone at an earlier stop); both run the query again
+    as the API's queries do. DuckDB's error is real (a view over a removed file); its timing is injected: the
+    analyst's connection raises it at its first query, ``why_empty``'s first connection is made over a copy of the
+    lake whose parts are then removed."""
+    import shutil
+
+    from rich.console import Console
+
+    from api import report, sql
+
+    root = tmp_path / "lake"
+    lake = Lake(str(root))
+    for name, t in tables.items():
+        lake.write(name, t, "a")
+    gone = tmp_path / "gone.parquet"
+    pq.write_table(tables["topology"], gone)
+    probe = duckdb.connect()
+    probe.execute(f"CREATE VIEW v AS SELECT * FROM read_parquet(['{gone}'])")
+    gone.unlink()
+    with pytest.raises(duckdb.IOException) as vanished:
+        probe.execute("SELECT * FROM v").fetchall()
+
+    class RacedOnce:
+        def __init__(self, con):
+            self.con, self.raced = con, 0
+
+        def sql(self, query, *args):
+            self.raced += 1
+            if self.raced == 1:
+                raise vanished.value
+            return self.con.sql(query, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    cons = []
+    monkeypatch.setattr(sql, "connect", lambda lk, *a, **k: cons.append(RacedOnce(connect(lk, *a, **k))) or cons[-1])
+    settings = Settings(lake=str(root))
+    out, err = Console(file=open(os.devnull, "w")), Console(stderr=True)
+    assert sql.run_sql(settings, "SELECT count(*) AS n FROM link_samples", "json", None, out, err) == 0
+    assert [c.raced for c in cons] == [2]
+    assert capsys.readouterr().out == f'{{"n":{tables["link_samples"].num_rows}}}\n'
+    calls = []
+
+    def connect_once(lk, *a, **k):
+        calls.append(1)
+        if len(calls) > 1:
+            return connect(lk, *a, **k)
+        copy = tmp_path / "copy"
+        shutil.copytree(root, copy)
+        con = connect(Lake(str(copy)), *a, **k)
+        for f in copy.rglob("*.parquet"):
+            f.unlink()
+        return con
+
+    monkeypatch.setattr(report, "connect", connect_once)
+    why = report.why_empty(settings, "2025-12-01T05")
+    assert len(calls) == 2 and why.endswith(": 2025-12-01T00 (UTC; pass one with --hour)")
