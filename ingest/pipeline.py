@@ -189,7 +189,7 @@ def _refuse_hosts(table: pa.Table, bad: pa.ChunkedArray, rejects: list[Reject], 
     rows = table.filter(bad)
     reasons = [(f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
                 f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "
-                "bytes that were no UTF-8); "
+                "bytes that were no UTF-8; not '-' or dots alone); "
                 + ("check the host the line names" if (origin or "").startswith("file:") else
                    "check the shipper's Kafka key, host header or host field")) if h else
                # keyless records of several machines were all host "unknown": one host in every incident of them

@@ -107,9 +107,9 @@ def _read(path: Path) -> dict[str, HostConfig]:
     for name, cfg in hosts.items():
         if not isinstance(name, str) or name in _NULLS:
             raise ValueError(f"{path}: a host name must be text, not {_short(name)}")
-        if not is_host_name(name) or name == "-":  # as ingest refuses it (bad_host): no event has such a host
+        if not is_host_name(name):  # as ingest refuses it (bad_host): no event has such a host
             raise ValueError(f"{path}: {_short(name)} is no host name (at most {MAX_HOST_CHARS} characters, no "
-                             "blanks, control or format characters or '/'; not syslog's '-')")
+                             "blanks, control or format characters or '/'; not syslog's '-' or dots alone)")
         cfg = {} if isinstance(cfg, str) and cfg in _NULLS else cfg
         if not isinstance(cfg, dict):
             raise ValueError(f"{path}: host {name}: expected a mapping")

@@ -125,7 +125,7 @@ def test_filters_and_sorts(api, lake):
     # blanks around a pasted name are dropped; one that no stored host can be is a 404, not an empty 200 that reads as
     # a healthy host (a break-it pass)
     assert api.get("/incidents", params={"host": " node004 "}).json()["items"] == want
-    for bad in ("a/b", "node 004", "node\n004", "\x00"):
+    for bad in ("a/b", "node 004", "node\n004", "\x00", "..", "-"):
         for route in ("/incidents", "/events", "/links"):
             r = api.get(route, params={"host": bad})
             assert (r.status_code, "is no host name" in r.text) == (404, True), (route, bad, r.text)

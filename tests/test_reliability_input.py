@@ -1422,9 +1422,10 @@ def test_hosts_that_are_no_host_names_are_rejected_with_the_reason(pipeline):
     from ingest.pipeline import MAX_HOST_CHARS
 
     good = ["node-01.rack_2", "y" * MAX_HOST_CHARS, "nœud-ünï", "fe80::1", "node1.example.com"]
-    # too long, '/', newline, space, no UTF-8, a C1 control, no-break space, line separator, zero-width space
+    # too long, '/', newline, space, no UTF-8, a C1 control, no-break space, line separator, zero-width space;
+    # syslog's NILVALUE and dots alone (URL dot segments: /hosts/../timeline names no host)
     hosts = [*good, "x" * (MAX_HOST_CHARS + 1), "rack1/node402", "node\nx", "node 1", "\ufffd node106", "node07\x85",
-             "a\u00a0b", "a\u2028b", "a\u200bb"]
+             "a\u00a0b", "a\u2028b", "a\u200bb", "-", ".", ".."]
     smi = b"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s"
     segs = [Segment(xid("38") + b"\n" + smi, f"t:{i}", f"s{i}", h, T_MS * 1000, "kafka", T_MS * 1000, None)
             for i, h in enumerate(hosts)]
