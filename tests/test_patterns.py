@@ -5820,3 +5820,20 @@ def test_rays_memory_monitor_explains_the_workers_it_killed(pipeline):
         "host_memory", "ray.memory_monitor_kill", "172.26.143.83")
     assert {x["rule"] for x in inc["evidence"]} == {"host_oom.explains_job_failure"}
     assert "Not a GPU fault" in inc["next_action"]
+
+
+def test_an_nvls_failure_after_the_driver_s_fabric_state_went_out_of_sync_is_downstream_of_it(pipeline):
+    """NVIDIA/nvshmem#40 (H200): the kernel says the driver's cached NVLink fabric state is out of sync (Fabric
+    Manager restarted without a GPU reset), then NVSHMEM's NVLS team cannot map its heap (cuMemMap 401). One
+    incident: the fabric state (Fabric Manager's side) starts it, NVSHMEM's failure is downstream."""
+    text = "\n".join([
+        "[1891044.581319] NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of "
+        "sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from status @ mem_multicast_fabric.c:2917",
+        "/opt/nvshmem/src/host/team/team_internal_nvls.cpp:254: non-zero status: 401 cuMemMap failed to map "
+        "274877906944 bytes handle at address: 0x1320000000 offset 0 on device 7",
+    ])
+    (inc,) = run(pipeline, text)
+    assert inc["category"] == "fabric_manager" and inc["severity"] == "error"
+    assert (inc["initiator"]["host"], inc["initiator"]["kind"]) == ("node07", "fabric_manager")
+    assert [(d["kind"], d["gpu_index"], d["relation"]) for d in inc["downstream"]] == [("nccl_error", 7, "same_host")]
+    assert "nvidia-smi -r" in inc["next_action"]
