@@ -656,8 +656,9 @@ def _explain(scene: Scene, v: Verdict, rank: int | None = None) -> str:
     if follow:
         rels = sorted({f"{p.relation}" for p in follow})
         ruled = sorted({p.rule for p in follow})
-        s += (f"; {len(follow)} other reporter(s) follow it ({', '.join(rels)}) by rule{'s' if len(ruled) > 1 else ''} "
-              f"{', '.join(ruled)}")
+        many = len(follow) > 1  # "1 other reporter follows it", "3 other reporters follow it"
+        s += (f"; {len(follow)} other reporter{'s follow' if many else ' follows'} it ({', '.join(rels)}) "
+              f"by rule{'s' if len(ruled) > 1 else ''} {', '.join(ruled)}")
     if beside:
         # in its window (same host or domain) but tied to it by no rule: an application Xid on another GPU a second
         # later was told as one more reporter that "follows it" (a fresh-user trial)

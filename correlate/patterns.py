@@ -749,10 +749,11 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     elif fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
         parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(lead[0])}”")
     if nvls:
+        gpus = len({scene.subject[e.event_id] for e in nvls})
         codes = sorted({e.details.get("cuda_error") for e in nvls if e.details.get("cuda_error")})
         parts.append(f"NCCL could not set up NVLS (NVLink SHARP) multicast"
                      f"{' (CUDA error ' + ', '.join(codes) + ')' if codes else ''} on "
-                     f"{len({scene.subject[e.event_id] for e in nvls})} GPU(s)")
+                     f"{gpus} GPU{'s' if gpus > 1 else ''}")
     # pytorch/pytorch#150852 is CUDA error 1, 'invalid argument': named where NVLS failed so (or the code is not
     # printed), not for 401 or 999 (corpus 019, 027, 039: a fresh user's trial)
     invalid_argument = not nvls or any(e.details.get("cuda_error") in (None, "", "1") for e in nvls)

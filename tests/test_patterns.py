@@ -1413,8 +1413,30 @@ def test_a_fault_no_rule_ties_to_the_initiator_is_named_beside_it_not_as_followi
                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
                "NumelOut=1, Timeout(ms)=20000) ran for 20010 milliseconds before timing out.")
     (inc,) = run(pipeline, text + "\n" + timeout, host="node61")
-    assert "; 1 other reporter(s) follow it (same_host) by rule device_fault.explains_nccl" in inc["explanation"], \
+    assert "; 1 other reporter follows it (same_host) by rule device_fault.explains_nccl" in inc["explanation"], \
         inc["explanation"]
+
+
+def test_explanations_count_reporters_and_gpus_in_words_not_with_parenthesised_plurals(pipeline):
+    """The explanation says "1 other reporter follows it" and "3 other reporters follow it", and NVLS failed "on 1
+    GPU" or "on 2 GPUs": it read "1 other reporter(s) follow it" and "on 1 GPU(s)" on the demo's node015 and the
+    NVLS incidents (a fresh user's trial). Lines: an Xid 48 (the ECC case above) with PyTorch watchdog timeouts of
+    one or three ranks; NCCL's nvls.cc 'invalid argument' line of corpus 012 on one or two GPUs."""
+    xid48 = ("[Tue Dec  1 04:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid=5555, name=python, An uncorrectable "
+             "double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.")
+    timeout = ("[Tue Dec  1 04:00:30 2026] [rank{r}]:[E1201 04:00:30.000000000 ProcessGroupNCCL.cpp:616] [Rank {r}] "
+               "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+               "NumelOut=1, Timeout(ms)=20000) ran for 20010 milliseconds before timing out.")
+    (inc,) = run(pipeline, xid48 + "\n" + timeout.format(r=1), host="node61")
+    assert "; 1 other reporter follows it (same_host)" in inc["explanation"], inc["explanation"]
+    (inc,) = run(pipeline, "\n".join([xid48] + [timeout.format(r=r) for r in (1, 2, 3)]), host="node61")
+    assert "; 3 other reporters follow it (same_host)" in inc["explanation"], inc["explanation"]
+    assert "(s)" not in inc["explanation"], inc["explanation"]
+    nvls = "node01:12098:{tid} [{dev}] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"
+    (inc,) = run(pipeline, nvls.format(tid=12141, dev=2), host="node01")
+    assert "multicast (CUDA error 1) on 1 GPU." in inc["explanation"], inc["explanation"]
+    (inc,) = run(pipeline, nvls.format(tid=12141, dev=2) + "\n" + nvls.format(tid=12142, dev=3), host="node01")
+    assert "multicast (CUDA error 1) on 2 GPUs." in inc["explanation"], inc["explanation"]
 
 
 def test_both_ends_of_a_direct_link_are_found_from_nvlink_r_alone():
