@@ -293,22 +293,43 @@ class Pipeline:
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
         lines_memo = self._lines
+        # three passes over the hit lines, not every step per line: where each line is and what is remembered of it;
+        # the fields of the lines not remembered, one signature's lines after another (its regexes stay hot); the
+        # prefixes, then the hits in line order. The same events as one pass: ``fields``, ``parse_prefix`` and the
+        # memos are pure functions of the line (a line read twice in one batch is read once, ``read``).
+        work = []
+        todo: dict[int, list[int]] = {}  # signature -> the places in ``work`` of its lines whose fields are to read
         for si, local, a, b, sigs in located:
-            seg, fr = segs[si], framed.get(si)
+            seg = segs[si]
             if type(seg) is not Segment:  # Records, Envelopes: line ``local`` is record ``local`` (framing leaves it)
                 seg, local = seg.record(local), 0
             ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
-            c = entries[ci]
-            rows = None
             if b - a <= MAX_LINE_BYTES:
                 text = excerpt = buf[a:b].decode("utf-8", "replace")
                 cut = None
                 remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line stays out of the memos: their size is bounded
                 rows = lines_memo.get((ci, text)) if remember else None  # a remembered line's rows: never empty
-                occurrences = fields(c, text) if rows is None else []
+                occurrences = None if rows is None else []
+                if rows is None:
+                    todo.setdefault(ci, []).append(len(work))
             else:
                 text, excerpt, cut, occurrences = self._long_line(buf, a, b, ci)
-                remember = False
+                remember, rows = False, None
+            work.append([si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences])
+        for ci, places in todo.items():
+            c = entries[ci]
+            read: dict[str, list[dict[str, str]]] = {}
+            for k in places:
+                w = work[k]
+                text = w[6]
+                found = read.get(text)
+                if found is None:
+                    found = read[text] = fields(c, text)
+                w[11] = found
+        tz = self.tz
+        prefixes = [parse_prefix(w[6], ref_us=w[1].ref_ts, tz=tz) if w[10] or w[11] else None for w in work]
+        for (si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences), prefix in zip(work, prefixes):
+            c = entries[ci]
             if not (rows or occurrences):  # the Hyperscan form matched but the full regex did not
                 if cut is not None:  # on a long line: say so, do not drop it silently
                     rejects.append(Reject(seg.origin, f"line {local}: signature {c.sig.id} hit a line of {b - a} "
@@ -316,6 +337,7 @@ class Pipeline:
                                           f"around the match", excerpt.encode("utf-8", "surrogateescape"),
                                           "line_too_long"))
                 continue
+            fr = framed.get(si)
             message = excerpt
             phys = local
             if fr is not None:
@@ -323,17 +345,18 @@ class Pipeline:
                 original = (fr.original or {}).get(local)
                 if original is not None and cut is None:
                     message = original if len(original) <= MAX_LINE_BYTES else original[:MAX_LINE_BYTES]
-            prefix = parse_prefix(text, ref_us=seg.ref_ts, tz=self.tz)
             quote = c.sig.source == "nccl" and prefix.pid is None and _after_last_error(buf, a)
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
             if rows is None:
                 if remember:
-                    rows = [self._typed(ci, f) for f in occurrences]
-                    if len(lines_memo) >= _COLUMNS_MEMO:
-                        lines_memo.clear()
-                    lines_memo[(ci, text)] = rows
+                    rows = lines_memo.get((ci, text))  # read earlier in this batch
+                    if rows is None:
+                        rows = [self._typed(ci, f) for f in occurrences]
+                        if len(lines_memo) >= _COLUMNS_MEMO:
+                            lines_memo.clear()
+                        lines_memo[(ci, text)] = rows
                 else:
                     rows = [columns(c, f, self.catalog) for f in occurrences]
             for sub, known in enumerate(rows):
