@@ -330,6 +330,7 @@ def diagnose(
     paths = [Path(a) for a in args]
     stdin = None
     if "-" in args:
+        _require_stdin()
         stdin = _stdin_file()
         paths = [stdin if a == "-" else p for a, p in zip(args, paths)]
     shown_as: dict[Path, str] = {stdin: "standard input"} if stdin is not None else {}  # a copy -> as it was named
@@ -592,6 +593,24 @@ def _unreadable(p: Path) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     return None
+
+
+def _require_stdin() -> None:
+    """Exit 2 saying why when ``-`` names a standard input that cannot be read: closed (``<&-``, a job started with
+    no input; ``sys.stdin`` is None) or open for writing only (``EBADF``). Both were a traceback, exit 1 (a break-it
+    pass). A zero-byte read is the check: it reads nothing from a pipe or a terminal. A standard input with no file
+    descriptor (a test's in-memory one) is left to its reader."""
+    if sys.stdin is None:
+        err.print("[red]cannot read standard input:[/] it is closed; `-` reads it: pipe or redirect the input to it")
+        raise typer.Exit(2)
+    try:
+        os.read(sys.stdin.fileno(), 0)
+    except io.UnsupportedOperation:
+        return
+    except OSError as e:
+        why = "it is open for writing only" if e.errno == errno.EBADF else (e.strerror or str(e))
+        err.print(f"[red]cannot read standard input:[/] {escape(why)}")
+        raise typer.Exit(2) from None
 
 
 def _stdin_file() -> Path:
@@ -1138,6 +1157,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(
     # a usage error is said first, alone (it came after "lake: …": a fresh user's trial)
     format = check_output(s, format, output, force)
     if query == "-":  # a query file, or one that begins with "--": the shell passes it as an option's name
+        _require_stdin()
         query = sys.stdin.read(SQL_STDIN_CHARS + 1)  # bounded: 100 MB of "query" took 790 MB (a break-it pass)
         if len(query) > SQL_STDIN_CHARS:
             err.print(f"[red]the query on standard input is longer than {SQL_STDIN_CHARS:,} characters[/]")

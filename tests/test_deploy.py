@@ -1562,3 +1562,27 @@ def _serve_until_healthy(cwd: Path, env: dict[str, str], sig: int) -> tuple[int,
         p.send_signal(sig)
         out, err = p.communicate(timeout=30)
     return p.returncode, out, err, port
+
+
+@pytest.mark.parametrize("cmd", [("diagnose", "-"), ("sql", "-")])
+def test_dash_with_a_standard_input_that_cannot_be_read_exits_2_saying_why(tmp_path, cmd):
+    """``-`` when standard input is closed (``firstfault diagnose - <&-``, a job started with none) or open for
+    writing only (``0>file``) was a Python traceback, exit 1 (a break-it pass): it exits 2, in one line, and
+    reads nothing. A real process: its file descriptor 0 is what is under test."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "lake").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path),
+           "FIRSTFAULT_LAKE": str(tmp_path / "lake"), "FIRSTFAULT_STATE_DIR": str(tmp_path / "state")}
+    argv = [sys.executable, "-m", "api.cli", *cmd]
+    closed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
+                            preexec_fn=lambda: os.close(0))
+    with open(tmp_path / "out.txt", "wb") as wo:
+        write_only = subprocess.run(argv, stdin=wo, capture_output=True, text=True, env=env, timeout=120,
+                                    cwd=tmp_path)
+    for r, why in ((closed, "it is closed"), (write_only, "it is open for writing only")):
+        assert r.returncode == 2, r.stderr
+        assert f"cannot read standard input: {why}" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert r.stdout == "", r.stdout
