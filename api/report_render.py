@@ -225,17 +225,33 @@ def page_environment() -> Environment:
     return env
 
 
+#: a report of more hosts than this draws no heatmap of a host whose every cell is ``ok`` (all sampled links up, no
+#: error counter rose): its section says so in a line. A heatmap of 144 links is ~30 kB: 2,000 hosts made a page of
+#: 65 MB, 290,000 SVG rects, 25 s to render, whose few degraded hosts were lost among green grids (a break-it pass)
+HEATMAPS_OF_EVERY_HOST_MAX: Final = 50
+
+
 def to_html(report: dict[str, Any], *, incidents_at: str | None = None) -> bytes:
-    """The page a person reads: summary, tables per link / domain / host, a heatmap per host, rate charts.
+    """The page a person reads: summary, tables per link / domain / host, a heatmap per host (in a report of more
+    than :data:`HEATMAPS_OF_EVERY_HOST_MAX` hosts, only of the hosts with a cell that is not ``ok``), rate charts.
     ``incidents_at``: the URL the incident pages are under (``../incidents/``, as the API serves the report beside
     ``GET /incidents/{id}``): each incident id links to its page (``<incidents_at><id>?format=html``); None (a
     file of the lake or the CLI, opened where no API answers) leaves the ids plain text."""
-    grids = {h["host"]: host_grid(h, report["links"]) for h in report["hosts"] if h["gpus"]}
+    links_of: dict[str, list[dict[str, Any]]] = {}  # host -> its listed links: each host's grid and charts read its
+    for x in report["links"]:  # own, not every link of the report (hosts × links: quadratic in a fleet-wide outage)
+        links_of.setdefault(x["host"], []).append(x)
+    grids = {h["host"]: host_grid(h, links_of.get(h["host"], [])) for h in report["hosts"] if h["gpus"]}
+    if len(report["hosts"]) > HEATMAPS_OF_EVERY_HOST_MAX:
+        healthy = {h for h, g in grids.items() if all(c["status"] == "ok" for r in g["rows"] for c in r["cells"])}
+        grids = {h: g for h, g in grids.items() if h not in healthy}
+    else:
+        healthy = set()
     rates = {(x["host"], x["gpu_index"], x["link"]): rate_svg(x, report["hour"])  # a link with a rate to draw (one
              for x in report["links"]  # whose rises all came over less than a minute has its deltas, no chart)
              if any(p[c] is not None for p in x.get("rates_24h", []) for c in CLASSES)}
     page = page_environment().get_template("degraded_links.html.j2").render(
-        r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL, incidents_at=incidents_at)
+        r=report, grids=grids, rates=rates, classes=CLASSES, cell=CELL, incidents_at=incidents_at, links_of=links_of,
+        healthy=healthy, heatmaps_max=HEATMAPS_OF_EVERY_HOST_MAX)
     return page.encode("utf-8")
 
 

@@ -685,3 +685,44 @@ def test_html_in_chromium(stored, tmp_path):
     assert count["by_design"] >= 24 * cell_px  # node10: 2 GPUs × 12 links
     # the rate charts' replay line (the CRC line shares its red with 'down')
     assert _count(img, "#1e88e5", 30) >= 100
+
+
+def _fleet_rows(n_hosts: int, start: int, down: tuple[str, int, int]) -> list[dict]:
+    """State samples of ``n_hosts`` H100 hosts (8 GPUs × 18 NVLinks) before and in the hour at ``start``: every link
+    up, but ``down`` (host, GPU, link) down in the hour."""
+    rows = []
+    for h in range(n_hosts):
+        host = f"node{h:04d}"
+        for t in (start - 3_000_000_000, start + 60_000_000):
+            for g in range(8):
+                for k in range(18):
+                    state = "down" if (host, g, k) == down and t > start else "up"
+                    rows.append({"host": host, "ts": t, "gpu_index": g, "device": f"0000:{g + 0x10:02x}:00.0",
+                                 "link": k, "state": state, "gbps": 26.562, "counter": None, "value": None,
+                                 "model": "NVIDIA H100 80GB HBM3", "origin": "t"})
+    return rows
+
+
+def test_html_of_a_large_fleet_draws_heatmaps_of_the_hosts_with_something_to_see():
+    """2,000 hosts made a page of 65 MB (a heatmap of every host, 290,000 SVG rects, 25 s to render) where the few
+    degraded hosts were lost among green grids (a break-it pass). Past HEATMAPS_OF_EVERY_HOST_MAX hosts, a host whose
+    links are all up with no error gets a line, not a heatmap; every host keeps its section (the by-host table links
+    to it); a smaller report still draws every host."""
+    from api.degraded_links import build_report, to_us
+    from api.report_render import HEATMAPS_OF_EVERY_HOST_MAX
+
+    start = to_us(datetime(2026, 11, 30, 3, tzinfo=timezone.utc))
+    n = HEATMAPS_OF_EVERY_HOST_MAX + 10
+    rep = build_report(_fleet_rows(n, start, ("node0007", 2, 7)), [], start, asked_us=start + 7_200_000_000)
+    assert [(x["host"], x["gpu_index"], x["link"], x["problems"]) for x in rep["links"]] == \
+        [("node0007", 2, 7, ["down"])]
+    html = render(rep, "html").decode()
+    assert re.findall(r'<svg [^>]*class="heatmap" id="heatmap-([^"]+)"', html) == ["node0007"]
+    assert re.search(r'<rect id="cell-node0007-g2-l7" class="cell down"', html)
+    assert len(re.findall(r'<section class="host" id="host-node\d{4}"', html)) == n
+    assert html.count("All 144 sampled links up, no error counter rose: no heatmap drawn") == n - 1
+    small = build_report(_fleet_rows(HEATMAPS_OF_EVERY_HOST_MAX, start, ("node0007", 2, 7)), [], start,
+                         asked_us=start + 7_200_000_000)
+    html = render(small, "html").decode()
+    assert len(re.findall(r'<svg [^>]*class="heatmap"', html)) == HEATMAPS_OF_EVERY_HOST_MAX
+    assert "no heatmap drawn" not in html
