@@ -938,8 +938,10 @@ def _traceback_head(seg: Segment, line: int, heads: dict[tuple[int, int], Any], 
 #: the job's start-up warning took its time, seven hours before the crash, and became an incident of its own)
 STAMP_LINES = 5
 #: a clock (``hh:mm:ss``) of a date and time near a line's start: :func:`_stamp_before` reads the prefix of a line only
-#: when one begins at most :data:`CLOCK_NEAR_START` bytes after its start (searched for in its first 63 bytes)
-_CLOCK = re.compile(rb"\d:\d\d:\d\d")
+#: when one begins at most :data:`CLOCK_NEAR_START` bytes after its start (searched for in its first 63 bytes). An hour
+#: has at most two digits: a PCI bus id's ``0000:61:00`` is no clock (it was, and a storm of stamp-less Xid lines
+#: parsed five lines' prefixes per line: a break-it pass)
+_CLOCK = re.compile(rb"(?<!\d\d)\d:\d\d:\d\d")
 CLOCK_NEAR_START = 56
 
 

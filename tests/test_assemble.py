@@ -1758,3 +1758,19 @@ def test_a_crash_handler_s_backtrace_through_libnccl_names_nccl_the_initiator(tm
     _, (inc,) = _diagnosed(tmp_path / "node03.mpi.log", _OMPI_CRASH.format(frames=own))
     assert (inc["category"], inc["initiator"]["fault"]) == ("application", "mpi.signal_received")
     assert "inside NCCL" not in inc["next_action"]
+
+
+def test_a_pci_bus_id_is_not_taken_for_a_clock_near_a_lines_start():
+    """A line with no time of its own looks up to STAMP_LINES lines above for a stamp, parsing only those with a clock
+    near their start (``_CLOCK``). ``PCI:0000:61:00`` read as the clock ``0:61:00``, so a storm of stamp-less Xid
+    lines (``journalctl -o cat``) parsed the prefix of five lines per line: 200,000 of them took 30 s (a break-it
+    pass). An hour has at most two digits; the clocks of real stamps still count."""
+    from ingest.assemble import _CLOCK
+
+    for line in (b"NVRM: Xid (PCI:0000:61:00): 79, pid=1234, GPU has fallen off the bus.",
+                 b"nvidia 0000:41:00.0: NVRM: GPU at PCI:0000:41:00: GPU-1b2c",
+                 b"pcieport 0000:00:01.1: AER: Corrected error received: 0000:01:00.0"):
+        assert _CLOCK.search(line) is None, line
+    for line in (b"Dec  1 03:12:00 node07 kernel: x", b"2026-12-01T03:12:00.5Z node07 x", b"[Fri Mar  3 04:44:24 2023] x",
+                 b"I1201 3:12:00.123 x", b"[2025-01-29 08:52:44 TP2] Using default MoE config"):
+        assert _CLOCK.search(line) is not None, line
