@@ -215,27 +215,36 @@ PortOpt = Annotated[Optional[int], typer.Option("--port", min=0, max=65535, meta
 
 
 def _progress():
-    """A per-file callback drawing a rich progress bar on a terminal (none when stderr is not one)."""
+    """A per-file callback drawing a rich progress bar on a terminal (none when stderr is not one); once every file
+    is read, a line with the time spent matching and correlating, until its ``finish()`` (call it once the work is
+    done). That work is most of a large log's time: 200,000 lines of one file drew ``reading 1/1`` for an instant,
+    then nothing for 30 s (a break-it pass)."""
     if not sys.stderr.isatty():
         return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     # not redirecting sys.stdout/sys.stderr through rich's proxies: ``err`` writes to sys.stderr as it finds it at each
     # write (render.TrimmedStream), and through the proxy that was itself: diagnose hung at 100 % CPU whenever stderr
     # was a terminal (a fresh user's trial)
-    bar = Progress(TextColumn("reading"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
                    TextColumn("{task.fields[name]}", markup=False),  # a file name is text, not markup
-                   TimeRemainingColumn(), console=err, transient=True, redirect_stdout=False, redirect_stderr=False)
+                   TimeElapsedColumn(), console=err, transient=True, redirect_stdout=False, redirect_stderr=False)
     state: dict = {}
 
     def step(done: int, total: int, name: str) -> None:
         if "task" not in state:
             bar.start()
-            state["task"] = bar.add_task("files", total=total, name=name)
-        bar.update(state["task"], completed=done, name=name)
-        if done >= total:
-            bar.stop()
+            state["task"] = bar.add_task("reading", total=total, name=name, count="")
+        bar.update(state["task"], completed=done, name=name, count=f"{done}/{total}")
+        if done >= total and "after" not in state:
+            bar.update(state["task"], visible=False)
+            state["after"] = bar.add_task(f"matching and correlating the lines of {total} file{'s' * (total != 1)}",
+                                          total=None, name="", count="")
 
+    def finish() -> None:
+        bar.stop()
+
+    step.finish = finish  # type: ignore[attr-defined]
     return step
 
 
@@ -409,13 +418,17 @@ def diagnose(
         err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)
     symptoms = [_parse_symptom(t) for t in symptom or []]
+    progress = _progress()
     try:
-        decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=_progress())
+        decoded, batch, incidents = diagnose_paths(paths, s, symptoms=symptoms, progress=progress)
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None
     except SymptomHostError as e:
         raise typer.BadParameter(str(e), param_hint="--symptom") from None
+    finally:
+        if progress is not None:
+            progress.finish()
     symptoms = place_symptoms(symptoms, decoded, batch)  # the hosts diagnose_paths gave them
     read = {seg.stream for seg in decoded.segments}  # files some lines were read from
     for origin, line in _skipped(batch.rejects, given):  # decode rejects and lines too long to read

@@ -1586,3 +1586,36 @@ def test_dash_with_a_standard_input_that_cannot_be_read_exits_2_saying_why(tmp_p
         assert r.returncode == 2, r.stderr
         assert f"cannot read standard input: {why}" in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert r.stdout == "", r.stdout
+
+
+def test_diagnose_on_a_terminal_says_it_is_matching_once_the_files_are_read(tmp_path):
+    """On a terminal the bar counted files and went once they were read: a log of 200,000 lines drew ``reading 1/1``
+    for an instant, then nothing for the 30 s its matching took (a break-it pass). A line with the time spent says
+    what it does until the report. A real process whose stderr is a pseudo-terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    log = tmp_path / "node07.log"
+    log.write_text("NVRM: Xid (PCI:0000:61:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n" * 3000)
+    master, slave = pty.openpty()
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path), "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "api.cli", "diagnose", str(log)], stdout=subprocess.PIPE,
+                            stderr=slave, stdin=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    os.close(slave)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        said += chunk
+    out = proc.stdout.read().decode()
+    assert proc.wait(120) == 0 and "gpu_off_bus" in out, out
+    text = said.decode("utf-8", "replace")
+    assert "reading" in text and "matching and correlating the lines of 1 file" in text, text[-2000:]
+    assert "3000 lines → 1 event" in text, text[-2000:]
+    os.close(master)
