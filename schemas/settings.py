@@ -250,6 +250,10 @@ class Settings(BaseModel):
             raise ValueError(f"{shown!r}: port {u.port} is not in 1 – 65535")
         if u.query or u.fragment or "?" in v or "#" in v:
             raise ValueError(f"{shown!r}: a query or fragment has no place here (paths are added to this URL)")
+        if re.search(r"%(?![0-9A-Fa-f]{2})", v):
+            # Alertmanager's API (OpenAPI v2, generatorURL of format uri) refused every page linking to it, 422,
+            # not retried: each page lost (a break-it pass)
+            raise ValueError(f"{shown!r}: a % not followed by two hex digits is no URL's (write a % as %25)")
         if info.field_name == "alertmanager_url" and "/api/" in u.path.lower() + "/":
             raise ValueError(f"{shown!r}: give Alertmanager's base URL (e.g. http://127.0.0.1:9093); pages go to "
                              "its /api/v2/alerts")
