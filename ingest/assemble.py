@@ -634,6 +634,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     located: dict[int, tuple[np.ndarray, int]] = {}  # segment -> its newline offsets as far as read (_newlines)
     shifted = {id(h.seg) for h in hits if h.prefix.zone_shift is not None}  # _shift_zoneless moved their stamps
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
+    clocks: dict[int, bool] = {}  # segment -> it holds a clock somewhere (_stamp_before)
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
@@ -666,7 +667,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                 row["rank"] = head.rank
         elif (p.mono is None and p.yearless is None and p.clock is None and p.unreadable is None  # printed no time
               and "ts_rejected" not in row["details"]
-              and (near := _stamp_before(seg, h.line, last_line.get(id(seg), -1), located, shifted, tz))):
+              and (near := _stamp_before(seg, h.line, last_line.get(id(seg), -1), located, shifted, tz, clocks))):
             row["ts"], row["ts_basis"], row["ts_precision_us"] = near.ts, "inherited", near.precision_us
         elif prev is not None:
             row["ts"], row["ts_basis"], row["ts_precision_us"] = prev[0], "inherited", prev[1]
@@ -888,12 +889,18 @@ def _traceback_head(seg: Segment, line: int, heads: dict[tuple[int, int], Any], 
     file's modification time and named no rank (sgl-project/sglang#3460, a real-logs pass). The header is the last
     one at or above ``line``, looked for backwards from its end in those lines only (``bytes.rfind``; ``located``,
     :func:`_newlines`, says where they are): a scan of every segment for its headers was ~10 % of ``assemble``.
-    ``heads`` keeps what each header's lines said ((segment, offset) -> prefix), read once for the lines below it.
+    ``heads`` keeps what each header's lines said ((segment, offset) -> prefix), read once for the lines below it,
+    and whether a segment holds the words at all ((segment, -2) -> bool: one ``in`` per segment, then none per line).
     Past :data:`TRACEBACK_WORDS_TRIED` occurrences of the words that end no line, the segment's headers are found
     once (``_TRACEBACK.finditer``, kept in ``heads`` under (segment, -1)) and bisected: 5,000 lines that each held the
     words a hundred times took 36 s where one pass takes 0.03 s (a break-it pass)."""
     lo = max(after + 1, line - TRACEBACK_LINES)
     if lo > line:
+        return None
+    words = heads.get((id(seg), -2))  # whether the segment holds the words at all: found once, not per line
+    if words is None:
+        words = heads[(id(seg), -2)] = _TRACEBACK_WORDS in seg.data
+    if not words:  # no header anywhere (a storm's copies each looked through their 200 lines)
         return None
     nl = _newlines(seg, line + 1, located)
     if lo > len(nl):  # past the data's last line
@@ -946,7 +953,7 @@ CLOCK_NEAR_START = 56
 
 
 def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[np.ndarray, int]], shifted: set[int],
-                  tz) -> Prefix | None:
+                  tz, clocks: dict[int, bool] | None = None) -> Prefix | None:
     """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
     (``parse_prefix``: not a raw kernel stamp, not a clock without a day or a year, a time ``_believable`` for the
     segment, with a word after it; no ``\\r`` between them), at
@@ -957,10 +964,17 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
     line: it was timed by its file's modification time, an incident of its own beside the Xid 94 of that minute
     (sgl-project/sglang#3204, a real-logs pass). Only lines with a clock near their start are read
     (:data:`_CLOCK`, searched in each line's first bytes, nearest line first). ``located`` keeps each segment's
-    newline offsets (:func:`_newlines`)."""
+    newline offsets (:func:`_newlines`); ``clocks``, whether each segment holds a clock anywhere (one search per
+    segment: a segment without one, a storm of unstamped copies, has no such line and reads none per line)."""
     lo = max(after + 1, line - STAMP_LINES)
     if lo >= line:
         return None
+    if clocks is not None:
+        has = clocks.get(id(seg))
+        if has is None:
+            has = clocks[id(seg)] = _CLOCK.search(seg.data) is not None
+        if not has:
+            return None
     nl = _newlines(seg, line + 1, located)
     if line > len(nl):  # past the data's last line
         return None
