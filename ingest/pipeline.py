@@ -12,6 +12,7 @@ all run this same function.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
-from ingest.prefix import EARLIEST_US, LATEST_US, parse_prefix
+from ingest.prefix import EARLIEST_US, LATEST_US, Prefix, parse_prefix
 from schemas.events import EVENTS_SCHEMA, out_of_range
 from schemas.hostname import MAX_HOST_CHARS, canonical_hosts, not_host_names  # noqa: F401 (MAX_HOST_CHARS: api.cli)
 from schemas.samples import LINK_SAMPLES_SCHEMA, TOPOLOGY_SCHEMA
@@ -327,7 +328,20 @@ class Pipeline:
                     found = read[text] = fields(c, text)
                 w[11] = found
         tz = self.tz
-        prefixes = [parse_prefix(w[6], ref_us=w[1].ref_ts, tz=tz) if w[10] or w[11] else None for w in work]
+        # a hit line that repeats the one before (same text, same reference time: a storm's unstamped copies in one
+        # Kafka value or file) copies its prefix; each copy gets its own Prefix (``resolve_times`` sets its time)
+        prefixes: list[Prefix | None] = []
+        last_read: tuple[str, int | None] | None = None
+        last_prefix = None
+        for w in work:
+            if not (w[10] or w[11]):
+                prefixes.append(None)
+            elif last_read is not None and last_read[0] == w[6] and last_read[1] == w[1].ref_ts:
+                prefixes.append(_copy_prefix(last_prefix))
+            else:
+                last_prefix = parse_prefix(w[6], ref_us=w[1].ref_ts, tz=tz)
+                last_read = (w[6], w[1].ref_ts)
+                prefixes.append(last_prefix)  # unchanged until assemble: copied when reused
         for (si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences), prefix in zip(work, prefixes):
             c = entries[ci]
             if not (rows or occurrences):  # the Hyperscan form matched but the full regex did not
@@ -419,6 +433,15 @@ class Pipeline:
             return head, head, 0, found
         excerpt = _text(buf, s, e, cut_start=True)
         return head, excerpt, s - a, fields(c, excerpt)
+
+
+_PREFIX_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Prefix)))
+
+
+def _copy_prefix(p: Prefix) -> Prefix:
+    """A new ``Prefix`` equal to ``p`` (~1/6 of ``parse_prefix``'s cost on a kernel line; fields not copied deeper:
+    ``resolve_times`` replaces them, it does not change them in place)."""
+    return Prefix(*_PREFIX_FIELDS(p))
 
 
 #: ``details.quote`` of an NCCL message that a framework's exception quotes after "Last error:" (PyTorch's
