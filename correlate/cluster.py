@@ -212,6 +212,147 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     return sorted(comps, key=lambda g: g[0].order)
 
 
+#: the keyed relations whose reach across hosts :class:`ComponentCache` follows (``_coupled``: a host's NVLink domain,
+#: the communicators of its events and of ``Topology.comm_index``, its lines' log files); any other relation is
+#: bucketed by host (``_buckets``) but ``peer_host`` (``Topology.peer_host``). A keyed relation not named here makes it
+#: cluster every event, as :func:`components` does
+_COUPLED_RELATIONS = frozenset({"same_device", "same_gpu", "same_host", "same_comm", "same_collective", "same_domain",
+                                "same_log"})
+
+
+class ComponentCache:
+    """The last call's components, so that a caller that clusters nearly the same events again (the streaming
+    correlator, at every step) clusters again only the hosts whose components may have changed (:meth:`components`).
+
+    Which hosts: a host's events can join another host's only through a relation that crosses hosts — a
+    communicator (an event's own, or one ``Topology.comm_index`` gives a rank on the host: ``rules.comms_of``
+    takes its communicators from those), the NVLink domain (``Topology.domain``), a log file (``rules.log_of``),
+    a peer named by address (``Topology.peer_host``: ``peer_host`` links, ``_join_peer_host``) — or through
+    a component that held both last time. Hosts so coupled (transitively) are clustered together; everything else
+    :func:`components` does (context lines, file-dated and spanned faults, the sweeps) stays within a host. A
+    host's components are a function of its events (object ids, starts and implied starts: ``follow_watchdogs``
+    moves them), of what the topology says of it and of the communicators with a rank on it (``facts``: the
+    numbers ``correlator.AttributionCache.check`` gives), of its events' own communicators' facts (``comms``), of
+    its peers' hosts, of its skew bound (across hosts, ``window.within``), and of the links, the catalog,
+    ``related`` and the fleet config (``fleet``). A host any of which changed since the last call is *dirty*; the
+    hosts coupled to a dirty host are clustered again, and the last call's components of the others are kept. The
+    largest skew bound and the precisions only bound the searches (``slack_for``): the components of the hosts
+    clustered again are those of all the events. Every host is clustered again when any of the global inputs
+    changed, when an operator's symptom is among the events (an untimed one joins every fault of its host and those
+    of its communicators' hosts), or when a link's relation is a keyed one this does not follow.
+
+    ``reused`` / ``redone``: member events whose components were kept / clustered, in the last call."""
+
+    def __init__(self) -> None:
+        self.inputs: tuple | None = None
+        self.hosts: dict[str, tuple] = {}  # host -> its key (see the class doc)
+        self.comps: list[list[Ev]] = []
+        self.events: list[Ev] = []  # the last call's member events: kept alive, so that their ids stay theirs
+        self.reused = 0
+        self.redone = 0
+
+    def components(self, events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
+                   is_fault: Callable[[Ev], bool], related: Callable[[Ev, Ev], bool] | None, catalog: Catalog,
+                   facts: dict[str, int], comms: dict[str, int], fleet: tuple) -> list[list[Ev]]:
+        """:func:`components` of ``events`` (its arguments; ``is_fault`` must answer as the last call's did
+        whenever ``catalog`` is the same object), kept from the last call for the hosts none of whose inputs
+        changed (class doc). ``facts``: host -> the number of its topology facts; ``comms``: communicator -> the
+        number of its facts; ``fleet``: a value that changes when the fleet config or the files read in part do."""
+        mine = members(events)
+        by_host: dict[str, list[Ev]] = defaultdict(list)
+        for e in mine:
+            by_host[e.host].append(e)
+        keys: dict[str, tuple] = {}
+        for h, evs in by_host.items():
+            keys[h] = (tuple([(id(e), e.start, e.implied_start) for e in evs]), facts.get(h), clocks.skew(h),
+                       tuple([(id(e), topo.peer_host(e)) for e in evs if e.details.get("peer_addr")]),
+                       tuple([(e.comm, comms.get(e.comm)) for e in evs if e.comm]))
+        inputs = (list(links), catalog, related, fleet)
+        last, self.inputs = self.inputs, inputs
+        whole = (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
+                 or last[1] is not catalog or last[2] is not related or last[3] != fleet
+                 or not KEYED_RELATIONS <= _COUPLED_RELATIONS
+                 or any(e.signature == SYMPTOM for e in mine))
+        if whole:
+            comps = components(events, links, topo, clocks, is_fault, related, catalog)
+            self.reused, self.redone = 0, len(mine)
+        else:
+            dirty = {h for h in keys.keys() | self.hosts.keys() if keys.get(h) != self.hosts.get(h)}
+            find = _coupled(by_host, topo, self.comps, clocks, links)
+            roots = {find(("h", h)) for h in dirty}
+            again = [e for e in events if find(("h", e.host)) in roots]
+            kept = [c for c in self.comps if find(("h", c[0].host)) not in roots]
+            comps = components(again, links, topo, clocks, is_fault, related, catalog) if again else []
+            if kept:
+                comps = sorted(comps + kept, key=lambda g: g[0].order)
+            self.redone = sum(1 for e in mine if find(("h", e.host)) in roots)
+            self.reused = len(mine) - self.redone
+        self.hosts, self.comps, self.events = keys, comps, mine
+        return [list(c) for c in comps]  # the caller's own lists: the kept ones stay as they were made
+
+
+def _coupled(by_host: dict[str, list[Ev]], topo: Topology, last: list[list[Ev]], clocks: Clocks,
+             links: list[LinkRule]) -> Callable[[tuple], tuple]:
+    """``find`` of a union-find over hosts (``("h", host)``) whose events a relation across hosts may join
+    (:class:`ComponentCache`): through a communicator (``("c", id)``: an event's own, or one with a rank on the host),
+    an NVLink domain, a log file, a peer's host, or a component of ``last`` (the last call's) that held both. A
+    line that names its peer couples its host with the peer's only when an event of the peer's host lies within the
+    ``peer_host`` links' widest window of it (``window.tolerance``: both precisions, the peer host's coarsest, and
+    both skew bounds; ``_join_peers``), or when it is dated by its file (``_join_peer_host`` reaches an hour back
+    from a file-dated component's earliest fault): the benchmark mix's NCCL errors name peers on 28 hosts, at other
+    times than those hosts' events."""
+    parent: dict[tuple, tuple] = {}
+
+    def find(x: tuple) -> tuple:
+        root = x
+        while (up := parent.get(root, root)) != root:
+            root = up
+        while x != root:
+            parent[x], x = root, parent.get(x, x)
+        return root
+
+    def union(a: tuple, b: tuple) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    placed = topo.comm_index()
+    peer_w = max((int(rule.window_s * S) for rule in links if rule.relation == "peer_host"), default=None)
+    starts: dict[str, list[int]] = {}  # host -> its events' starts, sorted (the peers' hosts', when asked)
+    coarsest: dict[str, int] = {}
+
+    def near(e: Ev, peer: str) -> bool:
+        if e.ts_basis == "file" or peer not in by_host:
+            return e.ts_basis == "file"
+        if peer_w is None:
+            return False
+        if peer not in starts:
+            starts[peer] = sorted(f.start for f in by_host[peer])
+            coarsest[peer] = max(f.precision_us for f in by_host[peer])
+        tol = peer_w + e.precision_us + coarsest[peer] + clocks.skew(e.host) + clocks.skew(peer)
+        on = starts[peer]
+        k = bisect_left(on, e.start - tol)
+        return k < len(on) and on[k] <= e.start + tol
+
+    for h, evs in by_host.items():
+        me = ("h", h)
+        union(me, ("d", topo.domain(h)))
+        for comm, _dev in placed.get(h, ()):
+            union(me, ("c", comm))
+        for e in evs:
+            if e.comm:
+                union(me, ("c", e.comm))
+            if (log := log_of(e)) is not None:
+                union(me, ("l", log))
+            if e.details.get("peer_addr") and (peer := topo.peer_host(e)) is not None and near(e, peer):
+                union(me, ("h", peer))
+    for comp in last:
+        first = ("h", comp[0].host)
+        for e in comp:
+            union(first, ("h", e.host))
+    return find
+
+
 def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],
                      related: Callable[[Ev, Ev], bool], topo: Topology) -> None:
     """Join each component of faults timed only by their file (``ts_basis`` ``file``: lines that printed no time,

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_edges, find_edges, first_of, is_fault,
                                  may_relate, reach, resolve_subjects, roots_verdict)
-from correlate.cluster import components, join_named_collectives
+from correlate.cluster import ComponentCache, components, join_named_collectives
 from correlate.incident import body, finish, initiator_key, untied_before
 from correlate.model import Ev, events_from_table, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
@@ -301,6 +301,9 @@ class AttributionCache:
     #: the topology the numbers were taken from: the same object again (the streaming correlator reuses an
     #: unchanged one, ``StreamCorrelator._learn``) keeps them without comparing every host's facts
     topo: Topology | None = field(default=None, repr=False)
+    #: the last call's candidate incidents before ``join_named_collectives``, by host: only the hosts whose events,
+    #: facts or skew bound changed, and those coupled to them, are clustered again (``cluster.ComponentCache``)
+    clusters: ComponentCache = field(default_factory=ComponentCache, repr=False)
 
     def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
         """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo unless
@@ -376,8 +379,13 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
         related = may_relate(rules, catalog)
         if cache is not None:
             cache.related = related
-    comps = components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
-                       related=related, catalog=catalog)
+    if cache is not None:
+        comps = cache.clusters.components(evs, rules.links, topo, clocks, lambda e: is_fault(e, catalog), related,
+                                          catalog, facts, {c: n for c, (_f, n) in cache.comms.items()},
+                                          cache.fleet[2:])
+    else:
+        comps = components(evs, rules.links, topo, clocks, is_fault=lambda e: is_fault(e, catalog),
+                           related=related, catalog=catalog)
     for comp in join_named_collectives(comps, topo, clocks):
         if cache is not None:
             key = tuple([(id(e), e.start, e.implied_start) for e in comp])

@@ -751,3 +751,54 @@ def test_attribution_cache_keeps_a_one_host_incident_when_only_skew_bounds_chang
     assert (cache.hits, cache.misses) == (1, 3)  # a's reused, b and c's attributed again
     assert again == correlate(evs, settings=settings(3), now_us=0)
     assert {i["clocks"]["a"]["skew_bound_s"] for i in again if "a" in i["clocks"]} == {3.0}
+
+
+def _in_comm(e: Ev, comm: str) -> Ev:
+    e.comm = comm
+    return e
+
+
+def test_a_late_event_of_another_host_clusters_an_old_component_again():
+    """The streaming correlator's clustering keeps the last step's components of the hosts whose events, facts and
+    skew bounds did not change (``cluster.ComponentCache``), unless a host coupled to a changed one may join them:
+    a late Xid of a new host in the communicator of an old one's joins that old component (``same_comm``, 10 s
+    apart), though the old host got no new event; a far host's component is kept."""
+    from correlate.correlator import AttributionCache, correlate
+
+    old = [_in_comm(ev("a1", "a", 1000 * S), "c1"), ev("b1", "b", 5000 * S, device="0000:02:00.0")]
+    cache = AttributionCache()
+    correlate(old, now_us=0, cache=cache)
+    assert sorted(sorted(e.event_id for e in c) for c in cache.clusters.comps) == [["a1"], ["b1"]]
+    late = _in_comm(ev("c1", "c", 1010 * S), "c1")
+    got = correlate(old + [late], now_us=0, cache=cache)
+    assert sorted(sorted(e.event_id for e in c) for c in cache.clusters.comps) == [["a1", "c1"], ["b1"]]
+    assert (cache.clusters.reused, cache.clusters.redone) == (1, 2)  # b's kept; a's clustered again with c's
+    assert got == correlate(old + [late], now_us=0)
+    far = ev("d1", "d", 9000 * S, device="0000:03:00.0")  # couples with no host: everything else is kept
+    assert correlate(old + [late, far], now_us=0, cache=cache) == correlate(old + [late, far], now_us=0)
+    assert (cache.clusters.reused, cache.clusters.redone) == (3, 1)
+
+
+def test_a_topology_learned_later_clusters_an_old_component_again():
+    """A host's components are kept only while its topology facts are those they were made with: NCCL's init lines
+    learned later that put a GPU and another host's rank in one communicator join the GPU's old Xid 79 to that rank's
+    NCCL error (``same_comm``), though neither host got a new event and neither line names a communicator; the
+    incidents are those of clustering afresh."""
+    from correlate.correlator import AttributionCache, correlate
+    from correlate.rules import gpu_key
+
+    xid = ev("a1", "a", 1000 * S)
+    err = Ev(event_id="b1", ts=1005 * S, ts_basis="line", host="b", source="nccl", kind="nccl_error",
+             signature="nccl.error", severity="error", device_type=None, device=None, link=None, xid=None, sxid=None,
+             peer=None, rank=1, nranks=2, comm=None, message="m", precision_us=1)
+    cache = AttributionCache()
+    before = correlate([xid, err], now_us=0, cache=cache, built=Topology())
+    assert sorted(sorted(e.event_id for e in c) for c in cache.clusters.comps) == [["a1"], ["b1"]]
+    learned = Topology()
+    learned.comm_ranks["c1"][0] = ("a", gpu_key(xid, learned))
+    learned.comm_ranks["c1"][1] = ("b", None)
+    learned.comm_size["c1"] = 2
+    after = correlate([xid, err], now_us=0, cache=cache, built=learned)
+    assert [sorted(e.event_id for e in c) for c in cache.clusters.comps] == [["a1", "b1"]]
+    assert after != before
+    assert after == correlate([xid, err], now_us=0, built=learned)
