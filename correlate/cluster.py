@@ -263,9 +263,11 @@ class ComponentCache:
         for e in mine:
             by_host[e.host].append(e)
         keys: dict[str, tuple] = {}
+        peers: dict[str, list[tuple[Ev, str | None]]] = {}  # host -> its lines that name a peer, with its host
         for h, evs in by_host.items():
+            named = peers[h] = [(e, topo.peer_host(e)) for e in evs if e.details.get("peer_addr")]
             keys[h] = (tuple([(id(e), e.start, e.implied_start) for e in evs]), facts.get(h), clocks.skew(h),
-                       tuple([(id(e), topo.peer_host(e)) for e in evs if e.details.get("peer_addr")]),
+                       tuple([(id(e), p) for e, p in named]),
                        tuple([(e.comm, comms.get(e.comm)) for e in evs if e.comm]))
         inputs = (list(links), catalog, related, fleet)
         last, self.inputs = self.inputs, inputs
@@ -278,24 +280,26 @@ class ComponentCache:
             self.reused, self.redone = 0, len(mine)
         else:
             dirty = {h for h in keys.keys() | self.hosts.keys() if keys.get(h) != self.hosts.get(h)}
-            find = _coupled(by_host, topo, self.comps, clocks, links)
+            find = _coupled(by_host, peers, topo, self.comps, clocks, links)
             roots = {find(("h", h)) for h in dirty}
-            again = [e for e in events if find(("h", e.host)) in roots]
+            hosts = {h for h in by_host if find(("h", h)) in roots}
+            again = [e for e in events if e.host in hosts]
             kept = [c for c in self.comps if find(("h", c[0].host)) not in roots]
             comps = components(again, links, topo, clocks, is_fault, related, catalog) if again else []
             if kept:
                 comps = sorted(comps + kept, key=lambda g: g[0].order)
-            self.redone = sum(1 for e in mine if find(("h", e.host)) in roots)
+            self.redone = sum(len(by_host[h]) for h in hosts)
             self.reused = len(mine) - self.redone
         self.hosts, self.comps, self.events = keys, comps, mine
         return [list(c) for c in comps]  # the caller's own lists: the kept ones stay as they were made
 
 
-def _coupled(by_host: dict[str, list[Ev]], topo: Topology, last: list[list[Ev]], clocks: Clocks,
-             links: list[LinkRule]) -> Callable[[tuple], tuple]:
+def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str | None]]], topo: Topology,
+             last: list[list[Ev]], clocks: Clocks, links: list[LinkRule]) -> Callable[[tuple], tuple]:
     """``find`` of a union-find over hosts (``("h", host)``) whose events a relation across hosts may join
     (:class:`ComponentCache`): through a communicator (``("c", id)``: an event's own, or one with a rank on the host),
-    an NVLink domain, a log file, a peer's host, or a component of ``last`` (the last call's) that held both. A
+    an NVLink domain, a log file, a peer's host (``peers``: host -> its lines that name a peer, with the
+    peer's host, ``Topology.peer_host``), or a component of ``last`` (the last call's) that held both. A
     line that names its peer couples its host with the peer's only when an event of the peer's host lies within the
     ``peer_host`` links' widest window of it (``window.tolerance``: both precisions, the peer host's coarsest, and
     both skew bounds; ``_join_peers``), or when it is dated by its file (``_join_peer_host`` reaches an hour back
@@ -344,7 +348,8 @@ def _coupled(by_host: dict[str, list[Ev]], topo: Topology, last: list[list[Ev]],
                 union(me, ("c", e.comm))
             if (log := log_of(e)) is not None:
                 union(me, ("l", log))
-            if e.details.get("peer_addr") and (peer := topo.peer_host(e)) is not None and near(e, peer):
+        for e, peer in peers[h]:
+            if peer is not None and near(e, peer):
                 union(me, ("h", peer))
     for comp in last:
         first = ("h", comp[0].host)
