@@ -279,6 +279,24 @@ def bomless_codec(data: bytes) -> str | None:
     return None
 
 
+#: a stretch of UTF-16LE text inside a file of other text: Latin-1 characters (each code unit a byte then a zero
+#: byte), at least 16 of them, after an optional byte order mark. Windows PowerShell's ``>>`` appends UTF-16LE (its
+#: Out-File default) to a UTF-8 log: the appended lines matched nothing, their Xid lost without a word (a break-it
+#: pass). A character outside Latin-1 ends a stretch (its two bytes stay as they are); NUL runs (zeroed blocks) are
+#: none
+_UTF16LE_STRETCH = re.compile(rb"(?:\xff\xfe)?(?:[^\x00]\x00){16,}")
+
+
+def utf16_stretches(data: bytes) -> bytes:
+    """``data`` with each stretch of UTF-16LE text among its other text (:data:`_UTF16LE_STRETCH`) as UTF-8, its
+    byte order mark dropped; lines keep their numbers (a ``\\n`` code unit is one ``\\n``). ``data`` itself when it
+    holds no zero byte. For a file read as text (``decode_file``) that is not UTF-16 as a whole
+    (:func:`bomless_text`, a byte order mark: read as such before)."""
+    if b"\x00" not in data:
+        return data
+    return _UTF16LE_STRETCH.sub(lambda m: m.group().removeprefix(b"\xff\xfe").decode("utf-16-le").encode(), data)
+
+
 def bomless_text(data: bytes) -> bytes | None:
     """``data`` as UTF-8 when the whole of it is UTF-16 or UTF-32 text without a byte order mark
     (:func:`bomless_codec` of its head, :func:`_wide_all` of all of it), else None; a file's and a Kafka value's
@@ -2114,6 +2132,8 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
         data, lines, dropped = kept
         lost = Reject(origin, f"{why}; its {lines} line{'s' * (lines != 1)} of text read, {dropped} bytes of binary "
                       "data skipped", raw[:4096], "not_text")
+    if _wide_codec(data) is None:  # a whole file of UTF-16 or UTF-32 text with a byte order mark is read as such
+        data = utf16_stretches(data)
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:

@@ -1320,6 +1320,22 @@ def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pip
     # lines' events were lost, silently: a second break-it pass)
     f.write_bytes(("x" * 2000 + "\n").encode("utf-16-le") + xid("3b") + b"\n")
     assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 1
+    # UTF-8 lines, then UTF-16LE ones (PowerShell's `>>` appends its Out-File default to a UTF-8 log), with or without
+    # their byte order mark, then UTF-8 again: every line read, the numbers of the lines kept (the UTF-16 Xid was lost
+    # without a word: a break-it pass); a UTF-16 line first is read too
+    for mark in ("\ufeff", ""):
+        f.write_bytes(xid("3b") + b"\n" + (mark + xid("5e").decode() + "\n").encode("utf-16-le") + xid("61") + b"\n")
+        d = decode_file(f, relname=f.name)
+        assert b"".join(s.data for s in d.segments) == xid("3b") + b"\n" + xid("5e") + b"\n" + xid("61") + b"\n"
+        ev = pipeline.run(d).events
+        assert sorted(ev.column("device").to_pylist()) == ["0000:3b:00.0", "0000:5e:00.0", "0000:61:00.0"], mark
+    f.write_bytes(("x" * 2000 + "\n" + xid("5e").decode() + "\n").encode("utf-16-le") + xid("3b") + b"\n")
+    assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 2
+    # NUL runs (a crash's zeroed blocks) and NUL-separated words (/proc/PID/cmdline) are no UTF-16
+    from ingest.decode import utf16_stretches
+
+    for raw in (xid("3b") + bytes(4096) + b"\n", b"python\x00train.py\x00--lr\x003e-4\x00\n", b"a\x00" * 15 + b"\n"):
+        assert utf16_stretches(raw) == raw
 
 
 
