@@ -309,6 +309,19 @@ def test_a_folder_of_one_part_is_left_as_it_is(tables, tmp_path):
     assert [p.name for p in (lake.root / folder.rel).iterdir()] == ["part-only.parquet"]
 
 
+def _vanished_part_error(tables, tmp_path) -> duckdb.IOException:
+    """DuckDB's own error for a query over a view of a Parquet part removed after the view listed it: what a query
+    racing the compaction meets (its timing is what the tests inject)."""
+    gone = tmp_path / "gone.parquet"
+    pq.write_table(tables["topology"], gone)
+    probe = duckdb.connect()
+    probe.execute(f"CREATE VIEW v AS SELECT * FROM read_parquet(['{gone}'])")
+    gone.unlink()
+    with pytest.raises(duckdb.IOException) as vanished:
+        probe.execute("SELECT * FROM v").fetchall()
+    return vanished.value
+
+
 def test_the_store_runs_a_query_again_when_a_part_it_listed_was_removed(tables, tmp_path):
     """A query that listed a part just before the compaction removed it fails opening it; the store runs it once
     more. DuckDB's error is real (a view over a list of files, one of them removed); the race itself is not
@@ -357,13 +370,7 @@ def test_a_part_removed_while_the_views_are_created_is_not_a_broken_table(tables
     lake = Lake(str(tmp_path / "lake"))
     lake.init()
     lake.write("events", tables["events"], "a")
-    gone = tmp_path / "gone.parquet"
-    pq.write_table(tables["topology"], gone)
-    probe = duckdb.connect()
-    probe.execute(f"CREATE VIEW v AS SELECT * FROM read_parquet(['{gone}'])")
-    gone.unlink()
-    with pytest.raises(duckdb.IOException) as vanished:
-        probe.execute("SELECT * FROM v").fetchall()
+    vanished = _vanished_part_error(tables, tmp_path)
 
     class RacedOnce:
         def __init__(self, con):
@@ -372,7 +379,7 @@ def test_a_part_removed_while_the_views_are_created_is_not_a_broken_table(tables
         def execute(self, sql, *args):
             if not self.raced and re.search(r"VIEW events AS", sql):
                 self.raced = True
-                raise vanished.value
+                raise vanished
             return self.con.execute(sql, *args)
 
         def __getattr__(self, name):
@@ -529,13 +536,7 @@ def test_firstfault_sql_and_why_empty_run_again_over_a_part_compacted_away(table
     lake = Lake(str(root))
     for name, t in tables.items():
         lake.write(name, t, "a")
-    gone = tmp_path / "gone.parquet"
-    pq.write_table(tables["topology"], gone)
-    probe = duckdb.connect()
-    probe.execute(f"CREATE VIEW v AS SELECT * FROM read_parquet(['{gone}'])")
-    gone.unlink()
-    with pytest.raises(duckdb.IOException) as vanished:
-        probe.execute("SELECT * FROM v").fetchall()
+    vanished = _vanished_part_error(tables, tmp_path)
 
     class RacedOnce:
         def __init__(self, con):
@@ -544,7 +545,7 @@ def test_firstfault_sql_and_why_empty_run_again_over_a_part_compacted_away(table
         def sql(self, query, *args):
             self.raced += 1
             if self.raced == 1:
-                raise vanished.value
+                raise vanished
             return self.con.sql(query, *args)
 
         def __getattr__(self, name):
