@@ -514,23 +514,22 @@ def test_the_workers_lake_reads_run_again_over_a_part_compacted_away(tables, tmp
     monkeypatch.setattr(report, "connect", connect_once)
     samples, _ = report.load_inputs(lake, int(HOUR.timestamp() * 1_000_000))
     assert len(samples) == tables["link_samples"].num_rows and len(calls) == 2
+    calls.clear()  # why an hour's report is empty (``report.why_empty``): failed once so (left alone at stop 65)
+    why = report.why_empty(Settings(lake=str(root)), "2025-12-01T05")
+    assert len(calls) == 2 and why.endswith(": 2025-12-01T00 (UTC; pass one with --hour)")
     monkeypatch.setattr("api.store.connect", connect_once)  # the sink imports it at call time
     calls.clear()
-    got = IncidentSink(Settings(lake=str(root))).membership_events()
+    got = IncidentSink(Settings(lake=str(root), state_dir=tmp_path / "state")).membership_events()
     assert len(calls) == 2 and got is not None
 
 
-def test_firstfault_sql_and_why_empty_run_again_over_a_part_compacted_away(tables, tmp_path, monkeypatch, capsys):
-    """``firstfault sql`` and the report's "why is it empty" (``api.report.why_empty``) met a part the compaction
-    removed after their query listed it and failed once (left alone at an earlier stop); both run the query again
-    as the API's queries do. DuckDB's error is real (a view over a removed file); its timing is injected: the
-    analyst's connection raises it at its first query, ``why_empty``'s first connection is made over a copy of the
-    lake whose parts are then removed."""
-    import shutil
-
+def test_firstfault_sql_runs_a_query_again_over_a_part_compacted_away(tables, tmp_path, monkeypatch, capsys):
+    """``firstfault sql`` met a part the compaction removed after its query listed it and failed once (left alone at
+    an earlier stop); it runs the query again as the API's queries do. DuckDB's error is real (a view over a removed
+    file); its timing is injected: the analyst's connection raises it at its first query."""
     from rich.console import Console
 
-    from api import report, sql
+    from api import sql
 
     root = tmp_path / "lake"
     lake = Lake(str(root))
@@ -558,19 +557,3 @@ def test_firstfault_sql_and_why_empty_run_again_over_a_part_compacted_away(table
     assert sql.run_sql(settings, "SELECT count(*) AS n FROM link_samples", "json", None, out, err) == 0
     assert [c.raced for c in cons] == [2]
     assert capsys.readouterr().out == f'{{"n":{tables["link_samples"].num_rows}}}\n'
-    calls = []
-
-    def connect_once(lk, *a, **k):
-        calls.append(1)
-        if len(calls) > 1:
-            return connect(lk, *a, **k)
-        copy = tmp_path / "copy"
-        shutil.copytree(root, copy)
-        con = connect(Lake(str(copy)), *a, **k)
-        for f in copy.rglob("*.parquet"):
-            f.unlink()
-        return con
-
-    monkeypatch.setattr(report, "connect", connect_once)
-    why = report.why_empty(settings, "2025-12-01T05")
-    assert len(calls) == 2 and why.endswith(": 2025-12-01T00 (UTC; pass one with --hour)")
