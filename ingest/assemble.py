@@ -634,7 +634,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     located: dict[int, tuple[np.ndarray, int]] = {}  # segment -> its newline offsets as far as read (_newlines)
     shifted = {id(h.seg) for h in hits if h.prefix.zone_shift is not None}  # _shift_zoneless moved their stamps
     bounded: set[int] = set()  # hits dated by their segment's reference time as an upper bound
-    clocks: dict[int, bool] = {}  # segment -> it holds a clock somewhere (_stamp_before)
+    clocks: dict[tuple[int, int], int | bool] = {}  # whether a segment holds a clock (_holds_anywhere)
     for h in hits:
         p, row, seg = h.prefix, h.row, h.seg
         host = row["host"]
@@ -890,18 +890,15 @@ def _traceback_head(seg: Segment, line: int, heads: dict[tuple[int, int], Any], 
     one at or above ``line``, looked for backwards from its end in those lines only (``bytes.rfind``; ``located``,
     :func:`_newlines`, says where they are): a scan of every segment for its headers was ~10 % of ``assemble``.
     ``heads`` keeps what each header's lines said ((segment, offset) -> prefix), read once for the lines below it,
-    and whether a segment holds the words at all ((segment, -2) -> bool: one ``in`` per segment, then none per line).
+    and whether a segment holds the words at all (under (segment, -2): :func:`_holds_anywhere`).
     Past :data:`TRACEBACK_WORDS_TRIED` occurrences of the words that end no line, the segment's headers are found
     once (``_TRACEBACK.finditer``, kept in ``heads`` under (segment, -1)) and bisected: 5,000 lines that each held the
     words a hundred times took 36 s where one pass takes 0.03 s (a break-it pass)."""
     lo = max(after + 1, line - TRACEBACK_LINES)
     if lo > line:
         return None
-    words = heads.get((id(seg), -2))  # whether the segment holds the words at all: found once, not per line
-    if words is None:
-        words = heads[(id(seg), -2)] = _TRACEBACK_WORDS in seg.data
-    if not words:  # no header anywhere (a storm's copies each looked through their 200 lines)
-        return None
+    if not _holds_anywhere(heads, seg, lambda data: _TRACEBACK_WORDS in data, -2):
+        return None  # no header anywhere (a storm's copies each looked through their 200 lines)
     nl = _newlines(seg, line + 1, located)
     if lo > len(nl):  # past the data's last line
         return None
@@ -952,8 +949,30 @@ _CLOCK = re.compile(rb"(?<!\d\d)\d:\d\d:\d\d")
 CLOCK_NEAR_START = 56
 
 
+#: a segment is searched whole for what a line's look-back needs (:func:`_holds_anywhere`) once its lines have asked
+#: for one byte in this many of its bytes: a storm's copies ask thousands of times, while a batch of ordinary lines
+#: asks a few times of a large Kafka value (searching each value whole made ``assemble`` twice as slow on the mix)
+WHOLE_SEGMENT_BYTES_PER_ASK = 1024
+
+
+def _holds_anywhere(memo: dict, seg: Segment, holds: Callable[[bytes], bool], tag: int = -3) -> bool:
+    """False when ``holds(seg.data)`` is False: what a line's look-back seeks (a clock, a traceback header) is
+    nowhere in the segment, so none of its lines need look. Asked per line; the segment is searched once, after its
+    lines asked :data:`WHOLE_SEGMENT_BYTES_PER_ASK` times less often than it has bytes (until then True: look).
+    ``memo`` keeps, under ``(id(seg), tag)``, the asks so far or the answer."""
+    key = (id(seg), tag)
+    got = memo.get(key, 0)
+    if got is True or got is False:
+        return got
+    if (got + 1) * WHOLE_SEGMENT_BYTES_PER_ASK < len(seg.data):
+        memo[key] = got + 1
+        return True
+    memo[key] = found = holds(seg.data)
+    return found
+
+
 def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[np.ndarray, int]], shifted: set[int],
-                  tz, clocks: dict[int, bool] | None = None) -> Prefix | None:
+                  tz, clocks: dict[tuple[int, int], int | bool] | None = None) -> Prefix | None:
     """The prefix of the nearest line above physical line ``line`` of ``seg`` that printed a date and time of its own
     (``parse_prefix``: not a raw kernel stamp, not a clock without a day or a year, a time ``_believable`` for the
     segment, with a word after it; no ``\\r`` between them), at
@@ -964,17 +983,13 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
     line: it was timed by its file's modification time, an incident of its own beside the Xid 94 of that minute
     (sgl-project/sglang#3204, a real-logs pass). Only lines with a clock near their start are read
     (:data:`_CLOCK`, searched in each line's first bytes, nearest line first). ``located`` keeps each segment's
-    newline offsets (:func:`_newlines`); ``clocks``, whether each segment holds a clock anywhere (one search per
-    segment: a segment without one, a storm of unstamped copies, has no such line and reads none per line)."""
+    newline offsets (:func:`_newlines`); ``clocks``, whether each segment holds a clock anywhere
+    (:func:`_holds_anywhere`: a segment without one, a storm of unstamped copies, has no such line to read)."""
     lo = max(after + 1, line - STAMP_LINES)
     if lo >= line:
         return None
-    if clocks is not None:
-        has = clocks.get(id(seg))
-        if has is None:
-            has = clocks[id(seg)] = _CLOCK.search(seg.data) is not None
-        if not has:
-            return None
+    if clocks is not None and not _holds_anywhere(clocks, seg, lambda data: _CLOCK.search(data) is not None):
+        return None
     nl = _newlines(seg, line + 1, located)
     if line > len(nl):  # past the data's last line
         return None
