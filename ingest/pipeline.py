@@ -233,6 +233,7 @@ class Pipeline:
         #: per signature, what :meth:`_rest_key` checks (from :func:`_leading_literals`: one regex of the leading
         #: literals, the longest's length, the gates of the other extras), or None when it does not qualify
         self._leads: dict[int, tuple[re.Pattern[str], int, tuple] | None] = {}
+        self._rest_asks: dict[int, int] = {}  # per signature, the lines :meth:`_rest_key` was asked of before that
 
     @gc_paused()  # many objects, no cycles: ingest.gcpause
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
@@ -413,6 +414,11 @@ class Pipeline:
         then lies in ``rest`` and is the same whatever the stamp said. A stamped storm's copies have one key."""
         leads = self._leads.get(ci, ())
         if leads == ():
+            # read a signature's patterns once it has asked REST_KEY_AFTER times (a storm asks thousands): their parse
+            # trees cost ~0.6 ms a signature, 0.3 s for the catalog at each Pipeline's first batch of the mix
+            asked = self._rest_asks[ci] = self._rest_asks.get(ci, 0) + 1
+            if asked < REST_KEY_AFTER:
+                return None
             found = _leading_literals(self.catalog.entries[ci])
             leads = self._leads[ci] = None if found is None else (
                 re.compile("|".join(re.escape(x) for x in found if type(x) is str)),
@@ -476,7 +482,25 @@ class Pipeline:
         return head, excerpt, s - a, fields(c, excerpt)
 
 
+#: a signature's lines not remembered by their whole text before :meth:`Pipeline._rest_key` reads its patterns: a
+#: storm's copies are thousands, the lines of an ordinary batch a few of each signature
+REST_KEY_AFTER = 8
+#: :func:`_leading_literals`' answers by the patterns they were read from (the same for every Pipeline of a process)
+_LEADS_OF: dict[tuple, tuple[str | tuple, ...] | None] = {}
+
+
 def _leading_literals(c) -> tuple[str | tuple, ...] | None:
+    """:func:`_read_leading_literals` of ``c``, read once per process for the same patterns."""
+    if c.rx is None or getattr(c.sig, "parser", None) != "regex":
+        return None
+    key = tuple((rx.pattern, rx.flags) for rx in (c.rx, *c.extras)) + (repr((c.extra_literals, c.extra_needs)),)
+    found = _LEADS_OF.get(key, ())
+    if found == ():
+        found = _LEADS_OF[key] = _read_leading_literals(c)
+    return found
+
+
+def _read_leading_literals(c) -> tuple[str | tuple, ...] | None:
     """Per pattern of ``c`` (its regex, then its extras), the literal it begins with; for an extra that begins with
     none, its gate instead (``(literal, needs)``, as ``ingest.extract.fields`` skips it: ``Compiled.extra_literals``
     and ``extra_needs``). None when the regex begins with no literal, an extra has neither, a pattern may look
