@@ -15,7 +15,6 @@ import codecs
 import dataclasses
 import re
 import time
-from re import _parser as _re_parser  # the tree re.compile reads (as ingest.catalog)
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
 from operator import attrgetter
@@ -28,7 +27,7 @@ import pyarrow.compute as pc
 from ingest.assemble import Hit, assemble, year_anchors
 from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment, end_nul_holes, strip_terminal_codes
-from ingest.extract import _holds, columns, fields
+from ingest.extract import columns, fields
 from ingest.frame import Framed, frame_all
 from ingest.gcpause import gc_paused
 from ingest.match import HyperscanMatcher, LineHit, Matcher, best, hit_lines
@@ -226,14 +225,6 @@ class Pipeline:
         #: them, and a storm shipped with its time in an envelope (journald through Vector) repeats the very
         #: same line. Each hit gets its own copy.
         self._lines: dict[tuple[int, str], list[dict]] = {}
-        #: the same by (signature, the line's text after its prefixes) for the lines whose fields that text alone
-        #: decides (:meth:`_rest_key`): a stamped storm's copies differ in their stamps only. Each hit gets its own
-        #: copy.
-        self._rests: dict[tuple[int, str], list[dict]] = {}
-        #: per signature, what :meth:`_rest_key` checks (from :func:`_leading_literals`: one regex of the leading
-        #: literals, the longest's length, the gates of the other extras), or None when it does not qualify
-        self._leads: dict[int, tuple[re.Pattern[str], int, tuple] | None] = {}
-        self._rest_asks: dict[int, int] = {}  # per signature, the lines :meth:`_rest_key` was asked of before that
 
     @gc_paused()  # many objects, no cycles: ingest.gcpause
     def run(self, decoded: Decoded, timings: dict[str, float] | None = None) -> Batch:
@@ -303,13 +294,12 @@ class Pipeline:
         per_stream: dict[str, list[Hit]] = {}
         entries = self.catalog.entries
         lines_memo = self._lines
-        rests_memo = self._rests
-        # passes over the hit lines, not every step per line: where each line is and what is remembered of it; the
-        # prefixes; the fields of the lines not remembered, one signature's lines after another (its regexes stay
-        # hot); then the hits in line order. The same events as one pass: ``fields``, ``parse_prefix`` and the memos
-        # are pure functions of the line (a line read twice in one batch is read once, ``read``; so are a stamped
-        # storm's copies whose fields the text after their prefixes decides, :meth:`_rest_key`).
+        # three passes over the hit lines, not every step per line: where each line is and what is remembered of it;
+        # the fields of the lines not remembered, one signature's lines after another (its regexes stay hot); the
+        # prefixes, then the hits in line order. The same events as one pass: ``fields``, ``parse_prefix`` and the
+        # memos are pure functions of the line (a line read twice in one batch is read once, ``read``).
         work = []
+        todo: dict[int, list[int]] = {}  # signature -> the places in ``work`` of its lines whose fields are to read
         for si, local, a, b, sigs in located:
             seg = segs[si]
             if type(seg) is not Segment:  # Records, Envelopes: line ``local`` is record ``local`` (framing leaves it)
@@ -317,45 +307,43 @@ class Pipeline:
             ci = sigs[0] if len(sigs) == 1 else best(self.catalog, sigs)
             if b - a <= MAX_LINE_BYTES:
                 text = excerpt = buf[a:b].decode("utf-8", "replace")
-                cut = occurrences = None
+                cut = None
                 remember = len(text) <= _COLUMNS_MEMO_LINE  # a long line stays out of the memos: their size is bounded
                 rows = lines_memo.get((ci, text)) if remember else None  # a remembered line's rows: never empty
+                occurrences = None if rows is None else []
+                if rows is None:
+                    todo.setdefault(ci, []).append(len(work))
             else:
                 text, excerpt, cut, occurrences = self._long_line(buf, a, b, ci)
                 remember, rows = False, None
-            work.append([si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences, None, None])
+            work.append([si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences])
+        for ci, places in todo.items():
+            c = entries[ci]
+            read: dict[str, list[dict[str, str]]] = {}
+            for k in places:
+                w = work[k]
+                text = w[6]
+                found = read.get(text)
+                if found is None:
+                    found = read[text] = fields(c, text)
+                w[11] = found
         tz = self.tz
         # a hit line that repeats the one before (same text, same reference time: a storm's unstamped copies in one
         # Kafka value or file) copies its prefix; each copy gets its own Prefix (``resolve_times`` sets its time)
+        prefixes: list[Prefix | None] = []
         last_read: tuple[str, int | None] | None = None
         last_prefix = None
-        todo: dict[int, list[int]] = {}  # signature -> the places in ``work`` of its lines whose fields are to read
-        for k, w in enumerate(work):
-            text, ref = w[6], w[1].ref_ts
-            if last_read is not None and last_read[0] == text and last_read[1] == ref:
-                w[12] = _copy_prefix(last_prefix)
+        for w in work:
+            if not (w[10] or w[11]):
+                prefixes.append(None)
+            elif last_read is not None and last_read[0] == w[6] and last_read[1] == w[1].ref_ts:
+                prefixes.append(_copy_prefix(last_prefix))
             else:
-                w[12] = last_prefix = parse_prefix(text, ref_us=ref, tz=tz)  # unchanged until assemble: copied
-                last_read = (text, ref)
-            if w[10] is None and w[8] is None:  # not remembered by its line: by the text after its prefixes?
-                if w[9] and (rest_key := self._rest_key(w[5], text, w[12].rest)) is not None:
-                    w[13], w[10] = rest_key, rests_memo.get(rest_key)
-                if w[10] is None:
-                    todo.setdefault(w[5], []).append(k)
-        for ci, places in todo.items():
+                last_prefix = parse_prefix(w[6], ref_us=w[1].ref_ts, tz=tz)
+                last_read = (w[6], w[1].ref_ts)
+                prefixes.append(last_prefix)  # unchanged until assemble: copied when reused
+        for (si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences), prefix in zip(work, prefixes):
             c = entries[ci]
-            read: dict[object, list[dict[str, str]]] = {}
-            for k in places:
-                w = work[k]
-                key = w[13] or w[6]  # (signature, rest) for a line its rest decides, else its text
-                found = read.get(key)
-                if found is None:
-                    found = read[key] = fields(c, w[6])
-                w[11] = found
-        for si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences, prefix, rest_key in work:
-            c = entries[ci]
-            if rows is not None:
-                occurrences = []
             if not (rows or occurrences):  # the Hyperscan form matched but the full regex did not
                 if cut is not None:  # on a long line: say so, do not drop it silently
                     rejects.append(Reject(seg.origin, f"line {local}: signature {c.sig.id} hit a line of {b - a} "
@@ -378,17 +366,11 @@ class Pipeline:
             if rows is None:
                 if remember:
                     rows = lines_memo.get((ci, text))  # read earlier in this batch
-                    if rows is None and rest_key is not None:
-                        rows = rests_memo.get(rest_key)
                     if rows is None:
                         rows = [self._typed(ci, f) for f in occurrences]
-                    if len(lines_memo) >= _COLUMNS_MEMO:
-                        lines_memo.clear()
-                    lines_memo[(ci, text)] = rows
-                    if rest_key is not None:
-                        if len(rests_memo) >= _COLUMNS_MEMO:
-                            rests_memo.clear()
-                        rests_memo[rest_key] = rows
+                        if len(lines_memo) >= _COLUMNS_MEMO:
+                            lines_memo.clear()
+                        lines_memo[(ci, text)] = rows
                 else:
                     rows = [columns(c, f, self.catalog) for f in occurrences]
             for sub, known in enumerate(rows):
@@ -404,35 +386,6 @@ class Pipeline:
                 stream.append(Hit(seg=seg, line=phys, sub=sub, c=c, row=row, prefix=prefix, text=text,
                                   message=message))
         return per_stream
-
-    def _rest_key(self, ci: int, text: str, rest: str) -> tuple[int, str] | None:
-        """``(ci, rest)`` when signature ``ci``'s fields on ``text`` are decided by ``rest``, the text after the
-        line's prefixes (``parse_prefix``: stamp, host, tag), alone; else None. They are when ``rest`` ends
-        ``text`` behind a prefix, the regex and each extra begin with a literal (no lookbehind: nothing of a match
-        looks before its start; :func:`_leading_literals`) that no place in the prefix starts, and each other extra
-        is one ``fields`` skips on ``text`` (its literal or a requirement absent from the whole line): every match
-        then lies in ``rest`` and is the same whatever the stamp said. A stamped storm's copies have one key."""
-        leads = self._leads.get(ci, ())
-        if leads == ():
-            # read a signature's patterns once it has asked REST_KEY_AFTER times (a storm asks thousands): their parse
-            # trees cost ~0.6 ms a signature, 0.3 s for the catalog at each Pipeline's first batch of the mix
-            asked = self._rest_asks[ci] = self._rest_asks.get(ci, 0) + 1
-            if asked < REST_KEY_AFTER:
-                return None
-            found = _leading_literals(self.catalog.entries[ci])
-            leads = self._leads[ci] = None if found is None else (
-                re.compile("|".join(re.escape(x) for x in found if type(x) is str)),
-                max(len(x) for x in found if type(x) is str), tuple(x for x in found if type(x) is not str))
-        if leads is None or not rest or len(rest) >= len(text) or not text.endswith(rest):
-            return None
-        head = len(text) - len(rest)
-        starts, longest, gates = leads
-        if (m := starts.search(text, 0, head + longest - 1)) is not None and m.start() < head:
-            return None  # a match may start in the prefix (the leftmost place a leading literal starts)
-        for literal, needs in gates:
-            if (literal is None or literal in text) and (not needs or _holds(text, needs)):
-                return None  # an extra fields() tries on this line, which may match in the prefix
-        return (ci, rest)
 
     def _typed(self, ci: int, f: dict[str, str]) -> dict:
         """``columns`` of occurrence ``f`` of signature ``ci``, remembered (``_columns``): not to be changed."""
@@ -480,51 +433,6 @@ class Pipeline:
             return head, head, 0, found
         excerpt = _text(buf, s, e, cut_start=True)
         return head, excerpt, s - a, fields(c, excerpt)
-
-
-#: a signature's lines not remembered by their whole text before :meth:`Pipeline._rest_key` reads its patterns: a
-#: storm's copies are thousands, the lines of an ordinary batch a few of each signature
-REST_KEY_AFTER = 8
-#: :func:`_leading_literals`' answers by the patterns they were read from (the same for every Pipeline of a process)
-_LEADS_OF: dict[tuple, tuple[str | tuple, ...] | None] = {}
-
-
-def _leading_literals(c) -> tuple[str | tuple, ...] | None:
-    """:func:`_read_leading_literals` of ``c``, read once per process for the same patterns."""
-    if c.rx is None or getattr(c.sig, "parser", None) != "regex":
-        return None
-    key = tuple((rx.pattern, rx.flags) for rx in (c.rx, *c.extras)) + (repr((c.extra_literals, c.extra_needs)),)
-    found = _LEADS_OF.get(key, ())
-    if found == ():
-        found = _LEADS_OF[key] = _read_leading_literals(c)
-    return found
-
-
-def _read_leading_literals(c) -> tuple[str | tuple, ...] | None:
-    """Per pattern of ``c`` (its regex, then its extras), the literal it begins with; for an extra that begins with
-    none, its gate instead (``(literal, needs)``, as ``ingest.extract.fields`` skips it: ``Compiled.extra_literals``
-    and ``extra_needs``). None when the regex begins with no literal, an extra has neither, a pattern may look
-    behind (``(?<=``, ``(?<!``) or ignores case, or ``c`` reads no plain regex (a derived signature, the
-    ``prometheus`` parser). Read from the parse tree ``re`` compiles (``re._parser``). A match of a pattern with a
-    leading literal starts where the literal does and reads nothing before it (``Pipeline._rest_key``)."""
-    if c.rx is None or getattr(c.sig, "parser", None) != "regex":
-        return None
-    out: list[str | tuple] = []
-    for i, rx in enumerate((c.rx, *c.extras)):
-        if rx.flags & re.IGNORECASE or "(?<=" in rx.pattern or "(?<!" in rx.pattern:
-            return None
-        lead = []
-        for op, av in _re_parser.parse(rx.pattern, rx.flags):
-            if op is not _re_parser.LITERAL:
-                break
-            lead.append(chr(av))
-        if lead:
-            out.append("".join(lead))
-        elif i and (c.extra_literals[i - 1] is not None or c.extra_needs[i - 1]):
-            out.append((c.extra_literals[i - 1], c.extra_needs[i - 1]))
-        else:
-            return None
-    return tuple(out)
 
 
 _PREFIX_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Prefix)))

@@ -584,12 +584,11 @@ def test_long_lines_stay_out_of_the_columns_memo(pipeline):
     would keep megabytes alive per entry, so lines over 512 characters are not remembered."""
     pipeline._columns.clear()
     pipeline._lines.clear()
-    pipeline._rests.clear()
     lines = [f"[Mon Feb  2 10:{i:02d}:00 2026] {XID79} {i} " + "x" * 60_000 for i in range(20)]
     ev = run(pipeline, "\n".join(lines)).events.to_pylist()
-    assert len(ev) == 20 and not pipeline._columns and not pipeline._lines and not pipeline._rests
+    assert len(ev) == 20 and not pipeline._columns and not pipeline._lines
     run(pipeline, f"[Mon Feb  2 10:00:00 2026] {XID79}")
-    assert len(pipeline._columns) == 1 and len(pipeline._lines) == 1 and len(pipeline._rests) == 1
+    assert len(pipeline._columns) == 1 and len(pipeline._lines) == 1
 
 def test_smi_q_section_header_names_the_gpu_of_its_fabric_lines(pipeline):
     # nvidia-smi -q: "GPU <bus id>" opens a GPU's section; its Fabric and GPU Recovery Action lines name no
@@ -1775,28 +1774,3 @@ def test_a_pci_bus_id_is_not_taken_for_a_clock_near_a_lines_start():
     for line in (b"Dec  1 03:12:00 node07 kernel: x", b"2026-12-01T03:12:00.5Z node07 x", b"[Fri Mar  3 04:44:24 2023] x",
                  b"I1201 3:12:00.123 x", b"[2025-01-29 08:52:44 TP2] Using default MoE config"):
         assert _CLOCK.search(line) is not None, line
-
-
-def test_a_stamped_storm_reads_its_fields_once_and_a_line_whose_prefix_holds_the_pattern_is_read_whole(catalog):
-    """Copies that differ only in their stamps share the fields of the text after their prefixes
-    (``Pipeline._rest_key``, issue 6: a failing node floods one kernel line); a line whose prefix holds where a
-    match could start (a host named ``nvidia-…`` before an SXid line) is read whole. The events are those of a
-    pipeline that reads every line whole (no pattern qualifies: ``_leads`` all None)."""
-    from ingest.pipeline import Pipeline
-
-    sxid = ("nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 44 egress non-posted PRIV error "
-            "(First)")
-    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
-    lines = [f"2026-12-06T12:00:{s // 1000:02d}.{s % 1000:03d}000+00:00 node001 kernel: {m}"
-             for s in range(0, 3000) for m in (sxid, xid)]
-    lines.append(f"2026-12-06T12:00:03.500000+00:00 nvidia-nvswitch0 kernel: {sxid}")
-    fast, whole = Pipeline(catalog), Pipeline(catalog)
-    whole._leads = {i: None for i in range(len(catalog.entries))}
-    ev = run(fast, "\n".join(lines)).events.to_pylist()
-    assert ev == run(whole, "\n".join(lines)).events.to_pylist()
-    assert sorted((e["signature"], e["host"], e["count"]) for e in ev) == [
-        ("sxid", "node001", 3000), ("sxid", "nvidia-nvswitch0", 1), ("xid", "node001", 3000)]
-    ci = catalog.by_id["sxid"].index
-    assert fast._rest_key(ci, lines[0], sxid) == (ci, sxid)
-    assert fast._rest_key(ci, lines[-1], sxid) is None
-    assert len(fast._rests) == 2 and not whole._rests
