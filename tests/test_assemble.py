@@ -1774,3 +1774,30 @@ def test_a_pci_bus_id_is_not_taken_for_a_clock_near_a_lines_start():
     for line in (b"Dec  1 03:12:00 node07 kernel: x", b"2026-12-01T03:12:00.5Z node07 x", b"[Fri Mar  3 04:44:24 2023] x",
                  b"I1201 3:12:00.123 x", b"[2025-01-29 08:52:44 TP2] Using default MoE config"):
         assert _CLOCK.search(line) is not None, line
+
+
+def test_copies_of_a_prefix_are_objects_of_their_own_with_values_nothing_changes_in_place(pipeline):
+    """A line repeating the one before copies its prefix (``pipeline._copy_prefix``, not deeper): each copy is its own
+    ``Prefix`` and every field value is immutable, so ``resolve_times`` setting one copy's time or ``assign_hosts``
+    its host changes no other copy (a storm of unstamped copies in one Kafka value, issue 6)."""
+    import dataclasses
+
+    import numpy as np
+
+    from ingest.match import hit_lines
+    from ingest.pipeline import _locate
+    from ingest.prefix import Prefix
+
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    text = "\n".join([f"Dec 31 23:59:59 node001 kernel: {line}"] * 3 + [line] * 3)
+    seg = Segment(data=text.encode(), origin="t:x", stream="s", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    buf = text.encode()
+    located, _ = _locate(buf, np.array([0]), hit_lines(pipeline.matcher, buf))
+    hits = [h for s in pipeline._extract(buf, [seg], {}, located, []).values() for h in s]
+    assert len(hits) == 6 and len({id(h.prefix) for h in hits}) == 6
+    assert [h.prefix.yearless is not None for h in hits] == [True] * 3 + [False] * 3
+    for h in hits:
+        hash(tuple(getattr(h.prefix, f.name) for f in dataclasses.fields(Prefix)))  # no list, dict or set in place
+    hits[0].prefix.ts, hits[3].prefix.host = 0, "elsewhere"
+    assert hits[1].prefix.ts not in (None, 0) and hits[4].prefix.host is None
