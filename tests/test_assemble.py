@@ -1771,7 +1771,8 @@ def test_a_pci_bus_id_is_not_taken_for_a_clock_near_a_lines_start():
                  b"nvidia 0000:41:00.0: NVRM: GPU at PCI:0000:41:00: GPU-1b2c",
                  b"pcieport 0000:00:01.1: AER: Corrected error received: 0000:01:00.0"):
         assert _CLOCK.search(line) is None, line
-    for line in (b"Dec  1 03:12:00 node07 kernel: x", b"2026-12-01T03:12:00.5Z node07 x", b"[Fri Mar  3 04:44:24 2023] x",
+    for line in (b"Dec  1 03:12:00 node07 kernel: x", b"2026-12-01T03:12:00.5Z node07 x",
+                 b"[Fri Mar  3 04:44:24 2023] x",
                  b"I1201 3:12:00.123 x", b"[2025-01-29 08:52:44 TP2] Using default MoE config"):
         assert _CLOCK.search(line) is not None, line
 
