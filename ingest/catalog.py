@@ -144,18 +144,21 @@ class Compiled:
         message's start, behind the prefixes a collector writes in front (:meth:`search`)."""
         return self.rx is not None and self.sig.pattern.startswith("^")
 
+    def read_from(self, line: str) -> str:
+        """The text of ``line`` the pattern reads: the line; for a pattern :attr:`at_line_start` that finds nothing
+        there, the line's message behind its prefixes (``ingest.prefix.parse_prefix``'s ``rest``: a syslog, ISO or
+        kernel stamp, a host, a tag). ``ibdev2netdev | logger`` ships "Nov 30 03:12:01 node07 ibdev2netdev: mlx5_0
+        port 1 ==> ib0 (Up)": a ``^`` of the raw line read nothing behind the stamp. The matchers
+        (:meth:`search`) and field extraction (``ingest.extract.fields``) read the same text; a derived signature
+        (no ``rx``) reads the line."""
+        if self.at_line_start and self.rx.search(line) is None:
+            return parse_prefix(line).rest
+        return line
+
     def search(self, line: str) -> re.Match[str] | None:
-        """``rx`` searched in ``line``; for a pattern :attr:`at_line_start` that finds nothing there, in the line's
-        message behind its prefixes (``ingest.prefix.parse_prefix``'s ``rest``: a syslog, ISO or kernel stamp, a
-        host, a tag), whose offsets the match then has. ``ibdev2netdev | logger`` ships "Nov 30 03:12:01 node07
-        ibdev2netdev: mlx5_0 port 1 ==> ib0 (Up)": a ``^`` of the raw line read nothing behind the stamp.
-        Raises ``AttributeError`` for a derived signature (no ``rx``)."""
-        m = self.rx.search(line)
-        if m is None and self.at_line_start:
-            rest = parse_prefix(line).rest
-            if rest != line:
-                m = self.rx.search(rest)
-        return m
+        """``rx`` searched in the text of ``line`` it reads (:meth:`read_from`), whose offsets the match has. Raises
+        ``AttributeError`` for a derived signature (no ``rx``)."""
+        return self.rx.search(self.read_from(line))
 
 
 @dataclass(slots=True)

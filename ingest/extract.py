@@ -16,7 +16,6 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.catalog import Catalog, Compiled
-from ingest.prefix import parse_prefix
 from schemas.events import DURATION_MAX_MS
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
 
@@ -101,9 +100,8 @@ def fields(c: Compiled, text: str) -> list[dict[str, str]]:
     """Named groups of ``c`` on ``text``: one dict per occurrence for ``multi``
     entries, else at most one. ``extra`` regexes add groups not already set. A pattern anchored at the line's start
     reads the message behind the line's prefixes when the line itself does not match
-    (:meth:`ingest.catalog.Compiled.search`)."""
-    if c.at_line_start and c.rx.search(text) is None:
-        text = parse_prefix(text).rest
+    (:meth:`ingest.catalog.Compiled.read_from`)."""
+    text = c.read_from(text)
     if c.sig.parser == "prometheus":
         return prometheus_fields(text)
     if c.sig.multi:
