@@ -57,6 +57,11 @@ class _DSU:
             i = self.p[i]
         return i
 
+    def add(self) -> int:
+        """A new element of its own set; its index."""
+        self.p.append(len(self.p))
+        return len(self.p) - 1
+
     def union(self, a: int, b: int) -> None:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
@@ -295,7 +300,7 @@ class ComponentCache:
 
 
 def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str | None]]], topo: Topology,
-             last: list[list[Ev]], clocks: Clocks, links: list[LinkRule]) -> Callable[[tuple], tuple]:
+             last: list[list[Ev]], clocks: Clocks, links: list[LinkRule]) -> Callable[[tuple], object]:
     """``find`` of a union-find over hosts (``("h", host)``) whose events a relation across hosts may join
     (:class:`ComponentCache`): through a communicator (``("c", id)``: an event's own, or one with a rank on the host),
     an NVLink domain, a log file, a peer's host (``peers``: host -> its lines that name a peer, with the
@@ -305,20 +310,19 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
     both skew bounds; ``_join_peers``), or when it is dated by its file (``_join_peer_host`` reaches an hour back
     from a file-dated component's earliest fault): the benchmark mix's NCCL errors name peers on 28 hosts, at other
     times than those hosts' events."""
-    parent: dict[tuple, tuple] = {}
+    dsu, index = _DSU(0), {}  # key -> its element of ``dsu``
 
-    def find(x: tuple) -> tuple:
-        root = x
-        while (up := parent.get(root, root)) != root:
-            root = up
-        while x != root:
-            parent[x], x = root, parent.get(x, x)
-        return root
+    def find(x: tuple) -> object:  # a key no relation named is a set of its own
+        i = index.get(x)
+        return x if i is None else dsu.find(i)
 
     def union(a: tuple, b: tuple) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
+        ia, ib = index.get(a), index.get(b)
+        if ia is None:
+            ia = index[a] = dsu.add()
+        if ib is None:
+            ib = index[b] = dsu.add()
+        dsu.union(ia, ib)
 
     placed = topo.comm_index()
     peer_w = max((int(rule.window_s * S) for rule in links if rule.relation == "peer_host"), default=None)
