@@ -25,9 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, output_in_store, write_output
-from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, VANISHED_RUNS, StoreError, connect,
+from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished, connect,
                        decimal_floats, json_bytes, json_default, nanosecond_times, query_error, query_verdict,
-                       refuse_day_end_times, refuse_lossy_columns, vanished_part)
+                       refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -198,24 +198,22 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
     timer.start()
     try:
-        for attempt in range(VANISHED_RUNS + 1):
-            try:
-                rel = con.sql(query)
-                refuse_lossy_columns(rel)
-                dup = sorted({n for n in rel.columns if rel.columns.count(n) > 1})
-                if dup and fmt == "json":  # a JSON object keeps one of them (POST /sql refuses them alike)
-                    err.print(f"[red]columns {escape(', '.join(map(repr, dup)))} appear more than once:[/] a JSON "
-                              "row keeps one; give them distinct aliases, or choose another --format")
-                    return 2
-                tbl = rel.limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
-                if hasattr(tbl, "read_all"):
-                    tbl = tbl.read_all()
-                break
-            except duckdb.IOException as e:
-                # a part the hourly compaction removed after the query listed it: run it again, as the API's
-                # queries do (api.store.again_if_vanished); nothing was written yet
-                if attempt == VANISHED_RUNS or not vanished_part(e):
-                    raise
+        def fetch() -> pa.Table | None:  # None: a column name twice, which a JSON row cannot hold
+            rel = con.sql(query)
+            refuse_lossy_columns(rel)
+            dup = sorted({n for n in rel.columns if rel.columns.count(n) > 1})
+            if dup and fmt == "json":  # a JSON object keeps one of them (POST /sql refuses them alike)
+                err.print(f"[red]columns {escape(', '.join(map(repr, dup)))} appear more than once:[/] a JSON row "
+                          "keeps one; give them distinct aliases, or choose another --format")
+                return None
+            tbl = rel.limit(settings.sql_max_rows + 1).arrow()  # one more row says it was cut
+            return tbl.read_all() if hasattr(tbl, "read_all") else tbl
+
+        # a part the hourly compaction removed after the query listed it: run it again, as the API's queries do;
+        # nothing was written yet
+        tbl = again_if_vanished(fetch)
+        if tbl is None:
+            return 2
         if tbl.num_rows > settings.sql_max_rows:
             tbl = tbl.slice(0, settings.sql_max_rows)
             err.print(f"[yellow]truncated:[/] the first {settings.sql_max_rows} rows only (sql_max_rows); "

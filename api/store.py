@@ -308,12 +308,13 @@ VANISHED_RUNS = 5
 
 
 def again_if_vanished(run: Callable[[], T]) -> T:
-    """``run()``, and again, up to ``VANISHED_RUNS`` more times, while it raises :class:`StoreError` for a part
-    removed meanwhile (:func:`vanished_part`); another failure, or the last, is raised."""
+    """``run()``, and again, up to ``VANISHED_RUNS`` more times, while it raises :class:`StoreError` (or DuckDB's
+    ``IOException`` itself, a caller that keeps DuckDB's errors: ``firstfault sql``) for a part removed meanwhile
+    (:func:`vanished_part`); another failure, or the last, is raised."""
     for n in range(VANISHED_RUNS):
         try:
             return run()
-        except StoreError as e:
+        except (StoreError, duckdb.IOException) as e:
             if not vanished_part(e):
                 raise
             log.info("a lake part was removed while a query read it (compacted); running the query again (%d): %s",
