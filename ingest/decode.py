@@ -279,22 +279,31 @@ def bomless_codec(data: bytes) -> str | None:
     return None
 
 
-#: a stretch of UTF-16LE text inside a file of other text: Latin-1 characters (each code unit a byte then a zero
-#: byte), at least 16 of them, after an optional byte order mark. Windows PowerShell's ``>>`` appends UTF-16LE (its
-#: Out-File default) to a UTF-8 log: the appended lines matched nothing, their Xid lost without a word (a break-it
-#: pass). A character outside Latin-1 ends a stretch (its two bytes stay as they are); NUL runs (zeroed blocks) are
-#: none
-_UTF16LE_STRETCH = re.compile(rb"(?:\xff\xfe)?(?:[^\x00]\x00){16,}")
+#: a stretch of UTF-16 text inside a file of other text: Latin-1 characters (each code unit a byte then a zero
+#: byte, UTF-16LE; a zero byte then a byte, UTF-16BE: group ``be``), at least 16 of them, after an optional byte order
+#: mark. Windows PowerShell's ``>>`` appends UTF-16LE (its Out-File default; ``-Encoding BigEndianUnicode``: BE) to a
+#: UTF-8 log: the appended lines matched nothing, their Xid lost without a word (a break-it pass). A character outside
+#: Latin-1 ends a stretch (its two bytes stay as they are); NUL runs (zeroed blocks) are none. BE text without its
+#: mark after a line end reads as LE one byte on (``\n`` then ``\x00N``, …: the same characters), so the leftmost
+#: match decodes it right either way; with its mark ``FE FF`` it did not (``ÿ`` before the line's time, a break-it pass)
+_UTF16_STRETCH = re.compile(rb"(?:\xff\xfe)?(?:[^\x00]\x00){16,}|(?P<be>\xfe\xff(?:\x00[^\x00]){16,})")
+
+
+def _utf16_text(m: re.Match) -> bytes:
+    """A :data:`_UTF16_STRETCH` match as UTF-8, its byte order mark dropped."""
+    if m.group("be") is not None:
+        return m.group()[2:].decode("utf-16-be").encode()
+    return m.group().removeprefix(b"\xff\xfe").decode("utf-16-le").encode()
 
 
 def utf16_stretches(data: bytes) -> bytes:
-    """``data`` with each stretch of UTF-16LE text among its other text (:data:`_UTF16LE_STRETCH`) as UTF-8, its
+    """``data`` with each stretch of UTF-16 text among its other text (:data:`_UTF16_STRETCH`) as UTF-8, its
     byte order mark dropped; lines keep their numbers (a ``\\n`` code unit is one ``\\n``). ``data`` itself when it
     holds no zero byte. For a file read as text (``decode_file``) that is not UTF-16 as a whole
     (:func:`bomless_text`, a byte order mark: read as such before)."""
     if b"\x00" not in data:
         return data
-    return _UTF16LE_STRETCH.sub(lambda m: m.group().removeprefix(b"\xff\xfe").decode("utf-16-le").encode(), data)
+    return _UTF16_STRETCH.sub(_utf16_text, data)
 
 
 def bomless_text(data: bytes) -> bytes | None:

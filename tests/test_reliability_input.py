@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import lzma
 import os
 import shutil
@@ -1323,12 +1324,15 @@ def test_utf16_or_utf32_log_text_without_a_byte_order_mark_is_read(tmp_path, pip
     # UTF-8 lines, then UTF-16LE ones (PowerShell's `>>` appends its Out-File default to a UTF-8 log), with or without
     # their byte order mark, then UTF-8 again: every line read, the numbers of the lines kept (the UTF-16 Xid was lost
     # without a word: a break-it pass); a UTF-16 line first is read too
-    for mark in ("\ufeff", ""):
-        f.write_bytes(xid("3b") + b"\n" + (mark + xid("5e").decode() + "\n").encode("utf-16-le") + xid("61") + b"\n")
+    # (``-Encoding BigEndianUnicode`` appends UTF-16BE: with its mark, the line read "ÿ" before its time, which was
+    # lost, a break-it pass)
+    for mark, codec in itertools.product(("\ufeff", ""), ("utf-16-le", "utf-16-be")):
+        f.write_bytes(xid("3b") + b"\n" + (mark + xid("5e").decode() + "\n").encode(codec) + xid("61") + b"\n")
         d = decode_file(f, relname=f.name)
-        assert b"".join(s.data for s in d.segments) == xid("3b") + b"\n" + xid("5e") + b"\n" + xid("61") + b"\n"
+        assert b"".join(s.data for s in d.segments) == xid("3b") + b"\n" + xid("5e") + b"\n" + xid("61") + b"\n", codec
         ev = pipeline.run(d).events
         assert sorted(ev.column("device").to_pylist()) == ["0000:3b:00.0", "0000:5e:00.0", "0000:61:00.0"], mark
+        assert sorted(ev.column("message").to_pylist()) == sorted(xid(b).decode() for b in ("3b", "5e", "61")), codec
     f.write_bytes(("x" * 2000 + "\n" + xid("5e").decode() + "\n").encode("utf-16-le") + xid("3b") + b"\n")
     assert pipeline.run(decode_file(f, relname=f.name)).events.num_rows == 2
     # NUL runs (a crash's zeroed blocks) and NUL-separated words (/proc/PID/cmdline) are no UTF-16
