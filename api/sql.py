@@ -391,13 +391,16 @@ def _table_cell(v: object) -> str:
 def _flat(tbl):
     """CSV has no lists, structs, intervals or bytes: such columns become JSON text, a BLOB its base64 text (as
     in json and the table; its bytes need not be UTF-8); NaN and infinities are null (an empty field), as in
-    JSON, where a list or struct holds them too."""
+    JSON, where a list or struct holds them too. A time with a time zone is written in UTC in ISO 8601 as the report's
+    CSV and the API write it (``2026-11-30T03:12:00.000000Z``; Arrow's CSV writer put a space for the ``T``)."""
     import pyarrow.compute as pc
 
     cols = {}
     for name, col in zip(tbl.column_names, tbl.columns):
         _check_dates(name, col)
-        if pa.types.is_floating(col.type):
+        if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+            col = pc.strftime(col.cast(pa.timestamp(col.type.unit, "UTC")), format="%Y-%m-%dT%H:%M:%SZ")
+        elif pa.types.is_floating(col.type):
             col = pc.if_else(pc.is_finite(col), col, pa.scalar(None, col.type))
         elif pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_fixed_size_binary(
                 col.type):

@@ -194,6 +194,19 @@ def test_sql_says_its_usage_errors_as_the_other_commands_do(empty_lake):
     assert r.exit_code == 0 and (empty_lake / "keep.csv").read_text() == '"a"\n1\n', r.output
 
 
+def test_sql_writes_times_in_csv_as_the_report_and_the_api_do(empty_lake):
+    """A ``TIMESTAMPTZ`` in ``sql -f csv`` read ``2026-11-30 03:12:00.000000Z`` (Arrow's CSV writer), the report's CSV
+    and the API ``2026-11-30T03:12:00.000000Z``: the same ISO 8601 form in UTC, whatever the session's time zone; a
+    time without a zone is written as it is."""
+    q = ("SELECT TIMESTAMPTZ '2026-11-30 04:12:00.5+01' AS t, TIMESTAMP '2026-11-30 03:12:00' AS naive, "
+         "TIMESTAMPTZ '2026-11-30 03:12:00+00' AS whole")
+    r = runner.invoke(app, ["sql", q, "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ['"t","naive","whole"',
+                                     '"2026-11-30T03:12:00.500000Z",2026-11-30 03:12:00.000000,'
+                                     '"2026-11-30T03:12:00.000000Z"']
+
+
 def test_sql_says_an_invalid_query_apart_from_one_that_fails(empty_lake):
     """``SELECT * FROM nosuch`` exits 2 (a usage error) but said "query failed", the words of a query that fails
     while it runs, exit 1 (README): it is "query invalid"."""
