@@ -33,6 +33,7 @@ Pure: takes the hits, returns rows.
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -946,6 +947,16 @@ STAMP_LINES = 5
 #: has at most two digits: a PCI bus id's ``0000:61:00`` is no clock (it was, and a storm of stamp-less Xid lines
 #: parsed five lines' prefixes per line: a break-it pass)
 _CLOCK = re.compile(rb"(?<!\d\d)\d:\d\d:\d\d")
+#: what every match of :data:`_CLOCK` holds, led by a literal colon: ``re`` skips to each colon in C, where
+#: ``_CLOCK``'s leading lookbehind and digit are tried at every byte (~0.5 against ~3 µs on a line's first 63 bytes).
+#: A text without it holds no clock (:func:`_has_clock`)
+_CLOCK_TAIL = re.compile(rb":\d\d:\d\d")
+
+
+def _has_clock(data: bytes, start: int = 0, end: int = sys.maxsize) -> bool:
+    """``_CLOCK.search(data, start, end) is not None``, asked first of :data:`_CLOCK_TAIL` (most lines hold no
+    ``:dd:dd``: one fast search, not the slow one)."""
+    return _CLOCK_TAIL.search(data, start, end) is not None and _CLOCK.search(data, start, end) is not None
 CLOCK_NEAR_START = 56
 
 
@@ -988,7 +999,7 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
     lo = max(after + 1, line - STAMP_LINES)
     if lo >= line:
         return None
-    if clocks is not None and not _holds_anywhere(clocks, seg, lambda data: _CLOCK.search(data) is not None):
+    if clocks is not None and not _holds_anywhere(clocks, seg, _has_clock):
         return None
     nl = _newlines(seg, line + 1, located)
     if line > len(nl):  # past the data's last line
@@ -1003,7 +1014,7 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
         return None
     for k in range(line - lo - 1, -1, -1):  # the nearest line first
         a, end = ends[k] + 1, ends[k + 1]
-        if _CLOCK.search(data, a, min(a + CLOCK_NEAR_START + 7, end)) is None:  # most often none: one C call
+        if not _has_clock(data, a, min(a + CLOCK_NEAR_START + 7, end)):  # most often none: one fast C call
             continue
         p = parse_prefix(data[a:end].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
         # a full date of a log's header: not one without a year (the year its hits take comes from their dated

@@ -1777,6 +1777,28 @@ def test_a_pci_bus_id_is_not_taken_for_a_clock_near_a_lines_start():
         assert _CLOCK.search(line) is not None, line
 
 
+def test_the_fast_clock_check_answers_as_the_clock_regex_over_any_window():
+    """``_has_clock`` (a search for ``:dd:dd`` first, then ``_CLOCK``) says what ``_CLOCK.search`` says, for every
+    window of lines with and without clocks, next to PCI bus ids and windows that cut a clock in two: it stands for
+    it in ``_stamp_before``, so a line's look-back dates exactly the lines it dated."""
+    import random
+
+    from ingest.assemble import _CLOCK, _has_clock
+
+    r = random.Random(5)
+    pieces = [b"12:00:03", b"2:00:03", b"0000:61:00", b":61:00", b"123:45:67", b"1:2:3", b"a", b" ", b"\n", b"7",
+              b"Dec  1 03:12:00 node07", b"PCI:0000:41:00.0", b"::", b"9:99:99"]
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        data = b"".join(r.choice(pieces) for _ in range(r.randint(0, 8)))
+        start, end = sorted((r.randint(0, len(data) + 2), r.randint(0, len(data) + 2)))
+        want = _CLOCK.search(data, start, end) is not None
+        assert _has_clock(data, start, end) is want, (data, start, end)
+        assert _has_clock(data) is (_CLOCK.search(data) is not None), data
+        seen[want] += 1
+    assert min(seen.values()) > 300  # both answers were asked often
+
+
 def test_copies_of_a_prefix_are_objects_of_their_own_with_values_nothing_changes_in_place(pipeline):
     """A line repeating the one before copies its prefix (``pipeline._copy_prefix``, not deeper): each copy is its own
     ``Prefix`` and every field value is immutable, so ``resolve_times`` setting one copy's time or ``assign_hosts``
