@@ -947,6 +947,7 @@ STAMP_LINES = 5
 #: has at most two digits: a PCI bus id's ``0000:61:00`` is no clock (it was, and a storm of stamp-less Xid lines
 #: parsed five lines' prefixes per line: a break-it pass)
 _CLOCK = re.compile(rb"(?<!\d\d)\d:\d\d:\d\d")
+CLOCK_NEAR_START = 56
 #: what every match of :data:`_CLOCK` holds, led by a literal colon: ``re`` skips to each colon in C, where
 #: ``_CLOCK``'s leading lookbehind and digit are tried at every byte (~0.5 against ~3 µs on a line's first 63 bytes).
 #: A text without it holds no clock (:func:`_has_clock`)
@@ -957,7 +958,6 @@ def _has_clock(data: bytes, start: int = 0, end: int = sys.maxsize) -> bool:
     """``_CLOCK.search(data, start, end) is not None``, asked first of :data:`_CLOCK_TAIL` (most lines hold no
     ``:dd:dd``: one fast search, not the slow one)."""
     return _CLOCK_TAIL.search(data, start, end) is not None and _CLOCK.search(data, start, end) is not None
-CLOCK_NEAR_START = 56
 
 
 #: a segment is searched whole for what a line's look-back needs (:func:`_holds_anywhere`) once its lines have asked
