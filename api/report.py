@@ -119,7 +119,8 @@ def not_over(hour: datetime, now: datetime | None = None) -> str | None:
     if now >= end:
         return None
     if now < hour:
-        return f"the hour {hour:%Y-%m-%dT%H} has not begun (it starts at {hour:%H:%M} UTC)"
+        # the time now with its date: an hour of another day (a mistyped year or day) said only "it starts at 17:00"
+        return f"the hour {hour:%Y-%m-%dT%H} has not begun: it is {now:%Y-%m-%dT%H:%M} UTC now"
     return (f"the hour {hour:%Y-%m-%dT%H} is not over: its counts up to {now:%H:%M} UTC (it ends at {end:%H:%M} "
             "UTC; the correlator writes the hour's report after it)")
 

@@ -581,7 +581,9 @@ def test_a_report_of_an_hour_not_over_says_so(api, lake_settings, tmp_path):
         "the hour 2026-12-06T03 is not over: its counts up to 03:05 UTC (it ends at 04:00 UTC; the correlator writes "
         "the hour's report after it)")
     assert not_over(datetime(2026, 12, 6, 5, tzinfo=timezone.utc), at) == (
-        "the hour 2026-12-06T05 has not begun (it starts at 05:00 UTC)")
+        "the hour 2026-12-06T05 has not begun: it is 2026-12-06T03:05 UTC now")
+    assert not_over(datetime(2027, 12, 6, 3, tzinfo=timezone.utc), at) == (  # a mistyped year: the date says it
+        "the hour 2027-12-06T03 has not begun: it is 2026-12-06T03:05 UTC now")
     assert not_over(datetime(2026, 12, 6, 2, tzinfo=timezone.utc), at) is None
     assert not_over(datetime(2026, 12, 6, 2, tzinfo=timezone.utc), datetime(2026, 12, 6, 3, tzinfo=timezone.utc)) \
         is None  # over at its last microsecond
