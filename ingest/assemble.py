@@ -1114,7 +1114,7 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
                              "nvml.q_reset_required",
                              "nvml.q_row_remap", "nvml.fabric_state_incomplete", "nvml.q_clocks_event",
                              "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
-                             "nvml.q_ecc_section"})
+                             "nvml.q_ecc_section", "nvml.q_remap_uncorrectable"})
 
 
 #: how many lines after Open MPI's "peer process has unexpectedly disconnected" its help text names the peer (13 in
@@ -1145,6 +1145,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     p2p_off: tuple[str, str] | None = None
     q_device: str | None = None
     q_section: str | None = None  # the nvidia-smi -q ECC section the next counts are of (nvml.q_ecc_section)
+    q_remap_unc: str | None = None  # its Remapped Rows' "Uncorrectable Error" count (nvml.q_remap_uncorrectable)
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
     rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
@@ -1201,8 +1202,15 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if h.c.sig.source == "dmesg" and "driver_version" not in d and (version := driver.get(row["host"])):
             d["driver_version"] = version
         if sid == "nvml.q_gpu_header":
-            q_device, q_section = row.get("device"), None
+            q_device, q_section, q_remap_unc = row.get("device"), None, None
             continue
+        if sid == "nvml.q_remap_uncorrectable":  # the Remapped Rows count above its "Pending : Yes"
+            q_remap_unc = d.get("remap_uncorrectable")
+            continue
+        if sid == "nvml.q_row_remap" and q_remap_unc is not None:
+            d["remap_uncorrectable"] = q_remap_unc
+            if q_remap_unc == "0" and d.get("remap_state") == "Pending":  # after correctable errors only: a reset
+                row["severity"] = "warning"  # when convenient (NVIDIA's memory error management guide)
         if sid == "nvml.q_ecc_section":  # the ECC counts' section below it: Volatile or Aggregate
             q_section = d.get("ecc_section")
             continue

@@ -1648,6 +1648,21 @@ def test_nvidia_smi_q_ecc_counts_are_read_with_their_section(pipeline, volatile,
     assert {r["device"] for r in rows} == {"0000:10:1c.0"}
 
 
+@pytest.mark.parametrize("uncorrectable, want", [("0", "warning"), ("4", "error"), (None, "error")])
+def test_a_pending_row_remap_is_as_serious_as_the_errors_that_asked_for_it(pipeline, uncorrectable, want):
+    """nvidia-smi -q's Remapped Rows "Pending : Yes" after correctable errors only ("Uncorrectable Error : 0" on the
+    line above; stas00/ml-engineering's debug guide, an A100 with Xid 63) waits for a reset when convenient: a
+    warning; it was an error incident (a real-logs pass). After uncorrectable ones ("Uncorrectable Error : 4",
+    leptonai/gpud#80), or with the count not given, it stays an error; the section's count is kept."""
+    rows = ["GPU 00000000:10:1C.0", "    Remapped Rows", "        Correctable Error                 : 1"]
+    if uncorrectable is not None:
+        rows.append(f"        Uncorrectable Error               : {uncorrectable}")
+    rows += ["        Pending                           : Yes", "        Remapping Failure Occurred        : No"]
+    (row,) = [r for r in run(pipeline, "\n".join(rows)).events.to_pylist() if r["signature"] == "nvml.q_row_remap"]
+    assert (row["device"], row["severity"]) == ("0000:10:1c.0", want)
+    assert json.loads(row["details"]).get("remap_uncorrectable") == uncorrectable
+
+
 def test_a_logrus_text_record_without_a_header_is_timed_by_its_own_time(pipeline):
     """``time="2024-09-30T19:49:46Z" level=error msg="… In use by another client …"`` (the GPU operator's own log,
     ComputeCanada/puppet-magic_castle#387) was timed by its file: "the line printed no time" (a real-logs pass). Its
