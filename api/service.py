@@ -279,7 +279,10 @@ class Service:
         self.worker = IngestWorker(
             bootstrap=bootstrap, topics=settings.topics, group_id=group_id or settings.group_id, lake=self.lake,
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()), on_batch=self.on_batch,
-            max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms)
+            max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms,
+            # as the ingest worker's: without it a `run` restarted after a kill -9 waited the default 30 s for its
+            # dead predecessor's partitions whatever the setting said (a break-it pass)
+            session_timeout_ms=settings.session_timeout_ms)
         self.hourly = Hourly(settings, self.lake)
         # after a restart: incident versions and the recent events from the lake, with the older events of
         # incidents the correlator keeps aside (StreamCorrelator.cold)

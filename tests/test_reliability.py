@@ -865,3 +865,14 @@ def test_an_unhealthy_ingest_worker_names_the_broker_or_the_lake_in_its_log(capl
     got = [(r.stage, r.error_code) for r in caplog.records if r.getMessage().startswith("ingest unhealthy")]
     assert got == [("kafka", "broker_unavailable"), ("store", "store_failed")]
     assert not h.ok and h.reason.startswith("lake:")
+
+
+def test_run_takes_the_session_timeout_setting(tmp_path):
+    """`firstfault run`'s consumer-group member uses `session_timeout_ms`, as `firstfault ingest`'s does: it used
+    aiokafka's default 30 s whatever the setting, so a `run` restarted after a kill -9 of the last one waited 25 s
+    for the dead member's partitions. No broker: the worker is built, not started."""
+    from api.service import Service
+
+    settings = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state", session_timeout_ms=6000)
+    svc = Service(settings, "127.0.0.1:9")
+    assert svc.worker.session_timeout_ms == 6000
