@@ -256,6 +256,19 @@ class WorkerEndpoint:
         await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 5.0)
 
 
+class _SignalsLeftAlone(uvicorn.Server):
+    """The API server of :class:`Service`: SIGINT and SIGTERM stay the caller's (``api.cli._until_signalled``,
+    the demo), which set the worker's stop; ``Service.run`` ends the server after the worker's last commit. uvicorn's
+    own handlers (``Server.capture_signals``) ran beside the event loop's on the same signal (the loop's wakeup
+    descriptor sees it too), shut the API down at once and raised the signal again once done: the CLI counted it as
+    a second signal, so one SIGTERM of a serving ``firstfault run`` ended it at once, exit 1, before its last
+    commit (a break-it pass)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
 class Service:
     """All in one process: ingest + correlate + pager + API (see module doc)."""
 
@@ -337,7 +350,7 @@ class Service:
             cfg = uvicorn.Config(app, host=self.settings.api_host,
                                  port=self.settings.api_port if port is None else port,
                                  log_config=None, log_level=self.settings.log_level.lower(), lifespan="off")
-            server = uvicorn.Server(cfg)
+            server = _SignalsLeftAlone(cfg)
             server_task = asyncio.create_task(server.serve())
         stop = asyncio.Event()
         if self.settings.public_url is None and (once or server is None):

@@ -691,3 +691,64 @@ def test_a_second_signal_ends_a_worker_that_waits_for_its_broker(tmp_path):
                 p.wait()
     err = p.stderr.read().decode()
     assert code == 1 and took < 5 and "a second signal: stopping now" in err, (code, took, err[-2000:])
+
+
+@pytest.mark.kafka
+def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
+    """`firstfault run` serving its API (the default), stopped by one SIGTERM as a service manager does: uvicorn's
+    own signal handlers saw the signal beside the CLI's, raised it again once the API had shut down, and the CLI took
+    that for a second signal: "a second signal: stopping now, without the last commit", exit 1, every time (a
+    break-it pass). It now finishes and commits, exit 0, its group's commit at the end of the topic."""
+    import signal
+    import threading
+
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from ingest.broker import ensure_topics
+    from ingest.consumer import produce_lines
+
+    tag = f"term{time.time_ns()}"
+    env = _env(kafka, tmp_path, "run", tag) | {"FIRSTFAULT_API_PORT": "0", "FIRSTFAULT_SESSION_TIMEOUT_MS": "6000"}
+    asyncio.run(ensure_topics(kafka, [f"r.{tag}", f"e.{tag}", f"d.{tag}"], partitions=1))
+    lines = [b"[  100.000000] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."] * 3
+    asyncio.run(produce_lines(kafka, f"r.{tag}", "node07", lines))
+    p = subprocess.Popen([FIRSTFAULT, "run"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    err: list[str] = []
+    caught_up = threading.Event()
+
+    def read() -> None:
+        for line in p.stderr:
+            err.append(line)
+            if line.startswith("caught up"):
+                caught_up.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert caught_up.wait(120), "".join(err)
+        p.send_signal(signal.SIGTERM)
+        code = p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    reader.join(10)
+    text = "".join(err)
+    assert code == 0 and "a second signal: stopping now" not in text and "Traceback" not in text, (code, text[-3000:])
+
+    async def committed() -> dict:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+        await admin.start()
+        try:
+            return await admin.list_consumer_group_offsets(f"run.{tag}")
+        finally:
+            await admin.close()
+
+    assert committed_offset(asyncio.run(committed()), TopicPartition(f"r.{tag}", 0)) == 3
+
+
+def committed_offset(offsets: dict, tp) -> int | None:
+    """The offset of ``tp`` in an admin client's ``list_consumer_group_offsets`` answer (None: not committed)."""
+    meta = offsets.get(tp)
+    return None if meta is None else meta.offset
