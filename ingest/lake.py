@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
+import weakref
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -111,6 +112,12 @@ def lake_path(root: str) -> Path:
     return Path(root)
 
 
+def _placeholder(table_name: str) -> str:
+    """The path of a table's empty ``_schema`` part under the lake's root."""
+    folder = "kind=_schema/date=1970-01-01/hour=00" if table_name == "events" else "date=1970-01-01/hour=00"
+    return f"{table_name}/{folder}/_schema.parquet"
+
+
 class Lake:
     """A Parquet lake (see module doc) at a local path or ``s3://bucket/prefix``. Methods raise :class:`LakeError`.
 
@@ -135,20 +142,47 @@ class Lake:
             self.root = lake_path(url).resolve()
             self.base = str(self.root)
             self.location = self.base
+        #: table -> an open descriptor of its ``_schema`` part as :meth:`init` found or made it (a local lake)
+        self._placeholders: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"Lake({self.location!r})"
 
     def init(self) -> None:
-        """Create the table folders with their empty ``_schema`` parts (idempotent)."""
+        """Create the table folders with their empty ``_schema`` parts (idempotent). A local lake remembers which
+        files they are: :meth:`write` refuses a lake whose placeholders went since (:meth:`_check_same`)."""
         try:
             for name, schema in TABLES.items():
-                rel = f"{name}/kind=_schema/date=1970-01-01/hour=00" if name == "events" \
-                    else f"{name}/date=1970-01-01/hour=00"
-                if not self.exists(f"{rel}/_schema.parquet"):
-                    self._write_part(PART_SCHEMAS[name].empty_table(), rel, "_schema.parquet")
+                rel = _placeholder(name)
+                if not self.exists(rel):
+                    self._write_part(PART_SCHEMAS[name].empty_table(), rel.rsplit("/", 1)[0], "_schema.parquet")
+                if not self.remote and name not in self._placeholders:
+                    # held open: the file's inode stays taken, so a placeholder made again after a delete is
+                    # another inode (a freed one is reused at once: ext4, overlayfs)
+                    fd = os.open(self.root / rel, os.O_RDONLY | os.O_CLOEXEC)
+                    weakref.finalize(self, os.close, fd)
+                    self._placeholders[name] = fd
         except OSError as e:
             raise LakeError(f"cannot initialise the lake at {self.location}: {e}") from e
+
+    def _check_same(self, table_name: str) -> None:
+        """Raise :class:`LakeError` when the ``_schema`` part of ``table_name`` that :meth:`init` found or made is gone
+        or is another file: the lake was deleted (or moved) while this process ran. Its folders were made again by the
+        next write (``mkdir(parents=True)``), and a reader's ``init`` made new placeholders: ``firstfault run`` went on
+        healthy, committing batches into a fresh lake, while every event stored before was gone (801 of 940 in a
+        break-it pass), and nothing said so. A lake this process did not ``init`` is not checked."""
+        fd = self._placeholders.get(table_name)
+        if fd is None:
+            return
+        try:
+            st, held = (self.root / _placeholder(table_name)).stat(), os.fstat(fd)
+            same = (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+        except FileNotFoundError:
+            same = False
+        if not same:
+            raise LakeError(f"the lake at {self.location} was deleted or replaced while this process ran (its "
+                            f"{_placeholder(table_name)} is gone or another file): nothing more is stored or "
+                            "committed; restart the process to use the lake now there")
 
     # --- whole objects (reports) ---------------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -193,6 +227,7 @@ class Lake:
         jobs: list[tuple[Lake, pa.Buffer, str, str]] = []
         name = f"part-{batch_id}.parquet"
         try:
+            self._check_same(table_name)
             for keys, part in _partitions(table_name, table):
                 rel = "/".join([table_name, *(f"{k}={v}" for k, v in keys)])
                 jobs.append((self, _encode(part, table_name), rel, name))

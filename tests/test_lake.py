@@ -271,3 +271,38 @@ def test_a_lake_of_old_and_new_parts_reads_as_before(tables, tmp_path, monkeypat
     for f in mixed.files("events"):  # one part alone, old or new, reads as the table
         if f.name != "_schema.parquet":
             assert read_part(f, "events").schema.equals(TABLES["events"])
+
+
+def test_a_lake_deleted_or_replaced_while_its_writer_runs_is_refused(tables, tmp_path):
+    """A lake removed (``rm -rf``) under a running writer: its next write made the folders again and went on, the
+    worker healthy and committing into a fresh lake while every event stored before was gone (a break-it pass: 801
+    of 940). The writer that initialised the lake now refuses to write: LakeError, which the ingest worker reports
+    (``/healthz`` 503, ``lake: …``) and retries without committing. So it does after a reader (the API, another
+    process) has made the placeholders again, and after the lake was moved away and another put in its place. A
+    Lake that was never initialised is not checked."""
+    import shutil
+
+    events = tables["events"]
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("events", events, "b1")
+    shutil.rmtree(tmp_path / "lake")
+    with pytest.raises(ingest.lake.LakeError, match="deleted or replaced while this process ran"):
+        lake.write("events", events, "b2")
+    Lake(tmp_path / "lake").init()  # a reader's connect (api.store.connect) makes the placeholders again
+    with pytest.raises(ingest.lake.LakeError, match="deleted or replaced"):
+        lake.write("events", events, "b2")
+    assert not list((tmp_path / "lake" / "events").rglob("part-b2.parquet"))
+
+    other = Lake(tmp_path / "other")
+    other.init()
+    (tmp_path / "other").rename(tmp_path / "moved")
+    Lake(tmp_path / "other").init()
+    with pytest.raises(ingest.lake.LakeError, match="deleted or replaced"):
+        other.write("incidents", tables["incidents"], "b1")
+
+    again = Lake(tmp_path / "lake")  # a restarted process: the lake now there
+    again.init()
+    assert again.write("events", events, "b2")
+    unchecked = Lake(tmp_path / "fresh")
+    assert unchecked.write("events", events, "b1")
