@@ -876,3 +876,57 @@ def test_run_takes_the_session_timeout_setting(tmp_path):
     settings = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state", session_timeout_ms=6000)
     svc = Service(settings, "127.0.0.1:9")
     assert svc.worker.session_timeout_ms == 6000
+
+
+@pytest.mark.kafka
+def test_a_lake_refusing_the_incidents_when_caught_up_does_not_end_run(kafka, tmp_path):
+    """`firstfault run`'s service, its incidents refused by the lake at the flush when it has caught up: the
+    LakeError went out of ``Service.run`` and the service ended, exit 1 (a break-it pass: `ulimit -f 64`, the
+    flush's incidents part over 64 KiB, the events parts under it), where a tick's refusal is kept and stored later.
+    It now goes on and stores them once the lake takes them. The refusal is injected into the lake's writes of the
+    incident tables from the moment ingest has caught up (a real full disk would refuse the events parts of the
+    batches before it too); the broker, the lake and the correlator are real."""
+    from api.service import Service
+    from api.store import Store
+    from ingest.lake import LakeError
+
+    prefix = f"flushfull.{time.time_ns()}"
+    topics = [f"{prefix}.{s}" for s in SOURCES]
+    asyncio.run(ensure_topics(kafka, topics + [f"{prefix}.dlq"], partitions=1))
+    asyncio.run(produce(kafka, corpus_messages(3000, prefix)))
+    settings = Settings(lake=str(tmp_path / "lake"), topics=topics, dlq_topic=f"{prefix}.dlq",
+                        state_dir=tmp_path / "state", batch_linger_ms=50)
+    svc = Service(settings, kafka, group_id=prefix)
+    svc.tick_s = 0.5
+    full = threading.Event()
+    write = svc.sink.lake.write
+
+    def refusing(table: str, *a, **kw):
+        if full.is_set() and table.startswith("incident"):
+            raise LakeError(f"writing {table} failed: [Errno 27] File too large")
+        return write(table, *a, **kw)
+
+    svc.sink.lake.write = refusing
+    caught = svc.worker.run
+
+    async def run_then_full(**kw) -> None:
+        await caught(**kw)
+        if kw.get("until_caught_up"):
+            full.set()
+
+    svc.worker.run = run_then_full
+    seen: list[list] = []
+    bg = InThread(lambda: svc.run(serve=False, on_caught_up=seen.append))
+    try:
+        wait_for(lambda: seen or bg.done.is_set(), 120, "the service to catch up")
+        assert seen and svc.sink.unstored and not bg.done.is_set(), bg.error
+        time.sleep(1.5)  # ticks while the lake refuses
+        assert not bg.done.is_set(), bg.error
+        kept = {i["id"] for i in svc.sink.unstored}
+        full.clear()
+        wait_for(lambda: not svc.sink.unstored, 30, "a tick to store the kept incidents")
+        stored = {r["id"] for r in Store(svc.lake).query("SELECT id FROM incidents")}
+        assert kept and kept <= stored
+    finally:
+        bg.call(svc.worker.stop.set)
+        bg.join(60)
