@@ -142,6 +142,11 @@ ACK_PATIENCE_S = 10.0
 #: an idle worker asks the broker for its partitions' ends this often (s): a fetch that returns nothing says nothing
 #: of a broker that is gone, and ``/healthz`` said ok a minute after the broker stopped (a fresh user's trial)
 BROKER_CHECK_S = 15.0
+#: how long (ms) a fetch waits for records when none is buffered, whatever ``linger_ms`` says: ``getmany`` returns
+#: as soon as records come, so this costs no latency; with ``batch_linger_ms = 0`` an idle worker called
+#: ``getmany(timeout_ms=0)`` without a pause, 100 % of a core, and ``run``'s API answered /healthz in seconds (a
+#: break-it pass)
+IDLE_FETCH_MS = 500
 #: how old (ms) a consumer's topic metadata may grow before it is asked again: partitions added to a topic
 #: (``firstfault kafka topics --partitions N``) are read within it. aiokafka's default, 300 s, left them unread for
 #: minutes while /healthz said ok with lag 0 (a break-it pass)
@@ -789,9 +794,10 @@ class IngestWorker:
         # records taken, each left to the cyclic collector (peak RSS ~1 GB over 1M records).
         want = [tp for tp in c.assignment() if len(self._buf.get(tp, ())) < 2 * self.chunk_records]
         if want:
+            wait_ms = 0 if ready else self.linger_ms if any(self._buf.values()) else max(self.linger_ms,
+                                                                                        IDLE_FETCH_MS)
             try:
-                data = await c.getmany(*want, timeout_ms=0 if ready else self.linger_ms,
-                                       max_records=self.max_records)
+                data = await c.getmany(*want, timeout_ms=wait_ms, max_records=self.max_records)
             except UnicodeDecodeError as e:  # a record aiokafka cannot read: found, dead-lettered, gone past
                 await self._past_unreadable(want, e)
                 data = {}

@@ -930,3 +930,48 @@ def test_a_lake_refusing_the_incidents_when_caught_up_does_not_end_run(kafka, tm
     finally:
         bg.call(svc.worker.stop.set)
         bg.join(60)
+
+
+@pytest.mark.kafka
+def test_an_idle_worker_with_no_linger_does_not_spin(kafka, tmp_path):
+    """`batch_linger_ms = 0` (allowed: a batch is taken as soon as its records are there) and nothing to read: the
+    worker called ``getmany(timeout_ms=0)`` back to back, 100 % of a core while idle, and `firstfault run`'s API
+    took seconds to answer /healthz (a break-it pass: 11 s of CPU per 11 s). An idle fetch now waits for records
+    (``IDLE_FETCH_MS``); a record produced meanwhile is still stored at once."""
+    prefix = f"nolinger.{time.time_ns()}"
+    asyncio.run(ensure_topics(kafka, [f"{prefix}.raw", f"{prefix}.dlq"], partitions=1))
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    worker = IngestWorker(bootstrap=kafka, topics=[f"{prefix}.raw"], group_id=prefix, lake=lake,
+                          dlq_topic=f"{prefix}.dlq", linger_ms=0, session_timeout_ms=6000)
+    fetches = []
+
+    async def main() -> tuple[int, float]:
+        await worker.start()
+        getmany = worker._consumer.getmany
+
+        async def counted(*a, **kw):
+            fetches.append(kw.get("timeout_ms"))
+            return await getmany(*a, **kw)
+
+        worker._consumer.getmany = counted
+        try:
+            await worker.run(until_caught_up=True)
+            task = asyncio.create_task(worker.run())
+            await asyncio.sleep(3.0)
+            idle = len(fetches)
+            t0 = time.monotonic()
+            await produce_lines(kafka, f"{prefix}.raw", "node07",
+                                [b"[  100.000000] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."])
+            while worker.health.events < 1 and time.monotonic() - t0 < 10:
+                await asyncio.sleep(0.02)
+            took = time.monotonic() - t0
+            worker.stop.set()
+            await task
+            return idle, took
+        finally:
+            await worker.close()
+
+    idle, took = asyncio.run(main())
+    assert idle < 30, f"{idle} fetches in 3 s while idle"
+    assert worker.health.events == 1 and took < 2.0, (worker.health.events, took)
