@@ -1116,6 +1116,13 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
                              "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
                              "nvml.q_ecc_section", "nvml.q_remap_uncorrectable"})
 
+#: the AER status bit of an Access Control Services violation, as kernels name it (short since 6.x, long before)
+_AER_ACS_BITS = frozenset({"ACSViol", "ACS Violation"})
+
+#: how many lines below its AER message line a port's status bits are printed (the message, "PCIe Bus Error:",
+#: "device [8086:e44f] error status/mask=…", then one line per bit)
+AER_BIT_LINES = 8
+
 
 #: how many lines after Open MPI's "peer process has unexpectedly disconnected" its help text names the peer (13 in
 #: help-mpi-btl-tcp.txt's "peer hung up")
@@ -1146,6 +1153,9 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     q_device: str | None = None
     q_section: str | None = None  # the nvidia-smi -q ECC section the next counts are of (nvml.q_ecc_section)
     q_remap_unc: str | None = None  # its Remapped Rows' "Uncorrectable Error" count (nvml.q_remap_uncorrectable)
+    # (host, port, signature) -> the port's last AER message line (pcie.aer.received, pcie.aer.bus_error), which the
+    # status bits below it detail
+    aer_msg: dict[tuple[str, Any, str], Hit] = {}
     driver: dict[str, str] = {}  # host -> the version its driver printed when it loaded (driver.loaded)
     mpi_report: Hit | None = None  # Open MPI's last "peer … unexpectedly disconnected" (mpi.peer_disconnected)
     rc_watchdog: dict[str, str] = {}  # host -> the notify timeout of its driver's RC watchdog line (driver.rc_watchdog)
@@ -1204,6 +1214,14 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if sid == "nvml.q_gpu_header":
             q_device, q_section, q_remap_unc = row.get("device"), None, None
             continue
+        if sid in ("pcie.aer.received", "pcie.aer.bus_error"):
+            aer_msg[(row["host"], row.get("device"), sid)] = h
+        elif sid == "pcie.aer.status_bit" and d.get("aer_error") in _AER_ACS_BITS:  # an ACS violation, no link fault:
+            # the action of the message above it says so (minisforum-docs/MS-02-Ultra#10, a real-logs pass)
+            for msg_sid in ("pcie.aer.received", "pcie.aer.bus_error"):
+                msg = aer_msg.get((row["host"], row.get("device"), msg_sid))
+                if msg is not None and msg.seg is h.seg and 0 < h.line - msg.line <= AER_BIT_LINES:
+                    msg.row["details"].setdefault("aer_acs", d["aer_error"])
         if sid == "nvml.q_remap_uncorrectable":  # the Remapped Rows count above its "Pending : Yes"
             q_remap_unc = d.get("remap_uncorrectable")
             continue

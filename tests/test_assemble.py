@@ -1839,3 +1839,26 @@ def test_copies_of_a_prefix_are_objects_of_their_own_with_values_nothing_changes
         hash(tuple(getattr(h.prefix, f.name) for f in dataclasses.fields(Prefix)))  # no list, dict or set in place
     hits[0].prefix.ts, hits[3].prefix.host = 0, "elsewhere"
     assert hits[1].prefix.ts not in (None, 0) and hits[4].prefix.host is None
+
+
+_ACS = ("[   77.571000] pcieport 0000:00:07.1: AER: Multiple Uncorrectable (Non-Fatal) error message received from "
+        "0000:00:07.1\n"
+        "[   77.571100] pcieport 0000:00:07.1: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction "
+        "Layer, (Receiver ID)\n"
+        "[   77.571200] pcieport 0000:00:07.1:   device [8086:e44f] error status/mask=00200000/00000000\n"
+        "[   77.571300] pcieport 0000:00:07.1:    [{bit}] {name}                (First)\n")
+
+
+@pytest.mark.parametrize("bit, name, acs", [("21", "ACSViol", True), ("12", "Timeout", False)])
+def test_an_aer_message_of_an_acs_violation_says_so_and_names_no_gpu(tmp_path, bit, name, acs):
+    """A port's AER message whose status bit is ACSViol (minisforum-docs/MS-02-Ultra#10; the kernel's PTM patch's
+    root port at 00:07.1) is an Access Control Services refusal, not a signal-integrity fault: its next action says so
+    and does not send anyone to reseat. Another bit keeps the link advice. The action fits any device below the
+    port: it names the device the message came from and no GPU the line does not name (it said "the port above a
+    GPU", a real-logs pass)."""
+    _, incidents = _diagnosed(tmp_path / "node05.kern.log", _ACS.format(bit=bit, name=name))
+    text = " ".join(i["next_action"] for i in incidents)
+    assert incidents and "0000:00:07.1" in text
+    assert ("Access Control Services violation" in text) is acs
+    assert ("reseating will not help" in text) is acs
+    assert "above a GPU" not in text
