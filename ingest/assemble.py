@@ -1114,7 +1114,7 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
                              "nvml.q_reset_required",
                              "nvml.q_row_remap", "nvml.fabric_state_incomplete", "nvml.q_clocks_event",
                              "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
-                             "nvml.q_ecc_section", "nvml.q_remap_uncorrectable"})
+                             "nvml.q_ecc_section", "nvml.q_remap_uncorrectable", "nvml.q_pcie_width_degraded"})
 
 #: the AER status bit of an Access Control Services violation, as kernels name it (short since 6.x, long before)
 _AER_ACS_BITS = frozenset({"ACSViol", "ACS Violation"})
@@ -1153,6 +1153,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     q_device: str | None = None
     q_section: str | None = None  # the nvidia-smi -q ECC section the next counts are of (nvml.q_ecc_section)
     q_remap_unc: str | None = None  # its Remapped Rows' "Uncorrectable Error" count (nvml.q_remap_uncorrectable)
+    q_width_max: Hit | None = None  # its Link Width "Max : 16x" line (nvml.q_pcie_width_max)
     # (host, port, signature) -> the port's last AER message line (pcie.aer.received, pcie.aer.bus_error), which the
     # status bits below it detail
     aer_msg: dict[tuple[str, Any, str], Hit] = {}
@@ -1212,8 +1213,20 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
         if h.c.sig.source == "dmesg" and "driver_version" not in d and (version := driver.get(row["host"])):
             d["driver_version"] = version
         if sid == "nvml.q_gpu_header":
-            q_device, q_section, q_remap_unc = row.get("device"), None, None
+            q_device, q_section, q_remap_unc, q_width_max = row.get("device"), None, None, None
             continue
+        if sid == "nvml.q_pcie_width_max":
+            q_width_max = h
+            continue
+        if sid == "nvml.q_pcie_width_degraded":  # "Current : 8x" right below its Link Width's "Max : 16x": a link
+            # trained narrower than this GPU and system can do (NVIDIA/NVSentinel#890); alone, or as wide, it is none
+            above, q_width_max = q_width_max, None
+            top = above.row["details"].get("link_width_max") if above is not None else None
+            if above is None or above.seg is not h.seg or h.line - above.line != 1 or \
+                    not 0 < int(d.get("link_width") or 0) < int(top or 0):
+                kept.pop()
+                continue
+            d["link_width_max"] = top
         if sid in ("pcie.aer.received", "pcie.aer.bus_error"):
             aer_msg[(row["host"], row.get("device"), sid)] = h
         elif sid == "pcie.aer.status_bit" and d.get("aer_error") in _AER_ACS_BITS:  # an ACS violation, no link fault:

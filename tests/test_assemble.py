@@ -1841,6 +1841,27 @@ def test_copies_of_a_prefix_are_objects_of_their_own_with_values_nothing_changes
     assert hits[1].prefix.ts not in (None, 0) and hits[4].prefix.host is None
 
 
+_LINK_INFO = ("GPU 00000000:{bus}:00.0\n    PCI\n        GPU Link Info\n            PCIe Generation\n"
+              "                Max                               : 4\n"
+              "                Current                           : {gen}\n"
+              "            Link Width\n"
+              "                Max                               : 16x\n"
+              "                Current                           : {width}x\n")
+
+
+def test_nvidia_smi_q_link_width_below_its_max_is_a_degraded_link_of_its_sections_gpu(pipeline):
+    """nvidia-smi -q's "GPU Link Info": a Link Width Current below its Max is a downtrained link (NVIDIA/NVSentinel#890:
+    x16 → x8, the slot, riser, retimer or port above the GPU), a warning of the section's GPU; it gave no event (a
+    real-logs pass). A Current generation below Max is an idle GPU saving power (Syllo/nvtop#6): none; a width as
+    wide as Max, or a "Current : 8x" without its Max right above it, none."""
+    text = (_LINK_INFO.format(bus="18", gen=1, width=16) + _LINK_INFO.format(bus="2A", gen=4, width=8)
+            + "            Current                           : 8x\n")
+    rows = run(pipeline, text).events.to_pylist()
+    got = [(r["signature"], r["device"], r["device_type"], r["severity"], json.loads(r["details"])["link_width"],
+            json.loads(r["details"]).get("link_width_max")) for r in rows]
+    assert got == [("nvml.q_pcie_width_degraded", "0000:2a:00.0", "gpu", "warning", "8", "16")]
+
+
 _ACS = ("[   77.571000] pcieport 0000:00:07.1: AER: Multiple Uncorrectable (Non-Fatal) error message received from "
         "0000:00:07.1\n"
         "[   77.571100] pcieport 0000:00:07.1: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction "
