@@ -1116,6 +1116,9 @@ _Q_SECTION_SIGS = frozenset({"nvml.fabric_status_error", "nvml.fabric_unhealthy"
                              "nvml.q_hw_slowdown", "nvml.q_retired_pages", "nvml.q_ecc_uncorrectable",
                              "nvml.q_ecc_section", "nvml.q_remap_uncorrectable", "nvml.q_pcie_width_degraded"})
 
+#: an `lspci` block header's classes (pcie.lspci_header) whose device is a GPU
+_LSPCI_GPU_CLASSES = frozenset({"VGA compatible controller", "3D controller", "Display controller"})
+
 #: the AER status bit of an Access Control Services violation, as kernels name it (short since 6.x, long before)
 _AER_ACS_BITS = frozenset({"ACSViol", "ACS Violation"})
 
@@ -1154,6 +1157,7 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
     q_section: str | None = None  # the nvidia-smi -q ECC section the next counts are of (nvml.q_ecc_section)
     q_remap_unc: str | None = None  # its Remapped Rows' "Uncorrectable Error" count (nvml.q_remap_uncorrectable)
     q_width_max: Hit | None = None  # its Link Width "Max : 16x" line (nvml.q_pcie_width_max)
+    lspci: Hit | None = None  # the `lspci -vv` block header above (pcie.lspci_header)
     # (host, port, signature) -> the port's last AER message line (pcie.aer.received, pcie.aer.bus_error), which the
     # status bits below it detail
     aer_msg: dict[tuple[str, Any, str], Hit] = {}
@@ -1227,6 +1231,17 @@ def carry_context(hits: list[Hit]) -> list[Hit]:
                 kept.pop()
                 continue
             d["link_width_max"] = top
+        if sid == "pcie.lspci_header":
+            lspci = h
+            continue
+        if sid == "pcie.lspci_width_downgraded" and lspci is not None and lspci.seg is h.seg:  # of its block's device
+            if not row.get("device"):
+                row["device"] = lspci.row.get("device")
+            for k in ("pci_class", "pci_name"):
+                if lspci.row["details"].get(k):
+                    d.setdefault(k, lspci.row["details"][k])
+            if d.get("pci_class") in _LSPCI_GPU_CLASSES:
+                row["device_type"] = "gpu"
         if sid in ("pcie.aer.received", "pcie.aer.bus_error"):
             aer_msg[(row["host"], row.get("device"), sid)] = h
         elif sid == "pcie.aer.status_bit" and d.get("aer_error") in _AER_ACS_BITS:  # an ACS violation, no link fault:

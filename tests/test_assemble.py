@@ -1862,6 +1862,37 @@ def test_nvidia_smi_q_link_width_below_its_max_is_a_degraded_link_of_its_section
     assert got == [("nvml.q_pcie_width_degraded", "0000:2a:00.0", "gpu", "warning", "8", "16")]
 
 
+_LSPCI = ("62:00.0 VGA compatible controller: NVIDIA Corporation AD102 [GeForce RTX 4090] (rev a1) "
+          "(prog-if 00 [VGA controller])\n"
+          "\tSubsystem: Micro-Star International Co., Ltd. [MSI] AD102 [GeForce RTX 4090]\n"
+          "\tCapabilities: [78] Express (v2) Legacy Endpoint, MSI 00\n"
+          "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM L1, Exit Latency L1 <4us\n"
+          "\t\tLnkSta:\tSpeed {speed}, Width {width}\n"
+          "\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-\n")
+
+
+@pytest.mark.parametrize("speed, width, want", [
+    ("5GT/s (downgraded)", "x1 (downgraded)", [("0000:62:00.0", "gpu", "warning", "1")]),
+    ("16GT/s (ok)", "x8 (downgraded)", [("0000:62:00.0", "gpu", "warning", "8")]),
+    ("2.5GT/s (downgraded)", "x16 (ok)", []), ("2.5GT/s (downgraded)", "x16", [])])
+def test_lspci_link_width_marked_downgraded_is_a_degraded_link_of_its_blocks_device(pipeline, speed, width, want):
+    """`lspci -vv`'s "LnkSta: … Width x1 (downgraded)" (geerlingguy/raspberry-pi-pcie-devices#480) is a link trained
+    with fewer lanes than the device has: a warning of the device of its block's header line (a VGA controller: a
+    GPU). A speed marked downgraded alone is an idle link's power saving (janhq/jan#183, tinygrad's open-gpu-kernel-
+    modules#6: "Speed 2.5GT/s (downgraded), Width x16"): none. It gave no event (a real-logs pass)."""
+    rows = run(pipeline, _LSPCI.format(speed=speed, width=width)).events.to_pylist()
+    got = [(r["device"], r["device_type"], r["severity"], json.loads(r["details"])["link_width"]) for r in rows]
+    assert got == want
+    if want:
+        assert json.loads(rows[0]["details"])["pci_name"] == "NVIDIA Corporation AD102 [GeForce RTX 4090]"
+
+
+def test_a_downgraded_lnksta_grepped_alone_names_no_device(pipeline):
+    """`lspci -vv | grep LnkSta` keeps no header: the line is still a warning, of no device."""
+    (row,) = run(pipeline, "\t\tLnkSta:\tSpeed 8GT/s, Width x4 (downgraded)\n").events.to_pylist()
+    assert (row["signature"], row["device"], row["severity"]) == ("pcie.lspci_width_downgraded", None, "warning")
+
+
 _ACS = ("[   77.571000] pcieport 0000:00:07.1: AER: Multiple Uncorrectable (Non-Fatal) error message received from "
         "0000:00:07.1\n"
         "[   77.571100] pcieport 0000:00:07.1: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), type=Transaction "
