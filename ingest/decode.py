@@ -285,7 +285,8 @@ def bomless_codec(data: bytes) -> str | None:
 #: UTF-8 log: the appended lines matched nothing, their Xid lost without a word (a break-it pass). A character outside
 #: Latin-1 ends a stretch (its two bytes stay as they are); NUL runs (zeroed blocks) are none. BE text without its
 #: mark after a line end reads as LE one byte on (``\n`` then ``\x00N``, …: the same characters), so the leftmost
-#: match decodes it right either way; with its mark ``FE FF`` it did not (``ÿ`` before the line's time, a break-it pass)
+#: match decodes it right either way; with its mark ``FE FF`` it did not (``ÿ`` before the line's time, a break-it
+#: pass)
 _UTF16_STRETCH = re.compile(rb"(?:\xff\xfe)?(?:[^\x00]\x00){16,}|(?P<be>\xfe\xff(?:\x00[^\x00]){16,})")
 
 
