@@ -155,7 +155,14 @@ class Lake:
             for name, schema in TABLES.items():
                 rel = _placeholder(name)
                 if not self.exists(rel):
-                    self._write_part(PART_SCHEMAS[name].empty_table(), rel.rsplit("/", 1)[0], "_schema.parquet")
+                    folder = rel.rsplit("/", 1)[0]
+                    data = _encode(PART_SCHEMAS[name].empty_table(), name)
+                    if self.remote:
+                        self._store_part(data, folder, "_schema.parquet")
+                    else:  # never over another's: two inits at once (a second worker, serve) each made it and
+                        # the later replaced the file the earlier held, which then refused its own fresh lake
+                        (self.root / folder).mkdir(parents=True, exist_ok=True)
+                        _atomic_bytes(data, self.root / rel, replace=False)
                 if not self.remote and name not in self._placeholders:
                     # held open: the file's inode stays taken, so a placeholder made again after a delete is
                     # another inode (a freed one is reused at once: ext4, overlayfs)
@@ -268,8 +275,10 @@ class Lake:
         return sorted((self.root / table_name).rglob("*.parquet"))
 
 
-def _atomic_bytes(data: pa.Buffer | bytes, final: Path) -> None:
-    """Write ``data`` to a temporary name beside ``final``, fsync, rename into place, fsync the folder."""
+def _atomic_bytes(data: pa.Buffer | bytes, final: Path, *, replace: bool = True) -> None:
+    """Write ``data`` to a temporary name beside ``final``, fsync, rename into place, fsync the folder.
+    ``replace=False``: a ``final`` that exists by then is left as it is (a hard link of the temporary file, which
+    fails on an existing name; a plain rename where the file system has no hard links)."""
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -280,7 +289,16 @@ def _atomic_bytes(data: pa.Buffer | bytes, final: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, final)
+        if replace:
+            os.replace(tmp, final)
+        else:
+            try:
+                os.link(tmp, final)
+            except FileExistsError:
+                pass
+            except OSError:  # no hard links here (EPERM, ENOTSUP): the rename, unless the file came meanwhile
+                if not final.exists():
+                    os.replace(tmp, final)
         dfd = os.open(final.parent, os.O_RDONLY)
         try:
             os.fsync(dfd)

@@ -306,3 +306,21 @@ def test_a_lake_deleted_or_replaced_while_its_writer_runs_is_refused(tables, tmp
     assert again.write("events", events, "b2")
     unchecked = Lake(tmp_path / "fresh")
     assert unchecked.write("events", events, "b1")
+
+
+def test_two_inits_of_a_fresh_lake_at_once_leave_both_writers_their_lake(tables, tmp_path, monkeypatch):
+    """Two processes initialising a fresh lake at once (a second ingest worker, `serve` or `sql` started beside
+    `run`): each found no placeholder, each wrote one, and the later one's rename replaced the file the earlier had
+    already opened, so the earlier refused its own fresh lake ('deleted or replaced while this process ran') until
+    restarted: 20 of 30 pairs of real processes forked to init together (a break-it pass). The later init now
+    leaves a placeholder already there as it is. The race is made certain here by a second Lake whose check for the
+    placeholder answers 'not there' (as it did before the first's write); the files are real."""
+    first = Lake(tmp_path / "lake")
+    first.init()
+    held = {t: (tmp_path / "lake" / ingest.lake._placeholder(t)).stat().st_ino for t in TABLES}
+    second = Lake(tmp_path / "lake")
+    monkeypatch.setattr(second, "exists", lambda rel: False)
+    second.init()
+    assert {t: (tmp_path / "lake" / ingest.lake._placeholder(t)).stat().st_ino for t in TABLES} == held
+    assert first.write("events", tables["events"], "b1") and second.write("events", tables["events"], "b2")
+    assert not [p for p in (tmp_path / "lake").rglob("*") if p.name.endswith(".tmp")]
