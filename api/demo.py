@@ -136,10 +136,25 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         console.print(f"API on http://{host}:{port_}  (docs: http://{host}:{port_}/docs, "
                       f"incidents: http://{host}:{port_}/incidents) — Ctrl-C to stop")
 
+    signals: list[int] = []
+
+    def signalled() -> None:
+        """Ctrl-C (or SIGTERM): stop after the last commit; a second one stops at once, as ``run``'s does. With a
+        broker that did not answer (stopped, paused), the demo waited for the commit's request timeout, 40 s, saying
+        nothing, and every further Ctrl-C was one more ``stop.set()`` (a break-it pass)."""
+        signals.append(1)
+        svc.worker.stop.set()
+        if len(signals) == 1:
+            return
+        console.print("a second signal: stopping now, without the last commit", style="red", highlight=False)
+        console.print(exit_line(settings.state_dir, once), markup=False, highlight=False, soft_wrap=True)
+        console.file.flush()
+        os._exit(1)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, svc.worker.stop.set)
+            loop.add_signal_handler(sig, signalled)
         await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving,
                       on_incidents=incident_progress(settings.log_format, console))
 

@@ -752,3 +752,53 @@ def committed_offset(offsets: dict, tp) -> int | None:
     """The offset of ``tp`` in an admin client's ``list_consumer_group_offsets`` answer (None: not committed)."""
     meta = offsets.get(tp)
     return None if meta is None else meta.offset
+
+
+@pytest.mark.kafka
+def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
+    """`firstfault demo` serving, its broker paused (SIGSTOP: a broker that does not answer): Ctrl-C asked the worker
+    to stop after its last commit, which waited for the request timeout, 40 s, saying nothing, and each further
+    Ctrl-C only asked again (a break-it pass: three Ctrl-C, exit after 40.4 s). A second one now ends it at once,
+    exit 1, saying so, as `run`'s does. The broker is a real one of the test's own state folder (the demo starts or
+    takes the broker of its state folder)."""
+    import signal
+    import threading
+
+    from ingest import broker
+
+    st = broker.start(tmp_path / "st", timeout_s=180)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIRSTFAULT_")}
+    env.update(FIRSTFAULT_STATE_DIR=str(tmp_path / "st"), FIRSTFAULT_API_PORT="0")
+    p = subprocess.Popen([FIRSTFAULT, "demo"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        for line in p.stdout:
+            out.append(line)
+            if "Ctrl-C to stop" in line:
+                serving.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert serving.wait(150), "".join(out)[-3000:]
+        os.kill(st.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        assert p.poll() is None  # the first asks for the last commit: it waits for the broker
+        p.send_signal(signal.SIGINT)
+        t = time.monotonic()
+        code = p.wait(20)
+        took = time.monotonic() - t
+    finally:
+        os.kill(st.pid, signal.SIGCONT)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        broker.stop(tmp_path / "st")
+    reader.join(10)
+    text = "".join(out)
+    assert code == 1 and took < 5 and "a second signal: stopping now" in text, (code, took, text[-2000:])
+    assert "Traceback" not in text and "keeps running" in text.splitlines()[-1]
