@@ -137,9 +137,13 @@ class Lake:
                 raise LakeError(f"cannot open the lake {url}: {e}") from e
             self.base = path.rstrip("/")
             self.root: Path | None = None
+            self.given: Path | None = None
             self.location = f"s3://{self.base}"
         else:
             self.root = lake_path(url).resolve()
+            #: the path as given (absolute, links not followed): what _check_same asks, so a link re-pointed at
+            #: another lake (``ln -sfn``) is a lake replaced, as a folder moved away and another put there is
+            self.given = lake_path(url).absolute()
             self.base = str(self.root)
             self.location = self.base
         #: table -> an open descriptor of its ``_schema`` part as :meth:`init` found or made it (a local lake)
@@ -182,7 +186,7 @@ class Lake:
         if fd is None:
             return
         try:
-            st, held = (self.root / _placeholder(table_name)).stat(), os.fstat(fd)
+            st, held = (self.given / _placeholder(table_name)).stat(), os.fstat(fd)
             same = (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
         except FileNotFoundError:
             same = False

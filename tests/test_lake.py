@@ -4,6 +4,8 @@ large; no part stores the Arrow schema; each column has its codec (``ingest.lake
 
 from __future__ import annotations
 
+import os
+
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -324,3 +326,33 @@ def test_two_inits_of_a_fresh_lake_at_once_leave_both_writers_their_lake(tables,
     assert {t: (tmp_path / "lake" / ingest.lake._placeholder(t)).stat().st_ino for t in TABLES} == held
     assert first.write("events", tables["events"], "b1") and second.write("events", tables["events"], "b2")
     assert not [p for p in (tmp_path / "lake").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_link_to_the_lake_re_pointed_while_its_writer_runs_is_refused(tables, tmp_path):
+    """The lake setting names a link (``lake -> lake-a``) and it is re-pointed at another lake (``ln -sfn lake-b
+    lake``: a restore, a move to a bigger disk): the writer had resolved the link when it started and went on,
+    healthy, writing into lake-a, while the API and every process started since read lake-b (a break-it pass). The
+    path as given is now what is compared, so this is a lake replaced: refused. A relative setting is taken from
+    the folder the process was in when it named the lake; it still writes after a chdir."""
+    (tmp_path / "lake-a").mkdir()
+    (tmp_path / "lake-b").mkdir()
+    (tmp_path / "lake").symlink_to(tmp_path / "lake-a")
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.write("events", tables["events"], "b1")
+    (tmp_path / "lake").unlink()
+    (tmp_path / "lake").symlink_to(tmp_path / "lake-b")
+    Lake(tmp_path / "lake").init()  # a reader of the lake now there
+    with pytest.raises(ingest.lake.LakeError, match="deleted or replaced"):
+        lake.write("events", tables["events"], "b2")
+    assert not list(tmp_path.rglob("part-b2.parquet"))
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        relative = Lake("lake")
+        relative.init()
+    finally:
+        os.chdir(here)
+    assert relative.write("events", tables["events"], "b3")
+    assert list((tmp_path / "lake-b").rglob("part-b3.parquet"))
