@@ -948,13 +948,7 @@ def test_an_idle_worker_with_no_linger_does_not_spin(kafka, tmp_path):
 
     async def main() -> tuple[int, float]:
         await worker.start()
-        getmany = worker._consumer.getmany
-
-        async def counted(*a, **kw):
-            fetches.append(kw.get("timeout_ms"))
-            return await getmany(*a, **kw)
-
-        worker._consumer.getmany = counted
+        _count_fetches(worker, fetches)
         try:
             await worker.run(until_caught_up=True)
             task = asyncio.create_task(worker.run())
@@ -977,6 +971,17 @@ def test_an_idle_worker_with_no_linger_does_not_spin(kafka, tmp_path):
     assert worker.health.events == 1 and took < 2.0, (worker.health.events, took)
 
 
+def _count_fetches(worker, fetches: list) -> None:
+    """Each fetch of ``worker``'s started consumer appends its ``timeout_ms`` to ``fetches`` (and fetches)."""
+    getmany = worker._consumer.getmany
+
+    async def counted(*a, **kw):
+        fetches.append(kw.get("timeout_ms"))
+        return await getmany(*a, **kw)
+
+    worker._consumer.getmany = counted
+
+
 @pytest.mark.kafka
 def test_a_worker_catching_up_does_not_wait_the_idle_fetch(kafka, tmp_path):
     """``run(until_caught_up=True)`` (`run --once`, the catch-up of `run` and the demo): an empty fetch is followed
@@ -997,13 +1002,7 @@ def test_a_worker_catching_up_does_not_wait_the_idle_fetch(kafka, tmp_path):
 
     async def main() -> list[int]:
         await worker.start()
-        getmany = worker._consumer.getmany
-
-        async def counted(*a, **kw):
-            fetches.append(kw.get("timeout_ms"))
-            return await getmany(*a, **kw)
-
-        worker._consumer.getmany = counted
+        _count_fetches(worker, fetches)
         try:
             await worker.run(until_caught_up=True)
             catching_up = fetches[:]

@@ -13,8 +13,10 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -634,7 +636,6 @@ def test_a_workers_health_answers_while_its_event_loop_is_busy():
     """The worker's /healthz is served on a thread of its own: a probe answered in up to 1.2 s while the worker's
     loop decoded a backlog (a break-it pass; Kubernetes' probes time out after 1 s by default). With the loop blocked
     for 2 s, /healthz answers within 0.5 s."""
-    import threading
     import urllib.request
 
     from api.service import WorkerEndpoint
@@ -700,7 +701,6 @@ def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
     that for a second signal: "a second signal: stopping now, without the last commit", exit 1, every time (a
     break-it pass). It now finishes and commits, exit 0, its group's commit at the end of the topic."""
     import signal
-    import threading
 
     from aiokafka import TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
@@ -715,16 +715,7 @@ def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
     asyncio.run(produce_lines(kafka, f"r.{tag}", "node07", lines))
     p = subprocess.Popen([FIRSTFAULT, "run"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     err: list[str] = []
-    caught_up = threading.Event()
-
-    def read() -> None:
-        for line in p.stderr:
-            err.append(line)
-            if line.startswith("caught up"):
-                caught_up.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    caught_up, reader = _reading(p.stderr, err, lambda line: line.startswith("caught up"))
     try:
         assert caught_up.wait(120), "".join(err)
         p.send_signal(signal.SIGTERM)
@@ -748,6 +739,22 @@ def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
     assert committed_offset(asyncio.run(committed()), TopicPartition(f"r.{tag}", 0)) == 3
 
 
+def _reading(stream, lines: list[str], said: Callable[[str], bool]) -> tuple[threading.Event, threading.Thread]:
+    """A daemon thread that keeps a child's output ``stream`` in ``lines``, and the event it sets once a line is
+    ``said``."""
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+            if said(line):
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return seen, reader
+
+
 def committed_offset(offsets: dict, tp) -> int | None:
     """The offset of ``tp`` in an admin client's ``list_consumer_group_offsets`` answer (None: not committed)."""
     meta = offsets.get(tp)
@@ -762,7 +769,6 @@ def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
     exit 1, saying so, as `run`'s does. The broker is a real one of the test's own state folder (the demo starts or
     takes the broker of its state folder)."""
     import signal
-    import threading
 
     from ingest import broker
 
@@ -771,16 +777,7 @@ def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
     env.update(FIRSTFAULT_STATE_DIR=str(tmp_path / "st"), FIRSTFAULT_API_PORT="0")
     p = subprocess.Popen([FIRSTFAULT, "demo"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out: list[str] = []
-    serving = threading.Event()
-
-    def read() -> None:
-        for line in p.stdout:
-            out.append(line)
-            if "Ctrl-C to stop" in line:
-                serving.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    serving, reader = _reading(p.stdout, out, lambda line: "Ctrl-C to stop" in line)
     try:
         assert serving.wait(150), "".join(out)[-3000:]
         os.kill(st.pid, signal.SIGSTOP)
