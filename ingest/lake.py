@@ -158,15 +158,10 @@ class Lake:
         try:
             for name, schema in TABLES.items():
                 rel = _placeholder(name)
-                if not self.exists(rel):
-                    folder = rel.rsplit("/", 1)[0]
-                    data = _encode(PART_SCHEMAS[name].empty_table(), name)
-                    if self.remote:
-                        self._store_part(data, folder, "_schema.parquet")
-                    else:  # never over another's: two inits at once (a second worker, serve) each made it and
-                        # the later replaced the file the earlier held, which then refused its own fresh lake
-                        (self.root / folder).mkdir(parents=True, exist_ok=True)
-                        _atomic_bytes(data, self.root / rel, replace=False)
+                if not self.exists(rel):  # never over another's: two inits at once (a second worker, serve) each
+                    # made it and the later replaced the file the earlier held, which then refused its own fresh lake
+                    self._write_part(PART_SCHEMAS[name].empty_table(), rel.rsplit("/", 1)[0], "_schema.parquet",
+                                     replace=False)
                 if not self.remote and name not in self._placeholders:
                     # held open: the file's inode stays taken, so a placeholder made again after a delete is
                     # another inode (a freed one is reused at once: ext4, overlayfs)
@@ -255,18 +250,19 @@ class Lake:
     def _path(self, rel: str, name: str) -> Path | str:
         return f"s3://{self.base}/{rel}/{name}" if self.remote else self.root / rel / name
 
-    def _write_part(self, table: pa.Table, rel: str, name: str) -> None:
-        self._store_part(_encode(table, rel.split("/", 1)[0]), rel, name)
+    def _write_part(self, table: pa.Table, rel: str, name: str, *, replace: bool = True) -> None:
+        self._store_part(_encode(table, rel.split("/", 1)[0]), rel, name, replace=replace)
 
-    def _store_part(self, data: pa.Buffer, rel: str, name: str) -> None:
-        """Put one encoded part (:func:`_encode`) at ``<lake>/<rel>/<name>``: one PUT, or atomically on disk."""
+    def _store_part(self, data: pa.Buffer, rel: str, name: str, *, replace: bool = True) -> None:
+        """Put one encoded part (:func:`_encode`) at ``<lake>/<rel>/<name>``: one PUT, or atomically on disk
+        (``replace=False``: not over a file there by then, :func:`_atomic_bytes`; a PUT replaces)."""
         if self.remote:  # one PUT: the object appears whole or not at all
             with self.fs.open_output_stream(f"{self.base}/{rel}/{name}") as f:
                 f.write(data)
             return
         d = self.root / rel
         d.mkdir(parents=True, exist_ok=True)
-        _atomic_bytes(data, d / name)
+        _atomic_bytes(data, d / name, replace=replace)
 
     def files(self, table_name: str) -> list[Path] | list[str]:
         """The Parquet files of a table (paths, or ``s3://`` URLs), sorted."""
