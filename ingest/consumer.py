@@ -461,8 +461,6 @@ class IngestWorker:
         self.pipeline = pipeline or Pipeline()
         self.on_batch = on_batch
         self.max_records, self.linger_ms = max_records, linger_ms
-        #: how long an idle fetch waits (ms, at least linger_ms): IDLE_FETCH_MS, none while catching up (run)
-        self._idle_fetch_ms = IDLE_FETCH_MS
         self.events_topic, self.domains = events_topic, domains or Domains()
         self.session_timeout_ms = session_timeout_ms
         self.metadata_max_age_ms = METADATA_MAX_AGE_MS
@@ -553,10 +551,10 @@ class IngestWorker:
         # catching up, an empty fetch is followed by a question of the partitions' ends (a broker's round trip), so
         # it does not spin with linger 0: waiting IDLE_FETCH_MS there made `run --once` (and `run`'s, the demo's
         # catch-up) end 0.3 - 0.5 s later (a break-it pass: 2.8 s before, 3.2 s with it)
-        self._idle_fetch_ms = 0 if until_caught_up else IDLE_FETCH_MS
+        idle_fetch_ms = 0 if until_caught_up else IDLE_FETCH_MS
         while not self.stop.is_set():
             with gc_paused():  # one batch's objects are freed before the collector resumes: ingest.gcpause
-                taken = await self._next_batch()
+                taken = await self._next_batch(idle_fetch_ms)
                 if taken.records:
                     idle_since = checked = time.monotonic()
                     await self._one_batch(taken)
@@ -788,8 +786,9 @@ class IngestWorker:
         h.last_batch_s = time.perf_counter() - t0
 
     # --- fetching: chunks, and batches begun before ------------------------------------------------
-    async def _next_batch(self) -> Taken:
-        """The next batch (module doc, step 1) and its decoded input; empty when nothing is ready yet."""
+    async def _next_batch(self, idle_fetch_ms: int = IDLE_FETCH_MS) -> Taken:
+        """The next batch (module doc, step 1) and its decoded input; empty when nothing is ready yet.
+        ``idle_fetch_ms``: how long a fetch waits with nothing buffered (at least ``linger_ms``)."""
         c = self._consumer
         assert c is not None
         ready = await self._ready()
@@ -800,8 +799,12 @@ class IngestWorker:
         # records taken, each left to the cyclic collector (peak RSS ~1 GB over 1M records).
         want = [tp for tp in c.assignment() if len(self._buf.get(tp, ())) < 2 * self.chunk_records]
         if want:
-            wait_ms = 0 if ready else self.linger_ms if any(self._buf.values()) else max(self.linger_ms,
-                                                                                        self._idle_fetch_ms)
+            if ready:
+                wait_ms = 0
+            elif any(self._buf.values()):
+                wait_ms = self.linger_ms
+            else:
+                wait_ms = max(self.linger_ms, idle_fetch_ms)
             try:
                 data = await c.getmany(*want, timeout_ms=wait_ms, max_records=self.max_records)
             except UnicodeDecodeError as e:  # a record aiokafka cannot read: found, dead-lettered, gone past
