@@ -939,19 +939,19 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
 
     tune_for_worker()  # a worker process: rarer collections of the older generations, freed memory kept (ingest.gcpause)
 
-    signals = []
+    from api.service import second_signal_exits
 
-    def signalled() -> None:
-        signals.append(1)
-        if len(signals) == 1:  # said: a worker waiting on a broker that is away showed nothing for minutes (an
-            stop.set()  # operator's trial)
-            logging.getLogger("firstfault.service").warning(
-                "stopping: the batch in hand is finished and committed first; a second signal stops at once")
-            return
+    def first() -> None:  # said: a worker waiting on a broker that is away showed nothing for minutes (an operator's
+        stop.set()  # trial)
+        logging.getLogger("firstfault.service").warning(
+            "stopping: the batch in hand is finished and committed first; a second signal stops at once")
+
+    def second() -> None:
         err.print("a second signal: stopping now, without the last commit (its records are read again next time)",
                   style="red", highlight=False)
         sys.stderr.flush()
-        os._exit(1)
+
+    signalled = second_signal_exits(first, second)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

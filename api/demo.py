@@ -23,7 +23,7 @@ from rich.console import Console
 
 from api.pager import hold_lock, outbox_free
 from api.render import IncidentsReport, incident_progress, incidents_title
-from api.service import Service
+from api.service import Service, second_signal_exits
 from ingest import broker
 from ingest.consumer import produce_lines
 from schemas.settings import Settings
@@ -136,20 +136,15 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         console.print(f"API on http://{host}:{port_}  (docs: http://{host}:{port_}/docs, "
                       f"incidents: http://{host}:{port_}/incidents) — Ctrl-C to stop")
 
-    signals: list[int] = []
-
-    def signalled() -> None:
-        """Ctrl-C (or SIGTERM): stop after the last commit; a second one stops at once, as ``run``'s does. With a
-        broker that did not answer (stopped, paused), the demo waited for the commit's request timeout, 40 s, saying
-        nothing, and every further Ctrl-C was one more ``stop.set()`` (a break-it pass)."""
-        signals.append(1)
-        svc.worker.stop.set()
-        if len(signals) == 1:
-            return
+    def second() -> None:
+        """Ctrl-C (or SIGTERM) again: with a broker that did not answer (stopped, paused), the demo waited for the
+        commit's request timeout, 40 s, saying nothing, and every further Ctrl-C was one more ``stop.set()`` (a
+        break-it pass); now it stops at once, as ``run``'s does."""
         console.print("a second signal: stopping now, without the last commit", style="red", highlight=False)
         console.print(exit_line(settings.state_dir, once), markup=False, highlight=False, soft_wrap=True)
         console.file.flush()
-        os._exit(1)
+
+    signalled = second_signal_exits(svc.worker.stop.set, second)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
