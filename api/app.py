@@ -38,7 +38,7 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter,
                       WithJsonSchema)
 
-from api.incident_render import to_html as incident_html
+from api.incident_render import TIMELINE_DEFAULT, TIMELINE_MAX, cut_timeline, to_html as incident_html
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only, query_problem
 from api.store import (QUERY_FAILED, QUERY_INVALID, SORTS, Store, StoreError, decimal_floats, holds_no_events,
@@ -642,10 +642,15 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                          description="json, or html: a page with the verdict, a timeline chart of every party's "
                                      "events and the evidence lines; default: html when the Accept header asks "
                                      "for text/html before JSON (a browser following an alert's link), else "
-                                     "json")] = None) -> Response:
+                                     "json")] = None,
+                     timeline_limit: Annotated[int, Query(
+                         ge=1, le=TIMELINE_MAX, description="at most this many events in `timeline`: every event "
+                                                            "of the initiator and the context, then the earliest "
+                                                            "of the others; `timeline_total` counts them all")
+                     ] = TIMELINE_DEFAULT) -> Response:
         """One incident with its evidence timeline — every event with its raw line, time basis and
-        skew-adjusted time (line time + the host's estimated clock offset) — and its blast radius; as a page
-        with a timeline chart for a browser (``format``)."""
+        skew-adjusted time (line time + the host's estimated clock offset), up to ``timeline_limit`` — and its
+        blast radius (of every event); as a page with a timeline chart for a browser (``format``)."""
         inc = store.incident(incident_id)
         if inc is None:
             raise HTTPException(404, f"no incident {incident_id}")
@@ -665,7 +670,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             timeline.append(j)
         timeline.sort(key=lambda j: j["skew_adjusted_ts"])
         inc = dict(inc)
-        inc["timeline"] = timeline
+        inc["timeline"] = cut_timeline(timeline, timeline_limit)
+        inc["timeline_total"] = len(timeline)
         init = inc["initiator"]
         # the ranks NCCL placed on the initiator's GPU: the process on a GPU that fell off the bus logs nothing, and
         # was left out (a fresh user's trial); its communicators' init lines within a week of the incident (a line

@@ -202,6 +202,25 @@ def timeline_svg(detail: dict[str, Any]) -> Markup | None:
                 f"{datetime.fromtimestamp(first / 1e6, tz=timezone.utc):%Y-%m-%dT%H:%M:%S}Z")
 
 
+#: ``GET /incidents/{id}``'s ``timeline_limit``: by default and at most. An incident of a job of 5,000 ranks whose
+#: watchdogs each printed ten lines held 5,001 events: its answer was 7.5 MB (6 MB of it the timeline) and its page
+#: 3.4 MB, growing with every reporter (a break-it pass); ``downstream`` names every reporter either way.
+TIMELINE_DEFAULT = 1000
+TIMELINE_MAX = 100_000
+
+
+def cut_timeline(timeline: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most ``limit`` entries of an incident's ``timeline`` (sorted by ``skew_adjusted_ts``), in that order:
+    every entry whose ``role`` is ``initiator`` or ``context`` (what the verdict rests on), then the earliest of
+    the others (downstream) — the first reporters are the ones nearest the fault. ``limit`` ≥ 1; when the
+    initiator and context alone exceed it, the earliest ``limit`` of them. Pure."""
+    if len(timeline) <= limit:
+        return timeline
+    first = [i for i, e in enumerate(timeline) if e.get("role") in ("initiator", "context")][:limit]
+    rest = [i for i, e in enumerate(timeline) if e.get("role") not in ("initiator", "context")]
+    return [timeline[i] for i in sorted(first + rest[:limit - len(first)])]
+
+
 def to_html(detail: dict[str, Any]) -> bytes:
     """The page for one incident: its verdict (severity, category, initiator, confidence, status), why, what to
     do now and how to verify it, what is missing, the timeline chart, its downstream parties, and the evidence
@@ -212,5 +231,6 @@ def to_html(detail: dict[str, Any]) -> bytes:
     page = page_environment().get_template("incident.html.j2").render(
         i=detail, chart=timeline_svg(detail), role=ROLE, initiator=describe_initiator(detail.get("initiator") or {}),
         roles={e.get("event_id"): role_of(e, suspects) for e in detail.get("timeline") or ()},
-        suspect_parties=[bool(set(d.get("events") or ()) & suspects) for d in detail.get("downstream") or ()])
+        suspect_parties=[bool(set(d.get("events") or ()) & suspects) for d in detail.get("downstream") or ()],
+        timeline_max=TIMELINE_MAX)
     return page.encode("utf-8")

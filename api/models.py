@@ -156,7 +156,11 @@ class BlastRadius(_Open):
 class IncidentDetail(Incident):
     """One incident with its evidence timeline and blast radius."""
 
-    timeline: list[TimelineEvent] = Field(description="every event of its evidence, by skew-adjusted time")
+    timeline: list[TimelineEvent] = Field(description="the events of its evidence, by skew-adjusted time: all "
+                                          "of them up to `timeline_limit`; past it, every initiator and context "
+                                          "event and the earliest of the others")
+    timeline_total: int = Field(description="the events of its evidence the lake holds; more than `timeline` "
+                                            "has when cut to `timeline_limit`")
     blast_radius: BlastRadius
 
 

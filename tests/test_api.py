@@ -163,6 +163,40 @@ def test_detail_has_timeline_with_time_basis_and_blast_radius(api):
     assert indexes and set(d["blast_radius"]["gpus"]) >= indexes
 
 
+def test_an_incident_timeline_is_cut_to_timeline_limit_keeping_initiator_and_context_and_saying_so(api):
+    """An incident whose reporters are a job of 5,000 ranks held 5,001 events: the answer was 7.5 MB and the page
+    3.4 MB (a break-it pass). ``timeline_limit`` cuts the timeline (every initiator and context event first, then
+    the earliest others), ``timeline_total`` counts every event, the blast radius still names every party, and
+    the page says how many lines it shows; out of range is a 422."""
+    (inc,) = api.get("/incidents", params={"host": "node015"}).json()["items"]
+    d = api.get(f"/incidents/{inc['id']}").json()
+    assert d["timeline_total"] == len(d["timeline"]) > 2
+    kept = [e for e in d["timeline"] if e["role"] in ("initiator", "context")]
+    assert 0 < len(kept) < len(d["timeline"])
+    cut = api.get(f"/incidents/{inc['id']}", params={"timeline_limit": len(kept)}).json()
+    assert cut["timeline_total"] == d["timeline_total"] and cut["blast_radius"] == d["blast_radius"]
+    assert cut["timeline"] == kept
+    assert api.get(f"/incidents/{inc['id']}", params={"timeline_limit": 1}).json()["timeline"] == kept[:1]
+    page = api.get(f"/incidents/{inc['id']}", params={"timeline_limit": len(kept), "format": "html"}).text
+    assert f"{len(kept)} of {d['timeline_total']} events" in page
+    assert " of " + str(d["timeline_total"]) + " events" not in api.get(
+        f"/incidents/{inc['id']}", params={"format": "html"}).text
+    for bad in (0, 100_001, "x"):
+        assert api.get(f"/incidents/{inc['id']}", params={"timeline_limit": bad}).status_code == 422, bad
+
+
+def test_cut_timeline_keeps_initiator_and_context_then_the_earliest_others_in_time_order():
+    from api.incident_render import cut_timeline
+
+    tl = [{"n": i, "role": r} for i, r in enumerate(["downstream", "initiator", "downstream", "context",
+                                                      "downstream", "initiator"])]
+    assert cut_timeline(tl, 6) is tl and cut_timeline(tl, 10) is tl
+    assert [e["n"] for e in cut_timeline(tl, 5)] == [0, 1, 2, 3, 5]
+    assert [e["n"] for e in cut_timeline(tl, 4)] == [0, 1, 3, 5]
+    assert [e["n"] for e in cut_timeline(tl, 3)] == [1, 3, 5]
+    assert [e["n"] for e in cut_timeline(tl, 2)] == [1, 3]
+
+
 def test_a_browser_following_an_incident_link_gets_a_page_with_its_timeline_chart(api):
     """An alert's generatorURL is ``/incidents/{id}``: a browser (Accept text/html first) gets the page — the
     verdict, the next action, a timeline chart with a lane per party and a marker per event by role, and every
@@ -1120,7 +1154,7 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(
         "query: unknown parameter 'lim' (did you mean 'limit'?)")
     assert api.get("/incidents/nosuch", params={"x": 1}).json()["detail"].endswith(
-        "/incidents/{incident_id} takes: format")
+        "/incidents/{incident_id} takes: format, timeline_limit")
     assert "'HOST' (did you mean 'host'?)" in api.get("/links", params={"HOST": "node004"}).json()["detail"]
     assert api.get("/incidents", params={"host": "node004"}).status_code == 200
     assert api.get("/metrics", params={"name[]": "x"}).status_code == 200
