@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import math
 import re
 import zlib
 from collections.abc import Iterator
@@ -810,7 +811,7 @@ def _time_of(rec: Envelope) -> int | None:
     """The record's own time, µs since the epoch (UTC); ``None`` when it names none.
 
     Raises ``ValueError`` for a time field that is not a time: a boolean, an
-    unreadable string, a number no unit reading places from 2000 to 2100, a
+    unreadable string, a number that is no time in any unit (:func:`_envelope_number_us`), a
     journald ``__REALTIME_TIMESTAMP`` that is not a decimal count of µs.
     """
     v = rec.source_realtime
@@ -840,7 +841,7 @@ def _time_of(rec: Envelope) -> int | None:
             if isinstance(v, bool):
                 raise ValueError(f"field {k!r} is a boolean, not a time")
             if isinstance(v, (int, float)):
-                return _epoch_us(v, k)
+                return _envelope_number_us(v, k)
             raise ValueError(f"field {k!r} has type {type(v).__name__}, not a time")
         except ValueError:
             if not logger:  # a structured logger's other fields are the program's: not times, no error
@@ -888,6 +889,26 @@ def _epoch_us(v: int | float, k: str) -> int:
             return int(t)
     raise ValueError(f"field {k!r} = {str(v)[:40]} is no time from 2000 to 2100 in s, ms, µs or ns "
                      "since the epoch")
+
+
+def _envelope_number_us(v: int | float, k: str) -> int:
+    """An envelope's numeric time field (Fluent Bit's ``date``, a ``time`` or ``timestamp`` in epoch units) -> µs
+    since the epoch: :func:`_epoch_us` when a unit places it from 2000 to 2100; else, when it is a time in seconds at
+    all (its µs fit 64 bits), that reading, which no event takes: ``assemble`` keeps it as
+    ``details.envelope_ts_rejected`` and times the line by its own stamp, else by its arrival (docs/reliability.md,
+    "Times"), as it does an ISO 8601 envelope time of 1970. A host whose clock was reset to the epoch (a dead RTC
+    battery) ships ``"date": 5.25``: that refused the whole record, so its Xid 79 line, stamped 2026 by the kernel,
+    reached no incident (a break-it pass). Raises ``ValueError`` for a number that is no time in any unit (``1e30``,
+    ``-9e18``: past 64-bit µs), which dead-letters its record as before."""
+    try:
+        return _epoch_us(v, k)
+    except ValueError:
+        if isinstance(v, float) and not math.isfinite(v):  # NaN, infinity: no reading (msgspec refuses JSON's)
+            raise
+        t = v * US if type(v) is int else round(v * US)  # round: 5.25 s is 5250000 µs, not 5249999
+        if -(1 << 63) <= t < 1 << 63:
+            return int(t)
+        raise
 
 
 # Vector and Filebeat stamp every record "2026-11-30T03:12:00.123456789Z": read that shape directly, with

@@ -242,6 +242,31 @@ def test_a_broken_record_is_rejected_with_a_reason_and_the_rest_goes_on():
     assert "record 1" in d.rejects[0].reason and "not a string" in d.rejects[1].reason
 
 
+def test_a_numeric_envelope_time_before_2000_times_no_event_and_loses_no_line(pipeline):
+    """A host whose clock was reset to the epoch (a dead RTC battery) ships Fluent Bit's ``"date": 5.25``: the record
+    was dead-lettered whole, so a kernel line stamped 2026 by its own clock reached no incident, where an ISO 8601
+    envelope time of 1970 only times no event (docs/reliability.md, "Times"; a break-it pass). Now the number is kept
+    as the rejected envelope time: the line's own stamp times it, else the Kafka record's time. A number that is no
+    time in any unit (1e30: past 64-bit µs) still dead-letters its record."""
+    from ingest.decode import Decoded
+    from ingest.prefix import to_us
+
+    stamped = f"2023-11-14T22:00:00Z node07 kernel: {XID}"  # before its Kafka record's time (msg: 2023-11-14T22:13:20)
+    d = msg(b"\n".join(orjson.dumps(r) for r in (
+        {"date": 5.25, "hostname": "node07", "log": stamped},
+        {"date": -0.5, "hostname": "node08", "log": XID},
+        {"date": 1e30, "hostname": "node09", "log": XID})))
+    assert [(s.host, s.ref_ts, s.ref_basis) for s in d.segments] == [("node07", 5_250_000, "envelope"),
+                                                                      ("node08", -500_000, "envelope")]
+    assert len(d.rejects) == 1 and "record 2" in d.rejects[0].reason
+    evs = {e["host"]: e for e in pipeline.run(Decoded(segments=d.segments)).events.to_pylist()}
+    assert sorted(evs) == ["node07", "node08"] and evs["node07"]["xid"] == evs["node08"]["xid"] == 79
+    assert (to_us(evs["node07"]["ts"]), evs["node07"]["ts_basis"]) == (1_699_999_200_000_000, "line")
+    # no time of its own: the Kafka record's (msg: 1_700_000_000_000 ms), the envelope's kept as rejected
+    assert (to_us(evs["node08"]["ts"]), evs["node08"]["ts_basis"]) == (1_700_000_000_000_000, "kafka")
+    assert orjson.loads(evs["node08"]["details"])["envelope_ts_rejected"] == -500_000
+
+
 def test_a_dead_letter_fits_the_producer_whatever_the_original_key_and_headers():
     """A 17 MiB key (or headers as large) made the dead letter larger than the worker's producer sends: the worker
     retried it for ever and ingested nothing more (a break-it pass). The key is cut, and said; headers that large are
