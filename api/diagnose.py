@@ -228,7 +228,10 @@ def mtime_note(events: pa.Table, stdin: str | None = None, width: int | None = N
         return None
     # a line whose own stamp was no time a fleet's log carries (year 1970 or 2099: ingest.assemble.resolve_times)
     # is said as such, not as a line that printed none (a break-it pass)
-    sources = [f"{s}:stamp" if t and d and '"ts_rejected"' in d else s
+    # so is a line of a record whose envelope time was none (a host clock reset to 1970: details.envelope_ts_rejected),
+    # not a kernel line with a raw stamp: the shipper's clock is what to fix (a break-it pass)
+    sources = [f"{s}:stamp" if t and d and '"ts_rejected"' in d else
+               f"{s}:envelope" if t and d and '"envelope_ts_rejected"' in d else s
                for t, s, d in zip(timed, events.column("source").to_pylist(), details)]
     origins = events.column("origin").to_pylist() if stdin and "origin" in events.column_names else [None] * len(timed)
     piped = f"file:{stdin}@"
@@ -246,9 +249,11 @@ def mtime_note(events: pa.Table, stdin: str | None = None, width: int | None = N
         for s in sorted(set(srcs)):
             k = srcs.count(s)
             noun, rest = _NO_TIME.get(s, (f"{s} line", "with no time printed, or a stamp of a form not read")) \
-                if not s.endswith(":stamp") else (
+                if not s.endswith((":stamp", ":envelope")) else (
                 "line", "whose own stamp is no time from 2000 to 2100, or more than a day after the file's time "
-                        "(details.ts_rejected keeps it)")
+                        "(details.ts_rejected keeps it)") if s.endswith(":stamp") else (
+                "line", "of a record whose time is no time from 2000 to 2100 (details.envelope_ts_rejected keeps it): "
+                        "the shipping host's clock")
             if from_stdin:
                 rest = rest.replace("the file's time", "the time it was read")
             points.append(f"{k} {noun}{'s' * (k != 1)} {rest}")

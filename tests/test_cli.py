@@ -269,6 +269,24 @@ def test_the_file_time_note_is_a_short_line_and_a_wrapped_line_per_point():
         "counted back from the file's time) or none: `dmesg -T` or `journalctl -k -o short-iso` print wall-clock times"
 
 
+def test_the_file_time_note_says_a_record_time_that_was_none_apart_from_raw_stamps():
+    """A record whose envelope time was no time (a host clock reset to 1970: ``details.envelope_ts_rejected``) is timed
+    by its file too; the note called its kernel line one "with a raw dmesg stamp … or none", pointing at ``dmesg -T``
+    where the shipping host's clock is at fault (a break-it pass)."""
+    import pyarrow as pa
+
+    from api.diagnose import mtime_note
+
+    events = pa.table({"source": ["dmesg", "dmesg"], "ts_basis": ["file", "file"],
+                       "details": ['{"envelope_ts_rejected":5250000,"ts_upper_bound":true}', None]})
+    assert mtime_note(events).splitlines()[:3] == [
+        "2 events timed by their file's modification time:",
+        "  - 1 kernel line with a raw dmesg stamp (seconds since boot, counted back from the file's time) or none: "
+        "`dmesg -T` or `journalctl -k -o short-iso` print wall-clock times",
+        "  - 1 line of a record whose time is no time from 2000 to 2100 (details.envelope_ts_rejected keeps it): the "
+        "shipping host's clock"]
+
+
 def test_diagnose_prints_the_file_time_note_wrapped_to_the_terminal(tmp_path, monkeypatch):
     log = tmp_path / "node07.dmesg.log"
     log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
