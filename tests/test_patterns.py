@@ -2868,6 +2868,30 @@ RECV = ("[2026-11-20 10:05:02] {host}:1300:1390 [1] misc/socket.cc:518 NCCL WARN
         "failed : Connection reset by peer")
 
 
+CXI_NO_VNI = (" libfabric:{pid}:1741146011::cxi:fabric:cxip_nic_get_rgroup_vni():253<warn> : Failed to find valid "
+              "default rgroup and vni for cxi0 ")
+OFI_DOMAIN = ("{host}:{pid}:{tid} [0] nccl_net_ofi_create_plugin:200 NCCL WARN NET/OFI Couldn't open a fabric access "
+              "domain. RC: -38, ERROR: Function not implemented")
+
+
+def test_a_slingshot_job_without_a_vni_starts_at_libfabrics_warning_not_a_generic_nccl_warning(pipeline):
+    """On HPE Slingshot, libfabric's cxi provider finding no CXI service or VNI for the job is the cause, and the OFI
+    plugin's "Couldn't open a fabric access domain. RC: -38" its consequence on the same host (aws/aws-ofi-nccl#801):
+    the incident starts at the NIC's warning with the VNI advice, not at "NCCL warned on this rank". Each host's
+    missing VNI is its own incident; the domain failure alone still says what RC -38 means."""
+    files = {h: CXI_NO_VNI.format(pid=pid) + "\n" + OFI_DOMAIN.format(host=h, pid=pid, tid=pid + 40)
+             for h, pid in (("node01", 507357), ("node02", 61234))}
+    got = _hosts(pipeline, files)
+    assert sorted((i["initiator"]["host"], i["initiator"]["device"], i["category"]) for i in got) == [
+        ("node01", "cxi0", "nccl_software"), ("node02", "cxi0", "nccl_software")]
+    for inc in got:
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [(inc["initiator"]["host"], "same_host")]
+        assert "CXI service or VNI" in inc["next_action"], inc["next_action"]
+    (inc,) = _hosts(pipeline, {"node03": OFI_DOMAIN.format(host="node03", pid=7, tid=9)})
+    assert (inc["severity"], inc["category"]) == ("error", "nccl_software")
+    assert inc["next_action"].startswith("NCCL's AWS OFI plugin could not open a fabric access domain: RC -38"), inc
+
+
 def test_a_peers_error_that_names_its_address_follows_that_hosts_fault(pipeline):
     """A rank's IB completion error or lost socket names its peer by NCCL's out-of-band address; that host's
     Bootstrap / NET/IB OOB line says whose address it is, so the peer host's own fault (its HCA's access
