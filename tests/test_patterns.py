@@ -2240,7 +2240,27 @@ def test_a_gpu_nvml_cannot_reach_is_lost_as_one_that_fell_off_the_bus(pipeline):
     (inc,) = run(pipeline, "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error")
     assert (inc["category"], inc["severity"], inc["initiator"]["device"]) == ("gpu_off_bus", "critical",
                                                                               "0000:03:00.0")
-    assert run(pipeline, "Unable to determine the device handle for GPU 0000:01:00.0: Not Found") == []
+    (never,) = run(pipeline, "Unable to determine the device handle for GPU 0000:01:00.0: Not Found")
+    assert (never["category"], never["initiator"]["kind"]) == ("gpu_failure", "gpu_init_failed")
+
+
+def test_a_gpu_nvml_does_not_find_was_never_initialised_and_its_kernel_log_says_why(pipeline):
+    """nvidia-smi's "Unable to determine the device handle for gpu 0000:01:00.0: Not Found" (NVIDIA/open-gpu-kernel-
+    modules#246: the open module of 515.43.04 never brought the GPU up; the proprietary one did) made no event and
+    diagnose said "nothing in these logs is a fault". It is the per-GPU "No devices were found": an error of that
+    GPU's initialisation, not a GPU off the bus; with the kernel's GSP-RM failure of the same GPU before it, that
+    failure is the initiator and nvidia-smi's line downstream."""
+    smi = "Unable to determine the device handle for gpu 0000:01:00.0: Not Found"
+    (alone,) = run(pipeline, smi)
+    assert (alone["category"], alone["severity"], alone["initiator"]["kind"], alone["initiator"]["device"]) == (
+        "gpu_failure", "error", "gpu_init_failed", "0000:01:00.0")
+    assert "never initialised" in alone["next_action"]
+    gsp = ("[Fri Jan 15 07:59:50 2027] NVRM: RmInitAdapter: Cannot initialize GSP firmware RM\n"
+           "[Fri Jan 15 07:59:50 2027] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x25:2015)")
+    (inc,) = run(pipeline, gsp + "\n" + smi)
+    assert (inc["category"], inc["initiator"]["kind"], inc["initiator"]["device"]) == (
+        "gsp_error", "gsp_error", "0000:01:00.0")
+    assert "NVreg_EnableGpuFirmware" in inc["next_action"]
 
 
 def test_a_fatal_xid_explains_the_reset_required_of_its_host(pipeline):
