@@ -3944,6 +3944,24 @@ def test_a_gpu_whose_own_firmware_did_not_boot_is_the_boards_fault_not_the_drive
     assert "not the driver release" in retry["next_action"], retry["next_action"]
 
 
+def test_a_gsp_rpc_timeout_after_a_gfw_boot_failure_joins_that_gpus_incident(pipeline):
+    """NVIDIA/open-gpu-kernel-modules#795: on a resume the GPU's GFW boot did not complete, then the RM's RPCs to its
+    GSP timed out ("_issueRpcAndWait: rpcRecvPoll timedout for fn 76!", the wait of Xid 119), which made no event.
+    It is a critical GSP error that joins the GFW failure's incident, not a second one; the advice names the resume
+    case beside the board's."""
+    lines = [" kernel: NVRM: gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)",
+             " kernel: NVRM: kgspWaitForGfwBootOk_TU102: failed to wait for GFW boot complete: 0x55 VBIOS version "
+             "95.04.69.40.36",
+             " kernel: NVRM: _kgspLogXid119: ********************************* GSP Timeout "
+             "**********************************",
+             " kernel: NVRM: _issueRpcAndWait: rpcRecvPoll timedout for fn 76!"]
+    (inc,) = run(pipeline, "\n".join(lines), host="node01")
+    assert (inc["severity"], inc["category"], inc["initiator"]["kind"]) == ("critical", "gpu_failure",
+                                                                            "gpu_init_failed")
+    assert len(inc["initiator"]["events"]) == 3, inc["initiator"]
+    assert "resume from suspend" in inc["next_action"] and "RMA" in inc["next_action"], inc["next_action"]
+
+
 def test_nvls_failures_on_a_healthy_fabric_are_not_sent_to_a_fabric_manager_restart(pipeline):
     """NVIDIA/nccl#2077: NVLS bind failing with CUDA error 2 ('out of memory') on a healthy fabric is the NVSwitches'
     multicast objects used up by a job's many communicators; pie-project/pie#500: nvls.cc's 'invalid argument' in a
