@@ -285,19 +285,25 @@ def describe_initiator(inc: dict[str, Any]) -> str:
     return f"{what} on {host}" + (f" ({code})" if code else "")
 
 
-def describe_downstream(inc: dict[str, Any], limit: int = 10) -> str:
-    """``3 downstream reporters: node01 GPU 0000:1b:00.0 xid 74 (nvlink_peer); …`` or ``none``."""
+#: the downstream reporters a page names (``describe_downstream``) and keeps (``page_view``); the rest are counted
+DOWNSTREAM_NAMED = 10
+
+
+def describe_downstream(inc: dict[str, Any], limit: int = DOWNSTREAM_NAMED) -> str:
+    """``3 downstream reporters: node01 GPU 0000:1b:00.0 xid 74 (nvlink_peer); …`` or ``none``; of an incident or
+    its ``page_view`` (whose ``downstream_total`` counts the reporters it does not keep)."""
     ds = inc.get("downstream") or []
     if not ds:
         return "none"
+    total = inc.get("downstream_total", len(ds))
     parts = []
     for d in ds[:limit]:
         dev = f" {d['device_type'] or ''} {d['device']}".replace("  ", " ") if d.get("device") else ""
         rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
         code = f" Xid {d['xid']}" if d.get("xid") is not None else ""
         parts.append(f"{d.get('host')}{dev}{rank} {d.get('kind')}{code} ({d.get('relation')})")
-    more = f"; and {len(ds) - limit} more" if len(ds) > limit else ""
-    return f"{len(ds)} downstream reporter{'s' if len(ds) > 1 else ''}: " + "; ".join(parts) + more
+    more = f"; and {total - len(parts)} more" if total > len(parts) else ""
+    return f"{total} downstream reporter{'s' if total > 1 else ''}: " + "; ".join(parts) + more
 
 
 def page_summary(inc: dict[str, Any], limit: int = 1024) -> str:
@@ -383,12 +389,17 @@ def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str | 
 
 
 def page_view(inc: dict[str, Any]) -> dict[str, Any]:
-    """What a page needs of an incident version: the DESIGN.md shape without event id lists."""
+    """What a page needs of an incident version: the DESIGN.md shape without event id lists, and of ``downstream``
+    the first ``DOWNSTREAM_NAMED`` reporters (what the page names), with ``downstream_total`` counting them all: the
+    outbox stores a view per version and receiver, and a job of 5,000 reporting ranks made each ~1 MB (a break-it
+    pass)."""
     keys = ("id", "version", "status", "start", "end", "severity", "category", "confidence", "explanation",
             "next_action", "verify", "missing", "pattern", "superseded_by")
     view = {k: inc.get(k) for k in keys}
     view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
-    view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in inc.get("downstream") or []]
+    ds = inc.get("downstream") or []
+    view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in ds[:DOWNSTREAM_NAMED]]
+    view["downstream_total"] = inc.get("downstream_total", len(ds))
     with contextlib.suppress(ValueError, TypeError):
         view["evidence_end"] = evidence_end(inc)  # what ``_expire`` judges it quiet by
     return view

@@ -189,6 +189,29 @@ def test_payloads_name_initiator_category_next_action_and_link():
     assert "fabric_manager: node012 (fabric_manager)" in pagerduty_event(fm, "rk", base)["payload"]["summary"]
 
 
+def test_a_page_keeps_the_reporters_it_names_and_counts_the_rest():
+    """A job of 5,000 reporting ranks made each stored page view ~1 MB (one per version and receiver; a break-it
+    pass): the view keeps the reporters a page names and ``downstream_total``, and the payloads built from it say
+    what they said from the incident."""
+    from api.pager import DOWNSTREAM_NAMED, describe_downstream, page_view
+
+    many = [(f"node{i:04d}", None, i, "nccl_timeout", "same_comm", [f"d{i}"]) for i in range(5000)]
+    inc = incident(downstream=many)
+    view = page_view(inc)
+    assert len(view["downstream"]) == DOWNSTREAM_NAMED == 10 and view["downstream_total"] == 5000
+    assert view["downstream"][0] == {k: v for k, v in inc["downstream"][0].items() if k != "events"}
+    assert len(json.dumps(view)) < 5000
+    text = describe_downstream(view)
+    assert text == describe_downstream(inc) and text.startswith("5000 downstream reporters: node0000 rank 0 ")
+    assert text.endswith("; and 4990 more")
+    assert page_view(view) == view  # a stored view adopted again keeps its count
+    now = time.time()
+    assert alertmanager_alert(view, "http://127.0.0.1:8080", now=now) == alertmanager_alert(
+        inc, "http://127.0.0.1:8080", now=now)
+    two = page_view(incident(downstream=DOWN))
+    assert two["downstream_total"] == 2 and describe_downstream(two).startswith("2 downstream reporters: ")
+
+
 def test_alert_start_never_after_send_time_and_labels_can_be_frozen():
     now = 1_800_000_000.0
     ahead = incident(start=now + 600, end=now + 700, severity="error", category="ecc")
