@@ -53,6 +53,7 @@ from typing import Any, Final
 
 from correlate.incident import iso
 from correlate.topology import expected_links
+from ingest.prefix import to_us
 from schemas.fleet import HostConfig
 
 US: Final = 1_000_000
@@ -106,9 +107,6 @@ def hour_label(start_us: int) -> str:
     return datetime.fromtimestamp(start_us // US, tz=timezone.utc).strftime("%Y-%m-%dT%H")
 
 
-def to_us(dt: datetime) -> int:
-    """Aware datetime -> µs since the epoch."""
-    return int(dt.timestamp()) * US + dt.microsecond
 
 
 def due_hour(now: datetime, lateness_s: float) -> datetime:

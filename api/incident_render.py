@@ -22,6 +22,7 @@ from typing import Any, Final
 from markupsafe import Markup
 
 from api.report_render import page_environment, svg_element
+from schemas.incidents import iso_us
 
 #: lanes drawn one by one; the parties after them share one lane ("+N more parties")
 MAX_LANES: Final = 24
@@ -53,8 +54,7 @@ def _us(text: str | None) -> int | None:
     """µs since the epoch of an ISO 8601 UTC time as the API writes it (``2026-12-02T09:00:00.000000Z``)."""
     if not text:
         return None
-    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return int(t.timestamp()) * 1_000_000 + t.microsecond
+    return iso_us(text)
 
 
 def lane_name(e: dict[str, Any]) -> str:

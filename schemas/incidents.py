@@ -15,6 +15,8 @@ from typing import Any, Final, Literal, get_args
 import orjson
 import pyarrow as pa
 
+from ingest.prefix import to_us
+
 #: An incident's ``category`` (DESIGN.md "incident shape"): the kind of fault its initiator is. Made by
 #: ``correlate.attribute`` (``XID_CATEGORY`` from the Xid catalog's categories, ``KIND_CATEGORY``), the
 #: patterns of ``correlate.patterns`` and the signature catalog's ``category`` entries; ``other`` when none
@@ -60,8 +62,7 @@ EVIDENCE_SCHEMA: Final = pa.schema([
 
 def iso_us(iso: str) -> int:
     """An incident's ISO 8601 time (``start``, ``end``: ``2026-01-05T10:00:00.000001Z``) -> µs UTC."""
-    dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return int(dt.timestamp()) * 1_000_000 + dt.microsecond
+    return to_us(datetime.fromisoformat(iso.replace("Z", "+00:00")))
 
 
 def incident_rows(incidents: list[dict[str, Any]], written_at_us: int) -> tuple[pa.Table, pa.Table]:

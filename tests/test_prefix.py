@@ -745,3 +745,21 @@ def test_cufiles_stamp_is_read_day_first_with_unpadded_milliseconds_and_its_pid(
     assert parse_prefix("29-12-2025 13:30:14:51 hello", ref_us=REF).ts is None
     bad = parse_prefix("32-12-2025 13:30:14:51 [pid=1 tid=1] ERROR x", ref_us=REF)
     assert bad.unreadable == "32-12-2025 13:30:14:51"
+
+
+def test_iso_times_to_us_are_exact_on_both_sides_of_1970():
+    """``int(dt.timestamp())`` rounded toward zero: 1969-12-31T23:59:59.5Z became +0.5 s in three readers of the
+    API's times (``schemas.incidents.iso_us``, the incident page's and the report's), 1 s late (a break-it pass;
+    ingest keeps no time before 2000, so no stored time hit it). They read through ``ingest.prefix.to_us`` now."""
+    from datetime import datetime, timezone
+
+    from api.degraded_links import to_us as report_us
+    from api.incident_render import _us as page_us
+    from schemas.incidents import iso_us
+
+    for text, want in (("1969-12-31T23:59:59.500000Z", -500_000), ("1970-01-01T00:00:00.000000Z", 0),
+                       ("1969-01-01T00:00:00.000001Z", -31_535_999_999_999),
+                       ("2038-01-19T03:14:08.000001Z", 2_147_483_648_000_001)):
+        assert iso_us(text) == page_us(text) == want, text
+        assert report_us(datetime.fromisoformat(text.replace("Z", "+00:00"))) == want, text
+    assert report_us(datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=timezone.utc)) == -500_000
