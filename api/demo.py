@@ -144,7 +144,16 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         console.print(exit_line(settings.state_dir, once), markup=False, highlight=False, soft_wrap=True)
         console.file.flush()
 
-    signalled = second_signal_exits(svc.worker.stop.set, second)
+    def first() -> None:
+        """Ctrl-C (or SIGTERM): said at once, as ``run`` says it. With a broker that did not answer the demo waited
+        for its last commit saying nothing, and the operator could not know that a second Ctrl-C ends it (a fresh
+        user's trial: 40 s of silence after ^C)."""
+        svc.worker.stop.set()
+        console.print("stopping: the batch in hand is finished and committed first; a second Ctrl-C stops at once",
+                      highlight=False)
+        console.file.flush()
+
+    signalled = second_signal_exits(first, second)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

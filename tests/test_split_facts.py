@@ -766,8 +766,9 @@ def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
     """`firstfault demo` serving, its broker paused (SIGSTOP: a broker that does not answer): Ctrl-C asked the worker
     to stop after its last commit, which waited for the request timeout, 40 s, saying nothing, and each further
     Ctrl-C only asked again (a break-it pass: three Ctrl-C, exit after 40.4 s). A second one now ends it at once,
-    exit 1, saying so, as `run`'s does. The broker is a real one of the test's own state folder (the demo starts or
-    takes the broker of its state folder)."""
+    exit 1, saying so, as `run`'s does; the first says at once that it waits for that commit and that a second
+    Ctrl-C ends it (it said nothing: a fresh user's trial). The broker is a real one of the test's own state folder
+    (the demo starts or takes the broker of its state folder)."""
     import signal
 
     from ingest import broker
@@ -785,6 +786,7 @@ def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
         p.send_signal(signal.SIGINT)
         time.sleep(1.5)
         assert p.poll() is None  # the first asks for the last commit: it waits for the broker
+        waiting = "".join(out)  # what the operator reads while it waits: that a second Ctrl-C ends it
         p.send_signal(signal.SIGINT)
         t = time.monotonic()
         code = p.wait(20)
@@ -798,4 +800,5 @@ def test_a_second_ctrl_c_ends_a_demo_whose_broker_does_not_answer(tmp_path):
     reader.join(10)
     text = "".join(out)
     assert code == 1 and took < 5 and "a second signal: stopping now" in text, (code, took, text[-2000:])
+    assert "stopping: the batch in hand is finished and committed first; a second Ctrl-C stops at once" in waiting
     assert "Traceback" not in text and "keeps running" in text.splitlines()[-1]
