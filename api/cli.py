@@ -928,6 +928,9 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=caught_up, on_incidents=incident_progress(s.log_format, err),
         on_listening=_tell_bound(s) if s.api_port == 0 else None))
+    if not once:  # said, as serve's "stopped", the workers' summaries and the demo's "stopped; …" are: a SIGTERM's
+        # "stopping: …" was its last line, and whether it had ended showed nowhere (a fresh user's trial)
+        _said(s, "run", f"stopped; lake: {s.lake}")
 
 
 def _until_signalled(stop: asyncio.Event, run: Any) -> Any:

@@ -699,7 +699,8 @@ def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
     """`firstfault run` serving its API (the default), stopped by one SIGTERM as a service manager does: uvicorn's
     own signal handlers saw the signal beside the CLI's, raised it again once the API had shut down, and the CLI took
     that for a second signal: "a second signal: stopping now, without the last commit", exit 1, every time (a
-    break-it pass). It now finishes and commits, exit 0, its group's commit at the end of the topic."""
+    break-it pass). It now finishes and commits, exit 0, its group's commit at the end of the topic, and its last
+    line says it stopped (its last was "stopping: …": a fresh user's trial)."""
     import signal
 
     from aiokafka import TopicPartition
@@ -727,6 +728,7 @@ def test_one_sigterm_stops_a_serving_run_after_its_commit(kafka, tmp_path):
     reader.join(10)
     text = "".join(err)
     assert code == 0 and "a second signal: stopping now" not in text and "Traceback" not in text, (code, text[-3000:])
+    assert text.splitlines()[-1] == f"stopped; lake: {env['FIRSTFAULT_LAKE']}", text[-3000:]  # its end is said
 
     async def committed() -> dict:
         admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
