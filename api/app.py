@@ -49,7 +49,7 @@ from schemas.errors import error_text
 from schemas.events import EventKind
 from schemas.incidents import Category, iso_us
 from schemas.pci import normalize_bus_id
-from ingest.lake import Lake
+from ingest.lake import Lake, LakeReplaced
 from ingest.prefix import from_us
 from schemas.settings import Settings
 
@@ -582,7 +582,12 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
     async def healthz() -> JSONResponse:
         """Liveness and readiness: unhealthy while ingest cannot store or commit (the reason says why).
         Runs on the event loop, not in the worker threads, so slow SQL cannot delay it."""
-        status, reason, counts = _health_parts(health() if health else {"ok": True})
+        h = health() if health else {"ok": True}
+        try:
+            store.lake.check()
+        except LakeReplaced as e:  # serve's own lake deleted or replaced: every answer would be empty, not "ok"
+            h = {**h, "ok": False, "reason": str(e)}
+        status, reason, counts = _health_parts(h)
         return _health_answer(Healthz(status=status, reason=reason, note=empty_lake_note(), ingest=counts))
 
     @app.get("/incidents", response_model=None, responses={200: {"model": IncidentPage}}, dependencies=[Depends(auth)],

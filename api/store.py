@@ -25,7 +25,7 @@ import orjson
 import pyarrow as pa
 
 from correlate.topology import expected_links
-from ingest.lake import TABLES, Lake, LakeError
+from ingest.lake import TABLES, Lake, LakeError, LakeReplaced
 from ingest.prefix import LATEST_US, from_us
 
 log = logging.getLogger("firstfault.store")
@@ -105,6 +105,8 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
     """A locked-down connection with the analyst views (raises :class:`StoreError`)."""
     try:
         lake.init()
+    except LakeReplaced as e:  # deleted or replaced under this process: an empty answer would read as "no faults"
+        raise StoreError(str(e)) from None
     except LakeError:
         pass  # a read-only mount of a lake the ingest side initialised: the views still read it
     root = lake.location

@@ -96,6 +96,11 @@ class LakeError(OSError):
     saw 19 of a batch's 20 parts after the 20th failed)."""
 
 
+class LakeReplaced(LakeError):
+    """The local lake this process initialised was deleted, moved or replaced while it ran (:meth:`Lake.check`):
+    neither a writer nor a reader of this process uses the lake now at that path until it is restarted."""
+
+
 def lake_path(root: str) -> Path:
     """The local folder of a local lake URL (``file:///abs``, ``file://localhost/abs`` as RFC 8089 allows, or
     a path). Raises :class:`LakeError` for other schemes and for a ``file://`` URL naming another host."""
@@ -154,7 +159,10 @@ class Lake:
 
     def init(self) -> None:
         """Create the table folders with their empty ``_schema`` parts (idempotent). A local lake remembers which
-        files they are: :meth:`write` refuses a lake whose placeholders went since (:meth:`_check_same`)."""
+        files they are: :meth:`write`, :meth:`put_bytes` and a later ``init`` refuse a lake whose placeholders went
+        since (:meth:`check`, :class:`LakeReplaced`): a reader's ``init`` made a deleted lake again within seconds,
+        empty, and ``serve`` answered every route empty with ``/healthz`` ok (a fresh user's trial)."""
+        self.check()
         try:
             for name, schema in TABLES.items():
                 rel = _placeholder(name)
@@ -171,8 +179,14 @@ class Lake:
         except OSError as e:
             raise LakeError(f"cannot initialise the lake at {self.location}: {e}") from e
 
+    def check(self) -> None:
+        """Raise :class:`LakeReplaced` when a ``_schema`` part this lake's :meth:`init` found or made is gone or is
+        another file (:meth:`_check_same`); nothing for a lake not initialised here, or an S3 lake."""
+        for name in self._placeholders:
+            self._check_same(name)
+
     def _check_same(self, table_name: str) -> None:
-        """Raise :class:`LakeError` when the ``_schema`` part of ``table_name`` that :meth:`init` found or made is gone
+        """Raise :class:`LakeReplaced` when the ``_schema`` part of ``table_name`` that :meth:`init` found or made is gone
         or is another file: the lake was deleted (or moved) while this process ran. Its folders were made again by the
         next write (``mkdir(parents=True)``), and a reader's ``init`` made new placeholders: ``firstfault run`` went on
         healthy, committing batches into a fresh lake, while every event stored before was gone (801 of 940 in a
@@ -186,7 +200,7 @@ class Lake:
         except FileNotFoundError:
             same = False
         if not same:
-            raise LakeError(f"the lake at {self.location} was deleted or replaced while this process ran (its "
+            raise LakeReplaced(f"the lake at {self.location} was deleted or replaced while this process ran (its "
                             f"{_placeholder(table_name)} is gone or another file): nothing more is stored or "
                             "committed; restart the process to use the lake now there")
 
@@ -200,7 +214,10 @@ class Lake:
         return (self.root / rel).exists()
 
     def put_bytes(self, rel: str, data: bytes) -> str:
-        """Write ``data`` to ``<lake>/<rel>`` atomically (replacing it); return its location. Raises LakeError."""
+        """Write ``data`` to ``<lake>/<rel>`` atomically (replacing it); return its location. Raises LakeError
+        (:class:`LakeReplaced` for a lake deleted or replaced since :meth:`init`: the hourly report of a ``run``
+        whose lake was deleted was stored in the folders a reader made again)."""
+        self.check()
         try:
             if self.remote:
                 with self.fs.open_output_stream(f"{self.base}/{rel}") as f:

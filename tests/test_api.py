@@ -1442,6 +1442,25 @@ def test_healthz_notes_a_lake_that_holds_no_events_and_keeps_its_status(api, tmp
     assert api.get("/healthz").json()["note"] == ""
 
 
+def test_serve_refuses_a_lake_deleted_under_it_and_does_not_make_it_again(lake, tmp_path):
+    """``serve`` over a lake deleted under it made the folders again at its next query (``connect`` inits) and
+    answered every route empty, ``/healthz`` ok (a fresh user's trial). It now answers 503 with the reason on the
+    query routes and ``/healthz``, and makes nothing."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(lake[0], root)
+    with Server(Settings(lake=str(root))) as c:
+        assert c.get("/incidents").json()["items"] and c.get("/healthz").status_code == 200
+        shutil.rmtree(root)
+        r = c.get("/incidents")
+        assert r.status_code == 503 and "deleted or replaced while this process ran" in r.json()["detail"]
+        h = c.get("/healthz")
+        assert (h.status_code, h.json()["status"]) == (503, "unhealthy")
+        assert h.json()["reason"].startswith(f"the lake at {root} was deleted or replaced")
+        assert not root.exists()
+
+
 def test_a_host_filter_the_lake_holds_nothing_of_is_a_404_on_every_route(api):
     """``/hosts/nope/timeline`` was a 404 but ``/links?host=nope`` a 200 with no items, which reads as a host with
     no link trouble (a fresh user's trial): every route's ``host`` the lake holds nothing of is the same 404, in

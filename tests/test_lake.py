@@ -310,6 +310,31 @@ def test_a_lake_deleted_or_replaced_while_its_writer_runs_is_refused(tables, tmp
     assert unchecked.write("events", events, "b1")
 
 
+def test_a_lake_deleted_under_its_process_is_not_made_again_by_that_process(tables, tmp_path):
+    """A reader's ``init`` (``api.store.connect``, at every query) made a deleted lake again within seconds, empty:
+    ``serve`` then answered every route empty with ``/healthz`` ok, and ``run``'s hourly report was stored into
+    the new folders while its writer refused them (a fresh user's trial). A Lake that initialised the lake now
+    refuses a second ``init`` and ``put_bytes`` too (``LakeReplaced``) and makes nothing; a new Lake (a restarted
+    process) takes the lake now there."""
+    import shutil
+
+    lake = Lake(tmp_path / "lake")
+    lake.init()
+    lake.init()  # idempotent while it is the same lake
+    lake.check()
+    shutil.rmtree(tmp_path / "lake")
+    for call in (lake.init, lake.check, lambda: lake.put_bytes("reports/x.json", b"{}")):
+        with pytest.raises(ingest.lake.LakeReplaced, match="deleted or replaced while this process ran"):
+            call()
+    assert not (tmp_path / "lake").exists()
+    with pytest.raises(ingest.lake.LakeError):  # a LakeReplaced is a LakeError: every caller's handling holds
+        lake.write("events", tables["events"], "b1")
+    again = Lake(tmp_path / "lake")
+    again.init()
+    assert again.put_bytes("reports/x.json", b"{}").endswith("x.json")
+    Lake(tmp_path / "s3-like").check()  # never initialised here: nothing to check
+
+
 def test_two_inits_of_a_fresh_lake_at_once_leave_both_writers_their_lake(tables, tmp_path, monkeypatch):
     """Two processes initialising a fresh lake at once (a second ingest worker, `serve` or `sql` started beside
     `run`): each found no placeholder, each wrote one, and the later one's rename replaced the file the earlier had
