@@ -186,11 +186,11 @@ class Lake:
             self._check_same(name)
 
     def _check_same(self, table_name: str) -> None:
-        """Raise :class:`LakeReplaced` when the ``_schema`` part of ``table_name`` that :meth:`init` found or made is gone
-        or is another file: the lake was deleted (or moved) while this process ran. Its folders were made again by the
-        next write (``mkdir(parents=True)``), and a reader's ``init`` made new placeholders: ``firstfault run`` went on
-        healthy, committing batches into a fresh lake, while every event stored before was gone (801 of 940 in a
-        break-it pass), and nothing said so. A lake this process did not ``init`` is not checked."""
+        """Raise :class:`LakeReplaced` when the ``_schema`` part of ``table_name`` that :meth:`init` found or made is
+        gone or is another file: the lake was deleted (or moved) while this process ran. Its folders were made again
+        by the next write (``mkdir(parents=True)``), and a reader's ``init`` made new placeholders: ``firstfault run``
+        went on healthy, committing batches into a fresh lake, while every event stored before was gone (801 of 940
+        in a break-it pass), and nothing said so. A lake this process did not ``init`` is not checked."""
         fd = self._placeholders.get(table_name)
         if fd is None:
             return
