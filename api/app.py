@@ -586,7 +586,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         try:
             store.lake.check()
         except LakeReplaced as e:  # serve's own lake deleted or replaced: every answer would be empty, not "ok"
-            h = {**h, "ok": False, "reason": str(e)}
+            h = {**h, "ok": False, "reason": f"lake: {e}"}
         status, reason, counts = _health_parts(h)
         return _health_answer(Healthz(status=status, reason=reason, note=empty_lake_note(), ingest=counts))
 

@@ -1457,7 +1457,7 @@ def test_serve_refuses_a_lake_deleted_under_it_and_does_not_make_it_again(lake, 
         assert r.status_code == 503 and "deleted or replaced while this process ran" in r.json()["detail"]
         h = c.get("/healthz")
         assert (h.status_code, h.json()["status"]) == (503, "unhealthy")
-        assert h.json()["reason"].startswith(f"the lake at {root} was deleted or replaced")
+        assert h.json()["reason"].startswith(f"lake: the lake at {root} was deleted or replaced")
         assert not root.exists()
 
 
