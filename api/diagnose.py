@@ -252,8 +252,8 @@ def mtime_note(events: pa.Table, stdin: str | None = None, width: int | None = N
                 if not s.endswith((":stamp", ":envelope")) else (
                 "line", "whose own stamp is no time from 2000 to 2100, or more than a day after the file's time "
                         "(details.ts_rejected keeps it)") if s.endswith(":stamp") else (
-                "line", "of a record whose time is no time from 2000 to 2100 (details.envelope_ts_rejected keeps it): "
-                        "the shipping host's clock")
+                "line", "of a record whose time is no time from 2000 to 2100, or more than a day after the file's "
+                        "time (details.envelope_ts_rejected keeps it): the shipping host's clock")
             if from_stdin:
                 rest = rest.replace("the file's time", "the time it was read")
             points.append(f"{k} {noun}{'s' * (k != 1)} {rest}")

@@ -684,7 +684,9 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             if not ref_ok:
                 row["details"]["envelope_ts_rejected"] = seg.ref_ts
         if not _believable(row["ts"], seg):  # e.g. a garbled uptime with a good boot time
-            row["details"]["ts_rejected"] = row["ts"]
+            # an envelope's time (a day after its arrival) is the shipping host's, not the line's stamp (a break-it
+            # pass: it was kept as ts_rejected, which the notes say as the line's own)
+            row["details"]["envelope_ts_rejected" if row["ts_basis"] == "envelope" else "ts_rejected"] = row["ts"]
             # the arrival: a Kafka append time or a file's mtime, whatever the segment's reference was (an envelope's
             # time a day ahead was replaced by the file's and still said "envelope": a break-it pass)
             basis = seg.ref_basis if seg.ref_basis != "envelope" else _arrival_basis(seg)
