@@ -38,7 +38,7 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter,
                       WithJsonSchema)
 
-from api.incident_render import TIMELINE_DEFAULT, TIMELINE_MAX, cut_timeline, to_html as incident_html
+from api.incident_render import TIMELINE_DEFAULT, TIMELINE_MAX, cut_timeline, suspect_events, to_html as incident_html
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only, query_problem
 from api.store import (QUERY_FAILED, QUERY_INVALID, SORTS, Store, StoreError, decimal_floats, holds_no_events,
@@ -650,8 +650,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                                      "json")] = None,
                      timeline_limit: Annotated[int, Query(
                          ge=1, le=TIMELINE_MAX, description="at most this many events in `timeline`: every event "
-                                                            "of the initiator and the context, then the earliest "
-                                                            "of the others; `timeline_total` counts them all")
+                                                            "of the initiator, the suspects and the context, then "
+                                                            "the earliest of the others; `timeline_total` counts them all")
                      ] = TIMELINE_DEFAULT) -> Response:
         """One incident with its evidence timeline — every event with its raw line, time basis and
         skew-adjusted time (line time + the host's estimated clock offset), up to ``timeline_limit`` — and its
@@ -675,7 +675,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
             timeline.append(j)
         timeline.sort(key=lambda j: j["skew_adjusted_ts"])
         inc = dict(inc)
-        inc["timeline"] = cut_timeline(timeline, timeline_limit)
+        # a suspect's lines are what a verdict of no single culprit rests on: kept as the initiator's are
+        inc["timeline"] = cut_timeline(timeline, timeline_limit, keep=suspect_events(inc))
         inc["timeline_total"] = len(timeline)
         init = inc["initiator"]
         # the ranks NCCL placed on the initiator's GPU: the process on a GPU that fell off the bus logs nothing, and

@@ -209,15 +209,22 @@ TIMELINE_DEFAULT = 1000
 TIMELINE_MAX = 100_000
 
 
-def cut_timeline(timeline: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def cut_timeline(timeline: list[dict[str, Any]], limit: int, keep: set[str] | frozenset[str] = frozenset()
+                 ) -> list[dict[str, Any]]:
     """At most ``limit`` entries of an incident's ``timeline`` (sorted by ``skew_adjusted_ts``), in that order:
-    every entry whose ``role`` is ``initiator`` or ``context`` (what the verdict rests on), then the earliest of
-    the others (downstream) — the first reporters are the ones nearest the fault. ``limit`` ≥ 1; when the
-    initiator and context alone exceed it, the earliest ``limit`` of them. Pure."""
+    every entry whose ``role`` is ``initiator`` or ``context``, or whose ``event_id`` is in ``keep`` (the suspects'
+    events, :func:`suspect_events`: an incident with no single culprit has no initiator event, and its verdict rests
+    on its candidates' lines, which are ``downstream``), then the earliest of the others (downstream) — the first
+    reporters are the ones nearest the fault. ``limit`` ≥ 1; when those kept alone exceed it, the earliest ``limit``
+    of them. Pure."""
     if len(timeline) <= limit:
         return timeline
-    first = [i for i, e in enumerate(timeline) if e.get("role") in ("initiator", "context")][:limit]
-    rest = [i for i, e in enumerate(timeline) if e.get("role") not in ("initiator", "context")]
+
+    def kept(e: dict[str, Any]) -> bool:
+        return e.get("role") in ("initiator", "context") or e.get("event_id") in keep
+
+    first = [i for i, e in enumerate(timeline) if kept(e)][:limit]
+    rest = [i for i, e in enumerate(timeline) if not kept(e)]
     return [timeline[i] for i in sorted(first + rest[:limit - len(first)])]
 
 

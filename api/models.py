@@ -157,8 +157,8 @@ class IncidentDetail(Incident):
     """One incident with its evidence timeline and blast radius."""
 
     timeline: list[TimelineEvent] = Field(description="the events of its evidence, by skew-adjusted time: all "
-                                          "of them up to `timeline_limit`; past it, every initiator and context "
-                                          "event and the earliest of the others")
+                                          "of them up to `timeline_limit`; past it, every initiator, suspect and "
+                                          "context event and the earliest of the others")
     timeline_total: int = Field(description="the events of its evidence the lake holds; more than `timeline` "
                                             "has when cut to `timeline_limit`")
     blast_radius: BlastRadius

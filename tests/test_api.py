@@ -197,6 +197,48 @@ def test_cut_timeline_keeps_initiator_and_context_then_the_earliest_others_in_ti
     assert [e["n"] for e in cut_timeline(tl, 2)] == [1, 3]
 
 
+def test_cut_timeline_keeps_the_suspects_events_as_the_initiators():
+    """An incident with no single culprit has no initiator event: its verdict rests on its candidates' lines, which
+    are ``downstream`` (the page calls them suspects). Cut to ``timeline_limit``, the earliest reporters' lines
+    came first and a suspect's later line was dropped, though the verdict names it (a break-it pass)."""
+    from api.incident_render import cut_timeline
+
+    tl = [{"event_id": f"e{i}", "role": "downstream"} for i in range(6)]
+    assert [e["event_id"] for e in cut_timeline(tl, 3, keep={"e4", "e5"})] == ["e0", "e4", "e5"]
+    assert [e["event_id"] for e in cut_timeline(tl, 1, keep={"e4", "e5"})] == ["e4"]
+    assert [e["event_id"] for e in cut_timeline(tl, 3)] == ["e0", "e1", "e2"]
+
+
+def test_a_cut_timeline_of_an_incident_with_no_single_culprit_keeps_its_suspects(lake, tmp_path):
+    """The route passes the suspects (the events of ``initiator.candidates``) to the cut. The sample's incident of
+    no single culprit is made again naming only its latest party a candidate, the others plain reporters: cut to
+    that party's events, the timeline is exactly them, not the earliest reporters' lines."""
+    import copy
+
+    from correlate.attribute import candidate_name
+    from correlate.incident import party_subject
+
+    src = next(i for i in lake[1] if i["initiator"].get("candidates") and len(i["downstream"]) > 1)
+    with Server(Settings(lake=str(lake[0]), api_max_scan_days=3650)) as c:
+        d = c.get(f"/incidents/{src['id']}").json()
+    last = d["timeline"][-1]["event_id"]
+    (party,) = [p for p in src["downstream"] if last in p["events"]]
+    assert any(e["event_id"] not in party["events"] for e in d["timeline"][:len(party["events"])])
+    inc = copy.deepcopy(src)
+    inc["initiator"]["candidates"] = [candidate_name(*party_subject(party))]
+    root = tmp_path / "lake"
+    lake_of(root, [SAMPLES])
+    lk = Lake(root)
+    lk.init()
+    rows, ev = incident_rows([inc], int(time.time() * 1e6) + 1)
+    lk.write("incidents", rows, "i2")
+    lk.write("incident_evidence", ev, "i2")
+    with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
+        cut = c.get(f"/incidents/{src['id']}", params={"timeline_limit": len(party["events"])}).json()
+    assert cut["initiator"]["candidates"] == inc["initiator"]["candidates"]
+    assert sorted(e["event_id"] for e in cut["timeline"]) == sorted(party["events"])
+
+
 def test_a_browser_following_an_incident_link_gets_a_page_with_its_timeline_chart(api):
     """An alert's generatorURL is ``/incidents/{id}``: a browser (Accept text/html first) gets the page — the
     verdict, the next action, a timeline chart with a lane per party and a marker per event by role, and every
