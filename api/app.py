@@ -49,7 +49,7 @@ from schemas.errors import error_text
 from schemas.events import EventKind
 from schemas.incidents import Category, iso_us
 from schemas.pci import normalize_bus_id
-from ingest.lake import Lake, LakeReplaced
+from ingest.lake import Lake, LakeError
 from ingest.prefix import from_us
 from schemas.settings import Settings
 
@@ -585,7 +585,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         h = health() if health else {"ok": True}
         try:
             store.lake.check()
-        except LakeReplaced as e:  # serve's own lake deleted or replaced: every answer would be empty, not "ok"
+        except LakeError as e:  # serve's own lake deleted or replaced (LakeReplaced): every answer would be empty,
+            # not "ok"; or its path unreadable
             h = {**h, "ok": False, "reason": f"lake: {e}"}
         status, reason, counts = _health_parts(h)
         return _health_answer(Healthz(status=status, reason=reason, note=empty_lake_note(), ingest=counts))

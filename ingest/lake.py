@@ -29,6 +29,7 @@ part so its view works on an empty lake.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import uuid
@@ -190,15 +191,21 @@ class Lake:
         gone or is another file: the lake was deleted (or moved) while this process ran. Its folders were made again
         by the next write (``mkdir(parents=True)``), and a reader's ``init`` made new placeholders: ``firstfault run``
         went on healthy, committing batches into a fresh lake, while every event stored before was gone (801 of 940
-        in a break-it pass), and nothing said so. A lake this process did not ``init`` is not checked."""
+        in a break-it pass), and nothing said so. A lake folder now a file, or a symbolic link that loops, is replaced
+        too (their ``NotADirectoryError`` and ``ELOOP`` escaped as such: ``serve`` answered 500s, a break-it pass); any
+        other error reading the path is a :class:`LakeError`. A lake this process did not ``init`` is not checked."""
         fd = self._placeholders.get(table_name)
         if fd is None:
             return
         try:
             st, held = (self.given / _placeholder(table_name)).stat(), os.fstat(fd)
             same = (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is now a file
             same = False
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise LakeError(f"cannot check the lake at {self.location}: {e}") from e
+            same = False  # the lake's path is now a symbolic link that loops: not the lake init found
         if not same:
             raise LakeReplaced(f"the lake at {self.location} was deleted or replaced while this process ran (its "
                             f"{_placeholder(table_name)} is gone or another file): nothing more is stored or "

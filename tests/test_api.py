@@ -1503,6 +1503,31 @@ def test_serve_refuses_a_lake_deleted_under_it_and_does_not_make_it_again(lake, 
         assert not root.exists()
 
 
+@pytest.mark.parametrize("replace", ["file", "link_loop"])
+def test_serve_refuses_a_lake_replaced_by_a_file_or_a_link_loop_with_the_reason(lake, tmp_path, replace):
+    """A lake folder replaced by a file (or by a symbolic link to itself) made the check raise the raw
+    ``NotADirectoryError`` (``ELOOP``), not ``LakeReplaced``: ``/healthz`` answered a 500 with no reason and the
+    query routes a 500 (a break-it pass). Both are the 503 of a lake replaced, and nothing is made there."""
+    import os
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(lake[0], root)
+    with Server(Settings(lake=str(root))) as c:
+        assert c.get("/incidents").json()["items"] and c.get("/healthz").status_code == 200
+        shutil.rmtree(root)
+        if replace == "file":
+            root.write_text("not a lake")
+        else:
+            os.symlink(root, root)
+        r = c.get("/incidents")
+        assert r.status_code == 503 and "deleted or replaced while this process ran" in r.json()["detail"]
+        h = c.get("/healthz")
+        assert (h.status_code, h.json()["status"]) == (503, "unhealthy")
+        assert h.json()["reason"].startswith(f"lake: the lake at {root} was deleted or replaced")
+        assert root.is_symlink() if replace == "link_loop" else root.read_text() == "not a lake"
+
+
 def test_a_host_filter_the_lake_holds_nothing_of_is_a_404_on_every_route(api):
     """``/hosts/nope/timeline`` was a 404 but ``/links?host=nope`` a 200 with no items, which reads as a host with
     no link trouble (a fresh user's trial): every route's ``host`` the lake holds nothing of is the same 404, in
