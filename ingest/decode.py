@@ -893,21 +893,27 @@ def _epoch_us(v: int | float, k: str) -> int:
 
 def _envelope_number_us(v: int | float, k: str) -> int:
     """An envelope's numeric time field (Fluent Bit's ``date``, a ``time`` or ``timestamp`` in epoch units) -> µs
-    since the epoch: :func:`_epoch_us` when a unit places it from 2000 to 2100; else, when it is a time in seconds at
-    all (its µs fit 64 bits), that reading, which no event takes: ``assemble`` keeps it as
-    ``details.envelope_ts_rejected`` and times the line by its own stamp, else by its arrival (docs/reliability.md,
-    "Times"), as it does an ISO 8601 envelope time of 1970. A host whose clock was reset to the epoch (a dead RTC
-    battery) ships ``"date": 5.25``: that refused the whole record, so its Xid 79 line, stamped 2026 by the kernel,
-    reached no incident (a break-it pass). Raises ``ValueError`` for a number that is no time in any unit (``1e30``,
-    ``-9e18``: past 64-bit µs), which dead-letters its record as before."""
+    since the epoch: :func:`_epoch_us` when a unit places it from 2000 to 2100; else the first reading in s, ms, µs
+    or ns whose µs fit 64 bits, which no event takes: ``assemble`` keeps it as ``details.envelope_ts_rejected`` and
+    times the line by its own stamp, else by its arrival (docs/reliability.md, "Times"), as it does an ISO 8601
+    envelope time of 1970. A host whose clock was reset to the epoch (a dead RTC battery) ships ``"date": 5.25``: that
+    refused the whole record, so its Xid 79 line, stamped 2026 by the kernel, reached no incident (a break-it pass);
+    so did a shipper's µs or ns count of such a clock past 9.2e12 (ns: 1970-01-01T02:33Z; and 1999 in ns), whose
+    seconds reading alone was tried (a break-it pass). Raises ``ValueError`` for a number that is no time in any unit
+    (``1e30``, ``-9e27``, infinity: past 64-bit µs even in ns), which dead-letters its record as before."""
     try:
         return _epoch_us(v, k)
     except ValueError:
         if isinstance(v, float) and not math.isfinite(v):  # NaN, infinity: no reading (msgspec refuses JSON's)
             raise
-        t = v * US if type(v) is int else round(v * US)  # round: 5.25 s is 5250000 µs, not 5249999
-        if -(1 << 63) <= t < 1 << 63:
-            return int(t)
+        readings = (v * US, v * 1000, v, v // 1000) if type(v) is int else (v * US, v * 1e3, v, v / 1e3)
+        for t in readings:
+            if isinstance(t, float):
+                if not math.isfinite(t):
+                    continue
+                t = round(t)  # round: 5.25 s is 5250000 µs, not 5249999
+            if -(1 << 63) <= t < 1 << 63:
+                return int(t)
         raise
 
 

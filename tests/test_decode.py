@@ -272,6 +272,35 @@ def test_a_numeric_envelope_time_before_2000_times_no_event_and_loses_no_line(pi
     assert orjson.loads(evs["node08"]["details"])["envelope_ts_rejected"] == -500_000
 
 
+@pytest.mark.parametrize("date", [86_400_000_000_000, 946_684_799_999_999_999, 9_300_000_000_000, -9.3e12,
+                                  2**70, -(2**70)])
+def test_a_numeric_envelope_time_in_ns_or_us_of_no_fleet_time_loses_no_line(pipeline, date):
+    """Only the seconds reading of a number no unit places from 2000 to 2100 was kept as the rejected envelope
+    time: a host with its clock reset to the epoch whose shipper counts ns (``86_400_000_000_000``: one day after
+    it) or µs, a clock of 1999 in ns, had every record dead-lettered once that reading passed 64-bit µs (a break-it
+    pass). Any unit's reading that fits is kept: the line is timed by its own stamp, no event by the envelope."""
+    from ingest.decode import Decoded
+    from ingest.prefix import to_us
+
+    stamped = f"2023-11-14T22:00:00Z node07 kernel: {XID}"
+    d = msg(b'{"date": %s, "hostname": "node07", "log": %s}' % (str(date).encode(), orjson.dumps(stamped)))
+    assert not d.rejects and [s.ref_basis for s in d.segments] == ["envelope"]
+    (ev,) = pipeline.run(Decoded(segments=d.segments)).events.to_pylist()
+    assert (ev["xid"], to_us(ev["ts"]), ev["ts_basis"]) == (79, 1_699_999_200_000_000, "line")
+    # a line with no time of its own: the Kafka record's (msg: 1_700_000_000_000 ms), the envelope's kept as rejected
+    d = msg(b'{"date": %s, "hostname": "node07", "log": %s}' % (str(date).encode(), orjson.dumps(XID)))
+    (ev,) = pipeline.run(Decoded(segments=d.segments)).events.to_pylist()
+    assert (to_us(ev["ts"]), ev["ts_basis"]) == (1_700_000_000_000_000, "kafka")
+    assert orjson.loads(ev["details"])["envelope_ts_rejected"] == d.segments[0].ref_ts
+
+
+def test_an_infinite_envelope_time_is_dead_lettered_saying_it_is_no_time():
+    """``1.5e308`` s is finite, but its µs are not: the reason was Python's "cannot convert float infinity to
+    integer", not what the field is."""
+    (r,) = msg(b'{"date": 1.5e308, "hostname": "node07", "log": "x"}').rejects
+    assert "field 'date' = 1.5e+308 is no time from 2000 to 2100" in r.reason
+
+
 def test_a_dead_letter_fits_the_producer_whatever_the_original_key_and_headers():
     """A 17 MiB key (or headers as large) made the dead letter larger than the worker's producer sends: the worker
     retried it for ever and ingested nothing more (a break-it pass). The key is cut, and said; headers that large are
