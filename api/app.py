@@ -652,7 +652,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                      timeline_limit: Annotated[int, Query(
                          ge=1, le=TIMELINE_MAX, description="at most this many events in `timeline`: every event "
                                                             "of the initiator, the suspects and the context, then "
-                                                            "the earliest of the others; `timeline_total` counts them all")
+                                                            "the earliest of the others; `timeline_total` counts "
+                                                            "them all")
                      ] = TIMELINE_DEFAULT) -> Response:
         """One incident with its evidence timeline — every event with its raw line, time basis and
         skew-adjusted time (line time + the host's estimated clock offset), up to ``timeline_limit`` — and its
