@@ -342,7 +342,8 @@ def _year_from_unmatched(hits: list[Hit], tz) -> set[int]:
             order = sorted(range(max(0, i - _YEAR_TRIES), min(len(lines), i + _YEAR_TRIES)),
                            key=lambda k: (abs(lines[k] - h.line), k))
             ref = next(((lines[k], t) for k in order[:_YEAR_TRIES] if (t := dated_at(k)) is not None), None)
-            if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz, h.seg.ref_ts)) is not None:
+            if ref is not None and (t := year_by_side(h.prefix.yearless, h.line, *ref, tz,
+                                                      year_ref(h.seg))) is not None:
                 h.prefix.ts = t
                 dated.add(id(h))
     return dated
@@ -448,6 +449,15 @@ def _year_from_related(hits: list[Hit], tz, anchors: YearAnchors, done: set[int]
 AHEAD_US = 86400 * US
 
 
+def year_ref(seg: Segment) -> int:
+    """The time (µs) a stamp of ``seg`` that lacks its year or date takes them from: the segment's reference time,
+    but its arrival (``ingest_ts``) when that reference is no fleet time (:func:`prefix.plausible`). A record whose
+    envelope time was 1970 (a host clock reset to the epoch: ``details.envelope_ts_rejected``) gave its syslog line
+    ``Nov 14 22:00:00`` the year 1969, which was refused, and the line was timed by its arrival instead of its own
+    stamp (a break-it pass)."""
+    return seg.ref_ts if plausible(seg.ref_ts) else seg.ingest_ts
+
+
 def _believable(ts: int, seg: Segment) -> bool:
     """``ts`` (µs) is :func:`prefix.plausible` and at most ``AHEAD_US`` after ``seg``'s arrival (when that is a
     time)."""
@@ -546,7 +556,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         nearest = nearest_dated(dated, with_line=True)
         for h in hits:
             if h.prefix.yearless is not None:
-                t = year_by_side(h.prefix.yearless, h.line, *nearest(h.line), tz, h.seg.ref_ts)
+                t = year_by_side(h.prefix.yearless, h.line, *nearest(h.line), tz, year_ref(h.seg))
                 if t is not None:
                     h.prefix.ts = t
     else:
@@ -862,7 +872,7 @@ def _date_clocks(hits: list[Hit], tz) -> None:
         nxt = anchor = next((h.prefix.ts for h in seg_hits if not h.prefix.dayless), None)  # the first dated line
         for h in reversed(leading):
             p = h.prefix
-            t = (clock_us(*p.clock, h.seg.ref_ts, tz) if nxt is None
+            t = (clock_us(*p.clock, year_ref(h.seg), tz) if nxt is None
                  else clock_us(*p.clock, nxt, tz, ahead_us=CLOCK_ORDER_SLACK_US))
             if t is not None:
                 p.ts = nxt = t
@@ -931,7 +941,7 @@ def _traceback_head(seg: Segment, line: int, heads: dict[tuple[int, int], Any], 
     before = data.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start else None
     found = None
     for a, b in ((start, end if end >= 0 else len(data)),) + (((before, start - 1),) if before is not None else ()):
-        p = parse_prefix(data[a:b].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
+        p = parse_prefix(data[a:b].decode("utf-8", "replace"), ref_us=year_ref(seg), tz=tz)
         if p.ts is not None and _believable(p.ts, seg) and not p.dayless:  # a clock's day is its log's (_date_clocks)
             found = p
             break
@@ -1018,7 +1028,7 @@ def _stamp_before(seg: Segment, line: int, after: int, located: dict[int, tuple[
         a, end = ends[k] + 1, ends[k + 1]
         if not _has_clock(data, a, min(a + CLOCK_NEAR_START + 7, end)):  # most often none: one fast C call
             continue
-        p = parse_prefix(data[a:end].decode("utf-8", "replace"), ref_us=seg.ref_ts, tz=tz)
+        p = parse_prefix(data[a:end].decode("utf-8", "replace"), ref_us=year_ref(seg), tz=tz)
         # a full date of a log's header: not one without a year (the year its hits take comes from their dated
         # neighbours: resolve_times), not a zoneless wrapper's of a segment whose stamps were shifted (``shifted``),
         # not a row of data a program printed (a DataFrame's "2012-01-01 02:00:00  0.5  0.3": no word after it; both

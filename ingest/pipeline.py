@@ -24,7 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.assemble import Hit, assemble, year_anchors
+from ingest.assemble import Hit, assemble, year_anchors, year_ref
 from ingest.catalog import Catalog, default_catalog
 from ingest.decode import MAX_LINE_BYTES, Decoded, Reject, Segment, end_nul_holes, strip_terminal_codes
 from ingest.extract import columns, fields
@@ -339,7 +339,7 @@ class Pipeline:
             elif last_read is not None and last_read[0] == w[6] and last_read[1] == w[1].ref_ts:
                 prefixes.append(_copy_prefix(last_prefix))
             else:
-                last_prefix = parse_prefix(w[6], ref_us=w[1].ref_ts, tz=tz)
+                last_prefix = parse_prefix(w[6], ref_us=year_ref(w[1]), tz=tz)  # a 1970 envelope gives no year
                 last_read = (w[6], w[1].ref_ts)
                 prefixes.append(last_prefix)  # unchanged until assemble: copied when reused
         for (si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences), prefix in zip(work, prefixes):

@@ -294,6 +294,21 @@ def test_a_numeric_envelope_time_in_ns_or_us_of_no_fleet_time_loses_no_line(pipe
     assert orjson.loads(ev["details"])["envelope_ts_rejected"] == d.segments[0].ref_ts
 
 
+@pytest.mark.parametrize("date", [5.25, 86_400_000_000_000])
+def test_a_yearless_stamp_of_a_record_whose_envelope_time_was_rejected_takes_its_year_from_the_arrival(pipeline,
+                                                                                                      date):
+    """A syslog stamp carries no year: it took the rejected envelope time's (1969 of a clock reset to the epoch),
+    which was refused, and the line was timed by its Kafka record 13 minutes later instead of by its own stamp (a
+    break-it pass). The year comes from the arrival when the envelope time is no fleet time."""
+    from ingest.decode import Decoded
+    from ingest.prefix import to_us
+
+    d = msg(orjson.dumps({"date": date, "hostname": "node07", "log": f"Nov 14 22:00:00 node07 kernel: {XID}"}))
+    (ev,) = pipeline.run(Decoded(segments=d.segments)).events.to_pylist()
+    assert (to_us(ev["ts"]), ev["ts_basis"]) == (1_699_999_200_000_000, "line")
+    assert "ts_rejected" not in orjson.loads(ev["details"])
+
+
 def test_an_infinite_envelope_time_is_dead_lettered_saying_it_is_no_time():
     """``1.5e308`` s is finite, but its µs are not: the reason was Python's "cannot convert float infinity to
     integer", not what the field is."""
