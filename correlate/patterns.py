@@ -743,6 +743,9 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     # daemon's, and says the daemon is not ready, not that an export failed (kubernetes-sigs/dra-driver-nvidia-gpu#333,
     # a real-logs pass)
     unready = imex and lead[0].signature == "imex.daemon_unreachable"
+    # the IMEX daemon losing a peer node of its domain is the peer's going (its daemon shut down or restarted), not
+    # this host's fabric management (kubernetes-sigs/dra-driver-nvidia-gpu#1447, a real-logs pass)
+    peer_lost = imex and lead[0].signature == "imex.peer_disconnected"
     if unready:
         parts.append(f"nvidia-imex-ctl on {host} could not query the IMEX daemon: "
                      f"“{lead[0].message.splitlines()[0].strip()[:160]}”")
@@ -764,9 +767,11 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         pattern="platform.fabric_manager", category="fabric_manager",
         initiator=_host_initiator(host, "fabric_manager", init_events), initiator_events=init_events,
         downstream=down, context=[e for e in ctx if e not in init_events],
-        confidence=0.85 if fm else 0.7, severity="error",
-        explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so the NVLink fabric "
-                     + ("management of this host is the cause: its IMEX daemon did not answer (not ready, or the "
+        confidence=0.85 if fm else 0.7, severity="warning" if peer_lost and not nvls else "error",
+        explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so "
+                     + ("" if peer_lost else "the NVLink fabric ")
+                     + (_imex_peer_lost(scene, lead[0]) if peer_lost else
+                        "management of this host is the cause: its IMEX daemon did not answer (not ready, or the "
                         "tool reached for an address the daemon does not listen on), so a ComputeDomain's daemon pod "
                         "stays unready and the domain's multi-node NVLink workloads wait for it."
                         if unready else
@@ -1769,6 +1774,21 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
         if one and all(e.signature == SYMPTOM for e in p.events):
             p.relation = "same_host"
     return v
+
+
+def _imex_peer_lost(scene: Scene, lost: Ev) -> str:
+    """The end of ``fabric_manager``'s explanation for the IMEX daemon's "Node disconnect event detected for node N"
+    (``imex.peer_disconnected``): the peer node N went, and whether it announced its shutdown first (a peer's
+    "Received notification of shutdown from node N", ``imex.peer_shutdown_notice``, in the scene). Source:
+    kubernetes-sigs/dra-driver-nvidia-gpu#1447."""
+    node = lost.details.get("imex_node")
+    told = any(e.signature == "imex.peer_shutdown_notice" and e.details.get("imex_node") == node
+               for e in scene.events)
+    return (f"the cause is its IMEX peer, node {node}: "
+            + ("it announced its own shutdown just before, so its daemon stopped or restarted"
+               if told else "its daemon stopped, restarted or became unreachable")
+            + ", and this host's daemon only lost it. Memory imported from that node is invalid once it rejoins "
+              "as a new instance.")
 
 
 def _payload(e: Ev) -> str:

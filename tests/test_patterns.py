@@ -5921,3 +5921,25 @@ def test_an_nvls_failure_after_the_driver_s_fabric_state_went_out_of_sync_is_dow
     assert (inc["initiator"]["host"], inc["initiator"]["kind"]) == ("node07", "fabric_manager")
     assert [(d["kind"], d["gpu_index"], d["relation"]) for d in inc["downstream"]] == [("nccl_error", 7, "same_host")]
     assert "nvidia-smi -r" in inc["next_action"]
+
+
+def test_the_imex_daemon_losing_a_peer_node_blames_the_peer_not_this_hosts_fabric_manager(pipeline):
+    """kubernetes-sigs/dra-driver-nvidia-gpu#1447 (a real-logs pass): a peer IMEX daemon announced its shutdown and
+    this node's daemon then logged "[ERROR] … Node disconnect event detected for node 1 with address …". Read as
+    Fabric Manager's error line, the incident was an error whose explanation said this host's NVLink fabric
+    management was the cause; the peer's going is the cause, a warning here, and the advice is the peer's."""
+    notice = ("[Sep 01 2026 09:11:40] [INFO] [tid 937292] Received notification of shutdown from node 1 - "
+              "compute-domain-daemon-0001")
+    lost = ("[Sep 01 2026 09:11:40] [ERROR] [tid 937292] Node disconnect event detected for node 1 with address "
+            "compute-domain-daemon-0001")
+    (inc,) = run(pipeline, notice + "\n" + lost, host="gb200-n03")
+    assert (inc["category"], inc["severity"]) == ("fabric_manager", "warning"), inc
+    assert "the cause is its IMEX peer, node 1: it announced its own shutdown" in inc["explanation"], \
+        inc["explanation"]
+    assert "management of this host is the cause" not in inc["explanation"], inc["explanation"]
+    assert "node 1 of its domain (compute-domain-daemon-0001)" in inc["next_action"], inc["next_action"]
+    # without the peer's notice the cause is still the peer, said without claiming it announced anything
+    (inc,) = run(pipeline, lost, host="gb200-n03")
+    assert "its daemon stopped, restarted or became unreachable" in inc["explanation"], inc["explanation"]
+    # the notice alone is information: no incident
+    assert run(pipeline, notice, host="gb200-n03") == []
