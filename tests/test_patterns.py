@@ -5943,3 +5943,14 @@ def test_the_imex_daemon_losing_a_peer_node_blames_the_peer_not_this_hosts_fabri
     assert "its daemon stopped, restarted or became unreachable" in inc["explanation"], inc["explanation"]
     # the notice alone is information: no incident
     assert run(pipeline, notice, host="gb200-n03") == []
+
+
+def test_nccls_invalid_device_ordinal_is_the_launchs_gpu_visibility_not_a_gpu_fault(pipeline):
+    """NVIDIA/nccl#1948 (a real-logs pass): "transport/p2p.cc:275 NCCL WARN Cuda failure 101 'invalid device ordinal'"
+    with each Slurm task given one GPU (--gpus-per-task=1; ACEsuit/mace#435 failed alike until --gpus-per-node). The
+    incident's advice was the generic one of a local GPU error (read the kernel log for an Xid); it is the launch's
+    GPU visibility, said so with the settings that fix it."""
+    line = "holygpu8a25204:804052:804052 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 101 'invalid device ordinal'"
+    (inc,) = run(pipeline, line, host="holygpu8a25204")
+    assert "named a GPU this process cannot see" in inc["next_action"], inc["next_action"]
+    assert "not a GPU fault" in inc["next_action"] and "--gpus-per-node" in inc["next_action"], inc["next_action"]
