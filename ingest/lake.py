@@ -242,9 +242,10 @@ class Lake:
 
         Each part is atomic on its own (temporary name, fsync, rename, fsync of
         its folder). The parts are encoded one after the other in the calling
-        thread, then stored side by side on a few threads, so their fsyncs
-        overlap instead of queueing (encoding on those threads too made Arrow's
-        allocator, mimalloc, hand memory back and forth between threads: in the
+        thread, then stored side by side on a few threads (each storing its
+        share in turn), so their fsyncs overlap instead of queueing (encoding
+        on those threads too made Arrow's allocator, mimalloc, hand memory
+        back and forth between threads: in the
         real worker 0.10 of the write's 0.31 CPU s per 1M lines were the
         kernel's, during encoding). If any part fails, :class:`LakeError` is
         raised after the others have finished; the caller retries the whole
@@ -263,8 +264,10 @@ class Lake:
                 jobs.append((self, _encode(part, table_name), rel, name))
             if len(jobs) == 1:
                 self._store_part(*jobs[0][1:])
-            else:
-                errors = [e for e in _POOL.map(_try_store, jobs) if e is not None]
+            else:  # one task per thread, each storing its share in turn: a task per part cost ~0.15 ms of CPU
+                # in thread hand-offs (175 parts of 1M lines of the mix: 87 → 72 ms of storing, as fast in wall time)
+                shares = [jobs[k::_THREADS] for k in range(min(_THREADS, len(jobs)))]
+                errors = [e for share in _POOL.map(_try_store_all, shares) for e in share if e is not None]
                 if errors:
                     raise errors[0]
         except OSError as e:
@@ -360,8 +363,14 @@ def _try_store(job: tuple[Lake, pa.Buffer, str, str]) -> OSError | None:
     return None
 
 
+def _try_store_all(jobs: list[tuple[Lake, pa.Buffer, str, str]]) -> list[OSError | None]:
+    """:func:`_try_store` of each job in turn (every one is tried, whatever an earlier one gave)."""
+    return [_try_store(job) for job in jobs]
+
+
 #: parts of one batch are written concurrently (fsync waits overlap); a few threads suffice
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="lake-write")
+_THREADS = 4
+_POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="lake-write")
 _HOUR_US = 3600 * 1_000_000
 _DICTIONARY_ROWS = 1024
 
