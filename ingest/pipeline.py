@@ -328,19 +328,22 @@ class Pipeline:
                     found = read[text] = fields(c, text)
                 w[11] = found
         tz = self.tz
-        # a hit line that repeats the one before (same text, same reference time: a storm's unstamped copies in one
-        # Kafka value or file) copies its prefix; each copy gets its own Prefix (``resolve_times`` sets its time)
+        # a hit line that repeats the one before (same text, same reference time — the one its prefix is read
+        # against, ``year_ref``: a 1970 envelope gives no year —: a storm's unstamped copies in one Kafka value or
+        # file) copies its prefix; each copy gets its own Prefix (``resolve_times`` sets its time)
         prefixes: list[Prefix | None] = []
-        last_read: tuple[str, int | None] | None = None
+        last_read: tuple[str, int] | None = None
         last_prefix = None
         for w in work:
             if not (w[10] or w[11]):
                 prefixes.append(None)
-            elif last_read is not None and last_read[0] == w[6] and last_read[1] == w[1].ref_ts:
+                continue
+            read = (w[6], year_ref(w[1]))
+            if read == last_read:
                 prefixes.append(_copy_prefix(last_prefix))
             else:
-                last_prefix = parse_prefix(w[6], ref_us=year_ref(w[1]), tz=tz)  # a 1970 envelope gives no year
-                last_read = (w[6], w[1].ref_ts)
+                last_prefix = parse_prefix(w[6], ref_us=read[1], tz=tz)
+                last_read = read
                 prefixes.append(last_prefix)  # unchanged until assemble: copied when reused
         for (si, seg, local, a, b, ci, text, excerpt, cut, remember, rows, occurrences), prefix in zip(work, prefixes):
             c = entries[ci]
