@@ -107,8 +107,6 @@ def hour_label(start_us: int) -> str:
     return datetime.fromtimestamp(start_us // US, tz=timezone.utc).strftime("%Y-%m-%dT%H")
 
 
-
-
 def due_hour(now: datetime, lateness_s: float) -> datetime:
     """The latest hour whose report can be written at ``now``: it ended at least ``lateness_s`` ago.
 
