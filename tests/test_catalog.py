@@ -550,6 +550,24 @@ def test_hyperscan_reports_the_desync_report_after_other_lines(catalog, hsm):
 UNBOUNDED_START = re.compile(r"^(?:\(\?:)*(?:\(\?P<\w+>)?(?:\[[^\]]*\]|\\[wdS])[+*]")
 
 
+# an RM message its function names: "NVRM: GPU0 kgspInitRm_IMPL: …"; drivers up to the 525 branch print its prefix
+# without the colon ("NVRM kgspInitRm_IMPL: missing NVDEC0 engine, cannot initialize GSP-RM":
+# NVIDIA/open-gpu-kernel-modules#116, #120)
+RM_FUNCTION_LINE = re.compile(r"NVRM: (?:GPU\d+ )?_?[a-z][A-Za-z0-9]*(?:_\w+)?: ")
+RM_FUNCTION_EXAMPLES = [e for e in EXAMPLES if RM_FUNCTION_LINE.search(e[2].line)]
+
+
+@pytest.mark.parametrize("sid,i,ex", RM_FUNCTION_EXAMPLES, ids=[f"{s}#{i}" for s, i, _ in RM_FUNCTION_EXAMPLES])
+def test_an_rm_functions_line_matches_in_the_older_drivers_form_too(sid, i, ex, catalog, hsm):
+    """The same RM line with the older drivers' colon-less prefix ("NVRM kgspWaitForGfwBootOk_TU102: …") is the same
+    fault: an entry written ``NVRM: `` missed it (the GFW boot failure of a 5xx driver: a real-logs pass)."""
+    line = RM_FUNCTION_LINE.sub(lambda m: m.group(0).replace("NVRM: ", "NVRM ", 1), ex.line, count=1)
+    assert line != ex.line
+    hs = hsm.scan(line.encode())
+    assert hs == ReferenceMatcher(catalog).scan(line.encode())
+    assert catalog.by_id[sid].index in hs.get(0, []), f"{sid}: {line!r} matched {hs.get(0)}"
+
+
 def test_no_pattern_starts_with_an_unbounded_run(catalog):
     """nccltests' ``(?:(?P<host>[\\w.-]+): )?Test NCCL failure …`` made Python's ``re`` (the reference matcher, and
     the field extraction of a hit line) run the host from every character of a line and back: 163 s and 114 s for
