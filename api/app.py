@@ -38,7 +38,8 @@ from prometheus_fastapi_instrumentator import metrics as http_metrics
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, TypeAdapter,
                       WithJsonSchema)
 
-from api.incident_render import TIMELINE_DEFAULT, TIMELINE_MAX, cut_timeline, suspect_events, to_html as incident_html
+from api.incident_render import (DOWNSTREAM_DEFAULT, DOWNSTREAM_MAX, TIMELINE_DEFAULT, TIMELINE_MAX, cut_downstream,
+                                 cut_timeline, suspect_events, to_html as incident_html)
 from api.models import EventPage, HostTimeline, IncidentDetail, IncidentPage, LinkList
 from api.sql import SqlRefused, check_read_only, query_problem
 from api.store import (QUERY_FAILED, QUERY_INVALID, SORTS, Store, StoreError, decimal_floats, holds_no_events,
@@ -341,6 +342,10 @@ SinceQuery = Annotated[Since, Query(description="ISO 8601 (a time without an off
 UntilQuery = Annotated[Until, Query(description="ISO 8601 (a time without an offset is UTC; the basic form too) or "
                                                 "Unix seconds; a bare date (2026-12-01 or 20261201): through the end "
                                                 "of that UTC day")]
+DownstreamLimit = Annotated[int, Query(ge=1, le=DOWNSTREAM_MAX, description=(
+    "at most this many parties in each incident's `downstream` (an incident's candidates first, then the earliest); "
+    "an incident cut so says how many it has (`downstream_total`) and keeps the `evidence` edges to those kept "
+    "(`evidence_total` counts them all); `GET /incidents/{id}` gives every one"))]
 
 
 def _fleet_hosts(fleet: dict[str, HostConfig] | None, domain: str | None, rack: str | None) -> list[str]:
@@ -622,8 +627,10 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(max_length=512, description="opaque: the next_cursor of the "
                                                                         "previous page")] = None,
+        downstream_limit: DownstreamLimit = DOWNSTREAM_DEFAULT,
     ) -> Response:
-        """Incidents (latest versions), with cursor pagination."""
+        """Incidents (latest versions), with cursor pagination; each with at most ``downstream_limit`` downstream
+        parties (one cut says how many it has in ``downstream_total``; ``GET /incidents/{id}`` gives every one)."""
         check_range(since, until)
         hosts_in = None
         if domain or rack:
@@ -638,7 +645,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         nxt = _encode_cursor(sort, items[-1]) if more and items else None
         for i in items:
             i.pop("_sort_key", None)
-        return _as_is({"items": items, "next_cursor": nxt})
+        return _as_is({"items": [cut_downstream(i, downstream_limit) for i in items], "next_cursor": nxt})
 
     @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], response_model=None,
              responses={200: {"model": IncidentDetail, "content": {"text/html": {}}}, 404: {"model": Problem}},
@@ -748,7 +755,8 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                       since: SinceQuery = None,
                       until: UntilQuery = None,
                       min_severity: Annotated[Severity, Query()] = "warning",
-                      limit: Annotated[int, Query(ge=1, le=2000)] = 500) -> Response:
+                      limit: Annotated[int, Query(ge=1, le=2000)] = 500,
+                      downstream_limit: DownstreamLimit = DOWNSTREAM_DEFAULT) -> Response:
         """What happened on one host: its incidents and its events, ``min_severity`` and worse (``warning`` by
         default; of an incident, its own severity). 404 when the lake holds nothing of the host at all (no event,
         link sample or topology fact)."""
@@ -758,6 +766,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         incs = store.incidents(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
         for i in incs:
             i.pop("_sort_key", None)
+        incs = [cut_downstream(i, downstream_limit) for i in incs]
         evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
         known_host(host, bool(incs or evs))
         return _as_is({"host": host, "incidents": incs, "events": [_event_json(e) for e in evs]})

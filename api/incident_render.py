@@ -228,6 +228,41 @@ def cut_timeline(timeline: list[dict[str, Any]], limit: int, keep: set[str] | fr
     return [timeline[i] for i in sorted(first + rest[:limit - len(first)])]
 
 
+#: ``GET /incidents`` and ``/hosts/{host}/timeline``'s ``downstream_limit``: by default and at most. A list item
+#: carried every reporter and every edge to it: a job of 5,000 ranks made one item of 1.8 MB, and a page of 50 such
+#: items 90 MB (a break-it pass); ``GET /incidents/{id}`` keeps them all.
+DOWNSTREAM_DEFAULT = 100
+DOWNSTREAM_MAX = 100_000
+
+
+def cut_downstream(inc: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``inc`` (an incident in the DESIGN.md shape) with at most ``limit`` parties in ``downstream``: the candidates
+    of an incident with no single culprit (``initiator.candidates``: its verdict rests on them), then the others in
+    their stored order (the correlator's: earliest first); ``evidence`` keeps the edges whose effect is an event of
+    the initiator, the context or a kept party; ``downstream_total`` and ``evidence_total`` give the counts before the
+    cut. An incident with ``limit`` parties or fewer is ``inc`` itself, as stored (nothing added). ``limit`` ≥ 1.
+    Pure: ``inc`` itself is not changed."""
+    ds = inc.get("downstream") or []
+    if len(ds) <= limit:
+        return inc
+    ev = inc.get("evidence") or []
+    out = dict(inc, downstream_total=len(ds), evidence_total=len(ev))
+    from correlate.attribute import candidate_name
+    from correlate.incident import party_subject
+
+    named = set((inc.get("initiator") or {}).get("candidates") or ())
+    first = [i for i, d in enumerate(ds) if named and candidate_name(*party_subject(d)) in named][:limit]
+    taken = set(first)
+    rest = [i for i in range(len(ds)) if i not in taken]
+    kept = [ds[i] for i in sorted(first + rest[:limit - len(first)])]
+    events = {e for d in kept for e in d.get("events") or ()}
+    events.update((inc.get("initiator") or {}).get("events") or ())
+    events.update(c.get("event") for c in inc.get("context") or ())
+    out["downstream"] = kept
+    out["evidence"] = [e for e in ev if e.get("effect") in events]
+    return out
+
+
 def to_html(detail: dict[str, Any]) -> bytes:
     """The page for one incident: its verdict (severity, category, initiator, confidence, status), why, what to
     do now and how to verify it, what is missing, the timeline chart, its downstream parties, and the evidence

@@ -113,6 +113,10 @@ class Incident(_Open):
     evidence: list[Edge] = Field(default_factory=list)
     communicators: list[str] = Field(default_factory=list, description="NCCL commIds its events are of")
     clocks: dict[str, Clock] = Field(default_factory=dict, description="per host")
+    downstream_total: int | None = Field(None, description="in a list (`GET /incidents`, a host's timeline), only "
+                                                          "when `downstream_limit` cut `downstream`: how many "
+                                                          "parties it has")
+    evidence_total: int | None = Field(None, description="with `downstream_total`: how many edges `evidence` has")
 
 
 _ARROW_TYPES = ((pa.types.is_string, str), (pa.types.is_boolean, bool), (pa.types.is_integer, int),

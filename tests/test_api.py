@@ -187,6 +187,53 @@ def test_an_incident_timeline_is_cut_to_timeline_limit_keeping_initiator_and_con
         assert api.get(f"/incidents/{inc['id']}", params={"timeline_limit": bad}).status_code == 422, bad
 
 
+def test_a_list_cuts_each_incidents_downstream_to_downstream_limit_and_says_how_many(api):
+    """A list item carried every reporter and every edge to it: a job of 5,000 ranks made one item of 1.8 MB, a
+    page of 50 such items 90 MB (a break-it pass). ``GET /incidents`` and a host's timeline keep at most
+    ``downstream_limit`` parties (an item cut says so: ``downstream_total`` and ``evidence_total`` count all of
+    them); the incident's own answer keeps every one; out of range is a 422."""
+    items = api.get("/incidents", params={"limit": 500}).json()["items"]
+    inc = max(items, key=lambda i: len(i["downstream"]))
+    full = api.get(f"/incidents/{inc['id']}").json()
+    assert len(inc["downstream"]) == len(full["downstream"]) > 1 and inc["evidence"] == full["evidence"]
+    assert not any("downstream_total" in i or "evidence_total" in i for i in items)  # none cut: as stored
+    (cut,) = [i for i in api.get("/incidents", params={"limit": 500, "downstream_limit": 1}).json()["items"]
+              if i["id"] == inc["id"]]
+    assert cut["downstream"] == full["downstream"][:1] and cut["downstream_total"] == len(full["downstream"])
+    kept = set(cut["downstream"][0]["events"]) | set(full["initiator"].get("events") or ())
+    assert cut["evidence"] == [e for e in full["evidence"] if e["effect"] in kept]
+    assert cut["evidence_total"] == len(full["evidence"])
+    host = full["downstream"][0]["host"]
+    tl = api.get(f"/hosts/{host}/timeline", params={"downstream_limit": 1}).json()["incidents"]
+    assert tl and all(len(i["downstream"]) <= 1 for i in tl)
+    (got,) = [i for i in tl if i["id"] == inc["id"]]
+    assert got["downstream"] == cut["downstream"] and got["downstream_total"] == len(full["downstream"])
+    for bad in (0, 100_001, "x"):
+        assert api.get("/incidents", params={"downstream_limit": bad}).status_code == 422, bad
+        assert api.get(f"/hosts/{host}/timeline", params={"downstream_limit": bad}).status_code == 422, bad
+
+
+def test_cut_downstream_keeps_the_candidates_then_the_earliest_and_their_edges():
+    from api.incident_render import cut_downstream
+
+    ds = [{"host": f"n{i}", "device_type": None, "device": None, "link": None, "rank": i, "kind": "nccl_timeout",
+           "events": [f"d{i}"]} for i in range(4)]
+    ev = [{"rule": "r", "cause": "i0", "effect": f"d{i}"} for i in range(4)] + [
+        {"rule": "r", "cause": "i0", "effect": "c0"}]
+    inc = {"initiator": {"events": ["i0"]}, "context": [{"event": "c0"}], "downstream": ds, "evidence": ev}
+    out = cut_downstream(inc, 2)
+    assert [d["rank"] for d in out["downstream"]] == [0, 1] and inc["downstream"] is ds and len(ds) == 4
+    assert [e["effect"] for e in out["evidence"]] == ["d0", "d1", "c0"]
+    assert (out["downstream_total"], out["evidence_total"]) == (4, 5)
+    assert cut_downstream(inc, 4) is inc and "downstream_total" not in inc
+    from correlate.attribute import candidate_name
+    from correlate.incident import party_subject
+
+    nc = dict(inc, initiator={"device_type": None, "candidates": [candidate_name(*party_subject(ds[3]))]})
+    assert [d["rank"] for d in cut_downstream(nc, 2)["downstream"]] == [0, 3]
+    assert [d["rank"] for d in cut_downstream(nc, 1)["downstream"]] == [3]
+
+
 def test_cut_timeline_keeps_initiator_and_context_then_the_earliest_others_in_time_order():
     from api.incident_render import cut_timeline
 
@@ -1191,8 +1238,8 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     r = api.get("/incidents", params={"hots": "node004"})
     assert r.status_code == 422
     assert r.json()["detail"] == ("query: unknown parameter 'hots' (did you mean 'host'?); /incidents takes: "
-                                  "category, comm, cursor, device, domain, host, limit, min_severity, rack, severity, "
-                                  "since, sort, status, until")
+                                  "category, comm, cursor, device, domain, downstream_limit, host, limit, min_severity, "
+                                  "rack, severity, since, sort, status, until")
     r = api.get("/events", params={"host": "node004", "sinse": "2026-01-01", "zz": "1"})
     assert r.status_code == 422 and "unknown parameters 'sinse' (did you mean 'since'?), 'zz';" in r.json()["detail"]
     assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(
