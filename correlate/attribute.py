@@ -1010,6 +1010,12 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         return unknown_verdict(scene, [k for k, _ in ranked], category if len(tied) == 1 else "other")
     init = initiator_fields(scene, best_key, best_evs)
     down, ctx = downstream_parties(scene, best_key, best_evs)
+    if category == "gpu_off_bus" and best_key[1] == "pcie_port" and not _gpu_lost_below(scene, best_key[0], down):
+        # a port's Surprise Down with no GPU that went with it: the link to some device dropped, which these lines
+        # do not say was a GPU (access.redhat.com/solutions/7128107: an IDT switch's downstream port and the
+        # endpoint below it, "pci 0000:05:00.0: AER: can't recover" — a "gpu_off_bus" incident named a GPU that no
+        # line showed; the NIC and NVMe ports of a GPU host report the same)
+        category = "pcie"
     strengths = [RELATION_STRENGTH.get(p.relation or "", 0.5) for p in down if p.rule]
     conf = 0.6 + (0.3 * sum(strengths) / len(strengths) if strengths else 0.15)
     if len(ranked) > 1:
@@ -1042,6 +1048,16 @@ def roots_verdict(scene: Scene) -> Verdict | None:
                        "(the kernel log from before it: dmesg -T | grep 'NVRM: Xid')")
     return Verdict(pattern="roots", category=category, initiator=init, initiator_events=best_evs,
                    downstream=down, context=ctx, confidence=round(min(conf, 0.97), 2), missing=missing)
+
+
+def _gpu_lost_below(scene: Scene, host: str, down: list[Party]) -> bool:
+    """Whether a GPU of ``host`` went with a PCIe port's dropped link: a GPU among the incident's downstream
+    parties (``down``: its Xid 79, the nvidia driver's "can't recover"), or a line of the host that says a GPU left
+    the bus (kind ``gpu_off_bus``, Xid 79) whatever rule joined it. A port's Surprise Down is ``gpu_off_bus`` only
+    then; else ``pcie``: the device below it is unnamed."""
+    if any(p.key[1] == "gpu" for p in down):
+        return True
+    return any(e.host == host and (e.kind == "gpu_off_bus" or e.xid == 79) for e in scene.faults())
 
 
 def _reports_elsewhere(scene: Scene, e: Ev) -> bool:

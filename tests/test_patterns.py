@@ -65,6 +65,28 @@ def test_surprise_down_explains_the_device_below_that_has_no_aer_driver(pipeline
     assert [(d["device_type"], d["device"]) for d in inc["downstream"]] == [("gpu", "0000:c8:00.0")]
 
 
+def test_a_surprise_down_with_no_gpu_below_is_a_pcie_incident_not_a_gpu_off_the_bus(pipeline):
+    """A PCIe switch's downstream port reports Surprise Down and the endpoint below it (no GPU driver's line, no Xid)
+    cannot recover (access.redhat.com/solutions/7128107): the port initiates a ``pcie`` incident. It was
+    ``gpu_off_bus``, naming a GPU no line showed; with a GPU's Xid 79 below the port it still is."""
+    text = "\n".join([
+        "kernel: pcieport 0000:00:1b.2: AER: Uncorrectable (Fatal) error message received from 0000:03:04.0",
+        "kernel: pcieport 0000:03:04.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, "
+        "(Receiver ID)",
+        "kernel: pcieport 0000:03:04.0:   device [111d:8063] error status/mask=00000020/00000000",
+        "kernel: pcieport 0000:03:04.0:    [ 5] SDES                   (First)",
+        "kernel: pci 0000:05:00.0: AER: can't recover (no error_detected callback)",
+        "kernel: pcieport 0000:03:04.0: AER: device recovery failed",
+    ])
+    (inc,) = run(pipeline, text)
+    assert (inc["initiator"]["device_type"], inc["initiator"]["device"]) == ("pcie_port", "0000:03:04.0")
+    assert (inc["category"], inc["severity"]) == ("pcie", "critical")
+    (inc,) = run(pipeline, text + "\nkernel: NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                 "fallen off the bus.")
+    assert inc["category"] == "gpu_off_bus"
+    assert ("gpu", "0000:05:00.0") in [(d["device_type"], d["device"]) for d in inc["downstream"]]
+
+
 @pytest.mark.parametrize("port_lines", [
     # pciehp's surprise removal (pop-os/pop#3363's syslog: Link Down, Card not present, Xid 79 in the same ms)
     ["pcieport 0000:c7:00.0: pciehp: Slot(0): Link Down", "pcieport 0000:c7:00.0: pciehp: Slot(0): Card not present"],
