@@ -640,7 +640,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     Message (first present): ``MESSAGE`` (journald), ``message`` (Vector, Filebeat), ``log`` (Fluent Bit),
     ``msg`` — a structured logger's (zap, logrus, slog), whose ``error`` or ``err`` field holds the cause, read as
     ``msg: error`` as their text encoders print it (the EKS node monitoring agent's "failed to reconcile DCGM state"
-    named nv-hostengine in ``error`` alone: no event, a real-logs pass). Time (first not null):
+    named nv-hostengine in ``error`` alone: no event, a real-logs pass), then structlog's ``event`` (a string, in a
+    record with a string ``level``: its JSONRenderer's message key; NVIDIA/NVSentinel#772's preflight check logs
+    were refused whole, "no message field", a real-logs pass). Time (first not null):
     ``_SOURCE_REALTIME_TIMESTAMP`` µs (journald: when the message was written, as its writer said;
     ``__REALTIME_TIMESTAMP`` is when journald received it, seconds later under load: an Xid 79 received after the Xid
     74 it caused was left unexplained, a break-it pass), ``__REALTIME_TIMESTAMP`` µs, ``timestamp`` (Vector),
@@ -662,6 +664,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     message: Any = UNSET
     log: Any = UNSET
     msg: Any = UNSET
+    event: Any = UNSET
     level: Any = UNSET
     error: Any = UNSET
     err: Any = UNSET
@@ -986,12 +989,15 @@ def _message_of(rec: Envelope) -> str:
                 return v
             if v is not None:
                 raise ValueError(f"field 'jsonPayload.{k}' has type {type(v).__name__}, not a string")
+    if type(rec.event) is str and type(rec.level) is str:  # structlog's JSON: its message is "event" (its value may
+        # be another program's object: NVSentinel's slog records nest a HealthEvent there, read by _with_health_events)
+        return _with_cause(rec.event, rec)
     fmt = rec.format
     if isinstance(fmt, str) and fmt.startswith(POLLER_FORMAT.rsplit("/", 1)[0] + "/"):  # a poller's sample, another
         # version: say so, not that it has no message (a break-it pass)
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
-    raise NoMessageField("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
-                         "MESSAGE or message)")
+    raise NoMessageField("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage, jsonPayload's "
+                         "MESSAGE or message, or a string event beside a string level as structlog writes)")
 
 
 #: a key of NVSentinel's HealthEvent (its one versioned event schema: version, agent, componentClass, checkName,

@@ -168,6 +168,16 @@ def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
     # ... its "ts" before a "timestamp" of the program's that reads as a time (a second break-it pass: 2021)
     ({"level": "error", "ts": 1741075043.5, "msg": "m", "timestamp": "2021-06-01T00:00:00Z", "host": "node01"}, "m",
      1741075043500000),
+    # structlog's JSONRenderer: the message is "event" (NVIDIA/NVSentinel#772's preflight dcgm-diag logs were refused
+    # whole, "no message field": a real-logs pass); its "exception" is not the cause a text encoder appends
+    ({"event": "Test warn", "level": "warning", "timestamp": "2026-02-04T05:19:40.606906Z", "host": "node01",
+      "module": "preflight-dcgm-diag"}, "Test warn", 1770182380606906),
+    ({"event": "probe failed", "level": "error", "error": "NVRM: Xid 79", "hostname": "node01"},
+     "probe failed: NVRM: Xid 79", None),
+    # ... and another field beats it: a record's own message, an slog record whose "event" is an object
+    ({"event": "started", "level": "info", "message": "NVRM: Xid 79", "host": "node01"}, "NVRM: Xid 79", None),
+    ({"msg": "Health events received", "level": "INFO", "event": {"checkName": "x"}, "host": "node01"},
+     "Health events received", None),
 ])
 def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts):
     """A structured logger's JSON line (zap, logrus, slog) is its message and its cause, as its text encoder prints
@@ -1215,8 +1225,8 @@ def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipel
     k = decode_message(b"\n".join([rec, orjson.dumps(body)]), topic="t", partition=0, offset=1, key=None,
                        timestamp_ms=1)
     assert len(k.segments) == 1 and [r.reason for r in k.rejects] == [
-        "NDJSON record 1: no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage or jsonPayload's "
-        "MESSAGE or message)"]
+        "NDJSON record 1: no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage, jsonPayload's "
+        "MESSAGE or message, or a string event beside a string level as structlog writes)"]
 
 
 def test_a_run_framing_left_as_it_was_is_left_so_again_and_a_joined_one_is_joined_again():
