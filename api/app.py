@@ -815,7 +815,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         """Prometheus text exposition: the process's series and the API's request metrics."""
         return Response(generate_latest(REGISTRY) + generate_latest(http_registry), media_type=CONTENT_TYPE_LATEST)
 
-    _include_optional_routers(app, settings, auth)
+    _include_optional_routers(app, settings, auth, store.lake)
     _problem_openapi(app)
     return app
 
@@ -856,13 +856,13 @@ def _problem_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _include_optional_routers(app: FastAPI, settings: Settings, auth) -> None:
-    """Surfaces that live in their own modules (the degraded-link report)."""
+def _include_optional_routers(app: FastAPI, settings: Settings, auth, lake: Lake) -> None:
+    """Surfaces that live in their own modules (the degraded-link report, over the app's own ``lake``)."""
     try:
         from api.report import report_router
     except ImportError:
         return
-    app.include_router(report_router(settings), dependencies=[Depends(auth)])
+    app.include_router(report_router(settings, lake), dependencies=[Depends(auth)])
 
 
 #: routes whose callers may add query parameters of their own: a Prometheus scrape config's ``params``, a load

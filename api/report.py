@@ -83,14 +83,15 @@ def fleet_hosts(settings: Settings) -> dict[str, HostConfig]:
     return load_fleet_config(settings.fleet_config) if settings.fleet_config else {}
 
 
-def why_empty(settings: Settings, hour: str, option: str = "--hour") -> str:
+def why_empty(settings: Settings, hour: str, option: str = "--hour", *, lake: Lake | None = None) -> str:
     """Why the report of ``hour`` (``2026-11-30T03``) lists no host: the lake has no link samples in that hour
     (then the latest hours it has samples for), or the hour's samples hold nothing the report reads, or the lake
-    holds none at all; ``option`` is how the caller names another hour. Raises :class:`StoreError` when the
+    holds none at all; ``option`` is how the caller names another hour; ``lake``: the process's own
+    (:func:`degraded_link_report`), else ``settings.lake`` opened anew. Raises :class:`StoreError` when the
     lake cannot be read (read again first when a part it listed was compacted away meanwhile)."""
 
     def read() -> list[str]:
-        con = connect(Lake(settings.lake))
+        con = connect(lake or Lake(settings.lake))
         try:
             return [h for (h,) in con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%dT%H') AS h FROM link_samples "
                                              "ORDER BY h DESC").fetchall()]
@@ -126,10 +127,15 @@ def not_over(hour: datetime, now: datetime | None = None) -> str | None:
 
 
 def degraded_link_report(settings: Settings, hour: datetime | str, *,
-                         hosts: dict[str, HostConfig] | None = None) -> dict[str, Any]:
-    """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``."""
+                         hosts: dict[str, HostConfig] | None = None, lake: Lake | None = None) -> dict[str, Any]:
+    """The report of ``hour`` (``2026-11-30T03`` or an aware datetime on the hour) over ``settings.lake``.
+
+    ``lake``: the long-running process's own :class:`ingest.lake.Lake` (``serve``'s store, ``run``'s writer), so a
+    lake deleted or replaced under it is refused (:class:`StoreError`, the API's 503) as its other reads are; a
+    ``Lake`` opened anew for each report made a deleted lake again, empty, and ``serve`` answered the report 200 with
+    no host (a fresh user's trial). None (a one-shot command): ``settings.lake`` opened anew."""
     start = to_us(parse_hour(hour) if isinstance(hour, str) else hour.astimezone(timezone.utc))
-    samples, incidents = load_inputs(Lake(settings.lake), start)
+    samples, incidents = load_inputs(lake or Lake(settings.lake), start)
     return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts,
                         asked_us=to_us(datetime.now(timezone.utc)))
 
@@ -147,23 +153,28 @@ def old_report_dir(hour: str) -> str:
     return f"reports/degraded_links/date={hour[:10]}/hour={hour[11:13]}"
 
 
-def write_hourly(settings: Settings, hour: datetime | str, *, report: dict | None = None) -> list[str]:
+def write_hourly(settings: Settings, hour: datetime | str, *, report: dict | None = None,
+                 lake: Lake | None = None) -> list[str]:
     """Write the hour's report (``report``, when the caller made it already) in every format under ``<lake>/``
     :func:`report_dir`; return the files (json, csv, parquet, html) as paths or ``s3://`` URLs.
 
     Each file is written atomically (:meth:`ingest.lake.Lake.put_bytes`), so readers never see half a
-    report; writing the same hour again replaces it. Raises :class:`ingest.lake.LakeError`.
+    report; writing the same hour again replaces it. ``lake``: the worker's own (:func:`degraded_link_report`),
+    else ``settings.lake`` opened anew. Raises :class:`ingest.lake.LakeError` (:class:`ingest.lake.LakeReplaced`
+    for a worker's lake deleted or replaced under it) and :class:`StoreError`.
     Blocking (DuckDB, matplotlib): call it from a thread in async code.
     """
-    report = report if report is not None else degraded_link_report(settings, hour)
-    lake = Lake(settings.lake)
+    lake = lake or Lake(settings.lake)
+    report = report if report is not None else degraded_link_report(settings, hour, lake=lake)
     d = report_dir(report["hour"])
     return [lake.put_bytes(f"{d}/degraded_links.{fmt}", to_parquet(report, hour=False) if fmt == "parquet"
                            else render(report, fmt)) for fmt in ("json", "csv", "parquet", "html")]
 
 
-def report_router(settings: Settings) -> APIRouter:
-    """``GET /reports/degraded-links``. Include it with the app's auth dependency (it has none of its own)."""
+def report_router(settings: Settings, lake: Lake | None = None) -> APIRouter:
+    """``GET /reports/degraded-links`` over ``lake`` (the app's own, :func:`degraded_link_report`; None: the
+    ``settings.lake`` opened anew per request). Include it with the app's auth dependency (it has none of its
+    own)."""
     router = APIRouter(tags=["reports"])
     hosts = fleet_hosts(settings)  # read once, like the correlator: a bad file stops start-up
 
@@ -184,11 +195,11 @@ def report_router(settings: Settings) -> APIRouter:
             dt = parse_hour(hour) if hour is not None else due_hour(datetime.now(timezone.utc), 0)
         except ValueError as e:  # parse_hour's message names the form (a regex in a 422 says less)
             raise RequestValidationError([{"loc": ("query", "hour"), "msg": str(e), "type": "value_error"}]) from None
-        report = degraded_link_report(settings, dt, hosts=hosts)
+        report = degraded_link_report(settings, dt, hosts=hosts, lake=lake)
         headers, notes = {}, [n for n in (not_over(dt),) if n]
         if not report["totals"]["hosts_sampled"]:  # an empty report reads like a healthy fleet: say why it is empty
             try:
-                why = why_empty(settings, report["hour"], option="?hour=")
+                why = why_empty(settings, report["hour"], option="?hour=", lake=lake)
             except StoreError:
                 why = None
             if why:

@@ -104,7 +104,7 @@ class Hourly:
             h = await asyncio.to_thread(self._next, due)
             if h is None:
                 return
-            await asyncio.to_thread(write_hourly, self.settings, h)
+            await asyncio.to_thread(write_hourly, self.settings, h, lake=self.lake)
             self.done = h
             self.owed = max(self.owed, h + timedelta(hours=1))
         except (StoreError, OSError, ValueError) as e:  # the next tick tries again

@@ -76,7 +76,8 @@ def query_verdict(e: Exception) -> str:
 
 class StoreError(RuntimeError):
     """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
-    lake cannot read (``_create_views``), which the query could not help (the API's 503, not a 400); ``verdict``:
+    lake cannot read (``_create_views``), or the process's lake was deleted or replaced under it (:func:`connect`),
+    which the query could not help (the API's 503, not a 400); ``verdict``:
     an analyst's query's :data:`QUERY_INVALID`, :data:`QUERY_REFUSED` or :data:`QUERY_FAILED` (the default)."""
 
     def __init__(self, message: str, *, unavailable: bool = False, verdict: str = QUERY_FAILED) -> None:
@@ -105,8 +106,9 @@ def connect(lake: Lake, *, threads: int = 2, memory_limit: str = "1GB") -> duckd
     """A locked-down connection with the analyst views (raises :class:`StoreError`)."""
     try:
         lake.init()
-    except LakeReplaced as e:  # deleted or replaced under this process: an empty answer would read as "no faults"
-        raise StoreError(str(e)) from None
+    except LakeReplaced as e:  # deleted or replaced under this process: an empty answer would read as "no faults";
+        # the server's trouble, not the query's (POST /sql answered it a 400 "query failed": a fresh user's trial)
+        raise StoreError(str(e), unavailable=True) from None
     except LakeError:
         pass  # a read-only mount of a lake the ingest side initialised: the views still read it
     root = lake.location

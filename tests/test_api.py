@@ -1536,16 +1536,23 @@ def test_healthz_notes_a_lake_that_holds_no_events_and_keeps_its_status(api, tmp
 def test_serve_refuses_a_lake_deleted_under_it_and_does_not_make_it_again(lake, tmp_path):
     """``serve`` over a lake deleted under it made the folders again at its next query (``connect`` inits) and
     answered every route empty, ``/healthz`` ok (a fresh user's trial). It now answers 503 with the reason on the
-    query routes and ``/healthz``, and makes nothing."""
+    query routes and ``/healthz``, and makes nothing. The degraded-link report opened the lake anew per request:
+    it made the lake again and answered 200 with no host; ``POST /sql`` said 400 "query failed" (a fresh user's
+    trial): both are the same 503."""
     import shutil
 
     root = tmp_path / "copy"
     shutil.copytree(lake[0], root)
     with Server(Settings(lake=str(root))) as c:
         assert c.get("/incidents").json()["items"] and c.get("/healthz").status_code == 200
+        assert c.get("/reports/degraded-links", params={"hour": "2026-11-30T03"}).status_code == 200
         shutil.rmtree(root)
         r = c.get("/incidents")
         assert r.status_code == 503 and "deleted or replaced while this process ran" in r.json()["detail"]
+        r = c.get("/reports/degraded-links", params={"hour": "2026-11-30T03"})
+        assert r.status_code == 503 and "deleted or replaced while this process ran" in r.json()["detail"]
+        r = c.post("/sql", json={"query": "SELECT count(*) AS n FROM events"})
+        assert r.status_code == 503 and r.json()["detail"].startswith(f"query failed: the lake at {root} was deleted")
         h = c.get("/healthz")
         assert (h.status_code, h.json()["status"]) == (503, "unhealthy")
         assert h.json()["reason"].startswith(f"lake: the lake at {root} was deleted or replaced")

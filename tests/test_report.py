@@ -409,6 +409,32 @@ def test_the_service_writes_the_hours_it_missed(lake_settings, tmp_path, monkeyp
     assert written() == ["hour=07", "hour=2026-11-30T08"]
 
 
+def test_the_service_writes_no_report_into_a_lake_deleted_under_it(lake_settings, tmp_path, monkeypatch, caplog):
+    """A worker's hourly report opened the lake anew (``Lake(settings.lake)``): once its lake was deleted, the
+    report's read made the folders again and wrote an empty report there, while the worker's writer refused the lake
+    (a fresh user's trial). The report reads and writes through the worker's own lake: refused, said as a warning,
+    nothing made. The wall clock is the one thing faked (``due_hour``)."""
+    import asyncio
+    import logging
+
+    import api.degraded_links
+    from api.service import Hourly
+
+    lake_dir = tmp_path / "lake"
+    shutil.copytree(lake_settings.lake, lake_dir)
+    settings = lake_settings.model_copy(update={"lake": str(lake_dir)})
+    lake = Lake(settings.lake)
+    lake.init()  # the worker's writer at its start
+    monkeypatch.setattr(api.degraded_links, "due_hour", lambda now, lateness_s: datetime(2026, 11, 30, 3,
+                                                                                         tzinfo=timezone.utc))
+    shutil.rmtree(lake_dir)
+    with caplog.at_level(logging.WARNING, logger="firstfault.service"):
+        asyncio.run(Hourly(settings, lake).maybe_write())
+    assert not lake_dir.exists()
+    [said] = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert "deleted or replaced while this process ran" in said
+
+
 # --- HTTP and CLI ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def api(lake_settings):
