@@ -179,6 +179,9 @@ def test_an_incident_timeline_is_cut_to_timeline_limit_keeping_initiator_and_con
     assert api.get(f"/incidents/{inc['id']}", params={"timeline_limit": 1}).json()["timeline"] == kept[:1]
     page = api.get(f"/incidents/{inc['id']}", params={"timeline_limit": len(kept), "format": "html"}).text
     assert f"{len(kept)} of {d['timeline_total']} events" in page
+    # kept lines past the limit are cut too: the page does not say "every" of them (a fresh user's trial: 2 of an
+    # incident's 7 suspect lines shown under "every initiator, suspect and context line")
+    assert "every initiator, suspect and context\n  line (the earliest of them, when they alone are more)" in page
     assert f"It draws the {len(kept)} of {d['timeline_total']} events shown below: a party whose events were all " \
            "cut has no lane." in page  # the chart's caption (a break-it pass: "one lane per party" no longer held)
     assert " of " + str(d["timeline_total"]) + " events" not in api.get(
