@@ -161,6 +161,12 @@ class StreamCorrelator:
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
+    #: incident id -> (its last version, content hash, ``clocks``) of the incidents ``_prune`` forgot from ``emitted``
+    #: (none of their events kept): the same events read again (a new consumer group, offsets reset, a backlog older
+    #: than ``reach_back_us`` replayed after a restart) form the same incident, which is no new version of it; a
+    #: changed one is the next version, not version 1 again (a break-it pass: ``firstfault run`` over topics it had
+    #: read stored every incident again as version 1, behind a version 2, and showed that version 1 as current)
+    retired: dict[str, tuple[int, str, Any]] = field(default_factory=dict, repr=False)
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
     #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
@@ -424,10 +430,14 @@ class StreamCorrelator:
             h = _content_hash(inc)
             if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):
                 continue
+            gone = self.retired.get(inc["id"]) if prev is None else None
+            if gone and gone[1] == h and not (flush and gone[2] != inc.get("clocks")):
+                continue  # formed again from the same events: its stored version stands
             # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident
             # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
             inc = orjson.loads(orjson.dumps(inc))
-            inc["version"] = prev[0] + 1 if prev else 1
+            inc["version"] = prev[0] + 1 if prev else gone[0] + 1 if gone else 1
+            self.retired.pop(inc["id"], None)
             if prev:  # the events its last version held and this one does not are no longer its own
                 for m in member_ids(prev[2]):
                     owners.get(m, set()).discard(inc["id"])
@@ -659,8 +669,13 @@ class StreamCorrelator:
         for e in self.addr_lines.values():
             if e.event_id not in self.events:
                 self.wiring[e.event_id] = e
-        self.emitted = {k: v for k, v in self.emitted.items()
-                        if any(m in self.events or m in self.cold for m in member_ids(v[2]))}
+        emitted = {}
+        for k, v in self.emitted.items():
+            if any(m in self.events or m in self.cold for m in member_ids(v[2])):
+                emitted[k] = v
+            else:
+                self.retired[k] = (v[0], v[1], v[2].get("clocks"))
+        self.emitted = emitted
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything
