@@ -1029,7 +1029,7 @@ def test_whether_more_rows_exist_is_unknown_when_reading_on_fails():
         [None, False, True]
 
 
-def test_a_restart_refills_the_correlator_with_the_lakes_recent_events(lake):
+def test_a_restart_refills_the_correlator_with_the_lakes_recent_events(lake, tmp_path):
     """``Service`` starts by reading the events within the lateness horizon of the newest stored one
     (``IncidentSink.recent_events``): over a lake that has events (every restart) it returns them, newest
     included, and none older than the horizon."""
@@ -1043,7 +1043,9 @@ def test_a_restart_refills_the_correlator_with_the_lakes_recent_events(lake):
     newest = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
     n_day = con.execute("SELECT count(*) FROM events WHERE ts >= ?", [newest - dt.timedelta(days=1)]).fetchall()[0][0]
     con.close()
-    got = IncidentSink(Settings(lake=str(root))).recent_events(86_400 * 1_000_000)
+    # its own state folder: the working directory's is a running demo's, whose pager outbox it holds (a fresh user's
+    # trial: OutboxInUse)
+    got = IncidentSink(Settings(lake=str(root), state_dir=tmp_path / "state")).recent_events(86_400 * 1_000_000)
     assert got is not None and got.num_rows == n_day > 0
     ts = got.column("ts").to_pylist()
     assert max(ts) == newest and min(ts) >= newest - dt.timedelta(days=1)

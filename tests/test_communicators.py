@@ -323,15 +323,15 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     lake = Lake(tmp_path / "lake")
     lake.init()
     lake.write("events", events(pipeline, logs, now).events, "b1")
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).recent_events(3600 * S, now=now)
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(3600 * S, now=now)
     rows = sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist())
     assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now),
                     ("n4", "nccl_init", now - timedelta(days=3))]
     # what a correlate worker reads back when it starts over: the membership lines alone
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).membership_events()
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).membership_events()
     assert sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist()) == [
         ("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n4", "nccl_init", now - timedelta(days=3))]
-    assert IncidentSink(Settings(lake=str(tmp_path / "none"))).membership_events() is None
+    assert IncidentSink(Settings(lake=str(tmp_path / "none"), state_dir=tmp_path / "state")).membership_events() is None
     ahead = now + timedelta(days=30)
     # the ingest times a line stamped a month after its arrival by its arrival (ingest.assemble.AHEAD_US): such a
     # row comes from another producer of the events table, or from the lake of an older firstfault
@@ -339,13 +339,13 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     i = zz.schema.get_field_index("ts")
     zz = zz.set_column(i, zz.schema.field(i), pa.array([ahead] * zz.num_rows, zz.schema.field(i).type))
     lake.write("events", zz, "b2")
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).membership_events()
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).membership_events()
     assert sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist()) == [
         ("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n4", "nccl_init", now - timedelta(days=3)),
         ("zz", "nccl_init", ahead)]
     # nor the recent hour of the restart: it ends at the newest stored event but not after the clock (``now``),
     # where the line stamped a month ahead put n3's Xid of the last hour outside it
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"))).recent_events(3600 * S, now=now)
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(3600 * S, now=now)
     assert ("n3", "xid", now) in {(r["host"], r["kind"], r["ts"])
                                   for r in got.select(["host", "kind", "ts"]).to_pylist()}
 
@@ -373,7 +373,7 @@ def test_a_restart_reads_back_the_faults_kept_aside_for_long_timeouts(pipeline, 
     for i, t in enumerate([first.events, fault.events, *busy]):
         lake.write("events", t, f"b{i}")
     stored = correlate(pa.concat_tables([first.events, fault.events, *busy]), now_us=int(restart.timestamp() * S))
-    sink = IncidentSink(Settings(lake=str(tmp_path / "lake")))
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state"))
     xid_id = fault.events.column("event_id")[0].as_py()
     assert xid_id not in sink.recent_events(3600 * S, stored, 0).column("event_id").to_pylist()
     back = sink.recent_events(3600 * S, stored, 24 * 3600 * S)
@@ -536,7 +536,7 @@ def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeli
         lake.write("events", t, f"b{i}")
     stored = correlate(pa.concat_tables([a.events, b.events, noise.events]),
                        now_us=int((xid + timedelta(hours=1)).timestamp() * S))
-    sink = IncidentSink(Settings(lake=str(tmp_path / "lake")))
+    sink = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state"))
     (n1,) = [x for x in stored if x["initiator"]["host"] == "n1"]
     back = sink.incident_events([n1])
     assert back.column("event_id").to_pylist() == a.events.column("event_id").to_pylist()
@@ -544,7 +544,7 @@ def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeli
     assert sorted(sink.incident_events(stored).column("event_id").to_pylist()) == sorted(
         m for x in stored for m in member_ids(x))
     assert sink.incident_events([]) is None
-    assert IncidentSink(Settings(lake=str(tmp_path / "none"))).incident_events([n1]) is None
+    assert IncidentSink(Settings(lake=str(tmp_path / "none"), state_dir=tmp_path / "state")).incident_events([n1]) is None
     # a lake that cannot be read says so (it returned None without a word; a break-it pass), and read-back raises:
     # returning None lost the incident's faults for good (to_read_back hands each incident out once)
     import logging
@@ -583,7 +583,7 @@ def test_a_worker_whose_lake_read_back_fails_asks_again_and_then_keeps_the_fault
     part = next((tmp_path / "lake" / "events").rglob("*.parquet"))
     whole = part.read_bytes()
     stored = correlate(a.events, now_us=int((xid + timedelta(hours=1)).timestamp() * S))
-    conf = Settings(lake=str(tmp_path / "lake"))
+    conf = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")
     # the correlator's settings, as the correlate command gives them (the process settings passed here went unread
     # until StreamCorrelator.add asked for the clock bounds of every event)
     w = CorrelateWorker(bootstrap="127.0.0.1:9", topic="fleet.events", group_id="g", dlq_topic="fleet.dlq",
