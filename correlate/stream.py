@@ -90,6 +90,12 @@ def _stored(inc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
     return int(inc.get("version", 1)), _content_hash(inc), inc
 
 
+#: ``StreamCorrelator.retired`` keeps at most this many forgotten incidents, the oldest dropped first: one entry of
+#: ~0.5 KB each (its version, hash and clocks) for the life of a service that runs for weeks; past it, a replay of a
+#: topic older than the last 100,000 forgotten incidents stores them as version 1 again
+RETIRED_MAX = 100_000
+
+
 @dataclass
 class StreamCorrelator:
     """See module doc. ``close_after_us``: quiet time after the last event before an incident is emitted;
@@ -166,7 +172,7 @@ class StreamCorrelator:
     #: than ``reach_back_us`` replayed after a restart) form the same incident, which is no new version of it; a
     #: changed one is the next version, not version 1 again (a break-it pass: ``firstfault run`` over topics it had
     #: read stored every incident again as version 1, behind a version 2, and showed that version 1 as current)
-    retired: dict[str, tuple[int, str, Any]] = field(default_factory=dict, repr=False)
+    retired: dict[str, tuple[int, str, Any]] = field(default_factory=dict, repr=False)  # at most RETIRED_MAX
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
     #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
@@ -676,6 +682,8 @@ class StreamCorrelator:
             else:
                 self.retired[k] = (v[0], v[1], v[2].get("clocks"))
         self.emitted = emitted
+        while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
+            del self.retired[next(iter(self.retired))]
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything

@@ -880,3 +880,20 @@ def test_the_same_events_read_again_after_a_restart_make_no_older_version(tmp_pa
             assert strip(latest) == strip(inc), iid
 
     prop()
+
+
+def test_the_incidents_a_stream_forgot_are_kept_up_to_a_bound_oldest_dropped_first(tmp_path, monkeypatch):
+    """``retired`` (what the stream knows of incidents it forgot, for a replay of their events) lives as long as the
+    service: at most ``RETIRED_MAX`` entries, the oldest forgotten dropped first."""
+    import correlate.stream as stream
+
+    batch, cs = _fleet_events(tmp_path)
+    first = StreamCorrelator(settings=cs)
+    _replay(first, batch, list(range(batch.events.num_rows)), 6)
+    stored = [v[2] for v in first.emitted.values()]
+    assert len(stored) >= 4
+    monkeypatch.setattr(stream, "RETIRED_MAX", 2)
+    again = StreamCorrelator(settings=cs)
+    again.restore(stored)  # no events: every one is forgotten at the first prune
+    _replay(again, batch, [0], 1)
+    assert list(again.retired) == [i["id"] for i in stored][-2:]
