@@ -897,3 +897,16 @@ def test_the_incidents_a_stream_forgot_are_kept_up_to_a_bound_oldest_dropped_fir
     again.restore(stored)  # no events: every one is forgotten at the first prune
     _replay(again, batch, [0], 1)
     assert list(again.retired) == [i["id"] for i in stored][-2:]
+
+
+def test_a_redelivery_of_events_the_stream_holds_is_no_late_event(tmp_path):
+    """At-least-once delivery: the records of a batch come again after the host's watermark passed them by more
+    than the allowed lateness. The stream holds them already: nothing is new, and none is late (they were counted
+    in ``late_events``, /healthz's, though no line came late: a break-it pass)."""
+    batch, cs = _fleet_events(tmp_path)
+    sc = StreamCorrelator(settings=cs)
+    assert sc.add(batch.events) == 0
+    sc.step(now_us=0)
+    held = len(sc.events)
+    assert held == batch.events.num_rows
+    assert sc.add(batch.events) == 0 and sc.late_events == 0 and len(sc.events) == held
