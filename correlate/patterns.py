@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -917,6 +918,20 @@ def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
 SEQ_BEHIND_MAX = 5_000
 
 
+def _several_groups(timeouts: Iterable[Ev]) -> bool:
+    """Whether ``timeouts`` (watchdog timeouts whose lines name no process group) are of several groups: a rank's
+    own timeouts of one group are of consecutive SeqNums (its watchdog reports the hung collective, then the ones
+    queued behind it), so a rank whose SeqNums skip some ran collectives of several groups. Megatron's rank 0 timed
+    out on 257, 1032 and 1796 (its data-, tensor- and pipeline-parallel groups; PyTorch before 2.3 prints "[Rank 0]"
+    alone) beside rank 3 on 33, and rank 3 was told "behind, look there first" (NVIDIA/Megatron-LM#1142, a real-logs
+    pass)."""
+    seqs: dict[int, set[int]] = defaultdict(set)
+    for e in timeouts:
+        if e.seq is not None and e.rank is not None:
+            seqs[e.rank].add(e.seq)
+    return any(max(qs) - min(qs) >= len(qs) for qs in seqs.values())
+
+
 #: the most ranks a communicator's size is believed at (131,072: NCCL's largest jobs hold about a hundred thousand): a
 #: larger ``nranks`` is a garbled or hostile line, not a size to list the silent ranks of (at 2^20, 300 communicators
 #: of one init line each took 110 s: a break-it pass)
@@ -1286,8 +1301,9 @@ def silent_rank(scene: Scene) -> Verdict | None:
     # or nearer to it); of another collective or group, said as such (a stuck watchdog's ranks hid a timed-out one)
     seen = {(group(e), e.rank) for e in mine}  # a rank named already: its other lines say nothing more
     rest = [e for e in timeouts if (group(e), e.rank) not in seen]
-    behind = [e for e in rest if grp != "?" and group(e) == grp and e.seq is not None and seq is not None
-              and seq - SEQ_BEHIND_MAX <= e.seq < seq]
+    mixed = grp is None and _several_groups(e for e in timeouts if group(e) is None)
+    behind = [e for e in rest if grp != "?" and not mixed and group(e) == grp and e.seq is not None
+              and seq is not None and seq - SEQ_BEHIND_MAX <= e.seq < seq]
     if behind:
         lo = min(e.seq for e in behind)
         late = sorted({named(e) for e in behind if e.seq == lo})
@@ -1302,6 +1318,9 @@ def silent_rank(scene: Scene) -> Verdict | None:
                 + (" (too far behind to be of the same process group)" if apart else "")
                 for none, q, n, apart in other]
         why += f"; also {first_of(said, 4, noun='ranks')}"
+        if mixed:
+            why += (" (the lines name no process group, and one rank's own timeouts skip SeqNums: they are of "
+                    "several groups, whose SeqNums do not compare, so none of these ranks is known to be behind)")
     # the ranks that logged no timeout whose host NCCL's init lines give: the membership known in part is said (it
     # said "without the communicator's membership" while the lines placed 8 silent ranks on one host: a fresh user)
     placed: dict[str, list[int]] = defaultdict(list)

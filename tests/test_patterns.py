@@ -2807,6 +2807,22 @@ def test_a_rank_thousands_of_collectives_back_is_not_behind_but_of_another_group
     assert "; rank 7 is behind, still on SeqNum 96120: look there first" in near["explanation"]
 
 
+def test_a_rank_whose_own_timeouts_skip_seqnums_shows_several_groups_and_no_rank_is_behind(pipeline):
+    """Lines that name no process group (PyTorch before 2.3): Megatron's rank 0 timed out on SeqNums 257, 1032 and
+    1796 at once, of its data-, tensor- and pipeline-parallel groups, beside rank 3 on 33; rank 3 was told "behind,
+    look there first" (NVIDIA/Megatron-LM#1142, a real-logs pass). One group's timeouts on a rank are consecutive
+    SeqNums (the hung collective and those queued behind it), so SeqNums that skip are of several groups and do not
+    compare. A rank on two consecutive SeqNums is still one group, and a rank behind it is still told."""
+    line = ("[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={q}, "
+            "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 607565 milliseconds before timing out.")
+    (mixed,) = run(pipeline, "\n".join(line.format(r=r, q=q) for r, q in ((3, 33), (0, 257), (0, 1032), (0, 1796))))
+    assert "behind, still on" not in mixed["explanation"], mixed["explanation"]
+    assert "also rank 3 on SeqNum 33 (the lines name no process group, and one rank's own timeouts skip SeqNums" \
+        in mixed["explanation"]
+    (one,) = run(pipeline, "\n".join(line.format(r=r, q=q) for r, q in ((3, 1790), (0, 1795), (0, 1796))))
+    assert "; rank 3 is behind, still on SeqNum 1790: look there first" in one["explanation"], one["explanation"]
+
+
 def test_an_xid_out_of_range_is_named_as_written_in_the_next_step(pipeline):
     """An Xid no driver prints (4294967296, past int32) keeps its text in ``details.xid_text``; the next step read
     "Xid <xid> is not in this catalog", the placeholder unfilled (a break-it pass). It names the code as written."""
