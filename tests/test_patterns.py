@@ -2823,6 +2823,24 @@ def test_a_rank_whose_own_timeouts_skip_seqnums_shows_several_groups_and_no_rank
     assert "; rank 3 is behind, still on SeqNum 1790: look there first" in one["explanation"], one["explanation"]
 
 
+def test_ncclGetLastError_quoting_a_failed_nccl_allocation_is_the_ranks_own_failure(pipeline):
+    """PyTorch's "internal error … ncclInternalError: Internal check failed." quoting NCCL's last WARN, "Failed to
+    CUDA calloc async 1920 bytes", behind pdsh's host prefix (deepspeedai/DeepSpeed#3827's ZeRO++ all-to-all): only
+    the internal error was read, whose advice was a peer's fault (a real-logs pass). The allocation that failed is
+    this rank's own (nccl.alloc_failed) and explains the exception's lines: one incident, its advice the GPU's
+    memory, not a peer."""
+    text = "\n".join("192.168.1.51: " + x for x in (
+        "RuntimeError: NCCL error in: /opt/conda/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, internal "
+        "error, NCCL version 2.14.3",
+        "ncclInternalError: Internal check failed.",
+        "Last error:",
+        "Failed to CUDA calloc async 1920 bytes"))
+    (inc,) = run(pipeline, text, host="nodeds")
+    assert (inc["category"], inc["initiator"]["kind"]) == ("application", "cuda_error"), inc["initiator"]
+    assert {x["rule"] for x in inc["evidence"]} == {"cuda_error.explains_nccl"}
+    assert inc["next_action"].startswith("NCCL could not allocate 1920 bytes of GPU memory"), inc["next_action"]
+
+
 def test_an_xid_out_of_range_is_named_as_written_in_the_next_step(pipeline):
     """An Xid no driver prints (4294967296, past int32) keeps its text in ``details.xid_text``; the next step read
     "Xid <xid> is not in this catalog", the placeholder unfilled (a break-it pass). It names the code as written."""
