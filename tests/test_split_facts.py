@@ -677,8 +677,14 @@ def test_a_second_signal_ends_a_worker_that_waits_for_its_broker(tmp_path):
         silent.listen(16)
         env = _env(f"127.0.0.1:{silent.getsockname()[1]}", tmp_path, "sig", "x")
         p = subprocess.Popen([FIRSTFAULT, "correlate"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        conn = None
         try:
-            time.sleep(3.0)  # started, waiting for the broker's answer
+            # started, its signal handlers set (before it connects) and waiting for the broker's answer: a fixed 3 s
+            # sleep was too short for a start-up on a loaded machine, and the first SIGTERM found Python's default
+            # (exit -15: a break-it pass running its tests beside others)
+            silent.settimeout(60)
+            conn, _ = silent.accept()
+            time.sleep(0.5)
             p.send_signal(signal.SIGTERM)
             time.sleep(1.0)
             assert p.poll() is None  # the first asks; it still waits
@@ -690,6 +696,8 @@ def test_a_second_signal_ends_a_worker_that_waits_for_its_broker(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+            if conn is not None:
+                conn.close()
     err = p.stderr.read().decode()
     assert code == 1 and took < 5 and "a second signal: stopping now" in err, (code, took, err[-2000:])
 
