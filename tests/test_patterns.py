@@ -6010,3 +6010,30 @@ def test_nccls_invalid_device_ordinal_is_the_launchs_gpu_visibility_not_a_gpu_fa
     (inc,) = run(pipeline, line, host="holygpu8a25204")
     assert "named a GPU this process cannot see" in inc["next_action"], inc["next_action"]
     assert "not a GPU fault" in inc["next_action"] and "--gpus-per-node" in inc["next_action"], inc["next_action"]
+
+
+SHM_PERMISSION = (  # NVIDIA/nccl#328: NCCL 2.4's SYSCHECK line names the cause, the segment line after it does not
+    "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+    "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+    "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+    "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n")
+SHM_FULL = (  # NVIDIA/nccl#342: the same segment line after a full /dev/shm's posix_fallocate
+    "node08:27106:27302 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n"
+    "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+    "nccl-shm-recv-250a7cc850ba9298-0-1-3 (size 9637888)\n")
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["as-logged", "reversed"])
+def test_a_shm_segment_line_takes_its_cause_from_the_line_that_says_why(pipeline, reverse):
+    """Before NCCL 2.12 the "Error while creating shared memory segment … (size …)" line names no cause; the
+    SYSCHECK line before it does. After shm_open's "Permission denied" the incident's action is /dev/shm's
+    permissions, not a larger /dev/shm (NVIDIA/nccl#328: chmod fixed it; a real-logs pass found the advice was
+    --shm-size); after posix_fallocate's "No space left on device" it is the size. Whichever line comes first
+    (``initiator_event`` ranks the cause's role above the segment line's), and one incident for the rank."""
+    for text, says in ((SHM_PERMISSION, "permission denied, not a full /dev/shm"),
+                       (SHM_FULL, "the file system is full or too small")):
+        lines = text.splitlines(keepends=True)
+        (inc,) = run(pipeline, "".join(reversed(lines)) if reverse else text, host="node08")
+        assert inc["category"] == "nccl_software" and inc["severity"] == "error"
+        assert inc["initiator"]["gpu_index"] == 0 and inc["initiator"]["host"] == "node08"
+        assert says in inc["next_action"], inc["next_action"]
