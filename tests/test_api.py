@@ -1243,8 +1243,8 @@ def test_a_query_parameter_the_route_does_not_take_is_a_422_naming_the_closest_o
     r = api.get("/incidents", params={"hots": "node004"})
     assert r.status_code == 422
     assert r.json()["detail"] == ("query: unknown parameter 'hots' (did you mean 'host'?); /incidents takes: "
-                                  "category, comm, cursor, device, domain, downstream_limit, host, limit, min_severity, "
-                                  "rack, severity, since, sort, status, until")
+                                  "category, comm, cursor, device, domain, downstream_limit, host, limit, "
+                                  "min_severity, rack, severity, since, sort, status, until")
     r = api.get("/events", params={"host": "node004", "sinse": "2026-01-01", "zz": "1"})
     assert r.status_code == 422 and "unknown parameters 'sinse' (did you mean 'since'?), 'zz';" in r.json()["detail"]
     assert api.get("/hosts/node004/timeline", params={"lim": 3}).json()["detail"].startswith(

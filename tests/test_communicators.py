@@ -323,7 +323,8 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
     lake = Lake(tmp_path / "lake")
     lake.init()
     lake.write("events", events(pipeline, logs, now).events, "b1")
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(3600 * S, now=now)
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(
+        3600 * S, now=now)
     rows = sorted((r["host"], r["kind"], r["ts"]) for r in got.select(["host", "kind", "ts"]).to_pylist())
     assert rows == [("n1", "nccl_init", now - timedelta(days=1, hours=12)), ("n3", "xid", now),
                     ("n4", "nccl_init", now - timedelta(days=3))]
@@ -345,7 +346,8 @@ def test_a_restart_reads_back_the_membership_of_jobs_that_started_before_the_hor
         ("zz", "nccl_init", ahead)]
     # nor the recent hour of the restart: it ends at the newest stored event but not after the clock (``now``),
     # where the line stamped a month ahead put n3's Xid of the last hour outside it
-    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(3600 * S, now=now)
+    got = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")).recent_events(
+        3600 * S, now=now)
     assert ("n3", "xid", now) in {(r["host"], r["kind"], r["ts"])
                                   for r in got.select(["host", "kind", "ts"]).to_pylist()}
 
@@ -544,7 +546,8 @@ def test_the_sink_reads_back_the_events_of_stored_incidents_from_the_lake(pipeli
     assert sorted(sink.incident_events(stored).column("event_id").to_pylist()) == sorted(
         m for x in stored for m in member_ids(x))
     assert sink.incident_events([]) is None
-    assert IncidentSink(Settings(lake=str(tmp_path / "none"), state_dir=tmp_path / "state")).incident_events([n1]) is None
+    assert IncidentSink(Settings(lake=str(tmp_path / "none"), state_dir=tmp_path / "state")).incident_events(
+        [n1]) is None
     # a lake that cannot be read says so (it returned None without a word; a break-it pass), and read-back raises:
     # returning None lost the incident's faults for good (to_read_back hands each incident out once)
     import logging

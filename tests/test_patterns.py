@@ -2813,8 +2813,8 @@ def test_a_rank_whose_own_timeouts_skip_seqnums_shows_several_groups_and_no_rank
     look there first" (NVIDIA/Megatron-LM#1142, a real-logs pass). One group's timeouts on a rank are consecutive
     SeqNums (the hung collective and those queued behind it), so SeqNums that skip are of several groups and do not
     compare. A rank on two consecutive SeqNums is still one group, and a rank behind it is still told."""
-    line = ("[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={q}, "
-            "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 607565 milliseconds before timing out.")
+    line = ("[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum={q}, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 607565 milliseconds before timing out.")
     (mixed,) = run(pipeline, "\n".join(line.format(r=r, q=q) for r, q in ((3, 33), (0, 257), (0, 1032), (0, 1796))))
     assert "behind, still on" not in mixed["explanation"], mixed["explanation"]
     assert "also rank 3 on SeqNum 33 (the lines name no process group, and one rank's own timeouts skip SeqNums" \
