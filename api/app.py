@@ -343,7 +343,8 @@ UntilQuery = Annotated[Until, Query(description="ISO 8601 (a time without an off
                                                 "Unix seconds; a bare date (2026-12-01 or 20261201): through the end "
                                                 "of that UTC day")]
 DownstreamLimit = Annotated[int, Query(ge=1, le=DOWNSTREAM_MAX, description=(
-    "at most this many parties in each incident's `downstream` (an incident's candidates first, then the earliest); "
+    "at most this many parties in each incident's `downstream` (the parties of the host, domain, rack or device "
+    "asked about first, then an incident's candidates, then the earliest); "
     "an incident cut so says how many it has (`downstream_total`) and keeps the `evidence` edges to those kept "
     "(`evidence_total` counts them all); `GET /incidents/{id}` gives every one"))]
 
@@ -645,7 +646,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         nxt = _encode_cursor(sort, items[-1]) if more and items else None
         for i in items:
             i.pop("_sort_key", None)
-        return _as_is({"items": [cut_downstream(i, downstream_limit) for i in items], "next_cursor": nxt})
+        asked = {host} if host else set(hosts_in or ())
+        return _as_is({"items": [cut_downstream(i, downstream_limit, hosts=asked, device=device) for i in items],
+                       "next_cursor": nxt})
 
     @app.get("/incidents/{incident_id}", dependencies=[Depends(auth)], response_model=None,
              responses={200: {"model": IncidentDetail, "content": {"text/html": {}}}, 404: {"model": Problem}},
@@ -766,7 +769,7 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         incs = store.incidents(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
         for i in incs:
             i.pop("_sort_key", None)
-        incs = [cut_downstream(i, downstream_limit) for i in incs]
+        incs = [cut_downstream(i, downstream_limit, hosts=(host,)) for i in incs]
         evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
         known_host(host, bool(incs or evs))
         return _as_is({"host": host, "incidents": incs, "events": [_event_json(e) for e in evs]})

@@ -16,6 +16,7 @@ fell off the bus). A storm folded into one event (``count`` copies until ``last_
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timezone
 from typing import Any, Final
 
@@ -235,13 +236,17 @@ DOWNSTREAM_DEFAULT = 100
 DOWNSTREAM_MAX = 100_000
 
 
-def cut_downstream(inc: dict[str, Any], limit: int) -> dict[str, Any]:
+def cut_downstream(inc: dict[str, Any], limit: int, *, hosts: Collection[str] = (),
+                   device: str | None = None) -> dict[str, Any]:
     """``inc`` (an incident in the DESIGN.md shape) with at most ``limit`` parties in ``downstream``: the candidates
     of an incident with no single culprit (``initiator.candidates``: its verdict rests on them), then the others in
-    their stored order (the correlator's: earliest first); ``evidence`` keeps the edges whose effect is an event of
-    the initiator, the context or a kept party; ``downstream_total`` and ``evidence_total`` give the counts before the
-    cut. An incident with ``limit`` parties or fewer is ``inc`` itself, as stored (nothing added). ``limit`` ≥ 1.
-    Pure: ``inc`` itself is not changed."""
+    their stored order (the correlator's: earliest first). Before both, the parties the list was asked about: on one
+    of ``hosts`` (a ``host``, ``domain`` or ``rack`` filter, a host's timeline) or of ``device`` (a ``device`` filter):
+    the item is in the list for them, and a host's timeline showed an incident of 200 ranks without the host's own
+    party when it was not among the first 100 (a break-it pass). The kept keep their stored order; ``evidence``
+    keeps the edges whose effect is an event of the initiator, the context or a kept party; ``downstream_total``
+    and ``evidence_total`` give the counts before the cut. An incident with ``limit`` parties or fewer is ``inc``
+    itself, as stored (nothing added). ``limit`` ≥ 1. Pure: ``inc`` itself is not changed."""
     ds = inc.get("downstream") or []
     if len(ds) <= limit:
         return inc
@@ -251,7 +256,11 @@ def cut_downstream(inc: dict[str, Any], limit: int) -> dict[str, Any]:
     from correlate.incident import party_subject
 
     named = set((inc.get("initiator") or {}).get("candidates") or ())
-    first = [i for i, d in enumerate(ds) if named and candidate_name(*party_subject(d)) in named][:limit]
+    hosts = set(hosts)
+    asked = [i for i, d in enumerate(ds) if d.get("host") in hosts or (device and d.get("device") == device)]
+    taken = set(asked)
+    first = (asked + [i for i, d in enumerate(ds) if i not in taken and named
+                      and candidate_name(*party_subject(d)) in named])[:limit]
     taken = set(first)
     rest = [i for i in range(len(ds)) if i not in taken]
     kept = [ds[i] for i in sorted(first + rest[:limit - len(first)])]

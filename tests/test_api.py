@@ -237,6 +237,31 @@ def test_cut_downstream_keeps_the_candidates_then_the_earliest_and_their_edges()
     assert [d["rank"] for d in cut_downstream(nc, 1)["downstream"]] == [3]
 
 
+def test_a_list_filtered_by_host_or_device_keeps_the_parties_asked_about_when_it_cuts(api):
+    """An incident is in ``GET /incidents?device=`` or ``?host=`` (a domain, a rack) and in a host's timeline for
+    a party of that device or host; cut to ``downstream_limit``, it kept the candidates and the earliest parties
+    and dropped the very party it was listed for (a host's timeline showed a job of 200 ranks without the host's
+    own rank, a break-it pass). The parties asked about are kept first, then the candidates, then the earliest."""
+    from api.incident_render import cut_downstream
+
+    items = api.get("/incidents", params={"limit": 500}).json()["items"]
+    inc = max(items, key=lambda i: len({d["device"] for d in i["downstream"]}))
+    last = inc["downstream"][-1]
+    assert len(inc["downstream"]) > 1 and last["device"] != inc["downstream"][0]["device"]
+    got = api.get("/incidents", params={"device": last["device"], "downstream_limit": 1, "limit": 500}).json()
+    (cut,) = [i for i in got["items"] if i["id"] == inc["id"]]
+    assert cut["downstream"] == [last] and cut["downstream_total"] == len(inc["downstream"])
+    assert cut["evidence"] == [e for e in inc["evidence"] if e["effect"] in set(last["events"])
+                               | set(inc["initiator"].get("events") or ())
+                               | {c.get("event") for c in inc.get("context") or ()}]
+
+    ds = [{"host": f"n{i}", "device_type": None, "device": None, "rank": i, "events": [f"d{i}"]} for i in range(4)]
+    one = {"initiator": {"events": ["i0"]}, "downstream": ds, "evidence": []}
+    assert [d["rank"] for d in cut_downstream(one, 2, hosts={"n3"})["downstream"]] == [0, 3]
+    assert [d["rank"] for d in cut_downstream(one, 1, hosts=("n2",))["downstream"]] == [2]
+    assert [d["rank"] for d in cut_downstream(one, 2, hosts={"n9"})["downstream"]] == [0, 1]
+
+
 def test_cut_timeline_keeps_initiator_and_context_then_the_earliest_others_in_time_order():
     from api.incident_render import cut_timeline
 
