@@ -668,6 +668,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     level: Any = UNSET
     error: Any = UNSET
     err: Any = UNSET
+    exception: Any = UNSET
     ts: Any = UNSET
     realtime: Any = UNSET
     source_realtime: Any = UNSET
@@ -991,7 +992,7 @@ def _message_of(rec: Envelope) -> str:
                 raise ValueError(f"field 'jsonPayload.{k}' has type {type(v).__name__}, not a string")
     if type(rec.event) is str and type(rec.level) is str:  # structlog's JSON: its message is "event" (its value may
         # be another program's object: NVSentinel's slog records nest a HealthEvent there, read by _with_health_events)
-        return _with_cause(rec.event, rec)
+        return _with_traceback(_with_cause(rec.event, rec), rec.exception)
     fmt = rec.format
     if isinstance(fmt, str) and fmt.startswith(POLLER_FORMAT.rsplit("/", 1)[0] + "/"):  # a poller's sample, another
         # version: say so, not that it has no message (a break-it pass)
@@ -1028,6 +1029,23 @@ def _with_cause(msg: str, rec: Envelope) -> str:
     """A structured logger's ``msg`` with its error after it (``msg: error``), as its text encoder prints them."""
     cause = _cause_of(rec)
     return f"{msg}: {cause}" if cause else msg
+
+
+def _with_traceback(msg: str, exc: Any) -> str:
+    """A structlog record's message with its ``exception`` on the lines after it, as its ConsoleRenderer prints
+    them: ``format_exc_info``'s traceback (a string), or ``dict_tracebacks``' list of ``{"exc_type", "exc_value",
+    …}`` as ``exc_type: exc_value`` lines, the last a traceback's own. The fault of a record logged with
+    ``log.exception(...)`` is there ("RuntimeError: CUDA error: an illegal memory access was encountered"): read
+    by ``event`` alone it gave no event, though the record read as text had given one (a break-it pass). Any
+    other value adds nothing."""
+    if isinstance(exc, str) and exc:
+        return f"{msg}\n{exc}"
+    if isinstance(exc, list):
+        said = [f"{e['exc_type']}: {e.get('exc_value') or ''}".rstrip(": ") for e in exc
+                if isinstance(e, dict) and isinstance(e.get("exc_type"), str)]
+        if said:
+            return "\n".join([msg, *said])
+    return msg
 
 
 def _cause_of(rec: Envelope) -> str | None:

@@ -11,7 +11,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.decode import decode_file, decode_message, decode_ndjson, end_nul_holes
+from ingest.decode import decode_file, decode_message, decode_ndjson, end_nul_holes, per_record
 from schemas.pci import bus_only, nccl_bus_id, normalize_bus_id
 
 XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
@@ -187,6 +187,35 @@ def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts
     assert d.segments[0].data.decode() == text
     assert d.segments[0].host == "node01"
     assert (d.segments[0].ref_ts if d.segments[0].ref_basis == "envelope" else None) == ts
+
+
+def test_a_structlog_records_exception_is_read_after_its_event(tmp_path):
+    """structlog's ``log.exception("step failed")`` writes the traceback in ``exception`` (``format_exc_info``; a
+    list of ``{"exc_type", "exc_value", …}`` with ``dict_tracebacks``): read by ``event`` alone, the CUDA error in it
+    gave no event, though the same record in a file with no time had been read as text and given one, and one with
+    a time had been dead-lettered, not read as nothing (a break-it pass). It is read on the lines after the event,
+    as structlog's ConsoleRenderer prints it."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    tb = ('Traceback (most recent call last):\n  File "train.py", line 10, in step\n    loss.backward()\n'
+          "RuntimeError: CUDA error: an illegal memory access was encountered")
+    rec = {"event": "step failed", "level": "error", "timestamp": "2026-12-01T00:00:00Z", "host": "node01",
+           "exception": tb}
+    assert msg(orjson.dumps(rec)).segments[0].data.decode() == "step failed\n" + tb
+    listed = dict(rec, exception=[{"exc_type": "RuntimeError", "exc_value": "CUDA error: an illegal memory access "
+                                   "was encountered", "is_cause": False, "frames": []}])
+    assert msg(orjson.dumps(listed)).segments[0].data.decode() == (
+        "step failed\nRuntimeError: CUDA error: an illegal memory access was encountered")
+    for r in (rec, listed, dict(rec, exception=None), dict(rec, exception=7)):  # runs read as record by record
+        two = orjson.dumps(r) + b"\n" + orjson.dumps(r)
+        kw = dict(origin="o", stream="s", host=None, ref_ts=0, ref_basis="file", ingest_ts=0, source=None)
+        assert [s.data for s in per_record(decode_ndjson(two, runs=True, **kw).segments)] == [
+            s.data for s in decode_ndjson(two, **kw).segments], r["exception"]
+    log = tmp_path / "node07.train.log"
+    log.write_bytes(orjson.dumps({k: v for k, v in rec.items() if k not in ("timestamp", "host")}) + b"\n")
+    _, batch, _ = diagnose_paths([log], Settings())
+    assert batch.events.column("signature").to_pylist() == ["cuda.program_error"]
 
 
 def test_a_vector_record_whose_host_is_an_address_with_its_port_takes_the_key():
