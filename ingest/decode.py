@@ -967,7 +967,10 @@ def _logger_record(rec: Envelope) -> bool:
     return type(rec.msg) is str and type(rec.level) is str
 
 
-def _message_of(rec: Envelope) -> str:
+def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
+    """The record's message (:class:`Envelope`'s fields, first present); ``raw``, the record's JSON, for a structlog
+    record's other fields (:func:`_structlog_fields`). Raises ``ValueError`` for a message field of the wrong type,
+    :class:`NoMessageField` when there is none."""
     if _logger_record(rec) and rec.MESSAGE is UNSET and type(rec.message) is not str:
         return _with_cause(rec.msg, rec)
     for k, attr in _MESSAGE_FIELDS:
@@ -992,7 +995,8 @@ def _message_of(rec: Envelope) -> str:
                 raise ValueError(f"field 'jsonPayload.{k}' has type {type(v).__name__}, not a string")
     if type(rec.event) is str and type(rec.level) is str:  # structlog's JSON: its message is "event" (its value may
         # be another program's object: NVSentinel's slog records nest a HealthEvent there, read by _with_health_events)
-        return _with_traceback(_with_cause(rec.event, rec), rec.exception)
+        event = rec.event + _structlog_fields(raw) if raw is not None else rec.event
+        return _with_traceback(_with_cause(event, rec), rec.exception)
     fmt = rec.format
     if isinstance(fmt, str) and fmt.startswith(POLLER_FORMAT.rsplit("/", 1)[0] + "/"):  # a poller's sample, another
         # version: say so, not that it has no message (a break-it pass)
@@ -1029,6 +1033,28 @@ def _with_cause(msg: str, rec: Envelope) -> str:
     """A structured logger's ``msg`` with its error after it (``msg: error``), as its text encoder prints them."""
     cause = _cause_of(rec)
     return f"{msg}: {cause}" if cause else msg
+
+
+#: a structlog record's keys its message is not rendered with: its own (event, level, timestamp, exception), the
+#: cause _with_cause appends, and the host and time fields the envelope is read by
+_STRUCTLOG_OWN = frozenset({"event", "level", "timestamp", "exception", "error", "err", "host", "hostname", "_HOSTNAME",
+                            "time", "ts", "date", "@timestamp"})
+
+
+def _structlog_fields(raw: bytes) -> str:
+    """A structlog record's other fields (``raw``: the record's JSON) as its ConsoleRenderer prints them after the
+    event: `` key=value`` by key, a string as it is, any other value as JSON; "" when there are none or ``raw`` is
+    no JSON object. The fault may be there alone: ``{"event": "gpu health check failed", "dmesg": "NVRM: Xid …
+    79 …"}`` was read as text before structlog's records were read by their event, and as the event alone it gave
+    no event (a break-it pass)."""
+    try:
+        rec = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(rec, dict):
+        return ""
+    return "".join(f" {k}={v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in sorted(rec.items())
+                   if k not in _STRUCTLOG_OWN)
 
 
 def _with_traceback(msg: str, exc: Any) -> str:
@@ -1156,7 +1182,13 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     else:
                         msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
                         if type(msg) is not str or rec.MESSAGE is not UNSET:
-                            msg = _message_of(rec)
+                            if type(rec.event) is str and type(rec.level) is str:  # structlog's: its other
+                                # fields are read from the record's JSON (_structlog_fields)
+                                if lines is None:
+                                    lines = data.split(b"\n")
+                                msg = _message_of(rec, lines[i])
+                            else:
+                                msg = _message_of(rec)
                         if health and _logger_record(rec):
                             if lines is None:
                                 lines = data.split(b"\n")

@@ -171,7 +171,13 @@ def test_a_value_with_one_record_of_another_shape_is_read_record_by_record(odd):
     # structlog's JSONRenderer: the message is "event" (NVIDIA/NVSentinel#772's preflight dcgm-diag logs were refused
     # whole, "no message field": a real-logs pass); its "exception" is not the cause a text encoder appends
     ({"event": "Test warn", "level": "warning", "timestamp": "2026-02-04T05:19:40.606906Z", "host": "node01",
-      "module": "preflight-dcgm-diag"}, "Test warn", 1770182380606906),
+      "module": "preflight-dcgm-diag", "error_code": 29}, "Test warn error_code=29 module=preflight-dcgm-diag",
+     1770182380606906),
+    # ... and its other fields after it, as its ConsoleRenderer prints them: the fault may be there alone (read as
+    # text before, the Xid line was lost to the event alone: a break-it pass)
+    ({"event": "gpu health check failed", "level": "error", "host": "node01",
+      "dmesg": "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."},
+     "gpu health check failed dmesg=NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.", None),
     ({"event": "probe failed", "level": "error", "error": "NVRM: Xid 79", "hostname": "node01"},
      "probe failed: NVRM: Xid 79", None),
     # ... and another field beats it: a record's own message, an slog record whose "event" is an object
