@@ -791,7 +791,7 @@ class IngestWorker:
         ``idle_fetch_ms``: how long a fetch waits with nothing buffered (at least ``linger_ms``)."""
         c = self._consumer
         assert c is not None
-        ready = await self._ready()
+        ready = await self._ready(peek=True)
         # records are taken from aiokafka only for partitions with less than two chunks buffered here (memory):
         # the others' fetched data stays in aiokafka (one fetch response per partition at most, not fetched
         # again meanwhile). Pausing those partitions instead made aiokafka drop their fetch responses and fetch
@@ -901,8 +901,12 @@ class IngestWorker:
         except IllegalStateError:
             return None
 
-    async def _ready(self) -> list[tuple[TopicPartition, int]]:
-        """(partition, last offset) of each chunk that can be taken now, in batch order."""
+    async def _ready(self, peek: bool = False) -> list[tuple[TopicPartition, int]]:
+        """(partition, last offset) of each chunk that can be taken now, in batch order. ``peek``: only whether any
+        can (the fetch's wait): a batch begun before that can be replayed now stays to be taken by the next call
+        (a peek that released it threw it away, and the partitions were cut into chunks anew: another batch id,
+        the crashed batch's parts left beside the new ones, when the release came by ``REPLAY_WAIT_S`` running out
+        between the two calls: a speed pass's reading)."""
         c = self._consumer
         if self._intents:
             mine = c.assignment()
@@ -918,6 +922,8 @@ class IngestWorker:
                     waiting.append(tp)
             if waiting and time.monotonic() - self._intents_since < REPLAY_WAIT_S:
                 return []
+            if peek:
+                return group
             if waiting:
                 log.warning("batch %s could not be read whole again (partitions %s); taking what was read",
                             bid, waiting)

@@ -1134,6 +1134,41 @@ def test_a_batch_with_offset_gaps_spans_its_ends_and_counts_its_records(tmp_path
     assert batch_id(taken.records) == _batch_id(taken.spans)
 
 
+def test_a_batch_begun_before_is_replayed_by_the_call_that_takes_it_not_by_the_fetchs_peek(tmp_path):
+    """``_next_batch`` asks ``_ready`` twice: before its fetch, only whether anything is ready (how long to wait), then
+    for what to take. A batch begun before (a crash between its begin and its commit) whose partitions could not all
+    be read whole within ``REPLAY_WAIT_S`` is released by whichever call finds the time run out: when that was the
+    first, the release was thrown away and the partitions cut into chunks anew (another batch id, the crashed
+    batch's parts left in the lake beside the new ones: a speed pass's reading). The first call now only peeks.
+    The consumer is a stand-in for its assignment and positions (the worker is not started): the time running out
+    between the two calls cannot be arranged with a real broker."""
+    from ingest.consumer import REPLAY_WAIT_S, TopicPartition
+
+    w = IngestWorker(bootstrap="127.0.0.1:1", topics=["t"], group_id="g", lake=Lake(tmp_path / "lake"),
+                     dlq_topic="t.dlq", max_records=80)  # chunks of 10 records
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    w._buf[a] = _records("t", 0, [b"x"] * 10)
+    w._buf[b] = _records("t", 1, [b"y"] * 3)
+
+    class Consumer:  # a stand-in: what the broker gave (a: offsets 0 - 9, b: 0 - 2), no broker
+        def assignment(self):
+            return {a, b}
+
+        async def position(self, tp):
+            return {a: 10, b: 3}[tp]
+
+        def highwater(self, tp):
+            return {a: 10, b: 3}[tp]
+
+    w._consumer = Consumer()
+    w._intents = {a: (4, "b1"), b: (9, "b1")}  # begun as a: 0 - 4 (the live edge then), b: 0 - 9 (not all there now)
+    w._intents_since = time.monotonic() - REPLAY_WAIT_S - 1
+    assert asyncio.run(w._ready(peek=True)) == [(a, 4), (b, 9)] and w._intents  # ready, and still to be taken
+    assert asyncio.run(w._ready()) == [(a, 4), (b, 9)] and not w._intents and w.health.replays == 1
+    # no replay left: the aligned chunks (the round-robin turns between the two calls)
+    assert sorted(asyncio.run(w._ready(peek=True))) == sorted(asyncio.run(w._ready())) == [(a, 9), (b, 9)]
+
+
 def test_batch_spans_and_ids_do_not_depend_on_how_partitions_interleave():
     from ingest.consumer import TopicPartition, _spans, batch_id
 
