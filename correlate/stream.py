@@ -90,8 +90,8 @@ def _stored(inc: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
     return int(inc.get("version", 1)), _content_hash(inc), inc
 
 
-#: ``StreamCorrelator.retired`` keeps at most this many forgotten incidents, the oldest dropped first: one entry of
-#: ~0.5 KB each (its version, hash and clocks) for the life of a service that runs for weeks; past it, a replay of a
+#: ``StreamCorrelator.retired`` keeps at most this many forgotten incidents, the oldest dropped first: one entry each
+#: (its version, hash, clocks and event ids) for the life of a service that runs for weeks; past it, a replay of a
 #: topic older than the last 100,000 forgotten incidents stores them as version 1 again
 RETIRED_MAX = 100_000
 
@@ -167,12 +167,13 @@ class StreamCorrelator:
     samples: list[pa.Table] = field(default_factory=list)
     topology: list[pa.Table] = field(default_factory=list)
     emitted: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
-    #: incident id -> (its last version, content hash, ``clocks``) of the incidents ``_prune`` forgot from ``emitted``
-    #: (none of their events kept): the same events read again (a new consumer group, offsets reset, a backlog older
-    #: than ``reach_back_us`` replayed after a restart) form the same incident, which is no new version of it; a
-    #: changed one is the next version, not version 1 again (a break-it pass: ``firstfault run`` over topics it had
-    #: read stored every incident again as version 1, behind a version 2, and showed that version 1 as current)
-    retired: dict[str, tuple[int, str, Any]] = field(default_factory=dict, repr=False)  # at most RETIRED_MAX
+    #: incident id -> (its last version, content hash, ``clocks``, event ids) of the incidents ``_prune`` forgot
+    #: from ``emitted`` (none of their events kept): the same events read again (a new consumer group, offsets
+    #: reset, a backlog older than ``reach_back_us`` replayed after a restart) form the same incident, which is no
+    #: new version of it, and part of them no version at all; a changed one is the next version, not version 1
+    #: again (a break-it pass: ``firstfault run`` over topics it had read stored every incident again as version 1,
+    #: behind a version 2, and showed that version 1 as current)
+    retired: dict[str, tuple[int, str, Any, frozenset[str]]] = field(default_factory=dict, repr=False)  # ≤ RETIRED_MAX
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
     #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
@@ -442,6 +443,11 @@ class StreamCorrelator:
             gone = self.retired.get(inc["id"]) if prev is None else None
             if gone and gone[1] == h and not (flush and gone[2] != inc.get("clocks")):
                 continue  # formed again from the same events: its stored version stands
+            if gone and gone[3].issuperset(members) and len(gone[3]) > len(set(members)):
+                # formed again from part of its stored version's events (a replay under way): that version, made with
+                # more evidence, stands — the part was stored as the next version and paged as an update (a break-it
+                # pass: v2 of six reporters, then v3 of two, then v4 of six again)
+                continue
             # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident
             # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
             inc = orjson.loads(orjson.dumps(inc))
@@ -683,7 +689,7 @@ class StreamCorrelator:
             if any(m in self.events or m in self.cold for m in member_ids(v[2])):
                 emitted[k] = v
             else:
-                self.retired[k] = (v[0], v[1], v[2].get("clocks"))
+                self.retired[k] = (v[0], v[1], v[2].get("clocks"), frozenset(member_ids(v[2])))
         self.emitted = emitted
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
