@@ -173,7 +173,7 @@ class StreamCorrelator:
     #: new version of it, and part of them no version at all; a changed one is the next version, not version 1
     #: again (a break-it pass: ``firstfault run`` over topics it had read stored every incident again as version 1,
     #: behind a version 2, and showed that version 1 as current)
-    retired: dict[str, tuple[int, str, Any, frozenset[str]]] = field(default_factory=dict, repr=False)  # ≤ RETIRED_MAX
+    retired: dict[str, tuple[int, str, Any, frozenset[str]]] = field(default_factory=dict, repr=False)  # RETIRED_MAX
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
     #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
