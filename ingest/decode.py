@@ -880,15 +880,16 @@ def _journald_us(v: object) -> int:
     return t
 
 
+def _readings_us(v: int | float) -> tuple[int | float, ...]:
+    """``v`` read as s, ms, µs and ns since the epoch, in µs: exact for an int (no float rounding of ns counts)."""
+    return (v * US, v * 1000, v, v // 1000) if type(v) is int else (v * US, v * 1e3, v, v / 1e3)
+
+
 def _epoch_us(v: int | float, k: str) -> int:
     """A number since the epoch in s (Fluent Bit ``date``), ms, µs or ns: the one unit that puts it
     from 2000 to 2100 (the four ranges do not overlap). A number no unit places there (0, 9e13, 1e30)
     says nothing about when the line was written: ``ValueError``, not a guess."""
-    if type(v) is int:  # exact: no float rounding of ns counts
-        readings: tuple[int | float, ...] = (v * US, v * 1000, v, v // 1000)
-    else:
-        readings = (v * US, v * 1e3, v, v / 1e3)  # nan and inf fall through: no comparison holds
-    for t in readings:
+    for t in _readings_us(v):  # nan and inf fall through: no comparison holds
         if plausible(t):
             return int(t)
     raise ValueError(f"field {k!r} = {str(v)[:40]} is no time from 2000 to 2100 in s, ms, µs or ns "
@@ -910,8 +911,7 @@ def _envelope_number_us(v: int | float, k: str) -> int:
     except ValueError:
         if isinstance(v, float) and not math.isfinite(v):  # NaN, infinity: no reading (msgspec refuses JSON's)
             raise
-        readings = (v * US, v * 1000, v, v // 1000) if type(v) is int else (v * US, v * 1e3, v, v / 1e3)
-        for t in readings:
+        for t in _readings_us(v):
             if isinstance(t, float):
                 if not math.isfinite(t):
                     continue
@@ -967,6 +967,13 @@ def _logger_record(rec: Envelope) -> bool:
     return type(rec.msg) is str and type(rec.level) is str
 
 
+def _structlog_record(rec: Envelope) -> bool:
+    """A structlog record (its JSONRenderer's): a string ``event``, its message, beside a string ``level``; an
+    ``event`` of another type is a program's own field (NVSentinel's slog records nest a HealthEvent there, read by
+    :func:`_with_health_events`)."""
+    return type(rec.event) is str and type(rec.level) is str
+
+
 def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
     """The record's message (:class:`Envelope`'s fields, first present); ``raw``, the record's JSON, for a structlog
     record's other fields (:func:`_structlog_fields`). Raises ``ValueError`` for a message field of the wrong type,
@@ -993,8 +1000,7 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
                 return v
             if v is not None:
                 raise ValueError(f"field 'jsonPayload.{k}' has type {type(v).__name__}, not a string")
-    if type(rec.event) is str and type(rec.level) is str:  # structlog's JSON: its message is "event" (its value may
-        # be another program's object: NVSentinel's slog records nest a HealthEvent there, read by _with_health_events)
+    if _structlog_record(rec):
         event = rec.event + _structlog_fields(raw) if raw is not None else rec.event
         return _with_traceback(_with_cause(event, rec), rec.exception)
     fmt = rec.format
@@ -1182,8 +1188,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                     else:
                         msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
                         if type(msg) is not str or rec.MESSAGE is not UNSET:
-                            if type(rec.event) is str and type(rec.level) is str:  # structlog's: its other
-                                # fields are read from the record's JSON (_structlog_fields)
+                            if _structlog_record(rec):  # its other fields are read from its JSON
                                 if lines is None:
                                     lines = data.split(b"\n")
                                 msg = _message_of(rec, lines[i])
