@@ -216,7 +216,7 @@ class StreamCorrelator:
             if e.event_id in self.cold:  # came again (a replay): its incident comes back whole (``_revive``)
                 self.returned.add(e.event_id)
                 self.fresh.append(e.event_id)
-            elif e.event_id not in self.events:
+            else:
                 self.events[e.event_id] = e
                 self.fresh.append(e.event_id)
                 if self._teaches(e):
@@ -438,12 +438,11 @@ class StreamCorrelator:
                 if not was.issubset(inc.get("communicators") or ()):
                     inc = {**inc, "communicators": sorted(was.union(inc.get("communicators") or ()))}
             h = _content_hash(inc)
-            if prev and prev[1] == h and not (flush and prev[2].get("clocks") != inc.get("clocks")):
-                continue
             gone = self.retired.get(inc["id"]) if prev is None else None
-            if gone and gone[1] == h and not (flush and gone[2] != inc.get("clocks")):
-                continue  # formed again from the same events: its stored version stands
-            if gone and gone[3].issuperset(members) and len(gone[3]) > len(set(members)):
+            last = (prev[0], prev[1], prev[2].get("clocks")) if prev else gone  # its last version, hash, clocks
+            if last and last[1] == h and not (flush and last[2] != inc.get("clocks")):
+                continue  # unchanged; or, forgotten, formed again from the same events: its stored version stands
+            if gone and gone[3] > set(members):
                 # formed again from part of its stored version's events (a replay under way): that version, made with
                 # more evidence, stands — the part was stored as the next version and paged as an update (a break-it
                 # pass: v2 of six reporters, then v3 of two, then v4 of six again)
@@ -451,7 +450,7 @@ class StreamCorrelator:
             # its parts are the attribution cache's (incident.body): the caller gets its own copy (an incident
             # holds JSON values only, DESIGN.md; orjson copies them ~4x faster than copy.deepcopy)
             inc = orjson.loads(orjson.dumps(inc))
-            inc["version"] = prev[0] + 1 if prev else gone[0] + 1 if gone else 1
+            inc["version"] = last[0] + 1 if last else 1
             self.retired.pop(inc["id"], None)
             if prev:  # the events its last version held and this one does not are no longer its own
                 for m in member_ids(prev[2]):
