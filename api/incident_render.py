@@ -72,18 +72,24 @@ def lane_name(e: dict[str, Any]) -> str:
     return host
 
 
-def suspect_events(detail: dict[str, Any]) -> set[str]:
-    """Ids of the events of the parties an incident with no single culprit names as its candidates
-    (``initiator.candidates``; ``correlate.attribute.candidate_name``): the API lists them among ``downstream``,
-    and the page calls them suspects, as the CLI's table does (:func:`api.render._rows`)."""
+def candidate_parties(detail: dict[str, Any]) -> list[int]:
+    """Indexes in ``downstream`` of the parties an incident with no single culprit names as its candidates
+    (``initiator.candidates``; ``correlate.attribute.candidate_name``), in order; none for an incident with an
+    initiator."""
     from correlate.attribute import candidate_name
     from correlate.incident import party_subject
 
     named = set((detail.get("initiator") or {}).get("candidates") or ())
     if not named:
-        return set()
-    return {e for d in detail.get("downstream") or () if candidate_name(*party_subject(d)) in named
-            for e in d.get("events") or ()}
+        return []
+    return [i for i, d in enumerate(detail.get("downstream") or ()) if candidate_name(*party_subject(d)) in named]
+
+
+def suspect_events(detail: dict[str, Any]) -> set[str]:
+    """Ids of the events of the :func:`candidate_parties`: the API lists them among ``downstream``, and the page
+    calls them suspects, as the CLI's table does (:func:`api.render._rows`)."""
+    ds = detail.get("downstream") or []
+    return {e for i in candidate_parties(detail) for e in ds[i].get("events") or ()}
 
 
 def role_of(e: dict[str, Any], suspects: set[str]) -> str:
@@ -252,15 +258,9 @@ def cut_downstream(inc: dict[str, Any], limit: int, *, hosts: Collection[str] = 
         return inc
     ev = inc.get("evidence") or []
     out = dict(inc, downstream_total=len(ds), evidence_total=len(ev))
-    from correlate.attribute import candidate_name
-    from correlate.incident import party_subject
-
-    named = set((inc.get("initiator") or {}).get("candidates") or ())
     hosts = set(hosts)
     asked = [i for i, d in enumerate(ds) if d.get("host") in hosts or (device and d.get("device") == device)]
-    taken = set(asked)
-    first = (asked + [i for i, d in enumerate(ds) if i not in taken and named
-                      and candidate_name(*party_subject(d)) in named])[:limit]
+    first = list(dict.fromkeys(asked + candidate_parties(inc)))[:limit]  # the asked first, each once
     taken = set(first)
     rest = [i for i in range(len(ds)) if i not in taken]
     kept = [ds[i] for i in sorted(first + rest[:limit - len(first)])]
