@@ -174,6 +174,10 @@ class StreamCorrelator:
     #: again (a break-it pass: ``firstfault run`` over topics it had read stored every incident again as version 1,
     #: behind a version 2, and showed that version 1 as current)
     retired: dict[str, tuple[int, str, Any, frozenset[str]]] = field(default_factory=dict, repr=False)  # RETIRED_MAX
+    #: ids of the stored incidents ``restore`` gave that this stream has not emitted a version of since: like a
+    #: retired one, one formed again from part of its stored version's events is no version (a replay whose first
+    #: batches held some of its events kept it in ``emitted``, and its part was stored as the next version)
+    restored: set[str] = field(default_factory=set, repr=False)
     late_events: int = 0
     #: events whose line time lay further ahead of their Kafka append time than any clock is let be
     #: (``future_us``): correlated, but moving their host's watermarks only to that append time (``add``)
@@ -270,6 +274,7 @@ class StreamCorrelator:
         as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
         for inc in incidents:
             self.emitted[inc["id"]] = _stored(inc)
+        self.restored.update(inc["id"] for inc in incidents)
         live = [inc for inc in incidents if inc.get("status") != "superseded"]
         if read_back and live:
             hosts_of = [(inc, incident_hosts(inc), iso_us(inc["end"])) for inc in live]
@@ -442,7 +447,9 @@ class StreamCorrelator:
             last = (prev[0], prev[1], prev[2].get("clocks")) if prev else gone  # its last version, hash, clocks
             if last and last[1] == h and not (flush and last[2] != inc.get("clocks")):
                 continue  # unchanged; or, forgotten, formed again from the same events: its stored version stands
-            if gone and gone[3] > set(members):
+            stored = gone[3] if gone else (frozenset(member_ids(prev[2])) if prev and inc["id"] in self.restored
+                                           else None)
+            if stored is not None and stored > set(members):
                 # formed again from part of its stored version's events (a replay under way): that version, made with
                 # more evidence, stands — the part was stored as the next version and paged as an update (a break-it
                 # pass: v2 of six reporters, then v3 of two, then v4 of six again)
@@ -452,6 +459,7 @@ class StreamCorrelator:
             inc = orjson.loads(orjson.dumps(inc))
             inc["version"] = last[0] + 1 if last else 1
             self.retired.pop(inc["id"], None)
+            self.restored.discard(inc["id"])
             if prev:  # the events its last version held and this one does not are no longer its own
                 for m in member_ids(prev[2]):
                     owners.get(m, set()).discard(inc["id"])
@@ -689,6 +697,7 @@ class StreamCorrelator:
                 emitted[k] = v
             else:
                 self.retired[k] = (v[0], v[1], v[2].get("clocks"), frozenset(member_ids(v[2])))
+                self.restored.discard(k)
         self.emitted = emitted
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
