@@ -568,6 +568,31 @@ def test_an_rm_functions_line_matches_in_the_older_drivers_form_too(sid, i, ex, 
     assert catalog.by_id[sid].index in hs.get(0, []), f"{sid}: {line!r} matched {hs.get(0)}"
 
 
+# ProcessGroupNCCL's log prefix names its group three ways, by PyTorch version: "[PG 1 Rank 6]" (2.3),
+# "[PG 0 (default_pg) Rank 0]" (2.4: NVIDIA/nccl#1609) and "[PG ID 0 PG GUID 0(default_pg) Rank 0]" (2.5 on); every
+# message written behind that prefix (createLogPrefix) carries the same one
+PG_PREFIX = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID [^ \]]+| \([^()\]]+\))? Rank (?P<rank>\d+)\]")
+PG_EXAMPLES = [e for e in EXAMPLES if PG_PREFIX.search(e[2].line)]
+
+
+@pytest.mark.parametrize("form", ["[PG {pg} Rank {rank}]", "[PG {pg} (default_pg) Rank {rank}]",
+                                  "[PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}]"])
+@pytest.mark.parametrize("sid,i,ex", PG_EXAMPLES, ids=[f"{s}#{i}" for s, i, _ in PG_EXAMPLES])
+def test_a_process_groups_prefix_reads_alike_in_every_pytorch_form(sid, i, ex, form, catalog, hsm):
+    """An entry whose example carries the group prefix matches it in each version's form, and reads the same
+    ``pg`` from it when it reads one: ``Exception (either an error or timeout) detected by watchdog`` behind 2.4's
+    ``[PG 0 (default_pg) Rank 1]`` was no event at all, and 2.4's other messages lost their group."""
+    m = PG_PREFIX.search(ex.line)
+    line = ex.line[:m.start()] + form.format(pg=m["pg"], rank=m["rank"]) + ex.line[m.end():]
+    hs = hsm.scan(line.encode())
+    assert hs == ReferenceMatcher(catalog).scan(line.encode())
+    assert catalog.by_id[sid].index in hs.get(0, []), f"{sid}: {line!r} matched {hs.get(0)}"
+    found = fields(catalog.by_id[sid], line)
+    assert found, f"{sid}: the full regex does not match {line!r}"
+    if "pg" in catalog.by_id[sid].rx.groupindex:
+        assert found[0].get("pg") == m["pg"], f"{sid}: {line!r} read {found[0]}"
+
+
 def test_no_pattern_starts_with_an_unbounded_run(catalog):
     """nccltests' ``(?:(?P<host>[\\w.-]+): )?Test NCCL failure …`` made Python's ``re`` (the reference matcher, and
     the field extraction of a hit line) run the host from every character of a line and back: 163 s and 114 s for
