@@ -362,7 +362,8 @@ class Pipeline:
                 original = (fr.original or {}).get(local)
                 if original is not None and cut is None:
                     message = original if len(original) <= MAX_LINE_BYTES else original[:MAX_LINE_BYTES]
-            quote = c.sig.source == "nccl" and prefix.pid is None and _after_last_error(buf, a)
+            quote = (c.sig.source == "nccl" and prefix.gpu_index is None and prefix.gpu_index_text is None
+                     and _after_last_error(buf, a))
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []
@@ -453,15 +454,18 @@ def _copy_prefix(p: Prefix) -> Prefix:
 #: WARN is in the logs too (rule ``nccl_warn.explains_its_last_error_quote``). Seen in deepspeedai/DeepSpeed#6875
 #: (the WARN, then its copy) and NVIDIA/nccl#2076 (the copy alone).
 LAST_ERROR_QUOTE = "ncclGetLastError"
-_LAST_ERROR = re.compile(rb"(?:^|\n)[^\n]{0,40}Last error:[^\S\n]*\Z")
+_LAST_ERROR = re.compile(rb"(?:^|\n)(?:[^\n]{0,40}|[^\n]{0,200}[\]:)] )Last error:[^\S\n]*\Z")
 
 
 def _after_last_error(buf: bytes, a: int) -> bool:
-    """The line before the one starting at byte ``a`` of ``buf`` ends in "Last error:" (after at most 40 bytes of
-    prefix: a torchrun ``[rankN]:``, a stamp): the line at ``a`` is NCCL's last error as an exception quotes it."""
+    """The line before the one starting at byte ``a`` of ``buf`` ends in "Last error:" after its prefixes (at most
+    40 bytes of any, or up to 200 ending in ``] ``, ``: `` or ``) ``: a torchrun ``[rankN]:``, a stamp, Ray's
+    ``(Worker pid=N, ip=…) ``, a syslog tag): the line at ``a`` is NCCL's last error as an exception quotes it. The
+    caller asks it only of a line without NCCL's own ``host:pid:tid [dev]`` prefix (a line NCCL printed is no
+    copy)."""
     if a < 12 or buf[a - 1] != 0x0A:
         return False
-    return _LAST_ERROR.search(buf, max(0, a - 64), a - 1) is not None
+    return _LAST_ERROR.search(buf, max(0, a - 260), a - 1) is not None
 
 
 #: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``), and lines whose occurrences'

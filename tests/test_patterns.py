@@ -3527,6 +3527,29 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
     assert [("quote" in orjson.loads(e["details"] or "{}"), e["gpu_index"]) for e in ev] == [(False, 4)]
 
 
+@pytest.mark.parametrize("tag", ["", "[rank4]: ", "2025-12-29T16:47:25.333Z [rank4]: ",
+                                 "(RayWorkerWrapper pid=1019) [rank4]: ",
+                                 "(MegatronPolicyWorker[rank=4] pid=1892406, ip=10.0.0.1) [rank4]: ",
+                                 "Dec 29 16:47:25 nodea python3[34610]: [rank4]: "])
+def test_ncclGetLastError_quoted_behind_any_wrappers_prefix_is_marked_a_copy(tag, pipeline):
+    """The quote of NCCL's last error is the same copy behind every wrapper's prefix: behind Ray's
+    ``(Worker pid=N) `` (its pid read as the line's) or a syslog tag, or a prefix over 40 bytes before "Last error:",
+    it was read as a second report of its own (the last stop's open finding). A line NCCL printed after "Last error:"
+    behind the same prefix, its own ``host:pid:tid [dev]`` on it, is no copy."""
+    quoted = "NET/IB: Got completion from peer 10.0.0.2<47140> with status=12 opcode=0 len=0 vendor err 129 (Recv)"
+    own = "nodea:34610:36821 [4] ib_plugin.c:1673 NCCL WARN " + quoted
+    for line, copy in ((quoted, True), (own, False)):
+        text = "\n".join(tag + x for x in (
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+            "Last error:", line))
+        seg = Segment(data=text.encode(), origin="t:nodea", stream="nodea", host="nodea", ref_ts=T0,
+                      ref_basis="kafka", ingest_ts=T0)
+        ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+        got = [("quote" in orjson.loads(e["details"] or "{}")) for e in ev
+               if e["signature"] == "nccl.net_ib.completion_error"]
+        assert got == [copy], (tag, line, got)
+
+
 def test_a_programs_ncclcheck_line_follows_the_warn_that_says_what_failed(pipeline):
     """nccl-tests' "<host>: Test NCCL failure common.cu:958 '<ncclGetErrorString> / '" (and a program's NCCLCHECK
     of NCCL's documentation, "Failed, NCCL error <file>:<line>") gave no event: a run whose WARN lines were not
