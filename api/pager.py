@@ -290,20 +290,50 @@ DOWNSTREAM_NAMED = 10
 
 
 def describe_downstream(inc: dict[str, Any], limit: int = DOWNSTREAM_NAMED) -> str:
-    """``3 downstream reporters: node01 GPU 0000:1b:00.0 xid 74 (nvlink_peer); …`` or ``none``; of an incident or
-    its ``page_view`` (whose ``downstream_total`` counts the reporters it does not keep)."""
+    """``3 downstream reporters: node01 gpu 0000:1b:00.0 Xid 74 (nvlink_peer); …`` or ``none``; of an incident or
+    its ``page_view`` (whose ``downstream_total`` counts the reporters it does not keep). An incident with no single
+    culprit names its candidates first, as the CLI's table and the incident page do: ``4 suspects: …``, then
+    ``; 2 downstream reporters: …`` (its page called every candidate a downstream reporter: a fresh user's trial).
+    A party's code is its ``Xid 45`` or ``SXid 12028`` where it has one, else its kind (``nccl_timeout``)."""
     ds = inc.get("downstream") or []
     if not ds:
         return "none"
     total = inc.get("downstream_total", len(ds))
-    parts = []
-    for d in ds[:limit]:
+    cands = set(candidate_parties(inc))
+    n_cands = min(len((inc.get("initiator") or {}).get("candidates") or ()), total) if cands else 0
+
+    def party(d: dict[str, Any]) -> str:
         dev = f" {d['device_type'] or ''} {d['device']}".replace("  ", " ") if d.get("device") else ""
         rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
-        code = f" Xid {d['xid']}" if d.get("xid") is not None else ""
-        parts.append(f"{d.get('host')}{dev}{rank} {d.get('kind')}{code} ({d.get('relation')})")
-    more = f"; and {total - len(parts)} more" if total > len(parts) else ""
-    return f"{total} downstream reporter{'s' if total > 1 else ''}: " + "; ".join(parts) + more
+        code = (f"Xid {d['xid']}" if d.get("xid") is not None else f"SXid {d['sxid']}" if d.get("sxid") is not None
+                else d.get("kind"))
+        return f"{d.get('host')}{dev}{rank} {code} ({d.get('relation')})"
+
+    def group(parts: list[str], n: int, noun: str) -> str:
+        more = f"; and {n - len(parts)} more" if n > len(parts) else ""
+        return f"{n} {noun}{'s' if n > 1 else ''}: " + "; ".join(parts) + more
+
+    named = _suspects_first(inc)[:limit]
+    out = []
+    if n_cands:
+        out.append(group([party(ds[i]) for i in named if i in cands], n_cands, "suspect"))
+    if total > n_cands:
+        out.append(group([party(ds[i]) for i in named if i not in cands], total - n_cands, "downstream reporter"))
+    return "; ".join(out)
+
+
+def _suspects_first(inc: dict[str, Any]) -> list[int]:
+    """Indexes of ``inc['downstream']``: the :func:`candidate_parties` first, then the others in their order."""
+    first = candidate_parties(inc)
+    return first + [i for i in range(len(inc.get("downstream") or ())) if i not in set(first)]
+
+
+def candidate_parties(inc: dict[str, Any]) -> list[int]:
+    """:func:`api.incident_render.candidate_parties` (imported when first needed: that module loads the page's
+    templates)."""
+    from api.incident_render import candidate_parties as parties
+
+    return parties(inc)
 
 
 def page_summary(inc: dict[str, Any], limit: int = 1024) -> str:
@@ -390,15 +420,16 @@ def pagerduty_event(incident: dict[str, Any], routing_key: str, base_url: str | 
 
 def page_view(inc: dict[str, Any]) -> dict[str, Any]:
     """What a page needs of an incident version: the DESIGN.md shape without event id lists, and of ``downstream``
-    the first ``DOWNSTREAM_NAMED`` reporters (what the page names), with ``downstream_total`` counting them all: the
-    outbox stores a view per version and receiver, and a job of 5,000 reporting ranks made each ~1 MB (a break-it
-    pass)."""
+    the first ``DOWNSTREAM_NAMED`` parties (what the page names: the suspects first), with ``downstream_total``
+    counting them all: the outbox stores a view per version and receiver, and a job of 5,000 reporting ranks made
+    each ~1 MB (a break-it pass)."""
     keys = ("id", "version", "status", "start", "end", "severity", "category", "confidence", "explanation",
             "next_action", "verify", "missing", "pattern", "superseded_by")
     view = {k: inc.get(k) for k in keys}
     view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
     ds = inc.get("downstream") or []
-    view["downstream"] = [{k: v for k, v in d.items() if k != "events"} for d in ds[:DOWNSTREAM_NAMED]]
+    view["downstream"] = [{k: v for k, v in ds[i].items() if k != "events"}
+                          for i in _suspects_first(inc)[:DOWNSTREAM_NAMED]]
     view["downstream_total"] = inc.get("downstream_total", len(ds))
     with contextlib.suppress(ValueError, TypeError):
         view["evidence_end"] = evidence_end(inc)  # what ``_expire`` judges it quiet by

@@ -212,6 +212,34 @@ def test_a_page_keeps_the_reporters_it_names_and_counts_the_rest():
     assert two["downstream_total"] == 2 and describe_downstream(two).startswith("2 downstream reporters: ")
 
 
+def test_a_page_of_no_single_culprit_names_its_suspects_as_the_table_does(pipeline):
+    """An incident with no single culprit lists its candidates among ``downstream``; the CLI's table and the
+    incident page call them suspects, the page called them "4 downstream reporters", each "gpu 0000:dc:00.0 xid Xid
+    45" (a fresh user's trial, corpus case 001 through the demo's Alertmanager). The page names them suspects, first,
+    then the reporters that are no candidate; the stored view keeps them first even past ``DOWNSTREAM_NAMED``."""
+    from api.diagnose import diagnose_paths
+    from api.pager import describe_downstream, page_view
+
+    case = ROOT / "tests/corpus/001-xid45-after-xid149-145-nvlink-inactive/input"
+    [inc] = diagnose_paths([case], Settings(), pipeline=pipeline)[2]
+    assert len(inc["initiator"]["candidates"]) == len(inc["downstream"]) == 4
+    text = alertmanager_alert(inc | {"status": "open"}, "http://h:1")["annotations"]["downstream"]
+    assert text.startswith("4 suspects: node01 gpu 0000:") and "Xid 45 (same_host)" in text
+    assert "downstream reporter" not in text and "xid Xid" not in text
+
+    many = [(f"node{i:02d}", None, i, "nccl_timeout", "same_comm", [f"d{i}"]) for i in range(12)]
+    mixed = incident(downstream=many + [("node07", "0000:1b:00.0", None, "xid", "same_host", ["x1"])])
+    mixed["downstream"][-1]["xid"] = 13
+    mixed["initiator"] = {"host": "node07", "device_type": None, "device": None, "kind": None, "events": [],
+                          "candidates": ["gpu 0000:1b:00.0 on node07"]}
+    view = page_view(mixed)
+    assert view["downstream"][0]["device"] == "0000:1b:00.0" and view["downstream_total"] == 13
+    assert describe_downstream(view) == describe_downstream(mixed) == (
+        "1 suspect: node07 gpu 0000:1b:00.0 Xid 13 (same_host); 12 downstream reporters: "
+        + "; ".join(f"node{i:02d} rank {i} nccl_timeout (same_comm)" for i in range(9)) + "; and 3 more")
+    assert page_view(view) == view
+
+
 def test_alert_start_never_after_send_time_and_labels_can_be_frozen():
     now = 1_800_000_000.0
     ahead = incident(start=now + 600, end=now + 700, severity="error", category="ecc")
