@@ -385,6 +385,26 @@ def _entry(eid, host, role, t, device=None, rank=None, **kw):
             "rank": rank, "gpu_index": None, "skew_adjusted_ts": t, "ts": t, "message": eid, **kw}
 
 
+def test_incident_page_names_a_partys_fault_once():
+    """The card and the downstream table name an Xid as "Xid 79" (the card read "xid (Xid 79)": a fresh user's
+    trial), an SXid as "SXid 24007", a kind an Xid was mapped to with it, and a party without an Xid by its kind alone
+    (a party whose dict had no ``xid`` key read "nccl_error (Xid )")."""
+    import re
+
+    from api.incident_render import to_html
+
+    d = {"id": "inc-1", "severity": "critical", "category": "gpu_off_bus", "timeline": [], "evidence": [],
+         "initiator": {"host": "n1", "kind": "xid", "xid": 79, "device": "0000:b3:00.0", "events": ["e1"]},
+         "downstream": [{"host": "n2", "kind": "nccl_error", "xid": None, "events": ["e2"]},
+                        {"host": "n3", "kind": "gpu_off_bus", "xid": 79, "events": ["e3"]},
+                        {"host": "n4", "kind": "sxid", "sxid": 24007, "events": ["e4"]},
+                        {"host": "n5", "kind": "nccl_error", "events": ["e5"]}]}
+    page = to_html(d).decode()
+    assert re.search(r'<div class="card"><b>([^<]*)</b>initiator', page)[1] == "Xid 79"
+    assert re.findall(r'<td class="n"></td><td>([^<]*)</td>', page) == [
+        "nccl_error", "gpu_off_bus (Xid 79)", "SXid 24007", "nccl_error"]
+
+
 def test_incident_page_lanes_per_party_suspects_and_the_rest_folded():
     """One lane per party, named after the party also for its lines that name no device; a no-single-culprit
     incident's candidates are suspects; past MAX_LANES the later parties share one lane; a timed-out collective
