@@ -57,12 +57,15 @@ class Clocks:
 
 def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[int]], dict[str, int], int] | None:
     """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their median (hosts with at
-    least ``min_events``), and the fleet's median of those; None with fewer than two such hosts."""
+    least ``min_events``, whose median is within :data:`OFFSET_MAX_US`), and the fleet's median of those; None with
+    fewer than two such hosts. A host whose lines arrived more than a day from their stamps is left out: they are
+    old (logs replayed, a backlog shipped late), and their delay says nothing of its clock, nor of the fleet's."""
     per_host: dict[str, list[int]] = {}
     for e in events:
         if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
             per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
-    meds = {h: sorted(d)[len(d) // 2] for h, d in per_host.items() if len(d) >= min_events}
+    meds = {h: m for h, d in per_host.items() if len(d) >= min_events
+            if abs(m := sorted(d)[len(d) // 2]) <= OFFSET_MAX_US}
     if len(meds) < 2:
         return None
     return per_host, meds, sorted(meds.values())[len(meds) // 2]
@@ -95,11 +98,13 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
     """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
     delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
     offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
-    ``d = Kafka append time − line time``; a host whose offset passes :data:`OFFSET_MAX_US` (a day) has none: its
-    lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and moving them by years
-    (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh user's trial) says nothing. A clock
-    minutes off keeps its offset (dropped past the 300 s skew cap, a 10-minute error went uncorrected: a break-it
-    pass)."""
+    ``d = Kafka append time − line time``; a host whose lines arrived more than :data:`OFFSET_MAX_US` (a day) from
+    their stamps has neither: its lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and
+    moving them by years (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh user's trial)
+    says nothing; nor does a bound, which took the 300 s cap in a run that read live hosts beside it and the default
+    in one that did not (a replay stored an old incident again as version 2, its clocks alone changed: a fresh
+    user's trial), while the same lines read from files have the default. A clock minutes off keeps its offset
+    (dropped past the 300 s skew cap, a 10-minute error went uncorrected: a break-it pass)."""
     delays = _append_delays(events, min_events)
     if delays is None:
         return {}, {}
