@@ -907,11 +907,24 @@ class Pager:
                 return  # the receiver is likely down: back off instead of trying the rest now
             log.error("page %s v%s %s rejected by %s: %s", iid, version, action, r.name, err)
 
+    def _put_alertmanager_resolve(self, view: dict[str, Any]) -> None:
+        """Queue the resolve of ``view``'s alert for Alertmanager alone, as :meth:`_follow` found it resolved by
+        another worker: this worker's re-send (``_refresh``) may have reached Alertmanager after that worker's resolve
+        — it read the lake before the resolved version was stored — and fired the alert again until its ``endsAt``
+        (``am_hold_s``; a fresh user's trial saw it active 1.5 s after the resolve). Alertmanager keeps one resolved
+        alert per label set: a second resolve notifies no one. PagerDuty is not re-sent to (nothing re-sends it)."""
+        for r in self.receivers:
+            if r.name == "alertmanager":
+                self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
+                                "VALUES (?, ?, ?, 'resolve', ?, ?)",
+                                (view["id"], view["version"], r.name, orjson.dumps(view), self.clock()))
+
     async def _follow(self) -> None:
-        """Bring the open pages up to the latest stored version of their incidents (``latest``), sending nothing:
-        one another correlate worker stored since (the incident moved to it with its partition) is what the page says
-        now — resolved when that version is closed (that worker sent the resolve), else open with its content, the
-        labels kept. Called before ``_expire`` and the re-sends, at most every ``am_resend_s``.
+        """Bring the open pages up to the latest stored version of their incidents (``latest``): one another
+        correlate worker stored since (the incident moved to it with its partition) is what the page says now —
+        resolved when that version is closed (that worker sent the resolve; this one sends it to Alertmanager again,
+        :meth:`_put_alertmanager_resolve`), else open with its content, the labels kept, sending nothing. Called
+        before ``_expire`` and the re-sends, at most every ``am_resend_s``.
 
         Each worker's outbox had only its own versions: the worker an incident had left kept re-sending its page to
         Alertmanager after the taking worker resolved it (the alert fired again: a second notification), and its
@@ -947,6 +960,8 @@ class Pager:
                     continue  # a stored row no page can be made of: the page stays as it is
                 status = "resolved" if inc.get("status") in _CLOSED else "open"
                 self._write_page(inc, status, view | {"status": status})
+                if status == "resolved":
+                    self._put_alertmanager_resolve(view | {"status": status})
                 n += 1
         if n:
             log.info("%d open page(s) follow a later version another worker stored", n)
