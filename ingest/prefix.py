@@ -625,11 +625,15 @@ def _second_us(y: int, mo: int, d: int, h: int, mi: int, s: int, tz: tzinfo) -> 
 
 
 def _parse_iso(text: str, tz: tzinfo) -> tuple[int, int] | None:
-    """(µs UTC, precision µs) of an RFC 3339 / ISO 8601 stamp, or None."""
+    """(µs UTC, precision µs) of an RFC 3339 / ISO 8601 stamp, or None. A stamp to the minute (``_ISO`` takes
+    one before a blank) has a minute's precision, as at the start of a line: its missing seconds were ``int(None)``
+    here, and the file of a Talos line "[2023-05-04T07:37 25.959281413Z]: …" was skipped whole (a TypeError; the
+    catalog's property test, test_hyperscan_agrees_with_reference, met such a mangled line)."""
     m = _ISO.match(text.strip() + " ")
     if not m:
         return None
-    return _full(*m.group("y", "mo", "d", "h", "mi", "s", "frac"), _tzof(m["tz"], tz))
+    r = _full(*m.group("y", "mo", "d", "h", "mi"), m["s"] or "00", m["frac"], _tzof(m["tz"], tz))
+    return r if r is None or m["s"] else (r[0], 60 * US)
 
 
 def parse_iso_us(text: str, tz: tzinfo = timezone.utc) -> int | None:
