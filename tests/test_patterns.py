@@ -1001,6 +1001,31 @@ def test_sxids_only_a_wrong_fabric_manager_partition_gives_are_its_configuration
     assert inc["pattern"] == "platform.fm_partition" and "The switches said Fatal: reset them" in inc["next_action"]
 
 
+def test_fabric_managers_copy_of_an_sxid_is_the_switchs_sxid_not_a_fabric_manager_error(pipeline):
+    """Fabric Manager logs each SXid it sees again ("detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci
+    bus id 00000000:86:00.0 physical id 3 port 61", leptonai/gpud's fabricmanager.log testdata): that copy was an
+    error of Fabric Manager ("restart it"), in FM's journal nothing. It is the switch's SXid, at the SXid catalog's
+    severity, and beside the kernel's own lines of that SXid one fault of one switch port."""
+    fm = ("[Feb 27 2026 15:10:02] [ERROR] [tid 12727] detected NVSwitch {word} error {sxid} on fid 0 on NVSwitch pci "
+          "bus id 00000000:86:00.0 physical id 3 port {port}")
+    (inc,) = run(pipeline, fm.format(word="non-fatal", sxid=12028, port=61))
+    assert (inc["category"], inc["severity"]) == ("nvswitch_fault", "warning")
+    i = inc["initiator"]
+    assert (i["device_type"], i["device"], i["link"], i["sxid"]) == ("nvswitch", "0000:86:00.0", 61, 12028)
+    assert inc["next_action"].startswith("SXid 12028 (NPORT_EGRESS_PRIVRSPERR")
+    (inc,) = run(pipeline, fm.format(word="fatal", sxid=20034, port=33))
+    assert (inc["severity"], inc["initiator"]["link"]) == ("critical", 33)
+    kernel = ("[Fri Feb 27 15:10:02 2026] nvidia-nvswitch1: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 61 egress "
+              "non-posted PRIV error (First)")
+    (inc,) = run(pipeline, kernel + "\n" + fm.format(word="non-fatal", sxid=12028, port=61))
+    assert (inc["initiator"]["device"], inc["initiator"]["link"], inc["downstream"]) == ("0000:86:00.0", 61, [])
+    assert len(inc["initiator"]["events"]) == 2
+    # FM's journal form; a Non-fatal SXid the catalog says to ignore raises nothing above information
+    journal = ("Mar 03 18:39:57 node07 nv-fabricmanager[5183]: detected NVSwitch non-fatal error 22013 on NodeId 0 on "
+               "NVSwitch pci bus id 00000000:08:00.0 physical id 3 port 60")
+    assert all(i["severity"] == "info" for i in run(pipeline, journal))
+
+
 def test_a_lone_nonfatal_nvlink_xid_says_nothing_failed_after_it(pipeline):
     """An NVLink Xid whose line says Nonfatal, with nothing downstream, is the earliest fault but not a failure
     anyone reported: confidence 0.15 lower and ``missing`` asks whether anything failed, and for a symptom if a job
