@@ -33,8 +33,9 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
-from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, LinkRule, Relations, SideIndex, collective_window_us,
-                             comms_of, gpu_key, job_local, log_of, named_collective, pred_shape, rank_scope)
+from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, RANK_REPORTS, LinkRule, Relations, SideIndex,
+                             collective_window_us, comms_of, gpu_key, job_local, log_of, named_collective, pred_shape,
+                             rank_scope)
 from correlate.topology import Topology
 from correlate.window import FILE_REACH_US, Clocks, may_cause, within
 from ingest.catalog import Catalog
@@ -917,17 +918,67 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
             if (log := log_of(e)) is not None:
                 out[log].append(i)
         return list(out.values())
-    if rel == "same_host" and any(e.boot for e in faults):  # by_host holds every fault of ``faults``
-        # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start, so a
-        # window that reaches across it joined it to a fault a minute into the next boot: one incident of two boots (a
-        # break-it pass). A host's faults of each such boot are a bucket of their own (a device that fails again
-        # after the reboot is a recurrence); ``rules.Relations.holds`` keeps apart only the lines of one capture
-        out = defaultdict(list)
-        for host, idx in by_host.items():
-            for i in idx:
-                out[(host, faults[i].boot)].append(i)
-        return list(out.values())
+    if rel == "same_host":
+        groups = list(by_host.values())
+        if any(e.boot for e in faults):  # by_host holds every fault of ``faults``
+            # a fault of a boot before its capture's last (``Ev.boot``) is dated at the latest the next boot's start,
+            # so a window that reaches across it joined it to a fault a minute into the next boot: one incident of two
+            # boots (a break-it pass). A host's faults of each such boot are a bucket of their own (a device that fails
+            # again after the reboot is a recurrence); ``rules.Relations.holds`` keeps apart only the lines of one
+            # capture
+            out = defaultdict(list)
+            for host, idx in by_host.items():
+                for i in idx:
+                    out[(host, faults[i].boot)].append(i)
+            groups = list(out.values())
+        placed = topo.comm_index()
+        if not placed and not any(e.comm for e in faults):  # no job known anywhere (most kernel logs)
+            return groups
+        rels = Relations(topo)
+        return [part for idx in groups for part in _jobs_apart(idx, faults, rels)]
     return list(by_host.values())
+
+
+def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations) -> list[list[int]]:
+    """The buckets of the faults ``idx`` (sorted) in which ``rules.Relations.other_job`` holds for no pair and which
+    hold every pair it does not hold for: a host's faults (``same_host``), or those of jobs whose hosts meet in one
+    NVLink domain (:func:`_domain_jobs`). On one host, ``other_job`` keeps apart a GPU's own fault
+    (``rules.job_local``) and a rank's report of a job NCCL's init lines place on none of that GPU's communicators.
+    One job's fallen GPU and another job's watchdog timeout on the host's other GPU were one candidate incident (the
+    host's bucket, and the domain's, a host being its own domain when no fleet config names one), so that job's IB
+    port down on its other host (``same_comm``) was listed "by no rule" under the Xid 79, and its hang named no fault
+    (a break-it pass).
+
+    Faults are grouped by profile (host, whether a GPU's own fault, whether a rank's report, GPU key, communicators):
+    what ``other_job`` reads, so faults of one profile relate alike. ``[idx]`` when no two profiles are apart (no init
+    lines, or one job: the most common); else one bucket per clique of profiles, found greedily (a host holds a few
+    GPUs and jobs: a few profiles)."""
+    profiles: dict[tuple, list[int]] = defaultdict(list)
+    for i in idx:
+        e = faults[i]
+        local = job_local(e)
+        profiles[(e.host, local, e.kind in RANK_REPORTS, rel.key(e) if local else None, rel.comms(e))].append(i)
+    if len(profiles) < 2:
+        return [idx]
+    keys = list(profiles)
+    first = [faults[profiles[k][0]] for k in keys]
+    n = len(keys)
+    apart = {(a, b) for a in range(n) for b in range(a + 1, n) if rel.other_job(first[a], first[b])}
+    if not apart:
+        return [idx]
+    cliques: list[list[int]] = []
+    covered: set[tuple[int, int]] = set()
+    for a in range(n):
+        for b in range(a, n):
+            if (a, b) in apart or (a, b) in covered:
+                continue
+            clique = [a] if a == b else [a, b]
+            for c in range(n):
+                if c not in clique and all((min(c, d), max(c, d)) not in apart for d in clique):
+                    clique.append(c)
+            covered.update((min(c, d), max(c, d)) for c in clique for d in clique)
+            cliques.append(clique)
+    return [sorted(i for k in clique for i in profiles[keys[k]]) for clique in cliques]
 
 
 def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[int]]:
@@ -956,7 +1007,10 @@ def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[
         for hosts, mine in by_job.items():
             for h in hosts:
                 by_host[h].append(hosts)
-        out += [sorted(i for hosts in sets for i in by_job[hosts]) for sets in by_host.values() if len(sets) > 1]
+        # their faults on one host are apart when one is a GPU's own and the other a rank's report of a job none of
+        # whose ranks that GPU holds (_jobs_apart)
+        out += [part for sets in by_host.values() if len(sets) > 1
+                for part in _jobs_apart(sorted(i for hosts in sets for i in by_job[hosts]), faults, rel)]
     return [b for b in out if len(b) > 1]
 
 

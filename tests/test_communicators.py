@@ -1282,6 +1282,36 @@ def test_one_jobs_fallen_gpu_explains_no_other_jobs_timeouts_in_its_nvlink_domai
     assert "n1" not in z["explanation"].split("incident")[0]
 
 
+def _port_down(t: datetime, host: str) -> str:
+    """ib_core's port state line for a port gone DOWN (drivers/infiniband/core/cache.c; ib.port_state)."""
+    return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 {host} kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_two_jobs_sharing_a_host_keep_their_own_faults(pipeline, mode):
+    """Job A: rank 0 on n1's GPU 0, rank 1 on n2. Job B: rank 1 on n1's GPU 1, rank 0 on n3. n1's GPU 0 falls off
+    the bus (A's rank 0); 5 s later n3's IB port goes down (B's rank 0). A's rank 1 on n2 and B's rank 1 on n1 time
+    out. B's timeout shares n1 with the Xid 79 (``same_host``; and ``same_domain``, a host being its own domain), and
+    n3's port ``same_comm`` with B's timeout: one candidate incident. The Xid 79's incident listed n3's port "by no
+    rule" and B's hang was left naming no fault (a break-it pass). Two incidents: the Xid 79 with n2's timeout, the
+    port with B's timeout on n1."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), fallen(fault)],
+            "n2": [init(day, "n2", 201, 1, 2, a)],
+            "n3": [init(day, "n3", 301, 0, 2, b), _port_down(fault + timedelta(seconds=5), "n3")]}
+    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9))
+    logs["n1"].append(timeout(fault + timedelta(seconds=605, milliseconds=32_030), 1, seq=40))
+    incidents = _incidents(pipeline, logs, fault, mode)
+    (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    assert [(d["host"], d["rank"]) for d in fall["downstream"]] == [("n2", 1)]
+    (port,) = [i for i in incidents if i is not fall]
+    assert (port["category"], port["initiator"]["host"], port["initiator"]["device"]) == (
+        "ib_port", "n3", "0000:ab:00.0")
+    assert [(d["host"], d["rank"]) for d in port["downstream"]] == [("n1", 1)]
+
+
 def _timeout_of(t: datetime, rank: int, seq: int, timeout_ms: int) -> str:
     """A watchdog timeout printed at ``t``, for a collective that began ``timeout_ms`` + 10 ms before."""
     return (f"[rank{rank}]:[E{t.month}{t.day:02d} {t:%H:%M:%S}.{t.microsecond:06d}000 ProcessGroupNCCL.cpp:616] "
