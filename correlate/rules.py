@@ -510,12 +510,39 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
                     held[comm] = where[1]
                 continue
             out.add(comm)
+    if len(held) > 1 and not _one_gpu(held.values()) and (gpu := _global_gpu(e, topo)) is not None:
+        # c10's [rankN]: names the process, so its GPU, of the group rank the line names (a data-parallel group's
+        # timeout, "[rank2]: … [Rank 1]", was of no communicator where a TP and a DP group hold a rank 1 on two GPUs
+        # of its host, and the GPU fallen off the bus its DP peer held left it a hang of its own: a break-it pass)
+        held = {c: dev for c, dev in held.items() if dev == gpu}
     if len(held) == 1 or _one_gpu(held.values()):
         out.update(held)
         return out, False
     if held:
         out |= _holders(e, held, topo)
     return out, bool(held)
+
+
+def _global_gpu(e: Ev, topo: Topology) -> str | None:
+    """The GPU key of ``e``'s process on its host from its rank in the job (``details.global_rank``, c10's
+    ``[rankN]:``): the GPU the largest communicators that hold that rank number put it on there (the job's default
+    group holds every rank; a subgroup of as many ranks, its number elsewhere or nowhere); None without a global
+    rank, or when those communicators put it on several GPUs or on another host."""
+    g = e.details.get("global_rank")
+    if g is None:
+        return None
+    best, gpus = 0, set()
+    for comm, ranks in topo.comm_ranks.items():
+        size = topo.comm_size.get(comm) or len(ranks)
+        if size <= g or size < best or (where := ranks.get(g)) is None:
+            continue
+        if size > best:
+            best, gpus = size, set()
+        gpus.add(where if where[0] == e.host else None)
+    if len(gpus) != 1:
+        return None
+    (where,) = gpus
+    return where[1] if where is not None else None
 
 
 def rank_scope(e: Ev, topo: Topology) -> frozenset[str] | None:
