@@ -43,7 +43,10 @@ Delivery: the outbox
     ``<state_dir>/pager/outbox.sqlite`` (SQLite, WAL, ``synchronous=FULL``).
     ``enqueue`` writes one entry per (incident id, version, receiver, action)
     — idempotent, so a replayed incident version adds nothing — in the same
-    transaction as the page state. The dispatcher sends each receiver's pending
+    transaction as the page state. A new version's entry coalesces the
+    incident's pending entry of the same action for the same receiver (``_put``:
+    at most a trigger and a resolve per incident wait, however long a receiver is
+    down). The dispatcher sends each receiver's pending
     entries oldest first (so an incident's versions arrive in order) and marks
     an entry done only after a 2xx. A connection error, 408, 429 or 5xx is
     retried with exponential backoff (equal jitter, ``backoff_base_s`` doubling
@@ -789,8 +792,17 @@ class Pager:
         return self._put(view, "resolve")
 
     def _put(self, view: dict[str, Any], action: str) -> int:
+        """Add ``action`` (trigger, resolve) of ``view`` for every receiver; the incident's pending entry of the same
+        action, an older version, is coalesced (state ``coalesced``, never sent): both receivers keep a page's state by
+        its key (Alertmanager: the label set; PagerDuty: ``dedup_key``), so its latest trigger says all an older one
+        did, and a trigger still comes before the resolve that follows it. A receiver down for an hour, an incident
+        updated every minute, had sixty versions of it sent one by one when it came back, the new pages behind them (a
+        break-it pass: 20 incidents of 60 versions, 1,200 POSTs); at most a trigger and a resolve per incident wait."""
         n = 0
         for r in self.receivers:
+            self.db.execute("UPDATE outbox SET state = 'coalesced' WHERE incident_id = ? AND receiver = ? "
+                            "AND action = ? AND state = 'pending' AND version < ?",
+                            (view["id"], r.name, action, view["version"]))
             cur = self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
                                   "VALUES (?, ?, ?, ?, ?, ?)",
                                   (view["id"], view["version"], r.name, action, orjson.dumps(view), self.clock()))
