@@ -177,7 +177,7 @@ CREATE TABLE IF NOT EXISTS outbox (
   incident_id TEXT NOT NULL, version INTEGER NOT NULL, receiver TEXT NOT NULL,
   action TEXT NOT NULL,                      -- trigger | resolve
   doc BLOB NOT NULL,                         -- page_view() of the incident version, JSON
-  state TEXT NOT NULL DEFAULT 'pending',     -- pending | done | rejected
+  state TEXT NOT NULL DEFAULT 'pending',     -- pending | done | rejected | coalesced
   attempts INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, sent REAL, last_error TEXT,
   UNIQUE (incident_id, version, receiver, action));
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (receiver, state, seq);
