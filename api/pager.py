@@ -171,6 +171,12 @@ _CONFIG_STATUS = {401, 403, 404, 405, 407, 426}
 _CLOSED = ("resolved", "superseded")  # incident statuses that close a page
 #: inhibited incidents kept to be paged if the page that inhibited them closes (the oldest dropped past it)
 INHIBITED_KEPT = 1_000
+#: how long an outbox entry that is over (done, coalesced, rejected) is kept, seconds: a week of what was sent, for
+#: an operator reading the outbox after an incident; then deleted (``Pager._prune``). The ``pages`` rows stay: they
+#: say which versions were paged, so a replayed version is not paged again
+OUTBOX_KEEP_S = 7 * 86400.0
+#: how often the outbox is pruned, seconds
+PRUNE_EVERY_S = 3600.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -535,6 +541,7 @@ class Pager:
         #: (``IncidentSink.latest_versions``; None: no lake, pages are not followed); see ``_follow``
         self.latest: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self._followed = float("-inf")  # time.monotonic() of the last _follow that read the lake
+        self._pruned = float("-inf")  # time.monotonic() of the last _prune
         self._following = False  # the last _follow read the lake: adopted pages are re-sent too (_refresh)
 
     def _hold(self, lock_path: Path) -> None:
@@ -809,6 +816,22 @@ class Pager:
             n += cur.rowcount
         return n
 
+    def _prune(self) -> int:
+        """Delete the outbox entries that are over (done, coalesced, rejected) and older than :data:`OUTBOX_KEEP_S`;
+        returns how many. Every version of every incident was kept for good, about 1 KB per version and receiver, so a
+        service's outbox grew without end (a break-it pass). Pending entries and the ``pages`` rows are kept."""
+        self._pruned = time.monotonic()
+        try:
+            with self._tx():
+                n = self.db.execute("DELETE FROM outbox WHERE state IN ('done', 'coalesced', 'rejected') "
+                                    "AND created < ?", (self.clock() - OUTBOX_KEEP_S,)).rowcount
+        except sqlite3.Error as e:  # a full or read-only disk: pruning waits for the next time
+            log.warning("could not prune the pager outbox: %s", e)
+            return 0
+        if n:
+            log.info("pruned %d outbox entries older than %.0f days", n, OUTBOX_KEEP_S / 86400)
+        return n
+
     def _expire(self) -> None:
         """Resolve open pages whose last evidence is older than ``resolve_after_s`` (see module doc)."""
         now = self.clock()
@@ -877,6 +900,8 @@ class Pager:
             self.enqueue([])  # incident changes (a held page was never sent once the space came back: a break-it pass)
         if self.latest is not None and time.monotonic() - self._followed >= self.am_resend_s:
             await self._follow()
+        if time.monotonic() - self._pruned >= PRUNE_EVERY_S:
+            self._prune()
         self._expire()
         for r in self.receivers:
             if time.monotonic() < r.next_try:

@@ -535,6 +535,30 @@ def test_a_long_outage_or_an_odd_retry_after_keeps_the_backoff_bounded(tmp_path,
     pager.close()
 
 
+def test_the_outbox_forgets_what_is_over_after_a_week_and_still_pages_no_version_twice(tmp_path, pd):
+    """Every outbox entry was kept for good (about 1 KB per version and receiver: a service's outbox grew without
+    end, a break-it pass). Entries that are over (done, coalesced) and older than ``OUTBOX_KEEP_S`` are deleted;
+    pending entries stay, and so do the ``pages`` rows, so a replayed version of a pruned incident is not paged
+    again. (A real HTTP receiver; the clock is the pager's own, moved a week on.)"""
+    from api.pager import OUTBOX_KEEP_S
+
+    now = [time.time()]
+    pager = Pager(Settings(state_dir=tmp_path, alertmanager_url=pd.url, api_host="127.0.0.1", api_port=8080),
+                  clock=lambda: now[0], poll_s=0.01)
+    assert pager.enqueue([incident()]) == 1 and pager.enqueue([incident(version=2)]) == 1  # v1's coalesced
+    assert asyncio.run(pager.flush(5)) == 0
+    states = lambda: sorted(pager._rows("SELECT incident_id, version, state FROM outbox"))  # noqa: E731
+    assert states() == [("inc-a", 1, "coalesced"), ("inc-a", 2, "done")]
+    assert pager._prune() == 0  # not a week old
+    now[0] += OUTBOX_KEEP_S + 60
+    assert pager.enqueue([incident(iid="inc-b", init_events=("e9",))]) == 1  # waits: the receiver is not called
+    assert pager._prune() == 2
+    assert states() == [("inc-b", 1, "pending")]
+    assert pager.enqueue([incident(version=2)]) == 0  # replayed: its page row says it was paged
+    assert pager._rows("SELECT incident_id, version FROM pages ORDER BY 1") == [("inc-a", 2), ("inc-b", 1)]
+    pager.close()
+
+
 def test_an_alertmanager_re_send_refused_whole_is_not_repeated_at_every_round(tmp_path, pd):
     """A break-it pass: a re-send batch of the open alerts answered with a 4xx that is not retried (a proxy's 413 for
     its size, a 400 for one bad alert) was re-sent at every round, 175 times in 3 s; and one bad alert kept every
