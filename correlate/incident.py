@@ -180,7 +180,20 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                         seen.add(c)
                         verify.append(c)
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
-        return "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named.", []
+        kinds = _kinds_of_faults(scene)
+        if kinds:  # a few kinds of fault, each naming its cause: each one's own action, then what to collect
+            parts, verify, seen = [], [], set()
+            for evs in kinds:
+                action, checks = default_action(scene, replace(v, initiator_events=evs))
+                name = _fault_name(evs[0])
+                parts.append(action if action.startswith(name) else f"{name}: {action}")
+                for c in checks:
+                    if c not in seen and len(verify) < VERIFY_SUBJECTS:
+                        seen.add(c)
+                        verify.append(c)
+            return sentences(f"No single culprit: {len(kinds)} kinds of fault, each with its own action", *parts,
+                             COLLECT_HOSTS_NAMED), verify
+        return COLLECT_HOSTS_NAMED, []
     main = initiator_event(scene, v.initiator_events)
     action = ""
     if main.xid is not None and main.xid in scene.catalog.xids:
@@ -233,11 +246,33 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
     return sentences(action), verify_commands(scene.catalog, main, subject)
 
 
-def _one_fault_of_all(scene: Scene) -> list[Ev]:
-    """The faults nothing explains when they are all one fault — one signature (and Xid or SXid) that names a cause
-    (a category in the catalog, or an Xid/SXid) — on more than one subject, else ``[]``: several ranks whose
-    /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
-    two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
+#: what an incident with no single culprit asks for when its candidates' faults say nothing more
+COLLECT_HOSTS_NAMED = "Collect the kernel log, NCCL_DEBUG=INFO output and nvidia-bug-report.sh from the hosts named."
+#: the most kinds of fault whose own actions an incident with no single culprit lists (:func:`_kinds_of_faults`)
+KINDS_LISTED = 4
+
+
+def _kinds_of_faults(scene: Scene) -> list[list[Ev]]:
+    """The faults nothing explains by kind (signature, Xid, SXid), when there are 2 to :data:`KINDS_LISTED` kinds
+    and every kind names its cause (an Xid or SXid, or a category in the catalog), else ``[]``. Two NVSwitches of one
+    host with two fatal SXids in one second (23001 and 11001) had no single culprit, and the next action was only
+    "collect the kernel log", each SXid's own action lost (a real-logs pass); each kind's action is listed."""
+    faults = _unexplained_faults(scene)
+    kinds: dict[tuple, list[Ev]] = {}
+    for e in faults:
+        kinds.setdefault((e.signature, e.xid, e.sxid), []).append(e)
+    if not 2 <= len(kinds) <= KINDS_LISTED:
+        return []
+    for e, *_ in kinds.values():
+        c = scene.catalog.by_id.get(e.signature)
+        if e.xid is None and e.sxid is None and (c is None or not c.sig.category):
+            return []
+    return list(kinds.values())
+
+
+def _unexplained_faults(scene: Scene) -> list[Ev]:
+    """The faults of ``scene`` nothing explains, but the effects of their own subject's faults, and only the Xids and
+    SXids among them when there are any (:func:`_one_fault_of_all`)."""
     faults = [e for e in scene.events if e.signature != SYMPTOM and scene.is_fault(e) and not scene.explained(e)]
     # a fault its own subject's fault caused (an edge within the subject: a rank's teardown failure after its WARN,
     # nccl_warn.explains_its_teardown_failure) is that fault's effect, not a second kind of fault
@@ -247,7 +282,15 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
     # the kernel's Xids and SXids name the fault when there are any: NCCL's "P2P is disabled between NVLINK connected
     # GPUs" beside two GPUs' Xid 74 is their report, and it made the fault two kinds (the Xid 74 action lost for
     # "collect the kernel log": a fresh user's trial)
-    faults = [e for e in faults if e.xid is not None or e.sxid is not None] or faults
+    return [e for e in faults if e.xid is not None or e.sxid is not None] or faults
+
+
+def _one_fault_of_all(scene: Scene) -> list[Ev]:
+    """The faults nothing explains when they are all one fault — one signature (and Xid or SXid) that names a cause
+    (a category in the catalog, or an Xid/SXid) — on more than one subject, else ``[]``: several ranks whose
+    /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
+    two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
+    faults = _unexplained_faults(scene)
     if not faults or len({(e.signature, e.xid, e.sxid) for e in faults}) != 1:
         return []
     if len({scene.subject[e.event_id] for e in faults}) < 2:

@@ -6086,3 +6086,30 @@ def test_a_shm_segment_line_takes_its_cause_from_the_line_that_says_why(pipeline
         assert inc["category"] == "nccl_software" and inc["severity"] == "error"
         assert inc["initiator"]["gpu_index"] == 0 and inc["initiator"]["host"] == "node08"
         assert says in inc["next_action"], inc["next_action"]
+
+
+def test_no_single_culprit_of_a_few_kinds_of_fault_gives_each_kinds_own_action(pipeline):
+    """Two NVSwitches of one host with two fatal SXids in one second (23001, 11001), or two GPUs of one host with Xid 79
+    and Xid 48: no single culprit, and the next action was only "collect the kernel log", each fault's own action lost
+    (a real-logs pass on Fabric Manager and NVSwitch lines). Each kind's action is listed, then what to collect; one
+    kind on several subjects keeps "Every candidate reports the same fault"."""
+    from correlate.incident import COLLECT_HOSTS_NAMED
+
+    sxids = ("[2026-07-15T04:18:55.513286+00:00] nvidia-nvswitch0: SXid (PCI:0000:59:00.0): 23001, Fatal, Link 12 "
+             "Always Fatal\n"
+             "[2026-07-15T04:18:55.513290+00:00] nvidia-nvswitch1: SXid (PCI:0000:5a:00.0): 11001, Fatal, ingress "
+             "invalid command")
+    xids = ("[2026-07-15T04:18:55.513286+00:00] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has "
+            "fallen off the bus.\n"
+            "[2026-07-15T04:18:55.513290+00:00] NVRM: Xid (PCI:0000:5e:00): 48, pid=1234, name=python, An "
+            "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, "
+            "subpartition 0.")
+    for text, names in ((sxids, ["SXid 23001 (", "SXid 11001 ("]), (xids, ["Xid 79: Drain node", "Xid 48: Drain"])):
+        (inc,) = run(pipeline, text, host="nodeb")
+        assert len(inc["initiator"]["candidates"]) == 2, inc["initiator"]
+        action = inc["next_action"]
+        assert action.startswith("No single culprit: 2 kinds of fault, each with its own action."), action
+        assert all(n in action for n in names) and action.endswith(COLLECT_HOSTS_NAMED), action
+    (inc,) = run(pipeline, sxids.replace("11001, Fatal, ingress invalid command", "23001, Fatal, Link 3 Always Fatal"),
+                 host="nodeb")
+    assert inc["next_action"].startswith("Every candidate reports the same fault (SXid 23001)"), inc["next_action"]
