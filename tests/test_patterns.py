@@ -4977,6 +4977,40 @@ def test_the_node_slurm_lost_is_the_initiator_not_the_node_that_printed_the_canc
     assert inc["severity"] == "warning" and "not at fault" in inc["next_action"]
 
 
+def test_the_node_or_process_an_mpi_launcher_names_explains_the_ranks_reports_in_its_output(tmp_path):
+    """open-mpi/ompi#11830, horovod/horovod#410: mpirun's output holds every rank's lines, then the launcher's own
+    word on what failed first: "Remote daemon: [[…],1] on node node02" under "ORTE has lost communication with a
+    remote daemon", or "mpirun noticed that process rank 3 … on node node07 exited on signal 9". The ranks'
+    "Horovod has been shut down" above it were a second incident with no single culprit (a real-logs pass): the
+    node the launcher names is the initiator, the ranks' reports its downstream
+    (``mpi.launcher_named_failure_explains_job_reports``, ``rules.log_of``). The launcher's own node (the HNP line)
+    is no party, and Ctrl-C's SIGINT explains nothing."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    shut = ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to "
+            "allreduce, allgather or broadcast a tensor after one of the ranks finished execution.")
+    ranks = [f"[1,1]<stderr>:{shut}", f"[1,0]<stderr>:{shut}"]
+    (tmp_path / "launcher.out").write_text("\n".join([
+        *ranks, "ORTE has lost communication with a remote daemon.", "",
+        "  HNP daemon   : [[32679,0],0] on node node01", "  Remote daemon: [[32679,0],1] on node node02", "",
+        "This is usually due to either a failure of the TCP network"]) + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert (inc["initiator"]["host"], inc["initiator"]["fault"]) == ("node02", "mpi.daemon_lost")
+    assert {d["host"] for d in inc["downstream"]} == {"launcher"}
+    assert {x["rule"] for x in inc["evidence"]} == {"mpi.launcher_named_failure_explains_job_reports"}
+    assert "node01" not in orjson.dumps(inc).decode()
+    (tmp_path / "launcher.out").write_text("\n".join([
+        *ranks, "mpirun noticed that process rank 3 with PID 0 on node node07 exited on signal 9 (Killed)."]) + "\n")
+    [inc] = diagnose_paths([tmp_path], Settings())[2]
+    assert (inc["initiator"]["host"], inc["initiator"]["fault"]) == ("node07", "mpi.rank_killed")
+    assert {x["rule"] for x in inc["evidence"]} == {"mpi.launcher_named_failure_explains_job_reports"}
+    (tmp_path / "launcher.out").write_text("\n".join([
+        *ranks, "mpirun noticed that process rank 3 with PID 0 on node node07 exited on signal 2 (Interrupt)."]) + "\n")
+    incs = diagnose_paths([tmp_path], Settings())[2]
+    assert not any(x["rule"] == "mpi.launcher_named_failure_explains_job_reports" for i in incs for x in i["evidence"])
+
+
 def test_slurms_oom_kill_report_explains_sruns_report_of_the_task(tmp_path):
     """hafs-community/HAFS#101: slurmstepd's "Detected 1 oom-kill event(s) in step 3495064.0 cgroup", then srun's
     "task 4: Out Of Memory" of the node: two incidents, the first no event (a real-logs pass). One job's OOM kill in
