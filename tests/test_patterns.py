@@ -879,6 +879,45 @@ def test_a_gpus_fall_explains_the_node_reboot_its_driver_asks_of_every_gpu_of_th
     assert "by rule gpu_loss.explains_hostwide_recovery_action" not in alone["explanation"], alone["explanation"]
 
 
+UVM_FATAL = ("Sep 07 09:48:03 node07 kernel: NVRM: nvGpuOpsReportFatalError: uvm encountered global fatal error 0x60, "
+             "requiring os reboot to recover.")
+REBOOT_154 = ("Sep 07 09:48:03 node07 kernel: NVRM: Xid (PCI:0000:{bus}:00): 154, GPU recovery action changed from 0x0 "
+              "(None) to 0x2 (Node Reboot Required)")
+
+
+def test_uvms_global_fatal_error_explains_the_node_reboot_every_gpu_then_reports(pipeline):
+    """UVM's global fatal error (``nvGpuOpsReportFatalError``, rmapi/nv_gpu_ops.c) takes no GPU and sets the host's
+    reboot-required flag: every GPU then reports Xid 154 "Node Reboot Required" (NVIDIA/open-gpu-kernel-modules#1342).
+    The line gave no event, and the 154 lines alone were candidates "the evidence does not say which came first" (a
+    real-logs pass): the fatal error is the initiator, the 154s its reports, and the next step is the node's reboot.
+    A 154 on another host is no report of it."""
+    (inc,) = run(pipeline, "\n".join([UVM_FATAL] + [REBOOT_154.format(bus=b) for b in ("01", "02")]))
+    assert (inc["initiator"]["kind"], inc["initiator"]["device"], inc["category"]) == ("driver", None, "gpu_failure")
+    assert inc["severity"] == "critical"
+    assert sorted(d["device"] for d in inc["downstream"]) == ["0000:01:00.0", "0000:02:00.0"]
+    assert "by rule uvm_fatal.explains_hostwide_recovery_action" in inc["explanation"], inc["explanation"]
+    assert "reboot" in inc["next_action"] and "status 0x60" in inc["next_action"], inc["next_action"]
+    other = run(pipeline, REBOOT_154.format(bus="01"), host="node08") + run(pipeline, UVM_FATAL)
+    assert all("uvm_fatal.explains_hostwide_recovery_action" not in i["explanation"] for i in other)
+
+
+def test_the_gpu_fault_uvm_hit_comes_before_its_global_fatal_error(pipeline):
+    """The fatal error follows the fault UVM got from a GPU (#1342: the GPU lost from the bus; an MMU fault, Xid 31):
+    that GPU is the initiator, the fatal error and the host's 154s its reports (``gpu_fault.explains_uvm_fatal``).
+    Xid 154 is no cause of it: the recovery action is what the fatal error sets."""
+    xid31 = ("Sep 07 09:48:02 node07 kernel: NVRM: Xid (PCI:0000:02:00): 31, pid=684430, name=python3, channel "
+             "0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 UNRECOGNIZED_CLIENT faulted @ "
+             "0x1827f9_000b4bc0. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ")
+    (inc,) = run(pipeline, "\n".join([xid31, UVM_FATAL] + [REBOOT_154.format(bus=b) for b in ("01", "02")]))
+    assert inc["initiator"]["device"] == "0000:02:00.0", inc["explanation"]
+    assert "its first line Xid 31" in inc["explanation"], inc["explanation"]
+    assert sorted(str(d["device"]) for d in inc["downstream"]) == ["0000:01:00.0", "None"]  # the 154, the fatal error
+    tied = {x["rule"] for x in inc["evidence"]}
+    assert {"gpu_fault.explains_uvm_fatal", "uvm_fatal.explains_hostwide_recovery_action"} <= tied, tied
+    (alone,) = run(pipeline, "\n".join([REBOOT_154.format(bus="01"), UVM_FATAL]))
+    assert alone["initiator"]["kind"] == "driver", alone["explanation"]
+
+
 def test_a_recovery_action_alone_says_its_cause_is_missing(pipeline):
     """Xid 154 is "informational only regarding another Xid" (NVIDIA's catalog): a GPU whose paste holds only its
     "Node Reboot Required" (a real capture: the GPU's preamble and the 154, nothing else) gets the driver's step,
