@@ -6186,3 +6186,19 @@ def test_no_single_culprit_of_a_few_kinds_of_fault_gives_each_kinds_own_action(p
     (inc,) = run(pipeline, sxids.replace("11001, Fatal, ingress invalid command", "23001, Fatal, Link 3 Always Fatal"),
                  host="nodeb")
     assert inc["next_action"].startswith("Every candidate reports the same fault (SXid 23001)"), inc["next_action"]
+
+
+def test_an_mmu_fault_says_a_driver_update_can_be_its_cause(pipeline):
+    """Xid 31 is the program's own fault in most cases, but a known-good program that faults right after a driver
+    update is the driver's (NVIDIA's WORKFLOW_XID_31: "If known good APP: REPORT_ISSUE"): an RTX 5070 Ti's Xid 31
+    FAULT_PDE under the 595.71.05 open module only (NVIDIA/open-gpu-kernel-modules#1030, real line), a fleet's on
+    610.57.04 only (#1370). The next step said "debug the app" alone (a real-logs pass); the driver comparison is in
+    it now, and the GPU is still not to be drained."""
+    line = ("[  365.969681] NVRM: Xid (PCI:0000:01:00): 31, pid=13705, name=UnrealEditor, channel 0x0000000c, intr "
+            "00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_PROP_0 faulted @ 0x0_00000000. Fault is of type "
+            "FAULT_PDE ACCESS_TYPE_VIRT_READ")
+    (inc,) = run(pipeline, line)
+    assert inc["category"] == "application" and inc["severity"] == "info", inc
+    assert "right after a driver update" in inc["next_action"], inc["next_action"]
+    assert "compare the driver version with the release before it" in inc["next_action"]
+    assert inc["next_action"].endswith("Do not drain or RMA the GPU for these Xids."), inc["next_action"]
