@@ -59,7 +59,14 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
     """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their median (hosts with at
     least ``min_events``, whose median is within :data:`OFFSET_MAX_US`), and the fleet's median of those; None with
     fewer than two such hosts. A host whose lines arrived more than a day from their stamps is left out: they are
-    old (logs replayed, a backlog shipped late), and their delay says nothing of its clock, nor of the fleet's."""
+    old (logs replayed, a backlog shipped late), and their delay says nothing of its clock, nor of the fleet's.
+
+    The fleet's median is taken over the hosts whose median is within :data:`SKEW_CAP_US` of zero when there are
+    any: a delay that small is a clock that is right and lines shipped as written (a backlog only adds to ``d``, and
+    a wrong clock meets the broker's by chance alone), while one hours long is either of a backlog or a clock, which
+    ``d`` does not tell apart. Over every host, one live host beside one whose lines arrived 23 h late took the upper
+    of the two medians: the live host's offset was −23 h (its Xid 79 "resolved" as it was read) and its bound the
+    cap, while at 25 h both had none (a break-it pass)."""
     per_host: dict[str, list[int]] = {}
     for e in events:
         if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
@@ -68,7 +75,8 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
             if abs(m := sorted(d)[len(d) // 2]) <= OFFSET_MAX_US}
     if len(meds) < 2:
         return None
-    return per_host, meds, sorted(meds.values())[len(meds) // 2]
+    live = sorted(m for m in meds.values() if abs(m) <= SKEW_CAP_US) or sorted(meds.values())
+    return per_host, meds, live[len(live) // 2]
 
 
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_CAP_US) -> dict[str, int]:

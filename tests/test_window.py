@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from correlate.cluster import components
 from correlate.incident import member_ids
 from correlate.model import Ev
@@ -917,3 +919,23 @@ def test_a_redelivery_of_events_the_stream_holds_is_no_late_event(tmp_path):
     held = len(sc.events)
     assert held == batch.events.num_rows
     assert sc.add(batch.events) == 0 and sc.late_events == 0 and len(sc.events) == held
+
+
+@pytest.mark.parametrize("backlogged", [1, 2])
+def test_a_live_hosts_clock_is_not_moved_by_hosts_whose_lines_arrive_hours_late(backlogged):
+    """One live host (its lines appended 0.1 s after their stamps) beside ``backlogged`` hosts whose lines arrived
+    23 h late (a backlog shipped, logs replayed): the fleet's median was the upper of the hosts' medians, so the live
+    host's offset was −23 h and its bound the 300 s cap (its Xid 79 "resolved" as it was read), while at 25 h both
+    had none (a break-it pass). The live host keeps its clock; the late ones take the offset."""
+    from correlate.window import SKEW_CAP_US, estimate_clocks
+
+    now, lag = 1_800_000_000 * S, 23 * 3600 * S
+    evs = []
+    for h, late in [("live", 0)] + [(f"old{j}", lag) for j in range(backlogged)]:
+        for k in range(6):
+            e = ev(f"{h}{k}", h, now + k * S - late)
+            e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", now + k * S + 100_000
+            evs.append(e)
+    skew, offsets = estimate_clocks(evs)
+    assert offsets["live"] == 0 and "live" not in {h for h, b in skew.items() if b}
+    assert all(offsets[f"old{j}"] == lag and skew[f"old{j}"] == SKEW_CAP_US for j in range(backlogged))
