@@ -944,23 +944,33 @@ class Pager:
                 return  # the receiver is likely down: back off instead of trying the rest now
             log.error("page %s v%s %s rejected by %s: %s", iid, version, action, r.name, err)
 
-    def _put_alertmanager_resolve(self, view: dict[str, Any]) -> None:
-        """Queue the resolve of ``view``'s alert for Alertmanager alone, as :meth:`_follow` found it resolved by
-        another worker: this worker's re-send (``_refresh``) may have reached Alertmanager after that worker's resolve
-        — it read the lake before the resolved version was stored — and fired the alert again until its ``endsAt``
-        (``am_hold_s``; a fresh user's trial saw it active 1.5 s after the resolve). Alertmanager keeps one resolved
-        alert per label set: a second resolve notifies no one. PagerDuty is not re-sent to (nothing re-sends it)."""
+    def _put_followed_resolve(self, view: dict[str, Any]) -> None:
+        """Queue the resolve of ``view``'s page, as :meth:`_follow` found it resolved by another worker: for
+        Alertmanager always — this worker's re-send (``_refresh``) may have reached Alertmanager after that worker's
+        resolve (it read the lake before the resolved version was stored) and fired the alert again until its
+        ``endsAt`` (``am_hold_s``; a fresh user's trial saw it active 1.5 s after the resolve); Alertmanager keeps one
+        resolved alert per label set, so a second resolve notifies no one — and for any other receiver this worker
+        still has an entry of the incident waiting for: its trigger, sent once the receiver is back, reached
+        PagerDuty after the other worker's resolve and opened a page there that nothing resolved (a break-it pass).
+        The resolve comes after it, as ``_put``'s do."""
         for r in self.receivers:
-            if r.name == "alertmanager":
-                self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
-                                "VALUES (?, ?, ?, 'resolve', ?, ?)",
-                                (view["id"], view["version"], r.name, orjson.dumps(view), self.clock()))
+            if r.name != "alertmanager" and self.db.execute(
+                    "SELECT 1 FROM outbox WHERE incident_id = ? AND receiver = ? AND state = 'pending' LIMIT 1",
+                    (view["id"], r.name)).fetchone() is None:
+                continue
+            self.db.execute("UPDATE outbox SET state = 'coalesced' WHERE incident_id = ? AND receiver = ? "
+                            "AND action = 'resolve' AND state = 'pending' AND version < ?",
+                            (view["id"], r.name, view["version"]))
+            self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
+                            "VALUES (?, ?, ?, 'resolve', ?, ?)",
+                            (view["id"], view["version"], r.name, orjson.dumps(view), self.clock()))
 
     async def _follow(self) -> None:
         """Bring the open pages up to the latest stored version of their incidents (``latest``): one another
         correlate worker stored since (the incident moved to it with its partition) is what the page says now —
         resolved when that version is closed (that worker sent the resolve; this one sends it to Alertmanager again,
-        :meth:`_put_alertmanager_resolve`), else open with its content, the labels kept, sending nothing. Called
+        and to a receiver an entry of it still waits for, :meth:`_put_followed_resolve`), else open with its content,
+        the labels kept, sending nothing. Called
         before ``_expire`` and the re-sends, at most every ``am_resend_s``.
 
         Each worker's outbox had only its own versions: the worker an incident had left kept re-sending its page to
@@ -998,7 +1008,7 @@ class Pager:
                 status = "resolved" if inc.get("status") in _CLOSED else "open"
                 self._write_page(inc, status, view | {"status": status})
                 if status == "resolved":
-                    self._put_alertmanager_resolve(view | {"status": status})
+                    self._put_followed_resolve(view | {"status": status})
                 n += 1
         if n:
             log.info("%d open page(s) follow a later version another worker stored", n)

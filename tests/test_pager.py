@@ -1228,6 +1228,35 @@ def test_a_re_send_that_reached_alertmanager_after_another_workers_resolve_is_re
     b.pager.close()
 
 
+def test_a_trigger_waiting_for_pagerduty_is_resolved_after_another_workers_resolve(tmp_path, pd):
+    """Worker a pages an incident while PagerDuty is down (its trigger waits in a's outbox); the incident moves to
+    worker b, which stores and sends its resolved version. When PagerDuty is back, a's waiting trigger reached it
+    after b's resolve and opened a page nothing resolved: a follows b's version, and sends the resolve after its
+    trigger (a break-it pass). Two real sinks over one real lake; the local receiver keeps PagerDuty's dedup
+    semantics (a stand-in for PagerDuty's Events API, which cannot run here)."""
+    from api.sink import IncidentSink
+
+    lake = str(tmp_path / "lake")
+    now = time.time()
+    a = IncidentSink(pd_settings(tmp_path / "a", pd.url, lake=lake))
+    a.pager.backoff_base_s, a.pager.backoff_max_s = 0.01, 0.05
+    pd.fail = 10**6  # down
+    a.emit([incident(version=1, end=now - 60)])
+    assert asyncio.run(a.pager.flush(0.2)) == 1
+    b = IncidentSink(pd_settings(tmp_path / "b", pd.url, lake=lake))
+    b.stored()
+    pd.fail, before = 0, len(pd.requests)
+    b.emit([incident(version=2, status="resolved", end=now - 5)])
+    assert asyncio.run(b.pager.flush(5)) == 0
+    assert not pd.open_keys
+    a.pager._followed, a.pager.am_resend_s = 0.0, 0.0  # a's next round follows the lake
+    assert asyncio.run(a.pager.flush(5)) == 0
+    sent = [x["event_action"] for x in pd.bodies()[before:]]  # b's resolve alone: it took a's page over
+    assert sent == ["resolve", "trigger", "resolve"] and not pd.open_keys
+    a.pager.close()
+    b.pager.close()
+
+
 def test_a_page_taken_over_is_re_sent_by_whoever_holds_its_latest_version(tmp_path, alertmanager):
     """Two correlate workers over one lake, each with its own outbox (the pages of an incident move with it,
     ``Pager.adopt``). A page taken over was never re-sent by the taking worker (its first worker's to re-send), and
