@@ -1501,3 +1501,21 @@ def test_an_undated_init_line_that_comes_late_gives_a_cold_faults_gpu_its_rank(p
     assert batch["initiator"]["rank"] == 0
     (stream,) = [v[2] for v in sc.emitted.values() if v[2]["initiator"].get("xid") == 79]
     assert stream["id"] == batch["id"] and stream["initiator"]["rank"] == 0, stream["initiator"]
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_hosts_port_down_under_two_jobs_explains_both_jobs_timeouts(pipeline, mode):
+    """Job A: rank 0 on n1's GPU 0, rank 1 on n2. Job B: rank 1 on n1's GPU 1, rank 0 on n3. n1's InfiniBand port
+    goes DOWN (ib_core's "mlx5_5: Port: 1 Link DOWN", ib.port_state) and both jobs' ranks on the other hosts time out:
+    the host's port is every job's there. With one job's timeout it was the initiator (the earliest fault); with both,
+    no rule related it to either, and their hang named B's silent rank on n1 with A's rank 1 on n2 "timed out on
+    SeqNum 9, behind" as that rank (a break-it pass). One incident: the port, both jobs' ranks downstream."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), _port_down(fault, "n1")],
+            "n2": [init(day, "n2", 201, 1, 2, a), timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, 9)],
+            "n3": [init(day, "n3", 301, 0, 2, b), timeout(fault + timedelta(seconds=605, milliseconds=32_030), 0, 40)]}
+    (inc,) = _incidents(pipeline, logs, fault, mode)
+    assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == ("ib_port", "n1", "0000:ab:00.0")
+    assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("n2", 1), ("n3", 0)]
