@@ -510,7 +510,7 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
                     held[comm] = where[1]
                 continue
             out.add(comm)
-    if len(held) > 1 and not _one_gpu(held.values()) and (gpu := _global_gpu(e, topo)) is not None:
+    if len(held) > 1 and not _one_gpu(held.values()) and (gpu := _global_gpu(e, topo, set(held.values()))) is not None:
         # c10's [rankN]: names the process, so its GPU, of the group rank the line names (a data-parallel group's
         # timeout, "[rank2]: … [Rank 1]", was of no communicator where a TP and a DP group hold a rank 1 on two GPUs
         # of its host, and the GPU fallen off the bus its DP peer held left it a hang of its own: a break-it pass)
@@ -523,23 +523,27 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
     return out, bool(held)
 
 
-def _global_gpu(e: Ev, topo: Topology) -> str | None:
+def _global_gpu(e: Ev, topo: Topology, held: set[str]) -> str | None:
     """The GPU key of ``e``'s process on its host from its rank in the job (``details.global_rank``, c10's
     ``[rankN]:``): the GPU the largest communicators that hold that rank number put it on there (the job's default
     group holds every rank; a subgroup of as many ranks, its number elsewhere or nowhere); None without a global
-    rank, or when those communicators put it on several GPUs or on another host."""
+    rank, when those communicators put it on several GPUs or on another host, or when they do not hold every GPU of
+    ``held`` on the host (the GPUs of the communicators the line's group rank may be of): another job's larger world
+    on the host then holds that number, and the line's group would be placed in that job (a break-it pass: job B's
+    data-parallel timeout filtered to job A's GPU)."""
     g = e.details.get("global_rank")
     if g is None:
         return None
-    best, gpus = 0, set()
+    best, gpus, covered = 0, set(), set()
     for comm, ranks in topo.comm_ranks.items():
         size = topo.comm_size.get(comm) or len(ranks)
         if size <= g or size < best or (where := ranks.get(g)) is None:
             continue
         if size > best:
-            best, gpus = size, set()
+            best, gpus, covered = size, set(), set()
         gpus.add(where if where[0] == e.host else None)
-    if len(gpus) != 1:
+        covered.update(dev for host, dev in ranks.values() if host == e.host)
+    if len(gpus) != 1 or not held <= covered:
         return None
     (where,) = gpus
     return where[1] if where is not None else None

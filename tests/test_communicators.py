@@ -1519,3 +1519,25 @@ def test_a_hosts_port_down_under_two_jobs_explains_both_jobs_timeouts(pipeline, 
     (inc,) = _incidents(pipeline, logs, fault, mode)
     assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == ("ib_port", "n1", "0000:ab:00.0")
     assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("n2", 1), ("n3", 0)]
+
+
+def test_a_global_rank_places_a_line_only_when_its_world_holds_every_gpu_the_line_may_be_of():
+    """``rules._global_gpu``: c10's "[rank1]:" puts a subgroup's line on its process's GPU by the largest communicator
+    that holds rank 1 — the job's world. With a second, larger job on the host, that job's world held rank 1 on its
+    own GPU, and job B's data-parallel timeout was filtered to job A's GPU (a break-it pass). It places the line only
+    when that world holds every GPU the line's group rank may be on; else None (no placement, as before)."""
+    from types import SimpleNamespace
+
+    from correlate.rules import _global_gpu
+    from correlate.topology import Topology
+
+    topo = Topology()
+    a, b = "0xa0a0000000000000", "0xb0b0000000000000"
+    topo.comm_ranks[a].update({g: ("n1", f"gpu{g}") for g in range(4)} | {g: ("n2", f"gpu{g - 4}") for g in range(4, 8)})
+    topo.comm_ranks[b].update({0: ("n1", "gpu4"), 1: ("n1", "gpu5"), 2: ("n3", "gpu0"), 3: ("n3", "gpu1")})
+    topo.comm_size.update({a: 8, b: 4})
+    line = SimpleNamespace(host="n1", details={"global_rank": 1})
+    # B's group rank 0 may be on n1's GPU 4 or 5 (B's groups), or on GPU 1 (A's): A's world does not hold 4 and 5
+    assert _global_gpu(line, topo, {"gpu1", "gpu4", "gpu5"}) is None
+    del topo.comm_ranks[a], topo.comm_size[a]  # B alone on the host: its world names the process's GPU
+    assert _global_gpu(line, topo, {"gpu4", "gpu5"}) == "gpu5"
