@@ -1644,8 +1644,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         rest, repeats = p.rest, 1
         if rest.endswith("cluster]") and (m := _RAY_REPEATED.search(rest)):
             rest, repeats = rest[:m.start()], max(1, int(m[1]))
+        # an MPI launcher's label names the rank of a training process's line, not of a kernel line it printed
+        rank = p.rank if p.rank is not None or sig.source != "nccl" else p.launcher_rank
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), rest,
-               row.get("gpu_index", p.gpu_index), row.get("rank", p.rank),
+               row.get("gpu_index", p.gpu_index), row.get("rank", rank),
                # and the process's rank in the job (c10's "[rank4]:"): two processes, each rank 0 of its own group of
                # one id ("[PG 5 Rank 0]"), were one event of one party (xdit-project/xDiT#147, a real-logs pass)
                p.rank,
@@ -1663,10 +1665,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             key = (*key, seg.origin)
         # a line its own precise stamp dates is one event however often it is delivered (schemas.line_event_id): a
         # second copy in the batch is no repeat of it (a storm's lines have stamps of their own)
-        # the rank a launcher's prefix named (c10's "[rank2]:", srun's "2: ") is part of what the line says: two ranks
-        # of one host print the same words in one microsecond (PyTorch's exit warning of ranks 0 and 2 were one event:
-        # the second rank's exit lost, a real-logs pass); every copy of one line carries its prefix
-        text = p.rest if p.rank is None else f"rank{p.rank}\x00{p.rest}"
+        # the rank a launcher's prefix named (c10's "[rank2]:", Open MPI's "[1,2]<stderr>:") is part of what the line
+        # says: two ranks of one host print the same words in one microsecond (PyTorch's exit warning of ranks 0 and 2
+        # were one event: the second rank's exit lost, a real-logs pass); every copy of one line carries its prefix
+        text = p.rest if rank is None else f"rank{rank}\x00{p.rest}"
         if p.mono is None:
             eid = (line_event_id(row["host"], row["ts"], row["signature"], text, h.sub)
                    if row["ts_basis"] == "line" and row["ts_precision_us"] <= LINE_ID_PRECISION_US else None)
@@ -1695,7 +1697,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         if "gpu_index" not in ev:
             ev["gpu_index"] = p.gpu_index
         if "rank" not in ev:
-            ev["rank"] = p.rank
+            ev["rank"] = rank
         if p.gpu_index_text is not None and ev["gpu_index"] is None:
             row["details"].setdefault("gpu_index_text", p.gpu_index_text)
         if p.rank is not None and ev["rank"] != p.rank and ev["rank"] is not None:

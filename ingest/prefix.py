@@ -83,6 +83,10 @@ class Prefix:
     pid: int | None = None
     gpu_index: int | None = None  # NCCL cudaDev
     rank: int | None = None
+    #: the MPI rank Open MPI's ``--tag-output`` label gives ("[1,3]<stderr>:"): the rank of a training process's own
+    #: line (Horovod's, PyTorch's under mpirun) where it names none, but not of a kernel line a ``mpirun dmesg``
+    #: printed (``ingest.assemble`` reads it for NCCL/PyTorch signatures only)
+    launcher_rank: int | None = None
     rest: str = ""
     #: a stamp without a year as (month, day, hour, minute, second, µs) when it gave ``ts``: the year can be
     #: resolved again against another reference (``ingest.assemble.resolve_times``) without parsing again
@@ -293,8 +297,12 @@ _CLOCK_LABEL = (r"(?P<clock_h>[01]\d|2[0-3]):(?P<clock_mi>[0-5]\d):(?P<clock_s>[
 _STD_LABEL = r"[\w.-]{1,253} \[std(?:out|err)\] "
 # a viewer's line number in brackets before a stamp: "[80746] [rank0]:[E321 02:07:08.408271257 …" (each line the
 # next number: hiyouga/LlamaFactory#7396, #8261; c10's stamp behind it was not read, every line took its file's time)
+# Open MPI's ``--tag-output`` "[jobid,rank]<stderr>:" names the process's MPI rank, which Horovod's and a
+# torch.distributed job's world rank is under mpirun (horovod/horovod#3412: the rank was lost, a real-logs pass):
+# ``Prefix.launcher_rank``
+_MPI_LABEL = r"\[\d+,(?P<mpi_rank>\d{1,7})\]<std(?:out|err)>: ?"
 _LABEL = re.compile(
-    r"^(?:" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
+    r"^(?:" + _MPI_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
     + r"|" + _NOT_HOST_BEFORE_EXCEPTION + r"(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT
@@ -982,6 +990,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             clock = m
         elif m["rank"]:
             p.rank = int(m["rank"])
+        elif m["mpi_rank"]:
+            p.launcher_rank = int(m["mpi_rank"])
         elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"] or m["ray_rank"]:
             if m["ray_ip"] and _is_ip(m["ray_ip"]):  # "ip=cafe", "ip=::" or 4,000 digits name no node
                 p.host = p.via = ray_ip = m["ray_ip"]

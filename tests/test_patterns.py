@@ -6202,3 +6202,19 @@ def test_an_mmu_fault_says_a_driver_update_can_be_its_cause(pipeline):
     assert "right after a driver update" in inc["next_action"], inc["next_action"]
     assert "compare the driver version with the release before it" in inc["next_action"]
     assert inc["next_action"].endswith("Do not drain or RMA the GPU for these Xids."), inc["next_action"]
+
+
+def test_an_mpi_launchers_rank_label_is_a_training_lines_rank_not_a_kernel_lines(pipeline):
+    """Under ``mpirun --tag-output`` every rank prints "Horovod has been shut down" with only Open MPI's "[1,N]<stderr>:"
+    before it: the ranks were one event of no rank (horovod/horovod#3412, a real-logs pass). Each rank's line is its
+    own event with its rank; a kernel line the same launcher printed (``mpirun dmesg``) is no rank's."""
+    shut = ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to "
+            "allreduce, allgather or broadcast a tensor after one of the ranks finished execution.")
+    text = "\n".join([f"[1,0]<stderr>:{shut}", f"[1,1]<stderr>:{shut}",
+                      "[1,1]<stdout>:[Mon Nov 30 03:12:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+                      "GPU has fallen off the bus."])
+    seg = Segment(data=text.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert sorted((e["signature"], e["rank"], e["count"]) for e in ev) == [
+        ("horovod.shut_down", 0, 1), ("horovod.shut_down", 1, 1), ("xid", None, 1)], ev

@@ -767,3 +767,14 @@ def test_iso_times_to_us_are_exact_on_both_sides_of_1970():
         assert iso_us(text) == page_us(text) == want, text
         assert report_us(datetime.fromisoformat(text.replace("Z", "+00:00"))) == want, text
     assert report_us(datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=timezone.utc)) == -500_000
+
+
+def test_open_mpis_tag_output_label_gives_the_launcher_rank_not_the_lines_rank():
+    """Open MPI's ``--tag-output`` "[jobid,rank]<stderr>:" names the process's MPI rank (horovod/horovod#3412: every
+    rank's "Horovod has been shut down" had none, a real-logs pass): ``launcher_rank``, which the pipeline gives
+    a training process's line; c10's "[rankN]:" behind it stays the line's own rank."""
+    p = parse_prefix("[1,3]<stderr>:Horovod has been shut down. This was caused by an exception", ref_us=REF)
+    assert (p.launcher_rank, p.rank, p.rest[:7]) == (3, None, "Horovod")
+    p = parse_prefix("[1,3]<stderr>:" + _C10_LINE, ref_us=REF)
+    assert (p.launcher_rank, p.rank) == (3, 8)
+    assert parse_prefix("[default0]:Horovod has been shut down.", ref_us=REF).launcher_rank is None
