@@ -214,7 +214,11 @@ class StreamCorrelator:
             hw = self.source_watermarks.get(key)
             # lateness is about when the line was written (a watchdog timeout printed now is on time, though
             # the collective it reports began ten minutes ago)
-            if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks):
+            if hw is not None and hw.too_late(e.ts, self.lateness_us, self.settings.clocks) and (
+                    is_fault(e, default_catalog()) or not teaches_topology(e)):
+                # a fact of the topology (NCCL's Init COMPLETE of a rank, a bootstrap address) is no evidence: late,
+                # it still teaches the steps after it which communicator a rank is of (a job's init lines in a later
+                # batch than its faults were dropped, and its timeout joined another job's Xid 79: a break-it pass)
                 late += 1
                 continue
             if e.event_id in self.cold:  # came again (a replay): its incident comes back whole (``_revive``)

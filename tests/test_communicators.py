@@ -1541,3 +1541,35 @@ def test_a_global_rank_places_a_line_only_when_its_world_holds_every_gpu_the_lin
     assert _global_gpu(line, topo, {"gpu1", "gpu4", "gpu5"}) is None
     del topo.comm_ranks[a], topo.comm_size[a]  # B alone on the host: its world names the process's GPU
     assert _global_gpu(line, topo, {"gpu4", "gpu5"}) == "gpu5"
+
+
+def test_a_jobs_init_lines_arriving_after_the_lateness_still_keep_its_ranks_apart(pipeline):
+    """Jobs A and B share n1: A's GPU there falls off the bus, B's IB port on n3 goes down 5 s later, and each job's
+    rank on the other host times out. When B's NCCL init lines came in a later batch than the faults, past the allowed
+    lateness of their host's partition, the stream dropped them as too late: B's rank on n1 was of no communicator and
+    joined A's Xid 79, where the batch correlator keeps them apart (a break-it pass). A late fact of the topology is
+    no evidence: it is kept, and the stream ends with the batch's incidents."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), fallen(fault)],
+            "n2": [init(day, "n2", 201, 1, 2, a)],
+            "n3": [init(day, "n3", 301, 0, 2, b), _port_down(fault + timedelta(seconds=5), "n3")]}
+    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9))
+    logs["n1"].append(timeout(fault + timedelta(seconds=605, milliseconds=32_030), 1, seq=40))
+    summary = lambda incs: sorted((i["category"], i["initiator"]["host"], tuple(sorted(  # noqa: E731
+        (d["host"], d["rank"]) for d in i["downstream"]))) for i in incs if i["status"] != "superseded")
+    batch = summary(_incidents(pipeline, logs, fault, "batch"))
+    assert batch == [("gpu_off_bus", "n1", (("n2", 1),)), ("ib_port", "n3", (("n1", 1),))]
+    late = {"n1": [logs["n1"][1]], "n3": [logs["n3"][0]]}  # B's init lines
+    early = {"n1": [logs["n1"][0]] + logs["n1"][2:], "n2": logs["n2"], "n3": logs["n3"][1:]}
+    sc = StreamCorrelator()
+    first = events(pipeline, early, fault + timedelta(minutes=15))
+    now = int((fault + timedelta(minutes=16)).timestamp() * S)
+    sc.add(first.events, first.link_samples, first.topology, now_us=now)
+    sc.step(now_us=now)
+    second = events(pipeline, late, fault + timedelta(minutes=17))
+    now = int((fault + timedelta(minutes=40)).timestamp() * S)
+    assert sc.add(second.events, second.link_samples, second.topology, now_us=now) == 0  # not too late: facts
+    sc.step(now_us=now, flush=True)
+    assert summary(v[2] for v in sc.emitted.values()) == batch
