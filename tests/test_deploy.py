@@ -31,6 +31,17 @@ def test_compose_runs_the_scaled_form():
     assert svc["kafka"]["image"].startswith("apache/kafka:4.")
 
 
+def test_compose_broker_keeps_its_data_in_its_volume():
+    """The apache/kafka image's log.dirs is /tmp/kraft-combined-logs unless KAFKA_LOG_DIRS says otherwise
+    (apache/kafka docker/resources/common-scripts/configureDefaults): with the volume mounted elsewhere, the topics and
+    the committed offsets lived in the container and were lost when it was made again."""
+    kafka = compose()["services"]["kafka"]
+    mounts = {v.split(":")[1] for v in kafka["volumes"] if v.split(":")[0] in compose()["volumes"]}
+    log_dirs = str(kafka["environment"].get("KAFKA_LOG_DIRS", "")).split(",")
+    assert log_dirs != [""] and all(any(d == m or d.startswith(m + "/") for m in mounts) for d in log_dirs), \
+        (log_dirs, mounts)
+
+
 def test_compose_commands_exist():
     runner = CliRunner()
     for name, s in compose()["services"].items():
