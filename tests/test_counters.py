@@ -152,3 +152,49 @@ def test_a_partition_no_longer_assigned_leaves_no_lag_series(tmp_path):
     assert asyncio.run(w.lag()) == 3 and w.health.lag == {"lagt/0": 3} and series() == ["0"]
     w._consumer = _Assigned([], 0)
     assert asyncio.run(w.lag()) == -1 and w.health.lag == {} and series() == []
+
+
+def test_a_busy_worker_reports_its_lag(tmp_path):
+    """An ingest worker measured its lag only when a fetch came back empty: 160,000 records behind, busy with one
+    batch after another, its /healthz said ``lag: {}`` and /metrics had no ``firstfault_consumer_lag_records`` (a
+    docs check against a real broker). A busy worker measures it too, every ``broker_check_s``. (The consumer and the
+    batches are stand-ins: the loop's own calls, without a broker holding a backlog.)"""
+    import asyncio
+    from types import SimpleNamespace
+
+    from aiokafka import TopicPartition
+
+    from ingest import metrics
+    from ingest.consumer import IngestWorker
+    from ingest.lake import Lake
+    from ingest.pipeline import Pipeline
+
+    tp = TopicPartition("busyt", 0)
+    done = []
+
+    class _Behind:
+        def assignment(self):
+            return {tp}
+
+        async def end_offsets(self, tps):
+            return {t: 1000 for t in tps}
+
+        async def position(self, t):
+            return 10 * len(done)
+
+    w = IngestWorker(bootstrap="127.0.0.1:9", topics=["busyt"], group_id="g", lake=Lake(str(tmp_path)),
+                     dlq_topic="d", pipeline=Pipeline())
+    w._consumer, w.broker_check_s = _Behind(), 0.0
+
+    async def next_batch(idle_fetch_ms):
+        return SimpleNamespace(records=[object()] * 10)  # never an empty fetch: a backlog
+
+    async def one_batch(taken):
+        done.append(taken)
+        if len(done) == 3:
+            w.stop.set()
+
+    w._next_batch, w._one_batch = next_batch, one_batch
+    asyncio.run(w.run())
+    assert w.health.lag == {"busyt/0": 970}  # measured after the third batch, still behind
+    assert metrics.LAG.labels(topic="busyt", partition="0")._value.get() == 970
