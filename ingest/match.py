@@ -146,7 +146,7 @@ def compile_database(expressions: list[bytes], flags: list[int], mode: int = hyp
     return db
 
 
-#: the largest cached database read (the catalog's is ~0.9 MB)
+#: the largest cached database read (the catalog's is ~2 MB)
 CACHE_MAX_BYTES = 64 << 20
 
 
@@ -169,7 +169,7 @@ def _read_cached(path: Path) -> bytes | None:
         os.close(fd)
 
 
-#: compiled databases kept (the catalog's is ~0.9 MB; an edited catalog, or a test's, is another file)
+#: compiled databases kept (the catalog's is ~2 MB; an edited catalog, or a test's, is another file)
 CACHE_KEEP = 16
 
 
