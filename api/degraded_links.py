@@ -13,6 +13,8 @@ number are skipped (and counted). For the hour ``[start, end)``:
     docs/reference/topology.md §1: link number < links per GPU), or the link
     was seen ``up`` earlier in the window (a baseline, topology.md §9 rule 2).
     A PCIe card's links (0 expected) never seen up are inactive by design.
+    A link whose spell not up is a flap that ended just past the hour (see
+    ``flapped``) is flapped, not down: it was up again when the report was written.
 ``errors``
     an error counter rose: every counter whose name says CRC, replay or
     recovery (``CRC Errors``, ``Replay Errors``, ``Recovery Errors`` of
@@ -27,7 +29,16 @@ number are skipped (and counted). For the hour ``[start, end)``:
     after its baseline was 3.5e12 an hour).
 ``flapped``
     the link changed between up and not up at least twice, counting from its
-    state just before the hour (up -> inactive -> up is two changes).
+    state just before the hour (up -> inactive -> up is two changes); or a
+    short spell not up (:data:`FLAP_MAX_S` or less from its first not-up sample
+    to the up sample after it) overlaps the hour. A flap is thus one in every
+    hour it touches, wherever the hour's boundary falls: down at 02:59:50 and up
+    at 03:00:00 flapped in hour 02 and in hour 03, as the same pair at 03:20 flapped
+    in hour 03 (it read ``down`` in 02 and ``cleared`` in 03: a break-it pass). The
+    hour's report reads state samples up to :data:`FLAP_LOOKAHEAD_US` past its end
+    for the up that closes such a spell (the service writes it after the allowed
+    lateness, 5 minutes by default); a spell that ends later is a flap of the hour it
+    ends in only (the earlier hour's report says ``down``, as it was when the hour ended).
 
 Each listed link is ``new`` (not listed in the window's 23 earlier hours),
 ``persisting`` (listed in the previous hour) or ``recurring`` (listed earlier,
@@ -62,6 +73,13 @@ WINDOW_HOURS: Final = 24  # the charts and the new/persisting status look this f
 CLASSES: Final = ("crc", "replay", "recovery")
 PROBLEMS: Final = ("down", "flapped", "errors")  # worst first
 ROLE_RANK: Final = {"initiator": 0, "downstream": 1, "context": 2}
+#: the longest spell not up between two up samples that is a flap, seconds: an hour, the longest a down-up pair inside
+#: one hour can be (every such pair was a flap before spells across the hour's boundary were)
+FLAP_MAX_S: Final = 3600
+#: how far past the hour's end the report reads state samples, µs: only to close a spell not up that began in the hour
+#: (:func:`flap_spells`); the hour's own findings (last state, counters) stop at its end. The default allowed lateness
+#: (``Settings.allowed_lateness_s``), after which the service writes the hour's report.
+FLAP_LOOKAHEAD_US: Final = 300 * US
 
 
 # --- hours ------------------------------------------------------------------------------------------------
@@ -230,7 +248,29 @@ def state_view(states: list[tuple[int, str]], start: int, end: int) -> dict[str,
             j -= 1
         down_since = iso(states[j][0])
     return {"last": last, "last_ts": iso(last_ts), "samples": i1 - i0, "changes": len(transitions),
-            "transitions": transitions, "down_since": down_since}
+            "transitions": transitions, "down_since": down_since,
+            "flaps": [{"down": iso(a), "up": iso(b), "seconds": _num((b - a) / US)}
+                      for a, b in flap_spells(states, start, end)]}
+
+
+def flap_spells(states: list[tuple[int, str]], start: int, end: int) -> list[tuple[int, int]]:
+    """The short spells not up that overlap ``[start, end)``: ``(first not-up sample, the up sample after it)`` in µs,
+    at most :data:`FLAP_MAX_S` apart, the first before ``end`` and the second at or after ``start``. ``states``
+    (time order) may reach past ``end`` (:data:`FLAP_LOOKAHEAD_US`) to close a spell that began in the hour; a spell
+    with no up sample before it (the link's first samples) or after it (still down) is none."""
+    out = []
+    down_at = None
+    was_up = False
+    for t, s in states:
+        if s == "up":
+            if down_at is not None and down_at < end and t >= start and t - down_at <= FLAP_MAX_S * US:
+                out.append((down_at, t))
+            down_at, was_up = None, True
+        elif was_up and down_at is None:
+            down_at = t
+        if t >= end and down_at is None:
+            break
+    return out
 
 
 def expectation(link: int, n_expected: int | None, states: list[tuple[int, str]], end: int) -> str | None:
@@ -252,9 +292,10 @@ def assess(key: LinkKey, s: Series, n_expected: int | None, start: int, end: int
         if d and d["delta"] > 0:
             counters.append({"counter": name, "class": counter_class(name), **d})
     problems = []
-    if st and st["last"] != "up" and expected:
+    # a spell not up that a flap closed just past the hour is that flap's, not a link down (the up sample is known)
+    if st and st["last"] != "up" and expected and not any(f["up"] >= iso(end) for f in st["flaps"]):
         problems.append("down")
-    if st and st["changes"] >= 2:
+    if st and (st["changes"] >= 2 or st["flaps"]):
         problems.append("flapped")
     if counters:
         problems.append("errors")
@@ -343,7 +384,7 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     """The report of the hour starting at ``start`` (µs UTC, on an hour).
 
     ``rows``: ``link_samples`` rows of ``[start - 23 h, start + 1 h)``, ``ts`` in
-    µs; ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
+    µs, and state rows up to :data:`FLAP_LOOKAHEAD_US` past the hour (read for flaps only; rows beyond are left out); ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
     config (NVLink domain and platform per host); ``asked_us`` (µs UTC): when it is
     asked — no host is silent in an hour that has not begun (every host of the
     window was, in red, beside the note that the hour had not begun: a fresh
@@ -353,7 +394,15 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     hosts = hosts or {}
     end = start + HOUR_US
     window_start = end - WINDOW_HOURS * HOUR_US
+    rows = list(rows)
     samples = group_samples(r for r in rows if window_start <= r["ts"] < end)
+    # the state samples just past the hour close a spell not up that began in it (flap_spells): only of links the
+    # window knows, and only their states (the hour's counters, models and hosts stop at its end)
+    for r in sorted((r for r in rows if end <= r["ts"] < end + FLAP_LOOKAHEAD_US and r.get("state")),
+                    key=lambda r: r["ts"]):
+        if r.get("gpu_index") is not None and r.get("link") is not None and \
+                (s := samples.links.get(LinkKey(r["host"], int(r["gpu_index"]), int(r["link"])))) is not None:
+            s.states.append((r["ts"], r["state"]))
     models = gpu_models(samples, hosts)
     n_expected = {g: expected_links(m) for g, m in models.items()}
 

@@ -27,7 +27,9 @@ from fastapi import APIRouter, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
-from api.degraded_links import CLASSES, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us
+from api.degraded_links import (
+    CLASSES, FLAP_LOOKAHEAD_US, HOUR_US, WINDOW_HOURS, build_report, due_hour, parse_hour, to_us,
+)
 from api.report_render import FORMATS, render, to_parquet
 from api.store import StoreError, again_if_vanished, connect
 from schemas.fleet import HostConfig, load_fleet_config
@@ -40,7 +42,7 @@ __all__ = ["degraded_link_report", "due_hour", "load_inputs", "report_dir", "rep
 _SAMPLES_SQL = f"""
 SELECT host, epoch_us(ts) AS ts, gpu_index, device, link, state, counter, value, model
 FROM link_samples
-WHERE ts >= ? AND ts < ?
+WHERE ts >= ? AND (ts < ? OR (state IS NOT NULL AND ts < ?))
   AND (state IS NOT NULL OR {" OR ".join(f"contains(lower(counter), '{c}')" for c in CLASSES)})
 """
 _INCIDENTS_SQL = """
@@ -54,7 +56,9 @@ WHERE i.start < ? AND i."end" >= ? AND ev.link IS NOT NULL
 
 
 def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(link sample rows of the 24 h ending with the hour, incident evidence rows of the hour); ``ts`` in µs. Read
+    """(link sample rows of the 24 h ending with the hour, and its state rows up to
+    :data:`api.degraded_links.FLAP_LOOKAHEAD_US` after it, which close a flap that began in the hour; incident
+    evidence rows of the hour); ``ts`` in µs. Read
     again when a part the query listed was compacted away meanwhile (``api.store.again_if_vanished``). Raises
     :class:`StoreError`."""
     end = start_us + HOUR_US
@@ -63,7 +67,8 @@ def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[d
     def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         con = connect(lake)
         try:
-            return (_rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end)])),
+            return (_rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end),
+                                                     t(end + FLAP_LOOKAHEAD_US)])),
                     _rows(con.execute(_INCIDENTS_SQL, [t(end), t(start_us)])))
         except duckdb.Error as e:
             raise StoreError(str(e).splitlines()[0]) from e

@@ -36,6 +36,7 @@ from api.degraded_links import (
 )
 from api.report import degraded_link_report, load_inputs, report_router, write_hourly
 from api.report_render import CELL, host_grid, links_table, render
+from correlate.incident import iso
 from ingest.files import decode_paths
 from ingest.lake import Lake
 from ingest.pipeline import Pipeline
@@ -200,6 +201,56 @@ def test_build_report_on_rows_status_new_persisting_recurring():
     assert render(r, "csv") and render(r, "html") and render(r, "parquet")
 
 
+def _polled(host, gpu, link, spells, first=-180, last=180, model="NVIDIA H100 80GB HBM3"):
+    """State rows of one link polled each minute from ``first`` to ``last`` minutes around 03:00, up but for
+    ``spells`` ([(down µs, up µs)]: a not-up sample at the first, up again at the second)."""
+    rows = []
+    for m in range(first, last):
+        t = H3 + m * M
+        up = not any(a <= t < b for a, b in spells)
+        rows.append({"host": host, "ts": t, "gpu_index": gpu, "link": link, "state": "up" if up else "inactive",
+                     "device": None, "counter": None, "value": None, "model": model})
+    for a, b in spells:  # the samples at the spell's own ends
+        rows += [{**rows[0], "ts": a, "state": "inactive"}, {**rows[0], "ts": b, "state": "up"}]
+    return rows
+
+
+def _problems(rows, hour_us):
+    return {(x["host"], x["gpu_index"], x["link"]): x["problems"] for x in build_report(rows, [], hour_us)["links"]}
+
+
+def test_a_flap_is_one_in_every_hour_it_touches_wherever_the_boundary_falls():
+    """Down at 02:59:50 and up at 03:00:00 read ``down`` in hour 02 and ``cleared`` in 03, never ``flapped``, while
+    the same pair at 03:20 was ``flapped`` (a break-it pass). A short spell not up is a flap of each hour it
+    overlaps, and the hour before says ``flapped``, not ``down``, once the up just past its end is known."""
+    S = 1_000_000
+    key = ("n1", 0, 1)
+    for down, up in ((H3 - 10 * S, H3), (H3 - 10 * S, H3 + 10 * S), (H3 - 1, H3 + 4 * M),
+                     (H3 - 30 * S, H3 + 30 * S)):
+        rows = _polled(*key, [(down, up)])
+        before, during = build_report(rows, [], H3 - 60 * M), build_report(rows, [], H3)
+        assert _problems(rows, H3 - 60 * M) == {key: ["flapped"]}, (down, up)
+        assert _problems(rows, H3) == {key: ["flapped"]}, (down, up)
+        assert before["totals"]["down"] == 0 and during["cleared"] == [] and during["links"][0]["status"] == "persisting"
+        assert during["links"][0]["state"]["flaps"] == [{"down": iso(down), "up": iso(up), "seconds": (up - down) / S}]
+        assert _problems(rows, H3 + 60 * M) == {}  # the hour after: nothing
+    # inside one hour, the same spell: flapped there only
+    rows = _polled(*key, [(H3 + 20 * M - 10 * S, H3 + 20 * M)])
+    assert (_problems(rows, H3 - 60 * M), _problems(rows, H3)) == ({}, {key: ["flapped"]})
+    # a spell that ends past what the hour's report reads (12 minutes after it): down when that hour ended, a flap
+    # of the next hour, which says it was listed the hour before
+    rows = _polled(*key, [(H3 - 2 * M, H3 + 10 * M)])
+    assert (_problems(rows, H3 - 60 * M), _problems(rows, H3)) == ({key: ["down"]}, {key: ["flapped"]})
+    # an outage longer than an hour is no flap: down, then cleared
+    rows = _polled(*key, [(H3 - 50 * M, H3 + 50 * M)])
+    assert (_problems(rows, H3 - 60 * M), _problems(rows, H3)) == ({key: ["down"]}, {})
+    assert [(c["link"], c["problems"]) for c in build_report(rows, [], H3)["cleared"]] == [(1, ["down"])]
+    # a link that goes down and stays down after the hour is down; its first samples not up are no flap
+    rows = _polled(*key, [(H3 - 5 * S, H3 + 120 * M)])
+    assert _problems(rows, H3 - 60 * M) == {key: ["down"]}
+    assert _problems(_polled(*key, [(H3 - 200 * M, H3 + 10 * M)], first=-180), H3) == {}
+
+
 def test_empty_hour():
     r = build_report([], [], H3)
     assert r["totals"]["links_listed"] == 0 and r["hosts"] == [] and r["links"] == []
@@ -307,7 +358,10 @@ def test_load_inputs_reads_the_window_only(lake_settings):
     samples, incidents = load_inputs(Lake(lake_settings.lake), H3)
     ts = [r["ts"] for r in samples]
     assert min(ts) == to_us(datetime(2026, 11, 29, 8, tzinfo=timezone.utc))
-    assert max(ts) == to_us(datetime(2026, 11, 30, 3, 40, tzinfo=timezone.utc))  # 04:00 is the next hour
+    # 04:00 is the next hour: its counters are not read, its states are (they close a flap that began in the hour)
+    assert max(r["ts"] for r in samples if r["state"] is None) == to_us(datetime(2026, 11, 30, 3, 40,
+                                                                                tzinfo=timezone.utc))
+    assert max(ts) == to_us(datetime(2026, 11, 30, 4, tzinfo=timezone.utc))
     assert all(counter_class(r["counter"]) for r in samples if r["state"] is None)
     assert {r["host"] for r in incidents} == {"node07", "node08", "node10"}
 
