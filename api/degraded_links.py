@@ -40,6 +40,19 @@ number are skipped (and counted). For the hour ``[start, end)``:
     lateness, 5 minutes by default); a spell that ends later is a flap of the hour it
     ends in only (the earlier hour's report says ``down``, as it was when the hour ended).
 
+One physical link is one row. Where the host's ``nvidia-smi nvlink -R`` lines
+(the lake's ``topology`` facts ``nvlink_remote``, with ``gpu_bus`` and the link
+samples' bus ids, or a direct-connect board's own wiring: ``correlate.topology``)
+name a link's far end, the row's ``peer`` names it: ``kind`` ``gpu`` (a GPU of the
+same host: an NVLink bridge or a direct-connect board, reference/topology.md §4, §7)
+with its ``gpu_index`` and ``link``, or ``other`` (an NVSwitch port on HGX boards, or
+a fabric address: §2, §3) with its bus id ``device`` and port ``link``. Both ends of
+a GPU-to-GPU link degraded in the hour are one row, the end of the lower (GPU,
+link) with the other as its ``peer`` (``listed`` true, its own ``problems``,
+``state`` and ``counters``); ``problems`` is both ends', ``errors`` their sum
+(they counted as two links, twice in ``down``: a break-it pass). ``peer`` null:
+no ``-R`` line names the far end (the peer is unknown).
+
 Each listed link is ``new`` (not listed in the window's 23 earlier hours),
 ``persisting`` (listed in the previous hour) or ``recurring`` (listed earlier,
 not in the previous hour). ``cleared`` lists links of the previous hour's
@@ -63,7 +76,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from correlate.incident import iso
-from correlate.topology import expected_links
+from correlate.topology import Topology, expected_links
 from ingest.prefix import to_us
 from schemas.fleet import HostConfig
 
@@ -333,6 +346,66 @@ def _num(x: float) -> int | float:
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
+# --- the far end of a link -------------------------------------------------------------------------------------
+def link_peers(samples: Samples, topology: Iterable[Mapping[str, Any]]) -> dict[LinkKey, dict[str, Any]]:
+    """The far end of each sampled link that the host's wiring facts name, by :class:`LinkKey`.
+
+    ``topology``: rows of the lake's ``topology`` view (``schemas/samples.py``; ``ts`` µs) of facts ``nvlink_remote``
+    (``nvidia-smi nvlink -R``: ``Link 0: Remote Device 00000000:07:00.0: Link 46``) and ``gpu_bus`` (GPU index ->
+    bus id); the latest fact of a link wins. A GPU's bus id comes from those, from its samples' ``device``, or, on
+    a direct-connect board whose ``-R`` names GPUs by index only, from that board's own wiring
+    (:meth:`correlate.topology.Topology.learn_topology`, reference/topology.md §7). Returns ``{"kind": "gpu" |
+    "other", "gpu_index": int | None, "link": int | None, "device": bus id}``: ``gpu`` when the remote device is a
+    GPU of the same host (a bridge, a direct-connect board), ``other`` for any other device (an NVSwitch port, or
+    an A100's fabric address ``0008:00:00.0``). A GPU end no line of its own names is named by the other end's
+    line. A link no fact names is not in the result (its peer is unknown).
+    """
+    import pyarrow as pa
+
+    rows = sorted((r for r in topology if r.get("fact") in ("nvlink_remote", "gpu_bus")), key=lambda r: r["ts"])
+    if not rows:
+        return {}
+    t = Topology()
+    for key, s in samples.links.items():
+        if s.device:
+            t.index_to_bus.setdefault((key.host, key.gpu_index), s.device)
+    cols = ("host", "ts", "fact", "gpu_index", "device", "link", "peer_name", "peer_device", "peer_link", "path")
+    t.learn_topology(pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows]))
+    index_of: dict[tuple[str, str], int] = {(h, d): i for (h, i), d in t.index_to_bus.items()}
+    out: dict[LinkKey, dict[str, Any]] = {}
+    named_by: dict[LinkKey, tuple[LinkKey, str | None]] = {}  # a GPU end -> the end whose line names it, its bus id
+    for key, s in samples.links.items():
+        bus = s.device or t.index_to_bus.get((key.host, key.gpu_index))
+        far = (t.remote.get((key.host, bus, key.link)) if bus else None) \
+            or t.remote.get((key.host, f"gpu{key.gpu_index}", key.link))
+        if far is None:
+            continue
+        device, link = far
+        gpu = index_of.get((key.host, device))
+        out[key] = {"kind": "other" if gpu is None else "gpu", "gpu_index": gpu, "link": link, "device": device}
+        if gpu is not None and link is not None:
+            named_by.setdefault(LinkKey(key.host, gpu, int(link)), (key, bus))
+    # an end with no line of its own (its GPU's -R not captured, its output cut) is named by the other's
+    for other, (key, bus) in named_by.items():
+        if other not in out and other in samples.links:
+            out[other] = {"kind": "gpu", "gpu_index": key.gpu_index, "link": key.link, "device": bus}
+    return out
+
+
+def other_end(key: LinkKey, peers: Mapping[LinkKey, dict[str, Any]]) -> LinkKey | None:
+    """The other GPU end of ``key``'s link (a bridge, a direct-connect board) when the wiring names it and that end
+    does not name another link back (its own ``-R`` line names ``key``, or it has none); else None."""
+    p = peers.get(key)
+    if p is None or p["kind"] != "gpu" or p["link"] is None:
+        return None
+    other = LinkKey(key.host, p["gpu_index"], int(p["link"]))
+    back = peers.get(other)
+    if other == key or (back is not None and (back["kind"], back["gpu_index"], back["link"]) !=
+                        ("gpu", key.gpu_index, key.link)):
+        return None
+    return other
+
+
 # --- the report ------------------------------------------------------------------------------------------------
 def match_incidents(key: LinkKey, device: str | None, rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Incidents whose evidence names this link: same host and link number, and same GPU index (or bus id).
@@ -380,7 +453,8 @@ def listed(samples: Samples, n_expected: Mapping[tuple[str, int], int | None], s
 
 
 def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[str, Any]], start: int, *,
-                 hosts: Mapping[str, HostConfig] | None = None, asked_us: int | None = None) -> dict[str, Any]:
+                 hosts: Mapping[str, HostConfig] | None = None, asked_us: int | None = None,
+                 topology: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The report of the hour starting at ``start`` (µs UTC, on an hour).
 
     ``rows``: ``link_samples`` rows of ``[start - 23 h, start + 1 h)``, ``ts`` in
@@ -388,8 +462,8 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     config (NVLink domain and platform per host); ``asked_us`` (µs UTC): when it is
     asked — no host is silent in an hour that has not begun (every host of the
     window was, in red, beside the note that the hour had not begun: a fresh
-    user's trial). Returns the JSON-ready report (module doc; shape in
-    tests/data/report/expected.json).
+    user's trial); ``topology``: wiring facts that name links' far ends (:func:`link_peers`). Returns the
+    JSON-ready report (module doc; shape in tests/data/report/expected.json).
     """
     hosts = hosts or {}
     end = start + HOUR_US
@@ -417,29 +491,71 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     evidence: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for r in incident_rows:
         evidence.setdefault((r["host"], r["link"]), []).append(r)
+    peers = link_peers(samples, topology)
+
+    def earlier_hours(key: LinkKey) -> set[int]:
+        """Hours back (1 = the previous hour) in which this end was listed too."""
+        s = samples.links[key]
+        return {h for h in range(1, WINDOW_HOURS) if (key in previous if h == 1 else assess(
+            key, s, n_expected[(key.host, key.gpu_index)], start - h * HOUR_US, start - (h - 1) * HOUR_US))}
+
+    def incidents_of(key: LinkKey) -> list[dict[str, Any]]:
+        return match_incidents(key, samples.links[key].device, evidence.get((key.host, key.link), []))
+
     links = []
     for key, f in sorted(now.items()):
+        other = other_end(key, peers)
+        if other is not None and other in now and other < key:
+            continue  # the other end's row holds this one: one physical link, one row
         s = samples.links[key]
-        # hours back (1 = the previous hour) in which this link was listed too
-        earlier = [h for h in range(1, WINDOW_HOURS) if (key in previous if h == 1 else assess(
-            key, s, n_expected[(key.host, key.gpu_index)], start - h * HOUR_US, start - (h - 1) * HOUR_US))]
+        both = other is not None and other in now
+        earlier = earlier_hours(key) | (earlier_hours(other) if both else set())
+        incidents = incidents_of(key)
+        if both:
+            best = {i["id"]: i for i in incidents_of(other)}
+            for i in incidents:  # the strongest role of either end, as match_incidents keeps for one
+                if i["id"] not in best or ROLE_RANK.get(i["role"], 9) < ROLE_RANK.get(best[i["id"]]["role"], 9):
+                    best[i["id"]] = i
+            incidents = sorted(best.values(), key=lambda i: (i["start"], i["id"]))
+        g = now[other] if both else None
         item = {"host": key.host, "domain": domain(key.host), "gpu_index": key.gpu_index, "link": key.link,
                 "device": s.device, "model": models[(key.host, key.gpu_index)],
                 "expected_links": n_expected[(key.host, key.gpu_index)], **f,
                 "status": "new" if not earlier else "persisting" if 1 in earlier else "recurring",
                 "first_listed": hour_label(start - max(earlier, default=0) * HOUR_US),
                 "hours_listed": 1 + len(earlier),
-                "incidents": match_incidents(key, s.device, evidence.get((key.host, key.link), []))}
-        if "errors" in f["problems"]:
+                "incidents": incidents,
+                "peer": _peer(peers.get(key), other, g, samples, start, end)}
+        if g is not None:
+            item["problems"] = [p for p in PROBLEMS if p in f["problems"] or p in g["problems"]]
+            item["expected"] = f["expected"] or g["expected"]
+            item["errors"] = {c: _num(f["errors"][c] + g["errors"][c]) for c in CLASSES}
+        if "errors" in item["problems"]:
             item["rates_24h"] = hourly_rates(s, window_start, WINDOW_HOURS)
+            if g is not None:  # the link's rate: both ends' counters
+                theirs = hourly_rates(samples.links[other], window_start, WINDOW_HOURS)
+                item["rates_24h"] = [{"hour": a["hour"], **{c: None if a[c] is None and b[c] is None else
+                                                            round((a[c] or 0) + (b[c] or 0), 3) for c in CLASSES}}
+                                     for a, b in zip(item["rates_24h"], theirs)]
         links.append(item)
     host_rows = _hosts(samples, models, n_expected, links, start, end, domain)
     # a link is cleared only when a sample of the hour shows it: one with none (its host silent, or not polled) is
     # not known to be well, and a host that went silent after its links went down is the likeliest broken one
     seen = {(h["host"], g["gpu_index"], n) for h in host_rows for g in h["gpus"] for n in g["sampled"]}
-    cleared = [{"host": k.host, "domain": domain(k.host), "gpu_index": k.gpu_index, "link": k.link,
-                "problems": f["problems"]} for k, f in sorted(previous.items())
-               if k not in now and (k.host, k.gpu_index, k.link) in seen]
+    # an end whose other end is still listed is not cleared: its link is not; both ends cleared are one entry
+    gone = {k: f for k, f in previous.items() if k not in now and (k.host, k.gpu_index, k.link) in seen
+            and (o := other_end(k, peers)) not in now}
+    cleared = []
+    for k, f in sorted(gone.items()):
+        other = other_end(k, peers)
+        if other is not None and other in gone and other < k:
+            continue
+        problems = f["problems"] if other not in gone else \
+            [p for p in PROBLEMS if p in f["problems"] or p in gone[other]["problems"]]
+        p = peers.get(k)
+        cleared.append({"host": k.host, "domain": domain(k.host), "gpu_index": k.gpu_index, "link": k.link,
+                        "problems": problems, "peer": None if p is None else
+                        {"kind": p["kind"], "gpu_index": p["gpu_index"], "link": p["link"], "device": p["device"]}})
     sampled = {h["host"] for h in host_rows}
     silent = sorted({k.host for k in samples.links} - sampled) if asked_us is None or asked_us >= start else []
     return {
@@ -457,6 +573,19 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
         "cleared": cleared,
         "silent_hosts": silent,
     }
+
+
+def _peer(p: dict[str, Any] | None, other: LinkKey | None, g: dict[str, Any] | None, samples: Samples, start: int,
+          end: int) -> dict[str, Any] | None:
+    """A row's ``peer`` (module doc): the far end :func:`link_peers` names, None when unknown; for a GPU end, whether
+    it is listed too (``g``: its finding, folded into the row), its problems, its state in the hour and its rising
+    counters."""
+    if p is None:
+        return None
+    s = samples.links.get(other) if other is not None else None
+    return {**p, "listed": g is not None, "problems": g["problems"] if g else [],
+            "state": g["state"] if g else (state_view(s.states, start, end) if s else None),
+            "counters": g["counters"] if g else []}
 
 
 def _counts(links: list[dict[str, Any]]) -> dict[str, Any]:

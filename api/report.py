@@ -4,7 +4,8 @@ The computation is :mod:`api.degraded_links` (pure), the file formats
 :mod:`api.report_render` (pure). Here:
 
 * :func:`load_inputs` reads the window's ``link_samples`` and the evidence of
-  incidents overlapping the hour through the read-only DuckDB views;
+  incidents overlapping the hour through the read-only DuckDB views, :func:`load_topology` the wiring facts
+  that name links' far ends;
 * :func:`degraded_link_report` = load + compute, for one hour;
 * :func:`write_hourly` writes the four formats into
   ``<lake>/reports/degraded_links/date=YYYY-MM-DD/hour=YYYY-MM-DDTHH/degraded_links.{json,csv,parquet,html}``
@@ -36,7 +37,8 @@ from schemas.fleet import HostConfig, load_fleet_config
 from ingest.lake import Lake
 from schemas.settings import Settings
 
-__all__ = ["degraded_link_report", "due_hour", "load_inputs", "report_dir", "report_router", "write_hourly"]
+__all__ = ["degraded_link_report", "due_hour", "load_inputs", "load_topology", "report_dir", "report_router",
+           "write_hourly"]
 
 # only state rows and error counters leave DuckDB (DCGM also ships traffic counters per link)
 _SAMPLES_SQL = f"""
@@ -76,6 +78,31 @@ def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[d
             con.close()
 
     return again_if_vanished(read)  # a part the hourly compaction removed meanwhile: read again
+
+
+_TOPOLOGY_SQL = """
+SELECT host, epoch_us(ts) AS ts, fact, gpu_index, device, link, peer_name, peer_device, peer_link, path
+FROM topology
+WHERE ts < ? AND fact IN ('nvlink_remote', 'gpu_bus')
+"""
+
+
+def load_topology(lake: Lake, start_us: int) -> list[dict[str, Any]]:
+    """The wiring facts that name links' far ends (``nvidia-smi nvlink -R``'s ``nvlink_remote``, and ``gpu_bus``)
+    up to the hour's end, however old (a host prints ``-R`` at boot, or when asked); ``ts`` in µs. Read again
+    when a part was compacted away meanwhile. Raises :class:`StoreError`."""
+    end = datetime.fromtimestamp((start_us + HOUR_US) / 1e6, tz=timezone.utc)
+
+    def read() -> list[dict[str, Any]]:
+        con = connect(lake)
+        try:
+            return _rows(con.execute(_TOPOLOGY_SQL, [end]))
+        except duckdb.Error as e:
+            raise StoreError(str(e).splitlines()[0]) from e
+        finally:
+            con.close()
+
+    return again_if_vanished(read)
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -140,9 +167,10 @@ def degraded_link_report(settings: Settings, hour: datetime | str, *,
     ``Lake`` opened anew for each report made a deleted lake again, empty, and ``serve`` answered the report 200 with
     no host (a fresh user's trial). None (a one-shot command): ``settings.lake`` opened anew."""
     start = to_us(parse_hour(hour) if isinstance(hour, str) else hour.astimezone(timezone.utc))
-    samples, incidents = load_inputs(lake or Lake(settings.lake), start)
+    lake = lake or Lake(settings.lake)
+    samples, incidents = load_inputs(lake, start)
     return build_report(samples, incidents, start, hosts=fleet_hosts(settings) if hosts is None else hosts,
-                        asked_us=to_us(datetime.now(timezone.utc)))
+                        asked_us=to_us(datetime.now(timezone.utc)), topology=load_topology(lake, start))
 
 
 def report_dir(hour: str) -> str:

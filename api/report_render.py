@@ -54,6 +54,11 @@ LINKS_SCHEMA: Final = pa.schema([
     pa.field("down_since", pa.timestamp("us", tz="UTC")), pa.field("state_changes", pa.int32()),
     *[f for c in CLASSES for f in (pa.field(f"{c}_delta", pa.float64()), pa.field(f"{c}_rate_per_hour", pa.float64()))],
     pa.field("incident_ids", pa.list_(pa.string())),
+    # the far end (api.degraded_links.link_peers): kind "gpu" (a bridge, a direct-connect board) or "other" (an
+    # NVSwitch port, a fabric address); all null when no nvidia-smi nvlink -R line names it (the peer is unknown)
+    pa.field("peer_kind", pa.string()), pa.field("peer_gpu_index", pa.int16()), pa.field("peer_link", pa.int16()),
+    pa.field("peer_device", pa.string()), pa.field("peer_listed", pa.bool_()),
+    pa.field("peer_problems", pa.list_(pa.string())), pa.field("peer_last_state", pa.string()),
 ])
 
 
@@ -69,6 +74,12 @@ def links_table(report: dict[str, Any]) -> pa.Table:
                "expected": x["expected"], "last_state": st.get("last"),
                "down_since": _dt(st.get("down_since")), "state_changes": st.get("changes"),
                "incident_ids": [i["id"] for i in x["incidents"]]}
+        peer = x.get("peer")
+        row.update({"peer_kind": None, "peer_gpu_index": None, "peer_link": None, "peer_device": None,
+                    "peer_listed": None, "peer_problems": None, "peer_last_state": None} if peer is None else
+                   {"peer_kind": peer["kind"], "peer_gpu_index": peer["gpu_index"], "peer_link": peer["link"],
+                    "peer_device": peer["device"], "peer_listed": peer["listed"], "peer_problems": peer["problems"],
+                    "peer_last_state": (peer.get("state") or {}).get("last")})
         for c in CLASSES:
             mine = [k for k in x["counters"] if k["class"] == c]
             rates = [k["rate_per_hour"] for k in mine if k["rate_per_hour"] is not None]
@@ -102,8 +113,8 @@ def to_csv(report: dict[str, Any]) -> bytes:
     JSON form (``2026-11-30T03:12:00.000000Z``; Arrow's CSV writer puts a space for the ``T``), and a text cell
     that begins with ``= + - @``, a tab or a carriage return after a ``'`` (a spreadsheet runs it otherwise)."""
     t = links_table(report)
-    for name in ("problems", "incident_ids"):
-        joined = pa.array([";".join(v) for v in t.column(name).to_pylist()], pa.string())
+    for name in ("problems", "incident_ids", "peer_problems"):
+        joined = pa.array([None if v is None else ";".join(v) for v in t.column(name).to_pylist()], pa.string())
         t = t.set_column(t.schema.get_field_index(name), name, joined)
     for i, f in enumerate(t.schema):
         if pa.types.is_timestamp(f.type):
@@ -140,27 +151,51 @@ def host_grid(host: dict[str, Any], links: list[dict[str, Any]]) -> dict[str, An
     "status", "title"}]}], "present": [statuses shown, in legend order]}``.
     """
     listed = {(x["gpu_index"], x["link"]): x for x in links if x["host"] == host["host"]}
+    # the other end of a GPU-to-GPU link its row holds: its cell shows that end's own finding
+    ends = {(p["gpu_index"], p["link"]): x for x in links if x["host"] == host["host"]
+            and (p := x.get("peer")) and p["kind"] == "gpu" and p["listed"]}
     ncols = max([g["expected_links"] or 0 for g in host["gpus"]] + [max(g["sampled"]) + 1 for g in host["gpus"]])
     rows = []
     for g in host["gpus"]:
         cells = []
         for k in range(ncols):
             x = listed.get((g["gpu_index"], k))
+            far = ends.get((g["gpu_index"], k)) if x is None else None
             # a link not up on a GPU whose model the samples do not name (DCGM's, no fleet config) may be wired:
             # it is no link "by design" (the API's expected_up is null), as node008 of the demo showed
-            status = (x["problems"][0] if x else
+            status = (x["problems"][0] if x else far["peer"]["problems"][0] if far else
                       ("unknown" if g["expected_links"] is None else "by_design") if k in g["not_up"]
                       else "ok" if k in g["sampled"] else "no_data")
-            cells.append({"link": k, "status": status,
-                          "title": f"GPU {g['gpu_index']} link {k}: " + (_finding_text(x) if x else CELL[status][2])})
+            title = (_finding_text(x) + _peer_text(x) if x else
+                     _finding_text(far["peer"]) + f" (other end: GPU {far['gpu_index']} link {far['link']})" if far
+                     else CELL[status][2])
+            cells.append({"link": k, "status": status, "title": f"GPU {g['gpu_index']} link {k}: " + title})
         rows.append({"gpu": g["gpu_index"], "cells": cells})
     present = [s for s in CELL if any(c["status"] == s for r in rows for c in r["cells"])]
     return {"ncols": ncols, "rows": rows, "present": present}
 
 
+def peer_label(peer: dict[str, Any] | None) -> str:
+    """The far end of a link in words: ``GPU 1 link 2``, ``0000:07:00.0 link 46`` (an NVSwitch port or a fabric
+    address), ``unknown``."""
+    if peer is None:
+        return "unknown"
+    if peer["kind"] == "gpu":
+        return f"GPU {peer['gpu_index']} link {peer['link']}"
+    return f"{peer['device']} link {peer['link']}" if peer["link"] is not None else peer["device"]
+
+
+def _peer_text(x: dict[str, Any]) -> str:
+    p = x.get("peer")
+    return f" (other end: {peer_label(p)})" if p else " (other end unknown)"
+
+
 def _finding_text(x: dict[str, Any]) -> str:
-    """``down (inactive since 2026-11-30 03:20); CRC +51`` for a heatmap tooltip."""
+    """``down (inactive since 2026-11-30 03:20); CRC +51`` for a heatmap tooltip; ``x`` a listed link, or the end
+    it names in its ``peer``."""
     parts = []
+    if "errors" not in x:  # a peer's finding: its counters, not yet summed per class
+        x = {**x, "errors": {c: sum(k["delta"] for k in x.get("counters", []) if k["class"] == c) for c in CLASSES}}
     st = x["state"] or {}
     if "down" in x["problems"]:
         parts.append(f"down ({st['last']} since {st['down_since'][:10]} {st['down_since'][11:16]})")
@@ -223,6 +258,7 @@ def page_environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["hm"] = lambda s: s[11:16] if s else ""  # "2026-11-30T03:20:00.000000Z" -> "03:20"
     env.filters["dhm"] = lambda s: f"{s[:10]} {s[11:16]}" if s else ""
+    env.filters["peer"] = peer_label
     return env
 
 

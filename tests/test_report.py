@@ -181,7 +181,8 @@ def test_build_report_on_rows_status_new_persisting_recurring():
     got = {x["host"]: (x["status"], x["first_listed"], x["hours_listed"], x["errors"]["crc"]) for x in r["links"]}
     assert got == {"new": ("new", "2026-11-30T03", 1, 2), "persist": ("persisting", "2026-11-30T02", 2, 1),
                    "recur": ("recurring", "2026-11-30T00", 2, 1)}
-    assert r["cleared"] == [{"host": "gone", "domain": "gone", "gpu_index": 0, "link": 1, "problems": ["errors"]}]
+    assert r["cleared"] == [{"host": "gone", "domain": "gone", "gpu_index": 0, "link": 1, "problems": ["errors"],
+                            "peer": None}]
     assert r["silent_hosts"] == ["quiet"] and r["totals"]["cleared"] == 1
     # asked during the hour, "quiet" is silent so far; asked before the hour began, no host is (every host of the
     # window was listed silent, in red, beside the note that the hour had not begun: a fresh user's trial)
@@ -249,6 +250,103 @@ def test_a_flap_is_one_in_every_hour_it_touches_wherever_the_boundary_falls():
     rows = _polled(*key, [(H3 - 5 * S, H3 + 120 * M)])
     assert _problems(rows, H3 - 60 * M) == {key: ["down"]}
     assert _problems(_polled(*key, [(H3 - 200 * M, H3 + 10 * M)], first=-180), H3) == {}
+
+
+def _remote(host, gpu, link, peer, peer_link, ts=H3 - 600 * M):
+    """A ``topology`` row as ``nvidia-smi nvlink -R`` gives it: GPU by index, remote by bus id and link."""
+    return {"host": host, "ts": ts, "fact": "nvlink_remote", "gpu_index": gpu, "device": None, "link": link,
+            "peer_name": None, "peer_device": peer, "peer_link": peer_link, "path": None}
+
+
+#: two H100 NVL cards joined by a bridge: -R names the peer GPU's bus id (reference/topology.md §4, §7), by index only
+BRIDGE = [_remote("ws1", 0, k, "0000:41:00.0", k) for k in range(2)] + \
+    [_remote("ws1", 1, k, "0000:01:00.0", k) for k in range(2)]
+
+
+def _bridged_rows():
+    """ws1: GPU 0 and GPU 1 on one bridge, link 1 down from 03:20 on both ends; link 0 up, its CRC rising on both
+    ends in hour 03 (2 on GPU 0's, 3 on GPU 1's)."""
+    rows = []
+    for g in (0, 1):
+        rows += _polled("ws1", g, 0, [], model="NVIDIA H100 NVL")
+        rows += _polled("ws1", g, 1, [(H3 + 20 * M, H3 + 180 * M)], model="NVIDIA H100 NVL")
+        rows += [{"host": "ws1", "ts": t, "gpu_index": g, "link": 0, "state": None, "device": None,
+                  "counter": "CRC Errors", "value": v, "model": None}
+                 for t, v in ((H3 - 30 * M, 7), (H3 + 30 * M, 7 + 2 + g))]
+    return rows
+
+
+def test_both_ends_of_one_gpu_to_gpu_link_are_one_row_naming_both():
+    """Both ends of one NVLink between two GPUs of a host were two rows, counted twice in ``down``, with no word of
+    the other end (a break-it pass). Where ``nvidia-smi nvlink -R`` names the far end, one physical link is one
+    row and its ``peer`` names the other end; where nothing names it, the peer is unknown (null)."""
+    rows = _bridged_rows()
+    bare = build_report(rows, [], H3)  # no -R: each end a row of its own, the peer unknown
+    assert [(x["gpu_index"], x["link"], x["problems"], x["peer"]) for x in bare["links"]] == [
+        (0, 0, ["errors"], None), (0, 1, ["down"], None), (1, 0, ["errors"], None), (1, 1, ["down"], None)]
+    assert (bare["totals"]["links_listed"], bare["totals"]["down"]) == (4, 2)
+
+    r = build_report(rows, [], H3, topology=BRIDGE)
+    t = r["totals"]
+    assert (t["links_listed"], t["down"], t["errors"], t["new"]) == (2, 1, 1, 2)
+    assert t["errors_delta"]["crc"] == 5 == bare["totals"]["errors_delta"]["crc"]  # both ends' counters, once each
+    crc, down = r["links"]
+    assert (down["gpu_index"], down["link"], down["problems"]) == (0, 1, ["down"])
+    p = down["peer"]
+    assert {k: p[k] for k in ("kind", "gpu_index", "link", "device", "listed", "problems")} == {
+        "kind": "gpu", "gpu_index": 1, "link": 1, "device": "0000:41:00.0", "listed": True, "problems": ["down"]}
+    assert p["state"]["down_since"] == "2026-11-30T03:20:00.000000Z"
+    assert (crc["errors"]["crc"], [k["delta"] for k in crc["counters"]], crc["peer"]["counters"][0]["delta"]) == \
+        (5, [2], 3)
+    assert crc["rates_24h"][-1]["crc"] == 5.0  # the link's rate: both ends' counters
+    host = r["hosts"][0]
+    assert (host["links_listed"], host["down"], r["domains"][0]["down"]) == (2, 1, 1)
+    # the heatmap colours both ends; the CSV and Parquet name the other end
+    g = host_grid(host, r["links"])
+    status = {(row["gpu"], c["link"]): c["status"] for row in g["rows"] for c in row["cells"]}
+    assert (status[(0, 1)], status[(1, 1)], status[(1, 0)]) == ("down", "down", "errors")
+    cell = next(c for row in g["rows"] if row["gpu"] == 1 for c in row["cells"] if c["link"] == 1)
+    assert cell["title"] == "GPU 1 link 1: down (inactive since 2026-11-30 03:20) (other end: GPU 0 link 1)"
+    csv_rows = list(csv.DictReader(io.StringIO(render(r, "csv").decode())))
+    assert [(c["gpu_index"], c["link"], c["peer_kind"], c["peer_gpu_index"], c["peer_link"], c["peer_listed"],
+             c["peer_problems"], c["peer_last_state"]) for c in csv_rows] == [
+        ("0", "0", "gpu", "1", "0", "true", "errors", "up"), ("0", "1", "gpu", "1", "1", "true", "down", "inactive")]
+    t = pq.read_table(io.BytesIO(render(r, "parquet")))
+    assert t.column("peer_device").to_pylist() == ["0000:41:00.0"] * 2
+    bare_t = links_table(bare)
+    assert bare_t.column("peer_kind").to_pylist() == [None] * 4
+    html = render(r, "html").decode()
+    assert "GPU 1 link 1" in html and "one link, both ends" in html
+    assert "no <code>nvidia-smi nvlink -R</code> names it" in render(bare, "html").decode()
+    # the hours after: persisting as one link; cleared as one, naming its other end
+    later = build_report(rows, [], H3 + 60 * M, topology=BRIDGE)
+    assert [(x["gpu_index"], x["link"], x["status"]) for x in later["links"]] == [(0, 1, "persisting")]
+    assert [(c["gpu_index"], c["link"]) for c in later["cleared"]] == [(0, 0)]
+    assert later["cleared"][0]["peer"] == {"kind": "gpu", "gpu_index": 1, "link": 0, "device": "0000:41:00.0"}
+    # a link whose far end is an NVSwitch port (HGX): named by its bus id and port, no second row to fold
+    switch = [_remote("ws1", 0, 1, "0000:07:00.0", 46)]
+    one = build_report(_polled("ws1", 0, 1, [(H3 + 20 * M, H3 + 180 * M)], model="NVIDIA H100 80GB HBM3"), [], H3,
+                       topology=switch)
+    [x] = one["links"]
+    assert {k: x["peer"][k] for k in ("kind", "gpu_index", "link", "device", "listed")} == {
+        "kind": "other", "gpu_index": None, "link": 46, "device": "0000:07:00.0", "listed": False}
+
+
+def test_a_peer_named_only_one_way_or_the_other_way_round():
+    """One end's ``-R`` names the other, which has no line of its own: still one link. Two ends whose lines name
+    other links than each other (a changed cabling, a misread) are not folded into one row."""
+    rows = _bridged_rows()
+    one_way = [x for x in BRIDGE if x["gpu_index"] == 0] + [
+        {"host": "ws1", "ts": H3 - 600 * M, "fact": "gpu_bus", "gpu_index": g, "device": d, "link": None,
+         "peer_name": None, "peer_device": None, "peer_link": None, "path": None}
+        for g, d in ((0, "0000:01:00.0"), (1, "0000:41:00.0"))]
+    r = build_report(rows, [], H3, topology=one_way)
+    assert [(x["gpu_index"], x["link"], x["peer"]["gpu_index"], x["peer"]["listed"]) for x in r["links"]] == [
+        (0, 0, 1, True), (0, 1, 1, True)]
+    crossed = [x for x in one_way if x["fact"] == "gpu_bus"] + [
+        _remote("ws1", 0, 1, "0000:41:00.0", 1), _remote("ws1", 1, 1, "0000:01:00.0", 0)]
+    r = build_report(rows, [], H3, topology=crossed)
+    assert r["totals"]["down"] == 2
 
 
 def test_empty_hour():
@@ -319,7 +417,7 @@ def test_report_values(report):
     reset = _link(report, "node08", 1, 0)
     assert reset["counters"][0]["resets"] == 1 and reset["errors"]["crc"] == 8
     assert report["cleared"] == [{"host": "node09", "domain": "rack14", "gpu_index": 0, "link": 3,
-                                  "problems": ["errors"]}]
+                                  "problems": ["errors"], "peer": None}]
     assert not any(x["host"] == "node10" for x in report["links"])  # PCIe card: inactive by design
     domains = {d["domain"]: (d["hosts"], d["links_listed"]) for d in report["domains"]}
     assert domains == {"rack12": (["node07", "node08"], 5), "rack14": (["node09"], 0), "node10": (["node10"], 0)}
@@ -335,7 +433,7 @@ def test_heatmap_grid(report):
     assert (status[(1, 5)], status[(2, 7)], status[(3, 2)]) == ("errors", "down", "flapped")
     assert sum(s == "ok" for s in status.values()) == 69
     cell = next(c for r in g["rows"] if r["gpu"] == 2 for c in r["cells"] if c["link"] == 7)
-    assert cell["title"] == "GPU 2 link 7: down (inactive since 2026-11-30 03:20)"
+    assert cell["title"] == "GPU 2 link 7: down (inactive since 2026-11-30 03:20) (other end unknown)"
 
 
 def test_csv_and_parquet_carry_the_links(report):
@@ -364,6 +462,39 @@ def test_load_inputs_reads_the_window_only(lake_settings):
     assert max(ts) == to_us(datetime(2026, 11, 30, 4, tzinfo=timezone.utc))
     assert all(counter_class(r["counter"]) for r in samples if r["state"] is None)
     assert {r["host"] for r in incidents} == {"node07", "node08", "node10"}
+
+
+def test_the_far_end_is_read_from_the_lakes_nvlink_r_lines(tmp_path):
+    """``nvidia-smi nvlink -R`` and ``-s`` text of a bridged pair through the ingest pipeline into a Parquet lake,
+    read back by the report through DuckDB: the ``topology`` view's ``nvlink_remote`` facts (GPUs by index only,
+    placed by the board's own wiring) fold the two ends of the link that went down into one row."""
+    def hdr(g):
+        return f"GPU {g}: NVIDIA H100 NVL (UUID: GPU-00000000-0000-0000-0000-00000000000{g})"
+
+    def nvlink_s(down):
+        return "\n".join(line for g in (0, 1) for line in (
+            hdr(g), "\t Link 0: 25 GB/s", "\t Link 1: <inactive>" if down else "\t Link 1: 25 GB/s"))
+
+    remote = "\n".join([hdr(0), "\t Link 0: Remote Device 00000000:41:00.0: Link 0",
+                        "\t Link 1: Remote Device 00000000:41:00.0: Link 1",
+                        hdr(1), "\t Link 0: Remote Device 00000000:01:00.0: Link 0",
+                        "\t Link 1: Remote Device 00000000:01:00.0: Link 1"])
+    recs = [{"host": "ws1", "timestamp": "2026-11-30T01:00:00Z", "message": remote}]
+    recs += [{"host": "ws1", "timestamp": f"2026-11-30T{h:02d}:{m:02d}:00Z", "message": nvlink_s((h, m) >= (3, 20))}
+             for h in (2, 3) for m in (0, 20, 40)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ws1.nvml.ndjson").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    settings = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")
+    batch = Pipeline().run(decode_paths([tmp_path / "in"]))
+    lake = Lake(settings.lake)
+    lake.init()
+    for kind in ("link_samples", "topology"):
+        lake.write(kind, getattr(batch, kind), "fixture")
+    r = degraded_link_report(settings, HOUR)
+    [x] = r["links"]
+    assert (x["gpu_index"], x["link"], x["problems"], r["totals"]["down"]) == (0, 1, ["down"], 1)
+    assert {k: x["peer"][k] for k in ("kind", "gpu_index", "link", "device", "listed")} == {
+        "kind": "gpu", "gpu_index": 1, "link": 1, "device": "0000:41:00.0", "listed": True}
 
 
 @pytest.fixture(scope="module")
