@@ -53,6 +53,9 @@ link) with the other as its ``peer`` (``listed`` true, its own ``problems``,
 (they counted as two links, twice in ``down``: a break-it pass). ``peer`` null:
 no ``-R`` line names the far end (the peer is unknown).
 
+Listed links come worst first (:func:`severity_order`), each with a ``next_action``
+(:func:`next_action`).
+
 Each listed link is ``new`` (not listed in the window's 23 earlier hours),
 ``persisting`` (listed in the previous hour) or ``recurring`` (listed earlier,
 not in the previous hour). ``cleared`` lists links of the previous hour's
@@ -537,7 +540,9 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
                 item["rates_24h"] = [{"hour": a["hour"], **{c: None if a[c] is None and b[c] is None else
                                                             round((a[c] or 0) + (b[c] or 0), 3) for c in CLASSES}}
                                      for a, b in zip(item["rates_24h"], theirs)]
+        item["next_action"] = next_action(item)
         links.append(item)
+    links.sort(key=severity_order)
     host_rows = _hosts(samples, models, n_expected, links, start, end, domain)
     # a link is cleared only when a sample of the hour shows it: one with none (its host silent, or not polled) is
     # not known to be well, and a host that went silent after its links went down is the likeliest broken one
@@ -573,6 +578,47 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
         "cleared": cleared,
         "silent_hosts": silent,
     }
+
+
+def severity_order(x: Mapping[str, Any]) -> tuple:
+    """Sort key of listed links, worst first: its worst problem (down, flapped, errors), more problems first, the
+    larger error rise first, then host, GPU and link."""
+    return (min(PROBLEMS.index(p) for p in x["problems"]), -len(x["problems"]), -sum(x["errors"].values()),
+            x["host"], x["gpu_index"], x["link"])
+
+
+def next_action(x: Mapping[str, Any]) -> str:
+    """What to do about one listed link (a row of the report), in two or three sentences: the problem, the service
+    the reference gives, the far end or how to name it, the incident to read (reference/topology.md: §3 an access
+    link that failed on H100-generation boards just shows inactive, §4 bridges and direct-connect boards, §7 ``-R``
+    names the far end, §8 recovery is a GPU reset with Fabric Manager's procedure, then hardware)."""
+    g, host = x["gpu_index"], x["host"]
+    p = x.get("peer")
+    pair = p is not None and p["kind"] == "gpu"
+    if p is None:
+        where = f"Far end unknown: nvidia-smi nvlink -R on {host} names it."
+    elif pair:
+        where = (f"Other end: GPU {p['gpu_index']} link {p['link']} (a bridge or a direct-connect board)"
+                 + (", degraded too." if p["listed"] else "."))
+    else:
+        where = f"Far end: {p['device']} port {p['link']} (an NVSwitch port or a fabric address)."
+    reset = (f"when the jobs on GPUs {g} and {p['gpu_index']} are done, reset both (nvidia-smi -r -i {g}, then -i "
+             f"{p['gpu_index']})" if pair else f"when the jobs on GPU {g} are done, reset it (nvidia-smi -r -i {g})"
+             ) + "; on an NVSwitch board use Fabric Manager's GPU reset procedure"
+    ids = [i["id"] for i in x["incidents"] if i["role"] == "initiator"] or [i["id"] for i in x["incidents"]]
+    see = [f"Incident {ids[0]} has the fault around it."] if ids else []
+    if "down" in x["problems"]:
+        st = x["state"] or {}
+        since = f" since {st['down_since'][:16].replace('T', ' ')} UTC" if st.get("down_since") else ""
+        what = f"Down{since}, expected up: {reset}; still inactive after that, it needs hardware service."
+    elif "flapped" in x["problems"]:
+        what = ("Went down and came back up: watch it; if it flaps again, service it as a down link." if
+                x["status"] == "new" else f"Flapping again ({x['hours_listed']} of 24 h listed): {reset}; then "
+                                          "hardware service.")
+    else:
+        what = ("Error counters rose" + (f" ({x['hours_listed']} of 24 h listed)" if x["status"] != "new" else "")
+                + f": watch its 24-hour rate; if it keeps rising or the link goes down, {reset}.")
+    return " ".join([what, where, *see])
 
 
 def _peer(p: dict[str, Any] | None, other: LinkKey | None, g: dict[str, Any] | None, samples: Samples, start: int,

@@ -59,12 +59,14 @@ LINKS_SCHEMA: Final = pa.schema([
     pa.field("peer_kind", pa.string()), pa.field("peer_gpu_index", pa.int16()), pa.field("peer_link", pa.int16()),
     pa.field("peer_device", pa.string()), pa.field("peer_listed", pa.bool_()),
     pa.field("peer_problems", pa.list_(pa.string())), pa.field("peer_last_state", pa.string()),
+    pa.field("next_action", pa.string()),  # what to do (api.degraded_links.next_action)
 ])
 
 
 # --- tables --------------------------------------------------------------------------------------------------
 def links_table(report: dict[str, Any]) -> pa.Table:
-    """One row per listed link (:data:`LINKS_SCHEMA`): the CSV and Parquet forms of the report."""
+    """One row per listed link (:data:`LINKS_SCHEMA`), in the report's order (worst first): the CSV and Parquet
+    forms of the report."""
     rows = []
     for x in report["links"]:
         st = x["state"] or {}
@@ -80,6 +82,7 @@ def links_table(report: dict[str, Any]) -> pa.Table:
                    {"peer_kind": peer["kind"], "peer_gpu_index": peer["gpu_index"], "peer_link": peer["link"],
                     "peer_device": peer["device"], "peer_listed": peer["listed"], "peer_problems": peer["problems"],
                     "peer_last_state": (peer.get("state") or {}).get("last")})
+        row["next_action"] = x.get("next_action")
         for c in CLASSES:
             mine = [k for k in x["counters"] if k["class"] == c]
             rates = [k["rate_per_hour"] for k in mine if k["rate_per_hour"] is not None]

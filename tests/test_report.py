@@ -283,14 +283,14 @@ def test_both_ends_of_one_gpu_to_gpu_link_are_one_row_naming_both():
     rows = _bridged_rows()
     bare = build_report(rows, [], H3)  # no -R: each end a row of its own, the peer unknown
     assert [(x["gpu_index"], x["link"], x["problems"], x["peer"]) for x in bare["links"]] == [
-        (0, 0, ["errors"], None), (0, 1, ["down"], None), (1, 0, ["errors"], None), (1, 1, ["down"], None)]
+        (0, 1, ["down"], None), (1, 1, ["down"], None), (1, 0, ["errors"], None), (0, 0, ["errors"], None)]
     assert (bare["totals"]["links_listed"], bare["totals"]["down"]) == (4, 2)
 
     r = build_report(rows, [], H3, topology=BRIDGE)
     t = r["totals"]
     assert (t["links_listed"], t["down"], t["errors"], t["new"]) == (2, 1, 1, 2)
     assert t["errors_delta"]["crc"] == 5 == bare["totals"]["errors_delta"]["crc"]  # both ends' counters, once each
-    crc, down = r["links"]
+    down, crc = r["links"]  # worst first
     assert (down["gpu_index"], down["link"], down["problems"]) == (0, 1, ["down"])
     p = down["peer"]
     assert {k: p[k] for k in ("kind", "gpu_index", "link", "device", "listed", "problems")} == {
@@ -310,14 +310,14 @@ def test_both_ends_of_one_gpu_to_gpu_link_are_one_row_naming_both():
     csv_rows = list(csv.DictReader(io.StringIO(render(r, "csv").decode())))
     assert [(c["gpu_index"], c["link"], c["peer_kind"], c["peer_gpu_index"], c["peer_link"], c["peer_listed"],
              c["peer_problems"], c["peer_last_state"]) for c in csv_rows] == [
-        ("0", "0", "gpu", "1", "0", "true", "errors", "up"), ("0", "1", "gpu", "1", "1", "true", "down", "inactive")]
+        ("0", "1", "gpu", "1", "1", "true", "down", "inactive"), ("0", "0", "gpu", "1", "0", "true", "errors", "up")]
     t = pq.read_table(io.BytesIO(render(r, "parquet")))
     assert t.column("peer_device").to_pylist() == ["0000:41:00.0"] * 2
     bare_t = links_table(bare)
     assert bare_t.column("peer_kind").to_pylist() == [None] * 4
     html = render(r, "html").decode()
     assert "GPU 1 link 1" in html and "one link, both ends" in html
-    assert "no <code>nvidia-smi nvlink -R</code> names it" in render(bare, "html").decode()
+    assert 'title="no nvidia-smi nvlink -R line names it">unknown</span>' in render(bare, "html").decode()
     # the hours after: persisting as one link; cleared as one, naming its other end
     later = build_report(rows, [], H3 + 60 * M, topology=BRIDGE)
     assert [(x["gpu_index"], x["link"], x["status"]) for x in later["links"]] == [(0, 1, "persisting")]
@@ -342,7 +342,7 @@ def test_a_peer_named_only_one_way_or_the_other_way_round():
         for g, d in ((0, "0000:01:00.0"), (1, "0000:41:00.0"))]
     r = build_report(rows, [], H3, topology=one_way)
     assert [(x["gpu_index"], x["link"], x["peer"]["gpu_index"], x["peer"]["listed"]) for x in r["links"]] == [
-        (0, 0, 1, True), (0, 1, 1, True)]
+        (0, 1, 1, True), (0, 0, 1, True)]
     crossed = [x for x in one_way if x["fact"] == "gpu_bus"] + [
         _remote("ws1", 0, 1, "0000:41:00.0", 1), _remote("ws1", 1, 1, "0000:01:00.0", 0)]
     r = build_report(rows, [], H3, topology=crossed)
@@ -438,18 +438,28 @@ def test_heatmap_grid(report):
 
 def test_csv_and_parquet_carry_the_links(report):
     rows = list(csv.DictReader(io.StringIO(render(report, "csv").decode())))
+    # worst first: down, flapped, then error counters, the larger rise first (they were in host order, a host's
+    # error counters above another's link down)
     assert [(r["host"], r["gpu_index"], r["link"], r["problems"]) for r in rows] == [
-        ("node07", "1", "5", "errors"), ("node07", "2", "7", "down"), ("node07", "3", "2", "flapped"),
-        ("node08", "0", "11", "down"), ("node08", "1", "0", "errors")]
-    assert rows[0]["crc_delta"] == "51" and rows[0]["replay_rate_per_hour"] == "9"
-    assert (rows[0]["down_since"], rows[1]["down_since"]) == ("", "2026-11-30T03:20:00.000000Z")  # as in the JSON
+        ("node07", "2", "7", "down"), ("node08", "0", "11", "down"), ("node07", "3", "2", "flapped"),
+        ("node07", "1", "5", "errors"), ("node08", "1", "0", "errors")]
+    assert rows[3]["crc_delta"] == "51" and rows[3]["replay_rate_per_hour"] == "9"
+    assert (rows[3]["down_since"], rows[0]["down_since"]) == ("", "2026-11-30T03:20:00.000000Z")  # as in the JSON
+    # each row says what to do
+    assert rows[0]["next_action"] == (
+        "Down since 2026-11-30 03:20 UTC, expected up: when the jobs on GPU 2 are done, reset it (nvidia-smi -r -i 2); "
+        "on an NVSwitch board use Fabric Manager's GPU reset procedure; still inactive after that, it needs hardware "
+        "service. Far end unknown: nvidia-smi nvlink -R on node07 names it. Incident "
+        f"{report['links'][0]['incidents'][0]['id']} has the fault around it.")
+    assert rows[2]["next_action"].startswith("Went down and came back up: watch it")
+    assert rows[4]["next_action"].startswith("Error counters rose: watch its 24-hour rate")
     # a text cell a spreadsheet would run as a formula is quoted (a break-it pass: a host "=cmd|calc!a1" as it was)
     odd = {**report, "links": [{**report["links"][0], "host": "=cmd|calc!a1", "model": "@SUM(1)", "domain": "-x"}]}
     [row] = list(csv.DictReader(io.StringIO(render(odd, "csv").decode())))
-    assert (row["host"], row["model"], row["domain"], row["gpu_index"]) == ("'=cmd|calc!a1", "'@SUM(1)", "'-x", "1")
+    assert (row["host"], row["model"], row["domain"], row["gpu_index"]) == ("'=cmd|calc!a1", "'@SUM(1)", "'-x", "2")
     t = pq.read_table(io.BytesIO(render(report, "parquet")))
-    assert t.num_rows == 5 and t.column("incident_ids")[3].as_py() == [i["id"] for i in report["links"][3]["incidents"]]
-    assert t.column("down_since")[1].as_py() == datetime(2026, 11, 30, 3, 20, tzinfo=timezone.utc)
+    assert t.num_rows == 5 and t.column("incident_ids")[1].as_py() == [i["id"] for i in report["links"][1]["incidents"]]
+    assert t.column("down_since")[0].as_py() == datetime(2026, 11, 30, 3, 20, tzinfo=timezone.utc)
 
 
 def test_load_inputs_reads_the_window_only(lake_settings):
@@ -711,7 +721,7 @@ def test_cli(lake_settings, tmp_path):
     # said on stderr, as `firstfault sql -o` says what it wrote (a fresh-user trial: the file came silently)
     assert f"wrote the json report of {HOUR} to {out}" in " ".join(res.stderr.split()), res.stderr
     res = run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "csv", "--config", str(cfg)])
-    assert res.exit_code == 0 and res.stdout.splitlines()[1].startswith('"2026-11-30T03","node07","rack12",1,5')
+    assert res.exit_code == 0 and res.stdout.splitlines()[1].startswith('"2026-11-30T03","node07","rack12",2,7')
     assert run(app, ["report", "degraded-links", "--hour", HOUR, "-f", "parquet", "--config", str(cfg)]).exit_code == 2
     assert run(app, ["report", "degraded-links", "--hour", "03h", "--config", str(cfg)]).exit_code == 2
     # an empty --hour (a recipe's $HOUR that came out empty) is an error, not the last complete hour
