@@ -464,7 +464,8 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     """The report of the hour starting at ``start`` (µs UTC, on an hour).
 
     ``rows``: ``link_samples`` rows of ``[start - 23 h, start + 1 h)``, ``ts`` in
-    µs, and state rows up to :data:`FLAP_LOOKAHEAD_US` past the hour (read for flaps only; rows beyond are left out); ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
+    µs, and state rows up to :data:`FLAP_LOOKAHEAD_US` past the hour (read for flaps only; rows beyond are left
+    out); ``incident_rows``: see :func:`match_incidents`; ``hosts``: the fleet
     config (NVLink domain and platform per host); ``asked_us`` (µs UTC): when it is
     asked — no host is silent in an hour that has not begun (every host of the
     window was, in red, beside the note that the hour had not begun: a fresh
@@ -552,7 +553,7 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
     seen = {(h["host"], g["gpu_index"], n) for h in host_rows for g in h["gpus"] for n in g["sampled"]}
     # an end whose other end is still listed is not cleared: its link is not; both ends cleared are one entry
     gone = {k: f for k, f in previous.items() if k not in now and (k.host, k.gpu_index, k.link) in seen
-            and (o := other_end(k, peers)) not in now}
+            and other_end(k, peers) not in now}
     cleared = []
     for k, f in sorted(gone.items()):
         other = other_end(k, peers)
