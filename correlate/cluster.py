@@ -146,7 +146,10 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                         dsu.union(i, j)
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
-    holds = Relations(topo).holds
+    # one instance for every rule's buckets and pairs: each fault's GPU key and communicators are found once, and
+    # whether two profiles of faults are of two jobs (``_jobs_apart``) once per call, not once per same_host rule
+    rels = Relations(topo)
+    holds, apart_memo = rels.holds, _JobsMemo()
     # the faults of each shape (rules.pred_shape) with which sides of the derived links hold for it (bits 2k and
     # 2k + 1: the k-th derived link's cause and effect), decided once per shape for all those links
     shapes: list[tuple[list[int], int]] | None = None
@@ -169,14 +172,14 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 sub_hosts: dict[str, list[int]] = defaultdict(list)
                 for k, e in enumerate(sub_faults):
                     sub_hosts[e.host].append(k)
-                for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo):
+                for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo, rels, apart_memo):
                     _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks, int(rule.lead_s * S))
             continue
         if rule.relation == "peer_host":
             _join_peers(faults, by_host, topo, starts, w, slack, dsu, clocks,
                         set(rule.kinds) if rule.kinds else None, kinds, loose)
             continue
-        for idx in _buckets(rule.relation, faults, by_host, topo):
+        for idx in _buckets(rule.relation, faults, by_host, topo, rels, apart_memo):
             if rule.kinds:
                 idx = [i for i in idx if kinds[i] in rule.kinds]
             if loose and not loose.isdisjoint(idx):
@@ -872,7 +875,8 @@ def _job_rank(e: Ev) -> int | None:
     return e.rank if str(e.details.get("pg") or "0") == "0" else None
 
 
-def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology) -> list[list[int]]:
+def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology, rels: Relations | None = None,
+             memo: _JobsMemo | None = None) -> list[list[int]]:
     """Indexes of ``faults`` (each list in ``faults`` order) that may stand in relation ``rel``.
 
     For the relations in ``_KEYED`` the relation holds for every pair of a bucket and for no pair across
@@ -881,7 +885,8 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     these keys follow; but the host is one bucket, ``same_host`` and ``same_domain`` within it, whose two jobs' GPUs
     ``rules.Relations.other_job`` tells apart only for attribution, ``correlator.apart`` splitting their incidents), so
     pairs need only the time test. The others are tested pair by pair within a host (``peer_host``:
-    :func:`_join_peers`)."""
+    :func:`_join_peers`). ``rels``: the caller's ``Relations`` of ``topo`` and ``memo`` its ``_jobs_apart`` answers,
+    kept over the calls of one :func:`components` (new ones when not given)."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -897,7 +902,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-        groups = [part for idx in groups for part in _domain_jobs(idx, faults, topo)]
+        groups = [part for idx in groups for part in _domain_jobs(idx, faults, topo, rels, memo)]
         if any(faults[i].boot for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
             return [[i for i in idx if faults[i].boot == b] for idx in groups
                     for b in sorted({faults[i].boot for i in idx})]
@@ -934,12 +939,28 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         placed = topo.comm_index()
         if not placed and not any(e.comm for e in faults):  # no job known anywhere (most kernel logs)
             return groups
-        rels = Relations(topo)
-        return [part for idx in groups for part in _jobs_apart(idx, faults, rels)]
+        rels = rels or Relations(topo)
+        return [part for idx in groups for part in _jobs_apart(idx, faults, rels, memo)]
     return list(by_host.values())
 
 
-def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations) -> list[list[int]]:
+class _JobsMemo:
+    """What :func:`_jobs_apart` found over the calls of one ``Relations`` (one :func:`components`): each fault's
+    profile (``id(event)`` -> profile; the caller keeps the events alive), per pair of profiles whether
+    ``Relations.other_job`` holds for their faults, and per host the sets of its profiles no two of which it holds for
+    (the first ``same_host`` link's buckets hold all of a host's faults; the links derived from explains rules, each a
+    part of them, then need no pair tested)."""
+
+    __slots__ = ("profiles", "apart", "clean")
+
+    def __init__(self) -> None:
+        self.profiles: dict[int, tuple] = {}
+        self.apart: dict[tuple[tuple, tuple], bool] = {}
+        self.clean: dict[str, list[frozenset[tuple]]] = {}
+
+
+def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations,
+                memo: _JobsMemo | None = None) -> list[list[int]]:
     """The buckets of the faults ``idx`` (sorted) in which ``rules.Relations.other_job`` holds for no pair and which
     hold every pair it does not hold for: a host's faults (``same_host``), or those of jobs whose hosts meet in one
     NVLink domain (:func:`_domain_jobs`). On one host, ``other_job`` keeps apart a GPU's own fault
@@ -952,19 +973,42 @@ def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations) -> list[list[i
     Faults are grouped by profile (host, whether a GPU's own fault, whether a rank's report, GPU key, communicators):
     what ``other_job`` reads, so faults of one profile relate alike. ``[idx]`` when no two profiles are apart (no init
     lines, or one job: the most common); else one bucket per clique of profiles, found greedily (a host holds a few
-    GPUs and jobs: a few profiles)."""
+    GPUs and jobs: a few profiles). ``memo``: each fault's profile and ``other_job`` of pairs of profiles, kept by the
+    caller over the calls of one ``Relations`` (one :func:`components` asks again for each of its ~17 ``same_host``
+    links)."""
+    if memo is None:
+        memo = _JobsMemo()
     profiles: dict[tuple, list[int]] = defaultdict(list)
+    known = memo.profiles
     for i in idx:
         e = faults[i]
-        local = job_local(e)
-        profiles[(e.host, local, e.kind in RANK_REPORTS, rel.key(e) if local else None, rel.comms(e))].append(i)
+        got = known.get(id(e))
+        if got is None:
+            local = job_local(e)
+            got = known[id(e)] = (e.host, local, e.kind in RANK_REPORTS, rel.key(e) if local else None, rel.comms(e))
+        profiles[got].append(i)
     if len(profiles) < 2:
         return [idx]
     keys = list(profiles)
+    host = keys[0][0]
+    one_host = all(k[0] == host for k in keys)
+    # no two of a host's profiles apart: none of any part of them either (``other_job`` is of pairs of profiles)
+    if one_host and any(c.issuperset(keys) for c in memo.clean.get(host, ())):
+        return [idx]
     first = [faults[profiles[k][0]] for k in keys]
     n = len(keys)
-    apart = {(a, b) for a in range(n) for b in range(a + 1, n) if rel.other_job(first[a], first[b])}
+    pairs = memo.apart
+    apart = set()
+    for a in range(n):
+        for b in range(a + 1, n):
+            got = pairs.get((keys[a], keys[b]))
+            if got is None:
+                got = pairs[(keys[a], keys[b])] = rel.other_job(first[a], first[b])
+            if got:
+                apart.add((a, b))
     if not apart:
+        if one_host:
+            memo.clean.setdefault(host, []).append(frozenset(keys))
         return [idx]
     cliques: list[list[int]] = []
     covered: set[tuple[int, int]] = set()
@@ -981,15 +1025,16 @@ def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations) -> list[list[i
     return [sorted(i for k in clique for i in profiles[keys[k]]) for clique in cliques]
 
 
-def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[int]]:
+def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology, rel: Relations | None = None,
+                 memo: _JobsMemo | None = None) -> list[list[int]]:
     """The buckets of one NVLink domain's faults ``idx`` (sorted) in which ``same_domain`` holds for every pair and
     which hold every such pair (``rules.Relations.other_job``: faults of two jobs that NCCL's init lines place on
     other hosts, or of a job so placed and a GPU's own fault on a host of none of its ranks, are not tied by their
     domain): the faults of no known job; per set of job hosts, the faults of that set with those of no known job they
     pair with; and per host of two such sets, their faults. One bucket, ``idx``, when no fault's job is known (no
     init lines: the most common). The faults of no known job are copied once per set, not per host (a 100-host job's
-    timeouts beside a storm of 20,000 Xid 145 lines)."""
-    rel = Relations(topo)
+    timeouts beside a storm of 20,000 Xid 145 lines). ``rel``, ``memo``: as :func:`_buckets` takes them."""
+    rel = rel or Relations(topo)
     hosts_of: dict[int, frozenset[str]] = {}
     for i in idx:
         if (hosts := rel.job_of(faults[i])) is not None:
@@ -1010,7 +1055,7 @@ def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology) -> list[list[
         # their faults on one host are apart when one is a GPU's own and the other a rank's report of a job none of
         # whose ranks that GPU holds (_jobs_apart)
         out += [part for sets in by_host.values() if len(sets) > 1
-                for part in _jobs_apart(sorted(i for hosts in sets for i in by_job[hosts]), faults, rel)]
+                for part in _jobs_apart(sorted(i for hosts in sets for i in by_job[hosts]), faults, rel, memo)]
     return [b for b in out if len(b) > 1]
 
 
