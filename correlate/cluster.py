@@ -27,7 +27,7 @@ lines stays cheap.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
@@ -288,8 +288,13 @@ class ComponentCache:
             comps = components(events, links, topo, clocks, is_fault, related, catalog)
             self.reused, self.redone = 0, len(mine)
         else:
-            dirty = {h for h in keys.keys() | self.hosts.keys() if keys.get(h) != self.hosts.get(h)}
             find = _coupled(by_host, peers, topo, self.comps, clocks, links)
+            # a host coupled to no other is clustered alone, where its skew bound counts for nothing (window.tolerance
+            # adds it across hosts only; the searches' bounds only widen): a new skew estimate alone leaves its
+            # components as they were (nearly every streaming step moves some host's estimate)
+            sizes = Counter(find(("h", h)) for h in by_host)
+            dirty = {h for h in keys.keys() | self.hosts.keys()
+                     if not _same_key(keys.get(h), self.hosts.get(h), sizes[find(("h", h))] == 1)}
             roots = {find(("h", h)) for h in dirty}
             hosts = {h for h in by_host if find(("h", h)) in roots}
             again = [e for e in events if e.host in hosts]
@@ -301,6 +306,14 @@ class ComponentCache:
             self.reused = len(mine) - self.redone
         self.hosts, self.comps, self.events = keys, comps, mine
         return [list(c) for c in comps]  # the caller's own lists: the kept ones stay as they were made
+
+
+def _same_key(now: tuple | None, last: tuple | None, alone: bool) -> bool:
+    """Whether a host's key now (:class:`ComponentCache`) is its last call's: equal, or, for a host ``alone`` (coupled
+    to no other), equal but for its skew bound (the key's third item)."""
+    if now == last:
+        return True
+    return alone and now is not None and last is not None and now[:2] == last[:2] and now[3:] == last[3:]
 
 
 def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str | None]]], topo: Topology,
