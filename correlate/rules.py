@@ -530,14 +530,21 @@ def _global_gpu(e: Ev, topo: Topology, held: set[str]) -> str | None:
     rank, when those communicators put it on several GPUs or on another host, or when they do not hold every GPU of
     ``held`` on the host (the GPUs of the communicators the line's group rank may be of): another job's larger world
     on the host then holds that number, and the line's group would be placed in that job (a break-it pass: job B's
-    data-parallel timeout filtered to job A's GPU)."""
+    data-parallel timeout filtered to job A's GPU). Only the communicators with a rank on the host that were live
+    there when ``e`` began count (``Topology.comm_live``, ``comm_later``, as :func:`placement`'s): an ended job's
+    larger world held the number on another GPU of the host, and the line was filtered to the wrong group (a
+    break-it pass); a world without a rank on the host is not the process's."""
     g = e.details.get("global_rank")
     if g is None:
         return None
+    here = {comm for comm, _dev in topo.comm_index().get(e.host, ())}
+    timed = bool(topo.comm_span)
     best, gpus, covered = 0, set(), set()
     for comm, ranks in topo.comm_ranks.items():
         size = topo.comm_size.get(comm) or len(ranks)
-        if size <= g or size < best or (where := ranks.get(g)) is None:
+        if size <= g or size < best or (where := ranks.get(g)) is None or comm not in here:
+            continue
+        if timed and not topo.comm_live(comm, e.host, e) or topo.comm_later(comm, e.host, e):
             continue
         if size > best:
             best, gpus, covered = size, set(), set()

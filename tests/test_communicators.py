@@ -1573,3 +1573,32 @@ def test_a_jobs_init_lines_arriving_after_the_lateness_still_keep_its_ranks_apar
     assert sc.add(second.events, second.link_samples, second.topology, now_us=now) == 0  # not too late: facts
     sc.step(now_us=now, flush=True)
     assert summary(v[2] for v in sc.emitted.values()) == batch
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_global_rank_is_placed_by_the_live_jobs_world_not_an_ended_larger_one(pipeline, mode):
+    """As ``test_one_fault_seen_by_a_tensor_and_a_data_parallel_group_is_one_incident``, but two hours before, an
+    ended job W of 8 ranks held n1's and n2's GPUs, its global rank 2 on n2's GPU 1. ``rules._global_gpu`` took the
+    largest communicator holding rank 2 of any time, W's world, whose GPUs on n2 cover the line's groups': the DP
+    group's timeout ("[rank2]: … [Rank 1]") was put on GPU 1 and filtered to the TP group there, a hang apart from
+    the GPU fallen off the bus (a break-it pass). Only the communicators live on the host when the line began
+    place it: one incident, as without W."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    old = "0x9999000000000009"
+    world, tp, dp = "0x1111000000000001", ["0x2222000000000001", "0x2222000000000002"], [
+        "0x3333000000000001", "0x3333000000000002"]
+    before = day - timedelta(hours=2)
+    logs: dict[str, list[str]] = {
+        "n1": [init(before, "n1", 50, 0, 8, old, gpu=0), init(before, "n1", 51, 1, 8, old, gpu=1)],
+        "n2": [init(before, "n2", 52, 2, 8, old, gpu=1), init(before, "n2", 53, 3, 8, old, gpu=0)]}
+    for g, (host, gpu) in enumerate([("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]):
+        pid = 100 + g
+        logs[host] += [init(day, host, pid, g, 4, world, gpu=gpu), init(day, host, pid, gpu, 2, tp[g // 2], gpu=gpu),
+                       init(day, host, pid, g // 2, 2, dp[gpu], gpu=gpu)]
+    logs["n1"] += [fallen(fault), timeout(fault + timedelta(seconds=631), 1, seq=12)]
+    dp_timeout = timeout(fault + timedelta(seconds=631, milliseconds=500), 1, seq=7)
+    logs["n2"].append(dp_timeout.replace("[rank1]:", "[rank2]:"))  # global rank 2, rank 1 of its DP group
+    (inc,) = _incidents(pipeline, logs, fault, mode)
+    assert inc["initiator"]["xid"] == 79 and inc["initiator"]["host"] == "n1"
+    assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("n1", 1), ("n2", 1)]
