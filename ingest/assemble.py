@@ -1644,13 +1644,16 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         rest, repeats = p.rest, 1
         if rest.endswith("cluster]") and (m := _RAY_REPEATED.search(rest)):
             rest, repeats = rest[:m.start()], max(1, int(m[1]))
-        # an MPI launcher's label names the rank of a training process's line, not of a kernel line it printed
+        # an MPI launcher's label names the rank of a training process's line, not of a kernel line it printed: the
+        # process's rank in the job, as c10's "[rank4]:" is
         rank = p.rank if p.rank is not None or sig.source != "nccl" else p.launcher_rank
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), rest,
                row.get("gpu_index", p.gpu_index), row.get("rank", rank),
-               # and the process's rank in the job (c10's "[rank4]:"): two processes, each rank 0 of its own group of
-               # one id ("[PG 5 Rank 0]"), were one event of one party (xdit-project/xDiT#147, a real-logs pass)
-               p.rank,
+               # and the process's rank in the job (c10's "[rank4]:", Open MPI's "[1,4]<stderr>:"): two processes, each
+               # rank 0 of its own group of one id ("[PG 5 Rank 0]"), were one event of one party (xdit-project/xDiT#147,
+               # a real-logs pass; under mpirun, two MPI ranks' "[Rank 0] Watchdog caught …" of two groups were one
+               # event of count 2, a break-it pass)
+               rank,
                # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
                # off the bus again after the reboot was one event, and no recurrence: a break-it pass)
                row["details"].get("reboots_after"),
@@ -1700,11 +1703,11 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             ev["rank"] = rank
         if p.gpu_index_text is not None and ev["gpu_index"] is None:
             row["details"].setdefault("gpu_index_text", p.gpu_index_text)
-        if p.rank is not None and ev["rank"] != p.rank and ev["rank"] is not None:
+        if rank is not None and ev["rank"] != rank and ev["rank"] is not None:
             # c10's "[rank218]:" is the process's rank in the job; a line of another process group names the rank in
             # that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053), which stays the event's rank (the
             # rank its communicator knows it by)
-            row["details"]["global_rank"] = p.rank
+            row["details"]["global_rank"] = rank
         if p.source_addr:
             row["details"]["source_addr"] = p.source_addr
         storms.start(key, ev)

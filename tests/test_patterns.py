@@ -4711,6 +4711,21 @@ def test_two_processes_of_one_group_rank_are_two_parties(pipeline):
     assert parties == [1, 1], inc
 
 
+def test_two_mpi_ranks_each_rank_0_of_its_group_are_two_events_with_their_job_ranks(pipeline):
+    """Under ``mpirun --tag-output`` an older PyTorch prints no "[rankN]:": MPI ranks 5 and 6, each rank 0 of its own
+    data-parallel group, print the same "[Rank 0] Watchdog caught …" in one second. Open MPI's label was part of the
+    storm key only for a line that names no rank: they were one event of count 2 and no job rank (a break-it pass;
+    c10's "[rank5]:" keeps them apart, xdit-project/xDiT#147). Each is its own, its MPI rank its ``global_rank``."""
+    line = ("[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, "
+            "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.")
+    text = "\n".join(f"[1,{r}]<stderr>:{line}" for r in (5, 6))
+    seg = Segment(data=text.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert sorted((e["rank"], e["count"], orjson.loads(e["details"]).get("global_rank")) for e in ev) == [
+        (0, 1, 5), (0, 1, 6)], ev
+
+
 def test_the_imex_daemons_memory_export_errors_are_imexs_not_fabric_managers(pipeline):
     """kubernetes-sigs/dra-driver-nvidia-gpu#948 (a real-logs pass): the IMEX daemon's "Failed to get new memory
     reference with rc: 87" (GB200: no Fabric Manager on the compute trays) gave no event bare, and behind IMEX's log
