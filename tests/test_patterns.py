@@ -6233,3 +6233,15 @@ def test_an_mpi_launchers_rank_label_is_a_training_lines_rank_not_a_kernel_lines
     ev = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
     assert sorted((e["signature"], e["rank"], e["count"]) for e in ev) == [
         ("horovod.shut_down", 0, 1), ("horovod.shut_down", 1, 1), ("xid", None, 1)], ev
+
+
+def test_an_mpi_rank_label_before_ncclS_own_line_is_its_job_rank_not_its_communicator_rank(pipeline):
+    """NCCL's own "host:pid:tid [dev]" line behind Open MPI's "[1,3]<stderr>:" is of a communicator in which the
+    process may have another rank (Init COMPLETE's "rank 7"): the MPI rank is kept as ``details.global_rank``, not
+    as the event's rank (a break-it pass: "nccl.socket.peer_lost rank=3"); its GPU places it."""
+    text = ("[1,3]<stderr>:node07:4821:4890 [1] misc/socket.cc:538 NCCL WARN Net : Call to recv from 10.0.0.2<43210> "
+            "failed : Connection reset by peer")
+    seg = Segment(data=text.encode(), origin="t:node07", stream="node07", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    (e,) = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
+    assert (e["rank"], e["gpu_index"], orjson.loads(e["details"]).get("global_rank")) == (None, 1, 3), e
