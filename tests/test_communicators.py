@@ -1312,19 +1312,13 @@ def test_two_jobs_sharing_a_host_keep_their_own_faults(pipeline, mode):
     assert [(d["host"], d["rank"]) for d in port["downstream"]] == [("n1", 1)]
 
 
-@pytest.mark.parametrize("mode", ["batch", "stream"])
-def test_one_fault_seen_by_a_tensor_and_a_data_parallel_group_is_one_incident(pipeline, mode):
-    """One job of 4 ranks on n1 and n2 (2 GPUs each): its default group, a tensor-parallel group per host (the
-    host's GPUs 0, 1 are its ranks 0, 1) and a data-parallel group per GPU index (n1's GPU its rank 0, n2's its rank
-    1). n1's GPU 0 falls off the bus; the TP group's rank 1 on n1 and the DP group's rank 1 on n2 (global rank 2,
-    c10's "[rank2]:" before the group's "[Rank 1]") time out. n2's timeout names rank 1, which a TP and a DP group
-    hold there on two GPUs: it was of no communicator, a hang of its own "without the communicator's membership"
-    (a break-it pass). Its global rank puts it on n2's GPU 0, whose DP group holds the fallen GPU: one incident."""
-    day = T0 + timedelta(days=1)
-    fault = day + timedelta(hours=3)
+def _tp_dp_job_whose_gpu_falls(pipeline, logs: dict[str, list[str]], day: datetime, fault: datetime,
+                               mode: str) -> None:
+    """A job of 4 ranks on n1 and n2 (2 GPUs each, appended to ``logs``): its default group, a tensor-parallel group
+    per host and a data-parallel group per GPU index; n1's GPU 0 falls off the bus at ``fault``, the TP group's rank 1
+    on n1 and the DP group's rank 1 on n2 (global rank 2) time out. Asserts one incident: the Xid 79, both downstream."""
     world, tp, dp = "0x1111000000000001", ["0x2222000000000001", "0x2222000000000002"], [
         "0x3333000000000001", "0x3333000000000002"]
-    logs: dict[str, list[str]] = {"n1": [], "n2": []}
     for g, (host, gpu) in enumerate([("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]):
         pid = 100 + g
         logs[host] += [init(day, host, pid, g, 4, world, gpu=gpu), init(day, host, pid, gpu, 2, tp[g // 2], gpu=gpu),
@@ -1335,6 +1329,20 @@ def test_one_fault_seen_by_a_tensor_and_a_data_parallel_group_is_one_incident(pi
     (inc,) = _incidents(pipeline, logs, fault, mode)
     assert inc["initiator"]["xid"] == 79 and inc["initiator"]["host"] == "n1"
     assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("n1", 1), ("n2", 1)]
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_one_fault_seen_by_a_tensor_and_a_data_parallel_group_is_one_incident(pipeline, mode):
+    """One job of 4 ranks on n1 and n2 (2 GPUs each): its default group, a tensor-parallel group per host (the
+    host's GPUs 0, 1 are its ranks 0, 1) and a data-parallel group per GPU index (n1's GPU its rank 0, n2's its rank
+    1). n1's GPU 0 falls off the bus; the TP group's rank 1 on n1 and the DP group's rank 1 on n2 (global rank 2,
+    c10's "[rank2]:" before the group's "[Rank 1]") time out. n2's timeout names rank 1, which a TP and a DP group
+    hold there on two GPUs: it was of no communicator, a hang of its own "without the communicator's membership"
+    (a break-it pass). Its global rank puts it on n2's GPU 0, whose DP group holds the fallen GPU: one incident."""
+    day = T0 + timedelta(days=1)
+    fault = day + timedelta(hours=3)
+    logs: dict[str, list[str]] = {"n1": [], "n2": []}
+    _tp_dp_job_whose_gpu_falls(pipeline, logs, day, fault, mode)
 
 
 def _timeout_of(t: datetime, rank: int, seq: int, timeout_ms: int) -> str:
@@ -1586,19 +1594,8 @@ def test_a_global_rank_is_placed_by_the_live_jobs_world_not_an_ended_larger_one(
     day = T0 + timedelta(days=1)
     fault = day + timedelta(hours=3)
     old = "0x9999000000000009"
-    world, tp, dp = "0x1111000000000001", ["0x2222000000000001", "0x2222000000000002"], [
-        "0x3333000000000001", "0x3333000000000002"]
     before = day - timedelta(hours=2)
     logs: dict[str, list[str]] = {
         "n1": [init(before, "n1", 50, 0, 8, old, gpu=0), init(before, "n1", 51, 1, 8, old, gpu=1)],
         "n2": [init(before, "n2", 52, 2, 8, old, gpu=1), init(before, "n2", 53, 3, 8, old, gpu=0)]}
-    for g, (host, gpu) in enumerate([("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]):
-        pid = 100 + g
-        logs[host] += [init(day, host, pid, g, 4, world, gpu=gpu), init(day, host, pid, gpu, 2, tp[g // 2], gpu=gpu),
-                       init(day, host, pid, g // 2, 2, dp[gpu], gpu=gpu)]
-    logs["n1"] += [fallen(fault), timeout(fault + timedelta(seconds=631), 1, seq=12)]
-    dp_timeout = timeout(fault + timedelta(seconds=631, milliseconds=500), 1, seq=7)
-    logs["n2"].append(dp_timeout.replace("[rank1]:", "[rank2]:"))  # global rank 2, rank 1 of its DP group
-    (inc,) = _incidents(pipeline, logs, fault, mode)
-    assert inc["initiator"]["xid"] == 79 and inc["initiator"]["host"] == "n1"
-    assert sorted((d["host"], d["rank"]) for d in inc["downstream"]) == [("n1", 1), ("n2", 1)]
+    _tp_dp_job_whose_gpu_falls(pipeline, logs, day, fault, mode)
