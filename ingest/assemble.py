@@ -1649,10 +1649,10 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
         rank = p.rank if p.rank is not None or sig.source != "nccl" else p.launcher_rank
         key = (row["host"], row["signature"], row.get("device"), row.get("link"), rest,
                row.get("gpu_index", p.gpu_index), row.get("rank", rank),
-               # and the process's rank in the job (c10's "[rank4]:", Open MPI's "[1,4]<stderr>:"): two processes, each
-               # rank 0 of its own group of one id ("[PG 5 Rank 0]"), were one event of one party (xdit-project/xDiT#147,
-               # a real-logs pass; under mpirun, two MPI ranks' "[Rank 0] Watchdog caught …" of two groups were one
-               # event of count 2, a break-it pass)
+               # and the process's rank in the job (c10's "[rank4]:", Open MPI's "[1,4]<stderr>:"): two processes,
+               # each rank 0 of its own group of one id ("[PG 5 Rank 0]"), were one event of one party
+               # (xdit-project/xDiT#147, a real-logs pass; under mpirun, two MPI ranks' "[Rank 0] Watchdog caught …" of
+               # two groups were one event of count 2, a break-it pass)
                rank,
                # a line of the boot before a reboot in the capture is no repeat of the same line after it (a GPU fallen
                # off the bus again after the reboot was one event, and no recurrence: a break-it pass)

@@ -302,7 +302,8 @@ _STD_LABEL = r"[\w.-]{1,253} \[std(?:out|err)\] "
 # ``Prefix.launcher_rank``
 _MPI_LABEL = r"\[\d+,(?P<mpi_rank>\d{1,7})\]<std(?:out|err)>: ?"
 _LABEL = re.compile(
-    r"^(?:" + _MPI_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL + r"|" + _RAY_LABEL
+    r"^(?:" + _MPI_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL
+    + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
     + r"|" + _NOT_HOST_BEFORE_EXCEPTION + r"(?P<host>(?=[A-Za-z_.-]*\d)[A-Za-z][\w.-]{0,252}): (?:" + _LABEL_NEXT

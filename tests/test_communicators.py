@@ -1316,7 +1316,8 @@ def _tp_dp_job_whose_gpu_falls(pipeline, logs: dict[str, list[str]], day: dateti
                                mode: str) -> None:
     """A job of 4 ranks on n1 and n2 (2 GPUs each, appended to ``logs``): its default group, a tensor-parallel group
     per host and a data-parallel group per GPU index; n1's GPU 0 falls off the bus at ``fault``, the TP group's rank 1
-    on n1 and the DP group's rank 1 on n2 (global rank 2) time out. Asserts one incident: the Xid 79, both downstream."""
+    on n1 and the DP group's rank 1 on n2 (global rank 2) time out. Asserts one incident: the Xid 79, both
+    downstream."""
     world, tp, dp = "0x1111000000000001", ["0x2222000000000001", "0x2222000000000002"], [
         "0x3333000000000001", "0x3333000000000002"]
     for g, (host, gpu) in enumerate([("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]):
@@ -1541,7 +1542,8 @@ def test_a_global_rank_places_a_line_only_when_its_world_holds_every_gpu_the_lin
 
     topo = Topology()
     a, b = "0xa0a0000000000000", "0xb0b0000000000000"
-    topo.comm_ranks[a].update({g: ("n1", f"gpu{g}") for g in range(4)} | {g: ("n2", f"gpu{g - 4}") for g in range(4, 8)})
+    topo.comm_ranks[a].update({g: ("n1", f"gpu{g}") for g in range(4)}
+                              | {g: ("n2", f"gpu{g - 4}") for g in range(4, 8)})
     topo.comm_ranks[b].update({0: ("n1", "gpu4"), 1: ("n1", "gpu5"), 2: ("n3", "gpu0"), 3: ("n3", "gpu1")})
     topo.comm_size.update({a: 8, b: 4})
     line = SimpleNamespace(host="n1", details={"global_rank": 1})
