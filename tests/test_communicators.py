@@ -1287,6 +1287,20 @@ def _port_down(t: datetime, host: str) -> str:
     return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 {host} kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"
 
 
+def _two_jobs_sharing_n1(fault: datetime) -> dict[str, list[str]]:
+    """Job A: rank 0 on n1's GPU 0, rank 1 on n2; job B: rank 1 on n1's GPU 1, rank 0 on n3 (init lines 3 h before
+    ``fault``). At ``fault`` n1's GPU 0 falls off the bus, 5 s later n3's IB port goes down; A's rank 1 on n2 and B's
+    rank 1 on n1 time out ~10 min later. Log lines by host."""
+    day = fault - timedelta(hours=3)
+    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), fallen(fault)],
+            "n2": [init(day, "n2", 201, 1, 2, a)],
+            "n3": [init(day, "n3", 301, 0, 2, b), _port_down(fault + timedelta(seconds=5), "n3")]}
+    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9))
+    logs["n1"].append(timeout(fault + timedelta(seconds=605, milliseconds=32_030), 1, seq=40))
+    return logs
+
+
 @pytest.mark.parametrize("mode", ["batch", "stream"])
 def test_two_jobs_sharing_a_host_keep_their_own_faults(pipeline, mode):
     """Job A: rank 0 on n1's GPU 0, rank 1 on n2. Job B: rank 1 on n1's GPU 1, rank 0 on n3. n1's GPU 0 falls off
@@ -1295,14 +1309,8 @@ def test_two_jobs_sharing_a_host_keep_their_own_faults(pipeline, mode):
     n3's port ``same_comm`` with B's timeout: one candidate incident. The Xid 79's incident listed n3's port "by no
     rule" and B's hang was left naming no fault (a break-it pass). Two incidents: the Xid 79 with n2's timeout, the
     port with B's timeout on n1."""
-    day = T0 + timedelta(days=1)
-    fault = day + timedelta(hours=3)
-    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
-    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), fallen(fault)],
-            "n2": [init(day, "n2", 201, 1, 2, a)],
-            "n3": [init(day, "n3", 301, 0, 2, b), _port_down(fault + timedelta(seconds=5), "n3")]}
-    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9))
-    logs["n1"].append(timeout(fault + timedelta(seconds=605, milliseconds=32_030), 1, seq=40))
+    fault = T0 + timedelta(days=1, hours=3)
+    logs = _two_jobs_sharing_n1(fault)
     incidents = _incidents(pipeline, logs, fault, mode)
     (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
     assert [(d["host"], d["rank"]) for d in fall["downstream"]] == [("n2", 1)]
@@ -1559,14 +1567,8 @@ def test_a_jobs_init_lines_arriving_after_the_lateness_still_keep_its_ranks_apar
     lateness of their host's partition, the stream dropped them as too late: B's rank on n1 was of no communicator and
     joined A's Xid 79, where the batch correlator keeps them apart (a break-it pass). A late fact of the topology is
     no evidence: it is kept, and the stream ends with the batch's incidents."""
-    day = T0 + timedelta(days=1)
-    fault = day + timedelta(hours=3)
-    a, b = "0xaaaa000000000001", "0xbbbb000000000002"
-    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1), fallen(fault)],
-            "n2": [init(day, "n2", 201, 1, 2, a)],
-            "n3": [init(day, "n3", 301, 0, 2, b), _port_down(fault + timedelta(seconds=5), "n3")]}
-    logs["n2"].append(timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9))
-    logs["n1"].append(timeout(fault + timedelta(seconds=605, milliseconds=32_030), 1, seq=40))
+    fault = T0 + timedelta(days=1, hours=3)
+    logs = _two_jobs_sharing_n1(fault)
     summary = lambda incs: sorted((i["category"], i["initiator"]["host"], tuple(sorted(  # noqa: E731
         (d["host"], d["rank"]) for d in i["downstream"]))) for i in incs if i["status"] != "superseded")
     batch = summary(_incidents(pipeline, logs, fault, "batch"))
