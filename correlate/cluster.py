@@ -888,8 +888,8 @@ def _job_rank(e: Ev) -> int | None:
     return e.rank if str(e.details.get("pg") or "0") == "0" else None
 
 
-def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology, rels: Relations | None = None,
-             memo: _JobsMemo | None = None) -> list[list[int]]:
+def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: Topology, rels: Relations,
+             memo: _JobsMemo) -> list[list[int]]:
     """Indexes of ``faults`` (each list in ``faults`` order) that may stand in relation ``rel``.
 
     For the relations in ``_KEYED`` the relation holds for every pair of a bucket and for no pair across
@@ -899,7 +899,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     ``rules.Relations.other_job`` tells apart only for attribution, ``correlator.apart`` splitting their incidents), so
     pairs need only the time test. The others are tested pair by pair within a host (``peer_host``:
     :func:`_join_peers`). ``rels``: the caller's ``Relations`` of ``topo`` and ``memo`` its ``_jobs_apart`` answers,
-    kept over the calls of one :func:`components` (new ones when not given)."""
+    kept over the calls of one :func:`components`."""
     if rel in ("same_device", "same_gpu"):
         out: dict[tuple, list[int]] = defaultdict(list)
         for i, e in enumerate(faults):
@@ -915,7 +915,7 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         for host, idx in by_host.items():
             out[topo.domain(host)].append(idx)
         groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-        groups = [part for idx in groups for part in _domain_jobs(idx, faults, topo, rels, memo)]
+        groups = [part for idx in groups for part in _domain_jobs(idx, faults, rels, memo)]
         if any(faults[i].boot for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
             return [[i for i in idx if faults[i].boot == b] for idx in groups
                     for b in sorted({faults[i].boot for i in idx})]
@@ -952,7 +952,6 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
         placed = topo.comm_index()
         if not placed and not any(e.comm for e in faults):  # no job known anywhere (most kernel logs)
             return groups
-        rels = rels or Relations(topo)
         return [part for idx in groups for part in _jobs_apart(idx, faults, rels, memo)]
     return list(by_host.values())
 
@@ -972,8 +971,7 @@ class _JobsMemo:
         self.clean: dict[str, list[frozenset[tuple]]] = {}
 
 
-def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations,
-                memo: _JobsMemo | None = None) -> list[list[int]]:
+def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations, memo: _JobsMemo) -> list[list[int]]:
     """The buckets of the faults ``idx`` (sorted) in which ``rules.Relations.other_job`` holds for no pair and which
     hold every pair it does not hold for: a host's faults (``same_host``), or those of jobs whose hosts meet in one
     NVLink domain (:func:`_domain_jobs`). On one host, ``other_job`` keeps apart a GPU's own fault
@@ -989,8 +987,6 @@ def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations,
     GPUs and jobs: a few profiles). ``memo``: each fault's profile and ``other_job`` of pairs of profiles, kept by the
     caller over the calls of one ``Relations`` (one :func:`components` asks again for each of its ~17 ``same_host``
     links)."""
-    if memo is None:
-        memo = _JobsMemo()
     profiles: dict[tuple, list[int]] = defaultdict(list)
     known = memo.profiles
     for i in idx:
@@ -1038,8 +1034,7 @@ def _jobs_apart(idx: list[int], faults: list[Ev], rel: Relations,
     return [sorted(i for k in clique for i in profiles[keys[k]]) for clique in cliques]
 
 
-def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology, rel: Relations | None = None,
-                 memo: _JobsMemo | None = None) -> list[list[int]]:
+def _domain_jobs(idx: list[int], faults: list[Ev], rel: Relations, memo: _JobsMemo) -> list[list[int]]:
     """The buckets of one NVLink domain's faults ``idx`` (sorted) in which ``same_domain`` holds for every pair and
     which hold every such pair (``rules.Relations.other_job``: faults of two jobs that NCCL's init lines place on
     other hosts, or of a job so placed and a GPU's own fault on a host of none of its ranks, are not tied by their
@@ -1047,7 +1042,6 @@ def _domain_jobs(idx: list[int], faults: list[Ev], topo: Topology, rel: Relation
     pair with; and per host of two such sets, their faults. One bucket, ``idx``, when no fault's job is known (no
     init lines: the most common). The faults of no known job are copied once per set, not per host (a 100-host job's
     timeouts beside a storm of 20,000 Xid 145 lines). ``rel``, ``memo``: as :func:`_buckets` takes them."""
-    rel = rel or Relations(topo)
     hosts_of: dict[int, frozenset[str]] = {}
     for i in idx:
         if (hosts := rel.job_of(faults[i])) is not None:
