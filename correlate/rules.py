@@ -502,8 +502,7 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
     for comm, dev in placed:
         # not of a communicator that began on the host long after e (Topology.comm_later), as a GPU's rank is not:
         # a job that inits on four hosts' GPUs two hours after each failed joined the four into one incident
-        if (key is None or dev is None or dev == key) and (not timed or topo.comm_live(comm, e.host, e)) \
-                and not topo.comm_later(comm, e.host, e):
+        if (key is None or dev is None or dev == key) and _live_at(comm, e, topo, timed):
             if by_rank and (where := topo.comm_ranks.get(comm, {}).get(e.rank)) is not None:
                 # a rank's line without a GPU is not of a communicator whose rank of that number is elsewhere
                 if where[0] == e.host:
@@ -523,6 +522,12 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
     return out, bool(held)
 
 
+def _live_at(comm: str, e: Ev, topo: Topology, timed: bool) -> bool:
+    """Whether communicator ``comm`` may hold ``e``'s rank on its host when ``e`` began: live there then (when the
+    topology has spans: ``timed``, ``Topology.comm_live``), and not begun there long after it (``comm_later``)."""
+    return (not timed or topo.comm_live(comm, e.host, e)) and not topo.comm_later(comm, e.host, e)
+
+
 def _global_gpu(e: Ev, topo: Topology, held: set[str]) -> str | None:
     """The GPU key of ``e``'s process on its host from its rank in the job (``details.global_rank``, c10's
     ``[rankN]:``): the GPU the largest communicators that hold that rank number put it on there (the job's default
@@ -537,14 +542,12 @@ def _global_gpu(e: Ev, topo: Topology, held: set[str]) -> str | None:
     g = e.details.get("global_rank")
     if g is None:
         return None
-    here = {comm for comm, _dev in topo.comm_index().get(e.host, ())}
     timed = bool(topo.comm_span)
     best, gpus, covered = 0, set(), set()
-    for comm, ranks in topo.comm_ranks.items():
+    for comm in {comm for comm, _dev in topo.comm_index().get(e.host, ())}:
+        ranks = topo.comm_ranks.get(comm, {})
         size = topo.comm_size.get(comm) or len(ranks)
-        if size <= g or size < best or (where := ranks.get(g)) is None or comm not in here:
-            continue
-        if timed and not topo.comm_live(comm, e.host, e) or topo.comm_later(comm, e.host, e):
+        if size <= g or size < best or (where := ranks.get(g)) is None or not _live_at(comm, e, topo, timed):
             continue
         if size > best:
             best, gpus, covered = size, set(), set()
