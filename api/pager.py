@@ -334,7 +334,8 @@ def describe_downstream(inc: dict[str, Any], limit: int = DOWNSTREAM_NAMED) -> s
 def _suspects_first(inc: dict[str, Any]) -> list[int]:
     """Indexes of ``inc['downstream']``: the :func:`candidate_parties` first, then the others in their order."""
     first = candidate_parties(inc)
-    return first + [i for i in range(len(inc.get("downstream") or ())) if i not in set(first)]
+    chosen = set(first)
+    return first + [i for i in range(len(inc.get("downstream") or ())) if i not in chosen]
 
 
 def candidate_parties(inc: dict[str, Any]) -> list[int]:
@@ -805,16 +806,17 @@ class Pager:
         did, and a trigger still comes before the resolve that follows it. A receiver down for an hour, an incident
         updated every minute, had sixty versions of it sent one by one when it came back, the new pages behind them (a
         break-it pass: 20 incidents of 60 versions, 1,200 POSTs); at most a trigger and a resolve per incident wait."""
-        n = 0
-        for r in self.receivers:
-            self.db.execute("UPDATE outbox SET state = 'coalesced' WHERE incident_id = ? AND receiver = ? "
-                            "AND action = ? AND state = 'pending' AND version < ?",
-                            (view["id"], r.name, action, view["version"]))
-            cur = self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
-                                  "VALUES (?, ?, ?, ?, ?, ?)",
-                                  (view["id"], view["version"], r.name, action, orjson.dumps(view), self.clock()))
-            n += cur.rowcount
-        return n
+        return sum(self._put_one(view, action, r) for r in self.receivers)
+
+    def _put_one(self, view: dict[str, Any], action: str, r: Receiver) -> int:
+        """:meth:`_put` for one receiver ``r``: the incident's pending ``action`` of an older version coalesced, this
+        version's added (0 when it is there already)."""
+        self.db.execute("UPDATE outbox SET state = 'coalesced' WHERE incident_id = ? AND receiver = ? "
+                        "AND action = ? AND state = 'pending' AND version < ?",
+                        (view["id"], r.name, action, view["version"]))
+        return self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
+                               "VALUES (?, ?, ?, ?, ?, ?)",
+                               (view["id"], view["version"], r.name, action, orjson.dumps(view), self.clock())).rowcount
 
     def _prune(self) -> int:
         """Delete the outbox entries that are over (done, coalesced, rejected) and older than :data:`OUTBOX_KEEP_S`;
@@ -958,20 +960,14 @@ class Pager:
                     "SELECT 1 FROM outbox WHERE incident_id = ? AND receiver = ? AND state = 'pending' LIMIT 1",
                     (view["id"], r.name)).fetchone() is None:
                 continue
-            self.db.execute("UPDATE outbox SET state = 'coalesced' WHERE incident_id = ? AND receiver = ? "
-                            "AND action = 'resolve' AND state = 'pending' AND version < ?",
-                            (view["id"], r.name, view["version"]))
-            self.db.execute("INSERT OR IGNORE INTO outbox (incident_id, version, receiver, action, doc, created) "
-                            "VALUES (?, ?, ?, 'resolve', ?, ?)",
-                            (view["id"], view["version"], r.name, orjson.dumps(view), self.clock()))
+            self._put_one(view, "resolve", r)
 
     async def _follow(self) -> None:
         """Bring the open pages up to the latest stored version of their incidents (``latest``): one another
         correlate worker stored since (the incident moved to it with its partition) is what the page says now —
         resolved when that version is closed (that worker sent the resolve; this one sends it to Alertmanager again,
         and to a receiver an entry of it still waits for, :meth:`_put_followed_resolve`), else open with its content,
-        the labels kept, sending nothing. Called
-        before ``_expire`` and the re-sends, at most every ``am_resend_s``.
+        the labels kept, sending nothing. Called before ``_expire`` and the re-sends, at most every ``am_resend_s``.
 
         Each worker's outbox had only its own versions: the worker an incident had left kept re-sending its page to
         Alertmanager after the taking worker resolved it (the alert fired again: a second notification), and its
