@@ -65,13 +65,21 @@ def load_inputs(lake: Lake, start_us: int) -> tuple[list[dict[str, Any]], list[d
     :class:`StoreError`."""
     end = start_us + HOUR_US
     t = lambda us: datetime.fromtimestamp(us / 1e6, tz=timezone.utc)  # noqa: E731
+    samples, incidents = _read_rows(lake, (_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end),
+                                                          t(end + FLAP_LOOKAHEAD_US)]),
+                                    (_INCIDENTS_SQL, [t(end), t(start_us)]))
+    return samples, incidents
 
-    def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+
+def _read_rows(lake: Lake, *queries: tuple[str, list[Any]]) -> list[list[dict[str, Any]]]:
+    """The rows of each ``(sql, parameters)`` of ``queries`` over one connection to ``lake``, all read again when a
+    part a query listed was compacted away meanwhile (``api.store.again_if_vanished``). Raises
+    :class:`StoreError`."""
+
+    def read() -> list[list[dict[str, Any]]]:
         con = connect(lake)
         try:
-            return (_rows(con.execute(_SAMPLES_SQL, [t(end - WINDOW_HOURS * HOUR_US), t(end),
-                                                     t(end + FLAP_LOOKAHEAD_US)])),
-                    _rows(con.execute(_INCIDENTS_SQL, [t(end), t(start_us)])))
+            return [_rows(con.execute(sql, args)) for sql, args in queries]
         except duckdb.Error as e:
             raise StoreError(str(e).splitlines()[0]) from e
         finally:
@@ -92,17 +100,8 @@ def load_topology(lake: Lake, start_us: int) -> list[dict[str, Any]]:
     up to the hour's end, however old (a host prints ``-R`` at boot, or when asked); ``ts`` in µs. Read again
     when a part was compacted away meanwhile. Raises :class:`StoreError`."""
     end = datetime.fromtimestamp((start_us + HOUR_US) / 1e6, tz=timezone.utc)
-
-    def read() -> list[dict[str, Any]]:
-        con = connect(lake)
-        try:
-            return _rows(con.execute(_TOPOLOGY_SQL, [end]))
-        except duckdb.Error as e:
-            raise StoreError(str(e).splitlines()[0]) from e
-        finally:
-            con.close()
-
-    return again_if_vanished(read)
+    (rows,) = _read_rows(lake, (_TOPOLOGY_SQL, [end]))
+    return rows
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
