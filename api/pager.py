@@ -289,9 +289,18 @@ def describe_initiator(inc: dict[str, Any]) -> str:
         what = f"{'ports' if port else 'NVLinks'} {', '.join(map(str, links))} of {what}"
     elif i.get("link") is not None and i["device_type"] != "link":
         what = f"{'port' if port else 'NVLink'} {i['link']} of {what}"
-    code = (f"Xid {i['xid']}" if i.get("xid") is not None else f"SXid {i['sxid']}" if i.get("sxid") is not None
-            else i.get("fault") or i.get("kind"))
+    code = fault_code(i)
     return f"{what} on {host}" + (f" ({code})" if code else "")
+
+
+def fault_code(party: dict[str, Any]) -> str | None:
+    """A party's fault in a word or two: ``Xid 79``, ``SXid 12028``, else its ``fault`` (an initiator's: a silent
+    rank's ``silent_rank``) or ``kind``."""
+    if party.get("xid") is not None:
+        return f"Xid {party['xid']}"
+    if party.get("sxid") is not None:
+        return f"SXid {party['sxid']}"
+    return party.get("fault") or party.get("kind")
 
 
 #: the downstream reporters a page names (``describe_downstream``) and keeps (``page_view``); the rest are counted
@@ -314,9 +323,7 @@ def describe_downstream(inc: dict[str, Any], limit: int = DOWNSTREAM_NAMED) -> s
     def party(d: dict[str, Any]) -> str:
         dev = f" {d['device_type'] or ''} {d['device']}".replace("  ", " ") if d.get("device") else ""
         rank = f" rank {d['rank']}" if d.get("rank") is not None else ""
-        code = (f"Xid {d['xid']}" if d.get("xid") is not None else f"SXid {d['sxid']}" if d.get("sxid") is not None
-                else d.get("kind"))
-        return f"{d.get('host')}{dev}{rank} {code} ({d.get('relation')})"
+        return f"{d.get('host')}{dev}{rank} {fault_code(d)} ({d.get('relation')})"
 
     def group(parts: list[str], n: int, noun: str) -> str:
         more = f"; and {n - len(parts)} more" if n > len(parts) else ""
