@@ -1703,7 +1703,7 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             # NCCL's own "host:pid:tid [dev]" line is of a communicator whose rank of the process the launcher's MPI
             # rank need not be (Init COMPLETE's "rank 7" beside "[1,3]<stderr>:"): that is its job rank alone, and its
             # GPU places it (a break-it pass)
-            nccl_own = p.rank is None and (p.gpu_index is not None or p.gpu_index_text is not None)
+            nccl_own = p.rank is None and p.nccl_own
             ev["rank"] = None if nccl_own else rank
             if nccl_own and rank is not None:
                 row["details"]["global_rank"] = rank

@@ -362,8 +362,7 @@ class Pipeline:
                 original = (fr.original or {}).get(local)
                 if original is not None and cut is None:
                     message = original if len(original) <= MAX_LINE_BYTES else original[:MAX_LINE_BYTES]
-            quote = (c.sig.source == "nccl" and prefix.gpu_index is None and prefix.gpu_index_text is None
-                     and _after_last_error(buf, a))
+            quote = c.sig.source == "nccl" and not prefix.nccl_own and _after_last_error(buf, a)
             stream = per_stream.get(seg.stream)
             if stream is None:
                 stream = per_stream[seg.stream] = []

@@ -108,6 +108,12 @@ class Prefix:
     zone_shift: int | None = None
 
     @property
+    def nccl_own(self) -> bool:
+        """The line carries NCCL's own ``host:pid:tid [dev]`` prefix (which always sets ``gpu_index`` or
+        ``gpu_index_text``): a line NCCL printed, not a copy a wrapper quotes."""
+        return self.gpu_index is not None or self.gpu_index_text is not None
+
+    @property
     def dayless(self) -> bool:
         """``ts`` came from a clock without a date (``clock``)."""
         return self.clock is not None
