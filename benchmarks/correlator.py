@@ -13,7 +13,9 @@ of its own, one after the other:
   loaded before, as a service has them), and a hash of its incidents (orjson, sorted keys): the two codes must
   give the same incidents (but for the keys given by ``--ignore``), or the run fails (exit 1);
 * the streaming correlator fed the same events in ~40 steps of arrival order, as :func:`benchmarks.ingest.
-  correlator` feeds it: the CPU s of all steps, the longest step, the incident versions emitted.
+  correlator` feeds it, then flushed: the CPU s of all steps, the longest step, the incident versions emitted and
+  a hash of them in emission order (the same way): the two codes must emit the same versions too — a change to
+  the stream alone is not caught by ``correlate()``'s hash.
 
 Per code the table gives the best and the median over the rounds (the best is what the code costs; the spread
 is the machine's). Progress goes to stderr, the table (or with ``--json`` one JSON object) to stdout. Exit 2
@@ -80,16 +82,19 @@ def child(root: str, path: str, calls: int, ignore: tuple[str, ...] = ()) -> dic
     kept = [{k: v for k, v in i.items() if k not in ignore} for i in incidents]
     digest = hashlib.sha256(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     size = max(1, -(-ev.num_rows // STEPS))
-    sc, steps, versions = StreamCorrelator(), [], 0
+    sc, steps, emitted = StreamCorrelator(), [], []
     for events, samples, topology in batches:
         for i in range(0, max(events.num_rows, 1), size):
             c0 = time.process_time()
             sc.add(events.slice(i, size), samples if i == 0 else None, topology if i == 0 else None)
-            versions += len(sc.step(now_us=NOW_US))
+            emitted += sc.step(now_us=NOW_US)
             steps.append(time.process_time() - c0)
+    emitted += sc.step(now_us=NOW_US, flush=True)
+    stream = [{k: v for k, v in i.items() if k not in ignore} for i in emitted]
     return {"events": ev.num_rows, "incidents": len(incidents), "incidents_sha256": digest,
             "correlate_cpu_s": best, "stream_cpu_s": sum(steps), "stream_step_max_s": max(steps),
-            "stream_steps": len(steps), "stream_versions": versions}
+            "stream_steps": len(steps), "stream_versions": len(emitted),
+            "stream_sha256": hashlib.sha256(orjson.dumps(stream, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]}
 
 
 def _run_child(root: Path, path: Path, calls: int, ignore: list[str]) -> dict:
@@ -163,8 +168,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"round {k + 1}/{a.rounds} {name}: correlate() {r['correlate_cpu_s']:.3f} s, stream "
                       f"{r['stream_cpu_s']:.2f} s (longest step {r['stream_step_max_s']:.3f} s)", file=sys.stderr)
         same = {r["incidents_sha256"] for rs in runs.values() for r in rs}
+        # a commit from before the stream's hash has none: its versions cannot be compared, say so
+        streams = {r.get("stream_sha256") for rs in runs.values() for r in rs}
         report = {"events": n, "lines": a.lines, "seed": a.seed, "against": base, "rounds": a.rounds,
                   "incidents": runs["this"][0]["incidents"], "same_incidents": len(same) == 1,
+                  "same_stream_versions": None if None in streams else len(streams) == 1,
                   "ignored_keys": a.ignore,
                   "this": _summary(runs["this"]), "against_summary": _summary(runs["against"]), "runs": runs}
     finally:
@@ -183,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {label:26s} {this[key]['best']:>8{fmt}}; {this[key]['median']:>8{fmt}}   against "
                   f"{other[key]['best']:>8{fmt}}; {other[key]['median']:>8{fmt}}")
         print("  same incidents" if report["same_incidents"] else "  DIFFERENT incidents: see --json")
-    return 0 if report["same_incidents"] else 1
+        print({True: "  same streamed versions", False: "  DIFFERENT streamed versions: see --json",
+               None: "  streamed versions not compared: the other commit hashes none"}[report["same_stream_versions"]])
+    return 0 if report["same_incidents"] and report["same_stream_versions"] is not False else 1
 
 
 if __name__ == "__main__":

@@ -138,15 +138,17 @@ def test_steady_benchmark_smoke():
 
 def test_correlator_against_a_commit_runs_both_codes_on_the_same_events(capsys):
     """``benchmarks.correlator`` (a smoke test: no speed asserted): HEAD against itself in child processes on
-    the events of 20,000 lines gives one incident hash and a row per code; a name that is no commit exits 2."""
+    the events of 20,000 lines gives one incident hash, one hash of the streamed versions and a row per code; a
+    name that is no commit exits 2."""
     from benchmarks import correlator
 
     assert correlator.main(["--against", "HEAD", "--lines", "20000", "--rounds", "1", "--calls", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["same_incidents"] is True and report["events"] > 50 and report["incidents"] > 0
+    assert report["same_stream_versions"] is True
     for code in ("this", "against"):
         (run,) = report["runs"][code]
         assert run["events"] == report["events"] and run["stream_steps"] >= correlator.STEPS // 2
-        assert run["correlate_cpu_s"] > 0 and run["stream_versions"] > 0
+        assert run["correlate_cpu_s"] > 0 and run["stream_versions"] > 0 and len(run["stream_sha256"]) == 16
     assert correlator.main(["--against", "no-such-commit"]) == 2
     assert correlator.main(["--against", "HEAD", "--lines", "5", "--rounds", "1"]) == 2  # no event in 5 lines
