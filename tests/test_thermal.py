@@ -177,6 +177,38 @@ def test_a_power_supply_failure_of_the_host_explains_its_gpu_falling_off_the_bus
     assert "power.host_power_fault_explains_gpu_fall" in {x["rule"] for x in inc["evidence"]}
 
 
+# the iDRAC's SEL as Redfish serves it (bb-Ricardo/check_redfish#4), newest record first: PSU redundancy lost at
+# 04:04:14 -06:00 (10:04:14Z), the input restored at 04:28 after it; the Xid 79 lines above dated 26 s after the loss
+REDFISH_SEL = (
+    '{"Members":[{"@odata.id":"/redfish/v1/Managers/iDRAC.Embedded.1/Logs/Sel/27","Created":"2018-12-19T04:28:32-06:00",'
+    '"Description":" Log Entry 27","EntryCode":"Deassert","EntryType":"SEL","Id":"27","Links":{},"Message":"The input '
+    'power for power supply 1 has been restored.","SensorType":"Power Supply / Converter","Severity":"OK"},'
+    '{"@odata.id":"/redfish/v1/Managers/iDRAC.Embedded.1/Logs/Sel/26","Created":"2018-12-19T04:04:14-06:00",'
+    '"Description":" Log Entry 26","EntryCode":"Redundancy Lost","EntryType":"SEL","Id":"26","Links":{},"Message":'
+    '"Power supply redundancy is lost.","SensorType":"Power Supply / Converter","Severity":"Critical"}]}')
+REDFISH_XID79 = XID79.replace("Tue Apr 15 16:50:03 2025", "Wed Dec 19 10:04:40 2018")
+REDFISH_XID_TS = 1_545_213_880_000_000  # 2018-12-19T10:04:40Z
+
+
+def test_a_redfish_power_supply_record_explains_the_gpu_falling_off_the_bus(pipeline):
+    """The same BMC log read through Redfish (iDRAC) gave no event at all, and the Xid 79 after it said "reseat or
+    replace the GPU": the PSU redundancy loss is the initiator now, at the record's own time (its "Created", not the
+    dump's a day later), and the GPU is downstream by the host-power rule."""
+    incs = run_many(pipeline, [("node07", REDFISH_XID79, REDFISH_XID_TS),
+                               ("node07", REDFISH_SEL, REDFISH_XID_TS + 86400 * 1_000_000)])
+    (inc,) = raised(incs)
+    assert inc["initiator"]["fault"] == "host.redfish_psu_redundancy_lost" and inc["category"] == "thermal_power"
+    assert inc["start"] == "2018-12-19T10:04:14.000000Z"
+    assert [d["device"] for d in inc["downstream"]] == ["0000:02:00.0"]
+    assert "power.host_power_fault_explains_gpu_fall" in {x["rule"] for x in inc["evidence"]}
+
+
+def test_a_redfish_record_of_supplies_back_to_redundant_raises_nothing(pipeline):
+    """The records that say the fault ended ("restored", "The power supplies are redundant.") are no event."""
+    ok = REDFISH_SEL.split(',{"@odata.id":"/redfish/v1/Managers/iDRAC.Embedded.1/Logs/Sel/26"')[0] + "]}"
+    assert raised(run_many(pipeline, [("node07", ok, REDFISH_XID_TS)])) == []
+
+
 def test_another_host_s_power_fault_does_not_explain_a_gpu_fall(pipeline):
     incs = run_many(pipeline, [("node07", XID79, XID_TS), ("node08", PSU, XID_TS + 60 * 1_000_000)])
     fall = [i for i in incs if i["initiator"]["host"] == "node07"]
