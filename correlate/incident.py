@@ -260,7 +260,7 @@ def _kinds_of_faults(scene: Scene) -> list[list[Ev]]:
     faults = _unexplained_faults(scene)
     kinds: dict[tuple, list[Ev]] = {}
     for e in faults:
-        kinds.setdefault((e.signature, e.xid, e.sxid), []).append(e)
+        kinds.setdefault(_fault_kind(e), []).append(e)
     if not 2 <= len(kinds) <= KINDS_LISTED:
         return []
     for e, *_ in kinds.values():
@@ -268,6 +268,16 @@ def _kinds_of_faults(scene: Scene) -> list[list[Ev]]:
         if e.xid is None and e.sxid is None and (c is None or not c.sig.category):
             return []
     return list(kinds.values())
+
+
+def _fault_kind(e: Ev) -> tuple:
+    """The kind of fault ``e`` is, as an incident with no single culprit counts them: its Xid or SXid when it has
+    one, whichever line of the driver's report it came from, else its signature. SXid 12028 from one NVSwitch's
+    ``Non-fatal, Link 62 …`` line (signature ``sxid``) and another's ``Data {…}`` line (``sxid.data``) was two kinds,
+    and the next action gave SXid 12028's action twice (corpus 002, a fresh user's trial)."""
+    if e.xid is not None or e.sxid is not None:
+        return ("xid", e.xid, e.sxid)
+    return ("signature", e.signature)
 
 
 def _unexplained_faults(scene: Scene) -> list[Ev]:
@@ -291,7 +301,7 @@ def _one_fault_of_all(scene: Scene) -> list[Ev]:
     /dev/shm is full, two GPUs each with the same Xid. Their catalog action applies to each (a break-it pass:
     two ranks' "No space left on device" got "collect the kernel log", the /dev/shm action lost)."""
     faults = _unexplained_faults(scene)
-    if not faults or len({(e.signature, e.xid, e.sxid) for e in faults}) != 1:
+    if not faults or len({_fault_kind(e) for e in faults}) != 1:
         return []
     if len({scene.subject[e.event_id] for e in faults}) < 2:
         return []

@@ -6245,3 +6245,21 @@ def test_an_mpi_rank_label_before_ncclS_own_line_is_its_job_rank_not_its_communi
                   ingest_ts=T0)
     (e,) = pipeline.run(Decoded(segments=[seg])).events.to_pylist()
     assert (e["rank"], e["gpu_index"], orjson.loads(e["details"]).get("global_rank")) == (None, 1, 3), e
+
+
+def test_one_sxid_from_its_data_line_and_its_message_line_is_one_kind_of_fault(pipeline):
+    """SXid 12028 of one NVSwitch read from its ``Data {…}`` line (signature ``sxid.data``) and of another from its
+    ``Non-fatal, Link 62 …`` line (``sxid``) beside an Xid 94 is two kinds of fault, not three: the next action gave
+    SXid 12028's action twice (corpus 002, a fresh user's trial). Two NVSwitches' SXid 12028 read from the two line
+    forms alone is one fault of all, as the same line form on both is."""
+    sxids = ("[Mon Feb 2 22:52:45 2026] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Data {0x000001c0, "
+             "0x000e265f, 0x00000500, 0x00000040, 0x00000000, 0x00008000, 0x5a000100, 0x00000000, 0x00000000}\n"
+             "[Mon Feb 2 22:52:45 2026] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 62 egress "
+             "non-posted PRIV error (First)")
+    xid = "\n[Mon Feb 2 22:52:45 2026] NVRM: Xid (PCI:0000:cb:00): 94, pid=538578, name=python, channel 0x0000000b"
+    (inc,) = run(pipeline, sxids + xid, host="nodeb")
+    action = inc["next_action"]
+    assert action.startswith("No single culprit: 2 kinds of fault, each with its own action."), action
+    assert action.count("SXid 12028 (") == 1 and "Xid 94: " in action, action
+    (inc,) = run(pipeline, sxids, host="nodeb")
+    assert inc["next_action"].startswith("Every candidate reports the same fault (SXid 12028)"), inc["next_action"]
