@@ -544,7 +544,7 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
                 item["rates_24h"] = [{"hour": a["hour"], **{c: None if a[c] is None and b[c] is None else
                                                             round((a[c] or 0) + (b[c] or 0), 3) for c in CLASSES}}
                                      for a, b in zip(item["rates_24h"], theirs)]
-        item["next_action"] = next_action(item)
+        item["next_action"] = next_action(item, carried=_carried_flap(key, f, previous.get(key), earlier, start))
         links.append(item)
     links.sort(key=severity_order)
     host_rows = _hosts(samples, models, n_expected, links, start, end, domain)
@@ -591,11 +591,28 @@ def severity_order(x: Mapping[str, Any]) -> tuple:
             x["host"], x["gpu_index"], x["link"])
 
 
-def next_action(x: Mapping[str, Any]) -> str:
+def _carried_flap(key: LinkKey, now: Mapping[str, Any], before: Mapping[str, Any] | None, earlier: set[int],
+                  start: int) -> bool:
+    """Whether a flapped link of the hour from ``start`` (µs) is listed only for a flap across the hour's boundary
+    that the hour before listed alone (``before``: that hour's finding of ``key``; ``earlier``: the hours back it was
+    listed): one flap, in both hours' reports (docs/report.md), not a second one. A flap down at 23:59:50 and up at
+    00:00:00 was 'Flapping again (2 of 24 h listed)' in the 00 hour's report, to be serviced as a down link (a fresh
+    user's trial)."""
+    flaps = (now.get("state") or {}).get("flaps") or []
+    if now["problems"] != ["flapped"] or earlier != {1} or before is None or before["problems"] != ["flapped"]:
+        return False
+    if not flaps or any(fl["down"] >= iso(start) for fl in flaps):
+        return False  # a flap that went down in this hour is this hour's own
+    return {fl["down"] for fl in before["state"]["flaps"]} <= {fl["down"] for fl in flaps}
+
+
+def next_action(x: Mapping[str, Any], *, carried: bool = False) -> str:
     """What to do about one listed link (a row of the report), in two or three sentences: the problem, the service
     the reference gives, the far end or how to name it, the incident to read (reference/topology.md: §3 an access
     link that failed on H100-generation boards just shows inactive, §4 bridges and direct-connect boards, §7 ``-R``
-    names the far end, §8 recovery is a GPU reset with Fabric Manager's procedure, then hardware)."""
+    names the far end, §8 recovery is a GPU reset with Fabric Manager's procedure, then hardware). ``carried``: its
+    one flap crossed into this hour from the hour before, which listed it (:func:`_carried_flap`): watched, as a
+    new flap is."""
     g, host = x["gpu_index"], x["host"]
     p = x.get("peer")
     pair = p is not None and p["kind"] == "gpu"
@@ -617,8 +634,10 @@ def next_action(x: Mapping[str, Any]) -> str:
         what = f"Down{since}, expected up: {reset}; still inactive after that, it needs hardware service."
     elif "flapped" in x["problems"]:
         what = ("Went down and came back up: watch it; if it flaps again, service it as a down link." if
-                x["status"] == "new" else f"Flapping again ({x['hours_listed']} of 24 h listed): {reset}; then "
-                                          "hardware service.")
+                x["status"] == "new" else
+                "Went down and came back up across the hour's boundary, the flap the hour before lists: watch it; if "
+                "it flaps again, service it as a down link." if carried else
+                f"Flapping again ({x['hours_listed']} of 24 h listed): {reset}; then hardware service.")
     else:
         what = ("Error counters rose" + (f" ({x['hours_listed']} of 24 h listed)" if x["status"] != "new" else "")
                 + f": watch its 24-hour rate; if it keeps rising or the link goes down, {reset}.")

@@ -350,6 +350,23 @@ def test_a_peer_named_only_one_way_or_the_other_way_round():
     assert r["totals"]["down"] == 2
 
 
+def test_a_flap_across_the_boundary_is_not_flapping_again_in_the_later_hour():
+    """Down at 02:59:50 and up at 03:00:00 is one flap in both hours' reports; the 03 report's next action read
+    "Flapping again (2 of 24 h listed): … reset …; then hardware service" for that one 10-second flap (a fresh user's
+    trial). It is watched there, as in 02; a second flap in 03 is flapping again."""
+    S = 1_000_000
+    key = ("n1", 0, 1)
+    rows = _polled(*key, [(H3 - 10 * S, H3)])
+    before, (x,) = build_report(rows, [], H3 - 60 * M)["links"][0], build_report(rows, [], H3)["links"]
+    assert before["next_action"].startswith("Went down and came back up: watch it;"), before["next_action"]
+    assert (x["status"], x["problems"]) == ("persisting", ["flapped"])
+    assert x["next_action"].startswith("Went down and came back up across the hour's boundary, the flap the hour "
+                                       "before lists: watch it;"), x["next_action"]
+    rows = _polled(*key, [(H3 - 10 * S, H3), (H3 + 20 * M, H3 + 21 * M)])
+    (x,) = build_report(rows, [], H3)["links"]
+    assert x["next_action"].startswith("Flapping again (2 of 24 h listed): when the jobs on GPU 0 are done"), x
+
+
 def test_empty_hour():
     r = build_report([], [], H3)
     assert r["totals"]["links_listed"] == 0 and r["hosts"] == [] and r["links"] == []
