@@ -39,7 +39,12 @@ def require_lake(s: Settings) -> None:
         raise typer.Exit(2)
 
 
-@report_app.command("degraded-links")
+@report_app.command("degraded-links", short_help="Links down that the topology expects up, error counters that "
+                    "rose, flapping links, for one hour.", help=(
+    "Links down that the topology expects up, error counters that rose, flapping links, for one hour.\n\n"
+    "One row per physical link, worst first (down, flapped, errors), each with its next action; a GPU-to-GPU link "
+    "degraded at both ends is one row naming its peer where nvidia-smi nvlink -R gave the far end; a flap across "
+    "the hour's boundary is in both hours. Reads the lake (FIRSTFAULT_LAKE). In full: docs/report.md."))
 def degraded_links(
     hour: Annotated[Optional[str], typer.Option(metavar="<hour>",
                                                 help="UTC hour, e.g. 2026-11-30T03; default: the last "
@@ -55,7 +60,8 @@ def degraded_links(
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML settings file", exists=True,
                                                    dir_okay=False)] = None,
 ) -> None:
-    """Links down that the topology expects up, error counters that rose, flapping links, for one hour."""
+    """Links down that the topology expects up, error counters that rose, flapping links, for one hour (``help``:
+    what ``--help`` shows, with what a row is; one paragraph a line, as rich keeps a docstring's line breaks)."""
     from api.degraded_links import due_hour, parse_hour
     from api.report import degraded_link_report, not_over, write_hourly
     from api.report_render import FORMATS, render

@@ -146,6 +146,18 @@ def test_diagnose_help_lists_its_exit_codes():
     assert lines[-2].startswith("╰"), lines[-3:]  # after the options' box
 
 
+def test_report_help_says_what_a_row_is_and_where_the_rest_is():
+    """``report degraded-links --help`` said what is listed but not that a row is one physical link (both ends, its
+    peer), that rows are worst first with a next action, nor where the report is explained: a new operator met
+    ``peer`` and ``next_action`` in the output first (a fresh user's trial)."""
+    text = _words(_help("report", "degraded-links"))
+    for words in ("One row per physical link, worst first (down, flapped, errors), each with its next action",
+                  "nvidia-smi nvlink -R", "a flap across the hour's boundary is in both hours", "docs/report.md"):
+        assert words in text, (words, text)
+    summary = next(x for x in _help("report").splitlines() if "│ degraded-links " in x)
+    assert "flapping links, for one hour." in summary and "One row" not in summary, summary
+
+
 def test_help_names_a_file_option_file_and_says_what_the_demo_does():
     """A file option's placeholder is ``<file>`` everywhere (``sql -o`` and ``--fleet-config`` said ``<path>``), and
     the demo's summary says what it does ("The main job on the embedded default: …" did not)."""
