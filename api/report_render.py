@@ -204,7 +204,8 @@ def _finding_text(x: dict[str, Any]) -> str:
         parts.append(f"down ({st['last']} since {st['down_since'][:10]} {st['down_since'][11:16]})")
     if "flapped" in x["problems"]:
         spells = ", ".join(f"{f['down'][11:19]}–{f['up'][11:19]}" for f in st.get("flaps") or [])
-        parts.append(f"flapped ({st['changes']} changes" + (f"; not up {spells}" if spells else "") + ")")
+        n = st["changes"]  # "1 changes" under a flap across the hour's boundary (a fresh user's trial)
+        parts.append(f"flapped ({n} change{'' if n == 1 else 's'}" + (f"; not up {spells}" if spells else "") + ")")
     if "errors" in x["problems"]:
         parts.append(", ".join(f"{'CRC' if c == 'crc' else c} +{x['errors'][c]}" for c in CLASSES if x["errors"][c]))
     return "; ".join(parts)

@@ -362,6 +362,7 @@ def test_a_flap_across_the_boundary_is_not_flapping_again_in_the_later_hour():
     assert (x["status"], x["problems"]) == ("persisting", ["flapped"])
     assert x["next_action"].startswith("Went down and came back up across the hour's boundary, the flap the hour "
                                        "before lists: watch it;"), x["next_action"]
+    assert "flapped (1 change; not up 02:59:50–03:00:00)" in render(build_report(rows, [], H3), "html").decode()
     rows = _polled(*key, [(H3 - 10 * S, H3), (H3 + 20 * M, H3 + 21 * M)])
     (x,) = build_report(rows, [], H3)["links"]
     assert x["next_action"].startswith("Flapping again (2 of 24 h listed): when the jobs on GPU 0 are done"), x
