@@ -74,15 +74,17 @@ def lane_name(e: dict[str, Any]) -> str:
 
 def candidate_parties(detail: dict[str, Any]) -> list[int]:
     """Indexes in ``downstream`` of the parties an incident with no single culprit names as its candidates
-    (``initiator.candidates``; ``correlate.attribute.candidate_name``), in order; none for an incident with an
-    initiator."""
+    (``initiator.candidates``; ``correlate.attribute.candidate_name``), in the candidates' order (the likeliest
+    first fault first, as the explanation, the CLI and the API name them; a party's own order in ``downstream``
+    breaks ties); none for an incident with an initiator."""
     from correlate.attribute import candidate_name
     from correlate.incident import party_subject
 
-    named = set((detail.get("initiator") or {}).get("candidates") or ())
-    if not named:
+    order = {name: k for k, name in reversed(list(enumerate((detail.get("initiator") or {}).get("candidates") or ())))}
+    if not order:
         return []
-    return [i for i, d in enumerate(detail.get("downstream") or ()) if candidate_name(*party_subject(d)) in named]
+    found = [(order.get(candidate_name(*party_subject(d))), i) for i, d in enumerate(detail.get("downstream") or ())]
+    return [i for _, i in sorted(f for f in found if f[0] is not None)]
 
 
 def suspect_events(detail: dict[str, Any]) -> set[str]:

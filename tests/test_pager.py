@@ -226,6 +226,10 @@ def test_a_page_of_no_single_culprit_names_its_suspects_as_the_table_does(pipeli
     text = alertmanager_alert(inc | {"status": "open"}, "http://h:1")["annotations"]["downstream"]
     assert text.startswith("4 suspects: node01 gpu 0000:") and "Xid 45 (same_host)" in text
     assert "downstream reporter" not in text and "xid Xid" not in text
+    # in the candidates' order, the likeliest first fault first (as the explanation and the CLI): the page had them
+    # in ``downstream``'s order, by bus id (a fresh user's trial)
+    assert re.findall(r"gpu (\S+) Xid", text) == [c.split()[1] for c in inc["initiator"]["candidates"]]
+    assert inc["initiator"]["candidates"][0].startswith("gpu 0000:dc:00.0")
 
     many = [(f"node{i:02d}", None, i, "nccl_timeout", "same_comm", [f"d{i}"]) for i in range(12)]
     mixed = incident(downstream=many + [("node07", "0000:1b:00.0", None, "xid", "same_host", ["x1"])])
