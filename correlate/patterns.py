@@ -477,10 +477,17 @@ def _gpus_inactive_where_wired(scene: Scene, host: str, gpus: list[tuple]) -> Ve
 
 
 def both_ends(scene: Scene) -> Verdict | None:
+    """Both ends of one NVLink (``nvidia-smi nvlink -R``: GPU a's link i reaches GPU b's link j) report it: an
+    NVLink Xid (74) at each end, or the link down / in errors at each end (``nvml.nvlink_inactive``, a DCGM link
+    field), and neither GPU failed otherwise: the link is the initiator (``device_type: "link"``, ``device`` one
+    end, ``peer`` the other; DESIGN.md), not either GPU. A bridged pair's link inactive at both ends was "no single
+    culprit" with the first GPU's reset as its action, one incident per poll while it stayed down, none a recurrence
+    of the last (a fresh user's trial)."""
     if any(e.kind in ("gpu_off_bus", "ecc") for e in scene.faults()):
         return None
-    nv = [e for e in scene.faults() if e.link is not None and e.xid is not None and e.xid in scene.catalog.xids
-          and scene.catalog.xids[e.xid].nvlink_related]
+    nv = [e for e in scene.faults() if e.link is not None and (
+        e.kind in ("nvlink_down", "nvlink_errors")
+        or (e.xid is not None and e.xid in scene.catalog.xids and scene.catalog.xids[e.xid].nvlink_related))]
     for a in nv:
         ka = scene.subject[a.event_id][2]
         far = scene.topo.nvlink_peer(a.host, ka, a.link) if ka else None
@@ -496,14 +503,22 @@ def both_ends(scene: Scene) -> Verdict | None:
                 return Verdict(
                     pattern="link.both_ends", category="link_fault", initiator=init, initiator_events=evs,
                     downstream=down, context=ctx, confidence=0.9,
-                    explanation=(f"Both ends of one NVLink report errors — {ka} link {a.link} (Xid {a.xid}) and "
-                                 f"{far[0]} link {far[1]} (Xid {b.xid}) — and neither GPU failed otherwise: the "
-                                 "link itself (cable, connector, trace or transceiver) is the first fault."),
-                    next_action=("Drain both GPUs' jobs; reset both GPUs and check the link counters; if the link "
-                                 "errors again, have the NVLink path (bridge/baseboard/cable) repaired."),
+                    explanation=(f"Both ends of one NVLink report {'errors' if a.xid is not None else a.kind} — "
+                                 f"{ka} link {a.link} ({_end_fault(a)}) and {far[0]} link {far[1]} ({_end_fault(b)})"
+                                 " — and neither GPU failed otherwise: the link itself (cable, connector, trace or "
+                                 "transceiver) is the first fault."),
+                    next_action=(f"Drain both GPUs' jobs; reset both GPUs (nvidia-smi -r -i {ka}, then -i {far[0]}) "
+                                 "and check the link's state and counters (nvidia-smi nvlink -s, -e); if the link "
+                                 "errors or stays down again, have the NVLink path (bridge/baseboard/cable) "
+                                 "repaired."),
                     verify=[f"nvidia-smi nvlink -e -i {ka}", f"nvidia-smi nvlink -e -i {far[0]}",
                             f"nvidia-smi nvlink -s -i {ka}"])
     return None
+
+
+def _end_fault(e: Ev) -> str:
+    """One end's report in a word: ``Xid 74``, else its signature (``nvml.nvlink_inactive``)."""
+    return f"Xid {e.xid}" if e.xid is not None else e.signature
 
 
 def nvswitch_common_end(scene: Scene) -> Verdict | None:

@@ -6263,3 +6263,31 @@ def test_one_sxid_from_its_data_line_and_its_message_line_is_one_kind_of_fault(p
     assert action.count("SXid 12028 (") == 1 and "Xid 94: " in action, action
     (inc,) = run(pipeline, sxids, host="nodeb")
     assert inc["next_action"].startswith("Every candidate reports the same fault (SXid 12028)"), inc["next_action"]
+
+
+def test_a_link_down_at_both_ends_is_the_link_and_its_next_poll_a_recurrence(pipeline, tmp_path):
+    """Two bridged GPUs (``nvidia-smi nvlink -R``: GPU 0's link 1 reaches 0000:41:00.0's link 1 and back) whose
+    ``nvlink -s`` polls (NDJSON envelopes, 20 min apart) show link 1 inactive at both ends: the link is the
+    initiator (``device_type: "link"``, one end and its peer), and the action resets both ends by bus id. It was "no
+    single culprit" whose action reset GPU 0 alone, and each poll while the link stayed down was a new incident,
+    none a recurrence of the last (a fresh user's trial: the hourly report's row said reset both). The same holds
+    for an NVLink Xid at each end (test_both_ends_of_a_direct_link_blame_the_link_with_nvlink_r_and_no_bus_id_map)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    head = "GPU {g}: NVIDIA H100 NVL (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
+    wiring = "\n".join(head.format(g=g) + f"\t Link 0: Remote Device 00000000:{far}:00.0: Link 0\n"
+                       f"\t Link 1: Remote Device 00000000:{far}:00.0: Link 1" for g, far in ((0, "41"), (1, "01")))
+    poll = "\n".join(head.format(g=g) + "\t Link 0: 25 GB/s\n\t Link 1: <inactive>" for g in (0, 1))
+    records = [("2026-12-06T23:00:00Z", wiring), ("2026-12-06T23:20:00Z", poll), ("2026-12-06T23:40:00Z", poll)]
+    (tmp_path / "ws71.ndjson").write_bytes(b"\n".join(
+        orjson.dumps({"host": "ws71", "timestamp": t, "message": m}) for t, m in records))
+    first, second = diagnose_paths([tmp_path], Settings(), pipeline=pipeline)[2]
+    for inc in (first, second):
+        assert (inc["pattern"], inc["category"]) == ("link.both_ends", "link_fault"), inc["explanation"]
+        init = inc["initiator"]
+        assert (init["device_type"], init["device"], init["peer"], init["link"]) == (
+            "link", "0000:01:00.0", "0000:41:00.0", 1)
+        assert "reset both GPUs (nvidia-smi -r -i 0000:01:00.0, then -i 0000:41:00.0)" in inc["next_action"]
+        assert "nvml.nvlink_inactive" in inc["explanation"] and inc["downstream"] == []
+    assert first["start"] < second["start"] and second["recurrence"]["previous"] == [first["id"]]
