@@ -160,6 +160,10 @@ SXID_ACTIONS = {
 
 #: the candidates whose own verify commands an incident with no single culprit lists (the first, in event order)
 VERIFY_SUBJECTS = 16
+#: the candidates whose own action an incident with no single culprit, one fault on every candidate, gives (when
+#: it differs between them, as a reset's GPU index does); the rest are counted
+ACTIONS_NAMED = 4
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
@@ -179,7 +183,20 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                     if c not in seen:
                         seen.add(c)
                         verify.append(c)
-            return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", action), verify
+            # each candidate's own action where it names the candidate (a reset's `nvidia-smi -r -i N`): the first
+            # candidate's alone told to reset one GPU of a link down at both ends (a fresh user's trial)
+            actions, said = [action], set(_SENTENCE_END.split(action))
+            for evs in list(by_key.values())[1:ACTIONS_NAMED]:
+                # only what differs: the sentence that names this candidate, not the whole action again
+                other = [t for t in _SENTENCE_END.split(default_action(scene, replace(v, initiator_events=evs))[0])
+                         if t not in said]
+                if other:
+                    said.update(other)
+                    actions.append(" ".join(other))
+            more = len(by_key) - ACTIONS_NAMED if len(actions) == ACTIONS_NAMED and len(by_key) > ACTIONS_NAMED \
+                else 0
+            return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", *actions,
+                             f"the same for {more} more candidates" if more else ""), verify
         kinds = _kinds_of_faults(scene)
         if kinds:  # a few kinds of fault, each naming its cause: each one's own action, then what to collect
             parts, verify, seen = [], [], set()

@@ -6291,3 +6291,18 @@ def test_a_link_down_at_both_ends_is_the_link_and_its_next_poll_a_recurrence(pip
         assert "reset both GPUs (nvidia-smi -r -i 0000:01:00.0, then -i 0000:41:00.0)" in inc["next_action"]
         assert "nvml.nvlink_inactive" in inc["explanation"] and inc["downstream"] == []
     assert first["start"] < second["start"] and second["recurrence"]["previous"] == [first["id"]]
+
+
+def test_one_fault_on_every_candidate_gives_each_candidates_own_action(pipeline):
+    """No single culprit, one fault on every candidate (two GPUs' rows read ERR! in the nvidia-smi table): the
+    action is the fault's, filled in for each candidate where it names one (its reset's ``-i``), the shared
+    sentences once. The first candidate's alone was given: a link down at both ends got "Reset the GPU (nvidia-smi
+    -r -i 0)" while the hourly report said reset both (a fresh user's trial)."""
+    text = ("|   0  ERR!                On   | 00000000:19:00.0 Off |                 ERR! |\n"
+            "|   1  ERR!                On   | 00000000:3B:00.0 Off |                 ERR! |")
+    (inc,) = run(pipeline, text, host="node05")
+    assert len(inc["initiator"]["candidates"]) == 2, inc["initiator"]
+    action = inc["next_action"]
+    assert action.startswith("Every candidate reports the same fault (nvml.smi_gpu_err)."), action
+    assert "`nvidia-smi -r -i 0000:19:00.0`" in action and "`nvidia-smi -r -i 0000:3b:00.0`" in action, action
+    assert action.count("The nvidia-smi table reads") == 1, action
