@@ -565,12 +565,17 @@ def rank_scope(e: Ev, topo: Topology) -> frozenset[str] | None:
     (``topology.log_stream``: two logs, two processes); else None. Relations ``same_device`` / ``same_gpu`` hold
     between two lines of a rank (no GPU named: ``Ev.subject``) only when their scopes are equal: two jobs' watchdog
     timeouts of "rank 0" on one host, ten minutes apart, were one device's and joined the two jobs' incidents (a
-    scenario trial)."""
+    scenario trial). A rank that one job's communicators hold on the host (not shared) is scoped by those
+    communicators that hold its number there when ``e`` began: a job restarted on the host's GPUs numbers its ranks
+    again, and the restart's watchdog timeout of "rank 0", 13 minutes after the old run's, was a repeat of the old
+    rank's (``same_device``): it joined the old run's Xid 79 on a GPU the restart does not use, and the restart's own
+    IB port down was left "by no rule" (a break-it pass). None when no communicator places the rank there."""
     if e.rank is None:
         return None
     comms, shared = placement(e, topo)
     if not shared:
-        return None
+        mine = frozenset(c for c in comms if (topo.comm_ranks.get(c, {}).get(e.rank) or (None,))[0] == e.host)
+        return mine or None
     return frozenset(comms) if comms else frozenset({log_stream(e)})
 
 

@@ -1320,6 +1320,32 @@ def test_two_jobs_sharing_a_host_keep_their_own_faults(pipeline, mode):
     assert [(d["host"], d["rank"]) for d in port["downstream"]] == [("n1", 1)]
 
 
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_restarts_rank_is_no_repeat_of_the_old_runs_rank_of_that_number(pipeline, mode):
+    """Job A: ranks 0, 1 on n1's GPUs 0, 1, rank 2 on n2. n1's GPU 1 falls off the bus; A's ranks 0 and 2 time out.
+    12 minutes later the job restarts (A2, new processes) on n1's GPU 0 and n2; 3 minutes on, n2's IB port goes down
+    and A2's rank 0 on n1 times out. The two runs' watchdog timeouts of "rank 0" on n1 were one device's repeats
+    (``same_device``, ``rules.rank_scope`` None for a rank one job holds): the restart's timeout joined the old Xid 79
+    on a GPU A2 does not use, and A2's IB port was listed "by no rule" (a break-it pass). Two incidents."""
+    fault = T0 + timedelta(days=1, hours=3)
+    day, again = fault - timedelta(hours=3), fault + timedelta(minutes=12)
+    a, a2 = "0xaaaa000000000001", "0xaaaa000000000002"
+    logs = {"n1": [init(day, "n1", 200, 0, 3, a), init(day, "n1", 201, 1, 3, a, gpu=1),
+                   fallen(fault).replace("PCI:0000:18:00", "PCI:0000:2a:00"),
+                   timeout(fault + timedelta(seconds=601, milliseconds=32_030), 0, seq=9),
+                   init(again, "n1", 500, 0, 2, a2),
+                   timeout(again + timedelta(seconds=780, milliseconds=32_030), 0, seq=3)],
+            "n2": [init(day, "n2", 202, 2, 3, a),
+                   timeout(fault + timedelta(seconds=600, milliseconds=32_030), 2, seq=9),
+                   init(again, "n2", 501, 1, 2, a2), _port_down(again + timedelta(minutes=3), "n2")]}
+    incidents = _incidents(pipeline, logs, again, mode)
+    (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    assert sorted((d["host"], d["rank"], len(d["events"])) for d in fall["downstream"]) == [("n1", 0, 1), ("n2", 2, 1)]
+    (port,) = [i for i in incidents if i is not fall]
+    assert (port["category"], port["initiator"]["host"]) == ("ib_port", "n2")
+    assert [(d["host"], d["rank"]) for d in port["downstream"]] == [("n1", 0)]
+
+
 def _tp_dp_job_whose_gpu_falls(pipeline, logs: dict[str, list[str]], day: datetime, fault: datetime,
                                mode: str) -> None:
     """A job of 4 ranks on n1 and n2 (2 GPUs each, appended to ``logs``): its default group, a tensor-parallel group
