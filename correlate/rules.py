@@ -7,6 +7,7 @@ not) come from the signature catalog's xid-catalog.csv.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -499,6 +500,7 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
     timed = bool(topo.comm_span)
     by_rank = key is None and e.rank is not None
     held: dict[str, str | None] = {}  # communicator holding e's rank on its host -> that rank's GPU
+    unnumbered: dict[str, set[str | None]] = defaultdict(set)  # of no rank of that number -> its GPUs on the host
     for comm, dev in placed:
         # not of a communicator that began on the host long after e (Topology.comm_later), as a GPU's rank is not:
         # a job that inits on four hosts' GPUs two hours after each failed joined the four into one incident
@@ -508,6 +510,8 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
                 if where[0] == e.host:
                     held[comm] = where[1]
                 continue
+            if by_rank:
+                unnumbered[comm].add(dev)
             out.add(comm)
     if len(held) > 1 and not _one_gpu(held.values()) and (gpu := _global_gpu(e, topo, set(held.values()))) is not None:
         # c10's [rankN]: names the process, so its GPU, of the group rank the line names (a data-parallel group's
@@ -515,6 +519,12 @@ def placement(e: Ev, topo: Topology) -> tuple[set[str], bool]:
         # of its host, and the GPU fallen off the bus its DP peer held left it a hang of its own: a break-it pass)
         held = {c: dev for c, dev in held.items() if dev == gpu}
     if len(held) == 1 or _one_gpu(held.values()):
+        # the rank is that GPU's process: a communicator with no rank of its number, whose ranks on the host are on
+        # other GPUs, is another process's (three jobs on a host: job C's "[Rank 2]" timeout was of jobs A and B of
+        # two ranks each too, and joined A's Xid 79 on GPU 0 as same_comm: a break-it pass)
+        (gpu,) = set(held.values())
+        out.difference_update(c for c, devs in unnumbered.items() if gpu is not None and None not in devs
+                              and gpu not in devs and c != e.comm)
         out.update(held)
         return out, False
     if held:

@@ -27,7 +27,7 @@ from tests.conftest import CORPUS
 
 S = 1_000_000
 T0 = datetime(2026, 11, 29, 3, 0, 0, tzinfo=timezone.utc)
-BUS = ["18000", "2a000"]
+BUS = ["18000", "2a000", "3b000"]
 OFFSETS = itertools.count()  # one partition's offsets, across the calls of a test
 
 
@@ -1344,6 +1344,28 @@ def test_a_restarts_rank_is_no_repeat_of_the_old_runs_rank_of_that_number(pipeli
     (port,) = [i for i in incidents if i is not fall]
     assert (port["category"], port["initiator"]["host"]) == ("ib_port", "n2")
     assert [(d["host"], d["rank"]) for d in port["downstream"]] == [("n1", 0)]
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_a_rank_number_another_jobs_communicator_lacks_is_not_of_that_job(pipeline, mode):
+    """Three jobs share n1: A (2 ranks) has rank 0 on GPU 0, B (2 ranks) rank 1 on GPU 1, C (3 ranks) rank 2 on
+    GPU 2. n1's GPU 0 falls off the bus; A's rank on n2 and C's rank 2 on n1 time out. A communicator that puts no
+    rank of a line's number anywhere may be the line's (its init lines may be partial), so C's "[Rank 2]" timeout
+    was of A and B too, though the rank's process is on GPU 2 where neither has a rank: it joined A's Xid 79 as
+    same_comm (a break-it pass). The Xid 79 has A's timeout alone."""
+    fault = T0 + timedelta(days=1, hours=3)
+    day = fault - timedelta(hours=3)
+    a, b, c = "0xaaaa000000000001", "0xbbbb000000000002", "0xcccc000000000003"
+    logs = {"n1": [init(day, "n1", 200, 0, 2, a), init(day, "n1", 300, 1, 2, b, gpu=1),
+                   init(day, "n1", 400, 2, 3, c, gpu=2), fallen(fault),
+                   timeout(fault + timedelta(seconds=607, milliseconds=32_030), 2, seq=50)],
+            "n2": [init(day, "n2", 201, 1, 2, a),
+                   timeout(fault + timedelta(seconds=600, milliseconds=32_030), 1, seq=9)],
+            "n3": [init(day, "n3", 301, 0, 2, b)],
+            "n4": [init(day, "n4", 401, 0, 3, c), init(day, "n4", 402, 1, 3, c, gpu=1)]}
+    incidents = _incidents(pipeline, logs, fault, mode)
+    (fall,) = [i for i in incidents if i["initiator"].get("xid") == 79]
+    assert [(d["host"], d["rank"]) for d in fall["downstream"]] == [("n2", 1)]
 
 
 def _tp_dp_job_whose_gpu_falls(pipeline, logs: dict[str, list[str]], day: datetime, fault: datetime,
