@@ -318,7 +318,12 @@ def describe_downstream(inc: dict[str, Any], limit: int = DOWNSTREAM_NAMED) -> s
         return "none"
     total = inc.get("downstream_total", len(ds))
     cands = set(candidate_parties(inc))
-    n_cands = min(len((inc.get("initiator") or {}).get("candidates") or ()), total) if cands else 0
+    # the parties named suspects are counted, not the candidate names: a host named as a candidate is the name of
+    # each party on it that names no device, and "2 suspects" listed three, its reporters' count one short (a
+    # break-it pass). A stored view keeps the suspects first: all of them are in it unless it holds suspects alone
+    n_cands = len(cands)
+    if cands and n_cands == len(ds) < total:
+        n_cands = max(n_cands, min(len((inc.get("initiator") or {}).get("candidates") or ()), total))
 
     def party(d: dict[str, Any]) -> str:
         dev = f" {d['device_type'] or ''} {d['device']}".replace("  ", " ") if d.get("device") else ""

@@ -1334,3 +1334,22 @@ def test_a_page_taken_over_is_re_sent_by_whoever_holds_its_latest_version(tmp_pa
     asyncio.run(go())
     a.pager.close()
     b.pager.close()
+
+
+def test_a_page_counts_the_suspects_it_lists():
+    """A candidate named by its host alone (no device) is every party on that host that names no device: the page
+    said "2 suspects" and listed three, then "2 downstream reporters" listing one "and 1 more" (a break-it pass).
+    It counts the parties it calls suspects, in the incident and in its stored view."""
+    from api.pager import describe_downstream, page_view
+
+    inc = incident(downstream=[("node01", None, None, "oom_kill", "same_host", ["a"]),
+                               ("node01", None, None, "proc_exit", "same_host", ["b"]),
+                               ("node02", None, None, "oom_kill", "same_host", ["c"]),
+                               ("node03", None, 0, "nccl_timeout", "same_comm", ["d"])])
+    for d in inc["downstream"]:
+        d["device_type"] = "host" if d["rank"] is None else None
+    inc["initiator"] = {"host": None, "device_type": None, "device": None, "kind": None, "events": [],
+                        "candidates": ["node01", "node02"]}
+    want = ("3 suspects: node01 oom_kill (same_host); node01 proc_exit (same_host); node02 oom_kill (same_host); "
+            "1 downstream reporter: node03 rank 0 nccl_timeout (same_comm)")
+    assert describe_downstream(inc) == describe_downstream(page_view(inc)) == want
