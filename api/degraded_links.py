@@ -516,7 +516,9 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
             continue  # the other end's row holds this one: one physical link, one row
         s = samples.links[key]
         both = other is not None and other in now
-        earlier = earlier_hours(key) | (earlier_hours(other) if both else set())
+        # the hours either end was listed: one physical link, whichever end saw it (its other end's CRC errors the hour
+        # before made this hour's row of this end "new": a break-it pass)
+        earlier = earlier_hours(key) | (earlier_hours(other) if other is not None and other in samples.links else set())
         incidents = incidents_of(key)
         if both:
             best = {i["id"]: i for i in incidents_of(other)}

@@ -368,6 +368,23 @@ def test_a_flap_across_the_boundary_is_not_flapping_again_in_the_later_hour():
     assert x["next_action"].startswith("Flapping again (2 of 24 h listed): when the jobs on GPU 0 are done"), x
 
 
+def test_a_link_seen_from_its_other_end_the_hour_before_persists():
+    """One bridged link (``BRIDGE``): its GPU 0 end's CRC errors rise in hour 02, its GPU 1 end's in hour 03. The
+    hour-03 row (the GPU 1 end alone) was ``new``, first listed in 03, though the physical link was listed the hour
+    before from its other end (a break-it pass): it persists, listed since 02."""
+    rows = []
+    for g, values in ((0, (7, 9, 9)), (1, (3, 3, 6))):
+        rows += _polled("ws1", g, 1, [], model="NVIDIA H100 NVL")
+        rows += [{"host": "ws1", "ts": t, "gpu_index": g, "link": 1, "state": None, "device": None,
+                  "counter": "CRC Errors", "value": v, "model": None}
+                 for t, v in zip((H3 - 90 * M, H3 - 30 * M, H3 + 30 * M), values)]
+    before, during = build_report(rows, [], H3 - 60 * M, topology=BRIDGE), build_report(rows, [], H3, topology=BRIDGE)
+    assert [(x["gpu_index"], x["link"], x["status"]) for x in before["links"]] == [(0, 1, "new")]
+    assert [(x["gpu_index"], x["link"], x["status"], x["hours_listed"], x["first_listed"]) for x in during["links"]] \
+        == [(1, 1, "persisting", 2, "2026-11-30T02")]
+    assert during["cleared"] == []
+
+
 def test_empty_hour():
     r = build_report([], [], H3)
     assert r["totals"]["links_listed"] == 0 and r["hosts"] == [] and r["links"] == []
