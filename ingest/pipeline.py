@@ -453,13 +453,15 @@ def _copy_prefix(p: Prefix) -> Prefix:
 #: WARN is in the logs too (rule ``nccl_warn.explains_its_last_error_quote``). Seen in deepspeedai/DeepSpeed#6875
 #: (the WARN, then its copy) and NVIDIA/nccl#2076 (the copy alone).
 LAST_ERROR_QUOTE = "ncclGetLastError"
-_LAST_ERROR = re.compile(rb"(?:^|\n)(?:[^\n]{0,40}|[^\n]{0,200}[\]:)] )Last error:[^\S\n]*\Z")
+_LAST_ERROR = re.compile(rb"(?:^|\n)(?:[^\n]{0,40}|[^\n]{0,200}(?:[\]:)] |[\]>]:))Last error:[^\S\n]*\Z")
 
 
 def _after_last_error(buf: bytes, a: int) -> bool:
     """The line before the one starting at byte ``a`` of ``buf`` ends in "Last error:" after its prefixes (at most
-    40 bytes of any, or up to 200 ending in ``] ``, ``: `` or ``) ``: a torchrun ``[rankN]:``, a stamp, Ray's
-    ``(Worker pid=N, ip=…) ``, a syslog tag): the line at ``a`` is NCCL's last error as an exception quotes it. The
+    40 bytes of any, or up to 200 ending in ``] ``, ``: ``, ``) ``, ``]:`` or ``>:``: a torchrun ``[rankN]:``, a
+    stamp, Ray's ``(Worker pid=N, ip=…) ``, a syslog tag, Open MPI's ``[1,3]<stderr>:``): the line at ``a`` is
+    NCCL's last error as an exception quotes it. c10's ``[rankN]:`` and Open MPI's label print no blank after them:
+    behind a syslog tag or Ray's label, over 40 bytes, the copy read as a second report (a break-it pass). The
     caller asks it only of a line without NCCL's own ``host:pid:tid [dev]`` prefix (a line NCCL printed is no
     copy)."""
     if a < 12 or buf[a - 1] != 0x0A:

@@ -3594,7 +3594,11 @@ def test_ncclGetLastError_quoted_in_an_exception_is_a_copy_of_the_warn_not_a_sec
 @pytest.mark.parametrize("tag", ["", "[rank4]: ", "2025-12-29T16:47:25.333Z [rank4]: ",
                                  "(RayWorkerWrapper pid=1019) [rank4]: ",
                                  "(MegatronPolicyWorker[rank=4] pid=1892406, ip=10.0.0.1) [rank4]: ",
-                                 "Dec 29 16:47:25 nodea python3[34610]: [rank4]: "])
+                                 "Dec 29 16:47:25 nodea python3[34610]: [rank4]: ",
+                                 # c10's and Open MPI's labels print no blank after them (a break-it pass)
+                                 "Dec 29 16:47:25 nodea python3[34610]: [rank4]:",
+                                 "(RayTrainWorker pid=1892406, ip=10.0.0.1) [rank4]:",
+                                 "Dec 29 16:47:25 nodea mpirun[34610]: [1,4]<stderr>:"])
 def test_ncclGetLastError_quoted_behind_any_wrappers_prefix_is_marked_a_copy(tag, pipeline):
     """The quote of NCCL's last error is the same copy behind every wrapper's prefix: behind Ray's
     ``(Worker pid=N) `` (its pid read as the line's) or a syslog tag, or a prefix over 40 bytes before "Last error:",
