@@ -367,8 +367,10 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     """The fields a catalog text (``action``, ``verify``) may name: the event's scalar ``details`` (a module, a
     recovery action), ``device`` (a PCI bus id or a NIC; ``<bus id>`` when no line named it: a GPU index is
     no bus id for ``lspci -s``), ``gpu_index`` (``<gpu>``), ``device_short`` (the bus id without its
-    function, as ``NVRM: Xid (PCI:…`` prints it), ``xid``, ``sxid``, ``link``, ``pid`` and ``rank`` when the event
-    has them, ``peer`` (the other end the line named: the device an AER message came from), its ``host``.
+    function, as ``NVRM: Xid (PCI:…`` prints it), ``xid``, ``sxid``, ``link``, ``pid``, ``rank`` and the other
+    scalar columns (``nranks``, ``comm``, ``seq``, ``op``, ``timeout_ms``, ``elapsed_ms``, ``process``, ``cause_xid``)
+    when the event has them — every column tests/test_catalog.py counts as a field a text may name —, ``peer`` (the
+    other end the line named: the device an AER message came from), its ``host``.
 
     ``subject``: the event's resolved subject (``Scene.subject``, :func:`resolve_subjects`), which names the
     device when the line did not but another line of the host did (an NVML ECC event without a bus id, and
@@ -385,7 +387,10 @@ def _fields(e: Ev, subject: tuple | None = None) -> _Fields:
     f.update(device=device or unnamed, device_short=(device or "<bus id>").rsplit(".", 1)[0],
              gpu_index=str(gpu_index) if gpu_index is not None else "<gpu>")
     f.update((k, str(v)) for k, v in (("xid", e.xid), ("sxid", e.sxid), ("link", e.link), ("pid", e.pid),
-                                      ("rank", e.rank), ("peer", e.peer)) if v is not None)
+                                      ("rank", e.rank), ("peer", e.peer), ("nranks", e.nranks), ("comm", e.comm),
+                                      ("seq", e.seq), ("op", e.op), ("timeout_ms", e.timeout_ms),
+                                      ("elapsed_ms", e.elapsed_ms), ("process", e.process),
+                                      ("cause_xid", e.cause_xid)) if v is not None)
     for k in ("xid", "sxid", "link"):  # a number out of its column's range is kept as written (ingest.extract)
         if k not in f and (text := e.details.get(f"{k}_text")):
             f[k] = str(text)

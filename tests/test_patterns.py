@@ -731,6 +731,24 @@ def test_catalog_texts_are_filled_from_the_event_else_say_what_to_fill_in(catalo
     assert "modprobe ib_umad" in fm["next_action"] and "lsmod | grep ib_umad" in fm["verify"]
 
 
+def test_a_catalog_text_is_filled_from_every_column_the_catalog_test_counts_as_given(catalog):
+    """tests/test_catalog.py lets an action name any column its examples give (``op``, ``seq``, ``nranks``, …);
+    ``attribute._fields`` filled only ``xid``, ``sxid``, ``link``, ``pid``, ``rank`` and ``peer``, so PyTorch's
+    collective-mismatch action (aurekaresearch/OpenDDE#23, a real-logs pass) said "rank 1 running <op>". Each
+    scalar column of an event is a field a text may name."""
+    from correlate.attribute import _fields, catalog_action
+    from correlate.model import Ev
+
+    cols = dict(nranks=8, comm="0x5ae77eb5ea4ec1ee", seq=3104, op="ALLREDUCE", timeout_ms=600000,
+                elapsed_ms=600060, process="python", cause_xid=79)
+    e = Ev(event_id="e", ts=T0, ts_basis="line", host="node01", source="nccl", kind="other",
+           signature="torch.collective_mismatch", severity="error", device_type=None, device=None, link=None,
+           xid=None, sxid=None, peer=None, rank=1, message="", details={"other_rank": "0", "other_op": "BROADCAST"},
+           **cols)
+    assert {k: _fields(e).get(k) for k in cols} == {k: str(v) for k, v in cols.items()}
+    assert "rank 1 running ALLREDUCE while rank 0 runs BROADCAST" in catalog_action(catalog, e)
+
+
 def test_advice_pieces_are_joined_as_sentences(pipeline):
     """Catalog actions are often lowercase phrases without a full stop (Xid 13: "… -> run DCGM diag"); a next
     action that adds advice to one joins them as sentences (``attribute.sentences``), never glued together."""
