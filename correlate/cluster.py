@@ -257,6 +257,11 @@ class ComponentCache:
         self.hosts: dict[str, tuple] = {}  # host -> its key (see the class doc)
         self.comps: list[list[Ev]] = []
         self.events: list[Ev] = []  # the last call's member events: kept alive, so that their ids stay theirs
+        #: host -> (its events' part of its key, what of its events ``_coupled`` reads: see :func:`_own_keys`),
+        #: reused while the host's events are the same objects with the same starts
+        self.own: dict[str, tuple[tuple, tuple]] = {}
+        #: id of each list of ``comps`` -> the hosts of its events (the lists are kept as made, never changed)
+        self.comp_hosts: dict[int, frozenset[str]] = {}
         self.reused = 0
         self.redone = 0
 
@@ -273,11 +278,21 @@ class ComponentCache:
             by_host[e.host].append(e)
         keys: dict[str, tuple] = {}
         peers: dict[str, list[tuple[Ev, str | None]]] = {}  # host -> its lines that name a peer, with its host
+        own: dict[str, tuple[tuple, tuple]] = {}
+        last_own = self.own
         for h, evs in by_host.items():
-            named = peers[h] = [(e, topo.peer_host(e)) for e in evs if e.details.get("peer_addr")]
-            keys[h] = (tuple([(id(e), e.start, e.implied_start) for e in evs]), facts.get(h), clocks.skew(h),
-                       tuple([(id(e), p) for e, p in named]),
-                       tuple([(e.comm, comms.get(e.comm)) for e in evs if e.comm]))
+            ek = tuple([(id(e), e.start, e.implied_start) for e in evs])
+            got = last_own.get(h)
+            if got is None or got[0] != ek:  # the same objects, starts and implied starts: the same lines
+                got = (ek, _own_keys(evs))
+            own[h] = got
+            named_evs, ecomms, _couple = got[1]
+            named = peers[h] = [(e, topo.peer_host(e)) for e in named_evs]
+            # its events' communicators (each once, sorted) with their facts' numbers: with the events part equal,
+            # as telling as one entry per event
+            keys[h] = (ek, facts.get(h), clocks.skew(h), tuple([(id(e), p) for e, p in named]),
+                       tuple([(c, comms.get(c)) for c in ecomms]))
+        self.own = own
         inputs = (list(links), catalog, related, fleet)
         last, self.inputs = self.inputs, inputs
         whole = (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
@@ -288,7 +303,8 @@ class ComponentCache:
             comps = components(events, links, topo, clocks, is_fault, related, catalog)
             self.reused, self.redone = 0, len(mine)
         else:
-            find = _coupled(by_host, peers, topo, self.comps, clocks, links)
+            find = _coupled(by_host, peers, topo, self.comps, clocks, links,
+                            {h: got[1][2] for h, got in own.items()}, self.comp_hosts)
             # a host coupled to no other is clustered alone, where its skew bound counts for nothing (window.tolerance
             # adds it across hosts only; the searches' bounds only widen): a new skew estimate alone leaves its
             # components as they were (nearly every streaming step moves some host's estimate)
@@ -305,6 +321,8 @@ class ComponentCache:
             self.redone = sum(len(by_host[h]) for h in hosts)
             self.reused = len(mine) - self.redone
         self.hosts, self.comps, self.events = keys, comps, mine
+        last_hosts = self.comp_hosts
+        self.comp_hosts = {id(c): last_hosts.get(id(c)) or frozenset(e.host for e in c) for c in comps}
         return [list(c) for c in comps]  # the caller's own lists: the kept ones stay as they were made
 
 
@@ -316,8 +334,20 @@ def _same_key(now: tuple | None, last: tuple | None, alone: bool) -> bool:
     return alone and now is not None and last is not None and now[:2] == last[:2] and now[3:] == last[3:]
 
 
+def _own_keys(evs: list[Ev]) -> tuple[list[Ev], tuple[str, ...], frozenset[tuple[str, str]]]:
+    """What :class:`ComponentCache` reads of one host's events ``evs``, each a function of the event alone: its lines
+    that name a peer (``details.peer_addr``), its events' own communicators (sorted, each once), and the keys
+    :func:`_coupled` joins the host to through them (``("c", communicator)``, ``("l", log file)``)."""
+    comms = {e.comm for e in evs if e.comm}
+    couple = {("c", c) for c in comms}
+    couple.update(("l", log) for e in evs if (log := log_of(e)) is not None)
+    return [e for e in evs if e.details.get("peer_addr")], tuple(sorted(comms)), frozenset(couple)
+
+
 def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str | None]]], topo: Topology,
-             last: list[list[Ev]], clocks: Clocks, links: list[LinkRule]) -> Callable[[tuple], object]:
+             last: list[list[Ev]], clocks: Clocks, links: list[LinkRule],
+             own: dict[str, frozenset[tuple[str, str]]] | None = None,
+             last_hosts: dict[int, frozenset[str]] | None = None) -> Callable[[tuple], object]:
     """``find`` of a union-find over hosts (``("h", host)``) whose events a relation across hosts may join
     (:class:`ComponentCache`): through a communicator (``("c", id)``: an event's own, or one with a rank on the host),
     an NVLink domain, a log file, a peer's host (``peers``: host -> its lines that name a peer, with the
@@ -326,7 +356,9 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
     ``peer_host`` links' widest window of it (``window.tolerance``: both precisions, the peer host's coarsest, and
     both skew bounds; ``_join_peers``), or when it is dated by its file (``_join_peer_host`` reaches an hour back
     from a file-dated component's earliest fault): the benchmark mix's NCCL errors name peers on 28 hosts, at other
-    times than those hosts' events."""
+    times than those hosts' events. ``own``: host -> its events' communicator and log keys (:func:`_own_keys`),
+    ``last_hosts``: id of a list of ``last`` -> its hosts, each when the caller kept them (a host joined to a key
+    once is joined as by one union per event)."""
     dsu, index = _DSU(0), {}  # key -> its element of ``dsu``
 
     def find(x: tuple) -> object:  # a key no relation named is a set of its own
@@ -362,20 +394,19 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
     for h, evs in by_host.items():
         me = ("h", h)
         union(me, ("d", topo.domain(h)))
-        for comm, _dev in placed.get(h, ()):
+        for comm in {comm for comm, _dev in placed.get(h, ())}:
             union(me, ("c", comm))
-        for e in evs:
-            if e.comm:
-                union(me, ("c", e.comm))
-            if (log := log_of(e)) is not None:
-                union(me, ("l", log))
+        for key in (own[h] if own is not None and h in own else _own_keys(evs)[2]):
+            union(me, key)
         for e, peer in peers[h]:
             if peer is not None and near(e, peer):
                 union(me, ("h", peer))
     for comp in last:
-        first = ("h", comp[0].host)
-        for e in comp:
-            union(first, ("h", e.host))
+        first = comp[0].host
+        hosts = (last_hosts or {}).get(id(comp)) or {e.host for e in comp}
+        for h in hosts:
+            if h != first:
+                union(("h", first), ("h", h))
     return find
 
 

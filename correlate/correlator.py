@@ -283,9 +283,9 @@ class AttributionCache:
     #: another producer's events could bring any number)
     MEMO_MAX_SHAPES = 20_000
 
-    #: events key -> (its incidents as (scene, verdict, ``incident.body``): none, one, or more when ``apart`` split
-    #: it; {host: (its facts' number, its skew bound µs)} when made)
-    scenes: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any]]], dict[str, tuple]]] = field(
+    #: events key -> (its incidents as (scene, verdict, ``incident.body``, each host's latest event time µs in the
+    #: scene): none, one, or more when ``apart`` split it; {host: (its facts' number, its skew bound µs)} when made)
+    scenes: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any], dict[str, int]]], dict[str, tuple]]] = field(
         default_factory=dict)
     memo: ShapeMemo = field(default_factory=ShapeMemo)
     #: ``attribute.may_relate`` of the rules and catalog, kept with the shape memo: its answers are per pair of
@@ -342,7 +342,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
               *, settings: Settings | None = None, symptoms: list[Symptom] | None = None, now_us: int,
               rules: Rules | None = None, catalog: Catalog | None = None,
               previous: list[dict[str, Any]] | None = None,
-              cache: AttributionCache | None = None, built: Topology | None = None) -> list[dict[str, Any]]:
+              cache: AttributionCache | None = None, built: Topology | None = None,
+              unique: bool = False) -> list[dict[str, Any]]:
     """Incidents (DESIGN.md shape) for a batch of events, sorted by start.
 
     ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
@@ -350,12 +351,14 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     changing it in place (``StreamCorrelator.step`` does). ``built``: the topology ``build_topology`` made of
     these events (one per event_id), ``samples``, ``topology`` and ``settings.hosts`` — and of older
     membership lines the caller keeps for the topology alone (``StreamCorrelator.wiring``) — when the caller
-    needs it too; else it is built here from the events."""
+    needs it too; else it is built here from the events. ``unique``: the caller's events have one event per
+    event_id already (the streaming correlator's, kept by id), so none is dropped as a replay's copy."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
-    evs = _dedup(evs)
+    if not unique:
+        evs = _dedup(evs)
     follow_watchdogs(evs)
     evs = follow_reports(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
@@ -370,7 +373,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     history: dict[tuple, list[dict[str, Any]]] = {}
     for p in previous or []:
         history.setdefault(initiator_key(p["initiator"]), []).append(p)
-    kept: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any]]], dict[str, tuple]]] = {}
+    kept: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any], dict[str, int]]], dict[str, tuple]]] = {}
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
@@ -405,7 +408,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
             got = None
         if got is not None:
             parts = got[0]
-            for scene, _, _ in parts:
+            for scene, *_ in parts:
                 scene.topo, scene.clocks = topo, clocks  # they answer its hosts alike; the old ones can go
             cache.hits += 1
         else:
@@ -415,17 +418,17 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
                 scene.subject = resolve_subjects(comp, topo, catalog)
                 scene.edges = collective_edges(scene, find_edges(scene))
                 v = attribute(scene)
-            parts = [(s, pv, body(s, pv)) for s, pv in apart(scene, v)] if v is not None else []
+            parts = [(s, pv, body(s, pv), _host_latest(s.events)) for s, pv in apart(scene, v)] if v is not None else []
             if cache is not None:
                 cache.misses += 1
         if cache is not None:
             kept[key] = (parts, hosts)
-        for scene, v, made in parts:
+        for scene, v, made, latest in parts:
             same = initiator_key(v.initiator)
             inc = finish(made, scene, v, now_us=now_us, resolve_after_us=settings.resolve_after_us,
-                         previous=history.get(same, []), offsets_us=offsets)
+                         previous=history.get(same, []), offsets_us=offsets, latest_us=latest)
             inc["clocks"] = {h: {"skew_bound_s": clocks.skew(h) / S, "offset_s": offsets.get(h, 0) / S}
-                             for h in sorted({e.host for e in scene.events})}
+                             for h in sorted(latest)}
             history.setdefault(same, []).append(inc)
             incidents.append(inc)
     if cache is not None:
@@ -628,6 +631,18 @@ def name_port_faults_together(incidents: list[dict[str, Any]], near_us: int = NE
                               "manager's log (opensm or UFM; `ibqueryerrors`, `ibdiagnet` over the fabric) first; "
                               f"then: {inc['next_action']}")
         out.append(inc)
+    return out
+
+
+def _host_latest(evs: list[Ev]) -> dict[str, int]:
+    """host -> the latest time (``Ev.ts``, µs) of its events in ``evs``: what ``incident.finish`` and an incident's
+    ``clocks`` read of a scene's events, kept with its cached attribution (``AttributionCache``; ``ts`` is fixed once
+    an event is built, only its start moves)."""
+    out: dict[str, int] = {}
+    for e in evs:
+        t = out.get(e.host)
+        if t is None or e.ts > t:
+            out[e.host] = e.ts
     return out
 
 

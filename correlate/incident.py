@@ -507,13 +507,15 @@ def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
 
 def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
            previous: list[dict[str, Any]] | None = None, version: int = 1,
-           offsets_us: dict[str, int] | None = None) -> dict[str, Any]:
+           offsets_us: dict[str, int] | None = None, latest_us: dict[str, int] | None = None) -> dict[str, Any]:
     """A copy of ``body`` (made of ``scene`` and ``v``) with ``version``; ``status`` (``resolved`` once its last
     event is older than ``resolve_after_us`` at ``now_us``, µs, each event's time moved by its host's clock offset,
     ``offsets_us``: ``window.estimate_clocks``, host -> µs to add; else ``open``); and ``recurrence``: the earlier
     incidents of ``previous`` with the same initiator (that started no later than this one, each once: the
     streaming correlator passes its emitted incidents, later ones too), not this incident's own emitted
-    versions (it re-renders an emitted incident at each step) nor one it superseded (the same fault)."""
+    versions (it re-renders an emitted incident at each step) nor one it superseded (the same fault).
+    ``latest_us``: host -> the latest ``ts`` (µs) of its events in ``scene`` when the caller keeps it (the
+    attribution cache's), else read from the events."""
     this = body["id"]
     prev = list({p["id"]: p for p in (previous or []) if p["id"] != this and p.get("status") != "superseded"
                  and p["start"] <= body["start"] and _same_initiator(p, v.initiator)}.values())
@@ -522,7 +524,10 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     # quiet by the fleet's clock, not the host's: the Xid 79 of a host whose clock ran 20 min behind came out
     # "resolved" the moment it was emitted, and was paged as a trigger and its resolve at once (a break-it pass)
     off = offsets_us or {}
-    last = max(e.ts + off.get(e.host, 0) for e in scene.events)
+    if latest_us is not None:  # the latest of a host's events stays its latest with the host's offset added
+        last = max(t + off.get(h, 0) for h, t in latest_us.items())
+    else:
+        last = max(e.ts + off.get(e.host, 0) for e in scene.events)
     inc["status"] = "resolved" if now_us - last > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}

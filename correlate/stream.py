@@ -415,12 +415,14 @@ class StreamCorrelator:
         evs = list(self.events.values())
         learned = self._learn(evs, samples, topo)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
-                              previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=learned)
+                              previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=learned,
+                              unique=True)  # ``events`` is keyed by event_id
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age
         owners = self._owners()
         held: dict[str, int] = {}
+        marks = self._marks()
         for inc in incidents:
             members = member_ids(inc)
             if revived and revived.issuperset(members) and not flush and self.retaught.isdisjoint(members):
@@ -429,7 +431,7 @@ class StreamCorrelator:
                 # stream learned since, such as the rank a later init line gave its GPU, is the batch's too
                 continue
             kept = [by_id[m] for m in members if m in by_id]
-            if not flush and not self._closed(kept, now_us):
+            if not flush and not self._closed(kept, now_us, marks):
                 # held; emitted early once its evidence went on for early_after_us since it was first held, or
                 # since its last early version
                 last = max((e.ts for e in kept), default=0)
@@ -590,14 +592,24 @@ class StreamCorrelator:
                     owners.setdefault(m, set()).add(iid)
         return owners
 
-    def _closed(self, evs: list[Ev], now_us: int) -> bool:
+    def _marks(self) -> dict[str, int | None]:
+        """Each host's watermark (``Watermark.value``, µs; None before its first event time), read once per step for
+        ``_closed``."""
+        clocks = self.settings.clocks
+        return {h: wm.value(clocks) for h, wm in self.host_watermarks.items()}
+
+    def _closed(self, evs: list[Ev], now_us: int, marks: dict[str, int | None] | None = None) -> bool:
+        """Whether the group of ``evs`` is closed (module doc): each of its hosts' watermark (``marks``, ``_marks``)
+        passed its last event by ``close_after_us``, or none of its hosts sent anything for ``idle_us``."""
         if not evs:
             return False
         last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
-        clocks = self.settings.clocks
-        if all(self.host_watermarks[h].closed(last, self.close_after_us, clocks) for h in hosts
-               if h in self.host_watermarks):
+        if marks is None:
+            marks = self._marks()
+        # Watermark.closed: a value past the last event by the close window
+        edge = last + self.close_after_us
+        if all((wm := marks[h]) is not None and wm > edge for h in hosts if h in marks):
             return True
         seen = [self.arrived_us[h] for h in hosts if h in self.arrived_us]
         return bool(seen) and now_us - max(seen) > self.idle_us
