@@ -4967,6 +4967,19 @@ def test_a_health_checks_line_that_quotes_an_xid_is_that_xid(pipeline):
     assert (inc["initiator"]["xid"], inc["initiator"]["device"], inc["severity"]) == (79, "0000:3b:00.0", "critical")
 
 
+def test_a_node_health_check_that_did_not_finish_is_no_check_of_the_gpus(pipeline):
+    """NHC's own timeout and slurmd's kill of the health check (mej/nhc#161: nodes drained in batches, the hang was the
+    resource manager's command; mej/nhc#9, #134): nhc.check_failed named "Script" the check that failed, and the
+    syslog form and slurmd's line gave no event (a real-logs pass). One warning, of the health check itself."""
+    text = ("2025-06-11T19:12:23.050922+00:00 cpu001 nhc[1013622]: Health check failed:  Script timed out.\n"
+            "2025-06-11T19:12:24.052725+00:00 cpu001 nhc[1013628]: Health check failed:  Terminated by signal SIGTERM.\n"
+            "[2025-06-11T19:12:28.063] error: health_check killed by signal 9 output:")
+    (inc,) = run(pipeline, text, host="cpu001")
+    assert (inc["initiator"]["kind"], inc["severity"]) == ("other", "warning")
+    assert inc["explanation"].startswith("nhc.script_failed on the host of cpu001")
+    assert inc["next_action"].startswith("The node health check did not finish")
+
+
 def test_c10ds_retry_to_reach_the_store_is_no_fault(pipeline):
     """c10d's "[c10d] The client socket has failed to connect to …" while it retries at start-up (pytorch/PiPPy#158):
     an error incident when the job trained on, and a GPU's Xid after it lost confidence (a break-it pass). It is an
