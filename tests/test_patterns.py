@@ -4967,6 +4967,30 @@ def test_a_health_checks_line_that_quotes_an_xid_is_that_xid(pipeline):
     assert (inc["initiator"]["xid"], inc["initiator"]["device"], inc["severity"]) == (79, "0000:3b:00.0", "critical")
 
 
+def test_a_health_checks_report_of_an_xid_is_downstream_of_the_kernels_xid(pipeline):
+    """NHC's "Found XID errors: 63" and "Check check_xid_errors returned 1" (mej/nhc#147), and the EKS node monitoring
+    agent's DCGMHealthCode101 (aws/eks-node-monitoring-agent#39), minutes after the kernel's Xid: they name no GPU
+    and report that Xid again. Four minutes after it they were an incident of their own, the check's "Check" read as
+    its name (a real-logs pass); they are downstream of the kernel's line
+    (``gpu_fault.explains_health_check_report``). A check of the node's setup that fails then is no such report."""
+    xid = ("[2026-11-30 10:00:02] node63 kernel: NVRM: Xid (PCI:0000:3b:00): 63, pid=1234, name=python, Row Remapper: "
+           "New row (0x0000000000123456) was marked for remapping, reset gpu to activate.")
+    nhc = ("2026-11-30T10:04:00+00:00 node63 nhc[4242]: Found XID errors: 63\n"
+           "2026-11-30T10:04:00+00:00 node63 nhc[4242]: ERROR:  nhc:  Health check failed:  Check check_xid_errors "
+           "returned 1")
+    eks = "2026-11-30T10:09:00+00:00 node63 node condition {Type:AcceleratedHardwareReady Status:False ... Reason:DCGMHealthCode101"
+    (inc,) = run(pipeline, "\n".join([xid, nhc, eks]), host="node63")
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"]) == (63, "0000:3b:00.0")
+    assert len(inc["initiator"]["events"]) + sum(len(d["events"]) for d in inc["downstream"]) == 4
+    assert {d["relation"] for d in inc["downstream"]} == {"same_host"}
+    assert "gpu_fault.explains_health_check_report" in inc["explanation"]
+    setup = ("2026-11-30T10:04:00+00:00 node63 nhc[4242]: ERROR:  nhc:  Health check failed:  "
+             "check_all_reduce_dependencies: HPCX_DIR is not set. Ensure HPCX is installed and sourced correctly.")
+    incs = run(pipeline, xid + "\n" + setup, host="node63")
+    assert sorted(i["initiator"]["kind"] for i in incs) == ["other", "xid"]
+    assert any("check_all_reduce_dependencies" in i["next_action"] for i in incs)
+
+
 def test_a_node_health_check_that_did_not_finish_is_no_check_of_the_gpus(pipeline):
     """NHC's own timeout and slurmd's kill of the health check (mej/nhc#161: nodes drained in batches, the hang was the
     resource manager's command; mej/nhc#9, #134): nhc.check_failed named "Script" the check that failed, and the
