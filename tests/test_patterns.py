@@ -4991,6 +4991,21 @@ def test_a_health_checks_report_of_an_xid_is_downstream_of_the_kernels_xid(pipel
     assert any("check_all_reduce_dependencies" in i["next_action"] for i in incs)
 
 
+def test_a_gpu_count_check_after_a_gpu_fell_off_the_bus_is_downstream_of_the_fall(pipeline):
+    """Node Health Check's "Check check_nv_gpu_count 8 returned 1" (NVIDIA/deepops#660) five minutes after the kernel's
+    Xid 79 was an error incident of its own (a real-logs pass): the count is short because that GPU is lost
+    (``gpu_loss.explains_gpu_count_check``). Alone it is still the node's error."""
+    xid = "2026-11-30T10:00:02+00:00 gpu09 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+    count = ("2026-11-30T10:05:00+00:00 gpu09 nhc[4242]: ERROR:  nhc:  Health check failed:  Check check_nv_gpu_count "
+             "8 returned 1")
+    (inc,) = run(pipeline, xid + "\n" + count, host="gpu09")
+    assert (inc["initiator"]["xid"], inc["initiator"]["device"], inc["severity"]) == (79, "0000:3b:00.0", "critical")
+    assert [d["relation"] for d in inc["downstream"]] == ["same_host"]
+    assert "gpu_loss.explains_gpu_count_check" in inc["explanation"]
+    (alone,) = run(pipeline, count, host="gpu09")
+    assert (alone["category"], alone["severity"]) == ("gpu_failure", "error")
+
+
 def test_a_node_health_check_that_did_not_finish_is_no_check_of_the_gpus(pipeline):
     """NHC's own timeout and slurmd's kill of the health check (mej/nhc#161: nodes drained in batches, the hang was the
     resource manager's command; mej/nhc#9, #134): nhc.check_failed named "Script" the check that failed, and the
