@@ -658,7 +658,11 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     file was skipped, its Xid 79 lost: a real-logs pass): Google Cloud Logging's LogEntry (``textPayload``, or
     ``jsonPayload`` holding a journald record's ``MESSAGE`` / ``_HOSTNAME`` as GKE's node logs do; ``timestamp``;
     the node in ``resource.labels.node_name``), Azure Monitor's Syslog table (``SyslogMessage``, ``Computer``,
-    ``TimeGenerated``). They come after the fields above: a record that has both reads the first."""
+    ``TimeGenerated``). They come after the fields above: a record that has both reads the first.
+
+    ``condition``: a node condition a structured logger's record carries beside its ``msg`` (the EKS node monitoring
+    agent's "sending condition to exporter" with ``{"Reason": "DCGMHealthCode101", "Message": …}``): the fault is
+    in it, and the record is read with its JSON after the ``msg`` (:func:`_with_health_events`)."""
 
     MESSAGE: Any = UNSET
     message: Any = UNSET
@@ -690,6 +694,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     Computer: Any = UNSET
     resource: Any = UNSET
     labels: Any = UNSET
+    condition: Any = UNSET
 
 
 #: one decoder for every record: typed decoding reads the fields above and skips the rest of the record
@@ -1018,9 +1023,15 @@ _HEALTH_EVENT = re.compile(rb'checkName\\{0,3}"\s*:.{0,4000}?componentClass|comp
                            rb'.{0,4000}?checkName', re.S)
 
 
-def _with_health_events(msg: str, raw: bytes) -> str:
+def _with_health_events(msg: str, raw: bytes, condition: bool = False) -> str:
     """A structured logger's message (``msg``) and, on the line after it, the record itself when it carries
-    NVSentinel health events: the fault is in them, not in the ``msg`` the record is read by.
+    NVSentinel health events or (``condition``) a node condition: the fault is in them, not in the ``msg`` the
+    record is read by.
+
+    The EKS node monitoring agent logs zap records "sending condition to exporter" whose ``condition`` holds the
+    fault (``"Reason":"DCGMHealthCode101","Message":"DCGM detected issues in health check system with error code
+    101"``): read by ``msg`` alone they gave no event, though the catalog reads them (eks.dcgm_health_xid,
+    eks.dcgm_health_ecc; aws/eks-node-monitoring-agent#39, a real-logs pass).
 
     NVSentinel's modules (platform-connectors' "Health events received", the syslog health monitor's "Attempting to
     send health event", fault-quarantine's "Handling event for ruleset") log slog JSON records whose ``msg`` names
@@ -1030,7 +1041,7 @@ def _with_health_events(msg: str, raw: bytes) -> str:
     (NVIDIA/NVSentinel#1357, #288: a real-logs pass), though the catalog's patterns read them in the record's own
     text (dcgm.health_xid, dcgm.xid_error: the escapes of an event nested in a string included). ``raw``: the
     record's line (UTF-8 bytes); a line that is not UTF-8 reads its bad bytes as U+FFFD."""
-    if _HEALTH_EVENT.search(raw) is None:
+    if not condition and _HEALTH_EVENT.search(raw) is None:
         return msg
     return f"{msg}\n{raw.decode('utf-8', 'replace')}"
 
@@ -1194,10 +1205,10 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                                 msg = _message_of(rec, lines[i])
                             else:
                                 msg = _message_of(rec)
-                        if health and _logger_record(rec):
+                        if (health or type(rec.condition) is dict) and _logger_record(rec):
                             if lines is None:
                                 lines = data.split(b"\n")
-                            msg = _with_health_events(msg, lines[i])
+                            msg = _with_health_events(msg, lines[i], type(rec.condition) is dict)
                     ts = rec.timestamp
                     if (type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET
                             or rec.level is not UNSET or (ts := _rfc3339_us(ts)) is None):

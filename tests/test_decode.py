@@ -1327,3 +1327,23 @@ def test_nvsentinel_health_events_are_read_from_its_modules_json_records(tmp_pat
             ("dcgm.xid_error", "node-b", 145, None, "GPU-95d4eaef-812a-5157-fec0-7d64667313dc",
              "2026-06-02T19:47:38.025768+00:00"),
             ("xid", "node-c", 45, "0002:00:00.0", None, "2025-11-07T05:38:55.554629+00:00")], (runs, got)
+
+
+def test_a_logger_records_node_condition_is_read_with_its_msg(pipeline):
+    """The EKS node monitoring agent logs zap records "sending condition to exporter" whose ``condition`` holds the
+    fault, DCGM's health code (aws/eks-node-monitoring-agent#39): read by ``msg`` alone they gave no event, though
+    the catalog reads the condition (a real-logs pass). A record whose ``condition`` is no object, and one without
+    it, stay as they were; the records read record by record or in one clean call give the same."""
+    cond = {"level": "info", "ts": "2026-01-29T10:00:01Z", "msg": "sending condition to exporter",
+            "condition": {"Reason": "DCGMHealthCode101", "Message": "DCGM detected issues in health check system "
+                          "with error code 101", "Severity": "Fatal", "MinOccurrences": 0},
+            "conditionType": "AcceleratedHardwareReady"}
+    flat = {"level": "info", "ts": "2026-01-29T10:00:02Z", "msg": "reconciled", "condition": "DCGMHealthCode101"}
+    plain = {"level": "info", "ts": "2026-01-29T10:00:03Z", "msg": "sending condition to exporter"}
+    value = b"\n".join(orjson.dumps(r) for r in (cond, flat, plain)) + b"\n"
+    for runs in (True, False):
+        d = decode_ndjson(value, origin="file:agent.log", stream="file:agent.log", host="node-a", ref_ts=1,
+                          ref_basis="file", ingest_ts=1, source=None, runs=runs)
+        assert not d.rejects
+        got = [(e["signature"], e["host"], e["ts"].isoformat()) for e in pipeline.run(d).events.to_pylist()]
+        assert got == [("eks.dcgm_health_xid", "node-a", "2026-01-29T10:00:01+00:00")], (runs, got)
