@@ -662,7 +662,9 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
 
     ``condition``: a node condition a structured logger's record carries beside its ``msg`` (the EKS node monitoring
     agent's "sending condition to exporter" with ``{"Reason": "DCGMHealthCode101", "Message": …}``): the fault is
-    in it, and the record is read with its JSON after the ``msg`` (:func:`_with_health_events`)."""
+    in it, and the record is read with its JSON after the ``msg`` (:func:`_with_health_events`). ``line``: the log
+    line a structured logger's record quotes (gpud's "known sxid" / "known xid" scan records: the kernel's own line,
+    stamped), read on the line after the ``msg`` (leptonai/gpud#338: the SXid 12028 it found gave no event)."""
 
     MESSAGE: Any = UNSET
     message: Any = UNSET
@@ -695,6 +697,7 @@ class Envelope(msgspec.Struct, rename={"realtime": "__REALTIME_TIMESTAMP", "mono
     resource: Any = UNSET
     labels: Any = UNSET
     condition: Any = UNSET
+    line: Any = UNSET
 
 
 #: one decoder for every record: typed decoding reads the fields above and skips the rest of the record
@@ -1209,6 +1212,8 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                             if lines is None:
                                 lines = data.split(b"\n")
                             msg = _with_health_events(msg, lines[i], type(rec.condition) is dict)
+                        if type(rec.line) is str and rec.line and _logger_record(rec):
+                            msg = f"{msg}\n{rec.line}"  # the line it quotes, on a line of its own (Envelope)
                     ts = rec.timestamp
                     if (type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET
                             or rec.level is not UNSET or (ts := _rfc3339_us(ts)) is None):

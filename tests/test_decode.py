@@ -1347,3 +1347,24 @@ def test_a_logger_records_node_condition_is_read_with_its_msg(pipeline):
         assert not d.rejects
         got = [(e["signature"], e["host"], e["ts"].isoformat()) for e in pipeline.run(d).events.to_pylist()]
         assert got == [("eks.dcgm_health_xid", "node-a", "2026-01-29T10:00:01+00:00")], (runs, got)
+
+
+def test_a_logger_records_quoted_line_is_read_at_its_own_time(pipeline):
+    """gpud's scan logs zap records ("known sxid") whose ``line`` quotes the kernel's line it found, stamped
+    (leptonai/gpud#338): read by ``msg`` alone the SXid gave no event (a real-logs pass). The quoted line is read
+    on a line of its own, at its own stamp, not the scan's ``ts``; a numeric ``line`` (a caller's line number) and a
+    record that is no logger's stay as they were."""
+    sxid = ("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data "
+            "{0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, "
+            "0x00000000}")
+    scan = {"level": "warn", "ts": "2025-01-28T06:47:16Z", "caller": "diagnose/scan.go:263", "msg": "known sxid",
+            "line": sxid}
+    numbered = {"level": "info", "ts": "2025-01-28T06:47:17Z", "msg": "scanned", "line": 263}
+    value = b"\n".join(orjson.dumps(r) for r in (scan, numbered)) + b"\n"
+    for runs in (True, False):
+        d = decode_ndjson(value, origin="file:gpud.log", stream="file:gpud.log", host="node-b", ref_ts=1,
+                          ref_basis="file", ingest_ts=1, source=None, runs=runs)
+        assert not d.rejects
+        got = [(e["signature"], e["sxid"], e["device"], e["ts"].isoformat())
+               for e in pipeline.run(d).events.to_pylist()]
+        assert got == [("sxid.data", 12028, "0000:84:00.0", "2025-01-25T10:34:54.859532+00:00")], (runs, got)
