@@ -9,6 +9,7 @@ each pattern are in rules.yaml.
 
 from __future__ import annotations
 
+from dataclasses import replace
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -495,18 +496,31 @@ def both_ends(scene: Scene) -> Verdict | None:
             continue
         for b in nv:
             if b is not a and b.host == a.host and scene.subject[b.event_id][2] == far[0] and b.link == far[1]:
-                evs = [a, b]
+                # every link of the pair reported at either end is of this report: a bridge whose four links all
+                # went down named link 0 alone, GPU a's other links its own downstream ("same_host") and GPU b's
+                # other links in no part of the incident (a break-it pass)
+                kb = scene.subject[b.event_id]
+                evs = [a, b] + [x for x in nv if x is not a and x is not b and x.host == a.host
+                                and (pair := {scene.subject[x.event_id][2]}) & {ka, far[0]}
+                                and (xf := scene.topo.nvlink_peer(a.host, scene.subject[x.event_id][2], x.link))
+                                and {xf[0]} | pair == {ka, far[0]}]
+                evs.sort(key=lambda e: e.order)
+                links = sorted({x.link for x in evs if scene.subject[x.event_id][2] == ka} | {a.link})
                 init = initiator_fields(scene, scene.subject[a.event_id], evs)
-                init.update(device_type="link", device=ka, peer=far[0], link=a.link, links=[a.link])
+                init.update(device_type="link", device=ka, peer=far[0], link=a.link, links=links)
                 down, ctx = downstream_parties(scene, scene.subject[a.event_id], evs)
-                down = [p for p in down if p.key != scene.subject[b.event_id]]
+                mine = {id(x) for x in evs}
+                down = [p if p.key != kb else replace(p, events=[x for x in p.events if id(x) not in mine])
+                        for p in down if p.key != kb or any(id(x) not in mine for x in p.events)]
                 return Verdict(
                     pattern="link.both_ends", category="link_fault", initiator=init, initiator_events=evs,
                     downstream=down, context=ctx, confidence=0.9,
                     explanation=(f"Both ends of one NVLink report {'errors' if a.xid is not None else a.kind} — "
                                  f"{ka} link {a.link} ({_end_fault(a)}) and {far[0]} link {far[1]} ({_end_fault(b)})"
                                  " — and neither GPU failed otherwise: the link itself (cable, connector, trace or "
-                                 "transceiver) is the first fault."),
+                                 "transceiver) is the first fault."
+                                 + (f" {ka}'s links {', '.join(map(str, links))} to {far[0]} all report it."
+                                    if len(links) > 1 else "")),
                     next_action=(f"Drain both GPUs' jobs; reset both GPUs (nvidia-smi -r -i {ka}, then -i {far[0]}) "
                                  "and check the link's state and counters (nvidia-smi nvlink -s, -e); if the link "
                                  "errors or stays down again, have the NVLink path (bridge/baseboard/cable) "

@@ -6380,3 +6380,26 @@ def test_one_fault_on_every_candidate_gives_each_candidates_own_action(pipeline)
     assert action.startswith("Every candidate reports the same fault (nvml.smi_gpu_err)."), action
     assert "`nvidia-smi -r -i 0000:19:00.0`" in action and "`nvidia-smi -r -i 0000:3b:00.0`" in action, action
     assert action.count("The nvidia-smi table reads") == 1, action
+
+
+def test_every_link_of_a_bridged_pair_down_at_both_ends_is_one_link_report(pipeline, tmp_path):
+    """A bridge of four NVLinks between two GPUs (``nvidia-smi nvlink -R``), every link inactive at both ends in one
+    ``nvlink -s`` poll: the initiator is the pair's links, all four, and neither GPU is its own downstream. Link 0
+    alone was named, GPU 0's links 1 – 3 listed as a downstream reporter on the initiator's own GPU ("same_host") and
+    GPU 1's links 1 – 3 in no part of the incident (a break-it pass)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    head = "GPU {g}: NVIDIA H100 NVL (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
+    wiring = "\n".join(head.format(g=g) + "\n".join(f"\t Link {k}: Remote Device 00000000:{far}:00.0: Link {k}"
+                                                    for k in range(4)) for g, far in ((0, "41"), (1, "01")))
+    poll = "\n".join(head.format(g=g) + "\n".join(f"\t Link {k}: <inactive>" for k in range(4)) for g in (0, 1))
+    records = [("2026-12-06T23:00:00Z", wiring), ("2026-12-06T23:20:00Z", poll)]
+    (tmp_path / "ws71.ndjson").write_bytes(b"\n".join(
+        orjson.dumps({"host": "ws71", "timestamp": t, "message": m}) for t, m in records))
+    (inc,) = diagnose_paths([tmp_path], Settings(), pipeline=pipeline)[2]
+    init = inc["initiator"]
+    assert (inc["pattern"], init["device_type"], init["device"], init["peer"]) == (
+        "link.both_ends", "link", "0000:01:00.0", "0000:41:00.0"), inc["explanation"]
+    assert init["links"] == [0, 1, 2, 3] and inc["downstream"] == [], (init, inc["downstream"])
+    assert len(init["events"]) == 8, init["events"]
