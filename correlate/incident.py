@@ -196,7 +196,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
             more = len(by_key) - ACTIONS_NAMED if len(actions) == ACTIONS_NAMED and len(by_key) > ACTIONS_NAMED \
                 else 0
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", *actions,
-                             f"the same for {more} more candidates" if more else ""), verify
+                             f"the same for {more} more candidate{'s' * (more != 1)}" if more else ""), verify
         kinds = _kinds_of_faults(scene)
         if kinds:  # a few kinds of fault, each naming its cause: each one's own action, then what to collect
             parts, verify, seen = [], [], set()

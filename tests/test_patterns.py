@@ -6382,6 +6382,21 @@ def test_one_fault_on_every_candidate_gives_each_candidates_own_action(pipeline)
     assert action.count("The nvidia-smi table reads") == 1, action
 
 
+@pytest.mark.parametrize("gpus, tail", [(4, ""), (5, " The same for 1 more candidate."),
+                                        (7, " The same for 3 more candidates.")])
+def test_one_fault_on_more_candidates_than_are_named_counts_the_rest(pipeline, gpus, tail):
+    """Past ``ACTIONS_NAMED`` candidates of one fault, the action counts the rest, in English: five GPUs' rows read
+    ERR! said "The same for 1 more candidates." (a break-it pass)."""
+    from correlate.incident import ACTIONS_NAMED
+
+    text = "\n".join(f"|   {i}  ERR!                On   | 00000000:{0x19 + i:02X}:00.0 Off |                 ERR! |"
+                     for i in range(gpus))
+    (inc,) = run(pipeline, text, host="node05")
+    action = inc["next_action"]
+    assert ACTIONS_NAMED == 4 and action.count("`nvidia-smi -r -i 0000:") == 4, action
+    assert action.endswith("or reboot the node; if it comes back in ERR!, reseat or replace it." + tail), action
+
+
 def test_every_link_of_a_bridged_pair_down_at_both_ends_is_one_link_report(pipeline, tmp_path):
     """A bridge of four NVLinks between two GPUs (``nvidia-smi nvlink -R``), every link inactive at both ends in one
     ``nvlink -s`` poll: the initiator is the pair's links, all four, and neither GPU is its own downstream. Link 0
