@@ -944,9 +944,18 @@ def _buckets(rel: str, faults: list[Ev], by_host: dict[str, list[int]], topo: To
     if rel == "same_domain":
         out = defaultdict(list)
         for host, idx in by_host.items():
-            out[topo.domain(host)].append(idx)
-        groups = [v[0] if len(v) == 1 else sorted(i for idx in v for i in idx) for v in out.values()]
-        groups = [part for idx in groups for part in _domain_jobs(idx, faults, rels, memo)]
+            out[topo.domain(host)].append((host, idx))
+        known = bool(topo.comm_index()) or any(e.comm for e in faults)
+        groups = []
+        for v in out.values():
+            parts = _domain_jobs(v[0][1] if len(v) == 1 else sorted(i for _, idx in v for i in idx), faults, rels,
+                                 memo)
+            # a host's GPU fault and a report of a job none of its GPU's communicators hold are apart in its domain as
+            # in its host's bucket (same_host, below): a host that is its own domain (no fleet config) joined by
+            # same_domain what same_host kept apart (the clustering property test, a draw with partial init lines)
+            if known and not all(memo.calm_host(h) for h, _ in v):
+                parts = [part for idx in parts for part in _jobs_apart(idx, faults, rels, memo)]
+            groups += parts
         if any(faults[i].boot for idx in groups for i in idx):  # boots apart, as in a host's bucket (below)
             return [[i for i in idx if faults[i].boot == b] for idx in groups
                     for b in sorted({faults[i].boot for i in idx})]

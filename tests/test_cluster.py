@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from correlate.cluster import FILE_REACH_US, _DSU, _context_window, _default_is_fault, _gpu_of, components, members
 from correlate.model import Ev, across_reboot
-from correlate.rules import LinkRule, Pred, any_holds, default_rules, relation
+from correlate.rules import LinkRule, Pred, Relations, any_holds, default_rules, relation
 from correlate.topology import Topology
 from correlate.window import Clocks, may_cause, within
 from schemas.fleet import HostConfig
@@ -27,13 +27,15 @@ HOSTS = ["h0", "h1", "h2", "h3"]
 KINDS = ["xid", "nvlink_errors", "ecc", "nccl_error", "nccl_timeout", "fabric_manager", "nccl_p2p_fallback"]
 
 
-def joins(rel: str, c: Ev, e: Ev, topo: Topology) -> bool:
-    """The relations as clustering reads them: ``rules.relation``, but the host is one bucket whatever its jobs:
-    ``same_host``, and ``same_domain`` of two lines of one host (``rules.Relations.other_job`` tells two jobs' GPUs
-    of one host apart for attribution, ``correlator.apart`` splits their incidents: ``cluster._buckets``); across
-    hosts, ``same_domain`` keeps two jobs NCCL's init lines place apart (``cluster._domain_jobs``)."""
+def joins(rel: str, c: Ev, e: Ev, topo: Topology, rels: Relations | None = None) -> bool:
+    """The relations as clustering reads them: ``rules.relation``, but ``same_host``, and ``same_domain`` of two
+    lines of one host, hold on one host unless ``rules.Relations.other_job`` keeps the two apart (a GPU's own fault
+    and a rank's report of a job NCCL's init lines place on none of its GPU's communicators: ``cluster._jobs_apart``'s
+    buckets hold every other pair; the reference had the host one bucket whatever its jobs, and a draw of one job's
+    Xid and another job's NCCL error on one host failed it); across hosts, ``same_domain`` keeps two jobs NCCL's init
+    lines place apart (``cluster._domain_jobs``). ``rels``: the topology's, made when not given."""
     if rel == "same_host" or rel == "same_domain" and c.host == e.host:
-        return c.host == e.host and not across_reboot(c, e)
+        return c.host == e.host and not across_reboot(c, e) and not (rels or Relations(topo)).other_job(c, e)
     return relation(rel, c, e, topo)
 
 
@@ -43,6 +45,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
     evs = members(events)
     faults = [e for e in evs if _default_is_fault(e)]
     dsu = _DSU(len(faults))
+    rels = Relations(topo)
 
     def loose(e: Ev, w: int) -> bool:  # an inherited time that spans more than the window: no join by it
         return "ts_until" in e.details and e.precision_us > w
@@ -56,7 +59,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     continue
                 if loose(a, int(r.window_s * S)) or loose(b, int(r.window_s * S)):
                     continue
-                if within(b, a, int(r.window_s * S), clocks) and joins(r.relation, b, a, topo):
+                if within(b, a, int(r.window_s * S), clocks) and joins(r.relation, b, a, topo, rels):
                     dsu.union(i, j)
     # a link derived from an explains rule joins each fault of its effect side to the nearest fault of its cause side
     # (by start; then the earlier, then the first in order) that may have caused it within its window, in its relation
@@ -70,7 +73,7 @@ def reference(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: C
                     if j != i and any_holds(r.cause, b) and not loose(b, int(r.window_s * S))
                     and within(b, a, int(r.window_s * S), clocks)
                     and may_cause(b, a, int(r.window_s * S), clocks, int(r.lead_s * S))
-                    and joins(r.relation, b, a, topo)]
+                    and joins(r.relation, b, a, topo, rels)]
             if near:
                 dsu.union(i, min(near)[2])
     # a component whose faults are all timed by their file's mtime joins the latest fault (by start, then order) with
