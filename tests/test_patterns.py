@@ -4912,6 +4912,26 @@ def test_a_driver_that_is_not_loaded_is_explained_by_why(pipeline, text, rule, s
     assert "RMA" not in inc["next_action"]
 
 
+@pytest.mark.parametrize(("text", "category", "down"), [
+    # CUDA in a container saw no GPU while the host's were fine (tensorflow/tensorflow#44869, gpu-operator#1900):
+    # the container's access, no GPU fault
+    ("2020-11-11 10:46:37.467224: E tensorflow/stream_executor/cuda/cuda_driver.cc:314] failed call to cuInit: "
+     "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n", "other", 0),
+    # the same after the host's GPU fell off the bus: a report of the fall
+    ("2024-05-01T10:00:00Z kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n"
+     "2024-05-01T10:00:30Z RuntimeError: CUDA error: no CUDA-capable device is detected\n", "gpu_off_bus", 1),
+])
+def test_cuda_seeing_no_gpu_is_the_containers_access_unless_a_gpu_fell(pipeline, text, category, down):
+    """"no CUDA-capable device is detected" (CUDA error 100) gave no event (a real-logs pass). Alone it is the
+    process's or container's view of the GPUs, whose action starts from the host's nvidia-smi; after an Xid 79 of its
+    host it is downstream of the fall."""
+    (inc,) = run(pipeline, text, host="node05")
+    assert (inc["category"], len(inc["downstream"])) == (category, down), (inc["category"], inc["downstream"])
+    if category == "other":
+        assert inc["next_action"].startswith("CUDA found no GPU") and "nvidia-smi" in inc["next_action"]
+        assert "fallen off the bus" not in inc["next_action"] and "RMA" not in inc["next_action"]
+
+
 def test_secure_boot_lockdown_alone_is_no_incident(pipeline):
     """The kernel's lockdown line is printed at every boot of a Secure Boot host, also one whose module is signed by
     an enrolled key: context, no fault (Start9Labs/start-technologies#3702 had it beside nvidia-smi's failure)."""
