@@ -4912,6 +4912,24 @@ def test_a_driver_that_is_not_loaded_is_explained_by_why(pipeline, text, rule, s
     assert "RMA" not in inc["next_action"]
 
 
+def test_a_failed_cdi_generation_names_the_containers_that_found_no_spec(pipeline):
+    """nvidia-ctk could not generate the node's CDI spec at boot (NVIDIA/nvidia-container-toolkit#1611: the refresh
+    service ran before the driver was ready), and a GPU container then found no spec ("unresolvable CDI devices",
+    #1537's runtime line): the generation's failure, with its reason, names the incident — not the container's line,
+    whose action only says to generate a spec. Neither line had an event before (a real-logs pass)."""
+    text = ('2026-01-25T00:45:43Z level=error msg="failed to generate CDI spec: failed to create device CDI specs: '
+            'failed to construct device spec generators: failed to initialize NVML: Driver Not Loaded"\n'
+            "2026-01-25T00:50:02Z docker: Error response from daemon: failed to create task for container: failed to "
+            "create shim task: OCI runtime create failed: could not apply required modification to OCI specification: "
+            "error modifying OCI spec: failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=all: "
+            "unknown\n")
+    (inc,) = run(pipeline, text, host="node05")
+    assert {x["rule"] for x in inc["evidence"]} == {"cdi_generate.explains_unresolvable_devices"}, inc["evidence"]
+    assert inc["initiator"]["fault"] == "nvidia_ctk.cdi_generate_failed", inc["initiator"]
+    assert "Driver Not Loaded" in inc["next_action"] and "nvidia-cdi-refresh" in inc["next_action"]
+    assert inc["category"] == "other"
+
+
 @pytest.mark.parametrize(("text", "category", "down"), [
     # CUDA in a container saw no GPU while the host's were fine (tensorflow/tensorflow#44869, gpu-operator#1900):
     # the container's access, no GPU fault
