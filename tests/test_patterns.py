@@ -4950,6 +4950,18 @@ def test_cuda_seeing_no_gpu_is_the_containers_access_unless_a_gpu_fell(pipeline,
         assert "fallen off the bus" not in inc["next_action"] and "RMA" not in inc["next_action"]
 
 
+def test_a_version_mismatch_in_the_gpu_operators_pods_says_to_recreate_them(pipeline):
+    """The GPU operator's validator crash-looped on the container runtime's "driver/library version mismatch" after
+    the operator's driver container upgraded the driver, until its pods were deleted and recreated
+    (NVIDIA/gpu-operator#898, a real-logs pass): the action said only to reboot or reinstall the driver."""
+    (inc,) = run(pipeline, "failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+                           "runc create failed: unable to start container process: error during container init: error "
+                           "running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+                           "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: "
+                           "unknown\n", host="node05")
+    assert inc["category"] == "driver" and "deleted and recreated" in inc["next_action"], inc["next_action"]
+
+
 def test_secure_boot_lockdown_alone_is_no_incident(pipeline):
     """The kernel's lockdown line is printed at every boot of a Secure Boot host, also one whose module is signed by
     an enrolled key: context, no fault (Start9Labs/start-technologies#3702 had it beside nvidia-smi's failure)."""
