@@ -193,8 +193,9 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                 if other:
                     said.update(other)
                     actions.append(" ".join(other))
-            more = len(by_key) - ACTIONS_NAMED if len(actions) == ACTIONS_NAMED and len(by_key) > ACTIONS_NAMED \
-                else 0
+            # once the actions name their candidates, the ones past ACTIONS_NAMED are counted (counted only when
+            # the four named differed: two of them alike left the rest unsaid, a break-it pass)
+            more = len(by_key) - ACTIONS_NAMED if len(actions) > 1 and len(by_key) > ACTIONS_NAMED else 0
             return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", *actions,
                              f"the same for {more} more candidate{'s' * (more != 1)}" if more else ""), verify
         kinds = _kinds_of_faults(scene)
