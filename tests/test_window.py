@@ -941,17 +941,6 @@ def test_a_live_hosts_clock_is_not_moved_by_hosts_whose_lines_arrive_hours_late(
     assert all(offsets[f"old{j}"] == lag and skew[f"old{j}"] == SKEW_CAP_US for j in range(backlogged))
 
 
-def _appended(host: str, delays: list[int], now: int = 1_800_000_000 * S) -> list:
-    """Events of ``host``, one a second from ``now`` (µs) as Kafka appended them, each stamped ``delays[k]`` µs
-    before its append (a negative delay: stamped ahead)."""
-    out = []
-    for k, d in enumerate(delays):
-        e = ev(f"{host}{k}", host, now + k * S - d)
-        e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", now + k * S
-        out.append(e)
-    return out
-
-
 @pytest.mark.parametrize("backlog, live", [(6, 5), (5, 6), (30, 10)])
 def test_a_host_that_ships_a_backlog_then_live_lines_keeps_its_clock(backlog, live):
     """A host whose agent shipped a 3 h backlog and then its live lines (appended 0.1 s after their stamps), beside
@@ -961,8 +950,16 @@ def test_a_host_that_ships_a_backlog_then_live_lines_keeps_its_clock(backlog, li
     every line: +3 h."""
     from correlate.window import SKEW_CAP_US, estimate_clocks
 
-    lag = 3 * 3600 * S
-    host = _appended
+    now, lag = 1_800_000_000 * S, 3 * 3600 * S
+
+    def host(h: str, delays: list[int]) -> list:
+        out = []
+        for k, d in enumerate(delays):
+            e = ev(f"{h}{k}", h, now + k * S - d)
+            e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", now + k * S
+            out.append(e)
+        return out
+
     fleet = host("a", [100_000] * 6) + host("b", [100_000] * 6)
     skew, offsets = estimate_clocks(fleet + host("x", [lag] * backlog + [100_000] * live))
     assert offsets["x"] == 0 and offsets["a"] == offsets["b"] == 0
@@ -980,7 +977,16 @@ def test_a_minority_of_lines_stamped_hours_ahead_does_not_move_the_hosts_clock(a
     8 h ahead."""
     from correlate.window import estimate_clocks
 
-    tz, host = -8 * 3600 * S, _appended
+    now, tz = 1_800_000_000 * S, -8 * 3600 * S
+
+    def host(h: str, delays: list[int]) -> list:
+        out = []
+        for k, d in enumerate(delays):
+            e = ev(f"{h}{k}", h, now + k * S - d)
+            e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", now + k * S
+            out.append(e)
+        return out
+
     fleet = host("a", [100_000] * 10) + host("b", [100_000] * 10)
     skew, offsets = estimate_clocks(fleet + host("x", [tz] * ahead + [100_000] * (lines - ahead)))
     assert (offsets["x"], skew["x"]) == (0, 0)
