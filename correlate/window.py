@@ -56,16 +56,12 @@ class Clocks:
 
 
 def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[int]], dict[str, int], int] | None:
-    """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their low quantile
-    (:func:`_low`; hosts with at least ``min_events``, whose quantile is within :data:`OFFSET_MAX_US`), and the
-    fleet's median of those; None with fewer than two such hosts. A low quantile, not the median: a backlog only
-    adds to ``d``, so the host's fastest lines are the ones that say its clock; a host that shipped a 3 h backlog
-    and then its live lines, more of the backlog than live, took the backlog's median and had its live lines moved
-    3 h ahead (a break-it pass), while a clock 3 h off delays every line alike. A host whose lines arrived more
-    than a day from their stamps is left out: they are old (logs replayed, a backlog shipped late), and their delay
-    says nothing of its clock, nor of the fleet's.
+    """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their median (hosts with at
+    least ``min_events``, whose median is within :data:`OFFSET_MAX_US`), and the fleet's median of those; None with
+    fewer than two such hosts. A host whose lines arrived more than a day from their stamps is left out: they are
+    old (logs replayed, a backlog shipped late), and their delay says nothing of its clock, nor of the fleet's.
 
-    The fleet's median is taken over the hosts whose quantile is within :data:`SKEW_CAP_US` of zero when there are
+    The fleet's median is taken over the hosts whose median is within :data:`SKEW_CAP_US` of zero when there are
     any: a delay that small is a clock that is right and lines shipped as written (a backlog only adds to ``d``, and
     a wrong clock meets the broker's by chance alone), while one hours long is either of a backlog or a clock, which
     ``d`` does not tell apart. Over every host, one live host beside one whose lines arrived 23 h late took the upper
@@ -75,22 +71,12 @@ def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[in
     for e in events:
         if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
             per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
-    meds = {h: m for h, d in per_host.items() if len(d) >= min_events if abs(m := _low(d)) <= OFFSET_MAX_US}
+    meds = {h: m for h, d in per_host.items() if len(d) >= min_events
+            if abs(m := sorted(d)[len(d) // 2]) <= OFFSET_MAX_US}
     if len(meds) < 2:
         return None
     live = sorted(m for m in meds.values() if abs(m) <= SKEW_CAP_US) or sorted(meds.values())
     return per_host, meds, live[len(live) // 2]
-
-
-#: the quantile of a host's append delays that says its clock (``_append_delays``): the fifth of its lines that
-#: arrived fastest, one in five lines a stamp read wrong (in the future) moves it no further than the next line
-CLOCK_QUANTILE = 5
-
-
-def _low(d: list[int]) -> int:
-    """The ``1 / CLOCK_QUANTILE`` quantile of ``d`` (µs): the second smallest of 5 – 9 delays, the third of
-    10 – 14."""
-    return sorted(d)[len(d) // CLOCK_QUANTILE]
 
 
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_CAP_US) -> dict[str, int]:
@@ -98,11 +84,10 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_C
 
     For every host with at least ``min_events`` line-stamped events that came
     through Kafka, ``d = append time − line time`` mixes shipping delay and
-    clock offset. The fleet's median of the hosts' low quantiles of ``d``
-    (:func:`_low`) is the typical delay; a host's bound is ``|low(d_host) −
-    that|`` plus the spread of its own ``d`` about it (the median absolute
-    deviation), rounded up to whole seconds and capped at ``cap_us``. Hosts
-    without enough evidence get none (the default applies).
+    clock offset. The fleet's median ``d`` is the typical delay; a host's bound
+    is ``|median(d_host) − fleet median|`` plus the spread of its own ``d``
+    (median absolute deviation), rounded up to whole seconds and capped at
+    ``cap_us``. Hosts without enough evidence get none (the default applies).
 
     Whole seconds: the medians move a little with every event, and a bound
     only has to be wide enough; rounded up, it stays put from one streaming
@@ -120,7 +105,7 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5,
                     cap_us: int = SKEW_CAP_US) -> tuple[dict[str, int], dict[str, int]]:
     """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
     delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
-    offset (add it to a line time to get fleet time) is ``low(d_host) − median over hosts`` (:func:`_low`), with
+    offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
     ``d = Kafka append time − line time``; a host whose lines arrived more than :data:`OFFSET_MAX_US` (a day) from
     their stamps has neither: its lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and
     moving them by years (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh user's trial)
