@@ -1026,7 +1026,7 @@ _HEALTH_EVENT = re.compile(rb'checkName\\{0,3}"\s*:.{0,4000}?componentClass|comp
                            rb'.{0,4000}?checkName', re.S)
 
 
-def _with_health_events(msg: str, raw: bytes, condition: bool = False) -> str:
+def _with_health_events(msg: str, raw: bytes, condition: bool = False, quoted: bool = False) -> str:
     """A structured logger's message (``msg``) and, on the line after it, the record itself when it carries
     NVSentinel health events or (``condition``) a node condition: the fault is in them, not in the ``msg`` the
     record is read by.
@@ -1043,9 +1043,16 @@ def _with_health_events(msg: str, raw: bytes, condition: bool = False) -> str:
     bus id and UUID in ``entitiesImpacted`` and the node in ``nodeName``. Read by ``msg`` alone they gave no event
     (NVIDIA/NVSentinel#1357, #288: a real-logs pass), though the catalog's patterns read them in the record's own
     text (dcgm.health_xid, dcgm.xid_error: the escapes of an event nested in a string included). ``raw``: the
-    record's line (UTF-8 bytes); a line that is not UTF-8 reads its bad bytes as U+FFFD."""
+    record's line (UTF-8 bytes); a line that is not UTF-8 reads its bad bytes as U+FFFD. ``quoted``: the record's
+    string ``line`` is read on a line of its own (``decode_ndjson``), so the record is read without it: a gpud
+    scan record with a condition too read the SXid it quotes twice, once at the scan's time (a break-it pass)."""
     if not condition and _HEALTH_EVENT.search(raw) is None:
         return msg
+    if quoted:
+        try:
+            raw = orjson.dumps({k: v for k, v in orjson.loads(raw).items() if k != "line"})
+        except (orjson.JSONDecodeError, AttributeError):
+            pass
     return f"{msg}\n{raw.decode('utf-8', 'replace')}"
 
 
@@ -1208,11 +1215,17 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                                 msg = _message_of(rec, lines[i])
                             else:
                                 msg = _message_of(rec)
-                        if (health or type(rec.condition) is dict) and _logger_record(rec):
+                        # what a logger's record holds beside its msg, read when its msg is the message read: a
+                        # record of Vector's shape reads its ``message`` (its whole line, the fields included), as
+                        # its columns do (_vector_columns; a break-it pass: the quoted line read twice, or once of
+                        # two readings)
+                        own = _logger_record(rec) and rec.MESSAGE is UNSET and type(rec.message) is not str
+                        quoted = own and type(rec.line) is str and rec.line
+                        if own and (health or type(rec.condition) is dict):
                             if lines is None:
                                 lines = data.split(b"\n")
-                            msg = _with_health_events(msg, lines[i], type(rec.condition) is dict)
-                        if type(rec.line) is str and rec.line and _logger_record(rec):
+                            msg = _with_health_events(msg, lines[i], type(rec.condition) is dict, bool(quoted))
+                        if quoted:
                             msg = f"{msg}\n{rec.line}"  # the line it quotes, on a line of its own (Envelope)
                     ts = rec.timestamp
                     if (type(ts) is not str or rec.realtime is not UNSET or rec.source_realtime is not UNSET

@@ -1368,3 +1368,31 @@ def test_a_logger_records_quoted_line_is_read_at_its_own_time(pipeline):
         got = [(e["signature"], e["sxid"], e["device"], e["ts"].isoformat())
                for e in pipeline.run(d).events.to_pylist()]
         assert got == [("sxid.data", 12028, "0000:84:00.0", "2025-01-25T10:34:54.859532+00:00")], (runs, got)
+
+
+def test_a_logger_records_quoted_line_is_read_once_whatever_else_it_holds(pipeline):
+    """A gpud scan record ("known sxid", leptonai/gpud#338) that carries a node condition too is read with its
+    condition and its quoted line each once: the record's JSON, read for its condition, held the line as well, and
+    the SXid was read twice, once at the scan's time, and the condition's DCGM health code not at all. A record of
+    Vector's shape (``message`` its whole line, the logger's fields merged beside it, as Vector's ``parse_json``
+    leaves them) reads its ``message`` record by record as its columns read it: the SXid once (two readings gave
+    one event and two before; a break-it pass)."""
+    sxid = ("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data "
+            "{0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, "
+            "0x00000000}")
+    scan = {"level": "warn", "ts": "2025-01-28T06:47:16Z", "caller": "diagnose/scan.go:263", "msg": "known sxid",
+            "line": sxid}
+    both = dict(scan, condition={"Reason": "DCGMHealthCode101", "Message": "DCGM detected issues in health check "
+                                 "system with error code 101"})
+    vector = {"message": orjson.dumps(scan).decode(), "timestamp": "2025-01-28T06:47:16.000000Z", "host": "node-b",
+              **scan}
+    cases = [(both, "file:gpud.log", [("eks.dcgm_health_xid", "2025-01-28T06:47:16+00:00"),
+                                      ("sxid.data", "2025-01-25T10:34:54.859532+00:00")]),
+             (vector, "kafka:fleet.gpud:0", [("sxid.data", "2025-01-28T06:47:16+00:00")])]
+    for rec, origin, want in cases:
+        for runs, columnar in ((True, True), (True, False), (False, False)):
+            d = decode_ndjson(orjson.dumps(rec) + b"\n", origin=origin, stream=origin, host="node-b", ref_ts=1,
+                              ref_basis="file", ingest_ts=1, source=None, runs=runs, columnar=columnar)
+            assert not d.rejects
+            got = [(e["signature"], e["ts"].isoformat()) for e in pipeline.run(d).events.to_pylist()]
+            assert got == want, (origin, runs, columnar, got)
