@@ -6468,3 +6468,24 @@ def test_every_link_of_a_bridged_pair_down_at_both_ends_is_one_link_report(pipel
         "link.both_ends", "link", "0000:01:00.0", "0000:41:00.0"), inc["explanation"]
     assert init["links"] == [0, 1, 2, 3] and inc["downstream"] == [], (init, inc["downstream"])
     assert len(init["events"]) == 8, init["events"]
+
+
+def test_dcgms_ecc_health_code_is_downstream_of_an_ecc_fault_only(pipeline):
+    """The EKS node monitoring agent's DCGMHealthCode4 (DCGM_FR_VOLATILE_DBE_DETECTED, aws/eks-node-monitoring-agent#39)
+    reports the GPU's uncorrectable ECC error again, naming no GPU: one incident with the kernel's Xid 48 on the host
+    (``ecc.explains_health_check_ecc_report`` where the host's GPU is not one). An application's Xid 13 twenty minutes before took it as its reporter
+    by gpu_fault.explains_health_check_report, whose causes are every Xid: the ECC error an "application" incident
+    (a break-it pass). It is an ECC incident of its own beside the Xid 13."""
+    eks = ("2026-11-30T10:20:00+00:00 node63 node condition {Type:AcceleratedHardwareReady Status:False ... "
+           "Reason:DCGMHealthCode4")
+    x48 = ("[2026-11-30 10:00:02] node63 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4242, name=python3, "
+           "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, "
+           "subpartition 0.")
+    x13 = ("[2026-11-30 10:00:02] node63 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics "
+           "Exception on GPC 0: 3DSCG Exception 0x00000001")
+    (inc,) = run(pipeline, x48 + "\n" + eks, host="node63")
+    assert (inc["initiator"]["xid"], inc["category"]) == (48, "ecc")
+    assert len(inc["initiator"]["events"]) + sum(len(d["events"]) for d in inc["downstream"]) == 2
+    incs = run(pipeline, x13 + "\n" + eks, host="node63")
+    assert sorted((i["initiator"]["kind"], i["category"], len(i["downstream"])) for i in incs) == [
+        ("ecc", "ecc", 0), ("xid", "application", 0)]
