@@ -64,7 +64,7 @@ from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu,
                                 line_facts, rank_membership, teaches_topology)
-from correlate.window import SKEW_CAP_US, Watermark
+from correlate.window import SKEW_CAP_US, Watermark, closes
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 from schemas.incidents import iso_us
@@ -598,18 +598,15 @@ class StreamCorrelator:
         clocks = self.settings.clocks
         return {h: wm.value(clocks) for h, wm in self.host_watermarks.items()}
 
-    def _closed(self, evs: list[Ev], now_us: int, marks: dict[str, int | None] | None = None) -> bool:
+    def _closed(self, evs: list[Ev], now_us: int, marks: dict[str, int | None]) -> bool:
         """Whether the group of ``evs`` is closed (module doc): each of its hosts' watermark (``marks``, ``_marks``)
-        passed its last event by ``close_after_us``, or none of its hosts sent anything for ``idle_us``."""
+        passed its last event by ``close_after_us`` (``window.closes``), or none of its hosts sent anything for
+        ``idle_us``."""
         if not evs:
             return False
         last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
-        if marks is None:
-            marks = self._marks()
-        # Watermark.closed: a value past the last event by the close window
-        edge = last + self.close_after_us
-        if all((wm := marks[h]) is not None and wm > edge for h in hosts if h in marks):
+        if all(closes(marks[h], last, self.close_after_us) for h in hosts if h in marks):
             return True
         seen = [self.arrived_us[h] for h in hosts if h in self.arrived_us]
         return bool(seen) and now_us - max(seen) > self.idle_us

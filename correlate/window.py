@@ -235,6 +235,12 @@ def not_after(cause: Ev, effect: Ev, clocks: Clocks, lead_us: int = 0) -> bool:
     return cause.start <= effect.start + tolerance(cause, effect, 0, clocks) + lead_us
 
 
+def closes(wm: int | None, last_start: int, window_us: int) -> bool:
+    """Whether a watermark of value ``wm`` (:meth:`Watermark.value`, µs; None before any event) closes a group whose
+    last event started at ``last_start``: past it by more than ``window_us``."""
+    return wm is not None and wm > last_start + window_us
+
+
 @dataclass(slots=True)
 class Watermark:
     """Event-time progress of a stream (µs)."""
@@ -251,8 +257,7 @@ class Watermark:
 
     def closed(self, last_start: int, window_us: int, clocks: Clocks) -> bool:
         """A group whose last event started at ``last_start`` can take no more on-time events."""
-        wm = self.value(clocks)
-        return wm is not None and wm > last_start + window_us
+        return closes(self.value(clocks), last_start, window_us)
 
     def too_late(self, ts: int, lateness_us: int, clocks: Clocks) -> bool:
         """An event this old can no longer change an emitted incident."""
