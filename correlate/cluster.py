@@ -346,8 +346,8 @@ def _own_keys(evs: list[Ev]) -> tuple[list[Ev], tuple[str, ...], frozenset[tuple
 
 def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str | None]]], topo: Topology,
              last: list[list[Ev]], clocks: Clocks, links: list[LinkRule],
-             own: dict[str, frozenset[tuple[str, str]]] | None = None,
-             last_hosts: dict[int, frozenset[str]] | None = None) -> Callable[[tuple], object]:
+             own: dict[str, frozenset[tuple[str, str]]],
+             last_hosts: dict[int, frozenset[str]]) -> Callable[[tuple], object]:
     """``find`` of a union-find over hosts (``("h", host)``) whose events a relation across hosts may join
     (:class:`ComponentCache`): through a communicator (``("c", id)``: an event's own, or one with a rank on the host),
     an NVLink domain, a log file, a peer's host (``peers``: host -> its lines that name a peer, with the
@@ -357,8 +357,8 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
     both skew bounds; ``_join_peers``), or when it is dated by its file (``_join_peer_host`` reaches an hour back
     from a file-dated component's earliest fault): the benchmark mix's NCCL errors name peers on 28 hosts, at other
     times than those hosts' events. ``own``: host -> its events' communicator and log keys (:func:`_own_keys`),
-    ``last_hosts``: id of a list of ``last`` -> its hosts, each when the caller kept them (a host joined to a key
-    once is joined as by one union per event)."""
+    ``last_hosts``: id of each list of ``last`` -> its hosts (:attr:`ComponentCache.comp_hosts`; a host joined to a
+    key once is joined as by one union per event)."""
     dsu, index = _DSU(0), {}  # key -> its element of ``dsu``
 
     def find(x: tuple) -> object:  # a key no relation named is a set of its own
@@ -391,20 +391,19 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
         k = bisect_left(on, e.start - tol)
         return k < len(on) and on[k] <= e.start + tol
 
-    for h, evs in by_host.items():
+    for h in by_host:
         me = ("h", h)
         union(me, ("d", topo.domain(h)))
         for comm in {comm for comm, _dev in placed.get(h, ())}:
             union(me, ("c", comm))
-        for key in (own[h] if own is not None and h in own else _own_keys(evs)[2]):
+        for key in own[h]:
             union(me, key)
         for e, peer in peers[h]:
             if peer is not None and near(e, peer):
                 union(me, ("h", peer))
     for comp in last:
         first = comp[0].host
-        hosts = (last_hosts or {}).get(id(comp)) or {e.host for e in comp}
-        for h in hosts:
+        for h in last_hosts[id(comp)]:
             if h != first:
                 union(("h", first), ("h", h))
     return find
@@ -1008,24 +1007,23 @@ class _JobsMemo:
 
     __slots__ = ("profiles", "apart", "clean", "calm", "faults", "by_host", "rel")
 
-    def __init__(self, faults: list[Ev] | None = None, by_host: dict[str, list[int]] | None = None,
-                 rel: Relations | None = None) -> None:
+    def __init__(self, faults: list[Ev], by_host: dict[str, list[int]], rel: Relations) -> None:
         self.profiles: dict[int, tuple] = {}
         self.apart: dict[tuple[tuple, tuple], bool] = {}
         self.clean: dict[str, list[frozenset[tuple]]] = {}
         self.calm: dict[str, bool] = {}
-        self.faults, self.by_host, self.rel = faults, by_host or {}, rel
+        self.faults, self.by_host, self.rel = faults, by_host, rel
 
     def calm_host(self, host: str) -> bool:
         """Whether ``Relations.other_job`` holds for no two of all the call's faults of ``host`` (``faults``): then
         for none of any part of them, and a ``same_host`` bucket of its faults is one bucket, whichever link's faults
         it holds. :func:`_jobs_apart` of the host's faults, asked once per call instead of once per link and host (it
         profiled every fault of a bucket again for each of the ~17 ``same_host`` links: 5 % of ``correlate()`` on the
-        benchmark's mix, whose hosts' faults were never apart). False without ``faults``."""
+        benchmark's mix, whose hosts' faults were never apart). False for a host with no fault of the call."""
         got = self.calm.get(host)
         if got is None:
             idx, faults, rel = self.by_host.get(host), self.faults, self.rel
-            if faults is None or rel is None or idx is None:
+            if idx is None:
                 got = False
             elif not (any(faults[i].kind in RANK_REPORTS and rel.comms(faults[i]) for i in idx)
                       and any(job_local(e := faults[i]) and rel.key(e) is not None and rel.comms(e) for i in idx)):
