@@ -1039,7 +1039,7 @@ def roots_verdict(scene: Scene) -> Verdict | None:
         # reported a failure after them: the hardware recovered, or what failed logged nothing here
         # (NVIDIA/nccl#2241: a hang beside a Nonfatal Xid 145 and an Xid 137 was an NCCL bug)
         conf -= 0.15
-        codes = sorted({_fault_code(e) for e in faults})
+        codes = sorted({fault_code(e) for e in faults})
         missing = [f"whether anything failed: the lines of {', '.join(codes)} say Nonfatal or nothing of it, none "
                    f"says Fatal, and nothing reported a failure after them; if a job hung or failed then, diagnose "
                    f"its logs with that symptom (`firstfault diagnose … --symptom hang@{best_key[0]}`)"]
@@ -1196,8 +1196,14 @@ def _rule_against_time(scene: Scene, c: Ev, e: Ev) -> str | None:
     return None
 
 
-def _fault_code(e: Ev) -> str:
-    """A fault as its code names it: ``Xid 94``, ``SXid 12028``, else its kind."""
+def fault_name(e: Ev) -> str:
+    """``Xid 79``, ``SXid 12028``, else the signature id (:func:`fault_code`: else the kind)."""
+    return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.signature
+
+
+def fault_code(e: Ev) -> str:
+    """A fault as its code names it: ``Xid 94``, ``SXid 12028``, else its kind (:func:`fault_name`: else its
+    signature)."""
     return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.kind
 
 
@@ -1210,7 +1216,7 @@ def _unexplained(scene: Scene, key: tuple) -> str:
     explained: list[str] = []
     for e in scene.parties().get(key, ()):
         if scene.is_fault(e):
-            code = _fault_code(e)
+            code = fault_code(e)
             into = explained if scene.explained(e) else codes
             if code not in into:
                 into.append(code)

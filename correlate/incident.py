@@ -18,8 +18,9 @@ from datetime import datetime, timedelta, timezone
 from operator import attrgetter
 from typing import Any
 
-from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, first_of,
-                                 initiator_event, lead_key, sentences, subject_label, verify_commands)
+from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, fault_code,
+                                 fault_name, first_of, initiator_event, lead_key, sentences, subject_label,
+                                 verify_commands)
 from correlate.model import Ev, process_group, subject_of, subject_rank
 from correlate.patterns import APP_MAYBE_GPU, APP_NOT_GPU, APP_RECUR_ADVICE, recovery_action, recurs_to_diag
 from correlate.topology import peer_name
@@ -196,14 +197,14 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
             # once the actions name their candidates, the ones past ACTIONS_NAMED are counted (counted only when
             # the four named differed: two of them alike left the rest unsaid, a break-it pass)
             more = len(by_key) - ACTIONS_NAMED if len(actions) > 1 and len(by_key) > ACTIONS_NAMED else 0
-            return sentences(f"Every candidate reports the same fault ({_fault_name(same[0])})", *actions,
+            return sentences(f"Every candidate reports the same fault ({fault_name(same[0])})", *actions,
                              f"the same for {more} more candidate{'s' * (more != 1)}" if more else ""), verify
         kinds = _kinds_of_faults(scene)
         if kinds:  # a few kinds of fault, each naming its cause: each one's own action, then what to collect
             parts, verify, seen = [], [], set()
             for evs in kinds:
                 action, checks = default_action(scene, replace(v, initiator_events=evs))
-                name = _fault_name(evs[0])
+                name = fault_name(evs[0])
                 parts.append(action if action.startswith(name) else f"{name}: {action}")
                 for c in checks:
                     if c not in seen and len(verify) < VERIFY_SUBJECTS:
@@ -339,11 +340,6 @@ def _says(catalog: Catalog, e: Ev) -> str | None:
     determine the device handle" is no GPU that "fell off the bus", though it is of that kind)."""
     c = catalog.by_id.get(e.signature)
     return (c.sig.says if c else None) or KIND_PHRASES.get(e.kind)
-
-
-def _fault_name(e: Ev) -> str:
-    """``Xid 79``, ``SXid 12028``, else the signature id."""
-    return f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None else e.signature
 
 
 def software_cause(catalog: Catalog, xid: int) -> bool:
@@ -710,11 +706,11 @@ def _explain(scene: Scene, v: Verdict, rank: int | None = None) -> str:
     # (not a line that took an earlier line's time and may have been written after the others: _known_first)
     own_first = min(_known_first([e for e in v.initiator_events if e.signature != SYMPTOM and scene.is_fault(e)]),
                     key=lambda e: e.order, default=main)
-    if own_first is not main and own_first.start < main.start and _fault_name(own_first) != _fault_name(main):
+    if own_first is not main and own_first.start < main.start and fault_name(own_first) != fault_name(main):
         # named by its most serious line, which is not its first (an Xid 13 five seconds before the Xid 109 of the
         # same GPU: the Xid 109 was called "the earliest fault", a real-logs pass)
         s = (f"{where} of {i['host']} is the {rank}fault nothing else explains: its first line "
-             f"{_fault_name(own_first)} at {iso(own_first.ts)}, its most serious {what} {when}")
+             f"{fault_name(own_first)} at {iso(own_first.ts)}, its most serious {what} {when}")
     else:
         s = f"{what} on {where} of {i['host']} {when} is the {rank}fault nothing else explains"
     if ahead and not earlier:
@@ -754,7 +750,7 @@ def _explain(scene: Scene, v: Verdict, rank: int | None = None) -> str:
         s += f"; it reported {n:,} lines"
         said: dict[str, int] = {}
         for e in own:
-            said[_fault_name(e)] = said.get(_fault_name(e), 0) + e.count
+            said[fault_name(e)] = said.get(fault_name(e), 0) + e.count
         if len(said) > 1:  # what else the initiator said (an Xid 31 after its Xid 32, Bumblebee#677)
             s += " (" + first_of([f"{k} ×{c:,}" if c > 1 else k for k, c in said.items()], 4, noun="kinds") + ")"
     if (cause := main.details.get("link_down_cause")) in _LINK_DOWN_SAYS:
@@ -890,6 +886,5 @@ def _beside_name(p: Party, host: str | None) -> str:
     name = subject_label(dtype, dev) if dev else (dtype or "host")
     if h != host:
         name += f" on {h}" if dev or dtype else f" {h}"
-    codes = list(dict.fromkeys(f"Xid {e.xid}" if e.xid is not None else f"SXid {e.sxid}" if e.sxid is not None
-                               else e.kind for e in p.events if e.signature != SYMPTOM))
+    codes = list(dict.fromkeys(fault_code(e) for e in p.events if e.signature != SYMPTOM))
     return f"{name} ({', '.join(codes[:3])})" if codes else name

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
-                                 first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
+                                 fault_name, first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import DESYNC_REPORT, TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from correlate.window import may_cause
@@ -516,7 +516,7 @@ def both_ends(scene: Scene) -> Verdict | None:
                     pattern="link.both_ends", category="link_fault", initiator=init, initiator_events=evs,
                     downstream=down, context=ctx, confidence=0.9,
                     explanation=(f"Both ends of one NVLink report {'errors' if a.xid is not None else a.kind} — "
-                                 f"{ka} link {a.link} ({_end_fault(a)}) and {far[0]} link {far[1]} ({_end_fault(b)})"
+                                 f"{ka} link {a.link} ({fault_name(a)}) and {far[0]} link {far[1]} ({fault_name(b)})"
                                  " — and neither GPU failed otherwise: the link itself (cable, connector, trace or "
                                  "transceiver) is the first fault."
                                  + (f" {ka}'s links {', '.join(map(str, links))} to {far[0]} all report it."
@@ -528,11 +528,6 @@ def both_ends(scene: Scene) -> Verdict | None:
                     verify=[f"nvidia-smi nvlink -e -i {ka}", f"nvidia-smi nvlink -e -i {far[0]}",
                             f"nvidia-smi nvlink -s -i {ka}"])
     return None
-
-
-def _end_fault(e: Ev) -> str:
-    """One end's report in a word: ``Xid 74``, else its signature (``nvml.nvlink_inactive``)."""
-    return f"Xid {e.xid}" if e.xid is not None else e.signature
 
 
 def nvswitch_common_end(scene: Scene) -> Verdict | None:
