@@ -489,6 +489,14 @@ def both_ends(scene: Scene) -> Verdict | None:
     nv = [e for e in scene.faults() if e.link is not None and (
         e.kind in ("nvlink_down", "nvlink_errors")
         or (e.xid is not None and e.xid in scene.catalog.xids and scene.catalog.xids[e.xid].nvlink_related))]
+    ends = {(e.host, scene.subject[e.event_id][2], e.link) for e in nv}
+    pairs = {(a.host, frozenset((ka, far[0]))) for a in nv if (ka := scene.subject[a.event_id][2])
+             and (far := scene.topo.nvlink_peer(a.host, ka, a.link)) and (a.host, far[0], far[1]) in ends}
+    if len(pairs) > 1:
+        # links of several GPU pairs down at both ends (a GPU wired straight to three peers, all its links down):
+        # no one link is the first fault, and the other pairs' ends were listed as its downstream reporters, the
+        # link's own GPU among them (a break-it pass)
+        return None
     for a in nv:
         ka = scene.subject[a.event_id][2]
         far = scene.topo.nvlink_peer(a.host, ka, a.link) if ka else None

@@ -6470,6 +6470,31 @@ def test_every_link_of_a_bridged_pair_down_at_both_ends_is_one_link_report(pipel
     assert len(init["events"]) == 8, init["events"]
 
 
+def test_links_down_at_both_ends_to_two_peers_are_no_one_links_report(pipeline, tmp_path):
+    """A GPU wired straight to two peers (``nvidia-smi nvlink -R``: GPU 0's links 0, 1 to GPU 1, its links 2, 3 to
+    GPU 2, as on a four-GPU board without NVSwitches), every one of those links inactive at both ends in one poll: no
+    one link is the first fault. link.both_ends named the link to GPU 1 and listed the other link's ends as its
+    downstream reporters, the link's own GPU 0 among them (a break-it pass)."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    head = "GPU {g}: NVIDIA H100 NVL (UUID: GPU-00000000-0000-0000-0000-00000000000{g})\n"
+    bus = {0: "01", 1: "41", 2: "81"}
+    wires = {0: [(1, 0), (1, 1), (2, 0), (2, 1)], 1: [(0, 0), (0, 1)], 2: [(0, 2), (0, 3)]}
+    wiring = "\n".join(head.format(g=g) + "\n".join(f"\t Link {k}: Remote Device 00000000:{bus[p]}:00.0: Link {j}"
+                                                    for k, (p, j) in enumerate(w)) for g, w in wires.items())
+    poll = "\n".join(head.format(g=g) + "\n".join(f"\t Link {k}: <inactive>" for k in range(len(w)))
+                     for g, w in wires.items())
+    records = [("2026-12-06T23:00:00Z", wiring), ("2026-12-06T23:20:00Z", poll)]
+    (tmp_path / "ws71.ndjson").write_bytes(b"\n".join(
+        orjson.dumps({"host": "ws71", "timestamp": t, "message": m}) for t, m in records))
+    (inc,) = diagnose_paths([tmp_path], Settings(), pipeline=pipeline)[2]
+    assert inc["pattern"] != "link.both_ends", inc["explanation"]
+    named = [inc["initiator"].get("device")] + [d["device"] for d in inc["downstream"]]
+    assert len(named) == len(set(named)), named
+    assert inc["initiator"]["candidates"] == [f"gpu 0000:{b}:00.0 on ws71" for b in ("01", "41", "81")], inc
+
+
 def test_dcgms_ecc_health_code_is_downstream_of_an_ecc_fault_only(pipeline):
     """The EKS node monitoring agent's DCGMHealthCode4 (DCGM_FR_VOLATILE_DBE_DETECTED, aws/eks-node-monitoring-agent#39)
     reports the GPU's uncorrectable ECC error again, naming no GPU: one incident with the kernel's Xid 48 on the host
