@@ -4950,6 +4950,20 @@ def test_cuda_seeing_no_gpu_is_the_containers_access_unless_a_gpu_fell(pipeline,
         assert "fallen off the bus" not in inc["next_action"] and "RMA" not in inc["next_action"]
 
 
+@pytest.mark.parametrize("line", [
+    "SKIPPED [3] tests/test_gpu.py:12: Skipping GPU tests: no CUDA-capable device is detected",
+    "test_allreduce (tests.test_cuda.CudaTest) ... skipped 'cudaErrorNoDevice: no CUDA-capable device is detected'"])
+def test_a_test_that_skips_itself_for_no_gpu_is_no_incident(pipeline, line):
+    """A test that skips itself because CUDA sees no GPU (pytest's skip summary, unittest's skip line) decided to run
+    without one: cuda.no_device read it as an error incident of the host's GPUs (a break-it pass). The event stays,
+    as information."""
+    seg = Segment(data=(line + "\n").encode(), origin="t:node05", stream="node05", host="node05", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    assert [(e["signature"], e["severity"]) for e in b.events.to_pylist()] == [("cuda.no_device", "info")]
+    assert correlate(b.events, b.link_samples, b.topology, now_us=T0) == []
+
+
 def test_a_version_mismatch_in_the_gpu_operators_pods_says_to_recreate_them(pipeline):
     """The GPU operator's validator crash-looped on the container runtime's "driver/library version mismatch" after
     the operator's driver container upgraded the driver, until its pods were deleted and recreated
