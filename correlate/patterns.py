@@ -796,9 +796,17 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     init_events = fm + nvls
     down, ctx = downstream_parties(scene, (host, None, None), init_events)
     down = [p for p in down if not set(p.events) <= set(init_events)]
+    initiator = _host_initiator(host, "fabric_manager", init_events)
+    # every fabric fault names one GPU (nvidia-smi -q's Fabric block of that GPU: Status an error, Health Unhealthy):
+    # that GPU did not register, not the host's Fabric Manager at large, so the incident names it (NVIDIA/NVSentinel#883:
+    # one GPU of a node at "Unknown Error" beside peers at Success; the device was dropped, a real-logs pass)
+    gpus = {(e.host, e.device_type, e.device) for e in init_events}
+    if fm and not nvls and len(gpus) == 1 and fm[0].device_type == "gpu" and fm[0].device:
+        initiator.update(device_type="gpu", device=fm[0].device,
+                         gpu_index=next((e.gpu_index for e in fm if e.gpu_index is not None), None))
     return Verdict(
         pattern="platform.fabric_manager", category="fabric_manager",
-        initiator=_host_initiator(host, "fabric_manager", init_events), initiator_events=init_events,
+        initiator=initiator, initiator_events=init_events,
         downstream=down, context=[e for e in ctx if e not in init_events],
         confidence=0.85 if fm else 0.7, severity="warning" if peer_lost and not nvls else "error",
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so "

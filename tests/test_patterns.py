@@ -6528,3 +6528,21 @@ def test_dcgms_ecc_health_code_is_downstream_of_an_ecc_fault_only(pipeline):
     incs = run(pipeline, x13 + "\n" + eks, host="node63")
     assert sorted((i["initiator"]["kind"], i["category"], len(i["downstream"])) for i in incs) == [
         ("ecc", "ecc", 0), ("xid", "application", 0)]
+
+
+def test_a_fabric_fault_of_one_gpu_names_that_gpu_and_of_several_the_host(pipeline):
+    """nvidia-smi -q's Fabric block of one GPU at Status "Unknown Error", Health Unhealthy, beside peers at Success
+    (NVIDIA/NVSentinel#883): the GPU that did not register is the initiator, not its host alone (the device was
+    dropped: a real-logs pass). Two GPUs failing alike point at the host's fabric management, so the host stays."""
+    def block(bus: str, status: str) -> list[str]:
+        return [f"GPU {bus}", "    Fabric", "        State                             : Completed",
+                f"        Status                            : {status}",
+                "        CliqueId                          : 32766",
+                "        ClusterUUID                       : 9f410827-489f-46fd-8203-51266ca08eb7"]
+    (inc,) = run(pipeline, "\n".join(block("00000008:01:00.0", "Unknown Error") + block("00000009:01:00.0", "Success")),
+                 host="gb200-n01")
+    assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device_type"], inc["initiator"]["device"]) \
+        == ("fabric_manager", "gb200-n01", "gpu", "0008:01:00.0"), inc["initiator"]
+    (inc,) = run(pipeline, "\n".join(block("00000008:01:00.0", "Unknown Error")
+                                     + block("00000009:01:00.0", "Unknown Error")), host="gb200-n01")
+    assert (inc["category"], inc["initiator"]["device"]) == ("fabric_manager", None), inc["initiator"]
