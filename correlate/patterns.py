@@ -779,7 +779,15 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     # the IMEX daemon losing a peer node of its domain is the peer's going (its daemon shut down or restarted), not
     # this host's fabric management (kubernetes-sigs/dra-driver-nvidia-gpu#1447, a real-logs pass)
     peer_lost = imex and lead[0].signature == "imex.peer_disconnected"
-    if unready:
+    # the kubelet finding no registered ComputeDomain kubelet plugin (the DRA driver's) on the node: the node's
+    # Kubernetes set-up, neither Fabric Manager nor the IMEX daemon (kubernetes-sigs/dra-driver-nvidia-gpu#814, a
+    # real-logs pass)
+    unregistered = bool(lead) and lead[0].signature == "cd.kubelet_plugin_unregistered"
+    if unregistered:
+        parts.append(f"The kubelet on {host} could not prepare a pod's ComputeDomain claim: no kubelet plugin of the "
+                     f"DRA driver {lead[0].details.get('dra_driver') or 'compute-domain.nvidia.com'} is registered "
+                     "there")
+    elif unready:
         parts.append(f"nvidia-imex-ctl on {host} could not query the IMEX daemon: "
                      f"“{lead[0].message.splitlines()[0].strip()[:160]}”")
     elif fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
@@ -798,8 +806,9 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     down = [p for p in down if not set(p.events) <= set(init_events)]
     initiator = _host_initiator(host, "fabric_manager", init_events)
     # every fabric fault names one GPU (nvidia-smi -q's Fabric block of that GPU: Status an error, Health Unhealthy):
-    # that GPU did not register, not the host's Fabric Manager at large, so the incident names it (NVIDIA/NVSentinel#883:
-    # one GPU of a node at "Unknown Error" beside peers at Success; the device was dropped, a real-logs pass)
+    # that GPU did not register, not the host's Fabric Manager at large, so the incident names it
+    # (NVIDIA/NVSentinel#883: one GPU of a node at "Unknown Error" beside peers at Success; the device was dropped, a
+    # real-logs pass)
     gpus = {(e.host, e.device_type, e.device) for e in init_events}
     if fm and not nvls and len(gpus) == 1 and fm[0].device_type == "gpu" and fm[0].device:
         initiator.update(device_type="gpu", device=fm[0].device,
@@ -808,10 +817,14 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         pattern="platform.fabric_manager", category="fabric_manager",
         initiator=initiator, initiator_events=init_events,
         downstream=down, context=[e for e in ctx if e not in init_events],
-        confidence=0.85 if fm else 0.7, severity="warning" if peer_lost and not nvls else "error",
+        confidence=0.85 if fm else 0.7,
+        severity="warning" if (peer_lost or unregistered and all(e.sev <= 1 for e in fm)) and not nvls else "error",
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so "
-                     + ("" if peer_lost else "the NVLink fabric ")
+                     + ("" if peer_lost or unregistered else "the NVLink fabric ")
                      + (_imex_peer_lost(scene, lead[0]) if peer_lost else
+                        "the node's Kubernetes set-up is the cause: the DRA driver's kubelet-plugin pod is not running "
+                        "or not registered on it, so the pod waits in ContainerCreating and the domain's IMEX daemons "
+                        "do not start here." if unregistered else
                         "management of this host is the cause: its IMEX daemon did not answer (not ready, or the "
                         "tool reached for an address the daemon does not listen on), so a ComputeDomain's daemon pod "
                         "stays unready and the domain's multi-node NVLink workloads wait for it."

@@ -6546,3 +6546,18 @@ def test_a_fabric_fault_of_one_gpu_names_that_gpu_and_of_several_the_host(pipeli
     (inc,) = run(pipeline, "\n".join(block("00000008:01:00.0", "Unknown Error")
                                      + block("00000009:01:00.0", "Unknown Error")), host="gb200-n01")
     assert (inc["category"], inc["initiator"]["device"]) == ("fabric_manager", None), inc["initiator"]
+
+
+def test_an_unregistered_compute_domain_kubelet_plugin_is_the_nodes_kubernetes_set_up_not_fabric_manager(pipeline):
+    """kubernetes-sigs/dra-driver-nvidia-gpu#814 (a real-logs pass): GB200 MPIJob workers stayed ContainerCreating
+    while the kubelet said "DRA driver compute-domain.nvidia.com is not registered"; no event before, and as a
+    fabric_manager event the incident read "Fabric Manager on … says", at error. It is a warning about the node's
+    Kubernetes set-up: the DRA driver's kubelet plugin is not registered there."""
+    text = ('Jan 14 22:32:39 node01 kubelet[14067]: E0114 22:32:39.849988   14067 kuberuntime_manager.go:1323] '
+            '"Failed to prepare dynamic resources" err="prepare dynamic resources: DRA driver '
+            'compute-domain.nvidia.com is not registered" pod="default/nccl-test-worker-0"')
+    (inc,) = run(pipeline, text, host="node01")
+    assert (inc["category"], inc["severity"], inc["initiator"]["host"]) == ("fabric_manager", "warning", "node01"), inc
+    assert inc["explanation"].startswith("The kubelet on node01 could not prepare a pod's ComputeDomain claim"), \
+        inc["explanation"]
+    assert "Fabric Manager on" not in inc["explanation"] and "kubelet-plugin pod" in inc["next_action"], inc
