@@ -3026,6 +3026,37 @@ RECV = ("[2026-11-20 10:05:02] {host}:1300:1390 [1] misc/socket.cc:518 NCCL WARN
         "failed : Connection reset by peer")
 
 
+
+def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
+    """A rank's host loses it — the OOM killer kills its process, Compute Engine terminates the VM for host
+    maintenance (scylladb/scylla-cluster-tests#14964), a spot VM's Azure Preempt is scheduled 30 s ahead — and its
+    peer on another host reads "Connection reset by peer" naming its address: one incident, the host that went away
+    its initiator and the peer downstream by rule (``host_loss`` / ``cloud_event.explains_peer_reports``), not "no
+    rule ties it" (a real-logs pass). An Azure notice of a Reboot scheduled for later is no cause of anything."""
+    oom = ("[2026-11-20 10:05:00] node201 kernel: Out of memory: Killed process 1200 (python) total-vm:81204400kB, "
+           "anon-rss:51842000kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:1234kB oom_score_adj:0")
+    gce = ("[2026-11-20 10:05:00] (GceInstanceEvent Severity.CRITICAL) period_type=one-time event_id=b8ba12ce: "
+           "compute.instances.terminateOnHostMaintenance on node node201 at 2026-11-20 10:05:00: Instance terminated "
+           "during Compute Engine maintenance.")
+    notice = ('[2026-11-20 10:04:32] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":"Scheduled",'
+              '"EventType":"{what}","ResourceType":"VirtualMachine","Resources":["node201"],'
+              '"NotBefore":"Fri, 20 Nov 2026 10:05:02 GMT"}}]}}')
+    for fault, rule, category in ((oom, "host_loss.explains_peer_reports", "host_memory"),
+                                  (gce, "cloud_event.explains_peer_reports", "other"),
+                                  (notice.format(what="Preempt"), "cloud_event.explains_peer_reports", "other")):
+        files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + fault,
+                 "node024": RECV.format(host="node024", addr="10.1.3.201")}
+        (inc,) = _hosts(pipeline, files)
+        assert (inc["initiator"]["host"], inc["category"], inc["severity"]) == ("node201", category, "error"), inc
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+        assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {rule}
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + notice.format(what="Reboot"),
+             "node024": RECV.format(host="node024", addr="10.1.3.201")}
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == (
+        "comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
+
+
 CXI_NO_VNI = (" libfabric:{pid}:1741146011::cxi:fabric:cxip_nic_get_rgroup_vni():253<warn> : Failed to find valid "
               "default rgroup and vni for cxi0 ")
 OFI_DOMAIN = ("{host}:{pid}:{tid} [0] nccl_net_ofi_create_plugin:200 NCCL WARN NET/OFI Couldn't open a fabric access "
