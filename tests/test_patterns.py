@@ -3041,9 +3041,13 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
     notice = ('[2026-11-20 10:04:32] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":"Scheduled",'
               '"EventType":"{what}","ResourceType":"VirtualMachine","Resources":["node201"],'
               '"NotBefore":"Fri, 20 Nov 2026 10:05:02 GMT"}}]}}')
+    # AWS Node Termination Handler's record of a spot interruption notice (its log's form, aws.nth_event)
+    itn = ('[2026-11-20 10:03:30] INF Adding new event to the event store event={"Description":"Spot ITN received. '
+           'Instance will be interrupted at 2026-11-20T10:05:00Z","Kind":"SPOT_ITN","NodeName":"node201"}')
     for fault, rule, category in ((oom, "host_loss.explains_peer_reports", "host_memory"),
                                   (gce, "cloud_event.explains_peer_reports", "other"),
-                                  (notice.format(what="Preempt"), "cloud_event.explains_peer_reports", "other")):
+                                  (notice.format(what="Preempt"), "cloud_event.explains_peer_reports", "other"),
+                                  (itn, "cloud_event.explains_peer_reports", "other")):
         files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + fault,
                  "node024": RECV.format(host="node024", addr="10.1.3.201")}
         (inc,) = _hosts(pipeline, files)
