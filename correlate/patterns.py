@@ -10,6 +10,7 @@ each pattern are in rules.yaml.
 from __future__ import annotations
 
 from dataclasses import replace
+import ipaddress
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -1694,7 +1695,37 @@ def peer_failed(scene: Scene) -> Verdict | None:
         v.next_action = (f"Find the host{'s' * (len(names) != 1)} of {shown} and diagnose "
                          f"{'its' if len(names) == 1 else 'their'} logs with these: a process that died (a traceback, "
                          "an OOM kill), an Xid, a NIC or port going down. The reporting rank's GPU is not the suspect.")
+    if v.category != "nccl_software" and (foreign := _foreign_peers(scene, [p for p, _h in remote])):
+        # NCCL before 2.27.3 aborted its bootstrap when a connection to its listening port closed before NCCL's magic,
+        # and named the connecting address as the "remote peer" (NVIDIA/nccl#1612, #1613: an nmap scan): an address
+        # no rank of the logs announced may be no rank at all (a real-logs pass: the operator was sent to its logs)
+        v.next_action += (
+            f" {first_of(foreign, noun='addresses')} {'is' if len(foreign) == 1 else 'are'} no address the ranks here "
+            f"announced (their 'Bootstrap : Using' lines: {first_of(sorted(scene.topo.addr_hosts), noun='addresses')})"
+            ": if these logs hold every host of the job, no rank failed — another program (a port scanner, a "
+            "monitoring probe) connected to NCCL's port and closed, and NCCL before 2.27.3 aborts its bootstrap on "
+            "that. Upgrade NCCL to 2.27.3 or later, or keep scanners off the job's network.")
     return v
+
+
+def _foreign_peers(scene: Scene, addrs: list[str]) -> list[str]:
+    """The numeric ``addrs`` (IPv4 or IPv6, a lost peer's) that no host of the scene announced as its NCCL address
+    (``Topology.addr_hosts``: "Bootstrap : Using <if>:<addr>") while at least two hosts announced theirs: an address
+    foreign to the job as far as its logs go. A peer printed by its name, or a scene with fewer than two announced
+    addresses (one host's log alone), gives none: too little is known to call it foreign."""
+    known = scene.topo.addr_hosts
+    if len({h for said in known.values() for h in said}) < 2:
+        return []
+    return sorted({peer_name(a) for a in addrs if _numeric(peer_name(a)) and peer_name(a) not in known})
+
+
+def _numeric(addr: str) -> bool:
+    """``addr`` is an IPv4 or IPv6 address (a zone ``%ib0`` allowed), not a host's name."""
+    try:
+        ipaddress.ip_address(addr.split("%")[0])
+    except ValueError:
+        return False
+    return True
 
 
 #: NCCL's warning that a connection to a peer's address could not be made (misc/socket.cc; ingest/signatures/nccl.yaml)

@@ -3061,6 +3061,29 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
         "comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
 
 
+
+def test_a_lost_peer_at_an_address_no_rank_announced_may_be_a_port_scanner(pipeline):
+    """NCCL before 2.27.3 aborted its bootstrap when a connection to its port closed before NCCL's magic (an nmap
+    scan), and named the scanner's address as the "remote peer" (NVIDIA/nccl#1612, #1613): the operator was sent to
+    the logs of an address that is no rank. When the hosts' Bootstrap lines announce other addresses, the next action
+    says it may be no rank; a peer one of them announced, or a peer printed by its name, is not said so."""
+    closed = ("[2025-02-22 10:00:02] node1:100:120 [0] misc/socket.cc:71 NCCL WARN socketProgress: Connection closed "
+              "by remote peer {peer}<36138>")
+    boot = "[2025-02-22 10:00:00] {host}:100:100 [0] NCCL INFO Bootstrap : Using eth0:{addr}<0>"
+    for peer, foreign in (("10.10.1.3", True), ("10.10.1.2", False), ("node3.cluster", False)):
+        files = {"node1": boot.format(host="node1", addr="10.10.1.1") + "\n" + closed.format(peer=peer),
+                 "node2": boot.format(host="node2", addr="10.10.1.2")}
+        (inc,) = _hosts(pipeline, files)
+        assert inc["pattern"] == "comm.peer_failed", inc
+        assert ("10.10.1.3 is no address the ranks here announced (their 'Bootstrap : Using' lines: 10.10.1.1, "
+                "10.10.1.2)" in inc["next_action"]) is foreign, inc["next_action"]
+        assert ("NCCL before 2.27.3" in inc["next_action"]) is foreign
+    # one host's log alone: too little is known to call any address foreign
+    (inc,) = _hosts(pipeline, {"node1": boot.format(host="node1", addr="10.10.1.1") + "\n"
+                               + closed.format(peer="10.10.1.3")})
+    assert "NCCL before 2.27.3" not in inc["next_action"]
+
+
 CXI_NO_VNI = (" libfabric:{pid}:1741146011::cxi:fabric:cxip_nic_get_rgroup_vni():253<warn> : Failed to find valid "
               "default rgroup and vni for cxi0 ")
 OFI_DOMAIN = ("{host}:{pid}:{tid} [0] nccl_net_ofi_create_plugin:200 NCCL WARN NET/OFI Couldn't open a fabric access "
