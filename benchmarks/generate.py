@@ -534,3 +534,35 @@ def job_runs(hosts: int, runs: int, *, t0: datetime = T0,
                           for g in range(8) for pid in [10_000 * (n + 1) + g]]
         out.append((start, logs))
     return out
+
+
+
+def domain_restarts(hosts: int, restarts: int, *, t0: datetime = T0, every_s: int = 1800,
+                    timeout_s: int = 600) -> dict[str, list[str]]:
+    """One training job over ``hosts`` × 8 GPUs of one NVLink domain (a GB200 NVL72 rack's hosts, one ``domain`` of
+    the fleet config) that its scheduler restarted ``restarts`` times, ``every_s`` seconds apart, each run dying
+    the same way: a GPU falls off the bus (Xid 79, rsyslog ISO stamp, another host each run) and ``timeout_s``
+    later every rank's PyTorch watchdog prints its timeout of the collective it hung in (c10 stamp, no year; each
+    run its own SeqNum), with no NCCL ``Init COMPLETE`` lines (no ``NCCL_DEBUG=INFO``): only the collective each
+    line names ties the ranks together (``rules.named_collective``). Returns file name -> lines in time order:
+    ``<host>.kern.log`` (the host's Xid lines, hosts with one) and ``<host>.job.log`` (its ranks' timeouts)."""
+    out: dict[str, list[str]] = {}
+    for n in range(restarts):
+        fault = to_us(t0) + n * every_s * US + 1200 * US
+        bad = (7 + 13 * n) % hosts
+        for h in range(hosts):
+            host = f"node{h:04d}"
+            if h == bad:
+                stamp = (_EPOCH + timedelta(microseconds=fault)).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+                out.setdefault(f"{host}.kern.log", []).append(
+                    f"{stamp} {host} kernel: NVRM: Xid (PCI:0000:{_HGX_BUSES[n % 8]}:00): 79, pid={3721 + n}, "
+                    "name=python3, GPU has fallen off the bus.")
+            when = _EPOCH + timedelta(microseconds=fault + timeout_s * US + 250_000 + h * 1000)
+            job = out.setdefault(f"{host}.job.log", [])
+            for g in range(8):
+                rank = h * 8 + g
+                job.append(f"[rank{rank}]:[E{when:%m%d %H:%M:%S}.{when.microsecond:06d}{g:03d} ProcessGroupNCCL.cpp:"
+                           f"616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+                           f"{4000 + 37 * n}, OpType=ALLREDUCE, NumelIn=8388608, NumelOut=8388608, Timeout(ms)="
+                           f"{timeout_s * 1000}) ran for {timeout_s * 1000 + 250} milliseconds before timing out.")
+    return out
