@@ -11,8 +11,10 @@ number are skipped (and counted). For the hour ``[start, end)``:
     ``nvidia-smi nvlink -s``, ``down`` from DCGM) and the topology expects it
     up: the GPU model's platform wires that link (``correlate/platforms.yaml``,
     docs/reference/topology.md §1: link number < links per GPU), or the link
-    was seen ``up`` earlier in the window (a baseline, topology.md §9 rule 2).
-    A PCIe card's links (0 expected) never seen up are inactive by design.
+    was seen ``up`` earlier in the window (a baseline, topology.md §9 rule 2),
+    or the host's ``nvidia-smi nvlink -R`` names its far end (``wiring``:
+    a link that trained, topology.md §7). A PCIe card's links (0 expected)
+    never seen up and named by no ``-R`` line are inactive by design.
     A link whose spell not up is a flap that ended just past the hour (see
     ``flapped``) is flapped, not down: it was up again when the report was written.
 ``errors``
@@ -72,7 +74,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -292,19 +294,24 @@ def flap_spells(states: list[tuple[int, str]], start: int, end: int) -> list[tup
     return out
 
 
-def expectation(link: int, n_expected: int | None, states: list[tuple[int, str]], end: int) -> str | None:
-    """Why the topology expects ``link`` up: ``platform``, ``baseline`` (seen up before ``end``), or None."""
+def expectation(link: int, n_expected: int | None, states: list[tuple[int, str]], end: int,
+                wired: bool = False) -> str | None:
+    """Why the topology expects ``link`` up: ``platform``, ``baseline`` (seen up before ``end``), ``wiring`` (the
+    host's ``nvidia-smi nvlink -R`` names its far end: a link that trained, reference/topology.md §7, §9 rule 3), or
+    None."""
     if n_expected is not None and link < n_expected:
         return "platform"
     if any(s == "up" for t, s in states if t < end):
         return "baseline"
-    return None
+    return "wiring" if wired else None
 
 
-def assess(key: LinkKey, s: Series, n_expected: int | None, start: int, end: int) -> dict[str, Any] | None:
-    """The link's finding for ``[start, end)`` when it is degraded (``problems`` non-empty), else None."""
+def assess(key: LinkKey, s: Series, n_expected: int | None, start: int, end: int,
+           wired: bool = False) -> dict[str, Any] | None:
+    """The link's finding for ``[start, end)`` when it is degraded (``problems`` non-empty), else None; ``wired``:
+    the host's wiring facts name the link's far end (:func:`expectation`)."""
     st = state_view(s.states, start, end)
-    expected = expectation(key.link, n_expected, s.states, end)
+    expected = expectation(key.link, n_expected, s.states, end, wired)
     counters = []
     for name, points in sorted(s.counters.items()):
         d = counter_delta(points, start, end)
@@ -448,11 +455,12 @@ def gpu_models(samples: Samples, hosts: Mapping[str, HostConfig]) -> dict[tuple[
 
 
 def listed(samples: Samples, n_expected: Mapping[tuple[str, int], int | None], start: int,
-           end: int) -> dict[LinkKey, dict[str, Any]]:
-    """Every degraded link of ``[start, end)`` with its finding."""
+           end: int, wired: Container[LinkKey] = ()) -> dict[LinkKey, dict[str, Any]]:
+    """Every degraded link of ``[start, end)`` with its finding; ``wired``: the links whose far end the wiring facts
+    name (:func:`link_peers`)."""
     out = {}
     for key, s in samples.links.items():
-        f = assess(key, s, n_expected[(key.host, key.gpu_index)], start, end)
+        f = assess(key, s, n_expected[(key.host, key.gpu_index)], start, end, key in wired)
         if f:
             out[key] = f
     return out
@@ -491,20 +499,24 @@ def build_report(rows: Iterable[Mapping[str, Any]], incident_rows: list[Mapping[
         cfg = hosts.get(h)
         return cfg.domain if cfg and cfg.domain else h
 
-    now = listed(samples, n_expected, start, end)
-    previous = listed(samples, n_expected, start - HOUR_US, start)
+    # a link whose far end the host's nvidia-smi nvlink -R names is wired, whatever its GPU model's platform says: an
+    # H100 NVL pair's bridged link inactive at both ends, never sampled up, was an incident (link.both_ends) and
+    # degraded in GET /links, yet no row here (a fresh user's trial)
+    peers = link_peers(samples, topology)
+    now = listed(samples, n_expected, start, end, peers)
+    previous = listed(samples, n_expected, start - HOUR_US, start, peers)
     # the evidence rows by (host, link): each listed link looks at its own (every row for every link took 107 s
     # for 28,800 links of 200 hosts in a break-it pass)
     evidence: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for r in incident_rows:
         evidence.setdefault((r["host"], r["link"]), []).append(r)
-    peers = link_peers(samples, topology)
 
     def earlier_hours(key: LinkKey) -> set[int]:
         """Hours back (1 = the previous hour) in which this end was listed too."""
         s = samples.links[key]
         return {h for h in range(1, WINDOW_HOURS) if (key in previous if h == 1 else assess(
-            key, s, n_expected[(key.host, key.gpu_index)], start - h * HOUR_US, start - (h - 1) * HOUR_US))}
+            key, s, n_expected[(key.host, key.gpu_index)], start - h * HOUR_US, start - (h - 1) * HOUR_US,
+            key in peers))}
 
     def incidents_of(key: LinkKey) -> list[dict[str, Any]]:
         return match_incidents(key, samples.links[key].device, evidence.get((key.host, key.link), []))

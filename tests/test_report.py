@@ -101,6 +101,25 @@ def test_expectation_platform_baseline_or_by_design():
     assert expectation(20, 18, up_before, H3 + 60 * M) == "baseline"
     assert expectation(3, 0, [(H3, "inactive")], H3 + 60 * M) is None  # a PCIe card's link: by design
     assert expectation(3, None, [(H3 + 70 * M, "up")], H3 + 60 * M) is None  # up only after the hour
+    assert expectation(3, 0, [(H3, "inactive")], H3 + 60 * M, wired=True) == "wiring"  # -R names its far end
+
+
+def test_a_bridged_link_never_sampled_up_is_down_where_nvlink_r_names_its_far_end():
+    """Two H100 NVL cards on a bridge (the platform wires no link: 0), ``nvidia-smi nvlink -R`` naming each end's far
+    end, link 1 inactive at both ends in every sample of the hour and never up: one row, down, ``expected``
+    ``wiring``. It was no row at all (``not_up``, drawn "by design") while ``diagnose`` made it a link.both_ends
+    incident and ``GET /links`` said degraded (a fresh user's trial). Without ``-R`` it stays by design."""
+    rows = []
+    for g in (0, 1):
+        rows += _polled("ws1", g, 0, [], model="NVIDIA H100 NVL")
+        rows += [{"host": "ws1", "ts": H3 + 20 * M, "gpu_index": g, "link": 1, "state": "inactive", "device": None,
+                  "counter": None, "value": None, "model": "NVIDIA H100 NVL"}]
+    r = build_report(rows, [], H3, topology=BRIDGE)
+    assert [(x["gpu_index"], x["link"], x["problems"], x["expected"], x["peer"]["gpu_index"], x["peer"]["listed"])
+            for x in r["links"]] == [(0, 1, ["down"], "wiring", 1, True)]
+    assert (r["totals"]["links_listed"], r["totals"]["down"]) == (1, 1)
+    assert "reset both (nvidia-smi -r -i 0, then -i 1)" in r["links"][0]["next_action"], r["links"][0]["next_action"]
+    assert build_report(rows, [], H3)["links"] == []  # nothing names the far end: a PCIe card's link, by design
 
 
 def test_a_link_not_up_on_a_gpu_of_unknown_wiring_is_not_drawn_by_design():
