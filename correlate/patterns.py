@@ -521,9 +521,15 @@ def both_ends(scene: Scene) -> Verdict | None:
                 mine = {id(x) for x in evs}
                 down = [p if p.key != kb else replace(p, events=[x for x in p.events if id(x) not in mine])
                         for p in down if p.key != kb or any(id(x) not in mine for x in p.events)]
+                # a link the wiring names (-R) down at both ends is a fault of the link, an error as a link inactive
+                # where the platform wires it is (link.inactive_where_wired): nvlink -s's "<inactive>" is a warning of
+                # its own (by design on a PCIe card), and a bridged pair's link down at both ends, "drain both GPUs'
+                # jobs", was a warning no page went out for (a fresh user's trial); an Xid keeps its own severity
+                down_ = all(x.kind == "nvlink_down" for x in evs) and \
+                    max(x.sev for x in scene.faults()) < SEVERITY_RANK["error"]
                 return Verdict(
                     pattern="link.both_ends", category="link_fault", initiator=init, initiator_events=evs,
-                    downstream=down, context=ctx, confidence=0.9,
+                    downstream=down, context=ctx, confidence=0.9, severity="error" if down_ else None,
                     explanation=(f"Both ends of one NVLink report {'errors' if a.xid is not None else a.kind} — "
                                  f"{ka} link {a.link} ({fault_name(a)}) and {far[0]} link {far[1]} ({fault_name(b)})"
                                  " — and neither GPU failed otherwise: the link itself (cable, connector, trace or "

@@ -6486,6 +6486,9 @@ def test_a_link_down_at_both_ends_is_the_link_and_its_next_poll_a_recurrence(pip
             "link", "0000:01:00.0", "0000:41:00.0", 1)
         assert "reset both GPUs (nvidia-smi -r -i 0000:01:00.0, then -i 0000:41:00.0)" in inc["next_action"]
         assert "nvml.nvlink_inactive" in inc["explanation"] and inc["downstream"] == []
+        # a wired link down: an error, as link.inactive_where_wired's (nvlink -s's own line is a warning: it was one,
+        # below page_min_severity, while its action drained both GPUs: a fresh user's trial)
+        assert inc["severity"] == "error", inc["severity"]
     assert first["start"] < second["start"] and second["recurrence"]["previous"] == [first["id"]]
 
 
