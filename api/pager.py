@@ -261,8 +261,10 @@ def incident_url(base_url: str | None, incident_id: str) -> str | None:
 
 def describe_initiator(inc: dict[str, Any]) -> str:
     """``NVLink 14 of GPU 0000:9a:00.0 on node01 (Xid 149)``, ``NVLinks 3, 5 of GPU index 3 on node011
-    (nvlink_down)`` when its ``links`` are several; ``rank 5 on node03 (nccl_timeout)``; ``node12
-    (fabric_manager)``, a fault of the host; ``no single culprit (node01)``."""
+    (nvlink_down)`` when its ``links`` are several; a link's own initiator (``device_type`` ``link``, both ends
+    reporting it: correlate.patterns.both_ends) ``NVLink 1 of GPU 0000:01:00.0 to GPU 0000:41:00.0 on ws72
+    (nvlink_down)``; ``rank 5 on node03 (nccl_timeout)``; ``node12 (fabric_manager)``, a fault of the host; ``no
+    single culprit (node01)``."""
     i = inc.get("initiator") or {}
     host = i.get("host") or "unknown host"
     if not i.get("device_type"):
@@ -283,6 +285,14 @@ def describe_initiator(inc: dict[str, Any]) -> str:
         what = f"the rank{f' {rank}' if rank is not None else ''} on {what}"
     port = i["device_type"] in ("nic", "nvswitch")
     links = i.get("links") or []
+    if i["device_type"] == "link":
+        # the link's links, its end and its far end, as the table says them ("ws72 link 0000:01:00.0 link 1 <->
+        # 0000:41:00.0"): the page said "NVLink 0000:01:00.0 on ws72", no link and no other end (a fresh user's trial)
+        nums = links if len(links) > 1 else [i["link"]] if i.get("link") is not None else []
+        what = (f"{'NVLinks' if len(nums) > 1 else 'NVLink'} {', '.join(map(str, nums))} of GPU {dev or '(unnamed)'}"
+                if nums else f"NVLink of GPU {dev or '(unnamed)'}")
+        if i.get("peer"):
+            what += f" to GPU {i['peer']}"
     if len(links) > 1 and i["device_type"] != "link":
         # every link of the initiator, as the table and the incident page say them ("links 3,5"): the page said
         # "NVLink 3 of GPU index 3" of V100 links 3 and 5 both inactive (a fresh user's trial)

@@ -148,6 +148,16 @@ def test_pages_name_every_link_of_the_initiator_as_the_table_does():
     assert describe_initiator(nic) == "ports 1, 2 of NIC mlx5_32 on node015 (ib_port)"
     one = {**inc, "initiator": {**nic["initiator"], "links": [1]}}  # one link: as before
     assert describe_initiator(one) == "port 1 of NIC mlx5_32 on node015 (ib_port)"
+    # a link both ends reported (link.both_ends): its link numbers and both ends, as the table; the page said
+    # "NVLink 0000:01:00.0 on ws72 (nvlink_down)" (a fresh user's trial)
+    link = {**inc, "initiator": {"host": "ws72", "device_type": "link", "device": "0000:01:00.0",
+                                 "peer": "0000:41:00.0", "link": 1, "links": [1], "kind": "nvlink_down",
+                                 "fault": "nvlink_down", "events": ["e1", "e2"]}}
+    assert describe_initiator(link) == "NVLink 1 of GPU 0000:01:00.0 to GPU 0000:41:00.0 on ws72 (nvlink_down)"
+    assert table_initiator(link["initiator"]) == "ws72 link 0000:01:00.0 link 1 <-> 0000:41:00.0"
+    bridge = {**link, "initiator": {**link["initiator"], "links": [0, 1, 2, 3], "link": 0}}
+    assert describe_initiator(bridge) == \
+        "NVLinks 0, 1, 2, 3 of GPU 0000:01:00.0 to GPU 0000:41:00.0 on ws72 (nvlink_down)"
 
 
 def test_payloads_name_initiator_category_next_action_and_link():
