@@ -186,18 +186,27 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                         verify.append(c)
             # each candidate's own action where it names the candidate (a reset's `nvidia-smi -r -i N`): the first
             # candidate's alone told to reset one GPU of a link down at both ends (a fresh user's trial)
-            actions, said = [action], set(_SENTENCE_END.split(action))
+            base = _SENTENCE_END.split(action)
+            slots: list[list[str]] = [[t] for t in base]  # each sentence of the first's, then the others' own
+            actions, said = [action], set(base)
             for evs in list(by_key.values())[1:ACTIONS_NAMED]:
-                # only what differs: the sentence that names this candidate, not the whole action again
-                other = [t for t in _SENTENCE_END.split(default_action(scene, replace(v, initiator_events=evs))[0])
-                         if t not in said]
+                # only what differs: the sentence that names this candidate, not the whole action again, beside the
+                # first candidate's sentence it stands for (SGLang's "An SGLang scheduler (TP rank 1) died …" came
+                # after the shared advice, as if a new finding: a fresh user's trial); at the end where the two
+                # actions do not split into as many sentences
+                own = _SENTENCE_END.split(default_action(scene, replace(v, initiator_events=evs))[0])
+                other = [t for t in own if t not in said]
                 if other:
                     said.update(other)
                     actions.append(" ".join(other))
+                    for j, t in enumerate(own):
+                        if t in other:
+                            (slots[j] if len(own) == len(base) else slots[-1]).append(t)
+            action = " ".join(t for slot in slots for t in slot)
             # once the actions name their candidates, the ones past ACTIONS_NAMED are counted (counted only when
             # the four named differed: two of them alike left the rest unsaid, a break-it pass)
             more = len(by_key) - ACTIONS_NAMED if len(actions) > 1 and len(by_key) > ACTIONS_NAMED else 0
-            return sentences(f"Every candidate reports the same fault ({fault_name(same[0])})", *actions,
+            return sentences(f"Every candidate reports the same fault ({fault_name(same[0])})", action,
                              f"the same for {more} more candidate{'s' * (more != 1)}" if more else ""), verify
         kinds = _kinds_of_faults(scene)
         if kinds:  # a few kinds of fault, each naming its cause: each one's own action, then what to collect

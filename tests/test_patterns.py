@@ -6507,6 +6507,22 @@ def test_one_fault_on_every_candidate_gives_each_candidates_own_action(pipeline)
     assert action.count("The nvidia-smi table reads") == 1, action
 
 
+def test_one_fault_on_every_candidate_puts_each_candidates_own_sentence_beside_the_first_ones(pipeline):
+    """SGLang's scheduler exception on TP ranks 0 and 1 (sgl-project/sglang#5491's line form): the candidates' own
+    sentence (which rank died) comes together, before the advice they share; rank 1's came after the whole shared
+    advice, as a new finding, and its "below this line" named no line of the incident (a fresh user's trial)."""
+    text = ("[2025-04-17 16:15:33 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            "[2025-04-17 16:15:33 TP1] Scheduler hit an exception: Traceback (most recent call last):")
+    (inc,) = run(pipeline, text, host="inf01")
+    action = inc["next_action"]
+    assert action.startswith(
+        "Every candidate reports the same fault (sglang.scheduler_exception). An SGLang scheduler (TP rank 0) died of "
+        "the exception its traceback names (the lines after this one in its log), and the server stops. An SGLang "
+        "scheduler (TP rank 1) died of the exception its traceback names (the lines after this one in its log), and "
+        "the server stops. A CUDA or NCCL error there:"), action
+    assert action.endswith("do not drain the GPUs for it alone."), action
+
+
 @pytest.mark.parametrize("gpus, tail", [(4, ""), (5, " The same for 1 more candidate."),
                                         (7, " The same for 3 more candidates.")])
 def test_one_fault_on_more_candidates_than_are_named_counts_the_rest(pipeline, gpus, tail):
