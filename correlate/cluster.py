@@ -172,8 +172,15 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 sub_hosts: dict[str, list[int]] = defaultdict(list)
                 for k, e in enumerate(sub_faults):
                     sub_hosts[e.host].append(k)
+                # an effect in several buckets (a fault of two communicators; _jobs_apart's parts share the faults of
+                # no job) takes its nearest cause over all of them: the first bucket's nearest, in a bucket without
+                # the nearer cause of another, joined two jobs' components (the clustering property test)
+                nearest: dict[int, tuple[int, int, int]] = {}
                 for idx in _buckets(rule.relation, sub_faults, sub_hosts, topo, rels, apart_memo):
-                    _reach([sub[k] for k in idx], sides, faults, starts, w, slack, dsu, clocks, int(rule.lead_s * S))
+                    _reach([sub[k] for k in idx], sides, faults, starts, w, slack, nearest, clocks,
+                           int(rule.lead_s * S))
+                for i, (_d, _s, j) in nearest.items():
+                    dsu.union(i, j)
             continue
         if rule.relation == "peer_host":
             _join_peers(faults, by_host, topo, starts, w, slack, dsu, clocks,
@@ -590,14 +597,16 @@ def _sides(bit: int, shapes: list[tuple[list[int], int]]) -> tuple[set[int], set
 
 
 def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], starts: list[int], w: int,
-           slack: int, dsu: _DSU, clocks: Clocks, lead: int = 0) -> None:
-    """Join each effect fault of the bucket ``idx`` to its nearest cause fault (by start) that may have caused it
-    within ``w``: ``window.within`` (the window, resolutions and, across hosts, both skews) and ``window.may_cause``
-    (not clearly after it: a Fabric Manager failure hours after an NVLS error is none of its cause); ``slack``
-    bounds how much farther than ``w`` that can be (µs); ``lead``: how much later than an effect its cause may be
-    logged (µs, the rule's ``lead_s``). Of equally near causes, the earlier, then the first in ``faults`` order. A
-    binary search per effect over the bucket's causes sorted by start, then outwards from it, nearest first: a host's
-    thousands of Fabric Manager lines cost an effect the few nearest, not all of them."""
+           slack: int, nearest: dict[int, tuple[int, int, int]], clocks: Clocks, lead: int = 0) -> None:
+    """Note in ``nearest`` (effect index -> (distance µs, start µs, cause index), the least kept over the buckets an
+    effect is in; the caller joins each pair) each effect fault of the bucket ``idx``'s nearest cause fault (by
+    start) that may have caused it within ``w``: ``window.within`` (the window, resolutions and, across hosts,
+    both skews) and ``window.may_cause`` (not clearly after it: a Fabric Manager failure hours after an NVLS error
+    is none of its cause); ``slack`` bounds how much farther than ``w`` that can be (µs); ``lead``: how much later
+    than an effect its cause may be logged (µs, the rule's ``lead_s``). Of equally near causes, the earlier, then
+    the first in ``faults`` order. A binary search per effect over the bucket's causes sorted by start, then outwards
+    from it, nearest first: a host's thousands of Fabric Manager lines cost an effect the few nearest, not all of
+    them."""
     cause, effect = sides
     causes = sorted((i for i in idx if i in cause), key=starts.__getitem__)
     if not causes:
@@ -606,12 +615,14 @@ def _reach(idx: list[int], sides: tuple[set[int], set[int]], faults: list[Ev], s
     for i in idx:
         if i not in effect:
             continue
-        for _d, near in _outward(cs, causes, starts[i], w + slack):
+        for d, near in _outward(cs, causes, starts[i], w + slack):
             j = next((j for j in sorted(near, key=lambda j: (starts[j], j))
                       if j != i and within(faults[j], faults[i], w, clocks)
                       and may_cause(faults[j], faults[i], w, clocks, lead)), None)
             if j is not None:
-                dsu.union(i, j)
+                got = (d, starts[j], j)
+                if i not in nearest or got < nearest[i]:
+                    nearest[i] = got
                 break
 
 

@@ -736,7 +736,11 @@ class Relations:
             kc, ke = self.key(c), self.key(e)
             if kc is not None and ke is not None:
                 return kc == ke
-            return c.subject() == e.subject() and c.subject()[2] is not None and self.scope(c) == self.scope(e)
+            # a rank's two lines (no GPU named) only when their scopes are equal (two jobs' "rank 0"); a device named
+            # by its bus id is that device whatever rank printed it (cluster._buckets keys it so: an NVSwitch's Xid
+            # and a rank's line naming that switch were one device there and two here, the clustering property test)
+            return (c.subject() == e.subject() and c.subject()[2] is not None
+                    and (c.subject()[1] != "rank" or self.scope(c) == self.scope(e)))
         if rel == "cause_xid":
             return e.cause_xid is not None and c.xid == e.cause_xid and self.holds("same_gpu", c, e)
         if rel == "nvlink_peer":

@@ -292,6 +292,39 @@ def test_one_host_links_hold_exactly_at_the_tolerance():
                 assert within(evs[0], evs[1], 30 * S, clocks) is linked
 
 
+
+def test_a_device_named_by_its_bus_id_is_one_device_whatever_rank_printed_it():
+    """An NVSwitch's fault and a rank's line naming that switch by its PCI bus id are one device's (``same_device``)
+    in the relation as in ``cluster._buckets``' keys: the relation asked their rank scopes to agree (which tells two
+    jobs' "rank 0" apart, a line naming no device), so a draw of the clustering property found them one component in
+    ``components`` and two in the definition."""
+    topo = Topology()
+    topo.comm_ranks["c1"][0] = ("h0", None)
+    switch = dataclasses.replace(_fault(0, 349 * S, 1), device_type="nvswitch", severity="warning")
+    ranks = dataclasses.replace(switch, event_id="e1", ts=0, severity="info", rank=0)
+    assert relation("same_device", switch, ranks, topo) and relation("same_device", ranks, switch, topo)
+    links = [LinkRule(relation="same_device", window_s=900)]
+    clocks = Clocks(skew_us={}, default_skew_us=S)
+    got = sorted(sorted(e.event_id for e in c) for c in components([switch, ranks], links, topo, clocks))
+    assert got == [["e0", "e1"]] == reference([switch, ranks], links, topo, clocks)
+
+
+def test_an_effect_in_two_buckets_joins_its_nearest_cause_over_both():
+    """A link derived from an explains rule joins an effect to its nearest cause among every bucket it is in: a host's
+    faults split by ``_jobs_apart`` (two jobs' communicators, faults of neither in both parts) had an Xid with no job
+    join the far cause of the one part lacking its near cause (61 s against 3 s), and with it two jobs' components
+    (a draw of the clustering property; the definition joins the nearest)."""
+    def xid(i: int, t: int, **kw) -> Ev:
+        return dataclasses.replace(_fault(i, t * S, 1, host="h2"), device=None, severity="warning", **kw)
+    events = [xid(0, 61, gpu_index=0, comm="c2"), xid(1, 0),
+              dataclasses.replace(xid(7, 0, comm="c1"), kind="nccl_error", signature="nccl_error"),
+              xid(9, 64, ts_basis="inherited", precision_us=3 * S, details={"ts_until": 67 * S})]
+    links = [LinkRule(relation="same_domain", window_s=200, cause=[Pred(kind=["ecc", "xid"])],
+                      effect=[Pred(kind=["nccl_error", "nccl_timeout", "xid"])], from_rule="t1")]
+    topo, clocks = Topology(hosts={"h2": HostConfig()}), Clocks(skew_us={}, default_skew_us=S)
+    got = sorted(sorted(e.event_id for e in c) for c in components(events, links, topo, clocks))
+    assert got == [["e0", "e9"], ["e1", "e7"]] == reference(events, links, topo, clocks)
+
 # --- edges (correlate/attribute.py find_edges) -------------------------------------------------------------
 
 EDGE_KINDS = ["xid", "xid", "gpu_off_bus", "sxid", "nvlink_errors", "nvlink_down", "nccl_error", "nccl_timeout",
