@@ -4989,10 +4989,10 @@ def test_a_failed_cdi_generation_names_the_containers_that_found_no_spec(pipelin
 
 
 @pytest.mark.parametrize(("text", "category", "down"), [
-    # CUDA in a container saw no GPU while the host's were fine (tensorflow/tensorflow#44869, gpu-operator#1900):
-    # the container's access, no GPU fault
-    ("2020-11-11 10:46:37.467224: E tensorflow/stream_executor/cuda/cuda_driver.cc:314] failed call to cuInit: "
-     "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n", "other", 0),
+    # CUDA in a container saw no GPU while the host's were fine (NVIDIA/gpu-operator#1900): the container's access,
+    # no GPU fault
+    ("cuda-validation Failed to allocate device vector A (error code no CUDA-capable device is detected)!\n",
+     "other", 0),
     # the same after the host's GPU fell off the bus: a report of the fall
     ("2024-05-01T10:00:00Z kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.\n"
      "2024-05-01T10:00:30Z RuntimeError: CUDA error: no CUDA-capable device is detected\n", "gpu_off_bus", 1),
@@ -5020,6 +5020,24 @@ def test_a_test_that_skips_itself_for_no_gpu_is_no_incident(pipeline, line):
     b = pipeline.run(Decoded(segments=[seg]))
     assert [(e["signature"], e["severity"]) for e in b.events.to_pylist()] == [("cuda.no_device", "info")]
     assert correlate(b.events, b.link_samples, b.topology, now_us=T0) == []
+
+
+@pytest.mark.parametrize("text", [
+    # TensorFlow's probe, printed by every TensorFlow process that sees no GPU, also one kept off the GPUs on purpose
+    # (CUDA_VISIBLE_DEVICES=""): it goes on on the CPU (tensorflow/tensorflow#62494, #255)
+    "2023-11-28 16:42:02.738968: E tensorflow/stream_executor/cuda/cuda_driver.cc:328] failed call to cuInit: "
+    "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n",
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:466] failed call to cuInit: CUDA_ERROR_NO_DEVICE\n",
+    # a test suite that skips its GPU tests on a host or in a container without them
+    "Skipping GPU tests: no CUDA-capable device is detected\n",
+    "skip: no CUDA-capable device is detected\n",
+    # source text quoting the name (a grep, a compiler's context line)
+    '        case cudaErrorNoDevice: return "cudaErrorNoDevice";\n',
+])
+def test_cuda_seeing_no_gpu_on_purpose_raises_no_incident(pipeline, text):
+    """A bare ``cudaErrorNoDevice`` in source text, a test's skip and TensorFlow's cuInit probe from a process kept off
+    the GPUs were each an error incident "CUDA found no GPU" (a leftovers pass): none says a program failed."""
+    assert [i["severity"] for i in run(pipeline, text, host="node05")] == []
 
 
 def test_a_version_mismatch_in_the_gpu_operators_pods_says_to_recreate_them(pipeline):
