@@ -6656,3 +6656,24 @@ def test_an_unregistered_compute_domain_kubelet_plugin_is_the_nodes_kubernetes_s
     assert inc["explanation"].startswith("The kubelet on node01 could not prepare a pod's ComputeDomain claim"), \
         inc["explanation"]
     assert "Fabric Manager on" not in inc["explanation"] and "kubelet-plugin pod" in inc["next_action"], inc
+
+
+DP_XID999 = ("I0723 10:00:30.000000       1 health.go:180] XidCriticalError: Xid=999 on "
+             "Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8; marking device as unhealthy.\n")
+
+
+def test_the_device_plugins_xid_999_is_its_health_event_not_a_driver_xid(pipeline):
+    """NVML gives an Xid event the code 999 when it does not know the Xid (nvml.h, nvmlEventData_t.eventData), and the
+    NVIDIA device plugin prints it as "XidCriticalError: Xid=999 …": read as a driver Xid 999, whose action said to
+    read the kernel's Xid 999 (a leftovers pass). Alone it is the plugin's health event (the GPU is unschedulable
+    until the plugin restarts); after the kernel's Xid of its host, that Xid's downstream report."""
+    (inc,) = run(pipeline, DP_XID999, host="node05")
+    assert inc["initiator"]["fault"] == "k8s.device_plugin.unknown_xid", inc["initiator"]
+    assert (inc["severity"], inc["category"]) == ("warning", "other")
+    assert "unknown Xid" in inc["next_action"] and "restart the device plugin" in inc["next_action"]
+    (inc,) = run(pipeline, "2023-07-23T10:00:00Z kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off "
+                           "the bus.\n" + DP_XID999, host="node05")
+    assert inc["initiator"]["fault"] == "gpu_off_bus", inc["initiator"]
+    assert [(d["device"], d["kind"], d["xid"]) for d in inc["downstream"]] == \
+        [("GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8", "other", None)], inc["downstream"]
+    assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_health_check_report"}
