@@ -6175,6 +6175,29 @@ def test_the_oom_killers_action_names_the_process_it_killed_from_its_later_line(
     assert "killed a process — perl (pid 1440763) — a rank killed so" in inc["next_action"], inc["next_action"]
 
 
+def test_the_oom_killers_summary_names_the_incident_before_its_start_line(pipeline):
+    """From Linux 4.19 the OOM killer prints "<comm> invoked oom-killer", then its one-line summary
+    "oom-kill:constraint=CONSTRAINT_MEMCG,…,oom_memcg=<cgroup>,…,task=<comm>,pid=<pid>" and then "Memory cgroup out of
+    memory: Killed process …", all in one second (mm/oom_kill.c; NVIDIA/DALI#585's start line, leptonai/gpud#70's
+    summary). The start line, first and of equal severity, named the incident with the generic action; the summary
+    says whose limit ran out (a leftovers pass). The start line is a warning now: the summary names the incident, its
+    action the cgroup's limit, and the start line's process is still one of its lines."""
+    stamp = "[Thu Aug 29 06:58:55 2024] "
+    text = "\n".join(stamp + ln for ln in [
+        "python invoked oom-killer: gfp_mask=0x14000c0(GFP_KERNEL), nodemask=(null), order=0, oom_score_adj=829",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-ec9ee266.scope,mems_allowed=0-1,"
+        "oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podeded8c65.slice,task_memcg=/kubepods"
+        ".slice/kubepods-burstable.slice/kubepods-burstable-podeded8c65.slice/cri-containerd-ec9ee266.scope,"
+        "task=pt_main_thread,pid=461754,uid=0",
+        "Memory cgroup out of memory: Killed process 461754 (pt_main_thread) total-vm:812044kB, anon-rss:518420kB, "
+        "file-rss:1240kB, shmem-rss:0kB"])
+    (inc,) = run(pipeline, text, host="gpu-a")
+    assert (inc["initiator"]["fault"], len(inc["initiator"]["events"])) == ("host.oom_kill_summary", 3)
+    assert (inc["severity"], inc["category"]) == ("error", "host_memory")
+    assert inc["next_action"].startswith("The kernel's OOM killer killed pt_main_thread (pid 461754) because a memory "
+                                         "cgroup (/kubepods.slice/"), inc["next_action"]
+
+
 def test_a_rank_whose_checkpoint_write_failed_explains_its_peers_timeouts(pipeline):
     """torch.save on a full file system: "PytorchStreamWriter failed writing file data/3: file write failed" in a
     DeepSpeed ZeRO save (zai-org/ChatGLM-6B#1166; h2oai/h2o-llmstudio#214: the output volume full). No event before
