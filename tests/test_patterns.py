@@ -6700,3 +6700,18 @@ def test_the_device_plugins_xid_999_is_its_health_event_not_a_driver_xid(pipelin
     assert [(d["device"], d["kind"], d["xid"]) for d in inc["downstream"]] == \
         [("GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8", "other", None)], inc["downstream"]
     assert {x["rule"] for x in inc["evidence"]} == {"gpu_fault.explains_health_check_report"}
+
+
+DUMP_LOCAL = ("[rank1]:[E1128 21:11:49.041194513 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+              "Received a dump signal due to a collective timeout from this local rank and we will try our best to "
+              "dump the debug info. Last enqueued NCCL work: {e}, last completed NCCL work: {c}.\n")
+
+
+@pytest.mark.parametrize(("works", "never"), [(("22", "21"), False), (("-1", "-1"), True)])
+def test_a_dump_on_a_local_timeout_explains_minus_one_only_when_the_line_says_it(pipeline, works, never):
+    """torch.dump_on_local_timeout's action said "-1 and -1 mean the rank never launched a collective on this process
+    group" of every line, also one whose last works were 22 and 21 (a leftovers pass; ProcessGroupNCCL.cpp's format,
+    sgl-project/sglang#10216's -1 line)."""
+    (inc,) = run(pipeline, DUMP_LOCAL.format(e=works[0], c=works[1]), host="node05")
+    assert ("never launched a collective" in inc["next_action"]) is never, inc["next_action"]
+    assert (f"last enqueued work {works[0]}, last completed {works[1]}" in inc["next_action"]) is not never
