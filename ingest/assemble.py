@@ -44,8 +44,8 @@ import numpy as np
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, plausible, resolve_year,
-                           resolve_year_after, to_us)
+from ingest.prefix import (US, Prefix, clock_us, hours_apart, parse_iso_us, parse_prefix, plausible,
+                           resolve_year, resolve_year_after, to_us)
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -489,6 +489,8 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # segments some of whose hits print a wall-clock stamp: an epoch (UTC) there may disagree with their local time
     stamped = {id(h.seg) for h in hits if h.prefix.ts is not None or h.prefix.yearless is not None
                or h.prefix.clock is not None}
+    # segments whose year-less, zoneless header a message's own zoned stamp showed to be another zone's: the shift, µs
+    header_shift: dict[int, set[int]] = {}
     for h in hits:
         p = h.prefix
         if p.ts is None and p.mono is None:
@@ -541,6 +543,12 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             t = resolve_year(*p.yearless, own, tz)
             if t is not None and abs(t - own) <= 86400 * US:
                 p.ts, p.yearless = t, None
+                if hours_apart(own, t):
+                    # ... and whole hours from it: the header (no year, no zone) is another zone's local time, the
+                    # message's stamp says its zone (logrus' time="…+11:00" under rsyslog's header read as UTC, a
+                    # leftovers pass): the message's instant, and the segment's other header-only lines move with it
+                    p.ts = own
+                    header_shift.setdefault(id(h.seg), set()).add(round((own - t) / (900 * US)) * 900 * US)
         elif (p.ts is None and p.mono is None and p.yearless is None
               and (own := _own_date(_record_text(p.rest))) is not None):
             # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
@@ -570,6 +578,8 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         for h in hits:
             if h.prefix.yearless is not None and h.seg.ref_basis == "file" and id(h) not in done:
                 h.row["details"]["ts_year_from"] = "related" if id(h) in related else "file"
+    if header_shift:
+        _shift_headers(hits, header_shift)
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
     _date_clocks(hits, tz)
@@ -834,6 +844,17 @@ def _shift_zoneless(hits: list[Hit]) -> None:
     for h in hits:
         got = shifts.get(id(h.seg))
         if got is not None and len(got) == 1 and h.prefix.zoneless and h.prefix.ts is not None:
+            h.prefix.ts += next(iter(got))
+
+
+def _shift_headers(hits: list[Hit], shifts: dict[int, set[int]]) -> None:
+    """Move the year-less header lines of each segment in ``shifts`` (segment id -> the shifts, µs, its messages' own
+    zoned stamps gave: ``resolve_times`` step 1) by its one shift, as :func:`_shift_zoneless` moves a wrapper's lines:
+    an Xid under the same syslog header as a logrus line dated by its own ``+11:00`` stamp stayed 11 hours from it.
+    Several shifts in a segment: none is moved."""
+    for h in hits:
+        got = shifts.get(id(h.seg))
+        if got is not None and len(got) == 1 and h.prefix.yearless is not None and h.prefix.ts is not None:
             h.prefix.ts += next(iter(got))
 
 

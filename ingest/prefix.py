@@ -703,7 +703,7 @@ def placeholder_host(name: str) -> bool:
     return (ip.ipv4_mapped or ip).is_loopback if isinstance(ip, ipaddress.IPv6Address) else ip.is_loopback
 
 
-def _hours_apart(a: int, b: int) -> bool:
+def hours_apart(a: int, b: int) -> bool:
     """``a`` and ``b`` (µs) are 1 – 14 whole hours apart, give or take 2 s (two clocks of one instant, one of them
     in another zone; the stamps may be taken a moment apart)."""
     hours = round((a - b) / (3600 * US))
@@ -946,7 +946,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 us, prec = _frac_us(m["frac"])
                 stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
                 t = resolve_year(*stamp, ref_us if p.ts is None else p.ts, tz)
-                if t is not None and (p.ts is None or _hours_apart(t, p.ts)):
+                if t is not None and (p.ts is None or hours_apart(t, p.ts)):
                     # a wrapper's stamp without a zone whole hours from the process's own: one of them is another
                     # zone's, and the process's is the one its lines without the wrapper print
                     # ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969…]": one rank's timeout was two incidents

@@ -1559,6 +1559,22 @@ def test_a_year_less_header_takes_the_year_of_its_messages_own_stamp(pipeline, l
     assert ev["ts"].year == year
 
 
+def test_a_messages_zoned_stamp_under_a_zoneless_header_gives_the_instant_and_moves_the_header_lines(pipeline):
+    """rsyslog's header ("Apr 30 21:13:04 node1 …") has no year and no zone; logrus' ``time="…+11:00"`` in the message
+    says both. The header's year came from the message's stamp but its time of day stayed, read in the decode zone
+    (UTC): a line 11 hours from the instant its own stamp says, and from the kernel lines of the same header beside
+    it that print no stamp of their own (a leftovers pass). Whole hours apart, the message's stamp gives the instant
+    and the segment's header-only lines move by as much; a stamp seconds from the header leaves it as it was."""
+    text = ('Apr 30 21:13:04 node1 dockerd[10261]: time="2024-04-30T21:13:04.829815111+11:00" level=error '
+            'msg="nvidia-container-cli: detection error: nvml error: unknown error: unknown"\n'
+            "Apr 30 21:13:05 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.")
+    got = [ev["ts"].isoformat()[:19] for ev in _file_events(pipeline, text)]
+    assert got == ["2024-04-30T10:13:04", "2024-04-30T10:13:05"], got
+    same = text.replace("+11:00", "Z")
+    assert [ev["ts"].isoformat()[:19] for ev in _file_events(pipeline, same)] == \
+        ["2024-04-30T21:13:04", "2024-04-30T21:13:05"]
+
+
 def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
     """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
     bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
