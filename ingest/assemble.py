@@ -489,9 +489,10 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     # segments some of whose hits print a wall-clock stamp: an epoch (UTC) there may disagree with their local time
     stamped = {id(h.seg) for h in hits if h.prefix.ts is not None or h.prefix.yearless is not None
                or h.prefix.clock is not None}
-    # segments whose year-less, zoneless header a message's own zoned stamp showed to be another zone's: the shift, µs
-    header_shift: dict[int, set[int]] = {}
-    for h in hits:
+    # (stream, host) -> (hit index, shift µs) of its lines whose own zoned stamp showed their year-less, zoneless
+    # header to be another zone's
+    header_shift: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for i, h in enumerate(hits):
         p = h.prefix
         if p.ts is None and p.mono is None:
             details = h.row["details"]
@@ -543,12 +544,14 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             t = resolve_year(*p.yearless, own, tz)
             if t is not None and abs(t - own) <= 86400 * US:
                 p.ts, p.yearless = t, None
-                if hours_apart(own, t):
-                    # ... and whole hours from it: the header (no year, no zone) is another zone's local time, the
-                    # message's stamp says its zone (logrus' time="…+11:00" under rsyslog's header read as UTC, a
-                    # leftovers pass): the message's instant, and the segment's other header-only lines move with it
+                if _zones_apart(own, t):
+                    # ... and whole hours from it (quarter hours: +05:30, +05:45): the header (no year, no zone) is
+                    # another zone's local time, the message's stamp says its zone (logrus' time="…+11:00" under
+                    # rsyslog's header read as UTC, a leftovers pass): the message's instant, and its host's other
+                    # header-only lines of the stream move with it
                     p.ts = own
-                    header_shift.setdefault(id(h.seg), set()).add(round((own - t) / (900 * US)) * 900 * US)
+                    header_shift.setdefault((h.seg.stream, h.row["host"]), []).append(
+                        (i, round((own - t) / (900 * US)) * 900 * US))
         elif (p.ts is None and p.mono is None and p.yearless is None
               and (own := _own_date(_record_text(p.rest))) is not None):
             # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
@@ -847,15 +850,29 @@ def _shift_zoneless(hits: list[Hit]) -> None:
             h.prefix.ts += next(iter(got))
 
 
-def _shift_headers(hits: list[Hit], shifts: dict[int, set[int]]) -> None:
-    """Move the year-less header lines of each segment in ``shifts`` (segment id -> the shifts, µs, its messages' own
-    zoned stamps gave: ``resolve_times`` step 1) by its one shift, as :func:`_shift_zoneless` moves a wrapper's lines:
-    an Xid under the same syslog header as a logrus line dated by its own ``+11:00`` stamp stayed 11 hours from it.
-    Several shifts in a segment: none is moved."""
-    for h in hits:
-        got = shifts.get(id(h.seg))
-        if got is not None and len(got) == 1 and h.prefix.yearless is not None and h.prefix.ts is not None:
-            h.prefix.ts += next(iter(got))
+def _zones_apart(a: int, b: int) -> bool:
+    """``a`` and ``b`` (µs) are 15 minutes to 14 hours apart in whole quarter hours, give or take 2 s: two clocks of
+    one instant in two zones (every zone's offset is whole quarter hours: India's +05:30, Nepal's +05:45, as
+    :func:`ingest.prefix.hours_apart` for whole hours)."""
+    quarters = round((a - b) / (900 * US))
+    return 1 <= abs(quarters) <= 56 and abs(a - b - quarters * 900 * US) <= 2 * US
+
+
+def _shift_headers(hits: list[Hit], shifts: dict[tuple[str, str], list[tuple[int, int]]]) -> None:
+    """Move the year-less header lines of each (stream, host) in ``shifts`` (-> (index in ``hits``, shift µs) of the
+    lines whose own zoned stamp gave a shift: ``resolve_times`` step 1) by the shift of the nearest such line in the
+    stream's order, as :func:`_shift_zoneless` moves a wrapper's lines: an Xid under the same syslog header as a
+    logrus line dated by its own ``+11:00`` stamp stayed 11 hours from it. Keyed by stream, not segment: a Kafka
+    record is a segment of its own, and the Xid record beside the logrus one stayed 11 hours off where ``diagnose``
+    of the same lines moved it; by host: a central syslog server's file holds several machines' headers, each in
+    its zone (another host's shift moved an Xid 11 hours). The nearest line's, not one shift for all: the header's
+    zone changes its offset inside a file that spans a change of daylight saving time (+01:00 then +02:00 each
+    moved their own line and none of the Xids beside them, an hour from them; a break-it pass)."""
+    nearest = {key: nearest_dated(got) for key, got in shifts.items()}
+    for i, h in enumerate(hits):
+        if h.prefix.yearless is not None and h.prefix.ts is not None and \
+                (of := nearest.get((h.seg.stream, h.row["host"]))) is not None:
+            h.prefix.ts += of(i)
 
 
 #: how far a clock line's time may go back from the line before it in its log (two CPUs' lines, two processes' buffered

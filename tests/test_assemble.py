@@ -1575,6 +1575,60 @@ def test_a_messages_zoned_stamp_under_a_zoneless_header_gives_the_instant_and_mo
         ["2024-04-30T21:13:04", "2024-04-30T21:13:05"]
 
 
+_LOGRUS = ('{d} {hms} {host} dockerd[10261]: time="{iso}" level=error '
+           'msg="nvidia-container-cli: detection error: nvml error: unknown error: unknown"')
+_XID = "{d} {hms} {host} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus."
+
+
+def test_a_messages_zoned_stamp_moves_its_own_hosts_header_lines_by_the_shift_nearest_them(pipeline):
+    """The shift a logrus stamp gives its zoneless syslog header is its host's, and the header's zone's offset
+    at that time (a break-it pass): a central syslog server's file holds several machines' headers each in its own
+    zone (node1's +11:00 moved node2's Xid 11 hours); a file across a change of daylight saving time has two
+    shifts (+01:00 then +02:00: each moved its own line and none of the Xids beside them, an hour off); India's
+    +05:30 is no whole hours (the line stayed 5.5 hours from its own stamp)."""
+    def times(*lines: str) -> list[tuple[str, str]]:
+        return [(ev["host"], ev["ts"].isoformat()[:19]) for ev in _file_events(pipeline, "\n".join(lines))]
+
+    hms = "21:13:04"
+    logrus = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso="2024-04-30T21:13:04.829815111+11:00")
+    assert times(logrus, _XID.format(d="Apr 30", hms="21:13:05", host="node2")) == [
+        ("node1", "2024-04-30T10:13:04"), ("node2", "2024-04-30T21:13:05")]
+    # Europe/Berlin's headers read in UTC; its clocks went forward on 2024-03-31 at 01:00 UTC
+    winter = _LOGRUS.format(d="Mar 30", hms="10:00:00", host="node1", iso="2024-03-30T10:00:00.1+01:00")
+    summer = _LOGRUS.format(d="Mar 31", hms="12:00:00", host="node1", iso="2024-03-31T12:00:00.1+02:00")
+    assert times(winter, _XID.format(d="Mar 30", hms="10:00:01", host="node1"),
+                 summer, _XID.format(d="Mar 31", hms="12:00:01", host="node1")) == [
+        ("node1", "2024-03-30T09:00:00"), ("node1", "2024-03-30T09:00:01"),
+        ("node1", "2024-03-31T10:00:00"), ("node1", "2024-03-31T10:00:01")]
+    for zone, want in (("+05:30", "04-30T15:43"), ("+05:45", "04-30T15:28"), ("-09:30", "05-01T06:43")):
+        india = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso=f"2024-04-30T21:13:04.829815111{zone}")
+        got = times(india, _XID.format(d="Apr 30", hms="21:13:05", host="node1"))
+        assert got == [("node1", f"2024-{want}:04"), ("node1", f"2024-{want}:05")], (zone, got)
+    # a stamp 20 minutes and 7 seconds from its header is no zone's: the header's time stands
+    stale = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso="2024-04-30T20:52:57Z")
+    assert times(stale, _XID.format(d="Apr 30", hms="21:13:05", host="node1")) == [
+        ("node1", "2024-04-30T21:13:04"), ("node1", "2024-04-30T21:13:05")]
+
+
+def test_a_messages_zoned_stamp_moves_the_header_lines_of_the_kafka_records_beside_it(pipeline):
+    """A shipper's one line per Kafka record: each record is a segment of its own, and the Xid record beside the
+    logrus one stayed 11 hours from it where ``diagnose`` of the same lines moved it (a break-it pass). The
+    records are aiokafka's own ``ConsumerRecord``s, decoded as the consumer decodes a partition (no broker: the
+    pipeline reads what the consumer hands it)."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.decode import decode_partition
+    lines = [_LOGRUS.format(d="Apr 30", hms="21:13:04", host="node1", iso="2024-04-30T21:13:04.829815111+11:00"),
+             _XID.format(d="Apr 30", hms="21:13:05", host="node1")]
+    records = [ConsumerRecord(topic="fleet.syslog", partition=0, offset=i, timestamp=T0 // 1000, timestamp_type=0,
+                              key=b"node1", value=line.encode(), checksum=None, serialized_key_size=5,
+                              serialized_value_size=len(line), headers=[]) for i, line in enumerate(lines)]
+    got = [ev["ts"].isoformat()[:19] for ev in
+           pipeline.run(decode_partition("fleet.syslog", 0, records)).events.to_pylist()]
+    assert got == ["2024-04-30T10:13:04", "2024-04-30T10:13:05"], got
+    assert got == [ev["ts"].isoformat()[:19] for ev in _file_events(pipeline, "\n".join(lines))]
+
+
 def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
     """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
     bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
