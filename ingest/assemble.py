@@ -552,6 +552,9 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
                     p.ts = own
                     header_shift.setdefault((h.seg.stream, h.row["host"]), []).append(
                         (i, round((own - t) / (900 * US)) * 900 * US))
+                elif abs(own - t) <= 2 * US:
+                    # seconds from it: the header is the decode zone's, and the lines nearest this one stay
+                    header_shift.setdefault((h.seg.stream, h.row["host"]), []).append((i, 0))
         elif (p.ts is None and p.mono is None and p.yearless is None
               and (own := _own_date(_record_text(p.rest))) is not None):
             # a logrus text record with no header before it (time="2024-09-30T19:49:46Z" level=error msg="…": the
@@ -581,7 +584,7 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
         for h in hits:
             if h.prefix.yearless is not None and h.seg.ref_basis == "file" and id(h) not in done:
                 h.row["details"]["ts_year_from"] = "related" if id(h) in related else "file"
-    if header_shift:
+    if any(shift for got in header_shift.values() for _i, shift in got):
         _shift_headers(hits, header_shift)
     # 2b. clocks without a date take their day from the nearest dated line, else in their log's order back from its
     # reference time (each line at or before the next: a log written before its file's time)
@@ -867,7 +870,9 @@ def _shift_headers(hits: list[Hit], shifts: dict[tuple[str, str], list[tuple[int
     of the same lines moved it; by host: a central syslog server's file holds several machines' headers, each in
     its zone (another host's shift moved an Xid 11 hours). The nearest line's, not one shift for all: the header's
     zone changes its offset inside a file that spans a change of daylight saving time (+01:00 then +02:00 each
-    moved their own line and none of the Xids beside them, an hour from them; a break-it pass)."""
+    moved their own line and none of the Xids beside them, an hour from them; a break-it pass). A line whose stamp
+    is seconds from its header is a shift of 0: one replayed record whose ``time=`` is whole hours old moved every
+    line of its file (a break-it pass)."""
     nearest = {key: nearest_dated(got) for key, got in shifts.items()}
     for i, h in enumerate(hits):
         if h.prefix.yearless is not None and h.prefix.ts is not None and \

@@ -1604,6 +1604,12 @@ def test_a_messages_zoned_stamp_moves_its_own_hosts_header_lines_by_the_shift_ne
         india = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso=f"2024-04-30T21:13:04.829815111{zone}")
         got = times(india, _XID.format(d="Apr 30", hms="21:13:05", host="node1"))
         assert got == [("node1", f"2024-{want}:04"), ("node1", f"2024-{want}:05")], (zone, got)
+    # one replayed record whose time= is three hours old (a stamp seconds from its header beside the Xid says the
+    # header is the decode zone's): the Xid stays
+    now = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso="2024-04-30T21:13:04.5Z")
+    old = _LOGRUS.format(d="Apr 30", hms="21:20:00", host="node1", iso="2024-04-30T18:20:00.5Z")
+    assert times(now, _XID.format(d="Apr 30", hms="21:13:05", host="node1"), old) == [
+        ("node1", "2024-04-30T21:13:04"), ("node1", "2024-04-30T21:13:05"), ("node1", "2024-04-30T18:20:00")]
     # a stamp 20 minutes and 7 seconds from its header is no zone's: the header's time stands
     stale = _LOGRUS.format(d="Apr 30", hms=hms, host="node1", iso="2024-04-30T20:52:57Z")
     assert times(stale, _XID.format(d="Apr 30", hms="21:13:05", host="node1")) == [
