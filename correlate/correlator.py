@@ -30,7 +30,7 @@ from correlate.model import Ev, events_from_table, follow_reports, follow_watchd
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
-from correlate.window import Clocks, collective_skew, estimate_clocks
+from correlate.window import AppendDelays, Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 from schemas.events import SEVERITY_RANK
@@ -343,7 +343,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
               rules: Rules | None = None, catalog: Catalog | None = None,
               previous: list[dict[str, Any]] | None = None,
               cache: AttributionCache | None = None, built: Topology | None = None,
-              unique: bool = False) -> list[dict[str, Any]]:
+              unique: bool = False, delays: AppendDelays | None = None) -> list[dict[str, Any]]:
     """Incidents (DESIGN.md shape) for a batch of events, sorted by start.
 
     ``cache``: attributions kept from the caller's last call (:class:`AttributionCache`); the incidents are
@@ -352,7 +352,10 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     these events (one per event_id), ``samples``, ``topology`` and ``settings.hosts`` — and of older
     membership lines the caller keeps for the topology alone (``StreamCorrelator.wiring``) — when the caller
     needs it too; else it is built here from the events. ``unique``: the caller's events have one event per
-    event_id already (the streaming correlator's, kept by id), so none is dropped as a replay's copy."""
+    event_id already (the streaming correlator's, kept by id), so none is dropped as a replay's copy. ``delays``:
+    the summary of the append delays of these events and of older ones the caller forgot
+    (``window.AppendDelays``, ``StreamCorrelator.delays``), which the clock estimates are read from; else these
+    events'."""
     settings = settings or Settings()
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
@@ -362,7 +365,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     follow_watchdogs(evs)
     evs = follow_reports(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
-    skew, offsets = estimate_clocks(evs)
+    skew, offsets = estimate_clocks(evs, delays=delays)
     for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts
         skew[h] = max(skew.get(h, 0), bound)
     clocks = settings.clocks.with_estimates(skew)

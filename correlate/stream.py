@@ -64,7 +64,7 @@ from correlate.model import Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu,
                                 line_facts, rank_membership, teaches_topology)
-from correlate.window import SKEW_CAP_US, Watermark, closes
+from correlate.window import SKEW_CAP_US, AppendDelays, Watermark, closes
 from ingest.catalog import Catalog, default_catalog
 from ingest.gcpause import gc_paused
 from schemas.incidents import iso_us
@@ -185,6 +185,9 @@ class StreamCorrelator:
     #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
     #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
     held_since: dict[str, int] = field(default_factory=dict, repr=False)
+    #: the append delays of every event held since the start, forgotten ones too: the clock estimates are read
+    #: from them (``window.AppendDelays``), as the batch correlator reads them from every event
+    delays: AppendDelays = field(default_factory=AppendDelays, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
     #: the last step's topology and what it was learned from (``_learn``)
@@ -226,6 +229,7 @@ class StreamCorrelator:
                 self.fresh.append(e.event_id)
             else:
                 self.events[e.event_id] = e
+                self.delays.observe(e)
                 self.fresh.append(e.event_id)
                 if self._teaches(e):
                     self.teaching[e.event_id] = rank_membership(e)
@@ -353,6 +357,10 @@ class StreamCorrelator:
                 self.returned.update(e.event_id for e in read)
             elif any(is_fault(e, catalog) for e in read):
                 self.cold.update((e.event_id, e) for e in read)
+            else:
+                continue
+            for e in read:  # read from the lake now, held since: their delays are the stream's (``delays``)
+                self.delays.observe(e)
 
     def add_older_facts(self, samples: pa.Table | None, topology: pa.Table | None) -> None:
         """Link samples and topology facts read back from the lake for hosts a correlate worker has just begun to
@@ -416,7 +424,7 @@ class StreamCorrelator:
         learned = self._learn(evs, samples, topo)
         incidents = correlate(evs, samples, topo, settings=self.settings, now_us=now_us, rules=self.rules,
                               previous=[v[2] for v in self.emitted.values()], cache=self.cache, built=learned,
-                              unique=True)  # ``events`` is keyed by event_id
+                              unique=True, delays=self.delays)  # ``events`` is keyed by event_id
         by_id = {e.event_id: e for e in evs}
         out = []
         pending: set[str] = set()  # events of incidents not emitted yet: kept whatever their age

@@ -22,6 +22,7 @@ All times are µs (int).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from correlate.model import Ev
@@ -55,28 +56,113 @@ class Clocks:
         return Clocks(skew_us=dict(self.skew_us), default_skew_us=self.default_skew_us, estimated_us=estimated)
 
 
-def _append_delays(events: list[Ev], min_events: int) -> tuple[dict[str, list[int]], dict[str, int], int] | None:
-    """Per host: ``d = Kafka append time − line time`` of its line-stamped events, their median (hosts with at
-    least ``min_events``, whose median is within :data:`OFFSET_MAX_US`), and the fleet's median of those; None with
-    fewer than two such hosts. A host whose lines arrived more than a day from their stamps is left out: they are
-    old (logs replayed, a backlog shipped late), and their delay says nothing of its clock, nor of the fleet's.
+#: how many of a host's fastest lines per day its clock is read from (:class:`AppendDelays`)
+DELAY_LINES = 20
+#: which of them says the clock: the ``1 / CLOCK_QUANTILE`` quantile of those kept (:meth:`AppendDelays.levels`)
+CLOCK_QUANTILE = 5
+_DAY = 86400 * S
 
-    The fleet's median is taken over the hosts whose median is within :data:`SKEW_CAP_US` of zero when there are
+
+@dataclass(slots=True)
+class AppendDelays:
+    """Per host, a bounded summary of its lines' append delays ``d = Kafka append time − line time`` (µs): per UTC
+    day of append time, the :data:`DELAY_LINES` smallest ``(d, event_id)`` of its line-stamped lines that came
+    through Kafka, apart for the lines stamped further ahead than :data:`SKEW_CAP_US` (``d < −cap``: ``ahead``) and
+    the others (``near``); the host's two newest days are kept. Lines further than :data:`OFFSET_MAX_US` (a day)
+    from their append time are old (logs replayed, a backlog shipped late) or stamped wrong, and left out.
+
+    The summary is a function of the set of lines alone, whatever their order, split and repeats (ties are broken
+    by event id, a line seen again is one line): the streaming correlator keeps one across the events it forgets
+    (``StreamCorrelator.delays``) and reads the clocks the batch correlator reads from every event. A median over
+    the events kept was not that (nor a low quantile of them: the fastest lines are the old ones it forgets).
+
+    ``days``: host -> UTC day (append time) -> (near, ahead), each sorted, at most :data:`DELAY_LINES`."""
+
+    days: dict[str, dict[int, tuple[list[tuple[int, str]], list[tuple[int, str]]]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: list[Ev]) -> "AppendDelays":
+        """The summary of ``events`` (the same as :meth:`observe` of each, in any order)."""
+        out = cls()
+        for e in events:
+            out.observe(e)
+        return out
+
+    def observe(self, e: Ev) -> None:
+        """Take ``e``'s delay into its host's summary, if it is a line-stamped line that came through Kafka."""
+        if e.ts_basis != "line" or e.ingest_ts is None or not e.origin.startswith("kafka:"):
+            return
+        d = e.ingest_ts - e.ts
+        if abs(d) > OFFSET_MAX_US:
+            return
+        day = e.ingest_ts // _DAY
+        days = self.days.get(e.host)
+        if days is None:
+            days = self.days[e.host] = {}
+        elif day not in days:
+            newest = max(days)
+            if day < newest - 1:
+                return  # older than the two days read: it can never be read
+            if day > newest:
+                for old in [k for k in days if k < day - 1]:
+                    del days[old]
+        lists = days.get(day)
+        if lists is None:
+            lists = days[day] = ([], [])
+        kept = lists[1] if d < -SKEW_CAP_US else lists[0]
+        item = (d, e.event_id)
+        if len(kept) >= DELAY_LINES and item >= kept[-1]:
+            return
+        i = bisect_left(kept, item)
+        if i < len(kept) and kept[i] == item:
+            return  # the same line again (a redelivery, a replay)
+        kept.insert(i, item)
+        del kept[DELAY_LINES:]
+
+    def levels(self, min_events: int) -> dict[str, tuple[int, int]]:
+        """host -> (its delay, the spread of the lines that say it), µs, for each host with at least
+        ``min_events`` lines in its two newest days (at most :data:`DELAY_LINES`).
+
+        A line arrives no earlier than it was written, so a backlog only adds delay: the host's fastest lines say
+        its clock, and a host that shipped a 3 h backlog and then fewer live lines keeps the live lines' delay (the
+        median of all took the backlog's and moved its live lines hours ahead: a break-it pass). Its delay is the
+        ``1 / CLOCK_QUANTILE`` quantile of its fastest lines kept (the 2nd of 5 – 9, the 5th of 20), so the few
+        lines before it, stamped wrongly ahead, do not move it; its spread the median distance from it of the
+        ``2 q + 1`` fastest (it is their median). Lines stamped further ahead than the skew cap (a program's local
+        time read as UTC) are read only when the others are too few (fewer than ``min_events`` and than they): a
+        clock that far ahead. Three of ten lines stamped 8 h ahead read as the clock gave offset −8 h and the 300 s
+        bound (a break-it pass)."""
+        if min_events > DELAY_LINES:
+            raise ValueError(f"min_events {min_events} > DELAY_LINES {DELAY_LINES}")
+        out = {}
+        for h, days in self.days.items():
+            newest = max(days)
+            near = sorted(x for k in (newest - 1, newest) if k in days for x in days[k][0])[:DELAY_LINES]
+            ahead = sorted(x for k in (newest - 1, newest) if k in days for x in days[k][1])[:DELAY_LINES]
+            if len(near) + len(ahead) < min_events:
+                continue
+            d = [x for x, _ in (near if len(near) >= min(min_events, len(ahead)) else ahead)]
+            q = len(d) // CLOCK_QUANTILE
+            out[h] = (d[q], sorted(abs(x - d[q]) for x in d[:2 * q + 1])[q])
+        return out
+
+
+def _append_delays(events: list[Ev], min_events: int,
+                   delays: AppendDelays | None = None) -> tuple[dict[str, tuple[int, int]], int] | None:
+    """Per host: its delay and spread (:meth:`AppendDelays.levels` of ``delays``, else of ``events``), and the
+    fleet's median of those delays; None with fewer than two such hosts.
+
+    The fleet's median is taken over the hosts whose delay is within :data:`SKEW_CAP_US` of zero when there are
     any: a delay that small is a clock that is right and lines shipped as written (a backlog only adds to ``d``, and
     a wrong clock meets the broker's by chance alone), while one hours long is either of a backlog or a clock, which
     ``d`` does not tell apart. Over every host, one live host beside one whose lines arrived 23 h late took the upper
     of the two medians: the live host's offset was −23 h (its Xid 79 "resolved" as it was read) and its bound the
     cap, while at 25 h both had none (a break-it pass)."""
-    per_host: dict[str, list[int]] = {}
-    for e in events:
-        if e.ts_basis == "line" and e.ingest_ts is not None and e.origin.startswith("kafka:"):
-            per_host.setdefault(e.host, []).append(e.ingest_ts - e.ts)
-    meds = {h: m for h, d in per_host.items() if len(d) >= min_events
-            if abs(m := sorted(d)[len(d) // 2]) <= OFFSET_MAX_US}
-    if len(meds) < 2:
+    levels = (delays if delays is not None else AppendDelays.of(events)).levels(min_events)
+    if len(levels) < 2:
         return None
-    live = sorted(m for m in meds.values() if abs(m) <= SKEW_CAP_US) or sorted(meds.values())
-    return per_host, meds, live[len(live) // 2]
+    live = sorted(m for m, _ in levels.values() if abs(m) <= SKEW_CAP_US) or sorted(m for m, _ in levels.values())
+    return levels, live[len(live) // 2]
 
 
 def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_CAP_US) -> dict[str, int]:
@@ -84,12 +170,13 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_C
 
     For every host with at least ``min_events`` line-stamped events that came
     through Kafka, ``d = append time − line time`` mixes shipping delay and
-    clock offset. The fleet's median ``d`` is the typical delay; a host's bound
-    is ``|median(d_host) − fleet median|`` plus the spread of its own ``d``
-    (median absolute deviation), rounded up to whole seconds and capped at
+    clock offset. A host's delay is that of its fastest lines (a low quantile:
+    :meth:`AppendDelays.levels`), the fleet's median of those the typical
+    delay; a host's bound is ``|its delay − the fleet's|`` plus the spread of
+    its fastest lines about it, rounded up to whole seconds and capped at
     ``cap_us``. Hosts without enough evidence get none (the default applies).
 
-    Whole seconds: the medians move a little with every event, and a bound
+    Whole seconds: the delays move a little with every event, and a bound
     only has to be wide enough; rounded up, it stays put from one streaming
     step to the next (so do the attributions ``correlator.AttributionCache``
     keeps), and it is never narrower than the estimate.
@@ -101,28 +188,25 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_C
 OFFSET_MAX_US = 86400 * S
 
 
-def estimate_clocks(events: list[Ev], *, min_events: int = 5,
-                    cap_us: int = SKEW_CAP_US) -> tuple[dict[str, int], dict[str, int]]:
-    """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from one pass over their append
-    delays, host -> µs each; both empty with fewer than two hosts of ``min_events`` such events. A host's
-    offset (add it to a line time to get fleet time) is ``median(d_host) − median over hosts``, with
-    ``d = Kafka append time − line time``; a host whose lines arrived more than :data:`OFFSET_MAX_US` (a day) from
-    their stamps has neither: its lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and
+def estimate_clocks(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_CAP_US,
+                    delays: AppendDelays | None = None) -> tuple[dict[str, int], dict[str, int]]:
+    """(:func:`estimate_skew`, the per-host clock offsets) of ``events`` from their append delays (``delays``: their
+    summary kept by the caller, :class:`AppendDelays`, read instead of ``events``), host -> µs each; both empty with
+    fewer than two hosts of ``min_events`` such events. A host's offset (add it to a line time to get fleet time) is
+    its delay (:meth:`AppendDelays.levels`) less the fleet's median of them, with ``d = Kafka append time − line
+    time``; a line that arrived more than :data:`OFFSET_MAX_US` (a day) from its stamp is not read, and a host with
+    no other has neither: its lines are old (logs replayed, as the demo's samples of 2023 beside 2026's), and
     moving them by years (``skew_adjusted_ts`` 2.9 years from both the line and its arrival: a fresh user's trial)
     says nothing; nor does a bound, which took the 300 s cap in a run that read live hosts beside it and the default
     in one that did not (a replay stored an old incident again as version 2, its clocks alone changed: a fresh
     user's trial), while the same lines read from files have the default. A clock minutes off keeps its offset
     (dropped past the 300 s skew cap, a 10-minute error went uncorrected: a break-it pass)."""
-    delays = _append_delays(events, min_events)
-    if delays is None:
+    got = _append_delays(events, min_events, delays)
+    if got is None:
         return {}, {}
-    per_host, meds, fleet = delays
-    skew = {}
-    for h, m in meds.items():
-        d = per_host[h]
-        mad = sorted(abs(x - m) for x in d)[len(d) // 2]
-        skew[h] = min(cap_us, -(-(abs(m - fleet) + mad) // S) * S)
-    return skew, {h: m - fleet for h, m in meds.items() if abs(m - fleet) <= OFFSET_MAX_US}
+    levels, fleet = got
+    skew = {h: min(cap_us, -(-(abs(m - fleet) + spread) // S) * S) for h, (m, spread) in levels.items()}
+    return skew, {h: m - fleet for h, (m, _) in levels.items() if abs(m - fleet) <= OFFSET_MAX_US}
 
 
 #: how far apart in time the ranks of one collective start it (µs): a training step's straggling, on top of the clocks

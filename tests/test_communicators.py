@@ -1651,3 +1651,41 @@ def test_a_global_rank_is_placed_by_the_live_jobs_world_not_an_ended_larger_one(
         "n1": [init(before, "n1", 50, 0, 8, old, gpu=0), init(before, "n1", 51, 1, 8, old, gpu=1)],
         "n2": [init(before, "n2", 52, 2, 8, old, gpu=1), init(before, "n2", 53, 3, 8, old, gpu=0)]}
     _tp_dp_job_whose_gpu_falls(pipeline, logs, day, fault, mode)
+
+
+@pytest.mark.parametrize("backlog", [12, 40])
+def test_a_host_that_ships_a_backlog_larger_than_its_live_lines_keeps_its_clock(pipeline, backlog):
+    """n1's log shipper was down for three hours: on restart it ships ``backlog`` old lines (one-rank jobs' init
+    lines, one per 4 minutes, appended at once, 1 – 3 h after they were written), then its live lines, fewer than
+    the backlog, arrive a second after they are written, as the other hosts' do. n1's GPU falls off the bus and the
+    other three ranks of its job time out. The median of n1's (append − line time) was the backlog's: its clock read
+    1 – 2 h behind, its Xid's incident carried that offset (its timeline and its resolve time moved hours away from
+    the fleet's) and the 300 s bound, and the stream, which forgets the old lines, read another clock than the batch.
+    The batch (``diagnose``) and the flushed stream give one incident, n1's Xid the initiator of the three ranks'
+    timeouts, n1's offset and bound within the live lines' second, and the same clocks."""
+    comm = "0x00000000000000aa"
+    ship = T0 + timedelta(hours=3)  # the shipper's restart: the backlog, written from T0 on, appended now
+    old = [init(T0 + timedelta(minutes=4 * k % 120), "n1", 900 + k, 0, 1, f"0x00000000000003{k:02x}", gpu=1)
+           for k in range(backlog)]
+    start = ship + timedelta(minutes=1)
+    xid = start + timedelta(minutes=10)
+    hang = xid + timedelta(seconds=600, milliseconds=30)  # the collective began at the Xid
+    feeds = [(ship, {"n1": old})]
+    feeds += [(start + timedelta(seconds=1), {f"n{r + 1}": [init(start, f"n{r + 1}", 100 + r, r, 4, comm)]
+                                              for r in range(4)})]
+    for k in range(1, 5):  # every host goes on logging, live: one-rank jobs on its other GPU
+        t = start + timedelta(minutes=2 * k)
+        feeds.append((t + timedelta(seconds=1), {f"n{h}": [init(t, f"n{h}", 500 + 10 * k + h, 0, 1,
+                                                                f"0x0000000000{h:02x}{k:04x}", gpu=1)]
+                                                 for h in (1, 2, 3, 4)}))
+    feeds.append((xid + timedelta(seconds=1), {"n1": [fallen(xid)]}))
+    feeds.append((hang + timedelta(seconds=1), {f"n{r + 1}": [timeout(hang, r)] for r in (1, 2, 3)}))
+    sc = StreamCorrelator()
+    got, want = _stream_and_batch(pipeline, feeds, hang + timedelta(hours=2), sc)
+    for incs in (got, want):
+        (inc,) = [x for x in incs if x["initiator"].get("host") == "n1" and x["initiator"].get("xid") == 79]
+        assert sorted(d["host"] for d in inc["downstream"]) == ["n2", "n3", "n4"], inc["downstream"]
+        assert abs(inc["clocks"]["n1"]["offset_s"]) <= 1 and inc["clocks"]["n1"]["skew_bound_s"] <= 2, inc["clocks"]
+        assert inc["status"] == "resolved"
+    assert [x["clocks"] for x in got if x["initiator"].get("xid") == 79] == [
+        x["clocks"] for x in want if x["initiator"].get("xid") == 79]

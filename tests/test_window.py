@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from correlate.cluster import components
 from correlate.incident import member_ids
@@ -939,3 +940,99 @@ def test_a_live_hosts_clock_is_not_moved_by_hosts_whose_lines_arrive_hours_late(
     skew, offsets = estimate_clocks(evs)
     assert offsets["live"] == 0 and "live" not in {h for h, b in skew.items() if b}
     assert all(offsets[f"old{j}"] == lag and skew[f"old{j}"] == SKEW_CAP_US for j in range(backlogged))
+
+
+def _appended(h: str, delays: list[int], now: int = 1_800_000_000 * S) -> list:
+    """Host ``h``'s lines appended to Kafka one a second from ``now`` (µs), each ``delays[k]`` after its stamp."""
+    out = []
+    for k, d in enumerate(delays):
+        e = ev(f"{h}{k}", h, now + k * S - d)
+        e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", now + k * S
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("backlog, live", [(6, 5), (5, 6), (30, 10), (200, 5)])
+def test_a_host_that_ships_a_backlog_then_live_lines_keeps_its_clock(backlog, live):
+    """A host whose agent shipped a 3 h backlog and then its live lines (appended 0.1 s after their stamps), beside
+    two live hosts: the median of its delays was the backlog's when the backlog was the larger part, and its live
+    lines were moved 3 h ahead (a break-it pass: 6 backlog + 5 live lines gave +3.00 h, 5 + 6 gave 0). Its fastest
+    lines say its clock: offset 0, and bound 0 (its fastest lines agree). A clock 3 h behind delays every line:
+    +3 h."""
+    from correlate.window import SKEW_CAP_US, estimate_clocks
+
+    lag = 3 * 3600 * S
+    fleet = _appended("a", [100_000] * 6) + _appended("b", [100_000] * 6)
+    skew, offsets = estimate_clocks(fleet + _appended("x", [lag] * backlog + [100_000] * live))
+    assert (offsets["x"], skew["x"]) == (0, 0) and offsets["a"] == offsets["b"] == 0
+    skew, offsets = estimate_clocks(fleet + _appended("x", [lag] * (backlog + live)))
+    assert offsets["x"] == lag - 100_000 and skew["x"] == SKEW_CAP_US  # its delay less the fleet's 0.1 s
+
+
+@pytest.mark.parametrize("ahead, lines", [(1, 5), (2, 5), (3, 10), (5, 20), (40, 60)])
+def test_lines_stamped_hours_ahead_do_not_move_the_hosts_clock_while_others_say_it(ahead, lines):
+    """A host with some of its lines stamped 8 h ahead (a program's local time, UTC+8, read as UTC), beside two
+    live hosts: a low quantile of every delay took them for its clock, offset −8 h and the 300 s bound, once a fifth
+    of its lines were such (a break-it pass; the median had held up to half). Lines further ahead than the skew cap
+    are read only when the others are too few: offset 0, bound 0. Every line 8 h ahead is a clock 8 h ahead."""
+    from correlate.window import estimate_clocks
+
+    tz = -8 * 3600 * S
+    fleet = _appended("a", [100_000] * 10) + _appended("b", [100_000] * 10)
+    skew, offsets = estimate_clocks(fleet + _appended("x", [tz] * ahead + [100_000] * (lines - ahead)))
+    assert (offsets["x"], skew["x"]) == (0, 0)
+    skew, offsets = estimate_clocks(fleet + _appended("x", [tz] * lines))
+    assert offsets["x"] == tz - 100_000
+
+
+@pytest.mark.parametrize("wrong, lines", [(1, 5), (3, 20), (4, 40)])
+def test_a_few_lines_stamped_seconds_ahead_do_not_move_the_hosts_clock(wrong, lines):
+    """A few lines stamped 90 s ahead of their append time (a stamp read wrong, within the skew cap) among live
+    lines: the fastest line is not the clock, the ``1 / CLOCK_QUANTILE`` quantile of the fastest is."""
+    from correlate.window import estimate_clocks
+
+    fleet = _appended("a", [100_000] * 10) + _appended("b", [100_000] * 10)
+    skew, offsets = estimate_clocks(fleet + _appended("x", [-90 * S] * wrong + [100_000] * (lines - wrong)))
+    assert offsets["x"] == 0 and skew["x"] == 0
+
+
+def test_a_hosts_clock_is_read_from_its_two_newest_days_of_append_time():
+    """A clock 10 minutes ahead, set right by NTP two days later: the fastest lines since the start would keep the
+    old clock for the life of a stream; the host's two newest UTC days of append time are read."""
+    from correlate.window import estimate_clocks
+
+    day, now = 86400 * S, 1_800_000_000 * S
+    fleet = _appended("a", [100_000] * 6, now + 2 * day) + _appended("b", [100_000] * 6, now + 2 * day)
+    before = _appended("x", [-600 * S] * 10, now)
+    after = [e for e in _appended("x", [100_000] * 6, now + 2 * day)]
+    for e in after:
+        e.event_id += "'"
+    assert estimate_clocks(fleet + _appended("a", [100_000] * 6, now) + before)[1]["x"] == -600 * S - 100_000
+    assert estimate_clocks(fleet + before + after)[1]["x"] == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"),
+                          st.sampled_from([-9 * 3600, -90, 0, 1, 2, 9, 3600, 3 * 3600, 2 * 86400]),
+                          st.integers(0, 3 * 86400)), min_size=1, max_size=80),
+       st.randoms(use_true_random=False), st.integers(1, 5))
+def test_append_delays_are_the_same_whatever_the_order_split_and_repeats(lines, rnd, parts):
+    """The summary the streaming correlator keeps (``StreamCorrelator.delays``) is a function of the set of lines
+    alone: observed one by one in any order, a part of them again (a redelivery), each part's events forgotten
+    after it (pruning), it reads the clocks the batch reads from every line at once."""
+    from correlate.window import AppendDelays, estimate_clocks
+
+    evs = []
+    for k, (h, d, at) in enumerate(lines):
+        e = ev(f"{h}{k}", h, (1_800_000_000 + at - d) * S)
+        e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", (1_800_000_000 + at) * S
+        evs.append(e)
+    want = estimate_clocks(evs)
+    shuffled = evs + rnd.sample(evs, len(evs) // 3)
+    rnd.shuffle(shuffled)
+    kept = AppendDelays()
+    for i in range(parts):
+        for e in shuffled[i * len(shuffled) // parts:(i + 1) * len(shuffled) // parts]:
+            kept.observe(e)
+    assert estimate_clocks([], delays=kept) == want
+    assert AppendDelays.of(evs).levels(5) == kept.levels(5)
