@@ -185,8 +185,8 @@ class StreamCorrelator:
     #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
     #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
     held_since: dict[str, int] = field(default_factory=dict, repr=False)
-    #: the append delays of every event held since the start, forgotten ones too: the clock estimates are read
-    #: from them (``window.AppendDelays``), as the batch correlator reads them from every event
+    #: the append delays of every event given since the start, forgotten and late ones too: the clock estimates are
+    #: read from them (``window.AppendDelays``), as the batch correlator reads them from every event
     delays: AppendDelays = field(default_factory=AppendDelays, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
@@ -211,6 +211,9 @@ class StreamCorrelator:
         evs = events_from_table(events)
         streams = [(e.host, source, _raw_partition(e.origin)) for e in evs]
         for e, key in zip(evs, streams):
+            # its delay says its host's clock, late or not: the batch correlator reads it (``delays``; a line seen
+            # again is one line). A host whose lines came late read no clock at the flush, the batch one of 19 s
+            self.delays.observe(e)
             if e.event_id in self.events:  # held already (an at-least-once redelivery): nothing new, and not late
                 # (a replay of what the stream held was counted in late_events, /healthz's: a break-it pass)
                 continue
@@ -229,7 +232,6 @@ class StreamCorrelator:
                 self.fresh.append(e.event_id)
             else:
                 self.events[e.event_id] = e
-                self.delays.observe(e)
                 self.fresh.append(e.event_id)
                 if self._teaches(e):
                     self.teaching[e.event_id] = rank_membership(e)

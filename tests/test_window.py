@@ -1036,3 +1036,28 @@ def test_append_delays_are_the_same_whatever_the_order_split_and_repeats(lines, 
             kept.observe(e)
     assert estimate_clocks([], delays=kept) == want
     assert AppendDelays.of(evs).levels(5) == kept.levels(5)
+
+
+def test_the_streams_clocks_read_the_lines_it_drops_as_late():
+    """Lines too late to change an incident (older than their host's watermark by more than the allowed lateness)
+    are not correlated, but their append delays say their host's clock, as in the batch over the same lines (the
+    correlator benchmark's cn106: its late lines left it no clock in the stream, 19 s in the batch)."""
+    from correlate.window import estimate_clocks
+
+    fleet = _appended("a", [100_000] * 6) + _appended("b", [100_000] * 6)
+    now = _appended("x", [100_000] * 2)
+    late = _appended("x", [600 * S + k * S for k in range(6)], 1_800_000_000 * S + 10 * S)
+    for e in late:
+        e.event_id += "'"
+    import pyarrow as pa
+
+    def table(evs):  # with their append times (``_table`` has none)
+        t = _table(evs)
+        return t.set_column(t.schema.get_field_index("ingest_ts"), "ingest_ts",
+                            pa.array([e.ingest_ts for e in evs], t.schema.field("ingest_ts").type))
+
+    sc = StreamCorrelator(lateness_us=60 * S)
+    sc.add(table(fleet + now))
+    assert sc.add(table(late)) == len(late)
+    assert estimate_clocks([], delays=sc.delays) == estimate_clocks(fleet + now + late)
+    assert "x" in estimate_clocks([], delays=sc.delays)[1]
