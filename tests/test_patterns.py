@@ -3059,6 +3059,16 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
     (inc,) = _hosts(pipeline, files)
     assert (inc["pattern"], inc["initiator"]["candidates"]) == (
         "comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
+    # a VM the platform paused and kept running — Compute Engine's live migration, an Azure Freeze — keeps its
+    # connections: no rule says it reset them (a break-it pass: both explained the reset by rule)
+    mig = gce.replace("terminateOnHostMaintenance", "migrateOnHostMaintenance")
+    freeze = ('[2026-11-20 10:05:00] {"DocumentIncarnation":2,"Events":[{"DurationInSeconds":6,"EventId":"F1",'
+              '"EventStatus":"Started","EventType":"Freeze","ResourceType":"VirtualMachine","Resources":["node201"]}]}')
+    for paused in (mig, freeze):
+        files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + paused,
+                 "node024": RECV.format(host="node024", addr="10.1.3.201")}
+        got = _hosts(pipeline, files)
+        assert [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"] == [], got
 
 
 
