@@ -1718,9 +1718,16 @@ def _foreign_peers(scene: Scene, addrs: list[str]) -> list[str]:
     """The numeric ``addrs`` (IPv4 or IPv6, a lost peer's) that no host of the scene announced as its NCCL address
     (``Topology.addr_hosts``: "Bootstrap : Using <if>:<addr>") while at least two hosts announced theirs: an address
     foreign to the job as far as its logs go. A peer printed by its name, or a scene with fewer than two announced
-    addresses (one host's log alone), gives none: too little is known to call it foreign."""
+    addresses (one host's log alone), gives none: too little is known to call it foreign. So does a scene where a
+    host of the job announced none (a rank of a communicator's init lines there, or an NCCL line of the incident):
+    the address may be that host's, its log begun after its Bootstrap line (a break-it pass: a third host whose
+    Bootstrap line was missing was told "no rank failed" of its own address)."""
     known = scene.topo.addr_hosts
-    if len({h for said in known.values() for h in said}) < 2:
+    announced = {h for said in known.values() for h in said}
+    if len(announced) < 2:
+        return []
+    ranked = {h for ranks in scene.topo.comm_ranks.values() for h, _gpu in ranks.values()}
+    if not ranked | {e.host for e in scene.events if (e.signature or "").startswith("nccl.")} <= announced:
         return []
     return sorted({peer_name(a) for a in addrs if _numeric(peer_name(a)) and peer_name(a) not in known})
 
