@@ -790,6 +790,12 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     # Kubernetes set-up, neither Fabric Manager nor the IMEX daemon (kubernetes-sigs/dra-driver-nvidia-gpu#814, a
     # real-logs pass)
     unregistered = bool(lead) and lead[0].signature == "cd.kubelet_plugin_unregistered"
+    # every fabric fault names one GPU (nvidia-smi -q's Fabric block of that GPU: Status an error, Health Unhealthy):
+    # that GPU did not register, not the host's Fabric Manager at large, so the incident names it
+    # (NVIDIA/NVSentinel#883: one GPU of a node at "Unknown Error" beside peers at Success; the device was dropped, a
+    # real-logs pass)
+    one_gpu = bool(fm) and not nvls and len({(e.host, e.device_type, e.device) for e in fm}) == 1 \
+        and fm[0].device_type == "gpu" and bool(fm[0].device)
     if unregistered:
         parts.append(f"The kubelet on {host} could not prepare a pod's ComputeDomain claim: no kubelet plugin of the "
                      f"DRA driver {lead[0].details.get('dra_driver') or 'compute-domain.nvidia.com'} is registered "
@@ -797,6 +803,9 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     elif unready:
         parts.append(f"nvidia-imex-ctl on {host} could not query the IMEX daemon: "
                      f"“{lead[0].message.splitlines()[0].strip()[:160]}”")
+    elif one_gpu:  # the GPU's own fabric state, not the daemon's word (a break-it pass: "Fabric Manager on … says")
+        parts.append(f"The fabric state of GPU {fm[0].device} on {host} reads “{_payload(lead[0])}” "
+                     f"({fault_name(lead[0])})")
     elif fm:  # the line the daemon named says (Fabric Manager's exit quoted as the IMEX daemon's: a break-it pass)
         parts.append(f"{'The IMEX daemon' if imex else 'Fabric Manager'} on {host} says: “{_payload(lead[0])}”")
     if nvls:
@@ -812,12 +821,7 @@ def fabric_manager(scene: Scene) -> Verdict | None:
     down, ctx = downstream_parties(scene, (host, None, None), init_events)
     down = [p for p in down if not set(p.events) <= set(init_events)]
     initiator = _host_initiator(host, "fabric_manager", init_events)
-    # every fabric fault names one GPU (nvidia-smi -q's Fabric block of that GPU: Status an error, Health Unhealthy):
-    # that GPU did not register, not the host's Fabric Manager at large, so the incident names it
-    # (NVIDIA/NVSentinel#883: one GPU of a node at "Unknown Error" beside peers at Success; the device was dropped, a
-    # real-logs pass)
-    gpus = {(e.host, e.device_type, e.device) for e in init_events}
-    if fm and not nvls and len(gpus) == 1 and fm[0].device_type == "gpu" and fm[0].device:
+    if one_gpu:
         initiator.update(device_type="gpu", device=fm[0].device,
                          gpu_index=next((e.gpu_index for e in fm if e.gpu_index is not None), None))
     return Verdict(
@@ -827,11 +831,14 @@ def fabric_manager(scene: Scene) -> Verdict | None:
         confidence=0.85 if fm else 0.7,
         severity="warning" if (peer_lost or unregistered and all(e.sev <= 1 for e in fm)) and not nvls else "error",
         explanation=("; ".join(parts) + ". No GPU, NVLink or NVSwitch fault is logged, so "
-                     + ("" if peer_lost or unregistered else "the NVLink fabric ")
+                     + ("" if peer_lost or unregistered or one_gpu else "the NVLink fabric ")
                      + (_imex_peer_lost(scene, lead[0]) if peer_lost else
                         "the node's Kubernetes set-up is the cause: the DRA driver's kubelet-plugin pod is not running "
                         "or not registered on it, so the pod waits in ContainerCreating and the domain's IMEX daemons "
                         "do not start here." if unregistered else
+                        "this GPU did not register with the NVLink fabric: the fabric faults here are its alone, so "
+                        "the GPU (its NVLinks, its reset), not the host's fabric management at large, is the first "
+                        "suspect." if one_gpu else
                         "management of this host is the cause: its IMEX daemon did not answer (not ready, or the "
                         "tool reached for an address the daemon does not listen on), so a ComputeDomain's daemon pod "
                         "stays unready and the domain's multi-node NVLink workloads wait for it."

@@ -6679,6 +6679,10 @@ def test_a_fabric_fault_of_one_gpu_names_that_gpu_and_of_several_the_host(pipeli
                  host="gb200-n01")
     assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device_type"], inc["initiator"]["device"]) \
         == ("fabric_manager", "gb200-n01", "gpu", "0008:01:00.0"), inc["initiator"]
+    # and says so: it read "Fabric Manager on gb200-n01 says" and blamed the host's fabric management (a break-it pass)
+    assert inc["explanation"].startswith("The fabric state of GPU 0008:01:00.0 on gb200-n01 reads “Unknown Error”"), \
+        inc["explanation"]
+    assert "fabric management of this host" not in inc["explanation"], inc["explanation"]
     (inc,) = run(pipeline, "\n".join(block("00000008:01:00.0", "Unknown Error")
                                      + block("00000009:01:00.0", "Unknown Error")), host="gb200-n01")
     assert (inc["category"], inc["initiator"]["device"]) == ("fabric_manager", None), inc["initiator"]
