@@ -177,7 +177,8 @@ def estimate_skew(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW_C
     clock offset. A host's delay is that of its fastest lines (a low quantile:
     :meth:`AppendDelays.levels`), the fleet's median of those the typical
     delay; a host's bound is ``|its delay − the fleet's|`` plus the spread of
-    its fastest lines about it, rounded up to whole seconds and capped at
+    its fastest lines about it (at least the median spread of the hosts the
+    fleet's delay is taken over), rounded up to whole seconds and capped at
     ``cap_us``. Hosts without enough evidence get none (the default applies).
 
     Whole seconds: the delays move a little with every event, and a bound
@@ -209,7 +210,14 @@ def estimate_clocks(events: list[Ev], *, min_events: int = 5, cap_us: int = SKEW
     if got is None:
         return {}, {}
     levels, fleet = got
-    skew = {h: min(cap_us, -(-(abs(m - fleet) + spread) // S) * S) for h, (m, spread) in levels.items()}
+    # the fleet's delay is read as well as its hosts' are: the fifth of a host's 20 fastest lines reads lower the
+    # more lines it has, so a chatty host's clock is read against quiet hosts' later lines, its offset short of its
+    # clock's by up to their spread (10,000 lines beside hosts of 5 – 30, shipped 0 – 30 s late: a clock 10 s off
+    # was bound by 5 s, a break-it pass). The live hosts' median spread is in every host's bound
+    spreads = sorted(spread for m, spread in levels.values() if abs(m) <= SKEW_CAP_US) or sorted(
+        spread for _, spread in levels.values())
+    floor = spreads[len(spreads) // 2]
+    skew = {h: min(cap_us, -(-(abs(m - fleet) + max(spread, floor)) // S) * S) for h, (m, spread) in levels.items()}
     return skew, {h: m - fleet for h, (m, _) in levels.items() if abs(m - fleet) <= OFFSET_MAX_US}
 
 

@@ -1061,3 +1061,34 @@ def test_the_streams_clocks_read_the_lines_it_drops_as_late():
     assert sc.add(table(late)) == len(late)
     assert estimate_clocks([], delays=sc.delays) == estimate_clocks(fleet + now + late)
     assert "x" in estimate_clocks([], delays=sc.delays)[1]
+
+
+@pytest.mark.parametrize("off_s", [10, 20])
+def test_a_chatty_hosts_clock_off_is_covered_by_its_bound_beside_quiet_hosts(off_s):
+    """A host of 10,000 lines whose clock runs ``off_s`` behind, beside ten quiet hosts of 5 – 30 lines, every line
+    shipped in batches 0 – 30 s after it was written. The fifth of a host's 20 fastest lines reads lower the more
+    lines it has: the chatty host's is its fastest lines' (near its clock), the quiet hosts' some seconds later, so
+    its offset read that much less than its clock's, and its spread (of its 20 fastest, all alike) added nothing: a
+    10 s clock was bound by 5 s, 20 s by 15 s (a break-it pass). The fleet's own spread is in every host's bound."""
+    import random
+
+    from correlate.window import estimate_clocks
+
+    rnd = random.Random(0)
+
+    def host(h, n, off):
+        out = []
+        for k in range(n):
+            at = 1_800_000_000 * S + int(rnd.random() * 3600 * S)
+            e = ev(f"{h}-{k}", h, at - int(rnd.uniform(0, 30) * S) - off * S)
+            e.origin, e.ingest_ts = f"kafka:t/0/{k}:0", at
+            out.append(e)
+        return out
+
+    evs = host("chatty", 10_000, off_s)
+    for i in range(10):
+        evs += host(f"q{i}", 5 + (i * 7) % 26, 0)
+    skew, offsets = estimate_clocks(evs)
+    assert skew["chatty"] >= off_s * S, (skew["chatty"] / S, offsets["chatty"] / S)
+    assert all(skew[f"q{i}"] <= 60 * S for i in range(10))
+
