@@ -360,6 +360,8 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     rules = rules or default_rules()
     catalog = catalog or default_catalog()
     evs = events_from_table(events) if isinstance(events, pa.Table) else list(events)
+    if delays is None:  # every copy's delay: a line's is its first arrival's, whichever copy _dedup keeps
+        delays = AppendDelays.of(evs)
     if not unique:
         evs = _dedup(evs)
     follow_watchdogs(evs)

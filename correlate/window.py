@@ -116,6 +116,14 @@ class AppendDelays:
         i = bisect_left(kept, item)
         if i < len(kept) and kept[i] == item:
             return  # the same line again (a redelivery, a replay)
+        # a copy of it delivered at another time (kern.log and syslog both carry a kernel line; ``line_event_id``):
+        # a line's delay is its first arrival's, and the line counts once (twice, a host's 5 lines shipped again
+        # 100 s later read a 100 s bound: a break-it pass)
+        j = next((j for j, (_, eid) in enumerate(kept) if eid == e.event_id), None)
+        if j is not None:
+            if j < i:
+                return
+            del kept[j]
         kept.insert(i, item)
         del kept[DELAY_LINES:]
 
@@ -140,8 +148,9 @@ class AppendDelays:
         out = {}
         for h, days in self.days.items():
             newest = max(days)
-            near = sorted(x for k in (newest - 1, newest) if k in days for x in days[k][0])[:DELAY_LINES]
-            ahead = sorted(x for k in (newest - 1, newest) if k in days for x in days[k][1])[:DELAY_LINES]
+            ahead = _first_copies(x for k in (newest - 1, newest) if k in days for x in days[k][1])
+            far = {eid for _, eid in ahead}
+            near = _first_copies(x for k in (newest - 1, newest) if k in days for x in days[k][0] if x[1] not in far)
             if len(near) + len(ahead) < min_events:
                 continue
             d = [x for x, _ in (near if len(near) >= min(min_events, len(ahead)) else ahead)]
@@ -149,6 +158,18 @@ class AppendDelays:
             near_it = sorted(abs(x - d[q]) for x in d if abs(x - d[q]) <= SKEW_CAP_US)  # the backlog's are not
             out[h] = (d[q], near_it[len(near_it) // 2])
         return out
+
+
+def _first_copies(items) -> list[tuple[int, str]]:
+    """The :data:`DELAY_LINES` smallest ``(d, event_id)`` of ``items``, each event id once (its smallest ``d``:
+    its first arrival; a line's copies appended on two days, or one of them stamped past the cap)."""
+    seen: set[str] = set()
+    out = []
+    for d, eid in sorted(items):
+        if eid not in seen:
+            seen.add(eid)
+            out.append((d, eid))
+    return out[:DELAY_LINES]
 
 
 def _append_delays(events: list[Ev], min_events: int,

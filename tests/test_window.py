@@ -1092,3 +1092,29 @@ def test_a_chatty_hosts_clock_off_is_covered_by_its_bound_beside_quiet_hosts(off
     assert skew["chatty"] >= off_s * S, (skew["chatty"] / S, offsets["chatty"] / S)
     assert all(skew[f"q{i}"] <= 60 * S for i in range(10))
 
+
+def test_a_line_delivered_twice_is_read_once_at_its_first_arrival():
+    """A line its own stamp dates is one event however often it is delivered (``schemas.line_event_id``): the same
+    kernel lines shipped again 100 s later (kern.log and syslog both carry them; an agent that re-read its file) are
+    the same events. Counted twice, the late copies made half of the host's fastest lines: its bound read 100 s in
+    the stream, which observes every copy, while the batch (``correlate``'s ``_dedup``) read the copy that came
+    first in its input: 0 s, or, the late copies first, an offset of 100 s (a break-it pass). A line's delay is its
+    first arrival's, whatever the order and the copies."""
+    from correlate.correlator import correlate
+    from correlate.window import AppendDelays, estimate_clocks
+
+    fleet = _appended("a", [100_000] * 6) + _appended("b", [100_000] * 6)
+    x = _appended("x", [100_000] * 5)
+    again = _appended("x", [100 * S + 100_000] * 5, 1_800_000_000 * S + 100 * S)
+    for c, e in zip(again, x):
+        c.event_id = e.event_id
+    want = estimate_clocks(fleet + x)
+    assert want == ({"a": 0, "b": 0, "x": 0}, {"a": 0, "b": 0, "x": 0})
+    assert estimate_clocks(fleet + x + again) == estimate_clocks(fleet + again + x) == want
+    kept = AppendDelays.of(fleet + again)
+    for e in x:
+        kept.observe(e)
+    assert estimate_clocks([], delays=kept) == want
+    for order in (fleet + x + again, fleet + again + x):  # the batch's clocks, its copies dropped as replays'
+        incs = [i for i in correlate(order, now_us=1_801_000_000 * S) if "x" in i["clocks"]]
+        assert incs and all((i["clocks"]["x"]["offset_s"], i["clocks"]["x"]["skew_bound_s"]) == (0, 2) for i in incs)
