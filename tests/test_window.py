@@ -1124,26 +1124,23 @@ def test_a_line_delivered_twice_is_read_once_at_its_first_arrival():
 def test_a_step_reads_again_only_the_clocks_of_hosts_whose_lines_came_since():
     """The streaming correlator reads every host's clock from its summary each step (``StreamCorrelator.delays``):
     of 10,000 hosts, each with 20 fastest lines on two days, 0.3 – 0.5 s a step went to the same lines read again
-    (a break-it pass). A host's level is read again when a line of it is taken, and is the same as read fresh."""
-    import time
-
+    (a break-it pass). A host's level is read again when a line of it is taken, and is the same as read fresh (what
+    is read again is asserted, not timed: speed lives in benchmarks/)."""
     from correlate.window import AppendDelays, estimate_clocks
 
     kept = AppendDelays()
     for h in range(3000):
         for e in _appended(f"h{h}", [100_000 + 10_000 * (k % 7) for k in range(10)]):
             kept.observe(e)
-    t0 = time.perf_counter()
     first = estimate_clocks([], delays=kept)
-    t1 = time.perf_counter()
-    again = estimate_clocks([], delays=kept)
-    t2 = time.perf_counter()
-    assert again == first and t2 - t1 < (t1 - t0) / 3, (t1 - t0, t2 - t1)
+    assert len(kept.read[5]) == 3000  # every host's level kept from the first read (min_events 5) ...
+    assert estimate_clocks([], delays=kept) == first
     (late,) = _appended("h7", [5 * S])
     late.event_id, late.ingest_ts, late.ts = "h7-late", late.ingest_ts - S, late.ts - S
     for e in _appended("h8", [-S] * 20):  # h8's clock now a second ahead: its level is read again
         e.event_id += "'"
         kept.observe(e)
     kept.observe(late)
+    assert set(kept.read[5]) == {f"h{h}" for h in range(3000)} - {"h7", "h8"}  # ... but of the hosts given lines since
     assert estimate_clocks([], delays=kept) == estimate_clocks([], delays=AppendDelays(days=kept.days))
     assert estimate_clocks([], delays=kept)[1]["h8"] < first[1]["h8"]
