@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.correlator import against_commit
+
 NOW_US = 1_800_000_000_000_000
 DOMAIN = "nvl72-a"
 
@@ -117,12 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(a.child[0], a.child[1], a.calls)))
         return 0
     here = Path(__file__).resolve().parent.parent
-    rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", "--quiet", a.against + "^{commit}"],
-                         capture_output=True, text=True, check=False)
-    if rev.returncode:
-        print(f"--against {a.against!r} names no commit of {here}", file=sys.stderr)
+    base = against_commit(here, a.against)
+    if base is None:
         return 2
-    base = rev.stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="ff-bigdomain-"))
     tree = work / "against"
     case = a.write or work / "case"

@@ -126,6 +126,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def against_commit(here: Path, name: str) -> str | None:
+    """The full commit id ``name`` (``--against``: a commit, branch or tag) names in the repository at ``here``; None,
+    with the error on stderr, when it names none (the caller exits 2). Shared with ``benchmarks.bigdomain``."""
+    rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", "--quiet", name + "^{commit}"],
+                         capture_output=True, text=True, check=False)
+    if rev.returncode:
+        print(f"--against {name!r} names no commit of {here}", file=sys.stderr)
+        return None
+    return rev.stdout.strip()
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.correlator", description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", default="HEAD", help="the commit to compare with (default HEAD)")
@@ -143,12 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(a.child[0], a.child[1], a.calls, tuple(a.ignore))))
         return 0
     here = Path(__file__).resolve().parent.parent
-    rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", "--quiet", a.against + "^{commit}"],
-                         capture_output=True, text=True, check=False)
-    if rev.returncode:
-        print(f"--against {a.against!r} names no commit of {here}", file=sys.stderr)
+    base = against_commit(here, a.against)
+    if base is None:
         return 2
-    base = rev.stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="ff-correlator-"))
     tree = work / "against"
     try:
