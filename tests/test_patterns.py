@@ -3044,6 +3044,8 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
     # AWS Node Termination Handler's record of a spot interruption notice (its log's form, aws.nth_event)
     itn = ('[2026-11-20 10:03:30] INF Adding new event to the event store event={"Description":"Spot ITN received. '
            'Instance will be interrupted at 2026-11-20T10:05:00Z","Kind":"SPOT_ITN","NodeName":"node201"}')
+    # the kernel's own panic line as journald prints it (kernel/panic.c), not a line quoting it (the test below)
+    panic = "Nov 20 10:05:00 node201 kernel: Kernel panic - not syncing: Fatal exception"
     for fault, rule, category in ((oom, "host_loss.explains_peer_reports", "host_memory"),
                                   (gce, "cloud_event.explains_peer_reports", "other"),
                                   (notice.format(what="Preempt"), "cloud_event.explains_peer_reports", "other"),
@@ -3054,6 +3056,12 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
         assert (inc["initiator"]["host"], inc["category"], inc["severity"]) == ("node201", category, "error"), inc
         assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
         assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {rule}
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + panic,
+             "node024": RECV.format(host="node024", addr="10.1.3.201")}
+    (inc,) = _hosts(pipeline, files)
+    assert (inc["initiator"]["host"], inc["severity"]) == ("node201", "critical"), inc
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+    assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {"host_loss.explains_peer_reports"}
     files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + notice.format(what="Reboot"),
              "node024": RECV.format(host="node024", addr="10.1.3.201")}
     (inc,) = _hosts(pipeline, files)
@@ -3070,6 +3078,31 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
         got = _hosts(pipeline, files)
         assert [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"] == [], got
 
+
+
+@pytest.mark.parametrize("quote", [
+    'level=info ts=2026-11-20T10:05:00.000Z caller=manager.go:1 component="rule manager" alert=NodeKernelPanic '
+    'expr="Kernel panic - not syncing: Fatal exception"',
+    "[2026-11-20 10:05:00] + grep -c 'Kernel panic - not syncing: Fatal exception' /var/log/kern.log",
+    '[2026-11-20 10:05:00] search query=message:"Kernel panic - not syncing: Fatal exception" AND host:node024',
+    "[2026-11-20 10:05:00] Running: gcloud compute operations list --filter=operationType=compute.instances.preempted",
+    '[2026-11-20 10:05:00] watcher: checking for "compute.instances.hostError" events every 60s',
+    "[2026-11-20 10:05:00] + grep -c \"'EventStatus': 'Started', 'EventType': 'Reboot'\" /var/log/azure/events.log",
+])
+def test_a_line_that_quotes_a_host_fault_does_not_blame_its_host_for_its_peers_resets(pipeline, quote):
+    """A host's line that only quotes a fault — an alert rule's expr, a grep command line, a log search query, a
+    watcher naming the cloud event it polls for — is no kernel panic or cloud event of that host: its peer's
+    "Connection reset by peer" naming its address stays the peer's report (``comm.peer_failed``, the peer at that
+    address a candidate), not downstream of that host by ``host_loss`` / ``cloud_event.explains_peer_reports`` (a
+    break-it pass: each made its host the initiator)."""
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + quote,
+             "node024": RECV.format(host="node024", addr="10.1.3.201")}
+    got = _hosts(pipeline, files)
+    assert [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"] == [], got
+    assert [i["initiator"].get("host") for i in got if i["initiator"].get("host") == "node201"] == [], got
+    (inc,) = got
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == (
+        "comm.peer_failed", ["the peer at 10.1.3.201 (node201)"])
 
 
 def test_a_lost_peer_at_an_address_no_rank_announced_may_be_a_port_scanner(pipeline):
