@@ -44,8 +44,8 @@ import numpy as np
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import (US, Prefix, clock_us, hours_apart, parse_iso_us, parse_prefix, plausible,
-                           resolve_year, resolve_year_after, to_us)
+from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, plausible, resolve_year,
+                           resolve_year_after, to_us, zones_apart)
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -57,6 +57,8 @@ _COUNTED_BACK = frozenset({"file", "kafka", "envelope"})
 #: a raw kernel stamp past this many seconds (ten years) is no uptime: a segment ending in one is not counted back
 _MAX_UPTIME_S = 10 * 365 * 86400
 _SXID_GROUP_US = 2 * US
+#: every zone's offset from UTC is whole quarter hours (µs): +05:30, +05:45 (``prefix.zones_apart``)
+QUARTER_HOUR_US = 900 * US
 STORM_GAP_US = 60 * US
 #: the longest a storm event spans from its first copy (µs): a longer storm is one event per span, so each stays within
 #: the windows (120 s) of what it explains or follows. One event for an Xid 74 every 30 s for an hour was placed at its
@@ -544,14 +546,14 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
             t = resolve_year(*p.yearless, own, tz)
             if t is not None and abs(t - own) <= 86400 * US:
                 p.ts, p.yearless = t, None
-                if _zones_apart(own, t):
+                if zones_apart(own, t, QUARTER_HOUR_US):
                     # ... and whole hours from it (quarter hours: +05:30, +05:45): the header (no year, no zone) is
                     # another zone's local time, the message's stamp says its zone (logrus' time="…+11:00" under
                     # rsyslog's header read as UTC, a leftovers pass): the message's instant, and its host's other
                     # header-only lines of the stream move with it
                     p.ts = own
                     header_shift.setdefault((h.seg.stream, h.row["host"]), []).append(
-                        (i, round((own - t) / (900 * US)) * 900 * US))
+                        (i, round((own - t) / QUARTER_HOUR_US) * QUARTER_HOUR_US))
                 elif abs(own - t) <= 2 * US:
                     # seconds from it: the header is the decode zone's, and the lines nearest this one stay
                     header_shift.setdefault((h.seg.stream, h.row["host"]), []).append((i, 0))
@@ -851,14 +853,6 @@ def _shift_zoneless(hits: list[Hit]) -> None:
         got = shifts.get(id(h.seg))
         if got is not None and len(got) == 1 and h.prefix.zoneless and h.prefix.ts is not None:
             h.prefix.ts += next(iter(got))
-
-
-def _zones_apart(a: int, b: int) -> bool:
-    """``a`` and ``b`` (µs) are 15 minutes to 14 hours apart in whole quarter hours, give or take 2 s: two clocks of
-    one instant in two zones (every zone's offset is whole quarter hours: India's +05:30, Nepal's +05:45, as
-    :func:`ingest.prefix.hours_apart` for whole hours)."""
-    quarters = round((a - b) / (900 * US))
-    return 1 <= abs(quarters) <= 56 and abs(a - b - quarters * 900 * US) <= 2 * US
 
 
 def _shift_headers(hits: list[Hit], shifts: dict[tuple[str, str], list[tuple[int, int]]]) -> None:

@@ -703,11 +703,13 @@ def placeholder_host(name: str) -> bool:
     return (ip.ipv4_mapped or ip).is_loopback if isinstance(ip, ipaddress.IPv6Address) else ip.is_loopback
 
 
-def hours_apart(a: int, b: int) -> bool:
-    """``a`` and ``b`` (µs) are 1 – 14 whole hours apart, give or take 2 s (two clocks of one instant, one of them
-    in another zone; the stamps may be taken a moment apart)."""
-    hours = round((a - b) / (3600 * US))
-    return 1 <= abs(hours) <= 14 and abs(a - b - hours * 3600 * US) <= 2 * US
+def zones_apart(a: int, b: int, step_us: int = 3600 * US) -> bool:
+    """``a`` and ``b`` (µs) are one ``step_us`` to 14 hours apart in whole steps, give or take 2 s: two clocks of one
+    instant, one of them in another zone (the stamps may be taken a moment apart). Steps of an hour (the default:
+    a wrapper's stamp beside a process's own) or of 15 minutes (every zone's offset is whole quarter hours, India's
+    +05:30, Nepal's +05:45: ``ingest.assemble``'s logrus stamp under a syslog header)."""
+    steps = round((a - b) / step_us)
+    return 1 <= abs(steps) <= 14 * 3600 * US // step_us and abs(a - b - steps * step_us) <= 2 * US
 
 
 def _host_or_addr(p: Prefix, name: str) -> None:
@@ -946,7 +948,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 us, prec = _frac_us(m["frac"])
                 stamp = (mo, d, int(m["h"]), int(m["mi"]), int(m["s"]), us)
                 t = resolve_year(*stamp, ref_us if p.ts is None else p.ts, tz)
-                if t is not None and (p.ts is None or hours_apart(t, p.ts)):
+                if t is not None and (p.ts is None or zones_apart(t, p.ts)):
                     # a wrapper's stamp without a zone whole hours from the process's own: one of them is another
                     # zone's, and the process's is the one its lines without the wrapper print
                     # ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969…]": one rank's timeout was two incidents
