@@ -188,7 +188,7 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
             # candidate's alone told to reset one GPU of a link down at both ends (a fresh user's trial)
             base = _SENTENCE_END.split(action)
             slots: list[list[str]] = [[t] for t in base]  # each sentence of the first's, then the others' own
-            actions, said = [action], set(base)
+            said, differ = set(base), False  # differ: a candidate's action said something the first's did not
             for evs in list(by_key.values())[1:ACTIONS_NAMED]:
                 # only what differs: the sentence that names this candidate, not the whole action again, beside the
                 # first candidate's sentence it stands for (SGLang's "An SGLang scheduler (TP rank 1) died …" came
@@ -198,14 +198,14 @@ def default_action(scene: Scene, v: Verdict) -> tuple[str, list[str]]:
                 other = [t for t in own if t not in said]
                 if other:
                     said.update(other)
-                    actions.append(" ".join(other))
+                    differ = True
                     for j, t in enumerate(own):
                         if t in other:
                             (slots[j] if len(own) == len(base) else slots[-1]).append(t)
             action = " ".join(t for slot in slots for t in slot)
             # once the actions name their candidates, the ones past ACTIONS_NAMED are counted (counted only when
             # the four named differed: two of them alike left the rest unsaid, a break-it pass)
-            more = len(by_key) - ACTIONS_NAMED if len(actions) > 1 and len(by_key) > ACTIONS_NAMED else 0
+            more = len(by_key) - ACTIONS_NAMED if differ and len(by_key) > ACTIONS_NAMED else 0
             return sentences(f"Every candidate reports the same fault ({fault_name(same[0])})", action,
                              f"the same for {more} more candidate{'s' * (more != 1)}" if more else ""), verify
         kinds = _kinds_of_faults(scene)
