@@ -24,15 +24,13 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.correlator import against_commit
+from benchmarks.correlator import add_worktree, against_commit, against_worktree
 
 NOW_US = 1_800_000_000_000_000
 DOMAIN = "nvl72-a"
@@ -122,15 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     base = against_commit(here, a.against)
     if base is None:
         return 2
-    work = Path(tempfile.mkdtemp(prefix="ff-bigdomain-"))
-    tree = work / "against"
-    case = a.write or work / "case"
-    try:
+    with against_worktree(here, base, "ff-bigdomain-", checkout=False) as (work, tree):
+        case = a.write or work / "case"
         lines = write(case, a.hosts, a.restarts)
         print(f"{a.hosts} hosts, {a.restarts} runs: {lines:,} lines in {case}", file=sys.stderr)
         if not a.rounds:
             return 0
-        subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet", str(tree), base], check=True)
+        add_worktree(here, tree, base)
         runs: dict[str, list[dict]] = {"this": [], "against": []}
         for k in range(a.rounds):
             for name, root in (("against", tree), ("this", here)):
@@ -138,10 +134,6 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(r)
                 print(f"round {k + 1}/{a.rounds} {name}: correlate() {r['correlate_cpu_s']:.3f} s, "
                       f"{r['incidents']} incidents", file=sys.stderr)
-    finally:
-        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False,
-                       capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
     same = len({r["incidents_sha256"] for rs in runs.values() for r in rs}) == 1
     cpu = {name: {"best": min(r["correlate_cpu_s"] for r in rs),
                   "median": statistics.median(r["correlate_cpu_s"] for r in rs)} for name, rs in runs.items()}

@@ -35,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: the streaming correlator's steps over the events (as benchmarks.ingest.STREAM_STEPS)
@@ -136,6 +138,30 @@ def against_commit(here: Path, name: str) -> str | None:
         return None
     return rev.stdout.strip()
 
+
+@contextmanager
+def against_worktree(here: Path, base: str, prefix: str, checkout: bool = True) -> Iterator[tuple[Path, Path]]:
+    """A scratch folder (``prefix`` + random, in the system's temp folder) and the path ``<folder>/against``, where a
+    detached git worktree of commit ``base`` of the repository at ``here`` is made on entering when ``checkout`` (the
+    caller may make it later); the worktree and the folder are removed on leaving, whatever happened. Raises
+    subprocess.CalledProcessError when git cannot make the worktree. Shared with ``benchmarks.bigdomain``."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    tree = work / "against"
+    try:
+        if checkout:
+            add_worktree(here, tree, base)
+        yield work, tree
+    finally:
+        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False,
+                       capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def add_worktree(here: Path, tree: Path, base: str) -> None:
+    """A detached git worktree of commit ``base`` of the repository at ``here`` at ``tree``; raises
+    subprocess.CalledProcessError when git cannot make it."""
+    subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet", str(tree), base], check=True)
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.correlator", description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", default="HEAD", help="the commit to compare with (default HEAD)")
@@ -156,10 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     base = against_commit(here, a.against)
     if base is None:
         return 2
-    work = Path(tempfile.mkdtemp(prefix="ff-correlator-"))
-    tree = work / "against"
-    try:
-        subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet", str(tree), base], check=True)
+    with against_worktree(here, base, "ff-correlator-") as (work, tree):
         events_file = work / "batches.pickle"
         print(f"events from {a.lines:,} lines (seed {a.seed}) …", file=sys.stderr)
         n = make_events(a.lines, a.seed, events_file)
@@ -182,10 +205,6 @@ def main(argv: list[str] | None = None) -> int:
                   "same_stream_versions": None if None in streams else len(streams) == 1,
                   "ignored_keys": a.ignore,
                   "this": _summary(runs["this"]), "against_summary": _summary(runs["against"]), "runs": runs}
-    finally:
-        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(tree)], check=False,
-                       capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
     if a.json:
         print(json.dumps(report))
     else:
