@@ -505,12 +505,19 @@ def job_hang(hosts: int, *, t0: datetime = T0, bad_host: int = 7, timeout_s: int
         when = _EPOCH + timedelta(microseconds=fault + timeout_s * US + 250_000)
         for g in range(8):
             rank = h * 8 + g
-            lines.append(f"[rank{rank}]:[E{when:%m%d %H:%M:%S}.{when.microsecond:06d}{g:03d} ProcessGroupNCCL.cpp:"
-                         f"616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=52113, "
-                         f"OpType=ALLREDUCE, NumelIn=8388608, NumelOut=8388608, Timeout(ms)={timeout_s * 1000}) ran "
-                         f"for {timeout_s * 1000 + 250} milliseconds before timing out.")
+            lines.append(_watchdog_timeout(rank, when, g, 52113, timeout_s))
         out[host] = lines
     return out
+
+
+def _watchdog_timeout(rank: int, when: datetime, g: int, seq: int, timeout_s: int) -> str:
+    """Rank ``rank``'s PyTorch watchdog timeout of the allreduce ``seq`` as c10 prints it, stamped ``when`` (its
+    microseconds then ``g`` as three more digits: the ranks of one host a moment apart), ``timeout_s`` its timeout and
+    250 ms more the time it ran."""
+    return (f"[rank{rank}]:[E{when:%m%d %H:%M:%S}.{when.microsecond:06d}{g:03d} ProcessGroupNCCL.cpp:616] [Rank "
+            f"{rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            f"NumelIn=8388608, NumelOut=8388608, Timeout(ms)={timeout_s * 1000}) ran for {timeout_s * 1000 + 250} "
+            "milliseconds before timing out.")
 
 
 def job_runs(hosts: int, runs: int, *, t0: datetime = T0,
@@ -561,8 +568,5 @@ def domain_restarts(hosts: int, restarts: int, *, t0: datetime = T0, every_s: in
             job = out.setdefault(f"{host}.job.log", [])
             for g in range(8):
                 rank = h * 8 + g
-                job.append(f"[rank{rank}]:[E{when:%m%d %H:%M:%S}.{when.microsecond:06d}{g:03d} ProcessGroupNCCL.cpp:"
-                           f"616] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
-                           f"{4000 + 37 * n}, OpType=ALLREDUCE, NumelIn=8388608, NumelOut=8388608, Timeout(ms)="
-                           f"{timeout_s * 1000}) ran for {timeout_s * 1000 + 250} milliseconds before timing out.")
+                job.append(_watchdog_timeout(rank, when, g, 4000 + 37 * n, timeout_s))
     return out
