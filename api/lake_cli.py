@@ -53,7 +53,7 @@ def compact_cmd(
     anyway (the correlator's service does it hourly); print what was merged."""
     from api.degraded_links import parse_hour
     from api.report_cli import require_lake
-    from ingest.compact import closed_before, compact, default_min_age_s
+    from ingest.compact import closed_before, compact, default_min_age_s, hour_folders
     from ingest.lake import Lake, LakeError
 
     if hour is not None and before is not None:
@@ -101,7 +101,12 @@ def compact_cmd(
     if failed:
         err.print(f"[red]{len(failed)} folder{'s' * (len(failed) > 1)} not compacted[/]")
     if not merged:
-        if not failed:
+        if not failed and h is not None and not hour_folders(Lake(settings.lake), h):
+            # a mistyped hour was told "every closed hour asked has one part per folder": as if it were compacted
+            # (a fresh user's trial of the README's `--hour 2026-11-30T03` on the demo's lake)
+            err.print(f"nothing to compact: the lake holds no parts of the hour {h:%Y-%m-%dT%H}",
+                      markup=False, highlight=False)
+        elif not failed:
             err.print(f"nothing to compact: every closed hour{' asked' if h or b else ''} has one part per folder",
                       markup=False, highlight=False)
         raise typer.Exit(1 if failed else 0)

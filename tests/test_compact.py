@@ -466,7 +466,13 @@ def test_the_lake_compact_command(tables, tmp_path, monkeypatch):
     assert r.exit_code == 0 and r.stdout.splitlines() == lines and "merged" in r.stderr, r.output
     assert all(len(v) == 1 for v in _parts(lake).values())
     r = runner.invoke(app, ["lake", "compact"], env=env)
-    assert r.exit_code == 0 and r.stdout == "" and "nothing to compact" in r.stderr
+    assert r.exit_code == 0 and r.stdout == "" and "nothing to compact: every closed hour has" in r.stderr
+    r = runner.invoke(app, ["lake", "compact", "--hour", f"{HOUR:%Y-%m-%dT%H}"], env=env)  # compacted: one part each
+    assert r.exit_code == 0 and "nothing to compact: every closed hour asked has" in r.stderr, r.output
+    empty = HOUR - timedelta(days=400)  # an hour the lake holds nothing of is said so, not "one part per folder"
+    r = runner.invoke(app, ["lake", "compact", "--hour", f"{empty:%Y-%m-%dT%H}"], env=env)
+    assert r.exit_code == 0 and r.stdout == "", r.output
+    assert f"nothing to compact: the lake holds no parts of the hour {empty:%Y-%m-%dT%H}" in r.stderr
     now = datetime.now(timezone.utc)
     for args in (["--hour", f"{now:%Y-%m-%dT%H}"], ["--hour", "x"], ["--before", "soon"],
                  ["--before", "0001-01-01T00:00+01:00"], ["--before", "9999-12-31T23:00-01:00"],  # no UTC date
