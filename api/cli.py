@@ -1021,7 +1021,7 @@ def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught u
     _until_signalled(svc.worker.stop, lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "ingest"),
                                                       on_started=lambda: _tell_worker(s, "ingest", bootstrap)))
     # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial)
-    _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0))
+    _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0, ran=not once))
 
 
 @app.command()

@@ -500,10 +500,12 @@ class IngestService:
             await endpoint.stop()
 
 
-def ingested_line(h: Health, lake: str, seconds: float | None = None) -> str:
+def ingested_line(h: Health, lake: str, seconds: float | None = None, *, ran: bool = False) -> str:
     """``"ingested 26 Kafka records, 248 lines → 99 events in 2.1 s; lake: …"`` (``Service.ingested``), from an
-    ingest worker's ``Health``; ``seconds`` when the caller knows how long it took."""
-    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    ingest worker's ``Health``; ``seconds`` when the caller knows how long it took. ``ran``: ``seconds`` is how long
+    a worker ran until signalled, not how long catching up took, and the line says ``… events over 168.9 s of
+    running`` (a fresh user read the worker's "in 168.9 s" as the demo's catch-up time)."""
+    took = "" if seconds is None else f" over {seconds:.1f} s of running" if ran else f" in {seconds:.1f} s"
     dead = f", {h.rejects} dead-lettered" if h.rejects else ""
     return (f"ingested {h.records} Kafka record{'s' * (h.records != 1)}, {h.lines} line{'s' * (h.lines != 1)} → "
             f"{h.events} event{'s' * (h.events != 1)}{dead}{took}; lake: {lake}")

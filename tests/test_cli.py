@@ -535,3 +535,17 @@ def test_kafka_status_says_a_configured_broker_is_another_one_not_checked(monkey
     now[0] = None
     r = runner.invoke(app, ["kafka", "status"])
     assert (r.exit_code, r.output) == (1, "not running\n")
+
+
+def test_a_worker_s_end_line_says_how_long_it_ran_and_a_catch_up_how_long_it_took():
+    """The demo and ``ingest --once`` say ``in 4.5 s`` (catching up); a worker stopped by a signal says how long it
+    ran, which a fresh user read as catch-up time when both said ``in``."""
+    from api.service import ingested_line
+    from ingest.consumer import Health
+
+    h = Health(records=2, lines=13, events=5)
+    assert ingested_line(h, "lake", 4.52) == "ingested 2 Kafka records, 13 lines → 5 events in 4.5 s; lake: lake"
+    assert ingested_line(h, "lake", 168.94, ran=True) == \
+        "ingested 2 Kafka records, 13 lines → 5 events over 168.9 s of running; lake: lake"
+    one = Health(records=1, lines=1, events=1)
+    assert ingested_line(one, "l") == "ingested 1 Kafka record, 1 line → 1 event; lake: l"
