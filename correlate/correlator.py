@@ -367,6 +367,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     follow_watchdogs(evs)
     evs = follow_reports(evs)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
+    evs = topo.name_hosts(evs)  # a line that named its host by an address NCCL said a host uses is that host's
     skew, offsets = estimate_clocks(evs, delays=delays)
     for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts
         skew[h] = max(skew.get(h, 0), bound)

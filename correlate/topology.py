@@ -15,7 +15,7 @@ import ipaddress
 import math
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -206,12 +206,50 @@ class Topology:
         said = self.addr_hosts.get(addr)
         if said is None:
             return addr
+        return self._said_by(said, e.ts)
+
+    @staticmethod
+    def _said_by(said: dict[str, int], ts: int) -> str | None:
+        """The host of an address that the hosts ``said`` (host -> the time of its latest address line, µs) use, at
+        ``ts`` (µs): the one host, else the one that said it last before ``ts`` when no other said it within
+        ``ADDR_REUSE_US`` before that; None when no host is sure (:meth:`peer_host`)."""
         if len(said) == 1:
             return next(iter(said))
-        before = sorted(((ts, h) for h, ts in said.items() if ts <= e.ts), reverse=True)
+        before = sorted(((t, h) for h, t in said.items() if t <= ts), reverse=True)
         if before and (len(before) == 1 or before[0][0] - before[1][0] > ADDR_REUSE_US):
             return before[0][1]
         return None
+
+    def addr_host(self, e: Ev) -> str | None:
+        """The host ``e``'s own host is, when ``e``'s line named its host by an IP address (a Ray driver's
+        ``RayTaskError(…): ray::… (pid=7712, ip=172.16.142.233, …)``: the node that raised, by its address; a
+        talosctl or syslog relay's address) and a host's NCCL said it uses that address (:attr:`addr_hosts`, as
+        :meth:`peer_host` reads a peer's). None when ``e``'s host is no IP address, a loopback one, one no host
+        said, or one no host is sure of; the name itself when it names itself."""
+        try:
+            ip = ipaddress.ip_address(e.host)
+        except ValueError:
+            return None
+        if ip.is_loopback or ip.is_unspecified:
+            return None
+        said = self.addr_hosts.get(peer_name(e.host))
+        return None if said is None else self._said_by(said, e.ts)
+
+    def name_hosts(self, events: list[Ev]) -> list[Ev]:
+        """``events`` with each one whose line named its host by an address a host's NCCL said it uses
+        (:meth:`addr_host`) replaced by a copy on that host, ``details.host_addr`` the address. Without it a Ray
+        driver's ``RayTaskError(DistBackendError): … ip=172.16.142.233`` was an incident of a host
+        "172.16.142.233" beside the Xid 79 of the node whose NCCL said "Bootstrap : Using eth0:172.16.142.233"
+        (a leftover of a defect pass). Lines that name a peer by address are read the same way (:meth:`peer_host`)."""
+        if not self.addr_hosts:
+            return events
+        out = events
+        for k, e in enumerate(events):
+            if (e.host[:1].isdigit() or ":" in e.host) and (h := self.addr_host(e)) and h != e.host:
+                if out is events:
+                    out = list(events)
+                out[k] = replace(e, host=h, details={**e.details, "host_addr": e.host})
+        return out
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests

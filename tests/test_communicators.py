@@ -1110,6 +1110,33 @@ def test_a_peers_address_is_known_after_its_bootstrap_line_is_forgotten(pipeline
         "n2", [("n1", "peer_host")]) == (batch["initiator"]["host"], [(d["host"], d["relation"]) for d in batch["downstream"]])
 
 
+@pytest.mark.parametrize("said", [["n2"], ["n2", "n3"]])
+def test_a_ray_task_error_that_names_its_node_by_address_is_that_hosts(pipeline, said):
+    """A Ray driver re-raises what a task raised on another node and names that node by its address
+    (``ray.task_error``: "… (pid=7712, ip=<address>, …)", verl-project/verl#3636); the node's NCCL said it uses that
+    address ("Bootstrap : Using eth0:<address>"), so the error is that host's (``Topology.addr_host``), downstream of
+    its Xid 79, in the stream as in the batch; not an incident of a host named "10.1.3.2". Two hosts that use the
+    address at once (a container's) name neither: the error stays on the address."""
+    boot = "{t:%Y-%m-%d %H:%M:%S} {h}:1200:1200 [0] NCCL INFO Bootstrap : Using eth0:10.1.3.2<0>"
+    start = T0 + timedelta(minutes=1)
+    xid = start + timedelta(minutes=30)
+    raised = xid + timedelta(seconds=4)
+    ray = (f"{raised:%Y-%m-%d %H:%M:%S} ray.exceptions.RayTaskError(DistBackendError): "
+           "ray::WorkerDict.actor_rollout_init_model() (pid=7712, ip=10.1.3.2, "
+           "actor_id=7f4633a3fa573bc3c174a8bb06000000, "
+           "repr=<verl.single_controller.ray.base.WorkerDict object at 0x7fbb38e9dcf0>)")
+    feeds = [(start, {h: [boot.format(t=start, h=h)] for h in said}), (xid, {"n2": [fallen(xid)]}),
+             (raised, {"driver": [ray]})]
+    got, want = _stream_and_batch(pipeline, feeds, raised + timedelta(hours=1))
+    for incs in (got, want):
+        where = sorted((i["initiator"]["host"], i["initiator"]["kind"], sorted(d["host"] for d in i["downstream"]))
+                       for i in incs)
+        if said == ["n2"]:
+            assert where == [("n2", "xid", ["n2"])]
+        else:
+            assert where == [("10.1.3.2", None, ["10.1.3.2"]), ("n2", "xid", [])]
+
+
 def _job_log(host: str, day: datetime, pid0: int, comm: str, ranks: list[int], gpus: list[int],
              hang: datetime | None, seq: int) -> list[str]:
     """One job's log on ``host``: NCCL 2.19+ init lines stamped by the launcher (``[<time>] <host>:<pid>:<tid>
