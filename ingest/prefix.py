@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 
+import orjson
+
 US = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -1050,4 +1052,37 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         if (t := clock_us(*hms, ref_us, tz)) is not None:
             p.ts, p.precision_us, p.clock = t, prec, hms
     p.rest = s
+    if "line" in s and (q := _quoted_kernel_line(s, ref_us, tz)) is not None:
+        q.host = q.host or p.host
+        q.addr_host, q.source_addr = q.addr_host or p.addr_host, q.source_addr or p.source_addr
+        return q
     return p
+
+
+#: a kernel line gpud (leptonai/gpud) quotes in its own log, as ``dmesg --decode --time-format iso`` printed it: its
+#: scan's text, "line kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0):
+#: 12028, …", and its zap record's ``"line":"kern  :err   : …"`` inside a journal or syslog line of gpud's
+#: (leptonai/gpud#338, the same record the NDJSON reader reads: ``ingest.decode.Envelope.line``). The quote is the
+#: kernel's line, the fault once: read at its own stamp, it is the kernel's line's event (``schemas.line_event_id``);
+#: at gpud's stamp (or the file's) it was a second event of the fault, days after (a leftover of a defect pass)
+_GPUD_QUOTE = re.compile(r'(?:^line |"line": ?")(?=' + _DMESG_X.pattern[1:] + r"\d{4}-\d\d-\d\dT)")
+
+
+def _quoted_kernel_line(s: str, ref_us: int | None, tz: tzinfo) -> Prefix | None:
+    """The prefixes of the kernel line gpud quotes in ``s`` (:data:`_GPUD_QUOTE`), read as a line of its own (a
+    JSON string's escapes undone, up to its closing quote), when its stamp dates it; else None."""
+    m = _GPUD_QUOTE.search(s)
+    if m is None:
+        return None
+    body = s[m.end():]
+    if m.group().endswith('"'):
+        try:
+            body = orjson.loads(_JSON_STRING.match('"' + body)[0])
+        except (TypeError, orjson.JSONDecodeError):
+            return None
+    q = _parse_prefix(body, ref_us, tz)
+    return q if q.ts is not None else None
+
+
+#: a JSON string from its opening quote to its closing one
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')

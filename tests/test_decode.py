@@ -1370,6 +1370,33 @@ def test_a_logger_records_quoted_line_is_read_at_its_own_time(pipeline):
         assert got == [("sxid.data", 12028, "0000:84:00.0", "2025-01-25T10:34:54.859532+00:00")], (runs, got)
 
 
+def test_a_kernel_line_gpud_quotes_in_a_text_line_is_the_kernels_line_once(pipeline):
+    """gpud quotes the kernel lines it found as ``dmesg --decode --time-format iso`` printed them: its scan's text
+    ("line kern  :err   : <stamp> …") and its zap record (``"line":"kern  :err   : …"``) in the journal line of its
+    service (leptonai/gpud#338). Read at gpud's stamp (or the file's time) the quote was a second event of the fault,
+    days after the kernel's own; read as a line of its own at its own stamp it is the kernel line's event, one with
+    the kernel's line however many copies come, and one alone when the kernel's own line is not there."""
+    sxid = ("2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, "
+            "0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, 0x00000000}")
+    own = "2025-01-25T10:34:54.859532+00:00 node-b kernel: " + sxid.split(" ", 1)[1]
+    scan = "line kern  :err   : " + sxid
+    record = {"level": "warn", "ts": "2025-01-28T06:47:16Z", "caller": "diagnose/scan.go:263", "msg": "known sxid",
+              "line": "kern  :err   : " + sxid}
+    journal = "Jan 28 06:47:16 node-b gpud[4242]: " + orjson.dumps(record).decode()
+    want = ("sxid.data", 12028, "0000:84:00.0", "2025-01-25T10:34:54.859532+00:00", "line")
+    for lines in ([own, scan, journal], [scan], [journal], [scan, journal]):
+        d = decode_message("\n".join(lines).encode(), topic="fleet.dmesg", partition=0, offset=1, key=b"node-b",
+                           timestamp_ms=1_738_100_000_000)
+        got = [(e["signature"], e["sxid"], e["device"], e["ts"].isoformat(), e["ts_basis"])
+               for e in pipeline.run(d).events.to_pylist()]
+        assert got == [want], (lines, got)
+    # a line that names a line of its own but quotes no stamped kernel line is read as before
+    d = decode_message(b'Jan 28 06:47:16 node-b gpud[4242]: line kern  :err   : nvidia-nvswitch1: SXid '
+                       b'(PCI:0000:84:00.0): 12028, Data {0x0}', topic="fleet.dmesg", partition=0, offset=2,
+                       key=b"node-b", timestamp_ms=1_738_100_000_000)
+    assert [e["ts"].isoformat() for e in pipeline.run(d).events.to_pylist()] == ["2025-01-28T06:47:16+00:00"]
+
+
 def test_a_logger_records_quoted_line_is_read_once_whatever_else_it_holds(pipeline):
     """A gpud scan record ("known sxid", leptonai/gpud#338) that carries a node condition too is read with its
     condition and its quoted line each once: the record's JSON, read for its condition, held the line as well, and
@@ -1388,7 +1415,9 @@ def test_a_logger_records_quoted_line_is_read_once_whatever_else_it_holds(pipeli
               **scan}
     cases = [(both, "file:gpud.log", [("eks.dcgm_health_xid", "2025-01-28T06:47:16+00:00"),
                                       ("sxid.data", "2025-01-25T10:34:54.859532+00:00")]),
-             (vector, "kafka:fleet.gpud:0", [("sxid.data", "2025-01-28T06:47:16+00:00")])]
+             # at the kernel line's own stamp, as the record's own reading: the quote is read so in any line
+             # (ingest.prefix._quoted_kernel_line); it was the scan's time, a second event of the fault
+             (vector, "kafka:fleet.gpud:0", [("sxid.data", "2025-01-25T10:34:54.859532+00:00")])]
     for rec, origin, want in cases:
         for runs, columnar in ((True, True), (True, False), (False, False)):
             d = decode_ndjson(orjson.dumps(rec) + b"\n", origin=origin, stream=origin, host="node-b", ref_ts=1,
