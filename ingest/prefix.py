@@ -380,9 +380,13 @@ _KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|
 # NVIDIA/nccl#230); a log viewer's export may put a space before the offset ("2025-11-09 15:39:31.043 +08:00 [2025-…",
 # NVIDIA/nccl#1905: the offset was dropped, the line 8 h late). A stamp to the minute (``date '+%F %R'`` before each
 # line of a job's output, after a blank: " 2025-02-18 12:54 [rank13]:[E218 04:54:22…", NVIDIA/nccl#1610) is read with
-# a precision of a minute: the whole prefix was skipped, and c10's rank and time behind it with it (a real-logs pass)
+# a precision of a minute: the whole prefix was skipped, and c10's rank and time behind it with it (a real-logs pass).
+# A syslog priority may lead: rsyslog's forwarding template RSYSLOG_ForwardFormat, "<%PRI%>%TIMESTAMP:::date-rfc3339%
+# %HOSTNAME% %syslogtag:1:32%%msg…" (rsyslog.com/doc/reference/templates/templates-examples.html), what omfwd or
+# omkafka send with it: "<4>2026-12-05T10:00:00.123+05:45 node07 kernel: NVRM: Xid …" kept no stamp, no host and no
+# tag, and the line took its record's time (a break-it pass)
 _ISO = re.compile(
-    r"^(?P<lead>[ \t]{1,8})?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
+    r"^(?:<\d{1,3}>)?(?P<lead>[ \t]{1,8})?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,](?P<frac>\d+))?|(?= ))"
     r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+"
     r"(?:" + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)(?:\[(?P<pid>\d+)\])?: )?")
@@ -530,7 +534,7 @@ def can_begin(c: str) -> frozenset[str]:
     trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space or a word character
     (``_ . -`` too: a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
-    too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank or a tab; ``golog``: a digit;
+    too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank, a tab or ``<``; ``golog``: a digit;
     ``cufile``: a digit or a blank;
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
@@ -543,7 +547,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c in "| \t"),
         ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
-        ("iso", digit or c in " \t"),
+        ("iso", digit or c in " \t<"),
         ("golog", digit), ("hflog", digit), ("cufile", digit or c == " "),
         ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
         ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),

@@ -185,6 +185,11 @@ def us(*a, tz=timezone.utc):
     # stamp and the host (kubectl logs, a colouring journal viewer): they hid both (a break-it pass)
     ("\x00\x00\x00\x00<6>Nov 30 03:12:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
      us(2026, 11, 30, 3, 12, 0), 1_000_000, "node07", "NVRM"),
+    # rsyslog's RSYSLOG_ForwardFormat (omfwd, omkafka): a priority before an RFC 3339 stamp, host and tag; the stamp,
+    # host and tag were kept in the message and the line took its Kafka record's time (a break-it pass)
+    ("<4>2026-12-05T10:00:00.123+05:45 node31 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+     us(2026, 12, 5, 4, 15, 0) + 123_000, 1000, "node31", "NVRM"),
+    ("<13>2026-11-30T03:12:00Z node32 nv-fabricmanager[77]: x", us(2026, 11, 30, 3, 12, 0), 1_000_000, "node32", "x"),
     ("\x1b[31m2026-11-30T03:12:00Z node09 kernel: NVRM: Xid (PCI:0000:3b:00): 79", us(2026, 11, 30, 3, 12, 0),
      1_000_000, "node09", "NVRM"),
     ("\x1b[2m2026-11-30T03:12:00.5Z\x1b[0m \x1b[1;34mnode09\x1b[0m kernel: NVRM: Xid 79",
