@@ -988,9 +988,12 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
     :class:`NoMessageField` when there is none."""
     if _logger_record(rec) and rec.MESSAGE is UNSET and type(rec.message) is not str:
         return _with_cause(rec.msg, rec)
-    for k, attr in _MESSAGE_FIELDS:
+    for i, (k, attr) in enumerate(_MESSAGE_FIELDS):
         v = getattr(rec, attr)
-        if v is UNSET:
+        if v is UNSET or (v in ("", None) and _later_message(rec, i)):
+            # an empty or null field before one that holds the line (a shipper's "message": "" beside Fluent Bit's
+            # "log", a logger's "msg"): the Xid in the later field was read as an empty line, lost unsaid (a break-it
+            # pass)
             continue
         if isinstance(v, str):
             return _with_cause(v, rec) if k == "msg" else v
@@ -1017,6 +1020,11 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
         raise ValueError(f"format {fmt[:64]!r} is not read here: this firstfault reads {POLLER_FORMAT}")
     raise NoMessageField("no message field (MESSAGE, message, log, msg, textPayload, SyslogMessage, jsonPayload's "
                          "MESSAGE or message, or a string event beside a string level as structlog writes)")
+
+
+def _later_message(rec: Envelope, i: int) -> bool:
+    """A message field after the ``i``-th of :data:`_MESSAGE_FIELDS` holds a non-empty string."""
+    return any(type(v := getattr(rec, attr)) is str and v for _k, attr in _MESSAGE_FIELDS[i + 1:])
 
 
 #: a key of NVSentinel's HealthEvent (its one versioned event schema: version, agent, componentClass, checkName,
@@ -1208,7 +1216,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         msg = _poller_text(orjson.loads(lines[i]))
                     else:
                         msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
-                        if type(msg) is not str or rec.MESSAGE is not UNSET:
+                        if type(msg) is not str or not msg or rec.MESSAGE is not UNSET:
                             if _structlog_record(rec):  # its other fields are read from its JSON
                                 if lines is None:
                                     lines = data.split(b"\n")
@@ -1348,6 +1356,8 @@ def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
         return None
     if len(recs) != clean[1]:
         return None
+    if any(not r.message and (type(r.log) is str and r.log or type(r.msg) is str and r.msg) for r in recs):
+        return None  # an empty message beside a line in "log" or "msg": read record by record (_message_of)
     times = _vector_times([r.timestamp for r in recs])
     if times is None:
         return None

@@ -195,6 +195,29 @@ def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts
     assert (d.segments[0].ref_ts if d.segments[0].ref_basis == "envelope" else None) == ts
 
 
+@pytest.mark.parametrize("record", [
+    {"host": "node01", "message": "", "log": XID},
+    {"host": "node01", "message": None, "log": XID},
+    {"host": "node01", "message": "", "log": XID, "timestamp": "2026-11-30T03:12:00Z"},  # Vector's shape too
+    {"host": "node01", "message": "", "msg": XID, "level": "error"},
+    {"_HOSTNAME": "node01", "MESSAGE": "", "message": XID},
+])
+@pytest.mark.parametrize("runs", [False, True])
+def test_an_empty_message_field_gives_way_to_a_later_one_that_holds_the_line(record, runs):
+    """A message field that is empty or null before one that holds the line (a shipper's ``"message": ""`` beside
+    Fluent Bit's ``log``, a logger's ``msg``) is skipped: the record was read as an empty line, its Xid lost without a
+    dead letter (a break-it pass). One empty message with nothing after it stays an empty line; a null one alone a
+    reject (``test_wrong_field_types_are_dead_lettered``)."""
+    value = b"\n".join([orjson.dumps(record)] * 3)
+    d = decode_message(value, topic="fleet.dmesg", partition=2, offset=41, key=b"node09",
+                       timestamp_ms=1_700_000_000_000, runs=runs)
+    segs = per_record(d.segments) if runs else d.segments
+    assert not d.rejects
+    assert [(s.data.decode(), s.host) for s in segs] == [(XID, "node01")] * 3
+    (seg,) = msg(orjson.dumps({"host": "node01", "message": "", "log": ""})).segments
+    assert seg.data == b""
+
+
 def test_a_structlog_records_exception_is_read_after_its_event(tmp_path):
     """structlog's ``log.exception("step failed")`` writes the traceback in ``exception`` (``format_exc_info``; a
     list of ``{"exc_type", "exc_value", …}`` with ``dict_tracebacks``): read by ``event`` alone, the CUDA error in it
