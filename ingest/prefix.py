@@ -416,6 +416,17 @@ _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster'
 _CTIME = re.compile(
     r"^(?P<open>\[)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2})"
     r":(?P<s>\d{2}) (?P<y>\d{4})(?(open)\] |(?=\[\d+,\d+\]<))")
+# dmesg -T in another locale: util-linux formats the stamp with strftime(_("%a %b %e %H:%M:%S %Y")) after
+# setlocale(LC_ALL, ""), so the day's and month's names are the locale's and its translation may put the day first
+# (sys-utils/dmesg.c, record_ctime: "TRANSLATORS: … Please, set proper month/day order here"): "[Sa Dez  5 10:00:00
+# 2026] ", "[sam. déc.  5 …]", "[土 12月  5 …]", "[Sa  5. Dez …]". Their time was not read, and the line took its
+# Kafka record's or file's time (a break-it pass). The month must be one :data:`MONTHS` knows
+_CTIME_LOCAL = re.compile(
+    r"^\[[^\W\d_]{1,9}\.?,? " + _MON + r"\.? {1,2}(?P<day>\d{1,2})\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r" (?P<y>\d{4})\] ")
+_CTIME_DAY_FIRST = re.compile(
+    r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r" (?P<y>\d{4})\] ")
 # Fabric Manager log file: "[May 16 2025 15:10:21] "
 _FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
 # raw dmesg "[  123.456789] " (seconds since boot) and dmesg -H "[  +0.000844] " (relative)
@@ -516,7 +527,7 @@ LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
     "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG,
-    "cufile": _CUFILE, "ctime": _CTIME,
+    "cufile": _CUFILE, "ctime": _CTIME, "ctime_local": _CTIME_LOCAL, "ctime_day_first": _CTIME_DAY_FIRST,
     "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
     "label": _LABEL}
 
@@ -524,7 +535,8 @@ LAYERS: dict[str, re.Pattern] = {
 #: the layers of a dated stamp (numbers only) and of a month's name, each tried in this order (``parse_prefix``)
 _DATED_LAYERS = (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG),
                  ("cufile", _CUFILE))
-_MONTH_NAMED_LAYERS = (("ctime", _CTIME), ("fmtime", _FMTIME))
+_MONTH_NAMED_LAYERS = (("ctime", _CTIME), ("ctime_local", _CTIME_LOCAL), ("ctime_day_first", _CTIME_DAY_FIRST),
+                       ("fmtime", _FMTIME))
 
 
 @lru_cache(maxsize=4096)
@@ -549,7 +561,8 @@ def can_begin(c: str) -> frozenset[str]:
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
         ("iso", digit or c in " \t<"),
         ("golog", digit), ("hflog", digit), ("cufile", digit or c == " "),
-        ("ctime", bracket or c in "MTWFS"), ("fmtime", bracket), ("c10", bracket),
+        ("ctime", bracket or c in "MTWFS"), ("ctime_local", bracket), ("ctime_day_first", bracket),
+        ("fmtime", bracket), ("c10", bracket),
         ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),
         ("delta", bracket)) if ok)
 

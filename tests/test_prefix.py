@@ -27,6 +27,14 @@ def us(*a, tz=timezone.utc):
      "NVRM"),
     ("[Mon Feb 2 22:52:45 2026] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Data {}", us(2026, 2, 2, 22, 52, 45),
      1_000_000, None, "nvidia-nvswitch1"),
+    # dmesg -T in another locale (util-linux's strftime(_("%a %b %e %H:%M:%S %Y")) after setlocale: the locale's
+    # names, and a translation may put the day first): the time was not read (a break-it pass)
+    ("[Sa Dez  5 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    ("[sam. déc.  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    ("[土 12月  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    ("[Сб дек  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    ("[Sa  5. Dez 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    ("[INFO main  5 10:00:00 2026] NVRM: Xid", None, 1, None, "[INFO main"),  # no month: no stamp
     # dmesg --time-format iso (comma)
     ("2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus",
      us(2025, 5, 27, 4, 18, 56) + 89671, 1, None, "NVRM"),
