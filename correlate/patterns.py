@@ -1587,7 +1587,9 @@ IB_WC_WR_FLUSH_ERR = "5"
 
 
 def _reports_a_peer(e: Ev) -> bool:
-    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected", "nccl.ras.process_lost"):
+    # GPUDirect-TCPX's wait for a peer's control message names the peer that has not sent
+    # (google/nccl-plugin-gpudirecttcpx#1)
+    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected", "nccl.ras.process_lost", "tcpx.ctrl_timeout"):
         return True
     if e.signature == "nccl.net_ib.completion_error":
         return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR

@@ -3159,6 +3159,54 @@ def test_a_slingshot_job_without_a_vni_starts_at_libfabrics_warning_not_a_generi
     assert inc["next_action"].startswith("NCCL's AWS OFI plugin could not open a fabric access domain: RC -38"), inc
 
 
+# GCP's GPUDirect-TCPX plugin's wait on a peer's control message (google/nccl-plugin-gpudirecttcpx#1, its line with
+# this test's times and addresses) and a GPU NIC's address announced by NCCL's Bootstrap line
+TCPX_WAIT = ("[2026-11-20 10:05:02] {host}:1300:1390 [0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN "
+             "0xadca8062b70:0xadca805d0f0, nic 0, enp12s0, 172.16.0.11<39187><-{addr}<46723> rx rx ctrl timeout cnt "
+             "7331502, nanos 10000000585")
+
+
+def test_a_tcpx_rank_waiting_on_its_peer_follows_that_peers_fault(pipeline):
+    """A GPUDirect-TCPX rank that waits past the plugin's threshold for its peer's control message names the peer's
+    address; when that host's GPU fell off the bus or its process was OOM-killed, the wait is that fault's
+    downstream report (``peer_host``), not an incident of its own. Alone it is a warning that points at the peer."""
+    xid79 = "[Fri Nov 20 10:04:59 2026] NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus."
+    oom = ("[2026-11-20 10:05:00] node201 kernel: Out of memory: Killed process 1200 (python) total-vm:81204400kB, "
+           "anon-rss:51842000kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:1234kB oom_score_adj:0")
+    for fault, rule in ((xid79, "peer_fault.explains_peer_reports"), (oom, "host_loss.explains_peer_reports")):
+        files = {"node201": BOOT.format(host="node201", addr="172.16.0.95") + "\n" + fault,
+                 "node024": TCPX_WAIT.format(host="node024", addr="172.16.0.95")}
+        (inc,) = _hosts(pipeline, files)
+        assert inc["initiator"]["host"] == "node201", inc
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+        assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {rule}
+    # alone: the peer whose logs are not here, as for a lost socket (comm.peer_failed)
+    (inc,) = _hosts(pipeline, {"node024": TCPX_WAIT.format(host="node024", addr="172.16.0.95")})
+    assert (inc["pattern"], inc["initiator"]["candidates"], inc["severity"]) == (
+        "comm.peer_failed", ["the peer at 172.16.0.95"], "warning"), inc
+
+
+def test_a_network_plugin_that_did_not_load_explains_the_network_nccl_could_not_find(pipeline):
+    """GCP's gIB plugin needs a newer glibc than the container's: NCCL says why it could not load it (an INFO
+    line), then every rank fails on "Error: network gIB not found" (AI-Hypercomputer/gpu-recipes#5). One incident per
+    host, started at the plugin's load failure with the image advice, the missing network its downstream by rule."""
+    load = ("[2026-11-20 10:00:01] {host}:565:565 [7] NCCL INFO NET/Plugin: Plugin load returned 2 : "
+            "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by "
+            "/usr/local/nvidia/lib64/libnccl-net.so) : when loading libnccl-net.so")
+    missing = "[2026-11-20 10:00:02] {host}:562:562 [5] net.cc:579 NCCL WARN Error: network gIB not found."
+    got = _hosts(pipeline, {h: load.format(host=h) + "\n" + missing.format(host=h) for h in ("node01", "node02")})
+    assert sorted((i["initiator"]["host"], i["category"]) for i in got) == [
+        ("node01", "nccl_software"), ("node02", "nccl_software")]
+    for inc in got:
+        assert (inc["initiator"]["kind"], inc["initiator"]["gpu_index"]) == ("other", 7), inc["initiator"]
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [(inc["initiator"]["host"], "same_host")]
+        assert {x["rule"] for x in inc["evidence"]} == {"nccl_net_plugin.explains_network_not_found"}
+        assert "GLIBC_2.32" in inc["next_action"], inc["next_action"]
+    (inc,) = _hosts(pipeline, {"node03": missing.format(host="node03")})
+    assert (inc["severity"], inc["category"]) == ("error", "nccl_software")
+    assert inc["next_action"].startswith('NCCL was told to use the network "gIB"'), inc["next_action"]
+
+
 def test_a_peers_error_that_names_its_address_follows_that_hosts_fault(pipeline):
     """A rank's IB completion error or lost socket names its peer by NCCL's out-of-band address; that host's
     Bootstrap / NET/IB OOB line says whose address it is, so the peer host's own fault (its HCA's access
