@@ -319,10 +319,12 @@ class Service:
             session_timeout_ms=settings.session_timeout_ms)
         self.hourly = Hourly(settings, self.lake)
         # after a restart: incident versions and the recent events from the lake, with the older events of
-        # incidents the correlator keeps aside (StreamCorrelator.cold)
+        # incidents the correlator keeps aside (StreamCorrelator.cold), and the append delays of all its events
+        # (the clocks read before the restart, and by the batch over the lake)
         stored = self.sink.stored()
         self.correlator.restore(stored, self.sink.recent_events(int((settings.allowed_lateness_s + 3600) * S),
-                                                                stored, int(settings.reach_back_s * S)))
+                                                                stored, int(settings.reach_back_s * S)),
+                                delays=self.sink.append_delays())
 
     @property
     def incidents(self) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ from prometheus_client import Counter, Gauge
 
 from api.pager import Pager
 from correlate.incident import member_ids
+from correlate.window import DELAY_LINES, OFFSET_MAX_US, SKEW_CAP_US, AppendDelays
 from ingest.lake import Lake, LakeError
 from schemas.events import EVENTS_SCHEMA
 from schemas.incidents import incident_rows, iso_us
@@ -58,6 +59,21 @@ _FACTS_SQL = """
     SELECT * FROM newest
     QUALIFY row_number() OVER (PARTITION BY host ORDER BY ts DESC, origin DESC) <= ?
     ORDER BY ts, origin"""
+
+
+#: per host, the summary of its append delays the streaming correlator keeps (``correlate.window.AppendDelays``,
+#: ``observe``'s rules, the lake's events each once as the ``events`` view keeps them): of its line-stamped lines that
+#: came through Kafka and arrived within {offset_max} µs of their stamp, per UTC day of append time of its two newest
+#: and apart for those stamped more than {cap} µs ahead (``ahead``), the {lines} of smallest (delay, event id)
+_DELAYS_SQL = """
+    WITH lines AS (
+        SELECT host, epoch_us(ingest_ts) // 86400000000 AS day, epoch_us(ingest_ts) - epoch_us(ts) AS d, event_id
+        FROM events WHERE ts_basis = 'line' AND ingest_ts IS NOT NULL AND starts_with(origin, 'kafka:')),
+    kept AS (SELECT *, d < -{cap} AS ahead, max(day) OVER (PARTITION BY host) AS newest
+             FROM lines WHERE abs(d) <= {offset_max})
+    SELECT host, day, ahead, d, event_id FROM kept WHERE day >= newest - 1
+    QUALIFY row_number() OVER (PARTITION BY host, day, ahead ORDER BY d, event_id) <= {lines}
+    ORDER BY host, day, ahead, d, event_id"""
 
 
 class IncidentSink:
@@ -202,6 +218,22 @@ class IncidentSink:
 
         return self._read_events(read)
 
+    def append_delays(self) -> AppendDelays | None:
+        """The summary of the append delays of every event the lake holds (``correlate.window.AppendDelays``), as the
+        streaming correlator keeps it of every event it is given (``StreamCorrelator.delays``) and the batch
+        correlator reads it of the lake's events: the clocks a restarted service reads (``StreamCorrelator.restore``).
+        The recent events a restart reads back gave it the lines of the last hour alone: a host whose fastest lines
+        came earlier that day read a looser bound than the batch over the same lake (its clock moved at a restart).
+        Per host and day the kept lines are picked in DuckDB (``_DELAYS_SQL``: a few columns of each event, at most
+        ``DELAY_LINES`` rows per host and day out); None when the lake has no events or cannot be read (logged:
+        the caller reads the events it restores instead)."""
+        t = self._read_events(lambda con, last: con.sql(_DELAYS_SQL.format(
+            cap=SKEW_CAP_US, offset_max=OFFSET_MAX_US, lines=DELAY_LINES)).to_arrow_table(), schema=None)
+        if t is None:
+            return None
+        cols = [t.column(c).to_pylist() for c in ("host", "day", "ahead", "d", "event_id")]
+        return AppendDelays.of_rows(zip(*cols))
+
     def incident_events(self, incidents: list[dict[str, Any]]) -> pa.Table | None:
         """The stored events of ``incidents`` (``correlate.incident.member_ids``), from an hour before the
         earliest one's start on (a host's skew): what a correlate worker reads back for the hosts its partitions
@@ -296,10 +328,11 @@ class IncidentSink:
         if not self.lake.remote and not (self.lake.root / "events").is_dir():
             raise StoreError(f"the lake at {self.lake.location} is gone (no events/ folder: a lost mount?)")
 
-    def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False) -> pa.Table | None:
+    def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False,
+                     schema: pa.Schema | None = EVENTS_SCHEMA) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest
-        event time: its rows in ``EVENTS_SCHEMA``, or None when it has none, the lake has no events or there is
-        no lake. A lake that cannot be read is logged and read as None, or with ``strict`` raises
+        event time: its rows in ``schema`` (None: as read), or None when it has none, the lake has no events or
+        there is no lake. A lake that cannot be read is logged and read as None, or with ``strict`` raises
         ``api.store.StoreError``."""
         import duckdb
 
@@ -331,7 +364,9 @@ class IncidentSink:
             return None
         if t is None:
             return None
-        return t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) if t.num_rows else None
+        if not t.num_rows:
+            return None
+        return t if schema is None else t.select(schema.names).cast(schema)
 
     def current(self) -> list[dict[str, Any]]:
         """The latest version of every incident not superseded (a later incident holds its events), by start: a

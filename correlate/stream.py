@@ -270,9 +270,14 @@ class StreamCorrelator:
         return self.lateness_us + max(SKEW_CAP_US, self.settings.clocks.max_skew())
 
     def restore(self, incidents: list[dict[str, Any]], events: pa.Table | None = None,
-                read_back: bool = False) -> None:
+                read_back: bool = False, delays: AppendDelays | None = None) -> None:
         """Continue after a restart: the latest stored version of each incident (so versions keep
-        counting up) and the recent stored events (so open windows are whole again). The events of a stored
+        counting up), the recent stored events (so open windows are whole again) and ``delays``, the summary of
+        the append delays of every stored event (``window.AppendDelays``, ``api.sink.IncidentSink.append_delays``;
+        None: of ``events`` alone), so that the clocks read are those the stream read before the restart and the
+        batch correlator reads over the lake — of the recent events alone a host whose fastest lines came before
+        them read a looser bound, and the fleet's delay moved with it. ``events`` add nothing to it (the summary is
+        of the set of lines: they are stored events too). The events of a stored
         incident that holds a fault, all older than the events are kept by, go cold at once (as ``_prune``
         would have left them): they are not correlated again, and their incident not emitted again, unless a
         new event reaches them (``_revive``).
@@ -282,6 +287,8 @@ class StreamCorrelator:
         ``reach_back_us`` of the newest stored incident of one of their hosts (each host by its own clock: one
         host whose clock runs a day ahead does not put the others' out of reach) are read back later, by host,
         as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
+        if delays is not None:
+            self.delays = delays
         for inc in incidents:
             self.emitted[inc["id"]] = _stored(inc)
         self.restored.update(inc["id"] for inc in incidents)

@@ -92,6 +92,30 @@ class AppendDelays:
             out.observe(e)
         return out
 
+    @classmethod
+    def of_rows(cls, rows) -> "AppendDelays":
+        """The summary whose kept lines are ``rows``: ``(host, day, ahead, d, event_id)`` each (``day`` the UTC day of
+        the line's Kafka append time, days since the epoch; ``ahead``: ``d < −``:data:`SKEW_CAP_US`; ``d`` µs), at
+        most :data:`DELAY_LINES` per (host, day, ahead), of the host's two newest days, one per event id: a lake's
+        summary computed where its events are (``api.sink.IncidentSink.append_delays``). Raises ValueError on rows
+        that are no such summary (more lines than kept, a day outside the host's two newest, a line in the wrong
+        list): read from a query that drifted from :meth:`observe`, they would read other clocks silently."""
+        out = cls()
+        for host, day, ahead, d, eid in rows:
+            lists = out.days.setdefault(host, {}).setdefault(day, ([], []))
+            if bool(ahead) != (d < -SKEW_CAP_US) or abs(d) > OFFSET_MAX_US:
+                raise ValueError(f"{host}: a delay of {d} µs is not a line of the {'ahead' if ahead else 'near'} list")
+            lists[1 if ahead else 0].append((d, eid))
+        for host, days in out.days.items():
+            if min(days) < max(days) - 1:
+                raise ValueError(f"{host}: days {sorted(days)} are more than its two newest")
+            for lists in days.values():
+                for kept in lists:
+                    kept.sort()
+                    if len(kept) > DELAY_LINES or len({eid for _, eid in kept}) < len(kept):
+                        raise ValueError(f"{host}: {len(kept)} lines kept of a day, or one line twice")
+        return out
+
     def observe(self, e: Ev) -> None:
         """Take ``e``'s delay into its host's summary, if it is a line-stamped line that came through Kafka."""
         if e.ts_basis != "line" or e.ingest_ts is None or not e.origin.startswith("kafka:"):

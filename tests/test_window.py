@@ -1144,3 +1144,112 @@ def test_a_step_reads_again_only_the_clocks_of_hosts_whose_lines_came_since():
     assert set(kept.read[5]) == {f"h{h}" for h in range(3000)} - {"h7", "h8"}  # ... but of the hosts given lines since
     assert estimate_clocks([], delays=kept) == estimate_clocks([], delays=AppendDelays(days=kept.days))
     assert estimate_clocks([], delays=kept)[1]["h8"] < first[1]["h8"]
+
+
+#: a kernel's corrected-error record (prometheus/node_exporter#3511; ``host.cper_severity``, info: no fault) and an Xid
+#: 79, ISO stamped as rsyslog exports them
+_CORRECTED = "{t} kernel: {{35}}[Hardware Error]: event severity: corrected"
+_FALLEN = "{t} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
+
+
+def _shipped(pipeline, host: str, stamps: list, delay, line: str = _CORRECTED):
+    """``host``'s kernel ``line``s stamped at ``stamps`` (datetimes), each appended to Kafka ``delay`` (a timedelta)
+    after its stamp, through the pipeline: an events table in ``EVENTS_SCHEMA``."""
+    import itertools
+
+    import pyarrow as pa
+
+    from ingest.decode import Decoded, Segment
+
+    offsets = _shipped.__dict__.setdefault("offsets", itertools.count())
+    tables = []
+    for t in stamps:
+        at = int((t + delay).timestamp() * S)
+        seg = Segment(data=line.format(t=f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00").encode(),
+                      origin=f"kafka:fleet.dmesg/0/{next(offsets)}:0", stream=f"fleet.dmesg/0/{host}", host=host,
+                      ref_ts=at, ref_basis="kafka", ingest_ts=at)
+        tables.append(pipeline.run(Decoded(segments=[seg])).events)
+    return pa.concat_tables(tables)
+
+
+def test_a_restarted_stream_reads_the_clocks_of_the_whole_lake(pipeline, tmp_path):
+    """A restarted service reads back the stored incidents, the events of the last hour or so and the append-delay
+    summary of every stored event (``IncidentSink.append_delays``, in DuckDB over the Parquet lake): after the rest
+    of the input its incidents are the batch correlator's over the whole lake, clocks and all. Of the recent events
+    alone (as before), host x, whose fastest lines (0.1 s) came nine hours before the restart and whose recent ones
+    in a 40 s backlog, read its clock 40 s off, and the incidents of every host moved with the fleet's delay.
+    Beside it: host y's lines of three UTC days (the oldest day, its fastest, not read: its two newest days are),
+    host z's stamped 8 h ahead (local time as UTC: the ``ahead`` list), a line of host a delivered again later (read
+    once, at its first arrival), lines appended further from their stamp than a day (not read)."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow as pa
+
+    from api.sink import IncidentSink
+    from correlate.correlator import correlate
+    from correlate.model import events_from_table
+    from correlate.window import AppendDelays, estimate_clocks
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    t0 = datetime(2026, 11, 29, 1, 0, tzinfo=timezone.utc)
+    restart = t0 + timedelta(hours=10)
+    recent = restart - timedelta(minutes=20)
+    minutes = lambda t, n: [t + timedelta(minutes=k, seconds=k) for k in range(n)]  # noqa: E731
+    fast, slow = timedelta(milliseconds=100), timedelta(seconds=40)
+    before = [_shipped(pipeline, h, minutes(t0, 6), fast) for h in "abcx"]  # every host's fastest lines, early
+    before += [_shipped(pipeline, h, minutes(recent, 6), fast) for h in "abc"]
+    before += [_shipped(pipeline, "x", minutes(recent + timedelta(minutes=7), 6), slow)]  # x's backlog, recent
+    before += [_shipped(pipeline, "y", minutes(t0 - timedelta(days=2), 6), timedelta(milliseconds=10)),
+               _shipped(pipeline, "y", minutes(t0 - timedelta(days=1), 6), timedelta(seconds=2)),
+               _shipped(pipeline, "y", minutes(recent, 6), timedelta(seconds=5)),
+               _shipped(pipeline, "z", minutes(recent + timedelta(hours=8), 6), timedelta(hours=-8)),
+               _shipped(pipeline, "a", minutes(t0, 1), timedelta(hours=9)),  # a's first line again, 9 h later
+               _shipped(pipeline, "w", minutes(t0 - timedelta(days=3), 6), timedelta(days=3))]  # replayed: not read
+    before += [_shipped(pipeline, "a", [recent + timedelta(minutes=9)], fast, _FALLEN)]  # an incident stored
+    after = [_shipped(pipeline, h, minutes(restart + timedelta(minutes=5), 3), fast, _FALLEN) for h in "abcxyz"]
+    first = pa.concat_tables(before)
+    assert set(first.column("ts_basis").to_pylist()) == {"line"}
+    root, state = tmp_path / "lake", tmp_path / "state"
+    lake = Lake(root)
+    lake.init()
+    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
+    sc = StreamCorrelator()
+    for i, t in enumerate(before):  # the service before its restart: events to the lake, incidents stored
+        lake.write("events", t, f"b{i}")
+        sc.add(t, now_us=int(restart.timestamp() * S))
+        sink.emit(sc.step(now_us=int(restart.timestamp() * S)))
+
+    # the summary computed in DuckDB is the one observed of every event the lake holds
+    again = IncidentSink(Settings(lake=str(root), state_dir=state))
+    delays = again.append_delays()
+    stored = events_from_table(first)
+    assert delays.days == AppendDelays.of(stored).days
+    assert min(delays.days["y"]) == (t0 - timedelta(days=1)).timestamp() * S // (86400 * S) and "w" not in delays.days
+    assert delays.days["z"] and all(not near and len(ahead) == 6 for near, ahead in delays.days["z"].values())
+    want = estimate_clocks(stored)
+    assert estimate_clocks([], delays=delays) == want and want[1]["x"] == want[1]["a"]
+
+    def restarted(delays):
+        stored = again.stored()
+        sc = StreamCorrelator()
+        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart),
+                   delays=delays)
+        return sc
+
+    assert estimate_clocks([], delays=restarted(None).delays)[1]["x"] - want[1]["a"] >= 39 * S  # the defect
+    sc = restarted(delays)
+    assert estimate_clocks([], delays=sc.delays) == want
+    end = int((restart + timedelta(hours=1)).timestamp() * S)
+    for t in after:
+        sc.add(t, now_us=end)
+        sc.step(now_us=end)
+    sc.step(now_us=end, flush=True)
+    everything = pa.concat_tables(before + after)
+    expected = {i["id"]: i for i in correlate(everything, now_us=end)}
+    final = {i: v[2] for i, v in sc.emitted.items() if v[2].get("status") != "superseded"}
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
+    assert set(final) == set(expected)
+    assert {i: strip(v) for i, v in final.items()} == {i: strip(v) for i, v in expected.items()}
+    assert {h for i in expected.values() for h in i["clocks"]} >= set("abcxyz")
+    assert estimate_clocks([], delays=sc.delays) == estimate_clocks(events_from_table(everything))
