@@ -185,8 +185,9 @@ class StreamCorrelator:
     #: incident id -> the time (µs) of its latest event when a step first held it back, not closed, or when a step
     #: emitted it early: its evidence has gone on since then without a quiet gap (``early_after_us``)
     held_since: dict[str, int] = field(default_factory=dict, repr=False)
-    #: the append delays of every event given since the start, forgotten and late ones too: the clock estimates are
-    #: read from them (``window.AppendDelays``), as the batch correlator reads them from every event
+    #: the append delays of every event given since the start, forgotten and late ones too, and after a restart of
+    #: every stored event (``restore``): the clock estimates are read from them (``window.AppendDelays``), as the
+    #: batch correlator reads them from every event
     delays: AppendDelays = field(default_factory=AppendDelays, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
@@ -277,7 +278,8 @@ class StreamCorrelator:
         None: of ``events`` alone), so that the clocks read are those the stream read before the restart and the
         batch correlator reads over the lake — of the recent events alone a host whose fastest lines came before
         them read a looser bound, and the fleet's delay moved with it. ``events`` add nothing to it (the summary is
-        of the set of lines: they are stored events too). The events of a stored
+        of the set of lines: they are stored events too; a correlate worker gives none yet, and reads the clocks of
+        its replay). The events of a stored
         incident that holds a fault, all older than the events are kept by, go cold at once (as ``_prune``
         would have left them): they are not correlated again, and their incident not emitted again, unless a
         new event reaches them (``_revive``).
