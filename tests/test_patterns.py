@@ -5851,6 +5851,35 @@ def test_a_vllm_worker_that_crashed_on_a_segfault_explains_its_peers_timeout(pip
     assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
 
 
+def test_jax_coordination_service_reports_are_downstream_and_a_restarted_task_is_what_they_report(pipeline):
+    """The coordinator's "Stopping coordination service as cluster registration failed" and the registration
+    barrier's timeout under it ("Barrier timed out. Id: [Init]Wait_for_all_tasks_to_register::0",
+    AI-Hypercomputer/gpu-recipes#2: the id's brackets gave no event) report processes that never came: only downstream
+    reports, as a rank's watchdog timeout alone is. A task that connected again as a new incarnation
+    (google/grain#802) is what the coordinator's stop and every process's "Terminating process" report: the initiator,
+    the task named."""
+    reg = "\n".join([
+        "2025-02-20 10:00:00.000000: E coordination_service.cc:1] Stopping coordination service as cluster registration"
+        " failed. This may be due to 1) some tasks crashed earlier before connecting, 2) some tasks were never "
+        "scheduled, or 3) scheduling delays. Consider setting a longer initialization timeout if such delays are "
+        "expected, the timeout is currently set to: 1h.",
+        "2025-02-20 10:00:00.000100: E client.cc:1] Original error: DEADLINE_EXCEEDED: Barrier timed out. Id: "
+        "[Init]Wait_for_all_tasks_to_register::0. This usually happens because a task triggered the barrier too early "
+        "or too slowly."])
+    (inc,) = run(pipeline, reg, host="node00")
+    assert inc["explanation"].startswith("Only downstream reports: node00 (nccl_timeout)"), inc["explanation"]
+    restarted = "\n".join([
+        "2025-04-05 18:39:10.837611: E external/xla/xla/tsl/distributed_runtime/coordination/"
+        "coordination_service.cc:962] /job:jax_worker/replica:0/task:1 unexpectedly tried to connect with a "
+        "different incarnation. It has likely restarted.",
+        "2025-04-05 18:39:10.838153: F external/xla/xla/pjrt/distributed/client.h:80] Terminating process because the "
+        "JAX distributed service detected fatal errors. This most likely indicates that another task died; see the "
+        "other task logs for more details."])
+    (inc,) = run(pipeline, restarted, host="node00")
+    assert inc["initiator"]["fault"] == "xla.task_restarted" and len(inc["initiator"]["events"]) == 2
+    assert inc["next_action"].startswith("Task 1 (/job:jax_worker/replica:0/task:1) connected to JAX's coordinator")
+
+
 XID74_REGS = ("[Tue Dec  1 10:00:0{s} 2026] NVRM: Xid (PCI:0000:{bus}:00): 74, pid='<unknown>', name=<unknown>, "
               "NVLink: fatal error detected on link {link}({regs})")
 
