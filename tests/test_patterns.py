@@ -5851,6 +5851,35 @@ def test_a_vllm_worker_that_crashed_on_a_segfault_explains_its_peers_timeout(pip
     assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
 
 
+def test_a_paddle_or_glog_crash_explains_the_ranks_nccl_error_and_coordination_timeout(pipeline):
+    """A trainer that crashed on a signal, as PaddlePaddle's handler ("FatalError: `Segmentation fault` is detected by
+    the operating system.", PaddlePaddle/Paddle#41709) or glog's ("*** SIGSEGV (@0x50) received by PID … from PID 80;
+    stack trace: ***", PaddlePaddle/Paddle#18232) prints it, is its process's first fault: its NCCL error and a JAX
+    process's coordination-service timeout after it are its reports (``cuda_error.explains_nccl``), as after Abseil's
+    line. Neither crash line gave an event (a real-logs pass)."""
+    paddle = "\n".join([
+        "2023-04-06 22:26:40.000000: W init.cc:1] FatalError: `Segmentation fault` is detected by the operating "
+        "system.",
+        "2023-04-06 22:26:41.000000: E trainer.py:1] OSError: (External) NCCL error(2), unhandled system error."])
+    (inc,) = run(pipeline, paddle, host="node07")
+    assert inc["initiator"]["fault"] == "paddle.fatal_signal" and inc["category"] == "application"
+    assert inc["explanation"].endswith("it reported 2 lines (paddle.fatal_signal, paddle.nccl_error).")
+    jax = "\n".join([
+        "2024-10-09 15:41:39.000000: E glog.cc:1] *** SIGSEGV (@0x50) received by PID 12833 (TID 0x7f56686c9700) from "
+        "PID 80; stack trace: ***",
+        "2024-10-09 15:41:40.000000: E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:3072] Execution of "
+        "replica 0 failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: devices=[0,1,2,3]; stream=0 and "
+        "duration: 10m"])
+    (inc,) = run(pipeline, jax, host="node07")
+    assert inc["initiator"]["fault"] == "glog.fatal_signal" and len(inc["initiator"]["events"]) == 2
+    rank0 = ("2024-10-09 16:11:41.000000: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+             "OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) ran for 1800002 milliseconds before "
+             "timing out.")
+    (inc,) = run(pipeline, jax.splitlines()[0] + "\n" + rank0, host="node07")
+    assert [(d["rank"], d["kind"]) for d in inc["downstream"]] == [(0, "nccl_timeout")]
+    assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
+
+
 def test_jax_coordination_service_reports_are_downstream_and_a_restarted_task_is_what_they_report(pipeline):
     """The coordinator's "Stopping coordination service as cluster registration failed" and the registration
     barrier's timeout under it ("Barrier timed out. Id: [Init]Wait_for_all_tasks_to_register::0",
