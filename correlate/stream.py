@@ -191,6 +191,9 @@ class StreamCorrelator:
     delays: AppendDelays = field(default_factory=AppendDelays, repr=False)
     #: attributions of the last step's candidate incidents, reused when unchanged (``correlator.AttributionCache``)
     cache: AttributionCache = field(default_factory=AttributionCache)
+    #: key columns (``SAMPLE_KEY``, ``FACT_KEY``) -> the table the last reduction of ``samples`` / ``topology`` gave
+    #: (``_reduce``): already the newest row of each key
+    reduced: dict[tuple[str, ...], pa.Table] = field(default_factory=dict, repr=False)
     #: the last step's topology and what it was learned from (``_learn``)
     learned: tuple[tuple, Topology] | None = field(default=None, repr=False)
 
@@ -426,8 +429,8 @@ class StreamCorrelator:
         """Incidents that are new or changed since the last step (each with its version)."""
         if not self.events and not self.returned:
             return []
-        samples = _latest(self.samples, _SAMPLE_KEY) if self.samples else None
-        topo = _latest(self.topology, _FACT_KEY) if self.topology else None
+        samples = self._reduce(self.samples, _SAMPLE_KEY)
+        topo = self._reduce(self.topology, _FACT_KEY)
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
         self.topology = [topo] if topo is not None else []
         revived = self._revive(everything=flush)
@@ -493,6 +496,17 @@ class StreamCorrelator:
             out.extend(self._supersede(inc, members, owners))
         self.held_since = held
         self._prune(learned, pending, now_us)
+        return out
+
+    def _reduce(self, tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table | None:
+        """``_latest`` of ``tables`` (None for none); a list that is the one table a step reduced before (no rows
+        came since) is that table: ``_latest`` would give it back, after a group-by over every row (a step of the
+        fleet mix spent ~2 % of its CPU regrouping facts that had not changed)."""
+        if not tables:
+            return None
+        if len(tables) == 1 and tables[0] is self.reduced.get(keys):
+            return tables[0]
+        out = self.reduced[keys] = _latest(tables, keys)
         return out
 
     def _revive(self, everything: bool = False) -> set[str]:
