@@ -194,6 +194,8 @@ class StreamCorrelator:
     #: key columns (``SAMPLE_KEY``, ``FACT_KEY``) -> the table the last reduction of ``samples`` / ``topology`` gave
     #: (``_reduce``): already the newest row of each key
     reduced: dict[tuple[str, ...], pa.Table] = field(default_factory=dict, repr=False)
+    #: incident id -> (a stored version of it, its ``member_ids``) (``_members``); of the incidents in ``emitted``
+    members: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict, repr=False)
     #: the last step's topology and what it was learned from (``_learn``)
     learned: tuple[tuple, Topology] | None = field(default=None, repr=False)
 
@@ -417,7 +419,7 @@ class StreamCorrelator:
         going_cold = []
         for _ver, _h, inc in self.emitted.values():
             if inc.get("status") != "superseded":
-                ids = [m for m in member_ids(inc) if m in self.events]
+                ids = [m for m in self._members(inc) if m in self.events]
                 if not kept.isdisjoint(ids):
                     kept.update(ids)
                 elif any(is_fault(self.events[m], catalog) for m in ids):
@@ -475,7 +477,7 @@ class StreamCorrelator:
             last = (prev[0], prev[1], prev[2].get("clocks")) if prev else gone  # its last version, hash, clocks
             if last and last[1] == h and not (flush and last[2] != inc.get("clocks")):
                 continue  # unchanged; or, forgotten, formed again from the same events: its stored version stands
-            stored = gone[3] if gone else (frozenset(member_ids(prev[2])) if prev and inc["id"] in self.restored
+            stored = gone[3] if gone else (frozenset(self._members(prev[2])) if prev and inc["id"] in self.restored
                                            else None)
             if stored is not None and stored > set(members):
                 # formed again from part of its stored version's events (a replay under way): that version, made with
@@ -489,7 +491,7 @@ class StreamCorrelator:
             self.retired.pop(inc["id"], None)
             self.restored.discard(inc["id"])
             if prev:  # the events its last version held and this one does not are no longer its own
-                for m in member_ids(prev[2]):
+                for m in self._members(prev[2]):
                     owners.get(m, set()).discard(inc["id"])
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
@@ -568,7 +570,7 @@ class StreamCorrelator:
             back |= {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
         if back:
             for _ver, _h, inc in self.emitted.values():
-                ids = member_ids(inc)
+                ids = self._members(inc)
                 if inc.get("status") != "superseded" and not back.isdisjoint(ids):
                     back.update(m for m in ids if m in self.cold)
         return back
@@ -616,12 +618,20 @@ class StreamCorrelator:
         self.learned = ((key, objects), learned)
         return learned
 
+    def _members(self, inc: dict[str, Any]) -> list[str]:
+        """``member_ids`` of a stored incident version (``emitted``), read once per version: ``_owners``, ``_cool``
+        and ``_prune`` read those of every emitted incident at every step. The caller must not change the list."""
+        got = self.members.get(inc["id"])
+        if got is None or got[0] is not inc:  # a new version is a new dict (``step``, ``_supersede``)
+            got = self.members[inc["id"]] = (inc, member_ids(inc))
+        return got[1]
+
     def _owners(self) -> dict[str, set[str]]:
         """event_id -> the ids of the emitted incidents, not superseded, that hold the event."""
         owners: dict[str, set[str]] = {}
         for iid, (_ver, _h, inc) in self.emitted.items():
             if inc.get("status") != "superseded":
-                for m in member_ids(inc):
+                for m in self._members(inc):
                     owners.setdefault(m, set()).add(iid)
         return owners
 
@@ -661,7 +671,7 @@ class StreamCorrelator:
             ver, _h, old = self.emitted[old_id]
             gone = dict(old, version=ver + 1, status="superseded", superseded_by=me)
             self.emitted[old_id] = (ver + 1, _content_hash(gone), gone)
-            for m in member_ids(old):
+            for m in self._members(old):
                 owners.get(m, set()).discard(old_id)
             out.append(gone)
         return out
@@ -739,12 +749,13 @@ class StreamCorrelator:
                 self.wiring[e.event_id] = e
         emitted = {}
         for k, v in self.emitted.items():
-            if any(m in self.events or m in self.cold for m in member_ids(v[2])):
+            if any(m in self.events or m in self.cold for m in self._members(v[2])):
                 emitted[k] = v
             else:
-                self.retired[k] = (v[0], v[1], v[2].get("clocks"), frozenset(member_ids(v[2])))
+                self.retired[k] = (v[0], v[1], v[2].get("clocks"), frozenset(self._members(v[2])))
                 self.restored.discard(k)
         self.emitted = emitted
+        self.members = {k: v for k, v in self.members.items() if k in emitted}
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
 
