@@ -92,12 +92,14 @@ def _default_is_fault(e: Ev) -> bool:
 
 def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
                is_fault: Callable[[Ev], bool] = _default_is_fault,
-               related: Callable[[Ev, Ev], bool] | None = None, catalog: Catalog | None = None) -> list[list[Ev]]:
+               related: Callable[[Ev, Ev], bool] | None = None, catalog: Catalog | None = None,
+               side_bits: dict[tuple, int] | None = None) -> list[list[Ev]]:
     """Connected components (each sorted by ``Ev.order``), sorted by their first event. ``related(a, b)``: whether
     fault ``a``, with a time of its own, and the file-dated fault ``b`` may belong to one incident (the correlator's
     ``attribute.may_relate``; ``_join_file_timed``; None: file-dated faults are placed by the links alone).
     ``catalog``: what the predicates of links derived from explains rules read Xid facts from (default: the
-    shipped one)."""
+    shipped one). ``side_bits``: event shape (``rules.pred_shape``) -> which sides of the derived links hold for
+    it, kept by a caller that calls again with the same links and catalog (``ComponentCache``), read and filled."""
     faults: list[Ev] = []
     context: list[Ev] = []
     for e in members(events):
@@ -163,8 +165,13 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 by_shape: dict[tuple, list[int]] = defaultdict(list)
                 for i, e in enumerate(faults):
                     by_shape[pred_shape(e)].append(i)
-                index = SideIndex([p for r in derived for p in (r.cause, r.effect or [])], catalog)
-                shapes = [(idx, index.bits(faults[idx[0]])) for idx in by_shape.values()]
+                memo = side_bits if side_bits is not None else {}
+                if not memo.keys() >= by_shape.keys():
+                    index = SideIndex([p for r in derived for p in (r.cause, r.effect or [])], catalog)
+                    for shape, idx in by_shape.items():
+                        if shape not in memo:
+                            memo[shape] = index.bits(faults[idx[0]])
+                shapes = [(idx, memo[shape]) for shape, idx in by_shape.items()]
             sides = _sides(2 * next(k for k, r in enumerate(derived) if r is rule), shapes)
             if sides is not None:  # only the faults of either side are bucketed
                 sub = sorted((sides[0] | sides[1]) - loose)
@@ -271,6 +278,9 @@ class ComponentCache:
         self.comp_hosts: dict[int, frozenset[str]] = {}
         self.reused = 0
         self.redone = 0
+        #: event shape -> which sides of the derived links hold for it (:func:`components`' ``side_bits``), for the
+        #: last call's links and catalog
+        self.side_bits: dict[tuple, int] = {}
 
     def components(self, events: list[Ev], links: list[LinkRule], topo: Topology, clocks: Clocks,
                    is_fault: Callable[[Ev], bool], related: Callable[[Ev, Ev], bool] | None, catalog: Catalog,
@@ -302,12 +312,15 @@ class ComponentCache:
         self.own = own
         inputs = (list(links), catalog, related, fleet)
         last, self.inputs = self.inputs, inputs
+        if (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
+                or last[1] is not catalog):
+            self.side_bits = {}
         whole = (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
                  or last[1] is not catalog or last[2] is not related or last[3] != fleet
                  or not KEYED_RELATIONS <= _COUPLED_RELATIONS
                  or any(e.signature == SYMPTOM for e in mine))
         if whole:
-            comps = components(events, links, topo, clocks, is_fault, related, catalog)
+            comps = components(events, links, topo, clocks, is_fault, related, catalog, self.side_bits)
             self.reused, self.redone = 0, len(mine)
         else:
             find = _coupled(by_host, peers, topo, self.comps, clocks, links,
@@ -322,7 +335,7 @@ class ComponentCache:
             hosts = {h for h in by_host if find(("h", h)) in roots}
             again = [e for e in events if e.host in hosts]
             kept = [c for c in self.comps if find(("h", c[0].host)) not in roots]
-            comps = components(again, links, topo, clocks, is_fault, related, catalog) if again else []
+            comps = components(again, links, topo, clocks, is_fault, related, catalog, self.side_bits) if again else []
             if kept:
                 comps = sorted(comps + kept, key=lambda g: g[0].order)
             self.redone = sum(len(by_host[h]) for h in hosts)
