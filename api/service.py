@@ -548,6 +548,7 @@ class CorrelateService:
             on_incidents=lambda incidents: emit_shown(self.sink, incidents, self.on_incidents),
             restore=self.sink.stored, restore_events=self.sink.membership_events,
             read_back=self.sink.incident_events, read_facts=self.sink.host_facts,
+            read_delays=self.sink.append_delays,
             session_timeout_ms=settings.session_timeout_ms, close_after_us=int(settings.close_after_s * S),
             early_after_us=settings.early_after_us(),
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))

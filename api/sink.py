@@ -68,7 +68,7 @@ _FACTS_SQL = """
 _DELAYS_SQL = """
     WITH lines AS (
         SELECT host, epoch_us(ingest_ts) // 86400000000 AS day, epoch_us(ingest_ts) - epoch_us(ts) AS d, event_id
-        FROM events WHERE ts_basis = 'line' AND ingest_ts IS NOT NULL AND starts_with(origin, 'kafka:')),
+        FROM events WHERE ts_basis = 'line' AND ingest_ts IS NOT NULL AND starts_with(origin, 'kafka:'){hosts}),
     kept AS (SELECT *, d < -{cap} AS ahead, max(day) OVER (PARTITION BY host) AS newest
              FROM lines WHERE abs(d) <= {offset_max})
     SELECT host, day, ahead, d, event_id FROM kept WHERE day >= newest - 1
@@ -218,7 +218,7 @@ class IncidentSink:
 
         return self._read_events(read)
 
-    def append_delays(self) -> AppendDelays | None:
+    def append_delays(self, hosts: list[str] | None = None) -> AppendDelays | None:
         """The summary of the append delays of every event the lake holds (``correlate.window.AppendDelays``), as the
         streaming correlator keeps it of every event it is given (``StreamCorrelator.delays``) and the batch
         correlator reads it of the lake's events: the clocks a restarted service reads (``StreamCorrelator.restore``).
@@ -226,9 +226,19 @@ class IncidentSink:
         came earlier that day read a looser bound than the batch over the same lake (its clock moved at a restart).
         Per host and day the kept lines are picked in DuckDB (``_DELAYS_SQL``: a few columns of each event, at most
         ``DELAY_LINES`` rows per host and day out); None when the lake has no events or cannot be read (logged:
-        the caller reads the events it restores instead)."""
+        the caller reads the events it restores instead).
+
+        ``hosts``: of those hosts' events alone (none: None), what a correlate worker reads for the hosts its
+        partitions bring when it first sees them (``correlate.consumer.CorrelateWorker``, merged into the summary
+        of its replay: ``AppendDelays.merge``); then a lake that cannot be read raises ``api.store.StoreError``
+        (the worker says so and asks again later)."""
+        if hosts is not None and not hosts:
+            return None
+        where = "" if hosts is None else " AND host IN (SELECT unnest(?))"
         t = self._read_events(lambda con, last: con.sql(_DELAYS_SQL.format(
-            cap=SKEW_CAP_US, offset_max=OFFSET_MAX_US, lines=DELAY_LINES)).to_arrow_table(), schema=None)
+            cap=SKEW_CAP_US, offset_max=OFFSET_MAX_US, lines=DELAY_LINES, hosts=where),
+            params=None if hosts is None else [sorted(hosts)]).to_arrow_table(), strict=hosts is not None,
+            schema=None)
         if t is None:
             return None
         cols = [t.column(c).to_pylist() for c in ("host", "day", "ahead", "d", "event_id")]

@@ -30,7 +30,10 @@ sampled an hour ago), or under the host's earlier key on another partition (``ho
 made it ``comm:<c>``), no replay brings: when the worker first sees a host's events (after a start or a rebalance, or
 a host new to it) it reads back from the lake that host's newest topology facts and newest sample of each link
 (the caller's ``read_facts``: ``api.sink.IncidentSink.host_facts``, bounded in time and rows), the hosts of one
-poll in one read, and hands them to its correlator before what it holds (``_read_facts``).
+poll in one read, and hands them to its correlator before what it holds (``_read_facts``). In the same read, the
+summary of those hosts' append delays over the whole lake (the caller's ``read_delays``:
+``api.sink.IncidentSink.append_delays``), merged into its correlator's: their clock bounds are those of
+``firstfault run`` and of the batch over the lake, not of the replay alone.
 
 A record the worker cannot read (``decode_record`` refuses it: a corrupt Arrow stream, nulls in required columns,
 times no year holds, a header naming a table it does not read, a null value) goes to the dead-letter topic
@@ -65,6 +68,7 @@ from correlate.metrics import (DEAD_LETTER_FAILURES, DEAD_LETTERS, DEAD_LETTERS_
                                HEALTHY, LAG, PAUSED_PARTITIONS, REBALANCES, StepGuard, add_counted)
 from correlate.rules import default_rules
 from correlate.stream import StreamCorrelator
+from correlate.window import AppendDelays
 from ingest.broker import require_topics
 from ingest.consumer import (ACK_PATIENCE_S, BROKER_CHECK_S, METADATA_MAX_AGE_MS, UNREADABLE, broker_silent,
                              dead_letters, error_named, fetch_readable, new_producer, originals_of, renewed_producer,
@@ -81,6 +85,9 @@ OnIncidents = Callable[[list[dict[str, Any]]], None]
 #: host -> its time (µs) => (link samples, topology facts) of those hosts read back from the lake
 #: (``api.sink.IncidentSink.host_facts``)
 ReadFacts = Callable[[dict[str, int]], tuple[pa.Table | None, pa.Table | None]]
+#: hosts => the summary of the append delays of the lake's events of those hosts (None: none;
+#: ``api.sink.IncidentSink.append_delays``)
+ReadDelays = Callable[[list[str]], AppendDelays | None]
 #: how long ``run(until_caught_up=True)`` waits for dead letters still being sent before its last commit (s): one
 #: not acknowledged by then keeps its record for the next run
 DEAD_LETTER_SETTLE_S = 30.0
@@ -156,11 +163,12 @@ class CorrelateWorker:
                  idle_us: int = 120 * S, reach_back_us: int = 24 * 3600 * S,
                  restore_events: Callable[[], pa.Table | None] | None = None,
                  read_back: Callable[[list[dict[str, Any]]], pa.Table | None] | None = None,
-                 read_facts: ReadFacts | None = None, held_behind_dead_max: int = HELD_BEHIND_DEAD_MAX) -> None:
+                 read_facts: ReadFacts | None = None, read_delays: ReadDelays | None = None,
+                 held_behind_dead_max: int = HELD_BEHIND_DEAD_MAX) -> None:
         self.bootstrap, self.topic, self.group_id, self.dlq_topic = bootstrap, topic, group_id, dlq_topic
         self.settings, self.lateness_us = settings, lateness_us
         self.on_incidents, self.restore, self.restore_events = on_incidents, restore, restore_events
-        self.read_back, self.read_facts = read_back, read_facts
+        self.read_back, self.read_facts, self.read_delays = read_back, read_facts, read_delays
         self.session_timeout_ms, self.tick_s = session_timeout_ms, tick_s
         self.metadata_max_age_ms = METADATA_MAX_AGE_MS  # partitions added to the topic are read within it
         self.close_after_us, self.idle_us, self.reach_back_us = close_after_us, idle_us, reach_back_us
@@ -343,7 +351,7 @@ class CorrelateWorker:
                     elif table is not None and table.num_rows:
                         add_counted(self.correlator, table, now_us=now, source=source)
                         p.held.append((r.offset, table.column("event_id").to_pylist()))
-                        if self.read_facts is not None:
+                        if self.read_facts is not None or self.read_delays is not None:
                             for h in pc.unique(table.column("host")).to_pylist():
                                 if h not in self.facts_read:
                                     self.facts_wanted.setdefault(h, now)
@@ -701,21 +709,31 @@ class CorrelateWorker:
         When the lake cannot be read (``read_facts`` raises), it is logged (``error_code``
         ``facts_read_back_failed``), counted (``facts_read_back_failures``,
         ``firstfault_correlate_facts_read_back_failures_total``) and asked again after a back-off of 0.5 s doubling
-        to 30 s; correlation goes on meanwhile with the facts the stream brings."""
-        assert self.read_facts is not None
+        to 30 s; correlation goes on meanwhile with the facts the stream brings.
+
+        In the same read (``read_delays``: ``api.sink.IncidentSink.append_delays``) the summary of those hosts'
+        append delays over every event the lake holds, merged into the correlator's (``AppendDelays.merge``): its
+        replay starts at the safe offset, and a host whose fastest lines came before it read a looser clock bound
+        than ``firstfault run`` (which reads the lake's summary when it restarts) and the batch over the same lake,
+        and other incidents. Only the hosts of the worker's own partitions are read: the hosts its events name."""
         hosts = list(self.facts_wanted)[:FACTS_HOSTS_PER_READ]
         now = int(time.time() * S)
         marks = {h: wm.value(self.correlator.settings.clocks) for h in hosts
                  if (wm := self.correlator.host_watermarks.get(h)) is not None}
         anchors = {h: min(now, self.facts_wanted[h] if marks.get(h) is None else marks[h]) for h in hosts}
         correlator = self.correlator
+
+        def read() -> tuple[pa.Table | None, pa.Table | None, AppendDelays | None]:
+            samples, topology = self.read_facts(anchors) if self.read_facts is not None else (None, None)
+            return samples, topology, self.read_delays(hosts) if self.read_delays is not None else None
+
         try:
-            samples, topology = await asyncio.get_running_loop().run_in_executor(None, self.read_facts, anchors)
+            samples, topology, delays = await asyncio.get_running_loop().run_in_executor(None, read)
         except Exception as e:  # an injected lake read (api.sink.IncidentSink.host_facts): storage errors
             self.facts_read_back_failures += 1
             FACTS_READ_BACK_FAILURES.inc()
-            log.error("correlate: could not read back the link samples and topology of %d host(s) (%s); retrying in "
-                      "%.1f s", len(hosts), e, self.facts_wait.delay,
+            log.error("correlate: could not read back the link samples, topology and clocks of %d host(s) (%s); "
+                      "retrying in %.1f s", len(hosts), e, self.facts_wait.delay,
                       extra={"stage": "restore", "error_code": "facts_read_back_failed"})
             if self.correlator is not correlator:  # a rebalance meanwhile started over, its back-off too
                 return
@@ -724,6 +742,8 @@ class CorrelateWorker:
         if self.correlator is not correlator:  # a rebalance while the lake was read: its fresh correlator (and
             return  # ``facts_wanted``) asks again for the hosts its partitions bring (a KeyError crashed the worker)
         self.correlator.add_older_facts(samples, topology)
+        if delays is not None:
+            self.correlator.delays.merge(delays)
         for h in hosts:
             del self.facts_wanted[h]
         self.facts_read.update(hosts)

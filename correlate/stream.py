@@ -283,8 +283,9 @@ class StreamCorrelator:
         None: of ``events`` alone), so that the clocks read are those the stream read before the restart and the
         batch correlator reads over the lake — of the recent events alone a host whose fastest lines came before
         them read a looser bound, and the fleet's delay moved with it. ``events`` add nothing to it (the summary is
-        of the set of lines: they are stored events too; a correlate worker gives none yet, and reads the clocks of
-        its replay). The events of a stored
+        of the set of lines: they are stored events too; a correlate worker gives none, and merges in each host's
+        summary from the lake when its replay first brings the host: ``consumer.CorrelateWorker._read_facts``).
+        The events of a stored
         incident that holds a fault, all older than the events are kept by, go cold at once (as ``_prune``
         would have left them): they are not correlated again, and their incident not emitted again, unless a
         new event reaches them (``_revive``).

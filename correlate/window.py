@@ -123,10 +123,25 @@ class AppendDelays:
         d = e.ingest_ts - e.ts
         if abs(d) > OFFSET_MAX_US:
             return
-        day = e.ingest_ts // _DAY
-        days = self.days.get(e.host)
+        self._take(e.host, e.ingest_ts // _DAY, d, e.event_id)
+
+    def merge(self, other: "AppendDelays") -> None:
+        """Take every line ``other`` keeps into this summary, as :meth:`observe` of each: the summary of the union of
+        both summaries' lines (the summary of a set of lines is that of any of its subsets' summaries together). A
+        correlate worker merges a host's summary read from the lake into the one of the events it replays
+        (``correlate.consumer.CorrelateWorker``, ``api.sink.IncidentSink.append_delays``)."""
+        for host, days in other.days.items():
+            for day, lists in sorted(days.items()):
+                for kept in lists:
+                    for d, eid in kept:
+                        self._take(host, day, d, eid)
+
+    def _take(self, host: str, day: int, d: int, event_id: str) -> None:
+        """Keep line ``event_id`` of ``host``, appended on UTC ``day`` (days since the epoch) ``d`` µs after its
+        stamp (within :data:`OFFSET_MAX_US`), if it is among the fastest of its day and list (:meth:`observe`)."""
+        days = self.days.get(host)
         if days is None:
-            days = self.days[e.host] = {}
+            days = self.days[host] = {}
         elif day not in days:
             newest = max(days)
             if day < newest - 1:
@@ -138,7 +153,7 @@ class AppendDelays:
         if lists is None:
             lists = days[day] = ([], [])
         kept = lists[1] if d < -SKEW_CAP_US else lists[0]
-        item = (d, e.event_id)
+        item = (d, event_id)
         if len(kept) >= DELAY_LINES and item >= kept[-1]:
             return
         i = bisect_left(kept, item)
@@ -147,14 +162,14 @@ class AppendDelays:
         # a copy of it delivered at another time (kern.log and syslog both carry a kernel line; ``line_event_id``):
         # a line's delay is its first arrival's, and the line counts once (twice, a host's 5 lines shipped again
         # 100 s later read a 100 s bound: a break-it pass)
-        j = next((j for j, (_, eid) in enumerate(kept) if eid == e.event_id), None)
+        j = next((j for j, (_, eid) in enumerate(kept) if eid == event_id), None)
         if j is not None:
             if j < i:
                 return
             del kept[j]
         kept.insert(i, item)
         for read in self.read.values():
-            read.pop(e.host, None)
+            read.pop(host, None)
         del kept[DELAY_LINES:]
 
     def levels(self, min_events: int) -> dict[str, tuple[int, int]]:
