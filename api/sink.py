@@ -9,6 +9,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -68,12 +69,16 @@ _FACTS_SQL = """
 _DELAYS_SQL = """
     WITH lines AS (
         SELECT host, epoch_us(ingest_ts) // 86400000000 AS day, epoch_us(ingest_ts) - epoch_us(ts) AS d, event_id
-        FROM events WHERE ts_basis = 'line' AND ingest_ts IS NOT NULL AND starts_with(origin, 'kafka:'){hosts}),
+        FROM {source} WHERE ts_basis = 'line' AND ingest_ts IS NOT NULL AND starts_with(origin, 'kafka:'){hosts}),
     kept AS (SELECT *, d < -{cap} AS ahead, max(day) OVER (PARTITION BY host) AS newest
              FROM lines WHERE abs(d) <= {offset_max})
     SELECT host, day, ahead, d, event_id FROM kept WHERE day >= newest - 1
     QUALIFY row_number() OVER (PARTITION BY host, day, ahead ORDER BY d, event_id) <= {lines}
     ORDER BY host, day, ahead, d, event_id"""
+
+
+#: the end of a span of the lake read from a time on (``events_between``): none of its events is later
+_NO_END = datetime(9999, 12, 31, tzinfo=timezone.utc)
 
 
 class IncidentSink:
@@ -218,7 +223,7 @@ class IncidentSink:
 
         return self._read_events(read)
 
-    def append_delays(self, hosts: list[str] | None = None) -> AppendDelays | None:
+    def append_delays(self, anchors: dict[str, int] | None = None) -> AppendDelays | None:
         """The summary of the append delays of every event the lake holds (``correlate.window.AppendDelays``), as the
         streaming correlator keeps it of every event it is given (``StreamCorrelator.delays``) and the batch
         correlator reads it of the lake's events: the clocks a restarted service reads (``StreamCorrelator.restore``).
@@ -228,17 +233,27 @@ class IncidentSink:
         ``DELAY_LINES`` rows per host and day out); None when the lake has no events or cannot be read (logged:
         the caller reads the events it restores instead).
 
-        ``hosts``: of those hosts' events alone (none: None), what a correlate worker reads for the hosts its
-        partitions bring when it first sees them (``correlate.consumer.CorrelateWorker``, merged into the summary
-        of its replay: ``AppendDelays.merge``); then a lake that cannot be read raises ``api.store.StoreError``
-        (the worker says so and asks again later)."""
-        if hosts is not None and not hosts:
+        ``anchors`` (host -> a time in µs since the epoch: its events' watermark, or now, as ``host_facts``): of
+        those hosts' events alone, stamped no earlier than ``DELAYS_BACK_US`` before the earliest anchor (only
+        those date partitions are read: a whole-lake scan per read took 2 s per million events), None for none:
+        what a correlate worker reads for the hosts its partitions bring when it first sees them
+        (``correlate.consumer.CorrelateWorker``), merged into the summary of its replay (``AppendDelays.merge``).
+        It is the whole lake's summary of those hosts when each host's newest such line was appended no earlier
+        than the UTC day before its anchor's (the summary keeps a host's two newest days); a host whose lines
+        stopped before that reads the clock of its replay alone. A lake that cannot be read then raises
+        ``api.store.StoreError`` (the worker says so and asks again later)."""
+        if anchors is not None and not anchors:
             return None
-        where = "" if hosts is None else " AND host IN (SELECT unnest(?))"
-        t = self._read_events(lambda con, last: con.sql(_DELAYS_SQL.format(
-            cap=SKEW_CAP_US, offset_max=OFFSET_MAX_US, lines=DELAY_LINES, hosts=where),
-            params=None if hosts is None else [sorted(hosts)]).to_arrow_table(), strict=hosts is not None,
-            schema=None)
+
+        def read(con, last) -> pa.Table:
+            sql = partial(_DELAYS_SQL.format, cap=SKEW_CAP_US, offset_max=OFFSET_MAX_US, lines=DELAY_LINES)
+            if anchors is None:
+                return con.sql(sql(source="events", hosts="")).to_arrow_table()
+            since = datetime.fromtimestamp(max(min(anchors.values()) - self.DELAYS_BACK_US, 0) / S, timezone.utc)
+            return con.sql(sql(source="events_between(?, ?)", hosts=" AND host IN (SELECT unnest(?))"),
+                           params=[since, _NO_END, sorted(anchors)]).to_arrow_table()
+
+        t = self._read_events(read, strict=anchors is not None, schema=None, last=anchors is None)
         if t is None:
             return None
         cols = [t.column(c).to_pylist() for c in ("host", "day", "ahead", "d", "event_id")]
@@ -271,6 +286,10 @@ class IncidentSink:
         return self._read_events(lambda con, last: con.sql(_MEMBERSHIP_SQL, params=[
             last + timedelta(microseconds=1), self.MEMBERSHIP_US]).to_arrow_table())
 
+    #: how far back of a host's time a correlate worker reads back the append delays of its lines (µs): the
+    #: summary keeps a host's two newest UTC days of append time, the day before the anchor's may be the newest,
+    #: and a line is stamped up to ``OFFSET_MAX_US`` before its append time
+    DELAYS_BACK_US = 3 * 86_400 * S + OFFSET_MAX_US
     #: how far back of a host's time a correlate worker reads back its link samples (µs): a day, many polls of a
     #: link's state (a poller samples every few minutes; ``nvidia-smi nvlink -s`` runs at boot or by hand)
     LINK_SAMPLES_BACK_US = 86_400 * S
@@ -339,11 +358,12 @@ class IncidentSink:
             raise StoreError(f"the lake at {self.lake.location} is gone (no events/ folder: a lost mount?)")
 
     def _read_events(self, read: Callable[[Any, Any], pa.Table], strict: bool = False,
-                     schema: pa.Schema | None = EVENTS_SCHEMA) -> pa.Table | None:
+                     schema: pa.Schema | None = EVENTS_SCHEMA, last: bool = True) -> pa.Table | None:
         """``read(con, last)`` on a connection to the lake's views (``api.store.connect``), ``last`` the newest
-        event time: its rows in ``schema`` (None: as read), or None when it has none, the lake has no events or
-        there is no lake. A lake that cannot be read is logged and read as None, or with ``strict`` raises
-        ``api.store.StoreError``."""
+        event time (not ``last``: None, not asked: the ``events`` view reads the whole lake for it): its rows in
+        ``schema`` (None: as read), or None when it has none, the lake has no events or there is no lake. A lake
+        that cannot be read is logged and read as None, or with ``strict`` raises ``api.store.StoreError``."""
+        asked = last
         import duckdb
 
         from api.store import StoreError, again_if_vanished, connect
@@ -355,8 +375,10 @@ class IncidentSink:
             con = connect(self.lake)
             try:
                 # fetchall, not fetchone: duckdb >= 2 refuses the next query while a result is unfinished
-                last = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
-                return read(con, last) if last is not None else None
+                if not asked:
+                    return read(con, None)
+                newest = con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
+                return read(con, newest) if newest is not None else None
             except duckdb.Error as e:
                 raise StoreError(f"cannot read the lake's events: {e}") from e
             finally:

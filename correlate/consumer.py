@@ -85,9 +85,9 @@ OnIncidents = Callable[[list[dict[str, Any]]], None]
 #: host -> its time (µs) => (link samples, topology facts) of those hosts read back from the lake
 #: (``api.sink.IncidentSink.host_facts``)
 ReadFacts = Callable[[dict[str, int]], tuple[pa.Table | None, pa.Table | None]]
-#: hosts => the summary of the append delays of the lake's events of those hosts (None: none;
+#: host -> its time (µs) => the summary of the append delays of the lake's lines of those hosts (None: none;
 #: ``api.sink.IncidentSink.append_delays``)
-ReadDelays = Callable[[list[str]], AppendDelays | None]
+ReadDelays = Callable[[dict[str, int]], AppendDelays | None]
 #: how long ``run(until_caught_up=True)`` waits for dead letters still being sent before its last commit (s): one
 #: not acknowledged by then keeps its record for the next run
 DEAD_LETTER_SETTLE_S = 30.0
@@ -725,7 +725,7 @@ class CorrelateWorker:
 
         def read() -> tuple[pa.Table | None, pa.Table | None, AppendDelays | None]:
             samples, topology = self.read_facts(anchors) if self.read_facts is not None else (None, None)
-            return samples, topology, self.read_delays(hosts) if self.read_delays is not None else None
+            return samples, topology, self.read_delays(anchors) if self.read_delays is not None else None
 
         try:
             samples, topology, delays = await asyncio.get_running_loop().run_in_executor(None, read)

@@ -54,9 +54,12 @@ def test_merging_two_summaries_is_the_summary_of_their_lines_together(lines):
 
 
 def test_the_lake_gives_the_summary_of_the_hosts_asked_for_alone(pipeline, tmp_path):
-    """``IncidentSink.append_delays(hosts)``: the summary of those hosts' lines in the lake, the same as of all
-    their events observed one by one; no other host's; None for no host; a lake that is gone raises (a worker asks
-    again later) where the whole lake's read (``firstfault run``'s restart) gives None."""
+    """``IncidentSink.append_delays(anchors)``: the summary of those hosts' lines in the lake, the same as of all
+    their events observed one by one, when each host's newest line was appended no earlier than the day before its
+    anchor's (b: its newest on that day, its fastest the day before it); no other host's (b's lines are not a's);
+    a host whose lines stopped five days before its anchor, none (only the date partitions from
+    ``DELAYS_BACK_US`` before the earliest anchor are read); None for no host. A lake that is gone raises (a worker
+    asks again later) where the whole lake's read (``firstfault run``'s restart) gives None."""
     from api.sink import IncidentSink
     from api.store import StoreError
     from correlate.model import events_from_table
@@ -64,22 +67,28 @@ def test_the_lake_gives_the_summary_of_the_hosts_asked_for_alone(pipeline, tmp_p
     from schemas.settings import Settings
     from tests.test_window import _shipped
 
-    t0 = datetime(2026, 11, 29, 1, 0, tzinfo=timezone.utc)
-    tables = [_shipped(pipeline, h, [t0 + timedelta(minutes=k) for k in range(25)], timedelta(seconds=s))
-              for h, s in (("a", 1), ("b", 2), ("c", 3))]
+    anchor = datetime(2026, 11, 29, 1, 0, tzinfo=timezone.utc)
+    minutes = lambda t, n: [t + timedelta(minutes=k) for k in range(n)]  # noqa: E731
+    a = _shipped(pipeline, "a", minutes(anchor - timedelta(hours=3), 25), timedelta(seconds=1))
+    b = pa.concat_tables([_shipped(pipeline, "b", minutes(anchor - timedelta(hours=20), 25), timedelta(seconds=2)),
+                          _shipped(pipeline, "b", minutes(anchor - timedelta(hours=40), 25), timedelta(seconds=1))])
+    old = _shipped(pipeline, "old", minutes(anchor - timedelta(days=5), 25), timedelta(seconds=3))
     lake = Lake(tmp_path / "lake")
     lake.init()
-    for i, t in enumerate(tables):
+    for i, t in enumerate([a, b, old]):
         lake.write("events", t, f"p{i}")
     sink = IncidentSink(Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state"), lake)
-    got = sink.append_delays(["a", "c", "nowhere"])
-    want = AppendDelays.of(events_from_table(pa.concat_tables([tables[0], tables[2]])))
-    assert set(got.days) == {"a", "c"} and got.days == want.days
-    assert [d for d, _ in got.days["c"][max(got.days["c"])][0]] == [3 * S] * DELAY_LINES
-    assert sink.append_delays([]) is None
+    at = int(anchor.timestamp() * S)
+    got = sink.append_delays({"b": at, "old": at, "nowhere": at})
+    want = AppendDelays.of(events_from_table(b))
+    assert set(got.days) == {"b"} and got.days == want.days and len(want.days["b"]) == 2
+    assert [d for d, _ in got.days["b"][min(got.days["b"])][0]] == [S] * DELAY_LINES
+    assert sink.append_delays({"a": at}).days == AppendDelays.of(events_from_table(a)).days
+    assert set(sink.append_delays().days) == {"a", "b", "old"}  # the whole lake's: every host, however old
+    assert sink.append_delays({}) is None
     (tmp_path / "lake" / "events").rename(tmp_path / "gone")
     with pytest.raises(StoreError, match="is gone"):
-        sink.append_delays(["a"])
+        sink.append_delays({"a": at})
     assert sink.append_delays() is None
 
 
@@ -150,9 +159,9 @@ def test_a_restarted_correlate_worker_reads_the_clocks_and_incidents_of_the_batc
     asked: list[list[str]] = []
 
     def recorded(sink):
-        def read(hosts: list[str]) -> AppendDelays | None:
-            asked.append(sorted(hosts))
-            return sink.append_delays(hosts)
+        def read(anchors: dict[str, int]) -> AppendDelays | None:
+            asked.append(sorted(anchors))
+            return sink.append_delays(anchors)
         return read
 
     w = asyncio.run(restarted(f"{topic}.g", recorded))
