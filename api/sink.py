@@ -9,8 +9,8 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from functools import partial
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -363,10 +363,11 @@ class IncidentSink:
         event time (not ``last``: None, not asked: the ``events`` view reads the whole lake for it): its rows in
         ``schema`` (None: as read), or None when it has none, the lake has no events or there is no lake. A lake
         that cannot be read is logged and read as None, or with ``strict`` raises ``api.store.StoreError``."""
-        asked = last
         import duckdb
 
         from api.store import StoreError, again_if_vanished, connect
+
+        asked = last
 
         if strict:
             self._lake_still_there()
