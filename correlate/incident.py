@@ -427,7 +427,9 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     # before its first error: NVIDIA/nccl#1043, a real-logs pass)
     first = [e for e in dated if scene.is_fault(e)] or dated
     first = _known_first(first)
-    start = min(e.start for e in first)
+    # a notice's start is when the VM goes (``Ev.start``: its NotBefore, maybe days ahead); the incident began when
+    # the notice was written, not after its end
+    start = min(min(e.start, e.ts) for e in first)
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]

@@ -68,7 +68,9 @@ class Ev:
     sev: int = field(init=False)
     #: when the trouble this event reports began (µs). A watchdog timeout that "ran for N milliseconds" is
     #: placed at its implied start, line time − N, so a 10-minute timeout meets the fault that caused it
-    #: (DESIGN.md, correlation semantics); a line that follows one, at ``implied_start``; else ``ts``
+    #: (DESIGN.md, correlation semantics); a line that follows one, at ``implied_start``; a line that states when
+    #: the event it reports happens (``details.occurs_us``, ``ingest.assemble.occurs_time``: an Azure notice's
+    #: NotBefore, an EC2 event's StartTime), then; else ``ts``
     start: int = field(init=False)
     #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
     order: tuple[int, int, str] = field(init=False)
@@ -101,6 +103,10 @@ class Ev:
             self.start = self.ts - self.elapsed_ms * 1000
         elif self.implied_start is not None:
             self.start = self.implied_start
+        elif isinstance(t := self.details.get("occurs_us"), int):
+            # a notice is of the VM going at its NotBefore (a week ahead, or 30 s): placed at its line's time, it
+            # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice
+            self.start = t
         else:
             self.start = self.ts
         self.order = (self.start, self.pos, self.event_id)

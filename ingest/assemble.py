@@ -38,6 +38,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import numpy as np
@@ -726,6 +727,10 @@ def resolve_times(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = Non
     if bounded:
         _bound_by_later_stamp(hits, bounded)
     _span_inherited(hits)
+    for h in hits:
+        details = h.row["details"]
+        if (t := occurs_time(details.get("occurs_at"), tz)) is not None:
+            details["occurs_us"] = t
 
 
 def _span_inherited(hits: list[Hit]) -> None:
@@ -787,6 +792,30 @@ def _line_time(text: str | None, tz) -> int | None:
     except (ValueError, OverflowError):
         return None
     return t if plausible(t) else None
+
+
+def occurs_time(text: str | None, tz) -> int | None:
+    """When the event a line announces or records happens, as the line states it (a signature's ``occurs_at``
+    group), in µs UTC: Azure Scheduled Events' ``NotBefore`` in RFC 1123 (``Thu, 16 Mar 2023 14:01:28 GMT``,
+    learn.microsoft.com/azure/virtual-machines/linux/scheduled-events), AWS Node Termination Handler's ``StartTime``
+    (``2021-06-25T06:57:00Z``) or another ISO 8601 time, read in ``tz`` when it names no zone. It is not when the
+    line was written and never the event's ``ts``: a notice of a reboot a week ahead was logged today. None for no
+    text (Azure's ``"NotBefore": ""`` once the event started), another form, or a time no fleet's log carries (Go's
+    zero time ``0001-01-01T00:00:00Z`` of an event with none). Read by ``correlate.model.Ev`` (its ``start``)."""
+    if not text:
+        return None
+    try:
+        when = parsedate_to_datetime(text) if "," in text else None
+    except (TypeError, ValueError):
+        when = None
+    if when is not None:
+        try:
+            t = to_us(when if when.tzinfo else when.replace(tzinfo=tz))
+        except (ValueError, OverflowError):
+            return None
+    else:
+        t = parse_iso_us(text, tz)
+    return t if t is not None and plausible(t) else None
 
 
 def _failure_time(text: str, tz) -> int | None:

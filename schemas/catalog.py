@@ -45,6 +45,8 @@ SPECIAL_GROUPS = {
     "switch": "details.switch (nvswitchN) and device_type nvswitch",
     "link_signed": "link; the driver prints -1 when no specific link is meant (stored as null)",
     "uuid": "details.uuid; a context line's uuid is attached to the next event of that device",
+    "occurs_at": "details.occurs_us (µs UTC): when the event the line announces happens (an Azure Scheduled "
+                 "Event's NotBefore), the event's start in correlation, not its ts (ingest.assemble.occurs_time)",
 }
 
 

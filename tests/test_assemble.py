@@ -1992,3 +1992,46 @@ def test_an_aer_message_of_an_acs_violation_says_so_and_names_no_gpu(tmp_path, b
     assert ("Access Control Services violation" in text) is acs
     assert ("reseating will not help" in text) is acs
     assert "above a GPU" not in text
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # Azure Scheduled Events' NotBefore, RFC 1123 (scylladb/scylla-cluster-tests#5608)
+    ("Thu, 16 Mar 2023 14:01:28 GMT", datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)),
+    # AWS Node Termination Handler's StartTime (aws/aws-node-termination-handler#458)
+    ("2021-06-25T06:57:00Z", datetime(2021, 6, 25, 6, 57, tzinfo=timezone.utc)),
+    # a harness's Compute Engine event time with its offset (scylladb/scylla-cluster-tests#14964)
+    ("2026-05-27 11:41:47.868757+02:00", datetime(2026, 5, 27, 9, 41, 47, 868757, tzinfo=timezone.utc)),
+    # zoneless: the host's zone
+    ("2026-11-20 10:05:00", datetime(2026, 11, 20, 9, 5, tzinfo=timezone.utc)),
+    ("", None),  # Azure's "NotBefore": "" of a started event
+    ("0001-01-01T00:00:00Z", None),  # Go's zero time: an event with no EndTime
+    ("soon, maybe", None),
+])
+def test_occurs_time_reads_a_notices_own_time_of_the_event(text, want):
+    """``occurs_time``: when the event a notice announces happens (µs UTC), as the notice states it; None for no
+    such time."""
+    from ingest.assemble import occurs_time
+    cet = timezone(timedelta(hours=1))
+    got = occurs_time(text, cet)
+    assert got == (None if want is None else int(want.timestamp()) * 1_000_000 + want.microsecond)
+
+
+def test_a_notices_time_of_the_event_is_its_start_not_its_ts(pipeline):
+    """The catalog's real Azure notice (scylladb/scylla-cluster-tests#5608): ``details.occurs_us`` is its NotBefore,
+    the correlator's ``Ev.start``; its ``ts`` stays its line's (13:46:56, 15 minutes before)."""
+    from correlate.model import events_from_table
+    line = ("< t:2023-03-16 13:46:56,005 f:cluster_azure.py l:107  c:sdcm.cluster_azure   p:WARNING > Node "
+            "longevity-10gb-3h-master-db-node-f78cd6ae-eastus-2 [13.92.183.112 | 10.0.0.6] (seed: False): Unhandled "
+            "Azure scheduled event: {'EventId': 'CA9C0DC4-E841-476D-94D5-9FC2FF983BCD', 'EventStatus': 'Scheduled', "
+            "'EventType': 'Reboot', 'ResourceType': 'VirtualMachine', 'Resources': "
+            "['longevity-10gb-3h-master-db-node-eastus-2'], 'NotBefore': 'Thu, 16 Mar 2023 14:01:28 GMT', "
+            "'Description': 'Virtual machine is going to be restarted as requested by authorized user.', "
+            "'EventSource': 'User', 'DurationInSeconds': -1}")
+    # the harness's "< t:…" stamp is not read: the line is timed by its Kafka append, here the stamp's time
+    sent = int(datetime(2023, 3, 16, 13, 46, 56, tzinfo=timezone.utc).timestamp()) * 1_000_000
+    seg = Segment(data=line.encode(), origin="t:vm1", stream="vm1", host="vm1", ref_ts=sent, ref_basis="kafka",
+                  ingest_ts=sent)
+    (e,) = events_from_table(pipeline.run(Decoded(segments=[seg])).events)
+    not_before = int(datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc).timestamp()) * 1_000_000
+    assert (e.signature, e.details["occurs_us"], e.start) == ("azure.scheduled_event_notice", not_before, not_before)
+    assert e.ts == sent

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import orjson
 import pytest
@@ -3078,6 +3078,75 @@ def test_a_host_that_went_away_explains_the_resets_its_peers_report(pipeline):
         got = _hosts(pipeline, files)
         assert [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"] == [], got
 
+
+
+# the catalog's real notices (azure.scheduled_event_notice: scylladb/scylla-cluster-tests#5608, a Reboot 15 minutes
+# ahead; aws.nth_event: aws/aws-node-termination-handler#458, its event's StartTime), the event type made one whose
+# VM goes (a Terminate; a Spot ITN, whose StartTime is the interruption's: pkg/monitor/spotitn)
+AZURE_NOTICE = ("< t:2023-03-16 13:46:56,005 f:cluster_azure.py l:107  c:sdcm.cluster_azure   p:WARNING > Node "
+                "longevity-10gb-3h-master-db-node-f78cd6ae-eastus-2 [13.92.183.112 | 10.0.0.6] (seed: False): Unhandled "
+                "Azure scheduled event: {'EventId': 'CA9C0DC4-E841-476D-94D5-9FC2FF983BCD', 'EventStatus': 'Scheduled', "
+                "'EventType': 'Terminate', 'ResourceType': 'VirtualMachine', 'Resources': "
+                "['longevity-10gb-3h-master-db-node-eastus-2'], 'NotBefore': 'Thu, 16 Mar 2023 14:01:28 GMT', "
+                "'Description': 'Virtual machine is going to be restarted as requested by authorized user.', "
+                "'EventSource': 'User', 'DurationInSeconds': -1}")
+AWS_ITN = ('2021/06/25 06:57:01 INF Adding new event to the event store event={"AutoScalingGroupName":"",'
+           '"Description":"Spot ITN received. Instance will be interrupted at 2021-06-25T06:59:00Z \\n","Drained":false,'
+           '"EndTime":"0001-01-01T00:00:00Z","EventID":"spot-itn-3fe70e54ea057bbd417f70d69829913d9e791afeb972b00bfeae",'
+           '"InProgress":false,"InstanceID":"","Kind":"SPOT_ITN","NodeLabels":null,"NodeName":"ip-xxx-xxx-xxx-xxx.us-west-'
+           '2.compute.internal","Pods":null,"StartTime":"2021-06-25T06:59:00Z","State":""}')
+
+
+@pytest.mark.parametrize(("notice", "day", "at"), [
+    (AZURE_NOTICE, "2023-03-16", "14:01:28"),  # NotBefore, 15 min after the line
+    (AWS_ITN, "2021-06-25", "06:59:00"),  # StartTime, 2 min after the line
+])
+def test_a_cloud_notice_explains_its_peers_resets_at_the_time_it_names_not_at_its_line(pipeline, notice, day, at):
+    """A cloud's notice says when the VM goes (Azure's NotBefore, EC2's StartTime: ``details.occurs_us``), minutes or
+    days after its line was written. It explains its peers' "Connection reset by peer" from shortly before that time
+    on (``cloud_event.explains_peer_reports``' lead_s 30, its window after), not a reset soon after the line: that
+    one was the VM's doing while it still ran, and a notice of a week ahead explained the resets of its day while a
+    15-minute one explained none at its NotBefore (a defect pass). The notice's incident begins at its line."""
+    when = datetime.fromisoformat(f"{day}T{at}+00:00")
+    line_ts = datetime.fromisoformat(notice[4:23] if notice.startswith("<") else notice[:19].replace("/", "-"))
+
+    def reset(t: datetime) -> str:
+        return (RECV.replace("[2026-11-20 10:05:02]", f"[{t:%Y-%m-%d %H:%M:%S}]")
+                .format(host="node024", addr="10.1.3.201"))
+
+    def rules(t: datetime) -> list[dict]:
+        files = {"node201": BOOT.replace("2026-11-20 10:00:01", f"{line_ts - timedelta(seconds=5):%Y-%m-%d %H:%M:%S}")
+                 .format(host="node201", addr="10.1.3.201") + "\n" + notice, "node024": reset(t)}
+        return _hosts(pipeline, files)
+
+    got = rules(when + timedelta(seconds=2))
+    (inc,) = got
+    assert (inc["initiator"]["host"], inc["severity"]) == ("node201", "error"), got
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+    assert {x["rule"] for x in inc["evidence"] if x["relation"] == "peer_host"} == {"cloud_event.explains_peer_reports"}
+    # the notice's line (or the one it inherits its time from), not its NotBefore
+    assert inc["start"] <= f"{line_ts:%Y-%m-%dT%H:%M:%S}.999999Z", inc["start"]
+    for t in (when - timedelta(seconds=25), when + timedelta(seconds=110)):  # lead_s 30 before, the window after
+        assert {x["rule"] for i in rules(t) for x in i["evidence"] if x["relation"] == "peer_host"} == {
+            "cloud_event.explains_peer_reports"}, t
+    for t in (line_ts + timedelta(seconds=30), when - timedelta(seconds=90), when + timedelta(seconds=200)):
+        got = rules(t)
+        assert [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"] == [], (t, got)
+
+
+def test_a_notice_a_week_ahead_is_no_cause_of_todays_resets(pipeline):
+    """An Azure Preempt notice whose NotBefore is a week after its line: its peer's reset of the line's minute is no
+    downstream of it (it was, by the line's time: a defect pass), and at its NotBefore it would be."""
+    notice = ('[2026-11-20 10:04:32] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":"Scheduled",'
+              '"EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+              '"NotBefore":"{nb}"}}]}}')
+    for nb, tied in (("Fri, 27 Nov 2026 10:05:02 GMT", False), ("Fri, 20 Nov 2026 10:05:02 GMT", True)):
+        files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n" + notice.format(nb=nb),
+                 "node024": RECV.format(host="node024", addr="10.1.3.201")}
+        got = _hosts(pipeline, files)
+        ruled = [x["rule"] for i in got for x in i["evidence"] if x["relation"] == "peer_host"]
+        assert ruled == (["cloud_event.explains_peer_reports"] if tied else []), (nb, got)
+        assert all(i["start"] <= i["end"] for i in got), got
 
 
 @pytest.mark.parametrize("quote", [
