@@ -247,6 +247,67 @@ def port_recovered(scene: Scene) -> Verdict | None:
         verify=["ibstat", "ibdev2netdev"])
 
 
+#: a node's CDI failures: its spec could not be generated, or a container asked for a device no spec defines
+CDI_FAILED = frozenset({"nvidia_ctk.cdi_generate_failed", "cdi.unresolvable_devices"})
+#: the line that says a CDI spec was generated (nvidia-ctk, ingest/signatures/nvml.yaml)
+CDI_GENERATED = "nvidia_ctk.cdi_generated"
+#: CDI devices no spec on disk serves: the NVIDIA runtime makes the runtime.nvidia.com spec itself as a container
+#: starts (its automatic CDI mode), so a spec nvidia-ctk writes afterwards is no retry of that generation
+CDI_RUNTIME_VENDOR = "runtime.nvidia.com"
+#: how soon after a CDI failure its host must generate the spec for the failure to be recovered (µs): a retry, as the
+#: refresh service's a second after NVML came up (NVIDIA/nvidia-container-toolkit#1611); no longer than a host's
+#: context reaches a fault (rules.yaml's same_host link, 120 s), so the success line is in the failure's scene
+CDI_BACK_US = 120 * S
+
+
+def cdi_recovered(scene: Scene) -> Verdict | None:
+    """A host's CDI failures — ``nvidia-ctk cdi generate`` failed, a container's "unresolvable CDI devices" — each
+    followed on that host within :data:`CDI_BACK_US` by nvidia-ctk's "Generated CDI spec with version …", and nothing
+    else: a retry made the spec (the refresh service at boot before the driver was ready, then again), no open error
+    that says containers fail. The success line names no device: it clears the failures of its host, and of a device
+    only where both name it. A failure with no later success within the bound, a spec the runtime makes itself
+    (``runtime.nvidia.com``), or any other fault beside them keeps the incident what it was."""
+    faults = scene.faults()
+    if not faults or any(e.signature not in CDI_FAILED for e in faults):
+        return None
+    if any(e.signature == "cdi.unresolvable_devices" and e.details.get("cdi_vendor") == CDI_RUNTIME_VENDOR
+           for e in faults):
+        return None
+    made = [e for e in scene.events if e.signature == CDI_GENERATED]
+    fixed: dict[str, Ev] = {}
+    for f in faults:
+        after = [e for e in made if e.host == f.host and e.order > f.order
+                 and (e.device is None or f.device is None or e.device == f.device)
+                 and e.start - f.start <= CDI_BACK_US + e.precision_us + f.precision_us]
+        if not after:
+            return None
+        fixed[f.event_id] = after[0]
+    evs = sorted(faults, key=lambda e: e.order)
+    key = scene.subject[evs[0].event_id]
+    last = max(fixed.values(), key=lambda e: e.order)
+    secs = max(0, (last.start - evs[0].start) // S)
+    hosts = sorted({e.host for e in evs})
+    what = "; ".join(dict.fromkeys(_cdi_failure(e) for e in evs))
+    return Verdict(
+        pattern="benign.cdi_recovered", category="other",
+        initiator=initiator_fields(scene, key, evs), initiator_events=evs,
+        context=[e for e in scene.events if e not in evs], confidence=0.8, severity="info",
+        explanation=(f"The CDI spec of {', '.join(hosts)} could not be used ({what}), and nvidia-ctk generated it "
+                     f"{secs} s later: a retry made it (at boot, NVML or the driver not ready yet, then ready), so "
+                     "the failure is recovered and no container is left without its GPUs by it."),
+        next_action=("No action. If containers still fail to start with \"unresolvable CDI devices\", list the "
+                     "devices the node's specs define (nvidia-ctk cdi list) and generate the spec again."),
+        verify=["nvidia-ctk cdi list", "ls -l /etc/cdi /var/run/cdi"])
+
+
+def _cdi_failure(e: Ev) -> str:
+    """What a CDI failure said, in a few words: the device no spec defined, or nvidia-ctk's reason."""
+    if e.signature == "cdi.unresolvable_devices":
+        return f"no spec defined {e.details.get('cdi_device') or 'the device'}"
+    reason = str(e.details.get("cdi_error") or "").rsplit(": ", 1)[-1]
+    return f"nvidia-ctk could not generate it: {reason}" if reason else "nvidia-ctk could not generate it"
+
+
 #: an application Xid's last word, while it is one program's fault
 APP_NO_RMA = "Do not drain or RMA the GPU for these Xids."
 #: what an application Xid explanation says of the GPU (:func:`application_xid`), and what it says once the Xid has
@@ -1931,6 +1992,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "benign.no_nvlink_on_gpu": no_nvlink_on_gpu,
     "benign.job_cancelled": job_cancelled,
     "benign.port_recovered": port_recovered,
+    "benign.cdi_recovered": cdi_recovered,
     "benign.application_xid": application_xid,
     "link.inactive_where_wired": inactive_where_wired,
     "link.both_ends": both_ends,

@@ -5806,6 +5806,74 @@ def test_a_nic_port_down_once_then_up_is_no_incident_but_a_flap_is(pipeline):
     assert inc["severity"] == "warning"
 
 
+# nvidia-ctk's lines as journald shows the nvidia-cdi-refresh service's (NVIDIA/nvidia-container-toolkit#1611: the
+# catalog's failure at boot, NVML not ready); its success message as nvidia-ctk logs it (docker/docs, "Container Device
+# Interface (CDI)": level=info msg="Generated CDI spec with version 0.8.0"), in the same journald form
+CTK_FAILED = ('Jan 25 00:45:{s:02d} {host} nvidia-ctk[1600]: time="2026-01-25T00:45:{s:02d}+11:00" level=error '
+              'msg="failed to generate CDI spec: failed to create device CDI specs: failed to construct device spec '
+              'generators: failed to initialize NVML: Driver Not Loaded"')
+CTK_MADE = ('Jan 25 00:{m:02d}:{s:02d} {host} nvidia-ctk[1612]: time="2026-01-25T00:{m:02d}:{s:02d}+11:00" level=info '
+            'msg="Generated CDI spec with version 0.8.0"')
+# podman's failure (NixOS/nixpkgs#420638), as journald shows it
+PODMAN_UNRESOLVABLE = ("Jan 25 00:45:{s:02d} {host} podman[2000]: Error: setting up CDI devices: unresolvable CDI "
+                       "devices {dev}")
+
+
+def test_a_cdi_failure_a_retry_fixed_is_recovered(pipeline):
+    """nvidia-ctk could not generate the node's CDI spec at boot (NVML not ready) and its retry a second later made
+    it (NVIDIA/nvidia-container-toolkit#1611); a container's "unresolvable CDI devices" followed by the spec made:
+    recovered, information (``benign.cdi_recovered``), not an open error saying containers fail. They stayed errors
+    with no word of the success (a defect pass)."""
+    def one(text: str) -> dict:
+        (inc,) = _hosts(pipeline, {"gpu01": text})
+        return inc
+
+    inc = one(CTK_FAILED.format(s=43, host="gpu01") + "\n" + CTK_MADE.format(m=45, s=44, host="gpu01"))
+    assert (inc["pattern"], inc["severity"], inc["initiator"]["host"]) == ("benign.cdi_recovered", "info", "gpu01")
+    assert "nvidia-ctk generated it 1 s later" in inc["explanation"], inc["explanation"]
+    assert "Driver Not Loaded" in inc["explanation"]
+    inc = one("\n".join([PODMAN_UNRESOLVABLE.format(s=43, host="gpu01", dev="nvidia.com/gpu=all"),
+                         PODMAN_UNRESOLVABLE.format(s=50, host="gpu01", dev="nvidia.com/gpu=all"),
+                         CTK_MADE.format(m=46, s=30, host="gpu01")]))
+    assert (inc["pattern"], inc["severity"]) == ("benign.cdi_recovered", "info"), inc
+    assert "no spec defined nvidia.com/gpu=all" in inc["explanation"]
+
+
+@pytest.mark.parametrize("made", [
+    CTK_MADE.format(m=48, s=0, host="gpu01"),  # 137 s later: past the bound (CDI_BACK_US, 120 s)
+    "",  # never
+])
+def test_a_cdi_failure_no_retry_fixed_in_time_stays_an_error(pipeline, made):
+    """A failure with no success within the bound on its host stays the error it was."""
+    text = CTK_FAILED.format(s=43, host="gpu01") + ("\n" + made if made else "")
+    got = _hosts(pipeline, {"gpu01": text})
+    assert [i["severity"] for i in got if i["severity"] != "info"] == ["error"], got
+    assert all(i["pattern"] != "benign.cdi_recovered" for i in got), got
+
+
+def test_a_cdi_success_elsewhere_or_before_does_not_recover_a_failure(pipeline):
+    """The success clears its own host's failures only, and only those before it; a spec the NVIDIA runtime makes
+    itself (``runtime.nvidia.com``, NVIDIA/nvidia-container-toolkit#1537) is no spec nvidia-ctk wrote; a fault beside
+    the failure (an Xid 79 of the host) is not a retry's business: it stays critical."""
+    other = _hosts(pipeline, {"gpu01": CTK_FAILED.format(s=43, host="gpu01"),
+                              "gpu02": CTK_MADE.format(m=45, s=44, host="gpu02")})
+    assert [i["severity"] for i in other if i["initiator"].get("host") == "gpu01"] == ["error"], other
+    assert all(i["pattern"] != "benign.cdi_recovered" for i in other)
+    before = _hosts(pipeline, {"gpu01": CTK_MADE.format(m=45, s=40, host="gpu01") + "\n"
+                               + CTK_FAILED.format(s=43, host="gpu01")})
+    assert [i["severity"] for i in before if i["pattern"] != "benign.cdi_recovered"] == ["error"], before
+    jit = _hosts(pipeline, {"gpu01": PODMAN_UNRESOLVABLE.format(s=43, host="gpu01", dev="runtime.nvidia.com/gpu=all")
+                            + "\n" + CTK_MADE.format(m=45, s=44, host="gpu01")})
+    assert [i["severity"] for i in jit if i["pattern"] != "benign.cdi_recovered"] == ["error"], jit
+    xid = ("Jan 25 00:45:44 gpu01 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+           "fallen off the bus.")
+    beside = _hosts(pipeline, {"gpu01": "\n".join([CTK_FAILED.format(s=43, host="gpu01"), xid,
+                                                   CTK_MADE.format(m=45, s=45, host="gpu01")])})
+    # the GPU that fell off the bus is an incident of its own, and stays critical whatever the retry fixed
+    assert [(i["pattern"], i["severity"]) for i in beside if i["initiator"].get("device") == "0000:18:00.0"] == [
+        ("roots", "critical")], beside
+
+
 def test_a_rank_stopped_on_a_nan_explains_its_peers_timeouts(pipeline):
     """Megatron's gradient check raises on the rank that found a NaN ("Rank 13, node …, device 5, iteration 1:
     Unexpected result nan", modelscope/ms-swift#6465; no event before, a real-logs pass) and ends its process; the
