@@ -1335,6 +1335,9 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
     jsonPayload: UnsetType = UNSET
     log: Any = UNSET
     msg: Any = UNSET
+    # the later message fields (``_MESSAGE_FIELDS``): read beside an empty ``message`` (``_vector_columns``)
+    textPayload: Any = UNSET
+    SyslogMessage: Any = UNSET
     at_timestamp: Any = UNSET
     time: Any = UNSET
     date: Any = UNSET
@@ -1342,6 +1345,14 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
 
 
 _VECTOR = msgspec.json.Decoder(VectorRecord)
+
+
+def _later_line(r: VectorRecord) -> bool:
+    """A message field after ``message`` in :data:`_MESSAGE_FIELDS` holds a non-empty string in ``r`` (its line, which
+    ``_message_of`` reads beside an empty ``message``). Of ``log`` and ``msg`` alone, an empty message beside a Cloud
+    Logging export's ``textPayload`` or an Azure ``SyslogMessage`` was read column by column as an empty line: the Xid
+    in it lost unsaid, while the record-by-record reading (``columnar=False``) kept it (a break-it pass)."""
+    return any(type(v := getattr(r, attr)) is str and v for _k, attr in _MESSAGE_FIELDS[2:])
 
 
 def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
@@ -1356,8 +1367,9 @@ def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
         return None
     if len(recs) != clean[1]:
         return None
-    if any(not r.message and (type(r.log) is str and r.log or type(r.msg) is str and r.msg) for r in recs):
-        return None  # an empty message beside a line in "log" or "msg": read record by record (_message_of)
+    messages = [r.message for r in recs]
+    if "" in messages and any(not r.message and _later_line(r) for r in recs):
+        return None  # an empty message beside a line in a later field: read record by record (_message_of)
     times = _vector_times([r.timestamp for r in recs])
     if times is None:
         return None
@@ -1375,7 +1387,7 @@ def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
                     hosts[i] = _k8s_host(r.kubernetes) or ""
                 except ValueError:
                     return None  # the record-by-record reading says why
-    return [r.message for r in recs], hosts, times
+    return messages, hosts, times
 
 
 def _vector_times(stamps: list[str]) -> list[int] | None:

@@ -201,6 +201,10 @@ def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts
     {"host": "node01", "message": "", "log": XID, "timestamp": "2026-11-30T03:12:00Z"},  # Vector's shape too
     {"host": "node01", "message": "", "msg": XID, "level": "error"},
     {"_HOSTNAME": "node01", "MESSAGE": "", "message": XID},
+    # Vector's shape beside a Cloud Logging export's textPayload or an Azure SyslogMessage: read column by column, the
+    # empty message was the line (a break-it pass)
+    {"host": "node01", "message": "", "textPayload": XID, "timestamp": "2026-11-30T03:12:00Z"},
+    {"host": "node01", "message": "", "SyslogMessage": XID, "timestamp": "2026-11-30T03:12:00Z"},
 ])
 @pytest.mark.parametrize("runs", [False, True])
 def test_an_empty_message_field_gives_way_to_a_later_one_that_holds_the_line(record, runs):
