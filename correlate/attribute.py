@@ -25,7 +25,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Callable, Hashable, Iterable
 
-from correlate.model import RAY_WORKER_DIED, Ev, subject_rank
+from correlate.model import CRASH_SIGNALS, RAY_WORKER_DIED, Ev, subject_rank
 from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
                              collective_window_us, log_of, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
@@ -346,10 +346,11 @@ def _judge(e: Ev, catalog: Catalog) -> tuple[Catalog, str, bool]:
         else:
             c = catalog.by_id.get(e.signature)
             role = c.sig.role if c else "either"
-            if e.implied_start is not None and e.signature == RAY_WORKER_DIED:
+            if e.implied_start is not None and (e.signature == RAY_WORKER_DIED or e.signature in CRASH_SIGNALS):
                 # Ray's death line that follows its host's watchdog timeout (model.follow_watchdogs): the teardown of
                 # that timeout's process (it was "either", a fault of its own that split one collective's hang by
-                # host and lost its category: a break-it pass). Not torchrun's -9: the OOM killer's, maybe first
+                # host and lost its category: a break-it pass). Not torchrun's -9: the OOM killer's, maybe first.
+                # So is a crash handler's line on the signal (the watchdog's SIGABRT) that ended that process
                 role = "downstream"
         judged = (catalog, role, role != "context" and (e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")))
     e.judged = judged

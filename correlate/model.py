@@ -177,6 +177,14 @@ _TS_FIELDS = ("ts",)
 #: Ray's death line, which follows a timeout as the others do and then reports it (``attribute._judge``)
 RAY_WORKER_DIED = "ray.worker_died"
 TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", RAY_WORKER_DIED)
+#: a crash handler's line on the signal its process died on (Abseil's, glog's, PaddlePaddle's, tvm_ffi's). Right after
+#: its host's watchdog timeout it is that timeout's teardown: PyTorch's watchdog ends the process with abort() (SIGABRT),
+#: an XLA or Paddle process its fatal error, and ncclCommAbort may crash on the way out. It was "the earliest fault
+#: nothing else explains", an error incident apart from the hang it ended, and a cause of the other ranks' timeouts by
+#: cuda_error.explains_nccl (a break-it pass); before any timeout of its host it is still a crash the others waited on
+CRASH_SIGNALS = ("absl.fatal_signal", "glog.fatal_signal", "paddle.fatal_signal", "tvm_ffi.fatal_signal")
+#: the lines that report a process's end and follow its host's watchdog timeout without a rank (``follow_watchdogs``)
+PROCESS_END = (*TORCHRUN_AGENT, *CRASH_SIGNALS)
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
 FOLLOW_UP_US = 5_000_000
 #: how long after a watchdog timeout torchrun's agent reports the worker it took down: the process first waits for its
@@ -251,7 +259,8 @@ def follow_watchdogs(events: list[Ev]) -> None:
     PyTorch line: an NCCL WARN names no rank either, and is no follow-up of the watchdog's) —
     the line was its own incident, 30 minutes after the collective its ranks' timeouts place (a real-logs pass). So is
     torchrun's "failed (exitcode: -6) local_rank: 3" when its worker's process ended on the timeout (a break-it pass:
-    an incident apart, "only downstream reports").
+    an incident apart, "only downstream reports"), and a crash handler's line on the signal that ended it
+    (``CRASH_SIGNALS``: "*** SIGABRT (@0x…) received by PID …" after the watchdog's abort).
     Sets ``Ev.implied_start`` in place."""
     timeouts: dict[tuple[str, int | None], list[Ev]] = {}
     for e in events:
@@ -265,15 +274,15 @@ def follow_watchdogs(events: list[Ev]) -> None:
         lst.sort(key=lambda t: (t.ts, t.order))
     for e in events:
         if e.elapsed_ms or e.source != "nccl" or (e.kind not in ("nccl_timeout", "nccl_error")
-                                                  and not e.signature.startswith(TORCHRUN_AGENT)):
+                                                  and not e.signature.startswith(PROCESS_END)):
             continue
         best = None
-        reach = AGENT_FOLLOW_UP_US if e.signature.startswith(TORCHRUN_AGENT) else FOLLOW_UP_US
+        reach = AGENT_FOLLOW_UP_US if e.signature.startswith(PROCESS_END) else FOLLOW_UP_US
         lead = FOLLOW_LEAD_US if e.rank is not None and e.signature.startswith("torch.") else 0
         for t in timeouts.get((e.host, e.rank), ()):
             if (t.ts - lead <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
-                         or (e.signature.startswith(("torch.", *TORCHRUN_AGENT))
+                         or (e.signature.startswith(("torch.", *PROCESS_END))
                              and (t.ts < e.ts or _after_in_log(t, e))))):
                 best = t
         if best is None and e.seq is not None and e.rank is not None and e.signature.startswith("torch."):

@@ -19,7 +19,7 @@ from typing import Callable
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  fault_name, first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
-from correlate.model import DESYNC_REPORT, TORCHRUN_AGENT, Ev, capture_of
+from correlate.model import DESYNC_REPORT, PROCESS_END, TORCHRUN_AGENT, Ev, capture_of
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from correlate.window import may_cause
 from ingest.catalog import Catalog
@@ -1033,9 +1033,10 @@ def _comm_of(scene: Scene, timeouts: list[Ev]) -> str | None:
 def _reports_for(scene: Scene, e: Ev, timeout: Ev) -> bool:
     """``e`` is a downstream line of the process that logged ``timeout`` (same host and rank; catalog role
     ``downstream``: PyTorch's watchdog taking the process down, its thread terminating; torchrun's line on that
-    process's exit, which names its local rank only), which reports that timeout and says nothing of another fault."""
+    process's exit, which names its local rank only; a crash handler's line on the abort that ended it, which names
+    none: ``model.CRASH_SIGNALS``), which reports that timeout and says nothing of another fault."""
     return (e.host == timeout.host and scene.role(e) == "downstream"
-            and (e.rank == timeout.rank or (e.rank is None and e.signature.startswith(TORCHRUN_AGENT))))
+            and (e.rank == timeout.rank or (e.rank is None and e.signature.startswith(PROCESS_END))))
 
 
 #: how many collectives of one process group the other ranks can be ahead of a rank that is stuck: those they enqueue

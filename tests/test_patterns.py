@@ -6017,6 +6017,27 @@ def test_a_paddle_or_glog_crash_explains_the_ranks_nccl_error_and_coordination_t
     assert "by rule cuda_error.explains_nccl" in inc["explanation"]  # tied, not only beside it
 
 
+@pytest.mark.parametrize("crash", [
+    "*** SIGABRT (@0x3e800001055) received by PID 4181 (TID 0x7f56686c9700) from PID 4181; stack trace: ***",
+    "FatalError: `Process abort signal` is detected by the operating system.",
+    "*** SIGABRT received at time=1764559201 on cpu 3 ***"])
+def test_a_crash_signal_after_its_hosts_watchdog_timeout_is_that_timeouts_teardown(pipeline, crash):
+    """The watchdog ends a rank's process with abort() after its timeout; a crash handler linked into it (glog's,
+    PaddlePaddle's, Abseil's) prints the SIGABRT. That line is the hang's teardown on its host (``model.CRASH_SIGNALS``,
+    ``rank_failure.explains_torchrun_report``): it was an error incident of its own ("the earliest fault nothing else
+    explains", category application) beside the hang it ended, a second page (a break-it pass). A crash before any
+    timeout of its host still explains them (``test_a_paddle_or_glog_crash_explains_…``)."""
+    text = "\n".join([
+        "2026-12-01T03:20:00+00:00 node21 python[4181]: [rank0]:[E1201 03:20:00.000000000 ProcessGroupNCCL.cpp:616] "
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600030 milliseconds before timing out.",
+        "2026-12-01T03:20:01+00:00 node21 python[4181]: " + crash])
+    (inc,) = run(pipeline, text, host="node21")
+    assert inc["category"] == "nccl_hang" and inc["initiator"]["fault"] is None
+    assert sorted(d["kind"] for d in inc["downstream"]) == ["nccl_timeout", "other"]
+    assert [x["rule"] for x in inc["evidence"]] == ["rank_failure.explains_torchrun_report"]
+
+
 def test_jax_coordination_service_reports_are_downstream_and_a_restarted_task_is_what_they_report(pipeline):
     """The coordinator's "Stopping coordination service as cluster registration failed" and the registration
     barrier's timeout under it ("Barrier timed out. Id: [Init]Wait_for_all_tasks_to_register::0",
