@@ -1648,10 +1648,14 @@ def _silent_ranks(scene: Scene, timeouts: list[Ev], seq: int | None, size: int, 
 IB_WC_WR_FLUSH_ERR = "5"
 
 
+#: GPUDirect-TCPX's wait on a peer's control message (a slowness report: the peer has not sent yet)
+TCPX_WAIT = "tcpx.ctrl_timeout"
+
+
 def _reports_a_peer(e: Ev) -> bool:
     # GPUDirect-TCPX's wait for a peer's control message names the peer that has not sent
     # (google/nccl-plugin-gpudirecttcpx#1)
-    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected", "nccl.ras.process_lost", "tcpx.ctrl_timeout"):
+    if e.signature in ("nccl.socket.peer_lost", "mpi.peer_disconnected", "nccl.ras.process_lost", TCPX_WAIT):
         return True
     if e.signature == "nccl.net_ib.completion_error":
         return str(e.details.get("ib_status", e.details.get("ib_error"))) == IB_WC_WR_FLUSH_ERR
@@ -1726,11 +1730,19 @@ def peer_failed(scene: Scene) -> Verdict | None:
     names = [f"the peer at {p}" + (f" ({h})" if h and h != peer_name(p) else "") for p, h in remote] \
         or [f"another process on {h}" for h in mine] or ["another rank of the job"]
     shown, on = first_of(names), first_of(hosts, noun="hosts")
-    v = _named_elsewhere(scene, hosts, names, "comm.peer_failed", 0.25, (
-        f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)} that a peer went "
-        "away "
-        f"({shown}): the connection's other end failed first — its process died, or its host or the network did. "
-        "Nothing logged here is a fault of its own."))
+    lines = f"{len(reports)} line{'s' * (len(reports) != 1)} on {on} report{'s' * (len(reports) == 1)}"
+    if all(e.signature == TCPX_WAIT for e in reports):
+        # GPUDirect-TCPX's slowness report says the peer has not sent yet, not that it went away: its one real source
+        # (google/nccl-plugin-gpudirecttcpx#1) is a job whose first collective waited an hour on ranks still
+        # connecting, and then ran. It was told "a peer went away … its process died" (a break-it pass)
+        why = (f"{lines} that GPUDirect-TCPX waited past its threshold for a control message of a peer ({shown}): the "
+               "peer has not sent — it is still starting or connecting (a job's first collective may wait so for up "
+               "to an hour), hung or gone — or the path between them drops. Nothing logged here is a fault of its "
+               "own.")
+    else:
+        why = (f"{lines} that a peer went away ({shown}): the connection's other end failed first — its process died, "
+               "or its host or the network did. Nothing logged here is a fault of its own.")
+    v = _named_elsewhere(scene, hosts, names, "comm.peer_failed", 0.25, why)
     # the peers' hosts when NCCL's address lines said every one of them: no need to find them
     known = sorted({h for _p, h in remote if h}) if remote and all(h for _p, h in remote) else []
     v.missing = [f"the kernel and NCCL logs of {first_of(known, noun='hosts') if known else shown}"

@@ -3253,6 +3253,9 @@ def test_a_tcpx_rank_waiting_on_its_peer_follows_that_peers_fault(pipeline):
     (inc,) = _hosts(pipeline, {"node024": TCPX_WAIT.format(host="node024", addr="172.16.0.95")})
     assert (inc["pattern"], inc["initiator"]["candidates"], inc["severity"]) == (
         "comm.peer_failed", ["the peer at 172.16.0.95"], "warning"), inc
+    # a slowness report: the peer has not sent yet (#1's job waited an hour at its start, then ran); it was told "a
+    # peer went away … its process died" (a break-it pass)
+    assert "has not sent" in inc["explanation"] and "went away" not in inc["explanation"], inc["explanation"]
 
 
 def test_a_network_plugin_that_did_not_load_explains_the_network_nccl_could_not_find(pipeline):
