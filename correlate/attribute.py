@@ -1102,6 +1102,8 @@ def _reports_elsewhere(scene: Scene, e: Ev) -> bool:
     reports")."""
     if e.source != "nccl" or scene.role(e) != "downstream":
         return False
+    if e.signature in CRASH_SIGNALS:  # downstream only when it ends a process on a failure elsewhere (_judge)
+        return True
     c = scene.catalog.by_id.get(e.signature)
     return c is None or c.sig.category in (None, "nccl_hang", "other")
 

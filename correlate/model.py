@@ -183,6 +183,9 @@ TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", RAY_WORKER_DIED)
 #: nothing else explains", an error incident apart from the hang it ended, and a cause of the other ranks' timeouts by
 #: cuda_error.explains_nccl (a break-it pass); before any timeout of its host it is still a crash the others waited on
 CRASH_SIGNALS = ("absl.fatal_signal", "glog.fatal_signal", "paddle.fatal_signal", "tvm_ffi.fatal_signal")
+#: a process's own line that it ends on a failure elsewhere, by an abort a crash handler then prints (JAX's
+#: "Terminating process because the JAX distributed service detected fatal errors …", LOG(FATAL): openxla/xla#38624)
+ABORTS_ON = frozenset({"xla.coordination_error"})
 #: the lines that report a process's end and follow its host's watchdog timeout without a rank (``follow_watchdogs``)
 PROCESS_END = (*TORCHRUN_AGENT, *CRASH_SIGNALS)
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
@@ -260,14 +263,22 @@ def follow_watchdogs(events: list[Ev]) -> None:
     the line was its own incident, 30 minutes after the collective its ranks' timeouts place (a real-logs pass). So is
     torchrun's "failed (exitcode: -6) local_rank: 3" when its worker's process ended on the timeout (a break-it pass:
     an incident apart, "only downstream reports"), and a crash handler's line on the signal that ended it
-    (``CRASH_SIGNALS``: "*** SIGABRT (@0x…) received by PID …" after the watchdog's abort).
+    (``CRASH_SIGNALS``: "*** SIGABRT (@0x…) received by PID …" after the watchdog's abort). So is a crash handler's
+    line at most ``FOLLOW_UP_US`` after its host's line that says the process ends on a failure elsewhere
+    (``ABORTS_ON``: JAX's "Terminating process because the JAX distributed service detected fatal errors. This most
+    likely indicates that another task died", whose LOG(FATAL) aborts: openxla/xla#38624), at that line's start.
     Sets ``Ev.implied_start`` in place."""
     timeouts: dict[tuple[str, int | None], list[Ev]] = {}
+    enders: dict[str, list[Ev]] = {}
     for e in events:
         if e.elapsed_ms:
             if e.rank is not None:
                 timeouts.setdefault((e.host, e.rank), []).append(e)
             timeouts.setdefault((e.host, None), []).append(e)  # for the lines that print no rank
+        elif e.signature in ABORTS_ON:
+            enders.setdefault(e.host, []).append(e)
+    if enders:
+        _follow_enders(events, enders)
     if not timeouts:
         return
     for lst in timeouts.values():
@@ -287,6 +298,21 @@ def follow_watchdogs(events: list[Ev]) -> None:
                 best = t
         if best is None and e.seq is not None and e.rank is not None and e.signature.startswith("torch."):
             best = _same_work(e, timeouts.get((e.host, None), ()))
+        if best is not None:
+            e.imply_start(best.start)
+
+
+def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]]) -> None:
+    """Give a crash handler's line (``CRASH_SIGNALS``) the start of the latest line of ``enders`` (host -> its
+    ``ABORTS_ON`` lines) of its host at most ``FOLLOW_UP_US`` before it (or of its time and before it in the log)."""
+    for e in events:
+        if e.signature not in CRASH_SIGNALS or e.implied_start is not None:
+            continue
+        best = None
+        for t in enders.get(e.host, ()):
+            if t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (t.ts < e.ts or _after_in_log(t, e)) \
+                    and (best is None or t.ts > best.ts):
+                best = t
         if best is not None:
             e.imply_start(best.start)
 

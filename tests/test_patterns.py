@@ -6038,7 +6038,24 @@ def test_a_crash_signal_after_its_hosts_watchdog_timeout_is_that_timeouts_teardo
     (inc,) = run(pipeline, text, host="node21")
     assert inc["category"] == "nccl_hang" and inc["initiator"]["fault"] is None
     assert sorted(d["kind"] for d in inc["downstream"]) == ["nccl_timeout", "other"]
-    assert [x["rule"] for x in inc["evidence"]] == ["rank_failure.explains_torchrun_report"]
+    assert [x["rule"] for x in inc["evidence"]] == ["watchdog_timeout.explains_its_abort"]
+
+
+def test_jax_s_abort_after_its_fatal_coordination_error_is_a_report_as_that_line_is(pipeline):
+    """JAX ends a process whose coordination service failed with LOG(FATAL): "Terminating process because the JAX
+    distributed service detected fatal errors. This most likely indicates that another task died", then Abseil's
+    handler prints the SIGABRT (openxla/xla#38624). The abort was "the earliest fault nothing else explains" and, by
+    cuda_error.explains_nccl, the cause of the line that says another task died (a break-it pass); it is that line's
+    teardown: only downstream reports, as the line alone is (``model.ABORTS_ON``)."""
+    fatal = ("F0929 17:42:48.594200 1044529 client.h:77] Terminating process because the JAX distributed service "
+             "detected fatal errors. This most likely indicates that another task died; see the other task logs for "
+             "more details.")
+    (alone,) = run(pipeline, fatal, host="node21")
+    (inc,) = run(pipeline, fatal + "\n*** SIGABRT received at time=1790000000 on cpu 3 ***", host="node21")
+    for i in (alone, inc):
+        assert (i["pattern"], i["initiator"]["fault"], i["evidence"]) == ("unknown", None, []), i
+        assert i["explanation"].startswith("Only downstream reports: node21"), i["explanation"]
+    assert [len(d["events"]) for d in inc["downstream"]] == [2]  # the abort joins the line's party
 
 
 def test_jax_coordination_service_reports_are_downstream_and_a_restarted_task_is_what_they_report(pipeline):
