@@ -178,8 +178,8 @@ _TS_FIELDS = ("ts",)
 RAY_WORKER_DIED = "ray.worker_died"
 TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", RAY_WORKER_DIED)
 #: a crash handler's line on the signal its process died on (Abseil's, glog's, PaddlePaddle's, tvm_ffi's). Right after
-#: its host's watchdog timeout it is that timeout's teardown: PyTorch's watchdog ends the process with abort() (SIGABRT),
-#: an XLA or Paddle process its fatal error, and ncclCommAbort may crash on the way out. It was "the earliest fault
+#: its host's watchdog timeout it is that timeout's teardown: PyTorch's watchdog ends the process with abort()
+#: (SIGABRT), an XLA or Paddle process its fatal error, and ncclCommAbort may crash on the way out. It was "the earliest fault
 #: nothing else explains", an error incident apart from the hang it ended, and a cause of the other ranks' timeouts by
 #: cuda_error.explains_nccl (a break-it pass); before any timeout of its host it is still a crash the others waited on
 CRASH_SIGNALS = ("absl.fatal_signal", "glog.fatal_signal", "paddle.fatal_signal", "tvm_ffi.fatal_signal")

@@ -1740,8 +1740,8 @@ def peer_failed(scene: Scene) -> Verdict | None:
                "to an hour), hung or gone — or the path between them drops. Nothing logged here is a fault of its "
                "own.")
     else:
-        why = (f"{lines} that a peer went away ({shown}): the connection's other end failed first — its process died, "
-               "or its host or the network did. Nothing logged here is a fault of its own.")
+        why = (f"{lines} that a peer went away ({shown}): the connection's other end failed first — its process "
+               "died, or its host or the network did. Nothing logged here is a fault of its own.")
     v = _named_elsewhere(scene, hosts, names, "comm.peer_failed", 0.25, why)
     # the peers' hosts when NCCL's address lines said every one of them: no need to find them
     known = sorted({h for _p, h in remote if h}) if remote and all(h for _p, h in remote) else []
