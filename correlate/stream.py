@@ -568,7 +568,11 @@ class StreamCorrelator:
             for e in fresh:
                 if e.kind in far:
                     far_lo[e.host] = min(far_lo.get(e.host, e.start), e.start - far[e.kind] - slack)
-            back |= {k for k, e in self.cold.items() if e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1)}
+            # an event placed ahead of its line (a notice's NotBefore, days ahead) only by new events near that
+            # time: with no upper bound every step brought it back, and correlated its incident again, for days
+            hi = max(e.start for e in fresh) + max([self._window_us(), *far.values()]) + slack
+            back |= {k for k, e in self.cold.items() if (e.start <= e.ts or e.start <= hi)
+                     and (e.start >= lo or e.start >= far_lo.get(e.host, e.start + 1))}
         if back:
             for _ver, _h, inc in self.emitted.values():
                 ids = self._members(inc)
@@ -720,8 +724,11 @@ class StreamCorrelator:
         # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
         self._cool(kept, catalog)
         if self.cold:  # by its own host's watermark: a host whose clock runs a day ahead forgets only its own
+            # a notice placed ahead of its line (``Ev.start``: an EC2 maintenance StartTime days ahead) is kept until
+            # its host's watermark passed that time, not its line: forgotten a day after its line, it met none of
+            # its peers' resets at its StartTime, which the batch ties to it (a break-it pass)
             self.cold = {k: e for k, e in self.cold.items()
-                         if e.host not in horizon or e.ts >= horizon[e.host] - self.reach_back_us}
+                         if e.host not in horizon or _kept_until(e) >= horizon[e.host] - self.reach_back_us}
         self.events = {k: e for k, e in self.events.items() if k in kept}
         self.teaching = {k: m for k, m in self.teaching.items() if k in kept}
         self.topo_lines &= kept
@@ -759,6 +766,18 @@ class StreamCorrelator:
         self.members = {k: v for k, v in self.members.items() if k in emitted}
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
+
+
+#: how far past its line a cold event placed ahead of it (``Ev.start``: a notice's NotBefore or StartTime) is kept for
+#: (µs): EC2 announces scheduled maintenance about two weeks ahead; a time further out (a garbled or placeholder
+#: date, a year 2099) keeps it no longer than this, so a cold event is not kept for ever
+AHEAD_KEPT_MAX_US = 31 * 24 * 3600 * S
+
+
+def _kept_until(e: Ev) -> int:
+    """The time (µs) by which a cold event is forgotten (``StreamCorrelator._prune``): its line's ``ts``, or its
+    ``start`` when that is later (a notice of what happens then), at most ``AHEAD_KEPT_MAX_US`` past ``ts``."""
+    return e.ts if e.start <= e.ts else min(e.start, e.ts + AHEAD_KEPT_MAX_US)
 
 
 #: what a sample or a wiring fact is about: only the newest row of each teaches the topology anything

@@ -1253,3 +1253,61 @@ def test_a_restarted_stream_reads_the_clocks_of_the_whole_lake(pipeline, tmp_pat
     assert {i: strip(v) for i, v in final.items()} == {i: strip(v) for i, v in expected.items()}
     assert {h for i in expected.values() for h in i["clocks"]} >= set("abcxyz")
     assert estimate_clocks([], delays=sc.delays) == estimate_clocks(events_from_table(everything))
+
+
+@pytest.mark.parametrize("ahead_h", [30, 168])
+def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as_in_the_batch(pipeline, ahead_h):
+    """An Azure notice (``azure.scheduled_event_notice``) whose NotBefore is ``ahead_h`` hours after its line, its host
+    logging on every hour, and a peer's "Connection reset by peer" from it 2 s after the NotBefore. The batch ties the
+    reset to the notice (``cloud_event.explains_peer_reports`` at ``Ev.start``); the stream, fed in time order, forgot
+    the notice a day (``reach_back_us``) after its line and made the reset an incident of its own (a break-it pass).
+    It keeps a cold event placed ahead of its line until its host's watermark passed that time."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import BOOT, RECV, T0
+
+    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
+    nb = line + timedelta(hours=ahead_h)
+    notice = (f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":'
+              f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+              f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
+    hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
+              f"eth0:10.1.3.201<0>" for h in range(1, ahead_h + 1)]
+    reset = RECV.replace("[2026-11-20 10:05:02]", f"[{nb + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}]")
+    files = {"node201": "\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]),
+             "node024": reset.format(host="node024", addr="10.1.3.201")}
+    segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, x in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    (want,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    assert [(d["host"], d["relation"]) for d in want["downstream"]] == [("node024", "peer_host")]
+    assert want["start"] == f"{line:%Y-%m-%dT%H:%M:%S}.000000Z" <= want["end"]
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    for k, now in enumerate(ts):
+        sc.add(events.slice(k, 1), now_us=now)
+        sc.step(now_us=now)
+    sc.step(now_us=ts[-1], flush=True)
+    final = [v[2] for v in sc.emitted.values() if v[2].get("status") != "superseded"]
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
+    assert [strip(i) for i in final] == [strip(want)]
+    assert not sc.cold and sc.future_events == 0
+
+
+def test_a_cold_event_placed_ahead_of_its_line_is_kept_until_that_time_at_most_a_month():
+    """``_kept_until``: a line's time for an event placed at or before it (a watchdog timeout's implied start), the
+    time it names for one ahead of it, and no more than ``AHEAD_KEPT_MAX_US`` past the line (a NotBefore in 2099)."""
+    from correlate.stream import AHEAD_KEPT_MAX_US, _kept_until
+
+    e = ev("t", "h1", 1000 * S, elapsed_ms=600_000)
+    assert (e.start, _kept_until(e)) == (400 * S, 1000 * S)
+    for ahead, kept in ((7 * 86400 * S, 7 * 86400 * S), (73 * 365 * 86400 * S, AHEAD_KEPT_MAX_US)):
+        n = ev("n", "h1", 1000 * S)
+        n.start = 1000 * S + ahead
+        assert _kept_until(n) == 1000 * S + kept
