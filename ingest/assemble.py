@@ -794,6 +794,10 @@ def _line_time(text: str | None, tz) -> int | None:
     return t if plausible(t) else None
 
 
+#: the year of an RFC 1123 / RFC 822 date (``Thu, 16 Mar 2023 14:01:28 GMT``): day, month name, year
+_RFC_YEAR = re.compile(r"\b\d{1,2}\s+[A-Za-z]{3}\s+(\d+)\s")
+
+
 def occurs_time(text: str | None, tz) -> int | None:
     """When the event a line announces or records happens, as the line states it (a signature's ``occurs_at``
     group), in µs UTC: Azure Scheduled Events' ``NotBefore`` in RFC 1123 (``Thu, 16 Mar 2023 14:01:28 GMT``,
@@ -808,6 +812,8 @@ def occurs_time(text: str | None, tz) -> int | None:
         when = parsedate_to_datetime(text) if "," in text else None
     except (TypeError, ValueError):
         when = None
+    if when is not None and (y := _RFC_YEAR.search(text)) and len(y[1]) > 2 and int(y[1]) != when.year:
+        return None  # a 4-digit year below 100 (.NET's MinValue, 0001), read as 2001 by email.utils: no time
     if when is not None:
         try:
             t = to_us(when if when.tzinfo else when.replace(tzinfo=tz))

@@ -2005,6 +2005,11 @@ def test_an_aer_message_of_an_acs_violation_says_so_and_names_no_gpu(tmp_path, b
     ("2026-11-20 10:05:00", datetime(2026, 11, 20, 9, 5, tzinfo=timezone.utc)),
     ("", None),  # Azure's "NotBefore": "" of a started event
     ("0001-01-01T00:00:00Z", None),  # Go's zero time: an event with no EndTime
+    # .NET's DateTime.MinValue in RFC 1123 ("R"): email.utils reads a year below 100 as 20xx/19xx, and it was
+    # 2001-01-01, a plausible time that placed the notice 25 years back and began its incident then (a break-it pass)
+    ("Mon, 01 Jan 0001 00:00:00 GMT", None),
+    ("Sat, 01 Jan 0050 00:00:00 GMT", None),
+    ("Thu, 16 Mar 23 14:01:28 GMT", datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)),  # RFC 822's 2 digits
     ("soon, maybe", None),
 ])
 def test_occurs_time_reads_a_notices_own_time_of_the_event(text, want):
