@@ -312,11 +312,12 @@ class ComponentCache:
         self.own = own
         inputs = (list(links), catalog, related, fleet)
         last, self.inputs = self.inputs, inputs
-        if (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
-                or last[1] is not catalog):
+        # the same links and catalog (by identity) as the last call: the shapes' side bits still hold
+        same_links = (last is not None and len(last[0]) == len(links) and all(a is b for a, b in zip(last[0], links))
+                      and last[1] is catalog)
+        if not same_links:
             self.side_bits = {}
-        whole = (last is None or len(last[0]) != len(links) or any(a is not b for a, b in zip(last[0], links))
-                 or last[1] is not catalog or last[2] is not related or last[3] != fleet
+        whole = (not same_links or last[2] is not related or last[3] != fleet
                  or not KEYED_RELATIONS <= _COUPLED_RELATIONS
                  or any(e.signature == SYMPTOM for e in mine))
         if whole:
