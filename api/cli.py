@@ -820,7 +820,7 @@ def kafka_stop(config: ConfigOpt = None) -> None:
     # which broker: "stopped" alone did not say (a fresh user's trial read nothing there)
     stopped = broker.stop(s.state_dir)
     err.print(f"stopped the broker on {st.bootstrap} (pid {st.pid})" if stopped and st else
-              "stopped" if stopped else "not running")
+              "stopped" if stopped else _no_local_broker(s.state_dir), markup=False, highlight=False, soft_wrap=True)
 
 
 @kafka_app.command("status")
@@ -838,13 +838,20 @@ def kafka_status(config: ConfigOpt = None) -> None:
     other = (f"kafka_bootstrap {s.kafka_bootstrap} ({s.source_of('kafka_bootstrap')}) is not the local broker (not "
              "checked)" if s.kafka_bootstrap and (not st or not _same_broker(s.kafka_bootstrap, st.bootstrap)) else "")
     if not st:
-        err.print(f"no local broker under {s.state_dir}; {other}" if other else "not running", markup=False,
-                  highlight=False, soft_wrap=True)
+        err.print(f"no local broker under {s.state_dir}; {other}" if other else _no_local_broker(s.state_dir),
+                  markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     if other:
         err.print(f"{other}; the local broker under {s.state_dir}:", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)
     out.print(f"{st.bootstrap} pid={st.pid} data={st.data_dir}")
+
+
+def _no_local_broker(state_dir: Path) -> str:
+    """What ``kafka status`` and ``kafka stop`` say when no broker runs under ``state_dir``: "not running" and the
+    folder looked in, absolute (``state_dir`` is relative to the current folder: run from another folder, "not
+    running" alone read as the demo's broker being down while it ran, a fresh user's trial)."""
+    return f"not running: no local broker under {state_dir.resolve()} (the state_dir setting)"
 
 
 def _same_broker(bootstrap: str, local: str) -> bool:

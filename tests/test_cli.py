@@ -431,7 +431,8 @@ def test_kafka_start_says_a_broker_already_running(monkeypatch):
 
 def test_kafka_stop_names_the_broker_it_stopped(monkeypatch):
     """``kafka stop`` said "stopped" alone, which a fresh user's trial did not see as an answer: it names the broker
-    (its address and pid); a second one says "not running"."""
+    (its address and pid); a second one says "not running" and the folder it looked in (state_dir is relative: run
+    from another folder, "not running" alone read as the demo's broker being down, a fresh user's trial)."""
     from ingest import broker
 
     running = [True]
@@ -445,7 +446,8 @@ def test_kafka_stop_names_the_broker_it_stopped(monkeypatch):
     r = runner.invoke(app, ["kafka", "stop"])
     assert r.exit_code == 0 and r.stderr == "stopped the broker on 127.0.0.1:42237 (pid 4242)\n", r.stderr
     r = runner.invoke(app, ["kafka", "stop"])
-    assert r.exit_code == 0 and r.stderr == "not running\n", r.stderr
+    assert r.exit_code == 0 and r.stderr == \
+        f"not running: no local broker under {Path('.firstfault').resolve()} (the state_dir setting)\n", r.stderr
 
 
 def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
@@ -534,7 +536,7 @@ def test_kafka_status_says_a_configured_broker_is_another_one_not_checked(monkey
     monkeypatch.delenv("FIRSTFAULT_KAFKA_BOOTSTRAP")
     now[0] = None
     r = runner.invoke(app, ["kafka", "status"])
-    assert (r.exit_code, r.output) == (1, "not running\n")
+    assert (r.exit_code, r.output) == (1, f"not running: no local broker under {tmp_path} (the state_dir setting)\n")
 
 
 def test_a_worker_s_end_line_says_how_long_it_ran_and_a_catch_up_how_long_it_took():
