@@ -761,8 +761,9 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
                       limit: Annotated[int, Query(ge=1, le=2000)] = 500,
                       downstream_limit: DownstreamLimit = DOWNSTREAM_DEFAULT) -> Response:
         """What happened on one host: its incidents and its events, ``min_severity`` and worse (``warning`` by
-        default; of an incident, its own severity). 404 when the lake holds nothing of the host at all (no event,
-        link sample or topology fact)."""
+        default; of an incident, its own severity), and the host's events that are evidence of the incidents listed
+        whatever their severity. 404 when the lake holds nothing of the host at all (no event, link sample or
+        topology fact)."""
         check_range(since, until)
         # min_severity is the incidents' filter too: it filtered the events alone, so ?min_severity=critical still
         # listed an info incident (a fresh user's trial)
@@ -770,7 +771,10 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         for i in incs:
             i.pop("_sort_key", None)
         incs = [cut_downstream(i, downstream_limit, hosts=(host,)) for i in incs]
-        evs = store.events(host=host, since=since, until=until, min_severity=min_severity, limit=limit)
+        # and the evidence of the incidents it lists, whatever its severity: a critical link_fault inferred from
+        # Xid 45 lines (info) showed no event at all (a fresh user's trial)
+        evs = store.events(host=host, since=since, until=until, min_severity=min_severity,
+                           evidence_of=[i["id"] for i in incs], limit=limit)
         known_host(host, bool(incs or evs))
         return _as_is({"host": host, "incidents": incs, "events": [_event_json(e) for e in evs]})
 

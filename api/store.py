@@ -445,7 +445,10 @@ class Store:
     def events(self, *, since: Any = None, until: Any = None, host: str | None = None, kind: str | None = None,
                xid: int | None = None, sxid: int | None = None, device: str | None = None,
                signature: str | None = None, text: str | None = None, min_severity: str | None = None,
-               limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+               evidence_of: list[str] | None = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Events, newest first (``ts`` desc, then ``event_id``), as the ``events`` view's rows. Each filter given
+        narrows them; ``min_severity``: this severity or above, except the evidence of the incidents whose ids
+        ``evidence_of`` lists (their latest version's ``incident_evidence``), which pass whatever their severity."""
         where, params = ["1=1"], []
         for col, val in (("host", host), ("kind", kind), ("xid", xid), ("sxid", sxid), ("device", device),
                          ("signature", signature)):
@@ -461,7 +464,11 @@ class Store:
         if text:
             where.append("contains(message, ?)")
             params.append(text)
-        if min_severity:
+        if min_severity and evidence_of:
+            where.append(f"({MIN_SEVERITY_SQL} OR event_id IN (SELECT event_id FROM incident_evidence "
+                         "WHERE incident_id IN (SELECT unnest(?))))")
+            params.extend([min_severity, evidence_of])
+        elif min_severity:
             where.append(MIN_SEVERITY_SQL)
             params.append(min_severity)
         sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
