@@ -97,6 +97,9 @@ class Incident(_Open):
     end: str = Time
     start_basis: str | None = Field(None, description="where the start time came from: line, inherited, envelope, "
                                                       "kafka, file, operator")
+    scheduled: str | None = Field(None, description="when what its evidence announces happens, after `end` (a cloud "
+                                  "maintenance notice's NotBefore or StartTime): open until then; absent when "
+                                  "nothing does", json_schema_extra={"format": "date-time"})
     severity: Severity
     category: Category
     initiator: Initiator = Field(description="the fault that came first; device_type null when no single "

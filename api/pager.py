@@ -236,14 +236,18 @@ def evidence_end(inc: dict[str, Any]) -> float | None:
     """When an incident's last evidence was written by the fleet's clock, epoch seconds: its ``end`` plus the largest
     clock offset of its hosts (its ``clocks``: ``correlate.window.estimate_clocks``), no earlier than the time
     ``correlate.incident.finish`` judges it quiet by. The ``end`` alone of a host whose clock ran 20 min behind
-    resolved its page as soon as it was opened (a break-it pass). None without an ``end``; ValueError for one that
-    is no ISO 8601 time."""
+    resolved its page as soon as it was opened (a break-it pass). Its ``scheduled`` time when later (what a cloud
+    maintenance notice announces, days ahead: the cloud's clock, no host offset), as ``finish`` holds it open until
+    then: the page of a notice resolved fifteen minutes after it and fired again when its peers' resets came at that
+    time (a defect pass). None without an ``end``; ValueError for one that is no ISO 8601 time."""
     end = _epoch(inc.get("end"))
     if end is None:
         return None
     offsets = [c.get("offset_s") for c in (inc.get("clocks") or {}).values() if isinstance(c, dict)]
     offsets = [o for o in offsets if isinstance(o, (int, float))]
-    return end + max(offsets) if offsets else end
+    end = end + max(offsets) if offsets else end
+    ahead = _epoch(inc.get("scheduled"))
+    return end if ahead is None else max(end, ahead)
 
 
 def api_base_url(host: str, port: int) -> str:
@@ -409,6 +413,8 @@ def alertmanager_alert(incident: dict[str, Any], base_url: str | None, *, now: f
         ann["incident_url"] = url
     if incident.get("superseded_by"):
         ann["superseded_by"] = incident["superseded_by"]
+    if incident.get("scheduled"):  # when what a notice announces happens: the alert fires until then
+        ann["scheduled"] = incident["scheduled"]
     alert = {"labels": labels or alert_labels(incident), "annotations": ann, "startsAt": _iso(start),
              "endsAt": _iso(now if resolved else now + hold_s)}
     if url:  # optional in Alertmanager's API: absent rather than a link to an API that is not there
@@ -456,7 +462,7 @@ def page_view(inc: dict[str, Any]) -> dict[str, Any]:
     counting them all: the outbox stores a view per version and receiver, and a job of 5,000 reporting ranks made
     each ~1 MB (a break-it pass)."""
     keys = ("id", "version", "status", "start", "end", "severity", "category", "confidence", "explanation",
-            "next_action", "verify", "missing", "pattern", "superseded_by")
+            "next_action", "verify", "missing", "pattern", "superseded_by", "scheduled")
     view = {k: inc.get(k) for k in keys}
     view["initiator"] = {k: v for k, v in (inc.get("initiator") or {}).items() if k != "events"}
     ds = inc.get("downstream") or []

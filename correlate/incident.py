@@ -28,6 +28,7 @@ from ingest.files import from_stdin
 from ingest.catalog import Catalog
 from ingest.extract import GPU_DRIVERS
 from schemas.events import KIND_PHRASES, SEVERITY_RANK
+from schemas.incidents import iso_us
 
 _SEV_NAME = {v: k for k, v in SEVERITY_RANK.items()}
 
@@ -43,6 +44,15 @@ def iso(us: int) -> str:
         dt = datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.isoformat(timespec="microseconds") + "Z"
+
+
+def current_until(inc: dict[str, Any]) -> int:
+    """Until when (µs UTC) a stored incident (DESIGN.md's shape) may still gain evidence that is its own: its ``end``,
+    or its ``scheduled`` time when it has one (``body``: a cloud maintenance notice's NotBefore, days after its line,
+    when its peers' resets will come). A restart reads back the incidents current within its reach back
+    (``correlate.stream.StreamCorrelator.restore``, ``api.sink.IncidentSink.recent_events``). ValueError for a time
+    that is no ISO 8601 time."""
+    return max(iso_us(inc["end"]), iso_us(inc["scheduled"])) if inc.get("scheduled") else iso_us(inc["end"])
 
 
 def incident_id(events: list[Ev]) -> str:
@@ -431,6 +441,11 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
     # the notice was written, not after its end
     start = min(min(e.start, e.ts) for e in first)
     end = max(max(e.ts, e.last_ts or 0) for e in dated)  # a storm's last copy (an Xid 74 every 30 s, folded)
+    # what a notice says happens later (a cloud maintenance's NotBefore, days ahead: ``Ev.ahead``): the incident is
+    # open until then (``finish``), paged until then (``api.pager.evidence_end``) and read back after a restart until
+    # then (``current_until``). Judged by its line alone it was "resolved" fifteen minutes after the notice and open
+    # again when its peers' resets came at that time: the page resolved and fired again (a defect pass)
+    ahead = max((t for e in dated if (t := e.ahead()) is not None), default=end)
     evidence = [{"rule": x.rule, "cause": x.cause.event_id, "effect": x.effect.event_id, "relation": x.relation}
                 for x in v.edges or scene.edges]
     init = _with_rank(scene, dict(v.initiator), v.initiator_events)
@@ -452,6 +467,8 @@ def body(scene: Scene, v: Verdict) -> dict[str, Any]:
         "status": None,
         "start": iso(start),
         "end": iso(end),
+        # when the evidence says what it announces happens, after ``end`` (ISO 8601 UTC); absent when nothing does
+        **({"scheduled": iso(ahead)} if ahead > end else {}),
         # where the start time came from (events' ts_basis): "kafka"/"file"/"inherited" mean the log line
         # printed no usable time and the arrival or file time stands in; of events that start together, a logged
         # line's (an operator's report placed at a line's time does not make that start untimed)
@@ -536,6 +553,8 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
         last = max(t + off.get(h, 0) for h, t in latest_us.items())
     else:
         last = max(e.ts + off.get(e.host, 0) for e in scene.events)
+    if body.get("scheduled"):  # open until what it announces happens (``body``); the cloud's time: no host offset
+        last = max(last, iso_us(body["scheduled"]))
     inc["status"] = "resolved" if now_us - last > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}

@@ -16,6 +16,11 @@ import pyarrow as pa
 from schemas.events import SEVERITY_RANK, check_ranges, check_required
 
 
+#: how far past its line a time an event names ahead of it (``Ev.ahead``: a notice's NotBefore or StartTime) is taken
+#: for a schedule (µs): EC2 announces scheduled maintenance about two weeks ahead, Azure a Redeploy days ahead
+AHEAD_MAX_US = 31 * 24 * 3600 * 1_000_000
+
+
 @dataclass(slots=True, eq=False)
 class Ev:
     # identity equality: two reports of one line are told apart by event_id, not by value
@@ -120,6 +125,13 @@ class Ev:
             got = self.subj = subject_of(self.host, self.device_type, self.device, self.gpu_index,
                                          self.details.get("global_rank", self.rank))
         return got
+
+    def ahead(self) -> int | None:
+        """The time (µs UTC) the line says the event it announces happens, when that lies after the line (``start``
+        after ``ts``: a cloud maintenance notice's NotBefore or StartTime, ``details.occurs_us``) by no more than
+        :data:`AHEAD_MAX_US`; else None. A time further out (a garbled or placeholder date, a year 2099) schedules
+        nothing: it would hold an incident open, and a page firing, for ever (``correlate.incident.finish``)."""
+        return self.start if self.ts < self.start <= self.ts + AHEAD_MAX_US else None
 
     def undated(self) -> bool:
         """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime

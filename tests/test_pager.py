@@ -1363,3 +1363,89 @@ def test_a_page_counts_the_suspects_it_lists():
     want = ("3 suspects: node01 oom_kill (same_host); node01 proc_exit (same_host); node02 oom_kill (same_host); "
             "1 downstream reporter: node03 rank 0 nccl_timeout (same_comm)")
     assert describe_downstream(inc) == describe_downstream(page_view(inc)) == want
+
+
+def test_a_cloud_notice_ahead_is_one_alert_firing_until_the_peers_reset_at_its_time_goes_quiet(
+        tmp_path, alertmanager, pipeline):
+    """The catalog's real Azure notice (scylladb/scylla-cluster-tests#5608, its event type made a Terminate: a warning,
+    paged at ``page_min_severity = "warning"``), written 30 min ago with its NotBefore 20 s from now, and the peer's
+    "Connection reset by peer" naming its host's address 2 s after the NotBefore. The real streaming correlator and a
+    real Alertmanager: the notice's version came out ``resolved`` (its line 30 min old), paged as a trigger and its
+    resolve, and the reset's ``open`` fired it again (a defect pass). It is one alert, firing (its ``scheduled``
+    annotation the NotBefore) through the pager's own quiet rule, updated by the reset's version and resolved once the
+    reset has been quiet for ``resolve_after_s``: one firing notification and one resolved."""
+    import pyarrow.compute as pc
+
+    from correlate.stream import StreamCorrelator
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import AZURE_NOTICE, BOOT, RECV
+
+    S = 1_000_000
+    now = float(int(time.time()))
+    line, nb = datetime.fromtimestamp(now - 1800, timezone.utc), datetime.fromtimestamp(now + 20, timezone.utc)
+    notice = AZURE_NOTICE.replace("2023-03-16 13:46:56", f"{line:%Y-%m-%d %H:%M:%S}").replace(
+        "Thu, 16 Mar 2023 14:01:28 GMT", f"{nb:%a, %d %b %Y %H:%M:%S} GMT")
+    later = [f"[{datetime.fromtimestamp(now - 1800 + m * 60, timezone.utc):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] "
+             f"NCCL INFO Bootstrap : Using eth0:10.1.3.201<0>" for m in (1, 10, 20, 29)]
+    boot = BOOT.replace("2026-11-20 10:00:01", f"{datetime.fromtimestamp(now - 1805, timezone.utc):%Y-%m-%d %H:%M:%S}")
+    reset_at = datetime.fromtimestamp(now + 22, timezone.utc)
+    reset = RECV.replace("[2026-11-20 10:05:02]", f"[{reset_at:%Y-%m-%d %H:%M:%S}]")
+    files = {"node201": "\n".join([boot.format(host="node201", addr="10.1.3.201"), notice, *later]),
+             "node024": reset.format(host="node024", addr="10.1.3.201")}
+    segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=int(now * S), ref_basis="kafka",
+                    ingest_ts=int(now * S)) for h, x in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    from_peer = pc.equal(b.events.column("host"), "node024")
+    sc = StreamCorrelator()
+    sc.add(b.events.filter(pc.invert(from_peer)), b.link_samples, b.topology, now_us=int(now * S))
+    (v1,) = sc.step(now_us=int(now * S))
+    assert (v1["status"], v1["severity"], v1["scheduled"]) == ("open", "warning", f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z")
+    sc.add(b.events.filter(from_peer), now_us=int((now + 22) * S))
+    (v2,) = sc.step(now_us=int((now + 22 + 300) * S))  # the peer quiet for idle_us: its group closes
+    (v3,) = sc.step(now_us=int((now + 22 + 901) * S))  # the reset quiet for resolve_after_s
+    assert [(v["id"], v["version"], v["status"], len(v["downstream"])) for v in (v1, v2, v3)] == [
+        (v1["id"], 1, "open", 0), (v1["id"], 2, "open", 1), (v1["id"], 3, "resolved", 1)]
+
+    am, hook = alertmanager
+    settings = Settings(state_dir=tmp_path / "state", alertmanager_url=am.url, api_port=8080,
+                        page_min_severity="warning", resolve_after_s=900)
+    pager = Pager(settings, am_resend_s=0.3, backoff_base_s=0.05, backoff_max_s=0.3)
+
+    def ours(version=None):
+        return [a for a in am.alerts() if a["labels"].get("incident_id") == v1["id"]
+                and (version is None or a["annotations"]["version"] == str(version))]
+
+    def notified(status):
+        return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"] if a["status"] == status]
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(pager.run_forever(stop))
+        loop = asyncio.get_running_loop()
+
+        async def until(pred, what, timeout=15.0):
+            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
+
+        try:
+            pager.enqueue([v1])
+            [a] = await until(lambda: ours(1), "the notice's alert")
+            assert a["annotations"]["scheduled"] == v1["scheduled"] and a["status"]["state"] == "active"
+            await until(lambda: notified("firing"), "the firing notification")
+            await asyncio.sleep(1.0)  # rounds of the pager's own quiet rule (_expire): its line is 30 min old
+            assert [a["status"]["state"] for a in ours()] == ["active"] and notified("resolved") == []
+            pager.enqueue([v2])
+            [a] = await until(lambda: ours(2), "the reset's version")
+            assert a["status"]["state"] == "active" and "scheduled" not in a["annotations"]
+            await asyncio.sleep(1.0)  # past group_interval: an update of one alert notifies nothing new
+            pager.enqueue([v3])
+            await until(lambda: not ours(), "the alert to resolve")
+            await until(lambda: notified("resolved"), "the resolved notification")
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+    asyncio.run(go())
+    assert (notified("firing"), notified("resolved")) == ([v1["id"]], [v1["id"]])
+    assert pager.db.execute("SELECT version, action FROM outbox WHERE incident_id = ? ORDER BY seq",
+                            (v1["id"],)).fetchall() == [(1, "trigger"), (2, "trigger"), (3, "resolve")]
+    pager.close()

@@ -1290,14 +1290,23 @@ def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as
     ts = events.column("ts").cast("int64").to_pylist()
     sc = StreamCorrelator()
     sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    seen = []
     for k, now in enumerate(ts):
         sc.add(events.slice(k, 1), now_us=now)
-        sc.step(now_us=now)
-    sc.step(now_us=ts[-1], flush=True)
+        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+    seen += [(i["version"], i["status"], i.get("scheduled"), ts[-1]) for i in sc.step(now_us=ts[-1], flush=True)]
     final = [v[2] for v in sc.emitted.values() if v[2].get("status") != "superseded"]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
     assert [strip(i) for i in final] == [strip(want)]
     assert not sc.cold and sc.future_events == 0
+    # open from its first version, an hour after the line, until the reset joins it: the notice's version was
+    # "resolved" (its line was over 15 min old) and the reset's "open" again, a page resolved and fired again (a
+    # defect pass). The batch at the stream's time says the same
+    nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
+    assert seen == [(1, "open", nb_iso, int((line + timedelta(hours=1)).timestamp() * S)), (2, "open", None, ts[-1])]
+    assert "scheduled" not in want and want["end"] > nb_iso  # the reset came: its own time ends it
+    (then,) = correlate(b.events, b.link_samples, b.topology, now_us=ts[-1])
+    assert then["status"] == "open"
 
 
 def test_a_cold_event_placed_ahead_of_its_line_is_kept_until_that_time_at_most_a_month():
@@ -1311,3 +1320,69 @@ def test_a_cold_event_placed_ahead_of_its_line_is_kept_until_that_time_at_most_a
         n = ev("n", "h1", 1000 * S)
         n.start = 1000 * S + ahead
         assert _kept_until(n) == 1000 * S + kept
+
+
+def test_the_catalogs_real_notice_stays_open_until_the_peers_reset_at_its_time_and_then_resolves(pipeline):
+    """The catalog's real Azure notice (scylladb/scylla-cluster-tests#5608, its event type made a Terminate as in
+    ``tests.test_patterns.AZURE_NOTICE``): written 13:46:56, NotBefore 14:01:28; its host logs every minute and the
+    peer's "Connection reset by peer" naming its address comes 60 s after the NotBefore, 932 s after the line. The
+    stream emitted the notice ``open``, then ``resolved`` at 14:02 (its line 15 min old) and ``open`` again with the
+    reset: its page resolved and fired again (a defect pass). Every version is ``open`` (the notice's names its
+    ``scheduled`` time) until the incident has been quiet ``resolve_after_us`` past the reset; the batch at each step's
+    time says the same status, and the flushed incident is the batch's."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import AZURE_NOTICE, BOOT, RECV, T0
+
+    line = datetime(2023, 3, 16, 13, 46, 56, tzinfo=timezone.utc)
+    nb = datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)
+    boot = BOOT.replace("2026-11-20 10:00:01", f"{line - timedelta(seconds=5):%Y-%m-%d %H:%M:%S}")
+    minutely = [f"[{line + timedelta(minutes=m):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : "
+                f"Using eth0:10.1.3.201<0>" for m in range(1, 18)]
+    reset = RECV.replace("[2026-11-20 10:05:02]", f"[{nb + timedelta(seconds=60):%Y-%m-%d %H:%M:%S}]")
+    files = {"node201": "\n".join([boot.format(host="node201", addr="10.1.3.201"), AZURE_NOTICE, *minutely]),
+             "node024": reset.format(host="node024", addr="10.1.3.201")}
+    segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+            for h, x in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    seen = []
+    for k, now in enumerate(ts):
+        sc.add(events.slice(k, 1), now_us=now)
+        seen += [(i, now) for i in sc.step(now_us=now)]
+    # the peer has sent nothing for idle_us (its group closes), then the reset has been quiet 15 min and a second
+    for now in (int((nb + timedelta(seconds=60 + 300)).timestamp() * S), quiet := int(
+            (nb + timedelta(seconds=60 + 901)).timestamp() * S)):
+        seen += [(i, now) for i in sc.step(now_us=now)]
+    nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
+    assert [(i["version"], i["status"], i.get("scheduled"), len(i["downstream"])) for i, _ in seen] == [
+        (1, "open", nb_iso, 0), (2, "open", None, 1), (3, "resolved", None, 1)]
+    assert len({i["id"] for i, _ in seen}) == 1
+    for inc, now in seen:  # the batch over the events the stream had then, at its time
+        upto = events.filter(pc.less_equal(events.column("ts").cast("int64"), now))
+        (then,) = [x for x in correlate(upto, b.link_samples, b.topology, now_us=now) if x["id"] == inc["id"]]
+        assert (then["status"], then.get("scheduled")) == (inc["status"], inc.get("scheduled"))
+    (want,) = correlate(b.events, b.link_samples, b.topology, now_us=quiet)
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "recurrence")}  # noqa: E731
+    assert strip(seen[-1][0]) == strip(want)
+
+
+def test_a_time_named_ahead_past_a_month_schedules_nothing():
+    """``Ev.ahead``: the time a line names ahead of it (a notice's NotBefore), none for a time at or before the line
+    and none further than ``AHEAD_MAX_US`` (a NotBefore in 2099: a garbled date would hold its incident open, and
+    its page firing, for ever)."""
+    from correlate.model import AHEAD_MAX_US
+
+    n = ev("n", "h1", 1000 * S)
+    assert n.ahead() is None
+    for ahead, named in ((7 * 86400 * S, 1000 * S + 7 * 86400 * S), (AHEAD_MAX_US, 1000 * S + AHEAD_MAX_US),
+                         (AHEAD_MAX_US + 1, None), (-5 * S, None)):
+        n.start = 1000 * S + ahead
+        assert n.ahead() == named, ahead
