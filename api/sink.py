@@ -17,7 +17,7 @@ import pyarrow as pa
 from prometheus_client import Counter, Gauge
 
 from api.pager import Pager
-from correlate.incident import member_ids
+from correlate.incident import current_until, member_ids
 from correlate.window import DELAY_LINES, OFFSET_MAX_US, SKEW_CAP_US, AppendDelays
 from ingest.lake import Lake, LakeError
 from schemas.events import EVENTS_SCHEMA
@@ -195,8 +195,9 @@ class IncidentSink:
         once, and the streaming correlator names a hung job's silent rank from them. Those of communicators
         that have ended are dropped by its first step (``topology.comm_spans``). Then the events older than the
         horizon, within ``reach_back_us`` of the latest, of the ``incidents`` (stored versions) that are not
-        superseded: the streaming correlator keeps those of incidents that hold a fault for watchdog timeouts
-        that come hours later (``StreamCorrelator.cold``). Arrow table in ``EVENTS_SCHEMA``, each event once,
+        superseded (all of one whose ``scheduled`` time lies within it: ``correlate.incident.current_until``): the
+        streaming correlator keeps those of incidents that hold a fault for watchdog timeouts that come hours later
+        (``StreamCorrelator.cold``), and a notice's until what it announces happens. Arrow table in ``EVENTS_SCHEMA``, each event once,
         or None when the lake has no events.
 
         "The latest" is the newest stored event's time, but not after ``now`` (aware; default the wall clock):
@@ -210,13 +211,27 @@ class IncidentSink:
                 UNION ALL BY NAME
                 SELECT * FROM events WHERE ts >= ?""",
                         params=[since, self.MEMBERSHIP_US, since]).to_arrow_table()
-            ids = sorted({m for inc in incidents if inc.get("status") != "superseded" for m in member_ids(inc)})
+            live = [inc for inc in incidents if inc.get("status") != "superseded"]
+            ids = sorted({m for inc in live for m in member_ids(inc)})
             if ids and reach_back_us > 0:
+                back = last - timedelta(microseconds=reach_back_us)
                 # through events_between, as incident_events: only the date partitions of the reach back are read
-                old = con.sql("SELECT * FROM events_between(?, ?) WHERE ts < ? AND event_id IN (SELECT unnest(?))",
-                              params=[last - timedelta(microseconds=reach_back_us), since, since, ids]
-                              ).to_arrow_table()
+                olds = [con.sql("SELECT * FROM events_between(?, ?) WHERE ts < ? AND event_id IN (SELECT unnest(?))",
+                                params=[back, since, since, ids]).to_arrow_table()]
+                # an incident current until what it announces happens (``current_until``: a maintenance notice's
+                # NotBefore, days after its line) is read from its start, an hour before as ``incident_events``
+                # does: by the reach back alone a restart a day after the notice forgot it (a defect pass)
+                back_us = int(back.timestamp() * S)
+                ahead = [inc for inc in live if inc.get("scheduled") and iso_us(inc["start"]) - 3600 * S < back_us
+                         and current_until(inc) >= back_us]
+                if ahead:
+                    lo = datetime.fromtimestamp(min(iso_us(inc["start"]) for inc in ahead) / S - 3600, timezone.utc)
+                    olds.append(con.sql(
+                        "SELECT * FROM events_between(?, ?) WHERE ts < ? AND event_id IN (SELECT unnest(?))",
+                        params=[lo, back, back, sorted({m for inc in ahead for m in member_ids(inc)})]
+                    ).to_arrow_table())
                 have = set(t.column("event_id").to_pylist())
+                old = pa.concat_tables(olds)
                 old = old.filter(pa.array([i not in have for i in old.column("event_id").to_pylist()], pa.bool_()))
                 t = pa.concat_tables([old.select(t.column_names).cast(t.schema), t]) if old.num_rows else t
             return t

@@ -59,8 +59,8 @@ import pyarrow.compute as pc
 from correlate.attribute import is_fault
 from correlate.cluster import FACT_KINDS
 from correlate.correlator import AttributionCache, Settings, correlate
-from correlate.incident import incident_hosts, member_ids
-from correlate.model import Ev, events_from_table
+from correlate.incident import current_until, incident_hosts, member_ids
+from correlate.model import AHEAD_MAX_US, Ev, events_from_table
 from correlate.rules import Rules, default_rules
 from correlate.topology import (HANDOVER_MARGIN_US, UNORDERED_BASES, Topology, build_topology, line_addr, line_gpu,
                                 line_facts, rank_membership, teaches_topology)
@@ -291,7 +291,8 @@ class StreamCorrelator:
         new event reaches them (``_revive``).
 
         ``read_back``: a correlate worker's start, which rebuilds its open windows by replaying its partitions
-        and has no ``events`` but membership lines. The stored incidents not superseded that ended within
+        and has no ``events`` but membership lines. The stored incidents not superseded that ended, or whose
+        ``scheduled`` time lies (``incident.current_until``: a maintenance notice's NotBefore), within
         ``reach_back_us`` of the newest stored incident of one of their hosts (each host by its own clock: one
         host whose clock runs a day ahead does not put the others' out of reach) are read back later, by host,
         as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
@@ -308,7 +309,11 @@ class StreamCorrelator:
                 for h in hosts:
                     newest[h] = max(newest.get(h, end), end)
             for inc, hosts, end in hosts_of:
-                if hosts and end >= min(newest[h] for h in hosts) - self.reach_back_us:
+                # until what it announces happens, for a notice (``current_until``: a maintenance's NotBefore days
+                # ahead; by its ``end`` alone, a restart a day after its line forgot it, and its peers' resets at
+                # that time made an incident of their own: a defect pass). Not the host's newest: a time ahead
+                # would put the host's other incidents out of reach
+                if hosts and current_until(inc) >= min(newest[h] for h in hosts) - self.reach_back_us:
                     self.unread[inc["id"]] = (hosts, inc)
                     for h in hosts:
                         self.unread_by_host.setdefault(h, []).append(inc["id"])
@@ -769,9 +774,9 @@ class StreamCorrelator:
 
 
 #: how far past its line a cold event placed ahead of it (``Ev.start``: a notice's NotBefore or StartTime) is kept for
-#: (µs): EC2 announces scheduled maintenance about two weeks ahead; a time further out (a garbled or placeholder
-#: date, a year 2099) keeps it no longer than this, so a cold event is not kept for ever
-AHEAD_KEPT_MAX_US = 31 * 24 * 3600 * S
+#: (µs): as far as a time ahead is taken for a schedule (``model.AHEAD_MAX_US``); a time further out (a garbled or
+#: placeholder date, a year 2099) keeps it no longer than this, so a cold event is not kept for ever
+AHEAD_KEPT_MAX_US = AHEAD_MAX_US
 
 
 def _kept_until(e: Ev) -> int:

@@ -1386,3 +1386,79 @@ def test_a_time_named_ahead_past_a_month_schedules_nothing():
                          (AHEAD_MAX_US + 1, None), (-5 * S, None)):
         n.start = 1000 * S + ahead
         assert n.ahead() == named, ahead
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_as_the_batch(pipeline, tmp_path,
+                                                                                            read_back):
+    """An Azure notice (``azure.scheduled_event_notice``) whose NotBefore is 48 h after its line, its host logging
+    every hour and its GPU falling off the bus 29 h after the notice (an incident of its own); the service stores
+    events and incidents in a real Parquet lake, restarts 30 h after the notice, and the peer's "Connection reset
+    by peer" comes 2 s after the NotBefore. A restart read back stored incidents by their ``end`` alone, within
+    ``reach_back_us`` (24 h) of the host's newest (a correlate worker, ``restore(read_back=True)``) or of the lake's
+    newest event (the service, ``IncidentSink.recent_events``): the notice was forgotten and the reset made an
+    incident of its own (a defect pass). They read back an incident whose ``scheduled`` time lies within it
+    (``incident.current_until``), and the flushed incidents are the batch's."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from api.sink import IncidentSink
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+    from tests.test_patterns import BOOT, RECV, T0
+
+    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
+    nb, restart = line + timedelta(hours=48), line + timedelta(hours=30)
+    notice = (f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":'
+              f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+              f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
+    hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
+              f"eth0:10.1.3.201<0>" for h in range(1, 49)]
+    xid = (f"{line + timedelta(hours=29):%Y-%m-%dT%H:%M:%S}.000000+00:00 node201 kernel: NVRM: Xid (PCI:0000:18:00): "
+           "79, pid=0, GPU has fallen off the bus.")
+    reset = RECV.replace("[2026-11-20 10:05:02]", f"[{nb + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}]")
+    files = {"node201": "\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]),
+             "node201.kern": xid, "node024": reset.format(host="node024", addr="10.1.3.201")}
+    segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h.split(".")[0], ref_ts=T0, ref_basis="kafka",
+                    ingest_ts=T0) for h, x in files.items()]
+    b = pipeline.run(Decoded(segments=segs))
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    cut = sum(t <= restart.timestamp() * S for t in ts)
+    root, state = tmp_path / "lake", tmp_path / "state"
+    lake = Lake(root)
+    lake.init()
+    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    for k in range(cut):  # the service before its restart: events to the lake, incidents stored
+        lake.write("events", events.slice(k, 1), f"b{k}")
+        sc.add(events.slice(k, 1), now_us=ts[k])
+        sink.emit(sc.step(now_us=ts[k]))
+
+    again = IncidentSink(Settings(lake=str(root), state_dir=state))
+    stored = again.stored()
+    assert sorted((i["category"], i.get("scheduled")) for i in stored) == [
+        ("gpu_off_bus", None), ("other", f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z")]
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    if read_back:
+        sc.restore(stored, read_back=True)
+    else:
+        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart))
+    for k in range(cut, len(ts)):
+        sc.add(events.slice(k, 1), now_us=ts[k])
+        if wanted := sc.to_read_back():
+            sc.add_cold(again.incident_events(wanted), wanted)
+        sc.step(now_us=ts[k])
+    sc.step(now_us=ts[-1], flush=True)
+    final = {i: v[2] for i, v in sc.emitted.items() if v[2].get("status") != "superseded"}
+    want = {i["id"]: i for i in correlate(b.events, b.link_samples, b.topology, now_us=ts[-1])}
+    (notice_inc,) = [i for i in want.values() if i["category"] == "other"]
+    assert [(d["host"], d["relation"]) for d in notice_inc["downstream"]] == [("node024", "peer_host")]
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
+    assert {i: strip(v) for i, v in final.items()} == {i: strip(v) for i, v in want.items()}
