@@ -420,9 +420,11 @@ _CTIME = re.compile(
 # setlocale(LC_ALL, ""), so the day's and month's names are the locale's and its translation may put the day first
 # (sys-utils/dmesg.c, record_ctime: "TRANSLATORS: … Please, set proper month/day order here"): "[Sa Dez  5 10:00:00
 # 2026] ", "[sam. déc.  5 …]", "[土 12月  5 …]", "[Sa  5. Dez …]". Their time was not read, and the line took its
-# Kafka record's or file's time (a break-it pass). The month must be one :data:`MONTHS` knows
+# Kafka record's or file's time (a break-it pass). The month must be one :data:`MONTHS` knows. glibc's ja_JP, ko_KR
+# and zh_TW pad a month's number to two places with a blank (localedata ``abmon`` " 3月"): "[木  3月 16 14:01:28 2023] "
+# was not read from January to September (a break-it pass)
 _CTIME_LOCAL = re.compile(
-    r"^\[[^\W\d_]{1,9}\.?,? " + _MON + r"\.? {1,2}(?P<day>\d{1,2})\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"^\[[^\W\d_]{1,9}\.?,? {1,2}" + _MON + r"\.? {1,2}(?P<day>\d{1,2})\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r" (?P<y>\d{4})\] ")
 _CTIME_DAY_FIRST = re.compile(
     r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"

@@ -33,6 +33,10 @@ def us(*a, tz=timezone.utc):
     ("[sam. déc.  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
     ("[土 12月  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
     ("[Сб дек  5 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
+    # ja_JP, ko_KR and zh_TW pad the month's number with a blank (glibc localedata abmon " 3月"): not read Jan – Sep
+    ("[木  3月 16 14:01:28 2023] NVRM: Xid", us(2023, 3, 16, 14, 1, 28), 1_000_000, None, "NVRM"),
+    ("[목  3월 16 14:01:28 2023] NVRM: Xid", us(2023, 3, 16, 14, 1, 28), 1_000_000, None, "NVRM"),
+    ("[四  3月  6 14:01:28 2023] NVRM: Xid", us(2023, 3, 6, 14, 1, 28), 1_000_000, None, "NVRM"),
     ("[Sa  5. Dez 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
     ("[INFO main  5 10:00:00 2026] NVRM: Xid", None, 1, None, "[INFO main"),  # no month: no stamp
     # dmesg --time-format iso (comma)
