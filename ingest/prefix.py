@@ -944,6 +944,9 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     r = _full(m["y"], mo, m["day"], m["h"], m["mi"], m["s"], None, tz)
                     if r:
                         p.ts, p.precision_us = r
+                    else:  # "[Sun Feb 29 10:00:00 2026]", an hour 25: peeled, and said (it was peeled unsaid, as
+                        # if the line had printed no stamp: a break-it pass)
+                        p.unreadable = s[:m.end("y")].lstrip("[ \t")
                     s = s[m.end():]
                     if name == "ctime" and not m["open"]:
                         label_at = s  # Open MPI's label follows its stamp

@@ -768,6 +768,18 @@ def test_cufiles_stamp_is_read_day_first_with_unpadded_milliseconds_and_its_pid(
     assert bad.unreadable == "32-12-2025 13:30:14:51"
 
 
+def test_a_dmesg_t_stamp_no_calendar_has_is_said_unreadable_in_every_locale():
+    """dmesg -T's ctime stamp, English or another locale's, of a date no calendar has (29 February of 2026, an hour
+    25): it is peeled off the line, and said (``details.ts_unreadable``) as a syslog header's is; it was peeled
+    unsaid, as if the line had printed no stamp (a break-it pass)."""
+    for line, stamp in (("[Sun Feb 29 10:00:00 2026] NVRM: Xid", "Sun Feb 29 10:00:00 2026"),
+                        ("[Сб фев 29 10:00:00 2026] NVRM: Xid", "Сб фев 29 10:00:00 2026"),
+                        ("[Sa 29. Feb 10:00:00 2026] NVRM: Xid", "Sa 29. Feb 10:00:00 2026"),
+                        ("[木  3月 16 25:01:28 2023] NVRM: Xid", "木  3月 16 25:01:28 2023")):
+        p = parse_prefix(line, ref_us=REF)
+        assert (p.ts, p.unreadable, p.rest) == (None, stamp, "NVRM: Xid"), line
+    assert parse_prefix("[Sun Mar  1 10:00:00 2026] NVRM: Xid", ref_us=REF).unreadable is None
+
 def test_iso_times_to_us_are_exact_on_both_sides_of_1970():
     """``int(dt.timestamp())`` rounded toward zero: 1969-12-31T23:59:59.5Z became +0.5 s in three readers of the
     API's times (``schemas.incidents.iso_us``, the incident page's and the report's), 1 s late (a break-it pass;
