@@ -37,16 +37,17 @@ import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta, timezone
+from email._parseaddr import _parsedate_tz  # parsedate_tz's, which reads a zone it does not know as UTC
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from ingest.catalog import Compiled
 from ingest.decode import Segment
-from ingest.prefix import (US, Prefix, clock_us, parse_iso_us, parse_prefix, plausible, resolve_year,
-                           resolve_year_after, to_us, zones_apart)
+from ingest.prefix import (US, Prefix, _second_us, _zone_named, clock_us, parse_iso_us, parse_prefix, plausible,
+                           resolve_year, resolve_year_after, to_us, zones_apart)
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
 from schemas.hostname import is_host_name
 
@@ -796,6 +797,8 @@ def _line_time(text: str | None, tz) -> int | None:
 
 #: the year of an RFC 1123 / RFC 822 date (``Thu, 16 Mar 2023 14:01:28 GMT``): day, month name, year
 _RFC_YEAR = re.compile(r"\b\d{1,2}\s+[A-Za-z]{3}\s+(\d+)\s")
+#: the zone named after an RFC 1123 date's time, or after an ISO 8601 time that prints no offset
+_ZONE_AFTER = re.compile(r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s+(?P<zone>[A-Za-z][\w/+-]{0,39})\s*$")
 
 
 def occurs_time(text: str | None, tz) -> int | None:
@@ -805,23 +808,58 @@ def occurs_time(text: str | None, tz) -> int | None:
     (``2021-06-25T06:57:00Z``) or another ISO 8601 time, read in ``tz`` when it names no zone. It is not when the
     line was written and never the event's ``ts``: a notice of a reboot a week ahead was logged today. None for no
     text (Azure's ``"NotBefore": ""`` once the event started), another form, or a time no fleet's log carries (Go's
-    zero time ``0001-01-01T00:00:00Z`` of an event with none). Read by ``correlate.model.Ev`` (its ``start``)."""
+    zero time ``0001-01-01T00:00:00Z`` of an event with none). Read by ``correlate.model.Ev`` (its ``start``).
+
+    A zone named after the time (``PDT``, ``CEST``, ``Europe/Berlin``) is read as a line's stamp reads it
+    (``ingest.prefix``: the abbreviations of one offset as they say, an IANA name as that zone; another name in
+    ``tz``); a leap second (``23:59:60``) is the second after :59. Never raises: a year no calendar holds
+    (``Thu, 1 Mar 99999999999999999999 1:1:1``) is None; it raised OverflowError, and its file or Kafka value was
+    skipped whole, the Xid beside the notice with it (a break-it pass)."""
     if not text:
         return None
-    try:
-        when = parsedate_to_datetime(text) if "," in text else None
-    except (TypeError, ValueError):
-        when = None
-    if when is not None and (y := _RFC_YEAR.search(text)) and len(y[1]) > 2 and int(y[1]) != when.year:
-        return None  # a 4-digit year below 100 (.NET's MinValue, 0001), read as 2001 by email.utils: no time
-    if when is not None:
-        try:
-            t = to_us(when if when.tzinfo else when.replace(tzinfo=tz))
-        except (ValueError, OverflowError):
-            return None
-    else:
-        t = parse_iso_us(text, tz)
+    text = text.strip()
+    if (y := _RFC_YEAR.search(text + " ")) is not None:
+        return _rfc1123_time(text, y[1], tz)
+    zone = tz
+    if (z := _ZONE_AFTER.search(text)) is not None:  # "2021-06-25 06:57:00 PDT": its zone, not ``tz``
+        zone = _named_zone(z["zone"], tz)
+        text = text[:z.start("zone")].rstrip()
+    t = parse_iso_us(text, zone) if zone is not None else None
     return t if t is not None and plausible(t) else None
+
+
+def _rfc1123_time(text: str, year: str, tz) -> int | None:
+    """:func:`occurs_time` of an RFC 1123 / RFC 822 date (``year`` the digits it prints); None for none."""
+    try:
+        f = _parsedate_tz(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if f is None:
+        return None
+    y, mo, d, h, mi, s, off = *f[:6], f[9]
+    if len(year) > 2 and int(year) != y:
+        return None  # a 4-digit year below 100 (.NET's MinValue, 0001), read as 2001 by email.utils: no time
+    if not 1 <= y <= 9999:
+        return None
+    if off is not None:
+        zone = timezone(timedelta(seconds=off)) if abs(off) < 86400 else None
+    elif (z := _ZONE_AFTER.search(text)) is not None:  # a name email.utils does not know ("CEST"), or none ("-0000")
+        zone = _named_zone(z["zone"], tz)
+    else:
+        zone = tz
+    t = _second_us(y, mo, d, h, mi, s, zone) if zone is not None else None
+    return t if t is not None and plausible(t) else None
+
+
+def _named_zone(name: str, tz):
+    """The zone ``name`` names after a time, as ``ingest.prefix`` reads a stamp's (``UTC``, ``PDT``, an offset); an
+    IANA name (``Europe/Berlin``) as that zone, None for one no zone database has; another name as ``tz``."""
+    if "/" in name:
+        try:
+            return ZoneInfo(name)
+        except (ValueError, ZoneInfoNotFoundError):
+            return None
+    return _zone_named(name.upper(), tz)
 
 
 def _failure_time(text: str, tz) -> int | None:

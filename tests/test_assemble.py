@@ -2011,6 +2011,20 @@ def test_an_aer_message_of_an_acs_violation_says_so_and_names_no_gpu(tmp_path, b
     ("Sat, 01 Jan 0050 00:00:00 GMT", None),
     ("Thu, 16 Mar 23 14:01:28 GMT", datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)),  # RFC 822's 2 digits
     ("soon, maybe", None),
+    # a break-it pass: a year no calendar holds raised OverflowError (its file or Kafka value skipped whole); a zone
+    # email.utils does not know was read in the host's zone; a leap second and a date without its weekday (RFC 822
+    # allows it) gave no time; an ISO time's zone name after it was left unread
+    ("Thu, 1 Mar 99999999999999999999 1:1:1", None),
+    ("Thu, 16 Mar 2023 14:01:28 +9999", None),
+    ("Thu, 16 Mar 2023 14:01:28 CEST", datetime(2023, 3, 16, 12, 1, 28, tzinfo=timezone.utc)),
+    ("Thu, 16 Mar 2023 14:01:28 Europe/Berlin", datetime(2023, 3, 16, 13, 1, 28, tzinfo=timezone.utc)),
+    ("Thu, 16 Mar 2023 14:01:28 Mars/Olympus_Mons", None),
+    ("Thu, 16 Mar 2023 14:01:28 -0000", datetime(2023, 3, 16, 13, 1, 28, tzinfo=timezone.utc)),  # RFC 2822: local
+    ("Sat, 31 Dec 2016 23:59:60 GMT", datetime(2017, 1, 1, tzinfo=timezone.utc)),
+    ("16 Mar 2023 14:01:28 GMT", datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)),
+    ("2021-06-25 06:57:00 PDT", datetime(2021, 6, 25, 13, 57, tzinfo=timezone.utc)),
+    ("2021-06-25 06:57:00 +0000 UTC", datetime(2021, 6, 25, 6, 57, tzinfo=timezone.utc)),  # Go's Time.String()
+    ("9999-12-31T23:59:59Z", None),
 ])
 def test_occurs_time_reads_a_notices_own_time_of_the_event(text, want):
     """``occurs_time``: when the event a notice announces happens (µs UTC), as the notice states it; None for no
@@ -2040,3 +2054,22 @@ def test_a_notices_time_of_the_event_is_its_start_not_its_ts(pipeline):
     not_before = int(datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc).timestamp()) * 1_000_000
     assert (e.signature, e.details["occurs_us"], e.start) == ("azure.scheduled_event_notice", not_before, not_before)
     assert e.ts == sent
+
+
+def test_a_notice_whose_time_no_calendar_holds_loses_no_line_beside_it(pipeline):
+    """An Azure notice whose NotBefore's year no calendar holds (a break-it pass: occurs_time raised OverflowError and
+    the whole Kafka value or file was skipped, ``firstfault diagnose`` said "cannot match", the Xid 79 beside it
+    lost): both lines are events, the notice without ``occurs_us`` (it counts at its line)."""
+    from correlate.model import events_from_table
+    notice = ("{'EventId': 'CA9C', 'EventStatus': 'Scheduled', 'EventType': 'Reboot', 'ResourceType': "
+              "'VirtualMachine', 'Resources': ['vm1'], 'NotBefore': 'Thu, 1 Mar 99999999999999999999 1:1:1', "
+              "'Description': 'x', 'EventSource': 'User', 'DurationInSeconds': -1}")
+    data = (f"2023-03-16T13:46:56Z vm1 agent: Unhandled Azure scheduled event: {notice}\n"
+            "2023-03-16T13:46:57Z vm1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off the bus.\n")
+    sent = int(datetime(2023, 3, 16, 13, 47, tzinfo=timezone.utc).timestamp()) * 1_000_000
+    seg = Segment(data=data.encode(), origin="t:vm1", stream="vm1", host="vm1", ref_ts=sent, ref_basis="kafka",
+                  ingest_ts=sent)
+    out = pipeline.run(Decoded(segments=[seg]))
+    evs = sorted(events_from_table(out.events), key=lambda e: e.ts)
+    assert [(e.signature, e.xid) for e in evs] == [("azure.scheduled_event_notice", None), ("xid", 79)]
+    assert "occurs_us" not in evs[0].details and evs[0].start == evs[0].ts
