@@ -226,13 +226,14 @@ class Topology:
         talosctl or syslog relay's address) and a host's NCCL said it uses that address (:attr:`addr_hosts`, as
         :meth:`peer_host` reads a peer's). None when ``e``'s host is no IP address, a loopback one, one no host
         said, or one no host is sure of; the name itself when it names itself."""
-        try:
-            ip = ipaddress.ip_address(e.host)
+        name = peer_name(e.host)  # an IPv4-mapped address as its IPv4 one: "::ffff:127.0.0.1" is a loopback address
+        try:  # (Python 3.11's is_loopback says no of it: a host whose NCCL said "Using lo:127.0.0.1" took the line)
+            ip = ipaddress.ip_address(name)
         except ValueError:
             return None
         if ip.is_loopback or ip.is_unspecified:
             return None
-        said = self.addr_hosts.get(peer_name(e.host))
+        said = self.addr_hosts.get(name)
         return None if said is None else self._said_by(said, e.ts)
 
     def name_hosts(self, events: list[Ev]) -> list[Ev]:

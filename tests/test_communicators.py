@@ -1137,6 +1137,25 @@ def test_a_ray_task_error_that_names_its_node_by_address_is_that_hosts(pipeline,
             assert where == [("10.1.3.2", None, ["10.1.3.2"]), ("n2", "xid", [])]
 
 
+def test_a_line_named_by_a_loopback_or_mapped_address_is_no_other_hosts():
+    """``Topology.addr_host`` of a line whose host is an address, in its other spellings: an IPv4-mapped one
+    (``::ffff:10.1.3.2``) and one with an IPv6 zone (``fe80::1%eth0``) name the host that said the address; a loopback
+    address in any spelling, ``::ffff:127.0.0.1`` too, names none, even when one host's NCCL said it uses it (a
+    single-node job over ``lo``): the mapped one took that host's name (a break-it pass)."""
+    from correlate.model import Ev
+    from correlate.topology import Topology
+
+    topo = Topology()
+    topo.addr_hosts = {"10.1.3.2": {"n2": 5}, "fe80::1": {"n3": 5}, "127.0.0.1": {"n5": 5}, "0.0.0.0": {"n6": 5}}
+
+    def named(host: str) -> str | None:
+        return topo.addr_host(Ev("e", 10, "line", host, "s", "k", "sig", "error", None, None, None, None, None, None,
+                                 None, None, None, "m"))
+
+    assert [named(h) for h in ("10.1.3.2", "::ffff:10.1.3.2", "fe80::1%eth0", "FE80::1")] == ["n2", "n2", "n3", "n3"]
+    assert [named(h) for h in ("127.0.0.1", "::ffff:127.0.0.1", "::1", "::ffff:0.0.0.0", "n2", "10.1.3.2:80")] == \
+        [None] * 6
+
 def _job_log(host: str, day: datetime, pid0: int, comm: str, ranks: list[int], gpus: list[int],
              hang: datetime | None, seq: int) -> list[str]:
     """One job's log on ``host``: NCCL 2.19+ init lines stamped by the launcher (``[<time>] <host>:<pid>:<tid>
