@@ -1022,9 +1022,22 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
                          "MESSAGE or message, or a string event beside a string level as structlog writes)")
 
 
+def _holds_line(v: Any) -> bool:
+    """A message field's value ``v`` holds a line :func:`_message_of` reads: a non-empty string or journald's
+    non-empty array of byte values."""
+    return (type(v) is str and v != "") or (type(v) is list and v != [] and all(type(b) is int and 0 <= b < 256
+                                                                               for b in v))
+
+
 def _later_message(rec: Envelope, i: int) -> bool:
-    """A message field after the ``i``-th of :data:`_MESSAGE_FIELDS` holds a non-empty string."""
-    return any(type(v := getattr(rec, attr)) is str and v for _k, attr in _MESSAGE_FIELDS[i + 1:])
+    """A message field after the ``i``-th of :data:`_MESSAGE_FIELDS` holds a non-empty string, or a journald byte
+    array, or Cloud Logging's ``jsonPayload`` a ``MESSAGE`` or ``message`` string (read after them by
+    :func:`_message_of`): an empty ``message`` beside ``"jsonPayload": {"message": "NVRM: Xid …"}`` was read as an
+    empty line, the Xid lost unsaid (a break-it pass)."""
+    if any(_holds_line(getattr(rec, attr)) for _k, attr in _MESSAGE_FIELDS[i + 1:]):
+        return True
+    payload = rec.jsonPayload
+    return isinstance(payload, dict) and any(type(v := payload.get(k)) is str and v for k in ("MESSAGE", "message"))
 
 
 #: a key of NVSentinel's HealthEvent (its one versioned event schema: version, agent, componentClass, checkName,
@@ -1352,7 +1365,7 @@ def _later_line(r: VectorRecord) -> bool:
     ``_message_of`` reads beside an empty ``message``). Of ``log`` and ``msg`` alone, an empty message beside a Cloud
     Logging export's ``textPayload`` or an Azure ``SyslogMessage`` was read column by column as an empty line: the Xid
     in it lost unsaid, while the record-by-record reading (``columnar=False``) kept it (a break-it pass)."""
-    return any(type(v := getattr(r, attr)) is str and v for _k, attr in _MESSAGE_FIELDS[2:])
+    return any(_holds_line(getattr(r, attr)) for _k, attr in _MESSAGE_FIELDS[2:])
 
 
 def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None

@@ -205,6 +205,11 @@ def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts
     # empty message was the line (a break-it pass)
     {"host": "node01", "message": "", "textPayload": XID, "timestamp": "2026-11-30T03:12:00Z"},
     {"host": "node01", "message": "", "SyslogMessage": XID, "timestamp": "2026-11-30T03:12:00Z"},
+    # beside a Cloud Logging jsonPayload's message, or a journald byte array in a later field: read as an empty line
+    # by every reading (a break-it pass)
+    {"host": "node01", "message": "", "jsonPayload": {"message": XID}, "timestamp": "2026-11-30T03:12:00Z"},
+    {"host": "node01", "message": None, "jsonPayload": {"MESSAGE": XID}},
+    {"host": "node01", "message": "", "log": list(XID.encode()), "timestamp": "2026-11-30T03:12:00Z"},
 ])
 @pytest.mark.parametrize("runs", [False, True])
 def test_an_empty_message_field_gives_way_to_a_later_one_that_holds_the_line(record, runs):
