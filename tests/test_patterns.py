@@ -142,6 +142,31 @@ def test_a_slot_s_card_arriving_and_its_link_s_capacity_raise_nothing(pipeline):
     assert [i["severity"] for i in run(pipeline, text) if i["severity"] in ("warning", "error", "critical")] == []
 
 
+def test_the_proxy_thread_losing_exiting_ranks_raises_nothing(pipeline):
+    """A DeepEP test that passed, its processes exiting without destroy_process_group (deepseek-ai/DeepEP#41):
+    NCCL's proxy service thread then fails to accept, to read from and to Close the connections of local ranks that
+    are gone. Read as nccl.proxy_service_failed and nccl.warn it was an error incident on a healthy run."""
+    text = "\n".join([
+        "0bc8f5b83646:2374:2994 [0] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Resource temporarily "
+        "unavailable",
+        "0bc8f5b83646:2374:2994 [0] NCCL INFO misc/socket.cc:826 -> 3",
+        "0bc8f5b83646:2374:2994 [0] proxy.cc:1497 NCCL WARN [Service thread] Could not receive type from localRank 0,"
+        " res=3, closed=0",
+        "0bc8f5b83646:2374:2994 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from "
+        "rank 0, retcode 3",
+        "0bc8f5b83646:2378:3013 [4] NCCL INFO misc/socket.cc:47 -> 3",
+        "0bc8f5b83646:2378:3013 [4] NCCL INFO misc/socket.cc:775 -> 3",
+        "0bc8f5b83646:2378:2984 [4] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Resource temporarily "
+        "unavailable",
+    ])
+    seg = Segment(data=text.encode(), origin="t:deepep", stream="s", host="node07", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    assert [(r["signature"], r["severity"]) for r in b.events.to_pylist()] == [
+        ("nccl.proxy_service_teardown", "info")] * 4
+    assert [i for i in correlate(b.events, b.link_samples, b.topology, now_us=T0) if i["severity"] != "info"] == []
+
+
 def test_what_an_explained_fault_caused_on_its_own_device_is_explained_with_it(pipeline):
     """A root port's fatal AER error explains the GPU's fall below it, and the fall the NCCL "unspecified launch
     failure" of that GPU's own rank. The GPU stayed a candidate by that last line (an edge of its own subject) and was
