@@ -167,6 +167,16 @@ def test_the_proxy_thread_losing_exiting_ranks_raises_nothing(pipeline):
     assert [i for i in correlate(b.events, b.link_samples, b.topology, now_us=T0) if i["severity"] != "info"] == []
 
 
+def test_rccl_s_iommu_notice_at_every_start_raises_nothing(pipeline):
+    """RCCL's start-up notice of a kernel command line without iommu=pt (ROCm/rccl#1454's lines), false where
+    passthrough is the kernel's default (ROCm/rocm-systems#7916): one per rank, and no incident above info."""
+    text = "\n".join(
+        f"UVOSLinux:{pid}:{pid} [{dev}] /usr/src/debug/rccl/build/hipify/src/init.cc:136 NCCL WARN Missing "
+        '"iommu=pt" from kernel command line which can lead to system instablity or hang!'
+        for pid, dev in ((19402, 0), (19403, 1)))
+    assert [i["severity"] for i in run(pipeline, text) if i["severity"] != "info"] == []
+
+
 def test_what_an_explained_fault_caused_on_its_own_device_is_explained_with_it(pipeline):
     """A root port's fatal AER error explains the GPU's fall below it, and the fall the NCCL "unspecified launch
     failure" of that GPU's own rank. The GPU stayed a candidate by that last line (an edge of its own subject) and was
