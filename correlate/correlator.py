@@ -26,7 +26,7 @@ from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_
                                  may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import ComponentCache, components, join_named_collectives
 from correlate.incident import body, finish, initiator_key, untied_before
-from correlate.model import Ev, events_from_table, follow_reports, follow_watchdogs
+from correlate.model import Copies, Ev, events_from_table, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
@@ -304,6 +304,9 @@ class AttributionCache:
     #: the last call's candidate incidents before ``join_named_collectives``, by host: only the hosts whose events,
     #: facts or skew bound changed, and those coupled to them, are clustered again (``cluster.ComponentCache``)
     clusters: ComponentCache = field(default_factory=ComponentCache, repr=False)
+    #: the copies ``follow_reports`` and ``Topology.name_hosts`` made of the last call's events: the same copy object
+    #: again while what it is made of stands, so an entry keyed on it is found (``model.Copies``)
+    copies: Copies = field(default_factory=Copies, repr=False)
 
     def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
         """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo unless
@@ -365,9 +368,13 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if not unique:
         evs = _dedup(evs)
     follow_watchdogs(evs)
-    evs = follow_reports(evs)
+    copies = cache.copies if cache is not None else None
+    if copies is not None:
+        copies.turn()
+    evs = follow_reports(evs, copies)
     topo: Topology = built if built is not None else build_topology(evs, samples, topology, settings.hosts)
-    evs = topo.name_hosts(evs)  # a line that named its host by an address NCCL said a host uses is that host's
+    # a line that named its host by an address NCCL said a host uses is that host's
+    evs = topo.name_hosts(evs, copies)
     skew, offsets = estimate_clocks(evs, delays=delays)
     for h, bound in collective_skew(evs, collective_of).items():  # files: one collective's timeouts on several hosts
         skew[h] = max(skew.get(h, 0), bound)

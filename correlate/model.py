@@ -224,7 +224,46 @@ REPORT_LINES = 16
 REPORT_REACH_US = 5_000_000
 
 
-def follow_reports(events: list[Ev]) -> list[Ev]:
+@dataclass(slots=True)
+class Copies:
+    """The copies of events :func:`follow_reports` and ``Topology.name_hosts`` made at a caller's calls, kept so that
+    the same event object, with what its copy is made of unchanged, gives the same copy object at the next call.
+
+    The attribution and cluster caches (``correlator.AttributionCache``, ``cluster.ComponentCache``) key candidate
+    incidents on their events' identity: a new copy of a desync report or of a line that named its host by an address
+    at every ``correlate`` call of the streaming correlator made its candidate incident a changed one, clustered and
+    attributed again at every step. An event's other fields are fixed once built (:class:`Ev`), so a copy is a
+    function of the event object and of ``made_of``: what the copy changes (the host, rank, implied start …) and the
+    event's own implied start when the copy keeps it (``Ev.imply_start`` is the one change an event takes).
+
+    Bounded: :meth:`turn`, once per call, forgets every copy not asked for at the call before, so the memo holds the
+    copies of the caller's current events only (those of the events it pruned go)."""
+
+    #: (what copied it, id of the event) -> (the event, kept alive so that its id names it; ``made_of``; the copy)
+    last: dict[tuple[str, int], tuple[Ev, tuple, Ev]] = field(default_factory=dict)
+    now: dict[tuple[str, int], tuple[Ev, tuple, Ev]] = field(default_factory=dict)
+
+    def turn(self) -> None:
+        """Start a call: the copies asked for at the call before are those kept."""
+        self.last, self.now = self.now, {}
+
+    def get(self, by: str, e: Ev, made_of: tuple) -> Ev | None:
+        """The copy ``by`` (a name of what copies) made of ``e`` with ``made_of``, kept for this call; None when none
+        was made since the call before (then make it and :meth:`put` it)."""
+        key = (by, id(e))
+        got = self.now.get(key) or self.last.get(key)
+        if got is None or got[0] is not e or got[1] != made_of:
+            return None
+        self.now[key] = got
+        return got[2]
+
+    def put(self, by: str, e: Ev, made_of: tuple, copy: Ev) -> Ev:
+        """Keep ``copy``, made by ``by`` of ``e`` with ``made_of``; returns ``copy``."""
+        self.now[(by, id(e))] = (e, made_of, copy)
+        return copy
+
+
+def follow_reports(events: list[Ev], copies: Copies | None = None) -> list[Ev]:
     """``events`` with each PyTorch desync report (:data:`DESYNC_REPORT`) that follows a watchdog timeout replaced
     by a copy of the host, rank and implied start of that timeout (as ``follow_watchdogs`` gives the lines after a
     timeout of their host), ``details.report_of`` its event_id: the report's lines print
@@ -232,7 +271,8 @@ def follow_reports(events: list[Ev]) -> list[Ev]:
     hosts gave it the file's host and no scene held it beside the ranks it is about (a break-it pass). The timeout it
     follows: the nearest before it in its capture within :data:`REPORT_LINES` lines, else the latest of its host
     within :data:`REPORT_REACH_US` before it. A report that follows none is left as it is (``comm.silent_rank`` reads
-    only followed ones: a report under another process group's timeout names that group's ranks)."""
+    only followed ones: a report under another process group's timeout names that group's ranks). ``copies``: the
+    caller's copies from its last call (:class:`Copies`), given again while the report follows the same timeout."""
     if not any(e.signature == DESYNC_REPORT for e in events):
         return events
     by_capture: dict[str, list[Ev]] = {}
@@ -251,9 +291,17 @@ def follow_reports(events: list[Ev]) -> list[Ev]:
         else:  # the latest of its host
             t = max((t for t in by_host.get(e.host, ()) if 0 <= e.ts - t.ts <= REPORT_REACH_US),
                     key=lambda t: t.ts, default=None)
-        if t is not None:
-            out[k] = replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
-                             implied_start=t.start if e.implied_start is None else e.implied_start)
+        if t is None:
+            continue
+        start = t.start if e.implied_start is None else e.implied_start
+        made_of = (t.host, t.rank, t.event_id, start)
+        c = copies.get("report", e, made_of) if copies is not None else None
+        if c is None:
+            c = replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
+                        implied_start=start)
+            if copies is not None:
+                copies.put("report", e, made_of, c)
+        out[k] = c
     return out
 
 

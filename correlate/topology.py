@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from correlate.model import Ev, capture_of
+from correlate.model import Copies, Ev, capture_of
 from ingest.catalog import read_yaml
 from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
 from schemas.hostname import canonical_host
@@ -236,12 +236,14 @@ class Topology:
         said = self.addr_hosts.get(name)
         return None if said is None else self._said_by(said, e.ts)
 
-    def name_hosts(self, events: list[Ev]) -> list[Ev]:
+    def name_hosts(self, events: list[Ev], copies: Copies | None = None) -> list[Ev]:
         """``events`` with each one whose line named its host by an address a host's NCCL said it uses
         (:meth:`addr_host`) replaced by a copy on that host, ``details.host_addr`` the address. Without it a Ray
         driver's ``RayTaskError(DistBackendError): … ip=172.16.142.233`` was an incident of a host
         "172.16.142.233" beside the Xid 79 of the node whose NCCL said "Bootstrap : Using eth0:172.16.142.233"
-        (a leftover of a defect pass). Lines that name a peer by address are read the same way (:meth:`peer_host`)."""
+        (a leftover of a defect pass). Lines that name a peer by address are read the same way (:meth:`peer_host`).
+        ``copies``: the caller's copies from its last call (``model.Copies``), given again while the address names
+        the same host (and the line's implied start, which a copy keeps, is the same)."""
         if not self.addr_hosts:
             return events
         out = events
@@ -249,7 +251,13 @@ class Topology:
             if (e.host[:1].isdigit() or ":" in e.host) and (h := self.addr_host(e)) and h != e.host:
                 if out is events:
                     out = list(events)
-                out[k] = replace(e, host=h, details={**e.details, "host_addr": e.host})
+                made_of = (h, e.implied_start)
+                c = copies.get("host", e, made_of) if copies is not None else None
+                if c is None:
+                    c = replace(e, host=h, details={**e.details, "host_addr": e.host})
+                    if copies is not None:
+                        copies.put("host", e, made_of, c)
+                out[k] = c
         return out
 
     def host_facts(self) -> dict[str, tuple]:

@@ -3588,6 +3588,54 @@ def test_a_cached_attribution_is_made_again_when_an_address_line_names_its_peer(
     assert same == again and cache.hits == 1
 
 
+def test_a_cached_attribution_of_a_copied_event_is_kept_while_its_copy_stands(pipeline):
+    """Two kinds of line are correlated as a copy of themselves: PyTorch's desync report under a watchdog timeout
+    (``model.follow_reports``: the timeout's host and rank; pytorch/pytorch#152623) and a Ray worker's line that names
+    its node by address (``Topology.name_hosts``: the host whose NCCL said it uses it; vllm-project/vllm#2669's
+    "(RayWorkerWrapper pid=…, ip=…)" prefix). The streaming correlator re-correlates its kept events at every step: a
+    new copy at every call was a new event to the attribution cache, so these incidents were attributed again at
+    every step. The same events give the same copies, and the cache's entries are used; a copy is made again when
+    what it is made of changed (the address names another host)."""
+    from correlate.correlator import AttributionCache
+    from correlate.model import events_from_table
+
+    def evs(host: str, text: str):
+        seg = Segment(data=text.encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0, ref_basis="kafka",
+                      ingest_ts=T0)
+        return events_from_table(pipeline.run(Decoded(segments=[seg])).events)
+
+    lagging = "           - [3, 4, 5] joined but didn't finish collective #315 (count from 1)"
+    report = evs("node01", "\n".join([DESYNC_WD.format(r=0), "[rank0]:[E515 18:36:47.343377708 "
+                                       "ProcessGroupNCCL.cpp:1937] Rank 0", DESYNC_HEAD, lagging]))
+    ray = evs("driver", "(RayWorkerWrapper pid=1100, ip=10.1.3.201) ERROR 12-01 03:10:02 [multiproc_executor.py:597] "
+                        "RuntimeError: NCCL error: remote process exited or there was a network error")
+    boot = evs("node201", BOOT.format(host="node201", addr="10.1.3.201"))
+    both = report + ray + boot
+    cache = AttributionCache()
+    first = correlate(both, now_us=T0, cache=cache)
+    assert any(i["pattern"] == "comm.silent_rank" for i in first)
+
+    def of(incs, host):  # the incident the Ray line reports in, by the host it gives it
+        return [i for i in incs if any(d["host"] == host for d in i["downstream"])]
+
+    assert len(of(first, "node201")) == 1  # the Ray line is node201's
+    made = cache.misses
+    assert made >= 2 and cache.hits == 0
+    assert correlate(both, now_us=T0, cache=cache) == first
+    assert (cache.hits, cache.misses) == (made, made)  # every candidate incident kept, none attributed again
+    # the address now names another host (its Bootstrap line on node202, and node201's gone): a copy of that host
+    moved = evs("node202", BOOT.format(host="node202", addr="10.1.3.201"))
+    again = correlate(report + ray + moved, now_us=T0, cache=cache)
+    assert again == correlate(report + ray + moved, now_us=T0)
+    assert len(of(again, "node202")) == 1 and of(again, "node201") == []
+    # the memo holds the copies of the last call's events only: the report's go with the report
+    assert {c.signature for _e, _m, c in cache.copies.now.values()} == {"torch.desync_report", "vllm.nccl_error"}
+    correlate(ray + moved, now_us=T0, cache=cache)
+    assert [c.host for _e, _m, c in cache.copies.now.values()] == ["node202"]
+    correlate(ray + moved, now_us=T0, cache=cache)
+    assert len(cache.copies.last) == len(cache.copies.now) == 1
+
+
 def test_a_peer_address_names_its_host_as_an_address_is_used(pipeline):
     """What an address names (a second break-it pass on ``peer_host``): a loopback peer is the reporting host itself
     (hosta's ``lo:127.0.0.1`` tied hostb's report to hosta's Xid); an IPv6 link-local peer's zone is the reporting
