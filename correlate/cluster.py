@@ -302,6 +302,8 @@ class ComponentCache:
             got = last_own.get(h)
             if got is None or got[0] != ek:  # the same objects, starts and implied starts: the same lines
                 got = (ek, _own_keys(evs))
+            else:  # the last call's equal tuple: the host's key below then equals its last one item by identity,
+                ek = got[0]  # not event by event again (_same_key compared every host's events twice per call)
             own[h] = got
             named_evs, ecomms, _couple = got[1]
             named = peers[h] = [(e, topo.peer_host(e)) for e in named_evs]
