@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a runtime failure (broker, lake, unreadable input);
 2 a usage or configuration error; 3 ``diagnose --fail-on`` found an incident
-at or above that severity.
+at or above that severity; 141 (128 + SIGPIPE) stdout's reader went away
+(``| head -1``), said nowhere (``api.render.reader_gone``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import orjson
 import typer
 from rich.markup import escape
 
-from api.render import cli_console
+from api.render import (EXIT_READER_GONE, cli_console, end_quietly_when_a_reader_goes, reader_gone,
+                         stdout_reader_gone)
 from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
 
@@ -513,9 +515,11 @@ def diagnose(
             # texts quote log lines and host names: text, not markup
             out.print(IncidentsReport(incidents, title=incidents_title(incidents)))
         sys.stdout.flush()
-    except OSError as e:  # a full disk: said in one line, as `sql` and `report` do; a reader gone (`| head`): quiet
-        if not isinstance(e, BrokenPipeError):
-            err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
+    except OSError as e:  # a full disk: said in one line, as `sql` and `report` do; a reader gone (`| head`): quiet,
+        # exit 141 (api.render.reader_gone)
+        if isinstance(e, BrokenPipeError):
+            reader_gone()
+        err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — what is still buffered goes nowhere at exit
         raise typer.Exit(1) from None
     if fail_on:
@@ -1274,6 +1278,7 @@ def _config_before_the_command(args: list[str]) -> None:
 def main() -> None:
     if sys.stdout is None:
         sys.stdout = _ClosedOutput()
+    end_quietly_when_a_reader_goes()
     # logging starts before the settings are read; a bad value here is reported by load_settings
     fmt = os.environ.get("FIRSTFAULT_LOG_FORMAT") or "text"
     level = (os.environ.get("FIRSTFAULT_LOG_LEVEL") or "WARNING").upper()
@@ -1283,6 +1288,13 @@ def main() -> None:
     _config_before_the_command(sys.argv[1:])
     try:
         app()
+    except SystemExit as e:
+        # a write to stdout that no handler saw fail (`lake compact`'s print(), `report --store`'s): click catches
+        # its EPIPE, puts PacifyFlushWrapper on stdout and exits 1, a runtime failure's code. A reader gone is 141
+        # (api.render.reader_gone) when the descriptor says so too: an EPIPE of a socket stays as it was
+        if e.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper" and stdout_reader_gone():
+            sys.exit(EXIT_READER_GONE)
+        raise
     except Exception as e:
         # their modules (pyarrow, aiokafka) are imported once one is raised: `firstfault --help` need not load them
         from aiokafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError

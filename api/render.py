@@ -9,9 +9,10 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, NoReturn
 
 from typing import TYPE_CHECKING
 
@@ -264,14 +265,78 @@ def write_output(output: Path, write: Callable[[BinaryIO], None]) -> None:
         raise
 
 
+#: exit status of a command whose standard output's reader went away (``firstfault sql … | head -1``): 128 + SIGPIPE,
+#: 141, what a shell reports for a program that pipe ended (``seq 1 100000 | head -1``), so ``set -o pipefail`` and
+#: ``${PIPESTATUS[@]}`` read it as they read coreutils'. It was 1, a runtime failure's (README, exit codes), or 0 when
+#: the output happened to fit the pipe's buffer before the reader left, and the report said "[Errno 32] Broken pipe".
+EXIT_READER_GONE = 128 + signal.SIGPIPE
+
+
+def reader_gone(name: str = "stdout") -> NoReturn:
+    """End the command quietly because the reader of ``sys.<name>`` (``stdout`` or ``stderr``) went away
+    (``BrokenPipeError``, EPIPE): nothing said, exit :data:`EXIT_READER_GONE` (141). What is still buffered for that
+    stream goes to ``/dev/null``, its descriptor included, as the Python documentation's note on SIGPIPE does
+    (docs.python.org/3/library/signal.html#note-on-sigpipe), so the interpreter's flush at exit raises nothing; the
+    other stream is left as it is (``2>&1 >out.txt | head``: the file keeps what was written). ``SystemExit``, not a
+    killing signal: ``finally`` blocks (a temporary copy of standard input, a DuckDB connection) still run."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, getattr(sys, name).fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stream of no descriptor (a test's captured stdout)
+        pass
+    setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 — held until exit
+    sys.exit(EXIT_READER_GONE)
+
+
+def end_quietly_when_a_reader_goes() -> None:
+    """Make every Rich console of this process end the command as :func:`reader_gone` does when its stream's reader
+    went away, typer's help and error consoles included (``firstfault --help | head -3`` exited 1, Rich's default).
+    The CLI's entry point calls it; :class:`_CliConsole` does the same for the commands' own consoles wherever they
+    run."""
+
+    def on_broken_pipe(self: Console) -> None:
+        self.quiet = True
+        reader_gone("stderr" if self.file is sys.stderr else "stdout")
+
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+
+
+def stdout_reader_gone() -> bool:
+    """Whether descriptor 1 is a pipe or socket whose reader went away: ``poll`` says ``POLLERR`` (Linux, a pipe
+    with no reader) or ``POLLHUP`` for it. False when it cannot tell (no descriptor 1, no ``poll``)."""
+    import select
+
+    try:
+        p = select.poll()
+        p.register(1, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in p.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def cli_console(name: str = "stdout") -> Console:
     """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
     without trailing spaces (``TrimmedStream``). On ``stderr`` a message is not wrapped (soft wrap): an error stays
     one line for ``grep`` and log collectors, and a terminal wraps it itself. No emoji codes: ``:fire:`` in a file
     name a message quotes stays as written (a break-it pass: the message named another file)."""
     stream = getattr(sys, name)  # None when the descriptor was closed (``2>&-``): a command still runs
-    return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
-                   soft_wrap=name == "stderr", emoji=False)
+    return _CliConsole(name, file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
+                       soft_wrap=name == "stderr", emoji=False)
+
+
+class _CliConsole(Console):
+    """A Rich console of ``sys.<name>`` whose reader going away ends the command as :func:`reader_gone` does. Rich's
+    own ``on_broken_pipe`` sends descriptor 1 to ``/dev/null`` whichever stream broke and exits 1, a runtime
+    failure's code: ``firstfault sql … | head -1`` exited 1, and ``firstfault diagnose`` too."""
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._stream_name = name
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        reader_gone(self._stream_name)
 
 
 def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],

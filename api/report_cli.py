@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Optional
 import typer
 from rich.markup import escape
 
-from api.render import cli_console, no_output_folder, output_in_store, write_output
+from api.render import cli_console, no_output_folder, output_in_store, reader_gone, write_output
 from schemas.settings import Settings, SettingsError, load_settings
 
 report_app = typer.Typer(no_args_is_help=True, help="Reports over the lake (degraded NVLinks, hourly).")
@@ -120,6 +120,8 @@ def degraded_links(
     except ValueError as e:  # the fleet config file
         err.print(f"[red]configuration error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
+    except BrokenPipeError:  # a reader gone (`| head`): quiet, exit 141; it said "[Errno 32] Broken pipe", exit 1
+        reader_gone()
     except (StoreError, OSError) as e:
         err.print(f"[red]{escape(str(e))}[/]")
         raise typer.Exit(1) from None

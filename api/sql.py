@@ -10,7 +10,6 @@ and extension loading off, and its configuration locked (``api.store.connect``).
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import threading
@@ -24,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from api.render import no_output_folder, output_in_store, write_output
+from api.render import no_output_folder, output_in_store, reader_gone, write_output
 from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished, connect,
                        decimal_floats, json_bytes, json_default, nanosecond_times, query_error, query_verdict,
                        refuse_day_end_times, refuse_lossy_columns)
@@ -266,11 +265,11 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         err.print(f"[red]a value cannot be written as {fmt}[/] ({type(e).__name__}: {escape(str(e))}); CAST it to "
                   "VARCHAR, or write --format parquet")
         return 2
-    except OSError as e:  # a full disk: said; a reader gone (`| head -1`): quiet, as `diagnose` (a fresh user's trial)
+    except OSError as e:  # a full disk: said; a reader gone (`| head -1`): quiet, exit 141 as `diagnose` (a fresh
+        # user's trial: exit 1, a runtime failure's)
         if isinstance(e, BrokenPipeError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 — what is still buffered goes nowhere at exit
-        else:
-            err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
+            reader_gone()
+        err.print(f"[red]cannot write the output:[/] {escape(str(e))}")
         return 1
     finally:
         timer.cancel()
