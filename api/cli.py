@@ -1194,6 +1194,15 @@ def sql(query: Annotated[Optional[str], typer.Argument(
     raise typer.Exit(run_sql(s, query, format, output, out, err, force=force))
 
 
+def _add_send() -> None:  # after `sql`: `firstfault --help` lists the commands in this order
+    from api.send_cli import send
+
+    app.command(short_help="Send log lines from a file or standard input to a raw topic, without kcat.")(send)
+
+
+_add_send()
+
+
 def setup_logging(fmt: str, level: str = "INFO") -> None:
     """Text logs for people, or one JSON object per line (``FIRSTFAULT_LOG_FORMAT=json``) for log pipelines.
 
@@ -1289,7 +1298,7 @@ def main() -> None:
     try:
         app()
     except SystemExit as e:
-        # a write to stdout that no handler saw fail (`lake compact`'s print(), `report --store`'s): click catches
+        # a write to stdout that no handler saw fail (`lake compact`'s print()): click catches
         # its EPIPE, puts PacifyFlushWrapper on stdout and exits 1, a runtime failure's code. A reader gone is 141
         # (api.render.reader_gone) when the descriptor says so too: an EPIPE of a socket stays as it was
         if e.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper" and stdout_reader_gone():

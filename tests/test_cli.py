@@ -409,7 +409,7 @@ def test_help_lists_each_command_in_one_clean_sentence():
     box = _help().split("Commands")[1]
     entries = [x.strip("│ ").rstrip() for x in box.splitlines()[1:] if x.startswith("│")]
     assert [e.split()[0] for e in entries] == ["diagnose", "demo", "run", "ingest", "correlate", "serve", "sql",
-                                               "kafka", "report", "lake"], entries
+                                               "send", "kafka", "report", "lake"], entries
     assert all(e.endswith(".") for e in entries), entries
     assert entries[0] == "diagnose   Find the first fault in local log files and print its incidents, without Kafka."
 
@@ -459,7 +459,8 @@ def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake)
         "query refused: send exactly one statement (got 0)", r.stderr
 
 
-COMMANDS = [("diagnose",), ("demo",), ("run",), ("ingest",), ("correlate",), ("serve",), ("sql",), ("kafka", "start"),
+COMMANDS = [("diagnose",), ("demo",), ("run",), ("ingest",), ("correlate",), ("serve",), ("sql",), ("send",),
+            ("kafka", "start"),
             ("kafka", "topics"), ("kafka", "stop"), ("kafka", "status"), ("report", "degraded-links"),
             ("lake", "compact")]
 
@@ -493,7 +494,8 @@ def test_help_shows_no_python_type_names(cmd):
     optional one in brackets, and every value a placeholder of what it is."""
     text = _help(*cmd)
     usage = next(x for x in text.splitlines() if "Usage:" in x).split()
-    want = {("diagnose",): ["[OPTIONS]", "PATH..."], ("sql",): ["[OPTIONS]", "[QUERY]"]}.get(cmd, ["[OPTIONS]"])
+    want = {("diagnose",): ["[OPTIONS]", "PATH..."], ("sql",): ["[OPTIONS]", "[QUERY]"],
+            ("send",): ["[OPTIONS]", "FILE"]}.get(cmd, ["[OPTIONS]"])
     assert usage[usage.index(cmd[-1]) + 1:] == want, usage
     for raw in ("<list[", "<str>", "<int", "<float", "<path>", "{"):
         assert raw not in text, (raw, text)

@@ -1,0 +1,144 @@
+"""``firstfault send`` (api/send_cli.py): lines from a file or standard input into a raw topic, without kcat. The
+packing and the topic choice are pure; the command itself runs against the real local broker (the ``kafka``
+fixture's), and what it sent is read back and through the ingest pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.send_cli import pack, pick_topic
+from ingest import broker
+from ingest.consumer import decode_records
+
+runner = CliRunner()
+TOPICS = ["fleet.dmesg", "fleet.nccl", "fleet.nvml"]
+#: the README's quick-start line (docs/operations.md, "Feeding your own lines"): Xid 79, NVIDIA's "GPU has fallen off
+#: the bus", in the shape the driver prints it (tests/corpus/004 and its public report)
+XID79 = ("2026-12-04T11:00:00.000000Z node099 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the "
+         "bus.")
+
+
+def test_each_line_is_a_record_and_blank_lines_are_not_sent():
+    values, n = pack([b"a\n", b"\n", b"  \r\n", b"b\r\n", b"c"])
+    assert (values, n) == ([b"a", b"b", b"c"], 3)
+
+
+def test_lines_per_record_packs_lines_as_the_demo_does_and_a_value_closes_at_its_byte_bound():
+    assert pack([b"1", b"2", b"3", b"4", b"5"], 2) == ([b"1\n2", b"3\n4", b"5"], 5)
+    # 4 + 1 + 4 = 9 bytes fit a bound of 9; the third line would make 14: the next value
+    assert pack([b"aaaa", b"bbbb", b"cccc"], 100, max_bytes=9) == ([b"aaaa\nbbbb", b"cccc"], 3)
+    # a line longer than the bound is a value of its own, whole (the broker says whether it takes it)
+    assert pack([b"a", b"x" * 20, b"b"], 100, max_bytes=9) == ([b"a", b"x" * 20, b"b"], 3)
+
+
+def test_a_topic_is_a_raw_topic_by_name_or_last_word_and_nothing_else():
+    assert pick_topic("fleet.nccl", TOPICS) == "fleet.nccl"
+    assert pick_topic("nvml", TOPICS) == "fleet.nvml"
+    for wrong in ("fleet.dmseg", "fleet.dlq", "fleet.events", "fleet"):
+        with pytest.raises(ValueError, match="fleet.dmesg, fleet.nccl, fleet.nvml"):
+            pick_topic(wrong, TOPICS)
+    with pytest.raises(ValueError):  # a last word two topics share names neither
+        pick_topic("dmesg", ["a.dmesg", "b.dmesg"])
+
+
+def test_a_topic_that_is_not_a_raw_topic_is_a_usage_error_before_any_broker_is_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "node099.dmesg.log").write_text(XID79 + "\n")
+    r = runner.invoke(app, ["send", "--topic", "fleet.dmseg", "node099.dmesg.log"],
+                      env={"FIRSTFAULT_STATE_DIR": str(tmp_path / "state"), "FIRSTFAULT_KAFKA_BOOTSTRAP": ""})
+    assert r.exit_code == 2, r.output
+    said = " ".join(r.output.replace("│", " ").split())  # without click's error box
+    assert "'fleet.dmseg' is not one of the raw topics the ingest workers read" in said
+
+
+def _read_back(kafka: str, topic: str, n: int) -> list:
+    async def go() -> list:
+        c = AIOKafkaConsumer(topic, bootstrap_servers=kafka, auto_offset_reset="earliest", enable_auto_commit=False,
+                             group_id=f"read-{uuid.uuid4().hex[:8]}")
+        await c.start()
+        got: list = []
+        try:
+            while len(got) < n:
+                batch = await asyncio.wait_for(c.getmany(timeout_ms=1000), 60)
+                got += [r for rs in batch.values() for r in rs]
+        finally:
+            await c.stop()
+        return sorted(got, key=lambda r: (r.partition, r.offset))
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def raw_topics(kafka, monkeypatch, tmp_path):
+    """Three raw topics of this test's own on the session broker, configured as ``topics`` (``<id>.dmesg``, …)."""
+    tag = f"send-{uuid.uuid4().hex[:8]}"
+    topics = [f"{tag}.dmesg", f"{tag}.nccl", f"{tag}.nvml"]
+    asyncio.run(broker.ensure_topics(kafka, topics, partitions=3))
+    monkeypatch.setenv("FIRSTFAULT_KAFKA_BOOTSTRAP", kafka)
+    monkeypatch.setenv("FIRSTFAULT_TOPICS", ",".join(topics))
+    monkeypatch.setenv("FIRSTFAULT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    return topics
+
+
+@pytest.mark.kafka
+def test_send_puts_each_line_of_a_file_on_the_topic_keyed_by_the_file_s_host(kafka, raw_topics, tmp_path,
+                                                                            pipeline):
+    """The quick start's line (docs/operations.md) from a file ``node099.dmesg.log``: one record per line, in order,
+    key ``node099`` (the file's name up to its first '.', as ``diagnose`` names hosts), on the topic named by its
+    last word; read back and through the ingest pipeline, it is the Xid 79 event of node099."""
+    other = XID79.replace("NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+                          "usb 1-1: new high-speed USB device number 2 using xhci_hcd")  # recognised as nothing
+    (tmp_path / "node099.dmesg.log").write_text(f"{XID79}\n\n{other}\n")
+    r = runner.invoke(app, ["send", "--topic", "dmesg", "node099.dmesg.log"])
+    assert r.exit_code == 0, r.output
+    assert f"sent 2 lines in 2 records to {raw_topics[0]} on {kafka} (key node099)" in " ".join(r.stderr.split())
+    recs = _read_back(kafka, raw_topics[0], 2)
+    assert [(rec.key, rec.value) for rec in recs] == [(b"node099", XID79.encode()), (b"node099", other.encode())]
+    assert len({rec.partition for rec in recs}) == 1  # one key, one partition: the host's lines stay in order
+    ev = pipeline.run(decode_records(recs)).events.to_pylist()
+    assert [(e["host"], e["kind"], e["xid"]) for e in ev] == [("node099", "xid", 79)]
+
+
+@pytest.mark.kafka
+def test_send_reads_ndjson_envelopes_from_standard_input_packed_as_asked(kafka, raw_topics, pipeline):
+    """Vector's envelopes (``host``, ``timestamp``, ``message``) on standard input, no key (the envelope names the
+    host), two lines to a record: 3 lines in 2 records, read back whole, and the envelope's host and time are the
+    event's."""
+    env = [{"host": f"node09{i}", "timestamp": f"2026-12-04T11:00:0{i}.000000Z",
+            "message": f"NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus. ({i})"} for i in range(3)]
+    text = "".join(json.dumps(e) + "\n" for e in env)
+    r = runner.invoke(app, ["send", "--topic", raw_topics[0], "--lines-per-record", "2", "-"], input=text)
+    assert r.exit_code == 0, r.output
+    assert f"sent 3 lines in 2 records to {raw_topics[0]}" in r.stderr and "no key" in r.stderr
+    recs = _read_back(kafka, raw_topics[0], 2)
+    assert sorted(rec.value for rec in recs) == sorted([
+        (json.dumps(env[0]) + "\n" + json.dumps(env[1])).encode(), json.dumps(env[2]).encode()])
+    assert {rec.key for rec in recs} == {None}
+    ev = pipeline.run(decode_records(recs)).events.to_pylist()
+    assert sorted((e["host"], e["xid"], e["ts"].isoformat()) for e in ev) == [
+        (f"node09{i}", 79, f"2026-12-04T11:00:0{i}+00:00") for i in range(3)]
+
+
+@pytest.mark.kafka
+def test_send_to_a_raw_topic_the_broker_lacks_says_how_to_create_it(kafka, raw_topics, monkeypatch, tmp_path):
+    """A configured raw topic not created on the broker (it creates none on its own): exit 1 and the way out,
+    nothing sent. Through ``main`` (the console script's path), where the missing topic is said."""
+    (tmp_path / "node099.log").write_text(XID79 + "\n")
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-m", "api.cli", "send", "--topic", "gone.dmesg", "node099.log"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(root),
+                            "FIRSTFAULT_TOPICS": "gone.dmesg," + raw_topics[1]})
+    assert p.returncode == 1, p.stderr
+    assert f"topic gone.dmesg does not exist on the broker at {kafka}: `firstfault kafka topics` creates" in p.stderr
