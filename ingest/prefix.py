@@ -64,6 +64,31 @@ MONTHS.update({m: i for i, m in enumerate(
 MONTHS.update({"sept": 9, "juni": 6, "juli": 7, "des": 12, "märz": 3, "maart": 3})
 MONTHS.update({f"{i}月": i for i in range(1, 13)})
 MONTHS.update({f"{i}월": i for i in range(1, 13)})  # ko_KR
+# glibc's ``abmon`` (what ``%b``, so ``dmesg -T`` and journalctl, print) of the locales whose names no locale above
+# has, read from localedata/locales of glibc 2.36 (Debian 12's ``locales``; each checked against ``date +%b`` in the
+# compiled locale): cs_CZ (its own three letters, not the genitive ``%B`` "ledna" nor Roman numerals), tr_TR, uk_UA
+# (util-linux translates dmesg's stamp for cs and uk), sk_SK, sl_SI, ro_RO, hu_HU, lv_LV, bg_BG, sr_RS, fr_FR's
+# "avril", fr_CA, el_GR, fi_FI, lt_LT, he_IL. Left out: hr_HR, whose "lip" (lipanj, June), "srp" (srpanj, July) and
+# "lis" (listopad, October) are pl_PL's July and cs_CZ's August and November: a name is one month here
+MONTHS.update({
+    "led": 1, "úno": 2, "bře": 3, "dub": 4, "kvě": 5, "čen": 6, "čec": 7, "srp": 8, "zář": 9, "říj": 10, "pro": 12,
+    "oca": 1, "şub": 2, "nis": 4, "haz": 6, "tem": 7, "ağu": 8, "eyl": 9, "eki": 10, "kas": 11, "ara": 12,
+    "січ": 1, "лют": 2, "бер": 3, "кві": 4, "тра": 5, "чер": 6, "лип": 7, "сер": 8, "вер": 9, "жов": 10, "лис": 11,
+    "гру": 12,
+    "máj": 5, "jún": 6, "júl": 7, "avg": 8, "ian": 1, "iun": 6, "iul": 7, "febr": 2, "márc": 3, "ápr": 4,
+    "szept": 9, "jūn": 6, "jūl": 7,
+    "яну": 1, "юни": 6, "юли": 7, "сеп": 9, "ное": 11, "јан": 1, "феб": 2, "мај": 5, "јун": 6, "јул": 7, "нов": 11,
+    "дец": 12,
+    "avril": 4, "fév": 2, "avr": 4, "jui": 7, "aoû": 8, "déc": 12,
+    "ιαν": 1, "φεβ": 2, "μαρ": 3, "απρ": 4, "μαΐ": 5, "ιουν": 6, "ιουλ": 7, "αυγ": 8, "σεπ": 9, "οκτ": 10, "νοε": 11,
+    "δεκ": 12,
+    "tammi": 1, "helmi": 2, "maalis": 3, "huhti": 4, "touko": 5, "kesä": 6, "heinä": 7, "elo": 8, "syys": 9,
+    "loka": 10, "marras": 11, "joulu": 12,
+    "saus": 1, "vas": 2, "kov": 3, "bal": 4, "geg": 5, "birž": 6, "liep": 7, "rugp": 8, "rugs": 9, "spal": 10,
+    "lapkr": 11, "gruod": 12,
+    "ינו": 1, "פבר": 2, "מרץ": 3, "אפר": 4, "מאי": 5, "יונ": 6, "יול": 7, "אוג": 8, "ספט": 9, "אוק": 10, "נוב": 11,
+    "דצמ": 12,
+})
 
 _MON = r"(?P<mon>[A-Za-z]{3}|[а-яА-Я]{3}|\d{1,2}[月월]|[^\W\d_]{3,9}\.?)"
 
@@ -429,6 +454,12 @@ _CTIME_LOCAL = re.compile(
 _CTIME_DAY_FIRST = re.compile(
     r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r" (?P<y>\d{4})\] ")
+# ... and the translations that put the year before the time (util-linux 2.38.1's po/cs.po "%a %e. %b %Y %H:%M:%S",
+# po/de.po "%a, %e. %b %Y, %H:%M:%S"), as `LC_ALL=cs_CZ.UTF-8 dmesg -T` and de_DE print them: "[Po  7. pro 2026
+# 05:52:27] ", "[Mo,  7. Dez 2026, 05:52:27] " (the time was not read: the line took its file's or record's time)
+_CTIME_DAY_YEAR = re.compile(
+    r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<y>\d{4}),? (?P<h>\d{2}):(?P<mi>\d{2})"
+    r":(?P<s>\d{2})\] ")
 # Fabric Manager log file: "[May 16 2025 15:10:21] "
 _FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
 # raw dmesg "[  123.456789] " (seconds since boot) and dmesg -H "[  +0.000844] " (relative)
@@ -530,15 +561,15 @@ LAYERS: dict[str, re.Pattern] = {
     "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
     "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG,
     "cufile": _CUFILE, "ctime": _CTIME, "ctime_local": _CTIME_LOCAL, "ctime_day_first": _CTIME_DAY_FIRST,
-    "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG, "mono": _MONO, "delta": _DELTA,
-    "label": _LABEL}
+    "ctime_day_year": _CTIME_DAY_YEAR, "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG,
+    "mono": _MONO, "delta": _DELTA, "label": _LABEL}
 
 
 #: the layers of a dated stamp (numbers only) and of a month's name, each tried in this order (``parse_prefix``)
 _DATED_LAYERS = (("bracket_iso", _BRACKET_ISO), ("iso", _ISO), ("golog", _GOLOG), ("hflog", _HFLOG),
                  ("cufile", _CUFILE))
 _MONTH_NAMED_LAYERS = (("ctime", _CTIME), ("ctime_local", _CTIME_LOCAL), ("ctime_day_first", _CTIME_DAY_FIRST),
-                       ("fmtime", _FMTIME))
+                       ("ctime_day_year", _CTIME_DAY_YEAR), ("fmtime", _FMTIME))
 
 
 @lru_cache(maxsize=4096)
@@ -564,7 +595,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("iso", digit or c in " \t<"),
         ("golog", digit), ("hflog", digit), ("cufile", digit or c == " "),
         ("ctime", bracket or c in "MTWFS"), ("ctime_local", bracket), ("ctime_day_first", bracket),
-        ("fmtime", bracket), ("c10", bracket),
+        ("ctime_day_year", bracket), ("fmtime", bracket), ("c10", bracket),
         ("glog", bracket or c in ("I", "W", "E", "F")), ("vllm", c in "DIWEC"), ("tag", c == "k"), ("mono", bracket),
         ("delta", bracket)) if ok)
 

@@ -39,6 +39,17 @@ def us(*a, tz=timezone.utc):
     ("[四  3月  6 14:01:28 2023] NVRM: Xid", us(2023, 3, 6, 14, 1, 28), 1_000_000, None, "NVRM"),
     ("[Sa  5. Dez 10:00:00 2026] NVRM: Xid", us(2026, 12, 5, 10, 0, 0), 1_000_000, None, "NVRM"),
     ("[INFO main  5 10:00:00 2026] NVRM: Xid", None, 1, None, "[INFO main"),  # no month: no stamp
+    # ... as util-linux 2.38.1's dmesg -T prints them (LC_ALL=<locale>.UTF-8, glibc 2.36's locales): cs_CZ and de_DE
+    # translate the stamp with the year before the time (po/cs.po "%a %e. %b %Y %H:%M:%S", po/de.po
+    # "%a, %e. %b %Y, %H:%M:%S"); tr_TR and uk_UA print glibc's abmon, "Ara" and "гру" for December
+    ("[Po  7. pro 2026 05:52:27] Linux version 6.18.44", us(2026, 12, 7, 5, 52, 27), 1_000_000, None, "Linux"),
+    ("[Mo,  7. Dez 2026, 05:52:27] Linux version 6.18.44", us(2026, 12, 7, 5, 52, 27), 1_000_000, None, "Linux"),
+    ("[Pzt Ara  7 05:52:27 2026] Linux version 6.18.44", us(2026, 12, 7, 5, 52, 27), 1_000_000, None, "Linux"),
+    ("[пн гру  7 05:52:27 2026] Linux version 6.18.44", us(2026, 12, 7, 5, 52, 27), 1_000_000, None, "Linux"),
+    ("[Čt 19. úno 2026 03:12:44] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+     us(2026, 2, 19, 3, 12, 44), 1_000_000, None, "NVRM"),
+    ("[Çrş Ağu 19 03:12:44 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+     us(2026, 8, 19, 3, 12, 44), 1_000_000, None, "NVRM"),
     # dmesg --time-format iso (comma)
     ("2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus",
      us(2025, 5, 27, 4, 18, 56) + 89671, 1, None, "NVRM"),
@@ -219,6 +230,21 @@ def test_prefix_shapes(line, ts, prec, host, rest_start):
         assert p.precision_us == prec
     assert p.host == host
     assert p.rest.startswith(rest_start), p.rest
+
+
+#: glibc 2.36's abmon (localedata/locales/cs_CZ, tr_TR), what ``%b`` prints, January to December
+ABMON = {"cs_CZ": "led úno bře dub kvě čen čec srp zář říj lis pro",
+         "tr_TR": "Oca Şub Mar Nis May Haz Tem Ağu Eyl Eki Kas Ara"}
+
+
+@pytest.mark.parametrize("loc,month", [(loc, m) for loc in ABMON for m in range(1, 13)])
+def test_dmesg_t_in_czech_and_turkish_reads_every_month(loc, month):
+    """Each month of cs_CZ's and tr_TR's ``dmesg -T`` (util-linux's stamp as each prints it: cs translates it day
+    first with the year before the time, tr does not translate it): the line's time, not its file's or record's."""
+    mon = ABMON[loc].split()[month - 1]
+    stamp = f"[Út {5:2d}. {mon} 2026 10:00:00]" if loc == "cs_CZ" else f"[Sal {mon} {5:2d} 10:00:00 2026]"
+    p = parse_prefix(f"{stamp} NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.", ref_us=REF)
+    assert (p.ts, p.rest[:4]) == (us(2026, month, 5, 10, 0, 0), "NVRM")
 
 
 _C10_LINE = "[rank8]:[E1130 03:22:01.518432000 ProcessGroupNCCL.cpp:616] [Rank 8] Watchdog caught"
