@@ -823,8 +823,34 @@ def kafka_stop(config: ConfigOpt = None) -> None:
     st = broker.read_state(s.state_dir.resolve())
     # which broker: "stopped" alone did not say (a fresh user's trial read nothing there)
     stopped = broker.stop(s.state_dir)
-    err.print(f"stopped the broker on {st.bootstrap} (pid {st.pid})" if stopped and st else
-              "stopped" if stopped else _no_local_broker(s.state_dir), markup=False, highlight=False, soft_wrap=True)
+    if stopped:
+        err.print(f"stopped the broker on {st.bootstrap} (pid {st.pid})" if st else "stopped")
+    else:
+        err.print(_none_under(s, "stop"), markup=False, highlight=False, soft_wrap=True)
+
+
+def _none_under(s: Settings, command: str) -> str:
+    """What ``kafka stop`` and ``kafka status`` say when no local broker runs under the state folder: which folder
+    they looked in (the state_dir setting and where it came from) and how to name another: "not running" alone
+    read as no broker at all while the demo's ran under another folder (a fresh user's trial). Names the folders
+    of the local brokers this user runs elsewhere (``broker.running_elsewhere``), up to three."""
+    from api.demo import shell_quote
+    from ingest import broker
+
+    where = s.state_dir.resolve()
+    said = f"not running: no local broker under {where} (state_dir, {s.source_of('state_dir')})"
+    others = broker.running_elsewhere(where)
+    if len(others) == 1:  # the demo's, most often: the command to paste
+        folder, pid = others[0]
+        return (f"{said}. One runs under {folder} (pid {pid}): FIRSTFAULT_STATE_DIR={shell_quote(str(folder))} "
+                f".venv/bin/firstfault kafka {command}")
+    if others:  # several (other users' too): named, none picked for a command that would stop it
+        runs = "; ".join(f"{folder} (pid {pid})" for folder, pid in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        return (f"{said}. Local brokers run under {runs}{more}: FIRSTFAULT_STATE_DIR=<its folder> "
+                f".venv/bin/firstfault kafka {command}")
+    return (f"{said}. A broker started under another folder is named by it: FIRSTFAULT_STATE_DIR=<that folder> "
+            f".venv/bin/firstfault kafka {command} (the demo's is .firstfault in the folder `make demo` ran in)")
 
 
 @kafka_app.command("status")
@@ -842,20 +868,13 @@ def kafka_status(config: ConfigOpt = None) -> None:
     other = (f"kafka_bootstrap {s.kafka_bootstrap} ({s.source_of('kafka_bootstrap')}) is not the local broker (not "
              "checked)" if s.kafka_bootstrap and (not st or not _same_broker(s.kafka_bootstrap, st.bootstrap)) else "")
     if not st:
-        err.print(f"no local broker under {s.state_dir}; {other}" if other else _no_local_broker(s.state_dir),
+        err.print(f"no local broker under {s.state_dir}; {other}" if other else _none_under(s, "status"),
                   markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     if other:
         err.print(f"{other}; the local broker under {s.state_dir}:", style="yellow", markup=False, highlight=False,
                   soft_wrap=True)
     out.print(f"{st.bootstrap} pid={st.pid} data={st.data_dir}")
-
-
-def _no_local_broker(state_dir: Path) -> str:
-    """What ``kafka status`` and ``kafka stop`` say when no broker runs under ``state_dir``: "not running" and the
-    folder looked in, absolute (``state_dir`` is relative to the current folder: run from another folder, "not
-    running" alone read as the demo's broker being down while it ran, a fresh user's trial)."""
-    return f"not running: no local broker under {state_dir.resolve()} (the state_dir setting)"
 
 
 def _same_broker(bootstrap: str, local: str) -> bool:

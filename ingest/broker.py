@@ -201,6 +201,36 @@ def status(state_dir: Path) -> BrokerState | None:
     return None
 
 
+def running_elsewhere(state_dir: Path, proc: Path = Path("/proc")) -> list[tuple[Path, int]]:
+    """(state folder, pid) of each local broker this user runs under another state folder than ``state_dir``, as
+    ``start`` launched it (``java … kafka.Kafka <state>/kafka/server.properties``, its pid the one that folder's
+    state file records), by their pid: ``kafka stop`` with the wrong folder said "not running" and no more while the
+    demo's broker ran (a fresh user's trial), and this names the folder to stop it with. Linux (``/proc``); elsewhere,
+    or when ``/proc`` cannot be read, none."""
+    here, uid, out = state_dir.resolve(), os.getuid(), []
+    try:
+        pids = sorted(int(d.name) for d in proc.iterdir() if d.name.isdecimal())
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            if (proc / str(pid)).stat().st_uid != uid:
+                continue
+            args = (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        if b"kafka.Kafka" not in args or args.index(b"kafka.Kafka") + 1 >= len(args):
+            continue
+        props = Path(os.fsdecode(args[args.index(b"kafka.Kafka") + 1]))
+        folder = props.parent.parent
+        if props.name != "server.properties" or props.parent.name != "kafka" or folder == here:
+            continue
+        st = read_state(folder)
+        if st is not None and st.pid == pid:
+            out.append((folder, pid))
+    return out
+
+
 def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=print,
           overrides: dict[str, str] | None = None) -> BrokerState:
     """Start the broker (or return the one already running). Raises :class:`BrokerError`.

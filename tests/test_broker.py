@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+
 import pytest
 
 from ingest import broker
@@ -42,3 +44,43 @@ def test_start_status_stop_restart(tmp_path):
         assert "t.one" in asyncio.run(topics())
     finally:
         broker.stop(tmp_path)
+
+
+def _proc_entry(proc, pid: int, args: list[str]) -> None:
+    (proc / str(pid)).mkdir(parents=True)
+    (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in args) + b"\0")
+
+
+def _state_file(folder, pid: int) -> None:
+    (folder / "kafka").mkdir(parents=True)
+    (folder / "kafka" / "state.json").write_text(json.dumps({
+        "pid": pid, "port": 1, "controller_port": 2, "data_dir": "d", "log_dir": "l", "cluster_id": "c",
+        "started": 0.0}))
+
+
+def test_running_elsewhere_names_the_state_folders_of_this_user_s_brokers(tmp_path):
+    """From a ``/proc`` as Linux lays it out (a folder per pid, ``cmdline`` NUL-separated): the brokers ``start``
+    launched (``kafka.Kafka <state>/kafka/server.properties``) whose pid their folder's state file records; not
+    the one under the folder asked about, not a java of another program, not a pid a state file no longer names."""
+    proc, java = tmp_path / "proc", "/usr/bin/java"
+    a, b, mine, stale = (tmp_path / n for n in ("a", "b", "mine", "stale"))
+    for folder, pid in ((a, 101), (b, 202), (mine, 303), (stale, 999)):
+        _state_file(folder, pid)
+    _proc_entry(proc, 101, [java, "-cp", "x/*", "kafka.Kafka", str(a / "kafka" / "server.properties")])
+    _proc_entry(proc, 202, [java, "kafka.Kafka", str(b / "kafka" / "server.properties")])
+    _proc_entry(proc, 303, [java, "kafka.Kafka", str(mine / "kafka" / "server.properties")])
+    _proc_entry(proc, 404, [java, "kafka.Kafka", str(stale / "kafka" / "server.properties")])  # state says 999
+    _proc_entry(proc, 505, [java, "-jar", "other.jar"])
+    _proc_entry(proc, 606, [java, "kafka.Kafka"])  # no properties file: no folder
+    (proc / "self").mkdir()
+    assert broker.running_elsewhere(mine, proc) == [(a, 101), (b, 202)]
+    assert broker.running_elsewhere(tmp_path / "none", tmp_path / "no-proc") == []
+
+
+def test_running_elsewhere_finds_a_real_broker_by_its_folder(kafka, tmp_path):
+    """The session's real broker (the ``kafka`` fixture's, under a folder of its own) is among those this user runs
+    elsewhere, with the pid its state file records."""
+    found = dict(broker.running_elsewhere(tmp_path))
+    running = [(folder, pid) for folder, pid in found.items() if broker.status(folder) is not None
+               and broker.status(folder).bootstrap == kafka]
+    assert len(running) == 1 and running[0][1] == broker.read_state(running[0][0]).pid
