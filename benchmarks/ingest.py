@@ -501,7 +501,9 @@ CEILING_RUNS = 3
 
 
 def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid: int | None, work: Path,
-               max_records: int) -> dict:
+               max_records: int, keep: bool = False) -> dict:
+    """One Kafka mode end to end: produce, the split ceiling, the worker. ``keep``: leave the worker's lake
+    (``<work>/lake-<name>``) in place, to compare two commits' events over the same lines (``--keep``)."""
     from ingest.broker import ensure_topics
 
     prefix = f"ffbench.{name}.{os.getpid()}"
@@ -530,7 +532,8 @@ def kafka_mode(name: str, shape: str, corpus: Corpus, bootstrap: str, broker_pid
                            f"not {_count(corpus, shape)}")
     e2e["logical_lines"], e2e["lines"] = e2e["lines"], len(corpus.lines)  # rates count the input lines
     lake_events = _lake_rows(lake)
-    shutil.rmtree(lake, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(lake, ignore_errors=True)
     asyncio.run(_drop_topics(bootstrap, topics + [f"{prefix}.dlq"]))
     return _mode_row(e2e, split, nbytes, broker_cpu=(b1 - b0) if b0 is not None and b1 is not None else None,
                      extra={"messages": _count(corpus, shape), "produce_s": produce_s, "lake_events": lake_events,
@@ -708,7 +711,7 @@ def run(a: argparse.Namespace) -> dict:
                     continue
                 log(f"{name} …")
                 modes[name] = kafka_mode(name, shape, corpus, bootstrap, pid, work,
-                                         a.line_max_records if shape == "line" else a.max_records)
+                                         a.line_max_records if shape == "line" else a.max_records, keep=a.keep)
                 save()
             if a.backlog:
                 log(f"backlog of {a.backlog} lines …")
@@ -933,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
                     "streaming correlator (default 12; --quick 4)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", default=None, help="parent folder of the scratch folder (default: /tmp)")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder (with each Kafka mode's lake)")
     a = ap.parse_args(argv)
     import logging
 
