@@ -720,9 +720,14 @@ class StreamCorrelator:
         catalog = default_catalog()  # what correlate() judges faults by
         # kinds a link reaches farther than the events are kept by (Fabric Manager state, a volatile ECC count)
         far = {k for k, w in self._kind_windows().items() if w > keep - self.lateness_us}
+        # a notice of what happens later (``Ev.ahead``: a maintenance's NotBefore days after its line) is kept by that
+        # time and the quiet that resolves its incident (``incident.finish``): gone cold by its line's time, its
+        # incident was correlated no more and its last version, "open", stood for ever when no peer's reset came at
+        # that time (the batch's "resolved"; a break-it pass)
+        until = {k: max(e.ts, (e.ahead() or 0) + self.settings.resolve_after_us) for k, e in self.events.items()}
         kept = {k for k, e in self.events.items()
                 if k in pending or (e.host not in quiet or e.kind in far or is_fault(e, catalog))
-                and (horizon.get(e.host) is None or e.ts >= horizon[e.host] - keep)}
+                and (horizon.get(e.host) is None or until[k] >= horizon[e.host] - keep)}
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)

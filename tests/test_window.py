@@ -1462,3 +1462,108 @@ def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_a
     assert [(d["host"], d["relation"]) for d in notice_inc["downstream"]] == [("node024", "peer_host")]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
     assert {i: strip(v) for i, v in final.items()} == {i: strip(v) for i, v in want.items()}
+
+
+def test_a_notice_whose_time_passes_with_no_peers_reset_resolves_in_the_stream_as_in_the_batch(pipeline):
+    """The catalog's real Azure notice (scylladb/scylla-cluster-tests#5608, ``tests.test_patterns.AZURE_NOTICE``) with
+    its NotBefore two days after its line, and no peer's reset at that time (the maintenance was canceled, or harmed
+    nothing); its host logs every half hour until 90 min past the NotBefore. The stream emitted it ``open`` (its
+    ``scheduled`` time ahead), then its event went cold by its line's time, so its incident was correlated no more:
+    ``open`` stood for ever, where the batch says ``resolved`` (a break-it pass). Its last version is ``resolved``, made
+    at the first step ``resolve_after_us`` past the NotBefore, and is the batch's."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import AZURE_NOTICE, BOOT, T0
+
+    line = datetime(2023, 3, 16, 13, 46, 56, tzinfo=timezone.utc)
+    nb = line + timedelta(days=2)
+    notice = AZURE_NOTICE.replace("Thu, 16 Mar 2023 14:01:28 GMT", f"{nb:%a, %d %b %Y %H:%M:%S} GMT")
+    boot = BOOT.replace("2026-11-20 10:00:01", f"{line - timedelta(seconds=5):%Y-%m-%d %H:%M:%S}")
+    halfhourly = [f"[{line + timedelta(minutes=30 * m):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : "
+                  f"Using eth0:10.1.3.201<0>" for m in range(1, 2 * 48 + 4)]
+    seg = Segment(data="\n".join([boot.format(host="node201", addr="10.1.3.201"), notice, *halfhourly]).encode(),
+                  origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    seen = []
+    for k, now in enumerate(ts):
+        sc.add(events.slice(k, 1), now_us=now)
+        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+    nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
+    at = lambda d: int(d.timestamp() * S)  # noqa: E731
+    assert seen == [(1, "open", nb_iso, at(line + timedelta(minutes=30))),
+                    (2, "resolved", nb_iso, at(nb + timedelta(minutes=30)))]
+    (want,) = correlate(events, b.link_samples, b.topology, now_us=ts[-1])
+    (got,) = [v[2] for v in sc.emitted.values()]
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "clocks")}  # noqa: E731
+    assert strip(got) == strip(want) and want["status"] == "resolved"
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_as_the_batch(pipeline, tmp_path,
+                                                                                          read_back):
+    """An Azure notice (``azure.scheduled_event_notice``) whose NotBefore is 48 h after its line, its host logging every
+    hour for 50 h, and no peer's reset at that time; the service stores events and incidents in a real Parquet lake and
+    restarts 30 h after the notice, both ways (a correlate worker's ``restore(read_back=True)``, the service's
+    ``IncidentSink.recent_events``). The stored ``open`` version stood after the restart too (the notice read back
+    cold was correlated no more; a break-it pass): the stream emits ``resolved``, the batch's status, without a flush."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from api.sink import IncidentSink
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+    from tests.test_patterns import BOOT, T0
+
+    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
+    nb, restart = line + timedelta(hours=48), line + timedelta(hours=30)
+    notice = (f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":'
+              f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+              f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
+    hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
+              f"eth0:10.1.3.201<0>" for h in range(1, 51)]
+    seg = Segment(data="\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]).encode(),
+                  origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    cut = sum(t <= restart.timestamp() * S for t in ts)
+    root, state = tmp_path / "lake", tmp_path / "state"
+    lake = Lake(root)
+    lake.init()
+    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    for k in range(cut):
+        lake.write("events", events.slice(k, 1), f"b{k}")
+        sc.add(events.slice(k, 1), now_us=ts[k])
+        sink.emit(sc.step(now_us=ts[k]))
+    again = IncidentSink(Settings(lake=str(root), state_dir=state))
+    stored = again.stored()
+    nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
+    assert [(i["status"], i.get("scheduled")) for i in stored] == [("open", nb_iso)]
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    if read_back:
+        sc.restore(stored, read_back=True)
+    else:
+        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart))
+    out = []
+    for k in range(cut, len(ts)):
+        sc.add(events.slice(k, 1), now_us=ts[k])
+        if wanted := sc.to_read_back():
+            sc.add_cold(again.incident_events(wanted), wanted)
+        out += [(i["id"], i["version"], i["status"], i.get("scheduled"), ts[k]) for i in sc.step(now_us=ts[k])]
+    (want,) = correlate(b.events, b.link_samples, b.topology, now_us=ts[-1])
+    assert out == [(stored[0]["id"], 2, "resolved", nb_iso, int((nb + timedelta(hours=1)).timestamp() * S))]
+    assert (want["id"], want["status"], want["scheduled"]) == (stored[0]["id"], "resolved", nb_iso)
