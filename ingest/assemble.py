@@ -797,6 +797,8 @@ def _line_time(text: str | None, tz) -> int | None:
 
 #: the year of an RFC 1123 / RFC 822 date (``Thu, 16 Mar 2023 14:01:28 GMT``): day, month name, year
 _RFC_YEAR = re.compile(r"\b\d{1,2}\s+[A-Za-z]{3}\s+(\d+)\s")
+#: RFC 5322's "-0000" after an RFC 1123 date's time: Universal Time, the local zone unsaid
+_MINUS_ZERO = re.compile(r"\d:\d\d(?::\d\d)?\s+-0000(?:\s|\(|$)")
 #: the zone named after an RFC 1123 date's time, or after an ISO 8601 time that prints no offset
 _ZONE_AFTER = re.compile(r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s+(?P<zone>[A-Za-z][\w/+-]{0,39})\s*$")
 
@@ -843,7 +845,10 @@ def _rfc1123_time(text: str, year: str, tz) -> int | None:
         return None
     if off is not None:
         zone = timezone(timedelta(seconds=off)) if abs(off) < 86400 else None
-    elif (z := _ZONE_AFTER.search(text)) is not None:  # a name email.utils does not know ("CEST"), or none ("-0000")
+    elif _MINUS_ZERO.search(text):  # RFC 5322 §3.3: "-0000 also indicates Universal Time" (email.utils.formatdate's
+        # of a UTC time); email's parser says no zone for it, and it was read in the host's zone (a break-it pass)
+        zone = timezone.utc
+    elif (z := _ZONE_AFTER.search(text)) is not None:  # a name email.utils does not know ("CEST"), or none
         zone = _named_zone(z["zone"], tz)
     else:
         zone = tz
