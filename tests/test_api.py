@@ -1753,3 +1753,38 @@ def test_request_metrics_keep_a_bounded_method_label(lake):
     assert count[("/incidents", "HEAD", "2xx")] == 1
     dur = {s.labels["method"] for s in fams["firstfault_api_http_request_duration_seconds"].samples}
     assert dur <= {"GET", "HEAD", "other"}
+
+
+def test_an_incident_open_until_its_scheduled_time_is_listed_since_a_time_after_its_end(tmp_path):
+    """An Azure Scheduled Events document (``azure.scheduled_event_notice``, a Preempt) logged with its time, its
+    NotBefore two days after its line (as ``tests.test_window``'s restart test): its incident ends at the line and
+    is ``open`` until its ``scheduled`` time. ``/incidents?since=`` and a host's timeline took ``since`` against
+    ``end`` alone: asked for what is current since a day after the line, the open incident was not listed (a break-it
+    pass). ``since`` now counts its ``scheduled`` time; a ``since`` after that leaves it out, as one before its start
+    is the same list."""
+    from datetime import datetime, timedelta, timezone
+
+    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
+    nb = line + timedelta(days=2)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "node201.log").write_text(
+        f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":"Scheduled",'
+        f'"EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+        f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}\n')
+    root = tmp_path / "lake"
+    _, incidents = lake_of(root, [folder])
+    (inc,) = incidents
+    assert (inc["end"], inc["scheduled"]) == (f"{line:%Y-%m-%dT%H:%M:%S}.000000Z", f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z")
+    host = inc["initiator"]["host"]
+    with Server(Settings(lake=str(root), api_max_scan_days=3650)) as c:
+        def listed(since):
+            got = [i["id"] for i in c.get("/incidents", params={"since": since}).json()["items"]]
+            tl = [i["id"] for i in c.get(f"/hosts/{host}/timeline", params={"since": since}).json()["incidents"]]
+            assert got == tl
+            return got
+
+        assert listed(f"{line - timedelta(hours=1):%Y-%m-%dT%H:%M:%SZ}") == [inc["id"]]
+        assert listed(f"{line + timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}") == [inc["id"]]
+        assert listed(f"{nb:%Y-%m-%dT%H:%M:%SZ}") == [inc["id"]]
+        assert listed(f"{nb + timedelta(seconds=1):%Y-%m-%dT%H:%M:%SZ}") == []
