@@ -7137,3 +7137,52 @@ def test_a_dump_on_a_local_timeout_explains_minus_one_only_when_the_line_says_it
     (inc,) = run(pipeline, DUMP_LOCAL.format(e=works[0], c=works[1]), host="node05")
     assert ("never launched a collective" in inc["next_action"]) is never, inc["next_action"]
     assert (f"last enqueued work {works[0]}, last completed {works[1]}" in inc["next_action"]) is not never
+
+
+def _fabric_and_host(pipeline, node: str):
+    """The subnet manager on sm01 drops the port of ``node``'s HCA 2 s before node08's rank reports a retry error
+    (status 12) on its NET/IB connection; each log read as one Kafka record (append time: its lines' time)."""
+    sm = ("Jun 17 17:21:28 933162 [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with GUID:0x506b4b0300e5e461 "
+          f"LID range [5, 5] of node:{node} mlx5_0")
+    warn = ("node08:2345:2400 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+            "10.1.0.7<41234> with status=12 opcode=0 len=0 vendor err 129 (Recv)")
+    segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0 + dt, ref_basis="kafka",
+                    ingest_ts=T0 + dt) for h, t, dt in (("sm01", sm, -2_000_000), ("node08", warn, 0))]
+    b = pipeline.run(Decoded(segments=segs))
+    return sorted(correlate(b.events, b.link_samples, b.topology, now_us=T0), key=lambda i: i["start"])
+
+
+def test_the_subnet_managers_lost_port_explains_the_named_hosts_net_ib_errors(pipeline):
+    """OpenSM logs on its own host; its drop manager names the lost port's node by its description, "<host>
+    <device>" (linux-rdma/opensm osm_drop_mgr.c). The host named there loses its RDMA connections: its NCCL NET/IB
+    error is downstream of the fabric's line (peer_host), not an incident of its own (a real-logs pass: two
+    incidents, the host's error "the earliest fault nothing else explains")."""
+    (inc,) = _fabric_and_host(pipeline, "node08")
+    assert (inc["category"], inc["initiator"]["host"], inc["initiator"]["device"]) == (
+        "ib_port", "sm01", "0x506b4b0300e5e461")
+    assert [(d["host"], d["kind"], d["relation"]) for d in inc["downstream"]] == [
+        ("node08", "nccl_error", "peer_host")]
+
+
+def test_the_subnet_managers_lost_port_of_another_host_explains_nothing_here(pipeline):
+    """The same line naming node09's HCA: node08's error is not its downstream; two incidents."""
+    incs = _fabric_and_host(pipeline, "node09")
+    assert [(i["initiator"]["host"], i["initiator"]["kind"], [d["host"] for d in i["downstream"]]) for i in incs] == [
+        ("sm01", "ib_port", []), ("node08", "nccl_error", [])]
+
+
+def test_a_switch_port_down_in_the_sm_sweep_explains_the_ports_it_lost(pipeline):
+    """One sweep of OpenSM 5.21 (an ibsim walkthrough): a switch link went DOWN, then the GID of a port behind it went
+    out of service and the port was removed. One initiator, the switch port; the other two its downstream."""
+    text = "\n".join([
+        "Jun 17 17:21:28 927893 [4F2006C0] 0x02 -> osm_pi_rcv_process: Switch 0x200000 Switch1 port 3 changed state "
+        "from ACTIVE to DOWN",
+        "Jun 17 17:21:28 933044 [3DA006C0] 0x02 -> log_notice: Reporting Generic Notice type:3 num:65 (GID out of "
+        "service) from LID:1 GID:fe80::10:4",
+        "Jun 17 17:21:28 933162 [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with GUID:0x0000000000100004 LID "
+        "range [5, 5] of node:Hca2",
+        "Jun 17 17:21:28 954937 [3DA006C0] 0x02 -> SUBNET UP"])
+    (inc,) = run(pipeline, text, host="sm01")
+    assert (inc["initiator"]["device"], inc["initiator"]["link"]) == ("0x200000", 3)
+    assert sorted((d["device"], d["relation"]) for d in inc["downstream"]) == [
+        ("0x0000000000100004", "same_host"), ("fe80::10:4", "same_host")]
