@@ -7,12 +7,14 @@
 Each line (plain text or an NDJSON envelope: the decoder tells them apart as it does any record) is one Kafka record
 by default, as Vector's and Fluent Bit's Kafka outputs ship one event per record; the producer batches the records
 into requests (aiokafka, ``acks=all``) and the command ends once the broker acknowledged every one. Blank lines are
-not sent. The broker is ``kafka_bootstrap``, else the local one under ``state_dir``; the topic must be one of the
-configured raw ``topics`` (the ones the ingest workers read).
+not sent. A file is read as ``diagnose`` reads it: gzip, zstd, bzip2 or xz decompressed, UTF-16 as UTF-8
+(:func:`log_text`); binary data is refused. The broker is ``kafka_bootstrap``, else the local one under
+``state_dir``; the topic must be one of the configured raw ``topics`` (the ones the ingest workers read).
 
 Exit codes as the main command: 0 every record acknowledged; 1 the broker could not be reached or refused them
 (main: "cannot reach Kafka", a missing topic); 2 a usage or configuration error (a topic that is not a raw topic,
-an unreadable file, no broker configured or running).
+an unreadable, corrupt or binary file, no broker configured or running); 130 interrupted (Ctrl-C). When a record
+is refused or the send is interrupted, how many records the broker acknowledged is said.
 """
 
 from __future__ import annotations
@@ -74,28 +76,54 @@ def pack(lines: Iterable[bytes], lines_per_record: int = 1, max_bytes: int = MAX
     return values, n
 
 
+class SendFailed(Exception):
+    """A send that ended before the broker acknowledged every record: ``acked`` of ``total`` were (the first ones, in
+    order: the rest may be on the topic or not), ``cause`` why (the broker's refusal, an interrupt)."""
+
+    def __init__(self, acked: int, total: int, cause: BaseException) -> None:
+        super().__init__(f"{acked:,} of {total:,} records acknowledged")
+        self.acked, self.total, self.cause = acked, total, cause
+
+
+#: how long the admin client waits for the broker's first answer (ms): a listener that accepts and never answers
+#: held ``send`` 43 s, aiokafka's 40 s default (a break-it pass); the producer's requests keep the default
+CONNECT_TIMEOUT_MS = 10_000
+
+
 async def produce(bootstrap: str, topic: str, key: bytes | None, values: list[bytes]) -> None:
     """Send ``values`` to ``topic`` with ``key`` (None: no key; the broker's partitioner spreads them), in order,
-    batched by the producer; return once the broker acknowledged every one (``acks=all``). Raises
-    ``ingest.broker.MissingTopicsError`` before sending anything when the topic is not there (the local broker
-    creates none on its own), aiokafka's ``KafkaConnectionError`` when no broker answers."""
+    batched by the producer; return once the broker acknowledged every one (``acks=all``). The producer's own
+    request size is the largest value's, so the broker's ``message.max.bytes`` says whether it takes a long line
+    (aiokafka's 1 MiB default refused a 10 MB line before any broker saw it, in a traceback: a break-it pass).
+    Raises ``ingest.broker.MissingTopicsError`` before sending anything when the topic is not there (the local broker
+    creates none on its own), aiokafka's ``KafkaConnectionError`` when no broker answers within
+    :data:`CONNECT_TIMEOUT_MS`, and :class:`SendFailed` (how many were acknowledged) when a record is refused or the
+    send is interrupted (Ctrl-C: ``cause`` a ``KeyboardInterrupt``, or the task's cancellation)."""
     from aiokafka import AIOKafkaProducer
     from aiokafka.admin import AIOKafkaAdminClient
 
     from ingest.broker import require_topics
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=CONNECT_TIMEOUT_MS)
     await admin.start()
     try:
         await require_topics(admin, [topic], bootstrap)
     finally:
         await admin.close()
-    p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    largest = max(map(len, values), default=0) + len(key or b"") + 1024  # a record batch's overhead
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+                         max_request_size=max(1024 * 1024, largest))
     await p.start()
+    futs: list[asyncio.Future] = []
     try:
-        futs = [await p.send(topic, value=v, key=key) for v in values]
+        for v in values:
+            futs.append(await p.send(topic, value=v, key=key))
         for f in futs:
             await f
+    except (Exception, asyncio.CancelledError) as e:
+        # the leading records acknowledged (a batch is acknowledged whole, in order)
+        acked = next((i for i, f in enumerate(futs) if not f.done() or f.cancelled() or f.exception()), len(futs))
+        raise SendFailed(acked, len(values), e) from e
     finally:
         await p.stop()
 
@@ -104,6 +132,27 @@ def _lines(path: str) -> tuple[BinaryIO, str]:
     if path == "-":
         return sys.stdin.buffer, "standard input"
     return open(path, "rb"), path  # noqa: SIM115 — closed by the caller
+
+
+def log_text(raw: bytes) -> bytes:
+    """The log text of a file's (or standard input's) bytes ``raw`` as ``diagnose`` reads them
+    (``ingest.decode.decode_file``): gzip, zstd, zlib, bzip2 or xz decompressed (at most ``MAX_FILE_BYTES``), UTF-16
+    or UTF-32 text (byte order mark or not) as UTF-8, lines ended by a carriage return alone (a serial console's)
+    split. Split at its bytes ``\\n`` as it was, a gzip file went out as records of compressed fragments, dead letters
+    all, and UTF-16 lines as halves of code units (a break-it pass). Raises ``ingest.decode.CompressionError``
+    (corrupt, truncated, too large) and ``ValueError`` saying why the bytes are no log text (binary data, an
+    executable, a journal file: ``binary_file``), which ``diagnose`` would skip too."""
+    from ingest.decode import (MAX_FILE_BYTES, _cr_lines, _wide_codec, binary_file, bomless_text, decompress,
+                               utf16_stretches)
+
+    data = _cr_lines(decompress(raw, limit=MAX_FILE_BYTES))
+    if (text := bomless_text(data)) is not None:
+        data = text
+    if (why := binary_file(data)) is not None:
+        raise ValueError(why)
+    if (codec := _wide_codec(data)) is not None:  # a byte order mark's: dropped with it
+        return data.decode(codec, "replace").encode().removeprefix("\ufeff".encode())
+    return utf16_stretches(data)
 
 
 def send(
@@ -135,17 +184,35 @@ def send(
         raise typer.BadParameter(f"{path!r} is no file (- reads standard input)", param_hint="FILE")
     host = key if key is not None else (None if path == "-" else host_from_filename(Path(path)))
     bootstrap = _bootstrap(s)
+    from ingest.decode import CompressionError
+
     try:
         f, shown = _lines(path)
         with f:
-            values, n = pack(f, lines_per_record)
+            text = log_text(f.read())
     except OSError as e:
         err.print(f"[red]cannot read {escape(path)}:[/] {escape(e.strerror or str(e))}")
         raise typer.Exit(2) from None
+    except CompressionError as e:
+        err.print(f"[red]cannot read {escape(shown)}:[/] {escape(str(e))}; nothing sent")
+        raise typer.Exit(2) from None
+    except ValueError as e:
+        err.print(f"[red]nothing sent: {escape(shown)} is {escape(str(e))}[/]")
+        raise typer.Exit(2) from None
+    values, n = pack(text.split(b"\n"), lines_per_record)
     if not values:
         err.print(f"nothing sent: {escape(shown)} holds no line", style="yellow")
         return
-    asyncio.run(produce(bootstrap, name, host.encode() if host else None, values))
+    try:
+        asyncio.run(produce(bootstrap, name, host.encode() if host else None, values))
+    except (SendFailed, KeyboardInterrupt) as e:
+        # what the broker holds is said: sent again, the acknowledged lines would be events twice
+        interrupted = isinstance(e, KeyboardInterrupt) or isinstance(e.cause, asyncio.CancelledError)
+        acked = e.acked if isinstance(e, SendFailed) else 0
+        why = "interrupted" if interrupted else f"refused: {type(e.cause).__name__}: {e.cause}"  # type: ignore
+        err.print(f"[red]send {why}[/]: {acked:,} of {len(values):,} records to {escape(name)} acknowledged (the "
+                  "first ones, in order; any later one may be on the topic too)", soft_wrap=True)
+        raise typer.Exit(130 if interrupted else 1) from None
     keyed = f"key {host}" if host else "no key: each line's host is what it names"
     err.print(f"sent {n:,} line{'s' * (n != 1)} in {len(values):,} record{'s' * (len(values) != 1)} to {name} on "
               f"{bootstrap} ({keyed})", markup=False, highlight=False, soft_wrap=True)

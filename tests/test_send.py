@@ -142,3 +142,51 @@ def test_send_to_a_raw_topic_the_broker_lacks_says_how_to_create_it(kafka, raw_t
                             "FIRSTFAULT_TOPICS": "gone.dmesg," + raw_topics[1]})
     assert p.returncode == 1, p.stderr
     assert f"topic gone.dmesg does not exist on the broker at {kafka}: `firstfault kafka topics` creates" in p.stderr
+
+
+def test_a_file_is_read_as_diagnose_reads_it_compressed_utf16_or_with_carriage_returns():
+    """gzip, bzip2 and xz decompressed, UTF-16 (its byte order mark dropped) as UTF-8, a serial console's CR-only
+    lines split: a gzip file went out as records of compressed fragments, all dead letters (a break-it pass)."""
+    import bz2
+    import gzip
+    import lzma
+
+    from api.send_cli import log_text
+
+    text = (XID79 + "\nsecond line\n").encode()
+    for raw in (gzip.compress(text), bz2.compress(text), lzma.compress(text), text.decode().encode("utf-16"),
+                text.replace(b"\n", b"\r")):
+        assert pack(log_text(raw).split(b"\n")) == ([XID79.encode(), b"second line"], 2), raw[:8]
+
+
+def test_binary_data_or_a_broken_gzip_file_is_refused_and_nothing_is_sent(tmp_path, monkeypatch):
+    """Exit 2 before any broker is asked (none is configured here), saying why, as ``diagnose`` skips such a file."""
+    import gzip
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "node1.bin").write_bytes(bytes(range(256)) * 64)
+    (tmp_path / "node2.log.gz").write_bytes(gzip.compress((XID79 + "\n").encode())[:20])
+    env = {"FIRSTFAULT_STATE_DIR": str(tmp_path / "state"), "FIRSTFAULT_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
+    r = runner.invoke(app, ["send", "--topic", "fleet.dmesg", "node1.bin"], env=env)
+    assert r.exit_code == 2 and "nothing sent: node1.bin is not log text" in " ".join(r.stderr.split()), r.output
+    r = runner.invoke(app, ["send", "--topic", "fleet.dmesg", "node2.log.gz"], env=env)
+    assert r.exit_code == 2, r.output
+    assert "cannot read node2.log.gz: truncated gzip stream" in " ".join(r.stderr.split()), r.stderr
+
+
+@pytest.mark.kafka
+def test_a_gzip_file_goes_out_as_its_lines_and_a_line_past_a_mebibyte_whole(kafka, raw_topics, tmp_path, pipeline):
+    """A gzip file's lines, decompressed, one record each; a 2 MiB line is one record of its own, taken by the local
+    broker (``message.max.bytes`` 128 MiB): aiokafka's own 1 MiB ``max_request_size`` refused it in a traceback,
+    exit 1, before the broker saw it (a break-it pass)."""
+    import gzip
+
+    long = b"x" * (2 * 1024 * 1024)
+    (tmp_path / "node099.dmesg.log.gz").write_bytes(gzip.compress(XID79.encode() + b"\n" + long + b"\n"))
+    r = runner.invoke(app, ["send", "--topic", "dmesg", "node099.dmesg.log.gz"])
+    assert r.exit_code == 0, r.output
+    assert "sent 2 lines in 2 records" in r.stderr and "(key node099)" in r.stderr
+    recs = _read_back(kafka, raw_topics[0], 2)
+    assert [rec.value for rec in recs] == [XID79.encode(), long]
+    ev = pipeline.run(decode_records(recs[:1])).events.to_pylist()
+    assert [(e["host"], e["xid"]) for e in ev] == [("node099", 79)]
