@@ -198,6 +198,14 @@ CRASH_SIGNALS = ("absl.fatal_signal", "glog.fatal_signal", "paddle.fatal_signal"
 #: a process's own line that it ends on a failure elsewhere, by an abort a crash handler then prints (JAX's
 #: "Terminating process because the JAX distributed service detected fatal errors …", LOG(FATAL): openxla/xla#38624)
 ABORTS_ON = frozenset({"xla.coordination_error"})
+#: PyTorch's own lines when its NCCL watchdog takes the process down on a failed collective that did not time out:
+#: an asynchronous NCCL error ("failure detected by watchdog at work sequence id: …", "Some NCCL operations have failed
+#: or timed out", "taking the entire process down", and the error it re-throws before abort(): "Process group watchdog
+#: thread terminated with exception: NCCL error: remote process exited …", tatsu-lab/stanford_alpaca#207,
+#: deepseek-ai/DeepEP#106). No line gives an elapsed time, so no timeout leads the crash handler's SIGABRT that
+#: follows, and it was the incident's first fault, the cause of the lines that took it down (a break-it pass)
+WATCHDOG_ABORTS = frozenset({"torch.watchdog_failure", "torch.watchdog_exception", "torch.taking_down",
+                             "torch.nccl_error", "torch.nccl_result"})
 #: the lines that report a process's end and follow its host's watchdog timeout without a rank (``follow_watchdogs``)
 PROCESS_END = (*TORCHRUN_AGENT, *CRASH_SIGNALS)
 #: how long after a watchdog timeout line the same rank's follow-up lines come (PyTorch prints them at once)
@@ -326,10 +334,13 @@ def follow_watchdogs(events: list[Ev]) -> None:
     (``CRASH_SIGNALS``: "*** SIGABRT (@0x…) received by PID …" after the watchdog's abort). So is a crash handler's
     line at most ``FOLLOW_UP_US`` after its host's line that says the process ends on a failure elsewhere
     (``ABORTS_ON``: JAX's "Terminating process because the JAX distributed service detected fatal errors. This most
-    likely indicates that another task died", whose LOG(FATAL) aborts: openxla/xla#38624), at that line's start.
-    Sets ``Ev.implied_start`` in place."""
+    likely indicates that another task died", whose LOG(FATAL) aborts: openxla/xla#38624), at that line's start; and
+    one that follows no timeout, at most ``AGENT_FOLLOW_UP_US`` after its host's line of PyTorch's watchdog taking the
+    process down on an asynchronous NCCL error (``WATCHDOG_ABORTS``: "NCCL error: remote process exited …", "taking
+    the entire process down"), at the latest such line's start. Sets ``Ev.implied_start`` in place."""
     timeouts: dict[tuple[str, int | None], list[Ev]] = {}
     enders: dict[str, list[Ev]] = {}
+    watchdogs: dict[str, list[Ev]] = {}
     for e in events:
         if e.elapsed_ms:
             if e.rank is not None:
@@ -337,10 +348,19 @@ def follow_watchdogs(events: list[Ev]) -> None:
             timeouts.setdefault((e.host, None), []).append(e)  # for the lines that print no rank
         elif e.signature in ABORTS_ON:
             enders.setdefault(e.host, []).append(e)
+        elif e.signature in WATCHDOG_ABORTS:
+            watchdogs.setdefault(e.host, []).append(e)
     if enders:
-        _follow_enders(events, enders)
-    if not timeouts:
-        return
+        _follow_enders(events, enders, FOLLOW_UP_US)
+    if timeouts:
+        _follow_timeouts(events, timeouts)
+    if watchdogs:  # after the timeouts: a crash that follows a timeout keeps that timeout's start
+        _follow_enders(events, watchdogs, AGENT_FOLLOW_UP_US)
+
+
+def _follow_timeouts(events: list[Ev], timeouts: dict[tuple[str, int | None], list[Ev]]) -> None:
+    """Give the lines that follow a watchdog timeout (``follow_watchdogs``) its start: ``timeouts`` maps (host, rank)
+    and (host, None) to the host's lines that give an elapsed time."""
     for lst in timeouts.values():
         lst.sort(key=lambda t: (t.ts, t.order))
     for e in events:
@@ -362,15 +382,16 @@ def follow_watchdogs(events: list[Ev]) -> None:
             e.imply_start(best.start)
 
 
-def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]]) -> None:
-    """Give a crash handler's line (``CRASH_SIGNALS``) the start of the latest line of ``enders`` (host -> its
-    ``ABORTS_ON`` lines) of its host at most ``FOLLOW_UP_US`` before it (or of its time and before it in the log)."""
+def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]], reach_us: int) -> None:
+    """Give a crash handler's line (``CRASH_SIGNALS``) with no implied start yet the start of the latest line of
+    ``enders`` (host -> its lines that end the process: ``ABORTS_ON``, ``WATCHDOG_ABORTS``) of its host at most
+    ``reach_us`` (µs) before it (or of its time and before it in the log)."""
     for e in events:
         if e.signature not in CRASH_SIGNALS or e.implied_start is not None:
             continue
         best = None
         for t in enders.get(e.host, ()):
-            if t.ts <= e.ts <= t.ts + FOLLOW_UP_US and (t.ts < e.ts or _after_in_log(t, e)) \
+            if t.ts <= e.ts <= t.ts + reach_us and (t.ts < e.ts or _after_in_log(t, e)) \
                     and (best is None or t.ts > best.ts):
                 best = t
         if best is not None:

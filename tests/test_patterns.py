@@ -6124,6 +6124,45 @@ def test_a_crash_signal_after_its_hosts_watchdog_timeout_is_that_timeouts_teardo
     assert [x["rule"] for x in inc["evidence"]] == ["watchdog_timeout.explains_its_abort"]
 
 
+ASYNC_ABORT = [  # PyTorch's watchdog taking rank 3's process down (snowflakedb/ArcticTraining#219, the catalog's lines)
+    "[rank3]:[E626 16:48:25.440250129 ProcessGroupNCCL.cpp:684] [Rank 3] Some NCCL operations have failed or timed "
+    "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "
+    "data.",
+    "[rank3]:[E626 16:48:25.440271515 ProcessGroupNCCL.cpp:698] [Rank 3] To avoid data inconsistency, we are taking "
+    "the entire process down."]
+
+
+@pytest.mark.parametrize("crash", [
+    "*** SIGABRT (@0x3e800001055) received by PID 4181 (TID 0x7f56686c9700) from PID 4181; stack trace: ***",
+    "FatalError: `Process abort signal` is detected by the operating system.",
+    "*** SIGABRT received at time=1764559201 on cpu 3 ***"])
+@pytest.mark.parametrize("error", [
+    None,  # no error line: the watchdog's own lines are what the abort follows
+    "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:410, unhandled system error, NCCL "
+    "version 2.4.8",  # NVIDIA/nccl#286
+    "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+    "remote process exited or there was a network error, NCCL version 2.21.5"])  # NVIDIA/nccl#2076
+def test_a_crash_signal_after_its_watchdogs_abort_on_an_nccl_error_is_that_errors_teardown(pipeline, crash, error):
+    """The watchdog takes a rank's process down after an asynchronous NCCL error as after a timeout ("Some NCCL
+    operations have failed or timed out", "taking the entire process down", then the error it re-throws and abort():
+    tatsu-lab/stanford_alpaca#207), but no line gives an elapsed time: the crash handler's SIGABRT was the first fault
+    and the cause of the lines before it, "the fault nothing else explains" (cuda_error.explains_nccl; a break-it pass).
+    It is the error's teardown (``model.WATCHDOG_ABORTS``): the incident is the one without the SIGABRT, which joins it
+    downstream by ``watchdog_error.explains_its_abort``."""
+    lines = ASYNC_ABORT + ([error] if error else [])
+    stamp = "2026-12-01T03:20:0{}+00:00 node21 python[4181]: {}".format
+    text = "\n".join(stamp(i, line) for i, line in enumerate(lines))
+    (alone,) = run(pipeline, text, host="node21")
+    (inc,) = run(pipeline, text + "\n" + stamp(len(lines), crash), host="node21")
+    for f in ("pattern", "category"):
+        assert inc[f] == alone[f], (f, inc[f], alone[f])
+    assert inc["initiator"]["fault"] == alone["initiator"]["fault"] != "absl.fatal_signal"
+    if error and "system error" in error:  # the rank's own error is the initiator, its abort downstream of it
+        assert (inc["initiator"]["fault"], inc["initiator"]["host"]) == ("nccl_error", "node21")
+    assert [d["kind"] for d in inc["downstream"] if d["kind"] == "other"] == ["other"]
+    assert {x["rule"] for x in inc["evidence"]} == {"watchdog_error.explains_its_abort"}
+
+
 def test_jax_s_abort_after_its_fatal_coordination_error_is_a_report_as_that_line_is(pipeline):
     """JAX ends a process whose coordination service failed with LOG(FATAL): "Terminating process because the JAX
     distributed service detected fatal errors. This most likely indicates that another task died", then Abseil's
