@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of
+from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of, spares_job
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, RANK_REPORTS, LinkRule, Relations, SideIndex,
                              collective_window_us, comms_of, gpu_key, job_local, log_of, named_collective, pred_shape,
                              rank_scope)
@@ -683,7 +683,8 @@ def _join_peers(faults: list[Ev], by_host: dict[str, list[int]], topo: Topology,
         lo = bisect_left(there, s - w - slack, key=starts.__getitem__)
         hi = bisect_right(there, s + w + slack, key=starts.__getitem__)
         for j in there[lo:hi]:
-            if (kinds_of_rule and kinds[j] not in kinds_of_rule) or j in loose or dsu.find(j) == dsu.find(i):
+            if (kinds_of_rule and kinds[j] not in kinds_of_rule) or j in loose or dsu.find(j) == dsu.find(i) or (
+                    spares_job(faults[j])):  # an OOM kill of another program is no fault of the peer
                 continue
             if within(faults[j], e, w, clocks):
                 dsu.union(i, j)

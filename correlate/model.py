@@ -147,6 +147,33 @@ def across_reboot(a: Ev, b: Ev) -> bool:
     return a.boot != b.boot and capture_of(a) == capture_of(b)
 
 
+#: the kernel's OOM-killer lines (``host.oom_kill``: "Killed process 18177 (palo_be) …", "python invoked oom-killer";
+#: ``host.oom_kill_summary``: "oom-kill:…,task=pt_main_thread,pid=461754") and the process each names
+OOM_KILLS = frozenset({"host.oom_kill", "host.oom_kill_summary"})
+#: the names the kernel gives a training job's processes (its ``comm``, 15 characters at most), as prefixes, compared
+#: without case: Python's interpreter (python, python3.10), PyTorch's threads (pt_main_thread: the kernel names a
+#: process by the thread that ran out), torchrun, Ray's workers (ray::…), vLLM's and SGLang's workers (VLLM::Worker,
+#: sglang::scheduler), DeepSpeed's and Accelerate's launchers, and nccl-tests' binaries (all_reduce_perf: suffix)
+JOB_PROCESSES = ("python", "pt_", "torchrun", "ray::", "vllm", "sglang", "deepspeed", "accelerate")
+JOB_PROCESS_SUFFIXES = ("_perf",)
+
+
+def spares_job(e: Ev) -> bool:
+    """Is ``e`` an OOM kill (``OOM_KILLS``) that names a process not of a training job: the process killed
+    (``details.killed``), or the one that invoked the killer when the line names no victim (``process``), is none
+    of ``JOB_PROCESSES``? Such a kill ended another program on the host (a database, a web server: apache/doris#3525's
+    palo_be), not the rank whose peers then lose their connection: a peer's reset that names this host is no report
+    of it (``peer_host``; it was tied to a peer's reset on another host as its initiator, a break-it pass). False for
+    any other event and for a line that names no process."""
+    if e.signature not in OOM_KILLS:
+        return False
+    name = e.details.get("killed") or e.process
+    if not isinstance(name, str) or not name:
+        return False
+    name = name.lower()
+    return not name.startswith(JOB_PROCESSES) and not name.endswith(JOB_PROCESS_SUFFIXES)
+
+
 def capture_of(e: Ev) -> str:
     """The capture a line was read from (a file, a Kafka value): its ``origin`` without the line number."""
     return e.origin.rsplit(":", 1)[0]

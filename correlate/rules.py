@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from correlate.model import Ev, across_reboot, capture_of, process_group
+from correlate.model import Ev, across_reboot, capture_of, process_group, spares_job
 from correlate.topology import Topology, log_stream
 from ingest.catalog import Catalog, default_catalog, read_yaml
 from ingest.extract import LINK_DOWN_CAUSES, XID74_READINGS
@@ -766,6 +766,8 @@ class Relations:
             return (k := log_of(c)) is not None and k == log_of(e)
         if rel == "names_device":  # the effect's line names the cause's device as its peer (an AER error's source)
             return e.peer is not None and e.peer == c.device and c.host == e.host and not across_reboot(c, e)
-        if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host)
-            return c.host != e.host and (self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
+        if rel == "peer_host":  # on two hosts, one names the other as its peer (Topology.peer_host), whose fault
+            # hit the job there: not an OOM kill of another program (model.spares_job)
+            return c.host != e.host and not spares_job(c) and not spares_job(e) and (
+                self.topo.peer_host(e) == c.host or self.topo.peer_host(c) == e.host)
         raise ValueError(f"unknown relation {rel!r}")

@@ -3263,6 +3263,45 @@ def test_a_slingshot_job_without_a_vni_starts_at_libfabrics_warning_not_a_generi
     assert inc["next_action"].startswith("NCCL's AWS OFI plugin could not open a fabric access domain: RC -38"), inc
 
 
+@pytest.mark.parametrize("kill, job", [
+    # apache/doris#3525: a database's backend (palo_be) killed, a kernel before 4.19 and a memory cgroup's
+    ("Killed process 18177 (palo_be), UID 0, total-vm:70347780kB, anon-rss:45563572kB, file-rss:0kB, shmem-rss:0kB",
+     False),
+    ("Memory cgroup out of memory: Kill process 24984 (palo_be) score 968 or sacrifice child", False),
+    # the one-line summary (Linux 4.19+) naming a web server, and a PyTorch process by its main thread's name
+    ("oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=user.slice,mems_allowed=0,oom_memcg=/user.slice/"
+     "user-1000.slice,task_memcg=/user.slice/user-1000.slice,task=uvicorn,pid=32550,uid=525287", False),
+    ("oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-ec9ee266.scope,mems_allowed=0-1,"
+     "oom_memcg=/kubepods.slice,task_memcg=/kubepods.slice/cri-containerd-ec9ee266.scope,task=pt_main_thread,"
+     "pid=461754,uid=0", True),
+    ("Killed process 89746 (python) total-vm:118026216kB, anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB",
+     True),  # intel/platform-resource-manager#42
+    ("python invoked oom-killer: gfp_mask=0x14000c0(GFP_KERNEL), nodemask=(null), order=0, oom_score_adj=829",
+     True)])  # NVIDIA/DALI#585
+def test_an_oom_kill_explains_its_peers_reset_only_when_it_killed_the_jobs_process(pipeline, kill, job):
+    """The OOM killer on a rank's host and a peer on another host that reads "Connection reset by peer" naming that
+    host's address: the kill explains the reset when it ended the job's process (python, PyTorch's pt_main_thread),
+    as in ``test_a_host_that_went_away_…``. A kill of another program there (a database's backend, a web server)
+    left the rank running: it was still the reset's initiator, the peer's report tied to it (``peer_host``, a break-it
+    pass). Then they are two incidents: the kill on its host, and the reset's lost peer (``comm.peer_failed``)."""
+    files = {"node201": BOOT.format(host="node201", addr="10.1.3.201") + "\n[2026-11-20 10:05:00] node201 kernel: "
+             + kill,
+             "node024": RECV.format(host="node024", addr="10.1.3.201")}
+    incs = _hosts(pipeline, files)
+    if job:
+        (inc,) = incs
+        assert (inc["initiator"]["host"], inc["category"]) == ("node201", "host_memory"), inc
+        assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")]
+        assert {x["rule"] for x in inc["evidence"]} == {"host_loss.explains_peer_reports"}
+        return
+    (oom,) = [i for i in incs if i["category"] == "host_memory"]
+    (peer,) = [i for i in incs if i is not oom]
+    assert (oom["initiator"]["host"], oom["downstream"], oom["evidence"]) == ("node201", [], [])
+    assert (peer["pattern"], peer["initiator"]["candidates"]) == (
+        "comm.peer_failed", ["the peer at 10.1.3.201 (node201)"]), peer
+    assert [d["host"] for d in peer["downstream"]] == ["node024"]
+
+
 # GCP's GPUDirect-TCPX plugin's wait on a peer's control message (google/nccl-plugin-gpudirecttcpx#1, its line with
 # this test's times and addresses) and a GPU NIC's address announced by NCCL's Bootstrap line
 TCPX_WAIT = ("[2026-11-20 10:05:02] {host}:1300:1390 [0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN "
