@@ -153,8 +153,12 @@ OOM_KILLS = frozenset({"host.oom_kill", "host.oom_kill_summary"})
 #: the names the kernel gives a training job's processes (its ``comm``, 15 characters at most), as prefixes, compared
 #: without case: Python's interpreter (python, python3.10), PyTorch's threads (pt_main_thread: the kernel names a
 #: process by the thread that ran out), torchrun, Ray's workers (ray::…), vLLM's and SGLang's workers (VLLM::Worker,
-#: sglang::scheduler), DeepSpeed's and Accelerate's launchers, and nccl-tests' binaries (all_reduce_perf: suffix)
-JOB_PROCESSES = ("python", "pt_", "torchrun", "ray::", "vllm", "sglang", "deepspeed", "accelerate")
+#: sglang::scheduler), DeepSpeed's and Accelerate's launchers, the serving and HPC binaries the catalog's GPU lines
+#: come from (tritonserver, trtllm-serve, text-generation-launcher/-server, ollama, llama-server, HPL's xhpl,
+#: LAMMPS' lmp, julia) and nccl-tests' binaries (all_reduce_perf: suffix). A job's binary of another name is spared:
+#: the list errs that way, a name the kernel gives every job (``main``, ``a.out``) would tie any host's kill
+JOB_PROCESSES = ("python", "pt_", "torchrun", "ray::", "vllm", "sglang", "deepspeed", "accelerate", "tritonserver",
+                 "trtllm", "text-generation", "ollama", "llama", "xhpl", "lmp", "julia")
 JOB_PROCESS_SUFFIXES = ("_perf",)
 
 
