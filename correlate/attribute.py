@@ -660,7 +660,7 @@ def find_edges(scene: Scene) -> list[Edge]:
         return edges
     clocks, topo = scene.clocks, scene.topo
     starts_of = [e.start for e in evs]
-    slack = max(e.precision_us for e in evs) + clocks.max_skew()
+    slack = max(e.start_precision_us for e in evs) + clocks.max_skew()
     skew_of: dict[str, int] = {}
     # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span, file-dated)
     timing = [None] * len(evs)
@@ -835,7 +835,7 @@ def cause_class(c: Ev, relations: Hashable) -> tuple:
     """The class of alike causes ``c`` is in (:func:`find_edges`): its :func:`relation_class` (``relations``, or a
     number that stands for it), its shape (``rules.pred_shape``: which rules it satisfies) and what the time test
     reads of a cause besides its start and host (its precision, whether only an upper bound times it)."""
-    return (relations, pred_shape(c), c.precision_us, c.undated())
+    return (relations, pred_shape(c), c.start_precision_us, c.undated())
 
 
 def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
@@ -895,14 +895,14 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
 
 
 def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool, bool]:
-    """What ``window.may_cause`` reads of ``e`` (:func:`find_edges`): its start, line time and precision (µs),
-    host, the host's clock skew (µs; ``skew_of`` keeps it per host), whether it is a watchdog span
+    """What ``window.may_cause`` reads of ``e`` (:func:`find_edges`): its start, line time and the precision of its
+    start (µs, ``Ev.start_precision_us``), host, the host's clock skew (µs; ``skew_of`` keeps it per host), whether it is a watchdog span
     (``elapsed_ms`` or an implied start: the cause may fall anywhere up to its line time) and whether it is dated
     by its file's mtime (``window.file_dated``)."""
     skew = skew_of.get(e.host)
     if skew is None:
         skew = skew_of[e.host] = clocks.skew(e.host)
-    return (e.start, e.ts, e.precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None),
+    return (e.start, e.ts, e.start_precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None),
             file_dated(e))
 
 
@@ -1193,7 +1193,7 @@ def _which_first(scene: Scene, candidates: list[tuple], names: list[str]) -> str
         return "The evidence does not say which came first."
 
     def gap_ok(b: Ev) -> bool:
-        tol = a.precision_us + b.precision_us
+        tol = a.start_precision_us + b.start_precision_us
         if a.host != b.host:
             tol += scene.clocks.skew(a.host) + scene.clocks.skew(b.host)
         return b.start - a.start > tol

@@ -111,15 +111,15 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
     # how much farther than a link's window two faults may be (window.tolerance): both skews and resolutions
     # an inherited time whose span (details.ts_until) is longer than a link's window joins no fault by that link:
     # it says when its line was written no closer than that (_loose_for; _join_spanned places it)
-    spanned = [i for i, e in enumerate(faults) if "ts_until" in e.details]
-    firm_p = max((e.precision_us for e in faults if "ts_until" not in e.details), default=0)
-    spans = sorted(faults[i].precision_us for i in spanned)
+    spanned = [i for i, e in enumerate(faults) if e.spanned]
+    firm_p = max((e.start_precision_us for e in faults if not e.spanned), default=0)
+    spans = sorted(faults[i].start_precision_us for i in spanned)
     loose_memo: dict[int, frozenset[int]] = {}
 
     def loose_for(w: int) -> frozenset[int]:
         got = loose_memo.get(w)
         if got is None:
-            got = loose_memo[w] = frozenset(i for i in spanned if faults[i].precision_us > w)
+            got = loose_memo[w] = frozenset(i for i in spanned if faults[i].start_precision_us > w)
         return got
 
     def slack_for(w: int) -> int:
@@ -128,7 +128,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
         k = bisect_right(spans, w)
         return 2 * clocks.max_skew() + 2 * max(firm_p, spans[k - 1] if k else 0)
     starts2 = [2 * s for s in starts]
-    precisions2 = [2 * e.precision_us for e in faults]
+    precisions2 = [2 * e.start_precision_us for e in faults]
     lefts2 = [s - p for s, p in zip(starts2, precisions2)]
     by_host: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(faults):
@@ -408,8 +408,8 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
             return False
         if peer not in starts:
             starts[peer] = sorted(f.start for f in by_host[peer])
-            coarsest[peer] = max(f.precision_us for f in by_host[peer])
-        tol = peer_w + e.precision_us + coarsest[peer] + clocks.skew(e.host) + clocks.skew(peer)
+            coarsest[peer] = max(f.start_precision_us for f in by_host[peer])
+        tol = peer_w + e.start_precision_us + coarsest[peer] + clocks.skew(e.host) + clocks.skew(peer)
         on = starts[peer]
         k = bisect_left(on, e.start - tol)
         return k < len(on) and on[k] <= e.start + tol
@@ -577,7 +577,7 @@ def _join_spanned(faults: list[Ev], loose: frozenset[int], dsu: _DSU, by_host: d
             f = faults[j]
             if f.start < e.ts - FILE_REACH_US:
                 break
-            if j in loose or f.ts_basis == "file" or f.start > until + f.precision_us:
+            if j in loose or f.ts_basis == "file" or f.start > until + f.start_precision_us:
                 continue
             mine, theirs = gpu(i), gpu(j)
             if (mine is None or theirs is None or mine == theirs) and not across_reboot(f, e) and related(f, e):
@@ -1177,9 +1177,9 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         starts, idx = per_host.setdefault(f.host, ([], []))
         starts.append(f.start)
         idx.append(i)
-    precision = [f.precision_us for f in faults]
+    precision = [f.start_precision_us for f in faults]
     # an inherited time that spans more than a context event's window takes none (nor is one: components)
-    spanned = [("ts_until" in f.details) for f in faults]
+    spanned = [f.spanned for f in faults]
     widest = {h: max((precision[i] for i in idx if not spanned[i]), default=0) for h, (_s, idx) in per_host.items()}
     spanning = {h for h, (_s, idx) in per_host.items() if any(spanned[i] for i in idx)}
     windows: dict[str, int] = {}  # kind -> its context window (µs)
@@ -1191,12 +1191,12 @@ def _attach_context(context: list[Ev], faults: list[Ev], dsu: _DSU, groups: dict
         w = windows.get(e.kind)
         if w is None:
             w = windows[e.kind] = _context_window(e, links) + 2 * S
-        if "ts_until" in e.details and e.precision_us > w:
+        if e.spanned and e.start_precision_us > w:
             continue
-        limit = w + e.precision_us + max(widest[e.host], w if e.host in spanning else 0) + skews
+        limit = w + e.start_precision_us + max(widest[e.host], w if e.host in spanning else 0) + skews
         for d, near in _outward(starts, idx, e.start, limit):
             # window.within on one host (no skew): d <= w + both precisions
-            room = d - w - e.precision_us
+            room = d - w - e.start_precision_us
             hit = [i for i in near if precision[i] >= room and not (spanned[i] and precision[i] > w)]
             if hit:
                 groups[dsu.find(min(hit))].append(e)

@@ -501,7 +501,7 @@ def known_before(e: Ev, t: int) -> bool:
     have been written: ``ingest.assemble._span_inherited``). Such a line says its fault came after that stamped line,
     not when (a ``[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered`` under the job's NCCL init
     line, four hours before the Xid 48 it reports: a scenario trial)."""
-    return e.start < t and e.details.get("ts_until", -1) < t
+    return e.start < t and (not e.spanned or e.details["ts_until"] < t)
 
 
 def _known_first(evs: list[Ev]) -> list[Ev]:
@@ -509,11 +509,11 @@ def _known_first(evs: list[Ev]) -> list[Ev]:
     inherited time spans (:func:`known_before`) to the earliest start of the others. Such a line started the
     incident of the Xid 48 it reports four hours early, with a "~" (a scenario trial). All of ``evs`` when each is
     such a line."""
-    known = [e for e in evs if "ts_until" not in e.details]
+    known = [e for e in evs if not e.spanned]
     if len(known) in (0, len(evs)):
         return evs
     first = min(e.start for e in known)
-    return known + [e for e in evs if "ts_until" in e.details and known_before(e, first)]
+    return known + [e for e in evs if e.spanned and known_before(e, first)]
 
 
 def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
@@ -890,7 +890,7 @@ def _aer_before(scene: Scene, v: Verdict) -> str:
     near = [e for e in scene.events if e.kind == "pcie_aer" and e.host == fall.host and e not in v.initiator_events
             and (e.device == fall.device or e.device_type != "gpu" and not (
                 e.device and (e.details.get("driver") in GPU_DRIVERS or e.device in gpus)))
-            and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.precision_us + fall.precision_us]
+            and abs(fall.start - e.start) <= AER_BEFORE_FALL_US + e.start_precision_us + fall.start_precision_us]
     # lines dated only by their file (or record) say no order: a paste puts nvidia-smi's output before the dmesg
     unordered = [e for e in near if e.undated() and fall.undated()]
     aer = [e for e in near if e not in unordered and e.order < fall.order] or unordered

@@ -6,6 +6,7 @@ stay integers in µs UTC.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -77,6 +78,14 @@ class Ev:
     #: the event it reports happens (``details.occurs_us``, ``ingest.assemble.occurs_time``: an Azure notice's
     #: NotBefore, an EC2 event's StartTime), then; else ``ts``
     start: int = field(init=False)
+    #: the resolution of ``start`` (µs), what the correlation windows widen by (``correlate.window.tolerance``):
+    #: ``precision_us``, but for a start the line states (``details.occurs_us``) that time's own
+    #: (:func:`occurs_precision_us`): a notice's NotBefore is exact to its second wherever its unstamped line lies
+    start_precision_us: int = field(init=False)
+    #: ``start`` is a time inherited from the stamped line before it that spans to ``details.ts_until`` (the latest
+    #: the line may have been written, ``ingest.assemble._span_inherited``); not for a start the line states
+    #: (``details.occurs_us``), which does not depend on where the line lies
+    spanned: bool = field(init=False)
     #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
     order: tuple[int, int, str] = field(init=False)
     #: how many reboots follow the line in its capture (``details.reboots_after``, ``ingest.assemble.kernel_boots``):
@@ -104,14 +113,19 @@ class Ev:
         self._place()
 
     def _place(self) -> None:
+        self.start_precision_us, self.spanned = self.precision_us, "ts_until" in self.details
         if self.elapsed_ms:
             self.start = self.ts - self.elapsed_ms * 1000
         elif self.implied_start is not None:
             self.start = self.implied_start
         elif isinstance(t := self.details.get("occurs_us"), int):
             # a notice is of the VM going at its NotBefore (a week ahead, or 30 s): placed at its line's time, it
-            # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice
+            # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice. That
+            # time is the cloud's, exact to its own resolution: a notice line with no stamp of its own spans to the
+            # next stamped line, 10 min later, and with that span it joined no peer's reset at its NotBefore (a
+            # defect pass)
             self.start = t
+            self.start_precision_us, self.spanned = occurs_precision_us(self.details.get("occurs_at")), False
         else:
             self.start = self.ts
         self.order = (self.start, self.pos, self.event_id)
@@ -137,6 +151,24 @@ class Ev:
         """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime
         or its Kafka append time (``details.ts_upper_bound``, ``ingest.assemble``): written then or earlier."""
         return bool(self.details.get("ts_upper_bound"))
+
+
+#: a time of day in a stated time (``details.occurs_at``): its seconds and their fraction, when it prints them
+_CLOCK = re.compile(r"\d:\d\d(?P<sec>:\d\d(?:[.,](?P<frac>\d+))?)?")
+
+
+def occurs_precision_us(text: object) -> int:
+    """The resolution (µs) of a time a line states for the event it announces (``details.occurs_at``, read by
+    ``ingest.assemble.occurs_time``): 1 s for whole seconds (Azure's ``NotBefore: Thu, 16 Mar 2023 14:01:28 GMT``,
+    AWS's ``StartTime``), a minute for a time without seconds, ``10^(6 − n)`` µs for ``n`` decimals (the GCE
+    harness's ``11:41:47.868757+02:00``: 1 µs); 1 s when there is no such text (an event made with
+    ``details.occurs_us`` alone)."""
+    m = _CLOCK.search(text) if isinstance(text, str) else None
+    if m is None:
+        return 1_000_000
+    if m["sec"] is None:
+        return 60_000_000
+    return 10 ** max(0, 6 - len(m["frac"])) if m["frac"] else 1_000_000
 
 
 def across_reboot(a: Ev, b: Ev) -> bool:

@@ -229,7 +229,7 @@ def port_recovered(scene: Scene) -> Verdict | None:
         group, up_states = PORT_UP[down.signature]
         if not any(e is not down and _port_of(e) == port and e.details.get(group) in up_states
                    and e.order > down.order
-                   and e.start - down.start <= PORT_BACK_US + e.precision_us + down.precision_us
+                   and e.start - down.start <= PORT_BACK_US + e.start_precision_us + down.start_precision_us
                    for e in scene.events):  # not up again within the minute
             return None
     evs = sorted(faults, key=lambda e: e.order)
@@ -278,7 +278,7 @@ def cdi_recovered(scene: Scene) -> Verdict | None:
     for f in faults:
         after = [e for e in made if e.host == f.host and e.order > f.order
                  and (e.device is None or f.device is None or e.device == f.device)
-                 and e.start - f.start <= CDI_BACK_US + e.precision_us + f.precision_us]
+                 and e.start - f.start <= CDI_BACK_US + e.start_precision_us + f.start_precision_us]
         if not after:
             return None
         fixed[f.event_id] = after[0]

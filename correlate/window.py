@@ -348,7 +348,7 @@ def collective_skew(events: list[Ev], key, *, cap_us: int = SKEW_CAP_US,
 
 def tolerance(a: Ev, b: Ev, window_us: int, clocks: Clocks) -> int:
     """The largest |t_a − t_b| (µs) at which ``a`` and ``b`` may be related."""
-    tol = window_us + a.precision_us + b.precision_us
+    tol = window_us + a.start_precision_us + b.start_precision_us
     if a.host != b.host:
         tol += clocks.skew(a.host) + clocks.skew(b.host)
     return tol

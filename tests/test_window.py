@@ -1567,3 +1567,76 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
     (want,) = correlate(b.events, b.link_samples, b.topology, now_us=ts[-1])
     assert out == [(stored[0]["id"], 2, "resolved", nb_iso, int((nb + timedelta(hours=1)).timestamp() * S))]
     assert (want["id"], want["status"], want["scheduled"]) == (stored[0]["id"], "resolved", nb_iso)
+
+
+#: the catalog's real GCE harness line (``gce.instance_event``'s example, scylladb/scylla-cluster-tests#14964): its
+#: ``< t:…,522`` prefix is no stamp the decoder reads, and the time it names (``occurs_at``) is exact to the µs
+GCE_HARNESS = ("< t:2026-05-27 11:42:06,522 f:file_logger.py  l:108  c:sdcm.sct_events.file_logger p:CRITICAL > "
+               "2026-05-27 09:42:06.521: (GceInstanceEvent Severity.CRITICAL) period_type=one-time "
+               "event_id=b8ba12ce-2b13-4887-88b5-517e6dce0f4f: compute.instances.terminateOnHostMaintenance on node "
+               "pr-provision-test-dmitriy-db-node-6f1407b3-0-1 at 2026-05-27 11:41:47.868757+02:00: Instance terminated "
+               "during Compute Engine maintenance.")
+
+
+@pytest.mark.parametrize("which", ["azure", "gce"])
+@pytest.mark.parametrize("gap_min", [10, 40])
+def test_a_notice_without_a_stamp_of_its_own_joins_its_peers_reset_at_its_time_however_far_its_next_stamp(
+        pipeline, which, gap_min):
+    """A cloud's notice line that prints no stamp of its own (the scylla-cluster-tests harness's ``< t:…`` prefix:
+    the catalog's real Azure notice, ``tests.test_patterns.AZURE_NOTICE``, and GCE line, :data:`GCE_HARNESS`) takes
+    the time of its host's stamped line before it, spanning to the next (``details.ts_until``: ``gap_min`` minutes
+    later). The time it names (``details.occurs_us``: the NotBefore, the moment the VM went) is the cloud's, exact to
+    its own resolution wherever the line lies (``Ev.start_precision_us``). Its peer's "Connection reset by peer"
+    naming its host's address 2 s after that time is downstream of it, in the batch and in the stream; a reset 200 s
+    after it (past the 120 s link window) is not: the line's span widens nothing. With the line's span as the
+    precision, a span past the 120 s window kept the notice out of every link and the reset was an incident of its
+    own (a defect pass: a host quiet for 10 min after the notice)."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import AZURE_NOTICE, BOOT, RECV, T0
+
+    if which == "azure":  # written 13:46:56 (the line before it: 5 s earlier), NotBefore 14:01:28
+        notice, before = AZURE_NOTICE, datetime(2023, 3, 16, 13, 46, 51, tzinfo=timezone.utc)
+        at = datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)
+    else:  # terminated at 11:41:47.868757+02:00, the harness's line 19 s later
+        notice, before = GCE_HARNESS, datetime(2026, 5, 27, 9, 41, 40, tzinfo=timezone.utc)
+        at = datetime(2026, 5, 27, 9, 41, 47, 868757, tzinfo=timezone.utc)
+    boot = BOOT.replace("2026-11-20 10:00:01", f"{before:%Y-%m-%d %H:%M:%S}").format(host="node201",
+                                                                                       addr="10.1.3.201")
+    later = [f"[{before + timedelta(minutes=m):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : "
+             f"Using eth0:10.1.3.201<0>" for m in (gap_min, gap_min + 10)]
+
+    def run(after_s: int) -> tuple[list[dict], list[dict]]:
+        reset = RECV.replace("[2026-11-20 10:05:02]", f"[{at + timedelta(seconds=after_s):%Y-%m-%d %H:%M:%S}]")
+        files = {"node201": "\n".join([boot, notice, *later]), "node024": reset.format(host="node024",
+                                                                                      addr="10.1.3.201")}
+        segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka",
+                        ingest_ts=T0) for h, x in files.items()]
+        b = pipeline.run(Decoded(segments=segs))
+        (e,) = [e for e in b.events.to_pylist() if e["host"] == "node201" and e["severity"] != "info"]
+        assert e["ts_basis"] == "inherited" and e["ts_precision_us"] > 120 * S, e  # the line's span: > the window
+        now = int((at + timedelta(hours=2)).timestamp() * S)
+        batch = correlate(b.events, b.link_samples, b.topology, now_us=now)
+        events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+        sc = StreamCorrelator()
+        sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+        for k, t in enumerate(events.column("ts").cast("int64").to_pylist()):
+            sc.add(events.slice(k, 1), now_us=t)
+            sc.step(now_us=t)
+        sc.step(now_us=now, flush=True)
+        stream = [v[2] for v in sc.emitted.values() if v[2].get("status") != "superseded"]
+        return batch, stream
+
+    for after_s, tied in ((2, True), (200, False)):
+        batch, stream = run(after_s)
+        for got in (batch, stream):
+            assert [(i["initiator"]["host"], [(d["host"], d["relation"]) for d in i["downstream"]])
+                    for i in got if i["initiator"]["host"] == "node201"] == [
+                ("node201", [("node024", "peer_host")] if tied else [])], (after_s, got)
+            assert len(got) == (1 if tied else 2), (after_s, got)
+        strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
+        assert sorted(map(strip, stream), key=lambda i: i["id"]) == sorted(map(strip, batch), key=lambda i: i["id"])
