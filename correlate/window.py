@@ -2,7 +2,9 @@
 
 * Events of one host share one clock: they are related in time when
   ``|t1 − t2| ≤ W + r1 + r2`` (``r`` = the resolution of each stamp: a
-  ``dmesg -T`` or syslog stamp is only good to the second).
+  ``dmesg -T`` or syslog stamp is only good to the second; ``Ev.start_precision_us``:
+  for an event placed at a time its line states, a cloud notice's NotBefore
+  (``details.occurs_us``), that time's own resolution, not its line's).
 * Across hosts h1, h2 each clock may be off by its skew bound:
   ``|t1 − t2| ≤ W + skew(h1) + skew(h2) + r1 + r2`` (DESIGN.md).
 * A watchdog timeout is placed at its implied start (``Ev.start``): the time
