@@ -378,6 +378,25 @@ _RFC3164 = re.compile(
     r"^(?:<\d{1,3}>)?" + _MON + r" {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))?"
     r"(?:(?P<nohost>  )(?=\S)| "
     + _HOST + r"(?:(?:\[(?P<tag_pid>\d+)\])?:|(?: (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?:)) ?)")
+# OpenSM's own log file (/var/log/opensm.log), not its syslog copy: month, day, local time, then the microseconds as a
+# number of their own, the thread in brackets and the message's level in hex (linux-rdma/opensm, opensm/osm_log.c,
+# osm_log: fprintf "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s"): "Jun 17 17:21:28 933162 [3DA006C0] 0x02 ->
+# drop_mgr_remove_port: Removed port …". No year and no host: the year is resolved as a syslog stamp's, the host is
+# the file's or the record's (its lines took their file's time, the fabric's order of a sweep lost: a fabric pass)
+_OPENSM = re.compile(r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[0-9]{2}) (?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})"
+                     r" (?P<frac>[0-9]{6}) \[[0-9A-F]{4,16}\] 0x[0-9a-f]{2} -> ")
+#: rsyslog's severity words as SONiC's templates print them (``%syslogseverity-text:::uppercase%``)
+_SONIC_SEVERITY = r"(?:EMERG|ALERT|CRIT|ERR|WARNING|NOTICE|INFO|DEBUG)"
+# SONiC's syslog file (sonic-buildimage files/image_config/rsyslog/rsyslog.conf.j2, template SONiCFileFormat:
+# "%timegenerated:::date-year% %timegenerated%.%timegenerated:::date-subseconds% {{ hostname }}
+# %syslogseverity-text:::uppercase% %syslogtag%%msg…"): the year first, the time with µs, the host, a severity word,
+# then the tag: "2024 Jun  5 02:21:24.818583 str2-7050cx3-acs-14 NOTICE swss#orchagent: :- updatePortOperStatus: …"
+# (sonic-net/sonic-swss#3185); releases before the year was added print the rest alone: "May 23 09:17:30.561319
+# sonic-mellanox WARNING kernel: [  618.609820] …" (sonic-net/SONiC#194). Neither's time nor host was read (the
+# severity word stands where a syslog header's tag does): every switch's lines were their file's, at its time
+_SONIC = re.compile(r"^(?:(?P<y>[0-9]{4}) )?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>[0-9]{1,2}) (?P<h>[0-9]{2})"
+                    r":(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<frac>[0-9]{1,9}))? (?P<host>[^\s:\[]+) "
+                    + _SONIC_SEVERITY + r" (?P<tag>[^\s:\[]+)(?:\[(?P<pid>[0-9]+)\])?: ?")
 #: a host and a tag with ": " after a syslog stamp's two blanks (``_RFC3164``'s ``nohost``)
 _HOST_TAG = re.compile(r"(?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[(?P<pid>\d+)\])?: ")
 #: journalctl -o short-monotonic's host and the kernel's tag after the raw stamp (journalctl(1): "[ 3731.387524]
@@ -409,12 +428,16 @@ _KERNEL_MESSAGE = re.compile(r"(?i)(?:NVRM|nvidia(?:-(?:modeset|uvm|drm|peermem|
 # A syslog priority may lead: rsyslog's forwarding template RSYSLOG_ForwardFormat, "<%PRI%>%TIMESTAMP:::date-rfc3339%
 # %HOSTNAME% %syslogtag:1:32%%msg…" (rsyslog.com/doc/reference/templates/templates-examples.html), what omfwd or
 # omkafka send with it: "<4>2026-12-05T10:00:00.123+05:45 node07 kernel: NVRM: Xid …" kept no stamp, no host and no
-# tag, and the line took its record's time (a break-it pass)
+# tag, and the line took its record's time (a break-it pass). SONiC forwards its lines so with a severity word before
+# the tag (sonic-buildimage's rsyslog.conf.j2, SONiCForwardFormat: "<%PRI%>%TIMESTAMP:::date-rfc3339% {{ hostname }}
+# %syslogseverity-text:::uppercase% %syslogtag%…"): its host is read only after a stamp with a zone, as RFC 3339's
+# always has; "2026-11-15 14:15:51,456 trainer INFO worker: …" is Python logging's, its logger's name no host
 _ISO = re.compile(
     r"^(?:<\d{1,3}>)?(?P<lead>[ \t]{1,8})?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,](?P<frac>\d+))?|(?= ))"
     r"(?: ?(?P<tz>Z|[+-]\d{2}:?\d{2}))?(?P<colon>:)?\s+"
-    r"(?:" + _HOST + r" (?P<tag>[A-Za-z_][^\s:\[]*)(?:\[(?P<pid>\d+)\])?: )?")
+    r"(?:" + _HOST + r" (?:(?P<severity>" + _SONIC_SEVERITY + r") )?(?P<tag>[A-Za-z_][^\s:\[]*)"
+    r"(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
 _GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
 # Hugging Face's example scripts and trainers built on them (LlamaFactory, DeepSpeed examples): logging.basicConfig(
@@ -559,7 +582,8 @@ def _label(s: str) -> re.Match | None:
 LAYERS: dict[str, re.Pattern] = {
     "grep_file": _GREP_FILE, "addr": _ADDR, "talos": _TALOS, "dmesg_x": _DMESG_X, "rfc5424": _RFC5424,
     "jfull": _JFULL, "unix": _UNIX, "cwlogs": _CWLOGS, "libfabric": _LIBFABRIC, "cri": _CRI,
-    "rfc3164": _RFC3164, "bracket_iso": _BRACKET_ISO, "iso": _ISO, "golog": _GOLOG, "hflog": _HFLOG,
+    "opensm": _OPENSM, "rfc3164": _RFC3164, "sonic": _SONIC, "bracket_iso": _BRACKET_ISO, "iso": _ISO,
+    "golog": _GOLOG, "hflog": _HFLOG,
     "cufile": _CUFILE, "ctime": _CTIME, "ctime_local": _CTIME_LOCAL, "ctime_day_first": _CTIME_DAY_FIRST,
     "ctime_day_year": _CTIME_DAY_YEAR, "fmtime": _FMTIME, "c10": _C10, "glog": _GLOG, "vllm": _VLLM, "tag": _TAG,
     "mono": _MONO, "delta": _DELTA, "label": _LABEL}
@@ -580,7 +604,8 @@ def can_begin(c: str) -> frozenset[str]:
     (``_ . -`` too: a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
     ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
     too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank, a tab or ``<``; ``golog``: a digit;
-    ``cufile``: a digit or a blank;
+    ``cufile``: a digit or a blank; ``opensm``: an ASCII capital (its month); ``sonic``: that or an ASCII digit (its
+    year);
     ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
     first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
     tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
@@ -592,6 +617,7 @@ def can_begin(c: str) -> frozenset[str]:
         ("dmesg_x", c in "kumdaslncf"), ("jfull", c in "MTWFS"), ("unix", digit), ("cwlogs", c in "| \t"),
         ("libfabric", c == "l"), ("cri", c == "s"),
         ("rfc5424", c == "<"), ("rfc3164", c == "<" or c.isalnum()), ("bracket_iso", bracket),
+        ("opensm", "A" <= c <= "Z"), ("sonic", "A" <= c <= "Z" or "0" <= c <= "9"),
         ("iso", digit or c in " \t<"),
         ("golog", digit), ("hflog", digit), ("cufile", digit or c == " "),
         ("ctime", bracket or c in "MTWFS"), ("ctime_local", bracket), ("ctime_day_first", bracket),
@@ -781,6 +807,29 @@ def _host_or_addr(p: Prefix, name: str) -> None:
         p.host, p.addr_host = name, False
 
 
+def _stamp_into(p: Prefix, m: re.Match, ref_us: int | None, tz: tzinfo) -> bool:
+    """Set ``p``'s time from a fabric log's stamp (:data:`_OPENSM`, :data:`_SONIC`): month by name, day, time,
+    fraction (µs or finer), and a year when it prints one (else resolved as a syslog stamp's, ``yearless``), read in
+    ``tz``. A date no calendar has ("Feb 30") leaves the line untimed and says so (``unreadable``). False when the
+    month is no month's name (OpenSM's "???" for a broken clock): the text is no such stamp."""
+    mo = _month(m["mon"])
+    if mo is None:
+        return False
+    if m.re.groupindex.get("y") and m["y"]:
+        r = _full(m["y"], mo, m["day"], m["h"], m["mi"], m["s"], m["frac"], tz)
+    else:
+        us, prec = _frac_us(m["frac"])
+        stamp = (mo, int(m["day"]), int(m["h"]), int(m["mi"]), int(m["s"]), us)
+        r = (t, prec) if (t := resolve_year(*stamp, ref_us, tz)) is not None else None
+        if r:
+            p.yearless = stamp
+    if r:
+        p.ts, p.precision_us = r
+    else:
+        p.unreadable = m.string[m.start():m.end("frac") if m["frac"] else m.end("s")]
+    return True
+
+
 def parse_prefix(line: str, *, ref_us: int | None = None, tz: tzinfo = timezone.utc) -> Prefix:
     """Peel the prefixes of ``line``; return time, host and NCCL/PyTorch ids.
 
@@ -902,6 +951,12 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.host = m.group("host")
                 s = s[m.end():]
                 continue
+            # OpenSM's log file: asked only where its fixed-width stamp puts the thread's bracket (a syslog line pays a
+            # slice)
+            m = _OPENSM.match(s) if "opensm" in can and s[22:24] == " [" else None
+            if m and _stamp_into(p, m, ref_us, tz):
+                s = s[m.end():]
+                continue
             m = _RFC3164.match(s) if "rfc3164" in can else None
             if m and (mo := _month(m.group("mon"))):
                 us, prec = _frac_us(m.group("frac"))
@@ -940,6 +995,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m.group("pid"))
                 s = s[m.end():]
                 continue
+            # SONiC's header, a severity word before the tag: asked where a syslog header was not read
+            m = _SONIC.match(s) if "sonic" in can else None
+            if m and _stamp_into(p, m, ref_us, tz):
+                _host_or_addr(p, m["host"])
+                if m["pid"]:
+                    p.pid = int(m["pid"])
+                s = s[m.end():]
+                continue
             for name, rx in _DATED_LAYERS:
                 m = rx.match(s) if name in can else None
                 if m:
@@ -957,7 +1020,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                         p.unreadable = s[:end].lstrip("[ \t")
                     # the header's host even when its stamp is none a calendar has (a break-it pass, as RFC 3164)
                     if "host" in rx.groupindex and m["host"] and m["tag"]:
-                        if _LEVEL_WORD.fullmatch(m["host"]):
+                        if _LEVEL_WORD.fullmatch(m["host"]) or (m["severity"] and not m["tz"]):
                             s = s[m.start("host"):]  # a level and a logger's name, no host: the message keeps them
                             break
                         _host_or_addr(p, m["host"])

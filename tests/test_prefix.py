@@ -833,3 +833,87 @@ def test_open_mpis_tag_output_label_gives_the_launcher_rank_not_the_lines_rank()
     p = parse_prefix("[1,3]<stderr>:" + _C10_LINE, ref_us=REF)
     assert (p.launcher_rank, p.rank) == (3, 8)
     assert parse_prefix("[default0]:Horovod has been shut down.", ref_us=REF).launcher_rank is None
+
+
+# ---- the fabric's own logs: OpenSM's log file, SONiC's syslog headers ----
+
+@pytest.mark.parametrize("line,ts,rest_start", [
+    # linux-rdma/opensm osm_log.c: "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s" (the catalog's ib.opensm_*
+    # examples: OpenSM 5.21's log of an ibsim walkthrough)
+    ("Jun 17 17:21:28 933162 [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with GUID:0x0000000000100004 LID "
+     "range [5, 5] of node:Hca2", us(2026, 6, 17, 17, 21, 28) + 933162, "drop_mgr_remove_port: Removed port"),
+    ("Jun 17 17:21:28 922890 [4E8006C0] 0x01 -> log_trap_info: Received Generic Notice type:1 num:128 (Link state "
+     "change) Producer:2 (Switch) from LID:1 TID:0x0000000000000000", us(2026, 6, 17, 17, 21, 28) + 922890,
+     "log_trap_info: "),
+    # a 32-bit thread id prints its four digits and more ("[%04X]"), a day before the 10th its zero
+    ("Jan 05 03:00:01 000017 [7F3A] 0x80 -> Entering MASTER state", us(2026, 1, 5, 3, 0, 1) + 17, "Entering MASTER"),
+])
+def test_opensm_log_file_stamp_gives_the_time_to_the_microsecond_and_no_host(line, ts, rest_start):
+    """OpenSM's own log file prints month, day, time, then the µs as a number of their own, the thread and the level:
+    the time (no year: the latest before the reference, as a syslog stamp's) is the line's, the host is not in it."""
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.precision_us, p.host) == (ts, 1, None)
+    assert p.yearless is not None and p.year_inferred
+    assert p.rest.startswith(rest_start)
+
+
+def test_opensm_stamp_without_a_year_is_resolved_as_a_syslog_stamp_is():
+    """A December OpenSM line read in January is of the year before, as "Dec 31 23:59:59" of syslog is."""
+    line = "Dec 31 23:59:59 500000 [3DA006C0] 0x02 -> SUBNET UP"
+    syslog = "Dec 31 23:59:59 node07 OpenSM[3527]: SUBNET UP"
+    jan = us(2027, 1, 2, 0, 0, 0)
+    assert parse_prefix(line, ref_us=jan).ts == parse_prefix(syslog, ref_us=jan).ts + 500000 == us(
+        2026, 12, 31, 23, 59, 59) + 500000
+
+
+@pytest.mark.parametrize("line", [
+    "??? 17 17:21:28 933162 [3DA006C0] 0x02 -> SUBNET UP",  # osm_log's month for a clock it cannot read
+    "Jun 17 17:21:28 node07 OpenSM[3527]: SUBNET UP",  # OpenSM's syslog copy: the syslog header's (host node07)
+])
+def test_opensm_layer_reads_only_its_own_stamp(line):
+    p = parse_prefix(line, ref_us=REF)
+    assert p.host == (None if line.startswith("?") else "node07")
+    assert p.ts == (None if line.startswith("?") else us(2026, 6, 17, 17, 21, 28))
+
+
+def test_opensm_stamp_of_a_date_no_calendar_has_is_untimed_and_said():
+    p = parse_prefix("Feb 30 17:21:28 933162 [3DA006C0] 0x02 -> SUBNET UP", ref_us=REF)
+    assert (p.ts, p.unreadable, p.rest) == (None, "Feb 30 17:21:28 933162", "SUBNET UP")
+
+
+@pytest.mark.parametrize("line,ts,host,rest_start", [
+    # sonic-buildimage rsyslog.conf.j2 SONiCFileFormat: year, month, day, time with µs, host, severity word, tag
+    # (sonic-net/sonic-swss#3185)
+    ("2024 Jun  5 02:21:24.818583 str2-7050cx3-acs-14 NOTICE swss#orchagent: :- updatePortOperStatus: Port "
+     "Ethernet112 oper state set from up to down", us(2024, 6, 5, 2, 21, 24) + 818583, "str2-7050cx3-acs-14",
+     ":- updatePortOperStatus"),
+    # sonic-net/sonic-buildimage#26839
+    ("2026 Apr 16 10:57:07.029453 qspf215 NOTICE swss#orchagent: :- updatePortErrorStatus: Port Ethernet0 oper error "
+     "event: mac_local_fault occurred", us(2026, 4, 16, 10, 57, 7) + 29453, "qspf215", ":- updatePortErrorStatus"),
+    # the template before the year was added (sonic-net/SONiC#194): the year resolved as a syslog stamp's
+    ("May 23 09:17:30.561319 sonic-mellanox WARNING kernel: [  618.609820] sx_netdev_handle_pude_event: Called for "
+     "logical port - 12500 status DOWN", us(2026, 5, 23, 9, 17, 30) + 561319, "sonic-mellanox",
+     "sx_netdev_handle_pude_event"),
+    # SONiCForwardFormat, what a switch sends its syslog server: "<%PRI%>%TIMESTAMP:::date-rfc3339% {{ hostname }}
+    # %syslogseverity-text:::uppercase% %syslogtag%…" (the line of sonic-net/sonic-swss#3185 as forwarded)
+    ("<13>2024-06-05T02:21:24.818583+00:00 str2-7050cx3-acs-14 NOTICE swss#orchagent: :- updatePortOperStatus: Port "
+     "Ethernet112 oper state set from up to down", us(2024, 6, 5, 2, 21, 24) + 818583, "str2-7050cx3-acs-14",
+     ":- updatePortOperStatus"),
+])
+def test_sonic_syslog_header_gives_time_and_host(line, ts, host, rest_start):
+    """SONiC's rsyslog templates put a severity word between the host and the tag: the host and time were not read
+    (every switch's lines were their file's, at its time)."""
+    p = parse_prefix(line, ref_us=REF)
+    assert (p.ts, p.precision_us, p.host) == (ts, 1, host)
+    assert p.rest.startswith(rest_start)
+
+
+def test_sonic_header_keeps_the_rest_of_the_syslog_family():
+    """The severity word names a host only in SONiC's shapes: a zoneless ISO stamp before "<name> INFO <logger>:"
+    is Python logging's (its logger no host), and a plain syslog header is read as before."""
+    p = parse_prefix("2026-11-15 14:15:51,456 trainer INFO worker: step 3", ref_us=REF)
+    assert (p.host, p.rest) == (None, "trainer INFO worker: step 3")
+    p = parse_prefix("Jun  5 02:21:24 sw07 NOTICE: x", ref_us=REF)  # a tag "NOTICE", as RFC 3164 reads it
+    assert (p.ts, p.host, p.rest) == (us(2026, 6, 5, 2, 21, 24), "sw07", "x")
+    p = parse_prefix("2026 Feb 30 02:21:24.818583 sw1 NOTICE swss#orchagent: x", ref_us=REF)
+    assert (p.ts, p.host, p.unreadable, p.rest) == (None, "sw1", "2026 Feb 30 02:21:24.818583", "x")
