@@ -995,8 +995,10 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     p.pid = int(m.group("pid"))
                 s = s[m.end():]
                 continue
-            # SONiC's header, a severity word before the tag: asked where a syslog header was not read
-            m = _SONIC.match(s) if "sonic" in can else None
+            # SONiC's header, a severity word before the tag: asked where a syslog header was not read and a blank
+            # follows a month or a year ("NVRM: …", "GPU 0: …", a prefix's message, pays slices, not a failing regex)
+            m = _SONIC.match(s) if "sonic" in can and (
+                s[3:4] == " " and s[1:3].islower() or s[4:5] == " " and s[:4].isdecimal()) else None
             if m and _stamp_into(p, m, ref_us, tz):
                 _host_or_addr(p, m["host"])
                 if m["pid"]:
