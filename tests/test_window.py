@@ -1388,6 +1388,43 @@ def test_a_time_named_ahead_past_a_month_schedules_nothing():
         assert n.ahead() == named, ahead
 
 
+def _served_then_restarted(b, tmp_path, restart, read_back: bool):
+    """The service over ``b`` (a pipeline batch) in a real Parquet lake at ``tmp_path``: its events in time order one
+    at a time up to ``restart`` (a datetime), each written to the lake and stepped, the incidents stored by an
+    :class:`api.sink.IncidentSink`; then a new stream restored from the lake as a correlate worker does
+    (``read_back``: ``restore(read_back=True)``) or as the service does (``IncidentSink.recent_events``, 24 h back).
+    Returns (the events sorted by ``ts``, their ``ts`` in µs, how many came before the restart, the sink read again,
+    the incidents it stored, the restored :class:`StreamCorrelator`)."""
+    import pyarrow.compute as pc
+
+    from api.sink import IncidentSink
+    from ingest.lake import Lake
+    from schemas.settings import Settings
+
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    cut = sum(t <= restart.timestamp() * S for t in ts)
+    root, state = tmp_path / "lake", tmp_path / "state"
+    lake = Lake(root)
+    lake.init()
+    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    for k in range(cut):  # the service before its restart: events to the lake, incidents stored
+        lake.write("events", events.slice(k, 1), f"b{k}")
+        sc.add(events.slice(k, 1), now_us=ts[k])
+        sink.emit(sc.step(now_us=ts[k]))
+    again = IncidentSink(Settings(lake=str(root), state_dir=state))
+    stored = again.stored()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    if read_back:
+        sc.restore(stored, read_back=True)
+    else:
+        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart))
+    return events, ts, cut, again, stored, sc
+
+
 @pytest.mark.parametrize("read_back", [True, False])
 def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_as_the_batch(pipeline, tmp_path,
                                                                                             read_back):
@@ -1401,14 +1438,8 @@ def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_a
     (``incident.current_until``), and the flushed incidents are the batch's."""
     from datetime import datetime, timedelta, timezone
 
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from api.sink import IncidentSink
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
-    from ingest.lake import Lake
-    from schemas.settings import Settings
     from tests.test_patterns import BOOT, RECV, T0
 
     line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
@@ -1426,30 +1457,9 @@ def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_a
     segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h.split(".")[0], ref_ts=T0, ref_basis="kafka",
                     ingest_ts=T0) for h, x in files.items()]
     b = pipeline.run(Decoded(segments=segs))
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
-    ts = events.column("ts").cast("int64").to_pylist()
-    cut = sum(t <= restart.timestamp() * S for t in ts)
-    root, state = tmp_path / "lake", tmp_path / "state"
-    lake = Lake(root)
-    lake.init()
-    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    for k in range(cut):  # the service before its restart: events to the lake, incidents stored
-        lake.write("events", events.slice(k, 1), f"b{k}")
-        sc.add(events.slice(k, 1), now_us=ts[k])
-        sink.emit(sc.step(now_us=ts[k]))
-
-    again = IncidentSink(Settings(lake=str(root), state_dir=state))
-    stored = again.stored()
+    events, ts, cut, again, stored, sc = _served_then_restarted(b, tmp_path, restart, read_back)
     assert sorted((i["category"], i.get("scheduled")) for i in stored) == [
         ("gpu_off_bus", None), ("other", f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z")]
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    if read_back:
-        sc.restore(stored, read_back=True)
-    else:
-        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart))
     for k in range(cut, len(ts)):
         sc.add(events.slice(k, 1), now_us=ts[k])
         if wanted := sc.to_read_back():
@@ -1516,13 +1526,8 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
     cold was correlated no more; a break-it pass): the stream emits ``resolved``, the batch's status, without a flush."""
     from datetime import datetime, timedelta, timezone
 
-    import pyarrow.compute as pc
-
-    from api.sink import IncidentSink
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
-    from ingest.lake import Lake
-    from schemas.settings import Settings
     from tests.test_patterns import BOOT, T0
 
     line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
@@ -1535,29 +1540,9 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
     seg = Segment(data="\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]).encode(),
                   origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
-    ts = events.column("ts").cast("int64").to_pylist()
-    cut = sum(t <= restart.timestamp() * S for t in ts)
-    root, state = tmp_path / "lake", tmp_path / "state"
-    lake = Lake(root)
-    lake.init()
-    sink = IncidentSink(Settings(lake=str(root), state_dir=state), lake)
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    for k in range(cut):
-        lake.write("events", events.slice(k, 1), f"b{k}")
-        sc.add(events.slice(k, 1), now_us=ts[k])
-        sink.emit(sc.step(now_us=ts[k]))
-    again = IncidentSink(Settings(lake=str(root), state_dir=state))
-    stored = again.stored()
+    events, ts, cut, again, stored, sc = _served_then_restarted(b, tmp_path, restart, read_back)
     nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
     assert [(i["status"], i.get("scheduled")) for i in stored] == [("open", nb_iso)]
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    if read_back:
-        sc.restore(stored, read_back=True)
-    else:
-        sc.restore(stored, again.recent_events(int((300 + 3600) * S), stored, 24 * 3600 * S, now=restart))
     out = []
     for k in range(cut, len(ts)):
         sc.add(events.slice(k, 1), now_us=ts[k])
