@@ -1264,8 +1264,6 @@ def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as
     It keeps a cold event placed ahead of its line until its host's watermark passed that time."""
     from datetime import datetime, timedelta, timezone
 
-    import pyarrow.compute as pc
-
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
     from tests.test_patterns import BOOT, RECV, T0
@@ -1286,14 +1284,7 @@ def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as
     (want,) = correlate(b.events, b.link_samples, b.topology, now_us=T0)
     assert [(d["host"], d["relation"]) for d in want["downstream"]] == [("node024", "peer_host")]
     assert want["start"] == f"{line:%Y-%m-%dT%H:%M:%S}.000000Z" <= want["end"]
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
-    ts = events.column("ts").cast("int64").to_pylist()
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    seen = []
-    for k, now in enumerate(ts):
-        sc.add(events.slice(k, 1), now_us=now)
-        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+    events, ts, sc, seen = _stepped_one_by_one(b)
     seen += [(i["version"], i["status"], i.get("scheduled"), ts[-1]) for i in sc.step(now_us=ts[-1], flush=True)]
     final = [v[2] for v in sc.emitted.values() if v[2].get("status") != "superseded"]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
@@ -1386,6 +1377,23 @@ def test_a_time_named_ahead_past_a_month_schedules_nothing():
                          (AHEAD_MAX_US + 1, None), (-5 * S, None)):
         n.start = 1000 * S + ahead
         assert n.ahead() == named, ahead
+
+
+def _stepped_one_by_one(b):
+    """A :class:`StreamCorrelator` fed ``b``'s events (a pipeline batch) one at a time in ``ts`` order, a step at each
+    event's time. Returns (the events sorted, their ``ts`` in µs, the stream, each version it emitted as (version,
+    status, ``scheduled``, the step's time))."""
+    import pyarrow.compute as pc
+
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    ts = events.column("ts").cast("int64").to_pylist()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    seen = []
+    for k, now in enumerate(ts):
+        sc.add(events.slice(k, 1), now_us=now)
+        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+    return events, ts, sc, seen
 
 
 def _served_then_restarted(b, tmp_path, restart, read_back: bool):
@@ -1483,8 +1491,6 @@ def test_a_notice_whose_time_passes_with_no_peers_reset_resolves_in_the_stream_a
     at the first step ``resolve_after_us`` past the NotBefore, and is the batch's."""
     from datetime import datetime, timedelta, timezone
 
-    import pyarrow.compute as pc
-
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
     from tests.test_patterns import AZURE_NOTICE, BOOT, T0
@@ -1498,14 +1504,7 @@ def test_a_notice_whose_time_passes_with_no_peers_reset_resolves_in_the_stream_a
     seg = Segment(data="\n".join([boot.format(host="node201", addr="10.1.3.201"), notice, *halfhourly]).encode(),
                   origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
-    ts = events.column("ts").cast("int64").to_pylist()
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    seen = []
-    for k, now in enumerate(ts):
-        sc.add(events.slice(k, 1), now_us=now)
-        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+    events, ts, sc, seen = _stepped_one_by_one(b)
     nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
     at = lambda d: int(d.timestamp() * S)  # noqa: E731
     assert seen == [(1, "open", nb_iso, at(line + timedelta(minutes=30))),
