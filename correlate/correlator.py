@@ -26,7 +26,7 @@ from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_
                                  may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import ComponentCache, components, join_named_collectives
 from correlate.incident import body, finish, initiator_key, untied_before
-from correlate.model import Copies, Ev, events_from_table, follow_reports, follow_watchdogs
+from correlate.model import Copies, Ev, events_from_table, follow_notices, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
@@ -368,6 +368,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if not unique:
         evs = _dedup(evs)
     follow_watchdogs(evs)
+    follow_notices(evs)  # a re-sent notice's time is its event's: before any copy is made of a notice
     copies = cache.copies if cache is not None else None
     if copies is not None:
         copies.turn()

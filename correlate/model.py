@@ -28,7 +28,8 @@ class Ev:
     """One event. ``ts`` µs UTC; ``precision_us`` the resolution of ``ts``.
 
     Fixed once built: ``pos``, ``sev``, ``start`` and ``order`` are derived from the fields when the event is
-    made, so the fields are not assigned afterwards; ``imply_start`` is the one change (``follow_watchdogs``)."""
+    made, so the fields are not assigned afterwards; ``imply_start`` (``follow_watchdogs``) and ``reschedule``
+    (``follow_notices``) are the changes."""
 
     event_id: str
     ts: int
@@ -65,6 +66,8 @@ class Ev:
     last_ts: int | None = None  # the last copy's time (µs) of a storm folded into this event (``count`` > 1)
     #: implied start (µs) taken from the watchdog timeout this line follows (``follow_watchdogs``)
     implied_start: int | None = None
+    #: the time (µs UTC) a later notice of the same cloud event names (``follow_notices``): it supersedes this one's
+    rescheduled: int | None = None
 
     #: derived once, in ``__post_init__`` (and ``imply_start``), from the fields above; read on every
     #: comparison the correlator makes, so plain slots rather than properties
@@ -112,12 +115,20 @@ class Ev:
         self.shape = self.judged = None  # rules.pred_shape and attribute's role read whether it follows a timeout
         self._place()
 
+    def reschedule(self, us: int) -> None:
+        """Set ``rescheduled`` (µs UTC: the time a later notice of the same cloud event names) and the ``start`` and
+        ``order`` derived from it. Nothing else derived reads it (no predicate asks whether a notice was re-sent)."""
+        self.rescheduled = us
+        self._place()
+
     def _place(self) -> None:
         self.start_precision_us, self.spanned = self.precision_us, "ts_until" in self.details
         if self.elapsed_ms:
             self.start = self.ts - self.elapsed_ms * 1000
         elif self.implied_start is not None:
             self.start = self.implied_start
+        elif self.rescheduled is not None:  # a later notice of the same event moved its time (follow_notices)
+            self.start = self.rescheduled
         elif isinstance(t := self.details.get("occurs_us"), int):
             # a notice is of the VM going at its NotBefore (a week ahead, or 30 s): placed at its line's time, it
             # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice. That
@@ -374,6 +385,38 @@ def follow_reports(events: list[Ev], copies: Copies | None = None) -> list[Ev]:
                 copies.put("report", e, made_of, c)
         out[k] = c
     return out
+
+
+def follow_notices(events: list[Ev]) -> None:
+    """Give each cloud maintenance notice the time the latest notice of the same event on its host names.
+
+    A cloud re-sends a notice while the event is pending, and moves its time: Azure's Scheduled Events document keeps
+    the event's ``EventId`` and changes its ``NotBefore`` (learn.microsoft.com/azure/virtual-machines/linux/
+    scheduled-events: a new ``DocumentIncarnation`` each change), AWS's Node Termination Handler logs the event's
+    ``EventID`` (aws/aws-node-termination-handler, pkg/monitor/scheduledevent: EC2's own id). Each notice placed at
+    its own time (``Ev.start``: ``details.occurs_us``) made an incident apart per notice, the first one open until
+    the stale time and its page fired twice for one maintenance (a defect pass). The notices of one event: those of
+    one host, signature and ``details.notice_id`` that name a time (``occurs_us``); the latest written (``ts``, then
+    its place in the log, then event id) supersedes the others' time, later or earlier than theirs. Sets
+    ``Ev.rescheduled`` in place, as ``follow_watchdogs`` sets ``implied_start``: a streaming correlator's kept notice
+    keeps the time, and stays as long as the latest (``Ev.ahead``), so stream and batch agree; never unset (a kept
+    earlier notice whose latest was forgotten still says the latest's time, as the batch of both did)."""
+    latest: dict[tuple[str, str, str], Ev] = {}
+    notices = []
+    for e in events:
+        nid = e.details.get("notice_id")
+        if nid and isinstance(e.details.get("occurs_us"), int):
+            notices.append(e)
+            k = (e.host, e.signature, str(nid))
+            t = latest.get(k)
+            if t is None or (e.ts, e.pos, e.event_id) > (t.ts, t.pos, t.event_id):
+                latest[k] = e
+    if len(notices) == len(latest):
+        return
+    for e in notices:
+        t = latest[(e.host, e.signature, str(e.details["notice_id"]))]
+        if t is not e and e.rescheduled != (us := t.details["occurs_us"]):
+            e.reschedule(us)
 
 
 def follow_watchdogs(events: list[Ev]) -> None:

@@ -243,7 +243,7 @@ class Topology:
         "172.16.142.233" beside the Xid 79 of the node whose NCCL said "Bootstrap : Using eth0:172.16.142.233"
         (a leftover of a defect pass). Lines that name a peer by address are read the same way (:meth:`peer_host`).
         ``copies``: the caller's copies from its last call (``model.Copies``), given again while the address names
-        the same host (and the line's implied start, which a copy keeps, is the same)."""
+        the same host (and the line's implied start and rescheduled time, which a copy keeps, are the same)."""
         if not self.addr_hosts:
             return events
         out = events
@@ -251,7 +251,7 @@ class Topology:
             if (e.host[:1].isdigit() or ":" in e.host) and (h := self.addr_host(e)) and h != e.host:
                 if out is events:
                     out = list(events)
-                made_of = (h, e.implied_start)
+                made_of = (h, e.implied_start, e.rescheduled)
                 c = copies.get("host", e, made_of) if copies is not None else None
                 if c is None:
                     c = replace(e, host=h, details={**e.details, "host_addr": e.host})

@@ -3184,6 +3184,56 @@ def test_a_notice_a_week_ahead_is_no_cause_of_todays_resets(pipeline):
         assert all(i["start"] <= i["end"] for i in got), got
 
 
+# Azure's Scheduled Events document as the service returns it (learn.microsoft.com/azure/virtual-machines/linux/
+# scheduled-events: EventId first, a new DocumentIncarnation at each change) and the catalog's real handler's dict
+# (scylladb/scylla-cluster-tests#5608, tests.test_patterns.AZURE_NOTICE), each with its line time and NotBefore set
+def _imds_notice(at: str, n: int, eid: str, host: str, nb: str) -> str:
+    return (f'[{at}] {{"DocumentIncarnation":{n},"Events":[{{"EventId":"{eid}","EventStatus":"Scheduled",'
+            f'"EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["{host}"],"NotBefore":"{nb}"}}]}}')
+
+
+def _sct_notice(at: str, n: int, eid: str, host: str, nb: str) -> str:
+    return (AZURE_NOTICE.replace("2023-03-16 13:46:56", at).replace("CA9C0DC4-E841-476D-94D5-9FC2FF983BCD", eid)
+            .replace("Thu, 16 Mar 2023 14:01:28 GMT", nb))
+
+
+@pytest.mark.parametrize("form", [_imds_notice, _sct_notice])
+@pytest.mark.parametrize("moved", ["later", "earlier"])
+def test_a_re_sent_notice_of_one_event_is_one_incident_scheduled_at_the_latest_notices_time(pipeline, form, moved):
+    """Azure re-sends a pending Scheduled Event with its ``EventId`` kept and its ``NotBefore`` moved (later, or
+    earlier); each notice made an incident of its own at its own time, the first open until the stale time and
+    paged apart (a defect pass). Notices of one id on one host (``details.notice_id``) are one incident whose
+    ``scheduled`` time is the latest notice's (``correlate.model.follow_notices``), whichever way it moved, and a
+    peer's reset at that time is its downstream. Notices of two ids, or of one id on two hosts, stay apart."""
+    first, second = ("Fri, 20 Nov 2026 10:30:00 GMT", "Fri, 20 Nov 2026 11:30:00 GMT")
+    if moved == "earlier":
+        first, second = second, first
+    want = "2026-11-20T" + second[17:25] + ".000000Z"
+
+    def notices(host: str, eids: tuple[str, str]) -> str:
+        return "\n".join([form("2026-11-20 10:04:32", 3, eids[0], host, first),
+                           form("2026-11-20 10:05:32", 4, eids[1], host, second)])
+
+    boot = BOOT.format(host="node201", addr="10.1.3.201")
+    got = _hosts(pipeline, {"node201": boot + "\n" + notices("node201", ("A1", "A1"))})
+    # (the handler's line prints a time the reader does not take: it inherits its host's line before)
+    assert [(i["end"] <= "2026-11-20T10:05:32.000000Z", i.get("scheduled"), len(i["initiator"]["events"]))
+            for i in got] == [(True, want, 2)], got
+    reset = RECV.replace("[2026-11-20 10:05:02]", f"[2026-11-20 {second[17:22]}:02]")  # 2 s after the latest's
+    (inc,) = _hosts(pipeline, {"node201": boot + "\n" + notices("node201", ("A1", "A1")),
+                               "node024": reset.format(host="node024", addr="10.1.3.201")})
+    assert [(d["host"], d["relation"]) for d in inc["downstream"]] == [("node024", "peer_host")], inc
+    # two events of one host; one event id on two hosts (each host's own VM): apart, each at its own time
+    got = _hosts(pipeline, {"node201": boot + "\n" + notices("node201", ("A1", "B2"))})
+    assert sorted(i.get("scheduled") for i in got) == sorted(
+        "2026-11-20T" + nb[17:25] + ".000000Z" for nb in (first, second)), got
+    got = _hosts(pipeline, {"node201": boot + "\n" + form("2026-11-20 10:04:32", 3, "A1", "node201", first),
+                            "node202": BOOT.format(host="node202", addr="10.1.3.202") + "\n"
+                            + form("2026-11-20 10:05:32", 4, "A1", "node202", second)})
+    assert sorted((i["initiator"]["host"], i.get("scheduled")) for i in got) == [
+        ("node201", "2026-11-20T" + first[17:25] + ".000000Z"), ("node202", want)], got
+
+
 @pytest.mark.parametrize("quote", [
     'level=info ts=2026-11-20T10:05:00.000Z caller=manager.go:1 component="rule manager" alert=NodeKernelPanic '
     'expr="Kernel panic - not syncing: Fatal exception"',
