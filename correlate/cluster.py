@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of, spares_job
+from correlate.model import RAY_WORKER_DIED, Ev, across_reboot, capture_of, notice_key, spares_job
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, RANK_REPORTS, LinkRule, Relations, SideIndex,
                              collective_window_us, comms_of, gpu_key, job_local, log_of, named_collective, pred_shape,
                              rank_scope)
@@ -221,6 +221,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                             keyed or holds(rule.relation, faults[j], faults[i])):
                         dsu.union(i, j)
                         ri = dsu.find(i)
+    _join_notices(faults, dsu)
     if related is not None:
         _join_file_timed(faults, dsu, by_host, related, topo)
         if spanned and links:
@@ -430,6 +431,20 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
             if h != first:
                 union(("h", first), ("h", h))
     return find
+
+
+def _join_notices(faults: list[Ev], dsu: _DSU) -> None:
+    """Union the notices of one cloud event (``model.notice_key``: one host, signature and notice id), which
+    ``model.follow_notices`` placed at one time: however far apart their lines and whatever their lines' time
+    resolution. An Azure handler's line that inherits its time, its host logging every 5 min, joins no fault by time
+    (``_loose_for``): a notice re-sent 10 min later was a second incident, paged apart (a defect pass). One host's
+    events only, as the cache's host-local clustering needs (``ComponentCache``)."""
+    first: dict[tuple[str, str, str], int] = {}
+    for i, e in enumerate(faults):
+        if (k := notice_key(e)) is not None:
+            j = first.setdefault(k, i)
+            if j != i:
+                dsu.union(i, j)
 
 
 def _join_file_timed(faults: list[Ev], dsu: _DSU, by_host: dict[str, list[int]],

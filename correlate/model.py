@@ -404,19 +404,27 @@ def follow_notices(events: list[Ev]) -> None:
     latest: dict[tuple[str, str, str], Ev] = {}
     notices = []
     for e in events:
-        nid = e.details.get("notice_id")
-        if nid and isinstance(e.details.get("occurs_us"), int):
-            notices.append(e)
-            k = (e.host, e.signature, str(nid))
+        if (k := notice_key(e)) is not None:
+            notices.append((k, e))
             t = latest.get(k)
             if t is None or (e.ts, e.pos, e.event_id) > (t.ts, t.pos, t.event_id):
                 latest[k] = e
     if len(notices) == len(latest):
         return
-    for e in notices:
-        t = latest[(e.host, e.signature, str(e.details["notice_id"]))]
+    for k, e in notices:
+        t = latest[k]
         if t is not e and e.rescheduled != (us := t.details["occurs_us"]):
             e.reschedule(us)
+
+
+def notice_key(e: Ev) -> tuple[str, str, str] | None:
+    """(host, signature, ``details.notice_id``) of a cloud maintenance notice that names its event's id and time
+    (``details.occurs_us``): the notices of one key are one event's (:func:`follow_notices`; ``cluster.components``
+    joins them into one incident); None for any other event."""
+    nid = e.details.get("notice_id")
+    if nid and isinstance(e.details.get("occurs_us"), int):
+        return (e.host, e.signature, str(nid))
+    return None
 
 
 def follow_watchdogs(events: list[Ev]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -1362,6 +1363,65 @@ def test_the_catalogs_real_notice_stays_open_until_the_peers_reset_at_its_time_a
         assert (then["status"], then.get("scheduled")) == (inc["status"], inc.get("scheduled"))
     (want,) = correlate(b.events, b.link_samples, b.topology, now_us=quiet)
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "recurrence")}  # noqa: E731
+    assert strip(seen[-1][0]) == strip(want)
+
+
+@pytest.mark.parametrize("moved_s", [3600, -180])
+def test_a_re_sent_notice_moves_its_incidents_scheduled_time_in_the_stream_as_in_the_batch(pipeline, moved_s):
+    """The catalog's real Azure notice (scylladb/scylla-cluster-tests#5608, ``tests.test_patterns.AZURE_NOTICE``, a
+    Terminate: paged) re-sent 10 min later with the same EventId and its NotBefore moved ``moved_s`` (later, or
+    earlier); its host logs every 5 min. The stream made the re-sent notice a second incident, the first open until
+    the stale NotBefore: two pages for one maintenance (a defect pass). One incident, fed line by line: ``open`` with
+    the first NotBefore, then (same id) ``open`` with the re-sent one (``correlate.model.follow_notices``), then
+    ``resolved`` at the first step ``resolve_after_us`` past it (the notices' lines inherit their times, spanning 5 min:
+    they join no fault by time, ``cluster._join_notices`` joins them); the batch at each step's time says the same,
+    and the last version is the batch's."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import AZURE_NOTICE, BOOT, T0
+
+    line = datetime(2023, 3, 16, 13, 46, 56, tzinfo=timezone.utc)
+    nb = datetime(2023, 3, 16, 14, 1, 28, tzinfo=timezone.utc)
+    nb2 = nb + timedelta(seconds=moved_s)
+    again = AZURE_NOTICE.replace("Thu, 16 Mar 2023 14:01:28 GMT", f"{nb2:%a, %d %b %Y %H:%M:%S} GMT")
+    # the handler's line prints a time the reader does not take: each notice follows its host's line of its time
+    host = "[{t:%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using eth0:10.1.3.201<0>"
+    boot = BOOT.replace("2026-11-20 10:00:01", f"{line:%Y-%m-%d %H:%M:%S}").format(host="node201", addr="10.1.3.201")
+    fives = [host.format(t=line + timedelta(minutes=5 * m)) for m in range(1, 30)]
+    lines = [boot, AZURE_NOTICE, *fives[:2], again, *fives[2:]]
+    seg = Segment(data="\n".join(lines).encode(), origin="t:node201", stream="node201", host="node201", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    notices = events.filter(pc.equal(events.column("signature"), "azure.scheduled_event_notice"))
+    assert [orjson.loads(d)["notice_id"] for d in notices.column("details").to_pylist()] == [
+        "CA9C0DC4-E841-476D-94D5-9FC2FF983BCD"] * 2
+    ts = events.column("ts").cast("int64").to_pylist()
+    sc = StreamCorrelator()
+    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
+    seen = []
+    for k, now in enumerate(ts):
+        sc.add(events.slice(k, 1), now_us=now)
+        seen += [(i, now) for i in sc.step(now_us=now)]
+    iso = lambda d: f"{d:%Y-%m-%dT%H:%M:%S}.000000Z"  # noqa: E731
+    at = lambda d: int(d.timestamp() * S)  # noqa: E731
+    quiet = nb2 + timedelta(minutes=15)  # resolve_after_us past the re-sent NotBefore: the first 5-min step after it
+    first_quiet = min(t for t in ts if t > at(quiet))
+    assert [(i["version"], i["status"], i.get("scheduled")) for i, _ in seen] == [
+        (1, "open", iso(nb)), (2, "open", iso(nb2)), (3, "resolved", iso(nb2))]
+    assert seen[1][1] >= at(line + timedelta(minutes=10))  # once the re-sent notice came
+    assert seen[-1][1] == first_quiet
+    assert len({i["id"] for i, _ in seen}) == 1
+    for inc, now in seen:  # the batch over the events the stream had then, at its time
+        upto = events.filter(pc.less_equal(events.column("ts").cast("int64"), now))
+        (then,) = correlate(upto, b.link_samples, b.topology, now_us=now)
+        assert (then["id"], then["status"], then.get("scheduled")) == (inc["id"], inc["status"], inc.get("scheduled"))
+    (want,) = correlate(events, b.link_samples, b.topology, now_us=ts[-1])
+    strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "clocks")}  # noqa: E731
     assert strip(seen[-1][0]) == strip(want)
 
 
