@@ -7269,9 +7269,13 @@ def test_a_dump_on_a_local_timeout_explains_minus_one_only_when_the_line_says_it
 
 def _fabric_and_host(pipeline, node: str):
     """The subnet manager on sm01 drops the port of ``node``'s HCA 2 s before node08's rank reports a retry error
-    (status 12) on its NET/IB connection; each log read as one Kafka record (append time: its lines' time)."""
-    sm = ("Jun 17 17:21:28 933162 [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with GUID:0x506b4b0300e5e461 "
-          f"LID range [5, 5] of node:{node} mlx5_0")
+    (status 12) on its NET/IB connection; each log read as one Kafka record (append time: its lines' time). OpenSM's
+    own stamp (osm_log.c: month, day, time, µs; no year, no zone: the host's, UTC here) is the drop's time."""
+    from datetime import datetime, timezone
+
+    at = datetime.fromtimestamp((T0 - 2_000_000) / 1e6, tz=timezone.utc)
+    sm = (f"{at:%b %d %H:%M:%S} {at.microsecond:06d} [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with "
+          f"GUID:0x506b4b0300e5e461 LID range [5, 5] of node:{node} mlx5_0")
     warn = ("node08:2345:2400 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
             "10.1.0.7<41234> with status=12 opcode=0 len=0 vendor err 129 (Recv)")
     segs = [Segment(data=t.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0 + dt, ref_basis="kafka",
