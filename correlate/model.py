@@ -7,7 +7,7 @@ stay integers in µs UTC.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -265,9 +265,10 @@ RAY_WORKER_DIED = "ray.worker_died"
 TORCHRUN_AGENT = ("torch.elastic.", "deepspeed.launcher.", RAY_WORKER_DIED)
 #: a crash handler's line on the signal its process died on (Abseil's, glog's, PaddlePaddle's, tvm_ffi's). Right after
 #: its host's watchdog timeout it is that timeout's teardown: PyTorch's watchdog ends the process with abort()
-#: (SIGABRT), an XLA or Paddle process its fatal error, and ncclCommAbort may crash on the way out. It was "the earliest fault
-#: nothing else explains", an error incident apart from the hang it ended, and a cause of the other ranks' timeouts by
-#: cuda_error.explains_nccl (a break-it pass); before any timeout of its host it is still a crash the others waited on
+#: (SIGABRT), an XLA or Paddle process its fatal error, and ncclCommAbort may crash on the way out. It was "the
+#: earliest fault nothing else explains", an error incident apart from the hang it ended, and a cause of the other
+#: ranks' timeouts by cuda_error.explains_nccl (a break-it pass); before any timeout of its host it is still a crash
+#: the others waited on
 CRASH_SIGNALS = ("absl.fatal_signal", "glog.fatal_signal", "paddle.fatal_signal", "tvm_ffi.fatal_signal")
 #: a process's own line that it ends on a failure elsewhere, by an abort a crash handler then prints (JAX's
 #: "Terminating process because the JAX distributed service detected fatal errors …", LOG(FATAL): openxla/xla#38624)
@@ -345,6 +346,16 @@ class Copies:
         return copy
 
 
+def copy_once(copies: Copies | None, by: str, e: Ev, made_of: tuple, make: Callable[[], Ev]) -> Ev:
+    """The copy ``by`` (a name of what copies) makes of ``e`` with ``made_of``: the one ``copies`` kept from the call
+    before while ``e`` and ``made_of`` are the same (:meth:`Copies.get`), else ``make()``'s, kept (:meth:`Copies.put`);
+    ``make()``'s alone without ``copies``. What ``follow_reports`` and ``Topology.name_hosts`` call."""
+    if copies is None:
+        return make()
+    c = copies.get(by, e, made_of)
+    return c if c is not None else copies.put(by, e, made_of, make())
+
+
 def follow_reports(events: list[Ev], copies: Copies | None = None) -> list[Ev]:
     """``events`` with each PyTorch desync report (:data:`DESYNC_REPORT`) that follows a watchdog timeout replaced
     by a copy of the host, rank and implied start of that timeout (as ``follow_watchdogs`` gives the lines after a
@@ -376,14 +387,9 @@ def follow_reports(events: list[Ev], copies: Copies | None = None) -> list[Ev]:
         if t is None:
             continue
         start = t.start if e.implied_start is None else e.implied_start
-        made_of = (t.host, t.rank, t.event_id, start)
-        c = copies.get("report", e, made_of) if copies is not None else None
-        if c is None:
-            c = replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
-                        implied_start=start)
-            if copies is not None:
-                copies.put("report", e, made_of, c)
-        out[k] = c
+        out[k] = copy_once(copies, "report", e, (t.host, t.rank, t.event_id, start),
+                           lambda: replace(e, host=t.host, rank=t.rank, details={**e.details, "report_of": t.event_id},
+                                           implied_start=start))
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from correlate.model import Copies, Ev, capture_of
+from correlate.model import Copies, Ev, capture_of, copy_once
 from ingest.catalog import read_yaml
 from schemas.fleet import HostConfig, load_fleet_config  # noqa: F401  (re-exported)
 from schemas.hostname import canonical_host
@@ -251,13 +251,8 @@ class Topology:
             if (e.host[:1].isdigit() or ":" in e.host) and (h := self.addr_host(e)) and h != e.host:
                 if out is events:
                     out = list(events)
-                made_of = (h, e.implied_start, e.rescheduled)
-                c = copies.get("host", e, made_of) if copies is not None else None
-                if c is None:
-                    c = replace(e, host=h, details={**e.details, "host_addr": e.host})
-                    if copies is not None:
-                        copies.put("host", e, made_of, c)
-                out[k] = c
+                out[k] = copy_once(copies, "host", e, (h, e.implied_start, e.rescheduled),
+                                   lambda: replace(e, host=h, details={**e.details, "host_addr": e.host}))
         return out
 
     def host_facts(self) -> dict[str, tuple]:
