@@ -1286,7 +1286,8 @@ def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as
     assert [(d["host"], d["relation"]) for d in want["downstream"]] == [("node024", "peer_host")]
     assert want["start"] == f"{line:%Y-%m-%dT%H:%M:%S}.000000Z" <= want["end"]
     events, ts, sc, seen = _stepped_one_by_one(b)
-    seen += [(i["version"], i["status"], i.get("scheduled"), ts[-1]) for i in sc.step(now_us=ts[-1], flush=True)]
+    seen += [(i, ts[-1]) for i in sc.step(now_us=ts[-1], flush=True)]
+    seen = [(i["version"], i["status"], i.get("scheduled"), now) for i, now in seen]
     final = [v[2] for v in sc.emitted.values() if v[2].get("status") != "superseded"]
     strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}
     assert [strip(i) for i in final] == [strip(want)]
@@ -1341,14 +1342,7 @@ def test_the_catalogs_real_notice_stays_open_until_the_peers_reset_at_its_time_a
     segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
             for h, x in files.items()]
     b = pipeline.run(Decoded(segments=segs))
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
-    ts = events.column("ts").cast("int64").to_pylist()
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    seen = []
-    for k, now in enumerate(ts):
-        sc.add(events.slice(k, 1), now_us=now)
-        seen += [(i, now) for i in sc.step(now_us=now)]
+    events, ts, sc, seen = _stepped_one_by_one(b)
     # the peer has sent nothing for idle_us (its group closes), then the reset has been quiet 15 min and a second
     for now in (int((nb + timedelta(seconds=60 + 300)).timestamp() * S), quiet := int(
             (nb + timedelta(seconds=60 + 901)).timestamp() * S)):
@@ -1396,17 +1390,10 @@ def test_a_re_sent_notice_moves_its_incidents_scheduled_time_in_the_stream_as_in
     seg = Segment(data="\n".join(lines).encode(), origin="t:node201", stream="node201", host="node201", ref_ts=T0,
                   ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
-    events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
+    events, ts, sc, seen = _stepped_one_by_one(b)
     notices = events.filter(pc.equal(events.column("signature"), "azure.scheduled_event_notice"))
     assert [orjson.loads(d)["notice_id"] for d in notices.column("details").to_pylist()] == [
         "CA9C0DC4-E841-476D-94D5-9FC2FF983BCD"] * 2
-    ts = events.column("ts").cast("int64").to_pylist()
-    sc = StreamCorrelator()
-    sc.add(events.schema.empty_table(), b.link_samples, b.topology)
-    seen = []
-    for k, now in enumerate(ts):
-        sc.add(events.slice(k, 1), now_us=now)
-        seen += [(i, now) for i in sc.step(now_us=now)]
     iso = lambda d: f"{d:%Y-%m-%dT%H:%M:%S}.000000Z"  # noqa: E731
     at = lambda d: int(d.timestamp() * S)  # noqa: E731
     quiet = nb2 + timedelta(minutes=15)  # resolve_after_us past the re-sent NotBefore: the first 5-min step after it
@@ -1441,8 +1428,8 @@ def test_a_time_named_ahead_past_a_month_schedules_nothing():
 
 def _stepped_one_by_one(b):
     """A :class:`StreamCorrelator` fed ``b``'s events (a pipeline batch) one at a time in ``ts`` order, a step at each
-    event's time. Returns (the events sorted, their ``ts`` in µs, the stream, each version it emitted as (version,
-    status, ``scheduled``, the step's time))."""
+    event's time. Returns (the events sorted, their ``ts`` in µs, the stream, each version it emitted with the step's
+    time, (incident, µs))."""
     import pyarrow.compute as pc
 
     events = b.events.take(pc.sort_indices(b.events, [("ts", "ascending")]))
@@ -1452,7 +1439,7 @@ def _stepped_one_by_one(b):
     seen = []
     for k, now in enumerate(ts):
         sc.add(events.slice(k, 1), now_us=now)
-        seen += [(i["version"], i["status"], i.get("scheduled"), now) for i in sc.step(now_us=now)]
+        seen += [(i, now) for i in sc.step(now_us=now)]
     return events, ts, sc, seen
 
 
@@ -1565,6 +1552,7 @@ def test_a_notice_whose_time_passes_with_no_peers_reset_resolves_in_the_stream_a
                   origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
     events, ts, sc, seen = _stepped_one_by_one(b)
+    seen = [(i["version"], i["status"], i.get("scheduled"), now) for i, now in seen]
     nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
     at = lambda d: int(d.timestamp() * S)  # noqa: E731
     assert seen == [(1, "open", nb_iso, at(line + timedelta(minutes=30))),
