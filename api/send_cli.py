@@ -135,24 +135,13 @@ def _lines(path: str) -> tuple[BinaryIO, str]:
 
 
 def log_text(raw: bytes) -> bytes:
-    """The log text of a file's (or standard input's) bytes ``raw`` as ``diagnose`` reads them
-    (``ingest.decode.decode_file``): gzip, zstd, zlib, bzip2 or xz decompressed (at most ``MAX_FILE_BYTES``), UTF-16
-    or UTF-32 text (byte order mark or not) as UTF-8, lines ended by a carriage return alone (a serial console's)
-    split. Split at its bytes ``\\n`` as it was, a gzip file went out as records of compressed fragments, dead letters
-    all, and UTF-16 lines as halves of code units (a break-it pass). Raises ``ingest.decode.CompressionError``
-    (corrupt, truncated, too large) and ``ValueError`` saying why the bytes are no log text (binary data, an
-    executable, a journal file: ``binary_file``), which ``diagnose`` would skip too."""
-    from ingest.decode import (MAX_FILE_BYTES, _cr_lines, _wide_codec, binary_file, bomless_text, decompress,
-                               utf16_stretches)
+    """The log text of a file's (or standard input's) bytes ``raw`` as ``diagnose`` reads them, nothing salvaged:
+    ``ingest.decode.file_text`` (its normalisation, its errors: ``CompressionError``, ``ValueError``). Split at its
+    bytes ``\\n`` as it was, a gzip file went out as records of compressed fragments, dead letters all, and UTF-16
+    lines as halves of code units (a break-it pass); a corrupt file or binary data is refused, not sent in part."""
+    from ingest.decode import file_text
 
-    data = _cr_lines(decompress(raw, limit=MAX_FILE_BYTES))
-    if (text := bomless_text(data)) is not None:
-        data = text
-    if (why := binary_file(data)) is not None:
-        raise ValueError(why)
-    if (codec := _wide_codec(data)) is not None:  # a byte order mark's: dropped with it
-        return data.decode(codec, "replace").encode().removeprefix("\ufeff".encode())
-    return utf16_stretches(data)
+    return file_text(raw, salvage=False).data
 
 
 def send(

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -2243,6 +2243,57 @@ def _cr_lines(data: bytes) -> bytes:
 MAX_FILE_BYTES = 1 << 30
 
 
+class FileText(NamedTuple):
+    """A file's log text (:func:`file_text`)."""
+
+    #: UTF-8 lines ended by ``\\n`` (the last may have none); empty for a file that holds (or decompresses to) nothing
+    data: bytes
+    #: what a salvage left out: (the reason said, up to 4 KiB of the raw bytes it concerns, error code
+    #: ``bad_compression`` or ``not_text``), a :class:`Reject`'s fields but its origin; None when all was read
+    lost: tuple[str, bytes, str] | None = None
+
+
+def file_text(raw: bytes, *, salvage: bool, limit: int = MAX_FILE_BYTES) -> FileText:
+    """The log text of a file's bytes ``raw``, as ``decode_file`` (``diagnose``) and ``firstfault send`` read it.
+
+    Normalised: gzip, zstd, zlib, bzip2 or xz decompressed (:func:`decompress`, at most ``limit`` bytes); lines ended
+    by a carriage return alone (a serial console's) ended by ``\\n`` (:func:`_cr_lines`); UTF-16 or UTF-32 text, with a
+    byte order mark (dropped, a second one too) or without (:func:`bomless_text`), as UTF-8; stretches of UTF-16 text
+    among other text as UTF-8 (:func:`utf16_stretches`).
+
+    Raises :class:`CompressionError` (corrupt, truncated, an unread format, over ``limit`` decompressed) and
+    ``ValueError`` saying why the bytes are no log text (:func:`binary_file`: binary data, an executable, a journal
+    file). With ``salvage`` only when nothing of them is left: a truncated or overlong stream gives the whole lines
+    it decompressed to and binary data its lines of text (:func:`text_lines`; not a format known by its magic number),
+    ``lost`` saying what was left out."""
+    lost = None
+    try:
+        data = _cr_lines(decompress(raw, limit=limit))
+    except CompressionError as e:
+        if not salvage:
+            raise
+        partial = _cr_lines(e.partial)
+        data = partial[:partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
+        if not data:
+            raise
+        said = e.lost(data.count(b"\n"), len(data))
+        lost = (f"cannot decompress: {e}; {said}", raw[-4096:], "bad_compression")
+    if not data:
+        return FileText(data)
+    if (text := bomless_text(data)) is not None:
+        data = text  # as its byte order mark would have said
+    if (why := binary_file(data)) is not None:
+        kept = None if not salvage or known_format(data) is not None else text_lines(data)
+        if kept is None:
+            raise ValueError(why)
+        data, lines, dropped = kept
+        lost = (f"{why}; its {lines} line{'s' * (lines != 1)} of text read, {dropped} bytes of binary data skipped",
+                raw[:4096], "not_text")
+    if (codec := _wide_codec(data)) is not None:  # a byte order mark's: dropped with it
+        return FileText(data.decode(codec, "replace").encode().removeprefix("\ufeff".encode()), lost)
+    return FileText(utf16_stretches(data), lost)
+
+
 def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) -> Decoded:
     """Decode a local file: raw lines, NDJSON envelopes or a JSON array of them; gzip, zstd or zlib or not.
 
@@ -2280,27 +2331,16 @@ def decode_file(path: Path, *, relname: str, max_bytes: int = MAX_FILE_BYTES) ->
     else:
         raw = path.read_bytes()
     try:
-        data = _cr_lines(decompress(raw, limit=max_bytes))
+        text = file_text(raw, salvage=True, limit=max_bytes)
     except CompressionError as e:
-        partial = _cr_lines(e.partial)
-        data = partial[:partial.rfind(b"\n") + 1]  # whole lines only: the last one may be cut
-        if not data:
-            return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
-        said = e.lost(data.count(b"\n"), len(data))
-        lost = Reject(origin, f"cannot decompress: {e}; {said}", raw[-4096:], "bad_compression")
-    if not data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
+        return Decoded(rejects=[Reject(origin, f"cannot decompress: {e}", raw[:4096], "bad_compression")])
+    except ValueError as e:
+        return Decoded(rejects=[Reject(origin, str(e), raw[:4096], "not_text")])
+    if not text.data:  # an empty file holds no line (``wc -l``), where an empty Kafka value is one empty line
         return Decoded()
-    if (text := bomless_text(data)) is not None:
-        data = text  # as its byte order mark would have said
-    if (why := binary_file(data)) is not None:
-        kept = None if known_format(data) is not None else text_lines(data)
-        if kept is None:
-            return Decoded(rejects=[Reject(origin, why, raw[:4096], "not_text")])
-        data, lines, dropped = kept
-        lost = Reject(origin, f"{why}; its {lines} line{'s' * (lines != 1)} of text read, {dropped} bytes of binary "
-                      "data skipped", raw[:4096], "not_text")
-    if _wide_codec(data) is None:  # a whole file of UTF-16 or UTF-32 text with a byte order mark is read as such
-        data = utf16_stretches(data)
+    data = text.data
+    if text.lost is not None:
+        lost = Reject(origin, *text.lost)
     out = _decode_text(data, origin=origin, stream=origin, host=host_from_filename(path), ref_ts=mtime,
                        ref_basis="file", ingest_ts=mtime, source=None, line_base=1)
     if lost is not None:
