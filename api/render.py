@@ -167,6 +167,11 @@ class TrimmedStream(io.TextIOBase):
         self._name, self._tail = name, ""
 
     @property
+    def name(self) -> str:
+        """``stdout`` or ``stderr``: the stream of ``sys`` it writes to."""
+        return self._name
+
+    @property
     def _stream(self) -> Any:
         return getattr(sys, self._name)
 
@@ -291,13 +296,15 @@ def reader_gone(name: str = "stdout") -> NoReturn:
 
 def end_quietly_when_a_reader_goes() -> None:
     """Make every Rich console of this process end the command as :func:`reader_gone` does when its stream's reader
-    went away, typer's help and error consoles included (``firstfault --help | head -3`` exited 1, Rich's default).
-    The CLI's entry point calls it; :class:`_CliConsole` does the same for the commands' own consoles wherever they
-    run."""
+    went away: the commands' own (:func:`cli_console`) and typer's help and error consoles. Rich's own
+    ``on_broken_pipe`` sends descriptor 1 to ``/dev/null`` whichever stream broke and exits 1, a runtime failure's
+    code: ``firstfault sql … | head -1`` exited 1, ``firstfault diagnose`` and ``firstfault --help | head -3`` too.
+    The CLI's entry point calls it."""
 
     def on_broken_pipe(self: Console) -> None:
         self.quiet = True
-        reader_gone("stderr" if self.file is sys.stderr else "stdout")
+        f = self.file  # a command's console writes through a TrimmedStream, which names its stream
+        reader_gone(f.name if isinstance(f, TrimmedStream) else "stderr" if f is sys.stderr else "stdout")
 
     Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
 
@@ -319,24 +326,12 @@ def cli_console(name: str = "stdout") -> Console:
     """The Rich console of a CLI command on ``name`` (``stdout`` or ``stderr``): ``console_width`` wide, lines
     without trailing spaces (``TrimmedStream``). On ``stderr`` a message is not wrapped (soft wrap): an error stays
     one line for ``grep`` and log collectors, and a terminal wraps it itself. No emoji codes: ``:fire:`` in a file
-    name a message quotes stays as written (a break-it pass: the message named another file)."""
+    name a message quotes stays as written (a break-it pass: the message named another file). Its stream's reader
+    going away ends the command quietly, exit 141, once the entry point called :func:`end_quietly_when_a_reader_goes`
+    (Rich's own handling exits 1)."""
     stream = getattr(sys, name)  # None when the descriptor was closed (``2>&-``): a command still runs
-    return _CliConsole(name, file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
-                       soft_wrap=name == "stderr", emoji=False)
-
-
-class _CliConsole(Console):
-    """A Rich console of ``sys.<name>`` whose reader going away ends the command as :func:`reader_gone` does. Rich's
-    own ``on_broken_pipe`` sends descriptor 1 to ``/dev/null`` whichever stream broke and exits 1, a runtime
-    failure's code: ``firstfault sql … | head -1`` exited 1, and ``firstfault diagnose`` too."""
-
-    def __init__(self, name: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._stream_name = name
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        reader_gone(self._stream_name)
+    return Console(file=TrimmedStream(name), width=console_width(stream is not None and stream.isatty()),
+                   soft_wrap=name == "stderr", emoji=False)
 
 
 def version_changes(versions: list[dict[str, Any]], before: dict[str, str]) -> tuple[list[dict[str, Any]],
