@@ -466,13 +466,14 @@ class Store:
         if text:
             where.append("contains(message, ?)")
             params.append(text)
-        if min_severity and evidence_of:
-            where.append(f"({MIN_SEVERITY_SQL} OR event_id IN (SELECT event_id FROM incident_evidence "
-                         "WHERE incident_id IN (SELECT unnest(?))))")
-            params.extend([min_severity, evidence_of])
-        elif min_severity:
-            where.append(MIN_SEVERITY_SQL)
+        if min_severity:
+            severe = MIN_SEVERITY_SQL
             params.append(min_severity)
+            if evidence_of:  # the incidents' evidence passes whatever its severity
+                severe = (f"({severe} OR event_id IN (SELECT event_id FROM incident_evidence "
+                          "WHERE incident_id IN (SELECT unnest(?))))")
+                params.append(evidence_of)
+            where.append(severe)
         sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
         return self.query(sql, src_params + params + [limit, offset])
 
