@@ -5,6 +5,7 @@ Prometheus Alertmanager (Debian's prometheus-alertmanager) started and stopped b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -713,16 +714,13 @@ def test_run_forever_delivers_in_the_background_and_stops(tmp_path, pd):
     pager = Pager(pd_settings(tmp_path, pd.url))
 
     async def go():
-        stop = asyncio.Event()
-        task = asyncio.create_task(pager.run_forever(stop))
-        await asyncio.sleep(0.05)
-        pager.enqueue([incident()])  # wakes the dispatcher
-        for _ in range(200):
-            if pd.requests:
-                break
-            await asyncio.sleep(0.01)
-        stop.set()
-        await asyncio.wait_for(task, 2)
+        async with running(pager, stop_within_s=2):
+            await asyncio.sleep(0.05)
+            pager.enqueue([incident()])  # wakes the dispatcher
+            for _ in range(200):
+                if pd.requests:
+                    break
+                await asyncio.sleep(0.01)
 
     asyncio.run(go())
     assert len(pd.bodies()) == 1 and pager.pending() == 0
@@ -805,6 +803,53 @@ def wait_for(pred, timeout=10.0, what=""):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def until(pred, what: str, timeout: float = 15.0):
+    """:func:`wait_for` off the event loop, so that a pager running on the loop goes on while it waits."""
+    return await asyncio.get_running_loop().run_in_executor(None, lambda: wait_for(pred, timeout, what))
+
+
+@contextlib.asynccontextmanager
+async def running(pager: Pager, stop_within_s: float = 5.0):
+    """``pager.run_forever`` as a task on the running loop while the block runs. Yields ``stopped``: awaited, it
+    stops the pager and waits for its task (at most ``stop_within_s``); the block's end does so too, whatever
+    happened in it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(pager.run_forever(stop))
+
+    async def stopped() -> None:
+        stop.set()
+        await asyncio.wait_for(task, stop_within_s)
+
+    try:
+        yield stopped
+    finally:
+        await stopped()
+
+
+def notified(hook: Receiver, status: str) -> list[str]:
+    """The incident ids of the alerts Alertmanager's notifications to ``hook`` said were ``status`` (``firing`` or
+    ``resolved``), in the order it sent them."""
+    return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"] if a["status"] == status]
+
+
+def active(am: Alertmanager, iid: str) -> list[dict]:
+    """Alertmanager's active alerts of incident ``iid``."""
+    return [a for a in am.alerts() if a["labels"].get("incident_id") == iid and a["status"]["state"] == "active"]
+
+
+def am_sink(state_dir: Path, am: Alertmanager, lake: str, *, resend_s: float, hold_s: float,
+            poll_s: float | None = None) -> IncidentSink:
+    """A correlate worker's sink over ``lake`` that pages ``am``: its pager re-sends open pages every ``resend_s``
+    seconds, each held ``hold_s`` (``endsAt``), and follows its outbox every ``poll_s`` (its default: None)."""
+    from api.sink import IncidentSink
+
+    s = IncidentSink(Settings(state_dir=state_dir, alertmanager_url=am.url, api_port=8080, lake=lake))
+    s.pager.am_resend_s, s.pager.am_hold_s = resend_s, hold_s
+    if poll_s is not None:
+        s.pager.poll_s = poll_s
+    return s
+
+
 def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alertmanager):
     am, hook = alertmanager
     settings = Settings(state_dir=tmp_path / "state", alertmanager_url=am.url, api_port=8080)
@@ -813,19 +858,9 @@ def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alert
     def ours():
         return [a for a in am.alerts() if a["labels"].get("alertname") == "FirstFaultIncident"]
 
-    def notified(status):
-        return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"]
-                if a["status"] == status]
-
     async def go():
-        stop = asyncio.Event()
-        task = asyncio.create_task(pager.run_forever(stop))
         loop = asyncio.get_running_loop()
-
-        async def until(pred, what, timeout=15.0):
-            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
-
-        try:
+        async with running(pager):
             # a page arrives: one alert, one notification, downstream named, not alerted
             pager.enqueue([incident(downstream=DOWN), incident("inc-low", severity="info", init_events=["i1"])])
             [a] = await until(ours, "the alert")
@@ -834,7 +869,7 @@ def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alert
             assert "NVLink 3 of GPU 0000:9a:00.0 on node07" in a["annotations"]["summary"]
             assert a["annotations"]["downstream"].startswith("2 downstream reporters")
             assert a["generatorURL"] == "http://127.0.0.1:8080/incidents/inc-a"
-            await until(lambda: notified("firing"), "the firing notification")
+            await until(lambda: notified(hook, "firing"), "the firing notification")
 
             # an update: same alert (same labels), new annotations, even though the severity changed
             pager.enqueue([incident(version=2, severity="error", next_action="Drain node07.", downstream=DOWN)])
@@ -851,20 +886,17 @@ def test_alertmanager_pages_update_resolve_and_survive_a_restart(tmp_path, alert
             assert a["annotations"]["next_action"] == "Replace the NVLink bridge."
             await until(lambda: pager.health()["ok"] and pager.pending() == 0, "the outbox to drain")
             await asyncio.sleep(1.0)  # past group_wait and group_interval: a re-notification would be here by now
-            assert notified("firing") == ["inc-a"]  # its notification log came back from --storage.path
+            assert notified(hook, "firing") == ["inc-a"]  # its notification log came back from --storage.path
 
             # resolve: the alert leaves the active list and the receiver hears "resolved"
             pager.enqueue([incident(version=4, status="resolved", downstream=DOWN)])
             await until(lambda: not ours(), "the alert to resolve")
-            await until(lambda: notified("resolved"), "the resolved notification")
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 5)
+            await until(lambda: notified(hook, "resolved"), "the resolved notification")
 
     asyncio.run(go())
     # one page in all: the restart did not make Alertmanager notify the open alert again
-    assert notified("firing").count("inc-a") == 1 and notified("resolved") == ["inc-a"]
-    assert "inc-low" not in notified("firing")
+    assert notified(hook, "firing").count("inc-a") == 1 and notified(hook, "resolved") == ["inc-a"]
+    assert "inc-low" not in notified(hook, "firing")
     pager.close()
 
 
@@ -1206,38 +1238,27 @@ def test_a_re_send_that_reached_alertmanager_after_another_workers_resolve_is_re
     version and resolves the alert again, rather than leave it active until its ``endsAt`` (``am_hold_s``, minutes
     in a deployment; a fresh user's trial saw the race on a loaded machine). A real Alertmanager, two real sinks over
     one real lake; the stale re-send is a's ``_refresh`` called before it follows the lake."""
-    from api.sink import IncidentSink
-
     am, _ = alertmanager
     lake = str(tmp_path / "lake")
-
-    def sink(name):
-        s = IncidentSink(Settings(state_dir=tmp_path / name, alertmanager_url=am.url, api_port=8080, lake=lake))
-        s.pager.am_resend_s, s.pager.am_hold_s = 0.3, 60.0  # a long hold: the alert cannot expire in this test
-        return s
-
-    def active():
-        return [x for x in am.alerts() if x["labels"].get("incident_id") == "inc-a"
-                and x["status"]["state"] == "active"]
-
-    a, b = sink("a"), sink("b")
+    # a long hold: the alert cannot expire in this test
+    a, b = (am_sink(tmp_path / name, am, lake, resend_s=0.3, hold_s=60.0) for name in "ab")
 
     async def go():
         now = time.time()
         a.emit([incident(version=1, end=now - 10)])
         assert await a.pager.flush() == 0
-        wait_for(active, 10, "the first worker's page")
+        wait_for(lambda: active(am, "inc-a"), 10, "the first worker's page")
         b.stored()
         b.emit([incident(version=2, status="resolved", end=now - 5)])
         assert await b.pager.flush() == 0
-        wait_for(lambda: not active(), 10, "the second worker's resolve")
+        wait_for(lambda: not active(am, "inc-a"), 10, "the second worker's resolve")
         (am_receiver,) = [r for r in a.pager.receivers if r.name == "alertmanager"]
         async with httpx.AsyncClient() as client:
             await a.pager._refresh(client, am_receiver)  # a's stale re-send: it has not read v2 yet
-        wait_for(active, 10, "the stale re-send firing the alert again")
+        wait_for(lambda: active(am, "inc-a"), 10, "the stale re-send firing the alert again")
         a.pager._followed = 0.0  # its next round is due to follow the lake
         assert await a.pager.flush() == 0
-        wait_for(lambda: not active(), 5, "the alert resolved again by the worker that re-sent it")
+        wait_for(lambda: not active(am, "inc-a"), 5, "the alert resolved again by the worker that re-sent it")
 
     asyncio.run(go())
     a.pager.close()
@@ -1287,59 +1308,35 @@ def test_a_page_taken_over_is_re_sent_by_whoever_holds_its_latest_version(tmp_pa
     sent for it): a newer version another worker stored is what its page says now (resolved: not re-sent), and an
     open page at the latest version is re-sent by every worker that has it. (A real Alertmanager; two real sinks over
     one real lake; the death of a worker is its pager stopped.)"""
-    from api.sink import IncidentSink
-
     am, hook = alertmanager
-    lake = str(tmp_path / "lake")
-
-    def sink(name):
-        s = IncidentSink(Settings(state_dir=tmp_path / name, alertmanager_url=am.url, api_port=8080, lake=lake))
-        s.pager.am_resend_s, s.pager.am_hold_s, s.pager.poll_s = 0.3, 2.0, 0.1
-        return s
-
-    def active(iid):
-        return [x for x in am.alerts() if x["labels"].get("incident_id") == iid and x["status"]["state"] == "active"]
-
-    def notified(status):
-        return [x["labels"]["incident_id"] for n in hook.bodies("/hook") for x in n["alerts"] if x["status"] == status]
-
-    a, b = sink("a"), sink("b")
+    a, b = (am_sink(tmp_path / name, am, str(tmp_path / "lake"), resend_s=0.3, hold_s=2.0, poll_s=0.1)
+            for name in "ab")
 
     async def go():
-        loop = asyncio.get_running_loop()
-        stop_a, stop_b = asyncio.Event(), asyncio.Event()
-        run_a = asyncio.create_task(a.pager.run_forever(stop_a))
-
-        async def until(pred, what, timeout=15.0):
-            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
-
-        try:
+        async with running(a.pager) as stop_a:
             now = time.time()
             a.emit([incident(version=1, end=now - 10)])
-            await until(lambda: active("inc-a"), "the first worker's page")
+            await until(lambda: active(am, "inc-a"), "the first worker's page")
             b.stored()  # a rebalance: inc-a moves to the second worker
-            run_b = asyncio.create_task(b.pager.run_forever(stop_b))
-            b.emit([incident(version=2, status="resolved", end=now - 5)])
-            await until(lambda: b.pager.pending() == 0, "the resolve to be sent")
-            await asyncio.sleep(1.5)  # the first worker's re-sends, every 0.3 s
-            # a re-send the first worker made from a read of the lake before v2 was stored may reach Alertmanager
-            # after the resolve (a loaded machine: a fresh user's trial); that worker resolves it again once it
-            # follows v2, so the alert is not active for long — re-sent every 0.3 s, it would stay active
-            await until(lambda: not active("inc-a"), "the alert resolved", timeout=3.0)
-            assert notified("firing") == ["inc-a"] and notified("resolved") == ["inc-a"], hook.bodies("/hook")
+            async with running(b.pager):
+                b.emit([incident(version=2, status="resolved", end=now - 5)])
+                await until(lambda: b.pager.pending() == 0, "the resolve to be sent")
+                await asyncio.sleep(1.5)  # the first worker's re-sends, every 0.3 s
+                # a re-send the first worker made from a read of the lake before v2 was stored may reach
+                # Alertmanager after the resolve (a loaded machine: a fresh user's trial); that worker resolves it
+                # again once it follows v2, so the alert is not active for long — re-sent every 0.3 s, it would stay
+                # active
+                await until(lambda: not active(am, "inc-a"), "the alert resolved", timeout=3.0)
+                assert notified(hook, "firing") == ["inc-a"] and notified(hook, "resolved") == ["inc-a"], \
+                    hook.bodies("/hook")
 
-            # an incident the first worker paged, taken over at a rebalance; then the first worker dies
-            a.emit([incident("inc-y", init_events=["y1"], end=time.time() - 10)])
-            await until(lambda: active("inc-y"), "the page of inc-y")
-            b.stored()
-            stop_a.set()
-            await asyncio.wait_for(run_a, 5)
-            await asyncio.sleep(4.0)  # twice the hold: the alert expires unless someone re-sends it
-            assert active("inc-y") and "inc-y" not in notified("resolved"), notified("resolved")
-        finally:
-            stop_a.set()
-            stop_b.set()
-            await asyncio.gather(run_a, *([run_b] if "run_b" in locals() else []), return_exceptions=True)
+                # an incident the first worker paged, taken over at a rebalance; then the first worker dies
+                a.emit([incident("inc-y", init_events=["y1"], end=time.time() - 10)])
+                await until(lambda: active(am, "inc-y"), "the page of inc-y")
+                b.stored()
+                await stop_a()
+                await asyncio.sleep(4.0)  # twice the hold: the alert expires unless someone re-sends it
+                assert active(am, "inc-y") and "inc-y" not in notified(hook, "resolved"), notified(hook, "resolved")
 
     asyncio.run(go())
     a.pager.close()
@@ -1419,37 +1416,24 @@ def test_a_cloud_notice_ahead_is_one_alert_firing_until_the_peers_reset_at_its_t
         return [a for a in am.alerts() if a["labels"].get("incident_id") == v1["id"]
                 and (version is None or a["annotations"]["version"] == str(version))]
 
-    def notified(status):
-        return [a["labels"]["incident_id"] for n in hook.bodies("/hook") for a in n["alerts"] if a["status"] == status]
-
     async def go():
-        stop = asyncio.Event()
-        task = asyncio.create_task(pager.run_forever(stop))
-        loop = asyncio.get_running_loop()
-
-        async def until(pred, what, timeout=15.0):
-            return await loop.run_in_executor(None, lambda: wait_for(pred, timeout, what))
-
-        try:
+        async with running(pager):
             pager.enqueue([v1])
             [a] = await until(lambda: ours(1), "the notice's alert")
             assert a["annotations"]["scheduled"] == v1["scheduled"] and a["status"]["state"] == "active"
-            await until(lambda: notified("firing"), "the firing notification")
+            await until(lambda: notified(hook, "firing"), "the firing notification")
             await asyncio.sleep(1.0)  # rounds of the pager's own quiet rule (_expire): its line is 30 min old
-            assert [a["status"]["state"] for a in ours()] == ["active"] and notified("resolved") == []
+            assert [a["status"]["state"] for a in ours()] == ["active"] and notified(hook, "resolved") == []
             pager.enqueue([v2])
             [a] = await until(lambda: ours(2), "the reset's version")
             assert a["status"]["state"] == "active" and "scheduled" not in a["annotations"]
             await asyncio.sleep(1.0)  # past group_interval: an update of one alert notifies nothing new
             pager.enqueue([v3])
             await until(lambda: not ours(), "the alert to resolve")
-            await until(lambda: notified("resolved"), "the resolved notification")
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 5)
+            await until(lambda: notified(hook, "resolved"), "the resolved notification")
 
     asyncio.run(go())
-    assert (notified("firing"), notified("resolved")) == ([v1["id"]], [v1["id"]])
+    assert (notified(hook, "firing"), notified(hook, "resolved")) == ([v1["id"]], [v1["id"]])
     assert pager.db.execute("SELECT version, action FROM outbox WHERE incident_id = ? ORDER BY seq",
                             (v1["id"],)).fetchall() == [(1, "trigger"), (2, "trigger"), (3, "resolve")]
     pager.close()
