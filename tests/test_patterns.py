@@ -7303,6 +7303,24 @@ def test_the_subnet_managers_lost_port_of_another_host_explains_nothing_here(pip
         ("sm01", "ib_port", []), ("node08", "nccl_error", [])]
 
 
+@pytest.mark.parametrize("node, peer", [("", None), (" mlx5_0", None), ("ノード08 mlx5_0", "ノード08"),
+                                        ("nodé08 mlx5_0", "nodé08"), ("node08 mlx5_0", "node08"),
+                                        ("ノ" * 70, "ノ" * 64)])
+def test_the_subnet_managers_lost_port_is_an_event_whatever_its_node_description(pipeline, node, peer):
+    """OpenSM prints the lost port's node description as the node set it (osm_drop_mgr.c: "of node:%s"): empty for
+    a node that set none, or any UTF-8 text. The line gave no event unless the description began with an ASCII word
+    (a break-it pass): the port's loss was dropped. It is an event with the port's GUID; its first word, whatever
+    its characters (at most 64 of them), is ``details.peer_addr``, none when it begins blank."""
+    line = ("Jun 17 17:21:28 933162 [3DA006C0] 0x02 -> drop_mgr_remove_port: Removed port with GUID:0x0000000000100004 "
+            f"LID range [5, 5] of node:{node}")
+    seg = Segment(data=line.encode(), origin="t:sm01", stream="sm01", host="sm01", ref_ts=T0, ref_basis="kafka",
+                  ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    assert b.events.column("signature").to_pylist() == ["ib.opensm_port_removed"]
+    assert b.events.column("device").to_pylist() == ["0x0000000000100004"]
+    assert orjson.loads(b.events.column("details")[0].as_py()).get("peer_addr") == peer
+
+
 def test_a_switch_port_down_in_the_sm_sweep_explains_the_ports_it_lost(pipeline):
     """One sweep of OpenSM 5.21 (an ibsim walkthrough): a switch link went DOWN, then the GID of a port behind it went
     out of service and the port was removed. One initiator, the switch port; the other two its downstream."""
