@@ -129,7 +129,7 @@ class Ev:
             self.start = self.implied_start
         elif self.rescheduled is not None:  # a later notice of the same event moved its time (follow_notices)
             self.start = self.rescheduled
-        elif isinstance(t := self.details.get("occurs_us"), int):
+        elif (t := stated_time(self.ts, self.details)) is not None:
             # a notice is of the VM going at its NotBefore (a week ahead, or 30 s): placed at its line's time, it
             # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice. That
             # time is the cloud's, exact to its own resolution: a notice line with no stamp of its own spans to the
@@ -162,6 +162,16 @@ class Ev:
         """True when its time is only an upper bound: the line printed no time and is dated by its file's mtime
         or its Kafka append time (``details.ts_upper_bound``, ``ingest.assemble``): written then or earlier."""
         return bool(self.details.get("ts_upper_bound"))
+
+
+def stated_time(ts: int, details: dict[str, Any]) -> int | None:
+    """The time (µs UTC) a line states for the event it announces (``details.occurs_us``: a notice's NotBefore or
+    StartTime) when it lies within :data:`AHEAD_MAX_US` of the line's time ``ts`` (µs), before or after; else None.
+    A time further (a NotBefore five years before its line or in 2045: a garbled or placeholder date, a stale
+    document) is no time of the event: placed there, the notice's incident began years before any line of it (a
+    break-it pass). One shortly before its line (a notice re-sent while its event waits to start) is taken."""
+    t = details.get("occurs_us")
+    return t if isinstance(t, int) and abs(t - ts) <= AHEAD_MAX_US else None
 
 
 #: a time of day in a stated time (``details.occurs_at``): its seconds and their fraction, when it prints them
@@ -401,34 +411,54 @@ def follow_notices(events: list[Ev]) -> None:
     scheduled-events: a new ``DocumentIncarnation`` each change), AWS's Node Termination Handler logs the event's
     ``EventID`` (aws/aws-node-termination-handler, pkg/monitor/scheduledevent: EC2's own id). Each notice placed at
     its own time (``Ev.start``: ``details.occurs_us``) made an incident apart per notice, the first one open until
-    the stale time and its page fired twice for one maintenance (a defect pass). The notices of one event: those of
-    one host, signature and ``details.notice_id`` that name a time (``occurs_us``); the latest written (``ts``, then
-    its place in the log, then event id) supersedes the others' time, later or earlier than theirs. Sets
-    ``Ev.rescheduled`` in place, as ``follow_watchdogs`` sets ``implied_start``: a streaming correlator's kept notice
-    keeps the time, and stays as long as the latest (``Ev.ahead``), so stream and batch agree; never unset (a kept
-    earlier notice whose latest was forgotten still says the latest's time, as the batch of both did)."""
-    latest: dict[tuple[str, str, str], Ev] = {}
-    notices = []
+    the stale time and its page fired twice for one maintenance (a defect pass). The notices of one event:
+    :func:`notice_groups`; the latest written (``ts``, then its place in the log, then event id) supersedes the
+    others' time, later or earlier than theirs. Sets ``Ev.rescheduled`` in place, as ``follow_watchdogs`` sets
+    ``implied_start``: a streaming correlator's kept notice keeps the time, and stays as long as the latest
+    (``Ev.ahead``), so stream and batch agree; never unset (a kept earlier notice whose latest was forgotten still
+    says the latest's time, as the batch of both did)."""
+    for group in notice_groups(events):
+        t = group[-1]
+        us = stated_time(t.ts, t.details)
+        for e in group[:-1]:
+            if e.rescheduled != us:
+                e.reschedule(us)
+
+
+def notice_groups(events: Iterable[Ev]) -> list[list[Ev]]:
+    """The notices of ``events`` that are one cloud event's, in the order they were written (``ts``, then place in
+    the log, then event id), for each event with more than one notice: those of one :func:`notice_key` whose lines
+    lie within :data:`AHEAD_MAX_US` of the first's. A cloud names a pending event's time at most that far ahead and
+    re-sends its notice until it happens; a notice of the same id later is another event's (a handler's reused id, a
+    fleet's placeholder): one id's notices nine months apart were one incident from March to November, the March
+    notice placed at November's time (a break-it pass). Cost: a sort of the notices."""
+    by_key: dict[tuple[str, str, str], list[Ev]] = {}
     for e in events:
         if (k := notice_key(e)) is not None:
-            notices.append((k, e))
-            t = latest.get(k)
-            if t is None or (e.ts, e.pos, e.event_id) > (t.ts, t.pos, t.event_id):
-                latest[k] = e
-    if len(notices) == len(latest):
-        return
-    for k, e in notices:
-        t = latest[k]
-        if t is not e and e.rescheduled != (us := t.details["occurs_us"]):
-            e.reschedule(us)
+            by_key.setdefault(k, []).append(e)
+    out: list[list[Ev]] = []
+    for notices in by_key.values():
+        if len(notices) < 2:
+            continue
+        notices.sort(key=lambda e: (e.ts, e.pos, e.event_id))
+        group = [notices[0]]
+        for e in notices[1:]:
+            if e.ts - group[0].ts > AHEAD_MAX_US:
+                if len(group) > 1:
+                    out.append(group)
+                group = []
+            group.append(e)
+        if len(group) > 1:
+            out.append(group)
+    return out
 
 
 def notice_key(e: Ev) -> tuple[str, str, str] | None:
-    """(host, signature, ``details.notice_id``) of a cloud maintenance notice that names its event's id and time
-    (``details.occurs_us``): the notices of one key are one event's (:func:`follow_notices`; ``cluster.components``
-    joins them into one incident); None for any other event."""
+    """(host, signature, ``details.notice_id``) of a cloud maintenance notice that names its event's id and a time
+    (:func:`stated_time`: ``details.occurs_us`` within :data:`AHEAD_MAX_US` of its line): the notices of one key
+    are of one event while close in time (:func:`notice_groups`); None for any other event."""
     nid = e.details.get("notice_id")
-    if nid and isinstance(e.details.get("occurs_us"), int):
+    if nid and stated_time(e.ts, e.details) is not None:
         return (e.host, e.signature, str(nid))
     return None
 

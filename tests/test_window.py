@@ -1426,6 +1426,66 @@ def test_a_time_named_ahead_past_a_month_schedules_nothing():
         assert n.ahead() == named, ahead
 
 
+def _notices_batch(pipeline, notices):
+    """The pipeline and the batch correlator over ``notices`` ((line time, NotBefore, EventId) each, datetimes UTC):
+    each an Azure Scheduled Events document (a Preempt of node201, as ``azure.scheduled_event_notice`` reads it) on
+    its own stamped line of node201. Returns (the events, each notice given its event's time as the correlator
+    gives it: ``follow_notices``; the incidents by start)."""
+    from correlate.correlator import correlate
+    from correlate.model import events_from_table, follow_notices
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import T0
+
+    lines = [f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"{eid}","EventStatus":'
+             f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
+             f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}' for line, nb, eid in notices]
+    seg = Segment(data="\n".join(lines).encode(), origin="t:node201", stream="node201", host="node201", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    incs = correlate(b.events, b.link_samples, b.topology, now_us=T0)
+    follow_notices(evs := events_from_table(b.events))
+    return evs, sorted(incs, key=lambda i: i["start"])
+
+
+@pytest.mark.parametrize("named_days", [-5 * 365, -32, 20 * 365, 32])
+def test_a_time_named_more_than_a_month_from_its_line_places_nothing(pipeline, named_days):
+    """A notice whose NotBefore lies years (or more than ``AHEAD_MAX_US``) before or after its line (a garbled or
+    placeholder date, a stale document) was placed at that time (``Ev.start``): its incident began five years before
+    any line of it (a break-it pass). Such a time is no time of the event: the notice is placed at its line, its
+    incident starts there and schedules nothing. One named 10 min before its line (a notice re-sent while the event
+    waits to start) is still placed at that time."""
+    from datetime import datetime, timedelta, timezone
+
+    line = datetime(2025, 3, 1, 10, 0, 0, tzinfo=timezone.utc)
+    iso = lambda d: f"{d:%Y-%m-%dT%H:%M:%S}.000000Z"  # noqa: E731
+    (e,), (inc,) = _notices_batch(pipeline, [(line, line + timedelta(days=named_days), "A1")])
+    assert (e.start, e.ahead()) == (e.ts, None)
+    assert (inc["start"], inc["end"], inc.get("scheduled")) == (iso(line), iso(line), None)
+    (e,), (inc,) = _notices_batch(pipeline, [(line, line - timedelta(minutes=10), "A1")])
+    assert (e.start, inc["start"]) == (e.ts - 600 * S, iso(line - timedelta(minutes=10)))
+
+
+def test_notices_of_one_event_id_months_apart_are_two_events(pipeline):
+    """Two notices of one host with one EventId nine months apart (an id a handler reuses, or a fleet's placeholder),
+    each with its NotBefore 15 min after its line. They were one incident from March to November, the March notice
+    placed at November's NotBefore (a break-it pass). A cloud re-sends a pending event's notice until it happens, and
+    names its time at most ``AHEAD_MAX_US`` ahead: notices of one id are one event's while their lines lie within
+    that of the event's first; later, another event's. Two incidents, each scheduled at its own NotBefore; a notice
+    re-sent 10 min after the first, its NotBefore moved, is still the first's."""
+    from datetime import datetime, timedelta, timezone
+
+    line = datetime(2025, 3, 1, 10, 0, 0, tzinfo=timezone.utc)
+    later = line + timedelta(days=270)
+    iso = lambda d: f"{d:%Y-%m-%dT%H:%M:%S}.000000Z"  # noqa: E731
+    q = timedelta(minutes=15)
+    evs, incs = _notices_batch(pipeline, [(line, line + q, "A1"), (line + timedelta(minutes=10), line + 2 * q, "A1"),
+                                          (later, later + q, "A1")])
+    assert [e.start for e in sorted(evs, key=lambda e: e.ts)] == [int((d + q).timestamp() * S)
+                                                                 for d in (line + q, line + q, later)]
+    assert [(i["start"], i["end"], i.get("scheduled")) for i in incs] == [
+        (iso(line), iso(line + timedelta(minutes=10)), iso(line + 2 * q)), (iso(later), iso(later), iso(later + q))]
+
+
 def _stepped_one_by_one(b):
     """A :class:`StreamCorrelator` fed ``b``'s events (a pipeline batch) one at a time in ``ts`` order, a step at each
     event's time. Returns (the events sorted, their ``ts`` in µs, the stream, each version it emitted with the step's
