@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from correlate.attribute import (SYMPTOM, Scene, ShapeMemo, Verdict, collective_edges, find_edges, first_of, is_fault,
                                  may_relate, reach, resolve_subjects, roots_verdict)
 from correlate.cluster import ComponentCache, components, join_named_collectives
-from correlate.incident import body, finish, initiator_key, untied_before
+from correlate.incident import body, finish, initiator_key, last_evidence_us, untied_before
 from correlate.model import Copies, Ev, events_from_table, follow_notices, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
 from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
@@ -307,6 +307,11 @@ class AttributionCache:
     #: the copies ``follow_reports`` and ``Topology.name_hosts`` made of the last call's events: the same copy object
     #: again while what it is made of stands, so an entry keyed on it is found (``model.Copies``)
     copies: Copies = field(default_factory=Copies, repr=False)
+    #: the latest ``now_us`` (µs) at which every incident the last call made ``open`` would still be open (the
+    #: earliest of their last evidence plus ``Settings.resolve_after_us``: ``incident.finish``); None when it made
+    #: none open. Set by every call; the streaming correlator skips a step that nothing but its time would change
+    #: while its time has not passed it (``StreamCorrelator.step``)
+    open_until_us: int | None = None
 
     def check(self, rules: Rules, catalog: Catalog, topo: Topology) -> dict[str, int]:
         """Drop every entry unless the rules, catalog and fleet config are the last call's (and the shape memo unless
@@ -388,6 +393,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     for p in previous or []:
         history.setdefault(initiator_key(p["initiator"]), []).append(p)
     kept: dict[tuple, tuple[list[tuple[Scene, Verdict, dict[str, Any], dict[str, int]]], dict[str, tuple]]] = {}
+    open_until: int | None = None  # AttributionCache.open_until_us
     if cache is not None:
         facts = cache.check(rules, catalog, topo)
     memo = cache.memo if cache is not None else ShapeMemo()
@@ -445,8 +451,12 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
                              for h in sorted(latest)}
             history.setdefault(same, []).append(inc)
             incidents.append(inc)
+            if inc["status"] == "open":
+                until = last_evidence_us(made, scene, offsets, latest) + settings.resolve_after_us
+                open_until = until if open_until is None else min(open_until, until)
     if cache is not None:
         cache.scenes = kept
+        cache.open_until_us = open_until
     incidents = name_faults_near_hangs(incidents, placed=lambda comms: job_hosts(comms, topo))
     incidents = name_faults_after_reports(incidents)
     if sum(i["category"] == "ib_port" for i in incidents) > 1:  # the port lines looked for only when they may matter

@@ -530,6 +530,23 @@ def untied_before(scene: Scene, v: Verdict, p: Party) -> bool:
     return bool(own) and all(known_before(e, first) and not e.undated() for e in own)
 
 
+def last_evidence_us(body: dict[str, Any], scene: Scene, offsets_us: dict[str, int] | None = None,
+                     latest_us: dict[str, int] | None = None) -> int:
+    """The time (µs, the fleet's clock) an incident's quiet is counted from (:func:`finish`: ``resolved`` once
+    ``now_us`` is more than ``resolve_after_us`` past it): its latest event's ``ts`` moved by its host's clock offset
+    (``offsets_us``, host -> µs to add; ``latest_us``: host -> the latest ``ts`` of its events in ``scene`` when the
+    caller keeps it, else read from the events), or its ``scheduled`` time when later (a notice is open until what it
+    announces happens; the cloud's time, no host offset)."""
+    off = offsets_us or {}
+    if latest_us is not None:  # the latest of a host's events stays its latest with the host's offset added
+        last = max(t + off.get(h, 0) for h, t in latest_us.items())
+    else:
+        last = max(e.ts + off.get(e.host, 0) for e in scene.events)
+    if body.get("scheduled"):
+        last = max(last, iso_us(body["scheduled"]))
+    return last
+
+
 def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resolve_after_us: int,
            previous: list[dict[str, Any]] | None = None, version: int = 1,
            offsets_us: dict[str, int] | None = None, latest_us: dict[str, int] | None = None) -> dict[str, Any]:
@@ -548,13 +565,7 @@ def finish(body: dict[str, Any], scene: Scene, v: Verdict, *, now_us: int, resol
     inc["version"] = version
     # quiet by the fleet's clock, not the host's: the Xid 79 of a host whose clock ran 20 min behind came out
     # "resolved" the moment it was emitted, and was paged as a trigger and its resolve at once (a break-it pass)
-    off = offsets_us or {}
-    if latest_us is not None:  # the latest of a host's events stays its latest with the host's offset added
-        last = max(t + off.get(h, 0) for h, t in latest_us.items())
-    else:
-        last = max(e.ts + off.get(e.host, 0) for e in scene.events)
-    if body.get("scheduled"):  # open until what it announces happens (``body``); the cloud's time: no host offset
-        last = max(last, iso_us(body["scheduled"]))
+    last = last_evidence_us(body, scene, offsets_us, latest_us)
     inc["status"] = "resolved" if now_us - last > resolve_after_us else "open"
     inc["recurrence"] = {"previous": [p["id"] for p in prev],
                          "first_seen": min([p["start"] for p in prev] + [body["start"]])}

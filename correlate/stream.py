@@ -198,6 +198,16 @@ class StreamCorrelator:
     members: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict, repr=False)
     #: the last step's topology and what it was learned from (``_learn``)
     learned: tuple[tuple, Topology] | None = field(default=None, repr=False)
+    #: (the processing time ``now_us`` of the last step, µs; the latest ``now_us`` until which a step would give what
+    #: it gave, µs, None for no limit) when that step changed nothing it keeps — it emitted nothing, brought nothing
+    #: back from ``cold``, forgot nothing and moved no incident's ``held_since`` — so that the next step, on the
+    #: same kept state, would change nothing either until a time passes: the first ``open`` incident's quiet
+    #: (``correlator.AttributionCache.open_until_us``), a held incident's hosts' ``idle_us`` (``_closed``) or a
+    #: host's quiet that ``_prune`` forgets its events after (``heard_us``). Such a step is skipped (``step``:
+    #: a consumer's poll that brought nothing re-correlated every kept event, ~80 ms over ~7,000). None: the next
+    #: step correlates. Cleared by whatever changes the kept state: ``add``, ``restore``, ``add_cold``,
+    #: ``add_older_facts``, and by a step that changed any of it or a flushed one
+    steady: tuple[int, int | None] | None = field(default=None, repr=False)
 
     @gc_paused()  # an Ev per event, no cycles: ingest.gcpause
     def add(self, events: pa.Table, samples: pa.Table | None = None, topology: pa.Table | None = None,
@@ -213,6 +223,7 @@ class StreamCorrelator:
         A consumer reads partitions at its own pace (all of one before the next when it replays after a
         rebalance), so a host's watermark taken over all of them would call its lines in the slower
         partition late."""
+        self.steady = None
         late = 0
         evs = events_from_table(events)
         streams = [(e.host, source, _raw_partition(e.origin)) for e in evs]
@@ -296,6 +307,7 @@ class StreamCorrelator:
         ``reach_back_us`` of the newest stored incident of one of their hosts (each host by its own clock: one
         host whose clock runs a day ahead does not put the others' out of reach) are read back later, by host,
         as the worker's partitions show it which hosts are its own (``to_read_back``, ``add_cold``)."""
+        self.steady = None
         if delays is not None:
             self.delays = delays
         for inc in incidents:
@@ -365,6 +377,7 @@ class StreamCorrelator:
         for none). Those of an incident that holds a fault go cold (as ``restore`` leaves them); an incident
         one of whose events is held (it came again) comes back whole at the next step (``returned``); the
         events of one that is neither are not kept."""
+        self.steady = None
         if events is None or not events.num_rows:
             return
         by_id = {e.event_id: e for e in events_from_table(events)}
@@ -391,6 +404,7 @@ class StreamCorrelator:
         They go before the rows the stream holds, so of a link or fact the stream has a row of, its own stays the
         newest (the last of its key: ``_latest``), as the replay has it; the others fill in. Kept and bounded as
         the stream's own (the newest row of each key, at the next ``step``)."""
+        self.steady = None
         if samples is not None and samples.num_rows:
             self.samples.insert(0, samples)
         if topology is not None and topology.num_rows:
@@ -434,9 +448,15 @@ class StreamCorrelator:
 
     @gc_paused()
     def step(self, now_us: int, flush: bool = False) -> list[dict[str, Any]]:
-        """Incidents that are new or changed since the last step (each with its version)."""
+        """Incidents that are new or changed since the last step (each with its version). A step after one that
+        changed nothing, with nothing added since and ``now_us`` not before that step's nor past the time it stands
+        until (``steady``), returns [] at once: it would correlate the same kept events to the same incidents."""
         if not self.events and not self.returned:
             return []
+        if not flush and self.steady is not None and self.steady[0] <= now_us and (
+                self.steady[1] is None or now_us <= self.steady[1]):
+            return []
+        self.steady = None
         samples = self._reduce(self.samples, _SAMPLE_KEY)
         topo = self._reduce(self.topology, _FACT_KEY)
         self.samples = [samples] if samples is not None else []  # bounded by the fleet, not by time
@@ -453,6 +473,7 @@ class StreamCorrelator:
         owners = self._owners()
         held: dict[str, int] = {}
         marks = self._marks()
+        idle_at: list[int] = []  # when a held incident's hosts have been quiet for idle_us (``_closed``), µs
         for inc in incidents:
             members = member_ids(inc)
             if revived and revived.issuperset(members) and not flush and self.retaught.isdisjoint(members):
@@ -469,6 +490,8 @@ class StreamCorrelator:
                 if self.early_after_us is None or not kept or last - since < self.early_after_us:
                     held[inc["id"]] = since
                     pending.update(members)
+                    if kept and (seen := [self.arrived_us[h] for h in {e.host for e in kept} if h in self.arrived_us]):
+                        idle_at.append(max(seen) + self.idle_us)
                     continue
                 held[inc["id"]] = last
             prev = self.emitted.get(inc["id"])
@@ -502,8 +525,17 @@ class StreamCorrelator:
             self.emitted[inc["id"]] = (inc["version"], h, inc)
             out.append(inc)
             out.extend(self._supersede(inc, members, owners))
+        still = not out and not revived and held == self.held_since
         self.held_since = held
-        self._prune(learned, pending, now_us)
+        before = (len(self.events), len(self.cold), len(self.emitted), self.wiring)
+        cooled = self._prune(learned, pending, now_us)
+        if still and not flush and not cooled and before[:3] == (len(self.events), len(self.cold), len(self.emitted)) \
+                and tuple(before[3]) == tuple(self.wiring):
+            keep = self._keep_us()
+            times = [*idle_at, *(t + keep for t in self.heard_us.values() if t + keep >= now_us)]
+            if self.cache.open_until_us is not None:
+                times.append(self.cache.open_until_us)
+            self.steady = (now_us, min(times, default=None))
         return out
 
     def _reduce(self, tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table | None:
@@ -686,7 +718,7 @@ class StreamCorrelator:
             out.append(gone)
         return out
 
-    def _prune(self, learned: Topology, pending: set[str] = frozenset(), now_us: int | None = None) -> None:
+    def _prune(self, learned: Topology, pending: set[str] = frozenset(), now_us: int | None = None) -> bool:
         """Forget events older than their host's watermark minus the lateness and the longest link window
         (capped at an hour), and the events of a host that has sent nothing for that long of processing time
         (``heard_us``, ``now_us``: its watermark stands still while it is quiet, as most of a job's hosts are
@@ -708,8 +740,9 @@ class StreamCorrelator:
         are as many as the fleet's live ranks, not every rank of every job since the start, and the step
         correlates only the recent events. Of communicators that never end that way (a restart whose
         processes get the pids of the run before, as in a container), ``MAX_COMMS_PER_GPU`` per GPU are
-        kept, the most recent."""
+        kept, the most recent. Returns whether an event went cold or a cold one was forgotten (``steady``)."""
         keep, horizon = self._keep_us(), self._horizons()
+        cold_before = len(self.cold)
         # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
         newest: dict[tuple[str, int], Ev] = dict(self.wiring_ranks)
         for k, m in self.teaching.items():
@@ -733,6 +766,8 @@ class StreamCorrelator:
         # volatile ECC count read nine hours later)
         # — and one none of whose events is kept goes cold whole if it holds a fault (``_revive``)
         self._cool(kept, catalog)
+        cooled = len(self.cold) != cold_before  # _cool adds to ``cold`` only (it and ``events`` share no id)
+        cold_before = len(self.cold)
         if self.cold:  # by its own host's watermark: a host whose clock runs a day ahead forgets only its own
             # a notice placed ahead of its line (``Ev.start``: an EC2 maintenance StartTime days ahead) is kept until
             # its host's watermark passed that time, not its line: forgotten a day after its line, it met none of
@@ -776,6 +811,7 @@ class StreamCorrelator:
         self.members = {k: v for k, v in self.members.items() if k in emitted}
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
+        return cooled or len(self.cold) != cold_before
 
 
 #: how far past its line a cold event placed ahead of it (``Ev.start``: a notice's NotBefore or StartTime) is kept for
