@@ -379,6 +379,55 @@ def test_an_emitted_open_incident_is_emitted_again_resolved_when_it_goes_quiet()
     assert sc.step(now_us=t + 30 * 60 * S) == []
 
 
+def test_idle_steps_are_skipped_until_a_time_they_depend_on_passes(monkeypatch):
+    """A step after one that changed nothing, with no event added since, is skipped (``StreamCorrelator.steady``):
+    a poll each second over 17 min of quiet correlates only at the steps where something is due — the incident
+    held back is emitted at the first step past its host's ``idle_us``, and resolved at the first past
+    ``resolve_after_us`` of its last evidence, the same steps, versions and statuses as a stream that correlates
+    at every poll."""
+    import correlate.stream as stream
+
+    calls = []
+    real = stream.correlate
+    monkeypatch.setattr(stream, "correlate", lambda *a, **k: calls.append(k["now_us"]) or real(*a, **k))
+    t = 1_796_000_000 * S
+
+    def polled(skip: bool) -> list[tuple[int, int, str]]:
+        sc = StreamCorrelator(lateness_us=300 * S, close_after_us=600 * S, idle_us=60 * S)
+        sc.settings.clocks = Clocks(default_skew_us=0)
+        sc.add(_table([ev("a1", "h1", t), ev("a2", "h1", t + 2 * S, xid=48)]), now_us=t)
+        got = []
+        for k in range(0, 17 * 60):
+            if not skip:
+                sc.steady = None
+            got += [(k, i["version"], i["status"]) for i in sc.step(now_us=t + k * S)]
+        return got
+
+    every = polled(False)
+    assert len(calls) == 17 * 60
+    calls.clear()
+    got = polled(True)
+    resolve = StreamCorrelator().settings.resolve_after_us // S  # 15 min
+    assert got == every == [(61, 1, "open"), (2 + resolve + 1, 2, "resolved")]
+    # the first poll, the one after it (nothing changed: steady), then each step where a time was due and the one after
+    assert calls == [t + k * S for k in (0, 1, 61, 62, 2 + resolve + 1, 2 + resolve + 2)]
+
+
+def test_an_event_added_ends_a_steady_stream():
+    """``add`` clears ``steady``: the step after it correlates, and a new fault of the quiet host is emitted."""
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    t = 1_796_000_000 * S
+    sc.add(_table([ev("a1", "h1", t)]), now_us=t)
+    assert [i["version"] for i in sc.step(now_us=t + 61 * S)] == [1]
+    assert sc.step(now_us=t + 62 * S) == [] and sc.steady is not None
+    sc.add(_table([ev("b1", "h2", t + 63 * S, device="0000:02:00.0")]), now_us=t + 63 * S)
+    assert sc.steady is None
+    assert sc.step(now_us=t + 64 * S) == []  # held: h2 not quiet yet
+    (new,) = sc.step(now_us=t + 124 * S)
+    assert new["initiator"]["host"] == "h2"
+
+
 def _persisting(sc: StreamCorrelator, t0: int, polls: int, every_s: int = 30) -> list[tuple[int, int, str, int]]:
     """Feed ``sc`` one Xid 74 of one GPU's link every ``every_s`` s, each in a batch of its own (a fault a host
     keeps reporting), stepping after each; returns (poll, version, status, events) of what each step emitted."""
