@@ -16,6 +16,8 @@ of its own, one after the other:
   correlator` feeds it, then flushed: the CPU s of all steps, the longest step, the incident versions emitted and
   a hash of them in emission order (the same way): the two codes must emit the same versions too — a change to
   the stream alone is not caught by ``correlate()``'s hash.
+* then ``IDLE_STEPS`` more steps with nothing added (a consumer's polls of a quiet input): the mean CPU s of one,
+  and the versions they emitted (none expected; not in the hash).
 
 Per code the table gives the best and the median over the rounds (the best is what the code costs; the spread
 is the machine's). Progress goes to stderr, the table (or with ``--json`` one JSON object) to stdout. Exit 2
@@ -28,6 +30,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import math
 import pickle
 import shutil
 import statistics
@@ -42,6 +45,8 @@ from pathlib import Path
 #: the streaming correlator's steps over the events (as benchmarks.ingest.STREAM_STEPS)
 STEPS = 40
 NOW_US = 1_800_000_000_000_000
+#: steps with nothing added after the stream's flush, at the same time (a consumer's polls of a quiet input)
+IDLE_STEPS = 10
 
 
 def make_events(lines: int, seed: int, out: Path) -> int:
@@ -93,9 +98,15 @@ def child(root: str, path: str, calls: int, ignore: tuple[str, ...] = ()) -> dic
             steps.append(time.process_time() - c0)
     emitted += sc.step(now_us=NOW_US, flush=True)
     stream = [{k: v for k, v in i.items() if k not in ignore} for i in emitted]
+    idle, idle_versions = [], 0  # polls that brought nothing, after the flush: what a quiet input costs
+    for _ in range(IDLE_STEPS):
+        c0 = time.process_time()
+        idle_versions += len(sc.step(now_us=NOW_US))
+        idle.append(time.process_time() - c0)
     return {"events": ev.num_rows, "incidents": len(incidents), "incidents_sha256": digest,
             "correlate_cpu_s": best, "stream_cpu_s": sum(steps), "stream_step_max_s": max(steps),
             "stream_steps": len(steps), "stream_versions": len(emitted),
+            "idle_step_s": sum(idle) / len(idle), "idle_versions": idle_versions,
             "stream_sha256": hashlib.sha256(orjson.dumps(stream, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]}
 
 
@@ -110,8 +121,8 @@ def _run_child(root: Path, path: Path, calls: int, ignore: list[str]) -> dict:
 
 def _summary(runs: list[dict]) -> dict:
     out = {}
-    for k in ("correlate_cpu_s", "stream_cpu_s", "stream_step_max_s"):
-        v = [r[k] for r in runs]
+    for k in ("correlate_cpu_s", "stream_cpu_s", "stream_step_max_s", "idle_step_s"):
+        v = [r.get(k, math.nan) for r in runs]  # a commit from before the idle steps were measured has none
         out[k] = {"best": min(v), "median": statistics.median(v)}
     events = runs[0]["events"]
     out["events_per_s"] = {"best": events / out["correlate_cpu_s"]["best"],
@@ -213,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{a.rounds} rounds (best; median)")
         for key, label, fmt in (("events_per_s", "correlate() events/s", ",.0f"),
                                 ("stream_events_per_s", "streaming events/s", ",.0f"),
-                                ("stream_step_max_s", "longest streaming step s", ".3f")):
+                                ("stream_step_max_s", "longest streaming step s", ".3f"),
+                                ("idle_step_s", "idle streaming step s", ".4f")):
             print(f"  {label:26s} {this[key]['best']:>8{fmt}}; {this[key]['median']:>8{fmt}}   against "
                   f"{other[key]['best']:>8{fmt}}; {other[key]['median']:>8{fmt}}")
         print("  same incidents" if report["same_incidents"] else "  DIFFERENT incidents: see --json")
