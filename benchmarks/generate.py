@@ -145,8 +145,9 @@ def _kernel(r: random.Random) -> str:
     return f"IPVS: rr: TCP 10.{_rr(r, 256)}.{_rr(r, 256)}.{_rr(r, 256)}:{_rr(r, 1024, 65535)} - no destination available"
 
 
-_NCCL_INFO = [  # not NCCL's Bootstrap / NET/IB OOB address lines: a signature's (nccl.bootstrap), once per rank
-    "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+_NCCL_INFO = [  # not NCCL's Bootstrap / NET/IB OOB address lines: a signature's (nccl.bootstrap), once per rank,
+    # nor "Using internal network plugin." (nccl.net_plugin.internal: which plugin a rank loaded is a fact of its job)
+    "NET/Plugin: No plugin found (libnccl-net.so)",
     "cudaDriverVersion 12040",
     "Using network IB",
     "Setting affinity for GPU {d} to ffffffff,ffffffff,00000000,00000000",
