@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
 
-from correlate.model import (RAY_WORKER_DIED, Ev, across_reboot, capture_of, notice_groups, notice_key,
+from correlate.model import (RAY_WORKER_DIED, Ev, across_reboot, capture_of, cloud_event_key, notice_groups,
                              spares_job)
 from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, RANK_REPORTS, LinkRule, Relations, SideIndex,
                              collective_window_us, comms_of, gpu_key, job_local, log_of, named_collective, pred_shape,
@@ -435,16 +435,18 @@ def _coupled(by_host: dict[str, list[Ev]], peers: dict[str, list[tuple[Ev, str |
 
 
 def _join_notices(faults: list[Ev], dsu: _DSU) -> None:
-    """Union the notices of one cloud event (``model.notice_groups``: one host, signature and notice id, their lines
-    within ``model.AHEAD_MAX_US`` of the first's), which ``model.follow_notices`` placed at one time: however far
-    apart their lines and whatever their lines' time resolution. An Azure handler's line that inherits its time, its
-    host logging every 5 min, joins no fault by time (``_loose_for``): a notice re-sent 10 min later was a second
-    incident, paged apart (a defect pass). One host's events only, as the cache's host-local clustering needs
-    (``ComponentCache``)."""
-    index = {id(e): i for i, e in enumerate(faults) if notice_key(e) is not None}
+    """Union the lines of one cloud event (``model.cloud_event_key``: one host and notice id, their lines within
+    ``model.AHEAD_MAX_US`` of the first's, ``model.notice_groups``): its notices, which ``model.follow_notices``
+    placed at one time, however far apart their lines and whatever their lines' time resolution, and its start. An
+    Azure handler's line that inherits its time, its host logging every 5 min, joins no fault by time
+    (``_loose_for``): a notice re-sent 10 min later was a second incident, paged apart (a defect pass); so was the
+    event's start (EventStatus Started, at the notice's NotBefore or minutes after it, or before it once
+    acknowledged): one eviction paged twice (a defect pass). One id's lines months apart are two events' (a break-it
+    pass). One host's events only, as the cache's host-local clustering needs (``ComponentCache``)."""
+    index = {id(e): i for i, e in enumerate(faults) if cloud_event_key(e) is not None}
     if len(index) < 2:
         return
-    for group in notice_groups([faults[i] for i in index.values()]):
+    for group in notice_groups([faults[i] for i in index.values()], key=cloud_event_key):
         first = index[id(group[0])]
         for e in group[1:]:
             dsu.union(index[id(e)], first)

@@ -425,16 +425,19 @@ def follow_notices(events: list[Ev]) -> None:
                 e.reschedule(us)
 
 
-def notice_groups(events: Iterable[Ev]) -> list[list[Ev]]:
+def notice_groups(events: Iterable[Ev],
+                  key: Callable[[Ev], tuple[str, ...] | None] | None = None) -> list[list[Ev]]:
     """The notices of ``events`` that are one cloud event's, in the order they were written (``ts``, then place in
-    the log, then event id), for each event with more than one notice: those of one :func:`notice_key` whose lines
-    lie within :data:`AHEAD_MAX_US` of the first's. A cloud names a pending event's time at most that far ahead and
+    the log, then event id), for each event with more than one notice: those of one ``key`` (:func:`notice_key` by
+    default; ``cluster`` gives :func:`cloud_event_key`, a notice's start too) whose lines lie within
+    :data:`AHEAD_MAX_US` of the first's. A cloud names a pending event's time at most that far ahead and
     re-sends its notice until it happens; a notice of the same id later is another event's (a handler's reused id, a
     fleet's placeholder): one id's notices nine months apart were one incident from March to November, the March
     notice placed at November's time (a break-it pass). Cost: a sort of the notices."""
-    by_key: dict[tuple[str, str, str], list[Ev]] = {}
+    key = key or notice_key
+    by_key: dict[tuple[str, ...], list[Ev]] = {}
     for e in events:
-        if (k := notice_key(e)) is not None:
+        if (k := key(e)) is not None:
             by_key.setdefault(k, []).append(e)
     out: list[list[Ev]] = []
     for notices in by_key.values():
@@ -461,6 +464,17 @@ def notice_key(e: Ev) -> tuple[str, str, str] | None:
     if nid and stated_time(e.ts, e.details) is not None:
         return (e.host, e.signature, str(nid))
     return None
+
+
+def cloud_event_key(e: Ev) -> tuple[str, str] | None:
+    """(host, ``details.notice_id``) of a line of one cloud maintenance event, its notices (:func:`notice_key`) and
+    its start (Azure's ``EventStatus`` ``Started``: ``azure.scheduled_event_started``, which names no time of its
+    own) alike: the cloud's event id (Azure's ``EventId``, a GUID kept from Scheduled to Started; EC2's, or the Node
+    Termination Handler's hash of the notice) is one event's on its host while its lines lie within
+    :data:`AHEAD_MAX_US` of the first's (``cluster.components`` joins them into one incident, :func:`notice_groups`);
+    None for any other event."""
+    nid = e.details.get("notice_id")
+    return (e.host, str(nid)) if nid else None
 
 
 def follow_watchdogs(events: list[Ev]) -> None:

@@ -3234,6 +3234,40 @@ def test_a_re_sent_notice_of_one_event_is_one_incident_scheduled_at_the_latest_n
         ("node201", "2026-11-20T" + first[17:25] + ".000000Z"), ("node202", want)], got
 
 
+# the catalog's real start of an event (azure.scheduled_event_started: Azure/AKS#3719, a node-termination handler's
+# heartbeat of a Freeze), its time, id and type set
+AZURE_STARTED = ('{at}+00:00\t{{"@timestamp":"{at}.407Z","log.level":"info","message":"Heartbeat report","Event":'
+                 '{{"DocumentIncarnation":2,"Events":[{{"Description":"Host server is undergoing maintenance.",'
+                 '"DurationInSeconds":6,"EventId":"{eid}","EventSource":"Platform","EventStatus":"Started",'
+                 '"EventType":"{what}","NotBefore":"","ResourceType":"VirtualMachine","Resources":'
+                 '["spot-node-34525998-vmss_24"]}}]}}}}')
+
+
+@pytest.mark.parametrize("form", [_imds_notice, _sct_notice])
+@pytest.mark.parametrize("started", ["10:04:50", "10:07:30", "11:45:00"])
+def test_an_events_start_joins_the_incident_of_its_notice(pipeline, form, started):
+    """Azure's Scheduled Event keeps its ``EventId`` from its notice (``EventStatus`` Scheduled) to its start
+    (Started): before its NotBefore once a handler acknowledges it, at it, or minutes after. A start minutes from the
+    notice's time was an incident of its own beside the notice's, one eviction paged twice (a defect pass). The
+    start and the notices of one id on one host (``details.notice_id``, ``correlate.model.cloud_event_key``) are one
+    incident, however far apart in time; a start of another id, or of the same id on another host, stays apart."""
+    boot = BOOT.format(host="node201", addr="10.1.3.201")
+    notice = form("2026-11-20 10:04:32", 3, "A1", "node201", "Fri, 20 Nov 2026 10:05:02 GMT")
+
+    def start(eid: str) -> str:
+        return AZURE_STARTED.format(at=f"2026-11-20T{started}", eid=eid, what="Preempt")
+
+    (inc,) = _hosts(pipeline, {"node201": "\n".join([boot, notice, start("A1")])})
+    assert (inc["initiator"]["host"], inc["severity"], len(inc["initiator"]["events"])) == ("node201", "error", 2), inc
+    if started == "10:04:50":  # 12 s before the NotBefore: near enough in time for any start to join
+        return
+    got = _hosts(pipeline, {"node201": "\n".join([boot, notice, start("B2")])})
+    assert sorted(len(i["initiator"]["events"]) for i in got) == [1, 1], got
+    got = _hosts(pipeline, {"node201": boot + "\n" + notice,
+                            "node202": BOOT.format(host="node202", addr="10.1.3.202") + "\n" + start("A1")})
+    assert sorted(i["initiator"]["host"] for i in got) == ["node201", "node202"], got
+
+
 @pytest.mark.parametrize("quote", [
     'level=info ts=2026-11-20T10:05:00.000Z caller=manager.go:1 component="rule manager" alert=NodeKernelPanic '
     'expr="Kernel panic - not syncing: Fatal exception"',
