@@ -549,12 +549,18 @@ def _follow_timeouts(events: list[Ev], timeouts: dict[tuple[str, int | None], li
 def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]], reach_us: int) -> None:
     """Give a crash handler's line (``CRASH_SIGNALS``) with no implied start yet the start of the latest line of
     ``enders`` (host -> its lines that end the process: ``ABORTS_ON``, ``WATCHDOG_ABORTS``) of its host at most
-    ``reach_us`` (µs) before it (or of its time and before it in the log)."""
+    ``reach_us`` (µs) before it (or of its time and before it in the log), of its own process: not one of another
+    rank or pid when both lines name one (the rank a "[default3]:" or "[rank3]:" label gives, glog's "received by
+    PID 4181"). Two ranks of one host aborting a minute apart: the first rank's SIGABRT, printed after its debug
+    dump, took the second rank's abort, the latest on the host (a defect pass)."""
     for e in events:
         if e.signature not in CRASH_SIGNALS or e.implied_start is not None:
             continue
         best = None
         for t in enders.get(e.host, ()):
+            if (e.rank is not None and t.rank is not None and e.rank != t.rank) or (
+                    e.pid is not None and t.pid is not None and e.pid != t.pid):
+                continue  # another process's end
             if t.ts <= e.ts <= t.ts + reach_us and (t.ts < e.ts or _after_in_log(t, e)) \
                     and (best is None or t.ts > best.ts):
                 best = t

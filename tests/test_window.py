@@ -127,6 +127,29 @@ def test_a_pytorch_follow_up_line_that_prints_no_rank_follows_its_hosts_timeout(
     assert [e.start for e in evs] == [-1100 * S, 700 * S, 700 * S, 700 * S, 706 * S, -1100 * S]
 
 
+def test_a_crash_signal_follows_the_watchdog_abort_of_its_own_process_not_the_latest_of_its_host():
+    """PyTorch's watchdog takes each rank's process down on an NCCL error ("we are taking the entire process down",
+    ``model.WATCHDOG_ABORTS``) and abort()'s SIGABRT follows, up to two minutes later after its debug dump. With two
+    ranks of one host aborting 100 s apart, rank 3's SIGABRT took rank 2's abort, the latest on the host, as its
+    start (a defect pass: Ray's "(RayWorkerWrapper pid=4823) … *** SIGABRT received at time=… ***", vllm-project/
+    vllm#13136, after snowflakedb/ArcticTraining#219's lines). It follows its own process's: the same pid (a Ray or
+    vLLM label, glog's "received by PID") or rank when both lines name one; the latest of the host when they do not."""
+    def line(eid, ts, sig, *, rank=None, pid=None, host="a"):
+        e = ev(eid, host, ts, kind="other" if sig == "absl.fatal_signal" else "nccl_error", xid=None, device=None)
+        e.source, e.signature, e.rank, e.pid = "nccl", sig, rank, pid
+        return e
+
+    mine = line("3", 100 * S, "torch.taking_down", rank=3, pid=4823)
+    other = line("2", 200 * S, "torch.taking_down", rank=2, pid=4824)
+    by_pid = line("c", 210 * S, "absl.fatal_signal", pid=4823)
+    by_rank = line("r", 210 * S, "absl.fatal_signal", rank=3)
+    unnamed = line("u", 210 * S, "absl.fatal_signal")
+    stranger = line("s", 210 * S, "absl.fatal_signal", pid=9999)
+    evs = [mine, other, by_pid, by_rank, unnamed, stranger]
+    follow_watchdogs(evs)
+    assert [e.start for e in (by_pid, by_rank, unnamed, stranger)] == [100 * S, 100 * S, 200 * S, 210 * S]
+
+
 def test_components_out_of_order_duplicates_and_empty():
     rules = default_rules()
     topo = Topology()
