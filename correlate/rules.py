@@ -84,6 +84,9 @@ class Pred(BaseModel):
     #: power-on) took its dump's time, and a SEL dumped a minute after an Xid 79 explained it by a PSU row of the
     #: day the host was racked (a break-it pass)
     own_time: bool | None = None
+    #: the event is an OOM kill of a program not of a training job (``model.spares_job``: apache/doris#3525's
+    #: palo_be), which leaves the job's ranks running: ``false`` for a kill of the job's process and every other event
+    spares_job: bool | None = None
 
     # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
     # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
@@ -318,7 +321,8 @@ def pred_shape(e: Ev) -> tuple:
     if shape is None:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
                            e.details.get("link_down_cause"), e.details.get("register_reading"), "quote" in e.details,
-                           e.implied_start is not None, e.details.get("new_action"), e.ts_basis in OWN_TIME_BASES)
+                           e.implied_start is not None, e.details.get("new_action"), e.ts_basis in OWN_TIME_BASES,
+                           spares_job(e))
     return shape
 
 
@@ -353,6 +357,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.follows_timeout is not None and (e.implied_start is not None) != p.follows_timeout:
         return False
     if p.own_time is not None and (e.ts_basis in OWN_TIME_BASES) != p.own_time:
+        return False
+    if p.spares_job is not None and spares_job(e) != p.spares_job:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None

@@ -3386,6 +3386,28 @@ def test_an_oom_kill_explains_its_peers_reset_only_when_it_killed_the_jobs_proce
     assert [d["host"] for d in peer["downstream"]] == ["node024"]
 
 
+@pytest.mark.parametrize("kill, job", [
+    ("Killed process 18177 (palo_be), UID 0, total-vm:70347780kB, anon-rss:45563572kB, file-rss:0kB, shmem-rss:0kB",
+     False),  # apache/doris#3525
+    ("Killed process 89746 (python) total-vm:118026216kB, anon-rss:109819332kB, file-rss:3324kB, shmem-rss:0kB",
+     True)])  # intel/platform-resource-manager#42
+def test_an_oom_kill_explains_its_own_hosts_rank_timeout_only_when_it_killed_the_jobs_process(pipeline, kill, job):
+    """The OOM killer on a rank's host and, ten minutes later, the rank's watchdog timeout (pytorch/pytorch's
+    "Watchdog caught collective operation timeout … ran for 600060 milliseconds", the catalog's line): the kill of
+    the job's process (python) explains it (``host_oom.explains_job_failure``). A kill of another program there (a
+    database's backend) left the rank running; it still explained the timeout, "1 other reporter follows it" at 0.88
+    (a defect pass), as it no longer explains a peer's reset (``model.spares_job``). No rule ties them then."""
+    text = ("May  8 14:05:27 gpu07 kernel: " + kill + "\nMay  8 14:15:27 gpu07 python[4181]: [rank0]:[E508 "
+            "14:15:27.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran "
+            "for 600060 milliseconds before timing out.")
+    got = run(pipeline, text, host="gpu07")
+    rules = {x["rule"] for i in got for x in i["evidence"]}
+    assert rules == ({"host_oom.explains_job_failure"} if job else set()), got
+    if not job:
+        assert all("no rule ties it" in i["explanation"] or i["initiator"].get("kind") != "other" for i in got), got
+
+
 # GCP's GPUDirect-TCPX plugin's wait on a peer's control message (google/nccl-plugin-gpudirecttcpx#1, its line with
 # this test's times and addresses) and a GPU NIC's address announced by NCCL's Bootstrap line
 TCPX_WAIT = ("[2026-11-20 10:05:02] {host}:1300:1390 [0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN "
