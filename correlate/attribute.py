@@ -29,7 +29,7 @@ from correlate.model import CRASH_SIGNALS, RAY_WORKER_DIED, Ev, subject_rank
 from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
                              collective_window_us, log_of, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
-from correlate.window import FILE_REACH_US, Clocks, file_dated, within
+from correlate.window import FILE_REACH_US, Clocks, file_dated, start_skew, within
 from ingest.catalog import Catalog
 from schemas.events import SEVERITY_RANK
 from schemas.pci import normalize_bus_id
@@ -902,6 +902,8 @@ def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, i
     skew = skew_of.get(e.host)
     if skew is None:
         skew = skew_of[e.host] = clocks.skew(e.host)
+    if e.cloud_timed:  # a time the cloud states: its host's clock does not move it (window.start_skew)
+        skew = 0
     return (e.start, e.ts, e.start_precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None),
             file_dated(e))
 
@@ -1195,7 +1197,7 @@ def _which_first(scene: Scene, candidates: list[tuple], names: list[str]) -> str
     def gap_ok(b: Ev) -> bool:
         tol = a.start_precision_us + b.start_precision_us
         if a.host != b.host:
-            tol += scene.clocks.skew(a.host) + scene.clocks.skew(b.host)
+            tol += start_skew(a, scene.clocks) + start_skew(b, scene.clocks)
         return b.start - a.start > tol
 
     if not all(gap_ok(b) for b, _ in rest):

@@ -89,6 +89,10 @@ class Ev:
     #: the line may have been written, ``ingest.assemble._span_inherited``); not for a start the line states
     #: (``details.occurs_us``), which does not depend on where the line lies
     spanned: bool = field(init=False)
+    #: ``start`` is the time the cloud states for the event (``details.occurs_us``, or a later notice's: an Azure
+    #: notice's NotBefore, an EC2 event's StartTime), in the cloud's clock, UTC: no skew of its host's clock applies
+    #: to it (``correlate.window.start_skew``)
+    cloud_timed: bool = field(init=False)
     #: sort key: ``start``, then ``pos``, then ``event_id`` (ties in one second are common)
     order: tuple[int, int, str] = field(init=False)
     #: how many reboots follow the line in its capture (``details.reboots_after``, ``ingest.assemble.kernel_boots``):
@@ -123,12 +127,13 @@ class Ev:
 
     def _place(self) -> None:
         self.start_precision_us, self.spanned = self.precision_us, "ts_until" in self.details
+        self.cloud_timed = False
         if self.elapsed_ms:
             self.start = self.ts - self.elapsed_ms * 1000
         elif self.implied_start is not None:
             self.start = self.implied_start
         elif self.rescheduled is not None:  # a later notice of the same event moved its time (follow_notices)
-            self.start = self.rescheduled
+            self.start, self.cloud_timed = self.rescheduled, True
         elif (t := stated_time(self.ts, self.details)) is not None:
             # a notice is of the VM going at its NotBefore (a week ahead, or 30 s): placed at its line's time, it
             # explained its peers' resets of that day and not those at the NotBefore of a 15-minute notice. That
@@ -137,6 +142,7 @@ class Ev:
             # defect pass)
             self.start = t
             self.start_precision_us, self.spanned = occurs_precision_us(self.details.get("occurs_at")), False
+            self.cloud_timed = True
         else:
             self.start = self.ts
         self.order = (self.start, self.pos, self.event_id)

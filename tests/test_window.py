@@ -43,6 +43,23 @@ def test_skew_exactly_at_the_bound():
     assert not within(a, past, 10 * S, CLOCKS)
 
 
+def test_a_time_the_cloud_states_takes_no_skew_of_its_hosts_clock():
+    """An Azure notice is placed at its NotBefore (``details.occurs_us``; or a later notice's, ``Ev.reschedule``), the
+    cloud's time, UTC: its host's skew bound does not widen its window to a peer's event (with a bound of 300 s a
+    peer's reset 200 s past the window was tied to it, a defect pass); the peer's own bound still does. Its line
+    time (``ts``) is the host's, as any line's."""
+    notice = Ev(event_id="n", ts=0, ts_basis="line", host="a", source="nccl", kind="other",
+                signature="azure.scheduled_event_notice", severity="warning", device_type=None, device=None,
+                link=None, xid=None, sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m",
+                details={"occurs_us": 30 * S, "occurs_at": "Fri, 20 Nov 2026 10:05:02 GMT"})
+    reset = ev("r", "b", 30 * S)
+    assert notice.cloud_timed and not reset.cloud_timed
+    assert tolerance(notice, reset, 10 * S, CLOCKS) == 10 * S + S + 1 + 1 * S  # window, both precisions, b's skew
+    assert tolerance(ev("l", "a", 30 * S), reset, 10 * S, CLOCKS) == 10 * S + 2 + 3 * S
+    notice.reschedule(40 * S)
+    assert notice.cloud_timed and tolerance(reset, notice, 10 * S, CLOCKS) == 10 * S + 1 + 1 + 1 * S
+
+
 def test_second_resolution_widens_the_bound():
     a = ev("1", "a", 0, precision=S)
     b = ev("2", "a", 11 * S, precision=S)
