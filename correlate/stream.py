@@ -7,9 +7,10 @@ can still matter, and after each batch re-correlates them:
   *each of its hosts* (``correlate.window.Watermark``, one per host, as stream
   processors keep one per input partition, so a host whose logs run ahead does
   not close the windows of a host still catching up) has passed its last event
-  by the close window; or none of its hosts has sent anything for ``idle_us``
-  of processing time (a crashed host logs nothing more); or the input ended
-  (``flush``);
+  by the close window (a host whose lines print no time, timed by their
+  arrival, has processing time for its watermark); or none of its hosts has
+  sent anything for ``idle_us`` of processing time (a crashed host logs
+  nothing more); or the input ended (``flush``);
 * an incident whose evidence keeps coming with no quiet gap (a link-down state
   a poller reports every 30 s, an Xid a failing GPU prints every minute) is
   emitted **early**, status ``open``, once its evidence has gone on for
@@ -112,7 +113,8 @@ class StreamCorrelator:
     host_watermarks: dict[str, Watermark] = field(default_factory=dict)
     #: per (host, input source, raw partition): what lateness is judged against (``add``)
     source_watermarks: dict[tuple[str, str | None, str | None], Watermark] = field(default_factory=dict)
-    arrived_us: dict[str, int] = field(default_factory=dict)  # processing time of each host's latest events
+    #: processing time at which each host's latest event that its own time dates arrived (``EVENT_TIME_BASES``)
+    arrived_us: dict[str, int] = field(default_factory=dict)
     #: processing time at which each host's latest event of any time basis arrived (``add`` with ``now_us``):
     #: a host quiet for longer than the events are kept holds none back (``_prune``)
     heard_us: dict[str, int] = field(default_factory=dict)
@@ -686,14 +688,19 @@ class StreamCorrelator:
     def _closed(self, evs: list[Ev], now_us: int, marks: dict[str, int | None]) -> bool:
         """Whether the group of ``evs`` is closed (module doc): each of its hosts' watermark (``marks``, ``_marks``)
         passed its last event by ``close_after_us`` (``window.closes``), or none of its hosts sent anything for
-        ``idle_us``."""
+        ``idle_us``. A host with no watermark (its lines printed no time: their ``ts`` is their Kafka append or
+        file time, ``EVENT_TIME_BASES``) is where processing time ``now_us`` is: its next line is timed by its
+        arrival. It counted as closed, and a group of such hosts was emitted at the step its first line came, then
+        again with each later batch (a fresh-user trial: v1 0.2 s after ``firstfault send``, v2 at the next)."""
         if not evs:
             return False
         last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
-        if all(closes(marks[h], last, self.close_after_us) for h in hosts if h in marks):
+        if all(closes(marks[h] if h in marks else now_us, last, self.close_after_us) for h in hosts):
             return True
-        seen = [self.arrived_us[h] for h in hosts if h in self.arrived_us]
+        # quiet is that of the lines that move a host's watermark: unstamped NCCL lines that keep coming do not hold
+        # back a group of its stamped kernel lines; a host with no watermark has only its lines' arrivals
+        seen = [t for h in hosts if (t := self.arrived_us.get(h, self.heard_us.get(h))) is not None]
         return bool(seen) and now_us - max(seen) > self.idle_us
 
     def _supersede(self, inc: dict[str, Any], members: list[str],

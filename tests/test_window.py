@@ -746,6 +746,48 @@ def test_a_line_stamped_far_ahead_of_its_arrival_does_not_move_its_hosts_waterma
     assert inc["version"] == 1 and len(member_ids(inc)) == 2
 
 
+def _arrived(evs, basis: str = "kafka"):
+    """``_table`` of ``evs`` whose lines printed no time: ``ts_basis`` ``basis``, each one's ``ingest_ts`` its ``ts``
+    (a Kafka record's append time, µs)."""
+    import pyarrow as pa
+
+    t = _table(evs)
+    for name, values in (("ts_basis", [basis] * len(evs)), ("ingest_ts", [e.ts for e in evs])):
+        i = t.schema.get_field_index(name)
+        t = t.set_column(i, t.schema.field(i), pa.array(values, t.schema.field(i).type))
+    return t
+
+
+@pytest.mark.parametrize("basis", ["kafka", "file"])
+def test_a_host_whose_lines_print_no_time_is_emitted_once_quiet_not_at_once(basis):
+    """A host whose lines print no time (raw Xid lines sent with ``firstfault send``: ``ts_basis`` ``kafka``, the
+    append time) has no event-time watermark. A group of such a host counted as closed at once (no host of it had a
+    watermark to test) and was emitted 0.2 s after its first line, then again as v2 with each later batch — each an
+    update of the page — while docs/time.md says 2 – 3 min, as for a stamped host (a fresh-user trial). Its event
+    time is its arrival: the group closes once processing time has passed its last event by ``close_after_us``, or
+    the host has sent nothing for ``idle_us``; lines that keep coming with no such pause are emitted early, once
+    they went on for ``early_after_us``."""
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    now = 1_800_000_000 * S
+    sc.add(_arrived([ev("k1", "k", now)], basis), now_us=now)
+    assert sc.step(now_us=now + S) == []  # the demo's next tick: held
+    sc.add(_arrived([ev("k2", "k", now + 20 * S, xid=74)], basis), now_us=now + 20 * S)
+    assert sc.step(now_us=now + 21 * S) == [] and sc.step(now_us=now + 140 * S) == []  # 120 s after k2: not yet
+    [inc] = sc.step(now_us=now + 141 * S)  # k2 is 121 s old: closed, once, whole
+    assert (inc["version"], sorted(member_ids(inc))) == (1, ["k1", "k2"])
+    assert sc.step(now_us=now + 200 * S) == []
+    # the same lines every 30 s with no 120 s pause: emitted early, after 300 s of them, not with every batch
+    chatty = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+    chatty.settings.clocks = Clocks(default_skew_us=0)
+    got = []
+    for i in range(15):
+        t = now + i * 30 * S
+        chatty.add(_arrived([ev(f"p{i}", "k", t, xid=74)], basis), now_us=t)
+        got += [(i, inc["version"], len(member_ids(inc))) for inc in chatty.step(now_us=t + S)]
+    assert got == [(10, 1, 11)]
+
+
 def test_an_incidents_communicators_stay_when_their_init_lines_leave_the_stream(pipeline):
     """An incident names the communicators its events are of, from the job's init lines; the stream keeps those lines
     only while they may teach something (``_prune``), and each later step re-rendered the incident without them: a
