@@ -204,11 +204,12 @@ class StreamCorrelator:
     #: it gave, µs, None for no limit) when that step changed nothing it keeps — it emitted nothing, brought nothing
     #: back from ``cold``, forgot nothing and moved no incident's ``held_since`` — so that the next step, on the
     #: same kept state, would change nothing either until a time passes: the first ``open`` incident's quiet
-    #: (``correlator.AttributionCache.open_until_us``), a held incident's hosts' ``idle_us`` (``_closed``) or a
-    #: host's quiet that ``_prune`` forgets its events after (``heard_us``). Such a step is skipped (``step``:
-    #: a consumer's poll that brought nothing re-correlated every kept event, ~80 ms over ~7,000). None: the next
-    #: step correlates. Cleared by whatever changes the kept state: ``add``, ``restore``, ``add_cold``,
-    #: ``add_older_facts``, and by a step that changed any of it or a flushed one
+    #: (``correlator.AttributionCache.open_until_us``), a held incident's hosts' ``idle_us`` or its hosts with no
+    #: watermark past its last line by ``close_after_us`` (``_closed``), or a host's quiet that ``_prune`` forgets
+    #: its events after (``heard_us``). Such a step is skipped (``step``: a consumer's poll that brought nothing
+    #: re-correlated every kept event, ~80 ms over ~7,000). None: the next step correlates. Cleared by whatever
+    #: changes the kept state: ``add``, ``restore``, ``add_cold``, ``add_older_facts``, and by a step that changed
+    #: any of it or a flushed one
     steady: tuple[int, int | None] | None = field(default=None, repr=False)
 
     @gc_paused()  # an Ev per event, no cycles: ingest.gcpause
@@ -475,7 +476,8 @@ class StreamCorrelator:
         owners = self._owners()
         held: dict[str, int] = {}
         marks = self._marks()
-        idle_at: list[int] = []  # when a held incident's hosts have been quiet for idle_us (``_closed``), µs
+        idle_at: list[int] = []  # when a held incident closes by time alone (``_closed``: its hosts quiet for idle_us,
+        # its hosts with no watermark past its last line by close_after_us), µs
         for inc in incidents:
             members = member_ids(inc)
             if revived and revived.issuperset(members) and not flush and self.retaught.isdisjoint(members):
@@ -492,8 +494,11 @@ class StreamCorrelator:
                 if self.early_after_us is None or not kept or last - since < self.early_after_us:
                     held[inc["id"]] = since
                     pending.update(members)
-                    if kept and (seen := [self.arrived_us[h] for h in {e.host for e in kept} if h in self.arrived_us]):
+                    hosts = {e.host for e in kept}
+                    if seen := [t for h in hosts if (t := self.arrived_us.get(h, self.heard_us.get(h))) is not None]:
                         idle_at.append(max(seen) + self.idle_us)
+                    if any(h not in marks for h in hosts):  # a host with no watermark closes by processing time
+                        idle_at.append(last + self.close_after_us)
                     continue
                 held[inc["id"]] = last
             prev = self.emitted.get(inc["id"])
