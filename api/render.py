@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import signal
 import sys
@@ -370,10 +371,9 @@ def new_versions_title(changes: dict[str, str], now: float | None = None) -> str
 def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> str:
     """``"<head>21 incidents (9 open, 12 resolved)"``: how many of ``incidents`` are of each status (a restarted
     service's catch-up resolves incidents that went quiet meanwhile: the table alone did not say so); none:
-    ``head`` alone (``IncidentsView`` then says ``"caught up: none"``)."""
+    ``"<head>0 incidents"``, no parenthesis as no status has any (it said "Incidents: none" where every other run
+    said "N incidents (…)": a helper's pass), which ``IncidentsView`` then prints alone."""
     n = len(incidents)
-    if not n:
-        return head.rstrip(": ") or "Incidents"
     counts = {st: sum(1 for i in incidents if i.get("status") == st) for st in ("open", "resolved", "superseded")}
     said = ", ".join(f"{k} {st}" for st, k in counts.items() if k)
     return f"{head}{n} incident{'s' * (n != 1)}" + (f" ({said})" if said else "")
@@ -405,6 +405,10 @@ def incident_progress(log_format: str, console: Console) -> Any:
     return show
 
 
+#: the end of :func:`incidents_title`'s title for no incidents (``"0 incidents"``, ``"caught up: 0 incidents"``)
+_COUNTS_NONE = re.compile(r"(?:^|\s)0 incidents$")
+
+
 class IncidentsView:
     """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
     ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,
@@ -419,8 +423,8 @@ class IncidentsView:
         self.incidents, self.title, self.with_next, self.changes = incidents, title, with_next, changes
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if not self.incidents:
-            yield Text(f"{self.title}: none")
+        if not self.incidents:  # a title that counts them (incidents_title) says it; another is followed by "none"
+            yield Text(self.title if _COUNTS_NONE.search(self.title) else f"{self.title}: none")
             return
         table = incidents_table(self.incidents, self.title, self.changes)
         natural = Measurement.get(console, options.update(width=10_000), table).maximum

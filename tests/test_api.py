@@ -1409,13 +1409,20 @@ def test_sql_gives_nanosecond_times_to_the_nanosecond(api):
 
 def test_a_caught_up_table_says_how_many_incidents_are_open_and_resolved():
     """A restarted ``firstfault run`` resolves, once caught up, the incidents that went quiet meanwhile: its table
-    did not say so (a fresh-user trial). Its title counts each status; none is ``"caught up: none"``."""
-    from api.render import incidents_title
+    did not say so (a fresh-user trial). Its title counts each status; none is ``"caught up: 0 incidents"``, as
+    every other count reads (it was ``"caught up: none"``: a helper's pass), and the table of none says it alone."""
+    from rich.console import Console
+
+    from api.render import IncidentsView, incidents_title
 
     incs = [{"status": "open"}, {"status": "resolved"}, {"status": "resolved"}]
     assert incidents_title(incs, "caught up: ") == "caught up: 3 incidents (1 open, 2 resolved)"
     assert incidents_title(incs[:1]) == "1 incident (1 open)"
-    assert incidents_title([], "caught up: ") == "caught up"
+    assert incidents_title([], "caught up: ") == "caught up: 0 incidents" and incidents_title([]) == "0 incidents"
+    for head in ("caught up: ", ""):
+        c = Console(record=True, width=80)
+        c.print(IncidentsView([], title=incidents_title([], head)))
+        assert c.export_text() == f"{head}0 incidents\n"
 
 
 def test_a_table_cell_names_at_most_eight_suspects_and_reporters():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -320,7 +321,8 @@ def test_diagnose_prints_the_file_time_note_wrapped_to_the_terminal(tmp_path, mo
 
 def test_diagnose_titles_its_table_with_its_counts_as_the_demo_does(tmp_path):
     """``diagnose`` titled its table "Incidents" where ``demo``, ``run --once`` and ``correlate --once`` say "20
-    incidents (11 open, 9 resolved)" (a fresh user's trial); none is "Incidents: none", as theirs."""
+    incidents (11 open, 9 resolved)" (a fresh user's trial); none is "0 incidents", as theirs (it was "Incidents:
+    none", unlike every other run's title: a helper's pass). The JSON says the same as before: no incident."""
     log = tmp_path / "node07.dmesg.log"
     log.write_text("[Mon Dec  1 03:04:05 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
     r = runner.invoke(app, ["diagnose", str(log)], env={"COLUMNS": "200"})
@@ -328,7 +330,10 @@ def test_diagnose_titles_its_table_with_its_counts_as_the_demo_does(tmp_path):
     quiet = tmp_path / "node08.log"
     quiet.write_text("[Mon Dec  1 03:04:05 2026] systemd[1]: Started Session 1 of user root.\n")
     r = runner.invoke(app, ["diagnose", str(quiet)], env={"COLUMNS": "200"})
-    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "Incidents: none", r.output
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["0 incidents"], r.output
+    r = runner.invoke(app, ["diagnose", str(quiet), "--format", "json"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and orjson.loads(r.stdout) == {"events": [], "incidents": []}, r.output
+    r = runner.invoke(app, ["diagnose", str(quiet)], env={"COLUMNS": "200"})
     # and stderr says what a silent hang needs (tests/corpus/006 read "Incidents: none" and nothing more: a fresh
     # user's trial), not when a symptom was given or an incident found
     hint = "no incident: nothing in these logs is a fault. If a job hung or failed anyway, say so with --symptom"
