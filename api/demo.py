@@ -83,18 +83,39 @@ def run_demo(settings: Settings, *, once: bool, port: int | None, console: Conso
     incidents were produced from the samples. Raises :class:`DemoRunning` when another demo of the same
     state folder is running (its lake is left alone), ``api.pager.OutboxInUse`` when another process holds its
     pager outbox. ``check`` (the CLI's port check) runs once the demo holds its lock, before anything is started or
-    removed."""
+    removed. Refused there (``check`` raises, or the outbox is another's), it leaves nothing it did not find: its
+    lock file and the state folders it made are removed (a refused demo left ``demo.lock`` in a new folder: a
+    helper's pass); another demo's lock is never touched."""
+    made = [d for d in (settings.state_dir, *settings.state_dir.parents) if not d.exists()]  # deepest first
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    lock, pid = hold_lock(settings.state_dir / "demo.lock")  # released when the process ends, however it ends
+    lock_path = settings.state_dir / "demo.lock"
+    found = lock_path.exists()
+    lock, pid = hold_lock(lock_path)  # released when the process ends, however it ends
     if lock is None:
         raise DemoRunning(f"another demo is running (pid {pid}) and serving its lake "
                           f"{settings.state_dir / 'demo' / 'lake'}: stop it first (Ctrl-C), or run your own "
                           "beside it with FIRSTFAULT_STATE_DIR=/tmp/mine FIRSTFAULT_API_PORT=18080")
     with lock:
-        if check is not None:
-            check()
-        outbox_free(settings.state_dir)  # before a broker is started or a sample written
+        try:
+            if check is not None:
+                check()
+            outbox_free(settings.state_dir)  # before a broker is started or a sample written
+        except BaseException:  # typer.Exit from the port check, OutboxInUse: refused before anything started
+            if not found:
+                lock_path.unlink(missing_ok=True)  # while held: no other demo runs here (hold_lock's inode check)
+            _remove_empty(made)
+            raise
         return _run_demo(settings, once=once, port=port, console=console, out=out)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty; one that is not (another process wrote in it
+    meanwhile) is left, with the folders above it."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Console,

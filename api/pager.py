@@ -120,15 +120,24 @@ class OutboxError(OSError):
 def hold_lock(path: Path) -> tuple[Any, str]:
     """``flock`` ``path`` (made if missing) and write this process's pid in it: (the open file, "") — the lock lasts
     while the file is open, and goes with the process however it ends, so a ``kill -9`` leaves no stale lock — or,
-    when another open file holds it, (None, the pid written there or "?")."""
-    f = open(path, "a+")  # noqa: SIM115 — the caller holds it open
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        pid = f.read().strip() or "?"
-        f.close()
-        return None, pid
+    when another open file holds it, (None, the pid written there or "?"). A holder may remove ``path`` while it
+    holds it (a demo refused before it starts leaves no lock behind: ``api.demo.run_demo``): a lock got on the file
+    it removed, no longer at ``path``, is let go and ``path`` locked afresh, so two never both hold "the" lock."""
+    while True:
+        f = open(path, "a+")  # noqa: SIM115 — the caller holds it open
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            f.close()
+            return None, pid
+        try:
+            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        f.close()  # removed by its holder between our open and our lock: that file locks nothing now
     f.truncate(0)
     f.write(str(os.getpid()))
     f.flush()

@@ -816,6 +816,69 @@ def test_a_second_demo_leaves_the_running_demos_lake_alone(tmp_path):
     assert r.returncode == 1 and "choose another with --port" in r.stderr and (lake / "kept").exists(), r.stderr
 
 
+def test_a_demo_refused_before_it_starts_leaves_nothing_it_did_not_find(tmp_path):
+    """A demo refused because its API port was busy said so and exited 1, but left ``demo.lock`` and the state
+    folder it had made (a helper's pass): refused before it starts, it removes what it made — the lock, the folders
+    — and leaves what it found: a folder's files, a lock file an earlier demo left, a running demo's lock."""
+    import fcntl
+    import os
+    import socket
+
+    def refused(state):
+        with socket.create_server(("127.0.0.1", 0)) as busy:
+            r = _firstfault("demo", "--port", str(busy.getsockname()[1]), env={"FIRSTFAULT_STATE_DIR": str(state)})
+        assert r.returncode == 1 and "choose another with --port" in r.stderr and "Traceback" not in r.stderr, r
+        return r
+
+    refused(tmp_path / "new" / "state")  # two folders made, then refused
+    assert list(tmp_path.iterdir()) == []
+    found = tmp_path / "found"
+    (found / "demo" / "lake").mkdir(parents=True)
+    (found / "demo" / "lake" / "kept").write_text("x")
+    refused(found)
+    assert sorted(str(p.relative_to(found)) for p in found.rglob("*")) == ["demo", "demo/lake", "demo/lake/kept"]
+    (found / "demo.lock").write_text("12345")  # an earlier demo's, not held: found, so kept
+    refused(found)
+    assert (found / "demo.lock").exists() and sorted(p.name for p in found.iterdir()) == ["demo", "demo.lock"]
+    running = tmp_path / "running"
+    running.mkdir()
+    with open(running / "demo.lock", "w") as lock:  # a running demo's: refused as such, its lock kept
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        r = _firstfault("demo", "--once", env={"FIRSTFAULT_STATE_DIR": str(running)})
+        assert r.returncode == 1 and "another demo is running" in r.stderr, r.stderr
+        assert (running / "demo.lock").read_text() == str(os.getpid())
+
+
+def test_a_lock_removed_by_its_holder_is_taken_afresh(tmp_path, monkeypatch):
+    """A refused demo removes its ``demo.lock`` while it holds it: one who opened the file before that and locks it
+    after would hold a file no longer at the path, beside a third who makes the path afresh. ``hold_lock`` takes
+    only the path's own file: the removed one is let go and the path locked anew."""
+    import fcntl
+    import os
+
+    from api import pager
+
+    path = tmp_path / "demo.lock"
+    first, _ = pager.hold_lock(path)
+    flock = fcntl.flock
+
+    def holder_removes_it_first(f, op):  # between hold_lock's open and its lock, the holder removes it and ends
+        if first is not None and not first.closed:
+            path.unlink()
+            first.close()
+        flock(f, op)
+
+    monkeypatch.setattr(pager.fcntl, "flock", holder_removes_it_first)
+    again, pid = pager.hold_lock(path)
+    assert again is not None and pid == "" and path.read_text() == str(os.getpid())
+    assert os.stat(path).st_ino == os.fstat(again.fileno()).st_ino
+    monkeypatch.setattr(pager.fcntl, "flock", flock)
+    assert pager.hold_lock(path) == (None, str(os.getpid()))
+    again.close()
+
+
 def test_where_the_api_listens_is_info_told_at_any_level_and_text_logs_are_utc(capsys):
     """``serve``'s "API on …" and "serving the lake at …" were WARNINGs (to pass the default level), which a log-based
     alert reads as trouble; text log lines printed local time with no zone beside UTC incidents (a fresh user's

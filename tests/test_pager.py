@@ -1111,6 +1111,8 @@ def test_a_demo_or_run_refused_by_the_outbox_starts_nothing(tmp_path):
             r = subprocess.run([exe, *cmd], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
             assert r.returncode == 1 and f"is in use by another process (pid {os.getpid()})" in r.stderr, r.stderr
             assert "broker" not in r.stderr and not (state / "kafka").exists(), r.stderr
+        # nor a lock of a demo that never ran (left behind: a helper's pass)
+        assert sorted(p.name for p in state.iterdir()) == ["pager"]
     finally:
         first.close()
 
