@@ -468,20 +468,21 @@ _CTIME = re.compile(
 # setlocale(LC_ALL, ""), so the day's and month's names are the locale's and its translation may put the day first
 # (sys-utils/dmesg.c, record_ctime: "TRANSLATORS: … Please, set proper month/day order here"): "[Sa Dez  5 10:00:00
 # 2026] ", "[sam. déc.  5 …]", "[土 12月  5 …]", "[Sa  5. Dez …]". Their time was not read, and the line took its
-# Kafka record's or file's time (a break-it pass). The month must be one :data:`MONTHS` knows. glibc's ja_JP, ko_KR
+# Kafka record's or file's time (a break-it pass). A month :data:`MONTHS` does not know leaves the line untimed and
+# said (``Prefix.unreadable``), unless a log level stands for the weekday (``parse_prefix``). glibc's ja_JP, ko_KR
 # and zh_TW pad a month's number to two places with a blank (localedata ``abmon`` " 3月"): "[木  3月 16 14:01:28 2023] "
 # was not read from January to September (a break-it pass)
 _CTIME_LOCAL = re.compile(
-    r"^\[[^\W\d_]{1,9}\.?,? {1,2}" + _MON + r"\.? {1,2}(?P<day>\d{1,2})\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
-    r" (?P<y>\d{4})\] ")
+    r"^\[(?P<wd>[^\W\d_]{1,9})\.?,? {1,2}" + _MON + r"\.? {1,2}(?P<day>\d{1,2})\.? (?P<h>\d{2}):(?P<mi>\d{2})"
+    r":(?P<s>\d{2}) (?P<y>\d{4})\] ")
 _CTIME_DAY_FIRST = re.compile(
-    r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"^\[(?P<wd>[^\W\d_]{1,9})\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r" (?P<y>\d{4})\] ")
 # ... and the translations that put the year before the time (util-linux 2.38.1's po/cs.po "%a %e. %b %Y %H:%M:%S",
 # po/de.po "%a, %e. %b %Y, %H:%M:%S"), as `LC_ALL=cs_CZ.UTF-8 dmesg -T` and de_DE print them: "[Po  7. pro 2026
 # 05:52:27] ", "[Mo,  7. Dez 2026, 05:52:27] " (the time was not read: the line took its file's or record's time)
 _CTIME_DAY_YEAR = re.compile(
-    r"^\[[^\W\d_]{1,9}\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<y>\d{4}),? (?P<h>\d{2}):(?P<mi>\d{2})"
+    r"^\[(?P<wd>[^\W\d_]{1,9})\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<y>\d{4}),? (?P<h>\d{2}):(?P<mi>\d{2})"
     r":(?P<s>\d{2})\] ")
 # Fabric Manager log file: "[May 16 2025 15:10:21] "
 _FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
@@ -1034,6 +1035,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                 m = None
             if m:
                 continue
+            unnamed = None  # the first stamp of a month-named layer's shape whose month is no month's name
             for name, rx in _MONTH_NAMED_LAYERS:
                 m = rx.match(s) if name in can else None
                 if m and (mo := _month(m["mon"])):
@@ -1042,14 +1044,22 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                         p.ts, p.precision_us = r
                     else:  # "[Sun Feb 29 10:00:00 2026]", an hour 25: peeled, and said (it was peeled unsaid, as
                         # if the line had printed no stamp: a break-it pass)
-                        p.unreadable = s[:m.end("y")].lstrip("[ \t")
-                    s = s[m.end():]
-                    if name == "ctime" and not m["open"]:
-                        label_at = s  # Open MPI's label follows its stamp
+                        p.unreadable = s[:max(m.end("y"), m.end("s"))].lstrip("[ \t")  # its year, or time, last
                     break
+                if m and not ("wd" in m.re.groupindex and _LEVEL_WORD.fullmatch(m["wd"])):
+                    unnamed = unnamed or m
             else:
-                m = None
+                # none read a month: a stamp of dmesg -T's shape whose month no locale here names ("[Mon Xyz 12 …]",
+                # "[火 13月 16 …]", a garbled byte) is peeled and said as a date no calendar has is; it was left on
+                # the line, unsaid, and the line took the time of the line before it (a helper's pass). A log level
+                # where the weekday stands ("[INFO main  5 10:00:00 2026]") is a logger's bracket: the line's own
+                m = unnamed
+                if m:
+                    p.unreadable = s[:max(m.end("y"), m.end("s"))].lstrip("[ \t")
             if m:
+                s = s[m.end():]
+                if m.re is _CTIME and not m["open"]:
+                    label_at = s  # Open MPI's label follows its stamp
                 continue
         # c10's and glog's prefixes after a collector's stamp too (a CRI container log, syslog): the rank, and the
         # line's own time when nothing before it gave one

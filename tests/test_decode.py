@@ -256,6 +256,27 @@ def test_a_structlog_records_exception_is_read_after_its_event(tmp_path):
     assert batch.events.column("signature").to_pylist() == ["cuda.program_error"]
 
 
+def test_a_dmesg_t_line_whose_month_is_unreadable_says_so_and_keeps_its_event(tmp_path):
+    """``[Mon Xyz  1 05:04:05 2026]``, ``[火 13月 …]``: a dmesg -T stamp whose month no locale names took the time
+    of the line before it unsaid, where a date no calendar has (29 February 2026) says ``ts_unreadable`` (a helper's
+    pass). Both say it now, and the line's event is whole: its device, its Xid, its message."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    off = "NVRM: Xid (PCI:0000:{}:00): 79, pid=0, GPU has fallen off the bus."
+    lines = [f"[Mon Dec  1 03:04:05 2026] {off.format('3b')}", f"[Mon Xyz  1 05:04:05 2026] {off.format('1b')}",
+             f"[火 13月  1 05:04:05 2026] {off.format('2b')}", f"[Sun Feb 29 05:04:05 2026] {off.format('4b')}"]
+    log = tmp_path / "node07.dmesg.log"
+    log.write_text("\n".join(lines) + "\n")
+    _, batch, _ = diagnose_paths([log], Settings())
+    got = [(e["device"], e["xid"], e["ts_basis"], orjson.loads(e["details"]).get("ts_unreadable"), e["message"])
+           for e in batch.events.to_pylist()]
+    assert got == [("0000:3b:00.0", 79, "line", None, lines[0]),
+                   ("0000:1b:00.0", 79, "inherited", "Mon Xyz  1 05:04:05 2026", lines[1]),
+                   ("0000:2b:00.0", 79, "inherited", "火 13月  1 05:04:05 2026", lines[2]),
+                   ("0000:4b:00.0", 79, "inherited", "Sun Feb 29 05:04:05 2026", lines[3])], got
+
+
 def test_a_vector_record_whose_host_is_an_address_with_its_port_takes_the_key():
     """A clean run of Vector records was read column by column, its "host" kept as it came: "10.0.0.5:29500" over
     the Kafka key, where the record-by-record reading takes the key (a break-it pass)."""

@@ -806,6 +806,41 @@ def test_a_dmesg_t_stamp_no_calendar_has_is_said_unreadable_in_every_locale():
         assert (p.ts, p.unreadable, p.rest) == (None, stamp, "NVRM: Xid"), line
     assert parse_prefix("[Sun Mar  1 10:00:00 2026] NVRM: Xid", ref_us=REF).unreadable is None
 
+
+def test_a_dmesg_t_stamp_whose_month_no_locale_names_is_said_unreadable():
+    """dmesg -T's stamp with a month no locale here names ("Xyz", "13月", a garbled byte; hr_HR's "ožu", left out
+    of ``MONTHS`` as its other names are other locales' months) was no stamp: left on the line, unsaid, and the line
+    took the time of the line before it (a helper's pass). Of dmesg -T's shape in any of its layouts, it is peeled
+    and said (``details.ts_unreadable``) as a date no calendar has is; the line's other prefixes are still read; a
+    known month in any layout is read as before."""
+    for line, stamp in (("[Mon Xyz 12 10:00:00 2026] NVRM: Xid", "Mon Xyz 12 10:00:00 2026"),
+                        ("[火 13月 16 14:01:28 2023] NVRM: Xid", "火 13月 16 14:01:28 2023"),
+                        ("[木  0月  5 14:01:28 2023] NVRM: Xid", "木  0月  5 14:01:28 2023"),
+                        ("[Sa  5. Xyz 10:00:00 2026] NVRM: Xid", "Sa  5. Xyz 10:00:00 2026"),
+                        ("[Po  7. xyz 2026 05:52:27] NVRM: Xid", "Po  7. xyz 2026 05:52:27"),
+                        ("[Pon ožu  2 10:00:00 2026] NVRM: Xid", "Pon ožu  2 10:00:00 2026"),
+                        ("[Xyz 16 2025 15:10:21] NVRM: Xid", "Xyz 16 2025 15:10:21")):
+        p = parse_prefix(line, ref_us=REF)
+        assert (p.ts, p.unreadable, p.rest) == (None, stamp, "NVRM: Xid"), line
+    # the year of a layout that prints it before the time is no longer where the unreadable stamp ends
+    p = parse_prefix("[Po 30. úno 2026 05:52:27] NVRM: Xid", ref_us=REF)
+    assert (p.ts, p.unreadable, p.rest) == (None, "Po 30. úno 2026 05:52:27", "NVRM: Xid")
+    # Open MPI's unbracketed ctime stamp: its label after it is still read
+    p = parse_prefix("Fri Xyz 11 12:31:45 2023[1,3]<stdout>: NCCL WARN x", ref_us=REF)
+    assert (p.ts, p.unreadable, p.launcher_rank, p.rest) == (None, "Fri Xyz 11 12:31:45 2023", 3, "NCCL WARN x")
+    for line, ts in (("[Mon Dec  1 03:04:05 2026] NVRM: Xid", us(2026, 12, 1, 3, 4, 5)),
+                     ("[木  3月 16 14:01:28 2023] NVRM: Xid", us(2023, 3, 16, 14, 1, 28)),
+                     ("[Po  7. pro 2026 05:52:27] NVRM: Xid", us(2026, 12, 7, 5, 52, 27)),
+                     ("[May 16 2025 15:10:21] NVRM: Xid", us(2025, 5, 16, 15, 10, 21))):
+        p = parse_prefix(line, ref_us=REF)
+        assert (p.ts, p.unreadable, p.rest) == (ts, None, "NVRM: Xid"), line
+    # a bracket of words that is not its shape (no time, no year) is the line's, not a stamp
+    # ... nor a logger's level and thread where the weekday and month stand
+    for line in ("[Mon Xyz 12] NVRM: Xid", "[Mon Xyz 12 10:00:00] NVRM: Xid", "[INFO Xyz 12 10:00 2026] x",
+                 "[INFO main  5 10:00:00 2026] NVRM: Xid", "[warn  5. main 2026 10:00:00] NVRM: Xid"):
+        p = parse_prefix(line, ref_us=REF)
+        assert (p.ts, p.unreadable, p.rest) == (None, None, line), line
+
 def test_iso_times_to_us_are_exact_on_both_sides_of_1970():
     """``int(dt.timestamp())`` rounded toward zero: 1969-12-31T23:59:59.5Z became +0.5 s in three readers of the
     API's times (``schemas.incidents.iso_us``, the incident page's and the report's), 1 s late (a break-it pass;
