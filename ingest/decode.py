@@ -2145,7 +2145,7 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
                        # the command and its flag: node12-dmesg-T.log, node14-journalctl-k.txt, node10-nvlink-s.txt,
                        # node13-kmsg.log (hosts node12-dmesg-t … split one machine's fault from its ranks: a fresh
                        # user's trial)
-                       "kmsg", "nvlink", "topo", "t", "k", "s",
+                       "kmsg", "nvlink", "topo", "t", "k", "s",  # a flag only after its command: _FLAG_WORDS
                        # the container runtime's and the node agent's: popos-docker.log (saharmor/dalle-playground#104's
                        # compose output beside its dmesg: two hosts "popos" and "popos-docker", a real-logs pass)
                        "docker", "containerd", "kubelet",
@@ -2159,6 +2159,11 @@ LOG_WORDS = frozenset({"dmesg", "kern", "kernel", "syslog", "messages", "journal
 #: alone is not cut from the front (a run of two or more log words is: ``nvidia-bug-report-node07``)
 _HOST_WORDS = frozenset({"log", "logs", "out", "err", "train", "training", "serial", "console", "nvidia", "bug",
                          "report", "dcgm", "vllm", "sglang"})  # a pod's name: vllm-0, sglang-worker-1
+#: the log words that are a command's flag (``dmesg -T``, ``journalctl -k``, ``nvlink -s``, ``nvidia-smi -q``): a kind
+#: of log only right after their command (``node12-dmesg-T.log``); alone or after a host's name they are a name:
+#: ``q.x.log`` took its folder's name as a file named ``dmesg.log`` does, ``t.log`` too, and ``gpu-t.log`` was host
+#: ``gpu`` (a helper's pass)
+_FLAG_WORDS = frozenset({"q", "t", "k", "s"})
 _NAME_PARTS = re.compile(r"[-_]")
 #: a name that is a date or a number, not a host: ``2026-11-29``, ``20261129`` (logrotate's layouts)
 _DATE_NAME = re.compile(r"^[\d._-]+$")
@@ -2186,11 +2191,18 @@ def host_from_filename(path: Path) -> str:
     host = m.group(1) if m else name
     if not ip:
         host = _without_log_words(host)
-        if host.lower() in LOG_WORDS or _DATE_NAME.match(host):
+        if _log_word([host], 0) or _DATE_NAME.match(host):
             host = next((h for parent in path.parents[:6]
                          if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
                          and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
+
+
+def _log_word(parts: list[str], i: int) -> bool:
+    """Whether ``parts[i]`` of a name split at ``-`` and ``_`` is a kind of log (:data:`LOG_WORDS`): a flag
+    (:data:`_FLAG_WORDS`) only right after another log word, its command's."""
+    word = parts[i].lower()
+    return word in LOG_WORDS and (word not in _FLAG_WORDS or (i > 0 and parts[i - 1].lower() in LOG_WORDS))
 
 
 def _without_log_words(name: str) -> str:
@@ -2199,11 +2211,11 @@ def _without_log_words(name: str) -> str:
     parts = _NAME_PARTS.split(name)
     seps = _NAME_PARTS.findall(name)
     lo, hi = 0, len(parts)
-    while hi - lo > 1 and (parts[hi - 1].lower() in LOG_WORDS or (parts[hi - 1].isdigit() and len(parts[hi - 1]) >= 6)):
+    while hi - lo > 1 and (_log_word(parts, hi - 1) or (parts[hi - 1].isdigit() and len(parts[hi - 1]) >= 6)):
         hi -= 1
     run = lo  # the log words at its front: two or more are no host's (nvidia-bug-report-node07), one is unless it may
     # begin a host name (_HOST_WORDS: nvidia-dgx-01, train-017)
-    while hi - run > 1 and parts[run].lower() in LOG_WORDS:
+    while hi - run > 1 and _log_word(parts, run):
         run += 1
     if run - lo >= 2 or (run - lo == 1 and parts[lo].lower() not in _HOST_WORDS):
         lo = run

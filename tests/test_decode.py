@@ -277,6 +277,32 @@ def test_a_dmesg_t_line_whose_month_is_unreadable_says_so_and_keeps_its_event(tm
                    ("0000:4b:00.0", 79, "inherited", "Sun Feb 29 05:04:05 2026", lines[3])], got
 
 
+def test_a_file_named_by_a_command_flag_alone_is_that_host(tmp_path):
+    """``q.x.log`` in ``/tmp/r75x`` was host ``r75x``, its folder's, where ``y.x.log`` was ``y`` (a helper's pass):
+    ``q`` is a log word as nvidia-smi's flag (``node07-nvidia-smi-q.txt``), so the file was taken for one named by its
+    kind alone (``dmesg.log``). A flag (``q``, ``t``, ``k``, ``s``) is a kind of log only right after its command;
+    alone, or after a host's name, it is the name (DESIGN.md: the file name up to its first ``.``)."""
+    from pathlib import Path
+
+    from api.diagnose import diagnose_paths
+    from ingest.decode import host_from_filename
+    from schemas.settings import Settings
+
+    names = {"r75x/q.x.log": "q", "r75x/t.log": "t", "r75x/k.log": "k", "r75x/s.txt": "s", "r75x/y.log": "y",
+             "r75x/Y.log": "Y", "gpu-t.log": "gpu-t", "rack1_s.log": "rack1_s", "t-node07.log": "t-node07",
+             # ... after their command they are still its flag, at the end or in front of the host's name
+             "node12-dmesg-T.log": "node12", "node07-nvidia-smi-q.txt": "node07", "node14-journalctl-k.txt": "node14",
+             "dmesg-T-node07.log": "node07", "r75x/dmesg-T.log": "r75x", "r75x/dmesg.log": "r75x"}
+    assert {n: host_from_filename(Path(n)) for n in names} == names
+    (tmp_path / "job4711").mkdir()
+    for name in ("q.x.log", "y.log"):
+        (tmp_path / "job4711" / name).write_text("[Mon Dec  1 03:04:05 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+                                                 "GPU has fallen off the bus.\n")
+        _, batch, incidents = diagnose_paths([tmp_path / "job4711" / name], Settings())
+        assert batch.events.column("host").to_pylist() == [name[0]]
+        assert [i["initiator"]["host"] for i in incidents] == [name[0]], name
+
+
 def test_a_vector_record_whose_host_is_an_address_with_its_port_takes_the_key():
     """A clean run of Vector records was read column by column, its "host" kept as it came: "10.0.0.5:29500" over
     the Kafka key, where the record-by-record reading takes the key (a break-it pass)."""
