@@ -539,7 +539,10 @@ class StreamCorrelator:
         if still and not flush and not cooled and before[:3] == (len(self.events), len(self.cold), len(self.emitted)) \
                 and tuple(before[3]) == tuple(self.wiring):
             keep = self._keep_us()
-            times = [*idle_at, *(t + keep for t in self.heard_us.values() if t + keep >= now_us)]
+            # a time already passed decided what it decides (``_closed``'s tests only turn true as ``now_us`` grows):
+            # a mixed group's host with no watermark, past its last line, held the skip off for good
+            times = [*(t for t in idle_at if t >= now_us), *(t + keep for t in self.heard_us.values()
+                                                            if t + keep >= now_us)]
             if self.cache.open_until_us is not None:
                 times.append(self.cache.open_until_us)
             self.steady = (now_us, min(times, default=None))
