@@ -746,6 +746,29 @@ def test_a_line_stamped_far_ahead_of_its_arrival_does_not_move_its_hosts_waterma
     assert inc["version"] == 1 and len(member_ids(inc)) == 2
 
 
+@pytest.mark.parametrize("call", ["restore", "add_cold", "add_older_facts"])
+def test_what_a_correlate_worker_hands_a_steady_stream_ends_the_skipping(monkeypatch, call):
+    """``restore``, ``add_cold`` (a worker's read-back of stored incidents' events) and ``add_older_facts`` (its read
+    of a host's link samples, topology and clocks, after a back-off while its partitions are quiet) change what the
+    next step correlates without an ``add``: each clears ``steady``, and that step correlates again."""
+    import correlate.stream as stream
+
+    calls = []
+    real = stream.correlate
+    monkeypatch.setattr(stream, "correlate", lambda *a, **k: calls.append(k["now_us"]) or real(*a, **k))
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    t = 1_796_000_000 * S
+    sc.add(_table([ev("a1", "h1", t)]), now_us=t)
+    assert [i["version"] for i in sc.step(now_us=t + 61 * S)] == [1]
+    assert sc.step(now_us=t + 62 * S) == [] and sc.steady == (t + 62 * S, t + sc.settings.resolve_after_us)
+    assert sc.step(now_us=t + 63 * S) == [] and calls == [t + 61 * S, t + 62 * S]  # skipped
+    {"restore": lambda: sc.restore([]), "add_cold": lambda: sc.add_cold(None, []),
+     "add_older_facts": lambda: sc.add_older_facts(None, None)}[call]()
+    assert sc.steady is None
+    assert sc.step(now_us=t + 64 * S) == [] and calls[-1] == t + 64 * S
+
+
 def _arrived(evs, basis: str = "kafka"):
     """``_table`` of ``evs`` whose lines printed no time: ``ts_basis`` ``basis``, each one's ``ingest_ts`` its ``ts``
     (a Kafka record's append time, µs)."""
@@ -1863,3 +1886,105 @@ def test_a_notice_without_a_stamp_of_its_own_joins_its_peers_reset_at_its_time_h
             assert len(got) == (1 if tied else 2), (after_s, got)
         strip = lambda i: {k: v for k, v in i.items() if k not in ("version", "status", "recurrence")}  # noqa: E731
         assert sorted(map(strip, stream), key=lambda i: i["id"]) == sorted(map(strip, batch), key=lambda i: i["id"])
+
+
+def _idle_skip_templates() -> dict[tuple[int, str], dict]:
+    """Real events (``ingest.pipeline``) of three hosts n0..n2, keyed by (host, what): ``boot`` (NCCL's bootstrap
+    line naming the host's address), ``xid79`` (a GPU fallen off the bus), ``reset`` (NCCL's "Connection reset by
+    peer" naming the next host's address: a peer report) and ``notice`` (an Azure Scheduled Event, scylladb's real
+    one, ``tests.test_patterns.AZURE_NOTICE``: its ``details.occurs_us`` is set per event)."""
+    from ingest.catalog import default_catalog
+    from ingest.decode import Decoded, Segment
+    from ingest.pipeline import Pipeline
+    from tests.test_patterns import AZURE_NOTICE, BOOT, RECV, T0, XID79
+
+    pipe, out = Pipeline(default_catalog()), {}
+    for i in range(3):
+        host, peer = f"n{i}", f"10.0.0.{(i + 1) % 3}"
+        lines = [BOOT.split("\n")[0].format(host=host, addr=f"10.0.0.{i}"), XID79.format(when="2026-11-20 10:05:00"),
+                 RECV.format(host=host, addr=peer), AZURE_NOTICE]
+        seg = Segment(data="\n".join(lines).encode(), origin=f"t:{host}", stream=host, host=host, ref_ts=T0,
+                      ref_basis="kafka", ingest_ts=T0)
+        rows = Pipeline.run(pipe, Decoded(segments=[seg])).events.to_pylist()
+        assert [r["signature"] for r in rows] == ["nccl.bootstrap", "xid", "nccl.socket.peer_lost",
+                                                   "azure.scheduled_event_notice"]
+        out.update({(i, what): r for what, r in zip(("boot", "xid79", "reset", "notice"), rows)})
+    return out
+
+
+_IDLE_SKIP_TEMPLATES: dict = {}
+#: processing-time advances (s) of the schedules below: near every threshold of the stream (close_after 60/120 s,
+#: idle 60/120/600 s, early 300 s, lateness 300 s, resolve 900 s, what is kept: lateness + an hour)
+_IDLE_DT_S = [0, 1, 2, 30, 59, 60, 61, 62, 119, 120, 121, 122, 299, 300, 301, 600, 899, 900, 901, 902, 3899, 3900, 3901,
+              4000]
+
+
+@settings(max_examples=40, deadline=None)
+@given(bases=st.lists(st.sampled_from(["line", "line", "kafka", "file"]), min_size=3, max_size=3),
+       close_s=st.sampled_from([60, 120]), idle_s=st.sampled_from([60, 120, 600]), ops=st.lists(st.one_of(
+           st.tuples(st.just("add"), st.lists(st.tuples(
+               st.integers(0, 2), st.sampled_from(["boot", "xid79", "xid79", "reset", "reset", "notice"]),
+               st.sampled_from([-400, -200, -121, -120, -60, -5, -1, 0, 2]),  # the line's time from now (s)
+               st.sampled_from([60, 119, 120, 600, 900, 3600, 86400])),  # a notice's time ahead of its line (s)
+               min_size=1, max_size=3)),
+           st.tuples(st.just("step"), st.sampled_from(_IDLE_DT_S)),
+           st.tuples(st.just("polls"), st.integers(1, 40), st.sampled_from([1, 10, 30, 61]))), min_size=1, max_size=12))
+def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle_s, ops):
+    """``StreamCorrelator.steady`` skips a step that nothing but processing time would change, until a time it depends
+    on passes (an incident's quiet to resolve, a held incident's hosts' idle_us, a host with no watermark past its last
+    line by close_after_us, a quiet host's events forgotten). Real lines of three hosts — stamped (``line``) or printing
+    no time (``kafka``/``file``: their arrival), Xid 79s, peers' "Connection reset by peer" naming another host's
+    address, Azure notices with their time ahead — added and stepped on random schedules of processing time, with runs
+    of idle polls: every step gives the versions a stream that correlates at every step gives, at the same steps."""
+    import json
+
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    if not _IDLE_SKIP_TEMPLATES:
+        _IDLE_SKIP_TEMPLATES.update(_idle_skip_templates())
+    t0 = 1_800_000_000 * S
+
+    def run(skip: bool) -> list[tuple[int, str, int, str]]:
+        sc = StreamCorrelator(lateness_us=300 * S, close_after_us=close_s * S, idle_us=idle_s * S,
+                              early_after_us=300 * S)
+        sc.settings.clocks = Clocks(default_skew_us=0)
+        now, k, got, n = t0, 0, [], 0
+
+        def step(flush: bool = False) -> None:
+            nonlocal k
+            if not skip:
+                sc.steady = None
+            got.extend((k, i["id"], i["version"], i["status"]) for i in sc.step(now_us=now, flush=flush))
+            k += 1
+
+        for op in ops:
+            if op[0] == "add":
+                rows = []
+                for host, what, back_s, ahead_s in op[1]:
+                    n += 1
+                    r = dict(_IDLE_SKIP_TEMPLATES[(host, what)], event_id=f"e{n}", origin=f"kafka:raw/{host}/{n}")
+                    details = json.loads(r["details"] or "{}")
+                    if bases[host] == "line":
+                        r.update(ts=now + back_s * S, ts_basis="line", ingest_ts=now)
+                    else:
+                        r.update(ts=now, ts_basis=bases[host], ingest_ts=now)
+                        details["ts_upper_bound"] = True
+                    if what == "notice":
+                        details["occurs_us"] = r["ts"] + ahead_s * S
+                    r["details"] = json.dumps(details)
+                    rows.append(r)
+                sc.add(to_table(rows, EVENTS_SCHEMA), now_us=now)
+            elif op[0] == "step":
+                now += op[1] * S
+                step()
+            else:
+                for _ in range(op[1]):
+                    now += op[2] * S
+                    step()
+        now += 5000 * S
+        step()
+        step(flush=True)
+        return got
+
+    assert run(True) == run(False)
