@@ -1921,7 +1921,8 @@ _IDLE_DT_S = [0, 1, 2, 30, 59, 60, 61, 62, 119, 120, 121, 122, 299, 300, 301, 60
 
 @settings(max_examples=40, deadline=None)
 @given(bases=st.lists(st.sampled_from(["line", "line", "kafka", "file"]), min_size=3, max_size=3),
-       close_s=st.sampled_from([60, 120]), idle_s=st.sampled_from([60, 120, 600]), ops=st.lists(st.one_of(
+       close_s=st.sampled_from([60, 120]), idle_s=st.sampled_from([60, 120, 600]),
+       early_s=st.sampled_from([300, None]), skew_s=st.sampled_from([0, 2]), ops=st.lists(st.one_of(
            st.tuples(st.just("add"), st.lists(st.tuples(
                st.integers(0, 2), st.sampled_from(["boot", "xid79", "xid79", "reset", "reset", "notice"]),
                st.sampled_from([-400, -200, -121, -120, -60, -5, -1, 0, 2]),  # the line's time from now (s)
@@ -1929,7 +1930,7 @@ _IDLE_DT_S = [0, 1, 2, 30, 59, 60, 61, 62, 119, 120, 121, 122, 299, 300, 301, 60
                min_size=1, max_size=3)),
            st.tuples(st.just("step"), st.sampled_from(_IDLE_DT_S)),
            st.tuples(st.just("polls"), st.integers(1, 40), st.sampled_from([1, 10, 30, 61]))), min_size=1, max_size=12))
-def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle_s, ops):
+def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle_s, early_s, skew_s, ops):
     """``StreamCorrelator.steady`` skips a step that nothing but processing time would change, until a time it depends
     on passes (an incident's quiet to resolve, a held incident's hosts' idle_us, a host with no watermark past its last
     line by close_after_us, a quiet host's events forgotten). Real lines of three hosts — stamped (``line``) or printing
@@ -1947,8 +1948,8 @@ def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle
 
     def run(skip: bool) -> list[tuple[int, str, int, str]]:
         sc = StreamCorrelator(lateness_us=300 * S, close_after_us=close_s * S, idle_us=idle_s * S,
-                              early_after_us=300 * S)
-        sc.settings.clocks = Clocks(default_skew_us=0)
+                              early_after_us=early_s and early_s * S)
+        sc.settings.clocks = Clocks(default_skew_us=skew_s * S)
         now, k, got, n = t0, 0, [], 0
 
         def step(flush: bool = False) -> None:
@@ -1972,7 +1973,7 @@ def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle
                         details["ts_upper_bound"] = True
                     if what == "notice":
                         details["occurs_us"] = r["ts"] + ahead_s * S
-                    r["details"] = json.dumps(details)
+                    r["details"] = details  # to_table serialises it
                     rows.append(r)
                 sc.add(to_table(rows, EVENTS_SCHEMA), now_us=now)
             elif op[0] == "step":
@@ -1988,3 +1989,4 @@ def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle
         return got
 
     assert run(True) == run(False)
+
