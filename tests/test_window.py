@@ -1990,3 +1990,50 @@ def test_a_skipped_idle_step_returns_what_a_full_step_would(bases, close_s, idle
 
     assert run(True) == run(False)
 
+
+def test_a_held_group_whose_unstamped_host_is_past_its_close_still_skips_idle_steps(monkeypatch):
+    """A GPU fallen off the bus on a host whose lines print no time (``kafka``: timed by their arrival, no watermark)
+    and a peer's stamped "Connection reset by peer" naming its address, which came 60 s late: one incident, held
+    until both hosts have sent nothing for ``idle_us`` (the peer's watermark stands before the reset's close). Once
+    the unstamped host's side was past the last line by ``close_after_us`` (122 s), that time, passed, stayed the
+    limit of ``steady``: every poll until the group closed correlated again (58 of 58 at one a second). A time
+    already passed changes nothing more: the polls between it and the hosts' quiet are skipped, and the incident
+    comes out at the same step as with a step at every poll."""
+    import correlate.stream as stream
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    calls = []
+    real = stream.correlate
+    monkeypatch.setattr(stream, "correlate", lambda *a, **k: calls.append(k["now_us"]) or real(*a, **k))
+    if not _IDLE_SKIP_TEMPLATES:
+        _IDLE_SKIP_TEMPLATES.update(_idle_skip_templates())
+    t = 1_800_000_000 * S
+
+    def row(host: int, what: str, ts: int, basis: str, now: int) -> dict:
+        r = _IDLE_SKIP_TEMPLATES[(host, what)]
+        details = orjson.loads(r["details"]) | ({} if basis == "line" else {"ts_upper_bound": True})
+        return dict(r, event_id=f"{what}{host}", origin=f"kafka:raw/{host}/0", ts=ts, ts_basis=basis, ingest_ts=now,
+                    details=details)
+
+    def polled(skip: bool) -> list[tuple[int, int, str, list]]:
+        sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+        sc.settings.clocks = Clocks(default_skew_us=0)
+        sc.add(to_table([row(0, "boot", t, "kafka", t), row(0, "xid79", t, "kafka", t)], EVENTS_SCHEMA), now_us=t)
+        sc.step(now_us=t)
+        # n2's reset names n0's address (10.0.0.0), written 2 s after the Xid, arrived at 60 s
+        sc.add(to_table([row(2, "reset", t + 2 * S, "line", t + 60 * S)], EVENTS_SCHEMA), now_us=t + 60 * S)
+        got = []
+        for k in range(60, 400):
+            if not skip:
+                sc.steady = None
+            got += [(k, i["version"], i["initiator"]["host"], [(d["host"], d["relation"]) for d in i["downstream"]])
+                    for i in sc.step(now_us=t + k * S)]
+        return got
+
+    every = polled(False)
+    calls.clear()
+    assert polled(True) == every == [(181, 1, "n0", [("n2", "peer_host")])]  # n0 quiet since 60 s for idle_us
+    # the first step, the one after the reset came (steady until n0's side is 120 s past the reset), the one past
+    # it (held still: steady until the hosts' quiet), the step that emits and the one after it
+    assert [(c - t) // S for c in calls] == [0, 60, 123, 181, 182]
