@@ -495,8 +495,8 @@ class StreamCorrelator:
                     held[inc["id"]] = since
                     pending.update(members)
                     hosts = {e.host for e in kept}
-                    if seen := [t for h in hosts if (t := self.arrived_us.get(h, self.heard_us.get(h))) is not None]:
-                        idle_at.append(max(seen) + self.idle_us)
+                    if (heard := self._last_heard(hosts)) is not None:
+                        idle_at.append(heard + self.idle_us)
                     if any(h not in marks for h in hosts):  # a host with no watermark closes by processing time
                         idle_at.append(last + self.close_after_us)
                     continue
@@ -706,10 +706,16 @@ class StreamCorrelator:
         hosts = {e.host for e in evs}
         if all(closes(marks[h] if h in marks else now_us, last, self.close_after_us) for h in hosts):
             return True
-        # quiet is that of the lines that move a host's watermark: unstamped NCCL lines that keep coming do not hold
-        # back a group of its stamped kernel lines; a host with no watermark has only its lines' arrivals
+        heard = self._last_heard(hosts)
+        return heard is not None and now_us - heard > self.idle_us
+
+    def _last_heard(self, hosts: Iterable[str]) -> int | None:
+        """The processing time (µs) of the latest line of ``hosts`` that counts for their quiet (``idle_us``,
+        ``_closed``), None before any: quiet is that of the lines that move a host's watermark (``arrived_us``), so
+        unstamped NCCL lines that keep coming do not hold back a group of its stamped kernel lines; a host with no
+        watermark has only its lines' arrivals (``heard_us``)."""
         seen = [t for h in hosts if (t := self.arrived_us.get(h, self.heard_us.get(h))) is not None]
-        return bool(seen) and now_us - max(seen) > self.idle_us
+        return max(seen, default=None)
 
     def _supersede(self, inc: dict[str, Any], members: list[str],
                    owners: dict[str, set[str]]) -> list[dict[str, Any]]:
