@@ -42,6 +42,11 @@ REPORTS = [
     Report("nccl-905-ib-port-flap", "node01", "ib_port"),
     # the jobs on dgk713 died on an uncorrectable ECC error; the node was fixed
     Report("jade-194-ecc-dgk713", "dgk713", "ecc", category="ecc"),
+    # every CI job SLURM placed on L40S node atl1-1-03-007-29-0 failed at cuCtxCreate on an uncorrectable ECC error;
+    # the node was excluded and reported for repair (an NVHPC runtime's line, no host printed: the file's name)
+    Report("mfc-1748-ecc-l40s-node", "atl1-1-03-007-29-0", "ecc", category="ecc"),
+    # a second node of that chassis, the same fault (105 ECC hits in one CI run); excluded too
+    Report("mfc-1750-ecc-l40s-node", "atl1-1-03-007-31-0", "ecc", category="ecc"),
 ]
 
 #: the thread concluded what firstfault cannot yet say (the defect's kind is named; see the report in the commit)
