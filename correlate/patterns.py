@@ -1700,6 +1700,47 @@ def _named_elsewhere(scene: Scene, hosts: list[str], names: list[str], pattern: 
     return v
 
 
+#: NCCL's IB transport's error completion (transport/net_ib.cc; ingest/signatures/nccl.yaml)
+IB_COMPLETION = "nccl.net_ib.completion_error"
+
+
+def ib_both_ends(scene: Scene) -> Verdict | None:
+    """Ranks of two or more hosts whose IB connections all failed with an error completion (NCCL's ``NET/IB : Got
+    completion … with error 12``: retries exhausted) and nothing of their own but NCCL's generic warnings, downstream
+    lines and what the completions explain: both ends of the connections report, so what failed is the path between
+    their HCAs — a port, a cable, a switch port, or at a job's first collective on RoCE the GID index or routing —
+    not a GPU of each. The roots fallback named each reporting GPU a candidate, "no single culprit" at 0.3
+    (NVIDIA/nccl-tests#24: gpu4 and gpu5 both at error 12, fixed by ``NCCL_IB_GID_INDEX=3``; a real-logs pass). A
+    flushed completion (status 5) is a report of the peer's failure (:func:`peer_failed`); a device fault of a host,
+    or one host's completions alone, leaves the incident to the other patterns."""
+    if scene.hardware_faults():
+        return None
+    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
+    ends = [e for e in faults if e.signature == IB_COMPLETION and not _reports_a_peer(e)]
+    hosts = sorted({e.host for e in ends})
+    mine = {e.event_id for e in ends}
+    if len(hosts) < 2 or any(e.event_id not in mine and e.signature != "nccl.warn" and scene.role(e) != "downstream"
+                             and not any(c.event_id in mine for c in scene.causes_of(e)) for e in faults):
+        return None
+    hcas = sorted({f"{e.host}'s {hca}" for e in ends if (hca := e.details.get("hca"))})
+    on = first_of(hosts, noun="hosts")
+    between = " and ".join(hosts) if len(hosts) == 2 else on
+    names = [f"the InfiniBand/RoCE path between {between}" + (f" ({first_of(hcas, noun='HCAs')})" if hcas else "")]
+    v = _named_elsewhere(scene, hosts, names, "comm.ib_both_ends", 0.5, (
+        f"{len(ends)} IB error completion{'s' * (len(ends) != 1)} on {on}: both ends of the connection report that "
+        "their transfers were not acknowledged, and nothing else here is a fault of its own. What failed is the path "
+        "between the hosts' HCAs (a port, a cable, a switch port) or, when it fails at the job's first collective on "
+        "RoCE, the GID index or routing NCCL used, not a GPU of either host."))
+    v.category = "ib_port"
+    v.next_action = ("Test the path between these hosts' HCAs outside NCCL (ib_write_bw with the GID index NCCL uses): "
+                     "if that fails, check both ports, the cables and the switch ports (ibstat, the port counters, "
+                     "ibdiagnet); on RoCE, set NCCL_IB_GID_INDEX to the RoCE v2 GID both NICs share (show_gids) and "
+                     "check the routing between their subnets. No GPU needs draining for this.")
+    v.missing = ["NCCL_DEBUG=INFO's 'NET/IB : Using' lines of both hosts (the HCAs and GID index each rank used)",
+                 "the kernel logs of both hosts around these lines (an HCA or port event)"]
+    return v
+
+
 def peer_failed(scene: Scene) -> Verdict | None:
     """Ranks that only report losing a peer (a connection closed or reset, ncclRemoteError) and nothing of their
     own but NCCL's generic warnings and downstream lines: the failure is on the other side of the connection, whose
@@ -2019,6 +2060,7 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "platform.pcie_p2p_blocked": pcie_p2p_blocked,
     "comm.slow_checkpoint": slow_checkpoint,
     "comm.silent_rank": silent_rank,
+    "comm.ib_both_ends": ib_both_ends,
     "comm.peer_failed": peer_failed,
     "comm.connect_failed": connect_failed,
     "platform.host_context": host_context,

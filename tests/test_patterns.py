@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -3543,6 +3544,68 @@ def test_ranks_that_cannot_connect_to_one_address_share_the_path(pipeline):
     assert all(i["pattern"] != "comm.connect_failed" for i in incs)
 
 
+IB12 = ("{host}:359{n}7:359{n}9 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error {err}, "
+        "opcode 1, len 0, vendor err 129")
+
+
+def test_both_ends_of_an_ib_connection_failing_name_the_path_not_a_gpu_each(tmp_path):
+    """Both hosts of one job's connection report an IB error completion in the launcher's output (NVIDIA/nccl-tests#24:
+    gpu4 and gpu5 at error 12, one mpirun capture; fixed by NCCL_IB_GID_INDEX=3): one incident of the path between
+    their HCAs, category ib_port, no GPU named; the CUDA failure gpu5's other GPU reported in the teardown is the
+    completion's downstream (ib_completion.explains_own_host_cuda_failure). "No single culprit" among three GPUs at
+    0.3 before. One host's completions alone, a flushed completion (a report of the peer) and a host's Xid leave
+    the incident to the other rules."""
+    from api.diagnose import diagnose_paths
+    from schemas.settings import Settings
+
+    cuda = "gpu5:35917:35917 [1] init.cu:194 NCCL WARN Cuda failure 'an illegal memory access was encountered'"
+
+    def incidents(*lines: str, dmesg: str = "") -> list[dict]:
+        for f in tmp_path.iterdir():
+            f.unlink()
+        (tmp_path / "all_reduce_perf.log").write_text("\n".join(lines) + "\n")
+        os.utime(tmp_path / "all_reduce_perf.log", (1560938405, 1560938405))  # 2019-06-19 10:00:05 UTC
+        if dmesg:
+            (tmp_path / "gpu5.dmesg.log").write_text(dmesg + "\n")
+        return diagnose_paths([tmp_path], Settings())[2]
+
+    (inc,) = incidents(IB12.format(host="gpu5", n=1, err=12), IB12.format(host="gpu4", n=0, err=12), cuda)
+    assert (inc["pattern"], inc["category"], inc["confidence"]) == ("comm.ib_both_ends", "ib_port", 0.5)
+    assert inc["initiator"]["host"] is None and inc["initiator"]["device_type"] is None
+    assert inc["initiator"]["candidates"] == ["the InfiniBand/RoCE path between gpu4 and gpu5"]
+    assert inc["explanation"].startswith("2 IB error completions on gpu4, gpu5: both ends of the connection")
+    assert "NCCL_IB_GID_INDEX" in inc["next_action"]
+    assert "ib_completion.explains_own_host_cuda_failure" in [x["rule"] for x in inc["evidence"]]
+    assert {(d["host"], d["kind"]) for d in inc["downstream"]} == {("gpu4", "nccl_error"), ("gpu5", "nccl_error")}
+    # one host's completions: its own incident, as before
+    (inc,) = incidents(IB12.format(host="gpu5", n=1, err=12))
+    assert inc["pattern"] != "comm.ib_both_ends" and inc["initiator"]["host"] == "gpu5"
+    # a flushed completion (status 5) reports the peer's failure, not the path
+    incs = incidents(IB12.format(host="gpu5", n=1, err=12), IB12.format(host="gpu4", n=0, err=5))
+    assert all(i["pattern"] != "comm.ib_both_ends" for i in incs)
+    # a GPU of gpu5 that fell off the bus: not this pattern
+    xid79 = ("2019-06-19T10:00:00.000000Z gpu5 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
+             "the bus.")
+    incs = incidents(IB12.format(host="gpu5", n=1, err=12), IB12.format(host="gpu4", n=0, err=12), dmesg=xid79)
+    assert all(i["pattern"] != "comm.ib_both_ends" for i in incs)
+    assert any(i["initiator"]["xid"] == 79 and i["initiator"]["host"] == "gpu5" for i in incs)
+
+
+def test_a_cuda_failure_before_the_hosts_ib_completion_error_stays_its_own(pipeline):
+    """ib_completion.explains_own_host_cuda_failure: a CUDA failure in NCCL that came clearly before its host's IB
+    error completion is no teardown of that connection: the completion does not explain it."""
+    lines = ("[2026-11-20 10:05:00] node031:14033:14033 [1] init.cu:194 NCCL WARN Cuda failure 'an illegal memory "
+             "access was encountered'\n"
+             "[2026-11-20 10:05:06] node031:14033:14035 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion "
+             "from peer 10.1.3.201<43369> with error 12, opcode 1, len 0, vendor err 129")
+    incs = run(pipeline, lines, host="node031")
+    rules = [x["rule"] for i in incs for x in i["evidence"]]
+    assert "ib_completion.explains_own_host_cuda_failure" not in rules
+    after = lines.split("\n")[1] + "\n" + lines.split("\n")[0].replace("10:05:00", "10:05:07")
+    rules = [x["rule"] for i in run(pipeline, after, host="node031") for x in i["evidence"]]
+    assert "ib_completion.explains_own_host_cuda_failure" in rules
+
+
 MPI_PEER = """[2026-11-20 10:05:01] An MPI communication peer process has unexpectedly disconnected.  This
 usually indicates a failure in the peer process (e.g., a crash or
 otherwise exiting without calling MPI_FINALIZE first).
@@ -5248,9 +5311,10 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     """mpirun's output of a 2-host nccl-tests run: both hosts' ranks print "NET/IB : Got completion with error 12"
     (retry count exceeded), NCCL names no peer address and no init line places the ranks (NVIDIA/nccl-tests#24, #36):
     two incidents, each blaming its own host at 0.75, one of them arbitrarily (real-logs passes, the third time). One
-    job's log file ties them (``rules.log_of``, relation ``same_log``): one incident, no single culprit, both hosts
-    suspects. The same lines in two hosts' own files stay apart (nothing ties them), and so do two errors an hour
-    apart in one file."""
+    job's log file ties them (``rules.log_of``, relation ``same_log``): one incident, no single culprit — the path
+    between the two hosts (``comm.ib_both_ends``; both GPUs were the suspects at 0.3 before, and the thread's fix was
+    the RoCE GID index: a fourth real-logs pass). The same lines in two hosts' own files stay apart (nothing ties
+    them), and so do two errors an hour apart in one file."""
     from ingest.decode import decode_file
 
     warn = ("{h}:359{p}:359{q} [0] transport/net_ib.cc:774 NCCL WARN NET/IB : Got completion with error 12, opcode 0, "
@@ -5267,13 +5331,13 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
 
     both = warn.format(h="gpu5", p=17, q=94) + "\n" + warn.format(h="gpu4", p=2, q=77) + "\n"
     (inc,) = incidents({"mpirun.log": both})
-    assert (inc["initiator"]["device_type"], inc["category"], inc["confidence"]) == (None, "ib_port", 0.3)
-    assert sorted(inc["initiator"]["candidates"]) == ["gpu index 0 on gpu4", "gpu index 0 on gpu5"], inc["initiator"]
+    assert (inc["initiator"]["device_type"], inc["category"], inc["confidence"]) == (None, "ib_port", 0.5)
+    assert inc["initiator"]["candidates"] == ["the InfiniBand/RoCE path between gpu4 and gpu5"], inc["initiator"]
     # after a stamped line of the capture, whose time they take (ts_basis inherited): still one (a break-it pass)
     stamped = ("[rank1]:[E1130 02:59:00.123456789 ProcessGroupNCCL.cpp:1] [Rank 1] some line no signature reads\n"
                "2026-11-30T02:59:00Z job started\n" + both)
     ib = [i for i in incidents({"mpirun2.log": stamped}) if i["category"] == "ib_port"]
-    assert len(ib) == 1 and len(ib[0]["initiator"]["candidates"]) == 2, ib
+    assert len(ib) == 1 and ib[0]["pattern"] == "comm.ib_both_ends", ib
     apart = incidents({"gpu5.log": warn.format(h="gpu5", p=17, q=94) + "\n",
                        "gpu4.log": warn.format(h="gpu4", p=2, q=77) + "\n"})
     assert len(apart) == 2
