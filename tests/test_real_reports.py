@@ -50,6 +50,8 @@ REPORTS = [
     # both ends of a RoCE connection at error 12 (gpu4 and gpu5, one mpirun capture): the GID index NCCL used, fixed
     # by NCCL_IB_GID_INDEX=3; no GPU, no single host; gpu5's illegal memory access in the teardown is downstream
     Report("nccl-tests-24-ib-gid-index", None, None, category="ib_port", downstream=(("gpu5", "nccl_error"),)),
+    # IB error 4 with GPUDirect RDMA only: PCIe ACS still on for bridges between the NIC and the GPU (SrcValid+)
+    Report("nccl-523-ib-error4-acs", "node01", "nccl_error", category="pcie_p2p"),
 ]
 
 #: the thread concluded what firstfault cannot yet say (the defect's kind is named; see the report in the commit)
