@@ -661,7 +661,6 @@ def find_edges(scene: Scene) -> list[Edge]:
     clocks, topo = scene.clocks, scene.topo
     starts_of = [e.start for e in evs]
     slack = max(e.start_precision_us for e in evs) + clocks.max_skew()
-    skew_of: dict[str, int] = {}
     # per event, what the time test reads: (start, ts, precision, host, its skew, a watchdog span, file-dated)
     timing = [None] * len(evs)
     rel = scene.relations()
@@ -691,7 +690,7 @@ def find_edges(scene: Scene) -> list[Edge]:
         starts = [starts_of[i] for i in effects]
         for i in chain(causes, effects):
             if timing[i] is None:
-                timing[i] = _timing(evs[i], clocks, skew_of)
+                timing[i] = _timing(evs[i], clocks)
         # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
         filed = [i for i in effects if timing[i][6]]
         filed_starts = [starts_of[i] for i in filed]
@@ -894,18 +893,13 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
     return out
 
 
-def _timing(e: Ev, clocks: Clocks, skew_of: dict[str, int]) -> tuple[int, int, int, str, int, bool, bool]:
+def _timing(e: Ev, clocks: Clocks) -> tuple[int, int, int, str, int, bool, bool]:
     """What ``window.may_cause`` reads of ``e`` (:func:`find_edges`): its start, line time and the precision of its
-    start (µs, ``Ev.start_precision_us``), host, the host's clock skew (µs; ``skew_of`` keeps it per host), whether it is a watchdog span
-    (``elapsed_ms`` or an implied start: the cause may fall anywhere up to its line time) and whether it is dated
-    by its file's mtime (``window.file_dated``)."""
-    skew = skew_of.get(e.host)
-    if skew is None:
-        skew = skew_of[e.host] = clocks.skew(e.host)
-    if e.cloud_timed:  # a time the cloud states: its host's clock does not move it (window.start_skew)
-        skew = 0
-    return (e.start, e.ts, e.start_precision_us, e.host, skew, bool(e.elapsed_ms or e.implied_start is not None),
-            file_dated(e))
+    start (µs, ``Ev.start_precision_us``), host, the skew bound of its start (µs, ``window.start_skew``: none for a
+    time the cloud states), whether it is a watchdog span (``elapsed_ms`` or an implied start: the cause may fall
+    anywhere up to its line time) and whether it is dated by its file's mtime (``window.file_dated``)."""
+    return (e.start, e.ts, e.start_precision_us, e.host, start_skew(e, clocks),
+            bool(e.elapsed_ms or e.implied_start is not None), file_dated(e))
 
 
 def rank_key(scene: Scene, evs: list[Ev]) -> tuple:

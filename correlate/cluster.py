@@ -38,7 +38,7 @@ from correlate.rules import (KEYED_RELATIONS, ONE_HOST_RELATIONS, RANK_REPORTS, 
                              collective_window_us, comms_of, gpu_key, job_local, log_of, named_collective, pred_shape,
                              rank_scope)
 from correlate.topology import Topology
-from correlate.window import FILE_REACH_US, Clocks, may_cause, within
+from correlate.window import FILE_REACH_US, Clocks, may_cause, start_skew, within
 from ingest.catalog import Catalog
 
 S = 1_000_000
@@ -149,7 +149,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                         dsu.union(i, j)
     kinds = [e.kind for e in faults]
     hosts = [e.host for e in faults]
-    cloud = [e.cloud_timed for e in faults]  # starts the cloud states: no skew of their host (window.start_skew)
+    skews2 = [2 * start_skew(e, clocks) for e in faults]  # doubled, as starts2: none for a start the cloud states
     # one instance for every rule's buckets and pairs: each fault's GPU key and communicators are found once, and
     # whether two profiles of faults are of two jobs (``_jobs_apart``) once per call, not once per same_host rule
     rels = Relations(topo)
@@ -205,7 +205,7 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 _sweep(idx, starts2, precisions2, w, dsu, lefts2)
                 continue
             if keyed:  # across hosts: the time test with both skews (a communicator of thousands of ranks)
-                _sweep_hosts(idx, hosts, starts2, precisions2, w, dsu, clocks, lefts2, cloud)
+                _sweep_hosts(idx, hosts, starts2, precisions2, w, dsu, lefts2, skews2)
                 continue
             lo = 0
             for a in range(len(idx)):
@@ -748,14 +748,14 @@ def _sweep(idx: list[int], starts2: list[int], precisions2: list[int], w: int, d
 
 
 def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precisions2: list[int], w: int, dsu: _DSU,
-                 clocks: Clocks, lefts2: list[int], cloud: list[bool]) -> None:
+                 lefts2: list[int], skews2: list[int]) -> None:
     """Union the faults ``idx`` of a keyed bucket that spans hosts (every pair stands in the relation) that are
     close enough in time (``window.within``), in O(n log n) rather than pair by pair.
 
     Pairs on one host are ``_sweep``'s (no skew). A pair on two hosts is within when
     ``|start_i - start_j| <= w + precision_i + precision_j + skew_i + skew_j``: the intervals
-    ``start ± (w/2 + precision + skew)`` overlap (doubled to stay in integers, as in ``_sweep``; no skew for a start
-    the cloud states, ``cloud``: ``window.start_skew``). Taken by left
+    ``start ± (w/2 + precision + skew)`` overlap (doubled to stay in integers, as in ``_sweep``; ``skews2``: each
+    fault's ``window.start_skew``, doubled, none for a start the cloud states). Taken by left
     end, the intervals still open at a fault's left end all hold that point, so the fault is within of each of
     them on another host: it joins every component with such an open interval. Open components are indexed
     by the hosts of their open intervals (``multi``: two or more hosts, joined by any fault; ``single[h]``: only
@@ -765,8 +765,7 @@ def _sweep_hosts(idx: list[int], hosts: list[str], starts2: list[int], precision
         per_host[hosts[i]].append(i)
     for same in per_host.values():
         _sweep(same, starts2, precisions2, w, dsu, lefts2)
-    skew2 = {h: 2 * clocks.skew(h) for h in per_host}
-    half = [w + precisions2[i] + (0 if cloud[i] else skew2[hosts[i]]) for i in idx]
+    half = [w + precisions2[i] + skews2[i] for i in idx]
     order = sorted(range(len(idx)), key=lambda a: starts2[idx[a]] - half[a])
     find, union = dsu.find, dsu.union
     open_: list[tuple[int, int]] = []  # heap of (right end, fault)
