@@ -43,6 +43,23 @@ SORTS = {"start": "start", "severity": SEV_RANK_SQL, "confidence": "confidence",
 _FAR_FUTURE = from_us(LATEST_US)
 
 
+class _Where:
+    """The filters of one query (:meth:`Store.incidents`, :meth:`Store.events`): SQL conditions joined by AND, and
+    the values of their ``?`` placeholders in the order they stand."""
+
+    def __init__(self, *clauses: str) -> None:
+        self.clauses, self.params = list(clauses), []
+
+    def add(self, clause: str, *values: Any) -> None:
+        """Narrow by ``clause``, whose ``?`` placeholders take ``values`` in order."""
+        self.clauses.append(clause)
+        self.params.extend(values)
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.clauses)
+
+
 def _incident_shaped(d: Any) -> bool:
     """Whether ``d`` has what the service and the API read of a stored incident (DESIGN.md's shape): its id, version,
     status and times, an initiator and downstream parties with their events, context entries with theirs. A foreign
@@ -358,51 +375,40 @@ class Store:
         """Latest versions, sorted descending by ``sort`` then id; ``cursor`` = (sort value, id) of the
         last item already seen. ``hosts_in``: incidents touching any of these hosts (a domain or rack).
         ``severity``: exactly these; ``min_severity``: this one or above (info < warning < error < critical)."""
-        where, params = ["status <> 'superseded'"], []
+        f = _Where("status <> 'superseded'")
         if since is not None:
             # or open until its scheduled time (``correlate.incident.current_until``: a maintenance notice's NotBefore,
             # days after its line's ``end``, kept in ``doc``): one current then was left out (a break-it pass)
-            where.append("""("end" >= ? OR TRY_CAST(json_extract_string(doc, '$.scheduled') AS TIMESTAMPTZ) >= ?)""")
-            params.extend([since, since])
+            f.add("""("end" >= ? OR TRY_CAST(json_extract_string(doc, '$.scheduled') AS TIMESTAMPTZ) >= ?)""",
+                  since, since)
         if until is not None:
-            where.append("start <= ?")
-            params.append(until)
+            f.add("start <= ?", until)
         if host:
-            where.append("list_contains(hosts, ?)")
-            params.append(host)
+            f.add("list_contains(hosts, ?)", host)
         if hosts_in is not None:
-            where.append("len(list_intersect(hosts, ?)) > 0")
-            params.append(hosts_in)
+            f.add("len(list_intersect(hosts, ?)) > 0", hosts_in)
         if severity:
-            where.append("severity IN (" + ",".join("?" * len(severity)) + ")")
-            params.extend(severity)
+            f.add("severity IN (" + ",".join("?" * len(severity)) + ")", *severity)
         if min_severity:
-            where.append(MIN_SEVERITY_SQL)
-            params.append(min_severity)
+            f.add(MIN_SEVERITY_SQL, min_severity)
         if category:
-            where.append("category = ?")
-            params.append(category)
+            f.add("category = ?", category)
         if status:
-            where.append("status = ?")
-            params.append(status)
+            f.add("status = ?", status)
         if device:
-            where.append("(initiator_device = ? OR id IN (SELECT incident_id FROM incident_evidence WHERE device = ?))")
-            params.extend([device, device])
+            f.add("(initiator_device = ? OR id IN (SELECT incident_id FROM incident_evidence WHERE device = ?))",
+                  device, device)
         if comm:  # the communicators its events are of (doc.communicators: membership from NCCL's init lines), or
             # an evidence line's own commId (incidents stored before the doc said them)
-            where.append("(coalesce(list_contains(CAST(json_extract(doc, '$.communicators') AS VARCHAR[]), ?), false) "
-                         "OR id IN (SELECT x.incident_id FROM incident_evidence x JOIN events e USING (event_id) "
-                         "WHERE e.comm = ?))")
-            params.extend([comm, comm])
+            f.add("(coalesce(list_contains(CAST(json_extract(doc, '$.communicators') AS VARCHAR[]), ?), false) "
+                  "OR id IN (SELECT x.incident_id FROM incident_evidence x JOIN events e USING (event_id) "
+                  "WHERE e.comm = ?))", comm, comm)
         key = SORTS[sort]
         if cursor:
-            where.append(f"({key}, id) < (?, ?)")
-            params.extend(cursor)
-        sql = (f"SELECT doc, {key} AS sort_key FROM incidents WHERE {' AND '.join(where)} "
-               f"ORDER BY {key} DESC, id DESC LIMIT ?")
-        params.append(limit)
+            f.add(f"({key}, id) < (?, ?)", *cursor)
+        sql = f"SELECT doc, {key} AS sort_key FROM incidents WHERE {f.sql} ORDER BY {key} DESC, id DESC LIMIT ?"
         out = []
-        for r in self.query(sql, params):
+        for r in self.query(sql, [*f.params, limit]):
             d = self.incident_doc(r["doc"])
             d["_sort_key"] = r["sort_key"]
             out.append(d)
@@ -451,31 +457,26 @@ class Store:
         """Events, newest first (``ts`` desc, then ``event_id``), as the ``events`` view's rows. Each filter given
         narrows them; ``min_severity``: this severity or above, except the evidence of the incidents whose ids
         ``evidence_of`` lists (their latest version's ``incident_evidence``), which pass whatever their severity."""
-        where, params = ["1=1"], []
+        f = _Where("1=1")
         for col, val in (("host", host), ("kind", kind), ("xid", xid), ("sxid", sxid), ("device", device),
                          ("signature", signature)):
             if val is not None:
-                where.append(f"{col} = ?")
-                params.append(val)
+                f.add(f"{col} = ?", val)
         source, src_params = "events", []
         if since is not None:  # read only the date partitions of the span (schemas/views.sql)
             source, src_params = "events_between(?, ?)", [since, until if until is not None else _FAR_FUTURE]
         elif until is not None:
-            where.append("ts <= ?")
-            params.append(until)
+            f.add("ts <= ?", until)
         if text:
-            where.append("contains(message, ?)")
-            params.append(text)
+            f.add("contains(message, ?)", text)
         if min_severity:
-            severe = MIN_SEVERITY_SQL
-            params.append(min_severity)
             if evidence_of:  # the incidents' evidence passes whatever its severity
-                severe = (f"({severe} OR event_id IN (SELECT event_id FROM incident_evidence "
-                          "WHERE incident_id IN (SELECT unnest(?))))")
-                params.append(evidence_of)
-            where.append(severe)
-        sql = f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
-        return self.query(sql, src_params + params + [limit, offset])
+                f.add(f"({MIN_SEVERITY_SQL} OR event_id IN (SELECT event_id FROM incident_evidence "
+                      "WHERE incident_id IN (SELECT unnest(?))))", min_severity, evidence_of)
+            else:
+                f.add(MIN_SEVERITY_SQL, min_severity)
+        sql = f"SELECT * FROM {source} WHERE {f.sql} ORDER BY ts DESC, event_id LIMIT ? OFFSET ?"
+        return self.query(sql, [*src_params, *f.params, limit, offset])
 
     def knows_host(self, host: str) -> bool:
         """Whether the lake holds anything of ``host``: an event, a link sample or a topology fact (of any
