@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import signal
 import sys
@@ -368,7 +367,19 @@ def new_versions_title(changes: dict[str, str], now: float | None = None) -> str
     return f"{_time.strftime('%H:%M:%S', _time.gmtime(now))} UTC — {change_counts(changes)}"
 
 
-def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> str:
+class CountTitle(str):
+    """A title that says how many incidents it heads (:func:`incidents_title`): ``count`` of them. Shown over none,
+    it is printed alone (:class:`IncidentsView`): it says "0 incidents" itself."""
+
+    count: int
+
+    def __new__(cls, text: str, count: int) -> "CountTitle":
+        title = super().__new__(cls, text)
+        title.count = count
+        return title
+
+
+def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> CountTitle:
     """``"<head>21 incidents (9 open, 12 resolved)"``: how many of ``incidents`` are of each status (a restarted
     service's catch-up resolves incidents that went quiet meanwhile: the table alone did not say so); none:
     ``"<head>0 incidents"``, no parenthesis as no status has any (it said "Incidents: none" where every other run
@@ -376,7 +387,7 @@ def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> str:
     n = len(incidents)
     counts = {st: sum(1 for i in incidents if i.get("status") == st) for st in ("open", "resolved", "superseded")}
     said = ", ".join(f"{k} {st}" for st, k in counts.items() if k)
-    return f"{head}{n} incident{'s' * (n != 1)}" + (f" ({said})" if said else "")
+    return CountTitle(f"{head}{n} incident{'s' * (n != 1)}" + (f" ({said})" if said else ""), n)
 
 
 def change_counts(changes: dict[str, str]) -> str:
@@ -405,10 +416,6 @@ def incident_progress(log_format: str, console: Console) -> Any:
     return show
 
 
-#: the end of :func:`incidents_title`'s title for no incidents (``"0 incidents"``, ``"caught up: 0 incidents"``)
-_COUNTS_NONE = re.compile(r"(?:^|\s)0 incidents$")
-
-
 class IncidentsView:
     """The incidents for a terminal of any width: ``incidents_table`` where it fits (its natural width, or
     ``TABLE_MIN_WIDTH`` columns when a cell must fold), else one block per incident — start, severity,
@@ -424,7 +431,8 @@ class IncidentsView:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not self.incidents:  # a title that counts them (incidents_title) says it; another is followed by "none"
-            yield Text(self.title if _COUNTS_NONE.search(self.title) else f"{self.title}: none")
+            counted = isinstance(self.title, CountTitle) and self.title.count == 0
+            yield Text(self.title if counted else f"{self.title}: none")
             return
         table = incidents_table(self.incidents, self.title, self.changes)
         natural = Measurement.get(console, options.update(width=10_000), table).maximum
