@@ -2193,7 +2193,7 @@ def host_from_filename(path: Path) -> str:
         host = _without_log_words(host)
         if _log_word([host], 0) or _DATE_NAME.match(host):
             host = next((h for parent in path.parents[:6]
-                         if (h := _without_log_words(path_text(parent.name))) and h.lower() not in LOG_WORDS
+                         if (h := _without_log_words(path_text(parent.name))) and not _log_word([h], 0)
                          and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
     return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
 
