@@ -821,7 +821,8 @@ def test_an_incidents_communicators_stay_when_their_init_lines_leave_the_stream(
     t0 = 1_790_000_000_000_000
     init = ("2026-09-21T13:33:20.000000Z node07:1234:1290 [0] NCCL INFO comm 0x55d1c0a0 rank 0 nranks 2 cudaDev 0 "
             "busId 3b000 commId 0x7f2d1c3e5a6b7c8d - Init COMPLETE")
-    xid = "2026-09-21T13:40:00.000000Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    xid = ("2026-09-21T13:40:00.000000Z node07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+           "GPU has fallen off the bus.")
     again = xid.replace("13:40:00", "13:40:30")
 
     def table(text):
@@ -1784,7 +1785,8 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
     hour for 50 h, and no peer's reset at that time; the service stores events and incidents in a real Parquet lake and
     restarts 30 h after the notice, both ways (a correlate worker's ``restore(read_back=True)``, the service's
     ``IncidentSink.recent_events``). The stored ``open`` version stood after the restart too (the notice read back
-    cold was correlated no more; a break-it pass): the stream emits ``resolved``, the batch's status, without a flush."""
+    cold was correlated no more; a break-it pass): the stream emits ``resolved``, the batch's status, without a
+    flush."""
     from datetime import datetime, timedelta, timezone
 
     from correlate.correlator import correlate
@@ -1820,8 +1822,8 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
 GCE_HARNESS = ("< t:2026-05-27 11:42:06,522 f:file_logger.py  l:108  c:sdcm.sct_events.file_logger p:CRITICAL > "
                "2026-05-27 09:42:06.521: (GceInstanceEvent Severity.CRITICAL) period_type=one-time "
                "event_id=b8ba12ce-2b13-4887-88b5-517e6dce0f4f: compute.instances.terminateOnHostMaintenance on node "
-               "pr-provision-test-dmitriy-db-node-6f1407b3-0-1 at 2026-05-27 11:41:47.868757+02:00: Instance terminated "
-               "during Compute Engine maintenance.")
+               "pr-provision-test-dmitriy-db-node-6f1407b3-0-1 at 2026-05-27 11:41:47.868757+02:00: Instance "
+               "terminated during Compute Engine maintenance.")
 
 
 @pytest.mark.parametrize("which", ["azure", "gce"])
