@@ -851,6 +851,40 @@ def test_a_demo_refused_before_it_starts_leaves_nothing_it_did_not_find(tmp_path
         assert (running / "demo.lock").read_text() == str(os.getpid())
 
 
+def test_a_demo_lock_whose_pid_is_dead_does_not_block_the_next_demo(tmp_path):
+    """``demo.lock`` is an ``flock``, not its text: a demo that died (``kill -9``, a crash) let the lock go with its
+    process, though the file still names its pid. The next demo takes it and writes its own pid; one refused after
+    that (here by its ``check``, as by a busy port) leaves the file, which it found, unheld with its own pid, and
+    the next takes it again."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from rich.console import Console
+
+    from api.demo import run_demo
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = tmp_path / "demo.lock"
+    lock.write_text(dead.stdout.strip())  # a pid no process has now
+    seen = []
+
+    class Refused(Exception):
+        pass
+
+    def check():  # runs once the demo holds its lock: what the file says then
+        seen.append(lock.read_text())
+        raise Refused
+
+    for _ in range(2):
+        with pytest.raises(Refused):
+            run_demo(Settings(state_dir=tmp_path), once=True, port=None, console=Console(file=io.StringIO()),
+                     check=check)
+    assert seen == [str(os.getpid())] * 2 and lock.read_text() == str(os.getpid())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.lock"]
+
+
 def test_a_lock_removed_by_its_holder_is_taken_afresh(tmp_path, monkeypatch):
     """A refused demo removes its ``demo.lock`` while it holds it: one who opened the file before that and locks it
     after would hold a file no longer at the path, beside a third who makes the path afresh. ``hold_lock`` takes
