@@ -1411,18 +1411,13 @@ def test_a_restarted_stream_reads_the_clocks_of_the_whole_lake(pipeline, tmp_pat
     assert estimate_clocks([], delays=sc.delays) == estimate_clocks(events_from_table(everything))
 
 
-@pytest.mark.parametrize("ahead_h", [30, 168])
-def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as_in_the_batch(pipeline, ahead_h):
-    """An Azure notice (``azure.scheduled_event_notice``) whose NotBefore is ``ahead_h`` hours after its line, its host
-    logging on every hour, and a peer's "Connection reset by peer" from it 2 s after the NotBefore. The batch ties the
-    reset to the notice (``cloud_event.explains_peer_reports`` at ``Ev.start``); the stream, fed in time order, forgot
-    the notice a day (``reach_back_us``) after its line and made the reset an incident of its own (a break-it pass).
-    It keeps a cold event placed ahead of its line until its host's watermark passed that time."""
+def _notice_then_hourly(ahead_h: int, hours: int):
+    """node201's capture: NCCL's bootstrap line, an Azure Preempt notice (``azure.scheduled_event_notice``) printed
+    at 2026-11-20 10:04:32 UTC whose NotBefore is ``ahead_h`` hours later, then an NCCL line every hour for ``hours``
+    hours. Returns (the notice's line time, its NotBefore: datetimes in UTC, the capture's text)."""
     from datetime import datetime, timedelta, timezone
 
-    from correlate.correlator import correlate
-    from ingest.decode import Decoded, Segment
-    from tests.test_patterns import BOOT, RECV, T0
+    from tests.test_patterns import BOOT
 
     line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
     nb = line + timedelta(hours=ahead_h)
@@ -1430,10 +1425,26 @@ def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as
               f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
               f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
     hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
-              f"eth0:10.1.3.201<0>" for h in range(1, ahead_h + 1)]
+              f"eth0:10.1.3.201<0>" for h in range(1, hours + 1)]
+    return line, nb, "\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly])
+
+
+@pytest.mark.parametrize("ahead_h", [30, 168])
+def test_a_notice_days_ahead_meets_its_peers_resets_at_its_time_in_the_stream_as_in_the_batch(pipeline, ahead_h):
+    """An Azure notice (``azure.scheduled_event_notice``) whose NotBefore is ``ahead_h`` hours after its line, its host
+    logging on every hour, and a peer's "Connection reset by peer" from it 2 s after the NotBefore. The batch ties the
+    reset to the notice (``cloud_event.explains_peer_reports`` at ``Ev.start``); the stream, fed in time order, forgot
+    the notice a day (``reach_back_us``) after its line and made the reset an incident of its own (a break-it pass).
+    It keeps a cold event placed ahead of its line until its host's watermark passed that time."""
+    from datetime import timedelta
+
+    from correlate.correlator import correlate
+    from ingest.decode import Decoded, Segment
+    from tests.test_patterns import RECV, T0
+
+    line, nb, node201 = _notice_then_hourly(ahead_h, ahead_h)
     reset = RECV.replace("[2026-11-20 10:05:02]", f"[{nb + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}]")
-    files = {"node201": "\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]),
-             "node024": reset.format(host="node024", addr="10.1.3.201")}
+    files = {"node201": node201, "node024": reset.format(host="node024", addr="10.1.3.201")}
     segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
             for h, x in files.items()]
     b = pipeline.run(Decoded(segments=segs))
@@ -1706,24 +1717,18 @@ def test_a_restart_a_day_after_a_notice_still_ties_the_peers_reset_at_its_time_a
     newest event (the service, ``IncidentSink.recent_events``): the notice was forgotten and the reset made an
     incident of its own (a defect pass). They read back an incident whose ``scheduled`` time lies within it
     (``incident.current_until``), and the flushed incidents are the batch's."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import timedelta
 
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
-    from tests.test_patterns import BOOT, RECV, T0
+    from tests.test_patterns import RECV, T0
 
-    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
-    nb, restart = line + timedelta(hours=48), line + timedelta(hours=30)
-    notice = (f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":'
-              f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
-              f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
-    hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
-              f"eth0:10.1.3.201<0>" for h in range(1, 49)]
+    line, nb, node201 = _notice_then_hourly(48, 48)
+    restart = line + timedelta(hours=30)
     xid = (f"{line + timedelta(hours=29):%Y-%m-%dT%H:%M:%S}.000000+00:00 node201 kernel: NVRM: Xid (PCI:0000:18:00): "
            "79, pid=0, GPU has fallen off the bus.")
     reset = RECV.replace("[2026-11-20 10:05:02]", f"[{nb + timedelta(seconds=2):%Y-%m-%d %H:%M:%S}]")
-    files = {"node201": "\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]),
-             "node201.kern": xid, "node024": reset.format(host="node024", addr="10.1.3.201")}
+    files = {"node201": node201, "node201.kern": xid, "node024": reset.format(host="node024", addr="10.1.3.201")}
     segs = [Segment(data=x.encode(), origin=f"t:{h}", stream=h, host=h.split(".")[0], ref_ts=T0, ref_basis="kafka",
                     ingest_ts=T0) for h, x in files.items()]
     b = pipeline.run(Decoded(segments=segs))
@@ -1787,21 +1792,16 @@ def test_a_restart_before_a_notices_time_resolves_it_when_no_peers_reset_comes_a
     ``IncidentSink.recent_events``). The stored ``open`` version stood after the restart too (the notice read back
     cold was correlated no more; a break-it pass): the stream emits ``resolved``, the batch's status, without a
     flush."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import timedelta
 
     from correlate.correlator import correlate
     from ingest.decode import Decoded, Segment
-    from tests.test_patterns import BOOT, T0
+    from tests.test_patterns import T0
 
-    line = datetime(2026, 11, 20, 10, 4, 32, tzinfo=timezone.utc)
-    nb, restart = line + timedelta(hours=48), line + timedelta(hours=30)
-    notice = (f'[{line:%Y-%m-%d %H:%M:%S}] {{"DocumentIncarnation":3,"Events":[{{"EventId":"A1","EventStatus":'
-              f'"Scheduled","EventType":"Preempt","ResourceType":"VirtualMachine","Resources":["node201"],'
-              f'"NotBefore":"{nb:%a, %d %b %Y %H:%M:%S} GMT"}}]}}')
-    hourly = [f"[{line + timedelta(hours=h):%Y-%m-%d %H:%M:%S}] node201:1200:1200 [0] NCCL INFO Bootstrap : Using "
-              f"eth0:10.1.3.201<0>" for h in range(1, 51)]
-    seg = Segment(data="\n".join([BOOT.format(host="node201", addr="10.1.3.201"), notice, *hourly]).encode(),
-                  origin="t:node201", stream="node201", host="node201", ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
+    line, nb, node201 = _notice_then_hourly(48, 50)
+    restart = line + timedelta(hours=30)
+    seg = Segment(data=node201.encode(), origin="t:node201", stream="node201", host="node201", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
     b = pipeline.run(Decoded(segments=[seg]))
     events, ts, cut, again, stored, sc = _served_then_restarted(b, tmp_path, restart, read_back)
     nb_iso = f"{nb:%Y-%m-%dT%H:%M:%S}.000000Z"
