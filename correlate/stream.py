@@ -118,6 +118,9 @@ class StreamCorrelator:
     #: processing time at which each host's latest event of any time basis arrived (``add`` with ``now_us``):
     #: a host quiet for longer than the events are kept holds none back (``_prune``)
     heard_us: dict[str, int] = field(default_factory=dict)
+    #: per host, the latest time (µs) of its lines that printed none (``ts``: their Kafka append or file time), read
+    #: live (``add`` with ``now_us``): how far the log of a host with no event-time watermark has got (``_closed``)
+    appended_us: dict[str, int] = field(default_factory=dict)
     events: dict[str, Ev] = field(default_factory=dict)
     #: event_id -> an event of an emitted incident that holds a fault, older than the events kept (``_prune``):
     #: not correlated again until a new event reaches back to it (``_revive``: a watchdog timeout whose
@@ -262,7 +265,11 @@ class StreamCorrelator:
             if now_us is not None:
                 self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
             if e.ts_basis not in EVENT_TIME_BASES:
-                continue  # an arrival time (Kafka, file) says nothing about how far the host's log has got
+                # an arrival time (Kafka, file) says nothing about how far the host's stamped log has got; it is how
+                # far its unstamped one has (``_closed``)
+                if now_us is not None:
+                    self.appended_us[e.host] = max(self.appended_us.get(e.host, e.ts), e.ts)
+                continue
             ts = e.ts
             if e.ingest_ts is not None and ts > e.ingest_ts + ahead:
                 # a line stamped 2099 (a garbled stamp, a clock set wrong) moved its host's watermark there: every
@@ -697,14 +704,18 @@ class StreamCorrelator:
         """Whether the group of ``evs`` is closed (module doc): each of its hosts' watermark (``marks``, ``_marks``)
         passed its last event by ``close_after_us`` (``window.closes``), or none of its hosts sent anything for
         ``idle_us``. A host with no watermark (its lines printed no time: their ``ts`` is their Kafka append or
-        file time, ``EVENT_TIME_BASES``) is where processing time ``now_us`` is: its next line is timed by its
-        arrival. It counted as closed, and a group of such hosts was emitted at the step its first line came, then
-        again with each later batch (a fresh-user trial: v1 0.2 s after ``firstfault send``, v2 at the next)."""
+        file time, ``EVENT_TIME_BASES``) has got as far as the latest arrival time of its lines (``appended_us``;
+        ``now_us`` for one read before the restart, none live): a line appended ``close_after_us`` after the last
+        closes the group, the host's quiet for ``idle_us`` else. It counted as closed, and a group of such hosts was
+        emitted at the step its first line came, then again with each later batch (a fresh-user trial: v1 0.2 s
+        after ``firstfault send``, v2 at the next); at processing time, the polls that read a backlog of its lines
+        appended minutes before were v1, v2 and v3 of one fault (a break-it pass)."""
         if not evs:
             return False
         last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
-        if all(closes(marks[h] if h in marks else now_us, last, self.close_after_us) for h in hosts):
+        if all(closes(marks[h] if h in marks else min(now_us, self.appended_us.get(h, now_us)), last,
+                      self.close_after_us) for h in hosts):
             return True
         heard = self._last_heard(hosts)
         return heard is not None and now_us - heard > self.idle_us

@@ -811,6 +811,37 @@ def test_a_host_whose_lines_print_no_time_is_emitted_once_quiet_not_at_once(basi
     assert got == [(10, 1, 11)]
 
 
+@pytest.mark.parametrize("basis", ["kafka", "file"])
+def test_a_backlog_of_lines_that_print_no_time_is_emitted_once_not_with_each_poll(basis):
+    """A host's lines that print no time are timed by their arrival (``ts``: the Kafka append time), and so is how
+    far its log has got: a consumer that reads a backlog of them (a restart, an ingest lag past ``close_after_us``)
+    meets lines appended 10 min before it reads them. Judged closed by processing time, each poll's part of one
+    fault was closed at once: three polls of two lines each were v1, v2 and v3 of one incident, each paged as an
+    update (a break-it pass), where the same lines stamped come out once, whole. The host's arrival times are its
+    watermark (a line appended 120 s after the last closes it), and its quiet since it was read the fallback."""
+    now = 1_800_000_000 * S
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    lines = [ev(f"k{i}", "k", now + i * S, xid=74 if i else 79) for i in range(6)]
+    read = now + 600 * S  # appended 1 s apart from ``now``, read from 600 s on, two a poll
+    got = []
+    for p in range(3):
+        sc.add(_arrived(lines[2 * p:2 * p + 2], basis), now_us=read + p * S)
+        got += [(p, i["version"], len(member_ids(i))) for i in sc.step(now_us=read + p * S)]
+    for k in range(3, 200):
+        got += [(k, i["version"], len(member_ids(i))) for i in sc.step(now_us=read + k * S)]
+    assert got == [(123, 1, 6)]  # the host quiet for idle_us since its last line was read, as stamped lines are
+    if basis == "file":
+        return  # a file's mtime dates none of its lines: a host's file-timed faults are one (_join_file_timed)
+    # a line of the host appended past the last by close_after_us closes it at once, as a stamped host's does
+    sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    sc.add(_arrived(lines[:3], basis), now_us=read)
+    assert sc.step(now_us=read) == []
+    sc.add(_arrived([ev("later", "k", now + 130 * S, device="0000:05:00.0")], basis), now_us=read + S)
+    assert [(i["version"], sorted(member_ids(i))) for i in sc.step(now_us=read + S)] == [(1, ["k0", "k1", "k2"])]
+
+
 def test_an_incidents_communicators_stay_when_their_init_lines_leave_the_stream(pipeline):
     """An incident names the communicators its events are of, from the job's init lines; the stream keeps those lines
     only while they may teach something (``_prune``), and each later step re-rendered the incident without them: a
