@@ -119,7 +119,8 @@ class StreamCorrelator:
     #: a host quiet for longer than the events are kept holds none back (``_prune``)
     heard_us: dict[str, int] = field(default_factory=dict)
     #: per host, the latest time (µs) of its lines that printed none (``ts``: their Kafka append or file time), read
-    #: live (``add`` with ``now_us``): how far the log of a host with no event-time watermark has got (``_closed``)
+    #: live (``add`` with ``now_us``): with ``heard_us``, how far behind processing time the log of a host with no
+    #: event-time watermark stands (``_unread_us``)
     appended_us: dict[str, int] = field(default_factory=dict)
     events: dict[str, Ev] = field(default_factory=dict)
     #: event_id -> an event of an emitted incident that holds a fault, older than the events kept (``_prune``):
@@ -265,8 +266,8 @@ class StreamCorrelator:
             if now_us is not None:
                 self.heard_us[e.host] = max(self.heard_us.get(e.host, 0), now_us)
             if e.ts_basis not in EVENT_TIME_BASES:
-                # an arrival time (Kafka, file) says nothing about how far the host's stamped log has got; it is how
-                # far its unstamped one has (``_closed``)
+                # an arrival time (Kafka, file) says nothing about how far the host's stamped log has got; read
+                # later than it, it says how far behind its unstamped one is (``_unread_us``)
                 if now_us is not None:
                     self.appended_us[e.host] = max(self.appended_us.get(e.host, e.ts), e.ts)
                 continue
@@ -504,8 +505,8 @@ class StreamCorrelator:
                     hosts = {e.host for e in kept}
                     if (heard := self._last_heard(hosts)) is not None:
                         idle_at.append(heard + self.idle_us)
-                    if any(h not in marks for h in hosts):  # a host with no watermark closes by processing time
-                        idle_at.append(last + self.close_after_us)
+                    # a host with no watermark closes by processing time since its last line was read (_unread_us)
+                    idle_at.extend(last + self.close_after_us + self._unread_us(h) for h in hosts if h not in marks)
                     continue
                 held[inc["id"]] = last
             prev = self.emitted.get(inc["id"])
@@ -704,21 +705,29 @@ class StreamCorrelator:
         """Whether the group of ``evs`` is closed (module doc): each of its hosts' watermark (``marks``, ``_marks``)
         passed its last event by ``close_after_us`` (``window.closes``), or none of its hosts sent anything for
         ``idle_us``. A host with no watermark (its lines printed no time: their ``ts`` is their Kafka append or
-        file time, ``EVENT_TIME_BASES``) has got as far as the latest arrival time of its lines (``appended_us``;
-        ``now_us`` for one read before the restart, none live): a line appended ``close_after_us`` after the last
-        closes the group, the host's quiet for ``idle_us`` else. It counted as closed, and a group of such hosts was
-        emitted at the step its first line came, then again with each later batch (a fresh-user trial: v1 0.2 s
-        after ``firstfault send``, v2 at the next); at processing time, the polls that read a backlog of its lines
-        appended minutes before were v1, v2 and v3 of one fault (a break-it pass)."""
+        file time, ``EVENT_TIME_BASES``) has got as far as processing time ``now_us``, less how long after it was
+        appended its latest line was read (``_unread_us``: 0 live, a backlog's delay). It counted as closed, and a
+        group of such hosts was emitted at the step its first line came, then again with each later batch (a
+        fresh-user trial: v1 0.2 s after ``firstfault send``, v2 at the next); at processing time itself, the polls
+        that read a backlog of its lines appended minutes before were v1, v2 and v3 of one fault (a break-it pass)."""
         if not evs:
             return False
         last = max(e.ts for e in evs)  # the last line written, not the implied start of a timeout
         hosts = {e.host for e in evs}
-        if all(closes(marks[h] if h in marks else min(now_us, self.appended_us.get(h, now_us)), last,
-                      self.close_after_us) for h in hosts):
+        if all(closes(marks[h] if h in marks else now_us - self._unread_us(h), last, self.close_after_us)
+               for h in hosts):
             return True
         heard = self._last_heard(hosts)
         return heard is not None and now_us - heard > self.idle_us
+
+    def _unread_us(self, host: str) -> int:
+        """How far (µs, 0 or more) the log of ``host``, a host with no watermark, stands behind processing time: its
+        latest line was read (``heard_us``) that long after it was appended (``appended_us``, its arrival time). Its
+        log has got to processing time less this (``_closed``): live, a line is read as it is appended (0, the
+        service's clock); a backlog read minutes after it was appended closes only once as long has passed since it
+        was read, or a line of the host appended after it passes its close. 0 for a host read before a restart."""
+        appended, heard = self.appended_us.get(host), self.heard_us.get(host)
+        return max(0, heard - appended) if appended is not None and heard is not None else 0
 
     def _last_heard(self, hosts: Iterable[str]) -> int | None:
         """The processing time (µs) of the latest line of ``hosts`` that counts for their quiet (``idle_us``,

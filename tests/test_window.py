@@ -817,8 +817,9 @@ def test_a_backlog_of_lines_that_print_no_time_is_emitted_once_not_with_each_pol
     far its log has got: a consumer that reads a backlog of them (a restart, an ingest lag past ``close_after_us``)
     meets lines appended 10 min before it reads them. Judged closed by processing time, each poll's part of one
     fault was closed at once: three polls of two lines each were v1, v2 and v3 of one incident, each paged as an
-    update (a break-it pass), where the same lines stamped come out once, whole. The host's arrival times are its
-    watermark (a line appended 120 s after the last closes it), and its quiet since it was read the fallback."""
+    update (a break-it pass), where the same lines stamped come out once, whole. The host's log stands behind
+    processing time by the delay its latest line was read with (``_unread_us``): the fault closes ``close_after_us``
+    after its last line was read, or when a line appended ``close_after_us`` after its last comes."""
     now = 1_800_000_000 * S
     sc = StreamCorrelator(lateness_us=300 * S, close_after_us=120 * S, idle_us=120 * S)
     sc.settings.clocks = Clocks(default_skew_us=0)
@@ -830,7 +831,7 @@ def test_a_backlog_of_lines_that_print_no_time_is_emitted_once_not_with_each_pol
         got += [(p, i["version"], len(member_ids(i))) for i in sc.step(now_us=read + p * S)]
     for k in range(3, 200):
         got += [(k, i["version"], len(member_ids(i))) for i in sc.step(now_us=read + k * S)]
-    assert got == [(123, 1, 6)]  # the host quiet for idle_us since its last line was read, as stamped lines are
+    assert got == [(123, 1, 6)]  # close_after_us since its last line was read, as the same lines read live
     if basis == "file":
         return  # a file's mtime dates none of its lines: a host's file-timed faults are one (_join_file_timed)
     # a line of the host appended past the last by close_after_us closes it at once, as a stamped host's does
