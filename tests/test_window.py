@@ -832,6 +832,15 @@ def test_a_backlog_of_lines_that_print_no_time_is_emitted_once_not_with_each_pol
     for k in range(3, 200):
         got += [(k, i["version"], len(member_ids(i))) for i in sc.step(now_us=read + k * S)]
     assert got == [(123, 1, 6)]  # close_after_us since its last line was read, as the same lines read live
+    # read live, with close_after_us shorter than idle_us: closed close_after_us after its last line, not when idle
+    live = StreamCorrelator(lateness_us=300 * S, close_after_us=15 * S, idle_us=120 * S)
+    live.settings.clocks = Clocks(default_skew_us=0)
+    got = []
+    for k in range(40):
+        if k < 6:
+            live.add(_arrived(lines[k:k + 1], basis), now_us=now + k * S)
+        got += [(k, i["version"], len(member_ids(i))) for i in live.step(now_us=now + k * S)]
+    assert got == [(21, 1, 6)]  # the last line at 5 s
     if basis == "file":
         return  # a file's mtime dates none of its lines: a host's file-timed faults are one (_join_file_timed)
     # a line of the host appended past the last by close_after_us closes it at once, as a stamped host's does
