@@ -3409,6 +3409,28 @@ def test_an_oom_kill_explains_its_own_hosts_rank_timeout_only_when_it_killed_the
         assert all("no rule ties it" in i["explanation"] or i["initiator"].get("kind") != "other" for i in got), got
 
 
+@pytest.mark.parametrize("line, killed", [
+    # CentOS 6's kernel 2.6.32 prints the UID before the name (cPanelSSP/SSP#76)
+    ("Mar  2 17:35:10 server1 kernel: [2858609.598568] Killed process 11726, UID 498, (mysqld) total-vm:7823732kB, "
+     "anon-rss:2539268kB, file-rss:768kB", "mysqld"),
+    # a name with parentheses: systemd's PAM helper is named "(sd-pam)" (systemd/systemd#10123); mm/oom_kill.c
+    # prints the name as it is, "Killed process %d (%s)"
+    ("Mar  2 17:35:10 server1 kernel: Out of memory: Killed process 1234 ((sd-pam)) total-vm:168864kB, "
+     "anon-rss:4480kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:104kB oom_score_adj:0", "(sd-pam)"),
+    # a name with a comma, as the 4.19+ summary prints it (oom-kill:…,task=%s,pid=%d)
+    ("Mar  2 17:35:10 server1 kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,"
+     "global_oom,task_memcg=/user.slice,task=db,worker,pid=1240,uid=0", "db,worker"),
+])
+def test_an_oom_kill_is_an_event_whatever_the_layout_and_name_of_its_victim(pipeline, line, killed):
+    """The kernel's OOM kill of a process whose name holds a parenthesis or a comma (a process's ``comm`` may hold
+    any character), or in CentOS 6's layout (the UID before the name), gave no event: the host's kill was lost, and
+    with it what ended its rank (a break-it pass). Each is an OOM kill of that process, and one of no training job
+    (``model.spares_job``)."""
+    (inc,) = run(pipeline, line, host="server1")
+    assert (inc["category"], inc["initiator"]["host"]) == ("host_memory", "server1"), inc
+    assert f"killed {killed} (pid " in inc["next_action"] or f"— {killed} (pid " in inc["next_action"], inc
+
+
 # GCP's GPUDirect-TCPX plugin's wait on a peer's control message (google/nccl-plugin-gpudirecttcpx#1, its line with
 # this test's times and addresses) and a GPU NIC's address announced by NCCL's Bootstrap line
 TCPX_WAIT = ("[2026-11-20 10:05:02] {host}:1300:1390 [0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN "
