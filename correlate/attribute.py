@@ -352,6 +352,11 @@ def _judge(e: Ev, catalog: Catalog) -> tuple[Catalog, str, bool]:
                 # host and lost its category: a break-it pass). Not torchrun's -9: the OOM killer's, maybe first.
                 # So is a crash handler's line on the signal (the watchdog's SIGABRT) that ended that process
                 role = "downstream"
+            if "config_differs" in e.details:
+                # a setting the hosts of one job's log disagree on (rules.mark_config_mismatch): informational on
+                # each host, the job's first fault across them (NVIDIA/nccl#1634: two network plugins, a hang)
+                judged = e.judged = (catalog, "initiator", True)
+                return judged
         judged = (catalog, role, role != "context" and (e.sev >= 1 or e.kind in ("xid", "sxid", "gsp_error")))
     e.judged = judged
     return judged

@@ -83,8 +83,9 @@ class _DSU:
 
 
 def members(events: list[Ev]) -> list[Ev]:
-    """The events that can belong to an incident."""
-    return [e for e in events if e.kind not in FACT_KINDS]
+    """The events that can belong to an incident: not facts (transports, init lines), unless one is a setting the
+    hosts of one job's log disagree on (``rules.mark_config_mismatch``: the job's fault)."""
+    return [e for e in events if e.kind not in FACT_KINDS or "config_differs" in e.details]
 
 
 def _default_is_fault(e: Ev) -> bool:

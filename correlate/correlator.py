@@ -28,7 +28,8 @@ from correlate.cluster import ComponentCache, components, join_named_collectives
 from correlate.incident import body, finish, initiator_key, last_evidence_us, untied_before
 from correlate.model import Copies, Ev, events_from_table, follow_notices, follow_reports, follow_watchdogs
 from correlate.patterns import PATTERNS, symptom_verdict
-from correlate.rules import RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local
+from correlate.rules import (RANK_REPORTS, Rules, collective_of, default_rules, host_window_us, job_hosts, job_local,
+                             mark_config_mismatch)
 from correlate.topology import HostConfig, Topology, build_topology, unmatched_platforms
 from correlate.window import AppendDelays, Clocks, collective_skew, estimate_clocks
 from ingest.catalog import Catalog, default_catalog
@@ -373,6 +374,7 @@ def correlate(events: pa.Table | list[Ev], samples: pa.Table | None = None, topo
     if not unique:
         evs = _dedup(evs)
     follow_watchdogs(evs)
+    mark_config_mismatch(evs)  # before any rule is asked of an event: a disagreeing setting is a fault
     follow_notices(evs)  # a re-sent notice's time is its event's: before any copy is made of a notice
     copies = cache.copies if cache is not None else None
     if copies is not None:

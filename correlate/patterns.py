@@ -2031,6 +2031,60 @@ def _imex_peer_lost(scene: Scene, lost: Ev) -> str:
               "as a new instance.")
 
 
+#: a job setting (``rules.JOB_CONFIG``) as the explanation names it
+SETTING_NAMES = {"net_plugin": "network plugin"}
+
+
+def config_mismatch(scene: Scene) -> Verdict | None:
+    """The hosts of one job's log disagree on a setting its ranks must share (``rules.mark_config_mismatch``: the NCCL
+    network plugin, an external library on some hosts and NCCL's own transports on others), and no device fault is
+    logged: the configuration is the first fault, the ranks' hangs and errors its downstream. The initiator is no
+    host or device (``device_type`` null): either side may be the one to change. NVIDIA/nccl#1634: HGX-H100-04 loaded
+    HPC-X's RDMA/SHARP plugin, HGX-H100-11 none, and the two-node nccl-tests hung with no error; the maintainers'
+    answer was the plugin present on part of the cluster only. Severity: the hangs' (an error), else a warning (the
+    job has not failed yet, but cannot run across those hosts)."""
+    lines = [e for e in scene.faults() if e.details.get("config_differs")]
+    if not lines or _serious_device_fault(scene):
+        return None
+    per_host: dict[str, set[str]] = defaultdict(set)
+    for e in lines:
+        per_host[e.host].add(_plugin_said(e))
+    if len(per_host) < 2:
+        return None
+    setting = lines[0].details["config_differs"]
+    init_ids = {id(e) for e in lines}
+    down, ctx = downstream_parties(scene, ("", "configuration", None), lines)
+    down = [p for p in down if not {id(e) for e in p.events} <= init_ids]
+    said = "; ".join(f"{h}: {', '.join(sorted(v))}" for h, v in sorted(per_host.items()))
+    hosts = sorted(per_host)
+    reported = bool(down)
+    initiator = _host_initiator(None, "nccl_transport", lines)
+    initiator["candidates"] = hosts
+    return Verdict(
+        pattern="config.job_mismatch", category="nccl_software", initiator=initiator, initiator_events=lines,
+        downstream=down, context=[e for e in ctx if id(e) not in init_ids], confidence=0.8 if reported else 0.6,
+        severity="error" if any(e.sev >= SEVERITY_RANK["error"] for p in down for e in p.events) else "warning",
+        explanation=(f"The hosts of one job's log loaded different NCCL {SETTING_NAMES.get(setting, setting)}s "
+                     f"({said}): their "
+                     "ranks speak two transports to each other, so the job hangs or fails at its first collective "
+                     "between them with no error of its own"
+                     + (", and " + ", ".join(sorted({p.key[0] for p in down})) + " reported it" if reported else "")
+                     + ". No GPU, link or NIC fault is logged: the configuration is the first fault."),
+        next_action=("Make every host of the job load the same NCCL network plugin: install the same plugin "
+                     "(libnccl-net.so: HPC-X's nccl_rdma_sharp_plugin, aws-ofi-nccl) on all of them, or none, and the "
+                     "same LD_LIBRARY_PATH / NCCL_NET_PLUGIN in the job's environment; then rerun."),
+        verify=[f"NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line ({', '.join(hosts)})",
+                "ldconfig -p | grep libnccl-net"],
+        missing=[] if reported else ["whether the job hung or failed: its ranks' watchdog lines"])
+
+
+def _plugin_said(e: Ev) -> str:
+    """What a network-plugin line says was loaded: the external library's name or path, else NCCL's internal one."""
+    if e.signature == "nccl.net_plugin.internal":
+        return "internal"
+    return str(e.details.get("net_plugin") or e.details.get("net_plugin_path") or "an external plugin")
+
+
 def _payload(e: Ev) -> str:
     msg = e.message.splitlines()[0]
     for marker in ("]: ", ": ", "] "):
@@ -2064,5 +2118,6 @@ PATTERNS: dict[str, Callable[[Scene], Verdict | None]] = {
     "comm.peer_failed": peer_failed,
     "comm.connect_failed": connect_failed,
     "platform.host_context": host_context,
+    "config.job_mismatch": config_mismatch,
     "operator.symptom_only": symptom_only,
 }

@@ -87,6 +87,9 @@ class Pred(BaseModel):
     #: the event is an OOM kill of a program not of a training job (``model.spares_job``: apache/doris#3525's
     #: palo_be), which leaves the job's ranks running: ``false`` for a kill of the job's process and every other event
     spares_job: bool | None = None
+    #: the line is a job configuration setting (``JOB_CONFIG``: the NCCL network plugin) on which the hosts of one
+    #: job's log disagree (``details.config_differs``, :func:`mark_config_mismatch`)
+    config_differs: bool | None = None
 
     # a kind, role or cause no event has made the rule match nothing, silently; an empty list or no condition at all
     # matched nothing or everything (break-it passes: ``kind: [xidd]``, ``kind: []``, ``cause: [{}]``)
@@ -322,7 +325,7 @@ def pred_shape(e: Ev) -> tuple:
         shape = e.shape = (e.kind, e.signature, e.xid, e.sxid is not None, e.sev, e.fatal, e.cause_xid is not None,
                            e.details.get("link_down_cause"), e.details.get("register_reading"), "quote" in e.details,
                            e.implied_start is not None, e.details.get("new_action"), e.ts_basis in OWN_TIME_BASES,
-                           spares_job(e))
+                           spares_job(e), "config_differs" in e.details)
     return shape
 
 
@@ -359,6 +362,8 @@ def holds(p: Pred, e: Ev, catalog: Catalog | None = None) -> bool:
     if p.own_time is not None and (e.ts_basis in OWN_TIME_BASES) != p.own_time:
         return False
     if p.spares_job is not None and spares_job(e) != p.spares_job:
+        return False
+    if p.config_differs is not None and ("config_differs" in e.details) != p.config_differs:
         return False
     if p.xid_role is not None or p.xid_category is not None or p.xid_nvlink is not None:
         fact = cat.xids.get(e.xid) if e.xid is not None else None
@@ -440,6 +445,38 @@ def log_of(e: Ev) -> str | None:
     if e.ts_basis not in ("file", "inherited") and not (e.ts_basis == "line" and e.details.get("ts_in_text")):
         return None
     return capture_of(e)
+
+
+#: NCCL's configuration lines a job's ranks must agree on, as signature -> (what they set, the value they say): the
+#: network plugin (src/plugin/net.cc), NCCL's own transports or an external library's. Two plugins speak two wire
+#: protocols: hosts of one job that load different ones hang at their first collective between them, no error printed
+#: (NVIDIA/nccl#1634: HPC-X's RDMA/SHARP plugin on HGX-H100-04, the internal one on HGX-H100-11; "you have
+#: libnccl-net.so on part of your hpc"). Two external plugins are not compared: one release prints the library's
+#: path, another its name, for the same plugin
+JOB_CONFIG: Final = {"nccl.net_plugin.internal": ("net_plugin", "internal"),
+                     "nccl.net_plugin.external": ("net_plugin", "external")}
+
+
+def mark_config_mismatch(events: list[Ev]) -> None:
+    """Mark the configuration lines (``JOB_CONFIG``) of one job's log (:func:`log_of`) on which its hosts disagree:
+    ``details.config_differs`` is the setting ("net_plugin") on every such line of the log, when at least two of its
+    hosts printed a value and their sets of values differ. Such a line is a fault and an initiator (``attribute``);
+    a line alone, or hosts that agree, stay context. Only lines of one job's output (a launcher's capture: mpirun,
+    srun, pdsh): the two hosts' lines are tied by being that output, which no field of theirs says. Sets
+    ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
+    seen: dict[tuple[str, str], dict[str, set[str]]] = {}
+    lines: dict[tuple[str, str], list[Ev]] = {}
+    for e in events:
+        what = JOB_CONFIG.get(e.signature)
+        if what is None or (log := log_of(e)) is None:
+            continue
+        seen.setdefault((log, what[0]), {}).setdefault(e.host, set()).add(what[1])
+        lines.setdefault((log, what[0]), []).append(e)
+    for key, per_host in seen.items():
+        values = list(per_host.values())
+        if len(values) >= 2 and any(v != values[0] for v in values[1:]):
+            for e in lines[key]:
+                e.details["config_differs"] = key[1]
 
 
 def gpu_key(e: Ev, topo: Topology) -> str | None:

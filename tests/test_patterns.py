@@ -5368,6 +5368,66 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     assert len(hour) == 2
 
 
+def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_incident(pipeline, tmp_path):
+    """The kind of NVIDIA/nccl#1634: one job's log (mpirun's output) holds its hosts' NCCL network-plugin lines, one
+    host on an external plugin (HPC-X's libnccl-net.so, or "Loaded net plugin …" of nccl-tests#319), another on the
+    internal one, and the job hangs. Each line alone is context; together they are the job's first fault, one incident
+    of category nccl_software with no host or device named, the hosts' watchdog timeouts its downstream
+    (``rules.mark_config_mismatch``, ``config_mismatch.explains_job_hang``, pattern ``config.job_mismatch``). Hosts
+    that agree, one host's two lines, the same lines in each host's own file or stamped by a syslog server (a file of
+    no one job) are no incident. Host names are drawn from the lines, none from the thread."""
+    from ingest.decode import decode_file
+
+    internal = ("{h}:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    loaded = "{h}:2520140:2520237 [4] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)"
+    timeout = ("{h}:18226:18274 [{r}] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+               "OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600060 milliseconds before "
+               "timing out.")
+
+    def incidents(files):
+        segs = []
+        for name, text in files.items():
+            f = tmp_path / name
+            f.write_text(text)
+            segs += decode_file(f, relname=name).segments
+        b = pipeline.run(Decoded(segments=segs))
+        return b.events.to_pylist(), correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+    lines = [internal.format(h="gpu-b-11"), external.format(h="gpu-a-04")]
+    events, incs = incidents({"job.log": "\n".join(lines) + "\n"})
+    (inc,) = incs
+    assert (inc["pattern"], inc["category"], inc["severity"]) == ("config.job_mismatch", "nccl_software", "warning")
+    assert (inc["initiator"]["host"], inc["initiator"]["device_type"]) == (None, None)
+    assert inc["initiator"]["candidates"] == ["gpu-a-04", "gpu-b-11"]
+    assert sorted(inc["initiator"]["events"]) == sorted(e["event_id"] for e in events)
+    # the hosts' watchdog timeouts, lines later in the same log: downstream, the incident an error
+    timeouts = [timeout.format(h="gpu-a-04", r=0), timeout.format(h="gpu-b-11", r=8)]
+    _, (inc,) = incidents({"job2.log": "\n".join(lines + timeouts) + "\n"})
+    assert (inc["pattern"], inc["severity"], inc["confidence"]) == ("config.job_mismatch", "error", 0.8)
+    assert {(d["host"], d["kind"]) for d in inc["downstream"]} == {("gpu-a-04", "nccl_timeout"),
+                                                                  ("gpu-b-11", "nccl_timeout")}
+    assert {r["rule"] for r in inc["evidence"]} == {"config_mismatch.explains_job_hang"}
+    # the name-printing form of an external plugin against the internal one: the same mismatch
+    _, incs = incidents({"job3.log": internal.format(h="gpu-b-11") + "\n" + loaded.format(h="gpu-a-04") + "\n"})
+    assert [i["pattern"] for i in incs] == ["config.job_mismatch"]
+    assert "gpu-a-04: NCCL RDMA Plugin v8; gpu-b-11: internal" in incs[0]["explanation"]
+    # hosts that agree (two external plugins are not compared: one release prints the path, another the name)
+    agree = [external.format(h="gpu-a-04"), loaded.format(h="gpu-b-11")]
+    for name, text in {"agree.log": agree, "one.log": [internal.format(h="gpu-a-04"), external.format(h="gpu-a-04")]
+                       }.items():
+        events, incs = incidents({name: "\n".join(text) + "\n"})
+        assert incs == [] and len(events) == len(text), name
+    # each host's own file: nothing ties them
+    events, incs = incidents({"gpu-a-04.log": lines[1] + "\n", "gpu-b-11.log": lines[0] + "\n"})
+    assert incs == [] and len(events) == 2
+    # a syslog server's file, every line stamped: every host's lines, of no one job
+    stamped = "".join(f"2026-11-30T03:00:0{k}Z {x}\n" for k, x in enumerate(lines))
+    events, incs = incidents({"syslog.log": stamped})
+    assert incs == [] and len(events) == 2
+
+
 def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pipeline):
     """NCCL's proxy thread of a process fails its Connect (retcode 2, a system error) and closes its socket; the
     process's main thread then says "Connection closed by remote peer 10.104.148.191": its own proxy (NVIDIA/nccl#914).

@@ -54,12 +54,12 @@ REPORTS = [
     Report("nccl-523-ib-error4-acs", "node01", "nccl_error", category="pcie_p2p"),
 ]
 
-#: the thread concluded what firstfault cannot yet say (the defect's kind is named; see the report in the commit)
-OPEN = [
+#: the thread's first fault is a configuration the job's hosts disagree on: no host, device or link is named
+CONFIG = [
     # the two hosts of one job load different NCCL network plugins (HPC-X's on HGX-H100-04, none on HGX-H100-11) and
-    # the job hangs: a configuration mismatch across hosts. The lines are events now (nccl.net_plugin.*); what is
-    # missing is a relation that puts two hosts' hangs in one incident with no communicator line to join them
-    Report("nccl-1634-net-plugin-mismatch", None, None, category="nccl_software",
+    # the job hangs: both hosts' lines are in the job's one log (mpirun's output, nccl_04_11.log), which ties them
+    Report("nccl-1634-net-plugin-mismatch", None, "nccl_transport", category="nccl_software",
+           downstream=(("hgx-h100-04", "nccl_timeout"), ("hgx-h100-11", "nccl_timeout")),
            symptoms=(Symptom("hgx-h100-04", "hang"), Symptom("hgx-h100-11", "hang"))),
 ]
 
@@ -103,15 +103,20 @@ def test_thread_first_fault(report, pipeline):
     _check(report, pipeline)
 
 
-@pytest.mark.parametrize("report", OPEN, ids=[r.slug for r in OPEN])
-@pytest.mark.xfail(strict=True, reason="no relation joins two hosts' hangs by their differing configuration")
-def test_thread_first_fault_not_yet(report, pipeline):
+@pytest.mark.parametrize("report", CONFIG, ids=[r.slug for r in CONFIG])
+def test_thread_config_mismatch(report, pipeline):
     events, incidents = _diagnose(report, pipeline)
     plugins = {(e["host"], e["signature"]) for e in events}
-    # what is already right: both hosts' plugin lines are events
     assert plugins == {("hgx-h100-04", "nccl.net_plugin.external"), ("hgx-h100-11", "nccl.net_plugin.internal")}
     loud = [i for i in incidents if _serious(i)]
-    # the thread's answer: one incident over both hosts, a configuration cause, no GPU or link named
+    # the thread's answer: one incident over both hosts, a configuration cause, no GPU or link named, the hangs of
+    # both hosts its downstream
     assert len(loud) == 1, [i["initiator"] for i in loud]
-    assert loud[0]["category"] == report.category
-    assert loud[0]["initiator"]["device_type"] is None
+    inc = loud[0]
+    assert (inc["category"], inc["severity"], inc["pattern"]) == (report.category, "error", "config.job_mismatch")
+    assert inc["initiator"]["device_type"] is None and inc["initiator"]["host"] is None
+    assert inc["initiator"]["kind"] == report.kind
+    assert inc["initiator"]["candidates"] == ["hgx-h100-04", "hgx-h100-11"]
+    assert {(d["host"], d["kind"]) for d in inc["downstream"]} == set(report.downstream)
+    assert "hgx-h100-04: /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so; hgx-h100-11: internal" in inc[
+        "explanation"]
