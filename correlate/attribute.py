@@ -25,7 +25,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Callable, Hashable, Iterable
 
-from correlate.model import CRASH_SIGNALS, RAY_WORKER_DIED, Ev, subject_rank
+from correlate.model import CRASH_SIGNALS, RAY_WORKER_DIED, Ev, spares_job, subject_rank
 from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
                              collective_window_us, log_of, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
@@ -352,6 +352,13 @@ def _judge(e: Ev, catalog: Catalog) -> tuple[Catalog, str, bool]:
                 # host and lost its category: a break-it pass). Not torchrun's -9: the OOM killer's, maybe first.
                 # So is a crash handler's line on the signal (the watchdog's SIGABRT) that ended that process
                 role = "downstream"
+            if spares_job(e):
+                # the OOM killer ended another program of the host (a database, a web server: apache/doris#3525's
+                # palo_be), not a rank: the job runs on, so it is no fault of the job's, but context beside the host's
+                # faults. Kubernetes' node-problem-detector reads it so: "OOMKilling" is a temporary event, no node
+                # condition (config/kernel-monitor.json). Alone on its host it was an error incident, paged, saying
+                # "a rank killed so leaves the others of its job waiting" (a defect pass)
+                role = "context"
             if "config_differs" in e.details:
                 # a setting the hosts of one job's log disagree on (rules.mark_config_mismatch): informational on
                 # each host, the job's first fault across them (NVIDIA/nccl#1634: two network plugins, a hang)
