@@ -541,6 +541,8 @@ def _follow_timeouts(events: list[Ev], timeouts: dict[tuple[str, int | None], li
         reach = AGENT_FOLLOW_UP_US if e.signature.startswith(PROCESS_END) else FOLLOW_UP_US
         lead = FOLLOW_LEAD_US if e.rank is not None and e.signature.startswith("torch.") else 0
         for t in timeouts.get((e.host, e.rank), ()):
+            if e.rank is None and other_process(e, t):
+                continue  # a line with no rank of another process's (its pid, its torchrun label): not its end
             if (t.ts - lead <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
                          or (e.signature.startswith(("torch.", *PROCESS_END))
@@ -556,22 +558,32 @@ def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]], reach_us: int)
     """Give a crash handler's line (``CRASH_SIGNALS``) with no implied start yet the start of the latest line of
     ``enders`` (host -> its lines that end the process: ``ABORTS_ON``, ``WATCHDOG_ABORTS``) of its host at most
     ``reach_us`` (µs) before it (or of its time and before it in the log), of its own process: not one of another
-    rank or pid when both lines name one (the rank a "[default3]:" or "[rank3]:" label gives, glog's "received by
-    PID 4181"). Two ranks of one host aborting a minute apart: the first rank's SIGABRT, printed after its debug
+    (:func:`other_process`: the rank "[rank3]:" gives, glog's "received by PID 4181", torchrun's "[default3]:").
+    Two ranks of one host aborting a minute apart: the first rank's SIGABRT, printed after its debug
     dump, took the second rank's abort, the latest on the host (a defect pass)."""
     for e in events:
         if e.signature not in CRASH_SIGNALS or e.implied_start is not None:
             continue
         best = None
         for t in enders.get(e.host, ()):
-            if (e.rank is not None and t.rank is not None and e.rank != t.rank) or (
-                    e.pid is not None and t.pid is not None and e.pid != t.pid):
+            if other_process(e, t):
                 continue  # another process's end
             if t.ts <= e.ts <= t.ts + reach_us and (t.ts < e.ts or _after_in_log(t, e)) \
                     and (best is None or t.ts > best.ts):
                 best = t
         if best is not None:
             e.imply_start(best.start)
+
+
+def other_process(e: Ev, t: Ev) -> bool:
+    """``e`` and ``t`` (two lines of one host) are of two processes by what both name: their ranks, their pids (a
+    syslog tag's "python[4181]:", glog's "received by PID 4181", NCCL's "host:pid:tid"; not a launcher's tag that
+    relays its workers: ``ingest.prefix``), or torchrun's labels' local ranks ("[default3]:" against
+    "[default0]:", ``details.local_rank``). A worker's SIGABRT took another worker's timeout's start when its line
+    named no rank (a defect pass)."""
+    return any(a is not None and b is not None and a != b
+               for a, b in ((e.rank, t.rank), (e.pid, t.pid),
+                            (e.details.get("local_rank"), t.details.get("local_rank"))))
 
 
 def _after_in_log(t: Ev, e: Ev) -> bool:

@@ -1824,6 +1824,8 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
                 row["details"]["global_rank"] = rank
         if p.gpu_index_text is not None and ev["gpu_index"] is None:
             row["details"].setdefault("gpu_index_text", p.gpu_index_text)
+        if p.local_rank is not None and sig.source == "nccl":  # torchrun's "[default3]:": which worker of its node
+            row["details"].setdefault("local_rank", p.local_rank)
         if rank is not None and ev["rank"] != rank and ev["rank"] is not None:
             # c10's "[rank218]:" is the process's rank in the job; a line of another process group names the rank in
             # that group ("[PG ID 6 … Rank 13]", NVIDIA-NeMo/Megatron-Bridge#2053), which stays the event's rank (the

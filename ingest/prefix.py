@@ -114,6 +114,12 @@ class Prefix:
     #: line (Horovod's, PyTorch's under mpirun) where it names none, but not of a kernel line a ``mpirun dmesg``
     #: printed (``ingest.assemble`` reads it for NCCL/PyTorch signatures only)
     launcher_rank: int | None = None
+    #: torchrun's ``--tee`` label's number ("[default3]:": role and local rank, the worker process on its node): which
+    #: of a node's workers printed the line, where neither a rank nor a pid of its own says (``details.local_rank``)
+    local_rank: int | None = None
+    #: ``pid`` is a syslog tag's ("python[4181]: "): the process that wrote the line to the journal, which is the
+    #: launcher relaying its workers' output when a launcher's label follows (``torchrun[777]: [default3]: …``)
+    pid_from_tag: bool = False
     rest: str = ""
     #: a stamp without a year as (month, day, hour, minute, second, µs) when it gave ``ts``: the year can be
     #: resolved again against another reference (``ingest.assemble.resolve_times``) without parsing again
@@ -334,8 +340,11 @@ _STD_LABEL = r"[\w.-]{1,253} \[std(?:out|err)\] "
 # torch.distributed job's world rank is under mpirun (horovod/horovod#3412: the rank was lost, a real-logs pass):
 # ``Prefix.launcher_rank``
 _MPI_LABEL = r"\[\d+,(?P<mpi_rank>\d{1,7})\]<std(?:out|err)>: ?"
+# torchrun's ``--tee`` label alone, its local rank named (``_BRACKET_LABEL`` is also a lookahead, where no group may
+# be named twice): "[default3]:" (BLOOM-176B's logbook)
+_TEE_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*(?P<tee_local>\d{1,7})\]: ?"
 _LABEL = re.compile(
-    r"^(?:" + _MPI_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL
+    r"^(?:" + _MPI_LABEL + r"|" + _TEE_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL
     + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
@@ -980,7 +989,7 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     if ht and not _LEVEL_WORD.fullmatch(ht["host"]) and not _KERNEL_MESSAGE.fullmatch(ht["host"]):
                         _host_or_addr(p, ht["host"])
                         if ht["pid"]:
-                            p.pid = int(ht["pid"])
+                            p.pid, p.pid_from_tag = int(ht["pid"]), True
                         s = s[ht.end():]
                     continue
                 if _LEVEL_WORD.fullmatch(m["host"]) or (m["tag"] is None and not m["tag_pid"]
@@ -989,12 +998,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                     continue
                 if m["tag"] is None and (m["tag_pid"] or m["host"] in _KERNEL_TAGS):
                     if m["tag_pid"]:
-                        p.pid = int(m["tag_pid"])
+                        p.pid, p.pid_from_tag = int(m["tag_pid"]), True
                 else:
                     _host_or_addr(p, m.group("host"))
                 if m.group("pid"):
-                    p.pid = int(m.group("pid"))
+                    p.pid, p.pid_from_tag = int(m.group("pid")), True
                 s = s[m.end():]
+                if p.pid_from_tag:
+                    label_at = s  # a launcher's label may follow its program's tag: "torchrun[777]: [default3]:"
                 continue
             # SONiC's header, a severity word before the tag: asked where a syslog header was not read and a blank
             # follows a month or a year ("NVRM: …", "GPU 0: …", a prefix's message, pays slices, not a failing regex)
@@ -1027,9 +1038,14 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
                             s = s[m.start("host"):]  # a level and a logger's name, no host: the message keeps them
                             break
                         _host_or_addr(p, m["host"])
+                        if "pid" in rx.groupindex and m["pid"]:
+                            # rsyslog's RFC 3339 form of a journal line, "… node21 python[4181]: ": the tag's pid was
+                            # read in the RFC 3164 form only (a defect pass: a SIGABRT of another process followed a
+                            # rank's timeout as its own)
+                            p.pid, p.pid_from_tag = int(m["pid"]), True
                     s = s[m.end():]
-                    if "colon" in rx.groupindex and m["colon"]:
-                        label_at = s  # a launcher's stamp: its label may follow
+                    if ("colon" in rx.groupindex and m["colon"]) or p.pid_from_tag:
+                        label_at = s  # a launcher's stamp, or its program's tag: its label may follow
                     break
             else:
                 m = None
@@ -1123,6 +1139,13 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
         m = _label(s) if s is label_at and labels < 2 and "label" in can else None
         if m is None:
             break
+        if p.pid_from_tag and not m["host"] and not m["clock_h"] and not m["rank"]:
+            # a launcher's label after a syslog tag: the tag's pid is the launcher's (torchrun's, mpirun's, srun's),
+            # relaying every worker's output, not the line's process (``torchrun[777]: [default3]: *** SIGABRT …``:
+            # two workers' lines shared it, a defect pass); the line's own pid is its payload's, if any (NCCL's
+            # "host:pid:tid", glog's "received by PID", Ray's "(… pid=1019)"). Not after c10's own "[rank3]: ", the
+            # process's own prefix
+            p.pid, p.pid_from_tag = None, False
         if m["host"]:
             p.host, p.addr_host = m["host"], False
         elif m["clock_h"]:
@@ -1131,6 +1154,8 @@ def _parse_prefix(line: str, ref_us: int | None, tz: tzinfo) -> Prefix:
             p.rank = int(m["rank"])
         elif m["mpi_rank"]:
             p.launcher_rank = int(m["mpi_rank"])
+        elif m["tee_local"]:
+            p.local_rank = int(m["tee_local"])
         elif m["ray_ip"] or m["ray_pid"] or m["ray_pid0"] or m["ray_rank"]:
             if m["ray_ip"] and _is_ip(m["ray_ip"]):  # "ip=cafe", "ip=::" or 4,000 digits name no node
                 p.host = p.via = ray_ip = m["ray_ip"]

@@ -6414,6 +6414,29 @@ def test_a_crash_signal_after_its_hosts_watchdog_timeout_is_that_timeouts_teardo
     assert [x["rule"] for x in inc["evidence"]] == ["watchdog_timeout.explains_its_abort"]
 
 
+@pytest.mark.parametrize("timeout_tag, crash_tag, teardown", [
+    ("python[4181]: ", "python[4181]: ", True),  # one process's lines, as the journal tags them
+    ("python[4181]: ", "python[4190]: ", False),  # another process of the host
+    ("torchrun[777]: [default3]:", "torchrun[777]: [default3]:", True),  # torchrun relays worker 3's lines
+    ("torchrun[777]: [default3]:", "torchrun[777]: [default0]:", False)])  # ... and worker 0's, under its own pid
+def test_a_crash_signal_of_another_process_is_no_teardown_of_its_hosts_timeout(pipeline, timeout_tag, crash_tag,
+                                                                               teardown):
+    """A crash handler's line that names no rank follows its host's watchdog timeout only when it is of the timeout's
+    process (``model.other_process``): the pid its syslog tag gives, torchrun's "[default3]:" label's local rank. The
+    SIGABRT of another process a second later was taken for the timeout's own abort whatever its pid (a defect pass),
+    and under torchrun's tag every worker's line had torchrun's pid, so neither the pid nor the worker told them
+    apart (``ingest.prefix``: a launcher's label after its tag makes the tag's pid the launcher's, not the line's)."""
+    text = "\n".join([
+        f"2026-12-01T03:20:00+00:00 node21 {timeout_tag}[rank3]:[E1201 03:20:00.000000000 ProcessGroupNCCL.cpp:616] "
+        "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600030 milliseconds before timing out.",
+        f"2026-12-01T03:20:01+00:00 node21 {crash_tag}*** SIGABRT received at time=1764559201 on cpu 3 ***"])
+    got = run(pipeline, text, host="node21")
+    rules = [x["rule"] for i in got for x in i["evidence"]]
+    assert rules == (["watchdog_timeout.explains_its_abort"] if teardown else []), got
+    assert len(got) == (1 if teardown else 2)
+
+
 ASYNC_ABORT = [  # PyTorch's watchdog taking rank 3's process down (snowflakedb/ArcticTraining#219, the catalog's lines)
     "[rank3]:[E626 16:48:25.440250129 ProcessGroupNCCL.cpp:684] [Rank 3] Some NCCL operations have failed or timed "
     "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "

@@ -859,6 +859,22 @@ def test_iso_times_to_us_are_exact_on_both_sides_of_1970():
     assert report_us(datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=timezone.utc)) == -500_000
 
 
+def test_a_launchers_label_after_a_syslog_tag_gives_the_worker_and_drops_the_launchers_pid():
+    """torchrun's output through the journal: "torchrun[777]: [default3]: …" — the tag's pid is torchrun's, the same
+    for every worker it relays, and "[default3]:" says which worker of the node printed the line (its local rank).
+    The label behind a tag was not read and every worker's line had pid 777 (a defect pass). A tag with no label
+    keeps its pid: the line's own process ("python[4181]: …")."""
+    p = parse_prefix("Dec  5 10:00:01 node03 torchrun[777]: [default3]:*** SIGABRT received at time=1764559201 on cpu "
+                     "3 ***", ref_us=REF)
+    assert (p.host, p.pid, p.local_rank, p.rest[:10]) == ("node03", None, 3, "*** SIGABR")
+    p = parse_prefix("Dec  5 10:00:01 node03 torchrun[777]: [default3]:" + _C10_LINE, ref_us=REF)
+    assert (p.pid, p.local_rank, p.rank) == (None, 3, 8)
+    p = parse_prefix("Dec  5 10:00:01 node03 python[4181]: " + _C10_LINE, ref_us=REF)
+    assert (p.pid, p.local_rank, p.rank) == (4181, None, 8)
+    p = parse_prefix("[default0]:" + _C10_LINE, ref_us=REF)
+    assert (p.pid, p.local_rank, p.rank) == (None, 0, 8)
+
+
 def test_open_mpis_tag_output_label_gives_the_launcher_rank_not_the_lines_rank():
     """Open MPI's ``--tag-output`` "[jobid,rank]<stderr>:" names the process's MPI rank (horovod/horovod#3412: every
     rank's "Horovod has been shut down" had none, a real-logs pass): ``launcher_rank``, which the pipeline gives
