@@ -344,7 +344,8 @@ _MPI_LABEL = r"\[\d+,(?P<mpi_rank>\d{1,7})\]<std(?:out|err)>: ?"
 # be named twice): "[default3]:" (BLOOM-176B's logbook)
 _TEE_LABEL = r"\[(?!rank\d)[A-Za-z_][A-Za-z_-]*(?P<tee_local>\d{1,7})\]: ?"
 _LABEL = re.compile(
-    r"^(?:" + _MPI_LABEL + r"|" + _TEE_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL + r"|" + _KUBECTL_LABEL
+    r"^(?:" + _MPI_LABEL + r"|" + _TEE_LABEL + r"|" + _BRACKET_LABEL + r"|" + _TEE_RANK_LABEL + r"|" + _RANK_LABEL
+    + r"|" + _KUBECTL_LABEL
     + r"|" + _RAY_LABEL
     + r"(?(ray_pid)|(?(ray_pid0)|(?(ray_ip)|" + _LABEL_NEXT + r")))"
     + r"| *\d{1,7}: " + _LABEL_NEXT + r"|\[\d{1,7}\] " + _LABEL_NEXT + r"|" + _STD_LABEL + _LABEL_NEXT
