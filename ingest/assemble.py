@@ -1537,7 +1537,13 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
       page of NCCL INFO lines took the file's name, a real-logs pass on modelscope/FunASR#2006);
     * the file name.
 
-    A Kafka key or an envelope (an NDJSON record's ``host``, in a file too) names the host of any other line.
+    A plain-text Kafka record's key (or ``host`` header) is read as a file's name (:func:`_keyed_text`): a line that
+    names no host takes, in the same order, the one host the stream's earlier recognised lines of this batch named,
+    else its record's NCCL lines', else the key. ``firstfault send gpu-a03.nccl.log`` of a job's log whose NCCL lines
+    name ``node01:311:405`` put its vLLM traceback on gpu-a03, an incident of its own, where ``diagnose`` of the
+    same file put it on node01 (a fresh user's trial); a shipper that sends a file's lines one per record under the
+    file's host (Vector, Fluent Bit) gives the same stream. An envelope (an NDJSON record's ``host``, in a file
+    too) names the host of any other line.
 
     A Ray driver prints another node's worker output with that node's address (``Prefix.via``): such a line is
     that node's, named by the host its worker's NCCL lines name under the same address (one node, one name: its
@@ -1566,10 +1572,12 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
         text = _file_text(seg)
+        keyed = not text and _keyed_text(seg)
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
-        if text and own and own == h.prefix.host and not h.prefix.via and _is_host(own, known):
+        if ((text or keyed) and own and own == h.prefix.host and not h.prefix.via
+                and _is_host(own, known)):
             was = named.get(seg.stream, h.prefix.host)
             named[seg.stream] = h.prefix.host if was == h.prefix.host else None
         ranks = placed.get(seg.stream) if not own and h.prefix.rank is not None else None
@@ -1577,13 +1585,13 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
             h.row["host"] = own
         elif ranks and (at := ranks.get(h.prefix.rank)):  # where the stream's NCCL lines put its rank
             h.row["host"] = at
-        elif text:
+        elif text or keyed:  # a plain-text Kafka record's key is its file's name here (a fresh user's trial)
             got = (named.get(seg.stream) if seg.stream in named
                    else _nccl_hosts_before(seg, h.line, nccl, h.c.sig.source != "dmesg"))
             got = got or seg.host
-            if pods and got in pods and h.c.sig.source != "dmesg":  # a file named by its pod (kubectl logs)
+            if text and pods and got in pods and h.c.sig.source != "dmesg":  # a file named by its pod (kubectl logs)
                 got = _pod_node(h, got, pods)
-            h.row["host"] = got or "unknown"
+            h.row["host"] = got or ("unknown" if text else "")
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
 
@@ -1635,6 +1643,15 @@ def _nccl_hosts_before(seg: Segment, line: int, memo: dict[int, tuple[int, str, 
     if first < 0 or (line <= first and (other >= 0 or not backward)) or 0 <= other < line:
         return None
     return host
+
+
+def _keyed_text(seg: Segment) -> bool:
+    """``seg`` is a plain-text Kafka record (not an NDJSON record, ``#r<n>``, whose envelope may name its host): its
+    host is the record's key or ``host`` header, where a shipper (``firstfault send``, Vector, Fluent Bit) collected
+    the file, which :func:`assign_hosts` gives a line that names none only after what the stream's earlier lines
+    named, as it gives a file's name. A record without a key or header names no host: its stream is its
+    partition's unkeyed records, of any writer."""
+    return bool(seg.host) and seg.ref_basis == "kafka" and "#r" not in seg.origin
 
 
 def _file_text(seg: Segment) -> bool:

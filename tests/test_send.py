@@ -190,3 +190,59 @@ def test_a_gzip_file_goes_out_as_its_lines_and_a_line_past_a_mebibyte_whole(kafk
     assert [rec.value for rec in recs] == [XID79.encode(), long]
     ev = pipeline.run(decode_records(recs[:1])).events.to_pylist()
     assert [(e["host"], e["xid"]) for e in ev] == [("node099", 79)]
+
+
+
+#: a job's log with NCCL lines of node01 and then its vLLM traceback, which names no host: the real lines of
+#: tests/corpus/015 (llm-d/llm-d#191, https://github.com/llm-d/llm-d/issues/191), up to the traceback's header
+IB_CASE = Path(__file__).parent / "corpus" / "015-ib-port-flap-kills-vllm-tp-workers" / "input" / "node01.log"
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("per_record", [1, 200])
+def test_a_sent_file_s_hostless_line_takes_the_host_its_earlier_lines_name_as_diagnose_gives_it(
+        kafka, raw_topics, tmp_path, pipeline, per_record):
+    """A file's line that names no host (a vLLM traceback) after lines that all name node01 (NCCL's
+    ``node01:311:405``) is node01's through the broker as in ``diagnose``, whatever the file's name (the key, here
+    gpu-a03), one line per record (as Vector and Fluent Bit ship a file) or 200 to a record: it went to gpu-a03, an
+    ``other`` incident of its own, and node01's ib_port incident lost its downstream (a fresh user's trial). When
+    the earlier lines name two hosts the line is the key's, as in ``diagnose`` the file name's."""
+    from api.diagnose import diagnose_paths
+    from correlate.correlator import correlate, correlation_settings
+    from schemas.settings import Settings
+
+    lines = IB_CASE.read_text().splitlines()[:4]  # three NCCL WARN lines of node01, then " WorkerProc hit …"
+    assert all("] node01:311:405 [0]" in x for x in lines[:3]) and lines[3] == " WorkerProc hit an exception."
+    two = [lines[0], lines[1].replace("node01:311:405", "node02:311:405"), *lines[2:]]  # node01, node02, node01
+    files = {"gpu-a03": lines, "gpu-a04": two}
+    for key, text in files.items():
+        (tmp_path / f"{key}.nccl.log").write_text("\n".join(text) + "\n")
+        r = runner.invoke(app, ["send", "--topic", "nccl", "--lines-per-record", str(per_record), f"{key}.nccl.log"])
+        assert r.exit_code == 0, r.output
+    recs = _read_back(kafka, raw_topics[1], 8 if per_record == 1 else 2)
+
+    def seen(events: list[dict]) -> list[tuple]:
+        return [(e["host"], e["kind"], e["ts"].isoformat(), e["ts_basis"]) for e in events]
+
+    def shape(incidents: list[dict]) -> list[tuple]:
+        return [(i["category"], i["initiator"]["host"], [(d["host"], d["kind"]) for d in i["downstream"]])
+                for i in incidents]
+
+    settings, now_us = Settings(), 1_800_000_000_000_000  # 2027: every incident of 2025 is quiet
+    batches, local = {}, {}
+    for key in files:
+        batches[key] = pipeline.run(decode_records([rec for rec in recs if rec.key == key.encode()]))
+        local[key] = diagnose_paths([tmp_path / f"{key}.nccl.log"], settings, now_us=now_us)
+    # each line has the host diagnose gives it: the traceback node01's, or the key's after lines of two hosts
+    for key, hostless in (("gpu-a03", "node01"), ("gpu-a04", "gpu-a04")):
+        hosts = [(e["host"], e["kind"]) for e in batches[key].events.to_pylist()]
+        assert hosts == [(e["host"], e["kind"]) for e in local[key][1].events.to_pylist()]
+        assert hosts[-1] == (hostless, "nccl_error")
+    # node01's traceback takes the time of node01's line before it and its port error explains it: one incident,
+    # as diagnose's, its downstream on node01
+    a03 = batches["gpu-a03"]
+    assert seen(a03.events.to_pylist()) == seen(local["gpu-a03"][1].events.to_pylist())
+    assert seen(a03.events.to_pylist())[-1] == ("node01", "nccl_error", "2025-09-17T15:23:34+00:00", "inherited")
+    incidents = correlate(a03.events, a03.link_samples, a03.topology, settings=correlation_settings(settings),
+                          now_us=now_us)
+    assert shape(incidents) == shape(local["gpu-a03"][2]) == [("ib_port", "node01", [("node01", "nccl_error")])]
