@@ -765,15 +765,22 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
 @kafka_app.command("start")
 def kafka_start(config: ConfigOpt = None) -> None:
     """Resolve the Kafka jars (once), format storage and start the broker; print its address (on stdout, alone: a
-    script reads it). A broker already running is said so on stderr, with its pid."""
+    script reads it). Each step is said on stderr as it begins (fetching the jars, formatting the storage, waiting
+    for the broker on 127.0.0.1:<port>), then ``broker ready on …``; a broker already running is said so, with its
+    pid."""
     from ingest import broker
 
     s = _settings(config)
+    t0 = time.monotonic()
     try:
         running = broker.status(s.state_dir.resolve())
-        st = broker.start(s.state_dir, log=lambda m: err.print(m))
+        # each step that may take a while is said before it begins, on stderr (stdout is the address alone)
+        st = broker.start(s.state_dir, log=lambda m: err.print(m, markup=False, highlight=False))
         if running is not None and running.pid == st.pid:  # it printed the address alone (a new user's trial)
             err.print(f"already running: {st.bootstrap} (pid {st.pid})", markup=False, highlight=False)
+        else:
+            err.print(f"broker ready on {st.bootstrap} (pid {st.pid}, data {st.data_dir}) after "
+                      f"{time.monotonic() - t0:.1f} s", markup=False, highlight=False)
         asyncio.run(broker.ensure_topics(st.bootstrap, s.topics + [s.dlq_topic, s.events_topic]))
     except broker.BrokerError as e:
         err.print(f"[red]{escape(str(e))}[/]")

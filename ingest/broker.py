@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -231,10 +232,17 @@ def running_elsewhere(state_dir: Path, proc: Path = Path("/proc")) -> list[tuple
     return out
 
 
-def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=print,
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=_stderr,
           overrides: dict[str, str] | None = None) -> BrokerState:
     """Start the broker (or return the one already running). Raises :class:`BrokerError`.
 
+    ``log`` gets one line per step that may take a while, before it begins: fetching the jars (once), formatting the
+    storage (once per data folder), waiting for the broker to answer on ``127.0.0.1:<port>``; none for a broker
+    already running. ``kafka start`` said nothing for a minute on a busy machine (a fresh user's trial).
     ``overrides`` are broker properties set over the defaults above (e.g. the scale benchmark's
     ``group.initial.rebalance.delay.ms``)."""
     state_dir = state_dir.resolve()
@@ -261,6 +269,7 @@ def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=
     jvm = [java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={logs}", "-cp", cp]
     if not (data / "meta.properties").exists():
+        log(f"formatting the broker's storage in {data} …")
         r = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(props)],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -271,6 +280,9 @@ def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=
     st = BrokerState(pid=proc.pid, port=port, controller_port=cport, data_dir=str(data), log_dir=str(logs),
                      cluster_id=cluster_id, started=time.time())
     _state_file(state_dir).write_text(json.dumps(asdict(st)))
+    # a JVM's start: seconds on an idle machine, a minute on a busy one
+    log(f"started the broker (pid {proc.pid}); waiting for it to answer on {st.bootstrap} "
+        f"(at most {timeout_s:.0f} s) …")
     try:
         asyncio.run(wait_ready(st.bootstrap, timeout_s, proc))
     except BrokerError:

@@ -12,11 +12,23 @@ from ingest import broker
 pytestmark = pytest.mark.kafka
 
 
+def _steps(said: list[str]) -> list[str]:
+    """The lines ``start`` logged but the jars' fetch (once per machine: said only where the cache is empty)."""
+    return [m for m in said if not m.startswith("fetching the Apache Kafka")]
+
+
 def test_start_status_stop_restart(tmp_path):
-    st = broker.start(tmp_path)
+    said: list[str] = []
+    st = broker.start(tmp_path, log=said.append)
+    # each step that may take a while is said as it begins: `kafka start` said nothing for 63 s on a busy machine
+    # (a fresh user's trial)
+    assert _steps(said) == [
+        f"formatting the broker's storage in {tmp_path.resolve() / 'kafka' / 'data'} …",
+        f"started the broker (pid {st.pid}); waiting for it to answer on {st.bootstrap} (at most 120 s) …"]
     assert broker.status(tmp_path).pid == st.pid
-    again = broker.start(tmp_path)  # already running: the same broker
-    assert again.pid == st.pid
+    said.clear()
+    again = broker.start(tmp_path, log=said.append)  # already running: the same broker, nothing to wait for
+    assert again.pid == st.pid and said == []
     assert asyncio.run(broker.ensure_topics(st.bootstrap, ["t.one"], partitions=2)) == {"t.one": (None, 2)}
     assert asyncio.run(broker.ensure_topics(st.bootstrap, ["t.one"], partitions=2)) == {"t.one": (2, 2)}  # idempotent
     # more partitions only when asked to grow (`kafka topics --partitions 6` left every topic at 3: a fresh user's
@@ -29,7 +41,9 @@ def test_start_status_stop_restart(tmp_path):
     assert broker.status(tmp_path) is None
     assert not broker._alive(st.pid)
     assert not broker.stop(tmp_path)
-    st2 = broker.start(tmp_path)  # same storage, formatted once
+    st2 = broker.start(tmp_path, log=said.append)  # same storage, formatted once
+    assert _steps(said) == [f"started the broker (pid {st2.pid}); waiting for it to answer on {st2.bootstrap} "
+                            "(at most 120 s) …"]
     try:
         from aiokafka.admin import AIOKafkaAdminClient
 
