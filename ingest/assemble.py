@@ -1551,7 +1551,8 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
     so it does not name the file's host (the driver node's own lines went to the first remote node named). A name
     that is no host name (300 characters, a blank) names no file's host: its own line is refused, and a raw dmesg
     line after it took it and was refused too, its Xid 79 lost (a break-it pass)."""
-    named: dict[str, str | None] = {}  # file stream -> the one host its prefixes named so far (None: several)
+    # file stream, or (stream, key) of keyed Kafka text -> the one host its prefixes named so far (None: several)
+    named: dict[str | tuple[str, str | None], str | None] = {}
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
     if pods:
         for h in hits:
@@ -1573,20 +1574,21 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         seg = h.seg
         text = _file_text(seg)
         keyed = not text and _keyed_text(seg)
+        scope = seg.stream if text else (seg.stream, seg.host)  # a key's lines, whatever stream a caller made
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
         if ((text or keyed) and own and own == h.prefix.host and not h.prefix.via
                 and _is_host(own, known)):
-            was = named.get(seg.stream, h.prefix.host)
-            named[seg.stream] = h.prefix.host if was == h.prefix.host else None
+            was = named.get(scope, h.prefix.host)
+            named[scope] = h.prefix.host if was == h.prefix.host else None
         ranks = placed.get(seg.stream) if not own and h.prefix.rank is not None else None
         if own:
             h.row["host"] = own
         elif ranks and (at := ranks.get(h.prefix.rank)):  # where the stream's NCCL lines put its rank
             h.row["host"] = at
         elif text or keyed:  # a plain-text Kafka record's key is its file's name here (a fresh user's trial)
-            got = (named.get(seg.stream) if seg.stream in named
+            got = (named.get(scope) if scope in named
                    else _nccl_hosts_before(seg, h.line, nccl, h.c.sig.source != "dmesg"))
             got = got or seg.host
             if text and pods and got in pods and h.c.sig.source != "dmesg":  # a file named by its pod (kubectl logs)

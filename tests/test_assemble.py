@@ -1635,6 +1635,39 @@ def test_a_messages_zoned_stamp_moves_the_header_lines_of_the_kafka_records_besi
     assert got == [ev["ts"].isoformat()[:19] for ev in _file_events(pipeline, "\n".join(lines))]
 
 
+def test_a_keyed_record_s_hostless_line_takes_the_host_its_key_s_earlier_lines_name_as_a_file_s_does(pipeline):
+    """One line per Kafka record, as ``firstfault send``, Vector and Fluent Bit ship a file: a vLLM traceback line
+    after NCCL lines that all name node01 is node01's under the key gpu-a03, as in ``diagnose`` of a file named
+    gpu-a03 (it was gpu-a03's, an incident of its own: a fresh user's trial); after lines of two hosts it is the
+    key's, as the file's name; without a key it names no host and is refused, as before (an unkeyed partition holds
+    every machine's records); an NDJSON record's envelope host still names it. Real lines: tests/corpus/015
+    (llm-d/llm-d#191)."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.decode import decode_partition
+    warn = "[2025-09-17 15:23:34] {}:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async " \
+           "error event: port error"
+    trace = " WorkerProc hit an exception."
+
+    def hosts(values: list[tuple[bytes | None, str]]) -> list[tuple[str, str]]:
+        records = [ConsumerRecord(topic="fleet.nccl", partition=0, offset=i, timestamp=T0 // 1000, timestamp_type=0,
+                                  key=key, value=v.encode(), checksum=None, serialized_key_size=len(key or b""),
+                                  serialized_value_size=len(v), headers=[]) for i, (key, v) in enumerate(values)]
+        batch = pipeline.run(decode_partition("fleet.nccl", 0, records))
+        return ([(e["host"], e["kind"]) for e in batch.events.to_pylist()]
+                + [("refused", r.error_code) for r in batch.rejects])
+
+    a03 = b"gpu-a03"
+    assert hosts([(a03, warn.format("node01")), (a03, trace)]) == [("node01", "ib_port"), ("node01", "nccl_error")]
+    assert hosts([(a03, warn.format("node01")), (a03, warn.format("node02").replace(":34]", ":35]")),
+                  (a03, trace)]) == [("node01", "ib_port"), ("node02", "ib_port"), ("gpu-a03", "nccl_error")]
+    assert hosts([(b"gpu-a04", warn.format("node01")), (a03, trace)]) == [  # another key's lines say nothing
+        ("node01", "ib_port"), ("gpu-a03", "nccl_error")]
+    assert hosts([(None, warn.format("node01")), (None, trace)]) == [("node01", "ib_port"), ("refused", "bad_host")]
+    envelope = json.dumps({"host": "gpu-a05", "message": trace, "timestamp": "2025-09-17T15:23:51Z"})
+    assert hosts([(a03, warn.format("node01")), (a03, envelope)]) == [("node01", "ib_port"), ("gpu-a05", "nccl_error")]
+
+
 def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
     """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
     bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
