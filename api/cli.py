@@ -765,9 +765,8 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
 @kafka_app.command("start")
 def kafka_start(config: ConfigOpt = None) -> None:
     """Resolve the Kafka jars (once), format storage and start the broker; print its address (on stdout, alone: a
-    script reads it). Each step is said on stderr as it begins (fetching the jars, formatting the storage, waiting
-    for the broker on 127.0.0.1:<port>), then ``broker ready on …``; a broker already running is said so, with its
-    pid."""
+    script reads it). On stderr: each step as it begins (fetching the jars, formatting the storage, waiting for the
+    broker on 127.0.0.1:<port>), then how long it took; a broker already running, with its pid."""
     from ingest import broker
 
     s = _settings(config)
