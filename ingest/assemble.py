@@ -797,63 +797,92 @@ def _line_time(text: str | None, tz) -> int | None:
 
 #: the year of an RFC 1123 / RFC 822 date (``Thu, 16 Mar 2023 14:01:28 GMT``): day, month name, year
 _RFC_YEAR = re.compile(r"\b\d{1,2}\s+[A-Za-z]{3}\s+(\d+)\s")
-#: RFC 5322's "-0000" after an RFC 1123 date's time: Universal Time, the local zone unsaid
-_MINUS_ZERO = re.compile(r"\d:\d\d(?::\d\d)?\s+-0000(?:\s|\(|$)")
-#: the zone named after an RFC 1123 date's time, or after an ISO 8601 time that prints no offset
-_ZONE_AFTER = re.compile(r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s+(?P<zone>[A-Za-z][\w/+-]{0,39})\s*$")
+#: the time of day of a stated time (``14:01:28``, ``06:57:00.123456789``, ``14:01``): the date is before it, the
+#: zone after it; the first one, as an offset's ``+02:00`` after it reads as one too
+_STATED_CLOCK = re.compile(r"\d:\d\d(?::\d\d(?P<frac>[.,]\d+)?)?")
+#: what may follow a stated time's clock: nothing (the host's zone), an offset (RFC 3339's ``Z``, ``+02:00``; RFC
+#: 5322's ``-0000`` and ``+0500``; tzdata's numeric abbreviation ``+05``, Python's ``%Z`` of Asia/Tashkent) with
+#: Go's ``Time.String()`` abbreviation after it (``+0000 UTC``, ``-0800 PST``, ``+0500 +05``); ``GMT``/``UTC``/``UT``
+#: with an offset (Java's ``GMT+05:00``, JavaScript's ``GMT+0500``, Windows' ``UTC+05:00``); a zone abbreviation
+#: (``PDT``) or an IANA name (``Europe/Berlin``); then an RFC 5322 comment (``(UTC)``)
+_ZONE_TAIL = re.compile(
+    r"\s*(?:(?P<offset>Z|[+-]\d\d(?::?\d\d)?)(?:\s+(?:[A-Za-z]{1,6}|[+-]\d\d(?:\d\d)?))?"
+    r"|(?P<ut>GMT|UTC|UT)(?P<ut_offset>[+-]\d\d?(?::?\d\d)?)?"
+    r"|(?P<name>[A-Za-z]{1,6}|[A-Za-z]+/[\w/+-]{1,40}))?(?:\s*\([^()]{0,60}\))?\s*$")
 
 
 def occurs_time(text: str | None, tz) -> int | None:
     """When the event a line announces or records happens, as the line states it (a signature's ``occurs_at``
-    group), in µs UTC: Azure Scheduled Events' ``NotBefore`` in RFC 1123 (``Thu, 16 Mar 2023 14:01:28 GMT``,
-    learn.microsoft.com/azure/virtual-machines/linux/scheduled-events), AWS Node Termination Handler's ``StartTime``
-    (``2021-06-25T06:57:00Z``) or another ISO 8601 time, read in ``tz`` when it names no zone. It is not when the
-    line was written and never the event's ``ts``: a notice of a reboot a week ahead was logged today. None for no
-    text (Azure's ``"NotBefore": ""`` once the event started), another form, or a time no fleet's log carries (Go's
-    zero time ``0001-01-01T00:00:00Z`` of an event with none). Read by ``correlate.model.Ev`` (its ``start``).
+    group), in µs UTC: Azure Scheduled Events' ``NotBefore`` in RFC 1123 (``Thu, 16 Mar 2023 14:01:28 GMT``, whole
+    seconds, always GMT: learn.microsoft.com/azure/virtual-machines/linux/scheduled-events), EC2's metadata
+    ``NotBefore`` (``21 Jan 2019 09:00:43 GMT``, RFC 822 without the weekday), AWS Node Termination Handler's
+    ``StartTime`` (Go's RFC 3339, ``2021-06-25T06:57:00Z``, up to ns) and its description's Go ``Time.String()``
+    (``2023-01-23 00:18:29 +0000 UTC``: aws/aws-node-termination-handler#757), a Compute Engine harness's ISO time
+    with its offset (``2026-05-27 11:41:47.868757+02:00``), or another ISO 8601 time; read in ``tz`` when it names
+    no zone. It is not when the line was written and never the event's ``ts``: a notice of a reboot a week ahead was
+    logged today. None for no text (Azure's ``"NotBefore": ""`` once the event started), another form, or a time no
+    fleet's log carries (Go's zero time ``0001-01-01T00:00:00Z`` of an event with none). Read by
+    ``correlate.model.Ev`` (its ``start``).
 
-    A zone named after the time (``PDT``, ``CEST``, ``Europe/Berlin``) is read as a line's stamp reads it
-    (``ingest.prefix``: the abbreviations of one offset as they say, an IANA name as that zone; another name in
-    ``tz``); a leap second (``23:59:60``) is the second after :59. Never raises: a year no calendar holds
-    (``Thu, 1 Mar 99999999999999999999 1:1:1``) is None; it raised OverflowError, and its file or Kafka value was
-    skipped whole, the Xid beside the notice with it (a break-it pass)."""
+    What follows the clock is read as :data:`_ZONE_TAIL` says, whole, or the time is None: an offset as it says
+    (``-0000`` is UTC, RFC 5322 §3.3); a zone name as a line's stamp reads it (``ingest.prefix``: the abbreviations
+    of one offset as they say, an IANA name as that zone; another name in ``tz``). A tail it does not read, and
+    ``GMT+5``, were read in the host's zone (a wrong time, hours off: a break-it pass); ``GMT+5`` with no minutes is
+    None, as its sign is not known: old tzdata abbreviated Etc/GMT+5 (UTC-05) so, POSIX's sign, while Java and
+    JavaScript print UTC+05 as ``GMT+05:00`` and ``GMT+0500``. Fractional seconds count in an RFC 1123 date too
+    (``14:05:09.250 GMT``, which gave None; no cloud is known to print it). A leap second (``23:59:60``) is the
+    second after :59. Never raises: a year no calendar holds (``Thu, 1 Mar 99999999999999999999 1:1:1``) is None;
+    it raised OverflowError, and its file or Kafka value was skipped whole, the Xid beside the notice with it (a
+    break-it pass)."""
     if not text:
         return None
     text = text.strip()
-    if (y := _RFC_YEAR.search(text + " ")) is not None:
-        return _rfc1123_time(text, y[1], tz)
-    zone = tz
-    if (z := _ZONE_AFTER.search(text)) is not None:  # "2021-06-25 06:57:00 PDT": its zone, not ``tz``
-        zone = _named_zone(z["zone"], tz)
-        text = text[:z.start("zone")].rstrip()
-    t = parse_iso_us(text, zone) if zone is not None else None
+    if (clock := _STATED_CLOCK.search(text)) is None:
+        return None
+    zone = _tail_zone(text[clock.end():], tz)
+    if zone is None:
+        return None
+    if (y := _RFC_YEAR.search(text[:clock.end()] + " ")) is not None:
+        frac = clock["frac"]
+        t = _rfc1123_time(text[:clock.start("frac") if frac else clock.end()], y[1], zone)
+        if t is not None and frac:
+            t += int(frac[1:7].ljust(6, "0"))
+    else:
+        t = parse_iso_us(text[:clock.end()], zone)
     return t if t is not None and plausible(t) else None
 
 
-def _rfc1123_time(text: str, year: str, tz) -> int | None:
-    """:func:`occurs_time` of an RFC 1123 / RFC 822 date (``year`` the digits it prints); None for none."""
+def _tail_zone(tail: str, tz):
+    """The zone of a stated time's ``tail``, the text after its clock (:data:`_ZONE_TAIL`): ``tz`` for none, None for
+    a tail it does not read or a zone no clock has (``+25:00``, ``Mars/Olympus_Mons``, ``GMT+5``: see
+    :func:`occurs_time`)."""
+    if (m := _ZONE_TAIL.match(tail)) is None:
+        return None
+    if m["offset"]:
+        return _zone_named(m["offset"], tz)
+    if m["ut"]:
+        off = m["ut_offset"]
+        if not off:
+            return timezone.utc
+        return _zone_named(off, tz) if len(off.replace(":", "")) == 5 else None
+    return _named_zone(m["name"], tz) if m["name"] else tz
+
+
+def _rfc1123_time(text: str, year: str, zone) -> int | None:
+    """:func:`occurs_time` of an RFC 1123 / RFC 822 date and time without its zone (``year`` the digits it prints),
+    read in ``zone``; None for none."""
     try:
         f = _parsedate_tz(text)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if f is None:
         return None
-    y, mo, d, h, mi, s, off = *f[:6], f[9]
+    y, mo, d, h, mi, s = f[:6]
     if len(year) > 2 and int(year) != y:
         return None  # a 4-digit year below 100 (.NET's MinValue, 0001), read as 2001 by email.utils: no time
     if not 1 <= y <= 9999:
         return None
-    if off is not None:
-        zone = timezone(timedelta(seconds=off)) if abs(off) < 86400 else None
-    elif _MINUS_ZERO.search(text):  # RFC 5322 §3.3: "-0000 also indicates Universal Time" (email.utils.formatdate's
-        # of a UTC time); email's parser says no zone for it, and it was read in the host's zone (a break-it pass)
-        zone = timezone.utc
-    elif (z := _ZONE_AFTER.search(text)) is not None:  # a name email.utils does not know ("CEST"), or none
-        zone = _named_zone(z["zone"], tz)
-    else:
-        zone = tz
-    t = _second_us(y, mo, d, h, mi, s, zone) if zone is not None else None
-    return t if t is not None and plausible(t) else None
+    return _second_us(y, mo, d, h, mi, s, zone)
 
 
 def _named_zone(name: str, tz):

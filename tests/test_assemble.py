@@ -2061,6 +2061,34 @@ def test_an_aer_message_of_an_acs_violation_says_so_and_names_no_gpu(tmp_path, b
     ("2021-06-25 06:57:00 PDT", datetime(2021, 6, 25, 13, 57, tzinfo=timezone.utc)),
     ("2021-06-25 06:57:00 +0000 UTC", datetime(2021, 6, 25, 6, 57, tzinfo=timezone.utc)),  # Go's Time.String()
     ("9999-12-31T23:59:59Z", None),
+    # a zone after the clock that was not read gave the host's zone, an hour off here and 4 hours off at +05 (a
+    # break-it pass): tzdata's numeric abbreviation (Python's %Z, Go's Time.String() of Asia/Tashkent), an ISO
+    # offset with no minutes, Java's and JavaScript's GMT with an offset, Windows' UTC with one
+    ("2026-12-07T14:05:09 +05", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("2026-12-07T14:05:09+05", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("2026-12-07 14:05:09.5 +0500 +05", datetime(2026, 12, 7, 9, 5, 9, 500000, tzinfo=timezone.utc)),
+    ("2023-01-23 00:18:29 -0800 PST", datetime(2023, 1, 23, 8, 18, 29, tzinfo=timezone.utc)),
+    ("Mon, 07 Dec 2026 14:05:09 +05", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("Mon, 07 Dec 2026 14:05:09 GMT+05:00", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("Mon, 07 Dec 2026 14:05:09 UTC+05:00", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("2026-12-07 14:05:09 GMT+0500", datetime(2026, 12, 7, 9, 5, 9, tzinfo=timezone.utc)),
+    ("2026-12-07 14:05:09 UTC-03:30", datetime(2026, 12, 7, 17, 35, 9, tzinfo=timezone.utc)),
+    # GMT+5 with no minutes: old tzdata's abbreviation of Etc/GMT+5 (UTC-05, POSIX's sign) or UTC+05 as people
+    # write it; its sign is not known, so no time rather than one 10 hours off
+    ("Mon, 07 Dec 2026 14:05:09 GMT+5", None),
+    ("2026-12-07 14:05:09 UTC-3", None),
+    ("2026-12-07 14:05:09 +05 +05 +05", None),  # a tail it does not read: no time, not the host's zone
+    ("2026-12-07 14:05:09 UTC+25:00", None),
+    # fractional seconds in an RFC 1123 date gave no time
+    ("Mon, 07 Dec 2026 14:05:09.250 GMT", datetime(2026, 12, 7, 14, 5, 9, 250000, tzinfo=timezone.utc)),
+    ("Mon, 07 Dec 2026 14:05:09,123456789 +0100", datetime(2026, 12, 7, 13, 5, 9, 123456, tzinfo=timezone.utc)),
+    # EC2's metadata NotBefore (RFC 822 without the weekday: aws/aws-node-termination-handler#315's layout
+    # "2 Jan 2006 15:04:05 GMT"), NTH's description's Go Time.String() (aws/aws-node-termination-handler#757),
+    # VM::EC2's ISO offset without its colon
+    ("28 Dec 2020 06:00:00 GMT", datetime(2020, 12, 28, 6, tzinfo=timezone.utc)),
+    ("2023-01-23 00:18:29 +0000 UTC", datetime(2023, 1, 23, 0, 18, 29, tzinfo=timezone.utc)),
+    ("2011-12-05T13:00:00+0000", datetime(2011, 12, 5, 13, tzinfo=timezone.utc)),
+    ("2020-09-09T16:10:47.123456789Z", datetime(2020, 9, 9, 16, 10, 47, 123456, tzinfo=timezone.utc)),
 ])
 def test_occurs_time_reads_a_notices_own_time_of_the_event(text, want):
     """``occurs_time``: when the event a notice announces happens (µs UTC), as the notice states it; None for no
