@@ -798,16 +798,20 @@ def create_app(settings: Settings, *, health: Callable[[], dict[str, Any]] | Non
         if not sql_slots.acquire(blocking=False):
             raise HTTPException(429, f"{SQL_CONCURRENCY} SQL queries are already running; retry shortly",
                                 headers={"Retry-After": "5"})
+        held = True
         try:
+            # a query abandoned at its time limit keeps its slot until it really ends (store.stream_sql's ended)
             schema, batches, cut = store.stream_sql(req.query, max_rows=max_rows, timeout_s=settings.sql_timeout_s,
-                                                    max_bytes=settings.sql_max_bytes)
+                                                    max_bytes=settings.sql_max_bytes, ended=sql_slots.release)
             # JSON is written before the status goes out (a value JSON cannot hold is a 400, not a cut stream), and
             # while the query's slot is held: its text and objects are this query's memory too
             rows = None if req.format == "arrow" else _ndjson(schema, batches, settings.sql_max_bytes)
         except StoreError as e:  # a table the lake cannot read is the server's trouble (README), not the query's
+            held = not e.abandoned
             raise HTTPException(503 if e.unavailable else 400, "{}: {}".format(*query_problem(e))) from None
         finally:
-            sql_slots.release()
+            if held:
+                sql_slots.release()
         # a result cut at the row cap says so (the rows themselves cannot: NDJSON and Arrow have no trailer);
         # "unknown" when the rows were whole but asking for one more failed
         headers = {"X-Firstfault-Truncated": {True: "true", False: "false", None: "unknown"}[cut],

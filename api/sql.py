@@ -24,9 +24,9 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, output_in_store, reader_gone, write_output
-from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished, connect,
-                       decimal_floats, json_bytes, json_default, nanosecond_times, query_error, query_verdict,
-                       refuse_day_end_times, refuse_lossy_columns)
+from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished,
+                       bounded_query, connect, decimal_floats, json_bytes, json_default, nanosecond_times,
+                       query_error, query_verdict, refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
 from schemas.settings import Settings
 
@@ -196,6 +196,7 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         return 1
     timer = threading.Timer(settings.sql_timeout_s, con.interrupt)
     timer.start()
+    abandoned = False
     try:
         def fetch() -> pa.Table | None:  # None: a column name twice, which a JSON row cannot hold
             rel = con.sql(query)
@@ -209,8 +210,9 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
             return tbl.read_all() if hasattr(tbl, "read_all") else tbl
 
         # a part the hourly compaction removed after the query listed it: run it again, as the API's queries do;
-        # nothing was written yet
-        tbl = again_if_vanished(fetch)
+        # nothing was written yet. Waited for sql_timeout_s and a grace at most, as POST /sql (bounded_query):
+        # one function call building a huge value (repeat('a', 1000000000)) does not stop when interrupted
+        tbl = bounded_query(lambda: again_if_vanished(fetch), settings.sql_timeout_s, None)
         if tbl is None:
             return 2
         if tbl.num_rows > settings.sql_max_rows:
@@ -256,6 +258,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         # a query that reads files or the network is refused, not failed (a fresh user's trial: "query failed"); one
         # naming a table, column or function that is not there is invalid, a usage error like a parse error, exit 2
         # (it said "query failed", the words of a query that fails while it runs, exit 1: a new user's trial)
+        if isinstance(e, StoreError) and e.abandoned:
+            abandoned = True  # closing its connection would wait for it: the process's exit ends it
         return _said(err, e, settings.sql_timeout_s)
     except pa.ArrowNotImplementedError as e:  # e.g. an interval column: Parquet has no such type
         err.print(f"[red]cannot write the result as {fmt}:[/] {escape(str(e))}; CAST that column to VARCHAR, "
@@ -273,7 +277,8 @@ def run_sql(settings: Settings, query: str | None, fmt: str | None, output: Path
         return 1
     finally:
         timer.cancel()
-        con.close()
+        if not abandoned:
+            con.close()
 
 
 def _said(err: Console, e: Exception, timeout_s: float = 0) -> int:

@@ -95,11 +95,14 @@ class StoreError(RuntimeError):
     """A query failed; the message is safe to show to the caller. ``unavailable``: it read a table with a part the
     lake cannot read (``_create_views``), or the process's lake was deleted or replaced under it (:func:`connect`),
     which the query could not help (the API's 503, not a 400); ``verdict``:
-    an analyst's query's :data:`QUERY_INVALID`, :data:`QUERY_REFUSED` or :data:`QUERY_FAILED` (the default)."""
+    an analyst's query's :data:`QUERY_INVALID`, :data:`QUERY_REFUSED` or :data:`QUERY_FAILED` (the default);
+    ``abandoned``: the query outlived its time limit and the interrupt, and runs on (:meth:`Store.stream_sql`)."""
 
-    def __init__(self, message: str, *, unavailable: bool = False, verdict: str = QUERY_FAILED) -> None:
+    def __init__(self, message: str, *, unavailable: bool = False, verdict: str = QUERY_FAILED,
+                 abandoned: bool = False) -> None:
         super().__init__(message)
         self.unavailable = unavailable
+        self.abandoned = abandoned
         self.verdict = verdict
 
 
@@ -540,7 +543,8 @@ class Store:
 
     # --- SQL -------------------------------------------------------------------------------------
     def stream_sql(self, sql: str, *, max_rows: int, timeout_s: float, max_bytes: int = 256 * 1024 * 1024,
-                   batch_rows: int = 10_000) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
+                   batch_rows: int = 10_000, ended: Callable[[], None] | None = None
+                   ) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
         """Run one checked read-only query: its Arrow schema, record batches of at most ``max_rows`` rows,
         and whether the result had more rows than that (cut; None when asking for one more failed).
 
@@ -549,9 +553,17 @@ class Store:
         Interrupted after ``timeout_s``; raises :class:`StoreError` (with the reason) on any failure, and when
         the rows read hold more than ``max_bytes`` bytes of Arrow data (DuckDB's ``memory_limit`` does not count
         a result's strings: twenty values of 100 MB took the API to 8 GB). Run again when a part the query
-        listed was removed meanwhile (:func:`again_if_vanished`: nothing was returned yet)."""
-        return again_if_vanished(lambda: self._stream_sql(sql, max_rows=max_rows, timeout_s=timeout_s,
-                                                              max_bytes=max_bytes, batch_rows=batch_rows))
+        listed was removed meanwhile (:func:`again_if_vanished`: nothing was returned yet).
+
+        The answer comes within ``timeout_s`` + :data:`STOP_GRACE_S`: DuckDB checks for an interrupt between
+        chunks, never inside one function call, and ``SELECT repeat('a', 1000000000)`` built its 1 GB value for
+        ~55 s before the 400 (its ``memory_limit`` does not count a value's bytes either: 10 MB let it through).
+        Such a query is abandoned: a :class:`StoreError` (``abandoned``) now, while it runs on in its thread until
+        that call returns and the interrupt stops it; ``ended`` (when given) is called then, so that the caller
+        holds its slot until the query's CPU and memory are free (the API's ``SQL_CONCURRENCY``)."""
+        return bounded_query(lambda: again_if_vanished(lambda: self._stream_sql(
+            sql, max_rows=max_rows, timeout_s=timeout_s, max_bytes=max_bytes, batch_rows=batch_rows)),
+            timeout_s, ended)
 
     def _stream_sql(self, sql: str, *, max_rows: int, timeout_s: float, max_bytes: int,
                     batch_rows: int) -> tuple[pa.Schema, Iterator[pa.RecordBatch], bool | None]:
@@ -589,6 +601,42 @@ class Store:
             timer.cancel()
             con.close()
         return schema, iter(batches), cut
+
+
+#: how long (s) past its time limit an analyst's query may take to stop once interrupted before it is abandoned
+#: (:meth:`Store.stream_sql`): DuckDB stops at its next chunk, well within this
+STOP_GRACE_S = 3.0
+
+
+def bounded_query(run: Callable[[], T], timeout_s: float, ended: Callable[[], None] | None) -> T:
+    """``run()``'s result or error, in a thread of its own, waited for ``timeout_s`` + :data:`STOP_GRACE_S` at
+    most; then :class:`StoreError` (``abandoned``), and ``ended`` is called when ``run`` returns (it goes on)."""
+    out: dict[str, Any] = {}
+    lock, done = threading.Lock(), threading.Event()
+
+    def work() -> None:
+        try:
+            out["value"] = run()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, raised there
+            out["error"] = e
+        with lock:
+            done.set()
+            late = out.get("abandoned", False)
+        if late and ended is not None:
+            ended()
+
+    threading.Thread(target=work, name="sql-query", daemon=True).start()
+    done.wait(timeout_s + STOP_GRACE_S)
+    with lock:
+        if not done.is_set():
+            out["abandoned"] = True
+            raise StoreError(f"the query ran longer than {timeout_s:g} s (sql_timeout_s) and did not stop when "
+                             "interrupted: one function call builds one huge value (DuckDB cannot stop it part-way), "
+                             "e.g. repeat(s, n) or rpad(s, n) with n in the millions; ask for a shorter value",
+                             abandoned=True)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def _has_more(reader: pa.RecordBatchReader) -> bool | None:
