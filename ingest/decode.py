@@ -990,10 +990,10 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
         return _with_cause(rec.msg, rec)
     for i, (k, attr) in enumerate(_MESSAGE_FIELDS):
         v = getattr(rec, attr)
-        if v is UNSET or (v in ("", None) and _later_message(rec, i)):
-            # an empty or null field before one that holds the line (a shipper's "message": "" beside Fluent Bit's
-            # "log", a logger's "msg"): the Xid in the later field was read as an empty line, lost unsaid (a break-it
-            # pass)
+        if v is UNSET or ((v is None or _blank(v)) and _later_message(rec, i, solid=bool(v))):
+            # an empty, blank or null field before one that holds the line (a shipper's "message": "" or " " beside
+            # Fluent Bit's "log", a logger's "msg"): the Xid in the later field was read as an empty (or blank) line,
+            # lost unsaid (two break-it passes)
             continue
         if isinstance(v, str):
             return _with_cause(v, rec) if k == "msg" else v
@@ -1022,22 +1022,31 @@ def _message_of(rec: Envelope, raw: bytes | None = None) -> str:
                          "MESSAGE or message, or a string event beside a string level as structlog writes)")
 
 
-def _holds_line(v: Any) -> bool:
-    """A message field's value ``v`` holds a line :func:`_message_of` reads: a non-empty string or journald's
-    non-empty array of byte values."""
-    return (type(v) is str and v != "") or (type(v) is list and v != [] and all(type(b) is int and 0 <= b < 256
-                                                                               for b in v))
+def _blank(v: Any) -> bool:
+    """A message field's value ``v`` is a string of whitespace only, or empty (``str.strip``'s whitespace: blanks,
+    tabs, line ends, Unicode spaces): a line with nothing to recognise, which a later field's line wins over."""
+    return type(v) is str and not v.strip()
 
 
-def _later_message(rec: Envelope, i: int) -> bool:
+def _holds_line(v: Any, solid: bool = False) -> bool:
+    """A message field's value ``v`` holds a line :func:`_message_of` reads: a non-empty string (``solid``: one not
+    :func:`_blank`) or journald's non-empty array of byte values."""
+    if type(v) is str:
+        return v != "" and not (solid and _blank(v))
+    return type(v) is list and v != [] and all(type(b) is int and 0 <= b < 256 for b in v)
+
+
+def _later_message(rec: Envelope, i: int, solid: bool = False) -> bool:
     """A message field after the ``i``-th of :data:`_MESSAGE_FIELDS` holds a non-empty string, or a journald byte
     array, or Cloud Logging's ``jsonPayload`` a ``MESSAGE`` or ``message`` string (read after them by
     :func:`_message_of`): an empty ``message`` beside ``"jsonPayload": {"message": "NVRM: Xid …"}`` was read as an
-    empty line, the Xid lost unsaid (a break-it pass)."""
-    if any(_holds_line(getattr(rec, attr)) for _k, attr in _MESSAGE_FIELDS[i + 1:]):
+    empty line, the Xid lost unsaid (a break-it pass). ``solid``: a line that is not :func:`_blank` (what a blank
+    field gives way to; an empty one gives way to any)."""
+    if any(_holds_line(getattr(rec, attr), solid) for _k, attr in _MESSAGE_FIELDS[i + 1:]):
         return True
     payload = rec.jsonPayload
-    return isinstance(payload, dict) and any(type(v := payload.get(k)) is str and v for k in ("MESSAGE", "message"))
+    return isinstance(payload, dict) and any(_holds_line(v, solid) and type(v) is str
+                                             for v in (payload.get("MESSAGE"), payload.get("message")))
 
 
 #: a key of NVSentinel's HealthEvent (its one versioned event schema: version, agent, componentClass, checkName,
@@ -1229,7 +1238,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
                         msg = _poller_text(orjson.loads(lines[i]))
                     else:
                         msg = rec.message  # Vector's shape first: the readers below give the same for it, slower
-                        if type(msg) is not str or not msg or rec.MESSAGE is not UNSET:
+                        if type(msg) is not str or not msg.strip() or rec.MESSAGE is not UNSET:
                             if _structlog_record(rec):  # its other fields are read from its JSON
                                 if lines is None:
                                     lines = data.split(b"\n")
@@ -1360,12 +1369,13 @@ class VectorRecord(msgspec.Struct, gc=False, rename={
 _VECTOR = msgspec.json.Decoder(VectorRecord)
 
 
-def _later_line(r: VectorRecord) -> bool:
-    """A message field after ``message`` in :data:`_MESSAGE_FIELDS` holds a non-empty string in ``r`` (its line, which
-    ``_message_of`` reads beside an empty ``message``). Of ``log`` and ``msg`` alone, an empty message beside a Cloud
-    Logging export's ``textPayload`` or an Azure ``SyslogMessage`` was read column by column as an empty line: the Xid
-    in it lost unsaid, while the record-by-record reading (``columnar=False``) kept it (a break-it pass)."""
-    return any(_holds_line(getattr(r, attr)) for _k, attr in _MESSAGE_FIELDS[2:])
+def _later_line(r: VectorRecord, solid: bool = False) -> bool:
+    """A message field after ``message`` in :data:`_MESSAGE_FIELDS` holds a non-empty string in ``r`` (its line,
+    which ``_message_of`` reads beside an empty or blank ``message``). Of ``log`` and ``msg`` alone, an empty message
+    beside a Cloud Logging export's ``textPayload`` or an Azure ``SyslogMessage`` was read column by column as an
+    empty line: the Xid in it lost unsaid, while the record-by-record reading (``columnar=False``) kept it (a
+    break-it pass)."""
+    return any(_holds_line(getattr(r, attr), solid) for _k, attr in _MESSAGE_FIELDS[2:])
 
 
 def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
@@ -1381,8 +1391,11 @@ def _vector_columns(clean: tuple[bytes, int], pods: dict[str, str] | None = None
     if len(recs) != clean[1]:
         return None
     messages = [r.message for r in recs]
-    if "" in messages and any(not r.message and _later_line(r) for r in recs):
-        return None  # an empty message beside a line in a later field: read record by record (_message_of)
+    # one pass for empty and blank messages alike: strip gives a message back as it is unless it has a blank at an
+    # end (as fast as the `"" in messages` this was, which let a blank one through: read as a blank line)
+    if not all(map(str.strip, messages)) and any(_blank(r.message) and _later_line(r, bool(r.message))
+                                                  for r in recs):
+        return None  # a blank message beside a line in a later field: read record by record (_message_of)
     times = _vector_times([r.timestamp for r in recs])
     if times is None:
         return None

@@ -210,6 +210,13 @@ def test_a_structured_loggers_record_reads_its_error_and_its_ts(record, text, ts
     {"host": "node01", "message": "", "jsonPayload": {"message": XID}, "timestamp": "2026-11-30T03:12:00Z"},
     {"host": "node01", "message": None, "jsonPayload": {"MESSAGE": XID}},
     {"host": "node01", "message": "", "log": list(XID.encode()), "timestamp": "2026-11-30T03:12:00Z"},
+    # a blank message (whitespace only) beside the shipper's log was read as a blank line by every reading (a
+    # break-it pass)
+    {"host": "node01", "message": " ", "log": XID},
+    {"host": "node01", "message": " \t\r\n", "log": XID, "timestamp": "2026-11-30T03:12:00Z"},
+    {"host": "node01", "message": "\u3000\u00a0", "textPayload": XID, "timestamp": "2026-11-30T03:12:00Z"},
+    {"host": "node01", "message": "  ", "msg": XID, "level": "error"},
+    {"_HOSTNAME": "node01", "MESSAGE": " ", "message": XID},
 ])
 @pytest.mark.parametrize("runs", [False, True])
 def test_an_empty_message_field_gives_way_to_a_later_one_that_holds_the_line(record, runs):
@@ -225,6 +232,25 @@ def test_an_empty_message_field_gives_way_to_a_later_one_that_holds_the_line(rec
     assert [(s.data.decode(), s.host) for s in segs] == [(XID, "node01")] * 3
     (seg,) = msg(orjson.dumps({"host": "node01", "message": "", "log": ""})).segments
     assert seg.data == b""
+
+
+def test_a_blank_message_gives_way_to_the_log_in_every_reading():
+    """A whitespace-only ``message`` beside Fluent Bit's ``log`` among records of Vector's shape: the log's line,
+    read column by column, record by record and one segment per record alike; a blank message with no later field
+    stays the blank line it is, and one beside a blank ``log`` is not replaced by it."""
+    kw = dict(origin="o", stream="s", host=None, ref_ts=0, ref_basis="file", ingest_ts=0, source=None)
+    vec = {"host": "node01", "message": "kernel: hello", "timestamp": "2026-11-30T03:12:00Z"}
+    blank = dict(vec, message="   ", log=XID)
+    value = b"\n".join(orjson.dumps(r) for r in (vec, blank, vec))
+    for reading in ({"runs": True, "columnar": True}, {"runs": True, "columnar": False}, {}):
+        segs = decode_ndjson(value, **reading, **kw).segments
+        got = [s.data.decode() for s in (per_record(segs) if reading else segs)]
+        assert got == ["kernel: hello", XID, "kernel: hello"], reading
+    for alone, want in ((dict(vec, message="  "), "  "), (dict(vec, message="  ", log=" "), "  ")):
+        value = b"\n".join(orjson.dumps(alone) for _ in range(2))
+        for reading in ({"runs": True, "columnar": True}, {"runs": True, "columnar": False}, {}):
+            segs = decode_ndjson(value, **reading, **kw).segments
+            assert [s.data.decode() for s in (per_record(segs) if reading else segs)] == [want] * 2, reading
 
 
 def test_a_structlog_records_exception_is_read_after_its_event(tmp_path):
