@@ -580,9 +580,12 @@ def other_process(e: Ev, t: Ev) -> bool:
     syslog tag's "python[4181]:", glog's "received by PID 4181", NCCL's "host:pid:tid"; not a launcher's tag that
     relays its workers: ``ingest.prefix``), or torchrun's labels' local ranks ("[default3]:" against
     "[default0]:", ``details.local_rank``). A worker's SIGABRT took another worker's timeout's start when its line
-    named no rank (a defect pass)."""
+    named no rank (a defect pass). A tag's pid (``details.pid_from_tag``) is set against a tag's only: a systemd
+    unit's "torchrun[777]:" tags every child's line, and a timeout so tagged lost its own process's glog "received
+    by PID 4181" abort (a break-it pass)."""
+    pids = (e.pid, t.pid) if e.details.get("pid_from_tag") == t.details.get("pid_from_tag") else (None, None)
     return any(a is not None and b is not None and a != b
-               for a, b in ((e.rank, t.rank), (e.pid, t.pid),
+               for a, b in ((e.rank, t.rank), pids,
                             (e.details.get("local_rank"), t.details.get("local_rank"))))
 
 

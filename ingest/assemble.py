@@ -1860,6 +1860,11 @@ def assemble(hits: list[Hit], tz, seen_boots: dict[tuple, int] | None = None,
             ev["ingest_ts"] = seg.ingest_ts
         if "pid" not in ev:
             ev["pid"] = p.pid
+            if p.pid_from_tag:
+                # a syslog tag's: the process that wrote the line to the journal, a unit's main process (torchrun,
+                # a shell) for every child that inherited its stdout; no pid to set against one the line itself
+                # prints (glog's "received by PID 4181", NCCL's "host:pid:tid": model.other_process)
+                row["details"]["pid_from_tag"] = True
         if "gpu_index" not in ev:
             ev["gpu_index"] = p.gpu_index
         if "rank" not in ev:
