@@ -1719,7 +1719,10 @@ def ib_both_ends(scene: Scene) -> Verdict | None:
     ends = [e for e in faults if e.signature == IB_COMPLETION and not _reports_a_peer(e)]
     hosts = sorted({e.host for e in ends})
     mine = {e.event_id for e in ends}
+    # a flushed completion (status 5) beside them is a third host's report of the failed connections, the work
+    # queued behind them flushed: the incident fell to "no single culprit" among three GPUs (a break-it pass)
     if len(hosts) < 2 or any(e.event_id not in mine and e.signature != "nccl.warn" and scene.role(e) != "downstream"
+                             and not (e.signature == IB_COMPLETION and _reports_a_peer(e))
                              and not any(c.event_id in mine for c in scene.causes_of(e)) for e in faults):
         return None
     hcas = sorted({f"{e.host}'s {hca}" for e in ends if (hca := e.details.get("hca"))})

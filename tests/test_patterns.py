@@ -3604,6 +3604,11 @@ def test_both_ends_of_an_ib_connection_failing_name_the_path_not_a_gpu_each(tmp_
     # a flushed completion (status 5) reports the peer's failure, not the path
     incs = incidents(IB12.format(host="gpu5", n=1, err=12), IB12.format(host="gpu4", n=0, err=5))
     assert all(i["pattern"] != "comm.ib_both_ends" for i in incs)
+    # ... but beside both ends at 12 a third host's flushed completions are reports of them, not a culprit of its own
+    (inc,) = incidents(IB12.format(host="gpu5", n=1, err=12), IB12.format(host="gpu4", n=0, err=12),
+                       IB12.format(host="gpu6", n=2, err=5))
+    assert (inc["pattern"], inc["category"]) == ("comm.ib_both_ends", "ib_port"), inc
+    assert inc["initiator"]["candidates"] == ["the InfiniBand/RoCE path between gpu4 and gpu5"]
     # a GPU of gpu5 that fell off the bus: not this pattern
     xid79 = ("2019-06-19T10:00:00.000000Z gpu5 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off "
              "the bus.")
