@@ -221,10 +221,16 @@ JOB_PROCESSES = ("python", "pt_", "torchrun", "ray::", "vllm", "sglang", "deepsp
 JOB_PROCESS_SUFFIXES = ("_perf",)
 
 
+#: a Slurm job's memory cgroup (slurmd's cgroup v1 "/slurm/uid_1000/job_81234", v2 "/system.slice/slurmstepd.scope/
+#: job_81234"), as an OOM kill's summary names the cgroup whose limit ran out (``details.oom_memcg``)
+SLURM_JOB_CGROUP = re.compile(r"/slurm[^/]*/(?:uid_\d+/)?job_\d+(?:/|$)")
+
+
 def spares_job(e: Ev) -> bool:
     """Is ``e`` an OOM kill (``OOM_KILLS``) that names a process not of a training job: the process killed
     (``details.killed``), or the one that invoked the killer when the line names no victim (``process``), is none
-    of ``JOB_PROCESSES``? Such a kill ended another program on the host (a database, a web server: apache/doris#3525's
+    of ``JOB_PROCESSES``, and its cgroup (``details.oom_memcg``) no Slurm job's (``SLURM_JOB_CGROUP``: a job step's
+    "train" or "a.out" killed at its job's limit was context, no incident, a break-it pass)? Such a kill ended another program on the host (a database, a web server: apache/doris#3525's
     palo_be), not the rank whose peers then lose their connection: a peer's reset that names this host is no report
     of it (``peer_host``; it was tied to a peer's reset on another host as its initiator, a break-it pass). False for
     any other event and for a line that names no process."""
@@ -233,6 +239,8 @@ def spares_job(e: Ev) -> bool:
     name = e.details.get("killed") or e.process
     if not isinstance(name, str) or not name:
         return False
+    if SLURM_JOB_CGROUP.search(str(e.details.get("oom_memcg") or "")):
+        return False  # a batch job's memory limit: its process, whatever the program is called ("train", "a.out")
     name = name.lower()
     return not name.startswith(JOB_PROCESSES) and not name.endswith(JOB_PROCESS_SUFFIXES)
 

@@ -3424,10 +3424,36 @@ def test_an_oom_kill_is_an_event_whatever_the_layout_and_name_of_its_victim(pipe
     """The kernel's OOM kill of a process whose name holds a parenthesis or a comma (a process's ``comm`` may hold
     any character), or in CentOS 6's layout (the UID before the name), gave no event: the host's kill was lost, and
     with it what ended its rank (a break-it pass). Each is an OOM kill of that process, and one of no training job
-    (``model.spares_job``)."""
-    (inc,) = run(pipeline, line, host="server1")
-    assert (inc["category"], inc["initiator"]["host"]) == ("host_memory", "server1"), inc
-    assert f"killed {killed} (pid " in inc["next_action"] or f"— {killed} (pid " in inc["next_action"], inc
+    (``model.spares_job``): context, no incident alone (this test asked for one and failed once such a kill became
+    context, a break-it pass)."""
+    seg = Segment(data=line.encode(), origin="t:server1", stream="server1", host="server1", ref_ts=T0,
+                  ref_basis="kafka", ingest_ts=T0)
+    b = pipeline.run(Decoded(segments=[seg]))
+    (e,) = b.events.to_pylist()
+    assert (e["signature"].startswith("host.oom_kill"), e["host"], e["severity"]) == (True, "server1", "error"), e
+    details = orjson.loads(e["details"]) if isinstance(e["details"], (str, bytes)) else e["details"]
+    assert details["killed"] == killed
+    assert run(pipeline, line, host="server1") == []
+
+
+@pytest.mark.parametrize("name", ["train", "a.out", "main"])
+def test_an_oom_kill_at_a_slurm_jobs_limit_is_the_jobs_whatever_its_programs_name(pipeline, name):
+    """A Slurm job step's program killed at its job's memory limit (the summary's oom_memcg "/slurm/uid_1000/
+    job_81234", slurmd's cgroup v1 layout; mm/oom_kill.c's lines) is the job's process whatever it is called: a name
+    not in ``model.JOB_PROCESSES`` ("train", "a.out") made it context and the diagnosis said no incident at all (a
+    break-it pass)."""
+    text = "\n".join([
+        f"2026-11-20T10:05:00.000000+00:00 node07 kernel: {name} invoked oom-killer: "
+        "gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0",
+        "2026-11-20T10:05:00.100000+00:00 node07 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),"
+        "cpuset=step_0,mems_allowed=0-1,oom_memcg=/slurm/uid_1000/job_81234,task_memcg=/slurm/uid_1000/job_81234/"
+        f"step_0/task_3,task={name},pid=41822,uid=1000",
+        f"2026-11-20T10:05:00.100000+00:00 node07 kernel: Memory cgroup out of memory: Killed process 41822 ({name}) "
+        "total-vm:1044537216kB, anon-rss:250112340kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:490000kB "
+        "oom_score_adj:0"])
+    (inc,) = run(pipeline, text, host="node07")
+    assert (inc["category"], inc["severity"], inc["initiator"]["host"]) == ("host_memory", "error", "node07"), inc
+    assert f"killed {name} (pid 41822)" in inc["next_action"], inc
 
 
 # GCP's GPUDirect-TCPX plugin's wait on a peer's control message (google/nccl-plugin-gpudirecttcpx#1, its line with
