@@ -464,19 +464,42 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     a line alone, or hosts that agree, stay context. Only lines of one job's output (a launcher's capture: mpirun,
     srun, pdsh): the two hosts' lines are tied by being that output, which no field of theirs says. Sets
     ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
-    seen: dict[tuple[str, str], dict[str, set[str]]] = {}
-    lines: dict[tuple[str, str], list[Ev]] = {}
+    per_log: dict[tuple[str, str], list[Ev]] = {}
     for e in events:
         what = JOB_CONFIG.get(e.signature)
-        if what is None or (log := log_of(e)) is None:
-            continue
-        seen.setdefault((log, what[0]), {}).setdefault(e.host, set()).add(what[1])
-        lines.setdefault((log, what[0]), []).append(e)
-    for key, per_host in seen.items():
-        values = list(per_host.values())
-        if len(values) >= 2 and any(v != values[0] for v in values[1:]):
-            for e in lines[key]:
-                e.details["config_differs"] = key[1]
+        if what is not None and (log := log_of(e)) is not None:
+            per_log.setdefault((log, what[0]), []).append(e)
+    for (_, setting), lines in per_log.items():
+        for run in _job_runs(lines):
+            per_host: dict[str, set[str]] = {}
+            for e in run:
+                per_host.setdefault(e.host, set()).add(JOB_CONFIG[e.signature][1])
+            values = list(per_host.values())
+            if len(values) >= 2 and any(v != values[0] for v in values[1:]):
+                for e in run:
+                    e.details["config_differs"] = setting
+
+
+def _job_runs(lines: list[Ev]) -> list[list[Ev]]:
+    """``lines`` (one log's, ``log_of``) cut into the job's runs, in the log's order (line number, else
+    ``Ev.order``): a run ends where a GPU of a host (``gpu_index``) that printed in it prints again under another pid,
+    a new process of that rank (a requeued job appending to its output file, a restart). Hosts of two runs never ran
+    together: a host on the internal plugin in the first run and one on an external plugin in the second were "one
+    job's" mismatch (a break-it pass). A line with no GPU index cuts no run."""
+    def place(e: Ev) -> tuple:
+        n = e.origin.rsplit(":", 1)[-1]
+        return (0, int(n), ()) if n.isdigit() else (1, 0, e.order)
+    runs: list[list[Ev]] = [[]]
+    pids: dict[tuple[str, int], int | None] = {}
+    for e in sorted(lines, key=place):
+        key = (e.host, e.gpu_index)
+        if e.gpu_index is not None and key in pids and pids[key] != e.pid:
+            runs.append([])
+            pids = {}
+        if e.gpu_index is not None:
+            pids[key] = e.pid
+        runs[-1].append(e)
+    return runs
 
 
 def gpu_key(e: Ev, topo: Topology) -> str | None:

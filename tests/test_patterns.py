@@ -5449,6 +5449,18 @@ def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_i
                        }.items():
         events, incs = incidents({name: "\n".join(text) + "\n"})
         assert incs == [] and len(events) == len(text), name
+    # a requeued job appending to one output file (sbatch --open-mode=append): a run on gpu-a-04 and gpu-b-11, both
+    # internal, then, the plugin installed, one on gpu-a-04 and gpu-c-02, both external. No run mismatched: gpu-a-04's
+    # GPU 0 printing again under a new pid starts another run of the job (an incident of three hosts, a break-it pass)
+    rerun = "\n".join([internal.format(h="gpu-a-04").replace("[5]", "[0]"), internal.format(h="gpu-b-11"),
+                       external.format(h="gpu-a-04").replace("589474", "601233"), external.format(h="gpu-c-02")])
+    events, incs = incidents({"requeued.log": rerun + "\n"})
+    assert incs == [] and len(events) == 4
+    # ... while a mismatch within the second run still is one
+    events, incs = incidents({"requeued2.log": rerun.replace(external.format(h="gpu-c-02"),
+                                                             internal.format(h="gpu-c-02")) + "\n"})
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
+        ("config.job_mismatch", ["gpu-a-04", "gpu-c-02"])]
     # each host's own file: nothing ties them
     events, incs = incidents({"gpu-a-04.log": lines[1] + "\n", "gpu-b-11.log": lines[0] + "\n"})
     assert incs == [] and len(events) == 2
