@@ -5449,6 +5449,9 @@ def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_i
                        }.items():
         events, incs = incidents({name: "\n".join(text) + "\n"})
         assert incs == [] and len(events) == len(text), name
+    # three hosts of which two loaded HPC-X's plugin: the odd one is the candidate (all three were)
+    _, (inc,) = incidents({"three.log": "\n".join(lines + [external.format(h="gpu-c-02")]) + "\n"})
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("config.job_mismatch", ["gpu-b-11"])
     # a requeued job appending to one output file (sbatch --open-mode=append): a run on gpu-a-04 and gpu-b-11, both
     # internal, then, the plugin installed, one on gpu-a-04 and gpu-c-02, both external. No run mismatched: gpu-a-04's
     # GPU 0 printing again under a new pid starts another run of the job (an incident of three hosts, a break-it pass)
