@@ -549,7 +549,7 @@ def _follow_timeouts(events: list[Ev], timeouts: dict[tuple[str, int | None], li
         reach = AGENT_FOLLOW_UP_US if e.signature.startswith(PROCESS_END) else FOLLOW_UP_US
         lead = FOLLOW_LEAD_US if e.rank is not None and e.signature.startswith("torch.") else 0
         for t in timeouts.get((e.host, e.rank), ()):
-            if e.rank is None and other_process(e, t):
+            if e.rank is None and other_process(e, t, tags_only=True):
                 continue  # a line with no rank of another process's (its pid, its torchrun label): not its end
             if (t.ts - lead <= e.ts <= t.ts + reach and (e.seq is None or t.seq is None or e.seq == t.seq)
                     and (e.rank is not None
@@ -583,15 +583,19 @@ def _follow_enders(events: list[Ev], enders: dict[str, list[Ev]], reach_us: int)
             e.imply_start(best.start)
 
 
-def other_process(e: Ev, t: Ev) -> bool:
+def other_process(e: Ev, t: Ev, tags_only: bool = False) -> bool:
     """``e`` and ``t`` (two lines of one host) are of two processes by what both name: their ranks, their pids (a
     syslog tag's "python[4181]:", glog's "received by PID 4181", NCCL's "host:pid:tid"; not a launcher's tag that
     relays its workers: ``ingest.prefix``), or torchrun's labels' local ranks ("[default3]:" against
     "[default0]:", ``details.local_rank``). A worker's SIGABRT took another worker's timeout's start when its line
     named no rank (a defect pass). A tag's pid (``details.pid_from_tag``) is set against a tag's only: a systemd
     unit's "torchrun[777]:" tags every child's line, and a timeout so tagged lost its own process's glog "received
-    by PID 4181" abort (a break-it pass)."""
-    pids = (e.pid, t.pid) if e.details.get("pid_from_tag") == t.details.get("pid_from_tag") else (None, None)
+    by PID 4181" abort (a break-it pass). ``tags_only``: pids are set against each other only when both are tags'
+    (``_follow_timeouts``: a line's own text may name the pid of what it reports, Ray's raylet "Worker PID: 833" of
+    the worker the timeout's "(WorkerDict pid=835, …)" label names, verl-project/verl#2995; its death became a first
+    fault again, a break-it pass)."""
+    same_kind = e.details.get("pid_from_tag") == t.details.get("pid_from_tag")
+    pids = (e.pid, t.pid) if same_kind and (not tags_only or e.details.get("pid_from_tag")) else (None, None)
     return any(a is not None and b is not None and a != b
                for a, b in ((e.rank, t.rank), pids,
                             (e.details.get("local_rank"), t.details.get("local_rank"))))
