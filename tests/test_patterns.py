@@ -1634,6 +1634,20 @@ def test_what_is_missing_is_the_bus_id_map_when_nvlink_r_names_gpus_by_index_onl
     assert any(m.startswith("nvidia-smi nvlink -R from the host") for m in missing), missing
 
 
+def _job_files(pipeline, folder, files: dict[str, str]):
+    """``files`` (name -> text) written in ``folder`` and read as ``diagnose`` reads them (``decode_file``): the
+    events (as rows) and the incidents, ``now_us`` T0."""
+    from ingest.decode import decode_file
+
+    segs = []
+    for name, text in files.items():
+        f = folder / name
+        f.write_text(text)
+        segs += decode_file(f, relname=name).segments
+    b = pipeline.run(Decoded(segments=segs))
+    return b.events.to_pylist(), correlate(b.events, b.link_samples, b.topology, now_us=T0)
+
+
 def _hosts(pipeline, files: dict[str, str]):
     segs = [Segment(data=text.encode(), origin=f"t:{h}", stream=h, host=h, ref_ts=T0, ref_basis="kafka", ingest_ts=T0)
             for h, text in files.items()]
@@ -5367,19 +5381,11 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     between the two hosts (``comm.ib_both_ends``; both GPUs were the suspects at 0.3 before, and the thread's fix was
     the RoCE GID index: a fourth real-logs pass). The same lines in two hosts' own files stay apart (nothing ties
     them), and so do two errors an hour apart in one file."""
-    from ingest.decode import decode_file
-
     warn = ("{h}:359{p}:359{q} [0] transport/net_ib.cc:774 NCCL WARN NET/IB : Got completion with error 12, opcode 0, "
             "len 32631, vendor err 129")
 
     def incidents(files):
-        segs = []
-        for name, text in files.items():
-            f = tmp_path / name
-            f.write_text(text)
-            segs += decode_file(f, relname=name).segments
-        b = pipeline.run(Decoded(segments=segs))
-        return correlate(b.events, b.link_samples, b.topology, now_us=T0)
+        return _job_files(pipeline, tmp_path, files)[1]
 
     both = warn.format(h="gpu5", p=17, q=94) + "\n" + warn.format(h="gpu4", p=2, q=77) + "\n"
     (inc,) = incidents({"mpirun.log": both})
@@ -5406,8 +5412,6 @@ def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_i
     (``rules.mark_config_mismatch``, ``config_mismatch.explains_job_hang``, pattern ``config.job_mismatch``). Hosts
     that agree, one host's two lines, the same lines in each host's own file or stamped by a syslog server (a file of
     no one job) are no incident. Host names are drawn from the lines, none from the thread."""
-    from ingest.decode import decode_file
-
     internal = ("{h}:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
                 "plugin.")
     external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
@@ -5417,13 +5421,7 @@ def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_i
                "timing out.")
 
     def incidents(files):
-        segs = []
-        for name, text in files.items():
-            f = tmp_path / name
-            f.write_text(text)
-            segs += decode_file(f, relname=name).segments
-        b = pipeline.run(Decoded(segments=segs))
-        return b.events.to_pylist(), correlate(b.events, b.link_samples, b.topology, now_us=T0)
+        return _job_files(pipeline, tmp_path, files)
 
     lines = [internal.format(h="gpu-b-11"), external.format(h="gpu-a-04")]
     events, incs = incidents({"job.log": "\n".join(lines) + "\n"})
