@@ -231,9 +231,10 @@ def spares_job(e: Ev) -> bool:
     (``details.killed``), or the one that invoked the killer when the line names no victim (``process``), is none
     of ``JOB_PROCESSES``, and its cgroup (``details.oom_memcg``) no Slurm job's (``SLURM_JOB_CGROUP``: a job step's
     "train" or "a.out" killed at its job's limit was context, no incident, a break-it pass)? Such a kill ended
-    another program on the host (a database, a web server: apache/doris#3525's palo_be), not the rank whose peers then lose their connection: a peer's reset that names this host is no report
-    of it (``peer_host``; it was tied to a peer's reset on another host as its initiator, a break-it pass). False for
-    any other event and for a line that names no process."""
+    another program on the host (a database, a web server: apache/doris#3525's palo_be), not the rank whose peers
+    then lose their connection: a peer's reset that names this host is no report of it (``peer_host``; it was tied
+    to a peer's reset on another host as its initiator, a break-it pass). False for any other event and for a line
+    that names no process."""
     if e.signature not in OOM_KILLS:
         return False
     name = e.details.get("killed") or e.process
