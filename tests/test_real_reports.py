@@ -52,6 +52,9 @@ REPORTS = [
     Report("nccl-tests-24-ib-gid-index", None, None, category="ib_port", downstream=(("gpu5", "nccl_error"),)),
     # IB error 4 with GPUDirect RDMA only: PCIe ACS still on for bridges between the NIC and the GPU (SrcValid+)
     Report("nccl-523-ib-error4-acs", "node01", "nccl_error", category="pcie_p2p"),
+    # the "First error" a two-node alltoall crash printed: an async fatal event on a queue pair of mlx5_1 port 1 of
+    # node-0; no GPU named (NIC mlx5_1 is the device)
+    Report("nccl-1919-ib-qp-fatal-node0", "node-0", "ib_port", "mlx5_1"),
 ]
 
 #: the thread's first fault is a configuration the job's hosts disagree on: no host, device or link is named
