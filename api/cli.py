@@ -895,6 +895,7 @@ def _same_broker(bootstrap: str, local: str) -> bool:
 
 
 def _bootstrap(s: Settings) -> str:
+    from api.demo import shell_quote
     from ingest import broker
 
     if s.kafka_bootstrap:
@@ -903,9 +904,27 @@ def _bootstrap(s: Settings) -> str:
     if not st:
         # a configuration's gap: exit 2 (README, exit codes); the local broker is looked up under this state folder,
         # so another folder's broker (the demo's) is named by its address (a fresh user's trial)
-        err.print(f"[red]no Kafka bootstrap configured and no local broker running under {s.state_dir}[/] (set "
-                  "FIRSTFAULT_KAFKA_BOOTSTRAP — to another state folder's broker: `FIRSTFAULT_STATE_DIR=<it> "
-                  "firstfault kafka status` prints its address — or run `firstfault kafka start`)")
+        where = s.state_dir.resolve()
+        said = (f"no Kafka bootstrap configured and no local broker running under {where} (state_dir, "
+                f"{s.source_of('state_dir')})")
+        # the one local broker running elsewhere (the demo's, run in another folder) named with its address:
+        # `send` from the job's log folder said only how to look it up (a fresh user's trial)
+        others = [(folder, pid, there) for folder, pid in broker.running_elsewhere(where)
+                  if (there := broker.read_state(folder)) is not None]
+        if len(others) == 1:
+            folder, pid, there = others[0]
+            hint = (f"; one runs under {folder} (pid {pid}) on {there.bootstrap}: set "
+                    f"FIRSTFAULT_KAFKA_BOOTSTRAP={there.bootstrap} (or FIRSTFAULT_STATE_DIR={shell_quote(str(folder))})"
+                    " to use it, or run `firstfault kafka start`")
+        elif others:  # several (other users' too): named with their addresses, none picked
+            runs = "; ".join(f"{folder} (pid {pid}) on {there.bootstrap}" for folder, pid, there in others[:3])
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            hint = (f"; local brokers run under {runs}{more}: set FIRSTFAULT_KAFKA_BOOTSTRAP=<its address> to use "
+                    "one, or run `firstfault kafka start`")
+        else:
+            hint = (" (set FIRSTFAULT_KAFKA_BOOTSTRAP — to another state folder's broker: `FIRSTFAULT_STATE_DIR=<it> "
+                    "firstfault kafka status` prints its address — or run `firstfault kafka start`)")
+        err.print(said + hint, style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     return st.bootstrap
 

@@ -484,6 +484,40 @@ def test_kafka_stop_and_status_with_another_folder_name_the_folder_and_the_broke
                          "ran in)"), said
 
 
+def test_send_with_no_broker_here_names_the_one_local_broker_running_elsewhere_with_its_address(monkeypatch,
+                                                                                              tmp_path):
+    """``send`` from a job's log folder (no broker under its ``.firstfault``, the demo's under another folder) said
+    only how to look the demo's broker up (a fresh user's trial): it names that broker's folder, pid and address and
+    the setting to paste; with none or several running elsewhere, how to find one. Exit 2, a configuration's gap."""
+    from ingest import broker
+
+    demo = tmp_path / "demo folder" / ".firstfault"
+    states = {demo: _state(4242, 40001)}
+    monkeypatch.setenv("FIRSTFAULT_STATE_DIR", str(tmp_path / "job"))
+    monkeypatch.delenv("FIRSTFAULT_KAFKA_BOOTSTRAP", raising=False)
+    monkeypatch.setattr(broker, "status", lambda state_dir: None)
+    monkeypatch.setattr(broker, "read_state", lambda state_dir: states.get(state_dir))
+    monkeypatch.setattr(broker, "running_elsewhere", lambda state_dir: [(demo, 4242)])
+    (tmp_path / "node07.dmesg.log").write_text("kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off\n")
+    r = runner.invoke(app, ["send", "--topic", "dmesg", str(tmp_path / "node07.dmesg.log")])
+    assert (r.exit_code, _words(r.stderr)) == (2, (
+        f"no Kafka bootstrap configured and no local broker running under {tmp_path / 'job'} (state_dir, from "
+        f"FIRSTFAULT_STATE_DIR); one runs under {demo} (pid 4242) on 127.0.0.1:40001: set "
+        f"FIRSTFAULT_KAFKA_BOOTSTRAP=127.0.0.1:40001 (or FIRSTFAULT_STATE_DIR='{demo}') to use it, or run "
+        "`firstfault kafka start`")), r.stderr
+    states[tmp_path / "other"] = _state(4343, 40003)  # several (other users' tests): each with its address
+    monkeypatch.setattr(broker, "running_elsewhere", lambda state_dir: [(demo, 4242), (tmp_path / "other", 4343)])
+    r = runner.invoke(app, ["send", "--topic", "dmesg", str(tmp_path / "node07.dmesg.log")])
+    assert r.exit_code == 2 and _words(r.stderr).endswith(
+        f"; local brokers run under {demo} (pid 4242) on 127.0.0.1:40001; {tmp_path / 'other'} (pid 4343) on "
+        "127.0.0.1:40003: set FIRSTFAULT_KAFKA_BOOTSTRAP=<its address> to use one, or run `firstfault kafka start`"), \
+        r.stderr
+    monkeypatch.setattr(broker, "running_elsewhere", lambda state_dir: [])
+    r = runner.invoke(app, ["send", "--topic", "dmesg", str(tmp_path / "node07.dmesg.log")])
+    assert r.exit_code == 2 and "`FIRSTFAULT_STATE_DIR=<it> firstfault kafka status` prints its address" in \
+        _words(r.stderr), r.stderr
+
+
 def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
     r = runner.invoke(app, ["sql", "-"], input="SELECT 1; SELECT 2;")
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == \
