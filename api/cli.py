@@ -840,23 +840,23 @@ def _none_under(s: Settings, command: str) -> str:
     they looked in (the state_dir setting and where it came from) and how to name another: "not running" alone
     read as no broker at all while the demo's ran under another folder (a fresh user's trial). Names the folders
     of the local brokers this user runs elsewhere (``broker.running_elsewhere``), up to three."""
-    from api.demo import shell_quote
+    from api.demo import program, shell_quote
     from ingest import broker
 
-    where = s.state_dir.resolve()
+    where, me = s.state_dir.resolve(), program()
     said = f"not running: no local broker under {where} (state_dir, {s.source_of('state_dir')})"
     others = broker.running_elsewhere(where)
     if len(others) == 1:  # the demo's, most often: the command to paste
         folder, pid = others[0]
         return (f"{said}. One runs under {folder} (pid {pid}): FIRSTFAULT_STATE_DIR={shell_quote(str(folder))} "
-                f".venv/bin/firstfault kafka {command}")
+                f"{me} kafka {command}")
     if others:  # several (other users' too): named, none picked for a command that would stop it
         runs = "; ".join(f"{folder} (pid {pid})" for folder, pid in others[:3])
         more = f" and {len(others) - 3} more" if len(others) > 3 else ""
         return (f"{said}. Local brokers run under {runs}{more}: FIRSTFAULT_STATE_DIR=<its folder> "
-                f".venv/bin/firstfault kafka {command}")
+                f"{me} kafka {command}")
     return (f"{said}. A broker started under another folder is named by it: FIRSTFAULT_STATE_DIR=<that folder> "
-            f".venv/bin/firstfault kafka {command} (the demo's is .firstfault in the folder `make demo` ran in)")
+            f"{me} kafka {command} (the demo's is .firstfault in the folder `make demo` ran in)")
 
 
 @kafka_app.command("status")

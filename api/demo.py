@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -149,7 +150,7 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         console.print(svc.ingested(time.monotonic() - t0))
         (out or console).print(IncidentsReport(incidents, title=incidents_title(incidents)))
         # the lake shell-quoted as the stop hint's state folder is (stop_command): a folder with a blank split it
-        console.print(f"query it: FIRSTFAULT_LAKE={shell_quote(str(settings.lake))} .venv/bin/firstfault sql "
+        console.print(f"query it: FIRSTFAULT_LAKE={shell_quote(str(settings.lake))} {program()} sql "
                       "\"SELECT category, count(*) FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
 
     def serving(server) -> None:
@@ -190,12 +191,27 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
     return 0 if shown else 1
 
 
+def program() -> str:
+    """This install's ``firstfault`` as the user can paste it in the current folder: ``.venv/bin/firstfault`` when
+    that names it from here (the repository's folder, where the README runs it), ``firstfault`` when the shell finds
+    this very executable on PATH, else its absolute path (shell-quoted). A fixed ``.venv/bin/firstfault`` named
+    nothing when ``kafka status`` ran from a job's log folder (a fresh user's trial)."""
+    here = Path(sys.prefix) / "bin" / "firstfault"
+    for said, where in ((".venv/bin/firstfault", ".venv/bin/firstfault"), ("firstfault", shutil.which("firstfault"))):
+        try:
+            if where and os.path.samefile(where, here):
+                return said
+        except OSError:  # not there (an install without the script, a folder removed): the next form
+            pass
+    return shell_quote(str(here))
+
+
 def stop_command(state_dir: Path) -> str:
     """The command that stops this state folder's broker, as the user can paste it: with
     ``FIRSTFAULT_STATE_DIR=<it>`` (shell-quoted) when the folder is not the default one or the variable is set
     (run as ``firstfault kafka stop`` alone, it stopped the default folder's broker: another user's demo, a fresh
     user's trial)."""
-    cmd = ".venv/bin/firstfault kafka stop"
+    cmd = f"{program()} kafka stop"
     default = Settings.model_fields["state_dir"].default
     if os.environ.get("FIRSTFAULT_STATE_DIR") or Path(os.path.abspath(state_dir)) != Path(os.path.abspath(default)):
         return f"FIRSTFAULT_STATE_DIR={shell_quote(str(state_dir))} {cmd}"

@@ -40,6 +40,25 @@ def test_the_demo_s_stop_hint_names_its_own_state_folder(monkeypatch):
     assert demo.stop_command(Path(".firstfault")) == "FIRSTFAULT_STATE_DIR=.firstfault .venv/bin/firstfault kafka stop"
 
 
+def test_hints_name_firstfault_as_it_can_be_pasted_in_the_current_folder(monkeypatch, tmp_path):
+    """The stop and status hints said ``.venv/bin/firstfault`` from any folder: from a job's log folder it named
+    nothing (a fresh user's trial). From the repository's folder it is ``.venv/bin/firstfault``; elsewhere
+    ``firstfault`` when PATH finds this install's, else its absolute path."""
+    import shutil
+    import sys
+
+    from api import demo
+
+    mine = Path(sys.prefix) / "bin" / "firstfault"
+    assert demo.program() == ".venv/bin/firstfault"  # the tests run in the repository's folder
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert demo.program() == str(mine) and Path(demo.program()).samefile(mine)
+    monkeypatch.setenv("PATH", f"{mine.parent}:/usr/bin:/bin")
+    assert shutil.which("firstfault") and demo.program() == "firstfault"
+    assert demo.stop_command(Path("/tmp/x")) == "FIRSTFAULT_STATE_DIR=/tmp/x firstfault kafka stop"
+
+
 def test_the_demo_s_exit_names_the_broker_running_then(monkeypatch):
     """The broker stopped and started again under a running demo has a new pid: Ctrl-C named the pid of the demo's
     start. The closing line reads the broker's status at exit; with none running it says so."""
