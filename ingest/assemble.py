@@ -1602,7 +1602,9 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         own = h.row.get("host") or h.prefix.host
         seg = h.seg
         text = _file_text(seg)
-        keyed = not text and _keyed_text(seg)
+        # a key that is no host name (a path, a placeholder, bytes that were no UTF-8) is no file's name: its
+        # stream is every machine's, as an unkeyed partition's (a raw Xid line after nodeA's took nodeA: break-it)
+        keyed = not text and _keyed_text(seg) and _is_host(seg.host, known)
         scope = seg.stream if text else (seg.stream, seg.host)  # a key's lines, whatever stream a caller made
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
@@ -1686,7 +1688,7 @@ def _keyed_text(seg: Segment) -> bool:
     host is the record's key or ``host`` header, where a shipper (``firstfault send``, Vector, Fluent Bit) collected
     the file, which :func:`assign_hosts` gives a line that names none only after what the stream's earlier lines
     named, as it gives a file's name. A record without a key or header names no host: its stream is its
-    partition's unkeyed records, of any writer."""
+    partition's unkeyed records, of any writer; so is one whose key is no host name (``assign_hosts`` asks)."""
     return bool(seg.host) and seg.ref_basis == "kafka" and "#r" not in seg.origin
 
 

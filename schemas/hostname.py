@@ -67,13 +67,17 @@ _NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
 #: names that are no host's (RE2): syslog's NILVALUE ``-`` (RFC 5424: the sender gave none; a line's ``-`` is read
 #: so, ``ingest.prefix``) and dots alone (``.``, ``..``: a URL's dot segments, which clients resolve away, so that
 #: ``/hosts/{host}/timeline`` could not name them; no DNS name is one). A Kafka key ``..`` was stored as a host
-#: (a break-it pass)
-_NO_HOST = "^(?:-|\\.+)$"
+#: (a break-it pass). Nor a shipper's placeholder for a value it did not have: ``None`` (Python's ``str(None)``),
+#: ``null``, ``<nil>`` (Go's ``%v`` of nil), ``undefined``, or a template left unexpanded (Logstash's ``%{host}``,
+#: Fluentd's and a shell's ``${hostname}``, Jinja's ``{{host}}``): every machine's records under one such key were
+#: one host "none" (a break-it pass)
+_NO_HOST = "^(?:-|\\.+|(?i:none|null|nil|<nil>|\\(null\\)|undefined))$|[$%]\\{|\\{\\{"
 
 
 def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:
     """True where a host (string array) is no host name: empty, longer than :data:`MAX_HOST_CHARS`, holding what
-    :data:`_NOT_IN_HOST` lists, or one of :data:`_NO_HOST`'s (``-``, dots alone)."""
+    :data:`_NOT_IN_HOST` lists, or one of :data:`_NO_HOST`'s (``-``, dots alone, a placeholder such as ``None``
+    or ``%{host}``)."""
     size = pc.utf8_length(hosts)
     return pc.or_(pc.or_(pc.or_(pc.greater(size, MAX_HOST_CHARS), pc.equal(size, 0)),
                          pc.match_substring_regex(hosts, _NOT_IN_HOST)),

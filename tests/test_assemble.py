@@ -1668,6 +1668,34 @@ def test_a_keyed_record_s_hostless_line_takes_the_host_its_key_s_earlier_lines_n
     assert hosts([(a03, warn.format("node01")), (a03, envelope)]) == [("node01", "ib_port"), ("gpu-a05", "nccl_error")]
 
 
+def test_a_key_that_names_no_host_is_no_key_and_gives_no_line_another_writer_s_host(pipeline):
+    """A shipper's key that is no host name stands for no file: a Logstash ``%{host}`` or Fluentd ``${hostname}``
+    left unexpanded, a Python ``str(None)``, Go's ``<nil>``, a file path, bytes that were no UTF-8. Every machine's
+    records share such a key, so a raw Xid line after nodeA's syslog lines under it is no more nodeA's than an
+    unkeyed record's is: it is refused (bad_host, naming the key to fix) and nodeA keeps its own line. They were
+    stored, the raw line on nodeA, or every machine's hostless lines as one host "none" (a break-it pass). A key
+    that is a host name (node07) still names the file."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.decode import decode_partition
+    own = "2025-09-17T15:23:30+00:00 nodeA kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    raw = "[  12.345678] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+
+    def hosts(key: bytes, values: list[str]) -> list[tuple[str, str]]:
+        records = [ConsumerRecord(topic="fleet.dmesg", partition=0, offset=i, timestamp=T0 // 1000, timestamp_type=0,
+                                  key=key, value=v.encode(), checksum=None, serialized_key_size=len(key),
+                                  serialized_value_size=len(v), headers=[]) for i, v in enumerate(values)]
+        batch = pipeline.run(decode_partition("fleet.dmesg", 0, records))
+        return [e["host"] for e in batch.events.to_pylist()] + [r.error_code for r in batch.rejects]
+
+    for key in (b"%{host}", b"${hostname}", b"None", b"null", b"<nil>", b"undefined", b"/var/log/kern.log",
+                b"\xff\xfe", b"k" * 10_000):
+        assert hosts(key, [raw]) == ["bad_host"], key[:20]
+        assert hosts(key, [own, raw]) == ["nodea", "bad_host"], key[:20]
+    assert hosts(b"node07", [own, raw]) == ["nodea", "nodea"]  # a host's key: its file's earlier lines name it
+    assert hosts(b"node07", [raw]) == ["node07"]
+
+
 def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
     """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
     bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
