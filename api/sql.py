@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from api.render import no_output_folder, output_in_store, reader_gone, write_output
-from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished,
+from api.store import (QUERY_FAILED, QUERY_INVALID, QUERY_REFUSED, StoreError, again_if_vanished, own_duckdb,
                        bounded_query, connect, decimal_floats, json_bytes, json_default, nanosecond_times,
                        query_error, query_verdict, refuse_day_end_times, refuse_lossy_columns)
 from ingest.lake import Lake
@@ -64,7 +64,7 @@ def check_read_only(query: str) -> str:
     except UnicodeEncodeError:  # a command-line argument that was no UTF-8 (surrogate escapes)
         raise SqlRefused("the query is not valid UTF-8", QUERY_INVALID) from None
     try:
-        stmts = duckdb.extract_statements(query)
+        stmts = own_duckdb().extract_statements(query)  # not duckdb's shared one: requests run at once
     except duckdb.Error as e:
         raise SqlRefused(query_error(e, 0), QUERY_INVALID) from e  # "Parser Error: syntax error at or near …"
     if len(stmts) != 1:

@@ -849,6 +849,43 @@ def test_sql_answers_by_its_time_limit_when_one_call_cannot_be_interrupted(lake)
         assert r.status_code == 200 and r.json()["n"] > 0
 
 
+def test_queries_at_once_in_a_fresh_process_share_no_duckdb_connection():
+    """POST /sql's statement check and a connection's first view types ran on duckdb's one module-wide connection
+    (duckdb.extract_statements, duckdb.from_arrow): requests at once in a fresh API process answered 400 "Resource In
+    Use Error: connection is busy with another call" to a good query, and 503 to /incidents (a break-it pass: six
+    queries and /incidents at once after the start). Each thread now parses on a connection of its own."""
+    from api import store
+    from api.sql import check_read_only
+
+    failed: list[str] = []
+    for _ in range(10):
+        store._duck_types.cache_clear()
+        store._view_statements.cache_clear()
+        ready = threading.Barrier(4)
+
+        def check() -> None:
+            ready.wait()
+            try:
+                check_read_only("SELECT length(repeat('a', 200000000)) AS n")
+            except Exception as e:  # noqa: BLE001 - what the request would have answered
+                failed.append(str(e))
+
+        def types() -> None:
+            ready.wait()
+            try:
+                assert store._duck_types("events")["ts"] == "TIMESTAMP WITH TIME ZONE"
+                assert store._view_statements()
+            except Exception as e:  # noqa: BLE001
+                failed.append(str(e))
+
+        threads = [threading.Thread(target=f) for f in (check, check, types, types)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failed == []
+
+
 def test_bearer_auth_when_configured(lake):
     root, _ = lake
     # a token no client can send in a Bearer header (blanks, characters beyond ASCII) stops start-up: it started,
