@@ -16,6 +16,8 @@ leaves nothing running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -249,6 +252,39 @@ def start(state_dir: Path, *, timeout_s: float = 120.0, heap: str = "512m", log=
     running = status(state_dir)
     if running:
         return running
+    with _start_lock(state_dir, timeout_s):
+        return status(state_dir) or _start(state_dir, timeout_s, heap, log, overrides)  # the one started meanwhile
+
+
+@contextlib.contextmanager
+def _start_lock(state_dir: Path, timeout_s: float) -> Iterator[None]:
+    """Held while one ``start`` starts the broker of ``state_dir`` (``<state_dir>/kafka/start.lock``, an exclusive
+    ``flock``: released when its process ends, however it ends; the JVM does not inherit it). Two ``kafka start`` at
+    once on one folder each wrote server.properties with ports of their own and launched a JVM on the one data
+    folder: one broker took the other's port, both waited out their time limit and exited 1, and no broker ran (a
+    break-it pass). The second now waits for the first. Raises :class:`BrokerError` after ``timeout_s`` + 60 s of
+    waiting (the first's start, with the jars' fetch and the storage's format)."""
+    home = state_dir / "kafka"
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "start.lock", "a") as f:
+        deadline = time.monotonic() + timeout_s + 60
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BrokerError(f"another `kafka start` has been starting the broker of {state_dir} for over "
+                                      f"{timeout_s + 60:.0f} s; stop it, or wait for it") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _start(state_dir: Path, timeout_s: float, heap: str, log, overrides: dict[str, str] | None) -> BrokerState:
+    """:func:`start` of a broker not running, under :func:`_start_lock`."""
     old = read_state(state_dir)
     if old and _alive(old.pid):  # alive but not answering: stop it before starting again
         _terminate(old.pid, 20)

@@ -60,6 +60,24 @@ def test_start_status_stop_restart(tmp_path):
         broker.stop(tmp_path)
 
 
+def test_two_starts_at_once_share_one_broker(tmp_path):
+    """Two ``kafka start`` (two terminals, a demo and a test) on one state folder at the same time: the second waits
+    for the first and returns its broker. Both wrote server.properties, each with its own ports, and launched a
+    JVM on the one data folder: one broker took the other's port (BindException), both waited out 120 s and exited
+    1, and no broker ran (a break-it pass)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    got: list[broker.BrokerState] = []
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            got += list(pool.map(lambda _: broker.start(tmp_path, timeout_s=180, log=lambda m: None), range(2)))
+        assert got[0].pid == got[1].pid and got[0].port == got[1].port
+        assert broker.status(tmp_path).pid == got[0].pid
+    finally:
+        broker.stop(tmp_path)
+    assert broker.status(tmp_path) is None and not any(broker._alive(st.pid) for st in got)
+
+
 def _proc_entry(proc, pid: int, args: list[str]) -> None:
     (proc / str(pid)).mkdir(parents=True)
     (proc / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in args) + b"\0")
