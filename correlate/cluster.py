@@ -850,8 +850,8 @@ def join_named_collectives(comps: list[list[Ev]], topo: Topology, clocks: Clocks
     """``comps`` (each sorted by ``Ev.order``, in order of their first event), with the components joined whose watchdog
     timeouts name one collective (``rules.collective_of``: process group, SeqNum, OpType, Numel, timeout) of ranks that
     no communicator places (no NCCL init lines: ``rules.comms_of`` gives none) and start within
-    ``rules.collective_window_us`` of the first of them. Ray Train's workers on several hosts timing out on one allreduce
-    without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass).
+    ``rules.collective_window_us`` of the first of them. Ray Train's workers on several hosts timing out on one
+    allreduce without NCCL_DEBUG=INFO were one incident per host (NVIDIA/nccl#1193, a real-logs pass).
 
     Anchored at the first timeout of each group, not linked pair by pair: lines of one tuple every few seconds over
     half an hour (a fleet running one model's jobs; the benchmark mix repeats its example lines) chained every host's
@@ -960,9 +960,10 @@ def _collide(a: dict[int, set[str]], b: dict[int, set[str]]) -> bool:
 
 
 def _job_rank(e: Ev) -> int | None:
-    """A watchdog timeout's rank in its job (:func:`join_named_collectives`): c10's ``[rankN]:`` (``details.global_rank``),
-    else the line's own rank when it names no process group but the default one; None for a rank in another process
-    group (``[PG ID 6 … Rank 0]``: each data-parallel replica's pipeline group has a rank 0 of its own)."""
+    """A watchdog timeout's rank in its job (:func:`join_named_collectives`): c10's ``[rankN]:``
+    (``details.global_rank``), else the line's own rank when it names no process group but the default one; None for a
+    rank in another process group (``[PG ID 6 … Rank 0]``: each data-parallel replica's pipeline group has a rank 0 of
+    its own)."""
     if "global_rank" in e.details:
         return e.details["global_rank"]
     return e.rank if str(e.details.get("pg") or "0") == "0" else None

@@ -165,7 +165,8 @@ SXID_ACTIONS = {
                                          "reseat it",
     "RESET_GPU": "Drain the node's jobs and reset the GPUs on the switch (nvidia-smi -r)",
     "CHECK_THERMALS": "Check the switch tray's temperature and cooling",
-    "CHECK_FM_CONFIG": "Check Fabric Manager's configuration (/usr/share/nvidia/nvswitch/fabricmanager.cfg) and its log",
+    "CHECK_FM_CONFIG": ("Check Fabric Manager's configuration (/usr/share/nvidia/nvswitch/fabricmanager.cfg) "
+                        "and its log"),
 }
 
 

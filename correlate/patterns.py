@@ -330,10 +330,10 @@ _FAULT_AT = re.compile(r"\bfaulted @ (0x[0-9a-fA-F_]+)")
 
 def one_program_fault(events: list[Ev]) -> tuple[str, str] | None:
     """(program, address) when every line of ``events`` names the same program (``name=``: the event's ``process``)
-    faulting at the same address (``faulted @``): one program repeating its own fault, run after run (NVIDIA/open-gpu-kernel-modules#363:
-    chrome's Xid 31 at 0x0_0abe0000 on each console switch; tinygrad#6947: python's at 0x10_00200000, an open-module
-    fix). None when a line names no program or no address, or two differ (pytorch/pytorch#51382: three processes'
-    faults at three addresses, "likely a faulty device")."""
+    faulting at the same address (``faulted @``): one program repeating its own fault, run after run
+    (NVIDIA/open-gpu-kernel-modules#363: chrome's Xid 31 at 0x0_0abe0000 on each console switch; tinygrad#6947: python's
+    at 0x10_00200000, an open-module fix). None when a line names no program or no address, or two differ
+    (pytorch/pytorch#51382: three processes' faults at three addresses, "likely a faulty device")."""
     seen = set()
     for e in events:
         at = _FAULT_AT.search(e.message)
@@ -732,7 +732,8 @@ def missing_cause(scene: Scene) -> Verdict | None:
     v.initiator["referenced_xids"] = all_refs
     if hint:
         v.initiator["hint"] = {"host": hint[0], "device": hint[2], "xid": max(refs[hint], key=weight)}
-    v.missing = [f"the kernel lines of Xid {', '.join(map(str, all_refs))} on {', '.join(sorted(str(k[2]) for k in refs))}"
+    v.missing = [f"the kernel lines of Xid {', '.join(map(str, all_refs))} on "
+                 f"{', '.join(sorted(str(k[2]) for k in refs))}"
                  " (full dmesg / journal of the host around these lines)",
                  "nvidia-smi nvlink -s and -e for the same GPUs"]
     v.next_action = sentences(f"Collect the full kernel log and nvidia-bug-report.sh from {ranked[0][0][0]}; look "
@@ -1982,7 +1983,8 @@ def symptom_verdict(scene: Scene, benign: Verdict | None = None) -> Verdict:
             for h in hosts}
     candidates = [c for h in hosts for c in ([(h, "gpu", g) for g in gpus[h]] or [(h, None, None)])]
     reported = "; ".join(
-        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})" if (g := sorted({str(x) for x in e.details.get("gpus", [])}, key=_index))
+        f"{k} on {e.host}" + (f" (GPU {', '.join(g)})"
+                              if (g := sorted({str(x) for x in e.details.get("gpus", [])}, key=_index))
                               else "") for e in symptoms for k in [e.details.get("symptom", "failure")])
     hang = any(e.details.get("symptom") == "hang" for e in symptoms)
     where = ", ".join(hosts)

@@ -539,8 +539,8 @@ def collective_of(e: Ev) -> tuple | None:
 
 def named_collective(e: Ev, topo: Topology) -> tuple | None:
     """:func:`collective_of` a watchdog timeout (kind ``nccl_timeout``) whose rank no communicator places
-    (:func:`comms_of` gives none: no NCCL init line), else None: the collective by which ``cluster.join_named_collectives``
-    joins such ranks' timeouts and ``attribute.collective_edges`` explains them."""
+    (:func:`comms_of` gives none: no NCCL init line), else None: the collective by which
+    ``cluster.join_named_collectives`` joins such ranks' timeouts and ``attribute.collective_edges`` explains them."""
     if e.kind != "nccl_timeout" or (key := collective_of(e)) is None or comms_of(e, topo):
         return None
     return key

@@ -257,11 +257,11 @@ class Topology:
 
     def host_facts(self) -> dict[str, tuple]:
         """host -> what the topology holds about it, as plain values for equality tests
-        (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends
-        and index -> bus ids, the communicators with a rank on it (ids, in ``comm_ranks`` order; their
-        facts: :meth:`comm_facts`), and UUID -> GPU. Every query reads the facts of the host it is given, of a communicator with
-        a rank on that host (``comm_index``; the communicator a timeout names is picked among those with a rank
-        on the timeout's host), or the fleet config (:meth:`fleet_facts`)."""
+        (``correlator.AttributionCache``): its GPUs' link states, models, ``topo -m`` paths, remote link ends and index
+        -> bus ids, the communicators with a rank on it (ids, in ``comm_ranks`` order; their facts: :meth:`comm_facts`),
+        and UUID -> GPU. Every query reads the facts of the host it is given, of a communicator with a rank on that host
+        (``comm_index``; the communicator a timeout names is picked among those with a rank on the timeout's host), or
+        the fleet config (:meth:`fleet_facts`)."""
         out: dict[str, tuple[dict, dict, dict, dict, dict, list, dict]] = {}
 
         def of(host: str) -> tuple[dict, dict, dict, dict, dict, list, dict]:

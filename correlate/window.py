@@ -383,8 +383,8 @@ def file_dated(e: Ev) -> bool:
 def may_cause(cause: Ev, effect: Ev, window_us: int, clocks: Clocks, lead_us: int = 0) -> bool:
     """``cause`` may have happened within ``window_us`` before ``effect`` (or after it by no more than the
     clocks' uncertainty): :func:`within` and :func:`not_after`. An effect that is a watchdog timeout spans
-    from its implied start to its line time: the cause may fall anywhere in it. A cause whose time is only an upper bound
-    (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
+    from its implied start to its line time: the cause may fall anywhere in it. A cause whose time is only an upper
+    bound (a line with no stamp of its own, timed by its file's mtime or its Kafka append time:
     ``details.ts_upper_bound``) happened at that time or earlier, so it passes unless even that latest
     time is too early. An effect dated by its file's mtime (:func:`file_dated`) happened then or earlier: a cause
     not after it and at most :data:`FILE_REACH_US` plus the window before it may be its cause. ``lead_us``: how much

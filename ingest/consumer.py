@@ -674,7 +674,8 @@ class IngestWorker:
         except Exception as e:  # noqa: BLE001 — together they still fail: each on its own, then
             log.error("records fail together but not alone (%s); processing them one by one", e)
             parts = [self._pure(decode_records([r])) for r in good]
-            batch = Batch(events=_concat([p.events for p in parts]), link_samples=_concat([p.link_samples for p in parts]),
+            batch = Batch(events=_concat([p.events for p in parts]),
+                          link_samples=_concat([p.link_samples for p in parts]),
                           topology=_concat([p.topology for p in parts]),
                           rejects=[x for p in parts for x in p.rejects], lines=sum(p.lines for p in parts),
                           bytes=sum(p.bytes for p in parts))

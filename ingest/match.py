@@ -34,7 +34,9 @@ from ingest.decode import MAX_LINE_BYTES
 #: a pattern that begins with a class repeated without bound, anchored at a line's start, a word boundary or a
 #: character outside the class, maybe as a group of its own: ``^[^\S\n]+Link …`` (``nvidia-smi``'s indented rows),
 #: ``(?:^|[^\w-])(?P<driver>[\w-]+) <bus id>: AER`` (the kernel's PCIe AER lines, whose driver name comes first)
-_LEADING_RUN = re.compile(r"^(?:\^|\\b|\(\?:\^\|\[\^(?:\\.|[^\]\\])*\]\))(?P<group>\((?:\?P<\w+>|\?:))?\[(?:\\.|[^\]\\])*\]\+(?(group)\))(?![+*?{])")
+_LEADING_RUN = re.compile(r"^(?:\^|\\b|\(\?:\^\|\[\^(?:\\.|[^\]\\])*\]\))"  # the anchor
+                          r"(?P<group>\((?:\?P<\w+>|\?:))?\[(?:\\.|[^\]\\])*\]\+(?(group)\))"  # [class]+
+                          r"(?![+*?{])")
 
 
 def prefilter(pattern: str) -> str | None:

@@ -449,7 +449,8 @@ _ISO = re.compile(
     r"(?:" + _HOST + r" (?:(?P<severity>" + _SONIC_SEVERITY + r") )?(?P<tag>[A-Za-z_][^\s:\[]*)"
     r"(?:\[(?P<pid>\d+)\])?: )?")
 # Go log: "2025/11/25 13:58:49 …"
-_GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))? ")
+_GOLOG = re.compile(r"^(?P<y>\d{4})/(?P<mo>\d{2})/(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+                    r"(?:\.(?P<frac>\d+))? ")
 # Hugging Face's example scripts and trainers built on them (LlamaFactory, DeepSpeed examples): logging.basicConfig(
 # format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S"): "02/11/2024 22:38:41 -
 # INFO - llmtuner.data.template - …". Month first, as the datefmt says; only before " - <level> - ", which makes it
@@ -463,7 +464,8 @@ _HFLOG = re.compile(r"^(?P<mo>\d{2})/(?P<d>\d{2})/(?P<y>\d{4}) (?P<h>\d{2}):(?P<
 _CUFILE = re.compile(r"^ ?(?P<d>\d{2})-(?P<mo>\d{2})-(?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
                      r":(?P<frac>\d{1,3}) \[pid=(?P<pid>\d{1,10}) tid=\d{1,10}\] ")
 # NCCL >= 2.26 WARN / logger: "[2025-09-17 15:16:23] …"
-_BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
+# also after a word inside the bracket: Taskcluster's "[task 2025-07-01T05:06:30.004+00:00] "
+_BRACKET_ISO = re.compile(
     # (mozilla/translations#1167: its nvidia-smi failure was timed by its file); SGLang's parallel ranks after the
     # stamp, "[2025-11-04 18:02:56 TP1] ", "[… DP0 TP3] " (its logger: "[%(asctime)s{prefix}] "; a break-it pass)
     r"^\[(?:[A-Za-z][\w-]{0,15} )?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
@@ -472,7 +474,8 @@ _BRACKET_ISO = re.compile(  # also after a word inside the bracket: Taskcluster'
 # the same ctime(3) stamp unbracketed before its ``--tag-output`` label: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 # (NVIDIA/nccl#957: every line was timed by its file)
 _CTIME = re.compile(
-    r"^(?P<open>\[)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2})"
+    r"^(?P<open>\[)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2})"
+    r" (?P<h>\d{2}):(?P<mi>\d{2})"
     r":(?P<s>\d{2}) (?P<y>\d{4})(?(open)\] |(?=\[\d+,\d+\]<))")
 # dmesg -T in another locale: util-linux formats the stamp with strftime(_("%a %b %e %H:%M:%S %Y")) after
 # setlocale(LC_ALL, ""), so the day's and month's names are the locale's and its translation may put the day first
@@ -495,7 +498,8 @@ _CTIME_DAY_YEAR = re.compile(
     r"^\[(?P<wd>[^\W\d_]{1,9})\.?,? {1,2}(?P<day>\d{1,2})\.? " + _MON + r"\.? (?P<y>\d{4}),? (?P<h>\d{2}):(?P<mi>\d{2})"
     r":(?P<s>\d{2})\] ")
 # Fabric Manager log file: "[May 16 2025 15:10:21] "
-_FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
+_FMTIME = re.compile(r"^\[(?P<mon>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<y>\d{4}) "
+                     r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\] ")
 # raw dmesg "[  123.456789] " (seconds since boot) and dmesg -H "[  +0.000844] " (relative)
 _MONO = re.compile(r"^\[\s*(?P<mono>\d+\.\d+)\] ")
 _DELTA = re.compile(r"^\[\s*\+\s*\d+\.\d+\] ")
@@ -524,8 +528,8 @@ _VLLM = re.compile(r"^(?P<lvl>" + _PY_LEVEL + r") (?P<mmdd>\d\d-\d\d) (?P<h>\d{2
 # "syslog:err   : …" (formats.md §1.3: gpud's logs print them; dmesg(1) pads each to six characters)
 _DMESG_X = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7]) *:"
                       r"(?:emerg|alert|crit|err|warn|notice|info|debug) *: ")
-# journalctl -o short-full: weekday, date, time and zone name, "Sun 2026-11-29 03:10:00 UTC a1 kernel: …" (journalctl(1),
-# https://www.freedesktop.org/software/systemd/man/latest/journalctl.html#short-full)
+# journalctl -o short-full: weekday, date, time and zone name, "Sun 2026-11-29 03:10:00 UTC a1 kernel: …"
+# (journalctl(1), https://www.freedesktop.org/software/systemd/man/latest/journalctl.html#short-full)
 _JFULL = re.compile(
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:\.(?P<frac>\d+))? (?P<zone>[A-Za-z][A-Za-z0-9_+-]{0,31}|[+-]\d{2}(?::?\d{2})?) " + _HOST + r" "
@@ -609,18 +613,18 @@ _MONTH_NAMED_LAYERS = (("ctime", _CTIME), ("ctime_local", _CTIME_LOCAL), ("ctime
 
 @lru_cache(maxsize=4096)
 def can_begin(c: str) -> frozenset[str]:
-    """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character
-    ``c``: ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as
-    trying every layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space or a word character
-    (``_ . -`` too: a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``, ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``:
-    ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``: ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²``
-    too, which is neither a letter nor a decimal digit); ``iso``: a digit, a blank, a tab or ``<``; ``golog``: a digit;
-    ``cufile``: a digit or a blank; ``opensm``: an ASCII capital (its month); ``sonic``: that or an ASCII digit (its
-    year);
-    ``glog``: ``I W E F`` or ``[`` (c10's rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the
-    first letters of the syslog facilities; ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a
-    tab; ``libfabric``: ``l``; ``cri``: ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``. (``\\w`` and ``\\d`` are Unicode:
-    ``str.isalnum`` and ``str.isdecimal``.)"""
+    """The names of the layers (:data:`LAYERS`) whose regex can match a text beginning with the character ``c``:
+    ``parse_prefix`` tries a layer only when its text starts with such a character (the same result as trying every
+    layer, without ~15 failing calls per hit line). ``label``: ``[``, ``(``, a space or a word character (``_ . -`` too:
+    a runner's ``<name> [stderr]`` label, a property's draw ". [stdout] "); ``grep_file``: a word character, ``.``,
+    ``-`` or ``/``; ``addr``: a digit, a hex letter or ``:``; ``talos``: ``k u d s``; ``rfc5424``: ``<``; ``rfc3164``:
+    ``<`` or any ``str.isalnum`` (its month is ``[^\\W\\d_]``: ``²`` too, which is neither a letter nor a decimal
+    digit); ``iso``: a digit, a blank, a tab or ``<``; ``golog``: a digit; ``cufile``: a digit or a blank; ``opensm``:
+    an ASCII capital (its month); ``sonic``: that or an ASCII digit (its year); ``glog``: ``I W E F`` or ``[`` (c10's
+    rank prefix); ``vllm``: ``D I W E C``; ``tag``: ``k``; ``dmesg_x``: the first letters of the syslog facilities;
+    ``jfull``: ``M T W F S``; ``unix``: a digit; ``cwlogs``: ``|``, a blank or a tab; ``libfabric``: ``l``; ``cri``:
+    ``s``; ``ctime``: ``[`` or ``M T W F S``; the other bracketed ones: ``[``.
+    (``\\w`` and ``\\d`` are Unicode: ``str.isalnum`` and ``str.isdecimal``.)"""
     word, digit, bracket = c.isalnum() or c in "_.-", c.isdecimal(), c == "["
     return frozenset(name for name, ok in (
         ("label", bracket or word or c in " ("), ("grep_file", word or c == "/"),
