@@ -116,11 +116,13 @@ class StreamCorrelator:
     #: processing time at which each host's latest event that its own time dates arrived (``EVENT_TIME_BASES``)
     arrived_us: dict[str, int] = field(default_factory=dict)
     #: processing time at which each host's latest event of any time basis arrived (``add`` with ``now_us``):
-    #: a host quiet for longer than the events are kept holds none back (``_prune``)
+    #: a host quiet for longer than the events are kept holds none back (``_prune``). A host quiet that long that
+    #: holds nothing any more is forgotten here and in ``appended_us`` when its events are (``_prune``): a fleet
+    #: whose hosts come and go does not grow them for ever
     heard_us: dict[str, int] = field(default_factory=dict)
     #: per host, the latest time (µs) of its lines that printed none (``ts``: their Kafka append or file time), read
     #: live (``add`` with ``now_us``): with ``heard_us``, how far behind processing time the log of a host with no
-    #: event-time watermark stands (``_unread_us``)
+    #: event-time watermark stands (``_unread_us``); forgotten with the host's ``heard_us``
     appended_us: dict[str, int] = field(default_factory=dict)
     events: dict[str, Ev] = field(default_factory=dict)
     #: event_id -> an event of an emitted incident that holds a fault, older than the events kept (``_prune``):
@@ -781,7 +783,13 @@ class StreamCorrelator:
         are as many as the fleet's live ranks, not every rank of every job since the start, and the step
         correlates only the recent events. Of communicators that never end that way (a restart whose
         processes get the pids of the run before, as in a container), ``MAX_COMMS_PER_GPU`` per GPU are
-        kept, the most recent. Returns whether an event went cold or a cold one was forgotten (``steady``)."""
+        kept, the most recent. Returns whether an event went cold or a cold one was forgotten (``steady``).
+
+        A host quiet that long (``heard_us``, ``now_us``: silent past the longest link window and the allowed
+        lateness) that holds nothing any more — no event kept or cold, no wiring line, no stored incident to read
+        back (``unread_by_host``) — leaves ``heard_us`` and ``appended_us`` with its events: what they told (its
+        quiet, how far behind its unstamped log stands) is asked only of a host with such state, and a line of the
+        host that comes again starts them afresh. Before, they grew with every host the fleet ever had."""
         keep, horizon = self._keep_us(), self._horizons()
         cold_before = len(self.cold)
         # the newest membership line of each rank: the wiring's (one per rank already), or a kept event's
@@ -852,7 +860,23 @@ class StreamCorrelator:
         self.members = {k: v for k, v in self.members.items() if k in emitted}
         while len(self.retired) > RETIRED_MAX:  # the oldest forgotten first (dicts keep insertion order)
             del self.retired[next(iter(self.retired))]
+        if quiet:
+            self._forget_hosts(quiet)
         return cooled or len(self.cold) != cold_before
+
+    def _forget_hosts(self, quiet: set[str]) -> None:
+        """Forget the ``heard_us`` and ``appended_us`` of the ``quiet`` hosts (``_prune``) that hold nothing any
+        more: no event kept or cold, no wiring line (``wiring``, ``uuid_lines``, ``addr_lines``), no stored
+        incident to read back (``unread_by_host``)."""
+        held = {e.host for e in self.events.values()}
+        held.update(e.host for e in self.cold.values())
+        held.update(e.host for e in self.wiring.values())
+        held.update(h for h, _ in self.uuid_lines)
+        held.update(h for h, _ in self.addr_lines)
+        for h in quiet:
+            if h not in held and h not in self.unread_by_host:
+                del self.heard_us[h]
+                self.appended_us.pop(h, None)
 
 
 #: how far past its line a cold event placed ahead of it (``Ev.start``: a notice's NotBefore or StartTime) is kept for

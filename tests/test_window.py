@@ -2080,3 +2080,38 @@ def test_a_held_group_whose_unstamped_host_is_past_its_close_still_skips_idle_st
     # the first step, the one after the reset came (steady until n0's side is 120 s past the reset), the one past
     # it (held still: steady until the hosts' quiet), the step that emits and the one after it
     assert [(c - t) // S for c in calls] == [0, 60, 123, 181, 182]
+
+
+def test_a_host_silent_past_the_window_and_the_lateness_leaves_no_entry():
+    """``heard_us`` and ``appended_us`` (per host) were never pruned: a fleet whose hosts come and go grew them for
+    ever. A host silent past the longest link window and the allowed lateness (``_keep_us``) that holds nothing any
+    more (its non-fault events forgotten) leaves no entry; one silent exactly that long, or one that still holds a
+    fault, keeps its own; one that comes back starts afresh."""
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    def table(rows):  # (event id, host, ts, ts basis, kind)
+        return to_table([{"event_id": i, "ts": ts, "ts_basis": basis, "host": h, "source": "dmesg", "kind": kind,
+                          "signature": "xid" if kind == "xid" else "other", "device_type": "gpu",
+                          "device": "0000:01:00.0",
+                          "severity": "critical" if kind == "xid" else "info",
+                          "xid": 79 if kind == "xid" else None, "message": "m", "ts_precision_us": 1, "count": 1,
+                          "origin": f"kafka:t/0/{i}"} for i, h, ts, basis, kind in rows], EVENTS_SCHEMA)
+
+    sc = StreamCorrelator(lateness_us=60 * S, close_after_us=10 * S, idle_us=60 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    keep, t0 = sc._keep_us(), 1_800_000_000 * S
+    sc.add(table([("g1", "gone", t0, "line", "other"), ("g2", "gone", t0 + S, "kafka", "other"),
+                  ("f1", "faulty", t0, "line", "xid")]), now_us=t0 + S)
+    sc.step(now_us=t0 + S)
+    assert sc.heard_us == {"gone": t0 + S, "faulty": t0 + S} and sc.appended_us == {"gone": t0 + S}
+    for i, now in enumerate((t0 + S + keep, t0 + 2 * S + keep)):  # silent exactly ``keep``, then past it
+        sc.add(table([(f"s{i}", "stay", now, "line", "other")]), now_us=now)
+        sc.step(now_us=now)
+        assert ("gone" in sc.heard_us, "gone" in sc.appended_us) == ((True, True) if i == 0 else (False, False))
+    assert sc.heard_us == {"faulty": t0 + S, "stay": t0 + 2 * S + keep} and sc.appended_us == {}
+    assert {e.host for e in sc.events.values()} == {"faulty", "stay"}
+    back = t0 + 3 * S + keep
+    sc.add(table([("g3", "gone", back, "kafka", "other")]), now_us=back)
+    sc.step(now_us=back)
+    assert sc.heard_us["gone"] == back and sc.appended_us == {"gone": back}
