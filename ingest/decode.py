@@ -621,6 +621,41 @@ def _envelopes_after_first_line(data: bytes) -> bool:
             and all(_JSON_OBJECT_START.match(line) is not None for line in lines))
 
 
+#: a JSON string's escape: a high surrogate with its low one after it (a pair: one character), a surrogate alone
+#: (high or low), or any other escape (``\\\\`` among them, so a backslash that is escaped starts no escape)
+_ESCAPE = re.compile(rb"""\\(?: u[dD][89abAB][0-9a-fA-F]{2} (?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?
+                              | u[dD][c-fC-F][0-9a-fA-F]{2}
+                              | . )""", re.VERBOSE | re.DOTALL)
+#: where a surrogate's escape may be (a quick test before :data:`_ESCAPE` reads the escapes)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate_escape(m: re.Match) -> bytes:
+    g = m.group()
+    return b"\\ufffd" if len(g) == 6 else g  # a surrogate alone is 6 bytes; a pair is 12, any other escape 2
+
+
+def without_lone_surrogates(data: bytes) -> bytes:
+    """JSON text ``data`` with each ``\\u`` escape of a UTF-16 surrogate that is not one of a pair (``"\\ud800"``)
+    spelled ``\\ufffd`` (U+FFFD, the replacement character), the rest as it is (``data`` itself when it holds
+    none). The JSON grammar allows such an escape (RFC 8259 §8.2) but it names no character: msgspec and orjson
+    refuse the record, and neither UTF-8 nor Parquet can hold it. Its record was a ``bad_envelope`` reject, and a
+    JSON array value's every record was lost with it; read so, the record's other characters (its fault) are kept,
+    as a text line's bytes that are no UTF-8 read as U+FFFD."""
+    if _SURROGATE_ESCAPE.search(data) is None:
+        return data
+    return _ESCAPE.sub(_lone_surrogate_escape, data)
+
+
+def _records_without_lone_surrogates(data: bytes) -> bytes:
+    """:func:`without_lone_surrogates` of each line of NDJSON ``data`` that opens as JSON (``{`` or ``[``); text
+    lines among the records stay as they are (``C:\\ud800x`` in a traceback is text, not an escape)."""
+    if _SURROGATE_ESCAPE.search(data) is None:
+        return data
+    return b"\n".join([without_lone_surrogates(line) if line.lstrip()[:1] in b"{[" and line.strip() else line
+                        for line in data.split(b"\n")])
+
+
 def _is_json(line: bytes) -> bool:
     try:
         msgspec.json.decode(line)
@@ -1198,6 +1233,7 @@ def decode_ndjson(data: bytes, *, origin: str, stream: str, host: str | None, re
     is the record-by-record reading it is checked against: ``benchmarks/fuzz.py``). After
     ``MAX_REJECTS_PER_VALUE`` rejects, the rest of the value (from the line after the last one) is one more
     ``bad_envelope`` reject that holds it whole, unread."""
+    data = _records_without_lone_surrogates(data)  # "\\ud800" alone: U+FFFD, its record kept (a stop's finding)
     out = Decoded()
     add = out.segments.append
     lines = None  # the value's lines, split only for a reject's or a poller's record
@@ -1646,6 +1682,10 @@ def _each_record(lines: list[bytes], first: int, origin: str, rejects: list[Reje
 def _why(e: Exception, raw: bytes) -> str:
     """A reject's reason for an NDJSON record ``raw`` that failed with ``e``."""
     if isinstance(e, UnicodeDecodeError):
+        o = e.object[e.start:e.start + 3]
+        if len(o) == 3 and o[0] == 0xED and 0xA0 <= o[1] <= 0xBF and 0x80 <= o[2] <= 0xBF:  # what "\ud800" encodes to
+            return (f"not UTF-8: bytes {o.hex(' ')} at byte {e.start} encode a UTF-16 surrogate (CESU-8 or WTF-8), "
+                    "which UTF-8 holds no character of")
         return f"not UTF-8: {e}"
     if isinstance(e, msgspec.ValidationError):  # every field is Any: a record that is no object, or a number
         s = str(e)                              # past a double in a field that is read
@@ -1675,7 +1715,7 @@ def _mixed_json_array(data: bytes) -> bool:
     if 123 not in data or data.lstrip()[:1] != b"[" or data.rstrip()[-1:] != b"]":
         return False
     try:
-        v = orjson.loads(data)
+        v = orjson.loads(without_lone_surrogates(data))
     except orjson.JSONDecodeError:
         return False
     return isinstance(v, list) and any(isinstance(x, dict) for x in v)
@@ -1689,7 +1729,7 @@ def decode_json_array(data: bytes, **where) -> Decoded:
     An array that is not valid JSON is one ``bad_envelope`` reject holding the whole value. Never raises.
     """
     try:
-        recs = orjson.loads(data)
+        recs = orjson.loads(without_lone_surrogates(data))  # "\\ud800" alone: U+FFFD (the whole value was lost)
     except orjson.JSONDecodeError as e:
         return Decoded(rejects=[Reject(where["origin"], f"JSON array value: {e}", data, "bad_envelope")])
     # one record per line, so element i is NDJSON record i: a single reading of envelopes, not two. Each

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timezone, tzinfo
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import orjson
@@ -62,17 +63,42 @@ def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     ``TypeError``. Integers out of their column's range (a ``[40000]`` device in an NCCL prefix, a ``GPU99999``
     row of ``topo -m``) are the exception: such a value becomes null and ``details.<column>_text`` keeps it as
     text, as for a field extraction finds too big (those rows are copied), so one odd field does not cost the
-    batch's other rows (``_bounded``).
+    batch's other rows (``_bounded``). So are lone UTF-16 surrogates in text (``"\\ud800"``, which neither Arrow nor
+    orjson encode as UTF-8): each becomes U+FFFD (``_without_surrogates``), as bytes that are no UTF-8 read.
     """
     if not rows:
         return schema.empty_table()
-    try:
-        return _to_table(rows, schema)
-    except (pa.ArrowInvalid, OverflowError):
-        fixed = _bounded(rows, schema)
-        if fixed is rows:
-            raise
-        return _to_table(fixed, schema)
+    fixes = {"bounded", "surrogates"}  # each fix once, in the order the rows need them
+    while True:
+        try:
+            return _to_table(rows, schema)
+        except (pa.ArrowInvalid, OverflowError):
+            fixed = _bounded(rows, schema) if "bounded" in fixes else rows
+            fixes.discard("bounded")
+            if fixed is rows:
+                raise
+        except (UnicodeEncodeError, TypeError) as e:  # Arrow's and orjson's refusal of a lone surrogate
+            if "surrogates not allowed" not in str(e) or "surrogates" not in fixes:
+                raise
+            fixes.discard("surrogates")
+            fixed = [_without_surrogates(r) for r in rows]
+        rows = fixed
+
+
+def _without_surrogates(v: Any) -> Any:
+    """``v`` (a row, or a value in one: dicts, lists and strings, keys too) with each UTF-16 surrogate that is not
+    one of a pair replaced by U+FFFD (a pair is the one character it spells); ``v`` itself when it holds none."""
+    if type(v) is str:
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return v.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return v
+    if isinstance(v, dict):
+        return {_without_surrogates(k): _without_surrogates(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_without_surrogates(x) for x in v)
+    return v
 
 
 def _int_range(t: pa.DataType) -> tuple[int, int]:

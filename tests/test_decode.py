@@ -363,15 +363,50 @@ def test_envelope_fields_the_decoder_does_not_read_cannot_reject_a_record():
 
 def test_envelope_bytes_that_are_not_utf8_reject_the_record_even_in_fields_not_read():
     """JSON text is UTF-8 (RFC 8259): a record with a stray byte or an encoded surrogate anywhere is a
-    ``bad_envelope`` reject that says so, as the same record inside a JSON array value is; a lone escaped
-    surrogate is named as such; the records around them come through."""
+    ``bad_envelope`` reject that says so (the surrogate's bytes named as such); the records around them come
+    through. A lone escaped surrogate is JSON (RFC 8259 §8.2) that names no character: it reads as U+FFFD and
+    its record is kept (test_a_lone_escaped_surrogate_reads_as_the_replacement_character)."""
     good = orjson.dumps({"host": "a", "message": XID})
     d = msg(good + b'\n{"message": "a", "junk": "\xff"}\n{"message": "a", "j": "\xed\xa0\x80"}\n'
             b'{"message": "\\ud800 hi"}\n' + good)
-    assert len(d.segments) == 2
-    assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r1", "r2", "r3"]
-    assert "not UTF-8" in d.rejects[0].reason and "not UTF-8" in d.rejects[1].reason
-    assert "surrogate" in d.rejects[2].reason
+    assert [s.data.decode() for s in d.segments] == [XID, "\ufffd hi", XID]
+    assert [r.origin.rsplit("#", 1)[1] for r in d.rejects] == ["r1", "r2"]
+    assert d.rejects[0].reason == ("NDJSON record 1: not UTF-8: 'utf-8' codec can't decode byte 0xff in position 26: "
+                                   "invalid start byte")
+    assert d.rejects[1].reason == ("NDJSON record 2: not UTF-8: bytes ed a0 80 at byte 23 encode a UTF-16 surrogate "
+                                   "(CESU-8 or WTF-8), which UTF-8 holds no character of")
+
+
+LONE = XID.replace("pid=0", "pid=0 \\ud800").encode()  # the JSON escape of a surrogate alone (6 bytes)
+
+
+@pytest.mark.parametrize("runs", [False, True])
+def test_a_lone_escaped_surrogate_reads_as_the_replacement_character(runs):
+    """A record whose message holds ``"\\ud800"`` (or a low surrogate alone, or a low one before a high one) was a
+    ``bad_envelope`` reject, its Xid lost, and a JSON array value holding one was refused whole, its good records
+    with it: each such escape reads as U+FFFD and every record comes through; a pair is the character it spells,
+    an escaped backslash before ``ud800`` is no escape, and a text line among the records keeps its text."""
+    recs = [b'{"host": "n1", "message": "' + LONE + b'"}',
+            b'{"host": "n1", "message": "\\udc00\\ud800 x \\ud83d\\ude00"}',
+            b'{"host": "n1", "message": "C:\\\\ud800 y"}', rb"Traceback: C:\ud800 z",
+            b'{"host": "n1\\udfff", "message": "m"}']
+    d = msg(b"\n".join(recs), key=None) if not runs else decode_message(
+        b"\n".join(recs), topic="t", partition=0, offset=1, key=None, timestamp_ms=1_700_000_000_000, runs=True)
+    segs = per_record(d.segments)
+    assert [(s.data.decode(), s.host) for s in segs] == [
+        (XID.replace("pid=0", "pid=0 \ufffd"), "n1"), ("\ufffd\ufffd x \U0001F600", "n1"), ("C:\\ud800 y", "n1"),
+        ("Traceback: C:\\ud800 z", "n1"), ("m", "n1\ufffd")]
+    assert not d.rejects
+    arr = b"[" + b",".join([recs[0], orjson.dumps({"host": "n2", "message": XID})]) + b"]"
+    d = msg(arr)
+    assert [(s.data.decode(), s.host, s.origin) for s in d.segments] == [
+        (XID.replace("pid=0", "pid=0 \ufffd"), "n1", "kafka:fleet.dmesg/2/41#r0"),
+        (XID, "n2", "kafka:fleet.dmesg/2/41#r1")]
+    assert not d.rejects
+    mixed = b"[1, " + recs[0] + b"]"  # an array with an object among other values (looks_json_array's second form)
+    d = msg(mixed)
+    assert [s.data.decode() for s in d.segments] == [XID.replace("pid=0", "pid=0 \ufffd")]
+    assert [r.reason for r in d.rejects] == ["NDJSON record 0: record is not an object (Expected `object`, got `int`)"]
 
 
 def test_a_monotonic_time_that_is_no_decimal_count_gives_no_boot_time_and_loses_nothing():

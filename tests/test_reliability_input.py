@@ -107,7 +107,24 @@ def inputs() -> list[tuple[str, list[bytes]]]:
         # at every restart: a break-it pass)
         ("duration", [xid("33") + b"\n" + WATCHDOG_3000_YEARS]),
         *((key, [xid("37")]) for key in BAD_HOST_KEYS),
+        ("surrogate", SURROGATES),
     ]
+
+
+def _with(rec: bytes, odd: bytes) -> bytes:
+    return rec.replace(b"name=p", b"name=p" + odd)
+
+
+#: lone UTF-16 surrogates: escaped in an NDJSON record and in a JSON array value (each was a reject, the array
+#: value's good record lost with it), encoded as bytes in a text line, and as bytes in an NDJSON record (no UTF-8:
+#: that record alone is a reject, its reason naming the surrogate)
+SURROGATES = [b"\n".join([_with(envelope(host="surrogate", message=xid("70").decode()), rb"\ud800"),
+                          envelope(host="surrogate", message=xid("71").decode())]),
+              b"[" + _with(envelope(host="surrogate", message=xid("72").decode()), rb"\udfff") + b","
+              + envelope(host="surrogate", message=xid("73").decode()) + b"]",
+              _with(xid("74"), b"\xed\xa0\x80"),
+              b"\n".join([envelope(host="surrogate", message=xid("75").decode()),
+                          _with(envelope(host="surrogate", message=xid("76").decode()), b"\xed\xa0\x80")])]
 
 
 #: Kafka keys that name no host (a host from its key, as the line names none): a path, a name longer than the
@@ -259,6 +276,20 @@ def test_invalid_utf8_and_nul_bytes_give_events(through_kafka, origins):
     [n] = of(events, "nul")
     assert n["device"] == "0000:22:00.0" and "\x00" in n["message"]
     assert not dlq_of(dead, origins["utf8"]) and not dlq_of(dead, origins["nul"])
+
+
+@kafka
+def test_a_lone_surrogate_costs_no_other_line(through_kafka, origins):
+    """An escaped lone surrogate reads as U+FFFD, in an NDJSON record and in a JSON array value, and bytes that
+    encode one in a text line too: every fault is stored (through Parquet); the NDJSON record whose bytes encode one
+    is no UTF-8, so it alone is dead-lettered, with that reason, and the record beside it is stored."""
+    events, dead = through_kafka["events"], through_kafka["dead"]
+    got = sorted((e["device"], "\ufffd" in e["message"]) for e in of(events, "surrogate"))
+    assert got == [("0000:70:00.0", True), ("0000:71:00.0", False), ("0000:72:00.0", True), ("0000:73:00.0", False),
+                   ("0000:74:00.0", True), ("0000:75:00.0", False)]
+    [d] = dlq_of(dead, origins["surrogate"])
+    assert d["ff-count"] == "1" and d["ff-parts"] == "r1:bad_envelope" and d["key"] == b"surrogate"
+    assert "bytes ed a0 80 at byte" in d["ff-reason"] and "encode a UTF-16 surrogate" in d["ff-reason"]
 
 
 @kafka
@@ -600,6 +631,10 @@ def bad_folder(tmp_path_factory):
             continue
         if key in BAD_HOST_KEYS:  # Kafka keys: no file is named so (test_hosts_that_are_no_host_names_… covers it)
             continue
+        if key == "surrogate":  # a file each: NDJSON, a JSON array, text (named surrogate2), NDJSON
+            for i, v in enumerate(values):
+                (d / f"surrogate{i}.log").write_bytes(v + b"\n")
+            continue
         (d / f"{key}.log").write_bytes(b"\n".join(values) + b"\n")
     return d
 
@@ -626,6 +661,12 @@ def test_diagnose_reads_every_class(bad_folder):
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/json.log")) == 3
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/types.log")) == 4  # the list as host too
     assert sum(1 for r in decoded.rejects if r.origin.startswith(f"file:{bad_folder.name}/amplify.log")) == 1001  # 1,000 + the rest
+    assert sorted((e["device"], "\ufffd" in e["message"]) for e in by_host["surrogate"] + by_host["surrogate2"]) == [
+        ("0000:70:00.0", True), ("0000:71:00.0", False), ("0000:72:00.0", True), ("0000:73:00.0", False),
+        ("0000:74:00.0", True), ("0000:75:00.0", False)]
+    [r] = [r for r in decoded.rejects if "/surrogate" in r.origin]
+    assert r.origin.startswith(f"file:{bad_folder.name}/surrogate3.log") and r.origin.endswith("#r1")
+    assert "bytes ed a0 80 at byte" in r.reason and "encode a UTF-16 surrogate" in r.reason
 
 
 @kafka
@@ -651,6 +692,28 @@ def test_diagnose_cli_names_the_bad_files_and_diagnoses_the_others(tmp_path):
 
 
 # --- decode.py / pipeline.py on their own: once open defects (xfail), now fixed ------------------------------
+
+
+def test_a_lone_surrogate_in_a_row_is_stored_as_u_fffd(tmp_path):
+    """Arrow and orjson refuse a lone surrogate (no decoder gives one today; one that did made the pipeline
+    raise and its Kafka record dead-lettered whole): ``to_table`` stores it as U+FFFD, in text columns and in
+    ``details`` (keys too); a pair stays the one character it spells, and an integer out of range beside it is
+    still kept as text."""
+    from api.store import Store
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+
+    row = {"event_id": "e1", "ts": 1_700_000_000_000_000, "ts_basis": "kafka", "host": "node\ud800", "kind": "xid",
+           "source": "dmesg", "signature": "xid", "severity": "error", "ts_precision_us": 1, "count": 1,
+           "message": "a\udcff b \ud83d\ude00", "origin": "kafka:t/0/1", "seq": 2 ** 70,
+           "details": {"k\udfff": "v\ud800"}}
+    before = dict(row)
+    lake = Lake(tmp_path / "lake")
+    lake.write("events", to_table([row], EVENTS_SCHEMA), "b1")
+    [e] = Store(lake).query("SELECT host, message, seq, details FROM events")
+    assert row == before
+    assert (e["host"], e["message"], e["seq"]) == ("node\ufffd", "a\ufffd b \U0001F600", None)
+    assert orjson.loads(e["details"]) == {"k\ufffd": "v\ufffd", "seq_text": str(2 ** 70)}
 
 
 def dm(value: bytes):
