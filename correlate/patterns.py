@@ -20,7 +20,7 @@ from typing import Callable
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  fault_name, first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
 from correlate.model import DESYNC_REPORT, PROCESS_END, TORCHRUN_AGENT, Ev, capture_of
-from correlate.rules import JOB_CONFIG
+from correlate.rules import config_value
 from correlate.topology import bridge_gateway, expected_links, link_local, loopback, peer_name
 from correlate.window import may_cause
 from ingest.catalog import Catalog
@@ -2037,8 +2037,23 @@ def _imex_peer_lost(scene: Scene, lost: Ev) -> str:
               "as a new instance.")
 
 
-#: a job setting (``rules.JOB_CONFIG``) as the explanation names it
-SETTING_NAMES = {"net_plugin": "network plugin"}
+#: a job setting (``rules.JOB_CONFIG``) as the explanation names it: (name, why the ranks cannot run together, what to
+#: do, how to check)
+SETTINGS: dict[str, tuple[str, str, str, list[str]]] = {
+    "net_plugin": (
+        "network plugin", "their ranks speak two transports to each other",
+        "Make every host of the job load the same NCCL network plugin: install the same plugin (libnccl-net.so: "
+        "HPC-X's nccl_rdma_sharp_plugin, aws-ofi-nccl) on all of them, or none, and the same LD_LIBRARY_PATH / "
+        "NCCL_NET_PLUGIN in the job's environment; then rerun.",
+        ["NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line ({hosts})", "ldconfig -p | grep libnccl-net"]),
+    "nccl_version": (
+        "version", "their ranks run two NCCL releases, whose bootstrap and wire protocols need not agree",
+        "Make every host of the job load one NCCL release: the same libnccl.so.2 (the system's, under "
+        "/usr/lib or /usr/local/nccl*, against the Python wheel's nvidia-nccl-cu*; LD_LIBRARY_PATH, LD_PRELOAD) on all "
+        "of them; then rerun.",
+        ["NCCL_DEBUG=INFO: every host prints the same 'NCCL version' line ({hosts})",
+         "python -c 'import torch; print(torch.cuda.nccl.version())'", "pip list 2>/dev/null | grep -i nccl"]),
+}
 
 
 def config_mismatch(scene: Scene) -> Verdict | None:
@@ -2052,58 +2067,59 @@ def config_mismatch(scene: Scene) -> Verdict | None:
     lines = [e for e in scene.faults() if e.details.get("config_differs")]
     if not lines or _serious_device_fault(scene):
         return None
-    per_host: dict[str, set[str]] = defaultdict(set)
+    per_setting: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for e in lines:
-        per_host[e.host].add(_plugin_said(e))
-    if len(per_host) < 2:
+        per_setting[e.details["config_differs"]][e.host].add(_setting_said(e))
+    settings = sorted(s for s, per_host in per_setting.items() if len(per_host) >= 2)
+    if not settings:
         return None
-    setting = lines[0].details["config_differs"]
     init_ids = {id(e) for e in lines}
     down, ctx = downstream_parties(scene, ("", "configuration", None), lines)
     down = [p for p in down if not {id(e) for e in p.events} <= init_ids]
-    said = "; ".join(f"{h}: {', '.join(sorted(v))}" for h, v in sorted(per_host.items()))
-    hosts = sorted(per_host)
     reported = bool(down)
-    initiator = _host_initiator(None, "nccl_transport", lines)
-    initiator["candidates"] = _odd_hosts(lines, per_host)
+    kinds = {e.kind for e in lines}
+    initiator = _host_initiator(None, "nccl_transport" if "nccl_transport" in kinds else lines[0].kind, lines)
+    initiator["candidates"] = sorted({h for s in settings
+                                      for h in _odd_hosts([e for e in lines if e.details["config_differs"] == s])})
+    differ = []
+    for setting in settings:
+        name, why, _, _ = SETTINGS[setting]
+        said = "; ".join(f"{h}: {', '.join(sorted(v))}" for h, v in sorted(per_setting[setting].items()))
+        differ.append(f"different NCCL {name}s ({said}): {why}")
     return Verdict(
         pattern="config.job_mismatch", category="nccl_software", initiator=initiator, initiator_events=lines,
         downstream=down, context=[e for e in ctx if id(e) not in init_ids], confidence=0.8 if reported else 0.6,
         severity="error" if any(e.sev >= SEVERITY_RANK["error"] for p in down for e in p.events) else "warning",
-        explanation=(f"The hosts of one job's log loaded different NCCL {SETTING_NAMES.get(setting, setting)}s "
-                     f"({said}): their "
-                     "ranks speak two transports to each other, so the job hangs or fails at its first collective "
-                     "between them with no error of its own"
+        explanation=(f"The hosts of one job's log loaded {', and '.join(differ)}, so the job hangs or fails at its "
+                     "first collective between them with no error of its own"
                      + (", and " + ", ".join(sorted({p.key[0] for p in down})) + " reported it" if reported else "")
                      + ". No GPU, link or NIC fault is logged: the configuration is the first fault."),
-        next_action=("Make every host of the job load the same NCCL network plugin: install the same plugin "
-                     "(libnccl-net.so: HPC-X's nccl_rdma_sharp_plugin, aws-ofi-nccl) on all of them, or none, and the "
-                     "same LD_LIBRARY_PATH / NCCL_NET_PLUGIN in the job's environment; then rerun."),
-        verify=[f"NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line ({', '.join(hosts)})",
-                "ldconfig -p | grep libnccl-net"],
+        next_action=" ".join(SETTINGS[s][2] for s in settings),
+        verify=[v.format(hosts=", ".join(sorted(per_setting[s]))) for s in settings for v in SETTINGS[s][3]],
         missing=[] if reported else ["whether the job hung or failed: its ranks' watchdog lines"])
 
 
-def _odd_hosts(lines: list[Ev], per_host: dict[str, set[str]]) -> list[str]:
-    """The hosts to change first (``config_mismatch``'s candidates, sorted): those whose setting (``JOB_CONFIG``'s
-    value, what each host's lines say) fewer hosts share, when one setting is held by more hosts than each other one;
-    else every host. Three hosts of which two loaded HPC-X's plugin named all three, the odd one not told (a
-    break-it pass)."""
-    said: dict[str, frozenset[str]] = {}
-    for h in per_host:
-        said[h] = frozenset(JOB_CONFIG[e.signature][1] for e in lines if e.host == h)
-    count = Counter(said.values())
+def _odd_hosts(lines: list[Ev]) -> list[str]:
+    """The hosts to change first (``config_mismatch``'s candidates, sorted), of ``lines`` (one setting's): those whose
+    value (``rules.config_value``, what each host's lines say) fewer hosts share, when one value is held by more hosts
+    than each other one; else every host. Three hosts of which two loaded HPC-X's plugin named all three, the odd one
+    not told (a break-it pass)."""
+    said: dict[str, set[str | None]] = defaultdict(set)
+    for e in lines:
+        said[e.host].add(config_value(e))
+    count = Counter(frozenset(v) for v in said.values())
     most = max(count.values())
     if list(count.values()).count(most) > 1:
-        return sorted(per_host)
-    return sorted(h for h, v in said.items() if count[v] < most)
+        return sorted(said)
+    return sorted(h for h, v in said.items() if count[frozenset(v)] < most)
 
 
-def _plugin_said(e: Ev) -> str:
-    """What a network-plugin line says was loaded: the external library's name or path, else NCCL's internal one."""
-    if e.signature == "nccl.net_plugin.internal":
-        return "internal"
-    return str(e.details.get("net_plugin") or e.details.get("net_plugin_path") or "an external plugin")
+def _setting_said(e: Ev) -> str:
+    """What a configuration line says, as the explanation names it: a network plugin's library name or path, else
+    NCCL's internal one; the NCCL release a version line names."""
+    if e.signature == "nccl.net_plugin.external":
+        return str(e.details.get("net_plugin") or e.details.get("net_plugin_path") or "an external plugin")
+    return config_value(e) or "?"
 
 
 def _payload(e: Ev) -> str:

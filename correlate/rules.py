@@ -447,51 +447,88 @@ def log_of(e: Ev) -> str | None:
     return capture_of(e)
 
 
-#: NCCL's configuration lines a job's ranks must agree on, as signature -> (what they set, the value they say): the
-#: network plugin (src/plugin/net.cc), NCCL's own transports or an external library's. Two plugins speak two wire
-#: protocols: hosts of one job that load different ones hang at their first collective between them, no error printed
-#: (NVIDIA/nccl#1634: HPC-X's RDMA/SHARP plugin on HGX-H100-04, the internal one on HGX-H100-11; "you have
-#: libnccl-net.so on part of your hpc"). Two external plugins are not compared: one release prints the library's
-#: path, another its name, for the same plugin
+#: NCCL's configuration lines a job's ranks must agree on, as signature -> (what they set, the value they say: a
+#: constant, or ``{field}`` for the line's own ``details`` field). The network plugin (src/plugin/net.cc), NCCL's own
+#: transports or an external library's: two plugins speak two wire protocols, and hosts of one job that load different
+#: ones hang at their first collective between them, no error printed (NVIDIA/nccl#1634: HPC-X's RDMA/SHARP plugin on
+#: HGX-H100-04, the internal one on HGX-H100-11; "you have libnccl-net.so on part of your hpc"). Two external plugins
+#: are not compared: one release prints the library's path, another its name, for the same plugin. The NCCL release
+#: (init.cc's "NCCL version 2.19.3+cuda12.3", the release without its CUDA build): NVIDIA/nccl#1267's bootstrap failed
+#: ("family 0 is neither AF_INET(2) nor AF_INET6(10)") with hosts on 2.20.5 and 2.19.3, and ran once all were on one
+#: release ("your hunch that the issue was due to mismatched versions was correct"); NVIDIA/nccl#354's maintainer
+#: asked of a hang without a warning "could it be possible that you have different NCCL versions on different nodes?"
 JOB_CONFIG: Final = {"nccl.net_plugin.internal": ("net_plugin", "internal"),
-                     "nccl.net_plugin.external": ("net_plugin", "external")}
+                     "nccl.net_plugin.external": ("net_plugin", "external"),
+                     "nccl.version": ("nccl_version", "{nccl_version}")}
+
+
+def config_value(e: Ev) -> str | None:
+    """What a configuration line (``JOB_CONFIG``) says its setting is: the constant, or the line's ``details`` field
+    the entry names in braces; None for a line of no such signature or without that field."""
+    what = JOB_CONFIG.get(e.signature)
+    if what is None:
+        return None
+    value = what[1]
+    if value.startswith("{") and value.endswith("}"):
+        got = e.details.get(value[1:-1])
+        return None if got is None else str(got)
+    return value
 
 
 def mark_config_mismatch(events: list[Ev]) -> None:
     """Mark the configuration lines (``JOB_CONFIG``) of one job's log (:func:`log_of`) on which its hosts disagree:
-    ``details.config_differs`` is the setting ("net_plugin") on every such line of the log, when at least two of its
-    hosts printed a value and their sets of values differ. Such a line is a fault and an initiator (``attribute``);
-    a line alone, or hosts that agree, stay context. Only lines of one job's output (a launcher's capture: mpirun,
-    srun, pdsh): the two hosts' lines are tied by being that output, which no field of theirs says. Sets
-    ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
+    ``details.config_differs`` is the setting ("net_plugin", "nccl_version") on every such line of the job that
+    counts, when at least two of its hosts printed a value and their sets of values differ. A process's last line of a
+    setting is the one that counts: NCCL that opened an external plugin ("Plugin Path : …") and then fell back to its
+    internal one ("Using internal network plugin") runs the internal one; the earlier line stays context. Such a line
+    is a fault and an initiator (``attribute``); a line alone, or hosts that agree, stay context. Only lines of one
+    job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
+    field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
+    :func:`_capture_jobs` (communicators no host shares). Sets ``details`` in place, before any predicate is asked of
+    the events (``pred_shape`` reads it)."""
     per_log: dict[tuple[str, str], list[Ev]] = {}
+    members: dict[str, list[Ev]] = {}
     for e in events:
         what = JOB_CONFIG.get(e.signature)
-        if what is not None and (log := log_of(e)) is not None:
+        if what is None and (e.kind != "nccl_init" or e.rank is None):
+            continue
+        if (log := log_of(e)) is None:
+            continue
+        if what is not None and e.host and config_value(e) is not None:
             per_log.setdefault((log, what[0]), []).append(e)
-    for (_, setting), lines in per_log.items():
+        elif what is None:
+            members.setdefault(log, []).append(e)
+    for (log, setting), lines in per_log.items():
+        jobs = _capture_jobs(members.get(log, []))
         for run in _job_runs(lines):
-            per_host: dict[str, set[str]] = {}
-            for e in run:
-                per_host.setdefault(e.host, set()).add(JOB_CONFIG[e.signature][1])
-            values = list(per_host.values())
-            if len(values) >= 2 and any(v != values[0] for v in values[1:]):
-                for e in run:
-                    e.details["config_differs"] = setting
+            for job in _split_jobs(run, jobs):
+                last: dict[tuple[str, int | None], Ev] = {}  # a process's last word on the setting
+                for e in job:
+                    last[(e.host, e.pid)] = e
+                per_host: dict[str, set[str | None]] = {}
+                for e in last.values():
+                    per_host.setdefault(e.host, set()).add(config_value(e))
+                values = list(per_host.values())
+                if len(values) >= 2 and any(v != values[0] for v in values[1:]):
+                    for e in last.values():
+                        e.details["config_differs"] = setting
+
+
+def _place(e: Ev) -> tuple:
+    """Where a line of a log file stands in it: its line number, else ``Ev.order``."""
+    n = e.origin.rsplit(":", 1)[-1]
+    return (0, int(n), ()) if n.isdigit() else (1, 0, e.order)
 
 
 def _job_runs(lines: list[Ev]) -> list[list[Ev]]:
-    """``lines`` (one log's, ``log_of``) cut into the job's runs, in the log's order (line number, else
-    ``Ev.order``): a run ends where a GPU of a host (``gpu_index``) that printed in it prints again under another pid,
-    a new process of that rank (a requeued job appending to its output file, a restart). Hosts of two runs never ran
-    together: a host on the internal plugin in the first run and one on an external plugin in the second were "one
-    job's" mismatch (a break-it pass). A line with no GPU index cuts no run."""
-    def place(e: Ev) -> tuple:
-        n = e.origin.rsplit(":", 1)[-1]
-        return (0, int(n), ()) if n.isdigit() else (1, 0, e.order)
+    """``lines`` (one log's, ``log_of``) cut into the job's runs, in the log's order (:func:`_place`): a run ends where
+    a GPU of a host (``gpu_index``) that printed in it prints again under another pid, a new process of that rank (a
+    requeued job appending to its output file, a restart). Hosts of two runs never ran together: a host on the
+    internal plugin in the first run and one on an external plugin in the second were "one job's" mismatch (a break-it
+    pass). A line with no GPU index cuts no run."""
     runs: list[list[Ev]] = [[]]
     pids: dict[tuple[str, int], int | None] = {}
-    for e in sorted(lines, key=place):
+    for e in sorted(lines, key=_place):
         key = (e.host, e.gpu_index)
         if e.gpu_index is not None and key in pids and pids[key] != e.pid:
             runs.append([])
@@ -500,6 +537,57 @@ def _job_runs(lines: list[Ev]) -> list[list[Ev]]:
             pids[key] = e.pid
         runs[-1].append(e)
     return runs
+
+
+def _capture_jobs(members: list[Ev]) -> dict[str, str]:
+    """Host -> a representative host of its job, from one log's membership lines (kind ``nccl_init`` with a rank): the
+    hosts with ranks of one communicator (NCCL's ``commId``, "comm 0x557fe785f7a0 rank 36 nranks 64 … commId
+    0x5ae77eb5ea4ec1ee - Init COMPLETE", NVIDIA/nccl#1814) are one job's, and so are the hosts of one nccl-tests rank
+    table ("#  Rank  0 Group  0 Pid 587622 on node01 device  0 …", one table per test run, from its Rank 0 on, in the
+    log's order), joined through hosts they share. Hosts no such line places are absent. Two jobs a launcher ran one
+    after the other into one file (two mpirun calls of a script, an srun step per job) share no communicator, so no
+    host; the time between them is no cut, as the lines of such a capture print no time (``log_of``), and neither is
+    the "NCCL version" banner, printed by rank 0 of every communicator, many per job."""
+    parent: dict[str, str] = {}
+
+    def root(h: str) -> str:
+        while parent.setdefault(h, h) != h:
+            parent[h] = parent[parent[h]]
+            h = parent[h]
+        return h
+
+    def tie(hosts: Iterable[str]) -> None:
+        first = None
+        for h in hosts:
+            if first is None:
+                first = root(h)
+            else:
+                parent[root(h)] = first
+
+    by_comm: dict[str, set[str]] = defaultdict(set)
+    tables: list[set[str]] = []
+    last_rank = None
+    for e in sorted(members, key=_place):
+        if e.signature == "nccltests.rank":
+            if last_rank is None or e.rank is None or e.rank <= last_rank:
+                tables.append(set())
+            tables[-1].add(e.host)
+            last_rank = e.rank
+        elif e.comm:
+            by_comm[e.comm].add(e.host)
+    for hosts in [*by_comm.values(), *tables]:
+        tie(hosts)
+    return {h: root(h) for h in parent}
+
+
+def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
+    """``run``'s lines by job (:func:`_capture_jobs`) when its hosts' communicators place them in two jobs or more, in
+    the run's order; a host no communicator places is then of no known job and left out (it is compared with no one).
+    Else the run as one job: the log is the one tie its hosts have (NVIDIA/nccl#1634's two plugin lines, alone)."""
+    placed = {jobs[e.host] for e in run if e.host in jobs}
+    if len(placed) < 2:
+        return [run]
+    return [[e for e in run if jobs.get(e.host) == job] for job in sorted(placed)]
 
 
 def gpu_key(e: Ev, topo: Topology) -> str | None:

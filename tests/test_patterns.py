@@ -5471,6 +5471,79 @@ def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_i
     assert incs == [] and len(events) == 2
 
 
+def test_two_jobs_in_one_capture_are_compared_each_on_its_own(pipeline, tmp_path):
+    """A launcher's log holding two jobs one after the other (two mpirun calls of one script), no host in common,
+    each job's hosts agreeing on their network plugin but the two jobs loading different ones, was "one job's"
+    mismatch of all four hosts. The jobs' communicators tie their hosts (``rules._capture_jobs``: NCCL's commId on
+    the init lines, NVIDIA/nccl#1814; nccl-tests's rank table, one per test run): hosts no communicator shares are
+    two jobs, each compared on its own, and a mismatch within one of them is still its incident. A process that
+    opened an external plugin and then fell back to the internal one counts as internal (its last word)."""
+    internal = ("{h}:18226:18274 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    init = ("{h}:984:1257 [0] NCCL INFO comm 0x557fe785f7a0 rank {r} nranks 2 cudaDev 0 nvmlDev 0 busId 9b000 "
+            "commId {c} - Init COMPLETE")
+    table = "#  Rank  {r} Group  0 Pid 587622 on {h} device  0 [0x21] NVIDIA GeForce RTX 4090"
+
+    def job(hosts, plugin, comm):
+        return [x for r, h in enumerate(hosts)
+                for x in (plugin[r].format(h=h), init.format(h=h, r=r, c=comm))]
+
+    def incidents(name, lines):
+        return _job_files(pipeline, tmp_path, {name: "\n".join(lines) + "\n"})
+
+    a, b = ["gpu-a-01", "gpu-a-02"], ["gpu-b-01", "gpu-b-02"]
+    two = job(a, [internal] * 2, "0x5ae77eb5ea4ec1ee") + job(b, [external] * 2, "0x996ee6f117cb8e1e")
+    events, incs = incidents("two.log", two)
+    assert incs == [] and len(events) == 8
+    # the same two jobs told apart by nccl-tests's rank tables (no commId: NCCL before 2.19 prints none)
+    tables = [table.format(r=r, h=h) for r, h in enumerate(a)] + [internal.format(h=h) for h in a] + [
+        table.format(r=r, h=h) for r, h in enumerate(b)] + [external.format(h=h) for h in b]
+    events, incs = incidents("tests.log", tables)
+    assert incs == [] and len(events) == 8
+    # a mismatch inside the second job: its two hosts only, not the first job's
+    odd = job(a, [internal] * 2, "0x5ae77eb5ea4ec1ee") + job(b, [external, internal], "0x996ee6f117cb8e1e")
+    _, incs = incidents("odd.log", odd)
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", b)]
+    assert "gpu-b-01: /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so; gpu-b-02: internal" in incs[0][
+        "explanation"]
+    # one job (one communicator over the four hosts): the mismatch of NVIDIA/nccl#1634
+    _, incs = incidents("one.log", job(a + b, [internal] * 2 + [external] * 2, "0x5ae77eb5ea4ec1ee"))
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", a + b)]
+    # a process that opened HPC-X's plugin and fell back to NCCL's own: internal, as its peer's
+    fell_back = [external.format(h="gpu-a-01"), internal.format(h="gpu-a-01").replace("18226", "589474"),
+                 internal.format(h="gpu-a-02")]
+    events, incs = incidents("fallback.log", fell_back)
+    assert incs == [] and len(events) == 3
+
+
+def test_hosts_of_one_job_log_on_two_nccl_releases_are_one_configuration_incident(pipeline, tmp_path):
+    """NVIDIA/nccl#1267: a job's hosts on two NCCL releases (2.20.5 on one, 2.19.3 on the others) failed in NCCL's
+    bootstrap, and ran once every host loaded one release ("your hunch that the issue was due to mismatched versions
+    was correct"); NVIDIA/nccl#354's maintainer asked of a hang "could it be possible that you have different NCCL
+    versions on different nodes?". The version line (``nccl.version``, NVIDIA/nccl#1936's INFO form) is a setting of
+    ``rules.JOB_CONFIG`` as the network plugin is: two hosts of one job's log that print different releases are one
+    incident (``config.job_mismatch``); the same release with another CUDA build, or one host, is none."""
+    version = "{h}:205631:205631 [0] NCCL INFO NCCL version {v}+cuda{c}"
+
+    def incidents(name, lines):
+        return _job_files(pipeline, tmp_path, {name: "\n".join(lines) + "\n"})
+
+    _, incs = incidents("job.log", [version.format(h="gpu-a-01", v="2.20.5", c="12.4"),
+                                    version.format(h="gpu-a-02", v="2.19.3", c="12.3"),
+                                    version.format(h="gpu-a-03", v="2.19.3", c="12.3")])
+    (inc,) = incs
+    assert (inc["pattern"], inc["category"], inc["severity"]) == ("config.job_mismatch", "nccl_software", "warning")
+    assert inc["initiator"]["candidates"] == ["gpu-a-01"]
+    assert "different NCCL versions (gpu-a-01: 2.20.5; gpu-a-02: 2.19.3; gpu-a-03: 2.19.3)" in inc["explanation"]
+    assert "one NCCL release" in inc["next_action"]
+    for name, lines in {"cuda.log": [version.format(h="gpu-a-01", v="2.19.3", c="12.3"),
+                                     version.format(h="gpu-a-02", v="2.19.3", c="12.2")],
+                        "alone.log": [version.format(h="gpu-a-01", v="2.19.3", c="12.3")]}.items():
+        events, incs = incidents(name, lines)
+        assert incs == [] and len(events) == len(lines), name
+
+
 def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pipeline):
     """NCCL's proxy thread of a process fails its Connect (retcode 2, a system error) and closes its socket; the
     process's main thread then says "Connection closed by remote peer 10.104.148.191": its own proxy (NVIDIA/nccl#914).
