@@ -1717,15 +1717,20 @@ def ib_both_ends(scene: Scene) -> Verdict | None:
     or one host's completions alone, leaves the incident to the other patterns."""
     if scene.hardware_faults():
         return None
-    faults = [e for e in scene.faults() if e.signature != SYMPTOM]
-    ends = [e for e in faults if e.signature == IB_COMPLETION and not _reports_a_peer(e)]
+    ends: list[Ev] = []  # the completions that failed the connections
+    others: list[Ev] = []  # every other fault, which must be no fault of its own
+    for e in scene.faults():
+        if e.signature == IB_COMPLETION:
+            # a flushed completion (status 5) beside them is a third host's report of the failed connections, the
+            # work queued behind them flushed: the incident fell to "no single culprit" among three GPUs (a break-it
+            # pass). It is neither an end nor a fault of its own
+            if not _reports_a_peer(e):
+                ends.append(e)
+        elif e.signature != SYMPTOM:
+            others.append(e)
     hosts = sorted({e.host for e in ends})
     mine = {e.event_id for e in ends}
-    # a flushed completion (status 5) beside them is a third host's report of the failed connections, the work
-    # queued behind them flushed: the incident fell to "no single culprit" among three GPUs (a break-it pass)
-    if len(hosts) < 2 or any(e.event_id not in mine and e.signature != "nccl.warn" and scene.role(e) != "downstream"
-                             and not (e.signature == IB_COMPLETION and _reports_a_peer(e))
-                             and not any(c.event_id in mine for c in scene.causes_of(e)) for e in faults):
+    if len(hosts) < 2 or not all(_beside_the_ends(scene, e, mine) for e in others):
         return None
     hcas = sorted({f"{e.host}'s {hca}" for e in ends if (hca := e.details.get("hca"))})
     on = first_of(hosts, noun="hosts")
@@ -1744,6 +1749,14 @@ def ib_both_ends(scene: Scene) -> Verdict | None:
     v.missing = ["NCCL_DEBUG=INFO's 'NET/IB : Using' lines of both hosts (the HCAs and GID index each rank used)",
                  "the kernel logs of both hosts around these lines (an HCA or port event)"]
     return v
+
+
+def _beside_the_ends(scene: Scene, e: Ev, ends: set[str]) -> bool:
+    """Whether a fault beside ``ib_both_ends``'s error completions (``ends``: their event ids) is no fault of its own:
+    one of them (another line's event of the same id), NCCL's generic warning, a downstream line, or a line they
+    explain."""
+    return (e.event_id in ends or e.signature == "nccl.warn" or scene.role(e) == "downstream"
+            or any(c.event_id in ends for c in scene.causes_of(e)))
 
 
 def peer_failed(scene: Scene) -> Verdict | None:
