@@ -859,10 +859,10 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
     Per timeout and cause, the first explained edge of its collective (in ``edges`` order) whose effect is on
     another host within ``rules.collective_window_us`` gives the new edge; the new edges of one timeout in the order
     of those edges. Cost: nothing when no explained timeout names a collective; else the explained edges grouped
-    by cause once per call and each host's skew read once, so a timeout costs its collective's causes (a pair it
-    has an edge for already skipped at once), not its collective's edges: a domain of 72 hosts whose job died 20
-    times (11,540 events; ``benchmarks.bigdomain``) tested every timeout against every explained edge of its
-    collective, 6.5M tests and 13M ``Clocks.skew`` calls, 30 s."""
+    by cause once per call and each host's skew read from the clocks' cache (``window.Clocks``), so a timeout
+    costs its collective's causes (a pair it has an edge for already skipped at once), not its collective's edges:
+    a domain of 72 hosts whose job died 20 times (11,540 events; ``benchmarks.bigdomain``) tested every timeout
+    against every explained edge of its collective, 6.5M tests and 13M ``Clocks.skew`` calls, 30 s."""
     explained: dict[tuple, list[Edge]] = defaultdict(list)
     for x in edges:
         if x.effect.kind == "nccl_timeout" and (k := collective_of(x.effect)) is not None:
@@ -871,13 +871,7 @@ def collective_edges(scene: Scene, edges: list[Edge]) -> list[Edge]:
         return edges
     have = {(x.cause.event_id, x.effect.event_id) for x in edges}
     out = list(edges)
-    clocks, skews = scene.clocks, {}
-
-    def skew(host: str) -> int:
-        got = skews.get(host)
-        if got is None:
-            got = skews[host] = clocks.skew(host)
-        return got
+    skew = scene.clocks.skew  # cached per host (window.Clocks)
     # per collective: cause id -> its explained edges in order, as (index, effect host, effect start, host skew, edge)
     by_cause: dict[tuple, dict[str, list[tuple[int, str, int, int, Edge]]]] = {}
     for k, xs in explained.items():

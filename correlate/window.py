@@ -40,16 +40,26 @@ class Clocks:
 
     ``skew_us``: configured bounds (they win); ``estimated_us``: from
     :func:`estimate_skew`; an estimate only ever widens the default.
+
+    Each host's bound is cached on first ask (``skew``), for every reader of these clocks: the attribution
+    (``attribute._timing``, ``window.start_skew`` per event, ``attribute.collective_edges``) and the clustering
+    (``cluster``'s windows and keys) ask it of the same hosts again and again. The cache is never invalidated:
+    a Clocks is not changed once made (``with_estimates`` makes a new one, with an empty cache); a caller that
+    changed ``skew_us``, ``default_skew_us`` or ``estimated_us`` in place would read stale bounds.
     """
 
     skew_us: dict[str, int] = field(default_factory=dict)
     default_skew_us: int = 2 * S
     estimated_us: dict[str, int] = field(default_factory=dict)
+    #: host -> its bound (µs), as :meth:`skew` first computed it
+    _skews: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def skew(self, host: str) -> int:
-        if host in self.skew_us:
-            return self.skew_us[host]
-        return max(self.default_skew_us, self.estimated_us.get(host, 0))
+        got = self._skews.get(host)
+        if got is None:
+            got = self._skews[host] = (self.skew_us[host] if host in self.skew_us
+                                       else max(self.default_skew_us, self.estimated_us.get(host, 0)))
+        return got
 
     def max_skew(self) -> int:
         return max([self.default_skew_us, *self.skew_us.values(), *self.estimated_us.values()])
