@@ -2115,3 +2115,16 @@ def test_a_host_silent_past_the_window_and_the_lateness_leaves_no_entry():
     sc.add(table([("g3", "gone", back, "kafka", "other")]), now_us=back)
     sc.step(now_us=back)
     assert sc.heard_us["gone"] == back and sc.appended_us == {"gone": back}
+
+
+def test_clocks_cache_each_hosts_bound_and_a_new_clocks_starts_afresh():
+    """``Clocks.skew`` is cached per host on first ask (the attribution and the clustering ask it of the same hosts
+    again and again): a configured bound wins, an estimate only widens the default, and ``with_estimates`` makes
+    clocks whose bounds are the new estimates', not the cached ones of the clocks it came from."""
+    clocks = Clocks(skew_us={"a": 3 * S}, default_skew_us=S, estimated_us={"a": 9 * S, "b": 5 * S, "c": S // 2})
+    assert [clocks.skew(h) for h in ("a", "b", "c", "d", "b")] == [3 * S, 5 * S, S, S, 5 * S]
+    wider = clocks.with_estimates({"b": 7 * S, "d": 4 * S})
+    assert [wider.skew(h) for h in ("a", "b", "d")] == [3 * S, 7 * S, 4 * S]
+    assert [clocks.skew(h) for h in ("b", "d")] == [5 * S, S]
+    # the cache is no part of the clocks' value: equal clocks compare equal whatever each was asked
+    assert clocks == Clocks(skew_us={"a": 3 * S}, default_skew_us=S, estimated_us={"a": 9 * S, "b": 5 * S, "c": S // 2})
