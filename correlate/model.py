@@ -520,21 +520,32 @@ def follow_watchdogs(events: list[Ev]) -> None:
     timeouts: dict[tuple[str, int | None], list[Ev]] = {}
     enders: dict[str, list[Ev]] = {}
     watchdogs: dict[str, list[Ev]] = {}
+    # the lines that may follow one (``_follow_timeouts``' and ``_follow_enders``' tests of a line alone), in the
+    # order of ``events``: found in this one pass, not in one pass over every event per rule (the streaming
+    # correlator calls this over every kept event at every step)
+    followers: list[Ev] = []
+    crashes: list[Ev] = []
     for e in events:
+        sig = e.signature
+        if sig in CRASH_SIGNALS:
+            crashes.append(e)
         if e.elapsed_ms:
             if e.rank is not None:
                 timeouts.setdefault((e.host, e.rank), []).append(e)
             timeouts.setdefault((e.host, None), []).append(e)  # for the lines that print no rank
-        elif e.signature in ABORTS_ON:
+            continue
+        if sig in ABORTS_ON:
             enders.setdefault(e.host, []).append(e)
-        elif e.signature in WATCHDOG_ABORTS:
+        elif sig in WATCHDOG_ABORTS:
             watchdogs.setdefault(e.host, []).append(e)
-    if enders:
-        _follow_enders(events, enders, FOLLOW_UP_US)
-    if timeouts:
-        _follow_timeouts(events, timeouts)
-    if watchdogs:  # after the timeouts: a crash that follows a timeout keeps that timeout's start
-        _follow_enders(events, watchdogs, AGENT_FOLLOW_UP_US)
+        if e.source == "nccl" and (e.kind in ("nccl_timeout", "nccl_error") or sig.startswith(PROCESS_END)):
+            followers.append(e)
+    if enders and crashes:
+        _follow_enders(crashes, enders, FOLLOW_UP_US)
+    if timeouts and followers:
+        _follow_timeouts(followers, timeouts)
+    if watchdogs and crashes:  # after the timeouts: a crash that follows a timeout keeps that timeout's start
+        _follow_enders(crashes, watchdogs, AGENT_FOLLOW_UP_US)
 
 
 def _follow_timeouts(events: list[Ev], timeouts: dict[tuple[str, int | None], list[Ev]]) -> None:

@@ -806,10 +806,16 @@ class StreamCorrelator:
         # time and the quiet that resolves its incident (``incident.finish``): gone cold by its line's time, its
         # incident was correlated no more and its last version, "open", stood for ever when no peer's reset came at
         # that time (the batch's "resolved"; a break-it pass)
-        until = {k: max(e.ts, (e.ahead() or 0) + self.settings.resolve_after_us) for k, e in self.events.items()}
-        kept = {k for k, e in self.events.items()
-                if k in pending or (e.host not in quiet or e.kind in far or is_fault(e, catalog))
-                and (horizon.get(e.host) is None or until[k] >= horizon[e.host] - keep)}
+        # (one pass, ``Ev.ahead`` inlined: a dict of every kept event's time at every step was ~3 % of a working step)
+        resolve, kept = self.settings.resolve_after_us, set()
+        for k, e in self.events.items():
+            if k in pending:
+                kept.add(k)
+            elif e.host not in quiet or e.kind in far or is_fault(e, catalog):
+                h = horizon.get(e.host)
+                ahead = e.start if e.ts < e.start <= e.ts + AHEAD_MAX_US else 0  # (e.ahead() or 0)
+                if h is None or max(e.ts, ahead + resolve) >= h - keep:
+                    kept.add(k)
         # an emitted incident is kept whole while any of its events is: forgetting its old evidence alone
         # would re-form the rest into a new incident that supersedes it (node036: an ECC event and the
         # volatile ECC count read nine hours later)
