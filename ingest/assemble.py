@@ -49,7 +49,7 @@ from ingest.decode import Segment
 from ingest.prefix import (US, Prefix, _second_us, _zone_named, clock_us, parse_iso_us, parse_prefix, plausible,
                            resolve_year, resolve_year_after, to_us, zones_apart)
 from schemas.events import LINE_ID_PRECISION_US, TS_RANGE_US, line_event_id, make_event_id
-from schemas.hostname import is_host_name
+from schemas.hostname import canonical_host, is_host_name
 
 #: signatures whose events are also a link's state sample (GET /links): inactive, or down
 _LINK_STATE_SIGS = frozenset({"nvml.nvlink_inactive", "dcgm.nvlink_down", "nvml.nvlink_status_row"})
@@ -1583,6 +1583,7 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
     # file stream, or (stream, key) of keyed Kafka text -> the one host its prefixes named so far (None: several)
     named: dict[str | tuple[str, str | None], str | None] = {}
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
+    canon: dict[str, str] = {}  # a key as sent -> as stored (canonical_host), once per key spelling
     if pods:
         for h in hits:
             if h.c.sig.source == "dmesg":  # the kernel's lines are the node's own: no pod writes them (a break-it pass)
@@ -1605,7 +1606,9 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         # a key that is no host name (a path, a placeholder, bytes that were no UTF-8) is no file's name: its
         # stream is every machine's, as an unkeyed partition's (a raw Xid line after nodeA's took nodeA: break-it)
         keyed = not text and _keyed_text(seg) and _is_host(seg.host, known)
-        scope = seg.stream if text else (seg.stream, seg.host)  # a key's lines, whatever stream a caller made
+        # a key's lines, whatever stream a caller made, by the host the key names as stored (``node07`` and then
+        # ``NODE07`` are one file: what its earlier lines named was forgotten at the new spelling, a break-it pass)
+        scope = seg.stream if text else (seg.stream, _canonical(seg.host, canon) if keyed else seg.host)
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
@@ -1627,6 +1630,15 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
             h.row["host"] = got or ("unknown" if text else "")
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
+
+
+def _canonical(key: str, memo: dict[str, str]) -> str:
+    """``key`` (a Kafka key that is a host name) as hosts are stored (``schemas.hostname.canonical_host``:
+    ``NODE07`` -> ``node07``), ``memo`` keeping each spelling's: the name is made once per batch, not per line."""
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = canonical_host(key)
+    return got
 
 
 def _pod_node(h: Hit, pod: str, pods: dict[str, str]) -> str:

@@ -30,6 +30,7 @@ and the rest of the value goes on.
 from __future__ import annotations
 
 import bz2
+import functools
 import lzma
 import math
 import re
@@ -1793,14 +1794,24 @@ def _partition_names(topic: str, partition: int) -> tuple[str, str | None]:
 
 
 def _key_names(topic: str, partition: int, key: bytes) -> tuple[str, str]:
-    """(host, stream ``<topic>/<partition>/<host>``) a Kafka key names, cached."""
+    """(host, stream ``<topic>/<partition>/<host>``) a Kafka key names, cached: :func:`_host_stream`."""
     known = _KEYED.get((topic, partition, key))
     if known is None:
         if len(_KEYED) >= _CACHE_MAX:
             _KEYED.clear()
         h = key.decode("utf-8", "replace").strip()  # "node07\n": a shipper's template's line end
-        known = _KEYED[(topic, partition, key)] = (h, f"{topic}/{partition}/{h}")
+        known = _KEYED[(topic, partition, key)] = (h, _host_stream(topic, partition, h))
     return known
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_stream(topic: str, partition: int, host: str | None) -> str:
+    """The stream of a partition's records that a key or ``host`` header names ``host`` (as sent): the host as
+    stored (``schemas.hostname.canonical_host``), so ``node07`` and ``NODE07`` of one partition are one stream, as
+    they are one host: one file for what its earlier lines said (a traceback line under ``NODE07`` after NCCL lines
+    under ``node07`` took the key where ``diagnose`` of the file gave the host they named, a break-it pass). A name
+    that is no host name is kept as it is (``assign_hosts`` refuses it as a file's name)."""
+    return f"{topic}/{partition}/{canonical_host(host) if host and is_host_name(host) else host or ''}"
 
 
 def decode_message(value: bytes | None, *, topic: str, partition: int, offset: int, key: bytes | None,
@@ -1873,7 +1884,7 @@ def decode_message(value: bytes | None, *, topic: str, partition: int, offset: i
                                            "known; key the record by its host, or send one host header",
                                            value, "bad_host")])
         host = said[0] if said else None
-        stream = f"{topic}/{partition}/{host or ''}"
+        stream = _host_stream(topic, partition, host)
     ts = timestamp_ms * 1000
     source = tp[1]
     if 0 in data:  # a crash's hole ends its line before any record is parsed (end_nul_holes)

@@ -1668,6 +1668,32 @@ def test_a_keyed_record_s_hostless_line_takes_the_host_its_key_s_earlier_lines_n
     assert hosts([(a03, warn.format("node01")), (a03, envelope)]) == [("node01", "ib_port"), ("gpu-a05", "nccl_error")]
 
 
+def test_a_key_whose_spelling_changes_mid_stream_is_one_file(pipeline):
+    """A key is a file's name, and a host name is one host however it is spelled (``schemas.hostname``): a stream
+    keyed ``node07`` whose key a shipper spells ``NODE07`` (or ``node07.cluster.local``) from some record on is one
+    file. Its traceback line took what the stream's earlier lines named only under the raw spelling they came with,
+    so the key's new spelling fell back to the key (node07) where ``diagnose`` of the file gave node01 (a break-it
+    pass). Real lines: tests/corpus/015 (llm-d/llm-d#191)."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.decode import decode_partition
+    warn = "[2025-09-17 15:23:34] node01:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async " \
+           "error event: port error"
+    trace = " WorkerProc hit an exception."
+
+    def hosts(values: list[tuple[bytes, str]]) -> list[tuple[str, str]]:
+        records = [ConsumerRecord(topic="fleet.nccl", partition=0, offset=i, timestamp=T0 // 1000, timestamp_type=0,
+                                  key=key, value=v.encode(), checksum=None, serialized_key_size=len(key),
+                                  serialized_value_size=len(v), headers=[]) for i, (key, v) in enumerate(values)]
+        return [(e["host"], e["kind"]) for e in pipeline.run(decode_partition("fleet.nccl", 0, records)).events
+                .to_pylist()]
+
+    for again in (b"node07", b"NODE07", b"Node07.Cluster.Local"):
+        assert hosts([(b"node07", warn), (again, trace)]) == [("node01", "ib_port"), ("node01", "nccl_error")], again
+    # another host's key is another file still
+    assert hosts([(b"node07", warn), (b"node08", trace)]) == [("node01", "ib_port"), ("node08", "nccl_error")]
+
+
 def test_a_key_that_names_no_host_is_no_key_and_gives_no_line_another_writer_s_host(pipeline):
     """A shipper's key that is no host name stands for no file: a Logstash ``%{host}`` or Fluentd ``${hostname}``
     left unexpanded, a Python ``str(None)``, Go's ``<nil>``, a file path, bytes that were no UTF-8. Every machine's
