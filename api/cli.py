@@ -1018,9 +1018,14 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
         return await run()
 
     from correlate.consumer import CorrelateFailed
+    from ingest.consumer import NotStored
 
     try:
         return asyncio.run(main())
+    except NotStored as e:  # --once: the broker (or lake) kept failing a batch for once_give_up_s (a break-it pass:
+        # it retried for good, and waited for good on the first SIGTERM)
+        err.print(f"[red]not stored[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
     except CorrelateFailed as e:  # --once, caught up: its traceback is in the log already (StepGuard)
         err.print(f"[red]{escape(str(e))}[/]: the events are stored in the lake, the incidents could not be made "
                   "(a defect: the log above has its traceback)")

@@ -317,6 +317,7 @@ class Service:
             # as the ingest worker's: without it a `run` restarted after a kill -9 waited the default 30 s for its
             # dead predecessor's partitions whatever the setting said (a break-it pass)
             session_timeout_ms=settings.session_timeout_ms)
+        self.worker.once_give_up_s = settings.once_give_up_s
         self.hourly = Hourly(settings, self.lake)
         # after a restart: incident versions and the recent events from the lake, with the older events of
         # incidents the correlator keeps aside (StreamCorrelator.cold), and the append delays of all its events
@@ -394,7 +395,7 @@ class Service:
         listen_task = asyncio.create_task(when_listening(server, listening, stop)) if server is not None else None
         await self.worker.start()
         try:
-            await self.worker.run(until_caught_up=True)
+            await self.worker.run(until_caught_up=True, give_up=once)
             # the input so far has ended: close every window now rather than wait for later events
             try:
                 self.emit(self.step(self.correlator, int(time.time() * S), flush=True))
@@ -461,6 +462,7 @@ class IngestService:
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms,
             events_topic=settings.events_topic, domains=domains,
             session_timeout_ms=settings.session_timeout_ms)
+        self.worker.once_give_up_s = settings.once_give_up_s
         self.worker.on_assigned = lambda: domains.seed(self._memberships())
 
     def _memberships(self) -> list[tuple[str, int, str]]:
@@ -495,7 +497,7 @@ class IngestService:
             if on_started is not None:
                 on_started()
             try:
-                await self.worker.run(until_caught_up=once)
+                await self.worker.run(until_caught_up=once, give_up=once)
             finally:
                 await self.worker.close()
         finally:

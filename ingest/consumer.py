@@ -62,8 +62,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import (CommitFailedError, IllegalStateError, KafkaError, OutOfOrderSequenceNumber,
-                             UnknownProducerId)
+from aiokafka.errors import (CommitFailedError, IllegalStateError, KafkaError, KafkaTimeoutError,
+                             OutOfOrderSequenceNumber, UnknownProducerId)
 
 from ingest import metrics
 from ingest.broker import require_topics
@@ -78,14 +78,24 @@ from ingest.publish import (CONTENT_TYPE, FACT_TABLES, Domains, encode_records, 
 log = logging.getLogger("firstfault.ingest")
 
 
-async def stop_client(stop: Callable[[], Awaitable[Any]]) -> None:
+#: how long (s) a Kafka client's stop may take: an idempotent producer's stop waits for every record it holds to be
+#: acknowledged, and with the broker gone it never is (aiokafka never expires an idempotent producer's batches): the
+#: first SIGTERM of a worker whose broker died while it stored a batch left it running for good (a break-it pass)
+STOP_CLIENT_S = 10.0
+
+
+async def stop_client(stop: Callable[[], Awaitable[Any]], timeout_s: float = STOP_CLIENT_S) -> None:
     """Await an aiokafka client's ``stop``/``close``; a Kafka error stopping it is no error of the run. Nor is the
     ``CancelledError`` aiokafka's consumer re-raises from the fetch it cancels while that fetch sleeps its retry
     backoff (a correlator step that held the loop past the request timeout): ``run --once`` printed every incident,
     then exited 1 with its traceback and left the producer unclosed (a break-it pass). A cancellation of the task
-    itself (``Task.cancelling``) goes on."""
+    itself (``Task.cancelling``) goes on. A stop that takes longer than ``timeout_s`` is left (:data:`STOP_CLIENT_S`):
+    what the client still held was not acknowledged, so no offset past it was committed; it is read again."""
     try:
-        await stop()
+        await asyncio.wait_for(stop(), timeout_s)
+    except asyncio.TimeoutError:
+        log.warning("a Kafka client did not stop within %g s (its broker does not answer): left; what it held was "
+                    "not acknowledged and is read again next time", timeout_s)
     except KafkaError as e:
         log.debug("stopping a Kafka client: %s", e)
     except asyncio.CancelledError:
@@ -412,6 +422,11 @@ async def fetch_readable(consumer: AIOKafkaConsumer, tp: TopicPartition, *, max_
     return Readable(out)
 
 
+def _span_text(spans: dict[TopicPartition, tuple[int, int]]) -> str:
+    """``"fleet.dmesg/0 offsets 16-23, fleet.nccl/2 offsets 8-15"``: a batch's records, for a message."""
+    return ", ".join(f"{tp.topic}/{tp.partition} offsets {a}-{b}" for tp, (a, b) in sorted(spans.items()))
+
+
 def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
     return b if len(b) <= n else b[:n - 3] + b"..."
 
@@ -443,6 +458,12 @@ def _value_counts(column: pa.ChunkedArray) -> list[tuple[Any, int]]:
 
 
 OnBatch = Callable[[Batch], Awaitable[None] | None]
+
+
+class NotStored(Exception):
+    """A one-shot run (``run(give_up=True)``) gave a batch up: its broker or its lake kept failing it for
+    ``once_give_up_s``. Its message names the broker (or lake), the step and the batch's records; no offset past them
+    was committed, so the next run reads them again."""
 
 
 class _Abandoned(Exception):
@@ -487,6 +508,9 @@ class IngestWorker:
         self.ack_patience_s = ACK_PATIENCE_S
         self.broker_check_s = BROKER_CHECK_S
         self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
+        #: how long (s) a failing batch is retried in a one-shot run (``run(give_up=True)``): then NotStored
+        self.once_give_up_s = 60.0
+        self._give_up: float | None = None  # once_give_up_s while a one-shot run runs, else None: retry for ever
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
@@ -545,8 +569,13 @@ class IngestWorker:
             total += n
         return total
 
-    async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0) -> None:
+    async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0, give_up: bool = False) -> None:
+        """Consume until ``stop`` is set (``until_caught_up``: until lag is 0). ``give_up`` (a one-shot run): a batch
+        its broker or lake keeps failing for ``once_give_up_s`` raises :class:`NotStored`, as does a broker that
+        does not answer for as long while it catches up; else they are retried with backoff until they clear."""
         assert self._consumer is not None
+        self._give_up = self.once_give_up_s if give_up else None
+        failing_since: float | None = None
         idle_since = checked = measured = time.monotonic()
         # catching up, an empty fetch is followed by a question of the partitions' ends (a broker's round trip), so
         # it does not spin with linger 0: waiting IDLE_FETCH_MS there made `run --once` (and `run`'s, the demo's
@@ -571,9 +600,15 @@ class IngestWorker:
                 if until_caught_up:
                     try:
                         lag = await self.lag()
-                    except KafkaError as e:  # the broker is away: keep waiting for it
+                    except KafkaError as e:  # the broker is away: keep waiting for it (a one-shot run: a while)
                         self.health.fail(f"kafka: {type(e).__name__}: {e}")
+                        failing_since = failing_since or time.monotonic()
+                        if self._give_up is not None and time.monotonic() - failing_since >= self._give_up:
+                            raise NotStored(f"the Kafka broker {self.bootstrap} did not answer for "
+                                            f"{self._give_up:g} s ({error_named(e)}); what was not yet read is "
+                                            "read by the next run") from None
                         continue
+                    failing_since = None
                     if lag == 0 and not self._intents:
                         return
                     if time.monotonic() - idle_since > idle_timeout_s and lag < 0:
@@ -714,6 +749,7 @@ class IngestWorker:
         the broker lost the idempotence state of is made again (:meth:`_renew_producer`) before the next try."""
         backoff = 0.5
         renew = False
+        failing_since: float | None = None
         while True:
             if not set(spans) <= self._consumer.assignment():
                 raise _Abandoned(f"partitions reassigned before this worker could {what}")
@@ -727,11 +763,18 @@ class IngestWorker:
                 raise _Abandoned(f"cannot {what}: {e}") from None
             except LakeError as e:
                 self.health.fail(f"lake: {e}")
+                cause = f"the lake {self.lake.location} refused it ({e})"
             except (KafkaError, OSError) as e:
                 renew = renew or isinstance(e, (OutOfOrderSequenceNumber, UnknownProducerId))
                 self.health.fail(f"kafka: cannot {what}: {type(e).__name__}: {e}")
+                cause = f"the Kafka broker {self.bootstrap} did not take it ({error_named(e)})"
             if self.stop.is_set():
                 raise _Abandoned(f"stopping before this worker could {what}")
+            failing_since = failing_since or time.monotonic()
+            if self._give_up is not None and time.monotonic() - failing_since >= self._give_up:
+                raise NotStored(f"cannot {what} for {self._give_up:g} s: {cause}; not stored: "
+                                f"{_span_text(spans)}; no offset past them was committed, the next run reads them "
+                                "again") from None
             await self._pause(backoff)
             backoff = min(backoff * 2, 30.0)
 
@@ -762,10 +805,15 @@ class IngestWorker:
             self.health.fail(f"kafka: waiting for the broker to acknowledge {what}")
             stop = asyncio.ensure_future(self.stop.wait())
             with gc_resumed():  # the broker may stay away for long: collect meanwhile (ingest.gcpause)
-                await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+                # a one-shot run waits once_give_up_s at most: an idempotent producer's send is never given up by
+                # aiokafka, and `ingest --once` waited for good on a broker that had died (a break-it pass)
+                await asyncio.wait({task, stop}, timeout=self._give_up, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
             if not task.done():
                 task.cancel()
+                if not self.stop.is_set():
+                    raise KafkaTimeoutError(f"no acknowledgement of {what} within "
+                                            f"{self.ack_patience_s + (self._give_up or 0):g} s")
                 raise _Abandoned(f"stopping while waiting for {what}")
         return task.result()
 
@@ -1083,5 +1131,5 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "batch_id", "dead_letters", "decode_records", "new_producer", "originals_of",
+__all__ = ["IngestWorker", "Health", "NotStored", "batch_id", "dead_letters", "decode_records", "new_producer", "originals_of",
            "produce_lines", "renewed_producer", "TopicPartition"]

@@ -81,6 +81,9 @@ class Settings(BaseModel):
     correlate_group_id: str = Field("firstfault-correlate", description="Kafka consumer group of the correlate workers")
     session_timeout_ms: int = Field(30000, ge=3000, le=3_600_000, description="Kafka consumer session timeout: how soon "
                                     "a dead worker's partitions move to another (at most an hour)")
+    once_give_up_s: float = Field(60.0, gt=0, le=DAY_S, description="a --once run (`ingest`, `run`) whose broker or "
+                                  "lake keeps failing a batch this long (s) exits 1 naming what was not stored; the "
+                                  "long-running service keeps retrying")
     batch_max_records: int = Field(2000, ge=1, le=10_000_000, description="Kafka records per ingest batch at most")
     batch_linger_ms: int = Field(200, ge=0, le=60_000, description="wait this long for a batch to fill (at most a "
                                  "minute: a stop waits for it)")

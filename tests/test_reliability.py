@@ -1017,3 +1017,41 @@ def test_a_worker_catching_up_does_not_wait_the_idle_fetch(kafka, tmp_path):
     catching_up = asyncio.run(main())
     assert worker.health.events == 1 and catching_up and max(catching_up) <= 200, catching_up
     assert fetches[len(catching_up):] and set(fetches[len(catching_up):]) == {IDLE_FETCH_MS}, fetches
+
+
+def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded_time(tmp_path):
+    """`ingest --once` whose broker is stopped mid-backlog logged "ingest unhealthy: kafka: cannot store the batch"
+    and then waited for good (aiokafka never gives up an idempotent producer's send), and its first SIGTERM waited on
+    the producer's stop (a break-it pass). It gives the batch up after ``once_give_up_s`` and exits 1 naming the
+    broker and the records not stored, well within a minute of the broker's end."""
+    state = tmp_path / "broker"
+    st = broker.start(state, timeout_s=180)
+    try:
+        prefix = "oncedie"
+        env = crash.worker_env(st.bootstrap, prefix, "r", tmp_path, max_records=8)
+        env.update(FIRSTFAULT_ONCE_GIVE_UP_S="3", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+        topics = env["FIRSTFAULT_TOPICS"].split(",")
+        asyncio.run(ensure_topics(st.bootstrap, topics + [env["FIRSTFAULT_EVENTS_TOPIC"], env["FIRSTFAULT_DLQ_TOPIC"]],
+                                  partitions=3))
+        asyncio.run(produce(st.bootstrap, corpus_messages(20_000, prefix)))
+        log = tmp_path / "ingest.log"
+        p = crash.spawn("ingest", env, log, "--once")
+        try:
+            wait_for(lambda: b"ingest worker: reading" in log.read_bytes(), 60, "the worker to start")
+            time.sleep(1.5)  # batches under way
+            broker.stop(state)
+            t_down = time.monotonic()
+            rc = p.wait(60)
+            took = time.monotonic() - t_down
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        said = log.read_text()
+        assert rc == 1, said[-2000:]
+        assert took < 45, (took, said[-2000:])
+        assert re.search(rf"not stored: .*{re.escape(st.bootstrap)}", said), said[-2000:]
+        assert re.search(rf"{prefix}\.\w+/\d offsets \d+-\d+", said), said[-2000:]
+    finally:
+        broker.stop(state)
