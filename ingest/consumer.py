@@ -1131,5 +1131,5 @@ async def produce_lines(bootstrap: str, topic: str, key: str, values: list[bytes
         await p.stop()
 
 
-__all__ = ["IngestWorker", "Health", "NotStored", "batch_id", "dead_letters", "decode_records", "new_producer", "originals_of",
-           "produce_lines", "renewed_producer", "TopicPartition"]
+__all__ = ["IngestWorker", "Health", "NotStored", "batch_id", "dead_letters", "decode_records", "new_producer",
+           "originals_of", "produce_lines", "renewed_producer", "TopicPartition"]
