@@ -492,7 +492,9 @@ def _after_last_error(buf: bytes, a: int) -> bool:
     copy)."""
     if a < 12 or buf[a - 1] != 0x0A:
         return False
-    return _LAST_ERROR.search(buf, max(0, a - 260), a - 1) is not None
+    lo = max(0, a - 260)
+    # the pattern's literal, looked for first over the same bytes (no copy): most lines before an NCCL line hold none
+    return buf.rfind(b"Last error:", lo, a - 1) >= 0 and _LAST_ERROR.search(buf, lo, a - 1) is not None
 
 
 #: occurrences whose typed columns a pipeline remembers (``Pipeline._columns``), and lines whose occurrences'
