@@ -484,7 +484,7 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     is a fault and an initiator (``attribute``); a line alone, or hosts that agree, stay context. Only lines of one
     job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
     field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
-    :func:`_capture_jobs` (communicators no host shares). Sets ``details`` in place, before any predicate is asked of
+    :func:`_capture_jobs` (communicators no host shares), then :func:`_capture_processes` (no process shares). Sets ``details`` in place, before any predicate is asked of
     the events (``pred_shape`` reads it)."""
     per_log: dict[tuple[str, str], list[Ev]] = {}
     members: dict[str, list[Ev]] = {}
@@ -499,9 +499,9 @@ def mark_config_mismatch(events: list[Ev]) -> None:
         elif what is None:
             members.setdefault(log, []).append(e)
     for (log, setting), lines in per_log.items():
-        jobs = _capture_jobs(members.get(log, []))
+        jobs, procs = _capture_jobs(members.get(log, [])), _capture_processes(members.get(log, []))
         for run in _job_runs(lines):
-            for job in _split_jobs(run, jobs):
+            for job in (j for hosts_job in _split_jobs(run, jobs) for j in _split_processes(hosts_job, procs)):
                 last: dict[tuple[str, int | None], Ev] = {}  # a process's last word on the setting
                 for e in job:
                     last[(e.host, e.pid)] = e
@@ -588,6 +588,54 @@ def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
     if len(placed) < 2:
         return [run]
     return [[e for e in run if jobs.get(e.host) == job] for job in sorted(placed)]
+
+
+def _capture_processes(members: list[Ev]) -> dict[tuple[str, int], tuple[str, int]]:
+    """Process ``(host, pid)`` -> a representative process of its job, from one log's membership lines (as
+    :func:`_capture_jobs`): the processes of one communicator (the host and pid of NCCL's prefix, "node01:984:1257"
+    is pid 984 on node01), and of one nccl-tests rank table (its "Pid 587622 on node01"), joined through processes
+    they share. Hosts meet where processes do not: a single-node nccl-tests run on one host of a job, before the job,
+    is its host's and the job's, and joined by host the two were one job (a break-it pass). Lines with no pid place
+    nothing."""
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def root(p: tuple[str, int]) -> tuple[str, int]:
+        while parent.setdefault(p, p) != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    table = 0
+    last_rank = None
+    for e in sorted(members, key=_place):
+        if e.pid is None or not e.host:
+            continue
+        if e.signature == "nccltests.rank":
+            if last_rank is None or e.rank is None or e.rank <= last_rank:
+                table += 1
+            groups[f"table {table}"].add((e.host, e.pid))
+            last_rank = e.rank
+        elif e.comm:
+            groups[e.comm].add((e.host, e.pid))
+    for procs in groups.values():
+        first = None
+        for p in procs:
+            if first is None:
+                first = root(p)
+            else:
+                parent[root(p)] = first
+    return {p: root(p) for p in parent}
+
+
+def _split_processes(job: list[Ev], procs: dict[tuple[str, int], tuple[str, int]]) -> list[list[Ev]]:
+    """``job``'s lines (one of :func:`_split_jobs`) by the job of the process that printed each
+    (:func:`_capture_processes`), in their order, when every line's process is placed and they are in two jobs or
+    more; else ``job`` as it is (a line whose process printed no membership line: the hosts are all there is)."""
+    placed = [procs.get((e.host, e.pid)) for e in job]
+    if None in placed or len(set(placed)) < 2:
+        return [job]
+    return [[e for e, p in zip(job, placed) if p == one] for one in sorted(set(placed))]
 
 
 def gpu_key(e: Ev, topo: Topology) -> str | None:

@@ -5544,6 +5544,36 @@ def test_hosts_of_one_job_log_on_two_nccl_releases_are_one_configuration_inciden
         assert incs == [] and len(events) == len(lines), name
 
 
+def test_a_health_check_and_the_job_after_it_on_one_host_are_two_jobs(pipeline, tmp_path):
+    """A capture holding a single-node nccl-tests run on gpu-b (the system's NCCL 2.18.3) and then the training job
+    over gpu-a and gpu-b (the wheel's NCCL 2.21.5): gpu-b is in both, so its host tied the two jobs' communicators and
+    the test's banner on gpu-b was compared with the training's on gpu-a, a "mismatch" no rank of either job had
+    (a break-it pass). The processes that printed the lines (host and pid, NCCL's prefix) are what a communicator
+    holds: two banners whose processes share no communicator are two jobs' however their hosts meet. The same
+    capture whose training ranks do disagree stays one incident."""
+    init = ("{h}:{p}:{t} [{g}] NCCL INFO comm 0x55{r}a10 rank {r} nranks 2 cudaDev {g} nvmlDev {g} busId 1b000 "
+            "commId {c} - Init COMPLETE")
+    banner = "{h}:{p}:{p} [{g}] NCCL INFO NCCL version {v}+cuda12.4"
+    check = ["#  Rank  0 Group  0 Pid  41000 on      gpu-b device  0 [0x1b] NVIDIA H100 80GB HBM3",
+             "#  Rank  1 Group  0 Pid  41000 on      gpu-b device  1 [0x43] NVIDIA H100 80GB HBM3",
+             banner.format(h="gpu-b", p=41000, g=0, v="2.18.3"),
+             init.format(h="gpu-b", p=41000, t=41010, g=0, r=0, c="0x1111aaaa2222bbbb"),
+             init.format(h="gpu-b", p=41000, t=41011, g=1, r=1, c="0x1111aaaa2222bbbb")]
+
+    def training(v_b):
+        return [banner.format(h="gpu-a", p=5000, g=0, v="2.21.5"),
+                init.format(h="gpu-a", p=5000, t=5100, g=0, r=0, c="0x3333cccc4444dddd"),
+                init.format(h="gpu-b", p=6000, t=6100, g=1, r=1, c="0x3333cccc4444dddd"),
+                banner.format(h="gpu-b", p=6000, g=1, v=v_b)]
+
+    events, incs = _job_files(pipeline, tmp_path, {"job.out": "\n".join(check + training("2.21.5")[:3]) + "\n"})
+    assert incs == [] and len(events) == 8
+    _, incs = _job_files(pipeline, tmp_path, {"odd.out": "\n".join(check + training("2.20.3")) + "\n"})
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch",
+                                                                             ["gpu-a", "gpu-b"])]
+    assert "gpu-a: 2.21.5; gpu-b: 2.20.3" in incs[0]["explanation"]
+
+
 def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pipeline):
     """NCCL's proxy thread of a process fails its Connect (retcode 2, a system error) and closes its socket; the
     process's main thread then says "Connection closed by remote peer 10.104.148.191": its own proxy (NVIDIA/nccl#914).
