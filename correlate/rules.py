@@ -484,8 +484,8 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     is a fault and an initiator (``attribute``); a line alone, or hosts that agree, stay context. Only lines of one
     job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
     field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
-    :func:`_capture_jobs` (communicators no host shares), then :func:`_capture_processes` (no process shares). Sets ``details`` in place, before any predicate is asked of
-    the events (``pred_shape`` reads it)."""
+    :func:`_capture_jobs` (communicators no host shares), then :func:`_capture_processes` (no process shares). Sets
+    ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
     per_log: dict[tuple[str, str], list[Ev]] = {}
     members: dict[str, list[Ev]] = {}
     for e in events:
