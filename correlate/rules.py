@@ -478,9 +478,10 @@ def config_value(e: Ev) -> str | None:
 def mark_config_mismatch(events: list[Ev]) -> None:
     """Mark the configuration lines (``JOB_CONFIG``) of one job's log (:func:`log_of`) on which its hosts disagree:
     ``details.config_differs`` is the setting ("net_plugin", "nccl_version") on every such line of the job that
-    counts, when at least two of its hosts printed a value and their sets of values differ. A process's last line of a
-    setting is the one that counts: NCCL that opened an external plugin ("Plugin Path : …") and then fell back to its
-    internal one ("Using internal network plugin") runs the internal one; the earlier line stays context. Such a line
+    counts, when two of its hosts printed values none of which both printed (a host whose own processes printed
+    two, one of them another host's, is two programs', a tool on the system's NCCL beside a rank on a wheel's, as
+    likely as a disagreement: a break-it pass). A process's last line of a setting is the one that counts: NCCL
+    that opened an external plugin ("Plugin Path : …") and then fell back to its internal one ("Using internal network plugin") runs the internal one; the earlier line stays context. Such a line
     is a fault and an initiator (``attribute``); a line alone, or hosts that agree, stay context. Only lines of one
     job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
     field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
@@ -509,7 +510,7 @@ def mark_config_mismatch(events: list[Ev]) -> None:
                 for e in last.values():
                     per_host.setdefault(e.host, set()).add(config_value(e))
                 values = list(per_host.values())
-                if len(values) >= 2 and any(v != values[0] for v in values[1:]):
+                if any(values[i].isdisjoint(v) for i in range(len(values)) for v in values[i + 1:]):
                     for e in last.values():
                         e.details["config_differs"] = setting
 

@@ -5574,6 +5574,24 @@ def test_a_health_check_and_the_job_after_it_on_one_host_are_two_jobs(pipeline, 
     assert "gpu-a: 2.21.5; gpu-b: 2.20.3" in incs[0]["explanation"]
 
 
+def test_a_host_whose_own_processes_print_two_releases_is_no_job_mismatch(pipeline, tmp_path):
+    """NCCL_DEBUG=VERSION prints the banner alone (no communicator line to tell processes apart): gpu-a's rank 0 on
+    the wheel's NCCL 2.21.5, a tool on gpu-a's GPU 3 on the system's 2.18.3, gpu-b's rank on 2.21.5. gpu-a's two
+    releases are two programs' on one host, and gpu-b agrees with one of them: "gpu-a: 2.18.3, 2.21.5; gpu-b: 2.21.5"
+    was a job mismatch (a break-it pass). Hosts disagree when two of them share no value; a third host on a release no
+    other printed is still the incident."""
+    banner = "{h}:{p}:{p} [{g}] NCCL INFO NCCL version {v}+cuda12.4"
+    lines = [banner.format(h="gpu-a", p=5000, g=0, v="2.21.5"), banner.format(h="gpu-a", p=7300, g=3, v="2.18.3"),
+             banner.format(h="gpu-b", p=6000, g=0, v="2.21.5")]
+    events, incs = _job_files(pipeline, tmp_path, {"job.out": "\n".join(lines) + "\n"})
+    assert incs == [] and len(events) == 3
+    lines.append(banner.format(h="gpu-c", p=6100, g=0, v="2.20.5"))
+    _, incs = _job_files(pipeline, tmp_path, {"three.out": "\n".join(lines) + "\n"})
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch",
+                                                                             ["gpu-a", "gpu-b", "gpu-c"])]
+    assert "gpu-a: 2.18.3, 2.21.5; gpu-b: 2.21.5; gpu-c: 2.20.5" in incs[0]["explanation"]
+
+
 def test_a_connection_closed_by_its_own_failed_proxy_is_no_remote_peers_fault(pipeline):
     """NCCL's proxy thread of a process fails its Connect (retcode 2, a system error) and closes its socket; the
     process's main thread then says "Connection closed by remote peer 10.104.148.191": its own proxy (NVIDIA/nccl#914).
