@@ -481,7 +481,8 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     counts, when two of its hosts printed values none of which both printed (a host whose own processes printed
     two, one of them another host's, is two programs', a tool on the system's NCCL beside a rank on a wheel's, as
     likely as a disagreement: a break-it pass). A process's last line of a setting is the one that counts: NCCL
-    that opened an external plugin ("Plugin Path : …") and then fell back to its internal one ("Using internal network plugin") runs the internal one; the earlier line stays context. Such a line
+    that opened an external plugin ("Plugin Path : …") and then fell back to its internal one ("Using internal
+    network plugin") runs the internal one; the earlier line stays context. Such a line
     is a fault and an initiator (``attribute``); a line alone, or hosts that agree, stay context. Only lines of one
     job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
     field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
