@@ -69,9 +69,10 @@ _NOT_IN_HOST = "[\\p{Z}\\p{Cc}\\p{Cf}/\ufffd]"
 #: ``/hosts/{host}/timeline`` could not name them; no DNS name is one). A Kafka key ``..`` was stored as a host
 #: (a break-it pass). Nor a shipper's placeholder for a value it did not have: ``None`` (Python's ``str(None)``),
 #: ``null``, ``<nil>`` (Go's ``%v`` of nil), ``undefined``, or a template left unexpanded (Logstash's ``%{host}``,
-#: Fluentd's and a shell's ``${hostname}``, Jinja's ``{{host}}``): every machine's records under one such key were
-#: one host "none" (a break-it pass)
-_NO_HOST = "^(?:-|\\.+|(?i:none|null|nil|<nil>|\\(null\\)|undefined))$|[$%]\\{|\\{\\{"
+#: Fluentd's and a shell's ``${hostname}``, Jinja's ``{{host}}``, rsyslog's ``%HOSTNAME%``: omkafka sends its Key as
+#: written unless ``DynaKey="on"``), or the kernel's name of a host whose name was never set (``(none)``,
+#: include/linux/uts.h): every machine's records under one such key were one host "none" (break-it passes)
+_NO_HOST = "^(?:-|\\.+|(?i:none|null|nil|<nil>|\\(null\\)|\\(none\\)|undefined)|%[$!.\\w-]+%)$|[$%]\\{|\\{\\{"
 
 
 def not_host_names(hosts: pa.Array | pa.ChunkedArray) -> pa.BooleanArray | pa.ChunkedArray:

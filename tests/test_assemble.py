@@ -1722,6 +1722,20 @@ def test_a_key_that_names_no_host_is_no_key_and_gives_no_line_another_writer_s_h
     assert hosts(b"node07", [raw]) == ["node07"]
 
 
+def test_a_static_rsyslog_key_or_the_kernel_s_unset_name_is_no_host_and_real_names_like_placeholders_are():
+    """rsyslog's omkafka sends its ``Key`` as written unless ``DynaKey="on"`` (rsyslog.com/doc omkafka-dynakey:
+    "If set, the key parameter becomes a template"): ``Key="%HOSTNAME%"`` without it is the key of every machine's
+    records, and ``%$!host%`` too; a kernel whose host name was never set is "(none)" (include/linux/uts.h's
+    UTS_NODENAME). They were hosts, every machine's lines one host's (a break-it pass). Names that only look like
+    placeholders in a part of them (nil01, none-3, gpu-null-7, nullhost, undefined-1) are hosts."""
+    import pyarrow as pa
+
+    from schemas.hostname import not_host_names
+    placeholders = ["%HOSTNAME%", "%hostname%", "%$!host%", "%fromhost-ip%", "(none)", "(NONE)"]
+    real = ["nil01", "none-3", "gpu-null-7", "nullhost", "undefined-1", "gpu.null", "a%b", "host$", "n100%"]
+    assert not_host_names(pa.array(placeholders + real)).to_pylist() == [True] * len(placeholders) + [False] * len(real)
+
+
 def test_a_progress_bar_redrawn_before_a_fault_line_hides_nothing_of_it(pipeline):
     """tqdm's bar ends in ``\\r`` and the next write lands on the same line: the fault line's own stamp was behind the
     bar, and it took its file's time (two weeks off) and "printed no time" (a break-it pass). What follows the last
