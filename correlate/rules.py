@@ -8,8 +8,9 @@ not) come from the signature catalog's xid-catalog.csv.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
@@ -550,36 +551,7 @@ def _capture_jobs(members: list[Ev]) -> dict[str, str]:
     after the other into one file (two mpirun calls of a script, an srun step per job) share no communicator, so no
     host; the time between them is no cut, as the lines of such a capture print no time (``log_of``), and neither is
     the "NCCL version" banner, printed by rank 0 of every communicator, many per job."""
-    parent: dict[str, str] = {}
-
-    def root(h: str) -> str:
-        while parent.setdefault(h, h) != h:
-            parent[h] = parent[parent[h]]
-            h = parent[h]
-        return h
-
-    def tie(hosts: Iterable[str]) -> None:
-        first = None
-        for h in hosts:
-            if first is None:
-                first = root(h)
-            else:
-                parent[root(h)] = first
-
-    by_comm: dict[str, set[str]] = defaultdict(set)
-    tables: list[set[str]] = []
-    last_rank = None
-    for e in sorted(members, key=_place):
-        if e.signature == "nccltests.rank":
-            if last_rank is None or e.rank is None or e.rank <= last_rank:
-                tables.append(set())
-            tables[-1].add(e.host)
-            last_rank = e.rank
-        elif e.comm:
-            by_comm[e.comm].add(e.host)
-    for hosts in [*by_comm.values(), *tables]:
-        tie(hosts)
-    return {h: root(h) for h in parent}
+    return _capture_groups(members, attrgetter("host"))
 
 
 def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
@@ -599,35 +571,43 @@ def _capture_processes(members: list[Ev]) -> dict[tuple[str, int], tuple[str, in
     they share. Hosts meet where processes do not: a single-node nccl-tests run on one host of a job, before the job,
     is its host's and the job's, and joined by host the two were one job (a break-it pass). Lines with no pid place
     nothing."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
+    return _capture_groups(members, lambda e: (e.host, e.pid) if e.pid is not None and e.host else None)
 
-    def root(p: tuple[str, int]) -> tuple[str, int]:
-        while parent.setdefault(p, p) != p:
-            parent[p] = parent[parent[p]]
-            p = parent[p]
-        return p
 
-    groups: dict[str, set[tuple[str, int]]] = defaultdict(set)
+def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None]) -> dict[Any, Any]:
+    """``member(e)`` (a host, a process) -> a representative of its job, of one log's membership lines in the log's
+    order (:func:`_place`): the members of one communicator (``Ev.comm``) are one job's, and so are those of one
+    nccl-tests rank table (one per test run, from its Rank 0 on), joined through members they share (a union-find).
+    A line whose ``member`` is None places nothing."""
+    parent: dict[Any, Any] = {}
+
+    def root(m: Any) -> Any:
+        while parent.setdefault(m, m) != m:
+            parent[m] = parent[parent[m]]
+            m = parent[m]
+        return m
+
+    groups: dict[Any, set[Any]] = defaultdict(set)
     table = 0
     last_rank = None
     for e in sorted(members, key=_place):
-        if e.pid is None or not e.host:
+        if (m := member(e)) is None:
             continue
         if e.signature == "nccltests.rank":
             if last_rank is None or e.rank is None or e.rank <= last_rank:
                 table += 1
-            groups[f"table {table}"].add((e.host, e.pid))
+            groups[("nccl-tests table", table)].add(m)
             last_rank = e.rank
         elif e.comm:
-            groups[e.comm].add((e.host, e.pid))
-    for procs in groups.values():
+            groups[e.comm].add(m)
+    for joined in groups.values():
         first = None
-        for p in procs:
+        for m in joined:
             if first is None:
-                first = root(p)
+                first = root(m)
             else:
-                parent[root(p)] = first
-    return {p: root(p) for p in parent}
+                parent[root(m)] = first
+    return {m: root(m) for m in parent}
 
 
 def _split_processes(job: list[Ev], procs: dict[tuple[str, int], tuple[str, int]]) -> list[list[Ev]]:
