@@ -1023,7 +1023,9 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
     """`ingest --once` whose broker is stopped mid-backlog logged "ingest unhealthy: kafka: cannot store the batch"
     and then waited for good (aiokafka never gives up an idempotent producer's send), and its first SIGTERM waited on
     the producer's stop (a break-it pass). It gives the batch up after ``once_give_up_s`` and exits 1 naming the
-    broker and the records not stored, well within a minute of the broker's end."""
+    broker and the records not stored, within two minutes of the broker's end: the give-up, plus one send that
+    stalls on the broker's metadata (aiokafka's 40 s request timeout: 37 s under CI's load), plus each Kafka
+    client's bounded stop (``consumer.STOP_CLIENT_S``, 10 s). Without the bound it never exited."""
     state = tmp_path / "broker"
     st = broker.start(state, timeout_s=180)
     try:
@@ -1042,7 +1044,7 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
             time.sleep(1.5)  # batches under way
             broker.stop(state)
             t_down = time.monotonic()
-            rc = p.wait(60)
+            rc = p.wait(150)
             took = time.monotonic() - t_down
         finally:
             if p.poll() is None:
@@ -1050,7 +1052,7 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
                 p.wait()
         said = log.read_text()
         assert rc == 1, said[-2000:]
-        assert took < 45, (took, said[-2000:])
+        assert took < 120, (took, said[-2000:])
         assert re.search(rf"not stored: .*{re.escape(st.bootstrap)}", said), said[-2000:]
         assert re.search(rf"{prefix}\.\w+/\d offsets \d+-\d+", said), said[-2000:]
     finally:
