@@ -39,11 +39,17 @@ GPU_DRIVERS = frozenset({"nvidia"})
 _DCGM_LINK = re.compile(r"^(?P<counter>DCGM_FI_\w+?)_L(?P<link>\d+)(?:_TOTAL)?$")
 
 
+# dcgm-exporter's windowed Xid count, by its ``xid`` label: the name of its HELP line and the name its PR's sample
+# printed under that HELP line (NVIDIA/dcgm-exporter#239; formats.md §10.2: accept both)
+_DCGM_XID_COUNTS = ("DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_XID_ERRORS_ACTIVE")
+
+
 def prometheus_fields(text: str) -> list[dict[str, str]]:
     """One dcgm-exporter sample line read with prometheus_client's text-format parser.
 
     Groups: ``counter`` (metric name without its ``_L<n>`` link suffix), ``link``, ``xid`` (dcgm-exporter's count of
-    Xids within its window, DCGM_EXP_XID_ERRORS_COUNT, by its ``xid`` label), ``clock_event`` (its count of a clock
+    Xids within its window, DCGM_EXP_XID_ERRORS_COUNT or, as NVIDIA/dcgm-exporter#239 printed the sample under that
+    HELP line, DCGM_FI_DEV_XID_ERRORS_ACTIVE, by its ``xid`` label), ``clock_event`` (its count of a clock
     event reason within its window, DCGM_EXP_CLOCK_EVENTS_COUNT: ``hw_thermal``, ``sw_power_cap``, …, by its
     ``clock_event`` label, NVIDIA/dcgm-exporter#261), ``last_xid`` (DCGM_FI_DEV_XID_ERRORS:
     the last Xid the GPU had, at some time — ``signatures/nvml.yaml``, ``dcgm.exporter.xid_last``),
@@ -78,7 +84,7 @@ def prometheus_fields(text: str) -> list[dict[str, str]]:
                 f["value"] = repr(v) if v != int(v) else str(int(v))
             m = _DCGM_LINK.match(smp.name)
             f["counter"] = m.group("counter") if m else smp.name
-            if smp.name == "DCGM_EXP_XID_ERRORS_COUNT" and lab.get("xid"):  # the windowed count's Xid
+            if smp.name in _DCGM_XID_COUNTS and lab.get("xid"):  # the windowed count's Xid
                 f["xid"] = lab["xid"]
             elif smp.name == "DCGM_EXP_CLOCK_EVENTS_COUNT" and lab.get("clock_event"):  # the windowed count's reason
                 f["clock_event"] = lab["clock_event"]

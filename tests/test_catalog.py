@@ -520,6 +520,28 @@ def test_dcgm_nvlink_down_reads_every_link_of_a_shortened_message(catalog):
     assert [(f.get("gpu_index"), f["link"]) for f in fields(c, line)] == [("3", "16"), ("3", "17")]
 
 
+def test_every_dcgm_exporter_xid_sample_of_the_format_reference_with_a_count_is_an_xid(catalog, hsm):
+    """formats.md §10.2's dcgm-exporter sample lines: each with an ``xid`` label and a count above zero is an Xid
+    event of that code, whichever of the two names the windowed count goes by (DCGM_EXP_XID_ERRORS_COUNT, its HELP
+    line, or DCGM_FI_DEV_XID_ERRORS_ACTIVE, the sample NVIDIA/dcgm-exporter#239 printed under it: the second gave
+    nothing, a coverage pass); a count of 0 is none."""
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "docs" / "reference" / "formats.md").read_text()
+    section = text.split("### 10.2", 1)[1].split("\n## ", 1)[0]
+    samples = [ln for ln in section.splitlines() if re.match(r"DCGM_\w+\{[^}]*\bxid=\"(\d+)\"", ln)]
+    assert samples, "formats.md §10.2 holds no windowed Xid sample"
+    for line in samples:
+        want = re.search(r'\bxid="(\d+)"', line).group(1)
+        hit = [catalog.entries[j].sig.id for j in hsm.scan(line.encode()).get(0, [])]
+        assert "dcgm.exporter.xid_count" in hit, line
+        row = columns(catalog.by_id["dcgm.exporter.xid_count"],
+                      fields(catalog.by_id["dcgm.exporter.xid_count"], line)[0], catalog)
+        assert (row["kind"], row["xid"]) == ("xid", int(want))
+        zero = re.sub(r"\}\s+\d+\s*$", "} 0", line)
+        assert 0 not in hsm.scan(zero.encode()) or "dcgm.exporter.xid_count" not in [
+            catalog.entries[j].sig.id for j in hsm.scan(zero.encode())[0]]
+
+
 def test_dcgm4_diag_rows_give_every_failing_gpu_of_a_glued_line(catalog):
     """DCGM 4's dcgmi diag table: a test's row and its per-GPU rows ("|  | GPU0: Fail |", NVIDIA/DCGM#253's layout)
     glued by the framer without blanks: one occurrence per failing GPU, none for a passing one (only DCGM 3's
