@@ -491,6 +491,7 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
     per_log: dict[tuple[str, str], list[Ev]] = {}
     members: dict[str, list[Ev]] = {}
+    configs: dict[str, list[Ev]] = {}
     for e in events:
         what = JOB_CONFIG.get(e.signature)
         if what is None and (e.kind != "nccl_init" or e.rank is None):
@@ -499,10 +500,12 @@ def mark_config_mismatch(events: list[Ev]) -> None:
             continue
         if what is not None and e.host and config_value(e) is not None:
             per_log.setdefault((log, what[0]), []).append(e)
+            configs.setdefault(log, []).append(e)
         elif what is None:
             members.setdefault(log, []).append(e)
     for (log, setting), lines in per_log.items():
-        jobs, procs = _capture_jobs(members.get(log, [])), _capture_processes(members.get(log, []))
+        ms, cs = members.get(log, []), configs.get(log, [])
+        jobs, procs = _capture_jobs(ms, cs), _capture_processes(ms, cs)
         for run in _job_runs(lines):
             for job in (j for hosts_job in _split_jobs(run, jobs) for j in _split_processes(hosts_job, procs)):
                 last: dict[tuple[str, int | None], Ev] = {}  # a process's last word on the setting
@@ -542,7 +545,7 @@ def _job_runs(lines: list[Ev]) -> list[list[Ev]]:
     return runs
 
 
-def _capture_jobs(members: list[Ev]) -> dict[str, str]:
+def _capture_jobs(members: list[Ev], configs: Iterable[Ev] = ()) -> dict[str, str]:
     """Host -> a representative host of its job, from one log's membership lines (kind ``nccl_init`` with a rank): the
     hosts with ranks of one communicator (NCCL's ``commId``, "comm 0x557fe785f7a0 rank 36 nranks 64 … commId
     0x5ae77eb5ea4ec1ee - Init COMPLETE", NVIDIA/nccl#1814) are one job's, and so are the hosts of one nccl-tests rank
@@ -550,8 +553,10 @@ def _capture_jobs(members: list[Ev]) -> dict[str, str]:
     log's order), joined through hosts they share. Hosts no such line places are absent. Two jobs a launcher ran one
     after the other into one file (two mpirun calls of a script, an srun step per job) share no communicator, so no
     host; the time between them is no cut, as the lines of such a capture print no time (``log_of``), and neither is
-    the "NCCL version" banner, printed by rank 0 of every communicator, many per job."""
-    return _capture_groups(members, attrgetter("host"))
+    the "NCCL version" banner, printed by rank 0 of every communicator, many per job. NCCL before 2.19 prints no
+    commId: its cross-host communicators are read by size and rank (:func:`_sized_comms`); communicators each on one
+    host are one job's when they ran at once (:func:`_join_concurrent`, ``configs`` the log's setting lines)."""
+    return _capture_groups(members, attrgetter("host"), configs)
 
 
 def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
@@ -564,21 +569,50 @@ def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
     return [[e for e in run if jobs.get(e.host) == job] for job in sorted(placed)]
 
 
-def _capture_processes(members: list[Ev]) -> dict[tuple[str, int], tuple[str, int]]:
+def _capture_processes(members: list[Ev], configs: Iterable[Ev] = ()) -> dict[tuple[str, int], tuple[str, int]]:
     """Process ``(host, pid)`` -> a representative process of its job, from one log's membership lines (as
     :func:`_capture_jobs`): the processes of one communicator (the host and pid of NCCL's prefix, "node01:984:1257"
     is pid 984 on node01), and of one nccl-tests rank table (its "Pid 587622 on node01"), joined through processes
     they share. Hosts meet where processes do not: a single-node nccl-tests run on one host of a job, before the job,
     is its host's and the job's, and joined by host the two were one job (a break-it pass). Lines with no pid place
     nothing."""
-    return _capture_groups(members, lambda e: (e.host, e.pid) if e.pid is not None and e.host else None)
+    return _capture_groups(members, lambda e: (e.host, e.pid) if e.pid is not None and e.host else None, configs)
 
 
-def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None]) -> dict[Any, Any]:
+def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
+    """The cross-host communicators of one log's init lines that print no ``commId`` (NCCL before 2.19: "comm
+    0x7fdf08000d00 rank 15 nranks 16 cudaDev 7 busId e7000 - Init COMPLETE", NVIDIA/nccl#629), in the log's order:
+    lines of one ``nranks``, each rank of a communicator printing its line once, so one ends where a rank it holds
+    prints again or its ``nranks`` ranks are all there (two jobs a capture holds one after the other). Only sizes no
+    host holds all the ranks of: a host's own communicator (a node's eight GPUs) ties it to no other host, and
+    interleaved with another host's of its size it would cut and join them at random. Each list's lines are of two
+    hosts or more; no other line is in one."""
+    lines = [e for e in sorted(members, key=_place)
+             if e.signature == "nccl.init" and not e.comm and e.rank is not None and e.nranks]
+    held: dict[tuple[int, str], set[int]] = defaultdict(set)
+    for e in lines:
+        held[(e.nranks, e.host)].add(e.rank)
+    whole = {n for (n, _), ranks in held.items() if len(ranks) >= n}
+    comms: list[list[Ev]] = []
+    current: dict[int, list[Ev]] = {}
+    for e in lines:
+        if e.nranks in whole:
+            continue
+        now = current.get(e.nranks)
+        if now is None or len(now) >= e.nranks or any(x.rank == e.rank for x in now):
+            now = current[e.nranks] = []
+            comms.append(now)
+        now.append(e)
+    return [c for c in comms if len({e.host for e in c}) > 1]
+
+
+def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
+                    configs: Iterable[Ev] = ()) -> dict[Any, Any]:
     """``member(e)`` (a host, a process) -> a representative of its job, of one log's membership lines in the log's
-    order (:func:`_place`): the members of one communicator (``Ev.comm``) are one job's, and so are those of one
-    nccl-tests rank table (one per test run, from its Rank 0 on), joined through members they share (a union-find).
-    A line whose ``member`` is None places nothing."""
+    order (:func:`_place`): the members of one communicator (``Ev.comm``, else :func:`_sized_comms`) are one job's,
+    and so are those of one nccl-tests rank table (one per test run, from its Rank 0 on), joined through members they
+    share (a union-find), then jobs each on one host that ran at once (:func:`_join_concurrent`, with the log's setting
+    lines ``configs``). A line whose ``member`` is None places nothing."""
     parent: dict[Any, Any] = {}
 
     def root(m: Any) -> Any:
@@ -586,6 +620,14 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None]) 
             parent[m] = parent[parent[m]]
             m = parent[m]
         return m
+
+    def join(ms: Iterable[Any]) -> None:
+        first = None
+        for m in ms:
+            if first is None:
+                first = root(m)
+            elif root(m) != first:
+                parent[root(m)] = first
 
     groups: dict[Any, set[Any]] = defaultdict(set)
     table = 0
@@ -600,14 +642,44 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None]) 
             last_rank = e.rank
         elif e.comm:
             groups[e.comm].add(m)
+    for k, comm in enumerate(_sized_comms(members)):
+        groups[("by size", k)] = {m for e in comm if (m := member(e)) is not None}
     for joined in groups.values():
-        first = None
-        for m in joined:
-            if first is None:
-                first = root(m)
-            else:
-                parent[root(m)] = first
+        join(joined)
+    _join_concurrent([*members, *configs], lambda e: m if (m := member(e)) in parent else None, root, join)
     return {m: root(m) for m in parent}
+
+
+def _join_concurrent(lines: list[Ev], member: Callable[[Ev], Hashable | None], root: Callable[[Any], Any],
+                     join: Callable[[Iterable[Any]], None]) -> None:
+    """When every job :func:`_capture_groups` found is on one host, join those whose ``lines`` (membership and setting
+    lines of one log) interleave in the log: one launch's processes, printing at once. A job's ranks may form only
+    their hosts' own communicators (a node's GPUs, each with its commId) while the one across hosts never printed an
+    init line: NCCL 2.19 - 2.21 print "Init START" after the bootstrap (init.cc), which is what hosts on two releases
+    fail (NVIDIA/nccl#1267), and every process prints its settings ("NET/Plugin …", "NCCL version …") as it starts,
+    before any init line (NVIDIA/nccl-tests#244's two hosts, line by line in turn). Two single-node jobs a capture
+    holds one after the other print in turn and stay apart; a job across hosts leaves them as they are (a host's
+    own communicators beside it are another job's: a node's health check before it). Lines no job places count for
+    none (``member`` None)."""
+    spans: dict[Any, list] = {}
+    hosts: dict[Any, set[str]] = defaultdict(set)
+    for e in lines:
+        if (m := member(e)) is None:
+            continue
+        r, at = root(m), _place(e)
+        hosts[r].add(e.host)
+        span = spans.setdefault(r, [at, at])
+        span[0], span[1] = min(span[0], at), max(span[1], at)
+    if len(spans) < 2 or any(len(h) > 1 for h in hosts.values()):
+        return
+    ordered = sorted(spans.items(), key=lambda kv: kv[1][0])
+    run_root, run_end = ordered[0][0], ordered[0][1][1]
+    for r, (start, end) in ordered[1:]:
+        if start < run_end:
+            join([run_root, r])
+            run_end = max(run_end, end)
+        else:
+            run_root, run_end = r, end
 
 
 def _split_processes(job: list[Ev], procs: dict[tuple[str, int], tuple[str, int]]) -> list[list[Ev]]:

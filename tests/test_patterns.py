@@ -5517,6 +5517,56 @@ def test_two_jobs_in_one_capture_are_compared_each_on_its_own(pipeline, tmp_path
     assert incs == [] and len(events) == 3
 
 
+def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(pipeline, tmp_path):
+    """Two ways ``rules._capture_jobs`` misread a capture. (1) A job whose only init lines are its hosts' own
+    communicators (each host's GPUs, each with its commId, NVIDIA/nccl#1814's form): the communicator across hosts never
+    printed one (NCCL 2.19 - 2.21 print "Init START" after the bootstrap, which hosts on two plugins or releases fail),
+    so each host was a job of its own and the mismatch of NVIDIA/nccl#1634 was missed. Processes that print their
+    settings and init lines in turn, at once, are one launch's (``rules._join_concurrent``); two single-node jobs one
+    after the other in the capture stay apart. (2) NCCL before 2.19 prints no commId (NVIDIA/nccl#629's "comm
+    0x7fdf08000d00 rank 15 nranks 16 … - Init COMPLETE"): two two-host jobs run one after the other were one job and
+    their different plugins a mismatch. A communicator's ranks, each printing once, of one size across hosts tie
+    them (``rules._sized_comms``); a size one host holds whole (its own GPUs) ties nothing."""
+    internal = ("{h}:{p}:{p} [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    external = "{h}:{p}:{p} [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    node = ("{h}:{p}:{p} [{g}] NCCL INFO comm 0x557fe785f7{g}0 rank {g} nranks 2 cudaDev {g} nvmlDev {g} busId "
+            "{g}b000 commId {c} - Init COMPLETE")
+    old = "{h}:{p}:{p} [{g}] NCCL INFO comm 0x7fdf08000d{g}0 rank {r} nranks {n} cudaDev {g} busId {g}b000 - Init COMPLETE"
+
+    def incidents(name, lines):
+        return _job_files(pipeline, tmp_path, {name: "\n".join(lines) + "\n"})
+
+    def host(h, p, plugin, c):
+        return [plugin.format(h=h, p=p), *(node.format(h=h, p=p + g, g=g, c=c) for g in (0, 1))]
+
+    # (1) one launch: both hosts' plugin lines first, then each host's own communicator
+    a, b = host("gpu-a", 5000, internal, "0x5ae77eb5ea4ec1ee"), host("gpu-b", 6000, external, "0x996ee6f117cb8e1e")
+    _, incs = incidents("once.log", [a[0], b[0], *a[1:], *b[1:]])
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", ["gpu-a", "gpu-b"])]
+    # ... two single-node jobs, one after the other: no job of two hosts
+    events, incs = incidents("turns.log", a + b)
+    assert incs == [] and len(events) == 6
+    # (2) no commId: two two-host jobs in turn, each agreeing (ranks 0-1 of nranks 2, one GPU a host)
+    def job(hosts, plugin, pid):
+        return [plugin.format(h=h, p=pid) for h in hosts] + [
+            old.format(h=h, p=pid, g=0, r=r, n=len(hosts)) for r, h in enumerate(hosts)]
+    two = job(["gpu-a-01", "gpu-a-02"], internal, 5000) + job(["gpu-b-01", "gpu-b-02"], external, 7000)
+    events, incs = incidents("two.log", two)
+    assert incs == [] and len(events) == 8
+    # ... one job over the four hosts is still one: its mismatch is the incident
+    _, incs = incidents("one.log", [internal.format(h="gpu-a-01", p=5000), internal.format(h="gpu-a-02", p=5000),
+                                    external.format(h="gpu-b-01", p=5000), external.format(h="gpu-b-02", p=5000)] + [
+        old.format(h=h, p=5000, g=0, r=r, n=4) for r, h in enumerate(["gpu-a-01", "gpu-a-02", "gpu-b-01", "gpu-b-02"])])
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
+        ("config.job_mismatch", ["gpu-a-01", "gpu-a-02", "gpu-b-01", "gpu-b-02"])]
+    # ... and each host's own communicator of its two GPUs (a size one host holds whole) splits no one job
+    own = [internal.format(h="gpu-a", p=5000), external.format(h="gpu-b", p=6000)] + [
+        old.format(h=h, p=p + g, g=g, r=g, n=2) for h, p in (("gpu-a", 5000), ("gpu-b", 6000)) for g in (0, 1)]
+    _, incs = incidents("own.log", own)
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", ["gpu-a", "gpu-b"])]
+
+
 def test_hosts_of_one_job_log_on_two_nccl_releases_are_one_configuration_incident(pipeline, tmp_path):
     """NVIDIA/nccl#1267: a job's hosts on two NCCL releases (2.20.5 on one, 2.19.3 on the others) failed in NCCL's
     bootstrap, and ran once every host loaded one release ("your hunch that the issue was due to mismatched versions
