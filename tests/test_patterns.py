@@ -5532,7 +5532,8 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
     external = "{h}:{p}:{p} [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
     node = ("{h}:{p}:{p} [{g}] NCCL INFO comm 0x557fe785f7{g}0 rank {g} nranks 2 cudaDev {g} nvmlDev {g} busId "
             "{g}b000 commId {c} - Init COMPLETE")
-    old = "{h}:{p}:{p} [{g}] NCCL INFO comm 0x7fdf08000d{g}0 rank {r} nranks {n} cudaDev {g} busId {g}b000 - Init COMPLETE"
+    old = ("{h}:{p}:{p} [{g}] NCCL INFO comm 0x7fdf08000d{g}0 rank {r} nranks {n} cudaDev {g} busId {g}b000 - Init "
+           "COMPLETE")
 
     def incidents(name, lines):
         return _job_files(pipeline, tmp_path, {name: "\n".join(lines) + "\n"})
@@ -5565,6 +5566,32 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
         old.format(h=h, p=p + g, g=g, r=g, n=2) for h, p in (("gpu-a", 5000), ("gpu-b", 6000)) for g in (0, 1)]
     _, incs = incidents("own.log", own)
     assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", ["gpu-a", "gpu-b"])]
+
+
+@pytest.mark.parametrize("fallback", [
+    # NCCL 2.9 - 2.18 (NVIDIA/nccl#1126), 2.19.3 with dlerror's text (NVIDIA/nccl#1231), 2.4 (NVIDIA/nccl#259), 2.26
+    # (its "Using internal net plugin."), 2.27+'s silent "Could not find" (NVIDIA/nccl#1925: NCCL's IB plugin next)
+    "{h}:702444:702444 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+    "{h}:162637:162637 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
+    "or directory No plugin found (libnccl-net.so), using internal implementation",
+    "{h}:12877:12877 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).",
+    "{h}:10208:10226 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+    "{h}:3769901:3769901 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so",
+])
+def test_every_releases_fallback_to_nccls_own_network_is_the_internal_plugin(pipeline, tmp_path, fallback):
+    """A host whose NCCL found no libnccl-net.so says so in its release's words, and then uses NCCL's own network;
+    only two of those wordings were read, so a host that said it otherwise was compared with no one and
+    NVIDIA/nccl#1634's mismatch (HPC-X's plugin on the other host) was missed. Each is ``nccl.net_plugin.internal``; two hosts that both
+    fell back agree."""
+    external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    events, incs = _job_files(pipeline, tmp_path, {"job.log": fallback.format(h="gpu-b-11") + "\n"
+                                                   + external.format(h="gpu-a-04") + "\n"})
+    assert [e["signature"] for e in events] == ["nccl.net_plugin.internal", "nccl.net_plugin.external"]
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
+        ("config.job_mismatch", ["gpu-a-04", "gpu-b-11"])]
+    events, incs = _job_files(pipeline, tmp_path, {"same.log": fallback.format(h="gpu-b-11") + "\n"
+                                                   + fallback.format(h="gpu-a-04") + "\n"})
+    assert incs == [] and len(events) == 2
 
 
 def test_hosts_of_one_job_log_on_two_nccl_releases_are_one_configuration_incident(pipeline, tmp_path):
