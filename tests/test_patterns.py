@@ -5581,8 +5581,8 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
 def test_every_releases_fallback_to_nccls_own_network_is_the_internal_plugin(pipeline, tmp_path, fallback):
     """A host whose NCCL found no libnccl-net.so says so in its release's words, and then uses NCCL's own network;
     only two of those wordings were read, so a host that said it otherwise was compared with no one and
-    NVIDIA/nccl#1634's mismatch (HPC-X's plugin on the other host) was missed. Each is ``nccl.net_plugin.internal``; two hosts that both
-    fell back agree."""
+    NVIDIA/nccl#1634's mismatch (HPC-X's plugin on the other host) was missed. Each is
+    ``nccl.net_plugin.internal``; two hosts that both fell back agree."""
     external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
     events, incs = _job_files(pipeline, tmp_path, {"job.log": fallback.format(h="gpu-b-11") + "\n"
                                                    + external.format(h="gpu-a-04") + "\n"})
