@@ -1007,9 +1007,14 @@ def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> 
             # on another host, by no rule: the relation that joined them (a communicator, a collective, a named peer),
             # and the NVLink domain only when nothing nearer holds ("same_domain" with no fleet config, no domain at
             # all, was said of a job's ranks: a fresh user's trial)
+            # asked of its faults that are not the initiator's own lines: a job's configuration lines, one per rank
+            # (config_mismatch), were each another subject's party and each asked of every other, a quadratic search
+            # (2,000 hosts of one mismatched job: diagnose did not end in an hour, a break-it pass); the same answer
+            # where a party's faults are not the initiator's, and no relation where all are (they are its evidence)
+            others = [e for e in faults if id(e) not in mine]
             holds = holds or Relations(scene.topo).holds
             rel = next((r for r in _CROSS_HOST + ("same_domain",)
-                        if any(holds(r, c, e) for c in init_events for e in faults)), None)
+                        if any(holds(r, c, e) for c in init_events for e in others)), None)
             got = (rel, None)
         parties.append(Party(key, evs, *got))
     parties.sort(key=lambda p: (min(e.start for e in p.events), p.key[0], str(p.key[2])))

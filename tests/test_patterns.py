@@ -5404,6 +5404,32 @@ def test_both_ends_of_one_failed_ib_connection_in_one_job_log_are_one_incident(p
     assert len(hour) == 2
 
 
+def test_a_large_jobs_configuration_mismatch_asks_no_relation_per_pair_of_its_lines(pipeline, tmp_path,
+                                                                                    monkeypatch):
+    """A job of 60 hosts x 8 ranks, each rank's network-plugin line and init line in the job's log, one host on an
+    external plugin: each rank's plugin line was a party of its own, and ``downstream_parties`` asked every relation of
+    it against each of the 480 lines (the initiator's own): a quadratic search, 2,000 hosts did not end in an hour and
+    400 took 150 s (a break-it pass). The same incident, with relations asked a bounded number of times per line."""
+    from correlate.rules import Relations
+
+    plugin = {"in": "NET/Plugin: Using internal network plugin.",
+              "ex": "NET/Plugin: Loaded net plugin NCCL RDMA Plugin v7 (v7)"}
+    lines = []
+    for i in range(60):
+        for g in range(8):
+            r, h = i * 8 + g, f"gpu-{i:03d}"
+            lines += [f"{h}:{1000 + r}:{1000 + r} [{g}] NCCL INFO {plugin['ex' if i == 7 else 'in']}",
+                      f"{h}:{1000 + r}:{1001 + r} [{g}] NCCL INFO comm 0x{r:x} rank {r} nranks 480 cudaDev {g} "
+                      f"busId {g + 1}b000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE"]
+    asked = []
+    holds = Relations.holds
+    monkeypatch.setattr(Relations, "holds", lambda self, rel, c, e: asked.append(rel) or holds(self, rel, c, e))
+    _, (inc,) = _job_files(pipeline, tmp_path, {"job.log": "\n".join(lines) + "\n"})
+    assert (inc["pattern"], inc["initiator"]["candidates"]) == ("config.job_mismatch", ["gpu-007"])
+    assert len(inc["initiator"]["events"]) == 480 and inc["downstream"] == []
+    assert len(asked) <= 10 * len(lines), len(asked)
+
+
 def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_incident(pipeline, tmp_path):
     """The kind of NVIDIA/nccl#1634: one job's log (mpirun's output) holds its hosts' NCCL network-plugin lines, one
     host on an external plugin (HPC-X's libnccl-net.so, or "Loaded net plugin …" of nccl-tests#319), another on the
