@@ -22,13 +22,21 @@ import pyarrow.compute as pc
 
 #: the first label of a name whose first label is not all digits (an IPv4 address's is; an IPv6 one holds ':')
 _FQDN = r"^([^.:]*[^.:0-9][^.:]*)\..*$"
+#: a name or address with a port (``node07:9100``, a Prometheus ``instance`` label; ``10.0.0.5:9092``): one ``:``
+#: and digits after it (an IPv6 address holds two or more), and an IPv6 address in brackets with or without one
+#: (``[fe80::1]:8080``, RFC 3986's form). ``node07:9100`` was a host beside ``node07`` while
+#: ``node07.cluster.local:9100`` was ``node07`` (a break-it pass)
+_PORT = r"^([^:\[\]]+):[0-9]{1,5}$"
+_BRACKETED = r"^\[([^\[\]]+)\](?::[0-9]{1,5})?$"
 
 
 def canonical_hosts(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The host names of a string array as one name per host (module doc): lower case (Arrow's ``utf8_lower``),
-    up to the first ``.`` unless the first label is all digits or holds a ``:``; an IPv6 address in RFC 5952's form
-    (:func:`ipv6_name`). Nulls stay null."""
-    out = pc.replace_substring_regex(pc.utf8_lower(hosts), _FQDN, r"\1")
+    without a port (:data:`_PORT`: ``node07:9100`` -> ``node07``) or an IPv6 address's brackets
+    (``[fe80::1]:8080`` -> ``fe80::1``), up to the first ``.`` unless the first label is all digits or holds a ``:``;
+    an IPv6 address in RFC 5952's form (:func:`ipv6_name`). Nulls stay null."""
+    out = pc.replace_substring_regex(pc.utf8_lower(hosts), _BRACKETED, r"\1")
+    out = pc.replace_substring_regex(pc.replace_substring_regex(out, _PORT, r"\1"), _FQDN, r"\1")
     colons = pc.match_substring(out, ":")
     if not pc.any(colons).as_py():
         return out

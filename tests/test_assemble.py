@@ -1722,6 +1722,27 @@ def test_a_key_that_names_no_host_is_no_key_and_gives_no_line_another_writer_s_h
     assert hosts(b"node07", [raw]) == ["node07"]
 
 
+def test_a_key_with_a_port_or_an_ipv6_address_in_brackets_names_the_host_without_them(pipeline):
+    """A shipper keying records by an ``instance`` label (``node04:9100``) or an address with its port: the host is
+    the name without the port, as ``node04.cluster.local:9100`` already was, so one machine's Xid lines under
+    ``node04:9100`` and ``node04`` are one host's; an IPv6 address in brackets (RFC 3986) is the address. They were
+    stored as hosts ``node04:9100`` and ``[fe80::1]:8080`` beside ``node04`` (a break-it pass through the broker)."""
+    from aiokafka import ConsumerRecord
+
+    from ingest.decode import decode_partition
+    raw = "[  12.345678] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+
+    def host(key: bytes) -> list[str]:
+        record = ConsumerRecord(topic="fleet.dmesg", partition=0, offset=0, timestamp=T0 // 1000, timestamp_type=0,
+                                key=key, value=raw.encode(), checksum=None, serialized_key_size=len(key),
+                                serialized_value_size=len(raw), headers=[])
+        return [e["host"] for e in pipeline.run(decode_partition("fleet.dmesg", 0, [record])).events.to_pylist()]
+
+    assert [host(k) for k in (b"node04:9100", b"NODE04.cluster.local:9100", b"node04", b"10.0.0.5:9092",
+                              b"[fe80::1]:8080", b"[2001:DB8::1]", b"node04:4242:4301")] == [
+        ["node04"], ["node04"], ["node04"], ["10.0.0.5"], ["fe80::1"], ["2001:db8::1"], ["node04:4242:4301"]]
+
+
 def test_a_static_rsyslog_key_or_the_kernel_s_unset_name_is_no_host_and_real_names_like_placeholders_are():
     """rsyslog's omkafka sends its ``Key`` as written unless ``DynaKey="on"`` (rsyslog.com/doc omkafka-dynakey:
     "If set, the key parameter becomes a template"): ``Key="%HOSTNAME%"`` without it is the key of every machine's

@@ -1851,6 +1851,10 @@ def test_a_host_is_its_short_name_in_lower_case_whoever_names_it(pipeline):
     assert [canonical_host(h) for h in ("2001:DB8:0:0::1", "2001:db8::1", "2001:0db8:0000:0000:0000:0000:0000:0001",
                                         "FE80::0:1%ETH0", "::FFFF:0A00:0001", "::ffff:10.0.0.1", "a:b:c:")] == [
         "2001:db8::1", "2001:db8::1", "2001:db8::1", "fe80::1%eth0", "::ffff:10.0.0.1", "::ffff:10.0.0.1", "a:b:c:"]
+    # a port is no part of the host, nor an IPv6 address's brackets (node07:9100 was a host beside node07)
+    assert [canonical_host(h) for h in ("node07:9100", "Node07.cluster.local:9100", "10.0.0.5:9092", "[FE80::1]:8080",
+                                        "[::1]", "node07:4242:4301", "node07:123456")] == [
+        "node07", "node07", "10.0.0.5", "fe80::1", "::1", "node07:4242:4301", "node07:123456"]
 
     @settings(max_examples=200, deadline=None)
     @given(st.text(max_size=30))
