@@ -1014,7 +1014,7 @@ def downstream_parties(scene: Scene, init_key: tuple, init_events: list[Ev]) -> 
             others = [e for e in faults if id(e) not in mine]
             holds = holds or Relations(scene.topo).holds
             rel = next((r for r in _CROSS_HOST + ("same_domain",)
-                        if any(holds(r, c, e) for c in init_events for e in others)), None)
+                        if any(holds(r, c, e) for e in others for c in init_events)), None) if others else None
             got = (rel, None)
         parties.append(Party(key, evs, *got))
     parties.sort(key=lambda p: (min(e.start for e in p.events), p.key[0], str(p.key[2])))
