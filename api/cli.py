@@ -841,22 +841,37 @@ def _none_under(s: Settings, command: str) -> str:
     read as no broker at all while the demo's ran under another folder (a fresh user's trial). Names the folders
     of the local brokers this user runs elsewhere (``broker.running_elsewhere``), up to three."""
     from api.demo import program, shell_quote
-    from ingest import broker
 
     where, me = s.state_dir.resolve(), program()
     said = f"not running: no local broker under {where} (state_dir, {s.source_of('state_dir')})"
-    others = broker.running_elsewhere(where)
+    others, named = _brokers_elsewhere(where)
     if len(others) == 1:  # the demo's, most often: the command to paste
-        folder, pid = others[0]
-        return (f"{said}. One runs under {folder} (pid {pid}): FIRSTFAULT_STATE_DIR={shell_quote(str(folder))} "
+        return (f"{said}. One runs under {named}: FIRSTFAULT_STATE_DIR={shell_quote(str(others[0][0]))} "
                 f"{me} kafka {command}")
     if others:  # several (other users' too): named, none picked for a command that would stop it
-        runs = "; ".join(f"{folder} (pid {pid})" for folder, pid in others[:3])
-        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-        return (f"{said}. Local brokers run under {runs}{more}: FIRSTFAULT_STATE_DIR=<its folder> "
-                f"{me} kafka {command}")
+        return f"{said}. Local brokers run under {named}: FIRSTFAULT_STATE_DIR=<its folder> {me} kafka {command}"
     return (f"{said}. A broker started under another folder is named by it: FIRSTFAULT_STATE_DIR=<that folder> "
             f"{me} kafka {command} (the demo's is .firstfault in the folder `make demo` ran in)")
+
+
+def _brokers_elsewhere(where: Path, *, addresses: bool = False) -> tuple[list[tuple[Path, str]], str]:
+    """The local brokers this user runs under other state folders than ``where`` (``broker.running_elsewhere``), for
+    the hints of ``kafka stop``/``status`` and of a command with no bootstrap: each as (its state folder, its address
+    ``127.0.0.1:N``, "" without ``addresses``), and the hints' naming of them, "FOLDER (pid N)[ on ADDRESS]", up to
+    three joined by "; ", then " and K more". With ``addresses``, a broker whose state file is gone meanwhile is left
+    out (it has no address to name)."""
+    from ingest import broker
+
+    found = []
+    for folder, pid in broker.running_elsewhere(where):
+        there = broker.read_state(folder) if addresses else None
+        if addresses and there is None:
+            continue
+        found.append((folder, pid, there.bootstrap if there else ""))
+    named = "; ".join(f"{folder} (pid {pid})" + (f" on {address}" if address else "")
+                      for folder, pid, address in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return [(folder, address) for folder, _, address in found], named + more
 
 
 @kafka_app.command("status")
@@ -909,18 +924,14 @@ def _bootstrap(s: Settings) -> str:
                 f"{s.source_of('state_dir')})")
         # the one local broker running elsewhere (the demo's, run in another folder) named with its address:
         # `send` from the job's log folder said only how to look it up (a fresh user's trial)
-        others = [(folder, pid, there) for folder, pid in broker.running_elsewhere(where)
-                  if (there := broker.read_state(folder)) is not None]
+        others, named = _brokers_elsewhere(where, addresses=True)
         if len(others) == 1:
-            folder, pid, there = others[0]
-            hint = (f"; one runs under {folder} (pid {pid}) on {there.bootstrap}: set "
-                    f"FIRSTFAULT_KAFKA_BOOTSTRAP={there.bootstrap} (or FIRSTFAULT_STATE_DIR={shell_quote(str(folder))})"
-                    " to use it, or run `firstfault kafka start`")
+            folder, address = others[0]
+            hint = (f"; one runs under {named}: set FIRSTFAULT_KAFKA_BOOTSTRAP={address} (or "
+                    f"FIRSTFAULT_STATE_DIR={shell_quote(str(folder))}) to use it, or run `firstfault kafka start`")
         elif others:  # several (other users' too): named with their addresses, none picked
-            runs = "; ".join(f"{folder} (pid {pid}) on {there.bootstrap}" for folder, pid, there in others[:3])
-            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-            hint = (f"; local brokers run under {runs}{more}: set FIRSTFAULT_KAFKA_BOOTSTRAP=<its address> to use "
-                    "one, or run `firstfault kafka start`")
+            hint = (f"; local brokers run under {named}: set FIRSTFAULT_KAFKA_BOOTSTRAP=<its address> to use one, or "
+                    "run `firstfault kafka start`")
         else:
             hint = (" (set FIRSTFAULT_KAFKA_BOOTSTRAP — to another state folder's broker: `FIRSTFAULT_STATE_DIR=<it> "
                     "firstfault kafka status` prints its address — or run `firstfault kafka start`)")
