@@ -316,8 +316,7 @@ class Service:
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms,
             # as the ingest worker's: without it a `run` restarted after a kill -9 waited the default 30 s for its
             # dead predecessor's partitions whatever the setting said (a break-it pass)
-            session_timeout_ms=settings.session_timeout_ms)
-        self.worker.once_give_up_s = settings.once_give_up_s
+            session_timeout_ms=settings.session_timeout_ms, once_give_up_s=settings.once_give_up_s)
         self.hourly = Hourly(settings, self.lake)
         # after a restart: incident versions and the recent events from the lake, with the older events of
         # incidents the correlator keeps aside (StreamCorrelator.cold), and the append delays of all its events
@@ -461,8 +460,7 @@ class IngestService:
             dlq_topic=settings.dlq_topic, pipeline=Pipeline(tz=settings.tzinfo()),
             max_records=settings.batch_max_records, linger_ms=settings.batch_linger_ms,
             events_topic=settings.events_topic, domains=domains,
-            session_timeout_ms=settings.session_timeout_ms)
-        self.worker.once_give_up_s = settings.once_give_up_s
+            session_timeout_ms=settings.session_timeout_ms, once_give_up_s=settings.once_give_up_s)
         self.worker.on_assigned = lambda: domains.seed(self._memberships())
 
     def _memberships(self) -> list[tuple[str, int, str]]:

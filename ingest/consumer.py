@@ -476,7 +476,7 @@ class IngestWorker:
     def __init__(self, *, bootstrap: str, topics: list[str], group_id: str, lake: Lake, dlq_topic: str,
                  pipeline: Pipeline | None = None, on_batch: OnBatch | None = None, max_records: int = 2000,
                  linger_ms: int = 200, events_topic: str | None = None, domains: Domains | None = None,
-                 session_timeout_ms: int = 30000) -> None:
+                 session_timeout_ms: int = 30000, once_give_up_s: float = 60.0) -> None:
         self.bootstrap, self.topics, self.group_id = bootstrap, topics, group_id
         self.lake, self.dlq_topic = lake, dlq_topic
         self.pipeline = pipeline or Pipeline()
@@ -509,7 +509,7 @@ class IngestWorker:
         self.broker_check_s = BROKER_CHECK_S
         self._turn = 0  # which partition's chunk comes first in the next batch (round robin)
         #: how long (s) a failing batch is retried in a one-shot run (``run(give_up=True)``): then NotStored
-        self.once_give_up_s = 60.0
+        self.once_give_up_s = once_give_up_s
         self._give_up: float | None = None  # once_give_up_s while a one-shot run runs, else None: retry for ever
 
     async def start(self) -> None:

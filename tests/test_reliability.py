@@ -878,6 +878,16 @@ def test_run_takes_the_session_timeout_setting(tmp_path):
     assert svc.worker.session_timeout_ms == 6000
 
 
+def test_run_and_ingest_take_the_once_give_up_setting(tmp_path):
+    """`firstfault run --once` and `ingest --once` give a failing batch up after `once_give_up_s`, the setting's
+    value, not the worker's default 60 s. No broker: the workers are built, not started."""
+    from api.service import IngestService, Service
+
+    settings = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state", once_give_up_s=7.5)
+    assert Service(settings, "127.0.0.1:9").worker.once_give_up_s == 7.5
+    assert IngestService(settings, "127.0.0.1:9").worker.once_give_up_s == 7.5
+
+
 @pytest.mark.kafka
 def test_a_lake_refusing_the_incidents_when_caught_up_does_not_end_run(kafka, tmp_path):
     """`firstfault run`'s service, its incidents refused by the lake at the flush when it has caught up: the
