@@ -1583,7 +1583,6 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
     # file stream, or (stream, key) of keyed Kafka text -> the one host its prefixes named so far (None: several)
     named: dict[str | tuple[str, str | None], str | None] = {}
     nccl: dict[int, tuple[int, str, int]] = {}  # id(segment) -> its NCCL lines' hosts (_nccl_hosts_before)
-    canon: dict[str, str] = {}  # a key as sent -> as stored (canonical_host), once per key spelling
     if pods:
         for h in hits:
             if h.c.sig.source == "dmesg":  # the kernel's lines are the node's own: no pod writes them (a break-it pass)
@@ -1608,7 +1607,7 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
         keyed = not text and _keyed_text(seg) and _is_host(seg.host, known)
         # a key's lines, whatever stream a caller made, by the host the key names as stored (``node07`` and then
         # ``NODE07`` are one file: what its earlier lines named was forgotten at the new spelling, a break-it pass)
-        scope = seg.stream if text else (seg.stream, _canonical(seg.host, canon) if keyed else seg.host)
+        scope = seg.stream if text else (seg.stream, canonical_host(seg.host) if keyed else seg.host)
         if (h.prefix.addr_host and own == h.prefix.source_addr and not h.row.get("host") and not text
                 and seg.host):  # talosctl's address before the line; the record's key or envelope names the host
             own = seg.host
@@ -1630,15 +1629,6 @@ def assign_hosts(hits: list[Hit], known: dict[str, bool] | None = None, pods: di
             h.row["host"] = got or ("unknown" if text else "")
         else:  # a Kafka key, host header or envelope host; none: refused (``pipeline._named_hosts``)
             h.row["host"] = seg.host or ""
-
-
-def _canonical(key: str, memo: dict[str, str]) -> str:
-    """``key`` (a Kafka key that is a host name) as hosts are stored (``schemas.hostname.canonical_host``:
-    ``NODE07`` -> ``node07``), ``memo`` keeping each spelling's: the name is made once per batch, not per line."""
-    got = memo.get(key)
-    if got is None:
-        got = memo[key] = canonical_host(key)
-    return got
 
 
 def _pod_node(h: Hit, pod: str, pods: dict[str, str]) -> str:

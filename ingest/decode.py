@@ -30,7 +30,6 @@ and the rest of the value goes on.
 from __future__ import annotations
 
 import bz2
-import functools
 import lzma
 import math
 import re
@@ -1836,7 +1835,6 @@ def _key_names(topic: str, partition: int, key: bytes) -> tuple[str, str]:
     return known
 
 
-@functools.lru_cache(maxsize=4096)
 def _host_stream(topic: str, partition: int, host: str | None) -> str:
     """The stream of a partition's records that a key or ``host`` header names ``host`` (as sent): the host as
     stored (``schemas.hostname.canonical_host``), so ``node07`` and ``NODE07`` of one partition are one stream, as

@@ -59,9 +59,19 @@ def ipv6_name(text: str) -> str:
 
 
 def canonical_host(name: str) -> str:
-    """:func:`canonical_hosts` of one name (a setting, a fleet config key, an API parameter): ``Node07.Cluster.Local``
-    -> ``node07``; ``10.0.0.5`` and ``fe80::1`` as they are."""
+    """:func:`canonical_hosts` of one name (a setting, a fleet config key, an API parameter, a Kafka key or ``host``
+    header): ``Node07.Cluster.Local`` -> ``node07``; ``10.0.0.5`` and ``fe80::1`` as they are. The answer for a name
+    of at most :data:`MAX_HOST_CHARS` characters is kept for the process, as :func:`is_host_name`'s (an Arrow call
+    per name: ingest asks it of each record's key or header host); a longer one is not kept (distinct long keys
+    would fill memory)."""
+    return _short_canonical_host(name) if len(name) <= MAX_HOST_CHARS else _canonical_host(name)
+
+
+def _canonical_host(name: str) -> str:
     return canonical_hosts(pa.array([name], pa.string()))[0].as_py()
+
+
+_short_canonical_host = functools.lru_cache(maxsize=65536)(_canonical_host)
 
 
 #: the longest host name stored (the API's ``host`` parameters take as many: ``api.app``)
