@@ -662,17 +662,14 @@ _LONE_CANDIDATE = re.compile(rb"""\\u[dD](?: [89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-
 def _records_without_lone_surrogates(data: bytes) -> bytes:
     """:func:`without_lone_surrogates` of each line of NDJSON ``data`` that opens as JSON (``{`` or ``[``) and may
     hold a lone surrogate's escape (:data:`_LONE_CANDIDATE`); text lines among the records stay as they are
-    (``C:\\ud800x`` in a traceback is text, not an escape), and so do the other lines, unread, unless they are
-    many. Reading every line again took 0.56 s of 200k records whose every record held an escaped pair (Python's
-    ``json.dumps`` of an emoji), 0.3 s for one lone surrogate among them; now 0.07 s and 0.05 s."""
+    (``C:\\ud800x`` in a traceback is text, not an escape), and so do the other lines, unread (``data`` itself when
+    no line may hold one). Reading every line again took 0.56 s of 200k records whose every record held an escaped
+    pair (Python's ``json.dumps`` of an emoji), 0.3 s for one lone surrogate among them; now 0.07 s and 0.05 s.
+    Reading every line once candidates were many (more than one line in 16), a second path, cost more than it saved:
+    of 200k records, 10 % candidates took 0.69 s so and 0.2-0.3 s here; it was faster only when every record was
+    one, 0.86-1.03 s against 0.96-1.56 s (CPU time, a loaded machine)."""
     if _SURROGATE_ESCAPE.search(data) is None:
         return data
-    found = _LONE_CANDIDATE.findall(data)
-    if not found:
-        return data
-    if len(found) > 64 and len(found) * 16 > data.count(b"\n"):  # many lines: each read again costs less
-        return b"\n".join([without_lone_surrogates(line) if line.lstrip()[:1] in b"{[" and line.strip() else line
-                            for line in data.split(b"\n")])
     out: list[bytes] = []
     done = 0  # data[:done] is in out
     for m in _LONE_CANDIDATE.finditer(data):
@@ -684,6 +681,8 @@ def _records_without_lone_surrogates(data: bytes) -> bytes:
         line = data[a:b]
         out += [data[done:a], without_lone_surrogates(line) if line.lstrip()[:1] in b"{[" else line]
         done = b
+    if not out:
+        return data
     out.append(data[done:])
     return b"".join(out)
 

@@ -389,7 +389,7 @@ def test_only_lines_that_may_hold_a_lone_surrogate_are_read_again(lines):
     halves in any order, the lines joined as they came."""
     from ingest.decode import _records_without_lone_surrogates, without_lone_surrogates
 
-    for data in (b"\n".join(lines), b"\n".join(lines * 70)):  # a few lines read again, or every line
+    for data in (b"\n".join(lines), b"\n".join(lines * 70)):  # a few candidate lines, or many
         assert _records_without_lone_surrogates(data) == b"\n".join(without_lone_surrogates(x)
                                                                      for x in data.split(b"\n"))
     paired = b"\n".join(b'{"message": "\\ud83d\\ude00 %d"}' % i for i in range(50))
