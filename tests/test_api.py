@@ -833,6 +833,34 @@ def test_sql_results_are_whole_or_an_error(lake):
         assert row["t"] == "" and row["a"] == [str(root) + "/"]
 
 
+def _sql_threads() -> set[threading.Thread]:
+    """The query threads running (``store.bounded_query``'s ``sql-query``)."""
+    return {t for t in threading.enumerate() if t.name == "sql-query"}
+
+
+@pytest.mark.parametrize("query", ["SELECT count(*) FROM range(1000000000000) a, range(1000) b",
+                                   "SELECT a.range + b.range AS s FROM range(100000000) a, range(100000) b "
+                                   "ORDER BY s DESC LIMIT 3"])
+def test_a_query_past_its_time_limit_is_interrupted_and_its_thread_ends(lake, query):
+    """A slow query (a big cross join, counted or sorted) on the store's own connection is stopped by
+    ``con.interrupt()`` at its time limit: the error says it was stopped (not abandoned), and its thread has ended
+    within a second of the limit, so it holds no CPU or memory after its answer. Only one function call building one
+    huge value runs on (the test above)."""
+    from api.store import Store, StoreError
+
+    root, _ = lake
+    before, ended = _sql_threads(), []  # an abandoned query of another test may run on
+    t0 = time.monotonic()
+    with pytest.raises(StoreError) as e:
+        Store(Lake(root)).stream_sql(query, max_rows=10, timeout_s=1, ended=lambda: ended.append(time.monotonic()))
+    assert str(e.value) == "the query ran longer than 1 s (sql_timeout_s) and was stopped"
+    assert not e.value.abandoned and time.monotonic() - t0 < 1 + 2
+    left = _sql_threads() - before
+    for th in left:
+        th.join(max(0.0, t0 + 2 - time.monotonic()))
+    assert not any(th.is_alive() for th in left) and ended == []
+
+
 def test_sql_answers_by_its_time_limit_when_one_call_cannot_be_interrupted(lake):
     """One function call building one huge value (DuckDB checks for an interrupt between chunks only, and its
     memory_limit does not count the value) answered its 400 after ~55 s: the answer now comes by sql_timeout_s and
