@@ -539,8 +539,8 @@ def test_send_with_no_broker_here_names_the_one_local_broker_running_elsewhere_w
 
 def test_sql_past_its_time_limit_is_interrupted_and_its_thread_ends(empty_lake, monkeypatch):
     """`firstfault sql` of a slow query (a big cross join) past sql_timeout_s: its connection's ``interrupt()`` stops
-    it, exit 1 saying so, and the query's thread (``store.bounded_query``'s) has ended within a second of the limit,
-    not run on."""
+    it, exit 1 saying so, and the query's thread (``store.bounded_query``'s) has ended soon after, not run on (the
+    bound leaves room for a loaded CI machine: it tells "ended" from "ran on", not a speed)."""
     import threading
     import time
 
@@ -552,8 +552,8 @@ def test_sql_past_its_time_limit_is_interrupted_and_its_thread_ends(empty_lake, 
         1, "query failed: the query ran longer than 1 s (sql_timeout_s) and was stopped"), r.stderr
     left = {t for t in threading.enumerate() if t.name == "sql-query"} - before
     for th in left:
-        th.join(max(0.0, t0 + 3 - time.monotonic()))
-    assert time.monotonic() - t0 < 1 + 3 and not any(th.is_alive() for th in left)
+        th.join(max(0.0, t0 + 30 - time.monotonic()))
+    assert time.monotonic() - t0 < 30 and not any(th.is_alive() for th in left)
 
 
 def test_sql_refuses_two_statements_saying_to_run_them_one_at_a_time(empty_lake):
