@@ -317,6 +317,10 @@ class Service:
             # as the ingest worker's: without it a `run` restarted after a kill -9 waited the default 30 s for its
             # dead predecessor's partitions whatever the setting said (a break-it pass)
             session_timeout_ms=settings.session_timeout_ms, once_give_up_s=settings.once_give_up_s)
+        # the in-process correlator's health, read at each scrape, as a correlate worker's: only the worker set it, so
+        # `run`'s and the demo's /metrics said `firstfault_correlate_healthy 0` while /healthz said ok (a fresh
+        # user's trial: an alert on it fired for every healthy `run`)
+        correlate_metrics.HEALTHY.set_function(lambda: 1 if self.health()["ok"] else 0)
         self.hourly = Hourly(settings, self.lake)
         # after a restart: incident versions and the recent events from the lake, with the older events of
         # incidents the correlator keeps aside (StreamCorrelator.cold), and the append delays of all its events

@@ -888,6 +888,21 @@ def test_run_and_ingest_take_the_once_give_up_setting(tmp_path):
     assert IngestService(settings, "127.0.0.1:9").worker.once_give_up_s == 7.5
 
 
+def test_run_reports_its_correlator_healthy_in_metrics(tmp_path):
+    """`firstfault run`'s (and the demo's) /metrics says `firstfault_correlate_healthy` as its /healthz says ok: only
+    a correlate worker set the gauge, so a healthy `run` said 0 for good (a fresh user's trial). A step that raises
+    makes it 0 until one succeeds. No broker: the service is built, not started."""
+    from api.service import Service
+
+    settings = Settings(lake=str(tmp_path / "lake"), state_dir=tmp_path / "state")
+    svc = Service(settings, "127.0.0.1:9")
+    assert svc.health()["ok"] and REGISTRY.get_sample_value("firstfault_correlate_healthy") == 1
+    svc.step.last_error = "RuntimeError: boom"
+    assert not svc.health()["ok"] and REGISTRY.get_sample_value("firstfault_correlate_healthy") == 0
+    svc.step.last_error = None
+    assert REGISTRY.get_sample_value("firstfault_correlate_healthy") == 1
+
+
 @pytest.mark.kafka
 def test_a_lake_refusing_the_incidents_when_caught_up_does_not_end_run(kafka, tmp_path):
     """`firstfault run`'s service, its incidents refused by the lake at the flush when it has caught up: the
