@@ -762,7 +762,7 @@ def _skipped(rejects, given: dict[str, list[str]] | None = None) -> list[tuple[s
 
 
 
-@kafka_app.command("start")
+@kafka_app.command("start", short_help="Start the local broker and print its address.")
 def kafka_start(config: ConfigOpt = None) -> None:
     """Resolve the Kafka jars (once), format storage and start the broker; print its address (on stdout, alone: a
     script reads it). On stderr: each step as it begins (fetching the jars, formatting the storage, waiting for the
@@ -787,7 +787,7 @@ def kafka_start(config: ConfigOpt = None) -> None:
     out.print(st.bootstrap)
 
 
-@kafka_app.command("topics")
+@kafka_app.command("topics", short_help="Create the configured topics on the configured broker, if missing.")
 def kafka_topics(partitions: Annotated[Optional[int], typer.Option(
         min=1, max=10_000, metavar="<n>",
         help="partitions per topic: new topics get this many (default 3), existing ones with fewer get more "
@@ -874,7 +874,7 @@ def _brokers_elsewhere(where: Path, *, addresses: bool = False) -> tuple[list[tu
     return [(folder, address) for folder, _, address in found], named + more
 
 
-@kafka_app.command("status")
+@kafka_app.command("status", short_help="Print the local broker's address when it answers, else exit 1.")
 def kafka_status(config: ConfigOpt = None) -> None:
     """The local broker (the one `kafka start` runs under state_dir): exit 0 and print its address when it answers;
     exit 1 otherwise. A kafka_bootstrap that names another broker is said to be another, not checked."""

@@ -37,7 +37,7 @@ def _parse_before(text: str) -> datetime:
         raise ValueError(f"a time like 2026-11-30T04 or 2026-11-30T04:00:00Z (UTC), not {text!r}") from None
 
 
-@lake_app.command("compact")
+@lake_app.command("compact", short_help="Merge each closed hour's parts into one part per partition folder.")
 def compact_cmd(
     hour: Annotated[Optional[str], typer.Option(metavar="<hour>",
                                                 help="only this UTC hour, e.g. 2026-11-30T03")] = None,

@@ -438,6 +438,29 @@ def test_help_lists_each_command_in_one_clean_sentence():
     assert entries[0] == "diagnose   Find the first fault in local log files and print its incidents, without Kafka."
 
 
+def test_every_command_list_shows_each_command_in_one_clean_sentence():
+    """``firstfault kafka --help`` and ``lake --help`` broke ``start``'s, ``topics``', ``status``' and ``compact``'s
+    entries mid-sentence ("print its address (on stdout, alone: a" then " script reads it)": rich keeps the line
+    breaks of a docstring's first paragraph in a command list; a fresh user's trial). Every command of every group
+    is listed in one line (a ``short_help``, or a docstring whose first paragraph is one line) ending its sentence."""
+    import inspect
+
+    import typer.main
+
+    def entries(group, path):
+        for name, c in getattr(group, "commands", {}).items():
+            yield (*path, name), inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
+            yield from entries(c, (*path, name))
+
+    listed = dict(entries(typer.main.get_command(app), ()))
+    assert {p for p, h in listed.items() if "\n" in h or not h.endswith(".")} == set(), listed
+    assert listed["kafka", "start"] == "Start the local broker and print its address."
+    for group in ("kafka", "lake"):
+        box = runner.invoke(app, [group, "--help"], env={"COLUMNS": "200"}).output.split("Commands")[1]
+        assert all(x.split("│")[1].split()[0] in {"start", "topics", "stop", "status", "compact"}
+                   for x in box.splitlines()[1:] if x.startswith("│")), box
+
+
 def test_kafka_start_says_a_broker_already_running(monkeypatch):
     """``kafka start`` on a running broker printed its address alone, exit 0 (a new user's trial): stderr says it was
     running, with its pid; stdout is the address alone still (a script reads it)."""
