@@ -2107,7 +2107,8 @@ def known_format(data: bytes) -> str | None:
     if (codec := _wide_codec(data[:4 * _OWN_HEAD_BYTES])) is not None:  # PowerShell's `>` writes UTF-16 (a break-it
         head = data[:4 * _OWN_HEAD_BYTES].decode(codec, "replace").encode()[:_OWN_HEAD_BYTES]  # pass)
     if _own_output(head):
-        return "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"
+        return ("not log text: firstfault's own output (diagnose's, the API's, `sql`'s or a page of it): diagnose the "
+                "logs it was made from")
     return None
 
 
@@ -2124,16 +2125,32 @@ _OWN_TABLE = re.compile(rb"(?m)^" + _SGR + rb"(?:Incidents|(?:caught up: )?\d+ i
                         + _SGR + rb" *" + _SGR + rb"\r?\n" + _SGR + "\u250f".encode())
 
 
+#: a JSON key of firstfault's events (``event_id``, ``ts_basis``) or incidents (``initiator``, ``next_action``) with
+#: the start of its value, as diagnose (``"key": "``) and the API and ``sql -f json`` (``"key":"``) write them
+def _own_key(name: bytes, opens: bytes) -> re.Pattern[bytes]:
+    return re.compile(b'"' + name + b'": ?' + opens)
+
+
+_OWN_EVENT_KEYS = (_own_key(b"event_id", b'"'), _own_key(b"ts_basis", b'"'))
+_OWN_INCIDENT_KEYS = (_own_key(b"initiator", rb"\{"), _own_key(b"next_action", b'"'))
+#: ``sql -f csv``'s header over the events' columns (``SELECT * FROM events``)
+_OWN_CSV = re.compile(rb'(?m)^(?:[^\n]*,)?"?event_id"?,(?:[^\n]*,)?"?ts_basis"?(?:,|\r?$)')
+#: firstfault's HTML pages (an incident's, the degraded-link report): their frame's generator mark, or an incident
+#: page's title (``error · nvswitch_fault · node07 · firstfault``) as pages before the mark wrote it
+_OWN_PAGE = re.compile(rb'<meta name="generator" content="firstfault"|<title>[^<\n]* \xc2\xb7 firstfault</title>')
+
+
 def _own_output(head: bytes) -> bool:
-    """Whether a file's first bytes are ``firstfault diagnose``'s own output saved beside the logs it read — its JSON
-    (an ``events`` list whose events have ``event_id`` and ``ts_basis``) or its table, after stderr's lines when both
-    went to the file: read again, its quoted lines were a second host's faults, and the same GPU's fault "recurred"
-    (a real-logs pass); its incidents alone too (``jq '{incidents}'``). Another tool's ``{"events": [`` (``aws logs
-    get-log-events``) is a log (a break-it pass). ``head``: the first 4 KB (:data:`_OWN_HEAD_BYTES`), UTF-16 or UTF-32
-    decoded."""
-    return (b'"events": [' in head and b'"event_id": "' in head and b'"ts_basis": "' in head) \
-        or (b'"incidents": [' in head and b'"initiator": {' in head and b'"next_action": "' in head) \
-        or _OWN_TABLE.search(head) is not None
+    """Whether a file's first bytes are firstfault's own output saved beside the logs it read: ``diagnose``'s JSON
+    (events with ``event_id`` and ``ts_basis``) or its table, after stderr's lines when both went to the file (read
+    again, its quoted lines were a second host's faults, and the same GPU's fault "recurred": a real-logs pass); its
+    incidents alone too (``jq '{incidents}'``); the API's JSON (``curl …/incidents/inc-… > incident.json``: a phantom
+    host ``incident`` with an SXid; a fresh user's trial), ``sql -f json``'s and ``-f csv``'s events and firstfault's
+    HTML pages (an incident page saved beside the logs: a phantom host ``inc`` with 10 events and an incident).
+    Another tool's ``{"events": [`` (``aws logs get-log-events``) is a log (a break-it pass). ``head``: the first
+    4 KB (:data:`_OWN_HEAD_BYTES`), UTF-16 or UTF-32 decoded."""
+    return all(k.search(head) for k in _OWN_EVENT_KEYS) or all(k.search(head) for k in _OWN_INCIDENT_KEYS) \
+        or any(p.search(head) is not None for p in (_OWN_CSV, _OWN_PAGE, _OWN_TABLE))
 
 
 def binary_file(data: bytes) -> str | None:

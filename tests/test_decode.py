@@ -1360,6 +1360,10 @@ def test_an_envelopes_placeholder_host_names_no_host():
         assert [s.host for s in d.segments] == [want], h
 
 
+OWN = "not log text: firstfault's own output (diagnose's, the API's, `sql`'s or a page of it): diagnose the logs it " \
+      "was made from"
+
+
 def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     """``diagnose logs/ -f json > logs/diag.json`` then ``diagnose logs/``: its quoted lines were a second host's
     faults, and the same GPU's fault "recurred" (a real-logs pass). Its JSON and its table are skipped, and said."""
@@ -1375,7 +1379,7 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     (tmp_path / "diag.txt").write_text("Incidents\n\u250f━━━┓\n┃ start ┃\n")
     decoded, again, _ = diagnose_paths([tmp_path], Settings())
     assert sorted(r.reason for r in decoded.rejects) == [
-        "not log text: firstfault's own diagnose output (diagnose the logs it was made from)"] * 2
+        OWN] * 2
     assert again.events.num_rows == batch.events.num_rows == 1
     assert known_format(b'{"host": "node04", "message": "x"}') is None and known_format(b"Incidents: none\n") is None
     # another tool's {"events": [ (aws logs get-log-events) is a log; ours after stderr's lines (2>&1) is ours (a
@@ -1399,6 +1403,41 @@ def test_diagnoses_own_output_saved_beside_the_logs_is_no_log(tmp_path):
     colour = "\x1b[3m20 incidents (11 open, 9 resolved)" + " " * 120 + "\x1b[0m\n\u250f━━━┓\n┃ start ┃\n"
     assert known_format(colour.encode()) is not None
     assert known_format(colour.replace("\u250f", "+").encode()) is None
+
+
+def test_firstfaults_api_sql_and_page_exports_saved_beside_the_logs_are_no_log(tmp_path):
+    """An on-call engineer's job folder after the README's workflow: ``curl …/incidents/inc-… > incident.json`` was
+    read as a log line (a phantom host ``incident`` with an SXid event), the incident's page saved as ``inc.html``
+    as ten events of a phantom host ``inc`` and an incident of its own, and ``firstfault sql -f json|csv "SELECT *
+    FROM events"`` as the events again (a fresh user's trial). Each of firstfault's exports is skipped and said; the
+    logs beside them give what they gave alone."""
+    from api.diagnose import diagnose_paths
+    from api.incident_render import to_html
+    from ingest.decode import known_format
+    from schemas.settings import Settings
+
+    log = tmp_path / "node04.log"
+    log.write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n")
+    _, batch, incidents = diagnose_paths([log], Settings())
+    events = orjson.loads(orjson.dumps(batch.events.to_pylist(), default=str))
+    api_incident = orjson.loads(orjson.dumps(incidents[0], default=str)) | {"timeline": events}
+    (tmp_path / "incident.json").write_bytes(orjson.dumps(api_incident))  # as the API answers it: compact
+    (tmp_path / "incidents.json").write_bytes(orjson.dumps({"items": [incidents[0]], "next_cursor": None},
+                                                           default=str))
+    (tmp_path / "inc.html").write_bytes(to_html(api_incident))
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    header = ",".join(f'"{k}"' for k in events[0])
+    (tmp_path / "events.csv").write_text(header + "\n" + ",".join(f'"{v}"' for v in events[0].values()) + "\n")
+    decoded, again, found = diagnose_paths([tmp_path], Settings())
+    assert sorted(r.reason for r in decoded.rejects) == [OWN] * 5
+    assert again.events.column("host").to_pylist() == batch.events.column("host").to_pylist() == ["node04"]
+    assert [i["initiator"]["host"] for i in found] == ["node04"]
+    # an incident page saved before its frame said its generator: its title says firstfault
+    old_page = to_html(api_incident).replace(b'<meta name="generator" content="firstfault">\n', b"")
+    assert b"generator" not in old_page and known_format(old_page) == OWN
+    # a log that quotes one of our keys, or a shipper's CSV with an event id, is a log
+    assert known_format(b'{"message": "NVRM: Xid 79", "event_id": "42"}\n') is None
+    assert known_format(b'"time","event_id","message"\n"1","2","NVRM: Xid 79"\n') is None
 
 
 def test_a_files_json_line_that_is_no_log_record_is_read_as_text(tmp_path, pipeline):
