@@ -49,8 +49,9 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
     ``unlisted``, when given, gets the folders (a folder given too) that cannot be listed and the entries that cannot
     be looked at, with the system's reason (``Permission denied``): their files were left out silently, or a folder
-    that can be listed but not searched raised (break-it passes). Under a folder, hidden files and notes or
-    configuration files (:data:`NOTE_SUFFIXES`) are not read; ``notes``, when given, gets the latter.
+    that can be listed but not searched raised (break-it passes). Under a folder, hidden files, the files under a
+    hidden folder and notes or configuration files (:data:`NOTE_SUFFIXES`) are not read; ``notes``, when given, gets
+    the latter.
 
     A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
     same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
@@ -85,7 +86,10 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
         if unlisted is not None and (why := _unlistable(p)):
             unlisted.append((p, why))
         for x in p.rglob("*"):
-            if x.name.startswith("."):
+            # a hidden file, or any file under a hidden folder: `diagnose .` in a job's folder read the lake
+            # `firstfault ingest` had made there (.firstfault/lake: 30 Parquet parts, each said skipped) and .git's
+            # objects (a fresh user's trial)
+            if any(part.startswith(".") for part in x.relative_to(p).parts):
                 continue
             try:
                 is_file, is_dir = x.is_file(), x.is_dir()

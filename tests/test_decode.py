@@ -1623,3 +1623,19 @@ def test_a_logger_records_quoted_line_is_read_once_whatever_else_it_holds(pipeli
             assert not d.rejects
             got = [(e["signature"], e["ts"].isoformat()) for e in pipeline.run(d).events.to_pylist()]
             assert got == want, (origin, runs, columnar, got)
+
+
+def test_a_folders_hidden_folders_are_not_read(tmp_path):
+    """`diagnose .` in a job's folder where `firstfault ingest` had made its default lake (`.firstfault/lake`) listed
+    each of its 30 Parquet parts as skipped, and would read a `.git/` or an editor's `.backup/` copy of the logs as
+    a second copy of the host's faults (a fresh user's trial): a folder's hidden files were skipped, the files under
+    its hidden folders were not. Both are now; a hidden folder named itself is read, as a hidden file named is."""
+    from ingest.files import walk
+
+    log = b"[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+    (tmp_path / "node04.log").write_bytes(log)
+    for hidden in (".backup/node04.log", ".firstfault/lake/events/part-1.parquet", ".node05.log"):
+        (tmp_path / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / hidden).write_bytes(log)
+    assert [name for _, name in walk([tmp_path])] == [f"{tmp_path.name}/node04.log"]
+    assert [name for _, name in walk([tmp_path / ".backup"])] == [".backup/node04.log"]
