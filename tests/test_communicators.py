@@ -1152,8 +1152,9 @@ def test_a_line_named_by_a_loopback_or_mapped_address_is_no_other_hosts():
         return topo.addr_host(Ev("e", 10, "line", host, "s", "k", "sig", "error", None, None, None, None, None, None,
                                  None, None, None, "m"))
 
-    assert [named(h) for h in ("10.1.3.2", "::ffff:10.1.3.2", "fe80::1%eth0", "FE80::1")] == ["n2", "n2", "n3", "n3"]
-    assert [named(h) for h in ("127.0.0.1", "::ffff:127.0.0.1", "::1", "::ffff:0.0.0.0", "n2", "10.1.3.2:80")] == \
+    assert [named(h) for h in ("10.1.3.2", "::ffff:10.1.3.2", "fe80::1%eth0", "FE80::1", "10.1.3.2:80")] == \
+        ["n2", "n2", "n3", "n3", "n2"]  # a port is no part of a host (schemas/hostname.canonical_hosts)
+    assert [named(h) for h in ("127.0.0.1", "::ffff:127.0.0.1", "::1", "::ffff:0.0.0.0", "n2", "127.0.0.1:80")] == \
         [None] * 6
 
 def _job_log(host: str, day: datetime, pid0: int, comm: str, ranks: list[int], gpus: list[int],
