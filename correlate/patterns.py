@@ -15,7 +15,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Final
 
 from correlate.attribute import (RECOVERY_XID, SYMPTOM, S, Party, Scene, Verdict, catalog_action, downstream_parties,
                                  fault_name, first_of, initiator_fields, sentences, unknown_verdict, verify_commands)
@@ -2097,7 +2097,7 @@ def config_mismatch(scene: Scene) -> Verdict | None:
     differ = []
     for setting in settings:
         name, why, _, _ = SETTINGS[setting]
-        said = "; ".join(f"{h}: {', '.join(sorted(v))}" for h, v in sorted(per_setting[setting].items()))
+        said = _hosts_said(per_setting[setting])
         differ.append(f"different NCCL {name}s ({said}): {why}")
     return Verdict(
         pattern="config.job_mismatch", category="nccl_software", initiator=initiator, initiator_events=lines,
@@ -2108,8 +2108,41 @@ def config_mismatch(scene: Scene) -> Verdict | None:
                      + (", and " + ", ".join(sorted({p.key[0] for p in down})) + " reported it" if reported else "")
                      + ". No GPU, link or NIC fault is logged: the configuration is the first fault."),
         next_action=" ".join(SETTINGS[s][2] for s in settings),
-        verify=[v.format(hosts=", ".join(sorted(per_setting[s]))) for s in settings for v in SETTINGS[s][3]],
+        verify=[v.format(hosts=_hosts_named(sorted(per_setting[s]), initiator["candidates"]))
+                for s in settings for v in SETTINGS[s][3]],
         missing=[] if reported else ["whether the job hung or failed: its ranks' watchdog lines"])
+
+
+#: at most this many hosts are named one by one in a configuration mismatch's explanation; more are counted
+NAMED_HOSTS: Final = 8
+
+
+def _hosts_said(per_host: dict[str, set[str]]) -> str:
+    """What each host of a job said of one setting, as the explanation names it: ``host: value`` for each host when
+    there are :data:`NAMED_HOSTS` or fewer ("gpu-a-04: NCCL RDMA Plugin v8; gpu-b-11: internal"), else per value
+    (``per_host``'s sets, joined), the most held first: a value held by more than :data:`NAMED_HOSTS` hosts as their
+    count, the others' hosts by name ("1,999 hosts: internal; node0007: NCCL RDMA Plugin v7"). A 2,000-host job's
+    mismatch listed every host, 40 kB of explanation of which one name counted (a break-it pass)."""
+    if len(per_host) <= NAMED_HOSTS:
+        return "; ".join(f"{h}: {', '.join(sorted(v))}" for h, v in sorted(per_host.items()))
+    by_value: dict[str, list[str]] = defaultdict(list)
+    for h, v in sorted(per_host.items()):
+        by_value[", ".join(sorted(v))].append(h)
+    parts = []
+    for value, hosts in sorted(by_value.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        parts += ([f"{len(hosts):,} hosts: {value}"] if len(hosts) > NAMED_HOSTS
+                  else [f"{h}: {value}" for h in hosts])
+    return "; ".join(parts)
+
+
+def _hosts_named(hosts: list[str], odd: list[str]) -> str:
+    """``hosts`` (sorted) as a check names them: each, when :data:`NAMED_HOSTS` or fewer; else their count and the
+    ``odd`` ones (``_odd_hosts``) to look at first, by name when :data:`NAMED_HOSTS` or fewer."""
+    if len(hosts) <= NAMED_HOSTS:
+        return ", ".join(hosts)
+    if len(odd) <= NAMED_HOSTS and len(odd) < len(hosts):
+        return f"{len(hosts):,} hosts; first {', '.join(odd)}"
+    return f"{len(hosts):,} hosts"
 
 
 def _odd_hosts(lines: list[Ev]) -> list[str]:

@@ -5547,6 +5547,36 @@ def test_two_jobs_in_one_capture_are_compared_each_on_its_own(pipeline, tmp_path
     assert incs == [] and len(events) == 3
 
 
+def test_a_mismatch_of_many_hosts_is_explained_by_count_per_value_and_the_odd_hosts(pipeline, tmp_path):
+    """A job of many hosts of which one or two loaded another network plugin (NVIDIA/nccl#1634's mismatch, at scale):
+    the explanation named every host with its plugin (40 kB at 2,000 hosts) and so did the check to run. Now a value
+    held by more than ``patterns.NAMED_HOSTS`` hosts is their count, the odd hosts are named with theirs, and the check
+    names the odd hosts first; a few hosts are each named, as before. Lines as NVIDIA/nccl#1634's and
+    NVIDIA/nccl#1814's init line (one commId, every rank), host names made up."""
+    internal = ("{h}:{p}:{p} [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    loaded = "{h}:{p}:{p} [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)"
+    init = ("{h}:{p}:{p} [0] NCCL INFO comm 0x557fe785f7a0 rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId 1b000 "
+            "commId 0x5ae77eb5ea4ec1ee - Init COMPLETE")
+    hosts = [f"node{r:04d}" for r in range(20)]
+    odd = {"node0007", "node0013"}
+    lines = [(loaded if h in odd else internal).format(h=h, p=1000 + r) for r, h in enumerate(hosts)] + [
+        init.format(h=h, p=1000 + r, r=r, n=len(hosts)) for r, h in enumerate(hosts)]
+    _, incs = _job_files(pipeline, tmp_path, {"big.log": "\n".join(lines) + "\n"})
+    (inc,) = incs
+    assert inc["initiator"]["candidates"] == ["node0007", "node0013"]
+    assert inc["explanation"].startswith(
+        "The hosts of one job's log loaded different NCCL network plugins (18 hosts: internal; node0007: NCCL RDMA "
+        "Plugin v8; node0013: NCCL RDMA Plugin v8): their ranks speak two transports to each other")
+    assert inc["verify"][0] == "NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line (20 hosts; first " \
+        "node0007, node0013)"
+    # ... and a job of a few hosts names each, as before
+    few = [internal.format(h="gpu-b-11", p=18226), loaded.format(h="gpu-a-04", p=2520140)]
+    _, (inc,) = _job_files(pipeline, tmp_path, {"few.log": "\n".join(few) + "\n"})
+    assert "(gpu-a-04: NCCL RDMA Plugin v8; gpu-b-11: internal)" in inc["explanation"]
+    assert inc["verify"][0] == "NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line (gpu-a-04, gpu-b-11)"
+
+
 def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(pipeline, tmp_path):
     """Two ways ``rules._capture_jobs`` misread a capture. (1) A job whose only init lines are its hosts' own
     communicators (each host's GPUs, each with its commId, NVIDIA/nccl#1814's form): the communicator across hosts never
