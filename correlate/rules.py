@@ -612,7 +612,10 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
     order (:func:`_place`): the members of one communicator (``Ev.comm``, else :func:`_sized_comms`) are one job's,
     and so are those of one nccl-tests rank table (one per test run, from its Rank 0 on), joined through members they
     share (a union-find), then jobs each on one host that ran at once (:func:`_join_concurrent`, with the log's setting
-    lines ``configs``). A line whose ``member`` is None places nothing."""
+    lines ``configs``), except a job an nccl-tests rank table shows whole on one host: a table lists every rank of its
+    run, and a pdsh of a single-node nccl-tests on every node at once (a health check, nodes of two types each on its
+    own plugin) was one job and its plugins a mismatch (a break-it pass). A line whose ``member`` is None places
+    nothing."""
     parent: dict[Any, Any] = {}
 
     def root(m: Any) -> Any:
@@ -646,7 +649,12 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
         groups[("by size", k)] = {m for e in comm if (m := member(e)) is not None}
     for joined in groups.values():
         join(joined)
-    _join_concurrent([*members, *configs], lambda e: m if (m := member(e)) in parent else None, root, join)
+    # a rank table lists every rank of its run: one whose ranks are all on one host is a single-node run, whole
+    whole = {root(m) for key, joined in groups.items()
+             if isinstance(key, tuple) and key[0] == "nccl-tests table"
+             and len({m[0] if isinstance(m, tuple) else m for m in joined}) == 1 for m in joined}
+    _join_concurrent([*members, *configs],
+                     lambda e: m if (m := member(e)) in parent and root(m) not in whole else None, root, join)
     return {m: root(m) for m in parent}
 
 

@@ -5626,6 +5626,21 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
         old.format(h=h, p=p + g, g=g, r=g, n=2) for h, p in (("gpu-a", 5000), ("gpu-b", 6000)) for g in (0, 1)]
     _, incs = incidents("own.log", own)
     assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [("config.job_mismatch", ["gpu-a", "gpu-b"])]
+    # (3) a single-node nccl-tests on every node at once (a pdsh health check; nodes of two types, each type on its
+    # own plugin on purpose): each run's rank table lists all its ranks on its one host, so each is a job of its own,
+    # however their lines interleave (NVIDIA/nccl-tests#244's table row; NVIDIA/nccl#1814's init line)
+    table = "#  Rank  {g} Group  0 Pid {p} on {h} device  {g} [0x{g}b] NVIDIA H100 80GB HBM3"
+    nodes = [("gpu-a01", 5000, internal, "0x5ae77eb5ea4ec1ee"), ("gpu-a02", 5100, internal, "0x1ae77eb5ea4ec1ee"),
+             ("gpu-b01", 6000, external, "0x996ee6f117cb8e1e"), ("gpu-b02", 6100, external, "0x196ee6f117cb8e1e")]
+    check = [table.format(h=h, p=p, g=g) for h, p, _, _ in nodes for g in (0, 1)] + [
+        plugin.format(h=h, p=p) for h, p, plugin, _ in nodes] + [
+        node.format(h=h, p=p, g=g, c=c) for h, p, _, c in nodes for g in (0, 1)]
+    events, incs = incidents("health.log", check)
+    assert incs == [] and len(events) == 20
+    # ... while the same lines without the tables are one launch's, as in (1)
+    _, incs = incidents("launch.log", check[8:])
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
+        ("config.job_mismatch", ["gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"])]
 
 
 @pytest.mark.parametrize("fallback", [
