@@ -583,20 +583,21 @@ def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
     """The cross-host communicators of one log's init lines that print no ``commId`` (NCCL before 2.19: "comm
     0x7fdf08000d00 rank 15 nranks 16 cudaDev 7 busId e7000 - Init COMPLETE", NVIDIA/nccl#629), in the log's order:
     lines of one ``nranks``, each rank of a communicator printing its line once, so one ends where a rank it holds
-    prints again or its ``nranks`` ranks are all there (two jobs a capture holds one after the other). Only sizes no
-    host holds all the ranks of: a host's own communicator (a node's eight GPUs) ties it to no other host, and
-    interleaved with another host's of its size it would cut and join them at random. Each list's lines are of two
-    hosts or more; no other line is in one."""
+    prints again or its ``nranks`` ranks are all there (two jobs a capture holds one after the other). Not the lines
+    of a host that holds all the ranks of their size: a host's own communicator (a node's eight GPUs) ties it to no
+    other host, and interleaved with another host's of its size it would cut and join them at random. Other hosts'
+    lines of that size still count: a single-node run of two GPUs on one host had two later two-host jobs of that
+    size tied into one, their plugins a mismatch (a break-it pass). Each list's lines are of two hosts or more; no
+    other line is in one."""
     lines = [e for e in sorted(members, key=_place)
              if e.signature == "nccl.init" and not e.comm and e.rank is not None and e.nranks]
     held: dict[tuple[int, str], set[int]] = defaultdict(set)
     for e in lines:
         held[(e.nranks, e.host)].add(e.rank)
-    whole = {n for (n, _), ranks in held.items() if len(ranks) >= n}
     comms: list[list[Ev]] = []
     current: dict[int, list[Ev]] = {}
     for e in lines:
-        if e.nranks in whole:
+        if len(held[(e.nranks, e.host)]) >= e.nranks:
             continue
         now = current.get(e.nranks)
         if now is None or len(now) >= e.nranks or any(x.rank == e.rank for x in now):

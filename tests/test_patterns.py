@@ -5615,6 +5615,11 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
     two = job(["gpu-a-01", "gpu-a-02"], internal, 5000) + job(["gpu-b-01", "gpu-b-02"], external, 7000)
     events, incs = incidents("two.log", two)
     assert incs == [] and len(events) == 8
+    # ... and after a single-node run of two GPUs on another host (a size that host holds whole: its lines tie
+    # nothing, the others' of that size still do)
+    single = [internal.format(h="gpu-c-01", p=3000)] + [old.format(h="gpu-c-01", p=3000, g=g, r=g, n=2) for g in (0, 1)]
+    events, incs = incidents("three.log", single + two)
+    assert incs == [] and len(events) == 11
     # ... one job over the four hosts is still one: its mismatch is the incident
     _, incs = incidents("one.log", [internal.format(h="gpu-a-01", p=5000), internal.format(h="gpu-a-02", p=5000),
                                     external.format(h="gpu-b-01", p=5000), external.format(h="gpu-b-02", p=5000)] + [
