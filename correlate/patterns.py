@@ -2105,7 +2105,7 @@ def config_mismatch(scene: Scene) -> Verdict | None:
         severity="error" if any(e.sev >= SEVERITY_RANK["error"] for p in down for e in p.events) else "warning",
         explanation=(f"The hosts of one job's log loaded {', and '.join(differ)}, so the job hangs or fails at its "
                      "first collective between them with no error of its own"
-                     + (", and " + ", ".join(sorted({p.key[0] for p in down})) + " reported it" if reported else "")
+                     + (f", and {_named(sorted({p.key[0] for p in down}))} reported it" if reported else "")
                      + ". No GPU, link or NIC fault is logged: the configuration is the first fault."),
         next_action=" ".join(SETTINGS[s][2] for s in settings),
         verify=[v.format(hosts=_hosts_named(sorted(per_setting[s]), initiator["candidates"]))
@@ -2133,6 +2133,11 @@ def _hosts_said(per_host: dict[str, set[str]]) -> str:
         parts += ([f"{len(hosts):,} hosts: {value}"] if len(hosts) > NAMED_HOSTS
                   else [f"{h}: {value}" for h in hosts])
     return "; ".join(parts)
+
+
+def _named(hosts: list[str]) -> str:
+    """``hosts`` (sorted) each by name when :data:`NAMED_HOSTS` or fewer, else their count ("2,000 hosts")."""
+    return ", ".join(hosts) if len(hosts) <= NAMED_HOSTS else f"{len(hosts):,} hosts"
 
 
 def _hosts_named(hosts: list[str], odd: list[str]) -> str:

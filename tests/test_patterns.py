@@ -5570,6 +5570,14 @@ def test_a_mismatch_of_many_hosts_is_explained_by_count_per_value_and_the_odd_ho
         "Plugin v8; node0013: NCCL RDMA Plugin v8): their ranks speak two transports to each other")
     assert inc["verify"][0] == "NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line (20 hosts; first " \
         "node0007, node0013)"
+    # ... every host's watchdog timeout after it: the hosts that reported it are counted too
+    timeout = ("{h}:{p}:{p} [0] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+               "OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600060 milliseconds before "
+               "timing out.")
+    hung = lines + [timeout.format(h=h, p=1000 + r, r=r) for r, h in enumerate(hosts)]
+    _, (inc,) = _job_files(pipeline, tmp_path, {"hung.log": "\n".join(hung) + "\n"})
+    assert (inc["severity"], len(inc["downstream"])) == ("error", 20)
+    assert "with no error of its own, and 20 hosts reported it. No GPU" in inc["explanation"]
     # ... and a job of a few hosts names each, as before
     few = [internal.format(h="gpu-b-11", p=18226), loaded.format(h="gpu-a-04", p=2520140)]
     _, (inc,) = _job_files(pipeline, tmp_path, {"few.log": "\n".join(few) + "\n"})
