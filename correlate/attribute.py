@@ -26,8 +26,8 @@ from operator import itemgetter
 from typing import Any, Callable, Hashable, Iterable
 
 from correlate.model import CRASH_SIGNALS, RAY_WORKER_DIED, Ev, spares_job, subject_rank
-from correlate.rules import (RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds, collective_of,
-                             collective_window_us, log_of, named_collective, pred_shape)
+from correlate.rules import (ONE_HOST_RELATIONS, RELATION_STRENGTH, Relations, Rules, SideIndex, any_holds,
+                             collective_of, collective_window_us, log_of, named_collective, pred_shape)
 from correlate.topology import Topology, gpu_index_key
 from correlate.window import FILE_REACH_US, Clocks, file_dated, start_skew, within
 from ingest.catalog import Catalog
@@ -703,9 +703,21 @@ def find_edges(scene: Scene) -> list[Edge]:
         for i in chain(causes, effects):
             if timing[i] is None:
                 timing[i] = _timing(evs[i], clocks)
+        # a rule whose every relation is one host's (ONE_HOST_RELATIONS: both lines on one host) pairs a cause with
+        # its host's effects only: per host, its effects by start (a 2,000-host job's configuration lines, each a
+        # cause alone, scanned every host's watchdog line: 4 million pairs, most of diagnose's time, a break-it pass)
+        one_host = bool(r.relations) and ONE_HOST_RELATIONS.issuperset(r.relations)
+        per_host: dict[str | None, tuple[list[int], list[int], list[int], list[int]]] = {}
+        for i in (effects if one_host else ()):
+            per_host.setdefault(evs[i].host, ([], [], [], []))[0].append(i)
+        for got in per_host.values():
+            got[1].extend(starts_of[i] for i in got[0])
+            got[2].extend(i for i in got[0] if timing[i][6])
+            got[3].extend(starts_of[i] for i in got[2])
         # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
         filed = [i for i in effects if timing[i][6]]
         filed_starts = [starts_of[i] for i in filed]
+        all_effects = (effects, starts, filed, filed_starts)
         comms = not _COMMS.isdisjoint(r.relations)
         # the causes by class, each in scene order (start order: Ev.order); a rule's only cause is a class alone
         by_cause: dict[tuple, list[int]] = {}
@@ -724,6 +736,10 @@ def find_edges(scene: Scene) -> list[Edge]:
             c = evs[members[0]]
             c_start, _, c_prec, c_host, c_skew, _, _ = timing[members[0]]
             upper_bound = c.undated()
+            if one_host and len(members) == 1:
+                effects, starts, filed, filed_starts = per_host.get(c.host, ([], [], [], []))
+            else:
+                effects, starts, filed, filed_starts = all_effects
             bound = w + c_prec + c_skew + slack
             last = starts_of[members[-1]]
             # the effects any member's window may hold: every effect up to the last member's reach for an upper bound

@@ -5585,6 +5585,37 @@ def test_a_mismatch_of_many_hosts_is_explained_by_count_per_value_and_the_odd_ho
     assert inc["verify"][0] == "NCCL_DEBUG=INFO: every host prints the same 'NET/Plugin' line (gpu-a-04, gpu-b-11)"
 
 
+def test_a_rule_of_one_host_asks_its_relation_of_that_hosts_effects_only(pipeline, tmp_path, monkeypatch):
+    """``attribute.find_edges`` with a rule whose relations are all one host's (``rules.ONE_HOST_RELATIONS``:
+    ``config_mismatch.explains_job_hang``'s same_host) pairs a cause with its own host's effects only: a 2,000-host
+    mismatched job whose every rank printed its watchdog timeout asked same_host of every configuration line and
+    every host's timeout, 4 million pairs and most of diagnose's time (a break-it pass). Counted here as the
+    relations asked, 200 hosts: each host's line and its own timeout, the edge each (lines as NVIDIA/nccl#1634's)."""
+    from correlate.rules import Relations
+
+    internal = ("{h}:{p}:{p} [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    loaded = "{h}:{p}:{p} [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)"
+    timeout = ("{h}:{p}:{p} [0] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+               "OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600060 milliseconds before "
+               "timing out.")
+    hosts = [f"node{r:04d}" for r in range(200)]
+    lines = [(loaded if r == 7 else internal).format(h=h, p=1000 + r) for r, h in enumerate(hosts)] + [
+        timeout.format(h=h, p=1000 + r, r=r) for r, h in enumerate(hosts)]
+    asked: list[str] = []
+    real = Relations.holds
+
+    def counted(self, rel, c, e):
+        asked.append(rel)
+        return real(self, rel, c, e)
+
+    monkeypatch.setattr(Relations, "holds", counted)
+    _, (inc,) = _job_files(pipeline, tmp_path, {"hung.log": "\n".join(lines) + "\n"})
+    assert (inc["pattern"], inc["severity"], len(inc["downstream"])) == ("config.job_mismatch", "error", 200)
+    assert {r["rule"] for r in inc["evidence"]} == {"config_mismatch.explains_job_hang"}
+    assert asked.count("same_host") <= 2 * len(hosts)
+
+
 def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(pipeline, tmp_path):
     """Two ways ``rules._capture_jobs`` misread a capture. (1) A job whose only init lines are its hosts' own
     communicators (each host's GPUs, each with its commId, NVIDIA/nccl#1814's form): the communicator across hosts never
