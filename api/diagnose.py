@@ -156,17 +156,23 @@ def same_named_files(events: pa.Table) -> dict[str, list[str]]:
     (DESIGN.md) and are not listed, nor are files of different names in one folder that names their host
     (``node07/kern.log``, ``node07/nccl.log``); in different folders that name one host they are."""
     by: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    # per file (its path in the run), the host its path gives and the host its name alone gives: once per file, not
+    # per event (a 4,000-line capture asked pyarrow 8,000 times, a third of diagnose's time, a break-it pass)
+    hosts_of: dict[str, tuple[str, str]] = {}
     for host, origin in zip(events.column("host").to_pylist(), events.column("origin").to_pylist()):
         f = file_of(origin or "")
         if f is None:
             continue
         path = PurePosixPath(f[0])
+        got = hosts_of.get(f[0])
+        if got is None:
+            got = hosts_of[f[0]] = (canonical_host(host_from_filename(path)),
+                                    canonical_host(host_from_filename(PurePosixPath(path.name))))
         # the host its name gives (as the lake names it: Node01.log), grouped by that name; or its folder's, for a file
         # named by its kind, grouped by host: job-1/alpha/kern.log and job-1/bravo/dmesg.log are both host job-1
         # (merged with no word, two break-it passes)
-        if canonical_host(host_from_filename(path)) == host:
-            named = canonical_host(host_from_filename(PurePosixPath(path.name))) == host
-            by.setdefault((host, path.name if named else ""), set()).add(f)
+        if got[0] == host:
+            by.setdefault((host, path.name if got[1] == host else ""), set()).add(f)
     out: dict[str, list[str]] = {}
     for (host, name), files in sorted(by.items()):
         first = {}  # per content digest, the first of its names: one file read twice is one file
