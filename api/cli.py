@@ -1034,8 +1034,10 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
     try:
         return asyncio.run(main())
     except NotStored as e:  # --once: the broker (or lake) kept failing a batch for once_give_up_s (a break-it pass:
-        # it retried for good, and waited for good on the first SIGTERM)
-        err.print(f"[red]not stored[/]: {escape(str(e))}", highlight=False)
+        # it retried for good, and waited for good on the first SIGTERM), or a signal stopped it with a batch in hand
+        # (it exited 0, "ingested 0 Kafka records": a break-it pass). 1, not 128 + the signal: the process was not
+        # killed, it stopped in order; its one-shot work was not done, which is a runtime failure's 1
+        err.print(f"[red]{e.label}[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
     except CorrelateFailed as e:  # --once, caught up: its traceback is in the log already (StepGuard)
         err.print(f"[red]{escape(str(e))}[/]: the events are stored in the lake, the incidents could not be made "

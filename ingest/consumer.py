@@ -427,6 +427,15 @@ def _span_text(spans: dict[TopicPartition, tuple[int, int]]) -> str:
     return ", ".join(f"{tp.topic}/{tp.partition} offsets {a}-{b}" for tp, (a, b) in sorted(spans.items()))
 
 
+def _stopped_text(e: _Stopped, spans: dict[TopicPartition, tuple[int, int]]) -> str:
+    """What a one-shot run stopped mid-batch left, for :class:`NotStored`: ``"stopped (SIGTERM or Ctrl-C) before
+    this worker could store the batch: the lake … refused it (…); not stored: fleet.dmesg/0 offsets 16-23; …"``. A
+    batch stopped at its last commit is in the lake already: "not committed", and read again without duplicates."""
+    left = "stored, not committed" if e.what == "commit the batch" else "not stored"
+    return (f"stopped (SIGTERM or Ctrl-C) before this worker could {e.what}: {e.cause}; {left}: {_span_text(spans)}; "
+            "no offset past them was committed, the next run reads them again")
+
+
 def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
     return b if len(b) <= n else b[:n - 3] + b"..."
 
@@ -463,11 +472,27 @@ OnBatch = Callable[[Batch], Awaitable[None] | None]
 class NotStored(Exception):
     """A one-shot run (``run(give_up=True)``) gave a batch up: its broker or its lake kept failing it for
     ``once_give_up_s``. Its message names the broker (or lake), the step and the batch's records; no offset past them
-    was committed, so the next run reads them again."""
+    was committed, so the next run reads them again. Also a one-shot run stopped (SIGTERM, Ctrl-C) with a batch in
+    hand. ``label``: "not stored", or "not committed" for a batch stopped at its last commit (its events are in the
+    lake)."""
+
+    def __init__(self, message: str, label: str = "not stored") -> None:
+        super().__init__(message)
+        self.label = label
 
 
 class _Abandoned(Exception):
     """The batch's partitions went to another worker meanwhile: it will replay the batch (module doc)."""
+
+
+class _Stopped(_Abandoned):
+    """``stop`` was set (SIGTERM, Ctrl-C) while a step of the batch failed or waited on the broker: the batch is
+    left, its records read again by the next run. ``what`` is the step ("store the batch"), ``cause`` what it
+    waited on ("the lake … refused it (…)")."""
+
+    def __init__(self, what: str, cause: str) -> None:
+        super().__init__(f"stopping before this worker could {what}: {cause}")
+        self.what, self.cause = what, cause
 
 
 class IngestWorker:
@@ -511,6 +536,9 @@ class IngestWorker:
         #: how long (s) a failing batch is retried in a one-shot run (``run(give_up=True)``): then NotStored
         self.once_give_up_s = once_give_up_s
         self._give_up: float | None = None  # once_give_up_s while a one-shot run runs, else None: retry for ever
+        #: the batch a one-shot run's stop left, as the NotStored its ``run`` raises when it returns (a `--once` run
+        #: SIGTERMed while its lake refused a batch exited 0, "ingested 0 Kafka records": a break-it pass)
+        self._left: NotStored | None = None
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
@@ -575,6 +603,7 @@ class IngestWorker:
         does not answer for as long while it catches up; else they are retried with backoff until they clear."""
         assert self._consumer is not None
         self._give_up = self.once_give_up_s if give_up else None
+        self._left = None
         failing_since: float | None = None
         idle_since = checked = measured = time.monotonic()
         # catching up, an empty fetch is followed by a question of the partitions' ends (a broker's round trip), so
@@ -617,6 +646,8 @@ class IngestWorker:
                     checked = time.monotonic()
                     await self._check_broker()
                 continue
+        if self._left is not None:  # a one-shot run stopped with a batch in hand: not "done", and said which
+            raise self._left
 
     async def _check_broker(self) -> None:
         """An idle worker's check that the broker answers (:data:`BROKER_CHECK_S`): its partitions' ends within
@@ -646,7 +677,10 @@ class IngestWorker:
         except _Abandoned as e:
             # Partitions still ours go back to the batch's start (a rebalance resets them so anyway); their
             # commit metadata, read again, makes the next batch this one (_read_intents).
-            log.warning("batch %s abandoned: %s", bid, e)
+            log.warning("batch %s abandoned: %s; not committed: %s", bid, e, _span_text(spans))
+            if isinstance(e, _Stopped) and self._give_up is not None:
+                self._left = NotStored(_stopped_text(e, spans),
+                                       "not committed" if e.what == "commit the batch" else "not stored")
             mine = self._consumer.assignment()
             for tp, (a, _b) in spans.items():
                 if tp in mine:
@@ -759,6 +793,8 @@ class IngestWorker:
                     renew = False
                 await step()
                 return
+            except _Stopped as e:  # stopped while the broker had not acknowledged: the step it was waiting in
+                raise _Stopped(what, e.cause) from None
             except (CommitFailedError, IllegalStateError) as e:
                 raise _Abandoned(f"cannot {what}: {e}") from None
             except LakeError as e:
@@ -769,7 +805,7 @@ class IngestWorker:
                 self.health.fail(f"kafka: cannot {what}: {type(e).__name__}: {e}")
                 cause = f"the Kafka broker {self.bootstrap} did not take it ({error_named(e)})"
             if self.stop.is_set():
-                raise _Abandoned(f"stopping before this worker could {what}")
+                raise _Stopped(what, cause)
             failing_since = failing_since or time.monotonic()
             if self._give_up is not None and time.monotonic() - failing_since >= self._give_up:
                 raise NotStored(f"cannot {what} for {self._give_up:g} s: {cause}; not stored: "
@@ -814,7 +850,7 @@ class IngestWorker:
                 if not self.stop.is_set():
                     raise KafkaTimeoutError(f"no acknowledgement of {what} within "
                                             f"{self.ack_patience_s + (self._give_up or 0):g} s")
-                raise _Abandoned(f"stopping while waiting for {what}")
+                raise _Stopped(what, f"the Kafka broker {self.bootstrap} had not acknowledged {what}")
         return task.result()
 
     def _count(self, taken: Taken, batch: Batch, t0: float) -> None:
