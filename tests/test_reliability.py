@@ -1082,3 +1082,61 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
         assert re.search(rf"{prefix}\.\w+/\d offsets \d+-\d+", said), said[-2000:]
     finally:
         broker.stop(state)
+
+
+@pytest.mark.parametrize("command", ["ingest", "run"])
+def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_records(kafka, tmp_path, command):
+    """`ingest --once` (and `run --once`) SIGTERMed while its lake refused a batch exited 0 and printed "ingested 0
+    Kafka records", the batch named only as "abandoned: stopping …" in the log, with no partition or offset (a
+    break-it pass). A one-shot run that a signal stopped with records not stored exits 1 and names them, as its
+    give-up does; run again on a lake that takes them, it reads and stores them (nothing was committed past them).
+    The lake refuses because its ``events/kind=xid`` folder is a file. The bounds are what the code guarantees under
+    CI's load: the stop is seen at once (the retry's pause waits on it), then each Kafka client gets 10 s to stop
+    (``consumer.STOP_CLIENT_S``) and a request in flight up to aiokafka's 40 s timeout; the give-up (600 s) is far."""
+    prefix = f"oncestop.{command}.{time.time_ns()}"
+    env = crash.worker_env(kafka, prefix, "r", tmp_path, max_records=8)
+    env.update(FIRSTFAULT_ONCE_GIVE_UP_S="600", FIRSTFAULT_API_PORT="0",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    topics = env["FIRSTFAULT_TOPICS"].split(",")
+    asyncio.run(ensure_topics(kafka, topics + [env["FIRSTFAULT_EVENTS_TOPIC"], env["FIRSTFAULT_DLQ_TOPIC"]]))
+    lake = Path(env["FIRSTFAULT_LAKE"])
+    Lake(lake).init()
+    (lake / "events").mkdir(exist_ok=True)
+    (lake / "events" / "kind=xid").write_text("a file where the lake has a folder\n")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    line = f"{stamp} node31 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    asyncio.run(produce(kafka, [(f"{prefix}.dmesg", b"node31", line.encode(), int(time.time() * 1000), 1)]))
+    log = tmp_path / "once.log"
+    p = crash.spawn(command, env, log, "--once")
+    try:
+        wait_for(lambda: b"unhealthy: lake:" in log.read_bytes(), 120, "the lake to refuse the batch")
+        os.killpg(p.pid, signal.SIGTERM)
+        t0 = time.monotonic()
+        rc = p.wait(150)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    said = log.read_text()
+    assert rc == 1, said[-2000:]
+    assert took < 100, (took, said[-2000:])
+    # the last line: what stopped it, on what, and the records, as the give-up says them
+    last = said.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"not stored: stopped \(SIGTERM or Ctrl-C\) before this worker could store the batch: the lake "
+        rf"{re.escape(str(lake))} refused it \(.*Not a directory.*\); not stored: {re.escape(prefix)}\.dmesg/0 "
+        r"offsets 0-0; no offset past them was committed, the next run reads them again", last), said[-2000:]
+    assert "ingested 0 Kafka records" not in said and "caught up" not in said, said[-2000:]
+    assert re.search(rf"abandoned: .*; not committed: {re.escape(prefix)}\.dmesg/0 offsets 0-0", said), said[-2000:]
+    # the lake takes the batch again: the next run reads the record the stop left and stores its event
+    (lake / "events" / "kind=xid").unlink()
+    again = subprocess.run([crash.FIRSTFAULT, command, "--once"], env=env, capture_output=True, text=True,
+                           timeout=300, cwd=env["FIRSTFAULT_STATE_DIR"])
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert re.search(r"ingested 1 Kafka record, 1 line → 1 event", again.stderr), again.stderr[-2000:]
+    from api.store import Store
+
+    rows = Store(Lake(lake)).query("SELECT host, kind, xid FROM events")
+    assert rows == [{"host": "node31", "kind": "xid", "xid": 79}], rows
