@@ -946,6 +946,7 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
     """Start a local Kafka broker, ingest the bundled sample logs, print their incidents and serve the API."""
     from api.demo import DemoRunning, run_demo
     from ingest.broker import BrokerError
+    from ingest.consumer import NotStored
 
     s = _settings(config)
     # the port is checked once the demo holds its lock (another demo is named as such), before its lake is
@@ -955,6 +956,9 @@ def demo(once: Annotated[bool, typer.Option("--once", help="exit after printing 
         code = run_demo(s, once=once, port=port, console=err, out=out, check=check)
     except (BrokerError, DemoRunning) as e:
         err.print(f"[red]{escape(str(e))}[/]")
+        raise typer.Exit(1) from None
+    except NotStored as e:  # --once, as `run --once` says it (_until_signalled); it was a traceback
+        err.print(f"[red]{e.label}[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
     raise typer.Exit(code)
 
