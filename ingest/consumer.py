@@ -536,9 +536,10 @@ class IngestWorker:
         #: how long (s) a failing batch is retried in a one-shot run (``run(give_up=True)``): then NotStored
         self.once_give_up_s = once_give_up_s
         self._give_up: float | None = None  # once_give_up_s while a one-shot run runs, else None: retry for ever
-        #: the batch a one-shot run's stop left, as the NotStored its ``run`` raises when it returns (a `--once` run
-        #: SIGTERMed while its lake refused a batch exited 0, "ingested 0 Kafka records": a break-it pass)
-        self._left: NotStored | None = None
+        #: what a one-shot run's stop left not stored (a batch, an unreadable record's dead letter), said by the
+        #: NotStored its ``run`` raises when it returns (a `--once` run SIGTERMed while its lake refused a batch
+        #: exited 0, "ingested 0 Kafka records": a break-it pass)
+        self._left: list[NotStored] = []
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
@@ -603,7 +604,7 @@ class IngestWorker:
         does not answer for as long while it catches up; else they are retried with backoff until they clear."""
         assert self._consumer is not None
         self._give_up = self.once_give_up_s if give_up else None
-        self._left = None
+        self._left = []
         failing_since: float | None = None
         idle_since = checked = measured = time.monotonic()
         # catching up, an empty fetch is followed by a question of the partitions' ends (a broker's round trip), so
@@ -646,8 +647,8 @@ class IngestWorker:
                     checked = time.monotonic()
                     await self._check_broker()
                 continue
-        if self._left is not None:  # a one-shot run stopped with a batch in hand: not "done", and said which
-            raise self._left
+        if self._left:  # a one-shot run stopped with a batch in hand: not "done", and said which
+            raise NotStored("; also ".join(map(str, self._left)), self._left[0].label)
 
     async def _check_broker(self) -> None:
         """An idle worker's check that the broker answers (:data:`BROKER_CHECK_S`): its partitions' ends within
@@ -678,9 +679,7 @@ class IngestWorker:
             # Partitions still ours go back to the batch's start (a rebalance resets them so anyway); their
             # commit metadata, read again, makes the next batch this one (_read_intents).
             log.warning("batch %s abandoned: %s; not committed: %s", bid, e, _span_text(spans))
-            if isinstance(e, _Stopped) and self._give_up is not None:
-                self._left = NotStored(_stopped_text(e, spans),
-                                       "not committed" if e.what == "commit the batch" else "not stored")
+            self._stopped(e, spans)
             mine = self._consumer.assignment()
             for tp, (a, _b) in spans.items():
                 if tp in mine:
@@ -697,6 +696,12 @@ class IngestWorker:
                 self._consumer.seek(tp, b + 1)
         self.health.recover()
         self._count(taken, batch, t0)
+
+    def _stopped(self, e: _Abandoned, spans: dict[TopicPartition, tuple[int, int]]) -> None:
+        """Keep what a one-shot run's stop (``e`` a :class:`_Stopped`) left of ``spans`` for ``run`` to raise."""
+        if isinstance(e, _Stopped) and self._give_up is not None:
+            self._left.append(NotStored(_stopped_text(e, spans),
+                                        "not committed" if e.what == "commit the batch" else "not stored"))
 
     async def _run_pipeline(self, records: list[ConsumerRecord], decoded: Decoded) -> Batch:
         """The pure stages. If they raise, find the records that make them raise (module doc, step 3)."""
@@ -962,7 +967,8 @@ class IngestWorker:
                 try:
                     await self._retry(lambda: self._send_dead_letters([rj], {}), {tp: (pos, pos)},
                                       "dead-letter an unreadable record")
-                except _Abandoned:  # the partition's new owner finds it again
+                except _Abandoned as stopped:  # the partition's new owner finds it again (or, stopped, the next run)
+                    self._stopped(stopped, {tp: (pos, pos)})
                     break
                 try:
                     c.seek(tp, pos + 1)
