@@ -1092,7 +1092,8 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
     give-up does; run again on a lake that takes them, it reads and stores them (nothing was committed past them).
     The lake refuses because its ``events/kind=xid`` folder is a file. The bounds are what the code guarantees under
     CI's load: the stop is seen at once (the retry's pause waits on it), then each Kafka client gets 10 s to stop
-    (``consumer.STOP_CLIENT_S``) and a request in flight up to aiokafka's 40 s timeout; the give-up (600 s) is far."""
+    (``consumer.STOP_CLIENT_S``) and a request in flight up to aiokafka's 40 s timeout: 70 s, bounded at 150 s for a
+    loaded machine; the give-up (600 s) is far."""
     prefix = f"oncestop.{command}.{time.time_ns()}"
     env = crash.worker_env(kafka, prefix, "r", tmp_path, max_records=8)
     env.update(FIRSTFAULT_ONCE_GIVE_UP_S="600", FIRSTFAULT_API_PORT="0",
@@ -1113,7 +1114,7 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
         wait_for(lambda: b"unhealthy: lake:" in log.read_bytes(), 120, "the lake to refuse the batch")
         os.killpg(p.pid, signal.SIGTERM)
         t0 = time.monotonic()
-        rc = p.wait(150)
+        rc = p.wait(240)
         took = time.monotonic() - t0
     finally:
         if p.poll() is None:
@@ -1121,7 +1122,7 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
             p.wait()
     said = log.read_text()
     assert rc == 1, said[-2000:]
-    assert took < 100, (took, said[-2000:])
+    assert took < 150, (took, said[-2000:])
     # the last line: what stopped it, on what, and the records, as the give-up says them
     last = said.strip().splitlines()[-1]
     assert re.fullmatch(
