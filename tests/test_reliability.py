@@ -22,6 +22,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -1044,6 +1045,26 @@ def test_a_worker_catching_up_does_not_wait_the_idle_fetch(kafka, tmp_path):
     assert fetches[len(catching_up):] and set(fetches[len(catching_up):]) == {IDLE_FETCH_MS}, fetches
 
 
+def _exit_after(p: subprocess.Popen, log: Path, stop: Callable[[], None],
+                within_s: float) -> tuple[int | None, float, str]:
+    """``stop()`` (what ends ``p``'s run), then ``p``'s exit code (None if it still runs after ``within_s``), the
+    seconds from the end of ``stop()`` to its exit, and its ``log``'s text. ``p`` (its process group) is killed if it
+    still runs then, or when ``stop()`` raised."""
+    try:
+        stop()
+        t0 = time.monotonic()
+        try:
+            rc = p.wait(within_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return rc, took, log.read_text()
+
+
 def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded_time(tmp_path):
     """`ingest --once` whose broker is stopped mid-backlog logged "ingest unhealthy: kafka: cannot store the batch"
     and then waited for good (aiokafka never gives up an idempotent producer's send), and its first SIGTERM waited on
@@ -1064,18 +1085,13 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
         asyncio.run(produce(st.bootstrap, corpus_messages(20_000, prefix)))
         log = tmp_path / "ingest.log"
         p = crash.spawn("ingest", env, log, "--once")
-        try:
+
+        def stop() -> None:
             wait_for(lambda: b"ingest worker: reading" in log.read_bytes(), 60, "the worker to start")
             time.sleep(1.5)  # batches under way
             broker.stop(state)
-            t_down = time.monotonic()
-            rc = p.wait(150)
-            took = time.monotonic() - t_down
-        finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        said = log.read_text()
+
+        rc, took, said = _exit_after(p, log, stop, 150)
         assert rc == 1, said[-2000:]
         assert took < 120, (took, said[-2000:])
         assert re.search(rf"not stored: .*{re.escape(st.bootstrap)}", said), said[-2000:]
@@ -1110,17 +1126,12 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
     asyncio.run(produce(kafka, [(f"{prefix}.dmesg", b"node31", line.encode(), int(time.time() * 1000), 1)]))
     log = tmp_path / "once.log"
     p = crash.spawn(command, env, log, "--once")
-    try:
+
+    def stop() -> None:
         wait_for(lambda: b"unhealthy: lake:" in log.read_bytes(), 120, "the lake to refuse the batch")
         os.killpg(p.pid, signal.SIGTERM)
-        t0 = time.monotonic()
-        rc = p.wait(240)
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    said = log.read_text()
+
+    rc, took, said = _exit_after(p, log, stop, 240)
     assert rc == 1, said[-2000:]
     assert took < 150, (took, said[-2000:])
     # the last line: what stopped it, on what, and the records, as the give-up says them
