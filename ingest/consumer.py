@@ -427,13 +427,14 @@ def _span_text(spans: dict[TopicPartition, tuple[int, int]]) -> str:
     return ", ".join(f"{tp.topic}/{tp.partition} offsets {a}-{b}" for tp, (a, b) in sorted(spans.items()))
 
 
-def _stopped_text(e: _Stopped, spans: dict[TopicPartition, tuple[int, int]]) -> str:
-    """What a one-shot run stopped mid-batch left, for :class:`NotStored`: ``"stopped (SIGTERM or Ctrl-C) before
-    this worker could store the batch: the lake … refused it (…); not stored: fleet.dmesg/0 offsets 16-23; …"``. A
-    batch stopped at its last commit is in the lake already: "not committed", and read again without duplicates."""
-    left = "stored, not committed" if e.what == "commit the batch" else "not stored"
-    return (f"stopped (SIGTERM or Ctrl-C) before this worker could {e.what}: {e.cause}; {left}: {_span_text(spans)}; "
-            "no offset past them was committed, the next run reads them again")
+def _stopped_left(e: _Stopped, spans: dict[TopicPartition, tuple[int, int]]) -> NotStored:
+    """What a one-shot run stopped mid-batch left: "stopped (SIGTERM or Ctrl-C) before this worker could store the
+    batch: the lake … refused it (…); not stored: fleet.dmesg/0 offsets 16-23; …". A batch stopped at its last
+    commit is in the lake already: "not committed" (its label too), and read again without duplicates."""
+    left = "not committed" if e.what == "commit the batch" else "not stored"
+    return NotStored(f"stopped (SIGTERM or Ctrl-C) before this worker could {e.what}: {e.cause}; "
+                     f"{'stored, ' if left == 'not committed' else ''}{left}: {_span_text(spans)}; no offset past "
+                     "them was committed, the next run reads them again", left)
 
 
 def _cut(b: bytes, n: int = DLQ_HEADER_BYTES) -> bytes:
@@ -700,8 +701,7 @@ class IngestWorker:
     def _stopped(self, e: _Abandoned, spans: dict[TopicPartition, tuple[int, int]]) -> None:
         """Keep what a one-shot run's stop (``e`` a :class:`_Stopped`) left of ``spans`` for ``run`` to raise."""
         if isinstance(e, _Stopped) and self._give_up is not None:
-            self._left.append(NotStored(_stopped_text(e, spans),
-                                        "not committed" if e.what == "commit the batch" else "not stored"))
+            self._left.append(_stopped_left(e, spans))
 
     async def _run_pipeline(self, records: list[ConsumerRecord], decoded: Decoded) -> Batch:
         """The pure stages. If they raise, find the records that make them raise (module doc, step 3)."""
