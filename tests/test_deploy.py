@@ -307,8 +307,9 @@ def test_the_fleet_config_reads_names_as_written_and_refuses_lists_and_twice_giv
     f = tmp_path / "fleet.yaml"
     f.write_text('hosts:\n  001: {rack: 010}\n  no: {domain: yes}\n  12:31: {platform: "NVIDIA GB200", rack: ~}\n'
                  '  node08:\n')
+    # ``12:31`` read as written, not 751, then as every host name is: its ``:31`` a port (schemas.hostname)
     assert load_fleet_config(f) == {"001": HostConfig(rack="010"), "no": HostConfig(domain="yes"),
-                                    "12:31": HostConfig(platform="NVIDIA GB200"), "node08": HostConfig()}
+                                    "12": HostConfig(platform="NVIDIA GB200"), "node08": HostConfig()}
     # host names as the events give them (schemas.hostname): the short name, lower case
     f.write_text('hosts:\n  Node07.Cluster.Local: {rack: r1}\n  10.0.0.5: {rack: r2}\n')
     assert load_fleet_config(f) == {"node07": HostConfig(rack="r1"), "10.0.0.5": HostConfig(rack="r2")}
