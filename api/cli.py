@@ -396,8 +396,9 @@ def diagnose(
     same: list[tuple[Path, Path]] = []  # links to a file read already, a file named twice: read once, said
     unlisted: list[tuple[Path, str]] = []  # folders that cannot be listed, entries that cannot be read: said
     notes: list[Path] = []  # a folder's notes and configuration files (files.NOTE_SUFFIXES): not read, but said
+    hidden: list[tuple[Path, Path]] = []  # a folder's hidden files and files under its hidden folders: not read, said
     try:
-        for f, rel in walk(paths, others, same, unlisted, notes):
+        for f, rel in walk(paths, others, same, unlisted, notes, hidden):
             # standard input is said as such, not by the temporary file it was copied to
             given.setdefault(rel, []).append(shown_as.get(f, str(f)))
     except FileNotFoundError as e:  # removed since the check above
@@ -415,6 +416,14 @@ def diagnose(
         shown = _first_of(map(str, sorted(notes)))
         err.print(f"skipped, notes and configuration files under a folder ({', '.join(sorted(NOTE_SUFFIXES))}; "
                   f"name one to read it): {shown}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if hidden:  # a job's logs under .cache/ were left out unsaid, their Xid with them (a break-it pass)
+        from ingest.files import hidden_roots
+
+        shown = _first_of(f"{r}/ ({c} file{'s' * (c != 1)})" if r.is_dir() else str(r)
+                          for r, c in hidden_roots(hidden).items())
+        err.print(f"skipped, hidden files and files under hidden folders (name one to read it): {len(hidden)} "
+                  f"file{'s' * (len(hidden) != 1)}: {shown}", style="yellow", markup=False, highlight=False,
+                  soft_wrap=True)  # one line: grep
     if same:
         shown = _first_of(f"{a} (= {b})" if a != b else f"{a} (named twice)" for a, b in same)
         err.print(f"read once, the same file as one read already (a link, or named twice): {shown}", style="yellow",
@@ -459,10 +468,13 @@ def diagnose(
         else:
             what = "" if args == ["-"] else f" {files} file{'s' * (files != 1)},"  # standard input is no file
             # a folder's hidden files are not read: said, or "no files found" stood beside a file (a break-it pass)
-            hidden = sum(1 for a in args if a != "-" and Path(a).is_dir() for x in Path(a).rglob(".*") if x.is_file())
-            why = [f"{hidden} hidden file{'s' * (hidden != 1)}, whose names begin with '.', "
-                   + ("are not read in a folder: pass them by name" if hidden != 1
-                      else "is not read in a folder: pass it by name")] if hidden else []
+            # the files under a hidden folder too (.cache/job1/node01.log: "no files found" gave no reason)
+            n, under = len(hidden), any(len(f.relative_to(d).parts) > 1 for d, f in hidden)
+            what_hidden = (f"{n} file{'s' * (n != 1)} under hidden folders or hidden" if under
+                           else f"{n} hidden file{'s' * (n != 1)}")
+            why = [f"{what_hidden}, whose names begin with '.', "
+                   + ("are not read in a folder: pass them by name" if n != 1
+                      else "is not read in a folder: pass it by name")] if n else []
             if notes:  # the folder holds notes only: listed above, not "no files" alone (a break-it pass)
                 why.insert(0, f"{len(notes)} notes or configuration file{'s' * (len(notes) != 1)}, not read in a "
                               "folder: name one to read it")

@@ -43,7 +43,8 @@ def _note(name: str) -> bool:
 def walk(paths: Iterable[Path], others: list[Path] | None = None,
          same: list[tuple[Path, Path]] | None = None,
          unlisted: list[tuple[Path, str]] | None = None,
-         notes: list[Path] | None = None) -> Iterator[tuple[Path, str]]:
+         notes: list[Path] | None = None,
+         hidden: list[tuple[Path, Path]] | None = None) -> Iterator[tuple[Path, str]]:
     """(file, name used in event ids) for every regular file under ``paths``; names that are not UTF-8 have
     their other bytes escaped (``decode.path_text``). ``others``, when given, gets the entries under a folder
     that are neither a regular file nor a folder (a FIFO, a socket, a device, a broken link): not read.
@@ -51,7 +52,8 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
     be looked at, with the system's reason (``Permission denied``): their files were left out silently, or a folder
     that can be listed but not searched raised (break-it passes). Under a folder, hidden files, the files under a
     hidden folder and notes or configuration files (:data:`NOTE_SUFFIXES`) are not read; ``notes``, when given, gets
-    the latter.
+    the latter, ``hidden``, when given, the former as (folder given, file): unsaid, a job folder's logs under
+    ``.cache/`` were "no files found", their Xid left out (a break-it pass).
 
     A file is given once: a symbolic or hard link to a file walked already (``current.log -> node01.log`` in the
     same folder; under a folder, links come after the regular files), or a file named twice, is not read again —
@@ -90,6 +92,8 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
             # `firstfault ingest` had made there (.firstfault/lake: 30 Parquet parts, each said skipped) and .git's
             # objects (a fresh user's trial)
             if any(part.startswith(".") for part in x.relative_to(p).parts):
+                if hidden is not None and _regular(x):
+                    hidden.append((p, x))
                 continue
             try:
                 is_file, is_dir = x.is_file(), x.is_dir()
@@ -111,6 +115,27 @@ def walk(paths: Iterable[Path], others: list[Path] | None = None,
         for f in sorted(files, key=lambda f: (f.is_symlink(), f)):  # the file itself before a link to it
             if first(f):
                 yield f, path_text(f"{p.name}/{f.relative_to(p).as_posix()}")
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (or a link to one); False when it cannot be looked at."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def hidden_roots(files: Iterable[tuple[Path, Path]]) -> dict[Path, int]:
+    """The hidden entries :func:`walk` left out (its ``hidden``: (folder given, file under it)), each as the path of
+    the first hidden file or folder on the file's way from the folder (``job/.git``, ``job/.node03.log``) -> how many of
+    the files it holds, in path order."""
+    out: dict[Path, int] = {}
+    for folder, f in files:
+        parts = f.relative_to(folder).parts
+        first = next(i for i, part in enumerate(parts) if part.startswith("."))
+        root = folder.joinpath(*parts[:first + 1])
+        out[root] = out.get(root, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _unlistable(folder: Path) -> str | None:

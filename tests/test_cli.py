@@ -683,3 +683,34 @@ def test_a_worker_s_end_line_says_how_long_it_ran_and_a_catch_up_how_long_it_too
         "ingested 2 Kafka records, 13 lines → 5 events over 168.9 s of running; lake: lake"
     one = Health(records=1, lines=1, events=1)
     assert ingested_line(one, "l") == "ingested 1 Kafka record, 1 line → 1 event; lake: l"
+
+
+def test_a_folders_files_under_hidden_folders_are_said_not_read(tmp_path):
+    """A folder's hidden files and the files under its hidden folders are not read (``ingest.files.walk``: the lake
+    ``firstfault ingest`` made there, ``.git``), but that went unsaid: a job folder whose logs sat under
+    ``.cache/job1/`` said "no files found" with no reason, and beside a read file a hidden folder's Xid 79 was left
+    out with no word (a break-it pass). stderr names them, one line per diagnose, by the hidden entry and its count;
+    named, the hidden folder is read."""
+    xid = "[Mon Feb  2 22:52:40 2026] NVRM: Xid (PCI:0000:4c:00): 79, pid=1, GPU has fallen off the bus.\n"
+    (tmp_path / "only" / ".cache" / "job1").mkdir(parents=True)
+    (tmp_path / "only" / ".cache" / "job1" / "node01.log").write_text(xid)
+    r = runner.invoke(app, ["diagnose", str(tmp_path / "only"), "-f", "json"])
+    said = " ".join(r.stderr.split())
+    assert r.exit_code == 2 and "no files found" in said, r.stderr
+    assert "1 file under hidden folders" in said and ".cache/ (1 file)" in said, r.stderr
+    (tmp_path / "job" / ".cache" / "job1").mkdir(parents=True)
+    (tmp_path / "job" / ".cache" / "job1" / "node01.log").write_text(xid)
+    (tmp_path / "job" / ".git" / "objects").mkdir(parents=True)
+    for i in range(3):
+        (tmp_path / "job" / ".git" / "objects" / f"o{i}").write_text("x\n")
+    (tmp_path / "job" / ".node03.log").write_text(xid)
+    (tmp_path / "job" / "node02.log").write_text(xid)
+    r = runner.invoke(app, ["diagnose", str(tmp_path / "job"), "-f", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert {i["initiator"]["host"] for i in orjson.loads(r.stdout)["incidents"]} == {"node02"}
+    said = [x for x in r.stderr.replace(str(tmp_path), "T").splitlines() if x.startswith("skipped, hidden")]
+    assert said == ["skipped, hidden files and files under hidden folders (name one to read it): 5 files: "
+                    "T/job/.cache/ (1 file), T/job/.git/ (3 files), T/job/.node03.log"], r.stderr
+    r = runner.invoke(app, ["diagnose", str(tmp_path / "job" / ".cache"), "-f", "json"])
+    assert r.exit_code == 0 and "hidden" not in r.stderr, r.stderr
+    assert {i["initiator"]["host"] for i in orjson.loads(r.stdout)["incidents"]} == {"node01"}
