@@ -308,7 +308,8 @@ def _parse_symptom(text: str):
 
 # the list of `firstfault --help` keeps a docstring's line breaks: a one-line summary (it broke mid-sentence)
 @app.command(short_help="Find the first fault in local log files and print its incidents, without Kafka.",
-             epilog="exit 0 ok, 1 runtime failure, 2 usage/config error or nothing readable, 3 --fail-on matched")
+             epilog="exit 0 ok, 1 runtime failure, 2 usage/config error or nothing readable, 3 --fail-on matched, "
+                    "141 stdout's reader left (| head)")
 def diagnose(
     paths: Annotated[list[str], typer.Argument(metavar="PATH",
                                                 help="log files or folders (raw lines or NDJSON; gzip, zstd, bzip2, "

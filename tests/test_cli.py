@@ -160,9 +160,11 @@ def test_a_port_out_of_range_or_no_number_is_said_in_the_tool_s_words(port, said
 
 def test_diagnose_help_lists_its_exit_codes():
     """``diagnose --help`` listed no exit codes: a CI gate's author read them in the README only (a second new
-    user's trial). One line after the options, as docs/diagnose.md's table says them."""
+    user's trial). One line after the options, as docs/diagnose.md's table says them, and 141, which the README's
+    exit codes list and the epilog left out (a fresh user's trial: `diagnose … | head -1` exited 141)."""
     lines = [x.strip() for x in _help("diagnose").splitlines() if x.strip()]
-    assert lines[-1] == "exit 0 ok, 1 runtime failure, 2 usage/config error or nothing readable, 3 --fail-on matched"
+    assert lines[-1] == ("exit 0 ok, 1 runtime failure, 2 usage/config error or nothing readable, 3 --fail-on matched, "
+                         "141 stdout's reader left (| head)")
     assert lines[-2].startswith("╰"), lines[-3:]  # after the options' box
 
 
