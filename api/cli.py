@@ -1325,14 +1325,24 @@ class _ClosedOutput(io.TextIOBase):
         return self
 
 
+_SQL_OPTIONS = {"-f", "--format", "-o", "--output", "--force", "--config", "--help"}
+
+
 def _comment_first_query(args: list[str]) -> None:
     """Exit 2 with the way out when ``firstfault sql`` is given a query that begins with a ``--`` comment before a
     bare ``--``: click reads it as an option, "No such option: -- top initiating GPUs…", the whole query in its box (a
     fresh user's trial). An option's name holds no blank, so such an argument can only be query text."""
     if not args or args[0] != "sql":
         return
-    for a in args[1:]:
+    for i, a in enumerate(args[1:], 1):
         if a == "--":
+            # an option after the query (`sql -- "-- q" -f csv`) is the query's extra text after `--`: click said
+            # "Got unexpected extra argument(s) (-f csv)" and no more (a fresh user's trial)
+            late = [r for r in args[i + 2:] if r.split("=")[0] in _SQL_OPTIONS]
+            if late:
+                err.print(f"[red]{escape(late[0].split('=')[0])} after `--` is no option:[/] `--` ends the "
+                          "options; put them before it (`firstfault sql -f csv -- \"$(cat q.sql)\"`)")
+                sys.exit(2)
             return
         if a.startswith("--") and any(c.isspace() for c in a):
             err.print("[red]a query that begins with a -- comment is read as an option:[/] put `--` before it "

@@ -539,6 +539,12 @@ def test_a_query_that_begins_with_a_comment_goes_after_the_options_end_or_on_sta
     # without either: exit 2 with the way out, not click's "No such option" with the whole query in its box
     r = _firstfault("sql", "-f", "csv", query, env=env)
     assert r.returncode == 2 and "put `--` before it" in r.stderr and "No such option" not in r.stderr, r.stderr
+    # an option after `--` and the query is the query's extra text: exit 2 saying `--` ends the options, not click's
+    # "Got unexpected extra argument(s) (-f csv)" (a fresh user's trial)
+    for late in (["-f", "csv"], ["--format=csv"], ["-o", str(tmp_path / "x.csv")]):
+        r = _firstfault("sql", "--", query, *late, env=env)
+        assert r.returncode == 2 and "`--` ends the options; put them before it" in r.stderr, r.stderr
+        assert "unexpected extra argument" not in r.stderr and not (tmp_path / "x.csv").exists(), r.stderr
     # bounded: a megabyte and more of "query" is refused, not read whole (a break-it pass: 100 MB, 790 MB of memory)
     r = _firstfault("sql", "-", env=env, stdin="SELECT 1 " + "-" * (1 << 20))
     assert r.returncode == 2 and "longer than 1,048,576 characters" in r.stderr, r.stderr
