@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from operator import attrgetter
+from typing import Final
 
 from correlate.model import (RAY_WORKER_DIED, Ev, across_reboot, capture_of, cloud_event_key, notice_groups,
                              spares_job)
@@ -80,6 +81,10 @@ class _DSU:
             return r
         self.p[r] = root
         return root
+
+
+#: the kind a configuration line (``details.config_differs``) is linked as (the ``same_log`` link of rules.yaml)
+_CONFIG_KIND: Final = "nccl_transport"
 
 
 def members(events: list[Ev]) -> list[Ev]:
@@ -148,7 +153,10 @@ def components(events: list[Ev], links: list[LinkRule], topo: Topology, clocks: 
                 for j, f in enumerate(faults):
                     if j != i and f.host != e.host and comms & comms_of(f, topo):
                         dsu.union(i, j)
-    kinds = [e.kind for e in faults]
+    # a configuration line its job's hosts disagree on (rules.mark_config_mismatch) is linked as the NCCL transport fact
+    # it says, whatever its signature's kind: a plugin that failed to load ("other": a GLIBC version missing) leaves
+    # NCCL on its internal one, which another host's external plugin then disagrees with
+    kinds = [_CONFIG_KIND if "config_differs" in e.details else e.kind for e in faults]
     hosts = [e.host for e in faults]
     skews2 = [2 * start_skew(e, clocks) for e in faults]  # doubled, as starts2: none for a start the cloud states
     # one instance for every rule's buckets and pairs: each fault's GPU key and communicators are found once, and

@@ -458,9 +458,24 @@ def log_of(e: Ev) -> str | None:
 #: ("family 0 is neither AF_INET(2) nor AF_INET6(10)") with hosts on 2.20.5 and 2.19.3, and ran once all were on one
 #: release ("your hunch that the issue was due to mismatched versions was correct"); NVIDIA/nccl#354's maintainer
 #: asked of a hang without a warning "could it be possible that you have different NCCL versions on different nodes?"
+#: A plugin NCCL found but could not load (``nccl.net_plugin.load_failed``: a GLIBC version its library needs) leaves
+#: NCCL on its own network too: every release's dlopen failure returns to the caller, which goes on with NCCL's IB and
+#: socket transports (src/net.cc, src/init.cc; src/plugin/plugin_open.cc). Releases 2.12 - 2.18 and 2.21 on say so in
+#: a line after it ("No plugin found, using internal implementation", "Using internal network plugin."); the releases
+#: whose dlopen failure took the errno branch (NCCL up to 2.11, and 2.19 - 2.20: "NET/Plugin : Plugin load returned
+#: %d : %s.") print nothing after it, so a host whose plugin needed a newer glibc was compared with no one and its
+#: job's mismatch missed (a correlation pass). Not when NCCL aborts instead: ``NETWORK_NOT_FOUND``.
 JOB_CONFIG: Final = {"nccl.net_plugin.internal": ("net_plugin", "internal"),
+                     "nccl.net_plugin.load_failed": ("net_plugin", "internal"),
                      "nccl.net_plugin.external": ("net_plugin", "external"),
                      "nccl.version": ("nccl_version", "{nccl_version}")}
+
+
+#: NCCL_NET names a network no loaded plugin offers ("Error: network gIB not found.", src/net.cc): the rank fails with
+#: invalid usage and runs on no network, so its host's plugin lines saying NCCL's own network (a load failure, then
+#: "Using internal network plugin.") are not what it ran (AI-Hypercomputer/gpu-recipes#5: gIB's plugin needed
+#: GLIBC_2.32, and every rank aborted)
+NETWORK_NOT_FOUND: Final = "nccl.net.not_found"
 
 
 def config_value(e: Ev) -> str | None:
@@ -488,15 +503,21 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     job's output (a launcher's capture: mpirun, srun, pdsh): the hosts' lines are tied by being that output, which no
     field of theirs says, and split into the jobs the capture holds by :func:`_job_runs` (a rank restarted) and
     :func:`_capture_jobs` (communicators no host shares), then :func:`_capture_processes` (no process shares). Sets
-    ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it)."""
+    ``details`` in place, before any predicate is asked of the events (``pred_shape`` reads it). A host of the log
+    that printed ``NETWORK_NOT_FOUND`` aborted rather than fell back: its lines saying NCCL's internal plugin do not
+    count."""
     per_log: dict[tuple[str, str], list[Ev]] = {}
     members: dict[str, list[Ev]] = {}
     configs: dict[str, list[Ev]] = {}
+    aborted = {(log, e.host) for e in events if e.signature == NETWORK_NOT_FOUND and (log := log_of(e)) is not None}
     for e in events:
         what = JOB_CONFIG.get(e.signature)
         if what is None and (e.kind != "nccl_init" or e.rank is None):
             continue
         if (log := log_of(e)) is None:
+            continue
+        if what is not None and what[0] == "net_plugin" and (log, e.host) in aborted \
+                and config_value(e) == "internal":
             continue
         if what is not None and e.host and config_value(e) is not None:
             per_log.setdefault((log, what[0]), []).append(e)

@@ -5434,6 +5434,34 @@ def test_a_large_jobs_configuration_mismatch_asks_no_relation_per_pair_of_its_li
     assert len(asked) <= 10 * len(lines), len(asked)
 
 
+def test_a_plugin_that_did_not_load_leaves_its_host_on_the_internal_plugin_unless_nccl_aborts(pipeline, tmp_path):
+    """A network plugin NCCL found but could not load (its library needs a GLIBC the container lacks: the line of
+    AI-Hypercomputer/gpu-recipes#5) leaves NCCL on its own network: the releases whose dlopen failure takes the errno
+    branch (NCCL to 2.11, 2.19 - 2.20: "NET/Plugin : Plugin load returned %d : %s.", src/init.cc, src/net.cc) print
+    no fallback line after it. Beside another host of the job on HPC-X's plugin (NVIDIA/nccl#1634's line) that is the
+    job's plugin mismatch, as "Using internal network plugin." is; it was a load warning of one host, compared with
+    no one. Not when NCCL aborts instead ("Error: network gIB not found.": NCCL_NET named the plugin's network)."""
+    failed = ("{h}:565:565 [7] NCCL INFO NET/Plugin : Plugin load returned 22 : /lib/x86_64-linux-gnu/libc.so.6: "
+              "version `GLIBC_2.32' not found (required by /usr/local/nvidia/lib64/libnccl-net.so).")
+    external = "{h}:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    missing = "{h}:565:565 [7] net.cc:579 NCCL WARN Error: network gIB not found."
+    lines = [failed.format(h="gpu-b-11"), external.format(h="gpu-a-04")]
+    events, (inc,) = _job_files(pipeline, tmp_path, {"job.log": "\n".join(lines) + "\n"})
+    assert (inc["pattern"], inc["category"], inc["severity"]) == ("config.job_mismatch", "nccl_software", "warning")
+    assert inc["initiator"]["candidates"] == ["gpu-a-04", "gpu-b-11"]
+    assert sorted(inc["initiator"]["events"]) == sorted(e["event_id"] for e in events)
+    assert "gpu-a-04: /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so; gpu-b-11: internal" in inc["explanation"]
+    # the host that aborted on the plugin's missing network ran on none: its own NCCL software incident, no mismatch
+    _, incs = _job_files(pipeline, tmp_path, {"job2.log": "\n".join(lines + [missing.format(h="gpu-b-11")]) + "\n"})
+    assert "config.job_mismatch" not in {i["pattern"] for i in incs}, incs
+    (inc,) = [i for i in incs if i["initiator"]["host"] == "gpu-b-11"]
+    assert (inc["category"], inc["severity"]) == ("nccl_software", "error"), inc
+    # both hosts' plugins failed to load: both on NCCL's internal one, no mismatch
+    both = [failed.format(h="gpu-b-11"), failed.format(h="gpu-a-04")]
+    _, incs = _job_files(pipeline, tmp_path, {"job3.log": "\n".join(both) + "\n"})
+    assert "config.job_mismatch" not in {i["pattern"] for i in incs}, incs
+
+
 def test_hosts_of_one_job_log_with_different_net_plugins_are_one_configuration_incident(pipeline, tmp_path):
     """The kind of NVIDIA/nccl#1634: one job's log (mpirun's output) holds its hosts' NCCL network-plugin lines, one
     host on an external plugin (HPC-X's libnccl-net.so, or "Loaded net plugin …" of nccl-tests#319), another on the
