@@ -655,16 +655,12 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
                 parent[root(m)] = first
 
     groups: dict[Any, set[Any]] = defaultdict(set)
-    table = 0
-    last_rank = None
+    tables: list[tuple[int | None, tuple]] = []  # each open table's last row: its rank, its (host, pid)
     for e in sorted(members, key=_place):
         if (m := member(e)) is None:
             continue
         if e.signature == "nccltests.rank":
-            if last_rank is None or e.rank is None or e.rank <= last_rank:
-                table += 1
-            groups[("nccl-tests table", table)].add(m)
-            last_rank = e.rank
+            groups[("nccl-tests table", _table_of(e, tables))].add(m)
         elif e.comm:
             groups[e.comm].add(m)
     for k, comm in enumerate(_sized_comms(members)):
@@ -678,6 +674,32 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
     _join_concurrent([*members, *configs],
                      lambda e: m if (m := member(e)) in parent and root(m) not in whole else None, root, join)
     return {m: root(m) for m in parent}
+
+
+def _table_of(row: Ev, tables: list[tuple[int | None, tuple]]) -> int:
+    """The index in ``tables`` (each table's last row so far: its rank and ``(host, pid)``, updated here) of the
+    nccl-tests rank table an "#  Rank  3 Group  0 Pid 587622 on node01 …" row continues, or of a new one: a table
+    lists its run's ranks in order from Rank 0, so a row continues a table whose last rank is one less. Two runs of
+    one capture (a pdsh of a single-node nccl-tests on every node at once) can print their rows in turn; of the
+    tables that expect the row's rank, the one whose last row is of the row's process (a run of one process and
+    several GPUs, nGpus 8: every row's "Pid … on <host>" the same), else the one opened last. A rank no open table
+    expects (a row left out: a tagged or truncated line) goes on the table opened last when it is higher than that
+    table's last, as before; rows of one process per GPU in turn stay as ambiguous as the output (nothing in the row
+    says its run). The tables then opened last took every row of every run, joining the nodes of a health check
+    into one job and their plugins into a mismatch (a correlation pass)."""
+    k, at = row.rank, (row.host, row.pid)
+    if k is not None and k > 0:
+        expect = [i for i, (r, _) in enumerate(tables) if r == k - 1]
+        if expect:
+            mine = [i for i in expect if tables[i][1] == at]
+            i = (mine or expect)[-1]
+            tables[i] = (k, at)
+            return i
+        if tables and tables[-1][0] is not None and k > tables[-1][0]:
+            tables[-1] = (k, at)
+            return len(tables) - 1
+    tables.append((k, at))
+    return len(tables) - 1
 
 
 def _join_concurrent(lines: list[Ev], member: Callable[[Ev], Hashable | None], root: Callable[[Any], Any],

@@ -5709,6 +5709,12 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
         node.format(h=h, p=p, g=g, c=c) for h, p, _, c in nodes for g in (0, 1)]
     events, incs = incidents("health.log", check)
     assert incs == [] and len(events) == 20
+    # ... and with their tables' rows in turn (each node's Rank 0, then each one's Rank 1): a row continues the table
+    # that expects its rank, of its own process ("Pid … on <host>"); they went to the table opened last, the first
+    # node's Rank 1 with the last node's table, and the health check paged a mismatch
+    turns = [table.format(h=h, p=p, g=g) for g in (0, 1) for h, p, _, _ in nodes] + check[8:]
+    events, incs = incidents("turns.log", turns)
+    assert incs == [] and len(events) == 20
     # ... while the same lines without the tables are one launch's, as in (1)
     _, incs = incidents("launch.log", check[8:])
     assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
