@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from functools import cached_property, lru_cache
+from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
@@ -524,9 +525,10 @@ def mark_config_mismatch(events: list[Ev]) -> None:
             configs.setdefault(log, []).append(e)
         elif what is None:
             members.setdefault(log, []).append(e)
+    # each log's jobs, by host and by process, read once: a log with a plugin and a release setting read them twice
+    placed = {log: _capture_places(members.get(log, []), cs) for log, cs in configs.items()}
     for (log, setting), lines in per_log.items():
-        ms, cs = members.get(log, []), configs.get(log, [])
-        jobs, procs = _capture_jobs(ms, cs), _capture_processes(ms, cs)
+        jobs, procs = placed[log]
         for run in _job_runs(lines):
             for job in (j for hosts_job in _split_jobs(run, jobs) for j in _split_processes(hosts_job, procs)):
                 last: dict[tuple[str, int | None], Ev] = {}  # a process's last word on the setting
@@ -566,7 +568,16 @@ def _job_runs(lines: list[Ev]) -> list[list[Ev]]:
     return runs
 
 
-def _capture_jobs(members: list[Ev], configs: Iterable[Ev] = ()) -> dict[str, str]:
+def _capture_places(members: list[Ev], configs: list[Ev]) -> tuple[dict[str, str],
+                                                                   dict[tuple[str, int], tuple[str, int]]]:
+    """:func:`_capture_jobs` and :func:`_capture_processes` of one log's membership lines ``members`` and setting
+    lines ``configs``, its communicators without a commId (:func:`_sized_comms`) read once for both."""
+    comms = _sized_comms(members)
+    return _capture_jobs(members, configs, comms), _capture_processes(members, configs, comms)
+
+
+def _capture_jobs(members: list[Ev], configs: Iterable[Ev] = (), comms: list[list[Ev]] | None = None
+                  ) -> dict[str, str]:
     """Host -> a representative host of its job, from one log's membership lines (kind ``nccl_init`` with a rank): the
     hosts with ranks of one communicator (NCCL's ``commId``, "comm 0x557fe785f7a0 rank 36 nranks 64 … commId
     0x5ae77eb5ea4ec1ee - Init COMPLETE", NVIDIA/nccl#1814) are one job's, and so are the hosts of one nccl-tests rank
@@ -576,8 +587,9 @@ def _capture_jobs(members: list[Ev], configs: Iterable[Ev] = ()) -> dict[str, st
     host; the time between them is no cut, as the lines of such a capture print no time (``log_of``), and neither is
     the "NCCL version" banner, printed by rank 0 of every communicator, many per job. NCCL before 2.19 prints no
     commId: its cross-host communicators are read by size and rank (:func:`_sized_comms`); communicators each on one
-    host are one job's when they ran at once (:func:`_join_concurrent`, ``configs`` the log's setting lines)."""
-    return _capture_groups(members, attrgetter("host"), configs)
+    host are one job's when they ran at once (:func:`_join_concurrent`, ``configs`` the log's setting lines).
+    ``comms``: :func:`_sized_comms` of ``members`` when the caller has it."""
+    return _capture_groups(members, attrgetter("host"), configs, comms)
 
 
 def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
@@ -590,14 +602,16 @@ def _split_jobs(run: list[Ev], jobs: dict[str, str]) -> list[list[Ev]]:
     return [[e for e in run if jobs.get(e.host) == job] for job in sorted(placed)]
 
 
-def _capture_processes(members: list[Ev], configs: Iterable[Ev] = ()) -> dict[tuple[str, int], tuple[str, int]]:
+def _capture_processes(members: list[Ev], configs: Iterable[Ev] = (), comms: list[list[Ev]] | None = None
+                       ) -> dict[tuple[str, int], tuple[str, int]]:
     """Process ``(host, pid)`` -> a representative process of its job, from one log's membership lines (as
     :func:`_capture_jobs`): the processes of one communicator (the host and pid of NCCL's prefix, "node01:984:1257"
     is pid 984 on node01), and of one nccl-tests rank table (its "Pid 587622 on node01"), joined through processes
     they share. Hosts meet where processes do not: a single-node nccl-tests run on one host of a job, before the job,
     is its host's and the job's, and joined by host the two were one job (a break-it pass). Lines with no pid place
-    nothing."""
-    return _capture_groups(members, lambda e: (e.host, e.pid) if e.pid is not None and e.host else None, configs)
+    nothing. ``comms``: :func:`_sized_comms` of ``members`` when the caller has it."""
+    return _capture_groups(members, lambda e: (e.host, e.pid) if e.pid is not None and e.host else None, configs,
+                           comms)
 
 
 def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
@@ -629,7 +643,7 @@ def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
 
 
 def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
-                    configs: Iterable[Ev] = ()) -> dict[Any, Any]:
+                    configs: Iterable[Ev] = (), comms: list[list[Ev]] | None = None) -> dict[Any, Any]:
     """``member(e)`` (a host, a process) -> a representative of its job, of one log's membership lines in the log's
     order (:func:`_place`): the members of one communicator (``Ev.comm``, else :func:`_sized_comms`) are one job's,
     and so are those of one nccl-tests rank table (one per test run, from its Rank 0 on), joined through members they
@@ -637,7 +651,7 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
     lines ``configs``), except a job an nccl-tests rank table shows whole on one host: a table lists every rank of its
     run, and a pdsh of a single-node nccl-tests on every node at once (a health check, nodes of two types each on its
     own plugin) was one job and its plugins a mismatch (a break-it pass). A line whose ``member`` is None places
-    nothing."""
+    nothing. ``comms``: :func:`_sized_comms` of ``members``, read here when None."""
     parent: dict[Any, Any] = {}
 
     def root(m: Any) -> Any:
@@ -654,23 +668,25 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
             elif root(m) != first:
                 parent[root(m)] = first
 
-    groups: dict[Any, set[Any]] = defaultdict(set)
-    tables: list[tuple[int | None, tuple]] = []  # each open table's last row: its rank, its (host, pid)
+    by_comm: dict[str, set[Any]] = defaultdict(set)  # commId -> the members of its lines
+    rows: list[tuple[int | None, tuple]] = []  # each open nccl-tests rank table's last row: its rank, its (host, pid)
+    tables: list[tuple[set[Any], set[str]]] = []  # per rank table (as rows): its members, the hosts of its ranks
     for e in sorted(members, key=_place):
         if (m := member(e)) is None:
             continue
         if e.signature == "nccltests.rank":
-            groups[("nccl-tests table", _table_of(e, tables))].add(m)
+            if (i := _table_of(e, rows)) == len(tables):
+                tables.append((set(), set()))
+            tables[i][0].add(m)
+            tables[i][1].add(e.host)
         elif e.comm:
-            groups[e.comm].add(m)
-    for k, comm in enumerate(_sized_comms(members)):
-        groups[("by size", k)] = {m for e in comm if (m := member(e)) is not None}
-    for joined in groups.values():
+            by_comm[e.comm].add(m)
+    sized = ({m for e in comm if (m := member(e)) is not None}
+             for comm in (_sized_comms(members) if comms is None else comms))
+    for joined in chain(by_comm.values(), (ms for ms, _ in tables), sized):
         join(joined)
     # a rank table lists every rank of its run: one whose ranks are all on one host is a single-node run, whole
-    whole = {root(m) for key, joined in groups.items()
-             if isinstance(key, tuple) and key[0] == "nccl-tests table"
-             and len({m[0] if isinstance(m, tuple) else m for m in joined}) == 1 for m in joined}
+    whole = {root(m) for ms, hosts in tables if len(hosts) == 1 for m in ms}
     _join_concurrent([*members, *configs],
                      lambda e: m if (m := member(e)) in parent and root(m) not in whole else None, root, join)
     return {m: root(m) for m in parent}
