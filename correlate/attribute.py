@@ -699,7 +699,6 @@ def find_edges(scene: Scene) -> list[Edge]:
         causes = scene.matching(k, 0)
         effects = scene.matching(k, 1)
         effects.sort(key=starts_of.__getitem__)  # the rule's effects by start (stable: ties in scene order)
-        starts = [starts_of[i] for i in effects]
         for i in chain(causes, effects):
             if timing[i] is None:
                 timing[i] = _timing(evs[i], clocks)
@@ -707,17 +706,11 @@ def find_edges(scene: Scene) -> list[Edge]:
         # its host's effects only: per host, its effects by start (a 2,000-host job's configuration lines, each a
         # cause alone, scanned every host's watchdog line: 4 million pairs, most of diagnose's time, a break-it pass)
         one_host = bool(r.relations) and ONE_HOST_RELATIONS.issuperset(r.relations)
-        per_host: dict[str | None, tuple[list[int], list[int], list[int], list[int]]] = {}
+        per_host: dict[str | None, list[int]] = {}  # host -> its effects, by start
         for i in (effects if one_host else ()):
-            per_host.setdefault(evs[i].host, ([], [], [], []))[0].append(i)
-        for got in per_host.values():
-            got[1].extend(starts_of[i] for i in got[0])
-            got[2].extend(i for i in got[0] if timing[i][6])
-            got[3].extend(starts_of[i] for i in got[2])
-        # effects dated by their file's mtime: a cause up to FILE_REACH_US before that bound may explain them
-        filed = [i for i in effects if timing[i][6]]
-        filed_starts = [starts_of[i] for i in filed]
-        all_effects = (effects, starts, filed, filed_starts)
+            per_host.setdefault(evs[i].host, []).append(i)
+        reach: dict[str | None, tuple[list[int], list[int], list[int], list[int]]] = {}  # host -> _reach(its own)
+        all_effects = _reach(effects, starts_of, timing)
         comms = not _COMMS.isdisjoint(r.relations)
         # the causes by class, each in scene order (start order: Ev.order); a rule's only cause is a class alone
         by_cause: dict[tuple, list[int]] = {}
@@ -737,7 +730,10 @@ def find_edges(scene: Scene) -> list[Edge]:
             c_start, _, c_prec, c_host, c_skew, _, _ = timing[members[0]]
             upper_bound = c.undated()
             if one_host and len(members) == 1:
-                effects, starts, filed, filed_starts = per_host.get(c.host, ([], [], [], []))
+                got = reach.get(c.host)
+                if got is None:
+                    got = reach[c.host] = _reach(per_host.get(c.host, []), starts_of, timing)
+                effects, starts, filed, filed_starts = got
             else:
                 effects, starts, filed, filed_starts = all_effects
             bound = w + c_prec + c_skew + slack
@@ -757,6 +753,14 @@ def find_edges(scene: Scene) -> list[Edge]:
         found.sort(key=itemgetter(0, 1))  # the causes in scene order, then their effects
         edges.extend(x for _, _, x in found)
     return edges
+
+
+def _reach(effects: list[int], starts_of: list[int], timing: list) -> tuple[list[int], list[int], list[int], list[int]]:
+    """What :func:`find_edges` searches of a rule's ``effects`` (event indices, by start): them, their starts (µs),
+    those dated by their file's mtime (``timing``'s last field: a cause up to ``FILE_REACH_US`` before that bound
+    may explain them) and those ones' starts."""
+    filed = [i for i in effects if timing[i][6]]
+    return effects, [starts_of[i] for i in effects], filed, [starts_of[i] for i in filed]
 
 
 def _pair_one(ci: int, pairs: Iterable[int], evs: list[Ev], timing: list, w: int, r: Any, holds: Callable,
