@@ -363,8 +363,10 @@ class Service:
         return ingested_line(self.worker.health, self.settings.lake, seconds)
 
     async def run(self, *, once: bool = False, serve: bool = True, port: int | None = None,
-                  on_caught_up=None, on_serving=None, on_incidents=None, on_listening=None) -> list[dict[str, Any]]:
-        """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)``;
+                  on_caught_up=None, on_serving=None, on_incidents=None, on_listening=None,
+                  on_stopped=None) -> list[dict[str, Any]]:
+        """Consume until caught up, flush the correlator and call ``on_caught_up(incidents)`` (``self.worker.stop``
+        set first, a signal: ``on_stopped(incidents)`` instead, the incidents of what it read, and it ends there);
         then, unless ``once``, keep consuming and serving until ``self.worker.stop`` is set, calling
         ``on_incidents(versions, before)`` with the incident versions each step stores and the status each of
         those incidents had before (id -> status; absent for a new one); ``on_serving(server)`` once it listens
@@ -398,7 +400,7 @@ class Service:
         listen_task = asyncio.create_task(when_listening(server, listening, stop)) if server is not None else None
         await self.worker.start()
         try:
-            await self.worker.run(until_caught_up=True, give_up=once)
+            caught_up = await self.worker.run(until_caught_up=True, give_up=once)
             # the input so far has ended: close every window now rather than wait for later events
             try:
                 self.emit(self.step(self.correlator, int(time.time() * S), flush=True))
@@ -410,11 +412,14 @@ class Service:
             if once and self.step.last_error is not None:  # the events are stored; no incidents could be made
                 from correlate.consumer import CorrelateFailed
                 raise CorrelateFailed(f"correlator steps fail: {self.step.last_error}")
-            if on_caught_up:
+            if not caught_up:  # a signal came first: said so (it said "caught up", a helper's pass)
+                if on_stopped:
+                    on_stopped(self.current())
+            elif on_caught_up:
                 on_caught_up(self.current())
             if once:
                 await self.pager.flush(10)
-            else:
+            elif caught_up:
                 self.on_incidents = on_incidents
                 if server is not None and on_serving:
                     while not server.started:
@@ -557,6 +562,8 @@ class CorrelateService:
             early_after_us=settings.early_after_us(),
             idle_us=int(settings.idle_close_s * S), reach_back_us=int(settings.reach_back_s * S))
         self.hourly = Hourly(settings, self.sink.lake)
+        #: whether ``run`` caught up with ``fleet.events`` (False: not yet, or a signal stopped it first)
+        self.caught_up = False
 
     def health(self) -> dict[str, Any]:
         """The worker's ``/healthz`` (``WorkerEndpoint``): ``CorrelateWorker.health`` and the pager's state (a
@@ -571,7 +578,8 @@ class CorrelateService:
                   on_started: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """Consume ``fleet.events`` until ``worker.stop`` is set (``once``: until caught up), paging and writing the
         hourly report, serving ``/healthz`` and ``/metrics`` on the ``worker_port`` setting when it is set;
-        ``on_started()`` once the worker has reached the broker."""
+        ``on_started()`` once the worker has reached the broker. ``caught_up`` then says whether it caught up (False:
+        ``worker.stop`` ended it first, a signal)."""
         stop = asyncio.Event()
         endpoint = WorkerEndpoint(self.settings, "correlate", self.health, self.settings.worker_port, on_listening)
         await endpoint.start()
@@ -583,7 +591,7 @@ class CorrelateService:
             if on_started is not None:
                 on_started()
             try:
-                await self.worker.run(until_caught_up=once)
+                self.caught_up = await self.worker.run(until_caught_up=once)
                 if once:
                     await self.sink.pager.flush(10)
             finally:

@@ -311,7 +311,10 @@ class CorrelateWorker:
                  sorted(f"{tp.partition}@{committed[tp]}" for tp in assigned))
 
     # --- main loop -------------------------------------------------------------------------------
-    async def run(self, *, until_caught_up: bool = False) -> None:
+    async def run(self, *, until_caught_up: bool = False) -> bool:
+        """Consume until ``stop`` is set (``until_caught_up``: until caught up, every window then closed and its
+        incidents stored). Returns whether it caught up: False when ``stop`` ended it first (a signal's
+        ``correlate --once`` said "caught up" then: a helper's pass)."""
         assert self.consumer is not None
         last_tick = time.monotonic()
         settled = False  # until_caught_up: the dead letters of paused partitions had their time
@@ -400,7 +403,8 @@ class CorrelateWorker:
                     continue
                 await self._dead_letters_settled(DEAD_LETTER_SETTLE_S)
                 await self._commit_safe(set(self.parts))
-                return
+                return True
+        return False
 
     async def observe(self, fetched: bool = True) -> None:
         """Set, per assigned partition, ``firstfault_consumer_lag_records{topic="fleet.events"}``: records between

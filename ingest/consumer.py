@@ -599,10 +599,12 @@ class IngestWorker:
             total += n
         return total
 
-    async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0, give_up: bool = False) -> None:
+    async def run(self, *, until_caught_up: bool = False, idle_timeout_s: float = 30.0, give_up: bool = False) -> bool:
         """Consume until ``stop`` is set (``until_caught_up``: until lag is 0). ``give_up`` (a one-shot run): a batch
         its broker or lake keeps failing for ``once_give_up_s`` raises :class:`NotStored`, as does a broker that
-        does not answer for as long while it catches up; else they are retried with backoff until they clear."""
+        does not answer for as long while it catches up; else they are retried with backoff until they clear.
+        Returns whether it caught up: False when ``stop`` ended it first, every batch it took stored and committed
+        (a signal's run --once said "caught up" then: a helper's pass)."""
         assert self._consumer is not None
         self._give_up = self.once_give_up_s if give_up else None
         self._left = []
@@ -641,15 +643,16 @@ class IngestWorker:
                         continue
                     failing_since = None
                     if lag == 0 and not self._intents:
-                        return
+                        return True
                     if time.monotonic() - idle_since > idle_timeout_s and lag < 0:
-                        return
+                        return True
                 elif time.monotonic() - checked > self.broker_check_s:
                     checked = time.monotonic()
                     await self._check_broker()
                 continue
         if self._left:  # a one-shot run stopped with a batch in hand: not "done", and said which
             raise NotStored("; also ".join(map(str, self._left)), self._left[0].label)
+        return False
 
     async def _check_broker(self) -> None:
         """An idle worker's check that the broker answers (:data:`BROKER_CHECK_S`): its partitions' ends within

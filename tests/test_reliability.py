@@ -1105,6 +1105,18 @@ def test_a_once_run_whose_broker_dies_while_it_stores_a_batch_exits_1_in_bounded
         broker.stop(state)
 
 
+def _once_env(kafka: str, prefix: str, work: Path, max_records: int) -> dict[str, str]:
+    """A one-shot run's environment (``crash.worker_env``, run "r"; give-up 600 s, the API on any port, this
+    checkout's code) with its state folder and its topics made."""
+    env = crash.worker_env(kafka, prefix, "r", work, max_records=max_records)
+    env.update(FIRSTFAULT_ONCE_GIVE_UP_S="600", FIRSTFAULT_API_PORT="0",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    topics = env["FIRSTFAULT_TOPICS"].split(",")
+    asyncio.run(ensure_topics(kafka, topics + [env["FIRSTFAULT_EVENTS_TOPIC"], env["FIRSTFAULT_DLQ_TOPIC"]]))
+    return env
+
+
 @pytest.mark.parametrize("command", ["ingest", "run"])
 def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_records(kafka, tmp_path, command):
     """`ingest --once` (and `run --once`) SIGTERMed while its lake refused a batch exited 0 and printed "ingested 0
@@ -1116,12 +1128,7 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
     (``consumer.STOP_CLIENT_S``) and a request in flight up to aiokafka's 40 s timeout: 70 s, bounded at 150 s for a
     loaded machine; the give-up (600 s) is far."""
     prefix = f"oncestop.{command}.{time.time_ns()}"
-    env = crash.worker_env(kafka, prefix, "r", tmp_path, max_records=8)
-    env.update(FIRSTFAULT_ONCE_GIVE_UP_S="600", FIRSTFAULT_API_PORT="0",
-               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
-    topics = env["FIRSTFAULT_TOPICS"].split(",")
-    asyncio.run(ensure_topics(kafka, topics + [env["FIRSTFAULT_EVENTS_TOPIC"], env["FIRSTFAULT_DLQ_TOPIC"]]))
+    env = _once_env(kafka, prefix, tmp_path, 8)
     lake = Path(env["FIRSTFAULT_LAKE"])
     Lake(lake).init()
     (lake / "events").mkdir(exist_ok=True)
@@ -1157,3 +1164,80 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
 
     rows = Store(Lake(lake)).query("SELECT host, kind, xid FROM events")
     assert rows == [{"host": "node31", "kind": "xid", "xid": 79}], rows
+
+
+def _spawn_once(command: str, env: dict[str, str], work: Path) -> tuple[subprocess.Popen, Path, Path]:
+    """``firstfault COMMAND --once`` in its own session (``killpg`` reaches all of it): the process, its stderr's file
+    and its stdout's (the one-shot run's report)."""
+    log, out = work / f"{command}.log", work / f"{command}.out"
+    with open(log, "ab") as err, open(out, "ab") as so:
+        p = subprocess.Popen([crash.FIRSTFAULT, command, "--once"], env=env, cwd=env["FIRSTFAULT_STATE_DIR"],
+                             stdout=so, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+    return p, log, out
+
+
+STOPPED_EARLY = r"stopped \(SIGTERM or Ctrl-C\) before catching up: (\d+) incidents?"
+
+
+def test_a_run_once_stopped_before_it_caught_up_says_so_not_caught_up(kafka, tmp_path):
+    """`run --once` SIGTERMed while catching up with a backlog, every batch it took stored and committed (nothing in
+    hand), exited 0 and printed "caught up: N incidents", though records were left unread (a helper's pass). It says
+    it stopped before catching up, on stderr and as its report's title, and exits 0 as such a stop does
+    (docs/operations.md's exit codes: nothing it took is lost). The backlog (50,000 lines, 2 records a batch: some
+    100 batches) takes far longer than the stop after its first batch."""
+    prefix = f"oncestopped.run.{time.time_ns()}"
+    env = _once_env(kafka, prefix, tmp_path, 2)
+    msgs = corpus_messages(50_000, prefix)
+    asyncio.run(produce(kafka, msgs))
+    p, log, out = _spawn_once("run", env, tmp_path)
+    lake = Path(env["FIRSTFAULT_LAKE"]) / "events"
+
+    def stop() -> None:
+        wait_for(lambda: any(f.parent.parent.parent.name != "kind=_schema" for f in lake.rglob("*.parquet")),
+                 120, "the first batch in the lake")
+        os.killpg(p.pid, signal.SIGTERM)
+
+    rc, took, said = _exit_after(p, log, stop, 150)
+    report = out.read_text()
+    assert rc == 0, said[-2000:]
+    assert re.search(STOPPED_EARLY, report.splitlines()[0]), report[:2000]
+    read = int(re.search(r"ingested (\d+) Kafka records?, ", said)[1])
+    assert 0 < read < len(msgs), (read, len(msgs))
+    assert "caught up:" not in said + report.replace("before catching up:", ""), (said[-2000:], report[:500])
+
+
+def test_a_correlate_once_stopped_before_it_caught_up_says_so_not_caught_up(kafka, tmp_path, pipeline):
+    """`correlate --once` SIGTERMed while it reads a backlog of ``fleet.events`` exited 0 and printed "caught up: N
+    incidents" (a helper's pass). It says what `run --once` says (stopped before catching up, in its report's title),
+    exit 0. The backlog: 20,000 lines' events of the benchmark mix, a record per 4 events; the stop comes as soon as
+    the worker says it reads, before its first step."""
+    from ingest.decode import Decoded, Segment
+    from ingest.publish import encode_records
+
+    prefix = f"oncestopped.correlate.{time.time_ns()}"
+    env = crash.worker_env(kafka, prefix, "r", tmp_path, max_records=8)
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    Path(env["FIRSTFAULT_STATE_DIR"]).mkdir()
+    topic = env["FIRSTFAULT_EVENTS_TOPIC"]
+    asyncio.run(ensure_topics(kafka, [topic, env["FIRSTFAULT_DLQ_TOPIC"]]))
+    now_us = time.time_ns() // 1000
+    segs = [Segment(data=value, origin=f"t:{key.decode()}:{i}", stream=key.decode(), host=key.decode(), ref_ts=now_us,
+                    ref_basis="kafka", ingest_ts=now_us) for i, (_, key, value, _, _) in
+            enumerate(corpus_messages(20_000, prefix))]
+    events = pipeline.run(Decoded(segments=segs)).events
+    records = [(topic, b"k", v, now_us // 1000, 0) for i in range(0, events.num_rows, 4)
+               for v in encode_records(events.slice(i, 4))]
+    asyncio.run(produce(kafka, records))
+    p, log, out = _spawn_once("correlate", env, tmp_path)
+
+    def stop() -> None:
+        wait_for(lambda: b"correlate worker: reading" in log.read_bytes(), 120, "the worker to start reading")
+        os.killpg(p.pid, signal.SIGTERM)
+
+    rc, took, said = _exit_after(p, log, stop, 150)
+    report = out.read_text()
+    assert rc == 0, said[-2000:]
+    assert re.match(STOPPED_EARLY, report), report[:2000]
+    read = int(re.search(rf"read (\d+) {re.escape(topic)} records?", said)[1])
+    assert read < len(records), (read, len(records))
+    assert "caught up:" not in said + report.replace("before catching up:", ""), (said[-2000:], report[:500])
