@@ -192,7 +192,9 @@ class CorrelateWorker:
         self.read_back_failures = 0
         self.read_back_wait = _Backoff()
         #: hosts whose facts were read back (or found none) since the worker started or was last assigned
-        #: partitions; those seen since and not read back yet (host -> the first time seen, µs: the anchor of a host
+        #: partitions, while the correlator knows them (``StreamCorrelator.heard_us``: a host quiet past the events
+        #: kept that holds nothing leaves it after a step, and its facts are read again if it comes back; at most the
+        #: hosts the correlator holds, not every pod name the fleet ever had); those seen since and not read back yet (host -> the first time seen, µs: the anchor of a host
         #: without a watermark), read by ``_read_facts``
         self.facts_read: set[str] = set()
         self.facts_wanted: dict[str, int] = {}
@@ -381,6 +383,8 @@ class CorrelateWorker:
             if fetched or time.monotonic() - last_tick > min(self.tick_s, self.idle_us / S / 2):
                 last_tick = time.monotonic()
                 incidents = self.step(self.correlator, now)
+                if len(self.facts_read) > len(self.correlator.heard_us):  # the hosts the correlator forgot
+                    self.facts_read &= self.correlator.heard_us.keys()
                 # a step that raised commits nothing: a restart replays its events
                 stored = self.step.last_error is None and await self._emit(incidents)
                 await self.observe(fetched=fetched)

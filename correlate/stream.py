@@ -110,10 +110,14 @@ class StreamCorrelator:
     idle_us: int = 120 * S
     rules: Rules = field(default_factory=default_rules)
     watermark: Watermark = field(default_factory=Watermark)
+    #: per host: what its windows close by (``_closed``, ``_horizons``); forgotten with its ``heard_us``
+    #: (``_forget_hosts``): a host quiet past the events kept that holds nothing
     host_watermarks: dict[str, Watermark] = field(default_factory=dict)
-    #: per (host, input source, raw partition): what lateness is judged against (``add``)
+    #: per (host, input source, raw partition): what lateness is judged against (``add``); forgotten with the host's
+    #: ``heard_us`` (``_forget_hosts``)
     source_watermarks: dict[tuple[str, str | None, str | None], Watermark] = field(default_factory=dict)
-    #: processing time at which each host's latest event that its own time dates arrived (``EVENT_TIME_BASES``)
+    #: processing time at which each host's latest event that its own time dates arrived (``EVENT_TIME_BASES``);
+    #: forgotten with the host's ``heard_us`` (``_forget_hosts``)
     arrived_us: dict[str, int] = field(default_factory=dict)
     #: processing time at which each host's latest event of any time basis arrived (``add`` with ``now_us``):
     #: a host quiet for longer than the events are kept holds none back (``_prune``). A host quiet that long that
@@ -158,13 +162,14 @@ class StreamCorrelator:
     wiring_ranks: dict[tuple[str, int], Ev] = field(default_factory=dict, repr=False)
     #: (host, GPU UUID) -> the newest line that gave the UUID a bus id or index (``topology.line_facts``): in
     #: ``wiring`` once older than the events kept, as the device plugin names a GPU by its UUID days after the
-    #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it)
+    #: driver's preamble did (a break-it pass: the mapping went with the Xid that carried it); at most
+    #: ``MAX_UUID_LINES``, the newest (``_prune``)
     uuid_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
     #: (host, address) -> the newest ``nccl.bootstrap`` line that gave the host that address (``topology.line_addr``):
     #: in ``wiring`` once older than the events kept, as a rank names its lost peer by that address hours after the
     #: job's start; at most ``MAX_ADDR_LINES``, the newest
     addr_lines: dict[tuple[str, str], Ev] = field(default_factory=dict, repr=False)
-    #: (host, GPU UUID) -> the GPUs lines gave it (``_teaches``)
+    #: (host, GPU UUID) -> the GPUs lines gave it (``_teaches``); of the keys of ``uuid_lines``
     uuid_gpus: dict[tuple[str, str], set[str | None]] = field(default_factory=dict, repr=False)
     #: event_id -> its (communicator, rank) or None, for the kept events the topology learns from
     #: (``topology.teaches_topology``), in the order of ``events``: read once, when they arrive
@@ -847,6 +852,9 @@ class StreamCorrelator:
                   if e.event_id not in self.events and held.get((m[0], e.host), True)]
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
+        if len(self.uuid_lines) > MAX_UUID_LINES:  # pods come and go with their GPUs: the newest stay
+            self.uuid_lines = dict(sorted(self.uuid_lines.items(), key=lambda kv: kv[1].ts)[-MAX_UUID_LINES:])
+            self.uuid_gpus = {k: v for k, v in self.uuid_gpus.items() if k in self.uuid_lines}
         for e in self.uuid_lines.values():
             if e.event_id not in self.events:
                 self.wiring[e.event_id] = e
@@ -872,9 +880,14 @@ class StreamCorrelator:
         return cooled or len(self.cold) != cold_before
 
     def _forget_hosts(self, quiet: set[str]) -> None:
-        """Forget the ``heard_us`` and ``appended_us`` of the ``quiet`` hosts (``_prune``) that hold nothing any
+        """Forget the ``heard_us``, ``appended_us``, ``arrived_us``, watermarks (``host_watermarks``, and
+        ``source_watermarks`` of each of their streams) of the ``quiet`` hosts (``_prune``) that hold nothing any
         more: no event kept or cold, no wiring line (``wiring``, ``uuid_lines``, ``addr_lines``), no stored
-        incident to read back (``unread_by_host``). The set of hosts that hold state is built again at each call
+        incident to read back (``unread_by_host``). Their watermarks are past every line they sent by the allowed
+        lateness and the longest link window: a line of such a host that comes later starts them afresh, as its
+        first did (one dated before its old watermark by more than the lateness was counted in ``late_events``
+        before; now it is correlated, as the batch correlator does). Before, the watermarks and ``arrived_us``
+        grew by one entry per host (and per host, source and raw partition) the fleet ever had. The set of hosts that hold state is built again at each call
         (~1-2 ms over 6,644 kept events; a working step of benchmarks.correlator takes 60-400 ms), not kept as per-host
         counts: those would have to follow every change to ``events``, ``cold``, ``wiring``, ``uuid_lines`` and
         ``addr_lines``."""
@@ -883,10 +896,14 @@ class StreamCorrelator:
         held.update(e.host for e in self.wiring.values())
         held.update(h for h, _ in self.uuid_lines)
         held.update(h for h, _ in self.addr_lines)
-        for h in quiet:
-            if h not in held and h not in self.unread_by_host:
-                del self.heard_us[h]
-                self.appended_us.pop(h, None)
+        gone = {h for h in quiet if h not in held and h not in self.unread_by_host}
+        for h in gone:
+            del self.heard_us[h]
+            self.appended_us.pop(h, None)
+            self.arrived_us.pop(h, None)
+            self.host_watermarks.pop(h, None)
+        if gone:  # (one pass over the streams, not one per host)
+            self.source_watermarks = {k: w for k, w in self.source_watermarks.items() if k[0] not in gone}
 
 
 #: how far past its line a cold event placed ahead of it (``Ev.start``: a notice's NotBefore or StartTime) is kept for
@@ -923,6 +940,9 @@ def _latest(tables: list[pa.Table], keys: tuple[str, ...]) -> pa.Table:
 MAX_COMMS_PER_GPU = 256
 #: hosts' NCCL addresses kept (``StreamCorrelator.addr_lines``): a fleet's hosts and a day's pods many times over
 MAX_ADDR_LINES = 100_000
+#: GPU UUIDs' lines kept (``StreamCorrelator.uuid_lines``, ``uuid_gpus``), the newest: a fleet of 10,000 hosts of 8
+#: GPUs is 80,000; past it a UUID named by the oldest lines only is no longer mapped to its bus id
+MAX_UUID_LINES = 100_000
 
 
 def _needed(topo: Topology, events: Iterable[Ev]) -> set[str]:

@@ -70,6 +70,9 @@ class Clocks:
 
 #: how many of a host's fastest lines per day its clock is read from (:class:`AppendDelays`)
 DELAY_LINES = 20
+#: how many of the fleet's newest UTC days of append time the clocks are read from (:class:`AppendDelays`): a host
+#: whose lines all came before them reads no clock and counts in no fleet delay (its lines of old are no clock now)
+FLEET_DAYS = 3
 #: which of them says the clock: the ``1 / CLOCK_QUANTILE`` quantile of those kept (:meth:`AppendDelays.levels`)
 CLOCK_QUANTILE = 5
 _DAY = 86400 * S
@@ -80,7 +83,10 @@ class AppendDelays:
     """Per host, a bounded summary of its lines' append delays ``d = Kafka append time − line time`` (µs): per UTC
     day of append time, the :data:`DELAY_LINES` smallest ``(d, event_id)`` of its line-stamped lines that came
     through Kafka, apart for the lines stamped further ahead than :data:`SKEW_CAP_US` (``d < −cap``: ``ahead``) and
-    the others (``near``); the host's two newest days are kept. Lines further than :data:`OFFSET_MAX_US` (a day)
+    the others (``near``); the host's two newest days are kept, of the fleet's :data:`FLEET_DAYS` newest (``newest``:
+    the newest day of any line taken). A host none of whose lines is that recent leaves ``days``: a fleet whose
+    hosts come and go (k8s pods) kept one entry per host it ever had, and each voted in the fleet's delay for ever;
+    it holds at most (hosts heard from in those days) x 2 days x 2 lists x :data:`DELAY_LINES` lines. Lines further than :data:`OFFSET_MAX_US` (a day)
     from their append time are old (logs replayed, a backlog shipped late) or stamped wrong, and left out.
 
     The summary is a function of the set of lines alone, whatever their order, split and repeats (ties are broken
@@ -95,6 +101,8 @@ class AppendDelays:
     #: when its summary changes. A streaming step reads every host's clock, and of 10,000 hosts 0.3 – 0.5 s a step
     #: went to reading the same lines again (a break-it pass)
     read: dict[int, dict[str, tuple[int, int] | None]] = field(default_factory=dict, repr=False, compare=False)
+    #: the newest UTC day (days since the epoch) of a line taken (:meth:`_take`); None before any
+    newest: int | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, events: list[Ev]) -> "AppendDelays":
@@ -150,7 +158,14 @@ class AppendDelays:
 
     def _take(self, host: str, day: int, d: int, event_id: str) -> None:
         """Keep line ``event_id`` of ``host``, appended on UTC ``day`` (days since the epoch) ``d`` µs after its
-        stamp (within :data:`OFFSET_MAX_US`), if it is among the fastest of its day and list (:meth:`observe`)."""
+        stamp (within :data:`OFFSET_MAX_US`), if it is among the fastest of its day and list (:meth:`observe`), and
+        its day among the fleet's :data:`FLEET_DAYS` newest; a newer day forgets the days older than those, and the
+        hosts left with none (once a day of the fleet's: a pass over the hosts)."""
+        if self.newest is None or day > self.newest:
+            self._forget_before(day - FLEET_DAYS + 1)
+            self.newest = day
+        elif day <= self.newest - FLEET_DAYS:
+            return  # older than the fleet's days read: it can never be read
         days = self.days.get(host)
         if days is None:
             days = self.days[host] = {}
@@ -183,6 +198,18 @@ class AppendDelays:
         for read in self.read.values():
             read.pop(host, None)
         del kept[DELAY_LINES:]
+
+    def _forget_before(self, first: int) -> None:
+        """Forget the days before ``first`` (UTC day, days since the epoch), and the hosts that hold no other."""
+        for host in list(self.days):
+            days = self.days[host]
+            if min(days) < first:
+                for old in [k for k in days if k < first]:
+                    del days[old]
+                if not days:
+                    del self.days[host]
+                for read in self.read.values():
+                    read.pop(host, None)
 
     def levels(self, min_events: int) -> dict[str, tuple[int, int]]:
         """host -> (its delay, the spread of the lines that say it), µs, for each host with at least
