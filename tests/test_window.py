@@ -2128,3 +2128,79 @@ def test_clocks_cache_each_hosts_bound_and_a_new_clocks_starts_afresh():
     assert [clocks.skew(h) for h in ("b", "d")] == [5 * S, S]
     # the cache is no part of the clocks' value: equal clocks compare equal whatever each was asked
     assert clocks == Clocks(skew_us={"a": 3 * S}, default_skew_us=S, estimated_us={"a": 9 * S, "b": 5 * S, "c": S // 2})
+
+
+def test_a_fleet_whose_hosts_come_and_go_keeps_per_host_state_bounded(monkeypatch):
+    """Issue 6 (memory stays bounded): ``host_watermarks``, ``source_watermarks`` and ``arrived_us`` grew by an entry
+    per host (and per host, source and raw partition) the fleet ever had, and ``uuid_lines`` by one per GPU UUID. Pods
+    that each send a line and a GPU UUID line, then go: 300 of them over 5 simulated hours (keep: 1 h 10 s) leave the
+    state of the pods whose UUID lines are the newest ``MAX_UUID_LINES``; a pod's fault keeps its own."""
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+    import correlate.stream as stream
+
+    monkeypatch.setattr(stream, "MAX_UUID_LINES", 100)
+    sc = StreamCorrelator(lateness_us=10 * S, close_after_us=5 * S, idle_us=10 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    keep, t0 = sc._keep_us(), 1_800_000_000 * S
+    assert keep == 3610 * S
+
+    def rows(h, ts, fault):
+        base = {"host": h, "source": "nvml", "ts": ts, "ts_basis": "line", "ts_precision_us": 1, "count": 1,
+                "ingest_ts": ts + S, "severity": "info", "message": "m"}
+        out = [dict(base, event_id=f"{h}-i", kind="other", signature="other", origin=f"kafka:fleet.dmesg/{len(h)}/1"),
+               dict(base, event_id=f"{h}-u", kind="other", signature="other", device_type="gpu",
+                    device="0000:01:00.0", details={"uuid": f"GPU-{h}"}, origin="kafka:fleet.nvml/0/1")]
+        if fault:
+            out.append(dict(base, event_id=f"{h}-x", kind="xid", signature="xid", severity="critical", xid=79,
+                            device_type="gpu", device="0000:01:00.0", origin="kafka:fleet.dmesg/0/2"))
+        return out
+
+    sizes = []
+    for k in range(300):  # a pod a minute; pod-0 has a fault
+        now = t0 + 60 * k * S
+        sc.add(to_table(rows(f"pod-{k}", now, k == 0), EVENTS_SCHEMA), now_us=now + S, source=f"events/{k % 3}")
+        sc.step(now_us=now + S)
+        sizes.append(max(len(sc.heard_us), len(sc.arrived_us), len(sc.host_watermarks), len(sc.source_watermarks) // 2,
+                         len(sc.uuid_lines), len(sc.uuid_gpus)))  # two raw partitions a pod
+    # the pods whose UUID line is among the newest 100 (the 61 of the last ``keep`` among them), and pod-0
+    assert max(sizes) <= 100 + 1 + 1 and sizes[-1] == 101
+    assert len(sc.uuid_lines) == len(sc.uuid_gpus) == 100
+    assert {h for h, _u in sc.uuid_lines} == {f"pod-{k}" for k in range(200, 300)}
+    live = {f"pod-{k}" for k in range(200, 300)} | {"pod-0"}
+    assert set(sc.host_watermarks) == set(sc.arrived_us) == set(sc.heard_us) == live
+    assert {k[0] for k in sc.source_watermarks} == live
+    assert "pod-0-x" in sc.events or "pod-0-x" in sc.cold  # a fault stays (its incident's)
+    # a pod that comes back starts afresh: its line is on time and its watermark is its own again
+    back = t0 + 60 * 300 * S
+    assert sc.add(to_table(rows("pod-3", back - 30 * S, False)[:1], EVENTS_SCHEMA), now_us=back) == 0
+    assert sc.host_watermarks["pod-3"].max_ts == back - 30 * S
+
+
+def test_append_delays_read_the_fleets_three_newest_days_whatever_the_order():
+    """``AppendDelays.days`` kept a host that last sent a line weeks ago, and its old clock voted in the fleet's
+    delay for ever: the days before the fleet's ``FLEET_DAYS`` newest are forgotten, with the hosts that hold no
+    other, and a line of such a day is not taken, so the summary is the same whatever the order of the lines."""
+    import random
+
+    from correlate.window import FLEET_DAYS, AppendDelays
+
+    day = 86400 * S
+    t0 = 20_000 * day
+
+    def line(host, d, i):
+        return Ev(event_id=f"{host}-{d}-{i}", ts=t0 + d * day + i * S, ts_basis="line", host=host, source="dmesg",
+                  kind="other", signature="s", severity="info", device_type=None, device=None, link=None, xid=None,
+                  sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", origin="kafka:t/0/1",
+                  ingest_ts=t0 + d * day + i * S + (i + 1) * 1000)
+
+    assert FLEET_DAYS == 3
+    lines = [line(f"pod-{d}", d, i) for d in range(30) for i in range(6)] + [line("node", d, 0) for d in range(30)]
+    want = AppendDelays.of(lines)
+    assert set(want.days) == {"pod-27", "pod-28", "pod-29", "node"}
+    assert want.days["node"].keys() == {20_028, 20_029} and want.days["pod-27"].keys() == {20_027}
+    for seed in range(3):
+        rnd = random.Random(seed)
+        got = AppendDelays.of(rnd.sample(lines, len(lines)))
+        assert got.days == want.days, seed
+        assert got.levels(5) == want.levels(5) and set(got.levels(5)) == {"pod-27", "pod-28", "pod-29"}
