@@ -7,7 +7,10 @@ formats.md §11.1), a kernel log relayed by rsyslog with ``$PreserveFQDN on`` th
 ``a1.cluster.local`` stayed apart from the NCCL timeouts of ``a1`` (a break-it pass). IP addresses are kept
 whole (``10.0.0.5``, ``fe80::1``): their first label says nothing alone. An IPv6 address is written one way, RFC
 5952's (``2001:DB8:0:0::1`` and ``2001:db8::1`` were two hosts), an IPv4-mapped one with its IPv4 address dotted
-(``::ffff:10.0.0.1``).
+(``::ffff:10.0.0.1``). A name of other letters than ASCII is written as DNS carries it (IDNA 2008 with UTS #46's
+mapping, as browsers, curl and the ``idna`` package read a name): full-width letters as ASCII (``ｎｏｄｅ07`` is
+``node07``), a Unicode label as its punycode A-label (``bücher`` is ``xn--bcher-kva``); both were hosts apart from
+the name they spell (a stop's finding).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import difflib
 import functools
 import ipaddress
 import re
+import unicodedata
 
+import idna
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +39,17 @@ def canonical_hosts(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedA
     """The host names of a string array as one name per host (module doc): lower case (Arrow's ``utf8_lower``),
     without a port (:data:`_PORT`: ``node07:9100`` -> ``node07``) or an IPv6 address's brackets
     (``[fe80::1]:8080`` -> ``fe80::1``), up to the first ``.`` unless the first label is all digits or holds a ``:``;
-    an IPv6 address in RFC 5952's form (:func:`ipv6_name`). Nulls stay null."""
+    an IPv6 address in RFC 5952's form (:func:`ipv6_name`); a name of other letters than ASCII as DNS carries it
+    (:func:`ascii_name`: ``ＮＯＤＥ07`` -> ``node07``, ``bücher`` -> ``xn--bcher-kva``). Nulls stay null."""
+    if not pc.all(pc.string_is_ascii(hosts)).as_py():  # rare: a name of ASCII alone (the hot path) is not asked
+        named = [h if h is None or h.isascii() else ascii_name(h) for h in hosts.to_pylist()]
+        hosts = pa.chunked_array([pa.array(named, pa.string())]) if isinstance(hosts, pa.ChunkedArray) \
+            else pa.array(named, pa.string())
+    return _canonical_mapped(hosts)
+
+
+def _canonical_mapped(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """:func:`canonical_hosts` of names that :func:`ascii_name` mapped already (or ASCII)."""
     out = pc.replace_substring_regex(pc.utf8_lower(hosts), _BRACKETED, r"\1")
     out = pc.replace_substring_regex(pc.replace_substring_regex(out, _PORT, r"\1"), _FQDN, r"\1")
     colons = pc.match_substring(out, ":")
@@ -43,6 +58,32 @@ def canonical_hosts(hosts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedA
     named = [ipv6_name(h) if h is not None and ":" in h else h for h in out.to_pylist()]
     return pa.chunked_array([pa.array(named, pa.string())]) if isinstance(out, pa.ChunkedArray) \
         else pa.array(named, pa.string())
+
+
+def ascii_name(text: str) -> str:
+    """A host name as DNS carries it, UTS #46's processing of IDNA 2008 (``idna.uts46_remap``, non-transitional,
+    without the STD3 rules: ``_`` and ``:`` stay): case folded and mapped (full-width letters, digits, ``．`` and
+    ``。`` as ASCII: ``ＮＯＤＥ07．Cluster`` -> ``node07.cluster``), each label that is still no ASCII as its A-label
+    (``bücher`` -> ``xn--bcher-kva``, RFC 5891). A label IDNA 2008 refuses (``ü_x``, an emoji) stays as mapped, else
+    NFKC in lower case when the mapping refuses a character; in lower case alone when the mapping makes a ``/``, a
+    blank or a control character (``／``, U+FF0F, is ``/``: what no host name holds, ``is_host_name``); ASCII text
+    as it is."""
+    if text.isascii():
+        return text
+    try:
+        mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
+    except idna.IDNAError:  # a code point UTS #46 disallows
+        mapped = unicodedata.normalize("NFKC", text).lower()
+    if any(c in "/ " or not c.isprintable() for c in mapped):  # ``／`` maps to ``/``: a host no URL path can name
+        return text.lower()
+    labels = mapped.split(".")
+    for i, label in enumerate(labels):
+        if not label.isascii():
+            try:
+                labels[i] = idna.alabel(label).decode("ascii")
+            except (idna.IDNAError, UnicodeError):  # no label IDNA 2008 allows: as mapped
+                pass
+    return ".".join(labels)
 
 
 def ipv6_name(text: str) -> str:
@@ -68,7 +109,7 @@ def canonical_host(name: str) -> str:
 
 
 def _canonical_host(name: str) -> str:
-    return canonical_hosts(pa.array([name], pa.string()))[0].as_py()
+    return _canonical_mapped(pa.array([ascii_name(name)], pa.string()))[0].as_py()
 
 
 _short_canonical_host = functools.lru_cache(maxsize=65536)(_canonical_host)
