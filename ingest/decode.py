@@ -30,6 +30,7 @@ and the rest of the value goes on.
 from __future__ import annotations
 
 import bz2
+import ipaddress
 import lzma
 import math
 import re
@@ -2238,8 +2239,38 @@ def _mostly_clean_lines(head: bytes) -> bool:
     return len(clean) >= 2 and 5 * sum(map(len, clean)) >= 4 * (len(head) - head.count(0))
 
 
-#: a file named after its host's IPv4 address: ``10.0.0.8.log``
-_IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?:[._-]|$)")
+#: a file named after its host's IPv4 address, with a port or not, as a Kafka key may name it: ``10.0.0.8.log``,
+#: ``10.0.0.5:9092.log`` (host ``10`` once: a stop's finding)
+_IPV4_NAME = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})(?::\d{1,5})?(?:[._-]|$)")
+#: a file named after its host's IPv6 address: in brackets with a port or not (``[fe80::1]:8080.log``, RFC 3986's
+#: form), or bare (``fe80::1.log``, ``::ffff:10.0.0.1-dmesg.log``); a scope (``%eth0``) too. The bare address is
+#: the longest run of these characters that :mod:`ipaddress` reads (``::ffff:10`` was the host of the last one)
+_IPV6_NAME = re.compile(r"^\[([0-9A-Fa-f:.]+(?:%\w+)?)\](?::\d{1,5})?(?:[._-]|$)|^([0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)")
+
+
+def _address_name(name: str) -> str | None:
+    """The IP address a file's name starts with (:data:`_IPV4_NAME`, :data:`_IPV6_NAME`), its port and brackets
+    dropped, as a Kafka key's are (``schemas.hostname``); None when it starts with none (``999.1.1.1.log`` neither)."""
+    if m := _IPV4_NAME.match(name):  # as written (``010.0.0.5`` too), each number a byte
+        return m.group(1) if all(int(n) <= 255 for n in m.group(1).split(".")) else None
+    if (m := _IPV6_NAME.match(name)) is None:
+        return None
+    if m.group(1):
+        try:
+            ipaddress.IPv6Address(m.group(1))
+            return m.group(1)
+        except ValueError:
+            return None
+    run = m.group(2)
+    for end in range(len(run), 1, -1):  # the longest that is an address and ends where the name's next part begins
+        if end < len(name) and name[end] not in "._-":
+            continue
+        try:
+            ipaddress.IPv6Address(run[:end])
+            return run[:end]
+        except ValueError:
+            continue
+    return None
 
 
 #: words that name a kind of log, not a host, in a file or folder name: ``node07-dmesg.log``, ``dmesg_node07.txt``,
@@ -2294,18 +2325,31 @@ def host_from_filename(path: Path) -> str:
     by a date takes the host of the nearest folder above it whose name has a digit and is no date, rank or attempt
     (:data:`_NO_HOST_FOLDER`; ``logs/node07/2026-11-29/dmesg.log``, ``node07/rank0/stdout.log``): host
     ``node07-dmesg`` beside the ``node07`` its NCCL lines named split one fault into two incidents, and two hosts'
-    ``dmesg.log`` were one host ``dmesg`` (a break-it pass)."""
-    name = path_text(path.name)
-    ip = _IPV4_NAME.match(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
-    m = ip or _HOST_FROM_NAME.match(name)
-    host = m.group(1) if m else name
+    ``dmesg.log`` were one host ``dmesg`` (a break-it pass).
+
+    A name with bytes that are not UTF-8 (``n\\xfe07.log``) names no host, as such a Kafka key names none: it takes
+    its folder's as a name of a kind of log does, else it stays with U+FFFD for those bytes, a name the pipeline
+    refuses (``bad_host``) for each line that names no host of its own, saying so. It was host ``n\\xfe07`` where
+    the same bytes as a key were dead-lettered (a stop's finding)."""
+    name = _name_text(path.name)
+    ip = _address_name(name)  # 10.0.0.8.log is host 10.0.0.8, not 10 (a break-it pass)
+    m = None if ip else _HOST_FROM_NAME.match(name)
+    host = ip or (m.group(1) if m else name)
     if not ip:
         host = _without_log_words(host)
-        if _log_word([host], 0) or _DATE_NAME.match(host):
+        if _log_word([host], 0) or _DATE_NAME.match(host) or "\ufffd" in host:
             host = next((h for parent in path.parents[:6]
-                         if (h := _without_log_words(path_text(parent.name))) and not _log_word([h], 0)
-                         and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h)), host)
-    return "".join(c if c.isprintable() and c not in " /\ufffd" else "_" for c in host)[:255] or "_"
+                         if (h := _without_log_words(_name_text(parent.name))) and not _log_word([h], 0)
+                         and not _NO_HOST_FOLDER.match(h) and any(c.isdigit() for c in h) and "\ufffd" not in h),
+                        host)
+    return "".join(c if c.isprintable() and c not in " /" else "_" for c in host)[:255] or "_"
+
+
+def _name_text(name: str) -> str:
+    """A file or folder name as the text of a host name: bytes that are not UTF-8 (which Python keeps as
+    surrogates) as U+FFFD, as a Kafka key's are read (``_key_names``), which no host name holds
+    (``schemas.hostname.is_host_name``)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _log_word(parts: list[str], i: int) -> bool:

@@ -217,7 +217,10 @@ def _refuse_hosts(table: pa.Table, bad: pa.ChunkedArray, rejects: list[Reject], 
     reasons = [(f"{what} not stored: its host {h[:80]!r}{f'… ({len(h)} characters)' if len(h) > 80 else ''} is no "
                 f"host name (at most {MAX_HOST_CHARS} characters, no blanks, control or format characters, '/' or "
                 "bytes that were no UTF-8; not '-' or dots alone); "
-                + ("check the host the line names" if (origin or "").startswith("file:") else
+                + (("its file's name holds bytes that are no UTF-8, which name no host (as a Kafka key's do not): "
+                    "name the file after its host" if "\ufffd" in h else
+                    "check the host the line names, or the file's name (it names the host of lines that name none)")
+                   if (origin or "").startswith("file:") else
                    "check the shipper's Kafka key, host header or host field")) if h else
                # keyless records of several machines were all host "unknown": one host in every incident of them
                f"{what} not stored: it names no host (no Kafka key, host header or envelope host, and the line "

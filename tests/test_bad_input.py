@@ -144,20 +144,43 @@ def test_long_adversarial_lines_do_not_hang(pipeline, line):
     assert len(events) == 1
 
 
-def test_a_file_name_that_is_not_utf8_keeps_its_events(tmp_path):
-    """Linux file names are bytes: one that is not UTF-8 (``bad\\xffname.log``) lost the whole file (Arrow cannot
-    store the surrogates Python reads it with). Its name is kept with the odd bytes escaped, in the origin and,
-    where the name gives the host, in the host."""
+def test_a_name_that_is_not_utf8_names_no_host_as_a_file_name_or_a_kafka_key(tmp_path, pipeline, monkeypatch):
+    """Linux file names are bytes: one that is not UTF-8 (``n\\xfe07.log``) lost the whole file once (Arrow cannot
+    store the surrogates Python reads it with); its name is kept in the origin with the odd bytes escaped. As a host
+    it was ``n\\xfe07`` where the same bytes as a Kafka key named no host and its lines were dead-lettered (a stop's
+    finding): now neither names a host. The file is read all the same: a line that names its own host keeps it, the
+    file in a folder that names its host takes the folder's (as ``dmesg.log`` does), and a line that names none is
+    refused (``bad_host``, stderr in ``diagnose``) saying to name the file after its host, as the key's line is."""
     import os
+    from pathlib import Path
+    from types import SimpleNamespace
 
     from api.diagnose import diagnose_paths
+    from ingest.decode import decode_partition
     from schemas.settings import Settings
 
     xid = b"NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    with open(os.path.join(os.fsencode(folder), b"n\xfe07.log"), "wb") as f:
-        f.write(xid)
-    _, batch, incidents = diagnose_paths([folder], Settings())
-    (e,) = batch.events.to_pylist()
-    assert e["host"] == "n\\xfe07" and e["origin"].startswith("file:logs/n\\xfe07.log@") and len(incidents) == 1
+    own = b"2026-11-30T03:12:00Z node09 kernel: NVRM: Xid (PCI:0000:5e:00): 79, pid=0, GPU has fallen off the bus.\n"
+    monkeypatch.chdir(tmp_path)  # relative paths: no folder above ``logs`` names a host (pytest's have digits)
+    for folder, host in (("logs", None), ("node05", "node05")):
+        os.mkdir(folder)
+        with open(os.path.join(folder.encode(), b"n\xfe07.log"), "wb") as f:
+            f.write(xid + own)
+        _, batch, incidents = diagnose_paths([Path(folder)], Settings())
+        got = sorted((e["host"], e["device"]) for e in batch.events.to_pylist())
+        assert all(e["origin"].startswith(f"file:{folder}/n\\xfe07.log@") for e in batch.events.to_pylist())
+        if host:  # the folder's name is the host of the line that names none
+            assert got == [("node05", "0000:3b:00.0"), ("node09", "0000:5e:00.0")] and not batch.rejects
+            continue
+        assert got == [("node09", "0000:5e:00.0")] and len(incidents) == 1
+        (r,) = batch.rejects
+        assert r.error_code == "bad_host" and r.reason.startswith("event not stored: its host 'n\ufffd07' is no host")
+        assert r.reason.endswith("its file's name holds bytes that are no UTF-8, which name no host (as a Kafka "
+                                 "key's do not): name the file after its host"), r.reason
+    # the same bytes as a Kafka key: the line that names its host kept, the other dead-lettered
+    recs = [SimpleNamespace(value=xid + own, key=b"n\xfe07", offset=0, timestamp=1_764_472_321_000, headers=[])]
+    b = pipeline.run(decode_partition("fleet.dmesg", 0, recs))
+    assert [(e["host"], e["device"]) for e in b.events.to_pylist()] == [("node09", "0000:5e:00.0")]
+    (r,) = b.rejects
+    assert r.error_code == "bad_host" and r.reason.startswith("event not stored: its host 'n\ufffd07' is no host")
+    assert r.reason.endswith("check the shipper's Kafka key, host header or host field"), r.reason

@@ -1639,3 +1639,57 @@ def test_a_folders_hidden_folders_are_not_read(tmp_path):
         (tmp_path / hidden).write_bytes(log)
     assert [name for _, name in walk([tmp_path])] == [f"{tmp_path.name}/node04.log"]
     assert [name for _, name in walk([tmp_path / ".backup"])] == [".backup/node04.log"]
+
+
+@pytest.mark.parametrize("name,host", [
+    ("10.0.0.5:9092.log", "10.0.0.5"), ("10.0.0.5:9092", "10.0.0.5"), ("10.0.0.5.log", "10.0.0.5"),
+    ("10.0.0.5-dmesg.log", "10.0.0.5"), ("[fe80::1]:8080.log", "fe80::1"), ("[FE80::1].kern.log", "fe80::1"),
+    ("fe80::1.log", "fe80::1"), ("2001:DB8:0:0::1-dmesg.log", "2001:db8::1"),
+    ("::ffff:10.0.0.1.log", "::ffff:10.0.0.1"),
+])
+def test_a_file_named_by_an_address_is_that_address_as_its_kafka_key_would_be(pipeline, tmp_path, name, host):
+    """A file named after its host's IPv4 or IPv6 address, with a port or not, is that address, its port dropped, as
+    a Kafka key of that text is (``10.0.0.5:9092.log`` was host ``10``, ``::ffff:10.0.0.1.log`` host ``::ffff:10``:
+    a stop's finding). ``999.1.1.1.log`` is no address: the name up to its first ``.``."""
+    from pathlib import Path
+
+    from ingest.decode import Decoded, host_from_filename
+
+    assert host_from_filename(Path("999.1.1.1.log")) == "999"
+
+    f = tmp_path / name
+    f.write_text(XID + "\n")
+    from_file = pipeline.run(decode_file(f, relname=name)).events.column("host").to_pylist()
+    key = name.removesuffix(".log").removesuffix(".kern").removesuffix("-dmesg").encode()
+    from_key = pipeline.run(Decoded(segments=msg(XID.encode(), key=key).segments)).events.column("host").to_pylist()
+    assert from_file == from_key == [host], (from_file, from_key)
+
+
+def test_one_host_however_its_letters_are_written_as_dns_reads_a_name(pipeline, tmp_path):
+    """A name of other letters than ASCII is one host with the name DNS carries (IDNA 2008 with UTS #46's mapping,
+    as browsers, curl and the ``idna`` package read it): full-width letters are ASCII (``ｎｏｄｅ07`` is ``node07``),
+    a Unicode label its punycode A-label (``bücher`` is ``xn--bcher-kva``), the form stored; they were hosts apart
+    (a stop's finding). A label IDNA refuses stays as written, in lower case; ``／`` (U+FF0F) does not become a
+    ``/``, which no host name holds."""
+    from ingest.decode import Decoded
+    from schemas.hostname import canonical_host, canonical_hosts, is_host_name
+
+    import pyarrow as pa
+
+    forms = {"node07": ["ｎｏｄｅ07", "ＮＯＤＥ07．cluster．local", "node07。cluster", "Ｎｏｄｅ07：9100", "NODE07"],
+             "xn--bcher-kva": ["bücher", "BÜCHER.cluster.local", "XN--BCHER-KVA", "ｂüｃｈｅｒ"],
+             "xn---node-kqa": ["ß-node"], "ü_x": ["Ü_x"], "node／07": ["node／07"]}
+    for want, names in forms.items():
+        assert [canonical_host(n) for n in names] == [want] * len(names), want
+        assert canonical_hosts(pa.chunked_array([names + [None]])).to_pylist() == [want] * len(names) + [None]
+        assert is_host_name(want)
+    got = []
+    for i, key in enumerate(["ｎｏｄｅ07", "bücher"]):
+        got += pipeline.run(Decoded(segments=msg(XID.encode(), key=key.encode()).segments)).events.column(
+            "host").to_pylist()
+        f = tmp_path / f"{['ＮＯＤＥ07', 'BÜCHER'][i]}.dmesg.log"
+        f.write_text(XID + "\n")
+        got += pipeline.run(decode_file(f, relname=f.name)).events.column("host").to_pylist()
+    line = f"2026-11-30T03:12:00Z Bücher kernel: {XID}".encode()
+    got += pipeline.run(Decoded(segments=msg(line, key=None).segments)).events.column("host").to_pylist()
+    assert got == ["node07", "node07", "xn--bcher-kva", "xn--bcher-kva", "xn--bcher-kva"]
