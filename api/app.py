@@ -295,16 +295,19 @@ DeviceQuery = Annotated[str | None, Query(max_length=64, description="PCI bus id
 
 def _host(v: str | None) -> str | None:
     """A ``host`` parameter as the lake stores hosts (``schemas.hostname``): ``NODE07``, ``node07.cluster.local`` ->
-    ``node07``, blanks around it dropped (as a Kafka key's). Raises a 404 for text no stored host can be
-    (``is_host_name``: blanks inside, ``/``, control characters): ``host=a%2Fb`` or a pasted ``" node004 "`` was an
-    empty 200, which reads as a healthy host (a break-it pass). Not a 422: the parameter's schema is any text, and a
-    request the schema allows is answered as one (a host no lake holds, as ``/hosts/{host}/timeline`` says)."""
+    ``node07``, ``ｎｏｄｅ07`` -> ``node07``, ``bücher`` -> ``xn--bcher-kva``, blanks around it dropped (as a Kafka
+    key's). Raises ValueError (a 422, as for any other parameter no value of its kind can be: an empty ``host``, a
+    ``comm`` that is no hex number) for text no stored host can be (``is_host_name``: blanks inside, ``/``, control
+    characters, ``-``, a placeholder such as ``None``): ``host=a%2Fb`` or a pasted ``" node004 "`` was an empty 200,
+    which reads as a healthy host (a break-it pass), then a 404, which said the lake holds no such host where no
+    host can be so named (a stop's finding). A host name the lake holds nothing of stays a 404 (``known_host``)."""
     if not v:
         return v
     name = canonical_host(v.strip())
     if not is_host_name(name):
-        raise HTTPException(404, f"{v!r} is no host name (a blank, control character or '/' inside it): no host of "
-                                 "the lake has it")
+        raise ValueError(f"{v[:80]!r} is no host name (at most 255 characters; no blanks, control characters, '/' or "
+                         "U+FFFD inside; not '-', dots alone or a placeholder such as None): a host's short name, any "
+                         "case, or its full name")
     return name
 
 

@@ -115,20 +115,30 @@ def test_filters_and_sorts(api, lake):
     # break-it pass); an empty one is a 422, not the whole fleet
     want = api.get("/incidents", params={"host": "node004"}).json()["items"]
     assert want
-    for form in ("NODE004", "node004.cluster.local"):
+    # full-width letters are the ASCII name (UTS #46, as DNS and a browser read a name; they were another host)
+    for form in ("NODE004", "node004.cluster.local", "ｎｏｄｅ004", "ＮＯＤＥ004．cluster"):
         assert api.get("/incidents", params={"host": form}).json()["items"] == want, form
         assert api.get("/events", params={"host": form}).json()["items"] == api.get(
             "/events", params={"host": "node004"}).json()["items"], form
         assert api.get(f"/hosts/{form}/timeline").json()["incidents"] == api.get(
             "/hosts/node004/timeline").json()["incidents"], form
     assert api.get("/incidents", params={"host": ""}).status_code == 422
-    # blanks around a pasted name are dropped; one that no stored host can be is a 404, not an empty 200 that reads as
-    # a healthy host (a break-it pass)
+    # blanks around a pasted name are dropped; one that no stored host can be is a 422 saying so, as any other
+    # parameter no value of its kind can be (comm=0xZZ, host=""): not an empty 200 that reads as a healthy host (a
+    # break-it pass), nor a 404 "no such host" (a stop's finding); a host name the lake holds nothing of is the 404
     assert api.get("/incidents", params={"host": " node004 "}).json()["items"] == want
-    for bad in ("a/b", "node 004", "node\n004", "\x00", "..", "-"):
+    for bad in ("a/b", "node 004", "node\n004", "\x00", "..", "-", "None", "%{host}", "node\ufffd04"):
         for route in ("/incidents", "/events", "/links"):
             r = api.get(route, params={"host": bad})
-            assert (r.status_code, "is no host name" in r.text) == (404, True), (route, bad, r.text)
+            assert (r.status_code, r.json()["detail"].startswith(f"query.host: {bad!r} is no host name (")) == (
+                422, True), (route, bad, r.text)
+    for bad, said in (("node%20004", "node 004"), ("-", "-"), ("None", "None"), ("%25%7Bhost%7D", "%{host}"),
+                      ("node%0A004", "node\n004")):  # as the path's segment, percent-encoded
+        r = api.get(f"/hosts/{bad}/timeline")
+        assert (r.status_code, r.json()["detail"].startswith(f"path.host: {said!r} is no host name (")) == (
+            422, True), (bad, r.text)
+    r = api.get("/hosts/node999/timeline")  # a host name the lake holds nothing of
+    assert r.status_code == 404 and "no host node999 in the lake" in r.text, r.text
     # a device too long is said in characters (it said "at most 64 items after validation": a break-it pass)
     r = api.get("/incidents", params={"device": "x" * 65})
     assert (r.status_code, r.json()["detail"]) == (422, "query.device: String should have at most 64 characters")
