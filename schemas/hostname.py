@@ -65,8 +65,8 @@ def ascii_name(text: str) -> str:
     without the STD3 rules: ``_`` and ``:`` stay): case folded and mapped (full-width letters, digits, ``．`` and
     ``。`` as ASCII: ``ＮＯＤＥ07．Cluster`` -> ``node07.cluster``), each label that is still no ASCII as its A-label
     (``bücher`` -> ``xn--bcher-kva``, RFC 5891). A label IDNA 2008 refuses (``ü_x``, an emoji) stays as mapped, else
-    NFKC in lower case when the mapping refuses a character; in lower case alone when the mapping makes a ``/``, a
-    blank or a control character (``／``, U+FF0F, is ``/``: what no host name holds, ``is_host_name``); ASCII text
+    NFKC in lower case when the mapping refuses a character; in lower case alone when what the mapping makes is
+    no host name (:func:`is_host_name`: ``／``, U+FF0F, is ``/``; ``－`` is ``-``, ``Ｎｏｎｅ`` ``none``); ASCII text
     as it is."""
     if text.isascii():
         return text
@@ -74,8 +74,6 @@ def ascii_name(text: str) -> str:
         mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
     except idna.IDNAError:  # a code point UTS #46 disallows
         mapped = unicodedata.normalize("NFKC", text).lower()
-    if any(c in "/ " or not c.isprintable() for c in mapped):  # ``／`` maps to ``/``: a host no URL path can name
-        return text.lower()
     labels = mapped.split(".")
     for i, label in enumerate(labels):
         if not label.isascii():
@@ -83,7 +81,9 @@ def ascii_name(text: str) -> str:
                 labels[i] = idna.alabel(label).decode("ascii")
             except (idna.IDNAError, UnicodeError):  # no label IDNA 2008 allows: as mapped
                 pass
-    return ".".join(labels)
+    out = ".".join(labels)
+    # ``／`` maps to ``/`` (no URL path can name it), ``－`` to syslog's NILVALUE ``-``, ``Ｎｏｎｅ`` to a placeholder
+    return out if is_host_name(out) else text.lower()
 
 
 def ipv6_name(text: str) -> str:

@@ -1669,8 +1669,8 @@ def test_one_host_however_its_letters_are_written_as_dns_reads_a_name(pipeline, 
     """A name of other letters than ASCII is one host with the name DNS carries (IDNA 2008 with UTS #46's mapping,
     as browsers, curl and the ``idna`` package read it): full-width letters are ASCII (``ｎｏｄｅ07`` is ``node07``),
     a Unicode label its punycode A-label (``bücher`` is ``xn--bcher-kva``), the form stored; they were hosts apart
-    (a stop's finding). A label IDNA refuses stays as written, in lower case; ``／`` (U+FF0F) does not become a
-    ``/``, which no host name holds."""
+    (a stop's finding). A label IDNA refuses stays as written, in lower case; a name the mapping would make no host
+    name stays as written: ``／`` (U+FF0F) does not become a ``/``, ``－`` no ``-``, ``Ｎｏｎｅ`` no placeholder."""
     from ingest.decode import Decoded
     from schemas.hostname import canonical_host, canonical_hosts, is_host_name
 
@@ -1678,7 +1678,7 @@ def test_one_host_however_its_letters_are_written_as_dns_reads_a_name(pipeline, 
 
     forms = {"node07": ["ｎｏｄｅ07", "ＮＯＤＥ07．cluster．local", "node07。cluster", "Ｎｏｄｅ07：9100", "NODE07"],
              "xn--bcher-kva": ["bücher", "BÜCHER.cluster.local", "XN--BCHER-KVA", "ｂüｃｈｅｒ"],
-             "xn---node-kqa": ["ß-node"], "ü_x": ["Ü_x"], "node／07": ["node／07"]}
+             "xn---node-kqa": ["ß-node"], "ü_x": ["Ü_x"], "node／07": ["node／07"], "－": ["－"], "ｎｏｎｅ": ["Ｎｏｎｅ"]}
     for want, names in forms.items():
         assert [canonical_host(n) for n in names] == [want] * len(names), want
         assert canonical_hosts(pa.chunked_array([names + [None]])).to_pylist() == [want] * len(names) + [None]
