@@ -1289,7 +1289,7 @@ def sql(query: Annotated[Optional[str], typer.Argument(
 def _add_send() -> None:  # after `sql`: `firstfault --help` lists the commands in this order
     from api.send_cli import send
 
-    app.command(short_help="Send log lines from a file or standard input to a raw topic, without kcat.")(send)
+    app.command(short_help="Send log lines from files or standard input to a raw topic, without kcat.")(send)
 
 
 _add_send()

@@ -626,7 +626,7 @@ def test_help_shows_no_python_type_names(cmd):
     text = _help(*cmd)
     usage = next(x for x in text.splitlines() if "Usage:" in x).split()
     want = {("diagnose",): ["[OPTIONS]", "PATH..."], ("sql",): ["[OPTIONS]", "[QUERY]"],
-            ("send",): ["[OPTIONS]", "FILE"]}.get(cmd, ["[OPTIONS]"])
+            ("send",): ["[OPTIONS]", "FILE..."]}.get(cmd, ["[OPTIONS]"])
     assert usage[usage.index(cmd[-1]) + 1:] == want, usage
     for raw in ("<list[", "<str>", "<int", "<float", "<path>", "{"):
         assert raw not in text, (raw, text)
