@@ -1241,3 +1241,95 @@ def test_a_correlate_once_stopped_before_it_caught_up_says_so_not_caught_up(kafk
     read = int(re.search(rf"read (\d+) {re.escape(topic)} records?", said)[1])
     assert read < len(records), (read, len(records))
     assert "caught up:" not in said + report.replace("before catching up:", ""), (said[-2000:], report[:500])
+
+
+def _group(kafka: str, group: str) -> tuple[str, list, dict]:
+    """A consumer group's state ("Empty", "Stable", …), its members and its committed offsets (partition ->
+    ``OffsetAndMetadata``), as the broker has them now."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def go() -> tuple[str, list, dict]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka)
+        await admin.start()
+        try:
+            (_err, _gid, state, _ptype, _proto, members), = (await admin.describe_consumer_groups([group]))[0].groups
+            return state, list(members), await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
+
+    return asyncio.run(go())
+
+
+#: the longest a follow-up one-shot run may go without storing a batch, from what the code and the broker guarantee:
+#: a process's start under CI's load (~20 s), the group's join (no member left behind: the broker's
+#: group.initial.rebalance.delay.ms, 3 s; a member that did not leave would add its session timeout, 6 s here), a
+#: batch begun before and replayed whole (``consumer.REPLAY_WAIT_S``, 30 s) and a request in flight (aiokafka's 40 s):
+#: ~95 s, 150 s for a loaded machine. A whole catch-up has no such bound (it is the machine's speed): a stall has.
+FOLLOW_UP_STALL_S = 150
+
+
+def test_a_run_once_after_one_a_signal_stopped_reads_the_rest_and_catches_up(kafka, tmp_path):
+    """A helper's follow-up `run --once` after one SIGTERMed mid-backlog went past a 300 s timeout under load, and the
+    test was removed unexplained. Measured (2 cores, load ~10): the stopped run exits 0 within 2 s, the follow-up
+    catches up in 34 s (48 s after a SIGKILL, which leaves the dead member for its session timeout and a batch to
+    replay); its time is the catch-up's (some 120 batches of 2 records, and the correlator's steps), nothing waits.
+    Asserted from what can be observed: the stopped run left its group (no member for the next run's join to wait
+    on), with no batch begun and not committed; the follow-up stores a batch at least every
+    :data:`FOLLOW_UP_STALL_S`, catches up and reads exactly the records the first left (each once), and every
+    offset is committed to the end."""
+    from ingest.consumer import INTENT
+
+    prefix = f"oncefollow.{time.time_ns()}"
+    env = _once_env(kafka, prefix, tmp_path, 2)
+    msgs = corpus_messages(50_000, prefix)
+    asyncio.run(produce(kafka, msgs))
+    p, log, out = _spawn_once("run", env, tmp_path)
+    events = Path(env["FIRSTFAULT_LAKE"]) / "events"
+
+    def stored() -> int:
+        return sum(1 for f in events.rglob("*.parquet") if f.parent.parent.parent.name != "kind=_schema")
+
+    def stop() -> None:
+        wait_for(stored, 120, "the first batch in the lake")
+        os.killpg(p.pid, signal.SIGTERM)
+
+    rc, _took, said = _exit_after(p, log, stop, 150)
+    assert rc == 0, said[-2000:]
+    assert re.search(STOPPED_EARLY, out.read_text().splitlines()[0]), out.read_text()[:2000]
+    first = int(re.search(r"ingested (\d+) Kafka records?, ", said)[1])
+    assert 0 < first < len(msgs), (first, len(msgs))
+    group = env["FIRSTFAULT_GROUP_ID"]
+    state, members, committed = _group(kafka, group)
+    assert (state, members) == ("Empty", []), (state, members)  # it left: the next join waits on no one
+    assert not [m for m in committed.values() if m.metadata.startswith(INTENT)], committed
+    assert sum(m.offset for m in committed.values()) == first, (committed, first)
+
+    again = tmp_path / "again"
+    again.mkdir()
+    p2, log2, out2 = _spawn_once("run", env, again)
+    t0 = last = time.monotonic()
+    seen = stored()
+    try:
+        while p2.poll() is None:
+            if (n := stored()) != seen:
+                seen, last = n, time.monotonic()
+            assert time.monotonic() - last < FOLLOW_UP_STALL_S, (seen, log2.read_text()[-2000:])
+            time.sleep(0.5)
+    finally:
+        if p2.poll() is None:
+            os.killpg(p2.pid, signal.SIGKILL)
+            p2.wait()
+    took, said2 = time.monotonic() - t0, log2.read_text()
+    assert p2.returncode == 0, said2[-2000:]
+    report = out2.read_text()
+    assert re.match(r"caught up: \d+ incidents", report), report[:2000]
+    rest = re.search(r"ingested (\d+) Kafka records?, (\d+) lines?", said2)
+    lines1 = int(re.search(r"ingested \d+ Kafka records?, (\d+) lines?", said)[1])
+    assert (first + int(rest[1]), lines1 + int(rest[2])) == (len(msgs), 50_000), (first, rest[0], took)
+    state, members, committed = _group(kafka, group)
+    assert state == "Empty" and sum(m.offset for m in committed.values()) == len(msgs), (state, committed)
+    from api.store import Store
+
+    (row,) = Store(Lake(Path(env["FIRSTFAULT_LAKE"]))).query(
+        "SELECT count(*) AS n, count(DISTINCT event_id) AS ids FROM events")
+    assert row["n"] == row["ids"] > 0, row
