@@ -19,13 +19,13 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import orjson
 import typer
 from rich.markup import escape
 
-from api.render import (EXIT_READER_GONE, cli_console, end_quietly_when_a_reader_goes, reader_gone,
+from api.render import (EXIT_READER_GONE, STOPPED_EARLY, cli_console, end_quietly_when_a_reader_goes, reader_gone,
                          stdout_reader_gone)
 from api.report_cli import require_lake
 from schemas.settings import Settings, SettingsError, load_settings
@@ -1013,23 +1013,20 @@ def run(once: Annotated[bool, typer.Option("--once", help="stop when caught up w
 
     _until_signalled(svc.worker.stop, lambda: svc.run(
         once=once, serve=serve, on_caught_up=shown("caught up"), on_stopped=shown(STOPPED_EARLY),
-        on_incidents=incident_progress(s.log_format, err), on_listening=_tell_bound(s) if s.api_port == 0 else None))
+        on_incidents=incident_progress(s.log_format, err), on_listening=_tell_bound(s) if s.api_port == 0 else None),
+        svc.worker.in_hand)
     if not once:  # said, as serve's "stopped", the workers' summaries and the demo's "stopped; …" are: a SIGTERM's
         # "stopping: …" was its last line, and whether it had ended showed nowhere (a fresh user's trial)
         _said(s, "run", f"stopped; lake: {s.lake}")
 
 
-#: what a ``--once`` run (``run``, ``correlate``) that a signal stopped before it caught up says in place of "caught
-#: up" (it said "caught up", though it was not: a helper's pass); its exit is 0 when every batch it took is stored
-#: and committed (docs/operations.md's exit codes)
-STOPPED_EARLY: Final = "stopped (SIGTERM or Ctrl-C) before catching up"
-
-
-def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
+def _until_signalled(stop: asyncio.Event, run: Any, in_hand: Callable[[], str] | None = None) -> Any:
     """Run the coroutine ``run()`` makes and return what it returns; SIGINT / SIGTERM set ``stop`` (the worker
     finishes its batch and commits, then returns). A second one ends the process at once, exit 1: a correlate
     worker stopped while its broker was away waited for the broker to commit, and ignored every later SIGTERM (a
-    break-it pass); what it had not committed is read again by the next run (at-least-once)."""
+    break-it pass); what it had not committed is read again by the next run (at-least-once). ``in_hand()`` (an
+    ingest worker's ``IngestWorker.in_hand``) names what that exit leaves not stored: the records of the batch in
+    hand (a second SIGTERM named none: a helper's pass)."""
     from ingest.gcpause import tune_for_worker
 
     tune_for_worker()  # a worker process: rarer collections of the older generations, freed memory kept (ingest.gcpause)
@@ -1042,8 +1039,9 @@ def _until_signalled(stop: asyncio.Event, run: Any) -> Any:
             "stopping: the batch in hand is finished and committed first; a second signal stops at once")
 
     def second() -> None:
-        err.print("a second signal: stopping now, without the last commit (its records are read again next time)",
-                  style="red", highlight=False)
+        left = f"; {in_hand()}" if in_hand is not None else " (its records are read again next time)"
+        err.print(f"a second signal: stopping now, without the last commit{left}", style="red", highlight=False,
+                  markup=False)
         sys.stderr.flush()
 
     signalled = second_signal_exits(first, second)
@@ -1118,9 +1116,12 @@ def ingest(once: Annotated[bool, typer.Option("--once", help="stop when caught u
     svc = IngestService(s, bootstrap)
     t0 = time.monotonic()
     _until_signalled(svc.worker.stop, lambda: svc.run(once=once, on_listening=_tell_worker_bound(s, "ingest"),
-                                                      on_started=lambda: _tell_worker(s, "ingest", bootstrap)))
-    # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial)
-    _said(s, "ingest", ingested_line(svc.worker.health, s.lake, time.monotonic() - t0, ran=not once))
+                                                      on_started=lambda: _tell_worker(s, "ingest", bootstrap)),
+                     svc.worker.in_hand)
+    # what it read and where it went (it said nothing but its dead-letter warnings: a fresh user's trial); a one-shot
+    # run a signal stopped first says so, as `run --once` does (it said only what it read, as if that were all)
+    said = ingested_line(svc.worker.health, s.lake, time.monotonic() - t0, ran=not once)
+    _said(s, "ingest", said if not once or svc.caught_up else f"{STOPPED_EARLY}: {said}")
 
 
 @app.command()

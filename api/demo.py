@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 
 from api.pager import hold_lock, outbox_free
-from api.render import IncidentsReport, incident_progress, incidents_title
+from api.render import STOPPED_EARLY, IncidentsReport, incident_progress, incidents_title
 from api.service import Service, second_signal_exits
 from ingest import broker
 from ingest.consumer import produce_lines
@@ -145,13 +145,19 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
     svc = Service(settings, st.bootstrap, group_id=f"firstfault-demo-{int(time.time() * 1000)}")
     shown: list[dict] = []
 
-    def caught_up(incidents: list[dict]) -> None:
+    def caught_up(incidents: list[dict], head: str = "") -> None:
         shown.extend(incidents)
         console.print(svc.ingested(time.monotonic() - t0))
-        (out or console).print(IncidentsReport(incidents, title=incidents_title(incidents)))
+        (out or console).print(IncidentsReport(incidents, title=incidents_title(incidents, head)))
         # the lake shell-quoted as the stop hint's state folder is (stop_command): a folder with a blank split it
         console.print(f"query it: FIRSTFAULT_LAKE={shell_quote(str(settings.lake))} {program()} sql "
                       "\"SELECT category, count(*) FROM incidents WHERE status <> 'superseded' GROUP BY ALL\"")
+
+    def stopped(incidents: list[dict]) -> None:
+        """A signal before it caught up (``Service.run``'s ``on_stopped``): the incidents of what it read, titled so,
+        as ``run --once`` titles them (it showed them as the samples' whole, or, since the service called
+        ``on_caught_up`` no longer then, nothing at all: a helper's pass); the exit is as a caught-up demo's."""
+        caught_up(incidents, f"{STOPPED_EARLY}: ")
 
     def serving(server) -> None:
         host, port_ = settings.api_host, server.servers[0].sockets[0].getsockname()[1]
@@ -162,7 +168,8 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         """Ctrl-C (or SIGTERM) again: with a broker that did not answer (stopped, paused), the demo waited for the
         commit's request timeout, 40 s, saying nothing, and every further Ctrl-C was one more ``stop.set()`` (a
         break-it pass); now it stops at once, as ``run``'s does."""
-        console.print("a second signal: stopping now, without the last commit", style="red", highlight=False)
+        console.print(f"a second signal: stopping now, without the last commit; {svc.worker.in_hand()}", style="red",
+                      highlight=False, markup=False)
         console.print(exit_line(settings.state_dir, once), markup=False, highlight=False, soft_wrap=True)
         console.file.flush()
 
@@ -181,8 +188,8 @@ def _run_demo(settings: Settings, *, once: bool, port: int | None, console: Cons
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, signalled)
-        await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_serving=serving,
-                      on_incidents=incident_progress(settings.log_format, console))
+        await svc.run(once=once, serve=not once, port=port, on_caught_up=caught_up, on_stopped=stopped,
+                      on_serving=serving, on_incidents=incident_progress(settings.log_format, console))
 
     asyncio.run(main())
     # the broker is left running for the next demo (README), said — after --once too (a script never learnt that a

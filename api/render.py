@@ -12,7 +12,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, NoReturn
+from typing import Any, BinaryIO, Callable, Final, NoReturn
 
 from typing import TYPE_CHECKING
 
@@ -377,6 +377,12 @@ class CountTitle(str):
         title = super().__new__(cls, text)
         title.count = count
         return title
+
+
+#: what a ``--once`` run (``run``, ``correlate``, ``ingest``, ``demo``) that a signal stopped before it caught up says
+#: in place of "caught up" (it said "caught up", though records were left unread: a helper's pass); its exit is 0
+#: when every batch it took is stored and committed (docs/operations.md's exit codes)
+STOPPED_EARLY: Final = "stopped (SIGTERM or Ctrl-C) before catching up"
 
 
 def incidents_title(incidents: list[dict[str, Any]], head: str = "") -> CountTitle:

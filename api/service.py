@@ -471,6 +471,8 @@ class IngestService:
             events_topic=settings.events_topic, domains=domains,
             session_timeout_ms=settings.session_timeout_ms, once_give_up_s=settings.once_give_up_s)
         self.worker.on_assigned = lambda: domains.seed(self._memberships())
+        #: whether ``run`` caught up with the raw topics (False: not yet, or a signal stopped it first)
+        self.caught_up = False
 
     def _memberships(self) -> list[tuple[str, int, str]]:
         """Each host's latest NCCL communicator, from the lake (what the previous owner of its partition saw)."""
@@ -496,7 +498,8 @@ class IngestService:
     async def run(self, *, once: bool = False, on_listening: Callable[[Any], None] | None = None,
                   on_started: Callable[[], None] | None = None) -> None:
         """Consume until ``worker.stop`` is set (``once``: until caught up), serving ``/healthz`` and ``/metrics``
-        on the ``worker_port`` setting when it is set; ``on_started()`` once the worker has reached the broker."""
+        on the ``worker_port`` setting when it is set; ``on_started()`` once the worker has reached the broker.
+        ``caught_up`` then says whether it caught up (False: ``worker.stop`` ended it first, a signal)."""
         endpoint = WorkerEndpoint(self.settings, "ingest", self.health, self.settings.worker_port, on_listening)
         await endpoint.start()
         try:
@@ -504,7 +507,7 @@ class IngestService:
             if on_started is not None:
                 on_started()
             try:
-                await self.worker.run(until_caught_up=once, give_up=once)
+                self.caught_up = await self.worker.run(until_caught_up=once, give_up=once)
             finally:
                 await self.worker.close()
         finally:

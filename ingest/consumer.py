@@ -541,6 +541,23 @@ class IngestWorker:
         #: NotStored its ``run`` raises when it returns (a `--once` run SIGTERMed while its lake refused a batch
         #: exited 0, "ingested 0 Kafka records": a break-it pass)
         self._left: list[NotStored] = []
+        #: the batch in hand (its spans) and the step it is at ("begin the batch", "store the batch", "commit the
+        #: batch"), None between batches: what a second signal's exit names (:meth:`in_hand`)
+        self._hand: tuple[dict[TopicPartition, tuple[int, int]], str] | None = None
+
+    def in_hand(self) -> str:
+        """What ending the process now leaves (a second signal's exit without the last commit): the batch in hand
+        and how far it got, e.g. "not stored: fleet.dmesg/0 offsets 16-23; no offset past them was committed, the
+        next run reads them again", or "stored, not committed: …" at its commit, and what a one-shot run's first
+        signal left (``NotStored``'s words); else "no batch in hand". A second SIGTERM said only "without the last
+        commit", naming no record (a helper's pass)."""
+        said = [str(e) for e in self._left]  # a one-shot run's batch its first signal stopped: not stored either
+        if self._hand is not None:
+            spans, what = self._hand
+            left = "stored, not committed" if what == "commit the batch" else "not stored"
+            said.append(f"{left}: {_span_text(spans)}; no offset past them was committed, the next run reads them "
+                        "again")
+        return "; also ".join(said) or "no batch in hand; what was not yet read is read by the next run"
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(
@@ -672,10 +689,13 @@ class IngestWorker:
         records, decoded, spans = taken.records, taken.decoded, taken.spans
         bid = _batch_id(spans)
         try:
+            self._hand = (spans, "begin the batch")
             await self._retry(lambda: self._commit(
                 {tp: (a, f"{INTENT}:{b}:{bid}") for tp, (a, b) in spans.items()}), spans, "begin the batch")
+            self._hand = (spans, "store the batch")
             batch = await self._run_pipeline(records, decoded)
             await self._retry(lambda: self._store(records, batch, bid), spans, "store the batch")
+            self._hand = (spans, "commit the batch")
             ends = {tp: self._past_skipped(tp, b + 1) for tp, (a, b) in spans.items()}
             await self._retry(lambda: self._commit({tp: (end, "") for tp, end in ends.items()}), spans,
                               "commit the batch")
@@ -691,6 +711,9 @@ class IngestWorker:
                     self._buf.pop(tp, None)
                     self._unread.add(tp)
             return
+        finally:
+            if self._hand is not None and self._hand[0] is spans:
+                self._hand = None
         for tp, (_a, b) in spans.items():
             self._intents.pop(tp, None)
             # Reassigned meanwhile and back: the position went back, past what is now committed. Gone to

@@ -1117,8 +1117,10 @@ def _once_env(kafka: str, prefix: str, work: Path, max_records: int) -> dict[str
     return env
 
 
-@pytest.mark.parametrize("command", ["ingest", "run"])
-def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_records(kafka, tmp_path, command):
+@pytest.mark.parametrize(("command", "signals"), [("ingest", ("SIGTERM",)), ("run", ("SIGTERM",)),
+                                                  ("ingest", ("SIGINT",)), ("run", ("SIGTERM", "SIGINT"))])
+def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_records(kafka, tmp_path, command,
+                                                                                       signals):
     """`ingest --once` (and `run --once`) SIGTERMed while its lake refused a batch exited 0 and printed "ingested 0
     Kafka records", the batch named only as "abandoned: stopping …" in the log, with no partition or offset (a
     break-it pass). A one-shot run that a signal stopped with records not stored exits 1 and names them, as its
@@ -1126,8 +1128,10 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
     The lake refuses because its ``events/kind=xid`` folder is a file. The bounds are what the code guarantees under
     CI's load: the stop is seen at once (the retry's pause waits on it), then each Kafka client gets 10 s to stop
     (``consumer.STOP_CLIENT_S``) and a request in flight up to aiokafka's 40 s timeout: 70 s, bounded at 150 s for a
-    loaded machine; the give-up (600 s) is far."""
-    prefix = f"oncestop.{command}.{time.time_ns()}"
+    loaded machine; the give-up (600 s) is far. Ctrl-C (SIGINT) in the give-up's wait is the same stop. A second
+    signal ends the process at once, exit 1: it said "without the last commit" and named no record (a helper's
+    pass); it names the batch it leaves, and nothing past it was committed (the next run reads and stores it)."""
+    prefix = f"oncestop.{command}.{len(signals)}.{time.time_ns()}"
     env = _once_env(kafka, prefix, tmp_path, 8)
     lake = Path(env["FIRSTFAULT_LAKE"])
     Lake(lake).init()
@@ -1141,19 +1145,26 @@ def test_a_once_run_stopped_while_its_lake_refuses_a_batch_exits_1_naming_the_re
 
     def stop() -> None:
         wait_for(lambda: b"unhealthy: lake:" in log.read_bytes(), 120, "the lake to refuse the batch")
-        os.killpg(p.pid, signal.SIGTERM)
+        for sig in signals:
+            os.killpg(p.pid, getattr(signal, sig))
 
     rc, took, said = _exit_after(p, log, stop, 240)
     assert rc == 1, said[-2000:]
     assert took < 150, (took, said[-2000:])
-    # the last line: what stopped it, on what, and the records, as the give-up says them
     last = said.strip().splitlines()[-1]
-    assert re.fullmatch(
-        rf"not stored: stopped \(SIGTERM or Ctrl-C\) before this worker could store the batch: the lake "
-        rf"{re.escape(str(lake))} refused it \(.*Not a directory.*\); not stored: {re.escape(prefix)}\.dmesg/0 "
-        r"offsets 0-0; no offset past them was committed, the next run reads them again", last), said[-2000:]
-    assert "ingested 0 Kafka records" not in said and "caught up" not in said, said[-2000:]
-    assert re.search(rf"abandoned: .*; not committed: {re.escape(prefix)}\.dmesg/0 offsets 0-0", said), said[-2000:]
+    if len(signals) == 2:  # the second: at once, naming the record it leaves not stored
+        assert re.fullmatch(r"a second signal: stopping now, without the last commit; (stopped .*; )?not stored: "
+                            rf"{re.escape(prefix)}\.dmesg/0 offsets 0-0; no offset past them was committed, the next "
+                            "run reads them again", last), said[-2000:]
+        assert "caught up" not in said, said[-2000:]
+    else:  # the last line: what stopped it, on what, and the records, as the give-up says them
+        assert re.fullmatch(
+            rf"not stored: stopped \(SIGTERM or Ctrl-C\) before this worker could store the batch: the lake "
+            rf"{re.escape(str(lake))} refused it \(.*Not a directory.*\); not stored: {re.escape(prefix)}\.dmesg/0 "
+            r"offsets 0-0; no offset past them was committed, the next run reads them again", last), said[-2000:]
+        assert "ingested 0 Kafka records" not in said and "caught up" not in said, said[-2000:]
+        assert re.search(rf"abandoned: .*; not committed: {re.escape(prefix)}\.dmesg/0 offsets 0-0", said), \
+            said[-2000:]
     # the lake takes the batch again: the next run reads the record the stop left and stores its event
     (lake / "events" / "kind=xid").unlink()
     again = subprocess.run([crash.FIRSTFAULT, command, "--once"], env=env, capture_output=True, text=True,
@@ -1179,17 +1190,19 @@ def _spawn_once(command: str, env: dict[str, str], work: Path) -> tuple[subproce
 STOPPED_EARLY = r"stopped \(SIGTERM or Ctrl-C\) before catching up: (\d+) incidents?"
 
 
-def test_a_run_once_stopped_before_it_caught_up_says_so_not_caught_up(kafka, tmp_path):
+@pytest.mark.parametrize("command", ["run", "ingest"])
+def test_a_run_once_stopped_before_it_caught_up_says_so_not_caught_up(kafka, tmp_path, command):
     """`run --once` SIGTERMed while catching up with a backlog, every batch it took stored and committed (nothing in
     hand), exited 0 and printed "caught up: N incidents", though records were left unread (a helper's pass). It says
     it stopped before catching up, on stderr and as its report's title, and exits 0 as such a stop does
     (docs/operations.md's exit codes: nothing it took is lost). The backlog (50,000 lines, 2 records a batch: some
-    100 batches) takes far longer than the stop after its first batch."""
-    prefix = f"oncestopped.run.{time.time_ns()}"
+    100 batches) takes far longer than the stop after its first batch. `ingest --once` said only what it read, as if
+    that were all: its summary begins with the same words."""
+    prefix = f"oncestopped.{command}.{time.time_ns()}"
     env = _once_env(kafka, prefix, tmp_path, 2)
     msgs = corpus_messages(50_000, prefix)
     asyncio.run(produce(kafka, msgs))
-    p, log, out = _spawn_once("run", env, tmp_path)
+    p, log, out = _spawn_once(command, env, tmp_path)
     lake = Path(env["FIRSTFAULT_LAKE"]) / "events"
 
     def stop() -> None:
@@ -1200,7 +1213,11 @@ def test_a_run_once_stopped_before_it_caught_up_says_so_not_caught_up(kafka, tmp
     rc, took, said = _exit_after(p, log, stop, 150)
     report = out.read_text()
     assert rc == 0, said[-2000:]
-    assert re.search(STOPPED_EARLY, report.splitlines()[0]), report[:2000]
+    if command == "ingest":
+        assert re.search(r"^stopped \(SIGTERM or Ctrl-C\) before catching up: ingested \d+ Kafka records?, ", said,
+                         re.M), said[-2000:]
+    else:
+        assert re.search(STOPPED_EARLY, report.splitlines()[0]), report[:2000]
     read = int(re.search(r"ingested (\d+) Kafka records?, ", said)[1])
     assert 0 < read < len(msgs), (read, len(msgs))
     assert "caught up:" not in said + report.replace("before catching up:", ""), (said[-2000:], report[:500])
