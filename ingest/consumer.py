@@ -67,7 +67,7 @@ from aiokafka.errors import (CommitFailedError, IllegalStateError, KafkaError, K
 
 from ingest import metrics
 from ingest.broker import require_topics
-from ingest.counters import with_counter_events
+from ingest.counters import COUNTER_FORGET_EVERY_S, forget_quiet_hosts, with_counter_events
 from ingest.decode import Decoded, Reject, decode_message, decode_partition, decode_partition_until
 from ingest.gcpause import gc_paused, gc_resumed
 from ingest.lake import Lake, LakeError
@@ -515,7 +515,11 @@ class IngestWorker:
         #: reloads what it needs to key their events as the previous owner did (ingest.publish.Domains)
         self.on_assigned: Callable[[], None] | None = None
         self.health = Health()
+        #: (host, GPU, link, counter) -> (ts µs, value) of its last sample (``ingest.counters``); its hosts are
+        #: forgotten after ``counters.COUNTER_QUIET_S`` without a sample (``counter_heard``: host -> monotonic s)
         self.counter_state: dict = {}
+        self.counter_heard: dict[str, float] = {}
+        self._counters_forgot = time.monotonic()  # when they were last forgotten (``COUNTER_FORGET_EVERY_S``)
         self.stop = asyncio.Event()
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
@@ -746,6 +750,11 @@ class IngestWorker:
         # counters are per link, and links of one host stay on one partition: this worker's state suffices
         batch.events = with_counter_events(batch.events, batch.link_samples, self.pipeline.catalog,
                                            self.counter_state)
+        now = time.monotonic()
+        self.counter_heard.update(dict.fromkeys(pc.unique(batch.link_samples.column("host")).to_pylist(), now))
+        if now - self._counters_forgot >= COUNTER_FORGET_EVERY_S:
+            self._counters_forgot = now
+            forget_quiet_hosts(self.counter_state, self.counter_heard, (), now)
         return batch
 
     def _per_record(self, records: list[ConsumerRecord]) -> Batch:

@@ -8,10 +8,16 @@ signature names (CRC, replay, recovery …), with the delta and the rate per
 second in ``details``. The event's ``message`` says both values (it is made
 from two sample lines, each kept in ``link_samples``). A counter that went down was reset (driver reload,
 ``nvidia-smi nvlink -r``): no event, the new value is the base.
+
+The state lives only as long as its process (a restart or a rebalance starts it empty: each counter's next
+sample is its base). :func:`forget_quiet_hosts` forgets the counters of the hosts that sent no sample for
+:data:`COUNTER_QUIET_S` of processing time, as a restart would: a fleet whose pods come and go (a new host name
+per pod, ~600 counters each) grew the state by every counter the fleet ever had (issue 6).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +26,13 @@ from ingest.catalog import Catalog
 from schemas.events import make_event_id
 
 State = dict[tuple, tuple[int, float]]
+
+#: how long (s, processing time) a host may send no link sample before :func:`forget_quiet_hosts` forgets its
+#: counters' last values: a week, far past any sampling interval (nvidia-smi every minute) or maintenance reboot
+#: (which resets the counters anyway, so its next sample is a base either way)
+COUNTER_QUIET_S = 7 * 86400.0
+#: how often (s) the ingest worker forgets quiet hosts' counters (``forget_quiet_hosts``)
+COUNTER_FORGET_EVERY_S = 3600.0
 
 
 def counter_events(samples: pa.Table, catalog: Catalog, state: State | None = None) -> list[dict[str, Any]]:
@@ -61,6 +74,27 @@ def counter_events(samples: pa.Table, catalog: Catalog, state: State | None = No
                         "rate_per_s": round(delta / secs, 6), "since_us": prev[0], "model": r.get("model")},
         })
     return out
+
+
+def forget_quiet_hosts(state: State, heard: dict[str, float], hosts: Iterable[str], now_s: float,
+                       quiet_s: float = COUNTER_QUIET_S) -> int:
+    """Note that ``hosts`` (those of a batch's link samples) were heard at processing time ``now_s`` (s, any
+    monotonic clock) in ``heard`` (host -> s), then forget from ``state`` and ``heard`` every host heard last more
+    than ``quiet_s`` before ``now_s``: its counters' next sample is their base, as after a restart. Returns the
+    number of counters forgotten. ``state`` is scanned (~1 s over 6 M counters) whenever a host is forgotten: call it
+    with no ``hosts`` at most every :data:`COUNTER_FORGET_EVERY_S` (a churning fleet forgets a host at nearly
+    every batch), and note the hosts of each batch in ``heard`` directly in between."""
+    for h in hosts:
+        heard[h] = now_s
+    gone = {h for h, t in heard.items() if now_s - t > quiet_s}
+    if not gone:
+        return 0
+    for h in gone:
+        del heard[h]
+    stale = [k for k in state if k[0] in gone]
+    for k in stale:
+        del state[k]
+    return len(stale)
 
 
 def with_counter_events(events: pa.Table, samples: pa.Table, catalog: Catalog, state: State | None = None

@@ -198,3 +198,32 @@ def test_a_busy_worker_reports_its_lag(tmp_path):
     asyncio.run(w.run())
     assert w.health.lag == {"busyt/0": 970}  # measured after the third batch, still behind
     assert metrics.LAG.labels(topic="busyt", partition="0")._value.get() == 970
+
+
+def test_quiet_hosts_counters_are_forgotten_live_ones_kept(pipeline, catalog):
+    """Issue 6: pods come and go with new host names; their counters' last values leave after COUNTER_QUIET_S
+    without a sample, so the state stays as large as the hosts heard lately, and a live host's increase is the same
+    event it was."""
+    from ingest.counters import COUNTER_QUIET_S, forget_quiet_hosts
+
+    state: dict = {}
+    heard: dict[str, float] = {}
+    counter_events(sample(pipeline, T0, 502), catalog, state)  # node01, live throughout
+    per_host = len(state)
+    assert per_host == 3  # replay, recovery, CRC of link 14
+    for i in range(2000):  # 2,000 pods heard once each, an hour apart
+        now = i * 3600.0
+        for k in [k for k in state if k[0] == "node01"]:
+            state[(f"pod-{i}", *k[1:])] = (T0, 1.0)
+        forget_quiet_hosts(state, heard, ["node01", f"pod-{i}"], now)
+        assert len(state) <= per_host * (1 + COUNTER_QUIET_S / 3600 + 1)
+        assert len(heard) <= 1 + COUNTER_QUIET_S / 3600 + 1
+    assert "pod-0" not in heard and not any(k[0] == "pod-0" for k in state)
+    assert sum(k[0] == "pod-1999" for k in state) == per_host
+    ev = counter_events(sample(pipeline, T0 + 1260 * S, 505), catalog, state)  # node01 kept its base
+    assert [(e["host"], e["details"]["from"], e["details"]["to"]) for e in ev] == [("node01", 502, 505)]
+    # a host quiet past COUNTER_QUIET_S starts from a base again, as after a restart
+    n = len(state)
+    assert forget_quiet_hosts(state, heard, [], 2000 * 3600.0 + COUNTER_QUIET_S + 1) == n > 0
+    assert state == {} and heard == {}
+    assert counter_events(sample(pipeline, T0 + 2520 * S, 509), catalog, state) == []
