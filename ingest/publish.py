@@ -55,12 +55,18 @@ class UnknownTable(ValueError):
     """A ``fleet.events`` record whose :data:`TABLE_HEADER` names no table this version reads."""
 
 
+#: hosts whose latest communicator ``Domains`` keeps (``Domains._bound``): a fleet of 10,000 hosts and many days' pods
+MAX_COMM_HOSTS = 100_000
+
+
 class Domains:
     """Host -> correlation domain, from the fleet config and the NCCL init lines seen so far."""
 
     def __init__(self, hosts: dict[str, HostConfig] | None = None) -> None:
         self.hosts = hosts or {}
-        self.comm_of_host: dict[str, tuple[int, str]] = {}  # host -> (ts µs, commId) of its latest init line
+        #: host -> (ts µs, commId) of its latest init line; at most ``MAX_COMM_HOSTS`` hosts, those of the newest
+        #: lines (``_bound``): pods come and go with new host names (issue 6)
+        self.comm_of_host: dict[str, tuple[int, str]] = {}
 
     def seed(self, rows: list[tuple[str, int, str]]) -> None:
         """(host, ts µs, commId) rows, e.g. read back from the lake after a restart or a rebalance, so a
@@ -68,6 +74,15 @@ class Domains:
         for h, t, c in rows:
             if h not in self.comm_of_host or self.comm_of_host[h][0] <= t:
                 self.comm_of_host[h] = (t, c)
+        self._bound()
+
+    def _bound(self) -> None:
+        """Keep the ``MAX_COMM_HOSTS`` hosts of the newest init lines once ``comm_of_host`` holds a quarter more
+        (a sort every ~25,000 new hosts, not every batch). A host left out keys its events by itself
+        (``host:<host>``) until its next init line, as one never heard of does."""
+        if len(self.comm_of_host) > MAX_COMM_HOSTS + MAX_COMM_HOSTS // 4:
+            newest = sorted(self.comm_of_host.items(), key=lambda kv: kv[1][0])[-MAX_COMM_HOSTS:]
+            self.comm_of_host = dict(newest)
 
     def learn(self, events: pa.Table) -> None:
         """Remember each host's latest communicator (``nccl_init`` events with a commId)."""
@@ -82,6 +97,7 @@ class Domains:
         for h, t, c in zip(sub.column("host").to_pylist(), ts, sub.column("comm").to_pylist()):
             if h not in self.comm_of_host or self.comm_of_host[h][0] <= t:
                 self.comm_of_host[h] = (t, c)
+        self._bound()
 
     def key(self, host: str, comm: str | None = None) -> str:
         cfg = self.hosts.get(host)
