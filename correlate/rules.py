@@ -623,22 +623,24 @@ def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
     other host, and interleaved with another host's of its size it would cut and join them at random. Other hosts'
     lines of that size still count: a single-node run of two GPUs on one host had two later two-host jobs of that
     size tied into one, their plugins a mismatch (a break-it pass). Each list's lines are of two hosts or more; no
-    other line is in one."""
+    other line is in one. Near-linear: each open communicator keeps the set of its ranks (a 2,000-host capture of 8
+    ranks a host, each line scanning its whole open communicator, had not finished ``diagnose`` in 13 min)."""
     lines = [e for e in sorted(members, key=_place)
              if e.signature == "nccl.init" and not e.comm and e.rank is not None and e.nranks]
     held: dict[tuple[int, str], set[int]] = defaultdict(set)
     for e in lines:
         held[(e.nranks, e.host)].add(e.rank)
     comms: list[list[Ev]] = []
-    current: dict[int, list[Ev]] = {}
+    current: dict[int, tuple[list[Ev], set[int]]] = {}  # nranks -> its open communicator's lines and their ranks
     for e in lines:
         if len(held[(e.nranks, e.host)]) >= e.nranks:
             continue
         now = current.get(e.nranks)
-        if now is None or len(now) >= e.nranks or any(x.rank == e.rank for x in now):
-            now = current[e.nranks] = []
-            comms.append(now)
-        now.append(e)
+        if now is None or len(now[0]) >= e.nranks or e.rank in now[1]:
+            now = current[e.nranks] = ([], set())
+            comms.append(now[0])
+        now[0].append(e)
+        now[1].add(e.rank)
     return [c for c in comms if len({e.host for e in c}) > 1]
 
 
