@@ -572,7 +572,7 @@ def _capture_places(members: list[Ev], configs: list[Ev]) -> tuple[dict[str, str
                                                                    dict[tuple[str, int], tuple[str, int]]]:
     """:func:`_capture_jobs` and :func:`_capture_processes` of one log's membership lines ``members`` and setting
     lines ``configs``, its communicators without a commId (:func:`_sized_comms`) read once for both."""
-    comms = _sized_comms(members)
+    comms = _sized_comms(members, configs)
     return _capture_jobs(members, configs, comms), _capture_processes(members, configs, comms)
 
 
@@ -614,26 +614,25 @@ def _capture_processes(members: list[Ev], configs: Iterable[Ev] = (), comms: lis
                            comms)
 
 
-def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
+def _sized_comms(members: list[Ev], configs: Iterable[Ev] = ()) -> list[list[Ev]]:
     """The cross-host communicators of one log's init lines that print no ``commId`` (NCCL before 2.19: "comm
     0x7fdf08000d00 rank 15 nranks 16 cudaDev 7 busId e7000 - Init COMPLETE", NVIDIA/nccl#629), in the log's order:
     lines of one ``nranks``, each rank of a communicator printing its line once, so one ends where a rank it holds
     prints again or its ``nranks`` ranks are all there (two jobs a capture holds one after the other). Not the lines
-    of a host that holds all the ranks of their size: a host's own communicator (a node's eight GPUs) ties it to no
-    other host, and interleaved with another host's of its size it would cut and join them at random. Other hosts'
-    lines of that size still count: a single-node run of two GPUs on one host had two later two-host jobs of that
-    size tied into one, their plugins a mismatch (a break-it pass). Each list's lines are of two hosts or more; no
-    other line is in one. Near-linear: each open communicator keeps the set of its ranks (a 2,000-host capture of 8
-    ranks a host, each line scanning its whole open communicator, had not finished ``diagnose`` in 13 min)."""
+    of a communicator one host holds whole (:func:`_own_comms`): a host's own communicator (a node's eight GPUs) ties
+    it to no other host, and interleaved with another host's of its size it would cut and join them at random. Other
+    hosts' lines of that size still count: a single-node run of two GPUs on one host had two later two-host jobs of
+    that size tied into one, their plugins a mismatch (a break-it pass). Each list's lines are of two hosts or more;
+    no other line is in one. ``configs``: the log's setting lines, whose plugin lines say when a process started
+    (:func:`_own_comms`). Near-linear: each open communicator keeps the set of its ranks (a 2,000-host capture
+    of 8 ranks a host, each line scanning its whole open communicator, had not finished ``diagnose`` in 13 min)."""
     lines = [e for e in sorted(members, key=_place)
              if e.signature == "nccl.init" and not e.comm and e.rank is not None and e.nranks]
-    held: dict[tuple[int, str], set[int]] = defaultdict(set)
-    for e in lines:
-        held[(e.nranks, e.host)].add(e.rank)
+    own = _own_comms(lines, configs)
     comms: list[list[Ev]] = []
     current: dict[int, tuple[list[Ev], set[int]]] = {}  # nranks -> its open communicator's lines and their ranks
     for e in lines:
-        if len(held[(e.nranks, e.host)]) >= e.nranks:
+        if id(e) in own:
             continue
         now = current.get(e.nranks)
         if now is None or len(now[0]) >= e.nranks or e.rank in now[1]:
@@ -642,6 +641,47 @@ def _sized_comms(members: list[Ev]) -> list[list[Ev]]:
         now[0].append(e)
         now[1].add(e.rank)
     return [c for c in comms if len({e.host for e in c}) > 1]
+
+
+#: the setting lines NCCL prints once per process, as it starts: ``ncclInit`` (init.cc, once a process, from
+#: ``ncclGetUniqueId`` or the process's first ``ncclCommInitRank``) loads the network plugin (``ncclNetPluginInit``)
+#: before any communicator of the process is set up, so before any of its init lines
+STARTS: Final = frozenset(s for s, (what, _) in JOB_CONFIG.items() if what == "net_plugin")
+
+
+def _own_comms(lines: list[Ev], configs: Iterable[Ev] = ()) -> set[int]:
+    """The ``id`` of each of ``lines`` (init lines without a commId, in the log's order: :func:`_sized_comms`) that
+    is of a communicator one host holds whole: a stretch of one host's lines of one ``nranks`` that holds all its
+    ranks, each once, of processes that could share a communicator. A process whose first plugin line (``STARTS``,
+    of ``configs``) comes after the first line of the stretch, and before the process's own first init line, had not
+    started when that rank's communicator was complete (a communicator's "Init COMPLETE" prints once all its ranks
+    joined, each after its process's plugin line): it begins another stretch. Counted over the whole log, a host that
+    was rank 1 of one two-host job of size 2 and rank 0 of the next (another GPU, so no new run: :func:`_job_runs`)
+    "held" size 2 whole; its lines were left out, the first job's rank 0 and the second's rank 1 became one
+    communicator, the two jobs one, and their plugins a mismatch (a break-it pass). A process with no plugin line
+    before its init lines (NCCL_DEBUG_SUBSYS without INIT, a line lost) starts no stretch."""
+    first: dict[tuple[str, int], tuple] = {}
+    for e in lines:
+        if e.pid is not None:
+            first.setdefault((e.host, e.pid), _place(e))
+    started: dict[tuple[str, int], tuple] = {}
+    for e in configs:
+        if e.signature in STARTS and e.pid is not None and (key := (e.host, e.pid)) in first:
+            at = _place(e)
+            if at < first[key] and (key not in started or at < started[key]):
+                started[key] = at
+    own: set[int] = set()
+    stretch: dict[tuple[int, str], tuple[tuple, list[Ev], set[int]]] = {}  # its first line's place, lines, ranks
+    for e in lines:
+        now = stretch.get(key := (e.nranks, e.host))
+        if now is None or e.rank in now[2] or (e.pid is not None and started.get((e.host, e.pid), ()) > now[0]):
+            now = stretch[key] = (_place(e), [], set())
+        now[1].append(e)
+        now[2].add(e.rank)
+        if len(now[2]) >= e.nranks:
+            own.update(map(id, now[1]))
+            del stretch[key]
+    return own
 
 
 def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
@@ -654,6 +694,7 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
     run, and a pdsh of a single-node nccl-tests on every node at once (a health check, nodes of two types each on its
     own plugin) was one job and its plugins a mismatch (a break-it pass). A line whose ``member`` is None places
     nothing. ``comms``: :func:`_sized_comms` of ``members``, read here when None."""
+    configs = list(configs)
     parent: dict[Any, Any] = {}
 
     def root(m: Any) -> Any:
@@ -684,7 +725,7 @@ def _capture_groups(members: list[Ev], member: Callable[[Ev], Hashable | None],
         elif e.comm:
             by_comm[e.comm].add(m)
     sized = ({m for e in comm if (m := member(e)) is not None}
-             for comm in (_sized_comms(members) if comms is None else comms))
+             for comm in (_sized_comms(members, configs) if comms is None else comms))
     for joined in chain(by_comm.values(), (ms for ms, _ in tables), sized):
         join(joined)
     # a rank table lists every rank of its run: one whose ranks are all on one host is a single-node run, whole

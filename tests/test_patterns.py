@@ -5721,6 +5721,87 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
         ("config.job_mismatch", ["gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"])]
 
 
+def test_a_host_in_two_jobs_of_one_size_in_turn_holds_no_communicator_of_that_size_whole(pipeline, tmp_path):
+    """NCCL before 2.19 prints no commId (NVIDIA/nccl#629's "comm 0x7fdf08000d00 rank 15 nranks 16 … - Init
+    COMPLETE"): two two-host jobs of size 2 one after the other, the host they share rank 1 of the first (GPU 0) and
+    rank 0 of the second (GPU 1, so no restart of a GPU cuts the capture in runs). Counted over the whole log that
+    host "held" size 2 whole, its own communicator, so its lines were left out; the first job's rank 0 and the
+    second's rank 1 made one communicator, the two jobs one, and each job's own plugin a mismatch (a break-it pass).
+    Each process prints its plugin line as it starts, before its init lines (init.cc: ``ncclInit`` loads the plugin
+    once a process): a process whose plugin line comes after a rank's "Init COMPLETE" was in no communicator with
+    it (``rules._own_comms``). The jobs agree with themselves: no incident; the second's hosts disagreeing is its
+    mismatch, of its two hosts; a host's own communicator (each process's plugin line first) still ties nothing."""
+    internal = ("{h}:{p}:{p} [{g}] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+                "plugin.")
+    external = "{h}:{p}:{p} [{g}] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+    old = ("{h}:{p}:{p} [{g}] NCCL INFO comm 0x7fdf08000d{g}0 rank {r} nranks {n} cudaDev {g} busId {g}b000 - Init "
+           "COMPLETE")
+
+    def job(hosts, plugins, pid, g):
+        return [plugin.format(h=h, p=pid + i, g=g) for i, (h, plugin) in enumerate(zip(hosts, plugins))] + [
+            old.format(h=h, p=pid + r, g=g, r=r, n=len(hosts)) for r, h in enumerate(hosts)]
+
+    def incidents(name, lines):
+        return _job_files(pipeline, tmp_path, {name: "\n".join(lines) + "\n"})
+
+    first = job(["gpu-a-01", "gpu-a-02"], [internal, internal], 5000, 0)
+    events, incs = incidents("turns.log", first + job(["gpu-a-02", "gpu-a-03"], [external, external], 7000, 1))
+    assert incs == [] and len(events) == 8
+    _, incs = incidents("mixed.log", first + job(["gpu-a-02", "gpu-a-03"], [external, internal], 7000, 1))
+    assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
+        ("config.job_mismatch", ["gpu-a-02", "gpu-a-03"])]
+    # ... a host's own communicator of two processes, each printing its plugin line first, and the two jobs after
+    # it: that host's lines tie no one, the jobs stay two
+    own = [internal.format(h="gpu-c-01", p=3000 + g, g=g) for g in (0, 1)] + [
+        old.format(h="gpu-c-01", p=3000 + g, g=g, r=g, n=2) for g in (0, 1)]
+    events, incs = incidents("own.log", own + first + job(["gpu-a-03", "gpu-a-04"], [external, external], 7000, 0))
+    assert incs == [] and len(events) == 12
+
+
+def test_communicators_without_a_commid_are_read_by_size_and_rank(pipeline, tmp_path):
+    """``rules._sized_comms`` of a small NCCL < 2.19 capture (NVIDIA/nccl#629's init line, no commId), the hosts of
+    each communicator it reads, in the log's order: a size-2 communicator of two hosts; a host's own two GPUs (their
+    processes' plugin lines first: ``rules._own_comms``) in none, though they interleave with a two-host one of their
+    size; a rank printing again ends one (two jobs in turn); a size-4 communicator across its four ranks' lines; a
+    host that was rank 1 of one two-host job and rank 0 of the next (its second process started after the first job
+    was complete) in both."""
+    from correlate.model import events_from_table
+    from correlate.rules import _own_comms, _place, _sized_comms
+    from ingest.decode import decode_file
+
+    plugin = "{h}:{p}:{p} [{g}] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin."
+    old = ("{h}:{p}:{p} [{g}] NCCL INFO comm 0x7fdf08000d{g}0 rank {r} nranks {n} cudaDev {g} busId {g}b000 - Init "
+           "COMPLETE")
+    # (host, pid, GPU, rank, nranks) of each init line, a plugin line of its process before its first
+    lines = [("n1", 10, 0, 0, 2), ("own", 20, 0, 0, 2), ("n2", 11, 0, 1, 2), ("own", 21, 1, 1, 2),
+             ("n3", 30, 0, 0, 4), ("n4", 31, 0, 1, 4), ("n3", 32, 1, 2, 4), ("n4", 33, 1, 3, 4),
+             ("n5", 40, 0, 0, 2), ("n6", 41, 0, 1, 2), ("n6", 42, 1, 0, 2), ("n7", 43, 0, 1, 2)]
+    text, seen = [], set()
+    for h, p, g, r, n in lines:
+        if (h, p) not in seen and h != "own":
+            text.append(plugin.format(h=h, p=p, g=g))
+        seen.add((h, p))
+        text.append(old.format(h=h, p=p, g=g, r=r, n=n))
+    text = [plugin.format(h="own", p=p, g=p - 20) for p in (20, 21)] + text
+    f = tmp_path / "job.log"
+    f.write_text("\n".join(text) + "\n")
+    b = pipeline.run(Decoded(segments=decode_file(f, relname="job.log").segments))
+    evs = events_from_table(b.events)
+    members = [e for e in evs if e.kind == "nccl_init" and e.rank is not None]
+    configs = [e for e in evs if e.signature.startswith("nccl.net_plugin.")]
+    assert len(members) == 12 and len(configs) == 12
+    comms = _sized_comms(members, configs)
+    assert [[(e.host, e.rank) for e in c] for c in comms] == [
+        [("n1", 0), ("n2", 1)], [("n3", 0), ("n4", 1), ("n3", 2), ("n4", 3)], [("n5", 0), ("n6", 1)],
+        [("n6", 0), ("n7", 1)]]
+    assert sorted((e.host, e.rank) for e in members if id(e) in _own_comms(
+        sorted(members, key=_place), configs)) == [("own", 0), ("own", 1)]
+    # without the plugin lines no process is known to start late: n6 holds size 2 whole, as a host's own would, and
+    # its lines tie no one
+    assert [[(e.host, e.rank) for e in c] for c in _sized_comms(members)] == [
+        [("n1", 0), ("n2", 1)], [("n3", 0), ("n4", 1), ("n3", 2), ("n4", 3)], [("n5", 0), ("n7", 1)]]
+
+
 @pytest.mark.parametrize("fallback", [
     # NCCL 2.9 - 2.18 (NVIDIA/nccl#1126), 2.19.3 with dlerror's text (NVIDIA/nccl#1231), 2.4 (NVIDIA/nccl#259), 2.26
     # (its "Using internal net plugin."), 2.27+'s silent "Could not find" (NVIDIA/nccl#1925: NCCL's IB plugin next)
