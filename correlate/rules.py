@@ -741,22 +741,27 @@ def _table_of(row: Ev, tables: list[tuple[int | None, tuple]]) -> int:
     lists its run's ranks in order from Rank 0, so a row continues a table whose last rank is one less. Two runs of
     one capture (a pdsh of a single-node nccl-tests on every node at once) can print their rows in turn; of the
     tables that expect the row's rank, the one whose last row is of the row's process (a run of one process and
-    several GPUs, nGpus 8: every row's "Pid … on <host>" the same), else the one opened last. A rank no open table
-    expects (a row left out: a tagged or truncated line) goes on the table opened last when it is higher than that
-    table's last, as before; rows of one process per GPU in turn stay as ambiguous as the output (nothing in the row
-    says its run). The tables then opened last took every row of every run, joining the nodes of a health check
-    into one job and their plugins into a mismatch (a correlation pass)."""
+    several GPUs, nGpus 8: every row's "Pid … on <host>" the same), else of the row's host (one process per GPU,
+    mpirun -np 8 on each node: each row's pid its own; the table opened last took the first node's Rank 1 and every
+    table held two nodes, a break-it pass), else the one opened last. A row left out (a tagged or truncated line):
+    a row goes on its own process's table whose last rank is lower before any other process's that expects it (a
+    process is of one run), and when no table expects it on the newest table of its host whose last rank is lower,
+    else on the table opened last when it is higher than that table's last, as before. The tables then opened last
+    took every row of every run, joining the nodes of a health check into one job and their plugins into a mismatch
+    (a correlation pass); rows of two multi-node runs in turn stay as ambiguous as the output where a run crosses to
+    another host (nothing in the row says its run)."""
     k, at = row.rank, (row.host, row.pid)
     if k is not None and k > 0:
         expect = [i for i, (r, _) in enumerate(tables) if r == k - 1]
-        if expect:
-            mine = [i for i in expect if tables[i][1] == at]
-            i = (mine or expect)[-1]
-            tables[i] = (k, at)
-            return i
-        if tables and tables[-1][0] is not None and k > tables[-1][0]:
-            tables[-1] = (k, at)
-            return len(tables) - 1
+        lower = [i for i, (r, _) in enumerate(tables) if r is not None and r < k]
+        # a process is of one run: its table, even past a row left out; then a table of the row's host
+        for cands in ([i for i in expect if tables[i][1] == at], [i for i in lower if tables[i][1] == at],
+                      [i for i in expect if tables[i][1][0] == row.host], expect,
+                      [i for i in lower if tables[i][1][0] == row.host],
+                      [len(tables) - 1] if tables and tables[-1][0] is not None and k > tables[-1][0] else []):
+            if cands:
+                tables[cands[-1]] = (k, at)
+                return cands[-1]
     tables.append((k, at))
     return len(tables) - 1
 

@@ -5715,6 +5715,19 @@ def test_hosts_tied_only_by_running_at_once_or_by_communicator_size_are_one_job(
     turns = [table.format(h=h, p=p, g=g) for g in (0, 1) for h, p, _, _ in nodes] + check[8:]
     events, incs = incidents("turns.log", turns)
     assert incs == [] and len(events) == 20
+    # ... and with one process per GPU (mpirun -np 2 on each node: each row's "Pid … on <host>" its own, the pids
+    # of no earlier row): a row continues the table that expects its rank on its own host; the table opened last
+    # took the first node's Rank 1, each table then two nodes', and the health check was a mismatch (a break-it pass)
+    per_gpu = [table.format(h=h, p=p + g, g=g) for g in (0, 1) for h, p, _, _ in nodes] + [
+        plugin.format(h=h, p=p + g).replace("[0]", f"[{g}]") for h, p, plugin, _ in nodes for g in (0, 1)] + [
+        node.format(h=h, p=p + g, g=g, c=c) for h, p, _, c in nodes for g in (0, 1)]
+    events, incs = incidents("per_gpu.log", per_gpu)
+    assert incs == [] and len(events) == 24
+    # ... and a row left out (a truncated line): the first node's Rank 1 continues its own process's table, not the
+    # table that expects Rank 1 (the second node's), which joined the two nodes (a break-it pass)
+    rows = [table.format(h=h, p=p, g=g) for g in (0, 1, 2) for h, p, _, _ in nodes]
+    events, incs = incidents("cut.log", [r for r in rows if r != table.format(h="gpu-a02", p=5100, g=1)] + check[8:])
+    assert incs == [] and len(events) == 23
     # ... while the same lines without the tables are one launch's, as in (1)
     _, incs = incidents("launch.log", check[8:])
     assert [(i["pattern"], i["initiator"]["candidates"]) for i in incs] == [
