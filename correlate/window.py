@@ -117,7 +117,8 @@ class AppendDelays:
         """The summary whose kept lines are ``rows``: ``(host, day, ahead, d, event_id)`` each (``day`` the UTC day of
         the line's Kafka append time, days since the epoch; ``ahead``: ``d < −``:data:`SKEW_CAP_US`; ``d`` µs), at
         most :data:`DELAY_LINES` per (host, day, ahead), of the host's two newest days, one per event id: a lake's
-        summary computed where its events are (``api.sink.IncidentSink.append_delays``). Raises ValueError on rows
+        summary computed where its events are (``api.sink.IncidentSink.append_delays``), of the rows' fleet's
+        :data:`FLEET_DAYS` newest days (the others left out, as :meth:`observe` leaves them). Raises ValueError on rows
         that are no such summary (more lines than kept, a day outside the host's two newest, a line in the wrong
         list): read from a query that drifted from :meth:`observe`, they would read other clocks silently."""
         out = cls()
@@ -134,6 +135,12 @@ class AppendDelays:
                     kept.sort()
                     if len(kept) > DELAY_LINES or len({eid for _, eid in kept}) < len(kept):
                         raise ValueError(f"{host}: {len(kept)} lines kept of a day, or one line twice")
+        # the fleet's FLEET_DAYS newest days, as observe keeps them: the lake's query keeps each host's two newest,
+        # and a pod gone for weeks voted in the fleet's delay after a restart; with no newest day known, a replay's
+        # lines of an older day were taken before the lake's summary and not after it (a break-it pass)
+        if out.days:
+            out.newest = max(max(days) for days in out.days.values())
+            out._forget_before(out.newest - FLEET_DAYS + 1)
         return out
 
     def observe(self, e: Ev) -> None:

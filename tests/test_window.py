@@ -2204,3 +2204,36 @@ def test_append_delays_read_the_fleets_three_newest_days_whatever_the_order():
         got = AppendDelays.of(rnd.sample(lines, len(lines)))
         assert got.days == want.days, seed
         assert got.levels(5) == want.levels(5) and set(got.levels(5)) == {"pod-27", "pod-28", "pod-29"}
+
+
+def test_a_lakes_append_delays_read_at_a_restart_are_of_the_fleets_three_newest_days():
+    """A restart reads the summary of the lake's append delays (``api.sink.IncidentSink.append_delays``: each host's
+    two newest days, whatever the fleet's): ``AppendDelays.of_rows`` kept a pod gone for weeks, whose old clock voted
+    in the fleet's delay, and it knew no newest day of the fleet, so a replay's lines of an older day were then taken
+    by one order and not by the other. The summary of the rows is that of their lines (``AppendDelays.of``)."""
+    from correlate.window import AppendDelays
+
+    day = 86400 * S
+    t0 = 20_000 * day
+
+    def line(host, d, i):
+        return Ev(event_id=f"{host}-{d}-{i}", ts=t0 + d * day + i * S, ts_basis="line", host=host, source="dmesg",
+                  kind="other", signature="s", severity="info", device_type=None, device=None, link=None, xid=None,
+                  sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", origin="kafka:t/0/1",
+                  ingest_ts=t0 + d * day + i * S + (i + 1) * 1000)
+
+    lake = [line("pod-old", 0, i) for i in range(6)] + [line("node", d, i) for d in (9, 10) for i in range(6)]
+
+    def rows(summary):  # as the lake's query returns them: each host's two newest days
+        return [(h, dy, ahead, d, eid) for h, days in summary.days.items() for dy, lists in days.items()
+                for ahead, kept in enumerate(lists) for d, eid in kept]
+
+    restored = AppendDelays.of_rows([r for h in ("pod-old", "node")
+                                     for r in rows(AppendDelays.of([e for e in lake if e.host == h]))])
+    assert restored.days == AppendDelays.of(lake).days and set(restored.days) == {"node"}
+    assert restored.levels(5) == AppendDelays.of(lake).levels(5)
+    # then a replay of lines appended on an older day: the same summary whatever came first
+    replay = [line("pod-r", 7, i) for i in range(6)]
+    for e in replay:
+        restored.observe(e)
+    assert restored.days == AppendDelays.of(lake + replay).days
