@@ -853,7 +853,10 @@ class StreamCorrelator:
         self.wiring_ranks = dict(_recent_per_gpu(wiring, MAX_COMMS_PER_GPU))
         self.wiring = {e.event_id: e for e in self.wiring_ranks.values()}
         if len(self.uuid_lines) > MAX_UUID_LINES:  # pods come and go with their GPUs: the newest stay
-            self.uuid_lines = dict(sorted(self.uuid_lines.items(), key=lambda kv: kv[1].ts)[-MAX_UUID_LINES:])
+            # by arrival (Kafka append time), not by stamp: a live host whose clock is days behind lost its
+            # mapping first, one days ahead kept its for ever (a break-it pass)
+            self.uuid_lines = dict(sorted(self.uuid_lines.items(), key=lambda kv: (
+                kv[1].ingest_ts if kv[1].ingest_ts is not None else kv[1].ts, kv[0]))[-MAX_UUID_LINES:])
             self.uuid_gpus = {k: v for k, v in self.uuid_gpus.items() if k in self.uuid_lines}
         for e in self.uuid_lines.values():
             if e.event_id not in self.events:

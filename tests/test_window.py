@@ -2243,3 +2243,26 @@ def test_a_lakes_append_delays_read_at_a_restart_are_of_the_fleets_three_newest_
     for e in replay:
         restored.observe(e)
     assert restored.days == AppendDelays.of(lake + replay).days
+
+
+def test_the_uuid_lines_kept_past_the_cap_are_the_newest_to_arrive_whatever_the_hosts_clocks(monkeypatch):
+    """``MAX_UUID_LINES``: the newest GPU UUID lines stay. By their stamps, a live host whose clock is days behind
+    lost its UUID's mapping to its bus id first, and one days ahead kept its for ever; by arrival (Kafka append
+    time), the host heard from last keeps its mapping."""
+    from ingest.pipeline import to_table
+    from schemas.events import EVENTS_SCHEMA
+    import correlate.stream as stream
+
+    monkeypatch.setattr(stream, "MAX_UUID_LINES", 2)
+    sc = StreamCorrelator(lateness_us=10 * S, close_after_us=5 * S, idle_us=10 * S)
+    sc.settings.clocks = Clocks(default_skew_us=0)
+    t0 = 1_800_000_000 * S
+    for k, (h, off) in enumerate((("ahead", 3 * 86400 * S), ("a", 0), ("b", 0), ("behind", -3 * 86400 * S))):
+        now = t0 + 60 * k * S
+        row = {"host": h, "source": "nvml", "ts": now + off, "ts_basis": "line", "ts_precision_us": 1, "count": 1,
+               "ingest_ts": now, "severity": "info", "message": "m", "event_id": f"{h}-u", "kind": "other",
+               "signature": "other", "device_type": "gpu", "device": "0000:01:00.0", "details": {"uuid": f"GPU-{h}"},
+               "origin": "kafka:fleet.nvml/0/1"}
+        sc.add(to_table([row], EVENTS_SCHEMA), now_us=now + S)
+        sc.step(now_us=now + S)
+    assert {h for h, _u in sc.uuid_lines} == {h for h, _u in sc.uuid_gpus} == {"b", "behind"}
