@@ -193,9 +193,10 @@ class CorrelateWorker:
         self.read_back_wait = _Backoff()
         #: hosts whose facts were read back (or found none) since the worker started or was last assigned
         #: partitions, while the correlator knows them (``StreamCorrelator.heard_us``: a host quiet past the events
-        #: kept that holds nothing leaves it after a step, and its facts are read again if it comes back; at most the
-        #: hosts the correlator holds, not every pod name the fleet ever had); those seen since and not read back yet (host -> the first time seen, µs: the anchor of a host
-        #: without a watermark), read by ``_read_facts``
+        #: kept that holds nothing leaves it after a step, and its facts are read again if it comes back; at most
+        #: the hosts the correlator holds, not every pod name the fleet ever had); those seen since and not read
+        #: back yet (host -> the first time seen, µs: the anchor of a host without a watermark), read by
+        #: ``_read_facts``
         self.facts_read: set[str] = set()
         self.facts_wanted: dict[str, int] = {}
         self.facts_read_back_failures = 0

@@ -890,10 +890,10 @@ class StreamCorrelator:
         lateness and the longest link window: a line of such a host that comes later starts them afresh, as its
         first did (one dated before its old watermark by more than the lateness was counted in ``late_events``
         before; now it is correlated, as the batch correlator does). Before, the watermarks and ``arrived_us``
-        grew by one entry per host (and per host, source and raw partition) the fleet ever had. The set of hosts that hold state is built again at each call
-        (~1-2 ms over 6,644 kept events; a working step of benchmarks.correlator takes 60-400 ms), not kept as per-host
-        counts: those would have to follow every change to ``events``, ``cold``, ``wiring``, ``uuid_lines`` and
-        ``addr_lines``."""
+        grew by one entry per host (and per host, source and raw partition) the fleet ever had. The set of hosts
+        that hold state is built again at each call (~1-2 ms over 6,644 kept events; a working step of
+        benchmarks.correlator takes 60-400 ms), not kept as per-host counts: those would have to follow every change
+        to ``events``, ``cold``, ``wiring``, ``uuid_lines`` and ``addr_lines``."""
         held = {e.host for e in self.events.values()}
         held.update(e.host for e in self.cold.values())
         held.update(e.host for e in self.wiring.values())

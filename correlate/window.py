@@ -86,8 +86,9 @@ class AppendDelays:
     the others (``near``); the host's two newest days are kept, of the fleet's :data:`FLEET_DAYS` newest (``newest``:
     the newest day of any line taken). A host none of whose lines is that recent leaves ``days``: a fleet whose
     hosts come and go (k8s pods) kept one entry per host it ever had, and each voted in the fleet's delay for ever;
-    it holds at most (hosts heard from in those days) x 2 days x 2 lists x :data:`DELAY_LINES` lines. Lines further than :data:`OFFSET_MAX_US` (a day)
-    from their append time are old (logs replayed, a backlog shipped late) or stamped wrong, and left out.
+    it holds at most (hosts heard from in those days) x 2 days x 2 lists x :data:`DELAY_LINES` lines. Lines further
+    than :data:`OFFSET_MAX_US` (a day) from their append time are old (logs replayed, a backlog shipped late) or
+    stamped wrong, and left out.
 
     The summary is a function of the set of lines alone, whatever their order, split and repeats (ties are broken
     by event id, a line seen again is one line): the streaming correlator keeps one across the events it forgets

@@ -1217,7 +1217,8 @@ def test_append_delays_are_the_same_whatever_the_order_split_and_repeats(lines, 
     """The summary the streaming correlator keeps (``StreamCorrelator.delays``) is a function of the set of lines
     alone: observed one by one in any order, a part of them again (a redelivery), each part's events forgotten
     after it (pruning), it reads the clocks the batch reads from every line at once; appended over a week, so the
-    fleet's three newest days (``FLEET_DAYS``) leave some out; the lake's rows of them read at a restart are the same."""
+    fleet's three newest days (``FLEET_DAYS``) leave some out; the lake's rows of them read at a restart are the
+    same."""
     from correlate.window import AppendDelays, estimate_clocks
 
     evs = []
