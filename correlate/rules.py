@@ -510,15 +510,17 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     per_log: dict[tuple[str, str], list[Ev]] = {}
     members: dict[str, list[Ev]] = {}
     configs: dict[str, list[Ev]] = {}
-    aborted = {(log, e.host) for e in events if e.signature == NETWORK_NOT_FOUND and (log := log_of(e)) is not None}
+    # a host's abort counts in its run of the job alone (``_job_runs``): a later run appended to the log that fell
+    # back was left unread (a break-it pass)
+    aborts: dict[str, list[Ev]] = {}
+    for e in events:
+        if e.signature == NETWORK_NOT_FOUND and e.host and (log := log_of(e)) is not None:
+            aborts.setdefault(log, []).append(e)
     for e in events:
         what = JOB_CONFIG.get(e.signature)
         if what is None and (e.kind != "nccl_init" or e.rank is None):
             continue
         if (log := log_of(e)) is None:
-            continue
-        if what is not None and what[0] == "net_plugin" and (log, e.host) in aborted \
-                and config_value(e) == "internal":
             continue
         if what is not None and e.host and config_value(e) is not None:
             per_log.setdefault((log, what[0]), []).append(e)
@@ -529,7 +531,11 @@ def mark_config_mismatch(events: list[Ev]) -> None:
     placed = {log: _capture_places(members.get(log, []), cs) for log, cs in configs.items()}
     for (log, setting), lines in per_log.items():
         jobs, procs = placed[log]
-        for run in _job_runs(lines):
+        for run in _job_runs(lines + aborts.get(log, []) if setting == "net_plugin" else lines):
+            if setting == "net_plugin":
+                aborted = {e.host for e in run if e.signature == NETWORK_NOT_FOUND}
+                run = [e for e in run if e.signature != NETWORK_NOT_FOUND
+                       and not (e.host in aborted and config_value(e) == "internal")]
             for job in (j for hosts_job in _split_jobs(run, jobs) for j in _split_processes(hosts_job, procs)):
                 last: dict[tuple[str, int | None], Ev] = {}  # a process's last word on the setting
                 for e in job:

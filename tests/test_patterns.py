@@ -5456,6 +5456,14 @@ def test_a_plugin_that_did_not_load_leaves_its_host_on_the_internal_plugin_unles
     assert "config.job_mismatch" not in {i["pattern"] for i in incs}, incs
     (inc,) = [i for i in incs if i["initiator"]["host"] == "gpu-b-11"]
     assert (inc["category"], inc["severity"]) == ("nccl_software", "error"), inc
+    # ... but a run of the job after it (sbatch --open-mode=append, NCCL_NET unset: the host's GPU 7 under a new pid)
+    # that fell back is that run's mismatch: the abort of the first run left every later run of the host unread
+    rerun = [failed.format(h="gpu-b-11").replace(":565:565", ":901:901"),
+             external.format(h="gpu-a-04").replace(":589474:", ":601233:")]
+    _, incs = _job_files(pipeline, tmp_path, {"job4.log": "\n".join(lines + [missing.format(h="gpu-b-11")] + rerun)
+                                              + "\n"})
+    assert [i["initiator"]["candidates"] for i in incs if i["pattern"] == "config.job_mismatch"] == [
+        ["gpu-a-04", "gpu-b-11"]], incs
     # both hosts' plugins failed to load: both on NCCL's internal one, no mismatch
     both = [failed.format(h="gpu-b-11"), failed.format(h="gpu-a-04")]
     _, incs = _job_files(pipeline, tmp_path, {"job3.log": "\n".join(both) + "\n"})
