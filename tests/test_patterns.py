@@ -8082,3 +8082,49 @@ def test_a_switch_port_down_in_the_sm_sweep_explains_the_ports_it_lost(pipeline)
     assert (inc["initiator"]["device"], inc["initiator"]["link"]) == ("0x200000", 3)
     assert sorted((d["device"], d["relation"]) for d in inc["downstream"]) == [
         ("0x0000000000100004", "same_host"), ("fe80::10:4", "same_host")]
+
+
+def _rank_table_of_every_table(row, tables: list) -> int:
+    """The rank-table rule as it was written before :class:`correlate.rules.RankTables` indexed it (every table
+    scanned per row): the oracle the indexed form must answer as."""
+    k, at = row.rank, (row.host, row.pid)
+    if k is not None and k > 0:
+        expect = [i for i, (r, _) in enumerate(tables) if r == k - 1]
+        lower = [i for i, (r, _) in enumerate(tables) if r is not None and r < k]
+        for cands in ([i for i in expect if tables[i][1] == at], [i for i in lower if tables[i][1] == at],
+                      [i for i in expect if tables[i][1][0] == row.host], expect,
+                      [i for i in lower if tables[i][1][0] == row.host],
+                      [len(tables) - 1] if tables and tables[-1][0] is not None and k > tables[-1][0] else []):
+            if cands:
+                tables[cands[-1]] = (k, at)
+                return cands[-1]
+    tables.append((k, at))
+    return len(tables) - 1
+
+
+def test_indexed_rank_tables_place_each_row_as_scanning_every_table_did():
+    """Rows of interleaved, truncated and repeated nccl-tests runs (ranks, hosts, pids drawn, some None) go to the
+    same table through RankTables' indexes as through a scan of every table; a 2,000-node health check in turn gives
+    2,000 tables of eight rows each."""
+    from types import SimpleNamespace
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from correlate.rules import RankTables
+
+    row = st.builds(SimpleNamespace, rank=st.one_of(st.none(), st.integers(0, 9)),
+                    host=st.sampled_from([None, "a", "b", "c"]), pid=st.sampled_from([None, 1, 2, 3]))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(row, max_size=60))
+    def same(rows):
+        indexed, scanned = RankTables(), []
+        assert [indexed.place(r) for r in rows] == [_rank_table_of_every_table(r, scanned) for r in rows]
+        assert indexed.last == scanned
+
+    same()
+    health = RankTables()
+    placed = [health.place(SimpleNamespace(rank=r, host=f"n{h}", pid=100 + h)) for r in range(8) for h in range(2000)]
+    assert len(health) == 2000 and placed[-2000:] == list(range(2000))
+    assert health.last[7] == (7, ("n7", 107))
