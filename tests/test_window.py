@@ -2184,6 +2184,17 @@ def test_a_fleet_whose_hosts_come_and_go_keeps_per_host_state_bounded(monkeypatc
     assert sc.host_watermarks["pod-3"].max_ts == back - 30 * S
 
 
+def _day_line(host: str, d: int, i: int) -> Ev:
+    """The ``i``-th dmesg line of ``host`` on day ``d`` after day 20,000 since the epoch (``i`` s into it), appended
+    ``i + 1`` ms after its stamp: a line of the append-delay tests of the fleet's newest days."""
+    day = 86400 * S
+    t0 = 20_000 * day
+    return Ev(event_id=f"{host}-{d}-{i}", ts=t0 + d * day + i * S, ts_basis="line", host=host, source="dmesg",
+              kind="other", signature="s", severity="info", device_type=None, device=None, link=None, xid=None,
+              sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", origin="kafka:t/0/1",
+              ingest_ts=t0 + d * day + i * S + (i + 1) * 1000)
+
+
 def test_append_delays_read_the_fleets_three_newest_days_whatever_the_order():
     """``AppendDelays.days`` kept a host that last sent a line weeks ago, and its old clock voted in the fleet's
     delay for ever: the days before the fleet's ``FLEET_DAYS`` newest are forgotten, with the hosts that hold no
@@ -2192,14 +2203,7 @@ def test_append_delays_read_the_fleets_three_newest_days_whatever_the_order():
 
     from correlate.window import FLEET_DAYS, AppendDelays
 
-    day = 86400 * S
-    t0 = 20_000 * day
-
-    def line(host, d, i):
-        return Ev(event_id=f"{host}-{d}-{i}", ts=t0 + d * day + i * S, ts_basis="line", host=host, source="dmesg",
-                  kind="other", signature="s", severity="info", device_type=None, device=None, link=None, xid=None,
-                  sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", origin="kafka:t/0/1",
-                  ingest_ts=t0 + d * day + i * S + (i + 1) * 1000)
+    line = _day_line
 
     assert FLEET_DAYS == 3
     lines = [line(f"pod-{d}", d, i) for d in range(30) for i in range(6)] + [line("node", d, 0) for d in range(30)]
@@ -2220,14 +2224,7 @@ def test_a_lakes_append_delays_read_at_a_restart_are_of_the_fleets_three_newest_
     by one order and not by the other. The summary of the rows is that of their lines (``AppendDelays.of``)."""
     from correlate.window import AppendDelays
 
-    day = 86400 * S
-    t0 = 20_000 * day
-
-    def line(host, d, i):
-        return Ev(event_id=f"{host}-{d}-{i}", ts=t0 + d * day + i * S, ts_basis="line", host=host, source="dmesg",
-                  kind="other", signature="s", severity="info", device_type=None, device=None, link=None, xid=None,
-                  sxid=None, peer=None, rank=None, nranks=None, comm=None, message="m", origin="kafka:t/0/1",
-                  ingest_ts=t0 + d * day + i * S + (i + 1) * 1000)
+    line = _day_line
 
     lake = [line("pod-old", 0, i) for i in range(6)] + [line("node", d, i) for d in (9, 10) for i in range(6)]
 
