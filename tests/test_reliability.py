@@ -935,10 +935,11 @@ def test_a_lake_refusing_the_incidents_when_caught_up_does_not_end_run(kafka, tm
     svc.sink.lake.write = refusing
     caught = svc.worker.run
 
-    async def run_then_full(**kw) -> None:
-        await caught(**kw)
+    async def run_then_full(**kw) -> bool:
+        done = await caught(**kw)  # whether it caught up: Service.run says "caught up" only then
         if kw.get("until_caught_up"):
             full.set()
+        return done
 
     svc.worker.run = run_then_full
     seen: list[list] = []
@@ -1255,8 +1256,9 @@ def test_a_correlate_once_stopped_before_it_caught_up_says_so_not_caught_up(kafk
     report = out.read_text()
     assert rc == 0, said[-2000:]
     assert re.match(STOPPED_EARLY, report), report[:2000]
+    # stopped before its step caught up, it may have read every record already (a fast fetch): no more than sent
     read = int(re.search(rf"read (\d+) {re.escape(topic)} records?", said)[1])
-    assert read < len(records), (read, len(records))
+    assert read <= len(records), (read, len(records))
     assert "caught up:" not in said + report.replace("before catching up:", ""), (said[-2000:], report[:500])
 
 
